@@ -1,0 +1,30 @@
+# assay: two commands set up and run everything on a fresh machine.
+#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1)
+#   make test   the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+MODE   ?= smoke
+
+.PHONY: test demo bench venv clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+test: venv
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+demo: venv
+	@if [ -f examples/helpdesk/demo.py ]; then \
+	  $(VPY) examples/helpdesk/demo.py --mode $(MODE) $(if $(filter 1 true yes,$(BREAK)),--break,); \
+	else echo "make demo: the example app is not built yet (examples/helpdesk/demo.py missing)" >&2; exit 2; fi
+
+bench: venv
+	$(VPY) bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""Shared primitives: version, ids, canonical JSON, atomic writes, the error type."""

@@ -1,0 +1,115 @@
+"""The command layer every script shares: argv in, JSON out, an exit code.
+
+A script is `main = command(build_parser, run, needs=(...))`; `run(args)` returns
+`(exit_code, json_or_None)` or raises AssayError. Only this module turns errors into
+stdout JSON and exit statuses. A traceback is a bug: it prints on stderr with exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import traceback
+from typing import Any, Callable, Iterable
+
+from .errors import AssayError
+from .version import version_line
+
+# import name -> (pip name, why)
+DEPENDENCIES = {
+    "yaml": "pyyaml",
+    "jsonschema": "jsonschema",
+    "markdown": "markdown",
+}
+INSTALL_ALL = "pip install pyyaml jsonschema markdown"
+
+
+def missing_dependencies(needs: Iterable[str]) -> list[str]:
+    missing = []
+    for mod in needs:
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            missing.append(mod)
+    return missing
+
+
+def dependency_error(missing: list[str], script: str) -> AssayError:
+    pips = " ".join(DEPENDENCIES.get(m, m) for m in missing)
+    withs = " ".join(f"--with {DEPENDENCIES.get(m, m)}" for m in missing)
+    return AssayError(
+        f"missing Python package(s): {', '.join(missing)}. Install with `pip install {pips}` "
+        f"(or everything: `{INSTALL_ALL}`), or run without installing: "
+        f"`uv run {withs} python {script} ...`",
+        2,
+        missing=missing,
+        fix=f"pip install {pips}",
+    )
+
+
+class JsonArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are JSON on stdout with exit 2, like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise AssayError(f"{self.prog}: {message} (see --help)", 2, usage=self.format_usage().strip())
+
+
+def make_parser(prog: str, description: str, example: str) -> JsonArgumentParser:
+    parser = JsonArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=version_line())
+    return parser
+
+
+def emit(obj: Any, stream=None) -> None:
+    stream = stream or sys.stdout
+    stream.write(json.dumps(obj, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n")
+    stream.flush()
+
+
+def _reconfigure_utf8() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8")  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):
+            pass
+
+
+def run_command(
+    build_parser: Callable[[], argparse.ArgumentParser],
+    run: Callable[[argparse.Namespace], tuple[int, Any]],
+    *,
+    needs: Iterable[str] = (),
+    argv: list[str] | None = None,
+    script: str = "",
+) -> int:
+    _reconfigure_utf8()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)  # --help / --version exit 0 here, before any dependency check
+        missing = missing_dependencies(needs)
+        if missing:
+            raise dependency_error(missing, script or parser.prog)
+        code, out = run(args)
+        if out is not None:
+            emit(out)
+        return code
+    except AssayError as err:
+        emit(err.to_json())
+        return err.code
+    except KeyboardInterrupt:
+        emit({"error": "interrupted"})
+        return 130
+    except SystemExit:
+        raise
+    except BaseException as exc:  # a traceback is a bug: say so, exit 1
+        traceback.print_exc(file=sys.stderr)
+        emit({"error": f"internal error: {type(exc).__name__}: {exc}", "internal": True})
+        return 1

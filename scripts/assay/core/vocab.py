@@ -1,0 +1,87 @@
+"""The verdict vocabulary and the layer table: defined once, imported everywhere.
+
+Gate, draft report, verify, the runner, the linter and the docs tests read these
+names from here; nothing else spells them out as a rule.
+"""
+
+from __future__ import annotations
+
+# Layer order on every case (contracts §5.5). Every layer gets a row on every case.
+LAYER_ORDER: tuple[str, ...] = (
+    "http", "routing", "trajectory", "tool_selection", "loops",
+    "answer", "execution", "authz", "rules", "state", "judged",
+)
+
+# Report-row name -> capability_matrix key. http and loops have no key: nothing switches them off.
+MATRIX_KEY_OF_LAYER: dict[str, str | None] = {
+    "http": None,
+    "routing": "routing",
+    "trajectory": "trajectory",
+    "tool_selection": "tool_selection",
+    "loops": None,
+    "answer": "answer_quality",
+    "execution": "execution",
+    "authz": "authz",
+    "rules": "answer_quality",
+    "state": "state",
+    "judged": "answer_quality",
+}
+
+# Matrix keys a profile may carry (some are informational / run-level only).
+MATRIX_KEYS: tuple[str, ...] = (
+    "answer_quality", "routing", "tool_selection", "trajectory", "multi_turn",
+    "state", "cost_latency", "execution", "authz",
+)
+
+# Layers fed only by a collected trace (routing can also come from the response or status).
+TRACE_DEPENDENT_LAYERS: tuple[str, ...] = ("trajectory", "tool_selection", "loops", "cost_latency")
+
+# Case verdicts.
+PASS, FAIL, UNSCORED, SKIPPED = "pass", "fail", "unscored", "skipped"
+INFRA_ERROR, INFRA_INCOMPLETE = "infra_error", "infra_incomplete"
+CASE_VERDICTS: tuple[str, ...] = (PASS, FAIL, UNSCORED, SKIPPED, INFRA_ERROR, INFRA_INCOMPLETE)
+SCORED_VERDICTS: tuple[str, ...] = (PASS, FAIL)
+INFRA_VERDICTS: tuple[str, ...] = (INFRA_ERROR, INFRA_INCOMPLETE)
+
+# Per-layer statuses that are not verdicts: never pass, never fail.
+NA, UNSCORABLE, ERROR = "n/a", "unscorable", "error"
+LAYER_STATUSES: tuple[str, ...] = (PASS, FAIL, NA, UNSCORABLE, UNSCORED, ERROR, INFRA_ERROR, INFRA_INCOMPLETE)
+
+# Run statuses (results.json summary.status).
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary", "aborted_infra")
+
+# Case format enums (case-format facts §1).
+SPLITS: tuple[str, ...] = ("full", "smoke", "holdout", "canary")
+CATEGORIES: tuple[str, ...] = ("happy", "multistep", "edge", "ambiguous", "oos", "adversarial-refusal", "noise")
+ADVERSARIAL_CATEGORIES: tuple[str, ...] = ("adversarial-refusal",)
+TEST_TYPES: tuple[str, ...] = ("MFT", "INV", "DIR")
+
+# Run modes a plan may carry (make_plan refuses "full": it is two runs).
+PLAN_MODES: tuple[str, ...] = ("smoke", "regression", "targeted", "holdout")
+GATES: tuple[str, ...] = ("soft", "hard", "decision")
+
+# Runner exit codes (contracts §5.11).
+EXIT_MEANINGS: dict[int, str] = {
+    0: "complete; says nothing about pass/fail",
+    1: "internal error",
+    2: "bad plan or usage; nothing written",
+    3: "pre-flight abort",
+    4: "a canary failed; run stopped",
+    5: "infra rate above infra_rate_abort; run stopped",
+    6: "completeness check failed",
+    7: "a scorer rejected its input; numbers not quotable",
+}
+
+
+def matrix_enabled(matrix: dict, layer: str) -> tuple[bool, str | None]:
+    """(enabled, blocked_by) for a report-row layer under a capability matrix.
+
+    A layer is enabled unless its matrix entry says `enabled: false`; a missing entry is enabled.
+    """
+    key = MATRIX_KEY_OF_LAYER.get(layer, layer)
+    if key is None:
+        return True, None
+    entry = (matrix or {}).get(key)
+    if isinstance(entry, dict) and entry.get("enabled") is False:
+        return False, entry.get("blocked_by") or f"capability_matrix.{key}.enabled is false"
+    return True, None

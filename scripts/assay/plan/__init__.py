@@ -1,0 +1,1 @@
+"""Modes, selection, building and validating plan.json."""

@@ -1,0 +1,103 @@
+"""The one check of a plan: its JSON Schema plus the cross-field rules (contracts §5.2).
+
+make_plan calls it on what it built; run_cases calls it before anything else.
+Every violation is AssayError(2) naming the key; nothing has been written yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.ids import CASE_ID_RULE, is_safe_case_id
+from ..schemas import validate
+
+DEFAULT_EXECUTION = {
+    "timeout_s": None,          # None: adapter.invocation.timeout_s, else 60
+    "max_attempts": 3,
+    "backoff_s": [1, 4],
+    "infra_rate_abort": 0.25,
+    "insecure_tls": False,
+    "max_turns": 12,
+}
+DEFAULT_SCORING = {
+    "oos_route": None,
+    "id_pattern": None,
+    "float_tolerance": None,
+    "repeat_threshold": 3,
+    "call_budget": 15,
+    "fail_on_errored_calls": False,
+    "scorer_timeout_s": 2.0,
+}
+HOLDOUT_TOUCHING_SPLITS = ("holdout",)
+
+
+def validate_plan(plan: Any, *, source: str = "plan.json") -> dict[str, Any]:
+    """Validate a plan; return it unchanged. Raises AssayError(2) on the first class of violation."""
+    validate(plan, "plan", source=source, what="plan")
+    _check_cases(plan, source)
+    _check_execution(plan, source)
+    _check_paths(plan, source)
+    return plan
+
+
+def effective_execution(plan: dict[str, Any]) -> dict[str, Any]:
+    """Plan execution block over the defaults (explicit `backoff_s` wins; else derived from max_attempts)."""
+    given = plan.get("execution") or {}
+    out = dict(DEFAULT_EXECUTION)
+    out.update(given)
+    if "max_attempts" in given and "backoff_s" not in given:
+        out["backoff_s"] = [4 ** i for i in range(out["max_attempts"] - 1)]
+    if out["timeout_s"] is None:
+        inv = (plan.get("adapter") or {}).get("invocation") or {}
+        t = inv.get("timeout_s")
+        out["timeout_s"] = t if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0 else 60
+    return out
+
+
+def effective_scoring(plan: dict[str, Any]) -> dict[str, Any]:
+    out = dict(DEFAULT_SCORING)
+    out.update(plan.get("scoring") or {})
+    return out
+
+
+def _check_cases(plan: dict[str, Any], source: str) -> None:
+    seen: set[str] = set()
+    selecting = plan["selecting_split"]
+    for i, case in enumerate(plan["cases"]):
+        cid = case["id"]
+        if not is_safe_case_id(cid):
+            raise AssayError(
+                f"{source}: cases[{i}].id {cid!r} is not a safe case id ({CASE_ID_RULE}); "
+                "fix the case id in its YAML and rebuild the plan with make_plan.py",
+                2, key=f"cases[{i}].id", case_id=cid)
+        if cid in seen:
+            raise AssayError(f"{source}: cases[{i}].id {cid!r} appears twice; case ids must be unique",
+                             2, key=f"cases[{i}].id", case_id=cid)
+        seen.add(cid)
+        if selecting not in case["split"]:
+            raise AssayError(
+                f"{source}: case {cid!r} (cases[{i}]) has split {case['split']} without the plan's "
+                f"selecting_split {selecting!r}; rebuild the plan with make_plan.py",
+                2, key=f"cases[{i}].split", case_id=cid)
+
+
+def _check_execution(plan: dict[str, Any], source: str) -> None:
+    ex = plan.get("execution") or {}
+    if "backoff_s" in ex:
+        attempts = ex.get("max_attempts", DEFAULT_EXECUTION["max_attempts"])
+        if len(ex["backoff_s"]) != attempts - 1:
+            raise AssayError(
+                f"{source}: execution.backoff_s has {len(ex['backoff_s'])} wait(s) but max_attempts is "
+                f"{attempts}: give exactly max_attempts - 1 = {attempts - 1} waits (make_plan.py "
+                "--max-attempts N --backoff-s a,b)", 2, key="execution.backoff_s")
+
+
+def _check_paths(plan: dict[str, Any], source: str) -> None:
+    if plan["selecting_split"] in HOLDOUT_TOUCHING_SPLITS or plan["mode"] == "holdout":
+        ledger = plan["paths"].get("holdout_ledger")
+        if not ledger or not str(ledger).endswith(".jsonl"):
+            raise AssayError(
+                f"{source}: a holdout run needs paths.holdout_ledger ending in .jsonl "
+                f"(got {ledger!r}); make_plan.py --mode holdout sets datasets/holdout-looks.jsonl",
+                2, key="paths.holdout_ledger")

@@ -1,0 +1,53 @@
+"""Shared test helpers: drive scripts as a user does (subprocess, argv in, JSON + exit code out)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+
+@dataclass
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        """stdout parsed as one JSON document (the first line if several)."""
+        text = self.stdout.strip()
+        try:
+            return json.loads(text)
+        except ValueError:
+            return json.loads(text.splitlines()[0])
+
+
+def run_script(name: str, *args: Any, env: dict[str, str] | None = None, input: str | None = None,
+               cwd: str | os.PathLike[str] | None = None, timeout: float = 120) -> Result:
+    """Run scripts/<name>.py with the test interpreter; `env` entries are added to os.environ."""
+    full_env = dict(os.environ)
+    full_env.pop("PYTHONPATH", None)
+    if env:
+        full_env.update(env)
+    script = name if name.endswith(".py") else f"{name}.py"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), *map(str, args)],
+        capture_output=True, text=True, encoding="utf-8", errors="replace",
+        env=full_env, input=input, cwd=cwd, timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write_yaml(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

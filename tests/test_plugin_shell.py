@@ -1,0 +1,38 @@
+"""The plugin shell: manifests agree, one version string everywhere."""
+
+import json
+import re
+
+from helpers import ROOT, SCRIPTS, run_script
+
+from assay.core.version import VERSION
+
+
+def test_plugin_manifests_are_identical():
+    a = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
+    b = json.loads((ROOT / "plugin.json").read_text())
+    assert a == b
+    assert a["name"] == "assay"
+    assert a["version"] == VERSION
+
+
+def test_marketplace_names_the_plugin():
+    m = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_text())
+    assert [p["name"] for p in m["plugins"]] == ["assay"]
+
+
+def test_every_script_prints_version_and_help():
+    scripts = sorted(p.stem for p in SCRIPTS.glob("*.py"))
+    assert scripts, "no scripts found"
+    for name in scripts:
+        r = run_script(name, "--version")
+        assert r.rc == 0, (name, r.stdout, r.stderr)
+        assert r.stdout.strip() == f"assay {VERSION}", name
+        h = run_script(name, "--help")
+        assert h.rc == 0, (name, h.stderr)
+        assert "example" in h.stdout.lower(), f"{name} --help shows no worked example"
+
+
+def test_pyproject_reads_the_same_version():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'version = \{attr = "assay.core.version.VERSION"\}', text)
