@@ -1,0 +1,268 @@
+"""The tokenless CI gate: read results.json (the runner's one count definition), decide open or
+closed, and say why on one screen. No model is ever in this path, and nothing here recounts.
+
+`evaluate(run_dir, ...)` returns a GateResult; `summary_lines(result)` is the one-screen text.
+Close reasons are checked in the reference order (scripts-facts, gate.py): malformed counts,
+status, exit code, gating failures, holdout > total, infra rate, missing artifacts,
+nothing measured, canaries (with --require-canaries), verify.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .rundir import case_verdict, load_results
+
+SCRIPTS_DIR = Path(__file__).resolve().parents[2]
+VERIFY_TIMEOUT_S = 120
+REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
+OPTIONAL_INTS = ("unscored", "skipped", "scorer_errors", "repeated_5xx")
+MAX_NAMED = 5
+
+
+@dataclass
+class GateResult:
+    run_dir: Path
+    results: dict
+    reasons: list[str] = field(default_factory=list)
+    verified: bool = False          # --verify ran
+    verify_clean: bool | None = None
+    verify_detail: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def open(self) -> bool:
+        return not self.reasons
+
+    @property
+    def summary(self) -> dict:
+        return self.results["summary"]
+
+    @property
+    def run_id(self) -> str:
+        rid = self.results.get("run_id")
+        return rid if isinstance(rid, str) else self.run_dir.name
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _rate(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def malformed_counts(summary: dict) -> list[str]:
+    bad = [k for k in REQUIRED_INTS if not _is_count(summary.get(k))]
+    bad += [k for k in OPTIONAL_INTS if k in summary and not _is_count(summary.get(k))]
+    return bad
+
+
+def failing_cases(results: dict) -> list[dict]:
+    """Gating failures named in results.cases (holdout cases are never there: the seal)."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    return [r for r in rows if isinstance(r, dict) and r.get("verdict") == "fail"
+            and r.get("gating", True) is not False and not r.get("canary")]
+
+
+def _gating_reason(results: dict, summary: dict) -> str:
+    total = summary["gating_failures"]
+    named = []
+    for row in failing_cases(results)[:MAX_NAMED]:
+        layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
+        named.append(f"{row.get('case_id')} ({', '.join(layers) or 'no layer named'})")
+    more = len(failing_cases(results)) - len(named)
+    text = f"{total} gating failure(s)"
+    if named:
+        text += ": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    holdout = summary.get("holdout")
+    h = holdout.get("gating_failures") if isinstance(holdout, dict) else None
+    if _is_count(h) and h:
+        text += f" ({h} of them holdout, aggregate only: ids sealed)"
+    return text
+
+
+def canary_reason(summary: dict, mode: str | None) -> str | None:
+    """--require-canaries: open only if 0 < passed == n."""
+    block = summary.get("canaries")
+    if block is None:
+        return "--require-canaries: this run has no canary" + (" (a holdout run never does)" if mode == "holdout" else "")
+    if not isinstance(block, dict) or not _is_count(block.get("n")) or not _is_count(block.get("passed")):
+        return "--require-canaries: summary.canaries is malformed (need integer n and passed)"
+    n, passed = block["n"], block["passed"]
+    if n == 0:
+        return "--require-canaries: this run has no canary" + (" (a holdout run never does)" if mode == "holdout" else "")
+    if passed != n:
+        return f"--require-canaries: {passed}/{n} canaries passed; the harness is not verified"
+    return None
+
+
+def run_verify(run_dir: Path) -> tuple[bool, str | None]:
+    """(clean, detail) from `run_cases.py --verify <dir>` in a subprocess."""
+    runner = SCRIPTS_DIR / "run_cases.py"
+    if not runner.is_file():
+        return False, (f"cannot verify: {runner.name} is missing from {SCRIPTS_DIR} "
+                       f"(pass --no-verify to gate without the completeness check)")
+    try:
+        proc = subprocess.run([sys.executable, str(runner), "--verify", str(run_dir)],
+                              capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False, f"run_cases.py --verify did not finish within {VERIFY_TIMEOUT_S} s"
+    if proc.returncode == 0:
+        return True, None
+    try:
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        doc = {}
+    missing = doc.get("missing_artifacts") if isinstance(doc, dict) else None
+    if isinstance(missing, list) and missing:
+        shown = ", ".join(str(m) for m in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        return False, f"run_cases.py --verify exit {proc.returncode}: missing or inconsistent: {shown}"
+    err = doc.get("error") if isinstance(doc, dict) else None
+    return False, f"run_cases.py --verify exit {proc.returncode}: {err or proc.stderr.strip()[-300:] or 'no detail'}"
+
+
+def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: bool = False,
+             verify: bool = True) -> GateResult:
+    run_dir = Path(run_dir)
+    results = load_results(run_dir)
+    summary = results["summary"]
+    res = GateResult(run_dir=run_dir, results=results)
+    reasons = res.reasons
+    bad = malformed_counts(summary)
+    if bad:
+        reasons.append("malformed count(s) in results.json summary: " + ", ".join(bad)
+                       + " (must be non-negative integers)")
+    if summary.get("status") != "ok":
+        reasons.append(f"run status is {summary.get('status')!r}, not 'ok'")
+    if results.get("exit_code") not in (0, None):
+        reasons.append(f"runner exit code {results.get('exit_code')} (not 0)")
+    if not bad and summary["gating_failures"] > 0:
+        reasons.append(_gating_reason(results, summary))
+    holdout = summary.get("holdout")
+    if not bad and isinstance(holdout, dict) and _is_count(holdout.get("gating_failures")) \
+            and holdout["gating_failures"] > summary["gating_failures"]:
+        reasons.append(f"holdout gating failures ({holdout['gating_failures']}) exceed the total "
+                       f"({summary['gating_failures']}): the counts are inconsistent")
+    infra = _rate(summary.get("infra_rate"))
+    if infra is not None and infra > max_infra_rate:
+        reasons.append(f"infra rate {infra * 100:.1f}% is above {max_infra_rate * 100:.1f}%")
+    elif infra is None and "infra_rate" in summary:
+        reasons.append("infra_rate in results.json is not a number")
+    missing = summary.get("missing_artifacts")
+    if missing:
+        reasons.append("missing artifacts: " + ", ".join(str(m) for m in (missing if isinstance(missing, list) else [missing])[:10]))
+    if not bad and summary["passes"] + summary["failures"] == 0:
+        reasons.append("nothing was measured (0 passes + 0 failures), which is not a pass")
+    if require_canaries:
+        why = canary_reason(summary, results.get("mode"))
+        if why:
+            reasons.append(why)
+    if verify:
+        res.verified = True
+        res.verify_clean, res.verify_detail = run_verify(run_dir)
+        if not res.verify_clean:
+            reasons.append(res.verify_detail or "run_cases.py --verify failed")
+    res.lines = summary_lines(res)
+    return res
+
+
+def _num(value: object) -> str:
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
+
+
+def _pct(value: object) -> str:
+    r = _rate(value)
+    return f"{r * 100:.1f}%" if r is not None else "n/a"
+
+
+def repeated_5xx_cases(res: GateResult) -> list[str]:
+    """`id (status xattempts)` for each non-holdout infra case whose verdict.json has repeated_5xx."""
+    named = []
+    for row in res.results.get("cases") or []:
+        if not isinstance(row, dict) or row.get("verdict") not in ("infra_error", "infra_incomplete"):
+            continue
+        doc = case_verdict(res.run_dir, str(row.get("case_id")))
+        rep = doc.get("repeated_5xx") if doc else None
+        if isinstance(rep, dict):
+            named.append(f"{row['case_id']} ({rep.get('status')} x{rep.get('attempts')})")
+    return named
+
+
+def summary_lines(res: GateResult) -> list[str]:
+    s, results = res.summary, res.results
+    nongating = 0
+    if _is_count(s.get("failures")) and _is_count(s.get("gating_failures")):
+        nongating = s["failures"] - s["gating_failures"]
+    head = f"{res.run_id}: {'PASS' if res.open else 'FAIL'}"
+    if nongating > 0:
+        head += f" ({nongating} failure(s) on gating:false cases, not counted)"
+    lines = [head,
+             f"  {_num(s.get('n'))} cases: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
+             f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
+             f"{_num(s.get('skipped', 0))} skipped",
+             f"  infra {_pct(s.get('infra_rate'))}, crash {_pct(s.get('crash_rate'))}, "
+             f"scorer errors {_num(s.get('scorer_errors', 0))}"]
+    rep = s.get("repeated_5xx")
+    if _is_count(rep) and rep:
+        if results.get("mode") == "holdout":
+            tail = "the cases are holdout and sealed: do not open them; re-run only when the app is fixed"
+        else:
+            named = repeated_5xx_cases(res)
+            tail = "open their response.json before re-running or raising --max-infra-rate"
+            if named:
+                tail += ": " + ", ".join(named[:MAX_NAMED])
+        lines.append(f"  {rep} infra case(s) got the same 5xx on every attempt: possibly the app's own "
+                     f"error, not the provider -- {tail}")
+    lines.append(canary_line(res))
+    holdout = s.get("holdout")
+    if isinstance(holdout, dict) and _is_count(holdout.get("n")) and holdout["n"] > 0:
+        p, f = holdout.get("passes"), holdout.get("failures")
+        scored = p + f if _is_count(p) and _is_count(f) else holdout["n"]
+        lines.append(f"  holdout (aggregate only): {_num(p)}/{scored} pass")
+    unscorable = s.get("unscorable_layers")
+    if isinstance(unscorable, dict) and unscorable:
+        parts = []
+        for layer, info in unscorable.items():
+            info = info if isinstance(info, dict) else {}
+            parts.append(f"{layer} ({_num(info.get('cases'))} cases: {info.get('blocked_by') or 'disabled'})")
+        lines.append("  NOT scored this run: " + "; ".join(parts))
+    unjudged = s.get("unjudged")
+    if isinstance(unjudged, dict) and unjudged:
+        lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
+    if not res.verified:
+        lines.append("  not verified: --no-verify skipped the completeness check (run_cases.py --verify)")
+    lines += [f"  gate closed: {why}" for why in res.reasons]
+    return lines
+
+
+def canary_line(res: GateResult) -> str:
+    block = res.summary.get("canaries")
+    if not isinstance(block, dict) or not _is_count(block.get("n")):
+        return "  canaries n/a (no canaries block in results.json)"
+    n, passed = block["n"], block.get("passed")
+    line = f"  canaries {_num(passed)}/{n} pass"
+    verify_ok = res.verify_clean is not False  # clean, or not run (--no-verify)
+    if res.summary.get("status") == "ok" and verify_ok and _is_count(passed) and passed < n:
+        failed = block.get("failed") if _is_count(block.get("failed")) else 0
+        unverified = n - passed - failed
+        if unverified > 0:
+            line += (f"; {unverified} NOT VERIFIED (infra, unscored or skipped: the harness was not "
+                     f"verified by it; not a canary failure)")
+    return line
+
+
+def to_json(res: GateResult) -> dict:
+    s = res.summary
+    keys = ("n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped",
+            "infra_errors", "infra_incomplete", "infra_rate", "crash_rate", "scorer_errors", "repeated_5xx", "status")
+    out = {k: s.get(k) for k in keys}
+    out.update({"run_id": res.run_id, "run_dir": str(res.run_dir), "mode": res.results.get("mode"),
+                "exit_code": res.results.get("exit_code"), "canaries": s.get("canaries"),
+                "holdout": s.get("holdout"), "verified": res.verified, "verify_clean": res.verify_clean,
+                "gate": "open" if res.open else "closed", "reasons": list(res.reasons)})
+    return out

@@ -1,0 +1,164 @@
+"""The gate's machine outputs besides --json: JUnit XML and the GitHub step summary.
+
+JUnit: one testcase per non-holdout, non-canary case of verdicts.jsonl; canaries in their
+own testsuite; holdout only as ONE aggregate testcase (its ids are sealed and never
+written); the gate decision itself as a testcase, so CI shows the reasons.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..core.errors import AssayError
+from ..core.jsonio import atomic_write_bytes
+from .gate import GateResult
+from .rundir import case_verdict, read_jsonl_file
+
+_SKIP_WORDS = {
+    "skipped": "skipped, never sent",
+    "unscored": "unscored: no layer could be scored",
+    "infra_error": "infra error: no answer from the app",
+    "infra_incomplete": "infra incomplete: some repeats got no answer",
+}
+
+
+def _case_message(res: GateResult, row: dict) -> str:
+    doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
+    layers = row.get("layers") if isinstance(row.get("layers"), dict) else {}
+    verdict = row.get("verdict")
+    if verdict == "fail":
+        failed = [k for k, v in layers.items() if v == "fail"]
+        msg = "failed layer(s): " + (", ".join(failed) or "not named")
+        if row.get("gating") is False:
+            msg += " (gating: false, does not close the gate)"
+        return msg
+    detail = doc.get("skip_reason") or doc.get("infra_reason")
+    if verdict == "unscored":
+        reasons = [f"{k}: {v.get('reason')}" for k, v in (doc.get("layers") or {}).items()
+                   if isinstance(v, dict) and v.get("verdict") in ("unscored", "error") and v.get("reason")]
+        detail = "; ".join(reasons[:3]) or None
+    base = _SKIP_WORDS.get(str(verdict), f"verdict {verdict}")
+    return f"{base} ({detail})" if detail else base
+
+
+def _testcase(parent: ET.Element, res: GateResult, row: dict, classname: str) -> tuple[int, int]:
+    tc = ET.SubElement(parent, "testcase", name=str(row.get("case_id")), classname=classname, time="0")
+    verdict = row.get("verdict")
+    if verdict == "pass":
+        return 0, 0
+    msg = _case_message(res, row)
+    if verdict == "fail":
+        ET.SubElement(tc, "failure", message=msg, type="fail").text = msg
+        return 1, 0
+    ET.SubElement(tc, "skipped", message=msg)
+    return 0, 1
+
+
+def _suite(root: ET.Element, name: str) -> ET.Element:
+    return ET.SubElement(root, "testsuite", name=name)
+
+
+def _close(suite: ET.Element, tests: int, failures: int, skipped: int) -> None:
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+
+
+def junit_xml(res: GateResult) -> bytes:
+    rows = read_jsonl_file(res.run_dir / "verdicts.jsonl")
+    root = ET.Element("testsuites", name=f"assay {res.run_id}")
+    totals = [0, 0, 0]
+    cases_suite = _suite(root, f"{res.run_id}.cases")
+    canary_suite = _suite(root, f"{res.run_id}.canaries")
+    counts = {"cases": [0, 0, 0], "canaries": [0, 0, 0]}
+    for row in rows:
+        if row.get("holdout"):
+            continue  # sealed: aggregate only, below
+        key = "canaries" if row.get("canary") else "cases"
+        suite = canary_suite if key == "canaries" else cases_suite
+        f, sk = _testcase(suite, res, row, f"assay.{key}")
+        c = counts[key]
+        c[0] += 1; c[1] += f; c[2] += sk
+    _close(cases_suite, *counts["cases"])
+    _close(canary_suite, *counts["canaries"])
+    for c in counts.values():
+        totals = [a + b for a, b in zip(totals, c)]
+    holdout = res.summary.get("holdout")
+    if isinstance(holdout, dict) and isinstance(holdout.get("n"), int) and holdout["n"] > 0:
+        hs = _suite(root, f"{res.run_id}.holdout")
+        props = ET.SubElement(hs, "properties")
+        for key in ("n", "passes", "failures", "gating_failures", "unscored", "skipped", "infra_errors"):
+            ET.SubElement(props, "property", name=key, value=str(holdout.get(key)))
+        tc = ET.SubElement(hs, "testcase", name="holdout (aggregate only)", classname="assay.holdout", time="0")
+        hf = 0
+        if isinstance(holdout.get("gating_failures"), int) and holdout["gating_failures"] > 0:
+            msg = (f"{holdout['gating_failures']} of {holdout.get('n')} holdout cases failed "
+                   f"(ids sealed; {holdout.get('passes')} pass)")
+            ET.SubElement(tc, "failure", message=msg, type="fail").text = msg
+            hf = 1
+        _close(hs, 1, hf, 0)
+        totals = [totals[0] + 1, totals[1] + hf, totals[2]]
+    gs = _suite(root, f"{res.run_id}.gate")
+    tc = ET.SubElement(gs, "testcase", name="gate", classname="assay.gate", time="0")
+    if res.reasons:
+        text = "\n".join(res.reasons)
+        ET.SubElement(tc, "failure", message=f"gate closed: {res.reasons[0]}", type="gate").text = text
+    ET.SubElement(tc, "system-out").text = "\n".join(res.lines)
+    _close(gs, 1, 1 if res.reasons else 0, 0)
+    totals = [totals[0] + 1, totals[1] + (1 if res.reasons else 0), totals[2]]
+    _close(root, *totals)
+    root.attrib.pop("skipped", None)  # not a testsuites attribute in the common schema
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def write_junit(res: GateResult, path: str) -> None:
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise AssayError(f"--junit {path}: directory {target.parent} does not exist", 2)
+    try:
+        atomic_write_bytes(target, junit_xml(res))
+    except OSError as exc:
+        raise AssayError(f"--junit {path}: cannot write ({exc})", 2) from None
+
+
+def _md_cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def github_summary_markdown(res: GateResult) -> str:
+    s = res.summary
+    state = "✅ open" if res.open else "❌ closed"
+    out = [f"## assay gate: `{res.run_id}` {state}", ""]
+    out += ["| n | pass | fail | gating fail | unscored | skipped | infra rate | crash rate |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    def rate(v):
+        return f"{v * 100:.1f}%" if isinstance(v, (int, float)) and not isinstance(v, bool) else "n/a"
+    out.append("| " + " | ".join(_md_cell(x) for x in (
+        s.get("n"), s.get("passes"), s.get("failures"), s.get("gating_failures"), s.get("unscored", 0),
+        s.get("skipped", 0), rate(s.get("infra_rate")), rate(s.get("crash_rate")))) + " |")
+    out.append("")
+    if res.reasons:
+        out.append("**Gate closed because:**")
+        out += [f"- {_md_cell(r)}" for r in res.reasons]
+        out.append("")
+    out.append("```")
+    out += res.lines
+    out.append("```")
+    return "\n".join(out) + "\n"
+
+
+def append_github_summary(res: GateResult) -> str:
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        raise AssayError("--github-summary: $GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it in a "
+                         "job step); drop the flag outside Actions", 2)
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(github_summary_markdown(res))
+    except OSError as exc:
+        raise AssayError(f"--github-summary: cannot append to {path} ({exc})", 2) from None
+    return path

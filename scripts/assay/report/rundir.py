@@ -1,0 +1,126 @@
+"""Reading a finished (or running) run directory: the files of runner-contract §10, nothing else.
+
+Every after-the-run tool (wait_run, gate, draft_report) reads a run dir through here, so
+"what a run dir is" and "how an unreadable file is reported" are said once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.ids import is_safe_case_id, parse_run_id
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a JSON file; raise AssayError(2) naming the file and the fix."""
+    try:
+        return json.loads(Path(path).read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise AssayError(f"{path}: file not found", 2, path=str(path)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AssayError(f"{path}: not readable UTF-8 JSON ({exc}); re-check the run with "
+                         f"`run_cases.py --verify {Path(path).parent}`", 2, path=str(path)) from None
+
+
+def try_json(path: Path) -> Any:
+    """Parse a JSON file, or None when it is absent or unreadable (a file mid-write counts as absent)."""
+    try:
+        return json.loads(Path(path).read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def read_jsonl_file(path: Path) -> list[dict]:
+    """Rows of a JSONL file (absent file -> []); a bad line is AssayError(2) naming file and line."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AssayError(f"{path}: not readable UTF-8 ({exc})", 2, path=str(path)) from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def last_log_event(run_dir: Path) -> dict | None:
+    """The last parseable line of run.log, or None."""
+    try:
+        lines = (Path(run_dir) / "run.log").read_bytes().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.strip():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line being written right now
+            return event if isinstance(event, dict) else None
+    return None
+
+
+def load_results(run_dir: Path) -> dict:
+    """results.json with an object `summary`, else AssayError(2)."""
+    path = Path(run_dir) / "results.json"
+    if not path.is_file():
+        raise AssayError(f"{run_dir}: no results.json here; pass a run directory "
+                         f"(reports/<run-id>) or a reports dir with --latest", 2, path=str(run_dir))
+    doc = read_json_file(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("summary"), dict):
+        raise AssayError(f"{path}: `summary` is missing or not an object; this is not a results.json "
+                         f"the runner wrote", 2, path=str(path))
+    return doc
+
+
+def case_verdict(run_dir: Path, case_id: str) -> dict | None:
+    """cases/<id>/verdict.json, or None (unsafe id, absent, unreadable)."""
+    if not is_safe_case_id(case_id):
+        return None
+    doc = try_json(Path(run_dir) / "cases" / case_id / "verdict.json")
+    return doc if isinstance(doc, dict) else None
+
+
+def holdout_ids(run_dir: Path, rows: list[dict] | None = None) -> set[str]:
+    """Every holdout case id the run dir knows (verdicts.jsonl and case dirs): ids to never print."""
+    rows = rows if rows is not None else read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
+    ids = {r["case_id"] for r in rows if r.get("holdout") and isinstance(r.get("case_id"), str)}
+    cases_dir = Path(run_dir) / "cases"
+    if cases_dir.is_dir():
+        for child in cases_dir.iterdir():
+            doc = try_json(child / "verdict.json")
+            if isinstance(doc, dict) and doc.get("holdout"):
+                ids.add(child.name)
+    return ids
+
+
+def latest_run(reports_dir: Path, mode: str | None = None) -> Path:
+    """The newest run dir by the run id's timestamp (never mtime); AssayError(2) if none."""
+    reports_dir = Path(reports_dir)
+    if not reports_dir.is_dir():
+        raise AssayError(f"{reports_dir}: not a directory; --latest takes the reports dir "
+                         f"(<state>/reports)", 2, path=str(reports_dir))
+    found = []
+    for child in reports_dir.iterdir():
+        parsed = parse_run_id(child.name)
+        if not parsed or not (child / "results.json").is_file():
+            continue
+        if mode is not None and parsed[0] != mode:
+            continue
+        found.append((parsed[1], child.name, child))
+    if not found:
+        what = f" with mode {mode}" if mode else ""
+        raise AssayError(f"{reports_dir}: no run directory{what} (named <mode>-<YYYYMMDDTHHMMSSZ>, "
+                         f"holding results.json) found", 2, path=str(reports_dir))
+    return max(found)[2]

@@ -1,0 +1,116 @@
+"""wait_run: wait, read-only, for a run to leave `running`, in slices a Bash call can afford.
+
+Liveness comes from the runner's lock (runner-contract §10.4), never from `ps`: the runner
+holds an exclusive flock on `<reports>/.<run-id>.lock`; if we can take a shared one
+(non-blocking), no runner is alive. An absent lock file while results.json still says
+`running` also means the runner is gone (it removes the file only when it exits).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import AssayError
+from .rundir import last_log_event, try_json
+
+SCRIPTS_DIR = Path(__file__).resolve().parents[2]
+EXIT_FINAL, EXIT_RUNNING, EXIT_GONE = 0, 3, 4
+
+
+def lock_path(run_dir: Path, run_id: str) -> Path:
+    return Path(run_dir).parent / f".{run_id}.lock"
+
+
+def runner_state(lock: Path) -> str:
+    """'alive' when some process holds the lock exclusively, else 'gone'."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return "gone"
+    except OSError:
+        return "unknown"
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "alive"
+        except OSError:
+            return "unknown"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return "gone"
+    finally:
+        os.close(fd)
+
+
+def resume_command(run_dir: Path, lock_doc: dict | None) -> tuple[str, str | None]:
+    """(the exact --resume command, a note when the plan path had to be guessed)."""
+    run_dir = Path(run_dir).resolve()
+    runner = SCRIPTS_DIR / "run_cases.py"
+    plan = (lock_doc or {}).get("plan")
+    out = (lock_doc or {}).get("out") or str(run_dir)
+    note = None
+    if not isinstance(plan, str) or not plan or plan == "-":
+        plan = str(run_dir.parent.parent / "work" / "plan.json")
+        note = (f"the runner's lock did not record the plan path; {plan} is where the run skill "
+                f"writes it (<state>/work/plan.json) -- use the plan this run was started from")
+    return f'python3 "{runner}" --plan "{plan}" --out "{out}" --resume', note
+
+
+def _status(results: dict | None) -> tuple[str | None, object]:
+    if not isinstance(results, dict):
+        return None, None
+    summary = results.get("summary")
+    status = summary.get("status") if isinstance(summary, dict) else None
+    return status, results.get("exit_code")
+
+
+def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[int, dict]:
+    """Poll until final (0), timeout (3) or runner gone (4). Returns (exit code, JSON object)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir() or not ((run_dir / "results.json").exists() or (run_dir / "manifest.yaml").exists()):
+        raise AssayError(f"{run_dir}: not a run directory (no results.json or manifest.yaml); pass "
+                         f"reports/<run-id> as printed by make_plan.py", 2, path=str(run_dir))
+    start = clock()
+    while True:
+        results = try_json(run_dir / "results.json")
+        status, exit_code = _status(results)
+        run_id = (results or {}).get("run_id") if isinstance(results, dict) else None
+        run_id = run_id if isinstance(run_id, str) else run_dir.name
+        if status is not None and status != "running":
+            return EXIT_FINAL, _final(run_dir, run_id, status, exit_code, clock() - start)
+        lock = lock_path(run_dir, run_id)
+        lock_doc = try_json(lock)
+        state = runner_state(lock)
+        if state == "gone":
+            # The runner may have finalized between our read and the lock check: read once more.
+            results = try_json(run_dir / "results.json")
+            status, exit_code = _status(results)
+            if status is not None and status != "running":
+                return EXIT_FINAL, _final(run_dir, run_id, status, exit_code, clock() - start)
+            command, note = resume_command(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
+            out = {"run_id": run_id, "status": status or "running", "exit_code": None,
+                   "runner_process": "gone", "last_event": last_log_event(run_dir),
+                   "waited_s": round(clock() - start, 3), "resume": command,
+                   "message": "the run is still `running` but no runner holds its lock: it was killed. "
+                              "Resume it under the same run id with the `resume` command."}
+            if note:
+                out["resume_note"] = note
+            return EXIT_GONE, out
+        waited = clock() - start
+        if waited >= timeout_s:
+            return EXIT_RUNNING, {"run_id": run_id, "status": status or "running", "exit_code": None,
+                                  "runner_process": state, "last_event": last_log_event(run_dir),
+                                  "waited_s": round(waited, 3),
+                                  "message": "still running; call wait_run.py again"}
+        sleep(min(interval_s, max(0.0, timeout_s - waited)))
+
+
+def _final(run_dir: Path, run_id: str, status: str, exit_code: object, waited: float) -> dict:
+    return {"run_id": run_id, "status": status, "exit_code": exit_code,
+            "last_event": last_log_event(run_dir), "waited_s": round(waited, 3)}

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""gate.py: the tokenless CI gate. Reads results.json, prints a one-screen summary, exits
+0 open / 1 closed (every reason listed) / 2 bad input. No model is ever in this path.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from assay.core.cli import make_parser, run_command
+from assay.core.errors import AssayError
+
+
+def build_parser():
+    p = make_parser(
+        "gate.py",
+        "Decide whether a finished run passes the gate. The runner exits 0 even on a red suite; "
+        "this decides. Exit 0 open, 1 closed, 2 bad input.",
+        "python3 scripts/gate.py .assay/reports --latest --mode regression --max-infra-rate 0.05",
+    )
+    p.add_argument("path", help="a run dir (reports/<run-id>), or the reports dir with --latest")
+    p.add_argument("--latest", action="store_true", help="gate the newest run by run-id timestamp (never mtime)")
+    p.add_argument("--mode", help="with --latest: only runs of this mode")
+    p.add_argument("--max-infra-rate", type=float, default=0.05, help="close above this infra rate (0-1, default 0.05)")
+    p.add_argument("--require-canaries", action="store_true", help="close unless every canary passed (and there is one)")
+    p.add_argument("--no-verify", action="store_true", help="skip `run_cases.py --verify` (the completeness re-check)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the text summary")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per non-holdout case)")
+    p.add_argument("--github-summary", action="store_true", help="append a Markdown summary to $GITHUB_STEP_SUMMARY")
+    return p
+
+
+def run(args):
+    from assay.report.gate import evaluate, to_json
+    from assay.report.gate_outputs import append_github_summary, write_junit
+    from assay.report.rundir import latest_run
+
+    if not 0 <= args.max_infra_rate <= 1:
+        raise AssayError(f"--max-infra-rate {args.max_infra_rate:g} is out of range: use 0-1 (0.05 = 5%)", 2)
+    if args.mode and not args.latest:
+        raise AssayError("--mode only applies with --latest (it filters the runs --latest chooses from)", 2)
+    if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
+        raise AssayError("--github-summary: $GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it in a "
+                         "job step); drop the flag outside Actions", 2)
+    run_dir = latest_run(Path(args.path), args.mode) if args.latest else Path(args.path)
+    result = evaluate(run_dir, max_infra_rate=args.max_infra_rate,
+                      require_canaries=args.require_canaries, verify=not args.no_verify)
+    if args.junit:
+        write_junit(result, args.junit)
+    if args.github_summary:
+        append_github_summary(result)
+    code = 0 if result.open else 1
+    if args.json:
+        return code, to_json(result)
+    sys.stdout.write("\n".join(result.lines) + "\n")
+    return code, None
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, script=__file__))

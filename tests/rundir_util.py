@@ -1,0 +1,206 @@
+"""Craft run directories exactly per docs/runner-contract.md §10, for the after-the-run tools.
+
+`make_run(reports_dir, cases=[...])` writes manifest.yaml, results.json, verdicts.jsonl,
+verdicts_for_stats.jsonl, run.log and cases/<id>/{verdict,expect,request,response}.json +
+answer.txt. A case spec is a dict: `id`, `verdict` (default pass), optional `canary`,
+`holdout`, `gating`, `unit`, `layers` (overrides of the per-layer dicts), `answer`,
+`expect`, `skip_reason`, `infra_reason`, `repeated_5xx`. The summary is counted here by
+the §5.8 table (a deliberately small re-statement for tests) and can be overridden key
+by key with `summary=`; `results=` overrides top-level results.json keys.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.core.vocab import LAYER_ORDER
+
+DEFAULT_RUN_ID = "smoke-20261129T101500Z"
+
+
+def _layers_for(spec: dict) -> dict[str, dict]:
+    verdict = spec.get("verdict", "pass")
+    layers: dict[str, dict] = {name: {"verdict": "n/a"} for name in LAYER_ORDER}
+    if verdict == "skipped":
+        reason = spec.get("skip_reason") or "adversarial category and safe_to_attack is false"
+        layers = {name: {"verdict": "n/a", "reason": reason} for name in LAYER_ORDER}
+    elif verdict in ("infra_error", "infra_incomplete"):
+        layers["http"] = {"verdict": verdict, "reason": spec.get("infra_reason") or "503 on every attempt"}
+    else:
+        layers["http"] = {"verdict": "pass", "expected_status": None, "status": 200}
+        if verdict == "pass":
+            layers["answer"] = {"verdict": "pass", "checks": [{"check": "must_contain", "entry": "ok", "status": "pass"}]}
+        elif verdict == "fail":
+            layers["answer"] = {"verdict": "fail", "checks": [{"check": "must_contain", "entry": "refund", "status": "fail"}]}
+        elif verdict == "unscored":
+            layers["answer"] = {"verdict": "unscored", "reason": "no answer at the adapter's <answer> path"}
+    for name, value in (spec.get("layers") or {}).items():
+        layers[name] = value
+    return layers
+
+
+def verdict_doc(spec: dict) -> dict:
+    return {
+        "case_id": spec["id"],
+        "verdict": spec.get("verdict", "pass"),
+        "canary": bool(spec.get("canary", False)),
+        "holdout": bool(spec.get("holdout", False)),
+        "gating": spec.get("gating", True),
+        "unit": spec.get("unit", "billing"),
+        "category": spec.get("category", "happy"),
+        "k": spec.get("k", 1),
+        "attempts": spec.get("attempts", 1),
+        "retry_count": 0,
+        "crashed": bool(spec.get("crashed", False)),
+        "repeated_5xx": spec.get("repeated_5xx"),
+        "skip_reason": spec.get("skip_reason") if spec.get("verdict") == "skipped" else None,
+        "infra_reason": spec.get("infra_reason"),
+        "latency_ms": 12.5,
+        "repeats": spec.get("repeats"),
+        "layers": _layers_for(spec),
+    }
+
+
+def count_summary(docs: list[dict], *, status: str = "ok") -> dict:
+    """The §5.8 counts over verdict docs (test re-statement, not the runner's definition)."""
+    def block(rows: list[dict]) -> dict:
+        v = [r["verdict"] for r in rows]
+        return {
+            "n": len(rows),
+            "attempted": sum(1 for x in v if x != "skipped"),
+            "passes": v.count("pass"),
+            "failures": v.count("fail"),
+            "gating_failures": sum(1 for r in rows if r["verdict"] == "fail" and r.get("gating", True) is not False),
+            "unscored": v.count("unscored"),
+            "skipped": v.count("skipped"),
+            "infra_errors": v.count("infra_error"),
+            "infra_incomplete": v.count("infra_incomplete"),
+        }
+
+    main = [d for d in docs if not d["canary"]]
+    canaries = [d for d in docs if d["canary"]]
+    top = block(main)
+    top["attempted"] = sum(1 for d in docs if d["verdict"] != "skipped")
+    sent_main = top["n"] - top["skipped"]
+    layers: dict[str, dict[str, int]] = {}
+    for d in main:
+        for name in LAYER_ORDER:
+            lv = d["layers"][name]["verdict"]
+            layers.setdefault(name, {})
+            layers[name][lv] = layers[name].get(lv, 0) + 1
+    unscorable: dict[str, dict] = {}
+    unjudged: dict[str, int] = {}
+    for d in main:
+        for name, layer in d["layers"].items():
+            if layer["verdict"] == "unscorable":
+                entry = unscorable.setdefault(name, {"cases": 0, "blocked_by": layer.get("blocked_by")})
+                entry["cases"] += 1
+            if name == "judged" and layer["verdict"] == "unscored":
+                unjudged[layer.get("reason", "unjudged")] = unjudged.get(layer.get("reason", "unjudged"), 0) + 1
+    crashes = sum(1 for d in docs if d["crashed"])
+    c_pass = sum(1 for d in canaries if d["verdict"] == "pass")
+    c_fail = sum(1 for d in canaries if d["verdict"] == "fail")
+    summary = dict(top)
+    summary.update({
+        "status": status,
+        "crashes": crashes,
+        "infra_rate": (top["infra_errors"] / sent_main) if sent_main else 0.0,
+        "crash_rate": (crashes / top["attempted"]) if top["attempted"] else 0.0,
+        "repeated_5xx": sum(1 for d in main if d.get("repeated_5xx")),
+        "scorer_errors": sum(1 for d in main for layer in d["layers"].values() if layer["verdict"] == "error"),
+        "canaries": {"n": len(canaries), "passed": c_pass, "failed": c_fail,
+                     "not_verified": len(canaries) - c_pass - c_fail},
+        "holdout": block([d for d in main if d["holdout"]]),
+        "layers": layers,
+        "unscorable_layers": unscorable,
+        "unjudged": unjudged,
+        "missing_artifacts": [],
+    })
+    return summary
+
+
+def _row(doc: dict) -> dict:
+    return {"case_id": doc["case_id"], "verdict": doc["verdict"], "canary": doc["canary"],
+            "holdout": doc["holdout"], "gating": doc["gating"],
+            "layers": {k: v["verdict"] for k, v in doc["layers"].items()}}
+
+
+def make_run(reports_dir: Path, cases: list[dict], *, run_id: str = DEFAULT_RUN_ID, status: str = "ok",
+             exit_code: int | None = 0, summary: dict | None = None, results: dict | None = None,
+             manifest: dict | None = None, extra_files: dict[str, Any] | None = None,
+             log_events: list[dict] | None = None) -> Path:
+    """Write a run dir `<reports_dir>/<run_id>` and return its path."""
+    run_dir = Path(reports_dir) / run_id
+    (run_dir / "cases").mkdir(parents=True, exist_ok=True)
+    docs = []
+    for spec in cases:
+        doc = verdict_doc(spec)
+        docs.append(doc)
+        cdir = run_dir / "cases" / spec["id"]
+        cdir.mkdir(parents=True, exist_ok=True)
+        expect = spec.get("expect", {"answer": {"must_contain": ["refund"]}})
+        _write(cdir / "expect.json", expect)
+        _write(cdir / "request.json", {"method": "POST", "url": "http://127.0.0.1:1/chat", "body": {"message": "hi"}})
+        _write(cdir / "response.json", {"status": 200, "body": {"answer": spec.get("answer", "ok")}})
+        (cdir / "answer.txt").write_text(spec.get("answer", "ok"), encoding="utf-8")
+        _write(cdir / "verdict.json", doc)
+    mode = run_id.split("-")[0]
+    full_summary = count_summary(docs, status=status)
+    full_summary.update(summary or {})
+    res = {
+        "run_id": run_id, "mode": mode, "gate": "soft", "selecting_split": mode, "k": 1,
+        "harness_version": "0.1.0", "dataset_version": 1,
+        "exit_code": None if status == "running" else exit_code,
+        "started_at": "2026-11-29T10:15:00.000000Z", "finished_at": "2026-11-29T10:15:09.000000Z",
+        "summary": full_summary,
+        "cases": [
+            {"case_id": d["case_id"], "verdict": d["verdict"], "canary": d["canary"], "gating": d["gating"],
+             "failed_layers": [k for k, v in d["layers"].items() if v["verdict"] == "fail"],
+             "layers": {k: v["verdict"] for k, v in d["layers"].items()}}
+            for d in docs if not d["holdout"]
+        ],
+    }
+    res.update(results or {})
+    _write(run_dir / "results.json", res)
+    man = {"run_id": run_id, "harness_version": "0.1.0", "dataset_version": 1, "k": 1,
+           "plan_sha256": "0" * 64, "cases": [{"id": d["case_id"], "set": mode, "sha256": "0" * 64} for d in docs]}
+    man.update(manifest or {})
+    _write(run_dir / "manifest.yaml", man)
+    rows = [_row(d) for d in docs]
+    (run_dir / "verdicts.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+    stats = [{"case_id": r["case_id"], "verdict": r["verdict"]} for r in rows if r["verdict"] in ("pass", "fail")]
+    (run_dir / "verdicts_for_stats.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in stats), encoding="utf-8")
+    events = log_events if log_events is not None else [
+        {"ts": "2026-11-29T10:15:00Z", "event": "preflight"},
+        {"ts": "2026-11-29T10:15:09Z", "event": "finalize", "status": status},
+    ]
+    (run_dir / "run.log").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    for name, value in (extra_files or {}).items():
+        _write(run_dir / name, value)
+    return run_dir
+
+
+def _write(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def set_status(run_dir: Path, status: str, exit_code: int | None) -> None:
+    """Rewrite results.json's status/exit_code (as a runner finalizing would)."""
+    path = Path(run_dir) / "results.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["summary"]["status"] = status
+    doc["exit_code"] = exit_code
+    _write(path, doc)
+
+
+def basic_cases() -> list[dict]:
+    """3 pass, 1 fail, 1 skipped, plus 2 passing canaries."""
+    return [
+        {"id": "c-pass-1"}, {"id": "c-pass-2"}, {"id": "c-pass-3"},
+        {"id": "c-fail-1", "verdict": "fail", "answer": "Sorry, I cannot help with that."},
+        {"id": "c-skip-1", "verdict": "skipped", "category": "adversarial-refusal"},
+        {"id": "canary-ok-1", "canary": True}, {"id": "canary-ok-2", "canary": True},
+    ]

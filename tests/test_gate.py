@@ -1,0 +1,249 @@
+"""gate.py: each close condition in order, each one-screen line, --latest by timestamp,
+JUnit validity (no holdout ids), the GitHub step summary, and exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers import run_script
+from rundir_util import DEFAULT_RUN_ID, basic_cases, make_run
+
+from assay.report import gate as gate_mod
+
+
+def passing_cases():
+    return [{"id": "c-pass-1"}, {"id": "c-pass-2"}, {"id": "canary-1", "canary": True}]
+
+
+def gate(run_dir, *args, env=None):
+    return run_script("gate", run_dir, "--no-verify", *args, env=env)
+
+
+def test_open_gate_exit_0_and_lines(tmp_path):
+    run_dir = make_run(tmp_path, passing_cases())
+    r = gate(run_dir)
+    assert r.rc == 0, r.stdout
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"{DEFAULT_RUN_ID}: PASS"
+    assert lines[1] == "  2 cases: 2 pass, 0 fail (0 gating), 0 unscored, 0 skipped"
+    assert lines[2] == "  infra 0.0%, crash 0.0%, scorer errors 0"
+    assert "  canaries 1/1 pass" in lines
+    assert any(line.startswith("  not verified: --no-verify") for line in lines)
+    assert not any("gate closed" in line for line in lines)
+
+
+@pytest.mark.parametrize("summary,results,expect", [
+    ({"passes": "3"}, {}, "malformed count(s) in results.json summary: passes"),
+    ({"skipped": -1}, {}, "malformed count(s) in results.json summary: skipped"),
+    ({"status": "incomplete"}, {}, "run status is 'incomplete', not 'ok'"),
+    ({}, {"exit_code": 7}, "runner exit code 7 (not 0)"),
+    ({"holdout": {"n": 3, "gating_failures": 2, "passes": 1, "failures": 2}}, {},
+     "holdout gating failures (2) exceed the total (0)"),
+    ({"infra_rate": 0.1}, {}, "infra rate 10.0% is above 5.0%"),
+    ({"missing_artifacts": ["cases/c-pass-1/answer.txt"]}, {}, "missing artifacts: cases/c-pass-1/answer.txt"),
+    ({"passes": 0, "failures": 0}, {}, "nothing was measured (0 passes + 0 failures), which is not a pass"),
+])
+def test_each_close_condition(tmp_path, summary, results, expect):
+    run_dir = make_run(tmp_path, passing_cases(), summary=summary, results=results)
+    r = gate(run_dir)
+    assert r.rc == 1, r.stdout
+    assert any(line.startswith(f"  gate closed: {expect}") for line in r.stdout.splitlines()), r.stdout
+    assert r.stdout.splitlines()[0].endswith(": FAIL")
+
+
+def test_gating_failures_name_cases_up_to_5_and_holdout_share(tmp_path):
+    cases = [{"id": f"c-f{i}", "verdict": "fail"} for i in range(7)]
+    cases += [{"id": "h-secret-1", "verdict": "fail", "holdout": True}, {"id": "c-ok"}]
+    run_dir = make_run(tmp_path, cases)
+    r = gate(run_dir)
+    assert r.rc == 1
+    line = [x for x in r.stdout.splitlines() if "gating failure" in x][0]
+    assert line == ("  gate closed: 8 gating failure(s): c-f0 (answer), c-f1 (answer), c-f2 (answer), "
+                    "c-f3 (answer), c-f4 (answer) and 2 more (1 of them holdout, aggregate only: ids sealed)")
+    assert "h-secret-1" not in r.stdout
+    assert "  holdout (aggregate only): 0/1 pass" in r.stdout.splitlines()
+
+
+def test_reasons_are_listed_in_reference_order(tmp_path):
+    run_dir = make_run(tmp_path, [{"id": "c-f", "verdict": "fail"}],
+                       summary={"status": "aborted_infra", "infra_rate": 0.5, "missing_artifacts": ["x"]},
+                       results={"exit_code": 5})
+    r = gate(run_dir, "--require-canaries")
+    reasons = [x for x in r.stdout.splitlines() if x.startswith("  gate closed")]
+    keys = ["run status", "runner exit code", "gating failure", "infra rate", "missing artifacts", "--require-canaries"]
+    assert len(reasons) == len(keys)
+    for reason, key in zip(reasons, keys):
+        assert key in reason
+
+
+def test_nongating_failure_suffix_and_gate_open(tmp_path):
+    run_dir = make_run(tmp_path, passing_cases() + [{"id": "c-soft", "verdict": "fail", "gating": False}])
+    r = gate(run_dir)
+    assert r.rc == 0
+    assert r.stdout.splitlines()[0] == f"{DEFAULT_RUN_ID}: PASS (1 failure(s) on gating:false cases, not counted)"
+
+
+def test_canary_not_verified_line_and_require_canaries(tmp_path):
+    cases = passing_cases() + [{"id": "canary-2", "canary": True, "verdict": "infra_error"}]
+    run_dir = make_run(tmp_path, cases)
+    r = gate(run_dir)
+    assert r.rc == 0
+    assert ("  canaries 1/2 pass; 1 NOT VERIFIED (infra, unscored or skipped: the harness was not "
+            "verified by it; not a canary failure)") in r.stdout.splitlines()
+    r = gate(run_dir, "--require-canaries")
+    assert r.rc == 1
+    assert "  gate closed: --require-canaries: 1/2 canaries passed; the harness is not verified" in r.stdout.splitlines()
+
+
+def test_require_canaries_closes_a_run_without_canaries(tmp_path):
+    run_dir = make_run(tmp_path, [{"id": "h1", "holdout": True}], run_id="holdout-20261129T101500Z")
+    r = gate(run_dir, "--require-canaries")
+    assert r.rc == 1
+    assert "  gate closed: --require-canaries: this run has no canary (a holdout run never does)" in r.stdout.splitlines()
+    assert "h1" not in r.stdout.replace("holdout", "")
+
+
+def test_require_canaries_malformed_block(tmp_path):
+    run_dir = make_run(tmp_path, passing_cases(), summary={"canaries": {"n": "two"}})
+    r = gate(run_dir, "--require-canaries")
+    assert r.rc == 1 and "summary.canaries is malformed" in r.stdout
+
+
+def test_repeated_5xx_line_names_cases_and_holdout_wording(tmp_path):
+    cases = passing_cases() + [{"id": "c-503", "verdict": "infra_error", "repeated_5xx": {"status": 503, "attempts": 3}}]
+    run_dir = make_run(tmp_path / "a", cases)
+    r = gate(run_dir, "--max-infra-rate", "1")
+    line = [x for x in r.stdout.splitlines() if "same 5xx" in x][0]
+    assert line.startswith("  1 infra case(s) got the same 5xx on every attempt: possibly the app's own error, not the provider -- ")
+    assert "open their response.json" in line and "c-503 (503 x3)" in line
+    hcases = [{"id": "h-503", "holdout": True, "verdict": "infra_error", "repeated_5xx": {"status": 500, "attempts": 3}},
+              {"id": "h-ok", "holdout": True}]
+    run_dir = make_run(tmp_path / "b", hcases, run_id="holdout-20261129T101500Z", summary={"repeated_5xx": 1})
+    r = gate(run_dir, "--max-infra-rate", "1")
+    line = [x for x in r.stdout.splitlines() if "same 5xx" in x][0]
+    assert "sealed" in line and "h-503" not in r.stdout
+
+
+def test_not_scored_and_judged_lines(tmp_path):
+    cases = [{"id": "c1", "layers": {"execution": {"verdict": "unscorable", "blocked_by": "no oracle"},
+                                      "judged": {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}}}]
+    r = gate(make_run(tmp_path, cases))
+    assert "  NOT scored this run: execution (1 cases: no oracle)" in r.stdout.splitlines()
+    assert "  judged layers: unjudged (mode: smoke) x1" in r.stdout.splitlines()
+
+
+def test_non_numeric_rates_print_na(tmp_path):
+    r = gate(make_run(tmp_path, passing_cases(), summary={"crash_rate": None}))
+    assert "  infra 0.0%, crash n/a, scorer errors 0" in r.stdout.splitlines()
+
+
+def test_latest_picks_by_run_id_timestamp_not_mtime(tmp_path):
+    newer = make_run(tmp_path, passing_cases(), run_id="smoke-20261129T120000Z")
+    older = make_run(tmp_path, [{"id": "c-f", "verdict": "fail"}], run_id="smoke-20261129T090000Z")
+    make_run(tmp_path, passing_cases(), run_id="regression-20261130T000000Z")
+    os.utime(newer / "results.json", (1, 1))
+    os.utime(newer, (1, 1))
+    assert (older / "results.json").stat().st_mtime > (newer / "results.json").stat().st_mtime
+    r = gate(tmp_path, "--latest", "--mode", "smoke", "--json")
+    assert r.json["run_id"] == "smoke-20261129T120000Z"
+    r = gate(tmp_path, "--latest", "--json")
+    assert r.json["run_id"] == "regression-20261130T000000Z"
+    (tmp_path / "not-a-run").mkdir()
+    r = gate(tmp_path, "--latest", "--mode", "holdout")
+    assert r.rc == 2 and "no run directory with mode holdout" in r.json["error"]
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--mode", "smoke"], "--mode only applies with --latest"),
+    (["--max-infra-rate", "1.5"], "--max-infra-rate"),
+])
+def test_bad_flags_exit_2(tmp_path, args, expect):
+    r = gate(make_run(tmp_path, passing_cases()), *args)
+    assert r.rc == 2 and expect in r.json["error"]
+
+
+def test_missing_results_or_bad_summary_exit_2(tmp_path):
+    r = gate(tmp_path)
+    assert r.rc == 2 and "no results.json" in r.json["error"]
+    (tmp_path / "results.json").write_text(json.dumps({"summary": [1]}))
+    r = gate(tmp_path)
+    assert r.rc == 2 and "summary" in r.json["error"]
+
+
+def test_json_output(tmp_path):
+    r = gate(make_run(tmp_path, basic_cases()), "--json")
+    out = r.json
+    assert r.rc == 1 and out["gate"] == "closed"
+    assert out["passes"] == 3 and out["failures"] == 1 and out["verified"] is False
+    assert out["reasons"] == ["1 gating failure(s): c-fail-1 (answer)"]
+
+
+def test_verify_runs_run_cases_or_closes_with_a_clear_reason(tmp_path, monkeypatch):
+    run_dir = make_run(tmp_path, passing_cases())
+    fake_scripts = tmp_path / "scripts"
+    fake_scripts.mkdir()
+    monkeypatch.setattr(gate_mod, "SCRIPTS_DIR", fake_scripts)
+    res = gate_mod.evaluate(run_dir)
+    assert not res.open and "cannot verify: run_cases.py is missing" in res.reasons[0]
+    (fake_scripts / "run_cases.py").write_text(
+        "import json, sys\nprint(json.dumps({'error': 'incomplete', 'missing_artifacts': ['cases/c-pass-1/answer.txt']}))\nsys.exit(6)\n")
+    res = gate_mod.evaluate(run_dir)
+    assert res.reasons == ["run_cases.py --verify exit 6: missing or inconsistent: cases/c-pass-1/answer.txt"]
+    assert not any("NOT VERIFIED" in x for x in res.lines)
+    (fake_scripts / "run_cases.py").write_text("import sys\nassert sys.argv[1] == '--verify'\nsys.exit(0)\n")
+    res = gate_mod.evaluate(run_dir)
+    assert res.open and res.verify_clean is True
+    assert not any("not verified" in x for x in res.lines)
+
+
+def test_junit_is_valid_xml_without_holdout_ids(tmp_path):
+    cases = basic_cases() + [
+        {"id": "c-unscored", "verdict": "unscored"}, {"id": "c-infra", "verdict": "infra_error"},
+        {"id": "c-soft", "verdict": "fail", "gating": False},
+        {"id": "hold-secret-a", "holdout": True, "verdict": "fail"}, {"id": "hold-secret-b", "holdout": True},
+    ]
+    run_dir = make_run(tmp_path / "reports", cases)
+    junit = tmp_path / "junit.xml"
+    r = gate(run_dir, "--junit", junit)
+    assert r.rc == 1
+    data = junit.read_text(encoding="utf-8")
+    assert "hold-secret" not in data
+    root = ET.fromstring(data.encode("utf-8"))
+    assert root.tag == "testsuites"
+    suites = {s.get("name").split(".")[-1]: s for s in root.findall("testsuite")}
+    assert set(suites) == {"cases", "canaries", "holdout", "gate"}
+    cases_suite = suites["cases"]
+    names = [tc.get("name") for tc in cases_suite.findall("testcase")]
+    assert names == ["c-pass-1", "c-pass-2", "c-pass-3", "c-fail-1", "c-skip-1", "c-unscored", "c-infra", "c-soft"]
+    by = {tc.get("name"): tc for tc in cases_suite.findall("testcase")}
+    assert by["c-fail-1"].find("failure").get("message") == "failed layer(s): answer"
+    assert "gating: false" in by["c-soft"].find("failure").get("message")
+    for name in ("c-skip-1", "c-unscored", "c-infra"):
+        assert by[name].find("skipped").get("message")
+    assert cases_suite.get("tests") == "8" and cases_suite.get("failures") == "2" and cases_suite.get("skipped") == "3"
+    assert [tc.get("name") for tc in suites["canaries"].findall("testcase")] == ["canary-ok-1", "canary-ok-2"]
+    hold = suites["holdout"].findall("testcase")
+    assert len(hold) == 1 and hold[0].find("failure") is not None
+    assert suites["gate"].find("testcase/failure") is not None
+    assert root.get("tests") == str(sum(int(s.get("tests")) for s in suites.values()))
+
+
+def test_github_summary_appends_markdown_and_needs_the_variable(tmp_path):
+    run_dir = make_run(tmp_path / "reports", basic_cases())
+    target = tmp_path / "summary.md"
+    target.write_text("earlier step\n")
+    r = gate(run_dir, "--github-summary", env={"GITHUB_STEP_SUMMARY": str(target)})
+    assert r.rc == 1
+    text = target.read_text()
+    assert text.startswith("earlier step\n## assay gate: `smoke-20261129T101500Z` ❌ closed")
+    assert "| 5 | 3 | 1 | 1 | 0 | 1 | 0.0% | 0.0% |" in text
+    assert "- 1 gating failure(s): c-fail-1 (answer)" in text
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    import subprocess, sys
+    from helpers import SCRIPTS
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "gate.py"), str(run_dir), "--no-verify", "--github-summary"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "GITHUB_STEP_SUMMARY is not set" in json.loads(proc.stdout)["error"]

@@ -1,0 +1,115 @@
+"""wait_run.py: final (0), still running (3), runner gone (4) with the exact --resume command.
+
+Liveness is the runner's flock on <reports>/.<run-id>.lock: a real child process holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from helpers import SCRIPTS, run_script
+from rundir_util import DEFAULT_RUN_ID, basic_cases, make_run, set_status
+
+
+def _lock_holder(lock, plan, out):
+    """A child that writes the lock doc, takes LOCK_EX, says 'locked', and sleeps."""
+    code = textwrap.dedent(f"""
+        import fcntl, json, os, sys, time
+        fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, json.dumps({{"pid": os.getpid(), "run_id": {DEFAULT_RUN_ID!r}, "plan": {str(plan)!r},
+                                  "out": {str(out)!r}, "started_at": "x"}}).encode())
+        print("locked", flush=True)
+        time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_final_run_exits_0_with_status_exit_code_and_last_event(tmp_path):
+    run_dir = make_run(tmp_path / "reports", basic_cases())
+    r = run_script("wait_run", run_dir, "--timeout-s", "0")
+    assert r.rc == 0, r.stdout
+    out = r.json
+    assert out["status"] == "ok" and out["exit_code"] == 0
+    assert out["last_event"]["event"] == "finalize"
+    assert out["run_id"] == DEFAULT_RUN_ID and "waited_s" in out
+
+
+def test_alive_runner_exits_3_then_killed_runner_exits_4_with_resume(tmp_path):
+    reports = tmp_path / "state" / "reports"
+    run_dir = make_run(reports, basic_cases(), status="running")
+    plan = tmp_path / "state" / "work" / "plan.json"
+    proc = _lock_holder(reports / f".{DEFAULT_RUN_ID}.lock", plan, run_dir)
+    try:
+        r = run_script("wait_run", run_dir, "--timeout-s", "0.3", "--interval-s", "0.1")
+        assert r.rc == 3, r.stdout
+        assert r.json["runner_process"] == "alive" and r.json["exit_code"] is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        r = run_script("wait_run", run_dir, "--timeout-s", "5", "--interval-s", "0.1")
+        assert r.rc == 4, r.stdout
+        out = r.json
+        assert out["runner_process"] == "gone"
+        assert out["resume"] == (f'python3 "{SCRIPTS / "run_cases.py"}" --plan "{plan}" '
+                                 f'--out "{run_dir}" --resume')
+        assert "resume_note" not in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_lock_released_but_run_finalized_meanwhile_is_final(tmp_path):
+    reports = tmp_path / "reports"
+    run_dir = make_run(reports, basic_cases(), status="running")
+    (reports / f".{DEFAULT_RUN_ID}.lock").write_text("{}")  # stale file, nobody holds it
+    set_status(run_dir, "ok", 0)
+    r = run_script("wait_run", run_dir, "--timeout-s", "0")
+    assert r.rc == 0 and r.json["status"] == "ok"
+
+
+def test_absent_lock_while_running_is_gone_with_plan_fallback_wording(tmp_path):
+    run_dir = make_run(tmp_path / "state" / "reports", basic_cases(), status="running")
+    r = run_script("wait_run", run_dir, "--timeout-s", "0")
+    assert r.rc == 4
+    out = r.json
+    assert "work/plan.json" in out["resume"].replace(os.sep, "/")
+    assert "<state>/work/plan.json" in out["resume_note"]
+
+
+def test_waits_until_the_runner_finalizes(tmp_path):
+    reports = tmp_path / "reports"
+    run_dir = make_run(reports, basic_cases(), status="running")
+    proc = _lock_holder(reports / f".{DEFAULT_RUN_ID}.lock", tmp_path / "plan.json", run_dir)
+    try:
+        waiter = subprocess.Popen([sys.executable, str(SCRIPTS / "wait_run.py"), str(run_dir),
+                                   "--timeout-s", "60", "--interval-s", "0.1"],
+                                  stdout=subprocess.PIPE, text=True)
+        set_status(run_dir, "ok", 0)
+        out, _ = waiter.communicate(timeout=60)
+        assert waiter.returncode == 0, out
+        assert json.loads(out)["status"] == "ok"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("flag,value", [("--timeout-s", "601"), ("--timeout-s", "-1"),
+                                        ("--interval-s", "0.05"), ("--interval-s", "61")])
+def test_out_of_range_flags_are_exit_2_json(tmp_path, flag, value):
+    run_dir = make_run(tmp_path / "reports", basic_cases())
+    r = run_script("wait_run", run_dir, flag, value)
+    assert r.rc == 2 and flag in r.json["error"]
+
+
+def test_not_a_run_dir_is_exit_2(tmp_path):
+    r = run_script("wait_run", tmp_path)
+    assert r.rc == 2 and "not a run directory" in r.json["error"]
