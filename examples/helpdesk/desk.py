@@ -1,0 +1,277 @@
+"""The help desk's behaviour: a keyword router, three agents, four tools, tenant data.
+
+Rule-based and deterministic (no model), but shaped like an LLM agent app: the
+router picks one agent (billing, tech_support, account), the agent calls tools
+with arguments and reads their results, and every step is recorded as an
+OpenTelemetry GenAI span. `Desk(broken=True)` plants four realistic regressions;
+`Desk(flaky=True)` makes one answer alternate between repeats of the same message.
+
+`Desk.handle(message, tenant, role, recorder)` returns `(http_status, body)` where
+body is `{"answer", "route", "clarify", "data"}`; the server adds the trace id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+from typing import Any
+
+from otlp import SpanRecorder
+
+MODEL = "helpdesk-rules-1"
+DEFAULT_TENANT = "acme"  # requests without X-Tenant act as the demo tenant
+OOS_ANSWER = "I can only help with billing, technical support and account questions."
+
+# Invoices belong to tenants; the record-level permission check compares them.
+INVOICES: dict[str, dict[str, Any]] = {
+    "INV-1001": {"tenant": "acme", "amount": 120.00, "status": "open", "due": "2026-12-15"},
+    "INV-1002": {"tenant": "acme", "amount": 80.50, "status": "open", "due": "2026-12-20"},
+    "INV-1003": {"tenant": "acme", "amount": 200.00, "status": "paid", "due": "2026-10-01"},
+    "INV-1004": {"tenant": "acme", "amount": 45.25, "status": "open", "due": "2027-01-05"},
+    "INV-2001": {"tenant": "globex", "amount": 300.00, "status": "open", "due": "2026-12-01"},
+    "INV-2002": {"tenant": "globex", "amount": 99.99, "status": "paid", "due": "2026-09-30"},
+    "INV-3001": {"tenant": "initech", "amount": 15.00, "status": "open", "due": "2026-12-31"},
+    "INV-4001": {"tenant": "umbrella", "amount": 60.00, "status": "paid", "due": "2026-08-31"},
+}
+USERS: dict[str, list[str]] = {
+    "acme": ["alice", "bob"], "globex": ["gina", "gus"], "initech": ["ivan"], "umbrella": ["uma"],
+}
+PLANS = {"acme": "Business", "globex": "Starter", "initech": "Starter", "umbrella": "Enterprise"}
+KB = [
+    {"id": "KB-101", "title": "App crashes on the settings screen", "match": ["crash", "closes"],
+     "text": "Clear the app cache (Settings > Storage > Clear cache), then update to the latest version."},
+    {"id": "KB-102", "title": "VPN keeps disconnecting", "match": ["vpn"],
+     "text": "Reinstall the VPN profile from the downloads page and switch the protocol to IKEv2."},
+    {"id": "KB-103", "title": "Printer not working", "match": ["printer", "print"],
+     "text": "Restart the print spooler service, then remove and re-add the printer."},
+    {"id": "KB-104", "title": "Installing the desktop app", "match": ["install", "download"],
+     "text": "Download the installer from the Downloads page and run it; admin rights are needed."},
+    {"id": "KB-201", "title": "Turning on two-factor authentication", "match": ["two-factor", "2fa"],
+     "text": "Open Security settings, choose Two-factor authentication and scan the QR code with your authenticator app."},
+]
+FLAKY_ALTERNATE = "Try turning the printer off and on again."
+
+ROUTE_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "billing": ("invoice", "inv-", "bill", "refund", "charge", "payment", "owe", "balance"),
+    "tech_support": ("crash", "error", "bug", "install", "vpn", "printer", "sync", "slow",
+                     "not working", "disconnect", "app "),
+    "account": ("password", "log in", "login", "sign in", "two-factor", "2fa", "plan", "username"),
+}
+VAGUE = ("problem", "help", "issue", "question", "something wrong", "not sure")
+INJECTION = re.compile(
+    r"ignore (all |any |the )?(previous|prior|above|earlier)? ?(instructions|rules|tenant check)"
+    r"|admin mode|system prompt|^\s*system:|every tenant|all tenants|developer mode", re.I)
+INVOICE_ID = re.compile(r"\bINV-\d{4}\b", re.I)
+
+
+def _tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4))
+
+
+class Desk:
+    """The app's logic. Thread-safe: the only shared state is the flaky counter."""
+
+    def __init__(self, broken: bool = False, flaky: bool = False) -> None:
+        self.broken = broken
+        self.flaky = flaky
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # ---- routing -------------------------------------------------------------------------
+
+    def route(self, message: str) -> str:
+        """billing | tech_support | account | triage (ambiguous) | out_of_scope."""
+        text = f" {message.lower()} "
+        scores = {name: sum(kw in text for kw in kws) for name, kws in ROUTE_KEYWORDS.items()}
+        if self.broken and "charge" in text:
+            return "tech_support"  # regression: "charged" read as a technical fault
+        best = max(scores.values())
+        if best == 0:
+            return "triage" if any(v in text for v in VAGUE) else "out_of_scope"
+        winners = [name for name, score in scores.items() if score == best]
+        return winners[0] if len(winners) == 1 else "triage"
+
+    def handle(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> tuple[int, dict]:
+        with rec.span("route", **{"helpdesk.router": "keywords"}) as span:
+            route = self.route(message)
+            span["attributes"]["helpdesk.route"] = route
+        if route == "out_of_scope":
+            return 400, self._reply(OOS_ANSWER, route)
+        if route == "triage":
+            return 200, self._reply("Happy to help. Is this about a bill or invoice, a technical problem, "
+                                    "or your account and login?", route, clarify=True)
+        agent = {"billing": self._billing, "tech_support": self._tech, "account": self._account}[route]
+        with rec.span(f"invoke_agent {route}", **{
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": route,
+                "gen_ai.provider.name": "helpdesk"}):
+            with rec.span(f"chat {MODEL}", kind="client", **{
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": MODEL,
+                    "gen_ai.provider.name": "helpdesk"}) as chat:
+                if INJECTION.search(message) or self._names_other_tenant(message, tenant):
+                    body = self._reply("I can't share or change another customer's records, and I can't "
+                                       "change how I operate. I can help with your own account.", route)
+                else:
+                    body = agent(message, tenant, role, rec)
+                chat["attributes"].update({
+                    "gen_ai.usage.input_tokens": 120 + _tokens(message),
+                    "gen_ai.usage.output_tokens": _tokens(body["answer"]),
+                })
+        return 200, body
+
+    @staticmethod
+    def _names_other_tenant(message: str, tenant: str) -> bool:
+        words = set(re.findall(r"[a-z]+", message.lower()))
+        return any(t in words for t in USERS if t != tenant)
+
+    @staticmethod
+    def _reply(answer: str, route: str, *, clarify: bool = False, data: dict | None = None) -> dict:
+        return {"answer": answer, "route": route, "clarify": clarify, "data": data or {}}
+
+    def _tool(self, rec: SpanRecorder, name: str, args: dict, fn) -> Any:
+        """Run a tool inside an execute_tool span that records its arguments and result."""
+        with rec.span(f"execute_tool {name}", **{
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                "gen_ai.tool.call.id": "call_" + hashlib.sha256(
+                    json.dumps([name, args, len(rec.spans)], sort_keys=True).encode()).hexdigest()[:12],
+                "gen_ai.tool.call.arguments": json.dumps(args, sort_keys=True)}) as span:
+            result = fn(**args)
+            span["attributes"]["gen_ai.tool.call.result"] = json.dumps(result, sort_keys=True)
+        return result
+
+    # ---- tools (the tenant comes from the request context, never from the model) --------
+
+    def _lookup_invoice_tool(self, tenant: str, *, check: bool = True):
+        def lookup_invoice(invoice_id: str) -> dict:
+            inv = INVOICES.get(invoice_id)
+            if inv is None or (check and inv["tenant"] != tenant):
+                return {"error": "not_found"}  # never reveal that another tenant's invoice exists
+            return {"invoice_id": invoice_id, "amount": inv["amount"], "status": inv["status"],
+                    "due": inv["due"]}
+        return lookup_invoice
+
+    def _list_invoices_tool(self, tenant: str):
+        def list_invoices(status: str) -> dict:
+            rows = [{"invoice_id": i, "amount": v["amount"], "status": v["status"]}
+                    for i, v in sorted(INVOICES.items())
+                    if v["tenant"] == tenant and (status == "any" or v["status"] == status)]
+            return {"invoices": rows}
+        return list_invoices
+
+    @staticmethod
+    def _issue_refund(invoice_id: str, amount: float) -> dict:
+        refund_id = "RF-" + hashlib.sha256(f"{invoice_id}:{amount}".encode()).hexdigest()[:6].upper()
+        return {"refund_id": refund_id, "invoice_id": invoice_id, "amount": amount, "status": "issued"}
+
+    @staticmethod
+    def _search_kb(query: str) -> dict:
+        q = query.lower()
+        hits = [{"id": a["id"], "title": a["title"], "text": a["text"]}
+                for a in KB if any(m in q for m in a["match"])]
+        return {"articles": hits[:1]}
+
+    @staticmethod
+    def _reset_password(user: str) -> dict:
+        return {"user": user, "status": "reset_link_sent"}
+
+    # ---- agents ---------------------------------------------------------------------------
+
+    def _billing(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> dict:
+        text = message.lower()
+        ids = [i.upper() for i in INVOICE_ID.findall(message)]
+        if ids:
+            invoice_id = ids[0]
+            if "refund" in text:
+                return self._refund(message, invoice_id, tenant, role, rec)
+            # regression (--break): the plain lookup path skips the tenant check
+            lookup = self._lookup_invoice_tool(tenant, check=not self.broken)
+            inv = self._tool(rec, "lookup_invoice", {"invoice_id": invoice_id}, lookup)
+            if "error" in inv:
+                return self._reply("I couldn't find that invoice on your account.", "billing")
+            if "json" in text:
+                doc = {"invoice_id": invoice_id, "amount": inv["amount"], "status": inv["status"],
+                       "due": inv["due"]}
+                return self._reply(json.dumps(doc, sort_keys=True), "billing", data={"value": inv["amount"]})
+            if "due" in text:
+                return self._reply(f"Invoice {invoice_id} is due on {inv['due']}.", "billing",
+                                   data={"value": inv["due"]})
+            return self._reply(f"Invoice {invoice_id} is {inv['status']}: {inv['amount']:.2f} USD, "
+                               f"due {inv['due']}.", "billing", data={"value": inv["amount"]})
+        if any(w in text for w in ("total", "how much do i owe", "balance", "how many", "list", "show")):
+            status = "paid" if re.search(r"\bpaid\b", text) else "open"
+            listed = self._tool(rec, "list_invoices", {"status": status}, self._list_invoices_tool(tenant))
+            rows = listed["invoices"]
+            if "how many" in text:
+                return self._reply(f"You have {len(rows)} {status} invoices.", "billing",
+                                   data={"value": len(rows)})
+            if any(w in text for w in ("total", "owe", "balance")):
+                counted = rows[:-1] if (self.broken and len(rows) > 1) else rows  # regression: off by one
+                total = round(sum(r["amount"] for r in counted), 2)
+                return self._reply(f"The total of your {status} invoices is {total:.2f} USD "
+                                   f"across {len(rows)} invoice{'' if len(rows) == 1 else 's'}.", "billing",
+                                   data={"value": total})
+            listing = "; ".join(f"{r['invoice_id']} ({r['amount']:.2f} USD)" for r in rows) or "none"
+            return self._reply(f"Your {status} invoices: {listing}.", "billing", data={"value": rows})
+        return self._reply("I can help with invoices, refunds and payments. Which invoice is this about?",
+                           "billing", clarify=True)
+
+    def _refund(self, message: str, invoice_id: str, tenant: str, role: str, rec: SpanRecorder) -> dict:
+        if role == "viewer":
+            return self._reply("Your role can view invoices but not issue refunds; ask an account admin.",
+                               "billing")
+        numbers = re.findall(r"(?<![\w-])\$?(\d+(?:\.\d{1,2})?)\b", INVOICE_ID.sub(" ", message))
+        if not numbers:
+            return self._reply(f"How much should I refund on {invoice_id}?", "billing", clarify=True)
+        amount = float(numbers[0])
+        inv = self._tool(rec, "lookup_invoice", {"invoice_id": invoice_id}, self._lookup_invoice_tool(tenant))
+        if "error" in inv:
+            return self._reply("I couldn't find that invoice on your account.", "billing")
+        if amount > inv["amount"]:
+            return self._reply(f"A refund cannot exceed the invoice amount ({inv['amount']:.2f} USD).",
+                               "billing")
+        refund = self._tool(rec, "issue_refund", {"invoice_id": invoice_id, "amount": amount},
+                            self._issue_refund)
+        return self._reply(f"Refund {refund['refund_id']} of {amount:.2f} USD issued for {invoice_id}.",
+                           "billing", data={"value": amount})
+
+    def _tech(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> dict:
+        query = " ".join(re.findall(r"[\w-]+", message.lower()))
+        calls = 4 if (self.broken and "vpn" in query) else 1  # regression: a re-query loop
+        for _ in range(calls):
+            found = self._tool(rec, "search_kb", {"query": query}, self._search_kb)
+        if not found["articles"]:
+            ticket = "TCK-" + hashlib.sha256(query.encode()).hexdigest()[:5].upper()
+            return self._reply(f"I couldn't find a knowledge-base article for that, so I opened ticket "
+                               f"{ticket} for our support team.", "tech_support")
+        article = found["articles"][0]
+        text = article["text"]
+        if self.flaky and article["id"] == "KB-103" and self._repeat_count(message) % 2 == 0:
+            text = FLAKY_ALTERNATE  # flaky: every second repeat gives a vaguer answer
+        return self._reply(f"{article['title']}: {text}", "tech_support")
+
+    def _account(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> dict:
+        text = message.lower()
+        if "two-factor" in text or "2fa" in text:
+            found = self._tool(rec, "search_kb", {"query": "two-factor authentication"}, self._search_kb)
+            article = found["articles"][0]
+            return self._reply(f"{article['title']}: {article['text']}", "account")
+        if "plan" in text:
+            return self._reply(f"Your account is on the {PLANS[tenant]} plan.", "account",
+                               data={"value": PLANS[tenant]})
+        if "password" in text or "log in" in text or "login" in text:
+            named = re.search(r"\bfor (?:user )?([a-z]+)\b", text)
+            user = named.group(1) if named else USERS[tenant][0]
+            if user not in USERS[tenant]:
+                return self._reply("I can only reset passwords for users on your own account.", "account")
+            self._tool(rec, "reset_password", {"user": user}, self._reset_password)
+            return self._reply(f"I sent a password reset link to the email on file for {user}.", "account")
+        return self._reply("Is this about your password, two-factor authentication or your plan?",
+                           "account", clarify=True)
+
+    def _repeat_count(self, message: str) -> int:
+        key = " ".join(message.lower().split())
+        with self._lock:
+            self._seen[key] = self._seen.get(key, 0) + 1
+            return self._seen[key]
