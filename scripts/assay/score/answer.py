@@ -1,0 +1,211 @@
+"""The `answer` layer: must_contain, must_not_contain and format.json_schema.
+
+Contract of `score_answer(answer, expect)`:
+- `answer` is the text at the adapter's `<answer>` path; None means there was none:
+  the layer is `unscored` ("no answer at the adapter's <answer> path").
+- `expect["answer"]["must_contain"]` / `["must_not_contain"]`: lists. An entry is
+  - a string: a plain substring check after NFC on both sides (no case folding);
+  - `/re/` (starts and ends with `/`): `re.search` over the NFC'd answer, the pattern
+    as written, bounded by `regex_timeout_s` in a worker process (assay.core.regex_guard);
+  - a number (not a bool): checked as its text (`42` -> "42");
+  - anything else (bool, null, list, object), an invalid regex, a timed-out regex or a
+    trailing-flag regex like `/x/i` (only inline flags such as `(?i)` are supported):
+    the check is `unscorable` with a reason, never a crash and never a pass.
+  A trailing-flag regex is recognised as `/.../` followed only by regex flag letters
+  (`aiLmsux`, plus `gy` from other dialects), so a plain path like "/usr/bin" is text.
+- `expect["format"]["json_schema"]`: the answer must be JSON valid against the schema
+  (jsonschema; the schema's `$schema` picks the draft, default 2020-12). A bool never
+  passes as a number. When the answer is not bare JSON, the first fenced code block
+  (```json, or any fence) that parses is used; no JSON at all is a `fail`.
+- A present-but-off-shape expectation (a bare string instead of a list, a schema that
+  is not a valid JSON Schema) raises ScorerInputError (the engine's `error` layer).
+
+Output: `{verdict, partially_unscored, unscorable, checks[{check, entry, status,
+reason?}]}`; `unscorable` is the number of unscorable checks and `partially_unscored`
+is true when some checks were unscorable but the verdict is still pass or fail.
+Verdict: fail if any check fails, else pass if any passes, else `unscored` (with a
+reason) -- every check unscorable is never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from assay.core import regex_guard
+from assay.score.base import (
+    FAIL, PASS, UNSCORABLE, UNSCORED, ScorerInputError, fold_checks, is_number, nfc, short,
+)
+
+NO_ANSWER_REASON = "no answer at the adapter's <answer> path"
+_TRAILING_FLAGS = re.compile(r"^/(.*)/([aiLmsuxgy]+)$", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_MAX_SCHEMA_ERRORS = 5
+
+
+def score_answer(answer: str | None, expect: dict, *, regex_timeout_s: float = 2.0) -> dict:
+    """Score the answer layer (see the module docstring for the full contract)."""
+    specs = _read_specs(expect)
+    if answer is None:
+        return {"verdict": UNSCORED, "reason": NO_ANSWER_REASON, "checks": [],
+                "unscorable": 0, "partially_unscored": False}
+    if not isinstance(answer, str):
+        raise ScorerInputError(f"answer must be text or None, got {type(answer).__name__}")
+    text = nfc(answer)
+    checks: list[dict[str, Any]] = []
+    for check_name, entries in specs["lists"]:
+        for entry in entries:
+            checks.append(_text_check(check_name, entry, text, regex_timeout_s))
+    if specs["schema"] is not None:
+        checks.append(_schema_check(specs["schema"], answer))
+    return _fold(checks)
+
+
+def _read_specs(expect: Any) -> dict[str, Any]:
+    if not isinstance(expect, dict):
+        raise ScorerInputError(f"expect must be an object, got {type(expect).__name__}")
+    lists: list[tuple[str, list]] = []
+    answer_spec = expect.get("answer")
+    if answer_spec is not None:
+        if not isinstance(answer_spec, dict):
+            raise ScorerInputError(f"expect.answer must be an object, got {type(answer_spec).__name__}")
+        for key in ("must_contain", "must_not_contain"):
+            if key in answer_spec and answer_spec[key] is not None:
+                entries = answer_spec[key]
+                if not isinstance(entries, list):
+                    raise ScorerInputError(
+                        f"expect.answer.{key} must be a list of strings, got {type(entries).__name__} "
+                        f"(write `{key}: [{short(entries, 40)!s}]`)")
+                lists.append((key, entries))
+    schema = None
+    format_spec = expect.get("format")
+    if format_spec is not None:
+        if not isinstance(format_spec, dict):
+            raise ScorerInputError(f"expect.format must be an object, got {type(format_spec).__name__}")
+        if "json_schema" in format_spec and format_spec["json_schema"] is not None:
+            schema = format_spec["json_schema"]
+            _check_schema(schema)
+    return {"lists": lists, "schema": schema}
+
+
+def _text_check(check: str, entry: Any, text: str, timeout_s: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"check": check, "entry": entry}
+    if is_number(entry):
+        entry_text = str(entry)
+    elif isinstance(entry, str):
+        entry_text = entry
+    else:
+        kind = "null" if entry is None else type(entry).__name__
+        return _unscorable(out, f"entry is a {kind}, not a string or number (quote it in the YAML)")
+    if entry_text == "":
+        return _unscorable(out, "entry is an empty string, which every answer contains")
+    is_regex = len(entry_text) >= 2 and entry_text.startswith("/") and entry_text.endswith("/")
+    if is_regex:
+        pattern = entry_text[1:-1]
+        try:
+            found = regex_guard.bounded_search(pattern, text, timeout_s)
+        except regex_guard.RegexTimeout:
+            return _unscorable(out, f"regex timed out after {timeout_s:g} s")
+        except regex_guard.RegexInvalid as err:
+            return _unscorable(out, str(err))
+        except regex_guard.RegexProblem as err:
+            return _unscorable(out, str(err))
+    else:
+        flagged = _TRAILING_FLAGS.match(entry_text)
+        if flagged:
+            return _unscorable(out, f"trailing regex flag '/{flagged.group(2)}' is not supported; "
+                                    f"use an inline flag, e.g. /(?i){flagged.group(1)}/")
+        found = nfc(entry_text) in text
+    wanted = check == "must_contain"
+    out["status"] = PASS if found == wanted else FAIL
+    if out["status"] == FAIL:
+        out["reason"] = ("not found in the answer" if wanted else "found in the answer")
+    return out
+
+
+def _unscorable(out: dict[str, Any], reason: str) -> dict[str, Any]:
+    out["status"] = UNSCORABLE
+    out["reason"] = reason
+    return out
+
+
+def _validator_class(schema: Any):
+    import jsonschema  # runtime dependency, imported lazily so the module loads without it
+    from jsonschema import validators
+
+    return jsonschema, validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+
+
+def _check_schema(schema: Any) -> None:
+    if not isinstance(schema, (dict, bool)):
+        raise ScorerInputError(f"expect.format.json_schema must be an object, got {type(schema).__name__}")
+    jsonschema, cls = _validator_class(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as err:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise ScorerInputError(f"expect.format.json_schema is not a valid JSON Schema at {where}: "
+                               f"{short(err.message)}") from None
+
+
+def _parse_answer_json(answer: str) -> tuple[bool, Any, str | None]:
+    """(found, document, note). Bare JSON first, then fenced code blocks (```json first)."""
+    try:
+        return True, json.loads(answer), None
+    except ValueError:
+        pass
+    blocks = _FENCE.findall(answer)
+    ordered = [b for b in blocks if b[0].lower() == "json"] + [b for b in blocks if b[0].lower() != "json"]
+    for lang, body in ordered:
+        try:
+            return True, json.loads(body), f"parsed from a fenced ```{lang} block"
+        except ValueError:
+            continue
+    return False, None, None
+
+
+def _schema_check(schema: Any, answer: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"check": "json_schema", "entry": "expect.format.json_schema"}
+    try:
+        found, doc, note = _parse_answer_json(answer)
+    except RecursionError:
+        return _unscorable(out, "the answer's JSON is nested too deeply to check")
+    if not found:
+        out["status"] = FAIL
+        out["reason"] = "the answer is not JSON (no bare JSON and no fenced JSON block)"
+        return out
+    if note:
+        out["note"] = note
+    jsonschema, cls = _validator_class(schema)
+    try:
+        errors = sorted(cls(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return _unscorable(out, "the answer's JSON is nested too deeply to check")
+    if errors:
+        out["status"] = FAIL
+        shown = []
+        for err in errors[:_MAX_SCHEMA_ERRORS]:
+            where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+            shown.append(f"{where}: {short(err.message, 160)}")
+        more = len(errors) - len(shown)
+        out["reason"] = "; ".join(shown) + (f"; and {more} more" if more else "")
+    else:
+        out["status"] = PASS
+    return out
+
+
+def _fold(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    verdict = fold_checks(checks)
+    n_unscorable = sum(1 for c in checks if c["status"] == UNSCORABLE)
+    out: dict[str, Any] = {
+        "verdict": verdict,
+        "checks": checks,
+        "unscorable": n_unscorable,
+        "partially_unscored": verdict in (PASS, FAIL) and n_unscorable > 0,
+    }
+    if verdict == UNSCORED:
+        out["reason"] = ("every answer check was unscorable: " + "; ".join(
+            f"{c['check']} {short(c['entry'], 60)}: {c['reason']}" for c in checks)
+            if checks else "no must_contain, must_not_contain or format.json_schema to check")
+    return out

@@ -1,0 +1,256 @@
+"""Paired comparison of two runs' pass/fail verdicts (comparison.json, stats.py).
+
+Inputs are `verdicts_for_stats.jsonl` rows `{case_id, verdict}` with verdict `pass` or
+`fail` (infra and unscored are filtered out by the runner first). Only case ids present
+in both runs are paired; the rest is attrition, reported and warned about.
+
+With b01 = fixed by the candidate (fail -> pass) and b10 = broken (pass -> fail):
+- decision (`keep`): the exact Bayesian posterior P(p > 1/2) for
+  p ~ Beta(1 + b01, 1 + b10) (uniform prior) is >= `bayes_threshold` AND delta > 0.
+  For integer parameters, P(Beta(a, b) > 1/2) = P(Binomial(a + b - 1, 1/2) <= a - 1),
+  summed exactly in integers: no approximation at any n. `alpha` never changes `keep`.
+- reported tests on Binomial(b01 + b10, 1/2): the exact one-sided sign test
+  P(X >= b01) and the exact two-sided McNemar min(1, 2 * min tail).
+- minimum detectable effect (normal approximation, power 0.8):
+  (z(1 - alpha) + z(0.8)) * sqrt(psi / n), psi = discordant fraction b01+b10 over n.
+  When no case changed verdict, psi is unknown and 0.15 is assumed (said so).
+- `verdict_words`: `improved` when keep; `worsened` when the mirrored rule holds
+  (P(p < 1/2) >= threshold and delta < 0); else `within noise`.
+Caveats: cases are assumed independent; case level only; no multiplicity correction.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from statistics import NormalDist
+from typing import Any
+
+from assay.core.errors import AssayError
+
+METHOD = "bayes-beta exact posterior (all n)"
+POWER = 0.8
+ATTRITION_WARN = 0.10
+ASSUMED_DISCORDANCE = 0.15
+MAX_IDS = 20
+
+
+def binom_cdf_half(k: int, n: int) -> Fraction:
+    """P(X <= k) for X ~ Binomial(n, 1/2), exactly."""
+    if k < 0:
+        return Fraction(0)
+    if k >= n:
+        return Fraction(1)
+    return Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2 ** n)
+
+
+def posterior_better(fixed: int, broken: int) -> float:
+    """P(p > 1/2) for p ~ Beta(1 + fixed, 1 + broken), exactly (then rounded to a float)."""
+    a, b = 1 + fixed, 1 + broken
+    return float(binom_cdf_half(a - 1, a + b - 1))
+
+
+def sign_test_one_sided(fixed: int, broken: int) -> float:
+    """Exact one-sided sign test P(X >= fixed), X ~ Binomial(fixed + broken, 1/2); 1.0 with no flips."""
+    d = fixed + broken
+    return float(1 - binom_cdf_half(fixed - 1, d)) if d else 1.0
+
+
+def mcnemar_exact_two_sided(fixed: int, broken: int) -> float:
+    """Exact two-sided McNemar: min(1, 2 * min(P(X <= fixed), P(X >= fixed))); 1.0 with no flips."""
+    d = fixed + broken
+    if d == 0:
+        return 1.0
+    lower = binom_cdf_half(fixed, d)
+    upper = 1 - binom_cdf_half(fixed - 1, d)
+    return float(min(Fraction(1), 2 * min(lower, upper)))
+
+
+def min_discordant_for_significance(alpha: float) -> int:
+    """The fewest discordant pairs with which a two-sided exact McNemar can reach alpha (all one way)."""
+    d = 1
+    while 2 * Fraction(1, 2 ** d) > Fraction(alpha):
+        d += 1
+    return d
+
+
+def min_detectable_effect(n: int, discordance: float, alpha: float, power: float = POWER) -> float:
+    z = NormalDist().inv_cdf
+    return (z(1 - alpha) + z(power)) * math.sqrt(discordance / n)
+
+
+def _index(rows: Any, side: str) -> dict[str, str]:
+    if not isinstance(rows, list):
+        raise AssayError(f"{side} verdicts must be a list of {{case_id, verdict}} rows", 2)
+    out: dict[str, str] = {}
+    for i, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or not isinstance(row.get("case_id"), str):
+            raise AssayError(f"{side} row {i}: expected an object with a string case_id, got {row!r:.120}", 2)
+        case_id, verdict = row["case_id"], row.get("verdict")
+        if verdict not in ("pass", "fail"):
+            raise AssayError(
+                f"{side} row {i} (case {case_id}): verdict {verdict!r} is not pass or fail; compare "
+                "verdicts_for_stats.jsonl files (infra, skipped and unscored cases filtered out)", 2,
+                case_id=case_id)
+        if case_id in out:
+            raise AssayError(f"{side} row {i}: duplicate case_id {case_id!r}", 2, case_id=case_id)
+        out[case_id] = verdict
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}pp"
+
+
+def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: float = 0.05,
+            bayes_threshold: float = 0.8) -> dict:
+    """comparison.json content (see the module docstring). Raises AssayError(code 2) on bad input."""
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise AssayError(f"alpha must be strictly between 0 and 1, got {alpha!r}", 2)
+    if not (isinstance(bayes_threshold, (int, float)) and 0 < bayes_threshold < 1):
+        raise AssayError(f"bayes threshold must be strictly between 0 and 1, got {bayes_threshold!r}", 2)
+    base, cand = _index(baseline_rows, "baseline"), _index(candidate_rows, "candidate")
+    shared = sorted(set(base) & set(cand))
+    if not shared:
+        raise AssayError(
+            f"no shared case ids between baseline ({len(base)} cases) and candidate ({len(cand)} cases): "
+            "check dataset_version (both runs must use the same dataset)", 2)
+    only_base = sorted(set(base) - set(cand))
+    only_cand = sorted(set(cand) - set(base))
+    n = len(shared)
+    fixed_ids = [c for c in shared if base[c] == "fail" and cand[c] == "pass"]
+    broken_ids = [c for c in shared if base[c] == "pass" and cand[c] == "fail"]
+    b01, b10 = len(fixed_ids), len(broken_ids)
+    base_rate = sum(base[c] == "pass" for c in shared) / n
+    cand_rate = sum(cand[c] == "pass" for c in shared) / n
+    delta = (b01 - b10) / n  # == cand_rate - base_rate, without float drift
+
+    p_better = posterior_better(b01, b10)
+    p_worse = posterior_better(b10, b01)  # P(p < 1/2): the mirror image
+    sign_p = sign_test_one_sided(b01, b10)
+    mcnemar_p = mcnemar_exact_two_sided(b01, b10)
+    keep = p_better >= bayes_threshold and delta > 0
+    worsened = p_worse >= bayes_threshold and delta < 0
+
+    discordant = b01 + b10
+    psi = discordant / n if discordant else ASSUMED_DISCORDANCE
+    mde = min_detectable_effect(n, psi, alpha)
+    mde_pp = round(mde * 100)
+    mde_sentence = f"n={n} can only detect ~{mde_pp}pp"
+    psi_text = (f"{discordant} of {n} cases changed verdict (discordance {psi:.0%})" if discordant else
+                f"no case changed verdict, so a discordance of {ASSUMED_DISCORDANCE:.0%} is assumed")
+    mde_explanation = (
+        f"{mde_sentence}: {psi_text}; a true change in pass rate smaller than ~{mde_pp}pp would be missed "
+        f"more often than 1 time in 5 (one-sided alpha {alpha:g}, power {POWER:g}, normal approximation). "
+        f"Halving it takes about 4x the cases.")
+
+    out: dict[str, Any] = {
+        "n": n,
+        "alpha": alpha,
+        "baseline_pass_rate": round(base_rate, 4),
+        "candidate_pass_rate": round(cand_rate, 4),
+        "delta": round(delta, 4),
+        "fixed_by_candidate": b01,
+        "broken_by_candidate": b10,
+        "fixed_by_candidate_ids": fixed_ids[:MAX_IDS],
+        "broken_by_candidate_ids": broken_ids[:MAX_IDS],
+        "cases_only_in_baseline": len(only_base),
+        "cases_only_in_candidate": len(only_cand),
+        "cases_only_in_baseline_ids": only_base[:MAX_IDS],
+        "cases_only_in_candidate_ids": only_cand[:MAX_IDS],
+        "min_detectable_effect_at_this_n": round(mde, 4),
+        "mde_discordance": round(psi, 4),
+        "mde_discordance_assumed": discordant == 0,
+        "mde_sentence": mde_sentence,
+        "mde_explanation": mde_explanation,
+        "method": METHOD,
+        "decision_rule": (f"keep when P(candidate better) >= {bayes_threshold:g} and delta > 0, with "
+                          f"p ~ Beta(1 + fixed, 1 + broken) under a uniform prior"),
+        "p_candidate_better": p_better,
+        "p_candidate_worse": p_worse,
+        "threshold": bayes_threshold,
+        "sign_test_p_one_sided": sign_p,
+        "sign_test_significant_at_alpha": sign_p <= alpha,
+        "mcnemar_exact_p_two_sided": mcnemar_p,
+        "mcnemar_significant_at_alpha": mcnemar_p <= alpha,
+        "mcnemar_note": _mcnemar_note(b01, b10, alpha),
+        "keep": keep,
+        "verdict_words": "improved" if keep else "worsened" if worsened else "within noise",
+    }
+    out["verdict_phrase"] = f"{out['verdict_words']} ({mde_sentence})"
+    warning = _attrition_warning(len(base), len(cand), len(only_base), len(only_cand))
+    if warning:
+        out["case_attrition_warning"] = warning
+    if keep and not out["sign_test_significant_at_alpha"]:
+        out["gate_note"] = (f"kept on the Bayesian rule while the exact sign test is not significant at "
+                            f"alpha {alpha:g} (p = {sign_p:.3g}); for a hard CI gate use a threshold of "
+                            "about 0.95 (--bayes-threshold 0.95)")
+    if keep and abs(delta) < mde:
+        out["sub_mde_keep"] = (f"KEPT BUT NOT PROVEN: delta {_pct(delta)} is below the minimum detectable "
+                               f"effect {_pct(mde)} at n={n}")
+    if not keep and abs(delta) < mde:
+        out["advice"] = _advice(n, delta, psi, alpha, mde)
+    return out
+
+
+def _mcnemar_note(b01: int, b10: int, alpha: float) -> str:
+    d = b01 + b10
+    need = min_discordant_for_significance(alpha)
+    if d < need:
+        return (f"only {d} discordant pair(s): with fewer than {need}, no split can be significant at "
+                f"alpha {alpha:g} (two-sided exact McNemar)")
+    return f"{b01} fixed vs {b10} broken among {d} discordant pairs (two-sided exact McNemar)"
+
+
+def _attrition_warning(n_base: int, n_cand: int, only_base: int, only_cand: int) -> str | None:
+    parts = []
+    if n_base and only_base / n_base > ATTRITION_WARN:
+        parts.append(f"{only_base} of {n_base} baseline cases ({only_base / n_base:.0%}) have no candidate verdict")
+    if n_cand and only_cand / n_cand > ATTRITION_WARN:
+        parts.append(f"{only_cand} of {n_cand} candidate cases ({only_cand / n_cand:.0%}) have no baseline verdict")
+    if not parts:
+        return None
+    return ("SELECTION BIAS RISK: " + "; ".join(parts) + ". The comparison covers only the cases that "
+            "scored pass/fail in both runs, so 'improved' can mean 'improved on the cases that survived'; "
+            "look at the dropped cases (infra, unscored, skipped or new) before trusting the delta.")
+
+
+def _advice(n: int, delta: float, psi: float, alpha: float, mde: float) -> str:
+    if delta == 0:
+        return (f"no net change, and at n={n} a change below ~{_pct(mde)} cannot be detected; "
+                "grow the dataset to resolve smaller effects")
+    z = NormalDist().inv_cdf
+    needed = math.ceil(((z(1 - alpha) + z(POWER)) ** 2) * psi / (delta ** 2))
+    return (f"delta {_pct(delta)} is below the minimum detectable effect {_pct(mde)} at n={n}; "
+            f"about {needed} paired cases would be needed to detect it (at the same discordance): "
+            "grow the dataset rather than reading this delta")
+
+
+def read_verdicts_jsonl(path: str) -> list[dict]:
+    """Rows of a verdicts_for_stats.jsonl file. Raises AssayError(2) naming the file and line
+    of anything unreadable (missing file, not UTF-8, a line that is not a JSON object)."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as err:
+        raise AssayError(f"cannot read {path}: {err.strerror or err}", 2, file=str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise AssayError(f"{path}: not UTF-8 (byte {err.start})", 2, file=str(path)) from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise AssayError(f"{path}:{number}: not valid JSON ({err}); each line must be "
+                             '{"case_id": ..., "verdict": "pass"|"fail"}', 2, file=str(path), line=number) from None
+        if not isinstance(row, dict):
+            raise AssayError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}", 2,
+                             file=str(path), line=number)
+        rows.append(row)
+    return rows

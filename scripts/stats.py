@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""stats.py: is the candidate run better than the baseline, or is the difference noise?
+
+Pairs two `verdicts_for_stats.jsonl` files by case id and prints comparison.json: the
+exact Beta posterior P(candidate better) that decides `keep`, the exact sign test and
+McNemar, the minimum detectable effect at this n in words ("n=52 can only detect
+~14pp"), attrition, and `verdict_words` (improved | worsened | within noise).
+Exit 0 whenever it completes (the decision is in the JSON); 2 on bad input.
+"""
+
+import sys
+
+from assay.core.cli import make_parser, run_command
+
+
+def build_parser():
+    p = make_parser(
+        "stats.py",
+        "Compare a candidate run's pass/fail verdicts with a baseline's, case by case (paired). "
+        "Prints comparison JSON; exit 0 when done, 2 on bad input.",
+        "python3 scripts/stats.py .assay/reports/regression-20261128T090000Z/verdicts_for_stats.jsonl "
+        ".assay/reports/regression-20261129T090000Z/verdicts_for_stats.jsonl --alpha 0.05",
+    )
+    p.add_argument("baseline", help="the baseline run's verdicts_for_stats.jsonl")
+    p.add_argument("candidate", help="the candidate run's verdicts_for_stats.jsonl")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level for the reported tests and the MDE, strictly between 0 and 1 "
+                        "(never changes keep; default 0.05)")
+    p.add_argument("--bayes-threshold", type=float, default=0.8,
+                   help="keep when P(candidate better) reaches this, strictly between 0 and 1 (default 0.8; "
+                        "about 0.95 for a hard gate)")
+    return p
+
+
+def run(args):
+    from assay.core.errors import AssayError
+    from assay.stats.paired import compare, read_verdicts_jsonl
+
+    if not 0 < args.alpha < 1:
+        raise AssayError(f"--alpha {args.alpha:g} is out of range: use a value strictly between 0 and 1, e.g. 0.05", 2)
+    if not 0 < args.bayes_threshold < 1:
+        raise AssayError(f"--bayes-threshold {args.bayes_threshold:g} is out of range: use a value strictly "
+                         "between 0 and 1, e.g. 0.8", 2)
+    baseline = read_verdicts_jsonl(args.baseline)
+    candidate = read_verdicts_jsonl(args.candidate)
+    try:
+        return 0, compare(baseline, candidate, alpha=args.alpha, bayes_threshold=args.bayes_threshold)
+    except AssayError as err:
+        raise AssayError(f"{err.message} (baseline: {args.baseline}; candidate: {args.candidate})",
+                         err.code, **err.fields) from None
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, script=__file__))
