@@ -39,6 +39,7 @@ INVOICES: dict[str, dict[str, Any]] = {
 USERS: dict[str, list[str]] = {
     "acme": ["alice", "bob"], "globex": ["gina", "gus"], "initech": ["ivan"], "umbrella": ["uma"],
 }
+ALL_USERS = {u for users in USERS.values() for u in users}
 PLANS = {"acme": "Business", "globex": "Starter", "initech": "Starter", "umbrella": "Enterprise"}
 KB = [
     {"id": "KB-101", "title": "App crashes on the settings screen", "match": ["crash", "closes"],
@@ -261,8 +262,8 @@ class Desk:
             return self._reply(f"Your account is on the {PLANS[tenant]} plan.", "account",
                                data={"value": PLANS[tenant]})
         if "password" in text or "log in" in text or "login" in text:
-            named = re.search(r"\bfor (?:user )?([a-z]+)\b", text)
-            user = named.group(1) if named else USERS[tenant][0]
+            named = [w for w in re.findall(r"[a-z]+", text) if w in ALL_USERS]
+            user = named[0] if named else USERS[tenant][0]  # no user named: the caller's own account
             if user not in USERS[tenant]:
                 return self._reply("I can only reset passwords for users on your own account.", "account")
             self._tool(rec, "reset_password", {"user": user}, self._reset_password)
