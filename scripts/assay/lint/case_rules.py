@@ -1,0 +1,241 @@
+"""Rules for one case: identity, classification, review, reserved fields, input and expect.
+
+`check_case(case, ctx, report)` reports through `report(code, message)`. `ctx` holds
+the suite-wide facts a case rule needs (all ids, the capability matrix, the profile's
+record_id_pattern). Gradedness is decided by assay.lint.graded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..core.ids import CASE_ID_RULE, is_safe_case_id
+from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES
+from .expect_rules import check_expect
+from .graded import enabled_scored_layers, grading_expect, scored_layers
+
+Report = Callable[[str, str], None]
+
+TURN_KEYS = ("user", "expect")
+RESERVED_TURN_KEYS = ("assistant", "simulate")
+INPUT_KEYS = ("messages", "session", "turns", "every_turn")
+LONG_CONVERSATION = 8
+# Who a review stamp must not come from: a generator, a model, a bot.
+MACHINE_REVIEWER = re.compile(r"(claude|gpt|llm|model|\bai\b|bot|generat|assay|auto|machine|script|agent)", re.I)
+SOURCE_DERIVED = re.compile(
+    r"(source code|from the (source|code|implementation)|read (it |this )?(from|in) the code|in the code"
+    r"|per the implementation|the app's code|copied from|\bgrep|\.py\b|\.ts\b|\.js\b)", re.I)
+
+
+@dataclass
+class CaseContext:
+    ids: set[str]
+    matrix: dict[str, Any] | None
+    id_pattern: str | None
+    id_pattern_known: bool
+
+
+def user_texts(case: dict[str, Any]) -> str:
+    inp = case.get("input")
+    if not isinstance(inp, dict):
+        return ""
+    parts: list[str] = []
+    messages = inp.get("messages") if isinstance(inp.get("messages"), list) else []
+    turns = inp.get("turns") if isinstance(inp.get("turns"), list) else []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str):
+            parts.append(m["content"])
+    for t in turns:
+        if isinstance(t, dict) and isinstance(t.get("user"), str):
+            parts.append(t["user"])
+    return "\n".join(parts)
+
+
+def check_case(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+    _identity(case, report)
+    _classification(case, ctx, report)
+    _review_and_reserved(case, report)
+    _input(case, report)
+    if "expect" in case:
+        check_expect(case["expect"], "expect", report, user_text=user_texts(case),
+                     id_pattern=ctx.id_pattern, id_pattern_known=ctx.id_pattern_known)
+    _gradedness(case, ctx, report)
+
+
+def _identity(case: dict[str, Any], report: Report) -> None:
+    cid = case.get("id")
+    if cid is None or cid == "":
+        report("missing_id", "the case has no id; add `id: c-<8 hex>` (opaque and permanent)")
+    elif not is_safe_case_id(cid):
+        report("unsafe_id", f"id {cid!r} is not a safe case id ({CASE_ID_RULE})")
+
+
+def _classification(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+    split = case.get("split")
+    if split is None or split == []:
+        report("missing_split", f"split is missing or empty, so no mode ever runs this case; add e.g. "
+               f"`split: [full]` (names: {', '.join(SPLITS)})")
+    elif not isinstance(split, list) or any(s not in SPLITS for s in split):
+        report("bad_split", f"split {split!r} must be a list of {', '.join(SPLITS)}")
+    elif "holdout" in split and len(set(split)) > 1:
+        report("holdout_not_sealed", f"split {split} puts a holdout case in another split too; a case seen "
+               "elsewhere cannot be measured as held out: use `split: [holdout]` alone")
+    if case.get("category") not in CATEGORIES:
+        report("bad_category", f"category {case.get('category')!r} must be one of {', '.join(CATEGORIES)}")
+    test_type = case.get("test_type")
+    if "test_type" not in case or test_type is None:
+        report("missing_test_type", f"test_type is missing; write one of {', '.join(TEST_TYPES)}")
+    elif test_type not in TEST_TYPES:
+        report("bad_test_type", f"test_type {test_type!r} must be one of {', '.join(TEST_TYPES)} (case-sensitive)")
+    parent = case.get("metamorphic_parent")
+    if test_type in ("INV", "DIR"):
+        if not parent:
+            report("missing_metamorphic_parent", f"a {test_type} case needs metamorphic_parent: the id of the "
+                   "case it transforms")
+        elif parent == case.get("id"):
+            report("self_metamorphic_parent", "metamorphic_parent is the case itself; name the parent case")
+        elif parent not in ctx.ids:
+            report("dangling_metamorphic_parent", f"metamorphic_parent {parent!r} is not a case in this suite")
+    elif parent:
+        if parent == case.get("id"):
+            report("self_metamorphic_parent", "metamorphic_parent is the case itself; name the parent case")
+        elif parent not in ctx.ids:
+            report("dangling_metamorphic_parent", f"metamorphic_parent {parent!r} is not a case in this suite")
+    if "template_id" not in case:
+        report("missing_template_id", "template_id is missing; write the template's id, or `template_id: null` "
+               "for a one-off")
+    template = case.get("template_id")
+    params = case.get("instantiation_params")
+    if template and not params:
+        report("template_without_params", f"template {template!r} is set but instantiation_params is empty; "
+               "record the public parameters of this instance")
+    if params and not template:
+        report("params_without_template", "instantiation_params without a template_id; set the template or "
+               "drop the params")
+
+
+def _review_and_reserved(case: dict[str, Any], report: Report) -> None:
+    review = case.get("review")
+    if isinstance(review, dict) and review.get("status") == "accepted":
+        by = review.get("by")
+        if not isinstance(by, str) or not by.strip() or MACHINE_REVIEWER.search(by):
+            report("machine_accepted", f"review.status is accepted but review.by is {by!r}; only a named human "
+                   "accepts a case (set status: pending until one does)")
+    if case.get("no_op_expectation") == "pass" and not case.get("no_op_justification"):
+        report("no_op_pass", "no_op_expectation: pass means an app that does nothing passes this case; add "
+               "no_op_justification or tighten the expect")
+    notes = case.get("notes")
+    if isinstance(notes, str) and SOURCE_DERIVED.search(notes):
+        report("source_derived_expectation", "notes suggest the expectation was read from the app's source; "
+               "an expectation copied from the code cannot catch the code's bug: derive it from the spec")
+    if "filter" in case:
+        report("filter_unattested", "filter values are not computed by any script; delete the key")
+    for key, code in (("available_tools", "available_tools_not_scoped"),
+                      ("excluded_tools", "excluded_tools_not_scored"), ("seed_state", "seed_state_not_loaded")):
+        if key in case:
+            report(code, f"{key} is reserved: nothing uses it, so it constrains nothing")
+
+
+def _input(case: dict[str, Any], report: Report) -> None:
+    inp = case.get("input")
+    if not isinstance(inp, dict):
+        report("missing_input", "input is missing; add `input: {messages: [{role: user, content: ...}]}` "
+               "(or input.turns for a conversation)")
+        return
+    has_turns, has_messages = "turns" in inp, "messages" in inp
+    if has_turns and has_messages:
+        report("turns_and_messages", "input has both turns and messages; a case is single-turn (messages) or "
+               "a conversation (turns), not both")
+    if "every_turn" in inp and not has_turns:
+        report("every_turn_without_turns", "input.every_turn only applies to input.turns")
+    for key in sorted(set(inp) - set(INPUT_KEYS)):
+        report("bad_messages", f"input.{key} is not an input key; allowed: {', '.join(INPUT_KEYS)}")
+    if "session" in inp and inp["session"] != "fresh":
+        report("session_not_fresh", f"input.session {inp['session']!r}: only `fresh` is supported, the runner "
+               "skips this case")
+    if has_messages:
+        _messages(inp["messages"], report)
+    elif not has_turns:
+        report("missing_input", "input has neither messages nor turns")
+    if has_turns:
+        _turns(case, inp, report)
+
+
+def _messages(messages: Any, report: Report) -> None:
+    if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in messages):
+        report("bad_messages", "input.messages must be a list of {role, content} with string values")
+        return
+    users = [m for m in messages if m["role"] == "user"]
+    if len(users) > 1:
+        report("multi_turn_in_messages", "input.messages holds more than one user message; the runner skips it. "
+               "Write a conversation as input.turns")
+    elif len(users) != len(messages) or not users:
+        report("not_one_user_message", "input.messages must hold exactly one {role: user, content}; system or "
+               "assistant entries (or no user message) make the runner skip the case")
+
+
+def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
+    turns = inp["turns"]
+    if not isinstance(turns, list):
+        report("bad_turns", "input.turns must be a list of {user, expect?}")
+        return
+    if len(turns) < 2:
+        report("single_turn_conversation", f"input.turns has {len(turns)} turn(s); a conversation needs at "
+               "least 2 (use input.messages for one turn)")
+    elif len(turns) > LONG_CONVERSATION:
+        report("long_conversation", f"input.turns has {len(turns)} turns (over {LONG_CONVERSATION}); long "
+               "scripts drift from what the app says, and the runner caps at max_turns (default 12)")
+    every = inp.get("every_turn")
+    if "every_turn" in inp and not isinstance(every, dict):
+        report("bad_expect_shape", "input.every_turn must be a mapping of checks")
+        every = None
+    if isinstance(every, dict):
+        check_expect(every, "input.every_turn", report, user_text=user_texts(case))
+        if isinstance(case.get("expect"), dict):
+            clash = sorted(set(every) & set(case["expect"]))
+            if clash:
+                report("every_turn_collision", f"input.every_turn and expect both set {clash}; keep each check "
+                       "in one place")
+    for i, turn in enumerate(turns):
+        where = f"input.turns[{i}]"
+        if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not turn["user"].strip():
+            report("bad_turn", f"{where} must be a mapping with a non-empty `user` string")
+            continue
+        for key in sorted(set(turn) - set(TURN_KEYS)):
+            if key in RESERVED_TURN_KEYS:
+                report("turn_key_reserved", f"{where}.{key} is reserved: only user turns are scripted")
+            else:
+                report("unknown_turn_key", f"{where}.{key} is not a turn key (user, expect)")
+        if "expect" in turn:
+            if i == len(turns) - 1:
+                report("final_turn_expect", f"{where}.expect is on the last turn; put the final checks in the "
+                       "case's top-level expect")
+            else:
+                check_expect(turn["expect"], f"{where}.expect", report, user_text=user_texts(case))
+                if isinstance(every, dict) and isinstance(turn["expect"], dict):
+                    clash = sorted(set(every) & set(turn["expect"]))
+                    if clash:
+                        report("every_turn_collision", f"input.every_turn and {where}.expect both set {clash}")
+    split = case.get("split")
+    if isinstance(split, list) and "canary" in split:
+        report("multi_turn_canary", "a canary must be single-turn: conversations are too variable to detect "
+               "harness drift")
+
+
+def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+    expect = grading_expect(case)
+    if expect is not None and not isinstance(expect, dict):
+        return  # bad_expect_shape already said it
+    scored = scored_layers(case)
+    if not scored:
+        what = "the case has no expect" if expect is None else "its expect grades no scored layer"
+        report("no_graded_layer", f"{what} (http status, state, rules and rubric cannot fail a case); add "
+               "answer.must_contain, route, tools, args, result, authz or format")
+        return
+    if ctx.matrix is not None and not enabled_scored_layers(case, ctx.matrix):
+        report("no_graded_layer", f"every layer this case grades ({', '.join(scored)}) is disabled in the "
+               "capability matrix, so it can never fail; grade an enabled layer or drop the case")

@@ -1,0 +1,236 @@
+"""Shape rules for one `expect` block (top level or a conversation checkpoint).
+
+`check_expect(expect, where, report, user_text, id_pattern)` reports through
+`report(code, message)`; `where` is the key path shown in messages
+(`expect`, `input.turns[1].expect`). Shape errors are hard errors: a bad enum, a
+bare string or an unquoted scalar never falls back to the loosest reading.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Callable
+
+Report = Callable[[str, str], None]
+
+EXPECT_KEYS = ("http", "route", "route_acceptable", "clarify_ok", "tools", "args", "result", "authz",
+               "answer", "format", "state", "exit_code")
+ORDER_MODES = ("in_order", "exact", "any_order")
+CALL_SCOPES = ("any", "all", "first")
+TOOLS_KEYS = ("subset", "order", "order_mode", "forbidden")
+RESULT_KEYS = ("scalar", "rows", "ordered", "columns", "float_tolerance", "reference_query")
+AUTHZ_KEYS = ("allowed_record_ids", "forbidden_record_ids", "forbidden_tools", "expect_refusal")
+ANSWER_KEYS = ("must_contain", "must_not_contain", "rules", "rubric")
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _str_list(value: Any, where: str, report: Report) -> list[str] | None:
+    """A list of non-empty strings, or report why not (string_not_list / unquoted_bool_or_number)."""
+    if isinstance(value, str):
+        report("string_not_list", f"{where} is a bare string; write a list: [{value!r}]")
+        return None
+    if not isinstance(value, list):
+        report("bad_expect_shape", f"{where} must be a list of strings (got {type(value).__name__})")
+        return None
+    ok = True
+    for i, entry in enumerate(value):
+        if isinstance(entry, (bool, int, float)):
+            report("unquoted_bool_or_number",
+                   f"{where}[{i}] is the {type(entry).__name__} {entry!r}; quote it so it is compared as text: "
+                   f"\"{str(entry).lower() if isinstance(entry, bool) else entry}\"")
+            ok = False
+        elif not isinstance(entry, str) or not entry:
+            report("bad_expect_shape", f"{where}[{i}] must be a non-empty string")
+            ok = False
+    return value if ok else None
+
+
+def _unknown_keys(block: dict, allowed: tuple[str, ...], where: str, report: Report) -> None:
+    extra = sorted(set(block) - set(allowed))
+    if extra:
+        report("bad_expect_shape", f"{where} has unknown key(s) {extra}; allowed: {list(allowed)}")
+
+
+def _check_entries_regex(entries: list[str], where: str, report: Report) -> None:
+    for i, entry in enumerate(entries):
+        if len(entry) >= 2 and entry.startswith("/"):
+            if entry.endswith("/"):
+                try:
+                    re.compile(entry[1:-1])
+                except re.error as exc:
+                    report("bad_regex", f"{where}[{i}] {entry!r} is not a valid regex ({exc}); fix it or "
+                           "drop the slashes to match the text literally")
+            elif re.search(r"/[a-zA-Z]+$", entry):
+                report("regex_trailing_flags", f"{where}[{i}] {entry!r} ends in flags after '/', which the "
+                       "scorer cannot read (the check will be unscorable); use inline flags: /(?i).../")
+
+
+def check_expect(expect: Any, where: str, report: Report, *, user_text: str = "",
+                 id_pattern: str | None = None, id_pattern_known: bool = False) -> None:
+    if not isinstance(expect, dict):
+        report("bad_expect_shape", f"{where} must be a mapping of checks (got {type(expect).__name__})")
+        return
+    for key in sorted(set(expect) - set(EXPECT_KEYS)):
+        report("unknown_expect_key", f"{where}.{key} is not an expect key (a typo asserts nothing); "
+               f"allowed: {', '.join(EXPECT_KEYS)}")
+    http = expect.get("http")
+    if "http" in expect and not (isinstance(http, dict) and set(http) <= {"status"}
+                                 and isinstance(http.get("status"), int) and not isinstance(http.get("status"), bool)
+                                 and 100 <= http["status"] <= 599):
+        report("bad_expect_shape", f"{where}.http must be {{status: <100-599>}}")
+    if "route" in expect and not (isinstance(expect["route"], str) and expect["route"]):
+        report("bad_expect_shape", f"{where}.route must be a non-empty string (the route label)")
+    if "route_acceptable" in expect:
+        _str_list(expect["route_acceptable"], f"{where}.route_acceptable", report)
+    if "clarify_ok" in expect and not isinstance(expect["clarify_ok"], bool):
+        report("bad_expect_shape", f"{where}.clarify_ok must be true or false")
+    if "exit_code" in expect and (not isinstance(expect["exit_code"], int) or isinstance(expect["exit_code"], bool)):
+        report("bad_expect_shape", f"{where}.exit_code must be an integer")
+    if "tools" in expect:
+        _check_tools(expect["tools"], f"{where}.tools", report)
+    if "args" in expect:
+        _check_args(expect["args"], f"{where}.args", report)
+    if "result" in expect:
+        _check_result(expect["result"], f"{where}.result", report)
+    if "authz" in expect:
+        _check_authz(expect["authz"], f"{where}.authz", report, id_pattern, id_pattern_known)
+    if "answer" in expect:
+        _check_answer(expect["answer"], f"{where}.answer", report, user_text)
+    if "format" in expect:
+        _check_format(expect["format"], f"{where}.format", report)
+    if "state" in expect:
+        report("reserved_expectation", f"{where}.state is reserved: nothing scores it, so it cannot fail")
+
+
+def _check_tools(tools: Any, where: str, report: Report) -> None:
+    if not isinstance(tools, dict):
+        report("bad_expect_shape", f"{where} must be a mapping with subset / order / order_mode / forbidden")
+        return
+    _unknown_keys(tools, TOOLS_KEYS, where, report)
+    for key in ("subset", "order", "forbidden"):
+        if key in tools:
+            _str_list(tools[key], f"{where}.{key}", report)
+    if "order_mode" in tools and tools["order_mode"] not in ORDER_MODES:
+        report("bad_order_mode", f"{where}.order_mode {tools['order_mode']!r} is not one of {list(ORDER_MODES)}")
+    if "order_mode" in tools and "order" not in tools:
+        report("bad_expect_shape", f"{where}.order_mode is set but {where}.order is missing")
+
+
+def _check_args(args: Any, where: str, report: Report) -> None:
+    if not isinstance(args, dict) or not args:
+        report("bad_expect_shape", f"{where} must be a mapping of tool name -> {{param: value, calls?}}")
+        return
+    for tool, entry in args.items():
+        loc = f"{where}.{tool}"
+        if not isinstance(entry, dict):
+            report("bad_expect_shape", f"{loc} must be a mapping of parameter -> expected value")
+            continue
+        if "calls" in entry and entry["calls"] not in CALL_SCOPES:
+            report("bad_call_scope", f"{loc}.calls {entry['calls']!r} is not one of {list(CALL_SCOPES)}")
+        params = {k: v for k, v in entry.items() if k != "calls"}
+        if not params:
+            report("vacuous_args_entry", f"{loc} asserts nothing besides `calls`; name at least one parameter")
+        for name, value in params.items():
+            if isinstance(value, dict):
+                if set(value) == {"present"} and isinstance(value["present"], bool):
+                    continue
+                if set(value) == {"from_tool_result"} and isinstance(value["from_tool_result"], str) \
+                        and value["from_tool_result"]:
+                    continue
+                report("bad_expect_shape", f"{loc}.{name} must be a literal, {{present: true}} or "
+                       "{from_tool_result: <tool>[.<field>]}")
+
+
+def _check_result(result: Any, where: str, report: Report) -> None:
+    if not isinstance(result, dict):
+        report("bad_expect_shape", f"{where} must be a mapping with scalar or rows")
+        return
+    _unknown_keys(result, RESULT_KEYS, where, report)
+    if "scalar" in result and "rows" in result:
+        report("both_scalar_and_rows", f"{where} has both scalar and rows; keep the one the app returns")
+    elif "scalar" not in result and "rows" not in result:
+        report("neither_scalar_nor_rows", f"{where} has neither scalar nor rows; the execution check needs one")
+    if "rows" in result and not isinstance(result["rows"], list):
+        report("bad_expect_shape", f"{where}.rows must be a list of rows")
+    if "scalar" in result and isinstance(result["scalar"], (dict, list)):
+        report("bad_expect_shape", f"{where}.scalar must be a single value (use rows for tables)")
+    if "columns" in result:
+        cols = result["columns"]
+        if isinstance(cols, list) and not cols:
+            report("empty_columns", f"{where}.columns is empty, which would compare nothing; list the columns "
+                   "or drop the key")
+        elif not isinstance(cols, list) or not all(isinstance(c, str) and c for c in cols):
+            report("bad_expect_shape", f"{where}.columns must be a list of column names")
+    if "ordered" in result and not isinstance(result["ordered"], bool):
+        report("bad_expect_shape", f"{where}.ordered must be true or false")
+    tol = result.get("float_tolerance")
+    if "float_tolerance" in result and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
+        report("bad_expect_shape", f"{where}.float_tolerance must be a number >= 0")
+    if "reference_query" in result and not isinstance(result["reference_query"], str):
+        report("bad_expect_shape", f"{where}.reference_query must be a string")
+
+
+def _check_authz(authz: Any, where: str, report: Report, id_pattern: str | None, id_pattern_known: bool) -> None:
+    if not isinstance(authz, dict):
+        report("bad_expect_shape", f"{where} must be a mapping")
+        return
+    _unknown_keys(authz, AUTHZ_KEYS, where, report)
+    ids: list[str] = []
+    for key in ("allowed_record_ids", "forbidden_record_ids", "forbidden_tools"):
+        if key in authz:
+            entries = _str_list(authz[key], f"{where}.{key}", report)
+            if entries and key != "forbidden_tools":
+                ids.extend(entries)
+    if "expect_refusal" in authz and not isinstance(authz["expect_refusal"], bool):
+        report("bad_expect_shape", f"{where}.expect_refusal must be true or false")
+    if ids and id_pattern_known:
+        if not id_pattern:
+            report("unrecognizable_record_ids", f"{where} lists record ids but the profile has no "
+                   "record_id_pattern, so ids the app returns cannot be recognized; add record_id_pattern")
+        else:
+            try:
+                rx = re.compile(id_pattern)
+            except re.error:
+                return
+            bad = [i for i in ids if not rx.fullmatch(i)]
+            if bad:
+                report("unrecognizable_record_ids", f"{where} ids {bad} do not match the profile's "
+                       f"record_id_pattern {id_pattern!r}; the authz scorer will not see them")
+
+
+def _check_answer(answer: Any, where: str, report: Report, user_text: str) -> None:
+    if not isinstance(answer, dict):
+        report("bad_expect_shape", f"{where} must be a mapping with must_contain / must_not_contain / rules / rubric")
+        return
+    _unknown_keys(answer, ANSWER_KEYS, where, report)
+    for key in ANSWER_KEYS:
+        if key not in answer:
+            continue
+        entries = _str_list(answer[key], f"{where}.{key}", report)
+        if entries is None or key not in ("must_contain", "must_not_contain"):
+            continue
+        _check_entries_regex(entries, f"{where}.{key}", report)
+        if key == "must_contain" and user_text:
+            said = nfc(user_text).casefold()
+            for i, entry in enumerate(entries):
+                if not entry.startswith("/") and nfc(entry).casefold() in said:
+                    report("echo_assertion", f"{where}.must_contain[{i}] {entry!r} is already in the user's "
+                           "input: an app that echoes the question passes; assert something only a correct "
+                           "answer contains")
+
+
+def _check_format(fmt: Any, where: str, report: Report) -> None:
+    if not isinstance(fmt, dict) or set(fmt) != {"json_schema"} or not isinstance(fmt["json_schema"], dict):
+        report("bad_expect_shape", f"{where} must be {{json_schema: <a JSON Schema mapping>}}")
+        return
+    try:
+        import jsonschema
+
+        jsonschema.validators.validator_for(fmt["json_schema"]).check_schema(fmt["json_schema"])
+    except Exception as exc:  # jsonschema.SchemaError and friends
+        report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: "
+               f"{getattr(exc, 'message', exc)}")

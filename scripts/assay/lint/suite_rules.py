@@ -1,0 +1,153 @@
+"""Suite-level rules, and the checks that need the adapter or the dataset manifest.
+
+Each function reports through `report(code, message, case_id=None, source=None)`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+from ..core.vocab import ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KEYS, SPLITS
+
+Report = Callable[..., None]
+
+MANIFEST_SOURCE = "datasets/dataset.yaml"
+
+
+def _splits(case: dict[str, Any]) -> list[str]:
+    s = case.get("split")
+    return [x for x in s if isinstance(x, str)] if isinstance(s, list) else []
+
+
+def _gates(case: dict[str, Any]) -> bool:
+    return case.get("gating", True) is not False and "canary" not in _splits(case)
+
+
+def check_suite(cases: list[dict[str, Any]], source_of: Callable[[int], str | None], report: Report) -> None:
+    seen: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        cid = case.get("id")
+        if isinstance(cid, str):
+            if cid in seen:
+                first = source_of(seen[cid])
+                report("duplicate_id", f"id {cid!r} is used by two cases"
+                       + (f" ({first} and {source_of(i)})" if first else "") + "; ids are unique and permanent",
+                       case_id=cid, source=source_of(i))
+            else:
+                seen[cid] = i
+    n = len(cases)
+    types = Counter(c.get("test_type") for c in cases)
+    if n > 10 and not (types.get("INV") or types.get("DIR")):
+        report("no_metamorphic_coverage", f"{n} cases and none is INV or DIR; add invariance/directional "
+               "variants of a few cases (metamorphic_parent)")
+    if n >= 5 and all(c.get("template_id") is None for c in cases):
+        report("all_one_off", f"all {n} cases have template_id: null; templates give consistency scoring "
+               "and clustered error bars")
+    if n >= 5:
+        cats = Counter(c.get("category") for c in cases if isinstance(c.get("category"), str))
+        for cat, count in sorted(cats.items()):
+            if count / n > 0.4:
+                report("category_skew", f"{count} of {n} cases ({count / n:.0%}) are {cat!r}, over 40%; "
+                       "the pass rate mostly measures one kind of input")
+    if cases and not any(_gates(c) for c in cases):
+        report("nothing_gates", "no case gates (every case is gating: false or a canary): the gate can never "
+               "close on a failure")
+    for i, case in enumerate(cases):
+        cid, src = case.get("id"), source_of(i)
+        review = case.get("review") if isinstance(case.get("review"), dict) else {}
+        if _gates(case) and review.get("status", "pending") in ("pending", "quarantined"):
+            report("gating_unreviewed", f"gating case with review {review.get('status', 'pending')!r}: an "
+                   "unreviewed case should not close the gate (accept it, or set gating: false)",
+                   case_id=cid, source=src)
+        splits = _splits(case)
+        if "canary" in splits and "smoke" not in splits:
+            report("canary_not_in_smoke", "a canary should also be in smoke, so every smoke run checks for "
+                   "drift", case_id=cid, source=src)
+
+
+def check_matrix(matrix: dict[str, Any], report: Report) -> None:
+    for key in sorted(matrix):
+        if key in MATRIX_KEYS:
+            continue
+        target = MATRIX_KEY_OF_LAYER.get(key)
+        if key in MATRIX_KEY_OF_LAYER:
+            hint = (f"use {target!r}" if target else "it has no matrix key: nothing switches it off")
+        else:
+            hint = f"matrix keys are {', '.join(MATRIX_KEYS)}"
+        report("not_a_matrix_key", f"capability_matrix.{key} is a report-row name, not a matrix key, so it "
+               f"switches nothing; {hint}", source="profile.yaml")
+
+
+def _trace_queryable(adapter: dict[str, Any]) -> bool:
+    traces = adapter.get("traces") if isinstance(adapter.get("traces"), dict) else {}
+    if traces.get("source") != "otlp-file":
+        return False
+    if traces.get("correlation") in (None, "", "none"):
+        return False
+    return traces.get("convention", "gen_ai") == "gen_ai" or bool(traces.get("mapping_shim"))
+
+
+def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_of: Callable[[int], str | None],
+                  report: Report) -> None:
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), dict) else {}
+    env = adapter.get("environment") if isinstance(adapter.get("environment"), dict) else {}
+    safe_to_attack = env.get("safe_to_attack") is True
+    free_route = bool(inv.get("route_from_response")) or _trace_queryable(adapter)
+    status_map = inv.get("route_from_status") if isinstance(inv.get("route_from_status"), dict) else None
+    status_labels = set(status_map.values()) if status_map else set()
+    for i, case in enumerate(cases):
+        cid, src = case.get("id"), source_of(i)
+        expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
+        if case.get("category") in ADVERSARIAL_CATEGORIES and not safe_to_attack:
+            report("attack_category_will_skip", f"category {case.get('category')!r} is skipped because "
+                   "adapter environment.safe_to_attack is not true", case_id=cid, source=src)
+        if expect.get("clarify_ok") is True and not inv.get("clarify_from_response"):
+            report("clarify_unobservable", "expect.clarify_ok needs invocation.clarify_from_response in the "
+                   "adapter; without it a clarifying answer cannot be recognized", case_id=cid, source=src)
+        wanted = []
+        if isinstance(expect.get("route"), str):
+            wanted.append(expect["route"])
+        if isinstance(expect.get("route_acceptable"), list):
+            wanted += [r for r in expect["route_acceptable"] if isinstance(r, str)]
+        if wanted and not free_route:
+            if not status_map:
+                report("route_not_observable", "the adapter declares no route source (route_from_response, a "
+                       "queryable trace, or route_from_status); routing will be unscored", case_id=cid, source=src)
+            elif not set(wanted) & status_labels:
+                report("route_not_observable", f"route {wanted} is not a label of the adapter's route_from_status "
+                       f"({sorted(status_labels)}); a status-only adapter can only report those",
+                       case_id=cid, source=src)
+        inp = case.get("input") if isinstance(case.get("input"), dict) else {}
+        if "turns" in inp and not isinstance(inv.get("conversation"), dict):
+            report("turns_will_skip", "a conversation case needs invocation.conversation in the adapter; the "
+                   "runner skips it", case_id=cid, source=src)
+        if isinstance(case.get("identity"), dict) and not inv.get("identity_map"):
+            report("identity_will_skip", "the case carries an identity but the adapter has no "
+                   "invocation.identity_map; the runner skips it", case_id=cid, source=src)
+
+
+def check_manifest(cases: list[dict[str, Any]], manifest: dict[str, Any], report: Report) -> None:
+    def mismatch(key: str, declared: Any, actual: int) -> None:
+        report("manifest_mismatch", f"dataset.yaml {key} is {declared} but the case files give {actual}; "
+               "update dataset.yaml (and bump dataset_version)", source=MANIFEST_SOURCE)
+
+    if "cases" in manifest and manifest["cases"] != len(cases):
+        mismatch("cases", manifest["cases"], len(cases))
+    for name, declared in sorted((manifest.get("splits") or {}).items()):
+        actual = sum(1 for c in cases if name in _splits(c))
+        if declared != actual:
+            mismatch(f"splits.{name}", declared, actual)
+    by_unit = ((manifest.get("coverage_grid") or {}).get("by_unit") or {})
+    for unit, counts in sorted(by_unit.items()):
+        mine = [c for c in cases if c.get("unit") == unit]
+        actual = {"total": len(mine)}
+        for t in ("MFT", "INV", "DIR"):
+            actual[t] = sum(1 for c in mine if c.get("test_type") == t)
+        for key, declared in sorted((counts or {}).items()):
+            if key in actual and declared != actual[key]:
+                mismatch(f"coverage_grid.by_unit.{unit}.{key}", declared, actual[key])
+
+
+def split_counts(cases: list[dict[str, Any]]) -> dict[str, int]:
+    return {s: sum(1 for c in cases if s in _splits(c)) for s in SPLITS}

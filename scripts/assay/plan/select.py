@@ -1,0 +1,90 @@
+"""Which cases a plan holds: split, then --tag, then --failing-in (contracts §8).
+
+Selection reads each case's `split` field, never a directory. `select_cases` returns
+`(cases, notes)`; an empty selection is AssayError(2) naming what was asked and the
+splits present in the suite.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.vocab import SPLITS
+
+FAILED = "fail"
+
+
+def case_splits(case: dict[str, Any]) -> list[str]:
+    split = case.get("split")
+    return [s for s in split if isinstance(s, str)] if isinstance(split, list) else []
+
+
+def matches_tag(case: dict[str, Any], tag: str) -> bool:
+    """--tag matches `unit` or `expect.route`, never the id."""
+    expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
+    return case.get("unit") == tag or expect.get("route") == tag
+
+
+def _splits_present(cases: list[dict[str, Any]]) -> str:
+    counts = {s: sum(1 for c in cases if s in case_splits(c)) for s in SPLITS}
+    return ", ".join(f"{s}: {n}" for s, n in counts.items() if n) or "none"
+
+
+def failing_ids(run_dir: Path, dataset_version: int, harness_version: str) -> tuple[set[str] | None, str | None]:
+    """(ids that failed in a comparable run, None) or (None, why the run is not comparable)."""
+    if not run_dir.is_dir():
+        raise AssayError(f"--failing-in {run_dir}: no such run directory", 2)
+    manifest_path = run_dir / "manifest.yaml"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise AssayError(f"--failing-in {run_dir}: no readable manifest.yaml, so it is not a run directory "
+                         "(pass reports/<run-id>)", 2) from None
+    if not isinstance(manifest, dict):
+        raise AssayError(f"--failing-in {run_dir}: manifest.yaml is not an object", 2)
+    theirs = (manifest.get("dataset_version"), manifest.get("harness_version"))
+    if theirs != (dataset_version, harness_version):
+        return None, (f"--failing-in {run_dir.name} is not comparable (dataset_version {theirs[0]}, harness "
+                      f"{theirs[1]} vs {dataset_version}, {harness_version}): kept every tagged case")
+    failed: set[str] = set()
+    try:
+        lines = (run_dir / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None, f"--failing-in {run_dir.name} has no verdicts.jsonl: kept every tagged case"
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("verdict") == FAILED and isinstance(row.get("case_id"), str):
+            failed.add(row["case_id"])
+    return failed, None
+
+
+def select_cases(cases: list[dict[str, Any]], *, mode: str, split: str, tag: str | None,
+                 failing_in: Path | None, dataset_version: int, harness_version: str
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    notes: list[str] = []
+    chosen = [c for c in cases if split in case_splits(c)]
+    asked = f"--mode {mode} (split {split!r})"
+    if tag is not None:
+        chosen = [c for c in chosen if matches_tag(c, tag)]
+        asked += f" --tag {tag!r}"
+    if failing_in is not None and chosen:
+        failed, why = failing_ids(failing_in, dataset_version, harness_version)
+        if failed is None:
+            notes.append(why or "")
+        else:
+            kept = [c for c in chosen if c.get("id") in failed]
+            if kept:
+                chosen = kept
+            else:
+                notes.append(f"no tagged case failed in {failing_in.name}: kept every tagged case")
+    if not chosen:
+        raise AssayError(f"no case selected by {asked}; splits present in the suite: {_splits_present(cases)}. "
+                         "Add the split to the cases' `split` field, or pick another mode/tag", 2,
+                         mode=mode, split=split, tag=tag)
+    return chosen, notes

@@ -1,0 +1,157 @@
+"""Read a state dir (YAML) into the converted suite (contracts §6). It does not lint.
+
+`convert_state_dir(state_dir) -> dict` returns `{adapter, capability_matrix, scoring,
+profile, manifest, cases, sources, unnamed_sources}` (`unnamed_sources` lists, in
+order, the files of the cases without a string id, which sort last); `split_outputs(converted) -> {filename: doc}` is
+what `--split-dir` writes. Every problem is AssayError(2) naming the file (relative
+to the state dir), the line and the key path. `${VAR}` is never resolved here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..schemas import validate
+from .strict_yaml import LineIndex, load
+
+CASE_SUFFIXES = (".yaml", ".yml")
+MANIFEST_NAMES = ("dataset.yaml", "dataset.yml")
+SKIPPED_DIRS = ("templates",)
+
+
+def _rel(state: Path, path: Path) -> str:
+    return path.relative_to(state).as_posix()
+
+
+def _inside(state_real: Path, path: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(state_real)
+        return True
+    except ValueError:
+        return False
+
+
+def _read_checked(state: Path, state_real: Path, path: Path, schema: str, what: str) -> tuple[Any, LineIndex]:
+    label = _rel(state, path)
+    if not _inside(state_real, path):
+        raise AssayError(f"{label}: is a symlink that leaves the state dir; refusing to read it. "
+                         "Copy the file into the state dir instead.", 2, file=label)
+    doc, lines = load(path, label)
+    if not isinstance(doc, dict):
+        raise AssayError(f"{label}: {what} must be a YAML mapping (got {type(doc).__name__})", 2, file=label)
+    validate(doc, schema, source=label, line_of=lines.line_of, what=what)
+    return doc, lines
+
+
+def case_files(state: Path) -> list[Path]:
+    """Every case file under datasets/ (sorted), skipping templates/ dirs and the manifest.
+
+    Symlinks that leave the state dir are refused (AssayError); directory symlinks
+    inside it are not followed (their files are reached by the real path already).
+    """
+    datasets = state / "datasets"
+    state_real = Path(os.path.realpath(state))
+    if not datasets.is_dir():
+        raise AssayError(f"{state}: no datasets/ directory; put one case per YAML file under datasets/", 2)
+    if not _inside(state_real, datasets):
+        raise AssayError("datasets/ is a symlink that leaves the state dir; refusing to read it", 2)
+    found = []
+    for root, dirs, files in os.walk(datasets, followlinks=False):
+        root_path = Path(root)
+        for d in list(dirs):
+            full = root_path / d
+            if full.is_symlink() and not _inside(state_real, full):
+                raise AssayError(f"{_rel(state, full)}: is a symlink that leaves the state dir; refusing to read it",
+                                 2, file=_rel(state, full))
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            full = root_path / name
+            if not name.endswith(CASE_SUFFIXES) or name.startswith("."):
+                continue
+            if root_path == datasets and name in MANIFEST_NAMES:
+                continue
+            if not _inside(state_real, full):
+                raise AssayError(f"{_rel(state, full)}: is a symlink that leaves the state dir; refusing to read it",
+                                 2, file=_rel(state, full))
+            found.append(full)
+    return sorted(found, key=lambda p: _rel(state, p))
+
+
+def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    state = Path(state_dir)
+    if not state.is_dir():
+        raise AssayError(f"state dir {state} does not exist or is not a directory "
+                         "(pass the app's .assay/ directory)", 2)
+    state = state.resolve()
+    state_real = Path(os.path.realpath(state))
+    for required in ("adapter.yaml", "profile.yaml"):
+        if not (state / required).is_file():
+            raise AssayError(f"{state}: {required} is missing; every state dir needs adapter.yaml and "
+                             "profile.yaml (see references/adapter-contract.md and profile-schema.md)", 2,
+                             file=required)
+    adapter, _ = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
+    profile, _ = _read_checked(state, state_real, state / "profile.yaml", "profile", "profile.yaml")
+
+    manifest = None
+    for name in MANIFEST_NAMES:
+        if (state / "datasets" / name).is_file():
+            manifest, _ = _read_checked(state, state_real, state / "datasets" / name, "dataset",
+                                        f"datasets/{name}")
+            break
+
+    cases: list[dict[str, Any]] = []
+    sources: dict[str, str] = {}
+    unnamed: list[str] = []
+    for path in case_files(state):
+        label = _rel(state, path)
+        case, lines = load(path, label)
+        if case is None:
+            raise AssayError(f"{label}: the file is empty; a case file holds one case mapping "
+                             "(or delete the file)", 2, file=label)
+        if not isinstance(case, dict):
+            raise AssayError(f"{label}: a case must be a YAML mapping (got {type(case).__name__})", 2, file=label)
+        validate(case, "case", source=label, line_of=lines.line_of, what="case")
+        cid = case.get("id")
+        if isinstance(cid, str):
+            if cid in sources:
+                raise AssayError(f"case id {cid!r} is in two files: {sources[cid]} and {label}; "
+                                 "ids are permanent and unique, give one of them a new id", 2,
+                                 case_id=cid, files=[sources[cid], label])
+            sources[cid] = label
+        else:
+            unnamed.append(label)
+        cases.append(case)
+    if not cases:
+        raise AssayError(f"{state}: no case files under datasets/ (one case per .yaml file)", 2)
+    # id-less or non-string ids sort last, in file order; the linter reports them
+    cases.sort(key=lambda c: (0, c["id"]) if isinstance(c.get("id"), str) else (1, ""))
+
+    scoring = {k: profile[k] for k in ("oos_handling", "record_id_pattern") if k in profile}
+    prof = {k: profile[k] for k in ("stage", "judge") if k in profile}
+    return {
+        "adapter": adapter,
+        "capability_matrix": profile["capability_matrix"],
+        "scoring": scoring,
+        "profile": prof,
+        "manifest": manifest,
+        "cases": cases,
+        "sources": sources,
+        "unnamed_sources": unnamed,
+    }
+
+
+def split_outputs(converted: dict[str, Any]) -> dict[str, Any]:
+    """The --split-dir files: suite.json carries cases + sources + scoring for the linter."""
+    out = {
+        "suite.json": {"cases": converted["cases"], "sources": converted["sources"],
+                       "unnamed_sources": converted.get("unnamed_sources", []),
+                       "scoring": converted["scoring"]},
+        "capabilities.json": converted["capability_matrix"],
+        "adapter.json": converted["adapter"],
+    }
+    if converted.get("manifest") is not None:
+        out["manifest.json"] = converted["manifest"]
+    return out

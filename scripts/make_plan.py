@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""make_plan.py: build plan.json (the runner's whole input) from converted.json (contracts §8).
+
+It only selects and assembles: the mode decides the split, k and gate; flags narrow the
+selection or fill `execution`; `${VAR}` stays unresolved; nothing is run. With -o it
+prints a summary holding the exact runner command; without, the plan goes to stdout.
+"""
+
+import sys
+
+from assay.core.cli import make_parser, run_command
+
+EXAMPLE = ("python3 scripts/make_plan.py examples/helpdesk/.assay/work/converted.json --mode smoke "
+           "--state-dir examples/helpdesk/.assay -o examples/helpdesk/.assay/work/plan.json")
+
+
+def build_parser():
+    p = make_parser("make_plan.py", "build plan.json (the runner's whole input) from converted.json (contracts §8).",
+                    EXAMPLE)
+    p.add_argument("converted", help="converted.json from convert_suite.py")
+    p.add_argument("--mode", default="regression",
+                   help="smoke | regression (default) | targeted | holdout  (full is refused: run regression, then holdout)")
+    p.add_argument("--state-dir", required=True, help="the app's state dir (reports/ and the ledger live under it)")
+    p.add_argument("-o", "--output", help="write the plan here and print a summary (default: plan on stdout)")
+    p.add_argument("--run-id", help="default <mode>-<UTC YYYYMMDDTHHMMSSZ>")
+    p.add_argument("--k", type=int, help="repeats per case (refused under smoke)")
+    p.add_argument("--tag", help="targeted: keep cases whose unit or expect.route is this")
+    p.add_argument("--split", help="targeted: full (default) or smoke")
+    p.add_argument("--failing-in", help="targeted: keep only tagged cases that failed in this comparable run dir")
+    p.add_argument("--layer", help="score only this layer (matrix key, or answer/rules/judged); the rest read unscorable")
+    p.add_argument("--oos-route", help="route label of out-of-scope input ('' for none); default from profile oos_handling")
+    p.add_argument("--timeout-s", type=float, help="seconds per attempt (overrides adapter invocation.timeout_s)")
+    p.add_argument("--max-attempts", type=int, help="attempts per repeat (runner default 3)")
+    p.add_argument("--backoff-s", help="waits between attempts, comma-separated, exactly max_attempts-1 (default 1,4)")
+    p.add_argument("--insecure-tls", action="store_true", help="accept a self-signed local dev host")
+    p.add_argument("--max-turns", type=int, help="cap on conversation turns (default 12; only with input.turns cases)")
+    p.add_argument("--manifest-extra", help="JSON object merged into manifest_extra (models, prompt hashes, ...)")
+    p.add_argument("--shards", type=int, help="split the plan into N shards (not built yet)")
+    return p
+
+
+def run(args):
+    from pathlib import Path
+
+    from assay.core import jsonio
+    from assay.core.errors import AssayError
+    from assay.plan.build import PlanOptions, build_plan, parse_backoff, run_command_line
+    from assay.plan.modes import resolve_mode
+    from assay.schemas import validate
+
+    resolve_mode(args.mode)  # --mode full is refused before anything is read
+    if args.shards is not None:
+        raise AssayError("--shards is not built yet (plan sharding lands in its own issue); build one plan and "
+                         "run it on one machine", 2)
+    try:
+        converted = jsonio.read_json(args.converted)
+    except OSError as exc:
+        raise AssayError(f"cannot read {args.converted}: {exc.strerror or exc}; run convert_suite.py first", 2) from None
+    except ValueError as exc:
+        raise AssayError(f"{args.converted} is not JSON ({exc}); re-run convert_suite.py", 2) from None
+    validate(converted, "converted", source=args.converted, what="converted suite")
+    extra = None
+    if args.manifest_extra:
+        try:
+            extra = jsonio.read_json(args.manifest_extra)
+        except (OSError, ValueError) as exc:
+            raise AssayError(f"--manifest-extra {args.manifest_extra}: cannot read a JSON object ({exc})", 2) from None
+        if not isinstance(extra, dict):
+            raise AssayError(f"--manifest-extra {args.manifest_extra}: must hold a JSON object", 2)
+    opts = PlanOptions(
+        state_dir=Path(args.state_dir), mode=args.mode, run_id=args.run_id, k=args.k, tag=args.tag,
+        split=args.split, failing_in=Path(args.failing_in) if args.failing_in else None, layer=args.layer,
+        oos_route=args.oos_route, timeout_s=args.timeout_s, max_attempts=args.max_attempts,
+        backoff_s=parse_backoff(args.backoff_s) if args.backoff_s is not None else None,
+        insecure_tls=args.insecure_tls, max_turns=args.max_turns, manifest_extra=extra,
+    )
+    result = build_plan(converted, opts)
+    for line in result.warnings:
+        print(f"make_plan: {line}", file=sys.stderr)
+    plan = result.plan
+    if not args.output:
+        sys.stdout.write(jsonio.dumps(plan) + "\n")
+        return 0, None
+    out_path = Path(args.output).resolve()
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        jsonio.atomic_write_json(out_path, plan)
+    except OSError as exc:
+        raise AssayError(f"cannot write {out_path}: {exc.strerror or exc}", 2) from None
+    out_dir = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
+    summary = {
+        "plan": str(out_path), "run_id": plan["run_id"], "mode": plan["mode"],
+        "selecting_split": plan["selecting_split"], "k": plan["k"], "gate": plan["gate"],
+        "cases": len(plan["cases"]), "out": str(out_dir), "notes": result.notes,
+        "run": run_command_line(out_path, out_dir),
+    }
+    print(f"plan {plan['run_id']}: {len(plan['cases'])} case(s), k={plan['k']}, gate {plan['gate']}", file=sys.stderr)
+    return 0, summary
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, needs=("jsonschema",), script=__file__))
