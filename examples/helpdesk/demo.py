@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""`make demo`: the whole assay pipeline on the bundled helpdesk app, in one command.
+
+Starts examples/helpdesk/app.py on a free port (spans to <state>/work/helpdesk.otlp.jsonl),
+exports HELPDESK_BASE_URL and HELPDESK_OTLP_FILE, then runs, each as a subprocess with
+this interpreter:
+
+    convert_suite -> validate_cases -> make_plan -> run_cases -> gate -> draft_report -> md_to_html
+
+prints the gate's one-screen summary and the path of report.html, stops the app
+(always, also on error) and exits with the gate's code: 0 open, 1 closed. A step
+that cannot do its job stops the demo with exit 2 and a message naming the step.
+
+    python3 examples/helpdesk/demo.py                  # smoke run, gate opens
+    python3 examples/helpdesk/demo.py --break          # planted regressions, gate closes
+    python3 examples/helpdesk/demo.py --mode regression --flaky   # k=3: pass@k vs pass^k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SCRIPTS = ROOT / "scripts"
+APP = HERE / "app.py"
+DEFAULT_STATE = HERE / ".assay"
+MODES = ("smoke", "regression", "targeted", "holdout")
+# Runner exits that still leave a run directory the gate and report can read (contracts §5.11).
+RUNNER_FINISHED = {0: "complete", 4: "a canary failed; run stopped", 5: "infra rate too high; run stopped",
+                   6: "completeness check failed", 7: "a scorer rejected its input"}
+
+
+class StepFailed(Exception):
+    """A pipeline step could not do its job; the message names the step and what to look at."""
+
+
+def say(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def run_step(name: str, argv: list[str], env: dict[str, str],
+             ok: frozenset[int] | set[int] = frozenset({0})) -> subprocess.CompletedProcess:
+    """Run one pipeline script; stdout/stderr are captured and shown only when it fails."""
+    if not Path(argv[0]).is_file():
+        raise StepFailed(f"step '{name}' failed: {argv[0]} does not exist")
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", env=env, cwd=str(ROOT))
+    took = time.monotonic() - t0
+    if proc.returncode not in ok:
+        detail = (proc.stdout.strip() + "\n" + proc.stderr.strip()).strip()
+        raise StepFailed(f"step '{name}' failed (exit {proc.returncode}, {took:.1f}s): "
+                         f"{' '.join(Path(a).name if i == 0 else a for i, a in enumerate(argv))}\n"
+                         + "\n".join("    " + line for line in detail.splitlines()[-25:]))
+    return proc
+
+
+def last_json(text: str) -> dict:
+    """The last JSON object printed on stdout (scripts print one), or {}."""
+    for line in reversed(text.strip().splitlines()):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            return doc
+    try:
+        doc = json.loads(text)
+        return doc if isinstance(doc, dict) else {}
+    except ValueError:
+        return {}
+
+
+class App:
+    """The example app as a child process on a free port."""
+
+    def __init__(self, work: Path, *, broken: bool, flaky: bool) -> None:
+        self.work = work
+        self.broken, self.flaky = broken, flaky
+        self.otlp_file = work / "helpdesk.otlp.jsonl"
+        self.port_file = work / "helpdesk.port.json"
+        self.log_file = work / "helpdesk.log"
+        self.proc: subprocess.Popen | None = None
+        self.url: str | None = None
+
+    def start(self, timeout_s: float = 20.0) -> str:
+        for stale in (self.otlp_file, self.port_file):
+            stale.unlink(missing_ok=True)
+        argv = [sys.executable, str(APP), "--port", "0", "--otlp-file", str(self.otlp_file),
+                "--port-file", str(self.port_file), "--verbose"]
+        argv += ["--break"] if self.broken else []
+        argv += ["--flaky"] if self.flaky else []
+        env = {k: v for k, v in os.environ.items() if k not in ("BREAK", "FLAKY")}
+        self._log = open(self.log_file, "w", encoding="utf-8")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise StepFailed(f"step 'start app' failed: the app exited with {self.proc.returncode}; "
+                                 f"see {self.log_file}")
+            if self.port_file.exists():
+                try:
+                    self.url = json.loads(self.port_file.read_text(encoding="utf-8"))["url"]
+                    with urllib.request.urlopen(self.url + "/healthz", timeout=2) as resp:
+                        if resp.status == 200:
+                            return self.url
+                except (OSError, ValueError, KeyError):
+                    pass
+            time.sleep(0.05)
+        raise StepFailed(f"step 'start app' failed: no healthy app within {timeout_s:.0f}s; see {self.log_file}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tuple[int, Path | None]:
+    """convert -> validate -> plan -> run -> gate -> report; returns (gate exit code, report.html)."""
+    work = state / "work"
+    split = work / "split"
+    converted = work / "converted.json"
+
+    run_step("convert_suite", [str(SCRIPTS / "convert_suite.py"), str(state), "-o", str(converted),
+                               "--split-dir", str(split)], env)
+    say(f"  convert_suite   {len(json.loads(converted.read_text(encoding='utf-8'))['cases'])} cases "
+        f"-> {converted.relative_to(state.parent) if state.parent in converted.parents else converted}")
+
+    validate = [str(SCRIPTS / "validate_cases.py"), "--cases", str(converted),
+                "--capabilities", str(split / "capabilities.json"), "--adapter", str(split / "adapter.json")]
+    if (split / "manifest.json").exists():
+        validate += ["--manifest", str(split / "manifest.json")]
+    lint = last_json(run_step("validate_cases", validate, env).stdout)
+    say(f"  validate_cases  {lint.get('error_count', '?')} errors, {lint.get('warn_count', '?')} warnings")
+
+    plan_file = work / "plan.json"
+    make_plan = [str(SCRIPTS / "make_plan.py"), str(converted), "--mode", args.mode, "--state-dir", str(state),
+                 "-o", str(plan_file)]
+    if args.mode == "targeted":
+        make_plan += ["--tag", args.tag]
+    plan = last_json(run_step("make_plan", make_plan, env).stdout)
+    run_id = plan.get("run_id") or json.loads(plan_file.read_text(encoding="utf-8"))["run_id"]
+    out = Path(plan.get("out") or state / "reports" / run_id)
+    say(f"  make_plan       {run_id}: {plan.get('cases', '?')} cases, k={plan.get('k', '?')}, "
+        f"gate {plan.get('gate', '?')}")
+
+    t0 = time.monotonic()
+    runner = run_step("run_cases", [str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--out", str(out),
+                                    "--progress", "never"], env, ok=set(RUNNER_FINISHED))
+    say(f"  run_cases       exit {runner.returncode} ({RUNNER_FINISHED[runner.returncode]}) "
+        f"in {time.monotonic() - t0:.1f}s -> {out}")
+
+    gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out)], env, ok={0, 1})
+    report_md = out / "report.md"
+    report_html = out / "report.html"
+    run_step("draft_report", [str(SCRIPTS / "draft_report.py"), str(out), "-o", str(report_md), "--force"], env)
+    run_step("md_to_html", [str(SCRIPTS / "md_to_html.py"), str(report_md), str(report_html)], env)
+    say(f"  draft_report    {report_md.name}; md_to_html -> {report_html.name}")
+    say()
+    say(gate.stdout.rstrip())
+    say()
+    say(f"report: {report_html}")
+    return gate.returncode, report_html
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="demo.py", description=__doc__.split("\n\n")[0],
+                                epilog="example: python3 examples/helpdesk/demo.py --mode smoke --break")
+    p.add_argument("--mode", choices=MODES, default="smoke", help="run mode (default smoke)")
+    p.add_argument("--tag", default="billing", help="with --mode targeted: the unit or route to select")
+    p.add_argument("--break", dest="broken", action="store_true",
+                   help="start the app with its planted regressions (the gate closes)")
+    p.add_argument("--flaky", action="store_true", help="start the app with a flaky answer (try --mode regression)")
+    p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE,
+                   help="the .assay state dir to use (default: the example's own)")
+    p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    state = args.state_dir.resolve()
+    if not (state / "adapter.yaml").is_file():
+        print(json.dumps({"error": f"--state-dir {state} has no adapter.yaml; point it at an .assay dir"}))
+        return 2
+    work = state / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    app = App(work, broken=args.broken or os.environ.get("BREAK", "") in ("1", "true", "yes"),
+              flaky=args.flaky or os.environ.get("FLAKY", "") in ("1", "true", "yes"))
+    say(f"assay demo: helpdesk example, mode {args.mode}"
+        + (", app BROKEN (--break)" if app.broken else "") + (", app FLAKY" if app.flaky else ""))
+    try:
+        url = app.start()
+        say(f"  app             {url} (pid {app.proc.pid}), spans -> {app.otlp_file.name}")
+        env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
+        env.pop("PYTHONPATH", None)
+        code, _ = pipeline(args, state, env)
+        return code
+    except StepFailed as exc:
+        print(f"\ndemo failed: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ndemo interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if args.keep_app and app.proc is not None and app.proc.poll() is None:
+            say(f"app left running at {app.url} (pid {app.proc.pid}); stop it with: kill {app.proc.pid}")
+        else:
+            app.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
