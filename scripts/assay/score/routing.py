@@ -162,15 +162,17 @@ def routing_report(rows: list[dict], oos_route: str | None) -> dict:
     correct = sum(matrix[label][label] for label in matrix)
 
     per_target: dict[str, dict[str, Any]] = {}
+    f1s: list[float] = []
     for label in sorted(support):
         tp = matrix[label][label]
         precision = _safe_div(tp, predicted[label])
         recall = _safe_div(tp, support[label])
         p, r = precision or 0.0, recall or 0.0
         f1 = 0.0 if p + r == 0 else 2 * p * r / (p + r)
+        f1s.append(f1)
         per_target[label] = {"precision": _r4(precision), "recall": _r4(recall), "f1": _r4(f1),
                              "support": support[label]}
-    macro = (sum(t["f1"] for t in per_target.values()) / len(per_target)) if per_target else None
+    macro = sum(f1s) / len(f1s) if f1s else None
     micro = _safe_div(correct, total)
     spurious = sorted(label for label in predicted if label not in support and label != NO_ROUTE_LABEL)
 

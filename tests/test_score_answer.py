@@ -1,0 +1,229 @@
+"""assay.score.answer: must_contain / must_not_contain / json_schema, and unscorable entries."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from assay.score.answer import NO_ANSWER_REASON, score_answer
+from assay.score.base import ScorerInputError, contains_token, fold_checks
+
+
+def contain(*entries, answer_text, must_not=()):
+    return score_answer(answer_text, {"answer": {"must_contain": list(entries),
+                                                 "must_not_contain": list(must_not)}})
+
+
+def statuses(result):
+    return [c["status"] for c in result["checks"]]
+
+
+# ------------------------------------------------------------------ fold + base helpers
+
+def test_fold_checks():
+    assert fold_checks([]) == "unscored"
+    assert fold_checks(["unscorable"]) == "unscored"
+    assert fold_checks(["pass", "unscorable"]) == "pass"
+    assert fold_checks([{"status": "pass"}, {"status": "fail"}, {"status": "unscorable"}]) == "fail"
+
+
+def test_whole_token_id_match():
+    assert contains_token("invoice INV-1 is paid", "INV-1")
+    assert not contains_token("invoice INV-10 is paid", "INV-1")
+    assert not contains_token("XINV-1", "INV-1")
+    assert contains_token("(INV-1)", "INV-1")
+
+
+# ------------------------------------------------------------------ substrings
+
+def test_plain_substring_pass_and_fail():
+    r = contain("refund", "voucher", answer_text="Your refund is on the way")
+    assert r["verdict"] == "fail"
+    assert statuses(r) == ["pass", "fail"]
+    assert r["checks"][1]["reason"] == "not found in the answer"
+    assert r["partially_unscored"] is False and r["unscorable"] == 0
+
+
+def test_no_case_folding():
+    assert contain("Refund", answer_text="your refund")["verdict"] == "fail"
+
+
+def test_nfc_on_both_sides():
+    decomposed = unicodedata.normalize("NFD", "café")
+    assert decomposed != "café"
+    assert contain("café", answer_text=f"a {decomposed} au lait")["verdict"] == "pass"
+    assert contain(decomposed, answer_text="a café au lait")["verdict"] == "pass"
+
+
+def test_must_not_contain():
+    r = contain("refund", answer_text="refund issued, sorry", must_not=["sorry", "error"])
+    assert statuses(r) == ["pass", "fail", "pass"]
+    assert r["checks"][1] == {"check": "must_not_contain", "entry": "sorry", "status": "fail",
+                              "reason": "found in the answer"}
+    assert r["verdict"] == "fail"
+
+
+def test_number_entry_is_text():
+    assert contain(42, 2.5, answer_text="42 items at 2.5 each")["verdict"] == "pass"
+    assert contain(43, answer_text="42 items")["verdict"] == "fail"
+
+
+# ------------------------------------------------------------------ regex entries
+
+def test_regex_entry():
+    r = contain(r"/\d+ EUR/", r"/^Total/", answer_text="Total: 42 EUR")
+    assert r["verdict"] == "pass"
+    assert contain(r"/\d+ USD/", answer_text="Total: 42 EUR")["verdict"] == "fail"
+
+
+def test_regex_inline_flag_works_trailing_flag_is_unscorable():
+    assert contain("/(?i)total/", answer_text="TOTAL")["verdict"] == "pass"
+    r = contain("/total/i", answer_text="TOTAL")
+    assert r["verdict"] == "unscored"
+    check = r["checks"][0]
+    assert check["status"] == "unscorable"
+    assert "trailing regex flag '/i'" in check["reason"] and "(?i)" in check["reason"]
+
+
+def test_slash_path_is_plain_text_not_a_flagged_regex():
+    r = contain("/usr/bin", answer_text="installed in /usr/bin/tool")
+    assert statuses(r) == ["pass"]
+
+
+def test_invalid_regex_is_unscorable():
+    r = contain("/(unclosed/", "ok", answer_text="ok")
+    assert r["verdict"] == "pass"
+    assert r["partially_unscored"] is True and r["unscorable"] == 1
+    assert r["checks"][0]["status"] == "unscorable"
+    assert "invalid regex" in r["checks"][0]["reason"]
+
+
+def test_regex_matches_nfc_answer():
+    decomposed = unicodedata.normalize("NFD", "café")
+    assert contain("/caf\u00e9/", answer_text=decomposed)["verdict"] == "pass"
+
+
+def test_catastrophic_regex_is_unscorable_not_a_hang():
+    r = score_answer("a" * 40 + "b", {"answer": {"must_contain": [r"/(a+)+$/", "b"]}}, regex_timeout_s=0.5)
+    assert r["verdict"] == "pass"
+    assert r["checks"][0]["status"] == "unscorable"
+    assert r["checks"][0]["reason"] == "regex timed out after 0.5 s"
+    assert r["partially_unscored"] is True
+
+
+def test_catastrophic_regex_in_must_not_contain_never_passes():
+    r = score_answer("a" * 40 + "b", {"answer": {"must_not_contain": [r"/(a+)+$/"]}}, regex_timeout_s=0.3)
+    assert r["verdict"] == "unscored"
+    assert "every answer check was unscorable" in r["reason"]
+
+
+# ------------------------------------------------------------------ unscorable / error shapes
+
+@pytest.mark.parametrize("entry,kind", [(True, "bool"), (None, "null"), (["a"], "list"), ({"a": 1}, "dict")])
+def test_wrong_type_entries_are_unscorable(entry, kind):
+    r = contain(entry, answer_text="a True None")
+    assert r["verdict"] == "unscored"
+    assert r["checks"][0]["status"] == "unscorable"
+    assert f"entry is a {kind}" in r["checks"][0]["reason"]
+
+
+def test_empty_string_entry_is_unscorable():
+    assert contain("", answer_text="x")["checks"][0]["status"] == "unscorable"
+
+
+def test_bare_string_instead_of_list_is_a_scorer_input_error():
+    with pytest.raises(ScorerInputError, match="must_contain must be a list"):
+        score_answer("x", {"answer": {"must_contain": "refund"}})
+    with pytest.raises(ScorerInputError):
+        score_answer("x", {"answer": "refund"})
+    with pytest.raises(ScorerInputError):
+        score_answer("x", {"format": ["json"]})
+
+
+def test_no_answer_is_unscored():
+    r = score_answer(None, {"answer": {"must_contain": ["x"]}})
+    assert r["verdict"] == "unscored"
+    assert r["reason"] == NO_ANSWER_REASON
+
+
+def test_nothing_to_check_is_unscored():
+    r = score_answer("x", {"answer": {"rules": ["be polite"]}})
+    assert r["verdict"] == "unscored"
+    assert "no must_contain" in r["reason"]
+
+
+# ------------------------------------------------------------------ json_schema
+
+SCHEMA = {"type": "object", "required": ["total", "items"],
+          "properties": {"total": {"type": "number"}, "items": {"type": "array", "items": {"type": "string"}},
+                         "status": {"enum": ["open", "closed"]}}}
+
+
+def schema_check(answer_text, schema=SCHEMA):
+    return score_answer(answer_text, {"format": {"json_schema": schema}})
+
+
+def test_schema_pass():
+    r = schema_check('{"total": 3, "items": ["a"], "status": "open"}')
+    assert r["verdict"] == "pass"
+    assert r["checks"][0]["check"] == "json_schema"
+
+
+def test_schema_violations_are_listed():
+    r = schema_check('{"total": "3", "items": [1], "status": "lost"}')
+    assert r["verdict"] == "fail"
+    reason = r["checks"][0]["reason"]
+    assert "total: '3' is not of type 'number'" in reason
+    assert "items/0" in reason and "status" in reason
+
+
+def test_bool_never_passes_as_number():
+    assert schema_check('{"total": true, "items": []}')["verdict"] == "fail"
+    assert schema_check('{"n": false}', {"properties": {"n": {"type": "integer"}}})["verdict"] == "fail"
+
+
+def test_fenced_json_block_is_used_when_answer_is_not_bare_json():
+    text = 'Here you go:\n```json\n{"total": 3, "items": []}\n```\nanything else?'
+    r = schema_check(text)
+    assert r["verdict"] == "pass"
+    assert "fenced" in r["checks"][0]["note"]
+
+
+def test_fenced_json_preferred_over_other_fences():
+    text = '```\n{"total": "bad", "items": []}\n```\n```json\n{"total": 1, "items": []}\n```'
+    assert schema_check(text)["verdict"] == "pass"
+
+
+def test_not_json_fails():
+    r = schema_check("I could not find your order.")
+    assert r["verdict"] == "fail"
+    assert "not JSON" in r["checks"][0]["reason"]
+
+
+def test_deeply_nested_json_is_unscorable_not_a_crash():
+    deep = "[" * 10000 + "]" * 10000
+    r = schema_check(deep, {"type": "array"})
+    assert r["verdict"] == "unscored"
+    assert "nested too deeply" in r["checks"][0]["reason"]
+
+
+def test_malformed_schema_is_a_scorer_input_error():
+    with pytest.raises(ScorerInputError, match="not a valid JSON Schema"):
+        schema_check("{}", {"type": "objekt"})
+    with pytest.raises(ScorerInputError, match="not a valid JSON Schema"):
+        schema_check("{}", {"required": "total"})
+    with pytest.raises(ScorerInputError, match="must be an object"):
+        schema_check("{}", "object")
+
+
+def test_malformed_schema_raises_even_without_an_answer():
+    with pytest.raises(ScorerInputError):
+        score_answer(None, {"format": {"json_schema": {"type": 5}}})
+
+
+def test_combined_checks_fold():
+    r = score_answer('{"total": 3, "items": []}', {"answer": {"must_contain": ["total"], "must_not_contain": ["error"]},
+                                                   "format": {"json_schema": SCHEMA}})
+    assert r["verdict"] == "pass"
+    assert [c["check"] for c in r["checks"]] == ["must_contain", "must_not_contain", "json_schema"]

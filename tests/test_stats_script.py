@@ -1,0 +1,99 @@
+"""scripts/stats.py as a user meets it: argv in, JSON out, exit 0 or 2."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import run_script
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def verdicts(prefix, pattern):
+    return [{"case_id": f"{prefix}{i}", "verdict": v} for i, v in enumerate(pattern)]
+
+
+def test_compares_two_files(tmp_path):
+    base = write_jsonl(tmp_path / "base.jsonl", verdicts("c", ["fail"] * 7 + ["pass"] * 20))
+    cand = write_jsonl(tmp_path / "cand.jsonl", verdicts("c", ["pass"] * 7 + ["pass"] * 20))
+    r = run_script("stats", base, cand)
+    assert r.rc == 0, r.stdout + r.stderr
+    out = r.json
+    assert out["n"] == 27 and out["fixed_by_candidate"] == 7 and out["broken_by_candidate"] == 0
+    assert out["keep"] is True and out["verdict_words"] == "improved"
+    assert out["mcnemar_exact_p_two_sided"] == 2 / 128
+    assert out["mde_sentence"].startswith("n=27 can only detect ~")
+
+
+def test_flags_change_the_reported_numbers(tmp_path):
+    base = write_jsonl(tmp_path / "b.jsonl", verdicts("c", ["fail", "fail", "pass", "pass"]))
+    cand = write_jsonl(tmp_path / "c.jsonl", verdicts("c", ["pass", "fail", "pass", "pass"]))
+    default = run_script("stats", base, cand).json
+    strict = run_script("stats", base, cand, "--alpha", "0.01", "--bayes-threshold", "0.9").json
+    assert default["keep"] is False and default["p_candidate_better"] == 0.75
+    assert strict["alpha"] == 0.01 and strict["threshold"] == 0.9
+    assert strict["min_detectable_effect_at_this_n"] > default["min_detectable_effect_at_this_n"]
+
+
+def test_blank_lines_are_skipped(tmp_path):
+    base = tmp_path / "b.jsonl"
+    base.write_text('\n{"case_id": "a", "verdict": "pass"}\n\n', encoding="utf-8")
+    assert run_script("stats", base, base).rc == 0
+
+
+def test_non_pass_fail_verdict_is_exit_2(tmp_path):
+    base = write_jsonl(tmp_path / "b.jsonl", [{"case_id": "a", "verdict": "infra_error"}])
+    cand = write_jsonl(tmp_path / "c.jsonl", [{"case_id": "a", "verdict": "pass"}])
+    r = run_script("stats", base, cand)
+    assert r.rc == 2
+    assert "'infra_error' is not pass or fail" in r.json["error"]
+    assert r.json["case_id"] == "a"
+
+
+def test_no_shared_ids_is_exit_2(tmp_path):
+    base = write_jsonl(tmp_path / "b.jsonl", verdicts("x", ["pass"]))
+    cand = write_jsonl(tmp_path / "c.jsonl", verdicts("y", ["pass"]))
+    r = run_script("stats", base, cand)
+    assert r.rc == 2 and "check dataset_version" in r.json["error"]
+
+
+def test_malformed_jsonl_names_file_and_line(tmp_path):
+    base = tmp_path / "b.jsonl"
+    base.write_text('{"case_id": "a", "verdict": "pass"}\n{"case_id": "b", "verdict":\n', encoding="utf-8")
+    cand = write_jsonl(tmp_path / "c.jsonl", verdicts("a", ["pass"]))
+    r = run_script("stats", base, cand)
+    assert r.rc == 2
+    assert f"{base}:2: not valid JSON" in r.json["error"]
+    assert r.json["line"] == 2 and r.json["file"] == str(base)
+
+
+def test_non_object_line_and_missing_file(tmp_path):
+    base = tmp_path / "b.jsonl"
+    base.write_text('["a", "pass"]\n', encoding="utf-8")
+    r = run_script("stats", base, base)
+    assert r.rc == 2 and ":1: expected a JSON object" in r.json["error"]
+    r = run_script("stats", tmp_path / "nope.jsonl", base)
+    assert r.rc == 2 and "cannot read" in r.json["error"] and "nope.jsonl" in r.json["error"]
+
+
+def test_alpha_and_threshold_out_of_range(tmp_path):
+    base = write_jsonl(tmp_path / "b.jsonl", verdicts("a", ["pass"]))
+    for flag, value in (("--alpha", "0"), ("--alpha", "1"), ("--alpha", "1.5"), ("--bayes-threshold", "1")):
+        r = run_script("stats", base, base, flag, value)
+        assert r.rc == 2, (flag, value)
+        assert "out of range" in r.json["error"]
+
+
+def test_usage_error_is_json_exit_2(tmp_path):
+    r = run_script("stats")
+    assert r.rc == 2 and "error" in r.json
+
+
+def test_help_and_version():
+    r = run_script("stats", "--help")
+    assert r.rc == 0 and "example:" in r.stdout and "verdicts_for_stats.jsonl" in r.stdout
+    r = run_script("stats", "--version")
+    assert r.rc == 0 and r.stdout.startswith("assay ")
