@@ -384,3 +384,14 @@ def test_queryable_plan(tmp_path):
     assert (plan["quiescence_ms"], plan["max_wait_s"]) == (50, 2)
     plan = trace_plan(adapter(source="otlp-file", location=str(tmp_path / "s.jsonl"), correlation="traceparent-echo"))
     assert plan["queryable"] and plan["response_field"] is None and plan["quiescence_ms"] == 3000
+
+
+def test_small_read_chunks_and_lines_longer_than_a_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(traces, "_CHUNK", 64)   # every line here is far longer than 64 bytes
+    path = tmp_path / "spans.jsonl"
+    ids = [new_trace_id() for _ in range(5)]
+    for tid in ids:
+        write_spans(path, sample(tid))
+    src = source(path, q_ms=5)
+    assert src.poll() == 25 and src.malformed_lines == 0
+    assert all(src.collect(tid).status == "ok" for tid in ids)

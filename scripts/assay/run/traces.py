@@ -35,6 +35,7 @@ RESERVED_STORES = ("jaeger", "tempo", "clickhouse")
 TRACELESS_SOURCES = ("none", "view-only")
 OK, INCOMPLETE, ERROR = "ok", "incomplete", "error"
 INFRA_INCOMPLETE = "infra_incomplete"
+_CHUNK = 4 << 20  # bytes read per step of a poll
 
 
 # ---------------------------------------------------------------------------- ids & correlation
@@ -412,36 +413,48 @@ class OtlpFileSource:
                 return self._poll_document(size)
             if size == self._offset:
                 return 0
+            now, new, pos, buf = time.monotonic(), 0, self._offset, b""
             with open(self.path, "rb") as fh:
-                fh.seek(self._offset)
-                chunk = fh.read(size - self._offset)
-            end = chunk.rfind(b"\n")
-            if end < 0:
-                return 0
-            now, new, pos = time.monotonic(), 0, 0
-            for line in chunk[: end + 1].split(b"\n")[:-1]:
-                start, pos = self._offset + pos, pos + len(line) + 1
-                if not line.strip():
-                    continue
-                try:
-                    doc = json.loads(line)
-                    spans = list(iter_raw_spans(doc))
-                except (ValueError, UnicodeDecodeError):
-                    if start == 0 and self._try_document(size):
+                fh.seek(pos)
+                # Bounded chunks keep memory flat however much arrived since the last poll.
+                while pos + len(buf) < size:
+                    data = fh.read(min(_CHUNK, size - pos - len(buf)))
+                    if not data:
+                        break
+                    buf += data
+                    end = buf.rfind(b"\n")
+                    if end < 0:
+                        continue  # one line longer than a chunk: keep reading
+                    got = self._ingest_lines(buf[: end + 1], pos, now, size)
+                    if got is None:  # the file turned out to be one whole document
                         return self.spans_in_file
-                    self.malformed_lines += 1
-                    continue
-                seen: set[str] = set()
-                for sp, _, _ in spans:
-                    tid, _ = _norm_id(sp.get("traceId", sp.get("trace_id")), 16)
-                    entry = self._add(tid, now)
-                    if entry is not None and tid not in seen:
-                        entry.refs.append((start, len(line)))
-                        seen.add(tid)
-                new += len(spans)
+                    new, pos, buf = new + got, pos + end + 1, buf[end + 1:]
+            self._offset = pos
             self.spans_in_file += new
-            self._offset += end + 1
             return new
+
+    def _ingest_lines(self, block: bytes, base: int, now: float, size: int) -> int | None:
+        new, pos = 0, 0
+        for line in block.split(b"\n")[:-1]:
+            start, pos = base + pos, pos + len(line) + 1
+            if not line.strip():
+                continue
+            try:
+                spans = list(iter_raw_spans(json.loads(line)))
+            except (ValueError, UnicodeDecodeError):
+                if start == 0 and self._try_document(size):
+                    return None
+                self.malformed_lines += 1
+                continue
+            seen: set[str] = set()
+            for sp, _, _ in spans:
+                tid, _ = _norm_id(sp.get("traceId", sp.get("trace_id")), 16)
+                entry = self._add(tid, now)
+                if entry is not None and tid not in seen:
+                    entry.refs.append((start, len(line)))
+                    seen.add(tid)
+            new += len(spans)
+        return new
 
     def _try_document(self, size: int) -> bool:
         try:
