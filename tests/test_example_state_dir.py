@@ -98,9 +98,9 @@ def test_every_expect_block_the_runner_scores(cases):
                    "answer.must_not_contain", "answer.rules", "answer.rubric", "format.json_schema"):
         assert needed in keys, needed
     arg_specs = [v for e in expects for tool in e.get("args", {}).values() for v in tool.values()]
-    assert {"present": True} in arg_specs
-    assert any(isinstance(v, dict) and "from_tool_result" in v for v in arg_specs)
-    assert any(not isinstance(v, dict) for v in arg_specs)  # a literal
+    assert any(v in ("present", {"present": True}) for v in arg_specs)
+    assert any(v == "from_tool_result" or (isinstance(v, dict) and "from_tool_result" in v) for v in arg_specs)
+    assert any(v not in ("present", "from_tool_result") and not isinstance(v, dict) for v in arg_specs)  # literal
     entries = [m for e in expects for m in e.get("answer", {}).get("must_contain", [])]
     assert any(m.startswith("/") and m.endswith("/") for m in entries)  # a regex entry
     assert any(isinstance(e.get("result", {}).get("scalar"), str) for e in expects)
