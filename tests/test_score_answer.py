@@ -217,6 +217,21 @@ def test_malformed_schema_is_a_scorer_input_error():
         schema_check("{}", "object")
 
 
+def test_unresolvable_ref_is_a_scorer_input_error_and_never_fetched():
+    with pytest.raises(ScorerInputError, match="cannot be applied"):
+        schema_check("{}", {"$ref": "http://127.0.0.1:9/schema.json"})
+    with pytest.raises(ScorerInputError, match="cannot be applied"):
+        schema_check("{}", {"$ref": "#/definitions/nope"})
+
+
+def test_schema_errors_sorted_with_mixed_path_types():
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}},
+                                               "b": {"type": "string"}}}
+    r = schema_check('{"a": [1, 2], "b": 3}', schema)
+    assert r["verdict"] == "fail"
+    assert r["checks"][0]["reason"].startswith("a/0:")
+
+
 def test_malformed_schema_raises_even_without_an_answer():
     with pytest.raises(ScorerInputError):
         score_answer(None, {"format": {"json_schema": {"type": 5}}})

@@ -161,3 +161,14 @@ def test_no_oos_block_without_oos_route():
 def test_empty_rows():
     r = routing_report([], None)
     assert r["n"] == 0 and r["accuracy"] is None and r["macro_f1"] is None and r["micro_f1"] is None
+
+
+def test_routes_compare_after_nfc():
+    decomposed = "cafe\u0301"
+    assert score_case_routing({"route": "café"}, decomposed, "response", None)["verdict"] == "pass"
+    r = routing_report([row("a", "café", decomposed)], None)
+    assert r["confusion_matrix"] == {"café": {"café": 1}}
+
+
+def test_empty_oos_route_means_none():
+    assert "oos" not in routing_report([row("a", "billing", "billing")], "")

@@ -179,9 +179,14 @@ def _schema_check(schema: Any, answer: str) -> dict[str, Any]:
         out["note"] = note
     jsonschema, cls = _validator_class(schema)
     try:
-        errors = sorted(cls(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+        errors = sorted(cls(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     except RecursionError:
         return _unscorable(out, "the answer's JSON is nested too deeply to check")
+    except Exception as err:  # an unresolvable $ref (remote refs are never fetched) is the schema's fault
+        if type(err).__module__.split(".")[0] in ("jsonschema", "referencing"):
+            raise ScorerInputError(f"expect.format.json_schema cannot be applied: {type(err).__name__}: "
+                                   f"{short(str(err), 160)}") from None
+        raise
     if errors:
         out["status"] = FAIL
         shown = []

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from assay.score.base import FAIL, PASS, UNSCORED, ScorerInputError, short
+from assay.score.base import FAIL, PASS, UNSCORED, ScorerInputError, nfc, short
 
 OOS_LABEL = "__oos__"
 NO_ROUTE_LABEL = "__no_route__"
@@ -66,9 +66,9 @@ def _route_spec(expect: Any) -> tuple[str | None, list[str], bool]:
 def _passes(expected: str | None, acceptable: list[str], clarify_ok: bool,
             observed: str | None, clarified: bool | None) -> tuple[bool, str | None]:
     """(passed, how): how is 'expected', 'route_acceptable', 'clarify_ok' or None."""
-    if observed is not None and observed == expected:
+    if observed is not None and expected is not None and nfc(observed) == nfc(expected):
         return True, "expected"
-    if observed is not None and observed in acceptable:
+    if observed is not None and nfc(observed) in {nfc(r) for r in acceptable if r is not None}:
         return True, "route_acceptable"
     if clarify_ok and clarified is True:
         return True, "clarify_ok"
@@ -104,7 +104,7 @@ def score_case_routing(expect: dict, observed: str | None, observed_from: str | 
 def _label(route: Any, oos_route: str | None) -> str | None:
     if route is None:
         return None
-    route = str(route)
+    route = nfc(str(route))
     return OOS_LABEL if oos_route is not None and route == oos_route else route
 
 
@@ -118,6 +118,7 @@ def _r4(value: float | None) -> float | None:
 
 def routing_report(rows: list[dict], oos_route: str | None) -> dict:
     """routing_report.json content over the routing rows of a run (see module docstring)."""
+    oos_route = nfc(str(oos_route)) if oos_route else None  # "" means none, as in make_plan
     matrix: dict[str, Counter] = defaultdict(Counter)
     alternates: list[dict[str, Any]] = []
     passes = 0
@@ -129,8 +130,8 @@ def routing_report(rows: list[dict], oos_route: str | None) -> dict:
     seen_labels: set[str] = set()
     for row in rows:
         raw_acceptable = row.get("acceptable") or []
-        if oos_route is not None and oos_route in (
-                [row.get("expected"), row.get("observed")] + list(raw_acceptable)):
+        if oos_route is not None and OOS_LABEL in (
+                [_label(r, oos_route) for r in [row.get("expected"), row.get("observed"), *raw_acceptable]]):
             mentioned_oos = True
         expected = _label(row.get("expected"), oos_route)
         observed = _label(row.get("observed"), oos_route)
