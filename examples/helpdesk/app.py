@@ -146,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     flaky = args.flaky or _truthy(os.environ.get("FLAKY"))
     server = make_server(args.host, args.port, broken=broken, flaky=flaky,
                          otlp_file=args.otlp_file, verbose=args.verbose)
+
+    # Installed before the start line is printed: a driver may signal as soon as it reads it.
+    def stop(signum, frame):  # shutdown() must not run on the serving thread
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     url = f"http://{args.host}:{server.server_address[1]}"
     line = json.dumps({"url": url, "break": broken, "flaky": flaky, "pid": os.getpid()})
     if args.port_file:
@@ -154,12 +161,6 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(line + "\n")
         os.replace(tmp, args.port_file)
     print(line, flush=True)
-
-    def stop(signum, frame):  # shutdown() must not run on the serving thread
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     try:
         server.serve_forever(poll_interval=0.1)
     finally:
