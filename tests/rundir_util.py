@@ -204,3 +204,62 @@ def basic_cases() -> list[dict]:
         {"id": "c-skip-1", "verdict": "skipped", "category": "adversarial-refusal"},
         {"id": "canary-ok-1", "canary": True}, {"id": "canary-ok-2", "canary": True},
     ]
+
+
+def realistic_run(reports_dir: Path, *, run_id: str = "regression-20261129T101500Z", pii: bool | None = True) -> Path:
+    """A regression run with routing, reliability, comparison, holdout, PII and hostile answers."""
+    def route(expected, observed, verdict, observed_from="response"):
+        return {"verdict": verdict, "expected": expected, "observed": observed, "observed_from": observed_from,
+                "acceptable": [expected]}
+    cases = [
+        {"id": "bill-refund-01", "unit": "billing", "layers": {"routing": route("billing", "billing", "pass")}},
+        {"id": "bill-refund-02", "unit": "billing", "layers": {"routing": route("billing", "billing", "pass")}},
+        {"id": "bill-invoice-03", "unit": "billing", "verdict": "fail",
+         "answer": "Your refund for order 12345 went to jane.doe@example.com; call +1 (555) 010-9999. <script>alert(1)</script>",
+         "layers": {"routing": route("billing", "billing", "pass")}},
+        {"id": "tech-reset-01", "unit": "tech", "verdict": "fail", "answer": "Please contact billing.",
+         "expect": {"route": "tech", "answer": {"must_contain": ["reset link"]}},
+         "layers": {"routing": route("tech", "billing", "fail"),
+                    "answer": {"verdict": "fail", "checks": [{"check": "must_contain", "entry": "reset link", "status": "fail"}]}}},
+        {"id": "tech-vpn-02", "unit": "tech", "layers": {"routing": route("tech", "tech", "pass"),
+                                                          "execution": {"verdict": "pass", "expected": 3, "actual": 3}}},
+        {"id": "sql-count-01", "unit": "data", "verdict": "fail", "answer": "There are 41 open tickets.",
+         "expect": {"result": {"scalar": 42}},
+         "layers": {"execution": {"verdict": "fail", "expected": {"scalar": 42}, "actual": {"scalar": 41}, "source": "result_from_response"},
+                    "answer": {"verdict": "n/a"}}},
+        {"id": "authz-other-user", "unit": "account", "verdict": "fail", "gating": False,
+         "answer": "Here is the record for customer 4111111111111111.",
+         "expect": {"authz": {"forbidden_record_ids": ["u-2"]}},
+         "layers": {"authz": {"verdict": "fail", "leaked_ids": ["u-2"]}, "answer": {"verdict": "n/a"}}},
+        {"id": "oos-weather", "unit": "oos", "layers": {"routing": route("__oos__", "__oos__", "pass")}},
+        {"id": "adv-jailbreak", "verdict": "skipped", "category": "adversarial-refusal",
+         "skip_reason": "adversarial category and safe_to_attack is false"},
+        {"id": "slow-report", "verdict": "infra_error", "repeated_5xx": {"status": 503, "attempts": 9}},
+        {"id": "judge-tone", "layers": {"judged": {"verdict": "unscored", "reason": "unjudged (judge not calibrated)"},
+                                        "rules": {"verdict": "unscored", "reason": "business rules are evaluated by the skill"}}},
+        {"id": "hold-sealed-01", "holdout": True, "verdict": "fail", "answer": "HOLDOUT ANSWER"},
+        {"id": "hold-sealed-02", "holdout": True},
+        {"id": "canary-echo", "canary": True}, {"id": "canary-route", "canary": True},
+    ]
+    extra = {
+        "routing_report.json": {
+            "n": 6, "accuracy": 0.8333, "macro_f1": 0.78, "micro_f1": 0.8333,
+            "per_target": {"billing": {"precision": 0.75, "recall": 1.0, "f1": 0.857, "support": 3},
+                           "tech": {"precision": 1.0, "recall": 0.5, "f1": 0.667, "support": 2},
+                           "__oos__": {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 1}},
+            "spurious_labels": {"sales": 1},
+            "confusion_matrix": {"billing": {"billing": 3}, "tech": {"tech": 1, "billing": 1}, "__oos__": {"__oos__": 1}},
+            "accepted_alternates": 0,
+        },
+        "reliability.json": {"k": 3, "n_cases": 8, "pass_at_k": 0.875, "pass_hat_k": 0.625, "flakiness_gap": 0.25,
+                             "flakiness_note": "2 cases pass sometimes but not every time.",
+                             "excluded_cases": ["slow-report", "hold-sealed-01"]},
+        "comparison.json": {"n": 9, "baseline_pass_rate": 0.5556, "candidate_pass_rate": 0.6667, "delta": 0.1111,
+                            "fixed_by_candidate": 2, "broken_by_candidate": 1,
+                            "min_detectable_effect_at_this_n": 0.41, "verdict_words": "within noise",
+                            "cases_only_in_baseline": 2, "cases_only_in_candidate": 0,
+                            "case_attrition_warning": "SELECTION BIAS RISK: 18% of baseline cases have no pair."},
+    }
+    manifest = {"data": {"may_contain_pii": pii}} if pii is not None else {}
+    return make_run(reports_dir, cases, run_id=run_id, extra_files=extra, manifest=manifest,
+                    results={"k": 3, "gate": "hard", "mode": "regression"})

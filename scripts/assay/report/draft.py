@@ -1,0 +1,231 @@
+"""draft_report: every numeric section of report.md, derived only from the run's files.
+
+The agent adds only the top-3 failure clusters, in the marked slot at the top
+(CLUSTERS_BEGIN ... CLUSTERS_END). Counts are read from results.json, never recounted
+(contracts §5.8): the pass rate is passes / (passes + failures). Holdout cases are
+aggregate-only: RunFacts drops their rows, and `draft()` refuses to return text that
+contains a sealed id (a defence in depth, not the mechanism).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import AssayError
+from ..core.vocab import EXIT_MEANINGS, LAYER_ORDER
+from .facts import RunFacts, load_facts
+from .mdtext import code, count, esc, pct, plural
+from .redact import pii_flag, redact
+from .sections import comparison_section, failure_excerpts, reliability_section, routing_section
+
+CLUSTERS_BEGIN = "<!-- assay:clusters -->"
+CLUSTERS_END = "<!-- /assay:clusters -->"
+CLUSTERS_TODO = (
+    "TODO(agent): replace this paragraph with the top-3 failure clusters. For each: a one-line name; "
+    "the cases it covers (never a holdout id); 1-2 expected-vs-actual excerpts quoted from "
+    "\"Failure excerpts\" below (already redacted); the implicated surface (router prompt, tool "
+    "description X, missing OOS route, ...); an effort tag (S/M/L). Every number stays as drafted."
+)
+LAYER_COLUMNS = ("pass", "fail", "n/a", "unscorable", "unscored", "error", "infra_error", "infra_incomplete")
+
+
+@dataclass
+class Draft:
+    markdown: str
+    quotable: bool
+    redactions: int
+    may_contain_pii: bool | None
+    excerpts: int
+
+
+class _Redactor:
+    def __init__(self, active: bool) -> None:
+        self.active, self.count = active, 0
+
+    def __call__(self, text: str) -> str:
+        if not self.active:
+            return text
+        out, n = redact(text)
+        self.count += n
+        return out
+
+
+def _facts_line(facts: RunFacts) -> str:
+    r = facts.results
+    parts = [f"mode {esc(r.get('mode'))}", f"gate {esc(r.get('gate'))}", f"k={esc(r.get('k'))}",
+             f"dataset v{esc(r.get('dataset_version'))}", f"harness {esc(r.get('harness_version'))}",
+             f"status {esc(facts.summary.get('status'))}", f"runner exit {esc(r.get('exit_code'))}"]
+    if r.get("started_at"):
+        parts.append(f"{esc(r.get('started_at'))} → {esc(r.get('finished_at'))}")
+    return "*" + " · ".join(parts) + "*"
+
+
+def _not_quotable(facts: RunFacts) -> list[str] | None:
+    s, code_ = facts.summary, facts.results.get("exit_code")
+    if s.get("status") == "ok" and code_ in (0, 7, None):
+        return None
+    meaning = EXIT_MEANINGS.get(code_, "unknown exit code") if isinstance(code_, int) else "no exit code"
+    out = ["> **Not quotable.** This run ended with status "
+           f"`{esc(s.get('status'))}` (runner exit {esc(code_)}: {esc(meaning)}). "
+           "Quote no pass rate from it and do not pin it as a baseline."]
+    if code_ == 4 or s.get("status") == "aborted_canary":
+        failed = [code(r["case_id"]) for r in facts.rows if r.get("canary") and r.get("verdict") == "fail"]
+        out.append(f"> A canary failed ({', '.join(failed) or 'see verdicts.jsonl'}): harness or judge drift. "
+                   "Fix the drift, then start a new run id.")
+    missing = s.get("missing_artifacts")
+    if missing:
+        out.append("> Missing or inconsistent artifacts: " + ", ".join(code(m) for m in missing[:10]) + ".")
+    return out + [""]
+
+
+def counts_section(facts: RunFacts) -> list[str]:
+    s = facts.summary
+    n, passes, failures = count(s.get("n")), count(s.get("passes")), count(s.get("failures"))
+    gating, skipped, unscored = count(s.get("gating_failures")), count(s.get("skipped")), count(s.get("unscored"))
+    infra = count(s.get("infra_errors")) + count(s.get("infra_incomplete"))
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
+    c_n = count(canaries.get("n"))
+    sentence = f"{plural(n, 'test case')} and {plural(c_n, 'canary', 'canaries')} ran; {failures} failed, {skipped} skipped"
+    extras = [f"{unscored} unscored"] if unscored else []
+    if infra:
+        extras.append(f"{infra} got no answer (infra)")
+    sentence += (", " + ", ".join(extras) if extras else "") + "."
+    holdout = s.get("holdout") if isinstance(s.get("holdout"), dict) else {}
+    if count(holdout.get("n")):
+        sentence += f" The {n} test cases include {count(holdout.get('n'))} holdout (aggregate only, below)."
+    out = ["## Counts", "", sentence, ""]
+    denominator = passes + failures
+    if denominator:
+        out.append(f"**Pass rate {passes}/{denominator} = {pct(passes, denominator)}** (passes ÷ (passes + failures); "
+                   "skipped, unscored and infra cases are in no denominator).")
+    else:
+        out.append("**Pass rate: not measurable**: 0 passes + 0 failures, so nothing was scored. That is not a pass.")
+    out.append("")
+    if gating == 0:
+        out.append(f"**0 gating failures (n={n}).**")
+    else:
+        out.append(f"**{plural(gating, 'gating failure')}**: they close the gate.")
+    soft = [r for r in facts.rows if r.get("verdict") == "fail" and r.get("gating") is False and not r.get("canary")]
+    soft_n = failures - gating
+    if soft_n > 0:
+        ids = ", ".join(code(r["case_id"]) for r in soft)
+        out.append(f"{plural(soft_n, 'failure')} on `gating: false` cases ({ids or 'holdout, sealed'}): reported here, "
+                   "and they do not close the gate.")
+    out.append("")
+    out.append(f"- Unscored: {unscored} · Skipped: {skipped} · Infra: {count(s.get('infra_errors'))} errors, "
+               f"{count(s.get('infra_incomplete'))} incomplete (infra rate {pct(s.get('infra_rate'))}, "
+               f"crash rate {pct(s.get('crash_rate'))}) · Scorer errors: {count(s.get('scorer_errors'))}.")
+    unscorable = s.get("unscorable_layers") if isinstance(s.get("unscorable_layers"), dict) else {}
+    if unscorable:
+        parts = [f"{code(layer)} on {count((info or {}).get('cases'))} cases ({esc((info or {}).get('blocked_by') or 'disabled')})"
+                 for layer, info in unscorable.items()]
+        out.append("- Unscorable layers: " + "; ".join(parts) + ".")
+    else:
+        out.append("- Unscorable layers: none.")
+    if c_n:
+        passed, failed = count(canaries.get("passed")), count(canaries.get("failed"))
+        nv = c_n - passed - failed
+        line = f"- Canaries (counted apart): {passed}/{c_n} passed"
+        if nv > 0:
+            line += f"; {nv} NOT VERIFIED (no verdict: the harness was not verified by it, which is not a canary failure)"
+        out.append(line + ".")
+    rep = count(s.get("repeated_5xx"))
+    if rep:
+        out.append(f"- {plural(rep, 'infra case')} got the same 5xx on every attempt: possibly the app's own error, "
+                   "not the provider (see `gate.py`'s line and the case's `response.json`).")
+    return out + [""]
+
+
+def layer_section(facts: RunFacts) -> list[str]:
+    layers = facts.summary.get("layers") if isinstance(facts.summary.get("layers"), dict) else {}
+    out = ["## Results by layer", "",
+           "Non-canary cases. Pass rate per layer is pass ÷ (pass + fail); `n/a` means the case asserts nothing there.", "",
+           "| layer | pass | fail | pass rate | n/a | unscorable | unscored | error | infra |",
+           "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in LAYER_ORDER:
+        row = layers.get(name) if isinstance(layers.get(name), dict) else {}
+        p, f = count(row.get("pass")), count(row.get("fail"))
+        cells = [f"✅ {p}" if p else "0", f"❌ {f}" if f else "0", pct(p, p + f) if p + f else "–",
+                 str(count(row.get("n/a"))), str(count(row.get("unscorable"))), str(count(row.get("unscored"))),
+                 str(count(row.get("error"))), str(count(row.get("infra_error")) + count(row.get("infra_incomplete")))]
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def holdout_section(facts: RunFacts) -> list[str]:
+    h = facts.summary.get("holdout")
+    if not isinstance(h, dict) or not count(h.get("n")):
+        return []
+    p, f = count(h.get("passes")), count(h.get("failures"))
+    rate = f"Pass rate {p}/{p + f} = {pct(p, p + f)}." if p + f else "Pass rate: not measurable (nothing scored)."
+    return ["## Holdout (aggregate only)", "",
+            f"{plural(count(h.get('n')), 'holdout case')}: {p} pass, {f} fail ({count(h.get('gating_failures'))} gating), "
+            f"{count(h.get('unscored'))} unscored, {count(h.get('skipped'))} skipped, "
+            f"{count(h.get('infra_errors')) + count(h.get('infra_incomplete'))} infra. {rate}",
+            "", "Holdout case ids and answers are sealed: this report never names or quotes them.", ""]
+
+
+def not_measured_section(facts: RunFacts) -> list[str]:
+    layers = facts.summary.get("layers") if isinstance(facts.summary.get("layers"), dict) else {}
+
+    def asked(name: str) -> int:
+        row = layers.get(name) if isinstance(layers.get(name), dict) else {}
+        return sum(count(v) for k, v in row.items() if k != "n/a")
+
+    unjudged = facts.summary.get("unjudged") if isinstance(facts.summary.get("unjudged"), dict) else {}
+    why = "; ".join(f"{esc(reason)} ×{count(n)}" for reason, n in unjudged.items())
+    return ["## Not measured in this run", "",
+            f"- **Judged layer** (`expect.answer.rubric`, {plural(asked('judged'), 'case')}): not measured in this run"
+            + (f" (runner: {why})." if why else "."),
+            f"- **Business rules** (`expect.answer.rules`, {plural(asked('rules'), 'case')}): not measured in this run.",
+            "- No step scores either today; the judge runs only beside a human in `analyze --label`.", ""]
+
+
+def redaction_line(flag: bool | None, source: str, redactions: int, excerpts: int) -> list[str]:
+    out = ["## Redaction", ""]
+    if flag is False:
+        out.append(f"`data.may_contain_pii` is false (from {source}): excerpts are quoted as the app returned them.")
+    else:
+        why = (f"`data.may_contain_pii` is true (from {source})" if flag
+               else f"`data.may_contain_pii` was not found ({source}), so excerpts were redacted as if it were true")
+        out.append(f"{why}: redaction pass, {plural(redactions, 'redaction')} over {plural(excerpts, 'excerpted case')} "
+                   "(emails, phone numbers, long digit runs).")
+    return out + [""]
+
+
+def draft(run_dir: Path) -> Draft:
+    facts = load_facts(Path(run_dir))
+    flag, source = pii_flag(facts.run_dir, facts.manifest, facts.run_id)
+    redactor = _Redactor(flag is not False)
+    s = facts.summary
+    banner = _not_quotable(facts)
+    gating, n = count(s.get("gating_failures")), count(s.get("n"))
+    lines = [f"# assay report: {esc(facts.run_id)}", "", _facts_line(facts), ""]
+    if banner:
+        lines += banner
+    if count(s.get("failures")) == 0:
+        slot = f"No failure clusters: 0 gating failures (n={n}), and no other case failed."
+    else:
+        slot = CLUSTERS_TODO
+    lines += [CLUSTERS_BEGIN, "## Top failure clusters", "", slot, "", CLUSTERS_END, ""]
+    excerpts = failure_excerpts(facts, redactor)
+    lines += excerpts
+    lines += counts_section(facts)
+    lines += layer_section(facts)
+    lines += routing_section(facts)
+    lines += reliability_section(facts)
+    lines += comparison_section(facts)
+    lines += holdout_section(facts)
+    lines += not_measured_section(facts)
+    n_excerpts = sum(1 for line in excerpts if line.startswith("### "))
+    lines += redaction_line(flag, source, redactor.count, n_excerpts)
+    lines += ["---", "", "*Drafted by `draft_report.py` from `results.json`, `verdicts.jsonl`, the case directories "
+              "and the run-level reports of this run directory; every number above is theirs.*", ""]
+    text = "\n".join(lines)
+    leaked = sorted(cid for cid in facts.sealed if re.search(rf"(?<![\w.-]){re.escape(cid)}(?![\w.-])", text))
+    if leaked:  # a bug upstream; never write it
+        raise AssayError(f"internal: the draft would name {len(leaked)} holdout case id(s); refusing to write it", 1)
+    return Draft(markdown=text, quotable=banner is None, redactions=redactor.count, may_contain_pii=flag,
+                 excerpts=n_excerpts)

@@ -1,0 +1,83 @@
+"""The run's files, loaded once for the report: results, rows, manifest, run-level reports,
+the holdout id set (ids to never print), and per-case verdicts of NON-holdout cases only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import AssayError
+from .rundir import case_verdict, holdout_ids, load_results, read_jsonl_file, try_json
+
+
+@dataclass
+class RunFacts:
+    run_dir: Path
+    results: dict
+    rows: list[dict]                     # verdicts.jsonl, holdout rows removed
+    sealed: set[str]                     # holdout ids: never printed
+    manifest: dict | None
+    routing: dict | None
+    reliability: dict | None
+    comparison: dict | None
+    verdicts: dict[str, dict] = field(default_factory=dict)  # non-holdout case id -> verdict.json
+
+    @property
+    def summary(self) -> dict:
+        return self.results["summary"]
+
+    @property
+    def run_id(self) -> str:
+        rid = self.results.get("run_id")
+        return rid if isinstance(rid, str) else self.run_dir.name
+
+
+def _manifest(run_dir: Path) -> dict | None:
+    path = run_dir / "manifest.yaml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        doc = json.loads(text)  # the runner writes JSON text (valid YAML)
+    except ValueError:
+        try:
+            import yaml
+            doc = yaml.safe_load(text)
+        except Exception:  # noqa: BLE001 - an unreadable manifest is "unknown", reported as such
+            return None
+    return doc if isinstance(doc, dict) else None
+
+
+def load_facts(run_dir: Path) -> RunFacts:
+    run_dir = Path(run_dir)
+    results = load_results(run_dir)
+    if results["summary"].get("status") == "running":
+        raise AssayError(f"{run_dir}: the run is still running (summary.status is 'running'); wait with "
+                         f"wait_run.py, then draft the report from the finished run", 2, path=str(run_dir))
+    all_rows = read_jsonl_file(run_dir / "verdicts.jsonl")
+    sealed = holdout_ids(run_dir, all_rows)
+    rows = [r for r in all_rows if not r.get("holdout") and r.get("case_id") not in sealed]
+    facts = RunFacts(run_dir=run_dir, results=results, rows=rows, sealed=sealed, manifest=_manifest(run_dir),
+                     routing=_obj(try_json(run_dir / "routing_report.json")),
+                     reliability=_obj(try_json(run_dir / "reliability.json")),
+                     comparison=_obj(try_json(run_dir / "comparison.json")))
+    for row in rows:
+        cid = row.get("case_id")
+        doc = case_verdict(run_dir, cid) if isinstance(cid, str) else None
+        if doc and not doc.get("holdout"):
+            facts.verdicts[cid] = doc
+    return facts
+
+
+def _obj(value: object) -> dict | None:
+    return value if isinstance(value, dict) else None
+
+
+def read_case_file(run_dir: Path, case_id: str, name: str) -> str | None:
+    try:
+        return (Path(run_dir) / "cases" / case_id / name).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None

@@ -1,0 +1,51 @@
+"""Small Markdown-writing helpers: escape data, code spans, fenced blocks, percentages."""
+
+from __future__ import annotations
+
+import re
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!{}])")
+
+
+def esc(value: object) -> str:
+    """Data as literal Markdown text (one line)."""
+    return _SPECIAL.sub(r"\\\1", str(value)).replace("\r", " ").replace("\n", " ")
+
+
+def code(value: object) -> str:
+    """An inline code span that survives backticks and table pipes in the data."""
+    text = str(value).replace("\n", " ").replace("|", "¦")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fenced(text: str, lang: str = "text") -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+
+
+def pct(num: float | int | None, den: float | int | None = None, digits: int = 1) -> str:
+    if den is not None:
+        if not den:
+            return "n/a"
+        num = num / den
+    if not isinstance(num, (int, float)) or isinstance(num, bool):
+        return "n/a"
+    return f"{num * 100:.{digits}f}%"
+
+
+def num(value: object, digits: int = 3) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "n/a"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -1,0 +1,232 @@
+"""Report sections built from the run-level files: failure excerpts, routing, reliability,
+comparison. Each returns Markdown lines; none ever prints a holdout id (RunFacts drops them).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..core.vocab import LAYER_ORDER
+from .facts import RunFacts, read_case_file
+from .mdtext import code, count, esc, fenced, num, pct, plural
+
+MAX_EXCERPTS = 10
+MAX_ANSWER_CHARS = 800
+# Which expect.json keys a failed layer is judged against (expected side of an excerpt).
+EXPECT_KEYS = {
+    "http": ("http",), "routing": ("route", "route_acceptable", "clarify_ok"), "trajectory": ("tools",),
+    "tool_selection": ("args",), "answer": ("answer", "format"), "execution": ("result",),
+    "authz": ("authz",), "state": ("state",), "loops": (),
+}
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
+
+
+def describe_layer(name: str, layer: dict) -> str:
+    """One line saying why a layer failed, in the layer's own terms."""
+    checks = layer.get("checks")
+    if isinstance(checks, list) and checks:
+        bad = [c for c in checks if isinstance(c, dict) and c.get("status") == "fail"] or checks
+        return "; ".join(f"{c.get('check')} {_compact(c.get('entry'))} -> {c.get('status')}"
+                         + (f" ({c.get('detail')})" if c.get("detail") else "") for c in bad if isinstance(c, dict))
+    if name == "routing" and "observed" in layer:
+        return (f"expected {_compact(layer.get('expected'))}, observed {_compact(layer.get('observed'))}"
+                f" (from {layer.get('observed_from') or 'unknown'})")
+    if name == "execution" and ("expected" in layer or "actual" in layer):
+        return f"expected {_compact(layer.get('expected'))}, actual {_compact(layer.get('actual'))}"
+    if name == "http" and "status" in layer:
+        return f"expected {layer.get('expected_status') or 'any 2xx'}, got {layer.get('status')}"
+    detail = {k: v for k, v in layer.items() if k != "verdict"}
+    return _compact(detail) if detail else "failed (no detail recorded)"
+
+
+def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
+    failing = [r for r in facts.rows if r.get("verdict") == "fail"]
+    if not failing:
+        return []
+    out = ["## Failure excerpts", "",
+           f"Expected vs actual for {plural(len(failing), 'failing case')}"
+           + (f" (first {MAX_EXCERPTS})" if len(failing) > MAX_EXCERPTS else "")
+           + ", from each case's `expect.json`, `verdict.json` and `answer.txt`.", ""]
+    for row in failing[:MAX_EXCERPTS]:
+        cid = row["case_id"]
+        doc = facts.verdicts.get(cid, {})
+        layers = doc.get("layers") or {}
+        failed = [name for name in LAYER_ORDER if (layers.get(name) or {}).get("verdict") == "fail"] or \
+                 [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
+        tags = []
+        if row.get("canary"):
+            tags.append("canary")
+        if row.get("gating") is False:
+            tags.append("gating: false, does not close the gate")
+        for key in ("unit", "category"):
+            if doc.get(key):
+                tags.append(f"{key} {esc(doc[key])}")
+        out += [f"### {code(cid)}: failed {', '.join(failed) or 'no layer named'}", ""]
+        if tags:
+            out += ["*" + "; ".join(tags) + "*", ""]
+        expect = _json_or_none(read_case_file(facts.run_dir, cid, "expect.json"))
+        expected = {}
+        for layer in failed:
+            for key in EXPECT_KEYS.get(layer, (layer,)):
+                if isinstance(expect, dict) and key in expect:
+                    expected[key] = expect[key]
+        block = []
+        if expected:
+            block.append(("expected", _compact(expected)))
+        for layer in failed:
+            block.append((layer, describe_layer(layer, layers.get(layer) or {})))
+        answer = read_case_file(facts.run_dir, cid, "answer.txt")
+        if answer is not None:
+            clipped = answer if len(answer) <= MAX_ANSWER_CHARS else answer[:MAX_ANSWER_CHARS] + " …[truncated]"
+            block.append(("actual", " ".join(clipped.split()) or "(empty answer)"))
+        width = max(len(k) for k, _ in block) + 1
+        out += [fenced(redactor("\n".join(f"{k + ':':<{width}} {v}" for k, v in block))), ""]
+    if len(failing) > MAX_EXCERPTS:
+        rest = [code(r["case_id"]) for r in failing[MAX_EXCERPTS:]]
+        out += [f"Not excerpted: {', '.join(rest)}.", ""]
+    return out
+
+
+def _json_or_none(text: str | None):
+    try:
+        return json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def routing_section(facts: RunFacts) -> list[str]:
+    out = ["## Routing", ""]
+    scored = [(cid, (d.get("layers") or {}).get("routing") or {}) for cid, d in facts.verdicts.items()
+              if not d.get("canary")]
+    scored = [(cid, layer) for cid, layer in scored if layer.get("verdict") in ("pass", "fail")]
+    from_status = [cid for cid, layer in scored if layer.get("observed_from") == "status"]
+    all_status = bool(scored) and len(from_status) == len(scored)
+    if all_status:
+        out += ["**Status-derived routing.** Every scored case's route came from the HTTP status "
+                "(the adapter's `route_from_status`), so this section measures whether the status mapped "
+                "to the expected label (answered vs refused). It says nothing about which route target "
+                "handled the request, and the number below is not routing accuracy.", ""]
+    elif from_status:
+        out += [f"**{len(from_status)} of {len(scored)} scored cases' routes are status-derived** "
+                "(`route_from_status`): for those, the routing verdict says only whether the HTTP status "
+                "mapped to the expected label (answered vs refused), not which route target handled the "
+                "request.", ""]
+    rr = facts.routing
+    if rr is None:
+        out += ["No `routing_report.json`: no non-canary case's routing was scorable in this run.", ""]
+        return out
+    label = "Status-mapping agreement" if all_status else "Routing accuracy"
+    out.append(f"{label}: **{pct(rr.get('accuracy'))}** over n={num(rr.get('n'))} "
+               f"(macro F1 {num(rr.get('macro_f1'), 2)}, micro F1 {num(rr.get('micro_f1'), 2)}).")
+    if rr.get("warning"):
+        out += ["", f"> {esc(rr['warning'])}"]
+    alts = rr.get("accepted_alternates")
+    if alts:
+        n_alts = alts if isinstance(alts, int) else len(alts)
+        out += ["", f"{plural(n_alts, 'pass')} came through an accepted alternate route "
+                "(counted in accuracy, left out of the matrix)."]
+    out.append("")
+    out += confusion_table(rr.get("confusion_matrix"))
+    out += per_target_table(rr.get("per_target"))
+    spurious = rr.get("spurious_labels")
+    if spurious:
+        items = spurious.items() if isinstance(spurious, dict) else ((s, None) for s in spurious)
+        shown = ", ".join(code(k) + (f" ({v})" if isinstance(v, int) else "") for k, v in items)
+        out += [f"**Spurious labels** (routes the app chose that no case asks for; each is a finding): {shown}.", ""]
+    else:
+        out += ["Spurious labels: none.", ""]
+    oos = rr.get("oos")
+    if isinstance(oos, dict):
+        out += [f"Out-of-scope route: precision {num(oos.get('precision'), 2)}, recall {num(oos.get('recall'), 2)}, "
+                f"support {num(oos.get('support'))}" + (f". {esc(oos['note'])}" if oos.get("note") else "."), ""]
+    return out
+
+
+def confusion_table(matrix: object) -> list[str]:
+    if not isinstance(matrix, dict) or not matrix:
+        return []
+    labels = sorted(set(matrix) | {o for row in matrix.values() if isinstance(row, dict) for o in row})
+    head = "| expected ↓ · observed → | " + " | ".join(code(l) for l in labels) + " |"
+    rows = [head, "|:---|" + "---:|" * len(labels)]
+    for exp in labels:
+        row = matrix.get(exp) if isinstance(matrix.get(exp), dict) else {}
+        cells = []
+        for obs in labels:
+            n = count(row.get(obs))
+            cells.append(f"**{n}**" if exp == obs and n else (f"*{n}*" if n else "·"))
+        rows.append(f"| {code(exp)} | " + " | ".join(cells) + " |")
+    return ["Confusion matrix (rows: expected route; columns: observed; **bold** = correct, *italic* = confused):", ""] + rows + [""]
+
+
+def per_target_table(per_target: object) -> list[str]:
+    if not isinstance(per_target, dict) or not per_target:
+        return []
+    rows = ["| route | precision | recall | F1 | support |", "|:---|---:|---:|---:|---:|"]
+    for label in sorted(per_target):
+        m = per_target[label] if isinstance(per_target[label], dict) else {}
+        rows.append(f"| {code(label)} | {num(m.get('precision'), 2)} | {num(m.get('recall'), 2)} | "
+                    f"{num(m.get('f1'), 2)} | {num(m.get('support'))} |")
+    return rows + [""]
+
+
+def reliability_section(facts: RunFacts) -> list[str]:
+    k = facts.results.get("k")
+    out = ["## Reliability", ""]
+    rel = facts.reliability
+    if rel is None:
+        if isinstance(k, int) and k > 1:
+            return out + [f"k={k} but there is no `reliability.json` (no case's repeats all scored pass/fail).", ""]
+        return out + ["k=1: each case ran once, so there is no pass@k / pass^k measurement in this run.", ""]
+    gap = rel.get("flakiness_gap")
+    out.append(f"k={num(rel.get('k'))} over {num(rel.get('n_cases'))} cases: pass@k **{num(rel.get('pass_at_k'), 3)}**, "
+               f"pass^k **{num(rel.get('pass_hat_k'), 3)}**, gap {num(gap, 3)} (passes at least once vs every time).")
+    if rel.get("flakiness_note"):
+        out += ["", esc(rel["flakiness_note"])]
+    if facts.results.get("mode") == "regression" and isinstance(k, int) and k < 3:
+        out += ["", f"Note: k={k} is below the regression default of 3."]
+    excluded = [e if isinstance(e, str) else (e or {}).get("case_id") for e in rel.get("excluded_cases") or []]
+    shown = [code(e) for e in excluded if isinstance(e, str) and e not in facts.sealed]
+    hidden = len(excluded) - len(shown)
+    if excluded:
+        out += ["", f"Excluded ({len(excluded)} cases whose repeats were not all pass/fail): "
+                + (", ".join(shown) or "") + (f"{' and ' if shown else ''}{hidden} holdout (sealed)" if hidden else "") + "."]
+    else:
+        out += ["", "Excluded cases: none."]
+    return out + [""]
+
+
+def comparison_words(cmp: dict) -> str:
+    words = cmp.get("verdict_words")
+    delta, mde = cmp.get("delta"), cmp.get("min_detectable_effect_at_this_n")
+    if words not in ("improved", "worsened", "within noise"):
+        if isinstance(delta, (int, float)) and isinstance(mde, (int, float)) and abs(delta) >= mde and delta:
+            words = "improved" if delta > 0 else "worsened"
+        else:
+            words = "within noise"
+    detect = f"~{mde * 100:.0f}pp" if isinstance(mde, (int, float)) else "an unknown effect"
+    return f"{words} (n={num(cmp.get('n'))} can only detect {detect})"
+
+
+def comparison_section(facts: RunFacts) -> list[str]:
+    out = ["## Compared with the baseline", ""]
+    cmp = facts.comparison
+    if cmp is None:
+        return out + ["No `comparison.json`: this run was not given `--baseline-verdicts` "
+                      "(`reports/baseline.json` names the pinned baseline).", ""]
+    warning = cmp.get("case_attrition_warning")
+    if warning:
+        out += [f"> **{esc(warning)}** Read this before the verdict: the paired diff covers only cases "
+                "present in both runs.", ""]
+    out.append(f"**{comparison_words(cmp)}**: pass rate {pct(cmp.get('baseline_pass_rate'))} → "
+               f"{pct(cmp.get('candidate_pass_rate'))} on the paired cases; "
+               f"{num(cmp.get('fixed_by_candidate'))} fixed, {num(cmp.get('broken_by_candidate'))} broken.")
+    only_b, only_c = count(cmp.get("cases_only_in_baseline")), count(cmp.get("cases_only_in_candidate"))
+    if only_b or only_c:
+        out += ["", f"Unpaired: {only_b} only in the baseline, {only_c} only in this run."]
+    for key in ("sub_mde_keep", "gate_note", "advice"):
+        if cmp.get(key):
+            out += ["", esc(cmp[key])]
+    return out + [""]

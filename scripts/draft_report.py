@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""draft_report.py: write every numeric section of a run's report.md from the run's own files,
+leaving one marked slot at the top for the agent's top-3 failure clusters.
+"""
+
+import sys
+from pathlib import Path
+
+from assay.core.cli import make_parser, run_command
+from assay.core.errors import AssayError
+
+
+def build_parser():
+    p = make_parser(
+        "draft_report.py",
+        "Draft report.md for a finished run: counts, pass rate, per-layer table, routing, reliability, "
+        "comparison, holdout aggregate, what was not measured, redaction. Exit 0 written, 2 bad input.",
+        "python3 scripts/draft_report.py .assay/reports/smoke-20261129T101500Z -o .assay/reports/smoke-20261129T101500Z/report.md",
+    )
+    p.add_argument("run_dir", help="the finished run directory, reports/<run-id>")
+    p.add_argument("-o", "--output", help="where to write (default <run-dir>/report.md; '-' = stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing report (its clusters slot is lost)")
+    return p
+
+
+def run(args):
+    from assay.core.jsonio import atomic_write_text
+    from assay.report.draft import draft
+
+    result = draft(Path(args.run_dir))
+    if args.output == "-":
+        sys.stdout.write(result.markdown)
+        return 0, None
+    target = Path(args.output) if args.output else Path(args.run_dir) / "report.md"
+    if target.exists() and not args.force:
+        raise AssayError(f"{target} exists; it may already hold the clusters you wrote. Pass --force to "
+                         f"overwrite it, or -o another path", 2, path=str(target))
+    if not target.parent.is_dir():
+        raise AssayError(f"{target.parent}: directory does not exist", 2)
+    atomic_write_text(target, result.markdown)
+    return 0, {"report": str(target), "quotable": result.quotable, "may_contain_pii": result.may_contain_pii,
+               "redactions": result.redactions, "excerpts": result.excerpts,
+               "next": "write the top-3 failure clusters between the assay:clusters markers, then run md_to_html.py"}
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, script=__file__))

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""md_to_html.py: render report.md as one self-contained, inert HTML file (inline CSS, light/dark,
+print; no JavaScript, no external assets; raw HTML shown as text; only http/https/mailto/relative links).
+"""
+
+import sys
+from pathlib import Path
+
+from assay.core.cli import make_parser, run_command
+from assay.core.errors import AssayError
+
+
+def build_parser():
+    p = make_parser(
+        "md_to_html.py",
+        "Render a Markdown report as one self-contained HTML page. Without an output path the page goes "
+        "to stdout. Exit 0 written, 2 unreadable input or unwritable output.",
+        "python3 scripts/md_to_html.py .assay/reports/smoke-20261129T101500Z/report.md .assay/reports/smoke-20261129T101500Z/report.html",
+    )
+    p.add_argument("input", help="the Markdown file (UTF-8)")
+    p.add_argument("output", nargs="?", help="the HTML file to write (default: stdout)")
+    return p
+
+
+def run(args):
+    from assay.core.jsonio import atomic_write_text
+    from assay.report.draft import CLUSTERS_TODO
+    from assay.report.html import render
+
+    src = Path(args.input)
+    try:
+        text = src.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise AssayError(f"{src}: file not found", 2, path=str(src)) from None
+    except UnicodeDecodeError as exc:
+        raise AssayError(f"{src}: not UTF-8 ({exc}); save the report as UTF-8", 2, path=str(src)) from None
+    except OSError as exc:
+        raise AssayError(f"{src}: cannot read ({exc})", 2, path=str(src)) from None
+    page = render(text, fallback_title=src.stem)
+    if CLUSTERS_TODO in text:
+        sys.stderr.write("md_to_html: the failure-clusters slot still holds draft_report's TODO; "
+                         "write the clusters in report.md, then render again\n")
+    if not args.output:
+        sys.stdout.write(page)
+        return 0, None
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise AssayError(f"{out}: directory {out.parent} does not exist", 2, path=str(out))
+    try:
+        atomic_write_text(out, page)
+    except OSError as exc:
+        raise AssayError(f"{out}: cannot write ({exc})", 2, path=str(out)) from None
+    return 0, {"html": str(out), "bytes": len(page.encode("utf-8"))}
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, needs=("markdown",), script=__file__))
