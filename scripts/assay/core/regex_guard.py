@@ -22,8 +22,10 @@ Design:
   its parent's workers (the pool is keyed by pid).
 
 Nothing is ever evaluated in-process: there is no "looks safe" fast path.
-Cost: one pipe round trip per call (~0.1 ms on a warm worker); the first call in a
-process, and the first after a timeout, also pays a worker start (~20-40 ms).
+Cost: one pipe round trip per call (~0.07 ms on a warm worker, single thread; ~0.15 ms
+wall per call from 8 threads on 2 cores); the first call in a process, and the first
+after a timeout, also pays a worker start (~25 ms). Workers are created only as many as
+were ever busy at once (about 10 MB each) and kept warm up to _MAX_IDLE.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import time
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 2.0
-_MAX_IDLE = 4  # workers kept warm between calls
+_MAX_IDLE = 16  # workers kept warm between calls (only as many as were ever busy at once exist)
 _MAX_WORKERS = 32  # hard cap; a caller waits for a free worker beyond it (wait is not search time)
 _ORPHAN_GRACE_S = 5.0
 
