@@ -1,0 +1,113 @@
+"""The required-artifact table (contracts §5.7): the one place the run-dir tree is defined.
+
+The runner writes exactly these files; the completeness check and `--verify` check
+exactly these; `docs/runner-contract.md` shows `render_tree()` verbatim (a test holds
+the two together). Nothing else is ever written into a run directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..core.vocab import PASS, FAIL, SKIPPED
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: str        # relative to the run dir (case files: relative to cases/<id>/)
+    when: str        # condition name, see RUN_CONDITIONS / CASE_CONDITIONS
+    note: str        # the line shown in the docs tree
+
+
+# Run-level files, in tree order.
+RUN_ARTIFACTS: tuple[Artifact, ...] = (
+    Artifact("manifest.yaml", "always", "pre-flight (JSON bytes are valid YAML)"),
+    Artifact("results.json", "always", "pre-flight (running) -> refreshed in batches -> final"),
+    Artifact("verdicts.jsonl", "always", "one row per finished case, plan order"),
+    Artifact("verdicts_for_stats.jsonl", "always", "{case_id, verdict} rows whose verdict is pass|fail"),
+    Artifact("routing_results.jsonl", "routing", "only when any non-canary case is routing-scorable"),
+    Artifact("routing_report.json", "routing", "only when routing_results.jsonl exists"),
+    Artifact("repeats.jsonl", "k>1", "only when k > 1"),
+    Artifact("reliability.json", "k>1", "only when k > 1"),
+    Artifact("comparison.json", "baseline", "only when --baseline-verdicts was passed"),
+    Artifact("run.log", "always", "JSONL events: preflight, case_start, case_done, retry, abort, finalize"),
+)
+
+# Per-case files (relative to cases/<case-id>/), in tree order. verdict.json is written last.
+CASE_ARTIFACTS: tuple[Artifact, ...] = (
+    Artifact("request.json", "sent", "the request as recorded (secrets redacted); absent when skipped"),
+    Artifact("response.json", "sent", "status, body, attempts, retry_count, latency; absent when skipped"),
+    Artifact("expect.json", "always", "the case's expect block"),
+    Artifact("answer.txt", "sent", "the text at the adapter's <answer> path (empty when none)"),
+    Artifact("verdict.json", "always", "written LAST: its existence means the case is done"),
+    Artifact("trajectory.json", "trace", "only when a trace was collected for this case"),
+    Artifact("trace.json", "trace", "only when a trace was collected for this case"),
+    Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
+)
+REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
+GITIGNORE_NOTE = "only when data.may_contain_pii"
+LOCK_NOTE = "the runner lock, beside the run dir (removed on a normal exit)"
+
+
+def run_conditions(manifest: Mapping[str, Any], records: list[dict]) -> dict[str, bool]:
+    """Which run-level conditions held, from the manifest and the finished records."""
+    return {
+        "always": True,
+        "routing": any(routing_scorable(r) for r in records if not r.get("canary")),
+        "k>1": int(manifest.get("k") or 1) > 1,
+        "baseline": bool(manifest.get("baseline_verdicts")),
+    }
+
+
+def routing_scorable(record: Mapping[str, Any]) -> bool:
+    """A case feeds routing_results.jsonl when its routing layer scored (pass or fail)."""
+    entry = (record.get("layers") or {}).get("routing")
+    return isinstance(entry, dict) and entry.get("verdict") in (PASS, FAIL)
+
+
+def case_conditions(record: Mapping[str, Any]) -> dict[str, bool]:
+    sent = record.get("verdict") != SKIPPED and record.get("sent", True) is not False
+    return {
+        "always": True,
+        "sent": sent,
+        "trace": bool(record.get("trace_collected")),
+        "result": sent and bool(record.get("has_result_expect")),
+    }
+
+
+def required_case_files(record: Mapping[str, Any]) -> list[str]:
+    """Every file a finished case dir must hold (relative to cases/<id>/)."""
+    cond = case_conditions(record)
+    files = [a.path for a in CASE_ARTIFACTS if cond[a.when]]
+    k = int(record.get("k") or 1)
+    if k > 1 and cond["sent"]:
+        for n in range(1, k + 1):
+            files.extend(f"repeats/{n}/{name}" for name in REPEAT_ARTIFACTS)
+    return files
+
+
+def allowed_case_files(record: Mapping[str, Any]) -> set[str]:
+    """Files a case dir may hold: the required ones (conditional files are absent, not empty)."""
+    return set(required_case_files(record))
+
+
+def required_run_files(manifest: Mapping[str, Any], records: list[dict]) -> list[str]:
+    cond = run_conditions(manifest, records)
+    return [a.path for a in RUN_ARTIFACTS if cond[a.when]]
+
+
+def render_tree() -> str:
+    """The run-dir tree exactly as docs/runner-contract.md shows it."""
+    width = 32
+    lines = [f"{'reports/.gitignore':<{width}}{GITIGNORE_NOTE}",
+             f"{'reports/.<run-id>.lock':<{width}}{LOCK_NOTE}",
+             "reports/<run-id>/"]
+    for a in RUN_ARTIFACTS:
+        lines.append(f"{'  ' + a.path:<{width}}{a.note}")
+    lines.append("  cases/<case-id>/")
+    for a in CASE_ARTIFACTS:
+        lines.append(f"{'    ' + a.path:<{width}}{a.note}")
+    rep = "    repeats/<n>/" + " ".join(REPEAT_ARTIFACTS)
+    lines.append(f"{rep}   only when k > 1 and the case was sent (n = 1..k)")
+    return "\n".join(lines)

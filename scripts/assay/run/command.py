@@ -1,0 +1,116 @@
+"""run_cases.py's library side: argv namespace in, (exit code, JSON) out.
+
+`run(args)` dispatches --verify, --dry-run and a real (or resumed) run. Every refusal
+is an AssayError carrying its exit code; the script itself stays thin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.jsonio import read_json, sha256_json
+
+EXAMPLE = ("python3 scripts/run_cases.py --plan app/.assay/work/plan.json "
+           "--out app/.assay/reports/smoke-20261129T101500Z")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--plan", help="plan.json from make_plan.py ('-' reads stdin)")
+    parser.add_argument("--out", help="the run directory: <state>/reports/<run_id>")
+    parser.add_argument("--resume", action="store_true", help="finish an interrupted run under the same run id")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate the plan and pre-flight (no health check); print the case list; write nothing")
+    parser.add_argument("--baseline-verdicts", metavar="FILE",
+                        help="<baseline-run>/verdicts_for_stats.jsonl: write comparison.json")
+    parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                        help="progress on stderr (default auto: live line on a TTY, a line every ~10 s otherwise)")
+    parser.add_argument("--verify", metavar="RUN_DIR", help="re-check a run directory: no app calls, no writes")
+
+
+def run(args, environ=None) -> tuple[int, Any]:
+    environ = os.environ if environ is None else environ
+    if args.verify:
+        if args.plan or args.out or args.resume or args.dry_run:
+            raise AssayError("--verify takes only a run directory (no --plan/--out/--resume/--dry-run)", 2)
+        return verify(Path(args.verify))
+    if not args.plan or (not args.out and not args.dry_run):
+        raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
+    from . import preflight
+    plan = preflight.load_plan(args.plan)
+    if args.dry_run:
+        return 0, dry_run(plan, environ)
+    out = preflight.check_out(plan, args.out, resume=args.resume)
+    preflight.ledger_path(plan)
+    baseline = preflight.check_baseline(args.baseline_verdicts, plan)
+    if args.resume:
+        try:
+            manifest = read_json(out / "manifest.yaml")
+        except (OSError, ValueError) as exc:
+            raise AssayError(f"--resume: {out}/manifest.yaml is unreadable ({exc}); start a new run id", 2)
+        if manifest.get("plan_sha256") != sha256_json(plan):
+            raise AssayError(f"--resume: the plan differs from the one {out.name} was started with "
+                             "(plan_sha256 mismatch); resume with the same plan.json, or start a new run id",
+                             2, key="--plan")
+    from .engine import Run
+    from .lock import RunLock
+    from ..core.ids import utc_now_iso
+    lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out),
+                         "plan": str(args.plan), "started_at": utc_now_iso()})
+    lock.acquire()
+    setup = None
+    try:
+        setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
+        setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {})
+        return Run(setup, resume=args.resume, progress=args.progress).execute()
+    finally:
+        if setup is not None:
+            setup.invoker.close()
+        lock.release()
+
+
+def dry_run(plan: dict, environ) -> dict:
+    from . import preflight
+    from .casework import CaseWorker
+    out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
+    setup = preflight.prepare(plan, out, environ=environ, baseline=None)
+    worker = CaseWorker(out=out, k=plan["k"], invoker=setup.invoker, adapter=plan["adapter"],
+                        execution=setup.execution, score_ctx=None, trace=setup.trace,  # type: ignore[arg-type]
+                        safety=setup.safety, secret_values=[], runlog=None)  # type: ignore[arg-type]
+    listed, holdout_n, sendable = [], 0, 0
+    for case in plan["cases"]:
+        reason = worker.skip_reason(case)
+        sendable += 0 if reason else 1
+        if "holdout" in case.get("split", []):
+            holdout_n += 1
+            continue
+        listed.append({"id": case["id"], "set": preflight.case_set(case), "skip_reason": reason})
+    ex = setup.execution
+    return {"dry_run": True, "run_id": plan["run_id"], "mode": plan["mode"], "k": plan["k"],
+            "cases": listed, "holdout_cases": holdout_n,
+            "cost_inputs": {"cases": len(plan["cases"]), "sendable_cases": sendable, "k": plan["k"],
+                            "calls": sendable * plan["k"], "max_calls": sendable * plan["k"] * ex["max_attempts"],
+                            "timeout_s": ex["timeout_s"], "max_concurrency": setup.max_concurrency},
+            "traces": setup.trace.manifest(), "invocation_mode": setup.invoker.mode}
+
+
+def verify(run_dir: Path) -> tuple[int, dict]:
+    from .completeness import RunDirError, check_run_dir
+    try:
+        problems, records, manifest = check_run_dir(run_dir)
+    except RunDirError as exc:
+        raise AssayError(f"--verify: {exc}", 2)
+    status = None
+    try:
+        status = ((read_json(run_dir / "results.json").get("summary")) or {}).get("status")
+    except (OSError, ValueError, AttributeError):
+        pass
+    result = {"run_dir": str(run_dir), "run_id": manifest.get("run_id"), "status": status,
+              "cases_finished": len(records), "missing_artifacts": problems, "complete": not problems}
+    if problems:
+        raise AssayError(f"--verify: {len(problems)} artifact problem(s) in {run_dir.name}: "
+                         + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""), 6, **result)
+    return 0, result

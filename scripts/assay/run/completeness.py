@@ -1,0 +1,217 @@
+"""The completeness check (contracts §5.10): run at the end of every run and by --verify.
+
+Reads only the run dir. Every problem is one string in `missing_artifacts`, naming the
+file (holdout cases by index, never by id): missing files, unparseable or off-schema
+files, files whose bytes differ from the sha256 their verdict.json recorded, derived
+files that disagree with the case dirs, counts that disagree with a recount, and any
+file the run-dir contract does not list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.jsonio import read_json, read_jsonl, sha256_bytes
+from ..core.vocab import SKIPPED
+from ..schemas import iter_errors
+from ..score.rollup import case_verdict, fold_repeats
+from ..stats.counts import COUNT_KEYS, summarize
+from . import derived
+from .artifacts import RUN_ARTIFACTS, required_case_files, required_run_files
+
+ABORTED = ("aborted_canary", "aborted_infra")
+
+
+class RunDirError(Exception):
+    """The path is not a run directory at all (--verify exit 2)."""
+
+
+def _schema_problem(doc: Any, name: str) -> str | None:
+    errors = iter_errors(doc, name)
+    if not errors:
+        return None
+    e = errors[0]
+    return f"does not match the {name} schema at {e['key']}: {e['message']}"
+
+
+def _jsonl(path: Path) -> list | None:
+    try:
+        return read_jsonl(path)
+    except (OSError, ValueError):
+        return None
+
+
+def check_run_dir(out: Path, *, status: str | None = None) -> tuple[list[str], list[dict], dict]:
+    """(problems, records in plan order, manifest). `status` overrides results.json's (the runner's view)."""
+    if not out.is_dir() or not ((out / "manifest.yaml").exists() or (out / "results.json").exists()):
+        raise RunDirError(f"{out} is not a run directory (no manifest.yaml or results.json)")
+    problems: list[str] = []
+    try:
+        manifest = read_json(out / "manifest.yaml")
+    except (OSError, ValueError) as exc:
+        return [f"manifest.yaml (missing or unreadable: {type(exc).__name__})"], [], {}
+    bad = _schema_problem(manifest, "manifest")
+    if bad:
+        return [f"manifest.yaml ({bad})"], [], manifest
+    ids = [c["id"] for c in manifest["cases"]]
+    index_of = {cid: i for i, cid in enumerate(ids)}
+    holdout = {c["id"] for c in manifest["cases"] if c.get("set") == "holdout"}
+
+    def name(cid: str) -> str:
+        return f"cases/<holdout case #{index_of[cid]}>" if cid in holdout else f"cases/{cid}"
+
+    results = None
+    try:
+        results = read_json(out / "results.json")
+    except (OSError, ValueError):
+        pass
+    run_status = status or ((results or {}).get("summary") or {}).get("status")
+
+    # --- case dirs
+    records: dict[int, dict] = {}
+    cases_dir = out / "cases"
+    present = sorted(p.name for p in cases_dir.iterdir()) if cases_dir.is_dir() else []
+    for entry in present:
+        if entry not in index_of:
+            problems.append(f"cases/{entry} (not a case of this run's plan)")
+            continue
+        cdir = cases_dir / entry
+        rec = _check_case(cdir, entry, name(entry), problems)
+        if rec is not None:
+            records[index_of[entry]] = rec
+    if run_status not in ABORTED:
+        for cid in ids:
+            if cid not in present:
+                problems.append(f"{name(cid)}/verdict.json (case never finished)")
+    ordered = [records[i] for i in sorted(records)]
+
+    # --- run-level files
+    allowed = {a.path for a in RUN_ARTIFACTS} | {"cases"}
+    for p in sorted(out.iterdir()):
+        if p.name not in allowed:
+            problems.append(f"{p.name} (not part of the run-dir contract)")
+    required = required_run_files(manifest, ordered)
+    for rel in required:
+        if not (out / rel).is_file():
+            problems.append(f"{rel} (missing)")
+    for a in RUN_ARTIFACTS:
+        if a.path not in required and (out / a.path).exists():
+            problems.append(f"{a.path} (present although its condition did not hold)")
+    _check_jsonl(out, "verdicts.jsonl", [derived.verdict_row(r) for r in ordered], problems, name)
+    _check_jsonl(out, "verdicts_for_stats.jsonl",
+                 [row for row in (derived.stats_row(r) for r in ordered) if row], problems, name)
+    if "routing_results.jsonl" in required:
+        _check_jsonl(out, "routing_results.jsonl",
+                     [row for row in (derived.routing_row(r) for r in ordered) if row], problems, name)
+    if "repeats.jsonl" in required:
+        _check_jsonl(out, "repeats.jsonl", [row for r in ordered for row in derived.repeat_rows(r)], problems, name)
+    for rel in ("routing_report.json", "reliability.json", "comparison.json"):
+        if rel in required and (out / rel).is_file():
+            try:
+                read_json(out / rel)
+            except (OSError, ValueError):
+                problems.append(f"{rel} (unreadable)")
+    _check_results(results, manifest, ordered, problems)
+    _check_runlog(out / "run.log", problems)
+    return problems, ordered, manifest
+
+
+def _check_case(cdir: Path, cid: str, shown: str, problems: list[str]) -> dict | None:
+    try:
+        rec = read_json(cdir / "verdict.json")
+    except FileNotFoundError:
+        problems.append(f"{shown}/verdict.json (missing: the case never finished)")
+        return None
+    except (OSError, ValueError):
+        problems.append(f"{shown}/verdict.json (unreadable)")
+        return None
+    bad = _schema_problem(rec, "verdict")
+    if bad or rec.get("case_id") != cid:
+        problems.append(f"{shown}/verdict.json ({bad or 'case_id differs from its directory'})")
+        return None
+    required = required_case_files(rec)
+    shas = rec.get("artifact_sha256") or {}
+    for rel in required:
+        if rel == "verdict.json":
+            continue
+        path = cdir / rel
+        if not path.is_file():
+            problems.append(f"{shown}/{rel} (missing)")
+        elif rel in shas and sha256_bytes(path.read_bytes()) != shas[rel]:
+            problems.append(f"{shown}/{rel} (edited: its sha256 differs from the one verdict.json recorded)")
+    allowed = set(required)
+    for path in sorted(cdir.rglob("*")):
+        if path.is_file() and str(path.relative_to(cdir)) not in allowed:
+            problems.append(f"{shown}/{path.relative_to(cdir)} (not part of the run-dir contract)")
+    # internal consistency: the verdict is the rollup of what the record holds
+    if rec.get("verdict") == SKIPPED or rec.get("skip_reason"):
+        expected = SKIPPED
+    elif rec.get("repeats"):
+        expected = fold_repeats([r.get("verdict") for r in rec["repeats"]])
+    else:
+        expected = case_verdict(rec.get("layers") or {}, skipped=False)
+    if rec.get("verdict") != expected:
+        problems.append(f"{shown}/verdict.json (edited: verdict {rec.get('verdict')!r} is not the rollup "
+                        f"{expected!r} of its layers/repeats)")
+    for r in rec.get("repeats") or []:
+        try:
+            rv = read_json(cdir / "repeats" / str(r.get("n")) / "verdict.json")
+        except (OSError, ValueError):
+            continue  # already named as missing above
+        if rv.get("verdict") != r.get("verdict"):
+            problems.append(f"{shown}/repeats/{r.get('n')}/verdict.json (disagrees with the case's repeats list)")
+    return rec
+
+
+def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str], name) -> None:
+    path = out / rel
+    if not path.is_file():
+        return
+    rows = _jsonl(path)
+    if rows is None:
+        problems.append(f"{rel} (unreadable)")
+        return
+    if rows == expected:
+        return
+    by_id = {}
+    for row in expected:
+        by_id.setdefault(row.get("case_id"), []).append(row)
+    detail = f"{len(rows)} row(s), the case dirs give {len(expected)}"
+    for row in rows:
+        cid = row.get("case_id") if isinstance(row, dict) else None
+        if cid not in by_id or row not in by_id[cid]:
+            detail = (f"{name(cid)} disagrees with its verdict.json" if cid in by_id
+                      else "a row for a case with no finished case dir")
+            break
+    problems.append(f"{rel} ({detail})")
+
+
+def _check_results(results: Any, manifest: dict, records: list[dict], problems: list[str]) -> None:
+    if results is None:
+        return  # named as missing above
+    bad = _schema_problem(results, "results")
+    if bad:
+        problems.append(f"results.json ({bad})")
+        return
+    if results.get("run_id") != manifest.get("run_id"):
+        problems.append("results.json (run_id differs from manifest.yaml)")
+    recount = summarize(records, status="ok", missing_artifacts=[])
+    summary = results.get("summary") or {}
+    diff = [key for key in COUNT_KEYS if summary.get(key) != recount.get(key)]
+    if diff:
+        problems.append(f"results.json (summary {', '.join(diff)} disagree with a recount from the case dirs)")
+    if results.get("cases") != derived.results_rows(records):
+        problems.append("results.json (cases rows disagree with the case dirs)")
+
+
+def _check_runlog(path: Path, problems: list[str]) -> None:
+    if not path.is_file():
+        return
+    try:
+        for line in path.read_bytes().decode("utf-8").splitlines():
+            if line.strip():
+                json.loads(line)
+    except (UnicodeDecodeError, ValueError):
+        problems.append("run.log (a line is not JSON)")

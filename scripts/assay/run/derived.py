@@ -1,0 +1,136 @@
+"""The derived run-level files, computed from verdict.json records (the case dirs are the truth).
+
+Pure row builders (used by the runner AND by --verify) plus `DerivedFiles`, which
+refreshes verdicts.jsonl, verdicts_for_stats.jsonl and results.json in batches: a
+refresh happens when the finished count has grown by max(16, 50 %) since the last one,
+or 5 s have passed, so the bookkeeping is O(1) amortized per case (never a rewrite of
+every row after every case). Each row's JSON line is serialized once and cached.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..core.jsonio import atomic_write_json, atomic_write_text
+from ..core.vocab import FAIL, LAYER_ORDER, PASS
+from ..score.rollup import failed_layers
+from ..stats.counts import summarize
+from .artifacts import routing_scorable
+
+REFRESH_MIN_CASES = 16
+REFRESH_GROWTH = 0.5
+REFRESH_MAX_S = 5.0
+ROUTING_KEYS = ("expected", "observed", "acceptable", "clarify_ok", "clarified", "observed_from")
+
+
+def _line(row: Any) -> str:
+    return json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def layer_strings(record: Mapping[str, Any]) -> dict[str, str]:
+    layers = record.get("layers") or {}
+    return {name: str((layers.get(name) or {}).get("verdict")) for name in LAYER_ORDER if name in layers}
+
+
+def verdict_row(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"case_id": record["case_id"], "verdict": record["verdict"], "canary": bool(record.get("canary")),
+            "holdout": bool(record.get("holdout")), "gating": record.get("gating", True) is not False,
+            "layers": layer_strings(record)}
+
+
+def stats_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    if record.get("verdict") in (PASS, FAIL):
+        return {"case_id": record["case_id"], "verdict": record["verdict"]}
+    return None
+
+
+def routing_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    if record.get("canary") or not routing_scorable(record):
+        return None
+    layer = record["layers"]["routing"]
+    row = {"case_id": record["case_id"]}
+    row.update({k: layer.get(k) for k in ROUTING_KEYS})
+    return row
+
+
+def repeat_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"case_id": record["case_id"], "n": r["n"], "verdict": r["verdict"]}
+            for r in (record.get("repeats") or [])]
+
+
+def results_row(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"case_id": record["case_id"], "verdict": record["verdict"], "canary": bool(record.get("canary")),
+            "gating": record.get("gating", True) is not False, "failed_layers": failed_layers(layer_strings(record)),
+            "layers": layer_strings(record)}
+
+
+def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """results.json `cases`: every finished case except holdout ones (the seal)."""
+    return [results_row(r) for r in records if not r.get("holdout")]
+
+
+def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str, missing: list,
+                exit_code: int | None, finished_at: str | None) -> dict[str, Any]:
+    return {"run_id": manifest["run_id"], "mode": manifest["mode"], "gate": manifest["gate"],
+            "selecting_split": manifest["selecting_split"], "k": manifest["k"],
+            "harness_version": manifest["harness_version"], "dataset_version": manifest["dataset_version"],
+            "exit_code": exit_code, "started_at": manifest["started_at"], "finished_at": finished_at,
+            "summary": summarize(records, status=status, missing_artifacts=missing),
+            "cases": results_rows(records)}
+
+
+def reliability_doc(records: list[dict], k: int) -> dict[str, Any]:
+    from ..stats.reliability import reliability
+    per_case = {r["case_id"]: [x["verdict"] for x in (r.get("repeats") or [])]
+                for r in records if not r.get("canary") and r.get("repeats")}
+    return reliability(per_case, k)
+
+
+def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, Any]:
+    from ..score.routing import routing_report
+    rows = [row for row in (routing_row(r) for r in records) if row is not None]
+    return routing_report(rows, oos_route)
+
+
+class DerivedFiles:
+    """Finished records by plan index, and the batched refresh of the derived files."""
+
+    def __init__(self, out: Path, manifest: Mapping[str, Any], n_cases: int) -> None:
+        self.out = out
+        self.manifest = manifest
+        self.n_cases = n_cases
+        self.records: dict[int, dict] = {}
+        self._vline: dict[int, str] = {}
+        self._sline: dict[int, str] = {}
+        self._last_count = 0
+        self._last_time = time.monotonic()
+
+    def add(self, index: int, record: dict) -> None:
+        self.records[index] = record
+        self._vline[index] = _line(verdict_row(record))
+        srow = stats_row(record)
+        self._sline[index] = _line(srow) if srow else ""
+
+    def ordered(self) -> list[dict]:
+        return [self.records[i] for i in sorted(self.records)]
+
+    def due(self) -> bool:
+        grown = len(self.records) - self._last_count
+        if grown <= 0:
+            return False
+        return (grown >= max(REFRESH_MIN_CASES, REFRESH_GROWTH * self._last_count)
+                or time.monotonic() - self._last_time >= REFRESH_MAX_S)
+
+    def refresh(self, *, status: str = "running", missing: list | None = None, exit_code: int | None = None,
+                finished_at: str | None = None) -> None:
+        order = sorted(self.records)
+        atomic_write_text(self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
+        atomic_write_text(self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
+        atomic_write_json(self.out / "results.json", results_doc(
+            self.manifest, [self.records[i] for i in order], status=status, missing=missing or [],
+            exit_code=exit_code, finished_at=finished_at))
+        self._last_count = len(self.records)
+        self._last_time = time.monotonic()

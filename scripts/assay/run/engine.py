@@ -1,0 +1,233 @@
+"""The run: pre-flight writes, the scheduler (canaries first, alone; then up to
+max_concurrency cases in flight), aborts, resume, finalize and the exit code.
+
+Workers only touch their own case dir; this thread owns every run-level file, so
+the bookkeeping needs no locks and the derived files are always in plan order.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.errors import AssayError
+from ..core.ids import utc_now_iso
+from ..core.jsonio import atomic_write_json, atomic_write_jsonl, read_json
+from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
+from . import derived, preflight
+from .casework import CaseWorker
+from .completeness import check_run_dir
+from ..stats.counts import summarize
+from .layers import ScoreContext
+from .progress import Progress
+from .runlog import RunLog, case_ref, repair
+
+MIN_ATTEMPTED_FOR_INFRA_ABORT = 8
+
+
+def exit_code_for(status: str, missing: list, scorer_errors: int) -> int:
+    """Precedence: 6 (incomplete), then 4/5 (aborts), then 7 (scorer errors), else 0."""
+    if missing:
+        return 6
+    if status == "aborted_canary":
+        return 4
+    if status == "aborted_infra":
+        return 5
+    if scorer_errors:
+        return 7
+    return 0
+
+
+EXIT_MESSAGES = {
+    4: "a canary failed: the run stopped; quote no number from it (fix the drift, then start a new run id)",
+    5: "the infra rate went above execution.infra_rate_abort: the run stopped; re-run when the app is healthy",
+    6: "the completeness check failed: see missing_artifacts (run --resume, or re-run)",
+    7: "a scorer rejected its input: see summary.scorer_errors and the `error` layers; numbers are not quotable",
+}
+
+
+class Run:
+    def __init__(self, setup: preflight.RunSetup, *, resume: bool, progress: str, stderr=None) -> None:
+        self.s = setup
+        self.plan = setup.plan
+        self.cases = self.plan["cases"]
+        self.resume = resume
+        self.progress_mode = progress
+        self.stderr = stderr or sys.stderr
+        self.status = "running"
+
+    # ------------------------------------------------------------ pre-flight writes (steps 6-9)
+    def _start(self) -> None:
+        out = self.s.out
+        reports = out.parent
+        reports.mkdir(parents=True, exist_ok=True)
+        if self.resume:
+            self.manifest = read_json(out / "manifest.yaml")
+            self._scrub_partial()
+            repair(out / "run.log")
+            self.runlog = RunLog(out / "run.log")
+            self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest())
+        else:
+            preflight.write_gitignore(reports, self.plan["adapter"])
+            (out / "cases").mkdir(parents=True, exist_ok=True)
+            started = utc_now_iso()
+            self.manifest = preflight.build_manifest(self.s, started)
+            atomic_write_json(out / "manifest.yaml", self.manifest)
+            preflight.write_running_results(out, self.plan, started, summarize(
+                [], status="running", missing_artifacts=[]))
+            self.runlog = RunLog(out / "run.log")
+            self.runlog.event("preflight", resume=False, health=self.s.health, traces=self.s.trace.manifest(),
+                              max_concurrency=self.s.max_concurrency, cases=len(self.cases), k=self.plan["k"])
+        if self.s.ledger is not None:
+            preflight.append_ledger(self.s.ledger, self.plan, self.stderr)
+
+    def _scrub_partial(self) -> dict[int, dict]:
+        """--resume: keep case dirs with a parseable verdict.json; delete the rest and stray files."""
+        out = self.s.out
+        index_of = {c["id"]: i for i, c in enumerate(self.cases)}
+        self.kept: dict[int, dict] = {}
+        (out / "cases").mkdir(exist_ok=True)
+        for cdir in sorted((out / "cases").iterdir()):
+            rec = None
+            try:
+                rec = read_json(cdir / "verdict.json")
+            except (OSError, ValueError):
+                rec = None
+            if cdir.name in index_of and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
+                self.kept[index_of[cdir.name]] = rec
+            elif cdir.is_dir() and not cdir.is_symlink():
+                shutil.rmtree(cdir)
+            else:
+                cdir.unlink()
+        for p in out.iterdir():
+            if p.name.startswith(".") and p.name.endswith(".tmp"):
+                p.unlink()
+        return self.kept
+
+    # ------------------------------------------------------------ the run
+    def execute(self) -> tuple[int, dict]:
+        self._start()
+        kept = getattr(self, "kept", {})
+        self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases))
+        for i, rec in kept.items():
+            self.derived.add(i, rec)
+        self.worker = CaseWorker(
+            out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
+            execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
+            secret_values=sorted({v for v in self.s.env.values() if len(v) >= 4}, key=len, reverse=True),
+            runlog=self.runlog)
+        todo = [i for i in range(len(self.cases)) if i not in kept]
+        self.progress = Progress(len(todo), self.progress_mode, self.stderr)
+        canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]
+        others = [i for i in todo if i not in set(canaries)]
+        try:
+            if self._canary_failed():
+                self._abort("aborted_canary", "a kept canary failed; nothing invoked")
+            else:
+                self._schedule(canaries)
+                if self._canary_failed():
+                    self._abort("aborted_canary", "a canary failed")
+                elif not self._infra_abort_due():
+                    self._schedule(others)
+                else:
+                    self._abort("aborted_infra", "infra rate above infra_rate_abort")
+        finally:
+            self.progress.finish()
+        return self._finalize()
+
+    def _score_ctx(self) -> ScoreContext:
+        return ScoreContext(invocation=self.plan["adapter"].get("invocation") or {},
+                            matrix=self.plan["capability_matrix"], scoring=self.s.scoring,
+                            judged_reason=preflight.judged_reason_fn(self.plan, self.s.state),
+                            traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason)
+
+    def _canary_failed(self) -> bool:
+        return any(r.get("canary") and r.get("verdict") == FAIL for r in self.derived.records.values())
+
+    def _infra_abort_due(self) -> bool:
+        recs = self.derived.records.values()
+        attempted = sum(1 for r in recs if r.get("verdict") != SKIPPED)
+        infra = sum(1 for r in recs if r.get("verdict") in INFRA_VERDICTS)
+        return (attempted >= MIN_ATTEMPTED_FOR_INFRA_ABORT
+                and infra / attempted > float(self.s.execution["infra_rate_abort"]))
+
+    def _abort(self, status: str, reason: str) -> None:
+        if self.status == "running":
+            self.status = status
+            self.runlog.event("abort", status=status, reason=reason)
+
+    def _schedule(self, indexes: list[int]) -> None:
+        if not indexes:
+            return
+        limit = self.s.max_concurrency
+        queue = iter(indexes)
+        inflight: dict[Future, int] = {}
+        with ThreadPoolExecutor(max_workers=limit, thread_name_prefix="assay-case") as pool:
+            def submit_next() -> bool:
+                i = next(queue, None)
+                if i is None:
+                    return False
+                inflight[pool.submit(self.worker.run, self.cases[i], i)] = i
+                return True
+            while len(inflight) < limit and self.status == "running" and submit_next():
+                pass
+            while inflight:
+                done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=lambda f: inflight[f]):
+                    i = inflight.pop(fut)
+                    self._on_done(i, fut.result())
+                if self.status == "running" and self._infra_abort_due():
+                    self._abort("aborted_infra", "infra rate above infra_rate_abort")
+                while len(inflight) < limit and self.status == "running" and submit_next():
+                    pass
+
+    def _on_done(self, index: int, record: dict) -> None:
+        self.derived.add(index, record)
+        self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
+        self.progress.update(record["verdict"])
+        if self.derived.due():
+            self.derived.refresh()
+
+    # ------------------------------------------------------------ finalize
+    def _finalize(self) -> tuple[int, dict]:
+        out = self.s.out
+        records = self.derived.ordered()
+        final_status = "ok" if self.status == "running" else self.status
+        self._write_reports(records)
+        self.derived.refresh(status="running")
+        problems, _, _ = check_run_dir(out, status=final_status)
+        status = "incomplete" if problems else final_status
+        summary_errors = sum(int(r.get("scorer_errors") or 0) for r in records)
+        code = exit_code_for(final_status, problems, summary_errors)
+        self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso())
+        self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
+        self.runlog.close()
+        result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out)}
+        if code:
+            raise AssayError(EXIT_MESSAGES[code], code, **result, missing_artifacts=problems,
+                             scorer_errors=summary_errors)
+        return code, result
+
+    def _write_reports(self, records: list[dict]) -> None:
+        out = self.s.out
+        main = [r for r in records if not r.get("canary")]
+        rows = [row for row in (derived.routing_row(r) for r in records) if row is not None]
+        if rows:
+            atomic_write_jsonl(out / "routing_results.jsonl", rows)
+            atomic_write_json(out / "routing_report.json",
+                              derived.routing_report_doc(records, self.s.scoring.get("oos_route")))
+        if self.plan["k"] > 1:
+            atomic_write_jsonl(out / "repeats.jsonl", [row for r in records for row in derived.repeat_rows(r)])
+            atomic_write_json(out / "reliability.json", derived.reliability_doc(main, self.plan["k"]))
+        if self.s.baseline is not None:
+            from ..stats.paired import compare
+            cand = [row for row in (derived.stats_row(r) for r in records) if row]
+            try:
+                doc = compare(self.s.baseline["rows"], cand)
+            except AssayError as exc:
+                doc = {"error": exc.message, "comparable": False}
+            doc = dict(doc, baseline_run_id=self.s.baseline.get("run_id"))
+            atomic_write_json(out / "comparison.json", doc)

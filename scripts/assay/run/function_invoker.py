@@ -1,0 +1,106 @@
+"""The `function` invoker: `module:callable`, imported at pre-flight, called in-process.
+
+The callable receives the filled request body (default `{"message": "<user turn>",
+"session_id": "<uuid>"}`) and returns a str or `{text, status, trace_id}`. An exception is
+infra (retried, then infra_error), never a fail. The timeout is not enforced
+(`timeout_enforced: false` in the manifest).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..core.errors import AssayError
+from ..core.jsonio import sha256_bytes
+from . import secrets, templates
+from .http_invoker import placeholder_values
+from .outcome import EXCEPTION, RESPONSE, Outcome
+
+
+def app_root(adapter: Mapping[str, Any], state_dir: Path) -> Path:
+    """adapter.app.repo (relative to the state dir) when declared, else the state dir's parent."""
+    repo = ((adapter.get("app") or {}).get("repo"))
+    if isinstance(repo, str) and repo:
+        p = Path(repo)
+        return (p if p.is_absolute() else (state_dir / p)).resolve()
+    return state_dir.resolve().parent
+
+
+def import_entrypoint(entrypoint: Any, root: Path) -> Callable[..., Any]:
+    if not isinstance(entrypoint, str) or entrypoint.count(":") != 1:
+        raise AssayError(f"pre-flight: invocation.entrypoint must be 'module:callable' (got {entrypoint!r})",
+                         3, key="invocation.entrypoint")
+    module_name, attr = entrypoint.split(":")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # an import error in user code is a pre-flight failure, not a crash
+        raise AssayError(f"pre-flight: cannot import {module_name!r} for invocation.entrypoint "
+                         f"{entrypoint!r} (app root {root}): {type(exc).__name__}: {exc}", 3,
+                         key="invocation.entrypoint")
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+    if not callable(target):
+        raise AssayError(f"pre-flight: {entrypoint!r} is not a callable in module {module_name!r}", 3,
+                         key="invocation.entrypoint")
+    return target
+
+
+class FunctionInvoker:
+    mode = "function"
+
+    def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], fn: Callable[..., Any]) -> None:
+        self.entrypoint = invocation.get("entrypoint")
+        body = invocation.get("request_body")
+        self.body_recorded = (templates.parse_template(body, "invocation.request_body") if body is not None
+                              else templates.DEFAULT_FUNCTION_BODY)
+        self.body_wire = secrets.expand_deep(self.body_recorded, env)
+        self.fn = fn
+
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None):
+        values = placeholder_values(case, uuid)
+        wire = {"body": templates.fill(self.body_wire, values)}
+        recorded = {"mode": "function", "entrypoint": self.entrypoint, "body": templates.fill(self.body_recorded, values)}
+        return wire, recorded
+
+    def send(self, wire: Mapping[str, Any]) -> Outcome:
+        start = time.perf_counter()
+        try:
+            result = self.fn(wire["body"])
+        except Exception as exc:
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            return Outcome(EXCEPTION, error=f"entrypoint raised {last}", latency_ms=_ms(start))
+        latency = _ms(start)
+        if isinstance(result, str):
+            return Outcome(RESPONSE, status=200, body_text=result, body_json=None, json_ok=False,
+                           latency_ms=latency, body_sha=sha256_bytes(result.encode("utf-8", "replace")))
+        if isinstance(result, Mapping):
+            status = result.get("status", 200)
+            if not isinstance(status, int) or isinstance(status, bool):
+                status = 200
+            text = result.get("text")
+            try:
+                canon = json.dumps(result, sort_keys=True, ensure_ascii=False, default=str)
+            except (TypeError, ValueError, RecursionError):
+                canon = repr(result)
+            return Outcome(RESPONSE, status=status, body_text=text if isinstance(text, str) else None,
+                           body_json=json.loads(canon) if canon.startswith("{") else None, json_ok=True,
+                           trace_id=result.get("trace_id") if isinstance(result.get("trace_id"), str) else None,
+                           latency_ms=latency, body_sha=sha256_bytes(canon.encode("utf-8")))
+        return Outcome(EXCEPTION, error=f"entrypoint returned {type(result).__name__}; expected str or "
+                       "{text, status, trace_id}", latency_ms=latency)
+
+    def close(self) -> None:
+        pass
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)

@@ -1,0 +1,219 @@
+"""The `http` invoker: one keep-alive connection per (thread, host), TLS verified by default.
+
+`prepare()` builds the wire request (secrets resolved) and the recorded request
+(`${NAME}` kept literally, secret headers REDACTED); `send()` performs one attempt and
+never raises: every transport problem is an Outcome the retry loop classifies.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from ..core.errors import AssayError
+from . import secrets, templates
+from .outcome import (CONNECTION, DROPPED, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome,
+                      decode_body)
+from ..core.jsonio import sha256_bytes
+
+_DROP_ERRORS = (http.client.RemoteDisconnected, http.client.IncompleteRead, http.client.BadStatusLine,
+                ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
+def user_turn(case: Mapping[str, Any]) -> str | None:
+    msgs = ((case.get("input") or {}).get("messages")) or []
+    users = [m for m in msgs if isinstance(m, dict) and m.get("role") == "user"]
+    return str(users[-1].get("content", "")) if users else None
+
+
+def placeholder_values(case: Mapping[str, Any], uuid: str) -> dict[str, Any]:
+    return {"<user turn>": user_turn(case) or "", "<uuid>": uuid,
+            "<persona>": case.get("persona"), "<case id>": case.get("id")}
+
+
+def tls_context(insecure: bool) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+class HttpInvoker:
+    mode = "http"
+
+    def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], *, timeout_s: float,
+                 insecure_tls: bool) -> None:
+        self.inv = invocation
+        self.env = env
+        self.timeout_s = float(timeout_s)
+        self.ctx = tls_context(insecure_tls)
+        base_raw = str(invocation.get("base_url") or "")
+        self.base_recorded = base_raw.rstrip("/")
+        self.base_wire = secrets.expand(base_raw, env).rstrip("/")
+        parts = urlsplit(self.base_wire)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise AssayError(f"pre-flight: invocation.base_url must be an http(s) URL (got "
+                             f"{self.base_recorded!r}); set it in adapter.yaml", 3, key="invocation.base_url")
+        endpoint = str(invocation.get("endpoint") or "POST /")
+        bits = endpoint.split(None, 1)
+        if len(bits) != 2 or not bits[0].isalpha() or not bits[1].startswith(("/", "${")):
+            raise AssayError(f"pre-flight: invocation.endpoint must be 'METHOD /path' (got {endpoint!r})",
+                             3, key="invocation.endpoint")
+        self.method = bits[0].upper()
+        self.path_recorded = bits[1]
+        self.path_wire = secrets.expand(bits[1], env)
+        body = invocation.get("request_body")
+        if body is None:
+            raise AssayError("pre-flight: invocation.request_body is required for http mode (a JSON string "
+                             "template with <user turn>)", 3, key="invocation.request_body")
+        self.body_recorded = templates.parse_template(body, "invocation.request_body")
+        self.body_wire = secrets.expand_deep(self.body_recorded, env)
+        self.static_headers = self._static_headers()
+        self.identity_map = invocation.get("identity_map") or {}
+        self._local = threading.local()
+
+    # ---- request building -------------------------------------------------
+    def _static_headers(self) -> list[tuple[str, str, str]]:
+        """(name, wire value, recorded value) for auth and declared headers."""
+        out: list[tuple[str, str, str]] = []
+        auth = self.inv.get("auth") or {"type": "none"}
+        kind = auth.get("type", "none")
+        if kind == "bearer":
+            out.append(("Authorization", f"Bearer {self.env[auth['token_env']]}", secrets.REDACTED))
+        elif kind == "cookie":
+            out.append(("Cookie", self.env[auth["cookie_env"]], secrets.REDACTED))
+        elif kind == "headers":
+            for name, value in (auth.get("headers") or {}).items():
+                out.append((str(name), secrets.expand(str(value), self.env), secrets.REDACTED))
+        elif kind != "none":
+            raise AssayError(f"pre-flight: invocation.auth.type {kind!r} is not one of bearer, headers, "
+                             "cookie, none", 3, key="invocation.auth.type")
+        for name, value in (self.inv.get("headers") or {}).items():
+            value = str(value)
+            recorded = secrets.REDACTED if secrets.has_env_ref(value) else value
+            out.append((str(name), secrets.expand(value, self.env), recorded))
+        return out
+
+    def identity_headers(self, case: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        ident = case.get("identity")
+        out: list[tuple[str, str, str]] = []
+        if not isinstance(ident, Mapping):
+            return out
+        for key, value in ident.items():
+            if key == "token_env":
+                out.append(("Authorization", f"Bearer {self.env[value]}", secrets.REDACTED))
+                continue
+            header = self.identity_map.get(key)
+            if header:
+                text = ",".join(map(str, value)) if isinstance(value, list) else (
+                    value if isinstance(value, str) else json.dumps(value))
+                out.append((str(header), text, text))
+        return out
+
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None):
+        values = placeholder_values(case, uuid)
+        wire_body = templates.fill(self.body_wire, values)
+        recorded_body = templates.fill(self.body_recorded, values)
+        headers = self.static_headers + self.identity_headers(case)
+        wire_headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        rec_headers = dict(wire_headers)
+        for name, wire, rec in headers:
+            wire_headers[name] = wire
+            rec_headers[name] = rec
+        for name, value in (extra_headers or {}).items():
+            wire_headers[name] = value
+            rec_headers[name] = value
+        wire = {"method": self.method, "url": self.base_wire + self.path_wire, "headers": wire_headers,
+                "body": json.dumps(wire_body, ensure_ascii=False).encode("utf-8")}
+        recorded = {"mode": "http", "method": self.method, "url": self.base_recorded + self.path_recorded,
+                    "headers": rec_headers, "body": recorded_body}
+        return wire, recorded
+
+    # ---- one attempt ----------------------------------------------------------
+    def _conn(self, scheme: str, host: str, port: int, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        pool = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = {}
+        key = (scheme, host, port)
+        conn = pool.get(key)
+        if conn is not None and not fresh:
+            return conn, True
+        if conn is not None:
+            conn.close()
+        if scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=self.timeout_s, context=self.ctx)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=self.timeout_s)
+        pool[key] = conn
+        return conn, False
+
+    def _drop(self, key: tuple) -> None:
+        pool = getattr(self._local, "pool", {})
+        conn = pool.pop(key, None)
+        if conn is not None:
+            conn.close()
+
+    def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None) -> Outcome:
+        parts = urlsplit(url)
+        scheme, host = parts.scheme, parts.hostname or ""
+        port = parts.port or (443 if scheme == "https" else 80)
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        key = (scheme, host, port)
+        start = time.perf_counter()
+        for fresh in (False, True):
+            conn, reused = self._conn(scheme, host, port, fresh)
+            try:
+                conn.request(method, path, body=body, headers=dict(headers))
+                resp = conn.getresponse()
+                raw = resp.read(MAX_BODY_BYTES + 1)
+                truncated = len(raw) > MAX_BODY_BYTES
+                if truncated:
+                    raw = raw[:MAX_BODY_BYTES]
+                    self._drop(key)
+                elif resp.will_close:
+                    self._drop(key)
+                text, doc, ok, notes = decode_body(raw, truncated)
+                return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
+                               body_text=text, body_json=doc, json_ok=ok, notes=notes, body_sha=sha256_bytes(raw),
+                               latency_ms=_ms(start))
+            except _DROP_ERRORS as exc:
+                self._drop(key)
+                if reused and not fresh:
+                    continue  # a keep-alive connection the server had closed: retry once on a fresh one
+                return Outcome(DROPPED, error=f"connection dropped: {type(exc).__name__}", latency_ms=_ms(start))
+            except (socket.timeout, TimeoutError) as exc:
+                self._drop(key)
+                return Outcome(TIMEOUT, error=f"no response within {self.timeout_s:g} s", latency_ms=_ms(start))
+            except ssl.SSLCertVerificationError as exc:
+                self._drop(key)
+                return Outcome(CONNECTION, error=f"TLS: CERTIFICATE_VERIFY_FAILED ({exc.verify_message})",
+                               latency_ms=_ms(start))
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(key)
+                return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
+        return Outcome(DROPPED, error="connection dropped", latency_ms=_ms(start))  # pragma: no cover
+
+    def send(self, wire: Mapping[str, Any]) -> Outcome:
+        return self.request(wire["method"], wire["url"], wire["headers"], wire["body"])
+
+    def health_url(self, path: str | None) -> str:
+        return self.base_wire + (secrets.expand(path, self.env) if path else "")
+
+    def close(self) -> None:
+        pool = getattr(self._local, "pool", {})
+        for conn in pool.values():
+            conn.close()
+        pool.clear()
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)

@@ -1,0 +1,208 @@
+"""Score one repeat, layer by layer, in the decision order of contracts §5.5.
+
+Per layer, first match wins: not applicable -> n/a; disabled in the matrix ->
+unscorable + blocked_by; input unavailable -> unscored + reason; else the pure scorer
+-> pass | fail (or `error` when it raises ScorerInputError). Scorers are imported from
+assay.score; this module only decides applicability and gathers inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..core.vocab import (ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, UNSCORABLE, UNSCORED,
+                          matrix_enabled)
+from . import templates
+from .tracing import COMPLETE, NOT_COLLECTED
+
+RULES_REASON = "business rules are evaluated by the skill"
+STATE_REASON = "reserved"
+NO_ANSWER_REASON = "no answer at the adapter's <answer> path"
+_TRUTHY = ("true", "yes", "1", "y")
+
+
+@dataclass
+class ScoreContext:
+    """What every case of a run shares."""
+    invocation: Mapping[str, Any]
+    matrix: Mapping[str, Any]
+    scoring: Mapping[str, Any]
+    judged_reason: Callable[[Mapping[str, Any]], str]
+    traces_collected: bool
+    traceless_reason: str | None
+
+
+@dataclass
+class RepeatEvidence:
+    """What one sent repeat produced."""
+    status: int | None
+    response_json: Any
+    answer: str | None
+    answer_note: str | None
+    trace_status: str
+    trajectory: dict | None
+    trace_reason: str | None = None
+
+
+def applies(layer: str, expect: Mapping[str, Any], ctx: ScoreContext) -> bool:
+    answer = expect.get("answer") if isinstance(expect.get("answer"), Mapping) else {}
+    fmt = expect.get("format") if isinstance(expect.get("format"), Mapping) else {}
+    return {
+        "http": True,
+        "routing": bool(expect.get("route") or expect.get("route_acceptable")),
+        "trajectory": bool(expect.get("tools")),
+        "tool_selection": bool(expect.get("args")),
+        "loops": ctx.traces_collected,
+        "answer": bool(answer.get("must_contain") or answer.get("must_not_contain") or fmt.get("json_schema")),
+        "execution": bool(expect.get("result")),
+        "authz": bool(expect.get("authz")),
+        "rules": bool(answer.get("rules")),
+        "state": bool(expect.get("state")),
+        "judged": bool(answer.get("rubric")),
+    }[layer]
+
+
+def _guard(fn: Callable[[], dict]) -> dict:
+    """Run a scorer; a rejected input becomes an `error` layer, a missing module an honest unscored."""
+    try:
+        from ..score.base import ScorerInputError
+    except ImportError:  # pragma: no cover - the scorer package is part of the build
+        ScorerInputError = ValueError  # type: ignore[misc,assignment]
+    try:
+        return fn()
+    except ScorerInputError as exc:
+        return {"verdict": ERROR, "reason": str(exc)}
+    except ImportError as exc:
+        return {"verdict": UNSCORED, "reason": f"scorer not available in this build ({exc.name})"}
+
+
+def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | None, str | None, bool]:
+    """(observed, observed_from, any_source_declared): declared sources only, in priority order."""
+    declared = False
+    path = inv.get("route_from_response")
+    if isinstance(path, str) and path:
+        declared = True
+        found, value = templates.lookup(ev.response_json, path)
+        if found and value not in (None, ""):
+            return str(value), "response", True
+    if ev.trace_status == COMPLETE and ev.trajectory is not None:
+        declared = True
+        try:
+            from .traces import first_agent_name
+            name = first_agent_name(ev.trajectory)
+        except ImportError:
+            name = None
+        if name:
+            return str(name), "trace", True
+    status_map = inv.get("route_from_status")
+    if isinstance(status_map, Mapping) and status_map:
+        declared = True
+        route = status_map.get(ev.status, status_map.get(str(ev.status)))
+        if route not in (None, ""):
+            return str(route), "status", True
+    return None, None, declared
+
+
+def clarified_flag(inv: Mapping[str, Any], ev: RepeatEvidence) -> bool | None:
+    path = inv.get("clarify_from_response")
+    if not isinstance(path, str) or not path:
+        return None
+    found, value = templates.lookup(ev.response_json, path)
+    if not found or value is None:
+        return False
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUTHY
+    return bool(value)
+
+
+def _trace_input(ctx: ScoreContext, ev: RepeatEvidence) -> dict | None:
+    """None when the trajectory is usable; else the layer to record instead."""
+    if ev.trace_status == NOT_COLLECTED or not ctx.traces_collected:
+        return {"verdict": UNSCORED, "reason": f"traces not collected: {ctx.traceless_reason or 'trace-less run'}"}
+    if ev.trace_status != COMPLETE or ev.trajectory is None:
+        return {"verdict": INFRA_INCOMPLETE, "reason": f"trace {ev.trace_status}: {ev.trace_reason or 'no detail'}"}
+    return None
+
+
+def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence,
+                actual_box: dict) -> dict:
+    expect = case.get("expect") or {}
+    if not applies(layer, expect, ctx):
+        return {"verdict": NA}
+    enabled, blocked_by = matrix_enabled(dict(ctx.matrix), layer)
+    if not enabled:
+        return {"verdict": UNSCORABLE, "blocked_by": blocked_by}
+    sc = ctx.scoring
+    if layer == "http":
+        exp = (expect.get("http") or {}).get("status") if isinstance(expect.get("http"), Mapping) else None
+        if exp is None:
+            ok = ev.status is not None and 200 <= ev.status < 300
+        else:
+            ok = ev.status in (exp if isinstance(exp, list) else [exp])
+        return {"verdict": "pass" if ok else "fail", "expected_status": exp, "status": ev.status}
+    if layer == "routing":
+        observed, observed_from, declared = observed_route(ctx.invocation, ev)
+        if not declared:
+            return {"verdict": UNSCORED, "reason": "no route source declared (route_from_response, a "
+                    "collected trace, or route_from_status); routes are never inferred"}
+        from ..score.routing import score_case_routing
+        return _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
+    if layer in ("trajectory", "tool_selection", "loops"):
+        missing = _trace_input(ctx, ev)
+        if missing is not None:
+            return missing
+        if layer == "trajectory":
+            from ..score.trajectory import score_trajectory
+            return _guard(lambda: score_trajectory(ev.trajectory, expect,
+                                                   fail_on_errored_calls=bool(sc.get("fail_on_errored_calls"))))
+        if layer == "tool_selection":
+            from ..score.tool_args import score_tool_args
+            return _guard(lambda: score_tool_args(ev.trajectory, expect))
+        from ..score.loops import score_loops
+        return _guard(lambda: score_loops(ev.trajectory, repeat_threshold=int(sc.get("repeat_threshold") or 3),
+                                          call_budget=int(sc.get("call_budget") or 15)))
+    if layer == "answer":
+        if ev.answer is None:
+            return {"verdict": UNSCORED, "reason": ev.answer_note or NO_ANSWER_REASON}
+        from ..score.answer import score_answer
+        return _guard(lambda: score_answer(ev.answer, expect, regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0)))
+    if layer == "execution":
+        from ..score.execution import extract_actual, score_execution
+
+        def run() -> dict:
+            tool_calls = (ev.trajectory or {}).get("tool_calls") if ev.trace_status == COMPLETE else None
+            actual = extract_actual(dict(ctx.invocation), ev.response_json, ev.answer, tool_calls)
+            actual_box["actual"] = actual
+            return score_execution(expect.get("result"), actual, float_tolerance=sc.get("float_tolerance"))
+        return _guard(run)
+    if layer == "authz":
+        from ..score.authz import score_authz
+        traj = ev.trajectory if ev.trace_status == COMPLETE else None
+        return _guard(lambda: score_authz(traj, expect, answer=ev.answer, response_json=ev.response_json,
+                                          id_pattern=sc.get("id_pattern")))
+    if layer == "rules":
+        return {"verdict": UNSCORED, "reason": RULES_REASON}
+    if layer == "state":
+        return {"verdict": UNSCORED, "reason": STATE_REASON}
+    if layer == "judged":
+        return {"verdict": UNSCORED, "reason": ctx.judged_reason(case)}
+    raise KeyError(layer)  # pragma: no cover
+
+
+def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence) -> tuple[dict, dict | None]:
+    """(layers in LAYER_ORDER, actual-or-None) for one sent repeat that got an answer."""
+    actual_box: dict = {}
+    layers = {name: score_layer(name, case, ctx, ev, actual_box) for name in LAYER_ORDER}
+    return layers, actual_box.get("actual")
+
+
+def stopped_layers(first: str, first_detail: dict, reason: str) -> dict:
+    """Layers for a repeat that never reached scoring (skipped, or transport failure)."""
+    out = {name: {"verdict": NA, "reason": reason} for name in LAYER_ORDER}
+    out[first] = first_detail
+    return out
+
+
+def skipped_layers(reason: str) -> dict:
+    return {name: {"verdict": NA, "reason": reason} for name in LAYER_ORDER}

@@ -1,0 +1,57 @@
+"""The runner lock (docs/runner-contract.md §10.4).
+
+An exclusive `fcntl.flock` on `<reports>/.<run-id>.lock`, beside the run dir so the run
+dir's file list stays exact. A second runner finds it held and exits 2; wait_run.py can
+take a shared lock only when no runner is alive; a crashed runner's lock is released by
+the kernel, so a stale file never blocks --resume.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+
+
+def lock_path(out: Path) -> Path:
+    return out.parent / f".{out.name}.lock"
+
+
+class RunLock:
+    def __init__(self, out: Path, info: dict[str, Any]) -> None:
+        self.path = lock_path(out)
+        self.info = info
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            holder = ""
+            try:
+                holder = f" (held by pid {json.loads(self.path.read_text(encoding='utf-8')).get('pid')})"
+            except (OSError, ValueError, AttributeError):
+                pass
+            raise AssayError(f"another runner is running run {self.info.get('run_id')!r}{holder}: "
+                             f"{self.path} is locked. Wait for it (wait_run.py) or use a new run id.", 2,
+                             lock=str(self.path))
+        os.ftruncate(fd, 0)
+        os.write(fd, (json.dumps(self.info, sort_keys=True) + "\n").encode("utf-8"))
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)
+        self.fd = None

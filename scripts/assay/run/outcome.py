@@ -1,0 +1,132 @@
+"""What one attempt produced, how it is classified, and how long to wait before the next.
+
+Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429, 5xx
+(and, in function mode, an exception). Not retried: any other status (a 4xx is an answer).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+MAX_BODY_BYTES = 20 * 1024 * 1024   # bodies are read up to this bound, never beyond
+RETRY_AFTER_CAP_S = 60.0
+
+# Outcome kinds
+RESPONSE = "response"        # the app answered with a status
+TIMEOUT = "timeout"          # no answer within timeout_s
+CONNECTION = "connection"    # could not connect / refused
+DROPPED = "dropped"          # the connection was dropped mid-exchange: a crash
+EXCEPTION = "exception"      # function mode: the callable raised
+
+
+@dataclass
+class Outcome:
+    kind: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body_text: str | None = None
+    body_json: Any = None
+    json_ok: bool = False
+    error: str | None = None
+    latency_ms: float = 0.0
+    trace_id: str | None = None
+    notes: list[str] = field(default_factory=list)
+    body_sha: str | None = None
+
+    @property
+    def retriable(self) -> bool:
+        if self.kind != RESPONSE:
+            return True
+        return self.status == 429 or (self.status is not None and self.status >= 500)
+
+    @property
+    def crashed(self) -> bool:
+        return self.kind == DROPPED
+
+    def describe(self) -> str:
+        if self.kind == RESPONSE:
+            return f"HTTP {self.status}"
+        return f"{self.kind}: {self.error}" if self.error else self.kind
+
+    def header(self, name: str) -> str | None:
+        low = name.lower()
+        for k, v in self.headers.items():
+            if k.lower() == low:
+                return v
+        return None
+
+
+def decode_body(raw: bytes, truncated: bool) -> tuple[str, Any, bool, list[str]]:
+    """(text, json_value, json_ok, notes). Never raises: non-UTF-8 and absurd nesting are notes."""
+    notes: list[str] = []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        notes.append("response body is not valid UTF-8 (decoded with replacement characters)")
+        return text, None, False, notes
+    if truncated:
+        notes.append(f"response body exceeded {MAX_BODY_BYTES} bytes; read up to the bound and not parsed")
+        return text, None, False, notes
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[\"-0123456789tfn":
+        return text, None, False, notes
+    try:
+        return text, json.loads(text), True, notes
+    except RecursionError:
+        notes.append("response JSON is nested too deeply to parse; treated as text")
+    except ValueError:
+        pass
+    return text, None, False, notes
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        secs = float(value)
+        return max(0.0, secs) if secs == secs else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def retry_wait(backoff_s: list[float], attempt_index: int, retry_after: str | None,
+               now: float | None = None) -> float:
+    """Wait before attempt `attempt_index + 1`: Retry-After (capped at 60 s) when given, else backoff."""
+    base = float(backoff_s[attempt_index]) if attempt_index < len(backoff_s) else float(backoff_s[-1] if backoff_s else 0)
+    ra = parse_retry_after(retry_after, now)
+    if ra is not None:
+        return min(max(ra, 0.0), RETRY_AFTER_CAP_S)
+    return base
+
+
+def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, backoff_s: list[float],
+                         on_retry: Callable[[int, Outcome, float], None] | None = None,
+                         sleep: Callable[[float], None] = time.sleep) -> list[Outcome]:
+    """Send up to max_attempts times; returns every attempt's outcome (the last one is final)."""
+    outcomes: list[Outcome] = []
+    for i in range(max_attempts):
+        out = send()
+        outcomes.append(out)
+        if not out.retriable or i == max_attempts - 1:
+            break
+        wait = retry_wait(backoff_s, i, out.header("Retry-After"))
+        if on_retry:
+            on_retry(i + 1, out, wait)
+        if wait > 0:
+            sleep(wait)
+    return outcomes

@@ -1,0 +1,354 @@
+"""Pre-flight (contracts §5.4), in order: everything here happens before the first case.
+
+1. plan validation (exit 2) and env resolution (exit 3); 2. invocation mode supported and
+well-formed; 3. health check; 4. trace branch; 5. safety gates recorded; 6. the PII
+.gitignore; 7. cases/ and manifest.yaml; 8. results.json `running`; 9. the holdout ledger.
+Steps 1-4 write nothing; exit 2 and exit 3 leave nothing behind (the lock is beside the
+run dir and removed on exit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..core.errors import AssayError
+from ..core.ids import utc_now_iso
+from ..core.jsonio import atomic_write_json, read_json, read_jsonl, sha256_json
+from ..core.version import HARNESS_VERSION
+from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from . import secrets
+from .tracing import TraceConfig, trace_branch
+
+SUPPORTED_MODES = ("http", "function")
+CLI_REFUSAL = "invocation.mode 'cli' is built in its own issue and not supported by this runner yet"
+
+
+# ---------------------------------------------------------------- step 1: plan + --out
+def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> dict[str, Any]:
+    try:
+        if path == "-":
+            text = (stdin_text or sys.stdin.read)()
+        else:
+            with open(path, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        plan = json.loads(text)
+    except FileNotFoundError:
+        raise AssayError(f"--plan {path}: no such file; build it with make_plan.py", 2)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AssayError(f"--plan {path}: not readable JSON ({exc}); rebuild it with make_plan.py", 2)
+    validate_plan(plan, source=path)
+    return plan
+
+
+def state_dir_of(plan: Mapping[str, Any]) -> Path:
+    p = Path(plan["paths"]["state_dir"])
+    if not p.is_dir():
+        raise AssayError(f"plan paths.state_dir {str(p)!r} is not a directory; rebuild the plan with "
+                         "make_plan.py --state-dir <app>/.assay", 2, key="paths.state_dir")
+    return p.resolve()
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool) -> Path:
+    """The --out rules: basename = run_id, inside the state dir, no symlink, empty unless --resume."""
+    out = Path(os.path.abspath(out_arg))
+    if out.name != plan["run_id"]:
+        raise AssayError(f"--out {out_arg!r}: its last path component must equal the plan's run_id "
+                         f"{plan['run_id']!r} (use --out <state>/reports/{plan['run_id']})", 2, key="--out")
+    state = state_dir_of(plan)
+    if out.is_symlink() or not _inside(out.parent.resolve() / out.name, state):
+        raise AssayError(f"--out {out_arg!r} is outside the state dir {str(state)!r} (or a symlink); "
+                         f"use --out {state}/reports/{plan['run_id']}", 2, key="--out")
+    if resume:
+        if not (out / "manifest.yaml").is_file():
+            raise AssayError(f"--resume: {out_arg} is not a run directory (no manifest.yaml); start the run "
+                             "without --resume", 2, key="--out")
+    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise AssayError(f"--out {out_arg} already exists and is not empty; pass --resume to finish that "
+                         "run, or use a new run id", 2, key="--out")
+    return out
+
+
+def ledger_path(plan: Mapping[str, Any]) -> Path | None:
+    """The holdout ledger for a holdout-touching plan, confined to the state dir."""
+    if plan["selecting_split"] != "holdout" and plan["mode"] != "holdout":
+        return None
+    state = state_dir_of(plan)
+    raw = Path(plan["paths"]["holdout_ledger"])
+    path = raw if raw.is_absolute() else state / raw
+    real = Path(os.path.realpath(path))
+    if not _inside(real, state):
+        raise AssayError(f"plan paths.holdout_ledger {str(raw)!r} resolves outside the state dir "
+                         f"{str(state)!r}; use datasets/holdout-looks.jsonl", 2, key="paths.holdout_ledger")
+    return real
+
+
+def dataset_version(plan: Mapping[str, Any]) -> int:
+    v = (plan.get("manifest_extra") or {}).get("dataset_version", 1)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] | None:
+    """--baseline-verdicts: its run's manifest must match dataset_version, harness_version and k."""
+    if not path:
+        return None
+    p = Path(path)
+    try:
+        rows = read_jsonl(p)
+    except (OSError, ValueError) as exc:
+        raise AssayError(f"--baseline-verdicts {path}: not readable JSONL ({exc}); pass "
+                         "reports/<baseline-run>/verdicts_for_stats.jsonl", 2, key="--baseline-verdicts")
+    mpath = p.parent / "manifest.yaml"
+    try:
+        manifest = read_json(mpath)
+    except (OSError, ValueError) as exc:
+        raise AssayError(f"--baseline-verdicts {path}: its run's manifest.yaml is missing or unreadable "
+                         f"({exc}); the baseline must be a run directory's verdicts_for_stats.jsonl", 2,
+                         key="--baseline-verdicts")
+    mine = {"dataset_version": dataset_version(plan), "harness_version": HARNESS_VERSION, "k": plan["k"]}
+    theirs = {key: manifest.get(key) for key in mine}
+    diff = [key for key in mine if mine[key] != theirs[key]]
+    if diff:
+        detail = ", ".join(f"{key}: baseline {theirs[key]!r} vs this plan {mine[key]!r}" for key in diff)
+        raise AssayError(f"--baseline-verdicts {path} is not comparable with this plan ({detail}); "
+                         "re-run the baseline under the same dataset_version, harness_version and k, or "
+                         "run without --baseline-verdicts", 2, key="--baseline-verdicts", mismatch=diff)
+    return {"path": str(p), "rows": rows, "run_id": manifest.get("run_id"), **theirs}
+
+
+# ---------------------------------------------------------------- env
+def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    adapter = plan["adapter"]
+    names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
+    names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
+    return secrets.resolve(names, environ)
+
+
+# ---------------------------------------------------------------- step 2: invoker
+def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any]):
+    inv = plan["adapter"].get("invocation") or {}
+    mode = inv.get("mode")
+    if mode == "cli":
+        raise AssayError(f"pre-flight: {CLI_REFUSAL}; use http or function for now", 3,
+                         key="invocation.mode", mode=mode)
+    if mode not in SUPPORTED_MODES:
+        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function; cli is "
+                         "built in its own issue)", 3, key="invocation.mode", mode=mode)
+    if mode == "http":
+        from .http_invoker import HttpInvoker
+        inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
+    else:
+        from .function_invoker import FunctionInvoker, app_root, import_entrypoint
+        fn = import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan)))
+        inv_obj = FunctionInvoker(inv, env, fn)
+    rb = inv.get("response_body")
+    if rb is not None:
+        from .templates import ANSWER_MARK, find_mark, parse_template
+        tmpl = parse_template(rb, "invocation.response_body")
+        if find_mark(tmpl, ANSWER_MARK) is None:
+            raise AssayError("pre-flight: invocation.response_body must mark the answer leaf with "
+                             "\"<answer>\"", 3, key="invocation.response_body")
+    return inv_obj
+
+
+# ---------------------------------------------------------------- step 3: health
+def health_check(invoker: Any, invocation: Mapping[str, Any]) -> dict[str, Any]:
+    if getattr(invoker, "mode", None) != "http":
+        return {"checked": False, "reason": "function mode: the entrypoint imported"}
+    hc = invocation.get("health_check") or {}
+    method = str(hc.get("method") or "GET").upper()
+    url = invoker.health_url(hc.get("path"))
+    expect = hc.get("expect_status")
+    out = invoker.request(method, url, {"Accept": "*/*"}, None)
+    invoker.close()
+    shown = invoker.base_recorded + (hc.get("path") or "")
+    if out.kind != "response":
+        raise AssayError(f"pre-flight: health check {method} {shown} failed: {out.error}. Start the app (or "
+                         "fix invocation.base_url / health_check) and re-run.", 3, key="invocation.health_check",
+                         health_error=out.error)
+    if expect and out.status not in (expect if isinstance(expect, list) else [expect]):
+        raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status}, not one of "
+                         f"{expect}; is the app healthy?", 3, key="invocation.health_check.expect_status",
+                         status=out.status)
+    return {"checked": True, "method": method, "status": out.status}
+
+
+# ---------------------------------------------------------------- step 5: safety
+def safety_gates(adapter: Mapping[str, Any]) -> dict[str, Any]:
+    envb = adapter.get("environment") or {}
+    kind = envb.get("kind")
+    never_live = sorted(str(t.get("name")) for t in (adapter.get("tools") or [])
+                        if isinstance(t, Mapping) and t.get("side_effects") == "never-live")
+    return {"safe_to_attack": envb.get("safe_to_attack") is True, "environment_kind": kind,
+            "never_live_tools": never_live, "live_environment": isinstance(kind, str) and kind.startswith("live"),
+            "identity_map": sorted((adapter.get("invocation") or {}).get("identity_map") or {})}
+
+
+# ---------------------------------------------------------------- judged layer
+def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[str, Any]], str]:
+    if plan["mode"] == "smoke":
+        return lambda case: "unjudged (mode: smoke)"
+    raw = (plan.get("paths") or {}).get("judge_calibration")
+    sidecar: Any = None
+    if raw:
+        p = Path(raw)
+        try:
+            sidecar = read_json(p if p.is_absolute() else state / p)
+        except (OSError, ValueError):
+            sidecar = None
+
+    def reason(case: Mapping[str, Any]) -> str:
+        rubric = ((case.get("expect") or {}).get("answer") or {}).get("rubric")
+        return "unjudged (deferred to skill)" if rubric_calibrated(sidecar, rubric) else "unjudged (judge not calibrated)"
+    return reason
+
+
+def rubric_calibrated(sidecar: Any, rubric: Any) -> bool:
+    """True only when the sidecar says this rubric (or every rubric) is calibrated."""
+    if not isinstance(sidecar, Mapping):
+        return False
+    rubrics = sidecar.get("rubrics")
+    ids = rubric if isinstance(rubric, list) else [rubric]
+    if isinstance(rubrics, Mapping) and rubrics:
+        return all(isinstance(rubrics.get(r), Mapping) and rubrics[r].get("calibrated") is True for r in ids)
+    if isinstance(rubrics, list) and rubrics:
+        by_id = {str(r.get("rubric") or r.get("id")): r for r in rubrics if isinstance(r, Mapping)}
+        return all(isinstance(by_id.get(str(r)), Mapping) and by_id[str(r)].get("calibrated") is True for r in ids)
+    return sidecar.get("calibrated") is True or sidecar.get("status") == "calibrated"
+
+
+# ---------------------------------------------------------------- steps 6-9: writes
+def write_gitignore(reports: Path, adapter: Mapping[str, Any]) -> bool:
+    if (adapter.get("data") or {}).get("may_contain_pii") is not True:
+        return False
+    path = reports / ".gitignore"
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    if "*/cases/" not in existing.splitlines():
+        from ..core.jsonio import atomic_write_text
+        atomic_write_text(path, existing + ("" if not existing or existing.endswith("\n") else "\n") + "*/cases/\n")
+    return True
+
+
+def case_set(case: Mapping[str, Any]) -> str:
+    split = case.get("split") or []
+    return "canary" if "canary" in split else ("holdout" if "holdout" in split else "main")
+
+
+@dataclass
+class RunSetup:
+    plan: dict[str, Any]
+    plan_sha256: str
+    out: Path
+    state: Path
+    execution: dict[str, Any]
+    scoring: dict[str, Any]
+    env: dict[str, str]
+    invoker: Any
+    trace: TraceConfig
+    safety: dict[str, Any]
+    baseline: dict[str, Any] | None
+    ledger: Path | None
+    max_concurrency: int
+    health: dict[str, Any] = field(default_factory=dict)
+
+
+def max_concurrency(plan: Mapping[str, Any]) -> int:
+    v = (plan["adapter"].get("invocation") or {}).get("max_concurrency", 1)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise AssayError(f"pre-flight: invocation.max_concurrency must be an integer >= 1 (got {v!r})", 3,
+                         key="invocation.max_concurrency")
+    return v
+
+
+def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
+    plan = setup.plan
+    inv = plan["adapter"].get("invocation") or {}
+    invocation: dict[str, Any] = {"mode": inv.get("mode"), "timeout_s": setup.execution["timeout_s"],
+                                  "timeout_enforced": inv.get("mode") == "http",
+                                  "max_concurrency": setup.max_concurrency}
+    if inv.get("mode") == "http":
+        invocation["url"] = str(inv.get("base_url") or "").rstrip("/") + str(inv.get("endpoint") or "").split(None, 1)[-1]
+        invocation["endpoint"] = inv.get("endpoint")
+    else:
+        invocation["entrypoint"] = inv.get("entrypoint")
+    identity_headers = sorted({str(v) for v in (inv.get("identity_map") or {}).values()})
+    auth = inv.get("auth") or {}
+    auth_headers = sorted(str(h) for h in (auth.get("headers") or {})) if auth.get("type") == "headers" else []
+    baseline = None
+    if setup.baseline:
+        baseline = {k: v for k, v in setup.baseline.items() if k != "rows"}
+    return {
+        "run_id": plan["run_id"], "mode": plan["mode"], "gate": plan["gate"],
+        "selecting_split": plan["selecting_split"], "k": plan["k"],
+        "plan_sha256": setup.plan_sha256, "harness_version": HARNESS_VERSION,
+        "dataset_version": dataset_version(plan), "started_at": started_at,
+        "cases": [{"id": c["id"], "set": case_set(c), "sha256": sha256_json(c)} for c in plan["cases"]],
+        "invocation": invocation, "identity_headers": identity_headers,
+        "auth": {"type": auth.get("type", "none"), "header_names": auth_headers},
+        "traces": setup.trace.manifest(), "capability_matrix": plan["capability_matrix"],
+        "scoring": setup.scoring, "execution": setup.execution, "baseline_verdicts": baseline,
+        "max_concurrency": setup.max_concurrency, "safety": setup.safety, "health_check": setup.health,
+        "data": {"may_contain_pii": (plan["adapter"].get("data") or {}).get("may_contain_pii") is True},
+        "manifest_extra": plan.get("manifest_extra") or {},
+    }
+
+
+def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
+    """Append one look for this run id (never a second); return the running look count."""
+    stderr = stderr or sys.stderr
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    if not any(isinstance(r, dict) and r.get("run_id") == plan["run_id"] for r in rows):
+        reason = (plan.get("manifest_extra") or {}).get("holdout_reason") or "run_cases.py holdout run"
+        row = {"run_id": plan["run_id"], "date": utc_now_iso(), "mode": plan["mode"], "reason": reason}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+        rows.append(row)
+    looks = len(rows)
+    stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan['run_id']}); "
+                 f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
+    return looks
+
+
+def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], baseline: dict | None) -> RunSetup:
+    """Steps 1-5 (no writes): env, invoker, traces, safety. The health check is the caller's."""
+    execution = effective_execution(plan)
+    scoring = effective_scoring(plan)
+    state = state_dir_of(plan)
+    ledger = ledger_path(plan)
+    env = resolve_env(plan, environ)
+    mc = max_concurrency(plan)
+    invoker = build_invoker(plan, env, execution)
+    trace = trace_branch(plan["adapter"], state, env)
+    return RunSetup(plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
+                    scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
+                    baseline=baseline, ledger=ledger, max_concurrency=mc)
+
+
+def write_running_results(out: Path, plan: Mapping[str, Any], started_at: str, summary: dict) -> None:
+    atomic_write_json(out / "results.json", {
+        "run_id": plan["run_id"], "mode": plan["mode"], "gate": plan["gate"],
+        "selecting_split": plan["selecting_split"], "k": plan["k"], "harness_version": HARNESS_VERSION,
+        "dataset_version": dataset_version(plan), "exit_code": None, "started_at": started_at,
+        "finished_at": None, "summary": summary, "cases": []})

@@ -1,0 +1,68 @@
+"""run.log: JSONL events `{"ts", "event", ...}` (docs/runner-contract.md §10.5), appended line by line.
+
+Events: preflight, case_start, case_done, retry, abort, finalize. Holdout cases are
+logged by index, never by id. A line is written whole with one os.write on an
+O_APPEND descriptor, so a kill leaves at most one torn last line (repaired by --resume).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.ids import utc_now_iso
+
+EVENTS = ("preflight", "case_start", "case_done", "retry", "abort", "finalize")
+
+
+def case_ref(case: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """How run.log and progress name a case: holdout cases by plan index only."""
+    if "holdout" in (case.get("split") or []):
+        return {"holdout": True, "index": index}
+    return {"case_id": case.get("id")}
+
+
+class RunLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def event(self, event: str, **fields: Any) -> None:
+        assert event in EVENTS, event
+        row = {"ts": utc_now_iso(), "event": event}
+        row.update(fields)
+        line = (json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            os.write(self.fd, line)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None  # type: ignore[assignment]
+
+
+def repair(path: Path) -> None:
+    """Drop a torn (unterminated or unparseable) last line left by a killed runner."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data:
+        return
+    lines = data.split(b"\n")
+    keep = []
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            continue
+        keep.append(raw)
+    fixed = b"".join(line + b"\n" for line in keep)
+    if fixed != data:
+        from ..core.jsonio import atomic_write_bytes
+        atomic_write_bytes(path, fixed)

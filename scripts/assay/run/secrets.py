@@ -1,0 +1,81 @@
+"""`${NAME}` references (contracts §5.3): resolved for the wire only, never written to disk.
+
+The recorded form of a request keeps `${NAME}` literally (bodies, URLs, endpoints) and
+replaces every header that came from an env reference or an auth block with REDACTED.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from ..core.errors import AssayError
+
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+REDACTED = "<redacted>"
+
+
+def env_refs(value: Any) -> set[str]:
+    """Every NAME referenced as `${NAME}` anywhere inside a JSON-like value."""
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.update(ENV_REF.findall(item))
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return found
+
+
+def has_env_ref(value: Any) -> bool:
+    return isinstance(value, str) and ENV_REF.search(value) is not None
+
+
+def auth_env_names(adapter: Mapping[str, Any]) -> set[str]:
+    """Names an auth block reads directly (`token_env`, `cookie_env`), beyond `${...}` refs."""
+    auth = ((adapter.get("invocation") or {}).get("auth")) or {}
+    names = set()
+    for key in ("token_env", "cookie_env"):
+        if isinstance(auth.get(key), str) and auth[key]:
+            names.add(auth[key])
+    return names
+
+
+def case_env_names(cases: Iterable[Mapping[str, Any]]) -> set[str]:
+    names = set()
+    for case in cases:
+        ident = case.get("identity")
+        if isinstance(ident, Mapping) and isinstance(ident.get("token_env"), str):
+            names.add(ident["token_env"])
+    return names
+
+
+def resolve(names: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Values for every name; all missing or empty names at once -> AssayError(3)."""
+    names = sorted(set(names))
+    missing = [n for n in names if not environ.get(n)]
+    if missing:
+        raise AssayError(
+            f"pre-flight: environment variable(s) not set or empty: {', '.join(missing)}. "
+            "Export them before running (a value is never read from a file and never written to one).",
+            3, missing_env=missing)
+    return {n: environ[n] for n in names}
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """Substitute `${NAME}` with its resolved value (for the wire only)."""
+    return ENV_REF.sub(lambda m: env[m.group(1)], text)
+
+
+def expand_deep(value: Any, env: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return expand(value, env) if "${" in value else value
+    if isinstance(value, dict):
+        return {k: expand_deep(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_deep(v, env) for v in value]
+    return value

@@ -1,0 +1,107 @@
+"""The trace branch (pre-flight step 4) and the ONE per-case hook that returns a trajectory.
+
+`collect_case_trace(config, request_ctx) -> (trace_status, trajectory, trace_doc, reason)` is
+the only place the engine asks for a trace; `request_trace_headers(config)` is what it sends
+so the trace can be found. Both delegate to `assay.run.traces` (trace_plan, OtlpFileSource,
+make_traceparent, trace_id_from_response). If that module cannot be imported the run is
+trace-less with the reason "trace ingestion not available": trace-fed layers are `unscored`
+with that reason, never a fake pass.
+
+trace_status: "complete" (score trace-fed layers), "incomplete" / "missing" (the case is
+`infra_incomplete`, never fail), or "not_collected" (a trace-less run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.errors import AssayError
+from ..core.vocab import TRACE_DEPENDENT_LAYERS
+
+COMPLETE = "complete"
+INCOMPLETE = "incomplete"
+MISSING = "missing"
+NOT_COLLECTED = "not_collected"
+UNAVAILABLE_REASON = "trace ingestion not available"
+
+
+@dataclass
+class TraceConfig:
+    collected: bool
+    reason: str | None = None
+    source: str | None = None
+    convention: str | None = None
+    correlation: str | None = None
+    response_field: str | None = None
+    source_obj: Any = field(default=None, repr=False)
+
+    def manifest(self) -> dict[str, Any]:
+        return {"collected": self.collected, "reason": self.reason, "source": self.source,
+                "convention": self.convention, "correlation": self.correlation,
+                "disabled_layers": [] if self.collected else list(TRACE_DEPENDENT_LAYERS)}
+
+
+def _traces_module():
+    try:
+        from . import traces  # the trace-ingestion module
+    except ImportError:
+        return None
+    return traces if hasattr(traces, "trace_plan") and hasattr(traces, "OtlpFileSource") else None
+
+
+def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, str]) -> TraceConfig:
+    """Decide whether this run collects traces. An unsupported store is exit 3 naming it."""
+    from .secrets import expand_deep
+    module = _traces_module()
+    tr = adapter.get("traces") if isinstance(adapter.get("traces"), Mapping) else {}
+    source = tr.get("source")
+    if module is None:
+        if source not in (None, "", "none", "view-only", "otlp-file"):
+            raise AssayError(f"pre-flight: traces.source {source!r} is not supported (only otlp-file can "
+                             "be queried)", 3, key="traces.source", trace_source=source)
+        return TraceConfig(False, UNAVAILABLE_REASON if source == "otlp-file" else f"traces.source is {source or 'absent'}",
+                           source=source, correlation=tr.get("correlation"))
+    resolved = dict(adapter)
+    resolved["traces"] = expand_deep(dict(tr), env)
+    decision = module.trace_plan(resolved, state_dir=str(state_dir))
+    if decision.get("refusal"):
+        raise AssayError(f"pre-flight: {decision['refusal']}", 3, key="traces", trace_source=source)
+    cfg = TraceConfig(bool(decision.get("queryable")), decision.get("reason"), source=source,
+                      convention=decision.get("convention"), correlation=decision.get("correlation"),
+                      response_field=decision.get("response_field"))
+    if cfg.collected:
+        cfg.reason = None
+        cfg.source_obj = module.OtlpFileSource(decision["location"], decision["convention"],
+                                               decision["quiescence_ms"], decision["max_wait_s"])
+    return cfg
+
+
+def request_trace_headers(config: TraceConfig) -> tuple[dict[str, str], str | None]:
+    """Headers to send so the trace can be found (traceparent-echo), and the trace id they carry."""
+    if not config.collected or config.correlation != "traceparent-echo":
+        return {}, None
+    header, trace_id = _traces_module().make_traceparent()
+    return {"traceparent": header}, trace_id
+
+
+def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> tuple[str, dict | None, Any, str | None]:
+    """(trace_status, trajectory, trace_doc, reason) for one answered request.
+
+    request_ctx: {"sent_trace_id": str|None, "response_json": obj, "function_trace_id": str|None}.
+    """
+    if not config.collected:
+        return NOT_COLLECTED, None, None, config.reason
+    module = _traces_module()
+    trace_id = request_ctx.get("function_trace_id") or request_ctx.get("sent_trace_id")
+    if config.response_field:
+        trace_id, why = module.trace_id_from_response(request_ctx.get("response_json"), config.response_field)
+        if trace_id is None:
+            return MISSING, None, None, why
+    if not trace_id:
+        return MISSING, None, None, "no trace id to correlate this request with"
+    outcome = config.source_obj.collect(trace_id)
+    if outcome.status == "ok" and outcome.trajectory is not None:
+        return COMPLETE, outcome.trajectory, outcome.trace_doc, None
+    return INCOMPLETE, None, None, outcome.reason or "trace incomplete"

@@ -1,0 +1,115 @@
+"""The counts table (contracts §5.8): one definition of every number in results.json.
+
+`summarize(records, ...)` is used by the runner when it writes results.json AND by
+`run_cases.py --verify` when it recounts from the case directories, so the two can
+never disagree by construction. A record is a `cases/<id>/verdict.json` dict.
+
+| field | counts | canaries | skipped | infra |
+|---|---|---|---|---|
+| n | non-canary cases selected (finished) | out | in | in |
+| attempted | cases sent (once per case, whatever k) | in | out | in |
+| passes, failures | scored cases: the only pass-rate denominator | out | out | out |
+| gating_failures | failures with gating true (absent = true) | out | out | out |
+| infra_rate | infra_errors / (n - skipped) | out | out | - |
+| crash_rate | crashes / attempted | in | out | in |
+| canaries | {n, passed (pass^k), failed, not_verified} | only | - | - |
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
+                          UNSCORABLE, UNSCORED)
+
+# The keys summarize() owns; --verify recounts exactly these.
+COUNT_KEYS = (
+    "n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped",
+    "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
+    "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
+    "unscorable_layers", "unjudged",
+)
+
+
+def _layer_verdict(entry: Any) -> str:
+    return str(entry.get("verdict")) if isinstance(entry, dict) else str(entry)
+
+
+def _rate(num: int, den: int) -> float:
+    return round(num / den, 6) if den > 0 else 0.0
+
+
+def _basic(records: list[dict]) -> dict[str, int]:
+    out = {"n": 0, "attempted": 0, "passes": 0, "failures": 0, "gating_failures": 0,
+           "unscored": 0, "skipped": 0, "infra_errors": 0, "infra_incomplete": 0}
+    for r in records:
+        v = r.get("verdict")
+        out["n"] += 1
+        if v != SKIPPED:
+            out["attempted"] += 1
+        if v == PASS:
+            out["passes"] += 1
+        elif v == FAIL:
+            out["failures"] += 1
+            if r.get("gating", True) is not False:
+                out["gating_failures"] += 1
+        elif v == UNSCORED:
+            out["unscored"] += 1
+        elif v == SKIPPED:
+            out["skipped"] += 1
+        elif v == INFRA_ERROR:
+            out["infra_errors"] += 1
+        elif v == INFRA_INCOMPLETE:
+            out["infra_incomplete"] += 1
+    return out
+
+
+def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) -> dict:
+    """results.json `summary` from verdict.json records (any order; the result is order-free)."""
+    records = list(records)
+    main = [r for r in records if not r.get("canary")]
+    canaries = [r for r in records if r.get("canary")]
+    holdout = [r for r in main if r.get("holdout")]
+
+    basic = _basic(main)
+    attempted_all = sum(1 for r in records if r.get("verdict") != SKIPPED)
+    crashes = sum(1 for r in records if r.get("verdict") != SKIPPED and r.get("crashed"))
+
+    layers: dict[str, dict[str, int]] = {name: {} for name in LAYER_ORDER}
+    unscorable: dict[str, dict[str, Any]] = {}
+    unjudged: dict[str, int] = {}
+    for r in main:
+        for name, entry in (r.get("layers") or {}).items():
+            v = _layer_verdict(entry)
+            bucket = layers.setdefault(name, {})
+            bucket[v] = bucket.get(v, 0) + 1
+            if v == UNSCORABLE:
+                slot = unscorable.setdefault(name, {"cases": 0, "blocked_by": None})
+                slot["cases"] += 1
+                if slot["blocked_by"] is None and isinstance(entry, dict):
+                    slot["blocked_by"] = entry.get("blocked_by")
+            if name == "judged" and v == UNSCORED and isinstance(entry, dict):
+                reason = str(entry.get("reason") or "")
+                if reason.startswith("unjudged"):
+                    unjudged[reason] = unjudged.get(reason, 0) + 1
+
+    summary: dict[str, Any] = {"status": status}
+    summary.update(basic)
+    summary["attempted"] = attempted_all
+    summary["crashes"] = crashes
+    summary["infra_rate"] = _rate(basic["infra_errors"], basic["n"] - basic["skipped"])
+    summary["crash_rate"] = _rate(crashes, attempted_all)
+    summary["repeated_5xx"] = sum(1 for r in records if r.get("repeated_5xx"))
+    summary["scorer_errors"] = sum(int(r.get("scorer_errors") or 0) for r in records)
+    summary["canaries"] = {
+        "n": len(canaries),
+        "passed": sum(1 for r in canaries if r.get("verdict") == PASS),
+        "failed": sum(1 for r in canaries if r.get("verdict") == FAIL),
+        "not_verified": sum(1 for r in canaries if r.get("verdict") not in (PASS, FAIL)),
+    }
+    summary["holdout"] = _basic(holdout)
+    summary["layers"] = layers
+    summary["unscorable_layers"] = unscorable
+    summary["unjudged"] = unjudged
+    summary["missing_artifacts"] = list(missing_artifacts)
+    return summary

@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""run_cases.py: execute a plan against the app, score every layer, write the run directory.
+
+The whole contract is docs/runner-contract.md. Exit codes: 0 complete (says nothing about
+pass/fail), 1 internal, 2 bad plan/usage (nothing written), 3 pre-flight, 4 canary failed,
+5 infra abort, 6 incomplete, 7 scorer error.
+"""
+
+import sys
+
+from assay.core.cli import make_parser, run_command
+
+
+def build_parser():
+    from assay.run.command import EXAMPLE, add_arguments
+    parser = make_parser("run_cases.py", "Run every case of a plan against the app, score it layer by layer, "
+                         "and write the run directory (docs/runner-contract.md).", EXAMPLE)
+    add_arguments(parser)
+    return parser
+
+
+def run(args):
+    from assay.run.command import run as run_cases
+    return run_cases(args)
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, needs=("yaml", "jsonschema"), script=__file__))

@@ -1,0 +1,223 @@
+"""A scriptable fake HTTP app for tests: a real server on a real loopback port, in a thread.
+
+Usage:
+
+    from fakeapp import FakeApp, Reply
+
+    with FakeApp() as app:                       # 127.0.0.1:<free port>, ThreadingHTTPServer
+        app.url                                  # "http://127.0.0.1:PORT"
+        app.handler = lambda req: Reply(200, {"message": "hi"})   # every request, unless queued
+        app.queue(Reply(503, "busy", retry_after=0), Reply(200, {"message": "ok"}))  # next requests, in order
+        ... run something against app.url ...
+        app.requests                             # every request seen: Request(method, path, headers, body, json)
+        app.count(path="/api/chat")              # how many requests hit that path
+
+Reply(status=200, body=None, headers=None, delay=0.0, drop=False, retry_after=None, raw=None)
+  body: dict/list -> JSON; str -> UTF-8 text; bytes -> as-is. `raw` (bytes) wins over body.
+  delay: seconds to sleep before answering (a hang: delay > the runner's timeout).
+  drop: close the socket without any response (a dropped connection / crash).
+  retry_after: adds a Retry-After header.
+
+The default handler answers GET with 200 {"ok": true} (a health check) and POST with
+200 {"message": "echo: <message>", "route": <json "route" or None>, "echo_headers": {...}}
+where echo_headers echoes request headers only when the request JSON has "echo_headers": true.
+Handlers run on the server's threads; `app.requests` is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any = None
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] | None = None
+    delay: float = 0.0
+    drop: bool = False
+    retry_after: Any = None
+    raw: bytes | None = None
+
+
+def default_handler(req: Request) -> Reply:
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    doc = req.json if isinstance(req.json, dict) else {}
+    out = {"message": f"echo: {doc.get('message')}", "route": doc.get("route")}
+    if doc.get("echo_headers"):
+        out["echo_headers"] = req.headers
+    return Reply(200, out)
+
+
+class FakeApp:
+    def __init__(self, handler: Callable[[Request], Reply] | None = None) -> None:
+        self.handler = handler or default_handler
+        self.requests: list[Request] = []
+        self._queue: list[Reply] = []
+        self._lock = threading.Lock()
+        app = self
+
+        class _H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                try:
+                    doc = json.loads(body.decode("utf-8")) if body else None
+                except ValueError:
+                    doc = None
+                req = Request(self.command, self.path, {k: v for k, v in self.headers.items()}, body, doc)
+                with app._lock:
+                    app.requests.append(req)
+                    reply = app._queue.pop(0) if app._queue and self.command != "GET" else None
+                if reply is None:
+                    reply = app.handler(req)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.drop:
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    self.close_connection = True
+                    return
+                if reply.raw is not None:
+                    data, ctype = reply.raw, "application/octet-stream"
+                elif isinstance(reply.body, (dict, list)):
+                    data, ctype = json.dumps(reply.body).encode("utf-8"), "application/json"
+                elif isinstance(reply.body, bytes):
+                    data, ctype = reply.body, "application/octet-stream"
+                elif reply.body is None:
+                    data, ctype = b"", "text/plain"
+                else:
+                    data, ctype = str(reply.body).encode("utf-8"), "text/plain; charset=utf-8"
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(data)))
+                    if reply.retry_after is not None:
+                        self.send_header("Retry-After", str(reply.retry_after))
+                    for k, v in (reply.headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def queue(self, *replies: Reply) -> None:
+        """Answer the next non-GET requests with these replies, in order, before the handler."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def posts(self) -> list[Request]:
+        with self._lock:
+            return [r for r in self.requests if r.method != "GET"]
+
+    def count(self, path: str | None = None, method: str | None = None) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if (path is None or r.path == path)
+                       and (method is None or r.method == method))
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> "FakeApp":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------- plan builders
+# A minimal valid state dir + plan for driving run_cases.py against a FakeApp:
+#
+#     state = make_state(tmp_path)                     # <tmp>/app/.assay with reports/ and datasets/
+#     plan = make_plan(state, [case("c-1", "hello", expect={"answer": {"must_contain": ["hello"]}})],
+#                      app_url=app.url)
+#     plan_path = write_plan(state, plan)             # <state>/work/plan.json
+#     out = state / "reports" / plan["run_id"]
+
+RUN_ID = "smoke-20261129T101500Z"
+
+
+def make_state(root) -> "Any":
+    from pathlib import Path
+    state = Path(root) / "app" / ".assay"
+    (state / "reports").mkdir(parents=True, exist_ok=True)
+    (state / "datasets").mkdir(parents=True, exist_ok=True)
+    (state / "work").mkdir(parents=True, exist_ok=True)
+    return state
+
+
+def case(cid: str, message: str = "hello", *, split=("smoke",), expect: dict | None = None, **fields: Any) -> dict:
+    doc = {"id": cid, "split": list(split), "category": "happy", "test_type": "MFT", "template_id": None,
+           "input": {"messages": [{"role": "user", "content": message}]},
+           "expect": expect if expect is not None else {"answer": {"must_contain": [message]}}}
+    doc.update(fields)
+    return doc
+
+
+def adapter(app_url: str, **invocation: Any) -> dict:
+    inv = {"mode": "http", "base_url": app_url, "endpoint": "POST /api/chat", "auth": {"type": "none"},
+           "request_body": '{"message": "<user turn>", "session_id": "<uuid>"}',
+           "response_body": '{"message": "<answer>"}', "route_from_response": "route",
+           "health_check": {"method": "GET", "path": "/health", "expect_status": [200]}, "timeout_s": 5}
+    inv.update(invocation)
+    return {"adapter_version": 1, "app": {"name": "fake"}, "invocation": inv,
+            "traces": {"source": "none"}, "environment": {"kind": "mocked", "safe_to_attack": True},
+            "data": {"may_contain_pii": False}, "tools": []}
+
+
+def make_plan(state, cases: list[dict], *, app_url: str = "http://127.0.0.1:9", run_id: str = RUN_ID,
+              mode: str = "smoke", k: int = 1, selecting_split: str = "smoke", adapter_doc: dict | None = None,
+              matrix: dict | None = None, execution: dict | None = None, scoring: dict | None = None,
+              **extra: Any) -> dict:
+    plan = {"plan_version": 1, "run_id": run_id, "mode": mode, "k": k,
+            "gate": {"smoke": "soft", "regression": "hard", "targeted": "soft", "holdout": "decision"}[mode],
+            "selecting_split": selecting_split,
+            "paths": {"scripts_dir": None, "state_dir": str(state), "holdout_ledger": None, "judge_calibration": None},
+            "adapter": adapter_doc or adapter(app_url), "capability_matrix": matrix or {},
+            "cases": cases, "execution": execution or {"max_attempts": 3, "backoff_s": [0, 0]},
+            "manifest_extra": {"dataset_version": 1}}
+    if scoring is not None:
+        plan["scoring"] = scoring
+    if mode == "holdout":
+        plan["paths"]["holdout_ledger"] = "datasets/holdout-looks.jsonl"
+    plan.update(extra)
+    return plan
+
+
+def write_plan(state, plan: dict, name: str = "plan.json"):
+    path = state / "work" / name
+    path.write_text(json.dumps(plan, indent=2), encoding="utf-8")
+    return path
