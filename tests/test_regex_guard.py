@@ -129,6 +129,35 @@ def test_workers_are_closed_at_interpreter_exit(tmp_path):
     assert alive == [], f"regex workers outlived their interpreter: {alive}"
 
 
+def test_worker_orphaned_mid_search_by_kill_9_still_dies(tmp_path):
+    # The child runs a catastrophic search in a thread, prints the busy worker's pid and
+    # waits; we kill -9 the child. The worker's own timer (bound + grace, grace 0 here)
+    # must end it: nothing is left burning CPU after a killed runner.
+    code = (
+        "import sys, threading, time; sys.path.insert(0, sys.argv[1])\n"
+        "from assay.core import regex_guard as g\n"
+        "g._ORPHAN_GRACE_S = 0.0\n"
+        "t = threading.Thread(target=lambda: g.bounded_search(r'(a+)+$', 'a' * 40 + 'b', timeout_s=1.0), daemon=True)\n"
+        "t.start()\n"
+        "pool = g._get_pool()\n"
+        "while not pool._busy: time.sleep(0.01)\n"
+        "print(next(iter(pool._busy)).proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code, str(SCRIPTS)], stdout=subprocess.PIPE, text=True)
+    try:
+        worker_pid = int(child.stdout.readline())
+        assert _alive(worker_pid)
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    deadline = time.monotonic() + 15
+    while _alive(worker_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker_pid), "an orphaned regex worker kept running"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
