@@ -147,6 +147,12 @@ def test_no_answer_is_unscored():
     assert r["reason"] == NO_ANSWER_REASON
 
 
+def test_non_text_answer_is_checked_as_json_text():
+    assert score_answer(42, {"answer": {"must_contain": ["42"]}})["verdict"] == "pass"
+    r = score_answer({"total": 3, "items": []}, {"format": {"json_schema": SCHEMA}})
+    assert r["verdict"] == "pass"
+
+
 def test_nothing_to_check_is_unscored():
     r = score_answer("x", {"answer": {"rules": ["be polite"]}})
     assert r["verdict"] == "unscored"

@@ -2,7 +2,8 @@
 
 Contract of `score_answer(answer, expect)`:
 - `answer` is the text at the adapter's `<answer>` path; None means there was none:
-  the layer is `unscored` ("no answer at the adapter's <answer> path").
+  the layer is `unscored` ("no answer at the adapter's <answer> path"). A leaf that is
+  not text (a number, bool, list, object) is checked as its JSON text.
 - `expect["answer"]["must_contain"]` / `["must_not_contain"]`: lists. An entry is
   - a string: a plain substring check after NFC on both sides (no case folding);
   - `/re/` (starts and ends with `/`): `re.search` over the NFC'd answer, the pattern
@@ -51,7 +52,8 @@ def score_answer(answer: str | None, expect: dict, *, regex_timeout_s: float = 2
         return {"verdict": UNSCORED, "reason": NO_ANSWER_REASON, "checks": [],
                 "unscorable": 0, "partially_unscored": False}
     if not isinstance(answer, str):
-        raise ScorerInputError(f"answer must be text or None, got {type(answer).__name__}")
+        # The <answer> leaf held a number, bool, list or object: app output, never an input error.
+        answer = json.dumps(answer, ensure_ascii=False, sort_keys=True, default=str)
     text = nfc(answer)
     checks: list[dict[str, Any]] = []
     for check_name, entries in specs["lists"]:
