@@ -153,9 +153,13 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
                  "-o", str(plan_file)]
     if args.mode == "targeted":
         make_plan += ["--tag", args.tag]
-    plan = last_json(run_step("make_plan", make_plan, env).stdout)
-    run_id = plan.get("run_id") or json.loads(plan_file.read_text(encoding="utf-8"))["run_id"]
-    out = Path(plan.get("out") or state / "reports" / run_id)
+    for _ in range(3):  # run ids have one-second resolution: never reuse a finished run's directory
+        plan = last_json(run_step("make_plan", make_plan, env).stdout)
+        run_id = plan.get("run_id") or json.loads(plan_file.read_text(encoding="utf-8"))["run_id"]
+        out = Path(plan.get("out") or state / "reports" / run_id)
+        if not out.exists():
+            break
+        time.sleep(1.05)
     say(f"  make_plan       {run_id}: {plan.get('cases', '?')} cases, k={plan.get('k', '?')}, "
         f"gate {plan.get('gate', '?')}")
 
