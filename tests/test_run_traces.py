@@ -212,6 +212,7 @@ def test_authz(traced_run):
     assert layer(traced_run, "c-authz-ok", "authz")["verdict"] == "pass"
     refusal = layer(traced_run, "c-refusal", "authz")
     assert refusal["verdict"] == "pass", refusal
+    assert {"check": "expect_refusal", "status": "pass", "refused_by": "HTTP 403"} in refusal["checks"]
     assert verdict(traced_run, "c-refusal")["verdict"] == "pass"
 
 

@@ -147,7 +147,8 @@ class CaseWorker:
             return result
         answer, note = self._answer(final)
         trace_status, trajectory, raw, trace_reason = collect_case_trace(self.trace, {
-            "sent_trace_id": sent_trace_id, "response_json": final.body_json, "function_trace_id": final.trace_id})
+            "sent_trace_id": sent_trace_id, "sent_traceparent": trace_headers.get("traceparent"),
+            "response_json": final.body_json, "function_trace_id": final.trace_id})
         ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
                             trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)
         layers, actual = score_repeat(case, self.score_ctx, ev)

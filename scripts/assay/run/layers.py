@@ -180,7 +180,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         from ..score.authz import score_authz
         traj = ev.trajectory if ev.trace_status == COMPLETE else None
         return _guard(lambda: score_authz(traj, expect, answer=ev.answer, response_json=ev.response_json,
-                                          id_pattern=sc.get("id_pattern")))
+                                          id_pattern=sc.get("id_pattern"), http_status=ev.status,
+                                          regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0)))
     if layer == "rules":
         return {"verdict": UNSCORED, "reason": RULES_REASON}
     if layer == "state":

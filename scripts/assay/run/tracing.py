@@ -89,7 +89,9 @@ def request_trace_headers(config: TraceConfig) -> tuple[dict[str, str], str | No
 def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> tuple[str, dict | None, Any, str | None]:
     """(trace_status, trajectory, trace_doc, reason) for one answered request.
 
-    request_ctx: {"sent_trace_id": str|None, "response_json": obj, "function_trace_id": str|None}.
+    request_ctx: {"sent_trace_id": str|None, "sent_traceparent": str|None, "response_json": obj,
+    "function_trace_id": str|None}. The traceparent's span id is the caller span the app's root
+    hangs from: knowing it lets a trace whose own root has not arrived yet read as incomplete.
     """
     if not config.collected:
         return NOT_COLLECTED, None, None, config.reason
@@ -101,7 +103,9 @@ def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> t
             return MISSING, None, None, why
     if not trace_id:
         return MISSING, None, None, "no trace id to correlate this request with"
-    outcome = config.source_obj.collect(trace_id)
+    sent = module.parse_traceparent(request_ctx.get("sent_traceparent"))
+    parent = sent[1] if sent and sent[0] == trace_id else None
+    outcome = config.source_obj.collect(trace_id, parent_span_id=parent)
     if outcome.status == "ok" and outcome.trajectory is not None:
         return COMPLETE, outcome.trajectory, outcome.trace_doc, None
     return INCOMPLETE, None, None, outcome.reason or "trace incomplete"
