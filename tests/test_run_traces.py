@@ -81,6 +81,8 @@ class AgentApp:
                                     403, "You may not see that invoice."),
             "total of my invoices": ("billing", [("sum_invoices", {}, {"total": 240}, None)], 200, "240 in total."),
         }
+        script["lose the root"] = script["show invoice INV-1"]
+        script["quiet tools"] = ("billing", [("lookup_invoice", None, None, None)], 200, "Done.")
         if message not in script:
             return 200, {"answer": "no trace for this one", "trace_id": trace_id}   # writes no spans
         agent, calls, status, answer = script[message]
@@ -94,7 +96,8 @@ class AgentApp:
         root = span(trace_id=trace_id, span_id=root_id, parent_span_id=caller, operation="invoke_agent",
                     agent=agent, start_ns=t, end_ns=t + 10_000 * (len(calls) + 2))
         write_spans(self.span_file, spans)   # children first, root in a later line: as batch exporters do
-        write_spans(self.span_file, [root])
+        if message != "lose the root":
+            write_spans(self.span_file, [root])
         return status, {"answer": answer, "trace_id": trace_id}
 
 
@@ -118,11 +121,14 @@ CASES = [
                                               "authz": {"expect_refusal": True, "forbidden_record_ids": ["INV-99"]}}),
     case("c-result", "total of my invoices", {"result": {"scalar": 240}}),
     case("c-notrace", "say hi", {"answer": {"must_contain": ["trace"]}}),
+    case("c-lost-root", "lose the root", {"tools": {"subset": ["lookup_invoice"]}}),
+    case("c-uncaptured", "quiet tools", {"args": {"lookup_invoice": {"invoice_id": "INV-1"}},
+                                         "authz": {"forbidden_tools": ["delete_invoice"], "forbidden_record_ids": ["INV-9"]}}),
 ]
 
 
 def write_plan(tmp: Path, app: AgentApp, *, correlation="traceparent-echo", source="otlp-file", cases=CASES,
-               max_wait_s=0.5) -> tuple[Path, Path]:
+               max_wait_s=0.5, matrix=None) -> tuple[Path, Path]:
     state = tmp / ".assay"
     (state / "reports").mkdir(parents=True, exist_ok=True)
     adapter = {
@@ -139,7 +145,7 @@ def write_plan(tmp: Path, app: AgentApp, *, correlation="traceparent-echo", sour
                    "completeness": {"quiescence_ms": 30, "max_wait_s": max_wait_s}},
     }
     plan = {"plan_version": 1, "run_id": RUN_ID, "mode": "smoke", "k": 1, "gate": "soft", "selecting_split": "smoke",
-            "paths": {"state_dir": str(state)}, "adapter": adapter, "capability_matrix": {}, "cases": cases,
+            "paths": {"state_dir": str(state)}, "adapter": adapter, "capability_matrix": matrix or {}, "cases": cases,
             "execution": {"max_attempts": 1, "backoff_s": []}}
     path = tmp / "plan.json"
     path.write_text(json.dumps(plan))
@@ -277,3 +283,39 @@ def test_trace_less_run_disables_the_trace_layers(tmp_path):
     v = verdict(out, "c-route-ok")
     assert v["layers"]["trajectory"]["verdict"] == "unscored" and v["layers"]["loops"]["verdict"] == "n/a"
     assert not (out / "cases" / "c-route-ok" / "trajectory.json").exists()
+
+
+def test_orphaned_spans_past_max_wait_are_infra_incomplete(traced_run):
+    v = verdict(traced_run, "c-lost-root")
+    assert v["verdict"] == "infra_incomplete"
+    assert v["layers"]["trajectory"]["verdict"] == "infra_incomplete"
+    assert "parent span never arrived" in v["layers"]["trajectory"]["reason"]
+    assert not (traced_run / "cases" / "c-lost-root" / "trajectory.json").exists()
+
+
+def test_uncaptured_arguments_are_unscored_not_failed(traced_run):
+    v = verdict(traced_run, "c-uncaptured")
+    sel = v["layers"]["tool_selection"]
+    assert sel["verdict"] == "unscored" and "did not capture" in sel["reason"]
+    authz = v["layers"]["authz"]
+    assert authz["verdict"] == "pass" and authz["unscorable"] == []      # forbidden_tools from the log; ids in the answer
+    assert v["verdict"] == "pass"
+
+
+def test_matrix_disabled_layer_is_unscorable_and_a_bad_expectation_is_an_error(tmp_path):
+    app = AgentApp(tmp_path / "spans.jsonl")
+    cases = [case("c-disabled", "show invoice INV-1", {"args": {"lookup_invoice": {"invoice_id": "INV-1"}},
+                                                        "tools": {"subset": ["lookup_invoice"]}}),
+             case("c-bad", "show invoice INV-1", {"tools": {"order": ["lookup_invoice"], "order_mode": "sometimes"}})]
+    try:
+        res, out = run(tmp_path, app, cases=cases,
+                       matrix={"tool_selection": {"enabled": False, "blocked_by": "tool args are not captured"}})
+    finally:
+        app.stop()
+    assert res.rc == 7, (res.stdout, res.stderr[-3000:])
+    v = verdict(out, "c-disabled")
+    assert v["layers"]["tool_selection"] == {"verdict": "unscorable", "blocked_by": "tool args are not captured"}
+    assert v["layers"]["trajectory"]["verdict"] == "pass" and v["verdict"] == "pass"
+    bad = verdict(out, "c-bad")
+    assert bad["layers"]["trajectory"]["verdict"] == "error" and "order_mode" in bad["layers"]["trajectory"]["reason"]
+    assert bad["verdict"] == "unscored"
