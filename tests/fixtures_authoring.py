@@ -113,7 +113,7 @@ def make_state(root: Path, *, cases: dict[str, str] | None = None, adapter: str 
     if dataset is not None:
         write_yaml(state / "datasets" / "dataset.yaml", dataset)
     for cid, text in (CASES if cases is None else cases).items():
-        sub = "billing/" if cid.endswith(("1", "2", "3")) else ""
+        sub = "billing/" if cid in ("c-00000001", "c-00000002", "c-00000003") else ""
         write_yaml(state / "datasets" / f"{sub}{cid}.yaml", text)
     if git:
         (root / "app.py").write_text("print('hi')\n")

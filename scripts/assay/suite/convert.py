@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..schemas import validate
+from .checked import validate_yaml
 from .strict_yaml import LineIndex, load
 
 CASE_SUFFIXES = (".yaml", ".yml")
@@ -42,7 +42,7 @@ def _read_checked(state: Path, state_real: Path, path: Path, schema: str, what: 
     doc, lines = load(path, label)
     if not isinstance(doc, dict):
         raise AssayError(f"{label}: {what} must be a YAML mapping (got {type(doc).__name__})", 2, file=label)
-    validate(doc, schema, source=label, line_of=lines.line_of, what=what)
+    validate_yaml(doc, schema, label=label, lines=lines, what=what)
     return doc, lines
 
 
@@ -113,7 +113,7 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
                              "(or delete the file)", 2, file=label)
         if not isinstance(case, dict):
             raise AssayError(f"{label}: a case must be a YAML mapping (got {type(case).__name__})", 2, file=label)
-        validate(case, "case", source=label, line_of=lines.line_of, what="case")
+        validate_yaml(case, "case", label=label, lines=lines, what="case")
         cid = case.get("id")
         if isinstance(cid, str):
             if cid in sources:
