@@ -395,3 +395,16 @@ def test_small_read_chunks_and_lines_longer_than_a_chunk(tmp_path, monkeypatch):
     src = source(path, q_ms=5)
     assert src.poll() == 25 and src.malformed_lines == 0
     assert all(src.collect(tid).status == "ok" for tid in ids)
+
+
+def test_a_replaced_file_is_read_from_its_start(tmp_path):
+    path, fresh = tmp_path / "spans.jsonl", tmp_path / "next.jsonl"
+    t1, t2 = new_trace_id(), new_trace_id()
+    write_spans(path, sample(t1))
+    src = source(path, q_ms=5)
+    assert src.collect(t1).status == "ok"
+    for _ in range(3):
+        write_spans(fresh, sample(new_trace_id()))
+    write_spans(fresh, sample(t2))          # larger than the old file: only the inode tells
+    fresh.replace(path)
+    assert src.collect(t2).status == "ok" and src.spans_in_file == 20 and src.malformed_lines == 0

@@ -366,8 +366,8 @@ class OtlpFileSource:
     (a half-written last line waits for its newline) and indexes, per trace id, the byte
     ranges of the lines that hold its spans: O(new bytes) per poll and O(lines of one trace)
     per collect, however large the file grows. A file that is one pretty-printed document
-    (first line not JSON, whole file JSON) is read whole whenever its size changes. A file
-    that shrinks was rotated: the index starts over. Thread-safe.
+    (first line not JSON, whole file JSON) is read whole whenever its size or mtime changes. A
+    file that shrinks or is replaced (new inode) was rotated: the index starts over. Thread-safe.
     """
 
     def __init__(self, path: str | os.PathLike[str], convention: str = "gen_ai",
@@ -385,7 +385,8 @@ class OtlpFileSource:
     def _reset(self) -> None:
         self._offset = 0
         self._doc_mode = False
-        self._doc_size = -1
+        self._doc_sig: tuple[int, int] | None = None
+        self._inode: tuple[int, int] | None = None
         self._index: dict[str, _Entry] = {}
         self.spans_in_file = 0
         self.malformed_lines = 0
@@ -404,13 +405,15 @@ class OtlpFileSource:
         """Ingest what was appended since the last poll; returns the number of new spans."""
         with self._lock:
             try:
-                size = self.path.stat().st_size
+                st = self.path.stat()
             except OSError:
                 return 0
-            if size < self._offset or (self._doc_mode and size < self._doc_size):
-                self._reset()
+            size, inode = st.st_size, (st.st_dev, st.st_ino)
+            if size < self._offset or (self._inode is not None and inode != self._inode):
+                self._reset()  # truncated or replaced: rotated
+            self._inode = inode
             if self._doc_mode:
-                return self._poll_document(size)
+                return self._poll_document((size, st.st_mtime_ns))
             if size == self._offset:
                 return 0
             now, new, pos, buf = time.monotonic(), 0, self._offset, b""
@@ -425,7 +428,7 @@ class OtlpFileSource:
                     end = buf.rfind(b"\n")
                     if end < 0:
                         continue  # one line longer than a chunk: keep reading
-                    got = self._ingest_lines(buf[: end + 1], pos, now, size)
+                    got = self._ingest_lines(buf[: end + 1], pos, now, (size, st.st_mtime_ns))
                     if got is None:  # the file turned out to be one whole document
                         return self.spans_in_file
                     new, pos, buf = new + got, pos + end + 1, buf[end + 1:]
@@ -433,7 +436,7 @@ class OtlpFileSource:
             self.spans_in_file += new
             return new
 
-    def _ingest_lines(self, block: bytes, base: int, now: float, size: int) -> int | None:
+    def _ingest_lines(self, block: bytes, base: int, now: float, sig: tuple[int, int]) -> int | None:
         new, pos = 0, 0
         for line in block.split(b"\n")[:-1]:
             start, pos = base + pos, pos + len(line) + 1
@@ -442,7 +445,7 @@ class OtlpFileSource:
             try:
                 spans = list(iter_raw_spans(json.loads(line)))
             except (ValueError, UnicodeDecodeError):
-                if start == 0 and self._try_document(size):
+                if start == 0 and self._try_document(sig):
                     return None
                 self.malformed_lines += 1
                 continue
@@ -456,25 +459,26 @@ class OtlpFileSource:
             new += len(spans)
         return new
 
-    def _try_document(self, size: int) -> bool:
+    def _try_document(self, sig: tuple[int, int]) -> bool:
         try:
             doc = json.loads(self.path.read_bytes())
             list(iter_raw_spans(doc))
         except (OSError, ValueError, UnicodeDecodeError):
             return False
         self._doc_mode = True
-        self._poll_document(size)
+        self._poll_document(sig)
         return True
 
-    def _poll_document(self, size: int) -> int:
-        if size == self._doc_size:
+    def _poll_document(self, sig: tuple[int, int]) -> int:
+        """Whole-document mode: re-read the file whenever its (size, mtime) changes."""
+        if sig == self._doc_sig:
             return 0
         try:
             triples = list(iter_raw_spans(json.loads(self.path.read_bytes())))
         except (OSError, ValueError, UnicodeDecodeError):
             return 0  # being rewritten; try again on the next poll
         old = self.spans_in_file
-        self._index, self._doc_size, now = {}, size, time.monotonic()
+        self._index, self._doc_sig, now = {}, sig, time.monotonic()
         for triple in triples:
             tid, _ = _norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)
             entry = self._add(tid, now)
