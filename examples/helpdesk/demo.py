@@ -42,6 +42,14 @@ class StepFailed(Exception):
     """A pipeline step could not do its job; the message names the step and what to look at."""
 
 
+def shown(path: Path) -> str:
+    """A path as the user should read it: relative to the current directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def say(msg: str = "") -> None:
     print(msg, flush=True)
 
@@ -139,7 +147,7 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
     run_step("convert_suite", [str(SCRIPTS / "convert_suite.py"), str(state), "-o", str(converted),
                                "--split-dir", str(split)], env)
     say(f"  convert_suite   {len(json.loads(converted.read_text(encoding='utf-8'))['cases'])} cases "
-        f"-> {converted.relative_to(state.parent) if state.parent in converted.parents else converted}")
+        f"-> {shown(converted)}")
 
     validate = [str(SCRIPTS / "validate_cases.py"), "--cases", str(converted),
                 "--capabilities", str(split / "capabilities.json"), "--adapter", str(split / "adapter.json")]
@@ -167,7 +175,7 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
     runner = run_step("run_cases", [str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--out", str(out),
                                     "--progress", "never"], env, ok=set(RUNNER_FINISHED))
     say(f"  run_cases       exit {runner.returncode} ({RUNNER_FINISHED[runner.returncode]}) "
-        f"in {time.monotonic() - t0:.1f}s -> {out}")
+        f"in {time.monotonic() - t0:.1f}s -> {shown(out)}")
 
     gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out)], env, ok={0, 1})
     report_md = out / "report.md"
