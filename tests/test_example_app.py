@@ -301,3 +301,53 @@ def test_flaky_alternates_deterministically(tmp_path, app):
             running.stop()
     assert sequences[0] == sequences[1] == [True, False, True, False]
     assert all("print spooler" in app.chat("My printer is not working")[1]["answer"] for _ in range(3))
+
+
+# ---- pure parts, in-process ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def helpdesk_modules():
+    sys.path.insert(0, str(APP.parent))
+    try:
+        import desk
+        import otlp
+        yield desk, otlp
+    finally:
+        sys.path.remove(str(APP.parent))
+        for name in ("desk", "otlp"):  # generic names: do not leak them to other test modules
+            sys.modules.pop(name, None)
+
+
+def test_parse_traceparent(helpdesk_modules):
+    _, otlp = helpdesk_modules
+    assert otlp.parse_traceparent(TRACEPARENT) == ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    for bad in (None, "", "garbage", "00-" + "0" * 32 + "-b7ad6b7169203331-01",
+                "00-0af7651916cd43dd8448eb211c80319c-" + "0" * 16 + "-01", TRACEPARENT[:-1]):
+        assert otlp.parse_traceparent(bad) is None
+
+
+def test_router_is_keyword_based_and_break_changes_only_charges(helpdesk_modules):
+    desk, _ = helpdesk_modules
+    normal, broken = desk.Desk(), desk.Desk(broken=True)
+    assert normal.route("Tell me a joke") == "out_of_scope"
+    assert normal.route("help") == "triage"
+    assert normal.route("My printer is not working") == "tech_support"
+    assert normal.route("I was charged twice for INV-1001") == "billing"
+    assert broken.route("I was charged twice for INV-1001") == "tech_support"
+    assert broken.route("How much is invoice INV-1002?") == "billing"
+
+
+def test_traces_data_shape(helpdesk_modules):
+    _, otlp = helpdesk_modules
+    rec = otlp.SpanRecorder(remote_parent="b7ad6b7169203331")
+    with rec.span("root", kind="server", n=1, ok=True, x=1.5):
+        with rec.span("child", **{"gen_ai.operation.name": "chat"}) as child:
+            child["error"] = "boom"
+    doc = otlp.traces_data("0af7651916cd43dd8448eb211c80319c", rec.spans)
+    root, kid = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert root["parentSpanId"] == "b7ad6b7169203331" and kid["parentSpanId"] == root["spanId"]
+    assert root["kind"] == 2 and kid["status"] == {"code": 2, "message": "boom"}
+    assert {"key": "n", "value": {"intValue": "1"}} in root["attributes"]
+    assert {"key": "ok", "value": {"boolValue": True}} in root["attributes"]
+    assert {"key": "x", "value": {"doubleValue": 1.5}} in root["attributes"]
+    assert rec.root_span_id == root["spanId"]
