@@ -52,10 +52,32 @@ def test_from_tool_result_fails_on_the_first_call_and_is_unscorable_without_evid
     assert out["verdict"] == "fail" and "first tool call" in out["checks"][0]["reason"]
     uncaptured = trajectory(tool_call("lookup", {}), tool_call("get", {"id": "INV-1"}, {}))
     out = score(uncaptured, {"get": {"id": "from_tool_result"}})
-    assert out["verdict"] == "unscored" and "no earlier tool call's result was captured" in out["reason"]
+    assert out["verdict"] == "unscored" and "no earlier tool result of any tool was captured" in out["reason"]
     short = trajectory(tool_call("lookup", {}, {"n": 42}), tool_call("get", {"id": 42}, {}))
     out = score(short, {"get": {"id": "from_tool_result"}})
     assert out["verdict"] == "unscored" and "under 3 characters" in out["checks"][0]["reason"]
+
+
+def test_mapping_forms_of_the_keywords():
+    t = trajectory(
+        tool_call("search", {"q": "x"}, {"hits": ["INV-5"]}),
+        tool_call("lookup", {"name": "Ada"}, {"invoice": {"id": "INV-7"}, "other": "INV-5"}),
+        tool_call("refund", {"invoice_id": "INV-7", "amount": 3}, {}),
+        tool_call("refund", {"invoice_id": "INV-5"}, {}),
+    )
+    ok = {"invoice_id": {"from_tool_result": "lookup.invoice.id"}, "amount": {"present": True}}
+    assert score(t, {"refund": {**ok, "calls": "first"}})["verdict"] == "pass"
+    out = score(t, {"refund": {"invoice_id": {"from_tool_result": "lookup.invoice.id"}, "calls": "all"}})
+    assert statuses(out)[1][3] == "fail" and "of lookup.invoice.id" in out["checks"][1]["reason"]
+    assert score(t, {"refund": {"invoice_id": {"from_tool_result": "search"}, "calls": "all"}})["verdict"] == "fail"
+    assert score(t, {"refund": {"invoice_id": {"from_tool_result": "lookup"}, "calls": "all"}})["verdict"] == "pass"
+    out = score(t, {"refund": {"invoice_id": {"from_tool_result": "nosuchtool"}}})
+    assert out["verdict"] == "unscored" and "of nosuchtool" in out["reason"]
+    assert score(t, {"refund": {"amount": {"present": False}, "calls": "all"}})["verdict"] == "fail"
+    assert score(t, {"search": {"page": {"present": False}}})["verdict"] == "pass"
+    # any other mapping is a literal
+    t = trajectory(tool_call("f", {"filter": {"present": "yes"}}, {}))
+    assert score(t, {"f": {"filter": {"present": "yes"}}})["verdict"] == "pass"
 
 
 def test_uncaptured_arguments_are_unscorable():

@@ -1,11 +1,14 @@
 """The `tool_selection` layer: were the tools called with the right arguments (`expect.args`)?
 
 `expect.args` is `{tool: {arg: expectation, ..., calls: any|all|first}}`. An expectation is:
-- `present`: the argument exists and is not empty (null, "", [], {}).
-- `from_tool_result`: the value appears, as a whole token, in the captured result of an
-  EARLIER tool call (the agent used what a tool returned rather than inventing it). Fails on
-  the first call of the trace; `unscorable` when no earlier result was captured or the value
-  is under 3 characters (too short to be evidence) or not a scalar.
+- `present` or `{present: true}`: the argument exists and is not empty (null, "", [], {});
+  `{present: false}`: it is absent or empty.
+- `from_tool_result` or `{from_tool_result: "<tool>[.<field>]"}`: the value appears, as a
+  whole token, in the captured result of an EARLIER tool call (the agent used what a tool
+  returned rather than inventing it); the mapping form only looks at that tool's results,
+  and at the dotted `field` inside them when given. Fails on the first call of the trace;
+  `unscorable` when no earlier (matching) result was captured or the value is under 3
+  characters (too short to be evidence) or not a scalar.
 - anything else: a literal, compared type-aware (a bool is never a number, "5" is not 5,
   1 == 1.0) with strings after NFC, recursively through lists and objects.
 Scope `calls`: `any` (default; some call meets every expectation), `all` (every call does),
@@ -49,6 +52,39 @@ def _result_text(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, sort_keys=True)
 
 
+def _keyword(expectation: Any) -> tuple[str | None, Any]:
+    """(`present` | `from_tool_result` | None for a literal, its parameter)."""
+    if expectation in (PRESENT, FROM_TOOL_RESULT):
+        return expectation, (True if expectation == PRESENT else None)
+    if isinstance(expectation, dict) and len(expectation) == 1:
+        (key, param), = expectation.items()
+        if key == PRESENT and isinstance(param, bool):
+            return PRESENT, param
+        if key == FROM_TOOL_RESULT and isinstance(param, str) and param:
+            return FROM_TOOL_RESULT, param
+    return None, None
+
+
+def _source_text(call: dict, source: str | None) -> str | None:
+    """The text of an earlier call's result to search, or None when it is not a matching source."""
+    if not call.get("result_captured", "result" in call):
+        return None
+    result = call.get("result")
+    if source is None:
+        return _result_text(result)
+    tool, _, field = source.partition(".")
+    if call.get("name") != tool:
+        return None
+    for part in field.split(".") if field else []:
+        if isinstance(result, dict) and part in result:
+            result = result[part]
+        elif isinstance(result, list) and part.isdigit() and int(part) < len(result):
+            result = result[int(part)]
+        else:
+            return None
+    return _result_text(result)
+
+
 def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list[dict]) -> tuple[str, str | None]:
     """(status, reason) of one expectation on one call; `index` is its position in the whole trace."""
     if not call.get("arguments_captured", "arguments" in call):
@@ -56,12 +92,15 @@ def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list
     args = call.get("arguments")
     if not isinstance(args, dict):
         return UNSCORABLE, f"arguments are not a JSON object: {short(args, 80)}"
-    if expectation == PRESENT:
-        return (PASS, None) if not _empty(args.get(arg)) else (FAIL, f"argument {arg!r} is missing or empty")
+    keyword, param = _keyword(expectation)
+    if keyword == PRESENT:
+        if param:
+            return (PASS, None) if not _empty(args.get(arg)) else (FAIL, f"argument {arg!r} is missing or empty")
+        return (PASS, None) if _empty(args.get(arg)) else (FAIL, f"argument {arg!r} was passed but must not be")
     if arg not in args:
         return FAIL, f"argument {arg!r} was not passed"
     value = args[arg]
-    if expectation == FROM_TOOL_RESULT:
+    if keyword == FROM_TOOL_RESULT:
         if index == 0:
             return FAIL, "first tool call of the trace: no earlier result the value could come from"
         if isinstance(value, (dict, list)) or value is None:
@@ -69,12 +108,13 @@ def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list
         text = nfc(value if isinstance(value, str) else json.dumps(value))
         if len(text) < MIN_EVIDENCE_CHARS:
             return UNSCORABLE, f"value {text!r} is under {MIN_EVIDENCE_CHARS} characters: too short to be evidence"
-        captured = [c for c in earlier if c.get("result_captured", "result" in c)]
-        if not captured:
-            return UNSCORABLE, "no earlier tool call's result was captured (gen_ai.tool.call.result)"
-        if any(contains_token(_result_text(c.get("result")), text) for c in captured):
+        texts = [t for t in (_source_text(c, param) for c in earlier) if t is not None]
+        if not texts:
+            where = f"of {param}" if param else "of any tool"
+            return UNSCORABLE, f"no earlier tool result {where} was captured (gen_ai.tool.call.result)"
+        if any(contains_token(t, text) for t in texts):
             return PASS, None
-        return FAIL, f"value {short(text, 80)!r} appears in no earlier tool result"
+        return FAIL, f"value {short(text, 80)!r} appears in no earlier tool result{f' of {param}' if param else ''}"
     if values_equal(expectation, value):
         return PASS, None
     return FAIL, f"expected {short(expectation, 80)}, got {short(value, 80)}"
