@@ -32,6 +32,12 @@ def test_3_pass_1_fail_1_skipped_reads_3_of_4_and_canaries_apart(tmp_path):
     assert "**1 gating failure**: they close the gate." in counts
 
 
+def test_headline_key_figures_come_first(tmp_path):
+    text = draft(make_run(tmp_path, basic_cases()))
+    line = "**Pass rate 3/4 (75.0%)** · **1 gating failure** · 1 skipped · 0 unscored · 0 infra · canaries 2/2"
+    assert line in text and text.index(line) < text.index("<!-- assay:clusters -->")
+
+
 def test_zero_gating_failures_is_a_result(tmp_path):
     text = draft(make_run(tmp_path, [{"id": "a"}, {"id": "b"}, {"id": "s", "verdict": "skipped"},
                                      {"id": "u", "verdict": "unscored"}]))

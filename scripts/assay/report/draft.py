@@ -58,8 +58,30 @@ def _facts_line(facts: RunFacts) -> str:
              f"dataset v{esc(r.get('dataset_version'))}", f"harness {esc(r.get('harness_version'))}",
              f"status {esc(facts.summary.get('status'))}", f"runner exit {esc(r.get('exit_code'))}"]
     if r.get("started_at"):
-        parts.append(f"{esc(r.get('started_at'))} → {esc(r.get('finished_at'))}")
+        parts.append(f"{_short_ts(r.get('started_at'))} → {_short_ts(r.get('finished_at'))}")
     return "*" + " · ".join(parts) + "*"
+
+
+def _short_ts(value: object) -> str:
+    """`2026-11-29T10:15:00.000000Z` -> `2026-11-29 10:15:00Z` (seconds are enough in a report)."""
+    text = str(value or "?")
+    m = re.match(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z?$", text)
+    return f"{m.group(1)} {m.group(2)}Z" if m else esc(text)
+
+
+def headline(facts: RunFacts) -> str:
+    """The key figures in one line, so the page says where the run stands before any detail."""
+    s = facts.summary
+    passes, failures = count(s.get("passes")), count(s.get("failures"))
+    rate = f"**Pass rate {passes}/{passes + failures} ({pct(passes, passes + failures)})**" if passes + failures \
+        else "**Pass rate: not measurable**"
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
+    parts = [rate, f"**{plural(count(s.get('gating_failures')), 'gating failure')}**",
+             f"{count(s.get('skipped'))} skipped", f"{count(s.get('unscored'))} unscored",
+             f"{count(s.get('infra_errors')) + count(s.get('infra_incomplete'))} infra"]
+    if count(canaries.get("n")):
+        parts.append(f"canaries {count(canaries.get('passed'))}/{count(canaries.get('n'))}")
+    return " · ".join(parts)
 
 
 def _not_quotable(facts: RunFacts) -> list[str] | None:
@@ -205,6 +227,8 @@ def draft(run_dir: Path) -> Draft:
     lines = [f"# assay report: {esc(facts.run_id)}", "", _facts_line(facts), ""]
     if banner:
         lines += banner
+    else:
+        lines += [headline(facts), ""]
     if count(s.get("failures")) == 0:
         slot = f"No failure clusters: 0 gating failures (n={n}), and no other case failed."
     else:

@@ -24,6 +24,8 @@ body { margin: 0; color: var(--fg); background: var(--bg);
 main { max-width: 920px; margin: 0 auto; padding: 32px 24px 64px; }
 h1 { font-size: 1.7em; margin: 0 0 4px; letter-spacing: -0.01em; }
 h1 + p { color: var(--muted); font-size: 0.9em; margin-top: 0; }
+h1 + p + p { font-size: 1.08em; margin: 14px 0 8px; padding: 12px 16px; background: var(--panel);
+  border: 1px solid var(--rule); border-radius: 10px; }
 h2 { font-size: 1.25em; margin: 2.2em 0 0.6em; padding-bottom: 6px; border-bottom: 1px solid var(--rule); }
 h3 { font-size: 1.02em; margin: 1.6em 0 0.4em; }
 p, ul, ol { margin: 0.5em 0 0.9em; }
