@@ -408,3 +408,22 @@ def test_a_replaced_file_is_read_from_its_start(tmp_path):
     write_spans(fresh, sample(t2))          # larger than the old file: only the inode tells
     fresh.replace(path)
     assert src.collect(t2).status == "ok" and src.spans_in_file == 20 and src.malformed_lines == 0
+
+
+def test_hostile_span_lines_are_not_a_crash(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    tid, bad_tid = new_trace_id(), new_trace_id()
+    with open(path, "w") as fh:
+        fh.write("[" * 10_000 + "]" * 10_000 + "\n")                         # nested 10,000 deep
+        fh.write(json.dumps({"resourceSpans": [{"scopeSpans": [5]}]}) + "\n")  # off-shape scopeSpans
+        fh.write(json.dumps([{"traceId": bad_tid, "spanId": new_span_id(), "attributes": 5}]) + "\n")
+    spans = sample(tid)
+    spans[1]["attributes"].append({"key": "gen_ai.tool.call.arguments",
+                                   "value": {"stringValue": "[" * 10_000 + "]" * 10_000}})
+    write_spans(path, spans)
+    src = source(path, q_ms=5, max_wait=0.2)
+    assert src.collect(tid).status == "ok"
+    assert src.malformed_lines == 2
+    bad = src.collect(bad_tid)
+    assert bad.status == "infra_incomplete" and bad.reason
+    assert normalize_trace([{"traceId": tid, "attributes": 5}], tid)["status"] == "error"

@@ -36,6 +36,8 @@ TRACELESS_SOURCES = ("none", "view-only")
 OK, INCOMPLETE, ERROR = "ok", "incomplete", "error"
 INFRA_INCOMPLETE = "infra_incomplete"
 _CHUNK = 4 << 20  # bytes read per step of a poll
+# What a hostile or half-written span document can raise while being read: never a crash.
+_BAD_DOC = (ValueError, TypeError, AttributeError, KeyError, RecursionError)
 
 
 # ---------------------------------------------------------------------------- ids & correlation
@@ -176,7 +178,7 @@ def _maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
     return value
 
@@ -209,7 +211,7 @@ def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None
     """
     try:
         flat = [flatten_span(sp) for sp, _, _ in iter_raw_spans(spans_doc)]
-    except (ValueError, TypeError, AttributeError) as exc:
+    except _BAD_DOC as exc:
         return {"status": ERROR, "error": f"span document: {exc}", "trajectory": None, "checks": {}}
     wanted, _ = _norm_id(trace_id, 16)
     mine = [s for s in flat if s["trace_id"] == wanted]
@@ -444,7 +446,7 @@ class OtlpFileSource:
                 continue
             try:
                 spans = list(iter_raw_spans(json.loads(line)))
-            except (ValueError, UnicodeDecodeError):
+            except _BAD_DOC:
                 if start == 0 and self._try_document(sig):
                     return None
                 self.malformed_lines += 1
@@ -463,7 +465,7 @@ class OtlpFileSource:
         try:
             doc = json.loads(self.path.read_bytes())
             list(iter_raw_spans(doc))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, *_BAD_DOC):
             return False
         self._doc_mode = True
         self._poll_document(sig)
@@ -475,7 +477,7 @@ class OtlpFileSource:
             return 0
         try:
             triples = list(iter_raw_spans(json.loads(self.path.read_bytes())))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, *_BAD_DOC):
             return 0  # being rewritten; try again on the next poll
         old = self.spans_in_file
         self._index, self._doc_sig, now = {}, sig, time.monotonic()
@@ -522,9 +524,9 @@ class OtlpFileSource:
             if count and now - last_seen >= self.quiescence_s:
                 try:
                     triples = self._load(wanted, refs, docs)
-                except (OSError, ValueError):  # rotated under us: start over next poll
-                    triples = []
-                flat = [flatten_span(t[0]) for t in triples]
+                    flat = [flatten_span(t[0]) for t in triples]
+                except (OSError, *_BAD_DOC):  # rotated under us, or a hostile span: retry, then give up
+                    triples, flat = [], []
                 roots = root_spans(flat, parent_span_id=parent_span_id)
                 normalized = normalize_flat(flat, wanted, spans_in_file=self.spans_in_file,
                                             parent_span_id=parent_span_id)
