@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from helpers import run_script, write_yaml
+from helpers import write_yaml
 
 ADAPTER = """\
 adapter_version: 1
@@ -126,8 +126,47 @@ def make_state(root: Path, *, cases: dict[str, str] | None = None, adapter: str 
 
 
 def convert(state: Path) -> Path:
-    """Run convert_suite.py with --split-dir into state/work; return the work dir."""
+    """Run convert_suite.py (in-process) with --split-dir into state/work; return the work dir."""
     work = state / "work"
-    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
     assert r.rc == 0, (r.stdout, r.stderr)
     return work
+
+
+_SCRIPT_MODULES: dict[str, object] = {}
+
+
+def run_inproc(name: str, *args, input: str | None = None):
+    """Run scripts/<name>.py's run_command in this process (same parser, same JSON and exit codes).
+
+    Used for the many refusal checks, where a fresh interpreter per check would only add time;
+    the happy paths still run as real subprocesses through helpers.run_script.
+    """
+    import contextlib
+    import importlib.util
+    import io
+    import sys
+
+    from helpers import SCRIPTS, Result
+
+    from assay.core.cli import run_command
+
+    if name not in _SCRIPT_MODULES:
+        spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _SCRIPT_MODULES[name] = module
+    module = _SCRIPT_MODULES[name]
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    try:
+        if input is not None:
+            sys.stdin = io.StringIO(input)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = run_command(module.build_parser, module.run, argv=[str(a) for a in args], script=name)
+            except SystemExit as exc:  # --help / --version
+                rc = exc.code or 0
+    finally:
+        sys.stdin = old_stdin
+    return Result(rc, out.getvalue(), err.getvalue())

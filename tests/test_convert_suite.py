@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from fixtures_authoring import ADAPTER, CASES, make_state
+from fixtures_authoring import ADAPTER, CASES, make_state, run_inproc
 from helpers import run_script, write_yaml
 
 from assay.core.errors import AssayError
@@ -16,7 +16,7 @@ from assay.suite.strict_yaml import MAX_NODES, loads
 
 
 def convert_err(state, *extra):
-    r = run_script("convert_suite", state, *extra)
+    r = run_inproc("convert_suite", state, *extra)  # in-process: same parser, same JSON, less time
     assert r.rc == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
     return r.json["error"]
@@ -83,7 +83,7 @@ def test_nan_and_inf_are_refused(tmp_path, value):
 
 def test_same_id_in_two_files_names_both(tmp_path):
     state = make_state(tmp_path, cases={"c-1": "id: c-dup\n", "c-2": "id: c-dup\n"})
-    r = run_script("convert_suite", state)
+    r = run_inproc("convert_suite", state)
     assert r.rc == 2
     assert "datasets/c-1.yaml" in r.json["error"] and "datasets/c-2.yaml" in r.json["error"]
     assert r.json["files"] == ["datasets/c-1.yaml", "datasets/c-2.yaml"]
@@ -149,7 +149,7 @@ def test_case_schema_error_names_line_and_key(tmp_path):
 def test_adapter_unknown_key_names_line_and_key_path(tmp_path):
     bad = ADAPTER.replace("  timeout_s: 10\n", "  timeout_s: 10\n  sesion: fresh\n")
     state = make_state(tmp_path, adapter=bad)
-    r = run_script("convert_suite", state)
+    r = run_inproc("convert_suite", state)
     assert r.rc == 2
     line = bad.splitlines().index("  sesion: fresh") + 1
     assert f"adapter.yaml:{line}" in r.json["error"] and "invocation" in r.json["error"]
@@ -191,14 +191,14 @@ def test_symlink_inside_the_state_dir_is_read(tmp_path):
     (state / "shared").mkdir()
     (state / "shared" / "c-2.yaml").write_text(CASES["c-00000008"])
     (state / "datasets" / "c-2.yaml").symlink_to(state / "shared" / "c-2.yaml")
-    r = run_script("convert_suite", state)
+    r = run_inproc("convert_suite", state)
     assert r.rc == 0, r.stdout
     assert r.json["sources"]["c-00000008"] == "datasets/c-2.yaml"
 
 
 def test_id_less_cases_sort_last_and_keep_their_source(tmp_path):
     state = make_state(tmp_path, cases={"c-b": "id: c-b\n", "c-a": "split: [full]\n", "c-c": "id: 7\n"})
-    r = run_script("convert_suite", state)
+    r = run_inproc("convert_suite", state)
     assert r.rc == 0
     assert [c.get("id") for c in r.json["cases"]] == ["c-b", None, 7]
     assert r.json["unnamed_sources"] == ["datasets/c-a.yaml", "datasets/c-c.yaml"]

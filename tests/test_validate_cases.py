@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from fixtures_authoring import convert, make_state
+from fixtures_authoring import convert, make_state, run_inproc
 from helpers import run_script
 
 from assay.lint.engine import lint_suite
@@ -149,14 +149,15 @@ def build_suite(table):
     return {"cases": cases, "sources": sources, "unnamed_sources": [], "scoring": SCORING}
 
 
-def run_validate(tmp_path, suite, *args, name="suite.json"):
+def run_validate(tmp_path, suite, *args, name="suite.json", subprocess=False):
     path = tmp_path / name
     path.write_text(json.dumps(suite))
     caps = tmp_path / "caps.json"
     caps.write_text(json.dumps(MATRIX))
     cap_args = ("--no-capabilities",) if "--no-capabilities" in args else ("--capabilities", caps)
     rest = [a for a in args if a != "--no-capabilities"]
-    return run_script("validate_cases", "--cases", path, *cap_args, *rest)
+    runner = run_script if subprocess else run_inproc
+    return runner("validate_cases", "--cases", path, *cap_args, *rest)
 
 
 def codes_by_case(out):
@@ -171,7 +172,7 @@ def test_every_per_case_code_triggers_and_near_misses_do_not(tmp_path):
     table[DISABLED[0]] = DISABLED[1:]
     suite = build_suite(table)
     # the unsafe id has no usable source key: give it one through sources anyway
-    r = run_validate(tmp_path, suite)
+    r = run_validate(tmp_path, suite, subprocess=True)
     assert r.rc == 1, r.stdout
     out = r.json
     found = codes_by_case(out)
@@ -344,7 +345,7 @@ def test_manifest_mismatch_and_match(tmp_path):
     state = make_state(tmp_path)
     work = convert(state)
     args = ("--capabilities", work / "capabilities.json", "--manifest", work / "manifest.json")
-    r = run_script("validate_cases", "--cases", work / "suite.json", *args)
+    r = run_inproc("validate_cases", "--cases", work / "suite.json", *args)
     assert r.rc == 0, r.stdout
     assert "manifest_mismatch" not in suite_codes(r.json)
     bad = json.loads((work / "manifest.json").read_text())
@@ -375,7 +376,7 @@ def test_hand_written_state_dir_validates_with_no_error(tmp_path):
 def test_input_forms_stdin_jsonl_list_and_single_case(tmp_path):
     case = copy.deepcopy(BASE)
     for text in (json.dumps([case]), json.dumps(case) + "\n", json.dumps({"cases": [case]})):
-        r = run_script("validate_cases", "--cases", "-", "--no-capabilities", input=text)
+        r = run_inproc("validate_cases", "--cases", "-", "--no-capabilities", input=text)
         assert r.rc == 0 and r.json["summary"]["cases"] == 1, r.stdout
 
 
@@ -396,6 +397,6 @@ def test_bad_input_is_exit_2_json(tmp_path, args, needle):
              "SHAPE.json": json.dumps([{**BASE, "gating": "yes"}])}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    r = run_script("validate_cases", *[str(tmp_path / a) if a.endswith(".json") else a for a in args])
+    r = run_inproc("validate_cases", *[str(tmp_path / a) if a.endswith(".json") else a for a in args])
     assert r.rc == 2, r.stdout
     assert needle in r.json["error"], r.json
