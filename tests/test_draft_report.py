@@ -7,13 +7,19 @@ import pytest
 from helpers import run_script
 from rundir_util import basic_cases, make_run, realistic_run
 
+from assay.report.draft import draft as draft_report
 from assay.report.redact import redact
 
 
-def draft(run_dir, *args):
-    r = run_script("draft_report", run_dir, "-o", "-", *args)
-    assert r.rc == 0, r.stdout + r.stderr
-    return r.stdout
+def draft(run_dir):
+    """The library call the script makes (in-process: fast); the CLI is tested below."""
+    return draft_report(run_dir).markdown
+
+
+def test_cli_stdout_equals_library_output(tmp_path):
+    run_dir = make_run(tmp_path, basic_cases())
+    r = run_script("draft_report", run_dir, "-o", "-")
+    assert r.rc == 0 and r.stdout == draft(run_dir)
 
 
 def section(text, title):
@@ -184,6 +190,8 @@ def test_not_quotable_banner_for_aborted_runs(tmp_path):
 
 def test_running_run_is_refused_and_existing_report_needs_force(tmp_path):
     running = make_run(tmp_path / "a", [{"id": "a"}], status="running")
+    with pytest.raises(Exception, match="still running"):
+        draft(running)
     r = run_script("draft_report", running)
     assert r.rc == 2 and "still running" in r.json["error"]
     run_dir = make_run(tmp_path / "b", basic_cases())

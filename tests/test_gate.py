@@ -18,8 +18,29 @@ def passing_cases():
     return [{"id": "c-pass-1"}, {"id": "c-pass-2"}, {"id": "canary-1", "canary": True}]
 
 
+class InProcess:
+    """gate's text output via the library (fast); rc/stdout like the CLI's text mode."""
+
+    def __init__(self, run_dir, **kw):
+        res = gate_mod.evaluate(run_dir, verify=False, **kw)
+        self.rc = 0 if res.open else 1
+        self.stdout = "\n".join(res.lines) + "\n"
+
+
 def gate(run_dir, *args, env=None):
+    """No extra flags: in-process; flags that only the CLI parses: a real subprocess."""
+    if env is None and all(a in ("--require-canaries", "--max-infra-rate", "1") for a in args):
+        kw = {"require_canaries": "--require-canaries" in args}
+        if "--max-infra-rate" in args:
+            kw["max_infra_rate"] = float(args[args.index("--max-infra-rate") + 1])
+        return InProcess(run_dir, **kw)
     return run_script("gate", run_dir, "--no-verify", *args, env=env)
+
+
+def test_cli_text_equals_library_lines(tmp_path):
+    run_dir = make_run(tmp_path, basic_cases())
+    r = run_script("gate", run_dir, "--no-verify")
+    assert r.rc == 1 and r.stdout == InProcess(run_dir).stdout
 
 
 def test_open_gate_exit_0_and_lines(tmp_path):
@@ -166,10 +187,10 @@ def test_bad_flags_exit_2(tmp_path, args, expect):
 
 
 def test_missing_results_or_bad_summary_exit_2(tmp_path):
-    r = gate(tmp_path)
+    r = run_script("gate", tmp_path)
     assert r.rc == 2 and "no results.json" in r.json["error"]
     (tmp_path / "results.json").write_text(json.dumps({"summary": [1]}))
-    r = gate(tmp_path)
+    r = run_script("gate", tmp_path)
     assert r.rc == 2 and "summary" in r.json["error"]
 
 
