@@ -152,3 +152,25 @@ def test_schema_rejects_what_docs_say_is_closed():
     assert iter_errors({"capability_matrix": {"answer_quality": {"enabled": "yes"}}}, "profile")
     assert iter_errors({"capability_matrix": {"answr_quality": {}}}, "profile")
     assert not iter_errors({"capability_matrix": {"answer": {"enabled": True}}}, "profile")  # linter warns instead
+
+
+def _undocumented(schema, path=""):
+    missing = []
+    for key, sub in (schema.get("properties") or {}).items():
+        here = f"{path}.{key}" if path else key
+        if not isinstance(sub, dict):
+            continue
+        if "description" not in sub and "$ref" not in sub:
+            missing.append(here)
+        missing += _undocumented(sub, here)
+        for child in (sub.get("items"), sub.get("additionalProperties")):
+            if isinstance(child, dict):
+                missing += _undocumented(child, here + ".*")
+        for alt in sub.get("oneOf", []):
+            missing += _undocumented(alt, here)
+    return missing
+
+
+@pytest.mark.parametrize("name", ["adapter", "profile", "case", "dataset", "converted"])
+def test_every_schema_field_has_a_description(name):
+    assert _undocumented(load_schema(name)) == []

@@ -400,3 +400,17 @@ def test_bad_input_is_exit_2_json(tmp_path, args, needle):
     r = run_inproc("validate_cases", *[str(tmp_path / a) if a.endswith(".json") else a for a in args])
     assert r.rc == 2, r.stdout
     assert needle in r.json["error"], r.json
+
+
+def test_identity_needs_a_header_for_each_key(tmp_path):
+    adapter = copy.deepcopy(ADAPTER_STATUS_ONLY)
+    adapter["invocation"]["identity_map"] = {"role": "X-Role"}
+    (tmp_path / "a.json").write_text(json.dumps(adapter))
+    mapped, unmapped, token = (copy.deepcopy(BASE) for _ in range(3))
+    mapped.update(id="c-m", identity={"role": "viewer"})
+    unmapped.update(id="c-u", identity={"role": "viewer", "user": "bob"})
+    token.update(id="c-t", identity={"token_env": "USER_TOKEN"})
+    out = run_validate(tmp_path, {"cases": [mapped, unmapped, token]}, "--adapter", tmp_path / "a.json").json
+    found = codes_by_case(out)
+    assert "identity_will_skip" in found.get("c-u", set())
+    assert "identity_will_skip" not in found.get("c-m", set()) | found.get("c-t", set())

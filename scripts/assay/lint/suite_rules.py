@@ -122,9 +122,17 @@ def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_o
         if "turns" in inp and not isinstance(inv.get("conversation"), dict):
             report("turns_will_skip", "a conversation case needs invocation.conversation in the adapter; the "
                    "runner skips it", case_id=cid, source=src)
-        if isinstance(case.get("identity"), dict) and not inv.get("identity_map"):
-            report("identity_will_skip", "the case carries an identity but the adapter has no "
-                   "invocation.identity_map; the runner skips it", case_id=cid, source=src)
+        identity = case.get("identity")
+        if isinstance(identity, dict) and identity:
+            imap = inv.get("identity_map") if isinstance(inv.get("identity_map"), dict) else {}
+            unmapped = sorted(k for k in identity if k != "token_env" and k not in imap)
+            if inv.get("mode") != "http":
+                report("identity_will_skip", f"the case carries an identity but invocation.mode is "
+                       f"{inv.get('mode')!r}: only http can send identity headers; the runner skips it",
+                       case_id=cid, source=src)
+            elif unmapped:
+                report("identity_will_skip", f"identity key(s) {unmapped} have no header in the adapter's "
+                       "invocation.identity_map; the runner skips the case", case_id=cid, source=src)
 
 
 def check_manifest(cases: list[dict[str, Any]], manifest: dict[str, Any], report: Report) -> None:
