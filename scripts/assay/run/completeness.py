@@ -28,7 +28,9 @@ class RunDirError(Exception):
     """The path is not a run directory at all (--verify exit 2)."""
 
 
-def _schema_problem(doc: Any, name: str) -> str | None:
+def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
+    if not enabled:
+        return None
     errors = iter_errors(doc, name)
     if not errors:
         return None
@@ -43,8 +45,12 @@ def _jsonl(path: Path) -> list | None:
         return None
 
 
-def check_run_dir(out: Path, *, status: str | None = None) -> tuple[list[str], list[dict], dict]:
-    """(problems, records in plan order, manifest). `status` overrides results.json's (the runner's view)."""
+def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True) -> tuple[list[str], list[dict], dict]:
+    """(problems, records in plan order, manifest). `status` overrides results.json's (the runner's view).
+
+    `schemas=False` (the runner's own end-of-run check, over files it just wrote from
+    schema-shaped records) skips the JSON Schema pass that --verify always runs.
+    """
     if not out.is_dir() or not ((out / "manifest.yaml").exists() or (out / "results.json").exists()):
         raise RunDirError(f"{out} is not a run directory (no manifest.yaml or results.json)")
     problems: list[str] = []
@@ -52,7 +58,7 @@ def check_run_dir(out: Path, *, status: str | None = None) -> tuple[list[str], l
         manifest = read_json(out / "manifest.yaml")
     except (OSError, ValueError) as exc:
         return [f"manifest.yaml (missing or unreadable: {type(exc).__name__})"], [], {}
-    bad = _schema_problem(manifest, "manifest")
+    bad = _schema_problem(manifest, "manifest", schemas)
     if bad:
         return [f"manifest.yaml ({bad})"], [], manifest
     ids = [c["id"] for c in manifest["cases"]]
@@ -78,7 +84,7 @@ def check_run_dir(out: Path, *, status: str | None = None) -> tuple[list[str], l
             problems.append(f"cases/{entry} (not a case of this run's plan)")
             continue
         cdir = cases_dir / entry
-        rec = _check_case(cdir, entry, name(entry), problems)
+        rec = _check_case(cdir, entry, name(entry), problems, schemas)
         if rec is not None:
             records[index_of[entry]] = rec
     if run_status not in ABORTED:
@@ -113,12 +119,12 @@ def check_run_dir(out: Path, *, status: str | None = None) -> tuple[list[str], l
                 read_json(out / rel)
             except (OSError, ValueError):
                 problems.append(f"{rel} (unreadable)")
-    _check_results(results, manifest, ordered, problems)
+    _check_results(results, manifest, ordered, problems, schemas)
     _check_runlog(out / "run.log", problems)
     return problems, ordered, manifest
 
 
-def _check_case(cdir: Path, cid: str, shown: str, problems: list[str]) -> dict | None:
+def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], schemas: bool) -> dict | None:
     try:
         rec = read_json(cdir / "verdict.json")
     except FileNotFoundError:
@@ -127,7 +133,7 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str]) -> dict |
     except (OSError, ValueError):
         problems.append(f"{shown}/verdict.json (unreadable)")
         return None
-    bad = _schema_problem(rec, "verdict")
+    bad = _schema_problem(rec, "verdict", schemas)
     if bad or rec.get("case_id") != cid:
         problems.append(f"{shown}/verdict.json ({bad or 'case_id differs from its directory'})")
         return None
@@ -188,10 +194,10 @@ def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str],
     problems.append(f"{rel} ({detail})")
 
 
-def _check_results(results: Any, manifest: dict, records: list[dict], problems: list[str]) -> None:
+def _check_results(results: Any, manifest: dict, records: list[dict], problems: list[str], schemas: bool) -> None:
     if results is None:
         return  # named as missing above
-    bad = _schema_problem(results, "results")
+    bad = _schema_problem(results, "results", schemas)
     if bad:
         problems.append(f"results.json ({bad})")
         return

@@ -198,7 +198,7 @@ class Run:
         final_status = "ok" if self.status == "running" else self.status
         self._write_reports(records)
         self.derived.refresh(status="running")
-        problems, _, _ = check_run_dir(out, status=final_status)
+        problems, _, _ = check_run_dir(out, status=final_status, schemas=False)
         status = "incomplete" if problems else final_status
         summary_errors = sum(int(r.get("scorer_errors") or 0) for r in records)
         code = exit_code_for(final_status, problems, summary_errors)

@@ -1,0 +1,138 @@
+"""Pure pieces of the runner: rollup, repeat fold, counts, retry waits, templates, artifact table."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from assay.core.vocab import LAYER_ORDER
+from assay.run import artifacts, templates
+from assay.run.outcome import RETRY_AFTER_CAP_S, decode_body, parse_retry_after, retry_wait
+from assay.score.rollup import case_verdict, fold_repeats
+from assay.stats.counts import summarize
+
+
+def layers(**given):
+    out = {name: "n/a" for name in LAYER_ORDER}
+    out.update(given)
+    return out
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({"http": "infra_error"}, "infra_error"),
+    ({"http": "pass", "trajectory": "infra_incomplete", "answer": "fail"}, "infra_incomplete"),
+    ({"http": "pass", "answer": "fail", "routing": "pass"}, "fail"),
+    ({"http": "pass", "answer": "pass"}, "pass"),
+    ({"http": "pass"}, "pass"),                                        # nothing but http applies
+    ({"http": "pass", "answer": "unscored"}, "unscored"),              # http alone never passes a case
+    ({"http": "pass", "execution": "unscorable"}, "unscored"),
+    ({"http": "pass", "loops": "pass"}, "pass"),
+    ({"http": "pass", "answer": "error", "routing": "fail"}, "unscored"),  # a scorer error: not quotable
+    ({"http": "fail", "answer": "pass"}, "fail"),
+])
+def test_case_rollup_first_match_wins(given, expected):
+    assert case_verdict(layers(**given), skipped=False) == expected
+
+
+def test_skipped_rollup_and_layer_dicts_accepted():
+    assert case_verdict(layers(), skipped=True) == "skipped"
+    assert case_verdict({"http": {"verdict": "pass"}, "answer": {"verdict": "fail"}}, skipped=False) == "fail"
+
+
+@pytest.mark.parametrize("vs, expected", [
+    (["pass", "pass", "pass"], "pass"),
+    (["pass", "fail", "pass"], "fail"),
+    (["pass", "infra_error", "pass"], "infra_error"),
+    (["infra_incomplete", "pass", "unscored"], "infra_incomplete"),
+    (["infra_incomplete", "infra_error", "fail"], "fail"),
+    (["pass", "unscored"], "unscored"),
+    (["skipped", "skipped"], "skipped"),
+])
+def test_fold_repeats_is_order_free(vs, expected):
+    for perm in itertools.permutations(vs):
+        assert fold_repeats(list(perm)) == expected
+
+
+def rec(cid, verdict, **kw):
+    r = {"case_id": cid, "verdict": verdict, "canary": False, "holdout": False, "gating": True,
+         "crashed": False, "repeated_5xx": None, "scorer_errors": 0, "layers": {}}
+    r.update(kw)
+    return r
+
+
+def test_counts_table():
+    records = [
+        rec("a", "pass"), rec("b", "fail"), rec("c", "fail", gating=False), rec("d", "skipped"),
+        rec("e", "infra_error", crashed=True, repeated_5xx={"status": 503, "attempts": 3}),
+        rec("f", "unscored"), rec("k1", "pass", canary=True), rec("k2", "infra_error", canary=True, crashed=True),
+        rec("h", "fail", holdout=True),
+    ]
+    s = summarize(records, status="ok", missing_artifacts=[])
+    assert s["n"] == 7                       # non-canary, skipped and infra in
+    assert s["attempted"] == 8               # sent: canaries in, skipped out
+    assert (s["passes"], s["failures"], s["gating_failures"]) == (1, 3, 2)
+    assert s["skipped"] == 1 and s["infra_errors"] == 1 and s["unscored"] == 1
+    assert s["infra_rate"] == round(1 / 6, 6)  # infra_errors / (n - skipped)
+    assert s["crashes"] == 2 and s["crash_rate"] == round(2 / 8, 6)
+    assert s["canaries"] == {"n": 2, "passed": 1, "failed": 0, "not_verified": 1}
+    assert s["holdout"]["n"] == 1 and s["holdout"]["gating_failures"] == 1
+    assert s["holdout"]["gating_failures"] <= s["gating_failures"]
+    assert s["repeated_5xx"] == 1
+    # order never matters
+    assert summarize(list(reversed(records)), status="ok", missing_artifacts=[]) == s
+
+
+def test_counts_layers_unscorable_unjudged():
+    r = rec("a", "unscored", layers={
+        "execution": {"verdict": "unscorable", "blocked_by": "no oracle"},
+        "judged": {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}})
+    s = summarize([r, rec("k", "pass", canary=True, layers={"execution": {"verdict": "unscorable", "blocked_by": "x"}})],
+                  status="ok", missing_artifacts=["x"])
+    assert s["unscorable_layers"] == {"execution": {"cases": 1, "blocked_by": "no oracle"}}
+    assert s["unjudged"] == {"unjudged (mode: smoke)": 1}
+    assert s["layers"]["execution"] == {"unscorable": 1}
+    assert s["missing_artifacts"] == ["x"]
+
+
+def test_retry_wait_honours_retry_after_up_to_60s():
+    assert retry_wait([1, 4], 0, None) == 1
+    assert retry_wait([1, 4], 1, None) == 4
+    assert retry_wait([1, 4], 0, "7") == 7
+    assert retry_wait([1, 4], 0, "3600") == RETRY_AFTER_CAP_S == 60
+    assert retry_wait([1, 4], 0, "garbage") == 1
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 10) == pytest.approx(10, abs=1)
+
+
+def test_decode_body_never_raises():
+    text, doc, ok, notes = decode_body(b"\xff\xfe{", False)
+    assert not ok and doc is None and notes and "UTF-8" in notes[0]
+    deep = b"[" * 10000 + b"]" * 10000
+    text, doc, ok, notes = decode_body(deep, False)
+    assert not ok and "nested" in notes[0]
+    text, doc, ok, notes = decode_body(b'{"a": 1}', False)
+    assert ok and doc == {"a": 1}
+    text, doc, ok, notes = decode_body(b"{not json", False)
+    assert not ok and notes == []
+
+
+def test_templates_typed_values_and_paths():
+    tmpl = {"message": "<user turn>", "meta": {"case": "id=<case id>", "persona": "<persona>"}, "n": 3}
+    out = templates.fill(tmpl, {"<user turn>": "hi", "<case id>": "c-1", "<persona>": {"role": "admin"}})
+    assert out == {"message": "hi", "meta": {"case": "id=c-1", "persona": {"role": "admin"}}, "n": 3}
+    assert templates.find_mark({"data": [{"x": "<answer>"}]}, "<answer>") == ["data", 0, "x"]
+    assert templates.lookup({"a": {"b": [1, {"c": 5}]}}, "a.b[1].c") == (True, 5)
+    assert templates.lookup({"a": {"b": [1, {"c": 5}]}}, "a.b.1.c") == (True, 5)
+    assert templates.lookup({"a": 1}, "a.b") == (False, None)
+    assert templates.as_text(0) == "0" and templates.as_text(None) is None
+
+
+def test_required_case_files_follow_conditions():
+    sent = {"verdict": "pass", "k": 1, "sent": True, "has_result_expect": True}
+    assert set(artifacts.required_case_files(sent)) == {
+        "request.json", "response.json", "expect.json", "answer.txt", "verdict.json", "actual.json"}
+    skipped = {"verdict": "skipped", "k": 3, "sent": False}
+    assert artifacts.required_case_files(skipped) == ["expect.json", "verdict.json"]
+    k3 = {"verdict": "pass", "k": 3, "sent": True, "trace_collected": True}
+    files = artifacts.required_case_files(k3)
+    assert "repeats/3/verdict.json" in files and "trace.json" in files and "actual.json" not in files

@@ -1,0 +1,209 @@
+"""run_cases.py before any spend: plan errors (exit 2, nothing written), secrets and
+pre-flight (exit 3), --dry-run, --out rules, baseline checks (scorers-tests facts §5: 1-20, 41)."""
+
+from __future__ import annotations
+
+import json
+import pytest
+
+from fakeapp import RUN_ID, FakeApp, adapter, case, make_plan, make_state, write_plan
+from helpers import run_script
+
+
+@pytest.fixture
+def app():
+    with FakeApp() as a:
+        yield a
+
+
+@pytest.fixture
+def state(tmp_path):
+    return make_state(tmp_path)
+
+
+def run(state, plan, *args, env=None, out=None, raw_plan=None):
+    path = state / "work" / "plan.json"
+    path.write_text(raw_plan if raw_plan is not None else json.dumps(plan), encoding="utf-8")
+    out = out if out is not None else state / "reports" / (plan or {}).get("run_id", RUN_ID)
+    return run_script("run_cases", "--plan", path, "--out", out, "--progress", "never", *args, env=env)
+
+
+def nothing_written(state, app=None):
+    reports = state / "reports"
+    assert sorted(p.name for p in reports.iterdir()) == [], list(reports.iterdir())
+    if app is not None:
+        assert app.posts() == []
+
+
+BAD_PLANS = {
+    "unknown top-level key": lambda p: p.update(surprise=1),
+    "missing capability_matrix": lambda p: p.pop("capability_matrix"),
+    "plan_version 2": lambda p: p.update(plan_version=2),
+    "bad run_id": lambda p: p.update(run_id="Smoke-today"),
+    "k 0": lambda p: p.update(k=0),
+    "empty cases": lambda p: p.update(cases=[]),
+    "duplicate id": lambda p: p["cases"].append(dict(p["cases"][0])),
+    "path-like id ../x": lambda p: p["cases"][0].update(id="../x"),
+    "absolute id": lambda p: p["cases"][0].update(id="/etc/passwd"),
+    "slash id": lambda p: p["cases"][0].update(id="a/b"),
+    "hidden id": lambda p: p["cases"][0].update(id=".hidden"),
+    "space id": lambda p: p["cases"][0].update(id="a b"),
+    "long id": lambda p: p["cases"][0].update(id="a" * 129),
+    "case outside selecting_split": lambda p: p["cases"][0].update(split=["full"]),
+    "backoff length": lambda p: p.update(execution={"max_attempts": 3, "backoff_s": [1]}),
+    "unknown execution key": lambda p: p.update(execution={"retries": 2}),
+    "infra_rate_abort > 1": lambda p: p.update(execution={"infra_rate_abort": 1.5}),
+    "holdout without ledger": lambda p: p.update(mode="holdout", selecting_split="holdout", gate="decision",
+                                                 cases=[dict(p["cases"][0], split=["holdout"])]),
+    "ledger not jsonl": lambda p: p.update(mode="holdout", selecting_split="holdout", gate="decision",
+                                           paths=dict(p["paths"], holdout_ledger="datasets/looks.txt"),
+                                           cases=[dict(p["cases"][0], split=["holdout"])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_PLANS))
+def test_bad_plan_exits_2_and_writes_nothing(app, state, name):
+    plan = make_plan(state, [case("c-1")], app_url=app.url)
+    BAD_PLANS[name](plan)
+    r = run(state, plan, out=state / "reports" / RUN_ID)
+    assert r.rc == 2, (name, r.stdout, r.stderr)
+    assert "error" in r.json
+    nothing_written(state, app)
+    assert not (state / "datasets" / "holdout-looks.jsonl").exists()
+
+
+def test_missing_key_is_named(app, state):
+    plan = make_plan(state, [case("c-1")], app_url=app.url)
+    plan.pop("capability_matrix")
+    r = run(state, plan)
+    assert r.rc == 2 and "capability_matrix" in r.json["error"]
+
+
+def test_unreadable_plan_is_exit_2(state):
+    r = run(state, None, raw_plan="{not json", out=state / "reports" / RUN_ID)
+    assert r.rc == 2 and "not readable JSON" in r.json["error"]
+    nothing_written(state)
+
+
+def test_out_rules(app, state, tmp_path):
+    plan = make_plan(state, [case("c-1")], app_url=app.url)
+    r = run(state, plan, out=state / "reports" / "smoke-20261129T000000Z")
+    assert r.rc == 2 and "run_id" in r.json["error"]
+    r = run(state, plan, out=tmp_path / "elsewhere" / RUN_ID)
+    assert r.rc == 2 and "outside the state dir" in r.json["error"]
+    assert not (tmp_path / "elsewhere").exists()
+    target = tmp_path / "target"
+    target.mkdir()
+    (state / "reports" / RUN_ID).symlink_to(target)
+    r = run(state, plan)
+    assert r.rc == 2
+    (state / "reports" / RUN_ID).unlink()
+    (state / "reports" / RUN_ID).mkdir()
+    (state / "reports" / RUN_ID / "x").write_text("x")
+    r = run(state, plan)
+    assert r.rc == 2 and "--resume" in r.json["error"]
+    assert app.posts() == []
+
+
+def test_holdout_ledger_outside_state_dir_is_refused(app, state):
+    plan = make_plan(state, [case("h-1", split=["holdout"])], app_url=app.url, mode="holdout",
+                     selecting_split="holdout")
+    plan["paths"]["holdout_ledger"] = "../../escape.jsonl"
+    r = run(state, plan)
+    assert r.rc == 2 and "outside the state dir" in r.json["error"]
+    nothing_written(state, app)
+
+
+def test_all_missing_env_named_at_once_exit_3(app, state):
+    ad = adapter("${FAKE_BASE_URL}", auth={"type": "bearer", "token_env": "FAKE_TOKEN"},
+                 headers={"X-Api-Key": "${FAKE_KEY}"})
+    plan = make_plan(state, [case("c-1")], adapter_doc=ad)
+    env = {k: "" for k in ("FAKE_BASE_URL", "FAKE_TOKEN", "FAKE_KEY")}
+    r = run(state, plan, env=env)
+    assert r.rc == 3, r.stdout
+    assert r.json["missing_env"] == ["FAKE_BASE_URL", "FAKE_KEY", "FAKE_TOKEN"]
+    nothing_written(state, app)
+
+
+@pytest.mark.parametrize("invocation, needle", [
+    ({"mode": "cli"}, "cli"),
+    ({"mode": "grpc"}, "grpc"),
+    ({"base_url": "ftp://127.0.0.1:1"}, "http(s)"),
+    ({"request_body": "{not json"}, "request_body"),
+    ({"response_body": '{"message": "x"}'}, "<answer>"),
+    ({"mode": "function", "entrypoint": "no_such_module_xyz:handle"}, "no_such_module_xyz"),
+])
+def test_preflight_refusals_exit_3_without_app_calls(app, state, invocation, needle):
+    plan = make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, **invocation))
+    r = run(state, plan)
+    assert r.rc == 3, (r.stdout, r.stderr)
+    assert needle in r.json["error"]
+    assert app.count() == 0
+    nothing_written(state)
+
+
+def test_health_check_failures_exit_3(app, state):
+    app.handler = lambda req: __import__("fakeapp").Reply(503, "down")
+    plan = make_plan(state, [case("c-1")], app_url=app.url)
+    r = run(state, plan)
+    assert r.rc == 3 and "health check" in r.json["error"] and r.json["status"] == 503
+    assert app.posts() == []
+    plan = make_plan(state, [case("c-1")], app_url="http://127.0.0.1:9")  # nothing listens on port 9
+    r = run(state, plan)
+    assert r.rc == 3 and "health check" in r.json["error"]
+    nothing_written(state)
+
+
+def test_health_check_defaults_to_get_base_url_any_status(app, state):
+    from fakeapp import Reply
+    app.handler = lambda req: Reply(404, "nope") if req.method == "GET" else Reply(200, {"message": "hello"})
+    ad = adapter(app.url)
+    ad["invocation"].pop("health_check")
+    r = run(state, make_plan(state, [case("c-1")], adapter_doc=ad))
+    assert r.rc == 0, r.stdout
+    assert app.requests[0].method == "GET" and app.requests[0].path == "/"
+
+
+def test_unsupported_trace_store_exit_3(app, state):
+    ad = adapter(app.url)
+    ad["traces"] = {"source": "jaeger", "correlation": "traceparent-echo"}
+    r = run(state, make_plan(state, [case("c-1")], adapter_doc=ad))
+    assert r.rc == 3 and "jaeger" in r.json["error"]
+    assert app.posts() == []
+
+
+def test_dry_run_prints_plan_and_writes_nothing(app, state):
+    plan = make_plan(state, [case("c-1"), case("c-2", split=["smoke", "canary"]),
+                             case("c-3", category="adversarial-refusal")], app_url=app.url)
+    plan["adapter"]["environment"]["safe_to_attack"] = False
+    r = run(state, plan, "--dry-run")
+    assert r.rc == 0, r.stdout
+    doc = r.json
+    assert doc["dry_run"] is True and [c["id"] for c in doc["cases"]] == ["c-1", "c-2", "c-3"]
+    assert doc["cases"][2]["skip_reason"] and doc["cost_inputs"]["calls"] == 2
+    assert app.count() == 0
+    nothing_written(state)
+
+
+def test_baseline_mismatch_refused_before_spend(app, state, tmp_path):
+    base_dir = state / "reports" / "regression-20261128T000000Z"
+    base_dir.mkdir()
+    (base_dir / "verdicts_for_stats.jsonl").write_text('{"case_id": "c-1", "verdict": "pass"}\n')
+    (base_dir / "manifest.yaml").write_text(json.dumps(
+        {"run_id": base_dir.name, "dataset_version": 1, "harness_version": "0.1.0", "k": 3}))
+    plan = make_plan(state, [case("c-1")], app_url=app.url)
+    r = run(state, plan, "--baseline-verdicts", base_dir / "verdicts_for_stats.jsonl")
+    assert r.rc == 2 and r.json["mismatch"] == ["k"]
+    (base_dir / "manifest.yaml").write_text(json.dumps(
+        {"run_id": base_dir.name, "dataset_version": 2, "harness_version": "0.0.9", "k": 1}))
+    r = run(state, plan, "--baseline-verdicts", base_dir / "verdicts_for_stats.jsonl")
+    assert r.rc == 2 and r.json["mismatch"] == ["dataset_version", "harness_version"]
+    assert app.count() == 0
+    assert sorted(p.name for p in (state / "reports").iterdir()) == [base_dir.name]
+
+
+def test_verify_on_a_non_run_dir_is_exit_2(tmp_path):
+    r = run_script("run_cases", "--verify", tmp_path / "nope")
+    assert r.rc == 2
+    r = run_script("run_cases", "--verify", tmp_path)
+    assert r.rc == 2 and "not a run directory" in r.json["error"]

@@ -1,0 +1,239 @@
+"""Completeness, --verify, --resume after kill -9, the runner lock, and concurrency 8 = concurrency 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state
+from helpers import SCRIPTS, run_script
+
+
+@pytest.fixture
+def app():
+    with FakeApp() as a:
+        yield a
+
+
+@pytest.fixture
+def state(tmp_path):
+    return make_state(tmp_path)
+
+
+def write(state, plan, name="plan.json"):
+    path = state / "work" / name
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    return path
+
+
+def go(state, plan, *args, name="plan.json"):
+    out = state / "reports" / plan["run_id"]
+    return run_script("run_cases", "--plan", write(state, plan, name), "--out", out, "--progress", "never", *args), out
+
+
+def jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def echo_handler(req):
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    msg = req.json["message"]
+    return Reply(200, {"message": msg if not msg.endswith("7") else "other", "route": "r" + msg[-1]})
+
+
+def many_cases(n):
+    return [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}, "route": f"r{i % 10}"})
+            for i in range(n)]
+
+
+# ---------------------------------------------------------------- verify
+def test_verify_names_deleted_and_edited_artifacts(app, state):
+    app.handler = echo_handler
+    r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
+    assert r.rc == 0
+    assert run_script("run_cases", "--verify", out).rc == 0
+    (out / "cases" / "c-001" / "answer.txt").unlink()
+    (out / "cases" / "c-002" / "response.json").write_text('{"status": 200}')
+    v = run_script("run_cases", "--verify", out)
+    assert v.rc == 6, v.stdout
+    missing = v.json["missing_artifacts"]
+    assert any(m.startswith("cases/c-001/answer.txt") for m in missing)
+    assert any(m.startswith("cases/c-002/response.json (edited") for m in missing)
+    assert len(missing) == 2, missing
+
+
+def test_verify_names_an_edited_verdict_and_results(app, state):
+    app.handler = echo_handler
+    r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
+    vpath = out / "cases" / "c-000" / "verdict.json"
+    doc = json.loads(vpath.read_text())
+    doc["verdict"] = "fail"
+    vpath.write_text(json.dumps(doc))
+    res = json.loads((out / "results.json").read_text())
+    res["summary"]["passes"] += 5
+    (out / "results.json").write_text(json.dumps(res))
+    (out / "stray.txt").write_text("x")
+    v = run_script("run_cases", "--verify", out)
+    assert v.rc == 6
+    text = "\n".join(v.json["missing_artifacts"])
+    assert "cases/c-000/verdict.json (edited" in text
+    assert "verdicts.jsonl" in text and "results.json (summary" in text and "stray.txt" in text
+
+
+def test_completeness_failure_at_run_end_is_exit_6(app, state, monkeypatch):
+    # A case dir the plan never had appears under cases/ mid-run: the end-of-run check catches it.
+    def handler(req):
+        if req.method != "GET":
+            (state / "reports" / RUN_ID / "cases" / "intruder").mkdir(exist_ok=True)
+        return echo_handler(req)
+    app.handler = handler
+    r, out = go(state, make_plan(state, many_cases(2), app_url=app.url))
+    assert r.rc == 6, r.stdout
+    res = json.loads((out / "results.json").read_text())
+    assert res["summary"]["status"] == "incomplete" and res["exit_code"] == 6
+    assert any("intruder" in m for m in res["summary"]["missing_artifacts"])
+
+
+# ---------------------------------------------------------------- resume
+def test_kill_9_then_resume_matches_an_uninterrupted_run(app, state):
+    def slow(req):
+        if req.method != "GET":
+            time.sleep(0.02)
+        return echo_handler(req)
+    app.handler = slow
+    cases = [dict(c, split=["holdout"]) for c in many_cases(40)]
+    plan = make_plan(state, cases, app_url=app.url, mode="holdout", selecting_split="holdout",
+                     run_id="holdout-20261129T101500Z")
+    path = write(state, plan)
+    out = state / "reports" / plan["run_id"]
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out", str(out),
+                             "--progress", "never"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = list((out / "cases").glob("*/verdict.json")) if (out / "cases").exists() else []
+        if len(done) >= 5:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert json.loads((out / "results.json").read_text())["summary"]["status"] == "running"
+    assert run_script("run_cases", "--verify", out).rc == 6
+    r = run_script("run_cases", "--plan", path, "--out", out, "--resume", "--progress", "never")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert run_script("run_cases", "--verify", out).rc == 0
+    rows = jsonl(out / "verdicts.jsonl")
+    assert [row["case_id"] for row in rows] == [c["id"] for c in cases]   # none lost, none duplicated
+    ledger = jsonl(state / "datasets" / "holdout-looks.jsonl")
+    assert [row["run_id"] for row in ledger] == [plan["run_id"]]
+    # the same verdicts as an uninterrupted run
+    plan2 = dict(plan, run_id="holdout-20261129T111500Z")
+    r2, out2 = go(state, plan2, name="plan2.json")
+    assert r2.rc == 0
+    assert jsonl(out2 / "verdicts.jsonl") == rows
+
+
+def test_resume_refuses_a_changed_plan_and_keeps_finished_cases(app, state):
+    app.handler = echo_handler
+    plan = make_plan(state, many_cases(3), app_url=app.url)
+    r, out = go(state, plan)
+    assert r.rc == 0
+    changed = dict(plan, cases=many_cases(4))
+    r = run_script("run_cases", "--plan", write(state, changed, "p2.json"), "--out", out, "--resume")
+    assert r.rc == 2 and "plan_sha256" in r.json["error"]
+    # resume of a finished run: nothing re-invoked
+    before = len(app.posts())
+    (out / "cases" / "c-001" / "verdict.json").unlink()      # an unfinished case dir is redone
+    r = run_script("run_cases", "--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
+    assert r.rc == 0, r.stdout
+    assert len(app.posts()) == before + 1
+    assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_resume_with_a_kept_failed_canary_is_exit_4_with_nothing_invoked(app, state):
+    app.handler = lambda req: Reply(200, {"message": "wrong"})
+    plan = make_plan(state, [case("k-1", "hello", split=["smoke", "canary"]), case("c-1", "hello")], app_url=app.url)
+    r, out = go(state, plan)
+    assert r.rc == 4
+    before = len(app.requests)
+    r = run_script("run_cases", "--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
+    assert r.rc == 4 and r.json["status"] == "aborted_canary"
+    assert len([q for q in app.requests[before:] if q.method != "GET"]) == 0
+
+
+# ---------------------------------------------------------------- the lock
+def test_second_runner_on_the_same_run_id_is_refused(app, state):
+    release = {"go": False}
+
+    def blocking(req):
+        if req.method != "GET":
+            while not release["go"]:
+                time.sleep(0.01)
+        return echo_handler(req)
+    app.handler = blocking
+    plan = make_plan(state, many_cases(1), app_url=app.url)
+    path = write(state, plan)
+    out = state / "reports" / RUN_ID
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out", str(out),
+                             "--progress", "never"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        lock = state / "reports" / f".{RUN_ID}.lock"
+        deadline = time.monotonic() + 30
+        while not app.posts() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lock.exists() and json.loads(lock.read_text())["pid"] == proc.pid
+        r = run_script("run_cases", "--plan", path, "--out", out, "--resume")
+        assert r.rc == 2 and "locked" in r.json["error"]
+    finally:
+        release["go"] = True
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    assert not (state / "reports" / f".{RUN_ID}.lock").exists()
+
+
+# ---------------------------------------------------------------- determinism under concurrency
+MASKS = [
+    (re.compile(r'"(ts|started_at|finished_at|date)": "[^"]*"'), r'"\1": "<t>"'),
+    (re.compile(r'"(latency_ms)": [0-9.e-]+'), r'"\1": 0'),
+    (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), "<uuid>"),
+    (re.compile(r'"(request.json|response.json)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
+    (re.compile(r'"(plan_sha256)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
+    (re.compile(r'"max_concurrency": \d+'), '"max_concurrency": "<c>"'),
+    (re.compile(r'"run_id": "smoke-[0-9TZ]+"'), '"run_id": "<id>"'),
+]
+
+
+def snapshot(out):
+    files = {}
+    for path in sorted(out.rglob("*")):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            for rx, sub in MASKS:
+                text = rx.sub(sub, text)
+            if path.name == "run.log":   # events are in time order; their multiset is what must agree
+                text = "\n".join(sorted(text.splitlines()))
+            files[str(path.relative_to(out))] = text
+    return files
+
+
+def test_concurrency_8_equals_concurrency_1(app, state):
+    app.handler = echo_handler
+    cases = many_cases(40) + [case("k-1", "msg k", split=["smoke", "canary"])]
+    cases[5]["expect"]["result"] = {"scalar": 5}
+    snaps = []
+    for conc, run_id in ((1, "smoke-20261129T101500Z"), (8, "smoke-20261129T101600Z")):
+        ad = adapter(app.url, max_concurrency=conc, result_from_response="route")
+        plan = make_plan(state, cases, adapter_doc=ad, run_id=run_id)
+        r, out = go(state, plan)
+        assert r.rc == 0, r.stdout
+        snaps.append(snapshot(out))
+    assert snaps[0].keys() == snaps[1].keys()
+    for name in snaps[0]:
+        assert snaps[0][name] == snaps[1][name], name
