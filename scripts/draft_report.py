@@ -44,4 +44,4 @@ def run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(run_command(build_parser, run, script=__file__))
+    sys.exit(run_command(build_parser, run, needs=("jsonschema",), script=__file__))

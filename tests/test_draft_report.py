@@ -210,3 +210,9 @@ def test_hostile_answer_stays_inside_a_code_block(tmp_path):
     fence_lines = [i for i, x in enumerate(excerpt.splitlines()) if x.startswith("```")]
     idx = excerpt.splitlines().index(line)
     assert any(a < idx < b for a, b in zip(fence_lines[::2], fence_lines[1::2]))
+
+
+def test_results_json_not_matching_its_schema_is_exit_2(tmp_path):
+    run_dir = make_run(tmp_path, basic_cases(), summary={"passes": "three"})
+    r = run_script("draft_report", run_dir)
+    assert r.rc == 2 and "results.json" in r.json["error"] and "passes" in r.json["error"]

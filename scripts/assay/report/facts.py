@@ -52,8 +52,12 @@ def _manifest(run_dir: Path) -> dict | None:
 
 
 def load_facts(run_dir: Path) -> RunFacts:
+    from ..schemas import validate
+
     run_dir = Path(run_dir)
     results = load_results(run_dir)
+    # Schemas at the boundary: a report quotes these numbers, so they must be the runner's shape.
+    validate(results, "results", source=str(run_dir / "results.json"))
     if results["summary"].get("status") == "running":
         raise AssayError(f"{run_dir}: the run is still running (summary.status is 'running'); wait with "
                          f"wait_run.py, then draft the report from the finished run", 2, path=str(run_dir))
