@@ -46,6 +46,7 @@ MAX_BODY = 1 << 20
 class HelpdeskServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64  # a runner at high max_concurrency must not see refused connections
 
     def __init__(self, address, desk: Desk, writer: OtlpJsonlWriter, verbose: bool = False):
         super().__init__(address, HelpdeskHandler)
@@ -84,6 +85,7 @@ class HelpdeskHandler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
+            self.close_connection = True  # the unread body must not be parsed as the next request
             self._send(413, {"error": "request body too large"})
             return
         try:
