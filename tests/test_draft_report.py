@@ -216,3 +216,17 @@ def test_results_json_not_matching_its_schema_is_exit_2(tmp_path):
     run_dir = make_run(tmp_path, basic_cases(), summary={"passes": "three"})
     r = run_script("draft_report", run_dir)
     assert r.rc == 2 and "results.json" in r.json["error"] and "passes" in r.json["error"]
+
+
+def test_excerpt_lines_use_each_layers_own_terms():
+    from assay.report.sections import describe_layer
+    assert describe_layer("loops", {"verdict": "fail", "findings": [{"message": "search_kb called 4 times"}],
+                                    "heavy_tools": {"search_kb": 4}}) == "search_kb called 4 times"
+    assert describe_layer("trajectory", {"verdict": "fail", "failures": ["expected tool call(s) missing: ['x']"]}) \
+        == "expected tool call(s) missing: ['x']"
+    assert describe_layer("authz", {"verdict": "fail", "checks": [
+        {"check": "forbidden_record_ids", "reason": "forbidden record id(s) returned: ['INV-2001']", "status": "fail"},
+        {"check": "x", "status": "pass"}]}) == "forbidden_record_ids -> fail (forbidden record id(s) returned: ['INV-2001'])"
+    assert describe_layer("routing", {"verdict": "fail", "expected": "a", "observed": "b", "observed_from": "trace"}) \
+        == 'expected "a", observed "b" (from trace)'
+    assert len(describe_layer("state", {"verdict": "fail", "blob": "x" * 1000})) < 420

@@ -113,3 +113,11 @@ def test_out_of_range_flags_are_exit_2_json(tmp_path, flag, value):
 def test_not_a_run_dir_is_exit_2(tmp_path):
     r = run_script("wait_run", tmp_path)
     assert r.rc == 2 and "not a run directory" in r.json["error"]
+
+
+def test_manifest_only_counts_as_running(tmp_path):
+    """Pre-flight wrote manifest.yaml but not yet results.json: not final; no lock means gone."""
+    run_dir = make_run(tmp_path / "reports", basic_cases(), status="running")
+    (run_dir / "results.json").unlink()
+    r = run_script("wait_run", run_dir, "--timeout-s", "0")
+    assert r.rc == 4 and r.json["status"] == "running" and r.json["runner_process"] == "gone"

@@ -25,12 +25,27 @@ def _compact(value: object) -> str:
 
 
 def describe_layer(name: str, layer: dict) -> str:
-    """One line saying why a layer failed, in the layer's own terms."""
+    """One line saying why a layer failed, in the layer's own terms (never a JSON dump if avoidable)."""
     checks = layer.get("checks")
     if isinstance(checks, list) and checks:
-        bad = [c for c in checks if isinstance(c, dict) and c.get("status") == "fail"] or checks
-        return "; ".join(f"{c.get('check')} {_compact(c.get('entry'))} -> {c.get('status')}"
-                         + (f" ({c.get('detail')})" if c.get("detail") else "") for c in bad if isinstance(c, dict))
+        bad = [c for c in checks if isinstance(c, dict) and c.get("status") == "fail"] or \
+              [c for c in checks if isinstance(c, dict)]
+        parts = []
+        for c in bad:
+            text = str(c.get("check"))
+            if c.get("entry") is not None:
+                text += f" {_compact(c.get('entry'))}"
+            text += f" -> {c.get('status')}"
+            why = c.get("reason") or c.get("detail")
+            parts.append(text + (f" ({why})" if why else ""))
+        return "; ".join(parts)
+    for key in ("failures", "findings"):
+        items = layer.get(key)
+        if isinstance(items, list) and items:
+            texts = [i if isinstance(i, str) else (i.get("message") if isinstance(i, dict) else None) for i in items]
+            texts = [t for t in texts if t]
+            if texts:
+                return "; ".join(texts)
     if name == "routing" and "observed" in layer:
         return (f"expected {_compact(layer.get('expected'))}, observed {_compact(layer.get('observed'))}"
                 f" (from {layer.get('observed_from') or 'unknown'})")
@@ -39,7 +54,8 @@ def describe_layer(name: str, layer: dict) -> str:
     if name == "http" and "status" in layer:
         return f"expected {layer.get('expected_status') or 'any 2xx'}, got {layer.get('status')}"
     detail = {k: v for k, v in layer.items() if k != "verdict"}
-    return _compact(detail) if detail else "failed (no detail recorded)"
+    text = _compact(detail) if detail else "failed (no detail recorded)"
+    return text if len(text) <= 400 else text[:400] + " …"
 
 
 def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
