@@ -10,7 +10,8 @@ With b01 = fixed by the candidate (fail -> pass) and b10 = broken (pass -> fail)
   For integer parameters, P(Beta(a, b) > 1/2) = P(Binomial(a + b - 1, 1/2) <= a - 1),
   summed exactly in integers: no approximation at any n. `alpha` never changes `keep`.
 - reported tests on Binomial(b01 + b10, 1/2): the exact one-sided sign test
-  P(X >= b01) and the exact two-sided McNemar min(1, 2 * min tail).
+  P(X >= b01) and the exact two-sided McNemar min(1, 2 * min tail); "significant at
+  alpha" means p <= alpha (so at 0.05 a 6-0 split is, a 5-0 split never is).
 - minimum detectable effect (normal approximation, power 0.8):
   (z(1 - alpha) + z(0.8)) * sqrt(psi / n), psi = discordant fraction b01+b10 over n.
   When no case changed verdict, psi is unknown and 0.15 is assumed (said so).
