@@ -178,6 +178,7 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
         f"in {time.monotonic() - t0:.1f}s -> {shown(out)}")
 
     gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out)], env, ok={0, 1})
+    say(f"  gate            {'open' if gate.returncode == 0 else 'CLOSED'} (exit {gate.returncode})")
     report_md = out / "report.md"
     report_html = out / "report.html"
     run_step("draft_report", [str(SCRIPTS / "draft_report.py"), str(out), "-o", str(report_md), "--force"], env)
