@@ -108,3 +108,18 @@ def test_checker_catches_missing_paths_and_links(tmp_path):
             "and `${CLAUDE_PLUGIN_ROOT}/…` and [a](missing.md#x) and [b](https://x.y) and [c](#top)\n```\n[d](in-code.md)\n```\n")
     assert plugin_paths(text) == ["scripts/nope.py"]
     assert relative_links(text) == ["missing.md"]
+
+
+def test_run_modes_workflow_yaml_parses_and_gates_tokenless():
+    text = (ROOT / "skills" / "run" / "references" / "run-modes.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert len(blocks) == 1
+    wf = yaml.safe_load(blocks[0])
+    steps = wf["jobs"]["assay"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert 'claude -p "/assay:run --regression" --bare --plugin-dir' in runs
+    assert "--output-format stream-json --verbose" in runs
+    assert "is_error == true" in runs and "plugin_errors" in runs and 'index("assay")' in runs
+    assert "scripts/gate.py" in runs and "--github-summary" in runs
+    for mode in ("smoke", "regression", "targeted", "holdout", "full"):
+        assert f"\n## {mode}\n" in text
