@@ -277,8 +277,10 @@ def test_safety_skips_are_never_sent(app, state):
 
 # ---------------------------------------------------------------- holdout
 def test_holdout_seal_and_one_ledger_line(app, state):
-    app.handler = lambda req: Reply(200, {"message": "hello"})
-    cases = [case("hold-secret-1", "hello", split=["holdout"]), case("hold-secret-2", "nope", split=["holdout"])]
+    app.handler = lambda req: Reply(200, {"message": "hello", "route": "billing"})
+    cases = [case("hold-secret-1", "hello", split=["holdout"]),
+             case("hold-secret-2", "nope", split=["holdout"], expect={"answer": {"must_contain": ["nope"]},
+                                                                      "route_acceptable": ["billing"], "route": "x"})]
     plan = make_plan(state, cases, app_url=app.url, mode="holdout", selecting_split="holdout",
                      run_id="holdout-20261129T101500Z")
     r, out = go(state, plan)
@@ -288,7 +290,9 @@ def test_holdout_seal_and_one_ledger_line(app, state):
     res = json.loads(text)
     assert res["cases"] == [] and res["summary"]["holdout"]["n"] == 2
     assert res["summary"]["holdout"]["passes"] == 1 and res["summary"]["holdout"]["failures"] == 1
-    assert "hold-secret" not in (out / "run.log").read_text()
+    for name in ("run.log", "routing_report.json", "routing_results.jsonl"):
+        assert "hold-secret" not in (out / name).read_text(), name
+    assert json.loads((out / "routing_report.json").read_text())["accepted_alternates"][0]["case_id"] == "<holdout #2>"
     assert "hold-secret" not in r.stderr + r.stdout
     ledger = jsonl(state / "datasets" / "holdout-looks.jsonl")
     assert len(ledger) == 1 and ledger[0]["run_id"] == plan["run_id"]

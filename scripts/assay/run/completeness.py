@@ -63,10 +63,14 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True)
         return [f"manifest.yaml ({bad})"], [], manifest
     ids = [c["id"] for c in manifest["cases"]]
     index_of = {cid: i for i, cid in enumerate(ids)}
-    holdout = {c["id"] for c in manifest["cases"] if c.get("set") == "holdout"}
+    holdout = {}
+    for c in manifest["cases"]:
+        if c.get("set") == "holdout":
+            holdout[c["id"]] = len(holdout) + 1
 
     def name(cid: str) -> str:
-        return f"cases/<holdout case #{index_of[cid]}>" if cid in holdout else f"cases/{cid}"
+        """Holdout cases are named by their order among the plan's holdout cases, never by id."""
+        return f"cases/<holdout #{holdout[cid]}>" if cid in holdout else f"cases/{cid}"
 
     results = None
     try:
@@ -109,8 +113,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True)
     _check_jsonl(out, "verdicts_for_stats.jsonl",
                  [row for row in (derived.stats_row(r) for r in ordered) if row], problems, name)
     if "routing_results.jsonl" in required:
-        _check_jsonl(out, "routing_results.jsonl",
-                     [row for row in (derived.routing_row(r) for r in ordered) if row], problems, name)
+        _check_jsonl(out, "routing_results.jsonl", derived.routing_rows(ordered), problems, lambda c: str(c))
     if "repeats.jsonl" in required:
         _check_jsonl(out, "repeats.jsonl", [row for r in ordered for row in derived.repeat_rows(r)], problems, name)
     for rel in ("routing_report.json", "reliability.json", "comparison.json"):

@@ -47,13 +47,28 @@ def stats_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def routing_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    if record.get("canary") or not routing_scorable(record):
-        return None
-    layer = record["layers"]["routing"]
-    row = {"case_id": record["case_id"]}
-    row.update({k: layer.get(k) for k in ROUTING_KEYS})
-    return row
+def sealed_ids(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Run-level reports name a holdout case only as `<holdout #i>` (i = its order among the
+    run's holdout cases), so the seal holds in routing and reliability reports too."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.get("holdout"):
+            out[r["case_id"]] = f"<holdout #{len(out) + 1}>"
+    return out
+
+
+def routing_rows(records: list[dict]) -> list[dict[str, Any]]:
+    """routing_results.jsonl: non-canary routing-scorable cases, plan order, holdout ids sealed."""
+    sealed = sealed_ids(records)
+    rows = []
+    for record in records:
+        if record.get("canary") or not routing_scorable(record):
+            continue
+        layer = record["layers"]["routing"]
+        row = {"case_id": sealed.get(record["case_id"], record["case_id"])}
+        row.update({k: layer.get(k) for k in ROUTING_KEYS})
+        rows.append(row)
+    return rows
 
 
 def repeat_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -84,15 +99,15 @@ def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str
 
 def reliability_doc(records: list[dict], k: int) -> dict[str, Any]:
     from ..stats.reliability import reliability
-    per_case = {r["case_id"]: [x["verdict"] for x in (r.get("repeats") or [])]
+    sealed = sealed_ids(records)
+    per_case = {sealed.get(r["case_id"], r["case_id"]): [x["verdict"] for x in (r.get("repeats") or [])]
                 for r in records if not r.get("canary") and r.get("repeats")}
     return reliability(per_case, k)
 
 
 def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, Any]:
     from ..score.routing import routing_report
-    rows = [row for row in (routing_row(r) for r in records) if row is not None]
-    return routing_report(rows, oos_route)
+    return routing_report(routing_rows(records), oos_route)
 
 
 class DerivedFiles:

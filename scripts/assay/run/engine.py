@@ -214,7 +214,7 @@ class Run:
     def _write_reports(self, records: list[dict]) -> None:
         out = self.s.out
         main = [r for r in records if not r.get("canary")]
-        rows = [row for row in (derived.routing_row(r) for r in records) if row is not None]
+        rows = derived.routing_rows(records)
         if rows:
             atomic_write_jsonl(out / "routing_results.jsonl", rows)
             atomic_write_json(out / "routing_report.json",
