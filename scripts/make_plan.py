@@ -56,8 +56,9 @@ def run(args):
         converted = jsonio.read_json(args.converted)
     except OSError as exc:
         raise AssayError(f"cannot read {args.converted}: {exc.strerror or exc}; run convert_suite.py first", 2) from None
-    except ValueError as exc:
-        raise AssayError(f"{args.converted} is not JSON ({exc}); re-run convert_suite.py", 2) from None
+    except (ValueError, RecursionError) as exc:
+        raise AssayError(f"{args.converted} is not a converted suite ({type(exc).__name__}); re-run "
+                         "convert_suite.py", 2) from None
     validate(converted, "converted", source=args.converted, what="converted suite")
     extra = None
     if args.manifest_extra:

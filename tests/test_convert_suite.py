@@ -111,6 +111,13 @@ def test_recursive_alias_is_an_error():
     assert "nesting deeper" in err.value.message
 
 
+@pytest.mark.parametrize("depth", [100, 5000])
+def test_deep_nesting_is_an_error_not_a_crash(depth):
+    with pytest.raises(AssayError) as err:
+        loads("a: " + "[" * depth + "]" * depth + "\n", "deep.yaml")
+    assert "nesting deeper" in err.value.message
+
+
 def test_small_aliases_still_work():
     value, _ = loads("base: &b {must_contain: [x]}\ncopy: *b\n", "ok.yaml")
     assert value["copy"] == {"must_contain": ["x"]}
@@ -209,3 +216,10 @@ def test_unwritable_output_is_exit_2(tmp_path):
     (tmp_path / "file").write_text("x")
     msg = convert_err(state, "-o", tmp_path / "file" / "sub" / "c.json")
     assert "cannot write" in msg
+
+
+def test_auth_form_error_names_the_allowed_forms(tmp_path):
+    bad = ADAPTER.replace("auth: {type: bearer, token_env: HELPDESK_TOKEN}", "auth: {type: bearer}")
+    state = make_state(tmp_path, adapter=bad)
+    msg = convert_err(state)
+    assert "adapter.yaml:12: invocation.auth" in msg and "{type: bearer, token_env: NAME}" in msg

@@ -327,7 +327,9 @@ def test_bad_converted_and_state_dir(suite, tmp_path):
     state, conv = suite
     assert "cannot read" in refused(state, tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{")
-    assert "not JSON" in refused(state, tmp_path / "bad.json")
+    assert "not a converted suite" in refused(state, tmp_path / "bad.json")
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    assert "not a converted suite" in refused(state, tmp_path / "deep.json")
     doc = json.loads(conv.read_text())
     del doc["capability_matrix"]
     (tmp_path / "nomatrix.json").write_text(json.dumps(doc))

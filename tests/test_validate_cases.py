@@ -390,11 +390,12 @@ def test_input_forms_stdin_jsonl_list_and_single_case(tmp_path):
     (("--cases", "OK.json", "--capabilities", "BADCAPS.json"), "capability"),
     (("--cases", "OK.json", "--no-capabilities", "--adapter", "EMPTY.json"), "adapter"),
     (("--cases", "SHAPE.json", "--no-capabilities"), "gating"),
+    (("--cases", "DEEP.json", "--no-capabilities"), "nested too deeply"),
 ])
 def test_bad_input_is_exit_2_json(tmp_path, args, needle):
     files = {"BAD.json": "{nope", "EMPTY.json": json.dumps({"cases": []}), "NONOBJ.json": "[1]",
              "OK.json": json.dumps([BASE]), "BADCAPS.json": json.dumps({"routing": {"enabled": "yes"}}),
-             "SHAPE.json": json.dumps([{**BASE, "gating": "yes"}])}
+             "SHAPE.json": json.dumps([{**BASE, "gating": "yes"}]), "DEEP.json": "[" * 100000 + "]" * 100000}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     r = run_inproc("validate_cases", *[str(tmp_path / a) if a.endswith(".json") else a for a in args])

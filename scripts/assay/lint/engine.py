@@ -38,6 +38,8 @@ def read_json_file(path: str, what: str) -> Any:
     text, label = _read_text(path)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise AssayError(f"{what} {label} is nested too deeply to be a real file", 2, file=label) from None
     except ValueError as exc:
         raise AssayError(f"{what} {label} is not JSON ({exc}); pass the file convert_suite.py --split-dir wrote",
                          2, file=label) from None
@@ -48,6 +50,8 @@ def read_suite(path: str) -> dict[str, Any]:
     text, label = _read_text(path)
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise AssayError(f"--cases {label} is nested too deeply to be a real suite", 2, file=label) from None
     except ValueError:
         try:
             doc = [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..core.errors import AssayError
-from ..schemas import MAX_REPORTED, iter_errors
+from ..schemas import MAX_REPORTED, iter_errors, load_schema
 from .strict_yaml import LineIndex
 
 _UNKNOWN = re.compile(r"^unknown key\(s\) (.*?) \(allowed")
@@ -26,6 +26,29 @@ def _line(error: dict[str, Any], lines: LineIndex) -> int | None:
     return lines.line_of(error["path"])
 
 
+def _schema_at(schema: dict[str, Any], path: list[Any]) -> dict[str, Any] | None:
+    """The sub-schema describing the value at `path` (properties / items only; None if unknown)."""
+    node: Any = schema
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        if isinstance(part, int):
+            node = node.get("items")
+        else:
+            node = (node.get("properties") or {}).get(part)
+    return node if isinstance(node, dict) else None
+
+
+def _plainer(error: dict[str, Any], schema: str) -> str:
+    """A oneOf miss says only "not valid under any of the given schemas": name the allowed forms instead."""
+    if "is not valid under any of the given schemas" not in error["message"]:
+        return error["message"]
+    sub = _schema_at(load_schema(schema), error["path"]) or {}
+    forms = [alt.get("description", "") for alt in sub.get("oneOf", [])]
+    listed = " or ".join(f for f in forms if f)
+    return f"matches none of its allowed forms: {listed}" if listed else error["message"]
+
+
 def validate_yaml(doc: Any, schema: str, *, label: str, lines: LineIndex, what: str) -> None:
     """Raise AssayError(2) naming `label:line: key.path: problem` for each violation (first 10)."""
     errors = iter_errors(doc, schema)
@@ -33,6 +56,7 @@ def validate_yaml(doc: Any, schema: str, *, label: str, lines: LineIndex, what: 
         return
     shown, violations = [], []
     for e in errors[:MAX_REPORTED]:
+        e["message"] = _plainer(e, schema)
         line = _line(e, lines)
         shown.append(f"{label}:{line}: {e['key']}: {e['message']}" if line else f"{label}: {e['key']}: {e['message']}")
         violations.append({"key": e["key"], "message": e["message"], "line": line})

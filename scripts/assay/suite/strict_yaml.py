@@ -68,7 +68,7 @@ class _Builder:
             raise _fail(self.label, node, f"the document expands to more than {MAX_NODES} values "
                         "(a YAML alias bomb?)", "write the values out without anchors/aliases")
         if depth > MAX_DEPTH:
-            raise _fail(self.label, node, f"nesting deeper than {MAX_DEPTH} levels (a recursive alias?)",
+            raise _fail(self.label, node, f"nesting deeper than {MAX_DEPTH} levels (or a recursive alias)",
                         "flatten the structure")
         import yaml
 
@@ -137,6 +137,10 @@ def loads(text: str, label: str) -> tuple[Any, LineIndex]:
     try:
         try:
             node = loader.get_single_node()
+        except RecursionError:
+            # PyYAML composes nested collections recursively; thousands of `[` exhaust the stack
+            raise AssayError(f"{label}: nesting deeper than {MAX_DEPTH} levels; flatten the structure", 2,
+                             file=label) from None
         except yaml.composer.ComposerError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark else None
