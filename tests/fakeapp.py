@@ -12,6 +12,8 @@ Usage:
         app.requests                             # every request seen: Request(method, path, headers, body, json)
         app.count(path="/api/chat")              # how many requests hit that path
 
+FakeApp(tls=(certfile, keyfile)) serves HTTPS instead (see self_signed_cert()).
+
 Reply(status=200, body=None, headers=None, delay=0.0, drop=False, retry_after=None, raw=None)
   body: dict/list -> JSON; str -> UTF-8 text; bytes -> as-is. `raw` (bytes) wins over body.
   delay: seconds to sleep before answering (a hang: delay > the runner's timeout).
@@ -66,7 +68,7 @@ def default_handler(req: Request) -> Reply:
 
 
 class FakeApp:
-    def __init__(self, handler: Callable[[Request], Reply] | None = None) -> None:
+    def __init__(self, handler: Callable[[Request], Reply] | None = None, *, tls: tuple[str, str] | None = None) -> None:
         self.handler = handler or default_handler
         self.requests: list[Request] = []
         self._queue: list[Reply] = []
@@ -130,6 +132,12 @@ class FakeApp:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        if tls:  # (certfile, keyfile): serve HTTPS with that (e.g. self-signed) certificate
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -156,6 +164,20 @@ class FakeApp:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def self_signed_cert(directory) -> tuple[str, str] | None:
+    """(certfile, keyfile) for 127.0.0.1 made with the openssl CLI, or None when it is absent."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+    if not shutil.which("openssl"):
+        return None
+    cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
+    proc = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                           "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True)
+    return (str(cert), str(key)) if proc.returncode == 0 else None
 
 
 # ---------------------------------------------------------------------------- plan builders

@@ -494,3 +494,58 @@ def test_baseline_comparison_written(app, state):
     manifest = json.loads((out / "manifest.yaml").read_text())
     assert manifest["baseline_verdicts"]["run_id"] == "smoke-20261128T101500Z"
     assert run_script("run_cases", "--verify", out).rc == 0
+
+
+# ---------------------------------------------------------------- TLS, concurrency, progress
+def test_self_signed_tls_fails_preflight_unless_insecure(state, tmp_path):
+    from fakeapp import self_signed_cert
+    pair = self_signed_cert(tmp_path)
+    if pair is None:
+        pytest.skip("openssl CLI not available")
+    with FakeApp(tls=pair) as tls_app:
+        r, out = go(state, make_plan(state, [case("c-1")], app_url=tls_app.url))
+        assert r.rc == 3 and "CERTIFICATE_VERIFY_FAILED" in r.json["error"]
+        assert tls_app.posts() == [] and not out.exists()
+        tls_app.handler = lambda req: Reply(200, {"message": "hello"})
+        plan = make_plan(state, [case("c-1", "hello")], app_url=tls_app.url,
+                         execution={"insecure_tls": True, "max_attempts": 1, "backoff_s": []})
+        r, out = go(state, plan)
+        assert r.rc == 0, r.stdout
+        assert verdict(out, "c-1")["verdict"] == "pass"
+
+
+def test_max_concurrency_is_honoured(app, state):
+    import threading
+    lock = threading.Lock()
+    seen = {"now": 0, "max": 0}
+    four_in = threading.Barrier(4, timeout=20)
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": 1})
+        with lock:
+            seen["now"] += 1
+            seen["max"] = max(seen["max"], seen["now"])
+        try:
+            if req.json["message"] in ("m0", "m1", "m2", "m3"):
+                four_in.wait()          # only returns once four requests are in flight together
+        finally:
+            with lock:
+                seen["now"] -= 1
+        return Reply(200, {"message": req.json["message"]})
+    app.handler = handler
+    cases = [case(f"c-{i}", f"m{i}") for i in range(12)]
+    r, out = go(state, make_plan(state, cases, adapter_doc=adapter(app.url, max_concurrency=4)))
+    assert r.rc == 0, r.stdout
+    assert 4 == seen["max"]
+    assert [json.loads(l)["case_id"] for l in (out / "verdicts.jsonl").read_text().splitlines()] == [c["id"] for c in cases]
+
+
+def test_progress_lines_on_stderr_only(app, state):
+    path = state / "work" / "plan.json"
+    plan = make_plan(state, [case("c-1"), case("c-2")], app_url=app.url)
+    path.write_text(json.dumps(plan))
+    r = run_script("run_cases", "--plan", path, "--out", state / "reports" / RUN_ID, "--progress", "always")
+    assert r.rc == 0
+    assert "assay: 2/2 cases | pass 2 fail 0 infra 0" in r.stderr and "ETA" in r.stderr
+    assert json.loads(r.stdout)["status"] == "ok"   # stdout: JSON only

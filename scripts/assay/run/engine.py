@@ -112,8 +112,10 @@ class Run:
         self._start()
         kept = getattr(self, "kept", {})
         self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases))
+        self.attempted = self.infra = 0
         for i, rec in kept.items():
             self.derived.add(i, rec)
+            self._count(rec)
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
@@ -147,12 +149,16 @@ class Run:
     def _canary_failed(self) -> bool:
         return any(r.get("canary") and r.get("verdict") == FAIL for r in self.derived.records.values())
 
+    def _count(self, record: dict) -> None:
+        """Running totals for the infra abort: O(1) per finished case."""
+        if record.get("verdict") != SKIPPED:
+            self.attempted += 1
+        if record.get("verdict") in INFRA_VERDICTS:
+            self.infra += 1
+
     def _infra_abort_due(self) -> bool:
-        recs = self.derived.records.values()
-        attempted = sum(1 for r in recs if r.get("verdict") != SKIPPED)
-        infra = sum(1 for r in recs if r.get("verdict") in INFRA_VERDICTS)
-        return (attempted >= MIN_ATTEMPTED_FOR_INFRA_ABORT
-                and infra / attempted > float(self.s.execution["infra_rate_abort"]))
+        return (self.attempted >= MIN_ATTEMPTED_FOR_INFRA_ABORT
+                and self.infra / self.attempted > float(self.s.execution["infra_rate_abort"]))
 
     def _abort(self, status: str, reason: str) -> None:
         if self.status == "running":
@@ -186,6 +192,7 @@ class Run:
 
     def _on_done(self, index: int, record: dict) -> None:
         self.derived.add(index, record)
+        self._count(record)
         self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
         self.progress.update(record["verdict"])
         if self.derived.due():
