@@ -174,3 +174,14 @@ def _undocumented(schema, path=""):
 @pytest.mark.parametrize("name", ["adapter", "profile", "case", "dataset", "converted"])
 def test_every_schema_field_has_a_description(name):
     assert _undocumented(load_schema(name)) == []
+
+
+@pytest.mark.parametrize("doc", [CASE_DOC, ADAPTER_DOC, PROFILE_DOC])
+def test_relative_links_and_plugin_paths_resolve(doc):
+    text = doc.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#]+)\)", text)
+    for link in links:
+        if "://" not in link:
+            assert (doc.parent / link).is_file(), f"{doc.name}: broken link {link}"
+    for path in re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([\w./-]+)", text):
+        assert (ROOT / path).exists(), f"{doc.name}: {path} does not exist"
