@@ -549,3 +549,44 @@ def test_progress_lines_on_stderr_only(app, state):
     assert r.rc == 0
     assert "assay: 2/2 cases | pass 2 fail 0 infra 0" in r.stderr and "ETA" in r.stderr
     assert json.loads(r.stdout)["status"] == "ok"   # stdout: JSON only
+
+
+def test_app_dying_mid_run_is_infra_then_abort(app, state):
+    import threading
+    served = {"n": 0}
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": 1})
+        served["n"] += 1
+        if served["n"] == 3:                 # the app dies after this answer: new connections are refused
+            threading.Thread(target=app.close, daemon=True).start()
+        if served["n"] > 3:
+            return Reply(drop=True)
+        return Reply(200, {"message": req.json["message"]})
+    app.handler = handler
+    cases = [case(f"c-{i:02d}", f"m{i}") for i in range(14)]
+    plan = make_plan(state, cases, app_url=app.url, execution={"max_attempts": 2, "backoff_s": [0], "timeout_s": 2})
+    r, out = go(state, plan)
+    assert r.rc == 5, r.stdout
+    rows = [json.loads(l) for l in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert [row["verdict"] for row in rows[:3]] == ["pass"] * 3
+    assert {row["verdict"] for row in rows[3:]} == {"infra_error"}
+    assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_internal_error_is_exit_1_with_json(app, state):
+    import shutil
+
+    def handler(req):
+        if req.method != "GET":   # sabotage the runner's own case dir while the request is in flight
+            cdir = state / "reports" / RUN_ID / "cases" / "c-1"
+            shutil.rmtree(cdir, ignore_errors=True)
+            cdir.write_text("not a directory")
+        return Reply(200, {"message": "hello"})
+    app.handler = handler
+    r, out = go(state, make_plan(state, [case("c-1", "hello")], app_url=app.url))
+    assert r.rc == 1, r.stdout
+    assert r.json["internal"] is True and "Traceback" in r.stderr
+    assert json.loads((out / "results.json").read_text())["summary"]["status"] == "running"
+    assert not (state / "reports" / f".{RUN_ID}.lock").exists()

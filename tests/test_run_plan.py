@@ -61,15 +61,38 @@ BAD_PLANS = {
 }
 
 
+def run_in_process(state, plan, *extra, environ=None):
+    """The library entry point the script calls (fast: no interpreter start); returns the AssayError."""
+    import argparse
+
+    from assay.core.errors import AssayError
+    from assay.run.command import run as run_cases
+    path = state / "work" / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    args = argparse.Namespace(plan=str(path), out=str(state / "reports" / plan.get("run_id", RUN_ID)),
+                              resume=False, dry_run=False, baseline_verdicts=None, progress="never", verify=None)
+    for flag in extra:
+        setattr(args, flag, True)
+    with pytest.raises(AssayError) as info:
+        run_cases(args, environ=environ if environ is not None else {})
+    return info.value
+
+
 @pytest.mark.parametrize("name", sorted(BAD_PLANS))
 def test_bad_plan_exits_2_and_writes_nothing(app, state, name):
     plan = make_plan(state, [case("c-1")], app_url=app.url)
     BAD_PLANS[name](plan)
-    r = run(state, plan, out=state / "reports" / RUN_ID)
-    assert r.rc == 2, (name, r.stdout, r.stderr)
-    assert "error" in r.json
+    err = run_in_process(state, plan)
+    assert err.code == 2, (name, err.message)
     nothing_written(state, app)
     assert not (state / "datasets" / "holdout-looks.jsonl").exists()
+
+
+def test_bad_plan_as_a_user_meets_it(app, state):
+    plan = make_plan(state, [case("c-1")], app_url=app.url, k=0)
+    r = run(state, plan)
+    assert r.rc == 2 and "k" in r.json["error"] and r.stdout.count("\n") == 1
+    nothing_written(state, app)
 
 
 def test_missing_key_is_named(app, state):
@@ -135,11 +158,17 @@ def test_all_missing_env_named_at_once_exit_3(app, state):
 ])
 def test_preflight_refusals_exit_3_without_app_calls(app, state, invocation, needle):
     plan = make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, **invocation))
-    r = run(state, plan)
-    assert r.rc == 3, (r.stdout, r.stderr)
-    assert needle in r.json["error"]
+    err = run_in_process(state, plan)
+    assert err.code == 3, err.message
+    assert needle in err.message
     assert app.count() == 0
     nothing_written(state)
+
+
+def test_cli_mode_as_a_user_meets_it(app, state):
+    r = run(state, make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, mode="cli")))
+    assert r.rc == 3 and "built in its own issue" in r.json["error"] and r.json["mode"] == "cli"
+    nothing_written(state, app)
 
 
 def test_health_check_failures_exit_3(app, state):

@@ -75,7 +75,7 @@ class FunctionInvoker:
         start = time.perf_counter()
         try:
             result = self.fn(wire["body"])
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # app code calling sys.exit() is an app failure, not ours
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             return Outcome(EXCEPTION, error=f"entrypoint raised {last}", latency_ms=_ms(start))
         latency = _ms(start)
