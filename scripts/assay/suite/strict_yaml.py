@@ -133,7 +133,10 @@ def loads(text: str, label: str) -> tuple[Any, LineIndex]:
     """Parse one YAML document from text. Empty text -> (None, {})."""
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    # libyaml (when PyYAML was built with it) composes ~10x faster and caps nesting at 1000 levels
+    # itself; our builder below is the same either way.
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
     try:
         try:
             node = loader.get_single_node()
