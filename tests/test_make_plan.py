@@ -366,3 +366,20 @@ def test_help_examples_run_in_order(tmp_path):
     plan = json.loads((target / "work" / "plan.json").read_text())
     validate_plan(plan)
     assert plan["mode"] == "smoke"
+
+
+def test_hand_written_state_dir_through_all_three_steps(tmp_path):
+    """The issue's done-when: ~10 hand-written cases -> convert -> validate (no ERROR) -> a schema-valid plan."""
+    state = make_state(tmp_path, git=True)
+    work = state / "work"
+    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 0, r.stdout
+    r = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json",
+                   "--adapter", work / "adapter.json", "--manifest", work / "manifest.json")
+    assert r.rc == 0 and r.json["error_count"] == 0, r.stdout
+    r = run_script("make_plan", work / "converted.json", "--mode", "regression", "--state-dir", state,
+                   "-o", work / "plan.json")
+    assert r.rc == 0, r.stdout
+    plan = json.loads((work / "plan.json").read_text())
+    validate_plan(plan)
+    assert len(plan["cases"]) == 7 and plan["manifest_extra"]["app"]["git_tree"] == "clean"
