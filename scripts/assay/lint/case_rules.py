@@ -23,7 +23,9 @@ RESERVED_TURN_KEYS = ("assistant", "simulate")
 INPUT_KEYS = ("messages", "session", "turns", "every_turn")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
-MACHINE_REVIEWER = re.compile(r"(claude|gpt|llm|model|\bai\b|bot|generat|assay|auto|machine|script|agent)", re.I)
+MACHINE_REVIEWER = re.compile(
+    r"\b(claude|gpt\w*|llm|model|ai|bot|generator|generated|assay|auto|automatic|machine|script|agent|pipeline)\b",
+    re.I)
 SOURCE_DERIVED = re.compile(
     r"(source code|from the (source|code|implementation)|read (it |this )?(from|in) the code|in the code"
     r"|per the implementation|the app's code|copied from|\bgrep|\.py\b|\.ts\b|\.js\b)", re.I)
