@@ -4,9 +4,7 @@ infra taxonomy, skips, canaries, holdout, repeats, layers, secrets, function mod
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 

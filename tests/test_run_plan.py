@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, adapter, case, make_plan, make_state, write_plan
+from fakeapp import RUN_ID, FakeApp, adapter, case, make_plan, make_state
 from helpers import run_script
 
 

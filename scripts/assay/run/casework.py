@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.jsonio import atomic_write_json, atomic_write_text, dumps, sha256_bytes
+from ..core.jsonio import atomic_write_bytes, atomic_write_json, dumps, sha256_bytes
 from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, LAYER_ORDER, SKIPPED
 from ..score.rollup import case_verdict, fold_repeats
 from . import templates
@@ -40,32 +40,8 @@ class CaseWorker:
     secret_values: list[str]
     runlog: RunLog
 
-    # ------------------------------------------------------------ safety gates
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
-        inp = case.get("input") or {}
-        if inp.get("turns"):
-            return MULTI_TURN_REASON
-        msgs = inp.get("messages") or []
-        if not (isinstance(msgs, list) and len(msgs) == 1 and isinstance(msgs[0], Mapping)
-                and msgs[0].get("role") == "user"):
-            return "unsupported input: input.messages must hold exactly one user message"
-        if case.get("category") in ADVERSARIAL_CATEGORIES and not self.safety.get("safe_to_attack"):
-            return (f"category {case.get('category')!r} not sent: environment.safe_to_attack is false")
-        if self.safety.get("live_environment") and self.safety.get("never_live_tools"):
-            named = _tools_named(case) & set(self.safety["never_live_tools"])
-            if named:
-                return (f"could trigger never-live tool(s) {', '.join(sorted(named))} in environment "
-                        f"{self.safety.get('environment_kind')!r}; not sent")
-        ident = case.get("identity")
-        if isinstance(ident, Mapping) and ident:
-            imap = (self.adapter.get("invocation") or {}).get("identity_map") or {}
-            if getattr(self.invoker, "mode", "") != "http":
-                return "identity not mapped: function mode cannot carry identity headers"
-            unmapped = sorted(k for k in ident if k != "token_env" and k not in imap)
-            if unmapped:
-                return (f"identity not mapped: invocation.identity_map has no header for "
-                        f"{', '.join(unmapped)}")
-        return None
+        return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""))
 
     # ------------------------------------------------------------ one case
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -161,9 +137,7 @@ class CaseWorker:
     # ------------------------------------------------------------ helpers
     def _answer(self, out: Outcome) -> tuple[str | None, str | None]:
         tmpl_raw = (self.adapter.get("invocation") or {}).get("response_body")
-        if tmpl_raw is None:
-            if self.invoker.mode == "function":
-                return out.body_text, None
+        if tmpl_raw is None:  # no template declared: the whole body is the answer
             return out.body_text, None
         tmpl = templates.parse_template(tmpl_raw, "invocation.response_body")
         path = templates.find_mark(tmpl, templates.ANSWER_MARK)
@@ -211,9 +185,36 @@ class CaseWorker:
 
     def _put(self, files: dict, directory: Path, name: str, text: str, prefix: str = "") -> None:
         data = text.encode("utf-8")
-        from ..core.jsonio import atomic_write_bytes
         atomic_write_bytes(directory / name, data)
         files[prefix + name] = data
+
+
+def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],
+                mode: str) -> str | None:
+    """Why a case is not sent (safety gates and unsupported inputs), or None. Pure."""
+    inp = case.get("input") or {}
+    if inp.get("turns"):
+        return MULTI_TURN_REASON
+    msgs = inp.get("messages") or []
+    if not (isinstance(msgs, list) and len(msgs) == 1 and isinstance(msgs[0], Mapping)
+            and msgs[0].get("role") == "user"):
+        return "unsupported input: input.messages must hold exactly one user message"
+    if case.get("category") in ADVERSARIAL_CATEGORIES and not safety.get("safe_to_attack"):
+        return f"category {case.get('category')!r} not sent: environment.safe_to_attack is false"
+    if safety.get("live_environment") and safety.get("never_live_tools"):
+        named = _tools_named(case) & set(safety["never_live_tools"])
+        if named:
+            return (f"could trigger never-live tool(s) {', '.join(sorted(named))} in environment "
+                    f"{safety.get('environment_kind')!r}; not sent")
+    ident = case.get("identity")
+    if isinstance(ident, Mapping) and ident:
+        imap = (adapter.get("invocation") or {}).get("identity_map") or {}
+        if mode != "http":
+            return "identity not mapped: function mode cannot carry identity headers"
+        unmapped = sorted(k for k in ident if k != "token_env" and k not in imap)
+        if unmapped:
+            return f"identity not mapped: invocation.identity_map has no header for {', '.join(unmapped)}"
+    return None
 
 
 def _base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:

@@ -7,7 +7,6 @@ is an AssayError carrying its exit code; the script itself stays thin.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +73,12 @@ def run(args, environ=None) -> tuple[int, Any]:
 
 def dry_run(plan: dict, environ) -> dict:
     from . import preflight
-    from .casework import CaseWorker
+    from .casework import skip_reason
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
-    worker = CaseWorker(out=out, k=plan["k"], invoker=setup.invoker, adapter=plan["adapter"],
-                        execution=setup.execution, score_ctx=None, trace=setup.trace,  # type: ignore[arg-type]
-                        safety=setup.safety, secret_values=[], runlog=None)  # type: ignore[arg-type]
     listed, holdout_n, sendable = [], 0, 0
     for case in plan["cases"]:
-        reason = worker.skip_reason(case)
+        reason = skip_reason(case, plan["adapter"], setup.safety, setup.invoker.mode)
         sendable += 0 if reason else 1
         if "holdout" in case.get("split", []):
             holdout_n += 1

@@ -10,8 +10,6 @@ from __future__ import annotations
 import shutil
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from pathlib import Path
-from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso

@@ -190,7 +190,7 @@ class HttpInvoker:
                 if reused and not fresh:
                     continue  # a keep-alive connection the server had closed: retry once on a fresh one
                 return Outcome(DROPPED, error=f"connection dropped: {type(exc).__name__}", latency_ms=_ms(start))
-            except (socket.timeout, TimeoutError) as exc:
+            except (socket.timeout, TimeoutError):
                 self._drop(key)
                 return Outcome(TIMEOUT, error=f"no response within {self.timeout_s:g} s", latency_ms=_ms(start))
             except ssl.SSLCertVerificationError as exc:
