@@ -7,13 +7,14 @@ verdict.json it wrote.
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.jsonio import atomic_write_bytes, atomic_write_json, dumps, sha256_bytes
+from ..core.jsonio import dumps, sha256_bytes
 from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, LAYER_ORDER, SKIPPED
 from ..score.rollup import case_verdict, fold_repeats
 from . import templates
@@ -54,7 +55,7 @@ class CaseWorker:
         self.runlog.event("case_start", **ref)
         expect = case.get("expect") or {}
         files: dict[str, bytes] = {}
-        self._put(files, cdir, "expect.json", dumps(expect) + "\n")
+        self._put(files, cdir, "expect.json", case_json(expect))
         base = _base_record(case, self.k)
         reason = self.skip_reason(case)
         if reason:
@@ -63,7 +64,7 @@ class CaseWorker:
         else:
             record = self._run_repeats(case, cdir, files, base, ref)
         record["artifact_sha256"] = {name: sha256_bytes(data) for name, data in sorted(files.items())}
-        atomic_write_json(cdir / "verdict.json", record)
+        write_case_file(cdir / "verdict.json", (case_json(record)).encode("utf-8"))
         return record
 
     def _run_repeats(self, case, cdir: Path, files: dict, base: dict, ref: dict) -> dict:
@@ -77,18 +78,18 @@ class CaseWorker:
             for r in repeats:
                 rdir = cdir / "repeats" / str(r["n"])
                 rdir.mkdir(parents=True)
-                self._put(files, rdir, "request.json", dumps(r["request"]) + "\n", prefix=f"repeats/{r['n']}/")
-                self._put(files, rdir, "response.json", dumps(r["response"]) + "\n", prefix=f"repeats/{r['n']}/")
-                self._put(files, rdir, "verdict.json", dumps(_repeat_verdict(case, r)) + "\n", prefix=f"repeats/{r['n']}/")
-        self._put(files, cdir, "request.json", dumps(chosen["request"]) + "\n")
-        self._put(files, cdir, "response.json", dumps(chosen["response"]) + "\n")
+                self._put(files, rdir, "request.json", case_json(r["request"]), prefix=f"repeats/{r['n']}/")
+                self._put(files, rdir, "response.json", case_json(r["response"]), prefix=f"repeats/{r['n']}/")
+                self._put(files, rdir, "verdict.json", case_json(_repeat_verdict(case, r)), prefix=f"repeats/{r['n']}/")
+        self._put(files, cdir, "request.json", case_json(chosen["request"]))
+        self._put(files, cdir, "response.json", case_json(chosen["response"]))
         self._put(files, cdir, "answer.txt", chosen["answer_text"] or "")
         if (case.get("expect") or {}).get("result"):
             actual = chosen["actual"] or {"missing": True, "reason": chosen["actual_reason"]}
-            self._put(files, cdir, "actual.json", dumps(actual) + "\n")
+            self._put(files, cdir, "actual.json", case_json(actual))
         if chosen["trajectory"] is not None:
-            self._put(files, cdir, "trajectory.json", dumps(chosen["trajectory"]) + "\n")
-            self._put(files, cdir, "trace.json", dumps(chosen["raw_spans"]) + "\n")
+            self._put(files, cdir, "trajectory.json", case_json(chosen["trajectory"]))
+            self._put(files, cdir, "trace.json", case_json(chosen["raw_spans"]))
         attempts = sum(len(r["outcomes"]) for r in repeats)
         return dict(
             base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
@@ -185,8 +186,21 @@ class CaseWorker:
 
     def _put(self, files: dict, directory: Path, name: str, text: str, prefix: str = "") -> None:
         data = text.encode("utf-8")
-        atomic_write_bytes(directory / name, data)
+        write_case_file(directory / name, data)
         files[prefix + name] = data
+
+
+def case_json(value: Any) -> str:
+    """Case-dir JSON: sorted keys, one line (the C encoder; indenting costs ~0.4 ms a case)."""
+    return dumps(value, indent=None) + "\n"
+
+
+def write_case_file(path: Path, data: bytes) -> None:
+    """Atomic (temp + rename) without mkstemp: only this case's worker ever writes in its dir."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],
