@@ -123,6 +123,7 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(app, state):
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    assert (state / "reports" / f".{plan['run_id']}.lock").exists()   # stale: must not block --resume
     assert json.loads((out / "results.json").read_text())["summary"]["status"] == "running"
     v = run_script("run_cases", "--verify", out)
     assert v.rc == 6 and "c-0" not in v.stdout     # holdout cases are named by index, never by id
