@@ -139,7 +139,7 @@ class FakeApp:
             ctx.load_cert_chain(*tls)
             self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
             self.url = f"https://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     def queue(self, *replies: Reply) -> None:
@@ -244,3 +244,39 @@ def write_plan(state, plan: dict, name: str = "plan.json"):
     path = state / "work" / name
     path.write_text(json.dumps(plan, indent=2), encoding="utf-8")
     return path
+
+
+def run_runner(*args: Any, env: dict[str, str] | None = None):
+    """run_cases.py with these argv, in THIS process (no interpreter start-up, so fast).
+
+    Same parser, same command layer (stdout JSON, exit code) as the script; returns
+    helpers.Result(rc, stdout, stderr). Use run_script("run_cases", ...) when a test must see
+    the process as a user does (stderr prose, tracebacks, signals, function-mode imports).
+    """
+    import contextlib
+    import io
+    import os
+
+    from helpers import Result
+
+    from assay.core.cli import make_parser, run_command
+    from assay.run.command import EXAMPLE, add_arguments, run
+
+    def build_parser():
+        parser = make_parser("run_cases.py", "run_cases (in-process)", EXAMPLE)
+        add_arguments(parser)
+        return parser
+
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(env or {})
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = run_command(build_parser, run, argv=[str(a) for a in args], script="run_cases.py")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return Result(rc, out.getvalue(), err.getvalue())

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state
+from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state, run_runner
 from helpers import run_script
 
 
@@ -23,12 +23,18 @@ def state(tmp_path):
     return make_state(tmp_path)
 
 
-def go(state, plan, *args, env=None):
+def go(state, plan, *args, env=None, subprocess=False):
+    """Run the plan; in-process by default (fast), as a real subprocess when asked."""
     path = state / "work" / "plan.json"
     path.write_text(json.dumps(plan), encoding="utf-8")
     out = state / "reports" / plan["run_id"]
-    r = run_script("run_cases", "--plan", path, "--out", out, "--progress", "never", *args, env=env)
+    argv = ("--plan", path, "--out", out, "--progress", "never", *args)
+    r = run_script("run_cases", *argv, env=env) if subprocess else run_runner(*argv, env=env)
     return r, out
+
+
+def verify(out):
+    return run_runner("--verify", out)
 
 
 def verdict(out, cid):
@@ -48,7 +54,7 @@ def test_successful_run_writes_the_exact_tree(app, state):
     plan = make_plan(state, [case("c-1", "hello"), case("c-2", "bye", expect={"route": "billing"}),
                              case("c-3", "x", expect={"answer": {"must_contain": ["x"]}, "result": {"scalar": 3}})],
                      app_url=app.url)
-    r, out = go(state, plan)
+    r, out = go(state, plan, subprocess=True)
     assert r.rc == 0, r.stdout + r.stderr
     assert r.json == {"run_id": RUN_ID, "status": "ok", "exit_code": 0, "out": str(out)}
     assert sorted(p.name for p in out.iterdir()) == sorted(
@@ -70,7 +76,7 @@ def test_successful_run_writes_the_exact_tree(app, state):
     assert events[0] == "preflight" and events[-1] == "finalize" and events.count("case_done") == 3
     manifest = json.loads((out / "manifest.yaml").read_text())
     assert manifest["k"] == 1 and len(manifest["plan_sha256"]) == 64 and manifest["cases"][0]["id"] == "c-1"
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert verify(out).rc == 0
 
 
 def test_pii_gitignore(app, state):
@@ -92,7 +98,7 @@ def test_no_secret_reaches_disk(app, state):
     env = {"FAKE_URL": app.url, "FAKE_PATH": "chat-s3cr3tpath", "FAKE_TOKEN": "tok-s3cr3t-123",
            "FAKE_KEY": "key-s3cr3t-456", "FAKE_BODY": "body-s3cr3t-789"}
     plan = make_plan(state, [case("c-1", identity={"role": "admin"})], adapter_doc=ad)
-    r, out = go(state, plan, env=env)
+    r, out = go(state, plan, env=env, subprocess=True)
     assert r.rc == 0, r.stdout
     post = app.posts()[0]
     assert post.path == "/api/chat-s3cr3tpath" and post.headers["Authorization"] == "Bearer tok-s3cr3t-123"
@@ -224,7 +230,7 @@ def test_infra_abort_exit_5(app, state):
     assert 8 <= finished < 20
     assert len(jsonl(out / "verdicts.jsonl")) == finished
     assert any(e["event"] == "abort" for e in jsonl(out / "run.log"))
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert verify(out).rc == 0
 
 
 def test_canary_failure_aborts_before_other_cases_exit_4(app, state):
@@ -270,7 +276,7 @@ def test_safety_skips_are_never_sent(app, state):
         assert sorted(p.name for p in (out / "cases" / cid).iterdir()) == ["expect.json", "verdict.json"]
     s = results(out)["summary"]
     assert s["n"] == 6 and s["skipped"] == 5 and s["attempted"] == 1 and s["infra_rate"] == 0.0
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert verify(out).rc == 0
 
 
 # ---------------------------------------------------------------- holdout
@@ -281,7 +287,7 @@ def test_holdout_seal_and_one_ledger_line(app, state):
                                                                       "route_acceptable": ["billing"], "route": "x"})]
     plan = make_plan(state, cases, app_url=app.url, mode="holdout", selecting_split="holdout",
                      run_id="holdout-20261129T101500Z")
-    r, out = go(state, plan)
+    r, out = go(state, plan, subprocess=True)
     assert r.rc == 0, r.stdout
     text = (out / "results.json").read_text()
     assert "hold-secret" not in text
@@ -332,7 +338,7 @@ def test_k3_repeats_and_reliability(app, state):
     assert rel["pass_hat_k"] == pytest.approx(0.5) and rel["pass_at_k"] == pytest.approx(1.0)
     # the case dir's top-level files come from the repeat whose verdict equals the folded verdict
     assert (out / "cases" / "c-2" / "answer.txt").read_text() == "nope"
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert verify(out).rc == 0
 
 
 def test_k1_has_no_repeat_artifacts(app, state):
@@ -469,7 +475,7 @@ def test_function_mode(state, tmp_path):
     ad = adapter("http://unused", mode="function", entrypoint="fakeagent:handle")
     ad["invocation"].pop("response_body")
     cases = [case("c-1", "hello"), case("c-2", "boom"), case("c-3", "dict", expect={"answer": {"must_contain": ["dict hello"]}})]
-    r, out = go(state, make_plan(state, cases, adapter_doc=ad))
+    r, out = go(state, make_plan(state, cases, adapter_doc=ad), subprocess=True)
     assert r.rc == 0, r.stdout + r.stderr
     assert verdict(out, "c-1")["verdict"] == "pass"
     v2 = verdict(out, "c-2")
@@ -491,7 +497,7 @@ def test_baseline_comparison_written(app, state):
     assert comp["n"] == 2 and comp["delta"] == 0
     manifest = json.loads((out / "manifest.yaml").read_text())
     assert manifest["baseline_verdicts"]["run_id"] == "smoke-20261128T101500Z"
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert verify(out).rc == 0
 
 
 # ---------------------------------------------------------------- TLS, concurrency, progress
@@ -570,7 +576,7 @@ def test_app_dying_mid_run_is_infra_then_abort(app, state):
     rows = [json.loads(l) for l in (out / "verdicts.jsonl").read_text().splitlines()]
     assert [row["verdict"] for row in rows[:3]] == ["pass"] * 3
     assert {row["verdict"] for row in rows[3:]} == {"infra_error"}
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert verify(out).rc == 0
 
 
 def test_internal_error_is_exit_1_with_json(app, state):
@@ -583,7 +589,7 @@ def test_internal_error_is_exit_1_with_json(app, state):
             cdir.write_text("not a directory")
         return Reply(200, {"message": "hello"})
     app.handler = handler
-    r, out = go(state, make_plan(state, [case("c-1", "hello")], app_url=app.url))
+    r, out = go(state, make_plan(state, [case("c-1", "hello")], app_url=app.url), subprocess=True)
     assert r.rc == 1, r.stdout
     assert r.json["internal"] is True and "Traceback" in r.stderr
     assert json.loads((out / "results.json").read_text())["summary"]["status"] == "running"

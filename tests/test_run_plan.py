@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, adapter, case, make_plan, make_state
+from fakeapp import RUN_ID, FakeApp, adapter, case, make_plan, make_state, run_runner
 from helpers import run_script
 
 
@@ -21,11 +21,13 @@ def state(tmp_path):
     return make_state(tmp_path)
 
 
-def run(state, plan, *args, env=None, out=None, raw_plan=None):
+def run(state, plan, *args, env=None, out=None, raw_plan=None, subprocess=False):
+    """In-process by default (fast); `subprocess=True` runs the script as a user does."""
     path = state / "work" / "plan.json"
     path.write_text(raw_plan if raw_plan is not None else json.dumps(plan), encoding="utf-8")
     out = out if out is not None else state / "reports" / (plan or {}).get("run_id", RUN_ID)
-    return run_script("run_cases", "--plan", path, "--out", out, "--progress", "never", *args, env=env)
+    argv = ("--plan", path, "--out", out, "--progress", "never", *args)
+    return run_script("run_cases", *argv, env=env) if subprocess else run_runner(*argv, env=env)
 
 
 def nothing_written(state, app=None):
@@ -90,7 +92,7 @@ def test_bad_plan_exits_2_and_writes_nothing(app, state, name):
 
 def test_bad_plan_as_a_user_meets_it(app, state):
     plan = make_plan(state, [case("c-1")], app_url=app.url, k=0)
-    r = run(state, plan)
+    r = run(state, plan, subprocess=True)
     assert r.rc == 2 and "k" in r.json["error"] and r.stdout.count("\n") == 1
     nothing_written(state, app)
 
@@ -142,7 +144,7 @@ def test_all_missing_env_named_at_once_exit_3(app, state):
                  headers={"X-Api-Key": "${FAKE_KEY}"})
     plan = make_plan(state, [case("c-1")], adapter_doc=ad)
     env = {k: "" for k in ("FAKE_BASE_URL", "FAKE_TOKEN", "FAKE_KEY")}
-    r = run(state, plan, env=env)
+    r = run(state, plan, env=env, subprocess=True)
     assert r.rc == 3, r.stdout
     assert r.json["missing_env"] == ["FAKE_BASE_URL", "FAKE_KEY", "FAKE_TOKEN"]
     nothing_written(state, app)
@@ -166,7 +168,7 @@ def test_preflight_refusals_exit_3_without_app_calls(app, state, invocation, nee
 
 
 def test_cli_mode_as_a_user_meets_it(app, state):
-    r = run(state, make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, mode="cli")))
+    r = run(state, make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, mode="cli")), subprocess=True)
     assert r.rc == 3 and "built in its own issue" in r.json["error"] and r.json["mode"] == "cli"
     nothing_written(state, app)
 
@@ -205,7 +207,7 @@ def test_dry_run_prints_plan_and_writes_nothing(app, state):
     plan = make_plan(state, [case("c-1"), case("c-2", split=["smoke", "canary"]),
                              case("c-3", category="adversarial-refusal")], app_url=app.url)
     plan["adapter"]["environment"]["safe_to_attack"] = False
-    r = run(state, plan, "--dry-run")
+    r = run(state, plan, "--dry-run", subprocess=True)
     assert r.rc == 0, r.stdout
     doc = r.json
     assert doc["dry_run"] is True and [c["id"] for c in doc["cases"]] == ["c-1", "c-2", "c-3"]

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state
+from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state, run_runner
 from helpers import SCRIPTS, run_script
 
 
@@ -33,8 +33,9 @@ def write(state, plan, name="plan.json"):
 
 
 def go(state, plan, *args, name="plan.json"):
+    """In-process (fast); the kill -9 and lock tests below start real processes."""
     out = state / "reports" / plan["run_id"]
-    return run_script("run_cases", "--plan", write(state, plan, name), "--out", out, "--progress", "never", *args), out
+    return run_runner("--plan", write(state, plan, name), "--out", out, "--progress", "never", *args), out
 
 
 def jsonl(path):
@@ -58,10 +59,10 @@ def test_verify_names_deleted_and_edited_artifacts(app, state):
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
     assert r.rc == 0
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert run_runner("--verify", out).rc == 0
     (out / "cases" / "c-001" / "answer.txt").unlink()
     (out / "cases" / "c-002" / "response.json").write_text('{"status": 200}')
-    v = run_script("run_cases", "--verify", out)
+    v = run_runner("--verify", out)
     assert v.rc == 6, v.stdout
     missing = v.json["missing_artifacts"]
     assert any(m.startswith("cases/c-001/answer.txt") for m in missing)
@@ -80,7 +81,7 @@ def test_verify_names_an_edited_verdict_and_results(app, state):
     res["summary"]["passes"] += 5
     (out / "results.json").write_text(json.dumps(res))
     (out / "stray.txt").write_text("x")
-    v = run_script("run_cases", "--verify", out)
+    v = run_runner("--verify", out)
     assert v.rc == 6
     text = "\n".join(v.json["missing_artifacts"])
     assert "cases/c-000/verdict.json (edited" in text
@@ -125,11 +126,11 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(app, state):
     proc.wait()
     assert (state / "reports" / f".{plan['run_id']}.lock").exists()   # stale: must not block --resume
     assert json.loads((out / "results.json").read_text())["summary"]["status"] == "running"
-    v = run_script("run_cases", "--verify", out)
+    v = run_runner("--verify", out)
     assert v.rc == 6 and "c-0" not in v.stdout     # holdout cases are named by index, never by id
     r = run_script("run_cases", "--plan", path, "--out", out, "--resume", "--progress", "never")
     assert r.rc == 0, r.stdout + r.stderr
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert run_runner("--verify", out).rc == 0
     rows = jsonl(out / "verdicts.jsonl")
     assert [row["case_id"] for row in rows] == [c["id"] for c in cases]   # none lost, none duplicated
     ledger = jsonl(state / "datasets" / "holdout-looks.jsonl")
@@ -147,15 +148,15 @@ def test_resume_refuses_a_changed_plan_and_keeps_finished_cases(app, state):
     r, out = go(state, plan)
     assert r.rc == 0
     changed = dict(plan, cases=many_cases(4))
-    r = run_script("run_cases", "--plan", write(state, changed, "p2.json"), "--out", out, "--resume")
+    r = run_runner("--plan", write(state, changed, "p2.json"), "--out", out, "--resume")
     assert r.rc == 2 and "plan_sha256" in r.json["error"]
     # resume of a finished run: nothing re-invoked
     before = len(app.posts())
     (out / "cases" / "c-001" / "verdict.json").unlink()      # an unfinished case dir is redone
-    r = run_script("run_cases", "--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
+    r = run_runner("--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
     assert r.rc == 0, r.stdout
     assert len(app.posts()) == before + 1
-    assert run_script("run_cases", "--verify", out).rc == 0
+    assert run_runner("--verify", out).rc == 0
 
 
 def test_resume_with_a_kept_failed_canary_is_exit_4_with_nothing_invoked(app, state):
@@ -164,7 +165,7 @@ def test_resume_with_a_kept_failed_canary_is_exit_4_with_nothing_invoked(app, st
     r, out = go(state, plan)
     assert r.rc == 4
     before = len(app.requests)
-    r = run_script("run_cases", "--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
+    r = run_runner("--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
     assert r.rc == 4 and r.json["status"] == "aborted_canary"
     assert len([q for q in app.requests[before:] if q.method != "GET"]) == 0
 
