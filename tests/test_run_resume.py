@@ -59,6 +59,8 @@ def test_verify_names_deleted_and_edited_artifacts(app, state):
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
     assert r.rc == 0
+    (out / "report.md").write_text("# report")        # the skill's files after the run are allowed
+    (out / "report.html").write_text("<p>report</p>")
     assert run_runner("--verify", out).rc == 0
     (out / "cases" / "c-001" / "answer.txt").unlink()
     (out / "cases" / "c-002" / "response.json").write_text('{"status": 200}')

@@ -46,6 +46,8 @@ CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
 )
 REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
+# Written into the run dir by the skill AFTER the run (never by the runner): allowed, never required.
+AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html")
 GITIGNORE_NOTE = "only when data.may_contain_pii"
 LOCK_NOTE = "the runner lock, beside the run dir (removed on a normal exit)"
 
@@ -110,4 +112,6 @@ def render_tree() -> str:
         lines.append(f"{'    ' + a.path:<{width}}{a.note}")
     rep = "    repeats/<n>/" + " ".join(REPEAT_ARTIFACTS)
     lines.append(f"{rep}   only when k > 1 and the case was sent (n = 1..k)")
+    for name in AFTER_RUN_FILES:
+        lines.append(f"{'  ' + name:<{width}}written by the skill after the run, never by the runner (allowed)")
     return "\n".join(lines)

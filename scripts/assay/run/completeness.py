@@ -19,7 +19,7 @@ from ..schemas import iter_errors
 from ..score.rollup import case_verdict, fold_repeats
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
-from .artifacts import RUN_ARTIFACTS, required_case_files, required_run_files
+from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_case_files, required_run_files
 
 ABORTED = ("aborted_canary", "aborted_infra")
 
@@ -98,7 +98,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True)
     ordered = [records[i] for i in sorted(records)]
 
     # --- run-level files
-    allowed = {a.path for a in RUN_ARTIFACTS} | {"cases"}
+    allowed = {a.path for a in RUN_ARTIFACTS} | {"cases"} | set(AFTER_RUN_FILES)
     for p in sorted(out.iterdir()):
         if p.name not in allowed:
             problems.append(f"{p.name} (not part of the run-dir contract)")
