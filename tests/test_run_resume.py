@@ -241,3 +241,16 @@ def test_concurrency_8_equals_concurrency_1(app, state):
     assert snaps[0].keys() == snaps[1].keys()
     for name in snaps[0]:
         assert snaps[0][name] == snaps[1][name], name
+
+
+def test_resume_after_an_infra_abort_finishes_once_the_app_recovers(app, state):
+    app.handler = lambda req: Reply(200, {"ok": 1}) if req.method == "GET" else Reply(500, "down")
+    plan = make_plan(state, many_cases(12), app_url=app.url, execution={"max_attempts": 1, "backoff_s": []})
+    r, out = go(state, plan)
+    assert r.rc == 5
+    app.handler = echo_handler
+    r = run_runner("--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
+    assert r.rc == 0, r.stdout
+    rows = jsonl(out / "verdicts.jsonl")
+    assert len(rows) == 12 and rows[-1]["verdict"] != "infra_error"
+    assert run_runner("--verify", out).rc == 0

@@ -110,10 +110,11 @@ class Run:
         self._start()
         kept = getattr(self, "kept", {})
         self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases))
+        # The infra abort looks at this invocation's cases only, so a --resume after the
+        # service recovered is not stopped by the infra verdicts it kept.
         self.attempted = self.infra = 0
         for i, rec in kept.items():
             self.derived.add(i, rec)
-            self._count(rec)
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
