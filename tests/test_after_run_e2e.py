@@ -84,8 +84,6 @@ def test_real_run_then_wait_gate_report_html(finished_run):
     assert (finished_run / "report.html").is_file()
 
 
-@pytest.mark.xfail(reason="run_cases.py --verify does not yet accept the skill's report.md/report.html in the run "
-                          "dir (requested from the runner's owner); remove this marker when it does", strict=False)
 def test_gate_after_the_report_still_verifies(finished_run):
     g = run_script("gate", finished_run, "--json")
     assert g.json["verify_clean"] is True, g.stdout
