@@ -33,6 +33,11 @@ def test_whole_token_id_match():
     assert not contains_token("invoice INV-10 is paid", "INV-1")
     assert not contains_token("XINV-1", "INV-1")
     assert contains_token("(INV-1)", "INV-1")
+    # sentence punctuation ends a token (same rule as authz.tokens_of)
+    assert contains_token("Your invoice is INV-9.", "INV-9")
+    assert contains_token("INV-9. Next", "INV-9")
+    assert not contains_token("INV-9.5", "INV-9")
+    assert not contains_token("INV-9-2", "INV-9")
 
 
 # ------------------------------------------------------------------ substrings

@@ -62,7 +62,9 @@ _TOKEN_CHARS = r"[\w.\-]"
 
 def token_pattern(token: str) -> re.Pattern[str]:
     """A compiled regex matching `token` literally, as a whole token (NFC on both sides)."""
-    return re.compile(rf"(?<!{_TOKEN_CHARS}){re.escape(nfc(token))}(?!{_TOKEN_CHARS})")
+    # Trailing sentence punctuation ("... INV-1." / "INV-1-") still ends the token, as in
+    # authz.tokens_of: a '.'/'-' only continues a token when a word character follows it.
+    return re.compile(rf"(?<!{_TOKEN_CHARS}){re.escape(nfc(token))}(?!\w)(?![.\-]{_TOKEN_CHARS}*\w)")
 
 
 def contains_token(text: str, token: str) -> bool:
