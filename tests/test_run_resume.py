@@ -207,10 +207,10 @@ MASKS = [
     (re.compile(r'"(ts|started_at|finished_at|date)": "[^"]*"'), r'"\1": "<t>"'),
     (re.compile(r'"(latency_ms)": [0-9.e-]+'), r'"\1": 0'),
     (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), "<uuid>"),
-    (re.compile(r'"(request.json|response.json)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
+    (re.compile(r'"((?:repeats/\d+/)?(?:request|response)\.json)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
     (re.compile(r'"(plan_sha256)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
     (re.compile(r'"max_concurrency": \d+'), '"max_concurrency": "<c>"'),
-    (re.compile(r'"run_id": "smoke-[0-9TZ]+"'), '"run_id": "<id>"'),
+    (re.compile(r'"run_id": "[a-z]+-[0-9TZ]+"'), '"run_id": "<id>"'),
 ]
 
 
@@ -228,29 +228,24 @@ def snapshot(out):
 
 
 def test_concurrency_8_equals_concurrency_1(app, state):
-    app.handler = echo_handler
-    cases = many_cases(40) + [case("k-1", "msg k", split=["smoke", "canary"])]
-    cases[5]["expect"]["result"] = {"scalar": 5}
+    def handler(req):
+        if req.method != "GET" and "boom" in req.json["message"]:
+            return Reply(503, "overloaded")
+        return echo_handler(req)
+    app.handler = handler
+    cases = many_cases(30) + [case("k-1", "msg k", split=["canary"]), case("c-boom", "boom"),
+                              case("c-skip", "x", identity={"role": "admin"})]
+    for c in cases:
+        c["split"] = sorted(set(c["split"]) - {"smoke"} | {"full"})
+    cases[5]["expect"]["result"] = {"scalar": "r5"}
     snaps = []
-    for conc, run_id in ((1, "smoke-20261129T101500Z"), (8, "smoke-20261129T101600Z")):
+    for conc, run_id in ((1, "regression-20261129T101500Z"), (8, "regression-20261129T101600Z")):
         ad = adapter(app.url, max_concurrency=conc, result_from_response="route")
-        plan = make_plan(state, cases, adapter_doc=ad, run_id=run_id)
+        plan = make_plan(state, cases, adapter_doc=ad, run_id=run_id, mode="regression", selecting_split="full", k=2)
         r, out = go(state, plan)
         assert r.rc == 0, r.stdout
         snaps.append(snapshot(out))
+    assert "cases/c-001/repeats/2/verdict.json" in snaps[0] and "reliability.json" in snaps[0]
     assert snaps[0].keys() == snaps[1].keys()
     for name in snaps[0]:
         assert snaps[0][name] == snaps[1][name], name
-
-
-def test_resume_after_an_infra_abort_finishes_once_the_app_recovers(app, state):
-    app.handler = lambda req: Reply(200, {"ok": 1}) if req.method == "GET" else Reply(500, "down")
-    plan = make_plan(state, many_cases(12), app_url=app.url, execution={"max_attempts": 1, "backoff_s": []})
-    r, out = go(state, plan)
-    assert r.rc == 5
-    app.handler = echo_handler
-    r = run_runner("--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
-    assert r.rc == 0, r.stdout
-    rows = jsonl(out / "verdicts.jsonl")
-    assert len(rows) == 12 and rows[-1]["verdict"] != "infra_error"
-    assert run_runner("--verify", out).rc == 0
