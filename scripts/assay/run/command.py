@@ -13,8 +13,10 @@ from typing import Any
 from ..core.errors import AssayError
 from ..core.jsonio import read_json, sha256_json
 
-EXAMPLE = ("python3 scripts/run_cases.py --plan app/.assay/work/plan.json "
-           "--out app/.assay/reports/smoke-20261129T101500Z")
+# Runs after make_plan.py's own --help example (with HELPDESK_BASE_URL / HELPDESK_OTLP_FILE
+# exported; without them it is the honest exit 3 naming them). A real run adds
+# --out examples/helpdesk/.assay/reports/<the run_id make_plan.py printed>.
+EXAMPLE = "python3 scripts/run_cases.py --plan examples/helpdesk/.assay/work/plan.json --dry-run"
 
 
 def add_arguments(parser) -> None:
