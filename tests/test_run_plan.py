@@ -238,3 +238,10 @@ def test_verify_on_a_non_run_dir_is_exit_2(tmp_path):
     assert r.rc == 2
     r = run_script("run_cases", "--verify", tmp_path)
     assert r.rc == 2 and "not a run directory" in r.json["error"]
+
+
+def test_plan_from_stdin(app, state):
+    plan = make_plan(state, [case("c-1")], app_url=app.url)
+    r = run_script("run_cases", "--plan", "-", "--dry-run", input=json.dumps(plan))
+    assert r.rc == 0 and r.json["run_id"] == RUN_ID and r.json["cost_inputs"]["calls"] == 1
+    nothing_written(state, app)
