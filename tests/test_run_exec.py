@@ -594,3 +594,18 @@ def test_internal_error_is_exit_1_with_json(app, state):
     assert r.json["internal"] is True and "Traceback" in r.stderr
     assert json.loads((out / "results.json").read_text())["summary"]["status"] == "running"
     assert not (state / "reports" / f".{RUN_ID}.lock").exists()
+
+
+def test_holdout_baseline_comparison_is_sealed(app, state):
+    app.handler = lambda req: Reply(200, {"message": req.json["message"]} if req.method != "GET" else {})
+    cases = [case("hold-secret-a", "a", split=["holdout"]), case("hold-secret-b", "b", split=["holdout"])]
+    base_plan = make_plan(state, cases, app_url=app.url, mode="holdout", selecting_split="holdout",
+                          run_id="holdout-20261128T101500Z")
+    r, base = go(state, base_plan)
+    assert r.rc == 0
+    plan = make_plan(state, cases[:1], app_url=app.url, mode="holdout", selecting_split="holdout",
+                     run_id="holdout-20261129T101500Z")
+    r, out = go(state, plan, "--baseline-verdicts", base / "verdicts_for_stats.jsonl")
+    assert r.rc == 0, r.stdout
+    text = (out / "comparison.json").read_text()
+    assert "hold-secret" not in text and json.loads(text)["n"] == 1

@@ -230,9 +230,17 @@ class Run:
             atomic_write_json(out / "reliability.json", derived.reliability_doc(main, self.plan["k"]))
         if self.s.baseline is not None:
             from ..stats.paired import compare
+            # holdout ids are sealed in comparison.json as in every run-level report
+            sealed = derived.sealed_ids(records)
+            for cid in self.s.baseline.get("holdout_ids") or []:
+                sealed.setdefault(cid, f"<baseline holdout #{len(sealed) + 1}>")
+
+            def seal(rows: list) -> list:
+                return [dict(row, case_id=sealed.get(row.get("case_id"), row.get("case_id")))
+                        if isinstance(row, dict) else row for row in rows]
             cand = [row for row in (derived.stats_row(r) for r in records) if row]
             try:
-                doc = compare(self.s.baseline["rows"], cand)
+                doc = compare(seal(self.s.baseline["rows"]), seal(cand))
             except AssayError as exc:
                 doc = {"error": exc.message, "comparable": False}
             doc = dict(doc, baseline_run_id=self.s.baseline.get("run_id"))

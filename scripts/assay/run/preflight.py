@@ -125,7 +125,8 @@ def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] 
         raise AssayError(f"--baseline-verdicts {path} is not comparable with this plan ({detail}); "
                          "re-run the baseline under the same dataset_version, harness_version and k, or "
                          "run without --baseline-verdicts", 2, key="--baseline-verdicts", mismatch=diff)
-    return {"path": str(p), "rows": rows, "run_id": manifest.get("run_id"), **theirs}
+    holdout_ids = [c.get("id") for c in manifest.get("cases") or [] if isinstance(c, dict) and c.get("set") == "holdout"]
+    return {"path": str(p), "rows": rows, "holdout_ids": holdout_ids, "run_id": manifest.get("run_id"), **theirs}
 
 
 # ---------------------------------------------------------------- env
@@ -288,7 +289,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     auth_headers = sorted(str(h) for h in (auth.get("headers") or {})) if auth.get("type") == "headers" else []
     baseline = None
     if setup.baseline:
-        baseline = {k: v for k, v in setup.baseline.items() if k != "rows"}
+        baseline = {k: v for k, v in setup.baseline.items() if k not in ("rows", "holdout_ids")}
     return {
         "run_id": plan["run_id"], "mode": plan["mode"], "gate": plan["gate"],
         "selecting_split": plan["selecting_split"], "k": plan["k"],
