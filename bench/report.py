@@ -128,21 +128,28 @@ def render_summary(results: dict[str, Any]) -> str:
     pst = results.get("promptfoo_startup")
     if pst:
         lines.append(f"promptfoo {pst['version']}, start-up (`promptfoo --version`) {_cell(pst, 'wall_s', 1000, 0)} ms. "
-                     "Same suite, same app, same concurrency (`-j`), cache off; each tool's files on the same storage.")
-        lines += ["", "| storage | suite | assay wall s | promptfoo wall s | promptfoo / assay | assay CPU ms/case "
-                  "| promptfoo CPU ms/case | promptfoo RSS MB |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                     "Same suite, same app, same concurrency (`-j`), cache off, both timed in this run; the first column says where promptfoo kept its config, sqlite DB and output.")
+        lines += ["", "| promptfoo files on | suite | promptfoo wall s | "
+                  + " | ".join(f"assay wall s ({a})" for a in storages)
+                  + " | " + " | ".join(f"promptfoo / assay ({a})" for a in storages)
+                  + " | assay CPU ms/case | promptfoo CPU ms/case | promptfoo RSS MB |",
+                  "|---|---|---:|" + "---:|" * (2 * len(storages)) + "---:|---:|---:|"]
     for s in storages:
         pf = ms[s].get("promptfoo") or {}
         if "skipped" in pf:
-            lines.append(f"{s}: skipped: {pf['skipped']}")
+            lines.append(f"\n{s}: promptfoo skipped: {pf['skipped']}\n")
             continue
         for name in ("overhead_c8", "concurrency"):
             b = pf.get(name)
             if not b:
                 continue
+            pf_med = (b.get("wall_s") or {}).get("median")
+            ours = [_med(ms[a].get(name), "wall_s") for a in storages]
+            ratios = [f"**{pf_med / o:.2f}x**" if (pf_med and o) else "n/a" for o in ours]
             lines.append(f"| {s} | {b['cases']} cases @ {b['latency_ms']} ms, c={b['concurrency']} "
-                         f"| {_fmt(b['assay_wall_s_median'])} | {_cell(b, 'wall_s')} | **{_fmt(b['ratio_wall'])}x** "
-                         f"| {_fmt(b['assay_cpu_ms_per_case_median'])} | {_cell(b, 'cpu_ms_per_case')} "
+                         f"| {_cell(b, 'wall_s')} | " + " | ".join(_fmt(o) for o in ours) + " | "
+                         + " | ".join(ratios)
+                         + f" | {_fmt(b['assay_cpu_ms_per_case_median'])} | {_cell(b, 'cpu_ms_per_case')} "
                          f"| {_cell(b, 'maxrss_mb', nd=0)} |")
 
     lines += ["", "## targets", "", "| target | bar | " + " | ".join(storages) + " |",
