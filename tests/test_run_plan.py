@@ -153,7 +153,7 @@ def test_all_missing_env_named_at_once_exit_3(app, state):
 @pytest.mark.parametrize("invocation, needle", [
     ({"mode": "cli"}, "cli"),
     ({"mode": "grpc"}, "grpc"),
-    ({"base_url": "ftp://127.0.0.1:1"}, "http(s)"),
+    ({"base_url": "ftp://127.0.0.1:1"}, "base_url"),
     ({"request_body": "{not json"}, "request_body"),
     ({"response_body": '{"message": "x"}'}, "<answer>"),
     ({"mode": "function", "entrypoint": "no_such_module_xyz:handle"}, "no_such_module_xyz"),
@@ -245,3 +245,16 @@ def test_plan_from_stdin(app, state):
     r = run_script("run_cases", "--plan", "-", "--dry-run", input=json.dumps(plan))
     assert r.rc == 0 and r.json["run_id"] == RUN_ID and r.json["cost_inputs"]["calls"] == 1
     nothing_written(state, app)
+
+
+@pytest.mark.parametrize("invocation", [
+    {"auth": {"type": "bearer"}},
+    {"headers": ["X-A"]},
+    {"identity_map": "X-Role"},
+    {"max_concurrency": 0},
+])
+def test_malformed_adapter_is_exit_3_not_a_crash(app, state, invocation):
+    err = run_in_process(state, make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, **invocation)))
+    assert err.code == 3, err.message
+    assert app.count() == 0
+    nothing_written(state)

@@ -147,6 +147,9 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
     if mode not in SUPPORTED_MODES:
         raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function; cli is "
                          "built in its own issue)", 3, key="invocation.mode", mode=mode)
+    # The adapter crossed a step boundary inside the plan: check its shape before using it.
+    from ..schemas import validate
+    validate(plan["adapter"], "adapter", source="adapter", code=3, what="the plan's")
     if mode == "http":
         from .http_invoker import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
