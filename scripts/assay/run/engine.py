@@ -123,7 +123,8 @@ class Run:
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr)
         canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]
-        others = [i for i in todo if i not in set(canaries)]
+        canary_set = set(canaries)
+        others = [i for i in todo if i not in canary_set]
         try:
             if self._canary_failed():
                 self._abort("aborted_canary", "a kept canary failed; nothing invoked")
