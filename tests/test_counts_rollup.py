@@ -136,3 +136,33 @@ def test_required_case_files_follow_conditions():
     k3 = {"verdict": "pass", "k": 3, "sent": True, "trace_collected": True}
     files = artifacts.required_case_files(k3)
     assert "repeats/3/verdict.json" in files and "trace.json" in files and "actual.json" not in files
+
+
+def test_derived_files_refresh_in_batches_not_per_case(tmp_path):
+    from assay.run.derived import DerivedFiles
+    manifest = {"run_id": "smoke-20261129T101500Z", "mode": "smoke", "gate": "soft", "selecting_split": "smoke",
+                "k": 1, "harness_version": "0.1.0", "dataset_version": 1, "started_at": "t"}
+    d = DerivedFiles(tmp_path, manifest, 1000)
+    refreshes = 0
+    for i in range(1000):
+        d.add(999 - i, rec(f"c-{999 - i:04d}", "pass", layers={"http": {"verdict": "pass"}}))
+        if d.due():
+            d.refresh()
+            refreshes += 1
+    assert refreshes <= 12            # geometric growth: O(log n) refreshes, O(n) rows written in total
+    d.refresh()
+    rows = (tmp_path / "verdicts.jsonl").read_text().splitlines()
+    assert len(rows) == 1000 and rows[0].startswith('{"canary": false, "case_id": "c-0000"')  # plan order
+
+
+def test_secret_resolution_names_every_missing_var():
+    from assay.core.errors import AssayError
+    from assay.run import secrets
+    adapter = {"invocation": {"base_url": "${B}", "auth": {"type": "bearer", "token_env": "T"},
+                              "request_body": '{"k": "${A}"}'}}
+    names = secrets.env_refs(adapter["invocation"]) | secrets.auth_env_names(adapter)
+    assert names == {"A", "B", "T"}
+    with pytest.raises(AssayError) as info:
+        secrets.resolve(names, {"B": "x", "A": ""})
+    assert info.value.code == 3 and info.value.fields["missing_env"] == ["A", "T"]
+    assert secrets.expand("${B}/p", {"B": "http://h"}) == "http://h/p"
