@@ -609,3 +609,14 @@ def test_holdout_baseline_comparison_is_sealed(app, state):
     assert r.rc == 0, r.stdout
     text = (out / "comparison.json").read_text()
     assert "hold-secret" not in text and json.loads(text)["n"] == 1
+
+
+def test_hostile_case_shapes_are_skipped_not_crashes(app, state):
+    cases = [case("c-1"), dict(case("c-2"), input="just text"), dict(case("c-3"), expect=["not", "a", "map"]),
+             dict(case("c-4"), unit={"x": 1}, category=7)]
+    r, out = go(state, make_plan(state, cases, app_url=app.url))
+    assert r.rc == 0, r.stdout + r.stderr
+    assert verdict(out, "c-2")["verdict"] == "skipped" and "input is not a mapping" in verdict(out, "c-2")["skip_reason"]
+    assert verdict(out, "c-3")["verdict"] == "skipped" and "expect" in verdict(out, "c-3")["skip_reason"]
+    assert verdict(out, "c-4")["unit"] is None and verdict(out, "c-4")["verdict"] == "pass"
+    assert verify(out).rc == 0

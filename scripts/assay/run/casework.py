@@ -53,7 +53,7 @@ class CaseWorker:
         cdir.mkdir(parents=True)
         ref = case_ref(case, index)
         self.runlog.event("case_start", **ref)
-        expect = case.get("expect") or {}
+        expect = case.get("expect") if case.get("expect") is not None else {}
         files: dict[str, bytes] = {}
         self._put(files, cdir, "expect.json", case_json(expect))
         base = _base_record(case, self.k)
@@ -207,6 +207,10 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
                 mode: str) -> str | None:
     """Why a case is not sent (safety gates and unsupported inputs), or None. Pure."""
     inp = case.get("input") or {}
+    if not isinstance(inp, Mapping):
+        return "unsupported input: input is not a mapping (validate_cases.py names the fix)"
+    if not isinstance(case.get("expect") or {}, Mapping):
+        return "unsupported input: expect is not a mapping (validate_cases.py names the fix)"
     if inp.get("turns"):
         return MULTI_TURN_REASON
     msgs = inp.get("messages") or []
@@ -234,13 +238,17 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
 def _base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
     split = case.get("split") or []
     canary = "canary" in split
-    expect = case.get("expect") or {}
+    expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
     return {"case_id": case["id"], "verdict": None, "canary": canary, "holdout": "holdout" in split,
             "gating": False if canary else case.get("gating", True) is not False,
-            "unit": case.get("unit"), "category": case.get("category"), "k": k, "attempts": 0,
+            "unit": _str_or_none(case.get("unit")), "category": _str_or_none(case.get("category")), "k": k, "attempts": 0,
             "retry_count": 0, "crashed": False, "repeated_5xx": None, "skip_reason": None, "infra_reason": None,
             "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
             "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result"))}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _repeated_5xx(repeats: list[dict]) -> dict | None:
