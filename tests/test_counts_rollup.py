@@ -166,3 +166,21 @@ def test_secret_resolution_names_every_missing_var():
         secrets.resolve(names, {"B": "x", "A": ""})
     assert info.value.code == 3 and info.value.fields["missing_env"] == ["A", "T"]
     assert secrets.expand("${B}/p", {"B": "http://h"}) == "http://h/p"
+
+
+def test_slim_records_count_and_derive_like_full_ones():
+    from assay.run import derived
+    full = rec("c-1", "fail", layers={
+        "http": {"verdict": "pass", "status": 200, "expected_status": None},
+        "routing": {"verdict": "fail", "expected": "a", "observed": "b", "acceptable": ["a"], "clarify_ok": False,
+                    "clarified": None, "observed_from": "response", "extra": [1] * 100},
+        "answer": {"verdict": "pass", "checks": [{"check": "must_contain", "entry": "x", "status": "pass"}] * 50},
+        "execution": {"verdict": "unscorable", "blocked_by": "no oracle"},
+        "judged": {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}},
+        k=1, sent=True, skip_reason=None, repeats=None)
+    s = derived.slim(full)
+    assert summarize([s], status="ok", missing_artifacts=[]) == summarize([full], status="ok", missing_artifacts=[])
+    assert derived.routing_rows([s]) == derived.routing_rows([full])
+    assert derived.results_rows([s]) == derived.results_rows([full])
+    assert derived.verdict_row(s) == derived.verdict_row(full)
+    assert "checks" not in s["layers"]["answer"]

@@ -48,9 +48,11 @@ class CaseWorker:
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
         cid = case["id"]
         cdir = self.out / "cases" / cid
-        if cdir.exists():
+        try:
+            os.mkdir(cdir)
+        except FileExistsError:  # a leftover from an interrupted attempt: start the case over
             shutil.rmtree(cdir)
-        cdir.mkdir(parents=True)
+            os.mkdir(cdir)
         ref = case_ref(case, index)
         self.runlog.event("case_start", **ref)
         expect = case.get("expect") if case.get("expect") is not None else {}
@@ -197,10 +199,21 @@ def case_json(value: Any) -> str:
 
 def write_case_file(path: Path, data: bytes) -> None:
     """Atomic (temp + rename) without mkstemp: only this case's worker ever writes in its dir."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is out (a regular-file write may be short)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],

@@ -110,6 +110,20 @@ def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, 
     return routing_report(routing_rows(records), oos_route)
 
 
+_SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed", "repeated_5xx",
+              "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect")
+_SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason") + ROUTING_KEYS
+
+
+def slim(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What the counts and derived files read from a record (the scorers' detail stays on disk):
+    keeps a 10,000-case run's memory flat. summarize()/rows over slim == over the full record."""
+    out = {k: record.get(k) for k in _SLIM_KEYS}
+    out["layers"] = {name: {k: layer[k] for k in _SLIM_LAYER_KEYS if k in layer}
+                     for name, layer in (record.get("layers") or {}).items() if isinstance(layer, Mapping)}
+    return out
+
+
 class DerivedFiles:
     """Finished records by plan index, and the batched refresh of the derived files."""
 
@@ -124,6 +138,7 @@ class DerivedFiles:
         self._last_time = time.monotonic()
 
     def add(self, index: int, record: dict) -> None:
+        record = slim(record)
         self.records[index] = record
         self._vline[index] = _line(verdict_row(record))
         srow = stats_row(record)

@@ -45,9 +45,10 @@ class RepeatEvidence:
     trace_reason: str | None = None
 
 
-def applies(layer: str, expect: Mapping[str, Any], ctx: ScoreContext) -> bool:
-    answer = expect.get("answer") if isinstance(expect.get("answer"), Mapping) else {}
-    fmt = expect.get("format") if isinstance(expect.get("format"), Mapping) else {}
+def applicable(expect: Mapping[str, Any], ctx: ScoreContext) -> dict[str, bool]:
+    """Which layers apply to a case (the first question of the decision order), all at once."""
+    answer = expect.get("answer") if isinstance(expect.get("answer"), dict) else {}
+    fmt = expect.get("format") if isinstance(expect.get("format"), dict) else {}
     return {
         "http": True,
         "routing": bool(expect.get("route") or expect.get("route_acceptable")),
@@ -60,7 +61,7 @@ def applies(layer: str, expect: Mapping[str, Any], ctx: ScoreContext) -> bool:
         "rules": bool(answer.get("rules")),
         "state": bool(expect.get("state")),
         "judged": bool(answer.get("rubric")),
-    }[layer]
+    }
 
 
 def _guard(fn: Callable[[], dict]) -> dict:
@@ -126,9 +127,9 @@ def _trace_input(ctx: ScoreContext, ev: RepeatEvidence) -> dict | None:
 
 
 def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence,
-                actual_box: dict) -> dict:
+                actual_box: dict, applies: Mapping[str, bool]) -> dict:
     expect = case.get("expect") or {}
-    if not applies(layer, expect, ctx):
+    if not applies[layer]:
         return {"verdict": NA}
     enabled, blocked_by = matrix_enabled(dict(ctx.matrix), layer)
     if not enabled:
@@ -194,7 +195,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
 def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence) -> tuple[dict, dict | None]:
     """(layers in LAYER_ORDER, actual-or-None) for one sent repeat that got an answer."""
     actual_box: dict = {}
-    layers = {name: score_layer(name, case, ctx, ev, actual_box) for name in LAYER_ORDER}
+    applies = applicable(case.get("expect") or {}, ctx)
+    layers = {name: score_layer(name, case, ctx, ev, actual_box, applies) for name in LAYER_ORDER}
     return layers, actual_box.get("actual")
 
 
