@@ -107,12 +107,14 @@ def render_summary(results: dict[str, Any]) -> str:
             continue
         row(f"{title}, {n} cases: net ms/case", lambda m, k=key: _cell(m.get(k), "net_ms_per_case"))
         row(f"{title}, {n} cases: runner CPU ms/case", lambda m, k=key: _cell(m.get(k), "cpu_ms_per_case"))
-        row(f"{title}, {n} cases: app handler ms/case", lambda m, k=key: _cell(m.get(k), "app_busy_ms_per_case", nd=3))
+        row(f"{title}, {n} cases: app CPU ms/case", lambda m, k=key: _cell(m.get(k), "app_cpu_ms_per_case"))
         row(f"{title}, {n} cases: wall s", lambda m, k=key: _cell(m.get(k), "wall_s"))
         row(f"{title}, {n} cases: peak RSS MB", lambda m, k=key: _cell(m.get(k), "maxrss_mb", nd=0))
     cc = next((ms[s]["concurrency"] for s in storages if ms[s].get("concurrency")), {})
     row(f"concurrency {cc.get('cases')} @ {cc.get('latency_ms')} ms, c={cc.get('concurrency')}: wall s",
         lambda m: _cell(m.get("concurrency"), "wall_s"))
+    row("concurrency: runner CPU ms/case", lambda m: _cell(m.get("concurrency"), "cpu_ms_per_case"))
+    row("concurrency: app CPU ms/case", lambda m: _cell(m.get("concurrency"), "app_cpu_ms_per_case"))
     row("concurrency: ideal s", lambda m: _fmt((m.get("concurrency") or {}).get("ideal_s")))
     row("concurrency: % over ideal (gross)", lambda m: _cell(m.get("concurrency"), "excess_pct", nd=1))
     row("concurrency: % over ideal (net of start-up)", lambda m: _cell(m.get("concurrency"), "excess_net_pct", nd=1))
@@ -122,6 +124,9 @@ def render_summary(results: dict[str, Any]) -> str:
         row(f"--resume ({variant}): cases adopted",
             lambda m, v=variant: str(((m.get("resume") or {}).get(v) or {}).get("adopted_cases", "n/a")))
         row(f"--resume ({variant}): wall s", lambda m, v=variant: _cell((m.get("resume") or {}).get(v), "wall_s"))
+    row("determinism c=1 vs c=8: files compared / differing",
+        lambda m: f"{(m.get('determinism') or {}).get('files_compared', 'n/a')} / "
+                  f"{(m.get('determinism') or {}).get('differing_count', 'n/a')}")
     row("load average (1 min) during overhead c=8", lambda m: _cell(m.get("overhead_c8"), "loadavg_1m", nd=1))
 
     lines += ["", "## promptfoo side by side", ""]

@@ -34,8 +34,8 @@ import promptfoo  # noqa: E402
 from app import BenchApp  # noqa: E402
 from measure import machine_info, summarize, timed_child  # noqa: E402
 from report import judge_targets, render_summary  # noqa: E402
-from scenarios import (RUNNER, Bench, aggregate, count_finished, fs_floor, pristine_copy,  # noqa: E402
-                       strip_derived)
+from scenarios import (RUNNER, Bench, aggregate, count_finished, determinism, fs_floor,  # noqa: E402
+                       pristine_copy, strip_derived)
 from suite import RUN_ID  # noqa: E402
 
 SIZES_FULL = {"overhead_cases": 2000, "conc_cases": 2000, "conc_latency_ms": 50, "conc_concurrency": 16,
@@ -183,6 +183,9 @@ def measure_storage(bench: Bench, root: Path, fast: BenchApp, slow: BenchApp, si
         specs.append({"key": f"overhead_c{conc}", "label": f"overhead c={conc}", "app": fast, "plan": plan,
                       "state": state, "n": n, "reps": reps[f"overhead_c{conc}"]})
     recs = bench.interleaved(specs, reps["min"])
+    m["determinism"] = determinism(specs[0].get("last_out"), specs[1].get("last_out"))
+    log(f"determinism c=1 vs c=8: {m['determinism'].get('files_compared')} files compared, "
+        f"{m['determinism'].get('differing_count')} differ {m['determinism'].get('differing', [])[:3]}")
     for conc in (1, 8):
         m[f"overhead_c{conc}"] = aggregate(recs[f"overhead_c{conc}"],
                                            f"{n} cases, app latency 0 ms, k=1, max_concurrency {conc}",

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import resource
 import shutil
 import signal
 import sys
@@ -97,10 +99,15 @@ class Bench:
             args.append("--resume")
         app.reset_counters()
         load0 = os.getloadavg()[0]
+        # This process does nothing but serve the app while the runner runs (the main thread
+        # blocks in wait4), so its CPU delta is the app's share of the machine's two cores.
+        self_cpu0 = _self_cpu()
         run = timed_child(self.runner_argv(*args), env=self.env(app.base_url), log_dir=out.parent / "logs",
                           on_start=on_start)
+        app_cpu = _self_cpu() - self_cpu0
         counters = app.counters()
         record = run_record(run, counters, n, self.startup_s)
+        record["app_cpu_ms_per_case"] = 1000.0 * app_cpu / n
         record["loadavg_1m"] = [load0, os.getloadavg()[0]]
         record["problems"] = check_run(run, out, n, counters, expect_requests)
         record["valid"] = not record["problems"]
@@ -150,6 +157,11 @@ class Bench:
         self.log(f"killed run: SIGKILL after {n - remaining} answers (exit {run.rc}); {finished} case dirs "
                  f"have verdict.json")
         return {"out": out, "killed": bool(holder.get("killed")), "rc": run.rc, "finished_cases": finished}
+
+
+def _self_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def count_finished(run_dir: Path) -> int:
@@ -256,7 +268,58 @@ def aggregate(records: list[dict[str, Any]], what: str, **extra: Any) -> dict[st
         "cpu_ms_per_case": summarize([r["cpu_ms_per_case"] for r in valid]),
         "maxrss_mb": summarize([r["maxrss_mb"] for r in valid]),
         "app_busy_ms_per_case": summarize([1000.0 * r["app_busy_s"] / r["cases"] for r in valid]),
+        "app_cpu_ms_per_case": summarize([r["app_cpu_ms_per_case"] for r in valid]),
         "loadavg_1m": summarize([r["loadavg_1m"][0] for r in records]),
         "runs": records,
         **extra,
     }
+
+
+# -- determinism under concurrency (quality.md): a c=8 run's artifacts equal a c=1 run's -------
+MASKED_KEYS = frozenset({"latency_ms", "started_at", "finished_at", "ts", "plan_sha256", "max_concurrency",
+                         "artifact_sha256", "out", "plan", "pid"})
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ("<masked>" if k in MASKED_KEYS else _mask(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    if isinstance(value, str):
+        return _UUID.sub("<uuid>", value)
+    return value
+
+
+def _masked_file(path: Path) -> Any:
+    data = path.read_bytes()
+    if path.suffix in (".json", ".yaml"):
+        return _mask(json.loads(data))
+    if path.suffix == ".jsonl":
+        return [_mask(json.loads(line)) for line in data.splitlines() if line.strip()]
+    return _UUID.sub("<uuid>", data.decode("utf-8", "replace"))
+
+
+def determinism(run_a: Path | None, run_b: Path | None) -> dict[str, Any]:
+    """Every file of two runs of one suite (c=1 and c=8) compared after masking timestamps,
+    latencies, request uuids and the keys that name the concurrency itself. run.log is left
+    out: its event order legitimately follows completion order."""
+    if run_a is None or run_b is None:
+        return {"skipped": "no pair of runs to compare"}
+    files_a = {p.relative_to(run_a) for p in run_a.rglob("*") if p.is_file()}
+    files_b = {p.relative_to(run_b) for p in run_b.rglob("*") if p.is_file()}
+    differing = sorted(str(p) for p in files_a ^ files_b)
+    compared = 0
+    for rel in sorted(files_a & files_b):
+        if rel.name == "run.log":
+            continue
+        compared += 1
+        try:
+            same = _masked_file(run_a / rel) == _masked_file(run_b / rel)
+        except (OSError, ValueError):
+            same = (run_a / rel).read_bytes() == (run_b / rel).read_bytes()
+        if not same:
+            differing.append(str(rel))
+    return {"what": "files of the c=1 and c=8 overhead runs, equal after masking "
+                    + ", ".join(sorted(MASKED_KEYS)) + " and uuids (run.log excluded)",
+            "files_compared": compared, "differing_count": len(differing), "differing": differing[:20]}

@@ -24,7 +24,7 @@ def bench_mods():
     saved = {name: sys.modules.pop(name) for name in BENCH_MODULES if name in sys.modules}
     sys.path.insert(0, str(BENCH))
     try:
-        yield {name: importlib.import_module(name) for name in ("app", "suite", "report")}
+        yield {name: importlib.import_module(name) for name in ("app", "suite", "report", "scenarios")}
     finally:
         sys.path.remove(str(BENCH))
         for name in BENCH_MODULES:
@@ -81,6 +81,21 @@ def test_judging_refuses_missing_measurements(bench_mods):
     assert rows[0]["met"] is False
 
 
+def test_determinism_check_sees_a_changed_verdict_but_not_a_latency(bench_mods, tmp_path):
+    det = bench_mods["scenarios"].determinism
+    a, b = tmp_path / "a", tmp_path / "b"
+    for run, latency, digit in ((a, 1.5, "1"), (b, 9.25, "2")):
+        (run / "cases" / "c-1").mkdir(parents=True)
+        (run / "cases" / "c-1" / "verdict.json").write_text(json.dumps(
+            {"case_id": "c-1", "verdict": "pass", "latency_ms": latency,
+             "session": f"s-{digit * 8}-1111-2222-3333-{digit * 12}"}))
+    assert det(a, b)["differing_count"] == 0
+    (b / "cases" / "c-1" / "verdict.json").write_text(json.dumps({"case_id": "c-1", "verdict": "fail"}))
+    (b / "extra.json").write_text("{}")
+    got = det(a, b)
+    assert got["differing_count"] == 2 and "extra.json" in got["differing"]
+
+
 def test_quick_bench_runs_the_runner_and_records_every_measure(tmp_path):
     out = tmp_path / "bench-out"
     proc = subprocess.run(
@@ -101,6 +116,7 @@ def test_quick_bench_runs_the_runner_and_records_every_measure(tmp_path):
             assert block[field]["median"] is not None, (key, field)
     assert m["concurrency"]["ideal_s"] > 0 and m["concurrency"]["excess_pct"]["median"] is not None
     assert m["fs_floor"]["ms_per_case"] > 0
+    assert m["determinism"]["files_compared"] > 0 and m["determinism"]["differing_count"] == 0, m["determinism"]
     assert m["verify"]["runs"][0]["rc"] == 0
     killed = m["resume"]["killed"]
     assert m["resume"]["killed_source"]["killed"] is True
