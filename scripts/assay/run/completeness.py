@@ -92,7 +92,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True)
         cdir = cases_dir / entry
         rec = _check_case(cdir, entry, name(entry), problems, schemas)
         if rec is not None:
-            records[index_of[entry]] = rec
+            records[index_of[entry]] = derived.slim(rec)  # flat memory over 10,000 cases
     if run_status not in ABORTED:
         for cid in ids:
             if cid not in present:

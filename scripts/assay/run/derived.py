@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..core.jsonio import atomic_write_json, atomic_write_text
+from ..core.jsonio import atomic_write_text, dumps
 from ..core.vocab import FAIL, LAYER_ORDER, PASS
 from ..score.rollup import failed_layers
 from ..stats.counts import summarize
@@ -88,13 +88,25 @@ def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str, missing: list,
-                exit_code: int | None, finished_at: str | None) -> dict[str, Any]:
-    return {"run_id": manifest["run_id"], "mode": manifest["mode"], "gate": manifest["gate"],
-            "selecting_split": manifest["selecting_split"], "k": manifest["k"],
-            "harness_version": manifest["harness_version"], "dataset_version": manifest["dataset_version"],
-            "exit_code": exit_code, "started_at": manifest["started_at"], "finished_at": finished_at,
-            "summary": summarize(records, status=status, missing_artifacts=missing),
-            "cases": results_rows(records)}
+                exit_code: int | None, finished_at: str | None, with_cases: bool = True) -> dict[str, Any]:
+    doc = {"run_id": manifest["run_id"], "mode": manifest["mode"], "gate": manifest["gate"],
+           "selecting_split": manifest["selecting_split"], "k": manifest["k"],
+           "harness_version": manifest["harness_version"], "dataset_version": manifest["dataset_version"],
+           "exit_code": exit_code, "started_at": manifest["started_at"], "finished_at": finished_at,
+           "summary": summarize(records, status=status, missing_artifacts=missing)}
+    if with_cases:
+        doc["cases"] = results_rows(records)
+    return doc
+
+
+def results_text(doc_without_cases: Mapping[str, Any], case_lines: Iterable[str]) -> str:
+    """results.json text: sorted keys, indented, with one compact line per case row (fast to
+    write for 10,000 rows, easy to read and to diff). `case_lines` are canonical row JSON."""
+    body = dumps(dict(doc_without_cases, cases=[]), indent=2)
+    rows = [line.rstrip("\n") for line in case_lines]
+    if rows:
+        body = body.replace('"cases": []', '"cases": [\n    ' + ",\n    ".join(rows) + "\n  ]", 1)
+    return body + "\n"
 
 
 def reliability_doc(records: list[dict], k: int) -> dict[str, Any]:
@@ -120,7 +132,7 @@ def slim(record: Mapping[str, Any]) -> dict[str, Any]:
     keeps a 10,000-case run's memory flat. summarize()/rows over slim == over the full record."""
     out = {k: record.get(k) for k in _SLIM_KEYS}
     out["layers"] = {name: {k: layer[k] for k in _SLIM_LAYER_KEYS if k in layer}
-                     for name, layer in (record.get("layers") or {}).items() if isinstance(layer, Mapping)}
+                     for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}
     return out
 
 
@@ -134,6 +146,7 @@ class DerivedFiles:
         self.records: dict[int, dict] = {}
         self._vline: dict[int, str] = {}
         self._sline: dict[int, str] = {}
+        self._rline: dict[int, str] = {}
         self._last_count = 0
         self._last_time = time.monotonic()
 
@@ -141,6 +154,7 @@ class DerivedFiles:
         record = slim(record)
         self.records[index] = record
         self._vline[index] = _line(verdict_row(record))
+        self._rline[index] = "" if record.get("holdout") else _line(results_row(record))
         srow = stats_row(record)
         self._sline[index] = _line(srow) if srow else ""
 
@@ -159,8 +173,8 @@ class DerivedFiles:
         order = sorted(self.records)
         atomic_write_text(self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
         atomic_write_text(self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
-        atomic_write_json(self.out / "results.json", results_doc(
-            self.manifest, [self.records[i] for i in order], status=status, missing=missing or [],
-            exit_code=exit_code, finished_at=finished_at))
+        doc = results_doc(self.manifest, [self.records[i] for i in order], status=status, missing=missing or [],
+                          exit_code=exit_code, finished_at=finished_at, with_cases=False)
+        atomic_write_text(self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
         self._last_count = len(self.records)
         self._last_time = time.monotonic()

@@ -95,7 +95,7 @@ class Run:
             except (OSError, ValueError):
                 rec = None
             if cdir.name in index_of and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
-                self.kept[index_of[cdir.name]] = rec
+                self.kept[index_of[cdir.name]] = derived.slim(rec)
             elif cdir.is_dir() and not cdir.is_symlink():
                 shutil.rmtree(cdir)
             else:
