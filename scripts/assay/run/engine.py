@@ -169,6 +169,10 @@ class Run:
         if not indexes:
             return
         limit = self.s.max_concurrency
+        # Keep a few cases queued beyond the `limit` running ones, so a worker never idles while
+        # this thread does bookkeeping; queued cases that have not started are cancelled on abort
+        # ("stop starting cases, let in-flight ones finish").
+        window = limit * 2
         queue = iter(indexes)
         inflight: dict[Future, int] = {}
         with ThreadPoolExecutor(max_workers=limit, thread_name_prefix="assay-case") as pool:
@@ -178,16 +182,20 @@ class Run:
                     return False
                 inflight[pool.submit(self.worker.run, self.cases[i], i)] = i
                 return True
-            while len(inflight) < limit and self.status == "running" and submit_next():
+            while len(inflight) < window and self.status == "running" and submit_next():
                 pass
             while inflight:
                 done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
                 for fut in sorted(done, key=lambda f: inflight[f]):
                     i = inflight.pop(fut)
-                    self._on_done(i, fut.result())
+                    if not fut.cancelled():
+                        self._on_done(i, fut.result())
                 if self.status == "running" and self._infra_abort_due():
                     self._abort("aborted_infra", "infra rate above infra_rate_abort")
-                while len(inflight) < limit and self.status == "running" and submit_next():
+                if self.status != "running":
+                    for fut in inflight:
+                        fut.cancel()  # only succeeds for cases that have not started
+                while len(inflight) < window and self.status == "running" and submit_next():
                     pass
 
     def _on_done(self, index: int, record: dict) -> None:
