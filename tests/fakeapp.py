@@ -24,6 +24,12 @@ The default handler answers GET with 200 {"ok": true} (a health check) and POST 
 200 {"message": "echo: <message>", "route": <json "route" or None>, "echo_headers": {...}}
 where echo_headers echoes request headers only when the request JSON has "echo_headers": true.
 Handlers run on the server's threads; `app.requests` is guarded by a lock.
+
+Also here, for driving run_cases.py against a FakeApp (see the bottom of the file):
+make_state(tmp) -> a state dir; case(id, message, expect=..., **fields); adapter(url, **invocation);
+make_plan(state, cases, app_url=...) -> a valid plan; write_plan(state, plan) -> its path;
+run_runner(*argv) -> helpers.Result, the runner in this process (fast);
+self_signed_cert(dir) -> (certfile, keyfile) for FakeApp(tls=...).
 """
 
 from __future__ import annotations
