@@ -72,7 +72,7 @@ def documented(path):
 def test_every_schema_is_valid_and_loadable():
     for name in ("adapter", "profile", "case", "dataset", "converted", "plan"):
         assert name in schema_names()
-        iter_errors({}, name)  # compiles the validator (check_schema) and runs it
+        iter_errors({}, name)  # compiles the validator and runs it (check_schema: tests/test_schemas_core.py)
 
 
 @pytest.mark.parametrize("doc, schema", [(ADAPTER_DOC, "adapter"), (PROFILE_DOC, "profile")])

@@ -9,6 +9,7 @@ when a line lookup is given) the line.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -44,7 +45,8 @@ def _validator(name: str):
     registry = Registry().with_resources(resources)
     schema = load_schema(name)
     cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
+    # The shipped schemas are checked once by the test suite (tests/test_schemas_docs.py),
+    # not here: check_schema costs ~0.2 s per schema in every process.
     return cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER)
 
 
@@ -82,6 +84,39 @@ def _plain(err: Any) -> str:
     return msg
 
 
+_UNKNOWN = re.compile(r"^unknown key\(s\) (.*?) \(allowed")
+
+
+def _schema_at(schema: dict[str, Any], path: list[Any]) -> dict[str, Any] | None:
+    """The sub-schema describing the value at `path` (properties / items only; None if unknown)."""
+    node: Any = schema
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get("items") if isinstance(part, int) else (node.get("properties") or {}).get(part)
+    return node if isinstance(node, dict) else None
+
+
+def _plainer(error: dict[str, Any], name: str) -> str:
+    """A oneOf miss says only "not valid under any of the given schemas": name the allowed forms instead."""
+    if "is not valid under any of the given schemas" not in error["message"]:
+        return error["message"]
+    sub = _schema_at(load_schema(name), error["path"]) or {}
+    listed = " or ".join(f for f in (alt.get("description", "") for alt in sub.get("oneOf", [])) if f)
+    return f"matches none of its allowed forms: {listed}" if listed else error["message"]
+
+
+def _line(error: dict[str, Any], line_of: Callable[[list[Any]], int | None]) -> int | None:
+    """The line to point at: an unknown key's own line, else the value's (or its nearest parent's)."""
+    m = _UNKNOWN.match(error["message"])
+    if m:
+        for key in re.findall(r"'([^']*)'", m.group(1)):
+            line = line_of(list(error["path"]) + [key])
+            if line is not None:
+                return line
+    return line_of(error["path"])
+
+
 def validate(
     instance: Any,
     name: str,
@@ -91,24 +126,29 @@ def validate(
     code: int = 2,
     what: str | None = None,
 ) -> None:
-    """Raise AssayError(code) naming file, key path and line for every violation found."""
+    """Raise AssayError(code) naming file, key path and line for every violation found (first 10).
+
+    `line_of(path)` maps a key path to a source line (YAML readers pass their line index);
+    `what` names the document in the message (default "<name> file <source>").
+    """
     errors = iter_errors(instance, name)
     if not errors:
         return
-    shown = []
+    shown, violations = [], []
     for e in errors[:MAX_REPORTED]:
-        line = line_of(e["path"]) if line_of else None
-        if line is not None:
-            e["line"] = line
+        e["message"] = _plainer(e, name)
+        line = _line(e, line_of) if line_of else None
         where = f"{source}:{line}" if line is not None else f"{source}"
         shown.append(f"{where}: {e['key']}: {e['message']}")
+        violations.append({"key": e["key"], "message": e["message"], "line": line})
     more = f" (and {len(errors) - MAX_REPORTED} more)" if len(errors) > MAX_REPORTED else ""
-    label = what or f"{name} file"
+    label = what or f"{name} file {source}"
+    is_yaml = str(source).endswith((".yaml", ".yml"))
     raise AssayError(
-        f"{label} {source} does not match its schema: " + "; ".join(shown) + more
-        + f". Fix the {'YAML' if str(source).endswith(('.yaml', '.yml')) else 'file'} and re-run.",
+        f"{label} does not match its schema: " + "; ".join(shown) + more
+        + f". Fix the {'YAML' if is_yaml else 'file'} and re-run.",
         code,
         file=str(source),
         schema=name,
-        violations=[{k: v for k, v in e.items() if k != "path"} for e in errors[:MAX_REPORTED]],
+        violations=violations,
     )
