@@ -76,6 +76,10 @@ def test_successful_run_writes_the_exact_tree(app, state):
     assert events[0] == "preflight" and events[-1] == "finalize" and events.count("case_done") == 3
     manifest = json.loads((out / "manifest.yaml").read_text())
     assert manifest["k"] == 1 and len(manifest["plan_sha256"]) == 64 and manifest["cases"][0]["id"] == "c-1"
+    # A trace-less run: every sent case says so, with the pre-flight reason.
+    assert manifest["traces"]["collected"] is False and manifest["traces"]["reason"]
+    assert verdict(out, "c-1")["trace"] == {"collected": False, "status": "not_collected", "trace_id": None,
+                                            "correlation": None, "reason": manifest["traces"]["reason"]}
     assert verify(out).rc == 0
 
 
@@ -132,6 +136,7 @@ def test_500_storm_is_infra_error_with_repeated_5xx(app, state):
     assert s["infra_errors"] == 1 and s["passes"] + s["failures"] == 0 and s["repeated_5xx"] == 1
     assert s["infra_rate"] == 1.0
     assert len(app.posts()) == 3
+    assert v["trace"]["status"] == "not_collected" and v["trace"]["collected"] is False and v["trace"]["reason"]
 
 
 def test_differing_5xx_is_not_repeated_5xx(app, state):
@@ -273,6 +278,7 @@ def test_safety_skips_are_never_sent(app, state):
         v = verdict(out, cid)
         assert v["verdict"] == "skipped" and needle in v["skip_reason"], cid
         assert all(layer["verdict"] == "n/a" for layer in v["layers"].values())
+        assert v["sent"] is False and "trace" not in v      # the trace block is for sent cases only
         assert sorted(p.name for p in (out / "cases" / cid).iterdir()) == ["expect.json", "verdict.json"]
     s = results(out)["summary"]
     assert s["n"] == 6 and s["skipped"] == 5 and s["attempted"] == 1 and s["infra_rate"] == 0.0

@@ -238,9 +238,30 @@ def test_trace_files_only_when_collected(traced_run):
     assert not (missing / "trajectory.json").exists() and not (missing / "trace.json").exists()
 
 
+def test_trace_block_of_a_collected_case(traced_run):
+    v = verdict(traced_run, "c-route-ok")
+    traj = json.loads((traced_run / "cases" / "c-route-ok" / "trajectory.json").read_text())
+    assert v["trace"] == {"collected": True, "status": "ok", "trace_id": traj["trace_id"],
+                          "correlation": "traceparent-echo", "reason": None}
+    assert len(v["trace"]["trace_id"]) == 32 and v["infra_reason"] is None
+
+
+def test_every_sent_verdict_matches_the_schema(traced_run):
+    from assay.schemas import validate
+    for cdir in sorted((traced_run / "cases").iterdir()):
+        v = verdict(traced_run, cdir.name)
+        validate(v, "verdict", source=cdir / "verdict.json")
+        assert v["sent"] is True and v["trace"]["collected"] is (v["trace_status"] == "complete")
+    assert run_script("run_cases", "--verify", traced_run).rc == 0
+
+
 def test_missing_trace_is_infra_incomplete_never_fail(traced_run):
     v = verdict(traced_run, "c-notrace")
     assert v["verdict"] == "infra_incomplete"
+    assert v["trace"]["status"] == "infra_incomplete" and v["trace"]["collected"] is False
+    assert v["trace"]["correlation"] == "traceparent-echo" and len(v["trace"]["trace_id"]) == 32
+    assert "no span with trace id" in v["trace"]["reason"]
+    assert v["infra_reason"] == v["trace"]["reason"]
     assert v["layers"]["answer"]["verdict"] == "pass"          # the answer was fine; the trace is what is missing
     assert v["layers"]["loops"]["verdict"] == "infra_incomplete"
     assert "no span with trace id" in json.dumps(v)
@@ -258,6 +279,22 @@ def test_response_field_correlation(tmp_path):
     routing = layer(out, "c-route-ok", "routing")
     assert routing["verdict"] == "pass" and routing["observed_from"] == "trace"
     assert (out / "cases" / "c-route-ok" / "trajectory.json").exists()
+    block = verdict(out, "c-route-ok")["trace"]
+    assert block["correlation"] == "response-field:trace_id" and block["status"] == "ok"
+
+
+def test_response_field_absent_is_infra_incomplete_with_the_reason(tmp_path):
+    app = AgentApp(tmp_path / "spans.jsonl")
+    try:
+        res, out = run(tmp_path, app, correlation="response-field:meta.trace", cases=CASES[:1])
+    finally:
+        app.stop()
+    assert res.rc == 0, (res.stdout, res.stderr[-3000:])
+    v = verdict(out, "c-route-ok")
+    assert v["verdict"] == "infra_incomplete"
+    assert v["trace"] == {"collected": False, "status": "infra_incomplete", "trace_id": None,
+                          "correlation": "response-field:meta.trace", "reason": v["infra_reason"]}
+    assert "meta.trace" in v["infra_reason"]
 
 
 def test_unsupported_store_is_exit_3_with_no_app_call(tmp_path):
@@ -282,7 +319,12 @@ def test_trace_less_run_disables_the_trace_layers(tmp_path):
     assert manifest["traces"]["disabled_layers"] == ["trajectory", "tool_selection", "loops", "cost_latency"]
     v = verdict(out, "c-route-ok")
     assert v["layers"]["trajectory"]["verdict"] == "unscored" and v["layers"]["loops"]["verdict"] == "n/a"
+    assert v["layers"]["trajectory"]["reason"] == f"traces not collected: {manifest['traces']['reason']}"
+    assert v["layers"]["tool_selection"]["verdict"] == "unscored"
     assert not (out / "cases" / "c-route-ok" / "trajectory.json").exists()
+    assert v["trace"] == {"collected": False, "status": "not_collected", "trace_id": None,
+                          "correlation": "traceparent-echo", "reason": manifest["traces"]["reason"]}
+    assert v["verdict"] != "infra_incomplete" and v["infra_reason"] is None
 
 
 def test_orphaned_spans_past_max_wait_are_infra_incomplete(traced_run):
@@ -290,6 +332,7 @@ def test_orphaned_spans_past_max_wait_are_infra_incomplete(traced_run):
     assert v["verdict"] == "infra_incomplete"
     assert v["layers"]["trajectory"]["verdict"] == "infra_incomplete"
     assert "parent span never arrived" in v["layers"]["trajectory"]["reason"]
+    assert "parent span never arrived" in v["infra_reason"] and v["infra_reason"] == v["trace"]["reason"]
     assert not (traced_run / "cases" / "c-lost-root" / "trajectory.json").exists()
 
 
@@ -319,3 +362,20 @@ def test_matrix_disabled_layer_is_unscorable_and_a_bad_expectation_is_an_error(t
     bad = verdict(out, "c-bad")
     assert bad["layers"]["trajectory"]["verdict"] == "error" and "order_mode" in bad["layers"]["trajectory"]["reason"]
     assert bad["verdict"] == "unscored"
+
+
+def test_trace_block_mapping_is_pure():
+    from assay.run.tracing import CaseTrace, TraceConfig, collect_case_trace, not_sent_block, trace_block
+    assert trace_block("complete", "a" * 32, "traceparent-echo", "ignored")["reason"] is None
+    for status in ("incomplete", "missing"):
+        assert trace_block(status, None, "x", "why") == {"collected": False, "status": "infra_incomplete",
+                                                         "trace_id": None, "correlation": "x", "reason": "why"}
+    off = TraceConfig(False, "traces.source is none: run is trace-less", correlation="traceparent-echo")
+    got = collect_case_trace(off, {})
+    assert isinstance(got, CaseTrace) and tuple(got) == ("not_collected", None, None, off.reason)
+    assert got.block()["status"] == "not_collected" and got.block()["reason"] == off.reason
+    assert not_sent_block(off, "no answer")["reason"] == off.reason
+    on = TraceConfig(True, None, correlation="traceparent-echo")
+    assert not_sent_block(on, "no answer")["reason"] == "no answer"
+    missing = collect_case_trace(TraceConfig(True, None, correlation="traceparent-echo"), {})
+    assert missing.block()["status"] == "infra_incomplete" and "no trace id" in missing.block()["reason"]

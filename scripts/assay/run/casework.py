@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import dumps, sha256_bytes
-from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, LAYER_ORDER, SKIPPED
+from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, SKIPPED
 from ..score.rollup import case_verdict, fold_repeats
 from . import templates
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .outcome import RESPONSE, Outcome, attempt_with_retries
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
-from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, request_trace_headers
+from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
 
 MULTI_TURN_REASON = ("unsupported input: multi-turn conversations (input.turns) are built in their own "
                      "issue and not run yet")
@@ -93,10 +93,13 @@ class CaseWorker:
             self._put(files, cdir, "trajectory.json", case_json(chosen["trajectory"]))
             self._put(files, cdir, "trace.json", case_json(chosen["raw_spans"]))
         attempts = sum(len(r["outcomes"]) for r in repeats)
+        infra_reason = chosen["infra_reason"]
+        if folded == INFRA_INCOMPLETE and infra_reason is None:
+            infra_reason = self._scrub(chosen["trace"]["reason"]) or "trace incomplete"
         return dict(
             base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
             crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
-            repeated_5xx=_repeated_5xx(repeats), infra_reason=chosen["infra_reason"],
+            repeated_5xx=_repeated_5xx(repeats), infra_reason=infra_reason, trace=chosen["trace"],
             latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
             repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
@@ -119,15 +122,18 @@ class CaseWorker:
         if final.retriable:
             reason = f"{final.describe()} on all {len(outcomes)} attempt(s)"
             result["infra_reason"] = self._scrub(reason)
+            result["trace"] = not_sent_block(self.trace, f"no answer ({INFRA_ERROR}): no trace was looked for")
             result["actual_reason"] = f"no response ({INFRA_ERROR})"
             result["layers"] = stopped_layers("http", {"verdict": INFRA_ERROR, "reason": result["infra_reason"],
                                                        "status": final.status}, "transport failure: not scored")
             result["verdict"] = INFRA_ERROR
             return result
         answer, note = self._answer(final)
-        trace_status, trajectory, raw, trace_reason = collect_case_trace(self.trace, {
+        got = collect_case_trace(self.trace, {
             "sent_trace_id": sent_trace_id, "sent_traceparent": trace_headers.get("traceparent"),
             "response_json": final.body_json, "function_trace_id": final.trace_id})
+        trace_status, trajectory, raw, trace_reason = got
+        result["trace"] = got.block()
         ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
                             trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)
         layers, actual = score_repeat(case, self.score_ctx, ev)

@@ -1,14 +1,15 @@
 """The trace branch (pre-flight step 4) and the ONE per-case hook that returns a trajectory.
 
-`collect_case_trace(config, request_ctx) -> (trace_status, trajectory, trace_doc, reason)` is
-the only place the engine asks for a trace; `request_trace_headers(config)` is what it sends
+`collect_case_trace(config, request_ctx) -> CaseTrace` is the only place the engine asks for a
+trace; `request_trace_headers(config)` is what it sends
 so the trace can be found. Both delegate to `assay.run.traces` (trace_plan, OtlpFileSource,
 make_traceparent, trace_id_from_response). If that module cannot be imported the run is
 trace-less with the reason "trace ingestion not available": trace-fed layers are `unscored`
 with that reason, never a fake pass.
 
 trace_status: "complete" (score trace-fed layers), "incomplete" / "missing" (the case is
-`infra_incomplete`, never fail), or "not_collected" (a trace-less run).
+`infra_incomplete`, never fail), or "not_collected" (a trace-less run). verdict.json's `trace`
+block (runner-contract §10.1) says the same in its own words: `CaseTrace.block()`.
 """
 
 from __future__ import annotations
@@ -86,26 +87,59 @@ def request_trace_headers(config: TraceConfig) -> tuple[dict[str, str], str | No
     return {"traceparent": header}, trace_id
 
 
-def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> tuple[str, dict | None, Any, str | None]:
-    """(trace_status, trajectory, trace_doc, reason) for one answered request.
+@dataclass
+class CaseTrace:
+    """What the trace source gave one answered request (iterable as the old 4-tuple)."""
+    status: str
+    trajectory: dict | None
+    trace_doc: Any
+    reason: str | None
+    trace_id: str | None = None
+    correlation: str | None = None
+
+    def __iter__(self):
+        return iter((self.status, self.trajectory, self.trace_doc, self.reason))
+
+    def block(self) -> dict[str, Any]:
+        """verdict.json's `trace` block: {collected, status ok|infra_incomplete|not_collected,
+        trace_id, correlation, reason}."""
+        return trace_block(self.status, self.trace_id, self.correlation, self.reason)
+
+
+def trace_block(status: str, trace_id: str | None, correlation: str | None, reason: str | None) -> dict[str, Any]:
+    """The `trace` block for a runner trace status (complete/incomplete/missing/not_collected)."""
+    block_status = {COMPLETE: "ok", NOT_COLLECTED: NOT_COLLECTED}.get(status, "infra_incomplete")
+    return {"collected": status == COMPLETE, "status": block_status, "trace_id": trace_id,
+            "correlation": correlation, "reason": None if status == COMPLETE else reason}
+
+
+def not_sent_block(config: TraceConfig, why: str) -> dict[str, Any]:
+    """The `trace` block of a sent case whose request got no answer (no trace was looked for)."""
+    reason = config.reason if not config.collected else why
+    return trace_block(NOT_COLLECTED, None, config.correlation, reason)
+
+
+def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> CaseTrace:
+    """The trace of one answered request: status, trajectory, trace doc, reason, trace id.
 
     request_ctx: {"sent_trace_id": str|None, "sent_traceparent": str|None, "response_json": obj,
     "function_trace_id": str|None}. The traceparent's span id is the caller span the app's root
     hangs from: knowing it lets a trace whose own root has not arrived yet read as incomplete.
     """
+    corr = config.correlation
     if not config.collected:
-        return NOT_COLLECTED, None, None, config.reason
+        return CaseTrace(NOT_COLLECTED, None, None, config.reason, None, corr)
     module = _traces_module()
     trace_id = request_ctx.get("function_trace_id") or request_ctx.get("sent_trace_id")
     if config.response_field:
         trace_id, why = module.trace_id_from_response(request_ctx.get("response_json"), config.response_field)
         if trace_id is None:
-            return MISSING, None, None, why
+            return CaseTrace(MISSING, None, None, why, None, corr)
     if not trace_id:
-        return MISSING, None, None, "no trace id to correlate this request with"
+        return CaseTrace(MISSING, None, None, "no trace id to correlate this request with", None, corr)
     sent = module.parse_traceparent(request_ctx.get("sent_traceparent"))
     parent = sent[1] if sent and sent[0] == trace_id else None
     outcome = config.source_obj.collect(trace_id, parent_span_id=parent)
     if outcome.status == "ok" and outcome.trajectory is not None:
-        return COMPLETE, outcome.trajectory, outcome.trace_doc, None
-    return INCOMPLETE, None, None, outcome.reason or "trace incomplete"
+        return CaseTrace(COMPLETE, outcome.trajectory, outcome.trace_doc, None, trace_id, corr)
+    return CaseTrace(INCOMPLETE, None, None, outcome.reason or "trace incomplete", trace_id, corr)

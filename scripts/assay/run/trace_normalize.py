@@ -1,0 +1,291 @@
+"""Trace normalization: OTLP JSON spans in, a normalized GenAI trajectory out. Pure.
+
+`normalize_trace(spans_doc, trace_id)` reads one span document; `normalize_flat(spans, trace_id)`
+works on spans already flattened by `flatten_span` (what the file source holds). OTel GenAI
+semantic conventions: `invoke_agent` spans are agents, `chat`/`text_completion`/`generate_content`
+spans are LLM calls, `execute_tool` spans are tool calls (`gen_ai.tool.name`, `.call.arguments`,
+`.call.result`).
+
+Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of
+them, or a raw span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted and
+noted in `checks.trace_id_note`. An all-zero parent id means no parent. No I/O here: the file
+source, correlation and quiescence live in `assay.run.traces`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any, Iterator
+
+AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
+LLM_OPS = ("chat", "text_completion", "generate_content")
+OK, INCOMPLETE, ERROR = "ok", "incomplete", "error"
+# What a hostile or half-written span document can raise while being read: never a crash.
+_BAD_DOC = (ValueError, TypeError, AttributeError, KeyError, RecursionError)
+
+
+# ---------------------------------------------------------------------------- ids
+
+def _norm_id(value: Any, nbytes: int) -> tuple[str | None, bool]:
+    """(lower-case hex id or None for absent/all-zero, converted_from_base64)."""
+    if not isinstance(value, str) or not value:
+        return None, False
+    text = value.strip().lower()
+    if len(text) == 2 * nbytes and all(c in "0123456789abcdef" for c in text):
+        return (None if set(text) == {"0"} else text), False
+    try:
+        raw = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return text, False
+    if len(raw) != nbytes:
+        return text, False
+    return (None if not any(raw) else raw.hex()), True
+
+
+# ---------------------------------------------------------------------------- OTLP decoding
+
+def _any(value: Any) -> Any:
+    """An OTLP JSON AnyValue as a Python value; plain JSON values pass through."""
+    if not isinstance(value, dict):
+        return value
+    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return value["intValue"]
+    if "arrayValue" in value:
+        return [_any(v) for v in (value["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in value:
+        return {kv.get("key"): _any(kv.get("value")) for kv in (value["kvlistValue"] or {}).get("values") or []}
+    return None
+
+
+def _attrs(raw: Any) -> dict:
+    if isinstance(raw, dict):
+        return dict(raw)
+    out = {}
+    for kv in raw or []:
+        if isinstance(kv, dict) and isinstance(kv.get("key"), str):
+            out[kv["key"]] = _any(kv.get("value"))
+    return out
+
+
+def _is_span(obj: Any) -> bool:
+    return isinstance(obj, dict) and ("traceId" in obj or "trace_id" in obj)
+
+
+def iter_raw_spans(doc: Any) -> Iterator[tuple[dict, dict, dict]]:
+    """(raw span, raw resource, raw scope) for every span in a TracesData / list / span list.
+
+    Raises ValueError for anything that is not one of the accepted shapes.
+    """
+    if isinstance(doc, dict) and "resourceSpans" in doc:
+        for rs in doc.get("resourceSpans") or []:
+            if not isinstance(rs, dict):
+                raise ValueError("resourceSpans entry is not an object")
+            resource = rs.get("resource") or {}
+            for ss in (rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
+                scope = (ss or {}).get("scope") or (ss or {}).get("instrumentationLibrary") or {}
+                for sp in (ss or {}).get("spans") or []:
+                    if not _is_span(sp):
+                        raise ValueError("a span has no traceId")
+                    yield sp, resource, scope
+    elif _is_span(doc):
+        yield doc, {}, {}
+    elif isinstance(doc, list):
+        for item in doc:
+            yield from iter_raw_spans(item)
+    else:
+        raise ValueError("not an OTLP TracesData object, a list of them, or a span list")
+
+
+def _status_code(status: Any) -> int:
+    code = (status or {}).get("code") if isinstance(status, dict) else None
+    if isinstance(code, str):
+        return {"STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code.upper(), 0)
+    return code if isinstance(code, int) else 0
+
+
+def _ns(value: Any) -> int | None:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
+def flatten_span(sp: dict) -> dict:
+    """A raw span as {trace_id, span_id, parent_span_id, name, start_ns, end_ns, attributes, status_code, ...}."""
+    trace_id, b64_t = _norm_id(sp.get("traceId", sp.get("trace_id")), 16)
+    span_id, b64_s = _norm_id(sp.get("spanId", sp.get("span_id")), 8)
+    parent, b64_p = _norm_id(sp.get("parentSpanId", sp.get("parent_span_id")), 8)
+    status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
+    return {
+        "trace_id": trace_id, "span_id": span_id, "parent_span_id": parent,
+        "name": sp.get("name"),
+        "start_ns": _ns(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano"))),
+        "end_ns": _ns(sp.get("endTimeUnixNano", sp.get("end_time_unix_nano"))),
+        "attributes": _attrs(sp.get("attributes")),
+        "status_code": _status_code(status), "status_message": status.get("message"),
+        "base64_ids": b64_t or b64_s or b64_p,
+    }
+
+
+# ---------------------------------------------------------------------------- normalization
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _external_parent(spans: list[dict], by_id: dict, given: str | None) -> str | None:
+    """The caller's span id the trace hangs from (the runner's traceparent), if knowable."""
+    if given:
+        return given.lower()
+    missing = {s["parent_span_id"] for s in spans if s["parent_span_id"] and s["parent_span_id"] not in by_id}
+    has_true_root = any(s["parent_span_id"] is None for s in spans)
+    # One distinct missing parent and no span without a parent: that parent is the caller's.
+    return next(iter(missing)) if len(missing) == 1 and not has_true_root else None
+
+
+def root_spans(spans: list[dict], *, parent_span_id: str | None = None) -> list[dict]:
+    """Spans with no parent, or whose parent is the caller's (external) span."""
+    by_id = {s["span_id"]: s for s in spans}
+    ext = _external_parent(spans, by_id, parent_span_id)
+    return [s for s in spans if s["parent_span_id"] is None or (ext and s["parent_span_id"] == ext)]
+
+
+def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None = None) -> dict:
+    """Normalize the spans of `trace_id` found in `spans_doc` into a trajectory.
+
+    Returns `{status: ok|incomplete|error, trajectory{trace_id, agents, llm_calls, tool_calls,
+    usage}, checks{...}}`. `incomplete`: no span for the trace, orphaned parents (a parent
+    that is neither in the trace nor the caller's span `parent_span_id`), or execute_tool
+    spans without `gen_ai.tool.name`. A missing tool result alone is not incomplete.
+    `error`: the document is not an accepted shape (`error` says why; trajectory is None).
+    """
+    try:
+        flat = [flatten_span(sp) for sp, _, _ in iter_raw_spans(spans_doc)]
+    except _BAD_DOC as exc:
+        return {"status": ERROR, "error": f"span document: {exc}", "trajectory": None, "checks": {}}
+    wanted, _ = _norm_id(trace_id, 16)
+    mine = [s for s in flat if s["trace_id"] == wanted]
+    return normalize_flat(mine, wanted or str(trace_id), spans_in_file=len(flat), parent_span_id=parent_span_id)
+
+
+def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | None = None,
+                   parent_span_id: str | None = None) -> dict:
+    """`normalize_trace` over already-flattened spans of one trace (see `flatten_span`)."""
+    order = {id(s): i for i, s in enumerate(spans)}
+    spans = sorted(spans, key=lambda s: (s["start_ns"] or 0, order[id(s)]))
+    by_id = {s["span_id"]: s for s in spans if s["span_id"]}
+    ext = _external_parent(spans, by_id, parent_span_id)
+    orphans = [s for s in spans if s["parent_span_id"] and s["parent_span_id"] not in by_id
+               and s["parent_span_id"] != ext]
+
+    def agent_of(s: dict) -> str | None:
+        seen, cur = set(), by_id.get(s["parent_span_id"])
+        while cur is not None and cur["span_id"] not in seen:
+            if cur["attributes"].get("gen_ai.operation.name") == AGENT_OP:
+                return cur["attributes"].get("gen_ai.agent.name")
+            seen.add(cur["span_id"])
+            cur = by_id.get(cur["parent_span_id"])
+        return None
+
+    def error_of(s: dict) -> str | None:
+        etype = s["attributes"].get("error.type")
+        if etype not in (None, ""):
+            return str(etype)
+        return (s["status_message"] or "error") if s["status_code"] == 2 else None
+
+    def duration_ms(s: dict) -> float | None:
+        if s["start_ns"] and s["end_ns"] and s["end_ns"] >= s["start_ns"]:
+            return round((s["end_ns"] - s["start_ns"]) / 1e6, 3)
+        return None
+
+    agents, llm_calls, tool_calls, unnamed_tools = [], [], [], 0
+    usage: dict[str, dict[str, int]] = {}
+    agent_span_usage: dict[str, dict[str, int]] = {}
+    for s in spans:
+        a, op = s["attributes"], s["attributes"].get("gen_ai.operation.name")
+        tokens = {k: a.get(f"gen_ai.usage.{k}") for k in ("input_tokens", "output_tokens")}
+        tokens = {k: v for k, v in tokens.items() if isinstance(v, int) and not isinstance(v, bool)}
+        common = {"span_id": s["span_id"], "start_ns": s["start_ns"], "end_ns": s["end_ns"],
+                  "duration_ms": duration_ms(s), "error": error_of(s)}
+        if op == AGENT_OP:
+            name = a.get("gen_ai.agent.name")
+            agents.append({"name": name, "parent_agent": agent_of(s), **common})
+            if tokens:
+                agent_span_usage.setdefault(name or "(unattributed)", {}).update(tokens)
+        elif op in LLM_OPS:
+            agent = agent_of(s)
+            llm_calls.append({"operation": op, "agent": agent,
+                              "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
+                              **tokens, **common})
+            bucket = usage.setdefault(agent or "(unattributed)", {"input_tokens": 0, "output_tokens": 0})
+            for k, v in tokens.items():
+                bucket[k] += v
+        elif op == TOOL_OP:
+            name = a.get("gen_ai.tool.name")
+            if not name:
+                unnamed_tools += 1
+            tool_calls.append({
+                "name": name, "agent": agent_of(s), "call_id": a.get("gen_ai.tool.call.id"),
+                "arguments": _maybe_json(a.get("gen_ai.tool.call.arguments")),
+                "arguments_captured": "gen_ai.tool.call.arguments" in a,
+                "result": _maybe_json(a.get("gen_ai.tool.call.result")),
+                "result_captured": "gen_ai.tool.call.result" in a, **common})
+    # An agent whose LLM calls carry no usage may report it on its own span: count it once.
+    for name, tokens in agent_span_usage.items():
+        if name not in usage:
+            usage[name] = {"input_tokens": tokens.get("input_tokens", 0), "output_tokens": tokens.get("output_tokens", 0)}
+    total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
+
+    checks: dict[str, Any] = {
+        "spans_for_trace": len(spans),
+        "spans_in_file": len(spans) if spans_in_file is None else spans_in_file,
+        "orphaned_parents": len(orphans),
+        "tool_calls_errored": sum(1 for t in tool_calls if t["error"]),
+        "tool_calls_without_result": sum(1 for t in tool_calls if not t["result_captured"]),
+        "arg_capture_seen": any(t["arguments_captured"] for t in tool_calls),
+        "result_capture_seen": any(t["result_captured"] for t in tool_calls),
+        "spans_missing_duration": sum(1 for s in spans if duration_ms(s) is None),
+    }
+    if unnamed_tools:
+        checks["unnamed_tool_spans"] = unnamed_tools
+    if any(s["base64_ids"] for s in spans):
+        checks["trace_id_note"] = "ids were base64 (protobuf JSON); converted to hex"
+    status = INCOMPLETE if (not spans or orphans or unnamed_tools) else OK
+    return {"status": status, "checks": checks, "trajectory": {
+        "trace_id": trace_id, "agents": agents, "llm_calls": llm_calls, "tool_calls": tool_calls,
+        "usage": {"by_agent": usage, "total": total}}}
+
+
+def first_agent_name(trajectory: dict | None) -> str | None:
+    """`gen_ai.agent.name` of the first invoke_agent span (by start time): the trace-observed route."""
+    agents = (trajectory or {}).get("agents") or []
+    name = agents[0].get("name") if agents else None
+    return name if isinstance(name, str) and name else None
+
+
+def incomplete_reason(normalized: dict) -> str:
+    c = normalized.get("checks") or {}
+    if normalized.get("status") == ERROR:
+        return normalized.get("error") or "span document could not be read"
+    parts = []
+    if not c.get("spans_for_trace"):
+        parts.append("no span for the trace")
+    if c.get("orphaned_parents"):
+        parts.append(f"{c['orphaned_parents']} span(s) whose parent span never arrived")
+    if c.get("unnamed_tool_spans"):
+        parts.append(f"{c['unnamed_tool_spans']} execute_tool span(s) without gen_ai.tool.name")
+    return "; ".join(parts) or "trace incomplete"
