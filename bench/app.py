@@ -72,6 +72,10 @@ class BenchApp:
         self.requests = 0
         self.busy_s = 0.0          # sum of handler time (includes the latency sleep)
         self.errors = 0
+        self._inflight = 0
+        self._inflight_max = 0
+        self._area = 0.0            # integral of in-flight requests over time (for the mean)
+        self._first = self._last = None
         # Called (outside the lock) with the running request count after each /ask; the
         # resume benchmark uses it to SIGKILL the runner at a precise point of a run.
         self.on_request = None
@@ -98,10 +102,26 @@ class BenchApp:
     def reset_counters(self) -> None:
         with self._lock:
             self.requests, self.busy_s, self.errors = 0, 0.0, 0
+            self._inflight_max, self._area, self._first, self._last = self._inflight, 0.0, None, None
 
     def counters(self) -> dict:
         with self._lock:
-            return {"requests": self.requests, "busy_s": self.busy_s, "errors": self.errors}
+            span = (self._last - self._first) if self._first is not None else 0.0
+            return {"requests": self.requests, "busy_s": self.busy_s, "errors": self.errors,
+                    "inflight_max": self._inflight_max, "first_t": self._first, "last_t": self._last,
+                    "inflight_mean": (self._area / span) if span > 0 else 0.0}
+
+    def _inflight_step(self, delta: int) -> None:
+        """In-flight /ask requests over time: how much concurrency the client really kept up."""
+        now = time.perf_counter()
+        with self._lock:
+            if self._first is None:
+                self._first = now
+            elif self._last is not None:
+                self._area += self._inflight * (now - self._last)
+            self._last = now
+            self._inflight += delta
+            self._inflight_max = max(self._inflight_max, self._inflight)
 
     def _record(self, started: float, ok: bool) -> None:
         with self._lock:
@@ -156,9 +176,13 @@ class BenchApp:
                     self._send(400, {"error": "body must be JSON with a message holding '#<n>'"})
                     app._record(started, False)
                     return
-                if app.latency_s:
-                    time.sleep(app.latency_s)
-                self._send(200, expected_for(n))
+                app._inflight_step(1)
+                try:
+                    if app.latency_s:
+                        time.sleep(app.latency_s)
+                    self._send(200, expected_for(n))
+                finally:
+                    app._inflight_step(-1)
                 app._record(started, True)
 
         return Handler

@@ -109,12 +109,21 @@ def render_summary(results: dict[str, Any]) -> str:
         row(f"{title}, {n} cases: runner CPU ms/case", lambda m, k=key: _cell(m.get(k), "cpu_ms_per_case"))
         row(f"{title}, {n} cases: app CPU ms/case", lambda m, k=key: _cell(m.get(k), "app_cpu_ms_per_case"))
         row(f"{title}, {n} cases: wall s", lambda m, k=key: _cell(m.get(k), "wall_s"))
+        row(f"{title}, {n} cases: s before the first request", lambda m, k=key: _cell(m.get(k), "before_first_request_s"))
+        row(f"{title}, {n} cases: s after the last answer", lambda m, k=key: _cell(m.get(k), "after_last_answer_s"))
         row(f"{title}, {n} cases: peak RSS MB", lambda m, k=key: _cell(m.get(k), "maxrss_mb", nd=0))
     cc = next((ms[s]["concurrency"] for s in storages if ms[s].get("concurrency")), {})
     row(f"concurrency {cc.get('cases')} @ {cc.get('latency_ms')} ms, c={cc.get('concurrency')}: wall s",
         lambda m: _cell(m.get("concurrency"), "wall_s"))
     row("concurrency: runner CPU ms/case", lambda m: _cell(m.get("concurrency"), "cpu_ms_per_case"))
     row("concurrency: app CPU ms/case", lambda m: _cell(m.get("concurrency"), "app_cpu_ms_per_case"))
+    row("concurrency: requests in flight at the app, mean (max)",
+        lambda m: f"{_cell(m.get('concurrency'), 'app_inflight_mean', nd=1)} "
+                  f"({_fmt(_med(m.get('concurrency'), 'app_inflight_max'), 0)})")
+    row("concurrency: s before the first request", lambda m: _cell(m.get("concurrency"), "before_first_request_s"))
+    row("concurrency: s after the last answer", lambda m: _cell(m.get("concurrency"), "after_last_answer_s"))
+    row("concurrency: app handler ms per request (incl. the sleep)",
+        lambda m: _cell(m.get("concurrency"), "app_busy_ms_per_case"))
     row("concurrency: ideal s", lambda m: _fmt((m.get("concurrency") or {}).get("ideal_s")))
     row("concurrency: % over ideal (gross)", lambda m: _cell(m.get("concurrency"), "excess_pct", nd=1))
     row("concurrency: % over ideal (net of start-up)", lambda m: _cell(m.get("concurrency"), "excess_net_pct", nd=1))
@@ -139,10 +148,11 @@ def render_summary(results: dict[str, Any]) -> str:
                   + " | " + " | ".join(f"promptfoo / assay ({a})" for a in storages)
                   + " | assay CPU ms/case | promptfoo CPU ms/case | promptfoo RSS MB |",
                   "|---|---|---:|" + "---:|" * (2 * len(storages)) + "---:|---:|---:|"]
+    notes = []
     for s in storages:
         pf = ms[s].get("promptfoo") or {}
         if "skipped" in pf:
-            lines.append(f"\n{s}: promptfoo skipped: {pf['skipped']}\n")
+            notes.append(f"- {s}: promptfoo skipped: {pf['skipped']}")
             continue
         for name in ("overhead_c8", "concurrency"):
             b = pf.get(name)
@@ -157,6 +167,8 @@ def render_summary(results: dict[str, Any]) -> str:
                          + f" | {_fmt(b['assay_cpu_ms_per_case_median'])} | {_cell(b, 'cpu_ms_per_case')} "
                          f"| {_cell(b, 'maxrss_mb', nd=0)} |")
 
+    if notes:
+        lines += [""] + notes
     lines += ["", "## targets", "", "| target | bar | " + " | ".join(storages) + " |",
               "|---|---|" + "---|" * len(storages)]
     targets = results.get("targets") or {}

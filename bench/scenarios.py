@@ -102,11 +102,19 @@ class Bench:
         # This process does nothing but serve the app while the runner runs (the main thread
         # blocks in wait4), so its CPU delta is the app's share of the machine's two cores.
         self_cpu0 = _self_cpu()
+        t_start = time.perf_counter()
         run = timed_child(self.runner_argv(*args), env=self.env(app.base_url), log_dir=out.parent / "logs",
                           on_start=on_start)
+        t_end = time.perf_counter()
         app_cpu = _self_cpu() - self_cpu0
         counters = app.counters()
         record = run_record(run, counters, n, self.startup_s)
+        # The app's clock is this process's: how long the runner took before its first request
+        # (start-up, plan validation, pre-flight) and after the last answer (the last cases'
+        # scoring and writes, the end-of-run check, finalize).
+        if counters.get("first_t") is not None:
+            record["before_first_request_s"] = counters["first_t"] - t_start
+            record["after_last_answer_s"] = t_end - counters["last_t"]
         record["app_cpu_ms_per_case"] = 1000.0 * app_cpu / n
         record["loadavg_1m"] = [load0, os.getloadavg()[0]]
         record["problems"] = check_run(run, out, n, counters, expect_requests)
@@ -191,6 +199,8 @@ def run_record(run: ChildRun, counters: dict[str, Any], n: int, startup_s: float
     rec["app_requests"] = counters["requests"]
     rec["app_busy_s"] = counters["busy_s"]
     rec["app_errors"] = counters["errors"]
+    rec["app_inflight_max"] = counters.get("inflight_max")
+    rec["app_inflight_mean"] = counters.get("inflight_mean")
     return rec
 
 
@@ -269,6 +279,12 @@ def aggregate(records: list[dict[str, Any]], what: str, **extra: Any) -> dict[st
         "maxrss_mb": summarize([r["maxrss_mb"] for r in valid]),
         "app_busy_ms_per_case": summarize([1000.0 * r["app_busy_s"] / r["cases"] for r in valid]),
         "app_cpu_ms_per_case": summarize([r["app_cpu_ms_per_case"] for r in valid]),
+        "app_inflight_mean": summarize([r["app_inflight_mean"] for r in valid]),
+        "app_inflight_max": summarize([r["app_inflight_max"] for r in valid]),
+        "before_first_request_s": summarize([r["before_first_request_s"] for r in valid
+                                             if r.get("before_first_request_s") is not None]),
+        "after_last_answer_s": summarize([r["after_last_answer_s"] for r in valid
+                                          if r.get("after_last_answer_s") is not None]),
         "loadavg_1m": summarize([r["loadavg_1m"][0] for r in records]),
         "runs": records,
         **extra,
