@@ -48,3 +48,54 @@ def test_every_pinned_section_is_still_there():
     for heading in ("### 10.1 `cases/<id>/verdict.json`", "### 10.2 `verdicts.jsonl`", "### 10.3 `results.json`",
                     "### 10.4 The runner lock (pinned)", "### 10.5 `run.log`"):
         assert heading in DOC
+
+
+def test_verdict_trace_block_is_documented_as_the_schema_pins_it():
+    import json
+    schema = json.loads((ROOT / "scripts" / "assay" / "schemas" / "verdict.schema.json").read_text())
+    block = schema["properties"]["trace"]
+    v101 = section("10.")
+    for key in block["required"]:
+        assert f'"{key}"' in v101, key
+    for status in block["properties"]["status"]["enum"]:
+        assert f"`{status}`" in v101, status
+    assert "`infra_reason`" in v101 and "never null" in v101
+
+
+def test_traces_section_matches_the_trace_source():
+    import inspect
+
+    from assay.core.vocab import TRACE_DEPENDENT_LAYERS
+    from assay.run import traces
+    text = section("14. Traces")
+    assert f"disabled_layers: [{', '.join(TRACE_DEPENDENT_LAYERS)}]" in text
+    defaults = inspect.signature(traces.OtlpFileSource).parameters
+    assert f"default {defaults['quiescence_ms'].default:g}" in text
+    assert f"default {defaults['max_wait_s'].default:g}" in text
+    for needle in ("rotated", "inode", "quiescence_ms", "max_wait_s", "TracesData", "traceparent-echo",
+                   "response-field:<path>", "32-hex", "the runner's span is the root's parent", "mapping_shim",
+                   "exit 3", "`unscored`", "`n/a`"):
+        assert needle in text, needle
+
+
+def test_scorer_rules_section_quotes_the_constants():
+    from assay.core.regex_guard import DEFAULT_TIMEOUT_S
+    from assay.score.answer import _TRAILING_FLAGS
+    from assay.score.routing import NO_ROUTE_LABEL
+    from assay.stats.paired import ASSUMED_DISCORDANCE, POWER
+    text = section("15. Scorer rules")
+    assert f"ψ = {ASSUMED_DISCORDANCE:g}" in text and f"z({POWER:g})" in text
+    assert f"({DEFAULT_TIMEOUT_S:g} s)" in text
+    assert f"`{NO_ROUTE_LABEL}`" in text
+    assert "`aiLmsux`, `gy`" in text and "aiLmsuxgy" in _TRAILING_FLAGS.pattern
+    for needle in ("maximum matching", "`columns`", "HTTP 4xx", "never evidence", "whole tokens", "worker process"):
+        assert needle in text, needle
+
+
+def test_adapter_contract_traces_section_agrees_with_the_runner():
+    doc = (ROOT / "references" / "adapter-contract.md").read_text(encoding="utf-8")
+    text = " ".join(doc.split("## `traces`", 1)[1].split("\n## ", 1)[0].split())
+    assert "read `unscorable`" not in text.split("(A layer the capability matrix")[0]
+    for needle in ('"traces not collected: <reason>"', "`loops` reads `n/a`", "mapping_shim` is not executed",
+                   "pre-flight exit 3", "32-hex W3C trace id", "the runner's span is the root's parent"):
+        assert needle in text, needle

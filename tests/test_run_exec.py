@@ -269,19 +269,21 @@ def test_safety_skips_are_never_sent(app, state):
              case("c-tool", "pay", expect={"tools": {"subset": ["wire_money"]}}),
              case("c-turns", "x", input={"turns": [{"user": "a"}, {"user": "b"}]}),
              case("c-two", "x", input={"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}),
-             case("c-ident", "x", identity={"role": "admin"})]
+             case("c-ident", "x", identity={"role": "admin"}),
+             case("c-session", "x", input={"messages": [{"role": "user", "content": "x"}], "session": "sticky"})]
     r, out = go(state, make_plan(state, cases, adapter_doc=ad))
     assert r.rc == 0, r.stdout
     assert [p.json["message"] for p in app.posts()] == ["fine"]
     for cid, needle in [("c-adv", "safe_to_attack"), ("c-tool", "never-live"), ("c-turns", "multi-turn"),
-                        ("c-two", "exactly one user message"), ("c-ident", "identity not mapped")]:
+                        ("c-two", "exactly one user message"), ("c-ident", "identity not mapped"),
+                        ("c-session", "input.session")]:
         v = verdict(out, cid)
         assert v["verdict"] == "skipped" and needle in v["skip_reason"], cid
         assert all(layer["verdict"] == "n/a" for layer in v["layers"].values())
         assert v["sent"] is False and "trace" not in v      # the trace block is for sent cases only
         assert sorted(p.name for p in (out / "cases" / cid).iterdir()) == ["expect.json", "verdict.json"]
     s = results(out)["summary"]
-    assert s["n"] == 6 and s["skipped"] == 5 and s["attempted"] == 1 and s["infra_rate"] == 0.0
+    assert s["n"] == 7 and s["skipped"] == 6 and s["attempted"] == 1 and s["infra_rate"] == 0.0
     assert verify(out).rc == 0
 
 

@@ -128,7 +128,7 @@ CASES = [
 
 
 def write_plan(tmp: Path, app: AgentApp, *, correlation="traceparent-echo", source="otlp-file", cases=CASES,
-               max_wait_s=0.5, matrix=None) -> tuple[Path, Path]:
+               max_wait_s=0.5, matrix=None, traces_extra=None) -> tuple[Path, Path]:
     state = tmp / ".assay"
     (state / "reports").mkdir(parents=True, exist_ok=True)
     adapter = {
@@ -142,7 +142,7 @@ def write_plan(tmp: Path, app: AgentApp, *, correlation="traceparent-echo", sour
             "timeout_s": 10, "max_concurrency": 4,
         },
         "traces": {"source": source, "location": "${TRACE_FILE}", "convention": "gen_ai", "correlation": correlation,
-                   "completeness": {"quiescence_ms": 30, "max_wait_s": max_wait_s}},
+                   "completeness": {"quiescence_ms": 30, "max_wait_s": max_wait_s}, **(traces_extra or {})},
     }
     plan = {"plan_version": 1, "run_id": RUN_ID, "mode": "smoke", "k": 1, "gate": "soft", "selecting_split": "smoke",
             "paths": {"state_dir": str(state)}, "adapter": adapter, "capability_matrix": matrix or {}, "cases": cases,
@@ -304,6 +304,17 @@ def test_unsupported_store_is_exit_3_with_no_app_call(tmp_path):
     finally:
         app.stop()
     assert res.rc == 3 and "jaeger" in res.json["error"]
+    assert app.requests == 0
+
+
+def test_a_declared_mapping_shim_is_exit_3_with_no_app_call(tmp_path):
+    app = AgentApp(tmp_path / "spans.jsonl")
+    try:
+        res, out = run(tmp_path, app, cases=CASES[:1],
+                       traces_extra={"convention": "openinference", "mapping_shim": "shim.py"})
+    finally:
+        app.stop()
+    assert res.rc == 3 and "mapping_shim" in res.json["error"]
     assert app.requests == 0
 
 

@@ -232,6 +232,8 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
         return "unsupported input: expect is not a mapping (validate_cases.py names the fix)"
     if inp.get("turns"):
         return MULTI_TURN_REASON
+    if "session" in inp and inp["session"] != "fresh":
+        return f"unsupported input: input.session {inp['session']!r} (only `fresh` is supported)"
     msgs = inp.get("messages") or []
     if not (isinstance(msgs, list) and len(msgs) == 1 and isinstance(msgs[0], Mapping)
             and msgs[0].get("role") == "user"):
