@@ -28,7 +28,7 @@ Handlers run on the server's threads; `app.requests` is guarded by a lock.
 Also here, for driving run_cases.py against a FakeApp (see the bottom of the file):
 make_state(tmp) -> a state dir; case(id, message, expect=..., **fields); adapter(url, **invocation);
 make_plan(state, cases, app_url=...) -> a valid plan; write_plan(state, plan) -> its path;
-run_runner(*argv) -> helpers.Result, the runner in this process (fast);
+run_runner(*argv) -> helpers.Result: run_cases.py as a subprocess (ASSAY_TESTS_INPROCESS=1: in this process);
 self_signed_cert(dir) -> (certfile, keyfile) for FakeApp(tls=...).
 """
 
@@ -253,12 +253,23 @@ def write_plan(state, plan: dict, name: str = "plan.json"):
 
 
 def run_runner(*args: Any, env: dict[str, str] | None = None):
-    """run_cases.py with these argv, in THIS process (no interpreter start-up, so fast).
+    """run_cases.py with these argv, as a real subprocess (argv in, stdout JSON + exit code out).
 
-    Same parser, same command layer (stdout JSON, exit code) as the script; returns
-    helpers.Result(rc, stdout, stderr). Use run_script("run_cases", ...) when a test must see
-    the process as a user does (stderr prose, tracebacks, signals, function-mode imports).
+    Returns helpers.Result(rc, stdout, stderr). For quick local iteration only,
+    ASSAY_TESTS_INPROCESS=1 runs the same parser and command layer in this process
+    instead (no interpreter start-up); CI never sets it, so every runner test meets the
+    script the way a user does.
     """
+    import os as _os
+
+    if _os.environ.get("ASSAY_TESTS_INPROCESS") != "1":
+        from helpers import run_script
+
+        return run_script("run_cases", *args, env=env)
+    return _run_runner_in_process(*args, env=env)
+
+
+def _run_runner_in_process(*args: Any, env: dict[str, str] | None = None):
     import contextlib
     import io
     import os
