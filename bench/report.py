@@ -84,6 +84,9 @@ def render_summary(results: dict[str, Any]) -> str:
         f"- machine: {mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory_mb')} MB RAM, "
         f"{mach.get('os')}",
         f"- Python {mach.get('python')}, Node {mach.get('node') or 'absent'}",
+        f"- measured: commit {(results.get('git') or {}).get('commit')} "
+        f"(uncommitted changes under scripts/: {(results.get('git') or {}).get('scripts_dirty')}), "
+        f"started {results.get('started_utc')}",
         f"- load average (1 min) at start {_fmt((results.get('loadavg_at_start') or [None])[0], 1)}, "
         f"at end {_fmt((results.get('loadavg_at_end') or [None])[0], 1)}",
         f"- runner start-up (`run_cases.py --version`): {_cell(st, 'wall_s', 1000, 0)} ms",

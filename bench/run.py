@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the run_cases.py to measure (default: this checkout's scripts/run_cases.py)")
     ap.add_argument("--profile", action="store_true",
                     help="instead of timing: profile one overhead run (all threads) into OUT/profile.txt")
+    ap.add_argument("--profile-concurrency", type=int, default=8, metavar="N",
+                    help="max_concurrency of the profiled run (default 8; 1 attributes CPU without GIL contention)")
     ap.add_argument("--keep", action="store_true", help="keep the run directories (OUT/work, /dev/shm)")
     args = ap.parse_args(argv)
 
@@ -118,13 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{'quick' if args.quick else 'full'} benchmark of {runner.name}; storages {list(roots)}; results -> {out}")
     bench.probe_flags(work)
     if args.profile:
-        return profile(bench, sizes, out, roots.get("tmpfs", work))
+        return profile(bench, sizes, out, roots.get("tmpfs", work), args.profile_concurrency)
 
     results: dict[str, Any] = {
         "quick": args.quick, "sizes": sizes, "reps": reps, "machine": machine_info(promptfoo.node_version()),
         "runner": _display(runner), "runner_flags": bench.extra_flags, "run_id": RUN_ID,
         "storages": {name: str(root) if name == "tmpfs" else "OUT/work/disk" for name, root in roots.items()},
-        "loadavg_at_start": os.getloadavg(),
+        "loadavg_at_start": os.getloadavg(), "git": _git_state(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     results["startup"] = bench.startup(work, 1 if args.quick else 5)
     pf_ok, pf_why = (False, "--no-promptfoo") if args.no_promptfoo else promptfoo.availability()
@@ -330,14 +333,14 @@ def cleanup(roots: dict[str, Path], work: Path) -> None:
         log(f"removing the disk run dirs in the background (pid {proc.pid}): {trash}")
 
 
-def profile(bench: Bench, sizes: dict[str, Any], out: Path, root: Path) -> int:
-    """One overhead run (0 ms app, max_concurrency 8) under bench/profile_runner.py."""
+def profile(bench: Bench, sizes: dict[str, Any], out: Path, root: Path, concurrency: int) -> int:
+    """One overhead run (0 ms app) under bench/profile_runner.py."""
     n = sizes["overhead_cases"]
     app = BenchApp(0.0)
     app.start()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        plan, state = bench.plan_for(root, "profile", n, 8)
+        plan, state = bench.plan_for(root, "profile", n, concurrency)
         run_dir = state / "reports" / "prof" / RUN_ID
         argv = [sys.executable, str(HERE / "profile_runner.py"), "--stats", str(out / "profile.prof"),
                 "--text", str(out / "profile.txt"), "--top", "45", str(bench.runner), "--",
@@ -347,9 +350,21 @@ def profile(bench: Bench, sizes: dict[str, Any], out: Path, root: Path) -> int:
         app.stop()
         if root.name.startswith("assay-bench-"):
             shutil.rmtree(root, ignore_errors=True)
-    log(f"profiled {n} cases at c=8: exit {run.rc}, {run.wall_s:.1f} s under the profiler; {out / 'profile.txt'}")
+    log(f"profiled {n} cases at c={concurrency}: exit {run.rc}, {run.wall_s:.1f} s under the profiler; {out / 'profile.txt'}")
     print((out / "profile.txt").read_text("utf-8") if (out / "profile.txt").exists() else run.stderr[-3000:])
     return 0 if run.rc == 0 else 1
+
+
+def _git_state() -> dict[str, Any]:
+    """The commit measured, and whether the runner's sources had uncommitted edits."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=str(HERE.parent), capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+    dirty = git("status", "--porcelain", "--", "scripts")
+    return {"commit": git("rev-parse", "--short", "HEAD"), "scripts_dirty": bool(dirty) if dirty is not None else None}
 
 
 def _display(path: Path) -> str:
