@@ -181,7 +181,7 @@ def render_summary(results: dict[str, Any]) -> str:
         for s in storages:
             t = targets[s][i]
             met = {True: "met", False: "**MISSED**", None: "not judged"}[t["met"]]
-            cells.append(f"{_fmt(t['measured'])} {t['unit']}: {met}")
+            cells.append(f"{_fmt(t['measured'], 3)} {t['unit']}: {met}")
         lines.append(f"| {name} | {targets[storages[0]][i]['bar']} | " + " | ".join(cells) + " |")
 
     invalid = []
