@@ -47,13 +47,15 @@ def availability() -> tuple[bool, str]:
     return True, ""
 
 
-def install() -> int:
+def install(quiet: bool = False) -> int:
+    """npm install the pinned promptfoo into bench/.node (gitignored); returns npm's exit code."""
     npm = shutil.which("npm")
     if not npm:
         print("npm not found: cannot install promptfoo", flush=True)
         return 2
+    out = subprocess.DEVNULL if quiet else None
     return subprocess.run([npm, "install", "--prefix", str(NODE_PREFIX), "--no-audit", "--no-fund",
-                           f"promptfoo@{PROMPTFOO_VERSION}"]).returncode
+                           f"promptfoo@{PROMPTFOO_VERSION}"], stdout=out, stderr=out).returncode
 
 
 def _env(config_dir: Path) -> dict[str, str]:

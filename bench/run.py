@@ -131,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     results["startup"] = bench.startup(work, 1 if args.quick else 5)
     pf_ok, pf_why = (False, "--no-promptfoo") if args.no_promptfoo else promptfoo.availability()
+    if not pf_ok and not args.no_promptfoo and shutil.which("node") and shutil.which("npm"):
+        # Node is here but the bench-local promptfoo is not: install the pinned version once
+        # (into bench/.node, gitignored) rather than let npx fetch it on every eval.
+        log(f"installing promptfoo@{promptfoo.PROMPTFOO_VERSION} into bench/.node (once; ~1 min)")
+        rc = promptfoo.install(quiet=True)
+        pf_ok, pf_why = promptfoo.availability()
+        if not pf_ok:
+            pf_why = f"npm install of promptfoo@{promptfoo.PROMPTFOO_VERSION} failed (exit {rc}); side-by-side skipped"
     if not pf_ok:
         log(f"promptfoo: {pf_why}")
     else:
