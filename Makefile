@@ -20,11 +20,12 @@ test: venv
 
 demo: venv
 	@if [ -f examples/helpdesk/demo.py ]; then \
-	  $(VPY) examples/helpdesk/demo.py --mode $(MODE) $(if $(filter 1 true yes,$(BREAK)),--break,); \
+	  $(VPY) examples/helpdesk/demo.py --mode $(MODE) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,); \
 	else echo "make demo: the example app is not built yet (examples/helpdesk/demo.py missing)" >&2; exit 2; fi
 
 bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)
+	$(VPY) bench/trace_join.py --json bench/out/trace_join.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache
