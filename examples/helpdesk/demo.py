@@ -187,7 +187,7 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
     say()
     say(gate.stdout.rstrip())
     say()
-    say(f"report: {report_html}")
+    say(f"report: {shown(report_html)}")
     return gate.returncode, report_html
 
 
