@@ -36,3 +36,20 @@ def test_every_script_prints_version_and_help():
 def test_pyproject_reads_the_same_version():
     text = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'version = \{attr = "assay.core.version.VERSION"\}', text)
+
+
+def test_readme_shows_both_commands_and_its_links_resolve():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make demo" in text and "make test" in text
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert links
+    for link in links:
+        if "://" in link:
+            continue
+        assert (ROOT / link).exists(), f"README links to a missing file: {link}"
+
+
+def test_readme_pipeline_scripts_exist():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in re.findall(r"scripts/([a-z_]+\.py)", text):
+        assert (SCRIPTS / name).exists(), name
