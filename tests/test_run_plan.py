@@ -258,3 +258,26 @@ def test_malformed_adapter_is_exit_3_not_a_crash(app, state, invocation):
     assert err.code == 3, err.message
     assert app.count() == 0
     nothing_written(state)
+
+
+def test_plan_validation_with_many_cases_reports_the_full_schema_errors(tmp_path):
+    # validate_plan checks well-shaped cases in plain code and sends only one through
+    # jsonschema; any off-shape case sends them all, so the error is the full validation's.
+    import sys
+    from helpers import SCRIPTS
+    sys.path.insert(0, str(SCRIPTS))
+    from assay.core.errors import AssayError
+    from assay.plan.validate import validate_plan
+    from assay.schemas import validate
+    plan = make_plan(make_state(tmp_path), [case(f"c-{i}") for i in range(50)])
+    assert validate_plan(plan) is plan
+    for bad in ({"id": 7, "split": ["smoke"]}, {"id": "x", "split": []}, {"id": "x", "split": ["nope"]},
+                {"id": "x"}, {"split": ["smoke"]}, "not a case", {"id": "x", "split": "smoke"}):
+        broken = dict(plan, cases=plan["cases"][:30] + [bad] + plan["cases"][30:])
+        with pytest.raises(AssayError) as fast:
+            validate_plan(broken)
+        with pytest.raises(AssayError) as full:
+            validate(broken, "plan", source="plan.json", what="plan")
+        assert fast.value.message == full.value.message and "cases[30]" in fast.value.message
+        assert fast.value.fields == full.value.fields
+

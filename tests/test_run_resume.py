@@ -249,3 +249,42 @@ def test_concurrency_8_equals_concurrency_1(app, state):
     assert snaps[0].keys() == snaps[1].keys()
     for name in snaps[0]:
         assert snaps[0][name] == snaps[1][name], name
+
+
+def test_end_of_run_check_catches_a_file_deleted_mid_run(app, state):
+    # The end-of-run check takes finished records from memory but still lists every case dir:
+    # a required file removed after its case finished is named (exit 6), as --verify names it.
+    seen = []
+
+    def handler(req):
+        if req.method != "GET":
+            seen.append(req.json["message"])
+            if len(seen) == 3:   # c-000 has finished by now (max_concurrency 1)
+                (state / "reports" / RUN_ID / "cases" / "c-000" / "answer.txt").unlink()
+        return echo_handler(req)
+    app.handler = handler
+    r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
+    assert r.rc == 6, r.stdout
+    res = json.loads((out / "results.json").read_text())
+    assert res["summary"]["missing_artifacts"] == ["cases/c-000/answer.txt (missing)"]
+
+
+def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
+    import sys
+    sys.path.insert(0, str(SCRIPTS))
+    from assay.run import derived
+    from assay.run.completeness import check_run_dir
+    app.handler = echo_handler
+    r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
+    assert r.rc == 0, r.stdout
+    full, records, _ = check_run_dir(out, schemas=False)
+    known = {rec["case_id"]: rec for rec in records}
+    assert check_run_dir(out, schemas=False, known=known)[:2] == (full, records) == ([], records)
+    (out / "cases" / "c-001" / "verdict.json").unlink()
+    (out / "cases" / "c-002" / "stray.txt").write_text("x")
+    (out / "cases" / "intruder").mkdir()
+    full, records, _ = check_run_dir(out, schemas=False)
+    assert check_run_dir(out, schemas=False, known=known)[0] == full
+    assert "cases/c-001/verdict.json (missing: the case never finished)" in full
+    assert any("stray.txt" in p for p in full) and any("intruder" in p for p in full)
+    assert derived.slim(known["c-000"]) == known["c-000"]

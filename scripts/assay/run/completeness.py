@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.jsonio import read_json, read_jsonl, sha256_bytes
 from ..core.vocab import SKIPPED
@@ -46,12 +46,19 @@ def _jsonl(path: Path) -> list | None:
         return None
 
 
-def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True) -> tuple[list[str], list[dict], dict]:
+def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
+                  known: Mapping[str, dict] | None = None) -> tuple[list[str], list[dict], dict]:
     """(problems, records in plan order, manifest). `status` overrides results.json's (the runner's view).
 
     `schemas=False` (the runner's own end-of-run check, over files it just wrote from
     schema-shaped records) skips the two deep passes --verify always runs: the JSON Schemas
     and re-hashing every case file against the sha256s its verdict.json recorded.
+
+    `known` (the runner's end-of-run check only; case id -> the record this process wrote
+    atomically as that case's verdict.json, or read from it when --resume adopted the case):
+    such a case's verdict.json is not re-read, its dir is only listed (the file must still be
+    there, with exactly the other required files). Case dirs not in `known` are read as
+    always. --verify never passes it: it is the independent re-read.
     """
     if not out.is_dir() or not ((out / "manifest.yaml").exists() or (out / "results.json").exists()):
         raise RunDirError(f"{out} is not a run directory (no manifest.yaml or results.json)")
@@ -90,9 +97,11 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True)
             problems.append(f"cases/{entry} (not a case of this run's plan)")
             continue
         cdir = cases_dir / entry
-        rec = _check_case(cdir, entry, name(entry), problems, schemas)
+        rec = _check_case(cdir, entry, name(entry), problems, schemas,
+                          None if known is None or schemas else known.get(entry))
         if rec is not None:
-            records[index_of[entry]] = derived.slim(rec)  # flat memory over 10,000 cases
+            # flat memory over 10,000 cases (a `known` record is slim already)
+            records[index_of[entry]] = rec if known is not None and rec is known.get(entry) else derived.slim(rec)
     if run_status not in ABORTED:
         for cid in ids:
             if cid not in present:
@@ -144,22 +153,27 @@ def _list_files(directory: str, prefix: str = "") -> set[str]:
     return found
 
 
-def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: bool) -> dict | None:
-    """One case dir. `deep` (--verify) adds the JSON Schema and the sha256 of every file."""
-    try:
-        rec = read_json(cdir / "verdict.json")
-    except FileNotFoundError:
-        problems.append(f"{shown}/verdict.json (missing: the case never finished)")
-        return None
-    except (OSError, ValueError):
-        problems.append(f"{shown}/verdict.json (unreadable)")
-        return None
+def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: bool,
+                known: dict | None = None) -> dict | None:
+    """One case dir. `deep` (--verify) adds the JSON Schema and the sha256 of every file.
+    `known`: the record this process wrote as verdict.json (not re-read; the file must exist)."""
+    present = _list_files(str(cdir))
+    if known is not None and "verdict.json" in present:
+        rec = known
+    else:
+        try:
+            rec = read_json(cdir / "verdict.json")
+        except FileNotFoundError:
+            problems.append(f"{shown}/verdict.json (missing: the case never finished)")
+            return None
+        except (OSError, ValueError):
+            problems.append(f"{shown}/verdict.json (unreadable)")
+            return None
     bad = _schema_problem(rec, "verdict", deep)
     if bad or rec.get("case_id") != cid:
         problems.append(f"{shown}/verdict.json ({bad or 'case_id differs from its directory'})")
         return None
     required = required_case_files(rec)
-    present = _list_files(str(cdir))
     shas = rec.get("artifact_sha256") or {}
     for rel in required:
         if rel == "verdict.json":
