@@ -17,6 +17,8 @@ _LIVENESS_LAYERS = ("http", "loops")
 
 def _verdict_of(value: object) -> str:
     """A layer entry is either a layer dict `{"verdict": ...}` or already a verdict string."""
+    if isinstance(value, str):  # (the derived rows hold strings: skip the slow ABC check below)
+        return value
     if isinstance(value, dict):  # (a plain dict check: Mapping's ABC check is slow on hot paths)
         return str(value.get("verdict"))
     if isinstance(value, Mapping):
