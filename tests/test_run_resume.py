@@ -288,3 +288,29 @@ def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
     assert "cases/c-001/verdict.json (missing: the case never finished)" in full
     assert any("stray.txt" in p for p in full) and any("intruder" in p for p in full)
     assert derived.slim(known["c-000"]) == known["c-000"]
+
+
+def test_verify_layer_cache_reports_what_the_full_schema_check_reports(app, state):
+    # --verify validates each distinct layer object once; a bad layer (even one identical to
+    # layers already seen valid elsewhere) is still named exactly as the full validation names it.
+    import sys
+    sys.path.insert(0, str(SCRIPTS))
+    from assay.run.completeness import _VerdictSchema, check_run_dir
+    from assay.schemas import iter_errors
+    app.handler = echo_handler
+    r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
+    assert r.rc == 0, r.stdout
+    assert _VerdictSchema().ok and check_run_dir(out)[0] == []
+    edits = {"c-001": ("authz", {"verdict": "maybe"}), "c-002": ("judged", {"verdict": "unscored"}),
+             "c-003": ("loops", "n/a")}
+    for cid, (layer, value) in edits.items():
+        path = out / "cases" / cid / "verdict.json"
+        doc = json.loads(path.read_text())
+        doc["layers"][layer] = value
+        path.write_text(json.dumps(doc))
+    problems = check_run_dir(out)[0]
+    for cid in edits:
+        doc = json.loads((out / "cases" / cid / "verdict.json").read_text())
+        e = iter_errors(doc, "verdict")[0]
+        want = f"cases/{cid}/verdict.json (does not match the verdict schema at {e['key']}: {e['message']})"
+        assert want in problems, (want, problems)

@@ -39,6 +39,65 @@ def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
     return f"does not match the {name} schema at {e['key']}: {e['message']}"
 
 
+class _VerdictSchema:
+    """--verify's JSON Schema pass over every verdict.json, with each distinct layer object
+    validated once: the envelope (with `layers` taken as any object) through jsonschema, then
+    each layer against `$defs/layer`, cached by its canonical JSON (most layers of a run are
+    the same few objects). Only a yes/no: any doc found invalid goes through the full
+    validation, so the problem reported is exactly the full one's. Falls back to the full
+    validation for every doc when the schema's `layers` part is not the shape this relies on.
+    """
+
+    CACHE_MAX = 20000
+
+    def __init__(self) -> None:
+        import copy
+
+        import jsonschema
+
+        from ..schemas import load_schema
+        schema = load_schema("verdict")
+        layers = (schema.get("properties") or {}).get("layers") or {}
+        props = layers.get("properties") or {}
+        layer_def = (schema.get("$defs") or {}).get("layer")
+        self.names = frozenset(props)
+        self.ok = (set(layers) == {"type", "additionalProperties", "required", "properties"}
+                   and layers["type"] == "object" and layers["additionalProperties"] is False
+                   and set(layers["required"]) == self.names
+                   and all(v == {"$ref": "#/$defs/layer"} for v in props.values())
+                   and isinstance(layer_def, dict) and "$ref" not in json.dumps(layer_def)
+                   and json.dumps(schema).count('"$ref"') == len(props))
+        if not self.ok:
+            return
+        envelope = copy.deepcopy(schema)
+        envelope["properties"]["layers"] = {"type": "object"}
+        layer_schema = {"$schema": schema.get("$schema"), **layer_def}
+        cls = jsonschema.validators.validator_for(schema)
+        self.envelope = cls(envelope, format_checker=cls.FORMAT_CHECKER)
+        self.layer = cls(layer_schema, format_checker=cls.FORMAT_CHECKER)
+        self.cache: dict[str, bool] = {}
+
+    def problem(self, rec: Any) -> str | None:
+        if self.ok and self._valid(rec):
+            return None
+        return _schema_problem(rec, "verdict")
+
+    def _valid(self, rec: Any) -> bool:
+        layers = rec.get("layers") if isinstance(rec, dict) else None
+        if not isinstance(layers, dict) or set(layers) != self.names or not self.envelope.is_valid(rec):
+            return False
+        for layer in layers.values():
+            key = json.dumps(layer, sort_keys=True, ensure_ascii=False, allow_nan=True)
+            ok = self.cache.get(key)
+            if ok is None:
+                if len(self.cache) >= self.CACHE_MAX:
+                    self.cache.clear()
+                ok = self.cache[key] = self.layer.is_valid(layer)
+            if not ok:
+                return False
+        return True
+
+
 def _jsonl(path: Path) -> list | None:
     try:
         return read_jsonl(path)
@@ -92,13 +151,14 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     records: dict[int, dict] = {}
     cases_dir = out / "cases"
     present = sorted(p.name for p in cases_dir.iterdir()) if cases_dir.is_dir() else []
+    verdict_schema = _VerdictSchema() if schemas else None
     for entry in present:
         if entry not in index_of:
             problems.append(f"cases/{entry} (not a case of this run's plan)")
             continue
         cdir = cases_dir / entry
         rec = _check_case(cdir, entry, name(entry), problems, schemas,
-                          None if known is None or schemas else known.get(entry))
+                          None if known is None or schemas else known.get(entry), verdict_schema)
         if rec is not None:
             # flat memory over 10,000 cases (a `known` record is slim already)
             records[index_of[entry]] = rec if known is not None and rec is known.get(entry) else derived.slim(rec)
@@ -155,7 +215,7 @@ def _list_files(directory: str, prefix: str = "") -> set[str]:
 
 
 def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: bool,
-                known: dict | None = None) -> dict | None:
+                known: dict | None = None, verdict_schema: _VerdictSchema | None = None) -> dict | None:
     """One case dir. `deep` (--verify) adds the JSON Schema and the sha256 of every file.
     `known`: the record this process wrote as verdict.json (not re-read; the file must exist)."""
     present = _list_files(str(cdir))
@@ -170,7 +230,12 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
         except (OSError, ValueError):
             problems.append(f"{shown}/verdict.json (unreadable)")
             return None
-    bad = _schema_problem(rec, "verdict", deep)
+    if not deep:
+        bad = None
+    elif verdict_schema is not None:
+        bad = verdict_schema.problem(rec)
+    else:
+        bad = _schema_problem(rec, "verdict")
     if bad or rec.get("case_id") != cid:
         problems.append(f"{shown}/verdict.json ({bad or 'case_id differs from its directory'})")
         return None
