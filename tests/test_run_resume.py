@@ -259,8 +259,12 @@ def test_end_of_run_check_catches_a_file_deleted_mid_run(app, state):
     def handler(req):
         if req.method != "GET":
             seen.append(req.json["message"])
-            if len(seen) == 3:   # c-000 has finished by now (max_concurrency 1)
-                (state / "reports" / RUN_ID / "cases" / "c-000" / "answer.txt").unlink()
+            if len(seen) == 3:   # wait until c-000 has finished (its verdict.json is written last)
+                case_dir = state / "reports" / RUN_ID / "cases" / "c-000"
+                deadline = time.monotonic() + 10
+                while not (case_dir / "verdict.json").exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                (case_dir / "answer.txt").unlink()
         return echo_handler(req)
     app.handler = handler
     r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))

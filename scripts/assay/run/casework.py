@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,10 @@ class CaseWorker:
     safety: Mapping[str, Any]
     secret_values: list[str]
     runlog: RunLog
+    # At most `invocation.max_concurrency` requests are at the app at once: a slot is held only
+    # while a request is being sent and answered (not during backoff waits, trace collection,
+    # scoring or writing), so finishing one case overlaps the next requests. None: no gate.
+    app_slots: threading.Semaphore | None = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""))
@@ -105,6 +110,12 @@ class CaseWorker:
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
             trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"])
 
+    def _send(self, wire: Any) -> Outcome:
+        if self.app_slots is None:
+            return self.invoker.send(wire)
+        with self.app_slots:
+            return self.invoker.send(wire)
+
     def _one_repeat(self, case, n: int, ref: dict) -> dict:
         trace_headers, sent_trace_id = request_trace_headers(self.trace)
         wire, recorded = self.invoker.prepare(case, str(uuidlib.uuid4()), trace_headers)
@@ -112,7 +123,7 @@ class CaseWorker:
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
             self.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=self._scrub(out.describe()),
                               wait_s=round(wait, 3))
-        outcomes = attempt_with_retries(lambda: self.invoker.send(wire), max_attempts=int(self.execution["max_attempts"]),
+        outcomes = attempt_with_retries(lambda: self._send(wire), max_attempts=int(self.execution["max_attempts"]),
                                         backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry)
         final = outcomes[-1]
         response = self._response_record(outcomes)
