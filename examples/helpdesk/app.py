@@ -9,7 +9,7 @@ tenant to its own invoices; out-of-scope requests get a 400 refusal; every reque
 writes OpenTelemetry GenAI spans to an OTLP JSON-lines file under the trace id of
 the incoming W3C `traceparent` header (a new one when absent).
 
-    python3 examples/helpdesk/app.py --port 0 --otlp-file /tmp/helpdesk.otlp.jsonl
+    python3 examples/helpdesk/app.py --port 0 --otlp-file helpdesk.otlp.jsonl
     curl -s localhost:PORT/api/chat -H 'X-Tenant: acme' \
          -d '{"message": "What is the total of my open invoices?", "session_id": "s1"}'
 
