@@ -34,6 +34,8 @@ self_signed_cert(dir) -> (certfile, keyfile) for FakeApp(tls=...).
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import socket
 import threading
@@ -297,3 +299,17 @@ def _run_runner_in_process(*args: Any, env: dict[str, str] | None = None):
             else:
                 os.environ[k] = v
     return Result(rc, out.getvalue(), err.getvalue())
+
+
+# Fixtures the runner tests share (import them by name: `from fakeapp import app, state`).
+@pytest.fixture
+def app():
+    """A FakeApp on a loopback port for one test."""
+    with FakeApp() as a:
+        yield a
+
+
+@pytest.fixture
+def state(tmp_path):
+    """A fresh state dir (`<tmp>/app/.assay`) for one test."""
+    return make_state(tmp_path)

@@ -8,19 +8,9 @@ import textwrap
 
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state, run_runner
+from fakeapp import RUN_ID, FakeApp, Reply, adapter, app, case, make_plan, run_runner, state
 from helpers import run_script
 
-
-@pytest.fixture
-def app():
-    with FakeApp() as a:
-        yield a
-
-
-@pytest.fixture
-def state(tmp_path):
-    return make_state(tmp_path)
 
 
 def go(state, plan, *args, env=None, subprocess=False):
@@ -551,6 +541,20 @@ def test_max_concurrency_is_honoured(app, state):
     assert r.rc == 0, r.stdout
     assert 4 == seen["max"]
     assert [json.loads(l)["case_id"] for l in (out / "verdicts.jsonl").read_text().splitlines()] == [c["id"] for c in cases]
+
+
+def test_max_concurrency_1_sends_in_plan_order(app, state):
+    order = []
+
+    def handler(req):
+        if req.method != "GET":
+            order.append(req.json["message"])
+        return Reply(200, {"message": "ok"})
+    app.handler = handler
+    cases = [case(f"c-{i}", f"m{i}") for i in range(8)]
+    r, out = go(state, make_plan(state, cases, adapter_doc=adapter(app.url, max_concurrency=1)))
+    assert r.rc == 0, r.stdout
+    assert order == [f"m{i}" for i in range(8)]
 
 
 def test_progress_lines_on_stderr_only(app, state):

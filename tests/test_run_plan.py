@@ -6,19 +6,9 @@ from __future__ import annotations
 import json
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, adapter, case, make_plan, make_state, run_runner
+from fakeapp import RUN_ID, adapter, app, case, make_plan, make_state, run_runner, state
 from helpers import run_script
 
-
-@pytest.fixture
-def app():
-    with FakeApp() as a:
-        yield a
-
-
-@pytest.fixture
-def state(tmp_path):
-    return make_state(tmp_path)
 
 
 def run(state, plan, *args, env=None, out=None, raw_plan=None, subprocess=False):

@@ -11,19 +11,9 @@ import time
 
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, Reply, adapter, case, make_plan, make_state, run_runner
+from fakeapp import RUN_ID, Reply, adapter, app, case, make_plan, run_runner, state
 from helpers import SCRIPTS, run_script
 
-
-@pytest.fixture
-def app():
-    with FakeApp() as a:
-        yield a
-
-
-@pytest.fixture
-def state(tmp_path):
-    return make_state(tmp_path)
 
 
 def write(state, plan, name="plan.json"):

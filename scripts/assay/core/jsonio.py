@@ -56,6 +56,16 @@ def atomic_write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> None:
     atomic_write_text(path, "".join(dumps(r, indent=None) + "\n" for r in rows))
 
 
+def maybe_json(value: Any) -> Any:
+    """A string holding JSON parsed (apps often send JSON as text); anything else unchanged."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file. Raises OSError / ValueError (json.JSONDecodeError, UnicodeDecodeError)."""
     with open(path, "rb") as fh:

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import AssayError
-from .rundir import case_verdict, holdout_ids, load_results, read_jsonl_file, try_json
+from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, read_jsonl_file, try_json
 
 
 @dataclass
-class RunFacts:
+class RunFacts(RunResultsView):
     run_dir: Path
     results: dict
     rows: list[dict]                     # verdicts.jsonl, holdout rows removed
@@ -23,15 +23,6 @@ class RunFacts:
     reliability: dict | None
     comparison: dict | None
     verdicts: dict[str, dict] = field(default_factory=dict)  # non-holdout case id -> verdict.json
-
-    @property
-    def summary(self) -> dict:
-        return self.results["summary"]
-
-    @property
-    def run_id(self) -> str:
-        rid = self.results.get("run_id")
-        return rid if isinstance(rid, str) else self.run_dir.name
 
 
 def _manifest(run_dir: Path) -> dict | None:

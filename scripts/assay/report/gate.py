@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .rundir import case_verdict, load_results
+from .rundir import RunResultsView, case_verdict, load_results
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 VERIFY_TIMEOUT_S = 120
@@ -25,7 +25,7 @@ MAX_NAMED = 5
 
 
 @dataclass
-class GateResult:
+class GateResult(RunResultsView):
     run_dir: Path
     results: dict
     reasons: list[str] = field(default_factory=list)
@@ -37,15 +37,6 @@ class GateResult:
     @property
     def open(self) -> bool:
         return not self.reasons
-
-    @property
-    def summary(self) -> dict:
-        return self.results["summary"]
-
-    @property
-    def run_id(self) -> str:
-        rid = self.results.get("run_id")
-        return rid if isinstance(rid, str) else self.run_dir.name
 
 
 def _is_count(value: object) -> bool:

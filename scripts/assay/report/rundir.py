@@ -14,6 +14,25 @@ from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id, parse_run_id
 
 
+class RunResultsView:
+    """What every reader of a finished run says about it: its summary and its run id.
+
+    Mixed into the report's and the gate's records, which carry `run_dir` and `results`.
+    """
+
+    run_dir: Path
+    results: dict
+
+    @property
+    def summary(self) -> dict:
+        return self.results["summary"]
+
+    @property
+    def run_id(self) -> str:
+        rid = self.results.get("run_id")
+        return rid if isinstance(rid, str) else self.run_dir.name
+
+
 def read_json_file(path: Path) -> Any:
     """Parse a JSON file; raise AssayError(2) naming the file and the fix."""
     try:

@@ -178,7 +178,9 @@ class Run:
         # A few cases stay queued beyond the running ones so a worker never idles while this
         # thread does bookkeeping; queued cases that have not started are cancelled on abort
         # ("stop starting cases, let in-flight ones finish").
-        workers = limit + 2
+        # At max_concurrency 1 the run stays strictly serial, in plan order: a user who asks for
+        # one request at a time gets requests in the order of the plan.
+        workers = 1 if limit == 1 else limit + 2
         window = workers * 2
         queue = iter(indexes)
         inflight: dict[Future, int] = {}

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any, Iterator
+
+from ..core.jsonio import maybe_json
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 LLM_OPS = ("chat", "text_completion", "generate_content")
@@ -138,15 +139,6 @@ def flatten_span(sp: dict) -> dict:
 
 # ---------------------------------------------------------------------------- normalization
 
-def _maybe_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
-
-
 def _external_parent(spans: list[dict], by_id: dict, given: str | None) -> str | None:
     """The caller's span id the trace hangs from (the runner's traceparent), if knowable."""
     if given:
@@ -240,9 +232,9 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                 unnamed_tools += 1
             tool_calls.append({
                 "name": name, "agent": agent_of(s), "call_id": a.get("gen_ai.tool.call.id"),
-                "arguments": _maybe_json(a.get("gen_ai.tool.call.arguments")),
+                "arguments": maybe_json(a.get("gen_ai.tool.call.arguments")),
                 "arguments_captured": "gen_ai.tool.call.arguments" in a,
-                "result": _maybe_json(a.get("gen_ai.tool.call.result")),
+                "result": maybe_json(a.get("gen_ai.tool.call.result")),
                 "result_captured": "gen_ai.tool.call.result" in a, **common})
     # An agent whose LLM calls carry no usage may report it on its own span: count it once.
     for name, tokens in agent_span_usage.items():

@@ -42,6 +42,7 @@ import re
 from typing import Any
 
 from assay.core import regex_guard
+from assay.core.jsonio import maybe_json
 from assay.score.base import FAIL, PASS, UNSCORED, ScorerInputError, is_number, nfc, short
 
 SOURCES = ("result_from_tool", "result_from_response", "result_pattern")
@@ -91,15 +92,6 @@ def _shape(value: Any, where: str) -> dict:
     return {"scalar": value}
 
 
-def _maybe_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
-
-
 def _from_tool(spec: Any, tool_calls: list[dict] | None) -> dict:
     if not isinstance(spec, dict) or not isinstance(spec.get("tool"), str):
         return {"missing": True, "reason": f"result_from_tool must be {{tool, field?}}, got {short(spec, 80)}"}
@@ -115,9 +107,9 @@ def _from_tool(spec: Any, tool_calls: list[dict] | None) -> dict:
                 + (f" (error: {short(call.get('error'), 80)})" if call.get("error") else "")}
     result = call["result"]
     if field is None:
-        parsed = _maybe_json(result)
+        parsed = maybe_json(result)
         return _shape(parsed, f"the result of {tool!r}")
-    doc = _maybe_json(result)
+    doc = maybe_json(result)
     value = _walk(doc, str(field))
     if value is _MISSING:
         return {"missing": True, "reason": f"the result of the last {tool!r} call has no field {field!r}"}
