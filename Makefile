@@ -2,12 +2,15 @@
 #   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1)
 #   make bench  the runner's own cost against the quality bars (bench/RESULTS.md)
 #   make test   the whole test suite
+#   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
+#   make plugin-release  the lean plugin layout a marketplace serves (dist/assay-plugin)
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 MODE   ?= smoke
+CLAUDE_CODE_VERSION ?= 2.1.332
 
-.PHONY: test demo bench venv clean
+.PHONY: test demo bench venv clean claude-cli plugin-release
 
 venv: $(VENV)/.installed
 
@@ -26,5 +29,11 @@ bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)
 	$(VPY) bench/trace_join.py --json bench/out/trace_join.json
 
+claude-cli: venv
+	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code
+
+plugin-release:
+	$(PYTHON) tools/plugin_release.py --out dist/assay-plugin
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache dist

@@ -8,17 +8,28 @@ from helpers import ROOT, SCRIPTS, run_script
 from assay.core.version import VERSION
 
 
-def test_plugin_manifests_are_identical():
+def test_one_plugin_manifest_in_the_documented_place():
     a = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
-    b = json.loads((ROOT / "plugin.json").read_text())
-    assert a == b
     assert a["name"] == "assay"
     assert a["version"] == VERSION
+    assert not (ROOT / "plugin.json").exists(), "the manifest lives in .claude-plugin/ only"
 
 
-def test_marketplace_names_the_plugin():
+def test_marketplace_names_the_plugin_with_the_same_description():
+    plugin = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
     m = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_text())
     assert [p["name"] for p in m["plugins"]] == ["assay"]
+    assert m["plugins"][0]["description"] == plugin["description"]
+    assert m["description"] == plugin["description"]
+
+
+def test_icon_is_a_square_png_in_the_size_the_directory_accepts():
+    import struct
+    data = (ROOT / ".claude-plugin" / "icon.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width == height and 512 <= width <= 2048
+    assert len(data) < 2 * 1024 * 1024
 
 
 def test_every_script_prints_version_and_help():

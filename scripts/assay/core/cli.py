@@ -36,16 +36,20 @@ def missing_dependencies(needs: Iterable[str]) -> list[str]:
     return missing
 
 
-def dependency_error(missing: list[str], script: str) -> AssayError:
+def dependency_error(missing: list[str], script: str, why: str | None = None) -> AssayError:
     pips = " ".join(DEPENDENCIES.get(m, m) for m in missing)
     withs = " ".join(f"--with {DEPENDENCIES.get(m, m)}" for m in missing)
+    extra = {"bootstrap": why} if why else {}
     return AssayError(
-        f"missing Python package(s): {', '.join(missing)}. Install with `pip install {pips}` "
+        f"missing Python package(s): {', '.join(missing)}"
+        + (f" ({why})" if why else "")
+        + f". Install with `pip install {pips}` "
         f"(or everything: `{INSTALL_ALL}`), or run without installing: "
         f"`uv run {withs} python {script} ...`",
         2,
         missing=missing,
         fix=f"pip install {pips}",
+        **extra,
     )
 
 
@@ -96,7 +100,11 @@ def run_command(
         args = parser.parse_args(argv)  # --help / --version exit 0 here, before any dependency check
         missing = missing_dependencies(needs)
         if missing:
-            raise dependency_error(missing, script or parser.prog)
+            # Re-enter the prepared environment (core/bootstrap.py); returns only when it cannot.
+            from .bootstrap import ensure_dependencies
+            failed = ensure_dependencies(missing, script or sys.argv[0], argv)
+            why = f"{failed.reason}; fix: {failed.fix}" if failed else None
+            raise dependency_error(missing, script or parser.prog, why)
         code, out = run(args)
         if out is not None:
             emit(out)

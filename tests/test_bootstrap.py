@@ -1,0 +1,191 @@
+"""Dependencies with no manual step (core/bootstrap.py, hooks/session_start.py).
+
+Proved from a Python that has none of PyYAML, jsonschema, Markdown: a bare venv
+made without pip. The first script call prepares the environment (from the package
+index, as a user's machine would) and re-enters it; the second reuses it; a
+broken index is a clear exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT, SCRIPTS
+
+from assay.core import bootstrap
+
+
+def _pyproject_dependencies() -> list[str]:
+    text = (ROOT / "pyproject.toml").read_text()
+    block = text.split("dependencies = [", 1)[1].split("]", 1)[0]
+    return [line.strip().strip(",").strip('"') for line in block.splitlines() if line.strip()]
+
+
+def test_one_list_of_requirements():
+    assert tuple(_pyproject_dependencies()) == bootstrap.RUNTIME_REQUIREMENTS
+
+
+def test_venv_dir_resolution_order(tmp_path):
+    key = bootstrap.requirements_key()
+    assert bootstrap.venv_dir({"ASSAY_VENV": str(tmp_path / "v"), "CLAUDE_PLUGIN_DATA": "/x"}) == tmp_path / "v"
+    assert bootstrap.venv_dir({"CLAUDE_PLUGIN_DATA": str(tmp_path)}) == tmp_path / f"venv-{key}"
+    assert bootstrap.venv_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "assay" / f"venv-{key}"
+    assert bootstrap.venv_dir({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "assay" / f"venv-{key}"
+
+
+def test_key_changes_with_the_python_minor_version():
+    assert bootstrap.requirements_key((3, 11)) != bootstrap.requirements_key((3, 12))
+    assert bootstrap.python_too_old((3, 9)) and not bootstrap.python_too_old((3, 11))
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """A Python with none of the three packages (a venv without pip or site packages)."""
+    d = tmp_path_factory.mktemp("bare")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(d / "py")], check=True)
+    py = d / "py" / "bin" / "python"
+    probe = subprocess.run([str(py), "-c", "import yaml"], capture_output=True)
+    assert probe.returncode != 0, "the bare Python must not have PyYAML"
+    return py
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_NO_BOOTSTRAP", "PYTHONPATH", "ASSAY_BOOTSTRAPPED",
+                                                             "VIRTUAL_ENV", "CLAUDE_PLUGIN_DATA", "ASSAY_VENV")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """Where the first bootstrap builds; later tests reuse whatever it left ready."""
+    return tmp_path_factory.mktemp("prepared") / "assay-venv"
+
+
+def test_a_python_without_the_packages_runs_every_step_after_one_bootstrap(bare_python, prepared, tmp_path):
+    venv = prepared
+    md = tmp_path / "r.md"
+    md.write_text("# hello\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+    env = _env(ASSAY_VENV=str(venv))
+    first = subprocess.run([str(bare_python), str(SCRIPTS / "md_to_html.py"), str(md), str(tmp_path / "r.html")],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    if first.returncode != 0 and "package index" in first.stdout + first.stderr and "network" in first.stdout:
+        pytest.skip(f"no package index reachable: {first.stdout}")
+    assert first.returncode == 0, (first.stdout, first.stderr)
+    assert "preparing its Python packages" in first.stderr
+    assert json.loads(first.stdout)["html"].endswith("r.html")
+    assert "<table>" in (tmp_path / "r.html").read_text()
+    assert bootstrap.is_ready(venv)
+    # a second script, a second call: the same environment, no second install
+    second = subprocess.run([str(bare_python), str(SCRIPTS / "convert_suite.py"), str(ROOT / "examples" / "helpdesk" / ".assay"),
+                             "-o", str(tmp_path / "c.json")], capture_output=True, text=True, env=env, timeout=120)
+    assert second.returncode == 0, (second.stdout, second.stderr)
+    assert "preparing" not in second.stderr
+    assert json.loads(second.stdout)["cases"] > 0
+
+
+def test_no_package_index_is_a_clear_exit_2(bare_python, tmp_path):
+    env = _env(ASSAY_VENV=str(tmp_path / "v"), PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_NO_INDEX="",
+               PIP_FIND_LINKS="", PIP_RETRIES="0", PIP_TIMEOUT="2", PIP_CONFIG_FILE=os.devnull, PIP_NO_CACHE_DIR="1")
+    r = subprocess.run([str(bare_python), str(SCRIPTS / "make_plan.py"), "x.json", "--state-dir", str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    out = json.loads(r.stdout)
+    assert out["missing"] == ["jsonschema"]
+    assert "installing" in out["bootstrap"] and "fix:" in out["bootstrap"]
+    assert not bootstrap.is_ready(tmp_path / "v")
+    assert not (tmp_path / "v").exists(), "a failed build leaves nothing half-made in place"
+
+
+def test_opt_out_names_the_pip_command(bare_python, tmp_path):
+    r = subprocess.run([str(bare_python), str(SCRIPTS / "md_to_html.py"), "a.md", "b.html"], capture_output=True,
+                       text=True, env=_env(ASSAY_NO_BOOTSTRAP="1", ASSAY_VENV=str(tmp_path / "v")), timeout=60)
+    assert r.returncode == 2
+    out = json.loads(r.stdout)
+    assert out["fix"] == "pip install markdown" and "ASSAY_NO_BOOTSTRAP" in out["bootstrap"]
+
+
+def test_session_start_hook_exports_the_environment(bare_python, prepared, tmp_path):
+    """The hook, run by the bare Python as Claude Code runs it (JSON on stdin, CLAUDE_ENV_FILE set)."""
+    env_file = tmp_path / "session-env.sh"
+    data = tmp_path / "plugin-data"
+    key = bootstrap.requirements_key()
+    # the environment the first test built stands in for an earlier session's (the hook reuses a ready one)
+    where = data / f"venv-{key}"
+    where.parent.mkdir(parents=True)
+    env = _env(CLAUDE_PLUGIN_DATA=str(data), CLAUDE_ENV_FILE=str(env_file), CLAUDE_PLUGIN_ROOT=str(ROOT))
+    if bootstrap.is_ready(prepared):
+        os.symlink(prepared, where)
+    r = subprocess.run([str(bare_python), str(ROOT / "hooks" / "session_start.py")], input="{}", capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"ready in {where}" in r.stdout
+    assert env_file.read_text() == f"export ASSAY_VENV='{where}'\n"
+    # a Python that already has everything: nothing to build, nothing exported
+    env_file.unlink()
+    r2 = subprocess.run([sys.executable, str(ROOT / "hooks" / "session_start.py")], input="{}", capture_output=True,
+                        text=True, env=env, timeout=60)
+    assert r2.returncode == 0 and "present" in r2.stdout and not env_file.exists()
+
+
+def test_hook_never_fails_the_session(bare_python, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    env = _env(CLAUDE_PLUGIN_DATA=str(blocker))
+    r = subprocess.run([str(bare_python), str(ROOT / "hooks" / "session_start.py")], input="{}", capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0
+    assert "assay: could not prepare its Python packages" in r.stdout
+
+
+def _readme_by_hand_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Using it on your own app", 1)[1]
+    block = section.split("```", 2)[1]
+    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip().startswith("python3 ")]
+
+
+def test_readme_by_hand_path_works_as_written_with_a_bare_python3(bare_python, prepared, tmp_path):
+    """README "Using it on your own app", step 2, typed literally on a machine whose python3 has no packages."""
+    import importlib.util
+    import shutil
+
+    commands = _readme_by_hand_commands()
+    assert [c.split()[1] for c in commands][:3] == ["scripts/convert_suite.py", "scripts/validate_cases.py",
+                                                  "scripts/make_plan.py"]
+    spec = importlib.util.spec_from_file_location("helpdesk_demo", ROOT / "examples" / "helpdesk" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    state = tmp_path / "app" / ".assay"
+    shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", state,
+                    ignore=shutil.ignore_patterns("work", "reports", "holdout-looks.jsonl"))
+    shim = tmp_path / "bin" / "python3"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{bare_python}" "$@"\n')
+    shim.chmod(0o755)
+    app = demo.App(tmp_path, broken=False, flaky=False)
+    url = app.start()
+    try:
+        env = _env(ASSAY_VENV=str(prepared), PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+                   HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file),
+                   S=str(state), W=str(state / "work"))
+        run_id = None
+        for command in commands:
+            if "<run-id>" in command:
+                assert run_id, "make_plan must come before the commands that name the run id"
+                command = command.replace("<run-id>", run_id)
+            r = subprocess.run(["sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+            gate = command.split()[1] == "scripts/gate.py"
+            assert r.returncode == 0 or (gate and r.returncode == 1), (command, r.stdout[-1500:], r.stderr[-1500:])
+            assert "Traceback" not in r.stderr, (command, r.stderr[-1500:])
+            if command.split()[1] == "scripts/make_plan.py":
+                run_id = json.loads((state / "work" / "plan.json").read_text())["run_id"]
+        assert (state / "reports" / run_id / "report.html").is_file()
+    finally:
+        app.stop()
