@@ -70,9 +70,8 @@ def test_the_pinned_version_is_installed():
     assert r.stdout.split()[0] == PINNED
 
 
-def test_plugin_validate_strict_passes():
-    r = subprocess.run([str(CLAUDE), "plugin", "validate", "--strict", str(ROOT)], capture_output=True, text=True,
-                       timeout=120, env=dict(os.environ, HOME=str(ROOT / ".venv")))
+def test_plugin_validate_strict_passes(home):
+    r = claude(home, "plugin", "validate", "--strict", str(ROOT))
     assert r.returncode == 0, r.stdout + r.stderr
     for skill in SKILLS:
         assert f"assay:{skill}" in r.stdout
