@@ -14,6 +14,7 @@ import sys
 import traceback
 from typing import Any, Callable, Iterable
 
+from . import writer
 from .errors import AssayError
 from .version import version_line
 
@@ -73,7 +74,8 @@ def make_parser(prog: str, description: str, example: str) -> JsonArgumentParser
 
 def emit(obj: Any, stream=None) -> None:
     stream = stream or sys.stdout
-    stream.write(json.dumps(obj, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n")
+    # stdout is an output like any file: the registered secrets never reach it (core.writer)
+    stream.write(json.dumps(writer.redact_value(obj), ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n")
     stream.flush()
 
 
@@ -94,6 +96,7 @@ def run_command(
     script: str = "",
 ) -> int:
     _reconfigure_utf8()
+    writer.register_secrets([])  # each command starts with none; the runner registers its own
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
@@ -118,6 +121,6 @@ def run_command(
     except SystemExit:
         raise
     except BaseException as exc:  # a traceback is a bug: say so, exit 1
-        traceback.print_exc(file=sys.stderr)
+        sys.stderr.write(writer.redact_text(traceback.format_exc()))
         emit({"error": f"internal error: {type(exc).__name__}: {exc}", "internal": True})
         return 1

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 
@@ -29,31 +27,24 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync-free, then os.replace."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Atomic write through the one artifact writer (core.writer: secrets redacted, no symlink)."""
+    from . import writer
+    writer.write_bytes(path, data)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    from . import writer
+    writer.write_text(path, text)
 
 
 def atomic_write_json(path: str | os.PathLike[str], value: Any, *, indent: int | None = 2) -> None:
-    atomic_write_text(path, dumps(value, indent=indent) + "\n")
+    from . import writer
+    writer.write_json(path, value, indent=indent)
 
 
 def atomic_write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> None:
-    atomic_write_text(path, "".join(dumps(r, indent=None) + "\n" for r in rows))
+    from . import writer
+    writer.write_jsonl(path, rows)
 
 
 def maybe_json(value: Any) -> Any:
@@ -66,16 +57,25 @@ def maybe_json(value: Any) -> Any:
     return value
 
 
+def loads(text: str | bytes) -> Any:
+    """json.loads whose too-deep input is a ValueError like any other bad JSON (never a RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to parse") from None
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file. Raises OSError / ValueError (json.JSONDecodeError, UnicodeDecodeError)."""
-    with open(path, "rb") as fh:
-        return json.loads(fh.read().decode("utf-8"))
+    """Read a JSON file, never through a symlink (core.writer.SymlinkError, exit 2).
+    Raises OSError / ValueError (bad JSON, not UTF-8, nested too deeply)."""
+    from .writer import read_bytes
+    return loads(read_bytes(path).decode("utf-8"))
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
+    from .writer import read_bytes
     rows = []
-    with open(path, "rb") as fh:
-        for line in fh.read().decode("utf-8").splitlines():
-            if line.strip():
-                rows.append(json.loads(line))
+    for line in read_bytes(path).decode("utf-8").splitlines():
+        if line.strip():
+            rows.append(loads(line))
     return rows

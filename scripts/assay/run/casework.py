@@ -8,14 +8,14 @@ verdict.json it wrote.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.jsonio import dumps, sha256_bytes
+from ..core import writer
+from ..core.jsonio import sha256_bytes
 from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, SKIPPED
 from ..score.rollup import case_verdict, fold_repeats
 from . import templates
@@ -39,7 +39,6 @@ class CaseWorker:
     score_ctx: ScoreContext
     trace: TraceConfig
     safety: Mapping[str, Any]
-    secret_values: list[str]
     runlog: RunLog
     # At most `invocation.max_concurrency` requests are at the app at once: a slot is held only
     # while a request is being sent and answered (not during backoff waits, trace collection,
@@ -56,7 +55,7 @@ class CaseWorker:
         try:
             os.mkdir(cdir)
         except FileExistsError:  # a leftover from an interrupted attempt: start the case over
-            shutil.rmtree(cdir)
+            writer.remove_tree(cdir)
             os.mkdir(cdir)
         ref = case_ref(case, index)
         self.runlog.event("case_start", **ref)
@@ -71,6 +70,9 @@ class CaseWorker:
         else:
             record = self._run_repeats(case, cdir, files, base, ref)
         record["artifact_sha256"] = {name: sha256_bytes(data) for name, data in sorted(files.items())}
+        # The record returned is the one written: redacted here, so every run-level file derived
+        # from it in memory (routing, results, verdicts.jsonl) is as clean as verdict.json.
+        record = writer.redact_value(record)
         write_case_file(cdir / "verdict.json", (case_json(record)).encode("utf-8"))
         return record
 
@@ -131,7 +133,7 @@ class CaseWorker:
                                   "answer_text": None, "actual": None, "actual_reason": None, "trajectory": None,
                                   "raw_spans": None, "trace_status": NOT_COLLECTED, "infra_reason": None}
         if final.retriable:
-            reason = f"{final.describe()} on all {len(outcomes)} attempt(s)"
+            reason = attempts_reason(outcomes)
             result["infra_reason"] = self._scrub(reason)
             result["trace"] = not_sent_block(self.trace, f"no answer ({INFRA_ERROR}): no trace was looked for")
             result["actual_reason"] = f"no response ({INFRA_ERROR})"
@@ -172,13 +174,8 @@ class CaseWorker:
         return templates.as_text(value), None
 
     def _scrub(self, text: str | None) -> str | None:
-        """Replace any resolved secret value an app echoed back with REDACTED."""
-        if not text:
-            return text
-        for value in self.secret_values:
-            if value in text:
-                text = text.replace(value, REDACTED)
-        return text
+        """Replace any resolved secret value an app echoed back with REDACTED (core.writer)."""
+        return writer.redact_text(text)
 
     def _response_record(self, outcomes: list[Outcome]) -> dict[str, Any]:
         final = outcomes[-1]
@@ -204,33 +201,28 @@ class CaseWorker:
         }
 
     def _put(self, files: dict, directory: Path, name: str, text: str, prefix: str = "") -> None:
-        data = text.encode("utf-8")
-        write_case_file(directory / name, data)
-        files[prefix + name] = data
+        files[prefix + name] = write_case_file(directory / name, text.encode("utf-8"))
 
 
 def case_json(value: Any) -> str:
-    """Case-dir JSON: sorted keys, one line (the C encoder; indenting costs ~0.4 ms a case)."""
-    return dumps(value, indent=None) + "\n"
+    """Case-dir JSON: sorted keys, one line (the C encoder; indenting costs ~0.4 ms a case), redacted."""
+    return writer.dumps(value, indent=None) + "\n"
 
 
-def write_case_file(path: Path, data: bytes) -> None:
-    """Atomic (temp + rename) without mkstemp: only this case's worker ever writes in its dir."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+def write_case_file(path: Path, data: bytes) -> bytes:
+    """Through the one writer (core.writer: redacted, atomic, never via a symlink); returns the
+    bytes written, which are what artifact_sha256 records."""
+    return writer.write_bytes(path, data)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """os.write until every byte is out (a regular-file write may be short)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def attempts_reason(outcomes: list[Outcome]) -> str:
+    """What every attempt of an exhausted request got, honestly: `X on all N attempt(s)` only
+    when all were X; else the last outcome plus each earlier one (a crash stays visible)."""
+    said = [o.describe() for o in outcomes]
+    if len(set(said)) == 1:
+        return f"{said[-1]} on all {len(said)} attempt(s)"
+    earlier = "; ".join(f"attempt {i}: {d}" for i, d in enumerate(said[:-1], 1))
+    return f"{said[-1]} on attempt {len(said)} of {len(said)} ({earlier})"
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],

@@ -120,7 +120,6 @@ class Run:
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
-            secret_values=sorted({v for v in self.s.env.values() if len(v) >= 4}, key=len, reverse=True),
             runlog=self.runlog, app_slots=threading.BoundedSemaphore(self.s.max_concurrency))
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import socket
 import ssl
 import threading
@@ -191,38 +192,45 @@ class HttpInvoker:
             path += "?" + parts.query
         key = (scheme, host, port)
         start = time.perf_counter()
-        for fresh in (False, True):
-            conn, reused = self._conn(scheme, host, port, fresh)
-            try:
-                conn.request(method, path, body=body, headers=dict(headers))
-                resp = conn.getresponse()
-                raw = resp.read(MAX_BODY_BYTES + 1)
-                truncated = len(raw) > MAX_BODY_BYTES
-                if truncated:
-                    raw = raw[:MAX_BODY_BYTES]
-                    self._drop(key)
-                elif resp.will_close:
-                    self._drop(key)
-                text, doc, ok, notes = decode_body(raw, truncated)
-                return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
-                               body_text=text, body_json=doc, json_ok=ok, notes=notes, body_sha=sha256_bytes(raw),
+        conn, reused = self._conn(scheme, host, port, False)
+        if reused and _stale(conn):
+            # The app closed this keep-alive connection while it sat idle: open a fresh one
+            # BEFORE sending, so no request is ever written to a dead socket and resent.
+            conn, reused = self._conn(scheme, host, port, True)
+        sent = False
+        try:
+            conn.request(method, path, body=body, headers=dict(headers))
+            sent = True
+            resp = conn.getresponse()
+            raw = resp.read(MAX_BODY_BYTES + 1)
+            truncated = len(raw) > MAX_BODY_BYTES
+            if truncated:
+                raw = raw[:MAX_BODY_BYTES]
+                self._drop(key)
+            elif resp.will_close:
+                self._drop(key)
+            text, doc, ok, notes = decode_body(raw, truncated)
+            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
+                           body_text=text, body_json=doc, json_ok=ok, notes=notes, body_sha=sha256_bytes(raw),
+                           latency_ms=_ms(start))
+        except _DROP_ERRORS as exc:
+            self._drop(key)
+            if not sent:  # lost while writing the request: a connection failure, still one attempt
+                return Outcome(CONNECTION, error=f"connection lost while sending: {type(exc).__name__}",
                                latency_ms=_ms(start))
-            except _DROP_ERRORS as exc:
-                self._drop(key)
-                if reused and not fresh:
-                    continue  # a keep-alive connection the server had closed: retry once on a fresh one
-                return Outcome(DROPPED, error=f"connection dropped: {type(exc).__name__}", latency_ms=_ms(start))
-            except (socket.timeout, TimeoutError):
-                self._drop(key)
-                return Outcome(TIMEOUT, error=f"no response within {self.timeout_s:g} s", latency_ms=_ms(start))
-            except ssl.SSLCertVerificationError as exc:
-                self._drop(key)
-                return Outcome(CONNECTION, error=f"TLS: CERTIFICATE_VERIFY_FAILED ({exc.verify_message})",
-                               latency_ms=_ms(start))
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop(key)
-                return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
-        return Outcome(DROPPED, error="connection dropped", latency_ms=_ms(start))  # pragma: no cover
+            # The request was sent and the connection died before a whole answer came back: it may
+            # have reached the app, so it is an attempt, and a crash (never resent silently).
+            return Outcome(DROPPED, error=f"connection dropped: {type(exc).__name__}", latency_ms=_ms(start))
+        except (socket.timeout, TimeoutError):
+            self._drop(key)
+            return Outcome(TIMEOUT, error=f"no response within {self.timeout_s:g} s", latency_ms=_ms(start))
+        except ssl.SSLCertVerificationError as exc:
+            self._drop(key)
+            return Outcome(CONNECTION, error=f"TLS: CERTIFICATE_VERIFY_FAILED ({exc.verify_message})",
+                           latency_ms=_ms(start))
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop(key)
+            return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
 
     def send(self, wire: Mapping[str, Any]) -> Outcome:
         return self.request(wire["method"], wire["url"], wire["headers"], wire["body"])
@@ -235,6 +243,19 @@ class HttpInvoker:
         for conn in pool.values():
             conn.close()
         pool.clear()
+
+
+def _stale(conn: http.client.HTTPConnection) -> bool:
+    """True when an idle pooled connection is readable: the peer closed it (EOF) or sent bytes
+    nobody asked for. Either way it must not carry the next request."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _ms(start: float) -> float:

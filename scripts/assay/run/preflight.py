@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..core import writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json, read_jsonl, sha256_json
@@ -342,6 +343,8 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     state = state_dir_of(plan)
     ledger = ledger_path(plan)
     env = resolve_env(plan, environ)
+    # From here on every byte assay writes (files, run.log, stdout) has these values redacted.
+    writer.register_secrets(env.values())
     mc = max_concurrency(plan)
     invoker = build_invoker(plan, env, execution)
     trace = trace_branch(plan["adapter"], state, env)

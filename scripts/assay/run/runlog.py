@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core import writer
 from ..core.ids import utc_now_iso
 
 EVENTS = ("preflight", "case_start", "case_done", "retry", "abort", "finalize")
@@ -29,15 +30,15 @@ class RunLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fd = writer.open_append(path)  # never through a symlink
 
     def event(self, event: str, **fields: Any) -> None:
         assert event in EVENTS, event
         row = {"ts": utc_now_iso(), "event": event}
         row.update(fields)
-        line = (json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        line = json.dumps(writer.redact_value(row), sort_keys=True, ensure_ascii=False, default=str) + "\n"
         with self._lock:
-            os.write(self.fd, line)
+            writer.append_line(self.fd, line)
 
     def close(self) -> None:
         if self.fd is not None:
@@ -47,9 +48,9 @@ class RunLog:
 
 def repair(path: Path) -> None:
     """Drop a torn (unterminated or unparseable) last line left by a killed runner."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return
-    data = path.read_bytes()
+    data = writer.read_bytes(path)
     if not data:
         return
     lines = data.split(b"\n")
