@@ -35,6 +35,8 @@ def build_parser():
     p.add_argument("--insecure-tls", action="store_true", help="accept a self-signed local dev host")
     p.add_argument("--max-turns", type=int, help="cap on conversation turns (default 12; only with input.turns cases)")
     p.add_argument("--manifest-extra", help="JSON object merged into manifest_extra (models, prompt hashes, ...)")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="plan a suite with linter ERRORs anyway (refused by default; recorded in manifest_extra.validation)")
     p.add_argument("--shards", type=int, help="split the plan into N shards (not built yet)")
     return p
 
@@ -74,6 +76,7 @@ def run(args):
         oos_route=args.oos_route, timeout_s=args.timeout_s, max_attempts=args.max_attempts,
         backoff_s=parse_backoff(args.backoff_s) if args.backoff_s is not None else None,
         insecure_tls=args.insecure_tls, max_turns=args.max_turns, manifest_extra=extra,
+        allow_invalid=args.allow_invalid,
     )
     result = build_plan(converted, opts)
     for line in result.warnings:
@@ -93,6 +96,7 @@ def run(args):
         "plan": str(out_path), "run_id": plan["run_id"], "mode": plan["mode"],
         "selecting_split": plan["selecting_split"], "k": plan["k"], "gate": plan["gate"],
         "cases": len(plan["cases"]), "out": str(out_dir), "notes": result.notes,
+        "validation": plan["manifest_extra"].get("validation"),
         "run": run_command_line(out_path, out_dir),
     }
     print(f"plan {plan['run_id']}: {len(plan['cases'])} case(s), k={plan['k']}, gate {plan['gate']}", file=sys.stderr)

@@ -24,10 +24,10 @@ def layers(**given):
     ({"http": "pass", "trajectory": "infra_incomplete", "answer": "fail"}, "infra_incomplete"),
     ({"http": "pass", "answer": "fail", "routing": "pass"}, "fail"),
     ({"http": "pass", "answer": "pass"}, "pass"),
-    ({"http": "pass"}, "pass"),                                        # nothing but http applies
+    ({"http": "pass"}, "unscored"),                                    # hollow: nothing beyond liveness
     ({"http": "pass", "answer": "unscored"}, "unscored"),              # http alone never passes a case
     ({"http": "pass", "execution": "unscorable"}, "unscored"),
-    ({"http": "pass", "loops": "pass"}, "pass"),
+    ({"http": "pass", "loops": "pass"}, "unscored"),                   # hollow: liveness only
     ({"http": "pass", "answer": "error", "routing": "fail"}, "unscored"),  # a scorer error: not quotable
     ({"http": "fail", "answer": "pass"}, "fail"),
 ])

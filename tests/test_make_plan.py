@@ -60,7 +60,10 @@ def test_mode_table_as_subprocess(suite, tmp_path, mode):
     assert (plan["mode"], plan["k"], plan["gate"], plan["selecting_split"]) == (mode, m.k, m.gate, m.split)
     assert plan["cases"] and all(m.split in c["split"] for c in plan["cases"])
     s = r.json
-    assert set(s) == {"plan", "run_id", "mode", "selecting_split", "k", "gate", "cases", "out", "notes", "run"}
+    assert set(s) == {"plan", "run_id", "mode", "selecting_split", "k", "gate", "cases", "out", "notes", "run",
+                      "validation"}
+    assert s["validation"]["errors"] == 0 and s["validation"]["allow_invalid"] is False
+    assert plan["manifest_extra"]["validation"] == s["validation"]
     assert s["plan"] == str(out.resolve()) and s["cases"] == len(plan["cases"])
     assert s["run_id"] == plan["run_id"] and s["run_id"].startswith(f"{mode}-")
     assert s["out"] == str(state.resolve() / "reports" / plan["run_id"])
@@ -340,7 +343,7 @@ def test_bad_converted_and_state_dir(suite, tmp_path):
 def test_empty_selection_names_the_splits_present(tmp_path):
     state = make_state(tmp_path, cases={"c-1": "id: c-1\nsplit: [full]\n"}, dataset=None)
     conv = convert(state) / "converted.json"
-    msg = refused(state, conv, "--mode", "holdout")
+    msg = refused(state, conv, "--mode", "holdout", "--allow-invalid")
     assert "--mode holdout" in msg and "'holdout'" in msg and "full: 1" in msg
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
+from ..core.suggest import did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES
 from .expect_rules import check_expect
 from .graded import enabled_scored_layers, grading_expect, scored_layers
@@ -55,7 +56,21 @@ def user_texts(case: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def case_keys() -> tuple[str, ...]:
+    """The top-level case keys: the case schema's properties (one definition of the format)."""
+    from ..schemas import load_schema
+    return tuple(load_schema("case").get("properties", {}))
+
+
+def _unknown_top_keys(case: dict[str, Any], report: Report) -> None:
+    known = case_keys()
+    for key in sorted(k for k in case if k not in known):
+        report("unknown_key", f"{key!r} is not a case key (a typo is ignored silently, so the case would run "
+               f"without it){did_you_mean(key, known)}; allowed: {', '.join(known)}", key=str(key))
+
+
 def check_case(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+    _unknown_top_keys(case, report)
     _identity(case, report)
     _classification(case, ctx, report)
     _review_and_reserved(case, report)
@@ -236,7 +251,7 @@ def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
     if not scored:
         what = "the case has no expect" if expect is None else "its expect grades no scored layer"
         report("no_graded_layer", f"{what} (http status, state, rules and rubric cannot fail a case); add "
-               "answer.must_contain, route, tools, args, result, authz or format")
+               "answer.must_contain, route, tools, args, result, authz or format", key="expect")
         return
     if ctx.matrix is not None and not enabled_scored_layers(case, ctx.matrix):
         report("no_graded_layer", f"every layer this case grades ({', '.join(scored)}) is disabled in the "

@@ -110,7 +110,8 @@ def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter:
     )
     for i, case in enumerate(cases):
         cid, src = case.get("id"), source_of(i)
-        check_case(case, ctx, lambda code, msg, cid=cid, src=src: findings.add(code, msg, case_id=cid, source=src))
+        check_case(case, ctx, lambda code, msg, key=None, cid=cid, src=src:
+                   findings.add(code, msg, case_id=cid, source=src, key=key))
 
     def report(code: str, msg: str, case_id: Any = None, source: str | None = None) -> None:
         findings.add(code, msg, case_id=case_id, source=source)

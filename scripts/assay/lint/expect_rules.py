@@ -12,6 +12,8 @@ import re
 import unicodedata
 from typing import Any, Callable
 
+from ..core.suggest import did_you_mean
+
 Report = Callable[[str, str], None]
 
 EXPECT_KEYS = ("http", "route", "route_acceptable", "clarify_ok", "tools", "args", "result", "authz",
@@ -75,8 +77,8 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
         report("bad_expect_shape", f"{where} must be a mapping of checks (got {type(expect).__name__})")
         return
     for key in sorted(set(expect) - set(EXPECT_KEYS)):
-        report("unknown_expect_key", f"{where}.{key} is not an expect key (a typo asserts nothing); "
-               f"allowed: {', '.join(EXPECT_KEYS)}")
+        report("unknown_expect_key", f"{where}.{key} is not an expect key (a typo asserts nothing)"
+               f"{did_you_mean(key, EXPECT_KEYS)}; allowed: {', '.join(EXPECT_KEYS)}", key=f"{where}.{key}")
     http = expect.get("http")
     if "http" in expect and not (isinstance(http, dict) and set(http) <= {"status"}
                                  and isinstance(http.get("status"), int) and not isinstance(http.get("status"), bool)

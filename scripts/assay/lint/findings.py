@@ -13,7 +13,7 @@ ERROR, WARN = "ERROR", "WARN"
 
 CODES: dict[str, str] = {
     # identity and classification
-    "missing_id": ERROR, "unsafe_id": ERROR, "duplicate_id": ERROR,
+    "missing_id": ERROR, "unsafe_id": ERROR, "duplicate_id": ERROR, "unknown_key": ERROR,
     "missing_split": ERROR, "bad_split": ERROR, "holdout_not_sealed": ERROR,
     "bad_category": ERROR, "missing_test_type": ERROR, "bad_test_type": ERROR,
     "missing_metamorphic_parent": ERROR, "self_metamorphic_parent": ERROR, "dangling_metamorphic_parent": ERROR,
@@ -52,10 +52,13 @@ class Findings:
     strict: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, code: str, message: str, *, case_id: Any = None, source: str | None = None) -> None:
+    def add(self, code: str, message: str, *, case_id: Any = None, source: str | None = None,
+            key: str | None = None) -> None:
         severity = CODES[code]
         row = {"case_id": case_id if isinstance(case_id, str) else None, "source": source,
                "severity": severity, "code": code, "message": message}
+        if key:
+            row["key"] = key  # the key path in the case file (make_plan turns it into a line)
         if self.strict and severity == WARN:
             row["severity"] = ERROR
             row["strict_from"] = WARN

@@ -19,6 +19,7 @@ from ..core.ids import RUN_ID_RE, new_run_id, parse_run_id
 from ..core.version import HARNESS_VERSION
 from .gitinfo import git_state
 from .layers import canary_notes, isolate_layer
+from .lint_gate import lint_converted
 from .modes import HOLDOUT_LEDGER, JUDGE_CALIBRATION, TARGETED_SPLITS, resolve_mode
 from .select import select_cases
 from .validate import validate_plan
@@ -47,6 +48,7 @@ class PlanOptions:
     insecure_tls: bool = False
     max_turns: int | None = None
     manifest_extra: dict[str, Any] | None = None
+    allow_invalid: bool = False
     now: datetime | None = None
 
 
@@ -167,6 +169,9 @@ def _manifest_extra(o: PlanOptions, converted: dict[str, Any], dataset_version: 
         "judge": judge,
     }
     for key, value in (o.manifest_extra or {}).items():
+        if key == "validation":
+            warnings.append("--manifest-extra validation ignored: make_plan records the linter's result there")
+            continue
         if key == "dataset_version":
             if value != dataset_version:
                 warnings.append(f"--manifest-extra dataset_version {value!r} ignored: it is computed "
@@ -199,6 +204,10 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     warnings: list[str] = []
     split = o.split or mode.split
     dataset_version = _dataset_version(converted)
+    validation = lint_converted(converted, state, allow_invalid=o.allow_invalid)
+    if validation["errors"]:
+        warnings.append(f"--allow-invalid: planning a suite with {validation['errors']} linter ERROR(s) "
+                        f"({', '.join(validation['error_codes'])}); recorded in manifest_extra.validation")
     cases, select_notes = select_cases(converted["cases"], mode=mode.name, split=split, tag=o.tag,
                                        failing_in=o.failing_in, dataset_version=dataset_version,
                                        harness_version=HARNESS_VERSION)
@@ -230,7 +239,7 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         "capability_matrix": matrix,
         "cases": cases,
         "scoring": {"oos_route": _oos_route(o, converted), "id_pattern": _id_pattern(converted)},
-        "manifest_extra": _manifest_extra(o, converted, dataset_version, warnings),
+        "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
     }
     execution = _execution(o, cases, notes)
     if execution:

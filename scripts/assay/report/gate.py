@@ -4,7 +4,7 @@ closed, and say why on one screen. No model is ever in this path, and nothing he
 `evaluate(run_dir, ...)` returns a GateResult; `summary_lines(result)` is the one-screen text.
 Close reasons are checked in the reference order (scripts-facts, gate.py): malformed counts,
 status, exit code, gating failures, holdout > total, infra rate, missing artifacts,
-nothing measured, canaries (with --require-canaries), verify.
+nothing measured, hollow layers (asserted, never scored), canaries (with --require-canaries), verify.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..score.hollow import hollow_layer_line
 from .rundir import RunResultsView, case_verdict, load_results
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
@@ -75,6 +76,14 @@ def _gating_reason(results: dict, summary: dict) -> str:
     if _is_count(h) and h:
         text += f" ({h} of them holdout, aggregate only: ids sealed)"
     return text
+
+
+def hollow_reasons(summary: dict) -> list[str]:
+    """One close reason per hollow layer (asserted by some case, scored in none: wave 2 §1)."""
+    block = summary.get("hollow_layers")
+    if not isinstance(block, dict):
+        return []
+    return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
 
 
 def canary_reason(summary: dict, mode: str | None) -> str | None:
@@ -149,6 +158,7 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         reasons.append("missing artifacts: " + ", ".join(str(m) for m in (missing if isinstance(missing, list) else [missing])[:10]))
     if not bad and summary["passes"] + summary["failures"] == 0:
         reasons.append("nothing was measured (0 passes + 0 failures), which is not a pass")
+    reasons.extend(hollow_reasons(summary))
     if require_canaries:
         why = canary_reason(summary, results.get("mode"))
         if why:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..core import writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, SKIPPED
-from ..score.rollup import case_verdict, fold_repeats
+from ..score.rollup import case_verdict, fold_repeats, unscored_reason
 from . import templates
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .outcome import RESPONSE, Outcome, attempt_with_retries
@@ -108,6 +108,7 @@ class CaseWorker:
             crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
             repeated_5xx=_repeated_5xx(repeats), infra_reason=infra_reason, trace=chosen["trace"],
             latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
+            unscored_reason=unscored_reason(chosen["layers"], folded),
             repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
             trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"])

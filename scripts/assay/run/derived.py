@@ -123,8 +123,9 @@ def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, 
 
 
 _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed", "repeated_5xx",
-              "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect")
-_SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason") + ROUTING_KEYS
+              "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect",
+              "unscored_reason")
+_SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional") + ROUTING_KEYS
 
 
 def slim(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..core.errors import AssayError
+from ..core.suggest import did_you_mean
 
 SCHEMA_DIR = Path(__file__).resolve().parent
 MAX_REPORTED = 10
@@ -73,9 +74,11 @@ def iter_errors(instance: Any, name: str) -> list[dict[str, Any]]:
 
 def _plain(err: Any) -> str:
     if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        allowed = ", ".join(sorted(err.schema.get("properties", {}))) or "none"
-        return f"unknown key(s) {', '.join(map(repr, extra))} (allowed: {allowed})"
+        known = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(known))
+        allowed = ", ".join(known) or "none"
+        hints = "".join(f" ({key!r}{did_you_mean(key, known)})" for key in extra if did_you_mean(key, known))
+        return f"unknown key(s) {', '.join(map(repr, extra))} (allowed: {allowed}){hints}"
     if err.validator == "required":
         return err.message.replace("is a required property", "is required but missing")
     msg = err.message

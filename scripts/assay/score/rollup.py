@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SKIPPED,
+from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, PASS, SKIPPED,
                           UNSCORED)
-
-# Layers whose pass alone never makes a case pass (liveness / hygiene only).
-_LIVENESS_LAYERS = ("http", "loops")
+from .hollow import HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, is_hollow_case
 
 
 def _verdict_of(value: object) -> str:
@@ -30,8 +28,8 @@ def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
     """Roll one repeat's layers up to a case verdict; first match wins.
 
     infra_error > infra_incomplete > skipped > (a scorer `error` -> unscored) > fail >
-    a pass on a layer other than http/loops -> pass > http passed and nothing else
-    applies -> pass > unscored.
+    a pass on a layer other than http/loops -> pass > unscored. A case that asserts
+    nothing beyond liveness (http/loops) is never pass: see assay.score.hollow.
     """
     verdicts = {name: _verdict_of(v) for name, v in layers.items()}
     values = set(verdicts.values())
@@ -48,10 +46,22 @@ def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
         return FAIL
     if any(v == PASS for name, v in verdicts.items() if name not in _LIVENESS_LAYERS):
         return PASS
-    if verdicts.get("http") == PASS and all(
-            v == NA for name, v in verdicts.items() if name not in _LIVENESS_LAYERS):
-        return PASS
     return UNSCORED
+
+
+def unscored_reason(layers: Mapping[str, object], verdict: str) -> str | None:
+    """Why a case rolled up `unscored` (None for any other verdict): the hollow-case reason, else
+    the first layer (in the order given) that was asserted but not scored, with its reason."""
+    if verdict != UNSCORED:
+        return None
+    if is_hollow_case(layers):
+        return HOLLOW_CASE_REASON
+    for name, value in layers.items():
+        v = _verdict_of(value)
+        if v in (UNSCORED, ERROR):
+            why = value.get("reason") if isinstance(value, Mapping) else None
+            return f"{name}: {why or v}"
+    return "no layer was scored"
 
 
 def fold_repeats(verdicts: Iterable[str]) -> str:

@@ -21,13 +21,14 @@ from typing import Any, Iterable
 
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
                           UNSCORABLE, UNSCORED)
+from ..score.hollow import hollow_layers
 
 # The keys summarize() owns; --verify recounts exactly these.
 COUNT_KEYS = (
     "n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped",
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
-    "unscorable_layers", "unjudged",
+    "unscorable_layers", "unjudged", "hollow_layers",
 )
 
 
@@ -111,5 +112,6 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     summary["layers"] = layers
     summary["unscorable_layers"] = unscorable
     summary["unjudged"] = unjudged
+    summary["hollow_layers"] = hollow_layers(main)
     summary["missing_artifacts"] = list(missing_artifacts)
     return summary

@@ -1,0 +1,68 @@
+"""make_plan runs the linter: a suite with linter ERRORs is refused (wave 2 §1), naming each
+case, file, line and code; `--allow-invalid` lets it through, and the plan records that.
+
+The rules are validate_cases.py's, run in-process on the converted suite (the same
+inputs its by-hand command reads: cases, capability matrix, adapter, dataset manifest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..lint.engine import lint_suite
+from ..lint.findings import ERROR
+
+MAX_SHOWN = 20
+
+
+def _line_of(state_dir: Path, source: str | None, key: str | None) -> int | None:
+    """The line of `key` (a dotted path) in the case file `source` (relative to the state dir)."""
+    if not source:
+        return None
+    path = state_dir / source
+    try:
+        from ..suite.strict_yaml import load
+        _, lines = load(path, source)
+    except (AssayError, OSError, ImportError):
+        return None
+    parts = [p for p in (key or "").split(".") if p]
+    line = lines.line_of(parts) if parts else None
+    return line if line is not None else lines.line_of(["id"])
+
+
+def located(finding: dict[str, Any], state_dir: Path) -> str:
+    """`datasets/x.yaml:4: c-1234 [unknown_key] message` for one finding."""
+    source = finding.get("source")
+    line = _line_of(state_dir, source, finding.get("key"))
+    where = f"{source}:{line}" if source and line else (source or "(suite)")
+    case = f" {finding['case_id']}" if finding.get("case_id") else ""
+    return f"{where}:{case} [{finding['code']}] {finding['message']}"
+
+
+def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid: bool) -> dict[str, Any]:
+    """Lint the converted suite; raise AssayError(2) on any ERROR unless allow_invalid.
+
+    Returns the record make_plan keeps in `manifest_extra.validation` (copied into the
+    run's manifest): `{errors, warnings, allow_invalid, error_codes}`.
+    """
+    suite = {"cases": converted["cases"], "sources": converted.get("sources") or {},
+             "unnamed_sources": converted.get("unnamed_sources") or [], "scoring": converted.get("scoring"),
+             "label": "converted suite"}
+    out = lint_suite(suite, matrix=converted.get("capability_matrix"), adapter=converted.get("adapter"),
+                     manifest=converted.get("manifest"))
+    errors = [f for f in out["findings"] if f["severity"] == ERROR]
+    record = {"errors": out["error_count"], "warnings": out["warn_count"], "allow_invalid": bool(allow_invalid),
+              "error_codes": sorted({f["code"] for f in errors})}
+    if errors and not allow_invalid:
+        shown = [located(f, state_dir) for f in errors[:MAX_SHOWN]]
+        more = f"\n  ... and {len(errors) - MAX_SHOWN} more (validate_cases.py lists them all)" \
+            if len(errors) > MAX_SHOWN else ""
+        raise AssayError(
+            f"the suite has {len(errors)} linter ERROR(s), so no plan was written (a case the linter rejects "
+            "can pass without checking what it means to):\n  " + "\n  ".join(shown) + more
+            + "\nFix the YAML and re-run convert_suite.py, or pass --allow-invalid to plan it anyway "
+            "(recorded in the plan and the run's manifest).",
+            2, errors=[dict(f, where=located(f, state_dir).split(": ", 1)[0]) for f in errors])
+    return record

@@ -1,0 +1,120 @@
+"""No silent green: the hollow-case and hollow-layer rules (wave 2 §1), defined once.
+
+Pure functions over layer entries (`{"verdict": ..., "reason": ...}` dicts or verdict
+strings) keyed by layer name. They never list the layers that exist: a layer added to
+the layer table later is held to both rules without touching this module.
+
+- A **hollow case** passed only on liveness: every layer outside LIVENESS_LAYERS is
+  `n/a` (nothing asserted) or `unscorable` (asserted but switched off). It is never
+  `pass`; the rollup makes it `unscored` with HOLLOW_CASE_REASON.
+- A **hollow layer** is asserted by at least one case and scored (`pass`/`fail`) in
+  none of them: a check that never ran. The gate closes on it and names the layer, the
+  case count, the most common reason and the adapter key that feeds the layer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+from ..core.vocab import FAIL, NA, PASS, UNSCORABLE, UNSCORED
+
+# Layers whose pass alone never makes a case pass (liveness / hygiene only).
+LIVENESS_LAYERS: tuple[str, ...] = ("http", "loops")
+HOLLOW_CASE_REASON = "nothing asserted beyond liveness"
+
+# Where a user looks when a layer is never scored: the adapter (or state-dir) key that feeds it.
+# A layer missing here is named generically; the rule itself still holds for it.
+ADAPTER_KEY_OF_LAYER: dict[str, str] = {
+    "http": "invocation.base_url / invocation.endpoint",
+    "routing": "route_from_response (or a collected trace, or route_from_status)",
+    "trajectory": "traces (source, location, correlation)",
+    "tool_selection": "traces (source, location, correlation)",
+    "loops": "traces (source, location, correlation)",
+    "answer": "response_body (its <answer> path)",
+    "execution": "result_from_response (or result_from_tool, result_pattern)",
+    "authz": "traces and response_body (the tool calls and answer it reads)",
+    "judged": "the judge configuration (judge/judge.yaml) and the rubric pins",
+}
+
+# Layers this build never scores by design (the reason says so); asserting them is not a
+# switched-off check. `judged` counts as deliberate only when the run chose not to judge.
+_NEVER_SCORED = {"rules": "business rules are evaluated by the skill", "state": "reserved"}
+
+
+def verdict_of(entry: Any) -> str:
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, Mapping):
+        return str(entry.get("verdict"))
+    return str(entry)
+
+
+def is_hollow_case(layers: Mapping[str, Any]) -> bool:
+    """True when no layer beyond liveness is applicable and enabled (all `n/a` or `unscorable`)."""
+    return all(verdict_of(v) in (NA, UNSCORABLE) for name, v in layers.items() if name not in LIVENESS_LAYERS)
+
+
+def deliberately_unscored(layer: str, entry: Any) -> bool:
+    """An `unscored` the run chose (a reserved layer, a run that does not judge), not a missing input."""
+    if verdict_of(entry) != UNSCORED:
+        return False
+    reason = str(entry.get("reason") or "") if isinstance(entry, Mapping) else ""
+    if layer in _NEVER_SCORED and reason.startswith(_NEVER_SCORED[layer]):
+        return True
+    if isinstance(entry, Mapping) and entry.get("provisional") is True:
+        return True
+    return layer == "judged" and reason.startswith("unjudged")
+
+
+def asserted(layer: str, entry: Any) -> bool:
+    """The case asserts this layer and it is switched on: neither n/a nor unscorable nor a chosen unscored."""
+    return verdict_of(entry) not in (NA, UNSCORABLE) and not deliberately_unscored(layer, entry)
+
+
+def _short(reason: str, limit: int = 200) -> str:
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+
+
+def hollow_layers(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{layer: {cases, reason, adapter_key}} for every layer asserted by >= 1 record and scored in none.
+
+    `records` are verdict.json records (or slim rows) of the non-canary cases; skipped
+    records never count (nothing was sent). `cases` is how many records asserted the layer;
+    `reason` is the most common reason those layers carried (ties: first seen).
+    """
+    asserting: Counter[str] = Counter()
+    scored: set[str] = set()
+    reasons: dict[str, Counter[str]] = {}
+    order: list[str] = []
+    for record in records:
+        if record.get("verdict") == "skipped":
+            continue
+        for layer, entry in (record.get("layers") or {}).items():
+            if not asserted(layer, entry):
+                continue
+            if layer not in asserting:
+                order.append(layer)
+            asserting[layer] += 1
+            if verdict_of(entry) in (PASS, FAIL):
+                scored.add(layer)
+                continue
+            reason = entry.get("reason") if isinstance(entry, Mapping) else None
+            reasons.setdefault(layer, Counter())[_short(str(reason or verdict_of(entry)))] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for layer in order:
+        if layer in scored:
+            continue
+        common = reasons.get(layer, Counter()).most_common(1)
+        out[layer] = {"cases": asserting[layer], "reason": common[0][0] if common else None,
+                      "adapter_key": ADAPTER_KEY_OF_LAYER.get(layer, f"the adapter keys that feed {layer}")}
+    return out
+
+
+def hollow_layer_line(layer: str, info: Mapping[str, Any]) -> str:
+    """The gate's one-line reason for a hollow layer."""
+    n = info.get("cases")
+    return (f"layer {layer} was asserted by {n} case(s) and scored in none (a check that never ran): "
+            f"most common reason: {info.get('reason') or 'none recorded'}; check the adapter's "
+            f"{info.get('adapter_key')}")

@@ -1,0 +1,201 @@
+"""No silent green (wave 2 §1): the mistakes a new user makes on a new app fail loudly.
+
+Each test writes a state dir in YAML the way a user does (a small "travel" app that quotes
+prices), drives convert_suite -> make_plan -> run_cases -> gate against a real HTTP app on
+a loopback port, and checks what the user sees.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakeapp import FakeApp, Reply, run_runner
+from fixtures_authoring import run_inproc
+from helpers import run_script, write_yaml
+
+ADAPTER = """\
+adapter_version: 1
+app: {name: travel, repo: .., repo_access: read-only}
+access_level: black
+data: {may_contain_pii: false}
+invocation:
+  mode: http
+  base_url: ${TRAVEL_BASE_URL}
+  auth: {type: none}
+  endpoint: POST /api/chat
+  request_body: '{"message": "<user turn>", "session_id": "<uuid>"}'
+  response_body: '{"answer": "<answer>"}'
+  health_check: {method: GET, path: /health, expect_status: [200]}
+  route_from_response: route
+  result_from_response: RESULT_PATH
+  timeout_s: 5
+  max_concurrency: 2
+traces: {source: none}
+tools: []
+environment: {kind: mocked, safe_to_attack: true}
+"""
+
+PROFILE = """\
+profile_version: 1
+stage: stable
+architecture: {kind: router_executor}
+route_targets:
+  - {name: quotes, description: price quotes}
+oos_handling: route:none
+capability_matrix:
+  answer_quality: {enabled: true, judged: false}
+  routing: {enabled: true}
+  execution: {enabled: true}
+  authz: {enabled: true}
+  tool_selection: {enabled: false, blocked_by: no traces}
+  trajectory: {enabled: false, blocked_by: no traces}
+  multi_turn: {enabled: false, blocked_by: not declared}
+  cost_latency: {enabled: false, blocked_by: no traces}
+  state: {enabled: false, blocked_by: reserved}
+judge: {model: null, status: uncalibrated}
+"""
+
+
+def case_yaml(cid: str, *, expect: str | None = "  route: quotes\n  result: {scalar: 120}\n", top: str = "",
+              content: str = "How much is a flight to Oslo?") -> str:
+    text = (f"id: {cid}\nunit: quotes\nsplit: [smoke, full]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n"
+            f"review: {{status: accepted, by: Dana Reviewer, at: '2026-11-01'}}\n{top}"
+            f"input:\n  messages:\n    - role: user\n      content: {json.dumps(content)}\n")
+    return text + (f"expect:\n{expect}" if expect is not None else "")
+
+
+def travel_reply(req) -> Reply:
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    return Reply(200, {"answer": "A flight to Oslo costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
+
+
+def write_state(root: Path, cases: dict[str, str], *, result_path: str = "quote.price") -> Path:
+    state = root / ".assay"
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", result_path))
+    write_yaml(state / "profile.yaml", PROFILE)
+    for cid, text in cases.items():
+        write_yaml(state / "datasets" / f"{cid}.yaml", text)
+    return state
+
+
+def plan(state: Path, *extra) -> tuple[int, dict, Path]:
+    work = state / "work"
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 0, r.stdout
+    out = work / "plan.json"
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", out,
+                   "--run-id", "smoke-20261130T000000Z", *extra)
+    assert "Traceback" not in r.stderr
+    return r.rc, r.json, out
+
+
+def run(state: Path, plan_file: Path, app: FakeApp) -> Path:
+    out = state / "reports" / "smoke-20261130T000000Z"
+    r = run_runner("--plan", plan_file, "--out", out, env={"TRAVEL_BASE_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    return out
+
+
+# ---------------------------------------------------------------- 1. hollow layer
+def test_wrong_result_path_closes_the_gate_naming_layer_count_reason_and_key(tmp_path):
+    cases = {f"c-0000000{i}": case_yaml(f"c-0000000{i}") for i in range(1, 4)}
+    state = write_state(tmp_path, cases, result_path="quote.prize")  # the app returns quote.price
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(travel_reply) as app:
+        run_dir = run(state, plan_file, app)
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["summary"]["passes"] == 3  # routing passed: the cases alone would read green
+    assert results["summary"]["hollow_layers"]["execution"]["cases"] == 3
+    g = run_script("gate", run_dir)
+    assert g.rc == 1, g.stdout
+    closed = [line for line in g.stdout.splitlines() if "layer execution" in line]
+    assert closed and closed[0].startswith("  gate closed: layer execution was asserted by 3 case(s) and scored in none")
+    assert "'quote.prize' is absent" in closed[0] and "result_from_response" in closed[0]
+    assert g.stdout.splitlines()[0].endswith(": FAIL")
+
+
+def test_right_result_path_keeps_the_gate_open(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(travel_reply) as app:
+        run_dir = run(state, plan_file, app)
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 0, g.stdout
+    assert json.loads((run_dir / "results.json").read_text())["summary"]["hollow_layers"] == {}
+
+
+# ---------------------------------------------------------------- 2. hollow case
+def test_a_case_asserting_only_liveness_is_unscored_not_pass(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
+                                   "c-00000002": case_yaml("c-00000002", expect="  {}\n"),
+                                   "c-00000003": case_yaml("c-00000003", expect="  http: {status: 200}\n")})
+    rc, refusal, _ = plan(state)
+    assert rc == 2 and "no_graded_layer" in refusal["error"]  # item 3 refuses it first
+    rc, summary, plan_file = plan(state, "--allow-invalid")
+    assert rc == 0 and summary["validation"]["allow_invalid"] is True
+    with FakeApp(travel_reply) as app:
+        run_dir = run(state, plan_file, app)
+    for cid in ("c-00000002", "c-00000003"):
+        verdict = json.loads((run_dir / "cases" / cid / "verdict.json").read_text())
+        assert verdict["layers"]["http"]["verdict"] == "pass"
+        assert (verdict["verdict"], verdict["unscored_reason"]) == ("unscored", "nothing asserted beyond liveness")
+    s = json.loads((run_dir / "results.json").read_text())["summary"]
+    assert (s["passes"], s["unscored"]) == (1, 2)
+    manifest = json.loads((run_dir / "manifest.yaml").read_text())  # JSON bytes
+    assert manifest["manifest_extra"]["validation"]["allow_invalid"] is True
+    assert manifest["manifest_extra"]["validation"]["error_codes"] == ["no_graded_layer"]
+
+
+# ---------------------------------------------------------------- 3. make_plan runs the linter
+def test_make_plan_refuses_linter_errors_naming_case_file_line_and_code(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
+                                   "c-00000002": case_yaml("c-00000002", expect=None),
+                                   "c-00000003": case_yaml("c-00000003", expect="  rout: quotes\n")})
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    out = work / "plan.json"
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", out)
+    assert r.rc == 2 and not out.exists()
+    err = r.json["error"]
+    assert "datasets/c-00000003.yaml:13: c-00000003 [unknown_expect_key] expect.rout" in err
+    assert "did you mean 'route'?" in err
+    assert "datasets/c-00000002.yaml:" in err and "c-00000002 [no_graded_layer] the case has no expect" in err
+    assert "--allow-invalid" in err
+    assert {(e["case_id"], e["code"]) for e in r.json["errors"]} >= {("c-00000002", "no_graded_layer"),
+                                                                    ("c-00000003", "unknown_expect_key")}
+
+
+# ---------------------------------------------------------------- 4. misspelled top-level keys
+@pytest.mark.parametrize("typo, known, line", [("gatng: false\n", "gating", 8), ("catgory: happy\n", "category", 8)])
+def test_misspelled_case_key_is_an_error_with_the_closest_key(tmp_path, typo, known, line):
+    text = case_yaml("c-00000001", top=typo)
+    if typo.startswith("catgory"):
+        text = text.replace("category: happy\n", "")
+        line -= 1
+    state = write_state(tmp_path, {"c-00000001": text})
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    v = run_inproc("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json")
+    assert v.rc == 1
+    rows = [f for f in v.json["findings"] if f["code"] == "unknown_key"]
+    assert rows and rows[0]["severity"] == "ERROR" and f"did you mean {known!r}?" in rows[0]["message"]
+    assert rows[0]["source"] == "datasets/c-00000001.yaml"
+    rc, refusal, _ = plan(state)
+    assert rc == 2
+    assert f"datasets/c-00000001.yaml:{line}: c-00000001 [unknown_key] '{typo.split(':')[0]}'" in refusal["error"]
+
+
+def test_schema_unknown_keys_suggest_the_closest(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    adapter = (state / "adapter.yaml").read_text().replace("  timeout_s: 5\n", "  timeout_sec: 5\n")
+    (state / "adapter.yaml").write_text(adapter)
+    r = run_inproc("convert_suite", state, "-o", state / "work" / "converted.json")
+    assert r.rc == 2
+    assert "adapter.yaml:15: invocation" in r.json["error"] and "'timeout_sec'; did you mean 'timeout_s'?" in r.json["error"]
