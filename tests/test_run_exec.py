@@ -480,7 +480,7 @@ def test_function_mode(state, tmp_path):
     assert v2["verdict"] == "infra_error" and "kaboom" in v2["infra_reason"] and v2["attempts"] == 3
     assert verdict(out, "c-3")["verdict"] == "pass"
     manifest = json.loads((out / "manifest.yaml").read_text())
-    assert manifest["invocation"]["timeout_enforced"] is False
+    assert manifest["invocation"]["timeout_enforced"] is True
     assert manifest["invocation"]["entrypoint"] == "fakeagent:handle"
 
 

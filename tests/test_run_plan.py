@@ -141,7 +141,9 @@ def test_all_missing_env_named_at_once_exit_3(app, state):
 
 
 @pytest.mark.parametrize("invocation, needle", [
-    ({"mode": "cli"}, "cli"),
+    ({"mode": "cli"}, "'command' is required"),
+    ({"mode": "cli", "command": ["no-such-program-xyz", "<user turn>"]}, "no-such-program-xyz"),
+    ({"mode": "cli", "command": ["/bin/sh"], "cwd": "no/such/dir"}, "invocation.cwd"),
     ({"mode": "grpc"}, "grpc"),
     ({"base_url": "ftp://127.0.0.1:1"}, "base_url"),
     ({"request_body": "{not json"}, "request_body"),
@@ -157,9 +159,9 @@ def test_preflight_refusals_exit_3_without_app_calls(app, state, invocation, nee
     nothing_written(state)
 
 
-def test_cli_mode_as_a_user_meets_it(app, state):
+def test_cli_mode_without_a_command_is_refused_at_preflight(app, state):
     r = run(state, make_plan(state, [case("c-1")], adapter_doc=adapter(app.url, mode="cli")), subprocess=True)
-    assert r.rc == 3 and "built in its own issue" in r.json["error"] and r.json["mode"] == "cli"
+    assert r.rc == 3 and "command" in r.json["error"], r.stdout
     nothing_written(state, app)
 
 

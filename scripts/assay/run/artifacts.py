@@ -50,6 +50,12 @@ REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.j
 AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html")
 GITIGNORE_NOTE = "only when data.may_contain_pii"
 LOCK_NOTE = "the runner lock, beside the run dir (removed on a normal exit)"
+# cli runs only: outside the app repo (runner contract §17), never inside the run dir.
+SCRATCH_LINES = (
+    ("<scratch area>/cases/<case-id>/<n>/", "cli `cwd: scratch`: attempt n's working dir; removed after a"),
+    ("", "passing case, kept after any other (manifest: invocation.scratch_area)"),
+    ("<scratch area>/pgroups/<pgid>", "cli: a live process group (removed when it is gone)"),
+)
 
 
 def run_conditions(manifest: Mapping[str, Any], records: list[dict]) -> dict[str, bool]:
@@ -114,4 +120,6 @@ def render_tree() -> str:
     lines.append(f"{rep}   only when k > 1 and the case was sent (n = 1..k)")
     for name in AFTER_RUN_FILES:
         lines.append(f"{'  ' + name:<{width}}written by the skill after the run, never by the runner (allowed)")
+    for path, note in SCRATCH_LINES:
+        lines.append(f"{path:<{width + 6}}{note}")
     return "\n".join(lines)

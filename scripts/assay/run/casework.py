@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ..core import writer
 from ..core.jsonio import sha256_bytes
-from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, SKIPPED
+from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED
 from ..score.rollup import case_verdict, fold_repeats, unscored_reason
 from . import templates
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
@@ -99,6 +99,9 @@ class CaseWorker:
         if chosen["trajectory"] is not None:
             self._put(files, cdir, "trajectory.json", case_json(chosen["trajectory"]))
             self._put(files, cdir, "trace.json", case_json(chosen["raw_spans"]))
+        finish = getattr(self.invoker, "finish_case", None)
+        if finish is not None:  # cli: a passing case's scratch dirs go, any other case's stay
+            finish(case["id"], folded == PASS)
         attempts = sum(len(r["outcomes"]) for r in repeats)
         infra_reason = chosen["infra_reason"]
         if folded == INFRA_INCOMPLETE and infra_reason is None:
@@ -159,6 +162,8 @@ class CaseWorker:
 
     # ------------------------------------------------------------ helpers
     def _answer(self, out: Outcome) -> tuple[str | None, str | None]:
+        if out.answer_withheld:
+            return None, out.answer_withheld
         tmpl_raw = (self.adapter.get("invocation") or {}).get("response_body")
         if tmpl_raw is None:  # no template declared: the whole body is the answer
             return out.body_text, None
@@ -191,7 +196,11 @@ class CaseWorker:
                 body, body_format = scrubbed, "text"
         headers = {k: (self._scrub(v) if k.lower() not in ("set-cookie", "authorization") else REDACTED)
                    for k, v in sorted(final.headers.items()) if k.lower() not in ("date",)}
+        extra = {}
+        if final.cli is not None:  # cli mode: exit code, signal, stderr, caps, scratch dir
+            extra["cli"] = {k: self._scrub(v) if isinstance(v, str) else v for k, v in final.cli.items()}
         return {
+            **extra,
             "status": final.status, "outcome": final.kind, "headers": headers, "body": body,
             "body_format": body_format, "notes": list(final.notes), "error": self._scrub(final.error),
             "attempts": len(outcomes), "retry_count": len(outcomes) - 1, "crashed": any(o.crashed for o in outcomes),
@@ -253,7 +262,7 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
     if isinstance(ident, Mapping) and ident:
         imap = (adapter.get("invocation") or {}).get("identity_map") or {}
         if mode != "http":
-            return "identity not mapped: function mode cannot carry identity headers"
+            return f"identity not mapped: {mode} mode cannot carry identity headers"
         unmapped = sorted(k for k in ident if k != "token_env" and k not in imap)
         if unmapped:
             return f"identity not mapped: invocation.identity_map has no header for {', '.join(unmapped)}"

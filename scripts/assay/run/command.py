@@ -65,7 +65,8 @@ def run(args, environ=None) -> tuple[int, Any]:
     setup = None
     try:
         setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
-        setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {})
+        setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
+                                              resume=args.resume)
         return Run(setup, resume=args.resume, progress=args.progress).execute()
     finally:
         if setup is not None:

@@ -2,8 +2,10 @@
 
 The callable receives the filled request body (default `{"message": "<user turn>",
 "session_id": "<uuid>"}`) and returns a str or `{text, status, trace_id}`. An exception is
-infra (retried, then infra_error), never a fail. The timeout is not enforced
-(`timeout_enforced: false` in the manifest).
+infra (retried, then infra_error), never a fail. The timeout is enforced: each call runs on
+its own daemon thread and a call still running at `timeout_s` is a `timeout` outcome; the
+call is abandoned (Python cannot stop a thread; it may still finish in the background) and
+the case worker goes on, so the run keeps its concurrency.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -20,7 +23,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import secrets, templates
 from .http_invoker import placeholder_values
-from .outcome import EXCEPTION, RESPONSE, Outcome
+from .outcome import EXCEPTION, RESPONSE, TIMEOUT, Outcome
 
 
 def app_root(adapter: Mapping[str, Any], state_dir: Path) -> Path:
@@ -57,7 +60,9 @@ def import_entrypoint(entrypoint: Any, root: Path) -> Callable[..., Any]:
 class FunctionInvoker:
     mode = "function"
 
-    def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], fn: Callable[..., Any]) -> None:
+    def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], fn: Callable[..., Any], *,
+                 timeout_s: float | None = None) -> None:
+        self.timeout_s = None if timeout_s is None else float(timeout_s)
         self.entrypoint = invocation.get("entrypoint")
         body = invocation.get("request_body")
         self.body_recorded = (templates.parse_template(body, "invocation.request_body") if body is not None
@@ -73,12 +78,21 @@ class FunctionInvoker:
 
     def send(self, wire: Mapping[str, Any]) -> Outcome:
         start = time.perf_counter()
-        try:
-            result = self.fn(wire["body"])
-        except (Exception, SystemExit) as exc:  # app code calling sys.exit() is an app failure, not ours
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            return Outcome(EXCEPTION, error=f"entrypoint raised {last}", latency_ms=_ms(start))
+        if self.timeout_s is None:
+            box = _call(self.fn, wire["body"])
+        else:
+            box = {}
+            thread = threading.Thread(target=lambda: box.update(_call(self.fn, wire["body"])),
+                                      name="assay-function-call", daemon=True)
+            thread.start()
+            thread.join(self.timeout_s)
+            if thread.is_alive():
+                return Outcome(TIMEOUT, error=f"no return within {self.timeout_s:g} s (the call was abandoned "
+                               "and may still be running)", latency_ms=_ms(start))
         latency = _ms(start)
+        if "error" in box:
+            return Outcome(EXCEPTION, error=box["error"], latency_ms=latency)
+        result = box.get("result")
         if isinstance(result, str):
             return Outcome(RESPONSE, status=200, body_text=result, body_json=None, json_ok=False,
                            latency_ms=latency, body_sha=sha256_bytes(result.encode("utf-8", "replace")))
@@ -100,6 +114,14 @@ class FunctionInvoker:
 
     def close(self) -> None:
         pass
+
+
+def _call(fn: Callable[..., Any], body: Any) -> dict[str, Any]:
+    try:
+        return {"result": fn(body)}
+    except (Exception, SystemExit) as exc:  # app code calling sys.exit() is an app failure, not ours
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return {"error": f"entrypoint raised {last}"}
 
 
 def _ms(start: float) -> float:

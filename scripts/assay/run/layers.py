@@ -135,6 +135,11 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
     if not enabled:
         return {"verdict": UNSCORABLE, "blocked_by": blocked_by}
     sc = ctx.scoring
+    if layer == "http" and ctx.invocation.get("mode") == "cli":
+        # cli: the status is the exit code; expected 0 unless the case sets expect.exit_code
+        exp = expect.get("exit_code") if isinstance(expect.get("exit_code"), int) else 0
+        return {"verdict": "pass" if ev.status == exp else "fail", "expected_exit_code": exp,
+                "exit_code": ev.status}
     if layer == "http":
         exp = (expect.get("http") or {}).get("status") if isinstance(expect.get("http"), Mapping) else None
         if exp is None:

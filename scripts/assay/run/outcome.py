@@ -21,6 +21,7 @@ TIMEOUT = "timeout"          # no answer within timeout_s
 CONNECTION = "connection"    # could not connect / refused
 DROPPED = "dropped"          # the connection was dropped mid-exchange: a crash
 EXCEPTION = "exception"      # function mode: the callable raised
+EXIT = "exit"                # cli mode: a non-zero exit code the case did not expect (like a 5xx)
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Outcome:
     trace_id: str | None = None
     notes: list[str] = field(default_factory=list)
     body_sha: str | None = None
+    cli: dict[str, Any] | None = None          # cli mode: exit code, signal, stderr, caps, scratch
+    answer_withheld: str | None = None         # why the body must not be scored (e.g. cut at a cap)
 
     @property
     def retriable(self) -> bool:

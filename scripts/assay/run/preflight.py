@@ -25,8 +25,7 @@ from ..plan.validate import effective_execution, effective_scoring, validate_pla
 from . import secrets
 from .tracing import TraceConfig, trace_branch
 
-SUPPORTED_MODES = ("http", "function")
-CLI_REFUSAL = "invocation.mode 'cli' is built in its own issue and not supported by this runner yet"
+SUPPORTED_MODES = ("http", "function", "cli")
 
 
 # ---------------------------------------------------------------- step 1: plan + --out
@@ -135,29 +134,41 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str
     adapter = plan["adapter"]
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
-    return secrets.resolve(names, environ)
+    env = secrets.resolve(names, environ)
+    inv = adapter.get("invocation") or {}
+    if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
+        from .invoke.cli import allowlisted_secrets
+        env.update(allowlisted_secrets(inv, environ))
+    return env
 
 
 # ---------------------------------------------------------------- step 2: invoker
-def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any]):
+def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
+                  out: Path | None = None, environ: Mapping[str, str] | None = None):
     inv = plan["adapter"].get("invocation") or {}
     mode = inv.get("mode")
-    if mode == "cli":
-        raise AssayError(f"pre-flight: {CLI_REFUSAL}; use http or function for now", 3,
-                         key="invocation.mode", mode=mode)
     if mode not in SUPPORTED_MODES:
-        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function; cli is "
-                         "built in its own issue)", 3, key="invocation.mode", mode=mode)
+        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli)", 3,
+                         key="invocation.mode", mode=mode)
     # The adapter crossed a step boundary inside the plan: check its shape before using it.
     from ..schemas import validate
     validate(plan["adapter"], "adapter", source="adapter", code=3, what="the plan's")
     if mode == "http":
         from .http_invoker import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
+    elif mode == "cli":
+        from .function_invoker import app_root
+        from .invoke.cli import CliInvoker, scratch_area
+        environ = os.environ if environ is None else environ
+        state = state_dir_of(plan)
+        run_dir = out if out is not None else state / "reports" / plan["run_id"]
+        inv_obj = CliInvoker(inv, env, environ=environ, timeout_s=execution["timeout_s"],
+                             app_root=app_root(plan["adapter"], state), state_dir=state,
+                             area=scratch_area(plan["run_id"], Path(os.path.abspath(run_dir)), environ))
     else:
         from .function_invoker import FunctionInvoker, app_root, import_entrypoint
         fn = import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan)))
-        inv_obj = FunctionInvoker(inv, env, fn)
+        inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
     rb = inv.get("response_body")
     if rb is not None:
         from .templates import ANSWER_MARK, find_mark, parse_template
@@ -169,7 +180,9 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
 
 
 # ---------------------------------------------------------------- step 3: health
-def health_check(invoker: Any, invocation: Mapping[str, Any]) -> dict[str, Any]:
+def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = False) -> dict[str, Any]:
+    if getattr(invoker, "mode", None) == "cli":
+        return invoker.health(resume=resume)
     if getattr(invoker, "mode", None) != "http":
         return {"checked": False, "reason": "function mode: the entrypoint imported"}
     hc = invocation.get("health_check") or {}
@@ -281,11 +294,13 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     plan = setup.plan
     inv = plan["adapter"].get("invocation") or {}
     invocation: dict[str, Any] = {"mode": inv.get("mode"), "timeout_s": setup.execution["timeout_s"],
-                                  "timeout_enforced": inv.get("mode") == "http",
+                                  "timeout_enforced": True,
                                   "max_concurrency": setup.max_concurrency}
     if inv.get("mode") == "http":
         invocation["url"] = str(inv.get("base_url") or "").rstrip("/") + str(inv.get("endpoint") or "").split(None, 1)[-1]
         invocation["endpoint"] = inv.get("endpoint")
+    elif inv.get("mode") == "cli":
+        invocation.update(setup.invoker.manifest())
     else:
         invocation["entrypoint"] = inv.get("entrypoint")
     identity_headers = sorted({str(v) for v in (inv.get("identity_map") or {}).values()})
@@ -346,7 +361,7 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     # From here on every byte assay writes (files, run.log, stdout) has these values redacted.
     writer.register_secrets(env.values())
     mc = max_concurrency(plan)
-    invoker = build_invoker(plan, env, execution)
+    invoker = build_invoker(plan, env, execution, out=out, environ=environ)
     trace = trace_branch(plan["adapter"], state, env)
     return RunSetup(plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),

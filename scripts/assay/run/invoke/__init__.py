@@ -1,0 +1,1 @@
+"""Invokers: one module per way of calling the app, each owning its own pre-flight checks."""

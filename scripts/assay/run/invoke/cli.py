@@ -1,0 +1,254 @@
+"""The `cli` invoker: `invocation.command` run once per attempt, in its own session.
+
+argv is `command` with the placeholders filled (no shell); `stdin: user_turn` also writes
+the user turn on stdin; `cwd: scratch` gives each attempt a fresh directory in the run's
+scratch area (outside the app repo), a path runs it there. The child's environment is
+exactly the `env_allowlist` variables the runner has, the `${VAR}`s the invocation names,
+and `TRACEPARENT` when the run correlates traces by `traceparent-echo`.
+
+Exit codes (runner contract §17): exit 0 is a response (the `status` every layer sees is
+the exit code); a non-zero exit is an `exit` outcome, retried and then `infra_error` like a
+5xx, unless the case sets `expect.exit_code` (then every exit is a response and the `http`
+layer compares the code); the deadline is a `timeout` (the whole process group is killed);
+death by a signal the runner did not send is `dropped` (a crash); a command that cannot be
+started is `connection`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from ...core import writer
+from ...core.errors import AssayError
+from ...core.jsonio import sha256_bytes
+from .. import secrets
+from ..http_invoker import placeholder_values
+from ..outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome, decode_body
+from .procgroup import OUTPUT_CAP_BYTES, GroupRegistry, grace_for, run_in_session
+
+SCRATCH_ENV = "ASSAY_SCRATCH_DIR"
+# Allowlisted variables whose values are not treated as secrets (every other allowlisted value
+# is redacted from the artifacts like a `${VAR}`).
+PLAIN_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+                       "TERM", "TZ", "TMPDIR", "PWD", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUNBUFFERED"})
+TRACE_ENV = {"traceparent": "TRACEPARENT", "tracestate": "TRACESTATE"}
+
+
+def allowlist(invocation: Mapping[str, Any]) -> list[str]:
+    names = invocation.get("env_allowlist") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise AssayError("pre-flight: invocation.env_allowlist must be a list of variable names", 3,
+                         key="invocation.env_allowlist")
+    return names
+
+
+def allowlisted_secrets(invocation: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    """Allowlisted variables the runner has whose values count as secrets (redacted everywhere)."""
+    return {n: environ[n] for n in allowlist(invocation) if n not in PLAIN_ENV and environ.get(n)}
+
+
+def scratch_area(run_id: str, out: Path, environ: Mapping[str, str]) -> Path:
+    """The run's scratch area: <ASSAY_SCRATCH_DIR or the system temp dir>/assay-scratch-<uid>/<run id>-<hash>.
+
+    The hash of the run dir's path keeps two state dirs with the same run id apart, and lets
+    `--resume` find the same area again."""
+    root = environ.get(SCRATCH_ENV) or os.path.join(tempfile.gettempdir(), f"assay-scratch-{os.getuid()}")
+    digest = hashlib.sha256(str(out).encode("utf-8")).hexdigest()[:8]
+    return Path(os.path.abspath(root)) / f"{run_id}-{digest}"
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def fill_arg(arg: str, values: Mapping[str, Any]) -> str:
+    for mark, value in values.items():
+        if mark in arg:
+            arg = arg.replace(mark, "" if value is None else str(value))
+    return arg
+
+
+class CliInvoker:
+    mode = "cli"
+
+    def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], *, environ: Mapping[str, str],
+                 timeout_s: float, app_root: Path, area: Path, state_dir: Path) -> None:
+        command = invocation.get("command")
+        if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+            raise AssayError("pre-flight: invocation.command must be a non-empty list of strings (argv, no "
+                             "shell), e.g. [python3, agent.py, \"<user turn>\"]", 3, key="invocation.command")
+        self.command_recorded = list(command)
+        self.command_wire = [secrets.expand(a, env) for a in command]
+        self.timeout_s = float(timeout_s)
+        self.stdin_mode = invocation.get("stdin") or "none"
+        if self.stdin_mode not in ("user_turn", "none"):
+            raise AssayError(f"pre-flight: invocation.stdin must be user_turn or none (got {self.stdin_mode!r})",
+                             3, key="invocation.stdin")
+        self.app_root = app_root
+        self.area = area
+        cwd = invocation.get("cwd") or "scratch"
+        self.cwd_recorded = cwd
+        if cwd == "scratch":
+            self.cwd: Path | None = None
+            if _inside(area, app_root) or _inside(area, state_dir):
+                raise AssayError(f"pre-flight: the scratch area {area} is inside the app repo {app_root}; an "
+                                 f"agent started there would find and change the repo. Set {SCRATCH_ENV} to a "
+                                 "directory outside it", 3, key="invocation.cwd", env=SCRATCH_ENV)
+        else:
+            path = Path(secrets.expand(cwd, env))
+            self.cwd = (path if path.is_absolute() else app_root / path).resolve()
+            if not self.cwd.is_dir():
+                raise AssayError(f"pre-flight: invocation.cwd {cwd!r} resolves to {self.cwd}, which is not a "
+                                 "directory (a path is relative to the app repo; or use `scratch`)", 3,
+                                 key="invocation.cwd")
+        names = allowlist(invocation)
+        base = {n: environ[n] for n in names if n in environ}
+        base.update({n: env[n] for n in sorted(secrets.env_refs(invocation)) if n in env})
+        self.base_env = base
+        self.program = self._resolve_program()
+        self.registry = GroupRegistry(area / "pgroups")
+        self._lock = threading.Lock()
+        self._attempts: dict[str, int] = {}
+        self._ready = False
+
+    # ---- pre-flight ---------------------------------------------------------------
+    def _resolve_program(self) -> str:
+        prog = self.command_wire[0]
+        shown = self.command_recorded[0]
+        if "/" in prog:
+            path = Path(prog) if os.path.isabs(prog) else self.app_root / prog
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path.resolve())
+            raise AssayError(f"pre-flight: invocation.command[0] {shown!r} resolves to {path}, which is not an "
+                             "executable file (a relative path is relative to the app repo)", 3,
+                             key="invocation.command")
+        search = self.base_env.get("PATH")
+        found = shutil.which(prog, path=search if search is not None else os.defpath)
+        if found is None:
+            where = (f"the child's PATH ({search})" if search is not None
+                     else f"the default PATH {os.defpath} (PATH is not in invocation.env_allowlist)")
+            raise AssayError(f"pre-flight: invocation.command[0] {shown!r} is not found on {where}; add PATH to "
+                             "env_allowlist or give a path", 3, key="invocation.command")
+        return os.path.abspath(found)
+
+    def health(self, *, resume: bool) -> dict[str, Any]:
+        """Pre-flight for a real run: the scratch area exists; orphans of an earlier runner are killed."""
+        (self.area / "pgroups").mkdir(parents=True, exist_ok=True)
+        killed = self.registry.sweep()
+        self._ready = True
+        return {"checked": True, "reason": "cli mode: the command resolved", "program": self.program,
+                "orphan_groups_killed": len(killed)}
+
+    def manifest(self) -> dict[str, Any]:
+        return {"command": self.command_recorded, "stdin": self.stdin_mode, "cwd": self.cwd_recorded,
+                "env_allowlist": sorted(self.base_env_names()), "scratch_area": str(self.area),
+                "output_cap_bytes": OUTPUT_CAP_BYTES, "kill_grace_s": grace_for(self.timeout_s)}
+
+    def base_env_names(self) -> list[str]:
+        return sorted(self.base_env)
+
+    # ---- one attempt ----------------------------------------------------------------
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None):
+        values = placeholder_values(case, uuid)
+        env = dict(self.base_env)
+        trace_env = {TRACE_ENV[k.lower()]: v for k, v in (extra_headers or {}).items() if k.lower() in TRACE_ENV}
+        env.update(trace_env)
+        expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
+        code = expect.get("exit_code")
+        wire = {"argv": [self.program] + [fill_arg(a, values) for a in self.command_wire[1:]],
+                "stdin": (values["<user turn>"] or "").encode("utf-8") if self.stdin_mode == "user_turn" else None,
+                "env": env, "case_id": str(case.get("id")),
+                "expect_exit_code": code if isinstance(code, int) and not isinstance(code, bool) else None}
+        recorded = {"mode": "cli", "argv": [fill_arg(a, values) for a in self.command_recorded],
+                    "stdin": self.stdin_mode, "cwd": self.cwd_recorded, "env": sorted(env), **trace_env}
+        return wire, recorded
+
+    def _scratch_dir(self, case_id: str) -> tuple[Path, str]:
+        with self._lock:
+            n = self._attempts.get(case_id, 0) + 1
+            self._attempts[case_id] = n
+        case_area = self.area / "cases" / case_id
+        if n == 1 and (case_area.exists() or case_area.is_symlink()):  # an interrupted runner's: start over
+            writer.remove_tree(case_area)
+        path = case_area / str(n)
+        path.mkdir(parents=True)
+        return path, f"cases/{case_id}/{n}"
+
+    def send(self, wire: Mapping[str, Any]) -> Outcome:
+        if not self._ready:
+            self.health(resume=False)
+        scratch_rel = None
+        cwd = self.cwd
+        if cwd is None:
+            cwd, scratch_rel = self._scratch_dir(wire["case_id"])
+        r = run_in_session(wire["argv"], env=wire["env"], cwd=str(cwd), stdin_bytes=wire["stdin"],
+                           timeout_s=self.timeout_s, registry=self.registry)
+        cli: dict[str, Any] = {
+            "exit_code": r.returncode if r.returncode is not None and r.returncode >= 0 else None,
+            "signal": _signal_name(r.signal) if not r.timed_out else None, "timed_out": r.timed_out,
+            "group_killed": r.group_killed or r.timed_out, "stdout_bytes": r.stdout_bytes,
+            "stdout_truncated": r.stdout_truncated, "stderr": r.stderr.decode("utf-8", "replace"),
+            "stderr_bytes": r.stderr_bytes, "stderr_truncated": r.stderr_truncated, "scratch": scratch_rel}
+        if r.pipe_held:
+            cli["note"] = ("stdout/stderr stayed open after the process group was gone (a process that left "
+                           "the session still holds it)")
+        text, doc, ok, notes = decode_body(r.stdout, False)
+        withheld = None
+        if r.stdout_truncated:
+            doc, ok = None, False
+            withheld = (f"stdout exceeded the {OUTPUT_CAP_BYTES}-byte cap ({r.stdout_bytes} bytes); the "
+                        "answer is not scored from a cut-off output")
+            notes.append(withheld)
+        common = dict(latency_ms=r.latency_ms, cli=cli)
+        if r.spawn_error:
+            return Outcome(CONNECTION, error=f"cannot start the command: {r.spawn_error}", **common)
+        if r.timed_out:
+            cli["stdout"] = text
+            return Outcome(TIMEOUT, error=f"no exit within {self.timeout_s:g} s; the process group was killed",
+                           **common)
+        if r.returncode is not None and r.returncode < 0:
+            cli["stdout"] = text
+            return Outcome(DROPPED, error=f"the command was killed by {_signal_name(r.signal)}", **common)
+        expected = wire.get("expect_exit_code")
+        if r.returncode != 0 and expected is None:
+            cli["stdout"] = text
+            return Outcome(EXIT, status=r.returncode, error=f"the command exited with code {r.returncode}",
+                           **common)
+        return Outcome(RESPONSE, status=r.returncode, body_text=text, body_json=doc, json_ok=ok, notes=notes,
+                       body_sha=sha256_bytes(r.stdout), answer_withheld=withheld, **common)
+
+    # ---- after the case / the run ------------------------------------------------------
+    def finish_case(self, case_id: str, passed: bool) -> None:
+        """A passing case's scratch dirs are removed; any other case's are kept for inspection."""
+        case_area = self.area / "cases" / case_id
+        if passed and self.cwd is None and (case_area.exists() or case_area.is_symlink()):
+            writer.remove_tree(case_area)
+
+    def close(self) -> None:
+        """Kill any group still running (an interrupted run); drop the area if nothing is kept in it."""
+        self.registry.kill_live()
+        for sub in (self.area / "pgroups", self.area / "cases", self.area):
+            try:
+                sub.rmdir()
+            except OSError:
+                pass
+
+
+def _signal_name(num: int | None) -> str | None:
+    if num is None:
+        return None
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
