@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -144,11 +145,29 @@ class CliInvoker:
 
     def health(self, *, resume: bool) -> dict[str, Any]:
         """Pre-flight for a real run: the scratch area exists; orphans of an earlier runner are killed."""
-        (self.area / "pgroups").mkdir(parents=True, exist_ok=True)
+        self._make_area()
         killed = self.registry.sweep()
         self._ready = True
         return {"checked": True, "reason": "cli mode: the command resolved", "program": self.program,
                 "orphan_groups_killed": len(killed)}
+
+    def _make_area(self) -> None:
+        """The area and its parents are real directories of this user (a shared temp dir is
+        writable by others: a planted symlink or foreign directory is refused, exit 3)."""
+        ours = [self.area, self.area / "pgroups"]
+        if self.area.parent.name.startswith("assay-scratch-"):  # the default root in the shared temp dir
+            ours.insert(0, self.area.parent)
+        for path in ours:
+            try:
+                path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise AssayError(f"pre-flight: cannot create the scratch area {path}: {exc}; set {SCRATCH_ENV} "
+                                 "to a writable directory", 3, key="invocation.cwd", env=SCRATCH_ENV)
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                raise AssayError(f"pre-flight: the scratch area {path} is a symlink or not owned by this user; "
+                                 f"remove it or set {SCRATCH_ENV} to a directory of your own", 3,
+                                 key="invocation.cwd", env=SCRATCH_ENV)
 
     def manifest(self) -> dict[str, Any]:
         return {"command": self.command_recorded, "stdin": self.stdin_mode, "cwd": self.cwd_recorded,
