@@ -27,6 +27,12 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text summary")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per non-holdout case)")
     p.add_argument("--github-summary", action="store_true", help="append a Markdown summary to $GITHUB_STEP_SUMMARY")
+    p.add_argument("--max-cost-per-case", type=float, metavar="X",
+                   help="close when the mean cost per case (score_cost.py) is above X in the prices file's "
+                        "currency, or cannot be computed (no traces, no prices file, an unpriced model)")
+    p.add_argument("--max-p95-latency-s", type=float, metavar="Y",
+                   help="close when the p95 end-to-end case latency is above Y seconds")
+    p.add_argument("--prices", help="prices file for --max-cost-per-case (default: <state>/prices.yaml)")
     return p
 
 
@@ -42,9 +48,14 @@ def run(args):
     if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
         raise AssayError("--github-summary: $GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it in a "
                          "job step); drop the flag outside Actions", 2)
+    for flag, value in (("--max-cost-per-case", args.max_cost_per_case), ("--max-p95-latency-s", args.max_p95_latency_s)):
+        if value is not None and not (value >= 0 and value < float("inf")):
+            raise AssayError(f"{flag} {value:g} is out of range: use a number >= 0", 2)
     run_dir = latest_run(Path(args.path), args.mode) if args.latest else Path(args.path)
+    budgets = {"max_cost_per_case": args.max_cost_per_case, "max_p95_latency_s": args.max_p95_latency_s,
+               "prices": args.prices}
     result = evaluate(run_dir, max_infra_rate=args.max_infra_rate,
-                      require_canaries=args.require_canaries, verify=not args.no_verify)
+                      require_canaries=args.require_canaries, verify=not args.no_verify, budgets=budgets)
     if args.junit:
         write_junit(result, args.junit)
     if args.github_summary:

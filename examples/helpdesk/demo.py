@@ -184,6 +184,13 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
     run_step("draft_report", [str(SCRIPTS / "draft_report.py"), str(out), "-o", str(report_md), "--force"], env)
     run_step("md_to_html", [str(SCRIPTS / "md_to_html.py"), str(report_md), str(report_html)], env)
     say(f"  draft_report    {report_md.name}; md_to_html -> {report_html.name}")
+    cost = last_json(run_step("score_cost", [str(SCRIPTS / "score_cost.py"), str(out)], env).stdout)
+    totals = cost.get("totals") or {}
+    spent = (totals.get("cost") or {}).get("total")
+    say(f"  score_cost      {totals.get('input_tokens', '?')} in + {totals.get('output_tokens', '?')} out tokens "
+        f"over {totals.get('model_calls', '?')} model calls"
+        + (f" = {spent:.6f} {cost.get('currency')}" if spent is not None else " (not priced)")
+        + f"; p95 latency {((totals.get('latency_ms') or {}).get('p95') or 0):.0f} ms")
     say()
     say(gate.stdout.rstrip())
     say()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import AssayError
+from .cost_section import cost_section
 from ..core.vocab import EXIT_MEANINGS, LAYER_ORDER
 from .facts import RunFacts, load_facts
 from .mdtext import code, count, esc, pct, plural
@@ -243,6 +244,7 @@ def draft(run_dir: Path) -> Draft:
     lines += comparison_section(facts)
     lines += holdout_section(facts)
     lines += not_measured_section(facts)
+    lines += cost_section(facts.run_dir)
     n_excerpts = sum(1 for line in excerpts if line.startswith("### "))
     lines += redaction_line(flag, source, redactor.count, n_excerpts)
     lines += ["---", "", "*Drafted by `draft_report.py` from `results.json`, `verdicts.jsonl`, the case directories "

@@ -33,6 +33,7 @@ class GateResult(RunResultsView):
     verified: bool = False          # --verify ran
     verify_clean: bool | None = None
     verify_detail: str | None = None
+    budget_lines: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -127,7 +128,7 @@ def run_verify(run_dir: Path) -> tuple[bool, str | None]:
 
 
 def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: bool = False,
-             verify: bool = True) -> GateResult:
+             verify: bool = True, budgets: dict | None = None) -> GateResult:
     run_dir = Path(run_dir)
     results = load_results(run_dir)
     summary = results["summary"]
@@ -168,6 +169,15 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         res.verify_clean, res.verify_detail = run_verify(run_dir)
         if not res.verify_clean:
             reasons.append(res.verify_detail or "run_cases.py --verify failed")
+    if budgets and any(v is not None for v in budgets.values()):
+        # opt-in cost / latency budgets (history/cost.py): over budget, or not checkable, closes
+        from ..history.cost import budget_lines, default_prices_path, load_prices, run_cost
+        prices_path = budgets.get("prices") or default_prices_path(run_dir)
+        prices = load_prices(Path(prices_path)) if Path(prices_path).is_file() or budgets.get("prices") else None
+        cost = run_cost(run_dir, prices, prices_note=None if prices else f"no {prices_path}")
+        close, res.budget_lines = budget_lines(cost, max_cost_per_case=budgets.get("max_cost_per_case"),
+                                               max_p95_latency_s=budgets.get("max_p95_latency_s"))
+        reasons.extend(close)
     res.lines = summary_lines(res)
     return res
 
@@ -237,6 +247,7 @@ def summary_lines(res: GateResult) -> list[str]:
         lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
     if not res.verified:
         lines.append("  not verified: --no-verify skipped the completeness check (run_cases.py --verify)")
+    lines += [f"  budget: {line}" for line in res.budget_lines]
     lines += [f"  gate closed: {why}" for why in res.reasons]
     return lines
 
@@ -265,5 +276,6 @@ def to_json(res: GateResult) -> dict:
     out.update({"run_id": res.run_id, "run_dir": str(res.run_dir), "mode": res.results.get("mode"),
                 "exit_code": res.results.get("exit_code"), "canaries": s.get("canaries"),
                 "holdout": s.get("holdout"), "verified": res.verified, "verify_clean": res.verify_clean,
-                "gate": "open" if res.open else "closed", "reasons": list(res.reasons)})
+                "gate": "open" if res.open else "closed", "reasons": list(res.reasons),
+                "budgets": list(res.budget_lines)})
     return out

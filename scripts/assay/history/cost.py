@@ -1,0 +1,244 @@
+"""Cost and latency of a run, from what the runner stored: trajectory.json's model calls and
+verdict.json's latency. Never from the app again, never guessed.
+
+Tokens: each model call's `input_tokens` / `output_tokens` (the GenAI usage attributes the
+runner normalized into trajectory.json; with k > 1 every repeat counts). Price: the
+prices file (`<state>/prices.yaml`):
+
+    currency: USD
+    per: 1000000            # the prices below are per this many tokens
+    models:
+      gpt-4.1-mini: {input: 0.40, output: 1.60}
+
+A model the file does not name is listed in `unpriced_models` and its case has no cost
+(null, never 0); run totals then say `complete: false`. Latency: end to end per case
+(the runner's measured latency) and in model calls (the sum of their span durations).
+Holdout cases count in the totals but are never listed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+
+
+def load_prices(path: Path) -> dict:
+    from ..suite.strict_yaml import load
+
+    label = str(path)
+    if not Path(path).is_file():
+        raise AssayError(f"{label}: prices file not found; write one (see `score_cost.py --help`) or drop --prices", 2)
+    doc, lines = load(Path(path), label)
+    if not isinstance(doc, dict):
+        raise AssayError(f"{label}: must be a mapping with `currency`, `per` and `models`", 2, file=label)
+    unknown = sorted(set(doc) - {"currency", "per", "models"})
+    if unknown:
+        raise AssayError(f"{label}: unknown key(s) {unknown}; the keys are currency, per, models", 2, file=label)
+    currency, per, models = doc.get("currency", "USD"), doc.get("per", 1_000_000), doc.get("models")
+    if not isinstance(currency, str) or not currency:
+        raise AssayError(f"{label}: `currency` must be a name such as USD", 2, file=label)
+    if not isinstance(per, int) or isinstance(per, bool) or per <= 0:
+        raise AssayError(f"{label}: `per` must be a positive whole number of tokens (e.g. 1000000)", 2, file=label)
+    if not isinstance(models, dict) or not models:
+        raise AssayError(f"{label}: `models` must map each model name to {{input: <price>, output: <price>}}",
+                         2, file=label)
+    out = {}
+    for name, prices in models.items():
+        where = f"{label}:{lines.get(('models', name), '?')}"
+        if not isinstance(prices, dict) or set(prices) != {"input", "output"}:
+            raise AssayError(f"{where}: models.{name} must be {{input: <price>, output: <price>}}", 2, file=label)
+        for side in ("input", "output"):
+            v = prices[side]
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+                raise AssayError(f"{where}: models.{name}.{side} must be a price >= 0 per {per} tokens", 2, file=label)
+        out[str(name)] = {"input": float(prices["input"]) / per, "output": float(prices["output"]) / per}
+    return {"currency": currency, "per": per, "per_token": out, "file": label}
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _trajectories(cdir: Path) -> list[dict]:
+    repeats = sorted((p for p in (cdir / "repeats").glob("*/trajectory.json")), key=lambda p: p.parent.name) \
+        if (cdir / "repeats").is_dir() else []
+    docs = [_json(p) for p in repeats] or [_json(cdir / "trajectory.json")]
+    return [d for d in docs if isinstance(d, dict)]
+
+
+def _num(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+
+def case_cost(cdir: Path, prices: dict | None) -> dict:
+    verdict = _json(cdir / "verdict.json") or {}
+    trajs = _trajectories(cdir)
+    calls = [c for t in trajs for c in (t.get("llm_calls") or []) if isinstance(c, dict)]
+    row: dict[str, Any] = {
+        "case_id": verdict.get("case_id", cdir.name), "verdict": verdict.get("verdict"),
+        "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
+        "latency_ms": verdict.get("latency_ms") if isinstance(verdict.get("latency_ms"), (int, float)) else None,
+        "model_calls": len(calls),
+        "input_tokens": sum(_num(c.get("input_tokens")) for c in calls),
+        "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
+        "model_latency_ms": round(sum(c["duration_ms"] for c in calls if isinstance(c.get("duration_ms"), (int, float))), 3),
+        "calls_without_usage": sum(1 for c in calls if "input_tokens" not in c and "output_tokens" not in c),
+        "unpriced_models": [], "cost": None,
+    }
+    if not trajs or prices is None:
+        return row
+    cost, unpriced = 0.0, set()
+    for c in calls:
+        model = c.get("model")
+        p = prices["per_token"].get(model) if isinstance(model, str) else None
+        if p is None:
+            unpriced.add(str(model) if model else "(no model name)")
+            continue
+        cost += _num(c.get("input_tokens")) * p["input"] + _num(c.get("output_tokens")) * p["output"]
+    row["unpriced_models"] = sorted(unpriced)
+    row["cost"] = None if unpriced else round(cost, 8)
+    return row
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no values."""
+    vals = sorted(values)
+    if not vals:
+        return None
+    rank = max(1, math.ceil(q / 100 * len(vals)))
+    return vals[rank - 1]
+
+
+def _stats(values: list[float]) -> dict:
+    return {"n": len(values), "total": round(sum(values), 8) if values else None,
+            "mean": round(sum(values) / len(values), 8) if values else None,
+            "p50": percentile(values, 50), "p95": percentile(values, 95)}
+
+
+def _capability(manifest: dict) -> dict:
+    matrix = (manifest.get("capability_matrix") or {}).get("cost_latency") or {}
+    traces = manifest.get("traces") or {}
+    if matrix.get("enabled") is False:
+        return {"enabled": False, "blocked_by": matrix.get("blocked_by") or "disabled in profile.yaml"}
+    if "cost_latency" in (traces.get("disabled_layers") or []) or traces.get("collected") is False:
+        return {"enabled": False, "blocked_by": "no traces collected (adapter traces.source); tokens and model "
+                                                 "latency come only from a trace"}
+    return {"enabled": True, "blocked_by": None}
+
+
+def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = None) -> dict:
+    run_dir = Path(run_dir)
+    if not (run_dir / "cases").is_dir():
+        raise AssayError(f"{run_dir}: not a run directory (no cases/); pass <state>/reports/<run-id>", 2)
+    manifest = _json(run_dir / "manifest.yaml") or {}
+    rows = []
+    for cdir in sorted(p for p in (run_dir / "cases").iterdir() if p.is_dir() and not p.is_symlink()):
+        row = case_cost(cdir, prices)
+        if row["verdict"] != "skipped":
+            rows.append(row)
+    traced = [r for r in rows if r["traced"]]
+    unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
+    priced = [r["cost"] for r in traced if r["cost"] is not None]
+    capability = _capability(manifest)
+    if capability["enabled"] and not traced:
+        capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
+    totals = {
+        "cases": len(rows), "traced_cases": len(traced),
+        "input_tokens": sum(r["input_tokens"] for r in traced),
+        "output_tokens": sum(r["output_tokens"] for r in traced),
+        "model_calls": sum(r["model_calls"] for r in traced),
+        "cost": None,
+        "complete": bool(prices is not None and traced and len(priced) == len(traced)),
+        "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
+        "latency_ms": _stats([r["latency_ms"] for r in rows if r["latency_ms"] is not None]),
+        "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
+    }
+    if prices is not None:
+        # an incomplete total would read as the run's cost: give only what was priced, apart
+        totals["cost"] = _stats(priced) if totals["complete"] else {
+            "n": len(priced), "total": None, "mean": None, "p50": None, "p95": None,
+            "priced_cases_total": round(sum(priced), 8) if priced else None}
+    return {
+        "run_id": run_dir.name, "capability": capability,
+        "currency": prices["currency"] if prices else None,
+        "prices": prices["file"] if prices else None, "prices_note": prices_note,
+        "unpriced_models": unpriced, "totals": totals,
+        "cases": [{k: v for k, v in r.items() if k != "holdout"} for r in rows if not r["holdout"]],
+        "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]),
+    }
+
+
+def compare_to_baseline(current: dict, baseline: dict) -> dict:
+    """Cost and latency change split by verdict change (unchanged / fixed / broken / other)."""
+    base = {r["case_id"]: r for r in baseline["cases"]}
+    groups: dict[str, dict] = {g: {"cases": 0, "cost_delta": 0.0, "cost_unknown": 0, "latency_delta_ms": 0.0}
+                               for g in ("unchanged", "fixed", "broken", "other")}
+    for r in current["cases"]:
+        b = base.get(r["case_id"])
+        if b is None:
+            continue
+        if r["verdict"] == b["verdict"]:
+            g = "unchanged"
+        elif (b["verdict"], r["verdict"]) == ("fail", "pass"):
+            g = "fixed"
+        elif (b["verdict"], r["verdict"]) == ("pass", "fail"):
+            g = "broken"
+        else:
+            g = "other"
+        slot = groups[g]
+        slot["cases"] += 1
+        if r["cost"] is None or b["cost"] is None:
+            slot["cost_unknown"] += 1
+        else:
+            slot["cost_delta"] += r["cost"] - b["cost"]
+        if r["latency_ms"] is not None and b["latency_ms"] is not None:
+            slot["latency_delta_ms"] += r["latency_ms"] - b["latency_ms"]
+    for slot in groups.values():
+        slot["cost_delta"] = round(slot["cost_delta"], 8)
+        slot["latency_delta_ms"] = round(slot["latency_delta_ms"], 3)
+    return {"baseline_run_id": baseline["run_id"], "by_verdict_change": groups,
+            "note": "read `unchanged` first: it is the cost of the change itself, not of a fix or a regression"}
+
+
+def default_prices_path(run_dir: Path) -> Path:
+    """`<state>/prices.yaml`, the state dir being the run dir's grandparent (<state>/reports/<run-id>)."""
+    return Path(run_dir).resolve().parent.parent / "prices.yaml"
+
+
+def budget_lines(cost: dict, *, max_cost_per_case: float | None, max_p95_latency_s: float | None) -> tuple[list[str], list[str]]:
+    """(close reasons, lines for the gate's screen). A budget that cannot be checked closes the gate."""
+    close, lines = [], []
+    cur = cost.get("currency") or ""
+    if max_cost_per_case is not None:
+        t = cost["totals"]
+        mean = (t.get("cost") or {}).get("mean")
+        if not cost["capability"]["enabled"]:
+            close.append(f"cost budget {max_cost_per_case:g} {cur}/case cannot be checked: {cost['capability']['blocked_by']}")
+        elif cost.get("prices") is None:
+            close.append(f"cost budget {max_cost_per_case:g}/case cannot be checked: no prices file ({cost.get('prices_note')})")
+        elif not t["complete"] or mean is None:
+            close.append(f"cost budget {max_cost_per_case:g} {cur}/case cannot be checked: {t['unpriced_cases']} case(s) "
+                         f"unpriced (unknown model(s): {', '.join(cost['unpriced_models']) or 'none named'})")
+        elif mean > max_cost_per_case:
+            close.append(f"cost {mean:.6g} {cur}/case is over the budget {max_cost_per_case:g} by "
+                         f"{mean - max_cost_per_case:.6g} ({(mean / max_cost_per_case - 1) * 100 if max_cost_per_case else float('inf'):.1f} %)")
+        else:
+            lines.append(f"cost {mean:.6g} {cur}/case, budget {max_cost_per_case:g}: margin {max_cost_per_case - mean:.6g}")
+    if max_p95_latency_s is not None:
+        p95 = (cost["totals"]["latency_ms"] or {}).get("p95")
+        if p95 is None:
+            close.append(f"latency budget p95 {max_p95_latency_s:g}s cannot be checked: no case latency recorded")
+        elif p95 / 1000 > max_p95_latency_s:
+            close.append(f"p95 latency {p95 / 1000:.3f}s is over the budget {max_p95_latency_s:g}s by "
+                         f"{p95 / 1000 - max_p95_latency_s:.3f}s")
+        else:
+            lines.append(f"p95 latency {p95 / 1000:.3f}s, budget {max_p95_latency_s:g}s: margin "
+                         f"{max_p95_latency_s - p95 / 1000:.3f}s")
+    return close, lines

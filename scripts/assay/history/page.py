@@ -1,0 +1,101 @@
+"""history.html: the run history as one self-contained, inert page (no JavaScript, no network).
+
+The same stylesheet and Content-Security-Policy as report.html; the trend chart is inline
+SVG drawn here (a point per run at its pass rate, a bar for its 95 % interval).
+"""
+
+from __future__ import annotations
+
+import html
+
+W, H, PAD = 640, 200, 36
+GLYPH = {"pass": "✓", "fail": "✗", None: "·"}
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{x * 100:.1f} %"
+
+
+def trend_svg(runs: list[dict]) -> str:
+    pts = [r for r in runs if r.get("pass_rate") is not None]
+    if not pts:
+        return "<p><em>no scored cases in this series</em></p>"
+    n = len(pts)
+    step = (W - 2 * PAD) / max(n - 1, 1)
+
+    def x(i: int) -> float:
+        return PAD + (i * step if n > 1 else (W - 2 * PAD) / 2)
+
+    def y(rate: float) -> float:
+        return PAD / 2 + (1 - rate) * (H - PAD)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
+             f'role="img" aria-label="pass rate per run">']
+    for level in (0.0, 0.5, 1.0):
+        parts.append(f'<line x1="{PAD}" x2="{W - PAD}" y1="{y(level):.1f}" y2="{y(level):.1f}" stroke="#999" '
+                     f'stroke-width="0.5" stroke-dasharray="3 3"/>'
+                     f'<text x="4" y="{y(level) + 4:.1f}" font-size="10" fill="currentColor">{int(level * 100)}%</text>')
+    line = " ".join(f"{x(i):.1f},{y(r['pass_rate']):.1f}" for i, r in enumerate(pts))
+    parts.append(f'<polyline points="{line}" fill="none" stroke="#3451b2" stroke-width="1.5"/>')
+    for i, r in enumerate(pts):
+        lo, hi = r.get("interval") or (r["pass_rate"], r["pass_rate"])
+        parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" stroke="#3451b2" '
+                     f'stroke-width="3" stroke-opacity="0.35"/>')
+        color = "#a12020" if r.get("gating_failures") else "#17633a"
+        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" fill="{color}">'
+                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
+    """`css`: the report's stylesheet (assay.report.html_style.CSS), passed in so history
+    does not import report (report's gate imports history.cost)."""
+    body = [f"<h1>{_e(title)}</h1>"]
+    ex = doc.get("excluded_runs") or []
+    body.append(f"<h2>Excluded runs ({len(ex)})</h2>")
+    if ex:
+        body.append("<table><thead><tr><th>run</th><th>why it does not count</th></tr></thead><tbody>")
+        body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_e(r['reason'])}</td></tr>" for r in ex]
+        body.append("</tbody></table>")
+    else:
+        body.append("<p>none</p>")
+    if doc.get("drift_flagged"):
+        body.append("<p><strong>Drift flagged:</strong> " + ", ".join(_e(s) for s in doc["drift_flagged"]) + "</p>")
+    for s in doc.get("series") or []:
+        body.append(f"<h2>{_e(s['name'])}</h2>")
+        if s.get("started_by"):
+            body.append(f"<p>New series: {_e(s['started_by'])}.</p>")
+        body.append(trend_svg(s["runs"]))
+        d = s.get("drift") or {}
+        body.append(f"<p>Drift: <strong>{'FLAGGED' if d.get('flagged') else 'not flagged'}</strong> — "
+                    f"{_e(d.get('reason') or '')} ({_e(d.get('test'))}).</p>")
+        body.append("<table><thead><tr><th>run</th><th>pass rate</th><th>95 % interval</th><th>scored</th>"
+                    "<th>gating failures</th><th>infra rate</th></tr></thead><tbody>")
+        for r in s["runs"]:
+            iv = r.get("interval")
+            body.append(f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_pct(r.get('pass_rate'))}</td>"
+                        f"<td>{'—' if not iv else _pct(iv[0]) + ' – ' + _pct(iv[1])}</td><td>{r['scored']}</td>"
+                        f"<td>{r['gating_failures']}</td><td>{_pct(r.get('infra_rate'))}</td></tr>")
+        body.append("</tbody></table>")
+        if s.get("holdout"):
+            body.append(f"<p><em>{_e(s.get('note'))}</em></p>")
+        elif s.get("flaky"):
+            body.append(f"<h3>Flaky cases ({len(s['flaky'])})</h3><table><thead><tr><th>case</th><th>flips</th>"
+                        "<th>verdicts, oldest first</th></tr></thead><tbody>")
+            for f in s["flaky"][:50]:
+                seq = " ".join(GLYPH.get(v, "·") for v in f["sequence"])
+                body.append(f"<tr><td><code>{_e(f['case_id'])}</code></td><td>{f['flips']}</td><td>{_e(seq)}</td></tr>")
+            body.append("</tbody></table>")
+        else:
+            body.append("<p>No flaky cases in this series.</p>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            "<meta name=\"color-scheme\" content=\"light dark\">\n"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+            f"<title>{_e(title)}</title>\n<style>\n{css}</style>\n</head>\n<body>\n<main>\n"
+            + "\n".join(body) + "\n</main>\n</body>\n</html>\n")

@@ -1,0 +1,231 @@
+"""Run history: every finished run under `<state>/reports/`, grouped into comparable series.
+
+A run is read through the files of runner-contract §10 only (results.json, manifest.yaml,
+verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner's own
+`--verify` (`check_run_dir`). Order is the run id's UTC timestamp, never a file's mtime.
+
+- **Series**: runs of one mode with the same dataset version, harness version and k are
+  comparable; any change starts a new series, and the series says what changed.
+- **Per run**: pass rate = passes / (passes + failures) with its Wilson 95 % interval,
+  gating failures, infra rate. Holdout runs are aggregate only: no case ids, no sequences.
+- **Flaky**: a case whose scored verdicts flip between pass and fail across the runs of a
+  series; ranked by the number of flips.
+- **Drift**: the series' last run against its earlier runs pooled, Fisher's exact test
+  (two-sided, alpha 0.05): flagged when the pass rate moved more than the sample sizes
+  explain.
+- **Excluded runs** (running, aborted, incomplete, failing --verify, unreadable) are
+  listed with the reason, first, so nobody reads a trend over a run that does not count.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.ids import parse_run_id
+from ..stats.proportions import fisher_exact_two_sided, wilson_interval
+
+DRIFT_ALPHA = 0.05
+DRIFT_TEST = "Fisher's exact test (two-sided): the series' last run against its earlier runs pooled"
+SERIES_KEYS = ("mode", "dataset_version", "harness_version", "k")
+HOLDOUT_MODES = ("holdout",)
+
+
+def _read(path: Path) -> Any:
+    return json.loads(path.read_bytes().decode("utf-8"))
+
+
+def _verdict_rows(run_dir: Path) -> list[dict]:
+    path = run_dir / "verdicts_for_stats.jsonl"
+    rows = []
+    for line in path.read_bytes().decode("utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | None]:
+    """(run record, None) for a usable run, else (None, the reason it is excluded)."""
+    if run_dir.is_symlink():
+        return None, "a symlink, not a run directory"
+    try:
+        results = _read(run_dir / "results.json")
+        manifest = _read(run_dir / "manifest.yaml")
+    except FileNotFoundError as exc:
+        return None, f"no {Path(exc.filename).name}: not a finished run"
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable run files ({type(exc).__name__})"
+    summary = results.get("summary") if isinstance(results, dict) else None
+    if not isinstance(summary, dict) or not isinstance(manifest, dict):
+        return None, "results.json or manifest.yaml is not the runner's shape"
+    status = summary.get("status")
+    if status != "ok":
+        return None, f"status {status!r} (only finished, complete runs count)"
+    if verify:
+        from ..run.completeness import RunDirError, check_run_dir
+        try:
+            problems, _, _ = check_run_dir(run_dir)
+        except RunDirError as exc:
+            return None, f"--verify: {exc}"
+        except (OSError, ValueError, RecursionError) as exc:
+            return None, f"--verify could not read it ({type(exc).__name__})"
+        if problems:
+            return None, f"--verify: {len(problems)} problem(s), first: {problems[0]}"
+    mode = results.get("mode") or manifest.get("mode")
+    passes, failures = _int(summary.get("passes")), _int(summary.get("failures"))
+    scored = passes + failures
+    interval = wilson_interval(passes, scored)
+    record = {
+        "run_id": run_dir.name,
+        "mode": mode,
+        "dataset_version": results.get("dataset_version", manifest.get("dataset_version")),
+        "harness_version": results.get("harness_version", manifest.get("harness_version")),
+        "k": results.get("k", manifest.get("k")),
+        "started_at": results.get("started_at"),
+        "cases": _int(summary.get("n")),
+        "passes": passes, "failures": failures, "scored": scored,
+        "unscored": _int(summary.get("unscored")),
+        "pass_rate": round(passes / scored, 4) if scored else None,
+        "interval": [round(interval[0], 4), round(interval[1], 4)] if interval else None,
+        "gating_failures": _int(summary.get("gating_failures")),
+        "infra_rate": summary.get("infra_rate"),
+        "holdout": mode in HOLDOUT_MODES,
+    }
+    if not record["holdout"]:
+        try:
+            rows = _verdict_rows(run_dir)
+        except (OSError, ValueError) as exc:
+            return None, f"verdicts_for_stats.jsonl unreadable ({type(exc).__name__})"
+        record["verdicts"] = {r["case_id"]: r.get("verdict") for r in rows
+                              if isinstance(r.get("case_id"), str) and not r["case_id"].startswith("<holdout")}
+    return record, None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def scan(state_dir: Path, *, verify: bool = True) -> tuple[list[dict], list[dict]]:
+    """(usable runs in run-id time order, excluded runs with reasons)."""
+    reports = Path(state_dir) / "reports"
+    if not reports.is_dir():
+        raise AssayError(f"{reports}: no reports directory; run a suite first (run_cases.py --out "
+                         f"{reports}/<run-id>) or pass the state dir that holds reports/", 2)
+    runs, excluded = [], []
+    for entry in sorted(reports.iterdir()):
+        if not entry.is_dir() or entry.name.startswith("."):
+            continue
+        parsed = parse_run_id(entry.name)
+        if not parsed:
+            excluded.append({"run_id": entry.name, "reason": "directory name is not a run id (<mode>-<UTC stamp>)"})
+            continue
+        record, reason = load_run(entry, verify=verify)
+        if record is None:
+            excluded.append({"run_id": entry.name, "reason": reason})
+        else:
+            record["stamp"] = parsed[1]
+            runs.append(record)
+    runs.sort(key=lambda r: (r["stamp"], r["run_id"]))
+    excluded.sort(key=lambda r: r["run_id"])
+    return runs, excluded
+
+
+def series_name(key: tuple) -> str:
+    mode, dataset, harness, k = key
+    return f"{mode} · dataset v{dataset} · assay {harness} · k={k}"
+
+
+def build_series(runs: list[dict]) -> list[dict]:
+    """Consecutive comparable runs per mode; a changed key starts a new series that names the change."""
+    by_mode: dict[str, list[dict]] = {}
+    for run in runs:
+        by_mode.setdefault(str(run["mode"]), []).append(run)
+    out = []
+    for mode in sorted(by_mode):
+        current: dict | None = None
+        for run in by_mode[mode]:
+            key = tuple(run[k] for k in SERIES_KEYS)
+            if current is None or tuple(current["key"]) != key:
+                change = None
+                if current is not None:
+                    change = ", ".join(f"{k} {a} → {b}" for k, a, b in zip(SERIES_KEYS, current["key"], key) if a != b)
+                current = {"key": list(key), "name": series_name(key), "started_by": change, "runs": []}
+                out.append(current)
+            current["runs"].append(run)
+    for s in out:
+        s.update(_analyse(s["runs"]))
+        s["runs"] = [_public_run(r) for r in s["runs"]]
+    return out
+
+
+def _public_run(run: dict) -> dict:
+    return {k: v for k, v in run.items() if k not in ("verdicts", "stamp")}
+
+
+def _analyse(runs: list[dict]) -> dict:
+    holdout = runs[0]["holdout"]
+    out: dict[str, Any] = {"holdout": holdout, "drift": drift(runs)}
+    if holdout:
+        out["cases"] = None
+        out["flaky"] = []
+        out["note"] = "holdout: aggregate only (case ids and sequences are sealed)"
+        return out
+    ids = sorted({cid for r in runs for cid in r["verdicts"]})
+    cases = {}
+    for cid in ids:
+        seq = [r["verdicts"].get(cid) for r in runs]
+        cases[cid] = {"sequence": seq, "flips": flips(seq)}
+    flaky = sorted(({"case_id": cid, **v} for cid, v in cases.items() if v["flips"] > 0),
+                   key=lambda c: (-c["flips"], c["case_id"]))
+    out["cases"] = cases
+    out["flaky"] = flaky
+    return out
+
+
+def flips(sequence: list[str | None]) -> int:
+    """Pass/fail changes between consecutive scored verdicts (other verdicts neither flip nor break a run)."""
+    scored = [v for v in sequence if v in ("pass", "fail")]
+    return sum(1 for a, b in zip(scored, scored[1:]) if a != b)
+
+
+def drift(runs: list[dict]) -> dict:
+    if len(runs) < 2:
+        return {"test": DRIFT_TEST, "flagged": False, "p_value": None, "alpha": DRIFT_ALPHA,
+                "reason": "one run: nothing to compare"}
+    last, earlier = runs[-1], runs[:-1]
+    a, b = last["passes"], last["failures"]
+    c, d = sum(r["passes"] for r in earlier), sum(r["failures"] for r in earlier)
+    if not (a + b) or not (c + d):
+        return {"test": DRIFT_TEST, "flagged": False, "p_value": None, "alpha": DRIFT_ALPHA,
+                "reason": "no scored cases on one side"}
+    p = fisher_exact_two_sided(a, b, c, d)
+    last_rate, earlier_rate = a / (a + b), c / (c + d)
+    flagged = p < DRIFT_ALPHA
+    return {"test": DRIFT_TEST, "alpha": DRIFT_ALPHA, "p_value": round(p, 6), "flagged": flagged,
+            "last": {"run_id": last["run_id"], "passes": a, "scored": a + b, "pass_rate": round(last_rate, 4)},
+            "earlier": {"runs": len(earlier), "passes": c, "scored": c + d, "pass_rate": round(earlier_rate, 4)},
+            "direction": "down" if last_rate < earlier_rate else "up" if last_rate > earlier_rate else "flat",
+            "reason": (f"pass rate {earlier_rate:.1%} → {last_rate:.1%}, p = {p:.4f} "
+                       f"{'<' if flagged else '≥'} {DRIFT_ALPHA}")}
+
+
+def history(state_dir: Path, *, verify: bool = True) -> dict:
+    runs, excluded = scan(state_dir, verify=verify)
+    series = build_series(runs)
+    return {
+        "state_dir": str(state_dir),
+        "excluded_runs": excluded,
+        "runs_used": len(runs),
+        "series": series,
+        "drift_flagged": [s["name"] for s in series if s["drift"].get("flagged")],
+        "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
+                              key=lambda f: (-f["flips"], f["series"], f["case_id"])),
+        "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS),
+                   "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
+                   "flaky": "scored verdicts flip between pass and fail across a series' runs",
+                   "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify},
+    }

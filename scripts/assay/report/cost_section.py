@@ -1,0 +1,37 @@
+"""The report's "Cost and latency" section: the numbers score_cost.py prints, from the same function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..history.cost import default_prices_path, load_prices, run_cost
+from .mdtext import code
+
+
+def cost_section(run_dir: Path) -> list[str]:
+    prices_path = default_prices_path(run_dir)
+    prices = load_prices(prices_path) if prices_path.is_file() else None
+    cost = run_cost(Path(run_dir), prices, prices_note=None if prices else f"no {prices_path.name} in the state dir")
+    t, cap = cost["totals"], cost["capability"]
+    out = ["## Cost and latency", ""]
+    lat = t["latency_ms"]
+    if lat["n"]:
+        out.append(f"- Latency per case (end to end): p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms "
+                   f"over {lat['n']} cases.")
+    if not cap["enabled"]:
+        out += [f"- Tokens and cost: not measured ({cap['blocked_by']}).", ""]
+        return out
+    out.append(f"- Tokens: {t['input_tokens']} in + {t['output_tokens']} out over {t['model_calls']} model calls "
+               f"({t['traced_cases']} traced cases); model time p95 {t['model_latency_ms']['p95'] or 0:.1f} ms per case.")
+    if prices is None:
+        out.append(f"- Cost: not priced ({cost['prices_note']}; see `score_cost.py --help`).")
+    elif t["cost"]["total"] is None or not t["complete"]:
+        named = ", ".join(code(m) for m in cost["unpriced_models"]) or "none named"
+        out.append(f"- Cost: incomplete: {t['unpriced_cases']} case(s) use model(s) the prices file does not name "
+                   f"({named}); they are not priced at 0.")
+    else:
+        c = t["cost"]
+        out.append(f"- Cost: {c['total']:.6f} {cost['currency']} in all; per case mean {c['mean']:.6f}, "
+                   f"p95 {c['p95']:.6f} (prices: {code(Path(cost['prices']).name)}).")
+    out.append("")
+    return out

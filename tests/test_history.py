@@ -1,0 +1,174 @@
+"""Run history (run_history.py, assay.history.runs) and the proportion statistics it uses.
+
+Series, flaky cases, drift and exclusions are exercised on synthetic run directories
+(the three files history reads, `--no-verify`); the verified path, the page and its
+screenshot run over real runs of the example app (tests/test_cost.py's fixture shape).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from helpers import run_script
+
+from assay.history.runs import flips, history
+from assay.stats.proportions import fisher_exact_two_sided, wilson_interval
+
+
+# ---------------------------------------------------------------- pure statistics
+
+def test_fisher_exact_matches_known_values():
+    # R: fisher.test(matrix(c(1,11,9,3),2))$p.value = 0.002759456
+    assert math.isclose(fisher_exact_two_sided(1, 9, 11, 3), 0.002759456, rel_tol=1e-6)
+    # the tea-tasting table: two-sided p = 0.4857143
+    assert math.isclose(fisher_exact_two_sided(3, 1, 1, 3), 0.4857143, rel_tol=1e-6)
+    assert fisher_exact_two_sided(5, 5, 5, 5) == 1.0
+
+
+def test_wilson_interval_known_values_and_edges():
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0 and math.isclose(hi, 0.2775, abs_tol=1e-4)
+    lo, hi = wilson_interval(10, 10)
+    assert math.isclose(hi, 1.0) and math.isclose(lo, 0.7225, abs_tol=1e-4)
+    assert wilson_interval(0, 0) is None
+
+
+def test_flips_count_only_scored_changes():
+    assert flips(["pass", "fail", "pass", "pass", "fail"]) == 3
+    assert flips(["pass", "unscored", "pass", None, "pass"]) == 0
+    assert flips(["fail", "infra_error", "pass"]) == 1
+
+
+# ---------------------------------------------------------------- synthetic runs
+
+def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok", dataset=1, harness="0.1.0",
+             k=1, mode=None) -> Path:
+    mode = mode or run_id.split("-")[0]
+    d = reports / run_id
+    (d / "cases").mkdir(parents=True)
+    passes = sum(1 for v in verdicts.values() if v == "pass")
+    failures = sum(1 for v in verdicts.values() if v == "fail")
+    summary = {"status": status, "n": len(verdicts), "passes": passes, "failures": failures,
+               "gating_failures": failures, "unscored": len(verdicts) - passes - failures, "infra_rate": 0.0}
+    common = {"run_id": run_id, "mode": mode, "dataset_version": dataset, "harness_version": harness, "k": k}
+    (d / "results.json").write_text(json.dumps({**common, "summary": summary, "started_at": "x"}))
+    (d / "manifest.yaml").write_text(json.dumps(common))
+    rows = [{"case_id": (f"<holdout #{i}>" if mode == "holdout" else cid), "verdict": v}
+            for i, (cid, v) in enumerate(sorted(verdicts.items()), 1)]
+    (d / "verdicts_for_stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def stamp(i: int) -> str:
+    return f"202611{10 + i:02d}T120000Z"
+
+
+@pytest.fixture
+def state(tmp_path):
+    (tmp_path / "reports").mkdir()
+    return tmp_path
+
+
+def test_series_split_on_every_version_change_and_say_what_changed(state):
+    r = state / "reports"
+    base = {"a": "pass", "b": "pass"}
+    make_run(r, f"regression-{stamp(1)}", base)
+    make_run(r, f"regression-{stamp(2)}", base)
+    make_run(r, f"regression-{stamp(3)}", base, dataset=2)
+    make_run(r, f"regression-{stamp(4)}", base, dataset=2, harness="0.2.0")
+    make_run(r, f"regression-{stamp(5)}", base, dataset=2, harness="0.2.0", k=3)
+    make_run(r, f"smoke-{stamp(6)}", base)
+    doc = history(state, verify=False)
+    names = [s["name"] for s in doc["series"]]
+    assert names == ["regression · dataset v1 · assay 0.1.0 · k=1", "regression · dataset v2 · assay 0.1.0 · k=1",
+                     "regression · dataset v2 · assay 0.2.0 · k=1", "regression · dataset v2 · assay 0.2.0 · k=3",
+                     "smoke · dataset v1 · assay 0.1.0 · k=1"]
+    assert [len(s["runs"]) for s in doc["series"]] == [2, 1, 1, 1, 1]
+    assert [s["started_by"] for s in doc["series"][:4]] == [
+        None, "dataset_version 1 → 2", "harness_version 0.1.0 → 0.2.0", "k 1 → 3"]
+
+
+def test_flaky_case_found_across_five_runs_and_ranked(state):
+    r = state / "reports"
+    seqs = {"steady": "PPPPP", "flip4": "PFPFP", "flip1": "PPPPF", "unscored": "PUPUP"}
+    glyph = {"P": "pass", "F": "fail", "U": "unscored"}
+    for i in range(5):
+        make_run(r, f"regression-{stamp(i)}", {cid: glyph[s[i]] for cid, s in seqs.items()})
+    doc = history(state, verify=False)
+    flaky = doc["series"][0]["flaky"]
+    assert [(f["case_id"], f["flips"]) for f in flaky] == [("flip4", 4), ("flip1", 1)]
+    assert flaky[0]["sequence"] == ["pass", "fail", "pass", "fail", "pass"]
+    assert doc["flaky_cases"][0]["case_id"] == "flip4"
+
+
+def _rate_runs(r: Path, rates: list[tuple[int, int]]):
+    for i, (p, n) in enumerate(rates):
+        make_run(r, f"regression-{stamp(i)}", {f"c{j:02d}": ("pass" if j < p else "fail") for j in range(n)})
+
+
+def test_drift_flagged_when_the_drop_is_beyond_the_sample_size(state):
+    _rate_runs(state / "reports", [(19, 20), (20, 20), (19, 20), (8, 20)])
+    d = history(state, verify=False)["series"][0]["drift"]
+    assert d["flagged"] is True and d["direction"] == "down" and d["p_value"] < 0.05
+    assert "Fisher" in d["test"]
+
+
+def test_drift_not_flagged_within_noise(state):
+    _rate_runs(state / "reports", [(15, 20), (16, 20), (14, 20), (13, 20)])
+    doc = history(state, verify=False)
+    d = doc["series"][0]["drift"]
+    assert d["flagged"] is False and d["p_value"] >= 0.05
+    assert doc["drift_flagged"] == []
+
+
+def test_unusable_runs_are_excluded_and_named(state):
+    r = state / "reports"
+    make_run(r, f"regression-{stamp(1)}", {"a": "pass"})
+    make_run(r, f"regression-{stamp(2)}", {"a": "pass"}, status="running")
+    make_run(r, f"regression-{stamp(3)}", {"a": "pass"}, status="aborted_canary")
+    make_run(r, f"regression-{stamp(4)}", {"a": "pass"}, status="incomplete")
+    (r / f"regression-{stamp(5)}").mkdir()
+    (r / "scratch").mkdir()
+    doc = history(state, verify=False)
+    reasons = {e["run_id"]: e["reason"] for e in doc["excluded_runs"]}
+    assert "'running'" in reasons[f"regression-{stamp(2)}"]
+    assert "aborted_canary" in reasons[f"regression-{stamp(3)}"]
+    assert "incomplete" in reasons[f"regression-{stamp(4)}"]
+    assert "no results.json" in reasons[f"regression-{stamp(5)}"]
+    assert "not a run id" in reasons["scratch"]
+    assert doc["runs_used"] == 1
+    # with --verify (the default) a hand-made run is not a run the runner would vouch for
+    verified = history(state, verify=True)
+    assert verified["runs_used"] == 0
+    assert "--verify" in {e["run_id"]: e["reason"] for e in verified["excluded_runs"]}[f"regression-{stamp(1)}"]
+
+
+def test_holdout_runs_are_aggregate_only(state):
+    r = state / "reports"
+    make_run(r, f"holdout-{stamp(1)}", {"secret-1": "pass", "secret-2": "fail"})
+    make_run(r, f"holdout-{stamp(2)}", {"secret-1": "fail", "secret-2": "pass"})
+    doc = history(state, verify=False)
+    s = doc["series"][0]
+    assert s["holdout"] and s["cases"] is None and s["flaky"] == []
+    assert s["runs"][0]["pass_rate"] == 0.5
+    text = json.dumps(doc)
+    assert "secret" not in text and "<holdout" not in text
+
+
+def test_script_writes_history_and_page_and_refuses_bad_input(state, tmp_path):
+    _rate_runs(state / "reports", [(19, 20), (20, 20), (8, 20)])
+    r = run_script("run_history", state, "--no-verify", "--html", tmp_path / "h.html")
+    assert r.rc == 0, r.stdout + r.stderr
+    out = r.json
+    assert out["runs_used"] == 3 and out["drift_flagged"]
+    page = (tmp_path / "h.html").read_text()
+    assert "<svg" in page and "<script" not in page.lower() and "default-src 'none'" in page
+    assert json.loads((state / "reports" / "history.json").read_text())["series"]
+    bad = run_script("run_history", tmp_path / "nope")
+    assert bad.rc == 2 and "not a directory" in bad.json["error"]
+    no_reports = run_script("run_history", state / "reports")  # a directory, but not a state dir
+    assert no_reports.rc == 2 and "no reports directory" in no_reports.json["error"]
