@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """draft_report.py: write every numeric section of a run's report.md from the run's own files,
-leaving one marked slot at the top for the agent's top-3 failure clusters.
+with the failure clusters (cluster_failures.py) drafted in a marked slot at the top that an agent may rewrite.
 """
 
 import sys
@@ -40,7 +40,8 @@ def run(args):
     atomic_write_text(target, result.markdown)
     return 0, {"report": str(target), "quotable": result.quotable, "may_contain_pii": result.may_contain_pii,
                "redactions": result.redactions, "excerpts": result.excerpts,
-               "next": "write the top-3 failure clusters between the assay:clusters markers, then run md_to_html.py"}
+               "next": "review the drafted failure clusters between the assay:clusters markers (rewrite them if you can "
+                       "name the cause better), then run md_to_html.py"}
 
 
 if __name__ == "__main__":

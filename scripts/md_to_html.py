@@ -24,7 +24,7 @@ def build_parser():
 
 def run(args):
     from assay.core.jsonio import atomic_write_text
-    from assay.report.draft import CLUSTERS_TODO
+    from assay.report.draft import PLACEHOLDER_MARK
     from assay.report.html import render
 
     src = Path(args.input)
@@ -36,10 +36,12 @@ def run(args):
         raise AssayError(f"{src}: not UTF-8 ({exc}); save the report as UTF-8", 2, path=str(src)) from None
     except OSError as exc:
         raise AssayError(f"{src}: cannot read ({exc})", 2, path=str(src)) from None
+    if PLACEHOLDER_MARK in text:
+        line = text[: text.index(PLACEHOLDER_MARK)].count("\n") + 1
+        raise AssayError(f"{src}:{line}: still holds a {PLACEHOLDER_MARK} placeholder, which must never reach "
+                         "report.html; re-draft it (draft_report.py --force fills the clusters from "
+                         "cluster_failures.py) or write that paragraph, then render again", 2, path=str(src), line=line)
     page = render(text, fallback_title=src.stem)
-    if CLUSTERS_TODO in text:
-        sys.stderr.write("md_to_html: the failure-clusters slot still holds draft_report's TODO; "
-                         "write the clusters in report.md, then render again\n")
     if not args.output:
         sys.stdout.write(page)
         return 0, None

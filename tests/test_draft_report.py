@@ -57,7 +57,7 @@ def test_zero_gating_failures_is_a_result(tmp_path):
 def test_clusters_slot_is_first_then_excerpts_then_metrics(tmp_path):
     text = draft(make_run(tmp_path, basic_cases()))
     begin, end = text.index("<!-- assay:clusters -->"), text.index("<!-- /assay:clusters -->")
-    assert "TODO(agent): replace this paragraph with the top-3 failure clusters" in text[begin:end]
+    assert "drafted by `cluster_failures.py`" in text[begin:end] and "TODO" not in text
     assert begin < text.index("## Failure excerpts") < text.index("## Counts") < text.index("## Results by layer")
     assert text.index("# assay report:") < begin
 

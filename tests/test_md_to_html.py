@@ -132,11 +132,14 @@ def test_cli_writes_file_errors_are_json(tmp_path):
     assert r.rc == 2 and "does not exist" in r.json["error"]
 
 
-def test_cli_warns_when_clusters_todo_is_left(tmp_path):
+def test_cli_refuses_a_report_that_still_holds_a_todo(tmp_path):
     run_dir = realistic_run(tmp_path)
     assert run_script("draft_report", run_dir).rc == 0
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "TODO" not in text  # the clusters slot is drafted from cluster_failures
+    (run_dir / "report.md").write_text(text.replace("## Failure excerpts", "TODO(agent): write this\n\n## Failure excerpts"))
     r = run_script("md_to_html", run_dir / "report.md", run_dir / "report.html")
-    assert r.rc == 0 and "still holds draft_report's TODO" in r.stderr
+    assert r.rc == 2 and "TODO(agent) placeholder" in r.json["error"] and not (run_dir / "report.html").exists()
 
 
 # ---- real browser: nothing executes, the text is visible ----

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..core.errors import AssayError
 from .cost_section import cost_section
 from ..core.vocab import EXIT_MEANINGS, LAYER_ORDER
+from .clusters import build_clusters, clusters_markdown
 from .facts import RunFacts, load_facts
 from .mdtext import code, count, esc, pct, plural
 from .redact import pii_flag, redact
@@ -23,12 +24,8 @@ from .sections import comparison_section, failure_excerpts, reliability_section,
 
 CLUSTERS_BEGIN = "<!-- assay:clusters -->"
 CLUSTERS_END = "<!-- /assay:clusters -->"
-CLUSTERS_TODO = (
-    "TODO(agent): replace this paragraph with the top-3 failure clusters. For each: a one-line name; "
-    "the cases it covers (never a holdout id); 1-2 expected-vs-actual excerpts quoted from "
-    "\"Failure excerpts\" below (already redacted); the implicated surface (router prompt, tool "
-    "description X, missing OOS route, ...); an effort tag (S/M/L). Every number stays as drafted."
-)
+# Text an agent was asked to replace; md_to_html.py refuses a report.md that still holds it.
+PLACEHOLDER_MARK = "TODO(agent)"
 LAYER_COLUMNS = ("pass", "fail", "n/a", "unscorable", "unscored", "error", "infra_error", "infra_incomplete")
 
 
@@ -231,10 +228,17 @@ def draft(run_dir: Path) -> Draft:
     else:
         lines += [headline(facts), ""]
     if count(s.get("failures")) == 0:
-        slot = f"No failure clusters: 0 gating failures (n={n}), and no other case failed."
+        slot = [f"No failure clusters: 0 gating failures (n={n}), and no other case failed."]
     else:
-        slot = CLUSTERS_TODO
-    lines += [CLUSTERS_BEGIN, "## Top failure clusters", "", slot, "", CLUSTERS_END, ""]
+        # the clusters quote the same cases as the excerpts: redacted alike, counted once (in the excerpts)
+        doc = {"failing_cases": 0, "clusters": build_clusters(
+            facts, lambda text: redact(text)[0] if redactor.active and text else text)}
+        doc["failing_cases"] = len({cid for c in doc["clusters"] for cid in c["case_ids"]})
+        slot = clusters_markdown(doc)
+        if not doc["clusters"]:
+            slot = [f"{plural(count(s.get('failures')), 'failure')}, all on holdout cases: aggregate only, "
+                    "never clustered by name."]
+    lines += [CLUSTERS_BEGIN, "## Top failure clusters", ""] + slot + ["", CLUSTERS_END, ""]
     excerpts = failure_excerpts(facts, redactor)
     lines += excerpts
     lines += counts_section(facts)

@@ -19,6 +19,7 @@ from ..core.jsonio import sha256_bytes
 from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED
 from ..score.rollup import case_verdict, fold_repeats, unscored_reason
 from . import templates
+from .caseinfo import case_title, input_text
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .outcome import RESPONSE, Outcome, attempt_with_retries
 from .runlog import RunLog, case_ref
@@ -278,7 +279,8 @@ def _base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
             "unit": _str_or_none(case.get("unit")), "category": _str_or_none(case.get("category")), "k": k, "attempts": 0,
             "retry_count": 0, "crashed": False, "repeated_5xx": None, "skip_reason": None, "infra_reason": None,
             "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
-            "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result"))}
+            "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result")),
+            "title": case_title(case), "input_text": input_text(case)}
 
 
 def _str_or_none(value: Any) -> str | None:

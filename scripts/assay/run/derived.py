@@ -77,9 +77,12 @@ def repeat_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def results_row(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {"case_id": record["case_id"], "verdict": record["verdict"], "canary": bool(record.get("canary")),
-            "gating": record.get("gating", True) is not False, "failed_layers": failed_layers(layer_strings(record)),
-            "layers": layer_strings(record)}
+    row = {"case_id": record["case_id"], "verdict": record["verdict"], "canary": bool(record.get("canary")),
+           "gating": record.get("gating", True) is not False, "failed_layers": failed_layers(layer_strings(record)),
+           "layers": layer_strings(record)}
+    if record.get("title"):
+        row["title"] = record["title"]
+    return row
 
 
 def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -124,7 +127,7 @@ def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, 
 
 _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed", "repeated_5xx",
               "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect",
-              "unscored_reason")
+              "unscored_reason", "title")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional") + ROUTING_KEYS
 
 

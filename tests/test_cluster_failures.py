@@ -1,0 +1,77 @@
+"""cluster_failures.py: failing non-holdout cases grouped by (layer, normalized reason), counts,
+two exemplars each; draft_report fills the report's clusters slot from it (no TODO ever)."""
+
+from __future__ import annotations
+
+import json
+
+from fakeapp import FakeApp, Reply, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixture)
+from helpers import run_script
+
+from assay.report.clusters import failure_reason, normalize
+
+
+def test_normalize_folds_numbers_and_hex_but_keeps_labels():
+    assert normalize("expected 245.75, got 200.5") == "expected <n>, got <n>"
+    assert normalize("search_kb called 4 times  (threshold 3)") == "search_kb called <n> times (threshold <n>)"
+    assert normalize("trace 7640d51b0bbe9279 missing") == "trace <hex> missing"
+    assert normalize("forbidden record id(s) returned: ['INV-2001']") == "forbidden record id(s) returned: ['INV-<n>']"
+
+
+def test_failure_reason_speaks_each_layers_terms():
+    assert failure_reason("routing", {"verdict": "fail", "expected": "billing", "observed": "tech_support"}) == \
+        "expected billing, observed tech_support"
+    answer = {"verdict": "fail", "checks": [{"check": "must_contain", "entry": "245.75", "status": "fail",
+                                             "reason": "not found in the answer"},
+                                            {"check": "must_not_contain", "entry": "x", "status": "pass"}]}
+    assert failure_reason("answer", answer) == "must_contain: not found in the answer"
+    execution = {"verdict": "fail", "diff": {"summary": "expected 245.75, got 200.5"}}
+    assert failure_reason("execution", execution) == "expected <n>, got <n>"
+    assert failure_reason("trajectory", {"verdict": "fail", "failures": ["expected tool call(s) missing: ['a']"]}) \
+        == "expected tool call(s) missing: ['a']"
+    assert failure_reason("http", {"verdict": "fail", "status": 404, "expected_status": None}) == \
+        "expected any 2xx, got HTTP 404"
+    assert failure_reason("newlayer", {"verdict": "fail", "reason": "took 12 s"}) == "took <n> s"
+
+
+def misrouting_app(req) -> Reply:
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    msg = (req.json or {}).get("message", "")
+    return Reply(200, {"message": f"about {msg}: call 555-123-4567", "route": "tech" if "bill" in msg else "billing"})
+
+
+def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(state):
+    cases = [case(f"c-bill{i}", f"bill question {i}", expect={"route": "billing"}, title=f"Billing #{i}")
+             for i in range(1, 4)]
+    cases += [case("c-words", "hello", expect={"route": "billing", "answer": {"must_contain": ["goodbye"]}}),
+              case("c-fine", "fine", expect={"route": "billing"}),
+              case("c-sealed1", "bill sealed", split=("smoke", "holdout"), expect={"route": "billing"})]
+    with FakeApp(misrouting_app) as app:
+        plan = make_plan(state, cases, app_url=app.url)
+        plan["adapter"]["data"]["may_contain_pii"] = True
+        r = run_runner("--plan", write_plan(state, plan), "--out", state / "reports" / plan["run_id"])
+        assert r.rc == 0, r.stdout + r.stderr
+    run_dir = state / "reports" / plan["run_id"]
+    out = run_script("cluster_failures", run_dir)
+    assert out.rc == 0, out.stdout
+    doc = out.json
+    assert doc["failing_cases"] == 4 and doc["holdout_failures"] == 1 and doc["redacted"] is True
+    (big, *rest) = doc["clusters"]
+    assert (big["layer"], big["reason"], big["count"]) == ("routing", "expected billing, observed tech", 3)
+    assert big["case_ids"] == ["c-bill1", "c-bill2", "c-bill3"] and len(big["exemplars"]) == 2
+    ex = big["exemplars"][0]
+    assert ex["case_id"] == "c-bill1" and ex["title"] == "Billing #1" and ex["input"] == "bill question 1"
+    assert ex["expected"] == {"route": "billing"} and "555-123-4567" not in ex["answer"]
+    assert [(c["layer"], c["count"]) for c in rest] == [("answer", 1)]
+    assert "c-sealed1" not in out.stdout
+    assert run_script("cluster_failures", run_dir, "--top", "1").json["clusters"] == [big]
+    bad = run_script("cluster_failures", state / "nope")
+    assert bad.rc == 2 and "no results.json" in bad.json["error"]
+
+    assert run_script("draft_report", run_dir).rc == 0
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    slot = text[text.index("<!-- assay:clusters -->"):text.index("<!-- /assay:clusters -->")]
+    assert "**routing: expected billing, observed tech** (3 cases:" in slot and "input:    bill question 1" in slot
+    assert "TODO" not in text and "c-sealed1" not in text
+    json.loads((run_dir / "results.json").read_text())  # the run itself is untouched
