@@ -1,0 +1,237 @@
+"""Agreement between human labels and the judge, per rubric version (wave2 §6).
+
+`fail` is the positive class: tp = both say fail, fn = the human says fail and the judge
+pass, fp = the human says pass and the judge fail, tn = both say pass. TPR = tp/(tp+fn),
+TNR = tn/(tn+fp), Cohen's kappa over the 2x2. A judge `unknown` is out of the 2x2 and
+counted apart; a line without `judge_label` is unpaired. Last line per (rubric, node,
+case) wins. A labelling batch whose canary line disagrees with the earlier label is
+void: none of its lines count.
+
+A rubric version is calibrated when pairs >= min_pairs, human fails and human passes
+each >= min_per_class, and TPR, TNR and kappa reach their floors. Intervals (exact
+Clopper-Pearson for TPR/TNR, large-sample for kappa) are reported, never gated on.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, asdict
+from typing import Any
+
+from ..core.errors import AssayError
+from .annotations import Annotation
+from .intervals import clopper_pearson, kappa_interval
+
+UNKNOWN_NOTE_RATE = 0.10
+
+
+@dataclass(frozen=True)
+class Floors:
+    min_pairs: int = 100
+    min_per_class: int = 10
+    min_tpr: float = 0.90
+    min_tnr: float = 0.90
+    min_kappa: float = 0.60
+
+    def check(self) -> None:
+        if self.min_pairs < 1 or self.min_per_class < 0:
+            raise AssayError("--min-pairs must be >= 1 and --min-per-class >= 0", 2)
+        for name in ("min_tpr", "min_tnr"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise AssayError(f"--{name.replace('_', '-')} must be between 0 and 1", 2)
+        if not -1.0 <= self.min_kappa <= 1.0:
+            raise AssayError("--min-kappa must be between -1 and 1", 2)
+
+
+def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
+    """Cohen's kappa on the 2x2; None when undefined (no pairs, or chance agreement 1)."""
+    n = tp + fn + fp + tn
+    if n == 0:
+        return None
+    po = (tp + tn) / n
+    pe = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / (n * n)
+    if pe >= 1.0:
+        return None
+    return (po - pe) / (1.0 - pe)
+
+
+def _round(value: Any) -> Any:
+    """Six decimals for the printed numbers (floors are compared before rounding)."""
+    if isinstance(value, list):
+        return [round(v, 6) for v in value]
+    return None if value is None else round(value, 6)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def void_batches(rows: list[Annotation]) -> tuple[list[Annotation], list[dict[str, Any]], dict[str, int]]:
+    """Drop canary lines, and every line of a batch in which a canary label missed.
+
+    Returns (the counted lines, the voided batches, canary counts)."""
+    missed: dict[str, list[str]] = defaultdict(list)
+    canaries = {"shown": 0, "missed": 0}
+    for a in rows:
+        if a.canary:
+            canaries["shown"] += 1
+            if a.label != a.expected_label:
+                canaries["missed"] += 1
+                missed[a.batch or "(no batch)"].append(f"{a.case_id} ({a.source})")
+    voided = [{"batch": b, "canary_misses": misses,
+               "lines": sum(1 for a in rows if (a.batch or "(no batch)") == b and not a.canary)}
+              for b, misses in missed.items()]
+    kept = [a for a in rows if not a.canary and (a.batch or "(no batch)") not in missed]
+    return kept, voided, canaries
+
+
+def last_wins(rows: list[Annotation]) -> tuple[list[Annotation], int]:
+    latest: "OrderedDict[tuple[str, str, str], Annotation]" = OrderedDict()
+    replaced = 0
+    for a in rows:
+        if a.key in latest:
+            replaced += 1
+            del latest[a.key]
+        latest[a.key] = a
+    return list(latest.values()), replaced
+
+
+def _matrix(rows: list[Annotation]) -> dict[str, int]:
+    m = {"tp": 0, "fn": 0, "fp": 0, "tn": 0}
+    for a in rows:
+        if a.judge_label not in ("pass", "fail"):
+            continue
+        if a.label == "fail":
+            m["tp" if a.judge_label == "fail" else "fn"] += 1
+        else:
+            m["fp" if a.judge_label == "fail" else "tn"] += 1
+    return m
+
+
+def unlock_sentence(pairs: int, human_fail: int, human_pass: int, floors: Floors) -> str | None:
+    """How many more labelled pairs the counting floors need, or None when they are met."""
+    need_fail = max(0, floors.min_per_class - human_fail)
+    need_pass = max(0, floors.min_per_class - human_pass)
+    more = max(floors.min_pairs - pairs, need_fail + need_pass, 0)
+    if more == 0:
+        return None
+    parts = []
+    if need_fail:
+        parts.append(f"{need_fail} of them failing")
+    if need_pass:
+        parts.append(f"{need_pass} of them passing")
+    tail = f", at least {' and '.join(parts)}" if parts else ""
+    return f"label {more} more{tail}"
+
+
+def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> dict[str, Any]:
+    """The per-rubric entry of the output and of the sidecar."""
+    paired = [a for a in rows if a.judge_label is not None]
+    unknown = sum(1 for a in paired if a.judge_label == "unknown")
+    m = _matrix(paired)
+    tp, fn, fp, tn = m["tp"], m["fn"], m["fp"], m["tn"]
+    pairs = tp + fn + fp + tn
+    human_fail, human_pass = tp + fn, fp + tn
+    tpr, tnr, kappa = _ratio(tp, human_fail), _ratio(tn, human_pass), cohen_kappa(tp, fn, fp, tn)
+
+    blocking: list[str] = []
+    if pairs < floors.min_pairs:
+        blocking.append(f"{pairs} labelled pairs < {floors.min_pairs}")
+    if human_fail < floors.min_per_class:
+        blocking.append(f"{human_fail} human fail labels < {floors.min_per_class}")
+    if human_pass < floors.min_per_class:
+        blocking.append(f"{human_pass} human pass labels < {floors.min_per_class}")
+    if tpr is None or tpr < floors.min_tpr:
+        blocking.append("TPR undefined (no human fail labels)" if tpr is None
+                        else f"TPR {tpr:.3f} < {floors.min_tpr:.2f}")
+    if tnr is None or tnr < floors.min_tnr:
+        blocking.append("TNR undefined (no human pass labels)" if tnr is None
+                        else f"TNR {tnr:.3f} < {floors.min_tnr:.2f}")
+    if kappa is None or kappa < floors.min_kappa:
+        blocking.append("kappa undefined (chance agreement is 1: one label only)" if kappa is None
+                        else f"kappa {kappa:.3f} < {floors.min_kappa:.2f}")
+    calibrated = not blocking
+
+    unlock = None
+    if not calibrated:
+        unlock = unlock_sentence(pairs, human_fail, human_pass, floors)
+        if unlock is None:
+            unlock = ("the counts are met but the judge disagrees with people too often ("
+                      + "; ".join(b for b in blocking if b.startswith(("TPR", "TNR", "kappa")))
+                      + "): fix the rubric or the judge, bump the rubric version and label it again")
+
+    labelled = len(paired)
+    notes = []
+    unknown_rate = unknown / labelled if labelled else 0.0
+    if unknown_rate > UNKNOWN_NOTE_RATE:
+        notes.append(f"the judge said unknown on {unknown} of {labelled} labelled items ({unknown_rate:.0%}); "
+                     "those are outside the 2x2, so these numbers describe only the items it decided")
+    by_node: dict[str, dict[str, int]] = {}
+    for a in paired:
+        by_node.setdefault(a.node_id or "(whole rubric)", {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "unknown": 0})
+    for node in by_node:
+        subset = [a for a in paired if (a.node_id or "(whole rubric)") == node]
+        by_node[node].update(_matrix(subset))
+        by_node[node]["unknown"] = sum(1 for a in subset if a.judge_label == "unknown")
+
+    return {
+        "calibrated": calibrated,
+        "pairs": pairs,
+        "unknown": unknown,
+        "unknown_rate": round(unknown_rate, 4),
+        "unpaired": len(rows) - labelled,
+        "human_fail": human_fail,
+        "human_pass": human_pass,
+        "tp": tp, "fn": fn, "fp": fp, "tn": tn,
+        "tpr": _round(tpr), "tnr": _round(tnr), "kappa": _round(kappa),
+        "tpr_ci": _round(clopper_pearson(tp, human_fail, confidence)),
+        "tnr_ci": _round(clopper_pearson(tn, human_pass, confidence)),
+        "kappa_ci": _round(kappa_interval(tp, fn, fp, tn, confidence)),
+        "blocking": blocking,
+        "unlock": unlock,
+        "notes": notes,
+        "by_node": by_node,
+    }
+
+
+def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> dict[str, Any]:
+    """The whole score_agreement.py output (without `written`). Exit-2 cases raise AssayError."""
+    floors.check()
+    if not 0.0 < confidence < 1.0:
+        raise AssayError(f"--confidence {confidence:g} must be strictly between 0 and 1, e.g. 0.95", 2)
+    if not rows:
+        raise AssayError("no annotation lines in the given files: label cases first "
+                         "(label.py RUN_DIR -o page.html, then save the page's export under <state>/annotations/)", 2)
+    counted, voided, canaries = void_batches(rows)
+    latest, replaced = last_wins(counted)
+    by_pin: dict[str, list[Annotation]] = defaultdict(list)
+    for a in latest:
+        by_pin[a.pin].append(a)
+    rubrics = {pin: score_rubric(by_pin[pin], floors, confidence) for pin in sorted(by_pin)}
+    pairs = sum(r["pairs"] for r in rubrics.values())
+    unpaired = sum(r["unpaired"] for r in rubrics.values())
+    if pairs == 0:
+        decided = sum(r["unknown"] for r in rubrics.values())
+        raise AssayError(
+            f"no labelled pair to score: {len(latest)} counted label(s), {unpaired} without a judge_label, "
+            f"{decided} where the judge said unknown, {sum(v['lines'] for v in voided)} in voided batches; "
+            "a pair needs a human label and the judge's pass/fail for the same case, rubric and node "
+            "(export them from label.py's page)", 2, voided_batches=voided)
+    calibrated = all(r["calibrated"] for r in rubrics.values())
+    unlock = "; ".join(f"{pin}: {r['unlock']}" for pin, r in rubrics.items() if r["unlock"]) or None
+    return {
+        "status": "calibrated" if calibrated else "not_calibrated",
+        "positive_class": "fail",
+        "confidence": confidence,
+        "floors": asdict(floors),
+        "lines_read": len(rows),
+        "duplicates_replaced": replaced,
+        "labelled_pairs": pairs,
+        "unpaired_annotations": unpaired,
+        "canaries": canaries,
+        "voided_batches": voided,
+        "rubrics_measured": len(rubrics),
+        "calibrated_rubrics": sorted(p for p, r in rubrics.items() if r["calibrated"]),
+        "rubrics": rubrics,
+        "unlock": unlock,
+    }

@@ -1,0 +1,116 @@
+"""Reading annotation JSONL files: one human label per line, checked line by line.
+
+A line (wave2 §6): {case_id, rubric_id (the pin, e.g. "refund-eta-v1"), node_id?,
+label: pass|fail, judge_label: pass|fail|unknown, reviewer, ts, critique?}.
+The labelling page adds `batch` (one id per export) and, on canary lines, `canary: true`
+with `expected_label` (an earlier label of the same item). A line without
+`judge_label` is a human-only label: read, counted as unpaired, never in the 2x2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+
+PIN_RE = re.compile(r"^(?P<rubric>[A-Za-z0-9][A-Za-z0-9._-]*)-v(?P<version>[1-9][0-9]*)$")
+HUMAN_LABELS = ("pass", "fail")
+JUDGE_LABELS = ("pass", "fail", "unknown")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    case_id: str
+    pin: str
+    node_id: str | None
+    label: str
+    judge_label: str | None
+    reviewer: str | None
+    ts: str | None
+    batch: str | None
+    canary: bool
+    expected_label: str | None
+    source: str        # "file:line", for messages
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Last line per (rubric, node, case) wins."""
+        return (self.pin, self.node_id or "", self.case_id)
+
+
+def _bad(where: str, message: str, fix: str) -> AssayError:
+    return AssayError(f"{where}: {message}; {fix}", 2, where=where)
+
+
+def parse_line(obj: Any, where: str) -> Annotation:
+    if not isinstance(obj, dict):
+        raise _bad(where, f"an annotation line must be a JSON object, got {type(obj).__name__}",
+                   "write one object per line")
+    case_id = obj.get("case_id")
+    if not isinstance(case_id, str) or not case_id:
+        raise _bad(where, "case_id is missing or not a string", 'add "case_id": "<the case id>"')
+    pin = obj.get("rubric_id")
+    if not isinstance(pin, str) or not PIN_RE.match(pin):
+        raise _bad(where, f"rubric_id {pin!r} (case {case_id}) is not a rubric pin",
+                   'write "<rubric_id>-v<version>", e.g. "refund-eta-v1"')
+    node = obj.get("node_id")
+    if node is not None and (not isinstance(node, str) or not node):
+        raise _bad(where, f"node_id {node!r} (case {case_id}) is not a non-empty string",
+                   "write the rubric node's id or leave node_id out")
+    label = obj.get("label")
+    if label not in HUMAN_LABELS:
+        raise _bad(where, f"label {label!r} (case {case_id}) is not pass or fail",
+                   'a human label is "pass" or "fail" (a skipped item is simply not written)')
+    judge = obj.get("judge_label")
+    if judge is not None and judge not in JUDGE_LABELS:
+        raise _bad(where, f"judge_label {judge!r} (case {case_id}) is not pass, fail or unknown",
+                   "copy the judge's node verdict from cases/<id>/judge.json")
+    for key in ("reviewer", "ts", "critique", "batch"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise _bad(where, f"{key} (case {case_id}) must be a string", f"write {key} as a string or leave it out")
+    canary = obj.get("canary", False)
+    if not isinstance(canary, bool):
+        raise _bad(where, f"canary (case {case_id}) must be true or false", "write a JSON boolean")
+    expected = obj.get("expected_label")
+    if canary and expected not in HUMAN_LABELS:
+        raise _bad(where, f"canary line (case {case_id}) has expected_label {expected!r}",
+                   'a canary line carries the earlier label as "expected_label": "pass" or "fail"')
+    return Annotation(case_id=case_id, pin=pin, node_id=node, label=label, judge_label=judge,
+                      reviewer=obj.get("reviewer"), ts=obj.get("ts"), batch=obj.get("batch"),
+                      canary=canary, expected_label=expected if canary else None, source=where)
+
+
+def read_annotation_file(path: str | Path) -> list[Annotation]:
+    path = Path(path)
+    if not path.is_file():
+        raise AssayError(f"{path}: annotation file not found (pass JSONL files, e.g. "
+                         "<state>/annotations/*.jsonl)", 2, file=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise AssayError(f"{path}: not UTF-8 ({err.reason} at byte {err.start}); save it as UTF-8", 2,
+                         file=str(path)) from None
+    out: list[Annotation] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except ValueError as err:
+            raise _bad(where, f"not JSON ({err.msg} at column {err.colno})",
+                       "each line is one JSON object (the labelling page's export is already in this shape)") from None
+        out.append(parse_line(obj, where))
+    return out
+
+
+def read_annotations(paths: list[str | Path]) -> list[Annotation]:
+    """Every line of every file, in argument order then line order (the order 'last wins' uses)."""
+    rows: list[Annotation] = []
+    for p in paths:
+        rows.extend(read_annotation_file(p))
+    return rows

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""score_agreement.py: does the judge agree with people well enough to gate on?
+
+Reads annotation JSONL files (one human label per line, wave2 §6), and per rubric version
+prints the 2x2 with `fail` as the positive class, TPR, TNR, Cohen's kappa, their
+intervals, whether the floors are met, what blocks calibration and what would unlock it.
+--write puts the calibration sidecar the runner reads. Exit 0 whether calibrated or not;
+2 on bad input (a bad line names file:line) or when nothing is paired.
+"""
+
+import sys
+
+from assay.core.cli import make_parser, run_command
+
+
+def build_parser():
+    p = make_parser(
+        "score_agreement.py",
+        "Score human labels against the judge per rubric version (fail = positive class): TPR, TNR, "
+        "Cohen's kappa with intervals, the calibration floors, blocking reasons and an unlock sentence. "
+        "Last line per (rubric, node, case) wins; judge `unknown` is counted apart. "
+        "Exit 0 calibrated or not; 2 on bad input.",
+        "python3 scripts/score_agreement.py .assay/annotations/2026-11-30-dana.jsonl "
+        "--write .assay/judge/calibration.json",
+    )
+    p.add_argument("annotations", nargs="+", help="annotation JSONL files; later lines (and later files) win")
+    p.add_argument("--write", metavar="SIDECAR",
+                   help="write the calibration sidecar here (<state>/judge/calibration.json; must end in .json)")
+    p.add_argument("--min-pairs", type=int, default=100, help="labelled pairs needed per rubric version (default 100)")
+    p.add_argument("--min-per-class", type=int, default=10,
+                   help="human fail labels and human pass labels needed, each (default 10)")
+    p.add_argument("--min-tpr", type=float, default=0.90, help="TPR floor, fail = positive (default 0.90)")
+    p.add_argument("--min-tnr", type=float, default=0.90, help="TNR floor (default 0.90)")
+    p.add_argument("--min-kappa", type=float, default=0.60, help="Cohen's kappa floor (default 0.60)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="interval level, reported only, never gated on (default 0.95)")
+    return p
+
+
+def run(args):
+    from assay.calibrate.agreement import Floors, score
+    from assay.calibrate.annotations import read_annotations
+    from assay.calibrate.sidecar import build_sidecar, write_sidecar
+
+    floors = Floors(args.min_pairs, args.min_per_class, args.min_tpr, args.min_tnr, args.min_kappa)
+    out = score(read_annotations(args.annotations), floors, args.confidence)
+    out["written"] = str(write_sidecar(args.write, build_sidecar(out))) if args.write else None
+    return 0, out
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, script=__file__))

@@ -1,0 +1,94 @@
+"""score_agreement.py as a user runs it: annotation files in, JSON + exit code out, the sidecar."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import run_script
+
+
+def write_lines(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def pair(case, label, judge, pin="refund-eta-v1", node="states-amount"):
+    return {"case_id": case, "rubric_id": pin, "node_id": node, "label": label, "judge_label": judge,
+            "reviewer": "dana", "ts": "2026-11-30T10:00:00Z"}
+
+
+def calibrated_rows():
+    return ([pair(f"f{i}", "fail", "fail") for i in range(20)] + [pair("fx", "fail", "pass")]
+            + [pair(f"p{i}", "pass", "pass") for i in range(97)] + [pair(f"q{i}", "pass", "fail") for i in range(2)]
+            + [pair("u1", "pass", "unknown"), pair("u2", "fail", "unknown"), pair("u3", "pass", "unknown")])
+
+
+def test_calibrated_rubric_writes_the_sidecar(tmp_path):
+    ann = write_lines(tmp_path / "a.jsonl", calibrated_rows())
+    (tmp_path / "state").mkdir()
+    sidecar = tmp_path / "state" / "judge" / "calibration.json"
+    r = run_script("score_agreement", ann, "--write", sidecar)
+    assert r.rc == 0, r.stdout
+    out = r.json
+    rub = out["rubrics"]["refund-eta-v1"]
+    assert out["status"] == "calibrated" and out["written"] == str(sidecar)
+    assert (rub["pairs"], rub["unknown"], rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (120, 3, 20, 1, 2, 97)
+    doc = json.loads(sidecar.read_text())
+    assert doc["schema"] == "assay.calibration/1" and doc["floors"]["min_pairs"] == 100
+    entry = doc["rubrics"]["refund-eta-v1"]
+    assert entry["calibrated"] is True and entry["unlock"] is None and entry["blocking"] == []
+    assert 0 < entry["tpr_ci"][0] < entry["tpr"] < entry["tpr_ci"][1] <= 1
+
+
+def test_not_calibrated_still_exits_0_and_floors_are_flags(tmp_path):
+    rows = [pair(f"f{i}", "fail", "fail") for i in range(6)] + [pair(f"p{i}", "pass", "pass") for i in range(57)]
+    ann = write_lines(tmp_path / "a.jsonl", rows)
+    r = run_script("score_agreement", ann)
+    assert r.rc == 0
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert r.json["status"] == "not_calibrated" and rub["calibrated"] is False
+    assert rub["unlock"] == "label 37 more, at least 4 of them failing"
+    assert "63 labelled pairs < 100" in rub["blocking"]
+    r = run_script("score_agreement", ann, "--min-pairs", "60", "--min-per-class", "5")
+    assert r.rc == 0 and r.json["status"] == "calibrated"
+
+
+def test_later_file_wins_over_earlier(tmp_path):
+    first = write_lines(tmp_path / "1.jsonl", [pair("c1", "pass", "fail")])
+    second = write_lines(tmp_path / "2.jsonl", [pair("c1", "fail", "fail")])
+    r = run_script("score_agreement", first, second, "--min-pairs", "1", "--min-per-class", "0")
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert r.rc == 0 and (rub["tp"], rub["fp"]) == (1, 0) and r.json["duplicates_replaced"] == 1
+
+
+def test_bad_input_names_file_line_and_fix(tmp_path):
+    good = json.dumps(pair("c1", "pass", "pass"))
+    cases = {
+        "notjson": (good + "\n{oops\n", ":2: not JSON"),
+        "label": (json.dumps({**pair("c1", "pass", "pass"), "label": "agree"}) + "\n", "label 'agree' (case c1)"),
+        "pin": (json.dumps({**pair("c1", "pass", "pass"), "rubric_id": "refund-eta"}) + "\n", "not a rubric pin"),
+        "judge": (json.dumps({**pair("c1", "pass", "pass"), "judge_label": "maybe"}) + "\n", "judge_label 'maybe'"),
+        "nocase": (json.dumps({k: v for k, v in pair("c1", "pass", "pass").items() if k != "case_id"}) + "\n",
+                   "case_id is missing"),
+    }
+    for name, (text, needle) in cases.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(text, encoding="utf-8")
+        r = run_script("score_agreement", path)
+        assert r.rc == 2, (name, r.stdout)
+        assert needle in r.json["error"] and str(path) in r.json["error"], (name, r.json)
+    r = run_script("score_agreement", tmp_path / "missing.jsonl")
+    assert r.rc == 2 and "not found" in r.json["error"]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    assert run_script("score_agreement", empty).rc == 2
+    human_only = write_lines(tmp_path / "h.jsonl", [{"case_id": "c1", "rubric_id": "r-v1", "label": "fail"}])
+    r = run_script("score_agreement", human_only)
+    assert r.rc == 2 and "no labelled pair" in r.json["error"]
+    ok = write_lines(tmp_path / "ok.jsonl", [pair("c1", "pass", "pass")])
+    r = run_script("score_agreement", ok, "--write", tmp_path / "cal.txt")
+    assert r.rc == 2 and ".json" in r.json["error"]
+    r = run_script("score_agreement", ok, "--write", tmp_path / "no" / "such" / "cal.json")
+    assert r.rc == 2 and "does not exist" in r.json["error"]
+    r = run_script("score_agreement", ok, "--min-tpr", "1.5")
+    assert r.rc == 2 and "--min-tpr" in r.json["error"]
