@@ -1,0 +1,118 @@
+"""candidate.py new|revert|keep on a real git checkout, with run dirs shaped as the runner writes them
+and comparison.json computed by the stats module itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from helpers import run_script
+
+from assay.stats.paired import compare
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
+                          env={**GIT_ENV, "HOME": str(root)}).stdout
+
+
+def app_repo(tmp_path: Path) -> tuple[Path, Path]:
+    app = tmp_path / "app"
+    (app / ".assay" / "reports").mkdir(parents=True)
+    (app / "prompts.py").write_text("ROUTER = 'route billing questions to billing'\n")
+    (app / "other.py").write_text("x = 1\n")
+    git(app, "init", "-q")
+    git(app, "add", "-A")
+    git(app, "commit", "-qm", "init")
+    return app, app / ".assay"
+
+
+def run_dir(state: Path, run_id: str, *, mode: str, fixed: int, broken: int, baseline: str) -> Path:
+    split = "holdout" if mode == "holdout" else "full"
+    d = state / "reports" / run_id
+    d.mkdir(parents=True)
+    base = [{"case_id": f"c{i}", "verdict": "fail" if i < fixed else "pass"} for i in range(30)]
+    cand = [{"case_id": f"c{i}", "verdict": "pass" if i < fixed else ("fail" if i < fixed + broken else "pass")}
+            for i in range(30)]
+    (d / "comparison.json").write_text(json.dumps({**compare(base, cand), "baseline_run_id": baseline}))
+    (d / "manifest.yaml").write_text(json.dumps({"run_id": run_id, "mode": mode, "selecting_split": split,
+                                                 "dataset_version": 4, "harness_version": "0.1.0"}))
+    (d / "results.json").write_text(json.dumps({"run_id": run_id, "summary": {"status": "ok"}}))
+    return d
+
+
+def test_new_edit_keep_pins_baseline_after_training_then_holdout(tmp_path):
+    app, state = app_repo(tmp_path)
+    (state / "reports" / "baseline.json").write_text(json.dumps({"run_id": "regression-20261129T000000Z-aaaa",
+                                                                 "dataset_version": 4, "harness_version": "0.1.0"}))
+    r = run_script("candidate", "new", state, "--id", "router-1", "--surface", "prompts.py",
+                   "--cluster", "refunds routed to tech_support", "--reflection", "router prompt lacks refunds")
+    assert r.rc == 0, r.stdout
+    blob = r.json["surfaces"][0]["blob"]
+    assert blob == git(app, "rev-parse", "HEAD:prompts.py").strip()
+    (app / "prompts.py").write_text("ROUTER = 'route billing and refund questions to billing'\n")
+
+    train = run_dir(state, "regression-20261130T010000Z-bbbb", mode="regression", fixed=8, broken=0,
+                    baseline="regression-20261129T000000Z-aaaa")
+    r = run_script("candidate", "keep", state, "--id", "router-1", "--training", train)
+    assert r.rc == 3 and r.json["decision"] == "needs_holdout" and r.json["training"]["keep"] is True
+    hold = run_dir(state, "holdout-20261130T020000Z-cccc", mode="holdout", fixed=5, broken=0,
+                   baseline="holdout-20261129T000000Z-dddd")
+    r = run_script("candidate", "keep", state, "--id", "router-1", "--training", train, "--holdout", hold)
+    assert r.rc == 0 and r.json["decision"] == "kept", r.stdout
+    pin = json.loads((state / "reports" / "baseline.json").read_text())
+    assert pin == {"run_id": "regression-20261130T010000Z-bbbb", "dataset_version": 4, "harness_version": "0.1.0"}
+    log = [json.loads(x) for x in (state / "candidates" / "log.jsonl").read_text().splitlines()]
+    assert [(x["action"], x.get("decision")) for x in log] == [("new", None), ("keep", "needs_holdout"),
+                                                              ("keep", "kept")]
+    r = run_script("candidate", "revert", state, "--id", "router-1")
+    assert r.rc == 2 and "was kept" in r.json["error"]
+
+
+def test_training_loss_rejects_without_reading_holdout_and_revert_verifies(tmp_path):
+    app, state = app_repo(tmp_path)
+    assert run_script("candidate", "new", state, "--id", "c1", "--surface", "prompts.py").rc == 0
+    (app / "prompts.py").write_text("ROUTER = 'worse'\n")
+    train = run_dir(state, "regression-20261130T010000Z-bbbb", mode="regression", fixed=1, broken=3, baseline="b")
+    r = run_script("candidate", "keep", state, "--id", "c1", "--training", train,
+                   "--holdout", tmp_path / "never-read")        # a missing holdout dir: never opened on a loss
+    assert r.rc == 1 and r.json["decision"] == "rejected" and "holdout" not in r.json
+    r = run_script("candidate", "revert", state, "--id", "c1")
+    assert r.rc == 0 and r.json["surfaces"][0]["verified"] is True
+    assert (app / "prompts.py").read_text() == "ROUTER = 'route billing questions to billing'\n"
+
+
+def test_refusals(tmp_path):
+    app, state = app_repo(tmp_path)
+    (app / "other.py").write_text("x = 2\n")
+    r = run_script("candidate", "new", state, "--surface", "other.py")
+    assert r.rc == 2 and "uncommitted changes" in r.json["error"]
+    (app / "untracked.py").write_text("y = 1\n")
+    r = run_script("candidate", "new", state, "--id", "u", "--surface", "untracked.py")
+    assert r.rc == 2 and "uncommitted changes (?? untracked.py)" in r.json["error"]
+    r = run_script("candidate", "new", state, "--id", "m", "--surface", "missing.py")
+    assert r.rc == 2 and "no such file" in r.json["error"]
+    assert run_script("candidate", "new", state, "--id", "ok", "--surface", "prompts.py").rc == 0
+    r = run_script("candidate", "keep", state, "--id", "ok", "--training", tmp_path)
+    assert r.rc == 2 and "did not measure it" in r.json["error"]       # nothing edited yet
+    (app / "prompts.py").write_text("ROUTER = 'edited'\n")
+    hold = run_dir(state, "holdout-20261130T020000Z-cccc", mode="holdout", fixed=5, broken=0, baseline="h")
+    r = run_script("candidate", "keep", state, "--id", "ok", "--training", hold)
+    assert r.rc == 2 and "pass a training run" in r.json["error"]
+    (state / "reports" / "baseline.json").write_text(json.dumps({"run_id": "pinned", "dataset_version": 4,
+                                                                 "harness_version": "0.1.0"}))
+    train = run_dir(state, "regression-20261130T010000Z-bbbb", mode="regression", fixed=8, broken=0, baseline="other")
+    r = run_script("candidate", "keep", state, "--id", "ok", "--training", train)
+    assert r.rc == 2 and "the pinned baseline is pinned" in r.json["error"]
+    r = run_script("candidate", "keep", state, "--id", "nope", "--training", hold)
+    assert r.rc == 2 and "not found" in r.json["error"]
+    r = run_script("candidate", "revert", state)
+    assert r.rc == 2 and "--id is required" in r.json["error"]
+    r = run_script("candidate", "revert", state, "--id", "ok", "--training", hold)
+    assert r.rc == 2 and "do(es) not apply" in r.json["error"]
+    r = run_script("candidate", "new", tmp_path / "elsewhere", "--surface", "x.py")
+    assert r.rc == 2
