@@ -1,0 +1,180 @@
+"""The labelling page: one self-contained HTML file (inline CSS and JS, no network, no
+external scripts or fonts; a Content-Security-Policy forbids any fetch). Every text from
+the app or the judge is inserted with textContent, so an answer holding HTML stays text.
+
+Keys: a agree with the judge, d disagree, p / f label pass / fail directly, s skip,
+c write a critique (Esc leaves the box), j / k or the arrows move, e export.
+The export is the annotation JSONL (wave2 §6), shown in a box to copy and offered as a
+download; progress is kept in the browser's localStorage under the batch id.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+       "base-uri 'none'; form-action 'none'; connect-src 'none'")
+
+STYLE = """
+:root{--fg:#1d232b;--bg:#fff;--mut:#5b6570;--line:#d8dde3;--pass:#1a7f37;--fail:#cf222e;--unk:#9a6700;--acc:#0b5cad}
+@media (prefers-color-scheme: dark){:root{--fg:#e6e9ee;--bg:#14171b;--mut:#9aa5b1;--line:#30363d;--acc:#58a6ff}}
+*{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
+header{position:sticky;top:0;background:var(--bg);border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+main{max-width:980px;margin:0 auto;padding:1rem}
+h1{font-size:1.05rem;margin:0}h2{font-size:.95rem;margin:1.1rem 0 .3rem;color:var(--mut);text-transform:uppercase;letter-spacing:.04em}
+pre{white-space:pre-wrap;word-break:break-word;background:rgba(127,127,127,.08);border:1px solid var(--line);border-radius:6px;padding:.6rem;margin:0;font:13px/1.45 ui-monospace,Menlo,Consolas,monospace}
+.v-pass{color:var(--pass);font-weight:600}.v-fail{color:var(--fail);font-weight:600}.v-unknown{color:var(--unk);font-weight:600}
+.crit{font-size:1.05rem;font-weight:600;border-left:4px solid var(--acc);padding-left:.6rem}
+.keys{color:var(--mut);font-size:.85rem}kbd{border:1px solid var(--line);border-radius:4px;padding:0 .3rem;font:12px ui-monospace,monospace}
+textarea{width:100%;min-height:4rem;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.4rem}
+input{font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.2rem .4rem}
+#mine{font-size:1.05rem}#msg{color:var(--fail)}ul{margin:.2rem 0;padding-left:1.2rem}
+button{font:inherit;padding:.25rem .7rem;border-radius:6px;border:1px solid var(--line);background:transparent;color:var(--fg);cursor:pointer}
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("assay-data").textContent);
+  var items = DATA.items, pos = 0, labels = {};
+  var storeKey = "assay-label-" + DATA.batch;
+  function $(id) { return document.getElementById(id); }
+  function text(id, value) { $(id).textContent = value == null ? "" : String(value); }
+  try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); if (saved && typeof saved === "object") labels = saved; } catch (e) { labels = {}; }
+  function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} }
+  function done() { return Object.keys(labels).length; }
+  function verdictSpan(id, v) { var el = $(id); el.textContent = v; el.className = "v-" + v; }
+  function render() {
+    var it = items[pos], m = DATA.materials[it.case_id] || {};
+    text("progress", "item " + (pos + 1) + " of " + items.length + " \u00b7 " + done() + " labelled");
+    text("case", it.case_id); text("pin", it.rubric_id); text("node", it.node_id);
+    text("criterion", it.criterion || "(no criterion text in judge.json)");
+    text("input", m.input || "(no request body recorded)"); text("answer", m.answer || "(empty answer)");
+    var tools = $("tools"); tools.textContent = "";
+    (m.tools || []).forEach(function (t) {
+      var pre = document.createElement("pre");
+      pre.textContent = t.name + "(" + t.arguments + ")\n\u2192 " + (t.error ? "error: " + t.error : t.result);
+      tools.appendChild(pre);
+    });
+    if (!(m.tools || []).length) { var p = document.createElement("p"); p.textContent = "(no tool calls recorded)"; tools.appendChild(p); }
+    verdictSpan("judge", it.judge_label);
+    var ev = $("evidence"); ev.textContent = "";
+    (it.evidence || []).forEach(function (q) { var li = document.createElement("li"); li.textContent = q; ev.appendChild(li); });
+    text("reason", it.reason || "(no reason given)");
+    var mine = labels[pos];
+    if (mine) { verdictSpan("mine", mine.label); } else { text("mine", "not labelled"); $("mine").className = ""; }
+    $("critique").value = mine && mine.critique ? mine.critique : "";
+    text("msg", "");
+  }
+  function setLabel(label) {
+    var prev = labels[pos] || {};
+    labels[pos] = { label: label, critique: $("critique").value || prev.critique || "", ts: new Date().toISOString() };
+    save();
+    if (pos < items.length - 1) { pos += 1; }
+    render();
+  }
+  function agree(yes) {
+    var j = items[pos].judge_label;
+    if (j !== "pass" && j !== "fail") { text("msg", "The judge said unknown here: press p (pass) or f (fail)."); return; }
+    setLabel(yes ? j : (j === "pass" ? "fail" : "pass"));
+  }
+  function exportLines() {
+    var reviewer = $("reviewer").value.trim();
+    if (!reviewer) { text("msg", "Enter your name as reviewer before exporting."); $("reviewer").focus(); return null; }
+    var lines = [];
+    items.forEach(function (it, i) {
+      var l = labels[i]; if (!l) return;
+      var row = { case_id: it.case_id, rubric_id: it.rubric_id, node_id: it.node_id, label: l.label,
+                  judge_label: it.judge_label, reviewer: reviewer, ts: l.ts, batch: DATA.batch };
+      if (l.critique) row.critique = l.critique;
+      if (it.canary) { row.canary = true; row.expected_label = it.expected; }
+      lines.push(JSON.stringify(row));
+    });
+    var out = lines.length ? lines.join("\n") + "\n" : "";
+    $("export").value = out;
+    var a = $("download");
+    a.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(out);
+    a.setAttribute("download", DATA.batch + ".jsonl");
+    a.textContent = "download " + DATA.batch + ".jsonl (" + lines.length + " lines)";
+    text("msg", lines.length ? "" : "Nothing labelled yet.");
+    return out;
+  }
+  function copyExport() {
+    if (exportLines() === null) return;
+    var box = $("export"); box.focus(); box.select();
+    try { document.execCommand("copy"); text("msg", "Copied."); } catch (e) { text("msg", "Select the box and copy it."); }
+  }
+  document.addEventListener("keydown", function (ev) {
+    var tag = (ev.target && ev.target.tagName) || "";
+    if (tag === "TEXTAREA" || tag === "INPUT") {
+      if (ev.key === "Escape") {
+        if (ev.target.id === "critique" && labels[pos]) { labels[pos].critique = ev.target.value; save(); }
+        ev.target.blur();
+      }
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    var k = ev.key;
+    if (k === "a") agree(true);
+    else if (k === "d") agree(false);
+    else if (k === "p") setLabel("pass");
+    else if (k === "f") setLabel("fail");
+    else if (k === "s") { delete labels[pos]; save(); if (pos < items.length - 1) pos += 1; render(); }
+    else if (k === "c") { ev.preventDefault(); $("critique").focus(); }
+    else if (k === "j" || k === "ArrowRight") { if (pos < items.length - 1) pos += 1; render(); }
+    else if (k === "k" || k === "ArrowLeft") { if (pos > 0) pos -= 1; render(); }
+    else if (k === "e") exportLines();
+    else return;
+    ev.preventDefault();
+  });
+  $("critique").addEventListener("input", function () { if (labels[pos]) { labels[pos].critique = $("critique").value; save(); } });
+  $("btn-export").addEventListener("click", exportLines);
+  $("btn-copy").addEventListener("click", copyExport);
+  $("reviewer").value = DATA.reviewer || "";
+  render();
+  document.body.setAttribute("data-ready", "1");
+})();
+"""
+
+BODY = """
+<header><h1>Label judge verdicts · run {run_id}</h1><span id="progress"></span>
+<label>reviewer <input id="reviewer" size="18" autocomplete="off"></label>
+<span class="keys"><kbd>a</kbd> agree <kbd>d</kbd> disagree <kbd>p</kbd>/<kbd>f</kbd> pass/fail <kbd>s</kbd> skip
+<kbd>c</kbd> critique <kbd>j</kbd>/<kbd>k</kbd> move <kbd>e</kbd> export</span></header>
+<main>
+<p id="msg" role="status"></p>
+<h2>Criterion</h2><p class="crit" id="criterion"></p>
+<p>case <code id="case"></code> · rubric <code id="pin"></code> · node <code id="node"></code></p>
+<h2>Input (request body)</h2><pre id="input"></pre>
+<h2>Answer</h2><pre id="answer"></pre>
+<h2>Tool results</h2><div id="tools"></div>
+<h2>Judge</h2><p>verdict: <span id="judge"></span></p><p>evidence:</p><ul id="evidence"></ul><p>reason: <span id="reason"></span></p>
+<h2>Your label</h2><p id="mine"></p>
+<textarea id="critique" placeholder="critique (optional): what is wrong, in a sentence"></textarea>
+<h2>Export</h2>
+<p><button id="btn-export" type="button">export</button> <button id="btn-copy" type="button">copy</button>
+<a id="download"></a></p>
+<p class="keys">Save the lines as <code>{save_to}</code>, then run
+<code>score_agreement.py &lt;state&gt;/annotations/*.jsonl</code>.</p>
+<textarea id="export" readonly rows="8"></textarea>
+</main>
+"""
+
+
+def _embed(data: Any) -> str:
+    """JSON safe inside a <script> element: no `<`, `>` or `&` survive literally."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_page(labelset: dict[str, Any], *, batch: str, reviewer: str, save_to: str) -> str:
+    data = {"batch": batch, "reviewer": reviewer, "items": labelset["items"], "materials": labelset["materials"]}
+    body = BODY.format(run_id=html.escape(labelset["run_id"]), save_to=html.escape(save_to))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>assay labelling · {html.escape(labelset['run_id'])}</title>\n<style>{STYLE}</style></head>\n"
+            f"<body>{body}\n<script type=\"application/json\" id=\"assay-data\">{_embed(data)}</script>\n"
+            f"<script>{SCRIPT}</script>\n</body></html>\n")

@@ -1,0 +1,174 @@
+"""What a labelling sitting shows: one item per (judged case, rubric pin, node), holdout
+cases never included, ordered to oversample the judge's fails, with canaries mixed in.
+
+Items come from `cases/<id>/judge.json` (written by the runner for each judged case).
+An item already labelled in an earlier annotation file is not asked again; up to
+`canaries` of them are shown once more as canaries (the earlier label is the expected
+one, hidden from the page): a missed canary voids the whole exported batch in
+score_agreement.py.
+
+Order: the judge's verdict strata (fail, pass, unknown) are each shuffled with `seed`,
+then dealt in the repeating pattern fail, pass, fail, unknown, pass (a stratum that runs
+out is skipped), so fails come up about twice as often as their share until they run
+out; canaries are spread evenly through the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.ids import is_safe_case_id
+from ..report.rundir import holdout_ids, load_results, read_json_file, try_json
+from .annotations import PIN_RE, read_annotations
+
+PATTERN = ("fail", "pass", "fail", "unknown", "pass")
+MAX_TEXT = 20_000
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT} more characters)"
+
+
+def _pretty(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def case_material(case_dir: Path) -> dict[str, Any]:
+    """Input, answer and tool results of one case as the labeller reads them."""
+    request = try_json(case_dir / "request.json") or {}
+    body = request.get("body") if isinstance(request, dict) else None
+    if body is None and isinstance(request, dict):
+        body = request.get("stdin") or request.get("argv") or request.get("args")
+    try:
+        answer = (case_dir / "answer.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        answer = ""
+    tools = []
+    trajectory = try_json(case_dir / "trajectory.json")
+    if isinstance(trajectory, dict):
+        for call in trajectory.get("tool_calls") or []:
+            if isinstance(call, dict):
+                tools.append({"name": str(call.get("name")), "arguments": _clip(_pretty(call.get("arguments"))),
+                              "result": _clip(_pretty(call.get("result"))),
+                              "error": None if call.get("error") is None else str(call.get("error"))})
+    return {"input": _clip(_pretty(body)), "answer": _clip(answer), "tools": tools}
+
+
+def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("rubrics"), list):
+        raise AssayError(f"{where}: `rubrics` is missing or not a list; this is not a judge.json the runner "
+                         "wrote (re-run, or rescore the run)", 2, file=str(where))
+    items = []
+    for ri, rubric in enumerate(doc["rubrics"]):
+        pin = rubric.get("pin") if isinstance(rubric, dict) else None
+        if not isinstance(pin, str) or not PIN_RE.match(pin):
+            raise AssayError(f"{where}: rubrics[{ri}].pin {pin!r} is not a rubric pin (<rubric_id>-v<version>)", 2,
+                             file=str(where))
+        for ni, node in enumerate(rubric.get("nodes") or []):
+            if not isinstance(node, dict) or not isinstance(node.get("node_id"), str):
+                raise AssayError(f"{where}: rubrics[{ri}].nodes[{ni}] has no string node_id", 2, file=str(where))
+            verdict = node.get("verdict")
+            if verdict not in ("pass", "fail", "unknown"):
+                raise AssayError(f"{where}: rubrics[{ri}].nodes[{ni}].verdict {verdict!r} is not pass, fail or "
+                                 "unknown", 2, file=str(where))
+            evidence = node.get("evidence") or []
+            items.append({
+                "case_id": case_id, "rubric_id": pin, "node_id": node["node_id"],
+                "criterion": str(node.get("criterion") or ""), "judge_label": verdict,
+                "evidence": [str(e) for e in evidence] if isinstance(evidence, list) else [str(evidence)],
+                "reason": str(node.get("reason") or ""),
+                "provisional": bool(rubric.get("provisional", True)),
+            })
+    return items
+
+
+def default_annotation_files(run_dir: Path) -> list[Path]:
+    """<state>/annotations/*.jsonl when the run dir sits at <state>/reports/<run-id>."""
+    ann = run_dir.resolve().parent.parent / "annotations"
+    if run_dir.resolve().parent.name == "reports" and ann.is_dir():
+        return sorted(ann.glob("*.jsonl"))
+    return []
+
+
+def stratified(items: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    strata = {v: [i for i in items if i["judge_label"] == v] for v in ("fail", "pass", "unknown")}
+    for v in strata:
+        rng.shuffle(strata[v])
+    out: list[dict[str, Any]] = []
+    while any(strata.values()):
+        for v in PATTERN:
+            if strata[v]:
+                out.append(strata[v].pop())
+    return out
+
+
+def spread(queue: list[dict[str, Any]], canaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Canaries at evenly spaced positions (never first, so a sitting starts on real work)."""
+    out = list(queue)
+    n = len(canaries)
+    for k, c in enumerate(canaries):
+        pos = min(len(out), (k + 1) * (len(queue) + n) // (n + 1))
+        out.insert(max(1, pos) if out else 0, c)
+    return out
+
+
+def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = None, canaries: int = 3,
+                seed: int = 0, limit: int | None = None) -> dict[str, Any]:
+    run = Path(run_dir)
+    results = load_results(run)
+    sealed = holdout_ids(run)
+    cases_dir = run / "cases"
+    judged, holdout_skipped = 0, 0
+    items: list[dict[str, Any]] = []
+    materials: dict[str, dict[str, Any]] = {}
+    for case_dir in sorted(cases_dir.iterdir() if cases_dir.is_dir() else []):
+        cid = case_dir.name
+        jpath = case_dir / "judge.json"
+        if not is_safe_case_id(cid) or not jpath.is_file():
+            continue
+        verdict = try_json(case_dir / "verdict.json")
+        if cid in sealed or (isinstance(verdict, dict) and verdict.get("holdout")):
+            holdout_skipped += 1          # never read: holdout details stay sealed
+            continue
+        judged += 1
+        items.extend(_judge_items(cid, read_json_file(jpath), jpath))
+        materials[cid] = case_material(case_dir)
+    if not items:
+        raise AssayError(f"{run}: no judged non-holdout case (no cases/<id>/judge.json outside the holdout); "
+                         "run a mode that judges (regression, or --judge) with a judge configured", 2,
+                         holdout_excluded=holdout_skipped)
+    files = default_annotation_files(run) if annotation_files is None else annotation_files
+    earlier = {}
+    for a in read_annotations(files) if files else []:
+        if not a.canary:
+            earlier[a.key] = a.label
+    fresh, seen = [], []
+    for item in items:
+        key = (item["rubric_id"], item["node_id"], item["case_id"])
+        (seen if key in earlier else fresh).append(dict(item, expected=earlier.get(key)))
+    rng = random.Random(seed + 1)
+    chosen = rng.sample(seen, min(canaries, len(seen))) if canaries > 0 else []
+    queue = stratified(fresh, seed)
+    if limit is not None:
+        queue = queue[:limit]
+    for c in chosen:
+        c["canary"] = True
+    ordered = spread(queue, chosen)
+    by_judge = {v: sum(1 for i in queue if i["judge_label"] == v) for v in ("fail", "pass", "unknown")}
+    return {
+        "run_id": results.get("run_id") or run.name,
+        "items": ordered,
+        "materials": {cid: m for cid, m in materials.items() if any(i["case_id"] == cid for i in ordered)},
+        "stats": {"judged_cases": judged, "holdout_excluded": holdout_skipped, "items": len(ordered),
+                  "to_label": len(queue), "already_labelled": len(seen), "canaries": len(chosen),
+                  "by_judge_verdict": by_judge, "annotation_files_read": [str(f) for f in files]},
+    }

@@ -1,0 +1,139 @@
+"""label.py: the labelling page's items (holdout never read, fails oversampled, canaries) and,
+in a REAL headless Chromium driven by key presses, the export that score_agreement.py accepts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from cdp_pipe import Browser
+from helpers import run_script
+from rundir_util import make_run
+from test_md_to_html import chromium_path
+
+from assay.calibrate.labelset import build_items, stratified
+
+HOSTILE = "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED2'\">"
+
+
+def judge_doc(nodes: list[tuple[str, str]], pin: str = "refund-eta-v1") -> dict:
+    return {"rubrics": [{"pin": pin, "rubric_id": pin.rsplit("-v", 1)[0], "version": 1, "provisional": True,
+                         "verdict": "fail" if any(v == "fail" for _, v in nodes) else "pass",
+                         "nodes": [{"node_id": n, "criterion": f"The answer {n.replace('-', ' ')}.", "verdict": v,
+                                    "evidence": [f"quote for {n}"], "reason": f"reason for {n}", "calls": []}
+                                   for n, v in nodes]}]}
+
+
+def judged_run(root: Path) -> Path:
+    reports = root / "state" / "reports"
+    cases = [{"id": "c-1", "answer": "Refund RF-1 of 20.00 USD issued " + HOSTILE},
+             {"id": "c-2", "answer": "Your refund is on its way."},
+             {"id": "c-3", "answer": "I cannot tell."},
+             {"id": "c-h", "holdout": True, "answer": "SEALED HOLDOUT ANSWER"},
+             {"id": "c-n", "answer": "not judged"}]
+    run = make_run(reports, cases, run_id="regression-20261130T101500Z-1a2b")
+    for cid, nodes in {"c-1": [("states-amount", "pass"), ("gives-eta", "fail")],
+                       "c-2": [("states-amount", "fail"), ("gives-eta", "unknown")],
+                       "c-3": [("states-amount", "pass")], "c-h": [("states-amount", "fail")]}.items():
+        (run / "cases" / cid / "judge.json").write_text(json.dumps(judge_doc(nodes)))
+    (run / "cases" / "c-1" / "trajectory.json").write_text(json.dumps(
+        {"tool_calls": [{"name": "issue_refund", "arguments": {"invoice_id": "INV-1002"},
+                         "result": {"refund_id": "RF-1", "amount": 20.0}, "error": None}]}))
+    return run
+
+
+def test_items_exclude_holdout_and_oversample_fails(tmp_path):
+    run = judged_run(tmp_path)
+    out = build_items(run, annotation_files=[])
+    assert {i["case_id"] for i in out["items"]} == {"c-1", "c-2", "c-3"}
+    assert out["stats"]["holdout_excluded"] == 1 and out["stats"]["judged_cases"] == 3
+    assert "c-h" not in out["materials"] and "SEALED" not in json.dumps(out)
+    assert out["materials"]["c-1"]["tools"][0]["name"] == "issue_refund"
+    items = [{"judge_label": v, "id": i} for i, v in enumerate(["pass"] * 8 + ["fail"] * 2 + ["unknown"])]
+    order = [i["judge_label"] for i in stratified(items, 0)]
+    assert order[:4] == ["fail", "pass", "fail", "unknown"] and order.count("fail") == 2
+
+
+def test_canaries_come_from_earlier_labels(tmp_path):
+    run = judged_run(tmp_path)
+    ann = tmp_path / "state" / "annotations"
+    ann.mkdir()
+    (ann / "old.jsonl").write_text(json.dumps({"case_id": "c-3", "rubric_id": "refund-eta-v1",
+                                               "node_id": "states-amount", "label": "pass",
+                                               "judge_label": "pass", "reviewer": "dana", "ts": "x"}) + "\n")
+    out = build_items(run)           # default: <state>/annotations/*.jsonl
+    canaries = [i for i in out["items"] if i.get("canary")]
+    assert [(c["case_id"], c["expected"]) for c in canaries] == [("c-3", "pass")]
+    assert out["stats"]["to_label"] == 4 and out["stats"]["already_labelled"] == 1
+    assert out["items"][0].get("canary") is not True
+
+
+def test_label_script_bad_input(tmp_path):
+    run = judged_run(tmp_path)
+    r = run_script("label", run, "-o", tmp_path / "page.txt")
+    assert r.rc == 2 and ".html" in r.json["error"]
+    r = run_script("label", tmp_path / "nope", "-o", tmp_path / "p.html")
+    assert r.rc == 2 and "not a directory" in r.json["error"]
+    r = run_script("label", run, "-o", tmp_path / "missing" / "p.html")
+    assert r.rc == 2 and "does not exist" in r.json["error"]
+    (run / "cases" / "c-2" / "judge.json").write_text(json.dumps({"rubrics": [{"pin": "refund-eta"}]}))
+    r = run_script("label", run, "-o", tmp_path / "p.html")
+    assert r.rc == 2 and "c-2/judge.json" in r.json["error"] and "not a rubric pin" in r.json["error"]
+    bare = make_run(tmp_path / "other" / "reports", [{"id": "c-9"}])
+    r = run_script("label", bare, "-o", tmp_path / "p.html")
+    assert r.rc == 2 and "no judged non-holdout case" in r.json["error"]
+
+
+def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
+    chromium = chromium_path()
+    run = judged_run(tmp_path)
+    page = tmp_path / "label.html"
+    r = run_script("label", run, "-o", page, "--reviewer", "Dana Whitfield", "--seed", "3")
+    assert r.rc == 0, r.stdout
+    assert r.json["to_label"] == 5 and r.json["holdout_excluded"] == 1
+    html = page.read_text()
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", html)   # nothing external
+    assert "http://" not in html and "https://" not in html and "@import" not in html and "url(" not in html
+    assert "SEALED" not in html
+
+    browser = Browser(chromium, tmp_path / "profile")
+    try:
+        browser.open(page.as_uri())
+        browser.wait_for("document.body && document.body.getAttribute('data-ready') === '1'")
+        pressed = []
+        for n in range(3):
+            judge = browser.eval("document.getElementById('judge').textContent")
+            case = browser.eval("document.getElementById('case').textContent")
+            if n == 0:
+                browser.key("c")
+                browser.type_text("evidence quote is not about the ETA")
+                browser.key("Escape")
+            key = "f" if judge == "unknown" else ("a" if n % 2 == 0 else "d")
+            browser.key(key)
+            pressed.append((case, judge, key))
+        browser.key("e")
+        exported = browser.eval("document.getElementById('export').value")
+        title = browser.eval("document.title")
+        answer_text = browser.eval("Array.from(document.querySelectorAll('pre')).map(p => p.textContent).join('|')")
+        browser.key("k")  # move back: still alive, no script error
+    finally:
+        browser.close()
+
+    assert "PWNED" not in title
+    lines = [json.loads(x) for x in exported.splitlines()]
+    assert len(lines) == 3
+    for line, (case, judge, key) in zip(lines, pressed):
+        assert line["case_id"] == case and line["judge_label"] == judge and line["reviewer"] == "Dana Whitfield"
+        assert line["rubric_id"] == "refund-eta-v1" and line["batch"] == r.json["batch"]
+        want = {"a": judge, "d": {"pass": "fail", "fail": "pass"}.get(judge), "f": "fail"}[key]
+        assert line["label"] == want
+    assert lines[0]["critique"] == "evidence quote is not about the ETA"
+    ann = tmp_path / "state" / "annotations"
+    ann.mkdir()
+    (ann / "batch.jsonl").write_text(exported)
+    s = run_script("score_agreement", ann / "batch.jsonl", "--min-pairs", "1", "--min-per-class", "0")
+    assert s.rc == 0, s.stdout
+    rub = s.json["rubrics"]["refund-eta-v1"]
+    assert rub["pairs"] + rub["unknown"] == 3
