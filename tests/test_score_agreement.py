@@ -92,3 +92,19 @@ def test_bad_input_names_file_line_and_fix(tmp_path):
     assert r.rc == 2 and "does not exist" in r.json["error"]
     r = run_script("score_agreement", ok, "--min-tpr", "1.5")
     assert r.rc == 2 and "--min-tpr" in r.json["error"]
+
+
+def test_the_documented_sidecar_example_is_what_the_script_writes(tmp_path):
+    import re
+
+    from helpers import ROOT
+
+    doc = (ROOT / "references" / "calibration.md").read_text(encoding="utf-8")
+    example = json.loads(re.search(r"```json\n(.*?)\n```", doc, re.S).group(1))
+    ann = write_lines(tmp_path / "a.jsonl", calibrated_rows())
+    r = run_script("score_agreement", ann, "--write", tmp_path / "calibration.json")
+    written = json.loads((tmp_path / "calibration.json").read_text())
+    assert r.rc == 0
+    assert set(written) == set(example)
+    assert written["floors"] == example["floors"] and written["schema"] == example["schema"]
+    assert written["rubrics"]["refund-eta-v1"] == example["rubrics"]["refund-eta-v1"]

@@ -15,7 +15,7 @@ from ..core.version import VERSION
 
 SCHEMA = "assay.calibration/1"
 SIDECAR_RUBRIC_KEYS = ("calibrated", "pairs", "unknown", "tp", "fn", "fp", "tn", "tpr", "tnr", "kappa",
-                       "tpr_ci", "tnr_ci", "kappa_ci", "blocking", "unlock", "human_fail", "human_pass",
+                       "tpr_ci", "tnr_ci", "kappa_ci", "blocking", "unlock", "human_fail", "human_pass", "unknown_rate",
                        "unpaired", "notes")
 
 
