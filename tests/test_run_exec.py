@@ -264,7 +264,7 @@ def test_safety_skips_are_never_sent(app, state):
     r, out = go(state, make_plan(state, cases, adapter_doc=ad))
     assert r.rc == 0, r.stdout
     assert [p.json["message"] for p in app.posts()] == ["fine"]
-    for cid, needle in [("c-adv", "safe_to_attack"), ("c-tool", "never-live"), ("c-turns", "multi-turn"),
+    for cid, needle in [("c-adv", "safe_to_attack"), ("c-tool", "never-live"), ("c-turns", "invocation.conversation"),
                         ("c-two", "exactly one user message"), ("c-ident", "identity not mapped"),
                         ("c-session", "input.session")]:
         v = verdict(out, cid)

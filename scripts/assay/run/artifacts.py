@@ -46,6 +46,17 @@ CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
 )
 REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
+# Per sent turn of a conversation (relative to turns/<n>/, n = 1..turns_sent); the same five
+# under repeats/<r>/turns/<n>/ when k > 1 (no trace files there). verdict.json is written last.
+TURN_ARTIFACTS: tuple[Artifact, ...] = (
+    Artifact("request.json", "always", "the turn's request (turn, attempt, sent_at; Cookie redacted)"),
+    Artifact("response.json", "always", "the turn's response (turn; attempts = conversation attempts)"),
+    Artifact("expect.json", "always", "the turn's checks, input.every_turn merged in"),
+    Artifact("answer.txt", "always", "the turn's answer text (empty when none)"),
+    Artifact("verdict.json", "always", "{turn, verdict, layers, trace}"),
+    Artifact("trajectory.json", "trace", "only when this turn's trace was collected"),
+    Artifact("trace.json", "trace", "only when this turn's trace was collected"),
+)
 # Written into the run dir by the skill AFTER the run (never by the runner): allowed, never required.
 AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html")
 GITIGNORE_NOTE = "only when data.may_contain_pii"
@@ -69,7 +80,10 @@ def run_conditions(manifest: Mapping[str, Any], records: list[dict]) -> dict[str
 
 
 def routing_scorable(record: Mapping[str, Any]) -> bool:
-    """A case feeds routing_results.jsonl when its routing layer scored (pass or fail)."""
+    """A single-turn case feeds routing_results.jsonl when its routing layer scored (pass or fail);
+    a conversation never does (its turns are not independent routing decisions)."""
+    if record.get("multi_turn"):
+        return False
     entry = (record.get("layers") or {}).get("routing")
     return isinstance(entry, dict) and entry.get("verdict") in (PASS, FAIL)
 
@@ -89,10 +103,26 @@ def required_case_files(record: Mapping[str, Any]) -> list[str]:
     cond = case_conditions(record)
     files = [a.path for a in CASE_ARTIFACTS if cond[a.when]]
     k = int(record.get("k") or 1)
+    multi = cond["sent"] and bool(record.get("multi_turn"))
+    if multi:
+        files.extend(turn_files(record.get("turns") or [], "turns/", traces=True))
     if k > 1 and cond["sent"]:
-        for n in range(1, k + 1):
+        for r in record.get("repeats") or [{"n": n} for n in range(1, k + 1)]:
+            n = r.get("n")
             files.extend(f"repeats/{n}/{name}" for name in REPEAT_ARTIFACTS)
+            if multi:
+                sent = int(r.get("turns_sent") or 0)
+                files.extend(turn_files([{"n": t} for t in range(1, sent + 1)], f"repeats/{n}/turns/", traces=False))
     return files
+
+
+def turn_files(turns: list, prefix: str, *, traces: bool) -> list[str]:
+    """The turn tree of one conversation: turns/<n>/ for n = 1..turns_sent, no gaps."""
+    out = []
+    for i, t in enumerate(turns, start=1):
+        cond = {"always": True, "trace": traces and bool(t.get("trace_collected"))}
+        out.extend(f"{prefix}{i}/{a.path}" for a in TURN_ARTIFACTS if cond[a.when])
+    return out
 
 
 def allowed_case_files(record: Mapping[str, Any]) -> set[str]:
@@ -116,8 +146,12 @@ def render_tree() -> str:
     lines.append("  cases/<case-id>/")
     for a in CASE_ARTIFACTS:
         lines.append(f"{'    ' + a.path:<{width}}{a.note}")
+    lines.append(f"{'    turns/<t>/':<{width}}only for a sent conversation (t = 1..turns_sent, no gaps)")
+    for a in TURN_ARTIFACTS:
+        lines.append(f"{'      ' + a.path:<{width}}{a.note}")
     rep = "    repeats/<n>/" + " ".join(REPEAT_ARTIFACTS)
     lines.append(f"{rep}   only when k > 1 and the case was sent (n = 1..k)")
+    lines.append(f"{'    repeats/<n>/turns/<t>/':<{width}}a conversation's turns in that repeat: the five files, no traces")
     for name in AFTER_RUN_FILES:
         lines.append(f"{'  ' + name:<{width}}written by the skill after the run, never by the runner (allowed)")
     for path, note in SCRATCH_LINES:

@@ -17,17 +17,16 @@ from typing import Any, Mapping
 from ..core import writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED
-from ..score.rollup import case_verdict, fold_repeats, unscored_reason
+from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers, unscored_reason
 from . import templates
 from .caseinfo import case_title, input_text
+from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .outcome import RESPONSE, Outcome, attempt_with_retries
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
 
-MULTI_TURN_REASON = ("unsupported input: multi-turn conversations (input.turns) are built in their own "
-                     "issue and not run yet")
 
 
 @dataclass
@@ -45,9 +44,13 @@ class CaseWorker:
     # while a request is being sent and answered (not during backoff waits, trace collection,
     # scoring or writing), so finishing one case overlaps the next requests. None: no gate.
     app_slots: threading.Semaphore | None = None
+    # The adapter's checked invocation.conversation (None: conversation cases are skipped).
+    conversation: convo.ConversationConfig | None = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
-        return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""))
+        return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
+                           conv=self.conversation, max_turns=int(self.execution.get("max_turns") or
+                                                                convo.DEFAULT_MAX_TURNS))
 
     # ------------------------------------------------------------ one case
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -84,6 +87,7 @@ class CaseWorker:
         verdicts = [r["verdict"] for r in repeats]
         folded = fold_repeats(verdicts)
         chosen = next((r for r in repeats if r["verdict"] == folded), repeats[-1])
+        multi = "turns" in chosen
         if self.k > 1:
             for r in repeats:
                 rdir = cdir / "repeats" / str(r["n"])
@@ -91,10 +95,15 @@ class CaseWorker:
                 self._put(files, rdir, "request.json", case_json(r["request"]), prefix=f"repeats/{r['n']}/")
                 self._put(files, rdir, "response.json", case_json(r["response"]), prefix=f"repeats/{r['n']}/")
                 self._put(files, rdir, "verdict.json", case_json(_repeat_verdict(case, r)), prefix=f"repeats/{r['n']}/")
+                if multi:
+                    self._put_turns(files, case, r, rdir, f"repeats/{r['n']}/", traces=False)
+        if multi:
+            self._put_turns(files, case, chosen, cdir, "", traces=True)
+            self._put(files, cdir, "expect.json", case_json(chosen["expect"]))
         self._put(files, cdir, "request.json", case_json(chosen["request"]))
         self._put(files, cdir, "response.json", case_json(chosen["response"]))
         self._put(files, cdir, "answer.txt", chosen["answer_text"] or "")
-        if (case.get("expect") or {}).get("result"):
+        if ((chosen["expect"] if multi else case.get("expect")) or {}).get("result"):
             actual = chosen["actual"] or {"missing": True, "reason": chosen["actual_reason"]}
             self._put(files, cdir, "actual.json", case_json(actual))
         if chosen["trajectory"] is not None:
@@ -107,7 +116,7 @@ class CaseWorker:
         infra_reason = chosen["infra_reason"]
         if folded == INFRA_INCOMPLETE and infra_reason is None:
             infra_reason = self._scrub(chosen["trace"]["reason"]) or "trace incomplete"
-        return dict(
+        record = dict(
             base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
             crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
             repeated_5xx=_repeated_5xx(repeats), infra_reason=infra_reason, trace=chosen["trace"],
@@ -116,6 +125,32 @@ class CaseWorker:
             repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
             trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"])
+        if multi:
+            record.update(_conversation_fields(chosen, self.conversation))
+            record["has_result_expect"] = bool((chosen["expect"] or {}).get("result"))
+            record["latency_ms"] = round(sum(t["response"].get("latency_ms") or 0 for t in chosen["turns"]), 3)
+            if folded == convo.UNSCORED and chosen["failed_turn"] is None and chosen["turns_sent"] < chosen["turns_total"]:
+                record["unscored_reason"] = chosen["stop_reason"]   # stopped early: its later turns never ran
+            if self.k > 1:
+                record["repeats"] = [{"n": r["n"], "verdict": r["verdict"], "turns_sent": r["turns_sent"],
+                                      "failed_turn": r["failed_turn"]} for r in repeats]
+        return record
+
+    def _put_turns(self, files: dict, case, rep: dict, base_dir: Path, prefix: str, *, traces: bool) -> None:
+        """turns/<n>/ for every sent turn of one repeat (trace files only at the case level)."""
+        for t in rep["turns"]:
+            n = t["n"]
+            tdir = base_dir / "turns" / str(n)
+            tdir.mkdir(parents=True)
+            tp = f"{prefix}turns/{n}/"
+            self._put(files, tdir, "request.json", case_json(t["request"]), prefix=tp)
+            self._put(files, tdir, "response.json", case_json(t["response"]), prefix=tp)
+            self._put(files, tdir, "expect.json", case_json(t["spec"].expect), prefix=tp)
+            self._put(files, tdir, "answer.txt", t["answer_text"] or "", prefix=tp)
+            if traces and t["trajectory"] is not None:
+                self._put(files, tdir, "trajectory.json", case_json(t["trajectory"]), prefix=tp)
+                self._put(files, tdir, "trace.json", case_json(t["raw_spans"]), prefix=tp)
+            self._put(files, tdir, "verdict.json", case_json(_turn_verdict(case, rep["n"], t, traces)), prefix=tp)
 
     def _send(self, wire: Any) -> Outcome:
         if self.app_slots is None:
@@ -124,6 +159,8 @@ class CaseWorker:
             return self.invoker.send(wire)
 
     def _one_repeat(self, case, n: int, ref: dict) -> dict:
+        if self.conversation is not None and convo.is_conversation(case):
+            return self._one_conversation(case, n, ref)
         trace_headers, sent_trace_id = request_trace_headers(self.trace)
         wire, recorded = self.invoker.prepare(case, str(uuidlib.uuid4()), trace_headers)
 
@@ -134,31 +171,67 @@ class CaseWorker:
                                         backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry)
         final = outcomes[-1]
         response = self._response_record(outcomes)
-        result: dict[str, Any] = {"n": n, "request": recorded, "response": response, "outcomes": outcomes,
-                                  "answer_text": None, "actual": None, "actual_reason": None, "trajectory": None,
-                                  "raw_spans": None, "trace_status": NOT_COLLECTED, "infra_reason": None}
+        result: dict[str, Any] = {"n": n, "request": recorded, "response": response, "outcomes": outcomes}
         if final.retriable:
-            reason = attempts_reason(outcomes)
-            result["infra_reason"] = self._scrub(reason)
-            result["trace"] = not_sent_block(self.trace, f"no answer ({INFRA_ERROR}): no trace was looked for")
-            result["actual_reason"] = f"no response ({INFRA_ERROR})"
-            result["layers"] = stopped_layers("http", {"verdict": INFRA_ERROR, "reason": result["infra_reason"],
-                                                       "status": final.status}, "transport failure: not scored")
-            result["verdict"] = INFRA_ERROR
-            return result
+            result.update(self._infra_part(final, attempts_reason(outcomes)))
+        else:
+            result.update(self._score_answered(case, final, trace_headers, sent_trace_id))
+        return result
+
+    def _infra_part(self, final: Outcome, reason: str) -> dict[str, Any]:
+        """What a request that never got an answer records: infra_error on http, nothing scored."""
+        reason = self._scrub(reason)
+        layers = stopped_layers("http", {"verdict": INFRA_ERROR, "reason": reason, "status": final.status},
+                                "transport failure: not scored")
+        return {"answer_text": None, "actual": None, "actual_reason": f"no response ({INFRA_ERROR})",
+                "trajectory": None, "raw_spans": None, "trace_status": NOT_COLLECTED, "infra_reason": reason,
+                "trace": not_sent_block(self.trace, f"no answer ({INFRA_ERROR}): no trace was looked for"),
+                "layers": layers, "verdict": INFRA_ERROR}
+
+    def _score_answered(self, case, final: Outcome, trace_headers: Mapping[str, str],
+                        sent_trace_id: str | None) -> dict[str, Any]:
+        """Trace, answer and every layer of one answered request (a single-turn case or one turn)."""
         answer, note = self._answer(final)
         got = collect_case_trace(self.trace, {
             "sent_trace_id": sent_trace_id, "sent_traceparent": trace_headers.get("traceparent"),
             "response_json": final.body_json, "function_trace_id": final.trace_id})
         trace_status, trajectory, raw, trace_reason = got
-        result["trace"] = got.block()
         ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
                             trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)
         layers, actual = score_repeat(case, self.score_ctx, ev)
-        result.update(answer_text=self._scrub(answer) if answer is not None else None, actual=actual,
-                      actual_reason="the execution layer did not run (not applicable or disabled)",
-                      trajectory=trajectory, raw_spans=raw, trace_status=trace_status, layers=layers,
-                      verdict=case_verdict(layers, skipped=False))
+        return {"answer_text": self._scrub(answer) if answer is not None else None, "actual": actual,
+                "actual_reason": "the execution layer did not run (not applicable or disabled)",
+                "trajectory": trajectory, "raw_spans": raw, "trace_status": trace_status, "trace": got.block(),
+                "infra_reason": None, "layers": layers, "verdict": case_verdict(layers, skipped=False)}
+
+    def _one_conversation(self, case, n: int, ref: dict) -> dict:
+        """One repeat of a conversation: every turn sent, scored, and the case-level view of it."""
+        conv = self.conversation
+
+        def on_retry(attempt: int, turn: int, out: Outcome, wait: float) -> None:
+            self.runlog.event("retry", **ref, repeat=n, attempt=attempt, turn=turn, restart="conversation",
+                              outcome=self._scrub(out.describe()), wait_s=round(wait, 3))
+        res = convo.run_conversation(
+            case, conv, invoker=self.invoker, send=self._send,
+            score_turn=lambda tcase, out, headers, sent_id: self._score_answered(tcase, out, headers, sent_id),
+            infra_turn=self._infra_part, trace_headers=lambda: request_trace_headers(self.trace),
+            max_attempts=int(self.execution["max_attempts"]), backoff_s=list(self.execution["backoff_s"]),
+            on_retry=on_retry, redact_cookie=REDACTED)
+        earlier = [o for _, o in res.endings[:-1]]
+        turns = []
+        for t in res.turns:
+            response = dict(self._response_record(earlier + [t.outcome]), turn=t.spec.n)
+            turns.append(dict(t.scored, n=t.spec.n, spec=t.spec, request=t.request, response=response))
+        layers = merge_turn_layers((t["n"], t["layers"]) for t in turns)
+        verdict = conversation_verdict(layers, turns_sent=res.turns_sent, turns_total=res.turns_total,
+                                       failed_turn=res.failed_turn)
+        deciding = turns[-1]
+        result = {k: deciding[k] for k in ("request", "response", "answer_text", "actual", "actual_reason",
+                                           "trajectory", "raw_spans", "trace_status", "trace", "infra_reason")}
+        result.update(n=n, outcomes=[o for _, o in res.endings], ending_turns=[t for t, _ in res.endings],
+                      layers=layers, verdict=verdict, turns=turns, turns_sent=res.turns_sent,
+                      turns_total=res.turns_total, failed_turn=res.failed_turn,
+                      stop_reason=self._scrub(res.stop_reason), expect=deciding["spec"].expect)
         return result
 
     # ------------------------------------------------------------ helpers
@@ -237,21 +310,25 @@ def attempts_reason(outcomes: list[Outcome]) -> str:
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],
-                mode: str) -> str | None:
+                mode: str, *, conv: "convo.ConversationConfig | None" = None,
+                max_turns: int = convo.DEFAULT_MAX_TURNS) -> str | None:
     """Why a case is not sent (safety gates and unsupported inputs), or None. Pure."""
     inp = case.get("input") or {}
     if not isinstance(inp, Mapping):
         return "unsupported input: input is not a mapping (validate_cases.py names the fix)"
     if not isinstance(case.get("expect") or {}, Mapping):
         return "unsupported input: expect is not a mapping (validate_cases.py names the fix)"
-    if inp.get("turns"):
-        return MULTI_TURN_REASON
     if "session" in inp and inp["session"] != "fresh":
         return f"unsupported input: input.session {inp['session']!r} (only `fresh` is supported)"
-    msgs = inp.get("messages") or []
-    if not (isinstance(msgs, list) and len(msgs) == 1 and isinstance(msgs[0], Mapping)
-            and msgs[0].get("role") == "user"):
-        return "unsupported input: input.messages must hold exactly one user message"
+    if convo.is_conversation(case):
+        why = convo.skip_reason(case, conv, max_turns)
+        if why:
+            return why
+    else:
+        msgs = inp.get("messages") or []
+        if not (isinstance(msgs, list) and len(msgs) == 1 and isinstance(msgs[0], Mapping)
+                and msgs[0].get("role") == "user"):
+            return "unsupported input: input.messages must hold exactly one user message"
     if case.get("category") in ADVERSARIAL_CATEGORIES and not safety.get("safe_to_attack"):
         return f"category {case.get('category')!r} not sent: environment.safe_to_attack is false"
     if safety.get("live_environment") and safety.get("never_live_tools"):
@@ -288,23 +365,61 @@ def _str_or_none(value: Any) -> str | None:
 
 
 def _repeated_5xx(repeats: list[dict]) -> dict | None:
+    """The same 5xx (status and body) on every attempt; for a conversation, on the same turn."""
     outs = [o for r in repeats for o in r["outcomes"]]
     if len(outs) < 2 or any(o.kind != RESPONSE or (o.status or 0) < 500 for o in outs):
         return None
     if len({(o.status, o.body_sha) for o in outs}) != 1:
         return None
+    turns = {t for r in repeats for t in (r.get("ending_turns") or [])}
+    if "turns" in repeats[0]:
+        if len(turns) != 1:
+            return None
+        return {"status": outs[0].status, "attempts": len(outs), "turn": turns.pop()}
     return {"status": outs[0].status, "attempts": len(outs)}
 
 
+def _conversation_fields(chosen: dict, conv: Any) -> dict[str, Any]:
+    """verdict.json's conversation keys, from the repeat whose verdict the case took."""
+    return {"multi_turn": True, "turns_sent": chosen["turns_sent"], "turns_total": chosen["turns_total"],
+            "failed_turn": chosen["failed_turn"], "stop_reason": chosen["stop_reason"],
+            "memory": conv.memory if conv is not None else None,
+            "turns": [{"n": t["n"], "verdict": t["verdict"], "trace_collected": t["trajectory"] is not None}
+                      for t in chosen["turns"]],
+            "turn_layers": {f"t{t['n']}.{name}": t["layers"][name] for t in chosen["turns"] for name in LAYER_ORDER}}
+
+
+def _turn_verdict(case: Mapping[str, Any], repeat: int, t: dict, traces: bool) -> dict:
+    """turns/<n>/verdict.json: {case_id, repeat, turn, checkpoint, verdict, layers, trace, infra_reason}."""
+    return {"case_id": case["id"], "repeat": repeat, "turn": t["n"], "checkpoint": t["spec"].checkpoint,
+            "verdict": t["verdict"], "layers": {name: t["layers"][name] for name in LAYER_ORDER},
+            "trace": t["trace"], "trace_collected": traces and t["trajectory"] is not None,
+            "infra_reason": t["infra_reason"]}
+
+
 def _repeat_verdict(case: Mapping[str, Any], r: dict) -> dict:
-    return {"case_id": case["id"], "n": r["n"], "verdict": r["verdict"], "attempts": len(r["outcomes"]),
-            "infra_reason": r["infra_reason"], "trace_status": r["trace_status"],
-            "layers": {name: r["layers"][name] for name in LAYER_ORDER}}
+    doc = {"case_id": case["id"], "n": r["n"], "verdict": r["verdict"], "attempts": len(r["outcomes"]),
+           "infra_reason": r["infra_reason"], "trace_status": r["trace_status"],
+           "layers": {name: r["layers"][name] for name in LAYER_ORDER}}
+    if "turns" in r:
+        doc.update(turns_sent=r["turns_sent"], turns_total=r["turns_total"], failed_turn=r["failed_turn"],
+                   stop_reason=r["stop_reason"])
+    return doc
 
 
 def _tools_named(case: Mapping[str, Any]) -> set[str]:
-    expect = case.get("expect") or {}
     names: set[str] = set()
+    for expect in convo.every_expect_of(case) or [{}]:
+        _tools_in_expect(expect, names)
+    for key in ("available_tools",):
+        if isinstance(case.get(key), list):
+            names.update(str(t) for t in case[key])
+    if case.get("unit"):
+        names.add(str(case["unit"]))
+    return names
+
+
+def _tools_in_expect(expect: Mapping[str, Any], names: set[str]) -> None:
     tools = expect.get("tools")
     if isinstance(tools, Mapping):
         for key in ("subset", "order", "forbidden"):
@@ -317,9 +432,3 @@ def _tools_named(case: Mapping[str, Any]) -> set[str]:
     authz = expect.get("authz")
     if isinstance(authz, Mapping) and isinstance(authz.get("forbidden_tools"), list):
         names.update(str(t) for t in authz["forbidden_tools"])
-    for key in ("available_tools",):
-        if isinstance(case.get(key), list):
-            names.update(str(t) for t in case[key])
-    if case.get("unit"):
-        names.add(str(case["unit"]))
-    return names

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..core.jsonio import read_json, read_jsonl, sha256_bytes
 from ..core.vocab import SKIPPED
 from ..schemas import iter_errors
-from ..score.rollup import case_verdict, fold_repeats
+from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_case_files, required_run_files
@@ -255,11 +255,17 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
         expected = SKIPPED
     elif rec.get("repeats"):
         expected = fold_repeats([r.get("verdict") for r in rec["repeats"]])
+    elif rec.get("multi_turn"):
+        expected = conversation_verdict(rec.get("layers") or {}, turns_sent=int(rec.get("turns_sent") or 0),
+                                        turns_total=int(rec.get("turns_total") or 0),
+                                        failed_turn=rec.get("failed_turn"))
     else:
         expected = case_verdict(rec.get("layers") or {}, skipped=False)
     if rec.get("verdict") != expected:
         problems.append(f"{shown}/verdict.json (edited: verdict {rec.get('verdict')!r} is not the rollup "
                         f"{expected!r} of its layers/repeats)")
+    if rec.get("multi_turn") and deep:
+        _check_turns(cdir, shown, rec, problems)
     for r in rec.get("repeats") or []:
         try:
             rv = read_json(cdir / "repeats" / str(r.get("n")) / "verdict.json")
@@ -268,6 +274,28 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
         if rv.get("verdict") != r.get("verdict"):
             problems.append(f"{shown}/repeats/{r.get('n')}/verdict.json (disagrees with the case's repeats list)")
     return rec
+
+
+def _check_turns(cdir: Path, shown: str, rec: dict, problems: list[str]) -> None:
+    """--verify over a conversation's turn tree: each turn's verdict is the roll-up of its layers
+    and the one the case lists, and the case's layers are the merge of its turns' layers."""
+    turn_layers = []
+    for t in rec.get("turns") or []:
+        n = t.get("n")
+        try:
+            tv = read_json(cdir / "turns" / str(n) / "verdict.json")
+        except (OSError, ValueError):
+            continue  # already named as missing above
+        layers = tv.get("layers") if isinstance(tv.get("layers"), dict) else {}
+        turn_layers.append((n, layers))
+        if tv.get("verdict") != t.get("verdict") or tv.get("verdict") != case_verdict(layers, skipped=False):
+            problems.append(f"{shown}/turns/{n}/verdict.json (edited: its verdict is not the roll-up of its layers "
+                            "or disagrees with the case's turns list)")
+    if len(turn_layers) == len(rec.get("turns") or []):
+        merged = merge_turn_layers(turn_layers)
+        mine = {k: (v or {}).get("verdict") for k, v in (rec.get("layers") or {}).items()}
+        if {k: v.get("verdict") for k, v in merged.items()} != mine:
+            problems.append(f"{shown}/verdict.json (edited: its layers are not the merge of its turns' layers)")
 
 
 def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str], name) -> None:

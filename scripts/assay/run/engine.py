@@ -120,7 +120,8 @@ class Run:
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
-            runlog=self.runlog, app_slots=threading.BoundedSemaphore(self.s.max_concurrency))
+            runlog=self.runlog, app_slots=threading.BoundedSemaphore(self.s.max_concurrency),
+            conversation=self.s.conversation)
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr)
         canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]

@@ -70,8 +70,9 @@ class FunctionInvoker:
         self.body_wire = secrets.expand_deep(self.body_recorded, env)
         self.fn = fn
 
-    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None):
-        values = placeholder_values(case, uuid)
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None,
+                session: Any = templates.UNSET):
+        values = placeholder_values(case, uuid, session)
         wire = {"body": templates.fill(self.body_wire, values)}
         recorded = {"mode": "function", "entrypoint": self.entrypoint, "body": templates.fill(self.body_recorded, values)}
         return wire, recorded

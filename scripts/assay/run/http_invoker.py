@@ -33,9 +33,10 @@ def user_turn(case: Mapping[str, Any]) -> str | None:
     return str(users[-1].get("content", "")) if users else None
 
 
-def placeholder_values(case: Mapping[str, Any], uuid: str) -> dict[str, Any]:
+def placeholder_values(case: Mapping[str, Any], uuid: str, session: Any = templates.UNSET) -> dict[str, Any]:
+    """The placeholder values of one request; `<session>` stays UNSET until a server-id app gave one."""
     return {"<user turn>": user_turn(case) or "", "<uuid>": uuid,
-            "<persona>": case.get("persona"), "<case id>": case.get("id")}
+            "<persona>": case.get("persona"), "<case id>": case.get("id"), "<session>": session}
 
 
 def tls_context(insecure: bool) -> ssl.SSLContext:
@@ -140,8 +141,11 @@ class HttpInvoker:
                 out.append((str(header), text, text))
         return out
 
-    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None):
-        values = placeholder_values(case, uuid)
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None,
+                session: Any = templates.UNSET):
+        """(wire, recorded) for one request. A `Cookie` in extra_headers (a conversation's jar)
+        follows the static auth cookie in one header; it is recorded as sent (the caller redacts)."""
+        values = placeholder_values(case, uuid, session)
         wire_body = templates.fill(self.body_wire, values)
         recorded_body = templates.fill(self.body_recorded, values)
         headers = self.static_headers + self.identity_headers(case)
@@ -151,6 +155,10 @@ class HttpInvoker:
             wire_headers[name] = wire
             rec_headers[name] = rec
         for name, value in (extra_headers or {}).items():
+            if name.lower() == "cookie" and "Cookie" in wire_headers:
+                wire_headers["Cookie"] = f"{wire_headers['Cookie']}; {value}"
+                rec_headers["Cookie"] = secrets.REDACTED
+                continue
             wire_headers[name] = value
             rec_headers[name] = value
         wire = {"method": self.method, "url": self.base_wire + self.path_wire, "headers": wire_headers,
@@ -210,9 +218,10 @@ class HttpInvoker:
             elif resp.will_close:
                 self._drop(key)
             text, doc, ok, notes = decode_body(raw, truncated)
-            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
+            pairs = resp.getheaders()
+            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in pairs},
                            body_text=text, body_json=doc, json_ok=ok, notes=notes, body_sha=sha256_bytes(raw),
-                           latency_ms=_ms(start))
+                           latency_ms=_ms(start), set_cookies=[v for k, v in pairs if k.lower() == "set-cookie"])
         except _DROP_ERRORS as exc:
             self._drop(key)
             if not sent:  # lost while writing the request: a connection failure, still one attempt

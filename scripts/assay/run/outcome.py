@@ -39,6 +39,7 @@ class Outcome:
     body_sha: str | None = None
     cli: dict[str, Any] | None = None          # cli mode: exit code, signal, stderr, caps, scratch
     answer_withheld: str | None = None         # why the body must not be scored (e.g. cut at a cap)
+    set_cookies: list[str] = field(default_factory=list)   # every Set-Cookie (headers keeps one)
 
     @property
     def retriable(self) -> bool:

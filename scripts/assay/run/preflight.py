@@ -280,6 +280,7 @@ class RunSetup:
     ledger: Path | None
     max_concurrency: int
     health: dict[str, Any] = field(default_factory=dict)
+    conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
@@ -322,6 +323,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         "max_concurrency": setup.max_concurrency, "safety": setup.safety, "health_check": setup.health,
         "data": {"may_contain_pii": (plan["adapter"].get("data") or {}).get("may_contain_pii") is True},
         "manifest_extra": plan.get("manifest_extra") or {},
+        "conversation": setup.conversation.manifest() if setup.conversation is not None else None,
     }
 
 
@@ -362,10 +364,13 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     writer.register_secrets(env.values())
     mc = max_concurrency(plan)
     invoker = build_invoker(plan, env, execution, out=out, environ=environ)
+    from .invoke.conversation import conversation_config
+    conv = conversation_config(plan["adapter"].get("invocation") or {},
+                               getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan["adapter"], state, env)
     return RunSetup(plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
-                    baseline=baseline, ledger=ledger, max_concurrency=mc)
+                    baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv)
 
 
 def write_running_results(out: Path, plan: Mapping[str, Any], started_at: str, summary: dict) -> None:

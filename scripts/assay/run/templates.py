@@ -1,8 +1,10 @@
 """Request templates and declared response paths (adapter-profile facts §1.2).
 
-Placeholders: `<user turn>`, `<uuid>`, `<persona>`, `<case id>`. A string that is
-exactly one placeholder becomes the typed value; otherwise the value is substituted
-as text. Values are read from a response only at paths the adapter declares.
+Placeholders: `<user turn>`, `<uuid>`, `<persona>`, `<case id>`, `<session>`. A string that
+is exactly one placeholder becomes the typed value; otherwise the value is substituted
+as text. An unset value (`UNSET`, e.g. `<session>` before a server-id app gave one) drops a
+mapping entry or list item that is exactly that placeholder, and is "" inside a longer
+string. Values are read from a response only at paths the adapter declares.
 """
 
 from __future__ import annotations
@@ -13,11 +15,22 @@ from typing import Any
 
 from ..core.errors import AssayError
 
-PLACEHOLDERS = ("<user turn>", "<uuid>", "<persona>", "<case id>")
+PLACEHOLDERS = ("<user turn>", "<uuid>", "<persona>", "<case id>", "<session>")
+SESSION_MARK = "<session>"
 ANSWER_MARK = "<answer>"
 TRACE_ID_MARK = "<trace id>"
 DEFAULT_FUNCTION_BODY = {"message": "<user turn>", "session_id": "<uuid>"}
 _MISSING = object()
+
+
+class _Unset:
+    """A placeholder value that is not known yet: the entry holding it is not sent at all."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
 
 
 def parse_template(value: Any, where: str) -> Any:
@@ -34,7 +47,8 @@ def parse_template(value: Any, where: str) -> Any:
 
 
 def fill(template: Any, values: dict[str, Any]) -> Any:
-    """Substitute placeholders. An exact-placeholder string becomes the typed value."""
+    """Substitute placeholders. An exact-placeholder string becomes the typed value; an entry
+    whose whole value is an UNSET placeholder is dropped (never sent as null)."""
     if isinstance(template, str):
         if template in values:
             return values[template]
@@ -43,13 +57,26 @@ def fill(template: Any, values: dict[str, Any]) -> Any:
         out = template
         for mark, val in values.items():
             if mark in out:
-                out = out.replace(mark, "" if val is None else (val if isinstance(val, str) else json.dumps(val)))
+                out = out.replace(mark, "" if val is None or val is UNSET else (
+                    val if isinstance(val, str) else json.dumps(val)))
         return out
     if isinstance(template, dict):
-        return {k: fill(v, values) for k, v in template.items()}
+        filled = {k: fill(v, values) for k, v in template.items()}
+        return {k: v for k, v in filled.items() if v is not UNSET}
     if isinstance(template, list):
-        return [fill(v, values) for v in template]
+        return [v for v in (fill(v, values) for v in template) if v is not UNSET]
     return template
+
+
+def mentions(template: Any, mark: str) -> bool:
+    """True when any string of a parsed template contains `mark`."""
+    if isinstance(template, str):
+        return mark in template
+    if isinstance(template, dict):
+        return any(mentions(v, mark) for v in template.values())
+    if isinstance(template, list):
+        return any(mentions(v, mark) for v in template)
+    return False
 
 
 def find_mark(template: Any, mark: str) -> list[Any] | None:

@@ -89,3 +89,41 @@ def fold_repeats(verdicts: Iterable[str]) -> str:
 def failed_layers(layers: Mapping[str, object]) -> list[str]:
     """Names of layers whose verdict is fail, in the order given (LAYER_ORDER on a record)."""
     return [name for name, v in layers.items() if _verdict_of(v) == FAIL]
+
+
+# Per layer, which turn's verdict speaks for a conversation (first in this order wins). pass
+# ranks above unscored so that case_verdict(merged) == the roll-up over every turn's layers.
+_TURN_MERGE_ORDER = (INFRA_ERROR, INFRA_INCOMPLETE, ERROR, FAIL, PASS, UNSCORED, "unscorable", NA)
+
+
+def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict[str, dict]:
+    """A conversation's case-level layers from its sent turns' layers [(turn, layers), ...].
+
+    Each layer takes the verdict of the first turn holding the highest-ranked verdict
+    (infra_error > infra_incomplete > error > fail > pass > unscored > unscorable > n/a),
+    with that turn's detail and `turn` added, so a failing turn names itself.
+    case_verdict over the result equals the roll-up over every sent turn's layers.
+    """
+    rank = {v: i for i, v in enumerate(_TURN_MERGE_ORDER)}
+    best: dict[str, tuple[int, int, object]] = {}
+    for n, layers in turns:
+        for name, entry in layers.items():
+            r = rank.get(_verdict_of(entry), len(rank))
+            if name not in best or r < best[name][0]:
+                best[name] = (r, n, entry)
+    out: dict[str, dict] = {}
+    for name, (_, n, entry) in best.items():
+        detail = dict(entry) if isinstance(entry, Mapping) else {"verdict": _verdict_of(entry)}
+        out[name] = dict(detail, turn=n)
+    return out
+
+
+def conversation_verdict(layers: Mapping[str, object], *, turns_sent: int, turns_total: int,
+                         failed_turn: int | None) -> str:
+    """A conversation's verdict: the roll-up of its merged layers, except that a conversation
+    which stopped early with no failing turn (e.g. no server session id after turn 1) is
+    never a pass: its later turns were never checked."""
+    verdict = case_verdict(layers, skipped=False)
+    if verdict == PASS and turns_sent < turns_total and failed_turn is None:
+        return UNSCORED
+    return verdict

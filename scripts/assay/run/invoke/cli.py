@@ -29,7 +29,7 @@ from typing import Any, Mapping
 from ...core import writer
 from ...core.errors import AssayError
 from ...core.jsonio import sha256_bytes
-from .. import secrets
+from .. import secrets, templates
 from ..http_invoker import placeholder_values
 from ..outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome, decode_body
 from .procgroup import OUTPUT_CAP_BYTES, GroupRegistry, grace_for, run_in_session
@@ -76,8 +76,14 @@ def _inside(child: Path, parent: Path) -> bool:
 def fill_arg(arg: str, values: Mapping[str, Any]) -> str:
     for mark, value in values.items():
         if mark in arg:
-            arg = arg.replace(mark, "" if value is None else str(value))
+            arg = arg.replace(mark, "" if value is None or value is templates.UNSET else str(value))
     return arg
+
+
+def fill_argv(args: list[str], values: Mapping[str, Any]) -> list[str]:
+    """Each argument filled; an argument that is exactly an unset placeholder (`<session>` on a
+    conversation's turn 1) is left out, like an unset entry of a JSON body."""
+    return [fill_arg(a, values) for a in args if not (a in values and values[a] is templates.UNSET)]
 
 
 class CliInvoker:
@@ -90,6 +96,7 @@ class CliInvoker:
             raise AssayError("pre-flight: invocation.command must be a non-empty list of strings (argv, no "
                              "shell), e.g. [python3, agent.py, \"<user turn>\"]", 3, key="invocation.command")
         self.command_recorded = list(command)
+        self.conversation_template = self.command_recorded   # what <uuid>/<session> must appear in
         self.command_wire = [secrets.expand(a, env) for a in command]
         self.timeout_s = float(timeout_s)
         self.stdin_mode = invocation.get("stdin") or "none"
@@ -178,18 +185,19 @@ class CliInvoker:
         return sorted(self.base_env)
 
     # ---- one attempt ----------------------------------------------------------------
-    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None):
-        values = placeholder_values(case, uuid)
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None,
+                session: Any = templates.UNSET):
+        values = placeholder_values(case, uuid, session)
         env = dict(self.base_env)
         trace_env = {TRACE_ENV[k.lower()]: v for k, v in (extra_headers or {}).items() if k.lower() in TRACE_ENV}
         env.update(trace_env)
         expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
         code = expect.get("exit_code")
-        wire = {"argv": [self.program] + [fill_arg(a, values) for a in self.command_wire[1:]],
+        wire = {"argv": [self.program] + fill_argv(self.command_wire[1:], values),
                 "stdin": (values["<user turn>"] or "").encode("utf-8") if self.stdin_mode == "user_turn" else None,
                 "env": env, "case_id": str(case.get("id")),
                 "expect_exit_code": code if isinstance(code, int) and not isinstance(code, bool) else None}
-        recorded = {"mode": "cli", "argv": [fill_arg(a, values) for a in self.command_recorded],
+        recorded = {"mode": "cli", "argv": fill_argv(self.command_recorded, values),
                     "stdin": self.stdin_mode, "cwd": self.cwd_recorded, "env": sorted(env), **trace_env}
         return wire, recorded
 

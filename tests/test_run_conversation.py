@@ -1,0 +1,357 @@
+"""Conversations (`input.turns`) end to end: run_cases.py as a subprocess against a stateful app
+on a real loopback port, one test per style, the stop rule, a checkpoint failure, a server-id
+app that gives no id, a 500 on turn 2 (restart from turn 1), k=3, kill -9 then --resume, and
+--verify over the turn tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+from fakeapp import FakeApp, Reply, adapter, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
+from helpers import SCRIPTS
+
+
+class MemoryApp:
+    """A chat app that remembers the invoice a user asked about, per session.
+
+    Turn "which invoice is open?" answers "INV-2 is open" and remembers INV-2; "refund that one"
+    answers "refunded INV-2" only when the session remembers it, else "refund which invoice?".
+    The session comes from the body's session_id (client-id), the body's `session` (server-id,
+    issued on the first turn as body `sid` and header X-Session), or a `sid` cookie (cookie).
+    """
+
+    def __init__(self, style: str, *, give_id: bool = True, forget: bool = False) -> None:
+        self.style, self.give_id, self.forget = style, give_id, forget
+        self.memory: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def _session(self, req):
+        doc = req.json if isinstance(req.json, dict) else {}
+        if self.style == "client-id":
+            return doc.get("session_id"), None
+        if self.style == "server-id":
+            return doc.get("session"), None
+        cookies = dict(p.strip().split("=", 1) for p in (req.headers.get("Cookie") or "").split(";") if "=" in p)
+        return cookies.get("sid"), cookies
+
+    def __call__(self, req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        doc = req.json if isinstance(req.json, dict) else {}
+        text = str(doc.get("message") or "")
+        sid, _ = self._session(req)
+        headers, out = {}, {}
+        if not sid:
+            sid = uuid.uuid4().hex[:8]
+            if self.style == "server-id" and self.give_id:
+                out["sid"] = sid
+                headers["X-Session"] = sid
+            if self.style == "cookie":
+                headers["Set-Cookie"] = f"sid={sid}; Path=/; HttpOnly"
+        with self.lock:
+            if "open" in text:
+                self.memory[sid] = "INV-2"
+                out.update(message="INV-2 is open", route="billing")
+            elif "refund" in text:
+                inv = None if self.forget else self.memory.get(sid)
+                out.update(message=f"refunded {inv}" if inv else "refund which invoice?", route="billing")
+            else:
+                out.update(message=f"echo: {text}", route="chat")
+        return Reply(200, out, headers=headers)
+
+
+def convo(cid: str, *turns, expect=None, every=None, **fields) -> dict:
+    inp = {"turns": [t if isinstance(t, dict) else {"user": t} for t in turns]}
+    if every:
+        inp["every_turn"] = every
+    doc = {"id": cid, "split": ["smoke"], "category": "multistep", "test_type": "MFT", "template_id": None,
+           "input": inp, "expect": expect or {"answer": {"must_contain": ["refunded INV-2"]}}}
+    doc.update(fields)
+    return doc
+
+
+REFUND = convo("c-refund", {"user": "which of my invoices is open?", "expect": {"route": "billing"}},
+               "refund that one")
+
+
+def run(state, app_url, cases, *, conversation, k=1, request_body=None, extra=(), execution=None, **inv):
+    body = request_body or '{"message": "<user turn>", "session_id": "<uuid>"}'
+    if conversation is not None:
+        inv["conversation"] = conversation
+    ad = adapter(app_url, request_body=body, **inv)
+    plan = make_plan(state, cases, app_url=app_url, k=k, adapter_doc=ad,
+                     execution=execution or {"max_attempts": 3, "backoff_s": [0, 0]})
+    path = state / "work" / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    out = state / "reports" / plan["run_id"]
+    r = run_runner("--plan", path, "--out", out, "--progress", "never", *extra)
+    return r, out
+
+
+def rd(path):
+    return json.loads(path.read_text())
+
+
+def tree(cdir):
+    return sorted(str(p.relative_to(cdir)) for p in cdir.rglob("*") if p.is_file())
+
+
+def test_client_id_holds_the_same_uuid_and_writes_the_turn_tree(state):
+    mem = MemoryApp("client-id")
+    stop = convo("c-stop", {"user": "which invoice is open?", "expect": {"answer": {"must_contain": ["INV-9"]}}},
+                 "refund that one", "thanks")
+    with FakeApp(mem) as app:
+        r, out = run(state, app.url, [REFUND, stop], conversation={"style": "client-id", "memory": "session"})
+        posts = app.posts()
+    assert r.rc == 0, r.stdout + r.stderr
+    refund_posts = [p.json for p in posts if p.json["message"] in ("which of my invoices is open?", "refund that one")]
+    assert len({p["session_id"] for p in refund_posts}) == 1 and len(refund_posts) == 2
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert v["verdict"] == "pass"
+    assert (v["multi_turn"], v["turns_sent"], v["turns_total"], v["failed_turn"], v["stop_reason"]) == (
+        True, 2, 2, None, None)
+    assert v["turn_layers"]["t1.routing"]["verdict"] == "pass" and v["turn_layers"]["t2.answer"]["verdict"] == "pass"
+    assert v["layers"]["routing"]["turn"] == 1 and v["layers"]["answer"]["turn"] == 2
+    assert v["memory"] == "session"
+    cdir = out / "cases" / "c-refund"
+    assert tree(cdir) == sorted(["answer.txt", "expect.json", "request.json", "response.json", "verdict.json"] + [
+        f"turns/{n}/{f}" for n in (1, 2) for f in
+        ("answer.txt", "expect.json", "request.json", "response.json", "verdict.json")])
+    t1 = rd(cdir / "turns" / "1" / "request.json")
+    assert (t1["turn"], t1["attempt"], t1["body"]["message"]) == (1, 1, "which of my invoices is open?")
+    assert (cdir / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
+    assert rd(cdir / "turns" / "1" / "verdict.json")["checkpoint"] is True
+    # the stop rule: turn 1's checkpoint fails, turns 2 and 3 are never sent
+    s = rd(out / "cases" / "c-stop" / "verdict.json")
+    assert (s["verdict"], s["turns_sent"], s["failed_turn"]) == ("fail", 1, 1)
+    assert s["stop_reason"].startswith("turn 1: answer:")
+    assert not any(p.json["message"] in ("thanks",) for p in posts)
+    assert not (out / "cases" / "c-stop" / "turns" / "2").exists()
+    res = rd(out / "results.json")
+    assert (res["summary"]["n"], res["summary"]["passes"], res["summary"]["failures"]) == (2, 1, 1)
+    assert rd(out / "manifest.yaml")["conversation"] == {"style": "client-id", "session_from": None,
+                                                          "turn_delay_s": 0.0, "memory": "session"}
+    assert not (out / "routing_results.jsonl").exists()   # a conversation writes no routing row
+    v = run_runner("--verify", out)
+    assert v.rc == 0, v.stdout
+
+
+def test_server_id_from_the_body_and_a_missing_id(state, tmp_path):
+    body = '{"message": "<user turn>", "session": "<session>"}'
+    conv = {"style": "server-id", "session_from": {"body": "sid"}}
+    with FakeApp(MemoryApp("server-id")) as app:
+        r, out = run(state, app.url, [REFUND], conversation=conv, request_body=body)
+        posts = app.posts()
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "session" not in posts[0].json        # unset <session> entry dropped, never null
+    assert posts[1].json["session"] == rd(out / "cases" / "c-refund" / "turns" / "1" / "response.json")["body"]["sid"]
+    assert rd(out / "cases" / "c-refund" / "verdict.json")["verdict"] == "pass"
+    # no id on turn 1: unscored, turn 2 never sent, failed_turn null
+    from fakeapp import make_state
+    state2 = make_state(tmp_path / "b")
+    with FakeApp(MemoryApp("server-id", give_id=False)) as app:
+        r, out = run(state2, app.url, [REFUND], conversation=conv, request_body=body)
+        assert len(app.posts()) == 1
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["turns_sent"], v["failed_turn"]) == ("unscored", 1, None)
+    assert v["stop_reason"] == "turn 1: no session id at body path sid (style server-id); turn 2 not sent"
+    assert v["unscored_reason"] == v["stop_reason"]
+
+
+def test_server_id_from_a_header(state):
+    body = '{"message": "<user turn>", "session": "<session>"}'
+    conv = {"style": "server-id", "session_from": {"header": "x-session"}}
+    with FakeApp(MemoryApp("server-id")) as app:
+        r, out = run(state, app.url, [REFUND], conversation=conv, request_body=body)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert rd(out / "cases" / "c-refund" / "verdict.json")["verdict"] == "pass"
+
+
+def test_cookie_jar_per_attempt_and_redacted(state):
+    # the static auth cookie comes first, the jar's cookies after it
+    with FakeApp(MemoryApp("cookie")) as app:
+        ad_env = {"APP_COOKIE": "auth=s3cr3t-token"}
+        body = '{"message": "<user turn>"}'
+        plan_ad = adapter(app.url, request_body=body, conversation={"style": "cookie", "turn_delay_s": 0.01},
+                          auth={"type": "cookie", "cookie_env": "APP_COOKIE"})
+        plan = make_plan(state, [REFUND], app_url=app.url, adapter_doc=plan_ad)
+        path = state / "work" / "plan.json"
+        path.write_text(json.dumps(plan))
+        out = state / "reports" / plan["run_id"]
+        r = run_runner("--plan", path, "--out", out, "--progress", "never", env=ad_env)
+        posts = app.posts()
+    assert r.rc == 0, r.stdout + r.stderr
+    assert posts[0].headers["Cookie"] == "auth=s3cr3t-token"
+    assert posts[1].headers["Cookie"].startswith("auth=s3cr3t-token; sid=")
+    assert rd(out / "cases" / "c-refund" / "verdict.json")["verdict"] == "pass"
+    for n in (1, 2):
+        req = rd(out / "cases" / "c-refund" / "turns" / str(n) / "request.json")
+        assert req["headers"]["Cookie"] == "<redacted>"
+    assert "s3cr3t" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+
+
+def test_500_on_turn_2_restarts_from_turn_1_and_counts_once(state):
+    mem = MemoryApp("client-id")
+    seen = []
+
+    def handler(req):
+        if req.method == "POST":
+            seen.append(req.json)
+            if len(seen) == 2:
+                return Reply(500, {"error": "boom"})
+        return mem(req)
+    with FakeApp(handler) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [s["message"] for s in seen] == ["which of my invoices is open?", "refund that one"] * 2
+    assert seen[0]["session_id"] != seen[2]["session_id"]         # a fresh <uuid> for the restart
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["attempts"], v["retry_count"], v["turns_sent"]) == ("pass", 2, 1, 2)
+    assert rd(out / "cases" / "c-refund" / "turns" / "2" / "response.json")["attempts"] == 2
+    assert rd(out / "results.json")["summary"]["n"] == 1
+    events = [json.loads(line) for line in (out / "run.log").read_text().splitlines()]
+    retry = [e for e in events if e["event"] == "retry"]
+    assert len(retry) == 1 and retry[0]["turn"] == 2 and retry[0]["restart"] == "conversation"
+
+
+def test_repeated_500_names_the_turn(state):
+    mem = MemoryApp("client-id")
+
+    def handler(req):
+        if req.method == "POST" and "refund" in (req.json or {}).get("message", ""):
+            return Reply(500, {"error": "boom"})
+        return mem(req)
+    with FakeApp(handler) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["failed_turn"], v["attempts"]) == ("infra_error", 2, 3)
+    assert v["repeated_5xx"] == {"status": 500, "attempts": 3, "turn": 2}
+    assert v["stop_reason"] == "turn 2: HTTP 500 on all 3 conversation attempt(s)"
+
+
+def test_k3_reruns_the_whole_conversation_and_verify_catches_a_missing_turn_file(state):
+    with FakeApp(MemoryApp("client-id")) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"}, k=3)
+        assert len(app.posts()) == 6
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert v["verdict"] == "pass"
+    assert v["repeats"] == [{"n": n, "verdict": "pass", "turns_sent": 2, "failed_turn": None} for n in (1, 2, 3)]
+    cdir = out / "cases" / "c-refund"
+    assert (cdir / "repeats" / "3" / "turns" / "2" / "verdict.json").is_file()
+    assert not (cdir / "repeats" / "3" / "turns" / "2" / "trace.json").exists()
+    assert run_runner("--verify", out).rc == 0
+    (cdir / "turns" / "2" / "answer.txt").unlink()
+    (cdir / "repeats" / "2" / "turns" / "1" / "request.json").unlink()
+    bad = run_runner("--verify", out)
+    assert bad.rc == 6, bad.stdout
+    missing = bad.json["missing_artifacts"]
+    assert "cases/c-refund/turns/2/answer.txt (missing)" in missing
+    assert "cases/c-refund/repeats/2/turns/1/request.json (missing)" in missing
+
+
+def test_memory_bug_is_caught_at_turn_2(state):
+    with FakeApp(MemoryApp("client-id", forget=True)) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["failed_turn"]) == ("fail", 2)
+    assert v["stop_reason"].startswith("turn 2: answer:")
+
+
+def test_no_conversation_block_skips_with_the_reason(state):
+    with FakeApp(MemoryApp("client-id")) as app:
+        r, out = run(state, app.url, [REFUND], conversation=None)
+        assert app.posts() == []
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert v["verdict"] == "skipped" and "invocation.conversation" in v["skip_reason"]
+
+
+def test_kill_9_mid_conversation_then_resume_redoes_it_from_turn_1(state):
+    mem = MemoryApp("client-id")
+    hold = threading.Event()
+    seen = []
+
+    def handler(req):
+        if req.method == "POST":
+            seen.append(req.json["message"])
+            if len(seen) == 2:
+                hold.wait(10)       # turn 2 of the first run never answers: the runner is killed here
+        return mem(req)
+    with FakeApp(handler) as app:
+        plan = make_plan(state, [REFUND], app_url=app.url, adapter_doc=adapter(
+            app.url, conversation={"style": "client-id"}))
+        path = state / "work" / "plan.json"
+        path.write_text(json.dumps(plan))
+        out = state / "reports" / plan["run_id"]
+        proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out",
+                                 str(out), "--progress", "never"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while len(seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        hold.set()
+        assert (out / "cases" / "c-refund").is_dir()            # a half-done conversation: no verdict.json
+        assert not (out / "cases" / "c-refund" / "verdict.json").exists()
+        assert run_runner("--verify", out).rc == 6
+        r = run_runner("--plan", path, "--out", out, "--resume", "--progress", "never")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert seen == ["which of my invoices is open?", "refund that one"] * 2     # redone from turn 1
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["turns_sent"], v["attempts"]) == ("pass", 2, 1)
+    assert run_runner("--verify", out).rc == 0
+
+
+def test_function_app_is_called_once_per_turn_with_the_session(state, tmp_path):
+    app_dir = state.parent
+    (app_dir / "memapp.py").write_text(
+        "CALLS = []\nMEM = {}\n"
+        "def answer(body):\n"
+        "    CALLS.append(body)\n"
+        "    sid = body.get('session') or 'S-%d' % len(CALLS)\n"
+        "    if 'open' in body['message']:\n"
+        "        MEM[sid] = 'INV-2'\n"
+        "        return {'text': 'INV-2 is open', 'sid': sid}\n"
+        "    return {'text': 'refunded %s (call %d)' % (MEM.get(sid), len(CALLS)), 'sid': sid}\n")
+    ad = {"adapter_version": 1, "app": {"name": "fn"},
+          "invocation": {"mode": "function", "entrypoint": "memapp:answer",
+                         "request_body": '{"message": "<user turn>", "session": "<session>"}',
+                         "response_body": '{"text": "<answer>"}',
+                         "conversation": {"style": "server-id", "session_from": {"body": "sid"}}},
+          "traces": {"source": "none"}, "environment": {"kind": "mocked", "safe_to_attack": True},
+          "data": {"may_contain_pii": False}, "tools": []}
+    case = convo("c-fn", "which invoice is open?", "refund that one",
+                 expect={"answer": {"must_contain": ["refunded INV-2 (call 2)"]}})
+    plan = make_plan(state, [case], adapter_doc=ad)
+    path = state / "work" / "plan.json"
+    path.write_text(json.dumps(plan))
+    out = state / "reports" / plan["run_id"]
+    r = run_runner("--plan", path, "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-fn" / "verdict.json")
+    assert (v["verdict"], v["turns_sent"]) == ("pass", 2)
+    assert rd(out / "cases" / "c-fn" / "turns" / "1" / "request.json")["body"] == {"message": "which invoice is open?"}
+    assert rd(out / "cases" / "c-fn" / "turns" / "2" / "request.json")["body"]["session"] == "S-1"
+
+
+def test_preflight_refuses_a_bad_conversation_block(state):
+    body = '{"message": "<user turn>"}'
+    cases = [REFUND]
+    for conv, key in (({"style": "server-id", "session_from": {"body": "sid"}}, "invocation.conversation.style"),
+                      ({"style": "client-id"}, "invocation.conversation.style")):
+        with FakeApp(MemoryApp("client-id")) as app:
+            r, out = run(state, app.url, cases, conversation=conv, request_body=body)
+        assert r.rc == 3, r.stdout
+        assert r.json["key"] == key and ("<session>" in r.json["error"] or "<uuid>" in r.json["error"])
+        assert not out.exists()
