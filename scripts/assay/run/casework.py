@@ -50,7 +50,8 @@ class CaseWorker:
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
                            conv=self.conversation, max_turns=int(self.execution.get("max_turns") or
-                                                                convo.DEFAULT_MAX_TURNS))
+                                                                convo.DEFAULT_MAX_TURNS),
+                           matrix=self.score_ctx.matrix)
 
     # ------------------------------------------------------------ one case
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -311,7 +312,7 @@ def attempts_reason(outcomes: list[Outcome]) -> str:
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],
                 mode: str, *, conv: "convo.ConversationConfig | None" = None,
-                max_turns: int = convo.DEFAULT_MAX_TURNS) -> str | None:
+                max_turns: int = convo.DEFAULT_MAX_TURNS, matrix: Mapping[str, Any] | None = None) -> str | None:
     """Why a case is not sent (safety gates and unsupported inputs), or None. Pure."""
     inp = case.get("input") or {}
     if not isinstance(inp, Mapping):
@@ -321,7 +322,7 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
     if "session" in inp and inp["session"] != "fresh":
         return f"unsupported input: input.session {inp['session']!r} (only `fresh` is supported)"
     if convo.is_conversation(case):
-        why = convo.skip_reason(case, conv, max_turns)
+        why = convo.skip_reason(case, conv, max_turns, matrix)
         if why:
             return why
     else:

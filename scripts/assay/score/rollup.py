@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, PASS, SKIPPED,
+from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SKIPPED, UNSCORABLE,
                           UNSCORED)
 from .hollow import HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, is_hollow_case
 
@@ -93,7 +93,7 @@ def failed_layers(layers: Mapping[str, object]) -> list[str]:
 
 # Per layer, which turn's verdict speaks for a conversation (first in this order wins). pass
 # ranks above unscored so that case_verdict(merged) == the roll-up over every turn's layers.
-_TURN_MERGE_ORDER = (INFRA_ERROR, INFRA_INCOMPLETE, ERROR, FAIL, PASS, UNSCORED, "unscorable", NA)
+_TURN_MERGE_ORDER = (INFRA_ERROR, INFRA_INCOMPLETE, ERROR, FAIL, PASS, UNSCORED, UNSCORABLE, NA)
 
 
 def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict[str, dict]:

@@ -126,7 +126,8 @@ def turn_specs(case: Mapping[str, Any]) -> list[TurnSpec]:
     return specs
 
 
-def skip_reason(case: Mapping[str, Any], conv: ConversationConfig | None, max_turns: int) -> str | None:
+def skip_reason(case: Mapping[str, Any], conv: ConversationConfig | None, max_turns: int,
+                matrix: Mapping[str, Any] | None = None) -> str | None:
     """Why a conversation case is not sent, or None. Pure."""
     inp = case["input"]
     turns = inp.get("turns")
@@ -136,6 +137,10 @@ def skip_reason(case: Mapping[str, Any], conv: ConversationConfig | None, max_tu
         return "unsupported input: input has both turns and messages (validate_cases.py names the fix)"
     if conv is None:
         return NO_BLOCK_REASON
+    entry = (matrix or {}).get("multi_turn")
+    if isinstance(entry, Mapping) and entry.get("enabled") is False:
+        return ("conversation not run: capability_matrix.multi_turn is disabled ("
+                f"{entry.get('blocked_by') or 'enabled: false'})")
     if len(turns) < 2:
         return f"unsupported input: a conversation needs at least 2 turns (input.turns has {len(turns)})"
     if len(turns) > max_turns:
