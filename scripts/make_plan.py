@@ -37,7 +37,10 @@ def build_parser():
     p.add_argument("--manifest-extra", help="JSON object merged into manifest_extra (models, prompt hashes, ...)")
     p.add_argument("--allow-invalid", action="store_true",
                    help="plan a suite with linter ERRORs anyway (refused by default; recorded in manifest_extra.validation)")
-    p.add_argument("--shards", type=int, help="split the plan into N shards (not built yet)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="split the plan into N shards for N machines (run_cases.py --shard I, then merge_runs.py)")
+    p.add_argument("--durations", metavar="RUN_DIR",
+                   help="with --shards: pack shards by this previous run's per-case latency (default round-robin)")
     return p
 
 
@@ -46,14 +49,15 @@ def run(args):
 
     from assay.core import jsonio
     from assay.core.errors import AssayError
-    from assay.plan.build import PlanOptions, build_plan, parse_backoff, run_command_line
+    from assay.plan.build import (PlanOptions, build_plan, merge_command_line, parse_backoff, run_command_line,
+                                  shard_command_line)
     from assay.plan.modes import resolve_mode
     from assay.schemas import validate
 
     resolve_mode(args.mode)  # --mode full is refused before anything is read
-    if args.shards is not None:
-        raise AssayError("--shards is not built yet (plan sharding lands in its own issue); build one plan and "
-                         "run it on one machine", 2)
+    if args.durations is not None and args.shards is None:
+        raise AssayError("--durations only applies with --shards N (it packs the shards by recorded latency)", 2,
+                         key="--durations")
     try:
         converted = jsonio.read_json(args.converted)
     except OSError as exc:
@@ -82,6 +86,16 @@ def run(args):
     for line in result.warnings:
         print(f"make_plan: {line}", file=sys.stderr)
     plan = result.plan
+    shard_rows = None
+    if args.shards is not None:
+        from assay.shard.assign import add_shards, shard_summary
+        add_shards(plan, args.shards, Path(args.durations) if args.durations else None)
+        shard_rows = shard_summary(plan)
+        for row in shard_rows:
+            wall = "unknown (no --durations)" if row["predicted_wall_s"] is None else f"{row['predicted_wall_s']:.1f}s"
+            print(f"make_plan: shard {row['shard']}/{plan['shards']['count']}: {row['cases']} case(s) + "
+                  f"{row['canaries']} canary(ies), predicted wall {wall}, CI timeout {row['timeout_minutes']} min",
+                  file=sys.stderr)
     if not args.output:
         sys.stdout.write(jsonio.dumps(plan) + "\n")
         return 0, None
@@ -99,6 +113,11 @@ def run(args):
         "validation": plan["manifest_extra"].get("validation"),
         "run": run_command_line(out_path, out_dir),
     }
+    if shard_rows is not None:
+        summary["shards"] = shard_rows
+        summary["timeout_minutes"] = max(row["timeout_minutes"] for row in shard_rows)
+        summary["run_shard"] = shard_command_line(out_path, out_dir)
+        summary["merge"] = merge_command_line(out_path, out_dir)
     print(f"plan {plan['run_id']}: {len(plan['cases'])} case(s), k={plan['k']}, gate {plan['gate']}", file=sys.stderr)
     return 0, summary
 

@@ -322,8 +322,10 @@ def test_run_id(suite):
     assert "--mode is 'regression'" in refused(*suite, "--run-id", "smoke-20261129T101500Z")
 
 
-def test_shards_not_built_yet(suite):
-    assert "not built yet" in refused(*suite, "--shards", "2")
+def test_shards_refusals(suite):
+    # the shard assignment itself: tests/test_shard_plan.py
+    assert "only applies with --shards" in refused(*suite, "--durations", "x")
+    assert "between 1 and" in refused(*suite, "--shards", "0")
 
 
 def test_bad_converted_and_state_dir(suite, tmp_path):

@@ -251,3 +251,17 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
 def run_command_line(plan_path: Path, out_dir: Path) -> str:
     """The exact runner command the summary prints."""
     return f'python3 "{SCRIPTS_DIR / "run_cases.py"}" --plan "{plan_path}" --out "{out_dir}"'
+
+
+def shard_command_line(plan_path: Path, out_dir: Path) -> str:
+    """The runner command for one shard (replace <I> by 1..N; each shard its own run dir)."""
+    from .shards import shard_dir_name
+    out = out_dir.parent / shard_dir_name(out_dir.name, "<I>")
+    return f'python3 "{SCRIPTS_DIR / "run_cases.py"}" --plan "{plan_path}" --shard <I> --out "{out}"'
+
+
+def merge_command_line(plan_path: Path, out_dir: Path) -> str:
+    """The merge command once every shard's run dir is in reports/."""
+    from .shards import shard_dir_name
+    shards = out_dir.parent / shard_dir_name(out_dir.name, "*")
+    return f'python3 "{SCRIPTS_DIR / "merge_runs.py"}" --plan "{plan_path}" --out "{out_dir}" {shards}'

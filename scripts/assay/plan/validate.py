@@ -11,6 +11,7 @@ from typing import Any
 from ..core.errors import AssayError
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
 from ..schemas import validate
+from .shards import check_shards
 
 DEFAULT_EXECUTION = {
     "timeout_s": None,          # None: adapter.invocation.timeout_s, else 60
@@ -42,6 +43,7 @@ def validate_plan(plan: Any, *, source: str = "plan.json") -> dict[str, Any]:
     _check_cases(plan, source)
     _check_execution(plan, source)
     _check_paths(plan, source)
+    check_shards(plan, source)
     return plan
 
 

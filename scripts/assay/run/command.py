@@ -30,21 +30,35 @@ def add_arguments(parser) -> None:
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help="progress on stderr (default auto: live line on a TTY, a line every ~10 s otherwise)")
     parser.add_argument("--verify", metavar="RUN_DIR", help="re-check a run directory: no app calls, no writes")
+    parser.add_argument("--shard", type=int, metavar="I",
+                        help="run only shard I (1-based) of a plan built with make_plan.py --shards N; "
+                             "--out <state>/reports/<run_id>.shard-<I>; merge the shards with merge_runs.py")
 
 
 def run(args, environ=None) -> tuple[int, Any]:
     environ = os.environ if environ is None else environ
+    shard_index = getattr(args, "shard", None)
     if args.verify:
-        if args.plan or args.out or args.resume or args.dry_run:
-            raise AssayError("--verify takes only a run directory (no --plan/--out/--resume/--dry-run)", 2)
+        if args.plan or args.out or args.resume or args.dry_run or shard_index is not None:
+            raise AssayError("--verify takes only a run directory (no --plan/--out/--resume/--dry-run/--shard)", 2)
         return verify(Path(args.verify))
     if not args.plan or (not args.out and not args.dry_run):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
     from . import preflight
     plan = preflight.load_plan(args.plan)
+    plan_sha256 = sha256_json(plan)
+    shard = None
+    if shard_index is not None:
+        from ..plan.shards import shard_dir_name, slice_plan
+        plan = slice_plan(plan, shard_index)
+        shard = {"index": shard_index, "count": plan["shards"]["count"]}
+        if args.baseline_verdicts:
+            raise AssayError("--baseline-verdicts does not apply to one shard: pass it to merge_runs.py, which "
+                             "writes comparison.json for the whole run", 2, key="--baseline-verdicts")
     if args.dry_run:
         return 0, dry_run(plan, environ)
-    out = preflight.check_out(plan, args.out, resume=args.resume)
+    out = preflight.check_out(plan, args.out, resume=args.resume,
+                              name=shard_dir_name(plan["run_id"], shard_index) if shard else None)
     preflight.ledger_path(plan)
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
     if args.resume:
@@ -52,10 +66,13 @@ def run(args, environ=None) -> tuple[int, Any]:
             manifest = read_json(out / "manifest.yaml")
         except (OSError, ValueError) as exc:
             raise AssayError(f"--resume: {out}/manifest.yaml is unreadable ({exc}); start a new run id", 2)
-        if manifest.get("plan_sha256") != sha256_json(plan):
+        if manifest.get("plan_sha256") != plan_sha256:
             raise AssayError(f"--resume: the plan differs from the one {out.name} was started with "
                              "(plan_sha256 mismatch); resume with the same plan.json, or start a new run id",
                              2, key="--plan")
+        if manifest.get("shard") != shard:
+            raise AssayError(f"--resume: {out.name} was started as shard {manifest.get('shard')} and this is "
+                             f"shard {shard}; resume it with the same --shard", 2, key="--shard")
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
@@ -65,6 +82,10 @@ def run(args, environ=None) -> tuple[int, Any]:
     setup = None
     try:
         setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
+        if shard is not None:
+            # A shard run names the whole plan's hash (the merge checks it) and never writes the
+            # holdout ledger: the merge appends the one line for the merged run id.
+            setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
         setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
                                               resume=args.resume)
         return Run(setup, resume=args.resume, progress=args.progress).execute()

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..core.jsonio import atomic_write_text, dumps
+from ..core.jsonio import atomic_write_json, atomic_write_jsonl, atomic_write_text, dumps
 from ..core.vocab import FAIL, LAYER_ORDER, PASS
 from ..score.rollup import failed_layers
 from ..stats.counts import summarize
@@ -138,6 +138,39 @@ def slim(record: Mapping[str, Any]) -> dict[str, Any]:
     out["layers"] = {name: {k: layer[k] for k in _SLIM_LAYER_KEYS if k in layer}
                      for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}
     return out
+
+
+def write_run_reports(out: Path, records: list[dict], *, k: int, oos_route: str | None,
+                      baseline: Mapping[str, Any] | None) -> None:
+    """The run-level reports after the last case (contracts §11): routing_results.jsonl and
+    routing_report.json, repeats.jsonl and reliability.json (k > 1), comparison.json (with a
+    baseline). `records` in plan order. The runner's finalize and the shard merge both call this."""
+    main = [r for r in records if not r.get("canary")]
+    rows = routing_rows(records)
+    if rows:
+        atomic_write_jsonl(out / "routing_results.jsonl", rows)
+        atomic_write_json(out / "routing_report.json", routing_report_doc(records, oos_route))
+    if k > 1:
+        atomic_write_jsonl(out / "repeats.jsonl", [row for r in records for row in repeat_rows(r)])
+        atomic_write_json(out / "reliability.json", reliability_doc(main, k))
+    if baseline is not None:
+        from ..core.errors import AssayError
+        from ..stats.paired import compare
+        # holdout ids are sealed in comparison.json as in every run-level report
+        sealed = sealed_ids(records)
+        for cid in baseline.get("holdout_ids") or []:
+            sealed.setdefault(cid, f"<baseline holdout #{len(sealed) + 1}>")
+
+        def seal(rows: list) -> list:
+            return [dict(row, case_id=sealed.get(row.get("case_id"), row.get("case_id")))
+                    if isinstance(row, dict) else row for row in rows]
+        cand = [row for row in (stats_row(r) for r in records) if row]
+        try:
+            doc = compare(seal(baseline["rows"]), seal(cand))
+        except AssayError as exc:
+            doc = {"error": exc.message, "comparable": False}
+        doc = dict(doc, baseline_run_id=baseline.get("run_id"))
+        atomic_write_json(out / "comparison.json", doc)
 
 
 class DerivedFiles:

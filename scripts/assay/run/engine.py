@@ -15,7 +15,7 @@ from queue import Empty, SimpleQueue
 
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
-from ..core.jsonio import atomic_write_json, atomic_write_jsonl, read_json
+from ..core.jsonio import atomic_write_json, read_json
 from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
 from . import derived, preflight
 from .casework import CaseWorker
@@ -250,30 +250,5 @@ class Run:
         return code, result
 
     def _write_reports(self, records: list[dict]) -> None:
-        out = self.s.out
-        main = [r for r in records if not r.get("canary")]
-        rows = derived.routing_rows(records)
-        if rows:
-            atomic_write_jsonl(out / "routing_results.jsonl", rows)
-            atomic_write_json(out / "routing_report.json",
-                              derived.routing_report_doc(records, self.s.scoring.get("oos_route")))
-        if self.plan["k"] > 1:
-            atomic_write_jsonl(out / "repeats.jsonl", [row for r in records for row in derived.repeat_rows(r)])
-            atomic_write_json(out / "reliability.json", derived.reliability_doc(main, self.plan["k"]))
-        if self.s.baseline is not None:
-            from ..stats.paired import compare
-            # holdout ids are sealed in comparison.json as in every run-level report
-            sealed = derived.sealed_ids(records)
-            for cid in self.s.baseline.get("holdout_ids") or []:
-                sealed.setdefault(cid, f"<baseline holdout #{len(sealed) + 1}>")
-
-            def seal(rows: list) -> list:
-                return [dict(row, case_id=sealed.get(row.get("case_id"), row.get("case_id")))
-                        if isinstance(row, dict) else row for row in rows]
-            cand = [row for row in (derived.stats_row(r) for r in records) if row]
-            try:
-                doc = compare(seal(self.s.baseline["rows"]), seal(cand))
-            except AssayError as exc:
-                doc = {"error": exc.message, "comparable": False}
-            doc = dict(doc, baseline_run_id=self.s.baseline.get("run_id"))
-            atomic_write_json(out / "comparison.json", doc)
+        derived.write_run_reports(self.s.out, records, k=self.plan["k"], oos_route=self.s.scoring.get("oos_route"),
+                                  baseline=self.s.baseline)

@@ -61,12 +61,15 @@ def _inside(child: Path, parent: Path) -> bool:
         return False
 
 
-def check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool) -> Path:
-    """The --out rules: basename = run_id, inside the state dir, no symlink, empty unless --resume."""
+def check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str | None = None) -> Path:
+    """The --out rules: basename = run_id (or `name`: a shard's), inside the state dir, no symlink,
+    empty unless --resume."""
     out = Path(os.path.abspath(out_arg))
-    if out.name != plan["run_id"]:
-        raise AssayError(f"--out {out_arg!r}: its last path component must equal the plan's run_id "
-                         f"{plan['run_id']!r} (use --out <state>/reports/{plan['run_id']})", 2, key="--out")
+    name = name or plan["run_id"]
+    if out.name != name:
+        what = "the plan's run_id" if name == plan["run_id"] else "the plan's run_id and the shard (<run_id>.shard-<I>)"
+        raise AssayError(f"--out {out_arg!r}: its last path component must be {name!r}, {what} "
+                         f"(use --out <state>/reports/{name})", 2, key="--out")
     state = state_dir_of(plan)
     if out.is_symlink() or not _inside(out.parent.resolve() / out.name, state):
         raise AssayError(f"--out {out_arg!r} is outside the state dir {str(state)!r} (or a symlink); "
@@ -281,6 +284,7 @@ class RunSetup:
     max_concurrency: int
     health: dict[str, Any] = field(default_factory=dict)
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
+    shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
@@ -324,6 +328,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         "data": {"may_contain_pii": (plan["adapter"].get("data") or {}).get("may_contain_pii") is True},
         "manifest_extra": plan.get("manifest_extra") or {},
         "conversation": setup.conversation.manifest() if setup.conversation is not None else None,
+        **({"shard": setup.shard} if setup.shard else {}),
     }
 
 

@@ -1,0 +1,79 @@
+"""The plan's `shards` block (wave 2 §4): its rules and a shard's slice of the plan.
+
+`shards: {count, assignment: {case_id: i}, ...}` with i in 1..count. Canaries are in no
+assignment: they belong to every shard and run first in each. Every other case of the
+plan is assigned to exactly one shard. The runner (`run_cases.py --shard I`), the merge
+and make_plan all read the block through this module only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core.errors import AssayError
+
+MAX_SHARDS = 256
+
+
+def is_canary(case: Mapping[str, Any]) -> bool:
+    return "canary" in (case.get("split") or [])
+
+
+def shard_dir_name(run_id: str, index: int | str) -> str:
+    """A shard's run directory name: `<run_id>.shard-<I>`, so shards of one plan never share a
+    directory or a runner lock, and `gate.py --latest` never mistakes a slice for a run."""
+    return f"{run_id}.shard-{index}"
+
+
+def check_shards(plan: Mapping[str, Any], source: str) -> None:
+    """Cross-field rules of the `shards` block (its shape is the plan schema's). AssayError(2)."""
+    block = plan.get("shards")
+    if block is None:
+        return
+    count = block["count"]
+    assignment = block["assignment"]
+    fix = "rebuild the plan with make_plan.py --shards N"
+    canaries = set()
+    for i, case in enumerate(plan["cases"]):
+        cid = case["id"]
+        if is_canary(case):
+            canaries.add(cid)
+            if cid in assignment:
+                raise AssayError(f"{source}: shards.assignment names canary {cid!r} (cases[{i}]); canaries run "
+                                 f"in every shard and are never assigned; {fix}", 2,
+                                 key=f"shards.assignment.{cid}", case_id=cid)
+        elif cid not in assignment:
+            raise AssayError(f"{source}: case {cid!r} (cases[{i}]) has no shard in shards.assignment; {fix}", 2,
+                             key="shards.assignment", case_id=cid)
+        elif not 1 <= assignment[cid] <= count:
+            raise AssayError(f"{source}: shards.assignment.{cid} is {assignment[cid]}, not a shard of 1..{count}; "
+                             f"{fix}", 2, key=f"shards.assignment.{cid}", case_id=cid)
+    if len(assignment) + len(canaries) != len(plan["cases"]):
+        known = {c["id"] for c in plan["cases"]}
+        stray = sorted(cid for cid in assignment if cid not in known)
+        raise AssayError(f"{source}: shards.assignment names {len(stray)} case(s) that are not in the plan "
+                         f"({', '.join(stray[:5])}); {fix}", 2, key="shards.assignment", case_ids=stray[:20])
+    used = set(assignment.values())
+    empty = [i for i in range(1, count + 1) if i not in used]
+    if empty:
+        raise AssayError(f"{source}: shard(s) {', '.join(map(str, empty))} of {count} hold no case; {fix} "
+                         "with N at most the number of non-canary cases", 2, key="shards.count")
+
+
+def shard_cases(plan: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    """Shard `index`'s cases in plan order: every canary, then nothing else but its own cases."""
+    assignment = plan["shards"]["assignment"]
+    return [c for c in plan["cases"] if is_canary(c) or assignment.get(c["id"]) == index]
+
+
+def slice_plan(plan: Mapping[str, Any], index: Any) -> dict[str, Any]:
+    """The plan a shard run executes: the same plan with only shard `index`'s cases.
+    AssayError(2) when the plan has no shards or `index` is not one of them."""
+    block = plan.get("shards")
+    if not block:
+        raise AssayError("--shard: this plan has no shards block; build it with make_plan.py --shards N "
+                         "(or run it whole without --shard)", 2, key="--shard")
+    if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index <= block["count"]:
+        raise AssayError(f"--shard {index}: the plan has {block['count']} shard(s), numbered 1..{block['count']}",
+                         2, key="--shard")
+    return dict(plan, cases=shard_cases(plan, index))
