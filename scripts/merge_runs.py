@@ -19,7 +19,8 @@ EXAMPLE = ("python3 scripts/merge_runs.py --plan .assay/work/plan.json --out .as
 
 def build_parser():
     p = make_parser("merge_runs.py", "Merge the shard run dirs of one plan (make_plan.py --shards N; run_cases.py "
-                    "--shard I) into one run directory, fail-closed (docs/runner-contract.md §16).", EXAMPLE)
+                    "--shard I) into one run directory, fail-closed (docs/runner-contract.md: "
+                    "Shards across machines).", EXAMPLE)
     p.add_argument("--plan", required=True, help="the plan.json every shard ran from")
     p.add_argument("--out", required=True, help="the merged run directory: <state>/reports/<run_id>")
     p.add_argument("--baseline-verdicts", metavar="FILE",
