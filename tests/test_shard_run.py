@@ -225,6 +225,11 @@ def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):
     assert r.rc == 2 and "another plan" in r.json["error"] and r.json["key"] == "plan_sha256"
     r = merge(state, plan_path, RUN_ID, [dirs[0], tmp_path / "nowhere", dirs[2]])
     assert r.rc == 2 and "nowhere" in r.json["error"]
+    manifest = json.loads((dirs[1] / "manifest.yaml").read_text())   # shard 2's machine had no trace file
+    manifest["traces"] = dict(manifest["traces"], reason="traces.location not readable")
+    (dirs[1] / "manifest.yaml").write_text(json.dumps(manifest))
+    r = merge(state, plan_path, RUN_ID, dirs)
+    assert r.rc == 2 and r.json["key"] == "traces" and "different 'traces'" in r.json["error"]
     assert not (state / "reports" / RUN_ID).exists()
 
 

@@ -44,6 +44,7 @@ from ..run.lock import RunLock
 # Manifest keys that may differ between the shards of one plan (each machine's own clock,
 # health check and slice); every other key must agree or the shards are not one run.
 PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts")
+PER_SHARD_INVOCATION_KEYS = ("scratch_area",)
 PROBLEMS_SHOWN = 5
 
 
@@ -186,11 +187,22 @@ def _problem_message(problems: dict[str, Any]) -> str:
     return "merge refused: " + "; ".join(parts)
 
 
+def _shared(manifest: dict) -> dict:
+    """The manifest keys the shards of one run must agree on (a cli run's scratch area is each
+    machine's own temp dir, named after its run dir)."""
+    out = {k: v for k, v in manifest.items() if k not in PER_SHARD_KEYS}
+    if isinstance(out.get("invocation"), dict):
+        out["invocation"] = {k: v for k, v in out["invocation"].items() if k not in PER_SHARD_INVOCATION_KEYS}
+    return out
+
+
 def _merged_manifest(plan: dict, shards: list[ShardRun], baseline: dict | None) -> dict:
     first = min(shards, key=lambda s: s.index)
+    mine = _shared(first.manifest)
     for s in shards:
-        for key in sorted(set(first.manifest) | set(s.manifest)):
-            if key not in PER_SHARD_KEYS and first.manifest.get(key) != s.manifest.get(key):
+        theirs = _shared(s.manifest)
+        for key in sorted(set(mine) | set(theirs)):
+            if mine.get(key) != theirs.get(key):
                 raise AssayError(f"{s.path.name} and {first.path.name} ran with different {key!r} in their "
                                  "manifests: the shards of one run must share the plan and its environment "
                                  "(e.g. the trace source); re-run the odd shard", 2, key=key)
