@@ -38,6 +38,9 @@ def judged_run(root: Path) -> Path:
                        "c-2": [("states-amount", "fail"), ("gives-eta", "unknown")],
                        "c-3": [("states-amount", "pass")], "c-h": [("states-amount", "fail")]}.items():
         (run / "cases" / cid / "judge.json").write_text(json.dumps(judge_doc(nodes)))
+    vpath = run / "cases" / "c-1" / "verdict.json"
+    verdict = json.loads(vpath.read_text())
+    vpath.write_text(json.dumps({**verdict, "input_text": "Please refund 20 on INV-1002", "title": "refund"}))
     (run / "cases" / "c-1" / "trajectory.json").write_text(json.dumps(
         {"tool_calls": [{"name": "issue_refund", "arguments": {"invoice_id": "INV-1002"},
                          "result": {"refund_id": "RF-1", "amount": 20.0}, "error": None}]}))
@@ -51,6 +54,8 @@ def test_items_exclude_holdout_and_oversample_fails(tmp_path):
     assert out["stats"]["holdout_excluded"] == 1 and out["stats"]["judged_cases"] == 3
     assert "c-h" not in out["materials"] and "SEALED" not in json.dumps(out)
     assert out["materials"]["c-1"]["tools"][0]["name"] == "issue_refund"
+    assert out["materials"]["c-1"]["input"] == "Please refund 20 on INV-1002"
+    assert '"message": "hi"' in out["materials"]["c-2"]["input"]       # no input_text: the request body
     items = [{"judge_label": v, "id": i} for i, v in enumerate(["pass"] * 8 + ["fail"] * 2 + ["unknown"])]
     order = [i["judge_label"] for i in stratified(items, 0)]
     assert order[:4] == ["fail", "pass", "fail", "unknown"] and order.count("fail") == 2
@@ -105,7 +110,7 @@ def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
         pressed = []
         for n in range(3):
             judge = browser.eval("document.getElementById('judge').textContent")
-            case = browser.eval("document.getElementById('case').textContent")
+            case = browser.eval("document.getElementById('case').textContent").split(" ")[0]
             if n == 0:
                 browser.key("c")
                 browser.type_text("evidence quote is not about the ETA")
@@ -116,12 +121,20 @@ def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
         browser.key("e")
         exported = browser.eval("document.getElementById('export').value")
         title = browser.eval("document.title")
-        answer_text = browser.eval("Array.from(document.querySelectorAll('pre')).map(p => p.textContent).join('|')")
-        browser.key("k")  # move back: still alive, no script error
+        for _ in range(3):
+            browser.key("k")
+        shown = {}
+        for _ in range(5):   # walk every item: each case's input and answer, as text
+            shown[browser.eval("document.getElementById('case').textContent").split(" ")[0]] = (
+                browser.eval("document.getElementById('input').textContent"),
+                browser.eval("document.getElementById('answer').textContent"))
+            browser.key("j")
     finally:
         browser.close()
 
     assert "PWNED" not in title
+    assert shown["c-1"][0] == "Please refund 20 on INV-1002" and "<script>document.title" in shown["c-1"][1]
+    assert set(shown) == {"c-1", "c-2", "c-3"}
     lines = [json.loads(x) for x in exported.splitlines()]
     assert len(lines) == 3
     for line, (case, judge, key) in zip(lines, pressed):

@@ -49,9 +49,9 @@ SCRIPT = r"""
   function render() {
     var it = items[pos], m = DATA.materials[it.case_id] || {};
     text("progress", "item " + (pos + 1) + " of " + items.length + " \u00b7 " + done() + " labelled");
-    text("case", it.case_id); text("pin", it.rubric_id); text("node", it.node_id);
+    text("case", it.case_id + (m.title ? " \u00b7 " + m.title : "")); text("pin", it.rubric_id); text("node", it.node_id);
     text("criterion", it.criterion || "(no criterion text in judge.json)");
-    text("input", m.input || "(no request body recorded)"); text("answer", m.answer || "(empty answer)");
+    text("input", m.input || "(no input recorded)"); text("answer", m.answer || "(empty answer)");
     var tools = $("tools"); tools.textContent = "";
     (m.tools || []).forEach(function (t) {
       var pre = document.createElement("pre");
@@ -147,7 +147,7 @@ BODY = """
 <p id="msg" role="status"></p>
 <h2>Criterion</h2><p class="crit" id="criterion"></p>
 <p>case <code id="case"></code> · rubric <code id="pin"></code> · node <code id="node"></code></p>
-<h2>Input (request body)</h2><pre id="input"></pre>
+<h2>Input</h2><pre id="input"></pre>
 <h2>Answer</h2><pre id="answer"></pre>
 <h2>Tool results</h2><div id="tools"></div>
 <h2>Judge</h2><p>verdict: <span id="judge"></span></p><p>evidence:</p><ul id="evidence"></ul><p>reason: <span id="reason"></span></p>

@@ -41,12 +41,18 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def case_material(case_dir: Path) -> dict[str, Any]:
-    """Input, answer and tool results of one case as the labeller reads them."""
-    request = try_json(case_dir / "request.json") or {}
-    body = request.get("body") if isinstance(request, dict) else None
-    if body is None and isinstance(request, dict):
-        body = request.get("stdin") or request.get("argv") or request.get("args")
+def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
+    """Input, answer and tool results of one case as the labeller reads them.
+
+    The input is the user's words the runner copied into verdict.json (`input_text`),
+    else the recorded request body."""
+    verdict = verdict if isinstance(verdict, dict) else {}
+    body: Any = verdict.get("input_text")
+    if not isinstance(body, str) or not body:
+        request = try_json(case_dir / "request.json") or {}
+        body = request.get("body") if isinstance(request, dict) else None
+        if body is None and isinstance(request, dict):
+            body = request.get("stdin") or request.get("argv") or request.get("args")
     try:
         answer = (case_dir / "answer.txt").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -59,7 +65,9 @@ def case_material(case_dir: Path) -> dict[str, Any]:
                 tools.append({"name": str(call.get("name")), "arguments": _clip(_pretty(call.get("arguments"))),
                               "result": _clip(_pretty(call.get("result"))),
                               "error": None if call.get("error") is None else str(call.get("error"))})
-    return {"input": _clip(_pretty(body)), "answer": _clip(answer), "tools": tools}
+    title = verdict.get("title")
+    return {"input": _clip(_pretty(body)), "answer": _clip(answer), "tools": tools,
+            "title": title if isinstance(title, str) else ""}
 
 
 def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
@@ -141,7 +149,7 @@ def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = No
             continue
         judged += 1
         items.extend(_judge_items(cid, read_json_file(jpath), jpath))
-        materials[cid] = case_material(case_dir)
+        materials[cid] = case_material(case_dir, verdict)
     if not items:
         raise AssayError(f"{run}: no judged non-holdout case (no cases/<id>/judge.json outside the holdout); "
                          "run a mode that judges (regression, or --judge) with a judge configured", 2,
