@@ -23,7 +23,7 @@ def build_parser():
         "python3 scripts/score_agreement.py .assay/annotations/2026-11-30-dana.jsonl "
         "--write .assay/judge/calibration.json",
     )
-    p.add_argument("annotations", nargs="+", help="annotation JSONL files; later lines (and later files) win")
+    p.add_argument("annotations", nargs="+", help="annotation JSONL files, or a directory (its *.jsonl in name order); later lines and files win")
     p.add_argument("--write", metavar="SIDECAR",
                    help="write the calibration sidecar here (<state>/judge/calibration.json; must end in .json)")
     p.add_argument("--min-pairs", type=int, default=100, help="labelled pairs needed per rubric version (default 100)")

@@ -59,6 +59,8 @@ def test_later_file_wins_over_earlier(tmp_path):
     r = run_script("score_agreement", first, second, "--min-pairs", "1", "--min-per-class", "0")
     rub = r.json["rubrics"]["refund-eta-v1"]
     assert r.rc == 0 and (rub["tp"], rub["fp"]) == (1, 0) and r.json["duplicates_replaced"] == 1
+    r = run_script("score_agreement", tmp_path, "--min-pairs", "1", "--min-per-class", "0")   # the directory
+    assert r.rc == 0 and r.json["rubrics"]["refund-eta-v1"]["tp"] == 1
 
 
 def test_bad_input_names_file_line_and_fix(tmp_path):
@@ -78,6 +80,10 @@ def test_bad_input_names_file_line_and_fix(tmp_path):
         assert r.rc == 2, (name, r.stdout)
         assert needle in r.json["error"] and str(path) in r.json["error"], (name, r.json)
     r = run_script("score_agreement", tmp_path / "missing.jsonl")
+    assert r.rc == 2 and "not found" in r.json["error"]
+    (tmp_path / "emptydir").mkdir()
+    r = run_script("score_agreement", tmp_path / "emptydir")
+    assert r.rc == 2 and "no .jsonl file" in r.json["error"]
     assert r.rc == 2 and "not found" in r.json["error"]
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")

@@ -109,8 +109,18 @@ def read_annotation_file(path: str | Path) -> list[Annotation]:
 
 
 def read_annotations(paths: list[str | Path]) -> list[Annotation]:
-    """Every line of every file, in argument order then line order (the order 'last wins' uses)."""
+    """Every line of every file, in argument order then line order (the order 'last wins' uses).
+    A directory stands for its *.jsonl files in name order."""
     rows: list[Annotation] = []
     for p in paths:
-        rows.extend(read_annotation_file(p))
+        p = Path(p)
+        if p.is_dir():
+            files = sorted(p.glob("*.jsonl"))
+            if not files:
+                raise AssayError(f"{p}: a directory with no .jsonl file; pass annotation files or "
+                                 "<state>/annotations/", 2, file=str(p))
+            for f in files:
+                rows.extend(read_annotation_file(f))
+        else:
+            rows.extend(read_annotation_file(p))
     return rows
