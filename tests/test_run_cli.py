@@ -236,3 +236,35 @@ def test_function_call_past_its_timeout_is_infra_error_and_the_run_goes_on(state
     assert v["infra_reason"].startswith("timeout: no return within 0.3 s")
     assert doc(out, "c-2")["verdict"] == doc(out, "c-3")["verdict"] == "pass"
     assert json.loads((out / "manifest.yaml").read_text())["invocation"]["timeout_enforced"] is True
+
+
+def test_sigterm_to_the_runner_kills_its_commands_at_once(state, tmp_path):
+    marker = f"assay-term-marker-{os.getpid()}-{time.monotonic_ns()}"
+    flag = tmp_path / "hang.flag"
+    flag.write_text("1")
+    env = cli_env(tmp_path, CLI_HANG_FLAG=str(flag))
+    plan = make_plan(state, [case("c-hang", f"hang {marker}")], adapter_doc=cli_adapter(stdin="none"),
+                     execution={"max_attempts": 1, "backoff_s": [], "timeout_s": 60})
+    path = state / "work" / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    out = state / "reports" / plan["run_id"]
+    full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    full_env.update(env)
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out", str(out),
+                             "--progress", "never"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(processes_with(marker)) == 2
+        proc.send_signal(signal.SIGTERM)
+        stdout, _ = proc.communicate(timeout=30)   # far less than the 60 s timeout of the command
+        assert proc.returncode == 130 and json.loads(stdout)["error"] == "interrupted"
+        assert processes_with(marker) == []
+        assert not (out / "cases" / "c-hang" / "verdict.json").exists()   # --resume redoes it
+        assert not (state / "reports" / f".{plan['run_id']}.lock").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in processes_with(marker):
+            os.kill(pid, signal.SIGKILL)

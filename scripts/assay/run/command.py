@@ -80,16 +80,22 @@ def run(args, environ=None) -> tuple[int, Any]:
                          "plan": str(args.plan), "started_at": utc_now_iso()})
     lock.acquire()
     setup = None
+    restore_signals = None
     try:
         setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
         if shard is not None:
             # A shard run names the whole plan's hash (the merge checks it) and never writes the
             # holdout ledger: the merge appends the one line for the merged run id.
             setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
+        if setup.invoker.mode == "cli":
+            from .invoke.cli import stop_on_signals
+            restore_signals = stop_on_signals(setup.invoker)
         setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
                                               resume=args.resume)
         return Run(setup, resume=args.resume, progress=args.progress).execute()
     finally:
+        if restore_signals is not None:
+            restore_signals()
         if setup is not None:
             setup.invoker.close()
         lock.release()

@@ -24,7 +24,7 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ...core import writer
 from ...core.errors import AssayError
@@ -129,6 +129,7 @@ class CliInvoker:
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
         self._ready = False
+        self._interrupted = False
 
     # ---- pre-flight ---------------------------------------------------------------
     def _resolve_program(self) -> str:
@@ -212,7 +213,15 @@ class CliInvoker:
         path.mkdir(parents=True)
         return path, f"cases/{case_id}/{n}"
 
+    def interrupt(self) -> None:
+        """The runner is being stopped (SIGINT/SIGTERM): kill every running command now. The
+        cases they belonged to end without a verdict.json (`--resume` redoes them)."""
+        self._interrupted = True
+        self.registry.kill_live()
+
     def send(self, wire: Mapping[str, Any]) -> Outcome:
+        if self._interrupted:
+            raise RunInterrupted("the runner was interrupted")
         if not self._ready:
             self.health(resume=False)
         scratch_rel = None
@@ -221,6 +230,8 @@ class CliInvoker:
             cwd, scratch_rel = self._scratch_dir(wire["case_id"])
         r = run_in_session(wire["argv"], env=wire["env"], cwd=str(cwd), stdin_bytes=wire["stdin"],
                            timeout_s=self.timeout_s, registry=self.registry)
+        if self._interrupted:  # killed by the runner's own stop, not an answer of the app
+            raise RunInterrupted("the runner was interrupted")
         cli: dict[str, Any] = {
             "exit_code": r.returncode if r.returncode is not None and r.returncode >= 0 else None,
             "signal": _signal_name(r.signal) if not r.timed_out else None, "timed_out": r.timed_out,
@@ -270,6 +281,29 @@ class CliInvoker:
                 sub.rmdir()
             except OSError:
                 pass
+
+
+class RunInterrupted(Exception):
+    """Raised in a case worker when the runner is stopped: the case must not get a verdict."""
+
+
+def stop_on_signals(invoker: CliInvoker) -> Callable[[], None]:
+    """SIGINT/SIGTERM kill the running commands at once, then stop the run like Ctrl-C (exit 130).
+
+    Without this a SIGTERM (a cancelled CI job) would end the runner and leave its commands
+    running in their own sessions. Returns the function that restores the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum, frame):
+        invoker.interrupt()
+        raise KeyboardInterrupt
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    return restore
 
 
 def _signal_name(num: int | None) -> str | None:
