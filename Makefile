@@ -1,5 +1,5 @@
 # assay: two commands set up and run everything on a fresh machine.
-#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1)
+#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1, APP=http|cli)
 #   make bench  the runner's own cost against the quality bars (bench/RESULTS.md)
 #   make test   the whole test suite
 #   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
@@ -8,6 +8,7 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 MODE   ?= smoke
+APP    ?= http
 CLAUDE_CODE_VERSION ?= 2.1.332
 
 .PHONY: test demo bench venv clean claude-cli plugin-release
@@ -23,7 +24,7 @@ test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 demo: venv
-	$(VPY) examples/helpdesk/demo.py --mode $(MODE) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,)
+	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,)
 
 bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)

@@ -14,6 +14,11 @@ that cannot do its job stops the demo with exit 2 and a message naming the step.
     python3 examples/helpdesk/demo.py                  # smoke run, gate opens
     python3 examples/helpdesk/demo.py --break          # planted regressions, gate closes
     python3 examples/helpdesk/demo.py --mode regression --flaky   # k=3: pass@k vs pass^k
+    python3 examples/helpdesk/demo.py --app cli        # the same desk as a command (cli.py, .assay-cli/)
+
+With --app cli no server is started: run_cases.py runs examples/helpdesk/cli.py once per
+attempt (state dir .assay-cli/, spans to <state>/work/helpdesk.otlp.jsonl, BREAK=1 in its
+environment for --break).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ ROOT = HERE.parent.parent
 SCRIPTS = ROOT / "scripts"
 APP = HERE / "app.py"
 DEFAULT_STATE = HERE / ".assay"
+DEFAULT_STATE_FOR = {"http": DEFAULT_STATE, "cli": HERE / ".assay-cli"}
 MODES = ("smoke", "regression", "targeted", "holdout")
 # Runner exits that still leave a run directory the gate and report can read (contracts §5.11).
 RUNNER_FINISHED = {0: "complete", 4: "a canary failed; run stopped", 5: "infra rate too high; run stopped",
@@ -206,15 +212,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--break", dest="broken", action="store_true",
                    help="start the app with its planted regressions (the gate closes)")
     p.add_argument("--flaky", action="store_true", help="start the app with a flaky answer (try --mode regression)")
-    p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE,
-                   help="the .assay state dir to use (default: the example's own)")
+    p.add_argument("--app", choices=("http", "cli"), default="http",
+                   help="http: start app.py and call it over HTTP (default); cli: run cli.py per case")
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help="the .assay state dir to use (default: the example's own, .assay-cli for --app cli)")
     p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    state = args.state_dir.resolve()
+    state = (args.state_dir or DEFAULT_STATE_FOR[args.app]).resolve()
+    if args.app == "cli":
+        return main_cli(args, state)
     if not (state / "adapter.yaml").is_file():
         print(json.dumps({"error": f"--state-dir {state} has no adapter.yaml; point it at an .assay dir"}))
         return 2
@@ -242,6 +252,38 @@ def main(argv: list[str] | None = None) -> int:
             say(f"app left running at {app.url} (pid {app.proc.pid}); stop it with: kill {app.proc.pid}")
         else:
             app.stop()
+
+
+def main_cli(args: argparse.Namespace, state: Path) -> int:
+    """The pipeline against the command-line face: nothing to start, the runner runs cli.py."""
+    if not (state / "adapter.yaml").is_file():
+        print(json.dumps({"error": f"--state-dir {state} has no adapter.yaml; point it at an .assay dir"}))
+        return 2
+    broken = args.broken or os.environ.get("BREAK", "") in ("1", "true", "yes")
+    if args.flaky or os.environ.get("FLAKY", "") in ("1", "true", "yes"):
+        print(json.dumps({"error": "--flaky needs the HTTP app (its flaky answer alternates within one "
+                                   "process); drop --flaky or use --app http"}))
+        return 2
+    work = state / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    otlp_file = work / "helpdesk.otlp.jsonl"
+    otlp_file.unlink(missing_ok=True)
+    say(f"assay demo: helpdesk example as a command (cli.py), mode {args.mode}"
+        + (", BROKEN (--break)" if broken else ""))
+    say(f"  app             examples/helpdesk/cli.py, one process per attempt; spans -> {otlp_file.name}")
+    env = {k: v for k, v in os.environ.items() if k not in ("BREAK", "FLAKY", "PYTHONPATH")}
+    env["HELPDESK_OTLP_FILE"] = str(otlp_file)
+    if broken:
+        env["BREAK"] = "1"
+    try:
+        code, _ = pipeline(args, state, env)
+        return code
+    except StepFailed as exc:
+        print(f"\ndemo failed: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ndemo interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

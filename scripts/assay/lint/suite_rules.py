@@ -126,12 +126,13 @@ def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_o
         if isinstance(identity, dict) and identity:
             imap = inv.get("identity_map") if isinstance(inv.get("identity_map"), dict) else {}
             unmapped = sorted(k for k in identity if k != "token_env" and k not in imap)
-            if inv.get("mode") != "http":
-                report("identity_will_skip", f"the case carries an identity but invocation.mode is "
-                       f"{inv.get('mode')!r}: only http can send identity headers; the runner skips it",
-                       case_id=cid, source=src)
+            if inv.get("mode") == "function":
+                report("identity_will_skip", "the case carries an identity but invocation.mode is "
+                       "'function': only http (headers) and cli (environment variables) carry an identity; "
+                       "the runner skips it", case_id=cid, source=src)
             elif unmapped:
-                report("identity_will_skip", f"identity key(s) {unmapped} have no header in the adapter's "
+                carrier = "environment variable" if inv.get("mode") == "cli" else "header"
+                report("identity_will_skip", f"identity key(s) {unmapped} have no {carrier} in the adapter's "
                        "invocation.identity_map; the runner skips the case", case_id=cid, source=src)
 
 

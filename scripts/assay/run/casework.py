@@ -340,8 +340,8 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
     ident = case.get("identity")
     if isinstance(ident, Mapping) and ident:
         imap = (adapter.get("invocation") or {}).get("identity_map") or {}
-        if mode != "http":
-            return f"identity not mapped: {mode} mode cannot carry identity headers"
+        if mode == "function":
+            return "identity not mapped: function mode cannot carry identity headers"
         unmapped = sorted(k for k in ident if k != "token_env" and k not in imap)
         if unmapped:
             return f"identity not mapped: invocation.identity_map has no header for {', '.join(unmapped)}"

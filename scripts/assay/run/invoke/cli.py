@@ -17,6 +17,7 @@ started is `connection`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -124,6 +125,8 @@ class CliInvoker:
         base = {n: environ[n] for n in names if n in environ}
         base.update({n: env[n] for n in sorted(secrets.env_refs(invocation)) if n in env})
         self.base_env = base
+        self.env = env
+        self.identity_map = invocation.get("identity_map") or {}
         self.program = self._resolve_program()
         self.registry = GroupRegistry(area / "pgroups")
         self._lock = threading.Lock()
@@ -179,11 +182,9 @@ class CliInvoker:
 
     def manifest(self) -> dict[str, Any]:
         return {"command": self.command_recorded, "stdin": self.stdin_mode, "cwd": self.cwd_recorded,
-                "env_allowlist": sorted(self.base_env_names()), "scratch_area": str(self.area),
+                "child_env": sorted(self.base_env), "identity_env": sorted(map(str, self.identity_map.values())),
+                "scratch_area": str(self.area),
                 "output_cap_bytes": OUTPUT_CAP_BYTES, "kill_grace_s": grace_for(self.timeout_s)}
-
-    def base_env_names(self) -> list[str]:
-        return sorted(self.base_env)
 
     # ---- one attempt ----------------------------------------------------------------
     def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None,
@@ -192,6 +193,8 @@ class CliInvoker:
         env = dict(self.base_env)
         trace_env = {TRACE_ENV[k.lower()]: v for k, v in (extra_headers or {}).items() if k.lower() in TRACE_ENV}
         env.update(trace_env)
+        identity_env = self._identity_env(case)
+        env.update(identity_env)
         expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
         code = expect.get("exit_code")
         wire = {"argv": [self.program] + fill_argv(self.command_wire[1:], values),
@@ -201,6 +204,21 @@ class CliInvoker:
         recorded = {"mode": "cli", "argv": fill_argv(self.command_recorded, values),
                     "stdin": self.stdin_mode, "cwd": self.cwd_recorded, "env": sorted(env), **trace_env}
         return wire, recorded
+
+    def _identity_env(self, case: Mapping[str, Any]) -> dict[str, str]:
+        """cli: `identity_map` names the environment variables that carry the case's identity
+        (`identity.token_env: NAME` passes the runner's NAME through under its own name)."""
+        ident = case.get("identity")
+        out: dict[str, str] = {}
+        if not isinstance(ident, Mapping):
+            return out
+        for key, value in ident.items():
+            if key == "token_env":
+                out[str(value)] = self.env[value]
+            elif self.identity_map.get(key):
+                out[str(self.identity_map[key])] = (",".join(map(str, value)) if isinstance(value, list)
+                                                    else value if isinstance(value, str) else json.dumps(value))
+        return out
 
     def _scratch_dir(self, case_id: str) -> tuple[Path, str]:
         with self._lock:
