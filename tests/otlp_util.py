@@ -24,10 +24,13 @@ def agent_spans(trace_id: str, agent: str | None, tools: Iterable[tuple] = (), *
     """Spans of one agent turn: an invoke_agent root, one chat span, then one execute_tool span
     per `(name, arguments, result[, error])` entry (result MISSING = not captured), 1 ms apart."""
     root_id = new_span_id()
+    tools = list(tools)
     spans, t = [], t0 + 1_000_000
     if llm_tokens is not None:
+        finish = ["tool_calls"] if tools else ["stop"]  # what a real chat span says about its tool requests
         spans.append(span(trace_id=trace_id, parent_span_id=root_id, operation="chat", model=model,
-                          input_tokens=llm_tokens[0], output_tokens=llm_tokens[1], start_ns=t, end_ns=t + 500_000))
+                          input_tokens=llm_tokens[0], output_tokens=llm_tokens[1], start_ns=t, end_ns=t + 500_000,
+                          attributes={"gen_ai.response.finish_reasons": finish}))
         t += 1_000_000
     for entry in tools:
         name, args, result = entry[0], entry[1], entry[2]

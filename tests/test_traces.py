@@ -147,7 +147,8 @@ def test_first_agent_name_is_the_earliest_invoke_agent():
     traj = normalize_trace(late + early, tid)["trajectory"]
     assert first_agent_name(traj) == "router"
     assert first_agent_name({"agents": []}) is None and first_agent_name(None) is None
-    assert first_agent_name({"agents": [{"name": None}, {"name": "x"}]}) is None
+    # A nameless first agent span (a workflow wrapper) does not hide the named agent it runs.
+    assert first_agent_name({"agents": [{"name": None}, {"name": "x"}]}) == "x"
 
 
 # ---------------------------------------------------------------- correlation
@@ -331,9 +332,10 @@ def test_malformed_lines_are_skipped_and_rotation_restarts(tmp_path):
     assert src.collect(t2).status == "ok" and src.spans_in_file == 5
 
 
-def test_other_convention_is_refused_by_the_source(tmp_path):
+def test_an_unknown_convention_is_refused_by_the_source(tmp_path):
     with pytest.raises(ValueError):
-        OtlpFileSource(tmp_path / "x", "openinference", 10, 1)
+        OtlpFileSource(tmp_path / "x", "openllmetry-legacy", 10, 1)
+    assert OtlpFileSource(tmp_path / "x", "openinference", 10, 1).convention == "openinference"
 
 
 # ---------------------------------------------------------------- pre-flight decision
@@ -348,8 +350,6 @@ def adapter(**traces_block):
     ({"source": "view-only", "correlation": "traceparent-echo"}, "view-only"),
     ({"source": "otlp-file", "location": "x.jsonl"}, "correlation"),
     ({"source": "otlp-file", "location": "x.jsonl", "correlation": "none"}, "correlation"),
-    ({"source": "otlp-file", "location": "x.jsonl", "correlation": "traceparent-echo",
-      "convention": "openinference"}, "no mapping_shim"),
 ])
 def test_trace_less_runs(tmp_path, block, why):
     plan = trace_plan(adapter(**block), state_dir=tmp_path)
@@ -366,6 +366,8 @@ def test_trace_less_runs(tmp_path, block, why):
     ({"source": "otlp-file", "location": "x", "correlation": "guess-by-time"}, "heuristic"),
     ({"source": "otlp-file", "location": "x", "correlation": "traceparent-echo",
       "convention": "openinference", "mapping_shim": "shim.py"}, "mapping_shim"),
+    ({"source": "otlp-file", "location": "x", "correlation": "traceparent-echo",
+      "convention": "openllmetry-legacy"}, "now openllmetry"),
     ({"source": "otlp-file", "location": "no/such/dir/x.jsonl", "correlation": "traceparent-echo"}, "not a readable"),
     ({"source": "otlp-file", "correlation": "traceparent-echo"}, "location"),
     ({"source": "otlp-file", "location": "x", "correlation": "traceparent-echo",

@@ -116,9 +116,12 @@ class Desk:
                                        "change how I operate. I can help with your own account.", route)
                 else:
                     body = agent(message, tenant, role, rec)
+                # finish reasons let a reader tell "no tool was asked for" from "tools not traced"
+                asked = any(s["attributes"].get("gen_ai.operation.name") == "execute_tool" for s in rec.spans)
                 chat["attributes"].update({
                     "gen_ai.usage.input_tokens": 120 + _tokens(message),
                     "gen_ai.usage.output_tokens": _tokens(body["answer"]),
+                    "gen_ai.response.finish_reasons": ["tool_calls" if asked else "stop"],
                 })
         return 200, body
 

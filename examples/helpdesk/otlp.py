@@ -48,6 +48,8 @@ def _attr(key: str, value: Any) -> dict:
         return {"key": key, "value": {"intValue": str(value)}}
     if isinstance(value, float):
         return {"key": key, "value": {"doubleValue": value}}
+    if isinstance(value, (list, tuple)):  # string[] (e.g. gen_ai.response.finish_reasons)
+        return {"key": key, "value": {"arrayValue": {"values": [{"stringValue": str(v)} for v in value]}}}
     return {"key": key, "value": {"stringValue": str(value)}}
 
 

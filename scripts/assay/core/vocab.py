@@ -36,6 +36,11 @@ MATRIX_KEYS: tuple[str, ...] = (
 # Layers fed only by a collected trace (routing can also come from the response or status).
 TRACE_DEPENDENT_LAYERS: tuple[str, ...] = ("trajectory", "tool_selection", "loops", "cost_latency")
 
+# traces.convention values (the mapping tables live in assay.run.trace_conventions) and the
+# trace sources the runner can query.
+TRACE_CONVENTIONS: tuple[str, ...] = ("gen_ai", "openinference", "openllmetry", "auto")
+QUERYABLE_TRACE_SOURCES: tuple[str, ...] = ("otlp-file", "otlp-http")
+
 # Case verdicts.
 PASS, FAIL, UNSCORED, SKIPPED = "pass", "fail", "unscored", "skipped"
 INFRA_ERROR, INFRA_INCOMPLETE = "infra_error", "infra_incomplete"

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable
 
-from ..core.vocab import ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KEYS, SPLITS
+from ..core.vocab import (ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KEYS, QUERYABLE_TRACE_SOURCES, SPLITS,
+                          TRACE_CONVENTIONS)
 
 Report = Callable[..., None]
 
@@ -81,11 +82,11 @@ def check_matrix(matrix: dict[str, Any], report: Report) -> None:
 
 def _trace_queryable(adapter: dict[str, Any]) -> bool:
     traces = adapter.get("traces") if isinstance(adapter.get("traces"), dict) else {}
-    if traces.get("source") != "otlp-file":
+    if traces.get("source") not in QUERYABLE_TRACE_SOURCES:
         return False
     if traces.get("correlation") in (None, "", "none"):
         return False
-    return traces.get("convention", "gen_ai") == "gen_ai" or bool(traces.get("mapping_shim"))
+    return (traces.get("convention") or "gen_ai") in TRACE_CONVENTIONS
 
 
 def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_of: Callable[[int], str | None],

@@ -123,6 +123,10 @@ def _trace_input(ctx: ScoreContext, ev: RepeatEvidence) -> dict | None:
         return {"verdict": UNSCORED, "reason": f"traces not collected: {ctx.traceless_reason or 'trace-less run'}"}
     if ev.trace_status != COMPLETE or ev.trajectory is None:
         return {"verdict": INFRA_INCOMPLETE, "reason": f"trace {ev.trace_status}: {ev.trace_reason or 'no detail'}"}
+    from ..score.base import blind_tool_log
+    blind = blind_tool_log(ev.trajectory)
+    if blind:
+        return {"verdict": UNSCORED, "reason": f"the trace cannot show tool calls: {blind}"}
     return None
 
 
@@ -177,7 +181,9 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         from ..score.execution import extract_actual, score_execution
 
         def run() -> dict:
-            tool_calls = (ev.trajectory or {}).get("tool_calls") if ev.trace_status == COMPLETE else None
+            from ..score.base import blind_tool_log
+            usable = ev.trace_status == COMPLETE and not blind_tool_log(ev.trajectory)
+            tool_calls = (ev.trajectory or {}).get("tool_calls") if usable else None
             actual = extract_actual(dict(ctx.invocation), ev.response_json, ev.answer, tool_calls)
             actual_box["actual"] = actual
             return score_execution(expect.get("result"), actual, float_tolerance=sc.get("float_tolerance"))

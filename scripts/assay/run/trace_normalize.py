@@ -1,10 +1,12 @@
 """Trace normalization: OTLP JSON spans in, a normalized GenAI trajectory out. Pure.
 
 `normalize_trace(spans_doc, trace_id)` reads one span document; `normalize_flat(spans, trace_id)`
-works on spans already flattened by `flatten_span` (what the file source holds). OTel GenAI
-semantic conventions: `invoke_agent` spans are agents, `chat`/`text_completion`/`generate_content`
-spans are LLM calls, `execute_tool` spans are tool calls (`gen_ai.tool.name`, `.call.arguments`,
-`.call.result`).
+works on spans already flattened by `flatten_span` (what the file source holds). Which spans are
+agents, LLM calls and tool calls, and which attributes hold names, arguments and results, is the
+convention's table (`assay.run.trace_conventions`: gen_ai, openinference, openllmetry, auto).
+Without tool spans, the tool calls an LLM span's output messages asked for are the tool log
+(`origin: requested`; tool spans give `origin: executed`). `trajectory.tool_log` says whether
+the tool log could be seen at all: trace-fed layers never pass or fail on a blind one.
 
 Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of
 them, or a raw span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted and
@@ -18,9 +20,10 @@ import base64
 import binascii
 from typing import Any, Iterator
 
-from ..core.jsonio import maybe_json
+from . import trace_conventions as conventions
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
+AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
 LLM_OPS = ("chat", "text_completion", "generate_content")
 OK, INCOMPLETE, ERROR = "ok", "incomplete", "error"
 # What a hostile or half-written span document can raise while being read: never a crash.
@@ -156,14 +159,16 @@ def root_spans(spans: list[dict], *, parent_span_id: str | None = None) -> list[
     return [s for s in spans if s["parent_span_id"] is None or (ext and s["parent_span_id"] == ext)]
 
 
-def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None = None) -> dict:
+def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None = None,
+                    convention: str = "gen_ai") -> dict:
     """Normalize the spans of `trace_id` found in `spans_doc` into a trajectory.
 
     Returns `{status: ok|incomplete|error, trajectory{trace_id, agents, llm_calls, tool_calls,
-    usage}, checks{...}}`. `incomplete`: no span for the trace, orphaned parents (a parent
-    that is neither in the trace nor the caller's span `parent_span_id`), or execute_tool
-    spans without `gen_ai.tool.name`. A missing tool result alone is not incomplete.
+    usage, convention, tool_log}, checks{...}}`. `incomplete`: no span for the trace, orphaned
+    parents (a parent that is neither in the trace nor the caller's span `parent_span_id`), or
+    tool spans without a tool name. A missing tool result alone is not incomplete.
     `error`: the document is not an accepted shape (`error` says why; trajectory is None).
+    `convention` is `traces.convention` (`gen_ai`, `openinference`, `openllmetry`, `auto`).
     """
     try:
         flat = [flatten_span(sp) for sp, _, _ in iter_raw_spans(spans_doc)]
@@ -171,11 +176,45 @@ def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None
         return {"status": ERROR, "error": f"span document: {exc}", "trajectory": None, "checks": {}}
     wanted, _ = _norm_id(trace_id, 16)
     mine = [s for s in flat if s["trace_id"] == wanted]
-    return normalize_flat(mine, wanted or str(trace_id), spans_in_file=len(flat), parent_span_id=parent_span_id)
+    return normalize_flat(mine, wanted or str(trace_id), spans_in_file=len(flat), parent_span_id=parent_span_id,
+                          convention=convention)
+
+
+def _asks_for_tool(finish: list[str]) -> bool:
+    return any("tool" in f.lower() or "function" in f.lower() for f in finish)
+
+
+def _tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] | None]],
+              span_names: list[str]) -> dict:
+    """Could assay have seen every tool call of this trace? `{seen, source, reason}`.
+
+    Seen: the trace has tool spans; or every LLM span's output messages were captured (tool
+    calls derived from their parts); or, without content, every LLM span's finish reasons say
+    no tool was asked for. Blind otherwise, and always when the spans carry another
+    convention's markers or no span maps to an LLM or tool call.
+    """
+    used = conv_info["used"]
+    if conv_info["foreign"]:
+        names = ", ".join(f"{n} ({m})" for n, m in sorted(conv_info["foreign"].items()))
+        return {"seen": False, "source": None, "reason": f"spans carry another convention's markers: {names}; "
+                f"traces.convention is {conv_info['declared']}: set it to that convention or auto"}
+    if kinds[TOOL_KIND]:
+        return {"seen": True, "source": "tool_spans", "reason": None}
+    if not kinds[LLM_KIND]:
+        shown = ", ".join(repr(n) for n in list(dict.fromkeys(span_names))[:5]) or "none"
+        return {"seen": False, "source": None, "reason": f"no span maps to an LLM or tool call under convention "
+                f"{used} (span names: {shown})"}
+    unseen = [finish for captured, finish in llm_seen if not captured]
+    if all(finish is not None and not _asks_for_tool(finish) for finish in unseen):
+        return {"seen": True, "source": "llm_messages" if len(unseen) < len(llm_seen) else "finish_reasons",
+                "reason": None}
+    return {"seen": False, "source": None, "reason": f"{len(unseen)} LLM span(s) without captured output "
+            "messages (and no tool span) may have asked for tools: tool calls cannot be seen (turn on the "
+            "instrumentation's message content capture, or trace tool execution)"}
 
 
 def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | None = None,
-                   parent_span_id: str | None = None) -> dict:
+                   parent_span_id: str | None = None, convention: str = "gen_ai") -> dict:
     """`normalize_trace` over already-flattened spans of one trace (see `flatten_span`)."""
     order = {id(s): i for i, s in enumerate(spans)}
     spans = sorted(spans, key=lambda s: (s["start_ns"] or 0, order[id(s)]))
@@ -183,12 +222,20 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     ext = _external_parent(spans, by_id, parent_span_id)
     orphans = [s for s in spans if s["parent_span_id"] and s["parent_span_id"] not in by_id
                and s["parent_span_id"] != ext]
+    conv, conv_info = conventions.pick(convention, spans)
+    kind = {id(s): conv.kind_of(s["attributes"]) for s in spans}
+
+    def agent_name(s: dict) -> str | None:
+        name = conv.first(s["attributes"], conv.agent_name)
+        if name is None and conv.agent_name_from_span_name:
+            name = s["name"]
+        return name if isinstance(name, str) and name else None
 
     def agent_of(s: dict) -> str | None:
         seen, cur = set(), by_id.get(s["parent_span_id"])
         while cur is not None and cur["span_id"] not in seen:
-            if cur["attributes"].get("gen_ai.operation.name") == AGENT_OP:
-                return cur["attributes"].get("gen_ai.agent.name")
+            if kind[id(cur)] == AGENT_KIND:
+                return agent_name(cur)
             seen.add(cur["span_id"])
             cur = by_id.get(cur["parent_span_id"])
         return None
@@ -204,43 +251,62 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
             return round((s["end_ns"] - s["start_ns"]) / 1e6, 3)
         return None
 
-    agents, llm_calls, tool_calls, unnamed_tools = [], [], [], 0
+    agents, llm_calls, tool_calls, unnamed_tools, notes = [], [], [], 0, []
+    requested: list[dict] = []
+    given: dict[str, Any] = {}
+    llm_seen: list[tuple[bool, list[str] | None]] = []
     usage: dict[str, dict[str, int]] = {}
     agent_span_usage: dict[str, dict[str, int]] = {}
     for s in spans:
-        a, op = s["attributes"], s["attributes"].get("gen_ai.operation.name")
-        tokens = {k: a.get(f"gen_ai.usage.{k}") for k in ("input_tokens", "output_tokens")}
-        tokens = {k: v for k, v in tokens.items() if isinstance(v, int) and not isinstance(v, bool)}
+        a, k = s["attributes"], kind[id(s)]
+        tokens = conv.tokens(a)
         common = {"span_id": s["span_id"], "start_ns": s["start_ns"], "end_ns": s["end_ns"],
                   "duration_ms": duration_ms(s), "error": error_of(s)}
-        if op == AGENT_OP:
-            name = a.get("gen_ai.agent.name")
+        if k == AGENT_KIND:
+            name = agent_name(s)
             agents.append({"name": name, "parent_agent": agent_of(s), **common})
             if tokens:
                 agent_span_usage.setdefault(name or "(unattributed)", {}).update(tokens)
-        elif op in LLM_OPS:
+        elif k == LLM_KIND:
             agent = agent_of(s)
-            llm_calls.append({"operation": op, "agent": agent,
-                              "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
-                              **tokens, **common})
+            op = a.get("gen_ai.operation.name") if a.get("gen_ai.operation.name") in LLM_OPS else "chat"
+            llm_calls.append({"operation": op, "agent": agent, "model": conv.first(a, conv.model), **tokens, **common})
             bucket = usage.setdefault(agent or "(unattributed)", {"input_tokens": 0, "output_tokens": 0})
-            for k, v in tokens.items():
-                bucket[k] += v
-        elif op == TOOL_OP:
-            name = a.get("gen_ai.tool.name")
+            for key, v in tokens.items():
+                bucket[key] += v
+            captured, asked = conventions.requested_tool_calls(conv, a)
+            llm_seen.append((captured, conv.finish(a)))
+            for call in asked:
+                requested.append({**call, "agent": agent, "span_id": s["span_id"], "start_ns": s["start_ns"],
+                                  "end_ns": s["end_ns"], "duration_ms": None, "error": None})
+            given.update(conventions.given_tool_results(conv, a))
+        elif k == TOOL_KIND:
+            name = conv.first(a, conv.tool_name)
             if not name:
                 unnamed_tools += 1
+            args_captured, args, note = conv.arguments(a)
+            if note:
+                notes.append(note)
+            result_captured, result = conv.result(a)
             tool_calls.append({
-                "name": name, "agent": agent_of(s), "call_id": a.get("gen_ai.tool.call.id"),
-                "arguments": maybe_json(a.get("gen_ai.tool.call.arguments")),
-                "arguments_captured": "gen_ai.tool.call.arguments" in a,
-                "result": maybe_json(a.get("gen_ai.tool.call.result")),
-                "result_captured": "gen_ai.tool.call.result" in a, **common})
+                "name": name, "agent": agent_of(s), "call_id": conv.first(a, conv.tool_call_id),
+                "arguments": args, "arguments_captured": args_captured,
+                "result": result, "result_captured": result_captured, "origin": "executed", **common})
+    if not tool_calls and requested:
+        # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
+        # with the results the next LLM call was given (its input messages), by call id.
+        for call in requested:
+            cid = str(call.get("call_id")) if call.get("call_id") is not None else None
+            tool_calls.append({**call, "result": given.get(cid) if cid else None,
+                               "result_captured": bool(cid) and cid in given, "origin": "requested"})
     # An agent whose LLM calls carry no usage may report it on its own span: count it once.
     for name, tokens in agent_span_usage.items():
         if name not in usage:
             usage[name] = {"input_tokens": tokens.get("input_tokens", 0), "output_tokens": tokens.get("output_tokens", 0)}
     total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
+    kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND),
+             LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
+    tool_log = _tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans])
 
     checks: dict[str, Any] = {
         "spans_for_trace": len(spans),
@@ -251,7 +317,10 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         "arg_capture_seen": any(t["arguments_captured"] for t in tool_calls),
         "result_capture_seen": any(t["result_captured"] for t in tool_calls),
         "spans_missing_duration": sum(1 for s in spans if duration_ms(s) is None),
+        "convention": conv_info["used"], "tool_log_seen": tool_log["seen"],
     }
+    if notes:
+        checks["argument_notes"] = sorted(set(notes))
     if unnamed_tools:
         checks["unnamed_tool_spans"] = unnamed_tools
     if any(s["base64_ids"] for s in spans):
@@ -259,14 +328,20 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     status = INCOMPLETE if (not spans or orphans or unnamed_tools) else OK
     return {"status": status, "checks": checks, "trajectory": {
         "trace_id": trace_id, "agents": agents, "llm_calls": llm_calls, "tool_calls": tool_calls,
-        "usage": {"by_agent": usage, "total": total}}}
+        "usage": {"by_agent": usage, "total": total}, "convention": conv_info, "tool_log": tool_log}}
 
 
 def first_agent_name(trajectory: dict | None) -> str | None:
-    """`gen_ai.agent.name` of the first invoke_agent span (by start time): the trace-observed route."""
-    agents = (trajectory or {}).get("agents") or []
-    name = agents[0].get("name") if agents else None
-    return name if isinstance(name, str) and name else None
+    """The name of the first agent span (by start time) that has one: the trace-observed route.
+
+    A workflow span without a name (openai-agents' "Agent workflow") does not hide the agent
+    it runs.
+    """
+    for agent in (trajectory or {}).get("agents") or []:
+        name = agent.get("name")
+        if isinstance(name, str) and name:
+            return name
+    return None
 
 
 def incomplete_reason(normalized: dict) -> str:
@@ -279,5 +354,5 @@ def incomplete_reason(normalized: dict) -> str:
     if c.get("orphaned_parents"):
         parts.append(f"{c['orphaned_parents']} span(s) whose parent span never arrived")
     if c.get("unnamed_tool_spans"):
-        parts.append(f"{c['unnamed_tool_spans']} execute_tool span(s) without gen_ai.tool.name")
+        parts.append(f"{c['unnamed_tool_spans']} tool span(s) without a tool name (gen_ai.tool.name)")
     return "; ".join(parts) or "trace incomplete"

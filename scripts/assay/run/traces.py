@@ -25,6 +25,7 @@ from typing import Any
 from assay.core.vocab import TRACE_DEPENDENT_LAYERS
 
 from .otlp_writer import parse_traceparent  # noqa: F401  (re-exported for the engine)
+from .trace_conventions import CONVENTION_NAMES
 from .trace_normalize import (  # noqa: F401  (re-exported: the public normalization API)
     _BAD_DOC, AGENT_OP, ERROR, INCOMPLETE, LLM_OPS, OK, TOOL_OP, _norm_id, first_agent_name, flatten_span,
     incomplete_reason, iter_raw_spans, normalize_flat, normalize_trace, root_spans,
@@ -109,8 +110,9 @@ class OtlpFileSource:
     def __init__(self, path: str | os.PathLike[str], convention: str = "gen_ai",
                  quiescence_ms: float = 3000, max_wait_s: float = 30, *,
                  poll_interval_s: float | None = None) -> None:
-        if convention != "gen_ai":
-            raise ValueError(f"convention {convention!r} has no mapping here; only gen_ai is read")
+        if convention not in CONVENTION_NAMES:
+            raise ValueError(f"convention {convention!r} has no mapping; use one of {list(CONVENTION_NAMES)}")
+        self.convention = convention
         self.path = Path(path)
         self.quiescence_s = max(0.0, float(quiescence_ms) / 1000.0)
         self.max_wait_s = max(0.0, float(max_wait_s))
@@ -263,7 +265,7 @@ class OtlpFileSource:
                     triples, flat = [], []
                 roots = root_spans(flat, parent_span_id=parent_span_id)
                 normalized = normalize_flat(flat, wanted, spans_in_file=self.spans_in_file,
-                                            parent_span_id=parent_span_id)
+                                            parent_span_id=parent_span_id, convention=self.convention)
                 if roots and all(r["end_ns"] for r in roots) and normalized["status"] == OK:
                     return TraceOutcome(OK, normalized["trajectory"], trace_doc(triples),
                                         checks=normalized["checks"], waited_ms=(now - started) * 1000)
@@ -306,11 +308,11 @@ def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None
     Returns `{queryable, reason, disabled_layers, refusal, source, location, correlation,
     response_field, convention, quiescence_ms, max_wait_s}`. `refusal` (a message) means
     pre-flight must exit 3 naming it: a reserved store (jaeger/tempo/clickhouse), an unknown
-    source or correlation, a convention with a mapping_shim (shims are not executed by this
-    runner), a bad completeness value, or an otlp-file location that cannot be read. Else
-    trace-less (`queryable: false`, `disabled_layers` = the trace-dependent layers) when the
-    source is none/view-only/absent, the correlation is missing/none, or the convention is not
-    gen_ai with no shim (adapter-profile §1.4).
+    source or correlation, an unknown convention, a mapping_shim (shims are not executed by
+    this runner: the conventions are built in), a bad completeness value, or an otlp-file
+    location that cannot be read. Else trace-less (`queryable: false`, `disabled_layers` = the
+    trace-dependent layers) when the source is none/view-only/absent or the correlation is
+    missing/none.
     """
     t = (adapter or {}).get("traces")
     t = t if isinstance(t, dict) else {}
@@ -343,12 +345,13 @@ def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None
     if corr in (None, "none"):
         out["reason"] = "traces.correlation is missing or none: spans cannot be joined to cases"
         return out
-    if out["convention"] != "gen_ai":
-        if t.get("mapping_shim"):
-            return refuse(f"traces.mapping_shim for convention {out['convention']!r} is not supported "
-                          "by this runner; emit OTel gen_ai spans or remove mapping_shim to run trace-less")
-        out["reason"] = f"traces.convention {out['convention']!r} is not gen_ai and no mapping_shim is declared"
-        return out
+    if out["convention"] not in CONVENTION_NAMES:
+        hint = "; openllmetry-legacy is now openllmetry" if out["convention"] == "openllmetry-legacy" else ""
+        return refuse(f"traces.convention {out['convention']!r} is unknown; use one of "
+                      f"{', '.join(CONVENTION_NAMES)}{hint}")
+    if t.get("mapping_shim"):
+        return refuse(f"traces.mapping_shim is not supported by this runner; the conventions "
+                      f"{', '.join(CONVENTION_NAMES)} are built in: remove mapping_shim")
     for key, val in (("quiescence_ms", out["quiescence_ms"]), ("max_wait_s", out["max_wait_s"])):
         if isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0:
             return refuse(f"traces.completeness.{key} must be a number >= 0, got {val!r}")

@@ -43,6 +43,18 @@ def fold_checks(checks: Iterable[Mapping[str, Any] | str]) -> str:
     return PASS if saw_pass else UNSCORED
 
 
+def blind_tool_log(trajectory: Mapping[str, Any] | None) -> str | None:
+    """Why the trajectory's tool-call log cannot be trusted to be complete, or None when it can.
+
+    The trace normalizer records `tool_log: {seen, reason}`; a trajectory without that block
+    (built by hand, or by an older normalizer) is taken as seen.
+    """
+    log = (trajectory or {}).get("tool_log")
+    if isinstance(log, Mapping) and log.get("seen") is False:
+        return str(log.get("reason") or "the trace could not show tool calls")
+    return None
+
+
 def nfc(text: str) -> str:
     """Unicode NFC: every text comparison in assay runs after it (no case folding)."""
     return unicodedata.normalize("NFC", text)

@@ -97,7 +97,8 @@ def _from_tool(spec: Any, tool_calls: list[dict] | None) -> dict:
         return {"missing": True, "reason": f"result_from_tool must be {{tool, field?}}, got {short(spec, 80)}"}
     tool, field = spec["tool"], spec.get("field")
     if tool_calls is None:
-        return {"missing": True, "reason": "no trace was collected, so there are no tool calls to read"}
+        return {"missing": True, "reason": "no tool-call log: no trace was collected, or the trace could not "
+                "show tool calls"}
     calls = [c for c in tool_calls if isinstance(c, dict) and c.get("name") == tool]
     if not calls:
         return {"missing": True, "reason": f"tool {tool!r} was not called"}
