@@ -89,6 +89,7 @@ def test_cli_run_end_to_end_and_concurrency_4_equals_1(state, tmp_path):
                          execution={"max_attempts": 2, "backoff_s": [0], "timeout_s": 20})
         r, out, _ = go(state, plan, env)
         assert r.rc == 0, r.stdout + r.stderr
+        assert "the command will not have them: CLI_HANG_FLAG" in r.stderr
         outs.append(out)
     out = outs[0]
     v = {c["id"]: doc(out, c["id"]) for c in MIXED}
@@ -132,6 +133,7 @@ def test_cli_run_end_to_end_and_concurrency_4_equals_1(state, tmp_path):
     assert "SIGSEGV" in v["c-segv"]["infra_reason"]
     # scratch: fresh per attempt, outside the app repo; removed after a pass, kept after a fail
     manifest = json.loads((out / "manifest.yaml").read_text())
+    assert manifest["health_check"]["allowlisted_unset"] == ["CLI_HANG_FLAG"]   # named, not silently dropped
     area = Path(manifest["invocation"]["scratch_area"])
     assert manifest["invocation"]["timeout_enforced"] is True
     assert area.parent == tmp_path / "scratch" and not str(area).startswith(str(state.parent))

@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -123,6 +124,7 @@ class CliInvoker:
                                  key="invocation.cwd")
         names = allowlist(invocation)
         base = {n: environ[n] for n in names if n in environ}
+        self.allowlisted_unset = sorted(n for n in names if n not in environ)
         base.update({n: env[n] for n in sorted(secrets.env_refs(invocation)) if n in env})
         self.base_env = base
         self.env = env
@@ -159,8 +161,11 @@ class CliInvoker:
         self._make_area()
         killed = self.registry.sweep()
         self._ready = True
+        if self.allowlisted_unset:  # a typo in env_allowlist shows up as a failing command: say it first
+            sys.stderr.write("assay: invocation.env_allowlist names variable(s) this environment does not set, "
+                             f"so the command will not have them: {', '.join(self.allowlisted_unset)}\n")
         return {"checked": True, "reason": "cli mode: the command resolved", "program": self.program,
-                "orphan_groups_killed": len(killed)}
+                "orphan_groups_killed": len(killed), "allowlisted_unset": self.allowlisted_unset}
 
     def _make_area(self) -> None:
         """The area and its parents are real directories of this user (a shared temp dir is
