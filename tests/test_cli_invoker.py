@@ -91,3 +91,22 @@ def test_sweep_kills_a_recorded_group_and_forgets_a_dead_one(tmp_path):
     assert reg.sweep() == [proc.pid]
     proc.wait(timeout=10)
     assert proc.returncode == -9 and list(tmp_path.iterdir()) == []
+
+
+def test_turns_of_one_conversation_attempt_share_a_scratch_dir_and_a_resend_gets_a_fresh_one(tmp_path):
+    script = "if [ -f note ]; then cat note; else echo kept > note; echo wrote; fi"
+    inv = CliInvoker({"mode": "cli", "command": ["/bin/sh", "-c", script, "sh", "<uuid>"]}, {}, environ={},
+                     timeout_s=5, app_root=tmp_path / "app", area=tmp_path / "scratch" / "run-1",
+                     state_dir=tmp_path / "app" / ".assay")
+    turn1, _ = inv.prepare(case(), "conv-1")
+    turn2, _ = inv.prepare(case(), "conv-1")
+    first, second = inv.send(turn1), inv.send(turn2)
+    assert (first.body_text, second.body_text) == ("wrote\n", "kept\n")
+    assert first.cli["scratch"] == second.cli["scratch"] == "cases/c-1/1"
+    again = inv.send(turn1)                                    # the same request sent again: a fresh dir
+    restart = inv.send(inv.prepare(case(), "conv-2")[0])       # a restarted conversation: a fresh dir
+    assert (again.cli["scratch"], restart.cli["scratch"]) == ("cases/c-1/2", "cases/c-1/3")
+    assert again.body_text == restart.body_text == "wrote\n"
+    inv.finish_case("c-1", passed=True)
+    assert not (tmp_path / "scratch" / "run-1" / "cases" / "c-1").exists()
+    inv.close()

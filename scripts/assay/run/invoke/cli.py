@@ -133,6 +133,7 @@ class CliInvoker:
         self.registry = GroupRegistry(area / "pgroups")
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
+        self._dirs: dict[tuple[str, str], tuple[Path, str]] = {}   # (case id, uuid) -> its scratch dir
         self._ready = False
         self._interrupted = False
 
@@ -204,7 +205,7 @@ class CliInvoker:
         code = expect.get("exit_code")
         wire = {"argv": [self.program] + fill_argv(self.command_wire[1:], values),
                 "stdin": (values["<user turn>"] or "").encode("utf-8") if self.stdin_mode == "user_turn" else None,
-                "env": env, "case_id": str(case.get("id")),
+                "env": env, "case_id": str(case.get("id")), "uuid": uuid, "sends": 0,
                 "expect_exit_code": code if isinstance(code, int) and not isinstance(code, bool) else None}
         recorded = {"mode": "cli", "argv": fill_argv(self.command_recorded, values),
                     "stdin": self.stdin_mode, "cwd": self.cwd_recorded, "env": sorted(env), **trace_env}
@@ -224,6 +225,19 @@ class CliInvoker:
                 out[str(self.identity_map[key])] = (",".join(map(str, value)) if isinstance(value, list)
                                                     else value if isinstance(value, str) else json.dumps(value))
         return out
+
+    def _scratch_for(self, wire: dict) -> tuple[Path, str]:
+        """A fresh dir per attempt. The turns of one conversation attempt share the uuid (a retry
+        restarts it with a new one) and so share its dir; a resent request gets a new one."""
+        key = (wire["case_id"], wire["uuid"])
+        with self._lock:
+            known = self._dirs.get(key) if wire["sends"] == 0 else None
+        if known is not None:
+            return known
+        made = self._scratch_dir(wire["case_id"])
+        with self._lock:
+            self._dirs[key] = made
+        return made
 
     def _scratch_dir(self, case_id: str) -> tuple[Path, str]:
         with self._lock:
@@ -250,7 +264,8 @@ class CliInvoker:
         scratch_rel = None
         cwd = self.cwd
         if cwd is None:
-            cwd, scratch_rel = self._scratch_dir(wire["case_id"])
+            cwd, scratch_rel = self._scratch_for(wire)
+        wire["sends"] += 1
         r = run_in_session(wire["argv"], env=wire["env"], cwd=str(cwd), stdin_bytes=wire["stdin"],
                            timeout_s=self.timeout_s, registry=self.registry)
         if self._interrupted:  # killed by the runner's own stop, not an answer of the app
@@ -292,6 +307,9 @@ class CliInvoker:
     # ---- after the case / the run ------------------------------------------------------
     def finish_case(self, case_id: str, passed: bool) -> None:
         """A passing case's scratch dirs are removed; any other case's are kept for inspection."""
+        with self._lock:
+            for key in [k for k in self._dirs if k[0] == case_id]:
+                del self._dirs[key]
         case_area = self.area / "cases" / case_id
         if passed and self.cwd is None and (case_area.exists() or case_area.is_symlink()):
             writer.remove_tree(case_area)
