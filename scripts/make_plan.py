@@ -33,6 +33,14 @@ def build_parser():
     p.add_argument("--max-attempts", type=int, help="attempts per repeat (runner default 3)")
     p.add_argument("--backoff-s", help="waits between attempts, comma-separated, exactly max_attempts-1 (default 1,4)")
     p.add_argument("--insecure-tls", action="store_true", help="accept a self-signed local dev host")
+    p.add_argument("--fixed-concurrency", action="store_true",
+                   help="keep exactly invocation.max_concurrency requests in flight (no adaptive limit; a 429 "
+                        "retry then spends --max-attempts like any failure)")
+    p.add_argument("--start-concurrency", type=int,
+                   help="adaptive runs: the in-flight limit to start at (default invocation.max_concurrency)")
+    p.add_argument("--rate-limit-wait-s", type=float,
+                   help="adaptive runs: seconds of 429 / Retry-After waiting one request may spend before it is "
+                        "infra_error (default 300)")
     p.add_argument("--max-turns", type=int, help="cap on conversation turns (default 12; only with input.turns cases)")
     p.add_argument("--manifest-extra", help="JSON object merged into manifest_extra (models, prompt hashes, ...)")
     p.add_argument("--allow-invalid", action="store_true",
@@ -80,7 +88,8 @@ def run(args):
         oos_route=args.oos_route, timeout_s=args.timeout_s, max_attempts=args.max_attempts,
         backoff_s=parse_backoff(args.backoff_s) if args.backoff_s is not None else None,
         insecure_tls=args.insecure_tls, max_turns=args.max_turns, manifest_extra=extra,
-        allow_invalid=args.allow_invalid,
+        allow_invalid=args.allow_invalid, fixed_concurrency=args.fixed_concurrency,
+        start_concurrency=args.start_concurrency, rate_limit_wait_s=args.rate_limit_wait_s,
     )
     result = build_plan(converted, opts)
     for line in result.warnings:

@@ -47,6 +47,9 @@ class PlanOptions:
     backoff_s: list[float] | None = None
     insecure_tls: bool = False
     max_turns: int | None = None
+    fixed_concurrency: bool = False
+    start_concurrency: int | None = None
+    rate_limit_wait_s: float | None = None
     manifest_extra: dict[str, Any] | None = None
     allow_invalid: bool = False
     now: datetime | None = None
@@ -119,6 +122,12 @@ def _execution(o: PlanOptions, cases: list[dict[str, Any]], notes: list[str]) ->
         ex["backoff_s"] = o.backoff_s if o.backoff_s is not None else [4 ** i for i in range(attempts - 1)]
     if o.insecure_tls:
         ex["insecure_tls"] = True
+    if o.fixed_concurrency:
+        ex["adaptive"] = False
+    if o.start_concurrency is not None:
+        ex["start_concurrency"] = o.start_concurrency
+    if o.rate_limit_wait_s is not None:
+        ex["rate_limit_wait_s"] = o.rate_limit_wait_s
     has_turns = any(isinstance(c.get("input"), dict) and "turns" in c["input"] for c in cases)
     if has_turns:
         ex["max_turns"] = o.max_turns or DEFAULT_MAX_TURNS

@@ -20,6 +20,9 @@ DEFAULT_EXECUTION = {
     "infra_rate_abort": 0.25,
     "insecure_tls": False,
     "max_turns": 12,
+    "adaptive": True,               # AIMD in-flight limit; rate-limited retries spend rate_limit_wait_s
+    "start_concurrency": None,      # None: start at invocation.max_concurrency
+    "rate_limit_wait_s": 300,       # seconds of 429/Retry-After waiting one request may spend
 }
 DEFAULT_SCORING = {
     "oos_route": None,

@@ -217,7 +217,9 @@ def summary_lines(res: GateResult) -> list[str]:
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
              f"{_num(s.get('skipped', 0))} skipped",
              f"  infra {_pct(s.get('infra_rate'))}, crash {_pct(s.get('crash_rate'))}, "
-             f"scorer errors {_num(s.get('scorer_errors', 0))}"]
+             f"scorer errors {_num(s.get('scorer_errors', 0))}"
+             + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
+                if s.get("rate_limited_retries") else "")]
     rep = s.get("repeated_5xx")
     if _is_count(rep) and rep:
         if results.get("mode") == "holdout":

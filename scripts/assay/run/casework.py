@@ -22,7 +22,8 @@ from . import templates
 from .caseinfo import case_title, input_text
 from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
-from .outcome import RESPONSE, Outcome, attempt_with_retries
+from .limiter import RATE_LIMIT_STATUSES, AppSlots
+from .outcome import RESPONSE, Outcome, attempt_with_retries, is_rate_limited, parse_retry_after
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
@@ -43,7 +44,7 @@ class CaseWorker:
     # At most `invocation.max_concurrency` requests are at the app at once: a slot is held only
     # while a request is being sent and answered (not during backoff waits, trace collection,
     # scoring or writing), so finishing one case overlaps the next requests. None: no gate.
-    app_slots: threading.Semaphore | None = None
+    app_slots: AppSlots | None = None
     # The adapter's checked invocation.conversation (None: conversation cases are skipped).
     conversation: convo.ConversationConfig | None = None
 
@@ -121,6 +122,7 @@ class CaseWorker:
             base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
             crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
             repeated_5xx=_repeated_5xx(repeats), infra_reason=infra_reason, trace=chosen["trace"],
+            rate_limited_retries=sum(1 for r in repeats for o in r["outcomes"][:-1] if is_rate_limited(o)),
             latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
             unscored_reason=unscored_reason(chosen["layers"], folded),
             repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
@@ -156,8 +158,16 @@ class CaseWorker:
     def _send(self, wire: Any) -> Outcome:
         if self.app_slots is None:
             return self.invoker.send(wire)
-        with self.app_slots:
-            return self.invoker.send(wire)
+        slot = self.app_slots.acquire()
+        try:
+            out = self.invoker.send(wire)
+            slot.answered = out.kind == RESPONSE
+            slot.status = out.status
+            if out.status in RATE_LIMIT_STATUSES:
+                slot.retry_after_s = parse_retry_after(out.header("Retry-After"))
+            return out
+        finally:
+            self.app_slots.release(slot)
 
     def _one_repeat(self, case, n: int, ref: dict) -> dict:
         if self.conversation is not None and convo.is_conversation(case):
@@ -168,13 +178,19 @@ class CaseWorker:
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
             self.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=self._scrub(out.describe()),
                               wait_s=round(wait, 3))
+        budget = self.execution.get("rate_limit_wait_s") if self.execution.get("adaptive", True) else None
         outcomes = attempt_with_retries(lambda: self._send(wire), max_attempts=int(self.execution["max_attempts"]),
-                                        backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry)
+                                        backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry,
+                                        rate_limit_wait_s=budget)
         final = outcomes[-1]
         response = self._response_record(outcomes)
         result: dict[str, Any] = {"n": n, "request": recorded, "response": response, "outcomes": outcomes}
         if final.retriable:
-            result.update(self._infra_part(final, attempts_reason(outcomes)))
+            reason = attempts_reason(outcomes)
+            if budget is not None and is_rate_limited(final):
+                reason = (f"{RATE_LIMITED_PREFIX}: {final.describe()} on {len(outcomes)} attempt(s) until "
+                          f"execution.rate_limit_wait_s ({budget:g} s) was spent")
+            result.update(self._infra_part(final, reason))
         else:
             result.update(self._score_answered(case, final, trace_headers, sent_trace_id))
         return result
@@ -300,6 +316,9 @@ def write_case_file(path: Path, data: bytes) -> bytes:
     return writer.write_bytes(path, data)
 
 
+RATE_LIMITED_PREFIX = "rate limited"
+
+
 def attempts_reason(outcomes: list[Outcome]) -> str:
     """What every attempt of an exhausted request got, honestly: `X on all N attempt(s)` only
     when all were X; else the last outcome plus each earlier one (a crash stays visible)."""
@@ -356,6 +375,7 @@ def _base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
             "gating": False if canary else case.get("gating", True) is not False,
             "unit": _str_or_none(case.get("unit")), "category": _str_or_none(case.get("category")), "k": k, "attempts": 0,
             "retry_count": 0, "crashed": False, "repeated_5xx": None, "skip_reason": None, "infra_reason": None,
+            "rate_limited_retries": 0,
             "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
             "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result")),
             "title": case_title(case), "input_text": input_text(case)}

@@ -18,7 +18,8 @@ from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json
 from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
 from . import derived, preflight
-from .casework import CaseWorker
+from .casework import RATE_LIMITED_PREFIX, CaseWorker
+from .limiter import AppSlots
 from .completeness import check_run_dir
 from ..stats.counts import summarize
 from .layers import ScoreContext
@@ -114,13 +115,13 @@ class Run:
         self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases))
         # The infra abort looks at this invocation's cases only, so a --resume after the
         # service recovered is not stopped by the infra verdicts it kept.
-        self.attempted = self.infra = 0
+        self.attempted = self.infra = self.infra_rate_limited = 0
         for i, rec in kept.items():
             self.derived.add(i, rec)
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
-            runlog=self.runlog, app_slots=threading.BoundedSemaphore(self.s.max_concurrency),
+            runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation)
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr)
@@ -142,6 +143,15 @@ class Run:
             self.progress.finish()
         return self._finalize()
 
+    def _app_slots(self) -> AppSlots:
+        ex = self.s.execution
+
+        def log_change(event: str, fields: dict) -> None:
+            self.runlog.event("concurrency", change=event, **fields)
+        self.slots = AppSlots(self.s.max_concurrency, adaptive=bool(ex.get("adaptive", True)),
+                              start=ex.get("start_concurrency"), on_change=log_change)
+        return self.slots
+
     def _score_ctx(self) -> ScoreContext:
         return ScoreContext(invocation=self.plan["adapter"].get("invocation") or {},
                             matrix=self.plan["capability_matrix"], scoring=self.s.scoring,
@@ -156,11 +166,21 @@ class Run:
         if record.get("verdict") != SKIPPED:
             self.attempted += 1
         if record.get("verdict") in INFRA_VERDICTS:
-            self.infra += 1
+            if str(record.get("infra_reason") or "").startswith(RATE_LIMITED_PREFIX):
+                self.infra_rate_limited += 1
+            else:
+                self.infra += 1
 
     def _infra_abort_due(self) -> bool:
+        """Above infra_rate_abort. Cases that spent their rate-limit budget count only once the app
+        has made no progress (no answer that was not rate limited) for a whole budget: a run
+        that is slow because the app throttles it is not an unhealthy run."""
+        infra = self.infra
+        budget = self.s.execution.get("rate_limit_wait_s")
+        if self.infra_rate_limited and (budget is None or self.slots.seconds_since_progress() > float(budget)):
+            infra += self.infra_rate_limited
         return (self.attempted >= MIN_ATTEMPTED_FOR_INFRA_ABORT
-                and self.infra / self.attempted > float(self.s.execution["infra_rate_abort"]))
+                and infra / self.attempted > float(self.s.execution["infra_rate_abort"]))
 
     def _abort(self, status: str, reason: str) -> None:
         if self.status == "running":
@@ -222,7 +242,7 @@ class Run:
         self.derived.add(index, record)
         self._count(record)
         self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
-        self.progress.update(record["verdict"])
+        self.progress.update(record["verdict"], record.get("latency_ms"))
         if self.derived.due():
             self.derived.refresh()
 
@@ -241,6 +261,9 @@ class Run:
         summary_errors = sum(int(r.get("scorer_errors") or 0) for r in records)
         code = exit_code_for(final_status, problems, summary_errors)
         self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso())
+        # In flight and rate limiting go to run.log, not results.json: they depend on timing,
+        # and results.json stays the same for the same answers (resume, shards, determinism).
+        self.runlog.event("throughput", **self.slots.summary())
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()
         result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out)}

@@ -209,6 +209,7 @@ class HttpInvoker:
         try:
             conn.request(method, path, body=body, headers=dict(headers))
             sent = True
+            _quickack(conn)
             resp = conn.getresponse()
             raw = resp.read(MAX_BODY_BYTES + 1)
             truncated = len(raw) > MAX_BODY_BYTES
@@ -265,6 +266,23 @@ def _stale(conn: http.client.HTTPConnection) -> bool:
     except (OSError, ValueError):
         return True
     return bool(readable)
+
+
+_TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _quickack(conn: http.client.HTTPConnection) -> None:
+    """ACK the answer's first segment at once. A server that writes headers and body apart with
+    Nagle on (Python's http.server, dev servers built on it) holds the body until its headers
+    are ACKed, and a keep-alive client delays that ACK ~40 ms: every request would wait 40 ms.
+    Linux resets quick-ACK mode on its own, so it is set again before each answer is read."""
+    sock = conn.sock
+    if _TCP_QUICKACK is None or sock is None:
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+    except (OSError, ValueError):
+        pass
 
 
 def _ms(start: float) -> float:

@@ -118,19 +118,46 @@ def retry_wait(backoff_s: list[float], attempt_index: int, retry_after: str | No
     return base
 
 
+def is_rate_limited(out: Outcome) -> bool:
+    """A 429, or a 503 that says when to come back (Retry-After): the app is busy, not broken."""
+    return out.kind == RESPONSE and (out.status == 429 or (out.status == 503 and out.header("Retry-After") is not None))
+
+
 def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, backoff_s: list[float],
                          on_retry: Callable[[int, Outcome, float], None] | None = None,
-                         sleep: Callable[[float], None] = time.sleep) -> list[Outcome]:
-    """Send up to max_attempts times; returns every attempt's outcome (the last one is final)."""
+                         sleep: Callable[[float], None] = time.sleep,
+                         rate_limit_wait_s: float | None = None) -> list[Outcome]:
+    """Send until an answer that is not retried, or the retries are spent; returns every attempt's
+    outcome (the last one is final).
+
+    `max_attempts` bounds the attempts that failed for any reason but rate limiting. With
+    `rate_limit_wait_s` set (adaptive runs), a rate-limited answer (`is_rate_limited`) spends that
+    budget of waiting seconds instead: it is retried after its Retry-After (else the backoff)
+    until the waits would pass the budget; then it is final. Every attempt is in the list either way.
+    """
     outcomes: list[Outcome] = []
-    for i in range(max_attempts):
+    failed = limited = 0
+    waited = 0.0
+    while True:
         out = send()
         outcomes.append(out)
-        if not out.retriable or i == max_attempts - 1:
+        if not out.retriable:
             break
-        wait = retry_wait(backoff_s, i, out.header("Retry-After"))
+        if rate_limit_wait_s is not None and is_rate_limited(out):
+            wait = retry_wait(backoff_s, limited, out.header("Retry-After"))
+            if waited + wait > rate_limit_wait_s:
+                out.notes.append(f"rate-limit budget spent: waited {waited:g} s of execution.rate_limit_wait_s "
+                                 f"{rate_limit_wait_s:g} s")
+                break
+            limited += 1
+            waited += wait
+        else:
+            failed += 1
+            if failed >= max_attempts:
+                break
+            wait = retry_wait(backoff_s, failed - 1, out.header("Retry-After"))
         if on_retry:
-            on_retry(i + 1, out, wait)
+            on_retry(len(outcomes), out, wait)
         if wait > 0:
             sleep(wait)
     return outcomes

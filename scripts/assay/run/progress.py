@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import deque
 
 INTERVAL_S = 10.0
 
@@ -31,12 +32,34 @@ class Progress:
         self.last = 0.0 if mode == "always" else self.start
         self.done = self.passes = self.fails = self.infra = 0
         self._lock = threading.Lock()
+        self._recent: deque = deque(maxlen=64)      # finish times of the last cases (throughput now)
+        self._latencies: deque = deque(maxlen=512)  # observed case latencies, seconds
         if mode == "always":
             self._write(final=False)
 
+    def eta(self, now: float) -> float | None:
+        """Remaining cases at the recent finishing rate (a rate limit or a slow spell shows at
+        once), and never less than the slowest tenth of observed case latencies while cases
+        remain: the last case sent still has to come back."""
+        remaining = self.total - self.done
+        if not self.done:
+            return None
+        if remaining <= 0:
+            return 0.0
+        if len(self._recent) >= 2 and self._recent[-1] > self._recent[0]:
+            rate = (len(self._recent) - 1) / (self._recent[-1] - self._recent[0])
+        else:
+            rate = self.done / max(now - self.start, 1e-9)
+        eta = remaining / rate
+        if self._latencies:
+            lat = sorted(self._latencies)
+            eta = max(eta, lat[min(len(lat) - 1, int(0.9 * len(lat)))])
+        return eta
+
     def line(self) -> str:
-        elapsed = time.monotonic() - self.start
-        eta = (elapsed / self.done * (self.total - self.done)) if self.done else None
+        now = time.monotonic()
+        elapsed = now - self.start
+        eta = self.eta(now)
         return (f"assay: {self.done}/{self.total} cases | pass {self.passes} fail {self.fails} "
                 f"infra {self.infra} | elapsed {_fmt(elapsed)} | ETA {_fmt(eta) if eta is not None else '?'}")
 
@@ -47,11 +70,14 @@ class Progress:
             self.stream.write(self.line() + "\n")
         self.stream.flush()
 
-    def update(self, verdict: str) -> None:
+    def update(self, verdict: str, latency_ms: float | None = None) -> None:
         if self.mode == "never":
             return
         with self._lock:
             self.done += 1
+            self._recent.append(time.monotonic())
+            if isinstance(latency_ms, (int, float)):
+                self._latencies.append(latency_ms / 1000.0)
             if verdict == "pass":
                 self.passes += 1
             elif verdict == "fail":

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from ..core import writer
 from ..core.ids import utc_now_iso
 
-EVENTS = ("preflight", "case_start", "case_done", "retry", "abort", "finalize")
+EVENTS = ("preflight", "case_start", "case_done", "retry", "concurrency", "throughput", "abort", "finalize")
 
 
 def case_ref(case: Mapping[str, Any], index: int) -> dict[str, Any]:

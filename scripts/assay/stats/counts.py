@@ -101,6 +101,7 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     summary["infra_rate"] = _rate(basic["infra_errors"], basic["n"] - basic["skipped"])
     summary["crash_rate"] = _rate(crashes, attempted_all)
     summary["repeated_5xx"] = sum(1 for r in records if r.get("repeated_5xx"))
+    summary["rate_limited_retries"] = sum(int(r.get("rate_limited_retries") or 0) for r in records)
     summary["scorer_errors"] = sum(int(r.get("scorer_errors") or 0) for r in records)
     summary["canaries"] = {
         "n": len(canaries),
