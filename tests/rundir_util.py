@@ -263,3 +263,11 @@ def realistic_run(reports_dir: Path, *, run_id: str = "regression-20261129T10150
     manifest = {"data": {"may_contain_pii": pii}} if pii is not None else {}
     return make_run(reports_dir, cases, run_id=run_id, extra_files=extra, manifest=manifest,
                     results={"k": 3, "gate": "hard", "mode": "regression"})
+
+
+def comparable_runlog(text: str) -> str:
+    """run.log as two runs of the same answers must agree on it: its events as a sorted multiset
+    (they are in time order), without the `concurrency` and `throughput` events, which record
+    the timing itself (runner contract §7)."""
+    return "\n".join(sorted(line for line in text.splitlines()
+                            if '"event": "concurrency"' not in line and '"event": "throughput"' not in line))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import re
+
+from rundir_util import comparable_runlog
 import signal
 import subprocess
 import sys
@@ -169,7 +171,7 @@ def snapshot(out):
             for rx, sub in MASKS:
                 text = rx.sub(sub, text)
             if path.name == "run.log":
-                text = "\n".join(sorted(text.splitlines()))
+                text = comparable_runlog(text)
             files[str(path.relative_to(out))] = text
     return files
 

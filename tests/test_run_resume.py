@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+
+from rundir_util import comparable_runlog
 import signal
 import subprocess
 import sys
@@ -211,8 +213,8 @@ def snapshot(out):
             text = path.read_text(encoding="utf-8")
             for rx, sub in MASKS:
                 text = rx.sub(sub, text)
-            if path.name == "run.log":   # events are in time order; their multiset is what must agree
-                text = "\n".join(sorted(text.splitlines()))
+            if path.name == "run.log":
+                text = comparable_runlog(text)
             files[str(path.relative_to(out))] = text
     return files
 
