@@ -1,0 +1,108 @@
+"""The sharded GitHub Actions workflow in skills/run/references/run-modes.md is held to the code:
+the job graph (plan -> matrix of shards -> merge), the per-shard timeout from the plan, the
+artifact names, and every assay command in it parsed by that script's own argument parser."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shlex
+
+import pytest
+import yaml
+
+from fixtures_authoring import convert, make_state, run_inproc
+from helpers import ROOT, SCRIPTS
+
+TEXT = (ROOT / "skills" / "run" / "references" / "run-modes.md").read_text(encoding="utf-8")
+COMMAND = re.compile(r'python3 "\$ASSAY_ROOT/scripts/([a-z_]+)\.py"([^\n]*)')
+
+
+def workflow() -> dict:
+    docs = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", TEXT, re.S)]
+    found = [d for d in docs if set(d.get("jobs", {})) == {"plan", "shard", "merge"}]
+    assert len(found) == 1, "run-modes.md holds one sharded workflow (jobs plan, shard, merge)"
+    return found[0]
+
+
+def runs(job: dict) -> str:
+    return "\n".join(step.get("run", "") for step in job["steps"])
+
+
+def test_job_graph_plan_then_a_matrix_of_shards_then_the_merge():
+    jobs = workflow()["jobs"]
+    assert "needs" not in jobs["plan"]
+    assert jobs["shard"]["needs"] == "plan"
+    assert jobs["shard"]["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    assert jobs["shard"]["strategy"]["fail-fast"] is False
+    assert jobs["merge"]["needs"] == ["plan", "shard"]
+    assert "always()" in jobs["merge"]["if"]          # a failed or missing shard still reaches the merge
+    # the plan job's outputs are written by its plan step
+    outputs = jobs["plan"]["outputs"]
+    plan_step = next(s for s in jobs["plan"]["steps"] if s.get("id") == "plan")
+    for name, value in outputs.items():
+        assert value == f"${{{{ steps.plan.outputs.{name} }}}}"
+        assert f'echo "{name}=' in plan_step["run"]
+
+
+def test_shard_timeout_comes_from_the_plan_and_the_upload_survives_it():
+    steps = workflow()["jobs"]["shard"]["steps"]
+    runner = next(s for s in steps if "run_cases.py" in s.get("run", ""))
+    assert runner["timeout-minutes"] == "${{ fromJSON(needs.plan.outputs.timeout_minutes) }}"
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()"
+    assert upload["with"]["name"] == "${{ needs.plan.outputs.run_id }}.shard-${{ matrix.shard }}"
+    merge_steps = workflow()["jobs"]["merge"]["steps"]
+    download = [s for s in merge_steps if s.get("uses", "").startswith("actions/download-artifact")]
+    assert any(s["with"].get("pattern") == "${{ needs.plan.outputs.run_id }}.shard-*" for s in download)
+    assert "merge_runs.py" in runs(workflow()["jobs"]["merge"]) and "gate.py" in runs(workflow()["jobs"]["merge"])
+
+
+def _parser(script: str):
+    spec = importlib.util.spec_from_file_location(f"_ci_{script}", SCRIPTS / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build_parser()
+
+
+def _argv(rest: str) -> list[str]:
+    """The command's arguments with the workflow's variables filled in as a shell would."""
+    rest = re.sub(r"\$\{\{ needs\.plan\.outputs\.run_id \}\}", "regression-20261129T101500Z", rest)
+    rest = re.sub(r"\$\{\{ matrix\.shard \}\}", "2", rest)
+    rest = rest.replace("$RUN_ID", "regression-20261129T101500Z").replace("$SHARDS", "3")
+    rest = rest.replace("$DURATIONS", "--durations .assay/durations")
+    rest = rest.split(" > ")[0]
+    assert "${{" not in rest and "$" not in rest.replace("$ASSAY_ROOT", ""), rest
+    return shlex.split(rest)
+
+
+def test_every_command_exists_with_those_flags():
+    wf = workflow()
+    seen = set()
+    for job in wf["jobs"].values():
+        for script, rest in COMMAND.findall(runs(job)):
+            assert (SCRIPTS / f"{script}.py").is_file(), script
+            parser = _parser(script)
+            parser.parse_args(_argv(rest))     # an unknown flag or a bad value raises (exit 2 JSON)
+            seen.add(script)
+    assert seen == {"convert_suite", "validate_cases", "make_plan", "run_cases", "merge_runs", "gate"}
+
+
+def test_the_parser_check_can_fail():
+    from assay.core.errors import AssayError
+    with pytest.raises(AssayError):
+        _parser("run_cases").parse_args(_argv('--plan p --shrad 2 --out o'))
+
+
+def test_the_summary_keys_the_plan_step_reads_exist(tmp_path):
+    state = make_state(tmp_path)
+    conv = convert(state) / "converted.json"
+    r = run_inproc("make_plan", conv, "--state-dir", state, "--mode", "smoke", "--shards", "2",
+                   "-o", tmp_path / "plan.json")
+    assert r.rc == 0, r.stdout
+    summary = json.loads(r.stdout)
+    plan_run = next(s for s in workflow()["jobs"]["plan"]["steps"] if s.get("id") == "plan")["run"]
+    assert "jq -c '[.shards[].shard]'" in plan_run and "jq '.timeout_minutes'" in plan_run
+    assert [row["shard"] for row in summary["shards"]] == [1, 2]
+    assert isinstance(summary["timeout_minutes"], int)
