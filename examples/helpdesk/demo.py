@@ -7,6 +7,8 @@ this interpreter:
 
     convert_suite -> validate_cases -> make_plan -> run_cases -> gate -> draft_report -> md_to_html
 
+(with --shards N: make_plan --shards N, N run_cases --shard I processes at once, merge_runs)
+
 prints the gate's one-screen summary and the path of report.html, stops the app
 (always, also on error) and exits with the gate's code: 0 open, 1 closed. A step
 that cannot do its job stops the demo with exit 2 and a message naming the step.
@@ -15,6 +17,7 @@ that cannot do its job stops the demo with exit 2 and a message naming the step.
     python3 examples/helpdesk/demo.py --break          # planted regressions, gate closes
     python3 examples/helpdesk/demo.py --mode regression --flaky   # k=3: pass@k vs pass^k
     python3 examples/helpdesk/demo.py --app cli        # the same desk as a command (cli.py, .assay-cli/)
+    python3 examples/helpdesk/demo.py --shards 3       # 3 shards in parallel, merged, gated
 
 With --app cli no server is started: run_cases.py runs examples/helpdesk/cli.py once per
 attempt (state dir .assay-cli/, spans to <state>/work/helpdesk.otlp.jsonl, BREAK=1 in its
@@ -167,6 +170,8 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
                  "-o", str(plan_file)]
     if args.mode == "targeted":
         make_plan += ["--tag", args.tag]
+    if args.shards:
+        make_plan += ["--shards", str(args.shards)]
     for _ in range(3):  # run ids have one-second resolution: never reuse a finished run's directory
         plan = last_json(run_step("make_plan", make_plan, env).stdout)
         run_id = plan.get("run_id") or json.loads(plan_file.read_text(encoding="utf-8"))["run_id"]
@@ -178,10 +183,13 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
         f"gate {plan.get('gate', '?')}")
 
     t0 = time.monotonic()
-    runner = run_step("run_cases", [str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--out", str(out),
-                                    "--progress", "never"], env, ok=set(RUNNER_FINISHED))
-    say(f"  run_cases       exit {runner.returncode} ({RUNNER_FINISHED[runner.returncode]}) "
-        f"in {time.monotonic() - t0:.1f}s -> {shown(out)}")
+    if args.shards:
+        run_shards(args.shards, plan_file, run_id, out, env)
+    else:
+        runner = run_step("run_cases", [str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--out", str(out),
+                                        "--progress", "never"], env, ok=set(RUNNER_FINISHED))
+        say(f"  run_cases       exit {runner.returncode} ({RUNNER_FINISHED[runner.returncode]}) "
+            f"in {time.monotonic() - t0:.1f}s -> {shown(out)}")
 
     gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out)], env, ok={0, 1})
     say(f"  gate            {'open' if gate.returncode == 0 else 'CLOSED'} (exit {gate.returncode})")
@@ -204,6 +212,30 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
     return gate.returncode, report_html
 
 
+def run_shards(count: int, plan_file: Path, run_id: str, out: Path, env: dict[str, str]) -> None:
+    """`--shards N`: N run_cases.py processes at once (as N CI machines would), then merge_runs.py."""
+    t0 = time.monotonic()
+    dirs = [out.parent / f"{run_id}.shard-{i}" for i in range(1, count + 1)]
+    procs = []
+    for i, shard_dir in enumerate(dirs, start=1):
+        argv = [sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--shard", str(i),
+                "--out", str(shard_dir), "--progress", "never"]
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      encoding="utf-8", errors="replace", env=env, cwd=str(ROOT)))
+    for i, (proc, shard_dir) in enumerate(zip(procs, dirs), start=1):
+        stdout, stderr = proc.communicate()
+        if proc.returncode not in RUNNER_FINISHED:
+            detail = (stdout.strip() + "\n" + stderr.strip()).strip()
+            raise StepFailed(f"step 'run_cases --shard {i}' failed (exit {proc.returncode})\n"
+                             + "\n".join("    " + line for line in detail.splitlines()[-25:]))
+        say(f"  run_cases       shard {i}/{count}: exit {proc.returncode} ({RUNNER_FINISHED[proc.returncode]}) "
+            f"-> {shown(shard_dir)}")
+    say(f"                  {count} shards in parallel: {time.monotonic() - t0:.1f}s")
+    merged = run_step("merge_runs", [str(SCRIPTS / "merge_runs.py"), "--plan", str(plan_file), "--out", str(out),
+                                     *map(str, dirs)], env, ok=set(RUNNER_FINISHED) - {6})
+    say(f"  merge_runs      exit {merged.returncode} ({RUNNER_FINISHED[merged.returncode]}) -> {shown(out)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="demo.py", description=__doc__.split("\n\n")[0],
                                 epilog="example: python3 examples/helpdesk/demo.py --mode smoke --break")
@@ -214,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flaky", action="store_true", help="start the app with a flaky answer (try --mode regression)")
     p.add_argument("--app", choices=("http", "cli"), default="http",
                    help="http: start app.py and call it over HTTP (default); cli: run cli.py per case")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="split the plan into N shards run as N parallel processes, then merge them (merge_runs.py)")
     p.add_argument("--state-dir", type=Path, default=None,
                    help="the .assay state dir to use (default: the example's own, .assay-cli for --app cli)")
     p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
@@ -233,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     app = App(work, broken=args.broken or os.environ.get("BREAK", "") in ("1", "true", "yes"),
               flaky=args.flaky or os.environ.get("FLAKY", "") in ("1", "true", "yes"))
     say(f"assay demo: helpdesk example, mode {args.mode}"
-        + (", app BROKEN (--break)" if app.broken else "") + (", app FLAKY" if app.flaky else ""))
+        + (", app BROKEN (--break)" if app.broken else "") + (", app FLAKY" if app.flaky else "")
+        + (f", {args.shards} shards" if args.shards else ""))
     try:
         url = app.start()
         say(f"  app             {url} (pid {app.proc.pid}), spans -> {app.otlp_file.name}")
