@@ -74,6 +74,8 @@ def test_looks_unseal_reseal_end_to_end(tmp_path):
         assert after[cid] == ["full"]
     for cid in out["drawn_into_holdout"]:
         assert before[cid] == ["full"] and after[cid] == ["holdout"]
+        doc = yaml.safe_load((state / "datasets" / f"{cid}.yaml").read_text())
+        assert doc["review"]["status"] == "accepted" and doc.get("gating", True) is not False
     assert sum(s == ["holdout"] for s in after.values()) == len(holdout_before)
     manifest = yaml.safe_load((state / "datasets" / "dataset.yaml").read_text())
     assert manifest["dataset_version"] == 2

@@ -6,7 +6,7 @@ the runner appends `{run_id, date, mode, reason}` once per holdout run; an unsea
 (default 5) a reseal is due.
 
 A reseal moves every *viewed* holdout case to `split: [full]` and draws as many fresh
-cases into `split: [holdout]`: from cases whose split is exactly `[full]`, one per moved
+cases into `split: [holdout]`: from accepted, gating cases whose split is exactly `[full]`, one per moved
 case from the same unit where the pool allows, deterministically from `seed`. It bumps
 `dataset_version` in `datasets/dataset.yaml` (keeping its `splits` counts true), and
 archives the spent ledger as `holdout-looks.v<old version>.jsonl` so the new holdout
@@ -182,7 +182,9 @@ def reseal(state_dir: str | os.PathLike[str], *, seed: int | None = None, count:
     if not viewed:
         raise AssayError("no current holdout case was viewed by the ledger's looks; nothing to reseal", 2)
     unit_of = {c["id"]: c.get("unit") for c in cases}
-    pool = [c["id"] for c in cases if (c.get("split") or []) == ["full"] and c["id"] not in viewed]
+    # fresh = never in a run that looked at the holdout, and trustworthy: accepted by a person, gating
+    pool = [c["id"] for c in cases if (c.get("split") or []) == ["full"] and c["id"] not in viewed
+            and (c.get("review") or {}).get("status") == "accepted" and c.get("gating") is not False]
     want = len(viewed) if count is None else count
     if want < 0:
         raise AssayError("--count must be >= 0", 2)
@@ -191,7 +193,7 @@ def reseal(state_dir: str | os.PathLike[str], *, seed: int | None = None, count:
     seed = new_version if seed is None else seed
     drawn = draw_fresh(viewed, pool, unit_of, seed, want)
     if len(drawn) < want:
-        notes.append(f"only {len(drawn)} case(s) have split exactly [full] to draw from (wanted {want}): "
+        notes.append(f"only {len(drawn)} accepted, gating case(s) have split exactly [full] to draw from (wanted {want}): "
                      "generate more cases, then reseal again")
 
     new_split = {cid: ["full"] for cid in viewed}
