@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from fixtures_authoring import run_inproc
 from helpers import run_script
 
 from assay.stats.paired import compare
@@ -89,30 +90,30 @@ def test_training_loss_rejects_without_reading_holdout_and_revert_verifies(tmp_p
 def test_refusals(tmp_path):
     app, state = app_repo(tmp_path)
     (app / "other.py").write_text("x = 2\n")
-    r = run_script("candidate", "new", state, "--surface", "other.py")
+    r = run_inproc("candidate", "new", state, "--surface", "other.py")
     assert r.rc == 2 and "uncommitted changes" in r.json["error"]
     (app / "untracked.py").write_text("y = 1\n")
-    r = run_script("candidate", "new", state, "--id", "u", "--surface", "untracked.py")
+    r = run_inproc("candidate", "new", state, "--id", "u", "--surface", "untracked.py")
     assert r.rc == 2 and "uncommitted changes (?? untracked.py)" in r.json["error"]
-    r = run_script("candidate", "new", state, "--id", "m", "--surface", "missing.py")
+    r = run_inproc("candidate", "new", state, "--id", "m", "--surface", "missing.py")
     assert r.rc == 2 and "no such file" in r.json["error"]
-    assert run_script("candidate", "new", state, "--id", "ok", "--surface", "prompts.py").rc == 0
-    r = run_script("candidate", "keep", state, "--id", "ok", "--training", tmp_path)
+    assert run_inproc("candidate", "new", state, "--id", "ok", "--surface", "prompts.py").rc == 0
+    r = run_inproc("candidate", "keep", state, "--id", "ok", "--training", tmp_path)
     assert r.rc == 2 and "did not measure it" in r.json["error"]       # nothing edited yet
     (app / "prompts.py").write_text("ROUTER = 'edited'\n")
     hold = run_dir(state, "holdout-20261130T020000Z-cccc", mode="holdout", fixed=5, broken=0, baseline="h")
-    r = run_script("candidate", "keep", state, "--id", "ok", "--training", hold)
+    r = run_inproc("candidate", "keep", state, "--id", "ok", "--training", hold)
     assert r.rc == 2 and "pass a training run" in r.json["error"]
     (state / "reports" / "baseline.json").write_text(json.dumps({"run_id": "pinned", "dataset_version": 4,
                                                                  "harness_version": "0.1.0"}))
     train = run_dir(state, "regression-20261130T010000Z-bbbb", mode="regression", fixed=8, broken=0, baseline="other")
-    r = run_script("candidate", "keep", state, "--id", "ok", "--training", train)
+    r = run_inproc("candidate", "keep", state, "--id", "ok", "--training", train)
     assert r.rc == 2 and "the pinned baseline is pinned" in r.json["error"]
-    r = run_script("candidate", "keep", state, "--id", "nope", "--training", hold)
+    r = run_inproc("candidate", "keep", state, "--id", "nope", "--training", hold)
     assert r.rc == 2 and "not found" in r.json["error"]
-    r = run_script("candidate", "revert", state)
+    r = run_inproc("candidate", "revert", state)
     assert r.rc == 2 and "--id is required" in r.json["error"]
-    r = run_script("candidate", "revert", state, "--id", "ok", "--training", hold)
+    r = run_inproc("candidate", "revert", state, "--id", "ok", "--training", hold)
     assert r.rc == 2 and "do(es) not apply" in r.json["error"]
-    r = run_script("candidate", "new", tmp_path / "elsewhere", "--surface", "x.py")
+    r = run_inproc("candidate", "new", tmp_path / "elsewhere", "--surface", "x.py")
     assert r.rc == 2

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import yaml
+from fixtures_authoring import run_inproc
 from helpers import ROOT, run_script
 
 EXAMPLE = ROOT / "examples" / "helpdesk" / ".assay"
@@ -40,7 +41,7 @@ def test_looks_unseal_reseal_end_to_end(tmp_path):
     state = state_copy(tmp_path)
     before = splits(state)
     holdout_before = sorted(c for c, s in before.items() if s == ["holdout"])
-    r = run_script("holdout", "looks", state)
+    r = run_inproc("holdout", "looks", state)
     assert r.rc == 0 and r.json["looks"] == 0 and r.json["remaining"] == 5 and not r.json["reseal_due"]
 
     r = run_script("holdout", "unseal", state, "--reason", "budget spent; read the misses", "--case", holdout_before[0])
@@ -56,12 +57,12 @@ def test_looks_unseal_reseal_end_to_end(tmp_path):
         {"run_id": run_id, "cases": [{"id": c, "set": "holdout"} for c in holdout_before[1:3]]}))
     with open(state / "datasets" / "holdout-looks.jsonl", "a") as fh:
         fh.write(json.dumps({"run_id": run_id, "date": "2026-11-30T01:00:00Z", "mode": "holdout", "reason": "run"}) + "\n")
-    assert run_script("holdout", "looks", state).json["looks"] == 2
+    assert run_inproc("holdout", "looks", state).json["looks"] == 2
 
     twin = state_copy(tmp_path, "twin")
     shutil.copytree(state / "reports", twin / "reports")
     shutil.copy(state / "datasets" / "holdout-looks.jsonl", twin / "datasets" / "holdout-looks.jsonl")
-    dry = run_script("holdout", "reseal", state, "--seed", "7", "--dry-run")
+    dry = run_inproc("holdout", "reseal", state, "--seed", "7", "--dry-run")
     assert dry.rc == 0 and splits(state) == before
     r = run_script("holdout", "reseal", state, "--seed", "7")
     assert r.rc == 0, r.stdout
@@ -81,27 +82,27 @@ def test_looks_unseal_reseal_end_to_end(tmp_path):
     assert manifest["dataset_version"] == 2
     assert (state / "datasets" / "dataset.yaml").read_text().startswith("# The dataset manifest")
     assert (state / "datasets" / "holdout-looks.v1.jsonl").is_file()
-    assert run_script("holdout", "looks", state).json["looks"] == 0
+    assert run_inproc("holdout", "looks", state).json["looks"] == 0
     lint = validate_clean(state, tmp_path)
     assert lint["error_count"] == 0 and lint["summary"]["by_split"]["holdout"] == len(holdout_before)
     # deterministic with --seed
-    assert run_script("holdout", "reseal", twin, "--seed", "7").json["drawn_into_holdout"] == out["drawn_into_holdout"]
+    assert run_inproc("holdout", "reseal", twin, "--seed", "7").json["drawn_into_holdout"] == out["drawn_into_holdout"]
 
 
 def test_bad_input(tmp_path):
     state = state_copy(tmp_path)
-    r = run_script("holdout", "unseal", state)
+    r = run_inproc("holdout", "unseal", state)
     assert r.rc == 2 and "--reason is required" in r.json["error"]
-    r = run_script("holdout", "unseal", state, "--reason", "x", "--case", "c-nope")
+    r = run_inproc("holdout", "unseal", state, "--reason", "x", "--case", "c-nope")
     assert r.rc == 2 and "c-nope" in r.json["error"]
-    r = run_script("holdout", "reseal", state)
+    r = run_inproc("holdout", "reseal", state)
     assert r.rc == 2 and "nothing to reseal" in r.json["error"]
-    r = run_script("holdout", "looks", state, "--seed", "3")
+    r = run_inproc("holdout", "looks", state, "--seed", "3")
     assert r.rc == 2 and "--seed" in r.json["error"]
-    r = run_script("holdout", "looks", tmp_path / "nope")
+    r = run_inproc("holdout", "looks", tmp_path / "nope")
     assert r.rc == 2 and "not a state dir" in r.json["error"]
-    r = run_script("holdout", "peek", state)
+    r = run_inproc("holdout", "peek", state)
     assert r.rc == 2 and "invalid choice" in r.json["error"]
     (state / "datasets" / "holdout-looks.jsonl").write_text('{"run_id": "a"}\nnot json\n')
-    r = run_script("holdout", "looks", state)
+    r = run_inproc("holdout", "looks", state)
     assert r.rc == 2 and "holdout-looks.jsonl:2" in r.json["error"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cdp_pipe import Browser
+from fixtures_authoring import run_inproc
 from helpers import run_script
 from rundir_util import make_run
 from test_md_to_html import chromium_path
@@ -77,17 +78,17 @@ def test_canaries_come_from_earlier_labels(tmp_path):
 
 def test_label_script_bad_input(tmp_path):
     run = judged_run(tmp_path)
-    r = run_script("label", run, "-o", tmp_path / "page.txt")
+    r = run_inproc("label", run, "-o", tmp_path / "page.txt")
     assert r.rc == 2 and ".html" in r.json["error"]
-    r = run_script("label", tmp_path / "nope", "-o", tmp_path / "p.html")
+    r = run_inproc("label", tmp_path / "nope", "-o", tmp_path / "p.html")
     assert r.rc == 2 and "not a directory" in r.json["error"]
-    r = run_script("label", run, "-o", tmp_path / "missing" / "p.html")
+    r = run_inproc("label", run, "-o", tmp_path / "missing" / "p.html")
     assert r.rc == 2 and "does not exist" in r.json["error"]
     (run / "cases" / "c-2" / "judge.json").write_text(json.dumps({"rubrics": [{"pin": "refund-eta"}]}))
-    r = run_script("label", run, "-o", tmp_path / "p.html")
+    r = run_inproc("label", run, "-o", tmp_path / "p.html")
     assert r.rc == 2 and "c-2/judge.json" in r.json["error"] and "not a rubric pin" in r.json["error"]
     bare = make_run(tmp_path / "other" / "reports", [{"id": "c-9"}])
-    r = run_script("label", bare, "-o", tmp_path / "p.html")
+    r = run_inproc("label", bare, "-o", tmp_path / "p.html")
     assert r.rc == 2 and "no judged non-holdout case" in r.json["error"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fixtures_authoring import run_inproc
 from helpers import run_script
 
 
@@ -76,26 +77,26 @@ def test_bad_input_names_file_line_and_fix(tmp_path):
     for name, (text, needle) in cases.items():
         path = tmp_path / f"{name}.jsonl"
         path.write_text(text, encoding="utf-8")
-        r = run_script("score_agreement", path)
+        r = run_inproc("score_agreement", path)
         assert r.rc == 2, (name, r.stdout)
         assert needle in r.json["error"] and str(path) in r.json["error"], (name, r.json)
-    r = run_script("score_agreement", tmp_path / "missing.jsonl")
+    r = run_inproc("score_agreement", tmp_path / "missing.jsonl")
     assert r.rc == 2 and "not found" in r.json["error"]
     (tmp_path / "emptydir").mkdir()
-    r = run_script("score_agreement", tmp_path / "emptydir")
+    r = run_inproc("score_agreement", tmp_path / "emptydir")
     assert r.rc == 2 and "no .jsonl file" in r.json["error"]
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
-    assert run_script("score_agreement", empty).rc == 2
+    assert run_inproc("score_agreement", empty).rc == 2
     human_only = write_lines(tmp_path / "h.jsonl", [{"case_id": "c1", "rubric_id": "r-v1", "label": "fail"}])
-    r = run_script("score_agreement", human_only)
+    r = run_inproc("score_agreement", human_only)
     assert r.rc == 2 and "no labelled pair" in r.json["error"]
     ok = write_lines(tmp_path / "ok.jsonl", [pair("c1", "pass", "pass")])
-    r = run_script("score_agreement", ok, "--write", tmp_path / "cal.txt")
+    r = run_inproc("score_agreement", ok, "--write", tmp_path / "cal.txt")
     assert r.rc == 2 and ".json" in r.json["error"]
-    r = run_script("score_agreement", ok, "--write", tmp_path / "no" / "such" / "cal.json")
+    r = run_inproc("score_agreement", ok, "--write", tmp_path / "no" / "such" / "cal.json")
     assert r.rc == 2 and "does not exist" in r.json["error"]
-    r = run_script("score_agreement", ok, "--min-tpr", "1.5")
+    r = run_inproc("score_agreement", ok, "--min-tpr", "1.5")
     assert r.rc == 2 and "--min-tpr" in r.json["error"]
 
 
