@@ -355,3 +355,41 @@ def test_preflight_refuses_a_bad_conversation_block(state):
         assert r.rc == 3, r.stdout
         assert r.json["key"] == key and ("<session>" in r.json["error"] or "<uuid>" in r.json["error"])
         assert not out.exists()
+
+
+def test_reports_split_conversations_from_single_turn_and_show_the_failing_turn(state):
+    from fakeapp import case as single
+    from helpers import run_script
+    forgetful = MemoryApp("client-id", forget=True)
+    cases = [single("c-one", "hello"), REFUND,
+             convo("c-ok", "which invoice is open?", "thanks", expect={"answer": {"must_contain": ["echo: thanks"]}})]
+    with FakeApp(forgetful) as app:
+        dry = None
+        ad = adapter(app.url, conversation={"style": "client-id", "memory": "user"})
+        plan = make_plan(state, cases, app_url=app.url, adapter_doc=ad, k=2)
+        path = state / "work" / "plan.json"
+        path.write_text(json.dumps(plan))
+        dry = run_runner("--plan", path, "--dry-run")
+        out = state / "reports" / plan["run_id"]
+        r = run_runner("--plan", path, "--out", out, "--progress", "never")
+    assert dry.rc == 0, dry.stdout
+    assert dry.json["cost_inputs"]["calls"] == (1 + 2 + 2) * 2 and dry.json["cost_inputs"]["conversations"] == 2
+    assert {c["id"]: c.get("app_calls") for c in dry.json["cases"]} == {"c-one": None, "c-refund": 2, "c-ok": 2}
+    assert r.rc == 0, r.stdout + r.stderr
+    kinds = rd(out / "results.json")["summary"]["by_kind"]
+    assert kinds["conversation"] == {"n": 2, "passes": 1, "failures": 1, "gating_failures": 1, "unscored": 0,
+                                     "skipped": 0, "infra_errors": 0, "infra_incomplete": 0, "pass_rate": 0.5,
+                                     "failed_turns": {"2": 1}, "memory_user": 2}
+    assert (kinds["single_turn"]["n"], kinds["single_turn"]["pass_rate"]) == (1, 1.0)
+    g = run_script("gate", out)
+    assert g.rc == 1
+    assert "conversations: 1/2 pass (50.0%) of 2 (failed at turn 2 x1); single-turn: 1/1 pass (100.0%) of 1" in g.stdout
+    assert "memory: user" in g.stdout and "contamination" in g.stdout
+    assert run_script("gate", out, "--json").json["by_kind"] == kinds
+    d = run_script("draft_report", out, "-o", "-")
+    assert d.rc == 0, d.stderr
+    assert "Conversations (each one case; turns are never pooled): pass rate 1/2 = 50" in d.stdout
+    assert "Contamination warning" in d.stdout
+    text = d.stdout[d.stdout.index("c-refund"):]
+    assert "turn 1 [pass]" in text and "turn 2 [fail]  <-- FAILED HERE" in text
+    assert "user:   refund that one" in text and "answer: refund which invoice?" in text

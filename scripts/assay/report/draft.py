@@ -151,6 +151,7 @@ def counts_section(facts: RunFacts) -> list[str]:
         if nv > 0:
             line += f"; {nv} NOT VERIFIED (no verdict: the harness was not verified by it, which is not a canary failure)"
         out.append(line + ".")
+    out += conversation_lines(s)
     rep = count(s.get("repeated_5xx"))
     if rep:
         out.append(f"- {plural(rep, 'infra case')} got the same 5xx on every attempt: possibly the app's own error, "
@@ -213,6 +214,29 @@ def redaction_line(flag: bool | None, source: str, redactions: int, excerpts: in
         out.append(f"{why}: redaction pass, {plural(redactions, 'redaction')} over {plural(excerpts, 'excerpted case')} "
                    "(emails, phone numbers, long digit runs).")
     return out + [""]
+
+
+def conversation_lines(s: dict) -> list[str]:
+    """Conversations counted apart from single-turn cases (summary.by_kind), and the memory: user warning."""
+    kinds = s.get("by_kind") if isinstance(s.get("by_kind"), dict) else {}
+    conv, single = kinds.get("conversation"), kinds.get("single_turn")
+    if not isinstance(conv, dict) or not isinstance(single, dict):
+        return []
+
+    def rate(block: dict) -> str:
+        p, f = count(block.get("passes")), count(block.get("failures"))
+        return f"{p}/{p + f} = {pct(p, p + f)}" if p + f else "not measurable (0 scored)"
+    line = (f"- Conversations (each one case; turns are never pooled): pass rate {rate(conv)} of "
+            f"{plural(count(conv.get('n')), 'conversation')}")
+    failed = conv.get("failed_turns") if isinstance(conv.get("failed_turns"), dict) else {}
+    if failed:
+        line += " (stopped at " + ", ".join(f"turn {esc(t)}: {count(n)}" for t, n in failed.items()) + ")"
+    out = [line + f"; single-turn cases: pass rate {rate(single)} of {count(single.get('n'))}."]
+    mu = count(conv.get("memory_user"))
+    if mu:
+        out.append(f"- **Contamination warning:** the adapter declares `memory: user`, so the app may carry what one "
+                   f"case said into another; {plural(mu, 'conversation')} ran under it.")
+    return out
 
 
 def draft(run_dir: Path) -> Draft:

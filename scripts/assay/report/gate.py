@@ -220,6 +220,7 @@ def summary_lines(res: GateResult) -> list[str]:
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
                 if s.get("rate_limited_retries") else "")]
+    lines += kind_lines(s)
     rep = s.get("repeated_5xx")
     if _is_count(rep) and rep:
         if results.get("mode") == "holdout":
@@ -254,6 +255,34 @@ def summary_lines(res: GateResult) -> list[str]:
     return lines
 
 
+def _kind_rate(block: dict) -> str:
+    p, f = block.get("passes"), block.get("failures")
+    if not (_is_count(p) and _is_count(f)):
+        return "n/a"
+    return f"{p}/{p + f} pass" + (f" ({p / (p + f) * 100:.1f}%)" if p + f else "")
+
+
+def kind_lines(summary: dict) -> list[str]:
+    """Conversations apart from single-turn cases (summary.by_kind), and the memory: user warning."""
+    kinds = summary.get("by_kind")
+    if not isinstance(kinds, dict) or not isinstance(kinds.get("conversation"), dict):
+        return []
+    conv, single = kinds["conversation"], kinds.get("single_turn") if isinstance(kinds.get("single_turn"), dict) else {}
+    line = f"  conversations: {_kind_rate(conv)} of {_num(conv.get('n'))}"
+    failed = conv.get("failed_turns")
+    if isinstance(failed, dict) and failed:
+        line += " (failed at " + ", ".join(f"turn {t} x{n}" for t, n in failed.items()) + ")"
+    if _is_count(conv.get("skipped")) and conv["skipped"]:
+        line += f", {conv['skipped']} skipped"
+    line += f"; single-turn: {_kind_rate(single)} of {_num(single.get('n'))}"
+    out = [line]
+    mu = conv.get("memory_user")
+    if _is_count(mu) and mu:
+        out.append(f"  warning: {mu} conversation(s) ran against an app declaring memory: user -- what one case "
+                   "said can leak into another (contamination); read their verdicts with that in mind")
+    return out
+
+
 def canary_line(res: GateResult) -> str:
     block = res.summary.get("canaries")
     if not isinstance(block, dict) or not _is_count(block.get("n")):
@@ -277,7 +306,8 @@ def to_json(res: GateResult) -> dict:
     out = {k: s.get(k) for k in keys}
     out.update({"run_id": res.run_id, "run_dir": str(res.run_dir), "mode": res.results.get("mode"),
                 "exit_code": res.results.get("exit_code"), "canaries": s.get("canaries"),
-                "holdout": s.get("holdout"), "verified": res.verified, "verify_clean": res.verify_clean,
+                "holdout": s.get("holdout"), "by_kind": s.get("by_kind"),
+                "verified": res.verified, "verify_clean": res.verify_clean,
                 "gate": "open" if res.open else "closed", "reasons": list(res.reasons),
                 "budgets": list(res.budget_lines)})
     return out

@@ -100,10 +100,36 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
             block.append(("actual", " ".join(clipped.split()) or "(empty answer)"))
         width = max(len(k) for k, _ in block) + 1
         out += [fenced(redactor("\n".join(f"{k + ':':<{width}} {v}" for k, v in block))), ""]
+        if doc.get("multi_turn") and isinstance(doc.get("turns"), list):
+            out += conversation_excerpt(facts, cid, doc, redactor)
     if len(failing) > MAX_EXCERPTS:
         rest = [code(r["case_id"]) for r in failing[MAX_EXCERPTS:]]
         out += [f"Not excerpted: {', '.join(rest)}.", ""]
     return out
+
+
+def conversation_excerpt(facts: RunFacts, cid: str, doc: dict, redactor) -> list[str]:
+    """Every sent turn of a failing conversation, user -> answer, the failing turn marked."""
+    failed_turn = doc.get("failed_turn")
+    lines = []
+    for t in doc["turns"]:
+        if not isinstance(t, dict):
+            continue
+        n = t.get("n")
+        answer = read_case_file(facts.run_dir, cid, f"turns/{n}/answer.txt")
+        answer = " ".join((answer or "").split()) or "(empty answer)"
+        if len(answer) > MAX_ANSWER_CHARS:
+            answer = answer[:MAX_ANSWER_CHARS] + " …[truncated]"
+        mark = "  <-- FAILED HERE" if n == failed_turn else ""
+        lines.append(f"turn {n} [{t.get('verdict')}]{mark}")
+        lines.append(f"  user:   {' '.join(str(t.get('user') or '').split())}")
+        lines.append(f"  answer: {answer}")
+    total = doc.get("turns_total")
+    why = str(doc.get("stop_reason") or "")
+    why = why.split(": ", 1)[1] if why.startswith("turn ") and ": " in why else why
+    head = (f"Conversation: {len(lines) // 3} of {total} turn(s) sent"
+            + (f"; it failed at turn {failed_turn} ({why})" if failed_turn else "") + ".")
+    return [esc(redactor(head)), "", fenced(redactor("\n".join(lines))), ""]
 
 
 def _json_or_none(text: str | None):

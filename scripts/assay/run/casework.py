@@ -73,6 +73,8 @@ class CaseWorker:
         if reason:
             record = dict(base, verdict=SKIPPED, skip_reason=reason, sent=False, attempts=0, retry_count=0,
                           layers=skipped_layers(reason))
+            if convo.is_conversation(case):
+                record["multi_turn"] = True   # counted with the conversations, never sent
         else:
             record = self._run_repeats(case, cdir, files, base, ref)
         record["artifact_sha256"] = {name: sha256_bytes(data) for name, data in sorted(files.items())}
@@ -405,8 +407,8 @@ def _conversation_fields(chosen: dict, conv: Any) -> dict[str, Any]:
     return {"multi_turn": True, "turns_sent": chosen["turns_sent"], "turns_total": chosen["turns_total"],
             "failed_turn": chosen["failed_turn"], "stop_reason": chosen["stop_reason"],
             "memory": conv.memory if conv is not None else None,
-            "turns": [{"n": t["n"], "verdict": t["verdict"], "trace_collected": t["trajectory"] is not None}
-                      for t in chosen["turns"]],
+            "turns": [{"n": t["n"], "verdict": t["verdict"], "trace_collected": t["trajectory"] is not None,
+                       "user": t["spec"].user} for t in chosen["turns"]],
             "turn_layers": {f"t{t['n']}.{name}": t["layers"][name] for t in chosen["turns"] for name in LAYER_ORDER}}
 
 

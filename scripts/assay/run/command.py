@@ -106,19 +106,29 @@ def dry_run(plan: dict, environ) -> dict:
     from .casework import skip_reason
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
-    listed, holdout_n, sendable = [], 0, 0
+    from .invoke.conversation import DEFAULT_MAX_TURNS, is_conversation
+    ex = setup.execution
+    listed, holdout_n, sendable, calls, conversations = [], 0, 0, 0, 0
     for case in plan["cases"]:
-        reason = skip_reason(case, plan["adapter"], setup.safety, setup.invoker.mode)
+        reason = skip_reason(case, plan["adapter"], setup.safety, setup.invoker.mode, conv=setup.conversation,
+                             max_turns=int(ex.get("max_turns") or DEFAULT_MAX_TURNS), matrix=plan["capability_matrix"])
+        # a conversation calls the app once per turn (at most: the stop rule may end it sooner)
+        turns = len(case["input"]["turns"]) if is_conversation(case) and not reason else None
         sendable += 0 if reason else 1
+        calls += 0 if reason else (turns or 1)
+        conversations += 1 if turns else 0
         if "holdout" in case.get("split", []):
             holdout_n += 1
             continue
-        listed.append({"id": case["id"], "set": preflight.case_set(case), "skip_reason": reason})
-    ex = setup.execution
+        row = {"id": case["id"], "set": preflight.case_set(case), "skip_reason": reason}
+        if is_conversation(case):
+            row["app_calls"] = turns or 0
+        listed.append(row)
     return {"dry_run": True, "run_id": plan["run_id"], "mode": plan["mode"], "k": plan["k"],
             "cases": listed, "holdout_cases": holdout_n,
             "cost_inputs": {"cases": len(plan["cases"]), "sendable_cases": sendable, "k": plan["k"],
-                            "calls": sendable * plan["k"], "max_calls": sendable * plan["k"] * ex["max_attempts"],
+                            "conversations": conversations,
+                            "calls": calls * plan["k"], "max_calls": calls * plan["k"] * ex["max_attempts"],
                             "timeout_s": ex["timeout_s"], "max_concurrency": setup.max_concurrency},
             "traces": setup.trace.manifest(), "invocation_mode": setup.invoker.mode}
 

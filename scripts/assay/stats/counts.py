@@ -28,7 +28,7 @@ COUNT_KEYS = (
     "n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped",
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
-    "unscorable_layers", "unjudged", "hollow_layers",
+    "unscorable_layers", "unjudged", "hollow_layers", "by_kind",
 )
 
 
@@ -114,5 +114,35 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     summary["unscorable_layers"] = unscorable
     summary["unjudged"] = unjudged
     summary["hollow_layers"] = hollow_layers(main)
+    kinds = by_kind(main)
+    if kinds is not None:
+        summary["by_kind"] = kinds
     summary["missing_artifacts"] = list(missing_artifacts)
     return summary
+
+
+def _kind_block(records: list[dict]) -> dict[str, Any]:
+    b = _basic(records)
+    out: dict[str, Any] = {k: b[k] for k in ("n", "passes", "failures", "gating_failures", "unscored", "skipped",
+                                             "infra_errors", "infra_incomplete")}
+    out["pass_rate"] = _rate(b["passes"], b["passes"] + b["failures"]) if b["passes"] + b["failures"] else None
+    return out
+
+
+def by_kind(main: list[dict]) -> dict[str, Any] | None:
+    """Conversations apart from single-turn cases (non-canary), present only when the run has a
+    conversation: the same counts for each kind, each conversation still ONE case. The
+    conversation block adds `failed_turns` ({turn: cases whose stopping turn it was}) and
+    `memory_user` (sent conversations against an app declaring `memory: user`)."""
+    conv = [r for r in main if r.get("multi_turn")]
+    if not conv:
+        return None
+    block = _kind_block(conv)
+    failed: dict[str, int] = {}
+    for r in conv:
+        t = r.get("failed_turn")
+        if r.get("verdict") == FAIL and isinstance(t, int):
+            failed[str(t)] = failed.get(str(t), 0) + 1
+    block["failed_turns"] = dict(sorted(failed.items(), key=lambda kv: int(kv[0])))
+    block["memory_user"] = sum(1 for r in conv if r.get("memory") == "user" and r.get("verdict") != SKIPPED)
+    return {"single_turn": _kind_block([r for r in main if not r.get("multi_turn")]), "conversation": block}
