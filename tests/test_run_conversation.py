@@ -274,7 +274,9 @@ def test_no_conversation_block_skips_with_the_reason(state):
         assert app.posts() == []
     assert r.rc == 0, r.stdout + r.stderr
     v = rd(out / "cases" / "c-refund" / "verdict.json")
-    assert v["verdict"] == "skipped" and "invocation.conversation" in v["skip_reason"]
+    assert v["verdict"] == "skipped" and "invocation.conversation" in v["skip_reason"] and v["multi_turn"] is True
+    assert rd(out / "results.json")["summary"]["by_kind"]["conversation"]["skipped"] == 1
+    assert run_runner("--verify", out).rc == 0
 
 
 def test_kill_9_mid_conversation_then_resume_redoes_it_from_turn_1(state):

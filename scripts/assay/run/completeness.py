@@ -264,7 +264,7 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
     if rec.get("verdict") != expected:
         problems.append(f"{shown}/verdict.json (edited: verdict {rec.get('verdict')!r} is not the rollup "
                         f"{expected!r} of its layers/repeats)")
-    if rec.get("multi_turn") and deep:
+    if rec.get("multi_turn") and rec.get("sent") is not False and deep:
         _check_turns(cdir, shown, rec, problems)
     for r in rec.get("repeats") or []:
         try:
