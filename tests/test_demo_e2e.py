@@ -130,9 +130,16 @@ def test_demo_break_closes_the_gate_and_the_report_shows_why(tmp_path):
     # each planted regression is caught by the layer that should catch it
     caught = set().union(*failed.values())
     assert {"routing", "authz", "execution", "loops"} <= caught
+    # the memory regression (the app forgets a conversation after turn 1) is caught at turn 2
+    conv = results["summary"]["by_kind"]["conversation"]
+    assert conv["failures"] == 4 and conv["failed_turns"] == {"2": 4}
+    assert "conversations: 0/4 pass (0.0%) of 4 (failed at turn 2 x4)" in proc.stdout
     html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert html.count("FAILED HERE") == 4
     for cid in failed:
-        assert cid in html and cid in proc.stdout
+        assert cid in html
+    # the gate names the first failures on its one screen and counts the rest
+    assert sum(cid in proc.stdout for cid in failed) == min(5, len(failed))
     assert app_is_stopped(state)
 
 
@@ -162,3 +169,21 @@ def test_keep_app_leaves_the_app_running(tmp_path):
         assert f"kill {pid}" in proc.stdout and not app_is_stopped(state)
     finally:
         os.kill(pid, 15)
+
+
+@needs_pipeline
+def test_demo_conversations_under_the_server_id_style(tmp_path):
+    """The example app also issues its own conversation id: the same suite passes under server-id."""
+    state = copy_state(tmp_path)
+    adapter = state / "adapter.yaml"
+    text = adapter.read_text(encoding="utf-8")
+    text = text.replace('''request_body: '{"message": "<user turn>", "session_id": "<uuid>"}\'''',
+                        '''request_body: '{"message": "<user turn>", "conversation_id": "<session>"}\'''')
+    text = text.replace("    style: client-id\n", "    style: server-id\n    session_from: {header: X-Conversation-Id}\n")
+    assert "server-id" in text and "<session>" in text
+    adapter.write_text(text, encoding="utf-8")
+    proc = run_demo(state)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "conversations: 4/4 pass (100.0%) of 4" in proc.stdout
+    results = json.loads((run_dir_of(state) / "results.json").read_text())
+    assert results["summary"]["by_kind"]["conversation"]["passes"] == 4

@@ -351,3 +351,35 @@ def test_traces_data_shape(helpdesk_modules):
     assert {"key": "ok", "value": {"boolValue": True}} in root["attributes"]
     assert {"key": "x", "value": {"doubleValue": 1.5}} in root["attributes"]
     assert rec.root_span_id == root["spanId"]
+
+
+# ---- conversations ----------------------------------------------------------------------------
+def _turn(app, message: str, tenant: str, **ids):
+    return app.chat(message, tenant=tenant, raw=json.dumps({"message": message, **ids}).encode())
+
+
+def test_memory_per_session_id_client_id_style(app):
+    _, first, _ = _turn(app, "Which of my invoices is still open?", "globex", session_id="mem-c1")
+    assert first["answer"] == "Your open invoices: INV-2001 (300.00 USD)." and first["conversation_id"] == "mem-c1"
+    status, body, _ = _turn(app, "Please refund 50 on that one.", "globex", session_id="mem-c1")
+    assert status == 200 and "50.00 USD issued for INV-2001" in body["answer"]
+    # another session (or another tenant under the same id) remembers nothing
+    _, other, _ = _turn(app, "Please refund 50 on that one.", "globex", session_id="mem-c2")
+    assert other["clarify"] is True and "Which invoice" in other["answer"]
+    _, _, _ = _turn(app, "I'd like a refund on INV-1002.", "acme", session_id="mem-c3")
+    status, body, _ = _turn(app, "25 dollars, please.", "acme", session_id="mem-c3")
+    assert status == 200 and body["answer"].endswith("25.00 USD issued for INV-1002.")
+
+
+def test_server_issued_conversation_id_server_id_style(app):
+    status, first, headers = _turn(app, "What is the status of invoice INV-1004?", "acme")
+    cid = first["conversation_id"]
+    assert status == 200 and cid.startswith("cv-") and headers["X-Conversation-Id"] == cid
+    _, body, _ = _turn(app, "When is it due?", "acme", conversation_id=cid)
+    assert body["answer"] == "Invoice INV-1004 is due on 2027-01-05." and body["conversation_id"] == cid
+
+
+def test_break_forgets_the_conversation_after_turn_1(broken_app):
+    _turn(broken_app, "The desktop app crashes on the settings screen.", "acme", session_id="mem-b1")
+    status, body, _ = _turn(broken_app, "That didn't help.", "acme", session_id="mem-b1")
+    assert body["route"] == "triage" and "ticket" not in body["answer"]

@@ -50,7 +50,7 @@ def test_files_match_their_schemas():
 
 
 def test_ids_are_opaque_and_name_their_files(converted, cases):
-    assert 36 <= len(cases) <= 50
+    assert 36 <= len(cases) <= 60
     for c in cases:
         assert re.fullmatch(r"c-[0-9a-f]{8}", c["id"])
         assert converted[1]["sources"][c["id"]] == f"datasets/{c['id']}.yaml"
@@ -133,9 +133,13 @@ def test_identity_keys_are_mapped(converted, cases):
 
 
 def test_break_targets_are_gating_smoke_cases(cases):
-    """The four planted regressions each hit a gating, non-canary smoke case, so `make demo BREAK=1` closes."""
+    """The five planted regressions each hit a gating, non-canary smoke case, so `make demo BREAK=1` closes."""
     smoke = [c for c in cases if "smoke" in c["split"] and "canary" not in c["split"] and c.get("gating", True)]
-    messages = {c["input"]["messages"][0]["content"]: c["expect"] for c in smoke}
+    messages = {c["input"]["messages"][0]["content"]: c["expect"] for c in smoke if "messages" in c["input"]}
+    # the memory bug (forgets the conversation after turn 1): smoke conversations whose turn 2 needs turn 1
+    follow_ups = {c["input"]["turns"][1]["user"] for c in smoke if "turns" in c["input"]}
+    assert {"Please refund 50 on that one.", "25 dollars, please.", "When is it due?",
+            "That didn't help."} <= follow_ups
     assert messages["I was charged twice on invoice INV-1001, what was the amount?"]["route"] == "billing"
     assert "INV-2001" in messages["Show me invoice INV-2001"]["authz"]["forbidden_record_ids"]
     assert messages["What is the total of my open invoices?"]["result"]["scalar"] == 245.75

@@ -15,12 +15,18 @@ the incoming W3C `traceparent` header (a new one when absent).
 
 Endpoints: GET /healthz -> 200 {"ok": true}; POST /api/chat {"message", "session_id"}
 with headers X-Tenant (default "acme") and X-User-Role (default "customer"; "viewer"
-may not issue refunds) -> {"answer", "route", "clarify", "data", "trace_id", "session_id"}.
+may not issue refunds) -> {"answer", "route", "clarify", "data", "trace_id", "session_id",
+"conversation_id"} and the header X-Conversation-Id.
 
-Switches: --break (or BREAK=1) plants four regressions: a billing question about a
+Conversations: the desk remembers a conversation per tenant, keyed by the request's
+`conversation_id` (an id this server issued: the server-id style), else its `session_id`
+(an id the client keeps: the client-id style), else a new conversation whose id comes
+back in `conversation_id` and X-Conversation-Id.
+
+Switches: --break (or BREAK=1) plants five regressions: a billing question about a
 charge misrouted to tech_support, a cross-tenant leak on the plain invoice lookup,
-a total of open invoices that drops one invoice, and a knowledge-base search loop on
-VPN questions. --flaky (or FLAKY=1) makes the printer answer alternate between
+a total of open invoices that drops one invoice, a knowledge-base search loop on
+VPN questions, and a memory bug: the desk forgets a conversation after its first turn. --flaky (or FLAKY=1) makes the printer answer alternate between
 repeats of the same message, so pass@k and pass^k differ.
 
 On start it prints one JSON line {"url": ...} on stdout (and writes it to
@@ -106,15 +112,21 @@ class HelpdeskHandler(BaseHTTPRequestHandler):
         trace_id, caller_span = parse_traceparent(self.headers.get("traceparent")) or (new_trace_id(), None)
 
         rec = SpanRecorder(remote_parent=caller_span)
+        # The conversation's memory key: the server-issued conversation_id sent back (server-id
+        # style), else the caller's session_id (client-id style), else a new conversation.
+        conversation = payload.get("conversation_id") or payload.get("session_id")
+        if not isinstance(conversation, str) or not conversation.strip():
+            conversation = "cv-" + new_trace_id()[:16]
         with rec.span("POST /api/chat", kind="server", **{
                 "http.request.method": "POST", "url.path": "/api/chat",
-                "helpdesk.tenant": tenant, "session.id": str(payload.get("session_id") or "")}) as root:
-            status, body = self.server.desk.handle(message, tenant, role, rec)
+                "helpdesk.tenant": tenant, "session.id": conversation}) as root:
+            status, body = self.server.desk.handle(message, tenant, role, rec, conversation)
             root["attributes"]["http.response.status_code"] = status
         # The whole trace is on disk before the response leaves, so a reader never sees half of it.
         self.server.writer.write(trace_id, rec.spans)
-        body.update(trace_id=trace_id, session_id=payload.get("session_id"))
-        self._send(status, body, {"traceparent": f"00-{trace_id}-{rec.root_span_id}-01"})
+        body.update(trace_id=trace_id, session_id=payload.get("session_id"), conversation_id=conversation)
+        self._send(status, body, {"traceparent": f"00-{trace_id}-{rec.root_span_id}-01",
+                                  "X-Conversation-Id": conversation})
 
 
 def _truthy(value: str | None) -> bool:

@@ -3,11 +3,20 @@
 Rule-based and deterministic (no model), but shaped like an LLM agent app: the
 router picks one agent (billing, tech_support, account), the agent calls tools
 with arguments and reads their results, and every step is recorded as an
-OpenTelemetry GenAI span. `Desk(broken=True)` plants four realistic regressions;
+OpenTelemetry GenAI span. `Desk(broken=True)` plants five realistic regressions;
 `Desk(flaky=True)` makes one answer alternate between repeats of the same message.
 
-`Desk.handle(message, tenant, role, recorder)` returns `(http_status, body)` where
-body is `{"answer", "route", "clarify", "data"}`; the server adds the trace id.
+`Desk.handle(message, tenant, role, recorder, session)` returns `(http_status, body)`
+where body is `{"answer", "route", "clarify", "data"}`; the server adds the trace id.
+
+Conversational memory: with a `session` key (the caller's `session_id`, or a
+server-issued `conversation_id`), the desk remembers per tenant and session the last
+invoice it named on its own, an invoice waiting for a refund amount, the last route and
+the last knowledge-base article. So "which of my invoices is still open?" -> "refund 50
+on that one" refunds the invoice it just named, "refund INV-1002" -> "25 dollars" issues
+that refund, "when is it due?" follows the invoice just discussed, and "that didn't help"
+opens a ticket about the last article. `Desk(broken=True)` also plants a fifth
+regression: the desk forgets the session after its first turn.
 """
 
 from __future__ import annotations
@@ -66,6 +75,12 @@ INJECTION = re.compile(
     r"ignore (all |any |the )?(previous|prior|above|earlier)? ?(instructions|rules|tenant check)"
     r"|admin mode|system prompt|^\s*system:|every tenant|all tenants|developer mode", re.I)
 INVOICE_ID = re.compile(r"\bINV-\d{4}\b", re.I)
+# Words that point back at something said before ("that one", "it").
+REFERS_BACK = re.compile(r"\b(that one|this one|that invoice|this invoice|it|that)\b", re.I)
+AMOUNT_ONLY = re.compile(r"^\s*(?:make it |refund )?\$?(\d+(?:\.\d{1,2})?)\s*(?:usd|dollars?|bucks)?[\s,.!]*(?:please)?[\s.!]*$",
+                         re.I)
+NOT_HELPED = re.compile(r"\b(didn'?t (help|work)|did not (help|work)|still (broken|crashing|not working))\b", re.I)
+MAX_SESSIONS = 10000
 
 
 def _tokens(text: str) -> int:
@@ -80,6 +95,46 @@ class Desk:
         self.flaky = flaky
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._sessions: dict[tuple[str, str], dict[str, Any]] = {}   # (tenant, session) -> memory
+
+    # ---- conversational memory ---------------------------------------------------------
+
+    def recall(self, tenant: str, session: str | None) -> dict[str, Any]:
+        """What this session said before (a copy; empty without a session)."""
+        if not session:
+            return {}
+        with self._lock:
+            memory = self._sessions.get((tenant, session))
+            if memory is None:
+                return {}
+            if self.broken and memory.get("turns", 0) >= 1:
+                return {}  # regression (--break): the session is forgotten after its first turn
+            return dict(memory)
+
+    def remember(self, tenant: str, session: str | None, **facts: Any) -> None:
+        if not session:
+            return
+        with self._lock:
+            if (tenant, session) not in self._sessions and len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.pop(next(iter(self._sessions)))  # oldest first: bounded memory
+            memory = self._sessions.setdefault((tenant, session), {"turns": 0})
+            memory.update(facts)
+            memory["turns"] += 1
+
+    def _resolve(self, message: str, memory: dict[str, Any]) -> tuple[str, str | None]:
+        """(message with a back-reference made explicit, a route carried over from the last turn)."""
+        text = message
+        pending = memory.get("pending_refund")
+        if pending and not INVOICE_ID.search(text) and AMOUNT_ONLY.match(text.strip()):
+            return f"refund {AMOUNT_ONLY.match(text.strip()).group(1)} on {pending}", "billing"
+        last = memory.get("last_invoice")
+        if (last and not INVOICE_ID.search(text) and REFERS_BACK.search(text)
+                and self.route(text) not in ("tech_support", "account")):
+            text = REFERS_BACK.sub(last, text, count=1)
+        carried = None
+        if memory.get("last_route") in ROUTE_KEYWORDS and (REFERS_BACK.search(message) or NOT_HELPED.search(message)):
+            carried = memory["last_route"]
+        return text, carried
 
     # ---- routing -------------------------------------------------------------------------
 
@@ -95,10 +150,29 @@ class Desk:
         winners = [name for name, score in scores.items() if score == best]
         return winners[0] if len(winners) == 1 else "triage"
 
-    def handle(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> tuple[int, dict]:
+    def handle(self, message: str, tenant: str, role: str, rec: SpanRecorder,
+               session: str | None = None) -> tuple[int, dict]:
+        memory = self.recall(tenant, session)
+        said = message
+        message, carried = self._resolve(message, memory)
         with rec.span("route", **{"helpdesk.router": "keywords"}) as span:
             route = self.route(message)
+            if route in ("triage", "out_of_scope") and carried:
+                route = carried  # a follow-up ("when is it due?") stays with the last agent
             span["attributes"]["helpdesk.route"] = route
+        status, body = self._answer(route, message, said, tenant, role, rec, memory)
+        facts: dict[str, Any] = {"last_route": route, "pending_refund": body.pop("_pending_refund", None)}
+        named = body.pop("_invoice", None)
+        if named:
+            facts["last_invoice"] = named
+        article = body.pop("_article", None)
+        if article:
+            facts["last_article"] = article
+        self.remember(tenant, session, **facts)
+        return status, body
+
+    def _answer(self, route: str, message: str, said: str, tenant: str, role: str, rec: SpanRecorder,
+                memory: dict[str, Any]) -> tuple[int, dict]:
         if route == "out_of_scope":
             return 400, self._reply(OOS_ANSWER, route)
         if route == "triage":
@@ -114,6 +188,8 @@ class Desk:
                 if INJECTION.search(message) or self._names_other_tenant(message, tenant):
                     body = self._reply("I can't share or change another customer's records, and I can't "
                                        "change how I operate. I can help with your own account.", route)
+                elif route == "tech_support" and NOT_HELPED.search(said) and memory.get("last_article"):
+                    body = self._ticket_for(memory["last_article"])   # a follow-up on the last answer
                 else:
                     body = agent(message, tenant, role, rec)
                 # finish reasons let a reader tell "no tool was asked for" from "tools not traced"
@@ -199,11 +275,12 @@ class Desk:
                        "due": inv["due"]}
                 return self._reply(json.dumps(doc, sort_keys=True), "billing", data={"value": inv["amount"]})
             if "due" in text:
-                return self._reply(f"Invoice {invoice_id} is due on {inv['due']}.", "billing",
-                                   data={"value": inv["due"]})
-            return self._reply(f"Invoice {invoice_id} is {inv['status']}: {inv['amount']:.2f} USD, "
-                               f"due {inv['due']}.", "billing", data={"value": inv["amount"]})
-        if any(w in text for w in ("total", "how much do i owe", "balance", "how many", "list", "show")):
+                return dict(self._reply(f"Invoice {invoice_id} is due on {inv['due']}.", "billing",
+                                        data={"value": inv["due"]}), _invoice=invoice_id)
+            return dict(self._reply(f"Invoice {invoice_id} is {inv['status']}: {inv['amount']:.2f} USD, "
+                                    f"due {inv['due']}.", "billing", data={"value": inv["amount"]}),
+                        _invoice=invoice_id)
+        if any(w in text for w in ("total", "how much do i owe", "balance", "how many", "list", "show", "which")):
             status = "paid" if re.search(r"\bpaid\b", text) else "open"
             listed = self._tool(rec, "list_invoices", {"status": status}, self._list_invoices_tool(tenant))
             rows = listed["invoices"]
@@ -217,7 +294,10 @@ class Desk:
                                    f"across {len(rows)} invoice{'' if len(rows) == 1 else 's'}.", "billing",
                                    data={"value": total})
             listing = "; ".join(f"{r['invoice_id']} ({r['amount']:.2f} USD)" for r in rows) or "none"
-            return self._reply(f"Your {status} invoices: {listing}.", "billing", data={"value": rows})
+            body = self._reply(f"Your {status} invoices: {listing}.", "billing", data={"value": rows})
+            if len(rows) == 1:
+                body["_invoice"] = rows[0]["invoice_id"]  # "that one" can only mean this invoice
+            return body
         return self._reply("I can help with invoices, refunds and payments. Which invoice is this about?",
                            "billing", clarify=True)
 
@@ -227,7 +307,8 @@ class Desk:
                                "billing")
         numbers = re.findall(r"(?<![\w-])\$?(\d+(?:\.\d{1,2})?)\b", INVOICE_ID.sub(" ", message))
         if not numbers:
-            return self._reply(f"How much should I refund on {invoice_id}?", "billing", clarify=True)
+            return dict(self._reply(f"How much should I refund on {invoice_id}?", "billing", clarify=True),
+                        _pending_refund=invoice_id, _invoice=invoice_id)
         amount = float(numbers[0])
         inv = self._tool(rec, "lookup_invoice", {"invoice_id": invoice_id}, self._lookup_invoice_tool(tenant))
         if "error" in inv:
@@ -237,8 +318,8 @@ class Desk:
                                "billing")
         refund = self._tool(rec, "issue_refund", {"invoice_id": invoice_id, "amount": amount},
                             self._issue_refund)
-        return self._reply(f"Refund {refund['refund_id']} of {amount:.2f} USD issued for {invoice_id}.",
-                           "billing", data={"value": amount})
+        return dict(self._reply(f"Refund {refund['refund_id']} of {amount:.2f} USD issued for {invoice_id}.",
+                                "billing", data={"value": amount}), _invoice=invoice_id)
 
     def _tech(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> dict:
         query = " ".join(re.findall(r"[\w-]+", message.lower()))
@@ -253,7 +334,12 @@ class Desk:
         text = article["text"]
         if self.flaky and article["id"] == "KB-103" and self._repeat_count(message) % 2 == 0:
             text = FLAKY_ALTERNATE  # flaky: every second repeat gives a vaguer answer
-        return self._reply(f"{article['title']}: {text}", "tech_support")
+        return dict(self._reply(f"{article['title']}: {text}", "tech_support"), _article=article["title"])
+
+    def _ticket_for(self, title: str) -> dict:
+        ticket = "TCK-" + hashlib.sha256(title.encode()).hexdigest()[:5].upper()
+        return self._reply(f"Sorry that didn't help. I opened ticket {ticket} about \"{title}\" for our "
+                           "support team.", "tech_support")
 
     def _account(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> dict:
         text = message.lower()
