@@ -395,3 +395,20 @@ def test_reports_split_conversations_from_single_turn_and_show_the_failing_turn(
     text = d.stdout[d.stdout.index("c-refund"):]
     assert "turn 1 [pass]" in text and "turn 2 [fail]  <-- FAILED HERE" in text
     assert "user:   refund that one" in text and "answer: refund which invoice?" in text
+
+
+def test_rate_limited_turn_restarts_without_spending_an_attempt(state):
+    mem = MemoryApp("client-id")
+    limited = []
+
+    def handler(req):
+        if req.method == "POST" and "refund" in req.json["message"] and len(limited) < 2:
+            limited.append(1)
+            return Reply(429, {"error": "slow down"}, retry_after=0)
+        return mem(req)
+    with FakeApp(handler) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"},
+                     execution={"max_attempts": 1, "backoff_s": []})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["attempts"], v["rate_limited_retries"]) == ("pass", 3, 2)

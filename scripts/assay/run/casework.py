@@ -23,7 +23,8 @@ from .caseinfo import case_title, input_text
 from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
-from .outcome import RESPONSE, Outcome, attempt_with_retries, is_rate_limited, parse_retry_after
+from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, is_rate_limited,
+                      parse_retry_after)
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
@@ -235,7 +236,8 @@ class CaseWorker:
             score_turn=lambda tcase, out, headers, sent_id: self._score_answered(tcase, out, headers, sent_id),
             infra_turn=self._infra_part, trace_headers=lambda: request_trace_headers(self.trace),
             max_attempts=int(self.execution["max_attempts"]), backoff_s=list(self.execution["backoff_s"]),
-            on_retry=on_retry, redact_cookie=REDACTED)
+            on_retry=on_retry, redact_cookie=REDACTED,
+            rate_limit_wait_s=self.execution.get("rate_limit_wait_s") if self.execution.get("adaptive", True) else None)
         earlier = [o for _, o in res.endings[:-1]]
         turns = []
         for t in res.turns:
@@ -317,8 +319,6 @@ def write_case_file(path: Path, data: bytes) -> bytes:
     bytes written, which are what artifact_sha256 records."""
     return writer.write_bytes(path, data)
 
-
-RATE_LIMITED_PREFIX = "rate limited"
 
 
 def attempts_reason(outcomes: list[Outcome]) -> str:

@@ -118,6 +118,11 @@ def retry_wait(backoff_s: list[float], attempt_index: int, retry_after: str | No
     return base
 
 
+# How an infra_reason starts when a case ran out of its rate-limit waiting budget (the engine
+# reads it: such a case does not count toward the infra abort while the run makes progress).
+RATE_LIMITED_PREFIX = "rate limited"
+
+
 def is_rate_limited(out: Outcome) -> bool:
     """A 429, or a 503 that says when to come back (Retry-After): the app is busy, not broken."""
     return out.kind == RESPONSE and (out.status == 429 or (out.status == 503 and out.header("Retry-After") is not None))

@@ -20,7 +20,7 @@ from ...core.errors import AssayError
 from ...core.ids import utc_now_iso
 from ...core.vocab import FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, UNSCORED
 from .. import templates
-from ..outcome import Outcome, retry_wait
+from ..outcome import RATE_LIMITED_PREFIX, Outcome, is_rate_limited, retry_wait
 
 STYLES = ("client-id", "server-id", "cookie")
 MEMORY = ("session", "user", None)
@@ -292,15 +292,22 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
                      trace_headers: Callable[[], tuple[dict, str | None]],
                      max_attempts: int, backoff_s: list[float],
                      on_retry: Callable[[int, int, Outcome, float], None] | None = None,
-                     redact_cookie: str = "<redacted>",
+                     redact_cookie: str = "<redacted>", rate_limit_wait_s: float | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> ConversationResult:
     """Run one conversation, restarting from turn 1 (fresh uuid, jar, session) on a retryable
     outcome at any turn, up to max_attempts conversation attempts. Stops at the first turn that
-    rolls up fail / infra_error / infra_incomplete, or when a server-id app gave no session id."""
+    rolls up fail / infra_error / infra_incomplete, or when a server-id app gave no session id.
+
+    With `rate_limit_wait_s` (adaptive runs), a rate-limited ending (`is_rate_limited`) spends that
+    budget of waiting seconds instead of an attempt, as a single-turn case's retries do."""
     specs = turn_specs(case)
     endings: list[tuple[int, Outcome]] = []
     crashed = False
-    for attempt in range(1, max_attempts + 1):
+    failed = limited = 0
+    waited = 0.0
+    attempt = 0
+    while True:
+        attempt += 1
         uuid = str(uuidlib.uuid4())
         jar = CookieJar() if conv.style == "cookie" else None
         session: Any = templates.UNSET
@@ -343,15 +350,25 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
         if retry_out is None:
             endings.append((sent[-1].spec.n, sent[-1].outcome))
             return ConversationResult(sent, endings, len(specs), stop[0], stop[1], crashed)
-        if attempt == max_attempts:
-            n = sent[-1].spec.n
-            reason = f"turn {n}: {retry_out.describe()} on all {attempt} conversation attempt(s)"
-            sent[-1].scored = infra_turn(retry_out, reason)
-            return ConversationResult(sent, endings, len(specs), n, reason, crashed)
-        wait = retry_wait(backoff_s, attempt - 1, retry_out.header("Retry-After"))
+        n = sent[-1].spec.n
+        final = None
+        if rate_limit_wait_s is not None and is_rate_limited(retry_out):
+            wait = retry_wait(backoff_s, limited, retry_out.header("Retry-After"))
+            if waited + wait > rate_limit_wait_s:
+                final = (f"{RATE_LIMITED_PREFIX}: turn {n}: {retry_out.describe()} on {attempt} conversation "
+                         f"attempt(s) until execution.rate_limit_wait_s ({rate_limit_wait_s:g} s) was spent")
+            limited += 1
+            waited += wait
+        else:
+            failed += 1
+            if failed >= max_attempts:
+                final = f"turn {n}: {retry_out.describe()} on all {attempt} conversation attempt(s)"
+            wait = retry_wait(backoff_s, failed - 1, retry_out.header("Retry-After"))
+        if final is not None:
+            sent[-1].scored = infra_turn(retry_out, final)
+            return ConversationResult(sent, endings, len(specs), n, final, crashed)
         if on_retry:
-            on_retry(attempt, sent[-1].spec.n, retry_out, wait)
+            on_retry(attempt, n, retry_out, wait)
         if wait > 0:
             sleep(wait)
-    raise AssertionError("unreachable: max_attempts >= 1")  # pragma: no cover
 
