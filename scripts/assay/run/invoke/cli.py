@@ -93,6 +93,10 @@ class CliInvoker:
 
     def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], *, environ: Mapping[str, str],
                  timeout_s: float, app_root: Path, area: Path, state_dir: Path) -> None:
+        if os.name != "posix":  # sessions and process-group kills are what make a timeout hold
+            raise AssayError("pre-flight: invocation.mode cli needs a POSIX system (Linux, macOS): the runner "
+                             "kills a command's whole process group, which Windows does not have", 3,
+                             key="invocation.mode")
         command = invocation.get("command")
         if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
             raise AssayError("pre-flight: invocation.command must be a non-empty list of strings (argv, no "
