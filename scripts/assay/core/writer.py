@@ -164,6 +164,27 @@ def find_symlinks(root: Any, *, max_depth: int | None = None) -> list[str]:
     return sorted(found)
 
 
+def refuse_symlinks_between(path: Any, root: Any, what: str = "") -> None:
+    """SymlinkError when `path` or any directory between it and `root` (exclusive) is a symlink.
+    `root` is compared resolved; the walk stops there (root itself may sit under a link)."""
+    root_real = os.path.realpath(root)
+    current = os.path.abspath(path)
+    while True:
+        if os.path.realpath(current) == root_real:
+            return
+        if is_symlink(current):
+            raise SymlinkError(current, what)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return
+        current = parent
+
+
+def open_file(path: Any, flags: int, mode: int = 0o644) -> int:
+    """os.open that never follows a symlink at `path` (SymlinkError instead)."""
+    return _open_nofollow(path, flags, mode)
+
+
 def refuse_symlinks_in(root: Any, *, max_depth: int | None = None, what: str = "") -> None:
     """SymlinkError naming the first symlink at or under root."""
     refuse_symlink(root, what)

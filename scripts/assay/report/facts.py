@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import AssayError
+from ..core.jsonio import loads
+from ..core.writer import read_bytes
 from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, read_jsonl_file, try_json
 
 
@@ -28,12 +30,14 @@ class RunFacts(RunResultsView):
 def _manifest(run_dir: Path) -> dict | None:
     path = run_dir / "manifest.yaml"
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        text = read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
     try:
-        doc = json.loads(text)  # the runner writes JSON text (valid YAML)
-    except ValueError:
+        doc = loads(text)  # the runner writes JSON text (valid YAML)
+    except ValueError as exc:
+        if "too deeply" in str(exc):
+            return None
         try:
             import yaml
             doc = yaml.safe_load(text)
@@ -73,6 +77,6 @@ def _obj(value: object) -> dict | None:
 
 def read_case_file(run_dir: Path, case_id: str, name: str) -> str | None:
     try:
-        return (Path(run_dir) / "cases" / case_id / name).read_bytes().decode("utf-8", "replace")
+        return read_bytes(Path(run_dir) / "cases" / case_id / name).decode("utf-8", "replace")
     except OSError:
         return None

@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+from ..core.writer import read_bytes
+
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # A run of >= 7 digits, possibly split by spaces, dots, dashes or parentheses, optionally after '+'.
 DIGITS_RE = re.compile(r"(?<![\w])\+?\(?\d(?:[\d().\- ]{5,}\d)?(?![\w])")
@@ -67,15 +69,15 @@ def pii_flag(run_dir: Path, manifest: dict | None, run_id: str) -> tuple[bool | 
             return value, "`manifest.yaml` `" + ".".join(keys) + "`"
     plan_path = Path(run_dir).resolve().parent.parent / "work" / "plan.json"
     try:
-        plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        plan = json.loads(read_bytes(plan_path).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         plan = None
     if isinstance(plan, dict) and plan.get("run_id") == run_id:
         value = _flag_in(plan, "adapter", "data", "may_contain_pii")
         if value is not None:
             return value, "the run's plan, `<state>/work/plan.json` `adapter.data.may_contain_pii`"
     try:
-        ignore = (Path(run_dir).parent / ".gitignore").read_text(encoding="utf-8")
+        ignore = read_bytes(Path(run_dir).parent / ".gitignore").decode("utf-8", "replace")
     except OSError:
         ignore = ""
     if "*/cases/" in ignore.split():

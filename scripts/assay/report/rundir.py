@@ -12,6 +12,8 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id, parse_run_id
+from ..core.jsonio import loads
+from ..core.writer import read_bytes, refuse_symlinks_in
 
 
 class RunResultsView:
@@ -36,7 +38,7 @@ class RunResultsView:
 def read_json_file(path: Path) -> Any:
     """Parse a JSON file; raise AssayError(2) naming the file and the fix."""
     try:
-        return json.loads(Path(path).read_bytes().decode("utf-8"))
+        return loads(read_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         raise AssayError(f"{path}: file not found", 2, path=str(path)) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -47,7 +49,7 @@ def read_json_file(path: Path) -> Any:
 def try_json(path: Path) -> Any:
     """Parse a JSON file, or None when it is absent or unreadable (a file mid-write counts as absent)."""
     try:
-        return json.loads(Path(path).read_bytes().decode("utf-8"))
+        return loads(read_bytes(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 
@@ -55,18 +57,18 @@ def try_json(path: Path) -> Any:
 def read_jsonl_file(path: Path) -> list[dict]:
     """Rows of a JSONL file (absent file -> []); a bad line is AssayError(2) naming file and line."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return []
     rows = []
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise AssayError(f"{path}: not readable UTF-8 ({exc})", 2, path=str(path)) from None
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except ValueError as exc:
             raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
         if isinstance(row, dict):
@@ -77,7 +79,7 @@ def read_jsonl_file(path: Path) -> list[dict]:
 def last_log_event(run_dir: Path) -> dict | None:
     """The last parseable line of run.log, or None."""
     try:
-        lines = (Path(run_dir) / "run.log").read_bytes().decode("utf-8", "replace").splitlines()
+        lines = read_bytes(Path(run_dir) / "run.log").decode("utf-8", "replace").splitlines()
     except OSError:
         return None
     for line in reversed(lines):
@@ -91,8 +93,11 @@ def last_log_event(run_dir: Path) -> dict | None:
 
 
 def load_results(run_dir: Path) -> dict:
-    """results.json with an object `summary`, else AssayError(2)."""
+    """results.json with an object `summary`, else AssayError(2). A symlink at the run dir, among
+    its files or its case dirs is refused first (exit 2 naming it): nothing is read through one."""
     path = Path(run_dir) / "results.json"
+    if Path(run_dir).is_dir():
+        refuse_symlinks_in(run_dir, max_depth=2, what="inside a run directory")
     if not path.is_file():
         raise AssayError(f"{run_dir}: no results.json here; pass a run directory "
                          f"(reports/<run-id>) or a reports dir with --latest", 2, path=str(run_dir))

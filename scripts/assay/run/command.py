@@ -142,7 +142,7 @@ def verify(run_dir: Path) -> tuple[int, dict]:
     status = None
     try:
         status = ((read_json(run_dir / "results.json").get("summary")) or {}).get("status")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, AssayError):  # a link there is a named problem already
         pass
     result = {"run_dir": str(run_dir), "run_id": manifest.get("run_id"), "status": status,
               "cases_finished": len(records), "missing_artifacts": problems, "complete": not problems}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import read_json, read_jsonl, sha256_bytes
+from ..core.writer import SymlinkError, read_bytes
 from ..core.vocab import SKIPPED
 from ..schemas import iter_errors
 from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers
@@ -23,6 +24,7 @@ from . import derived
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_case_files, required_run_files
 
 ABORTED = ("aborted_canary", "aborted_infra")
+SYMLINK_PROBLEM = "a symlink: a run directory holds none, and nothing is read through one"
 
 
 class RunDirError(Exception):
@@ -122,6 +124,12 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     if not out.is_dir() or not ((out / "manifest.yaml").exists() or (out / "results.json").exists()):
         raise RunDirError(f"{out} is not a run directory (no manifest.yaml or results.json)")
     problems: list[str] = []
+    # A run dir holds no links: one among its own entries is a defect named here, and nothing
+    # is read through it (case dirs and their files are checked as they are listed below).
+    top_links = sorted(e.name for e in os.scandir(out) if e.is_symlink())
+    if out.is_symlink() or top_links:
+        shown = [out.name] if out.is_symlink() else top_links
+        return [f"{rel} ({SYMLINK_PROBLEM})" for rel in shown], [], {}
     try:
         manifest = read_json(out / "manifest.yaml")
     except (OSError, ValueError) as exc:
@@ -150,9 +158,19 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     # --- case dirs
     records: dict[int, dict] = {}
     cases_dir = out / "cases"
-    present = sorted(p.name for p in cases_dir.iterdir()) if cases_dir.is_dir() else []
+    present, linked = [], set()
+    if cases_dir.is_dir():
+        for e in os.scandir(cases_dir):
+            present.append(e.name)
+            if e.is_symlink():
+                linked.add(e.name)
+        present.sort()
     verdict_schema = _VerdictSchema() if schemas else None
     for entry in present:
+        if entry in linked:
+            problems.append(f"cases/{entry} ({SYMLINK_PROBLEM})" if entry not in index_of
+                            else f"{name(entry)} ({SYMLINK_PROBLEM})")
+            continue
         if entry not in index_of:
             problems.append(f"cases/{entry} (not a case of this run's plan)")
             continue
@@ -199,16 +217,20 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     return problems, ordered, manifest
 
 
-def _list_files(directory: str, prefix: str = "") -> set[str]:
-    """Every file under a case dir, relative, via os.scandir (one syscall per directory)."""
+def _list_files(directory: str, prefix: str = "", links: set[str] | None = None) -> set[str]:
+    """Every file under a case dir, relative, via os.scandir (one syscall per directory).
+    A symlink is never listed as a file nor entered: its path goes into `links`."""
     found: set[str] = set()
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return found
     for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            found |= _list_files(entry.path, f"{prefix}{entry.name}/")
+        if entry.is_symlink():
+            if links is not None:
+                links.add(prefix + entry.name)
+        elif entry.is_dir(follow_symlinks=False):
+            found |= _list_files(entry.path, f"{prefix}{entry.name}/", links)
         else:
             found.add(prefix + entry.name)
     return found
@@ -218,7 +240,12 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
                 known: dict | None = None, verdict_schema: _VerdictSchema | None = None) -> dict | None:
     """One case dir. `deep` (--verify) adds the JSON Schema and the sha256 of every file.
     `known`: the record this process wrote as verdict.json (not re-read; the file must exist)."""
-    present = _list_files(str(cdir))
+    links: set[str] = set()
+    present = _list_files(str(cdir), links=links)
+    for rel in sorted(links):
+        problems.append(f"{shown}/{rel} ({SYMLINK_PROBLEM})")
+    if "verdict.json" in links:
+        return None
     if known is not None and "verdict.json" in present:
         rec = known
     else:
@@ -246,7 +273,7 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
             continue
         if rel not in present:
             problems.append(f"{shown}/{rel} (missing)")
-        elif deep and rel in shas and sha256_bytes((cdir / rel).read_bytes()) != shas[rel]:
+        elif deep and rel in shas and sha256_bytes(read_bytes(cdir / rel)) != shas[rel]:
             problems.append(f"{shown}/{rel} (edited: its sha256 differs from the one verdict.json recorded)")
     for rel in sorted(present - set(required)):
         problems.append(f"{shown}/{rel} (not part of the run-dir contract)")
@@ -269,7 +296,7 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
     for r in rec.get("repeats") or []:
         try:
             rv = read_json(cdir / "repeats" / str(r.get("n")) / "verdict.json")
-        except (OSError, ValueError):
+        except (OSError, ValueError, SymlinkError):
             continue  # already named as missing above
         if rv.get("verdict") != r.get("verdict"):
             problems.append(f"{shown}/repeats/{r.get('n')}/verdict.json (disagrees with the case's repeats list)")
@@ -343,7 +370,7 @@ def _check_runlog(path: Path, problems: list[str]) -> None:
     if not path.is_file():
         return
     try:
-        for line in path.read_bytes().decode("utf-8").splitlines():
+        for line in read_bytes(path).decode("utf-8").splitlines():
             if line.strip():
                 json.loads(line)
     except (UnicodeDecodeError, ValueError):

@@ -7,12 +7,12 @@ the bookkeeping needs no locks and the derived files are always in plan order.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
 
+from ..core import writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json
@@ -99,10 +99,8 @@ class Run:
                 rec = None
             if cdir.name in index_of and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
                 self.kept[index_of[cdir.name]] = derived.slim(rec)
-            elif cdir.is_dir() and not cdir.is_symlink():
-                shutil.rmtree(cdir)
-            else:
-                cdir.unlink()
+            else:  # a link was refused before the lock (check_out); remove_tree never follows one
+                writer.remove_tree(cdir)
         for p in out.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp"):
                 p.unlink()

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core import writer
 from ..core.errors import AssayError
 
 
@@ -29,14 +30,14 @@ class RunLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = writer.open_file(self.path, os.O_RDWR | os.O_CREAT)  # never through a symlink
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             holder = ""
             try:
-                holder = f" (held by pid {json.loads(self.path.read_text(encoding='utf-8')).get('pid')})"
+                holder = f" (held by pid {json.loads(writer.read_bytes(self.path)).get('pid')})"
             except (OSError, ValueError, AttributeError):
                 pass
             raise AssayError(f"another runner is running run {self.info.get('run_id')!r}{holder}: "

@@ -74,7 +74,11 @@ def check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str 
     if out.is_symlink() or not _inside(out.parent.resolve() / out.name, state):
         raise AssayError(f"--out {out_arg!r} is outside the state dir {str(state)!r} (or a symlink); "
                          f"use --out {state}/reports/{plan['run_id']}", 2, key="--out")
+    # never through a link: the run dir, reports/ and anything between them and the state dir
+    writer.refuse_symlinks_between(out, state, "on the --out path inside the state dir")
     if resume:
+        if out.is_dir():  # --resume reads, rewrites and deletes in here: no link anywhere inside
+            writer.refuse_symlinks_in(out, what="inside the run directory --resume would repair")
         if not (out / "manifest.yaml").is_file():
             raise AssayError(f"--resume: {out_arg} is not a run directory (no manifest.yaml); start the run "
                              "without --resume", 2, key="--out")
@@ -95,6 +99,7 @@ def ledger_path(plan: Mapping[str, Any]) -> Path | None:
     if not _inside(real, state):
         raise AssayError(f"plan paths.holdout_ledger {str(raw)!r} resolves outside the state dir "
                          f"{str(state)!r}; use datasets/holdout-looks.jsonl", 2, key="paths.holdout_ledger")
+    writer.refuse_symlinks_between(path, state, "the holdout ledger path")
     return real
 
 
@@ -255,7 +260,7 @@ def write_gitignore(reports: Path, adapter: Mapping[str, Any]) -> bool:
     if (adapter.get("data") or {}).get("may_contain_pii") is not True:
         return False
     path = reports / ".gitignore"
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    existing = writer.read_bytes(path).decode("utf-8") if path.exists() or path.is_symlink() else ""
     if "*/cases/" not in existing.splitlines():
         from ..core.jsonio import atomic_write_text
         atomic_write_text(path, existing + ("" if not existing or existing.endswith("\n") else "\n") + "*/cases/\n")
@@ -337,8 +342,8 @@ def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
     stderr = stderr or sys.stderr
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+    if path.exists() or path.is_symlink():
+        for line in writer.read_bytes(path).decode("utf-8").splitlines():
             try:
                 rows.append(json.loads(line))
             except ValueError:
@@ -346,7 +351,7 @@ def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
     if not any(isinstance(r, dict) and r.get("run_id") == plan["run_id"] for r in rows):
         reason = (plan.get("manifest_extra") or {}).get("holdout_reason") or "run_cases.py holdout run"
         row = {"run_id": plan["run_id"], "date": utc_now_iso(), "mode": plan["mode"], "reason": reason}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = writer.open_append(path)
         try:
             os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"))
         finally:
