@@ -5,7 +5,6 @@ the link (--verify reports it as a defect, exit 6), and the link's target is nev
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 

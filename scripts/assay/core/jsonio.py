@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any
 
 
@@ -57,12 +58,56 @@ def maybe_json(value: Any) -> Any:
     return value
 
 
-def loads(text: str | bytes) -> Any:
-    """json.loads whose too-deep input is a ValueError like any other bad JSON (never a RecursionError)."""
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+MAX_DEPTH = 100   # no document assay reads (plan, adapter, run files) nests deeper than this
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The key path (`a.b[0]`) of the first container nested deeper than `limit`, else None.
+    Iterative: safe on any depth the parser let through."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict):
+            if depth > limit:
+                return path or "(root)"
+            for k, v in item.items():
+                if isinstance(v, (dict, list)):
+                    stack.append((v, depth + 1, f"{path}.{k}" if path else str(k)))
+        elif isinstance(item, list):
+            if depth > limit:
+                return path or "(root)"
+            for i, v in enumerate(item):
+                if isinstance(v, (dict, list)):
+                    stack.append((v, depth + 1, f"{path}[{i}]"))
+    return None
+
+
+def loads(text: str | bytes, *, max_depth: int | None = None) -> Any:
+    """json.loads whose too-deep input is a ValueError like any other bad JSON (never a
+    RecursionError); with `max_depth`, a document nested deeper than that is refused too."""
     try:
-        return json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("JSON nested too deeply to parse") from None
+    if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
+        try:  # an escaped surrogate is fine in a pair; a lone one is not text and cannot be written back
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff): not text") from None
+    if max_depth is not None:
+        where = too_deep(doc, max_depth)
+        if where is not None:
+            raise ValueError(f"JSON nested deeper than {max_depth} levels at {_short(where)}")
+    return doc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (assay never writes NaN or Infinity)")
+
+
+def _short(path: str) -> str:
+    return path if len(path) <= 120 else path[:60] + " … " + path[-40:]
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

@@ -7,10 +7,10 @@ splits present in the suite.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import loads, read_json
 from ..core.errors import AssayError
 from ..core.vocab import SPLITS
 
@@ -39,7 +39,7 @@ def failing_ids(run_dir: Path, dataset_version: int, harness_version: str) -> tu
         raise AssayError(f"--failing-in {run_dir}: no such run directory", 2)
     manifest_path = run_dir / "manifest.yaml"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = read_json(manifest_path)
     except (OSError, ValueError):
         raise AssayError(f"--failing-in {run_dir}: no readable manifest.yaml, so it is not a run directory "
                          "(pass reports/<run-id>)", 2) from None
@@ -56,7 +56,7 @@ def failing_ids(run_dir: Path, dataset_version: int, harness_version: str) -> tu
         return None, f"--failing-in {run_dir.name} has no verdicts.jsonl: kept every tagged case"
     for line in lines:
         try:
-            row = json.loads(line)
+            row = loads(line)
         except ValueError:
             continue
         if isinstance(row, dict) and row.get("verdict") == FAILED and isinstance(row.get("case_id"), str):

@@ -239,7 +239,24 @@ def conversation_lines(s: dict) -> list[str]:
     return out
 
 
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
 def draft(run_dir: Path) -> Draft:
+    """The report draft. A run file edited into a shape the runner never writes (a list where
+    an object belongs, a string for a count) is exit 2 naming what `run_cases.py --verify`
+    finds, never a traceback."""
+    try:
+        return _draft(run_dir)
+    except SHAPE_ERRORS as exc:
+        from .gate import run_verify
+        clean, detail = run_verify(Path(run_dir))
+        why = detail if not clean else f"a run-level report or a case file holds a value of the wrong type ({type(exc).__name__}: {exc})"
+        raise AssayError(f"{run_dir}: not drafted: a file is not in the shape the runner writes: {why}. "
+                         "Restore it, or re-run (--resume redoes unfinished cases).", 2, path=str(run_dir)) from None
+
+
+def _draft(run_dir: Path) -> Draft:
     facts = load_facts(Path(run_dir))
     flag, source = pii_flag(facts.run_dir, facts.manifest, facts.run_id)
     redactor = _Redactor(flag is not False)

@@ -4,12 +4,11 @@ the holdout id set (ids to never print), and per-case verdicts of NON-holdout ca
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import AssayError
-from ..core.jsonio import loads
+from ..core.jsonio import MAX_DEPTH, loads
 from ..core.writer import read_bytes
 from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, read_jsonl_file, try_json
 
@@ -34,9 +33,9 @@ def _manifest(run_dir: Path) -> dict | None:
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        doc = loads(text)  # the runner writes JSON text (valid YAML)
+        doc = loads(text, max_depth=MAX_DEPTH)  # the runner writes JSON text (valid YAML)
     except ValueError as exc:
-        if "too deeply" in str(exc):
+        if "deep" in str(exc):
             return None
         try:
             import yaml

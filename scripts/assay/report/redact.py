@@ -11,10 +11,10 @@ If none says, we redact anyway (a report is written to be shared) and say why.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from ..core.jsonio import loads
 from ..core.writer import read_bytes
 
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
@@ -69,7 +69,7 @@ def pii_flag(run_dir: Path, manifest: dict | None, run_id: str) -> tuple[bool | 
             return value, "`manifest.yaml` `" + ".".join(keys) + "`"
     plan_path = Path(run_dir).resolve().parent.parent / "work" / "plan.json"
     try:
-        plan = json.loads(read_bytes(plan_path).decode("utf-8"))
+        plan = loads(read_bytes(plan_path).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         plan = None
     if isinstance(plan, dict) and plan.get("run_id") == run_id:

@@ -6,13 +6,12 @@ Every after-the-run tool (wait_run, gate, draft_report) reads a run dir through 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id, parse_run_id
-from ..core.jsonio import loads
+from ..core.jsonio import MAX_DEPTH, loads
 from ..core.writer import read_bytes, refuse_symlinks_in
 
 
@@ -38,7 +37,7 @@ class RunResultsView:
 def read_json_file(path: Path) -> Any:
     """Parse a JSON file; raise AssayError(2) naming the file and the fix."""
     try:
-        return loads(read_bytes(path).decode("utf-8"))
+        return loads(read_bytes(path).decode("utf-8"), max_depth=MAX_DEPTH)
     except FileNotFoundError:
         raise AssayError(f"{path}: file not found", 2, path=str(path)) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -49,7 +48,7 @@ def read_json_file(path: Path) -> Any:
 def try_json(path: Path) -> Any:
     """Parse a JSON file, or None when it is absent or unreadable (a file mid-write counts as absent)."""
     try:
-        return loads(read_bytes(path).decode("utf-8"))
+        return loads(read_bytes(path).decode("utf-8"), max_depth=MAX_DEPTH)
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 
@@ -68,7 +67,7 @@ def read_jsonl_file(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            row = loads(line)
+            row = loads(line, max_depth=MAX_DEPTH)
         except ValueError as exc:
             raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
         if isinstance(row, dict):
@@ -85,7 +84,7 @@ def last_log_event(run_dir: Path) -> dict | None:
     for line in reversed(lines):
         if line.strip():
             try:
-                event = json.loads(line)
+                event = loads(line)
             except ValueError:
                 continue  # a line being written right now
             return event if isinstance(event, dict) else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from ..core.jsonio import loads
 from ..core.vocab import LAYER_ORDER
 from .facts import RunFacts, read_case_file
 from .mdtext import code, count, esc, fenced, num, pct, plural
@@ -134,7 +135,7 @@ def conversation_excerpt(facts: RunFacts, cid: str, doc: dict, redactor) -> list
 
 def _json_or_none(text: str | None):
     try:
-        return json.loads(text) if text is not None else None
+        return loads(text) if text is not None else None
     except ValueError:
         return None
 

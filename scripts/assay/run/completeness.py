@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.jsonio import read_json, read_jsonl, sha256_bytes
+from ..core.jsonio import loads, read_json, read_jsonl, sha256_bytes
 from ..core.writer import SymlinkError, read_bytes
 from ..core.vocab import SKIPPED
 from ..schemas import iter_errors
@@ -80,7 +80,11 @@ class _VerdictSchema:
         self.cache: dict[str, bool] = {}
 
     def problem(self, rec: Any) -> str | None:
-        if self.ok and self._valid(rec):
+        try:
+            valid = self.ok and self._valid(rec)
+        except RecursionError:  # a hand-made deep document: the full validation names it
+            valid = False
+        if valid:
             return None
         return _schema_problem(rec, "verdict")
 
@@ -136,7 +140,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         return [f"manifest.yaml (missing or unreadable: {type(exc).__name__})"], [], {}
     bad = _schema_problem(manifest, "manifest", schemas)
     if bad:
-        return [f"manifest.yaml ({bad})"], [], manifest
+        return [f"manifest.yaml ({bad})"], [], manifest if isinstance(manifest, dict) else {}
     ids = [c["id"] for c in manifest["cases"]]
     index_of = {cid: i for i, cid in enumerate(ids)}
     holdout = {}
@@ -153,7 +157,11 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         results = read_json(out / "results.json")
     except (OSError, ValueError):
         pass
-    run_status = status or ((results or {}).get("summary") or {}).get("status")
+    if results is not None and not isinstance(results, dict):
+        problems.append("results.json (not a JSON object)")
+        results = None
+    summary_doc = (results or {}).get("summary")
+    run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
 
     # --- case dirs
     records: dict[int, dict] = {}
@@ -298,7 +306,7 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
             rv = read_json(cdir / "repeats" / str(r.get("n")) / "verdict.json")
         except (OSError, ValueError, SymlinkError):
             continue  # already named as missing above
-        if rv.get("verdict") != r.get("verdict"):
+        if not isinstance(rv, dict) or not isinstance(r, dict) or rv.get("verdict") != r.get("verdict"):
             problems.append(f"{shown}/repeats/{r.get('n')}/verdict.json (disagrees with the case's repeats list)")
     return rec
 
@@ -341,6 +349,7 @@ def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str],
     detail = f"{len(rows)} row(s), the case dirs give {len(expected)}"
     for row in rows:
         cid = row.get("case_id") if isinstance(row, dict) else None
+        cid = cid if isinstance(cid, str) else None
         if cid not in by_id or row not in by_id[cid]:
             detail = (f"{name(cid)} disagrees with its verdict.json" if cid in by_id
                       else "a row for a case with no finished case dir")
@@ -372,6 +381,6 @@ def _check_runlog(path: Path, problems: list[str]) -> None:
     try:
         for line in read_bytes(path).decode("utf-8").splitlines():
             if line.strip():
-                json.loads(line)
+                loads(line)
     except (UnicodeDecodeError, ValueError):
         problems.append("run.log (a line is not JSON)")

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import loads
 from ..core import writer
 from ..core.errors import AssayError
 
@@ -37,7 +38,7 @@ class RunLock:
             os.close(fd)
             holder = ""
             try:
-                holder = f" (held by pid {json.loads(writer.read_bytes(self.path)).get('pid')})"
+                holder = f" (held by pid {loads(writer.read_bytes(self.path)).get('pid')})"
             except (OSError, ValueError, AttributeError):
                 pass
             raise AssayError(f"another runner is running run {self.info.get('run_id')!r}{holder}: "

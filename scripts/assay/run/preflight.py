@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 from ..core import writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
-from ..core.jsonio import atomic_write_json, read_json, read_jsonl, sha256_json
+from ..core.jsonio import atomic_write_json, loads, read_json, read_jsonl, sha256_json
 from ..core.version import HARNESS_VERSION
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
 from . import secrets
@@ -36,7 +36,7 @@ def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> dict[st
         else:
             with open(path, "rb") as fh:
                 text = fh.read().decode("utf-8")
-        plan = json.loads(text)
+        plan = loads(text)
     except FileNotFoundError:
         raise AssayError(f"--plan {path}: no such file; build it with make_plan.py", 2)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -47,7 +47,11 @@ def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> dict[st
 
 def state_dir_of(plan: Mapping[str, Any]) -> Path:
     p = Path(plan["paths"]["state_dir"])
-    if not p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL byte: not a directory either
+        is_dir = False
+    if not is_dir:
         raise AssayError(f"plan paths.state_dir {str(p)!r} is not a directory; rebuild the plan with "
                          "make_plan.py --state-dir <app>/.assay", 2, key="paths.state_dir")
     return p.resolve()
@@ -64,6 +68,14 @@ def _inside(child: Path, parent: Path) -> bool:
 def check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str | None = None) -> Path:
     """The --out rules: basename = run_id (or `name`: a shard's), inside the state dir, no symlink,
     empty unless --resume."""
+    try:
+        return _check_out(plan, out_arg, resume=resume, name=name)
+    except (OSError, ValueError) as exc:  # e.g. a path component longer than the filesystem allows
+        raise AssayError(f"--out {out_arg!r}: unusable path ({exc}); use --out <state>/reports/"
+                         f"{name or plan['run_id']}", 2, key="--out") from None
+
+
+def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str | None = None) -> Path:
     out = Path(os.path.abspath(out_arg))
     name = name or plan["run_id"]
     if out.name != name:
@@ -151,16 +163,24 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str
 
 
 # ---------------------------------------------------------------- step 2: invoker
-def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
-                  out: Path | None = None, environ: Mapping[str, str] | None = None):
+def check_adapter(plan: Mapping[str, Any]) -> None:
+    """The invocation mode is one this runner runs, and the adapter matches its schema (exit 3
+    naming the key). Runs before anything reads the adapter (env resolution included)."""
     inv = plan["adapter"].get("invocation") or {}
-    mode = inv.get("mode")
+    mode = inv.get("mode") if isinstance(inv, Mapping) else None
     if mode not in SUPPORTED_MODES:
         raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli)", 3,
                          key="invocation.mode", mode=mode)
     # The adapter crossed a step boundary inside the plan: check its shape before using it.
     from ..schemas import validate
     validate(plan["adapter"], "adapter", source="adapter", code=3, what="the plan's")
+
+
+def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
+                  out: Path | None = None, environ: Mapping[str, str] | None = None):
+    """The invoker for the (already checked, `check_adapter`) invocation."""
+    inv = plan["adapter"].get("invocation") or {}
+    mode = inv.get("mode")
     if mode == "http":
         from .http_invoker import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
@@ -345,7 +365,7 @@ def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
     if path.exists() or path.is_symlink():
         for line in writer.read_bytes(path).decode("utf-8").splitlines():
             try:
-                rows.append(json.loads(line))
+                rows.append(loads(line))
             except ValueError:
                 continue
     if not any(isinstance(r, dict) and r.get("run_id") == plan["run_id"] for r in rows):
@@ -369,6 +389,7 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     scoring = effective_scoring(plan)
     state = state_dir_of(plan)
     ledger = ledger_path(plan)
+    check_adapter(plan)
     env = resolve_env(plan, environ)
     # From here on every byte assay writes (files, run.log, stdout) has these values redacted.
     writer.register_secrets(env.values())

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core.jsonio import loads
 from ..core import writer
 from ..core.ids import utc_now_iso
 
@@ -59,7 +60,7 @@ def repair(path: Path) -> None:
         if not raw.strip():
             continue
         try:
-            json.loads(raw.decode("utf-8"))
+            loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             continue
         keep.append(raw)

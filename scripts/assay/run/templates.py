@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from ..core.jsonio import loads
 from ..core.errors import AssayError
 
 PLACEHOLDERS = ("<user turn>", "<uuid>", "<persona>", "<case id>", "<session>")
@@ -39,7 +40,7 @@ def parse_template(value: Any, where: str) -> Any:
         return value
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads(value)
         except ValueError as exc:
             raise AssayError(f"pre-flight: {where} is not valid JSON ({exc}); write it as a JSON "
                              "string template, e.g. '{\"message\": \"<user turn>\"}'", 3, key=where)

@@ -64,10 +64,19 @@ def key_path(path: Iterable[Any]) -> str:
 
 def iter_errors(instance: Any, name: str) -> list[dict[str, Any]]:
     """All violations as `{path: [...], key: "a.b[0]", message}`, sorted by path."""
+    from ..core.jsonio import MAX_DEPTH, too_deep
+    deep = too_deep(instance, MAX_DEPTH)
+    if deep is not None:  # checked before jsonschema, which recurses with the document
+        return [{"path": [], "key": deep if len(deep) <= 120 else deep[:60] + " … " + deep[-40:],
+                 "message": f"nested deeper than {MAX_DEPTH} levels (a hand edit or a hostile file; "
+                            "assay never writes such a document)"}]
     errors = []
-    for err in _validator(name).iter_errors(instance):
-        path = list(err.absolute_path)
-        errors.append({"path": path, "key": key_path(path), "message": _plain(err)})
+    try:
+        for err in _validator(name).iter_errors(instance):
+            path = list(err.absolute_path)
+            errors.append({"path": path, "key": key_path(path), "message": _plain(err)})
+    except RecursionError:
+        return [{"path": [], "key": "(root)", "message": "nested too deeply to check"}]
     errors.sort(key=lambda e: (e["key"], e["message"]))
     return errors
 

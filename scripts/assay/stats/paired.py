@@ -27,6 +27,7 @@ from fractions import Fraction
 from statistics import NormalDist
 from typing import Any
 
+from assay.core.jsonio import loads
 from assay.core.errors import AssayError
 
 METHOD = "bayes-beta exact posterior (all n)"
@@ -230,7 +231,6 @@ def _advice(n: int, delta: float, psi: float, alpha: float, mde: float) -> str:
 def read_verdicts_jsonl(path: str) -> list[dict]:
     """Rows of a verdicts_for_stats.jsonl file. Raises AssayError(2) naming the file and line
     of anything unreadable (missing file, not UTF-8, a line that is not a JSON object)."""
-    import json
 
     try:
         with open(path, "rb") as fh:
@@ -246,7 +246,7 @@ def read_verdicts_jsonl(path: str) -> list[dict]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except ValueError as err:
             raise AssayError(f"{path}:{number}: not valid JSON ({err}); each line must be "
                              '{"case_id": ..., "verdict": "pass"|"fail"}', 2, file=str(path), line=number) from None
