@@ -101,6 +101,9 @@ def read_annotation_file(path: str | Path) -> list[Annotation]:
         where = f"{path}:{lineno}"
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise _bad(where, "nested too deeply to be an annotation",
+                       "each line is one JSON object (the labelling page's export is already in this shape)") from None
         except ValueError as err:
             raise _bad(where, f"not JSON ({err.msg} at column {err.colno})",
                        "each line is one JSON object (the labelling page's export is already in this shape)") from None

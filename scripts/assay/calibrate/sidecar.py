@@ -5,12 +5,11 @@ is true)."""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.jsonio import atomic_write_json
+from ..core.jsonio import atomic_write_json, loads
 from ..core.version import VERSION
 
 SCHEMA = "assay.calibration/1"
@@ -52,7 +51,7 @@ def calibrated_pins(path: str | Path) -> set[str]:
     if not path.is_file():
         return set()
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads(path.read_text(encoding="utf-8"))
     except ValueError as err:
         raise AssayError(f"{path}: not JSON ({err}); rewrite it with score_agreement.py --write", 2) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("rubrics"), dict):

@@ -18,11 +18,11 @@ Holdout cases count in the totals but are never listed.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import loads
 from ..core.errors import AssayError
 
 
@@ -61,7 +61,7 @@ def load_prices(path: Path) -> dict:
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return loads(path.read_bytes().decode("utf-8"))
     except (OSError, ValueError):
         return None
 

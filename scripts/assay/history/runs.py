@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import loads
 from ..core.errors import AssayError
 from ..core.ids import parse_run_id
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
@@ -34,7 +35,7 @@ HOLDOUT_MODES = ("holdout",)
 
 
 def _read(path: Path) -> Any:
-    return json.loads(path.read_bytes().decode("utf-8"))
+    return loads(path.read_bytes().decode("utf-8"))
 
 
 def _verdict_rows(run_dir: Path) -> list[dict]:

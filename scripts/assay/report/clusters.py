@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..core.jsonio import loads
 from ..core.vocab import FAIL, LAYER_ORDER
 from .facts import RunFacts, load_facts, read_case_file
 from .mdtext import code, count, esc, fenced, plural
@@ -75,7 +76,7 @@ def _clip(text: str | None) -> str | None:
 
 def _expected(run_dir: Path, case_id: str, layer: str) -> Any:
     try:
-        expect = json.loads(read_case_file(run_dir, case_id, "expect.json") or "null")
+        expect = loads(read_case_file(run_dir, case_id, "expect.json") or "null")
     except ValueError:
         return None
     if not isinstance(expect, dict):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.jsonio import atomic_write_text
+from ..core.jsonio import atomic_write_text, loads
 from ..lint.suite_rules import split_counts
 from ..plan.modes import HOLDOUT_LEDGER
 from .convert import convert_state_dir
@@ -52,7 +52,7 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except ValueError:
             raise AssayError(f"{path}:{n}: ledger line is not JSON; the ledger is append-only JSONL written by "
                              "run_cases.py and holdout.py: restore the line from version control", 2,
@@ -131,7 +131,7 @@ def viewed_holdout(state: Path, rows: list[dict[str, Any]], holdout: list[str]) 
         run_id = r.get("run_id")
         manifest = state / "reports" / str(run_id) / "manifest.yaml"
         try:
-            doc = json.loads(manifest.read_text(encoding="utf-8"))
+            doc = loads(manifest.read_text(encoding="utf-8"))
             ids = {c.get("id") for c in doc.get("cases") or [] if isinstance(c, dict) and c.get("set") == "holdout"}
             viewed |= ids & current
         except (OSError, ValueError, AttributeError):
