@@ -86,3 +86,17 @@ def test_cookie_and_header_styles_need_http():
     with pytest.raises(AssayError, match="needs invocation.mode http"):
         conversation_config({"mode": "function", "conversation": {"style": "server-id",
                                                                   "session_from": {"header": "X"}}}, "<session>")
+
+
+def test_cost_counts_every_turn_of_a_conversation(tmp_path):
+    import json
+    from assay.history.cost import case_cost
+    cdir = tmp_path / "c-1"
+    call = {"model": "m", "input_tokens": 10, "output_tokens": 2, "duration_ms": 1.0}
+    for n in (1, 2):
+        (cdir / "turns" / str(n)).mkdir(parents=True)
+        (cdir / "turns" / str(n) / "trajectory.json").write_text(json.dumps({"llm_calls": [call]}))
+    (cdir / "trajectory.json").write_text(json.dumps({"llm_calls": [call]}))   # the deciding turn's copy
+    (cdir / "verdict.json").write_text(json.dumps({"case_id": "c-1", "verdict": "pass", "latency_ms": 5}))
+    row = case_cost(cdir, {"per_token": {"m": {"input": 1.0, "output": 1.0}}})
+    assert (row["model_calls"], row["input_tokens"], row["cost"]) == (2, 20, 24.0)

@@ -114,6 +114,12 @@ def test_demo_passing_run_opens_the_gate(tmp_path):
     s = results["summary"]
     assert s["failures"] == 0 and s["passes"] > 0 and s["canaries"]["passed"] == s["canaries"]["n"] == 2
     assert s["unscored"] == 0 and s["skipped"] == 0 and s["infra_errors"] == 0
+    # conversations: each turn's trace is collected and correlated on its own
+    conv = json.loads((run_dir / "cases" / "c-1ee79c26" / "verdict.json").read_text())
+    assert [t["trace_collected"] for t in conv["turns"]] == [True, True]
+    ids = {json.loads((run_dir / "cases" / "c-1ee79c26" / "turns" / str(n) / "verdict.json").read_text())
+           ["trace"]["trace_id"] for n in (1, 2)}
+    assert len(ids) == 2 and conv["turn_layers"]["t2.trajectory"]["verdict"] == "pass"
     assert app_is_stopped(state)
 
 

@@ -2,7 +2,8 @@
 verdict.json's latency. Never from the app again, never guessed.
 
 Tokens: each model call's `input_tokens` / `output_tokens` (the GenAI usage attributes the
-runner normalized into trajectory.json; with k > 1 every repeat counts). Price: the
+runner normalized into trajectory.json; with k > 1 every repeat counts; a conversation
+counts every sent turn's `turns/<n>/trajectory.json`). Price: the
 prices file (`<state>/prices.yaml`):
 
     currency: USD
@@ -69,7 +70,10 @@ def _json(path: Path) -> Any:
 def _trajectories(cdir: Path) -> list[dict]:
     repeats = sorted((p for p in (cdir / "repeats").glob("*/trajectory.json")), key=lambda p: p.parent.name) \
         if (cdir / "repeats").is_dir() else []
-    docs = [_json(p) for p in repeats] or [_json(cdir / "trajectory.json")]
+    # a conversation: every sent turn's trajectory (turns/<n>/; the case-level one is the deciding turn's)
+    turns = sorted((cdir / "turns").glob("*/trajectory.json"), key=lambda p: int(p.parent.name)) \
+        if (cdir / "turns").is_dir() else []
+    docs = [_json(p) for p in repeats] or [_json(p) for p in turns] or [_json(cdir / "trajectory.json")]
     return [d for d in docs if isinstance(d, dict)]
 
 
