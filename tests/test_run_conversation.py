@@ -412,3 +412,69 @@ def test_rate_limited_turn_restarts_without_spending_an_attempt(state):
     assert r.rc == 0, r.stdout + r.stderr
     v = rd(out / "cases" / "c-refund" / "verdict.json")
     assert (v["verdict"], v["attempts"], v["rate_limited_retries"]) == ("pass", 3, 2)
+
+
+def test_conversations_at_concurrency_4_equal_concurrency_1(state):
+    import re
+    cases = []
+    for i in range(6):
+        cases.append(dict(REFUND, id=f"c-r{i}"))
+        cases.append(convo(f"c-s{i}", {"user": "which invoice is open?", "expect": {"answer": {"must_contain": ["INV-9"]}}},
+                           "refund that one"))
+    volatile = re.compile(r'"(latency_ms|sent_at|started_at|finished_at|ts|wait_s)": [^,}]+|'
+                          r'"[^"]+\.(json|txt)": "[0-9a-f]{64}"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|'
+                          r'"(max_concurrency|run_id|plan_sha256)": [^,}]+')
+    snaps = []
+    with FakeApp(MemoryApp("client-id")) as app:
+        for conc, run_id in ((1, "smoke-20261129T101500Z"), (4, "smoke-20261129T101600Z")):
+            ad = adapter(app.url, conversation={"style": "client-id"}, max_concurrency=conc)
+            plan = make_plan(state, cases, app_url=app.url, adapter_doc=ad, run_id=run_id, k=2)
+            path = state / "work" / f"plan{conc}.json"
+            path.write_text(json.dumps(plan))
+            out = state / "reports" / run_id
+            r = run_runner("--plan", path, "--out", out, "--progress", "never")
+            assert r.rc == 0, r.stdout + r.stderr
+            snaps.append({str(p.relative_to(out)): volatile.sub("<x>", p.read_text()) for p in sorted(out.rglob("*"))
+                          if p.is_file() and p.name != "run.log"})
+    assert "cases/c-r5/repeats/2/turns/2/verdict.json" in snaps[0]
+    assert snaps[0].keys() == snaps[1].keys()
+    for name in snaps[0]:
+        assert snaps[0][name] == snaps[1][name], name
+
+
+def test_a_cli_app_holds_a_server_id_conversation(state, tmp_path):
+    """The conversation driver takes any invoker: a command whose memory lives in a file per session."""
+    agent = tmp_path / "memagent.py"
+    store = tmp_path / "sessions"
+    store.mkdir()
+    agent.write_text(
+        "import json, os, sys, uuid\n"
+        "store, session, text = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+        "sid = session.split('=', 1)[1] or uuid.uuid4().hex[:8]\n"
+        "path = os.path.join(store, sid)\n"
+        "if 'open' in text:\n"
+        "    open(path, 'w').write('INV-2')\n"
+        "    answer = 'INV-2 is open'\n"
+        "else:\n"
+        "    inv = open(path).read() if os.path.exists(path) else None\n"
+        "    answer = f'refunded {inv}' if inv else 'refund which invoice?'\n"
+        "print(json.dumps({'answer': answer, 'sid': sid}))\n")
+    ad = adapter("http://unused", mode="cli", command=[sys.executable, str(agent), str(store), "--session=<session>",
+                                                      "<user turn>"],
+                 cwd="scratch", env_allowlist=["PATH"], response_body='{"answer": "<answer>"}',
+                 conversation={"style": "server-id", "session_from": {"body": "sid"}})
+    for key in ("base_url", "endpoint", "request_body", "health_check"):
+        ad["invocation"].pop(key)
+    plan = make_plan(state, [REFUND], adapter_doc=ad)
+    path = state / "work" / "plan.json"
+    path.write_text(json.dumps(plan))
+    out = state / "reports" / plan["run_id"]
+    r = run_runner("--plan", path, "--out", out, "--progress", "never",
+                   env={"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch")})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert (v["verdict"], v["turns_sent"]) == ("pass", 2)
+    argv1 = rd(out / "cases" / "c-refund" / "turns" / "1" / "request.json")["argv"]
+    argv2 = rd(out / "cases" / "c-refund" / "turns" / "2" / "request.json")["argv"]
+    assert argv1[-2:] == ["--session=", "which of my invoices is open?"]      # turn 1: no session yet
+    assert argv2[-2].startswith("--session=") and len(argv2[-2]) > len("--session=")
