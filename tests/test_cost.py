@@ -54,8 +54,14 @@ def runs(tmp_path_factory):
 
 
 def _trajectory_tokens(run_dir: Path) -> tuple[int, int]:
+    """Every model call the run stored: a case's trajectory.json, or for a conversation every
+    sent turn's turns/<n>/trajectory.json (the case-level one is a copy of the deciding turn's)."""
     tin = tout = 0
-    for t in run_dir.glob("cases/*/trajectory.json"):
+    files = []
+    for cdir in run_dir.glob("cases/*"):
+        turns = list(cdir.glob("turns/*/trajectory.json"))
+        files += turns or list(cdir.glob("trajectory.json"))
+    for t in files:
         for call in json.loads(t.read_text())["llm_calls"]:
             tin += call.get("input_tokens", 0)
             tout += call.get("output_tokens", 0)
