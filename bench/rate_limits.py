@@ -4,7 +4,7 @@
 Three scenarios, each against a real loopback app, each run as a real `run_cases.py`
 process (promptfoo beside it when bench/.node has it, see bench/promptfoo.py):
 
-1. **Rate limit.** A token bucket (default 40 requests/s, small burst) answers 429 with an
+1. **Rate limit.** A token bucket (default 40 requests/s, one second of burst) answers 429 with an
    integer `Retry-After` beyond it; accepted requests take a lognormal latency (median
    300 ms, p99 3 s), drawn per case number from a seeded generator so every client sees
    the same latencies. 2,000 cases. Reported: wall against the ideal (cases / rate), the
@@ -162,12 +162,14 @@ def run_promptfoo(work: Path, url: str, n: int, concurrency: int) -> dict[str, A
 def scenario_rate_limit(work: Path, a: argparse.Namespace, log) -> dict[str, Any]:
     rows = []
     ideal = a.cases / a.rate
-    specs = [("assay", True, a.max_concurrency)] + [("assay", False, c) for c in (8, 16, 32)]
+    specs = [("assay", True, a.max_concurrency)]
+    if not a.adaptive_only:
+        specs += [("assay", False, c) for c in (8, 16, 32)]
     pf_ok, pf_why = promptfoo.availability()
-    if pf_ok and not a.no_promptfoo:
+    if pf_ok and not a.no_promptfoo and not a.adaptive_only:
         specs += [("promptfoo", False, c) for c in (8, 16, 32)]
     for tool, adaptive, c in specs:
-        app = ThrottledApp(a.rate, max(2.0, a.rate / 10), a.median_ms, a.p99_ms, a.seed)
+        app = ThrottledApp(a.rate, a.rate, a.median_ms, a.p99_ms, a.seed)   # a bucket of one second
         try:
             if tool == "assay":
                 row = run_assay(work, app.url, a.cases, c, adaptive=adaptive,
@@ -225,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--max-concurrency", type=int, default=32, help="assay adaptive: the ceiling")
     p.add_argument("--no-promptfoo", action="store_true")
+    p.add_argument("--adaptive-only", action="store_true", help="rate limit scenario: assay adaptive only")
     p.add_argument("--only", choices=("rate_limit", "efficiency", "nagle"), action="append")
     p.add_argument("--json", default=str(HERE / "out" / "rate_limits.json"))
     a = p.parse_args(argv)

@@ -5,12 +5,17 @@ Fixed (`execution.adaptive: false`): exactly `max_concurrency` slots, as a semap
 Adaptive (the default): the limit starts at `execution.start_concurrency` (else
 `max_concurrency`) and follows the app's answers the way TCP follows a network:
 
-- **multiplicative decrease**: a 429, or a 503, halves the limit (never below 1), at most
-  once per round trip: only an answer to a request sent after the last decrease can
-  decrease it again, so a burst of 429s from one window counts once;
+- **multiplicative decrease**: a 429, or a 503, lowers the limit at most once per round
+  trip (only an answer to a request sent after the last decrease can lower it again, so a
+  burst of 429s from one window counts once). It falls to what the app was seen to
+  sustain: the answers of the last two seconds per second, times their mean latency
+  (Little's law); never above 0.9x nor below 0.5x the current limit, never below 1.
+  With too few answers to measure, it halves.
 - **Retry-After**: new sends pause until it has passed (capped), whichever request said it;
 - **additive increase**: every other answer raises the limit by 1/limit (about +1 per
-  window of answers), never above `max_concurrency`.
+  window of answers) up to the level the app was last seen to sustain, and a quarter as
+  fast beyond it (a slow probe: each probe that trips the limit costs a Retry-After
+  pause), never above `max_concurrency`.
 
 The numbers a person needs afterwards (in flight min/median/max, decreases, pauses, the
 rate-limited answers) are in `summary()`; every change goes to run.log via `on_change`.
@@ -20,11 +25,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Callable
 
 RATE_LIMIT_STATUSES = (429, 503)
 PAUSE_CAP_S = 60.0
+RATE_WINDOW_S = 2.0      # the delivery rate is measured over the answers of this window
+MIN_RATE_SAMPLES = 8     # fewer answers than this: no estimate, halve instead
+PROBE_SLOWDOWN = 4.0     # above the sustained level the limit grows this many times slower
 
 
 class Slot:
@@ -58,6 +66,9 @@ class AppSlots:
         self.in_flight_seen: Counter = Counter()
         self.limit_min = self.limit
         self.rate_limited = 0
+        self.sustained: float | None = None     # in-flight level the app was last seen to sustain
+        self._ok_times: deque = deque()         # when recent non-rate-limited answers came back
+        self._latency_ewma: float | None = None
         self.decreases = 0
         self.pauses = 0
         self.paused_s = 0.0
@@ -84,18 +95,21 @@ class AppSlots:
             limited = slot.status in RATE_LIMIT_STATUSES
             if slot.answered and not limited:
                 self.last_progress = now
+                self._ok_times.append(now)
+                latency = max(0.0, now - slot.sent_at)
+                self._latency_ewma = latency if self._latency_ewma is None else 0.8 * self._latency_ewma + 0.2 * latency
+            while self._ok_times and self._ok_times[0] < now - RATE_WINDOW_S:
+                self._ok_times.popleft()
             if limited:
                 self.rate_limited += 1
             if self.adaptive:
                 if limited and slot.sent_at > self.last_decrease:
-                    old = self.limit
-                    self.limit = max(1.0, self.limit / 2)
-                    self.limit_min = min(self.limit_min, self.limit)
-                    self.last_decrease = now
-                    self.decreases += 1
-                    self._emit("decrease", status=slot.status, limit_from=round(old, 2), limit=round(self.limit, 2))
+                    self._decrease(now, slot.status)
                 elif slot.answered and not limited and self.limit < self.max:
-                    self.limit = min(float(self.max), self.limit + 1.0 / self.limit)
+                    step = 1.0 / self.limit
+                    if self.sustained is not None and self.limit >= self.sustained:
+                        step /= PROBE_SLOWDOWN
+                    self.limit = min(float(self.max), self.limit + step)
                 if slot.retry_after_s is not None and slot.retry_after_s > 0:
                     until = now + min(slot.retry_after_s, PAUSE_CAP_S)
                     if until > self.pause_until:
@@ -104,6 +118,28 @@ class AppSlots:
                         self.pauses += 1
                         self._emit("pause", status=slot.status, pause_s=round(until - now, 3))
             self._cond.notify_all()
+
+    def sustained_estimate(self, now: float) -> float | None:
+        """In flight the app sustained lately: answers per second x mean latency (Little's law)."""
+        if len(self._ok_times) < MIN_RATE_SAMPLES or not self._latency_ewma:
+            return None
+        span = max(now - self._ok_times[0], RATE_WINDOW_S / 4)
+        return (len(self._ok_times) - 1) / span * self._latency_ewma
+
+    def _decrease(self, now: float, status: int | None) -> None:
+        old = self.limit
+        est = self.sustained_estimate(now)
+        if est is None:
+            new = old / 2
+        else:
+            new = min(old * 0.9, max(old * 0.5, est))
+            self.sustained = new
+        self.limit = max(1.0, new)
+        self.limit_min = min(self.limit_min, self.limit)
+        self.last_decrease = now
+        self.decreases += 1
+        self._emit("decrease", status=status, limit_from=round(old, 2), limit=round(self.limit, 2),
+                   sustained_estimate=None if est is None else round(est, 2))
 
     def _emit(self, event: str, **fields: Any) -> None:
         if self.on_change is not None:
