@@ -185,7 +185,7 @@ def test_not_quotable_banner_for_aborted_runs(tmp_path):
     run_dir = make_run(tmp_path, [{"id": "a"}, {"id": "canary-x", "canary": True, "verdict": "fail"}],
                        status="aborted_canary", exit_code=4)
     text = draft(run_dir)
-    assert "> **Not quotable.**" in text and "A canary failed (`canary-x`)" in text
+    assert "> **Not quotable.**" in text and "A canary failed, so the run stopped: canary canary-x failed on answer: got HTTP 200" in text
 
 
 def test_running_run_is_refused_and_existing_report_needs_force(tmp_path):

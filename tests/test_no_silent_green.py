@@ -199,3 +199,63 @@ def test_schema_unknown_keys_suggest_the_closest(tmp_path):
     r = run_inproc("convert_suite", state, "-o", state / "work" / "converted.json")
     assert r.rc == 2
     assert "adapter.yaml:15: invocation" in r.json["error"] and "'timeout_sec'; did you mean 'timeout_s'?" in r.json["error"]
+
+
+# ---------------------------------------------------------------- 5. a canary failure explains itself
+def test_wrong_api_key_is_named_as_authentication_with_what_the_canary_got(tmp_path):
+    from fakeapp import adapter, case, make_plan as plan_doc, write_plan, make_state
+
+    def reject(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(401, {"error": "bad api key", "echo": req.headers.get("Authorization", "")})
+
+    state = make_state(tmp_path)
+    cases = [case("c-canary1", "ping", split=("smoke", "canary")), case("c-00000001", "hello")]
+    with FakeApp(reject) as app:
+        doc = adapter("${TRAVEL_BASE_URL}", auth={"type": "bearer", "token_env": "TRAVEL_TOKEN"})
+        plan_file = write_plan(state, plan_doc(state, cases, adapter_doc=doc))
+        out = state / "reports" / "smoke-20261129T101500Z"
+        r = run_runner("--plan", plan_file, "--out", out,
+                       env={"TRAVEL_BASE_URL": app.url, "TRAVEL_TOKEN": "sk-wrong-key-1234"})
+    assert r.rc == 4, r.stdout
+    err = r.json["error"]
+    assert "canary c-canary1 failed on http: got HTTP 401 {" in err and '"error": "bad api key"' in err
+    assert '"echo": "Bearer <redacted>"' in err
+    assert "an authentication problem, not drift" in err and "$TRAVEL_TOKEN" in err
+    assert "sk-wrong-key-1234" not in r.stdout + r.stderr
+    g = run_script("gate", out, "--no-verify")
+    assert g.rc == 1
+    assert "  gate closed: canary c-canary1 failed on http: got HTTP 401 {" in g.stdout
+    assert "authentication problem" in g.stdout and "sk-wrong-key-1234" not in g.stdout
+
+
+# ---------------------------------------------------------------- 6. errors show resolved values
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("http://127.0.0.1:{port}", "health check GET ${TRAVEL_BASE_URL}/health (resolved: http://127.0.0.1:{port}/health) "
+                                "failed"),
+    ("127.0.0.1:{port}", "invocation.base_url '${TRAVEL_BASE_URL}' resolved to '127.0.0.1:{port}', which is not an "
+                         "http(s) URL with a host; set $TRAVEL_BASE_URL to e.g."),
+])
+def test_errors_show_the_resolved_url_and_name_the_env_var(tmp_path, value, expected):
+    from fakeapp import adapter, case, make_plan as plan_doc, write_plan, make_state
+
+    port = _free_port()  # nothing listens here
+    state = make_state(tmp_path)
+    doc = adapter("${TRAVEL_BASE_URL}", auth={"type": "bearer", "token_env": "TRAVEL_TOKEN"})
+    plan_file = write_plan(state, plan_doc(state, [case("c-00000001")], adapter_doc=doc))
+    r = run_runner("--plan", plan_file, "--out", state / "reports" / "smoke-20261129T101500Z",
+                   env={"TRAVEL_BASE_URL": value.replace("{port}", str(port)), "TRAVEL_TOKEN": "sk-secret-5678"})
+    assert r.rc == 3, r.stdout
+    err = r.json["error"]
+    assert expected.replace("{port}", str(port)) in err
+    if value.startswith("http"):
+        assert "fix $TRAVEL_BASE_URL (invocation.base_url) / invocation.health_check" in err
+    assert "sk-secret-5678" not in r.stdout + r.stderr

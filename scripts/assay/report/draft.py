@@ -91,9 +91,11 @@ def _not_quotable(facts: RunFacts) -> list[str] | None:
            f"`{esc(s.get('status'))}` (runner exit {esc(code_)}: {esc(meaning)}). "
            "Quote no pass rate from it and do not pin it as a baseline."]
     if code_ == 4 or s.get("status") == "aborted_canary":
-        failed = [code(r["case_id"]) for r in facts.rows if r.get("canary") and r.get("verdict") == "fail"]
-        out.append(f"> A canary failed ({', '.join(failed) or 'see verdicts.jsonl'}): harness or judge drift. "
-                   "Fix the drift, then start a new run id.")
+        from .gate import canary_failures
+        why = canary_failures(facts.run_dir, facts.results)
+        out.append("> A canary failed, so the run stopped: " + ("; ".join(esc(w) for w in why) or
+                   "see verdicts.jsonl") + ". Fix that (an HTTP 401/403 is authentication, anything else is "
+                   "harness or app drift), then start a new run id.")
     missing = s.get("missing_artifacts")
     if missing:
         out.append("> Missing or inconsistent artifacts: " + ", ".join(code(m) for m in missing[:10]) + ".")

@@ -15,8 +15,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.explain import describe_response
+from ..core.ids import is_safe_case_id
 from ..score.hollow import hollow_layer_line
-from .rundir import RunResultsView, case_verdict, load_results
+from .rundir import RunResultsView, case_verdict, load_results, try_json
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 VERIFY_TIMEOUT_S = 120
@@ -77,6 +79,23 @@ def _gating_reason(results: dict, summary: dict) -> str:
     if _is_count(h) and h:
         text += f" ({h} of them holdout, aggregate only: ids sealed)"
     return text
+
+
+def canary_failures(run_dir: Path, results: dict) -> list[str]:
+    """What each failed canary got (status + redacted body excerpt); 401/403 named as authentication."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    failed = [r for r in rows if isinstance(r, dict) and r.get("canary") and r.get("verdict") == "fail"]
+    if not failed:
+        return []
+    manifest = try_json(run_dir / "manifest.yaml")  # the runner writes JSON text (valid YAML)
+    auth = manifest.get("auth") if isinstance(manifest, dict) else None
+    out = []
+    for row in failed[:MAX_NAMED]:
+        cid = str(row.get("case_id"))
+        response = try_json(run_dir / "cases" / cid / "response.json") if is_safe_case_id(cid) else None
+        layers = ", ".join(row.get("failed_layers") or []) or "no layer named"
+        out.append(f"canary {cid} failed on {layers}: got {describe_response(response, auth)}")
+    return out
 
 
 def hollow_reasons(summary: dict) -> list[str]:
@@ -140,6 +159,7 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
                        + " (must be non-negative integers)")
     if summary.get("status") != "ok":
         reasons.append(f"run status is {summary.get('status')!r}, not 'ok'")
+    reasons.extend(canary_failures(run_dir, results))
     if results.get("exit_code") not in (0, None):
         reasons.append(f"runner exit code {results.get('exit_code')} (not 0)")
     if not bad and summary["gating_failures"] > 0:

@@ -23,6 +23,7 @@ from .limiter import AppSlots
 from .completeness import check_run_dir
 from ..stats.counts import summarize
 from .layers import ScoreContext
+from .canary import failed_canary_lines
 from .progress import Progress
 from .runlog import RunLog, case_ref, repair
 
@@ -266,7 +267,12 @@ class Run:
         self.runlog.close()
         result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out)}
         if code:
-            raise AssayError(EXIT_MESSAGES[code], code, **result, missing_artifacts=problems,
+            message = EXIT_MESSAGES[code]
+            if code == 4:  # say what the canary got (401/403 named as authentication), not just "drift"
+                why = failed_canary_lines(out, records, (self.plan["adapter"].get("invocation") or {}).get("auth"))
+                message = "; ".join(["a canary failed: the run stopped; quote no number from it"] + why) + \
+                    " (fix that, then start a new run id)"
+            raise AssayError(message, code, **result, missing_artifacts=problems,
                              scorer_errors=summary_errors)
         return code, result
 

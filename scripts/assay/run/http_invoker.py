@@ -81,8 +81,15 @@ class HttpInvoker:
         base_raw = str(invocation.get("base_url") or "")
         self.base_recorded = base_raw.rstrip("/")
         self.base_wire = secrets.expand(base_raw, env).rstrip("/")
+        self.base_vars = sorted(secrets.ENV_REF.findall(base_raw))
         parts = urlsplit(self.base_wire)
         if parts.scheme not in ("http", "https") or not parts.hostname:
+            if self.base_vars:
+                raise AssayError(
+                    f"pre-flight: invocation.base_url {self.base_recorded!r} resolved to {self.base_wire!r}, "
+                    f"which is not an http(s) URL with a host; set {self._vars_named()} to e.g. "
+                    f"http://127.0.0.1:8080 (scheme, host and port)", 3, key="invocation.base_url",
+                    env=self.base_vars)
             raise AssayError(f"pre-flight: invocation.base_url must be an http(s) URL (got "
                              f"{self.base_recorded!r}); set it in adapter.yaml", 3, key="invocation.base_url")
         endpoint = str(invocation.get("endpoint") or "POST /")
@@ -168,6 +175,21 @@ class HttpInvoker:
         return wire, recorded
 
     # ---- one attempt ----------------------------------------------------------
+    def _vars_named(self) -> str:
+        return " and ".join(f"${name}" for name in self.base_vars)
+
+    def base_fix_hint(self) -> str:
+        """What to fix when the base URL is wrong: the env var it came from, else the adapter key."""
+        return f"{self._vars_named()} (invocation.base_url)" if self.base_vars else "invocation.base_url"
+
+    def shown_resolved(self, url: str) -> str | None:
+        """The URL as sent, with its port, when it came from env vars (redacted by the writer if secret)."""
+        if not self.base_vars:
+            return None
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f"{parts.scheme}://{parts.hostname}:{port}{parts.path}"
+
     def _conn(self, scheme: str, host: str, port: int, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
         pool = getattr(self._local, "pool", None)
         if pool is None:

@@ -220,10 +220,14 @@ def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = 
     out = invoker.request(method, url, {"Accept": "*/*"}, None)
     invoker.close()
     shown = invoker.base_recorded + (hc.get("path") or "")
+    resolved = invoker.shown_resolved(url)
+    if resolved:
+        shown += f" (resolved: {resolved})"
     if out.kind != "response":
+        fix = invoker.base_fix_hint()
         raise AssayError(f"pre-flight: health check {method} {shown} failed: {out.error}. Start the app (or "
-                         "fix invocation.base_url / health_check) and re-run.", 3, key="invocation.health_check",
-                         health_error=out.error)
+                         f"fix {fix} / invocation.health_check) and re-run.", 3, key="invocation.health_check",
+                         health_error=out.error, url=resolved or shown)
     if expect and out.status not in (expect if isinstance(expect, list) else [expect]):
         raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status}, not one of "
                          f"{expect}; is the app healthy?", 3, key="invocation.health_check.expect_status",
@@ -392,7 +396,9 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     check_adapter(plan)
     env = resolve_env(plan, environ)
     # From here on every byte assay writes (files, run.log, stdout) has these values redacted.
-    writer.register_secrets(env.values())
+    # (an address-only variable, e.g. the base URL, is not a secret: errors show where they connected)
+    addresses = secrets.address_vars(plan["adapter"], env)
+    writer.register_secrets(v for k, v in env.items() if k not in addresses)
     mc = max_concurrency(plan)
     invoker = build_invoker(plan, env, execution, out=out, environ=environ)
     from .invoke.conversation import conversation_config

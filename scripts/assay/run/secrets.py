@@ -79,3 +79,20 @@ def expand_deep(value: Any, env: Mapping[str, str]) -> Any:
     if isinstance(value, list):
         return [expand_deep(v, env) for v in value]
     return value
+
+
+def address_vars(adapter: Mapping[str, Any], env: Mapping[str, str]) -> set[str]:
+    """Variables that hold only the app's address: named in `invocation.base_url` and nowhere else
+    in the adapter, with a value that carries no credentials (no `user@`, no query or fragment).
+
+    Their values are not secrets: error messages show the resolved URL with its port (wave 2 §1),
+    so "connection refused on http://127.0.0.1:8766" says which port was tried.
+    """
+    inv = adapter.get("invocation") or {}
+    base = inv.get("base_url")
+    if not isinstance(base, str):
+        return set()
+    elsewhere = env_refs({k: v for k, v in inv.items() if k != "base_url"}) | env_refs(
+        {k: v for k, v in adapter.items() if k != "invocation"}) | auth_env_names(adapter)
+    return {name for name in env_refs(base) - elsewhere
+            if name in env and not any(ch in env[name] for ch in "@?#")}

@@ -1,0 +1,29 @@
+"""Why a canary failed, in the runner's exit-4 message: what it got, and 401/403 named as auth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.explain import describe_response
+from ..core.vocab import FAIL, LAYER_ORDER
+
+
+def failed_canary_lines(out: Path, records: list[Mapping[str, Any]], auth: Mapping[str, Any] | None) -> list[str]:
+    """One line per failed canary: `canary <id> failed on <layers>: got HTTP 401 {...}: ...`."""
+    lines = []
+    for record in records:
+        if not record.get("canary") or record.get("verdict") != FAIL:
+            continue
+        cid = record["case_id"]
+        layers = record.get("layers") or {}
+        failed = [n for n in LAYER_ORDER if (layers.get(n) or {}).get("verdict") == FAIL] or \
+            [n for n, v in layers.items() if isinstance(v, Mapping) and v.get("verdict") == FAIL]
+        try:
+            response = json.loads((Path(out) / "cases" / cid / "response.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            response = None
+        lines.append(f"canary {cid} failed on {', '.join(failed) or 'no layer named'}: got "
+                     f"{describe_response(response, auth)}")
+    return lines
