@@ -61,6 +61,7 @@ def run(args):
                                   shard_command_line)
     from assay.plan.modes import resolve_mode
     from assay.schemas import validate
+    from assay.stats.counts import cases_phrase
 
     resolve_mode(args.mode)  # --mode full is refused before anything is read
     if args.durations is not None and args.shards is None:
@@ -115,10 +116,12 @@ def run(args):
     except OSError as exc:
         raise AssayError(f"cannot write {out_path}: {exc.strerror or exc}", 2) from None
     out_dir = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
+    n_canaries = sum(1 for c in plan["cases"] if "canary" in (c.get("split") or []))
+    counts = cases_phrase(len(plan["cases"]) - n_canaries, n_canaries)
     summary = {
         "plan": str(out_path), "run_id": plan["run_id"], "mode": plan["mode"],
         "selecting_split": plan["selecting_split"], "k": plan["k"], "gate": plan["gate"],
-        "cases": len(plan["cases"]), "out": str(out_dir), "notes": result.notes,
+        "cases": len(plan["cases"]), "counts": counts, "out": str(out_dir), "notes": result.notes,
         "validation": plan["manifest_extra"].get("validation"),
         "run": run_command_line(out_path, out_dir),
     }
@@ -127,7 +130,7 @@ def run(args):
         summary["timeout_minutes"] = max(row["timeout_minutes"] for row in shard_rows)
         summary["run_shard"] = shard_command_line(out_path, out_dir)
         summary["merge"] = merge_command_line(out_path, out_dir)
-    print(f"plan {plan['run_id']}: {len(plan['cases'])} case(s), k={plan['k']}, gate {plan['gate']}", file=sys.stderr)
+    print(f"plan {plan['run_id']}: {counts}, k={plan['k']}, gate {plan['gate']}", file=sys.stderr)
     return 0, summary
 
 

@@ -53,7 +53,7 @@ def run_pipeline(tmp_path):
     assert g.rc == 1, g.stdout
     lines = g.stdout.splitlines()
     assert lines[0] == f"{plan['run_id']}: FAIL"
-    assert "  5 cases: 3 pass, 1 fail (1 gating), 0 unscored, 1 skipped" in lines
+    assert "  5 cases + 1 canary: 3 pass, 1 fail (1 gating), 0 unscored, 1 skipped" in lines
     assert "  canaries 1/1 pass" in lines
     assert [x for x in lines if x.startswith("  gate closed")] == ["  gate closed: 1 gating failure(s): c-invoice (answer)"]
     root = ET.parse(junit).getroot()
@@ -62,7 +62,7 @@ def run_pipeline(tmp_path):
     d = run_script("draft_report", out)
     assert d.rc == 0, d.stdout
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "5 test cases and 1 canary ran; 1 failed, 1 skipped." in report
+    assert "5 cases + 1 canary ran; 1 failed, 1 skipped." in report
     assert "**Pass rate 3/4 = 75.0%**" in report
     assert "jane.doe@example.com" not in report and "[email redacted]" in report
     assert "redaction pass, 2 redactions" in report

@@ -72,6 +72,6 @@ def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(stat
     assert run_script("draft_report", run_dir).rc == 0
     text = (run_dir / "report.md").read_text(encoding="utf-8")
     slot = text[text.index("<!-- assay:clusters -->"):text.index("<!-- /assay:clusters -->")]
-    assert "**routing: expected billing, observed tech** (3 cases:" in slot and "input:    bill question 1" in slot
+    assert "**1. routing**: `expected billing, observed tech` (3 cases:" in slot and "input:    bill question 1" in slot
     assert "TODO" not in text and "c-sealed1" not in text
     json.loads((run_dir / "results.json").read_text())  # the run itself is untouched

@@ -184,3 +184,11 @@ def test_slim_records_count_and_derive_like_full_ones():
     assert derived.results_rows([s]) == derived.results_rows([full])
     assert derived.verdict_row(s) == derived.verdict_row(full)
     assert "checks" not in s["layers"]["answer"]
+
+
+def test_cases_phrase_is_one_wording():
+    from assay.stats.counts import cases_phrase
+    assert cases_phrase(12, 2) == "12 cases + 2 canaries"
+    assert cases_phrase(1, 1) == "1 case + 1 canary"
+    assert cases_phrase(0, 0) == "0 cases + 0 canaries"
+    assert cases_phrase("x", None) == "n/a cases + n/a canaries"

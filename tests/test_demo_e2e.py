@@ -123,10 +123,17 @@ def test_demo_passing_run_opens_the_gate(tmp_path):
     assert app_is_stopped(state)
 
 
-@needs_pipeline
-def test_demo_break_closes_the_gate_and_the_report_shows_why(tmp_path):
-    state = copy_state(tmp_path)
+@pytest.fixture(scope="module")
+def broken_demo(tmp_path_factory):
+    """One `make demo BREAK=1` run, shared by the tests that read its outputs."""
+    state = copy_state(tmp_path_factory.mktemp("broken"))
     proc = run_demo(state, env={"BREAK": "1"})  # the Makefile's BREAK=1 also arrives as env
+    return state, proc
+
+
+@needs_pipeline
+def test_demo_break_closes_the_gate_and_the_report_shows_why(broken_demo):
+    state, proc = broken_demo
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "gate closed" in proc.stdout and "BROKEN" in proc.stdout
     run_dir = run_dir_of(state)
@@ -147,6 +154,36 @@ def test_demo_break_closes_the_gate_and_the_report_shows_why(tmp_path):
     # the gate names the first failures on its one screen and counts the rest
     assert sum(cid in proc.stdout for cid in failed) == min(5, len(failed))
     assert app_is_stopped(state)
+    # The report says FAIL at a glance, shows each failing case with the user's input, and holds no TODO.
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert report.index("**FAIL · gate closed**") < report.index("## Top failure clusters")
+    assert "TODO" not in report and "TODO" not in html
+    assert '<blockquote class="verdict v-fail">' in html
+    excerpts = report[report.index("## Failure excerpts"):report.index("## Counts")]
+    blocks = excerpts.split("\n### ")[1:]
+    assert len(blocks) == len(failed) == 5
+    for cid, block in zip(sorted(failed), blocks):
+        assert block.startswith(f"[`{cid}`](cases/{cid}/)") and "\ninput:" in block, block
+        assert f"[verdict.json](cases/{cid}/verdict.json)" in block
+    assert "Not asserted by any case (`n/a` in every case): `state`" in report
+
+
+@needs_pipeline
+def test_demo_break_report_in_chromium_shows_the_fail_banner_and_inputs(broken_demo, tmp_path):
+    from test_md_to_html import chromium
+
+    state, proc = broken_demo
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    page = (run_dir_of(state) / "report.html").as_uri()
+    dom = chromium(tmp_path, page, "--dump-dom").stdout
+    banner = dom[dom.index('<blockquote class="verdict v-fail">'):]
+    banner = banner[:banner.index("</blockquote>")]
+    assert "FAIL · gate closed" in banner and "5 gating failure(s)" in banner
+    assert dom.count("input:") >= 5 and "TODO" not in dom
+    shot = tmp_path / "break-report.png"
+    chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1100,1600")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000  # a rendered page, not a blank one
 
 
 @needs_pipeline

@@ -31,7 +31,7 @@ def section(text, title):
 def test_3_pass_1_fail_1_skipped_reads_3_of_4_and_canaries_apart(tmp_path):
     text = draft(make_run(tmp_path, basic_cases()))
     counts = section(text, "Counts")
-    assert "5 test cases and 2 canaries ran; 1 failed, 1 skipped." in counts
+    assert "5 cases + 2 canaries ran; 1 failed, 1 skipped." in counts
     assert "**Pass rate 3/4 = 75.0%**" in counts
     assert "3/5" not in text and "7 ran" not in text
     assert "Canaries (counted apart): 2/2 passed." in counts

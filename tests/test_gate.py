@@ -49,9 +49,11 @@ def test_open_gate_exit_0_and_lines(tmp_path):
     assert r.rc == 0, r.stdout
     lines = r.stdout.splitlines()
     assert lines[0] == f"{DEFAULT_RUN_ID}: PASS"
-    assert lines[1] == "  2 cases: 2 pass, 0 fail (0 gating), 0 unscored, 0 skipped"
+    assert lines[1] == "  2 cases + 1 canary: 2 pass, 0 fail (0 gating), 0 unscored, 0 skipped"
     assert lines[2] == "  infra 0.0%, crash 0.0%, scorer errors 0"
     assert "  canaries 1/1 pass" in lines
+    assert "  soft gate (smoke, k=1): closes on the same reasons as a hard gate; open means no failure among " \
+           "these cases at k=1, not a release decision" in lines
     assert any(line.startswith("  not verified: --no-verify") for line in lines)
     assert not any("gate closed" in line for line in lines)
 

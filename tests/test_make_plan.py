@@ -61,7 +61,10 @@ def test_mode_table_as_subprocess(suite, tmp_path, mode):
     assert plan["cases"] and all(m.split in c["split"] for c in plan["cases"])
     s = r.json
     assert set(s) == {"plan", "run_id", "mode", "selecting_split", "k", "gate", "cases", "out", "notes", "run",
-                      "validation"}
+                      "validation", "counts"}
+    n_canaries = sum(1 for c in plan["cases"] if "canary" in c["split"])
+    from assay.stats.counts import cases_phrase
+    assert s["counts"] == cases_phrase(len(plan["cases"]) - n_canaries, n_canaries)
     assert s["validation"]["errors"] == 0 and s["validation"]["allow_invalid"] is False
     assert plan["manifest_extra"]["validation"] == s["validation"]
     assert s["plan"] == str(out.resolve()) and s["cases"] == len(plan["cases"])

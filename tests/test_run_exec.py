@@ -563,7 +563,7 @@ def test_progress_lines_on_stderr_only(app, state):
     path.write_text(json.dumps(plan))
     r = run_script("run_cases", "--plan", path, "--out", state / "reports" / RUN_ID, "--progress", "always")
     assert r.rc == 0
-    assert "assay: 2/2 cases | pass 2 fail 0 infra 0" in r.stderr and "ETA" in r.stderr
+    assert "assay: 2/2 (2 cases + 0 canaries) | pass 2 fail 0 infra 0" in r.stderr and "ETA" in r.stderr
     assert json.loads(r.stdout)["status"] == "ok"   # stdout: JSON only
 
 

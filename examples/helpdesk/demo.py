@@ -155,7 +155,9 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
 
     run_step("convert_suite", [str(SCRIPTS / "convert_suite.py"), str(state), "-o", str(converted),
                                "--split-dir", str(split)], env)
-    say(f"  convert_suite   {len(json.loads(converted.read_text(encoding='utf-8'))['cases'])} cases "
+    suite = json.loads(converted.read_text(encoding='utf-8'))['cases']
+    n_canaries = sum(1 for c in suite if "canary" in (c.get("split") or []))
+    say(f"  convert_suite   {len(suite) - n_canaries} cases + {n_canaries} canaries "
         f"-> {shown(converted)}")
 
     validate = [str(SCRIPTS / "validate_cases.py"), "--cases", str(converted),
@@ -179,7 +181,7 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
         if not out.exists():
             break
         time.sleep(1.05)
-    say(f"  make_plan       {run_id}: {plan.get('cases', '?')} cases, k={plan.get('k', '?')}, "
+    say(f"  make_plan       {run_id}: {plan.get('counts', '?')}, k={plan.get('k', '?')}, "
         f"gate {plan.get('gate', '?')}")
 
     t0 = time.monotonic()

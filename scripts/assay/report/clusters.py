@@ -141,8 +141,8 @@ def clusters_markdown(doc: Mapping[str, Any], top: int = 3) -> list[str]:
            "by (layer, reason), drafted by `cluster_failures.py` (largest first"
            + (f"; the top {top} are shown" if len(clusters) > top else "") + "):", ""]
     for i, c in enumerate(clusters[:top], 1):
-        ids = ", ".join(code(cid) for cid in c["case_ids"])
-        out += [f"{i}. **{esc(c['layer'])}: {esc(c['reason'])}** ({plural(c['count'], 'case')}: {ids})", ""]
+        ids = ", ".join(f"[{code(cid)}](cases/{cid}/)" for cid in c["case_ids"])
+        out += [f"**{i}. {esc(c['layer'])}**: {code(c['reason'])} ({plural(c['count'], 'case')}: {ids})", ""]
         for ex in c["exemplars"]:
             rows = [("input", ex.get("input"))]
             if ex.get("expected") is not None:
@@ -150,9 +150,9 @@ def clusters_markdown(doc: Mapping[str, Any], top: int = 3) -> list[str]:
             rows += [(c["layer"], ex.get("detail")), ("actual", ex.get("answer"))]
             rows = [(k, v) for k, v in rows if v]
             width = max(len(k) for k, _ in rows) + 1
-            lines = [f"{k + ':':<{width}} {v}" for k, v in rows]
             title = f" ({esc(ex['title'])})" if ex.get("title") else ""
-            out += [f"   {code(ex['case_id'])}{title}:", "", "   " + fenced("\n".join(lines)).replace("\n", "\n   "), ""]
+            out += [f"[{code(ex['case_id'])}](cases/{ex['case_id']}/){title}:", "",
+                    fenced("\n".join(f"{k + ':':<{width}} {v}" for k, v in rows)), ""]
     rest = len(clusters) - top
     if rest > 0:
         out += [f"{plural(rest, 'more cluster')}: `cluster_failures.py` on this run directory lists them all.", ""]

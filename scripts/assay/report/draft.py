@@ -16,6 +16,7 @@ from pathlib import Path
 from ..core.errors import AssayError
 from .cost_section import cost_section
 from ..core.vocab import EXIT_MEANINGS, LAYER_ORDER
+from ..stats.counts import cases_phrase
 from .clusters import build_clusters, clusters_markdown
 from .facts import RunFacts, load_facts
 from .mdtext import code, count, esc, pct, plural
@@ -67,6 +68,27 @@ def _short_ts(value: object) -> str:
     return f"{m.group(1)} {m.group(2)}Z" if m else esc(text)
 
 
+def verdict_banner(facts: RunFacts) -> list[str]:
+    """PASS or FAIL at a glance: the gate's decision (its default rules, as `gate.py RUN_DIR` with
+    --no-verify decides), the gate type and what it means, and every close reason."""
+    from .gate import evaluate, gate_rule_line
+
+    g = evaluate(facts.run_dir, verify=False)
+    s = facts.summary
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
+    word = "PASS · gate open" if g.open else "FAIL · gate closed"
+    rule = gate_rule_line(facts.results).strip()
+    out = [f"> **{word}** · {esc(cases_phrase(s.get('n'), canaries.get('n')))}: {count(s.get('passes'))} pass, "
+           f"{count(s.get('failures'))} fail ({count(s.get('gating_failures'))} gating), "
+           f"{count(s.get('unscored'))} unscored, {count(s.get('skipped'))} skipped", ">"]
+    out += [f"> - {esc(why)}" for why in g.reasons]
+    if g.reasons:
+        out.append(">")
+    out.append(f"> *{esc(rule)}. Decided by `gate.py`'s default rules without the completeness re-check "
+               "(`gate.py` runs it in CI).*")
+    return out + [""]
+
+
 def headline(facts: RunFacts) -> str:
     """The key figures in one line, so the page says where the run stands before any detail."""
     s = facts.summary
@@ -109,14 +131,14 @@ def counts_section(facts: RunFacts) -> list[str]:
     infra = count(s.get("infra_errors")) + count(s.get("infra_incomplete"))
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
     c_n = count(canaries.get("n"))
-    sentence = f"{plural(n, 'test case')} and {plural(c_n, 'canary', 'canaries')} ran; {failures} failed, {skipped} skipped"
+    sentence = f"{cases_phrase(n, c_n)} ran; {failures} failed, {skipped} skipped"
     extras = [f"{unscored} unscored"] if unscored else []
     if infra:
         extras.append(f"{infra} got no answer (infra)")
     sentence += (", " + ", ".join(extras) if extras else "") + "."
     holdout = s.get("holdout") if isinstance(s.get("holdout"), dict) else {}
     if count(holdout.get("n")):
-        sentence += f" The {n} test cases include {count(holdout.get('n'))} holdout (aggregate only, below)."
+        sentence += f" The {n} cases include {count(holdout.get('n'))} holdout (aggregate only, below)."
     out = ["## Counts", "", sentence, ""]
     denominator = passes + failures
     if denominator:
@@ -167,13 +189,19 @@ def layer_section(facts: RunFacts) -> list[str]:
            "Non-canary cases. Pass rate per layer is pass ÷ (pass + fail); `n/a` means the case asserts nothing there.", "",
            "| layer | pass | fail | pass rate | n/a | unscorable | unscored | error | infra |",
            "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name in LAYER_ORDER:
+    folded = []
+    for name in list(LAYER_ORDER) + sorted(set(layers) - set(LAYER_ORDER)):
         row = layers.get(name) if isinstance(layers.get(name), dict) else {}
+        if not any(count(v) for k, v in row.items() if k != "n/a"):
+            folded.append(name)  # asserted by no case: one line below, not a row of zeros
+            continue
         p, f = count(row.get("pass")), count(row.get("fail"))
         cells = [f"✅ {p}" if p else "0", f"❌ {f}" if f else "0", pct(p, p + f) if p + f else "–",
                  str(count(row.get("n/a"))), str(count(row.get("unscorable"))), str(count(row.get("unscored"))),
                  str(count(row.get("error"))), str(count(row.get("infra_error")) + count(row.get("infra_incomplete")))]
         out.append(f"| {name} | " + " | ".join(cells) + " |")
+    if folded:
+        out += ["", "Not asserted by any case (`n/a` in every case): " + ", ".join(code(n) for n in folded) + "."]
     return out + [""]
 
 
@@ -265,7 +293,7 @@ def _draft(run_dir: Path) -> Draft:
     s = facts.summary
     banner = _not_quotable(facts)
     gating, n = count(s.get("gating_failures")), count(s.get("n"))
-    lines = [f"# assay report: {esc(facts.run_id)}", "", _facts_line(facts), ""]
+    lines = [f"# assay report: {esc(facts.run_id)}", ""] + verdict_banner(facts) + [_facts_line(facts), ""]
     if banner:
         lines += banner
     else:

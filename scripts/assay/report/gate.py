@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
 from ..score.hollow import hollow_layer_line
+from ..stats.counts import cases_phrase
 from .rundir import RunResultsView, case_verdict, load_results, try_json
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
@@ -232,8 +233,9 @@ def summary_lines(res: GateResult) -> list[str]:
     head = f"{res.run_id}: {'PASS' if res.open else 'FAIL'}"
     if nongating > 0:
         head += f" ({nongating} failure(s) on gating:false cases, not counted)"
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
     lines = [head,
-             f"  {_num(s.get('n'))} cases: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
+             f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
              f"{_num(s.get('skipped', 0))} skipped",
              f"  infra {_pct(s.get('infra_rate'))}, crash {_pct(s.get('crash_rate'))}, "
@@ -268,6 +270,7 @@ def summary_lines(res: GateResult) -> list[str]:
     unjudged = s.get("unjudged")
     if isinstance(unjudged, dict) and unjudged:
         lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
+    lines.append(gate_rule_line(results))
     if not res.verified:
         lines.append("  not verified: --no-verify skipped the completeness check (run_cases.py --verify)")
     lines += [f"  budget: {line}" for line in res.budget_lines]
@@ -303,6 +306,25 @@ def kind_lines(summary: dict) -> list[str]:
     return out
 
 
+# What each gate type means (the plan's `gate`, from the mode). Every type closes on the same
+# reasons: there is no lenient gate. The type says what an OPEN gate is worth.
+GATE_RULES = {
+    "soft": "closes on the same reasons as a hard gate; open means no failure among these cases at k=1, "
+            "not a release decision",
+    "hard": "every gating case passed all k repeats (pass^k) over the full split; open is the release signal",
+    "decision": "closes on the same reasons as a hard gate; the holdout aggregate decides keep or revert, "
+                "never what to change next",
+}
+
+
+def gate_rule_line(results: dict) -> str:
+    gate, mode, k = results.get("gate"), results.get("mode"), results.get("k")
+    rule = GATE_RULES.get(str(gate))
+    if rule is None:
+        return f"  gate rule: {gate!r} is not soft, hard or decision; the close reasons above apply as listed"
+    return f"  {gate} gate ({mode}, k={k}): {rule}"
+
+
 def canary_line(res: GateResult) -> str:
     block = res.summary.get("canaries")
     if not isinstance(block, dict) or not _is_count(block.get("n")):
@@ -329,5 +351,8 @@ def to_json(res: GateResult) -> dict:
                 "holdout": s.get("holdout"), "by_kind": s.get("by_kind"),
                 "verified": res.verified, "verify_clean": res.verify_clean,
                 "gate": "open" if res.open else "closed", "reasons": list(res.reasons),
-                "budgets": list(res.budget_lines)})
+                "budgets": list(res.budget_lines),
+                "gate_rule": res.results.get("gate"),
+                "counts": cases_phrase(s.get("n"), (s.get("canaries") or {}).get("n")
+                                       if isinstance(s.get("canaries"), dict) else None)})
     return out

@@ -96,9 +96,18 @@ def title_of(body_html: str, fallback: str) -> str:
     return text or fallback
 
 
+_VERDICT_RE = re.compile(r"<blockquote>(\s*<p><strong>(PASS|FAIL) · gate (?:open|closed)</strong>)")
+
+
+def _classify_verdict(body: str) -> str:
+    """draft_report's verdict banner (a blockquote opening with `**PASS · gate open**` or
+    `**FAIL · gate closed**`) gets a class, so the page says PASS or FAIL at a glance."""
+    return _VERDICT_RE.sub(lambda m: f'<blockquote class="verdict v-{m.group(2).lower()}">{m.group(1)}', body, count=1)
+
+
 def render(markdown_text: str, *, fallback_title: str = "report") -> str:
     text = MARKER_RE.sub("", markdown_text.replace("\r\n", "\n"))
-    body = _classify_cells(_markdown().convert(text))
+    body = _classify_verdict(_classify_cells(_markdown().convert(text)))
     title = html_lib.escape(title_of(body, fallback_title))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"

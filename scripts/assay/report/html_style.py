@@ -40,6 +40,12 @@ pre code { background: none; padding: 0; font-size: 0.84em; }
 blockquote { margin: 1em 0; padding: 10px 16px; background: var(--quote-bg);
   border-left: 4px solid var(--quote-rule); border-radius: 0 8px 8px 0; }
 blockquote p { margin: 0.3em 0; }
+blockquote.verdict { font-size: 1.05em; border-left-width: 8px; padding: 12px 18px; }
+blockquote.verdict > p:first-child strong:first-child { font-size: 1.3em; letter-spacing: 0.02em; }
+blockquote.v-fail { background: var(--fail-bg); border-left-color: var(--fail-fg); }
+blockquote.v-fail > p:first-child strong:first-child { color: var(--fail-fg); }
+blockquote.v-pass { background: var(--pass-bg); border-left-color: var(--pass-fg); }
+blockquote.v-pass > p:first-child strong:first-child { color: var(--pass-fg); }
 hr { border: 0; border-top: 1px solid var(--rule); margin: 2.5em 0 1em; }
 hr + p { color: var(--muted); font-size: 0.85em; }
 table { border-collapse: separate; border-spacing: 0; margin: 0.8em 0 1.4em; font-size: 0.9em;
@@ -62,6 +68,7 @@ td.c-zero { color: var(--muted); }
   main { max-width: none; padding: 0; }
   h2, h3 { break-after: avoid; }
   table, pre, blockquote { break-inside: avoid; }
+  blockquote.verdict { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   td.c-pass, td.c-fail, td.c-diag, td.c-off { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   a { color: inherit; }
   a[href^="http"]::after { content: " (" attr(href) ")"; font-size: 0.85em; color: #555; }

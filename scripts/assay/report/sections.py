@@ -59,6 +59,23 @@ def describe_layer(name: str, layer: dict) -> str:
     return text if len(text) <= 400 else text[:400] + " …"
 
 
+CASE_FILES = ("verdict.json", "expect.json", "request.json", "response.json", "answer.txt", "actual.json",
+              "trajectory.json")
+
+
+def case_link(case_id: str) -> str:
+    """A case id linked to its directory (report.md sits in the run dir; ids are URL-safe by rule)."""
+    return f"[{code(case_id)}](cases/{case_id}/)"
+
+
+def case_files_line(facts: RunFacts, case_id: str) -> str:
+    """Links to the case's files that exist, so a reader opens the evidence in one click."""
+    cdir = facts.run_dir / "cases" / case_id
+    names = [n for n in CASE_FILES if (cdir / n).is_file()]
+    return "Files: " + " · ".join(f"[{n}](cases/{case_id}/{n})" for n in names) if names else \
+        f"Files: `cases/{case_id}/`"
+
+
 def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
     failing = [r for r in facts.rows if r.get("verdict") == "fail"]
     if not failing:
@@ -81,9 +98,11 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
         for key in ("unit", "category"):
             if doc.get(key):
                 tags.append(f"{key} {esc(doc[key])}")
-        out += [f"### {code(cid)}: failed {', '.join(failed) or 'no layer named'}", ""]
+        title = f" ({esc(doc['title'])})" if doc.get("title") else ""
+        out += [f"### {case_link(cid)}{title}: failed {', '.join(failed) or 'no layer named'}", ""]
         if tags:
             out += ["*" + "; ".join(tags) + "*", ""]
+        out += [case_files_line(facts, cid), ""]
         expect = _json_or_none(read_case_file(facts.run_dir, cid, "expect.json"))
         expected = {}
         for layer in failed:
@@ -91,6 +110,8 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
                 if isinstance(expect, dict) and key in expect:
                     expected[key] = expect[key]
         block = []
+        if doc.get("input_text"):
+            block.append(("input", " ".join(str(doc["input_text"]).split())))
         if expected:
             block.append(("expected", _compact(expected)))
         for layer in failed:

@@ -123,7 +123,8 @@ class Run:
             runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation)
         todo = [i for i in range(len(self.cases)) if i not in kept]
-        self.progress = Progress(len(todo), self.progress_mode, self.stderr)
+        self.progress = Progress(len(todo), self.progress_mode, self.stderr,
+                                 canaries=sum(1 for i in todo if "canary" in (self.cases[i].get("split") or [])))
         canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]
         canary_set = set(canaries)
         others = [i for i in todo if i not in canary_set]

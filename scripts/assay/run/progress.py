@@ -23,8 +23,9 @@ def _fmt(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, mode: str = "auto", stream=None) -> None:
+    def __init__(self, total: int, mode: str = "auto", stream=None, canaries: int = 0) -> None:
         self.total = total
+        self.canaries = canaries
         self.stream = stream or sys.stderr
         self.mode = mode
         self.live = mode == "auto" and hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -60,7 +61,9 @@ class Progress:
         now = time.monotonic()
         elapsed = now - self.start
         eta = self.eta(now)
-        return (f"assay: {self.done}/{self.total} cases | pass {self.passes} fail {self.fails} "
+        from ..stats.counts import cases_phrase
+        what = cases_phrase(self.total - self.canaries, self.canaries)
+        return (f"assay: {self.done}/{self.total} ({what}) | pass {self.passes} fail {self.fails} "
                 f"infra {self.infra} | elapsed {_fmt(elapsed)} | ETA {_fmt(eta) if eta is not None else '?'}")
 
     def _write(self, final: bool) -> None:

@@ -32,6 +32,14 @@ COUNT_KEYS = (
 )
 
 
+def cases_phrase(n_cases: Any, n_canaries: Any) -> str:
+    """How every tool says how big a run is: `12 cases + 2 canaries` (one wording everywhere)."""
+    def part(n: Any, one: str, many: str) -> str:
+        ok = isinstance(n, int) and not isinstance(n, bool)
+        return f"{n if ok else 'n/a'} {one if n == 1 else many}"
+    return f"{part(n_cases, 'case', 'cases')} + {part(n_canaries, 'canary', 'canaries')}"
+
+
 def _layer_verdict(entry: Any) -> str:
     return str(entry.get("verdict")) if isinstance(entry, dict) else str(entry)
 
