@@ -26,6 +26,8 @@ def build_parser():
     p.add_argument("--alpha", type=float, default=0.05,
                    help="significance level for the reported tests and the MDE, strictly between 0 and 1 "
                         "(never changes keep; default 0.05)")
+    p.add_argument("--text", action="store_true",
+                   help="print a few lines for a person instead of the JSON (same numbers, same exit code)")
     p.add_argument("--bayes-threshold", type=float, default=0.8,
                    help="keep when P(candidate better) reaches this, strictly between 0 and 1 (default 0.8; "
                         "about 0.95 for a hard gate)")
@@ -44,10 +46,15 @@ def run(args):
     baseline = read_verdicts_jsonl(args.baseline)
     candidate = read_verdicts_jsonl(args.candidate)
     try:
-        return 0, compare(baseline, candidate, alpha=args.alpha, bayes_threshold=args.bayes_threshold)
+        doc = compare(baseline, candidate, alpha=args.alpha, bayes_threshold=args.bayes_threshold)
     except AssayError as err:
         raise AssayError(f"{err.message} (baseline: {args.baseline}; candidate: {args.candidate})",
                          err.code, **err.fields) from None
+    if args.text:
+        from assay.stats.paired import text_summary
+        sys.stdout.write("\n".join(text_summary(doc)) + "\n")
+        return 0, None
+    return 0, doc
 
 
 if __name__ == "__main__":

@@ -242,7 +242,7 @@ def test_junit_is_valid_xml_without_holdout_ids(tmp_path):
     names = [tc.get("name") for tc in cases_suite.findall("testcase")]
     assert names == ["c-pass-1", "c-pass-2", "c-pass-3", "c-fail-1", "c-skip-1", "c-unscored", "c-infra", "c-soft"]
     by = {tc.get("name"): tc for tc in cases_suite.findall("testcase")}
-    assert by["c-fail-1"].find("failure").get("message") == "failed layer(s): answer"
+    assert by["c-fail-1"].find("failure").get("message") == "failed layer(s): answer -- answer: must_contain \"refund\" -> fail"
     assert "gating: false" in by["c-soft"].find("failure").get("message")
     for name in ("c-skip-1", "c-unscored", "c-infra"):
         assert by[name].find("skipped").get("message")

@@ -259,3 +259,124 @@ def test_errors_show_the_resolved_url_and_name_the_env_var(tmp_path, value, expe
     if value.startswith("http"):
         assert "fix $TRAVEL_BASE_URL (invocation.base_url) / invocation.health_check" in err
     assert "sk-secret-5678" not in r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- 8 + 12: one wording, titles, JUnit, text
+def test_every_tool_counts_the_same_way_and_titles_show_beside_ids(tmp_path):
+    cases = {"c-00000001": case_yaml("c-00000001", top="title: Oslo flight price\n",
+                                     expect="  route: quotes\n  result: {scalar: 99}\n"),
+             "c-00000002": case_yaml("c-00000002"),
+             "c-canary01": case_yaml("c-canary01").replace("split: [smoke, full]", "split: [smoke, canary]")}
+    state = write_state(tmp_path, cases)
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    plan_file = work / "plan.json"
+    p = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", plan_file,
+                   "--run-id", "smoke-20261130T000000Z")
+    assert p.rc == 0 and p.json["counts"] == "2 cases + 1 canary" and "2 cases + 1 canary, k=1" in p.stderr
+    out = state / "reports" / "smoke-20261130T000000Z"
+    with FakeApp(travel_reply) as app:
+        r = run_runner("--plan", plan_file, "--out", out, "--progress", "always", env={"TRAVEL_BASE_URL": app.url})
+    assert r.rc == 0 and "assay: 3/3 (2 cases + 1 canary) | pass 2 fail 1" in r.stderr
+    junit = tmp_path / "junit.xml"
+    g = run_script("gate", out, "--junit", junit)
+    assert g.rc == 1
+    assert g.stdout.splitlines()[1].startswith("  2 cases + 1 canary: 1 pass, 1 fail (1 gating)")
+    assert 'c-00000001 "Oslo flight price" (execution)' in g.stdout
+    assert "  soft gate (smoke, k=1): closes on the same reasons as a hard gate" in g.stdout
+    xml = junit.read_text(encoding="utf-8")
+    assert 'name="c-00000001: Oslo flight price"' in xml
+    assert "execution: expected {&quot;scalar&quot;: 99}, actual {&quot;scalar&quot;: 120" in xml
+    assert "input: How much is a flight to Oslo?" in xml and "actual: A flight to Oslo costs 120 EUR." in xml
+    assert run_script("draft_report", out).rc == 0
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "**FAIL · gate closed** · 2 cases + 1 canary: 1 pass, 1 fail" in report
+    assert "2 cases + 1 canary ran; 1 failed" in report
+    assert "### [`c-00000001`](cases/c-00000001/) (Oslo flight price): failed execution" in report
+
+
+def test_stats_text_prints_a_human_summary(tmp_path):
+    base, cand = tmp_path / "base.jsonl", tmp_path / "cand.jsonl"
+    base.write_text("".join(json.dumps({"case_id": f"c-{i}", "verdict": "pass" if i % 2 else "fail"}) + "\n"
+                            for i in range(20)))
+    cand.write_text("".join(json.dumps({"case_id": f"c-{i}", "verdict": "pass"}) + "\n" for i in range(20)))
+    r = run_script("stats", base, cand, "--text")
+    assert r.rc == 0, r.stdout
+    lines = r.stdout.splitlines()
+    assert lines[0] == "IMPROVED: pass rate 50.0% -> 100.0% (+50.0 pp) over n=20 paired cases"
+    assert lines[1] == "  fixed by the candidate: 10; broken: 0"
+
+
+def test_validate_names_split_dir_when_its_files_are_missing(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json").rc == 0  # no --split-dir
+    r = run_inproc("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json")
+    assert r.rc == 2 and "--split-dir" in r.json["error"] and "suite.json" in r.json["error"]
+
+
+def test_wait_run_says_it_is_waiting_at_least_every_5_s(tmp_path):
+    import fcntl
+    import io
+    import os
+
+    from assay.report.wait import EXIT_RUNNING, wait_for_run
+
+    run_dir = tmp_path / "reports" / "smoke-20261130T000000Z"
+    run_dir.mkdir(parents=True)
+    (run_dir / "results.json").write_text(json.dumps({"run_id": run_dir.name, "summary": {
+        "status": "running", "n": 3, "canaries": {"n": 1}}}))
+    fd = os.open(tmp_path / "reports" / f".{run_dir.name}.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a live runner holds its lock
+    now = [0.0]
+    slept = []
+    err = io.StringIO()
+    try:
+        code, doc = wait_for_run(run_dir, timeout_s=30, interval_s=60, clock=lambda: now[0],
+                                 sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)), stderr=err)
+    finally:
+        os.close(fd)
+    assert code == EXIT_RUNNING and doc["status"] == "running"
+    notes = err.getvalue().splitlines()
+    assert max(slept) <= 5.0 and len(notes) >= 6
+    assert notes[0] == f"wait_run: {run_dir.name} is still running (3 cases + 1 canary finished so far); waited 0 s of 30 s"
+
+
+def test_a_killed_runner_is_reported_as_interrupted_with_what_finished(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from fakeapp import adapter, case, make_plan as plan_doc, write_plan, make_state
+    from helpers import SCRIPTS
+
+    state = make_state(tmp_path)
+    cases = [case(f"c-{i:08d}", "hello", expect={"answer": {"must_contain": ["hello"]}}) for i in range(12)]
+    with FakeApp() as app:
+        app.handler = lambda req: Reply(200, {"ok": True}) if req.method == "GET" else \
+            Reply(200, {"message": "hello"}, delay=0.4)
+        doc = plan_doc(state, cases, app_url=app.url)
+        doc["adapter"]["invocation"]["max_concurrency"] = 1
+        out = state / "reports" / doc["run_id"]
+        proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(write_plan(state, doc)),
+                                 "--out", str(out), "--progress", "never"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 30
+            while len(list((out / "cases").glob("*/verdict.json"))) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finished = len(list((out / "cases").glob("*/verdict.json")))
+    assert 2 <= finished < 12
+    g = run_script("gate", out, "--no-verify")
+    assert g.rc == 1, g.stdout
+    assert g.stdout.splitlines()[1].startswith(f"  {finished} case{'s' if finished != 1 else ''} + 0 canaries: "
+                                               f"{finished} pass")
+    assert (f"run interrupted: status is still 'running' but no runner holds its lock (killed?); "
+            f"{finished} case") in g.stdout and "of 12 cases + 0 canaries planned" in g.stdout
+    assert "--resume" in g.stdout

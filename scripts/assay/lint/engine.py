@@ -23,13 +23,20 @@ from .graded import layers_in_expect, grading_expect, scored_layers
 from .suite_rules import check_adapter, check_manifest, check_matrix, check_suite, split_counts
 
 
+SPLIT_FILES = ("suite.json", "capabilities.json", "adapter.json", "manifest.json")
+
+
 def _read_text(path: str) -> tuple[str, str]:
     if path == "-":
         return sys.stdin.read(), "<stdin>"
     try:
         return Path(path).read_bytes().decode("utf-8-sig"), path
     except OSError as exc:
-        raise AssayError(f"cannot read {path}: {exc.strerror or exc}", 2, file=path) from None
+        hint = ""
+        if Path(path).name in SPLIT_FILES:
+            hint = (f"; {Path(path).name} is written only by `convert_suite.py <state-dir> -o <work>/converted.json "
+                    f"--split-dir <work>` (was --split-dir left out?)")
+        raise AssayError(f"cannot read {path}: {exc.strerror or exc}{hint}", 2, file=path) from None
     except UnicodeDecodeError:
         raise AssayError(f"{path} is not UTF-8", 2, file=path) from None
 

@@ -70,7 +70,8 @@ def _gating_reason(results: dict, summary: dict) -> str:
     named = []
     for row in failing_cases(results)[:MAX_NAMED]:
         layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
-        named.append(f"{row.get('case_id')} ({', '.join(layers) or 'no layer named'})")
+        title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
+        named.append(f"{row.get('case_id')}{title} ({', '.join(layers) or 'no layer named'})")
     more = len(failing_cases(results)) - len(named)
     text = f"{total} gating failure(s)"
     if named:
@@ -158,7 +159,13 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     if bad:
         reasons.append("malformed count(s) in results.json summary: " + ", ".join(bad)
                        + " (must be non-negative integers)")
-    if summary.get("status") != "ok":
+    if summary.get("status") == "running":
+        from .interrupted import interrupted_view
+        recount, why = interrupted_view(run_dir, results)
+        if recount is not None:  # the runner is gone: quote what finished, not a stale batch
+            results["summary"] = summary = recount
+        reasons.append(why)
+    elif summary.get("status") != "ok":
         reasons.append(f"run status is {summary.get('status')!r}, not 'ok'")
     reasons.extend(canary_failures(run_dir, results))
     if results.get("exit_code") not in (0, None):

@@ -7,6 +7,7 @@ written); the gate decision itself as a testcase, so CI shows the reasons.
 
 from __future__ import annotations
 
+import json
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,7 +15,9 @@ from pathlib import Path
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
 from .gate import GateResult
-from .rundir import case_verdict, read_jsonl_file
+from .facts import read_case_file
+from .rundir import case_verdict, read_jsonl_file, try_json
+from .sections import describe_layer
 
 _SKIP_WORDS = {
     "skipped": "skipped, never sent",
@@ -33,7 +36,9 @@ def _case_message(res: GateResult, row: dict) -> str:
         msg = "failed layer(s): " + (", ".join(failed) or "not named")
         if row.get("gating") is False:
             msg += " (gating: false, does not close the gate)"
-        return msg
+        detail = [f"{k}: {describe_layer(k, v)}" for k, v in (doc.get("layers") or {}).items()
+                  if isinstance(v, dict) and v.get("verdict") == "fail"]
+        return msg + (" -- " + "; ".join(detail) if detail else "")
     detail = doc.get("skip_reason") or doc.get("infra_reason")
     if verdict == "unscored":
         reasons = [f"{k}: {v.get('reason')}" for k, v in (doc.get("layers") or {}).items()
@@ -43,14 +48,32 @@ def _case_message(res: GateResult, row: dict) -> str:
     return f"{base} ({detail})" if detail else base
 
 
+def _failure_text(res: GateResult, row: dict, msg: str) -> str:
+    """The failure body: the user's input, what was expected, what each layer saw, the answer."""
+    cid = str(row.get("case_id"))
+    doc = case_verdict(res.run_dir, cid) or {}
+    lines = [msg]
+    if doc.get("input_text"):
+        lines.append(f"input: {doc['input_text']}")
+    expect = try_json(res.run_dir / "cases" / cid / "expect.json") if doc else None
+    if isinstance(expect, dict) and expect:
+        lines.append("expected: " + json.dumps(expect, ensure_ascii=False, sort_keys=True))
+    answer = (read_case_file(res.run_dir, cid, "answer.txt") or "").strip() if doc else ""
+    if answer:
+        lines.append("actual: " + (answer if len(answer) <= 800 else answer[:800] + " ..."))
+    return "\n".join(lines)
+
+
 def _testcase(parent: ET.Element, res: GateResult, row: dict, classname: str) -> tuple[int, int]:
-    tc = ET.SubElement(parent, "testcase", name=str(row.get("case_id")), classname=classname, time="0")
+    doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
+    name = str(row.get("case_id")) + (f": {doc['title']}" if isinstance(doc.get("title"), str) and doc["title"] else "")
+    tc = ET.SubElement(parent, "testcase", name=name, classname=classname, time="0")
     verdict = row.get("verdict")
     if verdict == "pass":
         return 0, 0
     msg = _case_message(res, row)
     if verdict == "fail":
-        ET.SubElement(tc, "failure", message=msg, type="fail").text = msg
+        ET.SubElement(tc, "failure", message=msg, type="fail").text = _failure_text(res, row, msg)
         return 1, 0
     ET.SubElement(tc, "skipped", message=msg)
     return 0, 1

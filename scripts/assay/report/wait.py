@@ -68,10 +68,31 @@ def _status(results: dict | None) -> tuple[str | None, object]:
     return status, results.get("exit_code")
 
 
+NOTICE_EVERY_S = 5.0
+
+
+def _notice(stream, run_id: str, results: dict | None, waited: float, timeout_s: float) -> None:
+    """One stderr line saying we are waiting, and how far the run got (results.json lags a batch)."""
+    from ..stats.counts import cases_phrase
+    summary = (results or {}).get("summary") if isinstance(results, dict) else None
+    summary = summary if isinstance(summary, dict) else {}
+    canaries = summary.get("canaries") if isinstance(summary.get("canaries"), dict) else {}
+    done = cases_phrase(summary.get("n", 0), canaries.get("n", 0))
+    stream.write(f"wait_run: {run_id} is still running ({done} finished so far); waited {waited:.0f} s "
+                 f"of {timeout_s:g} s\n")
+    stream.flush()
+
+
 def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> tuple[int, dict]:
-    """Poll until final (0), timeout (3) or runner gone (4). Returns (exit code, JSON object)."""
+                 sleep: Callable[[float], None] = time.sleep, stderr=None) -> tuple[int, dict]:
+    """Poll until final (0), timeout (3) or runner gone (4). Returns (exit code, JSON object).
+
+    While it waits it says so on stderr at least every NOTICE_EVERY_S seconds (stdout stays one
+    JSON object), so a person or an agent never stares at a silent command."""
+    import sys
+    stream = stderr or sys.stderr
+    last_notice: float | None = None
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or not ((run_dir / "results.json").exists() or (run_dir / "manifest.yaml").exists()):
         raise AssayError(f"{run_dir}: not a run directory (no results.json or manifest.yaml); pass "
@@ -108,7 +129,11 @@ def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5
                                   "runner_process": state, "last_event": last_log_event(run_dir),
                                   "waited_s": round(waited, 3),
                                   "message": "still running; call wait_run.py again"}
-        sleep(min(interval_s, max(0.0, timeout_s - waited)))
+        now = clock()
+        if last_notice is None or now - last_notice >= NOTICE_EVERY_S:
+            _notice(stream, run_id, results, waited, timeout_s)
+            last_notice = now
+        sleep(min(interval_s, NOTICE_EVERY_S, max(0.0, timeout_s - waited)))
 
 
 def _final(run_dir: Path, run_id: str, status: str, exit_code: object, waited: float) -> dict:

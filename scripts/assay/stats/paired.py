@@ -195,6 +195,24 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
     return out
 
 
+def text_summary(doc: dict) -> list[str]:
+    """`stats.py --text`: the comparison in a few lines for a person (every number from `doc`)."""
+    def pct(x: object) -> str:
+        return f"{x * 100:.1f}%" if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
+    lines = [f"{str(doc.get('verdict_words', '?')).upper()}: pass rate {pct(doc.get('baseline_pass_rate'))} -> "
+             f"{pct(doc.get('candidate_pass_rate'))} ({'+' if (doc.get('delta') or 0) >= 0 else ''}"
+             f"{(doc.get('delta') or 0) * 100:.1f} pp) over n={doc.get('n')} paired cases",
+             f"  fixed by the candidate: {doc.get('fixed_by_candidate')}; broken: {doc.get('broken_by_candidate')}"
+             + (f" ({', '.join(doc.get('broken_by_candidate_ids') or [])})" if doc.get('broken_by_candidate_ids') else ""),
+             f"  P(candidate better) = {doc.get('p_candidate_better')}; keep = {doc.get('keep')} "
+             f"(threshold {doc.get('threshold')})",
+             f"  {doc.get('mde_sentence')}"]
+    only_b, only_c = doc.get("cases_only_in_baseline") or 0, doc.get("cases_only_in_candidate") or 0
+    if only_b or only_c:
+        lines.append(f"  not paired: {only_b} case(s) only in the baseline, {only_c} only in the candidate")
+    return lines
+
+
 def _mcnemar_note(b01: int, b10: int, alpha: float) -> str:
     d = b01 + b10
     need = min_discordant_for_significance(alpha)

@@ -1,0 +1,47 @@
+"""A run whose results.json still says `running`: is the runner alive, and what finished?
+
+results.json is refreshed in batches while a run goes, so a runner killed by SIGTERM or
+SIGKILL can leave it saying `0 cases`. The gate does not quote that: it recounts the
+finished cases from their verdict.json files (the counts table, `assay.stats.counts`) and
+says the run was interrupted, how many of the planned cases finished and how to resume.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..stats.counts import cases_phrase, summarize
+from .rundir import try_json
+from .wait import lock_path, resume_command, runner_state
+
+
+def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | None]:
+    """(recounted summary, close reason) for a `running` run; (None, reason) while the runner lives."""
+    run_dir = Path(run_dir)
+    run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
+    lock = lock_path(run_dir, run_id)
+    state = runner_state(lock)
+    if state == "alive":
+        return None, ("the run is still running (its runner holds the lock): wait with "
+                      f"`wait_run.py {run_dir}`, then gate the finished run")
+    records: list[dict[str, Any]] = []
+    cases_dir = run_dir / "cases"
+    if cases_dir.is_dir():
+        for child in sorted(cases_dir.iterdir()):
+            doc = try_json(child / "verdict.json")
+            if isinstance(doc, dict) and isinstance(doc.get("case_id"), str):
+                records.append(doc)
+    summary = summarize(records, status="running", missing_artifacts=[])
+    manifest = try_json(run_dir / "manifest.yaml")  # JSON text (valid YAML)
+    planned = manifest.get("cases") if isinstance(manifest, dict) else None
+    n_planned = len(planned) if isinstance(planned, list) else None
+    canaries = sum(1 for c in planned or [] if isinstance(c, dict) and c.get("set") == "canary")
+    finished = cases_phrase(summary["n"], summary["canaries"]["n"])
+    of = f" of {cases_phrase(n_planned - canaries, canaries)} planned" if n_planned is not None else ""
+    lock_doc = try_json(lock)
+    command, _ = resume_command(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
+    reason = (f"run interrupted: status is still 'running' but no runner holds its lock (killed?); "
+              f"{finished} finished{of} ({summary['passes']} pass, {summary['failures']} fail); "
+              f"finish it with: {command}")
+    return summary, reason
