@@ -164,6 +164,11 @@ def test_server_id_from_the_body_and_a_missing_id(state, tmp_path):
     assert (v["verdict"], v["turns_sent"], v["failed_turn"]) == ("unscored", 1, None)
     assert v["stop_reason"] == "turn 1: no session id at body path sid (style server-id); turn 2 not sent"
     assert v["unscored_reason"] == v["stop_reason"]
+    # a session that never comes back must not read as green: the gate closes, naming why
+    from helpers import run_script
+    g = run_script("gate", out)
+    assert g.rc == 1 and ("gate closed: none of 1 sent conversation(s) was scored (a check that never ran): most "
+                          "common reason: turn 1: no session id at body path sid") in g.stdout
 
 
 def test_server_id_from_a_header(state):
@@ -381,7 +386,7 @@ def test_reports_split_conversations_from_single_turn_and_show_the_failing_turn(
     kinds = rd(out / "results.json")["summary"]["by_kind"]
     assert kinds["conversation"] == {"n": 2, "passes": 1, "failures": 1, "gating_failures": 1, "unscored": 0,
                                      "skipped": 0, "infra_errors": 0, "infra_incomplete": 0, "pass_rate": 0.5,
-                                     "failed_turns": {"2": 1}, "memory_user": 2}
+                                     "failed_turns": {"2": 1}, "memory_user": 2, "top_unscored_reason": None}
     assert (kinds["single_turn"]["n"], kinds["single_turn"]["pass_rate"]) == (1, 1.0)
     g = run_script("gate", out)
     assert g.rc == 1

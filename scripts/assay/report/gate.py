@@ -188,6 +188,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     if not bad and summary["passes"] + summary["failures"] == 0:
         reasons.append("nothing was measured (0 passes + 0 failures), which is not a pass")
     reasons.extend(hollow_reasons(summary))
+    unscored_conv = conversations_reason(summary)
+    if unscored_conv:
+        reasons.append(unscored_conv)
     if require_canaries:
         why = canary_reason(summary, results.get("mode"))
         if why:
@@ -290,6 +293,21 @@ def _kind_rate(block: dict) -> str:
     if not (_is_count(p) and _is_count(f)):
         return "n/a"
     return f"{p}/{p + f} pass" + (f" ({p / (p + f) * 100:.1f}%)" if p + f else "")
+
+
+def conversations_reason(summary: dict) -> str | None:
+    """Conversations were sent and none was scored (pass or fail): a check that never ran, so the
+    gate closes (e.g. a server-id adapter whose session_from never finds the id)."""
+    conv = (summary.get("by_kind") or {}).get("conversation") if isinstance(summary.get("by_kind"), dict) else None
+    if not isinstance(conv, dict) or not all(_is_count(conv.get(k)) for k in ("n", "skipped", "passes", "failures")):
+        return None
+    sent = conv["n"] - conv["skipped"]
+    if sent <= 0 or conv["passes"] + conv["failures"] > 0:
+        return None
+    why = conv.get("top_unscored_reason")
+    return (f"none of {sent} sent conversation(s) was scored (a check that never ran)"
+            + (f": most common reason: {why}" if why else "")
+            + "; check the adapter's invocation.conversation (style, session_from)")
 
 
 def kind_lines(summary: dict) -> list[str]:

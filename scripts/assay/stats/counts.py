@@ -153,4 +153,10 @@ def by_kind(main: list[dict]) -> dict[str, Any] | None:
             failed[str(t)] = failed.get(str(t), 0) + 1
     block["failed_turns"] = dict(sorted(failed.items(), key=lambda kv: int(kv[0])))
     block["memory_user"] = sum(1 for r in conv if r.get("memory") == "user" and r.get("verdict") != SKIPPED)
+    reasons: dict[str, int] = {}
+    for r in conv:
+        if r.get("verdict") == UNSCORED and r.get("unscored_reason"):
+            reasons[str(r["unscored_reason"])] = reasons.get(str(r["unscored_reason"]), 0) + 1
+    # the most common reason a conversation was unscored (ties: the first in plan order)
+    block["top_unscored_reason"] = max(reasons, key=lambda k: reasons[k]) if reasons else None
     return {"single_turn": _kind_block([r for r in main if not r.get("multi_turn")]), "conversation": block}
