@@ -483,3 +483,37 @@ def test_a_cli_app_holds_a_server_id_conversation(state, tmp_path):
     argv2 = rd(out / "cases" / "c-refund" / "turns" / "2" / "request.json")["argv"]
     assert argv1[-2:] == ["--session=", "which of my invoices is open?"]      # turn 1: no session yet
     assert argv2[-2].startswith("--session=") and len(argv2[-2]) > len("--session=")
+
+
+def test_two_turns_on_one_trace_make_the_trace_layers_unscorable(state, tmp_path):
+    from otlp_util import agent_spans, new_trace_id, write_spans
+    span_file = tmp_path / "spans.jsonl"
+    span_file.write_text("")
+    trace_of: dict[str, str] = {}
+    mem = MemoryApp("client-id")
+
+    def handler(req):
+        reply = mem(req)
+        if req.method == "POST":
+            tid = trace_of.setdefault(req.json["session_id"], new_trace_id())   # one trace per session: a bug
+            write_spans(span_file, agent_spans(tid, "billing", [("lookup", {"q": 1}, {"ok": True})]))
+            reply.body["trace_id"] = tid
+        return reply
+    with FakeApp(handler) as app:
+        ad = adapter(app.url, conversation={"style": "client-id"})
+        ad["traces"] = {"source": "otlp-file", "location": str(span_file), "convention": "gen_ai",
+                        "correlation": "response-field:trace_id", "completeness": {"quiescence_ms": 30, "max_wait_s": 1}}
+        case = convo("c-trace", {"user": "which of my invoices is open?", "expect": {"tools": {"subset": ["lookup"]}}},
+                     "refund that one", expect={"answer": {"must_contain": ["refunded INV-2"]}})
+        plan = make_plan(state, [case], app_url=app.url, adapter_doc=ad)
+        path = state / "work" / "plan.json"
+        path.write_text(json.dumps(plan))
+        out = state / "reports" / plan["run_id"]
+        r = run_runner("--plan", path, "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-trace" / "verdict.json")
+    t1 = v["turn_layers"]["t1.trajectory"]
+    assert t1["verdict"] == "unscorable" and t1["blocked_by"].startswith("same trace id on turns 1 and 2")
+    assert v["turn_layers"]["t2.loops"]["verdict"] == "unscorable"
+    assert v["turn_layers"]["t2.answer"]["verdict"] == "pass" and v["verdict"] == "pass"
+    assert run_runner("--verify", out).rc == 0

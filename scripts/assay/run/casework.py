@@ -243,16 +243,27 @@ class CaseWorker:
         for t in res.turns:
             response = dict(self._response_record(earlier + [t.outcome]), turn=t.spec.n)
             turns.append(dict(t.scored, n=t.spec.n, spec=t.spec, request=t.request, response=response))
+        failed_turn, stop_reason = res.failed_turn, res.stop_reason
+        shared = convo.shared_trace_blocker(turns)
+        if shared is not None:
+            # two turns read the same trace: no turn's spans can be told apart, so every
+            # trace-dependent layer is unscorable (the answer still scores)
+            for t in turns:
+                t["layers"] = convo.block_trace_layers(t["layers"], shared)
+                t["verdict"] = case_verdict(t["layers"], skipped=False)
+            if failed_turn is not None and turns[-1]["verdict"] not in convo.STOP_VERDICTS:
+                failed_turn = None
+                stop_reason = f"turn {turns[-1]['n']}: stopped on a trace layer that is now unscorable ({shared})"
         layers = merge_turn_layers((t["n"], t["layers"]) for t in turns)
         verdict = conversation_verdict(layers, turns_sent=res.turns_sent, turns_total=res.turns_total,
-                                       failed_turn=res.failed_turn)
+                                       failed_turn=failed_turn)
         deciding = turns[-1]
         result = {k: deciding[k] for k in ("request", "response", "answer_text", "actual", "actual_reason",
                                            "trajectory", "raw_spans", "trace_status", "trace", "infra_reason")}
         result.update(n=n, outcomes=[o for _, o in res.endings], ending_turns=[t for t, _ in res.endings],
                       layers=layers, verdict=verdict, turns=turns, turns_sent=res.turns_sent,
-                      turns_total=res.turns_total, failed_turn=res.failed_turn,
-                      stop_reason=self._scrub(res.stop_reason), expect=deciding["spec"].expect)
+                      turns_total=res.turns_total, failed_turn=failed_turn,
+                      stop_reason=self._scrub(stop_reason), expect=deciding["spec"].expect)
         return result
 
     # ------------------------------------------------------------ helpers

@@ -18,7 +18,8 @@ from typing import Any, Callable, Mapping
 
 from ...core.errors import AssayError
 from ...core.ids import utc_now_iso
-from ...core.vocab import FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, UNSCORED
+from ...core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
+                           UNSCORABLE, UNSCORED)
 from .. import templates
 from ..outcome import RATE_LIMITED_PREFIX, Outcome, is_rate_limited, retry_wait
 
@@ -371,4 +372,29 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
             on_retry(attempt, n, retry_out, wait)
         if wait > 0:
             sleep(wait)
+
+
+def shared_trace_blocker(turns: list[Mapping[str, Any]]) -> str | None:
+    """The `blocked_by` text when two sent turns were correlated with the same trace id, else None."""
+    seen: dict[str, int] = {}
+    for t in turns:
+        tid = (t.get("trace") or {}).get("trace_id")
+        if not tid:
+            continue
+        if tid in seen:
+            return (f"same trace id on turns {seen[tid]} and {t['n']}: the app reused one trace across the "
+                    "conversation, so a turn's spans cannot be told apart")
+        seen[tid] = t["n"]
+    return None
+
+
+def block_trace_layers(layers: Mapping[str, Any], blocked_by: str) -> dict[str, Any]:
+    """Trace-dependent layers that were asserted and enabled become unscorable; n/a and matrix-disabled
+    rows keep their own verdict and reason. Pure."""
+    out = dict(layers)
+    for name in TRACE_DEPENDENT_LAYERS:
+        entry = out.get(name)
+        if isinstance(entry, Mapping) and entry.get("verdict") not in (NA, UNSCORABLE):
+            out[name] = {"verdict": UNSCORABLE, "blocked_by": blocked_by}
+    return out
 
