@@ -75,3 +75,11 @@ def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(stat
     assert "**1. routing**: `expected billing, observed tech` (3 cases:" in slot and "input:    bill question 1" in slot
     assert "TODO" not in text and "c-sealed1" not in text
     json.loads((run_dir / "results.json").read_text())  # the run itself is untouched
+
+
+def test_an_auth_status_is_named_in_the_layer_description():
+    from assay.report.sections import describe_layer
+    assert describe_layer("http", {"verdict": "fail", "status": 401, "expected_status": None}) == \
+        "expected any 2xx, got 401 (an authentication problem: check invocation.auth and the env var it reads)"
+    assert describe_layer("http", {"verdict": "fail", "status": 404, "expected_status": None}) == \
+        "expected any 2xx, got 404"

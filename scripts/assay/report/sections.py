@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from ..core.jsonio import loads
+from ..core.explain import AUTH_STATUSES
 from ..core.vocab import LAYER_ORDER
 from .facts import RunFacts, read_case_file
 from .mdtext import code, count, esc, fenced, num, pct, plural
@@ -53,7 +54,10 @@ def describe_layer(name: str, layer: dict) -> str:
     if name == "execution" and ("expected" in layer or "actual" in layer):
         return f"expected {_compact(layer.get('expected'))}, actual {_compact(layer.get('actual'))}"
     if name == "http" and "status" in layer:
-        return f"expected {layer.get('expected_status') or 'any 2xx'}, got {layer.get('status')}"
+        text = f"expected {layer.get('expected_status') or 'any 2xx'}, got {layer.get('status')}"
+        if layer.get("status") in AUTH_STATUSES:  # a wrong key is not the app's regression
+            text += " (an authentication problem: check invocation.auth and the env var it reads)"
+        return text
     detail = {k: v for k, v in layer.items() if k != "verdict"}
     text = _compact(detail) if detail else "failed (no detail recorded)"
     return text if len(text) <= 400 else text[:400] + " …"
