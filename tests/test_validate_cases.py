@@ -112,6 +112,7 @@ PER_CASE = {
     "unquoted_bool_or_number": (answer(must_contain=[120, True]), answer(must_contain=["120", "true"])),
     "bad_regex": (answer(must_contain=["/(unclosed/"]), answer(must_contain=["/(closed)/"])),
     "regex_trailing_flags": (answer(must_contain=["/abc/i"]), answer(must_contain=["/(?i)abc/"])),
+    "catastrophic_regex": (answer(must_contain=["/(a+)+$/"]), answer(must_contain=["/a+$/"])),
     "echo_assertion": (answer(must_contain=["invoice INV-1001"]), answer(must_contain=["120.00"])),
     "unrecognizable_record_ids": (expect(authz={"forbidden_record_ids": ["ABC-1"]}),
                                   expect(authz={"forbidden_record_ids": ["INV-2001"]})),

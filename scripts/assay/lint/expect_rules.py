@@ -12,6 +12,7 @@ import re
 import unicodedata
 from typing import Any, Callable
 
+from .regex_risk import nested_quantifier
 from ..core.suggest import did_you_mean
 
 Report = Callable[[str, str], None]
@@ -57,6 +58,12 @@ def _unknown_keys(block: dict, allowed: tuple[str, ...], where: str, report: Rep
         report("bad_expect_shape", f"{where} has unknown key(s) {extra}; allowed: {list(allowed)}")
 
 
+CATASTROPHIC_HINT = ("repeats a group that itself repeats (a nested quantifier, like `(a+)+`): on an answer "
+                     "that almost matches it can backtrack for hours; each search is stopped after "
+                     "scoring.scorer_timeout_s (2 s) and the check is unscorable. Rewrite it without the nested "
+                     "repeat (`(a+)+` -> `a+`), or make the inner part possessive/atomic (`(?>a+)+`)")
+
+
 def _check_entries_regex(entries: list[str], where: str, report: Report) -> None:
     for i, entry in enumerate(entries):
         if len(entry) >= 2 and entry.startswith("/"):
@@ -66,6 +73,9 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
                 except re.error as exc:
                     report("bad_regex", f"{where}[{i}] {entry!r} is not a valid regex ({exc}); fix it or "
                            "drop the slashes to match the text literally")
+                    continue
+                if nested_quantifier(entry[1:-1]):
+                    report("catastrophic_regex", f"{where}[{i}] {entry!r} {CATASTROPHIC_HINT}")
             elif re.search(r"/[a-zA-Z]+$", entry):
                 report("regex_trailing_flags", f"{where}[{i}] {entry!r} ends in flags after '/', which the "
                        "scorer cannot read (the check will be unscorable); use inline flags: /(?i).../")
@@ -198,6 +208,9 @@ def _check_authz(authz: Any, where: str, report: Report, id_pattern: str | None,
                 rx = re.compile(id_pattern)
             except re.error:
                 return
+            if nested_quantifier(id_pattern):
+                report("catastrophic_regex", f"the profile's record_id_pattern {id_pattern!r} (used by {where}) "
+                       f"{CATASTROPHIC_HINT}")
             bad = [i for i in ids if not rx.fullmatch(i)]
             if bad:
                 report("unrecognizable_record_ids", f"{where} ids {bad} do not match the profile's "

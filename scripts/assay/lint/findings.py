@@ -35,7 +35,7 @@ CODES: dict[str, str] = {
     "available_tools_not_scoped": WARN, "excluded_tools_not_scored": WARN, "seed_state_not_loaded": WARN,
     "multi_turn_in_messages": WARN, "not_one_user_message": WARN, "session_not_fresh": WARN,
     "long_conversation": WARN, "unrecognizable_record_ids": WARN, "reserved_expectation": WARN,
-    "echo_assertion": WARN, "regex_trailing_flags": WARN,
+    "echo_assertion": WARN, "regex_trailing_flags": WARN, "catastrophic_regex": WARN,
     "no_metamorphic_coverage": WARN, "all_one_off": WARN, "category_skew": WARN, "nothing_gates": WARN,
     "gating_unreviewed": WARN, "canary_not_in_smoke": WARN, "not_a_matrix_key": WARN,
     "capabilities_unchecked": WARN,

@@ -61,7 +61,10 @@ def run(args, environ=None) -> tuple[int, Any]:
                               name=shard_dir_name(plan["run_id"], shard_index) if shard else None)
     preflight.ledger_path(plan)
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
-    if args.resume:
+    # A run killed before its manifest.yaml existed has nothing to resume: it starts over (below,
+    # under the lock) instead of wedging its run id.
+    start_over = bool(args.resume) and preflight.unstarted_debris(out) is not None
+    if args.resume and not start_over:
         try:
             manifest = read_json(out / "manifest.yaml")
         except (OSError, ValueError) as exc:
@@ -81,7 +84,10 @@ def run(args, environ=None) -> tuple[int, Any]:
     lock.acquire()
     setup = None
     restore_signals = None
+    resume = bool(args.resume)
     try:
+        if start_over and preflight.clear_unstarted(out):
+            resume = False
         setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
         if shard is not None:
             # A shard run names the whole plan's hash (the merge checks it) and never writes the
@@ -91,8 +97,8 @@ def run(args, environ=None) -> tuple[int, Any]:
             from .invoke.cli import stop_on_signals
             restore_signals = stop_on_signals(setup.invoker)
         setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
-                                              resume=args.resume)
-        return Run(setup, resume=args.resume, progress=args.progress).execute()
+                                              resume=resume)
+        return Run(setup, resume=resume, progress=args.progress).execute()
     finally:
         if restore_signals is not None:
             restore_signals()

@@ -74,10 +74,13 @@ class Run:
             self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest())
         else:
             preflight.write_gitignore(reports, self.plan["adapter"])
-            (out / "cases").mkdir(parents=True, exist_ok=True)
+            # manifest.yaml is the run dir's first file: a kill before it leaves at most an empty
+            # dir, which --resume starts over (preflight.unstarted_debris)
+            out.mkdir(exist_ok=True)
             started = utc_now_iso()
             self.manifest = preflight.build_manifest(self.s, started)
             atomic_write_json(out / "manifest.yaml", self.manifest)
+            (out / "cases").mkdir(exist_ok=True)
             preflight.write_running_results(out, self.plan, started, summarize(
                 [], status="running", missing_artifacts=[]))
             self.runlog = RunLog(out / "run.log")
