@@ -6,8 +6,10 @@ It behaves like the apps assay is for: a router sends each request to one agent
 issue_refund, search_kb, reset_password) with arguments and results; tenants are
 identified by the X-Tenant header and a record-level permission check keeps each
 tenant to its own invoices; out-of-scope requests get a 400 refusal; every request
-writes OpenTelemetry GenAI spans to an OTLP JSON-lines file under the trace id of
-the incoming W3C `traceparent` header (a new one when absent).
+writes OpenTelemetry GenAI spans to an OTLP JSON-lines file (--otlp-file) and/or POSTs
+them as OTLP/JSON to an OTLP/HTTP endpoint (--otlp-endpoint, default
+$OTEL_EXPORTER_OTLP_ENDPOINT) under the trace id of the incoming W3C `traceparent`
+header (a new one when absent).
 
     python3 examples/helpdesk/app.py --port 0 --otlp-file helpdesk.otlp.jsonl
     curl -s localhost:PORT/api/chat -H 'X-Tenant: acme' \
@@ -143,15 +145,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--break", dest="broken", action="store_true", help="plant the regressions (or BREAK=1)")
     p.add_argument("--flaky", action="store_true", help="vary one answer between repeats (or FLAKY=1)")
     p.add_argument("--otlp-file", help="append OTLP JSON-lines spans here")
+    p.add_argument("--otlp-endpoint", default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None,
+                   help="also POST each request's spans as OTLP/JSON to <this>/v1/traces "
+                        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("--port-file", help="write {\"url\": ...} here once listening")
     p.add_argument("--verbose", action="store_true", help="log requests on stderr")
     return p
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, broken: bool = False, flaky: bool = False,
-                otlp_file: str | None = None, verbose: bool = False) -> HelpdeskServer:
+                otlp_file: str | None = None, verbose: bool = False, otlp_endpoint: str | None = None) -> HelpdeskServer:
     """A bound, not yet serving, server (tests run it in a thread with serve_forever)."""
-    return HelpdeskServer((host, port), Desk(broken=broken, flaky=flaky), OtlpJsonlWriter(otlp_file), verbose)
+    return HelpdeskServer((host, port), Desk(broken=broken, flaky=flaky), OtlpJsonlWriter(otlp_file, otlp_endpoint),
+                          verbose)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     broken = args.broken or _truthy(os.environ.get("BREAK"))
     flaky = args.flaky or _truthy(os.environ.get("FLAKY"))
     server = make_server(args.host, args.port, broken=broken, flaky=flaky,
-                         otlp_file=args.otlp_file, verbose=args.verbose)
+                         otlp_file=args.otlp_file, verbose=args.verbose, otlp_endpoint=args.otlp_endpoint)
 
     # Installed before the start line is printed: a driver may signal as soon as it reads it.
     def stop(signum, frame):  # shutdown() must not run on the serving thread

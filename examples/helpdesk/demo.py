@@ -18,10 +18,16 @@ that cannot do its job stops the demo with exit 2 and a message naming the step.
     python3 examples/helpdesk/demo.py --mode regression --flaky   # k=3: pass@k vs pass^k
     python3 examples/helpdesk/demo.py --app cli        # the same desk as a command (cli.py, .assay-cli/)
     python3 examples/helpdesk/demo.py --shards 3       # 3 shards in parallel, merged, gated
+    python3 examples/helpdesk/demo.py --traces otlp-http  # the runner receives the spans over OTLP/HTTP
 
 With --app cli no server is started: run_cases.py runs examples/helpdesk/cli.py once per
 attempt (state dir .assay-cli/, spans to <state>/work/helpdesk.otlp.jsonl, BREAK=1 in its
 environment for --break).
+
+With --traces otlp-http (http app only) the app is started with --otlp-endpoint pointing at a
+free loopback port and no span file, and the converted suite's adapter gets
+`traces: {source: otlp-http, location: 127.0.0.1:<port>}` (what adapter.yaml says for an app
+exporting with an OTel SDK); run_cases listens there and reads the spans it receives.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -99,7 +106,8 @@ def last_json(text: str) -> dict:
 class App:
     """The example app as a child process on a free port."""
 
-    def __init__(self, work: Path, *, broken: bool, flaky: bool) -> None:
+    def __init__(self, work: Path, *, broken: bool, flaky: bool, otlp_listen: str | None = None) -> None:
+        self.otlp_listen = otlp_listen  # host:port the runner listens on (traces.source otlp-http)
         self.work = work
         self.broken, self.flaky = broken, flaky
         self.otlp_file = work / "helpdesk.otlp.jsonl"
@@ -111,11 +119,12 @@ class App:
     def start(self, timeout_s: float = 20.0) -> str:
         for stale in (self.otlp_file, self.port_file):
             stale.unlink(missing_ok=True)
-        argv = [sys.executable, str(APP), "--port", "0", "--otlp-file", str(self.otlp_file),
-                "--port-file", str(self.port_file), "--verbose"]
+        spans = (["--otlp-endpoint", f"http://{self.otlp_listen}"] if self.otlp_listen
+                 else ["--otlp-file", str(self.otlp_file)])
+        argv = [sys.executable, str(APP), "--port", "0", *spans, "--port-file", str(self.port_file), "--verbose"]
         argv += ["--break"] if self.broken else []
         argv += ["--flaky"] if self.flaky else []
-        env = {k: v for k, v in os.environ.items() if k not in ("BREAK", "FLAKY")}
+        env = {k: v for k, v in os.environ.items() if k not in ("BREAK", "FLAKY", "OTEL_EXPORTER_OTLP_ENDPOINT")}
         self._log = open(self.log_file, "w", encoding="utf-8")
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env,
                                      start_new_session=True)
@@ -155,6 +164,8 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
 
     run_step("convert_suite", [str(SCRIPTS / "convert_suite.py"), str(state), "-o", str(converted),
                                "--split-dir", str(split)], env)
+    if getattr(args, "otlp_listen", None):
+        use_otlp_http(args.otlp_listen, converted, split / "adapter.json")
     suite = json.loads(converted.read_text(encoding='utf-8'))['cases']
     n_canaries = sum(1 for c in suite if "canary" in (c.get("split") or []))
     say(f"  convert_suite   {len(suite) - n_canaries} cases + {n_canaries} canaries "
@@ -253,27 +264,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", type=Path, default=None,
                    help="the .assay state dir to use (default: the example's own, .assay-cli for --app cli)")
     p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
+    p.add_argument("--traces", choices=("otlp-file", "otlp-http"), default="otlp-file",
+                   help="how the runner gets the http app's spans: a span file (default) or OTLP/HTTP to the runner")
     return p
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def use_otlp_http(listen: str, *adapter_docs: Path) -> None:
+    """Switch the converted suite's adapter to `traces.source: otlp-http` on `listen`."""
+    for path in adapter_docs:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        adapter = doc["adapter"] if "adapter" in doc and "traces" not in doc else doc
+        adapter["traces"] = {**(adapter.get("traces") or {}), "source": "otlp-http", "location": listen}
+        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     state = (args.state_dir or DEFAULT_STATE_FOR[args.app]).resolve()
     if args.app == "cli":
+        if args.traces == "otlp-http":
+            print(json.dumps({"error": "--traces otlp-http needs the http app (--app http): the command writes "
+                                       "its spans to a file"}))
+            return 2
         return main_cli(args, state)
     if not (state / "adapter.yaml").is_file():
         print(json.dumps({"error": f"--state-dir {state} has no adapter.yaml; point it at an .assay dir"}))
         return 2
     work = state / "work"
     work.mkdir(parents=True, exist_ok=True)
+    if args.traces == "otlp-http" and args.shards:
+        print(json.dumps({"error": "--traces otlp-http with --shards: the shards run at once on one machine and "
+                                   "would all listen on one port; use one or the other"}))
+        return 2
+    args.otlp_listen = f"127.0.0.1:{free_port()}" if args.traces == "otlp-http" else None
     app = App(work, broken=args.broken or os.environ.get("BREAK", "") in ("1", "true", "yes"),
-              flaky=args.flaky or os.environ.get("FLAKY", "") in ("1", "true", "yes"))
+              flaky=args.flaky or os.environ.get("FLAKY", "") in ("1", "true", "yes"), otlp_listen=args.otlp_listen)
     say(f"assay demo: helpdesk example, mode {args.mode}"
         + (", app BROKEN (--break)" if app.broken else "") + (", app FLAKY" if app.flaky else "")
         + (f", {args.shards} shards" if args.shards else ""))
     try:
         url = app.start()
-        say(f"  app             {url} (pid {app.proc.pid}), spans -> {app.otlp_file.name}")
+        spans_to = f"OTLP/HTTP {args.otlp_listen} (the runner listens)" if args.otlp_listen else app.otlp_file.name
+        say(f"  app             {url} (pid {app.proc.pid}), spans -> {spans_to}")
         env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
         env.pop("PYTHONPATH", None)
         code, _ = pipeline(args, state, env)

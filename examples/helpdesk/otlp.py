@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 import time
+import urllib.request
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -117,20 +119,38 @@ def traces_data(trace_id: str, spans: list[dict], service_name: str = "helpdesk"
 
 
 class OtlpJsonlWriter:
-    """Appends one TracesData JSON line per request; thread-safe, flushed and fsync'd per line."""
+    """Appends one TracesData JSON line per request; thread-safe, flushed and fsync'd per line.
 
-    def __init__(self, path: str | None) -> None:
+    With `endpoint` (an OTLP/HTTP base URL, as in OTEL_EXPORTER_OTLP_ENDPOINT) it also POSTs
+    each TracesData as OTLP/JSON to `<endpoint>/v1/traces`, before the response is sent.
+    """
+
+    def __init__(self, path: str | None, endpoint: str | None = None) -> None:
         self.path = path
+        self.endpoint = endpoint.rstrip("/") + "/v1/traces" if endpoint else None
         self._lock = threading.Lock()
         if path:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             open(path, "a", encoding="utf-8").close()  # a readable (possibly empty) file from the start
 
     def write(self, trace_id: str, spans: list[dict]) -> None:
-        if not self.path or not spans:
+        if not spans:
             return
         line = json.dumps(traces_data(trace_id, spans), sort_keys=True, separators=(",", ":")) + "\n"
+        if self.endpoint:
+            self._post(line.encode("utf-8"))
+        if not self.path:
+            return
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+    def _post(self, body: bytes) -> None:
+        req = urllib.request.Request(self.endpoint, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                resp.read()
+        except OSError as exc:  # an exporter never fails the request it traces
+            sys.stderr.write(f"helpdesk: OTLP export to {self.endpoint} failed: {exc}\n")

@@ -104,6 +104,7 @@ def run(args, environ=None) -> tuple[int, Any]:
             restore_signals()
         if setup is not None:
             setup.invoker.close()
+            setup.trace.close()
         lock.release()
 
 
@@ -112,6 +113,7 @@ def dry_run(plan: dict, environ) -> dict:
     from .casework import skip_reason
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
+    setup.trace.close()  # a dry run sends nothing: no listener stays open
     from .invoke.conversation import DEFAULT_MAX_TURNS, is_conversation
     ex = setup.execution
     listed, holdout_n, sendable, calls, conversations = [], 0, 0, 0, 0

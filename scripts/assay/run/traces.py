@@ -1,4 +1,5 @@
-"""Traces: the source of one case's trace (adapter `traces.source: otlp-file`).
+"""Traces: the source of one case's trace (adapter `traces.source: otlp-file`; `otlp-http`
+feeds the same index from `assay.run.otlp_receiver`).
 
 Three pieces, one concept (getting the trace of one case):
 
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.core.vocab import TRACE_DEPENDENT_LAYERS
+from assay.core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
 
 from .otlp_writer import parse_traceparent  # noqa: F401  (re-exported for the engine)
 from .trace_conventions import CONVENTION_NAMES
@@ -31,7 +32,7 @@ from .trace_normalize import (  # noqa: F401  (re-exported: the public normaliza
     incomplete_reason, iter_raw_spans, normalize_flat, normalize_trace, root_spans,
 )
 
-QUERYABLE_SOURCES = ("otlp-file",)
+QUERYABLE_SOURCES = QUERYABLE_TRACE_SOURCES
 RESERVED_STORES = ("jaeger", "tempo", "clickhouse")
 TRACELESS_SOURCES = ("none", "view-only")
 INFRA_INCOMPLETE = "infra_incomplete"
@@ -310,7 +311,7 @@ def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None
     pre-flight must exit 3 naming it: a reserved store (jaeger/tempo/clickhouse), an unknown
     source or correlation, an unknown convention, a mapping_shim (shims are not executed by
     this runner: the conventions are built in), a bad completeness value, or an otlp-file
-    location that cannot be read. Else trace-less (`queryable: false`, `disabled_layers` = the
+    location that cannot be read (otlp-http: a location that is not host:port). Else trace-less (`queryable: false`, `disabled_layers` = the
     trace-dependent layers) when the source is none/view-only/absent or the correlation is
     missing/none.
     """
@@ -331,10 +332,10 @@ def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None
     source, corr = t.get("source"), t.get("correlation")
     if source in RESERVED_STORES:
         return refuse(f"traces.source {source!r} is reserved and not queryable by this runner; "
-                      "only otlp-file is (export spans to a file with the Collector's file exporter), "
-                      "or set traces.source: none to run trace-less")
-    if source not in (None, "otlp-file", *TRACELESS_SOURCES):
-        return refuse(f"traces.source {source!r} is unknown; use otlp-file, view-only or none")
+                      "otlp-file (a span file the app exports to) and otlp-http (the runner receives the "
+                      "app's OTLP/HTTP exports) are, or set traces.source: none to run trace-less")
+    if source not in (None, *QUERYABLE_SOURCES, *TRACELESS_SOURCES):
+        return refuse(f"traces.source {source!r} is unknown; use otlp-file, otlp-http, view-only or none")
     if corr not in (None, "none", "traceparent-echo") and not (
             isinstance(corr, str) and corr.startswith("response-field:") and corr.split(":", 1)[1].strip()):
         return refuse(f"traces.correlation {corr!r} is unknown; use traceparent-echo or "
@@ -356,6 +357,18 @@ def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None
         if isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0:
             return refuse(f"traces.completeness.{key} must be a number >= 0, got {val!r}")
     loc = t.get("location")
+    if source == "otlp-http":
+        from .otlp_receiver import DEFAULT_ADDRESS, parse_address
+        parsed = parse_address(loc)
+        if parsed is None or (isinstance(loc, str) and "${" in loc):
+            return refuse(f"traces.location {loc!r} must be the host:port the runner listens on for "
+                          f"OTLP/HTTP (default {DEFAULT_ADDRESS})")
+        address = f"{parsed[0]}:{parsed[1]}"
+        out.update(queryable=True, location=address, disabled_layers=[],
+                   reason=f"otlp-http on {address}, correlation {corr}")
+        if corr.startswith("response-field:"):
+            out["response_field"] = corr.split(":", 1)[1].strip()
+        return out
     if not isinstance(loc, str) or not loc.strip() or "${" in loc:
         return refuse(f"traces.location {loc!r} must be the path of the OTLP JSON span file")
     path = Path(loc)

@@ -39,9 +39,18 @@ class TraceConfig:
     source_obj: Any = field(default=None, repr=False)
 
     def manifest(self) -> dict[str, Any]:
-        return {"collected": self.collected, "reason": self.reason, "source": self.source,
-                "convention": self.convention, "correlation": self.correlation,
-                "disabled_layers": [] if self.collected else list(TRACE_DEPENDENT_LAYERS)}
+        out = {"collected": self.collected, "reason": self.reason, "source": self.source,
+               "convention": self.convention, "correlation": self.correlation,
+               "disabled_layers": [] if self.collected else list(TRACE_DEPENDENT_LAYERS)}
+        if getattr(self.source_obj, "address", None):
+            out["listen"] = self.source_obj.address  # otlp-http: where the runner received spans
+        return out
+
+    def close(self) -> None:
+        """Stop what the source runs (the otlp-http listener); a no-op for a span file."""
+        close = getattr(self.source_obj, "close", None)
+        if callable(close):
+            close()
 
 
 def _traces_module():
@@ -59,10 +68,11 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
     tr = adapter.get("traces") if isinstance(adapter.get("traces"), Mapping) else {}
     source = tr.get("source")
     if module is None:
-        if source not in (None, "", "none", "view-only", "otlp-file"):
-            raise AssayError(f"pre-flight: traces.source {source!r} is not supported (only otlp-file can "
-                             "be queried)", 3, key="traces.source", trace_source=source)
-        return TraceConfig(False, UNAVAILABLE_REASON if source == "otlp-file" else f"traces.source is {source or 'absent'}",
+        if source not in (None, "", "none", "view-only", "otlp-file", "otlp-http"):
+            raise AssayError(f"pre-flight: traces.source {source!r} is not supported (only otlp-file and "
+                             "otlp-http can be queried)", 3, key="traces.source", trace_source=source)
+        return TraceConfig(False, UNAVAILABLE_REASON if source in ("otlp-file", "otlp-http")
+                           else f"traces.source is {source or 'absent'}",
                            source=source, correlation=tr.get("correlation"))
     resolved = dict(adapter)
     resolved["traces"] = expand_deep(dict(tr), env)
@@ -72,7 +82,16 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
     cfg = TraceConfig(bool(decision.get("queryable")), decision.get("reason"), source=source,
                       convention=decision.get("convention"), correlation=decision.get("correlation"),
                       response_field=decision.get("response_field"))
-    if cfg.collected:
+    if cfg.collected and source == "otlp-http":
+        cfg.reason = None
+        from .otlp_receiver import OtlpHttpSource
+        try:
+            cfg.source_obj = OtlpHttpSource(decision["location"], decision["convention"],
+                                            decision["quiescence_ms"], decision["max_wait_s"])
+        except OSError as exc:
+            raise AssayError(f"pre-flight: {exc} (traces.location; another run or collector may hold the port)",
+                             3, key="traces.location", trace_source=source)
+    elif cfg.collected:
         cfg.reason = None
         cfg.source_obj = module.OtlpFileSource(decision["location"], decision["convention"],
                                                decision["quiescence_ms"], decision["max_wait_s"])

@@ -1,0 +1,218 @@
+"""The `otlp-http` trace source: the runner receives the app's standard OTLP/HTTP span exports.
+
+`OtlpHttpSource(address, convention, quiescence_ms, max_wait_s)` listens on `address`
+(`host:port`, default 127.0.0.1:4318, the OTLP/HTTP port) for `POST /v1/traces`, in a daemon
+thread, and keeps every received span in the same per-trace index `OtlpFileSource` keeps for a
+file, so `collect(trace_id)` (quiescence, completeness, normalization) is the file source's own.
+Spans are held in memory for the run; only a collected case's spans are written (trace.json).
+
+Bodies: `application/x-protobuf` (an ExportTraceServiceRequest, decoded with the official
+`opentelemetry-proto` package: `pip install 'assay[otlp]'`) or `application/json` (OTLP/JSON,
+no extra dependency); `Content-Encoding: gzip` is accepted. Replies follow OTLP/HTTP: 200 with
+an empty ExportTraceServiceResponse in the request's encoding; 400 for an unreadable body, 415
+for an unsupported content type or protobuf without the package (the reply and every trace
+that then never arrives name the fix), 404 for another path.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .trace_normalize import _BAD_DOC, _norm_id, iter_raw_spans
+from .traces import INFRA_INCOMPLETE, OtlpFileSource, TraceOutcome
+
+DEFAULT_ADDRESS = "127.0.0.1:4318"
+TRACES_PATH = "/v1/traces"
+MAX_BODY = 64 << 20
+PROTO_INSTALL = ("decoding OTLP protobuf needs the opentelemetry-proto package: pip install 'assay[otlp]' "
+                 "(or export OTLP/JSON: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json where the SDK supports it)")
+
+
+def parse_address(value: Any) -> tuple[str, int] | None:
+    """`host:port` (or `http://host:port[/...]`) -> (host, port); None when it is not one."""
+    if value in (None, ""):
+        value = DEFAULT_ADDRESS
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if "://" in text:
+        scheme, _, text = text.partition("://")
+        if scheme != "http":
+            return None
+        text = text.split("/", 1)[0]
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _hex_ids(doc: dict) -> dict:
+    """Protobuf JSON carries ids as base64; OTLP/JSON wants hex. Rewrite them in place."""
+    for rs in doc.get("resourceSpans") or []:
+        for ss in rs.get("scopeSpans") or []:
+            for sp in ss.get("spans") or []:
+                for key, n in (("traceId", 16), ("spanId", 8), ("parentSpanId", 8)):
+                    if isinstance(sp.get(key), str) and sp[key]:
+                        try:
+                            raw = base64.b64decode(sp[key], validate=True)
+                        except (binascii.Error, ValueError):
+                            continue
+                        if len(raw) == n:
+                            sp[key] = raw.hex()
+                for link in sp.get("links") or []:
+                    for key, n in (("traceId", 16), ("spanId", 8)):
+                        try:
+                            raw = base64.b64decode(link.get(key) or "", validate=True)
+                        except (binascii.Error, ValueError):
+                            continue
+                        if len(raw) == n:
+                            link[key] = raw.hex()
+    return doc
+
+
+def decode_protobuf(body: bytes) -> dict:
+    """An ExportTraceServiceRequest as an OTLP/JSON TracesData dict (hex ids).
+
+    Raises ImportError (with PROTO_INSTALL) when opentelemetry-proto is missing, ValueError
+    when the bytes are not a request.
+    """
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError as exc:
+        raise ImportError(PROTO_INSTALL) from exc
+    req = ExportTraceServiceRequest()
+    try:
+        req.ParseFromString(body)
+    except DecodeError as exc:
+        raise ValueError(f"not an ExportTraceServiceRequest: {exc}") from None
+    return _hex_ids(MessageToDict(req))
+
+
+def decode_export(body: bytes, content_type: str | None, content_encoding: str | None = None) -> dict:
+    """One OTLP/HTTP export body -> TracesData dict. Raises ValueError / ImportError / LookupError."""
+    if (content_encoding or "").strip().lower() == "gzip":
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"Content-Encoding gzip but the body is not gzip: {exc}") from None
+    elif (content_encoding or "identity").strip().lower() != "identity":
+        raise LookupError(f"Content-Encoding {content_encoding!r} is not supported (use gzip or none)")
+    ctype = (content_type or "").split(";", 1)[0].strip().lower()
+    if ctype == "application/json":
+        doc = json.loads(body.decode("utf-8"))
+        if not isinstance(doc, dict):
+            raise ValueError("OTLP/JSON body is not an object")
+        return doc
+    if ctype in ("application/x-protobuf", "application/protobuf"):
+        return decode_protobuf(body)
+    raise LookupError(f"Content-Type {content_type!r} is not OTLP/HTTP (application/x-protobuf or application/json)")
+
+
+class OtlpHttpSource(OtlpFileSource):
+    """The `otlp-http` store: `OtlpFileSource`'s index and `collect`, fed by an HTTP listener."""
+
+    def __init__(self, address: str | None, convention: str = "gen_ai", quiescence_ms: float = 3000,
+                 max_wait_s: float = 30, *, poll_interval_s: float | None = None) -> None:
+        super().__init__("/nonexistent/otlp-http", convention, quiescence_ms, max_wait_s,
+                         poll_interval_s=poll_interval_s)
+        parsed = parse_address(address)
+        if parsed is None:
+            raise ValueError(f"traces.location {address!r} is not a host:port to listen on")
+        self.exports = self.refused = 0
+        self.refusal: str | None = None
+        source = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _reply(self, status: int, body: bytes, ctype: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                if self.path.split("?", 1)[0].rstrip("/") != TRACES_PATH:
+                    self.rfile.read(min(length, MAX_BODY))
+                    self._reply(404, b'{"message": "OTLP traces go to POST /v1/traces"}', "application/json")
+                    return
+                if length > MAX_BODY:
+                    self.close_connection = True
+                    self._reply(413, b'{"message": "export body too large"}', "application/json")
+                    return
+                body = self.rfile.read(length)
+                ctype = self.headers.get("Content-Type")
+                status, message = source.receive(body, ctype, self.headers.get("Content-Encoding"))
+                as_proto = "protobuf" in (ctype or "")
+                if status == 200:
+                    self._reply(200, b"" if as_proto else b"{}", "application/x-protobuf" if as_proto else "application/json")
+                else:
+                    self._reply(status, json.dumps({"message": message}).encode(), "application/json")
+
+        try:
+            self.server = ThreadingHTTPServer(parsed, _Handler)
+        except OSError as exc:
+            raise OSError(f"cannot listen on {parsed[0]}:{parsed[1]} for OTLP/HTTP: {exc.strerror or exc}") from None
+        self.server.daemon_threads = True
+        self.address = f"{parsed[0]}:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True, name="assay-otlp-http")
+        self._thread.start()
+
+    def poll(self) -> int:
+        return 0  # spans arrive by receive(); nothing to read
+
+    def receive(self, body: bytes, content_type: str | None, content_encoding: str | None = None) -> tuple[int, str | None]:
+        """Ingest one export body; (HTTP status, message for a refusal)."""
+        try:
+            doc = decode_export(body, content_type, content_encoding)
+            triples = list(iter_raw_spans(doc))
+        except ImportError as exc:
+            return self._refuse(415, str(exc))
+        except LookupError as exc:
+            return self._refuse(415, str(exc))
+        except (UnicodeDecodeError, *_BAD_DOC) as exc:
+            return self._refuse(400, f"unreadable OTLP export: {exc}")
+        now = time.monotonic()
+        with self._lock:
+            for triple in triples:
+                tid, _ = _norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)
+                entry = self._add(tid, now)
+                if entry is not None:
+                    entry.docs.append(triple)
+            self.spans_in_file += len(triples)
+            self.exports += 1
+        return 200, None
+
+    def _refuse(self, status: int, message: str) -> tuple[int, str]:
+        with self._lock:
+            self.refused += 1
+            self.refusal = message
+        return status, message
+
+    def collect(self, trace_id: str, *, parent_span_id: str | None = None) -> TraceOutcome:
+        outcome = super().collect(trace_id, parent_span_id=parent_span_id)
+        if outcome.status == INFRA_INCOMPLETE and outcome.reason:
+            reason = outcome.reason.replace("in the span file", f"over OTLP/HTTP at {self.address}{TRACES_PATH}")
+            if self.refusal:
+                reason += f"; {self.refused} export(s) were refused, the last: {self.refusal}"
+            outcome.reason = reason
+        return outcome
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
