@@ -127,3 +127,34 @@ def test_a_json_schema_is_not_arguments():
     assert not looks_like_json_schema({"order_id": "ORD-12"}) and not looks_like_json_schema({"type": "object"})
     traj = trajectory("openinference-genai-semconv", "lookup", "openinference")
     assert traj["tool_calls"][0]["arguments"] == {"order_id": "ORD-12"}
+
+
+@pytest.mark.parametrize("name, convention", [("openinference", "openinference"), ("openllmetry", "openllmetry")])
+def test_without_tool_spans_the_llm_messages_are_the_tool_log(name, convention):
+    """The same real spans with the TOOL spans dropped: calls come from the LLM output messages."""
+    doc = load(name)
+    tid = doc["traces"]["lookup"]
+    kept = []
+    for export in doc["exports"]:
+        for rs in export["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    kinds = {a["key"]: a["value"].get("stringValue") for a in sp.get("attributes", [])}
+                    if kinds.get("openinference.span.kind") != "TOOL" and kinds.get("traceloop.span.kind") != "tool":
+                        kept.append(sp)
+    traj = normalize_trace(kept, tid, convention=convention)["trajectory"]
+    assert [(c["name"], c["arguments"], c["result"], c["origin"]) for c in traj["tool_calls"]] == [
+        ("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"}, "requested")]
+    assert traj["tool_log"] == {"seen": True, "source": "llm_messages", "reason": None}
+
+
+def test_traceloop_legacy_completion_attributes():
+    from assay.run.trace_conventions import OPENLLMETRY, given_tool_results, requested_tool_calls
+    asked = {"llm.request.type": "chat", "gen_ai.completion.0.role": "assistant",
+             "gen_ai.completion.0.tool_calls.0.name": "lookup_order", "gen_ai.completion.0.tool_calls.0.id": "c1",
+             "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": "ORD-1"}'}
+    assert OPENLLMETRY.kind_of(asked) == "llm"
+    assert requested_tool_calls(OPENLLMETRY, asked) == (True, [
+        {"name": "lookup_order", "arguments": {"order_id": "ORD-1"}, "call_id": "c1", "arguments_captured": True}])
+    given = {"gen_ai.prompt.1.role": "tool", "gen_ai.prompt.1.tool_call_id": "c1", "gen_ai.prompt.1.content": '{"ok": 1}'}
+    assert given_tool_results(OPENLLMETRY, given) == {"c1": {"ok": 1}}
