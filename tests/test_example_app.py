@@ -186,7 +186,9 @@ def test_viewer_cannot_refund(app):
 def test_other_tenants_invoice_is_refused_without_revealing_it(app):
     status, body, _ = app.chat("Show me invoice INV-2001", tenant="acme")
     assert status == 200 and "couldn't find" in body["answer"]
-    assert "INV-2001" not in body["answer"] and "300" not in json.dumps(body)
+    # the other tenant's total (300.00) appears nowhere the user sees; ids (trace, session) are random hex
+    visible = {k: v for k, v in body.items() if k not in ("trace_id", "session_id", "conversation_id")}
+    assert "INV-2001" not in body["answer"] and "300" not in json.dumps(visible)
     (name, args, result), = app.tool_calls(body["trace_id"])
     assert (name, args, result) == ("lookup_invoice", {"invoice_id": "INV-2001"}, {"error": "not_found"})
 
