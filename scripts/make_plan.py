@@ -45,6 +45,8 @@ def build_parser():
     p.add_argument("--manifest-extra", help="JSON object merged into manifest_extra (models, prompt hashes, ...)")
     p.add_argument("--allow-invalid", action="store_true",
                    help="plan a suite with linter ERRORs anyway (refused by default; recorded in manifest_extra.validation)")
+    p.add_argument("--judge", action="store_true",
+                   help="run the judge (judge/judge.yaml) in smoke or targeted mode too; regression and holdout judge by default")
     p.add_argument("--shards", type=int, metavar="N",
                    help="split the plan into N shards for N machines (run_cases.py --shard I, then merge_runs.py)")
     p.add_argument("--durations", metavar="RUN_DIR",
@@ -91,6 +93,7 @@ def run(args):
         insecure_tls=args.insecure_tls, max_turns=args.max_turns, manifest_extra=extra,
         allow_invalid=args.allow_invalid, fixed_concurrency=args.fixed_concurrency,
         start_concurrency=args.start_concurrency, rate_limit_wait_s=args.rate_limit_wait_s,
+        judge=args.judge,
     )
     result = build_plan(converted, opts)
     for line in result.warnings:

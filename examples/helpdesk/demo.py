@@ -185,6 +185,8 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
         make_plan += ["--tag", args.tag]
     if args.shards:
         make_plan += ["--shards", str(args.shards)]
+    if (state / "judge" / "judge.yaml").is_file():
+        make_plan += ["--judge"]  # judge smoke/targeted runs too (regression and holdout judge by default)
     for _ in range(3):  # run ids have one-second resolution: never reuse a finished run's directory
         plan = last_json(run_step("make_plan", make_plan, env).stdout)
         run_id = plan.get("run_id") or json.loads(plan_file.read_text(encoding="utf-8"))["run_id"]

@@ -3,7 +3,7 @@
 Rule-based and deterministic (no model), but shaped like an LLM agent app: the
 router picks one agent (billing, tech_support, account), the agent calls tools
 with arguments and reads their results, and every step is recorded as an
-OpenTelemetry GenAI span. `Desk(broken=True)` plants five realistic regressions;
+OpenTelemetry GenAI span. `Desk(broken=True)` plants six realistic regressions;
 `Desk(flaky=True)` makes one answer alternate between repeats of the same message.
 
 `Desk.handle(message, tenant, role, recorder, session)` returns `(http_status, body)`
@@ -16,7 +16,8 @@ the last knowledge-base article. So "which of my invoices is still open?" -> "re
 on that one" refunds the invoice it just named, "refund INV-1002" -> "25 dollars" issues
 that refund, "when is it due?" follows the invoice just discussed, and "that didn't help"
 opens a ticket about the last article. `Desk(broken=True)` also plants a fifth
-regression: the desk forgets the session after its first turn.
+regression: the desk forgets the session after its first turn, and a sixth: a refund
+reply no longer says when the money arrives (only a rubric, `refund-eta-v1`, can see it).
 """
 
 from __future__ import annotations
@@ -318,7 +319,9 @@ class Desk:
                                "billing")
         refund = self._tool(rec, "issue_refund", {"invoice_id": invoice_id, "amount": amount},
                             self._issue_refund)
-        return dict(self._reply(f"Refund {refund['refund_id']} of {amount:.2f} USD issued for {invoice_id}.",
+        # regression (--break): the reply no longer says when the money arrives -- only a rubric can see it
+        eta = "" if self.broken else " It will be back on your card within 5 business days."
+        return dict(self._reply(f"Refund {refund['refund_id']} of {amount:.2f} USD issued for {invoice_id}.{eta}",
                                 "billing", data={"value": amount}), _invoice=invoice_id)
 
     def _tech(self, message: str, tenant: str, role: str, rec: SpanRecorder) -> dict:

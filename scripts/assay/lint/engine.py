@@ -20,6 +20,7 @@ from ..schemas import validate
 from .case_rules import CaseContext, check_case
 from .findings import Findings
 from .graded import layers_in_expect, grading_expect, scored_layers
+from .rubric_rules import check_rubric_pins
 from .suite_rules import check_adapter, check_manifest, check_matrix, check_suite, split_counts
 
 
@@ -65,12 +66,13 @@ def read_suite(path: str) -> dict[str, Any]:
         except ValueError as exc:
             raise AssayError(f"--cases {label} is neither JSON nor JSONL ({exc}); pass suite.json from "
                              "convert_suite.py --split-dir", 2, file=label) from None
-    out: dict[str, Any] = {"sources": {}, "unnamed_sources": [], "scoring": None, "label": label}
+    out: dict[str, Any] = {"sources": {}, "unnamed_sources": [], "scoring": None, "rubrics": None, "label": label}
     if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
         out["cases"] = doc["cases"]
         out["sources"] = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
         out["unnamed_sources"] = doc.get("unnamed_sources") if isinstance(doc.get("unnamed_sources"), list) else []
         out["scoring"] = doc.get("scoring") if isinstance(doc.get("scoring"), dict) else None
+        out["rubrics"] = doc.get("rubrics") if isinstance(doc.get("rubrics"), dict) else None
     elif isinstance(doc, list):
         out["cases"] = doc
     elif isinstance(doc, dict):
@@ -124,6 +126,8 @@ def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter:
         findings.add(code, msg, case_id=case_id, source=source)
 
     check_suite(cases, source_of, report)
+    if suite.get("rubrics") is not None:
+        check_rubric_pins(cases, suite["rubrics"], source_of, report)
     if matrix is None:
         report("capabilities_unchecked", "--no-capabilities: gradedness was checked without the capability "
                "matrix, so a case grading only disabled layers passes here and reads unscorable in the run")

@@ -2,8 +2,9 @@
 
 A value counts only when it has the right type and is not null, false, 0, {}, [] or "".
 Only layers the runner actually scores count toward "graded": http (liveness only),
-rules (never scored), judged (deferred) and state (reserved) are listed but can never
-make a case gradable (case-format §1 "Gradedness").
+rules (never scored) and state (reserved) are listed but can never make a case gradable
+(case-format §1 "Gradedness"). judged counts: the run's judge scores it (a provisional,
+uncalibrated rubric leaves such a case unscored, never pass).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 from ..core.vocab import matrix_enabled
 
 # Layers a runner verdict can come from, in report order.
-SCORED_LAYERS: tuple[str, ...] = ("routing", "trajectory", "tool_selection", "answer", "execution", "authz")
-UNSCORED_LAYERS: tuple[str, ...] = ("http", "rules", "judged", "state")
+SCORED_LAYERS: tuple[str, ...] = ("routing", "trajectory", "tool_selection", "answer", "execution", "authz",
+                                  "judged")
+UNSCORED_LAYERS: tuple[str, ...] = ("http", "rules", "state")
 
 
 def is_given(value: Any) -> bool:

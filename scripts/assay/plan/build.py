@@ -50,6 +50,7 @@ class PlanOptions:
     fixed_concurrency: bool = False
     start_concurrency: int | None = None
     rate_limit_wait_s: float | None = None
+    judge: bool = False                   # --judge: judge in smoke/targeted too
     manifest_extra: dict[str, Any] | None = None
     allow_invalid: bool = False
     now: datetime | None = None
@@ -202,6 +203,40 @@ def _manifest_extra(o: PlanOptions, converted: dict[str, Any], dataset_version: 
     return base
 
 
+def _judge_block(converted: dict[str, Any], cases: list[dict[str, Any]], mode: Any, o: PlanOptions,
+                 notes: list[str]) -> dict[str, Any]:
+    """plan.judge: enabled by the mode table (or --judge) when judge/judge.yaml exists; the rubric
+    versions the selected cases pin, keyed by pin (a pin with no matching file stays out: the linter
+    names it, and the runner records it unscored)."""
+    from ..judge.config import effective
+    from ..judge.rubrics import case_pins, resolve_pin
+
+    rubrics = converted.get("rubrics") or {}
+    pinned: dict[str, Any] = {}
+    for case in cases:
+        for pin in case_pins(case):
+            rubric, _, _ = resolve_pin(pin, rubrics)
+            if rubric is not None:
+                pinned[rubric["pin"]] = rubric
+    config = converted.get("judge_config")
+    if config is None:
+        reason = "no judge configured: add judge/judge.yaml"
+        if o.judge:
+            raise AssayError("--judge: the state dir has no judge/judge.yaml (see docs/runner-contract.md, section 'The judge'); "
+                             "add one, then re-run convert_suite.py", 2, key="--judge")
+        return {"enabled": False, "reason": reason, "config": None, "rubrics": pinned}
+    if not (mode.judge or o.judge):
+        reason = f"mode: {mode.name}; pass make_plan.py --judge to judge"
+        if pinned:
+            notes.append(f"judge not run in {mode.name} mode ({len(pinned)} rubric version(s) pinned): "
+                         "add --judge to judge this run")
+        return {"enabled": False, "reason": reason, "config": effective(config), "rubrics": pinned}
+    if pinned:
+        notes.append(f"judge: {config.get('provider')} {config.get('model') or ' '.join(config.get('command') or [])} "
+                     f"on {len(pinned)} rubric version(s)")
+    return {"enabled": True, "reason": None, "config": effective(config), "rubrics": pinned}
+
+
 def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     mode = resolve_mode(o.mode)
     _check_flags(o)
@@ -250,6 +285,7 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         "scoring": {"oos_route": _oos_route(o, converted), "id_pattern": _id_pattern(converted)},
         "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
     }
+    plan["judge"] = _judge_block(converted, cases, mode, o, notes)
     execution = _execution(o, cases, notes)
     if execution:
         plan["execution"] = execution

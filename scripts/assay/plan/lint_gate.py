@@ -49,7 +49,7 @@ def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid:
     """
     suite = {"cases": converted["cases"], "sources": converted.get("sources") or {},
              "unnamed_sources": converted.get("unnamed_sources") or [], "scoring": converted.get("scoring"),
-             "label": "converted suite"}
+             "rubrics": converted.get("rubrics"), "label": "converted suite"}
     out = lint_suite(suite, matrix=converted.get("capability_matrix"), adapter=converted.get("adapter"),
                      manifest=converted.get("manifest"))
     errors = [f for f in out["findings"] if f["severity"] == ERROR]

@@ -1,11 +1,11 @@
 """The mode table (contracts §8): the one definition of what each run mode selects.
 
-| mode       | selects split                 | k | gate     |
-|------------|-------------------------------|---|----------|
-| smoke      | smoke (k fixed)               | 1 | soft     |
-| regression | full (the default mode)       | 3 | hard     |
-| targeted   | full, or smoke with --split   | 1 | soft     |
-| holdout    | holdout                       | 1 | decision |
+| mode       | selects split                 | k | gate     | judge (when judge/judge.yaml exists) |
+|------------|-------------------------------|---|----------|--------------------------------------|
+| smoke      | smoke (k fixed)               | 1 | soft     | only with --judge                    |
+| regression | full (the default mode)       | 3 | hard     | yes                                  |
+| targeted   | full, or smoke with --split   | 1 | soft     | only with --judge                    |
+| holdout    | holdout                       | 1 | decision | yes                                  |
 | full       | refused: regression, then holdout |
 
 """
@@ -24,13 +24,14 @@ class Mode:
     k: int
     gate: str
     k_fixed: bool = False
+    judge: bool = False      # the judge runs by default (else only with make_plan.py --judge)
 
 
 MODES: dict[str, Mode] = {
     "smoke": Mode("smoke", "smoke", 1, "soft", k_fixed=True),
-    "regression": Mode("regression", "full", 3, "hard"),
+    "regression": Mode("regression", "full", 3, "hard", judge=True),
     "targeted": Mode("targeted", "full", 1, "soft"),
-    "holdout": Mode("holdout", "holdout", 1, "decision"),
+    "holdout": Mode("holdout", "holdout", 1, "decision", judge=True),
 }
 DEFAULT_MODE = "regression"
 REFUSED_MODES = {

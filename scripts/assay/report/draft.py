@@ -19,6 +19,7 @@ from ..core.vocab import EXIT_MEANINGS, LAYER_ORDER
 from ..stats.counts import cases_phrase
 from .clusters import build_clusters, clusters_markdown
 from .facts import RunFacts, load_facts
+from .judged import judged_section
 from .mdtext import code, count, esc, pct, plural
 from .redact import pii_flag, redact
 from .sections import comparison_section, failure_excerpts, reliability_section, routing_section
@@ -227,11 +228,15 @@ def not_measured_section(facts: RunFacts) -> list[str]:
 
     unjudged = facts.summary.get("unjudged") if isinstance(facts.summary.get("unjudged"), dict) else {}
     why = "; ".join(f"{esc(reason)} ×{count(n)}" for reason, n in unjudged.items())
-    return ["## Not measured in this run", "",
-            f"- **Judged layer** (`expect.answer.rubric`, {plural(asked('judged'), 'case')}): not measured in this run"
-            + (f" (runner: {why})." if why else "."),
-            f"- **Business rules** (`expect.answer.rules`, {plural(asked('rules'), 'case')}): not measured in this run.",
-            "- No step scores either today; the judge runs only beside a human in `analyze --label`.", ""]
+    judged = facts.summary.get("judged") if isinstance(facts.summary.get("judged"), dict) else {}
+    out = ["## Not measured in this run", ""]
+    if not count(judged.get("cases")):
+        out += [f"- **Judged layer** (`expect.answer.rubric`, {plural(asked('judged'), 'case')}): not measured in this run"
+                + (f" (runner: {why})." if why else "."),
+                "- The judge runs when `judge/judge.yaml` exists: in regression and holdout runs, and in smoke or "
+                "targeted runs made with `make_plan.py --judge`."]
+    return out + [f"- **Business rules** (`expect.answer.rules`, {plural(asked('rules'), 'case')}): not measured in "
+                  "this run.", "- No step scores business rules today.", ""]
 
 
 def redaction_line(flag: bool | None, source: str, redactions: int, excerpts: int) -> list[str]:
@@ -318,6 +323,7 @@ def _draft(run_dir: Path) -> Draft:
     lines += reliability_section(facts)
     lines += comparison_section(facts)
     lines += holdout_section(facts)
+    lines += judged_section(facts.summary, facts.verdicts, facts.manifest, facts.run_dir)
     lines += not_measured_section(facts)
     lines += cost_section(facts.run_dir)
     n_excerpts = sum(1 for line in excerpts if line.startswith("### "))

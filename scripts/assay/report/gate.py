@@ -281,6 +281,7 @@ def summary_lines(res: GateResult) -> list[str]:
     if isinstance(unjudged, dict) and unjudged:
         lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
     lines.append(gate_rule_line(results))
+    lines += judged_lines(s.get("judged"))
     if not res.verified:
         lines.append("  not verified: --no-verify skipped the completeness check (run_cases.py --verify)")
     lines += [f"  budget: {line}" for line in res.budget_lines]
@@ -328,6 +329,38 @@ def kind_lines(summary: dict) -> list[str]:
     if _is_count(mu) and mu:
         out.append(f"  warning: {mu} conversation(s) ran against an app declaring memory: user -- what one case "
                    "said can leak into another (contamination); read their verdicts with that in mind")
+
+
+def _counts(block: dict) -> str:
+    return ", ".join(f"{_num(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error")
+                     if block.get(v))
+
+
+def judged_lines(judged: object) -> list[str]:
+    """The judge's lines: what gated (calibrated rubric versions) and what did not (provisional), and why."""
+    if not isinstance(judged, dict) or not _is_count(judged.get("cases")) or not judged["cases"]:
+        return []
+    cal = judged.get("calibrated") if isinstance(judged.get("calibrated"), dict) else {}
+    prov = judged.get("provisional") if isinstance(judged.get("provisional"), dict) else {}
+    n_cal = sum(v for v in cal.values() if _is_count(v))
+    n_prov = sum(v for v in prov.values() if _is_count(v))
+    out = []
+    if n_cal:
+        out.append(f"  judged (calibrated, gating): {n_cal} case(s): {_counts(cal)}")
+    if n_prov:
+        why = judged.get("provisional_why") if isinstance(judged.get("provisional_why"), dict) else {}
+        reasons = "; ".join(f"{r} x{_num(n)}" for r, n in list(why.items())[:MAX_NAMED])
+        out.append(f"  judged (provisional, never gating): {n_prov} case(s): {_counts(prov)} -- {reasons}")
+    usage = judged.get("usage")
+    if isinstance(usage, dict) and _is_count(usage.get("calls")) and usage["calls"]:
+        if usage.get("calls_without_usage") == usage["calls"]:
+            line = f"  judge usage: {usage['calls']} call(s); the judge reported no token usage"
+        else:
+            line = (f"  judge usage: {usage['calls']} call(s), {_num(usage.get('input_tokens'))} input + "
+                    f"{_num(usage.get('output_tokens'))} output tokens")
+            if usage.get("calls_without_usage"):
+                line += f" ({usage['calls_without_usage']} call(s) reported no usage)"
+        out.append(line)
     return out
 
 

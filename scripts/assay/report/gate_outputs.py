@@ -16,6 +16,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
 from .gate import GateResult
 from .facts import read_case_file
+from .judged import judged_note
 from .rundir import case_verdict, read_jsonl_file, try_json
 from .sections import describe_layer
 
@@ -68,6 +69,17 @@ def _testcase(parent: ET.Element, res: GateResult, row: dict, classname: str) ->
     doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
     name = str(row.get("case_id")) + (f": {doc['title']}" if isinstance(doc.get("title"), str) and doc["title"] else "")
     tc = ET.SubElement(parent, "testcase", name=name, classname=classname, time="0")
+    # which judged verdicts gated (calibrated) and which did not (provisional), and why
+    note = judged_note((doc.get("layers") or {}).get("judged"))
+    if note:
+        ET.SubElement(ET.SubElement(tc, "properties"), "property", name="assay.judged", value=note)
+    counted = _outcome(tc, res, row)
+    if note:
+        ET.SubElement(tc, "system-out").text = note
+    return counted
+
+
+def _outcome(tc: ET.Element, res: GateResult, row: dict) -> tuple[int, int]:
     verdict = row.get("verdict")
     if verdict == "pass":
         return 0, 0

@@ -44,6 +44,7 @@ CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("trajectory.json", "trace", "only when a trace was collected for this case"),
     Artifact("trace.json", "trace", "only when a trace was collected for this case"),
     Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
+    Artifact("judge.json", "judged", "only when the run's judge judged the case: every call, verdicts, usage"),
 )
 REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
 # Per sent turn of a conversation (relative to turns/<n>/, n = 1..turns_sent); the same five
@@ -95,6 +96,7 @@ def case_conditions(record: Mapping[str, Any]) -> dict[str, bool]:
         "sent": sent,
         "trace": bool(record.get("trace_collected")),
         "result": sent and bool(record.get("has_result_expect")),
+        "judged": sent and bool(record.get("judged")),
     }
 
 

@@ -16,8 +16,13 @@ from typing import Any, Mapping
 
 from ..core import writer
 from ..core.jsonio import sha256_bytes
-from ..core.vocab import ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED
+from ..core.vocab import (ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
+                          UNSCORED)
+from ..judge.prompt import Material
+from ..judge.rubrics import case_pins as rubric_pins
 from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers, unscored_reason
+from .http_invoker import user_turn
+from .preflight import JUDGE_PENDING
 from . import templates
 from .caseinfo import case_title, input_text
 from .invoke import conversation as convo
@@ -30,6 +35,9 @@ from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
 
 
+
+# Conversation turns are not judged in this build: the judged layer of a turn says so (never pass).
+CONVERSATION_UNJUDGED = "unjudged (conversation turns are not judged in this build)"
 
 @dataclass
 class CaseWorker:
@@ -48,6 +56,9 @@ class CaseWorker:
     app_slots: AppSlots | None = None
     # The adapter's checked invocation.conversation (None: conversation cases are skipped).
     conversation: convo.ConversationConfig | None = None
+    # The run's judge (assay.run.judging.JudgeRuntime) when the plan enables one: after a repeat is
+    # scored, its rubric nodes are judged on the judge's own pool.
+    judge: Any = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
@@ -114,6 +125,13 @@ class CaseWorker:
         if chosen["trajectory"] is not None:
             self._put(files, cdir, "trajectory.json", case_json(chosen["trajectory"]))
             self._put(files, cdir, "trace.json", case_json(chosen["raw_spans"]))
+        judged = [r for r in repeats if r.get("judge_doc") is not None]
+        if judged:
+            doc = dict(chosen.get("judge_doc") or judged[-1]["judge_doc"])
+            if self.k > 1:
+                doc["repeats"] = [{"n": r["n"], "rubrics": r["judge_doc"]["rubrics"], "usage": r["judge_doc"]["usage"],
+                                   "answer_sha256": r["judge_doc"]["answer_sha256"]} for r in judged]
+            self._put(files, cdir, "judge.json", case_json(doc))  # the one writer redacts it
         finish = getattr(self.invoker, "finish_case", None)
         if finish is not None:  # cli: a passing case's scratch dirs go, any other case's stay
             finish(case["id"], folded == PASS)
@@ -130,6 +148,7 @@ class CaseWorker:
             unscored_reason=unscored_reason(chosen["layers"], folded),
             repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
+            judged=bool(judged), judge_usage=_sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
             trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"])
         if multi:
             record.update(_conversation_fields(chosen, self.conversation))
@@ -196,6 +215,10 @@ class CaseWorker:
             result.update(self._infra_part(final, reason))
         else:
             result.update(self._score_answered(case, final, trace_headers, sent_trace_id))
+            if self.judge is not None and result["layers"]["judged"].get("reason") == JUDGE_PENDING:
+                result["layers"]["judged"], result["judge_doc"] = self._judge(
+                    case, result["answer_text"], result["trajectory"], ref)
+                result["verdict"] = case_verdict(result["layers"], skipped=False)
         return result
 
     def _infra_part(self, final: Outcome, reason: str) -> dict[str, Any]:
@@ -209,7 +232,7 @@ class CaseWorker:
                 "layers": layers, "verdict": INFRA_ERROR}
 
     def _score_answered(self, case, final: Outcome, trace_headers: Mapping[str, str],
-                        sent_trace_id: str | None) -> dict[str, Any]:
+                        sent_trace_id: str | None, judge: bool = True) -> dict[str, Any]:
         """Trace, answer and every layer of one answered request (a single-turn case or one turn)."""
         answer, note = self._answer(final)
         got = collect_case_trace(self.trace, {
@@ -219,6 +242,8 @@ class CaseWorker:
         ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
                             trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)
         layers, actual = score_repeat(case, self.score_ctx, ev)
+        if not judge and layers["judged"].get("reason") == JUDGE_PENDING:
+            layers["judged"] = {"verdict": UNSCORED, "reason": CONVERSATION_UNJUDGED}
         return {"answer_text": self._scrub(answer) if answer is not None else None, "actual": actual,
                 "actual_reason": "the execution layer did not run (not applicable or disabled)",
                 "trajectory": trajectory, "raw_spans": raw, "trace_status": trace_status, "trace": got.block(),
@@ -233,7 +258,8 @@ class CaseWorker:
                               outcome=self._scrub(out.describe()), wait_s=round(wait, 3))
         res = convo.run_conversation(
             case, conv, invoker=self.invoker, send=self._send,
-            score_turn=lambda tcase, out, headers, sent_id: self._score_answered(tcase, out, headers, sent_id),
+            score_turn=lambda tcase, out, headers, sent_id: self._score_answered(tcase, out, headers, sent_id,
+                                                                                 judge=False),
             infra_turn=self._infra_part, trace_headers=lambda: request_trace_headers(self.trace),
             max_attempts=int(self.execution["max_attempts"]), backoff_s=list(self.execution["backoff_s"]),
             on_retry=on_retry, redact_cookie=REDACTED,
@@ -265,6 +291,21 @@ class CaseWorker:
                       turns_total=res.turns_total, failed_turn=failed_turn,
                       stop_reason=self._scrub(stop_reason), expect=deciding["spec"].expect)
         return result
+
+    def _judge(self, case, answer: str | None, trajectory: dict | None, ref: dict) -> tuple[dict, dict | None]:
+        """(judged layer, judge.json doc or None) for one scored repeat."""
+        if answer is None:
+            return {"verdict": UNSCORED, "reason": "no answer to judge (nothing at the adapter's <answer> path)"}, None
+        tools = None
+        if trajectory is not None:
+            tools = [{"name": c.get("name"), "result": c.get("result")} for c in trajectory.get("tool_calls") or []]
+        expect = case.get("expect") or {}
+        result = expect.get("result") if isinstance(expect.get("result"), Mapping) else {}
+        gold = result.get("scalar", result.get("rows")) if result else None
+        material = Material(user_message=self._scrub(user_turn(case)) or "", answer=self._scrub(answer) or "",
+                            tool_results=tools, gold=gold)
+        got = self.judge.judge_case(case, material, rubric_pins(case), ref)
+        return got.layer, got.doc
 
     # ------------------------------------------------------------ helpers
     def _answer(self, out: Outcome) -> tuple[str | None, str | None]:
@@ -391,11 +432,19 @@ def _base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
             "rate_limited_retries": 0,
             "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
             "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result")),
-            "title": case_title(case), "input_text": input_text(case)}
+            "title": case_title(case), "input_text": input_text(case), "judged": False, "judge_usage": None}
 
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _sum_usage(usages: list[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for u in usages:
+        for key, value in u.items():
+            out[key] = out.get(key, 0) + int(value)
+    return out
 
 
 def _repeated_5xx(repeats: list[dict]) -> dict | None:

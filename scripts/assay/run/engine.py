@@ -124,7 +124,10 @@ class Run:
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
-            conversation=self.s.conversation)
+            conversation=self.s.conversation, judge=self.s.judge)
+        if self.s.judge is not None:
+            self.s.judge.scrub = self.worker._scrub
+            self.s.judge.on_retry = lambda **kw: self.runlog.event("retry", judge=True, **kw)
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr,
                                  canaries=sum(1 for i in todo if "canary" in (self.cases[i].get("split") or [])))
@@ -144,6 +147,8 @@ class Run:
                     self._abort("aborted_infra", "infra rate above infra_rate_abort")
         finally:
             self.progress.finish()
+            if self.s.judge is not None:
+                self.s.judge.close()
         return self._finalize()
 
     def _app_slots(self) -> AppSlots:

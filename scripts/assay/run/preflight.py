@@ -218,6 +218,8 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str
     adapter = plan["adapter"]
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
+    from .judging import judge_env_names
+    names |= judge_env_names(plan)
     env = secrets.resolve(names, environ)
     inv = adapter.get("invocation") or {}
     if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
@@ -311,7 +313,18 @@ def safety_gates(adapter: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- judged layer
+JUDGE_PENDING = "judge pending"
+
+
 def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[str, Any]], str]:
+    """The judged layer's reason before any judge call: JUDGE_PENDING when the plan enables a judge
+    (the case worker then judges), else why nothing judges this run."""
+    block = plan.get("judge")
+    if isinstance(block, dict):
+        if block.get("enabled"):
+            return lambda case: JUDGE_PENDING
+        why = f"unjudged ({block.get('reason') or 'judge disabled in the plan'})"
+        return lambda case: why
     if plan["mode"] == "smoke":
         return lambda case: "unjudged (mode: smoke)"
     raw = (plan.get("paths") or {}).get("judge_calibration")
@@ -378,6 +391,7 @@ class RunSetup:
     health: dict[str, Any] = field(default_factory=dict)
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
     shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
+    judge: Any = None              # assay.run.judging.JudgeRuntime when the plan enables a judge
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
@@ -422,7 +436,17 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         "manifest_extra": plan.get("manifest_extra") or {},
         "conversation": setup.conversation.manifest() if setup.conversation is not None else None,
         **({"shard": setup.shard} if setup.shard else {}),
+        "judge": judge_manifest(setup),
     }
+
+
+def judge_manifest(setup: RunSetup) -> dict[str, Any]:
+    """The manifest's `judge` block: the config as written (never a key) and each rubric's gating status."""
+    if setup.judge is not None:
+        return setup.judge.manifest()
+    block = setup.plan.get("judge")
+    reason = block.get("reason") if isinstance(block, dict) else None
+    return {"enabled": False, "reason": reason or judged_reason_fn(setup.plan, setup.state)({})}
 
 
 def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
@@ -469,7 +493,9 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     conv = conversation_config(plan["adapter"].get("invocation") or {},
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan["adapter"], state, env)
-    return RunSetup(plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
+    from .judging import build_runtime
+    judge = build_runtime(plan, env, state, execution)
+    return RunSetup(judge=judge, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
                     baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv)
 

@@ -28,8 +28,9 @@ COUNT_KEYS = (
     "n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped",
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
-    "unscorable_layers", "unjudged", "hollow_layers", "by_kind",
+    "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged",
 )
+JUDGED_VERDICTS = ("pass", "fail", "unscored", "infra_error")
 
 
 def cases_phrase(n_cases: Any, n_canaries: Any) -> str:
@@ -125,6 +126,7 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     kinds = by_kind(main)
     if kinds is not None:
         summary["by_kind"] = kinds
+    summary["judged"] = judged_summary(records)
     summary["missing_artifacts"] = list(missing_artifacts)
     return summary
 
@@ -160,3 +162,38 @@ def by_kind(main: list[dict]) -> dict[str, Any] | None:
     # the most common reason a conversation was unscored (ties: the first in plan order)
     block["top_unscored_reason"] = max(reasons, key=lambda k: reasons[k]) if reasons else None
     return {"single_turn": _kind_block([r for r in main if not r.get("multi_turn")]), "conversation": block}
+
+
+def judged_summary(records: list[dict]) -> dict[str, Any]:
+    """`summary.judged`: cases the run's judge judged, split by whether their rubric versions gate.
+
+    `calibrated` counts non-canary cases by their judged layer verdict (the rubric versions that
+    gate); `provisional` counts them by `provisional_verdict` (recorded, never gating), and
+    `provisional_why` says why. `usage` sums judge calls and tokens over every case (canaries and
+    holdout in: cost is cost); `calls_without_usage` counts calls whose provider reported none.
+    """
+    calibrated = {v: 0 for v in JUDGED_VERDICTS}
+    provisional = {v: 0 for v in JUDGED_VERDICTS}
+    why: dict[str, int] = {}
+    usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "calls_without_usage": 0}
+    cases = 0
+    for r in records:
+        u = r.get("judge_usage")
+        if isinstance(u, dict):
+            for key in usage:
+                usage[key] += int(u.get(key) or 0)
+        entry = (r.get("layers") or {}).get("judged")
+        if r.get("canary") or not isinstance(entry, dict) or not isinstance(entry.get("rubrics"), list):
+            continue
+        cases += 1
+        rubrics = [x for x in entry["rubrics"] if isinstance(x, dict)]
+        if any(not x.get("provisional") for x in rubrics):
+            v = str(entry.get("verdict"))
+            calibrated[v] = calibrated.get(v, 0) + 1
+        if entry.get("provisional"):
+            v = str(entry.get("provisional_verdict"))
+            provisional[v] = provisional.get(v, 0) + 1
+            for reason in sorted({str(x.get("why_provisional")) for x in rubrics if x.get("provisional")}):
+                why[reason] = why.get(reason, 0) + 1
+    return {"cases": cases, "calibrated": calibrated, "provisional": provisional, "provisional_why": why,
+            "usage": usage}

@@ -1,7 +1,8 @@
 """Read a state dir (YAML) into the converted suite (contracts §6). It does not lint.
 
 `convert_state_dir(state_dir) -> dict` returns `{adapter, capability_matrix, scoring,
-profile, manifest, cases, sources, unnamed_sources}` (`unnamed_sources` lists, in
+profile, manifest, cases, sources, unnamed_sources, rubrics, judge_config}` (rubrics/*.md and
+judge/judge.yaml, assay.judge) (`unnamed_sources` lists, in
 order, the files of the cases without a string id, which sort last); `split_outputs(converted) -> {filename: doc}` is
 what `--split-dir` writes. Every problem is AssayError(2) naming the file (relative
 to the state dir), the line and the key path. `${VAR}` is never resolved here.
@@ -129,6 +130,10 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     # id-less or non-string ids sort last, in file order; the linter reports them
     cases.sort(key=lambda c: (0, c["id"]) if isinstance(c.get("id"), str) else (1, ""))
 
+    from ..judge.config import load_judge_config
+    from ..judge.rubrics import load_rubrics
+    rubrics = {rid: {k: v for k, v in r.items() if k != "body"} for rid, r in load_rubrics(state).items()}
+    judge_config = load_judge_config(state)
     scoring = {k: profile[k] for k in ("oos_handling", "record_id_pattern") if k in profile}
     prof = {k: profile[k] for k in ("stage", "judge") if k in profile}
     return {
@@ -140,6 +145,8 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "cases": cases,
         "sources": sources,
         "unnamed_sources": unnamed,
+        "rubrics": rubrics,
+        "judge_config": judge_config,
     }
 
 
@@ -148,7 +155,7 @@ def split_outputs(converted: dict[str, Any]) -> dict[str, Any]:
     out = {
         "suite.json": {"cases": converted["cases"], "sources": converted["sources"],
                        "unnamed_sources": converted.get("unnamed_sources", []),
-                       "scoring": converted["scoring"]},
+                       "scoring": converted["scoring"], "rubrics": converted.get("rubrics") or {}},
         "capabilities.json": converted["capability_matrix"],
         "adapter.json": converted["adapter"],
     }

@@ -1,0 +1,106 @@
+"""Provider wire formats, pure: build the request for one judge call and read the reply.
+
+- anthropic: Messages API, `POST {base_url}/v1/messages` with `x-api-key` and
+  `anthropic-version: 2023-06-01`; the verdict is forced through one tool (`tool_choice`
+  `{"type": "tool", "name": "record_verdict"}`), whose `input` is the verdict object; usage
+  from `usage.input_tokens` / `usage.output_tokens`.
+- openai: Chat Completions, `POST {base_url}/chat/completions` (base_url ends in `/v1` as in the
+  official SDKs; vLLM, Ollama and proxies speak the same) with `Authorization: Bearer`; the
+  verdict is forced with `response_format: {type: json_schema, json_schema: {name, strict,
+  schema}}`; the reply is `choices[0].message.content`; usage from `usage.prompt_tokens` /
+  `usage.completion_tokens`.
+- command: the argv reads the prompt on stdin and prints the verdict JSON on stdout (a
+  `claude -p --output-format json` envelope `{"result": "<text>", "usage": {...}}` is unwrapped).
+
+`structured_output: false` drops the tool / response_format and relies on strict parsing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .prompt import VERDICT_SCHEMA, VERDICT_TOOL
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """(url, headers, JSON body) for an http provider. `config` is resolved (secrets in it)."""
+    provider = config["provider"]
+    base = str(config["base_url"]).rstrip("/")
+    headers = {"content-type": "application/json"}
+    headers.update(config.get("headers") or {})
+    structured = config.get("structured_output", True)
+    if provider == "anthropic":
+        if config.get("api_key"):
+            headers["x-api-key"] = config["api_key"]
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+        body: dict[str, Any] = {"model": config["model"], "max_tokens": int(config.get("max_tokens") or 1024),
+                                "system": system, "messages": [{"role": "user", "content": user}]}
+        if structured:
+            body["tools"] = [{"name": VERDICT_TOOL, "description": "Record the verdict on the criterion.",
+                              "input_schema": VERDICT_SCHEMA}]
+            body["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
+        return base + "/v1/messages", headers, body
+    if provider == "openai":
+        if config.get("api_key"):
+            headers["authorization"] = f"Bearer {config['api_key']}"
+        body = {"model": config["model"], "max_tokens": int(config.get("max_tokens") or 1024),
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        if structured:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA}}
+        return base + "/chat/completions", headers, body
+    raise ValueError(f"not an http provider: {provider}")
+
+
+def _usage(block: Any, inp: str, out: str) -> dict[str, int] | None:
+    if not isinstance(block, dict):
+        return None
+    i, o = block.get(inp), block.get(out)
+    if isinstance(i, int) and isinstance(o, int) and not isinstance(i, bool) and not isinstance(o, bool):
+        return {"input_tokens": i, "output_tokens": o}
+    return None
+
+
+def read_reply(provider: str, body: Any) -> tuple[str, Any, dict[str, int] | None, str | None]:
+    """(raw reply text, the value to parse as a verdict, usage or None, error or None) from a 2xx body."""
+    if provider == "anthropic":
+        if not isinstance(body, dict) or not isinstance(body.get("content"), list):
+            return _text(body), None, None, "not a Messages API response (no content list)"
+        usage = _usage(body.get("usage"), "input_tokens", "output_tokens")
+        for block in body["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == VERDICT_TOOL:
+                return json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True), block.get("input"), usage, None
+        text = "".join(b.get("text", "") for b in body["content"] if isinstance(b, dict) and b.get("type") == "text")
+        return text, text, usage, None
+    if provider == "openai":
+        try:
+            message = body["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            return _text(body), None, None, "not a Chat Completions response (no choices[0].message)"
+        usage = _usage(body.get("usage"), "prompt_tokens", "completion_tokens")
+        if isinstance(message, dict) and message.get("refusal"):
+            return str(message["refusal"]), None, usage, f"the model refused: {str(message['refusal'])[:200]}"
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            return _text(body), None, usage, "choices[0].message.content is not a string"
+        return content, content, usage, None
+    if provider == "command":
+        text = body if isinstance(body, str) else _text(body)
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError):
+            return text, text, None, None
+        if isinstance(doc, dict) and "verdict" not in doc and isinstance(doc.get("result"), str):
+            return text, doc["result"], _usage(doc.get("usage"), "input_tokens", "output_tokens"), None
+        usage = _usage(doc.get("usage"), "input_tokens", "output_tokens") if isinstance(doc, dict) else None
+        return text, doc, usage, None
+    raise ValueError(provider)
+
+
+def _text(body: Any) -> str:
+    if isinstance(body, str):
+        return body
+    return json.dumps(body, ensure_ascii=False, sort_keys=True)

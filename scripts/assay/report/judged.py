@@ -1,0 +1,94 @@
+"""The report's judged section and the JUnit judged note: which judged verdicts gated
+(calibrated rubric versions) and which did not (provisional), and why. Holdout cases never
+appear (the caller passes non-holdout verdicts only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .mdtext import count, esc, plural
+
+MAX_ROWS = 50
+
+
+def judged_note(layer: Any) -> str | None:
+    """One line for a case's judged layer, or None when the judge did not judge it."""
+    if not isinstance(layer, dict) or not isinstance(layer.get("rubrics"), list):
+        return None
+    pins = ", ".join(str(r.get("pin")) for r in layer["rubrics"] if isinstance(r, dict))
+    parts = []
+    if any(isinstance(r, dict) and not r.get("provisional") for r in layer["rubrics"]):
+        parts.append(f"{layer.get('verdict')} (calibrated, gates)")
+    if layer.get("provisional"):
+        whys = sorted({str(r.get("why_provisional")) for r in layer["rubrics"]
+                       if isinstance(r, dict) and r.get("provisional")})
+        parts.append(f"{layer.get('provisional_verdict')} (provisional, never gates: {'; '.join(whys)})")
+    return f"judged {pins}: " + "; ".join(parts)
+
+
+def _failing_nodes(run_dir: Path | None, cid: str) -> str:
+    """`node: reason` of the nodes the judge failed, from the case's judge.json."""
+    if run_dir is None:
+        return ""
+    try:
+        doc = json.loads((run_dir / "cases" / cid / "judge.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    out = []
+    for res in doc.get("rubrics") or [] if isinstance(doc, dict) else []:
+        for node in (res.get("nodes") or []) if isinstance(res, dict) else []:
+            if isinstance(node, dict) and node.get("verdict") in ("fail", "unknown"):
+                out.append(f"{node.get('node_id')} {node.get('verdict')}: {str(node.get('reason') or '')[:160]}")
+    return "; ".join(out)
+
+
+def judged_section(summary: dict, verdicts: dict[str, dict], manifest: dict | None,
+                   run_dir: Path | None = None) -> list[str]:
+    judged = summary.get("judged") if isinstance(summary.get("judged"), dict) else {}
+    if not count(judged.get("cases")):
+        return []
+    usage = judged.get("usage") if isinstance(judged.get("usage"), dict) else {}
+    cfg = (manifest or {}).get("judge") if isinstance((manifest or {}).get("judge"), dict) else {}
+    who = " ".join(str(x) for x in (cfg.get("provider"), cfg.get("model") or " ".join(cfg.get("command") or []))
+                   if x)
+    cal = judged.get("calibrated") if isinstance(judged.get("calibrated"), dict) else {}
+    prov = judged.get("provisional") if isinstance(judged.get("provisional"), dict) else {}
+    calls, without = count(usage.get("calls")), count(usage.get("calls_without_usage"))
+    if calls and without == calls:
+        cost = "the judge reported no token usage"
+    else:
+        cost = (f"{count(usage.get('input_tokens'))} input + {count(usage.get('output_tokens'))} output tokens"
+                + (f" ({without} call(s) reported no usage)" if without else ""))
+    lines = ["## Judged (rubrics)", "",
+             f"{plural(count(judged.get('cases')), 'case')} judged by `{esc(who or 'the judge')}`: "
+             f"{plural(calls, 'call')}, {cost}.",
+             f"Calibrated rubric versions gate ({_counts(cal)}); provisional ones are shown and never counted "
+             f"({_counts(prov)}).", ""]
+    why = judged.get("provisional_why") if isinstance(judged.get("provisional_why"), dict) else {}
+    for reason, n in why.items():
+        lines.append(f"- provisional: {esc(str(reason))} ×{count(n)}")
+    if why:
+        lines.append("")
+    rows = []
+    for cid, doc in verdicts.items():
+        layer = (doc.get("layers") or {}).get("judged") if isinstance(doc, dict) else None
+        if not isinstance(layer, dict) or not isinstance(layer.get("rubrics"), list):
+            continue
+        pins = ", ".join(str(r.get("pin")) for r in layer["rubrics"] if isinstance(r, dict))
+        gating = [r for r in layer["rubrics"] if isinstance(r, dict) and not r.get("provisional")]
+        shown = str(layer.get("verdict")) if gating else f"{layer.get('provisional_verdict')} (provisional)"
+        why = _failing_nodes(run_dir, cid) if len(rows) < MAX_ROWS else ""
+        rows.append(f"| {esc(cid)} | {esc(shown)} | {'yes' if gating else 'no'} | {esc(pins)} | {esc(why)} |")
+    if rows:
+        lines += ["| case | judged | gates | rubric versions | nodes not passed |", "|---|---|---|---|---|"] + rows[:MAX_ROWS]
+        if len(rows) > MAX_ROWS:
+            lines.append(f"| … | {len(rows) - MAX_ROWS} more in the case directories (`judge.json`) | | | |")
+        lines.append("")
+    return lines
+
+
+def _counts(block: dict) -> str:
+    shown = [f"{count(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error") if count(block.get(v))]
+    return ", ".join(shown) or "none"

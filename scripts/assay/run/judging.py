@@ -1,0 +1,384 @@
+"""The judge during a run: one call per rubric node, on its own pool bounded by the judge's
+`max_concurrency`, with the runner's retry/backoff/Retry-After rules and infra taxonomy
+(`assay.run.outcome`). A judge outage is infra, never a fail.
+
+`JudgeRuntime.judge_case(case, answer, trajectory) -> JudgedCase(layer, doc, usage)`; the
+worker writes `doc` as `cases/<id>/judge.json`. Whether a rubric version gates is read from
+the calibration sidecar (`judge/calibration.json`): calibrated iff
+`rubrics[<pin>].calibrated is true`; every other verdict is `provisional: true`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+from ..core.jsonio import dumps, read_json
+from ..judge import config as judge_config
+from ..judge.prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
+from ..judge.providers import build_request, read_reply
+from ..judge.rubrics import resolve_pin
+from ..judge.verdict import checked_node, parse_reply, rubric_verdict
+from . import secrets
+from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
+    attempt_with_retries, decode_body
+
+CALIBRATION_SCHEMA = "assay.calibration/1"
+PARSE_TRIES = 2          # an unparseable reply is retried once, then the node is unknown
+KILL_GRACE_S = 2.0
+
+
+# ---------------------------------------------------------------- calibration (read side)
+def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None, str | None]:
+    """(sidecar, None) or (None, why every rubric is provisional)."""
+    raw = (plan.get("paths") or {}).get("judge_calibration")
+    if not raw:
+        return None, "no judge/calibration.json when the plan was made (score_agreement.py --write creates it)"
+    p = Path(raw)
+    p = p if p.is_absolute() else state / p
+    try:
+        doc = read_json(p)
+    except (OSError, ValueError) as exc:
+        return None, f"judge/calibration.json unreadable ({type(exc).__name__})"
+    if not isinstance(doc, dict) or doc.get("schema") != CALIBRATION_SCHEMA or not isinstance(doc.get("rubrics"), dict):
+        return None, f"judge/calibration.json is not {CALIBRATION_SCHEMA} (schema and a rubrics object)"
+    return doc, None
+
+
+def calibration_of(sidecar: dict | None, why_none: str | None, pin: str) -> tuple[bool, str | None]:
+    """(calibrated, why provisional) for one rubric pin."""
+    if sidecar is None:
+        return False, f"{pin} not calibrated: {why_none}"
+    entry = sidecar["rubrics"].get(pin)
+    if not isinstance(entry, dict):
+        return False, f"{pin} has no entry in judge/calibration.json (label it, then score_agreement.py --write)"
+    if entry.get("calibrated") is True:
+        return True, None
+    unlock = entry.get("unlock")
+    blocking = entry.get("blocking")
+    detail = unlock if isinstance(unlock, str) and unlock else (
+        "; ".join(str(b) for b in blocking) if isinstance(blocking, list) and blocking else "below the floors")
+    return False, f"{pin} not calibrated: {detail}"
+
+
+# ---------------------------------------------------------------- transport
+def _post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, insecure_tls: bool) -> Outcome:
+    parts = urlsplit(url)
+    start = time.perf_counter()
+    try:
+        if parts.scheme == "https":
+            import ssl
+            ctx = ssl.create_default_context()
+            if insecure_tls:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s,
+                                                                           context=ctx)
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.request("POST", path, body=body, headers=dict(headers, **{"content-length": str(len(body))}))
+            resp = conn.getresponse()
+            raw = resp.read(MAX_BODY_BYTES + 1)
+            text, value, ok, notes = decode_body(raw[:MAX_BODY_BYTES], len(raw) > MAX_BODY_BYTES)
+            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
+                           body_text=text, body_json=value, json_ok=ok, notes=notes, latency_ms=_ms(start))
+        finally:
+            conn.close()
+    except (TimeoutError, OSError) as exc:  # socket.timeout is TimeoutError
+        if isinstance(exc, TimeoutError):
+            return Outcome(TIMEOUT, error=f"no answer within {timeout_s} s", latency_ms=_ms(start))
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+            return Outcome(DROPPED, error=str(exc), latency_ms=_ms(start))
+        return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
+    except http.client.HTTPException as exc:
+        return Outcome(DROPPED, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
+
+
+def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path) -> Outcome:
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=str(cwd), start_new_session=True)
+    except OSError as exc:
+        return Outcome(EXCEPTION, error=f"cannot start judge command {argv[0]!r}: {exc.strerror or exc}",
+                       latency_ms=_ms(start))
+    try:
+        out, err = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return Outcome(TIMEOUT, error=f"judge command ran past {timeout_s} s", latency_ms=_ms(start))
+    if proc.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip()[-300:]
+        return Outcome(EXCEPTION, error=f"judge command exited {proc.returncode}: {tail or 'no stderr'}",
+                       latency_ms=_ms(start))
+    text = out[:MAX_BODY_BYTES].decode("utf-8", "replace")
+    return Outcome(RESPONSE, status=200, body_text=text, latency_ms=_ms(start))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        proc.communicate(timeout=KILL_GRACE_S)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)
+
+
+# ---------------------------------------------------------------- the runtime
+@dataclass
+class JudgedCase:
+    layer: dict[str, Any]
+    doc: dict[str, Any]
+    usage: dict[str, int]
+
+
+@dataclass
+class JudgeRuntime:
+    config: dict[str, Any]                 # resolved (secrets in it): the wire only
+    recorded: dict[str, Any]               # manifest view, unresolved
+    rubrics: dict[str, dict[str, Any]]     # by rubric_id
+    state: Path
+    execution: Mapping[str, Any]
+    sidecar: dict | None
+    sidecar_why: str | None
+    scrub: Callable[[str | None], str | None] = lambda s: s
+    on_retry: Callable[..., None] | None = None
+    # rescore: (case_id, answer sha256, pin, prompt_version) -> a source run's rubric result, reused
+    # instead of calling the judge again; `reused_from` names that run.
+    reuse: dict[tuple, dict] = field(default_factory=dict)
+    reused_from: str | None = None
+    sleep: Callable[[float], None] = time.sleep
+    _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=int(self.config["max_concurrency"]),
+                                            thread_name_prefix="assay-judge")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def calibration(self, pin: str) -> tuple[bool, str | None]:
+        return calibration_of(self.sidecar, self.sidecar_why, pin)
+
+    def manifest(self) -> dict[str, Any]:
+        pins = sorted({r["pin"] for r in self.rubrics.values()})
+        return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION,
+                    rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1]}
+                             for p in pins})
+
+    # ------------------------------------------------------------ one call
+    def _send(self, system: str, user: str) -> Outcome:
+        cfg = self.config
+        timeout = float(cfg["timeout_s"])
+        if cfg["provider"] == "command":
+            return _run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state)
+        url, headers, body = build_request(cfg, system, user)
+        return _post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
+
+    def _call(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:
+        """One judge call with retries -> (call record, parsed verdict or None, error, infra)."""
+        def on_retry(attempt: int, out: Outcome, wait: float) -> None:
+            if self.on_retry:
+                self.on_retry(attempt=attempt, outcome=self.scrub(out.describe()), wait_s=round(wait, 3), **where)
+        outcomes = attempt_with_retries(lambda: self._send(system, user),
+                                        max_attempts=int(self.execution["max_attempts"]),
+                                        backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry,
+                                        sleep=self.sleep)
+        final = outcomes[-1]
+        call: dict[str, Any] = {"prompt": as_stdin(system, user), "raw_reply": None, "parsed": None,
+                                "latency_ms": round(sum(o.latency_ms for o in outcomes), 3), "usage": None,
+                                "error": None, "attempts": len(outcomes), "status": final.status}
+        if final.retriable:
+            call["error"] = self.scrub(f"judge unavailable: {final.describe()} on all {len(outcomes)} attempt(s)")
+            call["raw_reply"] = self.scrub(final.body_text)
+            return call, None, call["error"], True
+        if final.status is None or not 200 <= final.status < 300:
+            call["raw_reply"] = self.scrub(final.body_text)
+            call["error"] = self.scrub(f"judge refused the call: HTTP {final.status}: {(final.body_text or '')[:200]}")
+            return call, None, call["error"], True
+        provider = self.config["provider"]
+        body = final.body_text if provider == "command" else final.body_json
+        if provider != "command" and body is None:
+            call["raw_reply"] = self.scrub(final.body_text)
+            call["error"] = "the provider's reply is not JSON"
+            return call, None, call["error"], False
+        raw, value, usage, err = read_reply(provider, body)
+        call["raw_reply"], call["usage"] = self.scrub(raw), usage
+        if err:
+            call["error"] = self.scrub(err)
+            return call, None, err, False
+        parsed, perr = parse_reply(value)
+        call["parsed"], call["error"] = parsed, perr
+        return call, parsed, perr, False
+
+    def _node(self, rubric: dict, node: dict, material: Material, ref: dict) -> dict[str, Any]:
+        out = {"node_id": node["id"], "criterion": node["criterion"], "verdict": "unknown", "evidence": [],
+               "reason": "", "infra": False, "calls": []}
+        if node.get("reference_guided") and material.gold is None:
+            out["reason"] = "reference-guided node and the case has no gold value (expect.result): not judged"
+            return out
+        system, user = build_prompt(rubric, node, material)
+        for _ in range(PARSE_TRIES):
+            call, parsed, err, infra = self._call(system, user, dict(ref, judge_node=f"{rubric['pin']}/{node['id']}"))
+            out["calls"].append(call)
+            if infra:
+                out.update(infra=True, reason=err)
+                return out
+            if parsed is not None:
+                verdict, reason = checked_node(parsed, material.texts())
+                out.update(verdict=verdict, evidence=parsed["evidence"], reason=self.scrub(reason) or "")
+                return out
+        out["reason"] = f"the judge's reply did not parse ({PARSE_TRIES} tries): {out['calls'][-1]['error']}"
+        return out
+
+    # ------------------------------------------------------------ one case
+    def judge_case(self, case: Mapping[str, Any], material: Material, pins: list[Any],
+                   ref: dict | None = None) -> JudgedCase:
+        """Judge every node of every pinned rubric; `ref` names the case in run.log (holdout: by index)."""
+        ref = ref if ref is not None else {"case_id": case["id"]}
+        results = []
+        futures = []
+        for pin in pins:
+            rubric, _, problem = resolve_pin(pin, self.rubrics)
+            if rubric is None:
+                results.append({"pin": str(pin), "rubric_id": None, "version": None, "provisional": True,
+                                "why_provisional": problem, "verdict": "unscored", "infra": False,
+                                "reason": problem, "nodes": []})
+                futures.append(None)
+                continue
+            calibrated, why = self.calibration(rubric["pin"])
+            results.append({"pin": rubric["pin"], "rubric_id": rubric["rubric_id"], "version": rubric["version"],
+                            "provisional": not calibrated, "why_provisional": why, "verdict": None,
+                            "infra": False, "reason": None, "nodes": []})
+            old = self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
+            if old is not None and not old.get("infra"):
+                results[-1].update({k: old[k] for k in ("verdict", "infra", "reason", "nodes")},
+                                   reused_from=self.reused_from)
+                futures.append(None)
+                continue
+            futures.append([self.pool.submit(self._node, rubric, node, material, ref) for node in rubric["nodes"]])
+        for res, futs in zip(results, futures):
+            if futs is None:
+                continue
+            res["nodes"] = [f.result() for f in futs]
+            infra = [n for n in res["nodes"] if n["infra"]]
+            if infra:
+                res.update(verdict="unscored", infra=True, reason=infra[0]["reason"])
+            else:
+                res["verdict"] = rubric_verdict([n["verdict"] for n in res["nodes"]])
+                unknown = [n["node_id"] for n in res["nodes"] if n["verdict"] == "unknown"]
+                res["reason"] = (f"node(s) unknown: {', '.join(unknown)}" if res["verdict"] == "unscored" else None)
+        usage = usage_of(results)
+        doc = {"case_id": case["id"], "provider": self.recorded.get("provider"), "model": self.recorded.get("model"),
+               "prompt_version": PROMPT_VERSION, "answer_sha256": sha256_text(material.answer), "rubrics": results,
+               "usage": usage}
+        return JudgedCase(layer=judged_layer(results, usage), doc=doc, usage=usage)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def usage_of(results: list[dict]) -> dict[str, int]:
+    total = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "calls_without_usage": 0}
+    for res in results:
+        if res.get("reused_from"):
+            continue  # calls made (and paid for) by the source run
+        for node in res["nodes"]:
+            for call in node["calls"]:
+                total["calls"] += 1
+                u = call.get("usage")
+                if isinstance(u, dict):
+                    total["input_tokens"] += int(u.get("input_tokens") or 0)
+                    total["output_tokens"] += int(u.get("output_tokens") or 0)
+                else:
+                    total["calls_without_usage"] += 1
+    return total
+
+
+def _fold(results: list[dict]) -> str:
+    if any(r["infra"] for r in results):
+        return "infra_error"
+    verdicts = [r["verdict"] for r in results]
+    if "fail" in verdicts:
+        return "fail"
+    if verdicts and all(v == "pass" for v in verdicts):
+        return "pass"
+    return "unscored"
+
+
+def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
+    """The `judged` layer: calibrated rubric versions decide it; provisional ones are recorded
+    beside it (`provisional_verdict`) and never change it."""
+    calibrated = [r for r in results if not r["provisional"]]
+    provisional = [r for r in results if r["provisional"]]
+    layer: dict[str, Any] = {
+        "rubrics": [{"pin": r["pin"], "verdict": r["verdict"], "provisional": r["provisional"], "infra": r["infra"],
+                     "why_provisional": r["why_provisional"]} for r in results],
+        "provisional": bool(provisional),
+        "provisional_verdict": _fold(provisional) if provisional else None,
+        "usage": usage,
+    }
+    verdict = _fold(calibrated) if calibrated else "unscored"
+    layer["verdict"] = verdict
+    if verdict == "infra_error":
+        layer["reason"] = next(r["reason"] for r in calibrated if r["infra"])
+    elif verdict == "unscored":
+        if not calibrated:
+            whys = sorted({str(r["why_provisional"]) for r in provisional})
+            layer["reason"] = (f"provisional (not gating): the judge said {layer['provisional_verdict']}; "
+                               + "; ".join(whys))
+        else:
+            layer["reason"] = "; ".join(f"{r['pin']}: {r['reason']}" for r in calibrated if r["verdict"] == "unscored")
+    if provisional and calibrated:
+        layer["provisional_note"] = "; ".join(sorted({str(r["why_provisional"]) for r in provisional}))
+    return layer
+
+
+def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
+                  execution: Mapping[str, Any]) -> JudgeRuntime | None:
+    """The judge for this run, or None when the plan does not enable one. Pre-flight checks: exit 3."""
+    block = plan.get("judge")
+    if not isinstance(block, dict) or not block.get("enabled"):
+        return None
+    cfg = judge_config.effective(block["config"])
+    resolved = secrets.expand_deep(cfg, env)
+    judge_config.check_resolved(resolved, "plan judge.config (judge/judge.yaml)")
+    sidecar, why = load_calibration(plan, state)
+    rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
+    return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
+                        execution=execution, sidecar=sidecar, sidecar_why=why)
+
+
+def judge_env_names(plan: Mapping[str, Any]) -> set[str]:
+    block = plan.get("judge")
+    if not isinstance(block, dict) or not block.get("enabled"):
+        return set()
+    return secrets.env_refs(block.get("config") or {})

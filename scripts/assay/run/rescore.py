@@ -1,0 +1,285 @@
+"""Rescore a finished run without calling the app (`rescore.py RUN_DIR --out NEW_RUN_DIR`).
+
+Every layer is re-scored from the source run's stored responses and traces with the CURRENT
+suite (expectations, adapter, capability matrix), rubrics, judge and calibration, by the
+runner itself: a replay invoker answers each request with the stored `response.json`, a
+replay trace source gives back the stored trajectory, and the engine writes a normal run
+directory (verifiable with `run_cases.py --verify`). The new manifest records
+`manifest_extra.rescored_from`. Judge calls are skipped for unchanged (case, answer, rubric
+version, prompt version): the source run's `judge.json` verdicts are reused (`reused_from`)
+and their calibration status re-read from the current sidecar.
+
+Limits: a case the source run never sent has no stored response (its rescore is
+`infra_error`, "not sent in the source run"); conversations are not replayed (`infra_error`); with k > 1 only the chosen repeat's trace is
+stored, so the trace-fed layers of the other repeats read `infra_incomplete` in a traced run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.errors import AssayError
+from ..core.ids import RUN_ID_RE, parse_run_id
+from ..core.jsonio import dumps, read_json, sha256_json
+from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from . import preflight, secrets
+from .outcome import CONNECTION, RESPONSE, Outcome
+from .tracing import TraceConfig
+
+NOT_SENT = "not sent in the source run: no stored response to rescore"
+NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversations in this build"
+
+
+@dataclass
+class Stored:
+    request: Any
+    response: dict
+    trajectory: dict | None = None
+    trace_doc: Any = None
+    trace: dict | None = None
+
+
+def _read(path: Path) -> Any:
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, int], Stored]]:
+    """(manifest, verdict by case id, stored repeat by (case id, n))."""
+    manifest = _read(run_dir / "manifest.yaml")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("cases"), list):
+        raise AssayError(f"{run_dir}: not a run directory (no readable manifest.yaml)", 2, run_dir=str(run_dir))
+    verdicts: dict[str, dict] = {}
+    stored: dict[tuple[str, int], Stored] = {}
+    for entry in manifest["cases"]:
+        cid = entry.get("id") if isinstance(entry, dict) else None
+        cdir = run_dir / "cases" / str(cid)
+        v = _read(cdir / "verdict.json")
+        if not isinstance(v, dict):
+            continue
+        verdicts[cid] = v
+        if not v.get("sent", True) or v.get("verdict") == "skipped":
+            continue
+        k = int(v.get("k") or 1)
+        repeats = v.get("repeats") or [{"n": 1, "verdict": v.get("verdict")}]
+        chosen = next((r["n"] for r in repeats if r.get("verdict") == v.get("verdict")), repeats[-1]["n"])
+        for n in range(1, k + 1):
+            base = cdir if k == 1 else cdir / "repeats" / str(n)
+            response = _read(base / "response.json")
+            if not isinstance(response, dict):
+                continue
+            st = Stored(request=_read(base / "request.json"), response=response)
+            if n == chosen:
+                st.trajectory = _read(cdir / "trajectory.json")
+                st.trace_doc = _read(cdir / "trace.json")
+                st.trace = v.get("trace") if isinstance(v.get("trace"), dict) else None
+            stored[(cid, n)] = st
+    return manifest, verdicts, stored
+
+
+def stored_outcome(response: Mapping[str, Any]) -> Outcome:
+    """The final attempt of a stored response.json as an Outcome (no retry: it is what happened)."""
+    kind = response.get("outcome") or RESPONSE
+    body, fmt = response.get("body"), response.get("body_format")
+    if fmt == "json":
+        text = dumps(body, indent=None)
+        return Outcome(RESPONSE, status=response.get("status"), headers=dict(response.get("headers") or {}),
+                       body_text=text, body_json=body, json_ok=True, latency_ms=response.get("latency_ms") or 0.0,
+                       notes=list(response.get("notes") or []), error=response.get("error"), cli=response.get("cli"))
+    if kind != RESPONSE:
+        return Outcome(kind, status=response.get("status"), error=response.get("error"),
+                       latency_ms=response.get("latency_ms") or 0.0, cli=response.get("cli"),
+                       body_text=body if isinstance(body, str) else None)
+    return Outcome(RESPONSE, status=response.get("status"), headers=dict(response.get("headers") or {}),
+                   body_text=body if isinstance(body, str) else None, latency_ms=response.get("latency_ms") or 0.0,
+                   notes=list(response.get("notes") or []), error=response.get("error"), cli=response.get("cli"))
+
+
+class ReplayInvoker:
+    """Answers each case's n-th request with the source run's stored n-th response."""
+
+    def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource") -> None:
+        self.mode = mode
+        self.stored = stored
+        self.source = source
+        self._next: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None, **kw: Any):
+        if isinstance(case.get("input"), Mapping) and case["input"].get("turns"):
+            return {"key": None}, {"mode": "rescore", "note": NOT_REPLAYED}
+        with self._lock:
+            n = self._next.get(case["id"], 0) + 1
+            self._next[case["id"]] = n
+        st = self.stored.get((case["id"], n))
+        tp = (extra_headers or {}).get("traceparent")
+        if st is not None and tp:
+            self.source.register(tp.split("-")[1], case["id"], n)
+        return {"key": (case["id"], n)}, (st.request if st is not None else {"mode": "rescore", "note": NOT_SENT})
+
+    def send(self, wire: Mapping[str, Any]) -> Outcome:
+        if wire["key"] is None:
+            return Outcome(CONNECTION, error=NOT_REPLAYED)
+        st = self.stored.get(wire["key"])
+        if st is None:
+            return Outcome(CONNECTION, error=NOT_SENT)
+        return stored_outcome(st.response)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class _Collected:
+    status: str
+    trajectory: Any = None
+    trace_doc: Any = None
+    reason: str | None = None
+
+
+class ReplayTraceSource:
+    """Gives back the stored trajectory of the request a trace id belongs to."""
+
+    def __init__(self, stored: dict[tuple[str, int], Stored]) -> None:
+        self.stored = stored
+        self.by_trace: dict[str, tuple[str, int]] = {}
+        for key, st in stored.items():
+            tid = (st.trace or {}).get("trace_id")
+            if tid:
+                self.by_trace[tid] = key
+        self._lock = threading.Lock()
+
+    def register(self, trace_id: str, case_id: str, n: int) -> None:
+        with self._lock:
+            self.by_trace[trace_id] = (case_id, n)
+
+    def collect(self, trace_id: str, parent_span_id: str | None = None) -> _Collected:
+        with self._lock:
+            key = self.by_trace.get(trace_id)
+        st = self.stored.get(key) if key else None
+        if st is None or st.trace is None:
+            return _Collected("incomplete", reason=f"rescore: the source run stored no trace for this request "
+                                                   f"(only the chosen repeat's trace is kept)")
+        if st.trajectory is None:
+            return _Collected("incomplete", reason=st.trace.get("reason") or "trace incomplete in the source run")
+        return _Collected("ok", st.trajectory, st.trace_doc, None)
+
+
+def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
+    reuse: dict[tuple, dict] = {}
+    for cid, v in verdicts.items():
+        if not v.get("judged"):
+            continue
+        doc = _read(run_dir / "cases" / cid / "judge.json")
+        if not isinstance(doc, dict):
+            continue
+        pv = doc.get("prompt_version")
+        for block in [doc] + [r for r in doc.get("repeats") or [] if isinstance(r, dict)]:
+            sha = block.get("answer_sha256")
+            for res in block.get("rubrics") or []:
+                if isinstance(res, dict) and sha and res.get("nodes"):
+                    reuse[(cid, sha, res.get("pin"), pv)] = res
+    return reuse
+
+
+def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, judge: bool) -> dict[str, Any]:
+    from ..plan.build import PlanOptions, _id_pattern, _judge_block, _oos_route
+    from ..plan.modes import JUDGE_CALIBRATION, HOLDOUT_LEDGER, resolve_mode
+    from ..suite.convert import convert_state_dir
+
+    run_id = out.name
+    parsed = parse_run_id(run_id)
+    if parsed is None or parsed[0] != manifest.get("mode"):
+        raise AssayError(f"--out {out}: its last path component is the new run id and must look like "
+                         f"{manifest.get('mode')}-YYYYMMDDTHHMMSSZ (pattern {RUN_ID_RE.pattern})", 2, key="--out")
+    converted = convert_state_dir(state)
+    by_id = {c.get("id"): c for c in converted["cases"]}
+    ids = [c.get("id") for c in manifest["cases"] if isinstance(c, dict)]
+    gone = [cid for cid in ids if cid not in by_id]
+    if gone:
+        raise AssayError(f"rescore: {len(gone)} case(s) of the source run are no longer in the suite "
+                         f"({', '.join(map(str, gone[:5]))}); rescore needs every case it re-scores", 2,
+                         missing_cases=gone)
+    cases = [by_id[cid] for cid in ids]
+    mode = resolve_mode(manifest["mode"])
+    opts = PlanOptions(state_dir=state, mode=mode.name, judge=judge)
+    notes: list[str] = []
+    extra = dict(manifest.get("manifest_extra") or {})
+    extra["rescored_from"] = {"run_id": manifest.get("run_id"), "run_dir": os.path.relpath(source, state),
+                              "plan_sha256": manifest.get("plan_sha256")}
+    plan: dict[str, Any] = {
+        "plan_version": 1, "run_id": run_id, "mode": mode.name, "k": manifest["k"], "gate": manifest["gate"],
+        "selecting_split": manifest["selecting_split"],
+        "paths": {"scripts_dir": None, "state_dir": str(state),
+                  "holdout_ledger": HOLDOUT_LEDGER if manifest["selecting_split"] == "holdout" else None,
+                  "judge_calibration": JUDGE_CALIBRATION if (state / JUDGE_CALIBRATION).is_file() else None},
+        "adapter": converted["adapter"], "capability_matrix": converted["capability_matrix"], "cases": cases,
+        "scoring": {"oos_route": _oos_route(opts, converted), "id_pattern": _id_pattern(converted)},
+        # the stored response is the final attempt: replaying it never waits or retries
+        "execution": {"max_attempts": 1, "backoff_s": []},
+        "manifest_extra": extra,
+        "judge": _judge_block(converted, cases, mode, opts, notes),
+    }
+    validate_plan(plan, source="the rescore plan")
+    return plan
+
+
+def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, environ: Mapping[str, str],
+            progress: str = "never") -> tuple[int, dict]:
+    from .engine import Run
+    from .lock import RunLock
+    from ..core.ids import utc_now_iso
+
+    source = Path(source).resolve()
+    manifest, verdicts, stored = load_source(source)
+    state = Path(state_dir).resolve() if state_dir else source.parent.parent
+    if not (state / "adapter.yaml").is_file():
+        raise AssayError(f"rescore: {state} is not the state dir (no adapter.yaml); pass --state-dir <app>/.assay",
+                         2, key="--state-dir")
+    plan = build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge)
+    out = preflight.check_out(plan, out_arg, resume=False)
+    if out.resolve() == source:
+        raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
+    from .judging import build_runtime, judge_env_names
+    env = secrets.resolve(judge_env_names(plan), environ)
+    from ..core import writer
+    writer.register_secrets(env.values())  # the judge's key never reaches disk (the one writer)
+    execution = effective_execution(plan)
+    src_traces = manifest.get("traces") if isinstance(manifest.get("traces"), dict) else {}
+    trace_source = ReplayTraceSource(stored)
+    if src_traces.get("collected"):
+        trace = TraceConfig(True, None, source=src_traces.get("source"), convention=src_traces.get("convention"),
+                            correlation=src_traces.get("correlation"), source_obj=trace_source)
+        field = (src_traces.get("correlation") or "")
+        if field.startswith("response-field:"):
+            trace.response_field = field.split(":", 1)[1]
+    else:
+        trace = TraceConfig(False, src_traces.get("reason") or "the source run collected no traces",
+                            source=src_traces.get("source"), correlation=src_traces.get("correlation"))
+    mode = ((manifest.get("invocation") or {}).get("mode")) or "http"
+    invoker = ReplayInvoker(mode, stored, trace_source)
+    judge_rt = build_runtime(plan, env, state, execution)
+    if judge_rt is not None:
+        judge_rt.reuse = _reuse_map(source, verdicts)
+        judge_rt.reused_from = manifest.get("run_id")
+    setup = preflight.RunSetup(
+        plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
+        scoring=effective_scoring(plan), env=env, invoker=invoker, trace=trace,
+        safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=preflight.ledger_path(plan),
+        max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
+        health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
+        judge=judge_rt)
+    lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": "rescore",
+                         "started_at": utc_now_iso()})
+    lock.acquire()
+    try:
+        code, result = Run(setup, resume=False, progress=progress).execute()
+    finally:
+        lock.release()
+    return code, dict(result, rescored_from=manifest.get("run_id"))

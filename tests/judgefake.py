@@ -1,0 +1,109 @@
+"""Fake judge providers for tests: real HTTP servers (tests/fakeapp.FakeApp) speaking the
+Anthropic Messages and OpenAI Chat Completions wire formats, and helpers that put a rubric,
+a judge config and a calibration sidecar into a state dir / plan.
+
+A `decide(node_id, answer) -> {"verdict", "evidence", "reason"} | str` function scripts the
+judge; a str is sent as the raw reply text (to test unparseable replies).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+from fakeapp import Reply
+
+RUBRIC = """---
+rubric_id: refund-eta
+version: 1
+nodes:
+  - id: states-amount
+    criterion: The reply states the refunded amount, with its currency.
+  - id: states-arrival
+    criterion: The reply says when the refund will arrive.
+---
+# refund-eta
+For people.
+"""
+
+
+def prompt_parts(text: str) -> tuple[str, str]:
+    """(node id, answer) from a judge prompt."""
+    node = re.search(r"Node: (\S+)", text).group(1)
+    answer = re.search(r"<untrusted-answer-[0-9a-f]+>\n(.*?)\n</untrusted-answer-", text, re.S).group(1)
+    return node, answer
+
+
+def default_decide(node: str, answer: str) -> dict:
+    if node == "states-amount":
+        m = re.search(r"\d+ USD", answer)
+        return ({"verdict": "pass", "evidence": [m.group(0)], "reason": "amount stated"} if m
+                else {"verdict": "fail", "evidence": [], "reason": "no amount"})
+    m = re.search(r"\d+ business days", answer)
+    return ({"verdict": "pass", "evidence": [m.group(0)], "reason": "arrival stated"} if m
+            else {"verdict": "fail", "evidence": [], "reason": "no arrival time"})
+
+
+def anthropic_handler(decide: Callable[[str, str], Any] = default_decide, seen: list | None = None):
+    def handler(req):
+        if seen is not None:
+            seen.append(req)
+        if req.path != "/v1/messages" or req.method != "POST":
+            return Reply(404, {"type": "error", "error": {"type": "not_found_error", "message": req.path}})
+        body = req.json
+        node, answer = prompt_parts(body["messages"][0]["content"])
+        verdict = decide(node, answer)
+        if isinstance(verdict, str):
+            content = [{"type": "text", "text": verdict}]
+        else:
+            content = [{"type": "tool_use", "id": "toolu_01", "name": body["tool_choice"]["name"], "input": verdict}]
+        return Reply(200, {"id": "msg_01", "type": "message", "role": "assistant", "model": body["model"],
+                           "content": content, "stop_reason": "tool_use", "stop_sequence": None,
+                           "usage": {"input_tokens": 120, "output_tokens": 30}})
+    return handler
+
+
+def openai_handler(decide: Callable[[str, str], Any] = default_decide, seen: list | None = None):
+    def handler(req):
+        if seen is not None:
+            seen.append(req)
+        if req.path != "/v1/chat/completions" or req.method != "POST":
+            return Reply(404, {"error": {"message": req.path, "type": "invalid_request_error"}})
+        body = req.json
+        node, answer = prompt_parts(body["messages"][1]["content"])
+        verdict = decide(node, answer)
+        content = verdict if isinstance(verdict, str) else json.dumps(verdict)
+        return Reply(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body["model"],
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": content,
+                                                                "refusal": None}, "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}})
+    return handler
+
+
+def write_rubric(state, text: str = RUBRIC, name: str = "refund-eta.md"):
+    (state / "rubrics").mkdir(exist_ok=True)
+    (state / "rubrics" / name).write_text(text, encoding="utf-8")
+
+
+def judge_block(state, config: dict, *, enabled: bool = True) -> dict:
+    """plan.judge as make_plan.py builds it, from the state dir's rubric files."""
+    from assay.judge.config import effective
+    from assay.judge.rubrics import load_rubrics
+    rubrics = {r["pin"]: {k: v for k, v in r.items() if k != "body"} for r in load_rubrics(state).values()}
+    return {"enabled": enabled, "reason": None if enabled else "mode: smoke; pass make_plan.py --judge to judge",
+            "config": effective(config), "rubrics": rubrics}
+
+
+def write_calibration(state, pins_calibrated: dict[str, bool]) -> str:
+    """A hand-written calibration sidecar (assay.calibration/1); returns the plan's paths value."""
+    (state / "judge").mkdir(exist_ok=True)
+    doc = {"schema": "assay.calibration/1", "generated_at": "2026-11-30T00:00:00Z",
+           "floors": {"min_pairs": 100, "min_per_class": 10, "min_tpr": 0.9, "min_tnr": 0.9, "min_kappa": 0.6},
+           "rubrics": {pin: {"calibrated": cal, "pairs": 120 if cal else 12, "unknown": 0,
+                             "tp": 20, "fn": 1, "fp": 2, "tn": 97, "tpr": 0.95, "tnr": 0.98, "kappa": 0.9,
+                             "blocking": [] if cal else ["pairs 12 < 100"],
+                             "unlock": None if cal else "label 88 more, at least 9 of them failing"}
+                       for pin, cal in pins_calibrated.items()}}
+    (state / "judge" / "calibration.json").write_text(json.dumps(doc), encoding="utf-8")
+    return "judge/calibration.json"
