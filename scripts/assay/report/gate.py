@@ -329,6 +329,7 @@ def kind_lines(summary: dict) -> list[str]:
     if _is_count(mu) and mu:
         out.append(f"  warning: {mu} conversation(s) ran against an app declaring memory: user -- what one case "
                    "said can leak into another (contamination); read their verdicts with that in mind")
+    return out
 
 
 def _counts(block: dict) -> str:
