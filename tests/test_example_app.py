@@ -370,7 +370,7 @@ def test_memory_per_session_id_client_id_style(app):
     assert other["clarify"] is True and "Which invoice" in other["answer"]
     _, _, _ = _turn(app, "I'd like a refund on INV-1002.", "acme", session_id="mem-c3")
     status, body, _ = _turn(app, "25 dollars, please.", "acme", session_id="mem-c3")
-    assert status == 200 and body["answer"].endswith("25.00 USD issued for INV-1002.")
+    assert status == 200 and "25.00 USD issued for INV-1002." in body["answer"]
 
 
 def test_server_issued_conversation_id_server_id_style(app):
