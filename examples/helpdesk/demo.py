@@ -268,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
     p.add_argument("--traces", choices=("otlp-file", "otlp-http"), default="otlp-file",
                    help="how the runner gets the http app's spans: a span file (default) or OTLP/HTTP to the runner")
+    p.add_argument("--calibrate", action="store_true",
+                   help="the judge-calibration loop instead (calibrate_demo.py): run, cluster, label page, "
+                        "scripted labels, score_agreement, a calibrated judged gate; on a copy of the state dir")
     return p
 
 
@@ -289,6 +292,9 @@ def use_otlp_http(listen: str, *adapter_docs: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     state = (args.state_dir or DEFAULT_STATE_FOR[args.app]).resolve()
+    if args.calibrate:
+        from calibrate_demo import loop  # beside this file
+        return loop(state)
     if args.app == "cli":
         if args.traces == "otlp-http":
             print(json.dumps({"error": "--traces otlp-http needs the http app (--app http): the command writes "
