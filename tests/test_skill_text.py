@@ -127,3 +127,25 @@ def test_the_counting_check_can_fail():
     assert counting_instructions("Then compute TPR from the labels.")
     assert not counting_instructions("Never count files yourself.")
     assert not counting_instructions("`holdout.py looks` counts the ledger.")
+
+
+def test_worked_examples_quote_what_the_scripts_print_on_the_example():
+    from assay.suite.coverage import coverage
+    from assay.suite.dedupe import dedupe_state_dir
+
+    state = ROOT / "examples" / "helpdesk" / ".assay"
+    cov, dup = coverage(state), dedupe_state_dir(state)
+    text = {name: " ".join(skill(name)[1].split()) for name in ("start", "generate", "optimize")}
+    for name, body in text.items():
+        assert f'"cases": {cov["cases"]}' in body, name
+    sp = cov["splits"]
+    gen = text["generate"]
+    for split in ("smoke", "holdout", "canary", "INV+DIR"):
+        assert f"`{split}` {sp[split]['count']} (`{sp[split]['status']}`" in gen, split
+    assert f"target at most {sp['INV+DIR']['target']}" in gen
+    for cell in cov["empty_cells"]["unit_test_type"]:
+        assert f"`{cell['unit']}`/`{cell['test_type']}`" in gen
+    pairs = [(p["a"], p["b"], p["rouge_l"]) for p in dup["pairs"]]
+    assert len(pairs) == 1 and f"`{pairs[0][0]}`/`{pairs[0][1]}` (ROUGE-L {pairs[0][2]}" in gen
+    assert f"with {sp['smoke']['count']} smoke cases" in text["start"]
+    assert f"prints `\"cases\": {sp['smoke']['count']}`" in text["start"] and '`"k": 1`' in text["start"]
