@@ -159,8 +159,7 @@ def echoed(tmp_path_factory):
     finally:
         app.stop()
     outputs["verify"] = run_script("run_cases", "--verify", out, env=env)
-    outputs["gate"] = run_script("gate", out, "--junit", tmp / "junit.xml", "--github-summary", env=env)
-    outputs["gate_json"] = run_script("gate", out, "--json", env=env)
+    outputs["gate_json"] = run_script("gate", out, "--json", "--junit", tmp / "junit.xml", "--github-summary", env=env)
     outputs["draft"] = run_script("draft_report", out, env=env)
     outputs["html"] = run_script("md_to_html", out / "report.md", out / "report.html", env=env)
     return tmp, out, outputs
@@ -192,7 +191,7 @@ def test_no_byte_of_the_token_anywhere(echoed):
 
 def test_outputs_are_well_formed_after_redaction(echoed):
     tmp, out, outputs = echoed
-    assert outputs["gate"].rc in (0, 1) and outputs["gate_json"].rc in (0, 1)
+    assert outputs["gate_json"].rc in (0, 1)
     assert outputs["draft"].rc == 0 and outputs["html"].rc == 0, outputs["draft"].stdout + outputs["html"].stdout
     json.loads(outputs["gate_json"].stdout)
     for line in (out / "run.log").read_text().splitlines():
@@ -227,3 +226,41 @@ def test_json_escaped_forms_are_redacted(tmp_path):
             assert json.loads(data)["x"] == "<redacted>", data
     finally:
         writer.register_secrets([])
+
+
+FN_APP = '''
+def handle(body):
+    key = body["key"]
+    if body["message"] == "boom":
+        raise ValueError(f"bad key {key}")
+    return {"text": f"hello, your key is {key}", "status": 200}
+'''
+
+
+def test_function_mode_exceptions_and_answers_are_redacted(tmp_path):
+    """An exception message (infra_reason, attempt_log, run.log `retry`) and an answer that echo
+    the secret a function-mode body carried."""
+    state = tmp_path / "fnapp" / ".assay"
+    (state / "reports").mkdir(parents=True)
+    (tmp_path / "fnapp" / "assay_echo_fn.py").write_text(FN_APP)
+    adapter = {"adapter_version": 1, "invocation": {
+        "mode": "function", "entrypoint": "assay_echo_fn:handle",
+        "request_body": '{"message": "<user turn>", "key": "${ECHO_FN_KEY}"}'},
+        "traces": {"source": "none"}, "data": {"may_contain_pii": False}}
+    cases = [_case("c-boom", "boom", {"answer": {"must_contain": ["x"]}}),
+             _case("c-hello", "hello", {"answer": {"must_contain": ["nope"]}})]
+    plan = {"plan_version": 1, "run_id": RUN_ID, "mode": "smoke", "k": 1, "gate": "soft",
+            "selecting_split": "smoke", "paths": {"state_dir": str(state)}, "adapter": adapter,
+            "capability_matrix": {}, "cases": cases, "execution": {"max_attempts": 2, "backoff_s": [0]}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    out = state / "reports" / RUN_ID
+    env = {"ECHO_FN_KEY": TOKEN}
+    res = run_script("run_cases", "--plan", tmp_path / "plan.json", "--out", out, env=env)
+    assert res.rc == 0, res.stdout
+    boom = json.loads((out / "cases" / "c-boom" / "verdict.json").read_text())
+    assert boom["verdict"] == "infra_error" and "bad key <redacted>" in boom["infra_reason"]
+    assert "bad key <redacted>" in (out / "run.log").read_text()
+    assert (out / "cases" / "c-hello" / "answer.txt").read_text() == "hello, your key is <redacted>"
+    gate = run_script("gate", out, "--json", env=env)
+    hits = _where(tmp_path, TOKEN.encode())
+    assert hits == [] and TOKEN not in res.stdout + res.stderr + gate.stdout + gate.stderr, hits

@@ -246,8 +246,13 @@ def write_text(path: Any, text: str) -> bytes:
 
 
 def dumps(value: Any, *, indent: int | None = 2) -> str:
-    """JSON text as assay writes it (sorted keys, UTF-8, no NaN), secrets redacted."""
-    return json.dumps(redact_value(value), indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    """JSON text as assay writes it (sorted keys, UTF-8, no NaN), secrets redacted. Serialized
+    once when no secret occurs in it (the common case); re-serialized from the redacted value
+    when one does."""
+    text = json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    if _needles and contains_secret(text):
+        text = json.dumps(redact_value(value), indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return text
 
 
 def write_json(path: Any, value: Any, *, indent: int | None = 2) -> bytes:
