@@ -392,6 +392,7 @@ def test_reports_split_conversations_from_single_turn_and_show_the_failing_turn(
     assert g.rc == 1
     assert "conversations: 1/2 pass (50.0%) of 2 (failed at turn 2 x1); single-turn: 1/1 pass (100.0%) of 1" in g.stdout
     assert "memory: user" in g.stdout and "contamination" in g.stdout
+    assert "c-refund (turn 2: answer)" in g.stdout
     assert run_script("gate", out, "--json").json["by_kind"] == kinds
     d = run_script("draft_report", out, "-o", "-")
     assert d.rc == 0, d.stderr

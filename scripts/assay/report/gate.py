@@ -71,7 +71,8 @@ def _gating_reason(results: dict, summary: dict) -> str:
     for row in failing_cases(results)[:MAX_NAMED]:
         layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
         title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
-        named.append(f"{row.get('case_id')}{title} ({', '.join(layers) or 'no layer named'})")
+        turn = f"turn {row['failed_turn']}: " if isinstance(row.get("failed_turn"), int) else ""
+        named.append(f"{row.get('case_id')}{title} ({turn}{', '.join(layers) or 'no layer named'})")
     more = len(failing_cases(results)) - len(named)
     text = f"{total} gating failure(s)"
     if named:

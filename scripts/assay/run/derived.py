@@ -82,6 +82,8 @@ def results_row(record: Mapping[str, Any]) -> dict[str, Any]:
            "layers": layer_strings(record)}
     if record.get("title"):
         row["title"] = record["title"]
+    if record.get("multi_turn") and record.get("failed_turn"):
+        row["failed_turn"] = record["failed_turn"]   # a conversation: the turn it failed at
     return row
 
 
