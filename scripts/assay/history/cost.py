@@ -2,8 +2,10 @@
 verdict.json's latency. Never from the app again, never guessed.
 
 Tokens: each model call's `input_tokens` / `output_tokens` (the GenAI usage attributes the
-runner normalized into trajectory.json; with k > 1 every repeat counts; a conversation
-counts every sent turn's `turns/<n>/trajectory.json`). Price: the
+runner normalized into trajectory.json; a conversation counts every sent turn's
+`turns/<n>/trajectory.json`). The runner keeps one trace per case, the deciding repeat's:
+with k > 1 the totals are of that repeat, and `totals.k_note` says the run's spend was
+about k times them. Price: the
 prices file (`<state>/prices.yaml`):
 
     currency: USD
@@ -68,12 +70,10 @@ def _json(path: Path) -> Any:
 
 
 def _trajectories(cdir: Path) -> list[dict]:
-    repeats = sorted((p for p in (cdir / "repeats").glob("*/trajectory.json")), key=lambda p: p.parent.name) \
-        if (cdir / "repeats").is_dir() else []
     # a conversation: every sent turn's trajectory (turns/<n>/; the case-level one is the deciding turn's)
     turns = sorted((cdir / "turns").glob("*/trajectory.json"), key=lambda p: int(p.parent.name)) \
         if (cdir / "turns").is_dir() else []
-    docs = [_json(p) for p in repeats] or [_json(p) for p in turns] or [_json(cdir / "trajectory.json")]
+    docs = [_json(p) for p in turns] or [_json(cdir / "trajectory.json")]
     return [d for d in docs if isinstance(d, dict)]
 
 
@@ -148,6 +148,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         if row["verdict"] != "skipped":
             rows.append(row)
     traced = [r for r in rows if r["traced"]]
+    k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
     priced = [r["cost"] for r in traced if r["cost"] is not None]
     capability = _capability(manifest)
@@ -163,6 +164,9 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
         "latency_ms": _stats([r["latency_ms"] for r in rows if r["latency_ms"] is not None]),
         "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
+        "k": k,
+        "k_note": (f"k={k}: only the deciding repeat's trace is stored per case, so these tokens and costs "
+                   f"are of one repeat; the run spent about {k} times as much") if k > 1 else None,
     }
     if prices is not None:
         # an incomplete total would read as the run's cost: give only what was priced, apart
