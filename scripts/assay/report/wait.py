@@ -28,7 +28,7 @@ def lock_path(run_dir: Path, run_id: str) -> Path:
 def runner_state(lock: Path) -> str:
     """'alive' when some process holds the lock exclusively, else 'gone'."""
     try:
-        fd = os.open(lock, os.O_RDONLY)
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)  # a symlinked lock is "unknown", never followed
     except FileNotFoundError:
         return "gone"
     except OSError:
