@@ -8,7 +8,6 @@ verdict.json it wrote.
 from __future__ import annotations
 
 import os
-import threading
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path

@@ -8,7 +8,6 @@ the bookkeeping needs no locks and the derived files are always in plan order.
 from __future__ import annotations
 
 import sys
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
 
