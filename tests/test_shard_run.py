@@ -330,3 +330,15 @@ def test_holdout_ledger_gets_one_line_from_the_merge_only(tmp_path):
     results = (state / "reports" / run_id / "results.json").read_text()
     assert "h-0" not in results and "h-1" not in results
     assert "h-0" not in (state / "reports" / run_id / "run.log").read_text()
+
+
+def test_the_merge_writes_comparison_json_against_a_baseline(world, tmp_path):
+    state, _, plan_path, dirs = copies(world, tmp_path)
+    baseline = world["whole_dir"] / "verdicts_for_stats.jsonl"
+    r = merge(state, plan_path, RUN_ID, dirs, "--baseline-verdicts", baseline)
+    assert r.rc == 0, r.stdout
+    out = state / "reports" / RUN_ID
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["baseline_run_id"] == world["whole_dir"].name
+    assert json.loads((out / "manifest.yaml").read_text())["baseline_verdicts"]["run_id"] == world["whole_dir"].name
+    assert run_runner("--verify", out).rc == 0

@@ -231,6 +231,18 @@ def _source_shard(plan: dict, shards: dict[int, ShardRun]) -> dict[str, ShardRun
     return chosen
 
 
+def _link_or_copy(src: str, dst: str) -> str:
+    """A hard link when the shard dir is on the same file system, else a byte copy. Creating
+    files dominated the merge (12,000 copies: ~8 s of a 17 s merge of 2,000 cases on a busy
+    disk). Safe because nothing in assay rewrites a finished case file in place: the runner's
+    writes are temp file + rename (a new inode), and --resume deletes and redoes a case dir."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+    return dst
+
+
 def _merged_status(shards: list[ShardRun]) -> str:
     statuses = {s.status for s in shards}
     for status in ABORTED:   # aborted_canary first: the runner's own precedence (exit 4 before 5)
@@ -327,7 +339,8 @@ def _build(plan: dict, shards: list[ShardRun], manifest: dict, baseline: dict | 
         if s is None:
             continue   # never finished in a shard that aborted
         # The whole case dir, whatever it holds: the artifact table decides what is valid.
-        shutil.copytree(s.path / "cases" / c["id"], tmp / "cases" / c["id"], symlinks=True)
+        shutil.copytree(s.path / "cases" / c["id"], tmp / "cases" / c["id"], symlinks=True,
+                        copy_function=_link_or_copy)
         files.add(i, s.records[c["id"]])
     records = files.ordered()
     status = _merged_status(shards)
