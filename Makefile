@@ -30,6 +30,7 @@ bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)
 	$(VPY) bench/trace_join.py --json bench/out/trace_join.json
 	$(VPY) bench/rate_limits.py --json bench/out/rate_limits.json
+	$(VPY) bench/shards.py --json bench/out/shards.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code
