@@ -110,7 +110,8 @@ def test_wrong_result_path_closes_the_gate_naming_layer_count_reason_and_key(tmp
     with FakeApp(travel_reply) as app:
         run_dir = run(state, plan_file, app)
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["summary"]["passes"] == 3  # routing passed: the cases alone would read green
+    # routing passed, but a check each case asserts never ran: never a pass (unscored, named)
+    assert results["summary"]["passes"] == 0 and results["summary"]["unscored"] == 3
     assert results["summary"]["hollow_layers"]["execution"]["cases"] == 3
     g = run_script("gate", run_dir)
     assert g.rc == 1, g.stdout

@@ -246,6 +246,14 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     state = o.state_dir = state.resolve()
     notes: list[str] = []
     warnings: list[str] = []
+    if not (state / "adapter.yaml").is_file():
+        # the app's directory instead of its state dir: reports, the holdout ledger and the
+        # judge sidecar would be looked for (and written) in the wrong place
+        if (state / ".assay" / "adapter.yaml").is_file():
+            raise AssayError(f"--state-dir {state} is not a state dir (no adapter.yaml); did you mean "
+                             f"--state-dir {state / '.assay'}?", 2)
+        warnings.append(f"--state-dir {state} has no adapter.yaml: is it the state dir the suite was "
+                        "converted from? Reports and the holdout ledger go under it")
     split = o.split or mode.split
     dataset_version = _dataset_version(converted)
     validation = lint_converted(converted, state, allow_invalid=o.allow_invalid)

@@ -3,8 +3,9 @@ closed, and say why on one screen. No model is ever in this path, and nothing he
 
 `evaluate(run_dir, ...)` returns a GateResult; `summary_lines(result)` is the one-screen text.
 Close reasons are checked in the reference order (scripts-facts, gate.py): malformed counts,
-status, exit code, gating failures, holdout > total, infra rate, missing artifacts,
-nothing measured, hollow layers (asserted, never scored), canaries (with --require-canaries), verify.
+status, exit code, gating failures, holdout > total, infra rate, incomplete traces, missing artifacts,
+nothing measured, hollow layers (asserted, never scored), unscored gating cases (a check that
+never ran), canaries (with --require-canaries), verify.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pathlib import Path
 
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import hollow_layer_line
+from ..score.hollow import HOLLOW_CASE_REASON, hollow_layer_line
 from ..stats.counts import cases_phrase
-from .rundir import RunResultsView, case_verdict, load_results, try_json
+from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, try_json
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 VERIFY_TIMEOUT_S = 120
@@ -109,6 +110,62 @@ def hollow_reasons(summary: dict) -> list[str]:
     return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
 
 
+def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating cases that rolled up `unscored` because a check they assert never ran
+    (wave 2 §1: PASS means every asserted check was evaluated and held). A hollow case (nothing
+    asserted beyond liveness) asserts no check and is left to the linter; holdout ids are counted,
+    never printed."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = holdout_ids(run_dir, rows)
+    named, count = [], 0
+    for row in rows:
+        if not isinstance(row, dict) or row.get("verdict") != "unscored" or row.get("canary") \
+                or row.get("gating", True) is False:
+            continue
+        cid = str(row.get("case_id"))
+        doc = case_verdict(run_dir, cid) or {}
+        why = doc.get("unscored_reason")
+        if why == HOLLOW_CASE_REASON:
+            continue
+        count += 1
+        if cid not in sealed and len(named) < MAX_NAMED:
+            why = " ".join(str(why or "no layer was scored").split())
+            named.append(f"{cid} ({why if len(why) <= 160 else why[:159] + '…'})")
+    if not count:
+        return None
+    text = (f"{count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
+            f"adapter key or the case it names)")
+    if named:
+        text += ": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
+    return text
+
+
+def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rate: float) -> str | None:
+    """Close when cases whose trace never completed (infra_incomplete: their trace-fed checks never
+    ran), together with the infra errors, are above --max-infra-rate: `infra_rate` counts
+    infra_error only, so without this a run could hide any number of them behind a PASS."""
+    incomplete, errors, n, skipped = (summary.get(k, 0) for k in ("infra_incomplete", "infra_errors", "n", "skipped"))
+    if not all(_is_count(v) for v in (incomplete, errors, n, skipped)) or not incomplete:
+        return None
+    sent = n - skipped
+    rate = (incomplete + errors) / sent if sent > 0 else 1.0
+    if rate <= max_infra_rate:
+        return None
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = holdout_ids(run_dir, rows)
+    named = []
+    for row in rows:
+        if isinstance(row, dict) and row.get("verdict") == "infra_incomplete" and not row.get("canary") \
+                and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
+            doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
+            why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())
+            named.append(f"{row.get('case_id')} ({why if len(why) <= 160 else why[:159] + '…'})")
+    text = (f"{incomplete} case(s) infra_incomplete (their trace never completed, so the checks it feeds "
+            f"never ran): with the infra errors {rate * 100:.1f}% of the cases sent, above "
+            f"{max_infra_rate * 100:.1f}%; check the adapter's traces (location, correlation, completeness)")
+    return text + (": " + "; ".join(named) if named else "")
+
+
 def canary_reason(summary: dict, mode: str | None) -> str | None:
     """--require-canaries: open only if 0 < passed == n."""
     block = summary.get("canaries")
@@ -183,6 +240,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         reasons.append(f"infra rate {infra * 100:.1f}% is above {max_infra_rate * 100:.1f}%")
     elif infra is None and "infra_rate" in summary:
         reasons.append("infra_rate in results.json is not a number")
+    incomplete = None if bad else incomplete_reason(run_dir, results, summary, max_infra_rate)
+    if incomplete:
+        reasons.append(incomplete)
     missing = summary.get("missing_artifacts")
     if missing:
         reasons.append("missing artifacts: " + ", ".join(str(m) for m in (missing if isinstance(missing, list) else [missing])[:10]))
@@ -192,6 +252,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     unscored_conv = conversations_reason(summary)
     if unscored_conv:
         reasons.append(unscored_conv)
+    unscored_gating = unscored_gating_reason(run_dir, results)
+    if unscored_gating:
+        reasons.append(unscored_gating)
     if require_canaries:
         why = canary_reason(summary, results.get("mode"))
         if why:
@@ -236,6 +299,13 @@ def repeated_5xx_cases(res: GateResult) -> list[str]:
     return named
 
 
+def _infra_counts(s: dict) -> str:
+    """', 1 infra_error, 2 infra_incomplete' when any (so the counts on the line add up), else ''."""
+    parts = [f"{s[k]} {k.rstrip('s') if k == 'infra_errors' else k}" for k in ("infra_errors", "infra_incomplete")
+             if _is_count(s.get(k)) and s[k]]
+    return "".join(", " + p for p in parts)
+
+
 def summary_lines(res: GateResult) -> list[str]:
     s, results = res.summary, res.results
     nongating = 0
@@ -248,7 +318,7 @@ def summary_lines(res: GateResult) -> list[str]:
     lines = [head,
              f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
-             f"{_num(s.get('skipped', 0))} skipped",
+             f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
              f"  infra {_pct(s.get('infra_rate'))}, crash {_pct(s.get('crash_rate'))}, "
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"

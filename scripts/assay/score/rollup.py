@@ -10,7 +10,8 @@ from typing import Iterable, Mapping
 
 from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SKIPPED, UNSCORABLE,
                           UNSCORED)
-from .hollow import HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, is_hollow_case
+from .hollow import (HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, deliberately_unscored,
+                     is_hollow_case)
 
 
 def _verdict_of(value: object) -> str:
@@ -28,8 +29,10 @@ def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
     """Roll one repeat's layers up to a case verdict; first match wins.
 
     infra_error > infra_incomplete > skipped > (a scorer `error` -> unscored) > fail >
-    a pass on a layer other than http/loops -> pass > unscored. A case that asserts
-    nothing beyond liveness (http/loops) is never pass: see assay.score.hollow.
+    (a layer beyond http/loops that the case asserts and that was not scored -> unscored) >
+    a pass on a layer other than http/loops -> pass > unscored. A case that asserts nothing beyond liveness
+    (http/loops) is never pass, and neither is one with a check that never ran (an
+    `unscored` layer other than a deliberate one: see assay.score.hollow).
     """
     verdicts = {name: _verdict_of(v) for name, v in layers.items()}
     values = set(verdicts.values())
@@ -44,6 +47,10 @@ def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
         return UNSCORED
     if FAIL in values:
         return FAIL
+    if UNSCORED in values and any(v == UNSCORED and name not in _LIVENESS_LAYERS
+                                  and not deliberately_unscored(name, layers[name])
+                                  for name, v in verdicts.items()):
+        return UNSCORED
     if any(v == PASS for name, v in verdicts.items() if name not in _LIVENESS_LAYERS):
         return PASS
     return UNSCORED
@@ -56,11 +63,12 @@ def unscored_reason(layers: Mapping[str, object], verdict: str) -> str | None:
         return None
     if is_hollow_case(layers):
         return HOLLOW_CASE_REASON
-    for name, value in layers.items():
-        v = _verdict_of(value)
-        if v in (UNSCORED, ERROR):
-            why = value.get("reason") if isinstance(value, Mapping) else None
-            return f"{name}: {why or v}"
+    candidates = [(name, value) for name, value in layers.items() if _verdict_of(value) in (UNSCORED, ERROR)]
+    # a check that never ran speaks before a deliberate unscored (rules, state, an unjudged rubric)
+    candidates.sort(key=lambda item: item[0] in _LIVENESS_LAYERS or deliberately_unscored(*item))
+    for name, value in candidates:
+        why = value.get("reason") if isinstance(value, Mapping) else None
+        return f"{name}: {why or _verdict_of(value)}"
     return "no layer was scored"
 
 
@@ -91,8 +99,9 @@ def failed_layers(layers: Mapping[str, object]) -> list[str]:
     return [name for name, v in layers.items() if _verdict_of(v) == FAIL]
 
 
-# Per layer, which turn's verdict speaks for a conversation (first in this order wins). pass
-# ranks above unscored so that case_verdict(merged) == the roll-up over every turn's layers.
+# Per layer, which turn's verdict speaks for a conversation (first in this order wins). A check
+# that never ran (a non-deliberate unscored) ranks above pass and a deliberate unscored below it,
+# so that case_verdict(merged) == the roll-up over every turn's layers.
 _TURN_MERGE_ORDER = (INFRA_ERROR, INFRA_INCOMPLETE, ERROR, FAIL, PASS, UNSCORED, UNSCORABLE, NA)
 
 
@@ -100,7 +109,8 @@ def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict
     """A conversation's case-level layers from its sent turns' layers [(turn, layers), ...].
 
     Each layer takes the verdict of the first turn holding the highest-ranked verdict
-    (infra_error > infra_incomplete > error > fail > pass > unscored > unscorable > n/a),
+    (infra_error > infra_incomplete > error > fail > a non-deliberate unscored > pass > unscored >
+    unscorable > n/a),
     with that turn's detail and `turn` added, so a failing turn names itself.
     case_verdict over the result equals the roll-up over every sent turn's layers.
     """
@@ -109,6 +119,8 @@ def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict
     for n, layers in turns:
         for name, entry in layers.items():
             r = rank.get(_verdict_of(entry), len(rank))
+            if r == rank[UNSCORED] and name not in _LIVENESS_LAYERS and not deliberately_unscored(name, entry):
+                r = rank[PASS] - 0.5  # a check that never ran outranks a pass in another turn
             if name not in best or r < best[name][0]:
                 best[name] = (r, n, entry)
     out: dict[str, dict] = {}

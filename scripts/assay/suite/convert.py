@@ -11,6 +11,7 @@ to the state dir), the line and the key path. `${VAR}` is never resolved here.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ from .strict_yaml import LineIndex, load
 CASE_SUFFIXES = (".yaml", ".yml")
 MANIFEST_NAMES = ("dataset.yaml", "dataset.yml")
 SKIPPED_DIRS = ("templates",)
+# Header names that carry a credential: a value written out under one of them is a secret on disk.
+CREDENTIAL_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie)$|api[-_]?key|token|secret|passw|credential",
+                               re.IGNORECASE)
 
 
 def _rel(state: Path, path: Path) -> str:
@@ -81,6 +85,33 @@ def case_files(state: Path) -> list[Path]:
     return sorted(found, key=lambda p: _rel(state, p))
 
 
+def refuse_literal_secrets(adapter: Any, lines: LineIndex, label: str = "adapter.yaml") -> None:
+    """Secrets are `${VAR}` references only (adapter contract): a credential header written out
+    literally, in `invocation.headers` or an auth `headers` block, would be copied into the
+    converted suite, the plan and every request.json. Refused before anything is written; the
+    message names the key and never repeats the value."""
+    invocation = adapter.get("invocation") if isinstance(adapter, dict) else None
+    if not isinstance(invocation, dict):
+        return
+    auth = invocation.get("auth") if isinstance(invocation.get("auth"), dict) else {}
+    blocks = [(("invocation", "headers"), invocation.get("headers"), False),
+              (("invocation", "auth", "headers"), auth.get("headers"), True)]
+    for path, headers, every_value in blocks:
+        if not isinstance(headers, dict):
+            continue
+        for name, value in headers.items():
+            if not isinstance(value, str) or "${" in value:
+                continue
+            if every_value or CREDENTIAL_HEADER.search(str(name)):
+                key = ".".join(path + (str(name),))
+                line = lines.line_of(path + (name,))
+                raise AssayError(
+                    f"{label}:{line}: {key} holds a literal value; secrets are ${{VAR}} references only "
+                    f"(a literal would be copied into the plan and every request.json). Export it and write "
+                    f"{name}: \"${{MY_VAR}}\" (a bearer token: auth: {{type: bearer, token_env: MY_VAR}})",
+                    2, file=label, line=line, key=key)
+
+
 def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     state = Path(state_dir)
     if not state.is_dir():
@@ -93,7 +124,8 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
             raise AssayError(f"{state}: {required} is missing; every state dir needs adapter.yaml and "
                              "profile.yaml (see references/adapter-contract.md and profile-schema.md)", 2,
                              file=required)
-    adapter, _ = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
+    adapter, adapter_lines = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
+    refuse_literal_secrets(adapter, adapter_lines)
     profile, _ = _read_checked(state, state_real, state / "profile.yaml", "profile", "profile.yaml")
 
     manifest = None

@@ -1,0 +1,117 @@
+"""A new user's mistakes on a new app (no silent green): each one fails loudly, naming the
+file, key or case and the fix. Same small travel app and state dir as test_no_silent_green;
+the pipeline is driven the way the README says, against a real HTTP app on a loopback port.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fakeapp import FakeApp, Reply
+from fixtures_authoring import run_inproc
+from helpers import run_script, write_yaml
+from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
+
+
+def fare_reply(req) -> Reply:
+    """Oslo has a fare; Atlantis does not (the app answers, on route, without a quote)."""
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    if "Atlantis" in (req.json or {}).get("message", ""):
+        return Reply(200, {"answer": "Sorry, I have no fare to Atlantis.", "route": "quotes"})
+    return Reply(200, {"answer": "A flight to Oslo costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
+
+
+def test_a_case_whose_result_never_came_is_unscored_and_closes_the_gate(tmp_path):
+    # c-1 scores execution (so the layer is not hollow); c-2's app answered without a quote:
+    # its route passed, but the result it asserts was never compared. Before: pass, gate PASS.
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
+                                   "c-00000002": case_yaml("c-00000002", content="A flight to Atlantis?")})
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(fare_reply) as app:
+        run_dir = run(state, plan_file, app)
+    verdict = json.loads((run_dir / "cases" / "c-00000002" / "verdict.json").read_text())
+    assert verdict["layers"]["routing"]["verdict"] == "pass"
+    assert verdict["verdict"] == "unscored"
+    assert verdict["unscored_reason"].startswith("execution: no actual result")
+    summary = json.loads((run_dir / "results.json").read_text())["summary"]
+    assert (summary["passes"], summary["unscored"], summary["hollow_layers"]) == (1, 1, {})
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 1, g.stdout
+    line = next(x for x in g.stdout.splitlines() if "never ran" in x and "gating case" in x)
+    assert "1 gating case(s)" in line and "c-00000002 (execution: no actual result" in line
+    assert "'quote.price' is absent" in line
+
+
+def test_a_non_gating_case_whose_check_never_ran_leaves_the_gate_open(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
+                                   "c-00000002": case_yaml("c-00000002", content="A flight to Atlantis?",
+                                                           top="gating: false\n")})
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(fare_reply) as app:
+        run_dir = run(state, plan_file, app)
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 0, g.stdout
+    assert "1 unscored" in g.stdout
+
+
+def test_a_literal_secret_header_is_refused_before_anything_is_written(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("result_from_response: RESULT_PATH", "result_from_response: quote.price")
+               .replace("  auth: {type: none}\n",
+                        "  auth: {type: none}\n  headers: {X-Plain: visible, Authorization: 'Bearer sk-live-1234'}\n"))
+    work = state / "work"
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 2, r.stdout
+    assert r.json["key"] == "invocation.headers.Authorization" and r.json["line"] == 9
+    assert r.json["error"].startswith("adapter.yaml:9: invocation.headers.Authorization holds a literal value")
+    assert "${" in r.json["error"] and "sk-live-1234" not in r.stdout
+    assert not work.exists()
+
+
+def test_make_plan_on_the_app_dir_names_the_state_dir(tmp_path):
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", tmp_path,
+                   "-o", work / "plan.json")
+    assert r.rc == 2, r.stdout
+    assert "no adapter.yaml" in r.json["error"] and f"--state-dir {state}" in r.json["error"]
+    assert not (work / "plan.json").exists()
+
+
+def test_a_case_whose_trace_never_came_closes_the_gate(tmp_path):
+    # The app writes no spans on one path (instrumentation missing there): that case is
+    # infra_incomplete, which infra_rate (infra errors only) does not count. Before: gate PASS
+    # with the case in no count on the summary line.
+    from otlp_util import agent_spans, parse_traceparent, write_spans
+    spans_file = tmp_path / "spans.jsonl"
+
+    def traced(req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        if "Oslo" in (req.json or {}).get("message", ""):
+            trace_id, parent = parse_traceparent(req.headers.get("traceparent"))
+            write_spans(spans_file, agent_spans(trace_id, "quotes", parent_span_id=parent))
+        return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
+
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
+                                   "c-00000002": case_yaml("c-00000002", content="A flight to Bergen?")})
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", "quote.price").replace(
+        "traces: {source: none}\n",
+        f"traces: {{source: otlp-file, location: {spans_file}, correlation: traceparent-echo, "
+        "completeness: {quiescence_ms: 100, max_wait_s: 1}}\n"))
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(traced) as app:
+        run_dir = run(state, plan_file, app)
+    summary = json.loads((run_dir / "results.json").read_text())["summary"]
+    assert (summary["passes"], summary["infra_incomplete"], summary["infra_rate"]) == (1, 1, 0.0)
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 1, g.stdout
+    lines = g.stdout.splitlines()
+    assert lines[1].endswith("0 skipped, 1 infra_incomplete")  # every case is on the count line
+    closed = next(x for x in lines if "infra_incomplete (their trace never completed" in x)
+    assert "50.0% of the cases sent, above 5.0%" in closed and "c-00000002 (no span with trace id" in closed
