@@ -115,3 +115,25 @@ def test_a_case_whose_trace_never_came_closes_the_gate(tmp_path):
     assert lines[1].endswith("0 skipped, 1 infra_incomplete")  # every case is on the count line
     closed = next(x for x in lines if "infra_incomplete (their trace never completed" in x)
     assert "50.0% of the cases sent, above 5.0%" in closed and "c-00000002 (no span with trace id" in closed
+
+
+def test_a_misspelt_tool_name_is_named_with_the_closest_declared_one(tmp_path):
+    import copy
+
+    from test_validate_cases import BASE, run_validate
+    adapter = {"adapter_version": 1, "tools": [{"name": "fare_lookup", "side_effects": "safe-live"},
+                                               {"name": "visa_rules", "side_effects": "safe-live"}],
+               "invocation": {"mode": "http", "base_url": "${U}", "endpoint": "POST /c", "request_body": "{}",
+                              "route_from_response": "route"}}
+    (tmp_path / "adapter.json").write_text(json.dumps(adapter))
+    bad, ok = copy.deepcopy(BASE), copy.deepcopy(BASE)
+    bad["id"], ok["id"] = "c-bad", "c-ok"
+    bad["expect"]["tools"] = {"forbidden": ["fare_lookpu"]}
+    ok["expect"]["tools"] = {"forbidden": ["fare_lookup"]}
+    ok["expect"]["args"] = {"visa_rules": {"country": "japan"}}
+    suite = {"cases": [bad, ok], "sources": {"c-bad": "datasets/c-bad.yaml", "c-ok": "datasets/c-ok.yaml"}}
+    r = run_validate(tmp_path, suite, "--adapter", tmp_path / "adapter.json")
+    found = [f for f in r.json["findings"] if f["code"] == "unknown_tool"]
+    assert [(f["case_id"], f["source"], f["severity"]) for f in found] == [("c-bad", "datasets/c-bad.yaml", "WARN")]
+    assert "expect.tools.forbidden names 'fare_lookpu'" in found[0]["message"]
+    assert "did you mean 'fare_lookup'?" in found[0]["message"]

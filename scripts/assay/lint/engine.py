@@ -21,7 +21,8 @@ from .case_rules import CaseContext, check_case
 from .findings import Findings
 from .graded import layers_in_expect, grading_expect, scored_layers
 from .rubric_rules import check_rubric_pins
-from .suite_rules import check_adapter, check_manifest, check_matrix, check_suite, split_counts
+from .suite_rules import (check_adapter, check_manifest, check_matrix, check_suite, check_tool_names,
+                          split_counts)
 
 
 SPLIT_FILES = ("suite.json", "capabilities.json", "adapter.json", "manifest.json")
@@ -135,6 +136,7 @@ def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter:
         check_matrix(matrix, report)
     if adapter is not None:
         check_adapter(cases, adapter, source_of, report)
+        check_tool_names(cases, adapter, source_of, report)
     if manifest is not None:
         check_manifest(cases, manifest, report)
     errors, warns = findings.counts()

@@ -43,7 +43,7 @@ CODES: dict[str, str] = {
     "capabilities_unchecked": WARN,
     # --adapter
     "route_not_observable": WARN, "attack_category_will_skip": WARN, "clarify_unobservable": WARN,
-    "turns_will_skip": WARN, "identity_will_skip": WARN,
+    "turns_will_skip": WARN, "identity_will_skip": WARN, "unknown_tool": WARN,
 }
 
 

@@ -5,6 +5,7 @@ Each function reports through `report(code, message, case_id=None, source=None)`
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from typing import Any, Callable
 
@@ -135,6 +136,41 @@ def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_o
                 carrier = "environment variable" if inv.get("mode") == "cli" else "header"
                 report("identity_will_skip", f"identity key(s) {unmapped} have no {carrier} in the adapter's "
                        "invocation.identity_map; the runner skips the case", case_id=cid, source=src)
+
+
+def asserted_tool_names(expect: dict[str, Any]) -> list[tuple[str, str]]:
+    """(where, tool name) for every tool a case's expect names: tools.subset/order/forbidden,
+    the args keys and authz.forbidden_tools."""
+    out: list[tuple[str, str]] = []
+    tools = expect.get("tools") if isinstance(expect.get("tools"), dict) else {}
+    for key in ("subset", "order", "forbidden"):
+        if isinstance(tools.get(key), list):
+            out += [(f"expect.tools.{key}", t) for t in tools[key] if isinstance(t, str)]
+    if isinstance(expect.get("args"), dict):
+        out += [("expect.args", t) for t in expect["args"] if isinstance(t, str)]
+    authz = expect.get("authz") if isinstance(expect.get("authz"), dict) else {}
+    if isinstance(authz.get("forbidden_tools"), list):
+        out += [("expect.authz.forbidden_tools", t) for t in authz["forbidden_tools"] if isinstance(t, str)]
+    return out
+
+
+def check_tool_names(cases: list[dict[str, Any]], adapter: dict[str, Any], source_of: Callable[[int], str | None],
+                     report: Report) -> None:
+    """A tool name the adapter's `tools` list does not declare (when it declares any): a typo in a
+    `forbidden` list is a check that can never fail."""
+    declared = [t["name"] for t in adapter.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    if not declared:
+        return
+    for i, case in enumerate(cases):
+        expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
+        for where, name in asserted_tool_names(expect):
+            if name in declared:
+                continue
+            close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            report("unknown_tool", f"{where} names {name!r}, which is not in the adapter's tools "
+                   f"({', '.join(sorted(declared))}){hint} (a misspelt forbidden tool can never fail)",
+                   case_id=case.get("id"), source=source_of(i))
 
 
 def check_manifest(cases: list[dict[str, Any]], manifest: dict[str, Any], report: Report) -> None:
