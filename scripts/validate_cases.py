@@ -7,6 +7,7 @@ YAML file it came from, so the fix goes into the YAML. Exit 0 no ERROR, 1 an ERR
 """
 
 import sys
+from pathlib import Path
 
 from assay.core.cli import make_parser, run_command
 
@@ -45,6 +46,10 @@ def run(args):
         adapter = read_json_file(args.adapter, "--adapter")
         validate(adapter, "adapter", source=args.adapter, what="adapter")
     if args.manifest:
+        if not Path(args.manifest).exists():
+            raise AssayError(f"--manifest {args.manifest}: no such file; convert_suite.py writes manifest.json "
+                             "only when the state dir has datasets/dataset.yaml (optional): add it, or drop "
+                             "--manifest", 2, file=str(args.manifest))
         manifest = read_json_file(args.manifest, "--manifest")
         validate(manifest, "dataset", source=args.manifest, what="dataset manifest")
     out = lint_suite(suite, matrix=matrix, adapter=adapter, manifest=manifest, strict=args.strict)

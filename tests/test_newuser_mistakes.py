@@ -137,3 +137,14 @@ def test_a_misspelt_tool_name_is_named_with_the_closest_declared_one(tmp_path):
     assert [(f["case_id"], f["source"], f["severity"]) for f in found] == [("c-bad", "datasets/c-bad.yaml", "WARN")]
     assert "expect.tools.forbidden names 'fare_lookpu'" in found[0]["message"]
     assert "did you mean 'fare_lookup'?" in found[0]["message"]
+
+
+def test_validate_with_the_docs_manifest_flag_and_no_dataset_yaml_says_why(tmp_path):
+    # case-format.md's command passes --manifest; convert_suite writes manifest.json only
+    # when datasets/dataset.yaml exists (it is optional)
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_inproc("validate_cases", "--cases", work / "suite.json", "--manifest", work / "manifest.json")
+    assert r.rc == 2, r.stdout
+    assert "only when the state dir has datasets/dataset.yaml" in r.json["error"] and "drop --manifest" in r.json["error"]
