@@ -145,6 +145,7 @@ def test_validate_with_the_docs_manifest_flag_and_no_dataset_yaml_says_why(tmp_p
     state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
     work = state / "work"
     assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    r = run_inproc("validate_cases", "--cases", work / "suite.json", "--manifest", work / "manifest.json")
+    r = run_inproc("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json",
+                   "--manifest", work / "manifest.json")
     assert r.rc == 2, r.stdout
     assert "only when the state dir has datasets/dataset.yaml" in r.json["error"] and "drop --manifest" in r.json["error"]
