@@ -464,10 +464,11 @@ def test_a_cli_app_holds_a_server_id_conversation(state, tmp_path):
         "else:\n"
         "    inv = open(path).read() if os.path.exists(path) else None\n"
         "    answer = f'refunded {inv}' if inv else 'refund which invoice?'\n"
-        "print(json.dumps({'answer': answer, 'sid': sid}))\n")
+        "print(json.dumps({'answer': answer, 'sid': sid, 'route': 'billing'}))\n")
     ad = adapter("http://unused", mode="cli", command=[sys.executable, str(agent), str(store), "--session=<session>",
                                                       "<user turn>"],
                  cwd="scratch", env_allowlist=["PATH"], response_body='{"answer": "<answer>"}',
+                 route_from_response="route",  # turn 1's checkpoint asserts the route: it must run
                  conversation={"style": "server-id", "session_from": {"body": "sid"}})
     for key in ("base_url", "endpoint", "request_body", "health_check"):
         ad["invocation"].pop(key)

@@ -353,7 +353,8 @@ def test_uncaptured_arguments_are_unscored_not_failed(traced_run):
     assert sel["verdict"] == "unscored" and "did not capture" in sel["reason"]
     authz = v["layers"]["authz"]
     assert authz["verdict"] == "pass" and authz["unscorable"] == []      # forbidden_tools from the log; ids in the answer
-    assert v["verdict"] == "pass"
+    # the argument check never ran: never a pass (runner contract §16), the reason names it
+    assert v["verdict"] == "unscored" and v["unscored_reason"].startswith("tool_selection: ")
 
 
 def test_matrix_disabled_layer_is_unscorable_and_a_bad_expectation_is_an_error(tmp_path):
