@@ -149,3 +149,20 @@ def test_validate_with_the_docs_manifest_flag_and_no_dataset_yaml_says_why(tmp_p
                    "--manifest", work / "manifest.json")
     assert r.rc == 2, r.stdout
     assert "only when the state dir has datasets/dataset.yaml" in r.json["error"] and "drop --manifest" in r.json["error"]
+
+
+def test_a_span_file_that_never_existed_is_named_with_its_resolved_path(tmp_path):
+    # traces.location written relative to the app, not the state dir: every trace "never arrives";
+    # the reason says which file was watched and that it does not exist
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", "quote.price").replace(
+        "traces: {source: none}\n", "traces: {source: otlp-file, location: spans.jsonl, correlation: traceparent-echo, "
+        "completeness: {quiescence_ms: 100, max_wait_s: 0.5}}\n"))
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(fare_reply) as app:
+        run_dir = run(state, plan_file, app)
+    v = json.loads((run_dir / "cases" / "c-00000001" / "verdict.json").read_text())
+    assert v["verdict"] == "infra_incomplete"
+    assert f"the span file {state.resolve() / 'spans.jsonl'} does not exist" in v["infra_reason"]
+    assert "resolves against the state dir" in v["infra_reason"]

@@ -130,7 +130,7 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
             why = " ".join(str(why or "no layer was scored").split())
-            named.append(f"{cid} ({why if len(why) <= 160 else why[:159] + '…'})")
+            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
     if not count:
         return None
     text = (f"{count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
@@ -159,7 +159,7 @@ def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rat
                 and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
             doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
             why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())
-            named.append(f"{row.get('case_id')} ({why if len(why) <= 160 else why[:159] + '…'})")
+            named.append(f"{row.get('case_id')} ({why if len(why) <= 300 else why[:299] + '…'})")
     text = (f"{incomplete} case(s) infra_incomplete (their trace never completed, so the checks it feeds "
             f"never ran): with the infra errors {rate * 100:.1f}% of the cases sent, above "
             f"{max_infra_rate * 100:.1f}%; check the adapter's traces (location, correlation, completeness)")

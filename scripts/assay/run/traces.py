@@ -121,6 +121,13 @@ class OtlpFileSource:
         self._lock = threading.Lock()
         self._reset()
 
+    def _missing_file_note(self) -> str:
+        """Why nothing arrived, when the reason is that the file was never written at all."""
+        if self.path.exists():
+            return ""
+        return (f"; the span file {self.path} does not exist (traces.location: a relative path resolves "
+                f"against the state dir; is the app exporting to it?)")
+
     def _reset(self) -> None:
         self._offset = 0
         self._doc_mode = False
@@ -276,7 +283,7 @@ class OtlpFileSource:
                     return TraceOutcome(INFRA_INCOMPLETE, None, None, waited_ms=waited, checks={
                         "spans_for_trace": 0, "spans_in_file": self.spans_in_file},
                         reason=f"no span with trace id {wanted} arrived in the span file within "
-                               f"max_wait_s={self.max_wait_s:g}")
+                               f"max_wait_s={self.max_wait_s:g}" + self._missing_file_note())
                 if normalized is None:
                     why = f"spans were still arriving after max_wait_s={self.max_wait_s:g}"
                 elif normalized["status"] != OK:
