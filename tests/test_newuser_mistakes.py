@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from fakeapp import FakeApp, Reply
+from fakeapp import FakeApp, Reply, run_runner
 from fixtures_authoring import run_inproc
 from helpers import run_script, write_yaml
 from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
@@ -166,3 +166,27 @@ def test_a_span_file_that_never_existed_is_named_with_its_resolved_path(tmp_path
     assert v["verdict"] == "infra_incomplete"
     assert f"the span file {state.resolve() / 'spans.jsonl'} does not exist" in v["infra_reason"]
     assert "resolves against the state dir" in v["infra_reason"]
+
+
+def test_a_401_canary_in_a_traced_run_is_named_as_authentication_not_a_missing_trace(tmp_path):
+    # the app refuses a wrong token and writes no span: before, every case (canary included)
+    # waited for its trace and read infra_incomplete, and nothing said "401"
+    def refuse(req) -> Reply:
+        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(401, {"error": "bad token"})
+
+    canary = case_yaml("c-00000001").replace("split: [smoke, full]", "split: [smoke, full, canary]")
+    state = write_state(tmp_path, {"c-00000001": canary, "c-00000002": case_yaml("c-00000002")})
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", "quote.price").replace(
+        "traces: {source: none}\n", f"traces: {{source: otlp-file, location: {tmp_path / 'spans.jsonl'}, "
+        "correlation: traceparent-echo, completeness: {quiescence_ms: 100, max_wait_s: 0.3}}\n"))
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(refuse) as app:
+        r = run_runner("--plan", plan_file, "--out", state / "reports" / "smoke-20261130T000000Z",
+                       env={"TRAVEL_BASE_URL": app.url})
+    assert r.rc == 4, r.stdout
+    err = json.loads(r.stdout)["error"]
+    assert "canary c-00000001 failed on http: got HTTP 401" in err and "an authentication problem" in err
+    v = json.loads((state / "reports" / "smoke-20261130T000000Z" / "cases" / "c-00000001" / "verdict.json").read_text())
+    assert v["verdict"] == "fail" and v["layers"]["loops"]["verdict"] == "unscored"
+    assert v["layers"]["loops"]["reason"].startswith("no complete trace after HTTP 401 (the http layer failed)")

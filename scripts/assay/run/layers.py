@@ -117,11 +117,24 @@ def clarified_flag(inv: Mapping[str, Any], ev: RepeatEvidence) -> bool | None:
     return bool(value)
 
 
-def _trace_input(ctx: ScoreContext, ev: RepeatEvidence) -> dict | None:
+def http_status_ok(expect: Mapping[str, Any], ev: RepeatEvidence) -> tuple[Any, bool]:
+    """(expected status, whether the response's status meets it): absent means any 2xx."""
+    exp = (expect.get("http") or {}).get("status") if isinstance(expect.get("http"), Mapping) else None
+    if exp is None:
+        return exp, ev.status is not None and 200 <= ev.status < 300
+    return exp, ev.status in (exp if isinstance(exp, list) else [exp])
+
+
+def _trace_input(ctx: ScoreContext, ev: RepeatEvidence, http_failed: bool = False) -> dict | None:
     """None when the trajectory is usable; else the layer to record instead."""
     if ev.trace_status == NOT_COLLECTED or not ctx.traces_collected:
         return {"verdict": UNSCORED, "reason": f"traces not collected: {ctx.traceless_reason or 'trace-less run'}"}
     if ev.trace_status != COMPLETE or ev.trajectory is None:
+        if http_failed:
+            # the app refused (401, 404, ...) and wrote no complete trace: the case fails on its
+            # http layer; an infra_incomplete here would hide that (a 401 canary read as "no trace")
+            return {"verdict": UNSCORED, "reason": f"no complete trace after HTTP {ev.status} (the http layer "
+                    f"failed): trace {ev.trace_status}: {ev.trace_reason or 'no detail'}"}
         return {"verdict": INFRA_INCOMPLETE, "reason": f"trace {ev.trace_status}: {ev.trace_reason or 'no detail'}"}
     from ..score.base import blind_tool_log
     blind = blind_tool_log(ev.trajectory)
@@ -145,11 +158,7 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         return {"verdict": "pass" if ev.status == exp else "fail", "expected_exit_code": exp,
                 "exit_code": ev.status}
     if layer == "http":
-        exp = (expect.get("http") or {}).get("status") if isinstance(expect.get("http"), Mapping) else None
-        if exp is None:
-            ok = ev.status is not None and 200 <= ev.status < 300
-        else:
-            ok = ev.status in (exp if isinstance(exp, list) else [exp])
+        exp, ok = http_status_ok(expect, ev)
         return {"verdict": "pass" if ok else "fail", "expected_status": exp, "status": ev.status}
     if layer == "routing":
         observed, observed_from, declared = observed_route(ctx.invocation, ev)
@@ -159,7 +168,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         from ..score.routing import score_case_routing
         return _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
     if layer in ("trajectory", "tool_selection", "loops"):
-        missing = _trace_input(ctx, ev)
+        http_failed = ctx.invocation.get("mode") != "cli" and not http_status_ok(expect, ev)[1]
+        missing = _trace_input(ctx, ev, http_failed)
         if missing is not None:
             return missing
         if layer == "trajectory":
