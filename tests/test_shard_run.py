@@ -225,6 +225,12 @@ def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):
     assert r.rc == 2 and "another plan" in r.json["error"] and r.json["key"] == "plan_sha256"
     r = merge(state, plan_path, RUN_ID, [dirs[0], tmp_path / "nowhere", dirs[2]])
     assert r.rc == 2 and "nowhere" in r.json["error"]
+    (state / "reports" / RUN_ID).mkdir()
+    (state / "reports" / RUN_ID / "notes.txt").write_text("someone's run")
+    r = merge(state, plan_path, RUN_ID, dirs)
+    assert r.rc == 2 and "not a merge of this plan" in r.json["error"]
+    assert (state / "reports" / RUN_ID / "notes.txt").exists()
+    shutil.rmtree(state / "reports" / RUN_ID)
     manifest = json.loads((dirs[1] / "manifest.yaml").read_text())   # shard 2's machine had no trace file
     manifest["traces"] = dict(manifest["traces"], reason="traces.location not readable")
     (dirs[1] / "manifest.yaml").write_text(json.dumps(manifest))

@@ -35,7 +35,7 @@ from typing import Any
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, atomic_write_text, read_json, sha256_json
 from ..core.vocab import FAIL
-from ..plan.shards import is_canary, shard_cases, shard_dir_name
+from ..plan.shards import is_canary, shard_cases
 from ..run import derived, preflight
 from ..run.completeness import ABORTED, check_run_dir
 from ..run.engine import EXIT_MESSAGES, exit_code_for
@@ -85,23 +85,16 @@ def _read_shard(path: Path, plan_sha: str, count: int) -> ShardRun:
 
 
 def _check_out(plan: dict, out_arg: str) -> Path:
-    """--out: <state>/reports/<run_id>; empty, absent, or a previous merge of this plan (replaced)."""
-    out = Path(os.path.abspath(out_arg))
-    if out.name != plan["run_id"]:
-        raise AssayError(f"--out {out_arg!r}: its last path component must be the plan's run_id "
-                         f"{plan['run_id']!r} (use --out <state>/reports/{plan['run_id']})", 2, key="--out")
-    state = preflight.state_dir_of(plan)
+    """--out: the runner's own --out rules (name = run_id, under <state>/reports/, no link); it may
+    hold a previous merge of this plan (replaced), nothing else."""
+    previous = _is_previous_merge(Path(os.path.abspath(out_arg)), plan)
     try:
-        (out.parent.resolve() / out.name).relative_to(state)
-    except ValueError:
-        raise AssayError(f"--out {out_arg!r} is outside the state dir {str(state)!r}; use --out "
-                         f"{state}/reports/{plan['run_id']}", 2, key="--out") from None
-    if out.is_symlink():
-        raise AssayError(f"--out {out_arg!r} is a symlink; use a real directory", 2, key="--out")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not _is_previous_merge(out, plan):
-        raise AssayError(f"--out {out_arg} already exists and is not a merge of this plan; use a new run id "
-                         "(make_plan.py --run-id) or move that directory away", 2, key="--out")
-    return out
+        return preflight.check_out(plan, out_arg, resume=previous)
+    except AssayError as exc:
+        if exc.fields.get("key") == "--out" and "already exists" in exc.message:
+            raise AssayError(f"--out {out_arg} already exists and is not a merge of this plan; use a new run id "
+                             "(make_plan.py --run-id) or move that directory away", 2, key="--out") from None
+        raise
 
 
 def _is_previous_merge(out: Path, plan: dict) -> bool:
