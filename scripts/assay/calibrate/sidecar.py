@@ -1,6 +1,6 @@
 """The calibration sidecar `<state>/judge/calibration.json`: written by score_agreement.py
---write, read by the runner (a rubric version is calibrated iff rubrics[pin].calibrated
-is true)."""
+--write, read by the runner (assay.run.judging: a rubric version is calibrated iff
+rubrics[pin].calibrated is true)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.jsonio import atomic_write_json, loads
+from ..core.jsonio import atomic_write_json
 from ..core.version import VERSION
 
 SCHEMA = "assay.calibration/1"
@@ -43,17 +43,3 @@ def write_sidecar(path: str | Path, sidecar: dict[str, Any]) -> Path:
                              "(pass <state>/judge/calibration.json under an existing state dir)", 2)
     atomic_write_json(path, sidecar)
     return path
-
-
-def calibrated_pins(path: str | Path) -> set[str]:
-    """The rubric pins a sidecar marks calibrated; an absent file means none."""
-    path = Path(path)
-    if not path.is_file():
-        return set()
-    try:
-        doc = loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise AssayError(f"{path}: not JSON ({err}); rewrite it with score_agreement.py --write", 2) from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("rubrics"), dict):
-        raise AssayError(f"{path}: not a {SCHEMA} sidecar; rewrite it with score_agreement.py --write", 2)
-    return {pin for pin, r in doc["rubrics"].items() if isinstance(r, dict) and r.get("calibrated") is True}
