@@ -182,7 +182,12 @@ def test_fabricated_quote_and_unparseable_reply_make_unknown(app, state, judge_s
     assert judge_server.count(path="/v1/messages") == 3
     v = read(out, "c-1", "verdict.json")
     assert v["layers"]["judged"]["verdict"] == "unscored"  # unknown nodes: neither pass nor fail
-    assert v["verdict"] == "pass"  # the answer check still carries the case
+    # a calibrated rubric the judge could not decide is a check that never ran: not a pass
+    # (the answer check alone does not carry the case), and the gate names the case and the judge
+    assert v["verdict"] == "unscored" and v["unscored_reason"].startswith("judged:")
+    g = run_script("gate", out)
+    assert g.rc == 1 and "1 gating case(s) asserted a check that never ran" in g.stdout
+    assert "c-1 (judged:" in g.stdout
 
 
 @pytest.mark.parametrize("calibrated", [True, False])
@@ -251,3 +256,30 @@ def test_missing_judge_key_is_preflight_exit_3(app, state, judge_server):
     r, out = go(state, plan)
     assert r.rc == 3 and r.json["missing_env"] == ["NO_SUCH_JUDGE_KEY"]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_rubric_only_case_gates_when_calibrated_and_is_unscored_not_hollow_when_provisional(app, state, calibrated):
+    """A case whose only check is a rubric: calibrated, the judge decides it (and the gate sees it);
+    provisional, it is `unscored` (never pass), its reason says so, and `judged` is no hollow layer."""
+    app.handler = app_handler
+    (state / "judge").mkdir(exist_ok=True)
+    (state / "judge" / "fake_judge.py").write_text(JUDGE_CMD)
+    only = {"answer": {"rubric": ["refund-eta-v1"]}}
+    plan = judged_plan(state, app, {"provider": "command", "command": [sys.executable, "judge/fake_judge.py"]},
+                       cases=[case("c-1", "full", expect=only), case("c-2", "no-eta", expect=only)])
+    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": calibrated})
+    r, out = go(state, plan)
+    assert r.rc == 0, r.stdout + r.stderr
+    v1, v2 = read(out, "c-1", "verdict.json"), read(out, "c-2", "verdict.json")
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    assert "judged" not in (summary.get("hollow_layers") or {})
+    g = run_script("gate", out)
+    if calibrated:
+        assert (v1["verdict"], v2["verdict"]) == ("pass", "fail")
+        assert g.rc == 1 and "c-2 (judged)" in g.stdout
+    else:
+        assert (v1["verdict"], v2["verdict"]) == ("unscored", "unscored")
+        assert v2["unscored_reason"].startswith("judged: provisional (not gating): the judge said fail")
+        assert "hollow" not in g.stdout and "layer judged" not in g.stdout
+        assert "nothing was measured" in g.stdout  # 0 pass + 0 fail: honest, not green

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import HOLLOW_CASE_REASON, hollow_layer_line
+from ..score.hollow import HOLLOW_CASE_REASON, hollow_layer_line, only_chosen_unscored
 from ..stats.counts import cases_phrase
 from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, try_json
 
@@ -125,8 +125,9 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
         cid = str(row.get("case_id"))
         doc = case_verdict(run_dir, cid) or {}
         why = doc.get("unscored_reason")
-        if why == HOLLOW_CASE_REASON:
-            continue
+        layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+        if why == HOLLOW_CASE_REASON or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")):
+            continue  # nothing asserted that this run checks (the linter and "nothing measured" speak)
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
             why = " ".join(str(why or "no layer was scored").split())
@@ -134,7 +135,7 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     if not count:
         return None
     text = (f"{count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
-            f"adapter key or the case it names)")
+            f"adapter key, the case or the judge it names)")
     if named:
         text += ": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
     return text

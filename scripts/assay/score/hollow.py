@@ -67,6 +67,19 @@ def deliberately_unscored(layer: str, entry: Any) -> bool:
     return layer == "judged" and reason.startswith("unjudged")
 
 
+def never_ran(layer: str, entry: Any) -> bool:
+    """A check the case asserts that was not scored for want of its input (or an undecided judge):
+    `unscored` on a layer beyond liveness that the run did not choose to leave unscored."""
+    return verdict_of(entry) == UNSCORED and layer not in LIVENESS_LAYERS and not deliberately_unscored(layer, entry)
+
+
+def only_chosen_unscored(layers: Mapping[str, Any]) -> bool:
+    """True when nothing beyond liveness was decided or missed: every such layer is `n/a`,
+    `unscorable` or an `unscored` the run chose (rules, state, an unjudged or provisional rubric)."""
+    return all(verdict_of(v) in (NA, UNSCORABLE) or deliberately_unscored(name, v)
+               for name, v in layers.items() if name not in LIVENESS_LAYERS)
+
+
 def asserted(layer: str, entry: Any) -> bool:
     """The case asserts this layer and it is switched on: neither n/a nor unscorable nor a chosen unscored."""
     return verdict_of(entry) not in (NA, UNSCORABLE) and not deliberately_unscored(layer, entry)

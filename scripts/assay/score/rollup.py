@@ -11,7 +11,7 @@ from typing import Iterable, Mapping
 from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SKIPPED, UNSCORABLE,
                           UNSCORED)
 from .hollow import (HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, deliberately_unscored,
-                     is_hollow_case)
+                     is_hollow_case, never_ran)
 
 
 def _verdict_of(value: object) -> str:
@@ -47,9 +47,7 @@ def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
         return UNSCORED
     if FAIL in values:
         return FAIL
-    if UNSCORED in values and any(v == UNSCORED and name not in _LIVENESS_LAYERS
-                                  and not deliberately_unscored(name, layers[name])
-                                  for name, v in verdicts.items()):
+    if any(never_ran(name, entry) for name, entry in layers.items()):
         return UNSCORED
     if any(v == PASS for name, v in verdicts.items() if name not in _LIVENESS_LAYERS):
         return PASS
@@ -119,7 +117,7 @@ def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict
     for n, layers in turns:
         for name, entry in layers.items():
             r = rank.get(_verdict_of(entry), len(rank))
-            if r == rank[UNSCORED] and name not in _LIVENESS_LAYERS and not deliberately_unscored(name, entry):
+            if never_ran(name, entry):
                 r = rank[PASS] - 0.5  # a check that never ran outranks a pass in another turn
             if name not in best or r < best[name][0]:
                 best[name] = (r, n, entry)
