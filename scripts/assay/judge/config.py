@@ -7,6 +7,7 @@ pre-flight with the adapter's rules (`assay.run.secrets`).
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -67,6 +68,37 @@ def check_resolved(config: dict[str, Any], source: str = JUDGE_CONFIG) -> None:
     if not config.get("api_key") and parts.hostname not in ("127.0.0.1", "localhost", "::1"):
         raise AssayError(f"{source}: api_key is missing for provider {provider} at {base}; set "
                          "api_key: ${ANTHROPIC_API_KEY} (or your variable) and export it", 3, key="api_key")
+
+
+SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".ts", ".rb", ".pl")
+
+
+def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source: str = JUDGE_CONFIG) -> None:
+    """A `command` judge can be started (pre-flight, exit 3): argv[0] is on PATH or an executable
+    path, and a script handed to an interpreter (`[python3, judge.py]`) exists. Paths are relative to
+    `cwd`, the state dir the command runs in. Without this a typo shows up only as judge outages."""
+    if config.get("provider") != "command":
+        return
+    argv = [str(a) for a in config.get("command") or []]
+    exe = argv[0]
+    where = "a relative path is relative to the state dir, the judge command's working directory"
+    if "/" in exe:
+        path = Path(exe) if os.path.isabs(exe) else Path(cwd) / exe
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            what = "does not exist" if not path.exists() else "is not an executable file (chmod +x it)"
+            raise AssayError(f"pre-flight: {source}: command[0] {exe!r} resolves to {path}, which {what}; {where}",
+                             3, key="command")
+    else:
+        search = (environ if environ is not None else os.environ).get("PATH", os.defpath)
+        if shutil.which(exe, path=search) is None:
+            raise AssayError(f"pre-flight: {source}: command[0] {exe!r} is not found on PATH ({search}); install it "
+                             f"or give its path ({where})", 3, key="command")
+    script = argv[1] if len(argv) > 1 else ""
+    if script.endswith(SCRIPT_SUFFIXES) and not script.startswith("-"):
+        path = Path(script) if os.path.isabs(script) else Path(cwd) / script
+        if not path.is_file():
+            raise AssayError(f"pre-flight: {source}: command[1] {script!r} resolves to {path}, which does not exist; "
+                             f"{where}", 3, key="command")
 
 
 def manifest_view(config: dict[str, Any]) -> dict[str, Any]:

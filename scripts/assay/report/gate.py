@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import HOLLOW_CASE_REASON, hollow_layer_line, only_chosen_unscored
+from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, hollow_layer_line, only_chosen_unscored,
+                            where_to_look)
 from ..stats.counts import cases_phrase
 from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, try_json
 
@@ -152,19 +153,25 @@ def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rat
     rate = (incomplete + errors) / sent if sent > 0 else 1.0
     if rate <= max_infra_rate:
         return None
-    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = holdout_ids(run_dir, rows)
-    named = []
-    for row in rows:
-        if isinstance(row, dict) and row.get("verdict") == "infra_incomplete" and not row.get("canary") \
-                and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
-            doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
-            why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())
-            named.append(f"{row.get('case_id')} ({why if len(why) <= 300 else why[:299] + '…'})")
+    named = infra_cases_named(run_dir, results, "infra_incomplete")
     text = (f"{incomplete} case(s) infra_incomplete (their trace never completed, so the checks it feeds "
             f"never ran): with the infra errors {rate * 100:.1f}% of the cases sent, above "
             f"{max_infra_rate * 100:.1f}%; check the adapter's traces (location, correlation, completeness)")
     return text + (": " + "; ".join(named) if named else "")
+
+
+def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
+    """`id (infra_reason)` for up to MAX_NAMED non-canary, non-holdout cases with this infra verdict."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = holdout_ids(run_dir, rows)
+    named = []
+    for row in rows:
+        if isinstance(row, dict) and row.get("verdict") == verdict and not row.get("canary") \
+                and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
+            doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
+            why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())
+            named.append(f"{row.get('case_id')} ({why if len(why) <= 300 else why[:299] + '…'})")
+    return named
 
 
 def canary_reason(summary: dict, mode: str | None) -> str | None:
@@ -238,7 +245,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
                        f"({summary['gating_failures']}): the counts are inconsistent")
     infra = _rate(summary.get("infra_rate"))
     if infra is not None and infra > max_infra_rate:
-        reasons.append(f"infra rate {infra * 100:.1f}% is above {max_infra_rate * 100:.1f}%")
+        named = [] if bad else infra_cases_named(run_dir, results, "infra_error")
+        reasons.append(f"infra rate {infra * 100:.1f}% is above {max_infra_rate * 100:.1f}%"
+                       + (": " + "; ".join(named) if named else ""))
     elif infra is None and "infra_rate" in summary:
         reasons.append("infra_rate in results.json is not a number")
     incomplete = None if bad else incomplete_reason(run_dir, results, summary, max_infra_rate)
@@ -378,9 +387,18 @@ def conversations_reason(summary: dict) -> str | None:
     if sent <= 0 or conv["passes"] + conv["failures"] > 0:
         return None
     why = conv.get("top_unscored_reason")
+    # A reason that names a layer ("answer: no answer at ...") points at that layer's key; the
+    # session's own reasons ("turn 1: no session id ...") at invocation.conversation.
+    layer = str(why).split(":", 1)[0] if why else ""
+    look = (where_to_look(layer) if layer in ADAPTER_KEY_OF_LAYER
+            else "the adapter's invocation.conversation (style, session_from)")
+    if not why and _is_count(conv.get("infra_errors")) and _is_count(conv.get("infra_incomplete")):
+        infra = conv["infra_errors"] + conv["infra_incomplete"]
+        if infra:  # the infra lines name them with their reasons; the session may be fine
+            why = f"{infra} ended infra_error/infra_incomplete"
+            look = "the reasons on the infra line(s) above"
     return (f"none of {sent} sent conversation(s) was scored (a check that never ran)"
-            + (f": most common reason: {why}" if why else "")
-            + "; check the adapter's invocation.conversation (style, session_from)")
+            + (f": most common reason: {why}" if why else "") + f"; check {look}")
 
 
 def kind_lines(summary: dict) -> list[str]:

@@ -37,6 +37,9 @@ from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_bl
 
 # Conversation turns are not judged in this build: the judged layer of a turn says so (never pass).
 CONVERSATION_UNJUDGED = "unjudged (conversation turns are not judged in this build)"
+# ... but a calibrated (gating) pin left unjudged is a check that never ran: not a chosen unscored.
+CONVERSATION_UNJUDGED_GATING = ("conversation turns are not judged in this build, so the calibrated "
+                                "(gating) rubric {pins} never ran; pin it on a single-turn case")
 
 @dataclass
 class CaseWorker:
@@ -242,7 +245,7 @@ class CaseWorker:
                             trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)
         layers, actual = score_repeat(case, self.score_ctx, ev)
         if not judge and layers["judged"].get("reason") == JUDGE_PENDING:
-            layers["judged"] = {"verdict": UNSCORED, "reason": CONVERSATION_UNJUDGED}
+            layers["judged"] = self._conversation_unjudged(case)
         return {"answer_text": self._scrub(answer) if answer is not None else None, "actual": actual,
                 "actual_reason": "the execution layer did not run (not applicable or disabled)",
                 "trajectory": trajectory, "raw_spans": raw, "trace_status": trace_status, "trace": got.block(),
@@ -290,6 +293,14 @@ class CaseWorker:
                       turns_total=res.turns_total, failed_turn=failed_turn,
                       stop_reason=self._scrub(stop_reason), expect=deciding["spec"].expect)
         return result
+
+    def _conversation_unjudged(self, case) -> dict[str, Any]:
+        """A conversation turn's judged layer: never judged in this build. Provisional pins read as a
+        chosen unscored; a calibrated pin would gate, so leaving it unjudged is a check that never ran."""
+        gating = [str(p) for p in rubric_pins(case) if self.judge is not None and self.judge.calibration(str(p))[0]]
+        if gating:
+            return {"verdict": UNSCORED, "reason": CONVERSATION_UNJUDGED_GATING.format(pins=", ".join(gating))}
+        return {"verdict": UNSCORED, "reason": CONVERSATION_UNJUDGED}
 
     def _judge(self, case, answer: str | None, trajectory: dict | None, ref: dict) -> tuple[dict, dict | None]:
         """(judged layer, judge.json doc or None) for one scored repeat."""

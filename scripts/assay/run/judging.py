@@ -293,8 +293,10 @@ class JudgeRuntime:
                 res.update(verdict="unscored", infra=True, reason=infra[0]["reason"])
             else:
                 res["verdict"] = rubric_verdict([n["verdict"] for n in res["nodes"]])
-                unknown = [n["node_id"] for n in res["nodes"] if n["verdict"] == "unknown"]
-                res["reason"] = (f"node(s) unknown: {', '.join(unknown)}" if res["verdict"] == "unscored" else None)
+                unknown = [n for n in res["nodes"] if n["verdict"] == "unknown"]
+                why = f" ({unknown[0].get('reason')})" if unknown and unknown[0].get("reason") else ""
+                res["reason"] = (f"node(s) unknown: {', '.join(n['node_id'] for n in unknown)}{why}"
+                                 if res["verdict"] == "unscored" else None)
         usage = usage_of(results)
         doc = {"case_id": case["id"], "provider": self.recorded.get("provider"), "model": self.recorded.get("model"),
                "prompt_version": PROMPT_VERSION, "answer_sha256": sha256_text(material.answer), "rubrics": results,
@@ -371,6 +373,7 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     cfg = judge_config.effective(block["config"])
     resolved = secrets.expand_deep(cfg, env)
     judge_config.check_resolved(resolved, "plan judge.config (judge/judge.yaml)")
+    judge_config.check_command(resolved, state)
     sidecar, why = load_calibration(plan, state)
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
     return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,

@@ -220,12 +220,29 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
     from .judging import judge_env_names
     names |= judge_env_names(plan)
-    env = secrets.resolve(names, environ)
+    env = secrets.resolve(names, environ, env_sources(plan))
     inv = adapter.get("invocation") or {}
     if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
         from .invoke.cli import allowlisted_secrets
         env.update(allowlisted_secrets(inv, environ))
     return env
+
+
+def env_sources(plan: Mapping[str, Any]) -> dict[str, str]:
+    """Where each variable is referenced (file: key), so a missing one names what to fix."""
+    adapter = plan["adapter"]
+    where = {n: f"judge/judge.yaml: {path}" for n, path in
+             secrets.env_ref_paths((plan.get("judge") or {}).get("config") or {}, "").items()}
+    for name in secrets.case_env_names(plan["cases"]):
+        where[name] = "a case's identity.token_env"
+    auth = (adapter.get("invocation") or {}).get("auth") or {}
+    for key in ("token_env", "cookie_env"):
+        if isinstance(auth, Mapping) and isinstance(auth.get(key), str):
+            where[auth[key]] = f"adapter.yaml: invocation.auth.{key}"
+    for part in ("traces", "invocation"):
+        where.update({n: f"adapter.yaml: {path}" for n, path in
+                      secrets.env_ref_paths(adapter.get(part) or {}, part).items()})
+    return where
 
 
 # ---------------------------------------------------------------- step 2: invoker
@@ -485,7 +502,9 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     env = resolve_env(plan, environ)
     # From here on every byte assay writes (files, run.log, stdout) has these values redacted.
     # (an address-only variable, e.g. the base URL, is not a secret: errors show where they connected)
-    addresses = secrets.address_vars(plan["adapter"], env)
+    from .judging import judge_env_names
+    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
+                 - secrets.case_env_names(plan["cases"]))
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
     mc = max_concurrency(plan)
     invoker = build_invoker(plan, env, execution, out=out, environ=environ)

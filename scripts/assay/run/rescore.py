@@ -104,15 +104,18 @@ def stored_outcome(response: Mapping[str, Any]) -> Outcome:
 class ReplayInvoker:
     """Answers each case's n-th request with the source run's stored n-th response."""
 
-    def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource") -> None:
+    def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource",
+                 conversation_ids: frozenset[str] = frozenset()) -> None:
         self.mode = mode
         self.stored = stored
         self.source = source
+        self.conversation_ids = conversation_ids  # each turn arrives as a one-message case: known by id
         self._next: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None, **kw: Any):
-        if isinstance(case.get("input"), Mapping) and case["input"].get("turns"):
+        if case.get("id") in self.conversation_ids or (isinstance(case.get("input"), Mapping)
+                                                       and case["input"].get("turns")):
             return {"key": None}, {"mode": "rescore", "note": NOT_REPLAYED}
         with self._lock:
             n = self._next.get(case["id"], 0) + 1
@@ -247,7 +250,8 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
     from .judging import build_runtime, judge_env_names
-    env = secrets.resolve(judge_env_names(plan), environ)
+    env = secrets.resolve(judge_env_names(plan), environ, {n: f"judge/judge.yaml: {p}" for n, p in secrets.env_ref_paths(
+        (plan.get("judge") or {}).get("config") or {}, "").items()})
     from ..core import writer
     writer.register_secrets(env.values())  # the judge's key never reaches disk (the one writer)
     execution = effective_execution(plan)
@@ -263,7 +267,15 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         trace = TraceConfig(False, src_traces.get("reason") or "the source run collected no traces",
                             source=src_traces.get("source"), correlation=src_traces.get("correlation"))
     mode = ((manifest.get("invocation") or {}).get("mode")) or "http"
-    invoker = ReplayInvoker(mode, stored, trace_source)
+    from .invoke.conversation import ConversationConfig, is_conversation
+    invoker = ReplayInvoker(mode, stored, trace_source,
+                            frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)))
+    # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
+    # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
+    block = (plan["adapter"].get("invocation") or {}).get("conversation")
+    conversation = (ConversationConfig(style=block["style"], session_from=block.get("session_from"), turn_delay_s=0.0,
+                                       memory=block.get("memory"))
+                    if isinstance(block, Mapping) and isinstance(block.get("style"), str) else None)
     judge_rt = build_runtime(plan, env, state, execution)
     if judge_rt is not None:
         judge_rt.reuse = _reuse_map(source, verdicts)
@@ -274,7 +286,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=preflight.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
-        judge=judge_rt)
+        judge=judge_rt, conversation=conversation)
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": "rescore",
                          "started_at": utc_now_iso()})
     lock.acquire()

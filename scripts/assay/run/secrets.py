@@ -54,15 +54,35 @@ def case_env_names(cases: Iterable[Mapping[str, Any]]) -> set[str]:
     return names
 
 
-def resolve(names: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
-    """Values for every name; all missing or empty names at once -> AssayError(3)."""
+def env_ref_paths(value: Any, prefix: str) -> dict[str, str]:
+    """{NAME: the first dotted key path that references `${NAME}`} inside a JSON-like value."""
+    found: dict[str, str] = {}
+    stack = [(prefix, value)]
+    while stack:
+        path, item = stack.pop(0)
+        if isinstance(item, str):
+            for name in ENV_REF.findall(item):
+                found.setdefault(name, path)
+        elif isinstance(item, Mapping):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+    return found
+
+
+def resolve(names: Iterable[str], environ: Mapping[str, str],
+            where: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Values for every name; all missing or empty names at once -> AssayError(3).
+    `where` maps a name to the file and key that reference it, shown beside the name."""
     names = sorted(set(names))
     missing = [n for n in names if not environ.get(n)]
     if missing:
+        where = where or {}
+        shown = [f"{n} ({where[n]})" if where.get(n) else n for n in missing]
         raise AssayError(
-            f"pre-flight: environment variable(s) not set or empty: {', '.join(missing)}. "
+            f"pre-flight: environment variable(s) not set or empty: {', '.join(shown)}. "
             "Export them before running (a value is never read from a file and never written to one).",
-            3, missing_env=missing)
+            3, missing_env=missing, referenced_by={n: where[n] for n in missing if where.get(n)})
     return {n: environ[n] for n in names}
 
 
@@ -82,17 +102,21 @@ def expand_deep(value: Any, env: Mapping[str, str]) -> Any:
 
 
 def address_vars(adapter: Mapping[str, Any], env: Mapping[str, str]) -> set[str]:
-    """Variables that hold only the app's address: named in `invocation.base_url` and nowhere else
-    in the adapter, with a value that carries no credentials (no `user@`, no query or fragment).
+    """Variables that hold only the app's address or its span file: named in `invocation.base_url`
+    and/or `traces.location` and nowhere else in the adapter, with a value that carries no
+    credentials (no `user@`, no query or fragment).
 
     Their values are not secrets: error messages show the resolved URL with its port (wave 2 §1),
-    so "connection refused on http://127.0.0.1:8766" says which port was tried.
+    so "connection refused on http://127.0.0.1:8766" says which port was tried, and a span file
+    that does not exist is named by its resolved path.
     """
     inv = adapter.get("invocation") or {}
-    base = inv.get("base_url")
-    if not isinstance(base, str):
+    traces = adapter.get("traces") if isinstance(adapter.get("traces"), Mapping) else {}
+    named = env_refs([v for v in (inv.get("base_url"), traces.get("location")) if isinstance(v, str)])
+    if not named:
         return set()
     elsewhere = env_refs({k: v for k, v in inv.items() if k != "base_url"}) | env_refs(
-        {k: v for k, v in adapter.items() if k != "invocation"}) | auth_env_names(adapter)
-    return {name for name in env_refs(base) - elsewhere
+        {k: v for k, v in adapter.items() if k not in ("invocation", "traces")}) | env_refs(
+        {k: v for k, v in traces.items() if k != "location"}) | auth_env_names(adapter)
+    return {name for name in named - elsewhere
             if name in env and not any(ch in env[name] for ch in "@?#")}

@@ -110,11 +110,12 @@ class OtlpFileSource:
 
     def __init__(self, path: str | os.PathLike[str], convention: str = "gen_ai",
                  quiescence_ms: float = 3000, max_wait_s: float = 30, *,
-                 poll_interval_s: float | None = None) -> None:
+                 poll_interval_s: float | None = None, written: str | None = None) -> None:
         if convention not in CONVENTION_NAMES:
             raise ValueError(f"convention {convention!r} has no mapping; use one of {list(CONVENTION_NAMES)}")
         self.convention = convention
         self.path = Path(path)
+        self.written = written  # traces.location as the adapter wrote it (e.g. ${SPANS_FILE})
         self.quiescence_s = max(0.0, float(quiescence_ms) / 1000.0)
         self.max_wait_s = max(0.0, float(max_wait_s))
         self.poll_interval_s = poll_interval_s or max(0.005, min(0.1, self.quiescence_s / 4 or 0.01))
@@ -125,8 +126,12 @@ class OtlpFileSource:
         """Why nothing arrived, when the reason is that the file was never written at all."""
         if self.path.exists():
             return ""
-        return (f"; the span file {self.path} does not exist (traces.location: a relative path resolves "
-                f"against the state dir; is the app exporting to it?)")
+        from .secrets import ENV_REF
+        names = ENV_REF.findall(self.written or "")
+        fix = f"; check ${names[0]}" if names else ""
+        return (f"; the span file {self.path} does not exist (traces.location"
+                + (f" {self.written}" if names else "")
+                + f": a relative path resolves against the state dir; is the app exporting to it?{fix})")
 
     def _reset(self) -> None:
         self._offset = 0

@@ -94,7 +94,8 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
     elif cfg.collected:
         cfg.reason = None
         cfg.source_obj = module.OtlpFileSource(decision["location"], decision["convention"],
-                                               decision["quiescence_ms"], decision["max_wait_s"])
+                                               decision["quiescence_ms"], decision["max_wait_s"],
+                                               written=tr.get("location"))
     return cfg
 
 

@@ -125,9 +125,15 @@ def hollow_layers(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, A
     return out
 
 
+def where_to_look(layer: str, adapter_key: Any = None) -> str:
+    """"check <this>" for a layer: the adapter's key that feeds it (the judge's files for `judged`)."""
+    key = adapter_key or ADAPTER_KEY_OF_LAYER.get(layer, f"the adapter keys that feed {layer}")
+    return str(key) if str(key).startswith("the ") else f"the adapter's {key}"
+
+
 def hollow_layer_line(layer: str, info: Mapping[str, Any]) -> str:
     """The gate's one-line reason for a hollow layer."""
     n = info.get("cases")
     return (f"layer {layer} was asserted by {n} case(s) and scored in none (a check that never ran): "
-            f"most common reason: {info.get('reason') or 'none recorded'}; check the adapter's "
-            f"{info.get('adapter_key')}")
+            f"most common reason: {info.get('reason') or 'none recorded'}; check "
+            f"{where_to_look(layer, info.get('adapter_key'))}")

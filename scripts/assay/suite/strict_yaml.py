@@ -158,6 +158,11 @@ def loads(text: str, label: str) -> tuple[Any, LineIndex]:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark else None
             problem = " ".join(p for p in (exc.context, exc.problem) if p)
+            lines = text.splitlines()
+            if line and "flow" in problem and any("${" in x for x in lines[max(0, line - 2):line]):
+                # `{location: ${SPANS}}`: YAML reads the ${ as the start of a nested flow mapping
+                problem += ('; a ${VAR} inside {...} or [...] must be quoted, e.g. {location: "${VAR}"} '
+                            "(or write the mapping in block style)")
             raise AssayError(f"{label}:{line}: invalid YAML: {problem}", 2, file=label, line=line) from None
         except yaml.YAMLError as exc:
             raise AssayError(f"{label}: invalid YAML: {exc}", 2, file=label) from None

@@ -157,8 +157,10 @@ class CliInvoker:
         if found is None:
             where = (f"the child's PATH ({search})" if search is not None
                      else f"the default PATH {os.defpath} (PATH is not in invocation.env_allowlist)")
-            raise AssayError(f"pre-flight: invocation.command[0] {shown!r} is not found on {where}; add PATH to "
-                             "env_allowlist or give a path", 3, key="invocation.command")
+            fix = ("put it on that PATH" if search is not None else "add PATH to env_allowlist")
+            raise AssayError(f"pre-flight: invocation.command[0] {shown!r} is not found on {where}; {fix}, or give "
+                             f"its path (e.g. ./{prog}: a relative path is relative to the app repo, {self.app_root})",
+                             3, key="invocation.command")
         return os.path.abspath(found)
 
     def health(self, *, resume: bool) -> dict[str, Any]:
@@ -303,8 +305,9 @@ class CliInvoker:
         expected = wire.get("expect_exit_code")
         if r.returncode != 0 and expected is None:
             cli["stdout"] = text
-            return Outcome(EXIT, status=r.returncode, error=f"the command exited with code {r.returncode}",
-                           **common)
+            tail = " ".join(cli["stderr"].split())[-200:]  # what the command said (redacted by the writer)
+            return Outcome(EXIT, status=r.returncode, error=f"the command exited with code {r.returncode}"
+                           + (f" (stderr: {tail})" if tail else " (no stderr)"), **common)
         return Outcome(RESPONSE, status=r.returncode, body_text=text, body_json=doc, json_ok=ok, notes=notes,
                        body_sha=sha256_bytes(r.stdout), answer_withheld=withheld, **common)
 

@@ -1,0 +1,310 @@
+"""A second new-user trial, on a new app: a travel-booking assistant that issues its own session
+ids (server-id conversations), a rubric judged by a `command` judge, and a CLI face. Each test
+writes the state dir in YAML the way the docs say, drives the scripts as a user does and checks
+that every mistake (or limit of this build) closes the gate or stops with an error naming the
+file, key and fix -- never a green gate over a check that did not run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+from fakeapp import FakeApp, Reply, run_runner
+from fixtures_authoring import run_inproc
+from helpers import ROOT, run_script, write_yaml
+
+RUN_ID = "smoke-20261130T000000Z"
+
+ADAPTER = """\
+adapter_version: 1
+app: {name: travel, repo_access: read-only}
+access_level: black
+invocation:
+  mode: http
+  base_url: ${R2_URL}
+  auth: {type: none}
+  endpoint: POST /v1/assist
+  request_body: '{"text": "<user turn>", "session": "<session>"}'
+  response_body: '{"data": {"reply": "<answer>"}}'
+  health_check: {method: GET, path: /health, expect_status: [200]}
+  route_from_response: data.intent
+  timeout_s: 5
+  max_concurrency: 2
+  conversation:
+    style: server-id
+    session_from: {body: meta.session_id}
+    memory: session
+TRACES
+tools: []
+environment: {kind: mocked, safe_to_attack: false}
+"""
+
+PROFILE = """\
+profile_version: 1
+stage: stable
+architecture: {kind: router_executor}
+oos_handling: route:other
+capability_matrix:
+  answer_quality: {enabled: true}
+  routing: {enabled: true}
+  multi_turn: {enabled: true}
+  trajectory: {enabled: false, blocked_by: no traces}
+  tool_selection: {enabled: false, blocked_by: no traces}
+  execution: {enabled: false, blocked_by: no oracle}
+  authz: {enabled: false, blocked_by: no identities}
+  state: {enabled: false, blocked_by: reserved}
+"""
+
+RUBRIC = """\
+---
+rubric_id: booking
+version: 1
+nodes:
+  - id: gives-reference
+    criterion: The reply gives the booking reference.
+---
+# booking
+"""
+
+# The judge: a script in the state dir (the judge command's working directory). It passes when
+# the reply holds a BK- reference, and prints prose instead of JSON when asked about Atlantis.
+JUDGE_PY = """\
+import json, re, sys
+prompt = sys.stdin.read()
+if "Atlantis" in prompt:
+    print("I think it passes.")
+else:
+    m = re.search(r"BK-[0-9]+", prompt)
+    print(json.dumps({"verdict": "pass" if m else "fail", "evidence": [m.group(0)] if m else [], "reason": "ok"}))
+"""
+
+HEAD = ("unit: booking\nsplit: [smoke, full]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n"
+        "review: {status: accepted, by: Ana Reviewer}\n")
+CONVERSATION = f"""\
+id: c-conv0001
+{HEAD}input:
+  turns:
+    - user: Show me flights to Rome
+      expect: {{route: flights}}
+    - user: Book the cheapest one
+expect:
+  route: booking
+  answer: {{rubric: [booking-v1]}}
+"""
+SINGLE = f"""\
+id: c-one00001
+{HEAD}input:
+  messages:
+    - {{role: user, content: Book me a flight to Atlantis}}
+expect:
+  route: booking
+  answer: {{rubric: [booking-v1]}}
+"""
+
+
+def travel_app() -> FakeApp:
+    """A deterministic booking assistant that remembers a session it issued (server-id)."""
+    sessions: dict[str, list[str]] = {}
+
+    def handle(req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        body = req.json or {}
+        sid = body.get("session") or uuid.uuid4().hex
+        seen = sessions.setdefault(sid, [])
+        text = str(body.get("text", ""))
+        seen.append(text)
+        if "Book" in text:
+            intent, reply = "booking", "Booked U2 123 for 120 EUR. Your reference is BK-4711."
+        else:
+            intent, reply = "flights", "Flights to Rome: AZ7 180 EUR, U2 123 120 EUR."
+        return Reply(200, {"data": {"reply": reply, "intent": intent}, "meta": {"session_id": sid}})
+    return FakeApp(handle)
+
+
+def write_state(root: Path, *, traces: str = "traces: {source: none}", judge: str | None = None,
+                calibrated: bool = True) -> Path:
+    state = root / ".assay"
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("TRACES", traces))
+    write_yaml(state / "profile.yaml", PROFILE)
+    write_yaml(state / "rubrics" / "booking.md", RUBRIC)
+    write_yaml(state / "judge.py", JUDGE_PY)
+    write_yaml(state / "judge" / "judge.yaml",
+               judge or f"provider: command\ncommand: [{json.dumps(sys.executable)}, judge.py]\ntimeout_s: 20\n")
+    if calibrated:
+        (state / "judge" / "calibration.json").write_text(json.dumps(
+            {"schema": "assay.calibration/1", "rubrics": {"booking-v1": {"calibrated": True, "pairs": 120}}}))
+    write_yaml(state / "datasets" / "c-conv0001.yaml", CONVERSATION)
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE)
+    return state
+
+
+def plan(state: Path, *extra: str, run_id: str = RUN_ID) -> Path:
+    work = state / "work"
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 0, r.stdout
+    out = work / "plan.json"
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", out,
+                   "--run-id", run_id, *extra)
+    assert r.rc == 0, r.stdout
+    return out
+
+
+def verdict(run_dir: Path, cid: str) -> dict:
+    return json.loads((run_dir / "cases" / cid / "verdict.json").read_text())
+
+
+def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_and_in_rescore(tmp_path):
+    # Before: the conversation passed (its turns are not judged, the calibrated pin read as a chosen
+    # "unjudged") and the gate said PASS; rescore skipped the conversation with a false reason ("the
+    # adapter declares no invocation.conversation") and said PASS too.
+    state = write_state(tmp_path)
+    plan_file = plan(state, "--judge")
+    run_dir = state / "reports" / RUN_ID
+    with travel_app() as app:
+        r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    conv = verdict(run_dir, "c-conv0001")
+    assert conv["verdict"] == "unscored" and conv["turns_sent"] == 2
+    assert conv["layers"]["judged"]["reason"].startswith(
+        "conversation turns are not judged in this build, so the calibrated (gating) rubric booking-v1 never ran")
+    one = verdict(run_dir, "c-one00001")  # the judge printed prose: the node is unknown, and the gate says why
+    assert one["verdict"] == "unscored"
+    assert "node(s) unknown: gives-reference (the judge's reply did not parse" in one["layers"]["judged"]["reason"]
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 1, g.stdout
+    never = next(x for x in g.stdout.splitlines() if "gating case(s) asserted a check that never ran" in x)
+    assert "c-conv0001 (judged: conversation turns are not judged" in never
+    assert "c-one00001 (judged: booking-v1: node(s) unknown: gives-reference (the judge's reply did not parse" in never
+    convo = next(x for x in g.stdout.splitlines() if "sent conversation(s) was scored" in x)
+    assert convo.endswith("check the judge configuration (judge/judge.yaml) and the rubric pins")
+    assert "adapter's the" not in g.stdout
+
+    again = state / "reports" / "smoke-20261130T000001Z"
+    r = run_script("rescore", run_dir, "--out", again)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    conv = verdict(again, "c-conv0001")
+    assert conv["verdict"] == "infra_error", conv.get("skip_reason")
+    assert "rescore does not replay conversations in this build" in conv["infra_reason"]
+    g = run_script("gate", again)  # --verify included: the rescored run is complete
+    assert g.rc == 1, g.stdout
+    infra = next(x for x in g.stdout.splitlines() if "gate closed: infra rate" in x)
+    assert "c-conv0001 (turn 1: connection: a conversation (input.turns): rescore does not replay" in infra
+    assert "check the reasons on the infra line(s) above" in g.stdout
+
+
+def test_preflight_names_where_a_missing_variable_is_used_and_a_judge_command_that_cannot_start(tmp_path):
+    spans = "traces: {source: otlp-file, location: ${R2_SPANS}, correlation: traceparent-echo}"
+    judge = "provider: openai\nmodel: m\nbase_url: http://127.0.0.1:9/v1\napi_key: ${R2_JUDGE_KEY}\n"
+    state = write_state(tmp_path, traces=spans, judge=judge)
+    # ${VAR} unquoted in a flow mapping is a YAML syntax error: the message says how to write it
+    r = run_inproc("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 2 and r.json["error"].startswith("adapter.yaml:19: invalid YAML: while parsing a flow mapping")
+    assert 'a ${VAR} inside {...} or [...] must be quoted, e.g. {location: "${VAR}"}' in r.json["error"]
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("TRACES", spans.replace("${R2_SPANS}", '"${R2_SPANS}"')))
+    plan_file = plan(state, "--judge")
+    out = state / "reports" / RUN_ID
+    r = run_runner("--plan", plan_file, "--out", out, env={"R2_URL": "http://127.0.0.1:9"})
+    assert r.rc == 3, r.stdout
+    assert ("not set or empty: R2_JUDGE_KEY (judge/judge.yaml: api_key), R2_SPANS (adapter.yaml: traces.location)"
+            in r.json["error"])
+    assert r.json["referenced_by"] == {"R2_JUDGE_KEY": "judge/judge.yaml: api_key",
+                                       "R2_SPANS": "adapter.yaml: traces.location"}
+    # a judge command that is not installed, and a judge script that is not where the command looks
+    # (before: both ran every case and showed only "infra_error" on the provisional judged line)
+    for command, says in (("[no-such-judge-cmd-r2]", "command[0] 'no-such-judge-cmd-r2' is not found on PATH"),
+                          (f"[{json.dumps(sys.executable)}, judges/judge.py]",
+                           f"command[1] 'judges/judge.py' resolves to {state.resolve() / 'judges' / 'judge.py'}, "
+                           "which does not exist; a relative path is relative to the state dir")):
+        write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: {command}\n")
+        plan_file = plan(state, "--judge")
+        r = run_runner("--plan", plan_file, "--out", out, env={"R2_URL": "http://127.0.0.1:9", "R2_SPANS": "x"})
+        assert r.rc == 3, r.stdout
+        assert r.json["key"] == "command" and says in r.json["error"], r.json["error"]
+        assert not (out / "results.json").exists()
+
+
+CLI_ADAPTER = """\
+adapter_version: 1
+app: {name: travel-cli, repo: .., repo_access: read-only}
+access_level: black
+invocation:
+  mode: cli
+  command: COMMAND
+  stdin: none
+  cwd: scratch
+  env_allowlist: [PATH]
+  response_body: '{"answer": "<answer>"}'
+  route_from_response: route
+  timeout_s: 10
+  max_concurrency: 2
+traces: {source: otlp-file, location: "${R2_SPANS}", correlation: traceparent-echo, completeness: {quiescence_ms: 50, max_wait_s: 0.3}}
+tools: [{name: search_flights, side_effects: safe-live}]
+environment: {kind: mocked, safe_to_attack: false}
+"""
+
+
+def cli_case(cid: str, message: str) -> str:
+    return (f"id: {cid}\n{HEAD}input:\n  messages:\n    - {{role: user, content: {json.dumps(message)}}}\n"
+            "expect:\n  route: greet\n  tools: {subset: [search_flights]}\n")
+
+
+def test_a_cli_app_names_its_stderr_the_span_file_it_looked_for_and_a_command_not_on_path(tmp_path):
+    state = tmp_path / "app" / ".assay"  # app.repo is `..`: the scratch area must lie outside it
+    agent = [sys.executable, str(ROOT / "tests" / "cliagent.py")]
+    write_yaml(state / "adapter.yaml", CLI_ADAPTER.replace("COMMAND", json.dumps(agent + ["<user turn>"])))
+    write_yaml(state / "profile.yaml", PROFILE.replace("trajectory: {enabled: false, blocked_by: no traces}",
+                                                       "trajectory: {enabled: true}"))
+    write_yaml(state / "datasets" / "c-hello001.yaml", cli_case("c-hello001", "hello there"))
+    write_yaml(state / "datasets" / "c-crash001.yaml", cli_case("c-crash001", "exit 3"))
+    plan_file = plan(state, "--max-attempts", "1")
+    run_dir = state / "reports" / RUN_ID
+    spans = tmp_path / "spanz.jsonl"  # the app exports to spans.jsonl: a typo
+    env = {"R2_SPANS": str(spans), "ASSAY_SCRATCH_DIR": str(tmp_path / "scratch")}
+    r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    # the crash says what the command printed on stderr (before: only "exited with code 3")
+    crash = verdict(run_dir, "c-crash001")
+    assert crash["infra_reason"] == ("exit: the command exited with code 3 (stderr: bad input) on all 1 attempt(s)")
+    # a span file named by a variable is a path, not a secret: shown resolved, the variable named
+    # (before: "the span file <redacted> does not exist")
+    hello = verdict(run_dir, "c-hello001")
+    assert f"the span file {spans} does not exist (traces.location ${{R2_SPANS}}" in hello["infra_reason"]
+    assert "check $R2_SPANS" in hello["infra_reason"]
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 1, g.stdout
+    infra = next(x for x in g.stdout.splitlines() if "gate closed: infra rate" in x)
+    assert infra.endswith("c-crash001 (exit: the command exited with code 3 (stderr: bad input) on all 1 attempt(s))")
+
+    # PATH is allowlisted, the command is not on it: the fix is not "add PATH to env_allowlist"
+    write_yaml(state / "adapter.yaml", CLI_ADAPTER.replace("COMMAND", "[travel-cli-r2]"))
+    plan_file = plan(state, run_id="smoke-20261130T000002Z")
+    r = run_runner("--plan", plan_file, "--out", state / "reports" / "smoke-20261130T000002Z", env=env)
+    assert r.rc == 3, r.stdout
+    assert "is not found on the child's PATH" in r.json["error"]
+    assert "put it on that PATH, or give its path (e.g. ./travel-cli-r2: a relative path is relative to the app repo" \
+        in r.json["error"] and "add PATH" not in r.json["error"]
+
+
+def test_the_conversation_line_points_at_the_key_its_reason_names():
+    from assay.report.gate import conversations_reason
+    from assay.score.hollow import hollow_layer_line
+
+    def conv(why, **extra):
+        block = {"n": 2, "skipped": 0, "passes": 0, "failures": 0, "top_unscored_reason": why,
+                 "infra_errors": 0, "infra_incomplete": 0, **extra}
+        return conversations_reason({"by_kind": {"conversation": block}})
+    assert conv("answer: no answer at the adapter's <answer> path").endswith(
+        "check the adapter's response_body (its <answer> path)")
+    assert conv("turn 1: no session id at body path meta.sid (style server-id); turn 2 not sent").endswith(
+        "check the adapter's invocation.conversation (style, session_from)")
+    assert conv(None, infra_errors=2).endswith(
+        "most common reason: 2 ended infra_error/infra_incomplete; check the reasons on the infra line(s) above")
+    line = hollow_layer_line("judged", {"cases": 1, "reason": "r",
+                                        "adapter_key": "the judge configuration (judge/judge.yaml) and the rubric pins"})
+    assert line.endswith("; check the judge configuration (judge/judge.yaml) and the rubric pins")
+    assert hollow_layer_line("execution", {"cases": 1, "reason": "r", "adapter_key": "result_from_response"}).endswith(
+        "; check the adapter's result_from_response")
