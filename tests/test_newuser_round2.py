@@ -308,3 +308,34 @@ def test_the_conversation_line_points_at_the_key_its_reason_names():
     assert line.endswith("; check the judge configuration (judge/judge.yaml) and the rubric pins")
     assert hollow_layer_line("execution", {"cases": 1, "reason": "r", "adapter_key": "result_from_response"}).endswith(
         "; check the adapter's result_from_response")
+
+
+def test_gen_ai_spans_read_under_another_convention_say_which_convention_they_speak():
+    # real gen_ai spans (the genai-util recording) with traces.convention: openinference: before, the
+    # reason listed the span names only; gen_ai's marker is never "foreign", so nothing said to switch
+    from test_trace_conventions import LOOKUP_OK, layers, trajectory
+    got = layers(trajectory("genai-util", "lookup", "openinference"), LOOKUP_OK)
+    reason = got["trajectory"]["reason"]
+    assert got["trajectory"]["verdict"] == "unscored"
+    assert ("no span maps to an LLM or tool call under convention openinference; the spans carry "
+            "gen_ai.operation.name (gen_ai): set traces.convention to gen_ai or auto (span names:") in reason
+
+
+def test_a_typo_in_an_enum_value_or_a_rubric_pin_is_named_with_its_line_and_the_closest_value(tmp_path):
+    state = write_state(tmp_path)
+    write_yaml(state / "profile.yaml", PROFILE.replace("  routing: {enabled: true}", "  routng: {enabled: true}"))
+    work = state / "work"
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 2, r.stdout  # before: the list of allowed keys, no hint
+    assert r.json["error"].startswith("profile.yaml does not match its schema: profile.yaml:7: capability_matrix: "
+                                      "'routng' is not one of [")
+    assert "(did you mean 'routing'?). Fix the YAML" in r.json["error"]
+    write_yaml(state / "profile.yaml", PROFILE)
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE.replace("booking-v1", "booking-v2"))
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 0, r.stdout
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o",
+                   work / "plan.json")
+    assert r.rc == 2, r.stdout  # before: line 1 (the id), not the pin's line
+    assert "datasets/c-one00001.yaml:13: c-one00001 [rubric_version_mismatch] expect.answer.rubric: rubric pin " \
+        "'booking-v2' but rubrics/booking.md is version 1; pin booking-v1" in r.json["error"]

@@ -123,8 +123,8 @@ def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter:
         check_case(case, ctx, lambda code, msg, key=None, cid=cid, src=src:
                    findings.add(code, msg, case_id=cid, source=src, key=key))
 
-    def report(code: str, msg: str, case_id: Any = None, source: str | None = None) -> None:
-        findings.add(code, msg, case_id=case_id, source=source)
+    def report(code: str, msg: str, case_id: Any = None, source: str | None = None, key: str | None = None) -> None:
+        findings.add(code, msg, case_id=case_id, source=source, key=key)
 
     check_suite(cases, source_of, report)
     if suite.get("rubrics") is not None:

@@ -17,4 +17,5 @@ def check_rubric_pins(cases: list[dict[str, Any]], rubrics: dict[str, Any],
         for pin in case_pins(case):
             rubric, code, message = resolve_pin(pin, rubrics)
             if rubric is None:
-                report(code, f"expect.answer.rubric: {message}", case_id=case.get("id"), source=source_of(i))
+                report(code, f"expect.answer.rubric: {message}", case_id=case.get("id"), source=source_of(i),
+                       key="expect.answer.rubric")

@@ -185,7 +185,7 @@ def _asks_for_tool(finish: list[str]) -> bool:
 
 
 def _tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] | None]],
-              span_names: list[str]) -> dict:
+              span_names: list[str], markers: dict[str, str] | None = None) -> dict:
     """Could assay have seen every tool call of this trace? `{seen, source, reason}`.
 
     Seen: the trace has tool spans; or every LLM span's output messages were captured (tool
@@ -202,8 +202,14 @@ def _tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str]
         return {"seen": True, "source": "tool_spans", "reason": None}
     if not kinds[LLM_KIND]:
         shown = ", ".join(repr(n) for n in list(dict.fromkeys(span_names))[:5]) or "none"
+        # another convention's marker that is never "foreign" (gen_ai's, written by every
+        # instrumentation's LLM spans) still says which convention these spans speak
+        other = {n: m for n, m in (markers or {}).items() if n != used}
+        hint = ("; the spans carry " + ", ".join(f"{m} ({n})" for n, m in sorted(other.items()))
+                + f": set traces.convention to {sorted(other)[0] if len(other) == 1 else 'that convention'} or auto"
+                ) if other else ""
         return {"seen": False, "source": None, "reason": f"no span maps to an LLM or tool call under convention "
-                f"{used} (span names: {shown})"}
+                f"{used}{hint} (span names: {shown})"}
     unseen = [finish for captured, finish in llm_seen if not captured]
     if all(finish is not None and not _asks_for_tool(finish) for finish in unseen):
         return {"seen": True, "source": "llm_messages" if len(unseen) < len(llm_seen) else "finish_reasons",
@@ -306,7 +312,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
     kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND),
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
-    tool_log = _tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans])
+    tool_log = _tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans))
 
     checks: dict[str, Any] = {
         "spans_for_trace": len(spans),

@@ -91,12 +91,16 @@ def _plain(err: Any) -> str:
     if err.validator == "required":
         return err.message.replace("is a required property", "is required but missing")
     msg = err.message
+    if err.validator == "enum" and isinstance(err.instance, str) and isinstance(err.validator_value, list):
+        hint = did_you_mean(err.instance, [v for v in err.validator_value if isinstance(v, str)])
+        msg += f" ({hint[2:]})" if hint else ""
     if len(msg) > 300:
         msg = msg[:300] + "…"
     return msg
 
 
 _UNKNOWN = re.compile(r"^unknown key\(s\) (.*?) \(allowed")
+_BAD_NAME = re.compile(r"^'([^']*)' is not one of \[")
 
 
 def _schema_at(schema: dict[str, Any], path: list[Any]) -> dict[str, Any] | None:
@@ -126,6 +130,11 @@ def _line(error: dict[str, Any], line_of: Callable[[list[Any]], int | None]) -> 
             line = line_of(list(error["path"]) + [key])
             if line is not None:
                 return line
+    m = _BAD_NAME.match(error["message"])
+    if m:  # a propertyNames miss (`'routng' is not one of [...]` at the mapping): the key's own line
+        line = line_of(list(error["path"]) + [m.group(1)])
+        if line is not None:
+            return line
     return line_of(error["path"])
 
 
