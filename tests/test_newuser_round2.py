@@ -339,3 +339,32 @@ def test_a_typo_in_an_enum_value_or_a_rubric_pin_is_named_with_its_line_and_the_
     assert r.rc == 2, r.stdout  # before: line 1 (the id), not the pin's line
     assert "datasets/c-one00001.yaml:13: c-one00001 [rubric_version_mismatch] expect.answer.rubric: rubric pin " \
         "'booking-v2' but rubrics/booking.md is version 1; pin booking-v1" in r.json["error"]
+
+
+def test_a_gating_conversation_skipped_for_want_of_the_adapters_conversation_block_closes_the_gate(tmp_path):
+    # The newcomer wrote input.turns cases and forgot invocation.conversation: the linter only warns
+    # (turns_will_skip), the runner skips them. Before: "1 skipped" and PASS, exit 0.
+    state = write_state(tmp_path, calibrated=False)
+    adapter = (state / "adapter.yaml").read_text()
+    block = "  conversation:\n    style: server-id\n    session_from: {body: meta.session_id}\n    memory: session\n"
+    write_yaml(state / "adapter.yaml", adapter.replace(block, ""))
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE.replace("Atlantis", "Rome"))
+    plan_file = plan(state)
+    run_dir = state / "reports" / RUN_ID
+    with travel_app() as app:
+        r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert verdict(run_dir, "c-conv0001")["verdict"] == "skipped"
+    g = run_script("gate", run_dir)
+    assert g.rc == 1, g.stdout
+    assert ("gate closed: 1 gating case(s) were not sent because the adapter lacks invocation.conversation (skipped, "
+            "not a pass; declare it, or mark the case gating: false): c-conv0001 (conversation not run: the adapter "
+            "declares no invocation.conversation") in g.stdout
+    # a non-gating conversation may be skipped: the gate stays open on the single-turn case's pass
+    write_yaml(state / "datasets" / "c-conv0001.yaml", CONVERSATION.replace("review:", "gating: false\nreview:"))
+    plan_file = plan(state, run_id="smoke-20261130T000003Z")
+    run_dir = state / "reports" / "smoke-20261130T000003Z"
+    with travel_app() as app:
+        r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
+    g = run_script("gate", run_dir)
+    assert g.rc == 0 and "1 skipped" in g.stdout, g.stdout

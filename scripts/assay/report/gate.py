@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, hollow_layer_line, only_chosen_unscored,
-                            where_to_look)
+from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
+                            only_chosen_unscored, where_to_look)
 from ..stats.counts import cases_phrase
 from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, try_json
 
@@ -160,6 +160,34 @@ def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rat
     return text + (": " + "; ".join(named) if named else "")
 
 
+def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating cases the runner did not send because the adapter lacks what they need
+    (no invocation.conversation for a conversation, no identity_map entry): skipped is not a pass.
+    A skip the suite chose (safety, a layer switched off in the profile) leaves the gate alone."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = holdout_ids(run_dir, rows)
+    named, keys, count = [], [], 0
+    for row in rows:
+        if not isinstance(row, dict) or row.get("verdict") != "skipped" or row.get("canary") \
+                or row.get("gating", True) is False:
+            continue
+        cid = str(row.get("case_id"))
+        why = (case_verdict(run_dir, cid) or {}).get("skip_reason")
+        key = adapter_gap_key(why)
+        if key is None:
+            continue
+        count += 1
+        keys += [key] if key not in keys else []
+        if cid not in sealed and len(named) < MAX_NAMED:
+            named.append(f"{cid} ({' '.join(str(why).split())[:300]})")
+    if not count:
+        return None
+    return (f"{count} gating case(s) were not sent because the adapter lacks {' and '.join(keys)} (skipped, "
+            "not a pass; declare it, or mark the case gating: false)"
+            + (": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
+               if named else ""))
+
+
 def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
     """`id (infra_reason)` for up to MAX_NAMED non-canary, non-holdout cases with this infra verdict."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
@@ -265,6 +293,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     unscored_gating = unscored_gating_reason(run_dir, results)
     if unscored_gating:
         reasons.append(unscored_gating)
+    skipped_gating = None if bad else skipped_gating_reason(run_dir, results)
+    if skipped_gating:
+        reasons.append(skipped_gating)
     if require_canaries:
         why = canary_reason(summary, results.get("mode"))
         if why:

@@ -42,6 +42,21 @@ ADAPTER_KEY_OF_LAYER: dict[str, str] = {
 _NEVER_SCORED = {"rules": "business rules are evaluated by the skill", "state": "reserved"}
 
 
+# Skip reasons (the runner's) that mean the adapter lacks what a case needs, not a choice: a gating
+# case skipped for one of these never ran its checks, so the gate closes (a safety skip --
+# adversarial input, a never-live tool -- or a layer the profile switches off is a choice).
+ADAPTER_GAP_SKIPS: dict[str, str] = {
+    "conversation not run: the adapter declares no invocation.conversation": "invocation.conversation",
+    "identity not mapped:": "invocation.identity_map",
+}
+
+
+def adapter_gap_key(skip_reason: Any) -> str | None:
+    """The adapter key a skip reason says is missing, or None when the skip was a choice."""
+    text = str(skip_reason or "")
+    return next((key for prefix, key in ADAPTER_GAP_SKIPS.items() if text.startswith(prefix)), None)
+
+
 def verdict_of(entry: Any) -> str:
     if isinstance(entry, str):
         return entry
