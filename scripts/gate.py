@@ -29,10 +29,15 @@ def build_parser():
     p.add_argument("--github-summary", action="store_true", help="append a Markdown summary to $GITHUB_STEP_SUMMARY")
     p.add_argument("--max-cost-per-case", type=float, metavar="X",
                    help="close when the mean cost per case (score_cost.py) is above X in the prices file's "
-                        "currency, or cannot be computed (no traces, no prices file, an unpriced model)")
+                        "currency, or cannot be computed (no traces, no prices file, an unpriced model); "
+                        "overrides profile.yaml's budgets.max_cost_per_case")
     p.add_argument("--max-p95-latency-s", type=float, metavar="Y",
-                   help="close when the p95 end-to-end case latency is above Y seconds")
-    p.add_argument("--prices", help="prices file for --max-cost-per-case (default: <state>/prices.yaml)")
+                   help="close when the p95 end-to-end case latency is above Y seconds; overrides "
+                        "profile.yaml's budgets.max_p95_latency_s")
+    p.add_argument("--prices", help="prices file for the cost budget (default: <state>/prices.yaml)")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="the app's state dir, for profile.yaml's budgets and prices.yaml (default: the one "
+                        "holding the run dir, <state>/reports/<run-id>)")
     return p
 
 
@@ -52,8 +57,11 @@ def run(args):
         if value is not None and not (value >= 0 and value < float("inf")):
             raise AssayError(f"{flag} {value:g} is out of range: use a number >= 0", 2)
     run_dir = latest_run(Path(args.path), args.mode) if args.latest else Path(args.path)
+    if args.state_dir and not (Path(args.state_dir) / "profile.yaml").is_file():
+        raise AssayError(f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
+                         "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")
     budgets = {"max_cost_per_case": args.max_cost_per_case, "max_p95_latency_s": args.max_p95_latency_s,
-               "prices": args.prices}
+               "prices": args.prices, "state_dir": args.state_dir}
     result = evaluate(run_dir, max_infra_rate=args.max_infra_rate,
                       require_canaries=args.require_canaries, verify=not args.no_verify, budgets=budgets)
     if args.junit:

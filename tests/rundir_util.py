@@ -12,12 +12,16 @@ by key with `summary=`; `results=` overrides top-level results.json keys.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from assay.core.vocab import LAYER_ORDER
 
 DEFAULT_RUN_ID = "smoke-20261129T101500Z"
+# results.json's cost_latency block (history/cost.py) holds timing: its latency percentiles are
+# masked like every `latency_ms` number when two runs of the same answers are compared.
+COST_LATENCY_MASK = (re.compile(r'"((?:model_)?latency_ms)": \{[^{}]*\}'), r'"\1": {}')
 
 
 def _layers_for(spec: dict) -> dict[str, dict]:

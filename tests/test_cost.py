@@ -41,12 +41,26 @@ def runs(tmp_path_factory):
         out = []
         for i in range(3):
             run_id = f"smoke-202611{28 + i}T120000Z"
+            # the second run is sharded in two and merged (its results.json is the merge's own)
+            shards = ("--shards", "2") if i == 1 else ()
             plan = run_script("make_plan", base / "converted.json", "--mode", "smoke", "--state-dir", state,
-                              "-o", base / f"plan{i}.json", "--run-id", run_id)
+                              "-o", base / f"plan{i}.json", "--run-id", run_id, *shards)
             assert plan.rc == 0, plan.stdout
-            r = run_script("run_cases", "--plan", base / f"plan{i}.json", "--out", state / "reports" / run_id,
-                           "--progress", "never", env=env)
-            assert r.rc == 0, r.stdout + r.stderr
+            if shards:
+                shard_dirs = [state / "reports" / f"{run_id}.shard-{n}" for n in (1, 2)]
+                for n, sdir in enumerate(shard_dirs, 1):
+                    r = run_script("run_cases", "--plan", base / f"plan{i}.json", "--shard", n, "--out", sdir,
+                                   "--progress", "never", env=env)
+                    assert r.rc == 0, r.stdout + r.stderr
+                r = run_script("merge_runs", "--plan", base / f"plan{i}.json", "--out", state / "reports" / run_id,
+                               *shard_dirs)
+                assert r.rc == 0, r.stdout + r.stderr
+                for sdir in shard_dirs:   # out of reports/: the history below is of runs, not of shards
+                    shutil.move(sdir, base / sdir.name)
+            else:
+                r = run_script("run_cases", "--plan", base / f"plan{i}.json", "--out", state / "reports" / run_id,
+                               "--progress", "never", env=env)
+                assert r.rc == 0, r.stdout + r.stderr
             out.append(state / "reports" / run_id)
     finally:
         app.stop()
@@ -162,3 +176,161 @@ def test_history_of_real_runs_verifies_and_renders_in_chromium(runs, tmp_path):
     assert shot.exists() and shot.stat().st_size > 5000, proc.stderr[-2000:]
     if os.environ.get("ASSAY_KEEP_SCREENSHOTS"):
         shutil.copy(shot, os.environ["ASSAY_KEEP_SCREENSHOTS"])
+
+
+# ---------------------------------------------------------------- results.json's cost_latency block
+def _block(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text())["cost_latency"]
+
+
+def _untimed(block: dict) -> dict:
+    """The block without its timing (latency percentiles), as two runs of the same answers agree."""
+    return {k: v for k, v in block.items() if k not in ("latency_ms", "model_latency_ms")}
+
+
+def test_results_json_cost_block_agrees_with_score_cost_and_the_report(runs):
+    _, dirs = runs
+    block = _block(dirs[0])
+    totals = run_script("score_cost", dirs[0]).json["totals"]
+    assert block["enabled"] is True and block["blocked_by"] is None
+    assert block["traced_cases"] == totals["traced_cases"] == block["cases"]
+    assert (block["input_tokens"]["total"], block["output_tokens"]["total"]) == _trajectory_tokens(dirs[0])
+    assert block["input_tokens"]["total"] == totals["input_tokens"] and block["model_calls"] == totals["model_calls"]
+    assert block["input_tokens"]["mean_per_case"] == pytest.approx(totals["input_tokens"] / totals["traced_cases"],
+                                                                   abs=1e-3)
+    money = block["cost"]
+    assert money["complete"] is True and money["currency"] == "USD" and money["prices"] == "prices.yaml"
+    assert money["total"] == totals["cost"]["total"] > 0 and money["mean_per_case"] == totals["cost"]["mean"]
+    for key in ("latency_ms", "model_latency_ms"):
+        assert block[key] == {"p50": totals[key]["p50"], "p95": totals[key]["p95"]}
+    r = run_script("draft_report", dirs[0], "-o", dirs[0] / "report.md", "--force")
+    assert r.rc == 0, r.stdout
+    report = (dirs[0] / "report.md").read_text()
+    assert f"Tokens: {block['input_tokens']['total']} in + {block['output_tokens']['total']} out" in report
+    assert f"Cost: {money['total']:.6f} USD in all" in report
+    assert f"p95 {block['latency_ms']['p95']:.0f} ms" in report
+    assert run_script("run_cases", "--verify", dirs[0]).rc == 0   # the block passes the results schema
+
+
+def test_merged_run_recomputes_the_block_from_the_merged_cases(runs):
+    state, dirs = runs
+    merged, whole = _block(dirs[1]), _block(dirs[0])
+    shards = [_block(state.parent.parent / f"{dirs[1].name}.shard-{n}") for n in (1, 2)]
+    assert _untimed(merged) == _untimed(whole)   # the deterministic app: same tokens, same cost
+    for shard in shards:   # each shard priced its own slice; the merge copied neither
+        assert shard["cases"] < merged["cases"] and shard["input_tokens"] != merged["input_tokens"]
+    assert set(merged["latency_ms"]) == {"p50", "p95"} and merged["latency_ms"]["p95"] > 0
+
+
+def test_untraced_run_says_why_and_never_reports_zeros(tmp_path):
+    from fakeapp import FakeApp, case, make_plan, make_state, run_runner, write_plan
+
+    state = make_state(tmp_path)
+    (state / "prices.yaml").write_text("models:\n  m: {input: 1, output: 1}\n")
+    (state / "profile.yaml").write_text("capability_matrix: {}\nbudgets:\n  max_cost_per_case: 1\n")
+    with FakeApp() as app:
+        plan = write_plan(state, make_plan(state, [case("c-1", "hello one"), case("c-2", "hello two")],
+                                           app_url=app.url))
+        r = run_runner("--plan", plan, "--out", state / "reports" / "smoke-20261129T101500Z", "--progress", "never")
+    assert r.rc == 0, r.stdout + r.stderr
+    run_dir = state / "reports" / "smoke-20261129T101500Z"
+    block = _block(run_dir)
+    assert block["enabled"] is False and "no traces collected" in block["blocked_by"]
+    assert block["input_tokens"] is None and block["output_tokens"] is None and block["model_calls"] is None
+    assert block["cost"] is None and block["model_latency_ms"] is None and block["traced_cases"] == 0
+    assert block["latency_ms"]["p95"] >= block["latency_ms"]["p50"] > 0   # end to end needs no trace
+    gate = run_script("gate", run_dir)   # the profile's cost budget cannot be checked: closed, never green
+    assert gate.rc == 1, gate.stdout
+    assert "cannot be checked: no traces collected" in gate.stdout and "profile.yaml:3 budgets.max_cost_per_case" \
+        in gate.stdout
+
+
+def test_rescore_reprices_and_an_unknown_model_is_named_in_results_json(runs, tmp_path):
+    """Rescore rebuilds results.json (the engine's own finalize) with the state dir's prices now:
+    a model prices.yaml does not name leaves the cost null with the model named, never 0."""
+    state, dirs = runs
+    copy = tmp_path / "app" / ".assay"
+    shutil.copytree(state, copy, ignore=shutil.ignore_patterns("work"))
+    (copy / "prices.yaml").write_text("currency: EUR\nmodels:\n  some-other-model: {input: 1, output: 2}\n")
+    src, out = copy / "reports" / dirs[0].name, copy / "reports" / "smoke-20261201T120000Z"
+    r = run_script("rescore", src, "--out", out)
+    assert r.rc == 0, r.stdout + r.stderr
+    # (rescore does not replay conversations: their cases are infra_error and carry no trace)
+    block, totals = _block(out), run_script("score_cost", out).json["totals"]
+    assert block["input_tokens"]["total"] == totals["input_tokens"] > 0 and block["traced_cases"] > 0
+    money = block["cost"]
+    assert money["complete"] is False and money["total"] is None and money["mean_per_case"] is None
+    assert money["unpriced_models"] == ["helpdesk-rules-1"] and "not priced at 0" in money["reason"]
+    # a budget in the run's own state dir's profile (found from the run dir) cannot be checked: closed
+    _set_budgets(copy, "  max_cost_per_case: 1\n")
+    gate = run_script("gate", out, "--no-verify")
+    assert gate.rc == 1 and "cannot be checked" in gate.stdout and "helpdesk-rules-1" in gate.stdout
+    r = run_script("draft_report", out, "-o", out / "report.md")   # the report's banner applies it too
+    assert r.rc == 0, r.stdout
+    assert "FAIL · gate closed" in (out / "report.md").read_text()
+
+
+@pytest.fixture
+def budget_state(runs, tmp_path):
+    """A state dir beside the run (--state-dir) holding the example's profile.yaml and prices.yaml."""
+    state, _ = runs
+    other = tmp_path / "other" / ".assay"
+    other.mkdir(parents=True)
+    for name in ("profile.yaml", "prices.yaml"):
+        shutil.copy(state / name, other / name)
+    return other
+
+
+def _set_budgets(state: Path, text: str) -> int:
+    """Replace profile.yaml's budgets block (the example's is its last key); return the line of
+    the new block's first key."""
+    profile = state / "profile.yaml"
+    before = profile.read_text()
+    if "\nbudgets:" in before:
+        before = before[:before.index("\nbudgets:") + 1]
+    profile.write_text(before + "budgets:\n" + text)
+    return before.count("\n") + 2
+
+
+def test_profile_budgets_close_and_open_the_gate_naming_their_line(runs, budget_state):
+    _, dirs = runs
+    cost = _block(dirs[0])["cost"]["mean_per_case"]
+    line = _set_budgets(budget_state, f"  max_cost_per_case: {cost / 2}\n  max_p95_latency_s: 30\n")
+    closed = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify")
+    assert closed.rc == 1, closed.stdout
+    over = [x for x in closed.stdout.splitlines() if "gate closed: cost" in x]
+    assert len(over) == 1 and "is over the budget" in over[0] and "(100.0 %)" in over[0]
+    assert f"profile.yaml:{line} budgets.max_cost_per_case]" in over[0]
+    assert f"budget 30s: margin" in closed.stdout and f"profile.yaml:{line + 1} budgets.max_p95_latency_s]" \
+        in closed.stdout
+    # a flag overrides the profile's key, and says what it overrode
+    opened = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify", "--max-cost-per-case", "1",
+                        "--json")
+    assert opened.rc == 0, opened.stdout
+    sources = opened.json["budget_sources"]
+    assert sources["max_cost_per_case"]["value"] == 1
+    assert sources["max_cost_per_case"]["source"].startswith("--max-cost-per-case (overrides ")
+    assert sources["max_p95_latency_s"]["source"].endswith(f"profile.yaml:{line + 1} budgets.max_p95_latency_s")
+
+
+def test_misspelled_budget_key_is_exit_2_naming_file_line_and_key(runs, budget_state):
+    _, dirs = runs
+    line = _set_budgets(budget_state, "  max_cost_per_cse: 1\n")
+    # never ignored, even when the flags cover both budgets
+    r = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify",
+                   "--max-cost-per-case", "1", "--max-p95-latency-s", "30")
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert f"profile.yaml:{line}" in err and "did you mean 'max_cost_per_case'" in err
+    missing = run_script("gate", dirs[0], "--state-dir", budget_state.parent, "--no-verify")
+    assert missing.rc == 2 and "no profile.yaml there" in missing.json["error"]
+
+
+def test_every_cost_latency_key_is_documented_in_the_runner_contract():
+    schema = json.loads((ROOT / "scripts" / "assay" / "schemas" / "results.schema.json").read_text())
+    block = schema["properties"]["cost_latency"]
+    doc = (ROOT / "docs" / "runner-contract.md").read_text()
+    section = doc[doc.index("### 10.3 `results.json`"):doc.index("### 10.4")]
+    cost = block["properties"]["cost"]["oneOf"][1]
+    for key in block["required"] + cost["required"]:
+        assert f'"{key}"' in section, key

@@ -16,6 +16,7 @@ import pytest
 
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import SCRIPTS, run_script
+from rundir_util import COST_LATENCY_MASK
 
 from assay.core.jsonio import sha256_json
 from assay.shard.assign import add_shards
@@ -68,6 +69,7 @@ def merge(state, plan_path, run_id, shard_dirs, *args):
 MASKS = [
     (re.compile(r'"(ts|started_at|finished_at|date)": "[^"]*"'), r'"\1": "<t>"'),
     (re.compile(r'"(latency_ms)": [0-9.e-]+'), r'"\1": 0'),
+    COST_LATENCY_MASK,
     (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), "<uuid>"),
     (re.compile(r'"((?:repeats/\d+/)?(?:request|response)\.json)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
     (re.compile(r'"(plan_sha256)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),   # the two plans differ in run_id

@@ -29,10 +29,13 @@ from ..core.jsonio import loads
 from ..core.errors import AssayError
 
 
-def load_prices(path: Path) -> dict:
+PRICES_FILE = "prices.yaml"
+
+
+def load_prices(path: Path, label: str | None = None) -> dict:
     from ..suite.strict_yaml import load
 
-    label = str(path)
+    label = label or str(path)
     if not Path(path).is_file():
         raise AssayError(f"{label}: prices file not found; write one (see `score_cost.py --help`) or drop --prices", 2)
     doc, lines = load(Path(path), label)
@@ -81,9 +84,11 @@ def _num(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
 
-def case_cost(cdir: Path, prices: dict | None) -> dict:
-    verdict = _json(cdir / "verdict.json") or {}
-    trajs = _trajectories(cdir)
+def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True) -> dict:
+    """One case's row. `verdict` is its verdict.json when the caller holds it already (the runner
+    at finalize); `read_traces=False` skips looking for trajectories (a run that collected none)."""
+    verdict = verdict if verdict is not None else (_json(cdir / "verdict.json") or {})
+    trajs = _trajectories(cdir) if read_traces else []
     calls = [c for t in trajs for c in (t.get("llm_calls") or []) if isinstance(c, dict)]
     row: dict[str, Any] = {
         "case_id": verdict.get("case_id", cdir.name), "verdict": verdict.get("verdict"),
@@ -137,14 +142,24 @@ def _capability(manifest: dict) -> dict:
     return {"enabled": True, "blocked_by": None}
 
 
-def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = None) -> dict:
+def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = None,
+             manifest: dict | None = None, records: list[dict] | None = None) -> dict:
+    """The run's cost and latency from its case dirs. `manifest` and `records` (the finished
+    cases' verdict.json, any order) are passed by the runner, which holds them already; without
+    them both are read from the run dir."""
     run_dir = Path(run_dir)
     if not (run_dir / "cases").is_dir():
         raise AssayError(f"{run_dir}: not a run directory (no cases/); pass <state>/reports/<run-id>", 2)
-    manifest = _json(run_dir / "manifest.yaml") or {}
+    manifest = manifest if manifest is not None else (_json(run_dir / "manifest.yaml") or {})
+    if records is None:
+        pairs = [(cdir, None) for cdir in sorted(p for p in (run_dir / "cases").iterdir()
+                                                 if p.is_dir() and not p.is_symlink())]
+    else:
+        pairs = [(run_dir / "cases" / r["case_id"], r) for r in sorted(records, key=lambda r: r["case_id"])]
+    read_traces = (manifest.get("traces") or {}).get("collected") is not False
     rows = []
-    for cdir in sorted(p for p in (run_dir / "cases").iterdir() if p.is_dir() and not p.is_symlink()):
-        row = case_cost(cdir, prices)
+    for cdir, verdict in pairs:
+        row = case_cost(cdir, prices, verdict, read_traces=read_traces)
         if row["verdict"] != "skipped":
             rows.append(row)
     traced = [r for r in rows if r["traced"]]
@@ -215,38 +230,109 @@ def compare_to_baseline(current: dict, baseline: dict) -> dict:
             "note": "read `unchanged` first: it is the cost of the change itself, not of a fix or a regression"}
 
 
+def state_dir_of_run(run_dir: Path) -> Path:
+    """The state dir a run dir lives in: the parent of its nearest `reports` ancestor (the runner
+    writes only under <state>/reports/, shards and merges included); the grandparent otherwise."""
+    run_dir = Path(run_dir).resolve()
+    for parent in run_dir.parents:
+        if parent.name == "reports":
+            return parent.parent
+    return run_dir.parent.parent
+
+
 def default_prices_path(run_dir: Path) -> Path:
-    """`<state>/prices.yaml`, the state dir being the run dir's grandparent (<state>/reports/<run-id>)."""
-    return Path(run_dir).resolve().parent.parent / "prices.yaml"
+    """`<state>/prices.yaml` of the state dir the run dir lives in."""
+    return state_dir_of_run(run_dir) / PRICES_FILE
 
 
-def budget_lines(cost: dict, *, max_cost_per_case: float | None, max_p95_latency_s: float | None) -> tuple[list[str], list[str]]:
-    """(close reasons, lines for the gate's screen). A budget that cannot be checked closes the gate."""
+def _pair(stats: dict | None) -> dict | None:
+    return {"p50": stats["p50"], "p95": stats["p95"]} if stats and stats.get("n") else None
+
+
+def _per_case(total: int, n: int) -> float | None:
+    return round(total / n, 3) if n else None
+
+
+def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_dir: Path | None) -> dict:
+    """results.json's `cost_latency` block: run_cost over the finished cases (the same rules as
+    score_cost.py), priced with `<state>/prices.yaml` when it exists and reads. Trace-fed numbers
+    are null, never 0, when the capability is blocked; the cost is null unless every traced case
+    was priced (`reason` says why). Paths are relative to the state dir: results.json holds none
+    of this machine's."""
+    prices, reason = None, None
+    path = Path(state_dir) / PRICES_FILE if state_dir is not None else None
+    if path is None or not path.is_file():
+        reason = f"no {PRICES_FILE} in the state dir (the format: score_cost.py --help)"
+    else:
+        try:
+            prices = load_prices(path, PRICES_FILE)
+        except AssayError as exc:
+            reason = exc.message
+    cost = run_cost(run_dir, prices, prices_note=reason, manifest=manifest, records=records)
+    t, cap = cost["totals"], cost["capability"]
+    block: dict[str, Any] = {
+        "enabled": cap["enabled"], "blocked_by": cap["blocked_by"],
+        "cases": t["cases"], "traced_cases": t["traced_cases"],
+        "latency_ms": _pair(t["latency_ms"]),
+        "model_calls": None, "input_tokens": None, "output_tokens": None, "model_latency_ms": None,
+        "cost": None, "k_note": t["k_note"],
+    }
+    if not cap["enabled"]:
+        return block
+    n = t["traced_cases"]
+    block.update({
+        "model_calls": t["model_calls"],
+        "input_tokens": {"total": t["input_tokens"], "mean_per_case": _per_case(t["input_tokens"], n)},
+        "output_tokens": {"total": t["output_tokens"], "mean_per_case": _per_case(t["output_tokens"], n)},
+        "model_latency_ms": _pair(t["model_latency_ms"]),
+    })
+    money = {"currency": cost["currency"], "prices": PRICES_FILE if prices else None, "complete": t["complete"],
+             "total": None, "mean_per_case": None, "unpriced_models": cost["unpriced_models"], "reason": reason}
+    if prices is not None and t["complete"]:
+        money.update(total=t["cost"]["total"], mean_per_case=t["cost"]["mean"])
+    elif prices is not None:
+        money["reason"] = (f"{t['unpriced_cases']} traced case(s) use a model {PRICES_FILE} does not name "
+                           f"({', '.join(cost['unpriced_models']) or 'no model name'}): not priced at 0")
+    block["cost"] = money
+    return block
+
+
+def _cost_budget(cost: dict, budget: float) -> tuple[bool, str]:
+    t, cur = cost["totals"], cost.get("currency") or ""
+    mean = (t.get("cost") or {}).get("mean")
+    if not cost["capability"]["enabled"]:
+        return True, f"cost budget {budget:g} {cur}/case cannot be checked: {cost['capability']['blocked_by']}"
+    if cost.get("prices") is None:
+        return True, f"cost budget {budget:g}/case cannot be checked: no prices file ({cost.get('prices_note')})"
+    if not t["complete"] or mean is None:
+        return True, (f"cost budget {budget:g} {cur}/case cannot be checked: {t['unpriced_cases']} case(s) "
+                      f"unpriced (unknown model(s): {', '.join(cost['unpriced_models']) or 'none named'})")
+    if mean > budget:
+        pct = f"{(mean / budget - 1) * 100:.1f} %" if budget else "any cost is over a 0 budget"
+        return True, f"cost {mean:.6g} {cur}/case is over the budget {budget:g} by {mean - budget:.6g} ({pct})"
+    return False, f"cost {mean:.6g} {cur}/case, budget {budget:g}: margin {budget - mean:.6g}"
+
+
+def _latency_budget(cost: dict, budget: float) -> tuple[bool, str]:
+    p95 = (cost["totals"]["latency_ms"] or {}).get("p95")
+    if p95 is None:
+        return True, f"latency budget p95 {budget:g}s cannot be checked: no case latency recorded"
+    if p95 / 1000 > budget:
+        return True, f"p95 latency {p95 / 1000:.3f}s is over the budget {budget:g}s by {p95 / 1000 - budget:.3f}s"
+    return False, f"p95 latency {p95 / 1000:.3f}s, budget {budget:g}s: margin {budget - p95 / 1000:.3f}s"
+
+
+def budget_lines(cost: dict, *, max_cost_per_case: float | None, max_p95_latency_s: float | None,
+                 sources: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(close reasons, lines for the gate's screen). A budget that cannot be checked closes the gate.
+    `sources` names where each budget came from (a flag, profile.yaml's line); it ends its line."""
     close, lines = [], []
-    cur = cost.get("currency") or ""
-    if max_cost_per_case is not None:
-        t = cost["totals"]
-        mean = (t.get("cost") or {}).get("mean")
-        if not cost["capability"]["enabled"]:
-            close.append(f"cost budget {max_cost_per_case:g} {cur}/case cannot be checked: {cost['capability']['blocked_by']}")
-        elif cost.get("prices") is None:
-            close.append(f"cost budget {max_cost_per_case:g}/case cannot be checked: no prices file ({cost.get('prices_note')})")
-        elif not t["complete"] or mean is None:
-            close.append(f"cost budget {max_cost_per_case:g} {cur}/case cannot be checked: {t['unpriced_cases']} case(s) "
-                         f"unpriced (unknown model(s): {', '.join(cost['unpriced_models']) or 'none named'})")
-        elif mean > max_cost_per_case:
-            close.append(f"cost {mean:.6g} {cur}/case is over the budget {max_cost_per_case:g} by "
-                         f"{mean - max_cost_per_case:.6g} ({(mean / max_cost_per_case - 1) * 100 if max_cost_per_case else float('inf'):.1f} %)")
-        else:
-            lines.append(f"cost {mean:.6g} {cur}/case, budget {max_cost_per_case:g}: margin {max_cost_per_case - mean:.6g}")
-    if max_p95_latency_s is not None:
-        p95 = (cost["totals"]["latency_ms"] or {}).get("p95")
-        if p95 is None:
-            close.append(f"latency budget p95 {max_p95_latency_s:g}s cannot be checked: no case latency recorded")
-        elif p95 / 1000 > max_p95_latency_s:
-            close.append(f"p95 latency {p95 / 1000:.3f}s is over the budget {max_p95_latency_s:g}s by "
-                         f"{p95 / 1000 - max_p95_latency_s:.3f}s")
-        else:
-            lines.append(f"p95 latency {p95 / 1000:.3f}s, budget {max_p95_latency_s:g}s: margin "
-                         f"{max_p95_latency_s - p95 / 1000:.3f}s")
+    for key, budget, check in (("max_cost_per_case", max_cost_per_case, _cost_budget),
+                               ("max_p95_latency_s", max_p95_latency_s, _latency_budget)):
+        if budget is None:
+            continue
+        closes, text = check(cost, budget)
+        if (sources or {}).get(key):
+            text += f" [budget from {sources[key]}]"
+        (close if closes else lines).append(text)
     return close, lines

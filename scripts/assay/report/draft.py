@@ -74,7 +74,7 @@ def verdict_banner(facts: RunFacts) -> list[str]:
     --no-verify decides), the gate type and what it means, and every close reason."""
     from .gate import evaluate, gate_rule_line
 
-    g = evaluate(facts.run_dir, verify=False)
+    g = evaluate(facts.run_dir, verify=False, budgets={})  # profile.yaml budgets are default rules too
     s = facts.summary
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
     word = "PASS · gate open" if g.open else "FAIL · gate closed"

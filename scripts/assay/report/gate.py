@@ -39,6 +39,7 @@ class GateResult(RunResultsView):
     verify_clean: bool | None = None
     verify_detail: str | None = None
     budget_lines: list[str] = field(default_factory=list)
+    budgets: dict = field(default_factory=dict)   # {key: {value, source}} the gate checked
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -305,15 +306,22 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         res.verify_clean, res.verify_detail = run_verify(run_dir)
         if not res.verify_clean:
             reasons.append(res.verify_detail or "run_cases.py --verify failed")
-    if budgets and any(v is not None for v in budgets.values()):
-        # opt-in cost / latency budgets (history/cost.py): over budget, or not checkable, closes
-        from ..history.cost import budget_lines, default_prices_path, load_prices, run_cost
-        prices_path = budgets.get("prices") or default_prices_path(run_dir)
-        prices = load_prices(Path(prices_path)) if Path(prices_path).is_file() or budgets.get("prices") else None
-        cost = run_cost(run_dir, prices, prices_note=None if prices else f"no {prices_path}")
-        close, res.budget_lines = budget_lines(cost, max_cost_per_case=budgets.get("max_cost_per_case"),
-                                               max_p95_latency_s=budgets.get("max_p95_latency_s"))
-        reasons.extend(close)
+    if budgets is not None:
+        # opt-in cost / latency budgets (history/budgets.py: the flags, else <state>/profile.yaml;
+        # history/cost.py: the numbers): over budget, or not checkable, closes
+        from ..history.budgets import resolve_budgets
+        from ..history.cost import PRICES_FILE, budget_lines, load_prices, run_cost, state_dir_of_run
+        state = Path(budgets["state_dir"]) if budgets.get("state_dir") else state_dir_of_run(run_dir)
+        res.budgets = resolve_budgets(budgets, state)["budgets"]
+        if res.budgets:
+            prices_path = Path(budgets.get("prices") or state / PRICES_FILE)
+            prices = load_prices(prices_path) if prices_path.is_file() or budgets.get("prices") else None
+            cost = run_cost(run_dir, prices, prices_note=None if prices else f"no {prices_path}")
+            close, res.budget_lines = budget_lines(
+                cost, max_cost_per_case=(res.budgets.get("max_cost_per_case") or {}).get("value"),
+                max_p95_latency_s=(res.budgets.get("max_p95_latency_s") or {}).get("value"),
+                sources={k: b["source"] for k, b in res.budgets.items()})
+            reasons.extend(close)
     res.lines = summary_lines(res)
     return res
 
@@ -531,7 +539,7 @@ def to_json(res: GateResult) -> dict:
                 "holdout": s.get("holdout"), "by_kind": s.get("by_kind"),
                 "verified": res.verified, "verify_clean": res.verify_clean,
                 "gate": "open" if res.open else "closed", "reasons": list(res.reasons),
-                "budgets": list(res.budget_lines),
+                "budgets": list(res.budget_lines), "budget_sources": dict(res.budgets),
                 "gate_rule": res.results.get("gate"),
                 "counts": cases_phrase(s.get("n"), (s.get("canaries") or {}).get("n")
                                        if isinstance(s.get("canaries"), dict) else None)})

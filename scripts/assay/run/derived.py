@@ -93,12 +93,15 @@ def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str, missing: list,
-                exit_code: int | None, finished_at: str | None, with_cases: bool = True) -> dict[str, Any]:
+                exit_code: int | None, finished_at: str | None, with_cases: bool = True,
+                cost_latency: Mapping[str, Any] | None = None) -> dict[str, Any]:
     doc = {"run_id": manifest["run_id"], "mode": manifest["mode"], "gate": manifest["gate"],
            "selecting_split": manifest["selecting_split"], "k": manifest["k"],
            "harness_version": manifest["harness_version"], "dataset_version": manifest["dataset_version"],
            "exit_code": exit_code, "started_at": manifest["started_at"], "finished_at": finished_at,
            "summary": summarize(records, status=status, missing_artifacts=missing)}
+    if cost_latency is not None:
+        doc["cost_latency"] = dict(cost_latency)
     if with_cases:
         doc["cases"] = results_rows(records)
     return doc
@@ -130,7 +133,7 @@ def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, 
 _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed", "repeated_5xx",
               "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect",
               "unscored_reason", "title", "multi_turn", "turns_sent", "turns_total", "failed_turn", "turns", "memory",
-              "rate_limited_retries", "judged", "judge_usage")
+              "rate_limited_retries", "judged", "judge_usage", "latency_ms")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional") + ROUTING_KEYS + ("rubrics", "provisional_verdict")
 
 
@@ -179,9 +182,10 @@ def write_run_reports(out: Path, records: list[dict], *, k: int, oos_route: str 
 class DerivedFiles:
     """Finished records by plan index, and the batched refresh of the derived files."""
 
-    def __init__(self, out: Path, manifest: Mapping[str, Any], n_cases: int) -> None:
+    def __init__(self, out: Path, manifest: Mapping[str, Any], n_cases: int, state_dir: Path | None = None) -> None:
         self.out = out
         self.manifest = manifest
+        self.state_dir = state_dir   # where prices.yaml is, for the final results.json's cost_latency
         self.n_cases = n_cases
         self.records: dict[int, dict] = {}
         self._vline: dict[int, str] = {}
@@ -213,8 +217,13 @@ class DerivedFiles:
         order = sorted(self.records)
         atomic_write_text(self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
         atomic_write_text(self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
-        doc = results_doc(self.manifest, [self.records[i] for i in order], status=status, missing=missing or [],
-                          exit_code=exit_code, finished_at=finished_at, with_cases=False)
+        records = [self.records[i] for i in order]
+        cost_latency = None
+        if finished_at is not None:  # the final write only: it reads each traced case's trajectory once
+            from ..history.cost import results_summary
+            cost_latency = results_summary(self.out, dict(self.manifest), records, self.state_dir)
+        doc = results_doc(self.manifest, records, status=status, missing=missing or [], exit_code=exit_code,
+                          finished_at=finished_at, with_cases=False, cost_latency=cost_latency)
         atomic_write_text(self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
         self._last_count = len(self.records)
         self._last_time = time.monotonic()

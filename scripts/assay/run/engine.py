@@ -113,7 +113,7 @@ class Run:
     def execute(self) -> tuple[int, dict]:
         self._start()
         kept = getattr(self, "kept", {})
-        self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases))
+        self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases), self.s.state)
         # The infra abort looks at this invocation's cases only, so a --resume after the
         # service recovered is not stopped by the infra verdicts it kept.
         self.attempted = self.infra = self.infra_rate_limited = 0

@@ -326,7 +326,7 @@ def _build(plan: dict, shards: list[ShardRun], manifest: dict, baseline: dict | 
     atomic_write_json(tmp / "manifest.yaml", manifest)
     by_index = {s.index: s for s in shards}
     source = _source_shard(plan, by_index)
-    files = derived.DerivedFiles(tmp, manifest, len(plan["cases"]))
+    files = derived.DerivedFiles(tmp, manifest, len(plan["cases"]), preflight.state_dir_of(plan))
     for i, c in enumerate(plan["cases"]):
         s = source.get(c["id"])
         if s is None:
