@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """gate.py: the tokenless CI gate. Reads results.json, prints a one-screen summary, exits
 0 open / 1 closed (every reason listed) / 2 bad input. No model is ever in this path.
+Cost and latency budgets come from the flags, else from the state dir's profile.yaml
+(`budgets:`); each budget line names where its budget came from.
 """
 
 import os
@@ -76,4 +78,5 @@ def run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(run_command(build_parser, run, script=__file__))
+    # PyYAML: the state dir's profile.yaml (its `budgets`) is read on every gate
+    sys.exit(run_command(build_parser, run, needs=("yaml",), script=__file__))

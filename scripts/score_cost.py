@@ -7,7 +7,8 @@ GenAI usage attributes of the collected trace), prices from a prices file (defau
 p50/p95, each non-holdout case, and the models the prices file does not name (such a
 case has no cost: never 0). With --baseline, the change split by verdict change
 (unchanged / fixed / broken). It informs; the gate's budgets (gate.py
---max-cost-per-case, --max-p95-latency-s) decide.
+--max-cost-per-case, --max-p95-latency-s, or `budgets:` in <state>/profile.yaml) decide.
+The runner writes the same totals into the finished run's results.json (`cost_latency`).
 
 prices.yaml:
   currency: USD
