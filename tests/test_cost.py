@@ -253,11 +253,21 @@ def test_rescore_reprices_and_an_unknown_model_is_named_in_results_json(runs, tm
     shutil.copytree(state, copy, ignore=shutil.ignore_patterns("work"))
     (copy / "prices.yaml").write_text("currency: EUR\nmodels:\n  some-other-model: {input: 1, output: 2}\n")
     src, out = copy / "reports" / dirs[0].name, copy / "reports" / "smoke-20261201T120000Z"
+    # rescore does not replay conversations (each would be infra_error, and four of 18 can trip the
+    # infra abort): rescore the single-turn part of the run
+    manifest = json.loads((src / "manifest.yaml").read_text())
+    convos = {c["id"] for c in manifest["cases"]
+              if json.loads((src / "cases" / c["id"] / "verdict.json").read_text()).get("multi_turn")}
+    assert convos
+    manifest["cases"] = [c for c in manifest["cases"] if c["id"] not in convos]
+    (src / "manifest.yaml").write_text(json.dumps(manifest))
+    for cid in convos:
+        shutil.rmtree(src / "cases" / cid)
     r = run_script("rescore", src, "--out", out)
     assert r.rc == 0, r.stdout + r.stderr
-    # (rescore does not replay conversations: their cases are infra_error and carry no trace)
     block, totals = _block(out), run_script("score_cost", out).json["totals"]
-    assert block["input_tokens"]["total"] == totals["input_tokens"] > 0 and block["traced_cases"] > 0
+    assert block["input_tokens"]["total"] == totals["input_tokens"] > 0
+    assert block["traced_cases"] == block["cases"] == len(manifest["cases"])
     money = block["cost"]
     assert money["complete"] is False and money["total"] is None and money["mean_per_case"] is None
     assert money["unpriced_models"] == ["helpdesk-rules-1"] and "not priced at 0" in money["reason"]
@@ -334,3 +344,19 @@ def test_every_cost_latency_key_is_documented_in_the_runner_contract():
     cost = block["properties"]["cost"]["oneOf"][1]
     for key in block["required"] + cost["required"]:
         assert f'"{key}"' in section, key
+
+
+def test_prices_symlink_leaving_the_state_dir_is_not_read(runs, tmp_path):
+    from assay.history.cost import results_summary
+
+    _, dirs = runs
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("models:\n  helpdesk-rules-1: {input: 1, output: 1}\n")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "prices.yaml").symlink_to(outside)
+    manifest = json.loads((dirs[0] / "manifest.yaml").read_text())
+    records = [json.loads(p.read_text()) for p in dirs[0].glob("cases/*/verdict.json")]
+    block = results_summary(dirs[0], manifest, records, state)
+    assert block["cost"]["total"] is None and "symlink that leaves the state dir" in block["cost"]["reason"]
+    assert block["input_tokens"] == _block(dirs[0])["input_tokens"]   # in memory == what the runner wrote

@@ -22,6 +22,7 @@ Holdout cases count in the totals but are never listed.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +264,8 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
     path = Path(state_dir) / PRICES_FILE if state_dir is not None else None
     if path is None or not path.is_file():
         reason = f"no {PRICES_FILE} in the state dir (the format: score_cost.py --help)"
+    elif not Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(state_dir))):
+        reason = f"{PRICES_FILE} is a symlink that leaves the state dir: not read (copy the file in instead)"
     else:
         try:
             prices = load_prices(path, PRICES_FILE)

@@ -269,7 +269,7 @@ class Run:
         code = exit_code_for(final_status, problems, summary_errors)
         self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso())
         # In flight and rate limiting go to run.log, not results.json: they depend on timing,
-        # and results.json stays the same for the same answers (resume, shards, determinism).
+        # and results.json stays the same for the same answers, latencies apart (resume, shards, determinism).
         self.runlog.event("throughput", **self.slots.summary())
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()
