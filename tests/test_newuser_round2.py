@@ -368,3 +368,15 @@ def test_a_gating_conversation_skipped_for_want_of_the_adapters_conversation_blo
         r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
     g = run_script("gate", run_dir)
     assert g.rc == 0 and "1 skipped" in g.stdout, g.stdout
+
+
+def test_a_typo_in_an_annotation_key_is_refused_not_counted_as_an_unpaired_label(tmp_path):
+    # before: `judge_lable` made the line a human-only label (unpaired, silently out of the 2x2) and
+    # `rubric` for `rubric_id` read as "rubric_id None is not a rubric pin"
+    ann = tmp_path / "batch.jsonl"
+    ann.write_text(json.dumps({"case_id": "c-1", "rubric_id": "booking-v1", "node_id": "gives-reference",
+                               "label": "pass", "judge_lable": "pass", "reviewer": "ana", "ts": "2026-12-01"}) + "\n")
+    r = run_inproc("score_agreement", ann)
+    assert r.rc == 2, r.stdout
+    assert r.json["error"].startswith(f"{ann}:1: unknown key(s) 'judge_lable' ('judge_lable'; did you mean "
+                                      "'judge_label'?); an annotation line has only case_id, rubric_id")

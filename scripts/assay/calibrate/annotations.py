@@ -46,10 +46,20 @@ def _bad(where: str, message: str, fix: str) -> AssayError:
     return AssayError(f"{where}: {message}; {fix}", 2, where=where)
 
 
+KEYS = ("case_id", "rubric_id", "node_id", "label", "judge_label", "reviewer", "ts", "critique", "batch",
+        "canary", "expected_label")
+
+
 def parse_line(obj: Any, where: str) -> Annotation:
     if not isinstance(obj, dict):
         raise _bad(where, f"an annotation line must be a JSON object, got {type(obj).__name__}",
                    "write one object per line")
+    unknown = [k for k in obj if k not in KEYS]
+    if unknown:  # a typo (`judge_lable`, `node`) would silently unpair the label or widen it to the rubric
+        from ..core.suggest import did_you_mean
+        hint = "".join(f" ({k!r}{did_you_mean(k, list(KEYS))})" for k in unknown if did_you_mean(k, list(KEYS)))
+        raise _bad(where, f"unknown key(s) {', '.join(map(repr, unknown))}{hint}",
+                   f"an annotation line has only {', '.join(KEYS)}")
     case_id = obj.get("case_id")
     if not isinstance(case_id, str) or not case_id:
         raise _bad(where, "case_id is missing or not a string", 'add "case_id": "<the case id>"')
