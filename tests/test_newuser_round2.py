@@ -380,3 +380,29 @@ def test_a_typo_in_an_annotation_key_is_refused_not_counted_as_an_unpaired_label
     assert r.rc == 2, r.stdout
     assert r.json["error"].startswith(f"{ann}:1: unknown key(s) 'judge_lable' ('judge_lable'; did you mean "
                                       "'judge_label'?); an annotation line has only case_id, rubric_id")
+
+
+def test_a_regression_run_with_a_calibrated_rubric_and_no_judge_config_closes_the_gate(tmp_path):
+    # judge/judge.yaml deleted (or never copied to CI), the calibration sidecar kept: before, the
+    # hard gate said PASS with "judged layers: unjudged (no judge configured ...)" -- the release
+    # signal over a gating check that never ran.
+    state = write_state(tmp_path)
+    (state / "judge" / "judge.yaml").unlink()
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE.replace("Atlantis", "Rome"))
+    work = state / "work"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "regression", "--state-dir", state,
+                   "-o", work / "plan.json", "--run-id", "regression-20261130T000000Z", "--k", "1")
+    assert r.rc == 0, r.stdout
+    run_dir = state / "reports" / "regression-20261130T000000Z"
+    with travel_app() as app:
+        r = run_runner("--plan", work / "plan.json", "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    one = verdict(run_dir, "c-one00001")
+    assert one["verdict"] == "unscored" and one["layers"]["routing"]["verdict"] == "pass"
+    assert one["layers"]["judged"]["reason"] == (
+        "no judge/judge.yaml in the state dir, so the calibrated (gating) rubric booking-v1 never ran in this "
+        "regression run; add judge/judge.yaml (docs/runner-contract.md, The judge)")
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 1, g.stdout
+    assert "c-one00001 (judged: no judge/judge.yaml in the state dir" in g.stdout

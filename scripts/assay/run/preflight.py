@@ -341,7 +341,22 @@ def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[
         if block.get("enabled"):
             return lambda case: JUDGE_PENDING
         why = f"unjudged ({block.get('reason') or 'judge disabled in the plan'})"
-        return lambda case: why
+        from ..plan.modes import MODES
+        if not (plan.get("mode") in MODES and MODES[plan["mode"]].judge):
+            return lambda case: why  # smoke / targeted without --judge: the mode's choice
+        # A mode that judges by default, with no judge.yaml: a calibrated pin would gate here,
+        # so leaving it unjudged is a check that never ran, not a choice.
+        from ..judge.rubrics import case_pins
+        from .judging import calibration_of, load_calibration
+        sidecar, sidecar_why = load_calibration(plan, state)
+
+        def reason(case: Mapping[str, Any]) -> str:
+            gating = [str(p) for p in case_pins(dict(case)) if calibration_of(sidecar, sidecar_why, str(p))[0]]
+            if not gating:
+                return why
+            return (f"no judge/judge.yaml in the state dir, so the calibrated (gating) rubric {', '.join(gating)} "
+                    f"never ran in this {plan['mode']} run; add judge/judge.yaml (docs/runner-contract.md, The judge)")
+        return reason
     if plan["mode"] == "smoke":
         return lambda case: "unjudged (mode: smoke)"
     raw = (plan.get("paths") or {}).get("judge_calibration")
