@@ -287,6 +287,39 @@ def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
     assert derived.slim(known["c-000"]) == known["c-000"]
 
 
+def test_end_of_run_check_trusts_only_the_exact_bytes_it_wrote(app, state):
+    """`written` lets the runner's own check skip re-parsing a derived file whose bytes are exactly
+    what it wrote; any other bytes (an edit, a torn write) get the full comparison."""
+    import sys
+    sys.path.insert(0, str(SCRIPTS))
+    from assay.run.completeness import check_run_dir
+    app.handler = echo_handler
+    r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
+    assert r.rc == 0, r.stdout
+    _, records, _ = check_run_dir(out, schemas=False)
+    known = {rec["case_id"]: rec for rec in records}
+    names = ("verdicts.jsonl", "verdicts_for_stats.jsonl", "results.json")
+    written = {rel: (out / rel).read_bytes() for rel in names}
+    assert check_run_dir(out, schemas=False, known=known, written=written)[0] == []
+    # bytes that are not the ones written: the full check runs and names the file
+    lines = (out / "verdicts.jsonl").read_text().splitlines(keepends=True)
+    (out / "verdicts.jsonl").write_text("".join(lines[:-1]))
+    results = json.loads((out / "results.json").read_text())
+    results["summary"]["passes"] += 1
+    (out / "results.json").write_text(json.dumps(results))
+    problems = check_run_dir(out, schemas=False, known=known, written=written)[0]
+    assert any(p.startswith("verdicts.jsonl (") for p in problems), problems
+    assert any("passes disagree with a recount" in p for p in problems), problems
+    # the bytes match but a case dir is gone: the listing no longer holds exactly `known`, so the
+    # derived files are compared in full too (and name the missing case)
+    for rel, data in written.items():
+        (out / rel).write_bytes(data)
+    (out / "cases" / "c-003" / "verdict.json").unlink()
+    problems = check_run_dir(out, schemas=False, known=known, written=written)[0]
+    assert "cases/c-003/verdict.json (missing: the case never finished)" in problems
+    assert any(p.startswith("verdicts.jsonl (") for p in problems), problems
+
+
 def test_verify_layer_cache_reports_what_the_full_schema_check_reports(app, state):
     # --verify validates each distinct layer object once; a bad layer (even one identical to
     # layers already seen valid elsewhere) is still named exactly as the full validation names it.

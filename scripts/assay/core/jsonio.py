@@ -33,9 +33,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     writer.write_bytes(path, data)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> bytes:
+    """Write through the writer's choke point; returns the bytes that landed (redacted)."""
     from . import writer
-    writer.write_text(path, text)
+    return writer.write_text(path, text)
 
 
 def atomic_write_json(path: str | os.PathLike[str], value: Any, *, indent: int | None = 2) -> None:

@@ -112,7 +112,8 @@ def _jsonl(path: Path) -> list | None:
 
 
 def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
-                  known: Mapping[str, dict] | None = None) -> tuple[list[str], list[dict], dict]:
+                  known: Mapping[str, dict] | None = None,
+                  written: Mapping[str, bytes] | None = None) -> tuple[list[str], list[dict], dict]:
     """(problems, records in plan order, manifest). `status` overrides results.json's (the runner's view).
 
     `schemas=False` (the runner's own end-of-run check, over files it just wrote from
@@ -122,8 +123,15 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     `known` (the runner's end-of-run check only; case id -> the record this process wrote
     atomically as that case's verdict.json, or read from it when --resume adopted the case):
     such a case's verdict.json is not re-read, its dir is only listed (the file must still be
-    there, with exactly the other required files). Case dirs not in `known` are read as
-    always. --verify never passes it: it is the independent re-read.
+    there, with exactly the other required files), and its verdict is not re-rolled up (it is
+    the roll-up this process made). Case dirs not in `known` are read as always. --verify
+    never passes it: it is the independent re-read.
+
+    `written` (with `known`; run-dir relative path -> the bytes this process last wrote
+    there): when every case the listing found is a `known` one, a derived file (verdicts.jsonl,
+    verdicts_for_stats.jsonl, results.json) whose bytes on disk are exactly those is not
+    re-parsed and recounted: it is the text this process rendered from those same records. Any
+    other content gets the full comparison.
     """
     if not out.is_dir() or not ((out / "manifest.yaml").exists() or (out / "results.json").exists()):
         raise RunDirError(f"{out} is not a run directory (no manifest.yaml or results.json)")
@@ -194,6 +202,12 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
             if cid not in present_set:
                 problems.append(f"{name(cid)}/verdict.json (case never finished)")
     ordered = [records[i] for i in sorted(records)]
+    # the derived files may be compared by their bytes only when the listing found exactly the
+    # records this process holds (see the docstring)
+    landed = {}
+    if written and known is not None and len(ordered) == len(known) and \
+            all(known.get(r.get("case_id")) is r for r in ordered):
+        landed = written
 
     # --- run-level files
     allowed = {a.path for a in RUN_ARTIFACTS} | {"cases"} | set(AFTER_RUN_FILES)
@@ -207,9 +221,11 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     for a in RUN_ARTIFACTS:
         if a.path not in required and (out / a.path).exists():
             problems.append(f"{a.path} (present although its condition did not hold)")
-    _check_jsonl(out, "verdicts.jsonl", [derived.verdict_row(r) for r in ordered], problems, name)
-    _check_jsonl(out, "verdicts_for_stats.jsonl",
-                 [row for row in (derived.stats_row(r) for r in ordered) if row], problems, name)
+    if not _as_written(out, "verdicts.jsonl", landed):
+        _check_jsonl(out, "verdicts.jsonl", [derived.verdict_row(r) for r in ordered], problems, name)
+    if not _as_written(out, "verdicts_for_stats.jsonl", landed):
+        _check_jsonl(out, "verdicts_for_stats.jsonl",
+                     [row for row in (derived.stats_row(r) for r in ordered) if row], problems, name)
     if "routing_results.jsonl" in required:
         _check_jsonl(out, "routing_results.jsonl", derived.routing_rows(ordered), problems, lambda c: str(c))
     if "repeats.jsonl" in required:
@@ -220,9 +236,20 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
                 read_json(out / rel)
             except (OSError, ValueError):
                 problems.append(f"{rel} (unreadable)")
-    _check_results(results, manifest, ordered, problems, schemas)
+    if not _as_written(out, "results.json", landed):
+        _check_results(results, manifest, ordered, problems, schemas)
     _check_runlog(out / "run.log", problems)
     return problems, ordered, manifest
+
+
+def _as_written(out: Path, rel: str, landed: Mapping[str, bytes]) -> bool:
+    """True when `rel` holds exactly the bytes this process last wrote there."""
+    if rel not in landed:
+        return False
+    try:
+        return read_bytes(out / rel) == landed[rel]
+    except (OSError, SymlinkError):
+        return False
 
 
 def _list_files(directory: str, prefix: str = "", links: set[str] | None = None) -> set[str]:
@@ -254,7 +281,8 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
         problems.append(f"{shown}/{rel} ({SYMLINK_PROBLEM})")
     if "verdict.json" in links:
         return None
-    if known is not None and "verdict.json" in present:
+    mine = known is not None and "verdict.json" in present
+    if mine:
         rec = known
     else:
         try:
@@ -285,8 +313,11 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
             problems.append(f"{shown}/{rel} (edited: its sha256 differs from the one verdict.json recorded)")
     for rel in sorted(present - set(required)):
         problems.append(f"{shown}/{rel} (not part of the run-dir contract)")
-    # internal consistency: the verdict is the rollup of what the record holds
-    if rec.get("verdict") == SKIPPED or rec.get("skip_reason"):
+    # internal consistency: the verdict is the rollup of what the record holds (a record this
+    # process rolled up itself and did not re-read needs no second roll-up)
+    if mine:
+        expected = rec.get("verdict")
+    elif rec.get("verdict") == SKIPPED or rec.get("skip_reason"):
         expected = SKIPPED
     elif rec.get("repeats"):
         expected = fold_repeats([r.get("verdict") for r in rec["repeats"]])

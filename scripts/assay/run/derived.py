@@ -193,6 +193,10 @@ class DerivedFiles:
         self._rline: dict[int, str] = {}
         self._last_count = 0
         self._last_time = time.monotonic()
+        # run-dir relative path -> the bytes the last refresh wrote (the end-of-run check
+        # compares the files with these instead of re-parsing them)
+        self.written: dict[str, bytes] = {}
+        self._doc: dict | None = None
 
     def add(self, index: int, record: dict) -> None:
         record = slim(record)
@@ -213,17 +217,32 @@ class DerivedFiles:
                 or time.monotonic() - self._last_time >= REFRESH_MAX_S)
 
     def refresh(self, *, status: str = "running", missing: list | None = None, exit_code: int | None = None,
-                finished_at: str | None = None) -> None:
+                finished_at: str | None = None, results_only: bool = False) -> None:
+        """Rewrite the derived files from the finished records. `results_only`: the records did
+        not change since the last refresh (the final one after the end-of-run check), so the two
+        JSONL files stand and only results.json (status, exit code) is rewritten."""
         order = sorted(self.records)
-        atomic_write_text(self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
-        atomic_write_text(self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
         records = [self.records[i] for i in order]
         cost_latency = None
         if finished_at is not None:  # the final write only: it reads each traced case's trajectory once
             from ..history.cost import results_summary
             cost_latency = results_summary(self.out, dict(self.manifest), records, self.state_dir)
-        doc = results_doc(self.manifest, records, status=status, missing=missing or [], exit_code=exit_code,
-                          finished_at=finished_at, with_cases=False, cost_latency=cost_latency)
-        atomic_write_text(self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
+        unchanged = results_only and len(self.records) == self._last_count and self._doc is not None
+        if not unchanged:
+            self.written["verdicts.jsonl"] = atomic_write_text(
+                self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
+            self.written["verdicts_for_stats.jsonl"] = atomic_write_text(
+                self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
+            doc = results_doc(self.manifest, records, status=status, missing=missing or [], exit_code=exit_code,
+                              finished_at=finished_at, with_cases=False, cost_latency=cost_latency)
+        else:  # the same records: the counts stand, only status, missing artifacts and the end change
+            doc = dict(self._doc, exit_code=exit_code, finished_at=finished_at,
+                       summary=dict(self._doc["summary"], status=status, missing_artifacts=list(missing or [])))
+            doc.pop("cost_latency", None)
+            if cost_latency is not None:
+                doc["cost_latency"] = dict(cost_latency)
+        self._doc = doc
+        self.written["results.json"] = atomic_write_text(
+            self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
         self._last_count = len(self.records)
         self._last_time = time.monotonic()

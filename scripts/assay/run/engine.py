@@ -263,11 +263,13 @@ class Run:
         # Each finished case's record is the one this process wrote as its verdict.json (or read
         # from it on --resume): the check lists the case dirs instead of re-reading 10,000 files.
         known = {r["case_id"]: r for r in records}
-        problems, _, _ = check_run_dir(out, status=final_status, schemas=False, known=known)
+        problems, _, _ = check_run_dir(out, status=final_status, schemas=False, known=known,
+                                       written=self.derived.written)
         status = "incomplete" if problems else final_status
         summary_errors = sum(int(r.get("scorer_errors") or 0) for r in records)
         code = exit_code_for(final_status, problems, summary_errors)
-        self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso())
+        self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso(),
+                             results_only=True)
         # In flight and rate limiting go to run.log, not results.json: they depend on timing,
         # and results.json stays the same for the same answers, latencies apart (resume, shards, determinism).
         self.runlog.event("throughput", **self.slots.summary())

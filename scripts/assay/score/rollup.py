@@ -11,18 +11,9 @@ from typing import Iterable, Mapping
 from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SKIPPED, UNSCORABLE,
                           UNSCORED)
 from .hollow import (HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, deliberately_unscored,
-                     is_hollow_case, never_ran)
+                     is_hollow_case, never_ran, verdict_of as _verdict_of)
 
 
-def _verdict_of(value: object) -> str:
-    """A layer entry is either a layer dict `{"verdict": ...}` or already a verdict string."""
-    if isinstance(value, str):  # (the derived rows hold strings: skip the slow ABC check below)
-        return value
-    if isinstance(value, dict):  # (a plain dict check: Mapping's ABC check is slow on hot paths)
-        return str(value.get("verdict"))
-    if isinstance(value, Mapping):
-        return str(value.get("verdict"))
-    return str(value)
 
 
 def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
