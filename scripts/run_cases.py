@@ -8,7 +8,7 @@ pass/fail), 1 internal, 2 bad plan/usage (nothing written), 3 pre-flight, 4 cana
 
 import sys
 
-from assay.core.cli import make_parser, run_command
+from assay.core.cli import exit_now, make_parser, run_command
 
 
 def build_parser():
@@ -25,4 +25,5 @@ def run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(run_command(build_parser, run, needs=("yaml", "jsonschema"), script=__file__))
+    # exit_now: the same exit code and output, without tearing a large run's objects down one by one
+    exit_now(run_command(build_parser, run, needs=("yaml", "jsonschema"), script=__file__))

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import traceback
 from typing import Any, Callable, Iterable
@@ -83,6 +84,27 @@ def emit(obj: Any, stream=None) -> None:
     # stdout is an output like any file: the registered secrets never reach it (core.writer)
     stream.write(json.dumps(writer.redact_value(obj), ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n")
     stream.flush()
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` once its work and output are done, skipping the interpreter's
+    teardown: exit handlers run (the regex workers are closed), stdout/stderr are flushed,
+    then os._exit. Deallocating a large run's objects one by one took 50-150 ms at the end of
+    a 2,000-case run, after every file was written and closed (the runner writes with os.write
+    and closes its descriptors itself)."""
+    import atexit
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is not None:
+        run_exit_handlers()
+    else:  # pragma: no cover - every CPython has it; be safe elsewhere
+        from . import regex_guard
+        regex_guard.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _reconfigure_utf8() -> None:

@@ -149,9 +149,16 @@ class _Worker:
             pass
         self._reap()
 
+    def eof(self) -> None:
+        """Close the worker's stdin: it exits (close() then waits for it)."""
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+
     def close(self) -> None:
         try:
-            self.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the worker exits
+            self.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the worker exits (again: a no-op)
             self.proc.wait(timeout=0.5)
         except (OSError, subprocess.TimeoutExpired):
             self.kill()
@@ -219,6 +226,10 @@ class _Pool:
             idle, busy = self._idle, list(self._busy)
             self._idle, self._busy = [], set()
             self._live = 0
+        # EOF to every idle worker first, then wait: they exit in parallel (one by one, 10+
+        # workers cost a run ~25 ms at its end)
+        for worker in idle:
+            worker.eof()
         for worker in idle:
             worker.close()
         for worker in busy:
