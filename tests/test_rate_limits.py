@@ -182,6 +182,15 @@ def test_a_429_storm_that_clears_is_survived_with_every_case_scored(state):
     assert thr["adaptive"] is True and thr["limit_min"] < 8 and thr["rate_limited_answers"] == bucket.limited
     gate = run_script("gate", out, "--no-verify")
     assert f"rate-limited retries {bucket.limited}" in gate.stdout
+    # the in-flight summary reaches the gate and the report (read from run.log's throughput event)
+    line = (f"throttled by the app: {bucket.limited} rate-limited answer(s); in flight "
+            f"{thr['in_flight']['min']}-{thr['in_flight']['max']} (median {thr['in_flight']['median']}) of "
+            f"max_concurrency 8; the limit went down {thr['decreases']} time(s), lowest {thr['limit_min']:g}")
+    assert line in gate.stdout, gate.stdout
+    report = run_script("draft_report", out)
+    assert report.rc == 0, report.stdout
+    text = (out / "report.md").read_text() if (out / "report.md").exists() else report.stdout
+    assert f"The app throttled the run ({bucket.limited} rate-limited answer(s); in flight" in text
 
 
 def test_a_permanently_rate_limited_app_ends_as_infra_with_a_clear_reason(state):

@@ -22,6 +22,7 @@ from .facts import RunFacts, load_facts
 from .judged import judged_section
 from .mdtext import code, count, esc, pct, plural
 from .redact import pii_flag, redact
+from .rundir import throughput_line
 from .sections import comparison_section, failure_excerpts, reliability_section, routing_section
 
 CLUSTERS_BEGIN = "<!-- assay:clusters -->"
@@ -137,6 +138,9 @@ def counts_section(facts: RunFacts) -> list[str]:
     if infra:
         extras.append(f"{infra} got no answer (infra)")
     sentence += (", " + ", ".join(extras) if extras else "") + "."
+    throttled = throughput_line(facts.run_dir)
+    if throttled:
+        sentence += " The app " + throttled.removeprefix("throttled by the app: ").join(("throttled the run (", ")."))
     holdout = s.get("holdout") if isinstance(s.get("holdout"), dict) else {}
     if count(holdout.get("n")):
         sentence += f" The {n} cases include {count(holdout.get('n'))} holdout (aggregate only, below)."

@@ -21,7 +21,7 @@ from ..core.ids import is_safe_case_id
 from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
                             only_chosen_unscored, where_to_look)
 from ..stats.counts import cases_phrase
-from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, try_json
+from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, throughput_line, try_json
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 VERIFY_TIMEOUT_S = 120
@@ -372,6 +372,9 @@ def summary_lines(res: GateResult) -> list[str]:
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
                 if s.get("rate_limited_retries") else "")]
+    throttled = throughput_line(res.run_dir)
+    if throttled:
+        lines.append("  " + throttled)
     lines += kind_lines(s)
     rep = s.get("repeated_5xx")
     if _is_count(rep) and rep:

@@ -91,6 +91,47 @@ def last_log_event(run_dir: Path) -> dict | None:
     return None
 
 
+def throughput_event(run_dir: Path) -> dict | None:
+    """The run's `throughput` event from run.log (the last one: a resumed run logs one per
+    process), or None (an older run, a run still going, or one killed before its end)."""
+    try:
+        lines = read_bytes(Path(run_dir) / "run.log").decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if '"throughput"' not in line:
+            continue
+        try:
+            event = loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "throughput":
+            return event
+    return None
+
+
+def throughput_line(run_dir: Path) -> str | None:
+    """One sentence on how the app held up under the run's concurrency, when the app throttled it
+    (a 429/503 lowered the in-flight limit or a Retry-After paused sending), else None. Read
+    from run.log's `throughput` event: timing stays out of results.json (runner contract §5)."""
+    ev = throughput_event(run_dir)
+    if not ev or not (ev.get("decreases") or ev.get("pauses") or ev.get("rate_limited_answers")):
+        return None
+    fl = ev.get("in_flight") if isinstance(ev.get("in_flight"), dict) else {}
+
+    def num(v: Any) -> str:
+        return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "n/a"
+    text = (f"throttled by the app: {num(ev.get('rate_limited_answers'))} rate-limited answer(s); in flight "
+            f"{num(fl.get('min'))}-{num(fl.get('max'))} (median {num(fl.get('median'))}) of max_concurrency "
+            f"{num(ev.get('max_concurrency'))}")
+    if ev.get("adaptive"):
+        text += (f"; the limit went down {num(ev.get('decreases'))} time(s), lowest {num(ev.get('limit_min'))}, "
+                 f"ended at {num(ev.get('limit_end'))}")
+    if ev.get("pauses"):
+        text += f"; {num(ev.get('pauses'))} Retry-After pause(s), {num(ev.get('paused_s'))} s without sending"
+    return text
+
+
 def load_results(run_dir: Path) -> dict:
     """results.json with an object `summary`, else AssayError(2). A symlink at the run dir, among
     its files or its case dirs is refused first (exit 2 naming it): nothing is read through one."""
