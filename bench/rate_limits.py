@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from measure import timed_child  # noqa: E402
 import promptfoo  # noqa: E402
 from suite import make_plan, write_plan  # noqa: E402
 
-RUNNER = HERE.parent / "scripts" / "run_cases.py"
+RUNNER = Path(os.environ.get("ASSAY_BENCH_RUNNER") or HERE.parent / "scripts" / "run_cases.py")
 Z99 = 2.3263478740408408
 
 

@@ -91,8 +91,10 @@ def exit_now(code: int) -> None:
     teardown: exit handlers run (the regex workers are closed), stdout/stderr are flushed,
     then os._exit. Deallocating a large run's objects one by one took 50-150 ms at the end of
     a 2,000-case run, after every file was written and closed (the runner writes with os.write
-    and closes its descriptors itself)."""
+    and closes its descriptors itself). Under a profiler, coverage or a debugger: a normal exit."""
     import atexit
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler, coverage or a debugger writes its results at a normal exit
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is not None:
         run_exit_handlers()

@@ -77,7 +77,9 @@ class HttpInvoker:
         self.inv = invocation
         self.env = env
         self.timeout_s = float(timeout_s)
-        self.ctx = tls_context(insecure_tls)
+        self.insecure_tls = insecure_tls
+        self._ctx: ssl.SSLContext | None = None  # built on the first https connection (~15 ms)
+        self._ctx_lock = threading.Lock()
         base_raw = str(invocation.get("base_url") or "")
         self.base_recorded = base_raw.rstrip("/")
         self.base_wire = secrets.expand(base_raw, env).rstrip("/")
@@ -109,6 +111,15 @@ class HttpInvoker:
         self.static_headers = self._static_headers()
         self.identity_map = invocation.get("identity_map") or {}
         self._local = threading.local()
+
+    @property
+    def ctx(self) -> ssl.SSLContext:
+        """The TLS context, built once, on first use: a plain-http app never pays for loading the
+        system's CA store."""
+        with self._ctx_lock:
+            if self._ctx is None:
+                self._ctx = tls_context(self.insecure_tls)
+            return self._ctx
 
     # ---- request building -------------------------------------------------
     def _static_headers(self) -> list[tuple[str, str, str]]:
