@@ -259,3 +259,22 @@ def test_progress_eta_follows_the_recent_rate_and_the_latency_tail():
     assert p.eta(base + 1.0) == pytest.approx(30.0)
     p.done = 100
     assert p.eta(base + 2.0) == 0.0
+
+
+def test_throughput_line_per_shard_and_silent_when_not_throttled(tmp_path):
+    from assay.report.rundir import throughput_line
+    calm = {"event": "throughput", "adaptive": True, "max_concurrency": 8, "in_flight": {"min": 1, "median": 8, "max": 8},
+            "limit_min": 8, "limit_end": 8, "rate_limited_answers": 0, "decreases": 0, "pauses": 0, "paused_s": 0}
+    hot = dict(calm, rate_limited_answers=5, decreases=2, limit_min=2, limit_end=3.5, pauses=1, paused_s=1.5,
+               in_flight={"min": 1, "median": 3, "max": 8})
+    log = tmp_path / "run.log"
+    log.write_text(json.dumps(calm) + "\n")
+    assert throughput_line(tmp_path) is None
+    assert throughput_line(tmp_path / "missing") is None
+    # a merged run: each shard's last event, in shard order; a calm shard says nothing
+    log.write_text("\n".join(json.dumps(dict(e, shard=s)) for e, s in ((hot, 1), (calm, 0), (hot, 2))) + "\n")
+    assert throughput_line(tmp_path) == (
+        "throttled by the app: shard 1: 5 rate-limited answer(s); in flight 1-8 (median 3) of max_concurrency 8; "
+        "the limit went down 2 time(s), lowest 2, ended at 3.5; 1 Retry-After pause(s), 1.5 s without sending; "
+        "shard 2: 5 rate-limited answer(s); in flight 1-8 (median 3) of max_concurrency 8; the limit went down "
+        "2 time(s), lowest 2, ended at 3.5; 1 Retry-After pause(s), 1.5 s without sending")

@@ -192,7 +192,10 @@ def test_after_run_tools_need_no_special_case(world):
     assert gate.rc in (0, 1) and RUN_ID in gate.stdout
     whole_gate = run_script("gate", world["whole_dir"])
     assert gate.rc == whole_gate.rc
-    assert gate.stdout.replace(RUN_ID, "<id>") == whole_gate.stdout.replace(world["whole_dir"].name, "<id>")
+    # the app's throttling is timing (run.log's throughput events), not a count: left out here
+    def counts(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("  throttled by the app:")]
+    assert counts(gate.stdout.replace(RUN_ID, "<id>")) == counts(whole_gate.stdout.replace(world["whole_dir"].name, "<id>"))
     assert run_script("stats", out / "verdicts_for_stats.jsonl",
                       world["whole_dir"] / "verdicts_for_stats.jsonl").rc in (0, 1)
     assert run_script("wait_run", out).rc == 0

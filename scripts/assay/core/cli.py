@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -30,16 +29,12 @@ INSTALL_ALL = "pip install pyyaml jsonschema markdown"
 
 
 def missing_dependencies(needs: Iterable[str]) -> list[str]:
-    """The modules in `needs` that cannot be imported. Found by `find_spec`, without running
-    them: a script pays a module's import cost only when it uses it (jsonschema alone is
-    ~40 ms of a run's start-up)."""
+    """The modules in `needs` that do not import (absent, or installed but broken)."""
     missing = []
     for mod in needs:
         try:
-            found = importlib.util.find_spec(mod) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
+            importlib.import_module(mod)
+        except ImportError:
             missing.append(mod)
     return missing
 

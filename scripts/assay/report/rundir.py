@@ -91,14 +91,16 @@ def last_log_event(run_dir: Path) -> dict | None:
     return None
 
 
-def throughput_event(run_dir: Path) -> dict | None:
-    """The run's `throughput` event from run.log (the last one: a resumed run logs one per
-    process), or None (an older run, a run still going, or one killed before its end)."""
+def throughput_events(run_dir: Path) -> list[dict]:
+    """The run's `throughput` events from run.log: the last one of each shard (a merged run
+    holds each shard's, tagged `shard`), or the last one (a resumed run logs one per process).
+    [] for an older run, a run still going, or one killed before its end."""
     try:
         lines = read_bytes(Path(run_dir) / "run.log").decode("utf-8", "replace").splitlines()
     except OSError:
-        return None
-    for line in reversed(lines):
+        return []
+    last: dict[Any, dict] = {}
+    for line in lines:
         if '"throughput"' not in line:
             continue
         try:
@@ -106,22 +108,18 @@ def throughput_event(run_dir: Path) -> dict | None:
         except ValueError:
             continue
         if isinstance(event, dict) and event.get("event") == "throughput":
-            return event
-    return None
+            last[event.get("shard")] = event
+    return [last[k] for k in sorted(last, key=lambda k: (k is not None, k if isinstance(k, int) else -1))]
 
 
-def throughput_line(run_dir: Path) -> str | None:
-    """One sentence on how the app held up under the run's concurrency, when the app throttled it
-    (a 429/503 lowered the in-flight limit or a Retry-After paused sending), else None. Read
-    from run.log's `throughput` event: timing stays out of results.json (runner contract §5)."""
-    ev = throughput_event(run_dir)
-    if not ev or not (ev.get("decreases") or ev.get("pauses") or ev.get("rate_limited_answers")):
+def _throttle_text(ev: dict) -> str | None:
+    if not (ev.get("decreases") or ev.get("pauses") or ev.get("rate_limited_answers")):
         return None
     fl = ev.get("in_flight") if isinstance(ev.get("in_flight"), dict) else {}
 
     def num(v: Any) -> str:
         return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "n/a"
-    text = (f"throttled by the app: {num(ev.get('rate_limited_answers'))} rate-limited answer(s); in flight "
+    text = (f"{num(ev.get('rate_limited_answers'))} rate-limited answer(s); in flight "
             f"{num(fl.get('min'))}-{num(fl.get('max'))} (median {num(fl.get('median'))}) of max_concurrency "
             f"{num(ev.get('max_concurrency'))}")
     if ev.get("adaptive"):
@@ -130,6 +128,19 @@ def throughput_line(run_dir: Path) -> str | None:
     if ev.get("pauses"):
         text += f"; {num(ev.get('pauses'))} Retry-After pause(s), {num(ev.get('paused_s'))} s without sending"
     return text
+
+
+def throughput_line(run_dir: Path) -> str | None:
+    """One sentence on how the app held up under the run's concurrency, when the app throttled it
+    (a rate-limited answer, a 429/503 that lowered the in-flight limit, a Retry-After pause),
+    else None; per shard for a merged run. Read from run.log's `throughput` events: timing
+    stays out of results.json (runner contract §5)."""
+    parts = []
+    for ev in throughput_events(run_dir):
+        text = _throttle_text(ev)
+        if text:
+            parts.append(f"shard {ev['shard']}: {text}" if isinstance(ev.get("shard"), int) else text)
+    return "throttled by the app: " + "; ".join(parts) if parts else None
 
 
 def load_results(run_dir: Path) -> dict:
