@@ -29,6 +29,7 @@ demo: venv
 bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)
 	$(VPY) bench/trace_join.py --json bench/out/trace_join.json
+	$(VPY) bench/first_bars.py --json bench/out/first_bars.json
 	$(VPY) bench/rate_limits.py --json bench/out/rate_limits.json
 	$(VPY) bench/shards.py --json bench/out/shards.json
 
