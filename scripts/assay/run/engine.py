@@ -173,7 +173,10 @@ class Run:
         if record.get("verdict") != SKIPPED:
             self.attempted += 1
         if record.get("verdict") in INFRA_VERDICTS:
-            if str(record.get("infra_reason") or "").startswith(RATE_LIMITED_PREFIX):
+            reason = str(record.get("infra_reason") or "")
+            if any(marker in reason for marker in self.s.infra_abort_ignores):
+                self.attempted -= 1  # not a request the app failed: out of the abort's ratio too
+            elif reason.startswith(RATE_LIMITED_PREFIX):
                 self.infra_rate_limited += 1
             else:
                 self.infra += 1

@@ -424,6 +424,9 @@ class RunSetup:
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
     shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
     judge: Any = None              # assay.run.judging.JudgeRuntime when the plan enables a judge
+    # infra reasons (substrings) that say nothing about the app's health and never count toward
+    # execution.infra_rate_abort: rescore's cases that have no stored answer to replay
+    infra_abort_ignores: tuple[str, ...] = ()
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:

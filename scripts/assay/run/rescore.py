@@ -286,7 +286,9 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=preflight.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
-        judge=judge_rt, conversation=conversation)
+        judge=judge_rt, conversation=conversation,
+        # no app is called: a case with nothing to replay is counted and gated, never a reason to abort
+        infra_abort_ignores=(NOT_REPLAYED, NOT_SENT))
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": "rescore",
                          "started_at": utc_now_iso()})
     lock.acquire()
