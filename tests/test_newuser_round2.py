@@ -406,3 +406,25 @@ def test_a_regression_run_with_a_calibrated_rubric_and_no_judge_config_closes_th
     g = run_script("gate", run_dir, "--no-verify")
     assert g.rc == 1, g.stdout
     assert "c-one00001 (judged: no judge/judge.yaml in the state dir" in g.stdout
+
+
+def test_an_otlp_http_listener_that_received_nothing_says_so_not_that_a_span_file_is_missing(tmp_path):
+    # before: "... arrived over OTLP/HTTP at 127.0.0.1:N/v1/traces within max_wait_s=0.3; the span file
+    # /nonexistent/otlp-http does not exist" -- a file the user never named
+    traces = ("traces: {source: otlp-http, location: '127.0.0.1:0', correlation: traceparent-echo, "
+              "completeness: {quiescence_ms: 50, max_wait_s: 0.3}}")
+    state = write_state(tmp_path, traces=traces, calibrated=False)
+    write_yaml(state / "profile.yaml", PROFILE.replace("trajectory: {enabled: false, blocked_by: no traces}",
+                                                       "trajectory: {enabled: true}"))
+    (state / "datasets" / "c-conv0001.yaml").unlink()
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE.replace("answer: {rubric: [booking-v1]}",
+                                                                      "tools: {subset: [book_trip]}"))
+    plan_file = plan(state)
+    run_dir = state / "reports" / RUN_ID
+    with travel_app() as app:  # it exports no spans anywhere: its OTEL endpoint is not the runner's
+        r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    why = verdict(run_dir, "c-one00001")["infra_reason"]
+    assert "arrived over OTLP/HTTP at 127.0.0.1:" in why and "/nonexistent" not in why
+    assert why.endswith("; this listener received no export at all: is the app's OTEL_EXPORTER_OTLP_ENDPOINT "
+                        f"http://{why.split('OTLP/HTTP at ')[1].split('/v1/traces')[0]} (traces.location)?")

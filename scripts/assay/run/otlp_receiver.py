@@ -204,6 +204,13 @@ class OtlpHttpSource(OtlpFileSource):
             self.refusal = message
         return status, message
 
+    def _missing_file_note(self) -> str:
+        """No span file here: say what the listener received (none at all: the app exports elsewhere)."""
+        if self.exports or self.refused:
+            return f"; this listener received {self.exports} export(s) for other traces"
+        return (f"; this listener received no export at all: is the app's OTEL_EXPORTER_OTLP_ENDPOINT "
+                f"http://{self.address} (traces.location)?")
+
     def collect(self, trace_id: str, *, parent_span_id: str | None = None) -> TraceOutcome:
         outcome = super().collect(trace_id, parent_span_id=parent_span_id)
         if outcome.status == INFRA_INCOMPLETE and outcome.reason:
