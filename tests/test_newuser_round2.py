@@ -428,3 +428,18 @@ def test_an_otlp_http_listener_that_received_nothing_says_so_not_that_a_span_fil
     assert "arrived over OTLP/HTTP at 127.0.0.1:" in why and "/nonexistent" not in why
     assert why.endswith("; this listener received no export at all: is the app's OTEL_EXPORTER_OTLP_ENDPOINT "
                         f"http://{why.split('OTLP/HTTP at ')[1].split('/v1/traces')[0]} (traces.location)?")
+
+
+def test_gating_one_shards_run_dir_says_it_covers_that_slice_only(tmp_path):
+    # a CI matrix job that gates its own shard: before, "PASS" with nothing saying 1 of 2 cases ran
+    state = write_state(tmp_path, calibrated=False)
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE.replace("Atlantis", "Rome"))
+    plan_file = plan(state, "--shards", "2")
+    run_dir = state / "reports" / f"{RUN_ID}.shard-1"
+    with travel_app() as app:
+        r = run_runner("--plan", plan_file, "--shard", "1", "--out", run_dir, "--progress", "never",
+                       env={"R2_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    g = run_script("gate", run_dir, "--no-verify")
+    assert ("  shard 1/2: this gate covers this shard's slice of the plan only; merge the shards (merge_runs.py) "
+            "and gate the merged run for the whole plan") in g.stdout.splitlines(), g.stdout

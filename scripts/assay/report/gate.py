@@ -355,6 +355,17 @@ def _infra_counts(s: dict) -> str:
     return "".join(", " + p for p in parts)
 
 
+def shard_line(run_dir: Path) -> str | None:
+    """A shard's own run dir (run_cases.py --shard) is a normal run of its slice: say that this gate
+    covers the slice only, so a per-shard gate is not read as the plan's."""
+    manifest = try_json(run_dir / "manifest.yaml")
+    shard = manifest.get("shard") if isinstance(manifest, dict) else None
+    if not (isinstance(shard, dict) and _is_count(shard.get("index")) and _is_count(shard.get("count"))):
+        return None
+    return (f"shard {shard['index']}/{shard['count']}: this gate covers this shard's slice of the plan only; "
+            "merge the shards (merge_runs.py) and gate the merged run for the whole plan")
+
+
 def summary_lines(res: GateResult) -> list[str]:
     s, results = res.summary, res.results
     nongating = 0
@@ -375,6 +386,9 @@ def summary_lines(res: GateResult) -> list[str]:
     throttled = throughput_line(res.run_dir)
     if throttled:
         lines.append("  " + throttled)
+    shard = shard_line(res.run_dir)
+    if shard:
+        lines.append("  " + shard)
     lines += kind_lines(s)
     rep = s.get("repeated_5xx")
     if _is_count(rep) and rep:
