@@ -112,6 +112,8 @@ def travel_app() -> FakeApp:
     def handle(req) -> Reply:
         if req.method == "GET":
             return Reply(200, {"ok": True})
+        if req.path != "/v1/assist":
+            return Reply(404, {"error": "not found"})
         body = req.json or {}
         sid = body.get("session") or uuid.uuid4().hex
         seen = sessions.setdefault(sid, [])
@@ -443,3 +445,25 @@ def test_gating_one_shards_run_dir_says_it_covers_that_slice_only(tmp_path):
     g = run_script("gate", run_dir, "--no-verify")
     assert ("  shard 1/2: this gate covers this shard's slice of the plan only; merge the shards (merge_runs.py) "
             "and gate the merged run for the whole plan") in g.stdout.splitlines(), g.stdout
+
+
+def test_a_judge_outage_names_its_reason_on_the_case_and_the_gates_infra_line(tmp_path):
+    # base_url without /v1 on an OpenAI-compatible server: every judge call is a 404. Before: the case
+    # was infra_error with infra_reason null and the gate said "c-one00001 (no reason recorded)".
+    with travel_app() as app:
+        judge = f"provider: openai\nmodel: llama3\nbase_url: {app.url}\n"
+        state = write_state(tmp_path, judge=judge)
+        (state / "datasets" / "c-conv0001.yaml").unlink()
+        write_yaml(state / "datasets" / "c-two00001.yaml", SINGLE.replace("c-one00001", "c-two00001")
+                   .replace("Atlantis", "Rome").replace("  answer: {rubric: [booking-v1]}\n", ""))
+        plan_file = plan(state, "--judge")
+        run_dir = state / "reports" / RUN_ID
+        r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    one = verdict(run_dir, "c-one00001")
+    assert one["verdict"] == "infra_error"
+    assert one["infra_reason"].startswith("judged: judge refused the call: HTTP 404")
+    g = run_script("gate", run_dir, "--no-verify")
+    assert g.rc == 1, g.stdout
+    assert "gate closed: infra rate 50.0% is above 5.0%: c-one00001 (judged: judge refused the call: HTTP 404" \
+        in g.stdout

@@ -141,6 +141,10 @@ class CaseWorker:
         infra_reason = chosen["infra_reason"]
         if folded == INFRA_INCOMPLETE and infra_reason is None:
             infra_reason = self._scrub(chosen["trace"]["reason"]) or "trace incomplete"
+        if folded == INFRA_ERROR and infra_reason is None:  # the app answered; a layer's outage (the judge's)
+            down = [f"{name}: {entry.get('reason')}" for name, entry in (chosen.get("layers") or {}).items()
+                    if isinstance(entry, Mapping) and entry.get("verdict") == INFRA_ERROR and entry.get("reason")]
+            infra_reason = self._scrub("; ".join(down)) if down else None
         record = dict(
             base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
             crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
