@@ -341,6 +341,15 @@ def test_a_typo_in_an_enum_value_or_a_rubric_pin_is_named_with_its_line_and_the_
     assert r.rc == 2, r.stdout  # before: line 1 (the id), not the pin's line
     assert "datasets/c-one00001.yaml:13: c-one00001 [rubric_version_mismatch] expect.answer.rubric: rubric pin " \
         "'booking-v2' but rubrics/booking.md is version 1; pin booking-v1" in r.json["error"]
+    # a pin on a conversation checkpoint is linted too (before: never checked)
+    write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE)
+    write_yaml(state / "datasets" / "c-conv0001.yaml", CONVERSATION.replace(
+        "expect: {route: flights}", "expect: {route: flights, answer: {rubric: [bookng-v1]}}"))
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o",
+                   work / "plan.json")
+    assert r.rc == 2, r.stdout
+    assert "c-conv0001 [unknown_rubric] input.turns[0].expect.answer.rubric: rubric pin 'bookng-v1'" in r.json["error"]
 
 
 def test_a_gating_conversation_skipped_for_want_of_the_adapters_conversation_block_closes_the_gate(tmp_path):
