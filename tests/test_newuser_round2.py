@@ -350,6 +350,13 @@ def test_a_typo_in_an_enum_value_or_a_rubric_pin_is_named_with_its_line_and_the_
                    work / "plan.json")
     assert r.rc == 2, r.stdout
     assert "c-conv0001 [unknown_rubric] input.turns[0].expect.answer.rubric: rubric pin 'bookng-v1'" in r.json["error"]
+    # a misspelt turn key names its line and the closest key (before: line of the id, no hint)
+    write_yaml(state / "datasets" / "c-conv0001.yaml", CONVERSATION.replace("      expect: {route", "      expct: {route"))
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o",
+                   work / "plan.json")
+    assert "datasets/c-conv0001.yaml:11: c-conv0001 [unknown_turn_key] input.turns[0].expct is not a turn key " \
+        "(user, expect); did you mean 'expect'?" in r.json["error"], r.json["error"]
 
 
 def test_a_gating_conversation_skipped_for_want_of_the_adapters_conversation_block_closes_the_gate(tmp_path):

@@ -226,7 +226,8 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
             if key in RESERVED_TURN_KEYS:
                 report("turn_key_reserved", f"{where}.{key} is reserved: only user turns are scripted")
             else:
-                report("unknown_turn_key", f"{where}.{key} is not a turn key (user, expect)")
+                report("unknown_turn_key", f"{where}.{key} is not a turn key (user, expect)"
+                       f"{did_you_mean(str(key), list(TURN_KEYS))}", key=f"input.turns.{i}.{key}")
         if "expect" in turn:
             if i == len(turns) - 1:
                 report("final_turn_expect", f"{where}.expect is on the last turn; put the final checks in the "

@@ -27,7 +27,7 @@ def _line_of(state_dir: Path, source: str | None, key: str | None) -> int | None
         _, lines = load(path, source)
     except (AssayError, OSError, ImportError):
         return None
-    parts = [p for p in (key or "").split(".") if p]
+    parts = [int(p) if p.isdigit() else p for p in (key or "").split(".") if p]  # list indices are ints
     line = lines.line_of(parts) if parts else None
     return line if line is not None else lines.line_of(["id"])
 
