@@ -115,7 +115,7 @@ def test_canary_not_verified_line_and_require_canaries(tmp_path):
     r = gate(run_dir)
     assert r.rc == 0
     assert ("  canaries 1/2 pass; 1 NOT VERIFIED (infra, unscored or skipped: the harness was not "
-            "verified by it; not a canary failure)") in r.stdout.splitlines()
+            "verified by it; not a canary failure): canary-2 (infra_error: ") in r.stdout
     r = gate(run_dir, "--require-canaries")
     assert r.rc == 1
     assert "  gate closed: --require-canaries: 1/2 canaries passed; the harness is not verified" in r.stdout.splitlines()

@@ -262,6 +262,8 @@ def test_a_cli_app_names_its_stderr_the_span_file_it_looked_for_and_a_command_no
                                                        "trajectory: {enabled: true}"))
     write_yaml(state / "datasets" / "c-hello001.yaml", cli_case("c-hello001", "hello there"))
     write_yaml(state / "datasets" / "c-crash001.yaml", cli_case("c-crash001", "exit 3"))
+    write_yaml(state / "datasets" / "c-canary01.yaml", cli_case("c-canary01", "exit 4")
+               .replace("split: [smoke, full]", "split: [canary, smoke]"))
     plan_file = plan(state, "--max-attempts", "1")
     run_dir = state / "reports" / RUN_ID
     spans = tmp_path / "spanz.jsonl"  # the app exports to spans.jsonl: a typo
@@ -280,6 +282,10 @@ def test_a_cli_app_names_its_stderr_the_span_file_it_looked_for_and_a_command_no
     assert g.rc == 1, g.stdout
     infra = next(x for x in g.stdout.splitlines() if "gate closed: infra rate" in x)
     assert infra.endswith("c-crash001 (exit: the command exited with code 3 (stderr: bad input) on all 1 attempt(s))")
+    # a canary that got no verdict is NOT VERIFIED, and now says why (before: no id, no reason)
+    assert g.stdout.splitlines()[3].endswith(
+        "NOT VERIFIED (infra, unscored or skipped: the harness was not verified by it; not a canary failure): "
+        "c-canary01 (infra_error: exit: the command exited with code 4 (stderr: bad input) on all 1 attempt(s))")
 
     # PATH is allowlisted, the command is not on it: the fix is not "add PATH to env_allowlist"
     write_yaml(state / "adapter.yaml", CLI_ADAPTER.replace("COMMAND", "[travel-cli-r2]"))

@@ -543,7 +543,25 @@ def canary_line(res: GateResult) -> str:
         if unverified > 0:
             line += (f"; {unverified} NOT VERIFIED (infra, unscored or skipped: the harness was not "
                      f"verified by it; not a canary failure)")
+            named = unverified_canaries(res)
+            if named:
+                line += ": " + "; ".join(named)
     return line
+
+
+def unverified_canaries(res: GateResult) -> list[str]:
+    """`id (verdict: reason)` for each canary that got no pass/fail, so NOT VERIFIED says why."""
+    named = []
+    for row in res.results.get("cases") or []:
+        if not (isinstance(row, dict) and row.get("canary")) or row.get("verdict") in ("pass", "fail"):
+            continue
+        doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
+        why = doc.get("infra_reason") or doc.get("unscored_reason") or doc.get("skip_reason") or "no reason recorded"
+        why = " ".join(str(why).split())
+        named.append(f"{row.get('case_id')} ({row.get('verdict')}: {why if len(why) <= 200 else why[:199] + '…'})")
+        if len(named) >= MAX_NAMED:
+            break
+    return named
 
 
 def to_json(res: GateResult) -> dict:
