@@ -382,8 +382,9 @@ def case_json(value: Any) -> str:
 
 def write_case_file(path: Path, data: bytes) -> bytes:
     """Through the one writer (core.writer: redacted, atomic, never via a symlink); returns the
-    bytes written, which are what artifact_sha256 records."""
-    return writer.write_bytes(path, data)
+    bytes written, which are what artifact_sha256 records. Every case, repeat and turn dir is
+    created by this process for this attempt (`os.mkdir`/`mkdir`), hence `fresh_dir`."""
+    return writer.write_bytes(path, data, fresh_dir=True)
 
 
 
