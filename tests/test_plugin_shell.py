@@ -3,6 +3,8 @@
 import json
 import re
 
+import pytest
+
 from helpers import ROOT, SCRIPTS, run_script
 
 from assay.core.version import VERSION
@@ -64,3 +66,15 @@ def test_readme_pipeline_scripts_exist():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     for name in re.findall(r"scripts/([a-z_]+\.py)", text):
         assert (SCRIPTS / name).exists(), name
+
+
+def test_no_tracked_file_is_one_git_ignores():
+    """Run dirs and work files of the examples are ignored; a run committed by accident would ship
+    in the plugin (with this machine's paths in its manifest)."""
+    import shutil
+    import subprocess
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    r = subprocess.run(["git", "ls-files", "-ci", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [], r.stdout[:500]
