@@ -88,11 +88,15 @@ def run(state, app_url, cases, *, conversation, k=1, request_body=None, extra=()
     ad = adapter(app_url, request_body=body, **inv)
     plan = make_plan(state, cases, app_url=app_url, k=k, adapter_doc=ad,
                      execution=execution or {"max_attempts": 3, "backoff_s": [0, 0]})
+    return run_plan(state, plan, *extra)
+
+
+def run_plan(state, plan, *extra, env=None):
+    """Write the plan to <state>/work/plan.json and run it into <state>/reports/<run id>: (result, out)."""
     path = state / "work" / "plan.json"
     path.write_text(json.dumps(plan), encoding="utf-8")
     out = state / "reports" / plan["run_id"]
-    r = run_runner("--plan", path, "--out", out, "--progress", "never", *extra)
-    return r, out
+    return run_runner("--plan", path, "--out", out, "--progress", "never", *extra, env=env), out
 
 
 def rd(path):
@@ -188,10 +192,7 @@ def test_cookie_jar_per_attempt_and_redacted(state):
         plan_ad = adapter(app.url, request_body=body, conversation={"style": "cookie", "turn_delay_s": 0.01},
                           auth={"type": "cookie", "cookie_env": "APP_COOKIE"})
         plan = make_plan(state, [REFUND], app_url=app.url, adapter_doc=plan_ad)
-        path = state / "work" / "plan.json"
-        path.write_text(json.dumps(plan))
-        out = state / "reports" / plan["run_id"]
-        r = run_runner("--plan", path, "--out", out, "--progress", "never", env=ad_env)
+        r, out = run_plan(state, plan, env=ad_env)
         posts = app.posts()
     assert r.rc == 0, r.stdout + r.stderr
     assert posts[0].headers["Cookie"] == "auth=s3cr3t-token"
@@ -341,10 +342,7 @@ def test_function_app_is_called_once_per_turn_with_the_session(state, tmp_path):
     case = convo("c-fn", "which invoice is open?", "refund that one",
                  expect={"answer": {"must_contain": ["refunded INV-2 (call 2)"]}})
     plan = make_plan(state, [case], adapter_doc=ad)
-    path = state / "work" / "plan.json"
-    path.write_text(json.dumps(plan))
-    out = state / "reports" / plan["run_id"]
-    r = run_runner("--plan", path, "--out", out, "--progress", "never")
+    r, out = run_plan(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
     v = rd(out / "cases" / "c-fn" / "verdict.json")
     assert (v["verdict"], v["turns_sent"]) == ("pass", 2)
@@ -476,11 +474,7 @@ def test_a_cli_app_holds_a_server_id_conversation(state, tmp_path):
     for key in ("base_url", "endpoint", "request_body", "health_check"):
         ad["invocation"].pop(key)
     plan = make_plan(state, [REFUND], adapter_doc=ad)
-    path = state / "work" / "plan.json"
-    path.write_text(json.dumps(plan))
-    out = state / "reports" / plan["run_id"]
-    r = run_runner("--plan", path, "--out", out, "--progress", "never",
-                   env={"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch")})
+    r, out = run_plan(state, plan, env={"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch")})
     assert r.rc == 0, r.stdout + r.stderr
     v = rd(out / "cases" / "c-refund" / "verdict.json")
     assert (v["verdict"], v["turns_sent"]) == ("pass", 2)
@@ -511,10 +505,7 @@ def test_two_turns_on_one_trace_make_the_trace_layers_unscorable(state, tmp_path
         case = convo("c-trace", {"user": "which of my invoices is open?", "expect": {"tools": {"subset": ["lookup"]}}},
                      "refund that one", expect={"answer": {"must_contain": ["refunded INV-2"]}})
         plan = make_plan(state, [case], app_url=app.url, adapter_doc=ad)
-        path = state / "work" / "plan.json"
-        path.write_text(json.dumps(plan))
-        out = state / "reports" / plan["run_id"]
-        r = run_runner("--plan", path, "--out", out, "--progress", "never")
+        r, out = run_plan(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
     v = rd(out / "cases" / "c-trace" / "verdict.json")
     t1 = v["turn_layers"]["t1.trajectory"]
