@@ -266,16 +266,23 @@ def test_end_of_run_check_catches_a_file_deleted_mid_run(app, state):
     assert res["summary"]["missing_artifacts"] == ["cases/c-000/answer.txt (missing)"]
 
 
-def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
-    import sys
+def finished_run_and_its_records(app, state):
+    """A clean 4-case run: (out, the records --verify's full read gives, {case id: record})."""
     sys.path.insert(0, str(SCRIPTS))
-    from assay.run import derived
     from assay.run.completeness import check_run_dir
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
     assert r.rc == 0, r.stdout
     full, records, _ = check_run_dir(out, schemas=False)
-    known = {rec["case_id"]: rec for rec in records}
+    assert full == []
+    return out, records, {rec["case_id"]: rec for rec in records}
+
+
+def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
+    from assay.run import derived
+    from assay.run.completeness import check_run_dir
+    out, records, known = finished_run_and_its_records(app, state)
+    full = []
     assert check_run_dir(out, schemas=False, known=known)[:2] == (full, records) == ([], records)
     (out / "cases" / "c-001" / "verdict.json").unlink()
     (out / "cases" / "c-002" / "stray.txt").write_text("x")
@@ -290,14 +297,8 @@ def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
 def test_end_of_run_check_trusts_only_the_exact_bytes_it_wrote(app, state):
     """`written` lets the runner's own check skip re-parsing a derived file whose bytes are exactly
     what it wrote; any other bytes (an edit, a torn write) get the full comparison."""
-    import sys
-    sys.path.insert(0, str(SCRIPTS))
+    out, _, known = finished_run_and_its_records(app, state)
     from assay.run.completeness import check_run_dir
-    app.handler = echo_handler
-    r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
-    assert r.rc == 0, r.stdout
-    _, records, _ = check_run_dir(out, schemas=False)
-    known = {rec["case_id"]: rec for rec in records}
     names = ("verdicts.jsonl", "verdicts_for_stats.jsonl", "results.json")
     written = {rel: (out / rel).read_bytes() for rel in names}
     assert check_run_dir(out, schemas=False, known=known, written=written)[0] == []
