@@ -94,12 +94,17 @@ def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str, missing: list,
                 exit_code: int | None, finished_at: str | None, with_cases: bool = True,
-                cost_latency: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                cost_latency: Mapping[str, Any] | None = None,
+                counted: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`counted`: a summary already computed from these same records (only its status and
+    missing artifacts are replaced), instead of counting them again."""
+    summary = (dict(counted, status=status, missing_artifacts=list(missing)) if counted is not None
+               else summarize(records, status=status, missing_artifacts=missing))
     doc = {"run_id": manifest["run_id"], "mode": manifest["mode"], "gate": manifest["gate"],
            "selecting_split": manifest["selecting_split"], "k": manifest["k"],
            "harness_version": manifest["harness_version"], "dataset_version": manifest["dataset_version"],
            "exit_code": exit_code, "started_at": manifest["started_at"], "finished_at": finished_at,
-           "summary": summarize(records, status=status, missing_artifacts=missing)}
+           "summary": summary}
     if cost_latency is not None:
         doc["cost_latency"] = dict(cost_latency)
     if with_cases:
@@ -196,7 +201,7 @@ class DerivedFiles:
         # run-dir relative path -> the bytes the last refresh wrote (the end-of-run check
         # compares the files with these instead of re-parsing them)
         self.written: dict[str, bytes] = {}
-        self._doc: dict | None = None
+        self._summary: dict | None = None
 
     def add(self, index: int, record: dict) -> None:
         record = slim(record)
@@ -227,21 +232,17 @@ class DerivedFiles:
         if finished_at is not None:  # the final write only: it reads each traced case's trajectory once
             from ..history.cost import results_summary
             cost_latency = results_summary(self.out, dict(self.manifest), records, self.state_dir)
-        unchanged = results_only and len(self.records) == self._last_count and self._doc is not None
-        if not unchanged:
+        # the same records as the last refresh: the JSONL files stand and the counts are reused
+        same = results_only and len(self.records) == self._last_count and self._summary is not None
+        if not same:
             self.written["verdicts.jsonl"] = atomic_write_text(
                 self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
             self.written["verdicts_for_stats.jsonl"] = atomic_write_text(
                 self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
-            doc = results_doc(self.manifest, records, status=status, missing=missing or [], exit_code=exit_code,
-                              finished_at=finished_at, with_cases=False, cost_latency=cost_latency)
-        else:  # the same records: the counts stand, only status, missing artifacts and the end change
-            doc = dict(self._doc, exit_code=exit_code, finished_at=finished_at,
-                       summary=dict(self._doc["summary"], status=status, missing_artifacts=list(missing or [])))
-            doc.pop("cost_latency", None)
-            if cost_latency is not None:
-                doc["cost_latency"] = dict(cost_latency)
-        self._doc = doc
+        doc = results_doc(self.manifest, records, status=status, missing=missing or [], exit_code=exit_code,
+                          finished_at=finished_at, with_cases=False, cost_latency=cost_latency,
+                          counted=self._summary if same else None)
+        self._summary = doc["summary"]
         self.written["results.json"] = atomic_write_text(
             self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
         self._last_count = len(self.records)
