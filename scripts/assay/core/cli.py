@@ -88,14 +88,10 @@ def exit_now(code: int) -> None:
     a 2,000-case run, after every file was written and closed (the runner writes with os.write
     and closes its descriptors itself). Under a profiler, coverage or a debugger: a normal exit."""
     import atexit
-    if sys.getprofile() is not None or sys.gettrace() is not None:
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere: a normal exit
+    if run_exit_handlers is None or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)  # a profiler, coverage or a debugger writes its results at a normal exit
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_handlers is not None:
-        run_exit_handlers()
-    else:  # pragma: no cover - every CPython has it; be safe elsewhere
-        from . import regex_guard
-        regex_guard.shutdown()
+    run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
