@@ -10,6 +10,8 @@ VPY    := $(VENV)/bin/python
 MODE   ?= smoke
 APP    ?= http
 CLAUDE_CODE_VERSION ?= 2.1.332
+# parallel test workers: 3 on 2 cores keeps both busy while tests wait on their apps
+TEST_WORKERS ?= 3
 
 .PHONY: test demo bench venv clean claude-cli plugin-release
 
@@ -21,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 test: venv
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 demo: venv
 	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,)
