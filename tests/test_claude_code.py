@@ -123,7 +123,7 @@ def test_release_layout_installs_lean_from_a_local_marketplace(home, tmp_path):
     cache = Path(mine[0]["installPath"])
     for needed in ("skills/run/SKILL.md", "scripts/run_cases.py", "scripts/assay/schemas/plan.schema.json",
                    "hooks/hooks.json", "hooks/session_start.py", "references/adapter-contract.md",
-                   "docs/runner-contract.md", ".claude-plugin/plugin.json"):
+                   "docs/runner-contract.md", ".claude-plugin/plugin.json", "plugin.json"):
         assert (cache / needed).is_file(), needed
     for not_shipped in ("tests", "bench", ".ci", "Makefile", "pyproject.toml", "tools", ".venv"):
         assert not (cache / not_shipped).exists(), f"{not_shipped} reached the plugin cache"

@@ -4,7 +4,7 @@
 Claude Code copies a plugin's whole source directory into the user's plugin cache,
 so a marketplace that serves this repository's root would ship the tests, the
 benchmarks and the CI files too. The release layout is the plugin and nothing else:
-the manifests and icon, the hook, the skills, the scripts (with their schemas), the
+the manifests (`.claude-plugin/` and the identical top-level `plugin.json`) and icon, the hook, the skills, the scripts (with their schemas), the
 reference docs, the bundled example and the README, taken from the files git
 tracks (never a local venv, a run directory or a cache). It is itself a
 marketplace root (its `.claude-plugin/marketplace.json` lists the plugin at `./`),
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Top-level entries the plugin needs at run time, and nothing else.
-SHIPPED = (".claude-plugin", "hooks", "skills", "scripts", "references", "docs", "examples", "README.md")
+SHIPPED = (".claude-plugin", "plugin.json", "hooks", "skills", "scripts", "references", "docs", "examples", "README.md")
 
 
 def tracked_files(root: Path) -> list[str]:
