@@ -95,7 +95,7 @@ def judge_block(state, config: dict, *, enabled: bool = True) -> dict:
             "config": effective(config), "rubrics": rubrics}
 
 
-def write_calibration(state, pins_calibrated: dict[str, bool]) -> str:
+def write_calibration(state, pins_calibrated: dict[str, bool], config: dict | None = None) -> str:
     """A hand-written calibration sidecar (assay.calibration/1); returns the plan's paths value."""
     (state / "judge").mkdir(exist_ok=True)
     doc = {"schema": "assay.calibration/1", "generated_at": "2026-11-30T00:00:00Z",

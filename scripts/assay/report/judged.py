@@ -21,7 +21,7 @@ def judged_note(layer: Any) -> str | None:
     parts = []
     if any(isinstance(r, dict) and not r.get("provisional") for r in layer["rubrics"]):
         parts.append(f"{layer.get('verdict')} (calibrated, gates)")
-    if layer.get("provisional"):
+    if any(isinstance(r, dict) and r.get("provisional") for r in layer["rubrics"]):
         whys = sorted({str(r.get("why_provisional")) for r in layer["rubrics"]
                        if isinstance(r, dict) and r.get("provisional")})
         parts.append(f"{layer.get('provisional_verdict')} (provisional, never gates: {'; '.join(whys)})")

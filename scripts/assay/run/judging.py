@@ -337,14 +337,17 @@ def _fold(results: list[dict]) -> str:
 
 
 def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
-    """The `judged` layer: calibrated rubric versions decide it; provisional ones are recorded
-    beside it (`provisional_verdict`) and never change it."""
+    """The `judged` layer, decided per pin: calibrated rubric versions decide it (one that did not
+    run makes it unscored, whatever the others said); provisional ones are recorded beside it
+    (`provisional_verdict`) and never change it. `provisional` is true only when no calibrated pin
+    decides the layer: a provisional pin beside a calibrated one never makes the layer read as a
+    chosen unscored."""
     calibrated = [r for r in results if not r["provisional"]]
     provisional = [r for r in results if r["provisional"]]
     layer: dict[str, Any] = {
         "rubrics": [{"pin": r["pin"], "verdict": r["verdict"], "provisional": r["provisional"], "infra": r["infra"],
                      "why_provisional": r["why_provisional"]} for r in results],
-        "provisional": bool(provisional),
+        "provisional": not calibrated,
         "provisional_verdict": _fold(provisional) if provisional else None,
         "usage": usage,
     }

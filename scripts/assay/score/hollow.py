@@ -80,9 +80,19 @@ def deliberately_unscored(layer: str, entry: Any) -> bool:
     reason = str(entry.get("reason") or "") if isinstance(entry, Mapping) else ""
     if layer in _NEVER_SCORED and reason.startswith(_NEVER_SCORED[layer]):
         return True
-    if isinstance(entry, Mapping) and entry.get("provisional") is True:
+    if isinstance(entry, Mapping) and provisional_only(entry):
         return True
     return layer == "judged" and reason.startswith("unjudged")
+
+
+def provisional_only(entry: Mapping[str, Any]) -> bool:
+    """A judged layer no calibrated rubric version decides: every pin it lists is provisional.
+    Decided per pin, so a provisional pin beside a calibrated one that never ran does not make
+    the layer a chosen unscored (the layer's own `provisional` flag is the fallback)."""
+    rubrics = entry.get("rubrics")
+    if isinstance(rubrics, list) and rubrics:
+        return all(isinstance(r, Mapping) and r.get("provisional") is True for r in rubrics)
+    return entry.get("provisional") is True
 
 
 def never_ran(layer: str, entry: Any) -> bool:

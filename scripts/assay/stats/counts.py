@@ -190,7 +190,7 @@ def judged_summary(records: list[dict]) -> dict[str, Any]:
         if any(not x.get("provisional") for x in rubrics):
             v = str(entry.get("verdict"))
             calibrated[v] = calibrated.get(v, 0) + 1
-        if entry.get("provisional"):
+        if any(x.get("provisional") for x in rubrics):
             v = str(entry.get("provisional_verdict"))
             provisional[v] = provisional.get(v, 0) + 1
             for reason in sorted({str(x.get("why_provisional")) for x in rubrics if x.get("provisional")}):

@@ -1,0 +1,86 @@
+"""Issue 24 §A: the silent greens found on a new judged app, each reproduced end to end
+(run_cases.py, gate.py, draft_report.py as subprocesses against a fake app and fake judges on
+real loopback ports) and pinned here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeapp import FakeApp, Reply, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
+from judgefake import judge_block, openai_handler, write_calibration, write_rubric
+from helpers import run_script
+
+TONE = """---
+rubric_id: tone
+version: 1
+nodes:
+  - id: polite
+    criterion: The reply is polite.
+---
+# tone
+"""
+ANSWER = "Refund of 20 USD issued; it arrives within 5 business days. Thank you for your patience."
+
+
+@pytest.fixture
+def judge_server():
+    with FakeApp() as server:
+        yield server
+
+
+@pytest.fixture
+def app():
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(200, {"message": ANSWER})
+    with FakeApp(handler) as a:
+        yield a
+
+
+def go(state, plan, *args):
+    path = state / "work" / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    out = state / "reports" / plan["run_id"]
+    return run_runner("--plan", path, "--out", out, "--progress", "never", *args), out
+
+
+def read(out, cid, name="verdict.json"):
+    return json.loads((out / "cases" / cid / name).read_text())
+
+
+def test_a_calibrated_pin_the_judge_never_answered_is_unscored_though_a_provisional_pin_passed(
+        app, state, judge_server):
+    """A1. Before: verdict pass, `layers.judged` unscored with `provisional: true` set by the other
+    (provisional) pin, and the gate said PASS with "0 unscored"."""
+    write_rubric(state)
+    write_rubric(state, TONE, "tone.md")
+
+    def decide(node, answer):
+        if node == "polite":
+            return {"verdict": "pass", "evidence": ["Thank you for your patience."], "reason": "polite"}
+        return "Sure! The verdict is pass."  # the calibrated rubric's nodes never parse
+    judge_server.handler = openai_handler(decide)
+    config = {"provider": "openai", "model": "gpt-test", "base_url": judge_server.url + "/v1"}
+    both = {"answer": {"must_contain": ["Refund"], "rubric": ["refund-eta-v1", "tone-v1"]}}
+    plan = make_plan(state, [case("c-1", "refund?", expect=both)], app_url=app.url)
+    plan["judge"] = judge_block(state, config)
+    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config=config)
+    r, out = go(state, plan)
+    assert r.rc == 0, r.stdout + r.stderr
+    v = read(out, "c-1")
+    judged = v["layers"]["judged"]
+    assert judged["verdict"] == "unscored" and judged["provisional"] is False  # a calibrated pin decides it
+    assert [(x["pin"], x["provisional"], x["verdict"]) for x in judged["rubrics"]] == \
+        [("refund-eta-v1", False, "unscored"), ("tone-v1", True, "pass")]
+    assert judged["provisional_verdict"] == "pass"
+    assert v["verdict"] == "unscored" and v["unscored_reason"].startswith("judged: refund-eta-v1: node(s) unknown")
+    g = run_script("gate", out)
+    assert g.rc == 1, g.stdout
+    assert "PASS" not in g.stdout.splitlines()[0] and "0 unscored" not in g.stdout
+    closed = next(x for x in g.stdout.splitlines() if "gating case(s) asserted a check that never ran" in x)
+    assert "c-1 (judged: refund-eta-v1: node(s) unknown" in closed
+    assert "judged (calibrated, gating): 1 case(s): 1 unscored" in g.stdout
+    assert "judged (provisional, never gating): 1 case(s): 1 pass" in g.stdout
