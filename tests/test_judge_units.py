@@ -54,9 +54,11 @@ def test_evidence_rule():
     texts = ["Refund  of 20.00\u00a0USD issued.", "user msg"]
     assert quote_found("20.00 USD", texts) and quote_found('"Refund of 20.00 USD..."', texts)
     assert not quote_found("30 USD", texts) and not quote_found("  ", texts)
-    assert checked_node({"verdict": "pass", "evidence": ["999 EUR"], "reason": "r"}, texts)[0] == "unknown"
-    assert checked_node({"verdict": "pass", "evidence": [], "reason": "r"}, texts)[0] == "unknown"
-    assert checked_node({"verdict": "fail", "evidence": [], "reason": "absent"}, texts) == ("fail", "absent")
+    m = Material(user_message="user msg", answer=texts[0])
+    assert checked_node({"verdict": "pass", "evidence": ["999 EUR"], "reason": "r"}, m)[0] == "unknown"
+    assert checked_node({"verdict": "pass", "evidence": [], "reason": "r"}, m)[0] == "unknown"
+    assert checked_node({"verdict": "fail", "evidence": [], "reason": "absent"}, m) == ("fail", "absent")
+    assert checked_node({"verdict": "pass", "evidence": ["20.00 USD"], "reason": "r"}, m) == ("pass", "r")
     assert rubric_verdict(["pass", "pass"]) == "pass" and rubric_verdict(["pass", "fail", "unknown"]) == "fail"
     assert rubric_verdict(["pass", "unknown"]) == "unscored" and rubric_verdict([]) == "unscored"
 

@@ -84,3 +84,52 @@ def test_a_calibrated_pin_the_judge_never_answered_is_unscored_though_a_provisio
     assert "c-1 (judged: refund-eta-v1: node(s) unknown" in closed
     assert "judged (calibrated, gating): 1 case(s): 1 unscored" in g.stdout
     assert "judged (provisional, never gating): 1 case(s): 1 pass" in g.stdout
+
+
+def test_evidence_quoting_only_the_users_message_never_passes(state, judge_server):
+    """A3. Before: a pass whose only evidence was a piece of the user's question was accepted."""
+    write_rubric(state)
+
+    def decide(node, answer):  # quotes the question, not the answer
+        return {"verdict": "pass", "evidence": ["my refund of 20 USD"], "reason": "the amount is there"}
+    judge_server.handler = openai_handler(decide)
+    config = {"provider": "openai", "model": "gpt-test", "base_url": judge_server.url + "/v1"}
+
+    def handler(req):
+        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": "Refund noted."})
+    with FakeApp(handler) as app:
+        expect = {"answer": {"must_contain": ["Refund"], "rubric": ["refund-eta-v1"]}}
+        plan = make_plan(state, [case("c-1", "When does my refund of 20 USD arrive?", expect=expect)],
+                         app_url=app.url)
+        plan["judge"] = judge_block(state, config)
+        plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config=config)
+        r, out = go(state, plan)
+    assert r.rc == 0, r.stdout + r.stderr
+    nodes = read(out, "c-1", "judge.json")["rubrics"][0]["nodes"]
+    assert [n["verdict"] for n in nodes] == ["unknown", "unknown"]
+    assert "'my refund of 20 USD' is from the user's message, not the answer" in nodes[0]["reason"]
+    v = read(out, "c-1")
+    assert v["verdict"] == "unscored" and v["layers"]["judged"]["verdict"] == "unscored"
+    g = run_script("gate", out)
+    assert g.rc == 1 and "is from the user's message, not the answer" in g.stdout
+
+
+def test_evidence_rule_per_source():
+    """A3, the rule itself: a pass needs a quote from the answer; tool results and a reference-guided
+    node's gold may back it; the user's message never does (a fail may quote it)."""
+    from assay.judge.prompt import Material
+    from assay.judge.verdict import checked_node
+    m = Material(user_message="Pay claim CL-7 of 540 EUR?", answer="Claim CL-7 is approved.",
+                 tool_results=[{"name": "lookup_claim", "result": {"amount": 540}}], gold=540)
+
+    def check(verdict, evidence, reference_guided=False):
+        return checked_node({"verdict": verdict, "evidence": evidence, "reason": "r"}, m, reference_guided)[0]
+    assert check("pass", ["Claim CL-7 is approved"]) == "pass"
+    assert check("pass", ["540 EUR"]) == "unknown"                       # only in the question
+    assert check("pass", ["Claim CL-7 is approved", "540 EUR"]) == "unknown"
+    assert check("pass", ['"amount": 540']) == "unknown"                 # tool results alone: not the answer
+    assert check("pass", ["approved", '"amount": 540']) == "pass"        # the answer, backed by a tool result
+    assert check("pass", ["approved", "540"], reference_guided=True) == "pass"
+    assert check("pass", ["made up"]) == "unknown"
+    assert check("fail", ["540 EUR"]) == "fail"                          # what was asked, and is missing
+    assert check("fail", ["made up"]) == "unknown"

@@ -44,15 +44,21 @@ class Material:
     tool_results: list[Any] | None = None   # from the trace, when collected
     gold: Any = None                         # expect.result, for reference-guided nodes
 
-    def texts(self) -> list[str]:
-        """The texts an evidence quote may come from."""
-        out = [self.user_message, self.answer]
+    def sources(self, reference_guided: bool = False) -> dict[str, list[str]]:
+        """The texts an evidence quote may come from, by source (the evidence rule in
+        assay.judge.verdict decides which sources can back which verdict). The gold value is a
+        source only for a reference-guided node: no other node is shown it."""
+        out = {ANSWER: [self.answer], USER_MESSAGE: [self.user_message]}
         if self.tool_results:
-            out.append(json.dumps(self.tool_results, ensure_ascii=False, sort_keys=True))
-            out.extend(str(r) for r in self.tool_results if isinstance(r, str))
-        if self.gold is not None:
-            out.append(json.dumps(self.gold, ensure_ascii=False, sort_keys=True))
+            out[TOOL_RESULTS] = [json.dumps(self.tool_results, ensure_ascii=False, sort_keys=True)]
+            out[TOOL_RESULTS].extend(str(r) for r in self.tool_results if isinstance(r, str))
+        if reference_guided and self.gold is not None:
+            out[REFERENCE] = [json.dumps(self.gold, ensure_ascii=False, sort_keys=True)]
         return out
+
+
+# Evidence sources (Material.sources keys)
+ANSWER, USER_MESSAGE, TOOL_RESULTS, REFERENCE = "answer", "user message", "tool results", "reference"
 
 
 def _fence(material: Material) -> str:

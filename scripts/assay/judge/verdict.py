@@ -1,7 +1,8 @@
 """Parsing a judge's reply, checking its evidence, and folding node verdicts.
 
 A node verdict is `pass | fail | unknown`. Node -> rubric: every node pass -> pass; any fail
--> fail; else unscored. A quote that is not in the material makes the node `unknown`.
+-> fail; else unscored. A quote that is not in the material makes the node `unknown`, and so
+does a pass not backed by the answer (`checked_node`).
 """
 
 from __future__ import annotations
@@ -55,14 +56,30 @@ def quote_found(quote: str, texts: list[str]) -> bool:
     return any(q in _norm(t) for t in texts)
 
 
-def checked_node(parsed: dict[str, Any], texts: list[str]) -> tuple[str, str]:
-    """(node verdict, reason) after the evidence rule."""
+def checked_node(parsed: dict[str, Any], material: Any, reference_guided: bool = False) -> tuple[str, str]:
+    """(node verdict, reason) after the evidence rule. Every quote must be in the material. A verdict
+    is about the answer, so a pass needs at least one quote from the answer, and each of its other
+    quotes from the answer, the tool results or (reference-guided node) the reference; a quote found
+    only in the user's own message never backs a pass. A fail may quote the message (what was asked
+    and is missing). Anything else makes the node `unknown`."""
+    from .prompt import ANSWER, USER_MESSAGE
     verdict, evidence = parsed["verdict"], parsed["evidence"]
-    missing = [q for q in evidence if not quote_found(q, texts)]
-    if missing:
-        return "unknown", f"evidence quote not found in the material: {missing[0][:120]!r}"
-    if verdict == "pass" and not evidence:
+    sources = material.sources(reference_guided)
+    found_in = [[name for name, texts in sources.items() if quote_found(q, texts)] for q in evidence]
+    for quote, where in zip(evidence, found_in):
+        if not where:
+            return "unknown", f"evidence quote not found in the material: {quote[:120]!r}"
+    if verdict != "pass":
+        return verdict, parsed["reason"]
+    if not evidence:
         return "unknown", "a pass without any evidence quote"
+    for quote, where in zip(evidence, found_in):
+        if where == [USER_MESSAGE]:
+            return "unknown", (f"evidence quote {quote[:120]!r} is from the user's message, not the answer: a "
+                               "pass needs evidence from the answer itself")
+    if not any(ANSWER in where for where in found_in):
+        return "unknown", ("a pass with no evidence quote from the answer (only tool results or the reference): "
+                           "the verdict is about the answer")
     return verdict, parsed["reason"]
 
 

@@ -252,7 +252,7 @@ class JudgeRuntime:
                 out.update(infra=True, reason=err)
                 return out
             if parsed is not None:
-                verdict, reason = checked_node(parsed, material.texts())
+                verdict, reason = checked_node(parsed, material, bool(node.get("reference_guided")))
                 out.update(verdict=verdict, evidence=parsed["evidence"], reason=self.scrub(reason) or "")
                 return out
         out["reason"] = f"the judge's reply did not parse ({PARSE_TRIES} tries): {out['calls'][-1]['error']}"
