@@ -134,7 +134,7 @@ def test_a_misspelt_tool_name_is_named_with_the_closest_declared_one(tmp_path):
     suite = {"cases": [bad, ok], "sources": {"c-bad": "datasets/c-bad.yaml", "c-ok": "datasets/c-ok.yaml"}}
     r = run_validate(tmp_path, suite, "--adapter", tmp_path / "adapter.json")
     found = [f for f in r.json["findings"] if f["code"] == "unknown_tool"]
-    assert [(f["case_id"], f["source"], f["severity"]) for f in found] == [("c-bad", "datasets/c-bad.yaml", "WARN")]
+    assert [(f["case_id"], f["source"], f["severity"]) for f in found] == [("c-bad", "datasets/c-bad.yaml", "ERROR")]
     assert "expect.tools.forbidden names 'fare_lookpu'" in found[0]["message"]
     assert "did you mean 'fare_lookup'?" in found[0]["message"]
 

@@ -43,7 +43,9 @@ CODES: dict[str, str] = {
     "capabilities_unchecked": WARN,
     # --adapter
     "route_not_observable": WARN, "attack_category_will_skip": WARN, "clarify_unobservable": WARN,
-    "turns_will_skip": WARN, "identity_will_skip": WARN, "unknown_tool": WARN,
+    "turns_will_skip": WARN, "identity_will_skip": WARN, "tools_not_declared": WARN,
+    # --adapter, and make_plan refuses it: a misspelt forbidden tool is a check that can never fail
+    "unknown_tool": ERROR,
 }
 
 

@@ -138,39 +138,70 @@ def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_o
                        "invocation.identity_map; the runner skips the case", case_id=cid, source=src)
 
 
-def asserted_tool_names(expect: dict[str, Any]) -> list[tuple[str, str]]:
-    """(where, tool name) for every tool a case's expect names: tools.subset/order/forbidden,
-    the args keys and authz.forbidden_tools."""
+def _expect_tool_names(expect: Any, prefix: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
+    if not isinstance(expect, dict):
+        return out
     tools = expect.get("tools") if isinstance(expect.get("tools"), dict) else {}
     for key in ("subset", "order", "forbidden"):
         if isinstance(tools.get(key), list):
-            out += [(f"expect.tools.{key}", t) for t in tools[key] if isinstance(t, str)]
+            out += [(f"{prefix}.tools.{key}", t) for t in tools[key] if isinstance(t, str)]
     if isinstance(expect.get("args"), dict):
-        out += [("expect.args", t) for t in expect["args"] if isinstance(t, str)]
+        out += [(f"{prefix}.args", t) for t in expect["args"] if isinstance(t, str)]
     authz = expect.get("authz") if isinstance(expect.get("authz"), dict) else {}
     if isinstance(authz.get("forbidden_tools"), list):
-        out += [("expect.authz.forbidden_tools", t) for t in authz["forbidden_tools"] if isinstance(t, str)]
+        out += [(f"{prefix}.authz.forbidden_tools", t) for t in authz["forbidden_tools"] if isinstance(t, str)]
     return out
+
+
+def asserted_tool_names(expect: dict[str, Any], case: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """(where, tool name) for every tool a case's expect names: tools.subset/order/forbidden,
+    the args keys and authz.forbidden_tools; with `case`, also input.every_turn and each
+    conversation checkpoint (input.turns[N].expect)."""
+    out = _expect_tool_names(expect, "expect")
+    inp = case.get("input") if isinstance(case, dict) and isinstance(case.get("input"), dict) else {}
+    out += _expect_tool_names(inp.get("every_turn"), "input.every_turn")
+    turns = inp.get("turns") if isinstance(inp.get("turns"), list) else []
+    for i, turn in enumerate(turns):
+        if isinstance(turn, dict):
+            out += _expect_tool_names(turn.get("expect"), f"input.turns[{i}].expect")
+    return out
+
+
+def declared_tools(adapter: dict[str, Any] | None) -> list[str]:
+    """The tool names the adapter's `tools` list declares ([] when it declares none)."""
+    tools = (adapter or {}).get("tools")
+    return [t["name"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)] \
+        if isinstance(tools, list) else []
 
 
 def check_tool_names(cases: list[dict[str, Any]], adapter: dict[str, Any], source_of: Callable[[int], str | None],
                      report: Report) -> None:
-    """A tool name the adapter's `tools` list does not declare (when it declares any): a typo in a
-    `forbidden` list is a check that can never fail."""
-    declared = [t["name"] for t in adapter.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
-    if not declared:
-        return
+    """A tool name the adapter's `tools` list does not declare is an ERROR (make_plan refuses it):
+    a typo in a `forbidden` list is a check that can never fail. With no `tools` list nothing can
+    be checked: one WARN says so (tools_not_declared), once for the suite."""
+    declared = declared_tools(adapter)
+    unchecked: list[tuple[Any, str, str]] = []
     for i, case in enumerate(cases):
         expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
-        for where, name in asserted_tool_names(expect):
+        for where, name in asserted_tool_names(expect, case):
+            if not declared:
+                unchecked.append((case.get("id"), where, name))
+                continue
             if name in declared:
                 continue
             close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             report("unknown_tool", f"{where} names {name!r}, which is not in the adapter's tools "
-                   f"({', '.join(sorted(declared))}){hint} (a misspelt forbidden tool can never fail)",
-                   case_id=case.get("id"), source=source_of(i))
+                   f"({', '.join(sorted(declared))}){hint} (a misspelt forbidden tool can never fail; fix the "
+                   "name, or declare the tool in adapter.yaml tools)",
+                   case_id=case.get("id"), source=source_of(i), key=where.replace("[", ".").replace("]", ""))
+    if unchecked:
+        cid, where, name = unchecked[0]
+        n = len({c for c, _, _ in unchecked})
+        report("tools_not_declared", f"{n} case(s) name tools (first: {cid} {where} {name!r}) but the adapter "
+               "declares no tools list: a misspelt tool name cannot be caught, and a called tool the adapter "
+               "does not know cannot be named in the verdict; list the app's tools in adapter.yaml `tools`")
 
 
 def check_manifest(cases: list[dict[str, Any]], manifest: dict[str, Any], report: Report) -> None:

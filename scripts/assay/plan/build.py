@@ -257,6 +257,7 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     split = o.split or mode.split
     dataset_version = _dataset_version(converted)
     validation = lint_converted(converted, state, allow_invalid=o.allow_invalid)
+    warnings += validation.pop("warning_lines")
     if validation["errors"]:
         warnings.append(f"--allow-invalid: planning a suite with {validation['errors']} linter ERROR(s) "
                         f"({', '.join(validation['error_codes'])}); recorded in manifest_extra.validation")

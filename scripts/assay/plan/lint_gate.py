@@ -55,6 +55,9 @@ def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid:
     errors = [f for f in out["findings"] if f["severity"] == ERROR]
     record = {"errors": out["error_count"], "warnings": out["warn_count"], "allow_invalid": bool(allow_invalid),
               "error_codes": sorted({f["code"] for f in errors})}
+    if errors:  # what --allow-invalid overrode, located, for the gate and the report to name
+        record["overridden"] = [located(f, state_dir) for f in errors[:MAX_SHOWN]]
+    record["warning_lines"] = warning_lines([f for f in out["findings"] if f["severity"] != ERROR], state_dir)
     if errors and not allow_invalid:
         shown = [located(f, state_dir) for f in errors[:MAX_SHOWN]]
         more = f"\n  ... and {len(errors) - MAX_SHOWN} more (validate_cases.py lists them all)" \
@@ -66,3 +69,19 @@ def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid:
             "(recorded in the plan and the run's manifest).",
             2, errors=[dict(f, where=located(f, state_dir).split(": ", 1)[0]) for f in errors])
     return record
+
+
+MAX_WARN_CODES = 5
+
+
+def warning_lines(warns: list[dict[str, Any]], state_dir: Path) -> list[str]:
+    """One line per WARN code (the first finding, located, and how many), so make_plan's stderr
+    shows what the linter warned about instead of a bare count."""
+    by_code: dict[str, list[dict[str, Any]]] = {}
+    for f in warns:
+        by_code.setdefault(f["code"], []).append(f)
+    lines = [f"linter WARN x{len(rows)}: {located(rows[0], state_dir)}"
+             for code, rows in list(by_code.items())[:MAX_WARN_CODES]]
+    if len(by_code) > MAX_WARN_CODES:
+        lines.append(f"linter WARN: {len(by_code) - MAX_WARN_CODES} more code(s); validate_cases.py lists them all")
+    return lines
