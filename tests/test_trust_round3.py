@@ -266,3 +266,30 @@ def test_a_misspelt_forbidden_tool_is_an_error_make_plan_refuses(tmp_path):
     r, plan_file = claims_plan(state2)
     assert r.rc == 0, r.stdout
     assert "tools_not_declared" in r.stderr and "declares no tools list" in r.stderr, r.stderr
+
+
+def test_a_called_tool_the_adapter_does_not_declare_is_named_and_holds_the_forbidden_check(tmp_path):
+    """A5. Before: the app shipped approve_payout as approve_claim_payout, the forbidden check passed
+    and nothing warned anywhere."""
+    state = claims_state(tmp_path)
+    r, plan_file = claims_plan(state)
+    assert r.rc == 0, r.stdout
+    spans = tmp_path / "spans.jsonl"
+    with ClaimsApp(spans, payout_tool="approve_claim_payout") as app:
+        r, out = run_claims(state, plan_file, spans, app.url)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    v = read(out, "c-status01")
+    assert v["undeclared_tools"] == ["approve_claim_payout"]
+    authz = v["layers"]["authz"]
+    assert authz["verdict"] == "unscored" and authz["undeclared_tools"] == ["approve_claim_payout"]
+    assert "does not declare: approve_claim_payout" in authz["reason"]
+    assert v["verdict"] == "unscored"
+    assert read(out, "c-lookup01")["undeclared_tools"] is None  # it called only declared tools
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    assert summary["undeclared_tools"] == {"tools": {"approve_claim_payout": 1}, "cases": 1, "checked_cases": 1}
+    g = run_script("gate", out)
+    assert g.rc == 1, g.stdout
+    line = next(x for x in g.stdout.splitlines() if "called tool(s)" in x and "gate closed" in x)
+    assert "approve_claim_payout x1" in line and "adapter.yaml tools" in line
+    md = run_script("draft_report", out, "-o", "-")
+    assert md.rc == 0 and "approve\\_claim\\_payout x1" in md.stdout, md.stdout

@@ -9,6 +9,7 @@ import difflib
 from collections import Counter
 from typing import Any, Callable
 
+from ..score.tool_names import declared_tools
 from ..core.vocab import (ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KEYS, QUERYABLE_TRACE_SOURCES, SPLITS,
                           TRACE_CONVENTIONS)
 
@@ -166,13 +167,6 @@ def asserted_tool_names(expect: dict[str, Any], case: dict[str, Any] | None = No
         if isinstance(turn, dict):
             out += _expect_tool_names(turn.get("expect"), f"input.turns[{i}].expect")
     return out
-
-
-def declared_tools(adapter: dict[str, Any] | None) -> list[str]:
-    """The tool names the adapter's `tools` list declares ([] when it declares none)."""
-    tools = (adapter or {}).get("tools")
-    return [t["name"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)] \
-        if isinstance(tools, list) else []
 
 
 def check_tool_names(cases: list[dict[str, Any]], adapter: dict[str, Any], source_of: Callable[[int], str | None],

@@ -39,6 +39,8 @@ class GateResult(RunResultsView):
     verify_clean: bool | None = None
     verify_detail: str | None = None
     budget_lines: list[str] = field(default_factory=list)
+    trust_head: list[str] = field(default_factory=list)   # printed right under the verdict line
+    trust_info: list[str] = field(default_factory=list)
     budgets: dict = field(default_factory=dict)   # {key: {value, source}} the gate checked
     lines: list[str] = field(default_factory=list)
 
@@ -288,6 +290,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     if not bad and summary["passes"] + summary["failures"] == 0:
         reasons.append("nothing was measured (0 passes + 0 failures), which is not a pass")
     reasons.extend(hollow_reasons(summary))
+    from .gate_trust import trust_checks
+    res.trust_head, res.trust_info, trusted = trust_checks(run_dir, results)
+    reasons.extend(trusted)
     unscored_conv = conversations_reason(summary)
     if unscored_conv:
         reasons.append(unscored_conv)
@@ -355,17 +360,6 @@ def _infra_counts(s: dict) -> str:
     return "".join(", " + p for p in parts)
 
 
-def shard_line(run_dir: Path) -> str | None:
-    """A shard's own run dir (run_cases.py --shard) is a normal run of its slice: say that this gate
-    covers the slice only, so a per-shard gate is not read as the plan's."""
-    manifest = try_json(run_dir / "manifest.yaml")
-    shard = manifest.get("shard") if isinstance(manifest, dict) else None
-    if not (isinstance(shard, dict) and _is_count(shard.get("index")) and _is_count(shard.get("count"))):
-        return None
-    return (f"shard {shard['index']}/{shard['count']}: this gate covers this shard's slice of the plan only; "
-            "merge the shards (merge_runs.py) and gate the merged run for the whole plan")
-
-
 def summary_lines(res: GateResult) -> list[str]:
     s, results = res.summary, res.results
     nongating = 0
@@ -375,7 +369,7 @@ def summary_lines(res: GateResult) -> list[str]:
     if nongating > 0:
         head += f" ({nongating} failure(s) on gating:false cases, not counted)"
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
-    lines = [head,
+    lines = [head, *res.trust_head,
              f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
              f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
@@ -386,9 +380,7 @@ def summary_lines(res: GateResult) -> list[str]:
     throttled = throughput_line(res.run_dir)
     if throttled:
         lines.append("  " + throttled)
-    shard = shard_line(res.run_dir)
-    if shard:
-        lines.append("  " + shard)
+    lines += res.trust_info
     lines += kind_lines(s)
     rep = s.get("repeated_5xx")
     if _is_count(rep) and rep:

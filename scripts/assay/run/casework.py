@@ -155,7 +155,8 @@ class CaseWorker:
             repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
             judged=bool(judged), judge_usage=_sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
-            trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"])
+            trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
+            undeclared_tools=self._undeclared(chosen) or None)
         if multi:
             record.update(_conversation_fields(chosen, self.conversation))
             record["has_result_expect"] = bool((chosen["expect"] or {}).get("result"))
@@ -166,6 +167,12 @@ class CaseWorker:
                 record["repeats"] = [{"n": r["n"], "verdict": r["verdict"], "turns_sent": r["turns_sent"],
                                       "failed_turn": r["failed_turn"]} for r in repeats]
         return record
+
+    def _undeclared(self, chosen: dict) -> list[str]:
+        """Called tools the adapter's tools list does not declare, over every sent turn."""
+        from ..score.tool_names import undeclared_calls
+        trajectories = [t.get("trajectory") for t in chosen.get("turns") or []] or [chosen.get("trajectory")]
+        return sorted({n for tr in trajectories for n in undeclared_calls(tr, self.score_ctx.declared_tools)})
 
     def _put_turns(self, files: dict, case, rep: dict, base_dir: Path, prefix: str, *, traces: bool) -> None:
         """turns/<n>/ for every sent turn of one repeat (trace files only at the case level)."""

@@ -21,6 +21,7 @@ from .casework import RATE_LIMITED_PREFIX, CaseWorker
 from .limiter import AppSlots
 from .completeness import check_run_dir
 from ..stats.counts import summarize
+from ..score.tool_names import declared_tools
 from .layers import ScoreContext
 from .canary import failed_canary_lines
 from .progress import Progress
@@ -163,7 +164,8 @@ class Run:
         return ScoreContext(invocation=self.plan["adapter"].get("invocation") or {},
                             matrix=self.plan["capability_matrix"], scoring=self.s.scoring,
                             judged_reason=preflight.judged_reason_fn(self.plan, self.s.state),
-                            traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason)
+                            traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason,
+                            declared_tools=frozenset(declared_tools(self.plan["adapter"])))
 
     def _canary_failed(self) -> bool:
         return any(r.get("canary") and r.get("verdict") == FAIL for r in self.derived.records.values())

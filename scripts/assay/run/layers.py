@@ -31,6 +31,7 @@ class ScoreContext:
     judged_reason: Callable[[Mapping[str, Any]], str]
     traces_collected: bool
     traceless_reason: str | None
+    declared_tools: frozenset = frozenset()   # the adapter's `tools` names (empty: no list declared)
 
 
 @dataclass
@@ -218,6 +219,9 @@ def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence)
     actual_box: dict = {}
     applies = applicable(case.get("expect") or {}, ctx)
     layers = {name: score_layer(name, case, ctx, ev, actual_box, applies) for name in LAYER_ORDER}
+    if ctx.declared_tools and ev.trace_status == COMPLETE:
+        from ..score.tool_names import hold_to_declared, undeclared_calls
+        layers = hold_to_declared(layers, case.get("expect") or {}, undeclared_calls(ev.trajectory, ctx.declared_tools))
     return layers, actual_box.get("actual")
 
 

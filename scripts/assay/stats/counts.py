@@ -28,7 +28,7 @@ COUNT_KEYS = (
     "n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped",
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
-    "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged",
+    "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged", "undeclared_tools",
 )
 JUDGED_VERDICTS = ("pass", "fail", "unscored", "infra_error")
 
@@ -127,6 +127,9 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     if kinds is not None:
         summary["by_kind"] = kinds
     summary["judged"] = judged_summary(records)
+    undeclared = undeclared_summary(main)
+    if undeclared is not None:
+        summary["undeclared_tools"] = undeclared
     summary["missing_artifacts"] = list(missing_artifacts)
     return summary
 
@@ -162,6 +165,24 @@ def by_kind(main: list[dict]) -> dict[str, Any] | None:
     # the most common reason a conversation was unscored (ties: the first in plan order)
     block["top_unscored_reason"] = max(reasons, key=lambda k: reasons[k]) if reasons else None
     return {"single_turn": _kind_block([r for r in main if not r.get("multi_turn")]), "conversation": block}
+
+
+def undeclared_summary(records: list[dict]) -> dict[str, Any] | None:
+    """`summary.undeclared_tools` (absent when none): called tools the adapter's tools list does not
+    declare, `{tools: {name: cases}, cases, checked_cases}`; `checked_cases` had a tool or authz check
+    resting on tool names (made unscored: the gate closes on them)."""
+    tools: dict[str, int] = {}
+    cases = checked = 0
+    for r in records:
+        names = r.get("undeclared_tools")
+        if not isinstance(names, list) or not names:
+            continue
+        cases += 1
+        for name in names:
+            tools[str(name)] = tools.get(str(name), 0) + 1
+        if any(isinstance(e, dict) and e.get("undeclared_tools") for e in (r.get("layers") or {}).values()):
+            checked += 1
+    return {"tools": dict(sorted(tools.items())), "cases": cases, "checked_cases": checked} if cases else None
 
 
 def judged_summary(records: list[dict]) -> dict[str, Any]:

@@ -1,0 +1,121 @@
+"""Gate close reasons about whether the run can be trusted at all (issue 24 §A): a plan made with
+`--allow-invalid`, a shard's slice gated as if it were the run, a holdout past its look budget,
+called tools the adapter does not declare, and a declared route path no answer held.
+
+Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
+returns what the gate prints; gate.py only strings them together. Pure reads, no recounting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .rundir import try_json
+
+MAX_LISTED = 10
+
+
+def _manifest(run_dir: Path) -> dict:
+    doc = try_json(Path(run_dir) / "manifest.yaml")  # the runner writes JSON text (valid YAML)
+    return doc if isinstance(doc, dict) else {}
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# ---------------------------------------------------------------- --allow-invalid
+def allow_invalid(run_dir: Path) -> tuple[list[str], str | None]:
+    """(the gate's first lines, the close reason) for a plan make_plan built with --allow-invalid
+    over linter ERRORs; ([], None) otherwise. The lines list the findings it overrode."""
+    validation = (_manifest(run_dir).get("manifest_extra") or {}).get("validation")
+    if not isinstance(validation, dict) or not validation.get("allow_invalid") or not validation.get("errors"):
+        return [], None
+    n = validation["errors"] if _count(validation["errors"]) else "some"
+    codes = ", ".join(str(c) for c in validation.get("error_codes") or []) or "codes not recorded"
+    head = (f"  PLANNED WITH --allow-invalid: make_plan.py overrode {n} linter ERROR(s) ({codes}); "
+            "these cases can pass without checking what they mean to:")
+    found = [str(f) for f in validation.get("overridden") or []]
+    lines = [head] + [f"    {f}" for f in found[:MAX_LISTED]]
+    if _count(n) and n > len(found[:MAX_LISTED]):
+        lines.append(f"    ... and {n - len(found[:MAX_LISTED])} more (validate_cases.py lists them all)")
+    reason = (f"the plan was made with --allow-invalid over {n} linter ERROR(s) ({codes}): fix them and "
+              "re-plan without the flag; a gate over cases the linter rejects is not a pass")
+    return lines, reason
+
+
+# ---------------------------------------------------------------- shards
+def shard_reason(run_dir: Path) -> str | None:
+    """A shard's own run dir (run_cases.py --shard) is a slice of the plan, not a run: never open."""
+    shard = _manifest(run_dir).get("shard")
+    if not (isinstance(shard, dict) and _count(shard.get("index")) and _count(shard.get("count"))):
+        return None
+    return (f"this is shard {shard['index']}/{shard['count']}'s run dir, a slice of the plan, not a run: merge "
+            "every shard (merge_runs.py --plan PLAN --out <run dir> <shard dirs>) and gate the merged run")
+
+
+# ---------------------------------------------------------------- holdout look budget
+def holdout_budget_reason(run_dir: Path, results: dict) -> str | None:
+    """A holdout run whose look is past the budget (LOOK_BUDGET looks per sealed holdout) has
+    stopped being a holdout: the decision gate closes, naming the ledger count and the reseal."""
+    manifest = _manifest(run_dir)
+    if (manifest.get("selecting_split") or results.get("selecting_split")) != "holdout":
+        return None
+    from ..history.cost import state_dir_of_run
+    from ..plan.modes import HOLDOUT_LEDGER
+    from ..suite.holdout import LOOK_BUDGET, read_ledger
+    state = state_dir_of_run(run_dir)
+    ledger = state / HOLDOUT_LEDGER
+    try:
+        rows = read_ledger(ledger)
+    except Exception as exc:  # an unreadable ledger cannot show the look was within budget
+        return f"the holdout ledger {ledger} is unreadable ({exc}); the look budget cannot be checked"
+    run_id = results.get("run_id") or Path(run_dir).name
+    look = next((i for i, row in enumerate(rows, 1) if row.get("run_id") == run_id), None)
+    if look is None:
+        return (f"this holdout run is not in the ledger {HOLDOUT_LEDGER} ({len(rows)} look(s) there): its look "
+                "cannot be shown to be within the budget; holdout runs are recorded by run_cases.py")
+    if look <= LOOK_BUDGET:
+        return None
+    return (f"holdout look {look} of a budget of {LOOK_BUDGET} ({len(rows)} look(s) in {HOLDOUT_LEDGER}): past the "
+            "budget the holdout has been tuned against and no longer decides; run `holdout.py reseal "
+            f"{state}` for a fresh holdout, then run it again")
+
+
+# ---------------------------------------------------------------- tools the adapter does not declare
+def undeclared_tools(summary: dict) -> tuple[list[str], str | None]:
+    """(info lines, close reason) for `summary.undeclared_tools`."""
+    block = summary.get("undeclared_tools")
+    if not isinstance(block, dict) or not isinstance(block.get("tools"), dict) or not block["tools"]:
+        return [], None
+    named = ", ".join(f"{name} x{n}" for name, n in list(block["tools"].items())[:MAX_LISTED])
+    checked = block.get("checked_cases") if _count(block.get("checked_cases")) else 0
+    text = (f"{block.get('cases')} case(s) called tool(s) the adapter's tools list does not declare: {named}; "
+            "declare them in adapter.yaml tools (a renamed tool defeats a forbidden list)")
+    if not checked:
+        return [f"  {text}"], None
+    return [], (text.replace("; declare", f" ({checked} with tool or authz checks, now unscored); declare", 1))
+
+
+# ---------------------------------------------------------------- route_from_response absent in every answer
+def route_source_reason(summary: dict) -> str | None:
+    """A declared route_from_response path that no answer held (summary.route_from_response) is a
+    hollow source, not a fallback: every route came from elsewhere, or from nowhere."""
+    block = summary.get("route_from_response")
+    if not isinstance(block, dict) or not _count(block.get("read")) or not block["read"] or block.get("found"):
+        return None
+    fell = block.get("fell_back") if _count(block.get("fell_back")) else 0
+    return (f"route_from_response {block.get('path')!r} was absent in all {block['read']} answer(s) read for "
+            f"routing (a hollow route source{f'; {fell} fell back to the trace' if fell else ''}): fix the path "
+            "in adapter.yaml (routes are never inferred) or remove it to route from the trace")
+
+
+def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], list[str]]:
+    """(lines the gate prints first, info lines, close reasons) of every check in this module."""
+    summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
+    head, reasons = allow_invalid(run_dir)
+    info, tools_reason = undeclared_tools(summary)
+    close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
+                         route_source_reason(summary)) if r]
+    return head, info, close
