@@ -454,19 +454,29 @@ def test_an_otlp_http_listener_that_received_nothing_says_so_not_that_a_span_fil
                         f"http://{why.split('OTLP/HTTP at ')[1].split('/v1/traces')[0]} (traces.location)?")
 
 
-def test_gating_one_shards_run_dir_says_it_covers_that_slice_only(tmp_path):
-    # a CI matrix job that gates its own shard: before, "PASS" with nothing saying 1 of 2 cases ran
+def test_gating_one_shards_run_dir_never_opens_and_the_merged_run_does(tmp_path):
+    # a CI matrix job that gates its own shard: before, "PASS" with nothing saying 1 of 2 cases ran;
+    # then (round 2) a line saying it covers a slice, and still exit 0 (issue 24 A8): a slice is not a run
     state = write_state(tmp_path, calibrated=False)
     write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE.replace("Atlantis", "Rome"))
     plan_file = plan(state, "--shards", "2")
-    run_dir = state / "reports" / f"{RUN_ID}.shard-1"
+    shards = [state / "reports" / f"{RUN_ID}.shard-{i}" for i in (1, 2)]
     with travel_app() as app:
-        r = run_runner("--plan", plan_file, "--shard", "1", "--out", run_dir, "--progress", "never",
-                       env={"R2_URL": app.url})
-    assert r.rc == 0, (r.stdout, r.stderr)
-    g = run_script("gate", run_dir, "--no-verify")
-    assert ("  shard 1/2: this gate covers this shard's slice of the plan only; merge the shards (merge_runs.py) "
-            "and gate the merged run for the whole plan") in g.stdout.splitlines(), g.stdout
+        for i, run_dir in enumerate(shards, 1):
+            r = run_runner("--plan", plan_file, "--shard", i, "--out", run_dir, "--progress", "never",
+                           env={"R2_URL": app.url})
+            assert r.rc == 0, (r.stdout, r.stderr)
+    g = run_script("gate", shards[0], "--no-verify")
+    assert g.rc == 1, g.stdout
+    assert g.stdout.splitlines()[0].endswith(": FAIL")
+    assert ("  gate closed: this is shard 1/2's run dir, a slice of the plan, not a run: merge every shard "
+            "(merge_runs.py --plan PLAN --out <run dir> <shard dirs>) and gate the merged run") \
+        in g.stdout.splitlines(), g.stdout
+    merged = state / "reports" / RUN_ID
+    m = run_script("merge_runs", "--plan", plan_file, "--out", merged, *shards)
+    assert m.rc == 0, (m.stdout, m.stderr)
+    g = run_script("gate", merged, "--no-verify")
+    assert g.rc == 0 and "shard" not in g.stdout and "slice" not in g.stdout, g.stdout
 
 
 def test_a_judge_outage_names_its_reason_on_the_case_and_the_gates_infra_line(tmp_path):

@@ -293,3 +293,26 @@ def test_a_called_tool_the_adapter_does_not_declare_is_named_and_holds_the_forbi
     assert "approve_claim_payout x1" in line and "adapter.yaml tools" in line
     md = run_script("draft_report", out, "-o", "-")
     assert md.rc == 0 and "approve\\_claim\\_payout x1" in md.stdout, md.stdout
+
+
+def test_a_plan_made_with_allow_invalid_says_so_first_and_never_opens(tmp_path):
+    """A6. Before: --allow-invalid left no trace in the gate or the report, and the gate said PASS."""
+    state = claims_state(tmp_path, forbidden="aprove_payout")
+    r, plan_file = claims_plan(state, "--allow-invalid")
+    assert r.rc == 0, r.stdout
+    spans = tmp_path / "spans.jsonl"
+    with ClaimsApp(spans) as app:  # the app calls approve_payout: the misspelt deny-list cannot see it
+        r, out = run_claims(state, plan_file, spans, app.url)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert read(out, "c-status01")["layers"]["authz"]["verdict"] == "pass"  # what the linter warned of
+    g = run_script("gate", out)
+    assert g.rc == 1, g.stdout
+    lines = g.stdout.splitlines()
+    assert lines[0].endswith(": FAIL")
+    assert lines[1].startswith("  PLANNED WITH --allow-invalid: make_plan.py overrode 1 linter ERROR(s) (unknown_tool)")
+    assert lines[2].strip().startswith("datasets/c-status01.yaml:14: c-status01 [unknown_tool]")
+    assert any(x.startswith("  gate closed: the plan was made with --allow-invalid over 1 linter ERROR(s)")
+               for x in lines)
+    md = run_script("draft_report", out, "-o", "-")
+    assert md.rc == 0 and "> PLANNED WITH --allow-invalid: make\\_plan.py overrode 1 linter ERROR(s)" in md.stdout, md.stdout[:900]
+    assert "> - datasets/c-status01.yaml:14: c-status01 \\[unknown\\_tool\\]" in md.stdout, md.stdout

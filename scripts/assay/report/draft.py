@@ -83,7 +83,9 @@ def verdict_banner(facts: RunFacts) -> list[str]:
     out = [f"> **{word}** · {esc(cases_phrase(s.get('n'), canaries.get('n')))}: {count(s.get('passes'))} pass, "
            f"{count(s.get('failures'))} fail ({count(s.get('gating_failures'))} gating), "
            f"{count(s.get('unscored'))} unscored, {count(s.get('skipped'))} skipped", ">"]
-    out += [f"> {esc(line.strip())}" for line in g.trust_head + g.trust_info] + ([">"] if g.trust_head else [])
+    # the run's own trust lines first: --allow-invalid and what it overrode, undeclared tools
+    out += [f"> {'' if line.startswith('  ') and not line.startswith('    ') else '- '}{esc(line.strip())}"
+            for line in g.trust_head + g.trust_info] + ([">"] if g.trust_head or g.trust_info else [])
     out += [f"> - {esc(why)}" for why in g.reasons]
     if g.reasons:
         out.append(">")
