@@ -316,3 +316,68 @@ def test_a_plan_made_with_allow_invalid_says_so_first_and_never_opens(tmp_path):
     md = run_script("draft_report", out, "-o", "-")
     assert md.rc == 0 and "> PLANNED WITH --allow-invalid: make\\_plan.py overrode 1 linter ERROR(s)" in md.stdout, md.stdout[:900]
     assert "> - datasets/c-status01.yaml:14: c-status01 \\[unknown\\_tool\\]" in md.stdout, md.stdout
+
+
+def test_a_holdout_run_past_its_look_budget_closes_the_decision_gate(state):
+    """A7. Before: looks 6 and 7 ran and the gate said PASS."""
+    ledger = state / "datasets" / "holdout-looks.jsonl"
+
+    def holdout_run(run_id):
+        plan = make_plan(state, [case("c-hold0001", "hello", split=("holdout",))], app_url=app.url,
+                         mode="holdout", selecting_split="holdout", run_id=run_id)
+        r, out = go(state, plan)
+        assert r.rc == 0, r.stdout + r.stderr
+        return out
+    with FakeApp() as app:  # echoes the message: the case passes
+        within = holdout_run("holdout-20261201T000001Z")
+        ledger.write_text(ledger.read_text() + "".join(
+            json.dumps({"run_id": f"holdout-20261201T00000{i}Z", "date": "2026-12-01T00:00:00Z", "mode": "holdout",
+                        "reason": "earlier look"}) + "\n" for i in range(2, 6)))
+        past = holdout_run("holdout-20261201T000006Z")
+    assert len(ledger.read_text().splitlines()) == 6
+    g = run_script("gate", within)
+    assert g.rc == 0, g.stdout  # look 1 of 5
+    g = run_script("gate", past)
+    assert g.rc == 1, g.stdout
+    line = next(x for x in g.stdout.splitlines() if "gate closed: holdout look" in x)
+    assert "holdout look 6 of a budget of 5 (6 look(s) in datasets/holdout-looks.jsonl)" in line
+    assert f"holdout.py reseal {state}" in line
+    # a holdout run dir whose look the ledger does not hold cannot show it is within budget
+    ledger.write_text("")
+    g = run_script("gate", within)
+    assert g.rc == 1 and "is not in the ledger datasets/holdout-looks.jsonl" in g.stdout, g.stdout
+
+
+ROUTE_CASES = {
+    "c-route001": claims_case("c-route001", "Status of claim CL-7?", "  route: claims\n  answer: {must_contain: [CL-7]}\n"),
+    "c-route002": claims_case("c-route002", "Look up claim CL-8", "  route: claims\n  tools: {subset: [lookup_claim]}\n"),
+}
+
+
+@pytest.mark.parametrize("route_path", ["agent", "meta.agent"])
+def test_a_route_path_no_answer_holds_is_a_hollow_source_not_a_fallback(tmp_path, route_path):
+    """A8. Before: a typo'd route_from_response silently fell back to the trace's agent name and the
+    gate said PASS."""
+    state = claims_state(tmp_path, route_path=route_path, cases=ROUTE_CASES)
+    r, plan_file = claims_plan(state)
+    assert r.rc == 0, r.stdout
+    spans = tmp_path / "spans.jsonl"
+    with ClaimsApp(spans, payout_tool="lookup_claim") as app:
+        r, out = run_claims(state, plan_file, spans, app.url)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    routing = read(out, "c-route001")["layers"]["routing"]
+    g = run_script("gate", out)
+    if route_path == "meta.agent":
+        assert routing["observed_from"] == "response" and routing["response_path"] == {"path": "meta.agent",
+                                                                                       "found": True}
+        assert g.rc == 0, g.stdout
+        return
+    assert routing["verdict"] == "pass" and routing["observed_from"] == "trace"  # the case says where it came from
+    assert routing["response_path"] == {"path": "agent", "found": False}
+    assert routing["note"] == ("route_from_response 'agent' is absent in this response; the route was read from "
+                               "the trace instead")
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    assert summary["route_from_response"] == {"path": "agent", "read": 2, "found": 0, "fell_back": 2}
+    assert g.rc == 1, g.stdout
+    assert ("gate closed: route_from_response 'agent' was absent in all 2 answer(s) read for routing (a hollow "
+            "route source; 2 fell back to the trace)") in g.stdout

@@ -111,11 +111,22 @@ def route_source_reason(summary: dict) -> str | None:
             "in adapter.yaml (routes are never inferred) or remove it to route from the trace")
 
 
+def route_source_line(summary: dict) -> str | None:
+    """Some answers lacked the declared path and their route came from elsewhere: say how many."""
+    block = summary.get("route_from_response")
+    if not isinstance(block, dict) or not block.get("found") or not block.get("fell_back"):
+        return None
+    return (f"  routing: route_from_response {block.get('path')!r} absent in {block['read'] - block['found']} of "
+            f"{block['read']} answer(s); {block['fell_back']} routed from the trace or status map instead "
+            "(verdict.json layers.routing.note)")
+
+
 def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], list[str]]:
     """(lines the gate prints first, info lines, close reasons) of every check in this module."""
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     head, reasons = allow_invalid(run_dir)
     info, tools_reason = undeclared_tools(summary)
+    info += [line for line in (route_source_line(summary),) if line]
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary)) if r]
     return head, info, close

@@ -140,7 +140,7 @@ _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed
               "unscored_reason", "title", "multi_turn", "turns_sent", "turns_total", "failed_turn", "turns", "memory",
               "rate_limited_retries", "judged", "judge_usage", "latency_ms", "undeclared_tools")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional") + ROUTING_KEYS + ("rubrics", "provisional_verdict",
-                                                                                       "undeclared_tools")
+                                                                                       "undeclared_tools", "response_path")
 
 
 def slim(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -106,6 +106,21 @@ def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | No
     return None, None, declared
 
 
+def _with_response_path(layer: dict, inv: Mapping[str, Any], ev: RepeatEvidence, observed_from: str | None) -> dict:
+    """A declared route_from_response path: whether this answer held it (`response_path`), and,
+    when the route came from a later source instead, a note that says so (never a silent fallback;
+    the gate closes when no answer held the path: a hollow source)."""
+    path = inv.get("route_from_response")
+    if not isinstance(path, str) or not path:
+        return layer
+    found = observed_from == "response"
+    layer = dict(layer, response_path={"path": path, "found": found})
+    if not found and observed_from is not None:
+        layer["note"] = (f"route_from_response {path!r} is absent in this response; the route was read from the "
+                         f"{observed_from} instead")
+    return layer
+
+
 def clarified_flag(inv: Mapping[str, Any], ev: RepeatEvidence) -> bool | None:
     path = inv.get("clarify_from_response")
     if not isinstance(path, str) or not path:
@@ -167,7 +182,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
             return {"verdict": UNSCORED, "reason": "no route source declared (route_from_response, a "
                     "collected trace, or route_from_status); routes are never inferred"}
         from ..score.routing import score_case_routing
-        return _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
+        out = _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
+        return _with_response_path(out, ctx.invocation, ev, observed_from)
     if layer in ("trajectory", "tool_selection", "loops"):
         http_failed = ctx.invocation.get("mode") != "cli" and not http_status_ok(expect, ev)[1]
         missing = _trace_input(ctx, ev, http_failed)

@@ -29,6 +29,7 @@ COUNT_KEYS = (
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
     "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged", "undeclared_tools",
+    "route_from_response",
 )
 JUDGED_VERDICTS = ("pass", "fail", "unscored", "infra_error")
 
@@ -130,6 +131,9 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     undeclared = undeclared_summary(main)
     if undeclared is not None:
         summary["undeclared_tools"] = undeclared
+    route_path = route_path_summary(main)
+    if route_path is not None:
+        summary["route_from_response"] = route_path
     summary["missing_artifacts"] = list(missing_artifacts)
     return summary
 
@@ -183,6 +187,25 @@ def undeclared_summary(records: list[dict]) -> dict[str, Any] | None:
         if any(isinstance(e, dict) and e.get("undeclared_tools") for e in (r.get("layers") or {}).values()):
             checked += 1
     return {"tools": dict(sorted(tools.items())), "cases": cases, "checked_cases": checked} if cases else None
+
+
+def route_path_summary(records: list[dict]) -> dict[str, Any] | None:
+    """`summary.route_from_response` (absent when no routing layer read a declared path):
+    `{path, read, found, fell_back}` over the non-skipped cases' routing layers; `fell_back` took
+    the route from a later source (the trace, the status map)."""
+    path, read, found, fell = None, 0, 0, 0
+    for r in records:
+        entry = (r.get("layers") or {}).get("routing")
+        rp = entry.get("response_path") if isinstance(entry, dict) else None
+        if r.get("verdict") == SKIPPED or not isinstance(rp, dict):
+            continue
+        path = path or rp.get("path")
+        read += 1
+        if rp.get("found"):
+            found += 1
+        elif entry.get("observed_from"):
+            fell += 1
+    return {"path": path, "read": read, "found": found, "fell_back": fell} if read else None
 
 
 def judged_summary(records: list[dict]) -> dict[str, Any]:
