@@ -26,6 +26,9 @@ def build_parser():
     p.add_argument("annotations", nargs="+", help="annotation JSONL files, or a directory (its *.jsonl in name order); later lines and files win")
     p.add_argument("--write", metavar="SIDECAR",
                    help="write the calibration sidecar here (<state>/judge/calibration.json; must end in .json)")
+    p.add_argument("--state-dir", metavar="STATE_DIR",
+                   help="the state dir whose judge/judge.yaml and rubrics/ the sidecar is bound to "
+                        "(default: the one --write's judge/calibration.json is in)")
     p.add_argument("--min-pairs", type=int, default=100, help="labelled pairs needed per rubric version (default 100)")
     p.add_argument("--min-per-class", type=int, default=10,
                    help="human fail labels and human pass labels needed, each (default 10)")
@@ -40,11 +43,11 @@ def build_parser():
 def run(args):
     from assay.calibrate.agreement import Floors, score
     from assay.calibrate.annotations import read_annotations
-    from assay.calibrate.sidecar import build_sidecar, write_sidecar
+    from assay.calibrate.sidecar import write_bound
 
     floors = Floors(args.min_pairs, args.min_per_class, args.min_tpr, args.min_tnr, args.min_kappa)
     out = score(read_annotations(args.annotations), floors, args.confidence)
-    out["written"] = str(write_sidecar(args.write, build_sidecar(out))) if args.write else None
+    out["written"] = str(write_bound(out, args.write, args.state_dir)) if args.write else None
     return 0, out
 
 

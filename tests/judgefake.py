@@ -96,7 +96,9 @@ def judge_block(state, config: dict, *, enabled: bool = True) -> dict:
 
 
 def write_calibration(state, pins_calibrated: dict[str, bool], config: dict | None = None) -> str:
-    """A hand-written calibration sidecar (assay.calibration/1); returns the plan's paths value."""
+    """A hand-written calibration sidecar (assay.calibration/1) bound, as score_agreement.py --write
+    binds it, to the judge `config` (judge.yaml's keys) and the state dir's rubric files (config None:
+    an unbound, older sidecar); returns the plan's paths value."""
     (state / "judge").mkdir(exist_ok=True)
     doc = {"schema": "assay.calibration/1", "generated_at": "2026-11-30T00:00:00Z",
            "floors": {"min_pairs": 100, "min_per_class": 10, "min_tpr": 0.9, "min_tnr": 0.9, "min_kappa": 0.6},
@@ -105,5 +107,11 @@ def write_calibration(state, pins_calibrated: dict[str, bool], config: dict | No
                              "blocking": [] if cal else ["pairs 12 < 100"],
                              "unlock": None if cal else "label 88 more, at least 9 of them failing"}
                        for pin, cal in pins_calibrated.items()}}
+    if config is not None:
+        from assay.judge.binding import binding_fields, judge_identity
+        from assay.judge.config import effective
+        from assay.judge.rubrics import load_rubrics
+        by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
+        doc["judge"] = binding_fields(doc["rubrics"], by_pin, judge_identity(effective(config), state))
     (state / "judge" / "calibration.json").write_text(json.dumps(doc), encoding="utf-8")
     return "judge/calibration.json"

@@ -129,7 +129,7 @@ def test_calibrated_rubric_gates_openai(app, state, judge_server):
     judge_server.handler = openai_handler(seen=seen)
     plan = judged_plan(state, app, {"provider": "openai", "model": "gpt-test", "base_url": judge_server.url + "/v1",
                                     "api_key": "${JUDGE_KEY}"})
-    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True})
+    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config=plan["judge"]["config"])
     r, out = go(state, plan, {"JUDGE_KEY": KEY})
     assert r.rc == 0, r.stdout + r.stderr
     req = seen[0]
@@ -171,7 +171,7 @@ def test_fabricated_quote_and_unparseable_reply_make_unknown(app, state, judge_s
     judge_server.handler = anthropic_handler(decide)
     plan = judged_plan(state, app, {"provider": "anthropic", "model": "m", "base_url": judge_server.url},
                        cases=[rcase("c-1", "full")])
-    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True})
+    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config=plan["judge"]["config"])
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
     nodes = {n["node_id"]: n for n in read(out, "c-1", "judge.json")["rubrics"][0]["nodes"]}
@@ -197,7 +197,7 @@ def test_judge_429_storm_is_infra_never_fail(app, state, judge_server, calibrate
                                                                           "message": "slow down"}}, retry_after=0)
     plan = judged_plan(state, app, {"provider": "anthropic", "model": "m", "base_url": judge_server.url},
                        cases=[rcase("c-1", "no-eta")])
-    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": calibrated})
+    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": calibrated}, config=plan["judge"]["config"])
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
     v = read(out, "c-1", "verdict.json")
@@ -268,7 +268,7 @@ def test_rubric_only_case_gates_when_calibrated_and_is_unscored_not_hollow_when_
     only = {"answer": {"rubric": ["refund-eta-v1"]}}
     plan = judged_plan(state, app, {"provider": "command", "command": [sys.executable, "judge/fake_judge.py"]},
                        cases=[case("c-1", "full", expect=only), case("c-2", "no-eta", expect=only)])
-    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": calibrated})
+    plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": calibrated}, config=plan["judge"]["config"])
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
     v1, v2 = read(out, "c-1", "verdict.json"), read(out, "c-2", "verdict.json")

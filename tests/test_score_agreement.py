@@ -24,10 +24,25 @@ def calibrated_rows():
             + [pair("u1", "pass", "unknown"), pair("u2", "fail", "unknown"), pair("u3", "pass", "unknown")])
 
 
+def judged_state(root):
+    """A state dir with the judge and the rubric the labels are about (what the sidecar binds to)."""
+    from judgefake import write_rubric
+    state = root / "state"
+    (state / "judge").mkdir(parents=True)
+    (state / "judge" / "judge.yaml").write_text("provider: openai\nmodel: gpt-4o\n", encoding="utf-8")
+    write_rubric(state)
+    return state
+
+
 def test_calibrated_rubric_writes_the_sidecar(tmp_path):
     ann = write_lines(tmp_path / "a.jsonl", calibrated_rows())
     (tmp_path / "state").mkdir()
     sidecar = tmp_path / "state" / "judge" / "calibration.json"
+    r = run_script("score_agreement", ann, "--write", sidecar)
+    # the sidecar is bound to the judge whose verdicts were labelled: without one it is not written
+    assert r.rc == 2 and "judge/judge.yaml does not exist" in r.json["error"] and not sidecar.exists()
+    (tmp_path / "state").rmdir()
+    judged_state(tmp_path)
     r = run_script("score_agreement", ann, "--write", sidecar)
     assert r.rc == 0, r.stdout
     out = r.json
@@ -39,6 +54,12 @@ def test_calibrated_rubric_writes_the_sidecar(tmp_path):
     entry = doc["rubrics"]["refund-eta-v1"]
     assert entry["calibrated"] is True and entry["unlock"] is None and entry["blocking"] == []
     assert 0 < entry["tpr_ci"][0] < entry["tpr"] < entry["tpr_ci"][1] <= 1
+    assert doc["judge"]["identity"] == {"judges": [{"provider": "openai", "model": "gpt-4o",
+                                                    "base_url": "https://api.openai.com/v1",
+                                                    "structured_output": True}],
+                                        "combine": "single", "prompt_version": 1}
+    assert len(doc["judge"]["sha256"]) == 64 and len(entry["rubric_sha256"]) == 64
+    assert set(entry["node_sha256"]) == {"states-amount", "states-arrival"}
 
 
 def test_not_calibrated_still_exits_0_and_floors_are_flags(tmp_path):
@@ -108,9 +129,11 @@ def test_the_documented_sidecar_example_is_what_the_script_writes(tmp_path):
     doc = (ROOT / "references" / "calibration.md").read_text(encoding="utf-8")
     example = json.loads(re.search(r"```json\n(.*?)\n```", doc, re.S).group(1))
     ann = write_lines(tmp_path / "a.jsonl", calibrated_rows())
-    r = run_script("score_agreement", ann, "--write", tmp_path / "calibration.json")
+    state = judged_state(tmp_path)
+    r = run_script("score_agreement", ann, "--write", tmp_path / "calibration.json", "--state-dir", state)
     written = json.loads((tmp_path / "calibration.json").read_text())
     assert r.rc == 0
     assert set(written) == set(example)
     assert written["floors"] == example["floors"] and written["schema"] == example["schema"]
     assert written["rubrics"]["refund-eta-v1"] == example["rubrics"]["refund-eta-v1"]
+    assert written["judge"] == example["judge"]

@@ -381,3 +381,144 @@ def test_a_route_path_no_answer_holds_is_a_hollow_source_not_a_fallback(tmp_path
     assert g.rc == 1, g.stdout
     assert ("gate closed: route_from_response 'agent' was absent in all 2 answer(s) read for routing (a hollow "
             "route source; 2 fell back to the trace)") in g.stdout
+
+
+# ---------------------------------------------------------------- calibration bound to what was calibrated
+TONE_ADAPTER = """\
+adapter_version: 1
+app: {name: claims-tone, repo_access: read-only}
+access_level: black
+invocation:
+  mode: http
+  base_url: ${TONE_URL}
+  auth: {type: none}
+  endpoint: POST /chat
+  request_body: '{"message": "<user turn>"}'
+  response_body: '{"message": "<answer>"}'
+  health_check: {method: GET, path: /health, expect_status: [200]}
+  timeout_s: 5
+traces: {source: none}
+tools: []
+environment: {kind: mocked, safe_to_attack: true}
+"""
+TONE_PROFILE = """\
+profile_version: 1
+stage: stable
+architecture: {kind: single_llm}
+capability_matrix:
+  answer_quality: {enabled: true}
+  routing: {enabled: false, blocked_by: single agent}
+  trajectory: {enabled: false, blocked_by: no traces}
+  tool_selection: {enabled: false, blocked_by: no traces}
+  execution: {enabled: false, blocked_by: no oracle}
+  authz: {enabled: false, blocked_by: no identities}
+  multi_turn: {enabled: false, blocked_by: not declared}
+  state: {enabled: false, blocked_by: reserved}
+"""
+# a judge that reads the answer (fails an insult), and a lazy one that passes everything
+STRICT_JUDGE = """\
+import json, re, sys
+prompt = sys.stdin.read()
+answer = re.search(r"<untrusted-answer-[0-9a-f]+>\\n(.*?)\\n</untrusted-answer-", prompt, re.S).group(1)
+bad = "idiot" in answer
+print(json.dumps({"verdict": "fail" if bad else "pass", "evidence": ["idiot" if bad else answer[:12]], "reason": "r"}))
+"""
+LAZY_JUDGE = STRICT_JUDGE.replace('bad = "idiot" in answer', "bad = False")
+
+
+def tone_state(root):
+    import sys
+    from helpers import write_yaml
+    state = root / ".assay"
+    write_yaml(state / "adapter.yaml", TONE_ADAPTER)
+    write_yaml(state / "profile.yaml", TONE_PROFILE)
+    write_yaml(state / "rubrics" / "tone.md", TONE)
+    write_yaml(state / "strict_judge.py", STRICT_JUDGE)
+    write_yaml(state / "lazy_judge.py", LAZY_JUDGE)
+    write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: [{json.dumps(sys.executable)}, strict_judge.py]\n")
+    for cid, msg in (("c-rude0001", "rude"), ("c-kind0001", "kind")):
+        write_yaml(state / "datasets" / f"{cid}.yaml",
+                   claims_case(cid, msg, "  answer: {must_contain: [CL-7], rubric: [tone-v1]}\n").replace(
+                       "unit: claims", "unit: tone"))
+    (state / "reports").mkdir(parents=True, exist_ok=True)
+    # 120 labelled pairs on which the strict judge agreed with people: calibrated
+    rows = [{"case_id": f"f{i}", "rubric_id": "tone-v1", "node_id": "polite", "label": "fail", "judge_label": "fail",
+             "reviewer": "ana", "ts": "2026-12-01T00:00:00Z"} for i in range(20)]
+    rows += [dict(rows[0], case_id=f"p{i}", label="pass", judge_label="pass") for i in range(100)]
+    (state / "annotations").mkdir()
+    (state / "annotations" / "batch1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = run_script("score_agreement", state / "annotations", "--write", state / "judge" / "calibration.json")
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
+    return state
+
+
+def tone_run(state, app, run_id):
+    r, plan_file = claims_plan(state, "--judge", run_id=run_id)
+    assert r.rc == 0, r.stdout
+    out = state / "reports" / run_id
+    rr = run_runner("--plan", plan_file, "--out", out, "--progress", "never", env={"TONE_URL": app.url})
+    assert rr.rc == 0, (rr.stdout, rr.stderr)
+    return r, out
+
+
+def test_a_calibration_is_bound_to_the_judge_and_the_rubric_text_it_was_measured_on(tmp_path):
+    """A2. Before: after switching judge.yaml to a lazy judge the rubric stayed "calibrated, gating" and a
+    planted rude reply passed; editing a criterion without a new version kept it calibrated too."""
+    import sys
+    from helpers import write_yaml
+    state = tone_state(tmp_path)
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        rude = "rude" in str((req.json or {}).get("message"))
+        return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
+    with FakeApp(handler) as app:
+        _, out = tone_run(state, app, "smoke-20261201T010000Z")
+        assert read(out, "c-rude0001")["layers"]["judged"]["verdict"] == "fail"  # calibrated, gating
+        g = run_script("gate", out)
+        assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout
+
+        # 1. the judge is swapped for a lazy one: the calibration was not of this judge
+        write_yaml(state / "judge" / "judge.yaml",
+                   f"provider: command\ncommand: [{json.dumps(sys.executable)}, lazy_judge.py]\n")
+        plan_r, out = tone_run(state, app, "smoke-20261201T020000Z")
+        assert "judge: tone-v1 provisional again: calibrated with command" in plan_r.stderr, plan_r.stderr
+        judged = read(out, "c-rude0001")["layers"]["judged"]
+        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass"
+        why = judged["rubrics"][0]["why_provisional"]
+        assert why.startswith("tone-v1 provisional again: calibrated with command ") and "strict_judge.py" in why
+        assert "the judge is now command " in why and "lazy_judge.py" in why
+        g = run_script("gate", out)
+        assert "judged (calibrated, gating)" not in g.stdout
+        assert "judged (provisional, never gating): 2 case(s): 2 pass -- tone-v1 provisional again: calibrated" \
+            in g.stdout, g.stdout
+
+        # 2. the calibrated judge's command, its script made lazy in place: same argv, other content
+        write_yaml(state / "judge" / "judge.yaml",
+                   f"provider: command\ncommand: [{json.dumps(sys.executable)}, strict_judge.py]\n")
+        (state / "strict_judge.py").write_text(LAZY_JUDGE)
+        _, out = tone_run(state, app, "smoke-20261201T030000Z")
+        why = read(out, "c-rude0001")["layers"]["judged"]["rubrics"][0]["why_provisional"]
+        assert "(the content of strict_judge.py)" in why, why
+        (state / "strict_judge.py").write_text(STRICT_JUDGE)
+
+        # 3. back to the calibrated judge, but a criterion edited without a new version
+        write_yaml(state / "rubrics" / "tone.md", TONE.replace("The reply is polite.", "The reply is short."))
+        _, out = tone_run(state, app, "smoke-20261201T040000Z")
+        why = read(out, "c-rude0001")["layers"]["judged"]["rubrics"][0]["why_provisional"]
+        assert why == ("tone-v1 provisional again: rubrics/tone.md changed since it was calibrated (edited node(s) "
+                       "polite) without a new version: bump `version` (a new pin) and label it")
+
+        # 4. the text restored: calibrated and gating again
+        write_yaml(state / "rubrics" / "tone.md", TONE)
+        _, out = tone_run(state, app, "smoke-20261201T050000Z")
+        assert read(out, "c-rude0001")["layers"]["judged"]["provisional"] is False
+
+        # 5. a sidecar written before the binding (no judge identity) cannot show it applies
+        side = json.loads((state / "judge" / "calibration.json").read_text())
+        del side["judge"]
+        (state / "judge" / "calibration.json").write_text(json.dumps(side))
+        _, out = tone_run(state, app, "smoke-20261201T060000Z")
+        why = read(out, "c-rude0001")["layers"]["judged"]["rubrics"][0]["why_provisional"]
+        assert "records no judge identity" in why and "score_agreement.py <annotations> --write" in why

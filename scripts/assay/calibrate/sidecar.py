@@ -1,6 +1,8 @@
 """The calibration sidecar `<state>/judge/calibration.json`: written by score_agreement.py
 --write, read by the runner (assay.run.judging: a rubric version is calibrated iff
-rubrics[pin].calibrated is true)."""
+rubrics[pin].calibrated is true and the calibration is bound to the configured judge and the
+rubric's text, assay.judge.binding). --write binds it to the state dir's judge/judge.yaml and
+rubrics/*.md as they are when it runs."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json
 from ..core.version import VERSION
+from ..judge.binding import binding_fields, judge_identity
 
 SCHEMA = "assay.calibration/1"
 SIDECAR_RUBRIC_KEYS = ("calibrated", "pairs", "unknown", "tp", "fn", "fp", "tn", "tpr", "tnr", "kappa",
@@ -31,6 +34,13 @@ def build_sidecar(scored: dict[str, Any], now: _dt.datetime | None = None) -> di
 
 
 def write_sidecar(path: str | Path, sidecar: dict[str, Any]) -> Path:
+    path = checked_path(path)
+    atomic_write_json(path, sidecar)
+    return path
+
+
+def checked_path(path: str | Path) -> Path:
+    """The --write path, its judge/ folder created under an existing state dir; AssayError(2) otherwise."""
     path = Path(path)
     if path.suffix != ".json":
         raise AssayError(f"--write {path}: the sidecar is a .json file (the runner reads "
@@ -41,5 +51,39 @@ def write_sidecar(path: str | Path, sidecar: dict[str, Any]) -> Path:
         else:
             raise AssayError(f"--write {path}: directory {path.parent.parent} does not exist "
                              "(pass <state>/judge/calibration.json under an existing state dir)", 2)
-    atomic_write_json(path, sidecar)
     return path
+
+
+def state_dir_for(write: str | Path, state_dir: str | Path | None) -> Path:
+    """The state dir whose judge and rubrics the sidecar is bound to: --state-dir, else the one
+    `<state>/judge/calibration.json` sits in."""
+    if state_dir is not None:
+        return Path(state_dir)
+    path = Path(write)
+    if path.parent.name != "judge":
+        raise AssayError(f"--write {path}: not <state>/judge/calibration.json, so the state dir whose judge and "
+                         "rubrics this calibration is bound to is unknown; pass --state-dir STATE_DIR", 2)
+    return path.parent.parent
+
+
+def bind(sidecar: dict[str, Any], state: Path) -> dict[str, Any]:
+    """Add the judge identity and each rubric pin's content hash (in place); AssayError(2) without a judge."""
+    from ..judge.config import JUDGE_CONFIG, effective, load_judge_config
+    from ..judge.rubrics import load_rubrics
+    config = load_judge_config(state)
+    if config is None:
+        raise AssayError(f"--write: {state / JUDGE_CONFIG} does not exist: the sidecar records which judge was "
+                         "calibrated (the one whose verdicts you labelled); add judge/judge.yaml, or pass "
+                         "--state-dir for the state dir that has it", 2, file=JUDGE_CONFIG)
+    by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
+    sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, judge_identity(effective(config), state))
+    return sidecar
+
+
+def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path | None) -> Path:
+    """score_agreement.py --write: build the sidecar, bind it to the state dir's judge and rubrics, write it."""
+    if Path(write).suffix != ".json" or not Path(write).parent.parent.is_dir():
+        checked_path(write)  # raises, naming the bad path, before anything else
+    state = state_dir_for(write, state_dir)
+    sidecar = bind(build_sidecar(scored), state)
+    return write_sidecar(write, sidecar)

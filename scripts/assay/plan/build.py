@@ -295,6 +295,8 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
     }
     plan["judge"] = _judge_block(converted, cases, mode, o, notes)
+    from ..judge.binding import provisional_again
+    warnings += provisional_again(plan["judge"], state)
     execution = _execution(o, cases, notes)
     if execution:
         plan["execution"] = execution

@@ -4,8 +4,9 @@
 
 `JudgeRuntime.judge_case(case, answer, trajectory) -> JudgedCase(layer, doc, usage)`; the
 worker writes `doc` as `cases/<id>/judge.json`. Whether a rubric version gates is read from
-the calibration sidecar (`judge/calibration.json`): calibrated iff
-`rubrics[<pin>].calibrated is true`; every other verdict is `provisional: true`.
+the calibration sidecar (`judge/calibration.json`): calibrated iff `rubrics[<pin>].calibrated is
+true` and the calibration is bound to this judge and this rubric text (assay.judge.binding); every
+other verdict is `provisional: true`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
-from ..core.jsonio import dumps, read_json
+from ..core.jsonio import dumps
 from ..judge import config as judge_config
+from ..judge.binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
+from ..judge.binding import load_calibration as _load_sidecar
 from ..judge.prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
 from ..judge.providers import build_request, read_reply
 from ..judge.rubrics import resolve_pin
@@ -32,42 +35,8 @@ from . import secrets
 from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
     attempt_with_retries, decode_body
 
-CALIBRATION_SCHEMA = "assay.calibration/1"
 PARSE_TRIES = 2          # an unparseable reply is retried once, then the node is unknown
 KILL_GRACE_S = 2.0
-
-
-# ---------------------------------------------------------------- calibration (read side)
-def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None, str | None]:
-    """(sidecar, None) or (None, why every rubric is provisional)."""
-    raw = (plan.get("paths") or {}).get("judge_calibration")
-    if not raw:
-        return None, "no judge/calibration.json when the plan was made (score_agreement.py --write creates it)"
-    p = Path(raw)
-    p = p if p.is_absolute() else state / p
-    try:
-        doc = read_json(p)
-    except (OSError, ValueError) as exc:
-        return None, f"judge/calibration.json unreadable ({type(exc).__name__})"
-    if not isinstance(doc, dict) or doc.get("schema") != CALIBRATION_SCHEMA or not isinstance(doc.get("rubrics"), dict):
-        return None, f"judge/calibration.json is not {CALIBRATION_SCHEMA} (schema and a rubrics object)"
-    return doc, None
-
-
-def calibration_of(sidecar: dict | None, why_none: str | None, pin: str) -> tuple[bool, str | None]:
-    """(calibrated, why provisional) for one rubric pin."""
-    if sidecar is None:
-        return False, f"{pin} not calibrated: {why_none}"
-    entry = sidecar["rubrics"].get(pin)
-    if not isinstance(entry, dict):
-        return False, f"{pin} has no entry in judge/calibration.json (label it, then score_agreement.py --write)"
-    if entry.get("calibrated") is True:
-        return True, None
-    unlock = entry.get("unlock")
-    blocking = entry.get("blocking")
-    detail = unlock if isinstance(unlock, str) and unlock else (
-        "; ".join(str(b) for b in blocking) if isinstance(blocking, list) and blocking else "below the floors")
-    return False, f"{pin} not calibrated: {detail}"
 
 
 # ---------------------------------------------------------------- transport
@@ -164,6 +133,7 @@ class JudgeRuntime:
     execution: Mapping[str, Any]
     sidecar: dict | None
     sidecar_why: str | None
+    identity: dict[str, Any] = field(default_factory=dict)   # the configured judge (assay.judge.binding)
     scrub: Callable[[str | None], str | None] = lambda s: s
     on_retry: Callable[..., None] | None = None
     # rescore: (case_id, answer sha256, pin, prompt_version) -> a source run's rubric result, reused
@@ -185,7 +155,8 @@ class JudgeRuntime:
             self._pool.shutdown(wait=True)
 
     def calibration(self, pin: str) -> tuple[bool, str | None]:
-        return calibration_of(self.sidecar, self.sidecar_why, pin)
+        rubric, _, _ = resolve_pin(pin, self.rubrics)
+        return calibration_of(self.sidecar, self.sidecar_why, pin, identity=self.identity, rubric=rubric)
 
     def manifest(self) -> dict[str, Any]:
         pins = sorted({r["pin"] for r in self.rubrics.values()})
@@ -380,7 +351,12 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     sidecar, why = load_calibration(plan, state)
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
     return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
-                        execution=execution, sidecar=sidecar, sidecar_why=why)
+                        execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state))
+
+
+def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None, str | None]:
+    """(sidecar, None) or (None, why every rubric is provisional), from the plan's paths."""
+    return _load_sidecar((plan.get("paths") or {}).get("judge_calibration"), state)
 
 
 def judge_env_names(plan: Mapping[str, Any]) -> set[str]:

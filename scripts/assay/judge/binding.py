@@ -1,0 +1,217 @@
+"""What a calibration is bound to: the judge that was measured against people, and the text of
+each rubric it was measured on (wave 3 §5). Read side and write side share these functions.
+
+The sidecar (`judge/calibration.json`, written by score_agreement.py --write) records
+`judge: {identity, sha256}` and per rubric pin `rubric_sha256` and `node_sha256`. At plan and run
+time a calibrated pin gates only when the judge configured now has the same identity and the
+rubric file the same content; anything else makes it provisional again, with a why_provisional
+that says what changed. A sidecar written before this binding (no `judge`, no hashes) cannot
+prove it applies to this judge or this text: its pins are provisional until score_agreement.py
+--write is re-run over the same annotations (seconds; nothing is relabelled).
+
+The identity is a list of judges (one today) and how their verdicts combine, so an ensemble is
+one more entry, not a new format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.jsonio import read_json
+from .config import SCRIPT_SUFFIXES
+from .prompt import PROMPT_VERSION
+
+CALIBRATION_SCHEMA = "assay.calibration/1"
+JUDGE_CALIBRATION = "judge/calibration.json"
+REWRITE = "re-run score_agreement.py <annotations> --write judge/calibration.json (nothing is relabelled)"
+
+
+def _sha(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
+    """What makes one judge this judge: provider and model (and where it is served), or the command
+    and the content of the scripts it runs from the state dir. Keys, timeouts and concurrency do not."""
+    provider = config.get("provider")
+    if provider == "command":
+        argv = [str(a) for a in config.get("command") or []]
+        files: dict[str, str | None] = {}
+        for arg in argv[1:]:
+            if arg.endswith(SCRIPT_SUFFIXES) and state is not None:
+                path = Path(arg) if os.path.isabs(arg) else Path(state) / arg
+                files[arg] = _file_sha(path)
+        return {"provider": provider, "command": argv, "command_files": files}
+    return {"provider": provider, "model": config.get("model"), "base_url": config.get("base_url"),
+            "structured_output": bool(config.get("structured_output", True))}
+
+
+def judge_identity(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
+    """The identity of the configured judge (judge.yaml with defaults filled, `${VAR}` unresolved)."""
+    return {"judges": [_one_judge(config, state)], "combine": "single", "prompt_version": PROMPT_VERSION}
+
+
+def identity_sha256(identity: Mapping[str, Any]) -> str:
+    return _sha(identity)
+
+
+def describe(identity: Mapping[str, Any] | None) -> str:
+    """`openai gpt-4o at https://api.openai.com/v1, prompt v1` for a message."""
+    if not isinstance(identity, Mapping):
+        return "an unrecorded judge"
+    parts = []
+    for j in identity.get("judges") or []:
+        if not isinstance(j, Mapping):
+            continue
+        if j.get("provider") == "command":
+            parts.append("command " + " ".join(str(a) for a in j.get("command") or []))
+        else:
+            parts.append(f"{j.get('provider')} {j.get('model')} at {j.get('base_url')}")
+    return f"{' + '.join(parts) or 'no judge'}, prompt v{identity.get('prompt_version')}"
+
+
+def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Which parts of the identity differ, in words."""
+    out = []
+    if old.get("prompt_version") != new.get("prompt_version"):
+        out.append(f"prompt version {old.get('prompt_version')} -> {new.get('prompt_version')}")
+    if old.get("combine") != new.get("combine") or len(old.get("judges") or []) != len(new.get("judges") or []):
+        out.append("the set of judges")
+    for a, b in zip(old.get("judges") or [], new.get("judges") or []):
+        a, b = dict(a or {}), dict(b or {})
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) == b.get(key):
+                continue
+            if key == "command_files" and isinstance(a.get(key), dict) and isinstance(b.get(key), dict):
+                edited = [f for f in sorted(set(a[key]) | set(b[key])) if a[key].get(f) != b[key].get(f)]
+                out.append("the content of " + ", ".join(edited))
+            else:
+                out.append(f"{key} {a.get(key)!r} -> {b.get(key)!r}")
+    return out or ["the judge identity"]
+
+
+def rubric_content(rubric: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a rubric the judge sees (the Markdown body is for people and is not sent)."""
+    return {"rubric_id": rubric.get("rubric_id"), "version": rubric.get("version"),
+            "nodes": [{"id": n.get("id"), "criterion": n.get("criterion"),
+                       "reference_guided": bool(n.get("reference_guided"))} for n in rubric.get("nodes") or []]}
+
+
+def rubric_sha256(rubric: Mapping[str, Any]) -> str:
+    return _sha(rubric_content(rubric))
+
+
+def node_sha256(rubric: Mapping[str, Any]) -> dict[str, str]:
+    return {n["id"]: _sha(n) for n in rubric_content(rubric)["nodes"]}
+
+
+def binding_fields(sidecar_rubrics: dict[str, dict], rubrics_by_pin: Mapping[str, Mapping[str, Any]],
+                   identity: Mapping[str, Any]) -> dict[str, Any]:
+    """The write side: the sidecar's `judge` block, and `rubric_sha256`/`node_sha256` (or a note) added
+    to each rubric entry in place."""
+    for pin, entry in sidecar_rubrics.items():
+        rubric = rubrics_by_pin.get(pin)
+        entry["rubric_sha256"] = rubric_sha256(rubric) if rubric else None
+        entry["node_sha256"] = node_sha256(rubric) if rubric else None
+        if rubric is None:
+            entry.setdefault("notes", []).append(
+                f"no rubrics/<id>.md at this version when --write ran: {pin} is not bound to a text, so it "
+                "stays provisional")
+    return {"identity": dict(identity), "sha256": identity_sha256(identity)}
+
+
+# ---------------------------------------------------------------- the read side
+def load_calibration(raw_path: Any, state: Path) -> tuple[dict | None, str | None]:
+    """(sidecar, None) or (None, why every rubric is provisional); `raw_path` is plan.paths.judge_calibration."""
+    if not raw_path:
+        return None, "no judge/calibration.json when the plan was made (score_agreement.py --write creates it)"
+    p = Path(raw_path)
+    p = p if p.is_absolute() else state / p
+    try:
+        doc = read_json(p)
+    except (OSError, ValueError) as exc:
+        return None, f"judge/calibration.json unreadable ({type(exc).__name__})"
+    if not isinstance(doc, dict) or doc.get("schema") != CALIBRATION_SCHEMA or not isinstance(doc.get("rubrics"), dict):
+        return None, f"judge/calibration.json is not {CALIBRATION_SCHEMA} (schema and a rubrics object)"
+    return doc, None
+
+
+def binding_problem(sidecar: Mapping[str, Any], entry: Mapping[str, Any], pin: str,
+                    identity: Mapping[str, Any], rubric: Mapping[str, Any] | None) -> str | None:
+    """Why a pin the sidecar calls calibrated does not apply to this judge and this rubric text, or None."""
+    judge = sidecar.get("judge")
+    if not isinstance(judge, Mapping) or not isinstance(judge.get("sha256"), str):
+        return (f"{pin} provisional again: judge/calibration.json records no judge identity (written before "
+                f"calibrations were bound to a judge), so it cannot show it applies to this judge; {REWRITE}")
+    if judge["sha256"] != identity_sha256(identity):
+        old = judge.get("identity") if isinstance(judge.get("identity"), Mapping) else {}
+        return (f"{pin} provisional again: calibrated with {describe(old)}; the judge is now {describe(identity)} "
+                f"({'; '.join(_changes(old, identity))}): label this judge's verdicts and score_agreement.py --write")
+    want = entry.get("rubric_sha256")
+    if not isinstance(want, str):
+        return f"{pin} provisional again: judge/calibration.json records no content hash for it; {REWRITE}"
+    if rubric is None or want == rubric_sha256(rubric):
+        return None
+    old_nodes = entry.get("node_sha256") if isinstance(entry.get("node_sha256"), Mapping) else {}
+    new_nodes = node_sha256(rubric)
+    edited = [n for n in new_nodes if n in old_nodes and old_nodes[n] != new_nodes[n]]
+    added = [n for n in new_nodes if n not in old_nodes]
+    removed = [n for n in old_nodes if n not in new_nodes]
+    what = "; ".join(x for x in (f"edited node(s) {', '.join(edited)}" if edited else "",
+                                 f"added {', '.join(added)}" if added else "",
+                                 f"removed {', '.join(removed)}" if removed else "") if x) or "its text"
+    return (f"{pin} provisional again: {rubric.get('source') or 'its rubric file'} changed since it was calibrated "
+            f"({what}) without a new version: bump `version` (a new pin) and label it")
+
+
+def calibration_of(sidecar: dict | None, why_none: str | None, pin: str, *,
+                   identity: Mapping[str, Any] | None = None,
+                   rubric: Mapping[str, Any] | None = None) -> tuple[bool, str | None]:
+    """(calibrated, why provisional) for one rubric pin. With `identity` (the configured judge) the
+    calibration must be bound to it and to `rubric`'s text; without one (no judge configured) the
+    sidecar's word is taken, which only ever makes a pin gate (and so a check that never ran)."""
+    if sidecar is None:
+        return False, f"{pin} not calibrated: {why_none}"
+    entry = sidecar["rubrics"].get(pin)
+    if not isinstance(entry, dict):
+        return False, f"{pin} has no entry in judge/calibration.json (label it, then score_agreement.py --write)"
+    if entry.get("calibrated") is True:
+        problem = binding_problem(sidecar, entry, pin, identity, rubric) if identity is not None else None
+        return (False, problem) if problem else (True, None)
+    unlock = entry.get("unlock")
+    blocking = entry.get("blocking")
+    detail = unlock if isinstance(unlock, str) and unlock else (
+        "; ".join(str(b) for b in blocking) if isinstance(blocking, list) and blocking else "below the floors")
+    return False, f"{pin} not calibrated: {detail}"
+
+
+def provisional_again(judge_block: Mapping[str, Any] | None, state: Path) -> list[str]:
+    """make_plan's warnings: each pinned rubric the sidecar calls calibrated that is not bound to
+    the judge configured now or to its current text (why_provisional, as the run will record it)."""
+    if not isinstance(judge_block, Mapping) or not isinstance(judge_block.get("config"), Mapping):
+        return []
+    path = Path(state) / JUDGE_CALIBRATION
+    sidecar, _ = load_calibration(JUDGE_CALIBRATION if path.is_file() else None, Path(state))
+    if sidecar is None:
+        return []
+    identity = judge_identity(judge_block["config"], Path(state))
+    out = []
+    for pin, rubric in sorted((judge_block.get("rubrics") or {}).items()):
+        entry = sidecar["rubrics"].get(pin)
+        if isinstance(entry, dict) and entry.get("calibrated") is True:
+            calibrated, why = calibration_of(sidecar, None, pin, identity=identity, rubric=rubric)
+            if not calibrated and why:
+                out.append(f"judge: {why}")
+    return out
