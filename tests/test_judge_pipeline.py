@@ -142,8 +142,9 @@ def test_smoke_judges_only_with_flag_and_rescore(tmp_path, app):
     assert run_script("run_cases", "--verify", new2).rc == 0
 
     # a calibrated sidecar written after the run turns the reused verdicts into gating ones
-    (state / "judge" / "calibration.json").write_text(json.dumps(
-        {"schema": "assay.calibration/1", "rubrics": {"refund-eta-v1": {"calibrated": True}}}))
+    from assay.judge.config import load_judge_config
+    from judgefake import write_calibration
+    write_calibration(state, {"refund-eta-v1": True}, config=load_judge_config(state))
     new3 = state / "reports" / "smoke-20261130T030000Z"
     assert run_script("rescore", out, "--out", new3, "--judge").rc == 0
     v3 = verdicts(new3)

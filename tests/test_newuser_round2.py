@@ -136,9 +136,10 @@ def write_state(root: Path, *, traces: str = "traces: {source: none}", judge: st
     write_yaml(state / "judge.py", JUDGE_PY)
     write_yaml(state / "judge" / "judge.yaml",
                judge or f"provider: command\ncommand: [{json.dumps(sys.executable)}, judge.py]\ntimeout_s: 20\n")
-    if calibrated:
-        (state / "judge" / "calibration.json").write_text(json.dumps(
-            {"schema": "assay.calibration/1", "rubrics": {"booking-v1": {"calibrated": True, "pairs": 120}}}))
+    if calibrated:  # as score_agreement.py --write leaves it: bound to this judge and this rubric text
+        from assay.judge.config import load_judge_config
+        from judgefake import write_calibration
+        write_calibration(state, {"booking-v1": True}, config=load_judge_config(state))
     write_yaml(state / "datasets" / "c-conv0001.yaml", CONVERSATION)
     write_yaml(state / "datasets" / "c-one00001.yaml", SINGLE)
     return state
