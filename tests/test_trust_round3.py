@@ -278,6 +278,8 @@ def test_a_called_tool_the_adapter_does_not_declare_is_named_and_holds_the_forbi
     with ClaimsApp(spans, payout_tool="approve_claim_payout") as app:
         r, out = run_claims(state, plan_file, spans, app.url)
     assert r.rc == 0, (r.stdout, r.stderr)
+    g = run_script("gate", out)
+    assert g.rc == 1, g.stdout  # before: PASS
     v = read(out, "c-status01")
     assert v["undeclared_tools"] == ["approve_claim_payout"]
     authz = v["layers"]["authz"]
@@ -287,8 +289,6 @@ def test_a_called_tool_the_adapter_does_not_declare_is_named_and_holds_the_forbi
     assert read(out, "c-lookup01")["undeclared_tools"] is None  # it called only declared tools
     summary = json.loads((out / "results.json").read_text())["summary"]
     assert summary["undeclared_tools"] == {"tools": {"approve_claim_payout": 1}, "cases": 1, "checked_cases": 1}
-    g = run_script("gate", out)
-    assert g.rc == 1, g.stdout
     line = next(x for x in g.stdout.splitlines() if "called tool(s)" in x and "gate closed" in x)
     assert "approve_claim_payout x1" in line and "adapter.yaml tools" in line
     md = run_script("draft_report", out, "-o", "-")
@@ -367,18 +367,18 @@ def test_a_route_path_no_answer_holds_is_a_hollow_source_not_a_fallback(tmp_path
     assert r.rc == 0, (r.stdout, r.stderr)
     routing = read(out, "c-route001")["layers"]["routing"]
     g = run_script("gate", out)
-    if route_path == "meta.agent":
+    if route_path == "meta.agent":  # the control: the right path, read from the answer
         assert routing["observed_from"] == "response" and routing["response_path"] == {"path": "meta.agent",
                                                                                        "found": True}
         assert g.rc == 0, g.stdout
         return
+    assert g.rc == 1, g.stdout  # before: PASS, the route silently read from the trace
     assert routing["verdict"] == "pass" and routing["observed_from"] == "trace"  # the case says where it came from
     assert routing["response_path"] == {"path": "agent", "found": False}
     assert routing["note"] == ("route_from_response 'agent' is absent in this response; the route was read from "
                                "the trace instead")
     summary = json.loads((out / "results.json").read_text())["summary"]
     assert summary["route_from_response"] == {"path": "agent", "read": 2, "found": 0, "fell_back": 2}
-    assert g.rc == 1, g.stdout
     assert ("gate closed: route_from_response 'agent' was absent in all 2 answer(s) read for routing (a hollow "
             "route source; 2 fell back to the trace)") in g.stdout
 
@@ -483,9 +483,9 @@ def test_a_calibration_is_bound_to_the_judge_and_the_rubric_text_it_was_measured
         write_yaml(state / "judge" / "judge.yaml",
                    f"provider: command\ncommand: [{json.dumps(sys.executable)}, lazy_judge.py]\n")
         plan_r, out = tone_run(state, app, "smoke-20261201T020000Z")
-        assert "judge: tone-v1 provisional again: calibrated with command" in plan_r.stderr, plan_r.stderr
         judged = read(out, "c-rude0001")["layers"]["judged"]
-        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass"
+        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass"  # before: a gating pass
+        assert "judge: tone-v1 provisional again: calibrated with command" in plan_r.stderr, plan_r.stderr
         why = judged["rubrics"][0]["why_provisional"]
         assert why.startswith("tone-v1 provisional again: calibrated with command ") and "strict_judge.py" in why
         assert "the judge is now command " in why and "lazy_judge.py" in why
