@@ -114,3 +114,30 @@ def test_calibration_status():
     assert calibration_of(side, None, "b-v1") == (False, "b-v1 not calibrated: label 37 more")
     assert "no entry" in calibration_of(side, None, "c-v1")[1]
     assert calibration_of(None, "no sidecar", "a-v1") == (False, "a-v1 not calibrated: no sidecar")
+
+
+def test_calibration_binding_names_what_changed():
+    """Issue 24 A2, the rule as a function: a calibrated pin gates only for the judge and the rubric
+    text it was measured on; an unbound (older) sidecar cannot show it applies."""
+    from assay.judge.binding import binding_fields, calibration_of, judge_identity
+    from assay.judge.config import effective
+    rubric = parse_rubric_text(RUBRIC, "rubrics/refund-eta.md")
+    ident = judge_identity(effective({"provider": "anthropic", "model": "claude-a"}), None)
+    side = {"schema": "assay.calibration/1", "rubrics": {"refund-eta-v1": {"calibrated": True}}}
+    assert calibration_of(side, None, "refund-eta-v1")[0] is True  # no judge configured: its word is taken
+    why = calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=rubric)[1]
+    assert "records no judge identity" in why
+    side["judge"] = binding_fields(side["rubrics"], {"refund-eta-v1": rubric}, ident)
+    assert calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=rubric) == (True, None)
+    other = judge_identity(effective({"provider": "anthropic", "model": "claude-b"}), None)
+    why = calibration_of(side, None, "refund-eta-v1", identity=other, rubric=rubric)[1]
+    assert "(model 'claude-a' -> 'claude-b')" in why and "calibrated with anthropic claude-a at" in why
+    keys = judge_identity(effective({"provider": "anthropic", "model": "claude-a", "api_key": "${K}",
+                                     "timeout_s": 9, "max_concurrency": 1}), None)
+    assert calibration_of(side, None, "refund-eta-v1", identity=keys, rubric=rubric)[0] is True  # not identity
+    edited = dict(rubric, nodes=[rubric["nodes"][0], dict(rubric["nodes"][1], criterion="Says a date.")])
+    assert "(edited node(s) states-arrival)" in calibration_of(side, None, "refund-eta-v1", identity=ident,
+                                                                rubric=edited)[1]
+    fewer = dict(rubric, nodes=rubric["nodes"][:1], body="other words for people")
+    assert "(removed states-arrival)" in calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=fewer)[1]
+    assert calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=dict(rubric, body="new notes"))[0]

@@ -147,3 +147,16 @@ def test_a_route_path_no_answer_holds_is_a_hollow_source_not_a_fallback(tmp_path
 
 
 # ---------------------------------------------------------------- calibration bound to what was calibrated
+
+
+def test_the_gate_info_lines_when_only_some_answers_lack_the_route_or_no_check_rests_on_a_tool():
+    """A5/A8 per case: a partial miss is said on an info line and does not close the gate."""
+    from assay.report.gate_trust import route_source_line, route_source_reason, undeclared_tools
+    partial = {"route_from_response": {"path": "meta.agent", "read": 5, "found": 3, "fell_back": 2}}
+    assert route_source_reason(partial) is None
+    assert route_source_line(partial) == ("  routing: route_from_response 'meta.agent' absent in 2 of 5 answer(s); "
+                                          "2 routed from the trace or status map instead "
+                                          "(verdict.json layers.routing.note)")
+    assert route_source_reason({"route_from_response": {"path": "x", "read": 3, "found": 0, "fell_back": 0}})
+    info, reason = undeclared_tools({"undeclared_tools": {"tools": {"new_tool": 2}, "cases": 2, "checked_cases": 0}})
+    assert reason is None and "new_tool x2" in info[0]

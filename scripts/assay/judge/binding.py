@@ -94,6 +94,8 @@ def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         for key in sorted(set(a) | set(b)):
             if a.get(key) == b.get(key):
                 continue
+            if key == "command_files" and a.get("command") != b.get("command"):
+                continue  # another command: its files are another judge's, said by the argv change
             if key == "command_files" and isinstance(a.get(key), dict) and isinstance(b.get(key), dict):
                 edited = [f for f in sorted(set(a[key]) | set(b[key])) if a[key].get(f) != b[key].get(f)]
                 out.append("the content of " + ", ".join(edited))
