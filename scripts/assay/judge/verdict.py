@@ -11,6 +11,8 @@ import re
 import unicodedata
 from typing import Any
 
+from ..core.writer import clip
+
 NODE_VERDICTS = ("pass", "fail", "unknown")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.S)
 _WS = re.compile(r"\s+")
@@ -60,7 +62,7 @@ def checked_node(parsed: dict[str, Any], texts: list[str]) -> tuple[str, str]:
     verdict, evidence = parsed["verdict"], parsed["evidence"]
     missing = [q for q in evidence if not quote_found(q, texts)]
     if missing:
-        return "unknown", f"evidence quote not found in the material: {missing[0][:120]!r}"
+        return "unknown", f"evidence quote not found in the material: {clip(missing[0], 120)!r}"
     if verdict == "pass" and not evidence:
         return "unknown", "a pass without any evidence quote"
     return verdict, parsed["reason"]

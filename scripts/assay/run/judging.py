@@ -11,17 +11,14 @@ the calibration sidecar (`judge/calibration.json`): calibrated iff
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
-import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit
 
+from ..core import writer
 from ..core.jsonio import dumps, read_json
 from ..judge import config as judge_config
 from ..judge.prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
@@ -29,8 +26,8 @@ from ..judge.providers import build_request, read_reply
 from ..judge.rubrics import resolve_pin
 from ..judge.verdict import checked_node, parse_reply, rubric_verdict
 from . import secrets
-from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
-    attempt_with_retries, decode_body
+from .judge_wire import _post, _run_command, command_env, judge_allowlisted_secrets, judge_env_names  # noqa: F401
+from .outcome import Outcome, attempt_with_retries
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
 PARSE_TRIES = 2          # an unparseable reply is retried once, then the node is unknown
@@ -70,83 +67,6 @@ def calibration_of(sidecar: dict | None, why_none: str | None, pin: str) -> tupl
     return False, f"{pin} not calibrated: {detail}"
 
 
-# ---------------------------------------------------------------- transport
-def _post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, insecure_tls: bool) -> Outcome:
-    parts = urlsplit(url)
-    start = time.perf_counter()
-    try:
-        if parts.scheme == "https":
-            import ssl
-            ctx = ssl.create_default_context()
-            if insecure_tls:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s,
-                                                                           context=ctx)
-        else:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        try:
-            conn.request("POST", path, body=body, headers=dict(headers, **{"content-length": str(len(body))}))
-            resp = conn.getresponse()
-            raw = resp.read(MAX_BODY_BYTES + 1)
-            text, value, ok, notes = decode_body(raw[:MAX_BODY_BYTES], len(raw) > MAX_BODY_BYTES)
-            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
-                           body_text=text, body_json=value, json_ok=ok, notes=notes, latency_ms=_ms(start))
-        finally:
-            conn.close()
-    except (TimeoutError, OSError) as exc:  # socket.timeout is TimeoutError
-        if isinstance(exc, TimeoutError):
-            return Outcome(TIMEOUT, error=f"no answer within {timeout_s} s", latency_ms=_ms(start))
-        if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
-            return Outcome(DROPPED, error=str(exc), latency_ms=_ms(start))
-        return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
-    except http.client.HTTPException as exc:
-        return Outcome(DROPPED, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
-
-
-def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path) -> Outcome:
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=str(cwd), start_new_session=True)
-    except OSError as exc:
-        return Outcome(EXCEPTION, error=f"cannot start judge command {argv[0]!r}: {exc.strerror or exc}",
-                       latency_ms=_ms(start))
-    try:
-        out, err = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return Outcome(TIMEOUT, error=f"judge command ran past {timeout_s} s", latency_ms=_ms(start))
-    if proc.returncode != 0:
-        tail = err.decode("utf-8", "replace").strip()[-300:]
-        return Outcome(EXCEPTION, error=f"judge command exited {proc.returncode}: {tail or 'no stderr'}",
-                       latency_ms=_ms(start))
-    text = out[:MAX_BODY_BYTES].decode("utf-8", "replace")
-    return Outcome(RESPONSE, status=200, body_text=text, latency_ms=_ms(start))
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            proc.wait(timeout=KILL_GRACE_S)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    try:
-        proc.communicate(timeout=KILL_GRACE_S)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
-
-
-def _ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000.0, 3)
-
-
 # ---------------------------------------------------------------- the runtime
 @dataclass
 class JudgedCase:
@@ -170,6 +90,8 @@ class JudgeRuntime:
     # instead of calling the judge again; `reused_from` names that run.
     reuse: dict[tuple, dict] = field(default_factory=dict)
     reused_from: str | None = None
+    # command: the judge's whole environment (command_env(): an allowlist, never the runner's own)
+    child_env: dict[str, str] | None = None
     sleep: Callable[[float], None] = time.sleep
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
@@ -198,7 +120,7 @@ class JudgeRuntime:
         cfg = self.config
         timeout = float(cfg["timeout_s"])
         if cfg["provider"] == "command":
-            return _run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state)
+            return _run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
         url, headers, body = build_request(cfg, system, user)
         return _post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
@@ -221,7 +143,7 @@ class JudgeRuntime:
             return call, None, call["error"], True
         if final.status is None or not 200 <= final.status < 300:
             call["raw_reply"] = self.scrub(final.body_text)
-            call["error"] = self.scrub(f"judge refused the call: HTTP {final.status}: {(final.body_text or '')[:200]}")
+            call["error"] = self.scrub(f"judge refused the call: HTTP {final.status}: {writer.clip(final.body_text or '', 200)}")
             return call, None, call["error"], True
         provider = self.config["provider"]
         body = final.body_text if provider == "command" else final.body_json
@@ -244,7 +166,8 @@ class JudgeRuntime:
         if node.get("reference_guided") and material.gold is None:
             out["reason"] = "reference-guided node and the case has no gold value (expect.result): not judged"
             return out
-        system, user = build_prompt(rubric, node, material)
+        # The prompt sent is the prompt stored: redacted here, not only by the writer on disk.
+        system, user = (writer.redact_text(t) for t in build_prompt(rubric, node, material))
         for _ in range(PARSE_TRIES):
             call, parsed, err, infra = self._call(system, user, dict(ref, judge_node=f"{rubric['pin']}/{node['id']}"))
             out["calls"].append(call)
@@ -365,7 +288,7 @@ def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
 
 
 def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
-                  execution: Mapping[str, Any]) -> JudgeRuntime | None:
+                  execution: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> JudgeRuntime | None:
     """The judge for this run, or None when the plan does not enable one. Pre-flight checks: exit 3."""
     block = plan.get("judge")
     if not isinstance(block, dict) or not block.get("enabled"):
@@ -376,12 +299,7 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     judge_config.check_command(resolved, state)
     sidecar, why = load_calibration(plan, state)
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
+    child = command_env(plan, env, os.environ if environ is None else environ) if cfg["provider"] == "command" else None
     return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
-                        execution=execution, sidecar=sidecar, sidecar_why=why)
+                        execution=execution, sidecar=sidecar, sidecar_why=why, child_env=child)
 
-
-def judge_env_names(plan: Mapping[str, Any]) -> set[str]:
-    block = plan.get("judge")
-    if not isinstance(block, dict) or not block.get("enabled"):
-        return set()
-    return secrets.env_refs(block.get("config") or {})
