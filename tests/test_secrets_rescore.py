@@ -7,6 +7,7 @@ gives exactly the run's verdicts, per repeat, and never stops on the app's healt
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -97,6 +98,9 @@ CASES = {
     "c-00000004": case("c-00000004", "flaky", "  tools: {order: [lookup], order_mode: exact}\n"),
     "c-00000005": case("c-00000005", "plain", "  answer: {must_contain: [nothing-like-it]}\n"),
 }
+# enough traced cases (>= 8) that an infra-rate abort could trigger: a rescore must never stop on one
+CASES.update({f"c-0000001{i}": case(f"c-0000001{i}", f"hello {i}", "  answer: {must_contain: [ok]}\n"
+                                    "  tools: {order: [lookup], order_mode: exact}\n") for i in range(6)})
 
 
 class LeakyApp:
@@ -268,6 +272,29 @@ def test_rescore_of_a_k3_traced_run_equals_the_run(k3):
     assert summary["status"] == "ok" and summary["infra_errors"] == 0, summary
     assert run_script("run_cases", "--verify", new).rc == 0
     assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_an_older_run_dir_without_every_repeats_trace_rescores_without_aborting(k3):
+    """A run dir from before repeats/<n>/ kept a trace: the other repeats' trace-fed layers read
+    infra_incomplete, honestly, and the rescore finishes (it calls no app: never exit 5)."""
+    tmp, state, out, new, run, rescore = k3
+    old = state / "reports" / "regression-20261201T020000Z"
+    shutil.copytree(out, old)
+    for rdir in old.glob("cases/*/repeats/*"):
+        for name in ("trajectory.json", "trace.json"):
+            (rdir / name).unlink(missing_ok=True)
+        v = json.loads((rdir / "verdict.json").read_text())
+        for key in ("trace", "trace_collected"):
+            v.pop(key, None)
+        (rdir / "verdict.json").write_text(json.dumps(v))
+    again = state / "reports" / "regression-20261201T030000Z"
+    r = run_script("rescore", old, "--out", again)
+    assert r.rc != 5 and r.rc in (0, 1), r.stdout + r.stderr
+    summary = json.loads((again / "results.json").read_text())["summary"]
+    assert summary["status"] == "ok", summary
+    v = json.loads((again / "cases" / "c-00000010" / "verdict.json").read_text())
+    assert v["verdict"] == "infra_incomplete" and [r["verdict"] for r in v["repeats"]].count("infra_incomplete") == 2
+    assert run_script("run_cases", "--verify", again).rc == 0
 
 
 def test_rescore_registers_the_apps_secrets_for_a_judge_it_calls(tmp_path):
