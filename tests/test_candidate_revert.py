@@ -47,6 +47,15 @@ def test_revert_writes_the_recorded_blob_and_keeps_what_it_replaced(tmp_path):
     assert log[-1]["action"] == "revert" and log[-1]["surfaces"][0]["replaced_blob"] == replaced
 
 
+def test_a_deleted_surface_is_written_back(tmp_path):
+    app, state = app_repo(tmp_path)
+    _new(state)
+    (app / "prompts.py").unlink()
+    r = run_inproc("candidate", "revert", state, "--id", "c1")
+    assert r.rc == 0 and r.json["surfaces"][0]["replaced_blob"] is None, r.stdout
+    assert (app / "prompts.py").read_text() == ORIGINAL
+
+
 def test_a_pathspec_surface_is_refused_and_nothing_is_touched(tmp_path):
     app, state = app_repo(tmp_path)
     _new(state)

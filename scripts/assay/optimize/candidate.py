@@ -132,6 +132,7 @@ def _restore(app_dir: Path, rel: str, blob: str) -> str | None:
         replaced = gitops.store_worktree(app_dir, rel)
         mode = stat.S_IMODE(target.lstat().st_mode)
     data = gitops.blob_bytes(app_dir, blob, rel)
+    target.parent.mkdir(parents=True, exist_ok=True)   # the candidate deleted it (no link on the way: checked)
     tmp = target.parent / f".{target.name}.assay-revert-{os.getpid()}.tmp"
     fd = writer.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
