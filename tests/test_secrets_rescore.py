@@ -230,11 +230,15 @@ def k3(tmp_path_factory):
         posts = len(app.posts())
         rescore = run_script("rescore", out, "--out", new, env=env)
         assert len(app.posts()) == posts        # rescore calls no app
-    return tmp, state, out, new, run, rescore
+    # what a person reads of both runs: the gate (text, JSON, JUnit) and the report, grepped below too
+    readers = [run_script("gate", d, *args, env=env) for d in (out, new)
+               for args in ((), ("--json", "--junit", tmp / f"junit-{d.name}.xml"))]
+    readers += [run_script("draft_report", d, env=env) for d in (out, new)]
+    return tmp, state, out, new, run, rescore, readers
 
 
 def test_the_app_and_the_judge_really_echoed(k3):
-    tmp, state, out, new, run, rescore = k3
+    tmp, state, out, new, run, rescore, readers = k3
     assert run.rc in (0, 1), run.stdout + run.stderr
     answer = (out / "cases" / "c-00000001" / "answer.txt").read_text()
     assert answer == "ok <redacted> <redacted> <redacted>"
@@ -248,17 +252,18 @@ def test_the_app_and_the_judge_really_echoed(k3):
 
 
 def test_no_secret_on_disk_nor_sent_to_the_judge(k3):
-    tmp, state, out, new, run, rescore = k3
+    tmp, state, out, new, run, rescore, readers = k3
     assert rescore.rc == run.rc, rescore.stdout + rescore.stderr
     skip = (tmp / "outside",)          # the app's own span file and what the judge recorded
     assert leaks(tmp, ALL_SECRETS, skip) == []
-    for res in (run, rescore):
+    assert (tmp / f"junit-{new.name}.xml").is_file() and (new / "report.md").is_file()
+    for res in (run, rescore, *readers):
         assert not [s for s in ALL_SECRETS for p in pieces(s) if p.decode() in res.stdout + res.stderr]
     assert sent_to_judge_leaks(tmp / "outside" / "judge-sent.jsonl") == []
 
 
 def test_rescore_of_a_k3_traced_run_equals_the_run(k3):
-    tmp, state, out, new, run, rescore = k3
+    tmp, state, out, new, run, rescore, readers = k3
     assert rescore.rc == run.rc and rescore.json["rescored_from"] == out.name, rescore.stdout
     a = {json.loads(x)["case_id"]: json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()}
     b = {json.loads(x)["case_id"]: json.loads(x) for x in (new / "verdicts.jsonl").read_text().splitlines()}
@@ -277,7 +282,7 @@ def test_rescore_of_a_k3_traced_run_equals_the_run(k3):
 def test_an_older_run_dir_without_every_repeats_trace_rescores_without_aborting(k3):
     """A run dir from before repeats/<n>/ kept a trace: the other repeats' trace-fed layers read
     infra_incomplete, honestly, and the rescore finishes (it calls no app: never exit 5)."""
-    tmp, state, out, new, run, rescore = k3
+    tmp, state, out, new, run, rescore, readers = k3
     old = state / "reports" / "regression-20261201T020000Z"
     shutil.copytree(out, old)
     for rdir in old.glob("cases/*/repeats/*"):
