@@ -17,8 +17,7 @@ from assay.judge.providers import read_reply
 from assay.run import http_invoker as http_mod
 from assay.run.invoke import procgroup
 from assay.run.invoke.cli import CliInvoker
-from assay.run.judge_wire import _run_command
-from assay.run.judging import JudgeRuntime
+from assay.run.judging import JudgeRuntime, _run_command
 from assay.run.traces import trace_id_from_response
 from assay.score.base import short
 from fakeapp import FakeApp, Reply
@@ -73,7 +72,7 @@ def test_a_command_judges_stderr_tail_cut_at_300(registered, tmp_path):
 
 
 def test_a_command_judges_stdout_at_the_body_bound(registered, tmp_path, monkeypatch):
-    monkeypatch.setattr("assay.run.judge_wire.MAX_BODY_BYTES", 100)
+    monkeypatch.setattr("assay.run.judging.MAX_BODY_BYTES", 100)
     code = f"import sys; sys.stdout.write('o' * 90 + {SECRET!r})"
     out = _run_command([sys.executable, "-c", code], "prompt", 10, tmp_path, {})
     assert out.kind == "response" and no_piece(out.body_text)

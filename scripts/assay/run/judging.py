@@ -11,12 +11,16 @@ the calibration sidecar (`judge/calibration.json`): calibrated iff
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
+import signal
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from ..core import writer
 from ..core.jsonio import dumps, read_json
@@ -26,8 +30,9 @@ from ..judge.providers import build_request, read_reply
 from ..judge.rubrics import resolve_pin
 from ..judge.verdict import checked_node, parse_reply, rubric_verdict
 from . import secrets
-from .judge_wire import _post, _run_command, command_env, judge_allowlisted_secrets, judge_env_names  # noqa: F401
-from .outcome import Outcome, attempt_with_retries
+from .judge_env import command_env
+from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
+    attempt_with_retries, decode_body
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
 PARSE_TRIES = 2          # an unparseable reply is retried once, then the node is unknown
@@ -67,6 +72,85 @@ def calibration_of(sidecar: dict | None, why_none: str | None, pin: str) -> tupl
     return False, f"{pin} not calibrated: {detail}"
 
 
+# ---------------------------------------------------------------- transport
+def _post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, insecure_tls: bool) -> Outcome:
+    parts = urlsplit(url)
+    start = time.perf_counter()
+    try:
+        if parts.scheme == "https":
+            import ssl
+            ctx = ssl.create_default_context()
+            if insecure_tls:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s,
+                                                                           context=ctx)
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.request("POST", path, body=body, headers=dict(headers, **{"content-length": str(len(body))}))
+            resp = conn.getresponse()
+            raw = resp.read(MAX_BODY_BYTES + writer.read_margin() + 1)   # redact, then cut at the bound
+            cut = len(raw) > MAX_BODY_BYTES
+            text, value, ok, notes = decode_body(writer.clip_bytes(raw, MAX_BODY_BYTES) if cut else raw, cut)
+            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
+                           body_text=text, body_json=value, json_ok=ok, notes=notes, latency_ms=_ms(start))
+        finally:
+            conn.close()
+    except (TimeoutError, OSError) as exc:  # socket.timeout is TimeoutError
+        if isinstance(exc, TimeoutError):
+            return Outcome(TIMEOUT, error=f"no answer within {timeout_s} s", latency_ms=_ms(start))
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+            return Outcome(DROPPED, error=str(exc), latency_ms=_ms(start))
+        return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
+    except http.client.HTTPException as exc:
+        return Outcome(DROPPED, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
+
+
+def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path,
+                 env: Mapping[str, str] | None = None) -> Outcome:
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=str(cwd), start_new_session=True, env=dict(env) if env is not None else None)
+    except OSError as exc:
+        return Outcome(EXCEPTION, error=f"cannot start judge command {argv[0]!r}: {exc.strerror or exc}",
+                       latency_ms=_ms(start))
+    try:
+        out, err = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return Outcome(TIMEOUT, error=f"judge command ran past {timeout_s} s", latency_ms=_ms(start))
+    if proc.returncode != 0:
+        tail = writer.clip(err.decode("utf-8", "replace").strip(), 300, tail=True)
+        return Outcome(EXCEPTION, error=f"judge command exited {proc.returncode}: {tail or 'no stderr'}",
+                       latency_ms=_ms(start))
+    text = (writer.clip_bytes(out, MAX_BODY_BYTES) if len(out) > MAX_BODY_BYTES else out).decode("utf-8", "replace")
+    return Outcome(RESPONSE, status=200, body_text=text, latency_ms=_ms(start))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        proc.communicate(timeout=KILL_GRACE_S)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)
+
+
 # ---------------------------------------------------------------- the runtime
 @dataclass
 class JudgedCase:
@@ -90,8 +174,7 @@ class JudgeRuntime:
     # instead of calling the judge again; `reused_from` names that run.
     reuse: dict[tuple, dict] = field(default_factory=dict)
     reused_from: str | None = None
-    # command: the judge's whole environment (command_env(): an allowlist, never the runner's own)
-    child_env: dict[str, str] | None = None
+    child_env: dict[str, str] | None = None   # command: its whole environment (judge_env.command_env)
     sleep: Callable[[float], None] = time.sleep
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
@@ -299,7 +382,14 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     judge_config.check_command(resolved, state)
     sidecar, why = load_calibration(plan, state)
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
-    child = command_env(plan, env, os.environ if environ is None else environ) if cfg["provider"] == "command" else None
+    child = (command_env(plan, judge_env_names(plan), env, os.environ if environ is None else environ)
+             if cfg["provider"] == "command" else None)
     return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
                         execution=execution, sidecar=sidecar, sidecar_why=why, child_env=child)
 
+
+def judge_env_names(plan: Mapping[str, Any]) -> set[str]:
+    block = plan.get("judge")
+    if not isinstance(block, dict) or not block.get("enabled"):
+        return set()
+    return secrets.env_refs(block.get("config") or {})

@@ -221,7 +221,8 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_requ
     adapter = plan["adapter"]
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
-    from .judge_wire import judge_allowlisted_secrets, judge_env_names
+    from .judge_env import judge_allowlisted_secrets
+    from .judging import judge_env_names
     judge_names = judge_env_names(plan)
     if app_required:
         env = secrets.resolve(names | judge_names, environ, env_sources(plan))
@@ -240,7 +241,7 @@ def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> Non
     """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
     resolved value but an address-only variable (the base URL is not a secret: errors show where
     they connected). A run and a rescore of it register the same set (one rule)."""
-    from .judge_wire import judge_env_names
+    from .judging import judge_env_names
     addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
                  - secrets.case_env_names(plan["cases"]))
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
