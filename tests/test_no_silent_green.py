@@ -221,8 +221,8 @@ def test_wrong_api_key_is_named_as_authentication_with_what_the_canary_got(tmp_p
                        env={"TRAVEL_BASE_URL": app.url, "TRAVEL_TOKEN": "sk-wrong-key-1234"})
     assert r.rc == 4, r.stdout
     err = r.json["error"]
-    assert "canary c-canary1 failed on http: got HTTP 401 {" in err and '"error": "bad api key"' in err
-    assert '"echo": "Bearer <redacted>"' in err
+    assert "canary c-canary1 failed on http: got HTTP 401 {" in err and '"error":"bad api key"' in err
+    assert '"echo":"Bearer <redacted>"' in err
     assert "an authentication problem, not drift" in err and "$TRAVEL_TOKEN" in err
     assert "sk-wrong-key-1234" not in r.stdout + r.stderr
     g = run_script("gate", out, "--no-verify")

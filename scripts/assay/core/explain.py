@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from .writer import clip
+
 EXCERPT_CHARS = 200
 AUTH_STATUSES = (401, 403)
 
@@ -18,8 +20,7 @@ def body_excerpt(body: Any, limit: int = EXCERPT_CHARS) -> str:
     if body is None:
         return "(no body)"
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clip(" ".join(text.split()), limit + 1, ellipsis="…")
 
 
 def auth_hint(auth: Mapping[str, Any] | None) -> str:

@@ -108,6 +108,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _short(path: str) -> str:
+    from .writer import redact_text   # a key of an app's JSON may hold a secret: redact, then cut
+    path = redact_text(path)
     return path if len(path) <= 120 else path[:60] + " … " + path[-40:]
 
 

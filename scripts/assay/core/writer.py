@@ -80,6 +80,29 @@ def redact_bytes(data: bytes) -> bytes:
     return data
 
 
+def clip(text: Any, limit: int, *, tail: bool = False, ellipsis: str = "") -> str:
+    """Redact, THEN cut: `text` (str(text) for a non-str) with every secret gone, at most `limit`
+    characters (the last ones with `tail`), `ellipsis` marking a cut. The one way assay shortens
+    text that may hold a secret: cutting first would leave a secret's first characters behind,
+    which no later redaction can recognise."""
+    text = redact_text(text if isinstance(text, str) else str(text))
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - len(ellipsis))
+    return (ellipsis + text[len(text) - keep:]) if tail else (text[:keep] + ellipsis)
+
+
+def read_margin() -> int:
+    """Bytes to read past a size bound so that a secret straddling it is whole when redacted
+    (`clip_bytes`): the longest registered needle, 0 when none."""
+    return max((len(n) for n in _byte_needles), default=0)
+
+
+def clip_bytes(data: bytes, limit: int) -> bytes:
+    """Bytes redacted, then cut to `limit` (read `limit + read_margin()` first)."""
+    return redact_bytes(data)[:limit]
+
+
 def redact_value(value: Any) -> Any:
     """A JSON-like value with every secret gone: strings and keys redacted, a number whose text
     holds a secret replaced by the string `<redacted>`. Returns `value` itself when clean."""

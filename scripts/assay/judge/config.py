@@ -107,4 +107,5 @@ def manifest_view(config: dict[str, Any]) -> dict[str, Any]:
             "base_url": config.get("base_url"), "command": config.get("command"),
             "max_concurrency": config.get("max_concurrency"), "timeout_s": config.get("timeout_s"),
             "max_tokens": config.get("max_tokens"), "structured_output": config.get("structured_output"),
-            "header_names": sorted((config.get("headers") or {}).keys())}
+            "header_names": sorted((config.get("headers") or {}).keys()),
+            **({"env_allowlist": list(config["env_allowlist"])} if config.get("env_allowlist") else {})}

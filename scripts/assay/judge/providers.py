@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.writer import clip
 from .prompt import VERDICT_SCHEMA, VERDICT_TOOL
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -82,7 +83,7 @@ def read_reply(provider: str, body: Any) -> tuple[str, Any, dict[str, int] | Non
             return _text(body), None, None, "not a Chat Completions response (no choices[0].message)"
         usage = _usage(body.get("usage"), "prompt_tokens", "completion_tokens")
         if isinstance(message, dict) and message.get("refusal"):
-            return str(message["refusal"]), None, usage, f"the model refused: {str(message['refusal'])[:200]}"
+            return str(message["refusal"]), None, usage, f"the model refused: {clip(message['refusal'], 200)}"
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             return _text(body), None, usage, "choices[0].message.content is not a string"

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from typing import Any
 
+from ..core.writer import clip
+
 NODE_VERDICTS = ("pass", "fail", "unknown")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.S)
 _WS = re.compile(r"\s+")
@@ -68,14 +70,14 @@ def checked_node(parsed: dict[str, Any], material: Any, reference_guided: bool =
     found_in = [[name for name, texts in sources.items() if quote_found(q, texts)] for q in evidence]
     for quote, where in zip(evidence, found_in):
         if not where:
-            return "unknown", f"evidence quote not found in the material: {quote[:120]!r}"
+            return "unknown", f"evidence quote not found in the material: {clip(quote, 120)!r}"
     if verdict != "pass":
         return verdict, parsed["reason"]
     if not evidence:
         return "unknown", "a pass without any evidence quote"
     for quote, where in zip(evidence, found_in):
         if where == [USER_MESSAGE]:
-            return "unknown", (f"evidence quote {quote[:120]!r} is from the user's message, not the answer: a "
+            return "unknown", (f"evidence quote {clip(quote, 120)!r} is from the user's message, not the answer: a "
                                "pass needs evidence from the answer itself")
     if not any(ANSWER in where for where in found_in):
         return "unknown", ("a pass with no evidence quote from the answer (only tool results or the reference): "

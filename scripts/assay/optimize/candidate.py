@@ -3,7 +3,11 @@ on evidence (wave2 §6, the optimize loop).
 
 - `new`: every surface (a file path relative to the app) must be tracked and clean; its
   HEAD blob is recorded in `<state>/candidates/<id>/candidate.json` before any edit.
-- `revert`: `git checkout -- <surface>`, then `git hash-object` must equal the recorded blob.
+- `revert`: verify first, touch nothing on any refusal (every surface a plain file tracked at
+  HEAD with exactly the recorded blob, nothing staged, no symlink on its path, git run with no
+  `GIT_*` variable and literal pathspecs); then write the recorded blob's bytes over each
+  surface (never a pathspec checkout), keep what it replaced in git's object store, and
+  `git hash-object` must equal the recorded blob.
 - `keep`: the training run's comparison.json must pass the stats keep rule (`keep: true`:
   P(candidate better) >= threshold and delta > 0) against the pinned baseline; only then
   is the holdout run's comparison read, and it must pass too. A kept candidate pins
@@ -15,16 +19,16 @@ Every decision is one line of `<state>/candidates/log.jsonl`.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from ..core import writer
 from ..core.errors import AssayError
-from ..core.ids import is_safe_case_id
 from ..core.jsonio import atomic_write_json
 from ..report.rundir import load_results, read_json_file
-from . import gitops
+from . import gitops, record
 
 KEPT, REJECTED, NEEDS_HOLDOUT = "kept", "rejected", "needs_holdout"
 COMPARISON_KEYS = ("keep", "verdict_phrase", "delta", "n", "p_candidate_better", "threshold",
@@ -43,29 +47,6 @@ def _state(state_dir: str | os.PathLike[str]) -> Path:
     return state
 
 
-def _cand_dir(state: Path, cid: str) -> Path:
-    if not is_safe_case_id(cid):
-        raise AssayError(f"--id {cid!r}: use 1-128 characters of [A-Za-z0-9._-]", 2)
-    return state / "candidates" / cid
-
-
-def append_log(state: Path, row: dict[str, Any]) -> None:
-    path = state / "candidates" / "log.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, (json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-    finally:
-        os.close(fd)
-
-
-def load(state: Path, cid: str) -> dict[str, Any]:
-    path = _cand_dir(state, cid) / "candidate.json"
-    if not path.is_file():
-        raise AssayError(f"candidate {cid!r}: {path} not found; start one with `candidate.py new`", 2)
-    return read_json_file(path)
-
-
 def new(state_dir: str | os.PathLike[str], *, surfaces: list[str], app: str | None, cid: str | None,
         cluster: str | None, reflection: str | None) -> dict[str, Any]:
     state = _state(state_dir)
@@ -74,11 +55,17 @@ def new(state_dir: str | os.PathLike[str], *, surfaces: list[str], app: str | No
     if not surfaces:
         raise AssayError("--surface is required: name each file the candidate will edit (relative to --app)", 2)
     cid = cid or "cand-" + _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    cdir = _cand_dir(state, cid)
-    if cdir.exists():
+    cdir = record.cand_dir(state, cid)
+    if cdir.exists() or cdir.is_symlink():
         raise AssayError(f"candidate {cid!r} already exists ({cdir}); pick another --id", 2)
     recorded = []
     for rel in surfaces:
+        why = gitops.surface_problem(rel)
+        if why:
+            raise AssayError(f"--surface {rel!r} {why}", 2, surface=rel)
+        if any(s["path"] == rel for s in recorded):
+            raise AssayError(f"--surface {rel} is given twice", 2, surface=rel)
+        _plain_file(app_dir, rel)
         if not (app_dir / rel).is_file():
             raise AssayError(f"surface {rel}: no such file under {app_dir}", 2, surface=rel)
         status = gitops.dirty(app_dir, rel)
@@ -88,35 +75,106 @@ def new(state_dir: str | os.PathLike[str], *, surfaces: list[str], app: str | No
         recorded.append({"path": rel, "blob": gitops.head_blob(app_dir, rel)})
     doc = {"id": cid, "created_at": _now(), "app": str(app_dir.resolve()), "surfaces": recorded,
            "cluster": cluster, "reflection": reflection, "status": "open"}
-    cdir.mkdir(parents=True)
-    atomic_write_json(cdir / "candidate.json", doc)
-    append_log(state, {"ts": doc["created_at"], "id": cid, "action": "new", "surfaces": recorded,
-                       "cluster": cluster})
+    cdir = record.make_dir(state, cid)
+    record.save(state, cid, doc)
+    record.append_log(state, {"ts": doc["created_at"], "id": cid, "action": "new", "surfaces": recorded,
+                              "cluster": cluster})
     return {**doc, "file": str(cdir / "candidate.json"),
             "next": "edit the surfaces, then measure on training (a regression run with --baseline-verdicts)"}
 
 
+def _plain_file(app_dir: Path, rel: str) -> None:
+    """The surface is not a symlink, and no directory between it and the app is one."""
+    target = app_dir / rel
+    try:
+        writer.refuse_symlinks_between(target, app_dir, "a candidate surface")
+    except AssayError:
+        raise AssayError(f"surface {rel}: {target} is or sits under a symbolic link; a surface is one regular "
+                         "file inside the app (a revert never writes through a link)", 2, surface=rel) from None
+    if target.exists() and not stat.S_ISREG(target.lstat().st_mode):
+        raise AssayError(f"surface {rel}: {target} is not a regular file", 2, surface=rel)
+
+
+def _check_revertible(app_dir: Path, s: dict[str, Any], cid: str) -> None:
+    """Every refusal happens here, before any file is touched: the surface is a plain file tracked
+    at HEAD with exactly the recorded blob, nothing of it is staged, and no link is in its way."""
+    rel, blob = s["path"], s["blob"]
+    _plain_file(app_dir, rel)
+    entry = gitops.head_entry(app_dir, rel)
+    if entry is None:
+        raise AssayError(f"revert of {cid}: surface {rel} is not tracked at HEAD in {app_dir} any more; nothing "
+                         "was touched", 1, surface=rel)
+    mode, kind, head = entry
+    if kind != "blob" or mode not in gitops.PLAIN_FILE_MODES:
+        raise AssayError(f"revert of {cid}: surface {rel} is tracked as mode {mode} ({kind}), not a plain file; "
+                         "nothing was touched", 1, surface=rel)
+    if head != blob:
+        raise AssayError(f"revert of {cid}: surface {rel} at HEAD is blob {head}, not the recorded {blob} (it was "
+                         "committed or changed at HEAD since `new`), so reverting would discard work that is not "
+                         f"the candidate's; nothing was touched. To restore the recorded text by hand: "
+                         f"git cat-file -p {blob} > {rel}", 1, surface=rel, head_blob=head)
+    staged = gitops.index_blob(app_dir, rel)
+    if staged != blob:
+        raise AssayError(f"revert of {cid}: surface {rel} has staged changes (index blob {staged}); nothing was "
+                         f"touched. Unstage them (git restore --staged -- {rel}) or commit them first", 1,
+                         surface=rel)
+
+
+def _restore(app_dir: Path, rel: str, blob: str) -> str | None:
+    """Write the recorded blob's bytes over the surface (temp file + rename, the file's mode kept);
+    returns the blob id of what was replaced, stored in git's object store (None: nothing replaced)."""
+    target = app_dir / rel
+    replaced = None
+    mode = 0o644
+    if target.exists():
+        if gitops.worktree_blob(app_dir, rel) == blob:
+            return None
+        replaced = gitops.store_worktree(app_dir, rel)
+        mode = stat.S_IMODE(target.lstat().st_mode)
+    data = gitops.blob_bytes(app_dir, blob, rel)
+    target.parent.mkdir(parents=True, exist_ok=True)   # the candidate deleted it (no link on the way: checked)
+    tmp = target.parent / f".{target.name}.assay-revert-{os.getpid()}.tmp"
+    fd = writer.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return replaced
+
+
 def revert(state_dir: str | os.PathLike[str], cid: str) -> dict[str, Any]:
     state = _state(state_dir)
-    doc = load(state, cid)
+    doc = record.load(state, cid)
     if doc.get("status") == KEPT:
         raise AssayError(f"candidate {cid} was kept and pinned as the baseline; revert it by hand and pin a "
                          "new baseline, never through this command", 2)
     app_dir = Path(doc["app"])
+    gitops.check_repo(app_dir)
+    for s in doc["surfaces"]:          # verify every surface before touching any
+        _check_revertible(app_dir, s, cid)
     results = []
     for s in doc["surfaces"]:
-        gitops.checkout(app_dir, s["path"])
+        replaced = _restore(app_dir, s["path"], s["blob"])
         now = gitops.worktree_blob(app_dir, s["path"])
-        results.append({"path": s["path"], "blob": s["blob"], "after_revert": now, "verified": now == s["blob"]})
+        results.append({"path": s["path"], "blob": s["blob"], "replaced_blob": replaced, "after_revert": now,
+                        "verified": now == s["blob"]})
     ok = all(r["verified"] for r in results)
     doc["status"] = "reverted" if ok else "revert_failed"
-    atomic_write_json(_cand_dir(state, cid) / "candidate.json", doc)
-    append_log(state, {"ts": _now(), "id": cid, "action": "revert", "verified": ok, "surfaces": results})
+    record.save(state, cid, doc)
+    record.append_log(state, {"ts": _now(), "id": cid, "action": "revert", "verified": ok, "surfaces": results})
     if not ok:
         bad = ", ".join(r["path"] for r in results if not r["verified"])
-        raise AssayError(f"revert of {cid}: {bad} does not match the recorded blob after `git checkout` (HEAD "
-                         "moved since `new`?); restore it by hand from the blob in candidate.json", 1,
-                         surfaces=results)
+        raise AssayError(f"revert of {cid}: {bad} does not hash to the recorded blob after writing it (a git "
+                         "clean filter or line-ending setting rewrites it?); what was replaced is kept as "
+                         "replaced_blob (git cat-file -p <blob>)", 1, surfaces=results)
     return {"id": cid, "status": "reverted", "surfaces": results}
 
 
@@ -148,7 +206,7 @@ def _summary(comparison: dict[str, Any]) -> dict[str, Any]:
 
 def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout: str | None) -> tuple[str, dict]:
     state = _state(state_dir)
-    doc = load(state, cid)
+    doc = record.load(state, cid)
     if doc.get("status") != "open":
         raise AssayError(f"candidate {cid} is {doc.get('status')}; only an open candidate can be kept", 2)
     app_dir = Path(doc["app"])
@@ -197,8 +255,8 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
     if decision == REJECTED:
         doc["status"] = "rejected"
     doc.setdefault("decisions", []).append({"ts": _now(), "decision": decision})
-    atomic_write_json(_cand_dir(state, cid) / "candidate.json", doc)
-    append_log(state, {"ts": _now(), "id": cid, "action": "keep", "decision": decision,
+    record.save(state, cid, doc)
+    record.append_log(state, {"ts": _now(), "id": cid, "action": "keep", "decision": decision,
                        "training": out["training"], "holdout": out.get("holdout"), "surfaces": edited,
                        "baseline_pinned": out.get("baseline_pinned")})
     out["decision"] = decision

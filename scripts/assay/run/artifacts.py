@@ -47,6 +47,9 @@ CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("judge.json", "judged", "only when the run's judge judged the case: every call, verdicts, usage"),
 )
 REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
+# ... and that repeat's trace, when one was collected for it (a single-turn case), so that a
+# rescore scores every repeat from its own trajectory, as the run did.
+REPEAT_TRACE_ARTIFACTS: tuple[str, ...] = ("trajectory.json", "trace.json")
 # Per sent turn of a conversation (relative to turns/<n>/, n = 1..turns_sent); the same five
 # under repeats/<r>/turns/<n>/ when k > 1 (no trace files there). verdict.json is written last.
 TURN_ARTIFACTS: tuple[Artifact, ...] = (
@@ -112,6 +115,8 @@ def required_case_files(record: Mapping[str, Any]) -> list[str]:
         for r in record.get("repeats") or [{"n": n} for n in range(1, k + 1)]:
             n = r.get("n")
             files.extend(f"repeats/{n}/{name}" for name in REPEAT_ARTIFACTS)
+            if r.get("trace_collected") and not multi:
+                files.extend(f"repeats/{n}/{name}" for name in REPEAT_TRACE_ARTIFACTS)
             if multi:
                 sent = int(r.get("turns_sent") or 0)
                 files.extend(turn_files([{"n": t} for t in range(1, sent + 1)], f"repeats/{n}/turns/", traces=False))
@@ -153,6 +158,8 @@ def render_tree() -> str:
         lines.append(f"{'      ' + a.path:<{width}}{a.note}")
     rep = "    repeats/<n>/" + " ".join(REPEAT_ARTIFACTS)
     lines.append(f"{rep}   only when k > 1 and the case was sent (n = 1..k)")
+    rep_trace = "    repeats/<n>/" + " ".join(REPEAT_TRACE_ARTIFACTS)
+    lines.append(f"{rep_trace:<{len(rep) + 3}}only when that repeat's trace was collected (single-turn)")
     lines.append(f"{'    repeats/<n>/turns/<t>/':<{width}}a conversation's turns in that repeat: the five files, no traces")
     for name in AFTER_RUN_FILES:
         lines.append(f"{'  ' + name:<{width}}written by the skill after the run, never by the runner (allowed)")

@@ -112,6 +112,9 @@ class CaseWorker:
                 rdir.mkdir(parents=True)
                 self._put(files, rdir, "request.json", case_json(r["request"]), prefix=f"repeats/{r['n']}/")
                 self._put(files, rdir, "response.json", case_json(r["response"]), prefix=f"repeats/{r['n']}/")
+                if r.get("trajectory") is not None and not multi:   # every repeat's trace: rescore scores each
+                    self._put(files, rdir, "trajectory.json", case_json(r["trajectory"]), prefix=f"repeats/{r['n']}/")
+                    self._put(files, rdir, "trace.json", case_json(r["raw_spans"]), prefix=f"repeats/{r['n']}/")
                 self._put(files, rdir, "verdict.json", case_json(_repeat_verdict(case, r)), prefix=f"repeats/{r['n']}/")
                 if multi:
                     self._put_turns(files, case, r, rdir, f"repeats/{r['n']}/", traces=False)
@@ -152,7 +155,8 @@ class CaseWorker:
             rate_limited_retries=sum(1 for r in repeats for o in r["outcomes"][:-1] if is_rate_limited(o)),
             latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
             unscored_reason=unscored_reason(chosen["layers"], folded),
-            repeats=[{"n": r["n"], "verdict": r["verdict"]} for r in repeats] if self.k > 1 else None,
+            repeats=[{"n": r["n"], "verdict": r["verdict"], "trace_collected": r.get("trajectory") is not None}
+                     for r in repeats] if self.k > 1 else None,
             scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
             judged=bool(judged), judge_usage=_sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
             trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
@@ -319,7 +323,9 @@ class CaseWorker:
             return {"verdict": UNSCORED, "reason": "no answer to judge (nothing at the adapter's <answer> path)"}, None
         tools = None
         if trajectory is not None:
-            tools = [{"name": c.get("name"), "result": c.get("result")} for c in trajectory.get("tool_calls") or []]
+            # redacted like everything else the judge is sent (the trajectory in memory is not yet)
+            tools = writer.redact_value([{"name": c.get("name"), "result": c.get("result")}
+                                         for c in trajectory.get("tool_calls") or []])
         expect = case.get("expect") or {}
         result = expect.get("result") if isinstance(expect.get("result"), Mapping) else {}
         gold = result.get("scalar", result.get("rows")) if result else None
@@ -356,12 +362,12 @@ class CaseWorker:
         body: Any = None
         body_format = None
         if final.kind == RESPONSE:
-            text = final.body_text
-            scrubbed = self._scrub(text)
-            if final.json_ok and scrubbed == text and final.body_json is not None:
-                body, body_format = final.body_json, "json"
-            elif text is not None:
-                body, body_format = scrubbed, "text"
+            # A JSON body stays JSON with its secrets redacted value by value, so a rescore reads the
+            # structure the run scored (not "not JSON" because a token was echoed into it).
+            if final.json_ok and final.body_json is not None:
+                body, body_format = writer.redact_value(final.body_json), "json"
+            elif final.body_text is not None:
+                body, body_format = self._scrub(final.body_text), "text"
         headers = {k: (self._scrub(v) if k.lower() not in ("set-cookie", "authorization") else REDACTED)
                    for k, v in sorted(final.headers.items()) if k.lower() not in ("date",)}
         extra = {}
@@ -504,7 +510,8 @@ def _turn_verdict(case: Mapping[str, Any], repeat: int, t: dict, traces: bool) -
 
 def _repeat_verdict(case: Mapping[str, Any], r: dict) -> dict:
     doc = {"case_id": case["id"], "n": r["n"], "verdict": r["verdict"], "attempts": len(r["outcomes"]),
-           "infra_reason": r["infra_reason"], "trace_status": r["trace_status"],
+           "infra_reason": r["infra_reason"], "trace_status": r["trace_status"], "trace": r.get("trace"),
+           "trace_collected": "turns" not in r and r.get("trajectory") is not None,
            "layers": {name: r["layers"][name] for name in LAYER_ORDER}}
     if "turns" in r:
         doc.update(turns_sent=r["turns_sent"], turns_total=r["turns_total"], failed_turn=r["failed_turn"],

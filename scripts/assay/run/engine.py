@@ -176,9 +176,7 @@ class Run:
             self.attempted += 1
         if record.get("verdict") in INFRA_VERDICTS:
             reason = str(record.get("infra_reason") or "")
-            if any(marker in reason for marker in self.s.infra_abort_ignores):
-                self.attempted -= 1  # not a request the app failed: out of the abort's ratio too
-            elif reason.startswith(RATE_LIMITED_PREFIX):
+            if reason.startswith(RATE_LIMITED_PREFIX):
                 self.infra_rate_limited += 1
             else:
                 self.infra += 1
@@ -187,6 +185,8 @@ class Run:
         """Above infra_rate_abort. Cases that spent their rate-limit budget count only once the app
         has made no progress (no answer that was not rate limited) for a whole budget: a run
         that is slow because the app throttles it is not an unhealthy run."""
+        if not self.s.calls_app:
+            return False
         infra = self.infra
         budget = self.s.execution.get("rate_limit_wait_s")
         if self.infra_rate_limited and (budget is None or self.slots.seconds_since_progress() > float(budget)):

@@ -17,6 +17,7 @@ import time
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from ..core import writer
 from ..core.errors import AssayError
 from . import secrets, templates
 from .outcome import (CONNECTION, DROPPED, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome,
@@ -244,10 +245,10 @@ class HttpInvoker:
             sent = True
             _quickack(conn)
             resp = conn.getresponse()
-            raw = resp.read(MAX_BODY_BYTES + 1)
+            raw = resp.read(MAX_BODY_BYTES + writer.read_margin() + 1)
             truncated = len(raw) > MAX_BODY_BYTES
-            if truncated:
-                raw = raw[:MAX_BODY_BYTES]
+            if truncated:   # redact, then cut: a secret straddling the bound leaves no prefix
+                raw = writer.clip_bytes(raw, MAX_BODY_BYTES)
                 self._drop(key)
             elif resp.will_close:
                 self._drop(key)

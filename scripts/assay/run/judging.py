@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from ..core import writer
 from ..core.jsonio import dumps
 from ..judge import config as judge_config
 from ..judge.binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
@@ -32,6 +33,7 @@ from ..judge.providers import build_request, read_reply
 from ..judge.rubrics import resolve_pin
 from ..judge.verdict import checked_node, parse_reply, rubric_verdict
 from . import secrets
+from .judge_env import command_env
 from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
     attempt_with_retries, decode_body
 
@@ -58,8 +60,9 @@ def _post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, inse
         try:
             conn.request("POST", path, body=body, headers=dict(headers, **{"content-length": str(len(body))}))
             resp = conn.getresponse()
-            raw = resp.read(MAX_BODY_BYTES + 1)
-            text, value, ok, notes = decode_body(raw[:MAX_BODY_BYTES], len(raw) > MAX_BODY_BYTES)
+            raw = resp.read(MAX_BODY_BYTES + writer.read_margin() + 1)   # redact, then cut at the bound
+            cut = len(raw) > MAX_BODY_BYTES
+            text, value, ok, notes = decode_body(writer.clip_bytes(raw, MAX_BODY_BYTES) if cut else raw, cut)
             return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
                            body_text=text, body_json=value, json_ok=ok, notes=notes, latency_ms=_ms(start))
         finally:
@@ -74,11 +77,12 @@ def _post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, inse
         return Outcome(DROPPED, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
 
 
-def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path) -> Outcome:
+def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path,
+                 env: Mapping[str, str] | None = None) -> Outcome:
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=str(cwd), start_new_session=True)
+                                cwd=str(cwd), start_new_session=True, env=dict(env) if env is not None else None)
     except OSError as exc:
         return Outcome(EXCEPTION, error=f"cannot start judge command {argv[0]!r}: {exc.strerror or exc}",
                        latency_ms=_ms(start))
@@ -88,10 +92,10 @@ def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path) 
         _kill_group(proc)
         return Outcome(TIMEOUT, error=f"judge command ran past {timeout_s} s", latency_ms=_ms(start))
     if proc.returncode != 0:
-        tail = err.decode("utf-8", "replace").strip()[-300:]
+        tail = writer.clip(err.decode("utf-8", "replace").strip(), 300, tail=True)
         return Outcome(EXCEPTION, error=f"judge command exited {proc.returncode}: {tail or 'no stderr'}",
                        latency_ms=_ms(start))
-    text = out[:MAX_BODY_BYTES].decode("utf-8", "replace")
+    text = (writer.clip_bytes(out, MAX_BODY_BYTES) if len(out) > MAX_BODY_BYTES else out).decode("utf-8", "replace")
     return Outcome(RESPONSE, status=200, body_text=text, latency_ms=_ms(start))
 
 
@@ -140,6 +144,7 @@ class JudgeRuntime:
     # instead of calling the judge again; `reused_from` names that run.
     reuse: dict[tuple, dict] = field(default_factory=dict)
     reused_from: str | None = None
+    child_env: dict[str, str] | None = None   # command: its whole environment (judge_env.command_env)
     sleep: Callable[[float], None] = time.sleep
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
@@ -169,7 +174,7 @@ class JudgeRuntime:
         cfg = self.config
         timeout = float(cfg["timeout_s"])
         if cfg["provider"] == "command":
-            return _run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state)
+            return _run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
         url, headers, body = build_request(cfg, system, user)
         return _post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
@@ -192,7 +197,7 @@ class JudgeRuntime:
             return call, None, call["error"], True
         if final.status is None or not 200 <= final.status < 300:
             call["raw_reply"] = self.scrub(final.body_text)
-            call["error"] = self.scrub(f"judge refused the call: HTTP {final.status}: {(final.body_text or '')[:200]}")
+            call["error"] = self.scrub(f"judge refused the call: HTTP {final.status}: {writer.clip(final.body_text or '', 200)}")
             return call, None, call["error"], True
         provider = self.config["provider"]
         body = final.body_text if provider == "command" else final.body_json
@@ -215,7 +220,8 @@ class JudgeRuntime:
         if node.get("reference_guided") and material.gold is None:
             out["reason"] = "reference-guided node and the case has no gold value (expect.result): not judged"
             return out
-        system, user = build_prompt(rubric, node, material)
+        # The prompt sent is the prompt stored: redacted here, not only by the writer on disk.
+        system, user = (writer.redact_text(t) for t in build_prompt(rubric, node, material))
         for _ in range(PARSE_TRIES):
             call, parsed, err, infra = self._call(system, user, dict(ref, judge_node=f"{rubric['pin']}/{node['id']}"))
             out["calls"].append(call)
@@ -339,7 +345,7 @@ def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
 
 
 def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
-                  execution: Mapping[str, Any]) -> JudgeRuntime | None:
+                  execution: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> JudgeRuntime | None:
     """The judge for this run, or None when the plan does not enable one. Pre-flight checks: exit 3."""
     block = plan.get("judge")
     if not isinstance(block, dict) or not block.get("enabled"):
@@ -350,8 +356,11 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     judge_config.check_command(resolved, state)
     sidecar, why = load_calibration(plan, state)
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
+    child = (command_env(plan, judge_env_names(plan), env, os.environ if environ is None else environ)
+             if cfg["provider"] == "command" else None)
     return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
-                        execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state))
+                        execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
+                        child_env=child)
 
 
 def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None, str | None]:

@@ -214,18 +214,37 @@ def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] 
 
 
 # ---------------------------------------------------------------- env
-def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_required: bool = True) -> dict[str, str]:
+    """Every variable the run resolves: the adapter's and the cases' (`app_required=False`, rescore:
+    those set are taken, a missing one is no error since no app is called), the judge's (always
+    required), and the allowlisted values a cli app or a command judge is given (secrets too)."""
     adapter = plan["adapter"]
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
+    from .judge_env import judge_allowlisted_secrets
     from .judging import judge_env_names
-    names |= judge_env_names(plan)
-    env = secrets.resolve(names, environ, env_sources(plan))
+    judge_names = judge_env_names(plan)
+    if app_required:
+        env = secrets.resolve(names | judge_names, environ, env_sources(plan))
+    else:
+        env = secrets.resolve(judge_names, environ, env_sources(plan))
+        env.update({n: environ[n] for n in sorted(names - judge_names) if environ.get(n)})
     inv = adapter.get("invocation") or {}
     if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
         from .invoke.cli import allowlisted_secrets
         env.update(allowlisted_secrets(inv, environ))
+    env.update(judge_allowlisted_secrets(plan, environ))
     return env
+
+
+def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
+    resolved value but an address-only variable (the base URL is not a secret: errors show where
+    they connected). A run and a rescore of it register the same set (one rule)."""
+    from .judging import judge_env_names
+    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
+                 - secrets.case_env_names(plan["cases"]))
+    writer.register_secrets(v for k, v in env.items() if k not in addresses)
 
 
 def env_sources(plan: Mapping[str, Any]) -> dict[str, str]:
@@ -424,9 +443,9 @@ class RunSetup:
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
     shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
     judge: Any = None              # assay.run.judging.JudgeRuntime when the plan enables a judge
-    # infra reasons (substrings) that say nothing about the app's health and never count toward
-    # execution.infra_rate_abort: rescore's cases that have no stored answer to replay
-    infra_abort_ignores: tuple[str, ...] = ()
+    # False for a rescore: no app is called, so execution.infra_rate_abort (a verdict on the app's
+    # health, exit 5) never applies; its infra cases are counted and gated like any others
+    calls_app: bool = True
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
@@ -518,12 +537,7 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     ledger = ledger_path(plan)
     check_adapter(plan)
     env = resolve_env(plan, environ)
-    # From here on every byte assay writes (files, run.log, stdout) has these values redacted.
-    # (an address-only variable, e.g. the base URL, is not a secret: errors show where they connected)
-    from .judging import judge_env_names
-    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
-                 - secrets.case_env_names(plan["cases"]))
-    writer.register_secrets(v for k, v in env.items() if k not in addresses)
+    register_run_secrets(plan, env)
     mc = max_concurrency(plan)
     invoker = build_invoker(plan, env, execution, out=out, environ=environ)
     from .invoke.conversation import conversation_config
@@ -531,7 +545,7 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan["adapter"], state, env)
     from .judging import build_runtime
-    judge = build_runtime(plan, env, state, execution)
+    judge = build_runtime(plan, env, state, execution, environ)
     return RunSetup(judge=judge, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
                     baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv)

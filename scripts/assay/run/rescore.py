@@ -9,9 +9,17 @@ directory (verifiable with `run_cases.py --verify`). The new manifest records
 version, prompt version): the source run's `judge.json` verdicts are reused (`reused_from`)
 and their calibration status re-read from the current sidecar.
 
+Exactness: the run stores what rescore needs to score what it scored - a JSON body as JSON
+(secrets redacted value by value), every repeat's request, response and trace (k > 1:
+`repeats/<n>/`) - and rescore registers the secrets a run of the same plan registers, so
+nothing a judge echoes reaches disk. It calls no app, so it never stops on
+`execution.infra_rate_abort` (exit 5): cases it cannot replay are counted and gated.
+
 Limits: a case the source run never sent has no stored response (its rescore is
-`infra_error`, "not sent in the source run"); conversations are not replayed (`infra_error`); with k > 1 only the chosen repeat's trace is
-stored, so the trace-fed layers of the other repeats read `infra_incomplete` in a traced run.
+`infra_error`, "not sent in the source run"); conversations are not replayed (`infra_error`);
+a run dir written before every repeat's trace was stored gives the other repeats'
+trace-fed layers `infra_incomplete`; a check whose verdict turned on a secret's own text
+sees `<redacted>` (the secret is never stored).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, parse_run_id
 from ..core.jsonio import dumps, read_json, sha256_json
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
-from . import preflight, secrets
+from . import preflight
 from .outcome import CONNECTION, RESPONSE, Outcome
 from .tracing import TraceConfig
 
@@ -75,7 +83,13 @@ def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, i
             if not isinstance(response, dict):
                 continue
             st = Stored(request=_read(base / "request.json"), response=response)
-            if n == chosen:
+            rv = v if k == 1 else _read(base / "verdict.json")
+            if k > 1 and isinstance(rv, dict) and isinstance(rv.get("trace"), dict):
+                # every repeat's own trace (run dirs since repeats/<n>/ holds trajectory.json)
+                st.trace = rv["trace"]
+                if rv.get("trace_collected"):
+                    st.trajectory, st.trace_doc = _read(base / "trajectory.json"), _read(base / "trace.json")
+            elif n == chosen:   # k = 1, or an older run dir: only the chosen repeat's trace was kept
                 st.trajectory = _read(cdir / "trajectory.json")
                 st.trace_doc = _read(cdir / "trace.json")
                 st.trace = v.get("trace") if isinstance(v.get("trace"), dict) else None
@@ -132,7 +146,10 @@ class ReplayInvoker:
         st = self.stored.get(wire["key"])
         if st is None:
             return Outcome(CONNECTION, error=NOT_SENT)
-        return stored_outcome(st.response)
+        out = stored_outcome(st.response)
+        if st.trace and st.trace.get("trace_id"):
+            out.trace_id = st.trace["trace_id"]   # the stored request's trace, whatever the correlation
+        return out
 
     def close(self) -> None:
         pass
@@ -167,8 +184,8 @@ class ReplayTraceSource:
             key = self.by_trace.get(trace_id)
         st = self.stored.get(key) if key else None
         if st is None or st.trace is None:
-            return _Collected("incomplete", reason=f"rescore: the source run stored no trace for this request "
-                                                   f"(only the chosen repeat's trace is kept)")
+            return _Collected("incomplete", reason="rescore: the source run stored no trace for this request (a "
+                                                   "run dir written before every repeat's trace was kept)")
         if st.trajectory is None:
             return _Collected("incomplete", reason=st.trace.get("reason") or "trace incomplete in the source run")
         return _Collected("ok", st.trajectory, st.trace_doc, None)
@@ -249,11 +266,11 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     out = preflight.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
-    from .judging import build_runtime, judge_env_names
-    env = secrets.resolve(judge_env_names(plan), environ, {n: f"judge/judge.yaml: {p}" for n, p in secrets.env_ref_paths(
-        (plan.get("judge") or {}).get("config") or {}, "").items()})
-    from ..core import writer
-    writer.register_secrets(env.values())  # the judge's key never reaches disk (the one writer)
+    from .judging import build_runtime
+    # The same secrets a run of this plan registers (the app's too: a judge may echo what the app
+    # put in its answer or tool results); an app variable missing here is no error (no app call).
+    env = preflight.resolve_env(plan, environ, app_required=False)
+    preflight.register_run_secrets(plan, env)
     execution = effective_execution(plan)
     src_traces = manifest.get("traces") if isinstance(manifest.get("traces"), dict) else {}
     trace_source = ReplayTraceSource(stored)
@@ -276,7 +293,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     conversation = (ConversationConfig(style=block["style"], session_from=block.get("session_from"), turn_delay_s=0.0,
                                        memory=block.get("memory"))
                     if isinstance(block, Mapping) and isinstance(block.get("style"), str) else None)
-    judge_rt = build_runtime(plan, env, state, execution)
+    judge_rt = build_runtime(plan, env, state, execution, environ)
     if judge_rt is not None:
         judge_rt.reuse = _reuse_map(source, verdicts)
         judge_rt.reused_from = manifest.get("run_id")
@@ -287,8 +304,9 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
         judge=judge_rt, conversation=conversation,
-        # no app is called: a case with nothing to replay is counted and gated, never a reason to abort
-        infra_abort_ignores=(NOT_REPLAYED, NOT_SENT))
+        # no app is called: a case with nothing to replay (or no stored trace) is counted and gated,
+        # never a reason to abort as if the app were unhealthy
+        calls_app=False)
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": "rescore",
                          "started_at": utc_now_iso()})
     lock.acquire()

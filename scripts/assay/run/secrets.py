@@ -13,6 +13,10 @@ from ..core.errors import AssayError
 
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 REDACTED = "<redacted>"
+# Variables a child process (a cli app, a command judge) may be given whose values are not
+# secrets; every other variable it is given is registered as one (redacted from every artifact).
+PLAIN_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+                       "TERM", "TZ", "TMPDIR", "PWD", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUNBUFFERED"})
 
 
 def env_refs(value: Any) -> set[str]:

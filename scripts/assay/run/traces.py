@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay.core import writer
 from assay.core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
 
 from .otlp_writer import parse_traceparent  # noqa: F401  (re-exported for the engine)
@@ -59,7 +60,7 @@ def trace_id_from_response(response_json: Any, field: str) -> tuple[str | None, 
             return None, f"response has no field {field!r} (correlation response-field:{field})"
     tid, _ = _norm_id(node, 16)
     if not tid or len(tid) != 32:
-        return None, f"response field {field!r} is not a 32-hex trace id: {str(node)[:80]!r}"
+        return None, f"response field {field!r} is not a 32-hex trace id: {writer.clip(node, 80)!r}"
     return tid, None
 
 

@@ -14,6 +14,8 @@ import re
 import unicodedata
 from typing import Any, Iterable, Mapping
 
+from ..core.writer import clip
+
 PASS, FAIL, UNSCORED, UNSCORABLE = "pass", "fail", "unscored", "unscorable"
 
 
@@ -94,6 +96,5 @@ def is_number(value: Any) -> bool:
 
 
 def short(value: Any, limit: int = 200) -> str:
-    """A value as text, clipped for a `reason` string."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A value as text, clipped for a `reason` string (secrets redacted before the cut)."""
+    return clip(value if isinstance(value, str) else repr(value), limit, ellipsis="…")

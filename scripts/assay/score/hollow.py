@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from ..core.vocab import FAIL, NA, PASS, UNSCORABLE, UNSCORED
+from ..core.writer import clip
 
 # Layers whose pass alone never makes a case pass (liveness / hygiene only).
 LIVENESS_LAYERS: tuple[str, ...] = ("http", "loops")
@@ -114,8 +115,7 @@ def asserted(layer: str, entry: Any) -> bool:
 
 
 def _short(reason: str, limit: int = 200) -> str:
-    reason = " ".join(reason.split())
-    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+    return clip(" ".join(reason.split()), limit, ellipsis="…")
 
 
 def hollow_layers(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -39,8 +39,7 @@ from .procgroup import OUTPUT_CAP_BYTES, GroupRegistry, grace_for, run_in_sessio
 SCRATCH_ENV = "ASSAY_SCRATCH_DIR"
 # Allowlisted variables whose values are not treated as secrets (every other allowlisted value
 # is redacted from the artifacts like a `${VAR}`).
-PLAIN_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
-                       "TERM", "TZ", "TMPDIR", "PWD", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUNBUFFERED"})
+PLAIN_ENV = secrets.PLAIN_ENV
 TRACE_ENV = {"traceparent": "TRACEPARENT", "tracestate": "TRACESTATE"}
 
 
@@ -305,7 +304,7 @@ class CliInvoker:
         expected = wire.get("expect_exit_code")
         if r.returncode != 0 and expected is None:
             cli["stdout"] = text
-            tail = " ".join(cli["stderr"].split())[-200:]  # what the command said (redacted by the writer)
+            tail = writer.clip(" ".join(cli["stderr"].split()), 200, tail=True)  # what the command said
             return Outcome(EXIT, status=r.returncode, error=f"the command exited with code {r.returncode}"
                            + (f" (stderr: {tail})" if tail else " (no stderr)"), **common)
         return Outcome(RESPONSE, status=r.returncode, body_text=text, body_json=doc, json_ok=ok, notes=notes,

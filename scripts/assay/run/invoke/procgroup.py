@@ -43,18 +43,23 @@ def grace_for(timeout_s: float) -> float:
 @dataclass
 class Stream:
     cap: int
+    margin: int = 0   # kept past the cap so that a secret straddling it is redacted whole, then cut
     data: bytearray = field(default_factory=bytearray)
     total: int = 0
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = self.cap - len(self.data)
+        room = self.cap + self.margin - len(self.data)
         if room > 0:
             self.data += chunk[:room]
 
     @property
     def truncated(self) -> bool:
-        return self.total > len(self.data)
+        return self.total > self.cap
+
+    def kept(self) -> bytes:
+        """At most `cap` bytes: redacted, then cut (core.writer.clip_bytes)."""
+        return writer.clip_bytes(bytes(self.data), self.cap) if self.truncated else bytes(self.data)
 
 
 @dataclass
@@ -255,7 +260,7 @@ def run_in_session(argv: list[str], *, env: dict[str, str], cwd: str | None, std
 
 def _supervise(proc: subprocess.Popen, pgid: int, stdin_bytes: bytes | None, deadline: float,
                cap: int, grace: float) -> ChildResult:
-    out, err = Stream(cap), Stream(cap)
+    out, err = Stream(cap, writer.read_margin()), Stream(cap, writer.read_margin())
     sel = selectors.DefaultSelector()
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     for fd in streams:
@@ -348,8 +353,8 @@ def _supervise(proc: subprocess.Popen, pgid: int, stdin_bytes: bytes | None, dea
     if proc.returncode is None:
         proc.wait()
     res.returncode = proc.returncode
-    res.stdout, res.stdout_bytes, res.stdout_truncated = bytes(out.data), out.total, out.truncated
-    res.stderr, res.stderr_bytes, res.stderr_truncated = bytes(err.data), err.total, err.truncated
+    res.stdout, res.stdout_bytes, res.stdout_truncated = out.kept(), out.total, out.truncated
+    res.stderr, res.stderr_bytes, res.stderr_truncated = err.kept(), err.total, err.truncated
     return res
 
 
