@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from fakeapp import FakeApp, case, make_plan, state  # noqa: F401 (fixtures)
+from fakeapp import FakeApp, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
 from helpers import run_script
 from trust_fixtures import ClaimsApp, claims_case, claims_plan, claims_state, go, read, run_claims
 
@@ -52,6 +52,7 @@ def test_a_called_tool_the_adapter_does_not_declare_is_named_and_holds_the_forbi
     assert read(out, "c-lookup01")["undeclared_tools"] is None  # it called only declared tools
     summary = json.loads((out / "results.json").read_text())["summary"]
     assert summary["undeclared_tools"] == {"tools": {"approve_claim_payout": 1}, "cases": 1, "checked_cases": 1}
+    assert run_runner("--verify", out).rc == 0  # --verify recounts the new summary block
     line = next(x for x in g.stdout.splitlines() if "called tool(s)" in x and "gate closed" in x)
     assert "approve_claim_payout x1" in line and "adapter.yaml tools" in line
     md = run_script("draft_report", out, "-o", "-")
@@ -142,6 +143,7 @@ def test_a_route_path_no_answer_holds_is_a_hollow_source_not_a_fallback(tmp_path
                                "the trace instead")
     summary = json.loads((out / "results.json").read_text())["summary"]
     assert summary["route_from_response"] == {"path": "agent", "read": 2, "found": 0, "fell_back": 2}
+    assert run_runner("--verify", out).rc == 0
     assert ("gate closed: route_from_response 'agent' was absent in all 2 answer(s) read for routing (a hollow "
             "route source; 2 fell back to the trace)") in g.stdout
 
