@@ -50,28 +50,33 @@ def cases(names: dict) -> list[dict]:
     ]
 
 
+def start_app(row: str) -> tuple[subprocess.Popen, str, int]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENINFERENCE_"))}
+    env.update(CAPTURE, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
+               OPENAI_AGENTS_DISABLE_TRACING="0", PYTHONWARNINGS="ignore")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen([sys.executable, str(HERE / "handoffapp.py"), "--flavor", row],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    assert line, f"{row}: handoffapp.py did not start"
+    return proc, f"http://127.0.0.1:{json.loads(line)['port']}", port
+
+
 @pytest.fixture(scope="module")
 def apps():
-    """Every row's app, started together; {row: (app_url, otlp_port)}."""
-    started = {}
-    for row in ROWS:
-        port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENINFERENCE_"))}
-        env.update(CAPTURE, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
-                   OPENAI_AGENTS_DISABLE_TRACING="0", PYTHONWARNINGS="ignore")
-        env.pop("PYTHONPATH", None)
-        proc = subprocess.Popen([sys.executable, str(HERE / "handoffapp.py"), "--flavor", row],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        started[row] = (proc, port)
-    out = {}
+    """{row: (app_url, otlp_port)}, each row's app started on first use (a worker starts only its rows')."""
+    started: dict[str, tuple] = {}
+
+    class Apps(dict):
+        def __missing__(self, row):
+            proc, url, port = started[row] = start_app(row)
+            self[row] = (url, port)
+            return self[row]
     try:
-        for row, (proc, port) in started.items():
-            line = proc.stdout.readline()
-            assert line, f"{row}: handoffapp.py did not start"
-            out[row] = (f"http://127.0.0.1:{json.loads(line)['port']}", port)
-        yield out
+        yield Apps()
     finally:
-        for proc, _ in started.values():  # stop the apps we started, by pid
+        for proc, _, _ in started.values():  # stop the apps we started, by pid
             proc.kill()
             proc.wait(timeout=20)
             proc.stdin.close()

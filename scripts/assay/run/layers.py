@@ -91,8 +91,8 @@ def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | No
     if ev.trace_status == COMPLETE and ev.trajectory is not None:
         declared = True
         try:
-            from .traces import first_agent_name
-            name = first_agent_name(ev.trajectory)
+            from .trace_routing import handling_agent
+            name, _ = handling_agent(ev.trajectory)
         except ImportError:
             name = None
         if name:
@@ -182,8 +182,11 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
             return {"verdict": UNSCORED, "reason": "no route source declared (route_from_response, a "
                     "collected trace, or route_from_status); routes are never inferred"}
         from ..score.routing import score_case_routing
-        out = _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
-        return _with_response_path(out, ctx.invocation, ev, observed_from)
+        layer = _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
+        if observed_from == "trace":
+            from .trace_routing import route_evidence
+            layer.update(route_evidence(ev.trajectory))
+        return _with_response_path(layer, ctx.invocation, ev, observed_from)
     if layer in ("trajectory", "tool_selection", "loops"):
         http_failed = ctx.invocation.get("mode") != "cli" and not http_status_ok(expect, ev)[1]
         missing = _trace_input(ctx, ev, http_failed)
