@@ -149,3 +149,4 @@ def test_the_routing_layer_says_how_the_route_was_read():
     got, _ = score_repeat({"id": "c", "expect": {"route": "triage"}}, ctx, ev)
     assert got["routing"]["verdict"] == "fail" and got["routing"]["observed"] == "billing"
     assert got["routing"]["observed_via"] == "handoff" and got["routing"]["handoffs"] == ["triage -> billing"]
+    assert got["routing"]["reason"].endswith("(the trace's handoff triage -> billing)"), got["routing"]

@@ -186,6 +186,9 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         if observed_from == "trace":
             from .trace_routing import route_evidence
             layer.update(route_evidence(ev.trajectory))
+            if layer.get("verdict") == "fail" and layer.get("reason"):
+                how = layer["observed_via"] + (f" {', '.join(layer['handoffs'])}" if layer.get("handoffs") else "")
+                layer["reason"] += f" (the trace's {how})"
         return _with_response_path(layer, ctx.invocation, ev, observed_from)
     if layer in ("trajectory", "tool_selection", "loops"):
         http_failed = ctx.invocation.get("mode") != "cli" and not http_status_ok(expect, ev)[1]
