@@ -50,10 +50,11 @@ def cases(names: dict) -> list[dict]:
     ]
 
 
-def start_app(row: str) -> tuple[subprocess.Popen, str, int]:
+def start_app(row: str, **env_extra: str) -> tuple[subprocess.Popen, str, int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENINFERENCE_"))}
-    env.update(CAPTURE, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
+    env.update(CAPTURE, **env_extra)
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
                OPENAI_AGENTS_DISABLE_TRACING="0", PYTHONWARNINGS="ignore")
     env.pop("PYTHONPATH", None)
     proc = subprocess.Popen([sys.executable, str(HERE / "handoffapp.py"), "--flavor", row],
@@ -98,7 +99,9 @@ def run_row(tmp_path, apps, row: str) -> dict[str, dict]:
     got = {}
     for c in cases(names):
         v = json.loads((out / "cases" / c["id"] / "verdict.json").read_text())
-        got[c["id"]] = {"layers": v["layers"], "trace": v["trace"], "verdict": v["verdict"]}
+        traj = out / "cases" / c["id"] / "trajectory.json"
+        got[c["id"]] = {"layers": v["layers"], "trace": v["trace"], "verdict": v["verdict"],
+                        "tool_calls": json.loads(traj.read_text())["tool_calls"] if traj.exists() else None}
     return got
 
 
@@ -124,3 +127,8 @@ def test_routing_is_the_agent_that_handled_the_request(tmp_path, apps, row):
                         "misroute": names["orders"], "wrong-arg": names["orders"]}
     assert all(g["layers"]["routing"]["observed_from"] == "trace" for g in got.values())
     assert got["misroute"]["verdict"] == "fail" and got["wrong-arg"]["verdict"] == "fail"
+    assert got["misroute"]["layers"]["routing"]["observed_via"] == ("answering agent" if row == "pydantic-ai" else "handoff")
+    # the tool's own arguments and result, whatever envelope the framework records them in
+    lookups = [t for t in got["orders"]["tool_calls"] if t["name"] == "lookup_order"]
+    assert [(t["arguments"], t["result"]) for t in lookups] == [
+        ({"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})], got["orders"]["tool_calls"]

@@ -112,7 +112,8 @@ def test_langgraph_supervisor_names_and_transfer_spans():
              oi(tid, "agent", "AGENT", call, inner, 7, metadata=lg_meta("agent", "orders:2")),
              oi(tid, "ChatOpenAI", "LLM", inner, i=8, metadata=lg_meta("agent", "orders:2"), **llm_call),
              oi(tid, "lookup_order", "TOOL", call, i=9, metadata=lg_meta("tools", "orders:2"),
-                **{"tool.name": "lookup_order", "input.value": "ORD-12"}),
+                **{"tool.name": "lookup_order", "input.value": "ORD-12", "output.value": json.dumps(
+                    {"type": "tool", "data": {"content": '{"status": "shipped"}', "tool_call_id": "c1"}})}),
              oi(tid, "ChatOpenAI", "LLM", sup_agent, i=10, metadata=lg_meta("agent", "supervisor:3"))]
     out = norm(spans, tid, "auto")
     assert out["status"] == "ok"
@@ -122,6 +123,7 @@ def test_langgraph_supervisor_names_and_transfer_spans():
     assert handling_agent(traj) == ("orders", "handoff")
     [call_] = traj["tool_calls"]
     assert call_["name"] == "lookup_order" and call_["arguments"] == {"order_id": "ORD-12"}
+    assert call_["result"] == {"status": "shipped"}  # the ToolMessage's content, not its envelope
     assert any("bare value" in n for n in out["checks"]["argument_notes"])
     # without a handoff (a greeting) the supervisor answered
     hello = norm(spans[:4], tid, "auto")["trajectory"]

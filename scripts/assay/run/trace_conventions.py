@@ -56,6 +56,16 @@ def _traceloop_input(value: Any) -> Any:
     return doc
 
 
+def _oi_output(value: Any) -> Any:
+    """output.value; a LangChain ToolMessage (`{"type": "tool", "data": {"content": ...}}`, what
+    openinference-instrumentation-langchain records for a LangGraph tool) is its content."""
+    doc = _json(value)
+    if isinstance(doc, dict) and doc.get("type") == "tool" and isinstance(doc.get("data"), dict) \
+            and "content" in doc["data"]:
+        return _json(doc["data"]["content"])
+    return doc
+
+
 @dataclass(frozen=True)
 class Convention:
     """One convention's mapping table (see the module docstring)."""
@@ -196,7 +206,7 @@ OPENINFERENCE = Convention(
     agent_name=("agent.name", "gen_ai.agent.name"), tool_name=("tool.name", "gen_ai.tool.name"),
     tool_call_id=("tool_call.id", "gen_ai.tool.call.id"),
     tool_args=(("input.value", _json), ("tool_call.function.arguments", _json), ("gen_ai.tool.call.arguments", _json)),
-    tool_result=(("output.value", _json), ("gen_ai.tool.call.result", _json)),
+    tool_result=(("output.value", _oi_output), ("gen_ai.tool.call.result", _json)),
     model=("llm.model_name", "gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
     output_tokens=("llm.token_count.completion", "gen_ai.usage.output_tokens"),
