@@ -82,6 +82,23 @@ def test_openinference_handoff_tool_span_without_a_name_is_a_handoff_not_a_broke
     assert broken["status"] == "incomplete" and broken["checks"]["unnamed_tool_spans"] == 1
 
 
+def test_openinference_hidden_inputs_and_outputs_are_not_names_or_arguments():
+    """OPENINFERENCE_HIDE_INPUTS / _OUTPUTS write `__REDACTED__`: the handoff target comes from the
+    span name, and a redacted tool input is arguments not captured (unscored), never a value."""
+    tid, tri, bil = new_trace_id(), new_span_id(), new_span_id()
+    hidden = {"input.value": "__REDACTED__", "output.value": "__REDACTED__"}
+    spans = [oi(tid, "Triage agent", "AGENT", sid=tri, **{"agent.name": "Triage agent"}),
+             oi(tid, "generation", "LLM", tri, i=1),
+             oi(tid, "handoff to Billing agent", "TOOL", tri, i=2, **hidden),
+             oi(tid, "Billing agent", "AGENT", sid=bil, i=3, **{"agent.name": "Billing agent"}),
+             oi(tid, "generation", "LLM", bil, i=4),
+             oi(tid, "get_invoice", "TOOL", bil, i=5, **{"tool.name": "get_invoice"}, **hidden)]
+    traj = norm(spans, tid, "openinference")["trajectory"]
+    assert handling_agent(traj) == ("Billing agent", "handoff") and traj["handoffs"][0]["from"] == "Triage agent"
+    [call] = traj["tool_calls"]
+    assert not call["arguments_captured"] and not call["result_captured"]
+
+
 def test_an_openinference_agent_named_by_its_span_that_calls_the_llm_is_an_agent():
     tid, root = new_trace_id(), new_span_id()
     spans = [oi(tid, "support", "AGENT", sid=root), oi(tid, "ChatCompletion", "LLM", root, i=1)]

@@ -112,7 +112,7 @@ class Convention:
         """(captured, arguments, note): the first source that is not a JSON Schema."""
         note = None
         for key, convert in self.tool_args:
-            if key in attrs:
+            if key in attrs and attrs[key] != REDACTED:
                 value = convert(attrs[key])
                 if looks_like_json_schema(value):
                     note = f"{key} holds a JSON Schema, not arguments: ignored"
@@ -122,7 +122,7 @@ class Convention:
 
     def result(self, attrs: dict) -> tuple[bool, Any]:
         for key, convert in self.tool_result:
-            if key in attrs:
+            if key in attrs and attrs[key] != REDACTED:
                 return True, convert(attrs[key])
         return False, None
 
@@ -178,9 +178,17 @@ def _oi_handoff(name: Any, attrs: dict) -> dict | None:
         if isinstance(dest, str) and dest or prefix:
             return {"from": _langgraph_agent(meta), "to": dest if isinstance(dest, str) and dest else name[len(prefix):]}
     if kind == "TOOL" and not attrs.get("tool.name") and (name == "handoff" or name.startswith(_OI_HANDOFF_PREFIX)):
-        to = attrs.get("output.value") or name[len(_OI_HANDOFF_PREFIX):] or None
-        return {"from": attrs.get("input.value"), "to": to}
+        # the span name is never redacted; input.value / output.value are under OPENINFERENCE_HIDE_*
+        to = name[len(_OI_HANDOFF_PREFIX):] or _unredacted(attrs.get("output.value"))
+        return {"from": _unredacted(attrs.get("input.value")), "to": to}
     return None
+
+
+REDACTED = "__REDACTED__"  # what OpenInference writes for hidden inputs and outputs
+
+
+def _unredacted(value: Any) -> Any:
+    return None if value in (None, "", REDACTED) else value
 
 
 def _oi_framework_agent(name: Any, attrs: dict) -> str | None:
