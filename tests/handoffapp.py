@@ -13,8 +13,10 @@ The HTTP app, the traceparent handling and the exporters are tests/realagent.py'
 - `langgraph`    langgraph-supervisor `create_supervisor([billing, orders])` over
                  `create_react_agent` workers + openinference-instrumentation-langchain
 - `pydantic-ai`  pydantic-ai agents with its built-in OTel instrumentation; the triage agent hands
-                 off through output functions (`ToolOutput(transfer_to_billing)`, the documented
-                 way for an output function to pass the run on to another agent)
+                 off through output functions (`ToolOutput(transfer_to_billing)`) that run the
+                 next agent inside its own run
+- `pydantic-ai-programmatic`  the same agents, pydantic-ai's "programmatic agent hand-off": the
+                 triage agent's output says where to go and the app's code runs that agent next
 
 Agent names: `Triage agent` / `Billing agent` / `Orders agent` (openai-agents, as its docs
 write them), `supervisor` / `billing` / `orders` (langgraph-supervisor), `triage` / `billing` /
@@ -91,7 +93,7 @@ def langgraph_supervisor(base_url: str):
     return handle
 
 
-def pydantic_ai(base_url: str):
+def pydantic_ai(base_url: str, programmatic: bool = False):
     from pydantic_ai import Agent, RunContext, ToolOutput
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -99,6 +101,8 @@ def pydantic_ai(base_url: str):
     model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=base_url, api_key="sk-fake"))
     billing = Agent(model, name="billing", instructions="You answer invoice questions.", tools=[get_invoice])
     orders = Agent(model, name="orders", instructions="You answer order questions.", tools=[lookup_order])
+    if programmatic:
+        return pydantic_ai_programmatic(model, {"billing": billing, "orders": orders})
 
     async def transfer_to_billing(ctx: RunContext, request: str) -> str:
         """Hand the request to the billing agent."""
@@ -117,13 +121,44 @@ def pydantic_ai(base_url: str):
     return _serial(run)
 
 
+class Handoff:
+    """The triage agent's decision to pass the request on (pydantic-ai's programmatic hand-off)."""
+
+    def __init__(self, to: str) -> None:
+        self.to = to
+
+
+def pydantic_ai_programmatic(model, workers: dict):
+    """The app's code runs the triage agent, then the agent it chose, on the same request."""
+    from pydantic_ai import Agent, ToolOutput
+
+    def transfer_to_billing(request: str) -> Handoff:
+        """Pass the request to the billing agent."""
+        return Handoff("billing")
+
+    def transfer_to_orders(request: str) -> Handoff:
+        """Pass the request to the orders agent."""
+        return Handoff("orders")
+
+    triage = Agent(model, name="triage", instructions=TRIAGE_PROMPT, output_type=[
+        ToolOutput(transfer_to_billing, name="transfer_to_billing"),
+        ToolOutput(transfer_to_orders, name="transfer_to_orders"), str])
+
+    async def run(message: str) -> str:
+        out = (await triage.run(message)).output
+        if isinstance(out, Handoff):
+            return str((await workers[out.to].run(message)).output)
+        return str(out)
+    return _serial(run)
+
+
 def build_handler(flavor: str, base_url: str):
     if flavor in ("agents-v2", "agents-oi"):
         return openai_agents(base_url, flavor.split("-")[1])
     if flavor == "langgraph":
         return langgraph_supervisor(base_url)
-    if flavor == "pydantic-ai":
-        return pydantic_ai(base_url)
+    if flavor in ("pydantic-ai", "pydantic-ai-programmatic"):
+        return pydantic_ai(base_url, programmatic=flavor.endswith("programmatic"))
     raise SystemExit(f"unknown flavor {flavor!r}")
 
 

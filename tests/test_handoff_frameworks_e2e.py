@@ -31,6 +31,7 @@ ROWS = {
     "agents-oi": ("auto", {"triage": "Triage agent", "billing": "Billing agent", "orders": "Orders agent"}),
     "langgraph": ("auto", {"triage": "supervisor", "billing": "billing", "orders": "orders"}),
     "pydantic-ai": ("gen_ai", {"triage": "triage", "billing": "billing", "orders": "orders"}),
+    "pydantic-ai-programmatic": ("gen_ai", {"triage": "triage", "billing": "billing", "orders": "orders"}),
 }
 
 
@@ -127,7 +128,7 @@ def test_routing_is_the_agent_that_handled_the_request(tmp_path, apps, row):
                         "misroute": names["orders"], "wrong-arg": names["orders"]}
     assert all(g["layers"]["routing"]["observed_from"] == "trace" for g in got.values())
     assert got["misroute"]["verdict"] == "fail" and got["wrong-arg"]["verdict"] == "fail"
-    assert got["misroute"]["layers"]["routing"]["observed_via"] == ("answering agent" if row == "pydantic-ai" else "handoff")
+    assert got["misroute"]["layers"]["routing"]["observed_via"] == ("answering agent" if row.startswith("pydantic-ai") else "handoff")
     # the tool's own arguments and result, whatever envelope the framework records them in
     lookups = [t for t in got["orders"]["tool_calls"] if t["name"] == "lookup_order"]
     assert [(t["arguments"], t["result"]) for t in lookups] == [
