@@ -10,7 +10,7 @@ import json
 
 from assay.run.layers import RepeatEvidence, ScoreContext, score_repeat
 from assay.run.otlp_writer import new_span_id, new_trace_id, span, traces_data
-from assay.run.trace_normalize import normalize_trace
+from assay.run.trace_normalize import incomplete_reason, normalize_trace
 from assay.run.trace_routing import arguments_from_requests, handling_agent
 from assay.run.tracing import COMPLETE
 
@@ -80,6 +80,7 @@ def test_openinference_handoff_tool_span_without_a_name_is_a_handoff_not_a_broke
     # a tool span with no name that is not a handoff still makes the trace incomplete
     broken = norm(spans + [oi(tid, "mystery", "TOOL", bil, i=7)], tid, "auto")
     assert broken["status"] == "incomplete" and broken["checks"]["unnamed_tool_spans"] == 1
+    assert incomplete_reason(broken) == "1 tool span(s) without a tool name (tool.name / gen_ai.tool.name)"
 
 
 def test_openinference_hidden_inputs_and_outputs_are_not_names_or_arguments():

@@ -367,5 +367,6 @@ def incomplete_reason(normalized: dict) -> str:
     if c.get("orphaned_parents"):
         parts.append(f"{c['orphaned_parents']} span(s) whose parent span never arrived")
     if c.get("unnamed_tool_spans"):
-        parts.append(f"{c['unnamed_tool_spans']} tool span(s) without a tool name (gen_ai.tool.name)")
+        conv = conventions.CONVENTIONS.get(c.get("convention") or "", conventions.GEN_AI)
+        parts.append(f"{c['unnamed_tool_spans']} tool span(s) without a tool name ({' / '.join(conv.tool_name)})")
     return "; ".join(parts) or "trace incomplete"
