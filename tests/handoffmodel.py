@@ -9,8 +9,9 @@ Which agent is asking is read from the tools it offers, as a real model would se
 - a triage agent (it offers tools whose names contain `transfer_to_`): after a handoff came back
   (a tool message answering a transfer), the last worker's answer repeated; else a transfer to
   orders when the user's text names an order (`ORD-`: checked first, so "charged twice for
-  ORD-12" goes to orders, the planted misroute), to billing when it names an invoice (`INV-`),
-  else a greeting of its own.
+  ORD-12" goes to orders, the planted misroute), to billing when it names an invoice (`INV-<n>`
+  or the word "invoice"; without an id the billing agent answers without a tool), else a
+  greeting of its own.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def handoff_reply(body: dict) -> tuple[dict, str]:
             worker = next((_text(m.get("content")) for m in reversed(messages)
                            if m.get("role") == "assistant" and _text(m.get("content")) and not m.get("tool_calls")), "")
             return _say(worker or "Done.")
-        target = ("order" if ORDER_RE.search(user) else "billing" if INVOICE_RE.search(user) else None)
+        target = ("order" if ORDER_RE.search(user) else
+                  "billing" if INVOICE_RE.search(user) or "invoice" in user.lower() else None)
         name = next((n for n in transfers if target and target in n), None)
         if name:
             param = _first_param(tools[name])

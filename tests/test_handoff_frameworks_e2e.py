@@ -45,6 +45,8 @@ def cases(names: dict) -> list[dict]:
             "route": names["billing"], "answer": {"must_contain": ["42.5"]},
             "tools": {"subset": ["get_invoice"], "forbidden": ["lookup_order"]},
             "args": {"get_invoice": {"invoice_id": "INV-7"}}}),
+        case("no-tool", "a question about my invoice", expect={
+            "route": names["billing"], "tools": {"forbidden": ["lookup_order", "get_invoice"]}}),
         case("hello", "hello there", expect={"route": names["triage"], "tools": {"forbidden": ["lookup_order", "get_invoice"]}}),
         case("misroute", "I was charged twice for ORD-12, invoice INV-3", expect={"route": names["billing"]}),
         case("wrong-arg", "where is ORD-7?", expect={"route": names["orders"], "args": {"lookup_order": {"order_id": "ORD-99"}}}),
@@ -119,16 +121,20 @@ def test_routing_is_the_agent_that_handled_the_request(tmp_path, apps, row):
     assert table(got) == {
         "orders": {"routing": "pass", "trajectory": "pass", "tool_selection": "pass", "answer": "pass"},
         "billing": {"routing": "pass", "trajectory": "pass", "tool_selection": "pass", "answer": "pass"},
+        "no-tool": {"routing": "pass", "trajectory": "pass", "tool_selection": "n/a", "answer": "n/a"},
         "hello": {"routing": "pass", "trajectory": "pass", "tool_selection": "n/a", "answer": "n/a"},
         "misroute": {"routing": "fail", "trajectory": "n/a", "tool_selection": "n/a", "answer": "n/a"},
         "wrong-arg": {"routing": "pass", "trajectory": "n/a", "tool_selection": "fail", "answer": "n/a"},
     }, {c: {k: g["layers"][k] for k in ("routing", "trajectory", "tool_selection")} for c, g in got.items()}
     observed = {cid: g["layers"]["routing"]["observed"] for cid, g in got.items()}
-    assert observed == {"orders": names["orders"], "billing": names["billing"], "hello": names["triage"],
+    assert observed == {"orders": names["orders"], "billing": names["billing"], "no-tool": names["billing"],
+                        "hello": names["triage"],
                         "misroute": names["orders"], "wrong-arg": names["orders"]}
     assert all(g["layers"]["routing"]["observed_from"] == "trace" for g in got.values())
     assert got["misroute"]["verdict"] == "fail" and got["wrong-arg"]["verdict"] == "fail"
     assert got["misroute"]["layers"]["routing"]["observed_via"] == ("answering agent" if row.startswith("pydantic-ai") else "handoff")
+    # a handoff is not a tool call: the agent handed to called no tool, and the tool log says so
+    assert got["no-tool"]["tool_calls"] == [] or row.startswith("pydantic-ai"), got["no-tool"]["tool_calls"]
     # the tool's own arguments and result, whatever envelope the framework records them in
     lookups = [t for t in got["orders"]["tool_calls"] if t["name"] == "lookup_order"]
     assert [(t["arguments"], t["result"]) for t in lookups] == [

@@ -83,6 +83,29 @@ def test_openinference_handoff_tool_span_without_a_name_is_a_handoff_not_a_broke
     assert incomplete_reason(broken) == "1 tool span(s) without a tool name (tool.name / gen_ai.tool.name)"
 
 
+def test_a_handoff_to_an_agent_that_calls_no_tool_leaves_an_empty_tool_log_that_is_seen():
+    tid, tri, bil = new_trace_id(), new_span_id(), new_span_id()
+    asks = {"llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "transfer_to_billing_agent"}
+    spans = [oi(tid, "Triage agent", "AGENT", sid=tri, **{"agent.name": "Triage agent"}),
+             oi(tid, "generation", "LLM", tri, i=1, **asks),
+             oi(tid, "handoff to Billing agent", "TOOL", tri, i=2),
+             oi(tid, "Billing agent", "AGENT", sid=bil, i=3, **{"agent.name": "Billing agent"}),
+             oi(tid, "generation", "LLM", bil, i=4, **{"llm.output_messages.0.message.role": "assistant"})]
+    traj = norm(spans, tid, "openinference")["trajectory"]
+    assert traj["tool_calls"] == [] and traj["tool_log"]["seen"] is True, traj["tool_log"]
+    # gen_ai: the LLM's request for the handoff tool is the handoff, not a requested tool call
+    tid = new_trace_id()
+    out_msgs = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "name": "transfer_to_billing_agent",
+                                                            "id": "c1", "arguments": {}}]}])
+    g = [span(trace_id=tid, span_id=tri, operation="invoke_agent", agent="Triage agent", **at(0)),
+         span(trace_id=tid, parent_span_id=tri, operation="chat", model="m", **at(1),
+              attributes={"gen_ai.output.messages": out_msgs}),
+         span("agent_handoff", trace_id=tid, parent_span_id=tri, operation="agent_handoff", **at(2), attributes={
+             "gen_ai.handoff.from_agent": "Triage agent", "gen_ai.handoff.to_agent": "Billing agent"})]
+    assert norm(g, tid, "gen_ai")["trajectory"]["tool_calls"] == []
+
+
 def test_openinference_hidden_inputs_and_outputs_are_not_names_or_arguments():
     """OPENINFERENCE_HIDE_INPUTS / _OUTPUTS write `__REDACTED__`: the handoff target comes from the
     span name, and a redacted tool input is arguments not captured (unscored), never a value."""

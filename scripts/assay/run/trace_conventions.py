@@ -161,7 +161,7 @@ def _langgraph_agent(meta: dict) -> str | None:
     return node if isinstance(node, str) and node else None
 
 
-_TRANSFER_PREFIXES = ("transfer_to_", "transfer_back_to_")
+TRANSFER_PREFIXES = ("transfer_to_", "transfer_back_to_")  # openai-agents and langgraph handoff tools
 _OI_HANDOFF_PREFIX = "handoff to "
 
 
@@ -174,7 +174,7 @@ def _oi_handoff(name: Any, attrs: dict) -> dict | None:
     meta = langgraph_metadata(attrs)
     if meta and kind in ("TOOL", "AGENT"):
         dest = meta.get("__handoff_destination")
-        prefix = next((p for p in _TRANSFER_PREFIXES if name.startswith(p)), None)
+        prefix = next((p for p in TRANSFER_PREFIXES if name.startswith(p)), None)
         if isinstance(dest, str) and dest or prefix:
             return {"from": _langgraph_agent(meta), "to": dest if isinstance(dest, str) and dest else name[len(prefix):]}
     if kind == "TOOL" and not attrs.get("tool.name") and (name == "handoff" or name.startswith(_OI_HANDOFF_PREFIX)):

@@ -7,6 +7,8 @@ convention's table (`assay.run.trace_conventions`: gen_ai, openinference, openll
 Without tool spans, the tool calls an LLM span's output messages asked for are the tool log
 (`origin: requested`; tool spans give `origin: executed`). `trajectory.tool_log` says whether
 the tool log could be seen at all: trace-fed layers never pass or fail on a blind one.
+Handoff spans (the convention's `handoff`) go to `trajectory.handoffs`, never to the agents or
+the tool log; `assay.run.trace_routing` reads the route from them.
 
 Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of
 them, or a raw span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted and
@@ -21,7 +23,7 @@ import binascii
 from typing import Any, Iterator
 
 from . import trace_conventions as conventions
-from .trace_routing import arguments_from_requests, first_agent_name, handling_agent  # noqa: F401
+from .trace_routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
@@ -233,9 +235,12 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     kind = {id(s): conv.kind_of(s["attributes"]) for s in spans}
 
     handoff_of = {id(s): conv.handoff(s["name"], s["attributes"]) for s in spans}
+    # a handoff is neither an agent nor a tool call; one traced as a tool span still shows that
+    # this instrumentation traces tool execution (the tool spans, even none, are the tool log)
+    handoff_tool_spans = sum(1 for s in spans if handoff_of[id(s)] is not None and kind[id(s)] == TOOL_KIND)
     for s in spans:
         if handoff_of[id(s)] is not None:
-            kind[id(s)] = None  # a handoff is neither an agent nor a tool call
+            kind[id(s)] = None
 
     def agent_span_of(s: dict) -> dict | None:
         seen, cur = set(), by_id.get(s["parent_span_id"])
@@ -317,7 +322,9 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                 "arguments": args, "arguments_captured": args_captured,
                 "result": result, "result_captured": result_captured, "origin": "executed", **common})
     notes.extend(arguments_from_requests(tool_calls, requested))
-    if not tool_calls and requested:
+    if handoffs:  # the LLM's request for a handoff tool is the handoff, not a tool call
+        requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)]
+    if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
         for call in requested:
@@ -329,7 +336,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         if name not in usage:
             usage[name] = {"input_tokens": tokens.get("input_tokens", 0), "output_tokens": tokens.get("output_tokens", 0)}
     total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
-    kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND),
+    kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND) + handoff_tool_spans,
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
     tool_log = _tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans))
 

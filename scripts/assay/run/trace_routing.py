@@ -25,6 +25,7 @@ HANDOFF, ANSWERING, FIRST = "handoff", "answering agent", "first agent"
 
 
 def first_agent_name(trajectory: dict | None) -> str | None:
+    """The first agent span (by start time) with a name, or None."""
     for agent in (trajectory or {}).get("agents") or []:
         name = agent.get("name")
         if isinstance(name, str) and name:
