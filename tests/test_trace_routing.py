@@ -193,3 +193,33 @@ def test_the_routing_layer_says_how_the_route_was_read():
     assert got["routing"]["verdict"] == "fail" and got["routing"]["observed"] == "billing"
     assert got["routing"]["observed_via"] == "handoff" and got["routing"]["handoffs"] == ["triage -> billing"]
     assert got["routing"]["reason"].endswith("(the trace's handoff triage -> billing)"), got["routing"]
+
+
+def routing_layer(traj, trace_status=COMPLETE, reason=None, expect=None, **inv) -> dict:
+    ctx = ScoreContext(invocation=inv, matrix={}, scoring={}, judged_reason=lambda case: "no judge",
+                       traces_collected=True, traceless_reason=None)
+    ev = RepeatEvidence(status=200, response_json={"message": "x"}, answer="x", answer_note=None,
+                        trace_status=trace_status, trajectory=traj, trace_reason=reason)
+    got, _ = score_repeat({"id": "c", "expect": expect or {"route": "Billing agent"}}, ctx, ev)
+    return got["routing"]
+
+
+def test_no_route_from_a_trace_read_under_another_convention_or_incomplete():
+    """openai-agents under OpenInference with its GenAI semconv on, declared `gen_ai`: the agent names
+    are there, but the spans are not read as they were written: unscored, naming the fix."""
+    tid, tri = new_trace_id(), new_span_id()
+    spans = [span(trace_id=tid, span_id=tri, operation="invoke_agent", agent="Billing agent",
+                  attributes={"openinference.span.kind": "AGENT"}, **at(0)),
+             span(trace_id=tid, parent_span_id=tri, operation="chat", model="m", **at(1))]
+    traj = norm(spans, tid, "gen_ai")["trajectory"]
+    assert traj["convention"]["foreign"]
+    layer = routing_layer(traj)
+    assert layer["verdict"] == "unscored" and "openinference (openinference.span.kind)" in layer["reason"], layer
+    assert routing_layer(norm(spans, tid, "auto")["trajectory"])["verdict"] == "pass"
+    # an incomplete trace is a declared source that gave no route: unscored, saying why
+    layer = routing_layer(None, trace_status="incomplete", reason="1 span(s) whose parent span never arrived")
+    assert layer["verdict"] == "unscored" and "the trace is incomplete: 1 span(s)" in layer["reason"], layer
+    assert "no route source declared" not in layer["reason"]
+    # another declared source still answers
+    layer = routing_layer(None, trace_status="incomplete", route_from_status={"200": "Billing agent"})
+    assert layer["verdict"] == "pass" and layer["observed_from"] == "status"
