@@ -93,6 +93,11 @@ def run_row(tmp_path, apps, row: str) -> dict[str, dict]:
     state = make_state(tmp_path / row)
     doc = adapter(app_url, response_body='{"message": "<answer>"}', max_concurrency=4)
     del doc["invocation"]["route_from_response"]
+    # the tools a user declares: the domain tools; openai-agents' and langgraph's handoff tools are
+    # handoffs (never in the tool log), pydantic-ai's output functions are the user's own tools
+    tools = ["lookup_order", "get_invoice"] + (["transfer_to_billing", "transfer_to_orders"]
+                                               if row.startswith("pydantic-ai") else [])
+    doc["tools"] = [{"name": t, "side_effects": "safe-live"} for t in tools]
     doc["traces"] = {"source": "otlp-http", "location": f"127.0.0.1:{otlp_port}", "convention": convention,
                      "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 300, "max_wait_s": 4}}
     plan = make_plan(state, cases(names), adapter_doc=doc)
@@ -103,6 +108,7 @@ def run_row(tmp_path, apps, row: str) -> dict[str, dict]:
     for c in cases(names):
         v = json.loads((out / "cases" / c["id"] / "verdict.json").read_text())
         traj = out / "cases" / c["id"] / "trajectory.json"
+        assert not v.get("undeclared_tools"), (c["id"], v["undeclared_tools"])
         got[c["id"]] = {"layers": v["layers"], "trace": v["trace"], "verdict": v["verdict"],
                         "tool_calls": json.loads(traj.read_text())["tool_calls"] if traj.exists() else None}
     return got
