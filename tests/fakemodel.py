@@ -60,8 +60,8 @@ def reply_for(messages: list[dict]) -> tuple[dict, str]:
     return {"role": "assistant", "content": "Hello! How can I help with your order?"}, "stop"
 
 
-def completion(body: dict) -> dict:
-    message, finish = reply_for(body.get("messages") or [])
+def completion(body: dict, script=None) -> dict:
+    message, finish = script(body) if script else reply_for(body.get("messages") or [])
     prompt_tokens = sum(len(_text(m.get("content")).split()) + 3 for m in body.get("messages") or [])
     completion_tokens = len(_text(message.get("content")).split()) + 5 * len(message.get("tool_calls") or [])
     message.setdefault("refusal", None)
@@ -73,7 +73,9 @@ def completion(body: dict) -> dict:
 
 
 class FakeModel:
-    def __init__(self) -> None:
+    """`script(body) -> (assistant message, finish_reason)` replaces the order script above."""
+
+    def __init__(self, script=None) -> None:
         self.requests: list[dict] = []
 
         model = self
@@ -96,7 +98,7 @@ class FakeModel:
                     status, out = 400, {"error": {"message": "streaming is not scripted", "type": "invalid_request_error"}}
                 else:
                     model.requests.append(body)
-                    status, out = 200, completion(body)
+                    status, out = 200, completion(body, script)
                 data = json.dumps(out).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

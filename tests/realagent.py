@@ -220,14 +220,8 @@ def build_handler(flavor: str, base_url: str):
     raise SystemExit(f"unknown flavor {flavor!r}")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--flavor", required=True)
-    ap.add_argument("--export", default="otlp-http")
-    args = ap.parse_args()
-    provider = setup_tracing(args.export)
-    model = FakeModel()
-    handle = build_handler(args.flavor, model.base_url)
+def serve(handle, provider, model) -> int:
+    """Serve `POST /api/chat` with `handle(message) -> answer` until stdin closes (see the docstring)."""
     from opentelemetry import context as context_api
     from opentelemetry.propagate import extract
 
@@ -269,6 +263,16 @@ def main() -> int:
     provider.shutdown()
     model.close()
     return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flavor", required=True)
+    ap.add_argument("--export", default="otlp-http")
+    args = ap.parse_args()
+    provider = setup_tracing(args.export)
+    model = FakeModel()
+    return serve(build_handler(args.flavor, model.base_url), provider, model)
 
 
 if __name__ == "__main__":

@@ -79,31 +79,43 @@ def _guard(fn: Callable[[], dict]) -> dict:
         return {"verdict": UNSCORED, "reason": f"scorer not available in this build ({exc.name})"}
 
 
-def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | None, str | None, bool]:
-    """(observed, observed_from, any_source_declared): declared sources only, in priority order."""
-    declared = False
+def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | None, str | None, bool, str | None]:
+    """(observed, observed_from, any_source_declared, why the trace gave no route): declared sources
+    only, in priority order. A collected trace is a declared source even when it gives no route."""
+    declared, trace_note = False, None
     path = inv.get("route_from_response")
     if isinstance(path, str) and path:
         declared = True
         found, value = templates.lookup(ev.response_json, path)
         if found and value not in (None, ""):
-            return str(value), "response", True
-    if ev.trace_status == COMPLETE and ev.trajectory is not None:
+            return str(value), "response", True, None
+    if ev.trace_status != NOT_COLLECTED:
         declared = True
-        try:
-            from .traces import first_agent_name
-            name = first_agent_name(ev.trajectory)
-        except ImportError:
-            name = None
+        name, trace_note = _trace_route(ev)
         if name:
-            return str(name), "trace", True
+            return str(name), "trace", True, None
     status_map = inv.get("route_from_status")
     if isinstance(status_map, Mapping) and status_map:
         declared = True
         route = status_map.get(ev.status, status_map.get(str(ev.status)))
         if route not in (None, ""):
-            return str(route), "status", True
-    return None, None, declared
+            return str(route), "status", True, trace_note
+    return None, None, declared, trace_note
+
+
+def _trace_route(ev: RepeatEvidence) -> tuple[str | None, str | None]:
+    """(the agent that handled the request, or None and why): never read from a trace that is not
+    complete or whose spans follow another convention than the declared one."""
+    if ev.trace_status != COMPLETE or ev.trajectory is None:
+        return None, f"the trace is {ev.trace_status}: {ev.trace_reason or 'no detail'}"
+    foreign = (ev.trajectory.get("convention") or {}).get("foreign") or {}
+    if foreign:
+        names = ", ".join(f"{n} ({m})" for n, m in sorted(foreign.items()))
+        return None, (f"the spans carry another convention's markers: {names}; set traces.convention "
+                      "to that convention or auto")
+    from .trace_routing import handling_agent
+    name, _ = handling_agent(ev.trajectory)
+    return (name, None) if name else (None, "no agent span in the trace has a name")
 
 
 def _with_response_path(layer: dict, inv: Mapping[str, Any], ev: RepeatEvidence, observed_from: str | None) -> dict:
@@ -177,13 +189,21 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         exp, ok = http_status_ok(expect, ev)
         return {"verdict": "pass" if ok else "fail", "expected_status": exp, "status": ev.status}
     if layer == "routing":
-        observed, observed_from, declared = observed_route(ctx.invocation, ev)
+        observed, observed_from, declared, trace_note = observed_route(ctx.invocation, ev)
         if not declared:
             return {"verdict": UNSCORED, "reason": "no route source declared (route_from_response, a "
                     "collected trace, or route_from_status); routes are never inferred"}
         from ..score.routing import score_case_routing
-        out = _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
-        return _with_response_path(out, ctx.invocation, ev, observed_from)
+        layer = _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
+        if observed is None and trace_note and layer.get("verdict") == UNSCORED:
+            layer["reason"] = f"{layer.get('reason')}; {trace_note}"
+        if observed_from == "trace":
+            from .trace_routing import route_evidence
+            layer.update(route_evidence(ev.trajectory))
+            if layer.get("verdict") == "fail" and layer.get("reason"):
+                how = layer["observed_via"] + (f" {', '.join(layer['handoffs'])}" if layer.get("handoffs") else "")
+                layer["reason"] += f" (the trace's {how})"
+        return _with_response_path(layer, ctx.invocation, ev, observed_from)
     if layer in ("trajectory", "tool_selection", "loops"):
         http_failed = ctx.invocation.get("mode") != "cli" and not http_status_ok(expect, ev)[1]
         missing = _trace_input(ctx, ev, http_failed)

@@ -16,6 +16,10 @@ results it was given (its input messages). `auto` picks one per trace by marker 
   `traceloop.entity.name`, `traceloop.entity.input` / `.output`; LLM spans in gen_ai form or the
   older `llm.request.type` + `gen_ai.prompt.<i>.*` / `gen_ai.completion.<i>.*` form).
 
+Handoffs (one agent passing the request to another) are not tool calls: each convention names
+the spans that record one (`handoff(span name, attributes)` -> {from, to} or None; see
+`assay.run.trace_routing` for how the route follows them).
+
 A tool-argument value that is a JSON Schema (an object with `type: object` and `properties`)
 is not arguments: it is skipped and the next source of the table is read.
 """
@@ -52,6 +56,16 @@ def _traceloop_input(value: Any) -> Any:
     return doc
 
 
+def _oi_output(value: Any) -> Any:
+    """output.value; a LangChain ToolMessage (`{"type": "tool", "data": {"content": ...}}`, what
+    openinference-instrumentation-langchain records for a LangGraph tool) is its content."""
+    doc = _json(value)
+    if isinstance(doc, dict) and doc.get("type") == "tool" and isinstance(doc.get("data"), dict) \
+            and "content" in doc["data"]:
+        return _json(doc["data"]["content"])
+    return doc
+
+
 @dataclass(frozen=True)
 class Convention:
     """One convention's mapping table (see the module docstring)."""
@@ -68,6 +82,9 @@ class Convention:
     output_tokens: tuple[str, ...]
     finish_reasons: tuple[str, ...]
     agent_name_from_span_name: bool = False
+    handoff: Callable[[Any, dict], dict | None] = lambda name, attrs: None
+    # (span name, attributes) -> an agent name the framework keeps outside the name attributes
+    framework_agent_name: Callable[[Any, dict], str | None] = lambda name, attrs: None
 
     def kind_of(self, attrs: dict) -> str | None:
         for key, table in self.kinds:
@@ -95,7 +112,7 @@ class Convention:
         """(captured, arguments, note): the first source that is not a JSON Schema."""
         note = None
         for key, convert in self.tool_args:
-            if key in attrs:
+            if key in attrs and attrs[key] != REDACTED:
                 value = convert(attrs[key])
                 if looks_like_json_schema(value):
                     note = f"{key} holds a JSON Schema, not arguments: ignored"
@@ -105,7 +122,7 @@ class Convention:
 
     def result(self, attrs: dict) -> tuple[bool, Any]:
         for key, convert in self.tool_result:
-            if key in attrs:
+            if key in attrs and attrs[key] != REDACTED:
                 return True, convert(attrs[key])
         return False, None
 
@@ -114,6 +131,69 @@ class Convention:
         if value is None:
             return None
         return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+# ---------------------------------------------------------------------------- handoffs
+
+def _gen_ai_handoff(name: Any, attrs: dict) -> dict | None:
+    """opentelemetry-instrumentation-openai-agents-v2: an `agent_handoff` span names both agents."""
+    if attrs.get("gen_ai.operation.name") != "agent_handoff":
+        return None
+    return {"from": attrs.get("gen_ai.handoff.from_agent"), "to": attrs.get("gen_ai.handoff.to_agent")}
+
+
+def langgraph_metadata(attrs: dict) -> dict:
+    """The LangGraph run metadata openinference-instrumentation-langchain keeps in `metadata`."""
+    meta = _json(attrs.get("metadata"))
+    return meta if isinstance(meta, dict) and "langgraph_node" in meta else {}
+
+
+def _langgraph_agent(meta: dict) -> str | None:
+    """The (sub)graph a LangGraph node runs in: the last `name:<id>` of `checkpoint_ns`, else the node.
+
+    `create_react_agent(name="orders")` runs its generic `agent` / `tools` nodes inside the
+    subgraph `orders`; langgraph-supervisor's own agent is the subgraph `supervisor`.
+    """
+    ns = meta.get("checkpoint_ns")
+    if isinstance(ns, str) and ns:
+        return ns.split("|")[-1].split(":")[0] or None
+    node = meta.get("langgraph_node")
+    return node if isinstance(node, str) and node else None
+
+
+TRANSFER_PREFIXES = ("transfer_to_", "transfer_back_to_")  # openai-agents and langgraph handoff tools
+_OI_HANDOFF_PREFIX = "handoff to "
+
+
+def _oi_handoff(name: Any, attrs: dict) -> dict | None:
+    """OpenInference handoffs: openinference-instrumentation-openai-agents' TOOL span `handoff to X`
+    (no tool.name; input.value = from, output.value = to), and langgraph-supervisor's `transfer_to_X` /
+    `transfer_back_to_X` tools (metadata `__handoff_destination`), whatever span kind carries them."""
+    kind = attrs.get("openinference.span.kind")
+    name = name if isinstance(name, str) else ""
+    meta = langgraph_metadata(attrs)
+    if meta and kind in ("TOOL", "AGENT"):
+        dest = meta.get("__handoff_destination")
+        prefix = next((p for p in TRANSFER_PREFIXES if name.startswith(p)), None)
+        if isinstance(dest, str) and dest or prefix:
+            return {"from": _langgraph_agent(meta), "to": dest if isinstance(dest, str) and dest else name[len(prefix):]}
+    if kind == "TOOL" and not attrs.get("tool.name") and (name == "handoff" or name.startswith(_OI_HANDOFF_PREFIX)):
+        # the span name is never redacted; input.value / output.value are under OPENINFERENCE_HIDE_*
+        to = name[len(_OI_HANDOFF_PREFIX):] or _unredacted(attrs.get("output.value"))
+        return {"from": _unredacted(attrs.get("input.value")), "to": to}
+    return None
+
+
+REDACTED = "__REDACTED__"  # what OpenInference writes for hidden inputs and outputs
+
+
+def _unredacted(value: Any) -> Any:
+    return None if value in (None, "", REDACTED) else value
+
+
+def _oi_framework_agent(name: Any, attrs: dict) -> str | None:
+    meta = langgraph_metadata(attrs)
+    return _langgraph_agent(meta) if meta else None
 
 
 GEN_AI_LLM_OPS = {"chat": LLM, "text_completion": LLM, "generate_content": LLM}
@@ -126,7 +206,7 @@ GEN_AI = Convention(
     tool_args=(("gen_ai.tool.call.arguments", _json),), tool_result=(("gen_ai.tool.call.result", _json),),
     model=("gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("gen_ai.usage.input_tokens",), output_tokens=("gen_ai.usage.output_tokens",),
-    finish_reasons=("gen_ai.response.finish_reasons",))
+    finish_reasons=("gen_ai.response.finish_reasons",), handoff=_gen_ai_handoff)
 
 OPENINFERENCE = Convention(
     name="openinference", markers=("openinference.span.kind",),
@@ -134,11 +214,12 @@ OPENINFERENCE = Convention(
     agent_name=("agent.name", "gen_ai.agent.name"), tool_name=("tool.name", "gen_ai.tool.name"),
     tool_call_id=("tool_call.id", "gen_ai.tool.call.id"),
     tool_args=(("input.value", _json), ("tool_call.function.arguments", _json), ("gen_ai.tool.call.arguments", _json)),
-    tool_result=(("output.value", _json), ("gen_ai.tool.call.result", _json)),
+    tool_result=(("output.value", _oi_output), ("gen_ai.tool.call.result", _json)),
     model=("llm.model_name", "gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
     output_tokens=("llm.token_count.completion", "gen_ai.usage.output_tokens"),
-    finish_reasons=("llm.finish_reason", "gen_ai.response.finish_reasons"), agent_name_from_span_name=True)
+    finish_reasons=("llm.finish_reason", "gen_ai.response.finish_reasons"), agent_name_from_span_name=True,
+    handoff=_oi_handoff, framework_agent_name=_oi_framework_agent)
 
 OPENLLMETRY = Convention(
     name="openllmetry", markers=("traceloop.span.kind", "traceloop.entity.name", "llm.request.type"),

@@ -7,6 +7,8 @@ convention's table (`assay.run.trace_conventions`: gen_ai, openinference, openll
 Without tool spans, the tool calls an LLM span's output messages asked for are the tool log
 (`origin: requested`; tool spans give `origin: executed`). `trajectory.tool_log` says whether
 the tool log could be seen at all: trace-fed layers never pass or fail on a blind one.
+Handoff spans (the convention's `handoff`) go to `trajectory.handoffs`, never to the agents or
+the tool log; `assay.run.trace_routing` reads the route from them.
 
 Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of
 them, or a raw span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted and
@@ -21,6 +23,7 @@ import binascii
 from typing import Any, Iterator
 
 from . import trace_conventions as conventions
+from .trace_routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
@@ -231,20 +234,38 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     conv, conv_info = conventions.pick(convention, spans)
     kind = {id(s): conv.kind_of(s["attributes"]) for s in spans}
 
+    handoff_of = {id(s): conv.handoff(s["name"], s["attributes"]) for s in spans}
+    # a handoff is neither an agent nor a tool call; one traced as a tool span still shows that
+    # this instrumentation traces tool execution (the tool spans, even none, are the tool log)
+    handoff_tool_spans = sum(1 for s in spans if handoff_of[id(s)] is not None and kind[id(s)] == TOOL_KIND)
+    for s in spans:
+        if handoff_of[id(s)] is not None:
+            kind[id(s)] = None
+
+    def agent_span_of(s: dict) -> dict | None:
+        seen, cur = set(), by_id.get(s["parent_span_id"])
+        while cur is not None and cur["span_id"] not in seen:
+            if kind[id(cur)] == AGENT_KIND:
+                return cur
+            seen.add(cur["span_id"])
+            cur = by_id.get(cur["parent_span_id"])
+        return None
+
+    owner = {id(s): agent_span_of(s) for s in spans}
+    # A wrapper runs agents and is none itself (openai-agents' "Agent workflow" under OpenInference):
+    # an agent span named only by its span name, with agent spans and no LLM call of its own below it.
+    runs_agents = {id(o) for s in spans if kind[id(s)] == AGENT_KIND and (o := owner[id(s)]) is not None}
+    calls_llm = {id(o) for s in spans if kind[id(s)] == LLM_KIND and (o := owner[id(s)]) is not None}
+
     def agent_name(s: dict) -> str | None:
-        name = conv.first(s["attributes"], conv.agent_name)
-        if name is None and conv.agent_name_from_span_name:
+        name = conv.framework_agent_name(s["name"], s["attributes"]) or conv.first(s["attributes"], conv.agent_name)
+        if name is None and conv.agent_name_from_span_name and not (id(s) in runs_agents and id(s) not in calls_llm):
             name = s["name"]
         return name if isinstance(name, str) and name else None
 
     def agent_of(s: dict) -> str | None:
-        seen, cur = set(), by_id.get(s["parent_span_id"])
-        while cur is not None and cur["span_id"] not in seen:
-            if kind[id(cur)] == AGENT_KIND:
-                return agent_name(cur)
-            seen.add(cur["span_id"])
-            cur = by_id.get(cur["parent_span_id"])
-        return None
+        cur = owner[id(s)]
+        return agent_name(cur) if cur is not None else None
 
     def error_of(s: dict) -> str | None:
         etype = s["attributes"].get("error.type")
@@ -263,6 +284,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     llm_seen: list[tuple[bool, list[str] | None]] = []
     usage: dict[str, dict[str, int]] = {}
     agent_span_usage: dict[str, dict[str, int]] = {}
+    handoffs = [{"from": h.get("from") or agent_of(s), "to": h.get("to"), "span_id": s["span_id"],
+                 "start_ns": s["start_ns"]} for s in spans if (h := handoff_of[id(s)]) is not None]
     for s in spans:
         a, k = s["attributes"], kind[id(s)]
         tokens = conv.tokens(a)
@@ -298,7 +321,10 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                 "name": name, "agent": agent_of(s), "call_id": conv.first(a, conv.tool_call_id),
                 "arguments": args, "arguments_captured": args_captured,
                 "result": result, "result_captured": result_captured, "origin": "executed", **common})
-    if not tool_calls and requested:
+    notes.extend(arguments_from_requests(tool_calls, requested))
+    if handoffs:  # the LLM's request for a handoff tool is the handoff, not a tool call
+        requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)]
+    if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
         for call in requested:
@@ -310,7 +336,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         if name not in usage:
             usage[name] = {"input_tokens": tokens.get("input_tokens", 0), "output_tokens": tokens.get("output_tokens", 0)}
     total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
-    kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND),
+    kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND) + handoff_tool_spans,
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
     tool_log = _tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans))
 
@@ -334,20 +360,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     status = INCOMPLETE if (not spans or orphans or unnamed_tools) else OK
     return {"status": status, "checks": checks, "trajectory": {
         "trace_id": trace_id, "agents": agents, "llm_calls": llm_calls, "tool_calls": tool_calls,
-        "usage": {"by_agent": usage, "total": total}, "convention": conv_info, "tool_log": tool_log}}
-
-
-def first_agent_name(trajectory: dict | None) -> str | None:
-    """The name of the first agent span (by start time) that has one: the trace-observed route.
-
-    A workflow span without a name (openai-agents' "Agent workflow") does not hide the agent
-    it runs.
-    """
-    for agent in (trajectory or {}).get("agents") or []:
-        name = agent.get("name")
-        if isinstance(name, str) and name:
-            return name
-    return None
+        "handoffs": handoffs, "usage": {"by_agent": usage, "total": total}, "convention": conv_info,
+        "tool_log": tool_log}}
 
 
 def incomplete_reason(normalized: dict) -> str:
@@ -360,5 +374,6 @@ def incomplete_reason(normalized: dict) -> str:
     if c.get("orphaned_parents"):
         parts.append(f"{c['orphaned_parents']} span(s) whose parent span never arrived")
     if c.get("unnamed_tool_spans"):
-        parts.append(f"{c['unnamed_tool_spans']} tool span(s) without a tool name (gen_ai.tool.name)")
+        conv = conventions.CONVENTIONS.get(c.get("convention") or "", conventions.GEN_AI)
+        parts.append(f"{c['unnamed_tool_spans']} tool span(s) without a tool name ({' / '.join(conv.tool_name)})")
     return "; ".join(parts) or "trace incomplete"

@@ -38,8 +38,8 @@ OOS_LABEL = "__oos__"
 NO_ROUTE_LABEL = "__no_route__"
 NO_EXPECTED_LABEL = "__no_expected_route__"
 MACRO_MICRO_WARNING_GAP = 0.1
-NO_ROUTE_REASON = ("no declared route source produced a route (route_from_response, the first "
-                   "invoke_agent span's gen_ai.agent.name, route_from_status); routing is never inferred")
+NO_ROUTE_REASON = ("no declared route source produced a route (route_from_response, the agent that "
+                   "handled the request in the trace, route_from_status); routing is never inferred")
 
 
 def _route_spec(expect: Any) -> tuple[str | None, list[str], bool]:

@@ -1,0 +1,83 @@
+"""Who handled the request, read from a normalized trajectory; tool arguments a tool span lost. Pure.
+
+`handling_agent(trajectory)` is the trace-observed route (`docs/runner-contract.md` §5.5, §14):
+
+1. the target of the last handoff (`trajectory.handoffs`, in start order), where a handoff back
+   to an agent that itself handed off earlier in the trace is a return, not a route
+   (langgraph-supervisor's workers hand back to the supervisor, which repeats their answer);
+2. without a handoff: the agent whose LLM call ended last, the one that produced the answer
+   (pydantic-ai's output functions run the next agent inside the entry agent's run);
+3. else the first named agent span (a trace with agent spans but no LLM span).
+
+Wrapper spans (openai-agents' unnamed "Agent workflow") have no name and are never a route.
+
+`arguments_from_requests(tool_calls, requested)`: LangGraph's tools with one parameter record
+the bare value (`input.value = "ORD-12"`) on their TOOL span; the LLM span's tool call holds the
+arguments object. Such a call takes the arguments of the LLM's request for the same tool (by
+call id, else the n-th request of that name for its n-th execution).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+HANDOFF, ANSWERING, FIRST = "handoff", "answering agent", "first agent"
+
+
+def first_agent_name(trajectory: dict | None) -> str | None:
+    """The first agent span (by start time) with a name, or None."""
+    for agent in (trajectory or {}).get("agents") or []:
+        name = agent.get("name")
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def handling_agent(trajectory: dict | None) -> tuple[str | None, str | None]:
+    """(route, how): how is `handoff`, `answering agent` or `first agent` (None without a route)."""
+    traj = trajectory or {}
+    route, sources = None, set()
+    for h in traj.get("handoffs") or []:
+        frm, to = h.get("from"), h.get("to")
+        if isinstance(frm, str) and frm:
+            sources.add(frm)
+        if isinstance(to, str) and to and to not in sources:
+            route = to
+    if route:
+        return route, HANDOFF
+    named = [c for c in traj.get("llm_calls") or [] if isinstance(c.get("agent"), str) and c["agent"]]
+    if named:
+        last = max(enumerate(named), key=lambda ic: (ic[1].get("end_ns") or ic[1].get("start_ns") or 0, ic[0]))[1]
+        return last["agent"], ANSWERING
+    first = first_agent_name(traj)
+    return (first, FIRST) if first else (None, None)
+
+
+def route_evidence(trajectory: dict | None) -> dict:
+    """What the routing layer records beside a trace-observed route: how it was read, the handoffs."""
+    _, how = handling_agent(trajectory)
+    hops = [f"{h.get('from') or '?'} -> {h.get('to') or '?'}" for h in (trajectory or {}).get("handoffs") or []]
+    return {"observed_via": how, **({"handoffs": hops} if hops else {})}
+
+
+def arguments_from_requests(tool_calls: list[dict], requested: list[dict]) -> list[str]:
+    """Fill bare-value arguments from the LLM's tool calls in place; the notes to record."""
+    by_id = {str(r["call_id"]): r for r in requested if r.get("call_id") is not None}
+    by_name: dict[Any, list[dict]] = {}
+    for r in requested:
+        by_name.setdefault(r.get("name"), []).append(r)
+    seen: dict[Any, int] = {}
+    notes = []
+    for call in tool_calls:
+        n = seen[call["name"]] = seen.get(call["name"], -1) + 1
+        if not call.get("arguments_captured") or isinstance(call.get("arguments"), (dict, list)):
+            continue
+        req = by_id.get(str(call.get("call_id"))) if call.get("call_id") is not None else None
+        if req is None:
+            same = by_name.get(call["name"]) or []
+            req = same[n] if n < len(same) else None
+        if req is not None and req.get("arguments_captured") and isinstance(req.get("arguments"), dict):
+            call["arguments"] = req["arguments"]
+            notes.append(f"tool {call['name']!r}: its span holds a bare value; arguments taken from the "
+                         "LLM span's tool call")
+    return notes

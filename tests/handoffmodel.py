@@ -1,0 +1,94 @@
+"""The scripted model behind tests/handoffapp.py: a triage agent handing off to billing or orders.
+
+`handoff_reply(body)` answers one Chat Completions request (FakeModel(script=handoff_reply)).
+Which agent is asking is read from the tools it offers, as a real model would see them:
+
+- a domain agent (it offers `lookup_order` or `get_invoice`): after its own tool's result, the
+  final answer from that result; before, one call of the tool whose id the user's text names
+  (`ORD-<n>` for lookup_order, `INV-<n>` for get_invoice) with that id as the one argument;
+- a triage agent (it offers tools whose names contain `transfer_to_`): after a handoff came back
+  (a tool message answering a transfer), the last worker's answer repeated; else a transfer to
+  orders when the user's text names an order (`ORD-`: checked first, so "charged twice for
+  ORD-12" goes to orders, the planted misroute), to billing when it names an invoice (`INV-<n>`
+  or the word "invoice"; without an id the billing agent answers without a tool), else a
+  greeting of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from typing import Any
+
+_ids = itertools.count(1)
+ORDER_RE, INVOICE_RE = re.compile(r"ORD-\d+"), re.compile(r"INV-\d+")
+ORDERS = {"ORD-12": "shipped", "ORD-7": "delivered", "ORD-99": "lost"}
+INVOICES = {"INV-7": 42.5, "INV-3": 19.0}
+
+
+def lookup_order(order_id: str) -> str:
+    """Look up an order's status."""
+    return json.dumps({"order_id": order_id, "status": ORDERS.get(order_id, "unknown")})
+
+
+def get_invoice(invoice_id: str) -> str:
+    """Fetch an invoice's total."""
+    return json.dumps({"invoice_id": invoice_id, "total": INVOICES.get(invoice_id, 0.0)})
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _call(name: str, args: dict) -> tuple[dict, str]:
+    call = {"id": f"call_{next(_ids):06d}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+
+
+def _say(text: str) -> tuple[dict, str]:
+    return {"role": "assistant", "content": text}, "stop"
+
+
+def _first_param(tool: dict) -> str | None:
+    props = ((tool.get("function") or {}).get("parameters") or {}).get("properties") or {}
+    return next(iter(props), None)
+
+
+def handoff_reply(body: dict) -> tuple[dict, str]:
+    messages = body.get("messages") or []
+    tools = {(t.get("function") or {}).get("name"): t for t in body.get("tools") or []}
+    call_names = {tc.get("id"): (tc.get("function") or {}).get("name")
+                  for m in messages if m.get("role") == "assistant" for tc in m.get("tool_calls") or []}
+    last = messages[-1] if messages else {}
+    last_tool = call_names.get(last.get("tool_call_id")) if last.get("role") == "tool" else None
+    user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    domain = [n for n in ("lookup_order", "get_invoice") if n in tools]
+    transfers = [n for n in tools if n and "transfer_to_" in n]
+    if domain:
+        if last_tool in domain:
+            data = json.loads(_text(last.get("content")))
+            if "status" in data:
+                return _say(f"Order {data['order_id']} is {data['status']}.")
+            return _say(f"Invoice {data['invoice_id']} totals {data['total']}.")
+        found = (ORDER_RE if domain[0] == "lookup_order" else INVOICE_RE).search(user)
+        if found:
+            return _call(domain[0], {_first_param(tools[domain[0]]) or "id": found.group(0)})
+        return _say("I could not find an id in your message.")
+    if transfers:
+        if last_tool and "transfer" in last_tool:
+            worker = next((_text(m.get("content")) for m in reversed(messages)
+                           if m.get("role") == "assistant" and _text(m.get("content")) and not m.get("tool_calls")), "")
+            return _say(worker or "Done.")
+        target = ("order" if ORDER_RE.search(user) else
+                  "billing" if INVOICE_RE.search(user) or "invoice" in user.lower() else None)
+        name = next((n for n in transfers if target and target in n), None)
+        if name:
+            param = _first_param(tools[name])
+            return _call(name, {param: user} if param else {})
+    return _say("Hello! I can help with orders and invoices.")

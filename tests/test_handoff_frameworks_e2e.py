@@ -1,0 +1,147 @@
+"""Real agent frameworks' handoff patterns, end to end: routing is the agent that handled the request.
+
+Each row starts tests/handoffapp.py (a triage agent handing off to a billing and an orders agent,
+built as that framework documents it, every model call answered by tests/handoffmodel.py's
+script over the real Chat Completions wire format) exporting its spans over OTLP/HTTP to the
+runner's listener, and runs five cases through run_cases.py with routing read from the trace:
+an orders question, an invoice question, a greeting the triage agent answers itself, and two
+planted bugs that must fail: a misroute (the app sends "charged twice for ORD-12" to orders;
+the case expects billing) and a wrong tool argument.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
+from test_real_traces_e2e import free_port
+
+HERE = Path(__file__).resolve().parent
+CAPTURE = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+           "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+# row -> (traces.convention, {role: agent name as the framework names it})
+ROWS = {
+    "agents-v2": ("gen_ai", {"triage": "Triage agent", "billing": "Billing agent", "orders": "Orders agent"}),
+    "agents-oi": ("auto", {"triage": "Triage agent", "billing": "Billing agent", "orders": "Orders agent"}),
+    "langgraph": ("auto", {"triage": "supervisor", "billing": "billing", "orders": "orders"}),
+    "pydantic-ai": ("gen_ai", {"triage": "triage", "billing": "billing", "orders": "orders"}),
+    "pydantic-ai-programmatic": ("gen_ai", {"triage": "triage", "billing": "billing", "orders": "orders"}),
+}
+
+
+def cases(names: dict) -> list[dict]:
+    return [
+        case("orders", "where is ORD-12?", expect={
+            "route": names["orders"], "answer": {"must_contain": ["shipped"]},
+            "tools": {"subset": ["lookup_order"], "forbidden": ["get_invoice"]},
+            "args": {"lookup_order": {"order_id": "ORD-12"}}}),
+        case("billing", "please send invoice INV-7", expect={
+            "route": names["billing"], "answer": {"must_contain": ["42.5"]},
+            "tools": {"subset": ["get_invoice"], "forbidden": ["lookup_order"]},
+            "args": {"get_invoice": {"invoice_id": "INV-7"}}}),
+        case("no-tool", "a question about my invoice", expect={
+            "route": names["billing"], "tools": {"forbidden": ["lookup_order", "get_invoice"]}}),
+        case("hello", "hello there", expect={"route": names["triage"], "tools": {"forbidden": ["lookup_order", "get_invoice"]}}),
+        case("misroute", "I was charged twice for ORD-12, invoice INV-3", expect={"route": names["billing"]}),
+        case("wrong-arg", "where is ORD-7?", expect={"route": names["orders"], "args": {"lookup_order": {"order_id": "ORD-99"}}}),
+    ]
+
+
+def start_app(row: str, **env_extra: str) -> tuple[subprocess.Popen, str, int]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENINFERENCE_"))}
+    env.update(CAPTURE, **env_extra)
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
+               OPENAI_AGENTS_DISABLE_TRACING="0", PYTHONWARNINGS="ignore")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen([sys.executable, str(HERE / "handoffapp.py"), "--flavor", row],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    assert line, f"{row}: handoffapp.py did not start"
+    return proc, f"http://127.0.0.1:{json.loads(line)['port']}", port
+
+
+@pytest.fixture(scope="module")
+def apps():
+    """{row: (app_url, otlp_port)}, each row's app started on first use (a worker starts only its rows')."""
+    started: dict[str, tuple] = {}
+
+    class Apps(dict):
+        def __missing__(self, row):
+            proc, url, port = started[row] = start_app(row)
+            self[row] = (url, port)
+            return self[row]
+    try:
+        yield Apps()
+    finally:
+        for proc, _, _ in started.values():  # stop the apps we started, by pid
+            proc.kill()
+            proc.wait(timeout=20)
+            proc.stdin.close()
+            proc.stdout.close()
+
+
+def run_row(tmp_path, apps, row: str) -> dict[str, dict]:
+    app_url, otlp_port = apps[row]
+    convention, names = ROWS[row]
+    state = make_state(tmp_path / row)
+    doc = adapter(app_url, response_body='{"message": "<answer>"}', max_concurrency=4)
+    del doc["invocation"]["route_from_response"]
+    # the tools a user declares: the domain tools; openai-agents' and langgraph's handoff tools are
+    # handoffs (never in the tool log), pydantic-ai's output functions are the user's own tools
+    tools = ["lookup_order", "get_invoice"] + (["transfer_to_billing", "transfer_to_orders"]
+                                               if row.startswith("pydantic-ai") else [])
+    doc["tools"] = [{"name": t, "side_effects": "safe-live"} for t in tools]
+    doc["traces"] = {"source": "otlp-http", "location": f"127.0.0.1:{otlp_port}", "convention": convention,
+                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 300, "max_wait_s": 4}}
+    plan = make_plan(state, cases(names), adapter_doc=doc)
+    out = state / "reports" / plan["run_id"]
+    res = run_runner("--plan", write_plan(state, plan), "--out", out)
+    assert res.rc == 0, res.stdout + res.stderr
+    got = {}
+    for c in cases(names):
+        v = json.loads((out / "cases" / c["id"] / "verdict.json").read_text())
+        traj = out / "cases" / c["id"] / "trajectory.json"
+        assert not v.get("undeclared_tools"), (c["id"], v["undeclared_tools"])
+        got[c["id"]] = {"layers": v["layers"], "trace": v["trace"], "verdict": v["verdict"],
+                        "tool_calls": json.loads(traj.read_text())["tool_calls"] if traj.exists() else None}
+    return got
+
+
+def table(got: dict) -> dict:
+    keep = ("routing", "trajectory", "tool_selection", "answer")
+    return {cid: {k: g["layers"][k]["verdict"] for k in keep} for cid, g in got.items()}
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_routing_is_the_agent_that_handled_the_request(tmp_path, apps, row):
+    got = run_row(tmp_path, apps, row)
+    names = ROWS[row][1]
+    assert all(g["trace"]["status"] == "ok" for g in got.values()), {c: g["trace"] for c, g in got.items()}
+    assert table(got) == {
+        "orders": {"routing": "pass", "trajectory": "pass", "tool_selection": "pass", "answer": "pass"},
+        "billing": {"routing": "pass", "trajectory": "pass", "tool_selection": "pass", "answer": "pass"},
+        "no-tool": {"routing": "pass", "trajectory": "pass", "tool_selection": "n/a", "answer": "n/a"},
+        "hello": {"routing": "pass", "trajectory": "pass", "tool_selection": "n/a", "answer": "n/a"},
+        "misroute": {"routing": "fail", "trajectory": "n/a", "tool_selection": "n/a", "answer": "n/a"},
+        "wrong-arg": {"routing": "pass", "trajectory": "n/a", "tool_selection": "fail", "answer": "n/a"},
+    }, {c: {k: g["layers"][k] for k in ("routing", "trajectory", "tool_selection")} for c, g in got.items()}
+    observed = {cid: g["layers"]["routing"]["observed"] for cid, g in got.items()}
+    assert observed == {"orders": names["orders"], "billing": names["billing"], "no-tool": names["billing"],
+                        "hello": names["triage"],
+                        "misroute": names["orders"], "wrong-arg": names["orders"]}
+    assert all(g["layers"]["routing"]["observed_from"] == "trace" for g in got.values())
+    assert got["misroute"]["verdict"] == "fail" and got["wrong-arg"]["verdict"] == "fail"
+    assert got["misroute"]["layers"]["routing"]["observed_via"] == ("answering agent" if row.startswith("pydantic-ai") else "handoff")
+    # a handoff is not a tool call: the agent handed to called no tool, and the tool log says so
+    assert got["no-tool"]["tool_calls"] == [] or row.startswith("pydantic-ai"), got["no-tool"]["tool_calls"]
+    # the tool's own arguments and result, whatever envelope the framework records them in
+    lookups = [t for t in got["orders"]["tool_calls"] if t["name"] == "lookup_order"]
+    assert [(t["arguments"], t["result"]) for t in lookups] == [
+        ({"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})], got["orders"]["tool_calls"]
