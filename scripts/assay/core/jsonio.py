@@ -50,10 +50,12 @@ def atomic_write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> None:
 
 
 def maybe_json(value: Any) -> Any:
-    """A string holding JSON parsed (apps often send JSON as text); anything else unchanged."""
+    """A string holding JSON parsed (apps often send JSON as text); anything else unchanged.
+    NaN, Infinity and lone surrogates in it come back as `core.hostile.HostileText`."""
     if isinstance(value, str):
+        from .hostile import loads as app_loads
         try:
-            return json.loads(value)
+            return app_loads(value)[0]
         except (ValueError, RecursionError):
             return value
     return value

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core import writer
+from ..core import hostile, writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import (ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
                           UNSCORED)
@@ -351,6 +351,9 @@ class CaseWorker:
         found, value = templates.lookup(out.body_json, path or [])
         if not found:
             return None, "no answer at the adapter's <answer> path (path absent in the response)"
+        bad = hostile.holds(value)
+        if bad is not None:
+            return None, hostile.reason("the answer at the adapter's <answer> path", bad)
         return templates.as_text(value), None
 
     def _scrub(self, text: str | None) -> str | None:
@@ -385,7 +388,7 @@ class CaseWorker:
         }
 
     def _put(self, files: dict, directory: Path, name: str, text: str, prefix: str = "") -> None:
-        files[prefix + name] = write_case_file(directory / name, text.encode("utf-8"))
+        files[prefix + name] = write_case_file(directory / name, writer.encode(text))
 
 
 def case_json(value: Any) -> str:

@@ -7,10 +7,11 @@ Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429
 from __future__ import annotations
 
 import email.utils
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from ..core import hostile
 
 MAX_BODY_BYTES = 20 * 1024 * 1024   # bodies are read up to this bound, never beyond
 RETRY_AFTER_CAP_S = 60.0
@@ -80,12 +81,15 @@ def decode_body(raw: bytes, truncated: bool) -> tuple[str, Any, bool, list[str]]
     if not stripped or stripped[0] not in "{[\"-0123456789tfn":
         return text, None, False, notes
     try:
-        return text, json.loads(text), True, notes
+        doc, found = hostile.loads(text)
     except RecursionError:
         notes.append("response JSON is nested too deeply to parse; treated as text")
+        return text, None, False, notes
     except ValueError:
-        pass
-    return text, None, False, notes
+        return text, None, False, notes
+    if found:
+        notes.append(hostile.note(found))
+    return text, doc, True, notes
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.core import writer
+from assay.core import hostile, writer
 from assay.core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
 
 from .otlp_writer import parse_traceparent  # noqa: F401  (re-exported for the engine)
@@ -273,7 +273,8 @@ class OtlpFileSource:
             now = time.monotonic()
             if count and now - last_seen >= self.quiescence_s:
                 try:
-                    triples = self._load(wanted, refs, docs)
+                    # NaN, Infinity or a lone surrogate in a span is the app's data: text (core.hostile)
+                    triples = hostile.clean(self._load(wanted, refs, docs))[0]
                     flat = [flatten_span(t[0]) for t in triples]
                 except (OSError, *_BAD_DOC):  # rotated under us, or a hostile span: retry, then give up
                     triples, flat = [], []
