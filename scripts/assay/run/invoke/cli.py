@@ -322,7 +322,7 @@ class CliInvoker:
 
     def close(self) -> None:
         """Kill any group still running (an interrupted run); drop the area if nothing is kept in it."""
-        self.registry.kill_live()
+        self.registry.close()
         for sub in (self.area / "pgroups", self.area / "cases", self.area):
             try:
                 sub.rmdir()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -147,15 +148,45 @@ def boot_id() -> str | None:
 
 
 # ---------------------------------------------------------------- live groups on disk
+TAG_ENV = "ASSAY_RUNNER_TAG"     # in every command's environment: which runner started it
+_TAG_PREFIX = "runner-"
+
+
 class GroupRegistry:
-    """One small file per live process group under `directory` (written before the wait,
-    removed after the group is gone). A runner killed with SIGKILL leaves its files behind;
-    `sweep()` (pre-flight of the next runner on that run id) kills what is still running."""
+    """What a later runner needs to kill the orphans of this one, on disk under `directory`.
+
+    - `runner-<tag>`, written once **before the first command starts** (`arm`): every command
+      gets `ASSAY_RUNNER_TAG=<tag>` in its environment, and its children inherit it, so a
+      runner killed between starting a command and recording its group loses nothing.
+    - one small file per live process group (written before the wait, removed after the group
+      is gone), for a process that cleared its environment.
+
+    A runner killed with SIGKILL leaves its files behind; `sweep()` (pre-flight of the next
+    runner on that run id) kills what is still running. A normal end removes them (`close`)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._lock = threading.Lock()
         self._live: set[int] = set()
+        self.tag = secrets.token_hex(12)
+        self._armed = False
+
+    def arm(self) -> str:
+        """Record this runner's tag (once, before any command starts); returns the tag."""
+        with self._lock:
+            if not self._armed:
+                writer.write_json(self.directory / f"{_TAG_PREFIX}{self.tag}",
+                                  {"tag": self.tag, "boot_id": boot_id()}, indent=None)
+                self._armed = True
+        return self.tag
+
+    def close(self) -> None:
+        """The runner ends: kill what still runs, then forget the tag (nothing of ours is left)."""
+        self.kill_live()
+        with self._lock:
+            if self._armed:
+                (self.directory / f"{_TAG_PREFIX}{self.tag}").unlink(missing_ok=True)
+                self._armed = False
 
     def add(self, pgid: int) -> None:
         with self._lock:
@@ -189,6 +220,11 @@ class GroupRegistry:
             if path.name.startswith("."):
                 path.unlink(missing_ok=True)
                 continue
+            if path.name.startswith(_TAG_PREFIX):
+                if path.name != f"{_TAG_PREFIX}{self.tag}":
+                    killed += _kill_tagged(path, me)
+                    path.unlink(missing_ok=True)
+                continue
             try:
                 doc = json.loads(path.read_text(encoding="utf-8"))
                 pgid = int(doc["pgid"])
@@ -199,7 +235,38 @@ class GroupRegistry:
                 _signal_group(pgid, signal.SIGKILL)
                 killed.append(pgid)
             path.unlink(missing_ok=True)
-        return killed
+        return sorted(set(killed))
+
+
+def _kill_tagged(path: Path, me: str | None) -> list[int]:
+    """SIGKILL the process group of every process that carries the tag recorded in `path`
+    (same boot only; never this runner's own group). Returns the groups killed."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        tag = str(doc["tag"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    if (doc.get("boot_id") and me and doc["boot_id"] != me) or not _PROC.is_dir():
+        return []
+    needle = f"{TAG_ENV}={tag}".encode()
+    mine = os.getpgrp()
+    groups: set[int] = set()
+    for name in os.listdir(_PROC):
+        if not name.isdigit():
+            continue
+        try:
+            environ = (_PROC / name / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            try:
+                groups.add(os.getpgid(int(name)))
+            except OSError:
+                continue
+    groups.discard(mine)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+    return sorted(groups)
 
 
 def _is_that_group(pgid: int, doc: dict, me: str | None) -> bool:
@@ -228,6 +295,8 @@ def run_in_session(argv: list[str], *, env: dict[str, str], cwd: str | None, std
     """Run argv to completion or to the deadline; no process of its group outlives the call."""
     start = time.perf_counter()
     grace = grace_for(timeout_s) if grace_s is None else grace_s
+    if registry is not None:   # recorded before the command exists: no window for a kill to lose it
+        env = {**env, TAG_ENV: registry.arm()}
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
