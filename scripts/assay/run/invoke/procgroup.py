@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core import writer
+from ...core.resources import is_runner_resource
 
 OUTPUT_CAP_BYTES = 1 << 20          # per stream (stdout, stderr)
 GRACE_S = 2.0                       # SIGTERM -> SIGKILL, shortened for short timeouts (grace_for)
@@ -302,6 +303,8 @@ def run_in_session(argv: list[str], *, env: dict[str, str], cwd: str | None, std
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
                                 start_new_session=True, close_fds=True)
     except OSError as exc:
+        if is_runner_resource(exc):   # no descriptor for the pipes (or no disk): the runner's, not the app's
+            raise
         return ChildResult(spawn_error=f"{type(exc).__name__}: {exc.strerror or exc}",
                            latency_ms=_ms(start))
     pgid = proc.pid  # start_new_session: the leader of its own session and process group
