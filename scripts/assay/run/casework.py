@@ -27,8 +27,8 @@ from .caseinfo import case_title, input_text
 from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
-from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, is_rate_limited,
-                      parse_retry_after)
+from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, attempts_reason,
+                      is_rate_limited, parse_retry_after)
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
@@ -402,16 +402,6 @@ def write_case_file(path: Path, data: bytes) -> bytes:
     created by this process for this attempt (`os.mkdir`/`mkdir`), hence `fresh_dir`."""
     return writer.write_bytes(path, data, fresh_dir=True)
 
-
-
-def attempts_reason(outcomes: list[Outcome]) -> str:
-    """What every attempt of an exhausted request got, honestly: `X on all N attempt(s)` only
-    when all were X; else the last outcome plus each earlier one (a crash stays visible)."""
-    said = [o.describe() for o in outcomes]
-    if len(set(said)) == 1:
-        return f"{said[-1]} on all {len(said)} attempt(s)"
-    earlier = "; ".join(f"attempt {i}: {d}" for i, d in enumerate(said[:-1], 1))
-    return f"{said[-1]} on attempt {len(said)} of {len(said)} ({earlier})"
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],

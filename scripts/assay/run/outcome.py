@@ -122,6 +122,17 @@ def retry_wait(backoff_s: list[float], attempt_index: int, retry_after: str | No
     return base
 
 
+def attempts_reason(outcomes: list[Outcome], turns: list[int] | None = None, noun: str = "attempt") -> str:
+    """What every attempt of an exhausted request got, honestly: `X on all N attempt(s)` only
+    when all were X; else the last outcome plus each earlier one (a crash stays visible). With
+    `turns` (a conversation: the turn each attempt ended on), each outcome is named with its turn."""
+    said = [(f"turn {turns[i]}: " if turns else "") + o.describe() for i, o in enumerate(outcomes)]
+    if len(set(said)) == 1:
+        return f"{said[-1]} on all {len(said)} {noun}(s)"
+    earlier = "; ".join(f"attempt {i}: {d}" for i, d in enumerate(said[:-1], 1))
+    return f"{said[-1]} on {noun} {len(said)} of {len(said)} ({earlier})"
+
+
 # How an infra_reason starts when a case ran out of its rate-limit waiting budget (the engine
 # reads it: such a case does not count toward the infra abort while the run makes progress).
 RATE_LIMITED_PREFIX = "rate limited"
