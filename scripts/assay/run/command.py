@@ -63,7 +63,9 @@ def run(args, environ=None) -> tuple[int, Any]:
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
     # A run killed before its manifest.yaml existed has nothing to resume: it starts over (below,
     # under the lock) instead of wedging its run id.
-    start_over = bool(args.resume) and preflight.unstarted_debris(out) is not None
+    # So does one killed before its run dir existed: --resume on no run dir is a fresh start.
+    never_made = bool(args.resume) and not out.exists() and not out.is_symlink()
+    start_over = bool(args.resume) and (never_made or preflight.unstarted_debris(out) is not None)
     if args.resume and not start_over:
         try:
             manifest = read_json(out / "manifest.yaml")
@@ -93,7 +95,7 @@ def run(args, environ=None) -> tuple[int, Any]:
     resume = bool(args.resume)
     try:
         try:   # pre-flight: a full disk or no descriptor left here is exit 3, before any case is sent
-            if start_over and preflight.clear_unstarted(out):
+            if start_over and (never_made or preflight.clear_unstarted(out)):
                 resume = False
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
             if shard is not None:
