@@ -11,7 +11,7 @@ import pytest
 from helpers import SCRIPTS  # noqa: F401  (puts scripts/ on sys.path)
 
 from assay.core.errors import AssayError
-from assay.run.invoke import procgroup
+from assay.run.invoke import orphans, procgroup
 from assay.run.invoke.cli import CliInvoker, fill_argv, scratch_area
 from assay.run.templates import UNSET
 
@@ -84,7 +84,7 @@ def test_a_planted_symlink_for_the_scratch_area_is_refused(tmp_path):
 
 def test_sweep_kills_a_recorded_group_and_forgets_a_dead_one(tmp_path):
     import subprocess
-    reg = procgroup.GroupRegistry(tmp_path)
+    reg = orphans.GroupRegistry(tmp_path)
     proc = subprocess.Popen(["/bin/sh", "-c", "sleep 60"], start_new_session=True)
     reg.add(proc.pid)
     (tmp_path / "999999999").write_text('{"pgid": 999999999, "boot_id": null, "start_ticks": 1}')
@@ -116,8 +116,8 @@ KILLED_IN_THE_WINDOW = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from assay.run.invoke import procgroup
-reg = procgroup.GroupRegistry(Path(sys.argv[2]))
+from assay.run.invoke import orphans, procgroup
+reg = orphans.GroupRegistry(Path(sys.argv[2]))
 # the runner dies right after the command started and before its group is recorded
 reg.add = lambda pgid: os.kill(os.getpid(), signal.SIGKILL)
 procgroup.run_in_session(["/bin/sh", "-c", 'sleep 300 & echo $! > "$0.tmp"; mv "$0.tmp" "$0"; wait', sys.argv[3]],
@@ -142,7 +142,7 @@ def test_a_runner_killed_between_start_and_record_leaves_no_orphan(tmp_path):
     try:
         pgid = os.getpgid(grandchild)
         assert procgroup.group_members(pgid), "the orphan runs"
-        assert procgroup.GroupRegistry(reg_dir).sweep() == [pgid]      # what --resume's pre-flight does
+        assert orphans.GroupRegistry(reg_dir).sweep() == [pgid]      # what --resume's pre-flight does
         deadline = time.monotonic() + 10
         while _alive(grandchild) and time.monotonic() < deadline:
             time.sleep(0.02)

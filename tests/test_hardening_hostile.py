@@ -193,3 +193,34 @@ def test_hostile_loads_and_clean_units():
     assert hostile.loads('{"a": 1.5, "b": "\\ud83d\\ude00"}') == ({"a": 1.5, "b": "\U0001F600"}, [])
     cleaned, found = hostile.clean({"x": float("nan"), "y": (float("inf"), "\udfff")})
     assert cleaned == {"x": "NaN", "y": ["Infinity", "\\udfff"]} and len(found) == 3
+
+
+def test_a_span_line_too_deep_to_parse_is_named_not_missing(tmp_path):
+    span_file = tmp_path / "spans.jsonl"
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        trace_id, _ = parse_traceparent(req.headers.get("traceparent"))
+        deep = "[" * 200_000 + "]" * 200_000
+        line = ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "%s", "spanId": "%s", "name": "x", '
+                '"attributes": %s}]}]}]}\n') % (trace_id, new_span_id(), deep)
+        with open(span_file, "a") as fh:
+            fh.write(line)
+        return Reply(200, {"message": "Invoice INV-1 totals 3.", "route": "billing"})
+
+    state = make_state(tmp_path)
+    with FakeApp(handler) as app:
+        plan = make_plan(state, [case("s-deep", "hi", expect={"tools": {"subset": ["lookup_invoice"]}})],
+                         app_url=app.url)
+        plan["adapter"]["invocation"]["request_body"] = '{"message": "<user turn>"}'
+        plan["adapter"]["traces"] = {"source": "otlp-file", "location": str(span_file), "convention": "gen_ai",
+                                     "correlation": "traceparent-echo",
+                                     "completeness": {"quiescence_ms": 30, "max_wait_s": 0.5}}
+        out = state / "reports" / plan["run_id"]
+        res = run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert res.rc == 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr[-3000:])
+    v = json.loads((out / "cases" / "s-deep" / "verdict.json").read_text())
+    reason = v["layers"]["trajectory"]["reason"]
+    assert v["layers"]["trajectory"]["verdict"] == "infra_incomplete", v["layers"]["trajectory"]
+    assert "nested too deeply to parse" in reason and "no span with trace id" not in reason, reason

@@ -34,7 +34,8 @@ from ...core.jsonio import sha256_bytes
 from .. import secrets, templates
 from ..http_invoker import placeholder_values
 from ..outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome, decode_body
-from .procgroup import OUTPUT_CAP_BYTES, GroupRegistry, grace_for, run_in_session
+from .orphans import GroupRegistry
+from .procgroup import OUTPUT_CAP_BYTES, grace_for, run_in_session
 
 SCRATCH_ENV = "ASSAY_SCRATCH_DIR"
 # Allowlisted variables whose values are not treated as secrets (every other allowlisted value
