@@ -11,7 +11,7 @@ import pytest
 from helpers import SCRIPTS  # noqa: F401  (puts scripts/ on sys.path)
 
 from assay.core.errors import AssayError
-from assay.run.invoke import procgroup
+from assay.run.invoke import orphans, procgroup
 from assay.run.invoke.cli import CliInvoker, fill_argv, scratch_area
 from assay.run.templates import UNSET
 
@@ -84,7 +84,7 @@ def test_a_planted_symlink_for_the_scratch_area_is_refused(tmp_path):
 
 def test_sweep_kills_a_recorded_group_and_forgets_a_dead_one(tmp_path):
     import subprocess
-    reg = procgroup.GroupRegistry(tmp_path)
+    reg = orphans.GroupRegistry(tmp_path)
     proc = subprocess.Popen(["/bin/sh", "-c", "sleep 60"], start_new_session=True)
     reg.add(proc.pid)
     (tmp_path / "999999999").write_text('{"pgid": 999999999, "boot_id": null, "start_ticks": 1}')
@@ -110,3 +110,49 @@ def test_turns_of_one_conversation_attempt_share_a_scratch_dir_and_a_resend_gets
     inv.finish_case("c-1", passed=True)
     assert not (tmp_path / "scratch" / "run-1" / "cases" / "c-1").exists()
     inv.close()
+
+
+KILLED_IN_THE_WINDOW = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from assay.run.invoke import orphans, procgroup
+reg = orphans.GroupRegistry(Path(sys.argv[2]))
+# the runner dies right after the command started and before its group is recorded
+reg.add = lambda pgid: os.kill(os.getpid(), signal.SIGKILL)
+procgroup.run_in_session(["/bin/sh", "-c", 'sleep 300 & echo $! > "$0.tmp"; mv "$0.tmp" "$0"; wait', sys.argv[3]],
+                         env={"PATH": os.defpath}, cwd=None, stdin_bytes=None, timeout_s=60, registry=reg)
+"""
+
+
+def test_a_runner_killed_between_start_and_record_leaves_no_orphan(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    reg_dir, pidfile = tmp_path / "pgroups", tmp_path / "grandchild.pid"
+    reg_dir.mkdir()
+    proc = subprocess.run([sys.executable, "-c", KILLED_IN_THE_WINDOW, str(SCRIPTS), str(reg_dir), str(pidfile)],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    grandchild = int(pidfile.read_text())
+    try:
+        pgid = os.getpgid(grandchild)
+        assert procgroup.group_members(pgid), "the orphan runs"
+        assert orphans.GroupRegistry(reg_dir).sweep() == [pgid]      # what --resume's pre-flight does
+        deadline = time.monotonic() + 10
+        while _alive(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(grandchild), "the grandchild outlived the sweep"
+        assert list(reg_dir.iterdir()) == []
+    finally:
+        if _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    fields = procgroup._stat_fields(str(pid))
+    return bool(fields) and fields[0] not in ("Z", "X")

@@ -42,7 +42,7 @@ def call(script: str, *argv) -> tuple[int, str, str]:
 HOSTILE = [None, True, 0, -1, 1e300, -1e300, 2 ** 70, "", "x" * 5000, "${NOT_SET_ANYWHERE}", "../../../etc/passwd",
            "\u202e\u0000", {}, [], [[[]]], {"a": {"b": {"c": None}}}, "/(a+)+$/", "RAW:NaN", "RAW:Infinity",
            "RAW:" + _deep(150), "RAW:" + _deep(5000), "RAW:" + _deep(100000), "RAW:1" + "0" * 5000,
-           "RAW:\"\\ud800\""]
+           "RAW:\"\\ud800\"", "RAW:1e400", "RAW:-1e400"]
 
 
 def _paths(doc, prefix=()):
@@ -196,3 +196,116 @@ def test_deep_run_files_are_defects_not_tracebacks(finished, tmp_path):
             rc, out, err = call(script, work, *argv)
             _assert_clean(rc, out, err, (2,), f"deep results.json ({script})")
             assert "results.json" in json.loads(out)["error"]
+
+
+# ---------------------------------------------------------------- more readers of hand-edited files
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    """One plan run as two shards (to merge) and as one run (to resume), each k=2."""
+    tmp = tmp_path_factory.mktemp("fuzzshards")
+    state = make_state(tmp)
+    cases = [case("c-1", "hello", expect={"route": "billing"}), case("c-2", "world"),
+             case("c-3", "x", split=("smoke", "canary")), case("c-4", "four")]
+    with FakeApp() as app:
+        from assay.shard.assign import add_shards
+        plan = add_shards(make_plan(state, cases, app_url=app.url, k=2), 2)
+        path = write_plan(state, plan)
+        shards = []
+        for i in (1, 2):
+            out = state / "reports" / f"{plan['run_id']}.shard-{i}"
+            res = run_runner("--plan", path, "--out", out, "--shard", i, "--progress", "never")
+            assert res.rc == 0, res.stdout
+            shards.append(out)
+    return state, plan, path, shards
+
+
+def test_hand_edited_shards_never_make_a_traceback_in_merge_runs(sharded, tmp_path):
+    state, plan, plan_path, shards = sharded
+    rng = random.Random(SEED + 2)
+    files = ["manifest.yaml", "results.json", "verdicts.jsonl", "run.log", "cases/c-1/verdict.json",
+             "cases/c-1/repeats/1/verdict.json", "repeats.jsonl"]
+    for i in range(14 * ROUNDS):
+        root = tmp_path / f"m{i}" / "app" / ".assay" / "reports"
+        work = [root / s.name for s in shards]
+        for s, w in zip(shards, work):
+            shutil.copytree(s, w)
+        rel = files[i % len(files)]
+        path = next((w / rel for w in work if (w / rel).exists()), None)
+        if path is None:
+            continue
+        raw = path.read_text()
+        if rel.endswith(".jsonl") or rel == "run.log":
+            lines = raw.splitlines()
+            k = rng.randrange(len(lines))
+            lines[k] = _mutate(json.loads(lines[k]), rng)
+            text = "\n".join(lines) + "\n"
+        else:
+            text = _mutate(json.loads(raw), rng) if i % 3 else rng.choice(['"x"', "[]", "null", raw[:30]])
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        merged_plan = dict(plan, paths=dict(plan["paths"], state_dir=str(root.parent)))
+        mp = root.parent / "plan.json"
+        mp.write_text(json.dumps(merged_plan))
+        rc, out, err = call("merge_runs", "--plan", mp, "--out", root / plan["run_id"], *work)
+        _assert_clean(rc, out, err, (0, 2, 3, 6), f"shard mutation {i} of {rel}: {text[:300]}")
+        shutil.rmtree(tmp_path / f"m{i}")
+
+
+def test_hand_edited_run_files_never_make_a_traceback_in_rescore_cost_and_budgets(finished, tmp_path):
+    rng = random.Random(SEED + 3)
+    for i in range(22 * ROUNDS):
+        reports = tmp_path / f"s{i}" / "app" / ".assay" / "reports"
+        work = reports / finished.name
+        shutil.copytree(finished, work)
+        rel = RUN_FILES[i % len(RUN_FILES)]
+        path = work / rel
+        raw = path.read_text()
+        if rel.endswith(".jsonl") or rel == "run.log":
+            lines = raw.splitlines()
+            k = rng.randrange(len(lines))
+            lines[k] = _mutate(json.loads(lines[k]), rng)
+            text = "\n".join(lines) + "\n"
+        else:
+            text = _mutate(json.loads(raw), rng) if i % 3 else rng.choice(['"x"', "[]", "null", "1e400", raw[:40]])
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        what = f"run-file mutation {i} of {rel}: {text[:300]}"
+        _assert_clean(*call("rescore", work, "--out", reports / "smoke-20261201T000000Z"), (0, 2, 3, 5, 6, 7),
+                      what + " (rescore)")
+        _assert_clean(*call("score_cost", work), (0, 2), what + " (score_cost)")
+        _assert_clean(*call("gate", work, "--json", "--max-cost-per-case", "1", "--max-p95-latency-s", "5"),
+                      (0, 1, 2), what + " (gate with budgets)")
+        shutil.rmtree(tmp_path / f"s{i}")
+
+
+@pytest.mark.parametrize("text", ['"x"', "[]", "null", "1e400", "-1e400", '{"x": 1}'])
+def test_a_hand_edited_verdict_is_never_a_traceback(finished, tmp_path, text):
+    work = tmp_path / "app" / ".assay" / "reports" / finished.name
+    shutil.copytree(finished, work)
+    (work / "cases" / "c-1" / "verdict.json").write_text(text)
+    for script, argv, allowed in (("gate", ["--json", "--max-cost-per-case", "1", "--max-p95-latency-s", "5"], (1, 2)),
+                                  ("draft_report", ["-o", "-"], (0, 2)), ("score_cost", [], (0, 2)),
+                                  ("run_cases", ["--verify"], (6,))):
+        rc, out, err = call(script, *([work] if script != "run_cases" else []), *argv,
+                            *([work] if script == "run_cases" else []))
+        _assert_clean(rc, out, err, allowed, f"{text} as verdict.json ({script})")
+
+
+def test_resume_with_a_hand_edited_plan_never_makes_a_traceback(tmp_path):
+    rng = random.Random(SEED + 4)
+    with FakeApp() as app:
+        st = make_state(tmp_path / "base")
+        base = make_plan(st, [case("c-1", "hello", expect={"route": "billing"}), case("c-2", "world")],
+                         app_url=app.url, k=2)
+        done = st / "reports" / base["run_id"]
+        assert run_runner("--plan", write_plan(st, base), "--out", done, "--progress", "never").rc == 0
+        fixed = [json.dumps(base).replace('"k": 2', '"k": 1e400'), json.dumps(base).replace('"k": 2', '"k": -1e400'),
+                 json.dumps(base).replace('"max_attempts": 3', '"max_attempts": 1e400'),
+                 json.dumps(base).replace('"k": 2', '"k": 2.0000000001')]
+        backup = tmp_path / "backup"
+        shutil.copytree(done, backup)
+        for i in range(12 * ROUNDS):
+            text = fixed[i] if i < len(fixed) else _mutate(base, rng)
+            (st / "work" / "plan.json").write_bytes(text.encode("utf-8", "surrogatepass"))
+            rc, o, err = call("run_cases", "--plan", st / "work" / "plan.json", "--out", done, "--resume")
+            _assert_clean(rc, o, err, (0, 2, 3, 4, 5, 6, 7), f"resume with plan mutation {i}: {text[:300]}")
+            shutil.rmtree(done)
+            shutil.copytree(backup, done)

@@ -90,3 +90,17 @@ def test_out_must_be_under_the_state_dirs_reports(tmp_path):
     res = run_runner("--plan", write_plan(state, plan), "--out", out)
     assert res.rc == 2 and res.json.get("key") == "--out" and "reports" in res.json["error"]
     assert not out.exists()
+
+
+def test_resume_starts_over_a_run_killed_before_its_run_dir_existed(tmp_path):
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        plan = _plan(state, app.url)
+        out = state / "reports" / plan["run_id"]
+        # a kill after the lock was taken and before the run dir was made leaves only the lock file
+        (state / "reports" / f".{plan['run_id']}.lock").write_text('{"pid": 999999999}\n')
+        res = run_runner("--plan", write_plan(state, plan), "--out", out, "--resume", "--progress", "never")
+        assert res.rc == 0, res.stdout
+        assert app.count(method="POST") == 2
+    assert json.loads((out / "results.json").read_text())["summary"]["status"] == "ok"
+    assert run_runner("--verify", out).rc == 0

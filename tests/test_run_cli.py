@@ -121,7 +121,7 @@ def test_cli_run_end_to_end_and_concurrency_4_equals_1(state, tmp_path):
     env_body = (out / "cases" / "c-env" / "response.json").read_text()
     assert json.loads(env_body)["body_format"] == "json"    # a body holding a secret stays JSON, redacted
     names = json.loads(env_body)["body"]["env"]
-    assert names == ["CLI_SECRET_TOKEN", "CLI_TAG", "PATH"]
+    assert names == ["ASSAY_RUNNER_TAG", "CLI_SECRET_TOKEN", "CLI_TAG", "PATH"]
     assert SECRET not in env_body and doc(out, "c-env", "response.json")["cli"]["stderr"] == "token is <redacted>\n"
     # stdin: the user turn
     assert v["c-stdin"]["verdict"] == "pass"

@@ -244,6 +244,28 @@ def test_repeated_500_names_the_turn(state):
     assert v["stop_reason"] == "turn 2: HTTP 500 on all 3 conversation attempt(s)"
 
 
+def test_an_earlier_dropped_attempt_stays_in_the_reason(state):
+    mem = MemoryApp("client-id")
+    posts = []
+
+    def handler(req):
+        if req.method == "POST":
+            posts.append(1)
+            if len(posts) == 2:                       # attempt 1, turn 2: the connection drops
+                return Reply(drop=True)
+            if "refund" in (req.json or {}).get("message", ""):
+                return Reply(503, "busy")              # attempts 2 and 3, turn 2: refused
+        return mem(req)
+    with FakeApp(handler) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    assert v["verdict"] == "infra_error" and v["crashed"] is True
+    assert v["stop_reason"] == ("turn 2: HTTP 503 on conversation attempt 3 of 3 (attempt 1: turn 2: dropped: "
+                                "connection dropped: RemoteDisconnected; attempt 2: turn 2: HTTP 503)"), v["stop_reason"]
+    assert v["infra_reason"] == v["stop_reason"]
+
+
 def test_k3_reruns_the_whole_conversation_and_verify_catches_a_missing_turn_file(state):
     with FakeApp(MemoryApp("client-id")) as app:
         r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"}, k=3)

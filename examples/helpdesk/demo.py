@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,6 +69,24 @@ def shown(path: Path) -> str:
 
 def say(msg: str = "") -> None:
     print(msg, flush=True)
+
+
+STANDIN = "../judge_standin.py"   # the example's judge.yaml runs it from the state dir
+
+
+def place_judge_standin(state: Path) -> None:
+    """A copy of the example's state dir outside examples/helpdesk/ keeps judge.yaml's
+    `command: [python3, ../judge_standin.py]`: put the stand-in beside the copy (only when the
+    copy's judge.yaml runs it and nothing is there yet), so the demo works wherever the copy is."""
+    judge = state / "judge" / "judge.yaml"
+    target = state.parent / "judge_standin.py"
+    try:
+        runs_it = STANDIN in judge.read_text(encoding="utf-8")
+    except OSError:
+        return
+    if runs_it and not target.exists() and not target.is_symlink():
+        shutil.copy2(HERE / "judge_standin.py", target)
+        say(f"  judge stand-in  copied to {shown(target)} (judge.yaml runs {STANDIN} from the state dir)")
 
 
 def run_step(name: str, argv: list[str], env: dict[str, str],
@@ -316,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"assay demo: helpdesk example, mode {args.mode}"
         + (", app BROKEN (--break)" if app.broken else "") + (", app FLAKY" if app.flaky else "")
         + (f", {args.shards} shards" if args.shards else ""))
+    place_judge_standin(state)
     try:
         url = app.start()
         spans_to = f"OTLP/HTTP {args.otlp_listen} (the runner listens)" if args.otlp_listen else app.otlp_file.name

@@ -14,6 +14,8 @@ import html
 import json
 from typing import Any
 
+from ..core.visible import show_invisible_in
+
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
        "base-uri 'none'; form-action 'none'; connect-src 'none'")
 
@@ -170,7 +172,11 @@ def _embed(data: Any) -> str:
 
 
 def render_page(labelset: dict[str, Any], *, batch: str, reviewer: str, save_to: str) -> str:
-    data = {"batch": batch, "reviewer": reviewer, "items": labelset["items"], "materials": labelset["materials"]}
+    # what a person reads shows bidi controls and zero-width characters as markers (core.visible);
+    # the ids the export writes back stay exact
+    shown = [dict(it, **{k: show_invisible_in(it[k]) for k in ("criterion", "evidence", "reason") if k in it})
+             for it in labelset["items"]]
+    data = {"batch": batch, "reviewer": reviewer, "items": shown, "materials": show_invisible_in(labelset["materials"])}
     body = BODY.format(run_id=html.escape(labelset["run_id"]), save_to=html.escape(save_to))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"

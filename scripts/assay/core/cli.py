@@ -142,6 +142,12 @@ def run_command(
     except SystemExit:
         raise
     except BaseException as exc:  # a traceback is a bug: say so, exit 1
+        from .resources import is_runner_resource, resource_error
+        if is_runner_resource(exc):  # the disk or the descriptors ran out: the machine, not a bug
+            name = script or os.path.basename(sys.argv[0])
+            err = resource_error(exc, what=name if name.endswith(".py") else f"{name}.py")
+            emit(err.to_json())
+            return err.code
         sys.stderr.write(writer.redact_text(traceback.format_exc()))
         emit({"error": f"internal error: {type(exc).__name__}: {exc}", "internal": True})
         return 1

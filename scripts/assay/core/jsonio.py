@@ -50,10 +50,12 @@ def atomic_write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> None:
 
 
 def maybe_json(value: Any) -> Any:
-    """A string holding JSON parsed (apps often send JSON as text); anything else unchanged."""
+    """A string holding JSON parsed (apps often send JSON as text); anything else unchanged.
+    NaN, Infinity and lone surrogates in it come back as `core.hostile.HostileText`."""
     if isinstance(value, str):
+        from .hostile import loads as app_loads
         try:
-            return json.loads(value)
+            return app_loads(value)[0]
         except (ValueError, RecursionError):
             return value
     return value
@@ -88,7 +90,7 @@ def loads(text: str | bytes, *, max_depth: int | None = None) -> Any:
     """json.loads whose too-deep input is a ValueError like any other bad JSON (never a
     RecursionError); with `max_depth`, a document nested deeper than that is refused too."""
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise ValueError("JSON nested too deeply to parse") from None
     if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
@@ -101,6 +103,13 @@ def loads(text: str | bytes, *, max_depth: int | None = None) -> Any:
         if where is not None:
             raise ValueError(f"JSON nested deeper than {max_depth} levels at {_short(where)}")
     return doc
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {_short(text)} is too large for a double (assay never writes one)")
+    return value
 
 
 def _no_constant(name: str) -> Any:

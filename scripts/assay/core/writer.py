@@ -270,26 +270,40 @@ def write_bytes(path: Any, data: bytes, *, fresh_dir: bool = False) -> bytes:
     return data
 
 
+def encode(text: str) -> bytes:
+    """UTF-8 bytes of text assay writes. A lone surrogate (not text: an app's hostile value that
+    slipped past `core.hostile`) is written as its visible escape `\\udXXX`, never a crash."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
 def write_text(path: Any, text: str) -> bytes:
-    return write_bytes(path, redact_text(text).encode("utf-8"))
+    return write_bytes(path, encode(redact_text(text)))
 
 
 def dumps(value: Any, *, indent: int | None = 2) -> str:
     """JSON text as assay writes it (sorted keys, UTF-8, no NaN), secrets redacted. Serialized
     once when no secret occurs in it (the common case); re-serialized from the redacted value
     when one does."""
-    text = json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    try:
+        text = json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or Infinity that slipped past core.hostile: written as text, never a crash
+        from .hostile import clean
+        value = clean(value)[0]
+        text = json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
     if _needles and contains_secret(text):
         text = json.dumps(redact_value(value), indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
     return text
 
 
 def write_json(path: Any, value: Any, *, indent: int | None = 2) -> bytes:
-    return write_bytes(path, (dumps(value, indent=indent) + "\n").encode("utf-8"))
+    return write_bytes(path, encode(dumps(value, indent=indent) + "\n"))
 
 
 def write_jsonl(path: Any, rows: list[Any]) -> bytes:
-    return write_bytes(path, "".join(dumps(r, indent=None) + "\n" for r in rows).encode("utf-8"))
+    return write_bytes(path, encode("".join(dumps(r, indent=None) + "\n" for r in rows)))
 
 
 def open_append(path: Any) -> int:
@@ -299,7 +313,7 @@ def open_append(path: Any) -> int:
 
 def append_line(fd: int, text: str) -> None:
     """One whole line (redacted) in one os.write."""
-    os.write(fd, redact_bytes(text.encode("utf-8")))
+    os.write(fd, redact_bytes(encode(text)))
 
 
 # ------------------------------------------------------------------------- deletes

@@ -73,6 +73,18 @@ def _json(path: Path) -> Any:
         return None
 
 
+def _object(path: Path) -> dict:
+    """A run file that must be a JSON object: {} when absent or unreadable, exit 2 naming it when
+    it was edited into something else ("x", [], 1e400)."""
+    doc = _json(path)
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise AssayError(f"{path}: not a JSON object (it holds {type(doc).__name__}); the runner writes an "
+                         "object here: restore the file or re-run the case (run_cases.py --resume)", 2, file=str(path))
+    return doc
+
+
 def _trajectories(cdir: Path) -> list[dict]:
     # a conversation: every sent turn's trajectory (turns/<n>/; the case-level one is the deciding turn's)
     turns = sorted((cdir / "turns").glob("*/trajectory.json"), key=lambda p: int(p.parent.name)) \
@@ -88,9 +100,10 @@ def _num(v: Any) -> int:
 def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True) -> dict:
     """One case's row. `verdict` is its verdict.json when the caller holds it already (the runner
     at finalize); `read_traces=False` skips looking for trajectories (a run that collected none)."""
-    verdict = verdict if verdict is not None else (_json(cdir / "verdict.json") or {})
+    verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
     trajs = _trajectories(cdir) if read_traces else []
-    calls = [c for t in trajs for c in (t.get("llm_calls") or []) if isinstance(c, dict)]
+    calls = [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
+             if isinstance(c, dict)]
     row: dict[str, Any] = {
         "case_id": verdict.get("case_id", cdir.name), "verdict": verdict.get("verdict"),
         "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
@@ -151,7 +164,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     run_dir = Path(run_dir)
     if not (run_dir / "cases").is_dir():
         raise AssayError(f"{run_dir}: not a run directory (no cases/); pass <state>/reports/<run-id>", 2)
-    manifest = manifest if manifest is not None else (_json(run_dir / "manifest.yaml") or {})
+    manifest = manifest if manifest is not None else _object(run_dir / "manifest.yaml")
     if records is None:
         pairs = [(cdir, None) for cdir in sorted(p for p in (run_dir / "cases").iterdir()
                                                  if p.is_dir() and not p.is_symlink())]

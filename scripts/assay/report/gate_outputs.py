@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -102,6 +103,27 @@ def _close(suite: ET.Element, tests: int, failures: int, skipped: int) -> None:
     suite.set("skipped", str(skipped))
 
 
+# What XML 1.0 forbids (C0 controls but tab, LF and CR; surrogates; U+FFFE, U+FFFF): an app's
+# answer may hold any of them, and one raw NUL makes the whole JUnit file unparseable.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with each character XML 1.0 cannot carry written as a visible escape (\\x1b, \\ufffe)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
+def _xml_safe(root: ET.Element) -> None:
+    for el in root.iter():
+        if el.text:
+            el.text = xml_text(el.text)
+        if el.tail:
+            el.tail = xml_text(el.tail)
+        for key, value in el.attrib.items():
+            el.attrib[key] = xml_text(value)
+
+
 def junit_xml(res: GateResult) -> bytes:
     rows = read_jsonl_file(res.run_dir / "verdicts.jsonl")
     root = ET.Element("testsuites", name=f"assay {res.run_id}")
@@ -146,6 +168,7 @@ def junit_xml(res: GateResult) -> bytes:
     totals = [totals[0] + 1, totals[1] + (1 if res.reasons else 0), totals[2]]
     _close(root, *totals)
     root.attrib.pop("skipped", None)  # not a testsuites attribute in the common schema
+    _xml_safe(root)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 

@@ -6,6 +6,7 @@ Safety, by construction (quality.md: report.html is inert):
 - Links and images keep only http, https, mailto and relative URLs; anything else (javascript:,
   data:, vbscript:, a URL with control or invisible characters) becomes plain text.
 - The page has no script and no external asset: one inline <style>.
+- Bidi controls and zero-width characters are shown as markers (`⟦U+202E⟧`, core.visible).
 The marker comments of draft_report's clusters slot are removed (they are not content).
 """
 
@@ -17,6 +18,7 @@ import unicodedata
 import xml.etree.ElementTree as ET
 from urllib.parse import urlsplit
 
+from ..core.visible import show_invisible
 from .html_style import CSS
 
 ALLOWED_SCHEMES = ("http", "https", "mailto")
@@ -106,7 +108,8 @@ def _classify_verdict(body: str) -> str:
 
 
 def render(markdown_text: str, *, fallback_title: str = "report") -> str:
-    text = MARKER_RE.sub("", markdown_text.replace("\r\n", "\n"))
+    # bidi controls and zero-width characters are shown as markers (core.visible), never obeyed
+    text = show_invisible(MARKER_RE.sub("", markdown_text.replace("\r\n", "\n")))
     body = _classify_verdict(_classify_cells(_markdown().convert(text)))
     title = html_lib.escape(title_of(body, fallback_title))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

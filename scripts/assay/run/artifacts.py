@@ -70,6 +70,7 @@ SCRATCH_LINES = (
     ("<scratch area>/cases/<case-id>/<n>/", "cli `cwd: scratch`: attempt n's working dir; removed after a"),
     ("", "passing case, kept after any other (manifest: invocation.scratch_area)"),
     ("<scratch area>/pgroups/<pgid>", "cli: a live process group (removed when it is gone)"),
+    ("<scratch area>/pgroups/runner-<tag>", "cli: the running runner's tag (removed when it ends)"),
 )
 
 

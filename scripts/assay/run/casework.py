@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core import writer
+from ..core import hostile, writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import (ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
                           UNSCORED)
@@ -27,8 +27,8 @@ from .caseinfo import case_title, input_text
 from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
-from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, is_rate_limited,
-                      parse_retry_after)
+from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, attempts_reason,
+                      is_rate_limited, parse_retry_after)
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
@@ -351,6 +351,9 @@ class CaseWorker:
         found, value = templates.lookup(out.body_json, path or [])
         if not found:
             return None, "no answer at the adapter's <answer> path (path absent in the response)"
+        bad = hostile.holds(value)
+        if bad is not None:
+            return None, hostile.reason("the answer at the adapter's <answer> path", bad)
         return templates.as_text(value), None
 
     def _scrub(self, text: str | None) -> str | None:
@@ -385,7 +388,7 @@ class CaseWorker:
         }
 
     def _put(self, files: dict, directory: Path, name: str, text: str, prefix: str = "") -> None:
-        files[prefix + name] = write_case_file(directory / name, text.encode("utf-8"))
+        files[prefix + name] = write_case_file(directory / name, writer.encode(text))
 
 
 def case_json(value: Any) -> str:
@@ -399,16 +402,6 @@ def write_case_file(path: Path, data: bytes) -> bytes:
     created by this process for this attempt (`os.mkdir`/`mkdir`), hence `fresh_dir`."""
     return writer.write_bytes(path, data, fresh_dir=True)
 
-
-
-def attempts_reason(outcomes: list[Outcome]) -> str:
-    """What every attempt of an exhausted request got, honestly: `X on all N attempt(s)` only
-    when all were X; else the last outcome plus each earlier one (a crash stays visible)."""
-    said = [o.describe() for o in outcomes]
-    if len(set(said)) == 1:
-        return f"{said[-1]} on all {len(said)} attempt(s)"
-    earlier = "; ".join(f"attempt {i}: {d}" for i, d in enumerate(said[:-1], 1))
-    return f"{said[-1]} on attempt {len(said)} of {len(said)} ({earlier})"
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],

@@ -63,7 +63,9 @@ def run(args, environ=None) -> tuple[int, Any]:
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
     # A run killed before its manifest.yaml existed has nothing to resume: it starts over (below,
     # under the lock) instead of wedging its run id.
-    start_over = bool(args.resume) and preflight.unstarted_debris(out) is not None
+    # So does one killed before its run dir existed: --resume on no run dir is a fresh start.
+    never_made = bool(args.resume) and not out.exists() and not out.is_symlink()
+    start_over = bool(args.resume) and (never_made or preflight.unstarted_debris(out) is not None)
     if args.resume and not start_over:
         try:
             manifest = read_json(out / "manifest.yaml")
@@ -81,23 +83,35 @@ def run(args, environ=None) -> tuple[int, Any]:
     from ..core.ids import utc_now_iso
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out),
                          "plan": str(args.plan), "started_at": utc_now_iso()})
-    lock.acquire()
+    from ..core.resources import is_runner_resource, resource_error
+    try:
+        lock.acquire()
+    except OSError as exc:
+        if is_runner_resource(exc):
+            raise resource_error(exc, code=3, what="run_cases.py") from None
+        raise
     setup = None
     restore_signals = None
     resume = bool(args.resume)
     try:
-        if start_over and preflight.clear_unstarted(out):
-            resume = False
-        setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
-        if shard is not None:
-            # A shard run names the whole plan's hash (the merge checks it) and never writes the
-            # holdout ledger: the merge appends the one line for the merged run id.
-            setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
-        if setup.invoker.mode == "cli":
-            from .invoke.cli import stop_on_signals
-            restore_signals = stop_on_signals(setup.invoker)
-        setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
-                                              resume=resume)
+        try:   # pre-flight: a full disk or no descriptor left here is exit 3, before any case is sent
+            if start_over and (never_made or preflight.clear_unstarted(out)):
+                resume = False
+            setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
+            if shard is not None:
+                # A shard run names the whole plan's hash (the merge checks it) and never writes the
+                # holdout ledger: the merge appends the one line for the merged run id.
+                setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
+            if setup.invoker.mode == "cli":
+                from .invoke.cli import stop_on_signals
+                restore_signals = stop_on_signals(setup.invoker)
+            setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
+                                                  resume=resume)
+        except OSError as exc:
+            if is_runner_resource(exc):
+                raise resource_error(exc, code=3, what="run_cases.py") from None
+            raise
+        # from here a full disk or no descriptor left stops the run: exit 5 (core.cli), --resume finishes it
         return Run(setup, resume=resume, progress=args.progress).execute()
     finally:
         if restore_signals is not None:

@@ -163,8 +163,11 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     results = None
     try:
         results = read_json(out / "results.json")
-    except (OSError, ValueError):
-        pass
+    except FileNotFoundError:
+        pass   # named as missing below
+    except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
+        if (out / "results.json").is_file():
+            problems.append(f"results.json (unreadable: {_why(exc)})")
     if results is not None and not isinstance(results, dict):
         problems.append("results.json (not a JSON object)")
         results = None
@@ -406,6 +409,14 @@ def _check_results(results: Any, manifest: dict, records: list[dict], problems: 
         problems.append("results.json (cases rows disagree with the case dirs)")
 
 
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc)[:120]
+
+
 def _check_runlog(path: Path, problems: list[str]) -> None:
     if not path.is_file():
         return
@@ -415,3 +426,5 @@ def _check_runlog(path: Path, problems: list[str]) -> None:
                 loads(line)
     except (UnicodeDecodeError, ValueError):
         problems.append("run.log (a line is not JSON)")
+    except OSError as exc:
+        problems.append(f"run.log (unreadable: {_why(exc)})")

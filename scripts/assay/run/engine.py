@@ -231,24 +231,33 @@ class Run:
                 return True
             while len(inflight) < window and self.status == "running" and submit_next():
                 pass
-            while inflight:
-                done = [finished.get()]
-                while True:
-                    try:
-                        done.append(finished.get_nowait())
-                    except Empty:
-                        break
-                for fut in sorted(done, key=lambda f: inflight[f]):
-                    i = inflight.pop(fut)
-                    if not fut.cancelled():
-                        self._on_done(i, fut.result())
-                if self.status == "running" and self._infra_abort_due():
-                    self._abort("aborted_infra", "infra rate above infra_rate_abort")
-                if self.status != "running":
-                    for fut in list(inflight):
-                        fut.cancel()  # only succeeds for cases that have not started
-                while len(inflight) < window and self.status == "running" and submit_next():
-                    pass
+            try:
+                self._drain(inflight, finished, submit_next, window)
+            except BaseException:
+                for fut in list(inflight):   # a worker raised (a full disk, no descriptor left): start no more
+                    fut.cancel()
+                raise
+
+    def _drain(self, inflight: dict, finished: SimpleQueue, submit_next, window: int) -> None:
+        """Hand finished cases to _on_done and keep the window full, until nothing is in flight."""
+        while inflight:
+            done = [finished.get()]
+            while True:
+                try:
+                    done.append(finished.get_nowait())
+                except Empty:
+                    break
+            for fut in sorted(done, key=lambda f: inflight[f]):
+                i = inflight.pop(fut)
+                if not fut.cancelled():
+                    self._on_done(i, fut.result())
+            if self.status == "running" and self._infra_abort_due():
+                self._abort("aborted_infra", "infra rate above infra_rate_abort")
+            if self.status != "running":
+                for fut in list(inflight):
+                    fut.cancel()  # only succeeds for cases that have not started
+            while len(inflight) < window and self.status == "running" and submit_next():
+                pass
 
     def _on_done(self, index: int, record: dict) -> None:
         self.derived.add(index, record)

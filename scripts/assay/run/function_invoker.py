@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..core import hostile
 from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import secrets, templates
@@ -97,6 +98,7 @@ class FunctionInvoker:
             return Outcome(EXCEPTION, error=box["error"], latency_ms=latency)
         result = box.get("result")
         if isinstance(result, str):
+            result = hostile.clean(result)[0]
             return Outcome(RESPONSE, status=200, body_text=result, body_json=None, json_ok=False,
                            latency_ms=latency, body_sha=sha256_bytes(result.encode("utf-8", "replace")))
         if isinstance(result, Mapping):
@@ -104,13 +106,20 @@ class FunctionInvoker:
             if not isinstance(status, int) or isinstance(status, bool):
                 status = 200
             text = result.get("text")
-            try:
-                canon = json.dumps(result, sort_keys=True, ensure_ascii=False, default=str)
+            notes: list[str] = []
+            try:  # NaN, Infinity and lone surrogates are the app's data: recorded as text (core.hostile)
+                doc, found = hostile.loads(json.dumps(result, sort_keys=True, ensure_ascii=True, default=str))
+                canon = json.dumps(doc, sort_keys=True, ensure_ascii=False, allow_nan=False)
+                if found:
+                    notes.append(hostile.note(found))
             except (TypeError, ValueError, RecursionError):
-                canon = repr(result)
+                doc, canon = None, hostile.clean(repr(result))[0]
+            if isinstance(text, str):
+                text = hostile.clean(text)[0]
+            trace_id = result.get("trace_id") if isinstance(result.get("trace_id"), str) else None
             return Outcome(RESPONSE, status=status, body_text=text if isinstance(text, str) else None,
-                           body_json=json.loads(canon) if canon.startswith("{") else None, json_ok=True,
-                           trace_id=result.get("trace_id") if isinstance(result.get("trace_id"), str) else None,
+                           body_json=doc if isinstance(doc, dict) else None, json_ok=True, notes=notes,
+                           trace_id=hostile.clean(trace_id)[0] if trace_id else None,
                            latency_ms=latency, body_sha=sha256_bytes(canon.encode("utf-8")))
         return Outcome(EXCEPTION, error=f"entrypoint returned {type(result).__name__}; expected str or "
                        "{text, status, trace_id}", latency_ms=latency)

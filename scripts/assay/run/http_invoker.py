@@ -23,6 +23,7 @@ from . import secrets, templates
 from .outcome import (CONNECTION, DROPPED, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome,
                       decode_body)
 from ..core.jsonio import sha256_bytes
+from ..core.resources import is_runner_resource
 
 _DROP_ERRORS = (http.client.RemoteDisconnected, http.client.IncompleteRead, http.client.BadStatusLine,
                 ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -274,6 +275,8 @@ class HttpInvoker:
                            latency_ms=_ms(start))
         except (OSError, http.client.HTTPException) as exc:
             self._drop(key)
+            if is_runner_resource(exc):   # no descriptor for a socket: the runner's limit, not the app
+                raise
             return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
 
     def send(self, wire: Mapping[str, Any]) -> Outcome:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..core import hostile
 from ..core.vocab import (ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, UNSCORABLE, UNSCORED,
                           matrix_enabled)
 from . import templates
@@ -93,7 +94,7 @@ def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | No
         declared = True
         name, trace_note = _trace_route(ev)
         if name:
-            return str(name), "trace", True, None
+            return (name if isinstance(name, str) else str(name)), "trace", True, None   # keeps a HostileText
     status_map = inv.get("route_from_status")
     if isinstance(status_map, Mapping) and status_map:
         declared = True
@@ -164,6 +165,10 @@ def _trace_input(ctx: ScoreContext, ev: RepeatEvidence, http_failed: bool = Fals
             return {"verdict": UNSCORED, "reason": f"no complete trace after HTTP {ev.status} (the http layer "
                     f"failed): trace {ev.trace_status}: {ev.trace_reason or 'no detail'}"}
         return {"verdict": INFRA_INCOMPLETE, "reason": f"trace {ev.trace_status}: {ev.trace_reason or 'no detail'}"}
+    bad = hostile.holds([(c.get("name"), c.get("arguments"), c.get("result"))
+                         for c in ev.trajectory.get("tool_calls") or [] if isinstance(c, Mapping)])
+    if bad is not None:
+        return {"verdict": UNSCORED, "reason": hostile.reason("a tool call in the trace", bad)}
     from ..score.base import blind_tool_log
     blind = blind_tool_log(ev.trajectory)
     if blind:
@@ -193,6 +198,10 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         if not declared:
             return {"verdict": UNSCORED, "reason": "no route source declared (route_from_response, a "
                     "collected trace, or route_from_status); routes are never inferred"}
+        bad = hostile.holds(observed) if observed_from != "response" else hostile.holds(
+            templates.lookup(ev.response_json, ctx.invocation.get("route_from_response"))[1])
+        if bad is not None:
+            return {"verdict": UNSCORED, "reason": hostile.reason(f"the route (from the {observed_from})", bad)}
         from ..score.routing import score_case_routing
         layer = _guard(lambda: score_case_routing(expect, observed, observed_from, clarified_flag(ctx.invocation, ev)))
         if observed is None and trace_note and layer.get("verdict") == UNSCORED:
@@ -233,6 +242,9 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
             tool_calls = (ev.trajectory or {}).get("tool_calls") if usable else None
             actual = extract_actual(dict(ctx.invocation), ev.response_json, ev.answer, tool_calls)
             actual_box["actual"] = actual
+            bad = hostile.holds(actual)
+            if bad is not None:
+                return {"verdict": UNSCORED, "reason": hostile.reason("the result read for this check", bad)}
             return score_execution(expect.get("result"), actual, float_tolerance=sc.get("float_tolerance"))
         return _guard(run)
     if layer == "authz":

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import json
+import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -97,13 +98,45 @@ def decode_protobuf(body: bytes) -> dict:
     return _hex_ids(MessageToDict(req))
 
 
+class TooLarge(ValueError):
+    """An export body (after decompression) over MAX_BODY: a 413."""
+
+
+def gunzip_bounded(body: bytes, limit: int) -> bytes:
+    """The gzip members in `body`, decompressed, never holding more than `limit` bytes of output:
+    a bomb is refused while it inflates (TooLarge), not after. ValueError when it is not gzip."""
+    out: list[bytes] = []
+    total, data = 0, body
+    try:
+        while data:
+            inflater = zlib.decompressobj(wbits=31)
+            while data and not inflater.eof:
+                chunk = inflater.decompress(data, limit - total + 1)
+                total += len(chunk)
+                if total > limit:
+                    raise TooLarge(f"export body inflates past {limit} bytes (Content-Encoding gzip)")
+                out.append(chunk)
+                data = inflater.unconsumed_tail
+            if not inflater.eof:
+                raise ValueError("Content-Encoding gzip but the body is a cut-off gzip stream")
+            data = inflater.unused_data.lstrip(b"\0")   # another member (or gzip's zero padding)
+    except zlib.error as exc:
+        raise ValueError(f"Content-Encoding gzip but the body is not gzip: {exc}") from None
+    return b"".join(out)
+
+
+def content_length(value: str | None) -> int | None:
+    """The Content-Length as a byte count; None when it is negative or not a plain decimal number."""
+    if value is None:
+        return 0
+    text = value.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def decode_export(body: bytes, content_type: str | None, content_encoding: str | None = None) -> dict:
     """One OTLP/HTTP export body -> TracesData dict. Raises ValueError / ImportError / LookupError."""
     if (content_encoding or "").strip().lower() == "gzip":
-        try:
-            body = gzip.decompress(body)
-        except (OSError, EOFError) as exc:
-            raise ValueError(f"Content-Encoding gzip but the body is not gzip: {exc}") from None
+        body = gunzip_bounded(body, MAX_BODY)
     elif (content_encoding or "identity").strip().lower() != "identity":
         raise LookupError(f"Content-Encoding {content_encoding!r} is not supported (use gzip or none)")
     ctype = (content_type or "").split(";", 1)[0].strip().lower()
@@ -115,6 +148,18 @@ def decode_export(body: bytes, content_type: str | None, content_encoding: str |
     if ctype in ("application/x-protobuf", "application/protobuf"):
         return decode_protobuf(body)
     raise LookupError(f"Content-Type {content_type!r} is not OTLP/HTTP (application/x-protobuf or application/json)")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that disconnects mid-exchange is the client's business: no traceback on the
+    runner's stderr (socketserver prints one by default); anything else is one line."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"assay otlp-http: an export from {client_address[0]} failed: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
 
 
 class OtlpHttpSource(OtlpFileSource):
@@ -133,9 +178,15 @@ class OtlpHttpSource(OtlpFileSource):
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = 60   # a client that sends less than it announced cannot hold a thread for ever
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def _refuse_now(self, status: int, message: str) -> None:
+                """Reply without reading the body, and close: what follows is not a request."""
+                self.close_connection = True
+                self._reply(status, json.dumps({"message": message}).encode(), "application/json")
 
             def _reply(self, status: int, body: bytes, ctype: str) -> None:
                 self.send_response(status)
@@ -145,16 +196,20 @@ class OtlpHttpSource(OtlpFileSource):
                 self.wfile.write(body)
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
+                length = content_length(self.headers.get("Content-Length"))
+                if length is None:
+                    self._refuse_now(400, "Content-Length must be a byte count (digits only)")
+                    return
                 if self.path.split("?", 1)[0].rstrip("/") != TRACES_PATH:
-                    self.rfile.read(min(length, MAX_BODY))
-                    self._reply(404, b'{"message": "OTLP traces go to POST /v1/traces"}', "application/json")
+                    self._refuse_now(404, f"OTLP traces go to POST {TRACES_PATH}")
                     return
                 if length > MAX_BODY:
-                    self.close_connection = True
-                    self._reply(413, b'{"message": "export body too large"}', "application/json")
+                    self._refuse_now(413, f"export body too large (over {MAX_BODY} bytes)")
                     return
                 body = self.rfile.read(length)
+                if len(body) < length:   # the client went away mid-body: nobody to answer
+                    self.close_connection = True
+                    return
                 ctype = self.headers.get("Content-Type")
                 status, message = source.receive(body, ctype, self.headers.get("Content-Encoding"))
                 as_proto = "protobuf" in (ctype or "")
@@ -164,7 +219,7 @@ class OtlpHttpSource(OtlpFileSource):
                     self._reply(status, json.dumps({"message": message}).encode(), "application/json")
 
         try:
-            self.server = ThreadingHTTPServer(parsed, _Handler)
+            self.server = _QuietServer(parsed, _Handler)
         except OSError as exc:
             raise OSError(f"cannot listen on {parsed[0]}:{parsed[1]} for OTLP/HTTP: {exc.strerror or exc}") from None
         self.server.daemon_threads = True
@@ -185,6 +240,8 @@ class OtlpHttpSource(OtlpFileSource):
             return self._refuse(415, str(exc))
         except LookupError as exc:
             return self._refuse(415, str(exc))
+        except TooLarge as exc:
+            return self._refuse(413, str(exc))
         except (UnicodeDecodeError, *_BAD_DOC) as exc:
             return self._refuse(400, f"unreadable OTLP export: {exc}")
         now = time.monotonic()

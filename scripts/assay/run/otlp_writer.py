@@ -144,3 +144,14 @@ def write_spans(path: str | os.PathLike[str], spans: Iterable[dict], *, service_
             view = view[written:]
     finally:
         os.close(fd)
+
+
+def trace_doc(triples: list[tuple[dict, dict, dict]]) -> dict:
+    """An OTLP TracesData of the given spans, grouped by resource and scope (trace.json)."""
+    groups: dict[str, dict] = {}
+    for sp, resource, scope in triples:
+        key = json.dumps([resource, scope], sort_keys=True)
+        g = groups.setdefault(key, {"resource": resource, "scope": scope, "spans": []})
+        g["spans"].append(sp)
+    return {"resourceSpans": [{"resource": g["resource"], "scopeSpans": [{"scope": g["scope"], "spans": g["spans"]}]}
+                              for g in groups.values()]}

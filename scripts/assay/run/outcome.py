@@ -7,10 +7,11 @@ Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429
 from __future__ import annotations
 
 import email.utils
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from ..core import hostile
 
 MAX_BODY_BYTES = 20 * 1024 * 1024   # bodies are read up to this bound, never beyond
 RETRY_AFTER_CAP_S = 60.0
@@ -80,12 +81,15 @@ def decode_body(raw: bytes, truncated: bool) -> tuple[str, Any, bool, list[str]]
     if not stripped or stripped[0] not in "{[\"-0123456789tfn":
         return text, None, False, notes
     try:
-        return text, json.loads(text), True, notes
+        doc, found = hostile.loads(text)
     except RecursionError:
         notes.append("response JSON is nested too deeply to parse; treated as text")
+        return text, None, False, notes
     except ValueError:
-        pass
-    return text, None, False, notes
+        return text, None, False, notes
+    if found:
+        notes.append(hostile.note(found))
+    return text, doc, True, notes
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -116,6 +120,17 @@ def retry_wait(backoff_s: list[float], attempt_index: int, retry_after: str | No
     if ra is not None:
         return min(max(ra, 0.0), RETRY_AFTER_CAP_S)
     return base
+
+
+def attempts_reason(outcomes: list[Outcome], turns: list[int] | None = None, noun: str = "attempt") -> str:
+    """What every attempt of an exhausted request got, honestly: `X on all N attempt(s)` only
+    when all were X; else the last outcome plus each earlier one (a crash stays visible). With
+    `turns` (a conversation: the turn each attempt ended on), each outcome is named with its turn."""
+    said = [(f"turn {turns[i]}: " if turns else "") + o.describe() for i, o in enumerate(outcomes)]
+    if len(set(said)) == 1:
+        return f"{said[-1]} on all {len(said)} {noun}(s)"
+    earlier = "; ".join(f"attempt {i}: {d}" for i, d in enumerate(said[:-1], 1))
+    return f"{said[-1]} on {noun} {len(said)} of {len(said)} ({earlier})"
 
 
 # How an infra_reason starts when a case ran out of its rate-limit waiting budget (the engine

@@ -117,7 +117,7 @@ def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str
     if resume:
         if out.is_dir():  # --resume reads, rewrites and deletes in here: no link anywhere inside
             writer.refuse_symlinks_in(out, what="inside the run directory --resume would repair")
-        if not (out / "manifest.yaml").is_file() and unstarted_debris(out) is None:
+        if out.exists() and not (out / "manifest.yaml").is_file() and unstarted_debris(out) is None:
             raise AssayError(f"--resume: {out_arg} is not a run directory (no manifest.yaml); start the run "
                              "without --resume", 2, key="--out")
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -34,6 +34,7 @@ from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, parse_run_id
 from ..core.jsonio import dumps, read_json, sha256_json
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from ..schemas import validate
 from . import preflight
 from .outcome import CONNECTION, RESPONSE, Outcome
 from .tracing import TraceConfig
@@ -69,8 +70,9 @@ def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, i
         cid = entry.get("id") if isinstance(entry, dict) else None
         cdir = run_dir / "cases" / str(cid)
         v = _read(cdir / "verdict.json")
-        if not isinstance(v, dict):
+        if v is None:
             continue
+        validate(v, "verdict", source=cdir / "verdict.json")   # a hand edit: exit 2 naming the file and key
         verdicts[cid] = v
         if not v.get("sent", True) or v.get("verdict") == "skipped":
             continue

@@ -2,19 +2,18 @@
 feeds the same index from `assay.run.otlp_receiver`).
 
 Three pieces, one concept (getting the trace of one case):
-
 - correlation: `make_traceparent()`, `trace_id_from_response(response_json, field)`.
 - `OtlpFileSource`: the growing span file, read incrementally and shared by concurrent cases;
   `collect(trace_id)` waits for quiescence and returns a `TraceOutcome`.
 - `trace_plan(adapter)`: the pre-flight decision (queryable / trace-less / exit-3 refusal).
 
-The pure OTLP -> trajectory normalization is `assay.run.trace_normalize`; its public names are
-re-exported here so `from assay.run.traces import normalize_trace` keeps working. In a file,
-one span document per line (the Collector's file exporter) or the whole file as one document.
-"""
+The pure OTLP -> trajectory normalization is `assay.run.trace_normalize` (its public names are
+re-exported here). In a file: one span document per line (the Collector's file exporter) or the
+whole file as one document."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -23,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.core import writer
+from assay.core import hostile, writer
 from assay.core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
 
-from .otlp_writer import parse_traceparent  # noqa: F401  (re-exported for the engine)
+from .otlp_writer import parse_traceparent, trace_doc  # noqa: F401  (parse_traceparent: for the engine)
 from .trace_conventions import CONVENTION_NAMES
 from .trace_normalize import (  # noqa: F401  (re-exported: the public normalization API)
     _BAD_DOC, AGENT_OP, ERROR, INCOMPLETE, LLM_OPS, OK, TOOL_OP, _norm_id, first_agent_name, flatten_span,
@@ -38,6 +37,7 @@ RESERVED_STORES = ("jaeger", "tempo", "clickhouse")
 TRACELESS_SOURCES = ("none", "view-only")
 INFRA_INCOMPLETE = "infra_incomplete"
 _CHUNK = 4 << 20  # bytes read per step of a poll
+MAX_MALFORMED_KEPT = 1000  # unparsed span lines remembered (offset, length) to explain a missing trace
 
 
 # ---------------------------------------------------------------------------- ids & correlation
@@ -134,6 +134,16 @@ class OtlpFileSource:
                 + (f" {self.written}" if names else "")
                 + f": a relative path resolves against the state dir; is the app exporting to it?{fix})")
 
+    def _unparsed_for(self, trace_id: str) -> str | None:
+        """The reason when the trace's spans are in the file but on lines that could not be parsed."""
+        whys, needle = set(), trace_id.encode("ascii", "replace")
+        with self._lock, contextlib.suppress(OSError), open(self.path, "rb") as fh:
+            for offset, length, why in self._malformed:
+                fh.seek(offset)
+                whys.update([why] if needle in fh.read(length).lower() else [])
+        return (f"lines of the span file hold trace id {trace_id} but could not be read ({'; '.join(sorted(whys))}"
+                "): the spans are there and were skipped, not missing") if whys else None
+
     def _reset(self) -> None:
         self._offset = 0
         self._doc_mode = False
@@ -142,6 +152,7 @@ class OtlpFileSource:
         self._index: dict[str, _Entry] = {}
         self.spans_in_file = 0
         self.malformed_lines = 0
+        self._malformed: list[tuple[int, int, str]] = []   # (offset, length, why) of unparsed lines
 
     def _add(self, entry_key: str | None, now: float) -> _Entry | None:
         if not entry_key:
@@ -196,10 +207,13 @@ class OtlpFileSource:
                 continue
             try:
                 spans = list(iter_raw_spans(json.loads(line)))
-            except _BAD_DOC:
+            except _BAD_DOC as exc:
                 if start == 0 and self._try_document(sig):
                     return None
                 self.malformed_lines += 1
+                if len(self._malformed) < MAX_MALFORMED_KEPT:   # to say why a trace never arrived
+                    self._malformed.append((start, len(line), "nested too deeply to parse"
+                                            if isinstance(exc, RecursionError) else "not OTLP JSON"))
                 continue
             seen: set[str] = set()
             for sp, _, _ in spans:
@@ -273,7 +287,7 @@ class OtlpFileSource:
             now = time.monotonic()
             if count and now - last_seen >= self.quiescence_s:
                 try:
-                    triples = self._load(wanted, refs, docs)
+                    triples = hostile.clean(self._load(wanted, refs, docs))[0]   # NaN etc.: text
                     flat = [flatten_span(t[0]) for t in triples]
                 except (OSError, *_BAD_DOC):  # rotated under us, or a hostile span: retry, then give up
                     triples, flat = [], []
@@ -288,8 +302,8 @@ class OtlpFileSource:
                 if not count:
                     return TraceOutcome(INFRA_INCOMPLETE, None, None, waited_ms=waited, checks={
                         "spans_for_trace": 0, "spans_in_file": self.spans_in_file},
-                        reason=f"no span with trace id {wanted} arrived in the span file within "
-                               f"max_wait_s={self.max_wait_s:g}" + self._missing_file_note())
+                        reason=self._unparsed_for(wanted) or f"no span with trace id {wanted} arrived in the span "
+                               f"file within max_wait_s={self.max_wait_s:g}" + self._missing_file_note())
                 if normalized is None:
                     why = f"spans were still arriving after max_wait_s={self.max_wait_s:g}"
                 elif normalized["status"] != OK:
@@ -301,17 +315,6 @@ class OtlpFileSource:
                                         "spans_for_trace": count, "spans_in_file": self.spans_in_file},
                                     waited_ms=waited)
             time.sleep(min(self.poll_interval_s, max(0.0, deadline - now)))
-
-
-def trace_doc(triples: list[tuple[dict, dict, dict]]) -> dict:
-    """An OTLP TracesData of the given spans, grouped by resource and scope (trace.json)."""
-    groups: dict[str, dict] = {}
-    for sp, resource, scope in triples:
-        key = json.dumps([resource, scope], sort_keys=True)
-        g = groups.setdefault(key, {"resource": resource, "scope": scope, "spans": []})
-        g["spans"].append(sp)
-    return {"resourceSpans": [{"resource": g["resource"], "scopeSpans": [{"scope": g["scope"], "spans": g["spans"]}]}
-                              for g in groups.values()]}
 
 
 # ---------------------------------------------------------------------------- pre-flight decision

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import writer
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, atomic_write_text, read_json, sha256_json
 from ..core.vocab import FAIL
@@ -298,6 +300,7 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": str(plan_path),
                          "merging": [s.path.name for s in shards]})
     lock.acquire()
+    _remove_leftovers(out)
     tmp = out.parent / f".{out.name}.merge-{os.getpid()}.tmp"
     try:
         code, result = _build(plan, shards, manifest, baseline, tmp, out)
@@ -316,6 +319,15 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
     if code:
         raise AssayError(EXIT_MESSAGES[code], code, **result)
     return code, result
+
+
+def _remove_leftovers(out: Path) -> None:
+    """The build dirs of a merge of this run id that was killed (`.<run>.merge-<pid>.tmp|.old`).
+    Called under the run's lock, so no live merge of it owns one; links are unlinked, never followed."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.merge-\d+\.(tmp|old)")
+    for entry in out.parent.iterdir():
+        if pattern.fullmatch(entry.name):
+            writer.remove_tree(entry)
 
 
 def _build(plan: dict, shards: list[ShardRun], manifest: dict, baseline: dict | None, tmp: Path,

@@ -34,7 +34,8 @@ from ...core.jsonio import sha256_bytes
 from .. import secrets, templates
 from ..http_invoker import placeholder_values
 from ..outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome, decode_body
-from .procgroup import OUTPUT_CAP_BYTES, GroupRegistry, grace_for, run_in_session
+from .orphans import GroupRegistry
+from .procgroup import OUTPUT_CAP_BYTES, grace_for, run_in_session
 
 SCRATCH_ENV = "ASSAY_SCRATCH_DIR"
 # Allowlisted variables whose values are not treated as secrets (every other allowlisted value
@@ -322,7 +323,7 @@ class CliInvoker:
 
     def close(self) -> None:
         """Kill any group still running (an interrupted run); drop the area if nothing is kept in it."""
-        self.registry.kill_live()
+        self.registry.close()
         for sub in (self.area / "pgroups", self.area / "cases", self.area):
             try:
                 sub.rmdir()

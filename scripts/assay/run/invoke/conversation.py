@@ -21,7 +21,7 @@ from ...core.ids import utc_now_iso
 from ...core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
                            UNSCORABLE, UNSCORED)
 from .. import templates
-from ..outcome import RATE_LIMITED_PREFIX, Outcome, is_rate_limited, retry_wait
+from ..outcome import RATE_LIMITED_PREFIX, Outcome, attempts_reason, is_rate_limited, retry_wait
 
 STYLES = ("client-id", "server-id", "cookie")
 MEMORY = ("session", "user", None)
@@ -363,7 +363,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
         else:
             failed += 1
             if failed >= max_attempts:
-                final = f"turn {n}: {retry_out.describe()} on all {attempt} conversation attempt(s)"
+                final = attempts_reason([o for _, o in endings], [t for t, _ in endings], "conversation attempt")
             wait = retry_wait(backoff_s, failed - 1, retry_out.header("Retry-After"))
         if final is not None:
             sent[-1].scored = infra_turn(retry_out, final)

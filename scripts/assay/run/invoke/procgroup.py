@@ -6,7 +6,7 @@ its pid), feeds stdin, reads stdout and stderr up to a cap each (the rest is rea
 counted, never kept, so the child never blocks on a full pipe), and ends the case with no
 process of the group left: at the deadline the group gets SIGTERM, then SIGKILL after a
 grace; when the command exits on its own, whatever it left running in its group gets the
-same treatment. `GroupRegistry` records each live group on disk so that a later runner
+same treatment. `orphans.GroupRegistry` records each live group on disk so that a later runner
 (`--resume` after the runner itself was killed) can kill the orphans of the earlier one.
 
 A process that leaves the session (`setsid`, a double-forking daemon) leaves the group
@@ -16,17 +16,20 @@ too: no process-group kill reaches it. That is the limit of this mechanism.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import selectors
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...core import writer
+from ...core.resources import is_runner_resource
+
+if TYPE_CHECKING:
+    from .orphans import GroupRegistry
 
 OUTPUT_CAP_BYTES = 1 << 20          # per stream (stdout, stderr)
 GRACE_S = 2.0                       # SIGTERM -> SIGKILL, shortened for short timeouts (grace_for)
@@ -146,81 +149,6 @@ def boot_id() -> str | None:
         return None
 
 
-# ---------------------------------------------------------------- live groups on disk
-class GroupRegistry:
-    """One small file per live process group under `directory` (written before the wait,
-    removed after the group is gone). A runner killed with SIGKILL leaves its files behind;
-    `sweep()` (pre-flight of the next runner on that run id) kills what is still running."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._lock = threading.Lock()
-        self._live: set[int] = set()
-
-    def add(self, pgid: int) -> None:
-        with self._lock:
-            self._live.add(pgid)
-        doc = {"pgid": pgid, "boot_id": boot_id(), "start_ticks": start_ticks(pgid)}
-        writer.write_json(self.directory / str(pgid), doc, indent=None)
-
-    def remove(self, pgid: int) -> None:
-        with self._lock:
-            self._live.discard(pgid)
-        try:
-            (self.directory / str(pgid)).unlink()
-        except FileNotFoundError:
-            pass
-
-    def kill_live(self) -> int:
-        """SIGKILL every group this runner still has running (an interrupted run)."""
-        with self._lock:
-            live = sorted(self._live)
-        for pgid in live:
-            _signal_group(pgid, signal.SIGKILL)
-        return len(live)
-
-    def sweep(self) -> list[int]:
-        """Kill the groups an earlier runner recorded and never removed; returns their ids."""
-        killed = []
-        if not self.directory.is_dir():
-            return killed
-        me = boot_id()
-        for path in sorted(self.directory.iterdir()):
-            if path.name.startswith("."):
-                path.unlink(missing_ok=True)
-                continue
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                pgid = int(doc["pgid"])
-            except (OSError, ValueError, KeyError, TypeError):
-                path.unlink(missing_ok=True)
-                continue
-            if _is_that_group(pgid, doc, me):
-                _signal_group(pgid, signal.SIGKILL)
-                killed.append(pgid)
-            path.unlink(missing_ok=True)
-        return killed
-
-
-def _is_that_group(pgid: int, doc: dict, me: str | None) -> bool:
-    """The recorded group is still running (same boot; its members started no earlier than
-    the recorded leader, so a recycled id of an older process is never hit)."""
-    if doc.get("boot_id") and me and doc["boot_id"] != me:
-        return False
-    members = group_members(pgid)
-    if members is None:  # no /proc: only while the recorded leader itself still leads the group
-        try:
-            return os.getpgid(pgid) == pgid
-        except OSError:
-            return False
-    since = doc.get("start_ticks")
-    for pid in members:
-        ticks = start_ticks(pid)
-        if since is None or (ticks is not None and ticks >= since):
-            return True
-    return False
-
-
 # ---------------------------------------------------------------- one run
 def run_in_session(argv: list[str], *, env: dict[str, str], cwd: str | None, stdin_bytes: bytes | None,
                    timeout_s: float, cap: int = OUTPUT_CAP_BYTES, grace_s: float | None = None,
@@ -228,11 +156,15 @@ def run_in_session(argv: list[str], *, env: dict[str, str], cwd: str | None, std
     """Run argv to completion or to the deadline; no process of its group outlives the call."""
     start = time.perf_counter()
     grace = grace_for(timeout_s) if grace_s is None else grace_s
+    if registry is not None:   # recorded before the command exists: no window for a kill to lose it
+        env = {**env, **registry.arm()}
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
                                 start_new_session=True, close_fds=True)
     except OSError as exc:
+        if is_runner_resource(exc):   # no descriptor for the pipes (or no disk): the runner's, not the app's
+            raise
         return ChildResult(spawn_error=f"{type(exc).__name__}: {exc.strerror or exc}",
                            latency_ms=_ms(start))
     pgid = proc.pid  # start_new_session: the leader of its own session and process group
