@@ -107,6 +107,29 @@ def trajectory_first_line(diff: dict[str, Any]) -> str | None:
     return f"call {first['index'] + 1} ({first['kind']}): {first['base']} -> {first['candidate']}"
 
 
+def expectation_diff(base: Any, candidate: Any) -> dict[str, Any]:
+    """What changed in an edited case's expect.json: the keys (dotted, two levels) whose value differs.
+    Identical files say the edit is elsewhere (a pinned rubric, the request shape, the judge)."""
+    if not isinstance(base, dict) or not isinstance(candidate, dict):
+        return {"keys": [], "note": "expect.json missing on one side"}
+
+    def flat(doc: dict) -> dict[str, str]:
+        out = {}
+        for k, v in doc.items():
+            if isinstance(v, dict) and v:
+                out.update({f"{k}.{k2}": json.dumps(v2, sort_keys=True, ensure_ascii=False) for k2, v2 in v.items()})
+            else:
+                out[k] = json.dumps(v, sort_keys=True, ensure_ascii=False)
+        return out
+    b, c = flat(base), flat(candidate)
+    keys = sorted(k for k in set(b) | set(c) if b.get(k) != c.get(k))
+    if not keys:
+        return {"keys": [], "note": "expect.json is the same: the edit is in a pinned rubric, the request shape "
+                                    "or the judge's identity"}
+    return {"keys": [{"key": k, "base": _short(b.get(k, "(absent)")), "candidate": _short(c.get(k, "(absent)"))}
+                     for k in keys]}
+
+
 def results_equal(base: list[dict] | None, candidate: list[dict] | None) -> bool | None:
     """Tool results equal, call by call (None when either side has no trajectory)."""
     if base is None or candidate is None:

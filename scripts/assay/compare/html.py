@@ -85,7 +85,8 @@ def _answer_sides(answer: dict) -> str:
             if op["candidate"]:
                 right.append(f"<ins>{_e(op['candidate'])}</ins>")
         cut = " …(diff cut; the whole answers are in compare.json)" if diff.get("truncated") else ""
-        lhtml, rhtml = " ".join(left) + _e(cut), " ".join(right) + _e(cut)
+        lhtml = " ".join(left) + _e(cut) or "<em>(empty)</em>"
+        rhtml = " ".join(right) + _e(cut) or "<em>(empty)</em>"
     else:
         lhtml = _e(answer.get("base") if answer.get("base") is not None else "(no answer)")
         rhtml = _e(answer.get("candidate") if answer.get("candidate") is not None else "(no answer)")
@@ -153,6 +154,12 @@ def _case(p: dict) -> str:
                    f'{_e(", ".join(fl.get("base") or []))} → {_e(", ".join(fl.get("candidate") or []))}</p>')
     if p.get("case_note") and "differs" in p["case_note"]:  # the page's notes say "unknown" once
         out.append(f'<p class="what">{_e(p["case_note"])}</p>')
+    exp = p.get("expectation")
+    if exp:
+        out.append('<p class="what">the case was edited: '
+                   + (_e(exp["note"]) if exp.get("note") else "; ".join(
+                       f"<code>{_e(k['key'])}</code> {_e(k['base'])} → {_e(k['candidate'])}" for k in exp["keys"]))
+                   + "</p>")
     if p.get("turns"):
         out.append(_turns(p["turns"]))
     out.append(_answer_sides(p.get("answer") or {}))
@@ -162,7 +169,7 @@ def _case(p: dict) -> str:
         out.append(f'<p class="what">repeats: base {_e(" ".join(reps.get("base") or ["n/a"]))}; candidate '
                    f'{_e(" ".join(reps.get("candidate") or ["n/a"]))} (the folded verdicts are compared)</p>')
     if not changed and not (p.get("answer") or {}).get("changed") and not (p.get("trajectory") or {}).get("changed") \
-            and p.get("bucket") not in ("only_in_base", "only_in_candidate"):
+            and p.get("bucket") not in ("only_in_base", "only_in_candidate") and not exp:
         line = first_diff_line(p)
         out.append(f'<p class="what">{_e(line) if line else "nothing else changed"}</p>')
     out.append("</div>")

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.vocab import LAYER_ORDER
 from .buckets import SCORED, bucket_of
-from .diffs import (diff_first_line, normalize_answer, results_equal, tool_calls, trajectory_diff,
+from .diffs import (diff_first_line, expectation_diff, normalize_answer, results_equal, tool_calls, trajectory_diff,
                     trajectory_first_line, word_diff)
 from .sides import Side
 
@@ -150,6 +150,8 @@ def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
     pair["case"] = "unknown" if changed is None else "changed" if changed else "same"
     if note:
         pair["case_note"] = note
+    if changed:
+        pair["expectation"] = expectation_diff(base.json(cid, "expect.json"), cand.json(cid, "expect.json"))
     bl, cl = _layers(brow), _layers(crow)
     pair["layers_changed"] = layers_changed(bl, cl)
     pair["failing_layers"] = {"base": failing_layers(bl), "candidate": failing_layers(cl)}

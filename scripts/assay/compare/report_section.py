@@ -36,6 +36,9 @@ def comparison_lines(doc: dict) -> list[str]:
         for p in pairs[:MAX_LISTED]:
             layers = ", ".join(f"{c['layer']} {c['base']}→{c['candidate']}" for c in p.get("layers_changed") or [])
             bits = [layers] if layers else []
+            exp = p.get("expectation")
+            if exp:
+                bits.append("edited: " + (", ".join(k["key"] for k in exp["keys"]) or exp.get("note", "")))
             if p.get("judge_flip"):
                 bits.append("judge flip")
             if (p.get("answer") or {}).get("changed"):
