@@ -1,5 +1,5 @@
 """`--baseline auto`: which run a candidate is compared with (compare_runs, gate, draft_report,
-run_cases --baseline-verdicts). Runner contract §12.4.
+run_cases --baseline-verdicts). Runner contract §20.4.
 
 1. `<state>/reports/baseline.json` (`{"run_id": ...}`, written by the skill, never the runner)
    pins one: it wins, and a pin naming a run that is not there is exit 2 naming the file.

@@ -1,5 +1,5 @@
 """The bucket rule: every paired case id lands in exactly one bucket (wave 3 §3; runner contract
-§12). Defined once; compare.json, compare.html, the gate and the report all read it from here.
+§20.1). Defined once; compare.json, compare.html, the gate and the report all read it from here.
 
 First match wins:
 

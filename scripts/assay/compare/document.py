@@ -1,4 +1,4 @@
-"""compare.json: two runs paired case by case (runner contract §12).
+"""compare.json: two runs paired case by case (runner contract §20).
 
 `compare_runs(base_dir, candidate_dir)` returns the document: what differs between the runs
 themselves (said up front, in `notes`), the headline, the bucket counts, every non-holdout pair in

@@ -1,4 +1,4 @@
-"""The gate on regressions: `gate.py RUN --baseline RUN|auto` (runner contract §12.5).
+"""The gate on regressions: `gate.py RUN --baseline RUN|auto` (runner contract §20.5).
 
 The run is gated as always (report.gate.evaluate), against a comparison with the baseline:
 

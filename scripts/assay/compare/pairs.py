@@ -79,8 +79,8 @@ def answer_block(base_text: str | None, cand_text: str | None) -> dict[str, Any]
             "first_line": diff_first_line(diff)}
 
 
-def judge_flips(base: Side, cand: Side, cid: str, answer: dict, calls: tuple) -> list[dict[str, Any]]:
-    bdoc, cdoc = base.verdict_doc(cid).get("layers") or {}, cand.verdict_doc(cid).get("layers") or {}
+def judge_flips(bdoc: dict, cdoc: dict, answer: dict, calls: tuple) -> list[dict[str, Any]]:
+    bdoc, cdoc = bdoc.get("layers") or {}, cdoc.get("layers") or {}
     out = []
     for layer in JUDGED_LAYERS:
         bv, cv = _judge_verdict(bdoc.get(layer)), _judge_verdict(cdoc.get(layer))
@@ -95,8 +95,8 @@ def judge_flips(base: Side, cand: Side, cid: str, answer: dict, calls: tuple) ->
     return out
 
 
-def turns_block(base: Side, cand: Side, cid: str) -> dict[str, Any] | None:
-    bt, ct = base.verdict_doc(cid).get("turns"), cand.verdict_doc(cid).get("turns")
+def turns_block(base: Side, cand: Side, cid: str, bdoc: dict, cdoc: dict) -> dict[str, Any] | None:
+    bt, ct = bdoc.get("turns"), cdoc.get("turns")
     if not isinstance(bt, list) and not isinstance(ct, list):
         return None
     bt = {t.get("n"): t for t in bt or [] if isinstance(t, dict)}
@@ -123,14 +123,14 @@ def turns_block(base: Side, cand: Side, cid: str) -> dict[str, Any] | None:
     return {"first_differing_turn": first, "turns": rows}
 
 
-def repeats_block(base: Side, cand: Side, cid: str) -> dict[str, Any] | None:
+def repeats_block(base: Side, cand: Side, bdoc: dict, cdoc: dict) -> dict[str, Any] | None:
     if (base.k or 1) == 1 and (cand.k or 1) == 1:
         return None
 
-    def seq(side: Side) -> list[str] | None:
-        reps = side.verdict_doc(cid).get("repeats")
+    def seq(doc: dict) -> list[str] | None:
+        reps = doc.get("repeats")
         return [str(r.get("verdict")) for r in reps if isinstance(r, dict)] if isinstance(reps, list) else None
-    return {"base": seq(base), "candidate": seq(cand)}
+    return {"base": seq(bdoc), "candidate": seq(cdoc)}
 
 
 def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
@@ -140,7 +140,9 @@ def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
     row = crow or brow or {}
     pair: dict[str, Any] = {"case_id": cid, "verdict": {"base": bv, "candidate": cv},
                             "gating": row.get("gating", True) is not False, "canary": bool(row.get("canary"))}
-    title = (cand.verdict_doc(cid) if crow else base.verdict_doc(cid)).get("title")
+    bdoc = base.verdict_doc(cid) if brow else {}
+    cdoc = cand.verdict_doc(cid) if crow else {}
+    title = (cdoc if crow else bdoc).get("title")
     if isinstance(title, str) and title:
         pair["title"] = title
     if brow is None or crow is None:
@@ -162,14 +164,14 @@ def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
     if traj.get("changed"):
         traj["first_line"] = trajectory_first_line(traj)
     pair["trajectory"] = traj
-    flips = judge_flips(base, cand, cid, answer, calls)
+    flips = judge_flips(bdoc, cdoc, answer, calls)
     pair["judge_flip"] = bool(flips)
     if flips:
         pair["judge_flips"] = flips
-    turns = turns_block(base, cand, cid)
+    turns = turns_block(base, cand, cid, bdoc, cdoc)
     if turns is not None:
         pair["turns"] = turns
-    repeats = repeats_block(base, cand, cid)
+    repeats = repeats_block(base, cand, bdoc, cdoc)
     if repeats is not None:
         pair["repeats"] = repeats
     flipped = {f["layer"] for f in flips if not f["provisional"]}

@@ -26,7 +26,6 @@ class Side:
     case_hash: dict[str, str | None]       # case_sha256 (None: the run predates case hashes)
     legacy_hash: dict[str, str | None]     # the plan case's own sha256 (older runs have only this)
     holdout: set[str] = field(default_factory=set)
-    _docs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -57,12 +56,10 @@ class Side:
         return self.run_dir.joinpath("cases", case_id, *rel)
 
     def verdict_doc(self, case_id: str) -> dict:
-        key = ("verdict", case_id)
-        if key not in self._docs:
-            path = self._case_path(case_id, "verdict.json")
-            doc = try_json(path) if path else None
-            self._docs[key] = doc if isinstance(doc, dict) else {}
-        return self._docs[key]
+        """cases/<id>/verdict.json ({} when absent); not cached: a 10,000-case pair reads each once."""
+        path = self._case_path(case_id, "verdict.json")
+        doc = try_json(path) if path else None
+        return doc if isinstance(doc, dict) else {}
 
     def text(self, case_id: str, *rel: str) -> str | None:
         path = self._case_path(case_id, *rel)

@@ -1,4 +1,4 @@
-"""The suite version: `case_sha256` per case and `suite_sha256` per run (runner contract §10.6).
+"""The suite version: `case_sha256` per case and `suite_sha256` per run (runner contract §10.6, §20.2).
 
 Two runs' verdicts on a case are comparable only if the case asked the same thing and was
 scored against the same expectation. `case_sha256` is a SHA-256 over canonical JSON of
