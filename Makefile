@@ -34,6 +34,7 @@ bench: venv
 	$(VPY) bench/first_bars.py --json bench/out/first_bars.json
 	$(VPY) bench/rate_limits.py --json bench/out/rate_limits.json
 	$(VPY) bench/shards.py --json bench/out/shards.json
+	$(VPY) bench/compare.py --json bench/out/compare.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code
