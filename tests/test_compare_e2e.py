@@ -224,3 +224,18 @@ def test_run_cases_baseline_verdicts_auto_writes_comparison(helpdesk, tmp_path):
     # no app is listening: pre-flight stops it (exit 3), after choosing the baseline (exit 2 otherwise)
     assert r.rc == 3, r.stdout
     shutil.rmtree(out, ignore_errors=True)
+
+
+def test_make_demo_compare(tmp_path):
+    """`make demo COMPARE=1`: a clean run, then the broken app, compared and gated against the first."""
+    state = tmp_path / ".assay"
+    shutil.copytree(STATE, state, ignore=shutil.ignore_patterns("work", "reports"))
+    shutil.copy2(STATE.parent / "judge_standin.py", tmp_path / "judge_standin.py")
+    r = demo(state, "--compare")
+    assert r.returncode == 1, r.stdout + r.stderr      # the gate closes on the regressions
+    base, cand = runs_of(state)
+    assert f"compare_runs    {base.name} -> {cand.name}: 9 newly failing" in r.stdout
+    assert f"gate closed: 9 gating case(s) newly failing against {base.name}" in r.stdout
+    assert "--verify" not in r.stdout                  # compare.json / compare.html are allowed in the run dir
+    assert (cand / "compare.html").is_file() and json.loads((cand / "compare.json").read_text())["counts"]
+    assert run_script("run_cases", "--verify", cand).rc == 0
