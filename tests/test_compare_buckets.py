@@ -229,3 +229,33 @@ def test_baseline_auto_refuses_naming_why_and_chooses_for_run_cases(tmp_path):
     manifest = json.loads((third / "manifest.yaml").read_text())
     assert manifest["baseline_verdicts"]["run_id"] == later.name
     assert json.loads((third / "comparison.json").read_text())["n"] == 1
+
+
+def test_pii_runs_are_compared_with_the_quoted_text_redacted(tmp_path):
+    state = make_state(tmp_path)
+    desk = Desk()
+    secret = "write to jane.doe@example.com or call +1 415 555 0100"
+    cases = [case("p-1", "pii", expect=must("echo: pii"))]
+
+    def handler(req):
+        if req.method == "POST" and desk.phase == "candidate":
+            return Reply(200, {"message": secret})
+        return desk(req)
+    with FakeApp(handler) as app:
+        doc_adapter = adapter(app.url, result_from_response="data.value")
+        doc_adapter["data"]["may_contain_pii"] = True
+        outs = []
+        for phase, run_id in (("base", "smoke-20261129T101500Z"), ("candidate", "smoke-20261129T101600Z")):
+            desk.phase = phase
+            plan = make_plan(state, cases, app_url=app.url, run_id=run_id, adapter_doc=doc_adapter)
+            out = state / "reports" / run_id
+            assert run_runner("--plan", write_plan(state, plan, f"{run_id}.json"), "--out", out,
+                              "--progress", "never").rc == 0
+            outs.append(out)
+    page = tmp_path / "c.html"
+    doc = compare(*outs, tmp_path / "c.json", "--html", page)
+    pair = doc["buckets"]["newly_failing"][0]
+    assert pair["answer"]["changed"] is True and doc["redaction"]["active"] and doc["redaction"]["redactions"] >= 2
+    for text in ((tmp_path / "c.json").read_text(), page.read_text()):
+        assert "jane.doe@example.com" not in text and "555 0100" not in text
+        assert "[email redacted]" in text

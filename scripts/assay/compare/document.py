@@ -18,6 +18,7 @@ from ..core.version import HARNESS_VERSION
 from ..stats.paired import compare as paired_compare
 from .buckets import BUCKETS, MEANING, SCORED, headline
 from .pairs import compare_pair
+from .redaction import redact_pairs, should_redact
 from .sides import Side, load_side
 
 COMPARE_VERSION = 1
@@ -92,6 +93,8 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
             holdout_pairs += 1
             continue
         pairs.append(pair)
+    active, why = should_redact(base, cand)
+    redactions = redact_pairs(pairs) if active else 0
     buckets: dict[str, list] = {b: [] for b in BUCKETS}
     for p in pairs:
         buckets[p["bucket"]].append(p)
@@ -101,7 +104,9 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     doc = {
         "compare_version": COMPARE_VERSION, "harness_version": HARNESS_VERSION,
         "base": base.describe(), "candidate": cand.describe(),
-        "notes": run_notes(base, cand),
+        "notes": run_notes(base, cand) + ([f"quoted text is redacted (emails, phone and long numbers: "
+                                            f"{redactions} redaction(s)) because {why}"] if active else []),
+        "redaction": {"active": active, "redactions": redactions, "why": why or None},
         "headline": headline(counts, flips),
         "counts": counts, "judge_flips": flips,
         "gating_newly_failing": sum(1 for p in buckets["newly_failing"] if p["gating"] and not p["canary"]),
