@@ -43,7 +43,8 @@ from ..run.lock import RunLock
 
 # Manifest keys that may differ between the shards of one plan (each machine's own clock,
 # health check and slice); every other key must agree or the shards are not one run.
-PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts")
+PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts", "suite_sha256",
+                  "suite_parts_sha256")  # a shard hashes its own slice; the merge hashes the plan
 PER_SHARD_INVOCATION_KEYS = ("scratch_area",)
 PROBLEMS_SHOWN = 5
 
