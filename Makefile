@@ -1,5 +1,5 @@
 # assay: two commands set up and run everything on a fresh machine.
-#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1, APP=http|cli, SHARDS=3, TRACES=otlp-http, CALIBRATE=1)
+#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1, APP=http|cli, SHARDS=3, TRACES=otlp-http, CALIBRATE=1, COMPARE=1)
 #   make bench  the runner's own cost against the quality bars (bench/RESULTS.md)
 #   make test   the whole test suite
 #   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
@@ -26,7 +26,7 @@ test: venv
 	$(VPY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 demo: venv
-	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,)
+	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,) $(if $(filter 1 true yes,$(COMPARE)),--compare,)
 
 bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)
@@ -34,6 +34,7 @@ bench: venv
 	$(VPY) bench/first_bars.py --json bench/out/first_bars.json
 	$(VPY) bench/rate_limits.py --json bench/out/rate_limits.json
 	$(VPY) bench/shards.py --json bench/out/shards.json
+	$(VPY) bench/compare.py --json bench/out/compare.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code

@@ -19,6 +19,9 @@ def build_parser():
     )
     p.add_argument("run_dir", help="the finished run directory, reports/<run-id>")
     p.add_argument("-o", "--output", help="where to write (default <run-dir>/report.md; '-' = stdout)")
+    p.add_argument("--baseline", metavar="RUN|auto",
+                   help="compare with this run (or `auto`: reports/baseline.json's pin, else the newest complete run "
+                        "of the same series whose gate was open): the comparison section lists each bucket's cases")
     p.add_argument("--force", action="store_true", help="overwrite an existing report (its clusters slot is lost)")
     return p
 
@@ -27,7 +30,13 @@ def run(args):
     from assay.core.jsonio import atomic_write_text
     from assay.report.draft import draft
 
-    result = draft(Path(args.run_dir))
+    lines = None
+    if args.baseline:
+        from assay.compare.baseline import resolve_baseline
+        from assay.compare.document import compare_runs
+        from assay.compare.report_section import comparison_lines
+        lines = comparison_lines(compare_runs(resolve_baseline(args.baseline, Path(args.run_dir)), Path(args.run_dir)))
+    result = draft(Path(args.run_dir), comparison=lines)
     if args.output == "-":
         sys.stdout.write(result.markdown)
         return 0, None

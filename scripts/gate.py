@@ -37,6 +37,10 @@ def build_parser():
                    help="close when the p95 end-to-end case latency is above Y seconds; overrides "
                         "profile.yaml's budgets.max_p95_latency_s")
     p.add_argument("--prices", help="prices file for the cost budget (default: <state>/prices.yaml)")
+    p.add_argument("--baseline", metavar="RUN|auto",
+                   help="compare with this run (or `auto`: reports/baseline.json's pin, else the newest complete run "
+                        "of the same series whose gate was open) and close on any gating case newly failing; an "
+                        "edited case (expectation_changed) or a judge flip never closes it")
     p.add_argument("--state-dir", metavar="DIR",
                    help="the app's state dir, for profile.yaml's budgets and prices.yaml (default: the one "
                         "holding the run dir, <state>/reports/<run-id>)")
@@ -64,8 +68,13 @@ def run(args):
                          "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")
     budgets = {"max_cost_per_case": args.max_cost_per_case, "max_p95_latency_s": args.max_p95_latency_s,
                "prices": args.prices, "state_dir": args.state_dir}
-    result = evaluate(run_dir, max_infra_rate=args.max_infra_rate,
-                      require_canaries=args.require_canaries, verify=not args.no_verify, budgets=budgets)
+    options = dict(max_infra_rate=args.max_infra_rate, require_canaries=args.require_canaries,
+                   verify=not args.no_verify, budgets=budgets)
+    if args.baseline:
+        from assay.compare.gate_rule import evaluate_against
+        result = evaluate_against(run_dir, args.baseline, **options)
+    else:
+        result = evaluate(run_dir, **options)
     if args.junit:
         write_junit(result, args.junit)
     if args.github_summary:

@@ -21,6 +21,9 @@ def build_parser():
 
 def run(args):
     from assay.run.command import run as run_cases
+    if args.baseline_verdicts == "auto":  # the run this plan's series compares with (assay.compare.baseline)
+        from assay.compare.baseline import resolve_for_plan
+        args.baseline_verdicts = resolve_for_plan(args.plan)
     return run_cases(args)
 
 

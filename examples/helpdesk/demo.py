@@ -19,6 +19,12 @@ that cannot do its job stops the demo with exit 2 and a message naming the step.
     python3 examples/helpdesk/demo.py --app cli        # the same desk as a command (cli.py, .assay-cli/)
     python3 examples/helpdesk/demo.py --shards 3       # 3 shards in parallel, merged, gated
     python3 examples/helpdesk/demo.py --traces otlp-http  # the runner receives the spans over OTLP/HTTP
+    python3 examples/helpdesk/demo.py --compare        # a clean run, then the broken app, compared
+
+With --compare (`make demo COMPARE=1`) the pipeline runs twice, first against the clean app,
+then against the broken one (--break), and then compare_runs.py pairs the two runs
+(compare.json and compare.html in the second run's directory) and gate.py --baseline gates
+the second against the first: it closes on the newly failing cases, named first.
 
 With --app cli no server is started: run_cases.py runs examples/helpdesk/cli.py once per
 attempt (state dir .assay-cli/, spans to <state>/work/helpdesk.otlp.jsonl, BREAK=1 in its
@@ -287,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
     p.add_argument("--traces", choices=("otlp-file", "otlp-http"), default="otlp-file",
                    help="how the runner gets the http app's spans: a span file (default) or OTLP/HTTP to the runner")
+    p.add_argument("--compare", action="store_true",
+                   help="a clean run, then the broken app, then compare_runs.py and gate.py --baseline on the pair")
     p.add_argument("--calibrate", action="store_true",
                    help="the judge-calibration loop instead (calibrate_demo.py): run, cluster, label page, "
                         "scripted labels, score_agreement, a calibrated judged gate; on a copy of the state dir")
@@ -314,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibrate:
         from calibrate_demo import loop  # beside this file
         return loop(state)
+    if args.compare:
+        return main_compare(args, state)
     if args.app == "cli":
         if args.traces == "otlp-http":
             print(json.dumps({"error": "--traces otlp-http needs the http app (--app http): the command writes "
@@ -355,6 +365,54 @@ def main(argv: list[str] | None = None) -> int:
             say(f"app left running at {app.url} (pid {app.proc.pid}); stop it with: kill {app.proc.pid}")
         else:
             app.stop()
+
+
+def main_compare(args: argparse.Namespace, state: Path) -> int:
+    """--compare: the pipeline on the clean app, then on the broken app, then the two runs compared."""
+    if args.app != "http" or args.shards or args.traces != "otlp-file" or args.broken:
+        print(json.dumps({"error": "--compare runs the http app twice (clean, then broken) itself: drop --app cli, "
+                                   "--shards, --traces and --break"}))
+        return 2
+    if not (state / "adapter.yaml").is_file():
+        print(json.dumps({"error": f"--state-dir {state} has no adapter.yaml; point it at an .assay dir"}))
+        return 2
+    work = state / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    args.otlp_listen = None
+    runs = []
+    try:
+        for broken in (False, True):
+            app = App(work, broken=broken, flaky=args.flaky)
+            say(f"assay demo --compare: run {len(runs) + 1} of 2, mode {args.mode}, app "
+                + ("BROKEN (--break)" if broken else "clean"))
+            try:
+                url = app.start()
+                env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
+                env.pop("PYTHONPATH", None)
+                _, report_html = pipeline(args, state, env)
+                runs.append(report_html.parent)
+            finally:
+                app.stop()
+            say()
+        base, cand = runs
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        out_json, out_html = cand / "compare.json", cand / "compare.html"
+        cmp = last_json(run_step("compare_runs", [str(SCRIPTS / "compare_runs.py"), str(base), str(cand),
+                                                  "-o", str(out_json), "--html", str(out_html)], env).stdout)
+        say(f"  compare_runs    {base.name} -> {cand.name}: {cmp.get('headline')}")
+        gate = run_step("gate --baseline", [str(SCRIPTS / "gate.py"), str(cand), "--baseline", str(base)], env,
+                        ok={0, 1})
+        say()
+        say(gate.stdout.rstrip())
+        say()
+        say(f"compare: {shown(out_html)}")
+        return gate.returncode
+    except StepFailed as exc:
+        print(f"\ndemo failed: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ndemo interrupted", file=sys.stderr)
+        return 130
 
 
 def main_cli(args: argparse.Namespace, state: Path) -> int:

@@ -4,8 +4,10 @@ A run is read through the files of runner-contract §10 only (results.json, mani
 verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner's own
 `--verify` (`check_run_dir`). Order is the run id's UTC timestamp, never a file's mtime.
 
-- **Series**: runs of one mode with the same dataset version, harness version and k are
-  comparable; any change starts a new series, and the series says what changed.
+- **Series**: runs of one mode with the same dataset version, harness version, k and suite
+  (the manifest's `suite_sha256`, assay.suite.version) are comparable; any change starts a new
+  series, and the series says what changed. A run without a suite hash (older than it) does not
+  start a series by itself: its suite is unknown, not different.
 - **Per run**: pass rate = passes / (passes + failures) with its Wilson 95 % interval,
   gating failures, infra rate. Holdout runs are aggregate only: no case ids, no sequences.
 - **Flaky**: a case whose scored verdicts flip between pass and fail across the runs of a
@@ -86,6 +88,7 @@ def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | 
         "dataset_version": results.get("dataset_version", manifest.get("dataset_version")),
         "harness_version": results.get("harness_version", manifest.get("harness_version")),
         "k": results.get("k", manifest.get("k")),
+        "suite_sha256": manifest.get("suite_sha256") if isinstance(manifest.get("suite_sha256"), str) else None,
         "started_at": results.get("started_at"),
         "cases": _int(summary.get("n")),
         "passes": passes, "failures": failures, "scored": scored,
@@ -135,9 +138,9 @@ def scan(state_dir: Path, *, verify: bool = True) -> tuple[list[dict], list[dict
     return runs, excluded
 
 
-def series_name(key: tuple) -> str:
+def series_name(key: tuple, suite: str | None = None) -> str:
     mode, dataset, harness, k = key
-    return f"{mode} · dataset v{dataset} · assay {harness} · k={k}"
+    return f"{mode} · dataset v{dataset} · assay {harness} · k={k}" + (f" · suite {suite[:8]}" if suite else "")
 
 
 def build_series(runs: list[dict]) -> list[dict]:
@@ -150,12 +153,22 @@ def build_series(runs: list[dict]) -> list[dict]:
         current: dict | None = None
         for run in by_mode[mode]:
             key = tuple(run[k] for k in SERIES_KEYS)
-            if current is None or tuple(current["key"]) != key:
+            suite = run.get("suite_sha256")
+            suite_changed = current is not None and bool(suite and current["suite_sha256"]) \
+                and suite != current["suite_sha256"]
+            if current is None or tuple(current["key"]) != key or suite_changed:
                 change = None
                 if current is not None:
-                    change = ", ".join(f"{k} {a} → {b}" for k, a, b in zip(SERIES_KEYS, current["key"], key) if a != b)
-                current = {"key": list(key), "name": series_name(key), "started_by": change, "runs": []}
+                    parts = [f"{k} {a} → {b}" for k, a, b in zip(SERIES_KEYS, current["key"], key) if a != b]
+                    if suite_changed:
+                        parts.append(f"suite {current['suite_sha256'][:8]} → {suite[:8]} (a case, rubric, "
+                                     "adapter or judge changed)")
+                    change = ", ".join(parts)
+                current = {"key": list(key), "name": series_name(key, suite), "started_by": change,
+                           "suite_sha256": suite, "runs": []}
                 out.append(current)
+            elif suite and not current["suite_sha256"]:
+                current["suite_sha256"] = suite  # an older run's unknown suite joins the first known one
             current["runs"].append(run)
     for s in out:
         s.update(_analyse(s["runs"]))
@@ -225,7 +238,7 @@ def history(state_dir: Path, *, verify: bool = True) -> dict:
         "drift_flagged": [s["name"] for s in series if s["drift"].get("flagged")],
         "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
                               key=lambda f: (-f["flips"], f["series"], f["case_id"])),
-        "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS),
+        "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256"],
                    "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
                    "flaky": "scored verdicts flip between pass and fail across a series' runs",
                    "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify},

@@ -284,12 +284,12 @@ def conversation_lines(s: dict) -> list[str]:
 SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 
 
-def draft(run_dir: Path) -> Draft:
+def draft(run_dir: Path, *, comparison: list[str] | None = None) -> Draft:
     """The report draft. A run file edited into a shape the runner never writes (a list where
     an object belongs, a string for a count) is exit 2 naming what `run_cases.py --verify`
     finds, never a traceback."""
     try:
-        return _draft(run_dir)
+        return _draft(run_dir, comparison)
     except SHAPE_ERRORS as exc:
         from .gate import run_verify
         clean, detail = run_verify(Path(run_dir))
@@ -298,7 +298,7 @@ def draft(run_dir: Path) -> Draft:
                          "Restore it, or re-run (--resume redoes unfinished cases).", 2, path=str(run_dir)) from None
 
 
-def _draft(run_dir: Path) -> Draft:
+def _draft(run_dir: Path, comparison: list[str] | None = None) -> Draft:
     facts = load_facts(Path(run_dir))
     flag, source = pii_flag(facts.run_dir, facts.manifest, facts.run_id)
     redactor = _Redactor(flag is not False)
@@ -328,7 +328,8 @@ def _draft(run_dir: Path) -> Draft:
     lines += layer_section(facts)
     lines += routing_section(facts)
     lines += reliability_section(facts)
-    lines += comparison_section(facts)
+    # --baseline: the comparison's own section (assay.compare.report_section), else comparison.json's
+    lines += comparison if comparison is not None else comparison_section(facts)
     lines += holdout_section(facts)
     lines += judged_section(facts.summary, facts.verdicts, facts.manifest, facts.run_dir)
     lines += not_measured_section(facts)

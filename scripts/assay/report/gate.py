@@ -43,6 +43,8 @@ class GateResult(RunResultsView):
     trust_info: list[str] = field(default_factory=list)
     budgets: dict = field(default_factory=dict)   # {key: {value, source}} the gate checked
     lines: list[str] = field(default_factory=list)
+    # --baseline (assay.compare.gate_rule): {base_run_id, lines, buckets {case_id: bucket}, summary, markdown}
+    comparison: dict | None = None
 
     @property
     def open(self) -> bool:
@@ -70,15 +72,21 @@ def failing_cases(results: dict) -> list[dict]:
             and r.get("gating", True) is not False and not r.get("canary")]
 
 
-def _gating_reason(results: dict, summary: dict) -> str:
-    total = summary["gating_failures"]
+def _gating_reason(results: dict, summary: dict, explained: dict | None = None) -> str | None:
+    """`explained` ({case_id: why}, from --baseline): failures the comparison attributes to an edited
+    case or a judge flip; they are not counted here (the comparison's lines name them)."""
+    explained = explained or {}
+    failing = [r for r in failing_cases(results) if r.get("case_id") not in explained]
+    total = summary["gating_failures"] - (len(failing_cases(results)) - len(failing))
+    if total <= 0:
+        return None
     named = []
-    for row in failing_cases(results)[:MAX_NAMED]:
+    for row in failing[:MAX_NAMED]:
         layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
         title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
         turn = f"turn {row['failed_turn']}: " if isinstance(row.get("failed_turn"), int) else ""
         named.append(f"{row.get('case_id')}{title} ({turn}{', '.join(layers) or 'no layer named'})")
-    more = len(failing_cases(results)) - len(named)
+    more = len(failing) - len(named)
     text = f"{total} gating failure(s)"
     if named:
         text += ": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
@@ -246,7 +254,7 @@ def run_verify(run_dir: Path) -> tuple[bool, str | None]:
 
 
 def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: bool = False,
-             verify: bool = True, budgets: dict | None = None) -> GateResult:
+             verify: bool = True, budgets: dict | None = None, explained: dict | None = None) -> GateResult:
     run_dir = Path(run_dir)
     results = load_results(run_dir)
     summary = results["summary"]
@@ -267,8 +275,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     reasons.extend(canary_failures(run_dir, results))
     if results.get("exit_code") not in (0, None):
         reasons.append(f"runner exit code {results.get('exit_code')} (not 0)")
-    if not bad and summary["gating_failures"] > 0:
-        reasons.append(_gating_reason(results, summary))
+    gating = _gating_reason(results, summary, explained) if not bad and summary["gating_failures"] > 0 else None
+    if gating:
+        reasons.append(gating)
     holdout = summary.get("holdout")
     if not bad and isinstance(holdout, dict) and _is_count(holdout.get("gating_failures")) \
             and holdout["gating_failures"] > summary["gating_failures"]:
@@ -369,7 +378,7 @@ def summary_lines(res: GateResult) -> list[str]:
     if nongating > 0:
         head += f" ({nongating} failure(s) on gating:false cases, not counted)"
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
-    lines = [head, *res.trust_head,
+    lines = [head, *res.trust_head, *((res.comparison or {}).get("lines") or []),
              f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
              f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
@@ -570,4 +579,6 @@ def to_json(res: GateResult) -> dict:
                 "gate_rule": res.results.get("gate"),
                 "counts": cases_phrase(s.get("n"), (s.get("canaries") or {}).get("n")
                                        if isinstance(s.get("canaries"), dict) else None)})
+    if res.comparison:
+        out["comparison"] = res.comparison.get("summary")
     return out

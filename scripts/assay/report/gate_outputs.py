@@ -72,8 +72,13 @@ def _testcase(parent: ET.Element, res: GateResult, row: dict, classname: str) ->
     tc = ET.SubElement(parent, "testcase", name=name, classname=classname, time="0")
     # which judged verdicts gated (calibrated) and which did not (provisional), and why
     note = judged_note((doc.get("layers") or {}).get("judged"))
-    if note:
-        ET.SubElement(ET.SubElement(tc, "properties"), "property", name="assay.judged", value=note)
+    bucket = ((res.comparison or {}).get("buckets") or {}).get(str(row.get("case_id")))
+    if note or bucket:
+        props = ET.SubElement(tc, "properties")
+        if bucket:  # --baseline: the case's bucket against the baseline run
+            ET.SubElement(props, "property", name="assay.bucket", value=bucket)
+        if note:
+            ET.SubElement(props, "property", name="assay.judged", value=note)
     counted = _outcome(tc, res, row)
     if note:
         ET.SubElement(tc, "system-out").text = note
@@ -85,6 +90,10 @@ def _outcome(tc: ET.Element, res: GateResult, row: dict) -> tuple[int, int]:
     if verdict == "pass":
         return 0, 0
     msg = _case_message(res, row)
+    comparison = res.comparison or {}
+    if verdict == "fail" and (comparison.get("buckets") or {}).get(str(row.get("case_id"))) == "newly_failing":
+        first = (comparison.get("first_lines") or {}).get(str(row.get("case_id")))
+        msg = f"NEWLY FAILING (passed in {comparison.get('base_run_id')}): {msg}" + (f" -- first change: {first}" if first else "")
     if verdict == "fail":
         ET.SubElement(tc, "failure", message=msg, type="fail").text = _failure_text(res, row, msg)
         return 1, 0
@@ -191,6 +200,7 @@ def github_summary_markdown(res: GateResult) -> str:
     s = res.summary
     state = "✅ open" if res.open else "❌ closed"
     out = [f"## assay gate: `{res.run_id}` {state}", ""]
+    out += (res.comparison or {}).get("markdown") or []  # --baseline: the buckets lead
     out += ["| n | pass | fail | gating fail | unscored | skipped | infra rate | crash rate |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     def rate(v):

@@ -62,7 +62,7 @@ TURN_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("trace.json", "trace", "only when this turn's trace was collected"),
 )
 # Written into the run dir by the skill AFTER the run (never by the runner): allowed, never required.
-AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html")
+AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html", "compare.json", "compare.html")
 GITIGNORE_NOTE = "only when data.may_contain_pii"
 LOCK_NOTE = "the runner lock, beside the run dir (removed on a normal exit)"
 # cli runs only: outside the app repo (runner contract §17), never inside the run dir.

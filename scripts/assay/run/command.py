@@ -26,7 +26,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="validate the plan and pre-flight (no health check); print the case list; write nothing")
     parser.add_argument("--baseline-verdicts", metavar="FILE",
-                        help="<baseline-run>/verdicts_for_stats.jsonl: write comparison.json")
+                        help="<baseline-run>/verdicts_for_stats.jsonl, or `auto` (reports/baseline.json's pin, else "
+                             "the newest complete run of this plan's series whose gate was open): write comparison.json")
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help="progress on stderr (default auto: live line on a TTY, a line every ~10 s otherwise)")
     parser.add_argument("--verify", metavar="RUN_DIR", help="re-check a run directory: no app calls, no writes")

@@ -475,12 +475,15 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     baseline = None
     if setup.baseline:
         baseline = {k: v for k, v in setup.baseline.items() if k not in ("rows", "holdout_ids")}
+    from ..suite.version import manifest_cases, suite_version
+    version = suite_version(plan)
     return {
         "run_id": plan["run_id"], "mode": plan["mode"], "gate": plan["gate"],
         "selecting_split": plan["selecting_split"], "k": plan["k"],
         "plan_sha256": setup.plan_sha256, "harness_version": HARNESS_VERSION,
         "dataset_version": dataset_version(plan), "started_at": started_at,
-        "cases": [{"id": c["id"], "set": case_set(c), "sha256": sha256_json(c)} for c in plan["cases"]],
+        "cases": manifest_cases(plan, case_set, version),
+        "suite_sha256": version["suite_sha256"], "suite_parts_sha256": version["suite_parts_sha256"],
         "invocation": invocation, "identity_headers": identity_headers,
         "auth": {"type": auth.get("type", "none"), "header_names": auth_headers},
         "traces": setup.trace.manifest(), "capability_matrix": plan["capability_matrix"],

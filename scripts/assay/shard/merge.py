@@ -45,7 +45,8 @@ from ..run.lock import RunLock
 
 # Manifest keys that may differ between the shards of one plan (each machine's own clock,
 # health check and slice); every other key must agree or the shards are not one run.
-PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts")
+PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts", "suite_sha256",
+                  "suite_parts_sha256")  # a shard hashes its own slice; the merge hashes the plan
 PER_SHARD_INVOCATION_KEYS = ("scratch_area",)
 PROBLEMS_SHOWN = 5
 
@@ -202,8 +203,10 @@ def _merged_manifest(plan: dict, shards: list[ShardRun], baseline: dict | None) 
                                  "manifests: the shards of one run must share the plan and its environment "
                                  "(e.g. the trace source); re-run the odd shard", 2, key=key)
     manifest = {k: v for k, v in first.manifest.items() if k != "shard"}
-    manifest["cases"] = [{"id": c["id"], "set": preflight.case_set(c), "sha256": sha256_json(c)}
-                         for c in plan["cases"]]
+    from ..suite.version import manifest_cases, suite_version
+    version = suite_version(plan)
+    manifest["cases"] = manifest_cases(plan, preflight.case_set, version)
+    manifest["suite_sha256"], manifest["suite_parts_sha256"] = version["suite_sha256"], version["suite_parts_sha256"]
     manifest["started_at"] = min(str(s.manifest.get("started_at")) for s in shards)
     manifest["baseline_verdicts"] = ({k: v for k, v in baseline.items() if k not in ("rows", "holdout_ids")}
                                      if baseline else None)

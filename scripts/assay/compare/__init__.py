@@ -1,0 +1,8 @@
+"""Run-vs-run comparison (wave 3 §3): pair two runs' cases by id, put each pair in exactly one
+bucket, say what changed in it (layers, answer, trajectory, turns, the judge) and why.
+
+sides.py reads one run dir; diffs.py holds the pure text and trajectory diffs; pairs.py compares
+one pair; buckets.py is the bucket rule; document.py builds compare.json; html.py renders
+compare.html; baseline.py resolves `--baseline auto`; gate_rule.py is the gate on regressions;
+report_section.py is the report's comparison section.
+"""

@@ -1,0 +1,136 @@
+"""compare.json: two runs paired case by case (runner contract §20).
+
+`compare_runs(base_dir, candidate_dir)` returns the document: what differs between the runs
+themselves (said up front, in `notes`), the headline, the bucket counts, every non-holdout pair in
+its one bucket, holdout pairs as counts only (their ids appear nowhere), and the paired
+statistics (`assay.stats.paired.compare`) computed once over the pairs scored pass/fail in both
+runs on an unchanged case (newly_failing, newly_passing, judge_flip, still_failing,
+still_passing; canaries and holdout cases left out).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.version import HARNESS_VERSION
+from ..stats.paired import compare as paired_compare
+from .buckets import BUCKETS, MEANING, SCORED, headline
+from .pairs import compare_pair
+from .redaction import redact_pairs, should_redact
+from .sides import Side, load_side
+
+COMPARE_VERSION = 1
+STATS_BUCKETS = ("newly_failing", "newly_passing", "judge_flip", "still_failing", "still_passing")
+SUITE_PART_WORDS = {"cases": "the cases (one or more case_sha256 differ, or cases were added or removed)",
+                    "reading": "the adapter's response readers", "capability_matrix": "the capability matrix",
+                    "scoring": "the scoring settings", "judge": "the judge's identity"}
+
+
+def run_notes(base: Side, cand: Side) -> list[str]:
+    """What differs between the runs themselves, said before any case."""
+    notes = []
+    b, c = base.describe(), cand.describe()
+    if b["mode"] != c["mode"]:
+        notes.append(f"mode differs: base {b['mode']}, candidate {c['mode']} (different selections: expect "
+                     "unpaired cases)")
+    if b["dataset_version"] != c["dataset_version"]:
+        notes.append(f"dataset_version differs: base v{b['dataset_version']}, candidate v{c['dataset_version']}: "
+                     "cases are paired by id; an edited case is expectation_changed")
+    if b["k"] != c["k"]:
+        notes.append(f"k differs: base k={b['k']}, candidate k={c['k']}: the folded verdicts (pass^k) are compared, "
+                     "and each pair lists both sides' repeats; a higher k fails more often by itself")
+    if b["harness_version"] != c["harness_version"]:
+        notes.append(f"harness_version differs: base {b['harness_version']}, candidate {c['harness_version']}")
+    for side, d in (("base", b), ("candidate", c)):
+        if d["status"] != "ok":
+            notes.append(f"the {side} run's status is {d['status']!r}, not 'ok': only its finished cases are compared")
+    if not base.has_case_hashes or not cand.has_case_hashes:
+        which = ("both runs predate" if not base.has_case_hashes and not cand.has_case_hashes
+                 else "the base run predates" if not base.has_case_hashes else "the candidate run predates")
+        notes.append(f"case version unknown: {which} case hashes (case_sha256), so an edited case cannot "
+                     "be told from a change of the app; such pairs are bucketed by their verdicts and marked "
+                     "case: unknown (re-run the baseline with this harness to compare versions)")
+    elif b["suite_sha256"] != c["suite_sha256"]:
+        bp = base.manifest.get("suite_parts_sha256") or {}
+        cp = cand.manifest.get("suite_parts_sha256") or {}
+        parts = [SUITE_PART_WORDS.get(k, k) for k in sorted(set(bp) | set(cp)) if bp.get(k) != cp.get(k)]
+        notes.append("the suite changed (suite_sha256 differs)" + (": " + "; ".join(parts) if parts else ""))
+    return notes
+
+
+def _ordered_ids(base: Side, cand: Side) -> list[str]:
+    seen = dict.fromkeys(cand.rows)
+    for cid in base.rows:
+        seen.setdefault(cid, None)
+    return list(seen)
+
+
+def _stats(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | None]:
+    base_rows, cand_rows = [], []
+    for p in pairs:
+        if p["bucket"] in STATS_BUCKETS and not p.get("canary"):
+            base_rows.append({"case_id": p["case_id"], "verdict": p["verdict"]["base"]})
+            cand_rows.append({"case_id": p["case_id"], "verdict": p["verdict"]["candidate"]})
+    if not base_rows:
+        return None, "no case was scored pass/fail in both runs on an unchanged case: nothing to test"
+    try:
+        return paired_compare(base_rows, cand_rows), None
+    except AssayError as err:
+        return None, err.message
+
+
+def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
+    base, cand = load_side(Path(base_dir), "base"), load_side(Path(candidate_dir), "candidate")
+    if base.run_dir.resolve() == cand.run_dir.resolve():
+        raise AssayError(f"base and candidate are the same run ({base.run_dir}); compare two different runs", 2)
+    pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
+    for cid in _ordered_ids(base, cand):
+        pair = compare_pair(base, cand, cid)
+        if cid in base.holdout or cid in cand.holdout:
+            holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named
+            holdout_pairs += 1
+            continue
+        pairs.append(pair)
+    active, why = should_redact(base, cand)
+    redactions = redact_pairs(pairs) if active else 0
+    buckets: dict[str, list] = {b: [] for b in BUCKETS}
+    for p in pairs:
+        buckets[p["bucket"]].append(p)
+    counts = {b: len(v) for b, v in buckets.items()}
+    flips = sum(1 for p in pairs if p.get("judge_flip"))
+    stats, stats_note = _stats(pairs)
+    doc = {
+        "compare_version": COMPARE_VERSION, "harness_version": HARNESS_VERSION,
+        "base": base.describe(), "candidate": cand.describe(),
+        "notes": run_notes(base, cand) + ([f"quoted text is redacted (emails, phone and long numbers: "
+                                            f"{redactions} redaction(s)) because {why}"] if active else []),
+        "redaction": {"active": active, "redactions": redactions, "why": why or None},
+        "headline": headline(counts, flips),
+        "counts": counts, "judge_flips": flips,
+        "gating_newly_failing": sum(1 for p in buckets["newly_failing"] if p["gating"] and not p["canary"]),
+        "meaning": dict(MEANING),
+        "buckets": buckets,
+        "holdout": {"pairs": holdout_pairs, "counts": {b: n for b, n in holdout_counts.items() if n},
+                    "note": "holdout cases are counted only: their ids are sealed"},
+        "stats": stats, "stats_note": stats_note,
+        "stats_pairs": ("the pairs scored pass/fail in both runs on an unchanged case (" + ", ".join(STATS_BUCKETS)
+                        + "), canaries and holdout cases left out"),
+    }
+    sealed = base.holdout | cand.holdout
+    if sealed:
+        _assert_sealed(doc, sealed)
+    return doc
+
+
+def _assert_sealed(doc: dict, sealed: set[str]) -> None:
+    """Defence in depth: a holdout id anywhere in the document is a bug upstream; never write it."""
+    import json
+    import re
+    tokens = set(re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", json.dumps(doc, ensure_ascii=False)))
+    if tokens & sealed:
+        raise AssayError("internal: the comparison would name a holdout case id; refusing to write it", 1)
+
+
+__all__ = ["compare_runs", "SCORED"]

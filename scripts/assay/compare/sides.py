@@ -1,0 +1,105 @@
+"""One side of a comparison: a finished run dir read through the files of runner-contract §10.
+
+`load_side(run_dir)` reads results.json, manifest.yaml and verdicts.jsonl once; the per-case
+files (verdict.json, answer.txt, trajectory.json, turns/<n>/...) are read only when a pair
+needs them. Nothing is written, nothing follows a symlink (report.rundir refuses them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.ids import is_safe_case_id
+from ..report.rundir import load_results, read_jsonl_file, try_json
+from ..core.writer import read_bytes
+
+
+@dataclass
+class Side:
+    run_dir: Path
+    results: dict
+    manifest: dict
+    rows: dict[str, dict]                  # verdicts.jsonl by case id, plan order kept
+    case_hash: dict[str, str | None]       # case_sha256 (None: the run predates case hashes)
+    legacy_hash: dict[str, str | None]     # the plan case's own sha256 (older runs have only this)
+    holdout: set[str] = field(default_factory=set)
+
+    @property
+    def run_id(self) -> str:
+        rid = self.results.get("run_id")
+        return rid if isinstance(rid, str) else self.run_dir.name
+
+    @property
+    def k(self) -> Any:
+        return self.results.get("k", self.manifest.get("k"))
+
+    @property
+    def has_case_hashes(self) -> bool:
+        return bool(self.case_hash) and all(v is not None for v in self.case_hash.values())
+
+    def describe(self) -> dict[str, Any]:
+        s = self.results.get("summary") or {}
+        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "mode": self.results.get("mode"),
+                "k": self.k, "dataset_version": self.results.get("dataset_version"),
+                "harness_version": self.results.get("harness_version"), "status": s.get("status"),
+                "started_at": self.results.get("started_at"),
+                "suite_sha256": self.manifest.get("suite_sha256"),
+                "case_hashes": self.has_case_hashes}
+
+    # -------------------------------------------------------- per-case files (lazy)
+    def _case_path(self, case_id: str, *rel: str) -> Path | None:
+        if not is_safe_case_id(case_id):
+            return None
+        return self.run_dir.joinpath("cases", case_id, *rel)
+
+    def verdict_doc(self, case_id: str) -> dict:
+        """cases/<id>/verdict.json ({} when absent); not cached: a 10,000-case pair reads each once."""
+        path = self._case_path(case_id, "verdict.json")
+        doc = try_json(path) if path else None
+        return doc if isinstance(doc, dict) else {}
+
+    def text(self, case_id: str, *rel: str) -> str | None:
+        path = self._case_path(case_id, *rel)
+        if path is None:
+            return None
+        try:
+            return read_bytes(path).decode("utf-8", "replace")
+        except OSError:
+            return None
+
+    def json(self, case_id: str, *rel: str) -> Any:
+        path = self._case_path(case_id, *rel)
+        return try_json(path) if path else None
+
+
+def load_side(run_dir: Path, what: str) -> Side:
+    """Read a run dir for comparison; AssayError(2) naming `what` (base / candidate) and the fix."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise AssayError(f"{what} {run_dir}: not a directory; pass a run directory (<state>/reports/<run-id>)",
+                         2, path=str(run_dir))
+    results = load_results(run_dir)
+    status = results["summary"].get("status")
+    if status == "running":
+        raise AssayError(f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
+                         f"(wait_run.py {run_dir}) or resume it, then compare", 2, path=str(run_dir))
+    manifest = try_json(run_dir / "manifest.yaml")
+    if not isinstance(manifest, dict):
+        raise AssayError(f"{what} {run_dir}: manifest.yaml is missing or unreadable; this is not a run "
+                         f"directory the runner finished (check it with run_cases.py --verify {run_dir})",
+                         2, path=str(run_dir))
+    rows: dict[str, dict] = {}
+    for row in read_jsonl_file(run_dir / "verdicts.jsonl"):
+        cid = row.get("case_id")
+        if isinstance(cid, str):
+            rows[cid] = row
+    entries = [c for c in manifest.get("cases") or [] if isinstance(c, dict) and isinstance(c.get("id"), str)]
+    case_hash = {c["id"]: c.get("case_sha256") if isinstance(c.get("case_sha256"), str) else None for c in entries}
+    legacy = {c["id"]: c.get("sha256") if isinstance(c.get("sha256"), str) else None for c in entries}
+    holdout = {cid for cid, r in rows.items() if r.get("holdout")}
+    holdout |= {c["id"] for c in entries if c.get("set") == "holdout"}
+    return Side(run_dir=run_dir, results=results, manifest=manifest, rows=rows, case_hash=case_hash,
+                legacy_hash=legacy, holdout=holdout)

@@ -1,0 +1,99 @@
+"""The suite version: `case_sha256` per case and `suite_sha256` per run (runner contract §10.6, §20.2).
+
+Two runs' verdicts on a case are comparable only if the case asked the same thing and was
+scored against the same expectation. `case_sha256` is a SHA-256 over canonical JSON of
+everything that decides that for one case, and nothing else:
+
+- the converted case, minus its bookkeeping (CASE_BOOKKEEPING: who reviewed it, which split
+  selects it, where it came from, its title and notes: none of them changes what is sent or
+  how it is scored);
+- the content of every rubric version it pins (rubric id, version, nodes, reference_guided:
+  what the judge is shown; the Markdown body is for people and is not shown to the judge);
+- the adapter fields that shape its request (REQUEST_KEYS of `invocation`: the endpoint, the
+  body template, headers as written with `${VAR}` unresolved, identity_map, the conversation
+  block, the entrypoint or command; not `base_url`, which says where the app runs, not what
+  it is asked);
+- for a case with a rubric, the judge's identity (`assay.judge.identity`).
+
+`suite_sha256` covers the whole run's suite: every selected case's `case_sha256` (by id) plus
+what scores all of them alike: the adapter's response readers (READING_KEYS), the capability
+matrix, the scoring settings and the judge identity. Its parts are recorded too
+(`suite_parts_sha256`), so a comparison can say *what* changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core.jsonio import sha256_json
+
+# Case fields that never change what is sent or how it is scored.
+CASE_BOOKKEEPING = ("title", "split", "review", "origin", "dataset_version_added", "metamorphic_parent",
+                    "template_id", "instantiation_params", "difficulty", "notes", "test_type", "unit", "gating",
+                    "no_op_justification")
+# invocation fields that shape a case's request.
+REQUEST_KEYS = ("mode", "endpoint", "request_body", "headers", "identity_map", "conversation", "entrypoint",
+                "command", "stdin", "cwd", "env_allowlist")
+# invocation fields that read the response (the same for every case: part of the suite, not the case).
+READING_KEYS = ("response_body", "route_from_response", "route_from_status", "clarify_from_response",
+                "result_from_tool", "result_from_response", "result_pattern")
+
+
+def rubric_content(rubric: Mapping[str, Any]) -> dict[str, Any]:
+    """What the judge is shown of a rubric version (its body is for people)."""
+    return {"rubric_id": rubric.get("rubric_id"), "version": rubric.get("version"),
+            "reference_guided": bool(rubric.get("reference_guided", False)),
+            "nodes": [{"id": n.get("id"), "criterion": n.get("criterion"),
+                       "reference_guided": bool(n.get("reference_guided", False))}
+                      for n in rubric.get("nodes") or [] if isinstance(n, Mapping)]}
+
+
+def case_pins_of(case: Mapping[str, Any]) -> list[str]:
+    from ..judge.rubrics import case_pins
+    return sorted(set(case_pins(case)))
+
+
+def request_shape(adapter: Mapping[str, Any]) -> dict[str, Any]:
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
+    return {k: inv[k] for k in REQUEST_KEYS if k in inv}
+
+
+def judge_identity_of(plan: Mapping[str, Any]) -> dict[str, Any] | None:
+    from ..judge.identity import judge_identity
+    block = plan.get("judge") if isinstance(plan.get("judge"), Mapping) else {}
+    config = block.get("config") if isinstance(block.get("config"), Mapping) else None
+    return judge_identity(config) if config else None
+
+
+def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request: Mapping[str, Any],
+                judge: Mapping[str, Any] | None) -> str:
+    pins = case_pins_of(case)
+    doc = {"case": {k: v for k, v in case.items() if k not in CASE_BOOKKEEPING},
+           "rubrics": {p: rubric_content(rubrics[p]) if isinstance(rubrics.get(p), Mapping) else None for p in pins},
+           "request": dict(request),
+           "judge": dict(judge) if pins and judge else None}
+    return sha256_json(doc)
+
+
+def suite_version(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """{"cases": {id: case_sha256}, "suite_sha256": ..., "suite_parts_sha256": {...}} for a plan."""
+    adapter = plan.get("adapter") if isinstance(plan.get("adapter"), Mapping) else {}
+    block = plan.get("judge") if isinstance(plan.get("judge"), Mapping) else {}
+    rubrics = block.get("rubrics") if isinstance(block.get("rubrics"), Mapping) else {}
+    request = request_shape(adapter)
+    judge = judge_identity_of(plan)
+    cases = {c["id"]: case_sha256(c, rubrics=rubrics, request=request, judge=judge) for c in plan["cases"]}
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
+    parts = {"cases": sha256_json(cases),
+             "reading": sha256_json({k: inv[k] for k in READING_KEYS if k in inv}),
+             "capability_matrix": sha256_json(plan.get("capability_matrix") or {}),
+             "scoring": sha256_json(plan.get("scoring") or {}),
+             "judge": sha256_json(judge)}
+    return {"cases": cases, "suite_sha256": sha256_json(parts), "suite_parts_sha256": parts}
+
+
+def manifest_cases(plan: Mapping[str, Any], case_set, version: Mapping[str, Any] | None = None) -> list[dict]:
+    """The manifest's `cases` rows: id, set, the plan case's own sha256 and its case_sha256."""
+    version = version or suite_version(plan)
+    return [{"id": c["id"], "set": case_set(c), "sha256": sha256_json(c), "case_sha256": version["cases"][c["id"]]}
+            for c in plan["cases"]]

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""compare_runs.py: what got better and what broke between two runs, case by case, and why.
+
+Pairs the two runs' cases by id and puts each pair in exactly one bucket (newly_failing,
+newly_passing, judge_flip, expectation_changed, changed_unscored, still_failing, still_passing,
+still_unscored, only_in_base, only_in_candidate); per pair the layers that changed verdict, the
+answer's word diff, the trajectory's first difference, the first differing turn of a
+conversation, judge flips; the paired statistics once on top. Holdout cases: counts only.
+Exit 0 when written (whatever changed), 2 on bad input or when --baseline auto finds no run.
+"""
+
+import sys
+from pathlib import Path
+
+from assay.core.cli import make_parser, run_command
+
+
+def build_parser():
+    p = make_parser(
+        "compare_runs.py",
+        "Compare a candidate run with a base run: buckets, diffs, judge flips, edited cases, paired "
+        "statistics. Writes compare.json (and compare.html with --html). Exit 0 written, 2 bad input.",
+        "python3 scripts/compare_runs.py .assay/reports/smoke-20261129T090000Z .assay/reports/smoke-20261130T090000Z "
+        "-o compare.json --html compare.html",
+    )
+    p.add_argument("base", help="the base run dir (reports/<run-id>), or `auto`: the newest complete run of the "
+                                "candidate's series whose gate was open (reports/baseline.json pins one instead)")
+    p.add_argument("candidate", help="the candidate run dir (reports/<run-id>)")
+    p.add_argument("-o", "--output", help="write compare.json here (default: print it on stdout)")
+    p.add_argument("--html", help="also write compare.html here (self-contained, no JavaScript)")
+    return p
+
+
+def run(args):
+    from assay.compare.baseline import resolve_baseline
+    from assay.compare.document import compare_runs
+    from assay.core import jsonio
+    from assay.core.errors import AssayError
+
+    candidate = Path(args.candidate)
+    base = resolve_baseline(args.base, candidate)
+    doc = compare_runs(base, candidate)
+    try:
+        if args.output:
+            jsonio.atomic_write_json(Path(args.output), doc)
+        if args.html:
+            from assay.compare.html import render
+            jsonio.atomic_write_text(Path(args.html), render(doc))
+    except OSError as exc:
+        raise AssayError(f"cannot write {exc.filename}: {exc.strerror}; check -o / --html", 2) from None
+    if not args.output:
+        return 0, doc
+    return 0, {"compare": args.output, "html": args.html, "base": doc["base"]["run_id"],
+               "candidate": doc["candidate"]["run_id"], "headline": doc["headline"], "counts": doc["counts"],
+               "judge_flips": doc["judge_flips"], "notes": doc["notes"]}
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, script=__file__))

@@ -1,0 +1,17 @@
+"""Smoke run of bench/compare.py (compare_runs.py on a pair of real runs) so the benchmark cannot rot."""
+
+import json
+import subprocess
+import sys
+
+from helpers import ROOT
+
+
+def test_compare_bench_quick_produces_a_valid_measurement(tmp_path):
+    out = tmp_path / "compare.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "compare.py"), "--cases", "300", "--reps", "1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["valid"] and doc["cases"] == 300 and doc["wall_s"]["median"] > 0
+    assert doc["expected_counts"] == {"expectation_changed": 5, "newly_failing": 5, "still_passing": 290}
