@@ -39,7 +39,13 @@ class Built:
 
     @property
     def skipped(self) -> list[Skipped]:
-        return self.cfg.skipped + self.adapter.skipped + self.log.skipped
+        seen, out = set(), []
+        for s in self.cfg.skipped + self.adapter.skipped + self.log.skipped:
+            key = (s.where, s.what, s.why)   # a test under several prompts is listed once
+            if key not in seen:
+                seen.add(key)
+                out.append(s)
+        return out
 
 
 def _constant_vars(tests: list[Test]) -> dict[str, Any]:
@@ -215,6 +221,8 @@ def _skip_test(built: Built, t: Test) -> bool:
         why = "the test picks its own provider; a state dir calls one app"
     if why and t.combo == 0:
         built.log.skipped.append(Skipped(t.raw.where, "a test", why))
+        for a, where, _ in t.asserts:
+            built.log.skipped.append(Skipped(where, str(a.get("type")), f"its test is not imported ({why})"))
     return why is not None
 
 
