@@ -185,11 +185,15 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         base = "${" + app_url_env + "}"
     method = str(conf.get("method") or "POST").upper()
     endpoint = f"{method} {path}" + (f"?{query}" if query else "")
-    body = _body(conf.get("body", {"prompt": "{{prompt}}"}) if method not in ("GET", "HEAD") else None,
-                 constant_vars, where, res.skipped) if method not in ("GET", "HEAD") else None
+    body = None
     if method in ("GET", "HEAD"):
         res.skipped.append(Skipped(where, f"http method {method}", "the prompt travels in the URL; assay sends it "
                                    "in a JSON request body (edit adapter.yaml for the app's POST endpoint)"))
+    elif "body" not in conf:    # promptfoo itself refuses an http provider without a body
+        res.skipped.append(Skipped(where, "http body", "the provider has no body; request_body is the skeleton "
+                                   '{"prompt": "<user turn>"} until you write the app\'s'))
+    else:
+        body = _body(conf["body"], constant_vars, where, res.skipped)
     inv: dict[str, Any] = {"mode": "http", "base_url": base, "endpoint": endpoint, "auth": {"type": "none"},
                            "request_body": json.dumps(body if body is not None else {"prompt": "<user turn>"},
                                                       ensure_ascii=False)}
