@@ -21,7 +21,8 @@ from helpers import ROOT, run_script
 
 CORPUS = ROOT / "tests" / "fixtures" / "promptfoo"
 CONFIGS = ["basic/promptfooconfig.yaml", "conversation/promptfooconfig.json", "messages/promptfooconfig.yaml"]
-SECRETS = ["sk-live-abcdefghijklmnop", "0123456789abcdef0123456789abcdef"]
+SECRETS = ["sk-live-abcdefghijklmnop", "0123456789abcdef0123456789abcdef", "pk-body-abcdefghijklmnop",
+           "qtok-0123456789abcdef"]
 
 
 def _import(config: str, state: Path, *extra: str):
@@ -93,22 +94,25 @@ def test_basic_config_maps_each_assertion_to_its_check(tmp_path):
     state = tmp_path / "s"
     out = _import("basic/promptfooconfig.yaml", state)
     cases = {c["source"]: c for c in (yaml.safe_load(p.read_text()) for p in (state / "datasets/promptfoo").glob("*.yaml"))}
-    invoice = cases["promptfoo:promptfooconfig.yaml:23"]
+    invoice = cases["promptfoo:promptfooconfig.yaml:24"]
     assert invoice["expect"]["answer"]["must_contain"] == ["120.00 USD", "/(?i)(?:invoice|bill)/", r"/INV-\d{4}/"]
     assert invoice["expect"]["answer"]["must_not_contain"] == ["/(?i)as an ai/"]   # from defaultTest
-    hi = cases["promptfoo:promptfooconfig.yaml:34"]
+    hi = cases["promptfoo:promptfooconfig.yaml:35"]
     assert hi["expect"]["answer"]["must_contain"] == [r"/\AHello/"]
     assert hi["expect"]["answer"]["rubric"] == out["rubrics"]
     assert yaml.safe_load((state / "profile.yaml").read_text())["budgets"] == {"max_p95_latency_s": 3.0}
     adapter = yaml.safe_load((state / "adapter.yaml").read_text())["invocation"]
-    assert adapter["base_url"] == "${APP_URL}" and adapter["endpoint"] == "POST /api/chat"
+    assert adapter["base_url"] == "${APP_URL}"
+    assert adapter["endpoint"] == "POST /api/chat?token=${PF_QUERY_TOKEN}&lang=en"
     assert adapter["headers"]["Authorization"] == "${PF_AUTHORIZATION}"
     assert adapter["headers"]["X-Tenant"] == "${TENANT}"
-    assert json.loads(adapter["request_body"]) == {"message": "<user turn>", "session_id": "fixed"}
+    assert json.loads(adapter["request_body"]) == {"message": "<user turn>", "session_id": "fixed",
+                                                   "api_key": "${PF_BODY_API_KEY}"}
     assert json.loads(adapter["response_body"]) == {"answer": "<answer>"}
-    assert out["secrets"] == [{"env": "PF_AUTHORIZATION", "header": "Authorization", "where": "promptfooconfig.yaml:12"}]
+    assert {s["env"] for s in out["secrets"]} == {"PF_AUTHORIZATION", "PF_QUERY_TOKEN", "PF_BODY_API_KEY"}
+    assert {"env": "PF_AUTHORIZATION", "header": "Authorization", "where": "promptfooconfig.yaml:12"} in out["secrets"]
     whats = {(s["what"], s["file"], s["line"]) for s in out["not_converted"]}
-    assert ("javascript", "promptfooconfig.yaml", 32) in whats and ("similar", "more_tests.csv", 3) in whats
+    assert ("javascript", "promptfooconfig.yaml", 33) in whats and ("similar", "more_tests.csv", 3) in whats
 
 
 def test_conversations_and_message_arrays_become_turns(tmp_path):

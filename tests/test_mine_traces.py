@@ -107,3 +107,20 @@ def test_redaction_list(text, kind):
 def test_redaction_leaves_ordinary_text(text):
     from assay.mine.redact import redact
     assert redact(text)[0] == text
+
+
+def test_mining_a_state_dir_with_no_cases_yet(tmp_path, mined_spans):
+    state = tmp_path / "fresh"
+    state.mkdir()
+    for name in ("adapter.yaml", "profile.yaml"):
+        shutil.copy(ROOT / "examples/helpdesk/.assay" / name, state / name)
+    res = run_script("mine_traces", mined_spans, "--state-dir", state)
+    assert res.rc == 0, res.stdout
+    assert res.json["written"] and res.json["dataset_version"] is None
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    val = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json",
+                     "--adapter", work / "adapter.json")
+    assert val.rc == 0 and val.json["error_count"] == 0, val.stdout
+    bad = run_script("mine_traces", mined_spans, "--state-dir", tmp_path / "nowhere")
+    assert bad.rc == 2 and "not a state dir" in bad.json["error"]

@@ -125,6 +125,8 @@ def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     if msgs is None and isinstance(test.vars.get("messages"), list) and prompt.raw.strip() in (
             "{{messages}}", "{{ messages }}"):
         msgs = messages_of(test.vars["messages"])
+    if msgs is None and "_conversation" in prompt.raw:
+        raise Unrenderable("a _conversation chat prompt that does not render to a JSON message list")
     if msgs is None:
         return [text], notes
     users = [m["content"] for m in msgs if m["role"] == "user"]

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from ..suite.convert import CREDENTIAL_HEADER
 from .pf_load import Config, Skipped, Where
@@ -100,8 +100,23 @@ def _response_path(transform: Any) -> tuple[str | None, str | None]:
     return json.dumps(node), None
 
 
-def _body(body: Any, constant_vars: dict[str, Any], where: Where, skipped: list[Skipped]) -> Any:
-    """The body as a JSON template; None (with a Skipped) when it cannot be one."""
+def _secret(res: AdapterResult, kind: str, name: str, value: str, where: Where) -> str:
+    """A literal credential -> `${PF_<KIND>_<NAME>}` (the value is kept in memory only, to redact)."""
+    env = _env_name(f"{kind}_{name}" if kind else name)
+    res.secrets.append({"header" if not kind else kind.lower(): name, "env": env, "where": str(where)})
+    res.secret_values.append(value.strip())
+    return "${" + env + "}"
+
+
+def _credential(name: Any, value: Any) -> bool:
+    return isinstance(value, str) and "{{" not in value and "${" not in value and bool(
+        CREDENTIAL_HEADER.search(str(name)) or TOKEN_VALUE.match(value.strip()))
+
+
+def _body(body: Any, constant_vars: dict[str, Any], where: Where, res: AdapterResult) -> Any:
+    """The body as a JSON template; None (with a Skipped) when it cannot be one. A literal
+    credential in it (an `api_key` field, a token-shaped value) becomes a `${VAR}`."""
+    skipped = res.skipped
     if isinstance(body, str):
         try:
             body = json.loads(body)
@@ -113,7 +128,8 @@ def _body(body: Any, constant_vars: dict[str, Any], where: Where, skipped: list[
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
-            return {walk(k): walk(v) for k, v in node.items()}
+            return {walk(k): (_secret(res, "BODY", str(k), v, where) if _credential(k, v) else walk(v))
+                    for k, v in node.items()}
         if isinstance(node, list):
             return [walk(v) for v in node]
         if not isinstance(node, str):
@@ -176,24 +192,29 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
             return res
         base, path, query = m.group(1), (m.group(2) or "/").split("?")[0], ("?" in (m.group(2) or "")
                                                                             and m.group(2).split("?", 1)[1] or "")
+    params = dict(parse_qsl(query, keep_blank_values=True))
     if isinstance(conf.get("queryParams"), dict):
-        extra = urlencode({k: render(str(v), constant_vars, env_as="${}") for k, v in conf["queryParams"].items()})
-        query = f"{query}&{extra}" if query else extra
+        params.update({k: render(str(v), constant_vars, env_as="${}") for k, v in conf["queryParams"].items()})
+    params = {k: (_secret(res, "QUERY", k, v, where) if _credential(k, v) else v) for k, v in params.items()}
+    query = "&".join(f"{quote(k, safe='')}={v if v.startswith('${') else quote(v, safe='')}"
+                     for k, v in params.items())
     if app_url_env:
         res.notes.append(f"base_url is ${{{app_url_env}}}: export {app_url_env}={base} (the config's address) or "
                          "the address of the app under test")
         base = "${" + app_url_env + "}"
     method = str(conf.get("method") or "POST").upper()
-    endpoint = f"{method} {path}" + (f"?{query}" if query else "")
     body = None
-    if method in ("GET", "HEAD"):
+    if method not in ("POST", "PUT", "PATCH", "DELETE"):
         res.skipped.append(Skipped(where, f"http method {method}", "the prompt travels in the URL; assay sends it "
-                                   "in a JSON request body (edit adapter.yaml for the app's POST endpoint)"))
+                                   "in a JSON request body: adapter.yaml says POST with a skeleton body until you "
+                                   "write the app's endpoint"))
+        method = "POST"
     elif "body" not in conf:    # promptfoo itself refuses an http provider without a body
         res.skipped.append(Skipped(where, "http body", "the provider has no body; request_body is the skeleton "
                                    '{"prompt": "<user turn>"} until you write the app\'s'))
     else:
-        body = _body(conf["body"], constant_vars, where, res.skipped)
+        body = _body(conf["body"], constant_vars, where, res)
+    endpoint = f"{method} {path}" + (f"?{query}" if query else "")
     inv: dict[str, Any] = {"mode": "http", "base_url": base, "endpoint": endpoint, "auth": {"type": "none"},
                            "request_body": json.dumps(body if body is not None else {"prompt": "<user turn>"},
                                                       ensure_ascii=False)}
@@ -248,11 +269,8 @@ def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResul
             except Unrenderable as exc:
                 res.skipped.append(Skipped(where, f"http header {name}", f"uses {exc}"))
             continue
-        if CREDENTIAL_HEADER.search(str(name)) or TOKEN_VALUE.match(text.strip()):
-            env = _env_name(str(name))
-            out[str(name)] = "${" + env + "}"
-            res.secrets.append({"header": str(name), "env": env, "where": str(where)})
-            res.secret_values.append(text.strip())
+        if _credential(name, text):
+            out[str(name)] = _secret(res, "", str(name), text, where)
         else:
             out[str(name)] = text
     return out

@@ -112,8 +112,10 @@ def import_md(built: Built, summ: dict[str, Any], kept: list[str]) -> str:
     if summ["secrets"] or summ["env"]:
         lines += ["## Environment", ""]
         for s in summ["secrets"]:
-            lines.append(f"- `{s['env']}`: the `{s['header']}` header ({s['where']}) held a literal credential; it "
-                         f"is not written anywhere: export {s['env']} with its value before running")
+            what = (f"the `{s['header']}` header" if "header" in s else f"the body field `{s['body']}`"
+                    if "body" in s else f"the query parameter `{s.get('query')}`")
+            lines.append(f"- `{s['env']}`: {what} ({s['where']}) held a literal credential; it is not written "
+                         f"anywhere: export {s['env']} with its value before running")
         for name in summ["env"]:
             if not any(s["env"] == name for s in summ["secrets"]):
                 lines.append(f"- `{name}`: read by adapter.yaml (export it before running)")

@@ -25,13 +25,12 @@ import yaml
 
 from ..core import writer
 from ..core.errors import AssayError
-from ..suite.convert import convert_state_dir
-from ..suite.dedupe import case_text, rouge_l, tokens
+from ..suite.convert import case_files, convert_state_dir
+from ..suite.dedupe import NEAR_DUPLICATE, case_text, rouge_l, tokens
 from .redact import KINDS, redact, redact_value
 from .spans import Observed, read_requests
 
 MINED_DIR = "datasets/mined"
-THRESHOLD = 0.7
 # Facts an answer states that a right answer must state again: record ids and amounts.
 FACT = re.compile(r"\b[A-Z]{2,}-\d{2,}\b|\b\d+\.\d{2}\b(?: [A-Z]{3})?")
 
@@ -83,12 +82,17 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
 
 def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, seed: int = 0,
          holdout_share: float = 0.0) -> dict[str, Any]:
-    state = Path(state_dir)
-    conv = convert_state_dir(state)
-    existing = [tokens(case_text(c)) for c in conv["cases"]]
     from ..suite.strict_yaml import load
+    state = Path(state_dir)
+    if not (state / "profile.yaml").is_file() or not (state / "adapter.yaml").is_file():
+        raise AssayError(f"{state}: not a state dir (adapter.yaml and profile.yaml are needed; the discover skill "
+                         "writes them)", 2)
+    has_cases = (state / "datasets").is_dir() and bool(case_files(state))
+    conv = convert_state_dir(state) if has_cases else None
+    existing = [tokens(case_text(c)) for c in (conv["cases"] if conv else [])]
     profile, _ = load(state / "profile.yaml", "profile.yaml")
-    routes = set((profile or {}).get("routing_contract") or [])
+    profile = profile if isinstance(profile, dict) else {}
+    routes = set(profile.get("routing_contract") or [])
     observed, stats = read_requests(span_paths)
     counts: Counter = Counter()
     kept: list[Observed] = []
@@ -98,7 +102,7 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
         if not obs.user_text:
             continue
         toks = tokens(redact(obs.user_text)[0])
-        hit = next((i for i, other in enumerate(existing + kept_tokens) if rouge_l(toks, other) >= THRESHOLD), None)
+        hit = next((i for i, other in enumerate(existing + kept_tokens) if rouge_l(toks, other) >= NEAR_DUPLICATE), None)
         if hit is not None:
             dupes.append({"trace_id": obs.trace_id, "duplicate_of": "an existing case" if hit < len(existing)
                           else f"trace {kept[hit - len(existing)].trace_id}"})
@@ -110,7 +114,7 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
                                                                        key=lambda o: (o.start_ns, o.trace_id))
     n_holdout = round(len(chosen) * holdout_share)
     holdout_ids = {o.trace_id for o in rng.sample(chosen, n_holdout)} if n_holdout else set()
-    route_known = bool((conv["capability_matrix"].get("routing") or {}).get("enabled", True))
+    route_known = bool(((profile.get("capability_matrix") or {}).get("routing") or {}).get("enabled", True))
     written = []
     for obs in chosen:
         split = ["holdout"] if obs.trace_id in holdout_ids else ["full"]
@@ -131,11 +135,11 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
             "next": "review each case under datasets/mined/ (accept with review.by, set gating), then validate_cases.py"}
 
 
-def _update_manifest(state: Path, conv: dict[str, Any], written: list[str]) -> dict[str, int] | None:
+def _update_manifest(state: Path, conv: dict[str, Any] | None, written: list[str]) -> dict[str, int] | None:
     """Keep datasets/dataset.yaml true: its counts over the suite with the new cases, dataset_version + 1."""
     from ..lint.suite_rules import split_counts, unit_counts
     from ..suite.yaml_edit import set_top_level
-    manifest = conv.get("manifest")
+    manifest = conv.get("manifest") if conv else None
     path = state / "datasets" / "dataset.yaml"
     if not manifest or not path.is_file():
         return None
