@@ -124,3 +124,36 @@ def test_mining_a_state_dir_with_no_cases_yet(tmp_path, mined_spans):
     assert val.rc == 0 and val.json["error_count"] == 0, val.stdout
     bad = run_script("mine_traces", mined_spans, "--state-dir", tmp_path / "nowhere")
     assert bad.rc == 2 and "not a state dir" in bad.json["error"]
+
+
+def test_mining_what_the_otlp_http_listener_receives(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from helpers import SCRIPTS
+    state = _state(tmp_path)
+    capture = tmp_path / "capture.otlp.jsonl"
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "mine_traces.py"), "--state-dir", str(state),
+                             "--listen", "127.0.0.1:0", "--for", "4", "--capture", str(capture)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        address = json.loads(proc.stderr.readline())["listening"]
+        app = RunningApp(tmp_path / "app" if (tmp_path / "app").mkdir() is None else tmp_path,
+                         "--otlp-endpoint", f"http://{address}")
+        try:
+            for m in ("Is invoice INV-1003 paid? write to me at bob@example.org",
+                      "My laptop cannot reach the printer on floor 3 since this morning"):
+                app.chat(m)
+        finally:
+            app.stop()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    doc = json.loads(out)
+    assert doc["exports_received"] == 2 and doc["traces"] == 2 and len(doc["written"]) == 2
+    assert "bob@example.org" in capture.read_text()          # the capture is the user's raw file
+    for rel in doc["written"]:
+        assert "bob@example.org" not in (state / rel).read_text()

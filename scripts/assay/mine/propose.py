@@ -28,7 +28,7 @@ from ..core.errors import AssayError
 from ..suite.convert import case_files, convert_state_dir
 from ..suite.dedupe import NEAR_DUPLICATE, case_text, rouge_l, tokens
 from .redact import KINDS, redact, redact_value
-from .spans import Observed, read_requests
+from .spans import Observed, listen_requests, read_requests
 
 MINED_DIR = "datasets/mined"
 # Facts an answer states that a right answer must state again: record ids and amounts.
@@ -81,7 +81,9 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
 
 
 def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, seed: int = 0,
-         holdout_share: float = 0.0) -> dict[str, Any]:
+         holdout_share: float = 0.0, listen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`listen`: {address, seconds, capture, announce} receives OTLP/HTTP exports instead of
+    (or besides) reading files."""
     from ..suite.strict_yaml import load
     state = Path(state_dir)
     if not (state / "profile.yaml").is_file() or not (state / "adapter.yaml").is_file():
@@ -93,7 +95,12 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
     profile, _ = load(state / "profile.yaml", "profile.yaml")
     profile = profile if isinstance(profile, dict) else {}
     routes = set(profile.get("routing_contract") or [])
-    observed, stats = read_requests(span_paths)
+    observed, stats = read_requests(span_paths) if span_paths else ([], {"traces": 0, "without_user_text": 0})
+    if listen:
+        heard, more = listen_requests(listen["address"], listen["seconds"], listen.get("capture"),
+                                      listen.get("announce"))
+        observed += heard
+        stats = {k: stats.get(k, 0) + more.get(k, 0) for k in {*stats, *more}}
     counts: Counter = Counter()
     kept: list[Observed] = []
     kept_tokens: list[list[str]] = []
@@ -128,7 +135,8 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
         writer.write_text(state / rel, _final_scan(text))
         written.append(rel)
     manifest = _update_manifest(state, conv, written) if written else None
-    return {"spans_files": len(span_paths), "dataset_version": manifest, "traces": stats["traces"],
+    return {"spans_files": len(span_paths), "dataset_version": manifest,
+            "exports_received": stats.get("exports_received"), "traces": stats["traces"],
             "without_user_text": stats["without_user_text"], "distinct": len(kept), "duplicates": dupes,
             "sampled": len(chosen), "holdout": len(holdout_ids), "written": written,
             "redacted": {k: counts.get(k, 0) for k in KINDS},

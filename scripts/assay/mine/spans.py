@@ -58,17 +58,62 @@ def _docs(path: Path) -> list[Any]:
 
 
 def read_requests(paths: list[str]) -> tuple[list[Observed], dict[str, int]]:
+    """The requests in OTLP JSON span files."""
     by_trace: dict[str, list[dict]] = {}
     for p in paths:
         path = Path(p)
         for doc in _docs(path):
             try:
-                for sp, _, _ in iter_raw_spans(doc):
-                    flat = flatten_span(sp)
-                    if flat["trace_id"]:
-                        by_trace.setdefault(flat["trace_id"], []).append(flat)
+                _group(iter_raw_spans(doc), by_trace)
             except (ValueError, TypeError, AttributeError, KeyError) as exc:
                 raise AssayError(f"{path}: not an OTLP span document ({exc})", 2, file=str(path)) from None
+    return observe(by_trace)
+
+
+def listen_requests(address: str, seconds: float, capture: str | None = None,
+                    announce: Any = None) -> tuple[list[Observed], dict[str, int]]:
+    """Receive OTLP/HTTP exports on `address` for `seconds` (the runner's own otlp-http listener),
+    then the requests they hold. `capture` also writes them as OTLP JSON lines (unredacted: the
+    file is the user's, asked for by name)."""
+    import time
+
+    from ..run.otlp_receiver import OtlpHttpSource
+    try:
+        source = OtlpHttpSource(address)
+    except (OSError, ValueError) as exc:
+        raise AssayError(f"--listen {address}: {exc}", 2) from None
+    try:
+        if announce:
+            announce(source.address)
+        time.sleep(seconds)
+    finally:
+        source.server.shutdown()
+        source.server.server_close()
+    by_trace: dict[str, list[dict]] = {}
+    lines = []
+    for tid in source.trace_ids():
+        triples = source.raw_spans(tid)
+        _group(triples, by_trace)
+        if capture:
+            lines.append({"resourceSpans": [{"resource": r, "scopeSpans": [{"scope": sc, "spans": [sp]}]}
+                                            for sp, r, sc in triples]})
+    if capture:
+        from ..core import writer
+        writer.write_jsonl(capture, lines)
+    observed, stats = observe(by_trace)
+    stats["exports_received"] = source.exports
+    return observed, stats
+
+
+def _group(triples: Any, by_trace: dict[str, list[dict]]) -> None:
+    for sp, _, _ in triples:
+        flat = flatten_span(sp)
+        if flat["trace_id"]:
+            by_trace.setdefault(flat["trace_id"], []).append(flat)
+
+
+def observe(by_trace: dict[str, list[dict]]) -> tuple[list[Observed], dict[str, int]]:
+    """One Observed per trace, through the runner's normalization (convention `auto`)."""
     out: list[Observed] = []
     stats = {"traces": len(by_trace), "without_user_text": 0}
     for trace_id, spans in by_trace.items():
