@@ -139,8 +139,8 @@ def test_mining_what_the_otlp_http_listener_receives(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         address = json.loads(proc.stderr.readline())["listening"]
-        app = RunningApp(tmp_path / "app" if (tmp_path / "app").mkdir() is None else tmp_path,
-                         "--otlp-endpoint", f"http://{address}")
+        (tmp_path / "app").mkdir()
+        app = RunningApp(tmp_path / "app", "--otlp-endpoint", f"http://{address}")
         try:
             for m in ("Is invoice INV-1003 paid? write to me at bob@example.org",
                       "My laptop cannot reach the printer on floor 3 since this morning"):

@@ -1,8 +1,9 @@
 """Span files -> one observed request per trace, through the runner's own normalization.
 
 `read_requests(paths)` reads OTLP JSON (a TracesData document, a list, or JSON lines of
-them: what `otlp-file` apps write and what a capture of the otlp-http listener holds),
-groups spans by trace id, normalizes each trace with assay.run.trace_normalize (convention
+them: what `otlp-file` apps write); `listen_requests(address, seconds)` receives exports on
+the runner's own otlp-http listener (assay.run.otlp_receiver) for a while. Both
+group spans by trace id, normalizes each trace with assay.run.trace_normalize (convention
 `auto`) and reads the user's message and the final answer from the LLM spans' captured
 messages (assay.run.trace_conventions.message_texts). A trace without captured content has
 no user text and is counted, never guessed.
