@@ -196,6 +196,12 @@ class Desk:
                 # finish reasons let a reader tell "no tool was asked for" from "tools not traced"
                 asked = any(s["attributes"].get("gen_ai.operation.name") == "execute_tool" for s in rec.spans)
                 chat["attributes"].update({
+                    # message content capture (the GenAI convention's opt-in): what mine_traces.py reads
+                    "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
+                        {"type": "text", "content": said}]}]),
+                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                        {"type": "text", "content": body["answer"]}],
+                        "finish_reason": "tool_call" if asked else "stop"}]),
                     "gen_ai.usage.input_tokens": 120 + _tokens(message),
                     "gen_ai.usage.output_tokens": _tokens(body["answer"]),
                     "gen_ai.response.finish_reasons": ["tool_calls" if asked else "stop"],

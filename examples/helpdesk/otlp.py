@@ -9,7 +9,8 @@ a reader that waits for the file to go quiet sees the whole trace.
 Attribute names follow the OpenTelemetry GenAI semantic conventions:
 `gen_ai.operation.name` (invoke_agent | chat | execute_tool), `gen_ai.agent.name`,
 `gen_ai.tool.name`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`,
-`gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`.
+`gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, and the chat span's captured
+messages `gen_ai.input.messages` / `gen_ai.output.messages` (role + parts).
 """
 
 from __future__ import annotations

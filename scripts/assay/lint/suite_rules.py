@@ -211,13 +211,16 @@ def check_manifest(cases: list[dict[str, Any]], manifest: dict[str, Any], report
             mismatch(f"splits.{name}", declared, actual)
     by_unit = ((manifest.get("coverage_grid") or {}).get("by_unit") or {})
     for unit, counts in sorted(by_unit.items()):
-        mine = [c for c in cases if c.get("unit") == unit]
-        actual = {"total": len(mine)}
-        for t in ("MFT", "INV", "DIR"):
-            actual[t] = sum(1 for c in mine if c.get("test_type") == t)
+        actual = unit_counts(cases, unit)
         for key, declared in sorted((counts or {}).items()):
             if key in actual and declared != actual[key]:
                 mismatch(f"coverage_grid.by_unit.{unit}.{key}", declared, actual[key])
+
+
+def unit_counts(cases: list[dict[str, Any]], unit: str) -> dict[str, int]:
+    """{total, MFT, INV, DIR} of one unit: what dataset.yaml's coverage_grid.by_unit declares."""
+    mine = [c for c in cases if c.get("unit") == unit]
+    return {"total": len(mine), **{t: sum(1 for c in mine if c.get("test_type") == t) for t in ("MFT", "INV", "DIR")}}
 
 
 def split_counts(cases: list[dict[str, Any]]) -> dict[str, int]:

@@ -348,3 +348,38 @@ def given_tool_results(conv: Convention, attrs: dict) -> dict[str, Any]:
             if m.get("role") == "tool" and m.get("tool_call_id"):
                 out.setdefault(str(m["tool_call_id"]), _json(m.get("content")))
     return out
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):   # OpenAI-style content parts
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def message_texts(conv: Convention, attrs: dict, side: str) -> list[tuple[str, str]]:
+    """[(role, text)] of an LLM span's captured `input` or `output` messages (text parts only);
+    [] when content was not captured. Read by mine_traces (assay.mine)."""
+    out: list[tuple[str, str]] = []
+    key = f"gen_ai.{side}.messages"
+    if key in attrs:
+        for msg in _parts_messages(attrs[key]):
+            role = str(msg.get("role") or ("assistant" if side == "output" else "user"))
+            texts = [p.get("content") for p in msg.get("parts") or []
+                     if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)]
+            if texts:
+                out.append((role, "\n".join(texts)))
+        return out
+    if conv is OPENINFERENCE:
+        for m in _indexed(attrs, _OI_KEY, side):
+            text = _text_of(m.get("content"))
+            if text:
+                out.append((str(m.get("role") or "user"), text))
+    elif conv is OPENLLMETRY:
+        for m in _indexed(attrs, _TL_KEY, "prompt" if side == "input" else "completion"):
+            text = _text_of(m.get("content"))
+            if text:
+                out.append((str(m.get("role") or "user"), text))
+    return out

@@ -253,6 +253,16 @@ class OtlpFileSource:
         self.spans_in_file = len(triples)
         return max(0, self.spans_in_file - old)
 
+    def trace_ids(self) -> list[str]:
+        """Every trace id seen so far (mine_traces reads a listener's whole capture)."""
+        with self._lock:
+            return list(self._index)
+
+    def raw_spans(self, trace_id: str) -> list[tuple[dict, dict, dict]]:
+        """(raw span, resource, scope) of every span of one trace seen so far."""
+        _, _, refs, docs = self._snapshot(trace_id)
+        return self._load(trace_id, refs, docs)
+
     def _snapshot(self, trace_id: str) -> tuple[int, float, list[tuple[int, int]], list]:
         with self._lock:
             e = self._index.get(trace_id)

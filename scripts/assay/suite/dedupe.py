@@ -21,6 +21,7 @@ from typing import Any
 from .convert import convert_state_dir
 
 TOKEN_RE = re.compile(r"[\w'-]+", re.UNICODE)
+NEAR_DUPLICATE = 0.7   # the generation guidance's ROUGE-L F1 threshold
 
 
 def case_text(case: dict[str, Any]) -> str:
@@ -67,7 +68,8 @@ def rouge_l(a: list[str], b: list[str]) -> float:
     return 2 * lcs / (len(a) + len(b))
 
 
-def near_duplicates(cases: list[dict[str, Any]], sources: dict[str, str], threshold: float = 0.7) -> dict[str, Any]:
+def near_duplicates(cases: list[dict[str, Any]], sources: dict[str, str],
+                    threshold: float = NEAR_DUPLICATE) -> dict[str, Any]:
     items = []
     for c in cases:
         cid = c.get("id")
@@ -104,6 +106,6 @@ def near_duplicates(cases: list[dict[str, Any]], sources: dict[str, str], thresh
             "method": "ROUGE-L F1 over lowercased word tokens of the user messages and turns"}
 
 
-def dedupe_state_dir(state_dir: str | os.PathLike[str], threshold: float = 0.7) -> dict[str, Any]:
+def dedupe_state_dir(state_dir: str | os.PathLike[str], threshold: float = NEAR_DUPLICATE) -> dict[str, Any]:
     conv = convert_state_dir(state_dir)
     return near_duplicates(conv["cases"], conv["sources"], threshold)

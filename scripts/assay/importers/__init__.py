@@ -1,0 +1,1 @@
+"""Importers: other tools' suites become an assay state dir (promptfoo configs today)."""

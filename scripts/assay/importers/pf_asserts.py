@@ -1,0 +1,293 @@
+"""One promptfoo assertion -> the assay check that means the same, or the reason there is none.
+
+`map_assertion(assertion, render)` returns a `Mapped`: `must_contain` / `must_not_contain`
+entries, a `json_schema`, a rubric, or a budget, with `exact` (True when assay's check passes
+exactly when promptfoo's does, for NFC text) and a note; or `skipped` with the reason.
+The table (docs/importing.md says the same, for people):
+
+| promptfoo | assay | exact |
+|---|---|---|
+| contains, not-contains | must_contain / must_not_contain the text | yes |
+| icontains (-any, -all), not- forms | `/(?i)<escaped>/` entries | yes (ASCII case folding) |
+| contains-any, not-contains-any | one `/(?:a|b)/` entry / each in must_not_contain | yes |
+| contains-all, not-contains-all | each in must_contain / one `/(?s)\\A(?=.*a)(?=.*b)/` in must_not_contain | yes |
+| starts-with, not-starts-with | `/\\A<escaped>/` | yes |
+| equals (text), not-equals | `/\\A<escaped>\\Z/` | yes |
+| regex, not-regex | `/<pattern>/` (JS named groups rewritten) | yes, on the shared dialect |
+| equals (object) | format.json_schema `{const: value}` | no: assay also reads a fenced JSON block |
+| is-json [schema] | format.json_schema | no: assay also reads a fenced JSON block |
+| contains-json [schema] | format.json_schema | no: promptfoo finds JSON anywhere in the text |
+| llm-rubric, model-graded-closedqa, factuality | a rubric (provisional until calibrated) | judged |
+| latency, cost | the suite's budgets | no: per call there, p95 / mean per case here |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .pf_render import Unrenderable
+
+ANY_JSON = {"type": ["object", "array", "string", "number", "integer", "boolean", "null"]}
+RUBRIC_TYPES = ("llm-rubric", "model-graded-closedqa", "factuality", "model-graded-factuality")
+TEXT_TYPES = ("contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
+              "starts-with", "regex", "equals")
+CODE_TYPES = ("javascript", "python", "ruby")
+WHY_NOT = {
+    "javascript": "runs JavaScript on the output; assay's checks are declarative (rewrite it as must_contain, "
+                  "a /regex/ or format.json_schema, or a rubric)",
+    "python": "runs Python on the output; assay's checks are declarative (rewrite it as must_contain, "
+              "a /regex/ or format.json_schema, or a rubric)",
+    "ruby": "runs Ruby on the output; assay's checks are declarative",
+    "webhook": "asks an external service for the verdict; assay never sends answers to a third service",
+    "similar": "embedding similarity needs an embedding model; assay has no embedding check (write a rubric "
+               "for the meaning, or must_contain for the facts)",
+    "classifier": "a HuggingFace classifier's score; assay has no classifier check",
+    "moderation": "a moderation API's verdict; assay has no moderation check",
+    "select-best": "compares the outputs of several prompts with each other; assay scores each case alone",
+    "max-score": "compares the outputs of several prompts with each other; assay scores each case alone",
+    "human": "a person's rating in promptfoo's viewer; assay's labels are calibration annotations",
+}
+_JS_NAMED_GROUP = re.compile(r"\(\?<(?![=!])([A-Za-z_][A-Za-z0-9_]*)>")
+_JS_NAMED_REF = re.compile(r"\\k<([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+@dataclass
+class Mapped:
+    ptype: str
+    must_contain: list[str] = field(default_factory=list)
+    must_not_contain: list[str] = field(default_factory=list)
+    json_schema: Any = None
+    rubric: dict[str, str] | None = None        # {kind, criterion}
+    budget: dict[str, float] | None = None      # {max_p95_latency_s} or {max_cost_per_case}
+    exact: bool = True
+    note: str = ""
+    skipped: str | None = None                  # the reason when nothing is converted
+
+
+def js_string(value: Any) -> str:
+    """`String(value)` as JavaScript prints it (4.0 -> "4", True -> "true")."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+_META = re.compile(r"([.^$*+?{}\[\]\\|()])")
+
+
+def esc(text: str) -> str:
+    """`re.escape` for the regex metacharacters only (spaces and letters stay readable)."""
+    return _META.sub(r"\\\1", text)
+
+
+def literal(text: str) -> str:
+    """A must_contain entry that matches `text` literally: a text starting with `/` would be
+    read as a regex (or a trailing-flag mistake), so it is written as an escaped regex."""
+    return f"/{esc(text)}/" if text.startswith("/") else text
+
+
+def _regex(pattern: str, flags: str = "") -> str:
+    return f"/{flags}{pattern}/"
+
+
+def _list_value(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value):
+        return [js_string(v) for v in value]
+    return None
+
+
+def _schema(value: Any, ptype: str) -> tuple[Any, str | None]:
+    if value in (None, ""):
+        return ANY_JSON, None
+    if isinstance(value, str):
+        if value.startswith("file://"):
+            return None, "its JSON schema is a file:// reference; paste the schema inline and import again"
+        import yaml
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            return None, f"its schema is not YAML/JSON ({exc.__class__.__name__})"
+    if isinstance(value, bool):
+        return ({} if value else {"not": {}}), None
+    if not isinstance(value, dict):
+        return None, f"its schema is a {type(value).__name__}, not an object"
+    from jsonschema import validators
+    try:
+        validators.validator_for(value).check_schema(value)
+    except Exception as exc:   # jsonschema.SchemaError, or a $schema it does not know
+        return None, f"its JSON schema is invalid ({str(exc).splitlines()[0][:120]})"
+    return value, None
+
+
+def js_to_python_regex(pattern: str) -> tuple[str | None, str | None]:
+    """(python pattern, None) or (None, why). promptfoo builds `new RegExp(value)` (no flags)."""
+    py = _JS_NAMED_REF.sub(r"(?P=\1)", _JS_NAMED_GROUP.sub(r"(?P<\1>", pattern))
+    try:
+        re.compile(py)
+    except re.error as exc:
+        return None, f"the JavaScript regex does not compile as a Python regex ({exc})"
+    return py, None
+
+
+def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
+    ptype = str(a.get("type", ""))
+    inverse = ptype.startswith("not-")
+    base = ptype[4:] if inverse else ptype
+    m = Mapped(ptype)
+    if a.get("transform") or a.get("contextTransform"):
+        m.skipped = "it transforms the output with code before checking it; assay checks the answer as returned"
+        return m
+    if base in WHY_NOT or base in CODE_TYPES:
+        m.skipped = WHY_NOT.get(base, WHY_NOT["javascript"])
+        return m
+    raw_value = a.get("value")
+    if isinstance(raw_value, str) and raw_value.startswith("file://"):
+        m.skipped = "its value is read from a file:// reference; paste the value inline and import again"
+        return m
+    try:
+        value = render(raw_value)
+    except Unrenderable as exc:
+        m.skipped = f"its value uses {exc}, which the import does not evaluate"
+        return m
+    if base in TEXT_TYPES:
+        return _text(m, base, inverse, value)
+    if base in ("is-json", "contains-json"):
+        if inverse:
+            m.skipped = f"{ptype}: assay cannot assert that an answer is not JSON"
+            return m
+        schema, why = _schema(value, base)
+        if why:
+            m.skipped = why
+            return m
+        m.json_schema, m.exact = schema, False
+        m.note = ("assay reads the bare answer as JSON, or else its first fenced code block that parses; "
+                  + ("promptfoo parses the whole output only" if base == "is-json"
+                     else "promptfoo accepts JSON embedded anywhere in the text, so assay is stricter there"))
+        return m
+    if base in RUBRIC_TYPES:
+        if inverse:
+            m.skipped = f"{ptype}: an inverted judgement has no assay rubric form; write the rubric positively"
+            return m
+        if not isinstance(value, str) or not value.strip():
+            m.skipped = f"{base} needs a text value (the criterion or reference answer)"
+            return m
+        criterion = value.strip()
+        if base in ("factuality", "model-graded-factuality"):
+            criterion = ("The reply is consistent with this reference answer: it may add detail, but it does "
+                         f"not contradict it or leave out what it asserts. Reference: {criterion}")
+        m.rubric = {"kind": base, "criterion": criterion}
+        m.exact = False
+        m.note = "judged by the state dir's judge; provisional (never gating) until calibrated against people"
+        if a.get("threshold") is not None:
+            m.note += "; promptfoo's score threshold has no equivalent (an assay judge answers pass/fail per node)"
+        return m
+    if base in ("latency", "cost"):
+        thr = a.get("threshold")
+        if inverse or not isinstance(thr, (int, float)) or isinstance(thr, bool) or thr <= 0:
+            m.skipped = f"{ptype} needs a positive numeric threshold"
+            return m
+        m.budget = ({"max_p95_latency_s": thr / 1000.0} if base == "latency" else {"max_cost_per_case": float(thr)})
+        m.exact = False
+        m.note = ("promptfoo checks every call; assay's gate checks the run's p95 latency" if base == "latency"
+                  else "promptfoo checks every call; assay's gate checks the mean cost per traced case "
+                       "(token prices in prices.yaml)")
+        return m
+    m.skipped = f"no assay check computes {base!r}"
+    return m
+
+
+def _text(m: Mapped, base: str, inverse: bool, value: Any) -> Mapped:
+    if base in ("contains-any", "icontains-any", "contains-all", "icontains-all"):
+        items = _list_value(value)
+        if items is None:
+            m.skipped = f"{m.ptype} needs a list of strings"
+            return m
+        flags = "(?i)" if base.startswith("i") else ""
+        if base.endswith("-any"):
+            alt = "|".join(esc(v) for v in items)
+            if inverse:     # none of them
+                m.must_not_contain = [_regex(esc(v), flags) if flags else literal(v) for v in items]
+            else:
+                m.must_contain = [_regex(f"(?:{alt})", flags)]
+        elif inverse:       # not all of them: fails exactly when every item is present
+            look = "".join(f"(?=.*?{esc(v)})" for v in items)
+            m.must_not_contain = [_regex(r"\A" + look, "(?s" + ("i" if flags else "") + ")")]
+        else:
+            m.must_contain = [_regex(esc(v), flags) if flags else literal(v) for v in items]
+        if flags:
+            m.note = "case-insensitive as a (?i) regex: the same as promptfoo's toLowerCase on ASCII text"
+        return m
+    if isinstance(value, (dict, list)) and base == "equals":
+        m.json_schema, m.exact = {"const": value}, False
+        m.note = "the answer must be JSON equal to the value; assay also reads a fenced JSON block"
+        if inverse:
+            m.skipped = "not-equals with an object value has no assay form"
+        return m
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool) and base != "equals" or value == "":
+        m.skipped = f"{m.ptype} needs a non-empty text value"
+        return m
+    text = js_string(value)
+    if base == "regex":
+        py, why = js_to_python_regex(text)
+        if why:
+            m.skipped = why
+            return m
+        entry = _regex(py)
+        m.note = "JavaScript and Python regexes agree on this pattern's syntax; \\d, \\w and $ differ on non-ASCII text"
+    elif base == "contains":
+        entry = literal(text)
+    elif base == "icontains":
+        entry = _regex(esc(text), "(?i)")
+        m.note = "case-insensitive as a (?i) regex: the same as promptfoo's toLowerCase on ASCII text"
+    elif base == "starts-with":
+        entry = _regex(r"\A" + esc(text))
+    else:   # equals
+        entry = _regex(r"\A" + esc(text) + r"\Z")
+    (m.must_not_contain if inverse else m.must_contain).append(entry)
+    return m
+
+
+def assertion_from_string(expected: str) -> dict[str, Any]:
+    """promptfoo's CSV `__expected` string form -> an assertion (its documented prefixes)."""
+    for prefix in ("javascript:", "fn:", "eval:"):
+        if expected.startswith(prefix):
+            return {"type": "javascript", "value": expected[len(prefix):].strip()}
+    for prefix in ("grade:", "llm-rubric:"):
+        if expected.startswith(prefix):
+            return {"type": "llm-rubric", "value": expected[len(prefix):]}
+    if expected.startswith("python:"):
+        return {"type": "python", "value": expected[len("python:"):].strip()}
+    m = re.match(r"^(not-)?([a-z][a-z0-9-]*)(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$", expected)
+    if m and m.group(2) in KNOWN_TYPES:
+        ptype = (m.group(1) or "") + m.group(2)
+        value = m.group(4)
+        out: dict[str, Any] = {"type": ptype}
+        if m.group(2) in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
+            out["value"] = [v.strip() for v in value.split(",") if v.strip()] if value else value
+        elif m.group(2) in ("is-json", "contains-json"):
+            out["value"] = value
+        else:
+            out["value"] = value.strip() if isinstance(value, str) else value
+        if m.group(3):
+            out["threshold"] = float(m.group(3))
+        return out
+    return {"type": "equals", "value": expected}
+
+
+# promptfoo's base assertion types (the ones its CSV prefix form recognises)
+KNOWN_TYPES = frozenset((
+    "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",
+    "contains-json", "contains-sql", "contains-xml", "context-faithfulness", "context-recall",
+    "context-relevance", "cost", "equals", "factuality", "finish-reason", "g-eval", "gleu", "icontains",
+    "icontains-all", "icontains-any", "is-html", "is-json", "is-refusal", "is-sql", "is-valid-function-call",
+    "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml", "javascript", "latency",
+    "levenshtein", "llm-rubric", "meteor", "model-graded-closedqa", "model-graded-factuality", "moderation",
+    "perplexity", "perplexity-score", "pi", "python", "regex", "rouge-n", "ruby", "similar", "starts-with",
+    "webhook", "word-count", "trace-span-count", "trace-span-duration", "trace-error-spans", "tool-call-f1",
+))

@@ -1,0 +1,231 @@
+"""The whole import in memory: a promptfoo config -> adapter, cases, rubrics, budgets, log.
+
+`build_import(config_path, app_url_env=None, repeat=None) -> Built`; nothing is written
+here (assay.importers.pf_write does that).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .pf_cases import (
+    MAX_TURNS, PLACEHOLDER_CHECK, ImportLog, Test, convert_assertions, merge_tests, short_hash, user_turns,
+)
+from .pf_load import Config, RawPrompt, Skipped, load_config, load_default_test, load_prompts, load_tests
+from .pf_provider import AdapterResult, http_adapter
+from .pf_render import Unrenderable, uses_var
+
+# Top-level keys that hold test semantics the import cannot carry over (listed when present).
+UNCONVERTED_TOP = {
+    "scenarios": "scenarios (config x test grids) are not expanded; write them out as tests",
+    "redteam": "red-team generation is promptfoo's own; assay runs the cases it is given",
+    "extensions": "extension hooks run JavaScript or Python around the eval",
+    "nunjucksFilters": "custom Nunjucks filters are code; templates that use them are not rendered",
+    "derivedMetrics": "derived metrics are computed from named scores; assay's numbers come from its layers",
+}
+
+
+@dataclass
+class Built:
+    cfg: Config
+    adapter: AdapterResult
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    log: ImportLog = field(default_factory=ImportLog)
+    repeat: int | None = None
+    max_concurrency: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> list[Skipped]:
+        seen, out = set(), []
+        for s in self.cfg.skipped + self.adapter.skipped + self.log.skipped:
+            key = (s.where, s.what, s.why)   # a test under several prompts is listed once
+            if key not in seen:
+                seen.add(key)
+                out.append(s)
+        return out
+
+
+def _constant_vars(tests: list[Test]) -> dict[str, Any]:
+    """Vars every test gives the same value (an http body may read those)."""
+    if not tests:
+        return {}
+    first = tests[0].vars
+    return {k: v for k, v in first.items() if all(t.vars.get(k, object()) == v for t in tests[1:])}
+
+
+def _case_shell(cid: str, title: str, where: str, prompt: RawPrompt, params: dict[str, Any]) -> dict[str, Any]:
+    tid = f"pf-prompt-{short_hash(prompt.raw)}"
+    scalar = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool))}
+    case: dict[str, Any] = {"id": cid, "title": title[:120], "unit": "app", "split": ["full", "smoke"],
+                            "category": "happy", "test_type": "MFT",
+                            "template_id": tid if scalar else None, "source": f"promptfoo:{where}",
+                            "review": {"status": "pending"}, "gating": True}
+    if scalar:
+        case["instantiation_params"] = scalar
+    return case
+
+
+def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool) -> None:
+    if not expect:
+        expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
+        case["gating"] = False
+        notes.insert(0, "no assertion of this test converts to an assay check (see IMPORT.md): imported with "
+                        "gating: false and one placeholder check, a non-empty answer; write the real checks")
+        comparable = False
+    if built.repeat and built.repeat > 1:
+        case["k"] = built.repeat
+    if notes:
+        case["notes"] = " ".join(dict.fromkeys(notes))
+    case["expect"] = expect
+    built.log.comparable[case["id"]] = comparable
+    built.cases.append(case)
+
+
+def _unique(cid: str, seen: set[str]) -> str:
+    n, out = 1, cid
+    while out in seen:
+        n += 1
+        out = f"{cid}-{n}"
+    seen.add(out)
+    return out
+
+
+def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None:
+    try:
+        turns, notes = user_turns(prompt, test)
+    except Unrenderable as exc:
+        built.log.skipped.append(Skipped(test.raw.where, f"test x prompt {prompt.label}",
+                                         f"the prompt uses {exc}, which the import does not evaluate"))
+        return
+    if not turns or not all(t.strip() for t in turns):
+        built.log.skipped.append(Skipped(test.raw.where, f"test x prompt {prompt.label}", "no user message to send"))
+        return
+    ident = [built.cfg.label, prompt.raw, test.doc.get("description"), test.vars]
+    cid = _unique("c-" + short_hash(*ident), seen)
+    title = test.doc.get("description") or turns[-1]
+    case = _case_shell(cid, str(title), str(test.raw.where), prompt, test.vars)
+    expect, mapped, more = convert_assertions(test, built.log, test.vars, conversation=len(turns) > 1)
+    for m in built.log.mapped[-len(mapped):] if mapped else []:
+        m["case"] = cid
+    if len(turns) == 1:
+        case["input"] = {"messages": [{"role": "user", "content": turns[0]}], "session": "fresh"}
+    elif len(turns) <= MAX_TURNS:
+        case["input"] = {"turns": [{"user": t} for t in turns]}
+        more.append("the prompt's user messages are sent as the conversation's turns; the checks apply to the "
+                    "last answer")
+    else:
+        built.log.skipped.append(Skipped(test.raw.where, "a chat prompt", f"{len(turns)} user turns, over assay's "
+                                         f"{MAX_TURNS}"))
+        return
+    _finish(case, expect, notes + more, built, all(m.exact for m in mapped))
+
+
+def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[str]) -> None:
+    groups: dict[Any, list[Test]] = {}
+    for t in tests:
+        groups.setdefault((t.doc.get("metadata") or {}).get("conversationId"), []).append(t)
+    for conv_id, members in groups.items():
+        first = members[0]
+        if len(members) < 2 or len(members) > MAX_TURNS:
+            why = ("one test: a conversation needs two turns or more, so it is imported as a single-turn case"
+                   if len(members) < 2 else f"{len(members)} turns, over assay's {MAX_TURNS}")
+            if len(members) < 2:
+                _single(built, prompt, first, seen)
+                continue
+            built.log.skipped.append(Skipped(first.raw.where, f"conversation {conv_id}", why))
+            continue
+        turns: list[dict[str, Any]] = []
+        notes: list[str] = ["promptfoo sent the earlier turns inside each prompt (_conversation); assay sends one "
+                            "user turn per request in one session, so the app must keep the conversation"]
+        comparable = True
+        cid = _unique("c-" + short_hash(built.cfg.label, prompt.raw, "conversation", conv_id,
+                                         [t.vars for t in members]), seen)
+        final_expect: dict[str, Any] = {}
+        for n, t in enumerate(members):
+            try:
+                users, more = user_turns(prompt, t)
+            except Unrenderable as exc:
+                built.log.skipped.append(Skipped(t.raw.where, f"conversation {conv_id}", f"the prompt uses {exc}"))
+                turns = []
+                break
+            expect, mapped, more2 = convert_assertions(t, built.log, t.vars, conversation=True)
+            for m in built.log.mapped[-len(mapped):] if mapped else []:
+                m["case"], m["turn"] = cid, n + 1
+            comparable = comparable and all(m.exact for m in mapped)
+            notes += more + more2
+            turn: dict[str, Any] = {"user": users[-1] if users else ""}
+            if n < len(members) - 1 and expect:
+                turn["expect"] = expect
+            elif n == len(members) - 1:
+                final_expect = expect
+            turns.append(turn)
+        if not turns:
+            continue
+        title = first.doc.get("description") or f"conversation {conv_id or 1}: {turns[0]['user']}"
+        case = _case_shell(cid, str(title), str(first.raw.where), prompt, {})
+        case["input"] = {"turns": turns}
+        case["category"] = "multistep"
+        if not final_expect and any("expect" in t for t in turns):
+            final_expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
+            notes.append("the last turn has no convertible check: the case checks only that its answer is not "
+                         "empty (the earlier turns keep their checkpoints)")
+        _finish(case, final_expect, notes, built, comparable)
+
+
+def build_import(config_path: str, app_url_env: str | None = None, repeat: int | None = None) -> Built:
+    cfg = load_config(config_path)
+    log = ImportLog()
+    prompts = load_prompts(cfg)
+    tests = merge_tests(load_tests(cfg), load_default_test(cfg), cfg, log)
+    conversation = any(uses_var(p.raw, "_conversation") for p in prompts)
+    adapter = http_adapter(cfg, _constant_vars(tests), app_url_env, conversation)
+    built = Built(cfg, adapter, log=log)
+    ev = cfg.doc.get("evaluateOptions") or {}
+    cli = cfg.doc.get("commandLineOptions") or {}
+    built.repeat = repeat or ev.get("repeat") or cli.get("repeat")
+    if isinstance(ev.get("maxConcurrency"), int) and ev["maxConcurrency"] >= 1:
+        built.max_concurrency = ev["maxConcurrency"]
+        if adapter.invocation:
+            adapter.invocation["max_concurrency"] = ev["maxConcurrency"]
+    if ev.get("delay"):
+        built.notes.append(f"evaluateOptions.delay {ev['delay']} ms is not carried over: the runner paces itself "
+                           "(rate limits: docs/runner-contract.md)")
+    for key, why in UNCONVERTED_TOP.items():
+        if key in cfg.doc:
+            cfg.skipped.append(Skipped(cfg.where(key), key, why))
+    seen: set[str] = set()
+    for prompt in prompts:
+        conv_tests = [t for t in tests if uses_var(prompt.raw, "_conversation")
+                      and not (t.doc.get("options") or {}).get("disableConversationVar")]
+        for t in tests:
+            if t in conv_tests:
+                continue
+            if _skip_test(built, t):
+                continue
+            _single(built, prompt, t, seen)
+        if conv_tests:
+            _conversation(built, prompt, [t for t in conv_tests if not _skip_test(built, t)], seen)
+    return built
+
+
+def _skip_test(built: Built, t: Test) -> bool:
+    doc = t.doc
+    why = None
+    if doc.get("providerOutput") is not None:
+        why = "providerOutput checks the assertions on a fixed output, never the app"
+    elif (doc.get("options") or {}).get("storeOutputAs"):
+        why = "options.storeOutputAs feeds this test's output into later tests' vars; assay cases are independent"
+    elif doc.get("provider") or doc.get("providers"):
+        why = "the test picks its own provider; a state dir calls one app"
+    if why and t.combo == 0:
+        built.log.skipped.append(Skipped(t.raw.where, "a test", why))
+        for a, where, _ in t.asserts:
+            built.log.skipped.append(Skipped(where, str(a.get("type")), f"its test is not imported ({why})"))
+    return why is not None
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,196 @@
+"""promptfoo tests x prompts -> assay cases (plain dicts, ready to write as YAML).
+
+One case per (prompt, test, var combination): the prompt rendered with the test's vars is
+the user turn (a chat-array prompt gives its user messages: one is `input.messages`, several
+are `input.turns`). A prompt that reads `_conversation` makes one conversation case per
+(prompt, `metadata.conversationId`): each test is a turn, in promptfoo's order; a turn's
+assertions are its checkpoint, the last test's are the case's `expect`. Ids are
+`c-<8 hex>` of the config's name, the prompt and the test's identity, so a re-import of the
+same config gives the same ids. Every assertion is mapped (assay.importers.pf_asserts) or
+recorded, with its file and line, in `ImportLog.skipped`; a test with no mapped assertion
+is imported `gating: false` with the weakest check (a non-empty answer) and a note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .pf_asserts import Mapped, map_assertion
+from .pf_load import Config, RawPrompt, RawTest, Skipped, Where, read_text
+from .pf_render import Unrenderable, chat_messages, messages_of, references, render
+
+PLACEHOLDER_CHECK = r"/\A\s*\Z/"
+_CONV_LOOP = re.compile(r"\{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%\}.*?\{%-?\s*endfor\s*-?%\}", re.DOTALL)
+MAX_TURNS = 8
+
+
+@dataclass
+class ImportLog:
+    skipped: list[Skipped] = field(default_factory=list)
+    mapped: list[dict[str, Any]] = field(default_factory=list)      # per assertion: case, type, exact, where
+    rubrics: dict[str, dict[str, str]] = field(default_factory=dict)  # rubric_id -> {kind, criterion}
+    budgets: dict[str, float] = field(default_factory=dict)
+    budget_sources: dict[str, str] = field(default_factory=dict)
+    comparable: dict[str, bool] = field(default_factory=dict)       # case id -> every assertion exact
+
+
+@dataclass
+class Test:
+    raw: RawTest
+    doc: dict[str, Any]                     # merged with defaultTest
+    asserts: list[tuple[dict[str, Any], Where, bool]]   # (assertion, where, from assert-set with threshold)
+    vars: dict[str, Any]
+    combo: int
+
+
+def short_hash(*parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
+
+
+def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
+             out: list[tuple[dict[str, Any], Where, bool]], in_threshold_set: bool = False) -> None:
+    if not isinstance(items, list):
+        return
+    for i, a in enumerate(items):
+        where = raw.line_of(*path, i)
+        if isinstance(a, str) and a.startswith("file://"):
+            log.skipped.append(Skipped(where, "assertion file", "assertions read from a file:// reference are not "
+                                       "imported; paste them inline"))
+        elif not isinstance(a, dict) or "type" not in a:
+            log.skipped.append(Skipped(where, "an assertion", "has no type"))
+        elif a["type"] == "assert-set":
+            has_thr = a.get("threshold") is not None
+            _flatten(a.get("assert"), raw, path + (i, "assert"), log, out, in_threshold_set or has_thr)
+        else:
+            out.append((a, where, in_threshold_set))
+
+
+def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: ImportLog) -> list[Test]:
+    base = default.doc if default else {}
+    out: list[Test] = []
+    for raw in raws:
+        doc = {**{k: v for k, v in base.items() if k not in ("vars", "assert", "options", "metadata")}, **raw.doc}
+        doc["vars"] = {**(base.get("vars") or {}), **(raw.doc.get("vars") or {})}
+        doc["options"] = {**(base.get("options") or {}), **(raw.doc.get("options") or {})}
+        doc["metadata"] = {**(base.get("metadata") or {}), **(raw.doc.get("metadata") or {})}
+        asserts: list[tuple[dict[str, Any], Where, bool]] = []
+        if default is not None:
+            _flatten(base.get("assert"), default, ("assert",), log, asserts)
+        _flatten(raw.doc.get("assert"), raw, ("assert",), log, asserts)
+        for col in raw.doc.get("_unread_columns", []):
+            log.skipped.append(Skipped(raw.where, f"CSV column {col}", "a promptfoo special column the import "
+                                       "does not read"))
+        variables = _file_vars(doc["vars"], cfg, raw, log)
+        if variables is None:
+            continue
+        keys = list(variables)
+        # promptfoo runs one test per combination of the values of array-of-string vars
+        pools = [variables[k] if isinstance(variables[k], list) and variables[k] and
+                 isinstance(variables[k][0], str) else [variables[k]] for k in keys]
+        for n, combo in enumerate(itertools.product(*pools)):
+            out.append(Test(raw, doc, asserts, dict(zip(keys, combo)), n))
+    return out
+
+
+def _file_vars(variables: dict[str, Any], cfg: Config, raw: RawTest, log: ImportLog) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    for k, v in variables.items():
+        if isinstance(v, str) and v.startswith("file://"):
+            files = cfg.resolve(v)
+            f = files[0] if len(files) == 1 else None
+            if f is None or f.suffix.lower() not in (".txt", ".md", "") or not f.is_file():
+                log.skipped.append(Skipped(raw.line_of("vars", k), f"var {k} = {v}", "only a single text file "
+                                           "(.txt, .md) is read into a var; the test is not imported"))
+                return None
+            out[k] = read_text(f, cfg.rel(f))
+        else:
+            out[k] = v
+    return out
+
+
+def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
+    """(the user messages the prompt gives for this test, notes). Raises Unrenderable."""
+    template = _CONV_LOOP.sub("", prompt.raw)
+    opts = test.doc.get("options") or {}
+    text = render(template, test.vars)
+    text = f"{opts.get('prefix') or ''}{text}{opts.get('suffix') or ''}"
+    notes: list[str] = []
+    msgs = chat_messages(text)
+    if msgs is None and isinstance(test.vars.get("messages"), list) and prompt.raw.strip() in (
+            "{{messages}}", "{{ messages }}"):
+        msgs = messages_of(test.vars["messages"])
+    if msgs is None and "_conversation" in prompt.raw:
+        raise Unrenderable("a _conversation chat prompt that does not render to a JSON message list")
+    if msgs is None:
+        return [text], notes
+    users = [m["content"] for m in msgs if m["role"] == "user"]
+    if any(m["role"] == "system" for m in msgs):
+        notes.append("the prompt's system message is not sent: assay sends the user's turns, the app owns its "
+                     "system prompt")
+    if any(m["role"] == "assistant" for m in msgs):
+        notes.append("the prompt's scripted assistant messages are not replayed: assay sends each user turn to "
+                     "the app in one session, and the app's own replies form the history")
+    return users, notes
+
+
+def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
+                       conversation: bool) -> tuple[dict[str, Any], list[Mapped], list[str]]:
+    expect: dict[str, Any] = {}
+    mapped: list[Mapped] = []
+    notes: list[str] = []
+    opts = test.doc.get("options") or {}
+    for a, where, in_set_thr in test.asserts:
+        if opts.get("transform") or opts.get("postprocess"):
+            log.skipped.append(Skipped(where, a.get("type", "?"), "the test transforms the output with code "
+                                       "(options.transform) before its assertions"))
+            continue
+        m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
+        if m.rubric and conversation:
+            m.skipped = "a rubric inside a conversation is not judged in this build (pin rubrics on single-turn cases)"
+        if m.skipped:
+            log.skipped.append(Skipped(where, m.ptype, m.skipped))
+            continue
+        if in_set_thr:
+            m.exact = False
+            m.note = (m.note + "; " if m.note else "") + ("inside an assert-set with a threshold: promptfoo "
+                                                          "passes the set when enough of it passes, assay needs each")
+        mapped.append(m)
+        log.mapped.append({"type": m.ptype, "exact": m.exact, "note": m.note, "file": where.file, "line": where.line})
+        answer = expect.setdefault("answer", {})
+        if m.must_contain:
+            answer.setdefault("must_contain", []).extend(m.must_contain)
+        if m.must_not_contain:
+            answer.setdefault("must_not_contain", []).extend(m.must_not_contain)
+        if m.json_schema is not None:
+            fmt = expect.setdefault("format", {})
+            fmt["json_schema"] = ({"allOf": [fmt["json_schema"], m.json_schema]} if "json_schema" in fmt
+                                  else m.json_schema)
+        if m.rubric:
+            rid = f"pf-{m.rubric['kind'].replace('model-graded-', '')}-{short_hash(m.rubric['criterion'])}"
+            log.rubrics[rid] = m.rubric
+            pins = answer.setdefault("rubric", [])
+            if f"{rid}-v1" not in pins:
+                pins.append(f"{rid}-v1")
+        if m.budget:
+            for key, val in m.budget.items():
+                if key not in log.budgets or val < log.budgets[key]:
+                    log.budgets[key] = val
+                    log.budget_sources[key] = str(where)
+        if not expect.get("answer"):
+            expect.pop("answer", None)
+    thr = test.doc.get("threshold")
+    if thr is not None and len(test.asserts) > 1:
+        notes.append(f"promptfoo passes this test when the weighted score of its assertions reaches {thr}; assay "
+                     "passes it only when every check passes (stricter)")
+        for m in mapped:
+            m.exact = False
+    elif any(a.get("weight") not in (None, 1) for a, _, _ in test.asserts):
+        notes.append("assertion weights change promptfoo's score, not its pass/fail without a test threshold; "
+                     "assay has no weights")
+    return expect, mapped, notes

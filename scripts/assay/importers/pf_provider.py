@@ -1,0 +1,276 @@
+"""promptfoo's `http` provider -> adapter.yaml's `invocation` (the adapter contract).
+
+`http_adapter(cfg, constant_vars, app_url_env, conversation)` picks the config's first http
+provider and maps url (base_url + endpoint), method, headers, body (`{{prompt}}` becomes
+`<user turn>`) and a `transformResponse` that is a plain `json.<path>` (response_body).
+Every other provider, and every http setting with no adapter equivalent, comes back as a
+`Skipped` with its line. A literal credential in a header is never written: the header
+becomes `${PF_<NAME>}` and the import names the variable to export; `{{env.X}}` becomes `${X}`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+from ..suite.convert import CREDENTIAL_HEADER
+from .pf_load import Config, Skipped, Where
+from .pf_render import Unrenderable, references, render
+
+HTTP_IDS = ("http", "https")
+MAPPED_KEYS = ("url", "method", "headers", "body", "transformResponse", "queryParams")
+# Settings that change nothing assay measures (the runner has its own timeouts and retries).
+HARMLESS_KEYS = ("maxRetries", "timeout", "validateStatus", "tokenEstimation", "useHttps")
+TOKEN_VALUE = re.compile(r"^(bearer|basic|token)\s+\S{6,}$|^(sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}$|"
+                         r"^[A-Za-z0-9_\-]{32,}$", re.IGNORECASE)
+_JSON_PATH = re.compile(r"^json((?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[\d+\]|\[\"[^\"]+\"\]|\['[^']+'\])*)$")
+
+
+@dataclass
+class AdapterResult:
+    invocation: dict[str, Any] | None
+    provider_where: Where | None
+    secrets: list[dict[str, str]] = field(default_factory=list)   # {header, env, where}
+    env_vars: list[str] = field(default_factory=list)             # variables the adapter reads
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    answer_is_whole_body: bool = False
+    secret_values: list[str] = field(default_factory=list, repr=False)   # in memory only, never written
+
+
+def _providers(cfg: Config) -> list[tuple[str, dict[str, Any], Where]]:
+    raw = cfg.doc.get("providers", cfg.doc.get("targets"))
+    key = "providers" if "providers" in cfg.doc else "targets"
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, item in enumerate(items):
+        where = cfg.where(key, i) if isinstance(raw, list) else cfg.where(key)
+        if isinstance(item, str):
+            if item.startswith("file://"):
+                from .pf_load import read_data
+                for f in cfg.resolve(item):
+                    doc, _ = read_data(f, cfg.rel(f))
+                    for d in (doc if isinstance(doc, list) else [doc]):
+                        if isinstance(d, dict):
+                            out.append((str(d.get("id", "")), d.get("config") or {}, Where(cfg.rel(f), 1)))
+                continue
+            out.append((item, {}, where))
+        elif isinstance(item, dict):
+            if "id" in item:
+                out.append((str(item["id"]), item.get("config") or {}, where))
+            elif len(item) == 1:       # {provider-id: {config: ...}}
+                pid, body = next(iter(item.items()))
+                out.append((str(pid), (body or {}).get("config") or {} if isinstance(body, dict) else {}, where))
+        else:
+            out.append((repr(item), {}, where))
+    return out
+
+
+def is_http(pid: str) -> bool:
+    return pid in HTTP_IDS or pid.startswith(("http://", "https://"))
+
+
+def _env_name(header: str) -> str:
+    return "PF_" + re.sub(r"[^A-Za-z0-9]+", "_", header).strip("_").upper()
+
+
+def _response_path(transform: Any) -> tuple[str | None, str | None]:
+    """(response_body template, None) for `json.a.b[0]`; (None, why) otherwise."""
+    if not isinstance(transform, str):
+        return None, "transformResponse is a function; only a json.<path> expression maps to response_body"
+    text = transform.strip()
+    m = _JSON_PATH.match(text)
+    if not m:
+        return None, (f"transformResponse {text[:60]!r} is code, not a json.<path>; assay reads the answer at "
+                      "one declared path (edit response_body by hand)")
+    segs: list[Any] = []
+    for seg in re.findall(r"\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\[\"([^\"]+)\"\]|\['([^']+)'\]", m.group(1)):
+        name, idx, dq, sq = seg
+        segs.append(int(idx) if idx else (name or dq or sq))
+    if not segs:
+        return None, "transformResponse `json` is the whole body"
+    node: Any = "<answer>"
+    for seg in reversed(segs):
+        node = ([None] * seg + [node]) if isinstance(seg, int) else {seg: node}
+    return json.dumps(node), None
+
+
+def _secret(res: AdapterResult, kind: str, name: str, value: str, where: Where) -> str:
+    """A literal credential -> `${PF_<KIND>_<NAME>}` (the value is kept in memory only, to redact)."""
+    env = _env_name(f"{kind}_{name}" if kind else name)
+    res.secrets.append({"header" if not kind else kind.lower(): name, "env": env, "where": str(where)})
+    res.secret_values.append(value.strip())
+    return "${" + env + "}"
+
+
+def _credential(name: Any, value: Any) -> bool:
+    return isinstance(value, str) and "{{" not in value and "${" not in value and bool(
+        CREDENTIAL_HEADER.search(str(name)) or TOKEN_VALUE.match(value.strip()))
+
+
+def _body(body: Any, constant_vars: dict[str, Any], where: Where, res: AdapterResult) -> Any:
+    """The body as a JSON template; None (with a Skipped) when it cannot be one. A literal
+    credential in it (an `api_key` field, a token-shaped value) becomes a `${VAR}`."""
+    skipped = res.skipped
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            skipped.append(Skipped(where, "http body", "a non-JSON body (text or form data); assay's request_body "
+                                   "is a JSON template"))
+            return None
+    bad: list[str] = []
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {walk(k): (_secret(res, "BODY", str(k), v, where) if _credential(k, v) else walk(v))
+                    for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, str):
+            return node
+        names = references(node) - {"prompt", "env"}
+        per_test = sorted(n for n in names if n not in constant_vars)
+        if per_test:
+            bad.extend(per_test)
+            return node
+        text = re.sub(r"\{\{-?\s*prompt\s*-?\}\}", "<user turn>", node)
+        try:
+            return render(text, constant_vars, env_as="${}")
+        except Unrenderable as exc:
+            bad.append(str(exc))
+            return node
+
+    out = walk(body)
+    if bad:
+        skipped.append(Skipped(where, "http body", f"it reads {', '.join(sorted(set(bad)))} per test; assay's "
+                               "request_body is one template where only the user turn (<user turn>) varies"))
+        return None
+    return out
+
+
+def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | None,
+                 conversation: bool) -> AdapterResult:
+    providers = _providers(cfg)
+    chosen = None
+    res = AdapterResult(None, None)
+    for pid, conf, where in providers:
+        if not is_http(pid):
+            res.skipped.append(Skipped(where, f"provider {pid}", "not an http provider: assay calls the app over "
+                                       "HTTP, as a function or a command (write adapter.yaml for it by hand)"))
+        elif chosen is not None:
+            res.skipped.append(Skipped(where, f"provider {pid}", "a second http provider: a state dir tests one "
+                                       "app; import the config again for each"))
+        else:
+            chosen = (pid, conf if isinstance(conf, dict) else {}, where)
+    if chosen is None:
+        return res
+    pid, conf, where = chosen
+    res.provider_where = where
+    for key in conf:
+        if key not in MAPPED_KEYS and key not in HARMLESS_KEYS:
+            res.skipped.append(Skipped(Where(where.file, cfg.lines.line_of(_conf_path(cfg, where, key)) or where.line),
+                                       f"http config.{key}", "has no adapter.yaml equivalent"))
+    url = conf.get("url") or (pid if pid.startswith(("http://", "https://")) else None)
+    if not isinstance(url, str) or not url:
+        res.skipped.append(Skipped(where, f"provider {pid}", "has no url"))
+        return res
+    url = render(url, {}, env_as="${}") if "{{" in url else url
+    parts = urlsplit(url) if url.startswith(("http://", "https://")) else None
+    if parts is not None:
+        base, path = f"{parts.scheme}://{parts.netloc}", parts.path or "/"
+        query = parts.query
+    else:     # "${APP_URL}/chat"
+        m = re.match(r"^(\$\{[A-Za-z_][A-Za-z0-9_]*\})(/.*)?$", url)
+        if not m:
+            res.skipped.append(Skipped(where, "http url", f"{url[:60]!r} is not an http(s) URL"))
+            return res
+        base, path, query = m.group(1), (m.group(2) or "/").split("?")[0], ("?" in (m.group(2) or "")
+                                                                            and m.group(2).split("?", 1)[1] or "")
+    params = dict(parse_qsl(query, keep_blank_values=True))
+    if isinstance(conf.get("queryParams"), dict):
+        params.update({k: render(str(v), constant_vars, env_as="${}") for k, v in conf["queryParams"].items()})
+    params = {k: (_secret(res, "QUERY", k, v, where) if _credential(k, v) else v) for k, v in params.items()}
+    query = "&".join(f"{quote(k, safe='')}={v if v.startswith('${') else quote(v, safe='')}"
+                     for k, v in params.items())
+    if app_url_env:
+        res.notes.append(f"base_url is ${{{app_url_env}}}: export {app_url_env}={base} (the config's address) or "
+                         "the address of the app under test")
+        base = "${" + app_url_env + "}"
+    method = str(conf.get("method") or "POST").upper()
+    body = None
+    if method not in ("POST", "PUT", "PATCH", "DELETE"):
+        res.skipped.append(Skipped(where, f"http method {method}", "the prompt travels in the URL; assay sends it "
+                                   "in a JSON request body: adapter.yaml says POST with a skeleton body until you "
+                                   "write the app's endpoint"))
+        method = "POST"
+    elif "body" not in conf:    # promptfoo itself refuses an http provider without a body
+        res.skipped.append(Skipped(where, "http body", "the provider has no body; request_body is the skeleton "
+                                   '{"prompt": "<user turn>"} until you write the app\'s'))
+    else:
+        body = _body(conf["body"], constant_vars, where, res)
+    endpoint = f"{method} {path}" + (f"?{query}" if query else "")
+    inv: dict[str, Any] = {"mode": "http", "base_url": base, "endpoint": endpoint, "auth": {"type": "none"},
+                           "request_body": json.dumps(body if body is not None else {"prompt": "<user turn>"},
+                                                      ensure_ascii=False)}
+    headers = _headers(conf.get("headers"), cfg, where, res)
+    if headers:
+        inv["headers"] = headers
+    if "transformResponse" in conf:
+        template, why = _response_path(conf["transformResponse"])
+        if template:
+            inv["response_body"] = template
+        else:
+            res.answer_is_whole_body = True
+            res.skipped.append(Skipped(where, "http transformResponse", why + "; until then the answer is the whole "
+                                       "response body"))
+    else:
+        res.answer_is_whole_body = True
+        res.notes.append("no transformResponse: promptfoo's output is the parsed JSON body (or the text), assay's "
+                         "answer the whole body text; add response_body to read one field")
+    if conversation:
+        if "<uuid>" in inv["request_body"]:
+            inv["conversation"] = {"style": "client-id", "memory": "session"}
+        else:
+            res.notes.append("conversation cases need invocation.conversation: the request body has no <uuid> "
+                             "session field, so they are skipped until adapter.yaml declares how the app keeps a "
+                             "conversation (references/adapter-contract.md)")
+    res.invocation = inv
+    res.env_vars = sorted(set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", json.dumps(inv))))
+    return res
+
+
+def _conf_path(cfg: Config, where: Where, key: str) -> tuple[Any, ...]:
+    for pkey in ("providers", "targets"):
+        items = cfg.doc.get(pkey)
+        if isinstance(items, list):
+            for i, _ in enumerate(items):
+                if cfg.where(pkey, i) == where:
+                    return (pkey, i, "config", key)
+    return ()
+
+
+def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResult) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not isinstance(headers, dict):
+        return out
+    base = _conf_path(cfg, provider_where, "headers")
+    for name, value in headers.items():
+        text = str(value)
+        where = Where(provider_where.file, (cfg.lines.line_of(base + (name,)) if base else None) or provider_where.line)
+        if "{{" in text:
+            try:
+                out[str(name)] = render(text, {}, env_as="${}")
+            except Unrenderable as exc:
+                res.skipped.append(Skipped(where, f"http header {name}", f"uses {exc}"))
+            continue
+        if _credential(name, text):
+            out[str(name)] = _secret(res, "", str(name), text, where)
+        else:
+            out[str(name)] = text
+    return out

@@ -1,0 +1,133 @@
+"""The part of promptfoo's Nunjucks templating an import can reproduce exactly.
+
+promptfoo renders every prompt (and var, and assertion value) with Nunjucks. An import
+cannot run arbitrary Nunjucks, so it renders the subset whose result is certain:
+`{{ name }}`, `{{ name.field }}`, `{{ env.NAME }}` (left as `${NAME}` only where the caller
+asks) and the filters `dump`, `trim`, `upper`, `lower`. Anything else (`{% ... %}` blocks,
+other filters, expressions) raises `Unrenderable` with the construct, so the caller lists
+the test as not converted instead of guessing what the template meant.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_EXPR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.DOTALL)
+_BLOCK = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*$")
+_FILTERS = ("dump", "trim", "upper", "lower")
+MISSING = object()
+
+
+class Unrenderable(Exception):
+    """A template construct the import does not evaluate (the message names it)."""
+
+
+def references(template: str) -> set[str]:
+    """The top-level variable names a template's `{{ ... }}` expressions read."""
+    names: set[str] = set()
+    for m in _EXPR.finditer(template):
+        head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", m.group(1).strip())
+        if head:
+            names.add(head.group(0))
+    for m in _BLOCK.finditer(template):
+        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", m.group(0)))
+    return names
+
+
+def uses_var(template: Any, name: str) -> bool:
+    return isinstance(template, str) and name in references(template)
+
+
+def _lookup(expr: str, variables: dict[str, Any]) -> Any:
+    node: Any = variables
+    for seg in re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", expr):
+        if seg.startswith("["):
+            idx = int(seg[1:-1])
+            node = node[idx] if isinstance(node, list) and idx < len(node) else MISSING
+        else:
+            node = node.get(seg, MISSING) if isinstance(node, dict) else MISSING
+        if node is MISSING:
+            return MISSING
+    return node
+
+
+def _as_text(value: Any) -> str:
+    # Nunjucks prints a string as is, a number or bool as JS would, an object as [object Object]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    raise Unrenderable("an object or list printed without `| dump`")
+
+
+def render(template: str, variables: dict[str, Any], *, env_as: str | None = None) -> str:
+    """Render the supported subset; `env_as="${}"` turns `{{ env.X }}` into `${X}`."""
+    if not isinstance(template, str):
+        return template
+    block = _BLOCK.search(template)
+    if block:
+        raise Unrenderable(f"the Nunjucks block {block.group(0)[:40]!r}")
+
+    def one(m: re.Match[str]) -> str:
+        parts = [p.strip() for p in m.group(1).split("|")]
+        expr, filters = parts[0], parts[1:]
+        if not _NAME.match(expr):
+            raise Unrenderable(f"the expression {{{{ {m.group(1).strip()[:40]} }}}}")
+        if expr.startswith("env.") and env_as is not None:
+            if filters:
+                raise Unrenderable(f"a filter on {expr}")
+            return "${" + expr[4:] + "}"
+        value = _lookup(expr, variables)
+        if value is MISSING:
+            # Nunjucks prints an undefined variable as an empty string
+            value = ""
+        for f in filters:
+            if f not in _FILTERS:
+                raise Unrenderable(f"the filter `| {f}`")
+            if f == "dump":
+                value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            else:
+                text = _as_text(value)
+                value = text.strip() if f == "trim" else text.upper() if f == "upper" else text.lower()
+        return _as_text(value)
+
+    return _EXPR.sub(one, template)
+
+
+def chat_messages(text: str) -> list[dict[str, str]] | None:
+    """A rendered prompt that is a JSON chat array ([{role, content}] or [{user: ...}]) as
+    messages; None for a plain-text prompt."""
+    stripped = text.strip()
+    if not stripped.startswith("["):
+        return None
+    try:
+        doc = json.loads(stripped)
+    except ValueError:
+        return None
+    return messages_of(doc)
+
+
+def messages_of(doc: Any) -> list[dict[str, str]] | None:
+    if not isinstance(doc, list) or not doc:
+        return None
+    out: list[dict[str, str]] = []
+    for item in doc:
+        if not isinstance(item, dict):
+            return None
+        if "role" in item and isinstance(item.get("content"), str):
+            out.append({"role": str(item["role"]), "content": item["content"]})
+        elif len(item) == 1 and next(iter(item)) in ("user", "assistant", "system"):
+            role, content = next(iter(item.items()))
+            if not isinstance(content, str):
+                return None
+            out.append({"role": role, "content": content})
+        else:
+            return None
+    return out

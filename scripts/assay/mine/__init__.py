@@ -1,0 +1,1 @@
+"""Mining production traces for candidate cases (mine_traces.py)."""

@@ -1,0 +1,184 @@
+"""Observed requests -> candidate cases: deduplicated, sampled, redacted, never gating.
+
+`mine(span_paths, state_dir, sample=None, seed=0, holdout_share=0.0)` writes one case per
+distinct user request under `<state>/datasets/mined/` and returns the summary. The user's
+message is the input; the observed route (`expect.route`), tools (`expect.tools.subset`, in
+call order as `order` with `in_order`), scalar arguments (`expect.args`) and the ids and
+amounts the answer states (`expect.answer.must_contain`) are proposed as expectations, each
+one what the app *did*, for a person to confirm: every case is `gating: false`,
+`review: pending`, `source: trace:<trace_id>`, `origin: real-trace:<trace_id>`, and holds
+the observed answer in `notes`. Distinct means not a near-duplicate (assay.suite.dedupe's
+ROUGE-L rule, 0.7) of an existing case or of a candidate already kept. Every string taken
+from a trace goes through assay.mine.redact first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core import writer
+from ..core.errors import AssayError
+from ..suite.convert import case_files, convert_state_dir
+from ..suite.dedupe import NEAR_DUPLICATE, case_text, rouge_l, tokens
+from .redact import KINDS, redact, redact_value
+from .spans import Observed, listen_requests, read_requests
+
+MINED_DIR = "datasets/mined"
+# Facts an answer states that a right answer must state again: record ids and amounts.
+FACT = re.compile(r"\b[A-Z]{2,}-\d{2,}\b|\b\d+\.\d{2}\b(?: [A-Z]{3})?")
+
+
+def _args(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for t in tools:
+        args = t.get("arguments")
+        if t["arguments_captured"] and isinstance(args, dict) and t["name"] not in out:
+            scalars = {k: v for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+            if scalars:
+                out[t["name"]] = scalars
+    return out
+
+
+def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool) -> dict[str, Any]:
+    text = redact(obs.user_text or "", counts)[0]
+    answer = redact(obs.answer, counts)[0] if obs.answer else None
+    expect: dict[str, Any] = {}
+    if obs.route and route_known:
+        expect["route"] = obs.route
+    names = [t["name"] for t in obs.tools]
+    if names:
+        expect["tools"] = {"subset": sorted(set(names)), "order": names, "order_mode": "in_order"}
+    args = redact_value(_args(obs.tools), counts)
+    if args:
+        expect["args"] = args
+    facts = [f for f in dict.fromkeys(FACT.findall(answer or "")) if f not in text and "<" not in f]
+    if facts:
+        expect["answer"] = {"must_contain": facts[:4]}
+    notes = [f"Proposed from trace {obs.trace_id}: every expectation is what the app did, not what it should do; "
+             "check each before accepting the case."]
+    if answer:
+        notes.append(f"Observed answer: {answer[:400]}")
+    if obs.earlier_user_turns:
+        notes.append(f"Asked mid-conversation ({obs.earlier_user_turns} earlier user message(s)): the answer may "
+                     "depend on them; write input.turns if so.")
+    case: dict[str, Any] = {
+        "id": "c-" + hashlib.sha256(obs.trace_id.encode()).hexdigest()[:8],
+        "title": text[:80], "unit": obs.route or "app", "split": split, "category": "happy", "test_type": "MFT",
+        "template_id": None, "origin": f"real-trace:{obs.trace_id}", "source": f"trace:{obs.trace_id}",
+        "review": {"status": "pending", "note": "mined from a production trace; category guessed"},
+        "gating": False, "notes": " ".join(notes),
+        "input": {"messages": [{"role": "user", "content": text}], "session": "fresh"},
+        "expect": expect,
+    }
+    return case
+
+
+def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, seed: int = 0,
+         holdout_share: float = 0.0, listen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`listen`: {address, seconds, capture, announce} receives OTLP/HTTP exports instead of
+    (or besides) reading files."""
+    from ..suite.strict_yaml import load
+    state = Path(state_dir)
+    if not (state / "profile.yaml").is_file() or not (state / "adapter.yaml").is_file():
+        raise AssayError(f"{state}: not a state dir (adapter.yaml and profile.yaml are needed; the discover skill "
+                         "writes them)", 2)
+    has_cases = (state / "datasets").is_dir() and bool(case_files(state))
+    conv = convert_state_dir(state) if has_cases else None
+    existing = [tokens(case_text(c)) for c in (conv["cases"] if conv else [])]
+    profile, _ = load(state / "profile.yaml", "profile.yaml")
+    profile = profile if isinstance(profile, dict) else {}
+    routes = set(profile.get("routing_contract") or [])
+    observed, stats = read_requests(span_paths) if span_paths else ([], {"traces": 0, "without_user_text": 0})
+    if listen:
+        heard, more = listen_requests(listen["address"], listen["seconds"], listen.get("capture"),
+                                      listen.get("announce"))
+        observed += heard
+        stats = {k: stats.get(k, 0) + more.get(k, 0) for k in {*stats, *more}}
+    counts: Counter = Counter()
+    kept: list[Observed] = []
+    kept_tokens: list[list[str]] = []
+    dupes: list[dict[str, str]] = []
+    for obs in observed:
+        if not obs.user_text:
+            continue
+        toks = tokens(redact(obs.user_text)[0])
+        hit = next((i for i, other in enumerate(existing + kept_tokens) if rouge_l(toks, other) >= NEAR_DUPLICATE), None)
+        if hit is not None:
+            dupes.append({"trace_id": obs.trace_id, "duplicate_of": "an existing case" if hit < len(existing)
+                          else f"trace {kept[hit - len(existing)].trace_id}"})
+            continue
+        kept.append(obs)
+        kept_tokens.append(toks)
+    rng = random.Random(seed)
+    chosen = kept if sample is None or sample >= len(kept) else sorted(rng.sample(kept, sample),
+                                                                       key=lambda o: (o.start_ns, o.trace_id))
+    n_holdout = round(len(chosen) * holdout_share)
+    holdout_ids = {o.trace_id for o in rng.sample(chosen, n_holdout)} if n_holdout else set()
+    route_known = bool(((profile.get("capability_matrix") or {}).get("routing") or {}).get("enabled", True))
+    written = []
+    for obs in chosen:
+        split = ["holdout"] if obs.trace_id in holdout_ids else ["full"]
+        case = propose(obs, counts, split, route_known and (not routes or obs.route in routes))
+        if not case["expect"]:
+            case["expect"] = {"answer": {"must_not_contain": [r"/\A\s*\Z/"]}}
+            case["notes"] += " Nothing observable to propose (no route, tool or fact): a non-empty answer only."
+        rel = f"{MINED_DIR}/{case['id']}.yaml"
+        text = yaml.safe_dump(case, sort_keys=False, allow_unicode=True, width=100)
+        (state / MINED_DIR).mkdir(parents=True, exist_ok=True)
+        writer.write_text(state / rel, _final_scan(text))
+        written.append(rel)
+    manifest = _update_manifest(state, conv, written) if written else None
+    return {"spans_files": len(span_paths), "dataset_version": manifest,
+            "exports_received": stats.get("exports_received"), "traces": stats["traces"],
+            "without_user_text": stats["without_user_text"], "distinct": len(kept), "duplicates": dupes,
+            "sampled": len(chosen), "holdout": len(holdout_ids), "written": written,
+            "redacted": {k: counts.get(k, 0) for k in KINDS},
+            "next": "review each case under datasets/mined/ (accept with review.by, set gating), then validate_cases.py"}
+
+
+def _update_manifest(state: Path, conv: dict[str, Any] | None, written: list[str]) -> dict[str, int] | None:
+    """Keep datasets/dataset.yaml true: its counts over the suite with the new cases, dataset_version + 1."""
+    from ..lint.suite_rules import split_counts, unit_counts
+    from ..suite.yaml_edit import set_top_level
+    manifest = conv.get("manifest") if conv else None
+    path = state / "datasets" / "dataset.yaml"
+    if not manifest or not path.is_file():
+        return None
+    cases = convert_state_dir(state)["cases"]
+    text = path.read_text(encoding="utf-8")
+    old = int(manifest.get("dataset_version", 1))
+    text = set_top_level(text, "dataset_version", old + 1, label="datasets/dataset.yaml")
+    if "cases" in manifest:
+        text = set_top_level(text, "cases", len(cases), label="datasets/dataset.yaml")
+    if isinstance(manifest.get("splits"), dict):
+        counts = split_counts(cases)
+        text = set_top_level(text, "splits", {k: counts.get(k, 0) for k in manifest["splits"]},
+                             label="datasets/dataset.yaml")
+    grid = (manifest.get("coverage_grid") or {}).get("by_unit")
+    if isinstance(grid, dict):
+        by_unit = {u: {k: unit_counts(cases, u)[k] for k in (v or {}) if k in ("total", "MFT", "INV", "DIR")}
+                   for u, v in grid.items()}
+        text = set_top_level(text, "coverage_grid", {**manifest["coverage_grid"], "by_unit": by_unit},
+                             label="datasets/dataset.yaml")
+    writer.write_text(path, text)
+    return {"from": old, "to": old + 1}
+
+
+def _final_scan(text: str) -> str:
+    """The YAML as written holds no e-mail address (belt and braces over the field redaction)."""
+    from .redact import EMAIL
+    return EMAIL.sub("<email>", text)
+
+
+def check_args(sample: int | None, holdout_share: float) -> None:
+    if sample is not None and sample < 1:
+        raise AssayError(f"--sample {sample} must be 1 or more", 2)
+    if not 0 <= holdout_share <= 1:
+        raise AssayError(f"--holdout-share {holdout_share:g} must be between 0 and 1 (e.g. 0.2)", 2)

@@ -1,0 +1,141 @@
+"""Span files -> one observed request per trace, through the runner's own normalization.
+
+`read_requests(paths)` reads OTLP JSON (a TracesData document, a list, or JSON lines of
+them: what `otlp-file` apps write); `listen_requests(address, seconds)` receives exports on
+the runner's own otlp-http listener (assay.run.otlp_receiver) for a while. Both
+group spans by trace id, normalizes each trace with assay.run.trace_normalize (convention
+`auto`) and reads the user's message and the final answer from the LLM spans' captured
+messages (assay.run.trace_conventions.message_texts). A trace without captured content has
+no user text and is counted, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..run import trace_conventions as conventions
+from ..run.trace_normalize import LLM_KIND, first_agent_name, flatten_span, iter_raw_spans, normalize_flat
+
+MAX_BYTES = 200_000_000
+
+
+@dataclass
+class Observed:
+    trace_id: str
+    user_text: str | None
+    earlier_user_turns: int
+    answer: str | None
+    route: str | None
+    tools: list[dict[str, Any]] = field(default_factory=list)   # {name, arguments, arguments_captured}
+    start_ns: int = 0
+
+
+def _docs(path: Path) -> list[Any]:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise AssayError(f"{path}: cannot read it ({exc.strerror or exc})", 2, file=str(path)) from None
+    if size > MAX_BYTES:
+        raise AssayError(f"{path}: {size} bytes is over the {MAX_BYTES}-byte limit; split the file", 2, file=str(path))
+    text = path.read_text("utf-8", errors="replace")
+    try:
+        return [json.loads(text)]
+    except ValueError:
+        pass
+    docs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            docs.append(json.loads(line))
+        except ValueError:
+            raise AssayError(f"{path}:{n}: not OTLP JSON (a TracesData object per line, or one document)", 2,
+                             file=str(path), line=n) from None
+    return docs
+
+
+def read_requests(paths: list[str]) -> tuple[list[Observed], dict[str, int]]:
+    """The requests in OTLP JSON span files."""
+    by_trace: dict[str, list[dict]] = {}
+    for p in paths:
+        path = Path(p)
+        for doc in _docs(path):
+            try:
+                _group(iter_raw_spans(doc), by_trace)
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                raise AssayError(f"{path}: not an OTLP span document ({exc})", 2, file=str(path)) from None
+    return observe(by_trace)
+
+
+def listen_requests(address: str, seconds: float, capture: str | None = None,
+                    announce: Any = None) -> tuple[list[Observed], dict[str, int]]:
+    """Receive OTLP/HTTP exports on `address` for `seconds` (the runner's own otlp-http listener),
+    then the requests they hold. `capture` also writes them as OTLP JSON lines (unredacted: the
+    file is the user's, asked for by name)."""
+    import time
+
+    from ..run.otlp_receiver import OtlpHttpSource
+    try:
+        source = OtlpHttpSource(address)
+    except (OSError, ValueError) as exc:
+        raise AssayError(f"--listen {address}: {exc}", 2) from None
+    try:
+        if announce:
+            announce(source.address)
+        time.sleep(seconds)
+    finally:
+        source.server.shutdown()
+        source.server.server_close()
+    by_trace: dict[str, list[dict]] = {}
+    lines = []
+    for tid in source.trace_ids():
+        triples = source.raw_spans(tid)
+        _group(triples, by_trace)
+        if capture:
+            lines.append({"resourceSpans": [{"resource": r, "scopeSpans": [{"scope": sc, "spans": [sp]}]}
+                                            for sp, r, sc in triples]})
+    if capture:
+        from ..core import writer
+        writer.write_jsonl(capture, lines)
+    observed, stats = observe(by_trace)
+    stats["exports_received"] = source.exports
+    return observed, stats
+
+
+def _group(triples: Any, by_trace: dict[str, list[dict]]) -> None:
+    for sp, _, _ in triples:
+        flat = flatten_span(sp)
+        if flat["trace_id"]:
+            by_trace.setdefault(flat["trace_id"], []).append(flat)
+
+
+def observe(by_trace: dict[str, list[dict]]) -> tuple[list[Observed], dict[str, int]]:
+    """One Observed per trace, through the runner's normalization (convention `auto`)."""
+    out: list[Observed] = []
+    stats = {"traces": len(by_trace), "without_user_text": 0}
+    for trace_id, spans in by_trace.items():
+        norm = normalize_flat(spans, trace_id, convention="auto")
+        traj = norm.get("trajectory") or {}
+        conv, _ = conventions.pick("auto", spans)
+        llm = sorted((s for s in spans if conv.kind_of(s["attributes"]) == LLM_KIND), key=lambda s: s["start_ns"] or 0)
+        user_text, earlier, answer = None, 0, None
+        if llm:
+            users = [t for role, t in conventions.message_texts(conv, llm[0]["attributes"], "input") if role == "user"]
+            if users:
+                user_text, earlier = users[-1], len(users) - 1
+            outs = [t for role, t in conventions.message_texts(conv, llm[-1]["attributes"], "output")
+                    if role == "assistant"]
+            answer = outs[-1] if outs else None
+        if not user_text:
+            stats["without_user_text"] += 1
+        tools = [{"name": t.get("name"), "arguments": t.get("arguments"),
+                  "arguments_captured": bool(t.get("arguments_captured"))}
+                 for t in traj.get("tool_calls") or [] if t.get("name")]
+        out.append(Observed(trace_id, user_text, earlier, answer, first_agent_name(traj), tools,
+                            min((s["start_ns"] or 0) for s in spans)))
+    out.sort(key=lambda o: (o.start_ns, o.trace_id))
+    return out, stats
