@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import ROOT, run_script
 from judgefake import write_calibration
@@ -60,7 +61,9 @@ def helpdesk(tmp_path_factory):
     shutil.copytree(STATE, state, ignore=shutil.ignore_patterns("work", "reports"))
     shutil.copy2(STATE.parent / "judge_standin.py", root / "judge_standin_real.py")
     (root / "judge_standin.py").write_text(FLIPPING_JUDGE, encoding="utf-8")
-    write_calibration(state, {"refund-eta-v1": True})
+    # bound to the flipping judge as score_agreement.py --write binds it (an unbound sidecar is provisional)
+    judge_yaml = yaml.safe_load((state / "judge" / "judge.yaml").read_text(encoding="utf-8"))
+    write_calibration(state, {"refund-eta-v1": True}, config=judge_yaml)
     first = demo(state)
     assert first.returncode == 0, first.stdout + first.stderr
     broken = demo(state, "--break")
