@@ -9,6 +9,7 @@ import json
 from ..core.jsonio import loads
 from ..core.explain import AUTH_STATUSES
 from ..core.vocab import LAYER_ORDER
+from ..stats.paired import mde_sentence
 from .facts import RunFacts, read_case_file
 from .mdtext import code, count, esc, fenced, num, pct, plural
 
@@ -274,8 +275,13 @@ def comparison_words(cmp: dict) -> str:
             words = "improved" if delta > 0 else "worsened"
         else:
             words = "within noise"
-    detect = f"~{mde * 100:.0f}pp" if isinstance(mde, (int, float)) else "an unknown effect"
-    return f"{words} (n={num(cmp.get('n'))} can only detect {detect})"
+    sentence = cmp.get("mde_sentence")
+    if not isinstance(sentence, str) or not sentence:
+        n = cmp.get("n")
+        sentence = (mde_sentence(n, mde, 0.05) if isinstance(n, int) and not isinstance(n, bool)
+                    and isinstance(mde, (int, float)) and not isinstance(mde, bool)
+                    else f"n={num(n)}: the detectable effect is unknown")
+    return f"{words} ({esc(sentence)})"
 
 
 def comparison_section(facts: RunFacts) -> list[str]:
