@@ -353,6 +353,14 @@ def repeated_5xx_cases(res: GateResult) -> list[str]:
     return named
 
 
+def _incomplete_traces(s: dict) -> str:
+    """' + 2 of 3 traces incomplete (66.7%)' beside the infra rate (which counts infra_error only)."""
+    incomplete, n, skipped = s.get("infra_incomplete"), s.get("n"), s.get("skipped", 0)
+    if not (_is_count(incomplete) and incomplete and _is_count(n) and _is_count(skipped)) or n <= skipped:
+        return ""
+    return f" + {incomplete} of {n - skipped} traces incomplete ({incomplete / (n - skipped) * 100:.1f}%)"
+
+
 def _infra_counts(s: dict) -> str:
     """', 1 infra_error, 2 infra_incomplete' when any (so the counts on the line add up), else ''."""
     parts = [f"{s[k]} {k.rstrip('s') if k == 'infra_errors' else k}" for k in ("infra_errors", "infra_incomplete")
@@ -373,7 +381,7 @@ def summary_lines(res: GateResult) -> list[str]:
              f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
              f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
-             f"  infra {_pct(s.get('infra_rate'))}, crash {_pct(s.get('crash_rate'))}, "
+             f"  infra {_pct(s.get('infra_rate'))}{_incomplete_traces(s)}, crash {_pct(s.get('crash_rate'))}, "
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
                 if s.get("rate_limited_retries") else "")]
