@@ -43,6 +43,7 @@ class GateResult(RunResultsView):
     trust_info: list[str] = field(default_factory=list)
     budgets: dict = field(default_factory=dict)   # {key: {value, source}} the gate checked
     lines: list[str] = field(default_factory=list)
+    in_progress: str | None = None  # the runner still holds the lock: what it has finished so far
 
     @property
     def open(self) -> bool:
@@ -262,6 +263,13 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         if recount is not None:  # the runner is gone: quote what finished, not a stale batch
             results["summary"] = summary = recount
         reasons.append(why)
+        if recount is None:  # the runner is alive: nothing is final, so say only that (D5)
+            from .interrupted import progress_phrase
+            res.in_progress = progress_phrase(run_dir)[0]
+            res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)",
+                         f"  {res.in_progress} (from cases/*/verdict.json; results.json is refreshed in batches)",
+                         f"  gate closed: {why}"]
+            return res
     elif summary.get("status") != "ok":
         reasons.append(f"run status is {summary.get('status')!r}, not 'ok'")
     reasons.extend(canary_failures(run_dir, results))
