@@ -115,6 +115,16 @@ def hollow_reasons(summary: dict) -> list[str]:
     return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
 
 
+def unscored_closes(row: dict, doc: dict) -> bool:
+    """An unscored gating case that closes the gate: a check it asserts never ran (not a hollow
+    case, not one whose only unscored layers are ones this run chose not to check)."""
+    if row.get("verdict") != "unscored" or row.get("canary") or row.get("gating", True) is False:
+        return False
+    layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    return not (doc.get("unscored_reason") == HOLLOW_CASE_REASON
+                or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")))
+
+
 def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases that rolled up `unscored` because a check they assert never ran
     (wave 2 §1: PASS means every asserted check was evaluated and held). A hollow case (nothing
@@ -124,14 +134,12 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     sealed = holdout_ids(run_dir, rows)
     named, count = [], 0
     for row in rows:
-        if not isinstance(row, dict) or row.get("verdict") != "unscored" or row.get("canary") \
-                or row.get("gating", True) is False:
+        if not isinstance(row, dict) or row.get("verdict") != "unscored":
             continue
         cid = str(row.get("case_id"))
         doc = case_verdict(run_dir, cid) or {}
         why = doc.get("unscored_reason")
-        layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
-        if why == HOLLOW_CASE_REASON or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")):
+        if not unscored_closes(row, doc):
             continue  # nothing asserted that this run checks (the linter and "nothing measured" speak)
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
