@@ -197,6 +197,8 @@ def routing_section(facts: RunFacts) -> list[str]:
                f"(macro F1 {num(rr.get('macro_f1'), 2)}, micro F1 {num(rr.get('micro_f1'), 2)}).")
     if rr.get("warning"):
         out += ["", f"> {esc(rr['warning'])}"]
+    if rr.get("conversations_note"):
+        out += ["", esc(rr["conversations_note"]) + "."]
     alts = rr.get("accepted_alternates")
     if alts:
         n_alts = alts if isinstance(alts, int) else len(alts)

@@ -1,0 +1,36 @@
+"""Issue 24 D8, the smaller misleading messages: each pinned as a user meets it."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import run_script
+from rundir_util import make_run
+
+from assay.run.derived import routing_report_doc
+
+
+def _route(expected, observed, verdict):
+    return {"verdict": verdict, "expected": expected, "observed": observed, "observed_from": "trace"}
+
+
+def test_the_routing_report_says_it_leaves_conversations_out(tmp_path):
+    records = [{"case_id": "c-1", "verdict": "pass", "layers": {"routing": _route("billing", "billing", "pass")}},
+               {"case_id": "c-conv", "verdict": "fail", "multi_turn": True,
+                "layers": {"routing": _route("billing", "tech", "fail")}}]
+    doc = routing_report_doc(records, None)
+    assert doc["n"] == 1 and doc["conversations_left_out"] == 1
+    assert "1 conversation(s) left out" in doc["conversations_note"]
+    run = make_run(tmp_path / "reports", [{"id": "c-1"}, {"id": "c-conv", "verdict": "fail"}],
+                   extra_files={"routing_report.json": doc})
+    for cid, layer, extra in (("c-1", _route("billing", "billing", "pass"), {}),
+                              ("c-conv", _route("billing", "tech", "fail"), {"multi_turn": True})):
+        path = run / "cases" / cid / "verdict.json"
+        v = json.loads(path.read_text())
+        v["layers"]["routing"] = layer
+        v.update(extra)
+        path.write_text(json.dumps(v))
+    r = run_script("draft_report", run, "-o", tmp_path / "r.md")
+    assert r.rc == 0, r.stdout + r.stderr
+    routing = (tmp_path / "r.md").read_text().split("## Routing", 1)[1].split("\n## ", 1)[0]
+    assert "1 conversation(s) left out" in routing, routing
