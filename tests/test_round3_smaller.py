@@ -34,3 +34,14 @@ def test_the_routing_report_says_it_leaves_conversations_out(tmp_path):
     assert r.rc == 0, r.stdout + r.stderr
     routing = (tmp_path / "r.md").read_text().split("## Routing", 1)[1].split("\n## ", 1)[0]
     assert "1 conversation(s) left out" in routing, routing
+
+
+def test_prices_unknown_key_names_the_line_and_the_closest_key(tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: USD\nper_tokens: 1000\nmodels:\n  m: {input: 1, output: 2}\n")
+    run = make_run(tmp_path / "reports", [{"id": "c-1"}])
+    r = run_script("score_cost", run, "--prices", prices)
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert f"{prices}:2: unknown key 'per_tokens'; did you mean 'per'?" in err, err
+    assert "per defaults to 1000000" in err
