@@ -45,3 +45,37 @@ def test_prices_unknown_key_names_the_line_and_the_closest_key(tmp_path):
     err = r.json["error"]
     assert f"{prices}:2: unknown key 'per_tokens'; did you mean 'per'?" in err, err
     assert "per defaults to 1000000" in err
+
+
+def test_repeated_5xx_fires_when_the_body_differs_only_by_a_request_id(tmp_path):
+    import uuid
+    from itertools import count
+
+    from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
+    tick = count()
+
+    def broken(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        n = next(tick)
+        return Reply(500, {"error": "database is down", "request_id": str(uuid.uuid4()),
+                           "trace": f"{n:032x}", "at": f"2026-12-01T10:00:0{n % 10}.123Z"})
+
+    def flaky(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(500, {"error": f"attempt {next(tick)} failed differently"})
+
+    for handler, fires in ((broken, True), (flaky, False)):
+        state = make_state(tmp_path / handler.__name__)
+        with FakeApp(handler) as app:
+            plan = make_plan(state, [case("c-00000001", "hello")], app_url=app.url,
+                             execution={"max_attempts": 3, "backoff_s": [0, 0]})
+            out = state / "reports" / plan["run_id"]
+            run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+        v = json.loads((out / "cases" / "c-00000001" / "verdict.json").read_text())
+        assert v["verdict"] == "infra_error"
+        if fires:
+            assert v["repeated_5xx"] == {"status": 500, "attempts": 3}, v["repeated_5xx"]
+        else:
+            assert v["repeated_5xx"] is None  # the message itself changed: not "the same body"

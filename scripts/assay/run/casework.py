@@ -27,7 +27,7 @@ from .caseinfo import case_title, input_text
 from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
-from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, is_rate_limited,
+from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, is_rate_limited, same_body_key,
                       parse_retry_after)
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
@@ -480,7 +480,7 @@ def _repeated_5xx(repeats: list[dict]) -> dict | None:
     outs = [o for r in repeats for o in r["outcomes"]]
     if len(outs) < 2 or any(o.kind != RESPONSE or (o.status or 0) < 500 for o in outs):
         return None
-    if len({(o.status, o.body_sha) for o in outs}) != 1:
+    if len({(o.status, same_body_key(o)) for o in outs}) != 1:  # ids, uuids, timestamps masked
         return None
     turns = {t for r in repeats for t in (r.get("ending_turns") or [])}
     if "turns" in repeats[0]:
