@@ -62,7 +62,10 @@ def run(args):
     for flag, value in (("--max-cost-per-case", args.max_cost_per_case), ("--max-p95-latency-s", args.max_p95_latency_s)):
         if value is not None and not (value >= 0 and value < float("inf")):
             raise AssayError(f"{flag} {value:g} is out of range: use a number >= 0", 2)
-    run_dir = latest_run(Path(args.path), args.mode) if args.latest else Path(args.path)
+    skipped: list[str] = []
+    run_dir = latest_run(Path(args.path), args.mode, skipped) if args.latest else Path(args.path)
+    for name in skipped:
+        sys.stderr.write(f"gate: --latest skipped {name}\n")
     if args.state_dir and not (Path(args.state_dir) / "profile.yaml").is_file():
         raise AssayError(f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
                          "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")

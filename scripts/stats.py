@@ -3,8 +3,8 @@
 
 Pairs two `verdicts_for_stats.jsonl` files by case id and prints comparison.json: the
 exact Beta posterior P(candidate better) that decides `keep`, the exact sign test and
-McNemar, the minimum detectable effect at this n in words ("n=52 can only detect
-~14pp"), attrition, and `verdict_words` (improved | worsened | within noise).
+McNemar, the minimum detectable effect at this n in words from the exact power of the
+one-sided sign test ("n=52 cannot detect any effect below 12.5pp"), attrition, and `verdict_words` (improved | worsened | within noise).
 Exit 0 whenever it completes (the decision is in the JSON); 2 on bad input.
 """
 

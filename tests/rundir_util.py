@@ -260,7 +260,8 @@ def realistic_run(reports_dir: Path, *, run_id: str = "regression-20261129T10150
                              "excluded_cases": ["slow-report", "hold-sealed-01"]},
         "comparison.json": {"n": 9, "baseline_pass_rate": 0.5556, "candidate_pass_rate": 0.6667, "delta": 0.1111,
                             "fixed_by_candidate": 2, "broken_by_candidate": 1,
-                            "min_detectable_effect_at_this_n": 0.41, "verdict_words": "within noise",
+                            "min_detectable_effect_at_this_n": 0.6339, "verdict_words": "within noise",
+                            "mde_sentence": "n=9 cannot detect any effect below 63.3pp",
                             "cases_only_in_baseline": 2, "cases_only_in_candidate": 0,
                             "case_attrition_warning": "SELECTION BIAS RISK: 18% of baseline cases have no pair."},
     }

@@ -108,3 +108,25 @@ def test_calibration_floors_and_blocking():
     assert strict["status"] == "not_calibrated"
     assert strict["rubrics"]["r-v1"]["blocking"] == ["TPR 0.952 < 0.97"]
     assert "disagrees with people" in strict["rubrics"]["r-v1"]["unlock"]
+
+
+@pytest.mark.parametrize("cells,side", [((5, 3, 0, 0), "people labelled every item fail"),
+                                        ((0, 0, 4, 6), "people labelled every item pass"),
+                                        ((5, 0, 4, 0), "judge said fail on every item"),
+                                        ((0, 3, 0, 6), "judge said pass on every item")])
+def test_kappa_interval_undefined_when_one_side_uses_one_label(cells, side):
+    # issue 24 C2: the large-sample interval degenerates to [0.0, 0.0] here: undefined, not certain
+    assert kappa_interval(*cells) is None
+    from assay.calibrate.agreement import Floors, score_rubric
+    rows = []
+    for label, judge, count in (("fail", "fail", cells[0]), ("fail", "pass", cells[1]),
+                                ("pass", "fail", cells[2]), ("pass", "pass", cells[3])):
+        rows += [line(f"{label}-{judge}-{i}", label, judge) for i in range(count)]
+    out = score_rubric(rows, Floors(), 0.95)
+    assert out["kappa_ci"] is None
+    assert out["kappa_ci_note"] == f"undefined: the {side}, so agreement beyond chance cannot be estimated"
+
+
+def test_kappa_interval_defined_with_both_labels_on_both_sides():
+    lo, hi = kappa_interval(1, 0, 0, 1)
+    assert lo <= 1.0 == hi

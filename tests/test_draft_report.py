@@ -128,14 +128,14 @@ def test_reliability_and_comparison_words_with_attrition_first(tmp_path):
     rel = section(text, "Reliability")
     assert "pass@k **0.875**, pass^k **0.625**, gap 0.250" in rel
     cmp = section(text, "Compared with the baseline")
-    assert cmp.index("SELECTION BIAS RISK") < cmp.index("within noise (n=9 can only detect ~41pp)")
+    assert cmp.index("SELECTION BIAS RISK") < cmp.index("within noise (n=9 cannot detect any effect below 63.3pp)")
 
 
 def test_comparison_words_derived_when_absent(tmp_path):
     cmp = {"n": 52, "baseline_pass_rate": 0.5, "candidate_pass_rate": 0.7, "delta": 0.2,
            "min_detectable_effect_at_this_n": 0.14, "fixed_by_candidate": 11, "broken_by_candidate": 1}
     text = draft(make_run(tmp_path, [{"id": "a"}], extra_files={"comparison.json": cmp}))
-    assert "**improved (n=52 can only detect ~14pp)**" in text
+    assert "**improved (n=52 cannot detect any effect below 14.0pp)**" in text
 
 
 def test_not_measured_lines(tmp_path):

@@ -244,9 +244,11 @@ def test_junit_is_valid_xml_without_holdout_ids(tmp_path):
     by = {tc.get("name"): tc for tc in cases_suite.findall("testcase")}
     assert by["c-fail-1"].find("failure").get("message") == "failed layer(s): answer -- answer: must_contain \"refund\" -> fail"
     assert "gating: false" in by["c-soft"].find("failure").get("message")
-    for name in ("c-skip-1", "c-unscored", "c-infra"):
+    for name in ("c-skip-1", "c-infra"):
         assert by[name].find("skipped").get("message")
-    assert cases_suite.get("tests") == "8" and cases_suite.get("failures") == "2" and cases_suite.get("skipped") == "3"
+    # an unscored gating case closed the gate: a failure in JUnit, not a skip (issue 24 D6)
+    assert by["c-unscored"].find("failure").get("type") == "unscored"
+    assert cases_suite.get("tests") == "8" and cases_suite.get("failures") == "3" and cases_suite.get("skipped") == "2"
     assert [tc.get("name") for tc in suites["canaries"].findall("testcase")] == ["canary-ok-1", "canary-ok-2"]
     hold = suites["holdout"].findall("testcase")
     assert len(hold) == 1 and hold[0].find("failure") is not None

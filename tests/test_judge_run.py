@@ -179,7 +179,7 @@ def test_fabricated_quote_and_unparseable_reply_make_unknown(app, state, judge_s
     assert amount["verdict"] == "unknown" and "not found in the material" in amount["reason"]
     assert arrival["verdict"] == "unknown" and len(arrival["calls"]) == 2
     assert all(c["parsed"] is None and c["error"] for c in arrival["calls"])
-    assert judge_server.count(path="/v1/messages") == 3
+    assert judge_server.count(path="/v1/messages") == 3 + 1  # + the pre-flight probe
     v = read(out, "c-1", "verdict.json")
     assert v["layers"]["judged"]["verdict"] == "unscored"  # unknown nodes: neither pass nor fail
     # a calibrated rubric the judge could not decide is a check that never ran: not a pass
@@ -201,7 +201,9 @@ def test_judge_429_storm_is_infra_never_fail(app, state, judge_server, calibrate
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
     v = read(out, "c-1", "verdict.json")
-    assert judge_server.count(path="/v1/messages") == 6  # 2 nodes x max_attempts 3
+    assert judge_server.count(path="/v1/messages") == 6 + 1  # 2 nodes x max_attempts 3, + the pre-flight probe (one attempt)
+    probe = json.loads((out / "manifest.yaml").read_text())["judge"]["probe"]
+    assert probe["ok"] is False and "unavailable at pre-flight" in probe["reason"]  # a judge outage is not exit 3
     node = read(out, "c-1", "judge.json")["rubrics"][0]["nodes"][0]
     assert node["calls"][0]["attempts"] == 3 and "HTTP 429 on all 3 attempt(s)" in node["calls"][0]["error"]
     if calibrated:

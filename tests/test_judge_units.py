@@ -3,6 +3,8 @@ wire formats, the layer fold."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from assay.core.errors import AssayError
@@ -141,3 +143,15 @@ def test_calibration_binding_names_what_changed():
     fewer = dict(rubric, nodes=rubric["nodes"][:1], body="other words for people")
     assert "(removed states-arrival)" in calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=fewer)[1]
     assert calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=dict(rubric, body="new notes"))[0]
+
+
+def test_one_json_fence_with_prose_around_it_parses():
+    # issue 24 D8: the docs allow the object in one ```json fence; a model that writes a line before
+    # and after it was refused. Bare JSON in prose, or two fences, stay refused.
+    ok = {"verdict": "fail", "evidence": [], "reason": "no date"}
+    body = json.dumps(ok)
+    assert parse_reply(f"Here is my verdict:\n```json\n{body}\n```\nLet me know if you need more.")[0] == ok
+    assert parse_reply(f"Verdict below.\n```\n{body}\n```")[0] == ok
+    two = f"```json\n{body}\n```\nor maybe\n```json\n{json.dumps(dict(ok, verdict='pass'))}\n```"
+    assert parse_reply(two) == (None, "the reply holds 2 fenced blocks; give exactly one JSON object")
+    assert parse_reply(f"Sure! {body}")[0] is None

@@ -66,9 +66,7 @@ def test_canaries_come_from_earlier_labels(tmp_path):
     run = judged_run(tmp_path)
     ann = tmp_path / "state" / "annotations"
     ann.mkdir()
-    (ann / "old.jsonl").write_text(json.dumps({"case_id": "c-3", "rubric_id": "refund-eta-v1",
-                                               "node_id": "states-amount", "label": "pass",
-                                               "judge_label": "pass", "reviewer": "dana", "ts": "x"}) + "\n")
+    (ann / "old.jsonl").write_text(_line("c-3", "pass", _sha((run / "cases" / "c-3" / "answer.txt").read_text())))
     out = build_items(run)           # default: <state>/annotations/*.jsonl
     canaries = [i for i in out["items"] if i.get("canary")]
     assert [(c["case_id"], c["expected"]) for c in canaries] == [("c-3", "pass")]
@@ -151,3 +149,47 @@ def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
     assert s.rc == 0, s.stdout
     rub = s.json["rubrics"]["refund-eta-v1"]
     assert rub["pairs"] + rub["unknown"] == 3
+
+
+# ---------------------------------------------------------------- issue 24 D4: labelled on which answer?
+def _sha(text: str) -> str:
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _line(case_id, label, answer_sha=None, node="states-amount"):
+    row = {"case_id": case_id, "rubric_id": "refund-eta-v1", "node_id": node, "label": label,
+           "judge_label": "pass", "reviewer": "dana", "ts": "x"}
+    if answer_sha is not None:
+        row["answer_sha256"] = answer_sha
+    return json.dumps(row) + "\n"
+
+
+def test_an_item_whose_answer_changed_is_relabelled_never_a_canary(tmp_path):
+    run = judged_run(tmp_path)
+    ann = tmp_path / "state" / "annotations"
+    ann.mkdir()
+    current = (run / "cases" / "c-3" / "answer.txt").read_text(encoding="utf-8")
+    (ann / "old.jsonl").write_text(_line("c-3", "fail", _sha("an older answer that said nothing")))
+    out = build_items(run, canaries=3)
+    c3 = [i for i in out["items"] if i["case_id"] == "c-3"]
+    assert len(c3) == 1 and not c3[0].get("canary")          # asked again, as a fresh item
+    assert c3[0]["answer_sha256"] == _sha(current)
+    assert out["stats"]["answer_changed"] == 1 and out["stats"]["canaries"] == 0
+
+
+def test_a_canary_is_only_an_item_labelled_on_the_same_answer(tmp_path):
+    run = judged_run(tmp_path)
+    ann = tmp_path / "state" / "annotations"
+    ann.mkdir()
+    same = _sha((run / "cases" / "c-3" / "answer.txt").read_text(encoding="utf-8"))
+    c1 = _sha((run / "cases" / "c-1" / "answer.txt").read_text(encoding="utf-8"))
+    (ann / "old.jsonl").write_text(_line("c-3", "pass", same) + _line("c-1", "pass", _sha("older")) +
+                                   _line("c-2", "fail", None))  # no hash: labelled on unknown material
+    out = build_items(run, canaries=3)
+    canaries = [(i["case_id"], i["expected"]) for i in out["items"] if i.get("canary")]
+    assert canaries == [("c-3", "pass")]
+    stats = out["stats"]
+    assert stats["answer_changed"] == 1 and stats["labelled_on_unknown_answer"] == 1
+    # the unknown-material label is neither a canary nor asked again
+    assert not [i for i in out["items"] if i["case_id"] == "c-2" and i["node_id"] == "states-amount"]

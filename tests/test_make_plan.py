@@ -391,3 +391,10 @@ def test_hand_written_state_dir_through_all_three_steps(tmp_path):
     plan = json.loads((work / "plan.json").read_text())
     validate_plan(plan)
     assert len(plan["cases"]) == 7 and plan["manifest_extra"]["app"]["git_tree"] == "clean"
+
+
+def test_a_tag_typo_gets_the_closest_tag_and_the_tags_present(suite):
+    # issue 24 D8: `--tag shfits` said only "no case selected"
+    msg = refused(*suite, "--mode", "targeted", "--tag", "shfits")
+    assert "no case selected" in msg and "did you mean 'shifts'?" in msg, msg
+    assert "tags (unit or expect.route) in this split:" in msg and "shifts" in msg

@@ -480,9 +480,11 @@ def test_gating_one_shards_run_dir_never_opens_and_the_merged_run_does(tmp_path)
     assert g.rc == 0 and "shard" not in g.stdout and "slice" not in g.stdout, g.stdout
 
 
-def test_a_judge_outage_names_its_reason_on_the_case_and_the_gates_infra_line(tmp_path):
-    # base_url without /v1 on an OpenAI-compatible server: every judge call is a 404. Before: the case
-    # was infra_error with infra_reason null and the gate said "c-one00001 (no reason recorded)".
+def test_a_judge_base_url_without_v1_is_caught_at_pre_flight_naming_url_and_fix(tmp_path):
+    # base_url without /v1 on an OpenAI-compatible server: every judge call is a 404. Round 2: the case
+    # was infra_error with infra_reason null and the gate said "c-one00001 (no reason recorded)"; then
+    # the reason was named per case. Issue 24 D3: the judge probe stops it at pre-flight (exit 3), naming
+    # the resolved URL, the status and the fix; a mid-run refusal names the same (tests/test_judge_probe.py).
     with travel_app() as app:
         judge = f"provider: openai\nmodel: llama3\nbase_url: {app.url}\n"
         state = write_state(tmp_path, judge=judge)
@@ -492,11 +494,8 @@ def test_a_judge_outage_names_its_reason_on_the_case_and_the_gates_infra_line(tm
         plan_file = plan(state, "--judge")
         run_dir = state / "reports" / RUN_ID
         r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
-    assert r.rc == 0, (r.stdout, r.stderr)
-    one = verdict(run_dir, "c-one00001")
-    assert one["verdict"] == "infra_error"
-    assert one["infra_reason"].startswith("judged: judge refused the call: HTTP 404")
-    g = run_script("gate", run_dir, "--no-verify")
-    assert g.rc == 1, g.stdout
-    assert "gate closed: infra rate 50.0% is above 5.0%: c-one00001 (judged: judge refused the call: HTTP 404" \
-        in g.stdout
+    assert r.rc == 3, (r.stdout, r.stderr)
+    err = r.json["error"]
+    assert f"judge probe POST {app.url}/chat/completions (no api_key) got HTTP 404" in err
+    assert "usually ends in /v1" in err and "no case was sent" in err
+    assert not (run_dir / "cases").exists() or not any((run_dir / "cases").iterdir())

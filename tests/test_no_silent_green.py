@@ -327,6 +327,11 @@ def test_wait_run_says_it_is_waiting_at_least_every_5_s(tmp_path):
     run_dir.mkdir(parents=True)
     (run_dir / "results.json").write_text(json.dumps({"run_id": run_dir.name, "summary": {
         "status": "running", "n": 3, "canaries": {"n": 1}}}))
+    # what finished is counted from the case dirs (results.json lags a batch), out of the manifest's plan
+    (run_dir / "manifest.yaml").write_text(json.dumps({"cases": [{"id": f"c-{i}"} for i in range(6)]}))
+    for i in range(4):
+        (run_dir / "cases" / f"c-{i}").mkdir(parents=True)
+        (run_dir / "cases" / f"c-{i}" / "verdict.json").write_text("{}")
     fd = os.open(tmp_path / "reports" / f".{run_dir.name}.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)  # a live runner holds its lock
     now = [0.0]
@@ -340,7 +345,7 @@ def test_wait_run_says_it_is_waiting_at_least_every_5_s(tmp_path):
     assert code == EXIT_RUNNING and doc["status"] == "running"
     notes = err.getvalue().splitlines()
     assert max(slept) <= 5.0 and len(notes) >= 6
-    assert notes[0] == f"wait_run: {run_dir.name} is still running (3 cases + 1 canary finished so far); waited 0 s of 30 s"
+    assert notes[0] == f"wait_run: {run_dir.name} is still running (4 of 6 planned case(s) finished so far); waited 0 s of 30 s"
 
 
 def test_a_killed_runner_is_reported_as_interrupted_with_what_finished(tmp_path):

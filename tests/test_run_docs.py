@@ -82,9 +82,16 @@ def test_scorer_rules_section_quotes_the_constants():
     from assay.core.regex_guard import DEFAULT_TIMEOUT_S
     from assay.score.answer import _TRAILING_FLAGS
     from assay.score.routing import NO_ROUTE_LABEL
-    from assay.stats.paired import ASSUMED_DISCORDANCE, POWER
+    from assay.stats.paired import POWER, compare
     text = section("15. Scorer rules")
-    assert f"ψ = {ASSUMED_DISCORDANCE:g}" in text and f"z({POWER:g})" in text
+    assert f"with power {POWER:g}" in text and "exact one-sided sign test" in text
+    one_flip = compare([{"case_id": f"c{i}", "verdict": "fail" if i == 0 else "pass"} for i in range(42)],
+                       [{"case_id": f"c{i}", "verdict": "pass"} for i in range(42)])
+    flat = " ".join(text.split())
+    assert f"\"{one_flip['mde_sentence']}\"" in flat
+    tiny = compare([{"case_id": f"c{i}", "verdict": "fail"} for i in range(4)],
+                   [{"case_id": f"c{i}", "verdict": "pass"} for i in range(4)])
+    assert f"\"{tiny['mde_sentence']}\"" in flat
     assert f"({DEFAULT_TIMEOUT_S:g} s)" in text
     assert f"`{NO_ROUTE_LABEL}`" in text
     assert "`aiLmsux`, `gy`" in text and "aiLmsuxgy" in _TRAILING_FLAGS.pattern

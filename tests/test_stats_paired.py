@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import re
+from fractions import Fraction
 
 import pytest
 
 from assay.core.errors import AssayError
 from assay.stats.paired import (
-    compare, mcnemar_exact_two_sided, min_discordant_for_significance, min_detectable_effect,
+    compare, mcnemar_exact_two_sided, min_discordant_for_significance,
     posterior_better, sign_test_one_sided,
 )
 
@@ -76,11 +79,85 @@ def test_min_discordant_for_significance():
     assert min_discordant_for_significance(0.01) == 8
 
 
-def test_mde_matches_the_normal_formula():
-    # (z(.95) + z(.8)) * sqrt(.15 / 52) = (1.6449 + 0.8416) * 0.05371 = 0.1335
-    assert round(min_detectable_effect(52, 0.15, 0.05), 4) == 0.1335
-    # anchors §7 uses the two-sided z(.975): 15pp at psi .15, n 52
-    assert round(min_detectable_effect(52, 0.15, 0.025), 2) == 0.15
+# ------------------------------------------------------------------ MDE from exact power (issue 24 C1)
+# Independent of assay.stats.power: the critical count from a direct Fraction sum, the power
+# from the full multinomial over (fixed, broken, unchanged), the discordance on a fine grid.
+
+@functools.lru_cache(maxsize=None)
+def _independent_critical(d, alpha):
+    for k in range(d + 1):
+        if Fraction(sum(math.comb(d, i) for i in range(k, d + 1)), 2 ** d) <= Fraction(alpha):
+            return k
+    return None
+
+
+def _independent_power(n, delta, psi, alpha):
+    p01, p10, same = (psi + delta) / 2, (psi - delta) / 2, 1 - psi
+    total = 0.0
+    for b01 in range(n + 1):
+        for b10 in range(n - b01 + 1):
+            crit = _independent_critical(b01 + b10, alpha)
+            if crit is None or b01 < crit:
+                continue
+            ways = math.comb(n, b01) * math.comb(n - b01, b10)
+            total += ways * p01 ** b01 * p10 ** b10 * same ** (n - b01 - b10)
+    return total
+
+
+def _independent_best(n, delta, alpha, steps=400):
+    return max(_independent_power(n, delta, delta + (1 - delta) * i / steps, alpha) for i in range(steps + 1))
+
+
+def _sentence_pp(sentence):
+    match = re.fullmatch(r"n=\d+ cannot detect any effect below (\d+(?:\.\d+)?)pp", sentence)
+    assert match, sentence
+    return float(match.group(1)) / 100
+
+
+@pytest.mark.parametrize("fixed,broken,same", [(1, 0, 41), (0, 0, 10), (3, 2, 15), (0, 0, 6), (2, 0, 3)])
+def test_mde_sentence_agrees_with_exact_power(fixed, broken, same):
+    out = compare(*split(fixed, broken, same_pass=same))
+    n, alpha = out["n"], out["alpha"]
+    x = _sentence_pp(out["mde_sentence"])
+    # below the printed bound no discordance gives the test 80 % power ...
+    assert _independent_best(n, x, alpha) < 0.8
+    # ... and a little above it one does: the bound is tight, not just true
+    assert _independent_best(n, min(1.0, x + 0.002), alpha) >= 0.8
+    assert out["min_detectable_effect_at_this_n"] >= x
+
+
+def test_mde_issue_examples():
+    # one flip at n=42 printed "~6pp": 6pp has at most ~13 % power there; 80 % needs ~15.5pp
+    out = compare(*split(1, 0, same_pass=41))
+    assert _independent_best(42, 0.06, 0.05) < 0.15
+    assert 0.15 <= _sentence_pp(out["mde_sentence"]) <= 0.155
+    # no flip at n=10 printed "~30pp" (power <= 0.19 there)
+    assert _independent_best(10, 0.30, 0.05) < 0.19
+    assert _sentence_pp(compare(*split(0, 0, same_pass=10))["mde_sentence"]) > 0.5
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_no_effect_is_detectable_at_tiny_n(n):
+    out = compare(*split(n, 0))
+    assert _independent_power(n, 1.0, 1.0, 0.05) == 0.0  # even n of n fixed is not significant
+    assert out["mde_sentence"] == (f"n={n} cannot detect any effect: no split of {n} paired case(s) "
+                                   "is significant at one-sided alpha 0.05")
+    assert out["min_detectable_effect_at_this_n"] is None
+    assert "pp" not in out["verdict_phrase"]
+
+
+def test_power_module_agrees_with_the_multinomial():
+    from assay.stats.power import power
+    for n, delta, psi in [(42, 0.06, 0.118), (10, 0.3, 0.5), (5, 0.95, 1.0), (30, 0.2, 0.2), (17, 0.1, 0.9)]:
+        assert math.isclose(power(n, delta, psi, 0.05), _independent_power(n, delta, psi, 0.05), abs_tol=1e-12)
+    assert math.isclose(power(25, 0.2, 0.4, 0.01), _independent_power(25, 0.2, 0.4, 0.01), abs_tol=1e-12)
+
+
+def test_cases_needed_is_the_first_n_with_power():
+    from assay.stats.power import cases_needed
+    n = cases_needed(0.3, 0.05)
+    assert _independent_best(n, 0.3, 0.05, steps=200) >= 0.8
+    assert _independent_best(n - 1, 0.3, 0.05, steps=200) < 0.8
 
 
 # ------------------------------------------------------------------ compare()
@@ -99,7 +176,7 @@ def test_compare_counts_and_rates():
     assert out["method"] == "bayes-beta exact posterior (all n)"
     assert out["threshold"] == 0.8
     assert out["keep"] is True and out["verdict_words"] == "improved"
-    assert out["mde_sentence"] == f"n=52 can only detect ~{round(out['min_detectable_effect_at_this_n'] * 100)}pp"
+    assert out["mde_sentence"].startswith("n=52 cannot detect any effect below ")
     assert out["mde_explanation"].startswith(out["mde_sentence"])
     assert out["fixed_by_candidate_ids"] == [f"c{i:03d}" for i in range(7)]
 
@@ -129,7 +206,7 @@ def test_worsened_is_the_mirror_rule():
     assert out["keep"] is False
     assert out["p_candidate_worse"] == posterior_better(5, 0)
     assert out["verdict_words"] == "worsened"
-    assert out["verdict_phrase"].startswith("worsened (n=25 can only detect ~")
+    assert out["verdict_phrase"].startswith("worsened (n=25 cannot detect any effect below ")
 
 
 def test_gate_note_when_kept_but_sign_test_not_significant():
@@ -153,10 +230,10 @@ def test_sub_mde_keep_and_advice():
     assert "sub_mde_keep" not in out
 
 
-def test_no_discordance_assumes_a_rate_and_says_so():
+def test_no_discordance_needs_no_assumed_rate():
     base, cand = split(0, 0, same_pass=30, same_fail=22)
     out = compare(base, cand)
-    assert out["mde_discordance_assumed"] is True and out["mde_discordance"] == 0.15
+    assert "mde_discordance_assumed" not in out and out["discordance"] == 0
     assert "no case changed verdict" in out["mde_explanation"]
     assert "no net change" in out["advice"]
 
@@ -211,3 +288,14 @@ def test_out_of_range_parameters(kwargs):
     base, cand = split(1, 0)
     with pytest.raises(AssayError):
         compare(base, cand, **kwargs)
+
+
+def test_docstring_words_match_each_test():
+    # issue 24 C3: the sign test printed beside McNemar is significant at 5-0; McNemar is not
+    import assay.stats.paired as paired
+    words = " ".join(paired.__doc__.split())
+    assert sign_test_one_sided(5, 0) == 0.03125 <= 0.05
+    assert mcnemar_exact_two_sided(5, 0) == 0.0625 > 0.05 and mcnemar_exact_two_sided(6, 0) <= 0.05
+    assert "one-sided sign test P(X >= b01), significant at 0.05 from a 5-0 split (p = 1/32 = 0.03125)" in words
+    assert "McNemar min(1, 2 * min tail), which needs a 6-0 split at 0.05 (5-0 gives p = 0.0625" in words
+    assert "a 5-0 split never is" not in words

@@ -25,7 +25,7 @@ def test_compares_two_files(tmp_path):
     assert out["n"] == 27 and out["fixed_by_candidate"] == 7 and out["broken_by_candidate"] == 0
     assert out["keep"] is True and out["verdict_words"] == "improved"
     assert out["mcnemar_exact_p_two_sided"] == 2 / 128
-    assert out["mde_sentence"].startswith("n=27 can only detect ~")
+    assert out["mde_sentence"] == "n=27 cannot detect any effect below 23.6pp"
 
 
 def test_flags_change_the_reported_numbers(tmp_path):
@@ -35,7 +35,10 @@ def test_flags_change_the_reported_numbers(tmp_path):
     strict = run_script("stats", base, cand, "--alpha", "0.01", "--bayes-threshold", "0.9").json
     assert default["keep"] is False and default["p_candidate_better"] == 0.75
     assert strict["alpha"] == 0.01 and strict["threshold"] == 0.9
-    assert strict["min_detectable_effect_at_this_n"] > default["min_detectable_effect_at_this_n"]
+    # 4 cases: no split is significant at any alpha here, and the sentence says so at each alpha
+    assert default["min_detectable_effect_at_this_n"] is strict["min_detectable_effect_at_this_n"] is None
+    assert default["mde_sentence"].endswith("one-sided alpha 0.05")
+    assert strict["mde_sentence"].endswith("one-sided alpha 0.01")
 
 
 def test_blank_lines_are_skipped(tmp_path):

@@ -416,3 +416,19 @@ def test_identity_needs_a_header_for_each_key(tmp_path):
     found = codes_by_case(out)
     assert "identity_will_skip" in found.get("c-u", set())
     assert "identity_will_skip" not in found.get("c-m", set()) | found.get("c-t", set())
+
+
+def test_echo_assertion_on_a_turn_checkpoint_reads_only_the_turns_sent_so_far():
+    # issue 24 D8: turn 1's checkpoint asserted "refund"; only turn 2 mentions it (under --strict
+    # the false warning failed CI)
+    case = copy.deepcopy(BASE)
+    case["input"] = {"turns": [{"user": "What happened to my order?", "expect": {"answer": {"must_contain": ["refund"]}}},
+                               {"user": "Then I want a refund."}]}
+    case["expect"] = {"answer": {"must_contain": ["processed"]}}
+    out = lint([case])
+    assert not [f for f in out["findings"] if f["code"] == "echo_assertion"], out["findings"]
+    # the echo of the turn that was sent is still found, on the checkpoint and at the end
+    case["input"]["turns"][0]["user"] = "What about my refund?"
+    case["expect"] = {"answer": {"must_contain": ["want a refund"]}}
+    echoes = [f for f in lint([case])["findings"] if f["code"] == "echo_assertion"]
+    assert len(echoes) == 2, echoes

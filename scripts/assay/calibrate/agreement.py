@@ -55,6 +55,20 @@ def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
     return (po - pe) / (1.0 - pe)
 
 
+def kappa_ci_note(tp: int, fn: int, fp: int, tn: int) -> str | None:
+    """Why the kappa interval is undefined when there are pairs (None when it is defined)."""
+    if not tp + fn + fp + tn:
+        return None
+    sides = [(tp + fn + fp + tn == tp + fn, "people labelled every item fail"),
+             (fp + tn == tp + fn + fp + tn, "people labelled every item pass"),
+             (tp + fp == tp + fn + fp + tn, "judge said fail on every item"),
+             (fn + tn == tp + fn + fp + tn, "judge said pass on every item")]
+    said = [text for hit, text in sides if hit]
+    if not said:
+        return None
+    return f"undefined: the {' and the '.join(said)}, so agreement beyond chance cannot be estimated"
+
+
 def _round(value: Any) -> Any:
     """Six decimals for the printed numbers (floors are compared before rounding)."""
     if isinstance(value, list):
@@ -187,6 +201,7 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
         "tpr_ci": _round(clopper_pearson(tp, human_fail, confidence)),
         "tnr_ci": _round(clopper_pearson(tn, human_pass, confidence)),
         "kappa_ci": _round(kappa_interval(tp, fn, fp, tn, confidence)),
+        "kappa_ci_note": kappa_ci_note(tp, fn, fp, tn),
         "blocking": blocking,
         "unlock": unlock,
         "notes": notes,

@@ -3,7 +3,9 @@
 A line (wave2 §6): {case_id, rubric_id (the pin, e.g. "refund-eta-v1"), node_id?,
 label: pass|fail, judge_label: pass|fail|unknown, reviewer, ts, critique?}.
 The labelling page adds `batch` (one id per export) and, on canary lines, `canary: true`
-with `expected_label` (an earlier label of the same item). A line without
+with `expected_label` (an earlier label of the same item), and on every line
+`answer_sha256`: the sha256 of the answer the label was given on (the material), so a later
+page re-asks the item when the answer changed and never uses it as a canary then. A line without
 `judge_label` is a human-only label: read, counted as unpaired, never in the 2x2.
 """
 
@@ -35,6 +37,7 @@ class Annotation:
     canary: bool
     expected_label: str | None
     source: str        # "file:line", for messages
+    answer_sha256: str | None = None  # the answer the label was given on; None: unknown (older files)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -47,7 +50,8 @@ def _bad(where: str, message: str, fix: str) -> AssayError:
 
 
 KEYS = ("case_id", "rubric_id", "node_id", "label", "judge_label", "reviewer", "ts", "critique", "batch",
-        "canary", "expected_label")
+        "canary", "expected_label", "answer_sha256")
+SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def parse_line(obj: Any, where: str) -> Annotation:
@@ -89,9 +93,14 @@ def parse_line(obj: Any, where: str) -> Annotation:
     if canary and expected not in HUMAN_LABELS:
         raise _bad(where, f"canary line (case {case_id}) has expected_label {expected!r}",
                    'a canary line carries the earlier label as "expected_label": "pass" or "fail"')
+    sha = obj.get("answer_sha256")
+    if sha is not None and not (isinstance(sha, str) and SHA_RE.match(sha)):
+        raise _bad(where, f"answer_sha256 {sha!r} (case {case_id}) is not a sha256 hex digest",
+                   "leave it as the labelling page exported it, or leave it out")
     return Annotation(case_id=case_id, pin=pin, node_id=node, label=label, judge_label=judge,
                       reviewer=obj.get("reviewer"), ts=obj.get("ts"), batch=obj.get("batch"),
-                      canary=canary, expected_label=expected if canary else None, source=where)
+                      canary=canary, expected_label=expected if canary else None, source=where,
+                      answer_sha256=sha)
 
 
 def read_annotation_file(path: str | Path) -> list[Annotation]:

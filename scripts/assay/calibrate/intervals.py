@@ -97,7 +97,9 @@ def kappa_interval(tp: int, fn: int, fp: int, tn: int, confidence: float = 0.95)
 
     Uses the standard error of Fleiss, Cohen and Everitt (1969). No exact interval for
     kappa exists in closed form; this one is reported, never gated on. None when kappa
-    is undefined (no pairs, or chance agreement of 1).
+    is undefined (no pairs, or chance agreement of 1) and when one side (the people or the
+    judge) used a single label: kappa is then 0 by construction and the standard error 0,
+    so the interval would read [0.0, 0.0], certain, where nothing can be estimated.
     """
     n = tp + fn + fp + tn
     if n == 0:
@@ -108,7 +110,7 @@ def kappa_interval(tp: int, fn: int, fp: int, tn: int, confidence: float = 0.95)
     col = [p[0][0] + p[1][0], p[0][1] + p[1][1]]
     po = p[0][0] + p[1][1]
     pe = row[0] * col[0] + row[1] * col[1]
-    if pe >= 1.0:
+    if pe >= 1.0 or 0 in (tp + fn, fp + tn, tp + fp, fn + tn):
         return None
     kappa = (po - pe) / (1.0 - pe)
     total = 0.0

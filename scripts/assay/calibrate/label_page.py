@@ -89,7 +89,8 @@ SCRIPT = r"""
     items.forEach(function (it, i) {
       var l = labels[i]; if (!l) return;
       var row = { case_id: it.case_id, rubric_id: it.rubric_id, node_id: it.node_id, label: l.label,
-                  judge_label: it.judge_label, reviewer: reviewer, ts: l.ts, batch: DATA.batch };
+                  judge_label: it.judge_label, reviewer: reviewer, ts: l.ts, batch: DATA.batch,
+                  answer_sha256: it.answer_sha256 };
       if (l.critique) row.critique = l.critique;
       if (it.canary) { row.canary = true; row.expected_label = it.expected; }
       lines.push(JSON.stringify(row));

@@ -2,10 +2,15 @@
 cases never included, ordered to oversample the judge's fails, with canaries mixed in.
 
 Items come from `cases/<id>/judge.json` (written by the runner for each judged case).
-An item already labelled in an earlier annotation file is not asked again; up to
-`canaries` of them are shown once more as canaries (the earlier label is the expected
-one, hidden from the page): a missed canary voids the whole exported batch in
-score_agreement.py.
+Every item carries `answer_sha256`, the sha256 of the answer the page shows, and the export
+writes it on each line: a label is tied to the material it was given on. An item already
+labelled on the same answer is not asked again; up to `canaries` of those are shown once
+more as canaries (the earlier label is the expected one, hidden from the page): a missed
+canary voids the whole exported batch in score_agreement.py. An item labelled on a
+different answer (the app's answer changed since) is asked again as a fresh item, never as
+a canary: its old label says nothing about this answer. A label without `answer_sha256`
+(written before the page recorded it) is on unknown material: not asked again, never a
+canary (`labelled_on_unknown_answer`).
 
 Order: the judge's verdict strata (fail, pass, unknown) are each shuffled with `seed`,
 then dealt in the repeating pattern fail, pass, fail, unknown, pass (a stratum that runs
@@ -15,6 +20,7 @@ out; canaries are spread evenly through the queue.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -57,6 +63,7 @@ def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
         answer = (case_dir / "answer.txt").read_text(encoding="utf-8", errors="replace")
     except OSError:
         answer = ""
+    answer_sha = hashlib.sha256(answer.encode("utf-8")).hexdigest()
     tools = []
     trajectory = try_json(case_dir / "trajectory.json")
     if isinstance(trajectory, dict):
@@ -66,7 +73,7 @@ def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
                               "result": _clip(_pretty(call.get("result"))),
                               "error": None if call.get("error") is None else str(call.get("error"))})
     title = verdict.get("title")
-    return {"input": _clip(_pretty(body)), "answer": _clip(answer), "tools": tools,
+    return {"input": _clip(_pretty(body)), "answer": _clip(answer), "answer_sha256": answer_sha, "tools": tools,
             "title": title if isinstance(title, str) else ""}
 
 
@@ -148,21 +155,30 @@ def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = No
             holdout_skipped += 1          # never read: holdout details stay sealed
             continue
         judged += 1
-        items.extend(_judge_items(cid, read_json_file(jpath), jpath))
         materials[cid] = case_material(case_dir, verdict)
+        items.extend(dict(i, answer_sha256=materials[cid]["answer_sha256"])
+                     for i in _judge_items(cid, read_json_file(jpath), jpath))
     if not items:
         raise AssayError(f"{run}: no judged non-holdout case (no cases/<id>/judge.json outside the holdout); "
                          "run a mode that judges (regression, or --judge) with a judge configured", 2,
                          holdout_excluded=holdout_skipped)
     files = default_annotation_files(run) if annotation_files is None else annotation_files
-    earlier = {}
+    earlier: dict[tuple, Any] = {}
     for a in read_annotations(files) if files else []:
         if not a.canary:
-            earlier[a.key] = a.label
-    fresh, seen = [], []
+            earlier[a.key] = a
+    fresh, seen, changed, unknown = [], [], 0, 0
     for item in items:
-        key = (item["rubric_id"], item["node_id"], item["case_id"])
-        (seen if key in earlier else fresh).append(dict(item, expected=earlier.get(key)))
+        old = earlier.get((item["rubric_id"], item["node_id"], item["case_id"]))
+        if old is None:
+            fresh.append(dict(item, expected=None))
+        elif old.answer_sha256 is None:
+            unknown += 1                      # labelled on material nobody recorded: neither asked nor a canary
+        elif old.answer_sha256 != item["answer_sha256"]:
+            changed += 1                      # the answer changed: the old label is about another answer
+            fresh.append(dict(item, expected=None, relabel=True))
+        else:
+            seen.append(dict(item, expected=old.label))
     rng = random.Random(seed + 1)
     chosen = rng.sample(seen, min(canaries, len(seen))) if canaries > 0 else []
     queue = stratified(fresh, seed)
@@ -177,6 +193,7 @@ def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = No
         "items": ordered,
         "materials": {cid: m for cid, m in materials.items() if any(i["case_id"] == cid for i in ordered)},
         "stats": {"judged_cases": judged, "holdout_excluded": holdout_skipped, "items": len(ordered),
-                  "to_label": len(queue), "already_labelled": len(seen), "canaries": len(chosen),
+                  "to_label": len(queue), "already_labelled": len(seen), "answer_changed": changed,
+                  "labelled_on_unknown_answer": unknown, "canaries": len(chosen),
                   "by_judge_verdict": by_judge, "annotation_files_read": [str(f) for f in files]},
     }

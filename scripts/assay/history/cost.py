@@ -33,6 +33,10 @@ from ..core.errors import AssayError
 PRICES_FILE = "prices.yaml"
 
 
+PRICES_KEYS = ("currency", "per", "models")
+DEFAULT_PER = 1_000_000  # prices are per million tokens unless `per` says otherwise
+
+
 def load_prices(path: Path, label: str | None = None) -> dict:
     from ..suite.strict_yaml import load
 
@@ -42,10 +46,17 @@ def load_prices(path: Path, label: str | None = None) -> dict:
     doc, lines = load(Path(path), label)
     if not isinstance(doc, dict):
         raise AssayError(f"{label}: must be a mapping with `currency`, `per` and `models`", 2, file=label)
-    unknown = sorted(set(doc) - {"currency", "per", "models"})
+    unknown = sorted(set(doc) - set(PRICES_KEYS), key=str)
     if unknown:
-        raise AssayError(f"{label}: unknown key(s) {unknown}; the keys are currency, per, models", 2, file=label)
-    currency, per, models = doc.get("currency", "USD"), doc.get("per", 1_000_000), doc.get("models")
+        from ..core.suggest import did_you_mean
+        key = unknown[0]
+        line = lines.line_of((key,))
+        hint = did_you_mean(str(key), PRICES_KEYS) or next(  # `per_tokens`, `models_list`: the key it starts with
+            (f"; did you mean {k!r}?" for k in PRICES_KEYS if str(key).lower().startswith(k + "_")), "")
+        raise AssayError(f"{label}{f':{line}' if line else ''}: unknown key {key!r}{hint}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
+                         + f"; the keys are currency (default USD), per (the tokens each price is for; per defaults "
+                         f"to {DEFAULT_PER}) and models", 2, file=label, line=line, key=str(key))
+    currency, per, models = doc.get("currency", "USD"), doc.get("per", DEFAULT_PER), doc.get("models")
     if not isinstance(currency, str) or not currency:
         raise AssayError(f"{label}: `currency` must be a name such as USD", 2, file=label)
     if not isinstance(per, int) or isinstance(per, bool) or per <= 0:

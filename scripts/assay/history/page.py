@@ -45,9 +45,12 @@ def trend_svg(runs: list[dict]) -> str:
         lo, hi = r.get("interval") or (r["pass_rate"], r["pass_rate"])
         parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" stroke="#3451b2" '
                      f'stroke-width="3" stroke-opacity="0.35"/>')
-        color = "#a12020" if r.get("gating_failures") else "#17633a"
+        # green only for a clean run with no gating failure: a run whose gate closed on infra or
+        # unscored cases is amber, its rate covers only the scored cases
+        color = "#a12020" if r.get("gating_failures") else "#17633a" if r.get("clean", True) else "#b26b00"
+        note = "" if r.get("clean", True) else f" of scored (not clean: {r.get('not_clean')})"
         parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" fill="{color}">'
-                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}</title></circle>')
+                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -64,6 +67,14 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
         body.append("</tbody></table>")
     else:
         body.append("<p>none</p>")
+    rescored = doc.get("rescored_runs") or []
+    if rescored:
+        body.append(f"<h2>Rescored runs ({len(rescored)}): not series points, not in drift</h2>"
+                    "<table><thead><tr><th>run</th><th>rescored from</th><th>pass rate</th><th>scored</th>"
+                    "</tr></thead><tbody>")
+        body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td><code>{_e(r['rescored_from'])}</code></td>"
+                 f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in rescored]
+        body.append("</tbody></table>")
     if doc.get("drift_flagged"):
         body.append("<p><strong>Drift flagged:</strong> " + ", ".join(_e(s) for s in doc["drift_flagged"]) + "</p>")
     for s in doc.get("series") or []:

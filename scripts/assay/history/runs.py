@@ -16,7 +16,13 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
   (two-sided, alpha 0.05): flagged when the pass rate moved more than the sample sizes
   explain.
 - **Excluded runs** (running, aborted, incomplete, failing --verify, unreadable) are
-  listed with the reason, first, so nobody reads a trend over a run that does not count.
+  listed with the reason, first, so nobody reads a trend over a run that does not count. A
+  shard dir (`<run-id>.shard-<I>`) is named as one shard of that run, a slice, not a run.
+- **Rescored runs** (`manifest_extra.rescored_from`) re-score a stored run without calling
+  the app: they are listed apart (`rescored_runs`), never a series point, never in drift.
+- **Clean**: a run whose gate could not have opened on its cases alone (infra errors,
+  incomplete traces or unscored cases) is `clean: false` with `not_clean` saying why; its
+  pass rate covers only the scored cases, and the page never draws it as a green point.
 """
 
 from __future__ import annotations
@@ -98,7 +104,13 @@ def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | 
         "gating_failures": _int(summary.get("gating_failures")),
         "infra_rate": summary.get("infra_rate"),
         "holdout": mode in HOLDOUT_MODES,
+        "rescored_from": _rescored_from(manifest),
     }
+    blockers = [f"{_int(summary.get(k))} {word}" for k, word in
+                (("infra_errors", "infra"), ("infra_incomplete", "incomplete traces"), ("unscored", "unscored"))
+                if _int(summary.get(k))]
+    record["clean"] = not blockers
+    record["not_clean"] = ", ".join(blockers) or None
     if not record["holdout"]:
         try:
             rows = _verdict_rows(run_dir)
@@ -107,6 +119,23 @@ def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | 
         record["verdicts"] = {r["case_id"]: r.get("verdict") for r in rows
                               if isinstance(r.get("case_id"), str) and not r["case_id"].startswith("<holdout")}
     return record, None
+
+
+def _rescored_from(manifest: dict) -> str | None:
+    extra = manifest.get("manifest_extra")
+    source = extra.get("rescored_from") if isinstance(extra, dict) else None
+    return str(source.get("run_id")) if isinstance(source, dict) and source.get("run_id") else None
+
+
+SHARD_SUFFIX = ".shard-"
+
+
+def _shard_reason(name: str) -> str | None:
+    base, sep, index = name.rpartition(SHARD_SUFFIX)
+    if sep and index.isdigit() and parse_run_id(base):
+        return (f"shard {index} of run {base}: a slice of a run, not a run (merge_runs.py merges the shards "
+                f"into reports/{base}, which counts)")
+    return None
 
 
 def _int(value: Any) -> int:
@@ -125,7 +154,8 @@ def scan(state_dir: Path, *, verify: bool = True) -> tuple[list[dict], list[dict
             continue
         parsed = parse_run_id(entry.name)
         if not parsed:
-            excluded.append({"run_id": entry.name, "reason": "directory name is not a run id (<mode>-<UTC stamp>)"})
+            excluded.append({"run_id": entry.name, "reason": _shard_reason(entry.name)
+                             or "directory name is not a run id (<mode>-<UTC stamp>)"})
             continue
         record, reason = load_run(entry, verify=verify)
         if record is None:
@@ -229,11 +259,15 @@ def drift(runs: list[dict]) -> dict:
 
 def history(state_dir: Path, *, verify: bool = True) -> dict:
     runs, excluded = scan(state_dir, verify=verify)
-    series = build_series(runs)
+    rescored = [r for r in runs if r.get("rescored_from")]
+    series = build_series([r for r in runs if not r.get("rescored_from")])
     return {
         "state_dir": str(state_dir),
         "excluded_runs": excluded,
-        "runs_used": len(runs),
+        "runs_used": len(runs) - len(rescored),
+        "rescored_runs": [{"run_id": r["run_id"], "rescored_from": r["rescored_from"], "pass_rate": r["pass_rate"],
+                           "scored": r["scored"], "series": series_name(tuple(r[k] for k in SERIES_KEYS))}
+                          for r in rescored],
         "series": series,
         "drift_flagged": [s["name"] for s in series if s["drift"].get("flagged")],
         "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
@@ -241,5 +275,6 @@ def history(state_dir: Path, *, verify: bool = True) -> dict:
         "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256"],
                    "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
                    "flaky": "scored verdicts flip between pass and fail across a series' runs",
-                   "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify},
+                   "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify,
+                   "rescored": "listed apart: never a series point, never in drift"},
     }

@@ -15,18 +15,22 @@ from typing import Any
 from ..core.writer import clip
 
 NODE_VERDICTS = ("pass", "fail", "unknown")
-_FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.S)
+_FENCE = re.compile(r"^```(?:json)?[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.S | re.M)
 _WS = re.compile(r"\s+")
 
 
 def parse_reply(value: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """(verdict dict, None) or (None, why it does not parse). Strict: one JSON object, optionally in one
-    ```json fence; `verdict` in pass|fail|unknown, `evidence` a list of strings, `reason` a string."""
+    """(verdict dict, None) or (None, why it does not parse). Strict: one JSON object, bare or in
+    exactly one fenced block (```json or ```, prose before and after the fence is ignored; bare
+    JSON inside prose is not read); `verdict` in pass|fail|unknown, `evidence` a list of strings,
+    `reason` a string."""
     if isinstance(value, str):
         text = value.strip()
-        m = _FENCE.match(text)
-        if m:
-            text = m.group(1).strip()
+        fences = _FENCE.findall(text)
+        if len(fences) > 1:
+            return None, f"the reply holds {len(fences)} fenced blocks; give exactly one JSON object"
+        if fences:
+            text = fences[0].strip()
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):

@@ -40,7 +40,9 @@ class CaseContext:
     id_pattern_known: bool
 
 
-def user_texts(case: dict[str, Any]) -> str:
+def user_texts(case: dict[str, Any], upto: int | None = None) -> str:
+    """The user's words the app has seen: every message and turn, or for a turn checkpoint
+    only turns 0..upto (a later turn's text was not sent yet, so it cannot be echoed)."""
     inp = case.get("input")
     if not isinstance(inp, dict):
         return ""
@@ -50,7 +52,7 @@ def user_texts(case: dict[str, Any]) -> str:
     for m in messages:
         if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str):
             parts.append(m["content"])
-    for t in turns:
+    for t in turns if upto is None else turns[:upto + 1]:
         if isinstance(t, dict) and isinstance(t.get("user"), str):
             parts.append(t["user"])
     return "\n".join(parts)
@@ -233,7 +235,7 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
                 report("final_turn_expect", f"{where}.expect is on the last turn; put the final checks in the "
                        "case's top-level expect")
             else:
-                check_expect(turn["expect"], f"{where}.expect", report, user_text=user_texts(case))
+                check_expect(turn["expect"], f"{where}.expect", report, user_text=user_texts(case, upto=i))
                 if isinstance(every, dict) and isinstance(turn["expect"], dict):
                     clash = sorted(set(every) & set(turn["expect"]))
                     if clash:

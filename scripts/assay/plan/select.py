@@ -70,9 +70,18 @@ def select_cases(cases: list[dict[str, Any]], *, mode: str, split: str, tag: str
     notes: list[str] = []
     chosen = [c for c in cases if split in case_splits(c)]
     asked = f"--mode {mode} (split {split!r})"
+    tag_hint = ""
     if tag is not None:
+        in_split = chosen
         chosen = [c for c in chosen if matches_tag(c, tag)]
         asked += f" --tag {tag!r}"
+        if not chosen:
+            from ..core.suggest import did_you_mean
+            present = sorted({str(v) for c in in_split
+                              for v in (c.get("unit"), (c.get("expect") or {}).get("route")
+                                        if isinstance(c.get("expect"), dict) else None) if v is not None})
+            tag_hint = (f"{did_you_mean(tag, present)}; tags (unit or expect.route) in this split: "
+                        f"{', '.join(present[:20]) or 'none'}" + (" …" if len(present) > 20 else ""))
     if failing_in is not None and chosen:
         failed, why = failing_ids(failing_in, dataset_version, harness_version)
         if failed is None:
@@ -84,7 +93,7 @@ def select_cases(cases: list[dict[str, Any]], *, mode: str, split: str, tag: str
             else:
                 notes.append(f"no tagged case failed in {failing_in.name}: kept every tagged case")
     if not chosen:
-        raise AssayError(f"no case selected by {asked}; splits present in the suite: {_splits_present(cases)}. "
+        raise AssayError(f"no case selected by {asked}{tag_hint}; splits present in the suite: {_splits_present(cases)}. "
                          "Add the split to the cases' `split` field, or pick another mode/tag", 2,
                          mode=mode, split=split, tag=tag)
     return chosen, notes

@@ -23,6 +23,7 @@ from ..core.vocab import FAIL, LAYER_ORDER
 from .facts import RunFacts, load_facts, read_case_file
 from .mdtext import code, count, esc, fenced, plural
 from .redact import pii_flag, redact
+from .failwords import check_label, judged_failures, judged_words
 from .sections import EXPECT_KEYS, describe_layer
 
 EXEMPLARS = 2
@@ -41,8 +42,13 @@ def normalize(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-def failure_reason(layer: str, entry: Mapping[str, Any]) -> str:
-    """The normalized reason a layer failed, in the layer's own terms. Pure."""
+def failure_reason(layer: str, entry: Mapping[str, Any], judged: list[dict] | None = None) -> str:
+    """The normalized reason a layer failed, in the layer's own terms. Pure. `judged`: the case's
+    failed criteria (failwords.judged_failures): a judged cluster is one failed criterion."""
+    if layer == "judged" and entry.get("verdict") == FAIL:
+        if judged:
+            return normalize("; ".join(f"{f['pin']} {f['node_id']}: {f['criterion']}" for f in judged))
+        return normalize(judged_words(entry, []))
     if layer == "routing" and "observed" in entry:
         return f"expected {entry.get('expected')!s}, observed {entry.get('observed')!s}"
     if layer == "http" and "status" in entry:
@@ -51,7 +57,7 @@ def failure_reason(layer: str, entry: Mapping[str, Any]) -> str:
     if isinstance(checks, list) and checks:
         failed = [c for c in checks if isinstance(c, Mapping) and c.get("status") == FAIL]
         if failed:
-            return normalize("; ".join(f"{c.get('check')}: {c.get('reason') or 'failed'}" for c in failed))
+            return normalize("; ".join(f"{check_label(c)}: {c.get('reason') or 'failed'}" for c in failed))
     diff = entry.get("diff")
     if layer == "execution" and isinstance(diff, Mapping):
         return normalize(str(diff.get("summary") or "wrong result"))
@@ -97,7 +103,8 @@ def build_clusters(facts: RunFacts, scrub: Callable[[str], str] = lambda t: t) -
         for layer in [n for n in layers if (layers.get(n) or {}).get("verdict") == FAIL] or \
                 [k for k, v in (row.get("layers") or {}).items() if v == FAIL]:
             entry = layers.get(layer) if isinstance(layers.get(layer), dict) else {}
-            reason = failure_reason(layer, entry)
+            judged = judged_failures(facts.run_dir, cid) if layer == "judged" else None
+            reason = failure_reason(layer, entry, judged)
             group = groups.setdefault((layer, reason), {"layer": layer, "reason": reason, "count": 0,
                                                         "gating": 0, "case_ids": [], "exemplars": []})
             group["count"] += 1
@@ -109,7 +116,7 @@ def build_clusters(facts: RunFacts, scrub: Callable[[str], str] = lambda t: t) -
                     "case_id": cid, "title": doc.get("title"),
                     "input": scrub(_clip(doc.get("input_text")) or "") or None,
                     "expected": _expected(facts.run_dir, cid, layer),
-                    "detail": scrub(describe_layer(layer, dict(entry))),
+                    "detail": scrub(describe_layer(layer, dict(entry), judged)),
                     "answer": scrub(_clip(answer) or "") or None,
                 })
     order = {name: i for i, name in enumerate(LAYER_ORDER)}

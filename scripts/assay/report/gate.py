@@ -45,6 +45,7 @@ class GateResult(RunResultsView):
     lines: list[str] = field(default_factory=list)
     # --baseline (assay.compare.gate_rule): {base_run_id, lines, buckets {case_id: bucket}, summary, markdown}
     comparison: dict | None = None
+    in_progress: str | None = None  # the runner still holds the lock: what it has finished so far
 
     @property
     def open(self) -> bool:
@@ -122,6 +123,16 @@ def hollow_reasons(summary: dict) -> list[str]:
     return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
 
 
+def unscored_closes(row: dict, doc: dict) -> bool:
+    """An unscored gating case that closes the gate: a check it asserts never ran (not a hollow
+    case, not one whose only unscored layers are ones this run chose not to check)."""
+    if row.get("verdict") != "unscored" or row.get("canary") or row.get("gating", True) is False:
+        return False
+    layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    return not (doc.get("unscored_reason") == HOLLOW_CASE_REASON
+                or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")))
+
+
 def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases that rolled up `unscored` because a check they assert never ran
     (wave 2 §1: PASS means every asserted check was evaluated and held). A hollow case (nothing
@@ -131,14 +142,12 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     sealed = holdout_ids(run_dir, rows)
     named, count = [], 0
     for row in rows:
-        if not isinstance(row, dict) or row.get("verdict") != "unscored" or row.get("canary") \
-                or row.get("gating", True) is False:
+        if not isinstance(row, dict) or row.get("verdict") != "unscored":
             continue
         cid = str(row.get("case_id"))
         doc = case_verdict(run_dir, cid) or {}
         why = doc.get("unscored_reason")
-        layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
-        if why == HOLLOW_CASE_REASON or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")):
+        if not unscored_closes(row, doc):
             continue  # nothing asserted that this run checks (the linter and "nothing measured" speak)
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
@@ -270,6 +279,13 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         if recount is not None:  # the runner is gone: quote what finished, not a stale batch
             results["summary"] = summary = recount
         reasons.append(why)
+        if recount is None:  # the runner is alive: nothing is final, so say only that (D5)
+            from .interrupted import progress_phrase
+            res.in_progress = progress_phrase(run_dir)[0]
+            res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)",
+                         f"  {res.in_progress} (from cases/*/verdict.json; results.json is refreshed in batches)",
+                         f"  gate closed: {why}"]
+            return res
     elif summary.get("status") != "ok":
         reasons.append(f"run status is {summary.get('status')!r}, not 'ok'")
     reasons.extend(canary_failures(run_dir, results))
@@ -362,6 +378,14 @@ def repeated_5xx_cases(res: GateResult) -> list[str]:
     return named
 
 
+def _incomplete_traces(s: dict) -> str:
+    """' + 2 of 3 traces incomplete (66.7%)' beside the infra rate (which counts infra_error only)."""
+    incomplete, n, skipped = s.get("infra_incomplete"), s.get("n"), s.get("skipped", 0)
+    if not (_is_count(incomplete) and incomplete and _is_count(n) and _is_count(skipped)) or n <= skipped:
+        return ""
+    return f" + {incomplete} of {n - skipped} traces incomplete ({incomplete / (n - skipped) * 100:.1f}%)"
+
+
 def _infra_counts(s: dict) -> str:
     """', 1 infra_error, 2 infra_incomplete' when any (so the counts on the line add up), else ''."""
     parts = [f"{s[k]} {k.rstrip('s') if k == 'infra_errors' else k}" for k in ("infra_errors", "infra_incomplete")
@@ -382,7 +406,7 @@ def summary_lines(res: GateResult) -> list[str]:
              f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
              f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
              f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
-             f"  infra {_pct(s.get('infra_rate'))}, crash {_pct(s.get('crash_rate'))}, "
+             f"  infra {_pct(s.get('infra_rate'))}{_incomplete_traces(s)}, crash {_pct(s.get('crash_rate'))}, "
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
                 if s.get("rate_limited_retries") else "")]

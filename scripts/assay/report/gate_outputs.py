@@ -15,10 +15,11 @@ from pathlib import Path
 
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
-from .gate import GateResult
+from .gate import GateResult, unscored_closes
 from .facts import read_case_file
 from .judged import judged_note
 from .rundir import case_verdict, read_jsonl_file, try_json
+from .failwords import judged_failures
 from .sections import describe_layer
 
 _SKIP_WORDS = {
@@ -38,8 +39,8 @@ def _case_message(res: GateResult, row: dict) -> str:
         msg = "failed layer(s): " + (", ".join(failed) or "not named")
         if row.get("gating") is False:
             msg += " (gating: false, does not close the gate)"
-        detail = [f"{k}: {describe_layer(k, v)}" for k, v in (doc.get("layers") or {}).items()
-                  if isinstance(v, dict) and v.get("verdict") == "fail"]
+        detail = [f"{k}: {describe_layer(k, v, judged_failures(res.run_dir, str(row.get('case_id'))) if k == 'judged' else None)}"
+                  for k, v in (doc.get("layers") or {}).items() if isinstance(v, dict) and v.get("verdict") == "fail"]
         return msg + (" -- " + "; ".join(detail) if detail else "")
     detail = doc.get("skip_reason") or doc.get("infra_reason")
     if verdict == "unscored":
@@ -96,6 +97,10 @@ def _outcome(tc: ET.Element, res: GateResult, row: dict) -> tuple[int, int]:
         msg = f"NEWLY FAILING (passed in {comparison.get('base_run_id')}): {msg}" + (f" -- first change: {first}" if first else "")
     if verdict == "fail":
         ET.SubElement(tc, "failure", message=msg, type="fail").text = _failure_text(res, row, msg)
+        return 1, 0
+    if verdict == "unscored" and unscored_closes(row, case_verdict(res.run_dir, str(row.get("case_id"))) or {}):
+        # a gating check that never ran closed the gate (unscored_gating_reason): a failure here
+        ET.SubElement(tc, "failure", message=msg, type="unscored").text = _failure_text(res, row, msg)
         return 1, 0
     ET.SubElement(tc, "skipped", message=msg)
     return 0, 1

@@ -180,8 +180,26 @@ def holdout_ids(run_dir: Path, rows: list[dict] | None = None) -> set[str]:
     return ids
 
 
-def latest_run(reports_dir: Path, mode: str | None = None) -> Path:
-    """The newest run dir by the run id's timestamp (never mtime); AssayError(2) if none."""
+def unfinished_rescore(run_dir: Path) -> str | None:
+    """Why `--latest` passes over this run dir: a rescore (manifest_extra.rescored_from) whose
+    status is not ok (aborted, running, incomplete). A rescore calls no app: an aborted one is
+    not the app's latest result. None for every other run."""
+    manifest = try_json(run_dir / "manifest.yaml")
+    extra = manifest.get("manifest_extra") if isinstance(manifest, dict) else None
+    source = extra.get("rescored_from") if isinstance(extra, dict) else None
+    if not isinstance(source, dict):
+        return None
+    results = try_json(run_dir / "results.json")
+    summary = results.get("summary") if isinstance(results, dict) else None
+    status = summary.get("status") if isinstance(summary, dict) else None
+    if status == "ok":
+        return None
+    return f"a rescore that did not finish: status {status!r}, rescored from {source.get('run_id')}"
+
+
+def latest_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | None = None) -> Path:
+    """The newest run dir by the run id's timestamp (never mtime), never a rescore that did not
+    finish (named in `skipped` when given); AssayError(2) if none."""
     reports_dir = Path(reports_dir)
     if not reports_dir.is_dir():
         raise AssayError(f"{reports_dir}: not a directory; --latest takes the reports dir "
@@ -192,6 +210,11 @@ def latest_run(reports_dir: Path, mode: str | None = None) -> Path:
         if not parsed or not (child / "results.json").is_file():
             continue
         if mode is not None and parsed[0] != mode:
+            continue
+        why = unfinished_rescore(child)
+        if why:
+            if skipped is not None:
+                skipped.append(f"{child.name} ({why})")
             continue
         found.append((parsed[1], child.name, child))
     if not found:

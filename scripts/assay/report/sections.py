@@ -9,7 +9,9 @@ import json
 from ..core.jsonio import loads
 from ..core.explain import AUTH_STATUSES
 from ..core.vocab import LAYER_ORDER
+from ..stats.paired import mde_sentence
 from .facts import RunFacts, read_case_file
+from .failwords import check_label, judged_failures, judged_words
 from .mdtext import code, count, esc, fenced, num, pct, plural
 
 MAX_EXCERPTS = 10
@@ -26,15 +28,18 @@ def _compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
 
 
-def describe_layer(name: str, layer: dict) -> str:
-    """One line saying why a layer failed, in the layer's own terms (never a JSON dump if avoidable)."""
+def describe_layer(name: str, layer: dict, judged: list[dict] | None = None) -> str:
+    """One line saying why a layer failed, in the layer's own terms (never a JSON dump if avoidable).
+    `judged`: the case's failed criteria (failwords.judged_failures), for the judged layer."""
+    if name == "judged" and layer.get("verdict") == "fail":
+        return judged_words(layer, judged or [])
     checks = layer.get("checks")
     if isinstance(checks, list) and checks:
         bad = [c for c in checks if isinstance(c, dict) and c.get("status") == "fail"] or \
               [c for c in checks if isinstance(c, dict)]
         parts = []
         for c in bad:
-            text = str(c.get("check"))
+            text = check_label(c)
             if c.get("entry") is not None:
                 text += f" {_compact(c.get('entry'))}"
             text += f" -> {c.get('status')}"
@@ -119,7 +124,8 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
         if expected:
             block.append(("expected", _compact(expected)))
         for layer in failed:
-            block.append((layer, describe_layer(layer, layers.get(layer) or {})))
+            block.append((layer, describe_layer(layer, layers.get(layer) or {},
+                                                judged_failures(facts.run_dir, cid) if layer == "judged" else None)))
         answer = read_case_file(facts.run_dir, cid, "answer.txt")
         if answer is not None:
             clipped = answer if len(answer) <= MAX_ANSWER_CHARS else answer[:MAX_ANSWER_CHARS] + " …[truncated]"
@@ -191,6 +197,8 @@ def routing_section(facts: RunFacts) -> list[str]:
                f"(macro F1 {num(rr.get('macro_f1'), 2)}, micro F1 {num(rr.get('micro_f1'), 2)}).")
     if rr.get("warning"):
         out += ["", f"> {esc(rr['warning'])}"]
+    if rr.get("conversations_note"):
+        out += ["", esc(rr["conversations_note"]) + "."]
     alts = rr.get("accepted_alternates")
     if alts:
         n_alts = alts if isinstance(alts, int) else len(alts)
@@ -274,8 +282,13 @@ def comparison_words(cmp: dict) -> str:
             words = "improved" if delta > 0 else "worsened"
         else:
             words = "within noise"
-    detect = f"~{mde * 100:.0f}pp" if isinstance(mde, (int, float)) else "an unknown effect"
-    return f"{words} (n={num(cmp.get('n'))} can only detect {detect})"
+    sentence = cmp.get("mde_sentence")
+    if not isinstance(sentence, str) or not sentence:
+        n = cmp.get("n")
+        sentence = (mde_sentence(n, mde, 0.05) if isinstance(n, int) and not isinstance(n, bool)
+                    and isinstance(mde, (int, float)) and not isinstance(mde, bool)
+                    else f"n={num(n)}: the detectable effect is unknown")
+    return f"{words} ({esc(sentence)})"
 
 
 def comparison_section(facts: RunFacts) -> list[str]:

@@ -71,14 +71,11 @@ def _status(results: dict | None) -> tuple[str | None, object]:
 NOTICE_EVERY_S = 5.0
 
 
-def _notice(stream, run_id: str, results: dict | None, waited: float, timeout_s: float) -> None:
-    """One stderr line saying we are waiting, and how far the run got (results.json lags a batch)."""
-    from ..stats.counts import cases_phrase
-    summary = (results or {}).get("summary") if isinstance(results, dict) else None
-    summary = summary if isinstance(summary, dict) else {}
-    canaries = summary.get("canaries") if isinstance(summary.get("canaries"), dict) else {}
-    done = cases_phrase(summary.get("n", 0), canaries.get("n", 0))
-    stream.write(f"wait_run: {run_id} is still running ({done} finished so far); waited {waited:.0f} s "
+def _notice(stream, run_id: str, run_dir: Path, waited: float, timeout_s: float) -> None:
+    """One stderr line saying we are waiting, and how far the run got, counted from the case dirs
+    (results.json lags a batch: at the start it says 0 of everything)."""
+    from .interrupted import progress_phrase
+    stream.write(f"wait_run: {run_id} is still running ({progress_phrase(run_dir)[0]}); waited {waited:.0f} s "
                  f"of {timeout_s:g} s\n")
     stream.flush()
 
@@ -125,13 +122,15 @@ def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5
             return EXIT_GONE, out
         waited = clock() - start
         if waited >= timeout_s:
+            from .interrupted import progress_phrase
+            phrase, finished, planned = progress_phrase(run_dir)
             return EXIT_RUNNING, {"run_id": run_id, "status": status or "running", "exit_code": None,
                                   "runner_process": state, "last_event": last_log_event(run_dir),
-                                  "waited_s": round(waited, 3),
-                                  "message": "still running; call wait_run.py again"}
+                                  "waited_s": round(waited, 3), "finished": finished, "planned": planned,
+                                  "message": f"still running: {phrase}; call wait_run.py again"}
         now = clock()
         if last_notice is None or now - last_notice >= NOTICE_EVERY_S:
-            _notice(stream, run_id, results, waited, timeout_s)
+            _notice(stream, run_id, run_dir, waited, timeout_s)
             last_notice = now
         sleep(min(interval_s, NOTICE_EVERY_S, max(0.0, timeout_s - waited)))
 

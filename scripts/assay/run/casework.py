@@ -28,7 +28,7 @@ from .invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
 from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, attempts_reason,
-                      is_rate_limited, parse_retry_after)
+                      is_rate_limited, parse_retry_after, same_body_key)
 from .runlog import RunLog, case_ref
 from .secrets import REDACTED
 from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
@@ -473,7 +473,7 @@ def _repeated_5xx(repeats: list[dict]) -> dict | None:
     outs = [o for r in repeats for o in r["outcomes"]]
     if len(outs) < 2 or any(o.kind != RESPONSE or (o.status or 0) < 500 for o in outs):
         return None
-    if len({(o.status, o.body_sha) for o in outs}) != 1:
+    if len({(o.status, same_body_key(o)) for o in outs}) != 1:  # ids, uuids, timestamps masked
         return None
     turns = {t for r in repeats for t in (r.get("ending_turns") or [])}
     if "turns" in repeats[0]:

@@ -132,7 +132,15 @@ def reliability_doc(records: list[dict], k: int) -> dict[str, Any]:
 
 def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, Any]:
     from ..score.routing import routing_report
-    return routing_report(routing_rows(records), oos_route)
+    doc = routing_report(routing_rows(records), oos_route)
+    # conversations are one case each, not one routing decision per turn: left out, and said so
+    left_out = sum(1 for r in records if r.get("multi_turn") and not r.get("canary")
+                   and ((r.get("layers") or {}).get("routing") or {}).get("verdict") in ("pass", "fail"))
+    doc["conversations_left_out"] = left_out
+    doc["conversations_note"] = (f"{left_out} conversation(s) left out: a conversation's turns are not "
+                                 "independent routing decisions, so this report covers single-turn cases only; "
+                                 "their routing verdicts are in each case's verdict.json" if left_out else None)
+    return doc
 
 
 _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed", "repeated_5xx",

@@ -28,12 +28,16 @@ from .progress import Progress
 from .runlog import RunLog, case_ref, repair
 
 MIN_ATTEMPTED_FOR_INFRA_ABORT = 8
+TRACE_SETUP_CASES = 2  # traced cases whose trace never came, none complete, before the setup is checked
 
 
-def exit_code_for(status: str, missing: list, scorer_errors: int) -> int:
-    """Precedence: 6 (incomplete), then 4/5 (aborts), then 7 (scorer errors), else 0."""
+def exit_code_for(status: str, missing: list, scorer_errors: int, setup_error: str | None = None) -> int:
+    """Precedence: 6 (incomplete), then 3 (a trace setup that can deliver no span), then 4/5
+    (aborts), then 7 (scorer errors), else 0."""
     if missing:
         return 6
+    if setup_error:
+        return 3
     if status == "aborted_canary":
         return 4
     if status == "aborted_infra":
@@ -194,6 +198,23 @@ class Run:
         return (self.attempted >= MIN_ATTEMPTED_FOR_INFRA_ABORT
                 and infra / self.attempted > float(self.s.execution["infra_rate_abort"]))
 
+    def _check_trace_setup(self, record: dict) -> None:
+        """Stop the run (exit 3) when traces cannot arrive at all (the span file does not exist, or
+        the listener refused every export for a missing package), instead of letting every case
+        wait max_wait_s for a trace that never comes, then reading as an unhealthy app."""
+        trace = record.get("trace") if isinstance(record.get("trace"), dict) else {}
+        if trace.get("status") == "ok":
+            self.traces_ok = True
+        if record.get("verdict") != "infra_incomplete" or getattr(self, "traces_ok", False):
+            return
+        self.traces_missing = getattr(self, "traces_missing", 0) + 1
+        check = getattr(self.s.trace.source_obj, "setup_problem", None)
+        if self.traces_missing >= TRACE_SETUP_CASES and callable(check) and self.status == "running":
+            problem = check()
+            if problem:
+                self.setup_error = f"pre-flight (traces): {problem}"
+                self._abort("aborted_infra", self.setup_error)
+
     def _abort(self, status: str, reason: str) -> None:
         if self.status == "running":
             self.status = status
@@ -262,6 +283,7 @@ class Run:
     def _on_done(self, index: int, record: dict) -> None:
         self.derived.add(index, record)
         self._count(record)
+        self._check_trace_setup(record)
         self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
         self.progress.update(record["verdict"], record.get("latency_ms"))
         if self.derived.due():
@@ -281,7 +303,8 @@ class Run:
                                        written=self.derived.written)
         status = "incomplete" if problems else final_status
         summary_errors = sum(int(r.get("scorer_errors") or 0) for r in records)
-        code = exit_code_for(final_status, problems, summary_errors)
+        setup_error = getattr(self, "setup_error", None)
+        code = exit_code_for(final_status, problems, summary_errors, setup_error)
         self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso(),
                              results_only=True)
         # In flight and rate limiting go to run.log, not results.json: they depend on timing,
@@ -291,7 +314,7 @@ class Run:
         self.runlog.close()
         result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out)}
         if code:
-            message = EXIT_MESSAGES[code]
+            message = setup_error if code == 3 else EXIT_MESSAGES[code]
             if code == 4:  # say what the canary got (401/403 named as authentication), not just "drift"
                 why = failed_canary_lines(out, records, (self.plan["adapter"].get("invocation") or {}).get("auth"))
                 message = "; ".join(["a canary failed: the run stopped; quote no number from it"] + why) + \

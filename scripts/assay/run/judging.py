@@ -32,7 +32,7 @@ from ..judge.prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
 from ..judge.providers import build_request, read_reply
 from ..judge.rubrics import resolve_pin
 from ..judge.verdict import checked_node, parse_reply, rubric_verdict
-from . import secrets
+from . import judge_probe, secrets
 from .judge_env import command_env
 from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
     attempt_with_retries, decode_body
@@ -146,6 +146,8 @@ class JudgeRuntime:
     reused_from: str | None = None
     child_env: dict[str, str] | None = None   # command: its whole environment (judge_env.command_env)
     sleep: Callable[[float], None] = time.sleep
+    probe: dict | None = None              # the pre-flight probe's result (judge_probe.probe)
+    key_variable: str | None = None        # "$VAR" the api_key comes from, named in judge errors
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @property
@@ -165,7 +167,7 @@ class JudgeRuntime:
 
     def manifest(self) -> dict[str, Any]:
         pins = sorted({r["pin"] for r in self.rubrics.values()})
-        return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION,
+        return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION, probe=self.probe,
                     rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1]}
                              for p in pins})
 
@@ -188,16 +190,20 @@ class JudgeRuntime:
                                         backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry,
                                         sleep=self.sleep)
         final = outcomes[-1]
+        where = judge_probe.target(self.config, self.key_variable)
         call: dict[str, Any] = {"prompt": as_stdin(system, user), "raw_reply": None, "parsed": None,
                                 "latency_ms": round(sum(o.latency_ms for o in outcomes), 3), "usage": None,
                                 "error": None, "attempts": len(outcomes), "status": final.status}
         if final.retriable:
-            call["error"] = self.scrub(f"judge unavailable: {final.describe()} on all {len(outcomes)} attempt(s)")
+            call["error"] = self.scrub(f"judge unavailable: {final.describe()} on all {len(outcomes)} attempt(s) "
+                                       f"({where})")
             call["raw_reply"] = self.scrub(final.body_text)
             return call, None, call["error"], True
         if final.status is None or not 200 <= final.status < 300:
             call["raw_reply"] = self.scrub(final.body_text)
-            call["error"] = self.scrub(f"judge refused the call: HTTP {final.status}: {writer.clip(final.body_text or '', 200)}")
+            call["error"] = self.scrub(f"judge refused the call: {where} got HTTP {final.status}: "
+                                       f"{writer.clip(final.body_text or '', 200)}"
+                                       + judge_probe.hint(self.config, final.status, self.key_variable))
             return call, None, call["error"], True
         provider = self.config["provider"]
         body = final.body_text if provider == "command" else final.body_json
@@ -358,9 +364,11 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
     child = (command_env(plan, judge_env_names(plan), env, os.environ if environ is None else environ)
              if cfg["provider"] == "command" else None)
-    return JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
-                        execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
-                        child_env=child)
+    runtime = JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
+                           execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
+                           child_env=child, key_variable=judge_probe.key_variable(cfg))
+    runtime.probe = judge_probe.probe(runtime)  # exit 3 on a judge that is configured wrong
+    return runtime
 
 
 def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None, str | None]:

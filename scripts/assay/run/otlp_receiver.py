@@ -7,8 +7,9 @@ file, so `collect(trace_id)` (quiescence, completeness, normalization) is the fi
 Spans are held in memory for the run; only a collected case's spans are written (trace.json).
 
 Bodies: `application/x-protobuf` (an ExportTraceServiceRequest, decoded with the official
-`opentelemetry-proto` package: `pip install 'assay[otlp]'`) or `application/json` (OTLP/JSON,
-no extra dependency); `Content-Encoding: gzip` is accepted. Replies follow OTLP/HTTP: 200 with
+`opentelemetry-proto` package: `pip install 'assay[otlp]'`; pre-flight exits 3 naming the
+interpreter when it is missing, unless `traces.protocol: http/json` says the app exports
+OTLP/JSON) or `application/json` (OTLP/JSON, no extra dependency); `Content-Encoding: gzip` is accepted. Replies follow OTLP/HTTP: 200 with
 an empty ExportTraceServiceResponse in the request's encoding; 400 for an unreadable body, 415
 for an unsupported content type or protobuf without the package (the reply and every trace
 that then never arrives name the fix), 404 for another path.
@@ -32,8 +33,24 @@ from .traces import INFRA_INCOMPLETE, OtlpFileSource, TraceOutcome
 DEFAULT_ADDRESS = "127.0.0.1:4318"
 TRACES_PATH = "/v1/traces"
 MAX_BODY = 64 << 20
-PROTO_INSTALL = ("decoding OTLP protobuf needs the opentelemetry-proto package: pip install 'assay[otlp]' "
-                 "(or export OTLP/JSON: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json where the SDK supports it)")
+PROTO_REQUIREMENT = "opentelemetry-proto>=1.20"  # pyproject's `otlp` extra
+
+
+def proto_install() -> str:
+    """The fix for a runner that cannot decode protobuf, naming the interpreter the runner runs in."""
+    return (f"decoding OTLP protobuf needs the opentelemetry-proto package in the interpreter the runner uses "
+            f"({sys.executable}): run `{sys.executable} -m pip install '{PROTO_REQUIREMENT}'` (the `otlp` extra); "
+            "or, if the app exports OTLP/JSON (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json), set "
+            "traces.protocol: http/json in adapter.yaml")
+
+
+def protobuf_available() -> bool:
+    try:
+        from google.protobuf.json_format import MessageToDict  # noqa: F401
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def parse_address(value: Any) -> tuple[str, int] | None:
@@ -81,7 +98,7 @@ def _hex_ids(doc: dict) -> dict:
 def decode_protobuf(body: bytes) -> dict:
     """An ExportTraceServiceRequest as an OTLP/JSON TracesData dict (hex ids).
 
-    Raises ImportError (with PROTO_INSTALL) when opentelemetry-proto is missing, ValueError
+    Raises ImportError (with proto_install()) when opentelemetry-proto is missing, ValueError
     when the bytes are not a request.
     """
     try:
@@ -89,7 +106,7 @@ def decode_protobuf(body: bytes) -> dict:
         from google.protobuf.message import DecodeError
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     except ImportError as exc:
-        raise ImportError(PROTO_INSTALL) from exc
+        raise ImportError(proto_install()) from exc
     req = ExportTraceServiceRequest()
     try:
         req.ParseFromString(body)
@@ -260,6 +277,19 @@ class OtlpHttpSource(OtlpFileSource):
             self.refused += 1
             self.refusal = message
         return status, message
+
+    def setup_problem(self) -> str | None:
+        """After a trace never arrived: protobuf exports refused for the missing package (no export
+        can ever be read), or no export received at all (the app exports elsewhere)."""
+        with self._lock:
+            refusal, exports, refused = self.refusal, self.exports, self.refused
+        if refused and not exports and refusal and "opentelemetry-proto" in refusal:
+            return f"the app's OTLP exports to http://{self.address}{TRACES_PATH} were refused: {refusal}"
+        if not exports and not refused:
+            return (f"no OTLP export at all reached http://{self.address}{TRACES_PATH} while a traced case waited "
+                    "for its trace: set the app's OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) to "
+                    f"http://{self.address} (traces.location), or check that its exporter is installed and on")
+        return None
 
     def _missing_file_note(self) -> str:
         """No span file here: say what the listener received (none at all: the app exports elsewhere)."""

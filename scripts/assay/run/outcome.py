@@ -7,6 +7,8 @@ Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429
 from __future__ import annotations
 
 import email.utils
+import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -181,3 +183,20 @@ def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, back
         if wait > 0:
             sleep(wait)
     return outcomes
+
+
+# "The same body" for repeated_5xx: the body text with what differs per request masked, so an
+# error page that carries a request id, a trace id or a timestamp is still the same error.
+_PER_REQUEST = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"   # a UUID
+    r"|\b[0-9a-fA-F]{16,}\b"                                                       # trace / span / request ids
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"   # an ISO-8601 time
+    r"|\b\d{10,}\b")                                                                # epoch seconds / ms, counters
+
+
+def same_body_key(out: "Outcome") -> str | None:
+    """What two 5xx bodies must share to be "the same body": the text with UUIDs, hex ids of 16+
+    characters, ISO-8601 timestamps and runs of 10+ digits masked; the raw sha when there is no text."""
+    if out.body_text is None:
+        return out.body_sha
+    return _PER_REQUEST.sub("<id>", out.body_text)

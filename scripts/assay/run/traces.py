@@ -123,6 +123,14 @@ class OtlpFileSource:
         self._lock = threading.Lock()
         self._reset()
 
+    def setup_problem(self) -> str | None:
+        """After a trace never arrived: a setup that cannot deliver any span (the engine stops the
+        run, exit 3, instead of letting every case wait). The span file not existing is one."""
+        if self.path.exists():
+            return None
+        return (self._missing_file_note().removeprefix("; ") + "; no case can get its trace: fix "
+                "traces.location or the app's exporter, then re-run")
+
     def _missing_file_note(self) -> str:
         """Why nothing arrived, when the reason is that the file was never written at all."""
         if self.path.exists():

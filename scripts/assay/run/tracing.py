@@ -14,6 +14,7 @@ block (runner-contract §10.1) says the same in its own words: `CaseTrace.block(
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -84,7 +85,10 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
                       response_field=decision.get("response_field"))
     if cfg.collected and source == "otlp-http":
         cfg.reason = None
-        from .otlp_receiver import OtlpHttpSource
+        from .otlp_receiver import OtlpHttpSource, proto_install, protobuf_available
+        if tr.get("protocol") != "http/json" and not protobuf_available():
+            raise AssayError(f"pre-flight: traces.source otlp-http: {proto_install()}", 3,
+                             key="traces.protocol", trace_source=source, python=sys.executable)
         try:
             cfg.source_obj = OtlpHttpSource(decision["location"], decision["convention"],
                                             decision["quiescence_ms"], decision["max_wait_s"])

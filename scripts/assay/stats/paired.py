@@ -9,12 +9,17 @@ With b01 = fixed by the candidate (fail -> pass) and b10 = broken (pass -> fail)
   p ~ Beta(1 + b01, 1 + b10) (uniform prior) is >= `bayes_threshold` AND delta > 0.
   For integer parameters, P(Beta(a, b) > 1/2) = P(Binomial(a + b - 1, 1/2) <= a - 1),
   summed exactly in integers: no approximation at any n. `alpha` never changes `keep`.
-- reported tests on Binomial(b01 + b10, 1/2): the exact one-sided sign test
-  P(X >= b01) and the exact two-sided McNemar min(1, 2 * min tail); "significant at
-  alpha" means p <= alpha (so at 0.05 a 6-0 split is, a 5-0 split never is).
-- minimum detectable effect (normal approximation, power 0.8):
-  (z(1 - alpha) + z(0.8)) * sqrt(psi / n), psi = discordant fraction b01+b10 over n.
-  When no case changed verdict, psi is unknown and 0.15 is assumed (said so).
+- reported tests on Binomial(b01 + b10, 1/2), "significant at alpha" meaning p <= alpha:
+  the exact one-sided sign test P(X >= b01), significant at 0.05 from a 5-0 split
+  (p = 1/32 = 0.03125); and the exact two-sided McNemar min(1, 2 * min tail), which
+  needs a 6-0 split at 0.05 (5-0 gives p = 0.0625: never significant with 5 or fewer
+  discordant pairs).
+- minimum detectable effect (`assay.stats.power`): the smallest change in pass rate the
+  exact one-sided sign test at alpha detects with power 0.8, at the most favourable
+  discordance (every changed case moving one way when that helps): below it the test has
+  under 80 % power whatever the discordance, so the sentence "n cases cannot detect any
+  effect below X" is true as printed (X rounded down). When no split of n cases can be
+  significant (n <= 4 at alpha 0.05) the sentence says no effect is detectable.
 - `verdict_words`: `improved` when keep; `worsened` when the mirrored rule holds
   (P(p < 1/2) >= threshold and delta < 0); else `within noise`.
 Caveats: cases are assumed independent; case level only; no multiplicity correction.
@@ -24,16 +29,15 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from statistics import NormalDist
 from typing import Any
 
 from assay.core.jsonio import loads
 from assay.core.errors import AssayError
+from assay.stats import power as exact_power
 
 METHOD = "bayes-beta exact posterior (all n)"
-POWER = 0.8
+POWER = exact_power.POWER
 ATTRITION_WARN = 0.10
-ASSUMED_DISCORDANCE = 0.15
 MAX_IDS = 20
 
 
@@ -76,9 +80,22 @@ def min_discordant_for_significance(alpha: float) -> int:
     return d
 
 
-def min_detectable_effect(n: int, discordance: float, alpha: float, power: float = POWER) -> float:
-    z = NormalDist().inv_cdf
-    return (z(1 - alpha) + z(power)) * math.sqrt(discordance / n)
+def _pp(x: float) -> str:
+    """x as percentage points, rounded DOWN (so "cannot detect below X" stays true): 3 significant
+    figures at most, 1 decimal from 1pp up."""
+    value = x * 100
+    if not value > 0:
+        return "0pp"
+    digits = 1 if value >= 1 else max(1, 2 - math.floor(math.log10(value)))
+    scale = 10 ** digits
+    return f"{math.floor(value * scale + 1e-9) / scale:.{digits}f}pp"
+
+
+def mde_sentence(n: int, mde: float | None, alpha: float) -> str:
+    if mde is None:
+        return (f"n={n} cannot detect any effect: no split of {n} paired case(s) is significant at "
+                f"one-sided alpha {alpha:g}")
+    return f"n={n} cannot detect any effect below {_pp(mde)}"
 
 
 def _index(rows: Any, side: str) -> dict[str, str]:
@@ -135,16 +152,19 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
     worsened = p_worse >= bayes_threshold and delta < 0
 
     discordant = b01 + b10
-    psi = discordant / n if discordant else ASSUMED_DISCORDANCE
-    mde = min_detectable_effect(n, psi, alpha)
-    mde_pp = round(mde * 100)
-    mde_sentence = f"n={n} can only detect ~{mde_pp}pp"
-    psi_text = (f"{discordant} of {n} cases changed verdict (discordance {psi:.0%})" if discordant else
-                f"no case changed verdict, so a discordance of {ASSUMED_DISCORDANCE:.0%} is assumed")
-    mde_explanation = (
-        f"{mde_sentence}: {psi_text}; a true change in pass rate smaller than ~{mde_pp}pp would be missed "
-        f"more often than 1 time in 5 (one-sided alpha {alpha:g}, power {POWER:g}, normal approximation). "
-        f"Halving it takes about 4x the cases.")
+    mde = exact_power.min_detectable_effect(n, alpha)
+    sentence = mde_sentence(n, mde, alpha)
+    flips = (f"{discordant} of {n} cases changed verdict" if discordant else "no case changed verdict")
+    if mde is None:
+        mde_explanation = (f"{sentence}: even {n} of {n} fixed gives a one-sided sign test p of "
+                           f"{sign_test_one_sided(n, 0):.3g} > {alpha:g}; {flips}. Grow the dataset.")
+    else:
+        half = exact_power.cases_needed(mde / 2, alpha)
+        mde_explanation = (
+            f"{sentence}: for any smaller true change in pass rate the exact one-sided sign test at alpha "
+            f"{alpha:g} has less than {POWER:.0%} power, even when every changed case moves the same way "
+            f"(cases flipping both ways need a larger effect); {flips}."
+            + (f" Detecting half of it takes about {half} paired cases." if half else ""))
 
     out: dict[str, Any] = {
         "n": n,
@@ -160,10 +180,11 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
         "cases_only_in_candidate": len(only_cand),
         "cases_only_in_baseline_ids": only_base[:MAX_IDS],
         "cases_only_in_candidate_ids": only_cand[:MAX_IDS],
-        "min_detectable_effect_at_this_n": round(mde, 4),
-        "mde_discordance": round(psi, 4),
-        "mde_discordance_assumed": discordant == 0,
-        "mde_sentence": mde_sentence,
+        "min_detectable_effect_at_this_n": None if mde is None else round(mde, 4),
+        "mde_method": f"exact power of the one-sided sign test (alpha {alpha:g}, power {POWER:g}), "
+                      "most favourable discordance",
+        "discordance": round(discordant / n, 4),
+        "mde_sentence": sentence,
         "mde_explanation": mde_explanation,
         "method": METHOD,
         "decision_rule": (f"keep when P(candidate better) >= {bayes_threshold:g} and delta > 0, with "
@@ -179,7 +200,7 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
         "keep": keep,
         "verdict_words": "improved" if keep else "worsened" if worsened else "within noise",
     }
-    out["verdict_phrase"] = f"{out['verdict_words']} ({mde_sentence})"
+    out["verdict_phrase"] = f"{out['verdict_words']} ({sentence})"
     warning = _attrition_warning(len(base), len(cand), len(only_base), len(only_cand))
     if warning:
         out["case_attrition_warning"] = warning
@@ -187,11 +208,12 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
         out["gate_note"] = (f"kept on the Bayesian rule while the exact sign test is not significant at "
                             f"alpha {alpha:g} (p = {sign_p:.3g}); for a hard CI gate use a threshold of "
                             "about 0.95 (--bayes-threshold 0.95)")
-    if keep and abs(delta) < mde:
-        out["sub_mde_keep"] = (f"KEPT BUT NOT PROVEN: delta {_pct(delta)} is below the minimum detectable "
-                               f"effect {_pct(mde)} at n={n}")
-    if not keep and abs(delta) < mde:
-        out["advice"] = _advice(n, delta, psi, alpha, mde)
+    below = mde is None or abs(delta) < mde
+    if keep and below:
+        out["sub_mde_keep"] = (f"KEPT BUT NOT PROVEN: delta {_pct(delta)} is below what this run can detect "
+                               f"({sentence})")
+    if not keep and below:
+        out["advice"] = _advice(n, delta, alpha, sentence)
     return out
 
 
@@ -235,15 +257,14 @@ def _attrition_warning(n_base: int, n_cand: int, only_base: int, only_cand: int)
             "look at the dropped cases (infra, unscored, skipped or new) before trusting the delta.")
 
 
-def _advice(n: int, delta: float, psi: float, alpha: float, mde: float) -> str:
+def _advice(n: int, delta: float, alpha: float, sentence: str) -> str:
     if delta == 0:
-        return (f"no net change, and at n={n} a change below ~{_pct(mde)} cannot be detected; "
-                "grow the dataset to resolve smaller effects")
-    z = NormalDist().inv_cdf
-    needed = math.ceil(((z(1 - alpha) + z(POWER)) ** 2) * psi / (delta ** 2))
-    return (f"delta {_pct(delta)} is below the minimum detectable effect {_pct(mde)} at n={n}; "
-            f"about {needed} paired cases would be needed to detect it (at the same discordance): "
-            "grow the dataset rather than reading this delta")
+        return f"no net change, and {sentence}; grow the dataset to resolve smaller effects"
+    needed = exact_power.cases_needed(delta, alpha)
+    more = (f"about {needed} paired cases would be needed to detect it with {POWER:.0%} power, in the most "
+            "favourable case" if needed else "no realistic number of cases would detect it")
+    return f"delta {_pct(delta)} is below what this run can detect ({sentence}); {more}: " \
+           "grow the dataset rather than reading this delta"
 
 
 def read_verdicts_jsonl(path: str) -> list[dict]:

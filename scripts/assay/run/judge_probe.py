@@ -1,0 +1,89 @@
+"""The judge's pre-flight probe and the words every judge error carries.
+
+`target(config, var)`: "POST <resolved url> (key $VAR)" — where the runner sends judge
+calls, with the variable the key comes from (never the key). `hint(config, status, var)`:
+the likely fix for a status (a 404 is almost always base_url's `/v1`; 401/403 the key).
+
+`probe(runtime)`: one cheap call before any case is sent (the real endpoint, model and headers,
+a one-line prompt, max_tokens 16, no structured output, one attempt). A 2xx passes. A refusal
+that is configuration (4xx other than 408/429) or nothing listening is pre-flight exit 3 naming
+the URL, the status and the key variable. A transient outcome (429, 5xx, timeout) does not stop
+the run — the judge's outage during a run is infra, never a fail — and the manifest records it.
+The command provider is not probed (pre-flight already resolved its argv).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core.errors import AssayError
+from ..core.jsonio import dumps
+from ..judge.providers import build_request
+from .outcome import CONNECTION, RESPONSE
+from .secrets import env_refs
+
+PROBE_SYSTEM = "assay pre-flight probe: reply with the single word ok."
+PROBE_USER = "ok?"
+PROBE_MAX_TOKENS = 16
+
+
+def key_variable(unresolved: Mapping[str, Any]) -> str | None:
+    """'$VAR' when the (unresolved) config's api_key is `${VAR}`; None otherwise."""
+    names = sorted(env_refs(unresolved.get("api_key") or ""))
+    return f"${names[0]}" if names else None
+
+
+def target(config: Mapping[str, Any], var: str | None) -> str:
+    """'POST http://host/v1/chat/completions (key $OPENAI_API_KEY)'; the command provider: its argv[0]."""
+    if config.get("provider") == "command":
+        argv = config.get("command") or ["?"]
+        return f"command {argv[0]}"
+    url = build_request(dict(config), "", "")[0]
+    return f"POST {url} ({'key ' + var if var else 'no api_key'})"
+
+
+def hint(config: Mapping[str, Any], status: int | None, var: str | None) -> str:
+    provider = config.get("provider")
+    if status == 404:
+        if provider == "openai":
+            return ("; the runner posts to <base_url>/chat/completions, so an OpenAI-compatible base_url "
+                    "usually ends in /v1 (e.g. http://localhost:8000/v1)")
+        if provider == "anthropic":
+            return "; the runner posts to <base_url>/v1/messages, so base_url is the host without /v1"
+        return ""
+    if status in (401, 403):
+        return f"; check the judge's key{' in ' + var if var else ' (judge.yaml api_key)'}"
+    if status == 400:
+        return "; check judge.yaml model (and max_tokens) for this provider"
+    return ""
+
+
+def _redact(text: str, config: Mapping[str, Any]) -> str:
+    for value in [config.get("api_key"), *(config.get("headers") or {}).values()]:
+        if isinstance(value, str) and len(value) >= 4:
+            text = text.replace(value, "<redacted>")
+    return text
+
+
+def probe(runtime: Any) -> dict[str, Any]:
+    """Probe the judge (see the module docstring); the manifest's `judge.probe`. Raises AssayError(3)."""
+    cfg, var = runtime.config, runtime.key_variable
+    if cfg.get("provider") == "command":
+        return {"ok": None, "reason": "command judge: not probed (its argv was resolved at pre-flight)"}
+    probe_cfg = dict(cfg, structured_output=False, max_tokens=PROBE_MAX_TOKENS)
+    url, headers, body = build_request(probe_cfg, PROBE_SYSTEM, PROBE_USER)
+    from .judging import _post
+    out = _post(url, headers, dumps(body, indent=None).encode("utf-8"), float(cfg["timeout_s"]),
+                bool(cfg.get("insecure_tls")))
+    where = target(cfg, var)
+    if out.kind == RESPONSE and out.status is not None and 200 <= out.status < 300:
+        return {"ok": True, "status": out.status, "target": where}
+    if out.kind == CONNECTION or (out.kind == RESPONSE and out.status is not None and 400 <= out.status < 500
+                                  and out.status not in (408, 429)):
+        got = f"HTTP {out.status}: {(out.body_text or '')[:200]}" if out.kind == RESPONSE else out.error
+        raise AssayError(_redact(f"pre-flight: judge probe {where} got {got}{hint(cfg, out.status, var)} "
+                                 "(judge/judge.yaml); no case was sent", cfg), 3,
+                         key="judge.base_url", judge_status=out.status)
+    return {"ok": False, "status": out.status, "target": where,
+            "reason": _redact(f"the judge was unavailable at pre-flight ({out.describe()}); the run goes on and "
+                              "judge outages are infra", cfg)}

@@ -1,0 +1,78 @@
+"""Issue 24 D3: a judge that cannot answer is caught at pre-flight by one cheap call, and every
+judge error names the resolved URL, the HTTP status and the key's variable (never the key).
+
+Before: a judge base_url without /v1 made every call a 404 and the gate said only "the judge
+said infra_error"."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeapp import FakeApp, Reply, app, state  # noqa: F401 (fixtures)
+from judgefake import anthropic_handler, openai_handler
+from test_judge_run import KEY, app_handler, go, judged_plan, rcase
+
+
+@pytest.fixture
+def judge_server():
+    with FakeApp() as server:
+        yield server
+
+
+def test_openai_base_url_without_v1_is_exit_3_at_pre_flight(app, state, judge_server):
+    app.handler = app_handler
+    judge_server.handler = openai_handler()
+    plan = judged_plan(state, app, {"provider": "openai", "model": "gpt-x", "base_url": judge_server.url,  # no /v1
+                                    "api_key": "${JUDGE_KEY}"})
+    r, out = go(state, plan, {"JUDGE_KEY": KEY})
+    assert r.rc == 3, r.stdout + r.stderr
+    err = r.json["error"]
+    assert f"POST {judge_server.url}/chat/completions" in err and "HTTP 404" in err
+    assert "$JUDGE_KEY" in err and KEY not in r.stdout + r.stderr
+    assert "/v1" in err  # the likely fix
+    assert judge_server.count() == 1  # one cheap call, no case judged
+    assert app.count(method="POST") == 0
+
+
+def test_anthropic_base_url_with_v1_is_exit_3_at_pre_flight(app, state, judge_server):
+    app.handler = app_handler
+    judge_server.handler = anthropic_handler()
+    plan = judged_plan(state, app, {"provider": "anthropic", "model": "m", "base_url": judge_server.url + "/v1",
+                                    "api_key": "${JUDGE_KEY}"})
+    r, out = go(state, plan, {"JUDGE_KEY": KEY})
+    assert r.rc == 3, r.stdout + r.stderr
+    err = r.json["error"]
+    assert f"POST {judge_server.url}/v1/v1/messages" in err and "HTTP 404" in err and "$JUDGE_KEY" in err
+
+
+def test_a_judge_that_answers_the_probe_passes_pre_flight(app, state, judge_server):
+    app.handler = app_handler
+    judge_server.handler = openai_handler()
+    plan = judged_plan(state, app, {"provider": "openai", "model": "gpt-x", "base_url": judge_server.url + "/v1",
+                                    "api_key": "${JUDGE_KEY}"})
+    r, out = go(state, plan, {"JUDGE_KEY": KEY})
+    assert r.rc == 0, r.stdout + r.stderr
+    probe = json.loads((out / "manifest.yaml").read_text())["judge"]["probe"]
+    assert probe["ok"] is True and probe["status"] == 200
+
+
+def test_a_mid_run_refusal_names_url_status_and_key_variable(app, state, judge_server):
+    app.handler = app_handler
+    inner = openai_handler()
+    calls = []
+
+    def handler(req):
+        calls.append(req)
+        if len(calls) == 1:
+            return inner(req)  # the probe is answered; then the key is revoked
+        return Reply(401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+    judge_server.handler = handler
+    plan = judged_plan(state, app, {"provider": "openai", "model": "gpt-x", "base_url": judge_server.url + "/v1",
+                                    "api_key": "${JUDGE_KEY}"}, cases=[rcase("c-1", "full")])
+    r, out = go(state, plan, {"JUDGE_KEY": KEY})
+    assert r.rc == 0, r.stdout + r.stderr
+    error = json.loads((out / "cases" / "c-1" / "judge.json").read_text())["rubrics"][0]["nodes"][0]["calls"][0]["error"]
+    assert f"POST {judge_server.url}/v1/chat/completions" in error, error
+    assert "HTTP 401" in error and "$JUDGE_KEY" in error and KEY not in error
