@@ -3,6 +3,7 @@
 #   make bench  the runner's own cost against the quality bars (bench/RESULTS.md)
 #   make test   the whole test suite
 #   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
+#   make promptfoo       the pinned promptfoo (npm) for the side-by-side test and bench
 #   make plugin-release  the lean plugin layout a marketplace serves (dist/assay-plugin)
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +14,7 @@ CLAUDE_CODE_VERSION ?= 2.1.332
 # parallel test workers: 3 on 2 cores keeps both busy while tests wait on their apps
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench venv clean claude-cli plugin-release
+.PHONY: test demo bench venv clean claude-cli plugin-release promptfoo
 
 venv: $(VENV)/.installed
 
@@ -38,6 +39,9 @@ bench: venv
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code
+
+promptfoo:
+	npm install --prefix $(VENV)/promptfoo --no-audit --no-fund --silent promptfoo@$$(sed -n 's/^PROMPTFOO_VERSION = "\(.*\)"/\1/p' bench/promptfoo.py)
 
 plugin-release:
 	$(PYTHON) tools/plugin_release.py --out dist/assay-plugin
