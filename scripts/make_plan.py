@@ -25,6 +25,8 @@ def build_parser():
     p.add_argument("--run-id", help="default <mode>-<UTC YYYYMMDDTHHMMSSZ>")
     p.add_argument("--k", type=int, help="repeats per case (refused under smoke)")
     p.add_argument("--tag", help="targeted: keep cases whose unit or expect.route is this")
+    p.add_argument("--case", action="append", metavar="ID",
+                   help="targeted: keep exactly this case id (repeatable; with or without --tag)")
     p.add_argument("--split", help="targeted: full (default) or smoke")
     p.add_argument("--failing-in", help="targeted: keep only tagged cases that failed in this comparable run dir")
     p.add_argument("--layer", help="score only this layer (matrix key, or answer/rules/judged); the rest read unscorable")
@@ -86,7 +88,7 @@ def run(args):
         if not isinstance(extra, dict):
             raise AssayError(f"--manifest-extra {args.manifest_extra}: must hold a JSON object", 2)
     opts = PlanOptions(
-        state_dir=Path(args.state_dir), mode=args.mode, run_id=args.run_id, k=args.k, tag=args.tag,
+        state_dir=Path(args.state_dir), mode=args.mode, run_id=args.run_id, k=args.k, tag=args.tag, cases=args.case,
         split=args.split, failing_in=Path(args.failing_in) if args.failing_in else None, layer=args.layer,
         oos_route=args.oos_route, timeout_s=args.timeout_s, max_attempts=args.max_attempts,
         backoff_s=parse_backoff(args.backoff_s) if args.backoff_s is not None else None,

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.commands import SCRIPTS_DIR
 from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, new_run_id, parse_run_id
 from ..core.version import HARNESS_VERSION
@@ -24,7 +25,6 @@ from .modes import HOLDOUT_LEDGER, JUDGE_CALIBRATION, TARGETED_SPLITS, resolve_m
 from .select import select_cases
 from .validate import validate_plan
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 MAX_K = 100
 MAX_ATTEMPTS = 20
 DEFAULT_MAX_TURNS = 12
@@ -38,6 +38,7 @@ class PlanOptions:
     run_id: str | None = None
     k: int | None = None
     tag: str | None = None
+    cases: list[str] | None = None        # --case: targeted, exactly these ids
     split: str | None = None
     failing_in: Path | None = None
     layer: str | None = None
@@ -80,11 +81,13 @@ def parse_backoff(text: str) -> list[float]:
 def _check_flags(o: PlanOptions) -> None:
     mode = o.mode
     if mode != "targeted":
-        for flag, value in (("--tag", o.tag), ("--split", o.split), ("--failing-in", o.failing_in)):
+        for flag, value in (("--tag", o.tag), ("--case", o.cases or None), ("--split", o.split),
+                            ("--failing-in", o.failing_in)):
             if value is not None:
                 raise AssayError(f"{flag} is only valid with --mode targeted (got --mode {mode})", 2)
-    elif not o.tag:
-        raise AssayError("--mode targeted needs --tag <unit-or-route> (it matches a case's unit or expect.route)", 2)
+    elif not o.tag and not o.cases:
+        raise AssayError("--mode targeted needs --tag <unit-or-route> (it matches a case's unit or expect.route) "
+                         "or --case <id> (repeatable)", 2)
     if o.split is not None and o.split not in TARGETED_SPLITS:
         raise AssayError(f"--split {o.split!r}: targeted runs select full or smoke", 2)
     if o.k is not None:
@@ -263,7 +266,7 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
                         f"({', '.join(validation['error_codes'])}); recorded in manifest_extra.validation")
     cases, select_notes = select_cases(converted["cases"], mode=mode.name, split=split, tag=o.tag,
                                        failing_in=o.failing_in, dataset_version=dataset_version,
-                                       harness_version=HARNESS_VERSION)
+                                       harness_version=HARNESS_VERSION, case_ids=o.cases)
     notes += select_notes
     k = o.k if o.k is not None else mode.k
     if mode.name == "regression" and k < 3:

@@ -1,4 +1,4 @@
-"""Which cases a plan holds: split, then --tag, then --failing-in (contracts §8).
+"""Which cases a plan holds: split, then --tag, then --case, then --failing-in (contracts §8).
 
 Selection reads each case's `split` field, never a directory. `select_cases` returns
 `(cases, notes)`; an empty selection is AssayError(2) naming what was asked and the
@@ -64,9 +64,21 @@ def failing_ids(run_dir: Path, dataset_version: int, harness_version: str) -> tu
     return failed, None
 
 
+def keep_ids(chosen: list[dict[str, Any]], case_ids: list[str], asked: str) -> list[dict[str, Any]]:
+    """--case: exactly these ids, each of which must be among the cases selected so far."""
+    present = {c.get("id") for c in chosen}
+    unknown = [cid for cid in dict.fromkeys(case_ids) if cid not in present]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise AssayError(f"--case {shown}: not among the cases {asked} selects; check the id (convert_suite.py "
+                         "lists them in converted.json) or the split/tag", 2, key="--case", cases=unknown)
+    wanted = set(case_ids)
+    return [c for c in chosen if c.get("id") in wanted]
+
+
 def select_cases(cases: list[dict[str, Any]], *, mode: str, split: str, tag: str | None,
-                 failing_in: Path | None, dataset_version: int, harness_version: str
-                 ) -> tuple[list[dict[str, Any]], list[str]]:
+                 failing_in: Path | None, dataset_version: int, harness_version: str,
+                 case_ids: list[str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     notes: list[str] = []
     chosen = [c for c in cases if split in case_splits(c)]
     asked = f"--mode {mode} (split {split!r})"
@@ -82,6 +94,9 @@ def select_cases(cases: list[dict[str, Any]], *, mode: str, split: str, tag: str
                                         if isinstance(c.get("expect"), dict) else None) if v is not None})
             tag_hint = (f"{did_you_mean(tag, present)}; tags (unit or expect.route) in this split: "
                         f"{', '.join(present[:20]) or 'none'}" + (" …" if len(present) > 20 else ""))
+    if case_ids and chosen:
+        chosen = keep_ids(chosen, case_ids, asked)
+        asked += f" --case ({len(set(case_ids))} id(s))"
     if failing_in is not None and chosen:
         failed, why = failing_ids(failing_in, dataset_version, harness_version)
         if failed is None:

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.commands import SCRIPTS_DIR
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
 from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
@@ -23,7 +24,6 @@ from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_ga
 from ..stats.counts import cases_phrase
 from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, throughput_line, try_json
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 VERIFY_TIMEOUT_S = 120
 REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
 OPTIONAL_INTS = ("unscored", "skipped", "scorer_errors", "repeated_5xx")
@@ -180,6 +180,17 @@ def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rat
     return text + (": " + "; ".join(named) if named else "")
 
 
+def skipped_closes(run_dir: Path, row: object) -> tuple[str | None, str | None]:
+    """(the adapter key it lacks, the skip reason) when this results row is a gating case the
+    runner did not send for want of that key: it closes the gate. (None, None) otherwise."""
+    if not isinstance(row, dict) or row.get("verdict") != "skipped" or row.get("canary") \
+            or row.get("gating", True) is False:
+        return None, None
+    why = (case_verdict(run_dir, str(row.get("case_id"))) or {}).get("skip_reason")
+    key = adapter_gap_key(why)
+    return (key, why) if key is not None else (None, None)
+
+
 def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases the runner did not send because the adapter lacks what they need
     (no invocation.conversation for a conversation, no identity_map entry): skipped is not a pass.
@@ -188,14 +199,10 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     sealed = holdout_ids(run_dir, rows)
     named, keys, count = [], [], 0
     for row in rows:
-        if not isinstance(row, dict) or row.get("verdict") != "skipped" or row.get("canary") \
-                or row.get("gating", True) is False:
-            continue
-        cid = str(row.get("case_id"))
-        why = (case_verdict(run_dir, cid) or {}).get("skip_reason")
-        key = adapter_gap_key(why)
+        key, why = skipped_closes(run_dir, row)
         if key is None:
             continue
+        cid = str(row.get("case_id"))
         count += 1
         keys += [key] if key not in keys else []
         if cid not in sealed and len(named) < MAX_NAMED:

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..core.commands import SCRIPTS_DIR
 from ..core.errors import AssayError
 from .rundir import last_log_event, try_json
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 EXIT_FINAL, EXIT_RUNNING, EXIT_GONE = 0, 3, 4
 
 

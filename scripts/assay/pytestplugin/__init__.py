@@ -1,0 +1,43 @@
+"""The pytest plugin (entry point `pytest11: assay`): `pytest --assay STATE_DIR`.
+
+One test item per case of the plan, the runner run once for all of them, the gate as the
+session's outcome (references/pytest-plugin.md). This module only adds the options: nothing
+activates, imports or runs unless --assay is given (every pytest run in an environment
+where assay is installed loads it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+MODES = ("smoke", "regression", "targeted")
+DEPENDENT = ("assay_mode", "assay_tag", "assay_k", "assay_baseline")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("assay", "assay: the eval suite as test items (references/pytest-plugin.md)")
+    group.addoption("--assay", metavar="STATE_DIR", default=None,
+                    help="plan and run the app's assay suite (its .assay state dir) and report one test item "
+                         "per case; the session fails when the gate closes")
+    group.addoption("--assay-mode", choices=MODES, default=None,
+                    help="run mode: smoke | regression (make_plan.py's default) | targeted (needs --assay-tag)")
+    group.addoption("--assay-tag", metavar="T", default=None,
+                    help="targeted: the cases whose unit or expect.route is T")
+    group.addoption("--assay-k", metavar="N", type=int, default=None, help="repeats per case (not under smoke)")
+    group.addoption("--assay-baseline", metavar="auto|RUN_DIR", default=None,
+                    help="compare with a baseline run (auto: the newest finished run of the same mode) and "
+                         "show the paired comparison in the terminal report")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = config.getoption("assay", None)
+    if state is None:
+        given = [name for name in DEPENDENT if config.getoption(name, None) is not None]
+        if given:
+            raise pytest.UsageError(f"--{given[0].replace('_', '-')} needs --assay STATE_DIR "
+                                    "(the app's .assay directory)")
+        return
+    if hasattr(config, "workerinput"):
+        raise pytest.UsageError("--assay runs on the pytest-xdist controller only; run it with -n 0")
+    from .session import AssaySession
+    config.pluginmanager.register(AssaySession(config, state), "assay-session")

@@ -1,0 +1,87 @@
+"""The test items: one per case, its outcome read from the finished run dir.
+
+pass -> passed; fail -> failed with the failed layers' expected vs actual (the JUnit
+message, gate_outputs), or xfailed when the case is `gating: false` (it cannot close the
+gate); unscored or skipped -> skipped with the reason, or failed when the case is gating
+and the gate counts it as not-a-pass (it closes the gate); infra_error/infra_incomplete ->
+skipped with the reason (the gate decides on their rate); not in the run (the run stopped
+early) -> skipped, saying so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+
+class CaseFailed(Exception):
+    """A case whose verdict closes the gate; its text is the whole failure report."""
+
+
+class AssaySuite(pytest.Collector):
+    """The state dir's cases (collected as a node under the session)."""
+
+    plugin: Any = None
+
+    def collect(self):
+        try:
+            cases = self.plugin.collected_cases()
+        except Exception as exc:  # noqa: BLE001  (a refusal names the command and its fix)
+            raise self.CollectError(str(exc)) from None
+        for case in cases:
+            item = AssayCase.from_parent(self, name=case["id"])
+            item.case = case
+            item.plugin = self.plugin
+            words = [case.get("title"), case.get("unit"), (case.get("expect") or {}).get("route"),
+                     case.get("category"), "canary" if "canary" in (case.get("split") or []) else None]
+            item.extra_keyword_matches.update(w for w in words if isinstance(w, str) and w)
+            yield item
+
+
+class AssayCase(pytest.Item):
+    case: dict = {}
+    plugin: Any = None
+
+    def reportinfo(self):
+        title = self.case.get("title")
+        return self.path, None, f"{self.name}: {title}" if title else self.name
+
+    def runtest(self) -> None:
+        outcome(self.plugin.run_dir, self.plugin.rows.get(self.name), self.plugin.not_run_reason)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+def _messages(run_dir: Path, row: dict) -> tuple[str, str]:
+    """(one-line message, full body) as the gate's JUnit output words them."""
+    from ..report.gate_outputs import _case_message, _failure_text
+    view = SimpleNamespace(run_dir=run_dir)
+    msg = _case_message(view, row)
+    return msg, _failure_text(view, row, msg)
+
+
+def outcome(run_dir: Path | None, row: dict | None, not_run: str | None) -> None:
+    """Raise the pytest outcome of one case's results row (return = passed)."""
+    if row is None or run_dir is None:
+        pytest.skip(f"not run: {not_run or 'the run has no verdict for this case'}")
+    verdict = row.get("verdict")
+    if verdict == "pass":
+        return
+    msg, body = _messages(run_dir, row)
+    if verdict == "fail":
+        if row.get("gating") is False:
+            pytest.xfail(msg)
+        raise CaseFailed(body)
+    from ..report.gate import skipped_closes, unscored_closes
+    from ..report.rundir import case_verdict
+    doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
+    closes = unscored_closes(row, doc) or skipped_closes(run_dir, row)[0] is not None
+    if closes:
+        raise CaseFailed(f"{msg}\nthis gating case is {verdict}, not a pass: it closes the gate")
+    pytest.skip(msg)

@@ -1,0 +1,250 @@
+"""`pytest --assay STATE_DIR` once activated: plan at collection, one run before the items, the gate last.
+
+Collection converts the suite and builds the plan (`assay.api.plan`, into
+<state>/work/pytest/) and yields one item per planned case. After pytest's own selection
+(-k, -m, --deselect, --lf) the run is planned again as `targeted --case ...` when only some
+items are left, then run once by the runner (`assay.api.run`: the run dir under
+<state>/reports/, the runner's own resume), gated (gate.py itself), and each item reads its
+verdict. A session killed mid-run leaves <state>/work/pytest/session.json naming its plan
+and run dir: the next session with the same plan resumes that run (run_cases.py --resume).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import api
+from ..core import jsonio
+from ..core.commands import call
+from .items import AssayCase, AssaySuite
+
+RUNNER_STOPPED = (4, 5, 6, 7)  # the runner stopped or finished badly but left a run dir the gate reads
+SESSION_FILE = "session.json"
+
+
+def _without_run_id(plan: dict) -> str:
+    return jsonio.dumps({k: v for k, v in plan.items() if k != "run_id"})
+
+
+class AssaySession:
+    def __init__(self, config: pytest.Config, state: str) -> None:
+        from ..plan.modes import DEFAULT_MODE
+        self.config = config
+        self.state = Path(state).resolve()
+        if not (self.state / "adapter.yaml").is_file():
+            hint = f"; did you mean --assay {self.state / '.assay'}?" if (self.state / ".assay" / "adapter.yaml").is_file() else ""
+            raise pytest.UsageError(f"--assay {state}: not an assay state dir (no adapter.yaml){hint}")
+        self.mode = config.getoption("assay_mode") or DEFAULT_MODE
+        self.tag = config.getoption("assay_tag")
+        self.k = config.getoption("assay_k")
+        self.baseline = config.getoption("assay_baseline")
+        self.work = self.state / "work" / "pytest"
+        self.xdist_note = self._no_xdist(config)
+        self._collected: dict | None = None
+        self.run_dir: Path | None = None
+        self.rows: dict[str, dict] = {}
+        self.not_run_reason: str | None = None
+        self.notes: list[str] = []
+        self.gate_lines: list[str] = []
+        self.gate_closed = False
+
+    @staticmethod
+    def _no_xdist(config: pytest.Config) -> str | None:
+        """The run is one runner process (its own concurrency): the items stay on this process."""
+        workers = getattr(config.option, "numprocesses", None)
+        if not workers and getattr(config.option, "dist", "no") == "no":
+            return None
+        config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+        return (f"-n {workers}: the assay run is one runner process (its concurrency is the adapter's "
+                "invocation.max_concurrency); the items run here, not on xdist workers")
+
+    # ---------------------------------------------------------------- collection
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        lines = [f"assay: {self.state} (mode {self.mode}" + (f", tag {self.tag}" if self.tag else "")
+                 + (f", k={self.k}" if self.k else "") + ")"]
+        return lines + ([f"assay: {self.xdist_note}"] if self.xdist_note else [])
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector):
+        rep = yield
+        if isinstance(collector, pytest.Session) and rep.passed:
+            root = self.state
+            try:
+                nodeid = str(root.relative_to(collector.config.rootpath))
+            except ValueError:
+                nodeid = str(root)
+            suite = AssaySuite.from_parent(collector, name=nodeid, path=root, nodeid=nodeid)
+            suite.plugin = self
+            rep.result.append(suite)
+        return rep
+
+    def _plan(self, *, mode: str, output: Path, cases: list[str] | None = None, **kw: Any) -> dict:
+        summary = api.plan(self.state, mode=mode, tag=self.tag, cases=cases, output=output,
+                           work_dir=self.work, **kw)
+        return jsonio.read_json(summary["plan"])
+
+    def collected_cases(self) -> list[dict]:
+        if self._collected is None:
+            try:
+                self._collected = self._plan(mode=self.mode, k=self.k, output=self.work / "collected-plan.json")
+            except api.CommandError as exc:
+                raise RuntimeError(f"assay: {exc}") from None
+        return self._collected["cases"]
+
+    # ---------------------------------------------------------------- the run
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        if session.config.option.collectonly or (session.testsfailed and not
+                                                 session.config.option.continue_on_collection_errors):
+            return None
+        mine = [item for item in session.items if isinstance(item, AssayCase)]
+        if mine:
+            self._execute([item.name for item in mine])
+        elif self._collected is not None:
+            self.notes.append("every case was deselected: nothing run, no gate")
+        return None
+
+    def _selected_plan(self, ids: list[str], fresh: bool = False) -> tuple[Path, dict]:
+        """The collected plan when every case is selected, else a targeted plan of exactly those ids
+        (`fresh`: planned again, for a new run id)."""
+        assert self._collected is not None
+        if sorted(ids) == sorted(c["id"] for c in self._collected["cases"]):
+            if fresh:
+                self._collected = None
+                self.collected_cases()
+            return self.work / "collected-plan.json", self._collected  # type: ignore[return-value]
+        from ..plan.modes import TARGETED_SPLITS, resolve_mode
+        mode = resolve_mode(self.mode)
+        extra = ["--split", mode.split] if mode.split in TARGETED_SPLITS else []
+        judge = mode.judge and (self.state / "judge" / "judge.yaml").is_file()
+        path = self.work / "selected-plan.json"
+        plan = self._plan(mode="targeted", cases=ids, k=self.k or (None if mode.k_fixed else mode.k),
+                          judge=judge, output=path, extra_args=extra)
+        if not fresh:
+            self.notes.append(f"{len(ids)} of {len(self._collected['cases'])} case(s) selected: a targeted run "
+                              "of exactly those (make_plan.py --mode targeted --case ...)")
+        return path, plan
+
+    def _resumable(self, plan: dict) -> tuple[Path, Path] | None:
+        """(plan file, run dir) of this state dir's interrupted pytest run when it ran this same plan."""
+        from ..report.wait import lock_path, runner_state
+        pointer = jsonio.read_json(self.work / SESSION_FILE) if (self.work / SESSION_FILE).is_file() else None
+        if not isinstance(pointer, dict):
+            return None
+        plan_file, out = Path(str(pointer.get("plan"))), Path(str(pointer.get("out")))
+        if not plan_file.is_file() or not out.is_dir():
+            return None
+        results = jsonio.read_json(out / "results.json") if (out / "results.json").is_file() else None
+        status = (results.get("summary") or {}).get("status") if isinstance(results, dict) else "running"
+        if status != "running" or runner_state(lock_path(out, out.name)) == "alive":
+            return None
+        try:
+            stored = jsonio.read_json(plan_file)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(stored, dict) or _without_run_id(stored) != _without_run_id(plan):
+            self.notes.append(f"interrupted run {out.name} left as it is: this session's plan differs "
+                              "(resume it by hand: wait_run.py prints the command)")
+            return None
+        return plan_file, out
+
+    def _baseline(self) -> Path | None:
+        if self.baseline is None:
+            return None
+        if self.baseline != "auto":
+            return Path(self.baseline) / "verdicts_for_stats.jsonl"
+        from ..core.errors import AssayError
+        from ..report.rundir import latest_run
+        try:
+            return latest_run(self.state / "reports", self.mode) / "verdicts_for_stats.jsonl"
+        except AssayError:
+            self.notes.append(f"--assay-baseline auto: no earlier {self.mode} run under "
+                              f"{self.state / 'reports'}: nothing to compare with")
+            return None
+
+    def _execute(self, ids: list[str]) -> None:
+        plan_path, plan = self._selected_plan(ids)
+        resume = self._resumable(plan)
+        baseline = None
+        if resume:
+            plan_path, out = resume
+            self.notes.append(f"resumed the interrupted run {out.name} (run_cases.py --resume: finished cases kept)")
+        else:
+            baseline = self._baseline()
+            out = self.state / "reports" / plan["run_id"]
+            for _ in range(3):  # run ids have one-second resolution: never reuse a run's directory
+                if not out.exists():
+                    break
+                time.sleep(1.05)
+                plan_path, plan = self._selected_plan(ids, fresh=True)
+                out = self.state / "reports" / plan["run_id"]
+            plan_path = self._keep_plan(plan_path, plan["run_id"])
+        jsonio.atomic_write_json(self.work / SESSION_FILE, {"plan": str(plan_path), "out": str(out)})
+        self.run_dir = out
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"assay: running {out.name} ({len(ids)} case(s), k={plan['k']}) -> {out}")
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        t0 = time.monotonic()
+        try:
+            with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+                api.run(plan_path, out, resume=bool(resume), progress="auto",
+                        baseline_verdicts=baseline if baseline and baseline.is_file() else None)
+        except api.CommandError as exc:
+            if exc.code not in RUNNER_STOPPED or not (out / "manifest.yaml").is_file():
+                raise pytest.UsageError(f"assay: {exc}") from None
+            self.not_run_reason = f"run_cases.py exit {exc.code}: {exc.doc.get('error')}"
+            self.notes.append(self.not_run_reason)
+        if tr is not None:
+            tr.write_line(f"assay: run finished in {time.monotonic() - t0:.1f}s")
+        self._gate(out)
+
+    def _keep_plan(self, plan_path: Path, run_id: str) -> Path:
+        """The run's own copy of its plan (<run_id>.plan.json: what a resume needs, byte for byte);
+        the previous session's copy goes once its run has finished."""
+        kept = self.work / f"{run_id}.plan.json"
+        kept.write_bytes(plan_path.read_bytes())
+        old = jsonio.read_json(self.work / SESSION_FILE) if (self.work / SESSION_FILE).is_file() else None
+        if isinstance(old, dict) and isinstance(old.get("plan"), str) and old["plan"] != str(kept):
+            results = Path(str(old.get("out"))) / "results.json"
+            doc = jsonio.read_json(results) if results.is_file() else None
+            if isinstance(doc, dict) and (doc.get("summary") or {}).get("status") != "running":
+                Path(old["plan"]).unlink(missing_ok=True)
+        return kept
+
+    def _gate(self, out: Path) -> None:
+        from ..report.rundir import read_jsonl_file
+        gate = call("gate", [out], needs=("yaml",))
+        self.gate_closed = gate.code != 0
+        self.gate_lines = gate.stdout.rstrip("\n").splitlines() if gate.stdout.strip() else \
+            [f"gate.py exit {gate.code}: {(gate.doc or {}).get('error')}"]
+        self.rows = {str(r.get("case_id")): r for r in read_jsonl_file(out / "verdicts.jsonl")}
+        comparison = out / "comparison.json"
+        if comparison.is_file():
+            from ..stats.paired import text_summary
+            self.notes += ["baseline comparison (stats.py):"] + ["  " + line for line in
+                                                                 text_summary(jsonio.read_json(comparison))]
+
+    # ---------------------------------------------------------------- the outcome
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.gate_closed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not (self.gate_lines or self.notes):
+            return
+        terminalreporter.section("assay gate: " + ("CLOSED" if self.gate_closed else "open"),
+                                 red=self.gate_closed, green=not self.gate_closed and bool(self.gate_lines))
+        for line in self.notes:
+            terminalreporter.write_line(f"assay: {line}")
+        for line in self.gate_lines:
+            terminalreporter.write_line(line)
+        if self.run_dir is not None:
+            terminalreporter.write_line(f"run dir: {self.run_dir}")
+
