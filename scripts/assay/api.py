@@ -10,6 +10,7 @@ Examples: references/python-api.md (a test runs every one of them).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -43,7 +44,9 @@ def plan(state_dir: str | Path, *, mode: str = "regression", tag: str | None = N
     `<state>/work/converted.json` (and `work/split/`; `work_dir` moves both), the plan written
     to `output` (default `plan.json` there). `mode`, `tag`, `cases` (`--case`, targeted), `k`,
     `run_id` and `judge` are make_plan.py's flags; `extra_args` passes any other of its
-    flags as written on the command line. Returns make_plan.py's summary: `plan` (the file),
+    flags as written on the command line. Run ids have one-second resolution: when the run
+    dir the plan names exists already (a plan made within the same second as the last run),
+    it plans again in the next second, as `make demo` does. Returns make_plan.py's summary: `plan` (the file),
     `run_id`, `mode`, `k`, `gate`, `cases`, `counts`, `out` (the run dir to give `run()`),
     `notes`, `validation` and `run` (the runner command line).
     """
@@ -64,7 +67,12 @@ def plan(state_dir: str | Path, *, mode: str = "regression", tag: str | None = N
     if judge:
         argv += ["--judge"]
     argv += list(extra_args)
-    return _done("make_plan", call("make_plan", argv, needs=("jsonschema",)))
+    for _ in range(3):
+        summary = _done("make_plan", call("make_plan", argv, needs=("jsonschema",)))
+        if run_id is not None or not Path(summary["out"]).exists():
+            break
+        time.sleep(1.05)  # never hand out a finished run's directory
+    return summary
 
 
 def run(plan_path: str | Path, out: str | Path | None = None, *, resume: bool = False,
@@ -123,8 +131,8 @@ def compare(baseline: str | Path, candidate: str | Path, *, alpha: float = 0.05,
     """Is the candidate run better than the baseline, or is the difference noise? `stats.py`.
 
     `baseline` and `candidate` are run dirs (their `verdicts_for_stats.jsonl` is read) or the
-    files themselves. Returns stats.py's comparison: the cases paired by id, `p_better`
-    (P(candidate better)), `keep`, the sign test and McNemar, the minimum detectable effect
+    files themselves. Returns stats.py's comparison: `n` cases paired by id,
+    `p_candidate_better`, `keep`, the sign test and McNemar, the minimum detectable effect
     and `verdict_words` (improved | worsened | within noise).
     """
     argv: list[Any] = [_verdicts(baseline), _verdicts(candidate), "--alpha", alpha,

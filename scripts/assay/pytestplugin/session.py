@@ -43,6 +43,10 @@ class AssaySession:
         self.tag = config.getoption("assay_tag")
         self.k = config.getoption("assay_k")
         self.baseline = config.getoption("assay_baseline")
+        if self.mode == "targeted" and not self.tag:
+            raise pytest.UsageError("--assay-mode targeted needs --assay-tag T (a unit or an expect.route)")
+        if self.tag and self.mode != "targeted":
+            raise pytest.UsageError(f"--assay-tag only applies with --assay-mode targeted (got {self.mode})")
         self.work = self.state / "work" / "pytest"
         self.xdist_note = self._no_xdist(config)
         self._collected: dict | None = None
@@ -177,10 +181,7 @@ class AssaySession:
         else:
             baseline = self._baseline()
             out = self.state / "reports" / plan["run_id"]
-            for _ in range(3):  # run ids have one-second resolution: never reuse a run's directory
-                if not out.exists():
-                    break
-                time.sleep(1.05)
+            if out.exists():  # the collected plan's run id was taken meanwhile (one-second resolution)
                 plan_path, plan = self._selected_plan(ids, fresh=True)
                 out = self.state / "reports" / plan["run_id"]
             plan_path = self._keep_plan(plan_path, plan["run_id"])

@@ -1,0 +1,153 @@
+"""`pytest --assay STATE_DIR` as a user runs it: pytest as a subprocess on a copy of the example
+app's state dir, the app on a free port. One item per case; the planted regressions (--break)
+fail with the failed layers' expected vs actual; the exit code follows the gate; --lf reruns
+only the failures (a targeted run); -k narrows the run itself; -n is run on the controller; a
+killed session resumes its run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpdesk_util import HoldingProxy, copy_state, helpdesk
+
+pytestmark = pytest.mark.slow
+
+
+def pytest_run(cwd: Path, env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "--assay", ".assay", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", timeout=timeout)
+
+
+def outcomes(stdout: str) -> dict[str, str]:
+    """nodeid -> PASSED/FAILED/SKIPPED/XFAIL from `-rA` short summary lines."""
+    found = {}
+    for line in stdout.splitlines():
+        m = re.match(r"^(PASSED|FAILED|SKIPPED|XFAIL|ERROR) (?:\[\d+\] )?\.assay::(c-[0-9a-f]+)", line)
+        if m:
+            found[m.group(2)] = m.group(1)
+    return found
+
+
+def rows(run_dir: Path) -> dict[str, dict]:
+    lines = (run_dir / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["case_id"]: r for r in map(json.loads, lines)}
+
+
+def run_dirs(state: Path) -> list[Path]:
+    return sorted(p for p in (state / "reports").iterdir() if p.is_dir())
+
+
+def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=True) as env:
+        first = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "-n", "2")
+    out = first.stdout
+    assert first.returncode == 1, out + first.stderr
+    (run_dir,) = run_dirs(state)
+    verdicts = rows(run_dir)
+    seen = outcomes(out)
+    # one item per planned case, each with the runner's own verdict
+    assert set(seen) == set(verdicts) and len(seen) == 18
+    failing = {cid for cid, r in verdicts.items() if r["verdict"] == "fail" and r["gating"]}
+    assert failing and {cid for cid, o in seen.items() if o == "FAILED"} == failing
+    assert {cid for cid, o in seen.items() if o == "PASSED"} == {c for c, r in verdicts.items() if r["verdict"] == "pass"}
+    # readable: the failed layers with expected vs observed, the user's input, no traceback
+    assert 'routing: expected "billing", observed "tech_support" (from response)' in out
+    assert "input: I was charged but I can't log in" in out
+    assert "execution: expected {\"scalar\": 245.75}, actual {\"scalar\": 200.5" in out
+    assert "Traceback" not in out and "site-packages" not in out
+    # the gate's one-screen summary is the session's verdict; -n ran on this process, said so
+    assert "assay gate: CLOSED" in out and f"{run_dir.name}: FAIL" in out and "gate closed: 9 gating failure(s)" in out
+    assert "the items run here, not on xdist workers" in out
+
+    with helpdesk(state, broken=False, app_dir="app2") as env:
+        rerun = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--lf")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert set(outcomes(rerun.stdout)) == failing
+    assert all(o == "PASSED" for o in outcomes(rerun.stdout).values())
+    second = [d for d in run_dirs(state) if d != run_dir]
+    assert len(second) == 1 and second[0].name.startswith("targeted-")
+    assert set(rows(second[0])) == failing  # the runner ran exactly the failures, nothing else
+    assert "assay gate: open" in rerun.stdout
+
+
+def add_title(state: Path, case_id: str, title: str) -> None:
+    case = state / "datasets" / f"{case_id}.yaml"
+    case.write_text(case.read_text(encoding="utf-8").replace(f"id: {case_id}\n", f"id: {case_id}\ntitle: {title}\n"),
+                    encoding="utf-8")
+
+
+def test_k_narrows_the_run_and_x_stops_at_the_first_failure(tmp_path):
+    state = copy_state(tmp_path)
+    add_title(state, "c-0f1bfb2c", "charged but locked out")
+    with helpdesk(state, broken=True) as env:
+        # -k matches a case's title (and unit, route, category) as well as its id
+        done = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "-k", "locked or c-34a94041", "-x")
+    assert done.returncode == 1, done.stdout
+    # the run is exactly the -k selection (a targeted run of those ids) ...
+    (run_dir,) = run_dirs(state)
+    assert run_dir.name.startswith("targeted-") and set(rows(run_dir)) == {"c-0f1bfb2c", "c-34a94041"}
+    # ... and -x stops the reporting at the first failing item (the run itself is one process)
+    assert outcomes(done.stdout) == {"c-0f1bfb2c": "FAILED"}
+    assert "stopping after 1 failures" in done.stdout
+    assert "_ c-0f1bfb2c: charged but locked out _" in done.stdout  # the id with its title
+    assert "2 of 18 case(s) selected: a targeted run of exactly those" in done.stdout
+
+
+def test_a_killed_session_resumes_its_run(tmp_path):
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=False) as env:
+        proxy = HoldingProxy(env["HELPDESK_BASE_URL"], pass_chats=6)
+        try:
+            held_env = dict(env, HELPDESK_BASE_URL=proxy.url)
+            proc = subprocess.Popen([sys.executable, "-m", "pytest", "--assay", ".assay", "--assay-mode", "smoke"],
+                                    cwd=tmp_path, env=held_env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (proxy.held and list(state.glob("reports/*/cases/*/verdict.json"))):
+                time.sleep(0.05)
+            time.sleep(0.3)  # let the answered cases land
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            proxy.close()
+        (run_dir,) = run_dirs(state)
+        kept = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("cases/*/verdict.json")}
+        assert kept and len(kept) < 18
+        assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "running"
+        resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"resumed the interrupted run {run_dir.name}" in resumed.stdout
+    assert run_dirs(state) == [run_dir]  # the same run dir, finished
+    assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "ok"
+    after = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("cases/*/verdict.json")}
+    assert len(after) == 18 and all(after[cid] == mtime for cid, mtime in kept.items())  # finished cases kept
+    assert len(outcomes(resumed.stdout)) == 18
+
+
+def test_inactive_without_assay_and_clear_refusals(tmp_path):
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    plain = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and "1 passed" in plain.stdout and "assay" not in plain.stdout
+    orphan = subprocess.run([sys.executable, "-m", "pytest", "--assay-mode", "smoke"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert orphan.returncode == 4 and "--assay-mode needs --assay STATE_DIR" in orphan.stderr
+    state = copy_state(tmp_path)
+    no_tag = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(state), "--assay-mode", "targeted"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert no_tag.returncode == 4 and "--assay-mode targeted needs --assay-tag" in no_tag.stderr
+    nowhere = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(tmp_path)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert nowhere.returncode == 4 and "did you mean --assay" in nowhere.stderr
