@@ -138,13 +138,23 @@ def test_targeted_split_smoke(suite):
     assert "full or smoke" in refused(*suite, "--mode", "targeted", "--tag", "shifts", "--split", "holdout")
 
 
-@pytest.mark.parametrize("flag", [("--tag", "x"), ("--split", "smoke"), ("--failing-in", ".")])
+@pytest.mark.parametrize("flag", [("--tag", "x"), ("--split", "smoke"), ("--failing-in", "."), ("--case", "c-1")])
 def test_targeted_only_flags_refused_elsewhere(suite, flag):
     assert "only valid with --mode targeted" in refused(*suite, "--mode", "regression", *flag)
 
 
 def test_targeted_needs_a_tag(suite):
     assert "needs --tag" in refused(*suite, "--mode", "targeted")
+
+
+def test_targeted_case_keeps_exactly_those_ids(suite):
+    plan, _ = plan_of(*suite, "--mode", "targeted", "--case", "c-00000005", "--case", "c-00000001")
+    assert ids(plan) == ["c-00000001", "c-00000005"]  # in suite order, each once
+    plan, _ = plan_of(*suite, "--mode", "targeted", "--tag", "shifts", "--split", "smoke", "--case", "c-00000009")
+    assert ids(plan) == ["c-00000009"]
+    # an id the split/tag does not hold is named, never silently dropped
+    error = refused(*suite, "--mode", "targeted", "--tag", "shifts", "--case", "c-00000001", "--case", "c-nope")
+    assert "--case c-00000001, c-nope: not among the cases" in error and "--tag 'shifts'" in error
 
 
 def make_run(dirpath, *, dataset_version=3, harness=HARNESS_VERSION, verdicts=()):
