@@ -71,7 +71,7 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     assert "the items run here, not on xdist workers" in out
 
     with helpdesk(state, broken=False, app_dir="app2") as env:
-        rerun = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--lf")
+        rerun = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--lf", "--assay-baseline", "auto")
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert set(outcomes(rerun.stdout)) == failing
     assert all(o == "PASSED" for o in outcomes(rerun.stdout).values())
@@ -79,6 +79,9 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     assert len(second) == 1 and second[0].name.startswith("targeted-")
     assert set(rows(second[0])) == failing  # the runner ran exactly the failures, nothing else
     assert "assay gate: open" in rerun.stdout
+    # --assay-baseline auto: the newest earlier smoke run, paired on the cases both ran
+    assert f"compared with the baseline {run_dir.name} (stats.py):" in rerun.stdout
+    assert "IMPROVED: pass rate 0.0% -> 100.0%" in rerun.stdout and "n=9 paired cases" in rerun.stdout
 
 
 def add_title(state: Path, case_id: str, title: str) -> None:

@@ -27,6 +27,14 @@ RUNNER_STOPPED = (4, 5, 6, 7)  # the runner stopped or finished badly but left a
 SESSION_FILE = "session.json"
 
 
+def _read(path: Path) -> Any:
+    """A JSON file's document, or None when it is absent or unreadable (a hand-edited leftover)."""
+    try:
+        return jsonio.read_json(path)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def _without_run_id(plan: dict) -> str:
     return jsonio.dumps({k: v for k, v in plan.items() if k != "run_id"})
 
@@ -56,6 +64,8 @@ class AssaySession:
         self.notes: list[str] = []
         self.gate_lines: list[str] = []
         self.gate_closed = False
+        self.baseline_dir: Path | None = None
+        self.comparison_lines: list[str] = []
 
     @staticmethod
     def _no_xdist(config: pytest.Config) -> str | None:
@@ -82,6 +92,7 @@ class AssaySession:
                 nodeid = str(root.relative_to(collector.config.rootpath))
             except ValueError:
                 nodeid = str(root)
+            nodeid = root.name if nodeid == "." else nodeid
             suite = AssaySuite.from_parent(collector, name=nodeid, path=root, nodeid=nodeid)
             suite.plugin = self
             rep.result.append(suite)
@@ -137,20 +148,17 @@ class AssaySession:
     def _resumable(self, plan: dict) -> tuple[Path, Path] | None:
         """(plan file, run dir) of this state dir's interrupted pytest run when it ran this same plan."""
         from ..report.wait import lock_path, runner_state
-        pointer = jsonio.read_json(self.work / SESSION_FILE) if (self.work / SESSION_FILE).is_file() else None
+        pointer = _read(self.work / SESSION_FILE)
         if not isinstance(pointer, dict):
             return None
         plan_file, out = Path(str(pointer.get("plan"))), Path(str(pointer.get("out")))
         if not plan_file.is_file() or not out.is_dir():
             return None
-        results = jsonio.read_json(out / "results.json") if (out / "results.json").is_file() else None
+        results = _read(out / "results.json")
         status = (results.get("summary") or {}).get("status") if isinstance(results, dict) else "running"
         if status != "running" or runner_state(lock_path(out, out.name)) == "alive":
             return None
-        try:
-            stored = jsonio.read_json(plan_file)
-        except (OSError, ValueError):
-            return None
+        stored = _read(plan_file)
         if not isinstance(stored, dict) or _without_run_id(stored) != _without_run_id(plan):
             self.notes.append(f"interrupted run {out.name} left as it is: this session's plan differs "
                               "(resume it by hand: wait_run.py prints the command)")
@@ -161,15 +169,20 @@ class AssaySession:
         if self.baseline is None:
             return None
         if self.baseline != "auto":
-            return Path(self.baseline) / "verdicts_for_stats.jsonl"
+            self.baseline_dir = Path(self.baseline).resolve()
+            return self.baseline_dir / "verdicts_for_stats.jsonl"
         from ..core.errors import AssayError
         from ..report.rundir import latest_run
         try:
-            return latest_run(self.state / "reports", self.mode) / "verdicts_for_stats.jsonl"
+            found = latest_run(self.state / "reports", self.mode)
         except AssayError:
-            self.notes.append(f"--assay-baseline auto: no earlier {self.mode} run under "
-                              f"{self.state / 'reports'}: nothing to compare with")
-            return None
+            found = None
+        if found is not None and (found / "verdicts_for_stats.jsonl").is_file():
+            self.baseline_dir = found
+            return found / "verdicts_for_stats.jsonl"
+        self.notes.append(f"--assay-baseline auto: no earlier {self.mode} run with verdicts under "
+                          f"{self.state / 'reports'}: nothing to compare with")
+        return None
 
     def _execute(self, ids: list[str]) -> None:
         plan_path, plan = self._selected_plan(ids)
@@ -195,7 +208,7 @@ class AssaySession:
         try:
             with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
                 api.run(plan_path, out, resume=bool(resume), progress="auto",
-                        baseline_verdicts=baseline if baseline and baseline.is_file() else None)
+                        baseline_verdicts=baseline)
         except api.CommandError as exc:
             if exc.code not in RUNNER_STOPPED or not (out / "manifest.yaml").is_file():
                 raise pytest.UsageError(f"assay: {exc}") from None
@@ -210,10 +223,9 @@ class AssaySession:
         the previous session's copy goes once its run has finished."""
         kept = self.work / f"{run_id}.plan.json"
         kept.write_bytes(plan_path.read_bytes())
-        old = jsonio.read_json(self.work / SESSION_FILE) if (self.work / SESSION_FILE).is_file() else None
+        old = _read(self.work / SESSION_FILE)
         if isinstance(old, dict) and isinstance(old.get("plan"), str) and old["plan"] != str(kept):
-            results = Path(str(old.get("out"))) / "results.json"
-            doc = jsonio.read_json(results) if results.is_file() else None
+            doc = _read(Path(str(old.get("out"))) / "results.json")
             if isinstance(doc, dict) and (doc.get("summary") or {}).get("status") != "running":
                 Path(old["plan"]).unlink(missing_ok=True)
         return kept
@@ -224,12 +236,16 @@ class AssaySession:
         self.gate_closed = gate.code != 0
         self.gate_lines = gate.stdout.rstrip("\n").splitlines() if gate.stdout.strip() else \
             [f"gate.py exit {gate.code}: {(gate.doc or {}).get('error')}"]
-        self.rows = {str(r.get("case_id")): r for r in read_jsonl_file(out / "verdicts.jsonl")}
+        from ..core.errors import AssayError
+        try:
+            self.rows = {str(r.get("case_id")): r for r in read_jsonl_file(out / "verdicts.jsonl")}
+        except AssayError as exc:
+            raise pytest.UsageError(f"assay: {exc.message}") from None
         comparison = out / "comparison.json"
-        if comparison.is_file():
+        if comparison.is_file() and self.baseline_dir is not None:
             from ..stats.paired import text_summary
-            self.notes += ["baseline comparison (stats.py):"] + ["  " + line for line in
-                                                                 text_summary(jsonio.read_json(comparison))]
+            self.comparison_lines = [f"compared with the baseline {self.baseline_dir.name} (stats.py):"] + \
+                text_summary(jsonio.read_json(comparison))
 
     # ---------------------------------------------------------------- the outcome
     @pytest.hookimpl(tryfirst=True)
@@ -238,13 +254,13 @@ class AssaySession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not (self.gate_lines or self.notes):
+        if not (self.gate_lines or self.notes or self.comparison_lines):
             return
         terminalreporter.section("assay gate: " + ("CLOSED" if self.gate_closed else "open"),
                                  red=self.gate_closed, green=not self.gate_closed and bool(self.gate_lines))
         for line in self.notes:
             terminalreporter.write_line(f"assay: {line}")
-        for line in self.gate_lines:
+        for line in self.comparison_lines + self.gate_lines:
             terminalreporter.write_line(line)
         if self.run_dir is not None:
             terminalreporter.write_line(f"run dir: {self.run_dir}")
