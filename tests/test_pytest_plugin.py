@@ -151,6 +151,13 @@ def test_inactive_without_assay_and_clear_refusals(tmp_path):
     no_tag = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(state), "--assay-mode", "targeted"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert no_tag.returncode == 4 and "--assay-mode targeted needs --assay-tag" in no_tag.stderr
+    # the runner's pre-flight refusal (no app configured: its variables unset) stops the session, said plainly
+    unset = {k: v for k, v in env.items() if not k.startswith("HELPDESK_")}
+    no_app = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(state), "--assay-mode", "smoke"],
+                            cwd=tmp_path, env=unset, capture_output=True, text=True, timeout=60)
+    assert no_app.returncode == 4, no_app.stdout + no_app.stderr
+    assert "run_cases.py exit 3: pre-flight: environment variable(s) not set or empty: HELPDESK_BASE_URL" in no_app.stderr
+    assert "Traceback" not in no_app.stdout + no_app.stderr
     nowhere = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(tmp_path)], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60)
     assert nowhere.returncode == 4 and "did you mean --assay" in nowhere.stderr
