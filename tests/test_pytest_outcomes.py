@@ -34,6 +34,13 @@ def test_pass_and_gating_fail(tmp_path):
     assert 'routing: expected "billing", observed "triage"' in text and "input: refund please" in text
 
 
+def test_a_flaky_case_names_its_repeats(tmp_path):
+    row = case(tmp_path, "c-8", "fail", k=3, layers={"answer": {"verdict": "fail"}},
+               repeats=[{"n": 1, "verdict": "pass"}, {"n": 2, "verdict": "fail"}, {"n": 3, "verdict": "pass"}])
+    with pytest.raises(CaseFailed, match=r"repeats: 2 of 3 passed \(#1: pass, #2: fail, #3: pass\)"):
+        outcome(tmp_path, row, None)
+
+
 def test_non_gating_fail_is_xfailed(tmp_path):
     row = case(tmp_path, "c-3", "fail", gating=False, layers={"routing": {"verdict": "fail", "expected": "a",
                                                                           "observed": "b"}})
