@@ -51,3 +51,14 @@ def test_every_example_runs_as_written(tmp_path, monkeypatch, capsys):
     outs = {namespace["done"]["out"], namespace["again"]["out"]}
     assert len(outs) == 2 and all(json.loads((state / "reports" / p.rsplit("/", 1)[1] / "results.json").read_text())
                                   ["summary"]["status"] == "ok" for p in outs)
+
+
+def test_refusals_are_command_errors_with_the_scripts_document(tmp_path):
+    from assay import api
+    with pytest.raises(api.CommandError) as missing:
+        api.run(tmp_path / "nope.json")
+    assert missing.value.code == 2 and "cannot read the run dir from the plan" in missing.value.doc["error"]
+    with pytest.raises(api.CommandError) as not_a_run:
+        api.gate(tmp_path)
+    by_script = run_script("gate", tmp_path, "--json")
+    assert not_a_run.value.code == by_script.rc == 2 and not_a_run.value.doc == by_script.json

@@ -90,8 +90,13 @@ def run(plan_path: str | Path, out: str | Path | None = None, *, resume: bool = 
     """
     if out is None:
         from .core.jsonio import read_json
-        doc = read_json(plan_path)
-        out = Path(doc["paths"]["state_dir"]) / "reports" / doc["run_id"]
+        try:
+            doc = read_json(plan_path)
+            out = Path(doc["paths"]["state_dir"]) / "reports" / doc["run_id"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CommandError("run_cases", 2, {"error": f"cannot read the run dir from the plan {plan_path} "
+                                                f"({type(exc).__name__}: {exc}); pass a plan make_plan.py "
+                                                "wrote, or out="}) from None
     argv: list[Any] = ["--plan", plan_path, "--out", out, "--progress", progress]
     if resume:
         argv += ["--resume"]
