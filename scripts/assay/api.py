@@ -126,20 +126,14 @@ def gate(run_dir: str | Path, *, max_infra_rate: float = 0.05, require_canaries:
     return _done("gate", call("gate", argv, needs=("yaml",)), ok=(0, 1))
 
 
-def _verdicts(path: str | Path) -> Path:
-    p = Path(path)
-    return p / "verdicts_for_stats.jsonl" if p.is_dir() else p
+def compare(baseline: str | Path, candidate: str | Path) -> dict:
+    """What got better and what broke between two runs, case by case: `compare_runs.py BASE CAND`.
 
-
-def compare(baseline: str | Path, candidate: str | Path, *, alpha: float = 0.05,
-            bayes_threshold: float = 0.8) -> dict:
-    """Is the candidate run better than the baseline, or is the difference noise? `stats.py`.
-
-    `baseline` and `candidate` are run dirs (their `verdicts_for_stats.jsonl` is read) or the
-    files themselves. Returns stats.py's comparison: `n` cases paired by id,
-    `p_candidate_better`, `keep`, the sign test and McNemar, the minimum detectable effect
-    and `verdict_words` (improved | worsened | within noise).
+    `baseline` is a run dir, or "auto" (reports/baseline.json's pin, else the newest complete
+    run of the candidate's series whose gate was open); `candidate` a run dir. Returns
+    compare_runs.py's document (references/compare-runs.md): `headline`, `counts` per bucket
+    (newly_failing, newly_passing, judge_flip, expectation_changed, ...), `buckets` (case id ->
+    bucket), per-pair diffs, `judge_flips`, `stats` (the paired statistics) and `notes`.
+    Bad input, or "auto" finding no run, raises CommandError.
     """
-    argv: list[Any] = [_verdicts(baseline), _verdicts(candidate), "--alpha", alpha,
-                       "--bayes-threshold", bayes_threshold]
-    return _done("stats", call("stats", argv))
+    return _done("compare_runs", call("compare_runs", [baseline, candidate], needs=("yaml",)))
