@@ -241,6 +241,8 @@ class Run:
         # and drops a waiter on every in-flight future per completion, O(window) lock work per
         # case on the one thread that also does all the bookkeeping.
         finished: SimpleQueue = SimpleQueue()
+        from .layers import warm_scorers
+        warm_scorers()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="assay-case") as pool:
             def submit_next() -> bool:
                 i = next(queue, None)

@@ -282,3 +282,20 @@ def stopped_layers(first: str, first_detail: dict, reason: str) -> dict:
 
 def skipped_layers(reason: str) -> dict:
     return {name: {"verdict": NA, "reason": reason} for name in LAYER_ORDER}
+
+
+# The scorers are imported lazily (a run pays only for the layers it uses), but never for the
+# first time on a case worker: an import that fails half-way on one thread (EMFILE while reading a
+# module file) leaves the others a partially initialized module ("cannot import name ...", exit 1).
+# The engine imports them on its own thread before the first worker starts.
+_LAZY_SCORERS = ("base", "routing", "trajectory", "tool_args", "loops", "answer", "execution", "authz",
+                 "tool_names")
+
+
+def warm_scorers() -> None:
+    """Import every scorer module a case worker may reach, on the calling thread."""
+    import importlib
+    for name in _LAZY_SCORERS:
+        importlib.import_module(f"..score.{name}", __package__)
+    importlib.import_module(".trace_routing", __package__)
+
