@@ -1,0 +1,90 @@
+"""The JSON documents behind the pages, by API path; one function for the server and the bundle.
+
+/api/runs, /api/run/<id> (the gate's decision + counts), /api/run/<id>/cases?… (a page),
+/api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
+/api/history (run_history's series and flaky cases, unverified).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from .cases import page
+from .case import case_doc
+from .paths import NotFound, read_json, read_jsonl, run_dir
+from .runs import gate_of, list_runs, run_row
+
+
+def run_doc(reports: Path, run_id: str) -> dict:
+    d = run_dir(reports, run_id)
+    row = run_row(reports, run_id)
+    if row is None:
+        raise NotFound("no results.json")
+    results = read_json(d / "results.json", reports) or {}
+    return {"run": row, "gate": gate_of(d), "summary": results.get("summary"),
+            "gate_rule": results.get("gate")}
+
+
+def compare_doc(reports: Path, base: str, cand: str) -> dict:
+    from ..compare.document import compare_runs
+    try:
+        return compare_runs(run_dir(reports, base), run_dir(reports, cand))
+    except AssayError as exc:
+        return {"error": str(exc)}
+
+
+def sealed_ids(reports: Path) -> set[str]:
+    """Every holdout case id any run's verdicts.jsonl names (to be kept out of every document)."""
+    from .runs import run_names
+    ids: set[str] = set()
+    for name in run_names(reports):
+        ids |= {r["case_id"] for r in read_jsonl(reports / name / "verdicts.jsonl", reports)
+                if r.get("holdout") and isinstance(r.get("case_id"), str)}
+    return ids
+
+
+def seal(value: Any, sealed: set[str]) -> Any:
+    """`value` without any dict key, case row or string equal to a sealed id."""
+    if isinstance(value, dict):
+        if value.get("case_id") in sealed:
+            return None
+        return {k: seal(v, sealed) for k, v in value.items() if k not in sealed}
+    if isinstance(value, list):
+        out = [seal(v, sealed) for v in value]
+        return [v for v, orig in zip(out, value) if not (v is None and isinstance(orig, dict)) and not (isinstance(orig, str) and orig in sealed)]
+    return value
+
+
+def history_doc(reports: Path) -> dict:
+    """run_history's document (unverified), holdout ids removed: history.runs keys its per-case
+    sequences by every id of verdicts_for_stats.jsonl, holdout rows of a non-holdout run included."""
+    from ..history.runs import history
+    try:
+        doc = history(reports.parent, verify=False)
+    except AssayError as exc:
+        return {"error": str(exc)}
+    sealed = sealed_ids(reports)
+    return seal(doc, sealed) if sealed else doc
+
+
+def route(reports: Path, path: str, query: dict[str, Any]) -> Any:
+    """The document for an API path, or NotFound."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] != ["api"]:
+        raise NotFound(path)
+    parts = parts[1:]
+    if parts == ["runs"]:
+        return list_runs(reports)
+    if parts == ["history"]:
+        return history_doc(reports)
+    if len(parts) == 2 and parts[0] == "run":
+        return run_doc(reports, parts[1])
+    if len(parts) == 3 and parts[0] == "run" and parts[2] == "cases":
+        return page(reports, parts[1], query)
+    if len(parts) == 3 and parts[0] == "case":
+        return case_doc(reports, parts[1], parts[2])
+    if len(parts) == 3 and parts[0] == "compare":
+        return compare_doc(reports, parts[1], parts[2])
+    raise NotFound(path)

@@ -1,0 +1,80 @@
+"""`view.py --bundle OUT_DIR`: the same pages as static files that open from disk (file://).
+
+The page's data are data scripts (`data/<key>.js`, each calling `ASSAY_PUT(key, doc)`), because a
+browser will not fetch() a JSON file from file://. The run's case index is written whole and
+filtered in the browser (verdict, layer, unit, tag, conversation, case id); free text over the
+input and the answer needs the server. Each run is compared with the next older run in the bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ..core.errors import AssayError
+from .api import compare_doc, history_doc, run_doc
+from .case import case_doc
+from .cases import index
+from .paths import NotFound
+from .runs import list_runs
+from .server import STATIC
+
+
+def _key(path: str) -> str:
+    import re
+    return re.sub(r"[^A-Za-z0-9._-]", "__", path[len("/api/"):])
+
+
+def _put(data: Path, path: str, doc) -> None:
+    key = _key(path)
+    text = json.dumps(doc, default=str).replace("</", "<\\/")
+    (data / f"{key}.js").write_text(f"ASSAY_PUT({json.dumps(key)}, {text});\n", encoding="utf-8")
+
+
+def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None) -> dict:
+    out = Path(out)
+    if out.resolve() == reports.resolve() or reports.resolve() in out.resolve().parents:
+        raise AssayError(f"{out}: the bundle must not be written inside the state's reports/ (the viewer never "
+                         "writes there); pick another --bundle directory", 2)
+    out.mkdir(parents=True, exist_ok=True)
+    data = out / "data"
+    data.mkdir(exist_ok=True)
+    runs = list_runs(reports)
+    if run_ids:
+        missing = sorted(set(run_ids) - {r["run_id"] for r in runs["runs"]})
+        if missing:
+            raise AssayError(f"--run {missing[0]}: no such run under {reports}; pick one of the run dirs", 2)
+        runs = {"runs": [r for r in runs["runs"] if r["run_id"] in run_ids], "count": len(run_ids)}
+    _put(data, "/api/runs", runs)
+    _put(data, "/api/history", history_doc(reports))
+    cases = 0
+    ids = [r["run_id"] for r in runs["runs"]]
+    for rid in ids:
+        _put(data, f"/api/run/{rid}", run_doc(reports, rid))
+        idx = index(reports, rid)
+        counts: dict[str, int] = {}
+        for r in idx["rows"]:
+            counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
+        page = {"run_id": rid, "total": len(idx["rows"]), "matched": len(idx["rows"]), "page": 0,
+                "size": len(idx["rows"]), "cases": idx["rows"], "counts": counts, "holdout": idx["holdout"],
+                "facets": {"units": sorted({str(r["unit"]) for r in idx["rows"] if r.get("unit")}),
+                           "tags": sorted({t for r in idx["rows"] for t in r.get("tags", [])}),
+                           "layers": sorted({k for r in idx["rows"] for k in r["layers"]})}}
+        _put(data, f"/api/run/{rid}/cases", page)
+        for r in idx["rows"]:
+            try:
+                _put(data, f"/api/case/{rid}/{r['case_id']}", case_doc(reports, rid, r["case_id"]))
+                cases += 1
+            except NotFound:
+                continue
+    for newer, older in zip(ids, ids[1:]):
+        _put(data, f"/api/compare/{older}/{newer}", compare_doc(reports, older, newer))
+    for name in ("app.js", "app.css"):
+        shutil.copyfile(STATIC / name, out / name)
+    html = (STATIC / "index.html").read_text(encoding="utf-8")
+    html = html.replace('<script src="app.js"></script>',
+                        '<script src="bundle.js"></script>\n<script src="app.js"></script>')
+    (out / "bundle.js").write_text("window.ASSAY_BUNDLE = true;\n", encoding="utf-8")
+    (out / "index.html").write_text(html, encoding="utf-8")
+    return {"bundle": str(out), "index": str(out / "index.html"), "runs": len(ids), "cases": cases}

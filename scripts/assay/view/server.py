@@ -1,0 +1,115 @@
+"""The viewer's HTTP server: stdlib ThreadingHTTPServer, GET only, read-only, strict CSP.
+
+Serves its own assets (assay/view/static), the JSON API (api.route) and raw files under
+reports/ (/raw/<run>/<path>, never a symlink, never a holdout case's files).
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ..core.ids import is_safe_case_id
+from .api import route
+from .paths import NotFound, read_json, read_raw, run_dir
+
+STATIC = Path(__file__).parent / "static"
+ASSETS = {"/": "index.html", "/index.html": "index.html", "/app.js": "app.js", "/app.css": "app.css",
+          "/render.js": "render.js"}
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def raw_path(reports: Path, rel: str) -> Path:
+    parts = [p for p in unquote(rel).split("/") if p]
+    if len(parts) < 2 or any(p in (".", "..") for p in parts):
+        raise NotFound(rel)
+    d = run_dir(reports, parts[0])
+    if len(parts) >= 3 and parts[1] == "cases":
+        if not is_safe_case_id(parts[2]):
+            raise NotFound(rel)
+        v = read_json(d / "cases" / parts[2] / "verdict.json", reports)
+        if not isinstance(v, dict) or v.get("holdout"):
+            raise NotFound(rel)
+    elif parts[1] in ("verdicts.jsonl", "verdicts_for_stats.jsonl", "repeats.jsonl"):
+        raise NotFound(rel)  # these name holdout ids
+    return d.joinpath(*parts[1:])
+
+
+class Handler(BaseHTTPRequestHandler):
+    reports: Path
+    server_version = "assay-view"
+    sys_version = ""
+
+    def log_message(self, fmt, *args):  # quiet: the URL was printed once
+        pass
+
+    def _send(self, code: int, body: bytes, ctype: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        self.server.last_request = time.monotonic()
+        url = urlsplit(self.path)
+        try:
+            if url.path in ASSETS:
+                name = ASSETS[url.path]
+                ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
+                return self._send(200, (STATIC / name).read_bytes(), ctype + "; charset=utf-8")
+            if url.path.startswith("/api/"):
+                doc = route(self.reports, url.path, parse_qs(url.query))
+                return self._send(200, json.dumps(doc, default=str).encode(), "application/json")
+            if url.path.startswith("/raw/"):
+                p = raw_path(self.reports, url.path[len("/raw/"):])
+                return self._send(200, read_raw(p, self.reports), "text/plain; charset=utf-8")
+        except NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a page must get an answer, never a dropped connection
+            body = json.dumps({"error": f"the viewer could not read this ({type(exc).__name__})"}).encode()
+            return self._send(500, body, "application/json")
+        self._send(404, b'{"error": "not found"}', "application/json")
+
+    def do_POST(self):  # noqa: N802
+        self._send(405, b'{"error": "read-only"}', "application/json")
+
+    do_PUT = do_DELETE = do_PATCH = do_POST
+
+
+def make_server(reports: Path, bind: str, port: int) -> ThreadingHTTPServer:
+    handler = type("BoundHandler", (Handler,), {"reports": reports})
+    srv = ThreadingHTTPServer((bind, port), handler)
+    srv.daemon_threads = True
+    srv.last_request = None
+    return srv
+
+
+def serve(srv: ThreadingHTTPServer, *, seconds: float | None = None, until_request: bool = False) -> None:
+    """Serve until interrupted, or for `seconds`, or until the first request has been answered."""
+    if seconds is None and not until_request:
+        srv.serve_forever()
+        return
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    start = time.monotonic()
+    try:
+        while True:
+            time.sleep(0.05)
+            if seconds is not None and time.monotonic() - start >= seconds:
+                break
+            if until_request and srv.last_request is not None and time.monotonic() - srv.last_request > 0.5:
+                break
+    finally:
+        srv.shutdown()
+        srv.server_close()

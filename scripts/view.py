@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""view.py: a local, read-only web viewer over <state>/reports/ (runs, a run, a case, compare,
+history), or with --bundle the same pages as static files that open from disk.
+
+Binds 127.0.0.1 unless --allow-remote; never writes into the state dir. Exit 0, 2 on bad input.
+"""
+
+import sys
+from pathlib import Path
+
+from assay.core.cli import make_parser, run_command
+
+
+def build_parser():
+    p = make_parser(
+        "view.py",
+        "Browse the runs of a state dir in a local web viewer (read-only), or write it as a static "
+        "bundle with --bundle. Exit 0, 2 on bad input.",
+        "python3 scripts/view.py .assay --open",
+    )
+    p.add_argument("state_dir", help="the state dir (its reports/ holds the runs)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
+    p.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--allow-remote", action="store_true", help="allow a --bind other than loopback (prints a warning)")
+    p.add_argument("--open", action="store_true", help="open the URL in the default browser")
+    p.add_argument("--bundle", metavar="OUT_DIR", help="write the pages as static files here instead of serving")
+    p.add_argument("--run", action="append", metavar="RUN_ID", help="with --bundle: only these runs (repeatable)")
+    p.add_argument("--serve-seconds", type=float, help="stop after this many seconds (demos, tests)")
+    p.add_argument("--until-request", action="store_true", help="stop once a request was answered (demos, tests)")
+    return p
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def run(args):
+    import json
+
+    from assay.core.errors import AssayError
+
+    state = Path(args.state_dir)
+    reports = state / "reports"
+    if reports.is_symlink() or not reports.is_dir():
+        raise AssayError(f"{reports}: no reports/ directory (or it is a symlink); pass a state dir that holds runs", 2)
+    if args.bundle:
+        from assay.view.bundle import write_bundle
+        return 0, write_bundle(reports, Path(args.bundle), args.run)
+    if args.bind not in LOOPBACK and not args.allow_remote:
+        raise AssayError(f"--bind {args.bind}: the viewer binds loopback only; add --allow-remote to serve "
+                         "run data (answers, requests) to other machines", 2)
+    from assay.view.server import make_server, serve
+    try:
+        srv = make_server(reports, args.bind, args.port)
+    except OSError as exc:
+        raise AssayError(f"cannot listen on {args.bind}:{args.port}: {exc.strerror}; pick another --port", 2) from None
+    host, port = srv.server_address[:2]
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    if args.bind not in LOOPBACK:
+        print(f"WARNING: serving {reports} to the network on {url} (every answer and request is readable)",
+              file=sys.stderr)
+    print(json.dumps({"url": url, "state_dir": str(state)}), flush=True)
+    if args.open:
+        import webbrowser
+        webbrowser.open(url)
+    try:
+        serve(srv, seconds=args.serve_seconds, until_request=args.until_request)
+    except KeyboardInterrupt:
+        pass
+    return 0, None
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(build_parser, run, script=__file__))
