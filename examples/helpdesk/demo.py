@@ -293,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-app", action="store_true", help="leave the app running afterwards (prints its pid)")
     p.add_argument("--traces", choices=("otlp-file", "otlp-http"), default="otlp-file",
                    help="how the runner gets the http app's spans: a span file (default) or OTLP/HTTP to the runner")
+    p.add_argument("--view", action="store_true",
+                   help="afterwards, serve the runs in view.py (127.0.0.1, a free port) and print its URL; Ctrl-C stops it")
+    p.add_argument("--view-seconds", type=float, default=None,
+                   help="with --view: stop the viewer after this many seconds (scripts and tests)")
     p.add_argument("--compare", action="store_true",
                    help="a clean run, then the broken app, then compare_runs.py and gate.py --baseline on the pair")
     p.add_argument("--calibrate", action="store_true",
@@ -353,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
         env.pop("PYTHONPATH", None)
         code, _ = pipeline(args, state, env)
+        if args.view:
+            view(state, args.view_seconds)
         return code
     except StepFailed as exc:
         print(f"\ndemo failed: {exc}", file=sys.stderr)
@@ -365,6 +371,21 @@ def main(argv: list[str] | None = None) -> int:
             say(f"app left running at {app.url} (pid {app.proc.pid}); stop it with: kill {app.proc.pid}")
         else:
             app.stop()
+
+
+def view(state: Path, seconds: float | None) -> None:
+    """Serve the state dir's runs in view.py (read-only) and print the URL it prints."""
+    cmd = [sys.executable, str(SCRIPTS / "view.py"), str(state)]
+    cmd += ["--serve-seconds", str(seconds)] if seconds else []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        url = json.loads(line).get("url") if line.strip().startswith("{") else None
+        say(f"viewer: {url} (read-only; " + (f"stops after {seconds:g} s)" if seconds else "Ctrl-C stops it)"))
+        proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(10)
 
 
 def main_compare(args: argparse.Namespace, state: Path) -> int:

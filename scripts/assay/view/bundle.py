@@ -53,6 +53,7 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None) -> 
     for rid in ids:
         _put(data, f"/api/run/{rid}", run_doc(reports, rid))
         idx = index(reports, rid)
+        idx["meta"].wait()
         counts: dict[str, int] = {}
         for r in idx["rows"]:
             counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1

@@ -28,6 +28,19 @@ def _meta(d: Path, reports: Path, cid: str) -> dict:
             "latency_ms": v.get("latency_ms"), "split": v.get("split")}
 
 
+EMPTY_META = {"unit": None, "category": None, "multi_turn": False, "tags": [], "latency_ms": None, "split": None}
+META_KEYS = ("unit", "tag", "split", "conversation")
+
+
+def _fill_meta(doc: dict, reports: Path) -> None:
+    """Each case's verdict.json read once, off the first request: the first page never waits."""
+    try:
+        for row in doc["rows"]:
+            row.update(_meta(doc["dir"], reports, row["case_id"]))
+    finally:
+        doc["meta"].set()
+
+
 def index(reports: Path, run_id: str) -> dict:
     d = run_dir(reports, run_id)
     path = d / "verdicts.jsonl"
@@ -51,9 +64,10 @@ def index(reports: Path, run_id: str) -> dict:
         layers = r.get("layers") if isinstance(r.get("layers"), dict) else {}
         row = {"case_id": cid, "verdict": r.get("verdict"), "canary": bool(r.get("canary")),
                "gating": r.get("gating", True) is not False, "layers": {k: str(v) for k, v in layers.items()}}
-        row.update(_meta(d, reports, cid))
+        row.update(EMPTY_META)
         rows.append(row)
-    doc = {"rows": rows, "holdout": holdout, "texts": None, "dir": d}
+    doc = {"rows": rows, "holdout": holdout, "texts": None, "dir": d, "meta": threading.Event()}
+    threading.Thread(target=_fill_meta, args=(doc, reports), daemon=True).start()
     with _LOCK:
         _INDEX[key] = doc
     return doc
@@ -106,6 +120,8 @@ SORTS = {"id": lambda r: r["case_id"], "verdict": lambda r: (str(r["verdict"]), 
 
 def page(reports: Path, run_id: str, q: dict[str, Any]) -> dict:
     doc = index(reports, run_id)
+    if any(_one(q, k) for k in META_KEYS) or _one(q, "sort") in ("unit", "latency"):
+        doc["meta"].wait()  # these filters need every case's verdict.json
     rows = [r for r in doc["rows"] if matches(r, q)]
     text = _one(q, "q")
     if text:
@@ -128,4 +144,4 @@ def page(reports: Path, run_id: str, q: dict[str, Any]) -> dict:
               "layers": sorted({k for r in all_rows for k in r["layers"]})}
     return {"run_id": run_id, "total": len(all_rows), "matched": len(rows), "page": number, "size": size,
             "cases": rows[number * size:(number + 1) * size], "counts": counts, "holdout": doc["holdout"],
-            "facets": facets}
+            "facets": facets, "meta_ready": doc["meta"].is_set()}

@@ -19,8 +19,7 @@ from .api import route
 from .paths import NotFound, read_json, read_raw, run_dir
 
 STATIC = Path(__file__).parent / "static"
-ASSETS = {"/": "index.html", "/index.html": "index.html", "/app.js": "app.js", "/app.css": "app.css",
-          "/render.js": "render.js"}
+ASSETS = {"/": "index.html", "/index.html": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 

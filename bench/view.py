@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Viewer: open a 10,000-case run in view.py, in Debian's headless Chromium (Playwright).
+
+Writes a state dir with one run of --cases cases (crafted per runner contract §10 by
+tests/rundir_util.make_run: every 50th case fails) plus --runs small runs, then, --reps times:
+starts `view.py STATE` as a subprocess (time until it prints its URL = start-up), opens
+`#/run/<id>` in a fresh page and times until the run page has painted its first 100 cases
+(the gate's decision, the counts and the first page of cases: `data-ready` set), then the
+same with a verdict filter. Server memory is the view.py process's peak RSS (VmHWM).
+
+Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from rundir_util import make_run  # noqa: E402
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run"]
+
+
+def hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=10000)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+    with tempfile.TemporaryDirectory() as tmp:
+        reports = Path(tmp) / "reports"
+        big = "smoke-20261130T101500Z"
+        make_run(reports, [{"id": f"c-{i:05d}", "verdict": "fail" if i % 50 == 0 else "pass"}
+                           for i in range(a.cases)], run_id=big)
+        for r in range(a.runs - 1):
+            make_run(reports, [{"id": f"c-{i}"} for i in range(5)], run_id=f"smoke-2026110{1 + r // 100}T{r % 100:02d}0000Z")
+        rows = []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS, headless=True)
+            for _ in range(a.reps):
+                t0 = time.perf_counter()
+                proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), tmp,
+                                         "--serve-seconds", "120"], stdout=subprocess.PIPE, text=True)
+                url = json.loads(proc.stdout.readline())["url"]
+                start = time.perf_counter() - t0
+                page = browser.new_page()
+                t1 = time.perf_counter()
+                page.goto(url + f"#/run/{big}")
+                page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').startsWith('/run/')",
+                                       timeout=120000)
+                first = time.perf_counter() - t1
+                shown = page.locator("tr.case-row").count()
+                t2 = time.perf_counter()
+                page.goto(url + f"#/run/{big}?verdict=fail")
+                page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')",
+                                       timeout=120000)
+                filt = time.perf_counter() - t2
+                rows.append({"start_s": start, "first_paint_s": first, "filter_s": filt, "rows": shown,
+                             "rss_mb": hwm_mb(proc.pid)})
+                page.close()
+                proc.terminate()
+                proc.wait(10)
+            browser.close()
+    med = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]}
+    print(json.dumps({"cases": a.cases, "runs": a.runs, "reps": rows, "median": med}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
