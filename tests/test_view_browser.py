@@ -101,7 +101,8 @@ def test_a_person_browses_runs_a_run_a_case_and_compares(state, server, browser,
     judge = page.inner_text("#judge")
     assert "states the refund window" in judge and "the answer never mentions 30 days" in judge
     answer = page.inner_text("pre.answer")
-    assert "<script>window.__pwned=1</script>" in answer and "\u202e" in answer  # shown as text
+    assert "<script>window.__pwned=1</script>" in answer  # shown as text
+    assert "\u27e8U+202E\u27e9" in answer and "\u202e" not in answer  # a bidi override is shown, not obeyed
     assert page.evaluate("window.__pwned") is None
     assert page.locator("a[href^='javascript']").count() == 0
     assert page.locator("main img").count() == 0

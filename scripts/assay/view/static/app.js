@@ -41,7 +41,10 @@
   function show(...nodes) { const m = main(); m.replaceChildren(...nodes); }
   function chip(text, cls) { return el("span", {class: "chip " + (cls || String(text).replace(/[^a-z_]/g, ""))}, text); }
   function pct(x) { return typeof x === "number" ? (x * 100).toFixed(1) + " %" : "–"; }
-  function json(v) { return el("pre", {}, v === undefined || v === null ? "(none)" : JSON.stringify(v, null, 2)); }
+  /* bidi controls and zero-width marks are shown as ⟨U+XXXX⟩, so a hostile answer cannot reorder text */
+  const BIDI = /[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+  function vis(t) { return String(t).replace(BIDI, c => "\u27e8U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e9"); }
+  function json(v) { return el("pre", {}, v === undefined || v === null ? "(none)" : vis(JSON.stringify(v, null, 2))); }
 
   /* ---------------------------------------------------------------- runs */
   function runsPage() {
@@ -154,7 +157,7 @@
   }
   function part(title, p) {
     return el("div", {}, el("h3", {}, title), el("h4", {}, "request"), json(p.request && (p.request.body !== undefined ? p.request.body : p.request)),
-      el("h4", {}, "answer"), el("pre", {class: "answer"}, p.answer === null ? "(no answer.txt)" : p.answer),
+      el("h4", {}, "answer"), el("pre", {class: "answer"}, p.answer === null ? "(no answer.txt)" : vis(p.answer)),
       el("h4", {}, "trajectory"), timeline(p.trajectory));
   }
   function casePage(runId, caseId) {
@@ -169,7 +172,7 @@
       out.push(el("h2", {}, "Judge"), judge(c.judge));
       if (c.repeats.length) out.push(el("h2", {}, "Repeats (k = " + c.repeats.length + ")"),
         el("div", {class: "sides", id: "repeats"}, c.repeats.map(r => el("div", {}, el("h3", {}, "repeat " + r.n + " ", chip((r.verdict || {}).verdict || "?")),
-          el("pre", {class: "answer"}, r.answer || ""), timeline(r.trajectory)))));
+          el("pre", {class: "answer"}, vis(r.answer || "")), timeline(r.trajectory)))));
       out.push(el("h2", {}, "Expected"), json(c.expect), el("h2", {}, "Raw files"),
         el("ul", {}, c.files.map(f => el("li", {}, BUNDLE ? f : el("a", {href: "raw/" + f.split("/").map(E).join("/")}, f)))));
       return out;
