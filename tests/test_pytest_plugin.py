@@ -161,3 +161,19 @@ def test_inactive_without_assay_and_clear_refusals(tmp_path):
     nowhere = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(tmp_path)], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60)
     assert nowhere.returncode == 4 and "did you mean --assay" in nowhere.stderr
+
+
+def test_baseline_auto_gates_on_the_cases_newly_failing(tmp_path):
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=False) as env:
+        clean = pytest_run(tmp_path, env, "--assay-mode", "smoke", "--assay-baseline", "auto")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    # the first run has nothing to compare with: said, and gated alone (open)
+    assert "--assay-baseline auto: not gated on regressions" in clean.stdout and "assay gate: open" in clean.stdout
+    (base,) = run_dirs(state)
+    with helpdesk(state, broken=True, app_dir="app2") as env:
+        broken = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--assay-baseline", "auto")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    # the session's gate is gate.py --baseline auto: the regressions against the clean run, named first
+    assert f"compared with {base.name}: 9 newly failing" in broken.stdout
+    assert "gating case(s) newly failing against" in broken.stdout

@@ -232,7 +232,7 @@ class AssaySession:
 
     def _gate(self, out: Path) -> None:
         from ..report.rundir import read_jsonl_file
-        gate = call("gate", [out], needs=("yaml",))
+        gate = call("gate", [out], needs=("yaml",)) if self.baseline is None else self._gate_on_baseline(out)
         self.gate_closed = gate.code != 0
         self.gate_lines = gate.stdout.rstrip("\n").splitlines() if gate.stdout.strip() else \
             [f"gate.py exit {gate.code}: {(gate.doc or {}).get('error')}"]
@@ -246,6 +246,18 @@ class AssaySession:
             from ..stats.paired import text_summary
             self.comparison_lines = [f"compared with the baseline {self.baseline_dir.name} (stats.py):"] + \
                 text_summary(jsonio.read_json(comparison))
+
+    def _gate_on_baseline(self, out: Path):
+        """gate.py --baseline (auto: the compare rule's baseline, else the named run): closes on any
+        gating case newly failing against it. No baseline to compare with is said, then the run is
+        gated on its own."""
+        base = "auto" if self.baseline == "auto" else str(self.baseline_dir or self.baseline)
+        gated = call("gate", [out, "--baseline", base], needs=("yaml",))
+        if gated.code != 2:
+            return gated
+        self.notes.append(f"--assay-baseline {base}: not gated on regressions "
+                          f"({(gated.doc or {}).get('error')}); gated on this run alone")
+        return call("gate", [out], needs=("yaml",))
 
     # ---------------------------------------------------------------- the outcome
     @pytest.hookimpl(tryfirst=True)
