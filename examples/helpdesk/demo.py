@@ -320,6 +320,15 @@ def use_otlp_http(listen: str, *adapter_docs: Path) -> None:
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
+def stopped(exc: BaseException) -> int:
+    """The demo's exit when a step failed (2) or the user pressed Ctrl-C (130), said on stderr."""
+    if isinstance(exc, KeyboardInterrupt):
+        print("\ndemo interrupted", file=sys.stderr)
+        return 130
+    print(f"\ndemo failed: {exc}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     state = (args.state_dir or DEFAULT_STATE_FOR[args.app]).resolve()
@@ -360,12 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.view:
             view(state, args.view_seconds)
         return code
-    except StepFailed as exc:
-        print(f"\ndemo failed: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ndemo interrupted", file=sys.stderr)
-        return 130
+    except (StepFailed, KeyboardInterrupt) as exc:
+        return stopped(exc)
     finally:
         if args.keep_app and app.proc is not None and app.proc.poll() is None:
             say(f"app left running at {app.url} (pid {app.proc.pid}); stop it with: kill {app.proc.pid}")
@@ -428,12 +433,8 @@ def main_compare(args: argparse.Namespace, state: Path) -> int:
         say()
         say(f"compare: {shown(out_html)}")
         return gate.returncode
-    except StepFailed as exc:
-        print(f"\ndemo failed: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ndemo interrupted", file=sys.stderr)
-        return 130
+    except (StepFailed, KeyboardInterrupt) as exc:
+        return stopped(exc)
 
 
 def main_cli(args: argparse.Namespace, state: Path) -> int:
@@ -460,12 +461,8 @@ def main_cli(args: argparse.Namespace, state: Path) -> int:
     try:
         code, _ = pipeline(args, state, env)
         return code
-    except StepFailed as exc:
-        print(f"\ndemo failed: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ndemo interrupted", file=sys.stderr)
-        return 130
+    except (StepFailed, KeyboardInterrupt) as exc:
+        return stopped(exc)
 
 
 if __name__ == "__main__":
