@@ -57,6 +57,17 @@ def _paths(doc, prefix=()):
     return out
 
 
+def _hand_edit(rel: str, raw: str, rng: random.Random, mutate_whole: bool, replacements: list[str]) -> str:
+    """A run file as a person might leave it: one JSONL line mutated, or the whole document
+    mutated (`mutate_whole`) or replaced by one of `replacements`."""
+    if rel.endswith(".jsonl") or rel == "run.log":
+        lines = raw.splitlines()
+        k = rng.randrange(len(lines))
+        lines[k] = _mutate(json.loads(lines[k]), rng)
+        return "\n".join(lines) + "\n"
+    return _mutate(json.loads(raw), rng) if mutate_whole else rng.choice(replacements)
+
+
 def _mutate(doc, rng: random.Random) -> str:
     """One random edit of a JSON document, as text."""
     doc = json.loads(json.dumps(doc))
@@ -234,13 +245,7 @@ def test_hand_edited_shards_never_make_a_traceback_in_merge_runs(sharded, tmp_pa
         if path is None:
             continue
         raw = path.read_text()
-        if rel.endswith(".jsonl") or rel == "run.log":
-            lines = raw.splitlines()
-            k = rng.randrange(len(lines))
-            lines[k] = _mutate(json.loads(lines[k]), rng)
-            text = "\n".join(lines) + "\n"
-        else:
-            text = _mutate(json.loads(raw), rng) if i % 3 else rng.choice(['"x"', "[]", "null", raw[:30]])
+        text = _hand_edit(rel, raw, rng, bool(i % 3), ['"x"', "[]", "null", raw[:30]])
         path.write_bytes(text.encode("utf-8", "surrogatepass"))
         merged_plan = dict(plan, paths=dict(plan["paths"], state_dir=str(root.parent)))
         mp = root.parent / "plan.json"
@@ -259,13 +264,7 @@ def test_hand_edited_run_files_never_make_a_traceback_in_rescore_cost_and_budget
         rel = RUN_FILES[i % len(RUN_FILES)]
         path = work / rel
         raw = path.read_text()
-        if rel.endswith(".jsonl") or rel == "run.log":
-            lines = raw.splitlines()
-            k = rng.randrange(len(lines))
-            lines[k] = _mutate(json.loads(lines[k]), rng)
-            text = "\n".join(lines) + "\n"
-        else:
-            text = _mutate(json.loads(raw), rng) if i % 3 else rng.choice(['"x"', "[]", "null", "1e400", raw[:40]])
+        text = _hand_edit(rel, raw, rng, bool(i % 3), ['"x"', "[]", "null", "1e400", raw[:40]])
         path.write_bytes(text.encode("utf-8", "surrogatepass"))
         what = f"run-file mutation {i} of {rel}: {text[:300]}"
         _assert_clean(*call("rescore", work, "--out", reports / "smoke-20261201T000000Z"), (0, 2, 3, 5, 6, 7),
