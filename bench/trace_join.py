@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Trace joining cost as the span file grows: is it flat per case?
 
-The runner's `otlp-file` source (scripts/assay/run/traces.py) indexes the span file
+The runner's `otlp-file` source (scripts/assay/traces/otlp_file.py) indexes the span file
 incrementally and joins a case's spans by trace id. This measures, for span files of
 1,000 / 10,000 / 100,000 GenAI spans (5 spans per trace: invoke_agent, chat, three
 execute_tool calls, one OTLP TracesData line per trace, written with the production
-writer `assay.run.otlp_writer`):
+writer `assay.traces.otlp_writer`):
 
 - ingest: the first `poll()` of the whole file (one-off per run), and µs per span;
 - collect: `collect(trace_id)` for randomly chosen traces (poll + load + normalize: the
@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from assay.run.otlp_writer import new_span_id, span, traces_data  # noqa: E402
-from assay.run.traces import OtlpFileSource  # noqa: E402
+from assay.traces.otlp_writer import new_span_id, span, traces_data  # noqa: E402
+from assay.traces.otlp_file import OtlpFileSource  # noqa: E402
 
 SPANS_PER_TRACE = 5
 

@@ -43,7 +43,7 @@ def run(args):
 
     from assay.core import jsonio
     from assay.core.errors import AssayError
-    from assay.history.cost import compare_to_baseline, default_prices_path, load_prices, run_cost
+    from assay.stats.cost import compare_to_baseline, default_prices_path, load_prices, run_cost
 
     run_dir = Path(args.run_dir)
     if args.prices:

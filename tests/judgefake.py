@@ -49,7 +49,7 @@ PROBE_MARK = "assay pre-flight probe"
 
 
 def is_probe(req) -> bool:
-    """The runner's pre-flight probe (one cheap call, run/judge_probe.py): answered, not recorded in `seen`."""
+    """The runner's pre-flight probe (one cheap call, judge/probe.py): answered, not recorded in `seen`."""
     return req.method == "POST" and PROBE_MARK in (req.body or b"").decode("utf-8", "replace")
 
 

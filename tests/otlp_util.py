@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from assay.run.otlp_writer import (  # noqa: F401  (re-exported for other tests)
+from assay.traces.otlp_writer import (  # noqa: F401  (re-exported for other tests)
     new_span_id, new_trace_id, parse_traceparent, span, traces_data, write_spans,
 )
 

@@ -19,7 +19,7 @@ from typing import Any
 from assay.core.vocab import LAYER_ORDER
 
 DEFAULT_RUN_ID = "smoke-20261129T101500Z"
-# results.json's cost_latency block (history/cost.py) holds timing: its latency percentiles are
+# results.json's cost_latency block (stats/cost.py) holds timing: its latency percentiles are
 # masked like every `latency_ms` number when two runs of the same answers are compared.
 COST_LATENCY_MASK = (re.compile(r'"((?:model_)?latency_ms)": \{[^{}]*\}'), r'"\1": {}')
 

@@ -11,9 +11,10 @@ import pytest
 from helpers import SCRIPTS  # noqa: F401  (puts scripts/ on sys.path)
 
 from assay.core.errors import AssayError
-from assay.run.invoke import orphans, procgroup
-from assay.run.invoke.cli import CliInvoker, fill_argv, scratch_area
-from assay.run.templates import UNSET
+from assay.invoke import orphans
+from assay.invoke import procgroup
+from assay.invoke.cli import CliInvoker, fill_argv, scratch_area
+from assay.invoke.templates import UNSET
 
 
 def test_grace_and_stream_cap():
@@ -116,7 +117,8 @@ KILLED_IN_THE_WINDOW = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from assay.run.invoke import orphans, procgroup
+from assay.invoke import orphans
+from assay.invoke import procgroup
 reg = orphans.GroupRegistry(Path(sys.argv[2]))
 # the runner dies right after the command started and before its group is recorded
 reg.add = lambda pgid: os.kill(os.getpid(), signal.SIGKILL)

@@ -10,8 +10,8 @@ import pytest
 import helpers  # noqa: F401 (puts scripts/ on sys.path)
 from assay.core.errors import AssayError
 from assay.core.vocab import LAYER_STATUSES
-from assay.run import templates
-from assay.run.invoke.conversation import CookieJar, conversation_config, turn_specs
+from assay.invoke import templates
+from assay.invoke.conversation import CookieJar, conversation_config, turn_specs
 from assay.score.rollup import case_verdict, conversation_verdict, merge_turn_layers
 
 
@@ -90,7 +90,7 @@ def test_cookie_and_header_styles_need_http():
 
 def test_cost_counts_every_turn_of_a_conversation(tmp_path):
     import json
-    from assay.history.cost import case_cost
+    from assay.stats.cost import case_cost
     cdir = tmp_path / "c-1"
     call = {"model": "m", "input_tokens": 10, "output_tokens": 2, "duration_ms": 1.0}
     for n in (1, 2):

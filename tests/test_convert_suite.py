@@ -12,7 +12,7 @@ from helpers import run_script, write_yaml
 
 from assay.core.errors import AssayError
 from assay.schemas import validate
-from assay.suite.strict_yaml import MAX_NODES, loads
+from assay.core.strict_yaml import MAX_NODES, loads
 
 
 def convert_err(state, *extra):

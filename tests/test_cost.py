@@ -347,7 +347,7 @@ def test_every_cost_latency_key_is_documented_in_the_runner_contract():
 
 
 def test_prices_symlink_leaving_the_state_dir_is_not_read(runs, tmp_path):
-    from assay.history.cost import results_summary
+    from assay.stats.cost import results_summary
 
     _, dirs = runs
     outside = tmp_path / "outside.yaml"

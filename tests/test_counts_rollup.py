@@ -7,8 +7,9 @@ import itertools
 import pytest
 
 from assay.core.vocab import LAYER_ORDER
-from assay.run import artifacts, templates
-from assay.run.outcome import RETRY_AFTER_CAP_S, decode_body, parse_retry_after, retry_wait
+from assay.rundir import artifacts
+from assay.invoke import templates
+from assay.invoke.outcome import RETRY_AFTER_CAP_S, decode_body, parse_retry_after, retry_wait
 from assay.score.rollup import case_verdict, fold_repeats
 from assay.stats.counts import summarize
 
@@ -139,7 +140,7 @@ def test_required_case_files_follow_conditions():
 
 
 def test_derived_files_refresh_in_batches_not_per_case(tmp_path):
-    from assay.run.derived import DerivedFiles
+    from assay.rundir.derived import DerivedFiles
     manifest = {"run_id": "smoke-20261129T101500Z", "mode": "smoke", "gate": "soft", "selecting_split": "smoke",
                 "k": 1, "harness_version": "0.1.0", "dataset_version": 1, "started_at": "t"}
     d = DerivedFiles(tmp_path, manifest, 1000)
@@ -157,7 +158,7 @@ def test_derived_files_refresh_in_batches_not_per_case(tmp_path):
 
 def test_secret_resolution_names_every_missing_var():
     from assay.core.errors import AssayError
-    from assay.run import secrets
+    from assay.core import secrets
     adapter = {"invocation": {"base_url": "${B}", "auth": {"type": "bearer", "token_env": "T"},
                               "request_body": '{"k": "${A}"}'}}
     names = secrets.env_refs(adapter["invocation"]) | secrets.auth_env_names(adapter)
@@ -169,7 +170,7 @@ def test_secret_resolution_names_every_missing_var():
 
 
 def test_slim_records_count_and_derive_like_full_ones():
-    from assay.run import derived
+    from assay.rundir import derived
     full = rec("c-1", "fail", layers={
         "http": {"verdict": "pass", "status": 200, "expected_status": None},
         "routing": {"verdict": "fail", "expected": "a", "observed": "b", "acceptable": ["a"], "clarify_ok": False,

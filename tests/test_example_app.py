@@ -241,7 +241,7 @@ def test_new_trace_without_traceparent(app):
 
 
 def test_spans_are_readable_by_the_harness_normalizer(app):
-    traces = pytest.importorskip("assay.run.traces")
+    traces = pytest.importorskip("assay.traces.otlp_file")
     _, body, _ = app.chat("Please refund 20 on invoice INV-1002")
     docs = [json.loads(line) for line in app.otlp.read_text().splitlines()]
     norm = traces.normalize_trace(docs, body["trace_id"])

@@ -100,7 +100,7 @@ def _assert_clean(rc, out, err, allowed, what):
 
 def test_hand_edited_plans_never_make_a_traceback(tmp_path, monkeypatch):
     # Loading the CA store costs ~40 ms per dry run; one context serves every mutation here.
-    from assay.run import http_invoker
+    from assay.invoke import http as http_invoker
     contexts = {False: http_invoker.tls_context(False), True: http_invoker.tls_context(True)}
     monkeypatch.setattr(http_invoker, "tls_context", lambda insecure: contexts[bool(insecure)])
     state = make_state(tmp_path)

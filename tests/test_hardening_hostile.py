@@ -14,7 +14,7 @@ import json
 import random
 
 from assay.core import hostile, jsonio
-from assay.run.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, traces_data
+from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, traces_data
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
 

@@ -20,7 +20,7 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 PROBE = r"""
 import json, socket, struct, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
-from assay.run.otlp_receiver import OtlpHttpSource
+from assay.traces.otlp_http import OtlpHttpSource
 scenario = sys.argv[2]
 bomb = open(sys.argv[3], "rb").read() if len(sys.argv) > 3 else b""
 src = OtlpHttpSource("127.0.0.1:0", quiescence_ms=10, max_wait_s=1)
@@ -93,7 +93,7 @@ def test_bad_lengths_are_400_and_disconnects_are_quiet():
 
 def test_bounded_gunzip_units():
     import pytest
-    from assay.run.otlp_receiver import TooLarge, content_length, gunzip_bounded
+    from assay.traces.otlp_http import TooLarge, content_length, gunzip_bounded
     two = gzip.compress(b'{"resourceSpans": ') + gzip.compress(b"[]}")
     assert gunzip_bounded(two, 1 << 20) == b'{"resourceSpans": []}'
     with pytest.raises(TooLarge):

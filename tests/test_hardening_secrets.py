@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assay.core import writer
-from assay.run.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
+from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from helpers import run_script
 
 RUN_ID = "smoke-20261129T101500Z"

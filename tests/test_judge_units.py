@@ -12,7 +12,7 @@ from assay.judge.prompt import Material, build_prompt
 from assay.judge.providers import build_request, read_reply
 from assay.judge.rubrics import parse_pin, parse_rubric_text, resolve_pin
 from assay.judge.verdict import checked_node, parse_reply, quote_found, rubric_verdict
-from assay.run.judging import calibration_of, judged_layer
+from assay.judge.runtime import calibration_of, judged_layer
 from judgefake import RUBRIC
 
 

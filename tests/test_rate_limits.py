@@ -19,7 +19,7 @@ from fakeapp import FakeApp, Reply, case, default_handler, make_plan, run_runner
 from helpers import run_script
 
 from assay.run.limiter import AppSlots
-from assay.run.outcome import RESPONSE, Outcome, attempt_with_retries, is_rate_limited
+from assay.invoke.outcome import RESPONSE, Outcome, attempt_with_retries, is_rate_limited
 
 
 class Clock:
@@ -232,7 +232,7 @@ def test_make_plan_flags_reach_the_plan(tmp_path):
 
 
 def test_quickack_is_set_before_each_answer_is_read():
-    from assay.run import http_invoker
+    from assay.invoke import http as http_invoker
     if http_invoker._TCP_QUICKACK is None:
         pytest.skip("TCP_QUICKACK is Linux-only")
     srv = socket.create_server(("127.0.0.1", 0))

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.run.otlp_receiver import OtlpHttpSource, decode_export, parse_address
+from assay.traces.otlp_http import OtlpHttpSource, decode_export
+from assay.traces.plan import parse_address
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
 
 HERE = Path(__file__).resolve().parent
@@ -175,8 +176,8 @@ def test_the_listener_takes_protobuf_json_and_gzip_and_refuses_the_rest():
 
 def test_preflight_names_a_bad_or_busy_listen_address(tmp_path):
     from assay.core.errors import AssayError
-    from assay.run.traces import trace_plan
-    from assay.run.tracing import trace_branch
+    from assay.traces.plan import trace_plan
+    from assay.traces.collect import trace_branch
     block = {"source": "otlp-http", "correlation": "traceparent-echo"}
     assert trace_plan({"traces": block})["location"] == "127.0.0.1:4318"
     bad = trace_plan({"traces": {**block, "location": "localhost"}})

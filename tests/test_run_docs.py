@@ -7,7 +7,7 @@ import re
 from helpers import ROOT
 
 from assay.core.vocab import EXIT_MEANINGS, LAYER_ORDER
-from assay.run.artifacts import CASE_ARTIFACTS, RUN_ARTIFACTS, render_tree
+from assay.rundir.artifacts import CASE_ARTIFACTS, RUN_ARTIFACTS, render_tree
 from assay.run.engine import EXIT_MESSAGES, exit_code_for
 
 DOC = (ROOT / "docs" / "runner-contract.md").read_text(encoding="utf-8")
@@ -66,7 +66,7 @@ def test_traces_section_matches_the_trace_source():
     import inspect
 
     from assay.core.vocab import TRACE_DEPENDENT_LAYERS
-    from assay.run import traces
+    from assay.traces import otlp_file as traces
     text = section("14. Traces")
     assert f"disabled_layers: [{', '.join(TRACE_DEPENDENT_LAYERS)}]" in text
     defaults = inspect.signature(traces.OtlpFileSource).parameters

@@ -269,7 +269,7 @@ def test_end_of_run_check_catches_a_file_deleted_mid_run(app, state):
 def finished_run_and_its_records(app, state):
     """A clean 4-case run: (out, the records --verify's full read gives, {case id: record})."""
     sys.path.insert(0, str(SCRIPTS))
-    from assay.run.completeness import check_run_dir
+    from assay.rundir.completeness import check_run_dir
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
     assert r.rc == 0, r.stdout
@@ -279,8 +279,8 @@ def finished_run_and_its_records(app, state):
 
 
 def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
-    from assay.run import derived
-    from assay.run.completeness import check_run_dir
+    from assay.rundir import derived
+    from assay.rundir.completeness import check_run_dir
     out, records, known = finished_run_and_its_records(app, state)
     assert check_run_dir(out, schemas=False, known=known)[:2] == ([], records)  # == the full read (helper)
     (out / "cases" / "c-001" / "verdict.json").unlink()
@@ -297,7 +297,7 @@ def test_end_of_run_check_trusts_only_the_exact_bytes_it_wrote(app, state):
     """`written` lets the runner's own check skip re-parsing a derived file whose bytes are exactly
     what it wrote; any other bytes (an edit, a torn write) get the full comparison."""
     out, _, known = finished_run_and_its_records(app, state)
-    from assay.run.completeness import check_run_dir
+    from assay.rundir.completeness import check_run_dir
     names = ("verdicts.jsonl", "verdicts_for_stats.jsonl", "results.json")
     written = {rel: (out / rel).read_bytes() for rel in names}
     assert check_run_dir(out, schemas=False, known=known, written=written)[0] == []
@@ -325,7 +325,7 @@ def test_verify_layer_cache_reports_what_the_full_schema_check_reports(app, stat
     # layers already seen valid elsewhere) is still named exactly as the full validation names it.
     import sys
     sys.path.insert(0, str(SCRIPTS))
-    from assay.run.completeness import _VerdictSchema, check_run_dir
+    from assay.rundir.completeness import _VerdictSchema, check_run_dir
     from assay.schemas import iter_errors
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))

@@ -2,7 +2,7 @@
 
 A small agent app on a loopback port continues the W3C `traceparent` it receives (or starts
 its own trace and returns its id), and appends its spans as OTLP JSON lines through
-`assay.run.otlp_writer`. `run_cases.py` runs as a subprocess; the tests read the run dir.
+`assay.traces.otlp_writer`. `run_cases.py` runs as a subprocess; the tests read the run dir.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.run.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
+from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from helpers import run_script
 
 RUN_ID = "smoke-20261129T101500Z"
@@ -377,7 +377,7 @@ def test_matrix_disabled_layer_is_unscorable_and_a_bad_expectation_is_an_error(t
 
 
 def test_trace_block_mapping_is_pure():
-    from assay.run.tracing import CaseTrace, TraceConfig, collect_case_trace, not_sent_block, trace_block
+    from assay.traces.collect import CaseTrace, TraceConfig, collect_case_trace, not_sent_block, trace_block
     assert trace_block("complete", "a" * 32, "traceparent-echo", "ignored")["reason"] is None
     for status in ("incomplete", "missing"):
         assert trace_block(status, None, "x", "why") == {"collected": False, "status": "infra_incomplete",

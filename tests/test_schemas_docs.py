@@ -21,7 +21,7 @@ from assay.lint.expect_rules import ANSWER_KEYS, AUTHZ_KEYS, EXPECT_KEYS, RESULT
 from assay.lint.case_rules import INPUT_KEYS
 from assay.lint.findings import CODES
 from assay.schemas import iter_errors, load_schema, schema_names, validate
-from assay.suite.strict_yaml import loads
+from assay.core.strict_yaml import loads
 
 CASE_DOC = ROOT / "skills" / "generate" / "references" / "case-format.md"
 ADAPTER_DOC = ROOT / "references" / "adapter-contract.md"

@@ -14,11 +14,12 @@ from helpers import SCRIPTS  # noqa: F401  (puts scripts/ on sys.path)
 
 from assay.core import writer
 from assay.judge.providers import read_reply
-from assay.run import http_invoker as http_mod
-from assay.run.invoke import procgroup
-from assay.run.invoke.cli import CliInvoker
-from assay.run.judging import JudgeRuntime, _run_command
-from assay.run.traces import trace_id_from_response
+from assay.invoke import http as http_mod
+from assay.invoke import procgroup
+from assay.invoke.cli import CliInvoker
+from assay.judge.runtime import JudgeRuntime
+from assay.judge.transport import run_command
+from assay.traces.plan import trace_id_from_response
 from assay.score.base import short
 from fakeapp import FakeApp, Reply
 
@@ -67,14 +68,14 @@ def test_the_judge_refusal_and_http_error_body_cut_at_200(registered, tmp_path):
 
 def test_a_command_judges_stderr_tail_cut_at_300(registered, tmp_path):
     code = f"import sys; sys.stderr.write({SECRET!r} + 'y' * 290); sys.exit(1)"
-    out = _run_command([sys.executable, "-c", code], "prompt", 10, tmp_path, {})
+    out = run_command([sys.executable, "-c", code], "prompt", 10, tmp_path, {})
     assert out.kind == "exception" and "exited 1" in out.error and no_piece(out.error)
 
 
 def test_a_command_judges_stdout_at_the_body_bound(registered, tmp_path, monkeypatch):
-    monkeypatch.setattr("assay.run.judging.MAX_BODY_BYTES", 100)
+    monkeypatch.setattr("assay.judge.transport.MAX_BODY_BYTES", 100)
     code = f"import sys; sys.stdout.write('o' * 90 + {SECRET!r})"
-    out = _run_command([sys.executable, "-c", code], "prompt", 10, tmp_path, {})
+    out = run_command([sys.executable, "-c", code], "prompt", 10, tmp_path, {})
     assert out.kind == "response" and no_piece(out.body_text)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.run.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
+from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from fakeapp import FakeApp, Reply
 from fixtures_authoring import PROFILE, _case
 from helpers import run_script, write_yaml

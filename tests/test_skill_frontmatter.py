@@ -14,7 +14,7 @@ import pytest
 from helpers import ROOT
 
 from assay.core.errors import AssayError
-from assay.suite.strict_yaml import loads
+from assay.core.strict_yaml import loads
 
 KNOWN_KEYS = {"name", "description", "argument-hint", "allowed-tools", "disable-model-invocation",
               "user-invocable", "model", "context", "agent", "hooks", "license", "version"}

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from assay.run.layers import RepeatEvidence, ScoreContext, score_repeat
-from assay.run.trace_conventions import CONVENTION_NAMES, looks_like_json_schema, pick
-from assay.run.trace_normalize import first_agent_name, normalize_trace
-from assay.run.tracing import COMPLETE
+from assay.traces.conventions import CONVENTION_NAMES, looks_like_json_schema, pick
+from assay.traces.normalize import first_agent_name, normalize_trace
+from assay.traces.collect import COMPLETE
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "realspans"
 CTX = ScoreContext(invocation={}, matrix={}, scoring={}, judged_reason=lambda case: "no judge",
@@ -149,7 +149,7 @@ def test_without_tool_spans_the_llm_messages_are_the_tool_log(name, convention):
 
 
 def test_traceloop_legacy_completion_attributes():
-    from assay.run.trace_conventions import OPENLLMETRY, given_tool_results, requested_tool_calls
+    from assay.traces.conventions import OPENLLMETRY, given_tool_results, requested_tool_calls
     asked = {"llm.request.type": "chat", "gen_ai.completion.0.role": "assistant",
              "gen_ai.completion.0.tool_calls.0.name": "lookup_order", "gen_ai.completion.0.tool_calls.0.id": "c1",
              "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": "ORD-1"}'}

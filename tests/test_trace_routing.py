@@ -1,4 +1,4 @@
-"""The trace-observed route (assay.run.trace_routing) and the handoff spans each convention reads.
+"""The trace-observed route (assay.traces.routing) and the handoff spans each convention reads.
 
 The real frameworks' spans are exercised end to end by tests/test_handoff_frameworks_e2e.py; these
 pin each rule on small span trees shaped like theirs, in-process.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 from assay.run.layers import RepeatEvidence, ScoreContext, score_repeat
-from assay.run.otlp_writer import new_span_id, new_trace_id, span, traces_data
-from assay.run.trace_normalize import incomplete_reason, normalize_trace
-from assay.run.trace_routing import arguments_from_requests, handling_agent
-from assay.run.tracing import COMPLETE
+from assay.traces.otlp_writer import new_span_id, new_trace_id, span, traces_data
+from assay.traces.normalize import incomplete_reason, normalize_trace
+from assay.traces.routing import arguments_from_requests, handling_agent
+from assay.traces.collect import COMPLETE
 
 T = 1_700_000_000_000_000_000
 

@@ -10,10 +10,9 @@ import time
 import pytest
 
 from assay.core.vocab import TRACE_DEPENDENT_LAYERS
-from assay.run import traces
-from assay.run.traces import (
-    OtlpFileSource, first_agent_name, make_traceparent, normalize_trace, trace_id_from_response, trace_plan,
-)
+from assay.traces import otlp_file as traces
+from assay.traces.otlp_file import OtlpFileSource, first_agent_name, normalize_trace
+from assay.traces.plan import make_traceparent, trace_id_from_response, trace_plan
 from otlp_util import MISSING, agent_spans, new_span_id, new_trace_id, parse_traceparent, span, traces_data, write_spans
 
 T0 = 1_700_000_000_000_000_000

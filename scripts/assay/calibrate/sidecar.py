@@ -1,5 +1,5 @@
 """The calibration sidecar `<state>/judge/calibration.json`: written by score_agreement.py
---write, read by the runner (assay.run.judging: a rubric version is calibrated iff
+--write, read by the runner (assay.judge.runtime: a rubric version is calibrated iff
 rubrics[pin].calibrated is true and the calibration is bound to the configured judge and the
 rubric's text, assay.judge.binding). --write binds it to the state dir's judge/judge.yaml and
 rubrics/*.md as they are when it runs."""

@@ -36,7 +36,7 @@ MATRIX_KEYS: tuple[str, ...] = (
 # Layers fed only by a collected trace (routing can also come from the response or status).
 TRACE_DEPENDENT_LAYERS: tuple[str, ...] = ("trajectory", "tool_selection", "loops", "cost_latency")
 
-# traces.convention values (the mapping tables live in assay.run.trace_conventions) and the
+# traces.convention values (the mapping tables live in assay.traces.conventions) and the
 # trace sources the runner can query.
 TRACE_CONVENTIONS: tuple[str, ...] = ("gen_ai", "openinference", "openllmetry", "auto")
 QUERYABLE_TRACE_SOURCES: tuple[str, ...] = ("otlp-file", "otlp-http")

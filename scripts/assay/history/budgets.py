@@ -33,8 +33,8 @@ def profile_budgets(state_dir: Path) -> tuple[dict[str, dict[str, Any]], str | N
     """({key: {value, source}} from `<state>/profile.yaml`'s `budgets`, the profile's label);
     ({}, None) when the state dir has no profile.yaml. A profile that does not read or does not
     match its schema is AssayError(2) naming file, line and key."""
-    from ..suite.checked import validate_yaml
-    from ..suite.strict_yaml import load
+    from ..schemas.checked import validate_yaml
+    from ..core.strict_yaml import load
 
     path = Path(state_dir) / PROFILE_FILE
     if not path.is_file():

@@ -75,7 +75,7 @@ def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | 
     if status != "ok":
         return None, f"status {status!r} (only finished, complete runs count)"
     if verify:
-        from ..run.completeness import RunDirError, check_run_dir
+        from ..rundir.completeness import RunDirError, check_run_dir
         try:
             problems, _, _ = check_run_dir(run_dir)
         except RunDirError as exc:

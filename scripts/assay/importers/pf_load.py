@@ -5,7 +5,7 @@ line), and the loaders for `file://` references relative to the config's directo
 come back as `RawTest`s (one per inline test, CSV row or item of a test file), each with its
 own file and line; prompts as `RawPrompt`s. References the import cannot read (scripts,
 datasets on the network, globs that match nothing) are `Skipped` entries with the reason,
-never dropped. YAML is read strictly (assay.suite.strict_yaml); JSON is YAML.
+never dropped. YAML is read strictly (assay.core.strict_yaml); JSON is YAML.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..suite.strict_yaml import LineIndex, loads
+from ..core.strict_yaml import LineIndex, loads
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
 TEXT_SUFFIXES = (".txt", ".md", ".j2", ".njk")

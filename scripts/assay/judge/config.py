@@ -1,7 +1,7 @@
 """The judge config `<state>/judge/judge.yaml` (schema `judge.schema.json`), defaults filled.
 
 `${VAR}` stays unresolved here (the plan carries it as written); the runner resolves it at
-pre-flight with the adapter's rules (`assay.run.secrets`).
+pre-flight with the adapter's rules (`assay.core.secrets`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https:/
 def load_judge_config(state: Path) -> dict[str, Any] | None:
     """judge.yaml validated, or None when the file is absent."""
     from ..schemas import validate
-    from ..suite.strict_yaml import load
+    from ..core.strict_yaml import load
 
     path = Path(state) / JUDGE_CONFIG
     if not path.is_file():

@@ -45,7 +45,7 @@ def split_front_matter(text: str, label: str) -> tuple[str, str, int]:
 def parse_rubric_text(text: str, label: str, *, expected_id: str | None = None) -> dict[str, Any]:
     """Parse and validate one rubric file's text -> {rubric_id, version, nodes, reference_guided, body, source}."""
     from ..schemas import validate
-    from ..suite.strict_yaml import loads
+    from ..core.strict_yaml import loads
 
     front, body, first_line = split_front_matter(text, label)
     doc, lines = loads(front, label)

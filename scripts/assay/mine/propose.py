@@ -84,7 +84,7 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
          holdout_share: float = 0.0, listen: dict[str, Any] | None = None) -> dict[str, Any]:
     """`listen`: {address, seconds, capture, announce} receives OTLP/HTTP exports instead of
     (or besides) reading files."""
-    from ..suite.strict_yaml import load
+    from ..core.strict_yaml import load
     state = Path(state_dir)
     if not (state / "profile.yaml").is_file() or not (state / "adapter.yaml").is_file():
         raise AssayError(f"{state}: not a state dir (adapter.yaml and profile.yaml are needed; the discover skill "

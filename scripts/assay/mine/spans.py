@@ -2,10 +2,10 @@
 
 `read_requests(paths)` reads OTLP JSON (a TracesData document, a list, or JSON lines of
 them: what `otlp-file` apps write); `listen_requests(address, seconds)` receives exports on
-the runner's own otlp-http listener (assay.run.otlp_receiver) for a while. Both
-group spans by trace id, normalizes each trace with assay.run.trace_normalize (convention
+the runner's own otlp-http listener (assay.traces.otlp_http) for a while. Both
+group spans by trace id, normalizes each trace with assay.traces.normalize (convention
 `auto`) and reads the user's message and the final answer from the LLM spans' captured
-messages (assay.run.trace_conventions.message_texts). A trace without captured content has
+messages (assay.traces.conventions.message_texts). A trace without captured content has
 no user text and is counted, never guessed.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..run import trace_conventions as conventions
-from ..run.trace_normalize import LLM_KIND, first_agent_name, flatten_span, iter_raw_spans, normalize_flat
+from ..traces import conventions
+from ..traces.normalize import LLM_KIND, first_agent_name, flatten_span, iter_raw_spans, normalize_flat
 
 MAX_BYTES = 200_000_000
 
@@ -78,7 +78,7 @@ def listen_requests(address: str, seconds: float, capture: str | None = None,
     file is the user's, asked for by name)."""
     import time
 
-    from ..run.otlp_receiver import OtlpHttpSource
+    from ..traces.otlp_http import OtlpHttpSource
     try:
         source = OtlpHttpSource(address)
     except (OSError, ValueError) as exc:

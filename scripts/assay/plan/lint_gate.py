@@ -23,7 +23,7 @@ def _line_of(state_dir: Path, source: str | None, key: str | None) -> int | None
         return None
     path = state_dir / source
     try:
-        from ..suite.strict_yaml import load
+        from ..core.strict_yaml import load
         _, lines = load(path, source)
     except (AssayError, OSError, ImportError):
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..history.cost import default_prices_path, load_prices, run_cost
+from ..stats.cost import default_prices_path, load_prices, run_cost
 from .mdtext import code
 
 

@@ -287,7 +287,7 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
             results["summary"] = summary = recount
         reasons.append(why)
         if recount is None:  # the runner is alive: nothing is final, so say only that (D5)
-            from .interrupted import progress_phrase
+            from .rundir import progress_phrase
             res.in_progress = progress_phrase(run_dir)[0]
             res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)",
                          f"  {res.in_progress} (from cases/*/verdict.json; results.json is refreshed in batches)",
@@ -345,9 +345,9 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
             reasons.append(res.verify_detail or "run_cases.py --verify failed")
     if budgets is not None:
         # opt-in cost / latency budgets (history/budgets.py: the flags, else <state>/profile.yaml;
-        # history/cost.py: the numbers): over budget, or not checkable, closes
+        # stats/cost.py: the numbers): over budget, or not checkable, closes
         from ..history.budgets import resolve_budgets
-        from ..history.cost import PRICES_FILE, budget_lines, load_prices, run_cost, state_dir_of_run
+        from ..stats.cost import PRICES_FILE, budget_lines, load_prices, run_cost, state_dir_of_run
         state = Path(budgets["state_dir"]) if budgets.get("state_dir") else state_dir_of_run(run_dir)
         res.budgets = resolve_budgets(budgets, state)["budgets"]
         if res.budgets:

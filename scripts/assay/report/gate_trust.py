@@ -62,7 +62,7 @@ def holdout_budget_reason(run_dir: Path, results: dict) -> str | None:
     manifest = _manifest(run_dir)
     if (manifest.get("selecting_split") or results.get("selecting_split")) != "holdout":
         return None
-    from ..history.cost import state_dir_of_run
+    from ..stats.cost import state_dir_of_run
     from ..plan.modes import HOLDOUT_LEDGER
     from ..suite.holdout import LOOK_BUDGET, read_ledger
     state = state_dir_of_run(run_dir)

@@ -16,27 +16,6 @@ from .rundir import try_json
 from .wait import lock_path, resume_command, runner_state
 
 
-def progress(run_dir: Path) -> tuple[int, int | None]:
-    """(cases finished: case dirs holding a verdict.json, cases planned by the manifest or None).
-
-    What a run in progress has done, read from the case dirs: results.json is refreshed in
-    batches, so its counts lag (at the start they are all 0)."""
-    run_dir = Path(run_dir)
-    finished = 0
-    cases_dir = run_dir / "cases"
-    if cases_dir.is_dir():
-        finished = sum(1 for child in cases_dir.iterdir() if (child / "verdict.json").is_file())
-    manifest = try_json(run_dir / "manifest.yaml")  # JSON text (valid YAML)
-    planned = manifest.get("cases") if isinstance(manifest, dict) else None
-    return finished, len(planned) if isinstance(planned, list) else None
-
-
-def progress_phrase(run_dir: Path) -> tuple[str, int, int | None]:
-    finished, planned = progress(run_dir)
-    of = f" of {planned} planned" if planned is not None else ""
-    return f"{finished}{of} case(s) finished so far", finished, planned
-
-
 def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | None]:
     """(recounted summary, close reason) for a `running` run; (None, reason) while the runner lives."""
     run_dir = Path(run_dir)

@@ -222,3 +222,24 @@ def latest_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | 
         raise AssayError(f"{reports_dir}: no run directory{what} (named <mode>-<YYYYMMDDTHHMMSSZ>, "
                          f"holding results.json) found", 2, path=str(reports_dir))
     return max(found)[2]
+
+
+def progress(run_dir: Path) -> tuple[int, int | None]:
+    """(cases finished: case dirs holding a verdict.json, cases planned by the manifest or None).
+
+    What a run in progress has done, read from the case dirs: results.json is refreshed in
+    batches, so its counts lag (at the start they are all 0)."""
+    run_dir = Path(run_dir)
+    finished = 0
+    cases_dir = run_dir / "cases"
+    if cases_dir.is_dir():
+        finished = sum(1 for child in cases_dir.iterdir() if (child / "verdict.json").is_file())
+    manifest = try_json(run_dir / "manifest.yaml")  # JSON text (valid YAML)
+    planned = manifest.get("cases") if isinstance(manifest, dict) else None
+    return finished, len(planned) if isinstance(planned, list) else None
+
+
+def progress_phrase(run_dir: Path) -> tuple[str, int, int | None]:
+    finished, planned = progress(run_dir)
+    of = f" of {planned} planned" if planned is not None else ""
+    return f"{finished}{of} case(s) finished so far", finished, planned

@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..core.commands import SCRIPTS_DIR
 from ..core.errors import AssayError
-from .rundir import last_log_event, try_json
+from .rundir import last_log_event, progress_phrase, try_json
 
 EXIT_FINAL, EXIT_RUNNING, EXIT_GONE = 0, 3, 4
 
@@ -74,7 +74,6 @@ NOTICE_EVERY_S = 5.0
 def _notice(stream, run_id: str, run_dir: Path, waited: float, timeout_s: float) -> None:
     """One stderr line saying we are waiting, and how far the run got, counted from the case dirs
     (results.json lags a batch: at the start it says 0 of everything)."""
-    from .interrupted import progress_phrase
     stream.write(f"wait_run: {run_id} is still running ({progress_phrase(run_dir)[0]}); waited {waited:.0f} s "
                  f"of {timeout_s:g} s\n")
     stream.flush()
@@ -122,7 +121,6 @@ def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5
             return EXIT_GONE, out
         waited = clock() - start
         if waited >= timeout_s:
-            from .interrupted import progress_phrase
             phrase, finished, planned = progress_phrase(run_dir)
             return EXIT_RUNNING, {"run_id": run_id, "status": status or "running", "exit_code": None,
                                   "runner_process": state, "last_event": last_log_event(run_dir),

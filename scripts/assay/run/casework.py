@@ -20,18 +20,18 @@ from ..core.vocab import (ADVERSARIAL_CATEGORIES, ERROR, INFRA_ERROR, INFRA_INCO
 from ..judge.prompt import Material
 from ..judge.rubrics import case_pins as rubric_pins
 from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers, unscored_reason
-from .http_invoker import user_turn
+from ..invoke.http import user_turn
 from .preflight import JUDGE_PENDING
-from . import templates
+from ..invoke import templates
 from .caseinfo import case_title, input_text
-from .invoke import conversation as convo
+from ..invoke import conversation as convo
 from .layers import RepeatEvidence, ScoreContext, score_repeat, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
-from .outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, attempts_reason,
+from ..invoke.outcome import (RATE_LIMITED_PREFIX, RESPONSE, Outcome, attempt_with_retries, attempts_reason,
                       is_rate_limited, parse_retry_after, same_body_key)
 from .runlog import RunLog, case_ref
-from .secrets import REDACTED
-from .tracing import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
+from ..core.secrets import REDACTED
+from ..traces.collect import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block, request_trace_headers
 
 
 
@@ -58,7 +58,7 @@ class CaseWorker:
     app_slots: AppSlots | None = None
     # The adapter's checked invocation.conversation (None: conversation cases are skipped).
     conversation: convo.ConversationConfig | None = None
-    # The run's judge (assay.run.judging.JudgeRuntime) when the plan enables one: after a repeat is
+    # The run's judge (assay.judge.runtime.JudgeRuntime) when the plan enables one: after a repeat is
     # scored, its rubric nodes are judged on the judge's own pool.
     judge: Any = None
 

@@ -104,7 +104,7 @@ def run(args, environ=None) -> tuple[int, Any]:
                 # holdout ledger: the merge appends the one line for the merged run id.
                 setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
             if setup.invoker.mode == "cli":
-                from .invoke.cli import stop_on_signals
+                from ..invoke.cli import stop_on_signals
                 restore_signals = stop_on_signals(setup.invoker)
             setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
                                                   resume=resume)
@@ -129,7 +129,7 @@ def dry_run(plan: dict, environ) -> dict:
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
     setup.trace.close()  # a dry run sends nothing: no listener stays open
-    from .invoke.conversation import DEFAULT_MAX_TURNS, is_conversation
+    from ..invoke.conversation import DEFAULT_MAX_TURNS, is_conversation
     ex = setup.execution
     listed, holdout_n, sendable, calls, conversations = [], 0, 0, 0, 0
     for case in plan["cases"]:
@@ -157,7 +157,7 @@ def dry_run(plan: dict, environ) -> dict:
 
 
 def verify(run_dir: Path) -> tuple[int, dict]:
-    from .completeness import RunDirError, check_run_dir
+    from ..rundir.completeness import RunDirError, check_run_dir
     try:
         problems, records, manifest = check_run_dir(run_dir)
     except RunDirError as exc:

@@ -16,10 +16,11 @@ from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json
 from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
-from . import derived, preflight
+from ..rundir import derived
+from . import preflight
 from .casework import RATE_LIMITED_PREFIX, CaseWorker
 from .limiter import AppSlots
-from .completeness import check_run_dir
+from ..rundir.completeness import check_run_dir
 from ..stats.counts import summarize
 from ..score.tool_names import declared_tools
 from .layers import ScoreContext

@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping
 from ..core import hostile
 from ..core.vocab import (ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, UNSCORABLE, UNSCORED,
                           matrix_enabled)
-from . import templates
-from .tracing import COMPLETE, NOT_COLLECTED
+from ..invoke import templates
+from ..traces.collect import COMPLETE, NOT_COLLECTED
 
 RULES_REASON = "business rules are evaluated by the skill"
 STATE_REASON = "reserved"
@@ -114,7 +114,7 @@ def _trace_route(ev: RepeatEvidence) -> tuple[str | None, str | None]:
         names = ", ".join(f"{n} ({m})" for n, m in sorted(foreign.items()))
         return None, (f"the spans carry another convention's markers: {names}; set traces.convention "
                       "to that convention or auto")
-    from .trace_routing import handling_agent
+    from ..traces.routing import handling_agent
     name, _ = handling_agent(ev.trajectory)
     return (name, None) if name else (None, "no agent span in the trace has a name")
 
@@ -207,7 +207,7 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         if observed is None and trace_note and layer.get("verdict") == UNSCORED:
             layer["reason"] = f"{layer.get('reason')}; {trace_note}"
         if observed_from == "trace":
-            from .trace_routing import route_evidence
+            from ..traces.routing import route_evidence
             layer.update(route_evidence(ev.trajectory))
             if layer.get("verdict") == "fail" and layer.get("reason"):
                 how = layer["observed_via"] + (f" {', '.join(layer['handoffs'])}" if layer.get("handoffs") else "")
@@ -297,5 +297,5 @@ def warm_scorers() -> None:
     import importlib
     for name in _LAZY_SCORERS:
         importlib.import_module(f"..score.{name}", __package__)
-    importlib.import_module(".trace_routing", __package__)
+    importlib.import_module("..traces.routing", __package__)
 

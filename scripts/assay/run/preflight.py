@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..core import writer
+from ..core import secrets, writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, loads, read_json, read_jsonl, sha256_json
 from ..core.version import HARNESS_VERSION
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
-from . import secrets
-from .tracing import TraceConfig, trace_branch
+from ..traces.collect import TraceConfig, trace_branch
 
 SUPPORTED_MODES = ("http", "function", "cli")
 
@@ -221,8 +220,8 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_requ
     adapter = plan["adapter"]
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
-    from .judge_env import judge_allowlisted_secrets
-    from .judging import judge_env_names
+    from ..judge.env import judge_allowlisted_secrets
+    from ..judge.runtime import judge_env_names
     judge_names = judge_env_names(plan)
     if app_required:
         env = secrets.resolve(names | judge_names, environ, env_sources(plan))
@@ -231,7 +230,7 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_requ
         env.update({n: environ[n] for n in sorted(names - judge_names) if environ.get(n)})
     inv = adapter.get("invocation") or {}
     if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
-        from .invoke.cli import allowlisted_secrets
+        from ..invoke.cli import allowlisted_secrets
         env.update(allowlisted_secrets(inv, environ))
     env.update(judge_allowlisted_secrets(plan, environ))
     return env
@@ -241,7 +240,7 @@ def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> Non
     """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
     resolved value but an address-only variable (the base URL is not a secret: errors show where
     they connected). A run and a rescore of it register the same set (one rule)."""
-    from .judging import judge_env_names
+    from ..judge.runtime import judge_env_names
     addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
                  - secrets.case_env_names(plan["cases"]))
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
@@ -284,11 +283,11 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
     inv = plan["adapter"].get("invocation") or {}
     mode = inv.get("mode")
     if mode == "http":
-        from .http_invoker import HttpInvoker
+        from ..invoke.http import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
     elif mode == "cli":
-        from .function_invoker import app_root
-        from .invoke.cli import CliInvoker, scratch_area
+        from ..invoke.function import app_root
+        from ..invoke.cli import CliInvoker, scratch_area
         environ = os.environ if environ is None else environ
         state = state_dir_of(plan)
         run_dir = out if out is not None else state / "reports" / plan["run_id"]
@@ -296,12 +295,12 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
                              app_root=app_root(plan["adapter"], state), state_dir=state,
                              area=scratch_area(plan["run_id"], Path(os.path.abspath(run_dir)), environ))
     else:
-        from .function_invoker import FunctionInvoker, app_root, import_entrypoint
+        from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
         fn = import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan)))
         inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
     rb = inv.get("response_body")
     if rb is not None:
-        from .templates import ANSWER_MARK, find_mark, parse_template
+        from ..invoke.templates import ANSWER_MARK, find_mark, parse_template
         tmpl = parse_template(rb, "invocation.response_body")
         if find_mark(tmpl, ANSWER_MARK) is None:
             raise AssayError("pre-flight: invocation.response_body must mark the answer leaf with "
@@ -366,7 +365,7 @@ def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[
         # A mode that judges by default, with no judge.yaml: a calibrated pin would gate here,
         # so leaving it unjudged is a check that never ran, not a choice.
         from ..judge.rubrics import case_pins
-        from .judging import calibration_of, load_calibration
+        from ..judge.runtime import calibration_of, load_calibration
         sidecar, sidecar_why = load_calibration(plan, state)
 
         def reason(case: Mapping[str, Any]) -> str:
@@ -442,7 +441,7 @@ class RunSetup:
     health: dict[str, Any] = field(default_factory=dict)
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
     shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
-    judge: Any = None              # assay.run.judging.JudgeRuntime when the plan enables a judge
+    judge: Any = None              # assay.judge.runtime.JudgeRuntime when the plan enables a judge
     # False for a rescore: no app is called, so execution.infra_rate_abort (a verdict on the app's
     # health, exit 5) never applies; its infra cases are counted and gated like any others
     calls_app: bool = True
@@ -543,11 +542,11 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     register_run_secrets(plan, env)
     mc = max_concurrency(plan)
     invoker = build_invoker(plan, env, execution, out=out, environ=environ)
-    from .invoke.conversation import conversation_config
+    from ..invoke.conversation import conversation_config
     conv = conversation_config(plan["adapter"].get("invocation") or {},
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan["adapter"], state, env)
-    from .judging import build_runtime
+    from ..judge.runtime import build_runtime
     judge = build_runtime(plan, env, state, execution, environ)
     return RunSetup(judge=judge, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),

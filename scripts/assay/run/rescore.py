@@ -36,8 +36,8 @@ from ..core.jsonio import dumps, read_json, sha256_json
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
 from ..schemas import validate
 from . import preflight
-from .outcome import CONNECTION, RESPONSE, Outcome
-from .tracing import TraceConfig
+from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
+from ..traces.collect import TraceConfig
 
 NOT_SENT = "not sent in the source run: no stored response to rescore"
 NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversations in this build"
@@ -268,7 +268,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     out = preflight.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
-    from .judging import build_runtime
+    from ..judge.runtime import build_runtime
     # The same secrets a run of this plan registers (the app's too: a judge may echo what the app
     # put in its answer or tool results); an app variable missing here is no error (no app call).
     env = preflight.resolve_env(plan, environ, app_required=False)
@@ -286,7 +286,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         trace = TraceConfig(False, src_traces.get("reason") or "the source run collected no traces",
                             source=src_traces.get("source"), correlation=src_traces.get("correlation"))
     mode = ((manifest.get("invocation") or {}).get("mode")) or "http"
-    from .invoke.conversation import ConversationConfig, is_conversation
+    from ..invoke.conversation import ConversationConfig, is_conversation
     invoker = ReplayInvoker(mode, stored, trace_source,
                             frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)))
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not

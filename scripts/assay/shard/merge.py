@@ -38,8 +38,9 @@ from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, atomic_write_text, read_json, sha256_json
 from ..core.vocab import FAIL
 from ..plan.shards import is_canary, shard_cases
-from ..run import derived, preflight
-from ..run.completeness import ABORTED, check_run_dir
+from ..rundir import derived
+from ..run import preflight
+from ..rundir.completeness import ABORTED, check_run_dir
 from ..run.engine import EXIT_MESSAGES, exit_code_for
 from ..run.lock import RunLock
 

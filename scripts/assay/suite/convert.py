@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from .checked import validate_yaml
-from .strict_yaml import LineIndex, load
+from ..schemas.checked import validate_yaml
+from ..core.strict_yaml import LineIndex, load
 
 CASE_SUFFIXES = (".yaml", ".yml")
 MANIFEST_NAMES = ("dataset.yaml", "dataset.yml")

@@ -14,7 +14,7 @@ import signal
 import threading
 from pathlib import Path
 
-from ...core import writer
+from ..core import writer
 from .procgroup import _PROC, _signal_group, boot_id, group_members, start_ticks
 
 TAG_ENV = "ASSAY_RUNNER_TAG"     # in every command's environment: which runner started it

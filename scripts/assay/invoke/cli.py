@@ -28,12 +28,12 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ...core import writer
-from ...core.errors import AssayError
-from ...core.jsonio import sha256_bytes
-from .. import secrets, templates
-from ..http_invoker import placeholder_values
-from ..outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome, decode_body
+from ..core import secrets, writer
+from ..core.errors import AssayError
+from ..core.jsonio import sha256_bytes
+from . import templates
+from .http import placeholder_values
+from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome, decode_body
 from .orphans import GroupRegistry
 from .procgroup import OUTPUT_CAP_BYTES, grace_for, run_in_session
 

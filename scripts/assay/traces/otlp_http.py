@@ -27,10 +27,10 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .trace_normalize import _BAD_DOC, _norm_id, iter_raw_spans
-from .traces import INFRA_INCOMPLETE, OtlpFileSource, TraceOutcome
+from .normalize import _BAD_DOC, _norm_id, iter_raw_spans
+from .otlp_file import INFRA_INCOMPLETE, OtlpFileSource, TraceOutcome
+from .plan import DEFAULT_ADDRESS, parse_address  # noqa: F401  (the listener's address rules)
 
-DEFAULT_ADDRESS = "127.0.0.1:4318"
 TRACES_PATH = "/v1/traces"
 MAX_BODY = 64 << 20
 PROTO_REQUIREMENT = "opentelemetry-proto>=1.20"  # pyproject's `otlp` extra
@@ -51,24 +51,6 @@ def protobuf_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def parse_address(value: Any) -> tuple[str, int] | None:
-    """`host:port` (or `http://host:port[/...]`) -> (host, port); None when it is not one."""
-    if value in (None, ""):
-        value = DEFAULT_ADDRESS
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    if "://" in text:
-        scheme, _, text = text.partition("://")
-        if scheme != "http":
-            return None
-        text = text.split("/", 1)[0]
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        return None
-    return host.strip("[]"), int(port)
 
 
 def _hex_ids(doc: dict) -> dict:

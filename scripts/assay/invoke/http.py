@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 from ..core import writer
 from ..core.errors import AssayError
-from . import secrets, templates
+from ..core import secrets
+from . import templates
 from .outcome import (CONNECTION, DROPPED, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome,
                       decode_body)
 from ..core.jsonio import sha256_bytes

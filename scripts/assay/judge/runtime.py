@@ -1,6 +1,6 @@
 """The judge during a run: one call per rubric node, on its own pool bounded by the judge's
 `max_concurrency`, with the runner's retry/backoff/Retry-After rules and infra taxonomy
-(`assay.run.outcome`). A judge outage is infra, never a fail.
+(`assay.invoke.outcome`). A judge outage is infra, never a fail.
 
 `JudgeRuntime.judge_case(case, answer, trajectory) -> JudgedCase(layer, doc, usage)`; the
 worker writes `doc` as `cases/<id>/judge.json`. Whether a rubric version gates is read from
@@ -12,112 +12,28 @@ other verdict is `provisional: true`.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
-import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit
 
-from ..core import writer
+from ..core import secrets, writer
 from ..core.jsonio import dumps
-from ..judge import config as judge_config
-from ..judge.binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
-from ..judge.binding import load_calibration as _load_sidecar
-from ..judge.prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
-from ..judge.providers import build_request, read_reply
-from ..judge.rubrics import resolve_pin
-from ..judge.verdict import checked_node, parse_reply, rubric_verdict
-from . import judge_probe, secrets
-from .judge_env import command_env
-from .outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, \
-    attempt_with_retries, decode_body
+from ..invoke.outcome import Outcome, attempt_with_retries
+from . import config as judge_config
+from . import probe as judge_probe
+from . import transport
+from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
+from .binding import load_calibration as _load_sidecar
+from .env import command_env
+from .prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
+from .providers import build_request, read_reply
+from .rubrics import resolve_pin
+from .verdict import checked_node, parse_reply, rubric_verdict
 
 PARSE_TRIES = 2          # an unparseable reply is retried once, then the node is unknown
-KILL_GRACE_S = 2.0
-
-
-# ---------------------------------------------------------------- transport
-def _post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, insecure_tls: bool) -> Outcome:
-    parts = urlsplit(url)
-    start = time.perf_counter()
-    try:
-        if parts.scheme == "https":
-            import ssl
-            ctx = ssl.create_default_context()
-            if insecure_tls:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s,
-                                                                           context=ctx)
-        else:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        try:
-            conn.request("POST", path, body=body, headers=dict(headers, **{"content-length": str(len(body))}))
-            resp = conn.getresponse()
-            raw = resp.read(MAX_BODY_BYTES + writer.read_margin() + 1)   # redact, then cut at the bound
-            cut = len(raw) > MAX_BODY_BYTES
-            text, value, ok, notes = decode_body(writer.clip_bytes(raw, MAX_BODY_BYTES) if cut else raw, cut)
-            return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},
-                           body_text=text, body_json=value, json_ok=ok, notes=notes, latency_ms=_ms(start))
-        finally:
-            conn.close()
-    except (TimeoutError, OSError) as exc:  # socket.timeout is TimeoutError
-        if isinstance(exc, TimeoutError):
-            return Outcome(TIMEOUT, error=f"no answer within {timeout_s} s", latency_ms=_ms(start))
-        if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
-            return Outcome(DROPPED, error=str(exc), latency_ms=_ms(start))
-        return Outcome(CONNECTION, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
-    except http.client.HTTPException as exc:
-        return Outcome(DROPPED, error=f"{type(exc).__name__}: {exc}", latency_ms=_ms(start))
-
-
-def _run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path,
-                 env: Mapping[str, str] | None = None) -> Outcome:
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=str(cwd), start_new_session=True, env=dict(env) if env is not None else None)
-    except OSError as exc:
-        return Outcome(EXCEPTION, error=f"cannot start judge command {argv[0]!r}: {exc.strerror or exc}",
-                       latency_ms=_ms(start))
-    try:
-        out, err = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return Outcome(TIMEOUT, error=f"judge command ran past {timeout_s} s", latency_ms=_ms(start))
-    if proc.returncode != 0:
-        tail = writer.clip(err.decode("utf-8", "replace").strip(), 300, tail=True)
-        return Outcome(EXCEPTION, error=f"judge command exited {proc.returncode}: {tail or 'no stderr'}",
-                       latency_ms=_ms(start))
-    text = (writer.clip_bytes(out, MAX_BODY_BYTES) if len(out) > MAX_BODY_BYTES else out).decode("utf-8", "replace")
-    return Outcome(RESPONSE, status=200, body_text=text, latency_ms=_ms(start))
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            proc.wait(timeout=KILL_GRACE_S)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    try:
-        proc.communicate(timeout=KILL_GRACE_S)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
-
-
-def _ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000.0, 3)
 
 
 # ---------------------------------------------------------------- the runtime
@@ -176,9 +92,9 @@ class JudgeRuntime:
         cfg = self.config
         timeout = float(cfg["timeout_s"])
         if cfg["provider"] == "command":
-            return _run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
+            return transport.run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
         url, headers, body = build_request(cfg, system, user)
-        return _post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
+        return transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
     def _call(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:
         """One judge call with retries -> (call record, parsed verdict or None, error, infra)."""

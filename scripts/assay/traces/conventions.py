@@ -18,7 +18,7 @@ results it was given (its input messages). `auto` picks one per trace by marker 
 
 Handoffs (one agent passing the request to another) are not tool calls: each convention names
 the spans that record one (`handoff(span name, attributes)` -> {from, to} or None; see
-`assay.run.trace_routing` for how the route follows them).
+`assay.traces.routing` for how the route follows them).
 
 A tool-argument value that is a JSON Schema (an object with `type: object` and `properties`)
 is not arguments: it is skipped and the next source of the table is read.

@@ -38,7 +38,7 @@ DEFAULT_PER = 1_000_000  # prices are per million tokens unless `per` says other
 
 
 def load_prices(path: Path, label: str | None = None) -> dict:
-    from ..suite.strict_yaml import load
+    from ..core.strict_yaml import load
 
     label = label or str(path)
     if not Path(path).is_file():

@@ -1,13 +1,11 @@
 """Traces: the source of one case's trace (adapter `traces.source: otlp-file`; `otlp-http`
-feeds the same index from `assay.run.otlp_receiver`).
+feeds the same index from `assay.traces.otlp_http`).
 
-Three pieces, one concept (getting the trace of one case):
-- correlation: `make_traceparent()`, `trace_id_from_response(response_json, field)`.
-- `OtlpFileSource`: the growing span file, read incrementally and shared by concurrent cases;
-  `collect(trace_id)` waits for quiescence and returns a `TraceOutcome`.
-- `trace_plan(adapter)`: the pre-flight decision (queryable / trace-less / exit-3 refusal).
+`OtlpFileSource`: the growing span file, read incrementally and shared by concurrent cases;
+`collect(trace_id)` waits for quiescence and returns a `TraceOutcome`. The correlation helpers
+and the pre-flight decision are `assay.traces.plan`.
 
-The pure OTLP -> trajectory normalization is `assay.run.trace_normalize` (its public names are
+The pure OTLP -> trajectory normalization is `assay.traces.normalize` (its public names are
 re-exported here). In a file: one span document per line (the Collector's file exporter) or the
 whole file as one document."""
 
@@ -16,52 +14,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
-from assay.core import hostile, writer
-from assay.core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
+from ..core import hostile
 
-from .otlp_writer import parse_traceparent, trace_doc  # noqa: F401  (parse_traceparent: for the engine)
-from .trace_conventions import CONVENTION_NAMES
-from .trace_normalize import (  # noqa: F401  (re-exported: the public normalization API)
+from .otlp_writer import trace_doc
+from .conventions import CONVENTION_NAMES
+from .normalize import (  # noqa: F401  (re-exported: the public normalization API)
     _BAD_DOC, AGENT_OP, ERROR, INCOMPLETE, LLM_OPS, OK, TOOL_OP, _norm_id, first_agent_name, flatten_span,
     incomplete_reason, iter_raw_spans, normalize_flat, normalize_trace, root_spans,
 )
 
-QUERYABLE_SOURCES = QUERYABLE_TRACE_SOURCES
-RESERVED_STORES = ("jaeger", "tempo", "clickhouse")
-TRACELESS_SOURCES = ("none", "view-only")
 INFRA_INCOMPLETE = "infra_incomplete"
 _CHUNK = 4 << 20  # bytes read per step of a poll
 MAX_MALFORMED_KEPT = 1000  # unparsed span lines remembered (offset, length) to explain a missing trace
-
-
-# ---------------------------------------------------------------------------- ids & correlation
-
-def make_traceparent() -> tuple[str, str]:
-    """A fresh W3C traceparent header value (sampled) and the trace id it carries."""
-    trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
-    return f"00-{trace_id}-{span_id}-01", trace_id
-
-
-def trace_id_from_response(response_json: Any, field: str) -> tuple[str | None, str | None]:
-    """(trace_id, None) from the dotted `field` of the response JSON, or (None, why not)."""
-    node = response_json
-    for part in field.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None, f"response has no field {field!r} (correlation response-field:{field})"
-    tid, _ = _norm_id(node, 16)
-    if not tid or len(tid) != 32:
-        return None, f"response field {field!r} is not a 32-hex trace id: {writer.clip(node, 80)!r}"
-    return tid, None
 
 
 # ---------------------------------------------------------------------------- the growing span file
@@ -135,7 +103,7 @@ class OtlpFileSource:
         """Why nothing arrived, when the reason is that the file was never written at all."""
         if self.path.exists():
             return ""
-        from .secrets import ENV_REF
+        from ..core.secrets import ENV_REF
         names = ENV_REF.findall(self.written or "")
         fix = f"; check ${names[0]}" if names else ""
         return (f"; the span file {self.path} does not exist (traces.location"
@@ -333,85 +301,3 @@ class OtlpFileSource:
                                         "spans_for_trace": count, "spans_in_file": self.spans_in_file},
                                     waited_ms=waited)
             time.sleep(min(self.poll_interval_s, max(0.0, deadline - now)))
-
-
-# ---------------------------------------------------------------------------- pre-flight decision
-
-def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None = None) -> dict:
-    """Decide, from adapter.yaml's `traces` block (env refs already resolved), how traces are read.
-
-    Returns `{queryable, reason, disabled_layers, refusal, source, location, correlation,
-    response_field, convention, quiescence_ms, max_wait_s}`. `refusal` (a message) means
-    pre-flight must exit 3 naming it: a reserved store (jaeger/tempo/clickhouse), an unknown
-    source or correlation, an unknown convention, a mapping_shim (shims are not executed by
-    this runner: the conventions are built in), a bad completeness value, or an otlp-file
-    location that cannot be read (otlp-http: a location that is not host:port). Else trace-less (`queryable: false`, `disabled_layers` = the
-    trace-dependent layers) when the source is none/view-only/absent or the correlation is
-    missing/none.
-    """
-    t = (adapter or {}).get("traces")
-    t = t if isinstance(t, dict) else {}
-    comp = t.get("completeness") if isinstance(t.get("completeness"), dict) else {}
-    out: dict[str, Any] = {
-        "queryable": False, "reason": None, "disabled_layers": list(TRACE_DEPENDENT_LAYERS), "refusal": None,
-        "source": t.get("source"), "location": t.get("location"), "correlation": t.get("correlation"),
-        "response_field": None, "convention": t.get("convention") or "gen_ai",
-        "quiescence_ms": comp.get("quiescence_ms", 3000), "max_wait_s": comp.get("max_wait_s", 30)}
-
-    def refuse(msg: str) -> dict:
-        out["refusal"] = msg
-        out["reason"] = msg
-        return out
-
-    source, corr = t.get("source"), t.get("correlation")
-    if source in RESERVED_STORES:
-        return refuse(f"traces.source {source!r} is reserved and not queryable by this runner; "
-                      "otlp-file (a span file the app exports to) and otlp-http (the runner receives the "
-                      "app's OTLP/HTTP exports) are, or set traces.source: none to run trace-less")
-    if source not in (None, *QUERYABLE_SOURCES, *TRACELESS_SOURCES):
-        return refuse(f"traces.source {source!r} is unknown; use otlp-file, otlp-http, view-only or none")
-    if corr not in (None, "none", "traceparent-echo") and not (
-            isinstance(corr, str) and corr.startswith("response-field:") and corr.split(":", 1)[1].strip()):
-        return refuse(f"traces.correlation {corr!r} is unknown; use traceparent-echo or "
-                      "response-field:<dotted path> (heuristic joins are not allowed)")
-    if source in (None, *TRACELESS_SOURCES):
-        out["reason"] = f"traces.source is {source or 'absent'}: run is trace-less"
-        return out
-    if corr in (None, "none"):
-        out["reason"] = "traces.correlation is missing or none: spans cannot be joined to cases"
-        return out
-    if out["convention"] not in CONVENTION_NAMES:
-        hint = "; openllmetry-legacy is now openllmetry" if out["convention"] == "openllmetry-legacy" else ""
-        return refuse(f"traces.convention {out['convention']!r} is unknown; use one of "
-                      f"{', '.join(CONVENTION_NAMES)}{hint}")
-    if t.get("mapping_shim"):
-        return refuse(f"traces.mapping_shim is not supported by this runner; the conventions "
-                      f"{', '.join(CONVENTION_NAMES)} are built in: remove mapping_shim")
-    for key, val in (("quiescence_ms", out["quiescence_ms"]), ("max_wait_s", out["max_wait_s"])):
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0:
-            return refuse(f"traces.completeness.{key} must be a number >= 0, got {val!r}")
-    loc = t.get("location")
-    if source == "otlp-http":
-        from .otlp_receiver import DEFAULT_ADDRESS, parse_address
-        parsed = parse_address(loc)
-        if parsed is None or (isinstance(loc, str) and "${" in loc):
-            return refuse(f"traces.location {loc!r} must be the host:port the runner listens on for "
-                          f"OTLP/HTTP (default {DEFAULT_ADDRESS})")
-        address = f"{parsed[0]}:{parsed[1]}"
-        out.update(queryable=True, location=address, disabled_layers=[],
-                   reason=f"otlp-http on {address}, correlation {corr}")
-        if corr.startswith("response-field:"):
-            out["response_field"] = corr.split(":", 1)[1].strip()
-        return out
-    if not isinstance(loc, str) or not loc.strip() or "${" in loc:
-        return refuse(f"traces.location {loc!r} must be the path of the OTLP JSON span file")
-    path = Path(loc)
-    if not path.is_absolute() and state_dir is not None:
-        path = Path(state_dir) / path
-    if path.is_dir() or not path.parent.is_dir() or (path.exists() and not os.access(path, os.R_OK)):
-        return refuse(f"traces.location {loc!r} is not a readable file (nor creatable in an existing directory)")
-    out.update(queryable=True, location=str(path), disabled_layers=[],
-               reason=f"otlp-file {path.name}, correlation {corr}")
-    if corr.startswith("response-field:"):
-        out["response_field"] = corr.split(":", 1)[1].strip()
-    return out

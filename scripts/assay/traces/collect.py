@@ -2,10 +2,8 @@
 
 `collect_case_trace(config, request_ctx) -> CaseTrace` is the only place the engine asks for a
 trace; `request_trace_headers(config)` is what it sends
-so the trace can be found. Both delegate to `assay.run.traces` (trace_plan, OtlpFileSource,
-make_traceparent, trace_id_from_response). If that module cannot be imported the run is
-trace-less with the reason "trace ingestion not available": trace-fed layers are `unscored`
-with that reason, never a fake pass.
+so the trace can be found. The decision is `assay.traces.plan` (trace_plan, make_traceparent,
+trace_id_from_response); the sources are `assay.traces.otlp_file` and `assay.traces.otlp_http`.
 
 trace_status: "complete" (score trace-fed layers), "incomplete" / "missing" (the case is
 `infra_incomplete`, never fail), or "not_collected" (a trace-less run). verdict.json's `trace`
@@ -21,12 +19,14 @@ from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.vocab import TRACE_DEPENDENT_LAYERS
+from . import plan
+from .otlp_file import OtlpFileSource
+from .otlp_writer import parse_traceparent
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
 MISSING = "missing"
 NOT_COLLECTED = "not_collected"
-UNAVAILABLE_REASON = "trace ingestion not available"
 
 
 @dataclass
@@ -54,30 +54,14 @@ class TraceConfig:
             close()
 
 
-def _traces_module():
-    try:
-        from . import traces  # the trace-ingestion module
-    except ImportError:
-        return None
-    return traces if hasattr(traces, "trace_plan") and hasattr(traces, "OtlpFileSource") else None
-
-
 def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, str]) -> TraceConfig:
     """Decide whether this run collects traces. An unsupported store is exit 3 naming it."""
-    from .secrets import expand_deep
-    module = _traces_module()
+    from ..core.secrets import expand_deep
     tr = adapter.get("traces") if isinstance(adapter.get("traces"), Mapping) else {}
     source = tr.get("source")
-    if module is None:
-        if source not in (None, "", "none", "view-only", "otlp-file", "otlp-http"):
-            raise AssayError(f"pre-flight: traces.source {source!r} is not supported (only otlp-file and "
-                             "otlp-http can be queried)", 3, key="traces.source", trace_source=source)
-        return TraceConfig(False, UNAVAILABLE_REASON if source in ("otlp-file", "otlp-http")
-                           else f"traces.source is {source or 'absent'}",
-                           source=source, correlation=tr.get("correlation"))
     resolved = dict(adapter)
     resolved["traces"] = expand_deep(dict(tr), env)
-    decision = module.trace_plan(resolved, state_dir=str(state_dir))
+    decision = plan.trace_plan(resolved, state_dir=str(state_dir))
     if decision.get("refusal"):
         raise AssayError(f"pre-flight: {decision['refusal']}", 3, key="traces", trace_source=source)
     cfg = TraceConfig(bool(decision.get("queryable")), decision.get("reason"), source=source,
@@ -85,7 +69,7 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
                       response_field=decision.get("response_field"))
     if cfg.collected and source == "otlp-http":
         cfg.reason = None
-        from .otlp_receiver import OtlpHttpSource, proto_install, protobuf_available
+        from .otlp_http import OtlpHttpSource, proto_install, protobuf_available
         if tr.get("protocol") != "http/json" and not protobuf_available():
             raise AssayError(f"pre-flight: traces.source otlp-http: {proto_install()}", 3,
                              key="traces.protocol", trace_source=source, python=sys.executable)
@@ -97,9 +81,9 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
                              3, key="traces.location", trace_source=source)
     elif cfg.collected:
         cfg.reason = None
-        cfg.source_obj = module.OtlpFileSource(decision["location"], decision["convention"],
-                                               decision["quiescence_ms"], decision["max_wait_s"],
-                                               written=tr.get("location"))
+        cfg.source_obj = OtlpFileSource(decision["location"], decision["convention"],
+                                        decision["quiescence_ms"], decision["max_wait_s"],
+                                        written=tr.get("location"))
     return cfg
 
 
@@ -107,7 +91,7 @@ def request_trace_headers(config: TraceConfig) -> tuple[dict[str, str], str | No
     """Headers to send so the trace can be found (traceparent-echo), and the trace id they carry."""
     if not config.collected or config.correlation != "traceparent-echo":
         return {}, None
-    header, trace_id = _traces_module().make_traceparent()
+    header, trace_id = plan.make_traceparent()
     return {"traceparent": header}, trace_id
 
 
@@ -153,15 +137,14 @@ def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> C
     corr = config.correlation
     if not config.collected:
         return CaseTrace(NOT_COLLECTED, None, None, config.reason, None, corr)
-    module = _traces_module()
     trace_id = request_ctx.get("function_trace_id") or request_ctx.get("sent_trace_id")
     if config.response_field:
-        trace_id, why = module.trace_id_from_response(request_ctx.get("response_json"), config.response_field)
+        trace_id, why = plan.trace_id_from_response(request_ctx.get("response_json"), config.response_field)
         if trace_id is None:
             return CaseTrace(MISSING, None, None, why, None, corr)
     if not trace_id:
         return CaseTrace(MISSING, None, None, "no trace id to correlate this request with", None, corr)
-    sent = module.parse_traceparent(request_ctx.get("sent_traceparent"))
+    sent = parse_traceparent(request_ctx.get("sent_traceparent"))
     parent = sent[1] if sent and sent[0] == trace_id else None
     outcome = config.source_obj.collect(trace_id, parent_span_id=parent)
     if outcome.status == "ok" and outcome.trajectory is not None:

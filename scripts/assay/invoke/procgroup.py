@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...core import writer
-from ...core.resources import is_runner_resource
+from ..core import writer
+from ..core.resources import is_runner_resource
 
 if TYPE_CHECKING:
     from .orphans import GroupRegistry

@@ -16,12 +16,12 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ...core.errors import AssayError
-from ...core.ids import utc_now_iso
-from ...core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
+from ..core.errors import AssayError
+from ..core.ids import utc_now_iso
+from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
                            UNSCORABLE, UNSCORED)
-from .. import templates
-from ..outcome import RATE_LIMITED_PREFIX, Outcome, attempts_reason, is_rate_limited, retry_wait
+from . import templates
+from .outcome import RATE_LIMITED_PREFIX, Outcome, attempts_reason, is_rate_limited, retry_wait
 
 STYLES = ("client-id", "server-id", "cookie")
 MEMORY = ("session", "user", None)

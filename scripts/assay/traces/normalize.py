@@ -3,17 +3,17 @@
 `normalize_trace(spans_doc, trace_id)` reads one span document; `normalize_flat(spans, trace_id)`
 works on spans already flattened by `flatten_span` (what the file source holds). Which spans are
 agents, LLM calls and tool calls, and which attributes hold names, arguments and results, is the
-convention's table (`assay.run.trace_conventions`: gen_ai, openinference, openllmetry, auto).
+convention's table (`assay.traces.conventions`: gen_ai, openinference, openllmetry, auto).
 Without tool spans, the tool calls an LLM span's output messages asked for are the tool log
 (`origin: requested`; tool spans give `origin: executed`). `trajectory.tool_log` says whether
 the tool log could be seen at all: trace-fed layers never pass or fail on a blind one.
 Handoff spans (the convention's `handoff`) go to `trajectory.handoffs`, never to the agents or
-the tool log; `assay.run.trace_routing` reads the route from them.
+the tool log; `assay.traces.routing` reads the route from them.
 
 Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of
 them, or a raw span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted and
 noted in `checks.trace_id_note`. An all-zero parent id means no parent. No I/O here: the file
-source, correlation and quiescence live in `assay.run.traces`.
+source, correlation and quiescence live in `assay.traces.otlp_file`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import base64
 import binascii
 from typing import Any, Iterator
 
-from . import trace_conventions as conventions
-from .trace_routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
+from . import conventions
+from .routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL

@@ -239,7 +239,7 @@ class DerivedFiles:
         records = [self.records[i] for i in order]
         cost_latency = None
         if finished_at is not None:  # the final write only: it reads each traced case's trajectory once
-            from ..history.cost import results_summary
+            from ..stats.cost import results_summary
             cost_latency = results_summary(self.out, dict(self.manifest), records, self.state_dir)
         # the same records as the last refresh: the JSONL files stand and the counts are reused
         same = results_only and len(self.records) == self._last_count and self._summary is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from . import secrets
+from ..core import secrets
 
 
 def allowlist(plan: Mapping[str, Any]) -> list[str]:

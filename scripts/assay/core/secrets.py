@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from ..core.errors import AssayError
+from .errors import AssayError
 
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 REDACTED = "<redacted>"

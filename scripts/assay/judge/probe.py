@@ -18,9 +18,10 @@ from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.jsonio import dumps
-from ..judge.providers import build_request
-from .outcome import CONNECTION, RESPONSE
-from .secrets import env_refs
+from .providers import build_request
+from . import transport
+from ..invoke.outcome import CONNECTION, RESPONSE
+from ..core.secrets import env_refs
 
 PROBE_SYSTEM = "assay pre-flight probe: reply with the single word ok."
 PROBE_USER = "ok?"
@@ -72,9 +73,8 @@ def probe(runtime: Any) -> dict[str, Any]:
         return {"ok": None, "reason": "command judge: not probed (its argv was resolved at pre-flight)"}
     probe_cfg = dict(cfg, structured_output=False, max_tokens=PROBE_MAX_TOKENS)
     url, headers, body = build_request(probe_cfg, PROBE_SYSTEM, PROBE_USER)
-    from .judging import _post
-    out = _post(url, headers, dumps(body, indent=None).encode("utf-8"), float(cfg["timeout_s"]),
-                bool(cfg.get("insecure_tls")))
+    out = transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), float(cfg["timeout_s"]),
+                         bool(cfg.get("insecure_tls")))
     where = target(cfg, var)
     if out.kind == RESPONSE and out.status is not None and 200 <= out.status < 300:
         return {"ok": True, "status": out.status, "target": where}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..schemas import validate
-from .strict_yaml import LineIndex
+from ..core.strict_yaml import LineIndex
 
 
 def validate_yaml(doc: Any, schema: str, *, label: str, lines: LineIndex, what: str) -> None:

@@ -23,8 +23,9 @@ from typing import Any, Callable, Mapping
 from ..core import hostile
 from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
-from . import secrets, templates
-from .http_invoker import placeholder_values
+from ..core import secrets
+from . import templates
+from .http import placeholder_values
 from .outcome import EXCEPTION, RESPONSE, TIMEOUT, Outcome
 
 

@@ -1,1 +1,0 @@
-"""Invokers: one module per way of calling the app, each owning its own pre-flight checks."""
