@@ -19,9 +19,9 @@ from typing import Any, Callable, Mapping
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
-                           UNSCORABLE, UNSCORED)
+                           UNSCORABLE)
 from . import templates
-from .outcome import RATE_LIMITED_PREFIX, Outcome, attempts_reason, is_rate_limited, retry_wait
+from .outcome import RATE_LIMIT_SPENT, RATE_LIMITED_PREFIX, Outcome, RetryBudget, attempts_reason
 
 STYLES = ("client-id", "server-id", "cookie")
 MEMORY = ("session", "user", None)
@@ -299,13 +299,13 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
     outcome at any turn, up to max_attempts conversation attempts. Stops at the first turn that
     rolls up fail / infra_error / infra_incomplete, or when a server-id app gave no session id.
 
-    With `rate_limit_wait_s` (adaptive runs), a rate-limited ending (`is_rate_limited`) spends that
-    budget of waiting seconds instead of an attempt, as a single-turn case's retries do."""
+    Retries follow `RetryBudget`, the policy a single-turn case's retries use: with
+    `rate_limit_wait_s` (adaptive runs), a rate-limited ending (`is_rate_limited`) spends that
+    budget of waiting seconds instead of an attempt."""
     specs = turn_specs(case)
     endings: list[tuple[int, Outcome]] = []
     crashed = False
-    failed = limited = 0
-    waited = 0.0
+    budget = RetryBudget(max_attempts, list(backoff_s), rate_limit_wait_s)
     attempt = 0
     while True:
         attempt += 1
@@ -352,19 +352,13 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
             endings.append((sent[-1].spec.n, sent[-1].outcome))
             return ConversationResult(sent, endings, len(specs), stop[0], stop[1], crashed)
         n = sent[-1].spec.n
+        wait, spent = budget.spend(retry_out)
         final = None
-        if rate_limit_wait_s is not None and is_rate_limited(retry_out):
-            wait = retry_wait(backoff_s, limited, retry_out.header("Retry-After"))
-            if waited + wait > rate_limit_wait_s:
-                final = (f"{RATE_LIMITED_PREFIX}: turn {n}: {retry_out.describe()} on {attempt} conversation "
-                         f"attempt(s) until execution.rate_limit_wait_s ({rate_limit_wait_s:g} s) was spent")
-            limited += 1
-            waited += wait
-        else:
-            failed += 1
-            if failed >= max_attempts:
-                final = attempts_reason([o for _, o in endings], [t for t, _ in endings], "conversation attempt")
-            wait = retry_wait(backoff_s, failed - 1, retry_out.header("Retry-After"))
+        if spent == RATE_LIMIT_SPENT:
+            final = (f"{RATE_LIMITED_PREFIX}: turn {n}: {retry_out.describe()} on {attempt} conversation "
+                     f"attempt(s) until execution.rate_limit_wait_s ({rate_limit_wait_s:g} s) was spent")
+        elif spent is not None:
+            final = attempts_reason([o for _, o in endings], [t for t, _ in endings], "conversation attempt")
         if final is not None:
             sent[-1].scored = infra_turn(retry_out, final)
             return ConversationResult(sent, endings, len(specs), n, final, crashed)

@@ -7,7 +7,6 @@ Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429
 from __future__ import annotations
 
 import email.utils
-import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -145,39 +144,63 @@ def is_rate_limited(out: Outcome) -> bool:
     return out.kind == RESPONSE and (out.status == 429 or (out.status == 503 and out.header("Retry-After") is not None))
 
 
-def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, backoff_s: list[float],
-                         on_retry: Callable[[int, Outcome, float], None] | None = None,
-                         sleep: Callable[[float], None] = time.sleep,
-                         rate_limit_wait_s: float | None = None) -> list[Outcome]:
-    """Send until an answer that is not retried, or the retries are spent; returns every attempt's
-    outcome (the last one is final).
+# What `RetryBudget.spend` says when an outcome is final: the attempts or the rate-limit waits ran out.
+ATTEMPTS_SPENT = "attempts"
+RATE_LIMIT_SPENT = "rate_limit"
+
+
+@dataclass
+class RetryBudget:
+    """The one retry policy, for a single request and a whole conversation alike.
 
     `max_attempts` bounds the attempts that failed for any reason but rate limiting. With
     `rate_limit_wait_s` set (adaptive runs), a rate-limited answer (`is_rate_limited`) spends that
     budget of waiting seconds instead: it is retried after its Retry-After (else the backoff)
-    until the waits would pass the budget; then it is final. Every attempt is in the list either way.
-    """
+    until the waits would pass the budget; then it is final."""
+    max_attempts: int
+    backoff_s: list[float]
+    rate_limit_wait_s: float | None = None
+    failed: int = 0
+    limited: int = 0
+    waited: float = 0.0
+
+    def spend(self, out: Outcome) -> tuple[float, str | None]:
+        """For a retriable outcome: (seconds to wait before the next attempt, None), or
+        (wait, ATTEMPTS_SPENT | RATE_LIMIT_SPENT) when it is final. A spent rate-limit budget
+        leaves `waited` at what was actually waited."""
+        if self.rate_limit_wait_s is not None and is_rate_limited(out):
+            wait = retry_wait(self.backoff_s, self.limited, out.header("Retry-After"))
+            if self.waited + wait > self.rate_limit_wait_s:
+                return wait, RATE_LIMIT_SPENT
+            self.limited += 1
+            self.waited += wait
+            return wait, None
+        self.failed += 1
+        if self.failed >= self.max_attempts:
+            return 0.0, ATTEMPTS_SPENT
+        return retry_wait(self.backoff_s, self.failed - 1, out.header("Retry-After")), None
+
+
+def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, backoff_s: list[float],
+                         on_retry: Callable[[int, Outcome, float], None] | None = None,
+                         sleep: Callable[[float], None] = time.sleep,
+                         rate_limit_wait_s: float | None = None) -> list[Outcome]:
+    """Send until an answer that is not retried, or the retries are spent (`RetryBudget`); returns
+    every attempt's outcome (the last one is final). A rate-limited final outcome notes the spent
+    budget."""
     outcomes: list[Outcome] = []
-    failed = limited = 0
-    waited = 0.0
+    budget = RetryBudget(max_attempts, list(backoff_s), rate_limit_wait_s)
     while True:
         out = send()
         outcomes.append(out)
         if not out.retriable:
             break
-        if rate_limit_wait_s is not None and is_rate_limited(out):
-            wait = retry_wait(backoff_s, limited, out.header("Retry-After"))
-            if waited + wait > rate_limit_wait_s:
-                out.notes.append(f"rate-limit budget spent: waited {waited:g} s of execution.rate_limit_wait_s "
-                                 f"{rate_limit_wait_s:g} s")
-                break
-            limited += 1
-            waited += wait
-        else:
-            failed += 1
-            if failed >= max_attempts:
-                break
-            wait = retry_wait(backoff_s, failed - 1, out.header("Retry-After"))
+        wait, spent = budget.spend(out)
+        if spent == RATE_LIMIT_SPENT:
+            out.notes.append(f"rate-limit budget spent: waited {budget.waited:g} s of execution.rate_limit_wait_s "
+                             f"{rate_limit_wait_s:g} s")
+        if spent is not None:
+            break
         if on_retry:
             on_retry(len(outcomes), out, wait)
         if wait > 0:

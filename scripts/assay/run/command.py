@@ -45,7 +45,7 @@ def run(args, environ=None) -> tuple[int, Any]:
         return verify(Path(args.verify))
     if not args.plan or (not args.out and not args.dry_run):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
-    from . import preflight
+    from . import holdout_ledger, preflight, preflight_app, run_paths
     plan = preflight.load_plan(args.plan)
     plan_sha256 = sha256_json(plan)
     shard = None
@@ -58,15 +58,15 @@ def run(args, environ=None) -> tuple[int, Any]:
                              "writes comparison.json for the whole run", 2, key="--baseline-verdicts")
     if args.dry_run:
         return 0, dry_run(plan, environ)
-    out = preflight.check_out(plan, args.out, resume=args.resume,
+    out = run_paths.check_out(plan, args.out, resume=args.resume,
                               name=shard_dir_name(plan["run_id"], shard_index) if shard else None)
-    preflight.ledger_path(plan)
+    holdout_ledger.ledger_path(plan)
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
     # A run killed before its manifest.yaml existed has nothing to resume: it starts over (below,
     # under the lock) instead of wedging its run id.
     # So does one killed before its run dir existed: --resume on no run dir is a fresh start.
     never_made = bool(args.resume) and not out.exists() and not out.is_symlink()
-    start_over = bool(args.resume) and (never_made or preflight.unstarted_debris(out) is not None)
+    start_over = bool(args.resume) and (never_made or run_paths.unstarted_debris(out) is not None)
     if args.resume and not start_over:
         try:
             manifest = read_json(out / "manifest.yaml")
@@ -96,7 +96,7 @@ def run(args, environ=None) -> tuple[int, Any]:
     resume = bool(args.resume)
     try:
         try:   # pre-flight: a full disk or no descriptor left here is exit 3, before any case is sent
-            if start_over and (never_made or preflight.clear_unstarted(out)):
+            if start_over and (never_made or run_paths.clear_unstarted(out)):
                 resume = False
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
             if shard is not None:
@@ -106,7 +106,7 @@ def run(args, environ=None) -> tuple[int, Any]:
             if setup.invoker.mode == "cli":
                 from ..invoke.cli import stop_on_signals
                 restore_signals = stop_on_signals(setup.invoker)
-            setup.health = preflight.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
+            setup.health = preflight_app.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
                                                   resume=resume)
         except OSError as exc:
             if is_runner_resource(exc):
@@ -125,7 +125,7 @@ def run(args, environ=None) -> tuple[int, Any]:
 
 def dry_run(plan: dict, environ) -> dict:
     from . import preflight
-    from .casework import skip_reason
+    from .case_skip import skip_reason
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
     setup.trace.close()  # a dry run sends nothing: no listener stays open

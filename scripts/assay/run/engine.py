@@ -17,8 +17,11 @@ from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json
 from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
 from ..rundir import derived
+from . import holdout_ledger
+from . import judged_reason
 from . import preflight
-from .casework import RATE_LIMITED_PREFIX, CaseWorker
+from .casework import CaseWorker
+from ..invoke.outcome import RATE_LIMITED_PREFIX
 from .limiter import AppSlots
 from ..rundir.completeness import check_run_dir
 from ..stats.counts import summarize
@@ -80,7 +83,7 @@ class Run:
         else:
             preflight.write_gitignore(reports, self.plan["adapter"])
             # manifest.yaml is the run dir's first file: a kill before it leaves at most an empty
-            # dir, which --resume starts over (preflight.unstarted_debris)
+            # dir, which --resume starts over (run_paths.unstarted_debris)
             out.mkdir(exist_ok=True)
             started = utc_now_iso()
             self.manifest = preflight.build_manifest(self.s, started)
@@ -92,7 +95,7 @@ class Run:
             self.runlog.event("preflight", resume=False, health=self.s.health, traces=self.s.trace.manifest(),
                               max_concurrency=self.s.max_concurrency, cases=len(self.cases), k=self.plan["k"])
         if self.s.ledger is not None:
-            preflight.append_ledger(self.s.ledger, self.plan, self.stderr)
+            holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
 
     def _scrub_partial(self) -> dict[int, dict]:
         """--resume: keep case dirs with a parseable verdict.json; delete the rest and stray files."""
@@ -131,7 +134,7 @@ class Run:
             runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation, judge=self.s.judge)
         if self.s.judge is not None:
-            self.s.judge.scrub = self.worker._scrub
+            self.s.judge.scrub = writer.redact_text
             self.s.judge.on_retry = lambda **kw: self.runlog.event("retry", judge=True, **kw)
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr,
@@ -168,7 +171,7 @@ class Run:
     def _score_ctx(self) -> ScoreContext:
         return ScoreContext(invocation=self.plan["adapter"].get("invocation") or {},
                             matrix=self.plan["capability_matrix"], scoring=self.s.scoring,
-                            judged_reason=preflight.judged_reason_fn(self.plan, self.s.state),
+                            judged_reason=judged_reason.judged_reason_fn(self.plan, self.s.state),
                             traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason,
                             declared_tools=frozenset(declared_tools(self.plan["adapter"])))
 

@@ -1,33 +1,34 @@
 """Pre-flight (contracts §5.4), in order: everything here happens before the first case.
 
-1. plan validation (exit 2) and env resolution (exit 3); 2. invocation mode supported and
-well-formed; 3. health check; 4. trace branch; 5. safety gates recorded; 6. the PII
-.gitignore; 7. cases/ and manifest.yaml; 8. results.json `running`; 9. the holdout ledger.
-Steps 1-4 write nothing; exit 2 and exit 3 leave nothing behind (the lock is beside the
-run dir and removed on exit).
+1. plan validation (exit 2), --out and the state dir (`run_dir`), the holdout ledger's path
+(`holdout_ledger`) and env resolution (`preflight_env`, exit 3); 2. invocation mode supported
+and well-formed (`preflight_app`); 3. health check (`preflight_app`); 4. trace branch; 5. safety
+gates recorded; 6. the PII .gitignore; 7. cases/ and manifest.yaml; 8. results.json `running`;
+9. the holdout ledger's look (`holdout_ledger`). Steps 1-4 write nothing; exit 2 and exit 3
+leave nothing behind (the lock is beside the run dir and removed on exit).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..core import secrets, writer
+from ..core import writer
 from ..core.errors import AssayError
-from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, loads, read_json, read_jsonl, sha256_json
 from ..core.version import HARNESS_VERSION
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from .holdout_ledger import ledger_path
+from .judged_reason import judged_reason_fn
+from .preflight_app import build_invoker, check_adapter
+from .preflight_env import register_run_secrets, resolve_env
+from .run_paths import state_dir_of
 from ..traces.collect import TraceConfig, trace_branch
 
-SUPPORTED_MODES = ("http", "function", "cli")
 
-
-# ---------------------------------------------------------------- step 1: plan + --out
+# ---------------------------------------------------------------- step 1: plan, baseline
 def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> dict[str, Any]:
     try:
         if path == "-":
@@ -42,140 +43,6 @@ def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> dict[st
         raise AssayError(f"--plan {path}: not readable JSON ({exc}); rebuild it with make_plan.py", 2)
     validate_plan(plan, source=path)
     return plan
-
-
-def state_dir_of(plan: Mapping[str, Any]) -> Path:
-    p = Path(plan["paths"]["state_dir"])
-    try:
-        is_dir = p.is_dir()
-    except (OSError, ValueError):  # a name too long, a NUL byte: not a directory either
-        is_dir = False
-    if not is_dir:
-        raise AssayError(f"plan paths.state_dir {str(p)!r} is not a directory; rebuild the plan with "
-                         "make_plan.py --state-dir <app>/.assay", 2, key="paths.state_dir")
-    real = p.resolve()
-    problem = not_a_state_dir(real)
-    if problem:
-        raise AssayError(f"plan paths.state_dir {str(p)!r} {problem}; the runner writes only under an assay "
-                         "state dir's reports/. Rebuild the plan with make_plan.py --state-dir <app>/.assay",
-                         2, key="paths.state_dir")
-    return real
-
-
-STATE_DIR_MARKERS = ("adapter.yaml", "profile.yaml", "datasets", "reports")
-
-
-def not_a_state_dir(path: Path) -> str | None:
-    """Why `path` (resolved) is not an assay state dir, or None. A state dir holds at least one
-    of STATE_DIR_MARKERS and is never the filesystem root or the home directory (a hand-edited
-    `state_dir: "/"` must not let --out point anywhere)."""
-    if path == Path(path.anchor):
-        return "is the filesystem root, not an assay state dir"
-    try:
-        if path == Path.home().resolve():
-            return "is the home directory, not an assay state dir"
-    except (OSError, RuntimeError):
-        pass
-    if not any((path / m).exists() for m in STATE_DIR_MARKERS):
-        return f"is not an assay state dir (it holds none of {', '.join(STATE_DIR_MARKERS)})"
-    return None
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    try:
-        child.relative_to(parent)
-        return True
-    except ValueError:
-        return False
-
-
-def check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str | None = None) -> Path:
-    """The --out rules: basename = run_id (or `name`: a shard's), inside the state dir, no symlink,
-    empty unless --resume."""
-    try:
-        return _check_out(plan, out_arg, resume=resume, name=name)
-    except (OSError, ValueError) as exc:  # e.g. a path component longer than the filesystem allows
-        raise AssayError(f"--out {out_arg!r}: unusable path ({exc}); use --out <state>/reports/"
-                         f"{name or plan['run_id']}", 2, key="--out") from None
-
-
-def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str | None = None) -> Path:
-    out = Path(os.path.abspath(out_arg))
-    name = name or plan["run_id"]
-    if out.name != name:
-        what = "the plan's run_id" if name == plan["run_id"] else "the plan's run_id and the shard (<run_id>.shard-<I>)"
-        raise AssayError(f"--out {out_arg!r}: its last path component must be {name!r}, {what} "
-                         f"(use --out <state>/reports/{name})", 2, key="--out")
-    state = state_dir_of(plan)
-    real = out.parent.resolve() / out.name
-    if _inside(real, state):  # never through a link: the run dir, reports/ and anything between
-        writer.refuse_symlinks_between(out, state, "on the --out path inside the state dir")
-    if out.is_symlink() or not _inside(real, state / "reports"):
-        raise AssayError(f"--out {out_arg!r} is outside the state dir's reports/ {str(state / 'reports')!r} "
-                         f"(or a symlink); use --out {state}/reports/{name}", 2, key="--out")
-    if resume:
-        if out.is_dir():  # --resume reads, rewrites and deletes in here: no link anywhere inside
-            writer.refuse_symlinks_in(out, what="inside the run directory --resume would repair")
-        if out.exists() and not (out / "manifest.yaml").is_file() and unstarted_debris(out) is None:
-            raise AssayError(f"--resume: {out_arg} is not a run directory (no manifest.yaml); start the run "
-                             "without --resume", 2, key="--out")
-    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
-        hint = (" (a start that was killed before its manifest.yaml was written: --resume starts it over)"
-                if out.is_dir() and unstarted_debris(out) is not None else "")
-        raise AssayError(f"--out {out_arg} already exists and is not empty{hint}; pass --resume to finish that "
-                         "run, or use a new run id", 2, key="--out")
-    return out
-
-
-# What a runner killed in its first milliseconds can leave before manifest.yaml exists.
-_START_DEBRIS = ("cases", "results.json", "run.log")
-
-
-def unstarted_debris(out: Path) -> list[Path] | None:
-    """A run dir with no manifest.yaml and no finished case (a kill before pre-flight wrote the
-    manifest): the entries to clear so the run starts over, [] for an empty dir. None when it
-    holds anything else (a manifest, a verdict.json, a file the runner never writes)."""
-    if not out.is_dir() or (out / "manifest.yaml").exists():
-        return None
-    found: list[Path] = []
-    for entry in out.iterdir():
-        temp = entry.name.startswith(".") and entry.name.endswith(".tmp")
-        if entry.is_symlink() or not (entry.name in _START_DEBRIS or temp):
-            return None
-        if entry.name == "cases":
-            if not entry.is_dir():
-                return None
-            for cdir in entry.iterdir():
-                if cdir.is_symlink() or not cdir.is_dir() or (cdir / "verdict.json").exists():
-                    return None
-        found.append(entry)
-    return found
-
-
-def clear_unstarted(out: Path) -> bool:
-    """--resume on a run that never got its manifest: clear the debris (under the runner lock) so
-    the run starts over as a fresh one. False when `out` is not such a dir."""
-    debris = unstarted_debris(out)
-    if debris is None:
-        return False
-    for entry in debris:
-        writer.remove_tree(entry)
-    return True
-
-
-def ledger_path(plan: Mapping[str, Any]) -> Path | None:
-    """The holdout ledger for a holdout-touching plan, confined to the state dir."""
-    if plan["selecting_split"] != "holdout" and plan["mode"] != "holdout":
-        return None
-    state = state_dir_of(plan)
-    raw = Path(plan["paths"]["holdout_ledger"])
-    path = raw if raw.is_absolute() else state / raw
-    real = Path(os.path.realpath(path))
-    if not _inside(real, state):
-        raise AssayError(f"plan paths.holdout_ledger {str(raw)!r} resolves outside the state dir "
-                         f"{str(state)!r}; use datasets/holdout-looks.jsonl", 2, key="paths.holdout_ledger")
-    writer.refuse_symlinks_between(path, state, "the holdout ledger path")
-    return real
 
 
 def dataset_version(plan: Mapping[str, Any]) -> int:
@@ -212,130 +79,6 @@ def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] 
     return {"path": str(p), "rows": rows, "holdout_ids": holdout_ids, "run_id": manifest.get("run_id"), **theirs}
 
 
-# ---------------------------------------------------------------- env
-def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_required: bool = True) -> dict[str, str]:
-    """Every variable the run resolves: the adapter's and the cases' (`app_required=False`, rescore:
-    those set are taken, a missing one is no error since no app is called), the judge's (always
-    required), and the allowlisted values a cli app or a command judge is given (secrets too)."""
-    adapter = plan["adapter"]
-    names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
-    names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
-    from ..judge.env import judge_allowlisted_secrets
-    from ..judge.runtime import judge_env_names
-    judge_names = judge_env_names(plan)
-    if app_required:
-        env = secrets.resolve(names | judge_names, environ, env_sources(plan))
-    else:
-        env = secrets.resolve(judge_names, environ, env_sources(plan))
-        env.update({n: environ[n] for n in sorted(names - judge_names) if environ.get(n)})
-    inv = adapter.get("invocation") or {}
-    if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
-        from ..invoke.cli import allowlisted_secrets
-        env.update(allowlisted_secrets(inv, environ))
-    env.update(judge_allowlisted_secrets(plan, environ))
-    return env
-
-
-def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> None:
-    """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
-    resolved value but an address-only variable (the base URL is not a secret: errors show where
-    they connected). A run and a rescore of it register the same set (one rule)."""
-    from ..judge.runtime import judge_env_names
-    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
-                 - secrets.case_env_names(plan["cases"]))
-    writer.register_secrets(v for k, v in env.items() if k not in addresses)
-
-
-def env_sources(plan: Mapping[str, Any]) -> dict[str, str]:
-    """Where each variable is referenced (file: key), so a missing one names what to fix."""
-    adapter = plan["adapter"]
-    where = {n: f"judge/judge.yaml: {path}" for n, path in
-             secrets.env_ref_paths((plan.get("judge") or {}).get("config") or {}, "").items()}
-    for name in secrets.case_env_names(plan["cases"]):
-        where[name] = "a case's identity.token_env"
-    auth = (adapter.get("invocation") or {}).get("auth") or {}
-    for key in ("token_env", "cookie_env"):
-        if isinstance(auth, Mapping) and isinstance(auth.get(key), str):
-            where[auth[key]] = f"adapter.yaml: invocation.auth.{key}"
-    for part in ("traces", "invocation"):
-        where.update({n: f"adapter.yaml: {path}" for n, path in
-                      secrets.env_ref_paths(adapter.get(part) or {}, part).items()})
-    return where
-
-
-# ---------------------------------------------------------------- step 2: invoker
-def check_adapter(plan: Mapping[str, Any]) -> None:
-    """The invocation mode is one this runner runs, and the adapter matches its schema (exit 3
-    naming the key). Runs before anything reads the adapter (env resolution included)."""
-    inv = plan["adapter"].get("invocation") or {}
-    mode = inv.get("mode") if isinstance(inv, Mapping) else None
-    if mode not in SUPPORTED_MODES:
-        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli)", 3,
-                         key="invocation.mode", mode=mode)
-    # The adapter crossed a step boundary inside the plan: check its shape before using it.
-    from ..schemas import validate
-    validate(plan["adapter"], "adapter", source="adapter", code=3, what="the plan's")
-
-
-def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
-                  out: Path | None = None, environ: Mapping[str, str] | None = None):
-    """The invoker for the (already checked, `check_adapter`) invocation."""
-    inv = plan["adapter"].get("invocation") or {}
-    mode = inv.get("mode")
-    if mode == "http":
-        from ..invoke.http import HttpInvoker
-        inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
-    elif mode == "cli":
-        from ..invoke.function import app_root
-        from ..invoke.cli import CliInvoker, scratch_area
-        environ = os.environ if environ is None else environ
-        state = state_dir_of(plan)
-        run_dir = out if out is not None else state / "reports" / plan["run_id"]
-        inv_obj = CliInvoker(inv, env, environ=environ, timeout_s=execution["timeout_s"],
-                             app_root=app_root(plan["adapter"], state), state_dir=state,
-                             area=scratch_area(plan["run_id"], Path(os.path.abspath(run_dir)), environ))
-    else:
-        from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
-        fn = import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan)))
-        inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
-    rb = inv.get("response_body")
-    if rb is not None:
-        from ..invoke.templates import ANSWER_MARK, find_mark, parse_template
-        tmpl = parse_template(rb, "invocation.response_body")
-        if find_mark(tmpl, ANSWER_MARK) is None:
-            raise AssayError("pre-flight: invocation.response_body must mark the answer leaf with "
-                             "\"<answer>\"", 3, key="invocation.response_body")
-    return inv_obj
-
-
-# ---------------------------------------------------------------- step 3: health
-def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = False) -> dict[str, Any]:
-    if getattr(invoker, "mode", None) == "cli":
-        return invoker.health(resume=resume)
-    if getattr(invoker, "mode", None) != "http":
-        return {"checked": False, "reason": "function mode: the entrypoint imported"}
-    hc = invocation.get("health_check") or {}
-    method = str(hc.get("method") or "GET").upper()
-    url = invoker.health_url(hc.get("path"))
-    expect = hc.get("expect_status")
-    out = invoker.request(method, url, {"Accept": "*/*"}, None)
-    invoker.close()
-    shown = invoker.base_recorded + (hc.get("path") or "")
-    resolved = invoker.shown_resolved(url)
-    if resolved:
-        shown += f" (resolved: {resolved})"
-    if out.kind != "response":
-        fix = invoker.base_fix_hint()
-        raise AssayError(f"pre-flight: health check {method} {shown} failed: {out.error}. Start the app (or "
-                         f"fix {fix} / invocation.health_check) and re-run.", 3, key="invocation.health_check",
-                         health_error=out.error, url=resolved or shown)
-    if expect and out.status not in (expect if isinstance(expect, list) else [expect]):
-        raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status}, not one of "
-                         f"{expect}; is the app healthy?", 3, key="invocation.health_check.expect_status",
-                         status=out.status)
-    return {"checked": True, "method": method, "status": out.status}
-
-
 # ---------------------------------------------------------------- step 5: safety
 def safety_gates(adapter: Mapping[str, Any]) -> dict[str, Any]:
     envb = adapter.get("environment") or {}
@@ -345,65 +88,6 @@ def safety_gates(adapter: Mapping[str, Any]) -> dict[str, Any]:
     return {"safe_to_attack": envb.get("safe_to_attack") is True, "environment_kind": kind,
             "never_live_tools": never_live, "live_environment": isinstance(kind, str) and kind.startswith("live"),
             "identity_map": sorted((adapter.get("invocation") or {}).get("identity_map") or {})}
-
-
-# ---------------------------------------------------------------- judged layer
-JUDGE_PENDING = "judge pending"
-
-
-def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[str, Any]], str]:
-    """The judged layer's reason before any judge call: JUDGE_PENDING when the plan enables a judge
-    (the case worker then judges), else why nothing judges this run."""
-    block = plan.get("judge")
-    if isinstance(block, dict):
-        if block.get("enabled"):
-            return lambda case: JUDGE_PENDING
-        why = f"unjudged ({block.get('reason') or 'judge disabled in the plan'})"
-        from ..plan.modes import MODES
-        if not (plan.get("mode") in MODES and MODES[plan["mode"]].judge):
-            return lambda case: why  # smoke / targeted without --judge: the mode's choice
-        # A mode that judges by default, with no judge.yaml: a calibrated pin would gate here,
-        # so leaving it unjudged is a check that never ran, not a choice.
-        from ..judge.rubrics import case_pins
-        from ..judge.runtime import calibration_of, load_calibration
-        sidecar, sidecar_why = load_calibration(plan, state)
-
-        def reason(case: Mapping[str, Any]) -> str:
-            gating = [str(p) for p in case_pins(dict(case)) if calibration_of(sidecar, sidecar_why, str(p))[0]]
-            if not gating:
-                return why
-            return (f"no judge/judge.yaml in the state dir, so the calibrated (gating) rubric {', '.join(gating)} "
-                    f"never ran in this {plan['mode']} run; add judge/judge.yaml (docs/runner-contract.md, The judge)")
-        return reason
-    if plan["mode"] == "smoke":
-        return lambda case: "unjudged (mode: smoke)"
-    raw = (plan.get("paths") or {}).get("judge_calibration")
-    sidecar: Any = None
-    if raw:
-        p = Path(raw)
-        try:
-            sidecar = read_json(p if p.is_absolute() else state / p)
-        except (OSError, ValueError):
-            sidecar = None
-
-    def reason(case: Mapping[str, Any]) -> str:
-        rubric = ((case.get("expect") or {}).get("answer") or {}).get("rubric")
-        return "unjudged (deferred to skill)" if rubric_calibrated(sidecar, rubric) else "unjudged (judge not calibrated)"
-    return reason
-
-
-def rubric_calibrated(sidecar: Any, rubric: Any) -> bool:
-    """True only when the sidecar says this rubric (or every rubric) is calibrated."""
-    if not isinstance(sidecar, Mapping):
-        return False
-    rubrics = sidecar.get("rubrics")
-    ids = rubric if isinstance(rubric, list) else [rubric]
-    if isinstance(rubrics, Mapping) and rubrics:
-        return all(isinstance(rubrics.get(r), Mapping) and rubrics[r].get("calibrated") is True for r in ids)
-    if isinstance(rubrics, list) and rubrics:
-        by_id = {str(r.get("rubric") or r.get("id")): r for r in rubrics if isinstance(r, Mapping)}
-        return all(isinstance(by_id.get(str(r)), Mapping) and by_id[str(r)].get("calibrated") is True for r in ids)
-    return sidecar.get("calibrated") is True or sidecar.get("status") == "calibrated"
 
 
 # ---------------------------------------------------------------- steps 6-9: writes
@@ -503,32 +187,6 @@ def judge_manifest(setup: RunSetup) -> dict[str, Any]:
     block = setup.plan.get("judge")
     reason = block.get("reason") if isinstance(block, dict) else None
     return {"enabled": False, "reason": reason or judged_reason_fn(setup.plan, setup.state)({})}
-
-
-def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
-    """Append one look for this run id (never a second); return the running look count."""
-    stderr = stderr or sys.stderr
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
-    if path.exists() or path.is_symlink():
-        for line in writer.read_bytes(path).decode("utf-8").splitlines():
-            try:
-                rows.append(loads(line))
-            except ValueError:
-                continue
-    if not any(isinstance(r, dict) and r.get("run_id") == plan["run_id"] for r in rows):
-        reason = (plan.get("manifest_extra") or {}).get("holdout_reason") or "run_cases.py holdout run"
-        row = {"run_id": plan["run_id"], "date": utc_now_iso(), "mode": plan["mode"], "reason": reason}
-        fd = writer.open_append(path)
-        try:
-            os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"))
-        finally:
-            os.close(fd)
-        rows.append(row)
-    looks = len(rows)
-    stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan['run_id']}); "
-                 f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
-    return looks
 
 
 def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], baseline: dict | None) -> RunSetup:

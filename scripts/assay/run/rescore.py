@@ -35,7 +35,7 @@ from ..core.ids import RUN_ID_RE, parse_run_id
 from ..core.jsonio import dumps, read_json, sha256_json
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
 from ..schemas import validate
-from . import preflight
+from . import holdout_ledger, preflight, preflight_env, run_paths
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
 from ..traces.collect import TraceConfig
 
@@ -265,14 +265,14 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         raise AssayError(f"rescore: {state} is not the state dir (no adapter.yaml); pass --state-dir <app>/.assay",
                          2, key="--state-dir")
     plan = build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge)
-    out = preflight.check_out(plan, out_arg, resume=False)
+    out = run_paths.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
     from ..judge.runtime import build_runtime
     # The same secrets a run of this plan registers (the app's too: a judge may echo what the app
     # put in its answer or tool results); an app variable missing here is no error (no app call).
-    env = preflight.resolve_env(plan, environ, app_required=False)
-    preflight.register_run_secrets(plan, env)
+    env = preflight_env.resolve_env(plan, environ, app_required=False)
+    preflight_env.register_run_secrets(plan, env)
     execution = effective_execution(plan)
     src_traces = manifest.get("traces") if isinstance(manifest.get("traces"), dict) else {}
     trace_source = ReplayTraceSource(stored)
@@ -302,7 +302,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     setup = preflight.RunSetup(
         plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
         scoring=effective_scoring(plan), env=env, invoker=invoker, trace=trace,
-        safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=preflight.ledger_path(plan),
+        safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=holdout_ledger.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
         judge=judge_rt, conversation=conversation,

@@ -39,7 +39,9 @@ from ..core.jsonio import atomic_write_json, atomic_write_text, read_json, sha25
 from ..core.vocab import FAIL
 from ..plan.shards import is_canary, shard_cases
 from ..rundir import derived
+from ..run import holdout_ledger
 from ..run import preflight
+from ..run import run_paths
 from ..rundir.completeness import ABORTED, check_run_dir
 from ..run.engine import EXIT_MESSAGES, exit_code_for
 from ..run.lock import RunLock
@@ -93,7 +95,7 @@ def _check_out(plan: dict, out_arg: str) -> Path:
     hold a previous merge of this plan (replaced), nothing else."""
     previous = _is_previous_merge(Path(os.path.abspath(out_arg)), plan)
     try:
-        return preflight.check_out(plan, out_arg, resume=previous)
+        return run_paths.check_out(plan, out_arg, resume=previous)
     except AssayError as exc:
         if exc.fields.get("key") == "--out" and "already exists" in exc.message:
             raise AssayError(f"--out {out_arg} already exists and is not a merge of this plan; use a new run id "
@@ -288,7 +290,7 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
         raise AssayError("merge_runs.py needs the shard run directories (SHARD_DIR...) after --out", 2)
     plan_sha = sha256_json(plan)
     out = _check_out(plan, out_arg)
-    ledger = preflight.ledger_path(plan)
+    ledger = holdout_ledger.ledger_path(plan)
     baseline = preflight.check_baseline(baseline_arg, plan)
     count = plan["shards"]["count"]
     shards = [_read_shard(Path(p), plan_sha, count) for p in shard_dirs]
@@ -319,7 +321,7 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
             shutil.rmtree(tmp)
         lock.release()
     if ledger is not None:
-        preflight.append_ledger(ledger, plan, stderr)
+        holdout_ledger.append_ledger(ledger, plan, stderr)
     if code:
         raise AssayError(EXIT_MESSAGES[code], code, **result)
     return code, result
@@ -342,7 +344,7 @@ def _build(plan: dict, shards: list[ShardRun], manifest: dict, baseline: dict | 
     atomic_write_json(tmp / "manifest.yaml", manifest)
     by_index = {s.index: s for s in shards}
     source = _source_shard(plan, by_index)
-    files = derived.DerivedFiles(tmp, manifest, len(plan["cases"]), preflight.state_dir_of(plan))
+    files = derived.DerivedFiles(tmp, manifest, len(plan["cases"]), run_paths.state_dir_of(plan))
     for i, c in enumerate(plan["cases"]):
         s = source.get(c["id"])
         if s is None:

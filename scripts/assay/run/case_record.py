@@ -1,0 +1,80 @@
+"""A case's verdict.json record: the fields every case has, and the k repeats folded into one."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core import writer
+from ..core.vocab import ERROR, INFRA_ERROR, INFRA_INCOMPLETE
+from ..score.rollup import unscored_reason
+from .caseinfo import case_title, input_text
+from ..invoke.outcome import RESPONSE, is_rate_limited, same_body_key
+from ..traces.collect import NOT_COLLECTED
+
+
+def base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
+    """The record's fields before anything is sent (a skipped case keeps most of them)."""
+    split = case.get("split") or []
+    canary = "canary" in split
+    expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
+    return {"case_id": case["id"], "verdict": None, "canary": canary, "holdout": "holdout" in split,
+            "gating": False if canary else case.get("gating", True) is not False,
+            "unit": _str_or_none(case.get("unit")), "category": _str_or_none(case.get("category")), "k": k, "attempts": 0,
+            "retry_count": 0, "crashed": False, "repeated_5xx": None, "skip_reason": None, "infra_reason": None,
+            "rate_limited_retries": 0,
+            "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
+            "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result")),
+            "title": case_title(case), "input_text": input_text(case), "judged": False, "judge_usage": None}
+
+
+def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded: str, *, k: int,
+                judged: list[dict], undeclared: list[str]) -> dict[str, Any]:
+    """The record of a sent case: `folded` is the repeats' verdict, `chosen` the repeat it came from."""
+    attempts = sum(len(r["outcomes"]) for r in repeats)
+    infra_reason = chosen["infra_reason"]
+    if folded == INFRA_INCOMPLETE and infra_reason is None:
+        infra_reason = writer.redact_text(chosen["trace"]["reason"]) or "trace incomplete"
+    if folded == INFRA_ERROR and infra_reason is None:  # the app answered; a layer's outage (the judge's)
+        down = [f"{name}: {entry.get('reason')}" for name, entry in (chosen.get("layers") or {}).items()
+                if isinstance(entry, Mapping) and entry.get("verdict") == INFRA_ERROR and entry.get("reason")]
+        infra_reason = writer.redact_text("; ".join(down)) if down else None
+    return dict(
+        base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
+        crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
+        repeated_5xx=repeated_5xx(repeats), infra_reason=infra_reason, trace=chosen["trace"],
+        rate_limited_retries=sum(1 for r in repeats for o in r["outcomes"][:-1] if is_rate_limited(o)),
+        latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
+        unscored_reason=unscored_reason(chosen["layers"], folded),
+        repeats=[{"n": r["n"], "verdict": r["verdict"], "trace_collected": r.get("trajectory") is not None}
+                 for r in repeats] if k > 1 else None,
+        scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
+        judged=bool(judged), judge_usage=_sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
+        trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
+        undeclared_tools=undeclared or None)
+
+
+def repeated_5xx(repeats: list[dict]) -> dict | None:
+    """The same 5xx (status and body) on every attempt; for a conversation, on the same turn."""
+    outs = [o for r in repeats for o in r["outcomes"]]
+    if len(outs) < 2 or any(o.kind != RESPONSE or (o.status or 0) < 500 for o in outs):
+        return None
+    if len({(o.status, same_body_key(o)) for o in outs}) != 1:  # ids, uuids, timestamps masked
+        return None
+    turns = {t for r in repeats for t in (r.get("ending_turns") or [])}
+    if "turns" in repeats[0]:
+        if len(turns) != 1:
+            return None
+        return {"status": outs[0].status, "attempts": len(outs), "turn": turns.pop()}
+    return {"status": outs[0].status, "attempts": len(outs)}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _sum_usage(usages: list[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for u in usages:
+        for key, value in u.items():
+            out[key] = out.get(key, 0) + int(value)
+    return out

@@ -1,0 +1,85 @@
+"""The invoker's pre-flight (steps 2-3): the invocation mode is supported and well-formed, the
+invoker is built, and the app answers its health check. Exit 3 names the adapter key to fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.errors import AssayError
+from .run_paths import state_dir_of
+
+SUPPORTED_MODES = ("http", "function", "cli")
+
+
+def check_adapter(plan: Mapping[str, Any]) -> None:
+    """The invocation mode is one this runner runs, and the adapter matches its schema (exit 3
+    naming the key). Runs before anything reads the adapter (env resolution included)."""
+    inv = plan["adapter"].get("invocation") or {}
+    mode = inv.get("mode") if isinstance(inv, Mapping) else None
+    if mode not in SUPPORTED_MODES:
+        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli)", 3,
+                         key="invocation.mode", mode=mode)
+    # The adapter crossed a step boundary inside the plan: check its shape before using it.
+    from ..schemas import validate
+    validate(plan["adapter"], "adapter", source="adapter", code=3, what="the plan's")
+
+
+def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
+                  out: Path | None = None, environ: Mapping[str, str] | None = None):
+    """The invoker for the (already checked, `check_adapter`) invocation."""
+    inv = plan["adapter"].get("invocation") or {}
+    mode = inv.get("mode")
+    if mode == "http":
+        from ..invoke.http import HttpInvoker
+        inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
+    elif mode == "cli":
+        from ..invoke.function import app_root
+        from ..invoke.cli import CliInvoker, scratch_area
+        environ = os.environ if environ is None else environ
+        state = state_dir_of(plan)
+        run_dir = out if out is not None else state / "reports" / plan["run_id"]
+        inv_obj = CliInvoker(inv, env, environ=environ, timeout_s=execution["timeout_s"],
+                             app_root=app_root(plan["adapter"], state), state_dir=state,
+                             area=scratch_area(plan["run_id"], Path(os.path.abspath(run_dir)), environ))
+    else:
+        from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
+        fn = import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan)))
+        inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
+    rb = inv.get("response_body")
+    if rb is not None:
+        from ..invoke.templates import ANSWER_MARK, find_mark, parse_template
+        tmpl = parse_template(rb, "invocation.response_body")
+        if find_mark(tmpl, ANSWER_MARK) is None:
+            raise AssayError("pre-flight: invocation.response_body must mark the answer leaf with "
+                             "\"<answer>\"", 3, key="invocation.response_body")
+    return inv_obj
+
+
+# ---------------------------------------------------------------- step 3: health
+def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = False) -> dict[str, Any]:
+    if getattr(invoker, "mode", None) == "cli":
+        return invoker.health(resume=resume)
+    if getattr(invoker, "mode", None) != "http":
+        return {"checked": False, "reason": "function mode: the entrypoint imported"}
+    hc = invocation.get("health_check") or {}
+    method = str(hc.get("method") or "GET").upper()
+    url = invoker.health_url(hc.get("path"))
+    expect = hc.get("expect_status")
+    out = invoker.request(method, url, {"Accept": "*/*"}, None)
+    invoker.close()
+    shown = invoker.base_recorded + (hc.get("path") or "")
+    resolved = invoker.shown_resolved(url)
+    if resolved:
+        shown += f" (resolved: {resolved})"
+    if out.kind != "response":
+        fix = invoker.base_fix_hint()
+        raise AssayError(f"pre-flight: health check {method} {shown} failed: {out.error}. Start the app (or "
+                         f"fix {fix} / invocation.health_check) and re-run.", 3, key="invocation.health_check",
+                         health_error=out.error, url=resolved or shown)
+    if expect and out.status not in (expect if isinstance(expect, list) else [expect]):
+        raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status}, not one of "
+                         f"{expect}; is the app healthy?", 3, key="invocation.health_check.expect_status",
+                         status=out.status)
+    return {"checked": True, "method": method, "status": out.status}

@@ -1,0 +1,59 @@
+"""The run's variables (pre-flight step 1, exit 3): every `${VAR}` the adapter, the cases and the
+judge reference, resolved from the environment and registered for redaction."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core import writer
+from ..core import secrets
+
+
+def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_required: bool = True) -> dict[str, str]:
+    """Every variable the run resolves: the adapter's and the cases' (`app_required=False`, rescore:
+    those set are taken, a missing one is no error since no app is called), the judge's (always
+    required), and the allowlisted values a cli app or a command judge is given (secrets too)."""
+    adapter = plan["adapter"]
+    names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
+    names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
+    from ..judge.env import judge_allowlisted_secrets
+    from ..judge.runtime import judge_env_names
+    judge_names = judge_env_names(plan)
+    if app_required:
+        env = secrets.resolve(names | judge_names, environ, env_sources(plan))
+    else:
+        env = secrets.resolve(judge_names, environ, env_sources(plan))
+        env.update({n: environ[n] for n in sorted(names - judge_names) if environ.get(n)})
+    inv = adapter.get("invocation") or {}
+    if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
+        from ..invoke.cli import allowlisted_secrets
+        env.update(allowlisted_secrets(inv, environ))
+    env.update(judge_allowlisted_secrets(plan, environ))
+    return env
+
+
+def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
+    resolved value but an address-only variable (the base URL is not a secret: errors show where
+    they connected). A run and a rescore of it register the same set (one rule)."""
+    from ..judge.runtime import judge_env_names
+    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
+                 - secrets.case_env_names(plan["cases"]))
+    writer.register_secrets(v for k, v in env.items() if k not in addresses)
+
+
+def env_sources(plan: Mapping[str, Any]) -> dict[str, str]:
+    """Where each variable is referenced (file: key), so a missing one names what to fix."""
+    adapter = plan["adapter"]
+    where = {n: f"judge/judge.yaml: {path}" for n, path in
+             secrets.env_ref_paths((plan.get("judge") or {}).get("config") or {}, "").items()}
+    for name in secrets.case_env_names(plan["cases"]):
+        where[name] = "a case's identity.token_env"
+    auth = (adapter.get("invocation") or {}).get("auth") or {}
+    for key in ("token_env", "cookie_env"):
+        if isinstance(auth, Mapping) and isinstance(auth.get(key), str):
+            where[auth[key]] = f"adapter.yaml: invocation.auth.{key}"
+    for part in ("traces", "invocation"):
+        where.update({n: f"adapter.yaml: {path}" for n, path in
+                      secrets.env_ref_paths(adapter.get(part) or {}, part).items()})
+    return where

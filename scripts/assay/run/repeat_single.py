@@ -1,0 +1,69 @@
+"""One repeat of a single-turn case: send with retries, then trace, score and judge the answer."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..core import writer
+from ..judge.prompt import Material
+from ..judge.rubrics import case_pins as rubric_pins
+from ..core.vocab import UNSCORED
+from ..score.rollup import case_verdict
+from ..invoke.http import user_turn
+from .judged_reason import JUDGE_PENDING
+from ..invoke.outcome import RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, is_rate_limited
+from .repeat_scoring import infra_part, response_record, score_answered, scrub
+from ..traces.collect import request_trace_headers
+
+if TYPE_CHECKING:
+    from .casework import CaseWorker
+
+
+def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> dict:
+    """Repeat `n`: its request, response, every attempt's outcome, its layers and verdict."""
+    trace_headers, sent_trace_id = request_trace_headers(w.trace)
+    wire, recorded = w.invoker.prepare(case, str(uuidlib.uuid4()), trace_headers)
+
+    def on_retry(attempt: int, out: Outcome, wait: float) -> None:
+        w.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=scrub(out.describe()),
+                       wait_s=round(wait, 3))
+    budget = w.execution.get("rate_limit_wait_s") if w.execution.get("adaptive", True) else None
+    outcomes = attempt_with_retries(lambda: w.send(wire), max_attempts=int(w.execution["max_attempts"]),
+                                    backoff_s=list(w.execution["backoff_s"]), on_retry=on_retry,
+                                    rate_limit_wait_s=budget)
+    final = outcomes[-1]
+    response = response_record(outcomes)
+    result: dict[str, Any] = {"n": n, "request": recorded, "response": response, "outcomes": outcomes}
+    if final.retriable:
+        reason = attempts_reason(outcomes)
+        if budget is not None and is_rate_limited(final):
+            reason = (f"{RATE_LIMITED_PREFIX}: {final.describe()} on {len(outcomes)} attempt(s) until "
+                      f"execution.rate_limit_wait_s ({budget:g} s) was spent")
+        result.update(infra_part(w.trace, final, reason))
+    else:
+        result.update(score_answered(w, case, final, trace_headers, sent_trace_id))
+        if w.judge is not None and result["layers"]["judged"].get("reason") == JUDGE_PENDING:
+            result["layers"]["judged"], result["judge_doc"] = judge_answer(
+                w, case, result["answer_text"], result["trajectory"], ref)
+            result["verdict"] = case_verdict(result["layers"], skipped=False)
+    return result
+
+
+def judge_answer(w: "CaseWorker", case, answer: str | None, trajectory: dict | None,
+                 ref: dict) -> tuple[dict, dict | None]:
+    """(judged layer, judge.json doc or None) for one scored repeat."""
+    if answer is None:
+        return {"verdict": UNSCORED, "reason": "no answer to judge (nothing at the adapter's <answer> path)"}, None
+    tools = None
+    if trajectory is not None:
+        # redacted like everything else the judge is sent (the trajectory in memory is not yet)
+        tools = writer.redact_value([{"name": c.get("name"), "result": c.get("result")}
+                                     for c in trajectory.get("tool_calls") or []])
+    expect = case.get("expect") or {}
+    result = expect.get("result") if isinstance(expect.get("result"), Mapping) else {}
+    gold = result.get("scalar", result.get("rows")) if result else None
+    material = Material(user_message=scrub(user_turn(case)) or "", answer=scrub(answer) or "",
+                        tool_results=tools, gold=gold)
+    got = w.judge.judge_case(case, material, rubric_pins(case), ref)
+    return got.layer, got.doc
