@@ -37,6 +37,9 @@ def build_parser():
                    help="close when the p95 end-to-end case latency is above Y seconds; overrides "
                         "profile.yaml's budgets.max_p95_latency_s")
     p.add_argument("--prices", help="prices file for the cost budget (default: <state>/prices.yaml)")
+    p.add_argument("--no-judge-cost", action="store_true",
+                   help="leave the judge's tokens out of --max-cost-per-case (by default the budget is the app's "
+                        "cost per case plus the judge's, each priced with the prices file)")
     p.add_argument("--baseline", metavar="RUN|auto",
                    help="compare with this run (or `auto`: reports/baseline.json's pin, else the newest complete run "
                         "of the same series whose gate was open) and close on any gating case newly failing; an "
@@ -70,7 +73,7 @@ def run(args):
         raise AssayError(f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
                          "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")
     budgets = {"max_cost_per_case": args.max_cost_per_case, "max_p95_latency_s": args.max_p95_latency_s,
-               "prices": args.prices, "state_dir": args.state_dir}
+               "prices": args.prices, "state_dir": args.state_dir, "include_judge": not args.no_judge_cost}
     options = dict(max_infra_rate=args.max_infra_rate, require_canaries=args.require_canaries,
                    verify=not args.no_verify, budgets=budgets)
     if args.baseline:

@@ -29,10 +29,11 @@ For people.
 
 
 def prompt_parts(text: str) -> tuple[str, str]:
-    """(node id, answer) from a judge prompt."""
+    """(node id, answer) from a judge prompt; a whole conversation's prompt: the conversation block."""
     node = re.search(r"Node: (\S+)", text).group(1)
-    answer = re.search(r"<untrusted-answer-[0-9a-f]+>\n(.*?)\n</untrusted-answer-", text, re.S).group(1)
-    return node, answer
+    answer = re.search(r"<untrusted-answer-[0-9a-f]+>\n(.*?)\n</untrusted-answer-", text, re.S) or \
+        re.search(r"<untrusted-conversation-[0-9a-f]+>\n(.*?)\n</untrusted-conversation-", text, re.S)
+    return node, answer.group(1)
 
 
 def default_decide(node: str, answer: str) -> dict:

@@ -161,9 +161,10 @@ def verdict(run_dir: Path, cid: str) -> dict:
 
 
 def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_and_in_rescore(tmp_path):
-    # Before: the conversation passed (its turns are not judged, the calibrated pin read as a chosen
+    # Before: the conversation passed (its turns were not judged, the calibrated pin read as a chosen
     # "unjudged") and the gate said PASS; rescore skipped the conversation with a false reason ("the
-    # adapter declares no invocation.conversation") and said PASS too.
+    # adapter declares no invocation.conversation") and said PASS too. Now the conversation's own pin
+    # judges its whole transcript (and passes on the reference the last turn gives).
     state = write_state(tmp_path)
     plan_file = plan(state, "--judge")
     run_dir = state / "reports" / RUN_ID
@@ -171,19 +172,17 @@ def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_an
         r = run_runner("--plan", plan_file, "--out", run_dir, "--progress", "never", env={"R2_URL": app.url})
     assert r.rc == 0, (r.stdout, r.stderr)
     conv = verdict(run_dir, "c-conv0001")
-    assert conv["verdict"] == "unscored" and conv["turns_sent"] == 2
-    assert conv["layers"]["judged"]["reason"].startswith(
-        "conversation turns are not judged in this build, so the calibrated (gating) rubric booking-v1 never ran")
+    assert conv["verdict"] == "pass" and conv["turns_sent"] == 2
+    assert conv["layers"]["judged"]["verdict"] == "pass" and conv["layers"]["judged"]["turn"] == 2
+    assert (run_dir / "cases" / "c-conv0001" / "turns" / "2" / "judge.json").is_file()
     one = verdict(run_dir, "c-one00001")  # the judge printed prose: the node is unknown, and the gate says why
     assert one["verdict"] == "unscored"
     assert "node(s) unknown: gives-reference (the judge's reply did not parse" in one["layers"]["judged"]["reason"]
     g = run_script("gate", run_dir, "--no-verify")
     assert g.rc == 1, g.stdout
     never = next(x for x in g.stdout.splitlines() if "gating case(s) asserted a check that never ran" in x)
-    assert "c-conv0001 (judged: conversation turns are not judged" in never
+    assert "c-conv0001" not in never
     assert "c-one00001 (judged: booking-v1: node(s) unknown: gives-reference (the judge's reply did not parse" in never
-    convo = next(x for x in g.stdout.splitlines() if "sent conversation(s) was scored" in x)
-    assert convo.endswith("check the judge configuration (judge/judge.yaml) and the rubric pins")
     assert "adapter's the" not in g.stdout
 
     again = state / "reports" / "smoke-20261130T000001Z"

@@ -34,6 +34,15 @@ from demo import (App, RUNNER_FINISHED, SCRIPTS, StepFailed, last_json, run_step
 
 LABELS = HERE / "demo_labels.json"
 DEMO_FLOORS = ["--min-pairs", "2", "--min-per-class", "1"]
+# The demo calibrates a two-judge ensemble (the stand-in and its stricter variant): a node's verdict
+# is theirs only when both agree, and the calibration is of the pair as configured.
+ENSEMBLE = """# calibrate_demo.py: a two-judge ensemble of stand-ins (judge_standin.py), not models
+judges:
+  - {provider: command, command: [python3, ../judge_standin.py], model: standin-judge-1, timeout_s: 20}
+  - {provider: command, command: [python3, ../judge_standin.py, --variant, b], model: standin-judge-2, timeout_s: 20}
+aggregate: unanimous
+max_concurrency: 4
+"""
 COPY_IGNORE = shutil.ignore_patterns("work", "reports", "annotations", "calibration.json", "holdout-looks*.jsonl")
 
 
@@ -47,6 +56,7 @@ def fresh_state(example_state: Path) -> Path:
     # the example's command judge runs relative to its state dir (../judge_standin.py)
     for extra in HERE.glob("*.py"):
         shutil.copy(extra, root / extra.name)
+    (state / "judge" / "judge.yaml").write_text(ENSEMBLE, encoding="utf-8")
     return state
 
 
@@ -110,6 +120,7 @@ def scripted_labels(page: Path, annotations: Path) -> Path:
 def loop(example_state: Path) -> int:
     state = fresh_state(example_state)
     say(f"assay calibration demo: a copy of the example state at {shown(state)}, app BROKEN (--break)")
+    say("  judge           a two-judge ensemble (aggregate: unanimous): judge_standin.py and its --variant b")
     app = App(state / "work", broken=True, flaky=False)
     (state / "work").mkdir(exist_ok=True)
     try:

@@ -3,9 +3,13 @@
 
 It is a `command` judge (docs/runner-contract.md, "The judge"): it reads the judge prompt on stdin and
 prints the verdict JSON on stdout. It is NOT a model: it knows the two criteria of
-`rubrics/refund-eta.md` by node id and checks them with fixed patterns over the answer, and
-says so in every reason. Any other node gets `unknown`. To judge for real, point
-`.assay/judge/judge.yaml` at a model (see this directory's README).
+`rubrics/refund-eta.md` by node id and checks them with fixed patterns over the answer (a
+whole conversation's prompt: over the conversation), and says so in every reason. Any other
+node gets `unknown`. `--variant b` is a second stand-in with its own, stricter patterns (the
+calibration demo's two-judge ensemble). It reports a made-up token usage (a quarter of the
+characters it read and wrote, like the example app's made-up token counts) so the demo can price
+the judge (`prices.yaml`). To judge for real, point `.assay/judge/judge.yaml` at a model (see
+this directory's README).
 """
 
 import json
@@ -21,21 +25,38 @@ RULES = {
 }
 
 
+# the second stand-in (--variant b): stricter patterns that agree with the first on the example's replies
+RULES_B = {
+    "states-amount": (r"\d+\.\d{2} (?:USD|EUR|GBP)", "an amount to the cent with its currency code"),
+    "states-arrival": (r"within \d+ business days", "a number of business days"),
+}
+
+
+def say(verdict: dict, prompt: str) -> None:
+    text = json.dumps(verdict)
+    usage = {"input_tokens": len(prompt) // 4, "output_tokens": len(text) // 4}   # made up, fixed
+    print(json.dumps(dict(verdict, usage=usage)))
+
+
 def main() -> int:
     prompt = sys.stdin.read()
+    variant_b = sys.argv[1:3] == ["--variant", "b"]
+    label = LABEL.replace("stand-in judge", "stand-in judge b") if variant_b else LABEL
+    rules = RULES_B if variant_b else RULES
     node = re.search(r"^Rubric: \S+ +Node: (\S+)$", prompt, re.M)
-    answer = re.search(r"<untrusted-answer-([0-9a-f]+)>\n(.*?)\n</untrusted-answer-\1>", prompt, re.S)
+    answer = (re.search(r"<untrusted-answer-([0-9a-f]+)>\n(.*?)\n</untrusted-answer-\1>", prompt, re.S)
+              or re.search(r"<untrusted-conversation-([0-9a-f]+)>\n(.*?)\n</untrusted-conversation-\1>", prompt, re.S))
     if not node or not answer:
-        print(json.dumps({"verdict": "unknown", "evidence": [], "reason": f"{LABEL} could not read the prompt"}))
+        say({"verdict": "unknown", "evidence": [], "reason": f"{label} could not read the prompt"}, prompt)
         return 0
-    rule = RULES.get(node.group(1))
+    rule = rules.get(node.group(1))
     if rule is None:
-        verdict = {"verdict": "unknown", "evidence": [], "reason": f"{LABEL} has no rule for node {node.group(1)}"}
+        verdict = {"verdict": "unknown", "evidence": [], "reason": f"{label} has no rule for node {node.group(1)}"}
     else:
         found = re.search(rule[0], answer.group(2))
-        verdict = ({"verdict": "pass", "evidence": [found.group(0)], "reason": f"{LABEL} found {rule[1]}"}
-                   if found else {"verdict": "fail", "evidence": [], "reason": f"{LABEL} found no {rule[1]}"})
-    print(json.dumps(verdict))
+        verdict = ({"verdict": "pass", "evidence": [found.group(0)], "reason": f"{label} found {rule[1]}"}
+                   if found else {"verdict": "fail", "evidence": [], "reason": f"{label} found no {rule[1]}"})
+    say(verdict, prompt)
     return 0
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
+from ..core.vocab import JUDGE_UNSTABLE
 from ..core.ids import is_safe_case_id
 from ..report.rundir import holdout_ids, load_results, read_json_file, try_json
 from .annotations import PIN_RE, read_annotations
@@ -87,10 +88,14 @@ def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
         if not isinstance(pin, str) or not PIN_RE.match(pin):
             raise AssayError(f"{where}: rubrics[{ri}].pin {pin!r} is not a rubric pin (<rubric_id>-v<version>)", 2,
                              file=str(where))
+        if rubric.get("turn") is not None:
+            continue  # a conversation turn's verdict: its material is not the case's answer.txt (not labelled here)
         for ni, node in enumerate(rubric.get("nodes") or []):
             if not isinstance(node, dict) or not isinstance(node.get("node_id"), str):
                 raise AssayError(f"{where}: rubrics[{ri}].nodes[{ni}] has no string node_id", 2, file=str(where))
             verdict = node.get("verdict")
+            if verdict == JUDGE_UNSTABLE:
+                continue  # the judge gave no one verdict to agree or disagree with
             if verdict not in ("pass", "fail", "unknown"):
                 raise AssayError(f"{where}: rubrics[{ri}].nodes[{ni}].verdict {verdict!r} is not pass, fail or "
                                  "unknown", 2, file=str(where))

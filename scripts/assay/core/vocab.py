@@ -52,6 +52,23 @@ INFRA_VERDICTS: tuple[str, ...] = (INFRA_ERROR, INFRA_INCOMPLETE)
 NA, UNSCORABLE, ERROR = "n/a", "unscorable", "error"
 LAYER_STATUSES: tuple[str, ...] = (PASS, FAIL, NA, UNSCORABLE, UNSCORED, ERROR, INFRA_ERROR, INFRA_INCOMPLETE)
 
+# The judge disagreed with itself: its repeated asks of one node (judge.yaml `repeats`), or the two
+# orders of a pairwise comparison, did not give one verdict. A node / rubric verdict in judge.json;
+# the judged layer then stays `unscored` with `judge_unstable: true`, so the case is unscored (never
+# pass) and the gate names it apart from the app's failures (is_judge_unstable).
+JUDGE_UNSTABLE = "judge_unstable"
+
+
+def is_judge_unstable(record: object) -> bool:
+    """A case record (verdict.json, a verdicts.jsonl row) whose judged layer the judge left unstable."""
+    if not isinstance(record, dict):
+        return False
+    if record.get("judge_unstable") is True:
+        return True
+    layer = (record.get("layers") or {}).get("judged") if isinstance(record.get("layers"), dict) else None
+    return isinstance(layer, dict) and layer.get("judge_unstable") is True
+
+
 # Run statuses (results.json summary.status).
 RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary", "aborted_infra")
 

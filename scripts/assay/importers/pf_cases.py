@@ -152,7 +152,8 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
             continue
         m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
         if m.rubric and conversation:
-            m.skipped = "a rubric inside a conversation is not judged in this build (pin rubrics on single-turn cases)"
+            m.skipped = ("a rubric inside a promptfoo conversation is not imported (its turn is not known here): pin it "
+                         "by hand on the conversation's turn checkpoint or, for the whole transcript, on the case")
         if m.skipped:
             log.skipped.append(Skipped(where, m.ptype, m.skipped))
             continue

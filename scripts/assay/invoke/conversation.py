@@ -288,7 +288,7 @@ def _layer_detail(entry: Mapping[str, Any]) -> str | None:
 
 def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invoker: Any,
                      send: Callable[[Any], Outcome],
-                     score_turn: Callable[[dict, Outcome, dict, str | None], dict],
+                     score_turn: Callable[[dict, Outcome, dict, str | None, TurnSpec, list], dict],
                      infra_turn: Callable[[Outcome, str], dict],
                      trace_headers: Callable[[], tuple[dict, str | None]],
                      max_attempts: int, backoff_s: list[float],
@@ -337,7 +337,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
                 break
             if jar is not None:
                 jar.update(out.set_cookies)
-            scored = score_turn(tcase, out, headers, sent_trace_id)
+            scored = score_turn(tcase, out, headers, sent_trace_id, spec, list(sent))  # + the turns before it
             sent.append(SentTurn(spec, recorded, out, scored, attempt))
             if scored["verdict"] in STOP_VERDICTS:
                 stop = (spec.n, stop_reason_of(spec.n, scored["layers"], scored["verdict"]))

@@ -9,8 +9,8 @@ that says what changed. A sidecar written before this binding (no `judge`, no ha
 prove it applies to this judge or this text: its pins are provisional until score_agreement.py
 --write is re-run over the same annotations (seconds; nothing is relabelled).
 
-The identity is a list of judges (one today) and how their verdicts combine, so an ensemble is
-one more entry, not a new format.
+The identity is the list of judges (one, or every member of an ensemble) and how their verdicts
+combine (`single`, `majority`, `unanimous`): an ensemble is calibrated as configured.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import read_json
-from .config import SCRIPT_SUFFIXES
+from .config import SCRIPT_SUFFIXES, aggregate_of, members
 from .prompt import PROMPT_VERSION
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
@@ -59,8 +59,11 @@ def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
 
 
 def judge_identity(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
-    """The identity of the configured judge (judge.yaml with defaults filled, `${VAR}` unresolved)."""
-    return {"judges": [_one_judge(config, state)], "combine": "single", "prompt_version": PROMPT_VERSION}
+    """The identity of the configured judge (judge.yaml with defaults filled, `${VAR}` unresolved): every
+    judge of an ensemble, in order, and how their verdicts combine. `repeats` is not part of it: asking
+    more often only finds the nodes where the same judge disagrees with itself."""
+    return {"judges": [_one_judge(m, state) for m in members(dict(config))], "combine": aggregate_of(dict(config)),
+            "prompt_version": PROMPT_VERSION}
 
 
 def identity_sha256(identity: Mapping[str, Any]) -> str:
@@ -79,7 +82,11 @@ def describe(identity: Mapping[str, Any] | None) -> str:
             parts.append("command " + " ".join(str(a) for a in j.get("command") or []))
         else:
             parts.append(f"{j.get('provider')} {j.get('model')} at {j.get('base_url')}")
-    return f"{' + '.join(parts) or 'no judge'}, prompt v{identity.get('prompt_version')}"
+    combine = identity.get("combine")
+    judges = " + ".join(parts) or "no judge"
+    if combine not in (None, "single"):
+        judges = f"{combine} of [{judges}]"
+    return f"{judges}, prompt v{identity.get('prompt_version')}"
 
 
 def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

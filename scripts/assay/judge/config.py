@@ -2,6 +2,11 @@
 
 `${VAR}` stays unresolved here (the plan carries it as written); the runner resolves it at
 pre-flight with the adapter's rules (`assay.core.secrets`).
+
+One judge is a provider block at the top level. An ensemble is `judges: [<provider block>, ...]`
+with `aggregate: majority | unanimous` (and `max_concurrency`, `repeats` at the top level):
+`members(config)` is the one way to read either form as a list of provider blocks. `repeats: N`
+asks each judge each node N times (`judge_unstable` when the answers differ).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ PROVIDERS = ("anthropic", "openai", "command")
 DEFAULTS: dict[str, Any] = {"max_concurrency": 4, "timeout_s": 60, "max_tokens": 1024, "structured_output": True,
                             "insecure_tls": False}
 DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+AGGREGATES = ("majority", "unanimous")
+ENSEMBLE_KEYS = ("judges", "aggregate", "repeats", "max_concurrency")   # the top level of an ensemble
 
 
 def load_judge_config(state: Path) -> dict[str, Any] | None:
@@ -36,16 +43,75 @@ def load_judge_config(state: Path) -> dict[str, Any] | None:
     if not isinstance(doc, dict):
         raise AssayError(f"{JUDGE_CONFIG}: must be a YAML mapping with provider (anthropic | openai | command) "
                          "and model", 2, file=JUDGE_CONFIG)
+    check_shape(doc, lambda p: lines.line_of(p) if p else lines.get(()))
     validate(doc, "judge", source=JUDGE_CONFIG, what=JUDGE_CONFIG,
              line_of=lambda p: lines.line_of(p) if p else lines.get(()))
     return doc
 
 
+def check_shape(doc: dict[str, Any], line_of: Any = lambda p: None, source: str = JUDGE_CONFIG) -> None:
+    """The rules between keys the schema cannot say plainly (exit 2 naming file, line and key): one
+    judge or an ensemble, never both; `aggregate` only with `judges`, and `majority` only over an odd
+    number of judges (an even count can tie, and a tie is no verdict)."""
+    def fail(key: str, path: list, text: str) -> None:
+        line = line_of(path)
+        raise AssayError(f"{source}{f':{line}' if line else ''}: {key}: {text}", 2, file=source, line=line, key=key)
+
+    judges = doc.get("judges")
+    if judges is None:
+        if "aggregate" in doc:
+            fail("aggregate", ["aggregate"], "combines the verdicts of several judges, but there is no `judges:` "
+                 "list; list the judges (each a provider block) or drop aggregate")
+        if "provider" not in doc:
+            fail("provider", [], "missing: give one judge (provider: anthropic | openai | command, and model) or "
+                 "an ensemble (judges: [<provider block>, ...] and aggregate: majority | unanimous)")
+        return
+    stray = [k for k in doc if k not in ENSEMBLE_KEYS]
+    if stray:
+        fail(stray[0], [stray[0]], "an ensemble's top level holds only judges, aggregate, repeats and "
+             f"max_concurrency; move {', '.join(map(str, stray))} into each judge's block under judges:")
+    if not isinstance(judges, list) or len(judges) < 2:
+        fail("judges", ["judges"], "an ensemble lists 2 or more judges (each a provider block); for one judge, "
+             "write its keys at the top level instead")
+    if "aggregate" not in doc:
+        fail("aggregate", ["judges"], "missing: say how the judges' verdicts combine (majority with an odd "
+             "number of judges, or unanimous)")
+    if doc["aggregate"] == "majority" and len(judges) % 2 == 0:
+        fail("aggregate", ["aggregate"], f"majority over {len(judges)} judges can tie (no verdict); list an odd "
+             "number of judges, or use aggregate: unanimous")
+    for i, member in enumerate(judges):
+        if isinstance(member, dict) and "max_concurrency" in member:
+            fail(f"judges[{i}].max_concurrency", ["judges", i, "max_concurrency"],
+                 "the ensemble shares one pool; set max_concurrency at the top level")
+
+
+def members(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The judges a config names, each a provider block (an ensemble's members with the shared
+    defaults filled; one judge: the config itself)."""
+    if isinstance(config.get("judges"), list):
+        return [effective(m) for m in config["judges"]]
+    return [config]
+
+
+def aggregate_of(config: dict[str, Any]) -> str:
+    """`single`, `majority` or `unanimous`."""
+    return str(config.get("aggregate") or "majority") if isinstance(config.get("judges"), list) else "single"
+
+
+def repeats_of(config: dict[str, Any]) -> int:
+    value = config.get("repeats")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+
 def effective(config: dict[str, Any]) -> dict[str, Any]:
-    """The config with defaults filled (base_url per provider); `${VAR}` untouched."""
+    """The config with defaults filled (base_url per provider; an ensemble: in each judge's block);
+    `${VAR}` untouched."""
+    if isinstance(config.get("judges"), list):
+        return {"max_concurrency": DEFAULTS["max_concurrency"], **config,
+                "judges": [{k: v for k, v in effective(m).items() if k != "max_concurrency"} for m in config["judges"]]}
     out = dict(DEFAULTS)
     out.update(config)
-    if out["provider"] in DEFAULT_BASE_URL and not out.get("base_url"):
+    if out.get("provider") in DEFAULT_BASE_URL and not out.get("base_url"):
         out["base_url"] = DEFAULT_BASE_URL[out["provider"]]
     return out
 
@@ -102,7 +168,19 @@ def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source
 
 
 def manifest_view(config: dict[str, Any]) -> dict[str, Any]:
-    """What the manifest records: no key, no header values, `${VAR}` unresolved."""
+    """What the manifest records: no key, no header values, `${VAR}` unresolved. An ensemble: the
+    first judge's keys at the top level (as one judge's), every judge under `judges`."""
+    if isinstance(config.get("judges"), list):
+        views = [_member_view(m) for m in config["judges"]]
+        return dict(views[0], max_concurrency=config.get("max_concurrency"), judges=views,
+                    aggregate=aggregate_of(config), repeats=repeats_of(config))
+    view = _member_view(config)
+    if config.get("repeats") is not None:
+        view["repeats"] = repeats_of(config)
+    return view
+
+
+def _member_view(config: dict[str, Any]) -> dict[str, Any]:
     return {"provider": config.get("provider"), "model": config.get("model"),
             "base_url": config.get("base_url"), "command": config.get("command"),
             "max_concurrency": config.get("max_concurrency"), "timeout_s": config.get("timeout_s"),

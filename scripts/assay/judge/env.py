@@ -19,9 +19,12 @@ def allowlist(plan: Mapping[str, Any]) -> list[str]:
     block = plan.get("judge")
     if not isinstance(block, dict) or not block.get("enabled"):
         return []
-    cfg = block.get("config") or {}
-    names = cfg.get("env_allowlist") if cfg.get("provider") == "command" else None
-    return [n for n in names or [] if isinstance(n, str)]
+    from ..judge.config import members
+    out: list[str] = []
+    for cfg in members(dict(block.get("config") or {})):
+        names = cfg.get("env_allowlist") if cfg.get("provider") == "command" else None
+        out += [n for n in names or [] if isinstance(n, str) and n not in out]
+    return out
 
 
 def command_env(plan: Mapping[str, Any], refs: Iterable[str], env: Mapping[str, str],

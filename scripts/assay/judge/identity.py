@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-IDENTITY_KEYS = ("provider", "model", "command", "judges", "ensemble")
+IDENTITY_KEYS = ("provider", "model", "command")
 
 
 def judge_identity(config: Mapping[str, Any]) -> dict[str, Any]:
-    """{provider, model, command, ..., prompt_version} of a judge config (as written, `${VAR}` unresolved)."""
+    """{provider, model, command, prompt_version} of a judge config (as written, `${VAR}` unresolved);
+    an ensemble: {judges: [{provider, model, command}, ...], aggregate, prompt_version}."""
     from .prompt import PROMPT_VERSION
-    out = {k: config[k] for k in IDENTITY_KEYS if config.get(k) is not None}
+    if isinstance(config.get("judges"), list):
+        out: dict[str, Any] = {"judges": [{k: m[k] for k in IDENTITY_KEYS if isinstance(m, Mapping) and m.get(k) is not None}
+                                          for m in config["judges"]], "aggregate": config.get("aggregate")}
+    else:
+        out = {k: config[k] for k in IDENTITY_KEYS if config.get(k) is not None}
     out["prompt_version"] = PROMPT_VERSION
     return out

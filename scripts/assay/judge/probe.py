@@ -66,9 +66,9 @@ def _redact(text: str, config: Mapping[str, Any]) -> str:
     return text
 
 
-def probe(runtime: Any) -> dict[str, Any]:
-    """Probe the judge (see the module docstring); the manifest's `judge.probe`. Raises AssayError(3)."""
-    cfg, var = runtime.config, runtime.key_variable
+def probe(runtime: Any, judge: int = 0) -> dict[str, Any]:
+    """Probe one judge (see the module docstring); the manifest's `judge.probe`. Raises AssayError(3)."""
+    cfg, var = runtime.judges[judge], runtime._key_var(judge)
     if cfg.get("provider") == "command":
         return {"ok": None, "reason": "command judge: not probed (its argv was resolved at pre-flight)"}
     probe_cfg = dict(cfg, structured_output=False, max_tokens=PROBE_MAX_TOKENS)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from ..core import secrets, writer
 from ..core.jsonio import dumps
+from ..core.vocab import JUDGE_UNSTABLE
 from ..invoke.outcome import Outcome, attempt_with_retries
 from . import config as judge_config
 from . import probe as judge_probe
@@ -28,7 +29,8 @@ from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
 from .binding import load_calibration as _load_sidecar
 from .env import command_env
-from .prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
+from .fold import fold_node, judged_layer, usage_of  # noqa: F401 (judged_layer re-exported)
+from .prompt import ANSWER_SCOPE, PROMPT_VERSION, Material, as_stdin, build_prompt
 from .providers import build_request, read_reply
 from .rubrics import resolve_pin
 from .verdict import checked_node, parse_reply, rubric_verdict
@@ -41,12 +43,12 @@ PARSE_TRIES = 2          # an unparseable reply is retried once, then the node i
 class JudgedCase:
     layer: dict[str, Any]
     doc: dict[str, Any]
-    usage: dict[str, int]
+    usage: dict[str, Any]
 
 
 @dataclass
 class JudgeRuntime:
-    config: dict[str, Any]                 # resolved (secrets in it): the wire only
+    config: dict[str, Any]                 # resolved (secrets in it): the wire only; an ensemble's `judges` too
     recorded: dict[str, Any]               # manifest view, unresolved
     rubrics: dict[str, dict[str, Any]]     # by rubric_id
     state: Path
@@ -62,9 +64,23 @@ class JudgeRuntime:
     reused_from: str | None = None
     child_env: dict[str, str] | None = None   # command: its whole environment (judge_env.command_env)
     sleep: Callable[[float], None] = time.sleep
-    probe: dict | None = None              # the pre-flight probe's result (judge_probe.probe)
+    probe: Any = None                      # the pre-flight probe's result (judge_probe.probe); a list for an ensemble
     key_variable: str | None = None        # "$VAR" the api_key comes from, named in judge errors
+    key_variables: list[str | None] = field(default_factory=list)   # per judge of an ensemble
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
+
+    @property
+    def judges(self) -> list[dict[str, Any]]:
+        """Every judge asked (one, or each of an ensemble), resolved."""
+        return judge_config.members(self.config)
+
+    @property
+    def aggregate(self) -> str:
+        return judge_config.aggregate_of(self.config)
+
+    @property
+    def repeats(self) -> int:
+        return judge_config.repeats_of(self.config)
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -87,41 +103,48 @@ class JudgeRuntime:
                     rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1]}
                              for p in pins})
 
+    def _key_var(self, judge: int) -> str | None:
+        return self.key_variables[judge] if judge < len(self.key_variables) else self.key_variable
+
     # ------------------------------------------------------------ one call
-    def _send(self, system: str, user: str) -> Outcome:
-        cfg = self.config
+    def _send(self, cfg: dict[str, Any], system: str, user: str) -> Outcome:
         timeout = float(cfg["timeout_s"])
         if cfg["provider"] == "command":
             return transport.run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
         url, headers, body = build_request(cfg, system, user)
         return transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
-    def _call(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:
-        """One judge call with retries -> (call record, parsed verdict or None, error, infra)."""
+    def _call(self, system: str, user: str, where: dict, judge: int = 0) -> tuple[dict[str, Any], dict | None, str | None, bool]:
+        """One judge call with retries -> (call record, parsed verdict or None, error, infra). Every
+        judge call of a run goes through here (`judge`: which judge of an ensemble, 0-based)."""
+        cfg = self.judges[judge]
+
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
             if self.on_retry:
                 self.on_retry(attempt=attempt, outcome=self.scrub(out.describe()), wait_s=round(wait, 3), **where)
-        outcomes = attempt_with_retries(lambda: self._send(system, user),
+        outcomes = attempt_with_retries(lambda: self._send(cfg, system, user),
                                         max_attempts=int(self.execution["max_attempts"]),
                                         backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry,
                                         sleep=self.sleep)
         final = outcomes[-1]
-        where = judge_probe.target(self.config, self.key_variable)
+        target = judge_probe.target(cfg, self._key_var(judge))
         call: dict[str, Any] = {"prompt": as_stdin(system, user), "raw_reply": None, "parsed": None,
                                 "latency_ms": round(sum(o.latency_ms for o in outcomes), 3), "usage": None,
                                 "error": None, "attempts": len(outcomes), "status": final.status}
+        if len(self.judges) > 1 or cfg.get("model"):
+            call["model"] = cfg.get("model")
         if final.retriable:
             call["error"] = self.scrub(f"judge unavailable: {final.describe()} on all {len(outcomes)} attempt(s) "
-                                       f"({where})")
+                                       f"({target})")
             call["raw_reply"] = self.scrub(final.body_text)
             return call, None, call["error"], True
         if final.status is None or not 200 <= final.status < 300:
             call["raw_reply"] = self.scrub(final.body_text)
-            call["error"] = self.scrub(f"judge refused the call: {where} got HTTP {final.status}: "
+            call["error"] = self.scrub(f"judge refused the call: {target} got HTTP {final.status}: "
                                        f"{writer.clip(final.body_text or '', 200)}"
-                                       + judge_probe.hint(self.config, final.status, self.key_variable))
+                                       + judge_probe.hint(cfg, final.status, self._key_var(judge)))
             return call, None, call["error"], True
-        provider = self.config["provider"]
+        provider = cfg["provider"]
         body = final.body_text if provider == "command" else final.body_json
         if provider != "command" and body is None:
             call["raw_reply"] = self.scrub(final.body_text)
@@ -136,16 +159,18 @@ class JudgeRuntime:
         call["parsed"], call["error"] = parsed, perr
         return call, parsed, perr, False
 
-    def _node(self, rubric: dict, node: dict, material: Material, ref: dict) -> dict[str, Any]:
-        out = {"node_id": node["id"], "criterion": node["criterion"], "verdict": "unknown", "evidence": [],
-               "reason": "", "infra": False, "calls": []}
-        if node.get("reference_guided") and material.gold is None:
-            out["reason"] = "reference-guided node and the case has no gold value (expect.result): not judged"
-            return out
-        # The prompt sent is the prompt stored: redacted here, not only by the writer on disk.
-        system, user = (writer.redact_text(t) for t in build_prompt(rubric, node, material))
+    def _ask(self, rubric: dict, node: dict, material: Material, ref: dict, judge: int, ask: int,
+             prompt: tuple[str, str]) -> dict[str, Any]:
+        """One judge's answer to one node (one of `repeats` asks): an unparseable reply is retried once."""
+        out: dict[str, Any] = {"judge": judge + 1, "ask": ask, "verdict": "unknown", "evidence": [], "reason": "",
+                               "infra": False, "calls": []}
+        where = dict(ref, judge_node=f"{rubric['pin']}/{node['id']}")
+        if len(self.judges) > 1:
+            where["judge"] = judge + 1
         for _ in range(PARSE_TRIES):
-            call, parsed, err, infra = self._call(system, user, dict(ref, judge_node=f"{rubric['pin']}/{node['id']}"))
+            call, parsed, err, infra = self._call(prompt[0], prompt[1], where, judge)
+            if len(self.judges) > 1 or self.repeats > 1:
+                call.update(judge=judge + 1, ask=ask)
             out["calls"].append(call)
             if infra:
                 out.update(infra=True, reason=err)
@@ -157,11 +182,38 @@ class JudgeRuntime:
         out["reason"] = f"the judge's reply did not parse ({PARSE_TRIES} tries): {out['calls'][-1]['error']}"
         return out
 
+    def _node_asks(self, rubric: dict, node: dict, material: Material, ref: dict) -> list | None:
+        """Every (judge, ask) of one node on the pool, or None when the node is not judged."""
+        if node.get("reference_guided") and material.gold is None:
+            return None
+        # The prompt sent is the prompt stored: redacted here, not only by the writer on disk.
+        prompt = tuple(writer.redact_text(t) for t in build_prompt(rubric, node, material))
+        return [self.pool.submit(self._ask, rubric, node, material, ref, j, r, prompt)
+                for j in range(len(self.judges)) for r in range(1, self.repeats + 1)]
+
+    def _node(self, node: dict, futures: list | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"node_id": node["id"], "criterion": node["criterion"], "verdict": "unknown",
+                               "evidence": [], "reason": "", "infra": False, "calls": []}
+        if futures is None:
+            out["reason"] = "reference-guided node and the case has no gold value (expect.result): not judged"
+            return out
+        asks = [f.result() for f in futures]
+        folded = fold_node(asks, self.aggregate, len(self.judges))
+        out.update({k: folded[k] for k in ("verdict", "evidence", "reason", "infra")})
+        out["calls"] = [c for a in asks for c in a["calls"]]
+        if len(self.judges) > 1 or self.repeats > 1:
+            out["judges"] = folded["judges"]
+        return out
+
     # ------------------------------------------------------------ one case
     def judge_case(self, case: Mapping[str, Any], material: Material, pins: list[Any],
-                   ref: dict | None = None) -> JudgedCase:
-        """Judge every node of every pinned rubric; `ref` names the case in run.log (holdout: by index)."""
+                   ref: dict | None = None, turn: int | None = None) -> JudgedCase:
+        """Judge every node of every pinned rubric on `material` (a single-turn case's answer, one
+        turn of a conversation, or a whole conversation: Material.scope); `ref` names the case in
+        run.log (holdout: by index); `turn` is the conversation turn judged."""
         ref = ref if ref is not None else {"case_id": case["id"]}
+        if turn is not None:
+            ref = dict(ref, turn=turn)
         results = []
         futures = []
         for pin in pins:
@@ -176,94 +228,47 @@ class JudgeRuntime:
             results.append({"pin": rubric["pin"], "rubric_id": rubric["rubric_id"], "version": rubric["version"],
                             "provisional": not calibrated, "why_provisional": why, "verdict": None,
                             "infra": False, "reason": None, "nodes": []})
-            old = self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
+            old = (self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
+                   if material.scope == ANSWER_SCOPE else None)
             if old is not None and not old.get("infra"):
                 results[-1].update({k: old[k] for k in ("verdict", "infra", "reason", "nodes")},
                                    reused_from=self.reused_from)
                 futures.append(None)
                 continue
-            futures.append([self.pool.submit(self._node, rubric, node, material, ref) for node in rubric["nodes"]])
+            futures.append([(node, self._node_asks(rubric, node, material, ref)) for node in rubric["nodes"]])
         for res, futs in zip(results, futures):
             if futs is None:
                 continue
-            res["nodes"] = [f.result() for f in futs]
+            res["nodes"] = [self._node(node, f) for node, f in futs]
             infra = [n for n in res["nodes"] if n["infra"]]
             if infra:
                 res.update(verdict="unscored", infra=True, reason=infra[0]["reason"])
             else:
                 res["verdict"] = rubric_verdict([n["verdict"] for n in res["nodes"]])
                 unknown = [n for n in res["nodes"] if n["verdict"] == "unknown"]
+                unstable = [n for n in res["nodes"] if n["verdict"] == JUDGE_UNSTABLE]
                 why = f" ({unknown[0].get('reason')})" if unknown and unknown[0].get("reason") else ""
                 res["reason"] = (f"node(s) unknown: {', '.join(n['node_id'] for n in unknown)}{why}"
                                  if res["verdict"] == "unscored" else None)
+                if res["verdict"] == JUDGE_UNSTABLE:
+                    res["reason"] = "; ".join(f"node {n['node_id']}: {n['reason']}" for n in unstable)
+        if material.scope != ANSWER_SCOPE:
+            for res in results:
+                res["scope"] = material.scope
         usage = usage_of(results)
         doc = {"case_id": case["id"], "provider": self.recorded.get("provider"), "model": self.recorded.get("model"),
                "prompt_version": PROMPT_VERSION, "answer_sha256": sha256_text(material.answer), "rubrics": results,
                "usage": usage}
+        if len(self.judges) > 1 or self.repeats > 1:
+            doc.update(judges=self.recorded.get("judges") or [judge_config.manifest_view(self.recorded)],
+                       aggregate=self.aggregate, repeats=self.repeats)
+        if material.scope != ANSWER_SCOPE:
+            doc.update(scope=material.scope, turn=turn)
         return JudgedCase(layer=judged_layer(results, usage), doc=doc, usage=usage)
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def usage_of(results: list[dict]) -> dict[str, int]:
-    total = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "calls_without_usage": 0}
-    for res in results:
-        if res.get("reused_from"):
-            continue  # calls made (and paid for) by the source run
-        for node in res["nodes"]:
-            for call in node["calls"]:
-                total["calls"] += 1
-                u = call.get("usage")
-                if isinstance(u, dict):
-                    total["input_tokens"] += int(u.get("input_tokens") or 0)
-                    total["output_tokens"] += int(u.get("output_tokens") or 0)
-                else:
-                    total["calls_without_usage"] += 1
-    return total
-
-
-def _fold(results: list[dict]) -> str:
-    if any(r["infra"] for r in results):
-        return "infra_error"
-    verdicts = [r["verdict"] for r in results]
-    if "fail" in verdicts:
-        return "fail"
-    if verdicts and all(v == "pass" for v in verdicts):
-        return "pass"
-    return "unscored"
-
-
-def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
-    """The `judged` layer, decided per pin: calibrated rubric versions decide it (one that did not
-    run makes it unscored, whatever the others said); provisional ones are recorded beside it
-    (`provisional_verdict`) and never change it. `provisional` is true only when no calibrated pin
-    decides the layer: a provisional pin beside a calibrated one never makes the layer read as a
-    chosen unscored."""
-    calibrated = [r for r in results if not r["provisional"]]
-    provisional = [r for r in results if r["provisional"]]
-    layer: dict[str, Any] = {
-        "rubrics": [{"pin": r["pin"], "verdict": r["verdict"], "provisional": r["provisional"], "infra": r["infra"],
-                     "why_provisional": r["why_provisional"]} for r in results],
-        "provisional": not calibrated,
-        "provisional_verdict": _fold(provisional) if provisional else None,
-        "usage": usage,
-    }
-    verdict = _fold(calibrated) if calibrated else "unscored"
-    layer["verdict"] = verdict
-    if verdict == "infra_error":
-        layer["reason"] = next(r["reason"] for r in calibrated if r["infra"])
-    elif verdict == "unscored":
-        if not calibrated:
-            whys = sorted({str(r["why_provisional"]) for r in provisional})
-            layer["reason"] = (f"provisional (not gating): the judge said {layer['provisional_verdict']}; "
-                               + "; ".join(whys))
-        else:
-            layer["reason"] = "; ".join(f"{r['pin']}: {r['reason']}" for r in calibrated if r["verdict"] == "unscored")
-    if provisional and calibrated:
-        layer["provisional_note"] = "; ".join(sorted({str(r["why_provisional"]) for r in provisional}))
-    return layer
 
 
 def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
@@ -274,16 +279,23 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
         return None
     cfg = judge_config.effective(block["config"])
     resolved = secrets.expand_deep(cfg, env)
-    judge_config.check_resolved(resolved, "plan judge.config (judge/judge.yaml)")
-    judge_config.check_command(resolved, state)
+    many = isinstance(cfg.get("judges"), list)
+    for i, member in enumerate(judge_config.members(resolved)):
+        source = f"plan judge.config{f'.judges[{i}]' if many else ''} (judge/judge.yaml)"
+        judge_config.check_resolved(member, source)
+        judge_config.check_command(member, state, source=source)
     sidecar, why = load_calibration(plan, state)
     rubrics = {r["rubric_id"]: r for r in (block.get("rubrics") or {}).values()}
+    unresolved = judge_config.members(cfg)
     child = (command_env(plan, judge_env_names(plan), env, os.environ if environ is None else environ)
-             if cfg["provider"] == "command" else None)
+             if any(m["provider"] == "command" for m in unresolved) else None)
+    keys = [judge_probe.key_variable(m) for m in unresolved]
     runtime = JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
                            execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
-                           child_env=child, key_variable=judge_probe.key_variable(cfg))
-    runtime.probe = judge_probe.probe(runtime)  # exit 3 on a judge that is configured wrong
+                           child_env=child, key_variable=keys[0], key_variables=keys)
+    # exit 3 on a judge that is configured wrong; an ensemble probes each of its judges
+    probes = [judge_probe.probe(runtime, judge=i) for i in range(len(runtime.judges))]
+    runtime.probe = probes if many else probes[0]
     return runtime
 
 

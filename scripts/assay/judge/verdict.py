@@ -1,7 +1,8 @@
 """Parsing a judge's reply, checking its evidence, and folding node verdicts.
 
-A node verdict is `pass | fail | unknown`. Node -> rubric: every node pass -> pass; any fail
--> fail; else unscored. A quote that is not in the material makes the node `unknown`, and so
+A node verdict is `pass | fail | unknown`, or `judge_unstable` when repeated asks disagree
+(`agree`). Node -> rubric: any fail -> fail; any unstable node -> judge_unstable; every node
+pass -> pass; else unscored. A quote that is not in the material makes the node `unknown`, and so
 does a pass not backed by the answer (`checked_node`).
 """
 
@@ -12,6 +13,7 @@ import re
 import unicodedata
 from typing import Any
 
+from ..core.vocab import JUDGE_UNSTABLE
 from ..core.writer import clip
 
 NODE_VERDICTS = ("pass", "fail", "unknown")
@@ -89,9 +91,21 @@ def checked_node(parsed: dict[str, Any], material: Any, reference_guided: bool =
     return verdict, parsed["reason"]
 
 
+def agree(verdicts: list[str]) -> str:
+    """The one verdict several answers to the same question gave (repeated asks of a node, the two
+    orders of a pairwise comparison), or JUDGE_UNSTABLE when they differ. No answers: unknown."""
+    if not verdicts:
+        return "unknown"
+    return verdicts[0] if all(v == verdicts[0] for v in verdicts) else JUDGE_UNSTABLE
+
+
 def rubric_verdict(node_verdicts: list[str]) -> str:
-    if node_verdicts and all(v == "pass" for v in node_verdicts):
-        return "pass"
+    """Nodes -> rubric: any fail -> fail (a stable fail of one node is a fail); else any unstable node
+    -> judge_unstable; every node pass -> pass; else unscored."""
     if "fail" in node_verdicts:
         return "fail"
+    if JUDGE_UNSTABLE in node_verdicts:
+        return JUDGE_UNSTABLE
+    if node_verdicts and all(v == "pass" for v in node_verdicts):
+        return "pass"
     return "unscored"

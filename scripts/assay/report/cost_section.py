@@ -18,8 +18,9 @@ def cost_section(run_dir: Path) -> list[str]:
     if lat["n"]:
         out.append(f"- Latency per case (end to end): p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms "
                    f"over {lat['n']} cases.")
+    judge = judge_cost_line(t.get("judge") or {}, cost.get("currency"), prices is not None)
     if not cap["enabled"]:
-        out += [f"- Tokens and cost: not measured ({cap['blocked_by']}).", ""]
+        out += [f"- Tokens and cost: not measured ({cap['blocked_by']}).", *judge, ""]
         return out
     out.append(f"- Tokens: {t['input_tokens']} in + {t['output_tokens']} out over {t['model_calls']} model calls "
                f"({t['traced_cases']} traced cases); model time p95 {t['model_latency_ms']['p95'] or 0:.1f} ms per case.")
@@ -33,5 +34,21 @@ def cost_section(run_dir: Path) -> list[str]:
         c = t["cost"]
         out.append(f"- Cost: {c['total']:.6f} {cost['currency']} in all; per case mean {c['mean']:.6f}, "
                    f"p95 {c['p95']:.6f} (prices: {code(Path(cost['prices']).name)}).")
+    out += judge
     out.append("")
     return out
+
+
+def judge_cost_line(judge: dict, currency: str | None, priced: bool) -> list[str]:
+    """The judge's tokens and cost, apart from the app's (stats.judge_cost.judge_totals)."""
+    if not judge.get("calls"):
+        return []
+    line = (f"- Judge (apart from the app): {judge['calls']} call(s), {judge['input_tokens']} in + "
+            f"{judge['output_tokens']} out tokens")
+    if not priced:
+        return [line + "; not priced (no prices file)."]
+    if judge.get("cost") is None:
+        named = ", ".join(code(m) for m in judge.get("unpriced_models") or []) or "none named"
+        return [line + f"; not priced: the prices file does not name the judge model(s) {named}."]
+    return [line + f"; {judge['cost']:.6f} {currency} in all, {judge['mean_per_case']:.6f} per case "
+                   "(counted in gate.py's cost budget unless --no-judge-cost)."]

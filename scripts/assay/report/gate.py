@@ -19,6 +19,7 @@ from pathlib import Path
 from ..core.commands import SCRIPTS_DIR
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
+from ..core.vocab import is_judge_unstable
 from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
                             only_chosen_unscored, where_to_look)
 from ..stats.counts import cases_phrase
@@ -147,8 +148,9 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
         cid = str(row.get("case_id"))
         doc = case_verdict(run_dir, cid) or {}
         why = doc.get("unscored_reason")
-        if not unscored_closes(row, doc):
-            continue  # nothing asserted that this run checks (the linter and "nothing measured" speak)
+        if not unscored_closes(row, doc) or is_judge_unstable(doc):
+            continue  # nothing asserted that this run checks (the linter and "nothing measured" speak);
+            # a judge that disagreed with itself has its own line (judge_unstable_reason)
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
             why = " ".join(str(why or "no layer was scored").split())
@@ -331,6 +333,10 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     unscored_gating = unscored_gating_reason(run_dir, results)
     if unscored_gating:
         reasons.append(unscored_gating)
+    from .gate_judge import judge_unstable_reason
+    unstable = judge_unstable_reason(run_dir, results)
+    if unstable:
+        reasons.append(unstable)
     skipped_gating = None if bad else skipped_gating_reason(run_dir, results)
     if skipped_gating:
         reasons.append(skipped_gating)
@@ -357,7 +363,8 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
             close, res.budget_lines = budget_lines(
                 cost, max_cost_per_case=(res.budgets.get("max_cost_per_case") or {}).get("value"),
                 max_p95_latency_s=(res.budgets.get("max_p95_latency_s") or {}).get("value"),
-                sources={k: b["source"] for k, b in res.budgets.items()})
+                sources={k: b["source"] for k, b in res.budgets.items()},
+                include_judge=budgets.get("include_judge", True) is not False)
             reasons.extend(close)
     res.lines = summary_lines(res)
     return res
@@ -451,6 +458,8 @@ def summary_lines(res: GateResult) -> list[str]:
         lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
     lines.append(gate_rule_line(results))
     lines += judged_lines(s.get("judged"))
+    from .gate_judge import judge_cost_gate_line
+    lines += judge_cost_gate_line(results.get("cost_latency"))
     if not res.verified:
         lines.append("  not verified: --no-verify skipped the completeness check (run_cases.py --verify)")
     lines += [f"  budget: {line}" for line in res.budget_lines]
@@ -511,7 +520,7 @@ def kind_lines(summary: dict) -> list[str]:
 
 
 def _counts(block: dict) -> str:
-    return ", ".join(f"{_num(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error")
+    return ", ".join(f"{_num(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error", "judge_unstable")
                      if block.get(v))
 
 
@@ -530,6 +539,8 @@ def judged_lines(judged: object) -> list[str]:
         why = judged.get("provisional_why") if isinstance(judged.get("provisional_why"), dict) else {}
         reasons = "; ".join(f"{r} x{_num(n)}" for r, n in list(why.items())[:MAX_NAMED])
         out.append(f"  judged (provisional, never gating): {n_prov} case(s): {_counts(prov)} -- {reasons}")
+    from .gate_judge import instability_lines
+    out += instability_lines(judged.get("instability"))
     usage = judged.get("usage")
     if isinstance(usage, dict) and _is_count(usage.get("calls")) and usage["calls"]:
         if usage.get("calls_without_usage") == usage["calls"]:

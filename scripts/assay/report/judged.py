@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.vocab import JUDGE_UNSTABLE
 from .mdtext import count, esc, plural
 
 MAX_ROWS = 50
@@ -39,7 +40,7 @@ def _failing_nodes(run_dir: Path | None, cid: str) -> str:
     out = []
     for res in doc.get("rubrics") or [] if isinstance(doc, dict) else []:
         for node in (res.get("nodes") or []) if isinstance(res, dict) else []:
-            if isinstance(node, dict) and node.get("verdict") in ("fail", "unknown"):
+            if isinstance(node, dict) and node.get("verdict") in ("fail", "unknown", JUDGE_UNSTABLE):
                 out.append(f"{node.get('node_id')} {node.get('verdict')}: {str(node.get('reason') or '')[:160]}")
     return "; ".join(out)
 
@@ -71,6 +72,7 @@ def judged_section(summary: dict, verdicts: dict[str, dict], manifest: dict | No
         lines.append(f"- provisional: {esc(str(reason))} ×{count(n)}")
     if why:
         lines.append("")
+    lines += instability_lines(judged)
     rows = []
     for cid, doc in verdicts.items():
         layer = (doc.get("layers") or {}).get("judged") if isinstance(doc, dict) else None
@@ -79,6 +81,8 @@ def judged_section(summary: dict, verdicts: dict[str, dict], manifest: dict | No
         pins = ", ".join(str(r.get("pin")) for r in layer["rubrics"] if isinstance(r, dict))
         gating = [r for r in layer["rubrics"] if isinstance(r, dict) and not r.get("provisional")]
         shown = str(layer.get("verdict")) if gating else f"{layer.get('provisional_verdict')} (provisional)"
+        if layer.get("judge_unstable") is True:
+            shown = f"{JUDGE_UNSTABLE} (unscored)"
         why = _failing_nodes(run_dir, cid) if len(rows) < MAX_ROWS else ""
         rows.append(f"| {esc(cid)} | {esc(shown)} | {'yes' if gating else 'no'} | {esc(pins)} | {esc(why)} |")
     if rows:
@@ -89,6 +93,26 @@ def judged_section(summary: dict, verdicts: dict[str, dict], manifest: dict | No
     return lines
 
 
+def instability_lines(judged: dict) -> list[str]:
+    """The judge's instability per rubric version (judge.yaml `repeats`): how many node verdicts the
+    judge gave differently when asked again, and the case count left unscored by it."""
+    inst = judged.get("instability") if isinstance(judged.get("instability"), dict) else {}
+    rows = []
+    for pin, slot in inst.items():
+        if not isinstance(slot, dict) or not count(slot.get("judged_nodes")):
+            continue
+        rate = slot.get("rate")
+        pct = f"{rate * 100:.1f} %" if isinstance(rate, (int, float)) else "—"
+        rows.append(f"| {esc(str(pin))} | {count(slot.get('judged_nodes'))} | {count(slot.get('unstable_nodes'))} | {pct} |")
+    if not rows or not any(count(s.get("unstable_nodes")) for s in inst.values() if isinstance(s, dict)):
+        return []
+    return ([f"Judge instability: {plural(count(judged.get('unstable_cases')), 'case')} unscored because the "
+             "judge answered differently when asked again (`judge_unstable`; not app failures).", "",
+             "| rubric version | node verdicts | unstable | instability rate |", "|---|---|---|---|"]
+            + rows + [""])
+
+
 def _counts(block: dict) -> str:
-    shown = [f"{count(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error") if count(block.get(v))]
+    shown = [f"{count(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error", JUDGE_UNSTABLE)
+             if count(block.get(v))]
     return ", ".join(shown) or "none"

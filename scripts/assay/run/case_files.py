@@ -76,6 +76,8 @@ class CaseFiles:
             if traces and t["trajectory"] is not None:
                 self.put(tdir, "trajectory.json", case_json(t["trajectory"]), prefix=tp)
                 self.put(tdir, "trace.json", case_json(t["raw_spans"]), prefix=tp)
+            if traces and t.get("judge_doc") is not None:   # the deciding repeat's judge calls, per turn
+                self.put(tdir, "judge.json", case_json(t["judge_doc"]), prefix=tp)
             self.put(tdir, "verdict.json", case_json(turn_verdict(case, rep["n"], t, traces)), prefix=tp)
 
 

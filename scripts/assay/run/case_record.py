@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..core import writer
-from ..core.vocab import ERROR, INFRA_ERROR, INFRA_INCOMPLETE
+from ..core.vocab import ERROR, INFRA_ERROR, INFRA_INCOMPLETE, UNSCORED, is_judge_unstable
+from ..judge.fold import sum_usage
 from ..score.rollup import unscored_reason
 from .caseinfo import case_title, input_text
 from ..invoke.outcome import RESPONSE, is_rate_limited, same_body_key
@@ -24,7 +25,8 @@ def base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
             "rate_limited_retries": 0,
             "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
             "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result")),
-            "title": case_title(case), "input_text": input_text(case), "judged": False, "judge_usage": None}
+            "title": case_title(case), "input_text": input_text(case), "judged": False, "judge_usage": None,
+            "judge_unstable": False}
 
 
 def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded: str, *, k: int,
@@ -48,7 +50,8 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
         repeats=[{"n": r["n"], "verdict": r["verdict"], "trace_collected": r.get("trajectory") is not None}
                  for r in repeats] if k > 1 else None,
         scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
-        judged=bool(judged), judge_usage=_sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
+        judge_unstable=folded == UNSCORED and any(is_judge_unstable({"layers": r["layers"]}) for r in repeats),
+        judged=bool(judged), judge_usage=sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
         trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
         undeclared_tools=undeclared or None)
 
@@ -71,10 +74,3 @@ def repeated_5xx(repeats: list[dict]) -> dict | None:
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
-
-def _sum_usage(usages: list[dict]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for u in usages:
-        for key, value in u.items():
-            out[key] = out.get(key, 0) + int(value)
-    return out

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..core.vocab import LAYER_ORDER, UNSCORED
-from ..judge.rubrics import case_pins as rubric_pins
+from ..core.vocab import LAYER_ORDER
+from ..judge.fold import sum_usage
+from ..judge.turns import conversation_doc
 from ..score.rollup import case_verdict, conversation_verdict, merge_turn_layers
 from ..invoke import conversation as convo
-from .judged_reason import JUDGE_PENDING
 from ..invoke.outcome import Outcome
 from .repeat_scoring import infra_part, response_record, score_answered, scrub
 from ..core.secrets import REDACTED
 from ..traces.collect import request_trace_headers
+from .turn_judging import judge_turn
 
 if TYPE_CHECKING:
     from .casework import CaseWorker
-
-# Conversation turns are not judged in this build: the judged layer of a turn says so (never pass).
-CONVERSATION_UNJUDGED = "unjudged (conversation turns are not judged in this build)"
-# ... but a calibrated (gating) pin left unjudged is a check that never ran: not a chosen unscored.
-CONVERSATION_UNJUDGED_GATING = ("conversation turns are not judged in this build, so the calibrated "
-                                "(gating) rubric {pins} never ran; pin it on a single-turn case")
-
 
 def one_conversation(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> dict:
     """One repeat of a conversation: every turn sent, scored, and the case-level view of it."""
@@ -33,10 +27,12 @@ def one_conversation(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict
         w.runlog.event("retry", **ref, repeat=n, attempt=attempt, turn=turn, restart="conversation",
                        outcome=scrub(out.describe()), wait_s=round(wait, 3))
 
-    def score_turn(tcase, out: Outcome, headers, sent_id) -> dict[str, Any]:
+    def score_turn(tcase, out: Outcome, headers, sent_id, spec, earlier: list) -> dict[str, Any]:
+        """One turn scored, then judged (assay.run.turn_judging) before the next is sent."""
         scored = score_answered(w, tcase, out, headers, sent_id)
-        if scored["layers"]["judged"].get("reason") == JUDGE_PENDING:
-            scored["layers"]["judged"] = conversation_unjudged(w, tcase)
+        got = judge_turn(w.judge, case, spec, earlier, scored, ref)
+        if got is not None:
+            scored["layers"]["judged"], scored["judge_doc"] = got
             scored["verdict"] = case_verdict(scored["layers"], skipped=False)
         return scored
     res = convo.run_conversation(
@@ -72,16 +68,10 @@ def one_conversation(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict
                   layers=layers, verdict=verdict, turns=turns, turns_sent=res.turns_sent,
                   turns_total=res.turns_total, failed_turn=failed_turn,
                   stop_reason=scrub(stop_reason), expect=deciding["spec"].expect)
+    judged = [(t["n"], t["judge_doc"]) for t in turns if t.get("judge_doc") is not None]
+    if judged:
+        result["judge_doc"] = conversation_doc(case["id"], judged, sum_usage([d["usage"] for _, d in judged]))
     return result
-
-
-def conversation_unjudged(w: "CaseWorker", case) -> dict[str, Any]:
-    """A conversation turn's judged layer: never judged in this build. Provisional pins read as a
-    chosen unscored; a calibrated pin would gate, so leaving it unjudged is a check that never ran."""
-    gating = [str(p) for p in rubric_pins(case) if w.judge is not None and w.judge.calibration(str(p))[0]]
-    if gating:
-        return {"verdict": UNSCORED, "reason": CONVERSATION_UNJUDGED_GATING.format(pins=", ".join(gating))}
-    return {"verdict": UNSCORED, "reason": CONVERSATION_UNJUDGED}
 
 
 def conversation_record(record: dict[str, Any], repeats: list[dict], chosen: dict, folded: str, *, k: int,
@@ -103,5 +93,6 @@ def conversation_fields(chosen: dict, conv: Any) -> dict[str, Any]:
             "failed_turn": chosen["failed_turn"], "stop_reason": chosen["stop_reason"],
             "memory": conv.memory if conv is not None else None,
             "turns": [{"n": t["n"], "verdict": t["verdict"], "trace_collected": t["trajectory"] is not None,
-                       "user": t["spec"].user} for t in chosen["turns"]],
+                       "user": t["spec"].user, **({"judged": True} if t.get("judge_doc") is not None else {})}
+                      for t in chosen["turns"]],
             "turn_layers": {f"t{t['n']}.{name}": t["layers"][name] for t in chosen["turns"] for name in LAYER_ORDER}}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..core import writer
 from ..judge.prompt import Material
+from ..judge.turns import gold_of
 from ..judge.rubrics import case_pins as rubric_pins
 from ..core.vocab import UNSCORED
 from ..score.rollup import case_verdict
@@ -15,6 +15,7 @@ from .judged_reason import JUDGE_PENDING
 from ..invoke.outcome import RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, is_rate_limited
 from .repeat_scoring import infra_part, response_record, score_answered, scrub
 from ..traces.collect import request_trace_headers
+from .turn_judging import NO_ANSWER, tool_results_of
 
 if TYPE_CHECKING:
     from .casework import CaseWorker
@@ -54,16 +55,8 @@ def judge_answer(w: "CaseWorker", case, answer: str | None, trajectory: dict | N
                  ref: dict) -> tuple[dict, dict | None]:
     """(judged layer, judge.json doc or None) for one scored repeat."""
     if answer is None:
-        return {"verdict": UNSCORED, "reason": "no answer to judge (nothing at the adapter's <answer> path)"}, None
-    tools = None
-    if trajectory is not None:
-        # redacted like everything else the judge is sent (the trajectory in memory is not yet)
-        tools = writer.redact_value([{"name": c.get("name"), "result": c.get("result")}
-                                     for c in trajectory.get("tool_calls") or []])
-    expect = case.get("expect") or {}
-    result = expect.get("result") if isinstance(expect.get("result"), Mapping) else {}
-    gold = result.get("scalar", result.get("rows")) if result else None
+        return {"verdict": UNSCORED, "reason": NO_ANSWER}, None
     material = Material(user_message=scrub(user_turn(case)) or "", answer=scrub(answer) or "",
-                        tool_results=tools, gold=gold)
+                        tool_results=tool_results_of(trajectory), gold=gold_of(case.get("expect")))
     got = w.judge.judge_case(case, material, rubric_pins(case), ref)
     return got.layer, got.doc

@@ -60,6 +60,7 @@ TURN_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("verdict.json", "always", "{turn, verdict, layers, trace}"),
     Artifact("trajectory.json", "trace", "only when this turn's trace was collected"),
     Artifact("trace.json", "trace", "only when this turn's trace was collected"),
+    Artifact("judge.json", "judged", "only when a rubric judged this turn (case level, not under repeats/)"),
 )
 # Written into the run dir by the skill AFTER the run (never by the runner): allowed, never required.
 AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html", "compare.json", "compare.html")
@@ -128,7 +129,8 @@ def turn_files(turns: list, prefix: str, *, traces: bool) -> list[str]:
     """The turn tree of one conversation: turns/<n>/ for n = 1..turns_sent, no gaps."""
     out = []
     for i, t in enumerate(turns, start=1):
-        cond = {"always": True, "trace": traces and bool(t.get("trace_collected"))}
+        cond = {"always": True, "trace": traces and bool(t.get("trace_collected")),
+                "judged": traces and bool(t.get("judged"))}
         out.extend(f"{prefix}{i}/{a.path}" for a in TURN_ARTIFACTS if cond[a.when])
     return out
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core.jsonio import loads
 from ..core.errors import AssayError
+from .judge_cost import judge_model_of, judge_row, judge_totals
 
 
 PRICES_FILE = "prices.yaml"
@@ -108,9 +109,11 @@ def _num(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
 
-def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True) -> dict:
+def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True,
+              judge_model: str | None = None) -> dict:
     """One case's row. `verdict` is its verdict.json when the caller holds it already (the runner
-    at finalize); `read_traces=False` skips looking for trajectories (a run that collected none)."""
+    at finalize); `read_traces=False` skips looking for trajectories (a run that collected none).
+    `judge` is the case's judge calls, priced apart from the app's (judge_row)."""
     verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
     trajs = _trajectories(cdir) if read_traces else []
     calls = [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
@@ -124,7 +127,7 @@ def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, r
         "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
         "model_latency_ms": round(sum(c["duration_ms"] for c in calls if isinstance(c.get("duration_ms"), (int, float))), 3),
         "calls_without_usage": sum(1 for c in calls if "input_tokens" not in c and "output_tokens" not in c),
-        "unpriced_models": [], "cost": None,
+        "unpriced_models": [], "cost": None, "judge": judge_row(verdict, prices, judge_model),
     }
     if not trajs or prices is None:
         return row
@@ -183,8 +186,9 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         pairs = [(run_dir / "cases" / r["case_id"], r) for r in sorted(records, key=lambda r: r["case_id"])]
     read_traces = (manifest.get("traces") or {}).get("collected") is not False
     rows = []
+    judge_model = judge_model_of(manifest)
     for cdir, verdict in pairs:
-        row = case_cost(cdir, prices, verdict, read_traces=read_traces)
+        row = case_cost(cdir, prices, verdict, read_traces=read_traces, judge_model=judge_model)
         if row["verdict"] != "skipped":
             rows.append(row)
     traced = [r for r in rows if r["traced"]]
@@ -213,6 +217,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         totals["cost"] = _stats(priced) if totals["complete"] else {
             "n": len(priced), "total": None, "mean": None, "p50": None, "p95": None,
             "priced_cases_total": round(sum(priced), 8) if priced else None}
+    totals["judge"] = judge_totals(rows, prices)
     return {
         "run_id": run_dir.name, "capability": capability,
         "currency": prices["currency"] if prices else None,
@@ -304,6 +309,15 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
         "model_calls": None, "input_tokens": None, "output_tokens": None, "model_latency_ms": None,
         "cost": None, "k_note": t["k_note"],
     }
+    j = t["judge"]
+    if j["calls"]:
+        why = reason if prices is None else (
+            None if j["complete"] else f"the judge model(s) {', '.join(j['unpriced_models'])} are not in {PRICES_FILE}: "
+                                       "not priced at 0")
+        block["judge"] = {"calls": j["calls"], "input_tokens": j["input_tokens"], "output_tokens": j["output_tokens"],
+                          "currency": cost["currency"], "complete": bool(j["complete"] and prices is not None),
+                          "total": j["cost"], "mean_per_case": j["mean_per_case"],
+                          "unpriced_models": j["unpriced_models"], "reason": why}
     if not cap["enabled"]:
         return block
     n = t["traced_cases"]
@@ -324,7 +338,10 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
     return block
 
 
-def _cost_budget(cost: dict, budget: float) -> tuple[bool, str]:
+def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple[bool, str]:
+    """The mean cost per case against the budget: the app's (per traced case) plus, unless
+    `include_judge` is false, the judge's (its total over every case). Unpriced judge calls make it
+    uncheckable, as unpriced app calls do."""
     t, cur = cost["totals"], cost.get("currency") or ""
     mean = (t.get("cost") or {}).get("mean")
     if not cost["capability"]["enabled"]:
@@ -334,10 +351,20 @@ def _cost_budget(cost: dict, budget: float) -> tuple[bool, str]:
     if not t["complete"] or mean is None:
         return True, (f"cost budget {budget:g} {cur}/case cannot be checked: {t['unpriced_cases']} case(s) "
                       f"unpriced (unknown model(s): {', '.join(cost['unpriced_models']) or 'none named'})")
+    judge, split = t.get("judge") or {}, ""
+    if judge.get("calls") and include_judge:
+        if judge.get("mean_per_case") is None:
+            return True, (f"cost budget {budget:g} {cur}/case cannot be checked: the judge's calls are unpriced "
+                          f"(judge model(s) {', '.join(judge.get('unpriced_models') or []) or 'unnamed'} not in the "
+                          "prices file); price them, or leave the judge out with gate.py --no-judge-cost")
+        split = f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g})"
+        mean = round(mean + judge["mean_per_case"], 10)
+    elif judge.get("calls"):
+        split = f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"
     if mean > budget:
         pct = f"{(mean / budget - 1) * 100:.1f} %" if budget else "any cost is over a 0 budget"
-        return True, f"cost {mean:.6g} {cur}/case is over the budget {budget:g} by {mean - budget:.6g} ({pct})"
-    return False, f"cost {mean:.6g} {cur}/case, budget {budget:g}: margin {budget - mean:.6g}"
+        return True, f"cost {mean:.6g} {cur}/case{split} is over the budget {budget:g} by {mean - budget:.6g} ({pct})"
+    return False, f"cost {mean:.6g} {cur}/case{split}, budget {budget:g}: margin {budget - mean:.6g}"
 
 
 def _latency_budget(cost: dict, budget: float) -> tuple[bool, str]:
@@ -350,11 +377,12 @@ def _latency_budget(cost: dict, budget: float) -> tuple[bool, str]:
 
 
 def budget_lines(cost: dict, *, max_cost_per_case: float | None, max_p95_latency_s: float | None,
-                 sources: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+                 sources: dict[str, str] | None = None, include_judge: bool = True) -> tuple[list[str], list[str]]:
     """(close reasons, lines for the gate's screen). A budget that cannot be checked closes the gate.
     `sources` names where each budget came from (a flag, profile.yaml's line); it ends its line."""
     close, lines = [], []
-    for key, budget, check in (("max_cost_per_case", max_cost_per_case, _cost_budget),
+    for key, budget, check in (("max_cost_per_case", max_cost_per_case,
+                                lambda c, b: _cost_budget(c, b, include_judge)),
                                ("max_p95_latency_s", max_p95_latency_s, _latency_budget)):
         if budget is None:
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
+from ..core.vocab import (FAIL, INFRA_ERROR, JUDGE_UNSTABLE, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
                           UNSCORABLE, UNSCORED)
 from ..score.hollow import hollow_layers
 
@@ -31,7 +31,7 @@ COUNT_KEYS = (
     "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged", "undeclared_tools",
     "route_from_response",
 )
-JUDGED_VERDICTS = ("pass", "fail", "unscored", "infra_error")
+JUDGED_VERDICTS = ("pass", "fail", "unscored", "infra_error", JUDGE_UNSTABLE)
 
 
 def cases_phrase(n_cases: Any, n_canaries: Any) -> str:
@@ -215,12 +215,16 @@ def judged_summary(records: list[dict]) -> dict[str, Any]:
     gate); `provisional` counts them by `provisional_verdict` (recorded, never gating), and
     `provisional_why` says why. `usage` sums judge calls and tokens over every case (canaries and
     holdout in: cost is cost); `calls_without_usage` counts calls whose provider reported none.
+    `unstable_cases` counts non-canary cases the judge left unstable (their judged layer decided by
+    a judge_unstable rubric); `instability` gives each rubric pin's rate over the nodes judged
+    (`{judged_nodes, unstable_nodes, rate}`; a node is unstable when the judge's repeated answers differ).
     """
     calibrated = {v: 0 for v in JUDGED_VERDICTS}
     provisional = {v: 0 for v in JUDGED_VERDICTS}
     why: dict[str, int] = {}
     usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "calls_without_usage": 0}
-    cases = 0
+    cases = unstable_cases = 0
+    instability: dict[str, dict[str, Any]] = {}
     for r in records:
         u = r.get("judge_usage")
         if isinstance(u, dict):
@@ -230,7 +234,13 @@ def judged_summary(records: list[dict]) -> dict[str, Any]:
         if r.get("canary") or not isinstance(entry, dict) or not isinstance(entry.get("rubrics"), list):
             continue
         cases += 1
+        unstable_cases += 1 if entry.get("judge_unstable") is True else 0
         rubrics = [x for x in entry["rubrics"] if isinstance(x, dict)]
+        for x in rubrics:
+            if isinstance(x.get("judged"), int) and isinstance(x.get("unstable"), int):
+                slot = instability.setdefault(str(x.get("pin")), {"judged_nodes": 0, "unstable_nodes": 0})
+                slot["judged_nodes"] += x["judged"]
+                slot["unstable_nodes"] += x["unstable"]
         if any(not x.get("provisional") for x in rubrics):
             v = str(entry.get("verdict"))
             calibrated[v] = calibrated.get(v, 0) + 1
@@ -239,5 +249,7 @@ def judged_summary(records: list[dict]) -> dict[str, Any]:
             provisional[v] = provisional.get(v, 0) + 1
             for reason in sorted({str(x.get("why_provisional")) for x in rubrics if x.get("provisional")}):
                 why[reason] = why.get(reason, 0) + 1
+    for slot in instability.values():
+        slot["rate"] = _rate(slot["unstable_nodes"], slot["judged_nodes"]) if slot["judged_nodes"] else None
     return {"cases": cases, "calibrated": calibrated, "provisional": provisional, "provisional_why": why,
-            "usage": usage}
+            "usage": usage, "unstable_cases": unstable_cases, "instability": dict(sorted(instability.items()))}

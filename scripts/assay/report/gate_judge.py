@@ -1,0 +1,63 @@
+"""The gate's judge checks that are not counts: gating cases the judge left unstable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.vocab import is_judge_unstable
+from .gate import MAX_NAMED
+from .rundir import case_verdict, holdout_ids
+
+
+def judge_unstable_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating cases the judge left unstable, on a line of their own: the judge disagreed
+    with itself (judge.yaml `repeats`, a pairwise order flip), so the case is unscored -- not the
+    app's failure, and not a pass. Holdout ids are counted, never printed."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = holdout_ids(run_dir, rows)
+    named, count = [], 0
+    for row in rows:
+        if not isinstance(row, dict) or row.get("verdict") != "unscored" or row.get("canary") \
+                or row.get("gating", True) is False:
+            continue
+        cid = str(row.get("case_id"))
+        doc = case_verdict(run_dir, cid) or {}
+        if not is_judge_unstable(doc):
+            continue
+        count += 1
+        if cid not in sealed and len(named) < MAX_NAMED:
+            why = " ".join(str(((doc.get("layers") or {}).get("judged") or {}).get("reason") or "").split())
+            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
+    if not count:
+        return None
+    text = (f"judge unstable: {count} gating case(s) unscored because the judge disagreed with itself (not "
+            "app failures; read the judge's answers in judge.json, then tighten the rubric or change the judge)")
+    if named:
+        text += ": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
+    return text
+
+
+def instability_lines(instability: object) -> list[str]:
+    """One line per rubric pin whose judge disagreed with itself on some node (summary.judged.instability)."""
+    if not isinstance(instability, dict):
+        return []
+    out = []
+    for pin, slot in instability.items():
+        if not isinstance(slot, dict) or not isinstance(slot.get("unstable_nodes"), int) or not slot["unstable_nodes"]:
+            continue
+        rate = slot.get("rate")
+        pct = f" ({rate * 100:.1f} %)" if isinstance(rate, (int, float)) else ""
+        out.append(f"  judge instability: {pin}: {slot['unstable_nodes']} of {slot.get('judged_nodes')} node "
+                   f"verdict(s) unstable{pct} (the judge's repeated answers differed)")
+    return out
+
+
+def judge_cost_gate_line(cost_latency: object) -> list[str]:
+    """`judge cost: ...` from results.json's cost_latency.judge (absent when the judge made no call)."""
+    judge = cost_latency.get("judge") if isinstance(cost_latency, dict) else None
+    if not isinstance(judge, dict) or not judge.get("calls"):
+        return []
+    if not isinstance(judge.get("total"), (int, float)):
+        return [f"  judge cost: not priced ({judge.get('reason') or 'no prices'})"]
+    return [f"  judge cost: {judge['total']:.6g} {judge.get('currency') or ''} over {judge['calls']} call(s), "
+            f"{judge.get('mean_per_case') or 0:.6g} per case, apart from the app's"]

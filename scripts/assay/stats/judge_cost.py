@@ -1,0 +1,61 @@
+"""The judge's tokens and cost, apart from the app's: priced with the same prices file
+(`<state>/prices.yaml`), each judge call at its judge model's price. Read from what the runner
+stored (verdict.json `judge_usage`); never from the judge again. stats.cost puts them in every
+cost view (score_cost.py, results.json cost_latency.judge, the report, the gate's budget).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+NO_JUDGE_MODEL = "(judge with no model name)"
+
+
+def judge_model_of(manifest: dict) -> str | None:
+    """The model that prices a judge call when its usage names none (one judge, or an ensemble of
+    one model): the manifest's `judge.model`."""
+    judge = manifest.get("judge") if isinstance(manifest.get("judge"), dict) else {}
+    return judge.get("model") if isinstance(judge.get("model"), str) and judge.get("model") else None
+
+
+def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> dict:
+    """A case's judge tokens (verdict.json `judge_usage`) and their price: each judge model at its own
+    price (`by_model`), else the run's judge model. A model the prices file does not name: unpriced,
+    never 0."""
+    from .cost import _num
+    usage = verdict.get("judge_usage") if isinstance(verdict.get("judge_usage"), dict) else {}
+    calls = _num(usage.get("calls"))
+    row: dict[str, Any] = {"calls": calls, "input_tokens": _num(usage.get("input_tokens")),
+                           "output_tokens": _num(usage.get("output_tokens")), "cost": None, "unpriced_models": []}
+    if not calls or prices is None:
+        return row
+    by_model = usage.get("by_model") if isinstance(usage.get("by_model"), dict) else {
+        judge_model or NO_JUDGE_MODEL: row}
+    cost, unpriced = 0.0, set()
+    for model, counts in by_model.items():
+        p = prices["per_token"].get(model)
+        if p is None:
+            unpriced.add(str(model))
+            continue
+        cost += _num(counts.get("input_tokens")) * p["input"] + _num(counts.get("output_tokens")) * p["output"]
+    row["unpriced_models"] = sorted(unpriced)
+    row["cost"] = None if unpriced else round(cost, 8)
+    return row
+
+
+def judge_totals(rows: list[dict], prices: dict | None) -> dict:
+    """The judge's calls, tokens and cost over the run's cases, apart from the app's. `cost` is null
+    unless every judged case was priced (`unpriced_models` names what the prices file lacks);
+    `mean_per_case` is over every non-skipped case (what judging adds to a case on average)."""
+    judged = [r["judge"] for r in rows if r["judge"]["calls"]]
+    unpriced = sorted({m for j in judged for m in j["unpriced_models"]})
+    complete = prices is not None and all(j["cost"] is not None for j in judged)
+    total = round(sum(j["cost"] for j in judged), 8) if complete else None
+    return {"cases": len(judged), "calls": sum(j["calls"] for j in judged),
+            "input_tokens": sum(j["input_tokens"] for j in judged),
+            "output_tokens": sum(j["output_tokens"] for j in judged),
+            "complete": complete if judged else True, "unpriced_models": unpriced,
+            "cost": total if judged else (0.0 if prices is not None else None),
+            "mean_per_case": (round(total / len(rows), 8) if total is not None and rows else None)
+            if judged else (0.0 if prices is not None else None)}
