@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core.jsonio import loads
 from ..core.errors import AssayError
-from .judge_cost import judge_model_of, judge_row, judge_totals
+from .judge_cost import judge_model_of, judge_row, judge_totals, token_count
 
 
 PRICES_FILE = "prices.yaml"
@@ -105,8 +105,7 @@ def _trajectories(cdir: Path) -> list[dict]:
     return [d for d in docs if isinstance(d, dict)]
 
 
-def _num(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+_num = token_count
 
 
 def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True,

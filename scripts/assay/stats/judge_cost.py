@@ -9,6 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def token_count(v: Any) -> int:
+    """A stored token or call count, or 0 for anything that is not a non-negative int."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+
 NO_JUDGE_MODEL = "(judge with no model name)"
 
 
@@ -23,11 +28,10 @@ def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> di
     """A case's judge tokens (verdict.json `judge_usage`) and their price: each judge model at its own
     price (`by_model`), else the run's judge model. A model the prices file does not name: unpriced,
     never 0."""
-    from .cost import _num
     usage = verdict.get("judge_usage") if isinstance(verdict.get("judge_usage"), dict) else {}
-    calls = _num(usage.get("calls"))
-    row: dict[str, Any] = {"calls": calls, "input_tokens": _num(usage.get("input_tokens")),
-                           "output_tokens": _num(usage.get("output_tokens")), "cost": None, "unpriced_models": []}
+    calls = token_count(usage.get("calls"))
+    row: dict[str, Any] = {"calls": calls, "input_tokens": token_count(usage.get("input_tokens")),
+                           "output_tokens": token_count(usage.get("output_tokens")), "cost": None, "unpriced_models": []}
     if not calls or prices is None:
         return row
     by_model = usage.get("by_model") if isinstance(usage.get("by_model"), dict) else {
@@ -38,7 +42,7 @@ def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> di
         if p is None:
             unpriced.add(str(model))
             continue
-        cost += _num(counts.get("input_tokens")) * p["input"] + _num(counts.get("output_tokens")) * p["output"]
+        cost += token_count(counts.get("input_tokens")) * p["input"] + token_count(counts.get("output_tokens")) * p["output"]
     row["unpriced_models"] = sorted(unpriced)
     row["cost"] = None if unpriced else round(cost, 8)
     return row
