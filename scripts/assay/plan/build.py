@@ -235,8 +235,14 @@ def _judge_block(converted: dict[str, Any], cases: list[dict[str, Any]], mode: A
                          "add --judge to judge this run")
         return {"enabled": False, "reason": reason, "config": effective(config), "rubrics": pinned}
     if pinned:
-        notes.append(f"judge: {config.get('provider')} {config.get('model') or ' '.join(config.get('command') or [])} "
-                     f"on {len(pinned)} rubric version(s)")
+        from ..judge.config import aggregate_of, members, repeats_of
+        who = " + ".join(f"{m.get('provider')} {m.get('model') or ' '.join(m.get('command') or [])}"
+                         for m in members(config))
+        if aggregate_of(config) != "single":
+            who = f"{aggregate_of(config)} of [{who}]"
+        if repeats_of(config) > 1:
+            who += f", each node asked {repeats_of(config)} times"
+        notes.append(f"judge: {who} on {len(pinned)} rubric version(s)")
     return {"enabled": True, "reason": None, "config": effective(config), "rubrics": pinned}
 
 
