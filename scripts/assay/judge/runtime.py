@@ -64,6 +64,7 @@ class JudgeRuntime:
     sleep: Callable[[float], None] = time.sleep
     probe: dict | None = None              # the pre-flight probe's result (judge_probe.probe)
     key_variable: str | None = None        # "$VAR" the api_key comes from, named in judge errors
+    cache: Any = None                      # assay.replay.session.ReplaySession: the verdict cache
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @property
@@ -97,7 +98,14 @@ class JudgeRuntime:
         return transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
     def _call(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:
-        """One judge call with retries -> (call record, parsed verdict or None, error, infra)."""
+        """One judge call with retries -> (call record, parsed verdict or None, error, infra); through
+        the verdict cache when the run has one (a hit is marked `cache` in the call record)."""
+        if self.cache is None:
+            return self._call_live(system, user, where)
+        from ..replay.judge import judge_through
+        return judge_through(self, system, user, where, self._call_live)
+
+    def _call_live(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
             if self.on_retry:
                 self.on_retry(attempt=attempt, outcome=self.scrub(out.describe()), wait_s=round(wait, 3), **where)
@@ -267,7 +275,8 @@ def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
 
 
 def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
-                  execution: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> JudgeRuntime | None:
+                  execution: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+                  probe: bool = True) -> JudgeRuntime | None:
     """The judge for this run, or None when the plan does not enable one. Pre-flight checks: exit 3."""
     block = plan.get("judge")
     if not isinstance(block, dict) or not block.get("enabled"):
@@ -283,7 +292,9 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     runtime = JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
                            execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
                            child_env=child, key_variable=judge_probe.key_variable(cfg))
-    runtime.probe = judge_probe.probe(runtime)  # exit 3 on a judge that is configured wrong
+    runtime.probe = (judge_probe.probe(runtime) if probe else  # exit 3 on a judge that is configured wrong
+                     {"ok": None, "reason": "replay: not probed (a cached verdict answers; a miss is judged live, "
+                                            "and a judge outage is infra)"})
     return runtime
 
 
