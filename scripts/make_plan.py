@@ -106,7 +106,7 @@ def run(args):
         print(f"make_plan: {line}", file=sys.stderr)
     plan = result.plan
     if args.changed_since:
-        from assay.plan.changed_since import changed_since
+        from assay.suite.changed_since import changed_since
         plan["replay"] = changed_since(plan, Path(args.changed_since))
         print(f"make_plan: {len(plan['replay']['live'])} case(s) changed since {plan['replay']['changed_since']} "
               f"go live; {plan['replay']['replayed']} are replayed from its recording", file=sys.stderr)

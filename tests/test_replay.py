@@ -230,7 +230,7 @@ def test_two_shards_record_into_one_cache_at_once(state, tmp_path):
         for p in procs:
             out, err = p.communicate(timeout=120)
             assert p.returncode == 0, out + err
-    files = [p for p in (state / "cache").rglob("*") if p.is_file()]
+    files = [p for p in (state / "cache" / "v1").rglob("*") if p.is_file()]
     assert not [p for p in files if p.name.endswith(".tmp")]
     for p in files:
         json.loads(p.read_text())          # every entry whole

@@ -102,7 +102,7 @@ class JudgeRuntime:
         the verdict cache when the run has one (a hit is marked `cache` in the call record)."""
         if self.cache is None:
             return self._call_live(system, user, where)
-        from ..replay.judge import judge_through
+        from .verdict_cache import judge_through
         return judge_through(self, system, user, where, self._call_live)
 
     def _call_live(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:

@@ -1,4 +1,4 @@
-"""The run side of a `make_plan.py --changed-since` plan (assay.plan.changed_since builds its
+"""The run side of a `make_plan.py --changed-since` plan (assay.suite.changed_since builds its
 `replay` block): which cases a --replay run sends live."""
 
 from __future__ import annotations

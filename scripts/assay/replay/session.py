@@ -17,20 +17,13 @@ from typing import Any, Callable, Mapping
 
 from ..core.ids import utc_now_iso
 from .key import base_key, call_key
+from .miss import REPLAY_MISS, ReplayMiss  # noqa: F401 (ReplayMiss: the name callers import)
+from .shim import ReplayInvoker
 from .store import Cache
 
-REPLAY_MISS = "replay miss"
 # Model calls a replay never makes live: a simulated user's turn must be the recorded one, or
 # the conversation is no longer the recorded conversation.
 STRICT_KINDS = frozenset({"simulator"})
-
-
-class ReplayMiss(Exception):
-    """A request --replay cannot answer from the cache; `reason` starts with `replay miss`."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass
@@ -54,7 +47,6 @@ class ReplaySession:
         """The invoker the case worker uses: `inner` itself unless the app is recorded or replayed."""
         if self.app is None:
             return inner
-        from .shim import ReplayInvoker
         return ReplayInvoker(inner, self)
 
     def count(self, name: str, n: int = 1) -> None:

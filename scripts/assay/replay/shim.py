@@ -18,7 +18,7 @@ from ..invoke.templates import UNSET
 from ..traces.collect import NOT_COLLECTED, CaseTrace
 from .entries import outcome_doc, outcome_from, trace_doc, trace_from
 from .key import exchange_key, first_difference, normalize_request
-from .session import REPLAY_MISS, ReplayMiss
+from .miss import REPLAY_MISS, ReplayMiss
 
 
 @dataclass

@@ -4,9 +4,8 @@ prompt (system + user, which hold the material: user message, answer, tool resul
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable, Mapping
-
-from .key import sha256_text
 
 # `where` keys that name the case (in run.log), not what was asked: a verdict is the verdict of
 # the material, whichever case carried it.
@@ -14,15 +13,15 @@ _CASE_KEYS = ("case_id", "case_index", "index", "holdout", "title")
 
 
 def judge_request(runtime: Any, system: str, user: str, where: Mapping[str, Any]) -> dict[str, Any]:
-    from ..judge.binding import rubric_sha256
-    from ..judge.prompt import PROMPT_VERSION
-    from ..judge.rubrics import resolve_pin
+    from .binding import rubric_sha256
+    from .prompt import PROMPT_VERSION
+    from .rubrics import resolve_pin
     slot = {k: v for k, v in where.items() if k not in _CASE_KEYS}
     pin = str(where.get("judge_node") or "").rsplit("/", 1)[0]
     rubric = resolve_pin(pin, runtime.rubrics)[0] if pin else None
     return {"identity": runtime.identity, "prompt_version": PROMPT_VERSION,
             "rubric_sha256": rubric_sha256(rubric) if rubric else None,
-            "system_sha256": sha256_text(system), "material_sha256": sha256_text(user), "slot": slot}
+            "system_sha256": _sha(system), "material_sha256": _sha(user), "slot": slot}
 
 
 def judge_through(runtime: Any, system: str, user: str, where: dict,
@@ -43,3 +42,7 @@ def judge_through(runtime: Any, system: str, user: str, where: dict,
     if mark is not None:
         call["cache"] = mark
     return call, value.get("parsed"), value.get("error"), bool(value.get("infra"))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()

@@ -15,7 +15,7 @@ from ..core.jsonio import read_json
 def changed_since(plan: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     """The plan's `replay` block: {changed_since, source, live, replayed}. Holdout cases always run
     live (they are never recorded)."""
-    from ..suite.version import suite_version
+    from .version import suite_version
     try:
         manifest = read_json(Path(run_dir) / "manifest.yaml")
     except (OSError, ValueError) as exc:
