@@ -200,7 +200,7 @@ def test_judge_calls_go_through_the_cache_and_never_cross_a_changed_rubric(state
         # a live rerun with --judge-cache: same judge, same rubric, same answer -> reused
         again, _ = go(state, plan, "--judge-cache", env=env, run_id="smoke-20261129T101700Z")
         assert again.rc == 0 and len(seen) == 2
-        # an edited rubric (one node's criterion) is judged again, for every node
+        # an edited rubric (one node's criterion, same version) is judged again, for every node
         write_rubric(state, (state / "rubrics" / "refund-eta.md").read_text().replace(
             "with its currency", "and its currency"))
         plan["judge"] = judge_block(state, config)

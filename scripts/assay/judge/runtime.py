@@ -27,6 +27,7 @@ from . import probe as judge_probe
 from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
 from .binding import load_calibration as _load_sidecar
+from .binding import rubric_sha256
 from .env import command_env
 from .prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
 from .providers import build_request, read_reply
@@ -181,11 +182,15 @@ class JudgeRuntime:
                 futures.append(None)
                 continue
             calibrated, why = self.calibration(rubric["pin"])
+            content = rubric_sha256(rubric)
             results.append({"pin": rubric["pin"], "rubric_id": rubric["rubric_id"], "version": rubric["version"],
+                            "rubric_sha256": content,
                             "provisional": not calibrated, "why_provisional": why, "verdict": None,
                             "infra": False, "reason": None, "nodes": []})
             old = self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
-            if old is not None and not old.get("infra"):
+            # a verdict is reused only for the rubric text it judged (an older judge.json without the
+            # hash is judged again) and, rescore checks, the same judge identity
+            if old is not None and not old.get("infra") and old.get("rubric_sha256") == content:
                 results[-1].update({k: old[k] for k in ("verdict", "infra", "reason", "nodes")},
                                    reused_from=self.reused_from)
                 futures.append(None)
