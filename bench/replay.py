@@ -57,11 +57,11 @@ def one_run(app: BenchApp, state: Path, n: int, concurrency: int, kind: str, rep
     flags = {"live": [], "record": ["--record"], "replay": ["--replay"]}[kind]
     app.reset_counters()
     child = timed_child([sys.executable, str(RUNNER), "--plan", str(plan_path), "--out", str(out),
-                         "--progress", "never", *flags], env=env)
+                         "--progress", "never", *flags], env=env, log_dir=state / "logs" / run_id)
     requests = app.counters()["requests"]
     problems = []
     if child.rc != 0:
-        problems.append(f"exit {child.rc}: {child.stdout.strip()[:200]}")
+        problems.append(f"exit {child.rc}: {(child.stdout.strip() or child.stderr.strip())[-400:]}")
     else:
         results = json.loads((out / "results.json").read_text(encoding="utf-8"))
         if results["summary"]["status"] != "ok" or results["summary"]["passes"] != n:

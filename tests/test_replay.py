@@ -426,3 +426,29 @@ def test_judge_through_caches_ordinals_and_never_an_outage(tmp_path):
     assert (tmp_path / "cache" / ".gitignore").read_text().endswith("*\n")
     from assay.replay.store import parse_age
     assert parse_age("30d") == 30 * 86400 and parse_age("90m") == 5400
+
+
+def test_many_writers_of_one_key_in_one_process_leave_one_whole_entry(tmp_path):
+    """16 threads write the same key into a fresh cache at once (the judge's repeats, two cases
+    with the same material): the one writer's temp name is per process, so without the cache's
+    per-path lock they would trip over each other's temp file."""
+    import threading
+    from assay.replay.store import Cache
+    cache = Cache(tmp_path / "cache")
+    start, errors = threading.Barrier(16), []
+    path = cache.call_path("judge", "ab" + "0" * 62)
+
+    def work(i):
+        start.wait()
+        try:
+            for n in range(20):
+                cache.write(path, {"n": i, "pad": "x" * 20000})
+        except Exception as exc:   # noqa: BLE001 (the test reports any)
+            errors.append(repr(exc))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert json.loads(path.read_text())["pad"] == "x" * 20000 and cache.stats()["entries"] == 1

@@ -24,6 +24,7 @@ from .key import sha256_text
 LAYOUT = "v1"
 KINDS = ("judge", "simulator")
 _STRIPES = [threading.Lock() for _ in range(64)]   # one writer per path inside this process
+_IGNORE_LOCK = threading.Lock()
 
 
 def cache_dir(state: Path) -> Path:
@@ -64,11 +65,13 @@ class Cache:
 
     def write(self, path: Path, doc: dict) -> None:
         if not self._ignored:   # the cache holds the app's answers: never committed by accident
-            self.root.mkdir(parents=True, exist_ok=True)
-            ignore = self.root / ".gitignore"
-            if not ignore.exists() and not ignore.is_symlink():
-                writer.write_bytes(ignore, b"# run_cases.py --record: the app's recorded answers; keep out of git\n*\n")
-            self._ignored = True
+            with _IGNORE_LOCK:    # the first writes of a run come from many case workers at once
+                ignore = self.root / ".gitignore"
+                if not self._ignored and not ignore.exists() and not ignore.is_symlink():
+                    self.root.mkdir(parents=True, exist_ok=True)
+                    writer.write_bytes(ignore, b"# run_cases.py --record: the app's recorded answers; keep out "
+                                               b"of git\n*\n")
+                self._ignored = True
         path.parent.mkdir(parents=True, exist_ok=True)
         data = writer.encode(writer.dumps(doc, indent=None) + "\n")
         with _STRIPES[hash(str(path)) % len(_STRIPES)]:
