@@ -36,6 +36,7 @@ bench: venv
 	$(VPY) bench/rate_limits.py --json bench/out/rate_limits.json
 	$(VPY) bench/shards.py --json bench/out/shards.json
 	$(VPY) bench/compare.py --json bench/out/compare.json
+	$(VPY) bench/replay.py --json bench/out/replay.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code

@@ -53,6 +53,10 @@ def build_parser():
                    help="split the plan into N shards for N machines (run_cases.py --shard I, then merge_runs.py)")
     p.add_argument("--durations", metavar="RUN_DIR",
                    help="with --shards: pack shards by this previous run's per-case latency (default round-robin)")
+    p.add_argument("--changed-since", metavar="RUN_DIR",
+                   help="a run recorded with run_cases.py --record: only the cases whose case_sha256 changed since "
+                        "(or that are new) go to the app; run the plan with run_cases.py --replay, which answers "
+                        "the rest from that run's recording")
     return p
 
 
@@ -101,6 +105,11 @@ def run(args):
     for line in result.warnings:
         print(f"make_plan: {line}", file=sys.stderr)
     plan = result.plan
+    if args.changed_since:
+        from assay.suite.changed_since import changed_since
+        plan["replay"] = changed_since(plan, Path(args.changed_since))
+        print(f"make_plan: {len(plan['replay']['live'])} case(s) changed since {plan['replay']['changed_since']} "
+              f"go live; {plan['replay']['replayed']} are replayed from its recording", file=sys.stderr)
     shard_rows = None
     if args.shards is not None:
         from assay.shard.assign import add_shards, shard_summary
@@ -128,8 +137,11 @@ def run(args):
         "selecting_split": plan["selecting_split"], "k": plan["k"], "gate": plan["gate"],
         "cases": len(plan["cases"]), "counts": counts, "out": str(out_dir), "notes": result.notes,
         "validation": plan["manifest_extra"].get("validation"),
-        "run": run_command_line(out_path, out_dir),
+        "run": run_command_line(out_path, out_dir) + (" --replay" if plan.get("replay") else ""),
     }
+    if plan.get("replay"):
+        summary["changed_since"] = {k: plan["replay"][k] for k in ("changed_since", "replayed")}
+        summary["changed_since"]["live"] = len(plan["replay"]["live"])
     if shard_rows is not None:
         summary["shards"] = shard_rows
         summary["timeout_minutes"] = max(row["timeout_minutes"] for row in shard_rows)

@@ -22,6 +22,9 @@ def build_parser():
     p.add_argument("--out", required=True, help="the new run directory, <state>/reports/<new-run-id> (same mode)")
     p.add_argument("--state-dir", help="the app's state dir (default: the source run's <state>, two levels up)")
     p.add_argument("--judge", action="store_true", help="judge in smoke/targeted too (as make_plan.py --judge)")
+    p.add_argument("--judge-cache", action="store_true",
+                   help="reuse a judge call from <state>/cache (run_cases.py --record / --judge-cache) for the same "
+                        "judge, prompt version, rubric content and material; a miss is judged and cached")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="never",
                    help="progress on stderr (default never)")
     return p
@@ -33,7 +36,7 @@ def run(args):
 
     from assay.run.rescore import rescore
     return rescore(Path(args.run_dir), args.out, state_dir=args.state_dir, judge=args.judge, environ=os.environ,
-                   progress=args.progress)
+                   progress=args.progress, judge_cache=args.judge_cache)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent / "scripts"
 # rooms it drives; the rooms sit on scoring and statistics; everything sits on core).
 LAYERS = [
     {"run", "shard"},
-    {"invoke", "traces", "judge", "rundir"},
+    {"invoke", "traces", "judge", "rundir", "replay"},
     {"score", "stats", "schemas"},
     {"core"},
 ]

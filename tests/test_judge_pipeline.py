@@ -152,6 +152,13 @@ def test_smoke_judges_only_with_flag_and_rescore(tmp_path, app):
     g = run_script("gate", new3)
     assert g.rc == 1 and "c-00000002 (judged)" in g.stdout
 
+    # an edited rubric text under the same version is judged again, never reused (#30 item 5)
+    (state / "rubrics" / "refund-eta.md").write_text(RUBRIC.replace("with its currency", "and its currency"))
+    new4 = state / "reports" / "smoke-20261130T040000Z"
+    assert run_script("rescore", out, "--out", new4, "--judge").rc == 0
+    doc4 = json.loads((new4 / "cases" / "c-00000002" / "judge.json").read_text())
+    assert "reused_from" not in doc4["rubrics"][0] and doc4["usage"]["calls"] == 2
+
 
 def test_rescore_refusals(tmp_path, app):
     app.handler = app_handler

@@ -57,6 +57,13 @@ def run_notes(base: Side, cand: Side) -> list[str]:
         cp = cand.manifest.get("suite_parts_sha256") or {}
         parts = [SUITE_PART_WORDS.get(k, k) for k in sorted(set(bp) | set(cp)) if bp.get(k) != cp.get(k)]
         notes.append("the suite changed (suite_sha256 differs)" + (": " + "; ".join(parts) if parts else ""))
+    for side, d in (("base", base), ("candidate", cand)):
+        src = d.manifest.get("replayed_from")
+        if isinstance(src, dict):   # run_cases.py --replay: its answers are a recording's, not the app's now
+            where = f"run {src.get('run_id')}" if src.get("source") == "run" else "a recorded cache"
+            notes.append(f"the {side} run was replayed from {where} (run_cases.py --replay): its answers are "
+                         "recorded ones, not the app's today" + (f", except {src['live_cases']} case(s) sent live"
+                                                                 if src.get("live_cases") else ""))
     return notes
 
 

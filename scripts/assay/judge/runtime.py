@@ -28,6 +28,7 @@ from . import probe as judge_probe
 from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
 from .binding import load_calibration as _load_sidecar
+from .binding import rubric_sha256
 from .env import command_env
 from .fold import fold_node, judged_layer, usage_of  # noqa: F401 (judged_layer re-exported)
 from .prompt import ANSWER_SCOPE, PROMPT_VERSION, Material, as_stdin, build_prompt
@@ -67,6 +68,7 @@ class JudgeRuntime:
     probe: Any = None                      # the pre-flight probe's result (judge_probe.probe); a list for an ensemble
     key_variable: str | None = None        # "$VAR" the api_key comes from, named in judge errors
     key_variables: list[str | None] = field(default_factory=list)   # per judge of an ensemble
+    cache: Any = None                      # assay.replay.session.ReplaySession: the verdict cache
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @property
@@ -116,7 +118,15 @@ class JudgeRuntime:
 
     def _call(self, system: str, user: str, where: dict, judge: int = 0) -> tuple[dict[str, Any], dict | None, str | None, bool]:
         """One judge call with retries -> (call record, parsed verdict or None, error, infra). Every
-        judge call of a run goes through here (`judge`: which judge of an ensemble, 0-based)."""
+        judge call of a run goes through here (`judge`: which judge of an ensemble, 0-based); through
+        the verdict cache when the run has one (a hit is marked `cache` in the call record)."""
+        if self.cache is None:
+            return self._call_live(system, user, where, judge)
+        from .verdict_cache import judge_through
+        return judge_through(self, system, user, dict(where, judge=judge),
+                             lambda s, u, _w: self._call_live(s, u, where, judge))
+
+    def _call_live(self, system: str, user: str, where: dict, judge: int = 0) -> tuple[dict[str, Any], dict | None, str | None, bool]:
         cfg = self.judges[judge]
 
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
@@ -225,12 +235,16 @@ class JudgeRuntime:
                 futures.append(None)
                 continue
             calibrated, why = self.calibration(rubric["pin"])
+            content = rubric_sha256(rubric)
             results.append({"pin": rubric["pin"], "rubric_id": rubric["rubric_id"], "version": rubric["version"],
+                            "rubric_sha256": content,
                             "provisional": not calibrated, "why_provisional": why, "verdict": None,
                             "infra": False, "reason": None, "nodes": []})
             old = (self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
                    if material.scope == ANSWER_SCOPE else None)
-            if old is not None and not old.get("infra"):
+            # a verdict is reused only for the rubric text it judged (an older judge.json without the
+            # hash is judged again) and, rescore checks, the same judge identity
+            if old is not None and not old.get("infra") and old.get("rubric_sha256") == content:
                 results[-1].update({k: old[k] for k in ("verdict", "infra", "reason", "nodes")},
                                    reused_from=self.reused_from)
                 futures.append(None)
@@ -272,7 +286,8 @@ def sha256_text(text: str) -> str:
 
 
 def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
-                  execution: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> JudgeRuntime | None:
+                  execution: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+                  probe: bool = True) -> JudgeRuntime | None:
     """The judge for this run, or None when the plan does not enable one. Pre-flight checks: exit 3."""
     block = plan.get("judge")
     if not isinstance(block, dict) or not block.get("enabled"):
@@ -293,9 +308,12 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     runtime = JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
                            execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
                            child_env=child, key_variable=keys[0], key_variables=keys)
-    # exit 3 on a judge that is configured wrong; an ensemble probes each of its judges
-    probes = [judge_probe.probe(runtime, judge=i) for i in range(len(runtime.judges))]
-    runtime.probe = probes if many else probes[0]
+    if probe:  # exit 3 on a judge that is configured wrong; an ensemble probes each of its judges
+        probes = [judge_probe.probe(runtime, judge=i) for i in range(len(runtime.judges))]
+        runtime.probe = probes if many else probes[0]
+    else:
+        runtime.probe = {"ok": None, "reason": "replay: not probed (a cached verdict answers; a miss is judged live, "
+                                               "and a judge outage is infra)"}
     return runtime
 
 

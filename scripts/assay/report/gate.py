@@ -47,6 +47,7 @@ class GateResult(RunResultsView):
     # --baseline (assay.compare.gate_rule): {base_run_id, lines, buckets {case_id: bucket}, summary, markdown}
     comparison: dict | None = None
     in_progress: str | None = None  # the runner still holds the lock: what it has finished so far
+    replayed: str | None = None     # run_cases.py --replay: where the answers came from (first line)
 
     @property
     def open(self) -> bool:
@@ -97,6 +98,20 @@ def _gating_reason(results: dict, summary: dict, explained: dict | None = None) 
     if _is_count(h) and h:
         text += f" ({h} of them holdout, aggregate only: ids sealed)"
     return text
+
+
+def replayed_phrase(run_dir: Path) -> str | None:
+    """`REPLAYED from ...: the app was not called` for a run_cases.py --replay run, else None, so a
+    replayed run never reads as a live one."""
+    manifest = try_json(run_dir / "manifest.yaml")
+    src = manifest.get("replayed_from") if isinstance(manifest, dict) else None
+    if not isinstance(src, dict):
+        return None
+    where = f"run {src.get('run_id')}" if src.get("source") == "run" else f"the cache {src.get('cache')}"
+    live = src.get("live_cases")
+    if isinstance(live, int) and live:
+        return f"REPLAYED from {where}, except {live} case(s) changed since it, sent live"
+    return f"REPLAYED from {where}: the app was not called"
 
 
 def canary_failures(run_dir: Path, results: dict) -> list[str]:
@@ -276,7 +291,7 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     run_dir = Path(run_dir)
     results = load_results(run_dir)
     summary = results["summary"]
-    res = GateResult(run_dir=run_dir, results=results)
+    res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir))
     reasons = res.reasons
     bad = malformed_counts(summary)
     if bad:
@@ -291,7 +306,8 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         if recount is None:  # the runner is alive: nothing is final, so say only that (D5)
             from .rundir import progress_phrase
             res.in_progress = progress_phrase(run_dir)[0]
-            res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)",
+            res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)"
+                         + (f" [{res.replayed}]" if res.replayed else ""),
                          f"  {res.in_progress} (from cases/*/verdict.json; results.json is refreshed in batches)",
                          f"  gate closed: {why}"]
             return res
@@ -413,6 +429,8 @@ def summary_lines(res: GateResult) -> list[str]:
     if _is_count(s.get("failures")) and _is_count(s.get("gating_failures")):
         nongating = s["failures"] - s["gating_failures"]
     head = f"{res.run_id}: {'PASS' if res.open else 'FAIL'}"
+    if res.replayed:
+        head += f" [{res.replayed}]"
     if nongating > 0:
         head += f" ({nongating} failure(s) on gating:false cases, not counted)"
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
@@ -618,7 +636,7 @@ def to_json(res: GateResult) -> dict:
                 "verified": res.verified, "verify_clean": res.verify_clean,
                 "gate": "open" if res.open else "closed", "reasons": list(res.reasons),
                 "budgets": list(res.budget_lines), "budget_sources": dict(res.budgets),
-                "gate_rule": res.results.get("gate"),
+                "gate_rule": res.results.get("gate"), "replayed": res.replayed,
                 "counts": cases_phrase(s.get("n"), (s.get("canaries") or {}).get("n")
                                        if isinstance(s.get("canaries"), dict) else None)})
     if res.comparison:

@@ -18,13 +18,14 @@ from typing import Any, Mapping
 
 from ..core import writer
 from ..core.jsonio import sha256_bytes
-from ..core.vocab import PASS, SKIPPED
+from ..core.vocab import INFRA_ERROR, PASS, SKIPPED
+from ..replay.session import ReplayMiss
 from ..score.rollup import fold_repeats
 from .case_files import CaseFiles, case_json, judge_doc, write_case_file
 from .case_record import base_record, sent_record
 from .case_skip import skip_reason
 from ..invoke import conversation as convo
-from .layers import ScoreContext, skipped_layers
+from .layers import ScoreContext, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
 from ..invoke.outcome import RESPONSE, Outcome, parse_retry_after
 from .repeat_conversation import conversation_record, one_conversation
@@ -53,6 +54,8 @@ class CaseWorker:
     # The run's judge (assay.judge.runtime.JudgeRuntime) when the plan enables one: after a repeat is
     # scored, its rubric nodes are judged on the judge's own pool.
     judge: Any = None
+    # assay.replay.session.ReplaySession when the run records or replays (the invoker is its shim).
+    replay: Any = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
@@ -82,7 +85,13 @@ class CaseWorker:
             if convo.is_conversation(case):
                 record["multi_turn"] = True   # counted with the conversations, never sent
         else:
-            record = self._run_repeats(case, cdir, files, base, ref)
+            try:
+                record = self._run_repeats(case, cdir, files, base, ref)
+            except ReplayMiss as miss:   # --replay: the cache cannot answer this case; never a pass
+                why = writer.redact_text(miss.reason)
+                record = dict(base, verdict=INFRA_ERROR, infra_reason=why, sent=False,
+                              layers=stopped_layers("http", {"verdict": INFRA_ERROR, "reason": why},
+                                                    "replay miss: not scored"))
         record["artifact_sha256"] = {name: sha256_bytes(data) for name, data in sorted(files.written.items())}
         # The record returned is the one written: redacted here, so every run-level file derived
         # from it in memory (routing, results, verdicts.jsonl) is as clean as verdict.json.

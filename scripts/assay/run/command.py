@@ -34,6 +34,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shard", type=int, metavar="I",
                         help="run only shard I (1-based) of a plan built with make_plan.py --shards N; "
                              "--out <state>/reports/<run_id>.shard-<I>; merge the shards with merge_runs.py")
+    parser.add_argument("--record", action="store_true",
+                        help="keep every exchange with the app (and its trace) and every judge call in <state>/cache/")
+    parser.add_argument("--replay", nargs="?", const="cache", metavar="SOURCE",
+                        help="answer every request from a recorded cache (default <state>/cache) or a recorded run "
+                             "dir, never calling the app; a request it cannot answer is infra_error `replay miss`")
+    parser.add_argument("--judge-cache", action="store_true",
+                        help="reuse a cached judge verdict for the same judge, prompt version, rubric and material "
+                             "(a miss is judged and cached)")
 
 
 def run(args, environ=None) -> tuple[int, Any]:
@@ -79,6 +87,9 @@ def run(args, environ=None) -> tuple[int, Any]:
         if manifest.get("shard") != shard:
             raise AssayError(f"--resume: {out.name} was started as shard {manifest.get('shard')} and this is "
                              f"shard {shard}; resume it with the same --shard", 2, key="--shard")
+    from ..replay.session import from_args
+    replay = from_args(plan, run_paths.state_dir_of(plan), record=bool(getattr(args, "record", False)),
+                       replay=getattr(args, "replay", None), judge_cache=bool(getattr(args, "judge_cache", False)))
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
@@ -98,7 +109,7 @@ def run(args, environ=None) -> tuple[int, Any]:
         try:   # pre-flight: a full disk or no descriptor left here is exit 3, before any case is sent
             if start_over and (never_made or run_paths.clear_unstarted(out)):
                 resume = False
-            setup = preflight.prepare(plan, out, environ=environ, baseline=baseline)
+            setup = preflight.prepare(plan, out, environ=environ, baseline=baseline, replay=replay)
             if shard is not None:
                 # A shard run names the whole plan's hash (the merge checks it) and never writes the
                 # holdout ledger: the merge appends the one line for the merged run id.
@@ -106,8 +117,11 @@ def run(args, environ=None) -> tuple[int, Any]:
             if setup.invoker.mode == "cli":
                 from ..invoke.cli import stop_on_signals
                 restore_signals = stop_on_signals(setup.invoker)
-            setup.health = preflight_app.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
-                                                  resume=resume)
+            if replay is not None and not replay.calls_app:   # the app is never called, not even once
+                setup.health = {"skipped": True, "reason": "replay: answered from the cache, the app is not called"}
+            else:
+                setup.health = preflight_app.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
+                                                          resume=resume)
         except OSError as exc:
             if is_runner_resource(exc):
                 raise resource_error(exc, code=3, what="run_cases.py") from None

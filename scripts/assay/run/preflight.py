@@ -129,6 +129,7 @@ class RunSetup:
     # False for a rescore: no app is called, so execution.infra_rate_abort (a verdict on the app's
     # health, exit 5) never applies; its infra cases are counted and gated like any others
     calls_app: bool = True
+    replay: Any = None             # assay.replay.session.ReplaySession (--record/--replay/--judge-cache)
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
@@ -177,6 +178,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         "conversation": setup.conversation.manifest() if setup.conversation is not None else None,
         **({"shard": setup.shard} if setup.shard else {}),
         "judge": judge_manifest(setup),
+        **({"replay": setup.replay.manifest(), "replayed_from": setup.replay.source} if setup.replay else {}),
     }
 
 
@@ -189,7 +191,8 @@ def judge_manifest(setup: RunSetup) -> dict[str, Any]:
     return {"enabled": False, "reason": reason or judged_reason_fn(setup.plan, setup.state)({})}
 
 
-def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], baseline: dict | None) -> RunSetup:
+def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], baseline: dict | None,
+            replay: Any = None) -> RunSetup:
     """Steps 1-5 (no writes): env, invoker, traces, safety. The health check is the caller's."""
     execution = effective_execution(plan)
     scoring = effective_scoring(plan)
@@ -199,16 +202,22 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     env = resolve_env(plan, environ)
     register_run_secrets(plan, env)
     mc = max_concurrency(plan)
-    invoker = build_invoker(plan, env, execution, out=out, environ=environ)
+    replaying = replay is not None and not replay.calls_app   # every answer from the cache
+    invoker = build_invoker(plan, env, execution, out=out, environ=environ, replaying=replaying)
     from ..invoke.conversation import conversation_config
     conv = conversation_config(plan["adapter"].get("invocation") or {},
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan["adapter"], state, env)
     from ..judge.runtime import build_runtime
-    judge = build_runtime(plan, env, state, execution, environ)
+    judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
+    if replay is not None:   # the one hook of every app request (and of the judge's calls)
+        invoker = replay.invoker(invoker)
+        if judge is not None:
+            judge.cache = replay
     return RunSetup(judge=judge, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
-                    baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv)
+                    baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv, replay=replay,
+                    calls_app=not replaying)
 
 
 def write_running_results(out: Path, plan: Mapping[str, Any], started_at: str, summary: dict) -> None:

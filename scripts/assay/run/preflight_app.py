@@ -27,7 +27,7 @@ def check_adapter(plan: Mapping[str, Any]) -> None:
 
 
 def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
-                  out: Path | None = None, environ: Mapping[str, str] | None = None):
+                  out: Path | None = None, environ: Mapping[str, str] | None = None, replaying: bool = False):
     """The invoker for the (already checked, `check_adapter`) invocation."""
     inv = plan["adapter"].get("invocation") or {}
     mode = inv.get("mode")
@@ -45,7 +45,9 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
                              area=scratch_area(plan["run_id"], Path(os.path.abspath(run_dir)), environ))
     else:
         from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
-        fn = import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan)))
+        # replayed: the app's code is not even imported (every answer comes from the cache)
+        fn = (_not_called if replaying else
+              import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan))))
         inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
     rb = inv.get("response_body")
     if rb is not None:
@@ -55,6 +57,10 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
             raise AssayError("pre-flight: invocation.response_body must mark the answer leaf with "
                              "\"<answer>\"", 3, key="invocation.response_body")
     return inv_obj
+
+
+def _not_called(*_args: Any, **_kwargs: Any) -> Any:
+    raise RuntimeError("replay: the app's function is never called (answers come from the cache)")
 
 
 # ---------------------------------------------------------------- step 3: health

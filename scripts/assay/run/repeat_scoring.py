@@ -12,6 +12,7 @@ from .layers import RepeatEvidence, score_repeat, stopped_layers
 from ..invoke.outcome import RESPONSE, Outcome
 from ..core.secrets import REDACTED
 from ..traces.collect import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block
+from ..replay.shim import trace_through
 from ..core.vocab import INFRA_ERROR
 
 if TYPE_CHECKING:
@@ -91,9 +92,9 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
     """Trace, answer and every layer of one answered request (a single-turn case or one turn).
     The judged layer is left as the plan set it (JUDGE_PENDING when a judge runs): each path judges."""
     answer, note = answer_of(w.adapter, getattr(w.invoker, "mode", ""), final)
-    got = collect_case_trace(w.trace, {
+    got = trace_through(final, lambda: collect_case_trace(w.trace, {   # --replay: the recorded trace
         "sent_trace_id": sent_trace_id, "sent_traceparent": trace_headers.get("traceparent"),
-        "response_json": final.body_json, "function_trace_id": final.trace_id})
+        "response_json": final.body_json, "function_trace_id": final.trace_id}))
     trace_status, trajectory, raw, trace_reason = got
     ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
                         trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)

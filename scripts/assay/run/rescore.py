@@ -253,7 +253,7 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
 
 
 def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, environ: Mapping[str, str],
-            progress: str = "never") -> tuple[int, dict]:
+            progress: str = "never", judge_cache: bool = False) -> tuple[int, dict]:
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
@@ -297,8 +297,16 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                     if isinstance(block, Mapping) and isinstance(block.get("style"), str) else None)
     judge_rt = build_runtime(plan, env, state, execution, environ)
     if judge_rt is not None:
-        judge_rt.reuse = _reuse_map(source, verdicts)
+        # the source run's verdicts are reused only under the same judge identity (its suite part)
+        from ..suite.version import suite_version
+        same_judge = ((manifest.get("suite_parts_sha256") or {}).get("judge")
+                      == suite_version(plan)["suite_parts_sha256"]["judge"])
+        judge_rt.reuse = _reuse_map(source, verdicts) if same_judge else {}
         judge_rt.reused_from = manifest.get("run_id")
+        if judge_cache:   # --judge-cache: the verdict cache of record/replay (assay.replay)
+            from ..replay.session import ReplaySession
+            from ..replay.store import Cache, cache_dir
+            judge_rt.cache = ReplaySession(Cache(cache_dir(state)), calls="cache")
     setup = preflight.RunSetup(
         plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
         scoring=effective_scoring(plan), env=env, invoker=invoker, trace=trace,

@@ -1,0 +1,104 @@
+"""What a request is keyed by: the recorded request (secrets already `${NAME}`/REDACTED) with
+what differs per request masked, hashed with where it sits in its case. Pure functions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping
+
+KEY_VERSION = 1
+UUID_MASK = "<uuid>"
+SESSION_MASK = "<session>"
+VALUE_MASK = "<masked>"
+
+# Request headers whose values differ per request (trace propagation) or carry the session
+# (cookies, which a replayed turn 1 re-sets anyway): their presence counts, their value does not.
+MASKED_HEADERS = frozenset({"traceparent", "tracestate", "baggage", "cookie", "x-request-id"})
+# Keys of a recorded request that say when/which attempt, not what was asked.
+VOLATILE_KEYS = frozenset({"sent_at", "attempt", "turn"})
+
+
+def canonical(value: Any) -> str:
+    """The one JSON text a key is hashed over (sorted keys, no whitespace, non-ASCII kept)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def normalize_request(recorded: Mapping[str, Any], *, uuid: str | None = None, session: Any = None) -> dict:
+    """The recorded request with the per-request parts masked: the `<uuid>` value, a server
+    session id, per-request headers (MASKED_HEADERS) and the volatile keys dropped."""
+    needles = [(str(uuid), UUID_MASK)] if uuid else []
+    if isinstance(session, (str, int)) and not isinstance(session, bool) and str(session):
+        needles.append((str(session), SESSION_MASK))
+
+    def mask(value: Any) -> Any:
+        if isinstance(value, str):
+            for needle, repl in needles:
+                if needle in value:
+                    value = value.replace(needle, repl)
+            return value
+        if isinstance(value, Mapping):
+            return {str(k): mask(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [mask(v) for v in value]
+        if value is not None and not isinstance(value, (int, float, bool)) and str(value) == str(session):
+            return SESSION_MASK
+        return value
+
+    out = {}
+    for key, value in recorded.items():
+        if key in VOLATILE_KEYS:
+            continue
+        if key == "headers" and isinstance(value, Mapping):
+            value = {str(k): (VALUE_MASK if str(k).lower() in MASKED_HEADERS else v) for k, v in value.items()}
+        out[str(key)] = mask(value)
+    return out
+
+
+def exchange_key(case_id: str, position: int, normalized: Mapping[str, Any]) -> str:
+    """The key of one app exchange: the case, the send's position in it, the normalized request."""
+    return sha256_text(canonical({"v": KEY_VERSION, "case": case_id, "position": position, "request": normalized}))
+
+
+def call_key(kind: str, request: Mapping[str, Any], ordinal: int) -> str:
+    """The key of one model call (judge, simulator): its request and the how-many-th identical one."""
+    return sha256_text(canonical({"v": KEY_VERSION, "kind": kind, "ordinal": ordinal, "request": request}))
+
+
+def base_key(kind: str, request: Mapping[str, Any]) -> str:
+    return sha256_text(canonical({"v": KEY_VERSION, "kind": kind, "request": request}))
+
+
+def first_difference(recorded: Any, now: Any, path: str = "") -> str | None:
+    """Where two normalized requests first differ, as `path: recorded … -> now …`; None if equal."""
+    if isinstance(recorded, Mapping) and isinstance(now, Mapping):
+        for key in sorted(set(recorded) | set(now), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in recorded:
+                return f"{sub}: not in the recorded request (now {_short(now[key])})"
+            if key not in now:
+                return f"{sub}: recorded {_short(recorded[key])}, absent now"
+            found = first_difference(recorded[key], now[key], sub)
+            if found:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(now, list):
+        for i, (a, b) in enumerate(zip(recorded, now)):
+            found = first_difference(a, b, f"{path}[{i}]")
+            if found:
+                return found
+        if len(recorded) != len(now):
+            return f"{path or '<request>'}: {len(recorded)} item(s) recorded, {len(now)} now"
+        return None
+    if recorded == now and type(recorded) is type(now):
+        return None
+    return f"{path or '<request>'}: recorded {_short(recorded)}, now {_short(now)}"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = canonical(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

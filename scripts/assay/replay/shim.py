@@ -1,0 +1,142 @@
+"""The replay invoker: the one point every app request passes (http, function, cli, and each
+turn of a conversation, which sends through the same `send`).
+
+It renders the request with the real invoker (`prepare`), keys it (assay.replay.key), and then
+either sends it and keeps the exchange (record) or answers it from the cache without any
+connection (replay). Per case, on the worker thread that runs it: the sends in order (repeats,
+retries, turns), written at `finish_case` with the case's index (what a miss is diffed against)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..core.ids import utc_now_iso
+from ..invoke.templates import UNSET
+from ..traces.collect import NOT_COLLECTED, CaseTrace
+from .entries import outcome_doc, outcome_from, trace_doc, trace_from
+from .key import exchange_key, first_difference, normalize_request
+from .miss import REPLAY_MISS, ReplayMiss
+
+
+@dataclass
+class ReplayWire:
+    inner: Any
+    case_id: str
+    request: dict
+    turn: int
+    holdout: bool = False
+
+
+@dataclass
+class _CaseState:
+    case_id: str
+    position: int = 0
+    prepares: Counter = field(default_factory=Counter)
+    pending: list = field(default_factory=list)
+    index: list | None = None      # replay: the recorded requests, read on the first miss
+
+
+class ReplayInvoker:
+    def __init__(self, inner: Any, session: Any) -> None:
+        self.inner = inner
+        self.session = session
+        self.cache = session.cache
+        self._local = threading.local()
+
+    def __getattr__(self, name: str) -> Any:   # mode, close, health_url, manifest, ... of the real invoker
+        return getattr(self.inner, name)
+
+    # ---- per case ----------------------------------------------------------------
+    def _state(self, case_id: str) -> _CaseState:
+        st = getattr(self._local, "case", None)
+        if st is None or st.case_id != case_id:
+            st = self._local.case = _CaseState(case_id)
+        return st
+
+    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None,
+                session: Any = UNSET):
+        wire, recorded = self.inner.prepare(case, uuid, extra_headers, session=session)
+        cid = str(case.get("id"))
+        st = self._state(cid)
+        st.prepares[uuid] += 1
+        request = normalize_request(recorded, uuid=uuid, session=None if session is UNSET else session)
+        # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
+        holdout = "holdout" in (case.get("split") or [])
+        return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded
+
+    def send(self, wire: ReplayWire):
+        st = self._state(wire.case_id)
+        position = st.position
+        st.position += 1
+        key = exchange_key(wire.case_id, position, wire.request)
+        if wire.holdout:   # sealed: a holdout case's input never goes into a cache that may be shared
+            if self.session.app == "replay":
+                raise ReplayMiss(f"{REPLAY_MISS}: a holdout case is never recorded or replayed (sealed); run the "
+                                 "holdout live")
+            return self.inner.send(wire.inner)
+        if self.session.app == "replay" and wire.case_id not in self.session.live_cases:
+            doc = self.cache.read(self.cache.exchange_path(key))
+            if doc is None:
+                self.session.count("app_misses")
+                raise ReplayMiss(self._miss(st, position, wire))
+            self.session.count("app_hits")
+            out = outcome_from(doc["response"])
+            out._replay = {"replayed": True, "trace": doc.get("trace")}
+            return out
+        out = self.inner.send(wire.inner)
+        entry = {"key": key, "case_id": wire.case_id, "position": position, "turn": wire.turn,
+                 "request": wire.request, "response": outcome_doc(out), "recorded_at": utc_now_iso()}
+        st.pending.append(entry)
+        out._replay = entry
+        return out
+
+    def finish_case(self, case_id: str, passed: bool) -> None:
+        st = getattr(self._local, "case", None)
+        if st is not None and st.case_id == case_id:
+            if st.pending:   # recorded (--record, or a live case of a --changed-since replay)
+                for entry in st.pending:
+                    self.cache.write(self.cache.exchange_path(entry["key"]), entry)
+                self.cache.write(self.cache.case_path(case_id), {
+                    "case_id": case_id, "recorded_at": utc_now_iso(),
+                    "requests": [{"key": e["key"], "turn": e["turn"], "request": e["request"]} for e in st.pending]})
+                self.session.count("app_recorded", len(st.pending))
+            self._local.case = None
+        inner_finish = getattr(self.inner, "finish_case", None)
+        if inner_finish is not None:
+            inner_finish(case_id, passed)
+
+    # ---- a miss, explained ---------------------------------------------------------
+    def _miss(self, st: _CaseState, position: int, wire: ReplayWire) -> str:
+        where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
+        if wire.turn and wire.turn > 1:
+            where += f" (turn {wire.turn})"
+        if st.index is None:
+            st.index = (self.cache.read(self.cache.case_path(wire.case_id)) or {}).get("requests")
+        if st.index is None:
+            return f"{where}: this case was never recorded in {self.cache.root} (record it with --record)"
+        if position >= len(st.index):
+            return (f"{where}: the recording of this case has only {len(st.index)} request(s) (the app is asked "
+                    "more often than when it was recorded: k, a retry or a turn differs)")
+        diff = first_difference(st.index[position].get("request"), wire.request)
+        if diff is None:
+            return f"{where}: the recorded entry is gone from {self.cache.root} (pruned?); record again"
+        return f"{where} differs from the recording at {diff}"
+
+
+def trace_through(outcome: Any, collect: Callable[[], CaseTrace]) -> CaseTrace:
+    """The trace of one answered request: the recorded one on replay (never waiting on a trace
+    source no app writes to), what `collect()` found otherwise (kept with the exchange on record)."""
+    entry = getattr(outcome, "_replay", None)
+    if entry is None:
+        return collect()
+    if entry.get("replayed"):
+        doc = entry.get("trace")
+        if doc is None:
+            return CaseTrace(NOT_COLLECTED, None, None, "replayed: no trace was recorded with this exchange")
+        return trace_from(doc)
+    got = collect()
+    entry["trace"] = trace_doc(got)
+    return got

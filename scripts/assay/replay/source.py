@@ -1,0 +1,41 @@
+"""`--replay SOURCE`: a cache directory, or a run directory (the cache that run recorded into,
+named by its manifest's `replay.cache`). Pre-flight errors are exit 2 naming the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+from ..core.jsonio import read_json
+from .store import LAYOUT, Cache, cache_dir
+
+
+def resolve(source: str, state: Any) -> tuple[Cache, dict[str, Any]]:
+    """(the cache to answer from, the manifest's `replayed_from`). SOURCE `cache` (or empty) is
+    `<state>/cache`."""
+    if source in ("", "cache"):
+        path = cache_dir(Path(state))
+        return _cache_at(path, source or "cache"), {"source": "cache", "cache": str(path)}
+    path = Path(source)
+    if (path / "manifest.yaml").is_file():
+        try:
+            manifest = read_json(path / "manifest.yaml")
+        except (OSError, ValueError) as exc:
+            raise AssayError(f"--replay {source}: its manifest.yaml is unreadable ({exc})", 2, key="--replay") from None
+        rec = manifest.get("replay") if isinstance(manifest, dict) else None
+        if not isinstance(rec, dict) or rec.get("app") != "record" or not rec.get("cache"):
+            raise AssayError(f"--replay {source}: run {manifest.get('run_id')} was not recorded (its manifest has no "
+                             "replay.app: record); record a run with run_cases.py --record, then replay that run "
+                             "or the cache", 2, key="--replay")
+        cache = _cache_at(Path(rec["cache"]), source)
+        return cache, {"source": "run", "run_id": manifest.get("run_id"), "run_dir": str(path),
+                       "cache": str(cache.root)}
+    return _cache_at(path, source), {"source": "cache", "cache": str(path)}
+
+
+def _cache_at(path: Path, named: str) -> Cache:
+    if not (path / LAYOUT).is_dir():
+        raise AssayError(f"--replay {named}: {path} holds no recorded cache ({LAYOUT}/ is missing); record a run "
+                         "with run_cases.py --record first (it writes <state>/cache/)", 2, key="--replay")
+    return Cache(path)

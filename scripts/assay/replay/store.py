@@ -1,0 +1,148 @@
+"""The cache directory: `<state>/cache/v1/` (docs/runner-contract.md, "Record and replay").
+
+    exchanges/<k[:2]>/<k>.json      one app exchange (request, response, trace)
+    calls/<kind>/<k[:2]>/<k>.json   one model call (judge, simulator)
+    cases/<h[:2]>/<h>.json          per case (h = sha256 of the case id): the requests in order
+
+Every file is written through the one writer (`core.writer`: secrets redacted, never via a
+symlink, temp + rename), so a reader sees a whole entry or none, and two shards or two runs
+writing the same key at once leave one whole entry (same key, same request)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..core import writer
+from ..core.errors import AssayError
+from ..core.jsonio import loads
+from .key import sha256_text
+
+LAYOUT = "v1"
+KINDS = ("judge", "simulator")
+_STRIPES = [threading.Lock() for _ in range(64)]   # one writer per path inside this process
+_IGNORE_LOCK = threading.Lock()
+
+
+def cache_dir(state: Path) -> Path:
+    """The default cache of a state dir."""
+    return Path(state) / "cache"
+
+
+class Cache:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.base = self.root / LAYOUT
+        self._ignored = False
+        if writer.is_symlink(self.root) or writer.is_symlink(self.base):
+            raise AssayError(f"the cache {self.root} is a symlink; point --replay/--record at a real directory", 2,
+                             key="cache")
+
+    # ---- paths ---------------------------------------------------------------
+    def exchange_path(self, key: str) -> Path:
+        return self.base / "exchanges" / key[:2] / f"{key}.json"
+
+    def call_path(self, kind: str, key: str) -> Path:
+        return self.base / "calls" / kind / key[:2] / f"{key}.json"
+
+    def case_path(self, case_id: str) -> Path:
+        h = sha256_text(case_id)
+        return self.base / "cases" / h[:2] / f"{h}.json"
+
+    # ---- read / write --------------------------------------------------------
+    def read(self, path: Path) -> dict | None:
+        try:
+            doc = loads(writer.read_bytes(path).decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise AssayError(f"the cache entry {path} is unreadable ({exc}); delete it (cache.py prune) and "
+                             "record again", 2, key="cache") from None
+        return doc if isinstance(doc, dict) else None
+
+    def write(self, path: Path, doc: dict) -> None:
+        if not self._ignored:   # the cache holds the app's answers: never committed by accident
+            with _IGNORE_LOCK:    # the first writes of a run come from many case workers at once
+                ignore = self.root / ".gitignore"
+                if not self._ignored and not ignore.exists() and not ignore.is_symlink():
+                    self.root.mkdir(parents=True, exist_ok=True)
+                    writer.write_bytes(ignore, b"# run_cases.py --record: the app's recorded answers; keep out "
+                                               b"of git\n*\n")
+                self._ignored = True
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = writer.encode(writer.dumps(doc, indent=None) + "\n")
+        with _STRIPES[hash(str(path)) % len(_STRIPES)]:
+            writer.write_bytes(path, data)
+
+    # ---- stats / prune ---------------------------------------------------------
+    def entries(self) -> Iterator[tuple[str, Path]]:
+        """(section, path) of every entry file: section exchanges, cases, calls/<kind>."""
+        for section in ("exchanges", "cases") + tuple(f"calls/{k}" for k in KINDS):
+            top = self.base / section
+            if not top.is_dir():
+                continue
+            for sub in sorted(top.iterdir()):
+                if sub.is_dir() and not sub.is_symlink():
+                    for path in sorted(sub.iterdir()):
+                        if path.name.endswith(".json") and not path.name.startswith("."):
+                            yield section, path
+
+    def stats(self) -> dict[str, Any]:
+        sections: dict[str, dict[str, int]] = {}
+        oldest = newest = None
+        for section, path in self.entries():
+            st = path.lstat()
+            row = sections.setdefault(section, {"entries": 0, "bytes": 0})
+            row["entries"] += 1
+            row["bytes"] += st.st_size
+            oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
+            newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
+        return {"cache": str(self.root), "layout": LAYOUT, "sections": sections,
+                "entries": sum(r["entries"] for r in sections.values()),
+                "bytes": sum(r["bytes"] for r in sections.values()),
+                "oldest": _iso(oldest), "newest": _iso(newest)}
+
+    def prune(self, older_than_s: float, *, now: float | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """Delete entries last written more than `older_than_s` ago (a re-record refreshes them)."""
+        cutoff = (time.time() if now is None else now) - older_than_s
+        removed = kept = freed = 0
+        for _section, path in list(self.entries()):
+            st = path.lstat()
+            if st.st_mtime < cutoff:
+                removed += 1
+                freed += st.st_size
+                if not dry_run:
+                    os.unlink(path)
+            else:
+                kept += 1
+        for tmp in self.base.glob("**/.*.tmp") if self.base.is_dir() else []:
+            if tmp.lstat().st_mtime < cutoff and not dry_run:   # a killed writer's leftover
+                os.unlink(tmp)
+        return {"cache": str(self.root), "removed": removed, "kept": kept, "bytes_freed": freed,
+                "dry_run": dry_run, "older_than_s": older_than_s}
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """`30d`, `12h`, `90m`, `3600s`, `2w` -> seconds; anything else is exit 2 naming the flag."""
+    raw = str(text).strip().lower()
+    unit = raw[-1:] if raw[-1:] in _UNITS else ""
+    try:
+        value = float(raw[: -1] if unit else raw)
+    except ValueError:
+        value = -1.0
+    if not unit or not value >= 0 or value == float("inf"):
+        raise AssayError(f"--older-than {text!r}: use a number and a unit s, m, h, d or w (e.g. 30d)", 2,
+                         key="--older-than")
+    return value * _UNITS[unit]

@@ -1,0 +1,454 @@
+"""Record and replay end to end (docs/runner-contract.md, "Record and replay"): run_cases.py
+--record against a real loopback app, then --replay with the app gone AND a socket-level guard in
+the runner's interpreter (every connect() is logged and refused), so "no connection" is observed,
+not assumed. Verdicts compare file for file with timings and per-request ids masked."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
+from helpers import SCRIPTS, run_script
+from judgefake import anthropic_handler, judge_block, write_rubric
+
+GUARD = '''
+import os, socket
+_log = os.environ["ASSAY_TEST_CONNECT_LOG"]
+def _refuse(self, address, *a):
+    with open(_log, "a") as f:
+        f.write(repr(address) + "\\n")
+    raise ConnectionRefusedError(111, "socket guard: this test allows no connection")
+def _refuse_ex(self, address):
+    with open(_log, "a") as f:
+        f.write(repr(address) + "\\n")
+    return 111
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse_ex
+'''
+
+VOLATILE = {"latency_ms", "sent_at", "started_at", "finished_at", "artifact_sha256", "recorded_at", "wall_s"}
+IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a-f]{16,32}\b")
+
+
+def masked(value):
+    if isinstance(value, dict):
+        return {k: masked(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    if isinstance(value, str):
+        return IDS.sub("<id>", value)
+    return value
+
+
+def case_tree(out):
+    """{relative path: content} of every case file, JSON masked (timings, uuids, trace ids)."""
+    files = {}
+    for p in sorted((out / "cases").rglob("*")):
+        if p.is_file():
+            text = p.read_text()
+            files[str(p.relative_to(out))] = masked(json.loads(text)) if p.suffix == ".json" else text
+    return files
+
+
+def guarded(tmp_path):
+    """env for run_cases.py whose interpreter refuses (and logs) every socket connect()."""
+    guard = tmp_path / "guard"
+    guard.mkdir(exist_ok=True)
+    (guard / "sitecustomize.py").write_text(GUARD)
+    log = tmp_path / "connects.log"
+    log.write_text("")
+    return {"PYTHONPATH": str(guard), "ASSAY_TEST_CONNECT_LOG": str(log)}, log
+
+
+def go(state, plan, *extra, env=None, run_id=None):
+    if run_id:
+        plan = dict(plan, run_id=run_id)
+    path = state / "work" / f"plan-{plan['run_id']}.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    out = state / "reports" / plan["run_id"]
+    return run_runner("--plan", path, "--out", out, "--progress", "never", *extra, env=env), out
+
+
+def handler(req):
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    msg = req.json["message"]
+    return Reply(200, {"message": f"echo: {msg}", "route": "billing" if "bill" in msg else "chat"})
+
+
+CASES = [case("c-1", "hello", expect={"answer": {"must_contain": ["hello"]}, "route": "chat"}),
+         case("c-2", "my bill", expect={"answer": {"must_contain": ["nothing"]}, "route": "billing"}),
+         case("c-3", "three", expect={"answer": {"must_contain": ["three"]}})]
+
+
+def test_replay_gives_the_same_verdicts_with_no_connection_and_one_edit_is_one_miss(state, tmp_path):
+    with FakeApp(handler) as app:
+        plan = make_plan(state, CASES, app_url=app.url, k=2)
+        rec, rec_out = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
+        sent = app.count(path="/api/chat")
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    assert sent == 6   # 3 cases x k=2
+    env, log = guarded(tmp_path)
+    rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    assert log.read_text() == ""          # not one connect() in the replaying process
+    assert case_tree(rep_out) == case_tree(rec_out)
+    manifest = json.loads((rep_out / "manifest.yaml").read_text())
+    assert manifest["replayed_from"]["source"] == "cache"
+    assert manifest["health_check"]["skipped"] is True
+    gated = run_script("gate", rep_out, "--baseline", rec_out)   # the baseline is the stored recorded run
+    first = gated.stdout.splitlines()[0]
+    assert first.startswith("smoke-20261129T101600Z: FAIL [REPLAYED from the cache ") and "not called" in first
+    assert "candidate run was replayed from a recorded cache" in gated.stdout
+    assert f"compared with {rec_out.name}: no verdict changed" in gated.stdout, gated.stdout
+    assert "REPLAYED" not in run_script("gate", rec_out).stdout     # the live run reads as live
+    # a recorded run dir is a SOURCE too; one edited case is exactly one replay miss, never a pass
+    edited = json.loads(json.dumps(plan))
+    edited["cases"][2]["input"]["messages"][0]["content"] = "three!"
+    miss, miss_out = go(state, edited, "--replay", str(rec_out), env=env, run_id="smoke-20261129T101700Z")
+    assert log.read_text() == ""
+    verdicts = {c: json.loads((miss_out / "cases" / c / "verdict.json").read_text()) for c in ("c-1", "c-2", "c-3")}
+    assert [v["verdict"] for v in verdicts.values()] == ["pass", "fail", "infra_error"]
+    reason = verdicts["c-3"]["infra_reason"]
+    assert reason == ('replay miss: case c-3: request 1 differs from the recording at body.message: recorded '
+                      '"three", now "three!"'), reason
+    assert json.loads((miss_out / "manifest.yaml").read_text())["replayed_from"]["run_id"] == "smoke-20261129T101500Z"
+    assert "REPLAYED from run smoke-20261129T101500Z" in run_script("gate", miss_out).stdout.splitlines()[0]
+
+
+def test_a_run_that_was_not_recorded_is_no_source(state, tmp_path):
+    with FakeApp(handler) as app:
+        plan = make_plan(state, CASES[:1], app_url=app.url)
+        live, live_out = go(state, plan)
+    assert live.rc == 0
+    env, log = guarded(tmp_path)   # the guard itself works: a live run under it cannot reach the app
+    blocked, _ = go(state, plan, env=env, run_id="smoke-20261129T101550Z")
+    assert blocked.rc == 3 and "health check" in blocked.stdout + blocked.stderr and log.read_text() != ""
+    r, _ = go(state, plan, "--replay", str(live_out), run_id="smoke-20261129T101600Z")
+    assert r.rc == 2 and "was not recorded" in r.stdout + r.stderr
+    r, _ = go(state, plan, "--replay", "--record", run_id="smoke-20261129T101700Z")
+    assert r.rc == 2 and "do not go together" in r.stdout + r.stderr
+
+
+class Memory:
+    """client-id conversations: turn 2's answer depends on turn 1 (the session remembers INV-2)."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def __call__(self, req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        sid, msg = req.json["session_id"], req.json["message"]
+        if "open" in msg:
+            self.seen[sid] = "INV-2"
+            return Reply(200, {"message": "INV-2 is open", "route": "billing"})
+        return Reply(200, {"message": f"refunded {self.seen.get(sid, 'nothing')}", "route": "billing"})
+
+
+def test_conversations_replay_turn_by_turn_and_miss_at_the_turn_that_changed(state, tmp_path):
+    conv = {"id": "c-conv", "split": ["smoke"], "category": "multistep", "test_type": "MFT", "template_id": None,
+            "input": {"turns": [{"user": "which invoice is open?"}, {"user": "refund that one"}]},
+            "expect": {"answer": {"must_contain": ["refunded INV-2"]}}}
+    ad = adapter("http://127.0.0.1:9", conversation={"style": "client-id", "memory": "session"})
+    with FakeApp(Memory()) as app:
+        ad["invocation"]["base_url"] = app.url
+        plan = make_plan(state, [conv], app_url=app.url, adapter_doc=ad)
+        rec, rec_out = go(state, plan, "--record")
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    env, log = guarded(tmp_path)
+    rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
+    assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
+    assert case_tree(rep_out) == case_tree(rec_out)
+    assert (rep_out / "cases" / "c-conv" / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
+    changed = json.loads(json.dumps(plan))
+    changed["cases"][0]["input"]["turns"][1]["user"] = "refund it please"
+    miss, miss_out = go(state, changed, "--replay", env=env, run_id="smoke-20261129T101700Z")
+    v = json.loads((miss_out / "cases" / "c-conv" / "verdict.json").read_text())
+    assert v["verdict"] == "infra_error"
+    assert v["infra_reason"].startswith("replay miss: case c-conv: request 2 (turn 2) differs from the recording "
+                                        'at body.message: recorded "refund that one", now "refund it please"')
+
+
+def test_judge_calls_go_through_the_cache_and_never_cross_a_changed_rubric(state, tmp_path):
+    seen: list = []
+    with FakeApp(lambda r: Reply(200, {"message": "Refund of 20 USD issued; arrives in 5 business days."})
+                 if r.method == "POST" else Reply(200, {"ok": True})) as app, \
+            FakeApp(anthropic_handler(seen=seen)) as judge:
+        write_rubric(state)
+        config = {"provider": "anthropic", "model": "claude-test", "base_url": judge.url, "api_key": "${JUDGE_KEY}"}
+        cases = [case("c-1", "refund", expect={"answer": {"rubric": ["refund-eta-v1"]}})]
+        plan = make_plan(state, cases, app_url=app.url)
+        plan["judge"] = judge_block(state, config)
+        env = {"JUDGE_KEY": "sk-judge-secret-4242"}
+        rec, rec_out = go(state, plan, "--record", env=env)
+        assert rec.rc == 0, rec.stdout + rec.stderr
+        assert len(seen) == 2    # one call per node
+        rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
+        assert rep.rc == 0, rep.stdout + rep.stderr
+        assert len(seen) == 2    # both verdicts came from the cache: no judge call
+        doc = json.loads((rep_out / "cases" / "c-1" / "judge.json").read_text())
+        calls = [c for n in doc["rubrics"][0]["nodes"] for c in n["calls"]]
+        assert [c["cache"]["hit"] for c in calls] == [True, True]
+        assert masked(json.loads((rep_out / "cases" / "c-1" / "verdict.json").read_text())) == \
+            masked(json.loads((rec_out / "cases" / "c-1" / "verdict.json").read_text()))
+        # a live rerun with --judge-cache: same judge, same rubric, same answer -> reused
+        again, _ = go(state, plan, "--judge-cache", env=env, run_id="smoke-20261129T101700Z")
+        assert again.rc == 0 and len(seen) == 2
+        # an edited rubric (one node's criterion, same version) is judged again, for every node
+        write_rubric(state, (state / "rubrics" / "refund-eta.md").read_text().replace(
+            "with its currency", "and its currency"))
+        plan["judge"] = judge_block(state, config)
+        edited, _ = go(state, plan, "--judge-cache", env=env, run_id="smoke-20261129T101800Z")
+        assert edited.rc == 0 and len(seen) == 4
+        # another judge model is another identity: judged again
+        plan["judge"] = judge_block(state, dict(config, model="claude-other"))
+        other, _ = go(state, plan, "--judge-cache", env=env, run_id="smoke-20261129T101900Z")
+        assert other.rc == 0 and len(seen) == 6
+    cache = state / "cache"
+    assert not [p for p in cache.rglob("*") if p.is_file() and b"sk-judge-secret-4242" in p.read_bytes()]
+
+
+def test_two_shards_record_into_one_cache_at_once(state, tmp_path):
+    from assay.shard.assign import add_shards
+    cases = [case(f"c-{i:02d}", f"message {i}", split=["full"], expect={"answer": {"must_contain": [f"{i}"]}})
+             for i in range(24)]
+    with FakeApp(handler) as app:
+        plan = add_shards(make_plan(state, cases, app_url=app.url, run_id="regression-20261129T101500Z",
+                                    mode="regression", selecting_split="full"), 2)
+        path = state / "work" / "plan.json"
+        path.write_text(json.dumps(plan))
+        procs = [subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out",
+                                   str(state / "reports" / f"regression-20261129T101500Z.shard-{i}"), "--shard", str(i),
+                                   "--progress", "never", "--record"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for i in (1, 2)]
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, out + err
+    files = [p for p in (state / "cache" / "v1").rglob("*") if p.is_file()]
+    assert not [p for p in files if p.name.endswith(".tmp")]
+    for p in files:
+        json.loads(p.read_text())          # every entry whole
+    assert len([p for p in files if "exchanges" in p.parts]) == 24
+    env, log = guarded(tmp_path)
+    whole = {k: v for k, v in plan.items() if k != "shards"}
+    rep, rep_out = go(state, whole, "--replay", env=env, run_id="regression-20261129T101600Z")
+    assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
+    infra = [c for c in cases if json.loads((rep_out / "cases" / c["id"] / "verdict.json").read_text())["verdict"]
+             == "infra_error"]
+    assert infra == []
+
+
+def test_cache_stats_and_prune(state):
+    with FakeApp(handler) as app:
+        plan = make_plan(state, CASES, app_url=app.url)
+        rec, _out = go(state, plan, "--record")
+    assert rec.rc == 0
+    stats = run_script("cache", "stats", "--state-dir", state)
+    assert stats.rc == 0, stats.stdout + stats.stderr
+    doc = stats.json
+    assert doc["sections"]["exchanges"]["entries"] == 3 and doc["sections"]["cases"]["entries"] == 3
+    keep = run_script("cache", "prune", "--state-dir", state, "--older-than", "1d")
+    assert keep.rc == 0 and keep.json["removed"] == 0 and keep.json["kept"] == 6
+    bad = run_script("cache", "prune", "--state-dir", state, "--older-than", "soon")
+    assert bad.rc == 2 and "--older-than" in bad.stdout + bad.stderr
+    gone = run_script("cache", "prune", "--state-dir", state, "--older-than", "0s")
+    assert gone.rc == 0 and gone.json["removed"] == 6
+    assert run_script("cache", "stats", "--state-dir", state).json["entries"] == 0
+
+
+def test_traces_replay_with_their_spans_and_no_secret_reaches_the_cache(tmp_path):
+    """The EchoApp of test_hardening_secrets puts its bearer token everywhere a value can come from
+    (route, data, answer, headers incl. Set-Cookie, a 5xx body, span attributes) and writes OTLP
+    spans: recorded, the whole cache holds no byte of it; replayed with the span file emptied and
+    the app stopped, every trajectory comes back from the recording."""
+    from test_hardening_secrets import CASES as ECHO_CASES, TOKEN, EchoApp
+    span_file = tmp_path / "spans.jsonl"
+    span_file.touch()
+    app = EchoApp(span_file)
+    state = make_state(tmp_path)
+    ad = adapter(app.url, endpoint="POST /chat", auth={"type": "bearer", "token_env": "ECHO_API_KEY"},
+                 request_body='{"message": "<user turn>", "session": "<uuid>"}',
+                 response_body='{"answer": "<answer>"}', result_from_response="data.value",
+                 health_check={"method": "GET", "path": "/healthz", "expect_status": [200]})
+    ad["traces"] = {"source": "otlp-file", "location": str(span_file), "convention": "gen_ai",
+                    "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 30, "max_wait_s": 2}}
+    plan = make_plan(state, ECHO_CASES, app_url=app.url, adapter_doc=ad,
+                     execution={"max_attempts": 2, "backoff_s": [0]})
+    env = {"ECHO_API_KEY": TOKEN}
+    try:
+        rec, rec_out = go(state, plan, "--record", env=env)
+    finally:
+        app.stop()
+    assert rec.rc in (0, 1), rec.stdout + rec.stderr
+    assert (rec_out / "cases" / "c-trace" / "trajectory.json").is_file()   # a trace was collected
+    cache_files = [p for p in (state / "cache").rglob("*") if p.is_file()]
+    assert len(cache_files) > len(ECHO_CASES)
+    assert [p for p in cache_files if TOKEN.encode() in p.read_bytes()] == []
+    assert b"Bearer" not in b"".join(p.read_bytes() for p in cache_files)
+    span_file.write_text("")     # nothing for a trace source to find now
+    guard_env, log = guarded(tmp_path)
+    rep, rep_out = go(state, plan, "--replay", env=dict(env, **guard_env), run_id="smoke-20261129T101600Z")
+    assert rep.rc == rec.rc, rep.stdout + rep.stderr
+    assert log.read_text() == ""
+    live, replayed = case_tree(rec_out), case_tree(rep_out)
+    assert [k for k in live if k.endswith("trajectory.json")] == [k for k in replayed if k.endswith("trajectory.json")]
+    for name in live:
+        if name.endswith(("trajectory.json", "verdict.json", "trace.json")):
+            assert replayed[name] == live[name], name
+
+
+def test_make_plan_changed_since_sends_only_the_edited_case_live(tmp_path):
+    """The CI recipe: record on main; on a pull request that edits one case, make_plan.py
+    --changed-since <main's run> plans that case live and run_cases.py --replay answers the rest
+    from the recording (the app sees exactly that case's requests)."""
+    import fixtures_authoring as fa
+    state = fa.make_state(tmp_path / "app")
+    fa.convert(state)
+    conv = state / "work" / "converted.json"
+    def helpdesk(req):
+        if req.method != "POST":
+            return Reply(200, {"ok": True})
+        shifts = any(w in req.json["message"] for w in ("rota", "works", "change"))
+        return Reply(200, {"message": "20% on Monday, alex, 120.00", "domain": "shifts" if shifts else "invoices"})
+
+    with FakeApp(helpdesk) as app:
+        env = {"HELPDESK_BASE_URL": app.url, "HELPDESK_TOKEN": "tok-main-branch-0001"}
+        base = run_script("make_plan", conv, "--state-dir", state, "--mode", "smoke", "--run-id",
+                          "smoke-20261129T101500Z", "-o", state / "work" / "main.json")
+        assert base.rc == 0, base.stdout + base.stderr
+        rec = run_runner("--plan", state / "work" / "main.json", "--out", state / "reports" / "smoke-20261129T101500Z",
+                         "--progress", "never", "--record", env=env)
+        assert rec.rc in (0, 1), rec.stdout + rec.stderr
+        recorded = app.count(path="/api/chat/ask")
+        # the pull request: one smoke case's question is edited
+        path = state / "datasets" / "c-00000004.yaml"
+        path.write_text(path.read_text().replace("Who works Friday night?", "Who works Friday night shift?"))
+        fa.convert(state)
+        pr = run_script("make_plan", conv, "--state-dir", state, "--mode", "smoke", "--run-id",
+                        "smoke-20261129T111500Z", "-o", state / "work" / "pr.json", "--changed-since",
+                        state / "reports" / "smoke-20261129T101500Z")
+        assert pr.rc == 0, pr.stdout + pr.stderr
+        plan = json.loads((state / "work" / "pr.json").read_text())
+        assert plan["replay"]["live"] == ["c-00000004"] and plan["replay"]["replayed"] == len(plan["cases"]) - 1
+        assert pr.json["run"].endswith(" --replay")
+        refused = run_runner("--plan", state / "work" / "pr.json", "--out", state / "reports" / "smoke-20261129T111500Z",
+                             "--progress", "never", env=env)
+        assert refused.rc == 2 and "--changed-since" in refused.stdout + refused.stderr
+        rep = run_runner("--plan", state / "work" / "pr.json", "--out", state / "reports" / "smoke-20261129T111500Z",
+                         "--progress", "never", "--replay", env=env)
+        assert rep.rc in (0, 1), rep.stdout + rep.stderr
+        live = app.posts()[recorded:]
+    assert [p.json["message"] for p in live] == ["Who works Friday night shift?"]
+    out = state / "reports" / "smoke-20261129T111500Z"
+    rows = [json.loads((d / "verdict.json").read_text()) for d in (out / "cases").iterdir()]
+    assert not [r for r in rows if r["verdict"] == "infra_error"]
+    first = run_script("gate", out).stdout.splitlines()[0]
+    assert "REPLAYED from run smoke-20261129T101500Z, except 1 case(s) changed since it, sent live" in first
+
+
+def test_function_and_cli_apps_are_neither_imported_nor_started_on_replay(state, tmp_path):
+    (state.parent / "replayagent.py").write_text("def handle(body):\n    return 'you said ' + body['message']\n")
+    fn = adapter("http://unused", mode="function", entrypoint="replayagent:handle")
+    fn["invocation"].pop("response_body")
+    agent = tmp_path / "agent.py"
+    calls = tmp_path / "calls.log"
+    agent.write_text(f"import sys, json\nopen({str(calls)!r}, 'a').write('x')\n"
+                     "print(json.dumps({'answer': 'you said ' + sys.stdin.read()}))\n")
+    cli = adapter("http://unused", mode="cli", command=[sys.executable, str(agent)], stdin="user_turn",
+                  cwd="scratch", env_allowlist=["PATH"], response_body='{"answer": "<answer>"}')
+    for key in ("base_url", "endpoint", "request_body", "health_check"):
+        cli["invocation"].pop(key)
+    env = {"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch")}
+    for n, ad in enumerate((fn, cli)):
+        plan = make_plan(state, [case("c-1", "hello"), case("c-2", "bye")], adapter_doc=ad,
+                         run_id=f"smoke-20261129T10{n}500Z")
+        rec, rec_out = go(state, plan, "--record", env=env)
+        assert rec.rc == 0, rec.stdout + rec.stderr
+    assert calls.read_text() == "xx"
+    (state.parent / "replayagent.py").write_text("raise SystemExit('imported on replay')\n")
+    agent.unlink()
+    for n, ad in enumerate((fn, cli)):
+        plan = make_plan(state, [case("c-1", "hello"), case("c-2", "bye")], adapter_doc=ad,
+                         run_id=f"smoke-20261129T11{n}500Z")
+        rep, rep_out = go(state, plan, "--replay", env=env)
+        assert rep.rc == 0, rep.stdout + rep.stderr
+        verdicts = [json.loads((rep_out / "cases" / c / "verdict.json").read_text())["verdict"] for c in ("c-1", "c-2")]
+        assert verdicts == ["pass", "pass"], ad["invocation"]["mode"]
+    assert calls.read_text() == "xx"
+
+
+# ---------------------------------------------------------------- pure functions, in-process
+def test_a_key_masks_what_differs_per_request_and_keeps_what_shapes_the_answer():
+    from assay.replay.key import exchange_key, first_difference, normalize_request
+    uid = "0c2bcf5f-a81f-48f6-8542-1d4450777ca8"
+    rec = {"mode": "http", "method": "POST", "url": "${BASE}/chat", "sent_at": "2026-12-02T00:00:00Z", "turn": 2,
+           "headers": {"traceparent": "00-abc-def-01", "Cookie": "sid=1", "X-Role": "admin",
+                       "Authorization": "<redacted>"},
+           "body": {"message": "hi", "session_id": uid, "thread": f"t-{uid}", "sid": "S-77"}}
+    norm = normalize_request(rec, uuid=uid, session="S-77")
+    assert norm == {"mode": "http", "method": "POST", "url": "${BASE}/chat",
+                    "headers": {"traceparent": "<masked>", "Cookie": "<masked>", "X-Role": "admin",
+                                "Authorization": "<redacted>"},
+                    "body": {"message": "hi", "session_id": "<uuid>", "thread": "t-<uuid>", "sid": "<session>"}}
+    other = normalize_request(dict(rec, headers=dict(rec["headers"], traceparent="00-zzz")), uuid=uid, session="S-77")
+    assert exchange_key("c-1", 0, norm) == exchange_key("c-1", 0, other)
+    role = normalize_request(dict(rec, headers=dict(rec["headers"], **{"X-Role": "viewer"})), uuid=uid, session="S-77")
+    assert exchange_key("c-1", 0, norm) != exchange_key("c-1", 0, role)
+    assert exchange_key("c-1", 0, norm) != exchange_key("c-1", 1, norm) != exchange_key("c-2", 0, norm)
+    assert first_difference(norm, role) == 'headers.X-Role: recorded "admin", now "viewer"'
+    assert first_difference({"a": [1, 2]}, {"a": [1]}) == "a: 2 item(s) recorded, 1 now"
+    assert first_difference({"a": 1}, {"a": 1, "b": 2}) == "b: not in the recorded request (now 2)"
+    assert first_difference({"a": 1}, {"a": True}) == "a: recorded 1, now true"
+    assert first_difference(norm, norm) is None
+
+
+def test_judge_through_caches_ordinals_and_never_an_outage(tmp_path):
+    from assay.replay.session import ReplayMiss, ReplaySession
+    from assay.replay.store import Cache
+    cache = Cache(tmp_path / "cache")
+    rec = ReplaySession(cache, calls="record")
+    answers = iter(["a", "b", "down"])
+    for _ in range(3):
+        rec.through("judge", {"q": 1}, lambda: {"v": next(answers)},
+                    cacheable=lambda v: v["v"] != "down")
+    again = ReplaySession(cache, calls="cache")
+    got = [again.through("judge", {"q": 1}, lambda: {"v": "live"})[0]["v"] for _ in range(3)]
+    assert got == ["a", "b", "live"]     # ordinal 0 and 1 recorded; the outage (2) was never cached
+    replay = ReplaySession(cache, app="replay", calls="cache")
+    with pytest.raises(ReplayMiss, match="replay miss: case c-1: simulator call turn 2 is not in the cache"):
+        replay.through("simulator", {"t": 2}, lambda: {"user": "x"}, case_id="c-1", what="turn 2")
+    assert (tmp_path / "cache" / ".gitignore").read_text().endswith("*\n")
+    from assay.replay.store import parse_age
+    assert parse_age("30d") == 30 * 86400 and parse_age("90m") == 5400
+
+
+def test_many_writers_of_one_key_in_one_process_leave_one_whole_entry(tmp_path):
+    """16 threads write the same key into a fresh cache at once (the judge's repeats, two cases
+    with the same material): the one writer's temp name is per process, so without the cache's
+    per-path lock they would trip over each other's temp file."""
+    import threading
+    from assay.replay.store import Cache
+    cache = Cache(tmp_path / "cache")
+    start, errors = threading.Barrier(16), []
+    path = cache.call_path("judge", "ab" + "0" * 62)
+
+    def work(i):
+        start.wait()
+        try:
+            for n in range(20):
+                cache.write(path, {"n": i, "pad": "x" * 20000})
+        except Exception as exc:   # noqa: BLE001 (the test reports any)
+            errors.append(repr(exc))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert json.loads(path.read_text())["pad"] == "x" * 20000 and cache.stats()["entries"] == 1
