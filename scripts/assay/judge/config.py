@@ -23,27 +23,31 @@ DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https:/
 
 def load_judge_config(state: Path) -> dict[str, Any] | None:
     """judge.yaml validated, or None when the file is absent."""
+    return load_model_config(state, JUDGE_CONFIG, "judge")
+
+
+def load_model_config(state: Path, rel: str, schema: str) -> dict[str, Any] | None:
+    """A model config in the state dir (judge.yaml; the simulator's simulator.yaml, same providers)
+    validated against its schema, or None when the file is absent."""
     from ..schemas import validate
     from ..core.strict_yaml import load
 
-    path = Path(state) / JUDGE_CONFIG
+    path = Path(state) / rel
     if not path.is_file():
         return None
     if not os.path.realpath(path).startswith(os.path.realpath(state) + os.sep):
-        raise AssayError(f"{JUDGE_CONFIG}: is a symlink that leaves the state dir; refusing to read it", 2,
-                         file=JUDGE_CONFIG)
-    doc, lines = load(path, JUDGE_CONFIG)
+        raise AssayError(f"{rel}: is a symlink that leaves the state dir; refusing to read it", 2, file=rel)
+    doc, lines = load(path, rel)
     if not isinstance(doc, dict):
-        raise AssayError(f"{JUDGE_CONFIG}: must be a YAML mapping with provider (anthropic | openai | command) "
-                         "and model", 2, file=JUDGE_CONFIG)
-    validate(doc, "judge", source=JUDGE_CONFIG, what=JUDGE_CONFIG,
-             line_of=lambda p: lines.line_of(p) if p else lines.get(()))
+        raise AssayError(f"{rel}: must be a YAML mapping with provider (anthropic | openai | command) "
+                         "and model", 2, file=rel)
+    validate(doc, schema, source=rel, what=rel, line_of=lambda p: lines.line_of(p) if p else lines.get(()))
     return doc
 
 
-def effective(config: dict[str, Any]) -> dict[str, Any]:
+def effective(config: dict[str, Any], defaults: dict[str, Any] = DEFAULTS) -> dict[str, Any]:
     """The config with defaults filled (base_url per provider); `${VAR}` untouched."""
-    out = dict(DEFAULTS)
+    out = dict(defaults)
     out.update(config)
     if out["provider"] in DEFAULT_BASE_URL and not out.get("base_url"):
         out["base_url"] = DEFAULT_BASE_URL[out["provider"]]
