@@ -126,6 +126,7 @@ class RunSetup:
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
     shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
     judge: Any = None              # assay.judge.runtime.JudgeRuntime when the plan enables a judge
+    simulator: Any = None          # assay.simulate.runtime.SimulatorRuntime when a simulated case runs
     # False for a rescore: no app is called, so execution.infra_rate_abort (a verdict on the app's
     # health, exit 5) never applies; its infra cases are counted and gated like any others
     calls_app: bool = True
@@ -177,7 +178,14 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         "conversation": setup.conversation.manifest() if setup.conversation is not None else None,
         **({"shard": setup.shard} if setup.shard else {}),
         "judge": judge_manifest(setup),
+        **_simulator_manifest(setup),
     }
+
+
+def _simulator_manifest(setup: RunSetup) -> dict[str, Any]:
+    from ..simulate.build import simulator_manifest
+    block = simulator_manifest(setup.plan, setup.simulator)
+    return {"simulator": block} if block is not None else {}
 
 
 def judge_manifest(setup: RunSetup) -> dict[str, Any]:
@@ -206,7 +214,9 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     trace = trace_branch(plan["adapter"], state, env)
     from ..judge.runtime import build_runtime
     judge = build_runtime(plan, env, state, execution, environ)
-    return RunSetup(judge=judge, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
+    from ..simulate.build import build_simulator
+    simulator = build_simulator(plan, env, state, execution, environ)
+    return RunSetup(judge=judge, simulator=simulator, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
                     baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv)
 

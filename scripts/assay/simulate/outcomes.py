@@ -15,16 +15,14 @@ first in the reason, counted apart in the gate (`by_kind.simulated.outcomes`).
 
 from __future__ import annotations
 
-GOAL_REACHED = "goal_reached"
-APP_STOPPED = "app_stopped"
-SIMULATOR_OUTAGE = "simulator_outage"
-SIMULATOR_UNPARSEABLE = "simulator_unparseable"
-SIMULATOR_BROKE_CHARACTER = "simulator_broke_character"
-MAX_TURNS_REACHED = "max_turns_reached"
-OUTCOMES = (GOAL_REACHED, APP_STOPPED, SIMULATOR_OUTAGE, SIMULATOR_UNPARSEABLE, SIMULATOR_BROKE_CHARACTER,
-            MAX_TURNS_REACHED)
-# the simulator's failures: infra_error, never the app's fail
-HARNESS_OUTCOMES = (SIMULATOR_OUTAGE, SIMULATOR_UNPARSEABLE, SIMULATOR_BROKE_CHARACTER, MAX_TURNS_REACHED)
+from ..core.vocab import SIM_APP_STOPPED as APP_STOPPED
+from ..core.vocab import SIM_GOAL_REACHED as GOAL_REACHED
+from ..core.vocab import SIM_HARNESS_OUTCOMES as HARNESS_OUTCOMES
+from ..core.vocab import SIM_OUTCOMES as OUTCOMES
+
+SIMULATOR_OUTAGE, SIMULATOR_UNPARSEABLE, SIMULATOR_BROKE_CHARACTER, MAX_TURNS_REACHED = HARNESS_OUTCOMES
+__all__ = ["GOAL_REACHED", "APP_STOPPED", "HARNESS_OUTCOMES", "OUTCOMES", "SIMULATOR_OUTAGE", "SIMULATOR_UNPARSEABLE",
+           "SIMULATOR_BROKE_CHARACTER", "MAX_TURNS_REACHED", "infra_reason"]
 
 
 def infra_reason(outcome: str, reason: str | None) -> str:
