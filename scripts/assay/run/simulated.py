@@ -54,7 +54,7 @@ def skip_reason(case: Mapping[str, Any], conv: Any, max_turns: int, matrix: Mapp
 
 def one_simulated(worker: Any, case: Mapping[str, Any], n: int, ref: dict) -> dict:
     scenario = scenario_of(case)
-    script = SimulatedScript(worker.simulator, scenario, case, dict(ref, repeat=n))
+    script = SimulatedScript(worker.simulator, scenario, case, dict(ref, repeat=n), through=_replay_hook(worker, case))
     res, turns = drive(worker, case, n, ref, script=script)
     outcome, why = script.outcome()
     for t, sim in zip(turns, script.sims):
@@ -100,6 +100,21 @@ def simulated_record(record: dict[str, Any], chosen: dict, folded: str) -> None:
     record.update(simulated=True, simulator={k: sim[k] for k in ("outcome", "reason", "seed", "identity")})
     if folded == UNSCORED and chosen.get("unscored_reason"):
         record["unscored_reason"] = chosen["unscored_reason"]
+
+
+def _replay_hook(worker: Any, case: Mapping[str, Any]) -> Any:
+    """The record/replay cache's hook for this case's simulated turns, or None without --record/--replay.
+    Written against the replay session's documented API (`through(kind, request, produce, case_id, what,
+    cacheable)` -> (value, hit)); an outage is never recorded, so a replay asks again."""
+    replay = getattr(worker, "replay", None)
+    if replay is None:
+        return None
+
+    def through(request: dict, produce: Any) -> dict:
+        value, _hit = replay.through("simulator", request, produce, case_id=case["id"], what=f"turn {request['turn']}",
+                                     cacheable=lambda v: v.get("outcome") != oc.SIMULATOR_OUTAGE)
+        return value
+    return through
 
 
 def _nothing_sent(worker: Any, reason: str | None) -> dict:

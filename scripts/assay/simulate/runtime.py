@@ -184,13 +184,16 @@ class SimulatorRuntime:
         return {"identity": self.identity, "scenario": scenario.doc(), "transcript": transcript.messages(),
                 "turn": len(transcript.turns) + 1}
 
-    def next_turn(self, scenario: Scenario, transcript: Transcript, ref: dict | None = None) -> Simulated:
+    def next_turn(self, scenario: Scenario, transcript: Transcript, ref: dict | None = None,
+                  through: Callable[[dict[str, Any], Callable[[], dict[str, Any]]], dict[str, Any]] | None = None
+                  ) -> Simulated:
         """THE simulated user turn: the user's next message given the conversation so far, or the
-        outcome that ends it. Recorded / replayed here when `through` is set."""
-        if self.through is None:
+        outcome that ends it. Recorded / replayed here when `through` (this case's) or `self.through` is set."""
+        through = through or self.through
+        if through is None:
             return self._live_turn(scenario, transcript, ref)
-        doc = self.through(self.request_doc(scenario, transcript),
-                           lambda: self._live_turn(scenario, transcript, ref).doc())
+        doc = through(self.request_doc(scenario, transcript),
+                      lambda: self._live_turn(scenario, transcript, ref).doc())
         return Simulated.from_doc(doc)
 
     def _live_turn(self, scenario: Scenario, transcript: Transcript, ref: dict | None) -> Simulated:

@@ -23,11 +23,12 @@ TURN_KEYS = ("http", "exit_code")
 
 class SimulatedScript:
     def __init__(self, runtime: SimulatorRuntime, scenario: Scenario, case: Mapping[str, Any],
-                 ref: dict | None = None) -> None:
+                 ref: dict | None = None, through: Any = None) -> None:
         self.runtime = runtime
         self.scenario = scenario
         self.total = scenario.max_turns
         self.ref = ref
+        self.through = through     # the record/replay cache's hook for this case (assay.run.simulated)
         expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
         self.turn_expect = {k: expect[k] for k in TURN_KEYS if k in expect}
         self.ending: tuple[str, str | None] | None = None
@@ -38,7 +39,7 @@ class SimulatedScript:
         self.ending, self.sims, self.final = None, [], None
         for n in range(1, self.scenario.max_turns + 2):
             transcript = Transcript(tuple((t.spec.user, (t.scored or {}).get("answer_text")) for t in sent))
-            sim = self.runtime.next_turn(self.scenario, transcript, self.ref)
+            sim = self.runtime.next_turn(self.scenario, transcript, self.ref, self.through)
             if sim.outcome is not None:
                 self.final, self.ending = sim, (sim.outcome, sim.reason)
                 return
