@@ -242,3 +242,45 @@ def _end_held(root: Path) -> None:
             pass
         pid_file.unlink()
 
+
+
+LOGGING_STANDIN = r'''
+import os, runpy, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "calls.log"), "a") as log:
+    log.write(f"{time.time()}\n")
+runpy.run_path(os.path.join(here, "simulator_standin.py"), run_name="__main__")
+'''
+
+
+def test_replay_gives_the_same_simulated_user_byte_for_byte(tmp_path):
+    pytest.importorskip("assay.replay.session")      # the record/replay issue's cache
+    state = copy_state(tmp_path)
+    (tmp_path / "logged.py").write_text(LOGGING_STANDIN, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../logged.py]\n")
+    with helpdesk(state) as env:
+        work = state / "work"
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        assert run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                          "-o", work / "plan.json", "--case", REFUND, "--case", SNOOP, env=env).rc == 0
+        plan = json.loads((work / "plan.json").read_text())
+        rec = state / "reports" / plan["run_id"]
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", rec, "--record", "--progress", "never",
+                       env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+    calls = len((tmp_path / "calls.log").read_text().splitlines())
+    replay_plan = dict(plan, run_id=plan["run_id"][:-3] + "59Z")
+    (work / "replay.json").write_text(json.dumps(replay_plan))
+    rep = state / "reports" / replay_plan["run_id"]
+    r = run_script("run_cases", "--plan", work / "replay.json", "--out", rep, "--replay", "--progress", "never",
+                   env=env)                                       # the app is stopped: nothing is called
+    assert r.rc == 0, r.stdout + r.stderr
+    assert len((tmp_path / "calls.log").read_text().splitlines()) == calls     # nor the simulator
+    for cid in (REFUND, SNOOP):
+        a, b = verdict(rec, cid), verdict(rep, cid)
+        assert a["verdict"] == b["verdict"] and [t["user"] for t in a["turns"]] == [t["user"] for t in b["turns"]]
+        for n in range(1, a["turns_sent"] + 1):
+            for name in ("simulator.json", "answer.txt"):
+                assert (rec / "cases" / cid / "turns" / str(n) / name).read_bytes() == \
+                       (rep / "cases" / cid / "turns" / str(n) / name).read_bytes()
+        assert (rec / "cases" / cid / "simulator.json").read_bytes() == (rep / "cases" / cid / "simulator.json").read_bytes()
