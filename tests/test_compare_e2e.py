@@ -239,8 +239,9 @@ def test_make_demo_compare(tmp_path):
     r = demo(state, "--compare")
     assert r.returncode == 1, r.stdout + r.stderr      # the gate closes on the regressions
     base, cand = runs_of(state)
-    assert f"compare_runs    {base.name} -> {cand.name}: 9 newly failing" in r.stdout
-    assert f"gate closed: 9 gating case(s) newly failing against {base.name}" in r.stdout
+    # 9 regressions plus the two simulated users (the refund without an invoice id, the tenant check)
+    assert f"compare_runs    {base.name} -> {cand.name}: 11 newly failing" in r.stdout
+    assert f"gate closed: 11 gating case(s) newly failing against {base.name}" in r.stdout
     assert "--verify" not in r.stdout                  # compare.json / compare.html are allowed in the run dir
     assert (cand / "compare.html").is_file() and json.loads((cand / "compare.json").read_text())["counts"]
     assert run_script("run_cases", "--verify", cand).rc == 0
