@@ -163,7 +163,7 @@ def test_demo_break_closes_the_gate_and_the_report_shows_why(broken_demo):
     assert '<blockquote class="verdict v-fail">' in html
     excerpts = report[report.index("## Failure excerpts"):report.index("## Counts")]
     blocks = excerpts.split("\n### ")[1:]
-    assert len(blocks) == len(failed) >= 5  # every failing case is excerpted (up to 10)
+    assert len(blocks) == min(len(failed), 10) >= 5  # every failing case is excerpted (up to 10)
     for cid, block in zip(sorted(failed), blocks):
         assert block.startswith(f"[`{cid}`](cases/{cid}/)") and "\ninput:" in block, block
         assert f"[verdict.json](cases/{cid}/verdict.json)" in block

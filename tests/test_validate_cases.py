@@ -39,6 +39,16 @@ def conv(turn_list, **inp):
     return {"input": {"turns": turn_list, **inp}}
 
 
+SIM = {"persona": "A terse customer.", "goal": "Get a refund.", "stop_when": "The refund is confirmed."}
+SIM_EXPECT = {"tools": {"subset": ["issue_refund"]}}
+
+
+def sim(expect_=None, **block):
+    """A simulated-user case: input.simulated_user (SIM with `block` merged; a None value drops the key)."""
+    merged = {k: v for k, v in {**SIM, **block}.items() if v is not None}
+    return lambda c: c.update(input={"simulated_user": merged}, expect=expect_ or SIM_EXPECT)
+
+
 def T(**kw):
     return lambda c: c.update(kw)
 
@@ -87,6 +97,11 @@ PER_CASE = {
                              T(**conv(turns(2), every_turn={"clarify_ok": True}))),
     "every_turn_without_turns": (T(input={**BASE["input"], "every_turn": {"route": "billing"}}),
                                  T(**conv(turns(2), every_turn={"clarify_ok": True}))),
+    "simulated_and_scripted": (lambda c: (sim()(c), c["input"].update(turns=turns(2))), sim()),
+    "bad_simulated_user": (sim(goal=None), sim(facts={"invoice_id": "INV-1002"}, max_turns=6, seed=7)),
+    "unknown_simulated_key": (sim(mood="sad"), sim(facts=["my invoice is INV-1002"])),
+    "scripted_only_expect": (sim(expect_={"route": "billing", "tools": {"subset": ["issue_refund"]}}),
+                             sim(expect_={"authz": {"forbidden_record_ids": ["INV-2001"]}})),
     "multi_turn_canary": (T(split=["smoke", "canary"], **conv(turns(2))), T(**conv(turns(2)))),
     "multi_turn_in_messages": (T(input={"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}),
                                T(input={"messages": [{"role": "user", "content": "a"}]})),

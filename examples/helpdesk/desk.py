@@ -15,9 +15,12 @@ invoice it named on its own, an invoice waiting for a refund amount, the last ro
 the last knowledge-base article. So "which of my invoices is still open?" -> "refund 50
 on that one" refunds the invoice it just named, "refund INV-1002" -> "25 dollars" issues
 that refund, "when is it due?" follows the invoice just discussed, and "that didn't help"
-opens a ticket about the last article. `Desk(broken=True)` also plants a fifth
-regression: the desk forgets the session after its first turn, and a sixth: a refund
-reply no longer says when the money arrives (only a rubric, `refund-eta-v1`, can see it).
+opens a ticket about the last article, and "I'd like a refund of 25 dollars" -> "Which
+invoice ...?" -> "INV-1002" refunds 25 on INV-1002. `Desk(broken=True)` also plants a fifth
+regression: the desk forgets the session after its first turn, a sixth: a refund
+reply no longer says when the money arrives (only a rubric, `refund-eta-v1`, can see it),
+and a seventh: a refund asked for with an amount but no invoice id is issued on the first
+open invoice instead of asking which one (a simulated user's conversation catches it).
 """
 
 from __future__ import annotations
@@ -128,6 +131,11 @@ class Desk:
         pending = memory.get("pending_refund")
         if pending and not INVOICE_ID.search(text) and AMOUNT_ONLY.match(text.strip()):
             return f"refund {AMOUNT_ONLY.match(text.strip()).group(1)} on {pending}", "billing"
+        wanted = memory.get("refund_wanted")
+        named = INVOICE_ID.search(text)
+        if wanted is not None and named and "refund" not in text.lower():
+            # the invoice id answers the desk's own question about a refund asked for without one
+            return f"refund {wanted} on {named.group(0).upper()}".replace("refund  on", "refund on"), "billing"
         last = memory.get("last_invoice")
         if (last and not INVOICE_ID.search(text) and REFERS_BACK.search(text)
                 and self.route(text) not in ("tech_support", "account")):
@@ -162,7 +170,8 @@ class Desk:
                 route = carried  # a follow-up ("when is it due?") stays with the last agent
             span["attributes"]["helpdesk.route"] = route
         status, body = self._answer(route, message, said, tenant, role, rec, memory)
-        facts: dict[str, Any] = {"last_route": route, "pending_refund": body.pop("_pending_refund", None)}
+        facts: dict[str, Any] = {"last_route": route, "pending_refund": body.pop("_pending_refund", None),
+                                 "refund_wanted": body.pop("_refund_wanted", None)}
         named = body.pop("_invoice", None)
         if named:
             facts["last_invoice"] = named
@@ -305,6 +314,18 @@ class Desk:
             if len(rows) == 1:
                 body["_invoice"] = rows[0]["invoice_id"]  # "that one" can only mean this invoice
             return body
+        if "refund" in text:
+            amounts = re.findall(r"(?<![\w-])\$?(\d+(?:\.\d{1,2})?)\b", message)
+            if self.broken and amounts and not REFERS_BACK.search(message):
+                # regression (--break): a refund asked for without an invoice id is issued on the
+                # first open invoice instead of asking which one
+                first = self._tool(rec, "list_invoices", {"status": "open"}, self._list_invoices_tool(tenant))
+                if first["invoices"]:
+                    guess = first["invoices"][0]["invoice_id"]
+                    return self._refund(f"refund {amounts[0]} on {guess}", guess, tenant, role, rec)
+            body = self._reply("I can help with invoices, refunds and payments. Which invoice is this about?",
+                               "billing", clarify=True)
+            return dict(body, _refund_wanted=amounts[0] if amounts else "")
         return self._reply("I can help with invoices, refunds and payments. Which invoice is this about?",
                            "billing", clarify=True)
 

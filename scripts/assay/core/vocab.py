@@ -48,6 +48,13 @@ CASE_VERDICTS: tuple[str, ...] = (PASS, FAIL, UNSCORED, SKIPPED, INFRA_ERROR, IN
 SCORED_VERDICTS: tuple[str, ...] = (PASS, FAIL)
 INFRA_VERDICTS: tuple[str, ...] = (INFRA_ERROR, INFRA_INCOMPLETE)
 
+# How a simulated-user conversation ended (assay.simulate.outcomes describes each). The last four
+# are the simulator's failures: the case is infra_error, never a fail of the app.
+SIM_GOAL_REACHED, SIM_APP_STOPPED = "goal_reached", "app_stopped"
+SIM_HARNESS_OUTCOMES: tuple[str, ...] = ("simulator_outage", "simulator_unparseable", "simulator_broke_character",
+                                         "max_turns_reached")
+SIM_OUTCOMES: tuple[str, ...] = (SIM_GOAL_REACHED, SIM_APP_STOPPED) + SIM_HARNESS_OUTCOMES
+
 # Per-layer statuses that are not verdicts: never pass, never fail.
 NA, UNSCORABLE, ERROR = "n/a", "unscorable", "error"
 LAYER_STATUSES: tuple[str, ...] = (PASS, FAIL, NA, UNSCORABLE, UNSCORED, ERROR, INFRA_ERROR, INFRA_INCOMPLETE)

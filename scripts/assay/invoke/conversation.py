@@ -10,7 +10,6 @@ the pacing, the stop rule and the restart-from-turn-1 retry. Scoring a turn is t
 
 from __future__ import annotations
 
-import email.utils
 import time
 import uuid as uuidlib
 from dataclasses import dataclass, field
@@ -22,6 +21,8 @@ from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, 
                            UNSCORABLE)
 from . import templates
 from .outcome import RATE_LIMIT_SPENT, RATE_LIMITED_PREFIX, Outcome, RetryBudget, attempts_reason
+from .script import Script, Scripted
+from .sessions import CookieJar, read_session  # noqa: F401 (CookieJar: part of this module's interface)
 
 STYLES = ("client-id", "server-id", "cookie")
 MEMORY = ("session", "user", None)
@@ -174,66 +175,6 @@ def every_expect_of(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return out
 
 
-# ---------------------------------------------------------------- sessions
-class CookieJar:
-    """One jar per conversation attempt: every Set-Cookie kept in order; Max-Age<=0 or a past
-    Expires deletes. Sent after the adapter's static auth cookie (the invoker joins them)."""
-
-    def __init__(self) -> None:
-        self.cookies: dict[str, str] = {}
-
-    def update(self, set_cookies: list[str], now: float | None = None) -> None:
-        for raw in set_cookies:
-            first, _, attrs = raw.partition(";")
-            name, eq, value = first.partition("=")
-            name = name.strip()
-            if not eq or not name:
-                continue
-            if _expired(attrs, time.time() if now is None else now):
-                self.cookies.pop(name, None)
-            else:
-                self.cookies.pop(name, None)
-                self.cookies[name] = value.strip()
-
-    def header(self) -> str | None:
-        return "; ".join(f"{k}={v}" for k, v in self.cookies.items()) or None
-
-
-def _expired(attrs: str, now: float) -> bool:
-    for part in attrs.split(";"):
-        key, _, val = part.partition("=")
-        key, val = key.strip().lower(), val.strip()
-        if key == "max-age":
-            try:
-                return int(val) <= 0
-            except ValueError:
-                continue
-        if key == "expires":
-            try:
-                when = email.utils.parsedate_to_datetime(val)
-            except (TypeError, ValueError, IndexError):
-                continue
-            if when is not None and when.timestamp() <= now:
-                return True
-    return False
-
-
-def read_session(conv: ConversationConfig, out: Outcome) -> tuple[Any, str]:
-    """(session id or None, where it was looked for). An int or a non-empty string counts."""
-    source = conv.session_from or {}
-    if "header" in source:
-        where = f"header {source['header']}"
-        value: Any = out.header(source["header"])
-    else:
-        where = f"body path {source.get('body')}"
-        found, value = templates.lookup(out.body_json, str(source.get("body")))
-        if not found:
-            value = None
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip())):
-        return None, where
-    return value, where
-
-
 # ---------------------------------------------------------------- one conversation (one repeat)
 @dataclass
 class SentTurn:
@@ -294,6 +235,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
                      max_attempts: int, backoff_s: list[float],
                      on_retry: Callable[[int, int, Outcome, float], None] | None = None,
                      redact_cookie: str = "<redacted>", rate_limit_wait_s: float | None = None,
+                     script: Script | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> ConversationResult:
     """Run one conversation, restarting from turn 1 (fresh uuid, jar, session) on a retryable
     outcome at any turn, up to max_attempts conversation attempts. Stops at the first turn that
@@ -301,8 +243,10 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
 
     Retries follow `RetryBudget`, the policy a single-turn case's retries use: with
     `rate_limit_wait_s` (adaptive runs), a rate-limited ending (`is_rate_limited`) spends that
-    budget of waiting seconds instead of an attempt."""
-    specs = turn_specs(case)
+    budget of waiting seconds instead of an attempt.
+    `script` gives the user turns (default: the case's input.turns; a simulated user's come from
+    the simulator, assay.simulate.script); each attempt starts it over."""
+    script = script if script is not None else Scripted(turn_specs(case))
     endings: list[tuple[int, Outcome]] = []
     crashed = False
     budget = RetryBudget(max_attempts, list(backoff_s), rate_limit_wait_s)
@@ -315,7 +259,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
         sent: list[SentTurn] = []
         retry_out: Outcome | None = None
         stop: tuple[int | None, str | None] = (None, None)
-        for spec in specs:
+        for spec in script.turns(sent):
             if spec.n > 1 and conv.turn_delay_s > 0:
                 sleep(conv.turn_delay_s)
             tcase = turn_case(case, spec)
@@ -349,8 +293,9 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
                     break
                 session = value
         if retry_out is None:
-            endings.append((sent[-1].spec.n, sent[-1].outcome))
-            return ConversationResult(sent, endings, len(specs), stop[0], stop[1], crashed)
+            if sent:   # none: a simulated user ended it before its first message
+                endings.append((sent[-1].spec.n, sent[-1].outcome))
+            return ConversationResult(sent, endings, script.total, stop[0], stop[1], crashed)
         n = sent[-1].spec.n
         wait, spent = budget.spend(retry_out)
         final = None
@@ -361,7 +306,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
             final = attempts_reason([o for _, o in endings], [t for t, _ in endings], "conversation attempt")
         if final is not None:
             sent[-1].scored = infra_turn(retry_out, final)
-            return ConversationResult(sent, endings, len(specs), n, final, crashed)
+            return ConversationResult(sent, endings, script.total, n, final, crashed)
         if on_retry:
             on_retry(attempt, n, retry_out, wait)
         if wait > 0:

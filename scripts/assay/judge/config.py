@@ -30,22 +30,27 @@ ENSEMBLE_KEYS = ("judges", "aggregate", "repeats", "max_concurrency")   # the to
 
 def load_judge_config(state: Path) -> dict[str, Any] | None:
     """judge.yaml validated, or None when the file is absent."""
+    return load_model_config(state, JUDGE_CONFIG, "judge", shape=check_shape)
+
+
+def load_model_config(state: Path, rel: str, schema: str, shape: Any = None) -> dict[str, Any] | None:
+    """A model config in the state dir (judge.yaml; the simulator's simulator.yaml, same providers)
+    validated against its schema (and `shape`, the rules between keys), or None when absent."""
     from ..schemas import validate
     from ..core.strict_yaml import load
 
-    path = Path(state) / JUDGE_CONFIG
+    path = Path(state) / rel
     if not path.is_file():
         return None
     if not os.path.realpath(path).startswith(os.path.realpath(state) + os.sep):
-        raise AssayError(f"{JUDGE_CONFIG}: is a symlink that leaves the state dir; refusing to read it", 2,
-                         file=JUDGE_CONFIG)
-    doc, lines = load(path, JUDGE_CONFIG)
+        raise AssayError(f"{rel}: is a symlink that leaves the state dir; refusing to read it", 2, file=rel)
+    doc, lines = load(path, rel)
     if not isinstance(doc, dict):
-        raise AssayError(f"{JUDGE_CONFIG}: must be a YAML mapping with provider (anthropic | openai | command) "
-                         "and model", 2, file=JUDGE_CONFIG)
-    check_shape(doc, lambda p: lines.line_of(p) if p else lines.get(()))
-    validate(doc, "judge", source=JUDGE_CONFIG, what=JUDGE_CONFIG,
-             line_of=lambda p: lines.line_of(p) if p else lines.get(()))
+        raise AssayError(f"{rel}: must be a YAML mapping with provider (anthropic | openai | command) "
+                         "and model", 2, file=rel)
+    if shape is not None:
+        shape(doc, lambda p: lines.line_of(p) if p else lines.get(()))
+    validate(doc, schema, source=rel, what=rel, line_of=lambda p: lines.line_of(p) if p else lines.get(()))
     return doc
 
 
@@ -103,13 +108,14 @@ def repeats_of(config: dict[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def effective(config: dict[str, Any]) -> dict[str, Any]:
+def effective(config: dict[str, Any], defaults: dict[str, Any] = DEFAULTS) -> dict[str, Any]:
     """The config with defaults filled (base_url per provider; an ensemble: in each judge's block);
     `${VAR}` untouched."""
     if isinstance(config.get("judges"), list):
-        return {"max_concurrency": DEFAULTS["max_concurrency"], **config,
-                "judges": [{k: v for k, v in effective(m).items() if k != "max_concurrency"} for m in config["judges"]]}
-    out = dict(DEFAULTS)
+        return {"max_concurrency": defaults["max_concurrency"], **config,
+                "judges": [{k: v for k, v in effective(m, defaults).items() if k != "max_concurrency"}
+                           for m in config["judges"]]}
+    out = dict(defaults)
     out.update(config)
     if out.get("provider") in DEFAULT_BASE_URL and not out.get("base_url"):
         out["base_url"] = DEFAULT_BASE_URL[out["provider"]]

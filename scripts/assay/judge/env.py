@@ -15,27 +15,44 @@ from typing import Any, Iterable, Mapping
 from ..core import secrets
 
 
-def allowlist(plan: Mapping[str, Any]) -> list[str]:
-    block = plan.get("judge")
-    if not isinstance(block, dict) or not block.get("enabled"):
+def _enabled(plan: Mapping[str, Any], block: str) -> Mapping[str, Any] | None:
+    """The plan's judge (or `simulator`: the same providers, the same rules) config when enabled."""
+    doc = plan.get(block)
+    if not isinstance(doc, dict) or not doc.get("enabled"):
+        return None
+    return doc.get("config") or {}
+
+
+def allowlist(plan: Mapping[str, Any], block: str = "judge") -> list[str]:
+    cfg = _enabled(plan, block)
+    if cfg is None:
         return []
-    from ..judge.config import members
+    from .config import members
     out: list[str] = []
-    for cfg in members(dict(block.get("config") or {})):
-        names = cfg.get("env_allowlist") if cfg.get("provider") == "command" else None
+    for member in members(dict(cfg)):   # one judge, or each judge of an ensemble
+        names = member.get("env_allowlist") if member.get("provider") == "command" else None
         out += [n for n in names or [] if isinstance(n, str) and n not in out]
     return out
 
 
+def env_names(plan: Mapping[str, Any], block: str = "judge") -> set[str]:
+    """The `${VAR}`s the enabled judge's (simulator's) config references: always required."""
+    cfg = _enabled(plan, block)
+    return set() if cfg is None else secrets.env_refs(cfg)
+
+
 def command_env(plan: Mapping[str, Any], refs: Iterable[str], env: Mapping[str, str],
-                environ: Mapping[str, str]) -> dict[str, str]:
-    """The command judge's whole environment. `refs`: the `${VAR}`s its config names (resolved in `env`)."""
+                environ: Mapping[str, str], block: str = "judge") -> dict[str, str]:
+    """The command judge's (simulator's) whole environment. `refs`: the `${VAR}`s its config names
+    (resolved in `env`)."""
     out = {n: environ[n] for n in sorted(secrets.PLAIN_ENV) if n in environ}
-    out.update({n: environ[n] for n in allowlist(plan) if n in environ})
+    out.update({n: environ[n] for n in allowlist(plan, block) if n in environ})
     out.update({n: env[n] for n in sorted(refs) if n in env})
     return out
 
 
-def judge_allowlisted_secrets(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
-    """The allowlisted variables a command judge is given whose values are secrets (all but the plain ones)."""
-    return {n: environ[n] for n in allowlist(plan) if n not in secrets.PLAIN_ENV and environ.get(n)}
+def judge_allowlisted_secrets(plan: Mapping[str, Any], environ: Mapping[str, str],
+                              block: str = "judge") -> dict[str, str]:
+    """The allowlisted variables a command judge (simulator) is given whose values are secrets (all but
+    the plain ones)."""
+    return {n: environ[n] for n in allowlist(plan, block) if n not in secrets.PLAIN_ENV and environ.get(n)}

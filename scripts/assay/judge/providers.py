@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.writer import clip
@@ -26,7 +27,21 @@ from .prompt import VERDICT_SCHEMA, VERDICT_TOOL
 ANTHROPIC_VERSION = "2023-06-01"
 
 
-def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+@dataclass(frozen=True)
+class ReplyShape:
+    """The one object a structured reply holds: the Anthropic tool it is forced through, the OpenAI
+    json_schema's name, and the schema (the judge's verdict; the simulator's user turn)."""
+    tool: str
+    description: str
+    schema_name: str
+    schema: dict[str, Any]
+
+
+VERDICT_SHAPE = ReplyShape(VERDICT_TOOL, "Record the verdict on the criterion.", "judge_verdict", VERDICT_SCHEMA)
+
+
+def build_request(config: dict[str, Any], system: str, user: str,
+                  shape: ReplyShape = VERDICT_SHAPE) -> tuple[str, dict[str, str], dict[str, Any]]:
     """(url, headers, JSON body) for an http provider. `config` is resolved (secrets in it)."""
     provider = config["provider"]
     base = str(config["base_url"]).rstrip("/")
@@ -40,9 +55,8 @@ def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, 
         body: dict[str, Any] = {"model": config["model"], "max_tokens": int(config.get("max_tokens") or 1024),
                                 "system": system, "messages": [{"role": "user", "content": user}]}
         if structured:
-            body["tools"] = [{"name": VERDICT_TOOL, "description": "Record the verdict on the criterion.",
-                              "input_schema": VERDICT_SCHEMA}]
-            body["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
+            body["tools"] = [{"name": shape.tool, "description": shape.description, "input_schema": shape.schema}]
+            body["tool_choice"] = {"type": "tool", "name": shape.tool}
         return base + "/v1/messages", headers, body
     if provider == "openai":
         if config.get("api_key"):
@@ -51,7 +65,7 @@ def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, 
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
         if structured:
             body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA}}
+                "name": shape.schema_name, "strict": True, "schema": shape.schema}}
         return base + "/chat/completions", headers, body
     raise ValueError(f"not an http provider: {provider}")
 
@@ -65,14 +79,15 @@ def _usage(block: Any, inp: str, out: str) -> dict[str, int] | None:
     return None
 
 
-def read_reply(provider: str, body: Any) -> tuple[str, Any, dict[str, int] | None, str | None]:
-    """(raw reply text, the value to parse as a verdict, usage or None, error or None) from a 2xx body."""
+def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str, Any, dict[str, int] | None, str | None]:
+    """(raw reply text, the value to parse (a verdict; the simulator's turn), usage or None, error or None)
+    from a 2xx body; `tool` is the ReplyShape's tool an Anthropic reply carries it in."""
     if provider == "anthropic":
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return _text(body), None, None, "not a Messages API response (no content list)"
         usage = _usage(body.get("usage"), "input_tokens", "output_tokens")
         for block in body["content"]:
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == VERDICT_TOOL:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == tool:
                 return json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True), block.get("input"), usage, None
         text = "".join(b.get("text", "") for b in body["content"] if isinstance(b, dict) and b.get("type") == "text")
         return text, text, usage, None

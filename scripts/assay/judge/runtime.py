@@ -323,7 +323,5 @@ def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None,
 
 
 def judge_env_names(plan: Mapping[str, Any]) -> set[str]:
-    block = plan.get("judge")
-    if not isinstance(block, dict) or not block.get("enabled"):
-        return set()
-    return secrets.env_refs(block.get("config") or {})
+    from .env import env_names
+    return env_names(plan, "judge")

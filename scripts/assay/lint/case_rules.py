@@ -21,7 +21,7 @@ Report = Callable[[str, str], None]
 
 TURN_KEYS = ("user", "expect")
 RESERVED_TURN_KEYS = ("assistant", "simulate")
-INPUT_KEYS = ("messages", "session", "turns", "every_turn")
+INPUT_KEYS = ("messages", "session", "turns", "every_turn", "simulated_user")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
 MACHINE_REVIEWER = re.compile(
@@ -163,6 +163,9 @@ def _input(case: dict[str, Any], report: Report) -> None:
         report("missing_input", "input is missing; add `input: {messages: [{role: user, content: ...}]}` "
                "(or input.turns for a conversation)")
         return
+    if "simulated_user" in inp:
+        _simulated(case, report)
+        return
     has_turns, has_messages = "turns" in inp, "messages" in inp
     if has_turns and has_messages:
         report("turns_and_messages", "input has both turns and messages; a case is single-turn (messages) or "
@@ -180,6 +183,17 @@ def _input(case: dict[str, Any], report: Report) -> None:
         report("missing_input", "input has neither messages nor turns")
     if has_turns:
         _turns(case, inp, report)
+
+
+def _simulated(case: dict[str, Any], report: Report) -> None:
+    """input.simulated_user: the one definition of its keys is assay.simulate.scenario.problems."""
+    from ..simulate.scenario import problems
+    for code, key, message in problems(case):
+        report(code, message, key=key)
+    split = case.get("split")
+    if isinstance(split, list) and "canary" in split:
+        report("multi_turn_canary", "a canary must be single-turn: a simulated conversation is too variable to "
+               "detect harness drift")
 
 
 def _messages(messages: Any, report: Report) -> None:

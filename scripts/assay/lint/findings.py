@@ -22,6 +22,8 @@ CODES: dict[str, str] = {
     "missing_input": ERROR, "bad_messages": ERROR, "turns_and_messages": ERROR, "bad_turns": ERROR,
     "single_turn_conversation": ERROR, "bad_turn": ERROR, "turn_key_reserved": ERROR, "unknown_turn_key": ERROR,
     "final_turn_expect": ERROR, "every_turn_collision": ERROR, "every_turn_without_turns": ERROR,
+    "simulated_and_scripted": ERROR, "bad_simulated_user": ERROR, "unknown_simulated_key": ERROR,
+    "scripted_only_expect": ERROR,
     "multi_turn_canary": ERROR,
     # expect
     "bad_expect_shape": ERROR, "unknown_expect_key": ERROR, "no_graded_layer": ERROR, "bad_order_mode": ERROR,

@@ -246,6 +246,23 @@ def _judge_block(converted: dict[str, Any], cases: list[dict[str, Any]], mode: A
     return {"enabled": True, "reason": None, "config": effective(config), "rubrics": pinned}
 
 
+def _simulator_block(converted: dict[str, Any], cases: list[dict[str, Any]], notes: list[str]) -> dict[str, Any]:
+    """plan.simulator: enabled when simulator/simulator.yaml exists (a simulated case without it is
+    skipped by the runner, naming the file to add)."""
+    from ..simulate.config import effective
+    from ..simulate.scenario import is_simulated
+    config = converted.get("simulator_config")
+    simulated = sum(1 for c in cases if is_simulated(c))
+    if config is None:
+        if simulated:
+            notes.append(f"{simulated} simulated-user case(s) will be skipped: no simulator/simulator.yaml")
+        return {"enabled": False, "reason": "no simulator configured: add simulator/simulator.yaml", "config": None}
+    if simulated:
+        notes.append(f"simulator: {config.get('provider')} {config.get('model') or ' '.join(config.get('command') or [])}"
+                     f" plays {simulated} simulated user(s)")
+    return {"enabled": True, "reason": None, "config": effective(config)}
+
+
 def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     mode = resolve_mode(o.mode)
     _check_flags(o)
@@ -304,6 +321,7 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
     }
     plan["judge"] = _judge_block(converted, cases, mode, o, notes)
+    plan["simulator"] = _simulator_block(converted, cases, notes)
     from ..judge.binding import provisional_again
     warnings += provisional_again(plan["judge"], state)
     execution = _execution(o, cases, notes)

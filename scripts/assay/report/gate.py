@@ -530,6 +530,14 @@ def kind_lines(summary: dict) -> list[str]:
         line += f", {conv['skipped']} skipped"
     line += f"; single-turn: {_kind_rate(single)} of {_num(single.get('n'))}"
     out = [line]
+    sim = kinds.get("simulated")
+    if isinstance(sim, dict):
+        ended = sim.get("outcomes") if isinstance(sim.get("outcomes"), dict) else {}
+        how = ", ".join(f"{n} {k}" for k, n in ended.items() if _is_count(n))
+        out.append(f"  simulated users: {_kind_rate(sim)} of {_num(sim.get('n'))}"
+                   + (f" (ended: {how})" if how else "")
+                   + (f"; {sim['harness']} ended by the simulator, not the app (infra_error)"
+                      if _is_count(sim.get("harness")) and sim["harness"] else ""))
     mu = conv.get("memory_user")
     if _is_count(mu) and mu:
         out.append(f"  warning: {mu} conversation(s) ran against an app declaring memory: user -- what one case "

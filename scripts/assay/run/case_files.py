@@ -52,6 +52,8 @@ class CaseFiles:
         if multi:
             self.put_turns(case, chosen, cdir, "", traces=True)
             self.put(cdir, "expect.json", case_json(chosen["expect"]))
+        if "simulator" in chosen:   # how the simulated user ended, its identity and seed, the last call
+            self.put(cdir, "simulator.json", case_json(chosen["simulator"]))
         self.put(cdir, "request.json", case_json(chosen["request"]))
         self.put(cdir, "response.json", case_json(chosen["response"]))
         self.put(cdir, "answer.txt", chosen["answer_text"] or "")
@@ -73,6 +75,8 @@ class CaseFiles:
             self.put(tdir, "response.json", case_json(t["response"]), prefix=tp)
             self.put(tdir, "expect.json", case_json(t["spec"].expect), prefix=tp)
             self.put(tdir, "answer.txt", t["answer_text"] or "", prefix=tp)
+            if "simulator" in t:   # the simulator's raw call(s) that wrote this turn's user message
+                self.put(tdir, "simulator.json", case_json(t["simulator"]), prefix=tp)
             if traces and t["trajectory"] is not None:
                 self.put(tdir, "trajectory.json", case_json(t["trajectory"]), prefix=tp)
                 self.put(tdir, "trace.json", case_json(t["raw_spans"]), prefix=tp)

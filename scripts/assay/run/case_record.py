@@ -41,7 +41,8 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
                 if isinstance(entry, Mapping) and entry.get("verdict") == INFRA_ERROR and entry.get("reason")]
         infra_reason = writer.redact_text("; ".join(down)) if down else None
     return dict(
-        base, verdict=folded, sent=True, attempts=attempts, retry_count=attempts - len(repeats),
+        base, verdict=folded, sent=True, attempts=attempts,
+        retry_count=sum(max(0, len(r["outcomes"]) - 1) for r in repeats),   # a repeat may send nothing
         crashed=any(o.crashed for r in repeats for o in r["outcomes"]),
         repeated_5xx=repeated_5xx(repeats), infra_reason=infra_reason, trace=chosen["trace"],
         rate_limited_retries=sum(1 for r in repeats for o in r["outcomes"][:-1] if is_rate_limited(o)),

@@ -6,11 +6,13 @@ from typing import Any, Mapping
 
 from ..core.vocab import ADVERSARIAL_CATEGORIES
 from ..invoke import conversation as convo
+from ..simulate.scenario import is_simulated
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],
                 mode: str, *, conv: "convo.ConversationConfig | None" = None,
-                max_turns: int = convo.DEFAULT_MAX_TURNS, matrix: Mapping[str, Any] | None = None) -> str | None:
+                max_turns: int = convo.DEFAULT_MAX_TURNS, matrix: Mapping[str, Any] | None = None,
+                simulator: Any = None) -> str | None:
     """Why a case is not sent (safety gates and unsupported inputs), or None. Pure."""
     inp = case.get("input") or {}
     if not isinstance(inp, Mapping):
@@ -19,7 +21,12 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
         return "unsupported input: expect is not a mapping (validate_cases.py names the fix)"
     if "session" in inp and inp["session"] != "fresh":
         return f"unsupported input: input.session {inp['session']!r} (only `fresh` is supported)"
-    if convo.is_conversation(case):
+    if is_simulated(case):
+        from .simulated import skip_reason as simulated_skip
+        why = simulated_skip(case, conv, max_turns, matrix, simulator)
+        if why:
+            return why
+    elif convo.is_conversation(case):
         why = convo.skip_reason(case, conv, max_turns, matrix)
         if why:
             return why

@@ -17,7 +17,8 @@ def case_title(case: Mapping[str, Any]) -> str | None:
 
 
 def input_text(case: Mapping[str, Any]) -> str | None:
-    """The user's words: the user message(s), or each turn's `user` as `[turn n] ...`; None if none."""
+    """The user's words: the user message(s), or each turn's `user` as `[turn n] ...`, or a simulated
+    user's persona and goal; None if none."""
     inp = case.get("input")
     if not isinstance(inp, Mapping):
         return None
@@ -30,6 +31,10 @@ def input_text(case: Mapping[str, Any]) -> str | None:
     if isinstance(turns, list):
         parts += [f"[turn {i}] {t['user']}" for i, t in enumerate(turns, 1)
                   if isinstance(t, Mapping) and isinstance(t.get("user"), str)]
+    sim = inp.get("simulated_user")
+    if isinstance(sim, Mapping) and isinstance(sim.get("persona"), str):
+        # a simulated user's words are in its turns; the reader sees who it plays and what it wants
+        parts.append(f"[simulated user] {sim['persona']} Goal: {sim.get('goal')}")
     if not parts:
         return None
     text = "\n".join(parts)

@@ -30,6 +30,8 @@ from .limiter import RATE_LIMIT_STATUSES, AppSlots
 from ..invoke.outcome import RESPONSE, Outcome, parse_retry_after
 from .repeat_conversation import conversation_record, one_conversation
 from .repeat_single import one_repeat
+from .simulated import one_simulated, simulated_record
+from ..simulate.scenario import is_simulated
 from .runlog import RunLog, case_ref
 from ..traces.collect import TraceConfig
 
@@ -56,12 +58,14 @@ class CaseWorker:
     judge: Any = None
     # assay.replay.session.ReplaySession when the run records or replays (the invoker is its shim).
     replay: Any = None
+    # The run's simulator (assay.simulate.runtime.SimulatorRuntime) when a simulated case runs.
+    simulator: Any = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
                            conv=self.conversation, max_turns=int(self.execution.get("max_turns") or
                                                                 convo.DEFAULT_MAX_TURNS),
-                           matrix=self.score_ctx.matrix)
+                           matrix=self.score_ctx.matrix, simulator=self.simulator)
 
     # ------------------------------------------------------------ one case
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -82,8 +86,10 @@ class CaseWorker:
         if reason:
             record = dict(base, verdict=SKIPPED, skip_reason=reason, sent=False, attempts=0, retry_count=0,
                           layers=skipped_layers(reason))
-            if convo.is_conversation(case):
+            if convo.is_conversation(case) or is_simulated(case):
                 record["multi_turn"] = True   # counted with the conversations, never sent
+            if is_simulated(case):
+                record["simulated"] = True
         else:
             try:
                 record = self._run_repeats(case, cdir, files, base, ref)
@@ -114,9 +120,13 @@ class CaseWorker:
                              undeclared=self._undeclared(chosen))
         if "turns" in chosen:
             conversation_record(record, repeats, chosen, folded, k=self.k, conv=self.conversation)
+        if "simulator" in chosen:
+            simulated_record(record, chosen, folded)
         return record
 
     def _one_repeat(self, case, n: int, ref: dict) -> dict:
+        if is_simulated(case):
+            return one_simulated(self, case, n, ref)
         if self.conversation is not None and convo.is_conversation(case):
             return one_conversation(self, case, n, ref)
         return one_repeat(self, case, n, ref)

@@ -132,7 +132,11 @@ class Run:
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
-            conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay)
+            conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay,
+            simulator=self.s.simulator)
+        if self.s.simulator is not None:
+            self.s.simulator.scrub = writer.redact_text
+            self.s.simulator.on_retry = lambda **kw: self.runlog.event("retry", simulator=True, **kw)
         if self.s.judge is not None:
             self.s.judge.scrub = writer.redact_text
             self.s.judge.on_retry = lambda **kw: self.runlog.event("retry", judge=True, **kw)

@@ -126,6 +126,7 @@ class RunSetup:
     conversation: Any = None   # invoke.conversation.ConversationConfig, or None when undeclared
     shard: dict[str, Any] | None = None     # run_cases.py --shard: {index, count}, recorded in the manifest
     judge: Any = None              # assay.judge.runtime.JudgeRuntime when the plan enables a judge
+    simulator: Any = None          # assay.simulate.runtime.SimulatorRuntime when a simulated case runs
     # False for a rescore: no app is called, so execution.infra_rate_abort (a verdict on the app's
     # health, exit 5) never applies; its infra cases are counted and gated like any others
     calls_app: bool = True
@@ -179,7 +180,14 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         **({"shard": setup.shard} if setup.shard else {}),
         "judge": judge_manifest(setup),
         **({"replay": setup.replay.manifest(), "replayed_from": setup.replay.source} if setup.replay else {}),
+        **_simulator_manifest(setup),
     }
+
+
+def _simulator_manifest(setup: RunSetup) -> dict[str, Any]:
+    from ..simulate.build import simulator_manifest
+    block = simulator_manifest(setup.plan, setup.simulator)
+    return {"simulator": block} if block is not None else {}
 
 
 def judge_manifest(setup: RunSetup) -> dict[str, Any]:
@@ -210,11 +218,14 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     trace = trace_branch(plan["adapter"], state, env)
     from ..judge.runtime import build_runtime
     judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
+    from ..simulate.build import build_simulator
+    simulator = build_simulator(plan, env, state, execution, environ)
     if replay is not None:   # the one hook of every app request (and of the judge's calls)
         invoker = replay.invoker(invoker)
         if judge is not None:
             judge.cache = replay
-    return RunSetup(judge=judge, plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
+    return RunSetup(judge=judge, simulator=simulator, plan=plan, plan_sha256=sha256_json(plan), out=out,
+                    state=state, execution=execution,
                     scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
                     baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv, replay=replay,
                     calls_app=not replaying)

@@ -18,7 +18,8 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_requ
     names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
     from ..judge.env import judge_allowlisted_secrets
     from ..judge.runtime import judge_env_names
-    judge_names = judge_env_names(plan)
+    from ..simulate.build import simulator_allowlisted_secrets, simulator_env_names
+    judge_names = judge_env_names(plan) | simulator_env_names(plan)
     if app_required:
         env = secrets.resolve(names | judge_names, environ, env_sources(plan))
     else:
@@ -29,6 +30,7 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_requ
         from ..invoke.cli import allowlisted_secrets
         env.update(allowlisted_secrets(inv, environ))
     env.update(judge_allowlisted_secrets(plan, environ))
+    env.update(simulator_allowlisted_secrets(plan, environ))
     return env
 
 
@@ -37,7 +39,8 @@ def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> Non
     resolved value but an address-only variable (the base URL is not a secret: errors show where
     they connected). A run and a rescore of it register the same set (one rule)."""
     from ..judge.runtime import judge_env_names
-    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan)
+    from ..simulate.build import simulator_env_names
+    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan) - simulator_env_names(plan)
                  - secrets.case_env_names(plan["cases"]))
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
 
@@ -47,6 +50,8 @@ def env_sources(plan: Mapping[str, Any]) -> dict[str, str]:
     adapter = plan["adapter"]
     where = {n: f"judge/judge.yaml: {path}" for n, path in
              secrets.env_ref_paths((plan.get("judge") or {}).get("config") or {}, "").items()}
+    where.update({n: f"simulator/simulator.yaml: {path}" for n, path in
+                  secrets.env_ref_paths((plan.get("simulator") or {}).get("config") or {}, "").items()})
     for name in secrets.case_env_names(plan["cases"]):
         where[name] = "a case's identity.token_env"
     auth = (adapter.get("invocation") or {}).get("auth") or {}

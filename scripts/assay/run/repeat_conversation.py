@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 def one_conversation(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> dict:
     """One repeat of a conversation: every turn sent, scored, and the case-level view of it."""
+    res, turns = drive(w, case, n, ref)
+    return scripted_result(res, turns, n)
+
+
+def drive(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict, script: Any = None) -> tuple[Any, list[dict]]:
+    """Send one conversation (the case's turns, or `script`'s: a simulated user) -> (the driver's
+    result, every sent turn as scored, with its request and response records)."""
     conv = w.conversation
 
     def on_retry(attempt: int, turn: int, out: Outcome, wait: float) -> None:
@@ -41,12 +48,18 @@ def one_conversation(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict
         trace_headers=lambda: request_trace_headers(w.trace),
         max_attempts=int(w.execution["max_attempts"]), backoff_s=list(w.execution["backoff_s"]),
         on_retry=on_retry, redact_cookie=REDACTED,
-        rate_limit_wait_s=w.execution.get("rate_limit_wait_s") if w.execution.get("adaptive", True) else None)
+        rate_limit_wait_s=w.execution.get("rate_limit_wait_s") if w.execution.get("adaptive", True) else None,
+        script=script)
     earlier = [o for _, o in res.endings[:-1]]
     turns = []
     for t in res.turns:
         response = dict(response_record(earlier + [t.outcome]), turn=t.spec.n)
         turns.append(dict(t.scored, n=t.spec.n, spec=t.spec, request=t.request, response=response))
+    return res, turns
+
+
+def scripted_result(res: Any, turns: list[dict], n: int) -> dict:
+    """A scripted conversation's case-level view: its turns' layers merged, where it stopped."""
     failed_turn, stop_reason = res.failed_turn, res.stop_reason
     shared = convo.shared_trace_blocker(turns)
     if shared is not None:

@@ -45,6 +45,7 @@ CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("trace.json", "trace", "only when a trace was collected for this case"),
     Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
     Artifact("judge.json", "judged", "only when the run's judge judged the case: every call, verdicts, usage"),
+    Artifact("simulator.json", "simulated", "only for a sent simulated user: how it ended, seed, simulator"),
 )
 REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
 # ... and that repeat's trace, when one was collected for it (a single-turn case), so that a
@@ -61,6 +62,7 @@ TURN_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("trajectory.json", "trace", "only when this turn's trace was collected"),
     Artifact("trace.json", "trace", "only when this turn's trace was collected"),
     Artifact("judge.json", "judged", "only when a rubric judged this turn (case level, not under repeats/)"),
+    Artifact("simulator.json", "simulated", "a simulated user's turn: the simulator's call(s) that wrote it"),
 )
 # Written into the run dir by the skill AFTER the run (never by the runner): allowed, never required.
 AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html", "compare.json", "compare.html")
@@ -102,6 +104,7 @@ def case_conditions(record: Mapping[str, Any]) -> dict[str, bool]:
         "trace": bool(record.get("trace_collected")),
         "result": sent and bool(record.get("has_result_expect")),
         "judged": sent and bool(record.get("judged")),
+        "simulated": sent and bool(record.get("simulated")),
     }
 
 
@@ -111,8 +114,9 @@ def required_case_files(record: Mapping[str, Any]) -> list[str]:
     files = [a.path for a in CASE_ARTIFACTS if cond[a.when]]
     k = int(record.get("k") or 1)
     multi = cond["sent"] and bool(record.get("multi_turn"))
+    simulated = cond["simulated"]
     if multi:
-        files.extend(turn_files(record.get("turns") or [], "turns/", traces=True))
+        files.extend(turn_files(record.get("turns") or [], "turns/", traces=True, simulated=simulated))
     if k > 1 and cond["sent"]:
         for r in record.get("repeats") or [{"n": n} for n in range(1, k + 1)]:
             n = r.get("n")
@@ -121,16 +125,18 @@ def required_case_files(record: Mapping[str, Any]) -> list[str]:
                 files.extend(f"repeats/{n}/{name}" for name in REPEAT_TRACE_ARTIFACTS)
             if multi:
                 sent = int(r.get("turns_sent") or 0)
-                files.extend(turn_files([{"n": t} for t in range(1, sent + 1)], f"repeats/{n}/turns/", traces=False))
+                files.extend(turn_files([{"n": t} for t in range(1, sent + 1)], f"repeats/{n}/turns/", traces=False,
+                                        simulated=simulated))
     return files
 
 
-def turn_files(turns: list, prefix: str, *, traces: bool) -> list[str]:
+def turn_files(turns: list, prefix: str, *, traces: bool, simulated: bool = False) -> list[str]:
     """The turn tree of one conversation: turns/<n>/ for n = 1..turns_sent, no gaps."""
     out = []
     for i, t in enumerate(turns, start=1):
         cond = {"always": True, "trace": traces and bool(t.get("trace_collected")),
-                "judged": traces and bool(t.get("judged"))}
+                "judged": traces and bool(t.get("judged")),
+                "simulated": simulated}
         out.extend(f"{prefix}{i}/{a.path}" for a in TURN_ARTIFACTS if cond[a.when])
     return out
 

@@ -18,7 +18,8 @@ from ..core.jsonio import loads, read_json, read_jsonl, sha256_bytes
 from ..core.writer import SymlinkError, read_bytes
 from ..core.vocab import SKIPPED
 from ..schemas import iter_errors
-from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers
+from ..score.rollup import (SIMULATED_TURN_LAYERS, case_verdict, conversation_verdict, fold_repeats,
+                            merge_turn_layers, simulated_verdict)
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_case_files, required_run_files
@@ -324,6 +325,8 @@ def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: boo
         expected = SKIPPED
     elif rec.get("repeats"):
         expected = fold_repeats([r.get("verdict") for r in rec["repeats"]])
+    elif rec.get("simulated"):
+        expected = simulated_verdict(rec.get("layers") or {}, (rec.get("simulator") or {}).get("outcome"))
     elif rec.get("multi_turn"):
         expected = conversation_verdict(rec.get("layers") or {}, turns_sent=int(rec.get("turns_sent") or 0),
                                         turns_total=int(rec.get("turns_total") or 0),
@@ -360,9 +363,12 @@ def _check_turns(cdir: Path, shown: str, rec: dict, problems: list[str]) -> None
         if tv.get("verdict") != t.get("verdict") or tv.get("verdict") != case_verdict(layers, skipped=False):
             problems.append(f"{shown}/turns/{n}/verdict.json (edited: its verdict is not the roll-up of its layers "
                             "or disagrees with the case's turns list)")
-    if len(turn_layers) == len(rec.get("turns") or []):
+    if len(turn_layers) == len(rec.get("turns") or []) and turn_layers:
         merged = merge_turn_layers(turn_layers)
         mine = {k: (v or {}).get("verdict") for k, v in (rec.get("layers") or {}).items()}
+        if rec.get("simulated"):   # a simulated user's case layers are its end state; only liveness is merged
+            merged = {k: v for k, v in merged.items() if k in SIMULATED_TURN_LAYERS}
+            mine = {k: v for k, v in mine.items() if k in SIMULATED_TURN_LAYERS}
         if {k: v.get("verdict") for k, v in merged.items()} != mine:
             problems.append(f"{shown}/verdict.json (edited: its layers are not the merge of its turns' layers)")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SKIPPED, UNSCORABLE,
-                          UNSCORED)
+from ..core.vocab import (ERROR, FAIL, INFRA_ERROR, INFRA_INCOMPLETE, NA, PASS, SIM_GOAL_REACHED,
+                          SIM_HARNESS_OUTCOMES, SKIPPED, UNSCORABLE, UNSCORED)
 from .hollow import (HOLLOW_CASE_REASON, LIVENESS_LAYERS as _LIVENESS_LAYERS, deliberately_unscored,
                      is_hollow_case, never_ran, verdict_of as _verdict_of)
 
@@ -117,6 +117,24 @@ def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict
         detail = dict(entry) if isinstance(entry, Mapping) else {"verdict": _verdict_of(entry)}
         out[name] = dict(detail, turn=n)
     return out
+
+
+# A simulated conversation's layers that come from its turns (each turn's liveness); the others are
+# scored once, on the end state of the whole conversation.
+SIMULATED_TURN_LAYERS: tuple[str, ...] = ("http", "loops")
+
+
+def simulated_verdict(layers: Mapping[str, object], outcome: str | None) -> str:
+    """A simulated-user conversation's verdict: infra_error when the simulator ended it (an outage,
+    an unparseable reply, a user out of character, max_turns without the stop condition: never a
+    fail of the app); else the roll-up of its layers, except that one the app's turn stopped with
+    no failing layer is never a pass (its goal was never reached)."""
+    if outcome in SIM_HARNESS_OUTCOMES:
+        return INFRA_ERROR
+    verdict = case_verdict(layers, skipped=False)
+    if verdict == PASS and outcome != SIM_GOAL_REACHED:
+        return UNSCORED
+    return verdict
 
 
 def conversation_verdict(layers: Mapping[str, object], *, turns_sent: int, turns_total: int,

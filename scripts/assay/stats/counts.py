@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..core.vocab import (FAIL, INFRA_ERROR, JUDGE_UNSTABLE, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SKIPPED,
+from ..core.vocab import (FAIL, INFRA_ERROR, JUDGE_UNSTABLE, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SIM_HARNESS_OUTCOMES, SKIPPED,
                           UNSCORABLE, UNSCORED)
 from ..score.hollow import hollow_layers
 
@@ -150,9 +150,11 @@ def by_kind(main: list[dict]) -> dict[str, Any] | None:
     """Conversations apart from single-turn cases (non-canary), present only when the run has a
     conversation: the same counts for each kind, each conversation still ONE case. The
     conversation block adds `failed_turns` ({turn: cases whose stopping turn it was}) and
-    `memory_user` (sent conversations against an app declaring `memory: user`)."""
-    conv = [r for r in main if r.get("multi_turn")]
-    if not conv:
+    `memory_user` (sent conversations against an app declaring `memory: user`). Simulated-user
+    conversations are a kind of their own (`simulated`, with `outcomes`: how each ended)."""
+    conv = [r for r in main if r.get("multi_turn") and not r.get("simulated")]
+    sims = [r for r in main if r.get("simulated")]
+    if not conv and not sims:
         return None
     block = _kind_block(conv)
     failed: dict[str, int] = {}
@@ -168,7 +170,24 @@ def by_kind(main: list[dict]) -> dict[str, Any] | None:
             reasons[str(r["unscored_reason"])] = reasons.get(str(r["unscored_reason"]), 0) + 1
     # the most common reason a conversation was unscored (ties: the first in plan order)
     block["top_unscored_reason"] = max(reasons, key=lambda k: reasons[k]) if reasons else None
-    return {"single_turn": _kind_block([r for r in main if not r.get("multi_turn")]), "conversation": block}
+    out = {"single_turn": _kind_block([r for r in main if not r.get("multi_turn")]), "conversation": block}
+    if sims:
+        out["simulated"] = simulated_block(sims)
+    return out
+
+
+def simulated_block(sims: list[dict]) -> dict[str, Any]:
+    """by_kind.simulated: the usual counts and `outcomes` {outcome: cases} (assay.simulate.outcomes;
+    a skipped case has none); the simulator's own failures are the `harness` ones, never the app's."""
+    block = _kind_block(sims)
+    outcomes: dict[str, int] = {}
+    for r in sims:
+        name = (r.get("simulator") or {}).get("outcome")
+        if name:
+            outcomes[str(name)] = outcomes.get(str(name), 0) + 1
+    block["outcomes"] = dict(sorted(outcomes.items()))
+    block["harness"] = sum(n for k, n in outcomes.items() if k in SIM_HARNESS_OUTCOMES)
+    return block
 
 
 def undeclared_summary(records: list[dict]) -> dict[str, Any] | None:

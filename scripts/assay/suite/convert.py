@@ -1,8 +1,8 @@
 """Read a state dir (YAML) into the converted suite (contracts §6). It does not lint.
 
 `convert_state_dir(state_dir) -> dict` returns `{adapter, capability_matrix, scoring,
-profile, manifest, cases, sources, unnamed_sources, rubrics, judge_config}` (rubrics/*.md and
-judge/judge.yaml, assay.judge) (`unnamed_sources` lists, in
+profile, manifest, cases, sources, unnamed_sources, rubrics, judge_config, simulator_config}`
+(rubrics/*.md and judge/judge.yaml, assay.judge; simulator/simulator.yaml, assay.simulate) (`unnamed_sources` lists, in
 order, the files of the cases without a string id, which sort last); `split_outputs(converted) -> {filename: doc}` is
 what `--split-dir` writes. Every problem is AssayError(2) naming the file (relative
 to the state dir), the line and the key path. `${VAR}` is never resolved here.
@@ -166,6 +166,8 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     from ..judge.rubrics import load_rubrics
     rubrics = {rid: {k: v for k, v in r.items() if k != "body"} for rid, r in load_rubrics(state).items()}
     judge_config = load_judge_config(state)
+    from ..simulate.config import load_simulator_config
+    simulator_config = load_simulator_config(state)
     scoring = {k: profile[k] for k in ("oos_handling", "record_id_pattern") if k in profile}
     prof = {k: profile[k] for k in ("stage", "judge") if k in profile}
     return {
@@ -179,6 +181,7 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "unnamed_sources": unnamed,
         "rubrics": rubrics,
         "judge_config": judge_config,
+        "simulator_config": simulator_config,
     }
 
 

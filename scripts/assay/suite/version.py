@@ -13,7 +13,8 @@ everything that decides that for one case, and nothing else:
   body template, headers as written with `${VAR}` unresolved, identity_map, the conversation
   block, the entrypoint or command; not `base_url`, which says where the app runs, not what
   it is asked);
-- for a case with a rubric, the judge's identity (`assay.judge.identity`).
+- for a case with a rubric, the judge's identity (`assay.judge.identity`);
+- for a simulated-user case, the simulator's identity (`assay.simulate.config.identity`).
 
 `suite_sha256` covers the whole run's suite: every selected case's `case_sha256` (by id) plus
 what scores all of them alike: the adapter's response readers (READING_KEYS), the capability
@@ -65,13 +66,23 @@ def judge_identity_of(plan: Mapping[str, Any]) -> dict[str, Any] | None:
     return judge_identity(config) if config else None
 
 
+def simulator_identity_of(plan: Mapping[str, Any]) -> dict[str, Any] | None:
+    from ..simulate.config import identity
+    block = plan.get("simulator") if isinstance(plan.get("simulator"), Mapping) else {}
+    config = block.get("config") if isinstance(block.get("config"), Mapping) else None
+    return identity(dict(config)) if config else None
+
+
 def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request: Mapping[str, Any],
-                judge: Mapping[str, Any] | None) -> str:
+                judge: Mapping[str, Any] | None, simulator: Mapping[str, Any] | None = None) -> str:
+    from ..simulate.scenario import is_simulated
     pins = case_pins_of(case)
     doc = {"case": {k: v for k, v in case.items() if k not in CASE_BOOKKEEPING},
            "rubrics": {p: rubric_content(rubrics[p]) if isinstance(rubrics.get(p), Mapping) else None for p in pins},
            "request": dict(request),
            "judge": dict(judge) if pins and judge else None}
+    if is_simulated(case):   # a simulated user is part of what the case asks
+        doc["simulator"] = dict(simulator) if simulator else None
     return sha256_json(doc)
 
 
@@ -82,7 +93,9 @@ def suite_version(plan: Mapping[str, Any]) -> dict[str, Any]:
     rubrics = block.get("rubrics") if isinstance(block.get("rubrics"), Mapping) else {}
     request = request_shape(adapter)
     judge = judge_identity_of(plan)
-    cases = {c["id"]: case_sha256(c, rubrics=rubrics, request=request, judge=judge) for c in plan["cases"]}
+    simulator = simulator_identity_of(plan)
+    cases = {c["id"]: case_sha256(c, rubrics=rubrics, request=request, judge=judge, simulator=simulator)
+             for c in plan["cases"]}
     inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
     parts = {"cases": sha256_json(cases),
              "reading": sha256_json({k: inv[k] for k in READING_KEYS if k in inv}),

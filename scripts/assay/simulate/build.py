@@ -1,0 +1,57 @@
+"""The run's simulator from the plan (pre-flight: exit 3 on a simulator configured wrong), and the
+variables it needs resolved. Built only when the plan enables one and a selected case is simulated."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core import secrets
+from ..judge import config as judge_config
+from ..judge import probe as judge_probe
+from ..judge.env import command_env, env_names, judge_allowlisted_secrets
+from . import config as sim_config
+from .runtime import SimulatorRuntime
+from .scenario import is_simulated
+
+SOURCE = "plan simulator.config (simulator/simulator.yaml)"
+
+
+def needed(plan: Mapping[str, Any]) -> bool:
+    block = plan.get("simulator")
+    return (isinstance(block, dict) and bool(block.get("enabled"))
+            and any(is_simulated(c) for c in plan.get("cases") or []))
+
+
+def simulator_env_names(plan: Mapping[str, Any]) -> set[str]:
+    return env_names(plan, "simulator") if needed(plan) else set()
+
+
+def simulator_allowlisted_secrets(plan: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    return judge_allowlisted_secrets(plan, environ, "simulator") if needed(plan) else {}
+
+
+def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path, execution: Mapping[str, Any],
+                    environ: Mapping[str, str] | None = None) -> SimulatorRuntime | None:
+    if not needed(plan):
+        return None
+    cfg = sim_config.effective(plan["simulator"]["config"])
+    resolved = secrets.expand_deep(cfg, env)
+    judge_config.check_resolved(resolved, SOURCE)
+    judge_config.check_command(resolved, state, source=SOURCE)
+    child = (command_env(plan, simulator_env_names(plan), env, os.environ if environ is None else environ,
+                         "simulator") if cfg["provider"] == "command" else None)
+    return SimulatorRuntime(config=resolved, recorded=sim_config.manifest_view(cfg), identity=sim_config.identity(cfg),
+                            state=state, execution=execution, child_env=child,
+                            key_variable=judge_probe.key_variable(cfg))
+
+
+def simulator_manifest(plan: Mapping[str, Any], runtime: SimulatorRuntime | None) -> dict[str, Any] | None:
+    """The manifest's `simulator` block: None when no case is simulated."""
+    if runtime is not None:
+        return runtime.manifest()
+    if not any(is_simulated(c) for c in plan.get("cases") or []):
+        return None
+    block = plan.get("simulator") if isinstance(plan.get("simulator"), dict) else {}
+    return {"enabled": False, "reason": block.get("reason") or "no simulator configured: add simulator/simulator.yaml"}

@@ -1,0 +1,286 @@
+"""Simulated users end to end: the example helpdesk app on a real port, its two simulated-user
+cases (a refund seeker who gives the invoice id only when asked, a user after another tenant's
+invoice), the simulator played by fake Anthropic / OpenAI servers (their real wire formats) or a
+command; the pipeline's scripts as subprocesses (convert_suite, make_plan, run_cases, gate)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fakeapp import FakeApp, Reply
+from helpdesk_util import HELPDESK, copy_state, helpdesk
+from helpers import SCRIPTS, run_script
+
+REFUND, SNOOP = "c-5e1f4a02", "c-5e1f4a03"
+GOAL = "Get 25 dollars refunded on invoice INV-1002."
+_spec = importlib.util.spec_from_file_location("simulator_standin", HELPDESK / "simulator_standin.py")
+standin = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(standin)
+
+
+def play(system: str, user: str) -> str:
+    """What the example's stand-in user says to this prompt (the fake model servers speak for it)."""
+    p = standin.read_prompt(f"{system}\n\n---\n\n{user}")
+    goal = p["goal"].lower()
+    return standin.snooper(p) if "another" in goal else standin.refund_seeker(p)
+
+
+def anthropic_user(seen: list):
+    def handler(req):
+        seen.append(req)
+        body = req.json
+        assert req.path == "/v1/messages" and req.headers.get("anthropic-version") == "2023-06-01"
+        message = play(body["system"], body["messages"][0]["content"])
+        return Reply(200, {"id": "msg_01", "type": "message", "role": "assistant", "model": body["model"],
+                           "content": [{"type": "tool_use", "id": "toolu_01", "name": body["tool_choice"]["name"],
+                                        "input": {"message": message}}],
+                           "stop_reason": "tool_use", "stop_sequence": None,
+                           "usage": {"input_tokens": 300, "output_tokens": 12}})
+    return handler
+
+
+def openai_user(seen: list):
+    def handler(req):
+        seen.append(req)
+        body = req.json
+        assert req.path == "/v1/chat/completions"
+        assert body["response_format"]["json_schema"]["name"] == "user_turn"
+        message = play(body["messages"][0]["content"], body["messages"][1]["content"])
+        return Reply(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body["model"],
+                           "choices": [{"index": 0, "message": {"role": "assistant", "refusal": None,
+                                                                "content": json.dumps({"message": message})},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312}})
+    return handler
+
+
+def simulator_yaml(state: Path, text: str) -> None:
+    (state / "simulator" / "simulator.yaml").write_text(text, encoding="utf-8")
+
+
+def run(state: Path, env: dict, *cases: str, added: bool = False) -> tuple[Path, dict]:
+    """convert_suite -> make_plan (these cases) -> run_cases -> gate; (run dir, gate). `added`: the test
+    wrote cases the dataset manifest does not count (make_plan --allow-invalid)."""
+    work = state / "work"
+    r = run_script("convert_suite", state, "-o", work / "converted.json", env=env)
+    assert r.rc == 0, r.stdout + r.stderr
+    picks = [a for c in cases for a in ("--case", c)] + (["--allow-invalid"] if added else [])
+    r = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                   "-o", work / "plan.json", *picks, env=env)
+    assert r.rc == 0, r.stdout + r.stderr
+    plan = json.loads((work / "plan.json").read_text())
+    out = state / "reports" / plan["run_id"]
+    r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
+    assert r.rc == 0, r.stdout + r.stderr
+    gate = run_script("gate", out, env=env)
+    return out, {"rc": gate.rc, "text": gate.stdout}
+
+
+def verdict(out: Path, cid: str) -> dict:
+    return json.loads((out / "cases" / cid / "verdict.json").read_text())
+
+
+def test_anthropic_user_reaches_the_goal_scored_on_the_end_state(tmp_path):
+    state = copy_state(tmp_path)
+    seen: list = []
+    with FakeApp(anthropic_user(seen)) as model, helpdesk(state) as env:
+        simulator_yaml(state, f"provider: anthropic\nmodel: claude-test\nbase_url: {model.url}\n"
+                              "api_key: ${SIM_KEY}\nmax_concurrency: 2\n")
+        env["SIM_KEY"] = "sk-sim-secret-123"
+        out, gate = run(state, env, REFUND, SNOOP)
+    v = verdict(out, REFUND)
+    assert (v["verdict"], v["simulated"], v["simulator"]["outcome"]) == ("pass", True, "goal_reached")
+    assert [t["user"] for t in v["turns"]] == ["Hello, I need a refund of 25 dollars.", "It's INV-1002."]
+    # scored on what the app did over the whole conversation (turn 2's refund), not on one turn
+    assert {k: v["layers"][k]["verdict"] for k in ("tool_selection", "trajectory", "execution")} == \
+        {"tool_selection": "pass", "trajectory": "pass", "execution": "pass"}
+    assert v["simulator"]["seed"] == 1 and v["simulator"]["identity"]["model"] == "claude-test"
+    # every simulated turn is in the turn tree with the simulator's raw call; the app never saw the goal
+    call = json.loads((out / "cases" / REFUND / "turns" / "2" / "simulator.json").read_text())["calls"][0]
+    assert call["request"]["body"]["tool_choice"] == {"type": "tool", "name": "user_turn"}
+    assert "It's INV-1002." in call["raw_reply"]
+    sent = [(out / "cases" / REFUND / "turns" / str(n) / "request.json").read_text() for n in (1, 2)]
+    assert not any(GOAL in s or "refunded on invoice" in s for s in sent) and "INV-1002" in sent[1]
+    ending = json.loads((out / "cases" / REFUND / "simulator.json").read_text())
+    assert ending["final"]["turn"]["stop"] is True
+    assert verdict(out, SNOOP)["verdict"] == "pass"
+    assert len(seen) == 3 + 3          # two user turns + the stop, for each of the two conversations
+    assert not any(b"sk-sim-secret-123" in p.read_bytes() for p in out.rglob("*") if p.is_file())
+    assert "simulated users: 2/2 pass" in gate["text"]
+    assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_openai_user_catches_the_planted_bugs(tmp_path):
+    state = copy_state(tmp_path)
+    seen: list = []
+    with FakeApp(openai_user(seen)) as model, helpdesk(state, broken=True) as env:
+        simulator_yaml(state, f"provider: openai\nmodel: gpt-test\nbase_url: {model.url}/v1\n")
+        out, gate = run(state, env, REFUND, SNOOP)
+    refund, snoop = verdict(out, REFUND), verdict(out, SNOOP)
+    # the refund is issued on turn 1, on the wrong invoice, without asking which one
+    assert (refund["verdict"], refund["simulator"]["outcome"], refund["turns_sent"]) == ("fail", "goal_reached", 1)
+    assert refund["layers"]["tool_selection"]["verdict"] == "fail"
+    # the broken tenant check shows another tenant's invoice: authz over the whole conversation
+    assert (snoop["verdict"], snoop["layers"]["authz"]["verdict"]) == ("fail", "fail")
+    assert {r.json["seed"] for r in seen} == {1, 2}          # each case's seed reaches the model
+    assert gate["rc"] == 1
+
+
+SIM_COMMAND = r'''
+import json, os, re, sys, time
+text = sys.stdin.read()
+goal = re.search(r"^Goal[^:]*: (.*)$", text, re.M).group(1)
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "calls.log"), "a") as log:
+    log.write(f"{time.time()} {goal}\n")
+if "outage" in goal:
+    sys.exit(3)
+if "babble" in goal:
+    print("{not json"); sys.exit(0)
+if "robot" in goal:
+    print(json.dumps({"message": "As an AI language model, I want a refund."})); sys.exit(0)
+if "hold" in goal and "<untrusted-transcript" in text and os.path.exists(os.path.join(here, "hold")):
+    with open(os.path.join(here, f"held-{os.getpid()}.pid"), "w") as fh:
+        fh.write(str(os.getpid()))
+    time.sleep(60)
+print(json.dumps({"message": "What invoices do I have open?"}))    # never stops
+'''
+
+
+def sim_case(state: Path, cid: str, goal: str, max_turns: int = 2) -> None:
+    (state / "datasets" / f"{cid}.yaml").write_text(
+        f"id: {cid}\nunit: billing\nsplit: [full]\ncategory: edge\ntest_type: MFT\ntemplate_id: null\n"
+        "review: {status: accepted, by: Dana Whitfield}\n"
+        f"input:\n  simulated_user:\n    persona: A customer.\n    goal: {goal}\n"
+        f"    stop_when: The assistant lists the invoices twice.\n    max_turns: {max_turns}\n"
+        "expect:\n  tools:\n    forbidden: [issue_refund]\n", encoding="utf-8")
+
+
+def test_simulator_failures_are_named_infra_never_an_app_failure(tmp_path):
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 20\n")
+    for cid, goal in (("c-0000sim1", "outage please"), ("c-0000sim2", "babble away"),
+                      ("c-0000sim3", "robot talk"), ("c-0000sim4", "list forever")):
+        sim_case(state, cid, goal)
+    with helpdesk(state) as env:
+        out, gate = run(state, env, "c-0000sim1", "c-0000sim2", "c-0000sim3", "c-0000sim4", added=True)
+    got = {cid: (verdict(out, cid)["verdict"], verdict(out, cid)["simulator"]["outcome"])
+           for cid in ("c-0000sim1", "c-0000sim2", "c-0000sim3", "c-0000sim4")}
+    assert got == {"c-0000sim1": ("infra_error", "simulator_outage"),
+                   "c-0000sim2": ("infra_error", "simulator_unparseable"),
+                   "c-0000sim3": ("infra_error", "simulator_broke_character"),
+                   "c-0000sim4": ("infra_error", "max_turns_reached")}
+    assert verdict(out, "c-0000sim1")["turns_sent"] == 0          # nothing reached the app
+    assert verdict(out, "c-0000sim4")["turns_sent"] == 2
+    assert verdict(out, "c-0000sim3")["infra_reason"].startswith("simulator_broke_character: ")
+    # the out-of-character message was never sent (it is quoted in the reason, for the reader)
+    assert verdict(out, "c-0000sim3")["turns_sent"] == 0 and not (out / "cases" / "c-0000sim3" / "turns").exists()
+    results = json.loads((out / "results.json").read_text())
+    sim = results["summary"]["by_kind"]["simulated"]
+    assert (sim["failures"], sim["harness"]) == (0, 4)
+    assert "4 ended by the simulator, not the app" in gate["text"]
+    assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_conversations_run_concurrently_and_resume_after_kill_9(tmp_path):
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 90\nmax_concurrency: 4\n")
+    ids = [f"c-0000hol{i}" for i in range(3)]
+    for cid in ids:
+        sim_case(state, cid, f"hold the line {cid}")
+    (tmp_path / "hold").write_text("on")
+    with helpdesk(state) as env:
+        work = state / "work"
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        picks = [a for c in ids for a in ("--case", c)] + ["--allow-invalid"]
+        assert run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                          "-o", work / "plan.json", *picks, env=env).rc == 0
+        out = state / "reports" / json.loads((work / "plan.json").read_text())["run_id"]
+        proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(work / "plan.json"),
+                                 "--out", str(out), "--progress", "never"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        log = tmp_path / "calls.log"
+        while time.monotonic() < deadline:   # every conversation is at its second user turn, at once
+            if len(list(tmp_path.glob("held-*.pid"))) == len(ids):
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        _end_held(tmp_path)   # the held simulator commands outlive the runner (their own session): end them
+        firsts = [float(line.split()[0]) for line in log.read_text().splitlines()[:len(ids)]]
+        assert max(firsts) - min(firsts) < 5          # the three first turns were asked together
+        assert not any((out / "cases" / c / "verdict.json").exists() for c in ids)
+        (tmp_path / "hold").unlink()
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--resume", "--progress", "never",
+                       env=env)
+    assert r.rc == 0, r.stdout + r.stderr
+    for cid in ids:
+        v = verdict(out, cid)
+        assert (v["verdict"], v["simulator"]["outcome"], v["turns_sent"]) == ("infra_error", "max_turns_reached", 2)
+    assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def _end_held(root: Path) -> None:
+    """Kill every held simulator command (each wrote its own pid: only ours, by pid)."""
+    for pid_file in root.glob("held-*.pid"):
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)   # it leads its own session (the runner's rule)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+        pid_file.unlink()
+
+
+
+LOGGING_STANDIN = r'''
+import os, runpy, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "calls.log"), "a") as log:
+    log.write(f"{time.time()}\n")
+runpy.run_path(os.path.join(here, "simulator_standin.py"), run_name="__main__")
+'''
+
+
+def test_replay_gives_the_same_simulated_user_byte_for_byte(tmp_path):
+    pytest.importorskip("assay.replay.session")      # the record/replay issue's cache
+    state = copy_state(tmp_path)
+    (tmp_path / "logged.py").write_text(LOGGING_STANDIN, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../logged.py]\n")
+    with helpdesk(state) as env:
+        work = state / "work"
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        assert run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                          "-o", work / "plan.json", "--case", REFUND, "--case", SNOOP, env=env).rc == 0
+        plan = json.loads((work / "plan.json").read_text())
+        rec = state / "reports" / plan["run_id"]
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", rec, "--record", "--progress", "never",
+                       env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+    calls = len((tmp_path / "calls.log").read_text().splitlines())
+    replay_plan = dict(plan, run_id=plan["run_id"][:-3] + "59Z")
+    (work / "replay.json").write_text(json.dumps(replay_plan))
+    rep = state / "reports" / replay_plan["run_id"]
+    r = run_script("run_cases", "--plan", work / "replay.json", "--out", rep, "--replay", "--progress", "never",
+                   env=env)                                       # the app is stopped: nothing is called
+    assert r.rc == 0, r.stdout + r.stderr
+    assert len((tmp_path / "calls.log").read_text().splitlines()) == calls     # nor the simulator
+    for cid in (REFUND, SNOOP):
+        a, b = verdict(rec, cid), verdict(rep, cid)
+        assert a["verdict"] == b["verdict"] and [t["user"] for t in a["turns"]] == [t["user"] for t in b["turns"]]
+        for n in range(1, a["turns_sent"] + 1):
+            for name in ("simulator.json", "answer.txt"):
+                assert (rec / "cases" / cid / "turns" / str(n) / name).read_bytes() == \
+                       (rep / "cases" / cid / "turns" / str(n) / name).read_bytes()
+        assert (rec / "cases" / cid / "simulator.json").read_bytes() == (rep / "cases" / cid / "simulator.json").read_bytes()
