@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def one_conversation(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> dict:
     """One repeat of a conversation: every turn sent, scored, and the case-level view of it."""
     res, turns = drive(w, case, n, ref)
-    return scripted_result(res, turns, n)
+    return scripted_result(res, turns, n, case["id"])
 
 
 def drive(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict, script: Any = None) -> tuple[Any, list[dict]]:
@@ -58,7 +58,7 @@ def drive(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict, script: A
     return res, turns
 
 
-def scripted_result(res: Any, turns: list[dict], n: int) -> dict:
+def scripted_result(res: Any, turns: list[dict], n: int, case_id: str) -> dict:
     """A scripted conversation's case-level view: its turns' layers merged, where it stopped."""
     failed_turn, stop_reason = res.failed_turn, res.stop_reason
     shared = convo.shared_trace_blocker(turns)
@@ -83,7 +83,7 @@ def scripted_result(res: Any, turns: list[dict], n: int) -> dict:
                   stop_reason=scrub(stop_reason), expect=deciding["spec"].expect)
     judged = [(t["n"], t["judge_doc"]) for t in turns if t.get("judge_doc") is not None]
     if judged:
-        result["judge_doc"] = conversation_doc(case["id"], judged, sum_usage([d["usage"] for _, d in judged]))
+        result["judge_doc"] = conversation_doc(case_id, judged, sum_usage([d["usage"] for _, d in judged]))
     return result
 
 

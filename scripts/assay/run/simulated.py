@@ -169,11 +169,7 @@ def _end_state(worker: Any, case: Mapping[str, Any], turns: list[dict], res: Any
 
 def _judge_transcript(worker: Any, case: Mapping[str, Any], turns: list[dict], ref: dict) -> tuple[dict, dict | None]:
     """A rubric on a simulated case judges the whole transcript (the judge's conversation material)."""
-    try:
-        from ..judge.turns import transcript_material
-    except ImportError:
-        return {"verdict": UNSCORED, "reason": "a rubric on a simulated conversation judges the whole transcript, "
-                "and this build has no transcript judging (assay.judge.turns)"}, None
+    from ..judge.turns import transcript_material
     rows = []
     for t in turns:
         calls = (t.get("trajectory") or {}).get("tool_calls") or []
