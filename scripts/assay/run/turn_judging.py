@@ -30,7 +30,10 @@ def judge_turn(judge: Any, case: Mapping[str, Any], spec: Any, earlier: list, sc
                ref: dict) -> tuple[dict, dict | None] | None:
     """(judged layer, turns/<n>/judge.json doc or None) for one sent turn, or None when no pin judges
     it. `earlier`: this attempt's turns before it (SentTurn: spec, scored); `scored`: this turn's."""
-    total = len(case["input"]["turns"])
+    scripted = (case.get("input") or {}).get("turns")
+    if not isinstance(scripted, list):
+        return None   # a simulated user: its rubrics judge the whole transcript when it ends (run/simulated.py)
+    total = len(scripted)
     pins = turn_pins(case, spec.n, total)
     if not pins or judge is None:
         return None
