@@ -53,7 +53,7 @@ NA, UNSCORABLE, ERROR = "n/a", "unscorable", "error"
 LAYER_STATUSES: tuple[str, ...] = (PASS, FAIL, NA, UNSCORABLE, UNSCORED, ERROR, INFRA_ERROR, INFRA_INCOMPLETE)
 
 # Run statuses (results.json summary.status).
-RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary", "aborted_infra")
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary", "aborted_infra", "stopped_fail_fast")
 
 # Case format enums (case-format facts §1).
 SPLITS: tuple[str, ...] = ("full", "smoke", "holdout", "canary")
