@@ -11,7 +11,10 @@ import json
 from fakeapp import Reply, adapter, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
 from helpers import run_script
 
-from assay.run.order import history_order, rank
+import pytest
+
+from assay.core.errors import AssayError
+from assay.run.order import check_fail_fast, history_order, rank
 
 FAILING = {"msg 2", "msg 4"}
 
@@ -48,6 +51,12 @@ def test_rank_and_order_are_pure_and_keep_holdout_unranked():
     order, counts = history_order(cs, [0, 1, 2, 3, 4], {"c-3": ["fail"], "c-1": ["fail", "pass"], "c-2": ["pass"]})
     assert order == [3, 1, 4, 2, 0]
     assert counts["failed last time"] == 1 and counts["holdout (plan order, not ranked)"] == 1
+
+
+def test_fail_fast_refused_on_a_shard():
+    with pytest.raises(AssayError, match="one shard"):
+        check_fail_fast(1, {"mode": "smoke", "selecting_split": "smoke"}, shard=1)
+    check_fail_fast(None, {"mode": "regression"}, shard=1)   # not asked: nothing to refuse
 
 
 def test_history_order_sends_last_failures_first_and_reports_stay_in_plan_order(app, state):
