@@ -38,7 +38,6 @@ from typing import Any
 from ..core.jsonio import loads
 from ..core.errors import AssayError
 from ..core.ids import parse_run_id
-from ..report.rundir import read_jsonl_file
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 
 DRIFT_ALPHA = 0.05
@@ -51,8 +50,8 @@ def _read(path: Path) -> Any:
     return loads(path.read_bytes().decode("utf-8"))
 
 
-def _verdict_rows(run_dir: Path) -> list[dict]:
-    path = run_dir / "verdicts_for_stats.jsonl"
+def _verdict_rows(run_dir: Path, name: str = "verdicts_for_stats.jsonl") -> list[dict]:
+    path = run_dir / name
     rows = []
     for line in path.read_bytes().decode("utf-8").splitlines():
         if line.strip():
@@ -144,8 +143,8 @@ def _holdout_ids(run_dir: Path, manifest: dict) -> set[str] | None:
         ids = {c["id"] for c in cases if isinstance(c, dict) and c.get("set") == "holdout"
                and isinstance(c.get("id"), str)}
     try:
-        rows = read_jsonl_file(run_dir / "verdicts.jsonl") if (run_dir / "verdicts.jsonl").is_file() else None
-    except AssayError:
+        rows = _verdict_rows(run_dir, "verdicts.jsonl") if (run_dir / "verdicts.jsonl").is_file() else None
+    except (OSError, ValueError):
         rows = None
     if rows is not None:
         ids = (ids or set()) | {r["case_id"] for r in rows if r.get("holdout") and isinstance(r.get("case_id"), str)}
