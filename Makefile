@@ -36,6 +36,8 @@ bench: venv
 	$(VPY) bench/rate_limits.py --json bench/out/rate_limits.json
 	$(VPY) bench/shards.py --json bench/out/shards.json
 	$(VPY) bench/compare.py --json bench/out/compare.json
+	$(VPY) bench/first_failure.py --json bench/out/first_failure.json
+	$(VPY) bench/stats.py --json bench/out/stats.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code
