@@ -273,7 +273,7 @@ class Run:
         # ("stop starting cases, let in-flight ones finish").
         # At max_concurrency 1 the run stays strictly serial, in run order (plan order, or the
         # history order of --order history): a user who asks for
-        # one request at a time gets requests in the order of the plan.
+        # one request at a time gets requests in that order.
         workers = 1 if limit == 1 else limit + 2
         window = workers * 2
         queue = iter(indexes)
