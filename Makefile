@@ -37,6 +37,8 @@ bench: venv
 	$(VPY) bench/shards.py --json bench/out/shards.json
 	$(VPY) bench/compare.py --json bench/out/compare.json
 	$(VPY) bench/replay.py --json bench/out/replay.json
+	$(VPY) bench/first_failure.py --json bench/out/first_failure.json
+	$(VPY) bench/stats.py --json bench/out/stats.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code

@@ -270,9 +270,13 @@ def realistic_run(reports_dir: Path, *, run_id: str = "regression-20261129T10150
                     results={"k": 3, "gate": "hard", "mode": "regression"})
 
 
+# the manifest's `order` (its last key is `why`): how the cases were sent, not what they answered
+ORDER_MASK = (re.compile(r'"order": \{.*?"why": "[^"]*"\n  \}', re.S), '"order": "<order>"')
+
+
 def comparable_runlog(text: str) -> str:
     """run.log as two runs of the same answers must agree on it: its events as a sorted multiset
     (they are in time order), without the `concurrency` and `throughput` events, which record
-    the timing itself (runner contract §7)."""
+    the timing itself, and the `order` event, the order of sending (runner contract §7, §7.1)."""
     return "\n".join(sorted(line for line in text.splitlines()
-                            if '"event": "concurrency"' not in line and '"event": "throughput"' not in line))
+                            if not any(f'"event": "{e}"' in line for e in ("concurrency", "throughput", "order"))))

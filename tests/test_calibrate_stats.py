@@ -130,3 +130,29 @@ def test_kappa_interval_undefined_when_one_side_uses_one_label(cells, side):
 def test_kappa_interval_defined_with_both_labels_on_both_sides():
     lo, hi = kappa_interval(1, 0, 0, 1)
     assert lo <= 1.0 == hi
+
+
+@pytest.mark.parametrize("k", [0, 1, 99_999, 100_000])
+def test_clopper_pearson_at_100k_matches_the_closed_forms(k):
+    """At k in {0, 1, n-1, n} one bound has a closed form: (a/2)^(1/n), 1 - (1 - a/2)^(1/n)..."""
+    n, half = 100_000, 0.025
+    lo, hi = clopper_pearson(k, n)
+    want_lo = {0: 0.0, 1: -math.expm1(math.log1p(-half) / n), n: math.exp(math.log(half) / n)}.get(k)
+    want_hi = {0: -math.expm1(math.log(half) / n), n - 1: math.exp(math.log1p(-half) / n), n: 1.0}.get(k)
+    if want_lo is not None:
+        assert math.isclose(lo, want_lo, rel_tol=1e-9, abs_tol=1e-15), (lo, want_lo)
+    if want_hi is not None:
+        assert math.isclose(hi, want_hi, rel_tol=1e-9, abs_tol=1e-15), (hi, want_hi)
+
+
+def test_clopper_pearson_at_100k_solves_its_binomial_tails():
+    """95,000 of 100,000: P(X >= k | lower) = P(X <= k | upper) = 0.025, the tails summed
+    independently in logs over the terms that matter."""
+    n, k = 100_000, 95_000
+    lo, hi = clopper_pearson(k, n)
+
+    def log_pmf(i, p):
+        return math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)
+
+    assert math.isclose(math.fsum(math.exp(log_pmf(i, lo)) for i in range(k, min(n, k + 2000) + 1)), 0.025, rel_tol=1e-6)
+    assert math.isclose(math.fsum(math.exp(log_pmf(i, hi)) for i in range(max(0, k - 2000), k + 1)), 0.025, rel_tol=1e-6)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fakeapp import Reply, app, case, make_plan, make_state, run_runner  # noqa: F401 (app: a fixture)
 from helpers import run_script
 
 from assay.history.runs import flips, history
@@ -27,6 +28,32 @@ def test_fisher_exact_matches_known_values():
     # the tea-tasting table: two-sided p = 0.4857143
     assert math.isclose(fisher_exact_two_sided(3, 1, 1, 3), 0.4857143, rel_tol=1e-6)
     assert fisher_exact_two_sided(5, 5, 5, 5) == 1.0
+
+
+def _fisher_by_integers(a, b, c, d):
+    """An independent exact Fisher: every table's count as an exact integer (Pascal's ratio from
+    the support's first table), the 1e-9 tie margin in integers, one division at the end."""
+    from fractions import Fraction
+    row1, col1, n = a + b, a + c, a + b + c + d
+    lo, hi = max(0, col1 - (n - row1)), min(row1, col1)
+    t, terms = math.comb(row1, lo) * math.comb(n - row1, col1 - lo), {}
+    for x in range(lo, hi + 1):
+        terms[x] = t
+        if x < hi:
+            t = t * (row1 - x) * (col1 - x) // ((x + 1) * (n - row1 - col1 + x + 1))
+    tail = sum(v for v in terms.values() if v * 10 ** 9 <= terms[a] * (10 ** 9 + 1))
+    return float(Fraction(tail, math.comb(n, col1)))
+
+
+@pytest.mark.parametrize("table", [(1, 9, 11, 3), (3, 1, 1, 3), (10, 0, 0, 10), (91, 106, 88, 0), (110, 155, 195, 196),
+                                   (7, 7, 7, 7), (0, 12, 3, 9), (1860, 140, 57000, 3000), (1900, 100, 57000, 3000)])
+def test_fisher_exact_equals_the_integer_sum_up_to_60000_pooled_cases(table):
+    assert math.isclose(fisher_exact_two_sided(*table), _fisher_by_integers(*table), rel_tol=1e-11)
+
+
+def test_fisher_exact_at_200000_cases():
+    # 94,000/100,000 vs 94,300/100,000: _fisher_by_integers gives 0.004386125191704842 (2.3 s; not rerun here)
+    assert math.isclose(fisher_exact_two_sided(94000, 6000, 94300, 5700), 0.004386125191704842, rel_tol=1e-11)
 
 
 def test_wilson_interval_known_values_and_edges():
@@ -46,7 +73,7 @@ def test_flips_count_only_scored_changes():
 # ---------------------------------------------------------------- synthetic runs
 
 def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok", dataset=1, harness="0.1.0",
-             k=1, mode=None) -> Path:
+             k=1, mode=None, case_sets=True) -> Path:
     mode = mode or run_id.split("-")[0]
     d = reports / run_id
     (d / "cases").mkdir(parents=True)
@@ -56,7 +83,8 @@ def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok
                "gating_failures": failures, "unscored": len(verdicts) - passes - failures, "infra_rate": 0.0}
     common = {"run_id": run_id, "mode": mode, "dataset_version": dataset, "harness_version": harness, "k": k}
     (d / "results.json").write_text(json.dumps({**common, "summary": summary, "started_at": "x"}))
-    (d / "manifest.yaml").write_text(json.dumps(common))
+    cases = [{"id": cid, "set": "holdout" if mode == "holdout" else "main"} for cid in sorted(verdicts)]
+    (d / "manifest.yaml").write_text(json.dumps({**common, **({"cases": cases} if case_sets else {})}))
     rows = [{"case_id": (f"<holdout #{i}>" if mode == "holdout" else cid), "verdict": v}
             for i, (cid, v) in enumerate(sorted(verdicts.items()), 1)]
     (d / "verdicts_for_stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -172,3 +200,36 @@ def test_script_writes_history_and_page_and_refuses_bad_input(state, tmp_path):
     assert bad.rc == 2 and "not a directory" in bad.json["error"]
     no_reports = run_script("run_history", state / "reports")  # a directory, but not a state dir
     assert no_reports.rc == 2 and "no reports directory" in no_reports.json["error"]
+
+
+def test_unknown_case_sets_withhold_every_id(state):
+    r = state / "reports"
+    make_run(r, f"smoke-{stamp(1)}", {"maybe-sealed": "pass"}, case_sets=False)
+    make_run(r, f"smoke-{stamp(2)}", {"maybe-sealed": "fail"}, case_sets=False)
+    doc = history(state, verify=False)
+    assert "maybe-sealed" not in json.dumps(doc) and doc["series"][0]["runs"][0]["passes"] == 1
+    assert "per-case data withheld" in doc["series"][0]["runs"][0]["per_case_withheld"]
+
+
+def test_holdout_case_of_a_smoke_run_never_reaches_history_json_or_html(app, tmp_path):
+    """Real runs: a case split [smoke, holdout] flips like c-flip does; run_history (verified)
+    names c-flip as flaky and the sealed id nowhere, though verdicts_for_stats.jsonl holds it."""
+    state = make_state(tmp_path)
+    answers = {}
+    app.handler = lambda req: Reply(200, {"ok": True}) if req.method == "GET" else \
+        Reply(200, {"message": answers[req.json["message"]]})
+    cases = [case("c-flip", "one"), case("sealed-hx7", "two", split=("smoke", "holdout")), case("c-ok", "three")]
+    for i, word in enumerate(("right", "wrong")):
+        answers.update({"one": "one" if i == 0 else word, "two": "two" if i == 0 else word, "three": "three"})
+        plan = make_plan(state, cases, app_url=app.url, run_id=f"smoke-{stamp(i + 1)}")
+        path = state / "work" / f"plan{i}.json"
+        path.write_text(json.dumps(plan))
+        res = run_runner("--plan", path, "--out", state / "reports" / plan["run_id"], "--progress", "never")
+        assert res.rc in (0, 1), res.stdout + res.stderr
+        assert "sealed-hx7" in (state / "reports" / plan["run_id"] / "verdicts_for_stats.jsonl").read_text()
+    r = run_script("run_history", state, "--html", tmp_path / "h.html")
+    assert r.rc == 0, r.stdout + r.stderr
+    text = (state / "reports" / "history.json").read_text()
+    assert [f["case_id"] for f in json.loads(text)["flaky_cases"]] == ["c-flip"]
+    for out in (text, (tmp_path / "h.html").read_text(), r.stdout):
+        assert "sealed-hx7" not in out and "hx7" not in out

@@ -46,7 +46,7 @@ def test_successful_run_writes_the_exact_tree(app, state):
                      app_url=app.url)
     r, out = go(state, plan, subprocess=True)
     assert r.rc == 0, r.stdout + r.stderr
-    assert r.json == {"run_id": RUN_ID, "status": "ok", "exit_code": 0, "out": str(out)}
+    assert r.json == {"run_id": RUN_ID, "status": "ok", "exit_code": 0, "out": str(out), "order": "plan"}
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["manifest.yaml", "results.json", "verdicts.jsonl", "verdicts_for_stats.jsonl", "run.log", "cases"])
     for cid in ("c-1", "c-2"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from rundir_util import COST_LATENCY_MASK, comparable_runlog
+from rundir_util import COST_LATENCY_MASK, ORDER_MASK, comparable_runlog
 import signal
 import subprocess
 import sys
@@ -199,6 +199,7 @@ MASKS = [
     (re.compile(r'"(ts|started_at|finished_at|date)": "[^"]*"'), r'"\1": "<t>"'),
     (re.compile(r'"(latency_ms)": [0-9.e-]+'), r'"\1": 0'),
     COST_LATENCY_MASK,
+    ORDER_MASK,
     (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), "<uuid>"),
     (re.compile(r'"((?:repeats/\d+/)?(?:request|response)\.json)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),
     (re.compile(r'"(plan_sha256)": "[0-9a-f]{64}"'), r'"\1": "<sha>"'),

@@ -299,3 +299,9 @@ def test_docstring_words_match_each_test():
     assert "one-sided sign test P(X >= b01), significant at 0.05 from a 5-0 split (p = 1/32 = 0.03125)" in words
     assert "McNemar min(1, 2 * min tail), which needs a 6-0 split at 0.05 (5-0 gives p = 0.0625" in words
     assert "a 5-0 split never is" not in words
+
+
+@pytest.mark.parametrize("k,n", [(0, 1), (3, 10), (7, 10), (12, 25), (13, 25), (999, 2001), (1000, 2001), (1500, 2001)])
+def test_binom_cdf_half_equals_the_sum_of_binomial_coefficients(k, n):
+    from assay.stats.paired import binom_cdf_half
+    assert binom_cdf_half(k, n) == Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2 ** n)

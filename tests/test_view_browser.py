@@ -130,7 +130,7 @@ def test_api_serves_no_holdout_id_no_symlink_and_sends_csp(state, server):
     assert "secret-holdout-1" not in body and '"n": 1' in body
     with urllib.request.urlopen(server + "api/history") as r:
         history = r.read().decode()
-    assert "c-003" in history and "secret-holdout-1" not in history  # run_history names it; the viewer must not
+    assert "c-003" in history and "secret-holdout-1" not in history  # sealed by run_history and again by the viewer
     outside = state.parent / "outside.txt"
     outside.write_text("SECRET", encoding="utf-8")
     link = state / "reports" / "smoke-20261130T101500Z" / "cases" / "c-001" / "leak.txt"

@@ -77,7 +77,7 @@ def is_judge_unstable(record: object) -> bool:
 
 
 # Run statuses (results.json summary.status).
-RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary", "aborted_infra")
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary", "aborted_infra", "stopped_fail_fast")
 
 # Case format enums (case-format facts §1).
 SPLITS: tuple[str, ...] = ("full", "smoke", "holdout", "canary")

@@ -10,6 +10,10 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
   start a series by itself: its suite is unknown, not different.
 - **Per run**: pass rate = passes / (passes + failures) with its Wilson 95 % interval,
   gating failures, infra rate. Holdout runs are aggregate only: no case ids, no sequences.
+- **The holdout seal**: verdicts_for_stats.jsonl keeps real ids for holdout cases, so every
+  id a run's manifest (`cases[].set: holdout`) or verdicts.jsonl (`holdout: true`) marks is
+  dropped from every run's per-case data (counts keep them); a run that cannot say which of
+  its cases are holdout shows none of its ids.
 - **Flaky**: a case whose scored verdicts flip between pass and fail across the runs of a
   series; ranked by the number of flips.
 - **Drift**: the series' last run against its earlier runs pooled, Fisher's exact test
@@ -46,8 +50,8 @@ def _read(path: Path) -> Any:
     return loads(path.read_bytes().decode("utf-8"))
 
 
-def _verdict_rows(run_dir: Path) -> list[dict]:
-    path = run_dir / "verdicts_for_stats.jsonl"
+def _verdict_rows(run_dir: Path, name: str = "verdicts_for_stats.jsonl") -> list[dict]:
+    path = run_dir / name
     rows = []
     for line in path.read_bytes().decode("utf-8").splitlines():
         if line.strip():
@@ -111,14 +115,40 @@ def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | 
                 if _int(summary.get(k))]
     record["clean"] = not blockers
     record["not_clean"] = ", ".join(blockers) or None
+    sealed = _holdout_ids(run_dir, manifest)
+    record["sealed"] = sealed if sealed is not None else set()
     if not record["holdout"]:
         try:
             rows = _verdict_rows(run_dir)
         except (OSError, ValueError) as exc:
             return None, f"verdicts_for_stats.jsonl unreadable ({type(exc).__name__})"
-        record["verdicts"] = {r["case_id"]: r.get("verdict") for r in rows
-                              if isinstance(r.get("case_id"), str) and not r["case_id"].startswith("<holdout")}
+        if sealed is None:
+            # which of its cases are holdout cannot be told: none of its ids is shown (fail closed)
+            record["verdicts"] = {}
+            record["per_case_withheld"] = ("per-case data withheld: neither manifest.yaml's case list nor "
+                                           "verdicts.jsonl says which cases are holdout")
+        else:
+            record["verdicts"] = {r["case_id"]: r.get("verdict") for r in rows
+                                  if isinstance(r.get("case_id"), str) and r["case_id"] not in sealed}
     return record, None
+
+
+def _holdout_ids(run_dir: Path, manifest: dict) -> set[str] | None:
+    """The run's holdout case ids (manifest `cases[].set`, verdicts.jsonl `holdout` rows), or
+    None when neither file can say. verdicts_for_stats.jsonl keeps real ids for holdout cases
+    (contract §10.2): these are the ids to keep out of every per-case list."""
+    ids: set[str] | None = None
+    cases = manifest.get("cases")
+    if isinstance(cases, list):
+        ids = {c["id"] for c in cases if isinstance(c, dict) and c.get("set") == "holdout"
+               and isinstance(c.get("id"), str)}
+    try:
+        rows = _verdict_rows(run_dir, "verdicts.jsonl") if (run_dir / "verdicts.jsonl").is_file() else None
+    except (OSError, ValueError):
+        rows = None
+    if rows is not None:
+        ids = (ids or set()) | {r["case_id"] for r in rows if r.get("holdout") and isinstance(r.get("case_id"), str)}
+    return ids
 
 
 def _rescored_from(manifest: dict) -> str | None:
@@ -207,7 +237,7 @@ def build_series(runs: list[dict]) -> list[dict]:
 
 
 def _public_run(run: dict) -> dict:
-    return {k: v for k, v in run.items() if k not in ("verdicts", "stamp")}
+    return {k: v for k, v in run.items() if k not in ("verdicts", "stamp", "sealed")}
 
 
 def _analyse(runs: list[dict]) -> dict:
@@ -257,8 +287,18 @@ def drift(runs: list[dict]) -> dict:
                        f"{'<' if flagged else '≥'} {DRIFT_ALPHA}")}
 
 
+def seal_runs(runs: list[dict]) -> None:
+    """Drop every id any run marks holdout from every run's per-case verdicts: a case sealed in
+    one run (a holdout run, or a holdout case a regression run carried) is never named by another."""
+    sealed = set().union(*(r.pop("sealed", set()) for r in runs))
+    for r in runs:
+        if "verdicts" in r and sealed:
+            r["verdicts"] = {cid: v for cid, v in r["verdicts"].items() if cid not in sealed}
+
+
 def history(state_dir: Path, *, verify: bool = True) -> dict:
     runs, excluded = scan(state_dir, verify=verify)
+    seal_runs(runs)
     rescored = [r for r in runs if r.get("rescored_from")]
     series = build_series([r for r in runs if not r.get("rescored_from")])
     return {

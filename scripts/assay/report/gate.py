@@ -311,6 +311,10 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
                          f"  {res.in_progress} (from cases/*/verdict.json; results.json is refreshed in batches)",
                          f"  gate closed: {why}"]
             return res
+    elif summary.get("status") == "stopped_fail_fast":   # never a silent green: the rest was not run
+        from ..stats.counts import stopped_line
+        stopped = results.get("stopped_early") if isinstance(results.get("stopped_early"), dict) else {}
+        reasons.append(stopped_line(stopped))
     elif summary.get("status") != "ok":
         reasons.append(f"run status is {summary.get('status')!r}, not 'ok'")
     reasons.extend(canary_failures(run_dir, results))

@@ -31,6 +31,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help="progress on stderr (default auto: live line on a TTY, a line every ~10 s otherwise)")
     parser.add_argument("--verify", metavar="RUN_DIR", help="re-check a run directory: no app calls, no writes")
+    parser.add_argument("--order", choices=("history", "plan"), default=None,
+                        help="the order cases are sent in: history (recent failures and flips first; the default when "
+                             "reports/ holds an earlier run) or plan; reports stay in plan order either way")
+    parser.add_argument("--fail-fast", type=int, metavar="N", default=None,
+                        help="smoke or targeted runs: stop after N confirmed gating failures; the cases not started "
+                             "are not run (never passed) and the gate says the run stopped early")
     parser.add_argument("--shard", type=int, metavar="I",
                         help="run only shard I (1-based) of a plan built with make_plan.py --shards N; "
                              "--out <state>/reports/<run_id>.shard-<I>; merge the shards with merge_runs.py")
@@ -54,7 +60,10 @@ def run(args, environ=None) -> tuple[int, Any]:
     if not args.plan or (not args.out and not args.dry_run):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
     from . import holdout_ledger, preflight, preflight_app, run_paths
+    from .order import check_fail_fast
     plan = preflight.load_plan(args.plan)
+    fail_fast = getattr(args, "fail_fast", None)
+    check_fail_fast(fail_fast, plan, shard_index)
     plan_sha256 = sha256_json(plan)
     shard = None
     if shard_index is not None:
@@ -127,7 +136,8 @@ def run(args, environ=None) -> tuple[int, Any]:
                 raise resource_error(exc, code=3, what="run_cases.py") from None
             raise
         # from here a full disk or no descriptor left stops the run: exit 5 (core.cli), --resume finishes it
-        return Run(setup, resume=resume, progress=args.progress).execute()
+        return Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),
+                   fail_fast=fail_fast).execute()
     finally:
         if restore_signals is not None:
             restore_signals()

@@ -60,7 +60,8 @@ EXIT_MESSAGES = {
 
 
 class Run:
-    def __init__(self, setup: preflight.RunSetup, *, resume: bool, progress: str, stderr=None) -> None:
+    def __init__(self, setup: preflight.RunSetup, *, resume: bool, progress: str, stderr=None,
+                 order: str | None = None, fail_fast: int | None = None) -> None:
         self.s = setup
         self.plan = setup.plan
         self.cases = self.plan["cases"]
@@ -68,6 +69,9 @@ class Run:
         self.progress_mode = progress
         self.stderr = stderr or sys.stderr
         self.status = "running"
+        self.order_requested = order
+        self.fail_fast = fail_fast
+        self.gating_failed = 0   # confirmed gating failures of this invocation (--fail-fast counts these)
 
     # ------------------------------------------------------------ pre-flight writes (steps 6-9)
     def _start(self) -> None:
@@ -79,7 +83,8 @@ class Run:
             self._scrub_partial()
             repair(out / "run.log")
             self.runlog = RunLog(out / "run.log")
-            self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest())
+            self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest(),
+                              order=self.order_doc, fail_fast=self.fail_fast)
         else:
             preflight.write_gitignore(reports, self.plan["adapter"])
             # manifest.yaml is the run dir's first file: a kill before it leaves at most an empty
@@ -87,6 +92,8 @@ class Run:
             out.mkdir(exist_ok=True)
             started = utc_now_iso()
             self.manifest = preflight.build_manifest(self.s, started)
+            self.manifest["order"] = self.order_doc
+            self.manifest["fail_fast"] = self.fail_fast
             atomic_write_json(out / "manifest.yaml", self.manifest)
             (out / "cases").mkdir(exist_ok=True)
             preflight.write_running_results(out, self.plan, started, summarize(
@@ -119,7 +126,22 @@ class Run:
         return self.kept
 
     # ------------------------------------------------------------ the run
+    def _choose_order(self) -> None:
+        from . import order
+        used, runs, why = order.choose(self.order_requested, self.plan, self.s.out.parent)
+        self.order_used, self._history = used, (order.case_history(runs) if runs else {})
+        self.order_doc = {"used": used, "why": why, "runs_read": len(runs)}
+
+    def _ordered(self, indexes: list[int]) -> list[int]:
+        if self.order_used != "history":
+            return indexes
+        from .order import history_order
+        ordered, counts = history_order(self.cases, indexes, self._history)
+        self.order_doc["ranks"] = counts
+        return ordered
+
     def execute(self) -> tuple[int, dict]:
+        self._choose_order()
         self._start()
         kept = getattr(self, "kept", {})
         self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases), self.s.state)
@@ -145,7 +167,8 @@ class Run:
                                  canaries=sum(1 for i in todo if "canary" in (self.cases[i].get("split") or [])))
         canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]
         canary_set = set(canaries)
-        others = [i for i in todo if i not in canary_set]
+        others = self._ordered([i for i in todo if i not in canary_set])
+        self.runlog.event("order", **self.order_doc)
         try:
             if self._canary_failed():
                 self._abort("aborted_canary", "a kept canary failed; nothing invoked")
@@ -155,6 +178,7 @@ class Run:
                     self._abort("aborted_canary", "a canary failed")
                 elif not self._infra_abort_due():
                     self._schedule(others)
+                    self._stopped_early()
                 else:
                     self._abort("aborted_infra", "infra rate above infra_rate_abort")
         finally:
@@ -223,6 +247,18 @@ class Run:
                 self.setup_error = f"pre-flight (traces): {problem}"
                 self._abort("aborted_infra", self.setup_error)
 
+    def _stopped_early(self) -> None:
+        """After a --fail-fast stop: the cases never started are `not run`, counted in results.json
+        `stopped_early` (never passed). A stop on the very last case left nothing unrun: a whole run."""
+        if self.status != "stopped_fail_fast":
+            return
+        not_run = len(self.cases) - len(self.derived.records)
+        if not not_run:
+            self.status = "running"   # run.log: the abort event, then a finalize with status ok
+            return
+        self.stopped = {"fail_fast": self.fail_fast, "gating_failures": self.gating_failed, "not_run": not_run}
+        self.derived.extra["stopped_early"] = self.stopped
+
     def _abort(self, status: str, reason: str) -> None:
         if self.status == "running":
             self.status = status
@@ -239,8 +275,9 @@ class Run:
         # A few cases stay queued beyond the running ones so a worker never idles while this
         # thread does bookkeeping; queued cases that have not started are cancelled on abort
         # ("stop starting cases, let in-flight ones finish").
-        # At max_concurrency 1 the run stays strictly serial, in plan order: a user who asks for
-        # one request at a time gets requests in the order of the plan.
+        # At max_concurrency 1 the run stays strictly serial, in run order (plan order, or the
+        # history order of --order history): a user who asks for
+        # one request at a time gets requests in that order.
         workers = 1 if limit == 1 else limit + 2
         window = workers * 2
         queue = iter(indexes)
@@ -295,6 +332,13 @@ class Run:
         self._count(record)
         self._check_trace_setup(record)
         self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
+        if record.get("verdict") == FAIL:
+            self.progress.failed(record)
+            if not record.get("canary") and record.get("gating", True) is not False:
+                self.gating_failed += 1
+                if self.fail_fast is not None and self.gating_failed >= self.fail_fast:
+                    self._abort("stopped_fail_fast", f"{self.gating_failed} gating failure(s): --fail-fast "
+                                f"{self.fail_fast}; cases not started are not run")
         self.progress.update(record["verdict"], record.get("latency_ms"))
         if self.derived.due():
             self.derived.refresh()
@@ -322,7 +366,11 @@ class Run:
         self.runlog.event("throughput", **self.slots.summary())
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()
-        result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out)}
+        result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out),
+                  "order": self.order_doc["used"]}
+        if getattr(self, "stopped", None):
+            from ..stats.counts import stopped_line
+            result["stopped_early"] = dict(self.stopped, message=stopped_line(self.stopped))
         if code:
             message = setup_error if code == 3 else EXIT_MESSAGES[code]
             if code == 4:  # say what the canary got (401/403 named as authentication), not just "drift"

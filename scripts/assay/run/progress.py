@@ -92,6 +92,20 @@ class Progress:
                 self.last = now
                 self._write(final=False)
 
+    def failed(self, record: dict) -> None:
+        """`assay: FAIL c-12 (routing, answer)` the moment a case's confirmed verdict is fail (after
+        its retries and repeats). A holdout failure is never named: the counts line shows it."""
+        if self.mode == "never" or record.get("holdout"):
+            return
+        layers = [name for name, entry in (record.get("layers") or {}).items()
+                  if isinstance(entry, dict) and entry.get("verdict") == "fail"]
+        tags = (" canary" if record.get("canary") else "") + \
+            (" (not gating)" if record.get("gating", True) is False else "")
+        text = f"assay: FAIL {record.get('case_id')} ({', '.join(layers) or 'no failed layer named'}){tags}"
+        with self._lock:
+            self.stream.write(("\r\x1b[K" if self.live else "") + text + "\n")
+            self.stream.flush()
+
     def finish(self) -> None:
         if self.mode == "never":
             return

@@ -17,7 +17,7 @@ from ..core.jsonio import loads
 from ..core import writer
 from ..core.ids import utc_now_iso
 
-EVENTS = ("preflight", "case_start", "case_done", "retry", "concurrency", "throughput", "abort", "finalize")
+EVENTS = ("preflight", "order", "case_start", "case_done", "retry", "concurrency", "throughput", "abort", "finalize")
 
 
 def case_ref(case: Mapping[str, Any], index: int) -> dict[str, Any]:

@@ -24,7 +24,8 @@ from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_case_files, required_run_files
 
-ABORTED = ("aborted_canary", "aborted_infra")
+STOPPED_FAIL_FAST = "stopped_fail_fast"   # --fail-fast N: the rest is not run (never passed)
+ABORTED = ("aborted_canary", "aborted_infra", STOPPED_FAIL_FAST)
 SYMLINK_PROBLEM = "a symlink: a run directory holds none, and nothing is read through one"
 
 
@@ -241,7 +242,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
             except (OSError, ValueError):
                 problems.append(f"{rel} (unreadable)")
     if not _as_written(out, "results.json", landed):
-        _check_results(results, manifest, ordered, problems, schemas)
+        _check_results(results, manifest, ordered, problems, schemas, run_status)
     _check_runlog(out / "run.log", problems)
     return problems, ordered, manifest
 
@@ -397,7 +398,8 @@ def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str],
     problems.append(f"{rel} ({detail})")
 
 
-def _check_results(results: Any, manifest: dict, records: list[dict], problems: list[str], schemas: bool) -> None:
+def _check_results(results: Any, manifest: dict, records: list[dict], problems: list[str], schemas: bool,
+                   run_status: str | None = None) -> None:
     if results is None:
         return  # named as missing above
     bad = _schema_problem(results, "results", schemas)
@@ -413,6 +415,11 @@ def _check_results(results: Any, manifest: dict, records: list[dict], problems: 
         problems.append(f"results.json (summary {', '.join(diff)} disagree with a recount from the case dirs)")
     if results.get("cases") != derived.results_rows(records):
         problems.append("results.json (cases rows disagree with the case dirs)")
+    stopped = results.get("stopped_early")
+    if (run_status == STOPPED_FAIL_FAST) != isinstance(stopped, dict):
+        problems.append("results.json (status stopped_fail_fast and `stopped_early` go together)")
+    elif isinstance(stopped, dict) and stopped.get("not_run") != len(manifest.get("cases") or []) - len(records):
+        problems.append("results.json (stopped_early.not_run disagrees with the plan's cases never finished)")
 
 
 def _why(exc: BaseException) -> str:

@@ -212,6 +212,7 @@ class DerivedFiles:
         # compares the files with these instead of re-parsing them)
         self.written: dict[str, bytes] = {}
         self._summary: dict | None = None
+        self.extra: dict[str, Any] = {}   # top-level results.json keys of the run itself (stopped_early)
 
     def add(self, index: int, record: dict) -> None:
         record = slim(record)
@@ -253,6 +254,7 @@ class DerivedFiles:
                           finished_at=finished_at, with_cases=False, cost_latency=cost_latency,
                           counted=self._summary if same else None)
         self._summary = doc["summary"]
+        doc.update(self.extra)
         self.written["results.json"] = atomic_write_text(
             self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
         self._last_count = len(self.records)

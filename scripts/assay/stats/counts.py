@@ -17,7 +17,7 @@ never disagree by construction. A record is a `cases/<id>/verdict.json` dict.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..core.vocab import (FAIL, INFRA_ERROR, JUDGE_UNSTABLE, INFRA_INCOMPLETE, LAYER_ORDER, PASS, SIM_HARNESS_OUTCOMES, SKIPPED,
                           UNSCORABLE, UNSCORED)
@@ -40,6 +40,13 @@ def cases_phrase(n_cases: Any, n_canaries: Any) -> str:
         ok = isinstance(n, int) and not isinstance(n, bool)
         return f"{n if ok else 'n/a'} {one if n == 1 else many}"
     return f"{part(n_cases, 'case', 'cases')} + {part(n_canaries, 'canary', 'canaries')}"
+
+
+def stopped_line(stopped: Mapping[str, Any]) -> str:
+    """The one sentence every tool says about a fail-fast stop."""
+    n = stopped.get("fail_fast")
+    return (f"the run stopped early after {stopped.get('gating_failures')} gating failure(s) (--fail-fast {n}); "
+            f"{stopped.get('not_run')} case(s) not run, never counted as passed")
 
 
 def _layer_verdict(entry: Any) -> str:

@@ -42,12 +42,20 @@ MAX_IDS = 20
 
 
 def binom_cdf_half(k: int, n: int) -> Fraction:
-    """P(X <= k) for X ~ Binomial(n, 1/2), exactly."""
+    """P(X <= k) for X ~ Binomial(n, 1/2), exactly: the binomial coefficients by Pascal's
+    ratio C(n, i + 1) = C(n, i) (n - i) / (i + 1), one small multiply and exact divide each
+    (never one math.comb per term), over the shorter side (P(X <= k) = 1 - P(X <= n - k - 1))."""
     if k < 0:
         return Fraction(0)
     if k >= n:
         return Fraction(1)
-    return Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2 ** n)
+    if k > n - k - 1:
+        return 1 - binom_cdf_half(n - k - 1, n)
+    total, term = 0, 1
+    for i in range(k + 1):
+        total += term
+        term = term * (n - i) // (i + 1)
+    return Fraction(total, 1 << n)
 
 
 def posterior_better(fixed: int, broken: int) -> float:

@@ -59,8 +59,8 @@ def seal(value: Any, sealed: set[str]) -> Any:
 
 
 def history_doc(reports: Path) -> dict:
-    """run_history's document (unverified), holdout ids removed: history.runs keys its per-case
-    sequences by every id of verdicts_for_stats.jsonl, holdout rows of a non-holdout run included."""
+    """run_history's document (unverified), holdout ids removed: history.runs seals them itself;
+    this second pass keeps the viewer's own rule (any id in any run's verdicts.jsonl)."""
     from ..history.runs import history
     try:
         doc = history(reports.parent, verify=False)
