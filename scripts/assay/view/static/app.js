@@ -76,9 +76,9 @@
         }}});
         const gate = gateChip(r);
         return el("tr", {class: "run-row"}, el("td", {}, box),
-          el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)), el("td", {}, r.mode),
-          el("td", {}, r.started_at || ""),
-          el("td", {}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
+          el("td", {class: "nowrap"}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)), el("td", {}, r.mode),
+          el("td", {class: "nowrap", title: r.started_at || ""}, String(r.started_at || "").replace("T", " ").replace(/\.\d+Z$/, "Z")),
+          el("td", {class: "nowrap"}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
           el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
           el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series));
       });
@@ -219,9 +219,11 @@
   function judge(j) {
     if (!j) return el("p", {}, "Not judged.");
     const u = j.usage || {};
-    const head = el("p", {class: "note"}, "judge " + (j.provider || "?") + (j.model ? " · model " + j.model : "") +
-      " · prompt version " + (j.prompt_version ?? "?") + " · " + (u.calls ?? 0) + " call(s), tokens in/out " + (u.input_tokens ?? 0) + "/" + (u.output_tokens ?? 0) +
-      (u.calls_without_usage ? " (" + u.calls_without_usage + " call(s) reported no usage)" : ""));
+    const facts = [j.provider ? "judge " + j.provider : null, j.model ? "model " + j.model : null,
+      j.prompt_version != null ? "prompt version " + j.prompt_version : null,
+      j.usage ? (u.calls ?? 0) + " call(s), tokens in/out " + (u.input_tokens ?? 0) + "/" + (u.output_tokens ?? 0) +
+        (u.calls_without_usage ? " (" + u.calls_without_usage + " call(s) reported no usage)" : "") : null].filter(Boolean);
+    const head = facts.length ? el("p", {class: "note"}, facts.join(" · ")) : null;
     return el("div", {id: "judge"}, head, (j.rubrics || []).map(r => el("div", {class: "judge"},
       el("h4", {}, "rubric " + (r.pin || r.rubric_id || r.id || ""), " ", chip(r.verdict || "?"), " ",
         r.provisional ? chip("provisional (not gating)", "mark") : chip("calibrated", "calibrated"), r.infra ? chip("infra", "infra_error") : null),
