@@ -15,7 +15,7 @@ import pytest
 from fakeapp import Reply, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
 from helpers import SCRIPTS
 from judgefake import RUBRIC, judge_block, write_calibration, write_rubric
-from test_view_browser import CHROMIUM, FLAGS, _ready, playwright_api  # noqa: F401 (skips without them)
+from test_view_browser import CHROMIUM, FLAGS, _ready, playwright_api, pytestmark  # noqa: F401 (skips without them)
 
 TONE = RUBRIC.replace("rubric_id: refund-eta", "rubric_id: tone").replace(
     """  - id: states-amount
