@@ -6,15 +6,19 @@ tests/rundir_util.make_run: every 50th case fails) plus --runs small runs, then,
 starts `view.py STATE` as a subprocess (time until it prints its URL = start-up), opens
 `#/run/<id>` in a fresh page and times until the run page has painted its first 100 cases
 (the gate's decision, the counts and the first page of cases: `data-ready` set), then the
-same with a verdict filter. Server memory is the view.py process's peak RSS (VmHWM).
+same with a verdict filter. The first paint shows the gate's decision or "checking…" (the gate is
+evaluated off the request); `gate_known_s` is until the decision is painted. Server memory is the
+view.py process's peak RSS (VmHWM). With --bundle: `view.py --bundle` of the big run, opened from
+file:// (first paint, a verdict filter, the index's file sizes). The load average is printed.
 
-Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3]`.
+Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3] [--bundle]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -39,12 +43,42 @@ def hwm_mb(pid: int) -> float:
     return float("nan")
 
 
+def bundle_timings(browser, state: Path, big: str, reps: int) -> dict:
+    """`view.py --bundle` of the big run, then its first paint and a verdict filter from file://."""
+    out = state.parent / "bundle"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "view.py"), str(state), "--bundle", str(out),
+                    "--run", big], check=True, stdout=subprocess.DEVNULL)
+    write_s = time.perf_counter() - t0
+    rows = []
+    for _ in range(reps):
+        page = browser.new_page()
+        t1 = time.perf_counter()
+        page.goto((out / "index.html").as_uri() + f"#/run/{big}")
+        page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').startsWith('/run/')",
+                               timeout=120000)
+        first = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        page.goto((out / "index.html").as_uri() + f"#/run/{big}?verdict=fail")
+        page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')",
+                               timeout=120000)
+        rows.append({"first_paint_s": first, "filter_s": time.perf_counter() - t2,
+                     "rows": page.locator("tr.case-row").count()})
+        page.close()
+    index_files = sorted((out / "data").glob(f"run__{big}__cases*.js"))
+    return {"write_s": round(write_s, 2), "index_files": len(index_files),
+            "largest_index_file_kb": round(max(f.stat().st_size for f in index_files) / 1024, 1),
+            "reps": rows, "median": {k: round(statistics.median(r[k] for r in rows), 3) for k in ("first_paint_s", "filter_s")}}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--bundle", action="store_true", help="also time a --bundle of the big run opened from file://")
     a = ap.parse_args(argv)
+    load_before = os.getloadavg()
     from playwright.sync_api import sync_playwright
     with tempfile.TemporaryDirectory() as tmp:
         reports = Path(tmp) / "reports"
@@ -69,19 +103,24 @@ def main(argv=None) -> int:
                                        timeout=120000)
                 first = time.perf_counter() - t1
                 shown = page.locator("tr.case-row").count()
+                at_paint = page.get_attribute("#gate", "data-gate")
+                page.wait_for_selector("#gate:not([data-gate=checking])", timeout=120000)
+                gate_s = time.perf_counter() - t1
                 t2 = time.perf_counter()
                 page.goto(url + f"#/run/{big}?verdict=fail")
                 page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')",
                                        timeout=120000)
                 filt = time.perf_counter() - t2
-                rows.append({"start_s": start, "first_paint_s": first, "filter_s": filt, "rows": shown,
-                             "rss_mb": hwm_mb(proc.pid)})
+                rows.append({"start_s": start, "first_paint_s": first, "gate_known_s": gate_s, "filter_s": filt,
+                             "rows": shown, "gate_at_paint": at_paint, "rss_mb": hwm_mb(proc.pid)})
                 page.close()
                 proc.terminate()
                 proc.wait(10)
+            bundle = bundle_timings(browser, Path(tmp), big, a.reps) if a.bundle else None
             browser.close()
-    med = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]}
-    print(json.dumps({"cases": a.cases, "runs": a.runs, "reps": rows, "median": med}, indent=2))
+    med = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0] if isinstance(rows[0][k], float)}
+    print(json.dumps({"cases": a.cases, "runs": a.runs, "load_before": load_before, "load_after": os.getloadavg(),
+                      "reps": rows, "median": med, "bundle": bundle}, indent=2))
     return 0
 
 

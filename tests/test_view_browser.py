@@ -84,6 +84,7 @@ def test_a_person_browses_runs_a_run_a_case_and_compares(state, server, browser,
 
     page.click("text=smoke-20261130T101500Z")
     _ready(page, "/run/")
+    page.wait_for_selector("#gate:not([data-gate=checking])")  # "checking…" until the gate is evaluated
     assert "gating" in page.inner_text("#gate")  # the gate's reasons come first
     assert "showing 30 of 30 matching, 30 cases" in page.inner_text("#counts")
     assert "holdout: 1" in page.inner_text("#counts")
@@ -172,3 +173,31 @@ def test_remote_bind_needs_the_flag(state):
     proc = subprocess.run([sys.executable, str(SCRIPTS / "view.py"), str(state), "--bind", "0.0.0.0"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and "--allow-remote" in proc.stdout
+
+
+def test_a_big_bundle_is_paged_from_disk(tmp_path, browser):
+    """The bundle's case index is chunked: the first page loads one chunk, paging and a filter
+    work from file:// (in process with a small chunk; the subprocess bundle is tested above)."""
+    from assay.view.bundle import write_bundle
+    reports = tmp_path / "state" / "reports"
+    make_run(reports, [{"id": f"c-{i:03d}", "verdict": "fail" if i % 7 == 0 else "pass"} for i in range(150)],
+             run_id="smoke-20261130T101500Z")
+    out = tmp_path / "bundle"
+    write_bundle(reports, out, chunk=40)
+    head = (out / "data" / "run__smoke-20261130T101500Z__cases.js").read_text()
+    assert '"chunks": 4' in head and "c-001" not in head  # the head holds counts, not rows
+    page = browser.new_page()
+    page.goto((out / "index.html").as_uri() + "#/run/smoke-20261130T101500Z")
+    _ready(page, "/run/")
+    assert page.locator("tr.case-row").count() == 100 and "page 1 of 2" in page.inner_text(".pager")
+    assert page.locator("script[src*='__cases__']").count() == 3  # rows 0-119: the chunks it shows, not the 4th
+    page.screenshot(path=str(tmp_path / "6-bundle-run.png"), full_page=False)
+    page.click("#next")
+    page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('page=1')")
+    assert page.locator("tr.case-row").first.inner_text().startswith("c-100") and "page 2 of 2" in page.inner_text(".pager")
+    page.select_option("select[name=verdict]", "fail")
+    page.click("#filters button[type=submit]")
+    page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')")
+    assert "showing 22 of 22 matching, 150 cases" in page.inner_text("#counts")
+    assert page.locator("#gate").get_attribute("data-gate") == "closed"  # computed when the bundle was written
+    page.close()

@@ -23,7 +23,7 @@ from ..core.vocab import is_judge_unstable
 from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
                             only_chosen_unscored, where_to_look)
 from ..stats.counts import cases_phrase
-from .rundir import RunResultsView, case_verdict, holdout_ids, load_results, throughput_line, try_json
+from .rundir import LazyHoldoutIds, RunResultsView, case_verdict, load_results, throughput_line, try_json
 
 VERIFY_TIMEOUT_S = 120
 REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
@@ -155,7 +155,7 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     asserted beyond liveness) asserts no check and is left to the linter; holdout ids are counted,
     never printed."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = holdout_ids(run_dir, rows)
+    sealed = LazyHoldoutIds(run_dir, rows)
     named, count = [], 0
     for row in rows:
         if not isinstance(row, dict) or row.get("verdict") != "unscored":
@@ -213,7 +213,7 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     (no invocation.conversation for a conversation, no identity_map entry): skipped is not a pass.
     A skip the suite chose (safety, a layer switched off in the profile) leaves the gate alone."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = holdout_ids(run_dir, rows)
+    sealed = LazyHoldoutIds(run_dir, rows)
     named, keys, count = [], [], 0
     for row in rows:
         key, why = skipped_closes(run_dir, row)
@@ -235,7 +235,7 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
 def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
     """`id (infra_reason)` for up to MAX_NAMED non-canary, non-holdout cases with this infra verdict."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = holdout_ids(run_dir, rows)
+    sealed = LazyHoldoutIds(run_dir, rows)
     named = []
     for row in rows:
         if isinstance(row, dict) and row.get("verdict") == verdict and not row.get("canary") \

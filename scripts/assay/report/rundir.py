@@ -180,6 +180,19 @@ def holdout_ids(run_dir: Path, rows: list[dict] | None = None) -> set[str]:
     return ids
 
 
+class LazyHoldoutIds:
+    """`holdout_ids(run_dir, rows)` read on the first `in`: a caller that has no case to name (the
+    gate on a run with no unscored, skipped or infra gating case) never reads every verdict.json."""
+
+    def __init__(self, run_dir: Path, rows: list[dict] | None = None):
+        self._args, self._ids = (run_dir, rows), None
+
+    def __contains__(self, case_id: object) -> bool:
+        if self._ids is None:
+            self._ids = holdout_ids(*self._args)
+        return case_id in self._ids
+
+
 def unfinished_rescore(run_dir: Path) -> str | None:
     """Why `--latest` passes over this run dir: a rescore (manifest_extra.rescored_from) whose
     status is not ok (aborted, running, incomplete). A rescore calls no app: an aborted one is

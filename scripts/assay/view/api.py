@@ -1,7 +1,7 @@
 """The JSON documents behind the pages, by API path; one function for the server and the bundle.
 
-/api/runs, /api/run/<id> (the gate's decision + counts), /api/run/<id>/cases?… (a page),
-/api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
+/api/runs, /api/run/<id> (counts + the gate's decision or "checking"), /api/run/<id>/gate?wait=S,
+/api/run/<id>/cases?… (a page), /api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
 /api/history (run_history's series and flaky cases, unverified).
 """
 
@@ -13,19 +13,32 @@ from typing import Any
 from ..core.errors import AssayError
 from .cases import page
 from .case import case_doc
-from .paths import NotFound, read_json, read_jsonl, run_dir
-from .runs import list_runs, run_row
+from .paths import NotFound, read_jsonl, run_dir
+from .runs import list_runs, run_extra, run_row
 
 
-def run_doc(reports: Path, run_id: str) -> dict:
-    d = run_dir(reports, run_id)
-    row = run_row(reports, run_id)
+def run_doc(reports: Path, run_id: str, wait: float | None = 0.0) -> dict:
+    """Counts from results.json at once; the gate's decision if known within `wait` s, else
+    "checking" (the page then asks /api/run/<id>/gate)."""
+    run_dir(reports, run_id)
+    row = run_row(reports, run_id, wait)
     if row is None:
         raise NotFound("no results.json")
-    results = read_json(d / "results.json", reports) or {}
-    gate = {"gate": row["gate"], "reasons": row["reasons"], "verified": False}  # run_row asked the gate once
-    return {"run": row, "gate": gate, "summary": results.get("summary"),
-            "gate_rule": results.get("gate")}
+    extra = run_extra(reports, run_id) or {}
+    return {"run": row, "gate": {"gate": row["gate"], "reasons": row["reasons"], "verified": False},
+            "summary": extra.get("summary"), "gate_rule": extra.get("gate_rule")}
+
+
+def gate_doc(reports: Path, run_id: str, query: dict[str, Any]) -> dict:
+    """The gate's decision, waiting up to ?wait= seconds (at most gates.WAIT_MAX_S) for it."""
+    try:
+        wait = float((query.get("wait") or ["0"])[0])
+    except ValueError:
+        wait = 0.0
+    row = run_row(reports, run_id, wait if wait == wait else 0.0)
+    if row is None:
+        raise NotFound("no results.json")
+    return {"gate": row["gate"], "reasons": row["reasons"], "verified": False, "green": row["green"]}
 
 
 def compare_doc(reports: Path, base: str, cand: str) -> dict:
@@ -82,6 +95,8 @@ def route(reports: Path, path: str, query: dict[str, Any]) -> Any:
         return history_doc(reports)
     if len(parts) == 2 and parts[0] == "run":
         return run_doc(reports, parts[1])
+    if len(parts) == 3 and parts[0] == "run" and parts[2] == "gate":
+        return gate_doc(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "run" and parts[2] == "cases":
         return page(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "case":

@@ -1,9 +1,11 @@
 """`view.py --bundle OUT_DIR`: the same pages as static files that open from disk (file://).
 
 The page's data are data scripts (`data/<key>.js`, each calling `ASSAY_PUT(key, doc)`), because a
-browser will not fetch() a JSON file from file://. The run's case index is written whole and
-filtered in the browser (verdict, layer, unit, tag, conversation, case id); free text over the
-input and the answer needs the server. Each run is compared with the next older run in the bundle.
+browser will not fetch() a JSON file from file://. A run's case index is written as a head
+(counts, facets) and chunks of CHUNK rows: the first page loads one chunk; a filter or sort loads
+them all once and filters in the browser (verdict, layer, unit, tag, split, conversation, case id;
+free text over the input and the answer needs the server). Each run is compared with the next
+older run in the bundle.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from pathlib import Path
 from ..core.errors import AssayError
 from .api import compare_doc, history_doc, run_doc
 from .case import case_doc
-from .cases import index
+from .cases import index, page
 from .paths import NotFound
 from .runs import list_runs
 from .server import STATIC
+
+CHUNK = 1000  # case rows per data file of a run's index
 
 
 def _key(path: str) -> str:
@@ -32,7 +36,20 @@ def _put(data: Path, path: str, doc) -> None:
     (data / f"{key}.js").write_text(f"ASSAY_PUT({json.dumps(key)}, {text});\n", encoding="utf-8")
 
 
-def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None) -> dict:
+def _put_index(data: Path, reports: Path, rid: str, chunk: int) -> list[dict]:
+    """The run's case index as a head (counts, facets, how many chunks) and chunks of `chunk` rows,
+    so a 10,000-case run's first page loads one small file, not the whole index."""
+    head = page(reports, rid, {"size": ["1"]}, wait_meta=True)
+    rows = index(reports, rid)["rows"]
+    n = max(1, -(-len(rows) // chunk))
+    _put(data, f"/api/run/{rid}/cases", {k: v for k, v in head.items() if k not in ("cases", "matched", "page", "size")}
+         | {"chunks": n, "chunk_size": chunk})
+    for i in range(n):
+        _put(data, f"/api/run/{rid}/cases/{i}", {"rows": rows[i * chunk:(i + 1) * chunk]})
+    return rows
+
+
+def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chunk: int = CHUNK) -> dict:
     out = Path(out)
     if out.resolve() == reports.resolve() or reports.resolve() in out.resolve().parents:
         raise AssayError(f"{out}: the bundle must not be written inside the state's reports/ (the viewer never "
@@ -40,30 +57,20 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None) -> 
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data"
     data.mkdir(exist_ok=True)
-    runs = list_runs(reports)
+    runs = list_runs(reports, wait=None)
     if run_ids:
         missing = sorted(set(run_ids) - {r["run_id"] for r in runs["runs"]})
         if missing:
             raise AssayError(f"--run {missing[0]}: no such run under {reports}; pick one of the run dirs", 2)
-        runs = {"runs": [r for r in runs["runs"] if r["run_id"] in run_ids], "count": len(run_ids)}
+        runs = {"runs": [r for r in runs["runs"] if r["run_id"] in run_ids], "count": len(run_ids), "checking": 0}
     _put(data, "/api/runs", runs)
     _put(data, "/api/history", history_doc(reports))
     cases = 0
     ids = [r["run_id"] for r in runs["runs"]]
     for rid in ids:
-        _put(data, f"/api/run/{rid}", run_doc(reports, rid))
-        idx = index(reports, rid)
-        idx["meta"].wait()
-        counts: dict[str, int] = {}
-        for r in idx["rows"]:
-            counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
-        page = {"run_id": rid, "total": len(idx["rows"]), "matched": len(idx["rows"]), "page": 0,
-                "size": len(idx["rows"]), "cases": idx["rows"], "counts": counts, "holdout": idx["holdout"],
-                "facets": {"units": sorted({str(r["unit"]) for r in idx["rows"] if r.get("unit")}),
-                           "tags": sorted({t for r in idx["rows"] for t in r.get("tags", [])}),
-                           "layers": sorted({k for r in idx["rows"] for k in r["layers"]})}}
-        _put(data, f"/api/run/{rid}/cases", page)
-        for r in idx["rows"]:
+        _put(data, f"/api/run/{rid}", run_doc(reports, rid, wait=None))
+        rows = _put_index(data, reports, rid, chunk)
+        for r in rows:
             try:
                 _put(data, f"/api/case/{rid}/{r['case_id']}", case_doc(reports, rid, r["case_id"]))
                 cases += 1

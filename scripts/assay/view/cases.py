@@ -7,38 +7,84 @@ them (clipped) in memory for the next.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
-from .paths import read_json, read_jsonl, read_text, run_dir
+from ..report.rundir import case_verdict
+from .paths import read_jsonl, read_text, run_dir
+from .quiet import wait_quiet, waiting
 
 TEXT_CLIP = 4000
 PAGE_MAX = 500
+META_BATCH = 200
 _INDEX: dict[tuple[str, float], dict] = {}
 _LOCK = threading.Lock()
-
-
-def _meta(d: Path, reports: Path, cid: str) -> dict:
-    """unit, tags, split, conversation from the case's verdict.json and expect.json."""
-    v = read_json(d / "cases" / cid / "verdict.json", reports) or {}
-    tags = v.get("tags")
-    return {"unit": v.get("unit"), "category": v.get("category"), "multi_turn": bool(v.get("multi_turn")),
-            "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
-            "latency_ms": v.get("latency_ms"), "split": v.get("split")}
 
 
 EMPTY_META = {"unit": None, "category": None, "multi_turn": False, "tags": [], "latency_ms": None, "split": None}
 META_KEYS = ("unit", "tag", "split", "conversation")
 
 
-def _fill_meta(doc: dict, reports: Path) -> None:
-    """Each case's verdict.json read once, off the first request: the first page never waits."""
+def meta_of(v: dict | None) -> dict:
+    """unit, category, conversation, tags, latency, split: what a row shows from the case's verdict."""
+    v = v if isinstance(v, dict) else {}
+    tags = v.get("tags")
+    return {"unit": v.get("unit"), "category": v.get("category"), "multi_turn": bool(v.get("multi_turn")),
+            "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+            "latency_ms": v.get("latency_ms"), "split": v.get("split")}
+
+
+def _linked(d: Path) -> set[str] | None:
+    """Names under cases/ that are symlinks (never read through); None when cases/ is absent or a link."""
+    cases = d / "cases"
+    if cases.is_symlink():
+        return None
     try:
-        for row in doc["rows"]:
-            row.update(_meta(doc["dir"], reports, row["case_id"]))
+        with os.scandir(cases) as it:
+            return {e.name for e in it if e.is_symlink()}
+    except OSError:
+        return set()
+
+
+def _load_meta(doc: dict, rows: list[dict]) -> None:
+    """Fill the rows' meta from each case's verdict (the run-dir reader `case_verdict`), once each."""
+    linked, done, cases = doc["linked"], doc["has_meta"], doc["dir"] / "cases"
+    for row in rows:
+        cid = row["case_id"]
+        if cid in done:
+            continue
+        if linked is None:  # before the pass has listed cases/: look at this one case dir
+            safe = not cases.is_symlink() and not os.path.islink(cases / cid)
+        else:
+            safe = linked is not False and cid not in linked
+        if safe:
+            row.update(meta_of(case_verdict(doc["dir"], cid)))
+        done.add(cid)
+
+
+def _fill_meta(doc: dict) -> None:
+    """Every case's meta, off the request and only while no request is being answered (`quiet`):
+    the first page reads only its own rows' verdicts."""
+    try:
+        rows = doc["rows"]
+        wait_quiet()
+        listed = _linked(doc["dir"])
+        doc["linked"] = False if listed is None else listed
+        for i in range(0, len(rows), META_BATCH):
+            wait_quiet()
+            _load_meta(doc, rows[i:i + META_BATCH])
+        doc["facets"] = facets_of(rows)
     finally:
         doc["meta"].set()
+
+
+def facets_of(rows: list[dict]) -> dict:
+    """The filter choices: units and tags (known once every case's verdict was read) and layers."""
+    return {"units": sorted({str(r["unit"]) for r in rows if r.get("unit")}),
+            "tags": sorted({t for r in rows for t in r.get("tags", [])}),
+            "layers": sorted(set().union(*(r["layers"] for r in rows)))}
 
 
 def index(reports: Path, run_id: str) -> dict:
@@ -61,13 +107,17 @@ def index(reports: Path, run_id: str) -> dict:
             holdout["n"] += 1
             holdout[r.get("verdict") if r.get("verdict") in ("pass", "fail") else "other"] += 1
             continue
-        layers = r.get("layers") if isinstance(r.get("layers"), dict) else {}
-        row = {"case_id": cid, "verdict": r.get("verdict"), "canary": bool(r.get("canary")),
-               "gating": r.get("gating", True) is not False, "layers": {k: str(v) for k, v in layers.items()}}
-        row.update(EMPTY_META)
-        rows.append(row)
-    doc = {"rows": rows, "holdout": holdout, "texts": None, "dir": d, "meta": threading.Event()}
-    threading.Thread(target=_fill_meta, args=(doc, reports), daemon=True).start()
+        layers = r.get("layers")
+        rows.append({"case_id": cid, "verdict": r.get("verdict"), "canary": bool(r.get("canary")),
+                     "gating": r.get("gating", True) is not False, "layers": layers if isinstance(layers, dict) else {},
+                     **EMPTY_META})
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
+    facets = {"units": [], "tags": [], "layers": sorted(set().union(*(r["layers"] for r in rows)))}
+    doc = {"rows": rows, "holdout": holdout, "texts": None, "dir": d, "meta": threading.Event(),
+           "linked": None, "has_meta": set(), "counts": counts, "facets": facets}
+    threading.Thread(target=_fill_meta, args=(doc,), daemon=True).start()
     with _LOCK:
         _INDEX[key] = doc
     return doc
@@ -118,11 +168,19 @@ SORTS = {"id": lambda r: r["case_id"], "verdict": lambda r: (str(r["verdict"]), 
          "latency": lambda r: (r.get("latency_ms") if isinstance(r.get("latency_ms"), (int, float)) else -1)}
 
 
-def page(reports: Path, run_id: str, q: dict[str, Any]) -> dict:
+def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False) -> dict:
     doc = index(reports, run_id)
-    if any(_one(q, k) for k in META_KEYS) or _one(q, "sort") in ("unit", "latency"):
-        doc["meta"].wait()  # these filters need every case's verdict.json
-    rows = [r for r in doc["rows"] if matches(r, q)]
+    if wait_meta or any(_one(q, k) for k in META_KEYS) or _one(q, "sort") in ("unit", "latency"):
+        with waiting():
+            doc["meta"].wait()  # these filters need every case's verdict
+    elif _one(q, "wait"):  # the page asks again for the facets (units, tags) once the pass is done
+        try:
+            with waiting():
+                doc["meta"].wait(min(30.0, max(0.0, float(_one(q, "wait")))))
+        except ValueError:
+            pass
+    filtered = any(_one(q, k) for k in ("verdict", "layer", *META_KEYS))
+    rows = [r for r in doc["rows"] if matches(r, q)] if filtered else doc["rows"]
     text = _one(q, "q")
     if text:
         texts, needle = _texts(doc, reports), text.casefold()
@@ -135,13 +193,8 @@ def page(reports: Path, run_id: str, q: dict[str, Any]) -> dict:
         number = max(0, int(_one(q, "page") or 0))
     except ValueError:
         size, number = 100, 0
-    all_rows = doc["rows"]
-    counts: dict[str, int] = {}
-    for r in all_rows:
-        counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
-    facets = {"units": sorted({str(r["unit"]) for r in all_rows if r.get("unit")}),
-              "tags": sorted({t for r in all_rows for t in r.get("tags", [])}),
-              "layers": sorted({k for r in all_rows for k in r["layers"]})}
-    return {"run_id": run_id, "total": len(all_rows), "matched": len(rows), "page": number, "size": size,
-            "cases": rows[number * size:(number + 1) * size], "counts": counts, "holdout": doc["holdout"],
-            "facets": facets, "meta_ready": doc["meta"].is_set()}
+    shown = rows[number * size:(number + 1) * size]
+    _load_meta(doc, shown)  # the rows shown carry their unit and conversation even before the pass is done
+    return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
+            "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
+            "meta_ready": doc["meta"].is_set()}

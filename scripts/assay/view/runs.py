@@ -1,7 +1,7 @@
 """The runs list: one row per run dir under reports/, read lazily (results.json and manifest only).
 
 A row is what the Runs page shows: mode, time, pass rate with its Wilson interval, the gate's
-verdict (from `assay.report.gate.evaluate`, the gate's own library function, never re-stated),
+verdict (`assay.view.gates`: the gate's own function, on a worker thread; "checking" until known),
 gating failures, infra rate, suite version, series, and marks for a rescored, aborted, sharded
 or incomplete run (never green). Rows are cached per run by results.json's mtime.
 """
@@ -10,33 +10,21 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import AssayError
 from ..history.runs import HOLDOUT_MODES, SERIES_KEYS, _shard_reason, series_name
-from ..report.gate import evaluate
 from ..stats.proportions import wilson_interval
+from .gates import CHECKING, gate
 from .paths import read_json, safe_run_id
 
-_CACHE: dict[tuple[str, float], dict] = {}
+_CACHE: dict[tuple[str, float], tuple[dict, dict]] = {}
 _LOCK = threading.Lock()
 
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def gate_of(run_dir: Path) -> dict:
-    """The gate's decision for the viewer: evaluate() without the --verify subprocess."""
-    try:
-        res = evaluate(run_dir, verify=False)
-    except AssayError as exc:
-        return {"gate": "closed", "reasons": [str(exc)], "lines": []}
-    except (OSError, ValueError, RecursionError) as exc:
-        return {"gate": "closed", "reasons": [f"unreadable run files ({type(exc).__name__})"], "lines": []}
-    return {"gate": "open" if res.open else "closed", "reasons": list(res.reasons),
-            "verified": False, "in_progress": getattr(res, "in_progress", None)}
 
 
 def marks_of(name: str, summary: dict, manifest: dict) -> list[str]:
@@ -58,7 +46,19 @@ def marks_of(name: str, summary: dict, manifest: dict) -> list[str]:
     return marks
 
 
-def run_row(reports: Path, name: str) -> dict | None:
+def run_row(reports: Path, name: str, wait: float | None = 0.0) -> dict | None:
+    """The run's row with the gate's decision if it is known within `wait` s (else gate "checking")."""
+    base = _base_row(reports, name)
+    if base is None:
+        return None
+    row, mtime, _ = base
+    decision = gate(reports / name, mtime, wait)
+    return dict(row, gate=decision["gate"], reasons=decision["reasons"],
+                green=decision["gate"] == "open" and not row["marks"])
+
+
+def _base_row(reports: Path, name: str) -> tuple[dict, float, dict] | None:
+    """(the row without the gate, results.json's mtime, its summary and gate rule), cached by mtime."""
     d = reports / name
     try:
         mtime = os.stat(d / "results.json", follow_symlinks=False).st_mtime
@@ -67,7 +67,8 @@ def run_row(reports: Path, name: str) -> dict | None:
     key = (str(d), mtime)
     with _LOCK:
         if key in _CACHE:
-            return _CACHE[key]
+            row, extra = _CACHE[key]
+            return row, mtime, extra
     results = read_json(d / "results.json", reports)
     manifest = read_json(d / "manifest.yaml", reports)
     if not isinstance(results, dict) or not isinstance(results.get("summary"), dict):
@@ -77,7 +78,6 @@ def run_row(reports: Path, name: str) -> dict | None:
     passes, failures = _int(s.get("passes")), _int(s.get("failures"))
     ci = wilson_interval(passes, passes + failures)
     series_key = tuple(results.get(k, manifest.get(k)) for k in SERIES_KEYS)
-    gate = gate_of(d)
     marks = marks_of(name, s, manifest)
     holdout = s.get("holdout") if isinstance(s.get("holdout"), dict) else {}
     row = {"run_id": name, "mode": results.get("mode") or manifest.get("mode"),
@@ -89,12 +89,17 @@ def run_row(reports: Path, name: str) -> dict | None:
            "unscored": _int(s.get("unscored")), "holdout_cases": _int(holdout.get("n")),
            "suite_sha256": manifest.get("suite_sha256") if isinstance(manifest.get("suite_sha256"), str) else None,
            "k": results.get("k", manifest.get("k")), "series": series_name(series_key),
-           "gate": gate["gate"], "reasons": gate["reasons"], "marks": marks,
-           "green": gate["gate"] == "open" and not marks,
+           "marks": marks,
            "holdout_mode": (results.get("mode") or manifest.get("mode")) in HOLDOUT_MODES}
     with _LOCK:
-        _CACHE[key] = row
-    return row
+        _CACHE[key] = (row, extra := {"summary": s, "gate_rule": results.get("gate")})
+    return row, mtime, extra
+
+
+def run_extra(reports: Path, name: str) -> dict | None:
+    """The run's results.json summary and gate rule (read once with its row)."""
+    base = _base_row(reports, name)
+    return base[2] if base else None
 
 
 def run_names(reports: Path) -> list[str]:
@@ -107,6 +112,16 @@ def run_names(reports: Path) -> list[str]:
     return sorted(names, reverse=True)
 
 
-def list_runs(reports: Path) -> dict:
-    rows = [r for r in (run_row(reports, n) for n in run_names(reports)) if r]
-    return {"runs": rows, "count": len(rows)}
+def list_runs(reports: Path, wait: float | None = 0.5) -> dict:
+    """Every run's row; the gates not known within `wait` s in all (None: wait for every one) are
+    "checking" (`checking` counts them: the page asks again)."""
+    names = run_names(reports)
+    for n in reversed(names):  # queued oldest first: the worker takes the newest first
+        run_row(reports, n, 0.0)
+    deadline = None if wait is None else time.monotonic() + wait
+    rows = []
+    for n in names:
+        r = run_row(reports, n, None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if r:
+            rows.append(r)
+    return {"runs": rows, "count": len(rows), "checking": sum(1 for r in rows if r["gate"] == CHECKING)}

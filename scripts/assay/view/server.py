@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from ..core.ids import is_safe_case_id
 from .api import route
 from .paths import NotFound, read_json, read_raw, run_dir
+from .quiet import busy
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {"/": "index.html", "/index.html": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
@@ -68,7 +69,8 @@ class Handler(BaseHTTPRequestHandler):
                 ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
                 return self._send(200, (STATIC / name).read_bytes(), ctype + "; charset=utf-8")
             if url.path.startswith("/api/"):
-                doc = route(self.reports, url.path, parse_qs(url.query))
+                with busy():
+                    doc = route(self.reports, url.path, parse_qs(url.query))
                 return self._send(200, json.dumps(doc, default=str).encode(), "application/json")
             if url.path.startswith("/raw/"):
                 p = raw_path(self.reports, url.path[len("/raw/"):])

@@ -32,7 +32,7 @@
     }
     for (const kid of kids.flat()) {
       if (kid === null || kid === undefined) continue;
-      n.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+      n.appendChild(kid instanceof Node ? kid : document.createTextNode(vis(kid)));  /* bidi shown, never obeyed */
     }
     return n;
   }
@@ -47,6 +47,20 @@
   function json(v) { return el("pre", {}, v === undefined || v === null ? "(none)" : vis(JSON.stringify(v, null, 2))); }
 
   /* ---------------------------------------------------------------- runs */
+  function gateChip(r) {
+    if (r.gate === "checking") return chip("checking…", "checking");
+    return r.green ? chip("open", "open") : chip(r.gate === "open" ? "open (marked)" : r.gate, r.gate === "open" ? "mark" : "closed");
+  }
+  function refreshGates(table) {  /* rows still "checking": ask again; only their gate cells change */
+    setTimeout(() => load("/api/runs").then(doc => {
+      if (!table.isConnected) return;
+      for (const r of doc.runs) {
+        const cell = table.querySelector('td.gate-cell[data-run="' + CSS.escape(r.run_id) + '"]');
+        if (cell) cell.replaceChildren(gateChip(r), ...r.marks.map(m => chip(m, "mark")));
+      }
+      if (doc.checking) refreshGates(table);
+    }), 1000);
+  }
   function runsPage() {
     return load("/api/runs").then(doc => {
       const picked = [];
@@ -60,37 +74,72 @@
           while (picked.length > 2) { const old = picked.shift(); document.querySelector('input[data-run="' + CSS.escape(old) + '"]').checked = false; }
           if (picked.length === 2) btn.removeAttribute("disabled"); else btn.setAttribute("disabled", "disabled");
         }}});
-        const gate = r.green ? chip("open", "open") : chip(r.gate === "open" ? "open (marked)" : r.gate, r.gate === "open" ? "mark" : "closed");
+        const gate = gateChip(r);
         return el("tr", {class: "run-row"}, el("td", {}, box),
-          el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)), el("td", {}, r.mode),
-          el("td", {}, r.started_at || ""),
-          el("td", {}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
-          el("td", {}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
+          el("td", {class: "nowrap"}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)), el("td", {}, r.mode),
+          el("td", {class: "nowrap", title: r.started_at || ""}, String(r.started_at || "").replace("T", " ").replace(/\.\d+Z$/, "Z")),
+          el("td", {class: "nowrap"}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
+          el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
           el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series));
       });
-      return [el("h1", {}, "Runs (" + doc.count + ")"), btn,
-        el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
-          "gating failures", "infra rate", "suite", "series"].map(h => el("th", {}, h))), rows)];
+      const table = el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
+          "gating failures", "infra rate", "suite", "series"].map(h => el("th", {}, h))), rows);
+      if (doc.checking && !BUNDLE) refreshGates(table);
+      return [el("h1", {}, "Runs (" + doc.count + ")"), btn, table];
     });
   }
 
   /* ---------------------------------------------------------------- run */
   const FILTERS = ["verdict", "layer", "unit", "tag", "split", "conversation", "q", "sort"];
-  function clientFilter(doc, q) {  /* the bundle only: the server filters in assay.view.cases */
-    let rows = doc.cases.filter(r => (!q.verdict || r.verdict === q.verdict) &&
-      (!q.unit || r.unit === q.unit) && (!q.tag || (r.tags || []).includes(q.tag)) &&
-      (!q.conversation || r.multi_turn === (q.conversation === "yes")) &&
-      (!q.layer || r.layers[q.layer.split(":")[0]] === q.layer.split(":")[1]) &&
-      (!q.q || r.case_id.toLowerCase().includes(q.q.toLowerCase())));
-    return Object.assign({}, doc, {matched: rows.length, cases: rows.slice(0, 500)});
+  /* The bundle only (the server filters in assay.view.cases): a run's case index is written in
+     chunks (data/run__<id>__cases__<i>.js); the first page loads only the chunk it shows, a filter
+     or a sort loads them all once and filters here. */
+  const SORTS = {id: r => r.case_id, verdict: r => String(r.verdict) + "\u0000" + r.case_id,
+    unit: r => String(r.unit) + "\u0000" + r.case_id, latency: r => typeof r.latency_ms === "number" ? r.latency_ms : -1};
+  function bundlePage(runId, q) {
+    const size = 100, number = Math.max(0, parseInt(q.page || "0", 10) || 0);
+    const filtered = FILTERS.some(k => q[k]);
+    return load("/api/run/" + E(runId) + "/cases").then(head => {
+      const want = [];
+      for (let i = 0; i < head.chunks; i++) {
+        if (filtered || (i + 1) * head.chunk_size > number * size && i * head.chunk_size < (number + 1) * size) want.push(i);
+      }
+      return Promise.all(want.map(i => load("/api/run/" + E(runId) + "/cases/" + i))).then(parts => {
+        let rows = [].concat(...parts.map(p => p.rows)), offset = filtered ? 0 : want.length ? want[0] * head.chunk_size : 0;
+        rows = rows.filter(r => (!q.verdict || r.verdict === q.verdict) &&
+          (!q.unit || r.unit === q.unit) && (!q.split || String(r.split) === q.split) && (!q.tag || (r.tags || []).includes(q.tag)) &&
+          (!q.conversation || r.multi_turn === (q.conversation === "yes")) &&
+          (!q.layer || r.layers[q.layer.split(":")[0]] === q.layer.split(":")[1]) &&
+          (!q.q || r.case_id.toLowerCase().includes(q.q.toLowerCase())));
+        if (SORTS[q.sort]) {
+          const key = SORTS[q.sort];
+          rows.sort((a, b) => { const x = key(a), y = key(b); return x < y ? -1 : x > y ? 1 : 0; });
+          if (q.desc === "1") rows.reverse();
+        }
+        const matched = filtered ? rows.length : head.total;
+        const start = number * size - offset;
+        return Object.assign({}, head, {matched: matched, page: number, size: size, cases: rows.slice(start, start + size)});
+      });
+    });
+  }
+  /* The gate's decision, or "checking…" until the server has evaluated it (never a verdict it has
+     not computed); the section then asks /api/run/<id>/gate, which waits up to a few seconds. */
+  function gateSection(sec, runId, g, marks) {
+    const known = g.gate !== "checking";
+    sec.setAttribute("data-gate", known ? g.gate : "checking");
+    sec.replaceChildren(el("h2", {}, "Gate: ", known ? chip(g.gate, g.gate) : chip("checking…", "checking"), marks.map(m => chip(m, "mark"))),
+      !known ? el("p", {}, "The gate is being evaluated; the cases below are already complete.")
+        : g.reasons.length ? el("ul", {class: "reasons"}, g.reasons.map(x => el("li", {}, x))) : el("p", {}, "No reason to close."),
+      el("p", {class: "note"}, "The gate's own evaluation (assay.report.gate), without run_cases.py --verify."));
+    if (known || BUNDLE) return;
+    load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(ng => {
+      if (sec.isConnected) gateSection(sec, runId, ng, marks);
+    }, err => { sec.replaceChildren(el("h2", {}, "Gate: ", chip("unknown", "closed")), el("p", {}, String(err.message || err))); });
   }
   function runPage(runId, q) {
-    return Promise.all([load("/api/run/" + E(runId)), load("/api/run/" + E(runId) + "/cases", BUNDLE ? null : q)]).then(([run, page]) => {
-      if (BUNDLE) page = clientFilter(page, q);
-      const g = run.gate;
-      const decision = el("section", {id: "gate"}, el("h2", {}, "Gate: ", chip(g.gate, g.gate), run.run.marks.map(m => chip(m, "mark"))),
-        g.reasons.length ? el("ul", {class: "reasons"}, g.reasons.map(x => el("li", {}, x))) : el("p", {}, "No reason to close."),
-        el("p", {class: "note"}, "The gate's own evaluation (assay.report.gate), without run_cases.py --verify."));
+    return Promise.all([load("/api/run/" + E(runId)), BUNDLE ? bundlePage(runId, q) : load("/api/run/" + E(runId) + "/cases", q)]).then(([run, page]) => {
+      const decision = el("section", {id: "gate"});
+      gateSection(decision, runId, run.gate, run.run.marks);
       const form = el("form", {class: "filters", id: "filters", on: {submit: ev => {
         ev.preventDefault();
         const fd = new FormData(ev.target); const nq = {};
@@ -99,6 +148,15 @@
       }}});
       const sel = (name, opts) => el("label", {}, name + " ", el("select", {name: name},
         [el("option", {value: ""}, "any")].concat(opts.map(o => { const op = el("option", {value: o}, o); if (q[name] === o) op.setAttribute("selected", ""); return op; }))));
+      if (page.meta_ready === false && !BUNDLE) {  /* units and tags are known once every case was read */
+        load("/api/run/" + E(runId) + "/cases", {size: "1", wait: "20"}).then(p2 => {
+          for (const [name, opts] of [["unit", p2.facets.units], ["tag", p2.facets.tags]]) {
+            const s = form.querySelector("select[name=" + name + "]");
+            if (s && s.options.length === 1) s.append(...opts.map(o => el("option", {value: o}, o)));
+          }
+          form.setAttribute("data-facets", "ready");
+        }, () => {});
+      } else form.setAttribute("data-facets", "ready");
       const verdicts = Object.keys(page.counts).sort();
       const layerOpts = [];
       for (const l of page.facets.layers) for (const s of ["pass", "fail", "unscored", "error"]) layerOpts.push(l + ":" + s);
@@ -113,7 +171,7 @@
           el("td", {}, chip(c.verdict)), el("td", {}, Object.entries(c.layers).filter(([, v]) => v === "fail" || v === "error").map(([k]) => k).join(", ")),
           el("td", {}, c.unit || ""), el("td", {}, c.multi_turn ? "yes" : ""))));
       const pager = el("p", {class: "pager"});
-      if (!BUNDLE) {
+      {
         const go = n => { location.hash = "#/run/" + E(runId) + "?" + new URLSearchParams(Object.assign({}, q, {page: n})).toString(); };
         if (page.page > 0) pager.append(el("button", {on: {click: () => go(page.page - 1)}}, "previous"));
         pager.append("page " + (page.page + 1) + " of " + Math.max(1, Math.ceil(page.matched / page.size)));
@@ -146,14 +204,37 @@
         return el("tr", {}, el("td", {}, name), el("td", {}, chip(l.verdict)), el("td", {}, exp === undefined ? "" : json(exp)), el("td", {}, json(rest)));
       }));
   }
+  /* every rubric (calibrated or provisional), every node (criterion, verdict, reason, evidence) and
+     every call to the judge (status, latency, usage, what it said; the prompt and raw reply folded) */
+  function judgeCall(c, i) {
+    const said = c.parsed && typeof c.parsed === "object" ? c.parsed : null;
+    const u = c.usage && typeof c.usage === "object" ? " · tokens in/out " + (c.usage.input_tokens ?? "?") + "/" + (c.usage.output_tokens ?? "?") : " · no usage reported";
+    return el("div", {class: "judge-call"},
+      el("div", {class: "note"}, "call " + (i + 1) + " · status " + (c.status ?? "–") + " · attempts " + (c.attempts ?? "–") +
+        " · " + (c.latency_ms != null ? c.latency_ms + " ms" : "latency –") + u, c.error ? el("span", {class: "err"}, " · error: " + c.error) : null),
+      said ? el("div", {}, "the judge said ", chip(String(said.verdict ?? "?")), " ", String(said.reason ?? "")) : el("div", {}, "no parsed reply"),
+      el("details", {}, el("summary", {}, "prompt and raw reply"), el("h5", {}, "prompt"), el("pre", {}, c.prompt ?? "(none)"),
+        el("h5", {}, "raw reply"), el("pre", {}, c.raw_reply ?? "(none)")));
+  }
   function judge(j) {
     if (!j) return el("p", {}, "Not judged.");
-    return el("div", {id: "judge"}, (j.rubrics || []).map(r => el("div", {class: "judge"},
-      el("h4", {}, "rubric " + (r.rubric_id || r.id || ""), " ", chip(r.verdict || "?")), r.reason ? el("p", {}, r.reason) : null,
-      (r.nodes || []).map(n => el("div", {class: "judge-node"}, el("strong", {}, n.criterion || n.node_id || ""), " ", chip(n.verdict || "?"),
-        el("div", {}, "reason: ", n.reason || ""), el("div", {}, "evidence:"),
-        el("ul", {}, (Array.isArray(n.evidence) ? n.evidence : [n.evidence]).filter(x => x != null).map(x => el("li", {}, typeof x === "string" ? x : JSON.stringify(x)))),
-        el("details", {}, el("summary", {}, (n.calls || []).length + " call(s)"), json(n.calls)))))));
+    const u = j.usage || {};
+    const facts = [j.provider ? "judge " + j.provider : null, j.model ? "model " + j.model : null,
+      j.prompt_version != null ? "prompt version " + j.prompt_version : null,
+      j.usage ? (u.calls ?? 0) + " call(s), tokens in/out " + (u.input_tokens ?? 0) + "/" + (u.output_tokens ?? 0) +
+        (u.calls_without_usage ? " (" + u.calls_without_usage + " call(s) reported no usage)" : "") : null].filter(Boolean);
+    const head = facts.length ? el("p", {class: "note"}, facts.join(" · ")) : null;
+    return el("div", {id: "judge"}, head, (j.rubrics || []).map(r => el("div", {class: "judge"},
+      el("h4", {}, "rubric " + (r.pin || r.rubric_id || r.id || ""), " ", chip(r.verdict || "?"), " ",
+        r.provisional ? chip("provisional (not gating)", "mark") : chip("calibrated", "calibrated"), r.infra ? chip("infra", "infra_error") : null),
+      r.why_provisional ? el("p", {class: "note"}, r.why_provisional) : null, r.reason ? el("p", {}, r.reason) : null,
+      (r.nodes || []).map(n => el("div", {class: "judge-node"},
+        el("div", {}, el("strong", {}, n.criterion || n.node_id || ""), " ", chip(n.verdict || "?"), n.infra ? chip("infra", "infra_error") : null,
+          el("span", {class: "note"}, " node " + (n.node_id || "?"))),
+        el("div", {}, el("span", {class: "label"}, "reason "), n.reason || "–"),
+        el("div", {}, el("span", {class: "label"}, "evidence "), (Array.isArray(n.evidence) ? n.evidence : [n.evidence]).filter(x => x != null).length ? null : "none quoted"),
+        el("ul", {class: "evidence"}, (Array.isArray(n.evidence) ? n.evidence : [n.evidence]).filter(x => x != null).map(x => el("li", {}, typeof x === "string" ? x : JSON.stringify(x)))),
+        (n.calls || []).map(judgeCall))))));
   }
   function part(title, p) {
     return el("div", {}, el("h3", {}, title), el("h4", {}, "request"), json(p.request && (p.request.body !== undefined ? p.request.body : p.request)),
