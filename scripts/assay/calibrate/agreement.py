@@ -21,6 +21,7 @@ from dataclasses import dataclass, asdict
 from typing import Any
 
 from ..core.errors import AssayError
+from ..judge.binding import DEFAULT_FLOORS
 from .annotations import Annotation
 from .intervals import clopper_pearson, kappa_interval
 
@@ -29,11 +30,11 @@ UNKNOWN_NOTE_RATE = 0.10
 
 @dataclass(frozen=True)
 class Floors:
-    min_pairs: int = 100
-    min_per_class: int = 10
-    min_tpr: float = 0.90
-    min_tnr: float = 0.90
-    min_kappa: float = 0.60
+    min_pairs: int = int(DEFAULT_FLOORS["min_pairs"])
+    min_per_class: int = int(DEFAULT_FLOORS["min_per_class"])
+    min_tpr: float = DEFAULT_FLOORS["min_tpr"]
+    min_tnr: float = DEFAULT_FLOORS["min_tnr"]
+    min_kappa: float = DEFAULT_FLOORS["min_kappa"]
 
     def check(self) -> None:
         if self.min_pairs < 1 or self.min_per_class < 0:

@@ -26,7 +26,7 @@ from . import config as judge_config
 from . import probe as judge_probe
 from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
-from .binding import load_calibration as _load_sidecar
+from .binding import load_calibration as _load_sidecar, lowered_floors
 from .env import command_env
 from .prompt import PROMPT_VERSION, Material, as_stdin, build_prompt
 from .providers import build_request, read_reply
@@ -84,7 +84,9 @@ class JudgeRuntime:
     def manifest(self) -> dict[str, Any]:
         pins = sorted({r["pin"] for r in self.rubrics.values()})
         return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION, probe=self.probe,
-                    rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1]}
+                    rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1],
+                                 "calibrated_below_defaults": (lowered_floors(self.sidecar, p)
+                                                               if self.calibration(p)[0] else None)}
                              for p in pins})
 
     # ------------------------------------------------------------ one call
