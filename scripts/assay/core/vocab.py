@@ -48,6 +48,10 @@ CASE_VERDICTS: tuple[str, ...] = (PASS, FAIL, UNSCORED, SKIPPED, INFRA_ERROR, IN
 SCORED_VERDICTS: tuple[str, ...] = (PASS, FAIL)
 INFRA_VERDICTS: tuple[str, ...] = (INFRA_ERROR, INFRA_INCOMPLETE)
 
+# A judge verdict (node and rubric, judge.json) when the judge's answers disagree -- across repeats,
+# or across the two orders of a pairwise rubric: never pass; the judged layer is unscored.
+JUDGE_UNSTABLE = "judge_unstable"
+
 # Per-layer statuses that are not verdicts: never pass, never fail.
 NA, UNSCORABLE, ERROR = "n/a", "unscorable", "error"
 LAYER_STATUSES: tuple[str, ...] = (PASS, FAIL, NA, UNSCORABLE, UNSCORED, ERROR, INFRA_ERROR, INFRA_INCOMPLETE)

@@ -109,9 +109,12 @@ def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 def rubric_content(rubric: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a rubric the judge sees (the Markdown body is for people and is not sent)."""
-    return {"rubric_id": rubric.get("rubric_id"), "version": rubric.get("version"),
-            "nodes": [{"id": n.get("id"), "criterion": n.get("criterion"),
-                       "reference_guided": bool(n.get("reference_guided"))} for n in rubric.get("nodes") or []]}
+    content = {"rubric_id": rubric.get("rubric_id"), "version": rubric.get("version"),
+               "nodes": [{"id": n.get("id"), "criterion": n.get("criterion"),
+                          "reference_guided": bool(n.get("reference_guided"))} for n in rubric.get("nodes") or []]}
+    if rubric.get("kind", "pointwise") != "pointwise":   # a pointwise rubric's hash is what it always was
+        content["kind"] = rubric["kind"]
+    return content
 
 
 def rubric_sha256(rubric: Mapping[str, Any]) -> str:

@@ -26,8 +26,10 @@ from .prompt import VERDICT_SCHEMA, VERDICT_TOOL
 ANTHROPIC_VERSION = "2023-06-01"
 
 
-def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """(url, headers, JSON body) for an http provider. `config` is resolved (secrets in it)."""
+def build_request(config: dict[str, Any], system: str, user: str, schema: dict[str, Any] = VERDICT_SCHEMA,
+                  tool: str = VERDICT_TOOL) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """(url, headers, JSON body) for an http provider. `config` is resolved (secrets in it). `schema`
+    and `tool` are the reply forced by structured output (a pairwise rubric asks for its own)."""
     provider = config["provider"]
     base = str(config["base_url"]).rstrip("/")
     headers = {"content-type": "application/json"}
@@ -40,9 +42,9 @@ def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, 
         body: dict[str, Any] = {"model": config["model"], "max_tokens": int(config.get("max_tokens") or 1024),
                                 "system": system, "messages": [{"role": "user", "content": user}]}
         if structured:
-            body["tools"] = [{"name": VERDICT_TOOL, "description": "Record the verdict on the criterion.",
-                              "input_schema": VERDICT_SCHEMA}]
-            body["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
+            body["tools"] = [{"name": tool, "description": "Record the verdict on the criterion.",
+                              "input_schema": schema}]
+            body["tool_choice"] = {"type": "tool", "name": tool}
         return base + "/v1/messages", headers, body
     if provider == "openai":
         if config.get("api_key"):
@@ -51,7 +53,7 @@ def build_request(config: dict[str, Any], system: str, user: str) -> tuple[str, 
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
         if structured:
             body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA}}
+                "name": "judge_verdict", "strict": True, "schema": schema}}
         return base + "/chat/completions", headers, body
     raise ValueError(f"not an http provider: {provider}")
 
@@ -65,14 +67,14 @@ def _usage(block: Any, inp: str, out: str) -> dict[str, int] | None:
     return None
 
 
-def read_reply(provider: str, body: Any) -> tuple[str, Any, dict[str, int] | None, str | None]:
+def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str, Any, dict[str, int] | None, str | None]:
     """(raw reply text, the value to parse as a verdict, usage or None, error or None) from a 2xx body."""
     if provider == "anthropic":
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return _text(body), None, None, "not a Messages API response (no content list)"
         usage = _usage(body.get("usage"), "input_tokens", "output_tokens")
         for block in body["content"]:
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == VERDICT_TOOL:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == tool:
                 return json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True), block.get("input"), usage, None
         text = "".join(b.get("text", "") for b in body["content"] if isinstance(b, dict) and b.get("type") == "text")
         return text, text, usage, None
@@ -94,7 +96,7 @@ def read_reply(provider: str, body: Any) -> tuple[str, Any, dict[str, int] | Non
             doc = json.loads(text)
         except (ValueError, RecursionError):
             return text, text, None, None
-        if isinstance(doc, dict) and "verdict" not in doc and isinstance(doc.get("result"), str):
+        if isinstance(doc, dict) and "verdict" not in doc and "preferred" not in doc and isinstance(doc.get("result"), str):
             return text, doc["result"], _usage(doc.get("usage"), "input_tokens", "output_tokens"), None
         usage = _usage(doc.get("usage"), "input_tokens", "output_tokens") if isinstance(doc, dict) else None
         return text, doc, usage, None

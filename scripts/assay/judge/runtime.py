@@ -23,6 +23,7 @@ from ..core import secrets, writer
 from ..core.jsonio import dumps
 from ..invoke.outcome import Outcome, attempt_with_retries
 from . import config as judge_config
+from . import pairwise
 from . import probe as judge_probe
 from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
@@ -63,6 +64,7 @@ class JudgeRuntime:
     child_env: dict[str, str] | None = None   # command: its whole environment (judge_env.command_env)
     sleep: Callable[[float], None] = time.sleep
     probe: dict | None = None              # the pre-flight probe's result (judge_probe.probe)
+    baseline: Any = None                   # pairwise rubrics: the baseline's answers (judge.pairwise.BaselineAnswers)
     key_variable: str | None = None        # "$VAR" the api_key comes from, named in judge errors
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
@@ -84,26 +86,30 @@ class JudgeRuntime:
     def manifest(self) -> dict[str, Any]:
         pins = sorted({r["pin"] for r in self.rubrics.values()})
         return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION, probe=self.probe,
+                    pairwise_baseline=getattr(self.baseline, "run_id", None),
                     rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1],
                                  "calibrated_below_defaults": (lowered_floors(self.sidecar, p)
                                                                if self.calibration(p)[0] else None)}
                              for p in pins})
 
     # ------------------------------------------------------------ one call
-    def _send(self, system: str, user: str) -> Outcome:
+    def _send(self, system: str, user: str, ask: Any = None) -> Outcome:
         cfg = self.config
         timeout = float(cfg["timeout_s"])
         if cfg["provider"] == "command":
             return transport.run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
-        url, headers, body = build_request(cfg, system, user)
+        url, headers, body = (build_request(cfg, system, user) if ask is None
+                              else build_request(cfg, system, user, ask.schema, ask.tool))
         return transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
-    def _call(self, system: str, user: str, where: dict) -> tuple[dict[str, Any], dict | None, str | None, bool]:
-        """One judge call with retries -> (call record, parsed verdict or None, error, infra)."""
+    def _call(self, system: str, user: str, where: dict,
+              ask: Any = None) -> tuple[dict[str, Any], dict | None, str | None, bool]:
+        """One judge call with retries -> (call record, parsed verdict or None, error, infra). `ask`
+        (assay.judge.pairwise.Ask) asks for another reply than a node verdict: its schema and parser."""
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
             if self.on_retry:
                 self.on_retry(attempt=attempt, outcome=self.scrub(out.describe()), wait_s=round(wait, 3), **where)
-        outcomes = attempt_with_retries(lambda: self._send(system, user),
+        outcomes = attempt_with_retries(lambda: self._send(system, user, ask),
                                         max_attempts=int(self.execution["max_attempts"]),
                                         backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry,
                                         sleep=self.sleep)
@@ -129,12 +135,12 @@ class JudgeRuntime:
             call["raw_reply"] = self.scrub(final.body_text)
             call["error"] = "the provider's reply is not JSON"
             return call, None, call["error"], False
-        raw, value, usage, err = read_reply(provider, body)
+        raw, value, usage, err = read_reply(provider, body) if ask is None else read_reply(provider, body, ask.tool)
         call["raw_reply"], call["usage"] = self.scrub(raw), usage
         if err:
             call["error"] = self.scrub(err)
             return call, None, err, False
-        parsed, perr = parse_reply(value)
+        parsed, perr = parse_reply(value) if ask is None else ask.parse(value)
         call["parsed"], call["error"] = parsed, perr
         return call, parsed, perr, False
 
@@ -179,16 +185,22 @@ class JudgeRuntime:
                             "provisional": not calibrated, "why_provisional": why, "verdict": None,
                             "infra": False, "reason": None, "nodes": []})
             old = self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
-            if old is not None and not old.get("infra"):
+            if old is not None and not old.get("infra") and not pairwise.is_pairwise(rubric):  # baseline may differ
                 results[-1].update({k: old[k] for k in ("verdict", "infra", "reason", "nodes")},
                                    reused_from=self.reused_from)
                 futures.append(None)
+                continue
+            if pairwise.is_pairwise(rubric):
+                futures.append(pairwise.submit(self, rubric, str(case["id"]), material, ref, results[-1], PARSE_TRIES))
                 continue
             futures.append([self.pool.submit(self._node, rubric, node, material, ref) for node in rubric["nodes"]])
         for res, futs in zip(results, futures):
             if futs is None:
                 continue
             res["nodes"] = [f.result() for f in futs]
+            if res.get("kind") == pairwise.KIND:
+                res.update(pairwise.fold_rubric(res["nodes"]))
+                continue
             infra = [n for n in res["nodes"] if n["infra"]]
             if infra:
                 res.update(verdict="unscored", infra=True, reason=infra[0]["reason"])
@@ -247,7 +259,7 @@ def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
     provisional = [r for r in results if r["provisional"]]
     layer: dict[str, Any] = {
         "rubrics": [{"pin": r["pin"], "verdict": r["verdict"], "provisional": r["provisional"], "infra": r["infra"],
-                     "why_provisional": r["why_provisional"]} for r in results],
+                     "why_provisional": r["why_provisional"], **pairwise.layer_fields(r)} for r in results],
         "provisional": not calibrated,
         "provisional_verdict": _fold(provisional) if provisional else None,
         "usage": usage,

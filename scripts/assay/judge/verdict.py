@@ -95,3 +95,9 @@ def rubric_verdict(node_verdicts: list[str]) -> str:
     if "fail" in node_verdicts:
         return "fail"
     return "unscored"
+
+
+def agree(verdicts: list[str]) -> str:
+    """The common verdict when every answer agrees, else judge_unstable (repeats; pairwise orders)."""
+    from ..core.vocab import JUDGE_UNSTABLE
+    return verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else JUDGE_UNSTABLE

@@ -530,6 +530,8 @@ def judged_lines(judged: object) -> list[str]:
         why = judged.get("provisional_why") if isinstance(judged.get("provisional_why"), dict) else {}
         reasons = "; ".join(f"{r} x{_num(n)}" for r, n in list(why.items())[:MAX_NAMED])
         out.append(f"  judged (provisional, never gating): {n_prov} case(s): {_counts(prov)} -- {reasons}")
+    from ..stats.pairwise import pairwise_lines
+    out += pairwise_lines(judged)
     usage = judged.get("usage")
     if isinstance(usage, dict) and _is_count(usage.get("calls")) and usage["calls"]:
         if usage.get("calls_without_usage") == usage["calls"]:

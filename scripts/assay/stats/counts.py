@@ -239,5 +239,10 @@ def judged_summary(records: list[dict]) -> dict[str, Any]:
             provisional[v] = provisional.get(v, 0) + 1
             for reason in sorted({str(x.get("why_provisional")) for x in rubrics if x.get("provisional")}):
                 why[reason] = why.get(reason, 0) + 1
-    return {"cases": cases, "calibrated": calibrated, "provisional": provisional, "provisional_why": why,
-            "usage": usage}
+    from .pairwise import pairwise_summary
+    out = {"cases": cases, "calibrated": calibrated, "provisional": provisional, "provisional_why": why,
+           "usage": usage}
+    pairwise = pairwise_summary(records)
+    if pairwise:
+        out["pairwise"] = pairwise
+    return out
