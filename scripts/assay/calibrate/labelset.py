@@ -83,6 +83,8 @@ def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
                          "wrote (re-run, or rescore the run)", 2, file=str(where))
     items = []
     for ri, rubric in enumerate(doc["rubrics"]):
+        if isinstance(rubric, dict) and rubric.get("kind") == "pairwise":
+            continue   # two answers to one verdict: not a labelling item on this page
         pin = rubric.get("pin") if isinstance(rubric, dict) else None
         if not isinstance(pin, str) or not PIN_RE.match(pin):
             raise AssayError(f"{where}: rubrics[{ri}].pin {pin!r} is not a rubric pin (<rubric_id>-v<version>)", 2,

@@ -47,12 +47,18 @@ def pairwise_lines(judged: Any) -> list[str]:
     for pin, b in sorted(blocks.items()):
         if not isinstance(b, dict):
             continue
-        vs = ", ".join(str(x) for x in b.get("baseline_run_ids") or []) or "no baseline"
+        gates = " (provisional, never gating)" if b.get("provisional") else " (calibrated, gating)"
+        if not b.get("baseline_run_ids"):
+            lines.append(f"  pairwise {pin}: not compared, no baseline run (run_cases.py --baseline RUN|auto): "
+                         f"{b.get('unscored', 0)} case(s) unscored{gates}")
+            continue
+        vs = ", ".join(str(x) for x in b["baseline_run_ids"])
         p = b.get("paired") if isinstance(b.get("paired"), dict) else {}
         line = (f"  pairwise {pin} vs {vs}: {b.get('win', 0)} win, {b.get('tie', 0)} tie, {b.get('loss', 0)} loss"
                 + (f", {b[JUDGE_UNSTABLE]} judge_unstable (flipped with the order)" if b.get(JUDGE_UNSTABLE) else "")
-                + (f", {b['unscored']} unscored" if b.get("unscored") else "")
-                + f"; P(candidate better) {p.get('posterior_better')}, sign test p {p.get('sign_test_p')}"
-                + (" (provisional, never gating)" if b.get("provisional") else " (calibrated, gating)"))
-        lines.append(line)
+                + (f", {b['unscored']} unscored" if b.get("unscored") else ""))
+        if p.get("discordant"):
+            line += (f"; P(candidate better) {p.get('posterior_better')}, one-sided sign test p "
+                     f"{p.get('sign_test_p')}, McNemar p {p.get('mcnemar_p')}")
+        lines.append(line + gates)
     return lines
