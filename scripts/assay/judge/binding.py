@@ -245,6 +245,7 @@ def lowered_floors(sidecar: Mapping[str, Any] | None, pin: str) -> dict[str, Any
 
 def lowered_floors_words(pin: str, low: Mapping[str, Any]) -> str:
     """`refund-eta-v1 calibrated over 2 pairs (1 fail, 1 pass) at lowered floors: min_pairs 2 < 100, ...`"""
-    floors = ", ".join(f"{k} {v['used']:g} < {v['default']:g}" for k, v in low["floors"].items())
+    order = [k for k in DEFAULT_FLOORS if k in low["floors"]] + [k for k in low["floors"] if k not in DEFAULT_FLOORS]
+    floors = ", ".join(f"{k} {low['floors'][k]['used']:g} < {low['floors'][k]['default']:g}" for k in order)
     return (f"{pin} calibrated over {low.get('pairs')} pairs ({low.get('human_fail')} human fail, "
             f"{low.get('human_pass')} human pass) at floors below the defaults: {floors}")
