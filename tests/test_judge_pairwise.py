@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
-from fakeapp import FakeApp, Reply, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
+from fakeapp import Reply, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
 from judgefake import is_probe, judge_block, write_calibration, write_rubric
+from test_judge_run import judge_server as judge  # noqa: F401 (fixture)
 
 from assay.core.vocab import JUDGE_UNSTABLE
 from assay.judge.pairwise import candidate_outcome, fold_rubric
@@ -98,12 +97,6 @@ def test_outcomes_fold_and_agree():
     assert fold_rubric([{"outcome": "win"}, {"outcome": "loss"}])["outcome"] == "loss"
     unstable = fold_rubric([{"node_id": "n", "outcome": JUDGE_UNSTABLE, "reason": "flips"}, {"outcome": "win"}])
     assert unstable["verdict"] == JUDGE_UNSTABLE and "flips" in unstable["reason"]
-
-
-@pytest.fixture
-def judge():
-    with FakeApp() as server:
-        yield server
 
 
 def test_pairwise_in_both_orders_a_first_position_bias_is_caught(app, state, judge):

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from ..core.vocab import JUDGE_UNSTABLE
 from .prompt import Material
-from .verdict import agree
+from .verdict import agree, reply_object
 
 KIND = "pairwise"
 PAIRWISE_TOOL = "record_preference"
@@ -68,16 +68,9 @@ def build_pairwise_prompt(rubric: dict[str, Any], node: dict[str, Any], material
 
 def parse_preference(value: Any) -> tuple[dict[str, Any] | None, str | None]:
     """(parsed, None) or (None, why): one JSON object with `preferred` A|B|tie and a string `reason`."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("```"):
-            text = text.strip("`").removeprefix("json").strip()
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            return None, "the reply is not one JSON object"
-    if not isinstance(value, dict):
-        return None, "the reply is not a JSON object"
+    value, err = reply_object(value)
+    if value is None:
+        return None, err
     if value.get("preferred") not in ("A", "B", "tie"):
         return None, f"preferred {value.get('preferred')!r} is not A, B or tie"
     reason = value.get("reason", "")
