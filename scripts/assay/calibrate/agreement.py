@@ -23,7 +23,8 @@ from typing import Any
 from ..core.errors import AssayError
 from ..judge.binding import DEFAULT_FLOORS
 from .annotations import Annotation
-from .intervals import clopper_pearson, kappa_interval
+from .intervals import clopper_pearson, cohen_kappa, kappa_interval  # noqa: F401 (cohen_kappa re-exported)
+from .unlock import labels_needed, more_labels_sentence
 
 UNKNOWN_NOTE_RATE = 0.10
 
@@ -44,18 +45,6 @@ class Floors:
                 raise AssayError(f"--{name.replace('_', '-')} must be between 0 and 1", 2)
         if not -1.0 <= self.min_kappa <= 1.0:
             raise AssayError("--min-kappa must be between -1 and 1", 2)
-
-
-def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
-    """Cohen's kappa on the 2x2; None when undefined (no pairs, or chance agreement 1)."""
-    n = tp + fn + fp + tn
-    if n == 0:
-        return None
-    po = (tp + tn) / n
-    pe = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / (n * n)
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1.0 - pe)
 
 
 def kappa_ci_note(tp: int, fn: int, fp: int, tn: int) -> str | None:
@@ -178,7 +167,6 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
                         else f"kappa {kappa:.3f} < {floors.min_kappa:.2f}")
     calibrated = not blocking
 
-    from .unlock import labels_needed, more_labels_sentence
     more = labels_needed(tp, fn, fp, tn, floors)
     unlock = None
     if not calibrated:

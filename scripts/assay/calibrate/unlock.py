@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .agreement import Floors, cohen_kappa
+from .intervals import cohen_kappa
 
 MAX_MORE = 100_000   # past this the answer is "not by labelling" in practice
 
@@ -40,8 +40,9 @@ def _kappa_ok(tp: int, fn: int, fp: int, tn: int, floor: float) -> bool:
     return k is not None and k >= floor
 
 
-def labels_needed(tp: int, fn: int, fp: int, tn: int, floors: Floors) -> dict[str, Any]:
-    """{total, fail, pass, either, reachable, assumes}: the more labels to unlock, by human class."""
+def labels_needed(tp: int, fn: int, fp: int, tn: int, floors: Any) -> dict[str, Any]:
+    """{total, fail, pass, either, reachable, assumes}: the more labels to unlock, by human class.
+    `floors` is an assay.calibrate.agreement.Floors."""
     human_fail, human_pass = tp + fn, fp + tn
     out: dict[str, Any] = {"total": 0, "fail": 0, "pass": 0, "either": 0, "reachable": True,
                            "assumes": "every new label agrees with the judge; each disagreement needs more"}
