@@ -134,6 +134,7 @@ def test_pairwise_in_both_orders_a_first_position_bias_is_caught(app, state, jud
         assert len(got["nodes"][0]["calls"]) == 2                    # both calls kept
         verdict = json.loads((biased / "cases" / cid / "verdict.json").read_text())
         assert verdict["verdict"] != "pass" and verdict["layers"]["judged"]["verdict"] == "unscored"
+        assert "judge_unstable: the verdict flips with the order" in verdict["layers"]["judged"]["reason"]
     pw = json.loads((biased / "results.json").read_text())["summary"]["judged"]["pairwise"]["eta-vs-baseline-v1"]
     assert pw[JUDGE_UNSTABLE] == 2 and pw["win"] == pw["loss"] == 0
 

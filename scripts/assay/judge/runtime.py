@@ -274,7 +274,8 @@ def judged_layer(results: list[dict], usage: dict[str, int]) -> dict[str, Any]:
             layer["reason"] = (f"provisional (not gating): the judge said {layer['provisional_verdict']}; "
                                + "; ".join(whys))
         else:
-            layer["reason"] = "; ".join(f"{r['pin']}: {r['reason']}" for r in calibrated if r["verdict"] == "unscored")
+            layer["reason"] = "; ".join(f"{r['pin']}: {r['reason']}" for r in calibrated  # judge_unstable too
+                                        if r["verdict"] not in ("pass", "fail"))
     if provisional and calibrated:
         layer["provisional_note"] = "; ".join(sorted({str(r["why_provisional"]) for r in provisional}))
     return layer
