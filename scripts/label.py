@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""label.py RUN_DIR -o PAGE.html: a self-contained page for labelling the judge's verdicts.
+"""label.py RUN_DIR [RUN_DIR ...] -o PAGE.html: a self-contained page for labelling the judge's verdicts.
 
-One item per (judged case, rubric, node) of the run's non-holdout cases (holdout cases
-are never read): input, answer, tool results, the node's judge verdict, evidence and
+One item per (judged case, rubric, node, answer) of the runs' non-holdout cases (holdout cases
+are never read; the same answer in two runs is one item, a changed answer is a new one): input, answer, tool results, the node's judge verdict, evidence and
 reason. Keys agree / disagree / skip with an optional critique; the page exports the
 annotation JSONL that score_agreement.py reads. Judge fails are oversampled; items
 labelled before come back as canaries. Exit 0 written; 2 on bad input or nothing judged.
@@ -21,7 +21,9 @@ def build_parser():
         "python3 scripts/label.py .assay/reports/regression-20261130T101500Z-1a2b -o .assay/work/label.html "
         "--reviewer \"Dana Whitfield\"",
     )
-    p.add_argument("run_dir", help="a finished run directory (<state>/reports/<run-id>)")
+    p.add_argument("run_dir", nargs="+",
+                   help="finished run directories (<state>/reports/<run-id>); several runs give one page, "
+                        "each distinct answer of a case once (labels pair with the answer they were given on)")
     p.add_argument("-o", "--out", required=True, metavar="PAGE.html", help="where to write the page")
     p.add_argument("--reviewer", default="", help="the labeller's name, prefilled on the page")
     p.add_argument("--annotations", action="append", metavar="FILE",
@@ -51,11 +53,13 @@ def run(args):
         raise AssayError(f"-o {out}: directory {out.parent} does not exist", 2)
     if args.canaries < 0 or (args.limit is not None and args.limit < 1):
         raise AssayError("--canaries must be >= 0 and --limit >= 1", 2)
-    run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        raise AssayError(f"{run_dir}: not a directory; pass a run directory (<state>/reports/<run-id>)", 2)
+    run_dirs = [Path(r) for r in args.run_dir]
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise AssayError(f"{run_dir}: not a directory; pass a run directory (<state>/reports/<run-id>)", 2)
+    run_dir = run_dirs[0]
     files = [Path(f) for f in args.annotations] if args.annotations else None
-    labelset = build_items(run_dir, annotation_files=files, canaries=args.canaries, seed=args.seed,
+    labelset = build_items(run_dirs, annotation_files=files, canaries=args.canaries, seed=args.seed,
                            limit=args.limit)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     batch = f"{labelset['run_id']}-{stamp}-{secrets.token_hex(2)}"
@@ -63,6 +67,7 @@ def run(args):
     save_to = str(state / "annotations" / f"{batch}.jsonl") if state else f"<state>/annotations/{batch}.jsonl"
     atomic_write_text(out, render_page(labelset, batch=batch, reviewer=args.reviewer, save_to=save_to))
     return 0, {"page": str(out), "batch": batch, "save_export_to": save_to, "run_id": labelset["run_id"],
+               "run_ids": labelset["run_ids"],
                **labelset["stats"]}
 
 

@@ -24,6 +24,11 @@ def run(args):
     if args.baseline_verdicts == "auto":  # the run this plan's series compares with (assay.compare.baseline)
         from assay.compare.baseline import resolve_for_plan
         args.baseline_verdicts = resolve_for_plan(args.plan)
+    if getattr(args, "baseline", None) == "auto":  # pairwise rubrics: the same choice, its run dir
+        from pathlib import Path
+
+        from assay.compare.baseline import resolve_for_plan
+        args.baseline = str(Path(resolve_for_plan(args.plan)).parent)
     return run_cases(args)
 
 

@@ -14,6 +14,7 @@ from assay.core.cli import make_parser, run_command
 
 
 def build_parser():
+    from assay.judge.binding import DEFAULT_FLOORS as F
     p = make_parser(
         "score_agreement.py",
         "Score human labels against the judge per rubric version (fail = positive class): TPR, TNR, "
@@ -29,12 +30,16 @@ def build_parser():
     p.add_argument("--state-dir", metavar="STATE_DIR",
                    help="the state dir whose judge/judge.yaml and rubrics/ the sidecar is bound to "
                         "(default: the one --write's judge/calibration.json is in)")
-    p.add_argument("--min-pairs", type=int, default=100, help="labelled pairs needed per rubric version (default 100)")
-    p.add_argument("--min-per-class", type=int, default=10,
-                   help="human fail labels and human pass labels needed, each (default 10)")
-    p.add_argument("--min-tpr", type=float, default=0.90, help="TPR floor, fail = positive (default 0.90)")
-    p.add_argument("--min-tnr", type=float, default=0.90, help="TNR floor (default 0.90)")
-    p.add_argument("--min-kappa", type=float, default=0.60, help="Cohen's kappa floor (default 0.60)")
+    below = " (lower: gate and report say the rubric was calibrated below the default floors)"
+    p.add_argument("--min-pairs", type=int, default=int(F["min_pairs"]),
+                   help=f"labelled pairs needed per rubric version (default {F['min_pairs']:g}){below}")
+    p.add_argument("--min-per-class", type=int, default=int(F["min_per_class"]),
+                   help=f"human fail labels and human pass labels needed, each (default {F['min_per_class']:g})")
+    p.add_argument("--min-tpr", type=float, default=F["min_tpr"],
+                   help=f"TPR floor, fail = positive (default {F['min_tpr']:.2f})")
+    p.add_argument("--min-tnr", type=float, default=F["min_tnr"], help=f"TNR floor (default {F['min_tnr']:.2f})")
+    p.add_argument("--min-kappa", type=float, default=F["min_kappa"],
+                   help=f"Cohen's kappa floor (default {F['min_kappa']:.2f})")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="interval level, reported only, never gated on (default 0.95)")
     return p

@@ -245,3 +245,10 @@ def test_make_demo_compare(tmp_path):
     assert "--verify" not in r.stdout                  # compare.json / compare.html are allowed in the run dir
     assert (cand / "compare.html").is_file() and json.loads((cand / "compare.json").read_text())["counts"]
     assert run_script("run_cases", "--verify", cand).rc == 0
+    # the pairwise rubric: the broken reply (no arrival date) loses to the clean one in both orders
+    assert f"pairwise refund-reply-vs-baseline-v1 vs {base.name}: 0 win, 0 tie, 1 loss" in r.stdout
+    assert "pairwise refund-reply-vs-baseline-v1: not compared, no baseline run" in r.stdout   # run 1
+    judged = json.loads((cand / "cases" / JUDGED / "judge.json").read_text())
+    pw = next(x for x in judged["rubrics"] if x["pin"] == "refund-reply-vs-baseline-v1")
+    assert pw["outcome"] == "loss" and pw["baseline_run_id"] == base.name
+    assert [c["order"] for c in pw["nodes"][0]["calls"]] == ["baseline_first", "candidate_first"]

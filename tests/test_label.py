@@ -53,10 +53,11 @@ def test_items_exclude_holdout_and_oversample_fails(tmp_path):
     out = build_items(run, annotation_files=[])
     assert {i["case_id"] for i in out["items"]} == {"c-1", "c-2", "c-3"}
     assert out["stats"]["holdout_excluded"] == 1 and out["stats"]["judged_cases"] == 3
-    assert "c-h" not in out["materials"] and "SEALED" not in json.dumps(out)
-    assert out["materials"]["c-1"]["tools"][0]["name"] == "issue_refund"
-    assert out["materials"]["c-1"]["input"] == "Please refund 20 on INV-1002"
-    assert '"message": "hi"' in out["materials"]["c-2"]["input"]       # no input_text: the request body
+    mat = {key.split("@")[0]: m for key, m in out["materials"].items()}
+    assert "c-h" not in mat and "SEALED" not in json.dumps(out)
+    assert mat["c-1"]["tools"][0]["name"] == "issue_refund"
+    assert mat["c-1"]["input"] == "Please refund 20 on INV-1002"
+    assert '"message": "hi"' in mat["c-2"]["input"]       # no input_text: the request body
     items = [{"judge_label": v, "id": i} for i, v in enumerate(["pass"] * 8 + ["fail"] * 2 + ["unknown"])]
     order = [i["judge_label"] for i in stratified(items, 0)]
     assert order[:4] == ["fail", "pass", "fail", "unknown"] and order.count("fail") == 2
@@ -193,3 +194,50 @@ def test_a_canary_is_only_an_item_labelled_on_the_same_answer(tmp_path):
     assert stats["answer_changed"] == 1 and stats["labelled_on_unknown_answer"] == 1
     # the unknown-material label is neither a canary nor asked again
     assert not [i for i in out["items"] if i["case_id"] == "c-2" and i["node_id"] == "states-amount"]
+
+
+# ---------------------------------------------------------------- issue 30 item 6: several runs, one page
+def _second_run(tmp_path: Path, first: Path) -> Path:
+    """The same cases again: c-1 answers differently, c-2 and c-3 say what they said."""
+    import shutil
+    second = first.parent / "regression-20261130T111500Z-3c4d"
+    shutil.copytree(first, second)
+    results = json.loads((second / "results.json").read_text())
+    (second / "results.json").write_text(json.dumps(dict(results, run_id=second.name)))
+    (second / "cases" / "c-1" / "answer.txt").write_text("Refund RF-1 of 20.00 USD, back within 5 days.")
+    return second
+
+
+def test_several_runs_one_page_each_distinct_answer_once(tmp_path):
+    first = judged_run(tmp_path)
+    second = _second_run(tmp_path, first)
+    out = build_items([first, second], annotation_files=[])
+    by_case: dict = {}
+    for i in out["items"]:
+        by_case.setdefault(i["case_id"], set()).add(i["answer_sha256"])
+    assert {c: len(v) for c, v in by_case.items()} == {"c-1": 2, "c-2": 1, "c-3": 1}
+    assert out["stats"]["runs"] == 2 and out["stats"]["same_answer_in_another_run"] == 2
+    assert out["stats"]["to_label"] == 7                       # 2 + 2 nodes of c-1, 2 of c-2, 1 of c-3
+    c1 = [i for i in out["items"] if i["case_id"] == "c-1"]
+    assert len({i["material"] for i in c1}) == 2 and all(i["material"] in out["materials"] for i in c1)
+    assert {out["materials"][i["material"]]["answer_sha256"] for i in c1} == {i["answer_sha256"] for i in c1}
+
+
+def test_labels_of_one_case_on_two_answers_are_two_pairs_and_older_files_still_read(tmp_path):
+    first = judged_run(tmp_path)
+    second = _second_run(tmp_path, first)
+    shas = [_sha((run / "cases" / "c-1" / "answer.txt").read_text()) for run in (first, second)]
+    ann = tmp_path / "a.jsonl"
+    ann.write_text(_line("c-1", "pass", shas[0]) + _line("c-1", "pass", shas[1])
+                   + _line("c-1", "fail", shas[1])               # same answer again: last wins, one pair
+                   + _line("c-1", "pass", None)                  # older line on unknown material: yields
+                   + _line("c-3", "pass", None))                 # older line alone: counted as before
+    r = run_inproc("score_agreement", ann, "--min-pairs", "1", "--min-per-class", "0")
+    assert r.rc == 0, r.json
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert rub["pairs"] == 3 and rub["tn"] == 2 and rub["fn"] == 1
+    assert r.json["duplicates_replaced"] == 1 and r.json["unknown_material_dropped"] == 1
+    assert r.json["distinct_answers"] == 2
+    page = run_inproc("label", first, second, "-o", tmp_path / "p.html", "--annotations", ann)
+    assert page.rc == 0, page.json
+    assert page.json["run_ids"] == [first.name, second.name] and page.json["already_labelled"] == 2

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""`make demo CALIBRATE=1`: the judge-calibration loop on the helpdesk example, offline.
+"""`make demo CALIBRATE=1`: the judge-calibration loop on the helpdesk example, offline, at the
+DEFAULT floors (100 labelled pairs, 10 per class, TPR and TNR 0.90, kappa 0.60).
 
-On a fresh copy of the example's state dir (under its work/ folder, so the example
-itself never becomes calibrated), with the app started BROKEN so the judge has
-something to fail:
+On a fresh copy of the example's state dir (under its work/ folder, so the example itself never
+becomes calibrated), with the demo's labelling set (calibration_set.json: 30 refund requests, each
+a case pinning refund-eta-v1) added to its smoke split:
 
-    run (smoke, judged, provisional) -> cluster_failures -> label.py page
-    -> a scripted labelling file (demo_labels.json: the labels a person gave, by case
-       and node; the judge's verdicts are read from the page, as its export does)
-    -> score_agreement.py (at the real floors: not calibrated, and what would unlock it;
-       at the demo's lowered floors: calibrated, sidecar written)
-    -> run again: the rubric is calibrated, its fails now count in the gate
+    run 1, app clean (smoke, judged, provisional) -> label.py page -> labels (sitting 1)
+    -> score_agreement.py: not calibrated yet, and how many more labels of which class would unlock it
+    run 2, app BROKEN -> label.py over both runs: only the answers not labelled yet (a changed
+       answer is a new pair; an unchanged one is not asked again) -> labels (sitting 2)
+    -> score_agreement.py --write: calibrated at the default floors, from labels of distinct answers
+    run 3, app BROKEN: the rubric is calibrated, its fails count in the gate
 
-The scripted labels stand in for a person and say so; the lowered floors are the
-demo's only concession and are printed. Exit 0 when the loop showed what it should
-(a provisional judged line, then a calibrated one), 2 when a step failed.
+The labels stand in for a person and say so (demo_labels.json: by case, node and the app the answer
+came from; the judge's verdicts and answer hashes are read from the page, as its export does). The
+stand-in judge and the person disagree on the three over-the-cap refunds (the judge reads the invoice
+amount as a refunded one), so the agreement is measured, not assumed. Exit 0 when the loop showed what
+it should (provisional, then calibrated at the default floors), 2 when a step failed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +37,6 @@ from demo import (App, RUNNER_FINISHED, SCRIPTS, StepFailed, last_json, run_step
                   shown)
 
 LABELS = HERE / "demo_labels.json"
-DEMO_FLOORS = ["--min-pairs", "2", "--min-per-class", "1"]
 # The demo calibrates a two-judge ensemble (the stand-in and its stricter variant): a node's verdict
 # is theirs only when both agree, and the calibration is of the pair as configured.
 ENSEMBLE = """# calibrate_demo.py: a two-judge ensemble of stand-ins (judge_standin.py), not models
@@ -43,7 +46,19 @@ judges:
 aggregate: unanimous
 max_concurrency: 4
 """
+LABELLING_SET = HERE / "calibration_set.json"
 COPY_IGNORE = shutil.ignore_patterns("work", "reports", "annotations", "calibration.json", "holdout-looks*.jsonl")
+
+
+def labelling_case(row: dict) -> dict:
+    """One refund request of the labelling set as a case of the copy's smoke split."""
+    return {"id": row["id"], "unit": "billing", "split": ["smoke"], "category": "happy", "test_type": "MFT",
+            "metamorphic_parent": None, "template_id": None, "dataset_version_added": 1, "origin": "synthetic",
+            "review": {"status": "accepted", "by": "Dana Whitfield", "at": "2026-11-30"},
+            "identity": {"user": row["user"], "role": row["role"]},
+            "input": {"messages": [{"role": "user", "content": f"Please refund {row['amount']:g} on invoice "
+                                                                f"{row['invoice']}"}], "session": "fresh"},
+            "expect": {"route": "billing", "answer": {"rubric": ["refund-eta-v1"]}}}
 
 
 def fresh_state(example_state: Path) -> Path:
@@ -57,7 +72,24 @@ def fresh_state(example_state: Path) -> Path:
     for extra in HERE.glob("*.py"):
         shutil.copy(extra, root / extra.name)
     (state / "judge" / "judge.yaml").write_text(ENSEMBLE, encoding="utf-8")
+    rows = json.loads(LABELLING_SET.read_text(encoding="utf-8"))["cases"]
+    for row in rows:
+        (state / "datasets" / f"{row['id']}.yaml").write_text(json.dumps(labelling_case(row), indent=1) + "\n",
+                                                            encoding="utf-8")
+    count_labelling_set(state / "datasets" / "dataset.yaml", len(rows))
     return state
+
+
+def count_labelling_set(manifest: Path, n: int) -> None:
+    """The copy's dataset.yaml counts the added cases (the linter checks the manifest against the files)."""
+    import yaml
+    doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    doc["cases"] += n
+    doc["splits"]["smoke"] += n
+    billing = doc["coverage_grid"]["by_unit"]["billing"]
+    billing["total"] += n
+    billing["MFT"] += n
+    manifest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 
 def judged_line(gate_text: str) -> str:
@@ -74,9 +106,14 @@ def one_run(state: Path, env: dict[str, str], label: str) -> tuple[Path, str, in
     run_step("convert_suite", [str(SCRIPTS / "convert_suite.py"), str(state), "-o", str(converted),
                                "--split-dir", str(work / "split")], env)
     plan_file = work / "plan.json"
-    plan = last_json(run_step("make_plan", [str(SCRIPTS / "make_plan.py"), str(converted), "--mode", "smoke",
-                                            "--judge", "--state-dir", str(state), "-o", str(plan_file)], env).stdout)
-    out = Path(plan["out"])
+    for _ in range(3):  # run ids have one-second resolution: never reuse a finished run's directory
+        plan = last_json(run_step("make_plan", [str(SCRIPTS / "make_plan.py"), str(converted), "--mode", "smoke",
+                                                "--judge", "--state-dir", str(state), "-o", str(plan_file)],
+                                  env).stdout)
+        out = Path(plan["out"])
+        if not out.exists():
+            break
+        time.sleep(1.05)
     runner = run_step("run_cases", [str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--out", str(out),
                                     "--progress", "never"], env, ok=set(RUNNER_FINISHED))
     gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out)], env, ok={0, 1})
@@ -84,6 +121,17 @@ def one_run(state: Path, env: dict[str, str], label: str) -> tuple[Path, str, in
         f"gate {'open' if gate.returncode == 0 else 'CLOSED'}")
     say(f"                  {judged_line(gate.stdout)}")
     return out, gate.stdout, gate.returncode
+
+
+def run_with_app(state: Path, broken: bool, label: str) -> tuple[Path, str, int]:
+    app = App(state / "work", broken=broken, flaky=False)
+    try:
+        url = app.start()
+        env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
+        env.pop("PYTHONPATH", None)
+        return one_run(state, env, label)
+    finally:
+        app.stop()
 
 
 def page_items(page: Path) -> tuple[str, list[dict]]:
@@ -95,79 +143,86 @@ def page_items(page: Path) -> tuple[str, list[dict]]:
     return data["batch"], data["items"]
 
 
-def scripted_labels(page: Path, annotations: Path) -> Path:
-    """Write the person's labels (demo_labels.json) in the page's export format."""
+def scripted_labels(page: Path, annotations: Path, app: str) -> tuple[Path, int]:
+    """Write the person's labels (demo_labels.json) on the page's items in the page's export format:
+    each line carries the answer hash the page showed, canaries their earlier label."""
     person = json.loads(LABELS.read_text(encoding="utf-8"))
-    truth = {(row["case_id"], row["node_id"]): row["label"] for row in person["labels"]}
+    truth = {(row["case_id"], row["node_id"], row["app"]): row["label"] for row in person["labels"]}
     batch, items = page_items(page)
     lines = []
     for it in items:
-        label = truth.get((it["case_id"], it["node_id"]))
+        label = truth.get((it["case_id"], it["node_id"], app), truth.get((it["case_id"], it["node_id"], "any")))
         if label is None:
             continue  # an item the person did not label (skipped on the page)
-        lines.append({"case_id": it["case_id"], "rubric_id": it["rubric_id"], "node_id": it["node_id"],
-                      "label": label, "judge_label": it["judge_label"], "reviewer": person["reviewer"],
-                      "ts": person["ts"], "batch": batch})
+        line = {"case_id": it["case_id"], "rubric_id": it["rubric_id"], "node_id": it["node_id"],
+                "label": label, "judge_label": it["judge_label"], "reviewer": person["reviewer"],
+                "ts": person["ts"], "batch": batch, "answer_sha256": it["answer_sha256"]}
+        if it.get("canary"):
+            line.update(canary=True, expected_label=it["expected"])
+        lines.append(line)
     if not lines:
         raise StepFailed("step 'scripted labelling' failed: no page item matches demo_labels.json; the example's "
                          "judged cases changed, update demo_labels.json")
     annotations.mkdir(parents=True, exist_ok=True)
     path = annotations / f"{batch}.jsonl"
     path.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines), encoding="utf-8")
-    return path
+    return path, sum(1 for x in lines if not x.get("canary"))
+
+
+def sitting(state: Path, runs: list[Path], app: str, env: dict[str, str]) -> None:
+    """One labelling sitting: label.py over `runs`, then the scripted labels of what it asks."""
+    page = state / "work" / "label.html"
+    lab = last_json(run_step("label", [str(SCRIPTS / "label.py"), *map(str, runs), "-o", str(page),
+                                       "--reviewer", "Dana Whitfield"], env).stdout)
+    ann, n = scripted_labels(page, state / "annotations", app)
+    say(f"  label           {len(runs)} run(s): {lab.get('to_label')} items to label (judge says "
+        f"{lab.get('by_judge_verdict')}), {lab.get('already_labelled')} labelled before on the same answer "
+        f"({lab.get('canaries')} back as canaries), {lab.get('answer_changed')} whose answer changed")
+    say(f"  labels          {n} labels -> {shown(ann)} (the scripted stand-in for a person, demo_labels.json)")
+
+
+def agreement(state: Path, env: dict[str, str], *extra: str) -> dict:
+    out = last_json(run_step("score_agreement", [str(SCRIPTS / "score_agreement.py"), str(state / "annotations"),
+                                                 *extra], env).stdout)
+    for pin, r in sorted((out.get("rubrics") or {}).items()):
+        say(f"  score_agreement {pin} at the default floors: {r['pairs']} pairs over {out.get('distinct_answers')} "
+            f"distinct answers ({r['human_fail']} human fail, {r['human_pass']} human pass), TPR {r['tpr']}, "
+            f"TNR {r['tnr']}, kappa {r['kappa']}: calibrated {r['calibrated']}"
+            + (f"; {r['more_labels_sentence']}" if r.get("more_labels_sentence") else ""))
+    return out
 
 
 def loop(example_state: Path) -> int:
     state = fresh_state(example_state)
-    say(f"assay calibration demo: a copy of the example state at {shown(state)}, app BROKEN (--break)")
+    say(f"assay calibration demo: a copy of the example state at {shown(state)}, with the labelling set "
+        f"({shown(LABELLING_SET)}) in its smoke split")
     say("  judge           a two-judge ensemble (aggregate: unanimous): judge_standin.py and its --variant b")
-    app = App(state / "work", broken=True, flaky=False)
     (state / "work").mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
-        url = app.start()
-        env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
-        env.pop("PYTHONPATH", None)
-
-        first, first_gate, _ = one_run(state, env, "run")
-        clusters = last_json(run_step("cluster_failures", [str(SCRIPTS / "cluster_failures.py"), str(first),
-                                                           "--top", "3"], env).stdout)
-        top = "; ".join(f"{c.get('layer')}: {c.get('reason')} x{c.get('count')}" for c in clusters.get("clusters") or [])
-        say(f"  cluster_failures {clusters.get('failing_cases', '?')} failing cases; largest clusters: {top}")
-
-        page = state / "work" / "label.html"
-        lab = last_json(run_step("label", [str(SCRIPTS / "label.py"), str(first), "-o", str(page),
-                                           "--reviewer", "Dana Whitfield"], env).stdout)
-        say(f"  label           {shown(page)}: {lab.get('to_label')} items to label "
-            f"(judge says {lab.get('by_judge_verdict')}), {lab.get('holdout_excluded')} holdout excluded")
-        ann = scripted_labels(page, state / "annotations")
-        say(f"  labels          {shown(ann)}: the scripted stand-in for a person (demo_labels.json)")
-
-        real = last_json(run_step("score_agreement", [str(SCRIPTS / "score_agreement.py"), str(ann)], env).stdout)
-        for pin, r in sorted((real.get("rubrics") or {}).items()):
-            say(f"  score_agreement {pin} at the real floors: calibrated {r['calibrated']}; unlock: {r['unlock']}")
+        first, first_gate, _ = run_with_app(state, False, "run 1 (clean)")
+        sitting(state, [first], "clean", env)
+        before = agreement(state, env)
+        second, _, _ = run_with_app(state, True, "run 2 (BROKEN)")
+        sitting(state, [first, second], "broken", env)
         sidecar = state / "judge" / "calibration.json"
-        demo = last_json(run_step("score_agreement", [str(SCRIPTS / "score_agreement.py"), str(ann), "--write",
-                                                      str(sidecar), *DEMO_FLOORS], env).stdout)
-        for pin, r in sorted((demo.get("rubrics") or {}).items()):
-            say(f"  score_agreement {pin} at the DEMO floors ({' '.join(DEMO_FLOORS)}): calibrated "
-                f"{r['calibrated']}, {r['pairs']} pairs, TPR {r['tpr']}, TNR {r['tnr']}, kappa {r['kappa']} "
-                f"-> {shown(sidecar)}")
-
-        second, second_gate, code = one_run(state, env, "run again")
+        after = agreement(state, env, "--write", str(sidecar))
+        say(f"                  -> {shown(sidecar)}")
+        third, third_gate, code = run_with_app(state, True, "run 3 (BROKEN)")
         say()
-        say(second_gate.rstrip())
-        before, after = judged_line(first_gate), judged_line(second_gate)
-        if demo.get("status") != "calibrated" or "provisional" not in before or "provisional" in after:
-            say("\ncalibration demo: the judged line did not move from provisional to calibrated")
+        say(third_gate.rstrip())
+        first_line, third_line = judged_line(first_gate), judged_line(third_gate)
+        if (before.get("status") == "calibrated" or after.get("status") != "calibrated"
+                or "provisional" not in first_line or "provisional" in third_line
+                or "below the defaults" in third_gate):
+            say("\ncalibration demo: the judged line did not move from provisional to calibrated at the default floors")
             return 2
-        say(f"\ncalibration demo: judged verdicts went from provisional to gating "
+        say(f"\ncalibration demo: judged verdicts went from provisional to gating at the default floors "
             f"(gate exit {code}: {'open' if code == 0 else 'closed'}).")
         return 0
     except StepFailed as exc:
         print(f"\ncalibration demo failed: {exc}", file=sys.stderr)
         return 2
-    finally:
-        app.stop()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ that cannot do its job stops the demo with exit 2 and a message naming the step.
     python3 examples/helpdesk/demo.py --compare        # a clean run, then the broken app, compared
 
 With --compare (`make demo COMPARE=1`) the pipeline runs twice, first against the clean app,
-then against the broken one (--break), and then compare_runs.py pairs the two runs
+then against the broken one (--break, with run_cases.py --baseline <the clean run>, so the pairwise
+rubric refund-reply-vs-baseline judges each broken answer against the clean one in both orders),
+and then compare_runs.py pairs the two runs
 (compare.json and compare.html in the second run's directory) and gate.py --baseline gates
 the second against the first: it closes on the newly failing cases, named first.
 
@@ -184,8 +186,10 @@ class App:
             self._log.close()
 
 
-def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tuple[int, Path | None]:
-    """convert -> validate -> plan -> run -> gate -> report; returns (gate exit code, report.html)."""
+def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str],
+             baseline: Path | None = None) -> tuple[int, Path | None]:
+    """convert -> validate -> plan -> run -> gate -> report; returns (gate exit code, report.html).
+    `baseline`: the run pairwise rubrics compare this run's answers with (run_cases.py --baseline)."""
     work = state / "work"
     split = work / "split"
     converted = work / "converted.json"
@@ -230,7 +234,8 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str]) -> tupl
         run_shards(args.shards, plan_file, run_id, out, env)
     else:
         runner = run_step("run_cases", [str(SCRIPTS / "run_cases.py"), "--plan", str(plan_file), "--out", str(out),
-                                        "--progress", "never"], env, ok=set(RUNNER_FINISHED))
+                                        "--progress", "never", *(["--baseline", str(baseline)] if baseline else [])],
+                          env, ok=set(RUNNER_FINISHED))
         say(f"  run_cases       exit {runner.returncode} ({RUNNER_FINISHED[runner.returncode]}) "
             f"in {time.monotonic() - t0:.1f}s -> {shown(out)}")
 
@@ -409,6 +414,7 @@ def main_compare(args: argparse.Namespace, state: Path) -> int:
     work.mkdir(parents=True, exist_ok=True)
     args.otlp_listen = None
     runs = []
+    place_judge_standin(state)
     try:
         for broken in (False, True):
             app = App(work, broken=broken, flaky=args.flaky)
@@ -418,7 +424,8 @@ def main_compare(args: argparse.Namespace, state: Path) -> int:
                 url = app.start()
                 env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
                 env.pop("PYTHONPATH", None)
-                _, report_html = pipeline(args, state, env)
+                # the broken run's pairwise rubric (refund-reply-vs-baseline) compares its answers with the clean run's
+                _, report_html = pipeline(args, state, env, baseline=runs[0] if runs else None)
                 runs.append(report_html.parent)
             finally:
                 app.stop()

@@ -38,8 +38,29 @@ def say(verdict: dict, prompt: str) -> None:
     print(json.dumps(dict(verdict, usage=usage)))
 
 
+# pairwise node id -> the pattern the better answer holds (the arrival rule above)
+PAIRWISE = {"clearer-arrival": RULES["states-arrival"][0]}
+
+
+def pairwise(prompt: str) -> int:
+    """A pairwise prompt (two answers, A and B): prefer the one the node's pattern finds, tie otherwise."""
+    node = re.search(r"^Rubric: \S+ +Node: (\S+) +Kind: pairwise$", prompt, re.M)
+    a = re.search(r"<untrusted-answer-A-([0-9a-f]+)>\n(.*?)\n</untrusted-answer-A-\1>", prompt, re.S)
+    b = re.search(r"<untrusted-answer-B-([0-9a-f]+)>\n(.*?)\n</untrusted-answer-B-\1>", prompt, re.S)
+    rule = PAIRWISE.get(node.group(1)) if node else None
+    if not (rule and a and b):
+        print(json.dumps({"preferred": "tie", "reason": f"{LABEL} cannot compare these"}))
+        return 0
+    in_a, in_b = bool(re.search(rule, a.group(2))), bool(re.search(rule, b.group(2)))
+    preferred = "tie" if in_a == in_b else ("A" if in_a else "B")
+    print(json.dumps({"preferred": preferred, "reason": f"{LABEL} says when the money arrives: A {in_a}, B {in_b}"}))
+    return 0
+
+
 def main() -> int:
     prompt = sys.stdin.read()
+    if "Kind: pairwise" in prompt:
+        return pairwise(prompt)
     variant_b = sys.argv[1:3] == ["--variant", "b"]
     label = LABEL.replace("stand-in judge", "stand-in judge b") if variant_b else LABEL
     rules = RULES_B if variant_b else RULES

@@ -3,8 +3,10 @@
 `fail` is the positive class: tp = both say fail, fn = the human says fail and the judge
 pass, fp = the human says pass and the judge fail, tn = both say pass. TPR = tp/(tp+fn),
 TNR = tn/(tn+fp), Cohen's kappa over the 2x2. A judge `unknown` is out of the 2x2 and
-counted apart; a line without `judge_label` is unpaired. Last line per (rubric, node,
-case) wins. A labelling batch whose canary line disagrees with the earlier label is
+counted apart; a line without `judge_label` is unpaired. A pair is one (rubric, node,
+case, answer sha256): the same case labelled on another answer is another pair; last line
+per pair wins; lines on unknown material (no answer_sha256) yield to known ones
+(`known_material_first`). A labelling batch whose canary line disagrees with the earlier label is
 void: none of its lines count.
 
 A rubric version is calibrated when pairs >= min_pairs, human fails and human passes
@@ -19,19 +21,21 @@ from dataclasses import dataclass, asdict
 from typing import Any
 
 from ..core.errors import AssayError
+from ..judge.binding import DEFAULT_FLOORS
 from .annotations import Annotation
-from .intervals import clopper_pearson, kappa_interval
+from .intervals import clopper_pearson, cohen_kappa, kappa_interval  # noqa: F401 (cohen_kappa re-exported)
+from .unlock import labels_needed, more_labels_sentence
 
 UNKNOWN_NOTE_RATE = 0.10
 
 
 @dataclass(frozen=True)
 class Floors:
-    min_pairs: int = 100
-    min_per_class: int = 10
-    min_tpr: float = 0.90
-    min_tnr: float = 0.90
-    min_kappa: float = 0.60
+    min_pairs: int = int(DEFAULT_FLOORS["min_pairs"])
+    min_per_class: int = int(DEFAULT_FLOORS["min_per_class"])
+    min_tpr: float = DEFAULT_FLOORS["min_tpr"]
+    min_tnr: float = DEFAULT_FLOORS["min_tnr"]
+    min_kappa: float = DEFAULT_FLOORS["min_kappa"]
 
     def check(self) -> None:
         if self.min_pairs < 1 or self.min_per_class < 0:
@@ -41,18 +45,6 @@ class Floors:
                 raise AssayError(f"--{name.replace('_', '-')} must be between 0 and 1", 2)
         if not -1.0 <= self.min_kappa <= 1.0:
             raise AssayError("--min-kappa must be between -1 and 1", 2)
-
-
-def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
-    """Cohen's kappa on the 2x2; None when undefined (no pairs, or chance agreement 1)."""
-    n = tp + fn + fp + tn
-    if n == 0:
-        return None
-    po = (tp + tn) / n
-    pe = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / (n * n)
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1.0 - pe)
 
 
 def kappa_ci_note(tp: int, fn: int, fp: int, tn: int) -> str | None:
@@ -97,6 +89,15 @@ def void_batches(rows: list[Annotation]) -> tuple[list[Annotation], list[dict[st
               for b, misses in missed.items()]
     kept = [a for a in rows if not a.canary and (a.batch or "(no batch)") not in missed]
     return kept, voided, canaries
+
+
+def known_material_first(rows: list[Annotation]) -> tuple[list[Annotation], int]:
+    """Drop the lines on unknown material (no answer_sha256: older files) of an item that also has a
+    label on a known answer: the unknown one may be on that same answer, and counting both would
+    count one material twice. Returns (kept, dropped)."""
+    known = {a.item for a in rows if a.answer_sha256}
+    kept = [a for a in rows if a.answer_sha256 or a.item not in known]
+    return kept, len(rows) - len(kept)
 
 
 def last_wins(rows: list[Annotation]) -> tuple[list[Annotation], int]:
@@ -166,13 +167,15 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
                         else f"kappa {kappa:.3f} < {floors.min_kappa:.2f}")
     calibrated = not blocking
 
+    more = labels_needed(tp, fn, fp, tn, floors)
     unlock = None
     if not calibrated:
         unlock = unlock_sentence(pairs, human_fail, human_pass, floors)
         if unlock is None:
             unlock = ("the counts are met but the judge disagrees with people too often ("
                       + "; ".join(b for b in blocking if b.startswith(("TPR", "TNR", "kappa")))
-                      + "): fix the rubric or the judge, bump the rubric version and label it again")
+                      + "): fix the rubric or the judge, bump the rubric version and label it again"
+                      + (f"; or {more_labels_sentence(more)}" if more["reachable"] and more["total"] else ""))
 
     labelled = len(paired)
     notes = []
@@ -204,6 +207,8 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
         "kappa_ci_note": kappa_ci_note(tp, fn, fp, tn),
         "blocking": blocking,
         "unlock": unlock,
+        "more_labels": more,
+        "more_labels_sentence": more_labels_sentence(more) if not calibrated else None,
         "notes": notes,
         "by_node": by_node,
     }
@@ -218,6 +223,7 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> d
         raise AssayError("no annotation lines in the given files: label cases first "
                          "(label.py RUN_DIR -o page.html, then save the page's export under <state>/annotations/)", 2)
     counted, voided, canaries = void_batches(rows)
+    counted, unknown_material = known_material_first(counted)
     latest, replaced = last_wins(counted)
     by_pin: dict[str, list[Annotation]] = defaultdict(list)
     for a in latest:
@@ -241,6 +247,8 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> d
         "floors": asdict(floors),
         "lines_read": len(rows),
         "duplicates_replaced": replaced,
+        "unknown_material_dropped": unknown_material,
+        "distinct_answers": len({a.answer_sha256 for a in latest if a.answer_sha256}),
         "labelled_pairs": pairs,
         "unpaired_annotations": unpaired,
         "canaries": canaries,

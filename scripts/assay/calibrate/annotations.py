@@ -7,6 +7,13 @@ with `expected_label` (an earlier label of the same item), and on every line
 `answer_sha256`: the sha256 of the answer the label was given on (the material), so a later
 page re-asks the item when the answer changed and never uses it as a canary then. A line without
 `judge_label` is a human-only label: read, counted as unpaired, never in the 2x2.
+
+A label pairs with the material it was given: the same case and node labelled on two different
+answers (two runs, two repeats) are two pairs, and the same answer labelled twice is one (last
+wins). A line without `answer_sha256` (files written before the page recorded it) is on unknown
+material: it counts as it always did, one pair per (rubric, node, case), unless the same item also
+has a label on a known answer, which may be the same one -- then the unknown-material line is not
+counted (agreement.known_material_first; docs/runner-contract.md, "Annotations").
 """
 
 from __future__ import annotations
@@ -40,9 +47,14 @@ class Annotation:
     answer_sha256: str | None = None  # the answer the label was given on; None: unknown (older files)
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        """Last line per (rubric, node, case) wins."""
+    def item(self) -> tuple[str, str, str]:
+        """The labelled item, whatever answer it was labelled on: (rubric, node, case)."""
         return (self.pin, self.node_id or "", self.case_id)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """One pair per (rubric, node, case, answer): last line per key wins; "" is unknown material."""
+        return (*self.item, self.answer_sha256 or "")
 
 
 def _bad(where: str, message: str, fix: str) -> AssayError:

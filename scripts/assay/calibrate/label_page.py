@@ -49,9 +49,9 @@ SCRIPT = r"""
   function done() { return Object.keys(labels).length; }
   function verdictSpan(id, v) { var el = $(id); el.textContent = v; el.className = "v-" + v; }
   function render() {
-    var it = items[pos], m = DATA.materials[it.case_id] || {};
+    var it = items[pos], m = DATA.materials[it.material] || {};
     text("progress", "item " + (pos + 1) + " of " + items.length + " \u00b7 " + done() + " labelled");
-    text("case", it.case_id + (m.title ? " \u00b7 " + m.title : "")); text("pin", it.rubric_id); text("node", it.node_id);
+    text("case", it.case_id + (m.title ? " \u00b7 " + m.title : "") + (DATA.runs > 1 ? " \u00b7 run " + it.run_id : "")); text("pin", it.rubric_id); text("node", it.node_id);
     text("criterion", it.criterion || "(no criterion text in judge.json)");
     text("input", m.input || "(no input recorded)"); text("answer", m.answer || "(empty answer)");
     var tools = $("tools"); tools.textContent = "";
@@ -177,7 +177,7 @@ def render_page(labelset: dict[str, Any], *, batch: str, reviewer: str, save_to:
     # the ids the export writes back stay exact
     shown = [dict(it, **{k: show_invisible_in(it[k]) for k in ("criterion", "evidence", "reason") if k in it})
              for it in labelset["items"]]
-    data = {"batch": batch, "reviewer": reviewer, "items": shown, "materials": show_invisible_in(labelset["materials"])}
+    data = {"batch": batch, "reviewer": reviewer, "items": shown, "runs": len(labelset.get("run_ids") or [1]), "materials": show_invisible_in(labelset["materials"])}
     body = BODY.format(run_id=html.escape(labelset["run_id"]), save_to=html.escape(save_to))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"

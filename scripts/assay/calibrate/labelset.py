@@ -1,5 +1,5 @@
-"""What a labelling sitting shows: one item per (judged case, rubric pin, node), holdout
-cases never included, ordered to oversample the judge's fails, with canaries mixed in.
+"""What a labelling sitting shows: one item per (judged case, rubric pin, node, answer) of one
+or several runs, holdout cases never included, ordered to oversample the judge's fails, with canaries mixed in.
 
 Items come from `cases/<id>/judge.json` (written by the runner for each judged case).
 Every item carries `answer_sha256`, the sha256 of the answer the page shows, and the export
@@ -84,6 +84,8 @@ def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
                          "wrote (re-run, or rescore the run)", 2, file=str(where))
     items = []
     for ri, rubric in enumerate(doc["rubrics"]):
+        if isinstance(rubric, dict) and rubric.get("kind") == "pairwise":
+            continue   # two answers to one verdict: not a labelling item on this page
         pin = rubric.get("pin") if isinstance(rubric, dict) else None
         if not isinstance(pin, str) or not PIN_RE.match(pin):
             raise AssayError(f"{where}: rubrics[{ri}].pin {pin!r} is not a rubric pin (<rubric_id>-v<version>)", 2,
@@ -141,10 +143,10 @@ def spread(queue: list[dict[str, Any]], canaries: list[dict[str, Any]]) -> list[
     return out
 
 
-def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = None, canaries: int = 3,
-                seed: int = 0, limit: int | None = None) -> dict[str, Any]:
-    run = Path(run_dir)
+def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str, Any]], int, int]:
+    """(run id, items, materials by material key, judged cases, holdout skipped) of one run."""
     results = load_results(run)
+    run_id = results.get("run_id") or run.name
     sealed = holdout_ids(run)
     cases_dir = run / "cases"
     judged, holdout_skipped = 0, 0
@@ -160,30 +162,66 @@ def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = No
             holdout_skipped += 1          # never read: holdout details stay sealed
             continue
         judged += 1
-        materials[cid] = case_material(case_dir, verdict)
-        items.extend(dict(i, answer_sha256=materials[cid]["answer_sha256"])
+        material = case_material(case_dir, verdict)
+        key = material_key(cid, material["answer_sha256"])
+        materials[key] = material
+        items.extend(dict(i, answer_sha256=material["answer_sha256"], material=key, run_id=run_id)
                      for i in _judge_items(cid, read_json_file(jpath), jpath))
+    return run_id, items, materials, judged, holdout_skipped
+
+
+def material_key(case_id: str, answer_sha256: str) -> str:
+    """The page's key for what one item shows: a case's answer (two runs with the same answer share it)."""
+    return f"{case_id}@{answer_sha256[:16]}"
+
+
+def build_items(run_dirs: str | Path | list, *, annotation_files: list[Path] | None = None, canaries: int = 3,
+                seed: int = 0, limit: int | None = None) -> dict[str, Any]:
+    """The items of one or several runs. The same (rubric, node, case) on the same answer in two runs is
+    one item (the later run's, in argument order): labelling it twice would count one material twice."""
+    runs = [Path(r) for r in (run_dirs if isinstance(run_dirs, list) else [run_dirs])]
+    judged, holdout_skipped, run_ids = 0, 0, []
+    by_key: dict[tuple, dict[str, Any]] = {}
+    materials: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        run_id, run_items, run_materials, n, skipped = _run_items(run)
+        run_ids.append(run_id)
+        judged, holdout_skipped = judged + n, holdout_skipped + skipped
+        materials.update(run_materials)
+        for item in run_items:
+            key = (item["rubric_id"], item["node_id"], item["case_id"], item["answer_sha256"])
+            by_key.pop(key, None)
+            by_key[key] = item
+    items = list(by_key.values())
+    same_answer = judged - len({(i["case_id"], i["answer_sha256"]) for i in items}) if len(runs) > 1 else 0
     if not items:
-        raise AssayError(f"{run}: no judged non-holdout case (no cases/<id>/judge.json outside the holdout); "
+        where = runs[0] if len(runs) == 1 else ", ".join(map(str, runs))
+        raise AssayError(f"{where}: no judged non-holdout case (no cases/<id>/judge.json outside the holdout); "
                          "run a mode that judges (regression, or --judge) with a judge configured", 2,
                          holdout_excluded=holdout_skipped)
-    files = default_annotation_files(run) if annotation_files is None else annotation_files
-    earlier: dict[tuple, Any] = {}
+    files = default_annotation_files(runs[0]) if annotation_files is None else annotation_files
+    earlier: dict[tuple, Any] = {}          # (rubric, node, case, answer) -> the last label on it
+    labelled_items: set[tuple] = set()      # (rubric, node, case) labelled on some answer
+    unknown_items: set[tuple] = set()       # ... on unknown material (older files)
     for a in read_annotations(files) if files else []:
         if not a.canary:
             earlier[a.key] = a
+            labelled_items.add(a.item)
+            if a.answer_sha256 is None:
+                unknown_items.add(a.item)
     fresh, seen, changed, unknown = [], [], 0, 0
     for item in items:
-        old = earlier.get((item["rubric_id"], item["node_id"], item["case_id"]))
-        if old is None:
-            fresh.append(dict(item, expected=None))
-        elif old.answer_sha256 is None:
+        ident = (item["rubric_id"], item["node_id"], item["case_id"])
+        old = earlier.get((*ident, item["answer_sha256"]))
+        if old is not None:
+            seen.append(dict(item, expected=old.label))
+        elif ident in unknown_items:
             unknown += 1                      # labelled on material nobody recorded: neither asked nor a canary
-        elif old.answer_sha256 != item["answer_sha256"]:
-            changed += 1                      # the answer changed: the old label is about another answer
+        elif ident in labelled_items:
+            changed += 1                      # labelled on another answer: this answer is a new pair
             fresh.append(dict(item, expected=None, relabel=True))
         else:
-            seen.append(dict(item, expected=old.label))
+            fresh.append(dict(item, expected=None))
     rng = random.Random(seed + 1)
     chosen = rng.sample(seen, min(canaries, len(seen))) if canaries > 0 else []
     queue = stratified(fresh, seed)
@@ -193,12 +231,15 @@ def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = No
         c["canary"] = True
     ordered = spread(queue, chosen)
     by_judge = {v: sum(1 for i in queue if i["judge_label"] == v) for v in ("fail", "pass", "unknown")}
+    shown = {i["material"] for i in ordered}
     return {
-        "run_id": results.get("run_id") or run.name,
+        "run_id": run_ids[0] if len(run_ids) == 1 else f"{run_ids[-1]}+{len(run_ids) - 1}",
+        "run_ids": run_ids,
         "items": ordered,
-        "materials": {cid: m for cid, m in materials.items() if any(i["case_id"] == cid for i in ordered)},
-        "stats": {"judged_cases": judged, "holdout_excluded": holdout_skipped, "items": len(ordered),
-                  "to_label": len(queue), "already_labelled": len(seen), "answer_changed": changed,
+        "materials": {key: m for key, m in materials.items() if key in shown},
+        "stats": {"runs": len(runs), "judged_cases": judged, "holdout_excluded": holdout_skipped,
+                  "items": len(ordered), "to_label": len(queue), "already_labelled": len(seen),
+                  "answer_changed": changed, "same_answer_in_another_run": same_answer,
                   "labelled_on_unknown_answer": unknown, "canaries": len(chosen),
                   "by_judge_verdict": by_judge, "annotation_files_read": [str(f) for f in files]},
     }

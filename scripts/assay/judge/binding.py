@@ -26,6 +26,9 @@ from .config import SCRIPT_SUFFIXES, aggregate_of, members
 from .prompt import PROMPT_VERSION
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
+# The calibration floors score_agreement.py applies unless told otherwise (assay.calibrate.agreement.Floors).
+DEFAULT_FLOORS: dict[str, float] = {"min_pairs": 100, "min_per_class": 10, "min_tpr": 0.90, "min_tnr": 0.90,
+                                    "min_kappa": 0.60}
 JUDGE_CALIBRATION = "judge/calibration.json"
 REWRITE = "re-run score_agreement.py <annotations> --write judge/calibration.json (nothing is relabelled)"
 
@@ -113,9 +116,12 @@ def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 def rubric_content(rubric: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a rubric the judge sees (the Markdown body is for people and is not sent)."""
-    return {"rubric_id": rubric.get("rubric_id"), "version": rubric.get("version"),
-            "nodes": [{"id": n.get("id"), "criterion": n.get("criterion"),
-                       "reference_guided": bool(n.get("reference_guided"))} for n in rubric.get("nodes") or []]}
+    content = {"rubric_id": rubric.get("rubric_id"), "version": rubric.get("version"),
+               "nodes": [{"id": n.get("id"), "criterion": n.get("criterion"),
+                          "reference_guided": bool(n.get("reference_guided"))} for n in rubric.get("nodes") or []]}
+    if rubric.get("kind", "pointwise") != "pointwise":   # a pointwise rubric's hash is what it always was
+        content["kind"] = rubric["kind"]
+    return content
 
 
 def rubric_sha256(rubric: Mapping[str, Any]) -> str:
@@ -224,3 +230,29 @@ def provisional_again(judge_block: Mapping[str, Any] | None, state: Path) -> lis
             if not calibrated and why:
                 out.append(f"judge: {why}")
     return out
+
+
+def lowered_floors(sidecar: Mapping[str, Any] | None, pin: str) -> dict[str, Any] | None:
+    """For a pin the sidecar calibrated: the floors it was calibrated at that are below the defaults
+    (with its pairs and per-class counts), or None when every floor was the default or higher. Gate
+    and report print it: a calibration over 8 pairs must not read like one over 100."""
+    if not isinstance(sidecar, Mapping) or not isinstance(sidecar.get("floors"), Mapping):
+        return None
+    entry = (sidecar.get("rubrics") or {}).get(pin)
+    if not isinstance(entry, Mapping) or entry.get("calibrated") is not True:
+        return None
+    used = sidecar["floors"]
+    below = {k: {"used": used[k], "default": d} for k, d in DEFAULT_FLOORS.items()
+             if isinstance(used.get(k), (int, float)) and not isinstance(used.get(k), bool) and used[k] < d}
+    if not below:
+        return None
+    return {"floors": below, "pairs": entry.get("pairs"), "human_fail": entry.get("human_fail"),
+            "human_pass": entry.get("human_pass")}
+
+
+def lowered_floors_words(pin: str, low: Mapping[str, Any]) -> str:
+    """`refund-eta-v1 calibrated over 2 pairs (1 fail, 1 pass) at lowered floors: min_pairs 2 < 100, ...`"""
+    order = [k for k in DEFAULT_FLOORS if k in low["floors"]] + [k for k in low["floors"] if k not in DEFAULT_FLOORS]
+    floors = ", ".join(f"{k} {low['floors'][k]['used']:g} < {low['floors'][k]['default']:g}" for k in order)
+    return (f"{pin} calibrated over {low.get('pairs')} pairs ({low.get('human_fail')} human fail, "
+            f"{low.get('human_pass')} human pass) at floors below the defaults: {floors}")

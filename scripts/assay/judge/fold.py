@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.vocab import FAIL, INFRA_ERROR, JUDGE_UNSTABLE, PASS, UNSCORED
+from . import pairwise
 from .verdict import agree
 
 UNKNOWN = "unknown"
@@ -144,7 +145,8 @@ def judged_layer(results: list[dict], usage: dict[str, Any]) -> dict[str, Any]:
     provisional = [r for r in results if r["provisional"]]
     layer: dict[str, Any] = {
         "rubrics": [{"pin": r["pin"], "verdict": r["verdict"], "provisional": r["provisional"], "infra": r["infra"],
-                     "why_provisional": r["why_provisional"], **instability(r.get("nodes") or [])} for r in results],
+                     "why_provisional": r["why_provisional"], **instability(r.get("nodes") or []),
+                     **pairwise.layer_fields(r)} for r in results],
         "provisional": not calibrated,
         "provisional_verdict": fold_rubrics(provisional) if provisional else None,
         "usage": usage,

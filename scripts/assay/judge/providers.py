@@ -109,7 +109,7 @@ def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str,
             doc = json.loads(text)
         except (ValueError, RecursionError):
             return text, text, None, None
-        if isinstance(doc, dict) and "verdict" not in doc and isinstance(doc.get("result"), str):
+        if isinstance(doc, dict) and "verdict" not in doc and "preferred" not in doc and isinstance(doc.get("result"), str):
             return text, doc["result"], _usage(doc.get("usage"), "input_tokens", "output_tokens"), None
         usage = _usage(doc.get("usage"), "input_tokens", "output_tokens") if isinstance(doc, dict) else None
         return text, doc, usage, None

@@ -72,10 +72,13 @@ def parse_rubric_text(text: str, label: str, *, expected_id: str | None = None) 
                              "are unique within a rubric", 2, file=label, key=f"nodes[{i}].id")
         seen.add(node["id"])
     rubric_rg = bool(doc.get("reference_guided", False))
+    if doc.get("kind") == "pairwise" and (rubric_rg or any(n.get("reference_guided") for n in doc["nodes"])):
+        raise AssayError(f"{label}: a pairwise rubric compares two answers and is never reference-guided; drop "
+                         "reference_guided (or make it a pointwise rubric)", 2, file=label, key="reference_guided")
     nodes = [{"id": n["id"], "criterion": n["criterion"].strip(),
               "reference_guided": bool(n.get("reference_guided", rubric_rg))} for n in doc["nodes"]]
     return {"rubric_id": rid, "version": doc["version"], "pin": f"{rid}-v{doc['version']}",
-            "reference_guided": rubric_rg, "nodes": nodes, "source": label, "body": body.strip()}
+            "kind": doc.get("kind", "pointwise"), "reference_guided": rubric_rg, "nodes": nodes, "source": label, "body": body.strip()}
 
 
 def load_rubrics(state: Path) -> dict[str, dict[str, Any]]:

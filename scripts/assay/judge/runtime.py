@@ -24,11 +24,12 @@ from ..core.jsonio import dumps
 from ..core.vocab import JUDGE_UNSTABLE
 from ..invoke.outcome import Outcome, attempt_with_retries
 from . import config as judge_config
+from . import pairwise
 from . import probe as judge_probe
 from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
 from .binding import load_calibration as _load_sidecar
-from .binding import rubric_sha256
+from .binding import lowered_floors, rubric_sha256
 from .env import command_env
 from .fold import fold_node, judged_layer, usage_of  # noqa: F401 (judged_layer re-exported)
 from .prompt import ANSWER_SCOPE, PROMPT_VERSION, Material, as_stdin, build_prompt
@@ -66,6 +67,7 @@ class JudgeRuntime:
     child_env: dict[str, str] | None = None   # command: its whole environment (judge_env.command_env)
     sleep: Callable[[float], None] = time.sleep
     probe: Any = None                      # the pre-flight probe's result (judge_probe.probe); a list for an ensemble
+    baseline: Any = None                   # pairwise rubrics: the baseline's answers (judge.pairwise.BaselineAnswers)
     key_variable: str | None = None        # "$VAR" the api_key comes from, named in judge errors
     key_variables: list[str | None] = field(default_factory=list)   # per judge of an ensemble
     cache: Any = None                      # assay.replay.session.ReplaySession: the verdict cache
@@ -102,37 +104,44 @@ class JudgeRuntime:
     def manifest(self) -> dict[str, Any]:
         pins = sorted({r["pin"] for r in self.rubrics.values()})
         return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION, probe=self.probe,
-                    rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1]}
+                    pairwise_baseline=getattr(self.baseline, "run_id", None),
+                    rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1],
+                                 "calibrated_below_defaults": (lowered_floors(self.sidecar, p)
+                                                               if self.calibration(p)[0] else None)}
                              for p in pins})
 
     def _key_var(self, judge: int) -> str | None:
         return self.key_variables[judge] if judge < len(self.key_variables) else self.key_variable
 
     # ------------------------------------------------------------ one call
-    def _send(self, cfg: dict[str, Any], system: str, user: str) -> Outcome:
+    def _send(self, cfg: dict[str, Any], system: str, user: str, ask: Any = None) -> Outcome:
         timeout = float(cfg["timeout_s"])
         if cfg["provider"] == "command":
             return transport.run_command(list(cfg["command"]), as_stdin(system, user), timeout, self.state, self.child_env)
-        url, headers, body = build_request(cfg, system, user)
+        url, headers, body = (build_request(cfg, system, user) if ask is None
+                              else build_request(cfg, system, user, ask.shape))
         return transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), timeout, bool(cfg.get("insecure_tls")))
 
-    def _call(self, system: str, user: str, where: dict, judge: int = 0) -> tuple[dict[str, Any], dict | None, str | None, bool]:
+    def _call(self, system: str, user: str, where: dict, judge: int = 0,
+              ask: Any = None) -> tuple[dict[str, Any], dict | None, str | None, bool]:
         """One judge call with retries -> (call record, parsed verdict or None, error, infra). Every
         judge call of a run goes through here (`judge`: which judge of an ensemble, 0-based); through
-        the verdict cache when the run has one (a hit is marked `cache` in the call record)."""
+        the verdict cache when the run has one (a hit is marked `cache` in the call record). `ask`
+        (assay.judge.pairwise.Ask) asks for another reply than a node verdict: its shape and parser."""
         if self.cache is None:
-            return self._call_live(system, user, where, judge)
+            return self._call_live(system, user, where, judge, ask)
         from .verdict_cache import judge_through
         return judge_through(self, system, user, dict(where, judge=judge),
-                             lambda s, u, _w: self._call_live(s, u, where, judge))
+                             lambda s, u, _w: self._call_live(s, u, where, judge, ask))
 
-    def _call_live(self, system: str, user: str, where: dict, judge: int = 0) -> tuple[dict[str, Any], dict | None, str | None, bool]:
+    def _call_live(self, system: str, user: str, where: dict, judge: int = 0,
+                   ask: Any = None) -> tuple[dict[str, Any], dict | None, str | None, bool]:
         cfg = self.judges[judge]
 
         def on_retry(attempt: int, out: Outcome, wait: float) -> None:
             if self.on_retry:
                 self.on_retry(attempt=attempt, outcome=self.scrub(out.describe()), wait_s=round(wait, 3), **where)
-        outcomes = attempt_with_retries(lambda: self._send(cfg, system, user),
+        outcomes = attempt_with_retries(lambda: self._send(cfg, system, user, ask),
                                         max_attempts=int(self.execution["max_attempts"]),
                                         backoff_s=list(self.execution["backoff_s"]), on_retry=on_retry,
                                         sleep=self.sleep)
@@ -160,12 +169,12 @@ class JudgeRuntime:
             call["raw_reply"] = self.scrub(final.body_text)
             call["error"] = "the provider's reply is not JSON"
             return call, None, call["error"], False
-        raw, value, usage, err = read_reply(provider, body)
+        raw, value, usage, err = read_reply(provider, body) if ask is None else read_reply(provider, body, ask.shape.tool)
         call["raw_reply"], call["usage"] = self.scrub(raw), usage
         if err:
             call["error"] = self.scrub(err)
             return call, None, err, False
-        parsed, perr = parse_reply(value)
+        parsed, perr = parse_reply(value) if ask is None else ask.parse(value)
         call["parsed"], call["error"] = parsed, perr
         return call, parsed, perr, False
 
@@ -241,19 +250,29 @@ class JudgeRuntime:
                             "provisional": not calibrated, "why_provisional": why, "verdict": None,
                             "infra": False, "reason": None, "nodes": []})
             old = (self.reuse.get((case["id"], sha256_text(material.answer), rubric["pin"], PROMPT_VERSION))
-                   if material.scope == ANSWER_SCOPE else None)
+                   if material.scope == ANSWER_SCOPE and not pairwise.is_pairwise(rubric) else None)
             # a verdict is reused only for the rubric text it judged (an older judge.json without the
-            # hash is judged again) and, rescore checks, the same judge identity
+            # hash is judged again) and, rescore checks, the same judge identity; never a pairwise one
+            # (its baseline may differ)
             if old is not None and not old.get("infra") and old.get("rubric_sha256") == content:
                 results[-1].update({k: old[k] for k in ("verdict", "infra", "reason", "nodes")},
                                    reused_from=self.reused_from)
                 futures.append(None)
                 continue
-            futures.append([(node, self._node_asks(rubric, node, material, ref)) for node in rubric["nodes"]])
+            if pairwise.is_pairwise(rubric):
+                subs = pairwise.submit(self, rubric, str(case["id"]), material, ref, results[-1], PARSE_TRIES)
+                futures.append(None if subs is None else (pairwise.KIND, subs))
+                continue
+            futures.append(("nodes", [(node, self._node_asks(rubric, node, material, ref)) for node in rubric["nodes"]]))
         for res, futs in zip(results, futures):
             if futs is None:
                 continue
-            res["nodes"] = [self._node(node, f) for node, f in futs]
+            kind, items = futs
+            if kind == pairwise.KIND:
+                res["nodes"] = [f.result() for f in items]
+                res.update(pairwise.fold_rubric(res["nodes"]))
+                continue
+            res["nodes"] = [self._node(node, f) for node, f in items]
             infra = [n for n in res["nodes"] if n["infra"]]
             if infra:
                 res.update(verdict="unscored", infra=True, reason=infra[0]["reason"])

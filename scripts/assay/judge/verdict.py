@@ -21,11 +21,9 @@ _FENCE = re.compile(r"^```(?:json)?[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.S | re.M
 _WS = re.compile(r"\s+")
 
 
-def parse_reply(value: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """(verdict dict, None) or (None, why it does not parse). Strict: one JSON object, bare or in
-    exactly one fenced block (```json or ```, prose before and after the fence is ignored; bare
-    JSON inside prose is not read); `verdict` in pass|fail|unknown, `evidence` a list of strings,
-    `reason` a string."""
+def reply_object(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The one JSON object of a reply -- bare, or in exactly one fenced block (```json or ```, prose
+    before and after the fence ignored; bare JSON inside prose is not read) -- or (None, why)."""
     if isinstance(value, str):
         text = value.strip()
         fences = _FENCE.findall(text)
@@ -39,6 +37,17 @@ def parse_reply(value: Any) -> tuple[dict[str, Any] | None, str | None]:
             return None, "the reply is not one JSON object"
     if not isinstance(value, dict):
         return None, "the reply is not a JSON object"
+    return value, None
+
+
+def parse_reply(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """(verdict dict, None) or (None, why it does not parse). Strict: one JSON object, bare or in
+    exactly one fenced block (```json or ```, prose before and after the fence is ignored; bare
+    JSON inside prose is not read); `verdict` in pass|fail|unknown, `evidence` a list of strings,
+    `reason` a string."""
+    value, err = reply_object(value)
+    if value is None:
+        return None, err
     verdict = value.get("verdict")
     if verdict not in NODE_VERDICTS:
         return None, f"verdict {verdict!r} is not pass, fail or unknown"

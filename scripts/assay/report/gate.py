@@ -571,6 +571,8 @@ def judged_lines(judged: object) -> list[str]:
         out.append(f"  judged (provisional, never gating): {n_prov} case(s): {_counts(prov)} -- {reasons}")
     from .gate_judge import instability_lines
     out += instability_lines(judged.get("instability"))
+    from ..stats.pairwise import pairwise_lines
+    out += pairwise_lines(judged)
     usage = judged.get("usage")
     if isinstance(usage, dict) and _is_count(usage.get("calls")) and usage["calls"]:
         if usage.get("calls_without_usage") == usage["calls"]:

@@ -121,12 +121,29 @@ def route_source_line(summary: dict) -> str | None:
             "(verdict.json layers.routing.note)")
 
 
+# ---------------------------------------------------------------- calibration floors
+def lowered_floor_lines(run_dir: Path) -> list[str]:
+    """One line per gating rubric version calibrated at floors below score_agreement.py's defaults
+    (the runner records them in manifest judge.rubrics[pin].calibrated_below_defaults): a calibration
+    over 8 pairs is said as such, never shown as a plain "calibrated, gating"."""
+    from ..judge.binding import lowered_floors_words
+    judge = _manifest(run_dir).get("judge")
+    rubrics = judge.get("rubrics") if isinstance(judge, dict) and isinstance(judge.get("rubrics"), dict) else {}
+    out = []
+    for pin, entry in sorted(rubrics.items()):
+        low = entry.get("calibrated_below_defaults") if isinstance(entry, dict) else None
+        if isinstance(low, dict) and isinstance(low.get("floors"), dict) and low["floors"]:
+            out.append(f"  judge: {lowered_floors_words(pin, low)}; its verdicts gate at those floors only")
+    return out
+
+
 def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], list[str]]:
     """(lines the gate prints first, info lines, close reasons) of every check in this module."""
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     head, reasons = allow_invalid(run_dir)
     info, tools_reason = undeclared_tools(summary)
     info += [line for line in (route_source_line(summary),) if line]
+    info += lowered_floor_lines(run_dir)
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary)) if r]
     return head, info, close

@@ -73,6 +73,10 @@ def judged_section(summary: dict, verdicts: dict[str, dict], manifest: dict | No
     if why:
         lines.append("")
     lines += instability_lines(judged)
+    from ..stats.pairwise import pairwise_lines
+    pairwise = [f"- {esc(line.strip())}" for line in pairwise_lines(judged)]
+    if pairwise:   # win / tie / loss against the baseline, asked in both orders (judge_unstable: flipped)
+        lines += pairwise + [""]
     rows = []
     for cid, doc in verdicts.items():
         layer = (doc.get("layers") or {}).get("judged") if isinstance(doc, dict) else None

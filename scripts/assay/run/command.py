@@ -28,6 +28,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--baseline-verdicts", metavar="FILE",
                         help="<baseline-run>/verdicts_for_stats.jsonl, or `auto` (reports/baseline.json's pin, else "
                              "the newest complete run of this plan's series whose gate was open): write comparison.json")
+    parser.add_argument("--baseline", metavar="RUN_DIR|auto",
+                        help="the run whose answers pairwise rubrics (kind: pairwise) compare this run's with, case by "
+                             "case, in both orders; `auto` as --baseline-verdicts auto. Without it a pairwise pin is "
+                             "unscored (never pass)")
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help="progress on stderr (default auto: live line on a TTY, a line every ~10 s otherwise)")
     parser.add_argument("--verify", metavar="RUN_DIR", help="re-check a run directory: no app calls, no writes")
@@ -79,6 +83,7 @@ def run(args, environ=None) -> tuple[int, Any]:
                               name=shard_dir_name(plan["run_id"], shard_index) if shard else None)
     holdout_ledger.ledger_path(plan)
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
+    answers = pairwise_baseline(getattr(args, "baseline", None), out)
     # A run killed before its manifest.yaml existed has nothing to resume: it starts over (below,
     # under the lock) instead of wedging its run id.
     # So does one killed before its run dir existed: --resume on no run dir is a fresh start.
@@ -119,6 +124,8 @@ def run(args, environ=None) -> tuple[int, Any]:
             if start_over and (never_made or run_paths.clear_unstarted(out)):
                 resume = False
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline, replay=replay)
+            if setup.judge is not None:
+                setup.judge.baseline = answers
             if shard is not None:
                 # A shard run names the whole plan's hash (the merge checks it) and never writes the
                 # holdout ledger: the merge appends the one line for the merged run id.
@@ -145,6 +152,21 @@ def run(args, environ=None) -> tuple[int, Any]:
             setup.invoker.close()
             setup.trace.close()
         lock.release()
+
+
+def pairwise_baseline(spec: str | None, out: Path) -> Any:
+    """--baseline RUN_DIR|auto -> the baseline's answers for pairwise rubrics (None without the flag)."""
+    if not spec:
+        return None
+    from ..judge.pairwise import BaselineAnswers
+    run_dir = Path(spec)   # `auto` is resolved by run_cases.py (assay.compare.baseline) before this
+    if not (run_dir / "results.json").is_file():
+        raise AssayError(f"--baseline {spec}: {run_dir} is not a finished run directory (no results.json); pass "
+                         "<state>/reports/<run-id> or auto", 2, key="--baseline")
+    if run_dir.resolve() == Path(out).resolve():
+        raise AssayError(f"--baseline {spec}: that is this run's own directory; pass an earlier run", 2,
+                         key="--baseline")
+    return BaselineAnswers(run_dir)
 
 
 def dry_run(plan: dict, environ) -> dict:

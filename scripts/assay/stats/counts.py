@@ -277,5 +277,10 @@ def judged_summary(records: list[dict]) -> dict[str, Any]:
                 why[reason] = why.get(reason, 0) + 1
     for slot in instability.values():
         slot["rate"] = _rate(slot["unstable_nodes"], slot["judged_nodes"]) if slot["judged_nodes"] else None
-    return {"cases": cases, "calibrated": calibrated, "provisional": provisional, "provisional_why": why,
-            "usage": usage, "unstable_cases": unstable_cases, "instability": dict(sorted(instability.items()))}
+    from .pairwise import pairwise_summary
+    out = {"cases": cases, "calibrated": calibrated, "provisional": provisional, "provisional_why": why,
+           "usage": usage, "unstable_cases": unstable_cases, "instability": dict(sorted(instability.items()))}
+    pairwise = pairwise_summary(records)
+    if pairwise:
+        out["pairwise"] = pairwise
+    return out
