@@ -12,6 +12,7 @@ from helpers import run_script
 from rundir_util import DEFAULT_RUN_ID, basic_cases, make_run
 
 from assay.report import gate as gate_mod
+from assay.report import gate_reasons
 
 
 def passing_cases():
@@ -208,7 +209,7 @@ def test_verify_runs_run_cases_or_closes_with_a_clear_reason(tmp_path, monkeypat
     run_dir = make_run(tmp_path, passing_cases())
     fake_scripts = tmp_path / "scripts"
     fake_scripts.mkdir()
-    monkeypatch.setattr(gate_mod, "SCRIPTS_DIR", fake_scripts)
+    monkeypatch.setattr(gate_reasons, "SCRIPTS_DIR", fake_scripts)
     res = gate_mod.evaluate(run_dir)
     assert not res.open and "cannot verify: run_cases.py is missing" in res.reasons[0]
     (fake_scripts / "run_cases.py").write_text(

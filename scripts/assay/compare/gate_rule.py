@@ -18,7 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..report.gate import MAX_NAMED, GateResult, evaluate, summary_lines
+from ..report.gate import GateResult, evaluate
+from ..report.gate_lines import summary_lines
+from ..report.gate_reasons import MAX_NAMED
 from .baseline import resolve_baseline
 from .buckets import BUCKETS
 from .document import compare_runs

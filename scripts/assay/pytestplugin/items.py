@@ -85,7 +85,7 @@ def outcome(run_dir: Path | None, row: dict | None, not_run: str | None) -> None
         if row.get("gating") is False:
             pytest.xfail(msg)
         raise CaseFailed(body)
-    from ..report.gate import skipped_closes, unscored_closes
+    from ..report.gate_reasons import skipped_closes, unscored_closes
     from ..report.rundir import case_verdict
     doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
     closes = unscored_closes(row, doc) or skipped_closes(run_dir, row)[0] is not None

@@ -73,7 +73,8 @@ def _short_ts(value: object) -> str:
 def verdict_banner(facts: RunFacts) -> list[str]:
     """PASS or FAIL at a glance: the gate's decision (its default rules, as `gate.py RUN_DIR` with
     --no-verify decides), the gate type and what it means, and every close reason."""
-    from .gate import evaluate, gate_rule_line
+    from .gate import evaluate
+    from .gate_lines import gate_rule_line
 
     g = evaluate(facts.run_dir, verify=False, budgets={})  # profile.yaml budgets are default rules too
     s = facts.summary
@@ -118,7 +119,7 @@ def _not_quotable(facts: RunFacts) -> list[str] | None:
            f"`{esc(s.get('status'))}` (runner exit {esc(code_)}: {esc(meaning)}). "
            "Quote no pass rate from it and do not pin it as a baseline."]
     if code_ == 4 or s.get("status") == "aborted_canary":
-        from .gate import canary_failures
+        from .gate_reasons import canary_failures
         why = canary_failures(facts.run_dir, facts.results)
         out.append("> A canary failed, so the run stopped: " + ("; ".join(esc(w) for w in why) or
                    "see verdicts.jsonl") + ". Fix that (an HTTP 401/403 is authentication, anything else is "
@@ -291,7 +292,7 @@ def draft(run_dir: Path, *, comparison: list[str] | None = None) -> Draft:
     try:
         return _draft(run_dir, comparison)
     except SHAPE_ERRORS as exc:
-        from .gate import run_verify
+        from .gate_reasons import run_verify
         clean, detail = run_verify(Path(run_dir))
         why = detail if not clean else f"a run-level report or a case file holds a value of the wrong type ({type(exc).__name__}: {exc})"
         raise AssayError(f"{run_dir}: not drafted: a file is not in the shape the runner writes: {why}. "

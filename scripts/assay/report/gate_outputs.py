@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
-from .gate import GateResult, unscored_closes
+from .gate import GateResult
+from .gate_reasons import unscored_closes
 from .facts import read_case_file
 from .judged import judged_note
 from .rundir import case_verdict, read_jsonl_file, try_json

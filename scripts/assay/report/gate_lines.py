@@ -1,0 +1,239 @@
+"""The gate's one screen: `summary_lines(result)` — the verdict line, the counts, and one line per
+thing a reader must know (conversations, canaries, holdout, the judge, the gate rule, each reason)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..stats.counts import cases_phrase
+from .gate_judge import MAX_NAMED
+from .gate_reasons import _is_count, _rate
+from .rundir import case_verdict, throughput_line
+
+if TYPE_CHECKING:
+    from .gate import GateResult
+
+
+def _num(value: object) -> str:
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
+
+
+def _pct(value: object) -> str:
+    r = _rate(value)
+    return f"{r * 100:.1f}%" if r is not None else "n/a"
+
+
+def repeated_5xx_cases(res: GateResult) -> list[str]:
+    """`id (status xattempts)` for each non-holdout infra case whose verdict.json has repeated_5xx."""
+    named = []
+    for row in res.results.get("cases") or []:
+        if not isinstance(row, dict) or row.get("verdict") not in ("infra_error", "infra_incomplete"):
+            continue
+        doc = case_verdict(res.run_dir, str(row.get("case_id")))
+        rep = doc.get("repeated_5xx") if doc else None
+        if isinstance(rep, dict):
+            named.append(f"{row['case_id']} ({rep.get('status')} x{rep.get('attempts')})")
+    return named
+
+
+def _incomplete_traces(s: dict) -> str:
+    """' + 2 of 3 traces incomplete (66.7%)' beside the infra rate (which counts infra_error only)."""
+    incomplete, n, skipped = s.get("infra_incomplete"), s.get("n"), s.get("skipped", 0)
+    if not (_is_count(incomplete) and incomplete and _is_count(n) and _is_count(skipped)) or n <= skipped:
+        return ""
+    return f" + {incomplete} of {n - skipped} traces incomplete ({incomplete / (n - skipped) * 100:.1f}%)"
+
+
+def _infra_counts(s: dict) -> str:
+    """', 1 infra_error, 2 infra_incomplete' when any (so the counts on the line add up), else ''."""
+    parts = [f"{s[k]} {k.rstrip('s') if k == 'infra_errors' else k}" for k in ("infra_errors", "infra_incomplete")
+             if _is_count(s.get(k)) and s[k]]
+    return "".join(", " + p for p in parts)
+
+
+def summary_lines(res: GateResult) -> list[str]:
+    s, results = res.summary, res.results
+    nongating = 0
+    if _is_count(s.get("failures")) and _is_count(s.get("gating_failures")):
+        nongating = s["failures"] - s["gating_failures"]
+    head = f"{res.run_id}: {'PASS' if res.open else 'FAIL'}"
+    if res.replayed:
+        head += f" [{res.replayed}]"
+    if nongating > 0:
+        head += f" ({nongating} failure(s) on gating:false cases, not counted)"
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
+    lines = [head, *res.trust_head, *((res.comparison or {}).get("lines") or []),
+             f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
+             f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
+             f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
+             f"  infra {_pct(s.get('infra_rate'))}{_incomplete_traces(s)}, crash {_pct(s.get('crash_rate'))}, "
+             f"scorer errors {_num(s.get('scorer_errors', 0))}"
+             + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
+                if s.get("rate_limited_retries") else "")]
+    throttled = throughput_line(res.run_dir)
+    if throttled:
+        lines.append("  " + throttled)
+    lines += res.trust_info
+    lines += kind_lines(s)
+    rep = s.get("repeated_5xx")
+    if _is_count(rep) and rep:
+        if results.get("mode") == "holdout":
+            tail = "the cases are holdout and sealed: do not open them; re-run only when the app is fixed"
+        else:
+            named = repeated_5xx_cases(res)
+            tail = "open their response.json before re-running or raising --max-infra-rate"
+            if named:
+                tail += ": " + ", ".join(named[:MAX_NAMED])
+        lines.append(f"  {rep} infra case(s) got the same 5xx on every attempt: possibly the app's own "
+                     f"error, not the provider -- {tail}")
+    lines.append(canary_line(res))
+    holdout = s.get("holdout")
+    if isinstance(holdout, dict) and _is_count(holdout.get("n")) and holdout["n"] > 0:
+        p, f = holdout.get("passes"), holdout.get("failures")
+        scored = p + f if _is_count(p) and _is_count(f) else holdout["n"]
+        lines.append(f"  holdout (aggregate only): {_num(p)}/{scored} pass")
+    unscorable = s.get("unscorable_layers")
+    if isinstance(unscorable, dict) and unscorable:
+        parts = []
+        for layer, info in unscorable.items():
+            info = info if isinstance(info, dict) else {}
+            parts.append(f"{layer} ({_num(info.get('cases'))} cases: {info.get('blocked_by') or 'disabled'})")
+        lines.append("  NOT scored this run: " + "; ".join(parts))
+    unjudged = s.get("unjudged")
+    if isinstance(unjudged, dict) and unjudged:
+        lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
+    lines.append(gate_rule_line(results))
+    lines += judged_lines(s.get("judged"))
+    from .gate_judge import judge_cost_gate_line
+    lines += judge_cost_gate_line(results.get("cost_latency"))
+    if not res.verified:
+        lines.append("  not verified: --no-verify skipped the completeness check (run_cases.py --verify)")
+    lines += [f"  budget: {line}" for line in res.budget_lines]
+    lines += [f"  gate closed: {why}" for why in res.reasons]
+    return lines
+
+
+def _kind_rate(block: dict) -> str:
+    p, f = block.get("passes"), block.get("failures")
+    if not (_is_count(p) and _is_count(f)):
+        return "n/a"
+    return f"{p}/{p + f} pass" + (f" ({p / (p + f) * 100:.1f}%)" if p + f else "")
+
+
+def kind_lines(summary: dict) -> list[str]:
+    """Conversations apart from single-turn cases (summary.by_kind), and the memory: user warning."""
+    kinds = summary.get("by_kind")
+    if not isinstance(kinds, dict) or not isinstance(kinds.get("conversation"), dict):
+        return []
+    conv, single = kinds["conversation"], kinds.get("single_turn") if isinstance(kinds.get("single_turn"), dict) else {}
+    line = f"  conversations: {_kind_rate(conv)} of {_num(conv.get('n'))}"
+    failed = conv.get("failed_turns")
+    if isinstance(failed, dict) and failed:
+        line += " (failed at " + ", ".join(f"turn {t} x{n}" for t, n in failed.items()) + ")"
+    if _is_count(conv.get("skipped")) and conv["skipped"]:
+        line += f", {conv['skipped']} skipped"
+    line += f"; single-turn: {_kind_rate(single)} of {_num(single.get('n'))}"
+    out = [line]
+    sim = kinds.get("simulated")
+    if isinstance(sim, dict):
+        ended = sim.get("outcomes") if isinstance(sim.get("outcomes"), dict) else {}
+        how = ", ".join(f"{n} {k}" for k, n in ended.items() if _is_count(n))
+        out.append(f"  simulated users: {_kind_rate(sim)} of {_num(sim.get('n'))}"
+                   + (f" (ended: {how})" if how else "")
+                   + (f"; {sim['harness']} ended by the simulator, not the app (infra_error)"
+                      if _is_count(sim.get("harness")) and sim["harness"] else ""))
+    mu = conv.get("memory_user")
+    if _is_count(mu) and mu:
+        out.append(f"  warning: {mu} conversation(s) ran against an app declaring memory: user -- what one case "
+                   "said can leak into another (contamination); read their verdicts with that in mind")
+    return out
+
+
+def _counts(block: dict) -> str:
+    return ", ".join(f"{_num(block.get(v))} {v}" for v in ("pass", "fail", "unscored", "infra_error", "judge_unstable")
+                     if block.get(v))
+
+
+def judged_lines(judged: object) -> list[str]:
+    """The judge's lines: what gated (calibrated rubric versions) and what did not (provisional), and why."""
+    if not isinstance(judged, dict) or not _is_count(judged.get("cases")) or not judged["cases"]:
+        return []
+    cal = judged.get("calibrated") if isinstance(judged.get("calibrated"), dict) else {}
+    prov = judged.get("provisional") if isinstance(judged.get("provisional"), dict) else {}
+    n_cal = sum(v for v in cal.values() if _is_count(v))
+    n_prov = sum(v for v in prov.values() if _is_count(v))
+    out = []
+    if n_cal:
+        out.append(f"  judged (calibrated, gating): {n_cal} case(s): {_counts(cal)}")
+    if n_prov:
+        why = judged.get("provisional_why") if isinstance(judged.get("provisional_why"), dict) else {}
+        reasons = "; ".join(f"{r} x{_num(n)}" for r, n in list(why.items())[:MAX_NAMED])
+        out.append(f"  judged (provisional, never gating): {n_prov} case(s): {_counts(prov)} -- {reasons}")
+    from .gate_judge import instability_lines
+    out += instability_lines(judged.get("instability"))
+    from ..stats.pairwise import pairwise_lines
+    out += pairwise_lines(judged)
+    usage = judged.get("usage")
+    if isinstance(usage, dict) and _is_count(usage.get("calls")) and usage["calls"]:
+        if usage.get("calls_without_usage") == usage["calls"]:
+            line = f"  judge usage: {usage['calls']} call(s); the judge reported no token usage"
+        else:
+            line = (f"  judge usage: {usage['calls']} call(s), {_num(usage.get('input_tokens'))} input + "
+                    f"{_num(usage.get('output_tokens'))} output tokens")
+            if usage.get("calls_without_usage"):
+                line += f" ({usage['calls_without_usage']} call(s) reported no usage)"
+        out.append(line)
+    return out
+
+
+# What each gate type means (the plan's `gate`, from the mode). Every type closes on the same
+# reasons: there is no lenient gate. The type says what an OPEN gate is worth.
+GATE_RULES = {
+    "soft": "closes on the same reasons as a hard gate; open means no failure among these cases at k=1, "
+            "not a release decision",
+    "hard": "every gating case passed all k repeats (pass^k) over the full split; open is the release signal",
+    "decision": "closes on the same reasons as a hard gate; the holdout aggregate decides keep or revert, "
+                "never what to change next",
+}
+
+
+def gate_rule_line(results: dict) -> str:
+    gate, mode, k = results.get("gate"), results.get("mode"), results.get("k")
+    rule = GATE_RULES.get(str(gate))
+    if rule is None:
+        return f"  gate rule: {gate!r} is not soft, hard or decision; the close reasons above apply as listed"
+    return f"  {gate} gate ({mode}, k={k}): {rule}"
+
+
+def canary_line(res: GateResult) -> str:
+    block = res.summary.get("canaries")
+    if not isinstance(block, dict) or not _is_count(block.get("n")):
+        return "  canaries n/a (no canaries block in results.json)"
+    n, passed = block["n"], block.get("passed")
+    line = f"  canaries {_num(passed)}/{n} pass"
+    verify_ok = res.verify_clean is not False  # clean, or not run (--no-verify)
+    if res.summary.get("status") == "ok" and verify_ok and _is_count(passed) and passed < n:
+        failed = block.get("failed") if _is_count(block.get("failed")) else 0
+        unverified = n - passed - failed
+        if unverified > 0:
+            line += (f"; {unverified} NOT VERIFIED (infra, unscored or skipped: the harness was not "
+                     f"verified by it; not a canary failure)")
+            named = unverified_canaries(res)
+            if named:
+                line += ": " + "; ".join(named)
+    return line
+
+
+def unverified_canaries(res: GateResult) -> list[str]:
+    """`id (verdict: reason)` for each canary that got no pass/fail, so NOT VERIFIED says why."""
+    named = []
+    for row in res.results.get("cases") or []:
+        if not (isinstance(row, dict) and row.get("canary")) or row.get("verdict") in ("pass", "fail"):
+            continue
+        doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
+        why = doc.get("infra_reason") or doc.get("unscored_reason") or doc.get("skip_reason") or "no reason recorded"
+        why = " ".join(str(why).split())
+        named.append(f"{row.get('case_id')} ({row.get('verdict')}: {why if len(why) <= 200 else why[:199] + '…'})")
+        if len(named) >= MAX_NAMED:
+            break
+    return named

@@ -1,0 +1,278 @@
+"""The gate's close rules: each function reads results.json (and, where it must name cases, their
+verdict.json) and says why the gate closes, or nothing. `gate.evaluate` checks them in order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ..core.commands import SCRIPTS_DIR
+from ..core.explain import describe_response
+from ..core.ids import is_safe_case_id
+from ..core.vocab import is_judge_unstable
+from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
+                            only_chosen_unscored, where_to_look)
+from .gate_judge import MAX_NAMED  # one definition: cases named on a line
+from .rundir import LazyHoldoutIds, case_verdict, try_json
+
+VERIFY_TIMEOUT_S = 120
+REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
+OPTIONAL_INTS = ("unscored", "skipped", "scorer_errors", "repeated_5xx")
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _rate(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def malformed_counts(summary: dict) -> list[str]:
+    bad = [k for k in REQUIRED_INTS if not _is_count(summary.get(k))]
+    bad += [k for k in OPTIONAL_INTS if k in summary and not _is_count(summary.get(k))]
+    return bad
+
+
+def failing_cases(results: dict) -> list[dict]:
+    """Gating failures named in results.cases (holdout cases are never there: the seal)."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    return [r for r in rows if isinstance(r, dict) and r.get("verdict") == "fail"
+            and r.get("gating", True) is not False and not r.get("canary")]
+
+
+def _gating_reason(results: dict, summary: dict, explained: dict | None = None) -> str | None:
+    """`explained` ({case_id: why}, from --baseline): failures the comparison attributes to an edited
+    case or a judge flip; they are not counted here (the comparison's lines name them)."""
+    explained = explained or {}
+    failing = [r for r in failing_cases(results) if r.get("case_id") not in explained]
+    total = summary["gating_failures"] - (len(failing_cases(results)) - len(failing))
+    if total <= 0:
+        return None
+    named = []
+    for row in failing[:MAX_NAMED]:
+        layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
+        title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
+        turn = f"turn {row['failed_turn']}: " if isinstance(row.get("failed_turn"), int) else ""
+        named.append(f"{row.get('case_id')}{title} ({turn}{', '.join(layers) or 'no layer named'})")
+    more = len(failing) - len(named)
+    text = f"{total} gating failure(s)"
+    if named:
+        text += ": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    holdout = summary.get("holdout")
+    h = holdout.get("gating_failures") if isinstance(holdout, dict) else None
+    if _is_count(h) and h:
+        text += f" ({h} of them holdout, aggregate only: ids sealed)"
+    return text
+
+
+def replayed_phrase(run_dir: Path) -> str | None:
+    """`REPLAYED from ...: the app was not called` for a run_cases.py --replay run, else None, so a
+    replayed run never reads as a live one."""
+    manifest = try_json(run_dir / "manifest.yaml")
+    src = manifest.get("replayed_from") if isinstance(manifest, dict) else None
+    if not isinstance(src, dict):
+        return None
+    where = f"run {src.get('run_id')}" if src.get("source") == "run" else f"the cache {src.get('cache')}"
+    live = src.get("live_cases")
+    if isinstance(live, int) and live:
+        return f"REPLAYED from {where}, except {live} case(s) changed since it, sent live"
+    return f"REPLAYED from {where}: the app was not called"
+
+
+def canary_failures(run_dir: Path, results: dict) -> list[str]:
+    """What each failed canary got (status + redacted body excerpt); 401/403 named as authentication."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    failed = [r for r in rows if isinstance(r, dict) and r.get("canary") and r.get("verdict") == "fail"]
+    if not failed:
+        return []
+    manifest = try_json(run_dir / "manifest.yaml")  # the runner writes JSON text (valid YAML)
+    auth = manifest.get("auth") if isinstance(manifest, dict) else None
+    out = []
+    for row in failed[:MAX_NAMED]:
+        cid = str(row.get("case_id"))
+        response = try_json(run_dir / "cases" / cid / "response.json") if is_safe_case_id(cid) else None
+        layers = ", ".join(row.get("failed_layers") or []) or "no layer named"
+        out.append(f"canary {cid} failed on {layers}: got {describe_response(response, auth)}")
+    return out
+
+
+def hollow_reasons(summary: dict) -> list[str]:
+    """One close reason per hollow layer (asserted by some case, scored in none: wave 2 §1)."""
+    block = summary.get("hollow_layers")
+    if not isinstance(block, dict):
+        return []
+    return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
+
+
+def unscored_closes(row: dict, doc: dict) -> bool:
+    """An unscored gating case that closes the gate: a check it asserts never ran (not a hollow
+    case, not one whose only unscored layers are ones this run chose not to check)."""
+    if row.get("verdict") != "unscored" or row.get("canary") or row.get("gating", True) is False:
+        return False
+    layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    return not (doc.get("unscored_reason") == HOLLOW_CASE_REASON
+                or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")))
+
+
+def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating cases that rolled up `unscored` because a check they assert never ran
+    (wave 2 §1: PASS means every asserted check was evaluated and held). A hollow case (nothing
+    asserted beyond liveness) asserts no check and is left to the linter; holdout ids are counted,
+    never printed."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = LazyHoldoutIds(run_dir, rows)
+    named, count = [], 0
+    for row in rows:
+        if not isinstance(row, dict) or row.get("verdict") != "unscored":
+            continue
+        cid = str(row.get("case_id"))
+        doc = case_verdict(run_dir, cid) or {}
+        why = doc.get("unscored_reason")
+        if not unscored_closes(row, doc) or is_judge_unstable(doc):
+            continue  # nothing asserted that this run checks (the linter and "nothing measured" speak);
+            # a judge that disagreed with itself has its own line (judge_unstable_reason)
+        count += 1
+        if cid not in sealed and len(named) < MAX_NAMED:
+            why = " ".join(str(why or "no layer was scored").split())
+            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
+    if not count:
+        return None
+    text = (f"{count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
+            f"adapter key, the case or the judge it names)")
+    if named:
+        text += ": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
+    return text
+
+
+def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rate: float) -> str | None:
+    """Close when cases whose trace never completed (infra_incomplete: their trace-fed checks never
+    ran), together with the infra errors, are above --max-infra-rate: `infra_rate` counts
+    infra_error only, so without this a run could hide any number of them behind a PASS."""
+    incomplete, errors, n, skipped = (summary.get(k, 0) for k in ("infra_incomplete", "infra_errors", "n", "skipped"))
+    if not all(_is_count(v) for v in (incomplete, errors, n, skipped)) or not incomplete:
+        return None
+    sent = n - skipped
+    rate = (incomplete + errors) / sent if sent > 0 else 1.0
+    if rate <= max_infra_rate:
+        return None
+    named = infra_cases_named(run_dir, results, "infra_incomplete")
+    text = (f"{incomplete} case(s) infra_incomplete (their trace never completed, so the checks it feeds "
+            f"never ran): with the infra errors {rate * 100:.1f}% of the cases sent, above "
+            f"{max_infra_rate * 100:.1f}%; check the adapter's traces (location, correlation, completeness)")
+    return text + (": " + "; ".join(named) if named else "")
+
+
+def skipped_closes(run_dir: Path, row: object) -> tuple[str | None, str | None]:
+    """(the adapter key it lacks, the skip reason) when this results row is a gating case the
+    runner did not send for want of that key: it closes the gate. (None, None) otherwise."""
+    if not isinstance(row, dict) or row.get("verdict") != "skipped" or row.get("canary") \
+            or row.get("gating", True) is False:
+        return None, None
+    why = (case_verdict(run_dir, str(row.get("case_id"))) or {}).get("skip_reason")
+    key = adapter_gap_key(why)
+    return (key, why) if key is not None else (None, None)
+
+
+def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating cases the runner did not send because the adapter lacks what they need
+    (no invocation.conversation for a conversation, no identity_map entry): skipped is not a pass.
+    A skip the suite chose (safety, a layer switched off in the profile) leaves the gate alone."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = LazyHoldoutIds(run_dir, rows)
+    named, keys, count = [], [], 0
+    for row in rows:
+        key, why = skipped_closes(run_dir, row)
+        if key is None:
+            continue
+        cid = str(row.get("case_id"))
+        count += 1
+        keys += [key] if key not in keys else []
+        if cid not in sealed and len(named) < MAX_NAMED:
+            named.append(f"{cid} ({' '.join(str(why).split())[:300]})")
+    if not count:
+        return None
+    return (f"{count} gating case(s) were not sent because the adapter lacks {' and '.join(keys)} (skipped, "
+            "not a pass; declare it, or mark the case gating: false)"
+            + (": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
+               if named else ""))
+
+
+def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
+    """`id (infra_reason)` for up to MAX_NAMED non-canary, non-holdout cases with this infra verdict."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = LazyHoldoutIds(run_dir, rows)
+    named = []
+    for row in rows:
+        if isinstance(row, dict) and row.get("verdict") == verdict and not row.get("canary") \
+                and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
+            doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
+            why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())
+            named.append(f"{row.get('case_id')} ({why if len(why) <= 300 else why[:299] + '…'})")
+    return named
+
+
+def canary_reason(summary: dict, mode: str | None) -> str | None:
+    """--require-canaries: open only if 0 < passed == n."""
+    block = summary.get("canaries")
+    if block is None:
+        return "--require-canaries: this run has no canary" + (" (a holdout run never does)" if mode == "holdout" else "")
+    if not isinstance(block, dict) or not _is_count(block.get("n")) or not _is_count(block.get("passed")):
+        return "--require-canaries: summary.canaries is malformed (need integer n and passed)"
+    n, passed = block["n"], block["passed"]
+    if n == 0:
+        return "--require-canaries: this run has no canary" + (" (a holdout run never does)" if mode == "holdout" else "")
+    if passed != n:
+        return f"--require-canaries: {passed}/{n} canaries passed; the harness is not verified"
+    return None
+
+
+def run_verify(run_dir: Path) -> tuple[bool, str | None]:
+    """(clean, detail) from `run_cases.py --verify <dir>` in a subprocess."""
+    runner = SCRIPTS_DIR / "run_cases.py"
+    if not runner.is_file():
+        return False, (f"cannot verify: {runner.name} is missing from {SCRIPTS_DIR} "
+                       f"(pass --no-verify to gate without the completeness check)")
+    try:
+        proc = subprocess.run([sys.executable, str(runner), "--verify", str(run_dir)],
+                              capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False, f"run_cases.py --verify did not finish within {VERIFY_TIMEOUT_S} s"
+    if proc.returncode == 0:
+        return True, None
+    try:
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        doc = {}
+    missing = doc.get("missing_artifacts") if isinstance(doc, dict) else None
+    if isinstance(missing, list) and missing:
+        shown = ", ".join(str(m) for m in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        return False, f"run_cases.py --verify exit {proc.returncode}: missing or inconsistent: {shown}"
+    err = doc.get("error") if isinstance(doc, dict) else None
+    return False, f"run_cases.py --verify exit {proc.returncode}: {err or proc.stderr.strip()[-300:] or 'no detail'}"
+
+
+def conversations_reason(summary: dict) -> str | None:
+    """Conversations were sent and none was scored (pass or fail): a check that never ran, so the
+    gate closes (e.g. a server-id adapter whose session_from never finds the id)."""
+    conv = (summary.get("by_kind") or {}).get("conversation") if isinstance(summary.get("by_kind"), dict) else None
+    if not isinstance(conv, dict) or not all(_is_count(conv.get(k)) for k in ("n", "skipped", "passes", "failures")):
+        return None
+    sent = conv["n"] - conv["skipped"]
+    if sent <= 0 or conv["passes"] + conv["failures"] > 0:
+        return None
+    why = conv.get("top_unscored_reason")
+    # A reason that names a layer ("answer: no answer at ...") points at that layer's key; the
+    # session's own reasons ("turn 1: no session id ...") at invocation.conversation.
+    layer = str(why).split(":", 1)[0] if why else ""
+    look = (where_to_look(layer) if layer in ADAPTER_KEY_OF_LAYER
+            else "the adapter's invocation.conversation (style, session_from)")
+    if not why and _is_count(conv.get("infra_errors")) and _is_count(conv.get("infra_incomplete")):
+        infra = conv["infra_errors"] + conv["infra_incomplete"]
+        if infra:  # the infra lines name them with their reasons; the session may be fine
+            why = f"{infra} ended infra_error/infra_incomplete"
+            look = "the reasons on the infra line(s) above"
+    return (f"none of {sent} sent conversation(s) was scored (a check that never ran)"
+            + (f": most common reason: {why}" if why else "") + f"; check {look}")
