@@ -25,7 +25,6 @@ def copy_state(tmp_path: Path) -> Path:
     shutil.copytree(HELPDESK / ".assay", state, ignore=shutil.ignore_patterns("work", "reports"))
     # judge.yaml runs `python3 ../judge_standin.py` from the state dir: keep it beside the copy
     shutil.copy2(HELPDESK / "judge_standin.py", tmp_path / "judge_standin.py")
-    shutil.copy2(HELPDESK / "simulator_standin.py", tmp_path / "simulator_standin.py")  # simulator.yaml's, likewise
     (state / "work").mkdir()
     return state
 

@@ -60,7 +60,6 @@ def helpdesk(tmp_path_factory):
     state = root / ".assay"
     shutil.copytree(STATE, state, ignore=shutil.ignore_patterns("work", "reports"))
     shutil.copy2(STATE.parent / "judge_standin.py", root / "judge_standin_real.py")
-    shutil.copy2(STATE.parent / "simulator_standin.py", root / "simulator_standin.py")
     (root / "judge_standin.py").write_text(FLIPPING_JUDGE, encoding="utf-8")
     # bound to the flipping judge as score_agreement.py --write binds it (an unbound sidecar is provisional)
     judge_yaml = yaml.safe_load((state / "judge" / "judge.yaml").read_text(encoding="utf-8"))
@@ -235,7 +234,6 @@ def test_make_demo_compare(tmp_path):
     state = tmp_path / ".assay"
     shutil.copytree(STATE, state, ignore=shutil.ignore_patterns("work", "reports"))
     shutil.copy2(STATE.parent / "judge_standin.py", tmp_path / "judge_standin.py")
-    shutil.copy2(STATE.parent / "simulator_standin.py", tmp_path / "simulator_standin.py")
     r = demo(state, "--compare")
     assert r.returncode == 1, r.stdout + r.stderr      # the gate closes on the regressions
     base, cand = runs_of(state)

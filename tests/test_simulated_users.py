@@ -22,7 +22,7 @@ from helpers import SCRIPTS, run_script
 
 REFUND, SNOOP = "c-5e1f4a02", "c-5e1f4a03"
 GOAL = "Get 25 dollars refunded on invoice INV-1002."
-_spec = importlib.util.spec_from_file_location("simulator_standin", HELPDESK / "simulator_standin.py")
+_spec = importlib.util.spec_from_file_location("simulator_standin", HELPDESK / ".assay" / "simulator" / "standin.py")
 standin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(standin)
 
@@ -249,7 +249,7 @@ import os, runpy, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "calls.log"), "a") as log:
     log.write(f"{time.time()}\n")
-runpy.run_path(os.path.join(here, "simulator_standin.py"), run_name="__main__")
+runpy.run_path(os.path.join(here, ".assay", "simulator", "standin.py"), run_name="__main__")
 '''
 
 

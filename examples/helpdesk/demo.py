@@ -79,25 +79,22 @@ def say(msg: str = "") -> None:
     print(msg, flush=True)
 
 
-# the example's judge.yaml and simulator.yaml run their stand-ins from the state dir
-STANDINS = (("judge", "judge/judge.yaml", "judge_standin.py"),
-            ("simulator", "simulator/simulator.yaml", "simulator_standin.py"))
+STANDIN = "../judge_standin.py"   # the example's judge.yaml runs it from the state dir
 
 
 def place_judge_standin(state: Path) -> None:
     """A copy of the example's state dir outside examples/helpdesk/ keeps judge.yaml's
-    `command: [python3, ../judge_standin.py]` (and simulator.yaml's `../simulator_standin.py`): put
-    each stand-in beside the copy (only when the copy's config runs it and nothing is there yet), so
-    the demo works wherever the copy is."""
-    for what, config, name in STANDINS:
-        target = state.parent / name
-        try:
-            runs_it = f"../{name}" in (state / config).read_text(encoding="utf-8")
-        except OSError:
-            continue
-        if runs_it and not target.exists() and not target.is_symlink():
-            shutil.copy2(HERE / name, target)
-            say(f"  {what} stand-in  copied to {shown(target)} ({config} runs ../{name} from the state dir)")
+    `command: [python3, ../judge_standin.py]`: put the stand-in beside the copy (only when the
+    copy's judge.yaml runs it and nothing is there yet), so the demo works wherever the copy is."""
+    judge = state / "judge" / "judge.yaml"
+    target = state.parent / "judge_standin.py"
+    try:
+        runs_it = STANDIN in judge.read_text(encoding="utf-8")
+    except OSError:
+        return
+    if runs_it and not target.exists() and not target.is_symlink():
+        shutil.copy2(HERE / "judge_standin.py", target)
+        say(f"  judge stand-in  copied to {shown(target)} (judge.yaml runs {STANDIN} from the state dir)")
 
 
 def run_step(name: str, argv: list[str], env: dict[str, str],
