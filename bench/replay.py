@@ -115,7 +115,8 @@ def markdown(doc: dict) -> str:
             continue
         wall = row["wall_s"]["median"]
         lines.append(f"| {kind} | {doc['cases']} | {doc['latency_ms']:g} ms | {doc['max_concurrency']} | "
-                     f"{row['valid_runs']} | {wall:.2f} | {row['cpu_s']['median']:.2f} | {wall / doc['cases'] * 1000:.2f} |")
+                     f"{row['valid_runs']} | {wall:.2f} | {row['cpu_s']['median']:.2f} | "
+                     f"{wall / doc['cases'] * 1000:.2f} |")
     return "\n".join(lines)
 
 
