@@ -161,11 +161,12 @@ def test_edited_case_and_judge_flip_keep_the_gate_open(helpdesk, tmp_path):
     assert where[EDITED] == "expectation_changed"
     assert where[REVIEWED] == "still_passing"
     assert where[JUDGED] == "judge_flip"
-    flip = doc["buckets"]["judge_flip"][0]
+    # the judged conversation (its whole-transcript rubric) flips with the same judge: two flips
+    flip = next(p for p in doc["buckets"]["judge_flip"] if p["case_id"] == JUDGED)
     assert flip["answer"]["changed"] is False and flip["trajectory"]["changed"] is False
     assert flip["judge_flips"] == [{"layer": "judged", "base": "pass", "candidate": "fail", "provisional": False}]
-    assert doc["judge_flips"] == 1 and not doc["buckets"]["newly_failing"]
-    assert doc["headline"] == "1 judge flip, 1 case edited"
+    assert doc["judge_flips"] == 2 and not doc["buckets"]["newly_failing"]
+    assert doc["headline"] == "2 judge flips, 1 case edited"
     assert any(n.startswith("the suite changed (suite_sha256 differs): the cases") for n in doc["notes"])
     canaries = {p["case_id"] for ps in doc["buckets"].values() for p in ps if p["canary"]}
     assert canaries and doc["stats"]["n"] == len([c for c, b in where.items()
@@ -174,7 +175,7 @@ def test_edited_case_and_judge_flip_keep_the_gate_open(helpdesk, tmp_path):
     assert r.rc == 0, r.stdout
     g = r.json
     assert g["gate"] == "open" and g["comparison"]["counts"]["expectation_changed"] == 1
-    assert g["comparison"]["judge_flips"] == 1
+    assert g["comparison"]["judge_flips"] == 2
     text = run_script("gate", helpdesk["edited"], "--baseline", helpdesk["base"]).stdout
     assert "judge flips (the judge changed its verdict on the same answer and material" in text
     assert f"cases edited since the baseline (expectation_changed, never closes the gate): 1, 1 failing now: {EDITED}" in text
@@ -208,7 +209,7 @@ def test_report_lists_each_bucket(helpdesk):
     assert r.rc == 0, r.stdout
     section = r.stdout.split("## Compared with the baseline", 1)[1].split("\n## ", 1)[0]
     assert "**expectation_changed** (1):" in section and f"- `{EDITED}`" in section
-    assert "**judge_flip** (1):" in section and "judge flip" in section.split(f"`{JUDGED}`", 1)[1].splitlines()[0]
+    assert "**judge_flip** (2):" in section and "judge flip" in section.split(f"`{JUDGED}`", 1)[1].splitlines()[0]
 
 
 def test_run_cases_baseline_verdicts_auto_writes_comparison(helpdesk, tmp_path):

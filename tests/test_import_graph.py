@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent / "scripts"
 # rooms it drives; the rooms sit on scoring and statistics; everything sits on core).
 LAYERS = [
     {"run", "shard"},
-    {"invoke", "traces", "judge", "rundir", "replay"},
+    {"invoke", "traces", "judge", "rundir", "replay", "simulate"},
     {"score", "stats", "schemas"},
     {"core"},
 ]

@@ -57,7 +57,7 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     verdicts = rows(run_dir)
     seen = outcomes(out)
     # one item per planned case, each with the runner's own verdict
-    assert set(seen) == set(verdicts) and len(seen) == 18
+    assert set(seen) == set(verdicts) and len(seen) == 20
     failing = {cid for cid, r in verdicts.items() if r["verdict"] == "fail" and r["gating"]}
     assert failing and {cid for cid, o in seen.items() if o == "FAILED"} == failing
     assert {cid for cid, o in seen.items() if o == "PASSED"} == {c for c, r in verdicts.items() if r["verdict"] == "pass"}
@@ -67,7 +67,7 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     assert "execution: expected {\"scalar\": 245.75}, actual {\"scalar\": 200.5" in out
     assert "Traceback" not in out and "site-packages" not in out
     # the gate's one-screen summary is the session's verdict; -n ran on this process, said so
-    assert "assay gate: CLOSED" in out and f"{run_dir.name}: FAIL" in out and "gate closed: 9 gating failure(s)" in out
+    assert "assay gate: CLOSED" in out and f"{run_dir.name}: FAIL" in out and "gate closed: 11 gating failure(s)" in out
     assert "the items run here, not on xdist workers" in out
 
     with helpdesk(state, broken=False, app_dir="app2") as env:
@@ -81,7 +81,7 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     assert "assay gate: open" in rerun.stdout
     # --assay-baseline auto: the newest earlier smoke run, paired on the cases both ran
     assert f"compared with the baseline {run_dir.name} (stats.py):" in rerun.stdout
-    assert "IMPROVED: pass rate 0.0% -> 100.0%" in rerun.stdout and "n=9 paired cases" in rerun.stdout
+    assert "IMPROVED: pass rate 0.0% -> 100.0%" in rerun.stdout and "n=11 paired cases" in rerun.stdout
 
 
 def add_title(state: Path, case_id: str, title: str) -> None:
@@ -104,7 +104,7 @@ def test_k_narrows_the_run_and_x_stops_at_the_first_failure(tmp_path):
     assert outcomes(done.stdout) == {"c-0f1bfb2c": "FAILED"}
     assert "stopping after 1 failures" in done.stdout
     assert "_ c-0f1bfb2c: charged but locked out _" in done.stdout  # the id with its title
-    assert "2 of 18 case(s) selected: a targeted run of exactly those" in done.stdout
+    assert "2 of 20 case(s) selected: a targeted run of exactly those" in done.stdout
 
 
 def test_a_killed_session_resumes_its_run(tmp_path):
@@ -126,7 +126,7 @@ def test_a_killed_session_resumes_its_run(tmp_path):
             proxy.close()
         (run_dir,) = run_dirs(state)
         kept = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("cases/*/verdict.json")}
-        assert kept and len(kept) < 18
+        assert kept and len(kept) < 20
         assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "running"
         resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -134,8 +134,8 @@ def test_a_killed_session_resumes_its_run(tmp_path):
     assert run_dirs(state) == [run_dir]  # the same run dir, finished
     assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "ok"
     after = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("cases/*/verdict.json")}
-    assert len(after) == 18 and all(after[cid] == mtime for cid, mtime in kept.items())  # finished cases kept
-    assert len(outcomes(resumed.stdout)) == 18
+    assert len(after) == 20 and all(after[cid] == mtime for cid, mtime in kept.items())  # finished cases kept
+    assert len(outcomes(resumed.stdout)) == 20
 
 
 def test_inactive_without_assay_and_clear_refusals(tmp_path):
@@ -175,5 +175,5 @@ def test_baseline_auto_gates_on_the_cases_newly_failing(tmp_path):
         broken = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--assay-baseline", "auto")
     assert broken.returncode == 1, broken.stdout + broken.stderr
     # the session's gate is gate.py --baseline auto: the regressions against the clean run, named first
-    assert f"compared with {base.name}: 9 newly failing" in broken.stdout
+    assert f"compared with {base.name}: 11 newly failing" in broken.stdout
     assert "gating case(s) newly failing against" in broken.stdout

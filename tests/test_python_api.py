@@ -40,7 +40,7 @@ def test_every_example_runs_as_written(tmp_path, monkeypatch, capsys):
         for name, code in example_blocks():
             exec(compile(code, f"{DOC.name} ({name})", "exec"), namespace)  # noqa: S102
     printed = capsys.readouterr().out
-    assert "closed: 9 gating failure(s)" in printed  # the broken app: the gate says why
+    assert "closed: 11 gating failure(s)" in printed  # the broken app: the gate says why
     assert namespace["comparison"]["candidate"]["run_id"] == namespace["again"]["run_id"]
     by_compare = run_script("compare_runs", namespace["done"]["out"], namespace["again"]["out"])
     assert by_compare.rc == 0 and by_compare.json == namespace["comparison"]

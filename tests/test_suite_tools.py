@@ -59,6 +59,6 @@ def test_coverage_grid_empty_cells_and_split_targets(tmp_path):
     assert out["splits"]["holdout"]["status"] == "too_small"        # 10 cases: no holdout expected yet
     assert out["splits"]["canary"]["status"] == "ok" and out["dataset_version"] == 3
     example = run_script("coverage", ROOT / "examples" / "helpdesk" / ".assay").json
-    assert example["cases"] == 53 and example["splits"]["holdout"]["status"] == "ok"
+    assert example["cases"] == 55 and example["splits"]["holdout"]["status"] == "ok"
     r = run_script("coverage", tmp_path / "nope")
     assert r.rc == 2 and "does not exist" in r.json["error"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.vocab import is_judge_unstable
-from .rundir import case_verdict, holdout_ids
+from .rundir import LazyHoldoutIds, case_verdict
 
 MAX_NAMED = 5   # how many cases a gate line names (the gate imports it from here)
 
@@ -15,7 +15,7 @@ def judge_unstable_reason(run_dir: Path, results: dict) -> str | None:
     with itself (judge.yaml `repeats`, a pairwise order flip), so the case is unscored -- not the
     app's failure, and not a pass. Holdout ids are counted, never printed."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = holdout_ids(run_dir, rows)
+    sealed = LazyHoldoutIds(run_dir, rows)
     named, count = [], 0
     for row in rows:
         if not isinstance(row, dict) or row.get("verdict") != "unscored" or row.get("canary") \

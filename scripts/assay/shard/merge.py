@@ -49,7 +49,8 @@ from ..run.lock import RunLock
 # Manifest keys that may differ between the shards of one plan (each machine's own clock,
 # health check and slice); every other key must agree or the shards are not one run.
 PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts", "suite_sha256",
-                  "suite_parts_sha256")  # a shard hashes its own slice; the merge hashes the plan
+                  "suite_parts_sha256",  # a shard hashes its own slice; the merge hashes the plan
+                  "simulator")           # present only in the shards that hold a simulated case (_simulator_of)
 PER_SHARD_INVOCATION_KEYS = ("scratch_area",)
 PROBLEMS_SHOWN = 5
 
@@ -195,6 +196,12 @@ def _shared(manifest: dict) -> dict:
     return out
 
 
+def _simulator_of(shards: list[ShardRun]) -> dict | None:
+    from ..simulate.build import merged_simulator_block
+    return merged_simulator_block([(s.path.name, s.manifest["simulator"]) for s in sorted(shards, key=lambda s: s.index)
+                                   if isinstance(s.manifest.get("simulator"), dict)])
+
+
 def _merged_manifest(plan: dict, shards: list[ShardRun], baseline: dict | None) -> dict:
     first = min(shards, key=lambda s: s.index)
     mine = _shared(first.manifest)
@@ -205,7 +212,10 @@ def _merged_manifest(plan: dict, shards: list[ShardRun], baseline: dict | None) 
                 raise AssayError(f"{s.path.name} and {first.path.name} ran with different {key!r} in their "
                                  "manifests: the shards of one run must share the plan and its environment "
                                  "(e.g. the trace source); re-run the odd shard", 2, key=key)
-    manifest = {k: v for k, v in first.manifest.items() if k != "shard"}
+    manifest = {k: v for k, v in first.manifest.items() if k not in ("shard", "simulator")}
+    simulator = _simulator_of(shards)
+    if simulator is not None:
+        manifest["simulator"] = simulator
     from ..suite.version import manifest_cases, suite_version
     version = suite_version(plan)
     manifest["cases"] = manifest_cases(plan, preflight.case_set, version)

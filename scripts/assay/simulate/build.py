@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core import secrets
+from ..core.errors import AssayError
 from ..judge import config as judge_config
 from ..judge import probe as judge_probe
 from ..judge.env import command_env, env_names, judge_allowlisted_secrets
@@ -55,3 +56,20 @@ def simulator_manifest(plan: Mapping[str, Any], runtime: SimulatorRuntime | None
         return None
     block = plan.get("simulator") if isinstance(plan.get("simulator"), dict) else {}
     return {"enabled": False, "reason": block.get("reason") or "no simulator configured: add simulator/simulator.yaml"}
+
+
+def merged_simulator_block(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """A sharded run's `simulator` block from its shards' (name, block), for the shards that held a
+    simulated case: they must have met the same simulator; what each spent is summed."""
+    if not blocks:
+        return None
+    first_name, first = blocks[0]
+    for name, block in blocks[1:]:
+        if {k: v for k, v in block.items() if k != "spent"} != {k: v for k, v in first.items() if k != "spent"}:
+            raise AssayError(f"{name} and {first_name} ran with different 'simulator' in their manifests: the shards "
+                             "of one run must meet the same simulator; re-run the odd shard", 2, key="simulator")
+    merged = dict(first)
+    spent = [b["spent"] for _, b in blocks if isinstance(b.get("spent"), dict)]
+    if spent:
+        merged["spent"] = {k: sum(int(d.get(k) or 0) for d in spent) for k in sorted({k for d in spent for k in d})}
+    return merged
