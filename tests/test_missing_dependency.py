@@ -32,14 +32,20 @@ def absent(tmp_path, module):
 
 
 @pytest.mark.parametrize("script, module, pip, args, how", [
-    ("convert_suite", "yaml", "pyyaml", ["STATE"], broken),
+    ("convert_suite", "yaml", "pyyaml", ["EXAMPLE"], broken),   # met where the first YAML file is read
+    ("md_to_html", "markdown", "markdown", ["REPORT", "out.html"], broken),
     ("convert_suite", "yaml", "pyyaml", ["STATE"], absent),
     ("validate_cases", "jsonschema", "jsonschema", ["--cases", "x.json", "--no-capabilities"], absent),
     ("make_plan", "jsonschema", "jsonschema", ["converted.json", "--state-dir", "STATE"], absent),
 ])
 def test_missing_dependency_is_exit_2_with_the_install_command(tmp_path, script, module, pip, args, how):
     env = how(tmp_path, module)
-    argv = [str(tmp_path) if a == "STATE" else a for a in args]
+    if "EXAMPLE" in args:
+        shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", tmp_path / ".assay",
+                        ignore=shutil.ignore_patterns("work", "reports"))
+    (tmp_path / "r.md").write_text("# report\n", encoding="utf-8")
+    where = {"STATE": str(tmp_path), "EXAMPLE": str(tmp_path / ".assay"), "REPORT": str(tmp_path / "r.md")}
+    argv = [where.get(a, a) for a in args]
     r = run_script(script, *argv, env=env, cwd=tmp_path)
     assert r.rc == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr

@@ -8,7 +8,6 @@ stdout JSON and exit statuses. A traceback is a bug: it prints on stderr with ex
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import json
 import os
@@ -30,28 +29,20 @@ DEPENDENCIES = {
 INSTALL_ALL = "pip install pyyaml jsonschema markdown"
 
 
-# Imported only where first needed: jsonschema costs a process ~0.2 s to import and a valid
-# document never needs it (assay.schemas.fast), so its presence is checked here without importing
-# it, and an install that is present but does not import is named where it is imported
-# (`missing_from` turns that ImportError into the same exit 2).
-LAZY = frozenset({"jsonschema"})
-
-
+# Imported only where first needed: a valid document never needs jsonschema (assay.schemas.fast),
+# a JSON-only command never parses YAML, and importing them costs a process more than starting
+# the interpreter does. So their presence is checked here without importing them (an absent one
+# is the exit 2 below, or the bootstrap), and an install that is present but does not import is
+# named where it is first imported (`missing_from` turns that ImportError into the same exit 2).
 def missing_dependencies(needs: Iterable[str]) -> list[str]:
-    """The modules in `needs` that are absent or (for the ones imported up front) do not import."""
+    """The modules in `needs` that are not installed."""
     missing = []
     for mod in needs:
-        if mod in LAZY:
-            try:
-                found = importlib.util.find_spec(mod) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                missing.append(mod)
-            continue
         try:
-            importlib.import_module(mod)
-        except ImportError:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
             missing.append(mod)
     return missing
 
