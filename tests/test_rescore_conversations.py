@@ -52,3 +52,43 @@ def test_rescore_never_aborts_on_conversations_and_never_reads_green(tmp_path):
     assert v["verdict"] == "infra_error" and "rescore does not replay conversations" in v["infra_reason"]
     g = run_script("gate", new)
     assert g.rc == 1 and "infra rate 83.3% is above 5.0%" in g.stdout, g.stdout
+
+
+def test_rescore_names_a_simulated_user_case_for_what_it_is_and_never_calls_the_simulator(tmp_path):
+    """The example's simulated refund seeker (the stand-in simulator) and one single-turn case: the
+    rescore neither skips it as "no simulator configured" (there is one) nor asks the simulator; it is
+    infra_error saying it was not replayed and what to do, counted with the simulated users, gated."""
+    from helpdesk_util import copy_state, helpdesk
+    state = copy_state(tmp_path)
+    work = state / "work"
+    with helpdesk(state) as env:
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        p = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                       "-o", work / "plan.json", "--case", "c-5e1f4a02", "--case", "c-003bd57c",
+                       "--run-id", "targeted-20261130T000000Z", env=env)
+        assert p.rc == 0, p.stdout + p.stderr
+        out = state / "reports" / "targeted-20261130T000000Z"
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+        assert json.loads((out / "cases" / "c-5e1f4a02" / "verdict.json").read_text())["verdict"] == "pass"
+    # a simulator that would leave a mark if it were asked anything
+    (state / "simulator" / "simulator.yaml").write_text(
+        "provider: command\ncommand: [python3, -c, \"open('asked', 'w').write('x')\"]\n", encoding="utf-8")
+    new = state / "reports" / "targeted-20261130T010000Z"
+    rs = run_script("rescore", out, "--out", new, env=env)
+    assert rs.rc == 0, rs.stdout + rs.stderr
+    assert not (state / "asked").exists()
+    v = json.loads((new / "cases" / "c-5e1f4a02" / "verdict.json").read_text())
+    assert (v["verdict"], v["sent"], v["simulated"], v["skip_reason"]) == ("infra_error", False, True, None)
+    assert "no simulator configured" not in v["infra_reason"]
+    assert v["infra_reason"].startswith("a simulated-user conversation (input.simulated_user): rescore does not "
+                                        "replay conversations")
+    assert "run_cases.py --replay <state>/reports/targeted-20261130T000000Z" in v["infra_reason"]
+    assert all("not replayed" in layer["reason"] for name, layer in v["layers"].items() if name != "http")
+    summary = json.loads((new / "results.json").read_text())["summary"]
+    assert (summary["passes"], summary["infra_errors"], summary["by_kind"]["simulated"]["infra_errors"]) == (1, 1, 1)
+    assert json.loads(json.dumps(__import__("yaml").safe_load((new / "manifest.yaml").read_text())["simulator"])) \
+        ["enabled"] is False
+    assert run_script("run_cases", "--verify", new).rc == 0
+    g = run_script("gate", new)
+    assert g.rc == 1 and "infra rate" in g.stdout, g.stdout

@@ -16,7 +16,9 @@ nothing a judge echoes reaches disk. It calls no app, so it never stops on
 `execution.infra_rate_abort` (exit 5): cases it cannot replay are counted and gated.
 
 Limits: a case the source run never sent has no stored response (its rescore is
-`infra_error`, "not sent in the source run"); conversations are not replayed (`infra_error`);
+`infra_error`, "not sent in the source run"); conversations, scripted or with a simulated user,
+are not replayed (`infra_error`, the reason says which and what to do; the simulator is never
+called);
 a run dir written before every repeat's trace was stored gives the other repeats'
 trace-fed layers `infra_incomplete`; a check whose verdict turned on a secret's own text
 sees `<redacted>` (the secret is never stored).
@@ -41,6 +43,12 @@ from ..traces.collect import TraceConfig
 
 NOT_SENT = "not sent in the source run: no stored response to rescore"
 NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversations in this build"
+NOT_REPLAYED_SIMULATED = (
+    "a simulated-user conversation (input.simulated_user): rescore does not replay conversations in this build, "
+    "so its end state and its rubric (judged over the whole transcript) were not re-scored and the simulator "
+    "was not called; the source run {run_id}'s verdict for it stands in that run's cases/<id>/verdict.json; to "
+    "score it with the current suite run it again (run_cases.py), or replay the source run if it was recorded "
+    "(run_cases.py --replay <state>/{run_dir})")
 
 
 @dataclass
@@ -193,6 +201,27 @@ class ReplayTraceSource:
         return _Collected("ok", st.trajectory, st.trace_doc, None)
 
 
+class NotReplayedSimulator:
+    """Rescore's simulator: it is never called. Asked for a simulated case's first user turn, it
+    refuses the whole case (infra_error, NOT_REPLAYED_SIMULATED: counted and gated, never a pass)."""
+
+    scrub = None
+    on_retry = None
+
+    def __init__(self, run_id: Any, run_dir: str, block: Any) -> None:
+        self.reason = NOT_REPLAYED_SIMULATED.format(run_id=run_id, run_dir=run_dir)
+        self.identity = block.get("identity") if isinstance(block, Mapping) else None
+
+    def manifest(self) -> dict[str, Any]:
+        return {"enabled": False, "reason": "rescore: simulated-user conversations are not replayed (infra_error); "
+                                            "the simulator was not called"}
+
+    def next_turn(self, scenario: Any, transcript: Any, ref: Any = None, through: Any = None) -> Any:
+        from ..replay.miss import ReplayMiss
+        raise ReplayMiss(self.reason,
+                         not_scored="rescore: a simulated-user conversation is not replayed: not scored")
+
+
 def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
     reuse: dict[tuple, dict] = {}
     for cid, v in verdicts.items():
@@ -313,7 +342,8 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=holdout_ledger.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
-        judge=judge_rt, conversation=conversation,
+        judge=judge_rt, conversation=conversation, simulator=NotReplayedSimulator(
+            manifest.get("run_id"), plan["manifest_extra"]["rescored_from"]["run_dir"], manifest.get("simulator")),
         # no app is called: a case with nothing to replay (or no stored trace) is counted and gated,
         # never a reason to abort as if the app were unhealthy
         calls_app=False)
