@@ -92,3 +92,38 @@ def test_rescore_names_a_simulated_user_case_for_what_it_is_and_never_calls_the_
     assert run_script("run_cases", "--verify", new).rc == 0
     g = run_script("gate", new)
     assert g.rc == 1 and "infra rate" in g.stdout, g.stdout
+
+
+def test_rescore_baseline_scores_pairwise_rubrics_and_auto_picks_the_run_before_the_source(tmp_path):
+    """The example's pairwise rubric (refund-reply-vs-baseline, the stand-in judge): two live runs of its
+    case; rescoring the second without --baseline leaves the pairwise pin unscored (never pass), with
+    --baseline auto it is judged against the first run (the series' run before the source), and the source
+    itself is refused as its own baseline."""
+    from helpdesk_util import copy_state, helpdesk
+    state = copy_state(tmp_path)
+    work = state / "work"
+    runs = [state / "reports" / f"targeted-20261130T0{h}0000Z" for h in (0, 1)]
+    with helpdesk(state) as env:
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        for out in runs:
+            p = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state, "--judge",
+                           "-o", work / "plan.json", "--case", "c-bd5404f8", "--run-id", out.name, env=env)
+            assert p.rc == 0, p.stdout + p.stderr
+            r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
+            assert r.rc == 0, r.stdout + r.stderr
+
+    def pairwise(run_dir):
+        rubrics = json.loads((run_dir / "cases" / "c-bd5404f8" / "judge.json").read_text())["rubrics"]
+        return next(r for r in rubrics if r.get("kind") == "pairwise")
+
+    assert pairwise(runs[1])["verdict"] == "unscored"           # the live run had no --baseline either
+    bare, auto = (state / "reports" / f"targeted-20261130T0{h}0000Z" for h in (2, 3))
+    assert run_script("rescore", runs[1], "--out", bare, "--judge").rc == 0
+    assert pairwise(bare)["verdict"] == "unscored" and "baseline" in pairwise(bare)["reason"]
+    r = run_script("rescore", runs[1], "--out", auto, "--judge", "--baseline", "auto")
+    assert r.rc == 0, r.stdout + r.stderr
+    got = pairwise(auto)
+    assert got["baseline_run_id"] == runs[0].name and got["verdict"] != "unscored" and got["nodes"], got
+    same = run_script("rescore", runs[1], "--out", state / "reports" / "targeted-20261130T040000Z", "--judge",
+                      "--baseline", runs[1])
+    assert same.rc == 2 and "that is the source run" in same.stdout, same.stdout

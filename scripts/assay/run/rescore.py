@@ -281,8 +281,26 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
     return plan
 
 
+def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, out: Path) -> Any:
+    """--baseline RUN_DIR|auto -> the baseline's answers for pairwise rubrics, as run_cases.py's (None
+    without it). `auto` is chosen as for a run of this plan made when the source run was (before it,
+    never the source: its answers are the ones rescored)."""
+    if not spec:
+        return None
+    from .command import pairwise_baseline
+    if spec == "auto":
+        from ..compare.baseline import baseline_for_plan
+        parsed = parse_run_id(source.name)
+        spec = str(baseline_for_plan(plan, exclude=source.name, before=parsed[1] if parsed else None))
+    if Path(spec).resolve() == source:
+        raise AssayError(f"--baseline {spec}: that is the source run; its answers are the ones rescored (a "
+                         "pairwise rubric would compare them with themselves): pass an earlier run", 2,
+                         key="--baseline")
+    return pairwise_baseline(spec, out)
+
+
 def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, environ: Mapping[str, str],
-            progress: str = "never", judge_cache: bool = False) -> tuple[int, dict]:
+            progress: str = "never", judge_cache: bool = False, baseline: str | None = None) -> tuple[int, dict]:
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
@@ -297,6 +315,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     out = run_paths.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
+    answers = _pairwise_baseline(baseline, plan, source, out)
     from ..judge.runtime import build_runtime
     # The same secrets a run of this plan registers (the app's too: a judge may echo what the app
     # put in its answer or tool results); an app variable missing here is no error (no app call).
@@ -332,6 +351,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                       == suite_version(plan)["suite_parts_sha256"]["judge"])
         judge_rt.reuse = _reuse_map(source, verdicts) if same_judge else {}
         judge_rt.reused_from = manifest.get("run_id")
+        judge_rt.baseline = answers
         if judge_cache:   # --judge-cache: the verdict cache of record/replay (assay.replay)
             from ..replay.session import ReplaySession
             from ..replay.store import Cache, cache_dir
