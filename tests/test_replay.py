@@ -538,3 +538,31 @@ def test_resume_of_a_killed_replay_run_replays_the_rest_and_never_goes_live_sile
     assert got == {"c-1": "pass", "c-2": "fail", "c-3": "pass"}
     manifest = json.loads((out / "manifest.yaml").read_text())
     assert manifest["replayed_from"]["run_id"] == rec_out.name and manifest["replay"]["app"] == "replay"
+
+
+@pytest.mark.parametrize("style, session_from", [("cookie", None), ("server-id", {"body": "sid"}),
+                                                 ("server-id", {"header": "X-Session"})])
+def test_conversations_under_cookie_and_server_id_sessions_replay_byte_for_byte(state, tmp_path, style, session_from):
+    from test_run_conversation import REFUND, MemoryApp
+    body = ('{"message": "<user turn>", "session": "<session>"}' if style == "server-id"
+            else '{"message": "<user turn>"}')
+    conv = {"style": style, **({"session_from": session_from} if session_from else {})}
+    with FakeApp(MemoryApp(style)) as app:
+        ad = adapter(app.url, request_body=body, conversation=conv)
+        plan = make_plan(state, [REFUND], app_url=app.url, adapter_doc=ad)
+        rec, rec_out = go(state, plan, "--record")
+        assert len(app.posts()) == 2
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    assert json.loads((rec_out / "cases" / "c-refund" / "verdict.json").read_text())["verdict"] == "pass"
+    env, log = guarded(tmp_path)
+    rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
+    assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
+    files = sorted(p.relative_to(rec_out) for p in (rec_out / "cases").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(rep_out) for p in (rep_out / "cases").rglob("*") if p.is_file())
+    assert (rep_out / "cases" / "c-refund" / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
+    for p in sorted((rec_out / "cases").rglob("*")):   # byte for byte, but for the timings and per-request ids
+        if p.is_file():
+            other = rep_out / p.relative_to(rec_out)
+            assert (masked(json.loads(p.read_text())) == masked(json.loads(other.read_text()))
+                    if p.suffix == ".json" else p.read_bytes() == other.read_bytes()), p
+    assert run_runner("--verify", rep_out).rc == 0
