@@ -25,6 +25,11 @@ def build_parser():
     p.add_argument("--judge-cache", action="store_true",
                    help="reuse a judge call from <state>/cache (run_cases.py --record / --judge-cache) for the same "
                         "judge, prompt version, rubric content and material; a miss is judged and cached")
+    p.add_argument("--baseline", metavar="RUN_DIR|auto",
+                   help="the run whose answers pairwise rubrics (kind: pairwise) compare the rescored answers with, "
+                        "as run_cases.py --baseline; `auto`: reports/baseline.json's pin, else the newest complete "
+                        "run of the series with an open gate started before the source run (never the source "
+                        "itself). Without it a pairwise pin is unscored (never pass)")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="never",
                    help="progress on stderr (default never)")
     return p
@@ -36,7 +41,7 @@ def run(args):
 
     from assay.run.rescore import rescore
     return rescore(Path(args.run_dir), args.out, state_dir=args.state_dir, judge=args.judge, environ=os.environ,
-                   progress=args.progress, judge_cache=args.judge_cache)
+                   progress=args.progress, judge_cache=args.judge_cache, baseline=args.baseline)
 
 
 if __name__ == "__main__":

@@ -126,6 +126,18 @@ def test_conversations_and_message_arrays_become_turns(tmp_path):
     assert refund["expect"]["answer"]["must_contain"] == [r"/\ARefund issued for INV-1002\.\Z/"]
     assert refund["expect"]["answer"]["must_not_contain"] == ["/(?P<word>error)/"]
     assert refund["k"] == 3
+    # rubrics inside a conversation: an earlier turn's on its checkpoint (that turn is judged, as promptfoo
+    # judged that test's output); the last turn's on the case (the whole transcript: said, not exact)
+    turn_pin, = refund["input"]["turns"][0]["expect"]["answer"]["rubric"]
+    case_pin, = refund["expect"]["answer"]["rubric"]
+    assert turn_pin.startswith("pf-llm-rubric-") and case_pin.startswith("pf-closedqa-")
+    assert all((state / "rubrics" / f"{pin[:-3]}.md").is_file() for pin in (turn_pin, case_pin))
+    assert not any("inside a promptfoo conversation" in s["why"] for s in out["not_converted"])
+    mapped = {m["type"]: m for m in json.loads((state / "import.json").read_text())["mapped"]
+              if m.get("case") == refund["id"]}
+    assert mapped["llm-rubric"]["turn"] == 1 and "whole transcript" not in mapped["llm-rubric"]["note"]
+    closedqa = mapped["model-graded-closedqa"]
+    assert closedqa["exact"] is False and "whole transcript" in closedqa["note"]
     adapter = yaml.safe_load((state / "adapter.yaml").read_text())["invocation"]
     assert json.loads(adapter["response_body"]) == {"choices": [{"message": {"content": "<answer>"}}]}
     assert adapter["max_concurrency"] == 2

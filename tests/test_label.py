@@ -241,3 +241,72 @@ def test_labels_of_one_case_on_two_answers_are_two_pairs_and_older_files_still_r
     page = run_inproc("label", first, second, "-o", tmp_path / "p.html", "--annotations", ann)
     assert page.rc == 0, page.json
     assert page.json["run_ids"] == [first.name, second.name] and page.json["already_labelled"] == 2
+
+
+# ---------------------------------------------------------------- pairwise and conversation-turn rubrics
+def _pairwise_and_turn_runs(root: Path) -> Path:
+    """A baseline run and a run whose c-p has a pairwise verdict against it and whose c-t (a conversation)
+    has a rubric judged on turn 2; answers hostile. Plus c-x: pairwise against a baseline answer that
+    changed since (its sha differs): not shown."""
+    reports = root / "state" / "reports"
+    make_run(reports, [{"id": "c-p", "answer": "Baseline: refund soon " + HOSTILE},
+                       {"id": "c-x", "answer": "edited since"}], run_id="regression-20261129T101500Z")
+    run = make_run(reports, [{"id": "c-p", "answer": "Refund in 5 business days."},
+                             {"id": "c-t", "answer": "Refunded INV-2."}, {"id": "c-x", "answer": "x"}],
+                   run_id="regression-20261130T101500Z")
+    pairwise = judge_doc([("clearer-eta", "fail")], pin="eta-vs-baseline-v1")
+    pairwise["rubrics"][0].update(kind="pairwise", baseline_run_id="regression-20261129T101500Z",
+                                  baseline_answer_sha256=_sha("Baseline: refund soon " + HOSTILE))
+    (run / "cases" / "c-p" / "judge.json").write_text(json.dumps(pairwise))
+    stale = json.loads(json.dumps(pairwise))
+    stale["rubrics"][0]["baseline_answer_sha256"] = _sha("what it said then")
+    (run / "cases" / "c-x" / "judge.json").write_text(json.dumps(stale))
+    turn = judge_doc([("gives-eta", "pass")])
+    turn["rubrics"][0].update(turn=2, scope="turn")
+    (run / "cases" / "c-t" / "judge.json").write_text(json.dumps(turn))
+    for n, (user, answer) in enumerate([("which invoice is open?", "INV-2 is open " + HOSTILE),
+                                        ("refund that one", "Refunded INV-2.")], 1):
+        tdir = run / "cases" / "c-t" / "turns" / str(n)
+        tdir.mkdir(parents=True)
+        (tdir / "answer.txt").write_text(answer)
+        (tdir / "request.json").write_text(json.dumps({"body": {"message": user}}))
+    vpath = run / "cases" / "c-t" / "verdict.json"
+    vpath.write_text(json.dumps({**json.loads(vpath.read_text()),
+                                 "input_text": "[turn 1] which invoice is open?\n[turn 2] refund that one"}))
+    return run
+
+
+def test_page_shows_pairwise_and_turn_rubrics_as_text_in_real_chromium(tmp_path):
+    chromium = chromium_path()
+    run = _pairwise_and_turn_runs(tmp_path)
+    page = tmp_path / "label.html"
+    r = run_script("label", run, "-o", page, "--reviewer", "Dana Whitfield")
+    assert r.rc == 0, r.stdout
+    assert (r.json["to_label"], r.json["material_missing"]) == (2, 1)   # c-x: the baseline's answer changed
+    browser = Browser(chromium, tmp_path / "profile")
+    seen = {}
+    try:
+        browser.open(page.as_uri())
+        browser.wait_for("document.body && document.body.getAttribute('data-ready') === '1'")
+        for _ in range(2):
+            case = browser.eval("document.getElementById('case').textContent").split(" ")[0]
+            seen[case] = {k: browser.eval(f"document.getElementById('{k}').textContent")
+                          for k in ("answer", "baseline", "baseline-run", "earlier", "scope")}
+            seen[case].update({f"{k}-hidden": browser.eval(f"document.getElementById('{k}-box').hidden")
+                               for k in ("baseline", "earlier", "scope")})
+            browser.key("a")
+        browser.key("e")
+        exported = browser.eval("document.getElementById('export').value")
+        title = browser.eval("document.title")
+    finally:
+        browser.close()
+    assert "PWNED" not in title
+    p, t = seen["c-p"], seen["c-t"]
+    assert p["baseline"] == "Baseline: refund soon " + HOSTILE and p["baseline-run"] == "regression-20261129T101500Z"
+    assert p["answer"] == "Refund in 5 business days."
+    assert (p["baseline-hidden"], p["earlier-hidden"], p["scope-hidden"]) == (False, True, True)
+    assert (t["baseline-hidden"], t["earlier-hidden"], t["scope-hidden"]) == (True, False, False)
+    assert t["answer"] == "Refunded INV-2." and t["scope"] == "turn 2 of the conversation"
+    assert t["earlier"] == "[turn 1] user: which invoice is open?\n[turn 1] answer: INV-2 is open " + HOSTILE
+    lines = {json.loads(x)["case_id"]: json.loads(x) for x in exported.splitlines()}
+    assert lines["c-t"]["answer_sha256"] == _sha("Refunded INV-2.") and lines["c-p"]["label"] == "fail"

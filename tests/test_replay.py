@@ -452,3 +452,117 @@ def test_many_writers_of_one_key_in_one_process_leave_one_whole_entry(tmp_path):
         t.join()
     assert errors == []
     assert json.loads(path.read_text())["pad"] == "x" * 20000 and cache.stats()["entries"] == 1
+
+
+class Holding:
+    """`handler`, except that a message containing "hold" waits (up to 30 s) until released."""
+
+    def __init__(self):
+        import threading
+        self.waiting, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, req):
+        if req.method == "POST" and "hold" in req.json["message"]:
+            self.waiting.set()
+            self.release.wait(30)
+        return handler(req)
+
+
+def killed_while_held(state, plan, hold, *flags, run_id):
+    """run_cases.py with these flags as a subprocess, SIGKILLed once c-1 and c-2 are done and c-3's request
+    is held at the app: the run dir of an interrupted run."""
+    import os
+    import signal
+    import time
+    plan = dict(plan, run_id=run_id)
+    path = state / "work" / f"plan-{run_id}.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    out = state / "reports" / run_id
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out", str(out),
+                             "--progress", "never", "--order", "plan", *flags], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (hold.waiting.is_set() and all(
+            (out / "cases" / c / "verdict.json").exists() for c in ("c-1", "c-2"))):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    hold.release.set()
+    assert not (out / "cases" / "c-3" / "verdict.json").exists() and (out / "cases" / "c-2" / "verdict.json").exists()
+    return path, out
+
+
+HELD = [CASES[0], CASES[1], case("c-3", "three hold", expect={"answer": {"must_contain": ["three"]}})]
+
+
+def test_resume_of_a_killed_record_run_records_every_case_and_keeps_its_flags(state, tmp_path):
+    hold = Holding()
+    with FakeApp(hold) as app:
+        plan = make_plan(state, HELD, app_url=app.url)
+        path, out = killed_while_held(state, plan, hold, "--record", run_id="smoke-20261129T101500Z")
+        # resumed without --record, the rest would go unrecorded under a manifest that says recorded
+        bare = run_runner("--plan", path, "--out", out, "--resume", "--progress", "never")
+        assert bare.rc == 2 and "started with --record and this is no --record" in bare.stdout, bare.stdout
+        r = run_runner("--plan", path, "--out", out, "--resume", "--record", "--progress", "never")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert run_runner("--verify", out).rc == 0
+    env, log = guarded(tmp_path)
+    rep, rep_out = go(state, plan, "--replay", str(out), env=env, run_id="smoke-20261129T101600Z")
+    assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
+    assert case_tree(rep_out) == case_tree(out)       # every case, the resumed one too, was recorded
+
+
+def test_resume_of_a_killed_replay_run_replays_the_rest_and_never_goes_live_silently(state, tmp_path):
+    hold = Holding()
+    with FakeApp(hold) as app:
+        plan = make_plan(state, HELD, app_url=app.url)
+        hold.release.set()
+        rec, rec_out = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
+        assert rec.rc == 0, rec.stdout + rec.stderr
+        hold.release.clear()
+        # c-3 changed since the recording (make_plan.py --changed-since): it goes live, held at the app
+        edited = json.loads(json.dumps(plan))
+        edited["cases"][2]["input"]["messages"][0]["content"] = "three hold!"
+        edited["replay"] = {"changed_since": rec_out.name, "source": str(rec_out), "live": ["c-3"], "replayed": 2}
+        path, out = killed_while_held(state, edited, hold, "--replay", run_id="smoke-20261129T101600Z")
+        sent = app.count(path="/api/chat")
+        for flags in ((), ("--record",)):   # never resumed live (or recording) under a replayed run's manifest
+            bad = run_runner("--plan", path, "--out", out, "--resume", "--progress", "never", *flags)
+            assert bad.rc == 2, bad.stdout + bad.stderr
+        r = run_runner("--plan", path, "--out", out, "--resume", "--replay", "--progress", "never")
+        assert app.count(path="/api/chat") == sent + 1      # only the live case, once more
+    assert r.rc == 0, r.stdout + r.stderr
+    assert run_runner("--verify", out).rc == 0
+    got = {c: json.loads((out / "cases" / c / "verdict.json").read_text())["verdict"] for c in ("c-1", "c-2", "c-3")}
+    assert got == {"c-1": "pass", "c-2": "fail", "c-3": "pass"}
+    manifest = json.loads((out / "manifest.yaml").read_text())
+    assert manifest["replayed_from"]["run_id"] == rec_out.name and manifest["replay"]["app"] == "replay"
+
+
+@pytest.mark.parametrize("style, session_from", [("cookie", None), ("server-id", {"body": "sid"}),
+                                                 ("server-id", {"header": "X-Session"})])
+def test_conversations_under_cookie_and_server_id_sessions_replay_byte_for_byte(state, tmp_path, style, session_from):
+    from test_run_conversation import REFUND, MemoryApp
+    body = ('{"message": "<user turn>", "session": "<session>"}' if style == "server-id"
+            else '{"message": "<user turn>"}')
+    conv = {"style": style, **({"session_from": session_from} if session_from else {})}
+    with FakeApp(MemoryApp(style)) as app:
+        ad = adapter(app.url, request_body=body, conversation=conv)
+        plan = make_plan(state, [REFUND], app_url=app.url, adapter_doc=ad)
+        rec, rec_out = go(state, plan, "--record")
+        assert len(app.posts()) == 2
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    assert json.loads((rec_out / "cases" / "c-refund" / "verdict.json").read_text())["verdict"] == "pass"
+    env, log = guarded(tmp_path)
+    rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
+    assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
+    files = sorted(p.relative_to(rec_out) for p in (rec_out / "cases").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(rep_out) for p in (rep_out / "cases").rglob("*") if p.is_file())
+    assert (rep_out / "cases" / "c-refund" / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
+    for p in sorted((rec_out / "cases").rglob("*")):   # byte for byte, but for the timings and per-request ids
+        if p.is_file():
+            other = rep_out / p.relative_to(rec_out)
+            assert (masked(json.loads(p.read_text())) == masked(json.loads(other.read_text()))
+                    if p.suffix == ".json" else p.read_bytes() == other.read_bytes()), p
+    assert run_runner("--verify", rep_out).rc == 0

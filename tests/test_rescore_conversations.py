@@ -52,3 +52,78 @@ def test_rescore_never_aborts_on_conversations_and_never_reads_green(tmp_path):
     assert v["verdict"] == "infra_error" and "rescore does not replay conversations" in v["infra_reason"]
     g = run_script("gate", new)
     assert g.rc == 1 and "infra rate 83.3% is above 5.0%" in g.stdout, g.stdout
+
+
+def test_rescore_names_a_simulated_user_case_for_what_it_is_and_never_calls_the_simulator(tmp_path):
+    """The example's simulated refund seeker (the stand-in simulator) and one single-turn case: the
+    rescore neither skips it as "no simulator configured" (there is one) nor asks the simulator; it is
+    infra_error saying it was not replayed and what to do, counted with the simulated users, gated."""
+    from helpdesk_util import copy_state, helpdesk
+    state = copy_state(tmp_path)
+    work = state / "work"
+    with helpdesk(state) as env:
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        p = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                       "-o", work / "plan.json", "--case", "c-5e1f4a02", "--case", "c-003bd57c",
+                       "--run-id", "targeted-20261130T000000Z", env=env)
+        assert p.rc == 0, p.stdout + p.stderr
+        out = state / "reports" / "targeted-20261130T000000Z"
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+        assert json.loads((out / "cases" / "c-5e1f4a02" / "verdict.json").read_text())["verdict"] == "pass"
+    # a simulator that would leave a mark if it were asked anything
+    (state / "simulator" / "simulator.yaml").write_text(
+        "provider: command\ncommand: [python3, -c, \"open('asked', 'w').write('x')\"]\n", encoding="utf-8")
+    new = state / "reports" / "targeted-20261130T010000Z"
+    rs = run_script("rescore", out, "--out", new, env=env)
+    assert rs.rc == 0, rs.stdout + rs.stderr
+    assert not (state / "asked").exists()
+    v = json.loads((new / "cases" / "c-5e1f4a02" / "verdict.json").read_text())
+    assert (v["verdict"], v["sent"], v["simulated"], v["skip_reason"]) == ("infra_error", False, True, None)
+    assert "no simulator configured" not in v["infra_reason"]
+    assert v["infra_reason"].startswith("a simulated-user conversation (input.simulated_user): rescore does not "
+                                        "replay conversations")
+    assert "run_cases.py --replay <state>/reports/targeted-20261130T000000Z" in v["infra_reason"]
+    assert all("not replayed" in layer["reason"] for name, layer in v["layers"].items() if name != "http")
+    summary = json.loads((new / "results.json").read_text())["summary"]
+    assert (summary["passes"], summary["infra_errors"], summary["by_kind"]["simulated"]["infra_errors"]) == (1, 1, 1)
+    assert json.loads(json.dumps(__import__("yaml").safe_load((new / "manifest.yaml").read_text())["simulator"])) \
+        ["enabled"] is False
+    assert run_script("run_cases", "--verify", new).rc == 0
+    g = run_script("gate", new)
+    assert g.rc == 1 and "infra rate" in g.stdout, g.stdout
+
+
+def test_rescore_baseline_scores_pairwise_rubrics_and_auto_picks_the_run_before_the_source(tmp_path):
+    """The example's pairwise rubric (refund-reply-vs-baseline, the stand-in judge): two live runs of its
+    case; rescoring the second without --baseline leaves the pairwise pin unscored (never pass), with
+    --baseline auto it is judged against the first run (the series' run before the source), and the source
+    itself is refused as its own baseline."""
+    from helpdesk_util import copy_state, helpdesk
+    state = copy_state(tmp_path)
+    work = state / "work"
+    runs = [state / "reports" / f"targeted-20261130T0{h}0000Z" for h in (0, 1)]
+    with helpdesk(state) as env:
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        for out in runs:
+            p = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state, "--judge",
+                           "-o", work / "plan.json", "--case", "c-bd5404f8", "--run-id", out.name, env=env)
+            assert p.rc == 0, p.stdout + p.stderr
+            r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
+            assert r.rc == 0, r.stdout + r.stderr
+
+    def pairwise(run_dir):
+        rubrics = json.loads((run_dir / "cases" / "c-bd5404f8" / "judge.json").read_text())["rubrics"]
+        return next(r for r in rubrics if r.get("kind") == "pairwise")
+
+    assert pairwise(runs[1])["verdict"] == "unscored"           # the live run had no --baseline either
+    bare, auto = (state / "reports" / f"targeted-20261130T0{h}0000Z" for h in (2, 3))
+    assert run_script("rescore", runs[1], "--out", bare, "--judge").rc == 0
+    assert pairwise(bare)["verdict"] == "unscored" and "baseline" in pairwise(bare)["reason"]
+    r = run_script("rescore", runs[1], "--out", auto, "--judge", "--baseline", "auto")
+    assert r.rc == 0, r.stdout + r.stderr
+    got = pairwise(auto)
+    assert got["baseline_run_id"] == runs[0].name and got["verdict"] != "unscored" and got["nodes"], got
+    same = run_script("rescore", runs[1], "--out", state / "reports" / "targeted-20261130T040000Z", "--judge",
+                      "--baseline", runs[1])
+    assert same.rc == 2 and "that is the source run" in same.stdout, same.stdout

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fakeapp import FakeApp, Reply
 from helpdesk_util import HELPDESK, copy_state, helpdesk
@@ -34,10 +35,18 @@ def play(system: str, user: str) -> str:
     return standin.snooper(p) if "another" in goal else standin.refund_seeker(p)
 
 
-def anthropic_user(seen: list):
+PROBE = "assay pre-flight probe"      # the simulator's pre-flight probe (assay.judge.probe), as the judge's
+
+
+def anthropic_user(seen: list, probes: list | None = None):
     def handler(req):
-        seen.append(req)
         body = req.json
+        if PROBE in body["system"]:
+            (probes if probes is not None else []).append(req)
+            return Reply(200, {"id": "msg_00", "type": "message", "role": "assistant", "model": body["model"],
+                               "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                               "stop_sequence": None, "usage": {"input_tokens": 9, "output_tokens": 1}})
+        seen.append(req)
         assert req.path == "/v1/messages" and req.headers.get("anthropic-version") == "2023-06-01"
         message = play(body["system"], body["messages"][0]["content"])
         return Reply(200, {"id": "msg_01", "type": "message", "role": "assistant", "model": body["model"],
@@ -50,8 +59,13 @@ def anthropic_user(seen: list):
 
 def openai_user(seen: list):
     def handler(req):
-        seen.append(req)
         body = req.json
+        if PROBE in body["messages"][0]["content"]:
+            return Reply(200, {"id": "chatcmpl-0", "object": "chat.completion", "created": 1, "model": body["model"],
+                               "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                            "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+        seen.append(req)
         assert req.path == "/v1/chat/completions"
         assert body["response_format"]["json_schema"]["name"] == "user_turn"
         message = play(body["messages"][0]["content"], body["messages"][1]["content"])
@@ -92,7 +106,8 @@ def verdict(out: Path, cid: str) -> dict:
 def test_anthropic_user_reaches_the_goal_scored_on_the_end_state(tmp_path):
     state = copy_state(tmp_path)
     seen: list = []
-    with FakeApp(anthropic_user(seen)) as model, helpdesk(state) as env:
+    probes: list = []
+    with FakeApp(anthropic_user(seen, probes)) as model, helpdesk(state) as env:
         simulator_yaml(state, f"provider: anthropic\nmodel: claude-test\nbase_url: {model.url}\n"
                               "api_key: ${SIM_KEY}\nmax_concurrency: 2\n")
         env["SIM_KEY"] = "sk-sim-secret-123"
@@ -114,6 +129,10 @@ def test_anthropic_user_reaches_the_goal_scored_on_the_end_state(tmp_path):
     assert ending["final"]["turn"]["stop"] is True
     assert verdict(out, SNOOP)["verdict"] == "pass"
     assert len(seen) == 3 + 3          # two user turns + the stop, for each of the two conversations
+    assert len(probes) == 1 and probes[0].headers.get("x-api-key") == "sk-sim-secret-123"
+    manifest = yaml.safe_load((out / "manifest.yaml").read_text())
+    assert manifest["simulator"]["probe"] == {"ok": True, "status": 200,
+                                              "target": f"POST {model.url}/v1/messages (key $SIM_KEY)"}
     assert not any(b"sk-sim-secret-123" in p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert "simulated users: 2/2 pass" in gate["text"]
     assert run_script("run_cases", "--verify", out).rc == 0
@@ -269,7 +288,8 @@ def test_replay_gives_the_same_simulated_user_byte_for_byte(tmp_path):
                        env=env)
         assert r.rc == 0, r.stdout + r.stderr
     calls = len((tmp_path / "calls.log").read_text().splitlines())
-    replay_plan = dict(plan, run_id=plan["run_id"][:-3] + "59Z")
+    # another second of the same minute (the recording's own id ends in the second it was made)
+    replay_plan = dict(plan, run_id=plan["run_id"][:-3] + ("58Z" if plan["run_id"].endswith("59Z") else "59Z"))
     (work / "replay.json").write_text(json.dumps(replay_plan))
     rep = state / "reports" / replay_plan["run_id"]
     r = run_script("run_cases", "--plan", work / "replay.json", "--out", rep, "--replay", "--progress", "never",
@@ -284,3 +304,36 @@ def test_replay_gives_the_same_simulated_user_byte_for_byte(tmp_path):
                 assert (rec / "cases" / cid / "turns" / str(n) / name).read_bytes() == \
                        (rep / "cases" / cid / "turns" / str(n) / name).read_bytes()
         assert (rec / "cases" / cid / "simulator.json").read_bytes() == (rep / "cases" / cid / "simulator.json").read_bytes()
+
+
+def refusing_model(req):
+    """An OpenAI-compatible server: /v1/chat/completions only, and only for key sk-right."""
+    if req.path != "/v1/chat/completions":
+        return Reply(404, {"error": {"message": f"no route {req.path}"}})
+    if req.headers.get("Authorization") != "Bearer sk-right":
+        return Reply(401, {"error": {"message": "invalid api key"}})
+    return Reply(200, {"error": "unexpected: the probe should have stopped the run"})
+
+
+@pytest.mark.parametrize("base, key, fix", [
+    ("", "sk-right", "usually ends in /v1"),                 # base_url without /v1: every call a 404
+    ("/v1", "sk-wrong", "check the simulator's key in $SIM_KEY")])
+def test_a_simulator_configured_wrong_is_exit_3_at_pre_flight(tmp_path, base, key, fix):
+    state = copy_state(tmp_path)
+    work = state / "work"
+    with FakeApp(refusing_model) as model:
+        simulator_yaml(state, f"provider: openai\nmodel: gpt-test\nbase_url: {model.url}{base}\n"
+                              "api_key: ${SIM_KEY}\n")
+        env = dict(os.environ, SIM_KEY=key, HELPDESK_BASE_URL="http://127.0.0.1:9",
+                   HELPDESK_OTLP_FILE=str(tmp_path / "o"))
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        assert run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                          "-o", work / "plan.json", "--case", REFUND, env=env).rc == 0
+        out = state / "reports" / json.loads((work / "plan.json").read_text())["run_id"]
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
+        assert len(model.requests) == 1                      # one probe, before any case
+    assert r.rc == 3, r.stdout + r.stderr
+    err = json.loads(r.stdout)["error"]
+    assert f"simulator probe POST {model.url}{base}/chat/completions (key $SIM_KEY) got HTTP" in err
+    assert fix in err and "(simulator/simulator.yaml); no case was sent" in err and key not in err
+    assert not (out / "cases").exists() or not any((out / "cases").iterdir())

@@ -54,6 +54,15 @@ SCRIPT = r"""
     text("case", it.case_id + (m.title ? " \u00b7 " + m.title : "") + (DATA.runs > 1 ? " \u00b7 run " + it.run_id : "")); text("pin", it.rubric_id); text("node", it.node_id);
     text("criterion", it.criterion || "(no criterion text in judge.json)");
     text("input", m.input || "(no input recorded)"); text("answer", m.answer || "(empty answer)");
+    $("scope-box").hidden = !m.scope; text("scope", m.scope);
+    var earlier = $("earlier"); earlier.textContent = "";
+    (m.earlier || []).forEach(function (t) {
+      var pre = document.createElement("pre");
+      pre.textContent = "[turn " + t.turn + "] user: " + t.user + "\n[turn " + t.turn + "] answer: " + t.answer;
+      earlier.appendChild(pre);
+    });
+    $("earlier-box").hidden = !(m.earlier || []).length;
+    $("baseline-box").hidden = m.baseline == null; text("baseline", m.baseline); text("baseline-run", m.baseline_run_id);
     var tools = $("tools"); tools.textContent = "";
     (m.tools || []).forEach(function (t) {
       var pre = document.createElement("pre");
@@ -150,8 +159,14 @@ BODY = """
 <p id="msg" role="status"></p>
 <h2>Criterion</h2><p class="crit" id="criterion"></p>
 <p>case <code id="case"></code> · rubric <code id="pin"></code> · node <code id="node"></code></p>
+<div id="scope-box" hidden><h2>What the judge judged</h2><p id="scope"></p></div>
+<div id="earlier-box" hidden><h2>Earlier turns (context, not the answer)</h2><div id="earlier"></div></div>
 <h2>Input</h2><pre id="input"></pre>
 <h2>Answer</h2><pre id="answer"></pre>
+<div id="baseline-box" hidden><h2>Baseline answer · run <code id="baseline-run"></code></h2>
+<p class="keys">A pairwise rubric: the judge compared this run's answer (above) with the baseline run's answer, in
+both orders. Label <b>fail</b> when this run's answer is worse, <b>pass</b> when it is as good or better.</p>
+<pre id="baseline"></pre></div>
 <h2>Tool results</h2><div id="tools"></div>
 <h2>Judge</h2><p>verdict: <span id="judge"></span></p><p>evidence:</p><ul id="evidence"></ul><p>reason: <span id="reason"></span></p>
 <h2>Your label</h2><p id="mine"></p>

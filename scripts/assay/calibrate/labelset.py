@@ -12,6 +12,12 @@ a canary: its old label says nothing about this answer. A label without `answer_
 (written before the page recorded it) is on unknown material: not asked again, never a
 canary (`labelled_on_unknown_answer`).
 
+A pairwise rubric's item shows both answers (the baseline run's is read from its run dir and must
+hash to the `baseline_answer_sha256` the judge recorded); a conversation's rubric shows the turn it
+judged with the earlier turns as context (scope turn) or the whole conversation (scope transcript),
+from `cases/<id>/turns/<n>/`. An item whose material the run dirs no longer hold is not asked
+(`material_missing`).
+
 Order: the judge's verdict strata (fail, pass, unknown) are each shuffled with `seed`,
 then dealt in the repeating pattern fail, pass, fail, unknown, pass (a stratum that runs
 out is skipped), so fails come up about twice as often as their share until they run
@@ -23,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +91,11 @@ def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
                          "wrote (re-run, or rescore the run)", 2, file=str(where))
     items = []
     for ri, rubric in enumerate(doc["rubrics"]):
-        if isinstance(rubric, dict) and rubric.get("kind") == "pairwise":
-            continue   # two answers to one verdict: not a labelling item on this page
         pin = rubric.get("pin") if isinstance(rubric, dict) else None
         if not isinstance(pin, str) or not PIN_RE.match(pin):
             raise AssayError(f"{where}: rubrics[{ri}].pin {pin!r} is not a rubric pin (<rubric_id>-v<version>)", 2,
                              file=str(where))
-        if rubric.get("turn") is not None:
-            continue  # a conversation turn's verdict: its material is not the case's answer.txt (not labelled here)
+        view = _view(rubric)
         for ni, node in enumerate(rubric.get("nodes") or []):
             if not isinstance(node, dict) or not isinstance(node.get("node_id"), str):
                 raise AssayError(f"{where}: rubrics[{ri}].nodes[{ni}] has no string node_id", 2, file=str(where))
@@ -107,9 +111,77 @@ def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
                 "criterion": str(node.get("criterion") or ""), "judge_label": verdict,
                 "evidence": [str(e) for e in evidence] if isinstance(evidence, list) else [str(evidence)],
                 "reason": str(node.get("reason") or ""),
-                "provisional": bool(rubric.get("provisional", True)),
+                "provisional": bool(rubric.get("provisional", True)), "view": view,
             })
     return items
+
+
+def _view(rubric: dict[str, Any]) -> dict[str, Any] | None:
+    """What material a rubric judged, beyond the case's answer: a conversation turn (scope turn: that
+    turn, earlier turns as context; transcript: the whole conversation) or a pairwise baseline."""
+    if rubric.get("kind") == "pairwise":
+        return {"kind": "pairwise", "baseline_run_id": rubric.get("baseline_run_id"),
+                "baseline_answer_sha256": rubric.get("baseline_answer_sha256")}
+    turn = rubric.get("turn")
+    if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 1:
+        return {"kind": "transcript" if rubric.get("scope") == "transcript" else "turn", "turn": turn}
+    return None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_TURN_LINE = re.compile(r"^\[turn (\d+)\] (.*)$", re.M)
+
+
+def _turn_users(verdict: Any) -> dict[int, str]:
+    """Each turn's user message: a simulated user's from verdict.json `turns[].user`, a scripted one's from
+    its `input_text` lines (`[turn n] ...`); a turn missing from both shows its request body."""
+    verdict = verdict if isinstance(verdict, dict) else {}
+    out = {int(n): text for n, text in _TURN_LINE.findall(verdict.get("input_text") or "")}
+    for t in verdict.get("turns") or []:
+        if isinstance(t, dict) and isinstance(t.get("n"), int) and isinstance(t.get("user"), str):
+            out[t["n"]] = t["user"]
+    return out
+
+
+def view_material(run: Path, case_dir: Path, verdict: Any, base: dict[str, Any],
+                  view: dict[str, Any]) -> dict[str, Any] | None:
+    """The material of a pairwise or conversation-turn item: what the judge was shown, or None when the
+    run dir no longer holds it (the item is then not asked: a label must be on what the judge saw).
+    `answer_sha256` is the sha256 of the answer shown; for a pairwise item, of the pair: the run's
+    answer's sha256 and the baseline's, joined by a newline."""
+    if view["kind"] == "pairwise":
+        rid, want = view.get("baseline_run_id"), view.get("baseline_answer_sha256")
+        if not isinstance(rid, str) or not is_safe_case_id(case_dir.name) or "/" in rid or rid.startswith("."):
+            return None
+        try:
+            baseline = (run.parent / rid / "cases" / case_dir.name / "answer.txt").read_text(encoding="utf-8")
+        except OSError:
+            return None
+        if _sha256(baseline) != want:
+            return None      # the baseline run's answer is not the one the judge compared
+        return dict(base, baseline=_clip(baseline), baseline_run_id=rid,
+                    answer_sha256=_sha256(base["answer_sha256"] + "\n" + want))
+    turns = []
+    users = _turn_users(verdict)
+    for t in range(1, view["turn"] + 1):
+        tdir = case_dir / "turns" / str(t)
+        if not (tdir / "answer.txt").is_file():
+            return None
+        m = case_material(tdir)
+        turns.append(dict(m, input=users.get(t) or m["input"]))
+    if view["kind"] == "transcript":
+        whole = "\n\n".join(f"[turn {t}] user: {m['input']}\n[turn {t}] answer: {m['answer']}"
+                              for t, m in enumerate(turns, 1))
+        return dict(base, input="(the whole conversation: every answer in it is the answer judged)", answer=whole,
+                    answer_sha256=_sha256(whole), tools=[tool for m in turns for tool in m["tools"]],
+                    scope=f"the whole conversation ({len(turns)} turns)")
+    last = turns[-1]
+    return dict(base, input=last["input"], answer=last["answer"], answer_sha256=last["answer_sha256"],
+                tools=last["tools"], scope=f"turn {view['turn']} of the conversation",
+                earlier=[{"turn": t, "user": m["input"], "answer": m["answer"]} for t, m in enumerate(turns[:-1], 1)])
 
 
 def default_annotation_files(run_dir: Path) -> list[Path]:
@@ -143,13 +215,14 @@ def spread(queue: list[dict[str, Any]], canaries: list[dict[str, Any]]) -> list[
     return out
 
 
-def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str, Any]], int, int]:
-    """(run id, items, materials by material key, judged cases, holdout skipped) of one run."""
+def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str, Any]], int, int, int]:
+    """(run id, items, materials by material key, judged cases, holdout skipped, items whose material the
+    run dir no longer holds) of one run."""
     results = load_results(run)
     run_id = results.get("run_id") or run.name
     sealed = holdout_ids(run)
     cases_dir = run / "cases"
-    judged, holdout_skipped = 0, 0
+    judged, holdout_skipped, unshown = 0, 0, 0
     items: list[dict[str, Any]] = []
     materials: dict[str, dict[str, Any]] = {}
     for case_dir in sorted(cases_dir.iterdir() if cases_dir.is_dir() else []):
@@ -163,11 +236,16 @@ def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str
             continue
         judged += 1
         material = case_material(case_dir, verdict)
-        key = material_key(cid, material["answer_sha256"])
-        materials[key] = material
-        items.extend(dict(i, answer_sha256=material["answer_sha256"], material=key, run_id=run_id)
-                     for i in _judge_items(cid, read_json_file(jpath), jpath))
-    return run_id, items, materials, judged, holdout_skipped
+        for item in _judge_items(cid, read_json_file(jpath), jpath):
+            view = item.pop("view")
+            shown = material if view is None else view_material(run, case_dir, verdict, material, view)
+            if shown is None:
+                unshown += 1
+                continue
+            key = material_key(cid, shown["answer_sha256"])
+            materials[key] = shown
+            items.append(dict(item, answer_sha256=shown["answer_sha256"], material=key, run_id=run_id))
+    return run_id, items, materials, judged, holdout_skipped, unshown
 
 
 def material_key(case_id: str, answer_sha256: str) -> str:
@@ -180,13 +258,13 @@ def build_items(run_dirs: str | Path | list, *, annotation_files: list[Path] | N
     """The items of one or several runs. The same (rubric, node, case) on the same answer in two runs is
     one item (the later run's, in argument order): labelling it twice would count one material twice."""
     runs = [Path(r) for r in (run_dirs if isinstance(run_dirs, list) else [run_dirs])]
-    judged, holdout_skipped, run_ids = 0, 0, []
+    judged, holdout_skipped, unshown, run_ids = 0, 0, 0, []
     by_key: dict[tuple, dict[str, Any]] = {}
     materials: dict[str, dict[str, Any]] = {}
     for run in runs:
-        run_id, run_items, run_materials, n, skipped = _run_items(run)
+        run_id, run_items, run_materials, n, skipped, missing = _run_items(run)
         run_ids.append(run_id)
-        judged, holdout_skipped = judged + n, holdout_skipped + skipped
+        judged, holdout_skipped, unshown = judged + n, holdout_skipped + skipped, unshown + missing
         materials.update(run_materials)
         for item in run_items:
             key = (item["rubric_id"], item["node_id"], item["case_id"], item["answer_sha256"])
@@ -241,5 +319,6 @@ def build_items(run_dirs: str | Path | list, *, annotation_files: list[Path] | N
                   "items": len(ordered), "to_label": len(queue), "already_labelled": len(seen),
                   "answer_changed": changed, "same_answer_in_another_run": same_answer,
                   "labelled_on_unknown_answer": unknown, "canaries": len(chosen),
+                  "material_missing": unshown,
                   "by_judge_verdict": by_judge, "annotation_files_read": [str(f) for f in files]},
     }

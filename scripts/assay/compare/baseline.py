@@ -14,7 +14,7 @@ run_cases --baseline-verdicts). Runner contract §20.4.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..core.errors import AssayError
 from ..core.ids import parse_run_id
@@ -120,15 +120,22 @@ def resolve_for_plan(plan_path: str) -> str:
     if plan_path in (None, "-"):
         raise AssayError("--baseline-verdicts auto needs --plan as a file (it reads the plan's state dir and "
                          "series before the run)", 2, key="--baseline-verdicts")
-    from ..core.version import HARNESS_VERSION
     plan = try_json(Path(plan_path))
     if not isinstance(plan, dict) or not isinstance(plan.get("paths"), dict):
         raise AssayError(f"--plan {plan_path}: not a readable plan.json (make_plan.py writes one)", 2, key="--plan")
-    reports = Path(str(plan["paths"].get("state_dir") or ".")) / "reports"
+    return str(baseline_for_plan(plan, exclude=plan.get("run_id")) / "verdicts_for_stats.jsonl")
+
+
+def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: str | None = None) -> Path:
+    """`auto` for a plan (run_cases.py, rescore.py): reports/baseline.json's pin, else the newest complete
+    run of the plan's series (mode, dataset version, harness version, k) whose gate was open, started
+    before `before` (a run-id stamp) and not `exclude`."""
+    from ..core.version import HARNESS_VERSION
+    reports = Path(str((plan.get("paths") or {}).get("state_dir") or ".")) / "reports"
     pin = pinned(reports)
-    if pin is None:
-        extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
-        version = extra.get("dataset_version", 1)
-        key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-        pin = newest_open(reports, key, before=None, exclude=plan.get("run_id"))
-    return str(pin / "verdicts_for_stats.jsonl")
+    if pin is not None:
+        return pin
+    extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
+    version = extra.get("dataset_version", 1)
+    key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
+    return newest_open(reports, key, before=before, exclude=exclude)

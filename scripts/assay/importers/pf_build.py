@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .pf_cases import (
-    MAX_TURNS, PLACEHOLDER_CHECK, ImportLog, Test, convert_assertions, merge_tests, short_hash, user_turns,
+    MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, merge_tests, short_hash,
+    user_turns,
 )
 from .pf_load import Config, RawPrompt, Skipped, load_config, load_default_test, load_prompts, load_tests
 from .pf_provider import AdapterResult, http_adapter
@@ -107,7 +108,8 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
     cid = _unique("c-" + short_hash(*ident), seen)
     title = test.doc.get("description") or turns[-1]
     case = _case_shell(cid, str(title), str(test.raw.where), prompt, test.vars)
-    expect, mapped, more = convert_assertions(test, built.log, test.vars, conversation=len(turns) > 1)
+    expect, mapped, more = convert_assertions(test, built.log, test.vars,
+                                              conversation=TRANSCRIPT if len(turns) > 1 else None)
     for m in built.log.mapped[-len(mapped):] if mapped else []:
         m["case"] = cid
     if len(turns) == 1:
@@ -151,7 +153,8 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
                 built.log.skipped.append(Skipped(t.raw.where, f"conversation {conv_id}", f"the prompt uses {exc}"))
                 turns = []
                 break
-            expect, mapped, more2 = convert_assertions(t, built.log, t.vars, conversation=True)
+            expect, mapped, more2 = convert_assertions(t, built.log, t.vars,
+                                                       conversation=TURN if n < len(members) - 1 else TRANSCRIPT)
             for m in built.log.mapped[-len(mapped):] if mapped else []:
                 m["case"], m["turn"] = cid, n + 1
             comparable = comparable and all(m.exact for m in mapped)

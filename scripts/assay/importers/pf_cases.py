@@ -139,8 +139,19 @@ def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     return users, notes
 
 
+# Where a rubric imported from a conversation's test is judged (docs/runner-contract.md, "The judge"):
+# an earlier turn's checkpoint judges that turn, as promptfoo judged that test's output; the case's
+# expect (the last turn, or a chat prompt's several user messages) judges the whole transcript.
+TURN, TRANSCRIPT = "turn", "transcript"
+TRANSCRIPT_NOTE = ("promptfoo graded the last answer; assay judges a rubric on a conversation case over the whole "
+                   "transcript (every answer is the answer), so a rubric the last answer alone meets may read "
+                   "otherwise: review the pin, or move it to a turn checkpoint")
+
+
 def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
-                       conversation: bool) -> tuple[dict[str, Any], list[Mapped], list[str]]:
+                       conversation: str | None) -> tuple[dict[str, Any], list[Mapped], list[str]]:
+    """The test's assertions as an `expect`. `conversation`: None (a single-turn case), TURN (an earlier
+    turn's checkpoint) or TRANSCRIPT (a conversation case's own expect)."""
     expect: dict[str, Any] = {}
     mapped: list[Mapped] = []
     notes: list[str] = []
@@ -151,9 +162,9 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
                                        "(options.transform) before its assertions"))
             continue
         m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
-        if m.rubric and conversation:
-            m.skipped = ("a rubric inside a promptfoo conversation is not imported (its turn is not known here): pin it "
-                         "by hand on the conversation's turn checkpoint or, for the whole transcript, on the case")
+        if m.rubric and conversation == TRANSCRIPT:
+            m.exact = False
+            m.note = (m.note + "; " if m.note else "") + TRANSCRIPT_NOTE
         if m.skipped:
             log.skipped.append(Skipped(where, m.ptype, m.skipped))
             continue

@@ -10,10 +10,15 @@ that is configuration (4xx other than 408/429) or nothing listening is pre-fligh
 the URL, the status and the key variable. A transient outcome (429, 5xx, timeout) does not stop
 the run — the judge's outage during a run is infra, never a fail — and the manifest records it.
 The command provider is not probed (pre-flight already resolved its argv).
+
+`probe_config(config, var, who)` is the probe of one resolved provider config: the judge's
+(`probe(runtime)`) and the simulator's (assay.simulate.build, `SIMULATOR`) are the same call and
+the same words, each naming its own file and key.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..core.errors import AssayError
@@ -26,6 +31,18 @@ from ..core.secrets import env_refs
 PROBE_SYSTEM = "assay pre-flight probe: reply with the single word ok."
 PROBE_USER = "ok?"
 PROBE_MAX_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class Who:
+    """Whose provider config is probed: its name in messages, its file in the state dir, its plan key."""
+    name: str
+    file: str
+    key: str
+
+
+JUDGE = Who("judge", "judge/judge.yaml", "judge")
+SIMULATOR = Who("simulator", "simulator/simulator.yaml", "simulator")
 
 
 def key_variable(unresolved: Mapping[str, Any]) -> str | None:
@@ -43,7 +60,7 @@ def target(config: Mapping[str, Any], var: str | None) -> str:
     return f"POST {url} ({'key ' + var if var else 'no api_key'})"
 
 
-def hint(config: Mapping[str, Any], status: int | None, var: str | None) -> str:
+def hint(config: Mapping[str, Any], status: int | None, var: str | None, who: Who = JUDGE) -> str:
     provider = config.get("provider")
     if status == 404:
         if provider == "openai":
@@ -53,9 +70,10 @@ def hint(config: Mapping[str, Any], status: int | None, var: str | None) -> str:
             return "; the runner posts to <base_url>/v1/messages, so base_url is the host without /v1"
         return ""
     if status in (401, 403):
-        return f"; check the judge's key{' in ' + var if var else ' (judge.yaml api_key)'}"
+        short = who.file.rsplit("/", 1)[-1]
+        return f"; check the {who.name}'s key{' in ' + var if var else f' ({short} api_key)'}"
     if status == 400:
-        return "; check judge.yaml model (and max_tokens) for this provider"
+        return f"; check {who.file.rsplit('/', 1)[-1]} model (and max_tokens) for this provider"
     return ""
 
 
@@ -68,9 +86,13 @@ def _redact(text: str, config: Mapping[str, Any]) -> str:
 
 def probe(runtime: Any, judge: int = 0) -> dict[str, Any]:
     """Probe one judge (see the module docstring); the manifest's `judge.probe`. Raises AssayError(3)."""
-    cfg, var = runtime.judges[judge], runtime._key_var(judge)
+    return probe_config(runtime.judges[judge], runtime._key_var(judge), JUDGE)
+
+
+def probe_config(cfg: Mapping[str, Any], var: str | None, who: Who = JUDGE) -> dict[str, Any]:
+    """Probe one resolved provider config (the module docstring); its manifest block. Raises AssayError(3)."""
     if cfg.get("provider") == "command":
-        return {"ok": None, "reason": "command judge: not probed (its argv was resolved at pre-flight)"}
+        return {"ok": None, "reason": f"command {who.name}: not probed (its argv was resolved at pre-flight)"}
     probe_cfg = dict(cfg, structured_output=False, max_tokens=PROBE_MAX_TOKENS)
     url, headers, body = build_request(probe_cfg, PROBE_SYSTEM, PROBE_USER)
     out = transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), float(cfg["timeout_s"]),
@@ -81,9 +103,9 @@ def probe(runtime: Any, judge: int = 0) -> dict[str, Any]:
     if out.kind == CONNECTION or (out.kind == RESPONSE and out.status is not None and 400 <= out.status < 500
                                   and out.status not in (408, 429)):
         got = f"HTTP {out.status}: {(out.body_text or '')[:200]}" if out.kind == RESPONSE else out.error
-        raise AssayError(_redact(f"pre-flight: judge probe {where} got {got}{hint(cfg, out.status, var)} "
-                                 "(judge/judge.yaml); no case was sent", cfg), 3,
-                         key="judge.base_url", judge_status=out.status)
+        raise AssayError(_redact(f"pre-flight: {who.name} probe {where} got {got}{hint(cfg, out.status, var, who)} "
+                                 f"({who.file}); no case was sent", cfg), 3,
+                         key=f"{who.key}.base_url", **{f"{who.key}_status": out.status})
     return {"ok": False, "status": out.status, "target": where,
-            "reason": _redact(f"the judge was unavailable at pre-flight ({out.describe()}); the run goes on and "
-                              "judge outages are infra", cfg)}
+            "reason": _redact(f"the {who.name} was unavailable at pre-flight ({out.describe()}); the run goes on and "
+                              f"{who.name} outages are infra", cfg)}

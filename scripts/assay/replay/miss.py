@@ -8,6 +8,7 @@ REPLAY_MISS = "replay miss"
 class ReplayMiss(Exception):
     """A request --replay cannot answer from the cache; `reason` starts with `replay miss`."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, not_scored: str = f"{REPLAY_MISS}: not scored") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.not_scored = not_scored   # the reason every layer of the case gives

@@ -113,3 +113,22 @@ def from_args(plan: Mapping[str, Any], state: Any, *, record: bool, replay: str 
     if judge_cache:
         return ReplaySession(Cache(cache_dir(state)), app=None, calls="cache")
     return None
+
+
+def _flag(app: str | None, calls: str | None) -> str:
+    return {"record": "--record", "replay": "--replay"}.get(app or "", "--judge-cache" if calls == "cache" else "no "
+                                                             "--record/--replay/--judge-cache")
+
+
+def resume_mismatch(started: Any, session: ReplaySession | None) -> str | None:
+    """--resume: why this invocation's --record / --replay / --judge-cache differ from the ones the run
+    was started with (its manifest's `replay` block), or None. A run started under --replay and
+    resumed live would send its remaining cases to the app under a manifest (and a gate line) that
+    says the app was not called; one started with --record and resumed without it is not a whole
+    recording. Pure."""
+    was = (started.get("app"), started.get("calls")) if isinstance(started, Mapping) else (None, None)
+    now = (session.app, session.calls) if session is not None else (None, None)
+    if was == now:
+        return None
+    return (f"it was started with {_flag(*was)} and this is {_flag(*now)}: resume with the flags it was started "
+            f"with (a resumed run is one run: its manifest's `replay` block says how every case was answered)")

@@ -36,6 +36,14 @@ from .runlog import RunLog, case_ref
 from ..traces.collect import TraceConfig
 
 
+def _mark_kind(record: dict[str, Any], case: Mapping[str, Any]) -> None:
+    """A conversation (or simulated user) that was never sent is still counted with its kind."""
+    if convo.is_conversation(case) or is_simulated(case):
+        record["multi_turn"] = True
+    if is_simulated(case):
+        record["simulated"] = True
+
+
 @dataclass
 class CaseWorker:
     out: Path
@@ -86,18 +94,15 @@ class CaseWorker:
         if reason:
             record = dict(base, verdict=SKIPPED, skip_reason=reason, sent=False, attempts=0, retry_count=0,
                           layers=skipped_layers(reason))
-            if convo.is_conversation(case) or is_simulated(case):
-                record["multi_turn"] = True   # counted with the conversations, never sent
-            if is_simulated(case):
-                record["simulated"] = True
+            _mark_kind(record, case)   # counted with the conversations, never sent
         else:
             try:
                 record = self._run_repeats(case, cdir, files, base, ref)
-            except ReplayMiss as miss:   # --replay: the cache cannot answer this case; never a pass
+            except ReplayMiss as miss:   # --replay (or rescore): the stored run cannot answer this case; never a pass
                 why = writer.redact_text(miss.reason)
                 record = dict(base, verdict=INFRA_ERROR, infra_reason=why, sent=False,
-                              layers=stopped_layers("http", {"verdict": INFRA_ERROR, "reason": why},
-                                                    "replay miss: not scored"))
+                              layers=stopped_layers("http", {"verdict": INFRA_ERROR, "reason": why}, miss.not_scored))
+                _mark_kind(record, case)
         record["artifact_sha256"] = {name: sha256_bytes(data) for name, data in sorted(files.written.items())}
         # The record returned is the one written: redacted here, so every run-level file derived
         # from it in memory (routing, results, verdicts.jsonl) is as clean as verdict.json.

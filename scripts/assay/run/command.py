@@ -101,9 +101,13 @@ def run(args, environ=None) -> tuple[int, Any]:
         if manifest.get("shard") != shard:
             raise AssayError(f"--resume: {out.name} was started as shard {manifest.get('shard')} and this is "
                              f"shard {shard}; resume it with the same --shard", 2, key="--shard")
-    from ..replay.session import from_args
+    from ..replay.session import from_args, resume_mismatch
     replay = from_args(plan, run_paths.state_dir_of(plan), record=bool(getattr(args, "record", False)),
                        replay=getattr(args, "replay", None), judge_cache=bool(getattr(args, "judge_cache", False)))
+    if args.resume and not start_over:
+        why = resume_mismatch(manifest.get("replay"), replay)
+        if why:
+            raise AssayError(f"--resume: {out.name} {why}", 2, key="--replay" if "--replay" in why else "--record")
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso

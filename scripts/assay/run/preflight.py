@@ -219,7 +219,7 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
     from ..judge.runtime import build_runtime
     judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
     from ..simulate.build import build_simulator
-    simulator = build_simulator(plan, env, state, execution, environ)
+    simulator = build_simulator(plan, env, state, execution, environ, probe=not replaying)
     if replay is not None:   # the one hook of every app request (and of the judge's calls)
         invoker = replay.invoker(invoker)
         if judge is not None:

@@ -16,7 +16,9 @@ nothing a judge echoes reaches disk. It calls no app, so it never stops on
 `execution.infra_rate_abort` (exit 5): cases it cannot replay are counted and gated.
 
 Limits: a case the source run never sent has no stored response (its rescore is
-`infra_error`, "not sent in the source run"); conversations are not replayed (`infra_error`);
+`infra_error`, "not sent in the source run"); conversations, scripted or with a simulated user,
+are not replayed (`infra_error`, the reason says which and what to do; the simulator is never
+called);
 a run dir written before every repeat's trace was stored gives the other repeats'
 trace-fed layers `infra_incomplete`; a check whose verdict turned on a secret's own text
 sees `<redacted>` (the secret is never stored).
@@ -41,6 +43,12 @@ from ..traces.collect import TraceConfig
 
 NOT_SENT = "not sent in the source run: no stored response to rescore"
 NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversations in this build"
+NOT_REPLAYED_SIMULATED = (
+    "a simulated-user conversation (input.simulated_user): rescore does not replay conversations in this build, "
+    "so its end state and its rubric (judged over the whole transcript) were not re-scored and the simulator "
+    "was not called; the source run {run_id}'s verdict for it stands in that run's cases/<id>/verdict.json; to "
+    "score it with the current suite run it again (run_cases.py), or replay the source run if it was recorded "
+    "(run_cases.py --replay <state>/{run_dir})")
 
 
 @dataclass
@@ -193,6 +201,27 @@ class ReplayTraceSource:
         return _Collected("ok", st.trajectory, st.trace_doc, None)
 
 
+class NotReplayedSimulator:
+    """Rescore's simulator: it is never called. Asked for a simulated case's first user turn, it
+    refuses the whole case (infra_error, NOT_REPLAYED_SIMULATED: counted and gated, never a pass)."""
+
+    scrub = None
+    on_retry = None
+
+    def __init__(self, run_id: Any, run_dir: str, block: Any) -> None:
+        self.reason = NOT_REPLAYED_SIMULATED.format(run_id=run_id, run_dir=run_dir)
+        self.identity = block.get("identity") if isinstance(block, Mapping) else None
+
+    def manifest(self) -> dict[str, Any]:
+        return {"enabled": False, "reason": "rescore: simulated-user conversations are not replayed (infra_error); "
+                                            "the simulator was not called"}
+
+    def next_turn(self, scenario: Any, transcript: Any, ref: Any = None, through: Any = None) -> Any:
+        from ..replay.miss import ReplayMiss
+        raise ReplayMiss(self.reason,
+                         not_scored="rescore: a simulated-user conversation is not replayed: not scored")
+
+
 def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
     reuse: dict[tuple, dict] = {}
     for cid, v in verdicts.items():
@@ -252,8 +281,26 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
     return plan
 
 
+def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, out: Path) -> Any:
+    """--baseline RUN_DIR|auto -> the baseline's answers for pairwise rubrics, as run_cases.py's (None
+    without it). `auto` is chosen as for a run of this plan made when the source run was (before it,
+    never the source: its answers are the ones rescored)."""
+    if not spec:
+        return None
+    from .command import pairwise_baseline
+    if spec == "auto":
+        from ..compare.baseline import baseline_for_plan
+        parsed = parse_run_id(source.name)
+        spec = str(baseline_for_plan(plan, exclude=source.name, before=parsed[1] if parsed else None))
+    if Path(spec).resolve() == source:
+        raise AssayError(f"--baseline {spec}: that is the source run; its answers are the ones rescored (a "
+                         "pairwise rubric would compare them with themselves): pass an earlier run", 2,
+                         key="--baseline")
+    return pairwise_baseline(spec, out)
+
+
 def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, environ: Mapping[str, str],
-            progress: str = "never", judge_cache: bool = False) -> tuple[int, dict]:
+            progress: str = "never", judge_cache: bool = False, baseline: str | None = None) -> tuple[int, dict]:
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
@@ -268,6 +315,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     out = run_paths.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
+    answers = _pairwise_baseline(baseline, plan, source, out)
     from ..judge.runtime import build_runtime
     # The same secrets a run of this plan registers (the app's too: a judge may echo what the app
     # put in its answer or tool results); an app variable missing here is no error (no app call).
@@ -303,6 +351,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                       == suite_version(plan)["suite_parts_sha256"]["judge"])
         judge_rt.reuse = _reuse_map(source, verdicts) if same_judge else {}
         judge_rt.reused_from = manifest.get("run_id")
+        judge_rt.baseline = answers
         if judge_cache:   # --judge-cache: the verdict cache of record/replay (assay.replay)
             from ..replay.session import ReplaySession
             from ..replay.store import Cache, cache_dir
@@ -313,7 +362,8 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=holdout_ledger.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
-        judge=judge_rt, conversation=conversation,
+        judge=judge_rt, conversation=conversation, simulator=NotReplayedSimulator(
+            manifest.get("run_id"), plan["manifest_extra"]["rescored_from"]["run_dir"], manifest.get("simulator")),
         # no app is called: a case with nothing to replay (or no stored trace) is counted and gated,
         # never a reason to abort as if the app were unhealthy
         calls_app=False)

@@ -17,6 +17,7 @@ from .runtime import SimulatorRuntime
 from .scenario import is_simulated
 
 SOURCE = "plan simulator.config (simulator/simulator.yaml)"
+PER_SHARD = ("spent", "probe")   # what each shard's manifest may hold of its own
 
 
 def needed(plan: Mapping[str, Any]) -> bool:
@@ -34,7 +35,9 @@ def simulator_allowlisted_secrets(plan: Mapping[str, Any], environ: Mapping[str,
 
 
 def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path, execution: Mapping[str, Any],
-                    environ: Mapping[str, str] | None = None) -> SimulatorRuntime | None:
+                    environ: Mapping[str, str] | None = None, probe: bool = True) -> SimulatorRuntime | None:
+    """The run's simulator, or None. An anthropic / openai one is probed first, as the judge is (exit 3
+    naming simulator/simulator.yaml, the URL, the status, the key's variable and the fix)."""
     if not needed(plan):
         return None
     cfg = sim_config.effective(plan["simulator"]["config"])
@@ -43,9 +46,13 @@ def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path
     judge_config.check_command(resolved, state, source=SOURCE)
     child = (command_env(plan, simulator_env_names(plan), env, os.environ if environ is None else environ,
                          "simulator") if cfg["provider"] == "command" else None)
-    return SimulatorRuntime(config=resolved, recorded=sim_config.manifest_view(cfg), identity=sim_config.identity(cfg),
-                            state=state, execution=execution, child_env=child,
-                            key_variable=judge_probe.key_variable(cfg))
+    runtime = SimulatorRuntime(config=resolved, recorded=sim_config.manifest_view(cfg),
+                               identity=sim_config.identity(cfg), state=state, execution=execution, child_env=child,
+                               key_variable=judge_probe.key_variable(cfg))
+    runtime.probe = (judge_probe.probe_config(resolved, runtime.key_variable, judge_probe.SIMULATOR) if probe
+                     else {"ok": None, "reason": "replay: not probed (a recorded user turn answers; a miss is a "
+                                                 "replay miss)"})
+    return runtime
 
 
 def simulator_manifest(plan: Mapping[str, Any], runtime: SimulatorRuntime | None) -> dict[str, Any] | None:
@@ -65,7 +72,8 @@ def merged_simulator_block(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str
         return None
     first_name, first = blocks[0]
     for name, block in blocks[1:]:
-        if {k: v for k, v in block.items() if k != "spent"} != {k: v for k, v in first.items() if k != "spent"}:
+        if {k: v for k, v in block.items() if k not in PER_SHARD} != {k: v for k, v in first.items()
+                                                                       if k not in PER_SHARD}:
             raise AssayError(f"{name} and {first_name} ran with different 'simulator' in their manifests: the shards "
                              "of one run must meet the same simulator; re-run the odd shard", 2, key="simulator")
     merged = dict(first)

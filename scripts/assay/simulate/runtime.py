@@ -97,12 +97,16 @@ class SimulatorRuntime:
     _slots: threading.BoundedSemaphore | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     spent: dict[str, int] = field(default_factory=lambda: {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+    probe: dict[str, Any] | None = None    # the pre-flight probe's result (assay.judge.probe.probe_config)
 
     def __post_init__(self) -> None:
         self._slots = threading.BoundedSemaphore(int(self.config["max_concurrency"]))
 
     def manifest(self) -> dict[str, Any]:
-        return dict(self.recorded, enabled=True, identity=self.identity, spent=dict(self.spent))
+        block = dict(self.recorded, enabled=True, identity=self.identity, spent=dict(self.spent))
+        if self.probe is not None:
+            block["probe"] = self.probe
+        return block
 
     # ------------------------------------------------------------ one call
     def build_call(self, system: str, user: str, seed: int) -> SimCall:
@@ -160,7 +164,9 @@ class SimulatorRuntime:
         if final.retriable or final.status is None or not 200 <= final.status < 300:
             what = (f"{final.describe()} on all {len(outs)} attempt(s)" if final.retriable
                     else f"HTTP {final.status}: {writer.clip(final.body_text or '', 200)}")
-            record["error"] = self.scrub(f"simulator unavailable: {what} ({target})")
+            fix = "" if final.retriable else judge_probe.hint(self.config, final.status, self.key_variable,
+                                                              judge_probe.SIMULATOR)
+            record["error"] = self.scrub(f"simulator unavailable: {what} ({target}){fix}")
             return record, None, record["error"], True
         provider = call.provider
         body = final.body_text if provider == "command" else final.body_json
