@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, run_script
+from rundir_util import cases_view
 
 EXAMPLE = ROOT / "examples" / "helpdesk"
 
@@ -257,7 +258,7 @@ def test_rescore_reprices_and_an_unknown_model_is_named_in_results_json(runs, tm
     # infra abort): rescore the single-turn part of the run
     manifest = json.loads((src / "manifest.yaml").read_text())
     convos = {c["id"] for c in manifest["cases"]
-              if json.loads((src / "cases" / c["id"] / "verdict.json").read_text()).get("multi_turn")}
+              if json.loads((cases_view(src) / c["id"] / "verdict.json").read_text()).get("multi_turn")}
     assert convos
     manifest["cases"] = [c for c in manifest["cases"] if c["id"] not in convos]
     (src / "manifest.yaml").write_text(json.dumps(manifest))

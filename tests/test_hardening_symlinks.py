@@ -12,6 +12,7 @@ import pytest
 
 from fakeapp import FakeApp, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
+from rundir_util import cases_view
 
 
 def _plan(state, app_url, **kw):
@@ -145,7 +146,7 @@ def test_resume_never_deletes_through_a_cases_symlink_and_verify_flags_it(finish
 
 def test_verify_treats_a_symlinked_verdict_as_a_defect(finished):
     tmp, state, plan_path, out, app = finished
-    real = out / "cases" / "c-1" / "verdict.json"
+    real = cases_view(out) / "c-1" / "verdict.json"
     copy = _outside(tmp, "verdict.json", real.read_text())
     undo = _swap(real, copy)
     try:

@@ -73,6 +73,7 @@ nodes:
 # the reply holds a BK- reference, and prints prose instead of JSON when asked about Atlantis.
 JUDGE_PY = """\
 import json, re, sys
+from rundir_util import cases_view
 prompt = sys.stdin.read()
 if "Atlantis" in prompt:
     print("I think it passes.")
@@ -157,7 +158,7 @@ def plan(state: Path, *extra: str, run_id: str = RUN_ID) -> Path:
 
 
 def verdict(run_dir: Path, cid: str) -> dict:
-    return json.loads((run_dir / "cases" / cid / "verdict.json").read_text())
+    return json.loads((cases_view(run_dir) / cid / "verdict.json").read_text())
 
 
 def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_and_in_rescore(tmp_path):
@@ -498,4 +499,4 @@ def test_a_judge_base_url_without_v1_is_caught_at_pre_flight_naming_url_and_fix(
     err = r.json["error"]
     assert f"judge probe POST {app.url}/chat/completions (no api_key) got HTTP 404" in err
     assert "usually ends in /v1" in err and "no case was sent" in err
-    assert not (run_dir / "cases").exists() or not any((run_dir / "cases").iterdir())
+    assert not (cases_view(run_dir)).exists() or not any((cases_view(run_dir)).iterdir())

@@ -28,6 +28,7 @@ import pytest
 from assay.traces.otlp_http import OtlpHttpSource, decode_export
 from assay.traces.plan import parse_address
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
+from rundir_util import cases_view
 
 HERE = Path(__file__).resolve().parent
 CAPTURE = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
@@ -98,7 +99,7 @@ def run_row(tmp_path, agents, row: str, convention: str | None = None) -> dict[s
     assert res.rc == 0, res.stdout + res.stderr
     got = {}
     for c in CASES:
-        v = json.loads((out / "cases" / c["id"] / "verdict.json").read_text())
+        v = json.loads((cases_view(out) / c["id"] / "verdict.json").read_text())
         got[c["id"]] = {k: v["layers"][k] for k in ("trajectory", "tool_selection", "loops", "authz")}
         got[c["id"]]["trace"] = v["trace"]
     return got

@@ -26,9 +26,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id
-from ..report.rundir import holdout_ids, load_results, read_json_file, try_json
+from ..report.rundir import holdout_ids, load_results
 from .annotations import PIN_RE, read_annotations
 
 PATTERN = ("fail", "pass", "fail", "unknown", "pass")
@@ -47,25 +48,22 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
-    """Input, answer and tool results of one case as the labeller reads them.
+def case_material(case: casestore.CaseRecord, verdict: Any = None) -> dict[str, Any]:
+    """Input, answer and tool results of one case (its record, core.casestore) as the labeller reads them.
 
     The input is the user's words the runner copied into verdict.json (`input_text`),
     else the recorded request body."""
     verdict = verdict if isinstance(verdict, dict) else {}
     body: Any = verdict.get("input_text")
     if not isinstance(body, str) or not body:
-        request = try_json(case_dir / "request.json") or {}
+        request = _doc(case.read("request.json")) or {}
         body = request.get("body") if isinstance(request, dict) else None
         if body is None and isinstance(request, dict):
             body = request.get("stdin") or request.get("argv") or request.get("args")
-    try:
-        answer = (case_dir / "answer.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        answer = ""
+    answer = (case.read("answer.txt") or b"").decode("utf-8", "replace")
     answer_sha = hashlib.sha256(answer.encode("utf-8")).hexdigest()
     tools = []
-    trajectory = try_json(case_dir / "trajectory.json")
+    trajectory = _doc(case.read("trajectory.json"))
     if isinstance(trajectory, dict):
         for call in trajectory.get("tool_calls") or []:
             if isinstance(call, dict):
@@ -75,6 +73,13 @@ def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
     title = verdict.get("title")
     return {"input": _clip(_pretty(body)), "answer": _clip(answer), "answer_sha256": answer_sha, "tools": tools,
             "title": title if isinstance(title, str) else ""}
+
+
+def _doc(data: bytes | None) -> Any:
+    try:
+        return json.loads(data) if data is not None else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
@@ -141,23 +146,31 @@ def build_items(run_dir: str | Path, *, annotation_files: list[Path] | None = No
     run = Path(run_dir)
     results = load_results(run)
     sealed = holdout_ids(run)
-    cases_dir = run / "cases"
+    store = casestore.open_store(run)
     judged, holdout_skipped = 0, 0
     items: list[dict[str, Any]] = []
     materials: dict[str, dict[str, Any]] = {}
-    for case_dir in sorted(cases_dir.iterdir() if cases_dir.is_dir() else []):
-        cid = case_dir.name
-        jpath = case_dir / "judge.json"
-        if not is_safe_case_id(cid) or not jpath.is_file():
+    for cid, verdict in sorted(store.verdicts()):
+        if not is_safe_case_id(cid) or not verdict.get("judged") and store.layout != "dirs":
             continue
-        verdict = try_json(case_dir / "verdict.json")
-        if cid in sealed or (isinstance(verdict, dict) and verdict.get("holdout")):
-            holdout_skipped += 1          # never read: holdout details stay sealed
+        if cid in sealed or verdict.get("holdout"):
+            if store.layout != "dirs" or (run / "cases" / cid / "judge.json").is_file():
+                holdout_skipped += 1          # never read: holdout details stay sealed
             continue
+        case = store.load(cid)
+        raw = case.read("judge.json") if case is not None else None
+        if raw is None:
+            continue
+        where = run / "cases" / cid / "judge.json" if store.layout == "dirs" else \
+            Path(f"{run / casestore.JOURNAL} (case {cid}: judge.json)")
+        doc = _doc(raw)
+        if doc is None:
+            raise AssayError(f"{where}: not JSON; this is not a judge.json the runner wrote (re-run, or rescore "
+                             "the run)", 2, file=str(where))
         judged += 1
-        materials[cid] = case_material(case_dir, verdict)
+        materials[cid] = case_material(case, verdict)
         items.extend(dict(i, answer_sha256=materials[cid]["answer_sha256"])
-                     for i in _judge_items(cid, read_json_file(jpath), jpath))
+                     for i in _judge_items(cid, doc, where))
     if not items:
         raise AssayError(f"{run}: no judged non-holdout case (no cases/<id>/judge.json outside the holdout); "
                          "run a mode that judges (regression, or --judge) with a judge configured", 2,

@@ -1,7 +1,8 @@
-"""The case dir's files: what a case, each repeat and each turn write, through the one writer.
+"""The case record's artifacts: what a case, each repeat and each turn hold (core.casestore).
 
-Every file a case writes goes through `CaseFiles.put`, which keeps the bytes written so that
-verdict.json's `artifact_sha256` records exactly what is on disk.
+Every artifact goes through `CaseFiles.put`, which keeps its bytes (redacted) in memory: the
+case's one journal line carries them all, and the verdict's `artifact_sha256` records exactly
+those bytes. Nothing is written here: the line, appended whole, is the commit.
 """
 
 from __future__ import annotations
@@ -18,21 +19,14 @@ def case_json(value: Any) -> str:
     return writer.dumps(value, indent=None) + "\n"
 
 
-def write_case_file(path: Path, data: bytes) -> bytes:
-    """Through the one writer (core.writer: redacted, atomic, never via a symlink); returns the
-    bytes written, which are what artifact_sha256 records. Every case, repeat and turn dir is
-    created by this process for this attempt (`os.mkdir`/`mkdir`), hence `fresh_dir`."""
-    return writer.write_bytes(path, data, fresh_dir=True)
-
-
 class CaseFiles:
-    """The files one case wrote so far: `prefix + name` -> the bytes on disk."""
+    """The artifacts of one case so far: `prefix + name` -> their bytes (redacted, as the journal holds them)."""
 
     def __init__(self) -> None:
         self.written: dict[str, bytes] = {}
 
     def put(self, directory: Path, name: str, text: str, prefix: str = "") -> None:
-        self.written[prefix + name] = write_case_file(directory / name, writer.encode(text))
+        self.written[prefix + name] = writer.redact_bytes(writer.encode(text))
 
     def put_repeats(self, case: Mapping[str, Any], cdir: Path, repeats: list[dict], chosen: dict, k: int) -> None:
         """repeats/<n>/ for every repeat (k > 1), then the case-level files of the chosen repeat."""
@@ -40,7 +34,6 @@ class CaseFiles:
         if k > 1:
             for r in repeats:
                 rdir = cdir / "repeats" / str(r["n"])
-                rdir.mkdir(parents=True)
                 self.put(rdir, "request.json", case_json(r["request"]), prefix=f"repeats/{r['n']}/")
                 self.put(rdir, "response.json", case_json(r["response"]), prefix=f"repeats/{r['n']}/")
                 if r.get("trajectory") is not None and not multi:   # every repeat's trace: rescore scores each
@@ -67,7 +60,6 @@ class CaseFiles:
         for t in rep["turns"]:
             n = t["n"]
             tdir = base_dir / "turns" / str(n)
-            tdir.mkdir(parents=True)
             tp = f"{prefix}turns/{n}/"
             self.put(tdir, "request.json", case_json(t["request"]), prefix=tp)
             self.put(tdir, "response.json", case_json(t["response"]), prefix=tp)

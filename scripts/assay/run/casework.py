@@ -1,8 +1,9 @@
 """One case, end to end: safety gates, k repeats (invoke + retry + score), the case dir.
 
-`CaseWorker.run(case, index) -> record` is called from worker threads; it touches only
-`cases/<id>/` and writes `verdict.json` last. The record it returns is exactly the
-verdict.json it wrote.
+`CaseWorker.run(case, index) -> record` is called from worker threads; it keeps the case's
+artifacts in memory and appends them with its verdict as ONE line of the case journal
+(`cases.jsonl`, core.casestore): that append is the commit. The record it returns is exactly
+the verdict the line holds.
 
 A repeat takes one of two paths over the shared helpers of `repeat_scoring`: a single-turn
 case (`repeat_single`) or a conversation (`repeat_conversation`). The case dir's layout is
@@ -11,16 +12,15 @@ case (`repeat_single`) or a conversation (`repeat_conversation`). The case dir's
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core import writer
+from ..core import casestore, writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import PASS, SKIPPED
 from ..score.rollup import fold_repeats
-from .case_files import CaseFiles, case_json, judge_doc, write_case_file
+from .case_files import CaseFiles, case_json, judge_doc
 from .case_record import base_record, sent_record
 from .case_skip import skip_reason
 from ..invoke import conversation as convo
@@ -53,6 +53,8 @@ class CaseWorker:
     # The run's judge (assay.judge.runtime.JudgeRuntime) when the plan enables one: after a repeat is
     # scored, its rubric nodes are judged on the judge's own pool.
     judge: Any = None
+    # The run's case journal (core.casestore.Journal): each finished case is one appended line.
+    journal: Any = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
@@ -63,12 +65,7 @@ class CaseWorker:
     # ------------------------------------------------------------ one case
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
         cid = case["id"]
-        cdir = self.out / "cases" / cid
-        try:
-            os.mkdir(cdir)
-        except FileExistsError:  # a leftover from an interrupted attempt: start the case over
-            writer.remove_tree(cdir)
-            os.mkdir(cdir)
+        cdir = Path(cid)   # artifact names are relative to the case record
         ref = case_ref(case, index)
         self.runlog.event("case_start", **ref)
         expect = case.get("expect") if case.get("expect") is not None else {}
@@ -87,7 +84,7 @@ class CaseWorker:
         # The record returned is the one written: redacted here, so every run-level file derived
         # from it in memory (routing, results, verdicts.jsonl) is as clean as verdict.json.
         record = writer.redact_value(record)
-        write_case_file(cdir / "verdict.json", (case_json(record)).encode("utf-8"))
+        self.journal.append(casestore.record_line(cid, record, files.written))
         return record
 
     def _run_repeats(self, case, cdir: Path, files: CaseFiles, base: dict, ref: dict) -> dict:

@@ -1,8 +1,9 @@
 """The run: pre-flight writes, the scheduler (canaries first, alone; then up to
 max_concurrency cases in flight), aborts, resume, finalize and the exit code.
 
-Workers only touch their own case dir; this thread owns every run-level file, so
-the bookkeeping needs no locks and the derived files are always in plan order.
+Workers only append their own case's line to the case journal (core.casestore); this thread
+owns every other run-level file, so the bookkeeping needs no locks and the derived files are
+always in plan order.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
 
-from ..core import writer
+from ..core import casestore, writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json
@@ -77,6 +78,7 @@ class Run:
         if self.resume:
             self.manifest = read_json(out / "manifest.yaml")
             self._scrub_partial()
+            self.journal = casestore.Journal(out)
             repair(out / "run.log")
             self.runlog = RunLog(out / "run.log")
             self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest())
@@ -88,7 +90,7 @@ class Run:
             started = utc_now_iso()
             self.manifest = preflight.build_manifest(self.s, started)
             atomic_write_json(out / "manifest.yaml", self.manifest)
-            (out / "cases").mkdir(exist_ok=True)
+            self.journal = casestore.Journal(out)
             preflight.write_running_results(out, self.plan, started, summarize(
                 [], status="running", missing_artifacts=[]))
             self.runlog = RunLog(out / "run.log")
@@ -98,21 +100,32 @@ class Run:
             holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
 
     def _scrub_partial(self) -> dict[int, dict]:
-        """--resume: keep case dirs with a parseable verdict.json; delete the rest and stray files."""
+        """--resume: keep the journal's committed lines of plan cases (the first one per case);
+        cut a torn tail, drop any other line, delete stray temp files."""
         out = self.s.out
         index_of = {c["id"]: i for i, c in enumerate(self.cases)}
         self.kept: dict[int, dict] = {}
-        (out / "cases").mkdir(exist_ok=True)
-        for cdir in sorted((out / "cases").iterdir()):
-            rec = None
-            try:
-                rec = read_json(cdir / "verdict.json")
-            except (OSError, ValueError):
-                rec = None
-            if cdir.name in index_of and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
-                self.kept[index_of[cdir.name]] = derived.slim(rec)
-            else:  # a link was refused before the lock (check_out); remove_tree never follows one
-                writer.remove_tree(cdir)
+        if (out / casestore.LEGACY_DIR).is_dir() and not (out / casestore.JOURNAL).exists():
+            raise AssayError(f"--resume: {out} was written by an older assay (one cases/<id>/ directory per "
+                             "case); this build continues only runs it started (the case journal, cases.jsonl). "
+                             "Its results stay readable (gate.py, --verify, view.py); start a new run id to run "
+                             "the rest", 2, key="--resume")
+        store = casestore.scan(out)
+        drop = bool(store.garbled or store.duplicates)
+        for cid, rec in store.verdicts():
+            if cid in index_of and rec.get("case_id") == cid:
+                self.kept[index_of[cid]] = derived.slim(rec)
+            else:
+                drop = True
+        if len(self.kept) != len(store.index):
+            drop = True   # a line whose verdict does not parse: the case runs again
+        if drop:   # rare (a hand edit, a line for a case the plan no longer has): rewrite the kept lines
+            keep = {self.cases[i]["id"] for i in self.kept}
+            lines = [line for off, line in casestore.iter_lines(out / casestore.JOURNAL)
+                     if casestore.head_of(line)[0] in keep and store.index.get(casestore.head_of(line)[0], (0,))[0] == off]
+            writer.write_bytes(out / casestore.JOURNAL, b"".join(lines))
+        elif store.torn:   # a kill mid-append: the partial last line was never a case
+            writer.truncate(out / casestore.JOURNAL, store.size)
         for p in out.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp"):
                 p.unlink()
@@ -132,7 +145,7 @@ class Run:
             out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
-            conversation=self.s.conversation, judge=self.s.judge)
+            conversation=self.s.conversation, judge=self.s.judge, journal=self.journal)
         if self.s.judge is not None:
             self.s.judge.scrub = writer.redact_text
             self.s.judge.on_retry = lambda **kw: self.runlog.event("retry", judge=True, **kw)
@@ -293,6 +306,7 @@ class Run:
         self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
         self.progress.update(record["verdict"], record.get("latency_ms"))
         if self.derived.due():
+            self.journal.sync()   # the derived files never count a case the journal could lose
             self.derived.refresh()
 
     # ------------------------------------------------------------ finalize
@@ -300,6 +314,7 @@ class Run:
         out = self.s.out
         records = self.derived.ordered()
         final_status = "ok" if self.status == "running" else self.status
+        self.journal.close()
         self._write_reports(records)
         self.derived.refresh(status="running")
         # Each finished case's record is the one this process wrote as its verdict.json (or read

@@ -95,7 +95,7 @@ def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str
 
 
 # What a runner killed in its first milliseconds can leave before manifest.yaml exists.
-_START_DEBRIS = ("cases", "results.json", "run.log")
+_START_DEBRIS = ("cases", "cases.jsonl", "results.json", "run.log")
 
 
 def unstarted_debris(out: Path) -> list[Path] | None:
@@ -109,6 +109,8 @@ def unstarted_debris(out: Path) -> list[Path] | None:
         temp = entry.name.startswith(".") and entry.name.endswith(".tmp")
         if entry.is_symlink() or not (entry.name in _START_DEBRIS or temp):
             return None
+        if entry.name == "cases.jsonl" and (not entry.is_file() or entry.stat().st_size):
+            return None   # a journal with a finished case in it
         if entry.name == "cases":
             if not entry.is_dir():
                 return None

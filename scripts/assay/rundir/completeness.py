@@ -9,99 +9,23 @@ file the run-dir contract does not list.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.jsonio import loads, read_json, read_jsonl, sha256_bytes
+from ..core import casestore
+from ..core.jsonio import loads, read_json, read_jsonl
 from ..core.writer import SymlinkError, read_bytes
-from ..core.vocab import SKIPPED
-from ..schemas import iter_errors
-from ..score.rollup import case_verdict, conversation_verdict, fold_repeats, merge_turn_layers
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
-from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_case_files, required_run_files
+from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_run_files
+from .case_check import SYMLINK_PROBLEM, _schema_problem, _VerdictSchema, dir_cases, journal_cases
 
 ABORTED = ("aborted_canary", "aborted_infra")
-SYMLINK_PROBLEM = "a symlink: a run directory holds none, and nothing is read through one"
 
 
 class RunDirError(Exception):
     """The path is not a run directory at all (--verify exit 2)."""
-
-
-def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
-    if not enabled:
-        return None
-    errors = iter_errors(doc, name)
-    if not errors:
-        return None
-    e = errors[0]
-    return f"does not match the {name} schema at {e['key']}: {e['message']}"
-
-
-class _VerdictSchema:
-    """--verify's JSON Schema pass over every verdict.json, with each distinct layer object
-    validated once: the envelope (with `layers` taken as any object) through jsonschema, then
-    each layer against `$defs/layer`, cached by its canonical JSON (most layers of a run are
-    the same few objects). Only a yes/no: any doc found invalid goes through the full
-    validation, so the problem reported is exactly the full one's. Falls back to the full
-    validation for every doc when the schema's `layers` part is not the shape this relies on.
-    """
-
-    CACHE_MAX = 20000
-
-    def __init__(self) -> None:
-        import copy
-
-        import jsonschema
-
-        from ..schemas import load_schema
-        schema = load_schema("verdict")
-        layers = (schema.get("properties") or {}).get("layers") or {}
-        props = layers.get("properties") or {}
-        layer_def = (schema.get("$defs") or {}).get("layer")
-        self.names = frozenset(props)
-        self.ok = (set(layers) == {"type", "additionalProperties", "required", "properties"}
-                   and layers["type"] == "object" and layers["additionalProperties"] is False
-                   and set(layers["required"]) == self.names
-                   and all(v == {"$ref": "#/$defs/layer"} for v in props.values())
-                   and isinstance(layer_def, dict) and "$ref" not in json.dumps(layer_def)
-                   and json.dumps(schema).count('"$ref"') == len(props))
-        if not self.ok:
-            return
-        envelope = copy.deepcopy(schema)
-        envelope["properties"]["layers"] = {"type": "object"}
-        layer_schema = {"$schema": schema.get("$schema"), **layer_def}
-        cls = jsonschema.validators.validator_for(schema)
-        self.envelope = cls(envelope, format_checker=cls.FORMAT_CHECKER)
-        self.layer = cls(layer_schema, format_checker=cls.FORMAT_CHECKER)
-        self.cache: dict[str, bool] = {}
-
-    def problem(self, rec: Any) -> str | None:
-        try:
-            valid = self.ok and self._valid(rec)
-        except RecursionError:  # a hand-made deep document: the full validation names it
-            valid = False
-        if valid:
-            return None
-        return _schema_problem(rec, "verdict")
-
-    def _valid(self, rec: Any) -> bool:
-        layers = rec.get("layers") if isinstance(rec, dict) else None
-        if not isinstance(layers, dict) or set(layers) != self.names or not self.envelope.is_valid(rec):
-            return False
-        for layer in layers.values():
-            key = json.dumps(layer, sort_keys=True, ensure_ascii=False, allow_nan=True)
-            ok = self.cache.get(key)
-            if ok is None:
-                if len(self.cache) >= self.CACHE_MAX:
-                    self.cache.clear()
-                ok = self.cache[key] = self.layer.is_valid(layer)
-            if not ok:
-                return False
-        return True
 
 
 def _jsonl(path: Path) -> list | None:
@@ -174,31 +98,14 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     summary_doc = (results or {}).get("summary")
     run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
 
-    # --- case dirs
+    # --- the case records: the journal, or an older run's case dirs
     records: dict[int, dict] = {}
-    cases_dir = out / "cases"
-    present, linked = [], set()
-    if cases_dir.is_dir():
-        for e in os.scandir(cases_dir):
-            present.append(e.name)
-            if e.is_symlink():
-                linked.add(e.name)
-        present.sort()
+    store = casestore.scan(out)
     verdict_schema = _VerdictSchema() if schemas else None
-    for entry in present:
-        if entry in linked:
-            problems.append(f"cases/{entry} ({SYMLINK_PROBLEM})" if entry not in index_of
-                            else f"{name(entry)} ({SYMLINK_PROBLEM})")
-            continue
-        if entry not in index_of:
-            problems.append(f"cases/{entry} (not a case of this run's plan)")
-            continue
-        cdir = cases_dir / entry
-        rec = _check_case(cdir, entry, name(entry), problems, schemas,
-                          None if known is None or schemas else known.get(entry), verdict_schema)
-        if rec is not None:
-            # flat memory over 10,000 cases (a `known` record is slim already)
-            records[index_of[entry]] = rec if known is not None and rec is known.get(entry) else derived.slim(rec)
+    if store.layout != "dirs":
+        present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, records)
+    else:
+        present = dir_cases(out, index_of, name, problems, schemas, known, verdict_schema, records)
     if run_status not in ABORTED:
         present_set = set(present)  # (a list here made this loop quadratic: 0.5 s at 10,000 cases)
         for cid in ids:
@@ -213,11 +120,14 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         landed = written
 
     # --- run-level files
-    allowed = {a.path for a in RUN_ARTIFACTS} | {"cases"} | set(AFTER_RUN_FILES)
+    allowed = {a.path for a in RUN_ARTIFACTS} | set(AFTER_RUN_FILES)
+    required = required_run_files(manifest, ordered)
+    if store.layout == "dirs":   # an older run dir: its case dirs instead of the journal
+        allowed = (allowed - {casestore.JOURNAL}) | {casestore.LEGACY_DIR}
+        required = [rel for rel in required if rel != casestore.JOURNAL]
     for p in sorted(out.iterdir()):
         if p.name not in allowed:
             problems.append(f"{p.name} (not part of the run-dir contract)")
-    required = required_run_files(manifest, ordered)
     for rel in required:
         if not (out / rel).is_file():
             problems.append(f"{rel} (missing)")
@@ -253,118 +163,6 @@ def _as_written(out: Path, rel: str, landed: Mapping[str, bytes]) -> bool:
         return read_bytes(out / rel) == landed[rel]
     except (OSError, SymlinkError):
         return False
-
-
-def _list_files(directory: str, prefix: str = "", links: set[str] | None = None) -> set[str]:
-    """Every file under a case dir, relative, via os.scandir (one syscall per directory).
-    A symlink is never listed as a file nor entered: its path goes into `links`."""
-    found: set[str] = set()
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.is_symlink():
-            if links is not None:
-                links.add(prefix + entry.name)
-        elif entry.is_dir(follow_symlinks=False):
-            found |= _list_files(entry.path, f"{prefix}{entry.name}/", links)
-        else:
-            found.add(prefix + entry.name)
-    return found
-
-
-def _check_case(cdir: Path, cid: str, shown: str, problems: list[str], deep: bool,
-                known: dict | None = None, verdict_schema: _VerdictSchema | None = None) -> dict | None:
-    """One case dir. `deep` (--verify) adds the JSON Schema and the sha256 of every file.
-    `known`: the record this process wrote as verdict.json (not re-read; the file must exist)."""
-    links: set[str] = set()
-    present = _list_files(str(cdir), links=links)
-    for rel in sorted(links):
-        problems.append(f"{shown}/{rel} ({SYMLINK_PROBLEM})")
-    if "verdict.json" in links:
-        return None
-    mine = known is not None and "verdict.json" in present
-    if mine:
-        rec = known
-    else:
-        try:
-            rec = read_json(cdir / "verdict.json")
-        except FileNotFoundError:
-            problems.append(f"{shown}/verdict.json (missing: the case never finished)")
-            return None
-        except (OSError, ValueError):
-            problems.append(f"{shown}/verdict.json (unreadable)")
-            return None
-    if not deep:
-        bad = None
-    elif verdict_schema is not None:
-        bad = verdict_schema.problem(rec)
-    else:
-        bad = _schema_problem(rec, "verdict")
-    if bad or rec.get("case_id") != cid:
-        problems.append(f"{shown}/verdict.json ({bad or 'case_id differs from its directory'})")
-        return None
-    required = required_case_files(rec)
-    shas = rec.get("artifact_sha256") or {}
-    for rel in required:
-        if rel == "verdict.json":
-            continue
-        if rel not in present:
-            problems.append(f"{shown}/{rel} (missing)")
-        elif deep and rel in shas and sha256_bytes(read_bytes(cdir / rel)) != shas[rel]:
-            problems.append(f"{shown}/{rel} (edited: its sha256 differs from the one verdict.json recorded)")
-    for rel in sorted(present - set(required)):
-        problems.append(f"{shown}/{rel} (not part of the run-dir contract)")
-    # internal consistency: the verdict is the rollup of what the record holds (a record this
-    # process rolled up itself and did not re-read needs no second roll-up)
-    if mine:
-        expected = rec.get("verdict")
-    elif rec.get("verdict") == SKIPPED or rec.get("skip_reason"):
-        expected = SKIPPED
-    elif rec.get("repeats"):
-        expected = fold_repeats([r.get("verdict") for r in rec["repeats"]])
-    elif rec.get("multi_turn"):
-        expected = conversation_verdict(rec.get("layers") or {}, turns_sent=int(rec.get("turns_sent") or 0),
-                                        turns_total=int(rec.get("turns_total") or 0),
-                                        failed_turn=rec.get("failed_turn"))
-    else:
-        expected = case_verdict(rec.get("layers") or {}, skipped=False)
-    if rec.get("verdict") != expected:
-        problems.append(f"{shown}/verdict.json (edited: verdict {rec.get('verdict')!r} is not the rollup "
-                        f"{expected!r} of its layers/repeats)")
-    if rec.get("multi_turn") and rec.get("sent") is not False and deep:
-        _check_turns(cdir, shown, rec, problems)
-    for r in rec.get("repeats") or []:
-        try:
-            rv = read_json(cdir / "repeats" / str(r.get("n")) / "verdict.json")
-        except (OSError, ValueError, SymlinkError):
-            continue  # already named as missing above
-        if not isinstance(rv, dict) or not isinstance(r, dict) or rv.get("verdict") != r.get("verdict"):
-            problems.append(f"{shown}/repeats/{r.get('n')}/verdict.json (disagrees with the case's repeats list)")
-    return rec
-
-
-def _check_turns(cdir: Path, shown: str, rec: dict, problems: list[str]) -> None:
-    """--verify over a conversation's turn tree: each turn's verdict is the roll-up of its layers
-    and the one the case lists, and the case's layers are the merge of its turns' layers."""
-    turn_layers = []
-    for t in rec.get("turns") or []:
-        n = t.get("n")
-        try:
-            tv = read_json(cdir / "turns" / str(n) / "verdict.json")
-        except (OSError, ValueError):
-            continue  # already named as missing above
-        layers = tv.get("layers") if isinstance(tv.get("layers"), dict) else {}
-        turn_layers.append((n, layers))
-        if tv.get("verdict") != t.get("verdict") or tv.get("verdict") != case_verdict(layers, skipped=False):
-            problems.append(f"{shown}/turns/{n}/verdict.json (edited: its verdict is not the roll-up of its layers "
-                            "or disagrees with the case's turns list)")
-    if len(turn_layers) == len(rec.get("turns") or []):
-        merged = merge_turn_layers(turn_layers)
-        mine = {k: (v or {}).get("verdict") for k, v in (rec.get("layers") or {}).items()}
-        if {k: v.get("verdict") for k, v in merged.items()} != mine:
-            problems.append(f"{shown}/verdict.json (edited: its layers are not the merge of its turns' layers)")
 
 
 def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str], name) -> None:

@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..core.jsonio import loads
 from ..core.errors import AssayError
 
@@ -96,27 +97,39 @@ def _object(path: Path) -> dict:
     return doc
 
 
-def _trajectories(cdir: Path) -> list[dict]:
+def _trajectories(case: casestore.CaseRecord) -> list[dict]:
     # a conversation: every sent turn's trajectory (turns/<n>/; the case-level one is the deciding turn's)
-    turns = sorted((cdir / "turns").glob("*/trajectory.json"), key=lambda p: int(p.parent.name)) \
-        if (cdir / "turns").is_dir() else []
-    docs = [_json(p) for p in turns] or [_json(cdir / "trajectory.json")]
+    turns = sorted((n for n in case.names() if n.startswith("turns/") and n.endswith("/trajectory.json")
+                    and n.split("/")[1].isdigit()), key=lambda n: int(n.split("/")[1]))
+    docs = [_bytes_json(case.read(n)) for n in turns] or [_bytes_json(case.read("trajectory.json"))]
     return [d for d in docs if isinstance(d, dict)]
+
+
+def _bytes_json(data: bytes | None) -> Any:
+    try:
+        return loads(data.decode("utf-8")) if data is not None else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def _num(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
 
-def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True) -> dict:
-    """One case's row. `verdict` is its verdict.json when the caller holds it already (the runner
-    at finalize); `read_traces=False` skips looking for trajectories (a run that collected none)."""
-    verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
-    trajs = _trajectories(cdir) if read_traces else []
+def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True) -> dict:
+    """One case's row. `case`: a casestore.CaseRecord (or an older run's case dir path); `verdict`
+    is its verdict when the caller holds it already (the runner at finalize); `read_traces=False`
+    skips looking for trajectories (a run that collected none)."""
+    if isinstance(case, (str, os.PathLike)):
+        cdir = Path(case)
+        verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
+        case = casestore.dir_record(cdir, verdict)
+    verdict = verdict if verdict is not None else case.verdict
+    trajs = _trajectories(case) if read_traces else []
     calls = [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
              if isinstance(c, dict)]
     row: dict[str, Any] = {
-        "case_id": verdict.get("case_id", cdir.name), "verdict": verdict.get("verdict"),
+        "case_id": verdict.get("case_id", case.case_id), "verdict": verdict.get("verdict"),
         "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
         "latency_ms": verdict.get("latency_ms") if isinstance(verdict.get("latency_ms"), (int, float)) else None,
         "model_calls": len(calls),
@@ -173,20 +186,25 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     cases' verdict.json, any order) are passed by the runner, which holds them already; without
     them both are read from the run dir."""
     run_dir = Path(run_dir)
-    if not (run_dir / "cases").is_dir():
-        raise AssayError(f"{run_dir}: not a run directory (no cases/); pass <state>/reports/<run-id>", 2)
+    store = casestore.open_store(run_dir)
+    if store.layout == "none":
+        raise AssayError(f"{run_dir}: not a run directory (no cases.jsonl, no cases/); pass "
+                         "<state>/reports/<run-id>", 2)
     manifest = manifest if manifest is not None else _object(run_dir / "manifest.yaml")
-    if records is None:
-        pairs = [(cdir, None) for cdir in sorted(p for p in (run_dir / "cases").iterdir()
-                                                 if p.is_dir() and not p.is_symlink())]
-    else:
-        pairs = [(run_dir / "cases" / r["case_id"], r) for r in sorted(records, key=lambda r: r["case_id"])]
     read_traces = (manifest.get("traces") or {}).get("collected") is not False
+    if records is None:
+        pairs = (((rec, None) for rec in store.records()) if read_traces else
+                 ((casestore.CaseRecord(cid, v, {}), None) for cid, v in store.verdicts()))
+    else:
+        pairs = ((store.load(r["case_id"]) if read_traces else None, r) for r in records)
     rows = []
-    for cdir, verdict in pairs:
-        row = case_cost(cdir, prices, verdict, read_traces=read_traces)
+    for case, verdict in pairs:
+        if case is None:
+            case = casestore.CaseRecord(verdict["case_id"], verdict, {})
+        row = case_cost(case, prices, verdict, read_traces=read_traces)
         if row["verdict"] != "skipped":
             rows.append(row)
+    rows.sort(key=lambda r: str(r["case_id"]))
     traced = [r for r in rows if r["traced"]]
     k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})

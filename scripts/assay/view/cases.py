@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .paths import read_json, read_jsonl, read_text, run_dir
+from ..core import casestore
+from .paths import read_jsonl, run_dir
 
 TEXT_CLIP = 4000
 PAGE_MAX = 500
@@ -19,9 +20,8 @@ _INDEX: dict[tuple[str, float], dict] = {}
 _LOCK = threading.Lock()
 
 
-def _meta(d: Path, reports: Path, cid: str) -> dict:
-    """unit, tags, split, conversation from the case's verdict.json and expect.json."""
-    v = read_json(d / "cases" / cid / "verdict.json", reports) or {}
+def _meta(v: dict) -> dict:
+    """unit, tags, split, conversation from the case's verdict record."""
     tags = v.get("tags")
     return {"unit": v.get("unit"), "category": v.get("category"), "multi_turn": bool(v.get("multi_turn")),
             "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
@@ -33,10 +33,14 @@ META_KEYS = ("unit", "tag", "split", "conversation")
 
 
 def _fill_meta(doc: dict, reports: Path) -> None:
-    """Each case's verdict.json read once, off the first request: the first page never waits."""
+    """Each case's verdict read once (one pass over the case journal), off the first request: the
+    first page never waits."""
     try:
-        for row in doc["rows"]:
-            row.update(_meta(doc["dir"], reports, row["case_id"]))
+        by_id = {row["case_id"]: row for row in doc["rows"]}
+        for cid, v in casestore.open_store(doc["dir"]).verdicts():
+            row = by_id.get(cid)
+            if row is not None and not v.get("holdout"):
+                row.update(_meta(v))
     finally:
         doc["meta"].set()
 
@@ -76,11 +80,12 @@ def index(reports: Path, run_id: str) -> dict:
 def _texts(doc: dict, reports: Path) -> dict[str, str]:
     if doc["texts"] is None:
         texts = {}
-        for row in doc["rows"]:
-            cd = doc["dir"] / "cases" / row["case_id"]
-            req = read_text(cd / "request.json", reports, TEXT_CLIP) or ""
-            ans = read_text(cd / "answer.txt", reports, TEXT_CLIP) or ""
-            texts[row["case_id"]] = (req + "\n" + ans).casefold()
+        wanted = {row["case_id"] for row in doc["rows"]}   # never a holdout case
+        for rec in casestore.open_store(doc["dir"]).records():
+            if rec.case_id in wanted:
+                req = (rec.read("request.json") or b"")[:TEXT_CLIP].decode("utf-8", "replace")
+                ans = (rec.read("answer.txt") or b"")[:TEXT_CLIP].decode("utf-8", "replace")
+                texts[rec.case_id] = (req + "\n" + ans).casefold()
         doc["texts"] = texts
     return doc["texts"]
 
