@@ -109,18 +109,19 @@ def head_of(line: bytes, *, verdict: bool = False) -> tuple[str | None, dict | N
     """(case id, verdict record when asked) of a journal line, without parsing its files."""
     if not line.startswith(_HEAD):
         return None, None
+    text = line.decode("utf-8", "replace")
     try:
-        text = line.decode("utf-8")
         cid, end = _decoder.raw_decode(text, len(_HEAD))
-        if not isinstance(cid, str):
-            return None, None
-        if not verdict:
-            return cid, None
-        if not text.startswith(_VERDICT_KEY, end):
-            return None, None
-        rec, _ = _decoder.raw_decode(text, end + len(_VERDICT_KEY))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None, None
+    if not isinstance(cid, str):
+        return None, None
+    if not verdict or not text.startswith(_VERDICT_KEY, end):
+        return cid, None
+    try:
+        rec, _ = _decoder.raw_decode(text, end + len(_VERDICT_KEY))
+    except (ValueError, RecursionError):
+        return cid, None
     return cid, rec if isinstance(rec, dict) else None
 
 
