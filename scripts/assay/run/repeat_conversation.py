@@ -90,7 +90,7 @@ def conversation_record(record: dict[str, Any], repeats: list[dict], chosen: dic
     record.update(conversation_fields(chosen, conv))
     record["has_result_expect"] = bool((chosen["expect"] or {}).get("result"))
     record["latency_ms"] = round(sum(t["response"].get("latency_ms") or 0 for t in chosen["turns"]), 3)
-    if folded == convo.UNSCORED and chosen["failed_turn"] is None and chosen["turns_sent"] < chosen["turns_total"]:
+    if folded == UNSCORED and chosen["failed_turn"] is None and chosen["turns_sent"] < chosen["turns_total"]:
         record["unscored_reason"] = chosen["stop_reason"]   # stopped early: its later turns never ran
     if k > 1:
         record["repeats"] = [{"n": r["n"], "verdict": r["verdict"], "turns_sent": r["turns_sent"],
