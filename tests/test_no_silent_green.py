@@ -294,7 +294,7 @@ def test_every_tool_counts_the_same_way_and_titles_show_beside_ids(tmp_path):
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "**FAIL · gate closed** · 2 cases + 1 canary: 1 pass, 1 fail" in report
     assert "2 cases + 1 canary ran; 1 failed" in report
-    assert "### [`c-00000001`](cases/c-00000001/) (Oslo flight price): failed execution" in report
+    assert "### `c-00000001` (Oslo flight price): failed execution" in report   # no case dir to link: the journal
 
 
 def test_stats_text_prints_a_human_summary(tmp_path):
