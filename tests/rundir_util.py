@@ -310,7 +310,8 @@ def case_json(run_dir: Path, case_id: str, name: str = "verdict.json") -> Any:
 
 def edit_case(run_dir: Path, case_id: str, name: str, data: bytes | None) -> None:
     """Rewrite one artifact of a finished case in the journal (None deletes it; `verdict.json`
-    replaces the verdict record): a hand edit, for --verify and --resume tests."""
+    puts `data` verbatim in the line's verdict slot, valid JSON or not): a hand edit, for
+    --verify, --resume and the hostile-input tests."""
     from assay.core import casestore
     path = Path(run_dir) / casestore.JOURNAL
     lines = path.read_bytes().splitlines(keepends=True)
@@ -318,18 +319,36 @@ def edit_case(run_dir: Path, case_id: str, name: str, data: bytes | None) -> Non
         doc = json.loads(line)
         if doc["case_id"] != case_id:
             continue
+        verdict = json.dumps(doc["verdict"], sort_keys=True, ensure_ascii=False).encode()
         if name == "verdict.json":
-            doc["verdict"] = json.loads(data)
+            verdict = data.strip()
         elif data is None:
             doc["files"].pop(name)
         else:
-            doc["files"][name] = data.decode("utf-8")
-        head = '{"case_id": ' + json.dumps(doc["case_id"]) + ', "verdict": '
-        lines[i] = (head + json.dumps(doc["verdict"], sort_keys=True, ensure_ascii=False) + ', "files": '
-                    + json.dumps(doc["files"], sort_keys=True, ensure_ascii=False) + "}\n").encode()
+            doc["files"][name] = data.decode("utf-8", "surrogatepass")
+        lines[i] = (b'{"case_id": ' + json.dumps(doc["case_id"]).encode() + b', "verdict": ' + verdict
+                    + b', "files": ' + json.dumps(doc["files"], sort_keys=True).encode() + b"}\n")
         path.write_bytes(b"".join(lines))
         return
     raise KeyError(case_id)
+
+
+def read_artifact(run_dir: Path, rel: str) -> str:
+    """A run file's text; `cases/<id>/<artifact>` read from the case's record."""
+    from assay.core import casestore
+    if rel.startswith("cases/") and not (Path(run_dir) / "cases").is_dir():
+        _, cid, name = rel.split("/", 2)
+        return casestore.scan(run_dir).read(cid, name).decode("utf-8")
+    return (Path(run_dir) / rel).read_text()
+
+
+def write_artifact(run_dir: Path, rel: str, data: bytes) -> None:
+    """A hand edit of a run file; `cases/<id>/<artifact>` edited inside the case's journal line."""
+    if rel.startswith("cases/") and not (Path(run_dir) / "cases").is_dir():
+        _, cid, name = rel.split("/", 2)
+        edit_case(run_dir, cid, name, data)
+    else:
+        (Path(run_dir) / rel).write_bytes(data)
 
 
 def drop_case(run_dir: Path, case_id: str) -> None:
