@@ -15,6 +15,7 @@ from pathlib import Path
 from fakeapp import FakeApp, Reply, run_runner
 from fixtures_authoring import run_inproc
 from helpers import ROOT, run_script, write_yaml
+from rundir_util import cases_view
 
 RUN_ID = "smoke-20261130T000000Z"
 
@@ -73,7 +74,6 @@ nodes:
 # the reply holds a BK- reference, and prints prose instead of JSON when asked about Atlantis.
 JUDGE_PY = """\
 import json, re, sys
-from rundir_util import cases_view
 prompt = sys.stdin.read()
 if "Atlantis" in prompt:
     print("I think it passes.")

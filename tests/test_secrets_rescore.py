@@ -16,6 +16,7 @@ import pytest
 
 from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from fakeapp import FakeApp, Reply
+from rundir_util import cases_view
 from fixtures_authoring import PROFILE, _case
 from helpers import run_script, write_yaml
 
@@ -71,7 +72,6 @@ nodes:
 # verdict (and, for one answer, into a failing stderr whose last 300 characters cut a secret).
 JUDGE = r'''
 import json, os, sys
-from rundir_util import cases_view
 prompt = sys.stdin.read()
 with open(os.environ["JUDGE_CAPTURE"], "a") as f:
     f.write(json.dumps({"stdin": prompt, "argv": sys.argv, "env": dict(os.environ)}) + "\n")
