@@ -162,8 +162,8 @@ class Bench:
         finally:
             app.on_request = None
         finished = count_finished(out)
-        self.log(f"killed run: SIGKILL after {n - remaining} answers (exit {run.rc}); {finished} case dirs "
-                 f"have verdict.json")
+        self.log(f"killed run: SIGKILL after {n - remaining} answers (exit {run.rc}); {finished} cases "
+                 f"committed in cases.jsonl")
         return {"out": out, "killed": bool(holder.get("killed")), "rc": run.rc, "finished_cases": finished}
 
 
@@ -173,8 +173,8 @@ def _self_cpu() -> float:
 
 
 def count_finished(run_dir: Path) -> int:
-    cases = run_dir / "cases"
-    return sum(1 for _ in cases.glob("*/verdict.json")) if cases.is_dir() else 0
+    from assay.core.casestore import scan
+    return len(scan(run_dir).ids())
 
 
 def pristine_copy(src: Path, dst: Path) -> None:

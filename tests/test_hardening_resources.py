@@ -22,12 +22,13 @@ import pytest
 
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
 from helpers import SCRIPTS
+from rundir_util import cases_view
 
 
 def _blamed_the_app(out) -> list[str]:
     """Cases whose verdict says the app failed because of the runner's descriptors or disk."""
     bad = []
-    for v in (out / "cases").glob("*/verdict.json"):
+    for v in (cases_view(out)).glob("*/verdict.json"):
         doc = json.loads(v.read_text())
         text = json.dumps(doc)
         if "Too many open files" in text or "No space left" in text:

@@ -1,7 +1,7 @@
 """What a labelling sitting shows: one item per (judged case, rubric pin, node, answer) of one
 or several runs, holdout cases never included, ordered to oversample the judge's fails, with canaries mixed in.
 
-Items come from `cases/<id>/judge.json` (written by the runner for each judged case).
+Items come from each judged case's `judge.json` (in its case record, core.casestore).
 Every item carries `answer_sha256`, the sha256 of the answer the page shows, and the export
 writes it on each line: a label is tied to the material it was given on. An item already
 labelled on the same answer is not asked again; up to `canaries` of those are shown once
@@ -26,10 +26,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.vocab import JUDGE_UNSTABLE
 from ..core.ids import is_safe_case_id
-from ..report.rundir import holdout_ids, load_results, read_json_file, try_json
+from ..report.rundir import holdout_ids, load_results
 from .annotations import PIN_RE, read_annotations
 
 PATTERN = ("fail", "pass", "fail", "unknown", "pass")
@@ -48,25 +49,22 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
-    """Input, answer and tool results of one case as the labeller reads them.
+def case_material(case: casestore.CaseRecord, verdict: Any = None) -> dict[str, Any]:
+    """Input, answer and tool results of one case (its record, core.casestore) as the labeller reads them.
 
     The input is the user's words the runner copied into verdict.json (`input_text`),
     else the recorded request body."""
     verdict = verdict if isinstance(verdict, dict) else {}
     body: Any = verdict.get("input_text")
     if not isinstance(body, str) or not body:
-        request = try_json(case_dir / "request.json") or {}
+        request = _doc(case.read("request.json")) or {}
         body = request.get("body") if isinstance(request, dict) else None
         if body is None and isinstance(request, dict):
             body = request.get("stdin") or request.get("argv") or request.get("args")
-    try:
-        answer = (case_dir / "answer.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        answer = ""
+    answer = (case.read("answer.txt") or b"").decode("utf-8", "replace")
     answer_sha = hashlib.sha256(answer.encode("utf-8")).hexdigest()
     tools = []
-    trajectory = try_json(case_dir / "trajectory.json")
+    trajectory = _doc(case.read("trajectory.json"))
     if isinstance(trajectory, dict):
         for call in trajectory.get("tool_calls") or []:
             if isinstance(call, dict):
@@ -76,6 +74,13 @@ def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
     title = verdict.get("title")
     return {"input": _clip(_pretty(body)), "answer": _clip(answer), "answer_sha256": answer_sha, "tools": tools,
             "title": title if isinstance(title, str) else ""}
+
+
+def _doc(data: bytes | None) -> Any:
+    try:
+        return json.loads(data) if data is not None else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
@@ -148,25 +153,32 @@ def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str
     results = load_results(run)
     run_id = results.get("run_id") or run.name
     sealed = holdout_ids(run)
-    cases_dir = run / "cases"
+    store = casestore.open_store(run)
     judged, holdout_skipped = 0, 0
     items: list[dict[str, Any]] = []
     materials: dict[str, dict[str, Any]] = {}
-    for case_dir in sorted(cases_dir.iterdir() if cases_dir.is_dir() else []):
-        cid = case_dir.name
-        jpath = case_dir / "judge.json"
-        if not is_safe_case_id(cid) or not jpath.is_file():
+    for cid, verdict in sorted(store.verdicts()):
+        if not is_safe_case_id(cid) or not verdict.get("judged") and store.layout != "dirs":
             continue
-        verdict = try_json(case_dir / "verdict.json")
-        if cid in sealed or (isinstance(verdict, dict) and verdict.get("holdout")):
-            holdout_skipped += 1          # never read: holdout details stay sealed
+        if cid in sealed or verdict.get("holdout"):
+            if store.layout != "dirs" or store.holds(cid, "judge.json"):
+                holdout_skipped += 1          # never read: holdout details stay sealed
             continue
+        case = store.load(cid)
+        raw = case.read("judge.json") if case is not None else None
+        if raw is None:
+            continue
+        where = Path(store.where(cid, "judge.json"))
+        doc = _doc(raw)
+        if doc is None:
+            raise AssayError(f"{where}: not JSON; this is not a judge.json the runner wrote (re-run, or rescore "
+                             "the run)", 2, file=str(where))
         judged += 1
-        material = case_material(case_dir, verdict)
+        material = case_material(case, verdict)
         key = material_key(cid, material["answer_sha256"])
         materials[key] = material
         items.extend(dict(i, answer_sha256=material["answer_sha256"], material=key, run_id=run_id)
-                     for i in _judge_items(cid, read_json_file(jpath), jpath))
+                     for i in _judge_items(cid, doc, where))
     return run_id, items, materials, judged, holdout_skipped
 
 
