@@ -36,7 +36,6 @@ sys.path.insert(0, str(HERE.parent / "scripts"))
 from app import BenchApp  # noqa: E402
 from measure import summarize, timed_child  # noqa: E402
 from scenarios import Bench  # noqa: E402
-from suite import RUN_ID  # noqa: E402
 
 SCRIPTS = HERE.parent / "scripts"
 

@@ -383,3 +383,13 @@ def committed_lines(run_dir: Path) -> dict[str, bytes]:
     from assay.core import casestore
     return {casestore.head_of(line)[0]: line for _, line in casestore.iter_lines(Path(run_dir) / casestore.JOURNAL)}
 
+
+def masked_snapshot(out: Path, masks) -> dict[str, str]:
+    """run_files(out) with each (regex, replacement) of `masks` applied and run.log compared as
+    comparable_runlog: what two runs of the same answers must agree on, file by file."""
+    files = {}
+    for rel, text in run_files(out).items():
+        for rx, sub in masks:
+            text = rx.sub(sub, text)
+        files[rel] = comparable_runlog(text) if rel == "run.log" else text
+    return files

@@ -166,8 +166,10 @@ def test_demo_break_closes_the_gate_and_the_report_shows_why(broken_demo):
     blocks = excerpts.split("\n### ")[1:]
     assert len(blocks) == min(len(failed), 10) >= 5  # every failing case is excerpted (up to 10)
     for cid, block in zip(sorted(failed), blocks):
-        assert block.startswith(f"[`{cid}`](cases/{cid}/)") and "\ninput:" in block, block
-        assert f"[verdict.json](cases/{cid}/verdict.json)" in block
+        # the run has a case journal: the id stands alone (no per-case dir to link) and the
+        # evidence is named as artifacts of its record (runner contract §8.1, §16)
+        assert block.startswith(f"`{cid}`") and "\ninput:" in block, block
+        assert "Evidence: `verdict.json`" in block and "in its record in `cases.jsonl`" in block, block
     assert "Not asserted by any case (`n/a` in every case): `state`" in report
 
 

@@ -9,7 +9,7 @@ import json
 import os
 import re
 
-from rundir_util import COST_LATENCY_MASK, ORDER_MASK, comparable_runlog
+from rundir_util import COST_LATENCY_MASK, ORDER_MASK
 import signal
 import subprocess
 import sys
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fakeapp import adapter, case, make_plan, run_runner, state
 from helpers import ROOT, SCRIPTS, run_script
-from rundir_util import cases_view, run_files
+from rundir_util import cases_view, masked_snapshot
 
 AGENT = ROOT / "tests" / "cliagent.py"
 SECRET = "s3cr3t-token-value-4711"
@@ -168,14 +168,7 @@ MASKS = [
 
 
 def snapshot(out):
-    files = {}
-    for rel, text in run_files(out).items():
-        for rx, sub in MASKS:
-            text = rx.sub(sub, text)
-        if rel == "run.log":
-            text = comparable_runlog(text)
-        files[rel] = text
-    return files
+    return masked_snapshot(out, MASKS)
 
 
 def test_hang_killed_with_grandchildren_and_kill_9_then_resume_leaves_no_orphan(state, tmp_path):

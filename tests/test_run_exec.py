@@ -593,8 +593,6 @@ def test_app_dying_mid_run_is_infra_then_abort(app, state):
 
 
 def test_internal_error_is_exit_1_with_json(app, state):
-    import shutil
-
     def handler(req):
         if req.method != "GET":   # sabotage a derived file the runner will replace, while the request is in flight
             target = state / "reports" / RUN_ID / "verdicts.jsonl"

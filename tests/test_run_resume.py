@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from rundir_util import COST_LATENCY_MASK, ORDER_MASK, comparable_runlog
+from rundir_util import COST_LATENCY_MASK, ORDER_MASK
 import signal
 import subprocess
 import sys
@@ -15,7 +15,7 @@ import pytest
 
 from fakeapp import RUN_ID, Reply, adapter, app, case, make_plan, run_runner, state
 from helpers import SCRIPTS, run_script
-from rundir_util import case_json, cases_view, drop_case, edit_case, run_files
+from rundir_util import case_json, drop_case, edit_case, masked_snapshot
 from assay.core.casestore import scan
 
 
@@ -209,14 +209,7 @@ MASKS = [
 
 
 def snapshot(out):
-    files = {}
-    for rel, text in run_files(out).items():
-        for rx, sub in MASKS:
-            text = rx.sub(sub, text)
-        if rel == "run.log":
-            text = comparable_runlog(text)
-        files[rel] = text
-    return files
+    return masked_snapshot(out, MASKS)
 
 
 def test_concurrency_8_equals_concurrency_1(app, state):
