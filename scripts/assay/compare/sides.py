@@ -60,7 +60,10 @@ class Side:
         last = getattr(self, "_last", None)
         if last is not None and last[0] == case_id:
             return last[1]
-        rec = casestore.open_store(self.run_dir).load(case_id)
+        store = getattr(self, "_store", None)
+        if store is None:   # the run dir is finished (load_side refuses a running one): one index
+            store = self._store = casestore.open_store(self.run_dir)
+        rec = store.load(case_id)
         self._last = (case_id, rec)
         return rec
 
