@@ -11,11 +11,10 @@ import pytest
 from _pytest.outcomes import Skipped, XFailed
 
 from assay.pytestplugin.items import CaseFailed, outcome
-from rundir_util import cases_view
 
 
 def case(run_dir: Path, cid: str, verdict: str, **doc) -> dict:
-    d = cases_view(run_dir) / cid
+    d = run_dir / "cases" / cid
     d.mkdir(parents=True)
     layers = doc.pop("layers", {"http": {"verdict": "pass"}})
     (d / "verdict.json").write_text(json.dumps({"case_id": cid, "verdict": verdict, "layers": layers, **doc}))
