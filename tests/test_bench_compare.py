@@ -9,9 +9,9 @@ from helpers import ROOT
 
 def test_compare_bench_quick_produces_a_valid_measurement(tmp_path):
     out = tmp_path / "compare.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "compare.py"), "--cases", "300", "--reps", "1",
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "compare.py"), "--cases", "150", "--reps", "1",
                            "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
-    assert doc["valid"] and doc["cases"] == 300 and doc["wall_s"]["median"] > 0
-    assert doc["expected_counts"] == {"expectation_changed": 5, "newly_failing": 5, "still_passing": 290}
+    assert doc["valid"] and doc["cases"] == 150 and doc["wall_s"]["median"] > 0
+    assert doc["expected_counts"] == {"expectation_changed": 3, "newly_failing": 2, "still_passing": 145}

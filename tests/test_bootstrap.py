@@ -57,6 +57,9 @@ def bare_python(tmp_path_factory):
 def _env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_NO_BOOTSTRAP", "PYTHONPATH", "ASSAY_BOOTSTRAPPED",
                                                              "VIRTUAL_ENV", "CLAUDE_PLUGIN_DATA", "ASSAY_VENV")}
+    # the venvs these tests build would have pip byte-compile every package into the suite's
+    # shared bytecode cache (tests/conftest.py), seconds of CPU per venv for nothing they check
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
     return env
 

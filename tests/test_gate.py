@@ -205,19 +205,31 @@ def test_json_output(tmp_path):
     assert out["reasons"] == ["1 gating failure(s): c-fail-1 (answer)"]
 
 
-def test_verify_runs_run_cases_or_closes_with_a_clear_reason(tmp_path, monkeypatch):
+def test_verify_is_the_runners_completeness_check_and_closes_with_a_clear_reason(tmp_path, monkeypatch):
+    from assay.rundir import completeness
     run_dir = make_run(tmp_path, passing_cases())
-    fake_scripts = tmp_path / "scripts"
-    fake_scripts.mkdir()
-    monkeypatch.setattr(gate_reasons, "SCRIPTS_DIR", fake_scripts)
+    # the real check on this hand-made dir: its manifest lacks a required key, named as --verify names it
     res = gate_mod.evaluate(run_dir)
-    assert not res.open and "cannot verify: run_cases.py is missing" in res.reasons[0]
-    (fake_scripts / "run_cases.py").write_text(
-        "import json, sys\nprint(json.dumps({'error': 'incomplete', 'missing_artifacts': ['cases/c-pass-1/answer.txt']}))\nsys.exit(6)\n")
+    assert not res.open and res.verify_clean is False
+    assert res.reasons == ["run_cases.py --verify exit 6: missing or inconsistent: manifest.yaml (does not match "
+                           "the manifest schema at (root): 'baseline_verdicts' is required but missing)"]
+    monkeypatch.setattr(completeness, "check_run_dir", lambda d: (["cases/c-pass-1/answer.txt"], [], {}))
     res = gate_mod.evaluate(run_dir)
     assert res.reasons == ["run_cases.py --verify exit 6: missing or inconsistent: cases/c-pass-1/answer.txt"]
     assert not any("NOT VERIFIED" in x for x in res.lines)
-    (fake_scripts / "run_cases.py").write_text("import sys\nassert sys.argv[1] == '--verify'\nsys.exit(0)\n")
+
+    def crash(d):
+        raise KeyError("cases")
+    monkeypatch.setattr(completeness, "check_run_dir", crash)
+    res = gate_mod.evaluate(run_dir)   # a bug in the check is a closed gate that says so, never a pass
+    assert not res.open and res.reasons == [
+        "the completeness check (run_cases.py --verify) failed: KeyError: 'cases'"]
+
+    def not_a_run(d):
+        raise completeness.RunDirError("no results.json")
+    monkeypatch.setattr(completeness, "check_run_dir", not_a_run)
+    assert gate_mod.evaluate(run_dir).reasons == ["run_cases.py --verify exit 2: --verify: no results.json"]
+    monkeypatch.setattr(completeness, "check_run_dir", lambda d: ([], [], {}))
     res = gate_mod.evaluate(run_dir)
     assert res.open and res.verify_clean is True
     assert not any("not verified" in x for x in res.lines)

@@ -23,8 +23,13 @@ from rundir_util import committed_lines
 pytestmark = pytest.mark.slow
 
 
+# The test venv holds agent frameworks for other tests; one of them (langsmith) registers a pytest
+# plugin that costs ~1-2 s of CPU to import in every session. It has nothing to do with assay's.
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin"]
+
+
 def pytest_run(cwd: Path, env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--assay", ".assay", *args],
+    return subprocess.run([*PYTEST, "--assay", ".assay", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8",
                           errors="replace", timeout=timeout)
 
@@ -114,7 +119,7 @@ def test_a_killed_session_resumes_its_run(tmp_path):
         proxy = HoldingProxy(env["HELPDESK_BASE_URL"], pass_chats=6)
         try:
             held_env = dict(env, HELPDESK_BASE_URL=proxy.url)
-            proc = subprocess.Popen([sys.executable, "-m", "pytest", "--assay", ".assay", "--assay-mode", "smoke"],
+            proc = subprocess.Popen([*PYTEST, "--assay", ".assay", "--assay-mode", "smoke"],
                                     cwd=tmp_path, env=held_env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             deadline = time.monotonic() + 60
@@ -142,24 +147,24 @@ def test_a_killed_session_resumes_its_run(tmp_path):
 def test_inactive_without_assay_and_clear_refusals(tmp_path):
     (tmp_path / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    plain = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=tmp_path, env=env,
+    plain = subprocess.run([*PYTEST, "-q"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=60)
     assert plain.returncode == 0 and "1 passed" in plain.stdout and "assay" not in plain.stdout
-    orphan = subprocess.run([sys.executable, "-m", "pytest", "--assay-mode", "smoke"], cwd=tmp_path, env=env,
+    orphan = subprocess.run([*PYTEST, "--assay-mode", "smoke"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=60)
     assert orphan.returncode == 4 and "--assay-mode needs --assay STATE_DIR" in orphan.stderr
     state = copy_state(tmp_path)
-    no_tag = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(state), "--assay-mode", "targeted"],
+    no_tag = subprocess.run([*PYTEST, "--assay", str(state), "--assay-mode", "targeted"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert no_tag.returncode == 4 and "--assay-mode targeted needs --assay-tag" in no_tag.stderr
     # the runner's pre-flight refusal (no app configured: its variables unset) stops the session, said plainly
     unset = {k: v for k, v in env.items() if not k.startswith("HELPDESK_")}
-    no_app = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(state), "--assay-mode", "smoke"],
+    no_app = subprocess.run([*PYTEST, "--assay", str(state), "--assay-mode", "smoke"],
                             cwd=tmp_path, env=unset, capture_output=True, text=True, timeout=60)
     assert no_app.returncode == 4, no_app.stdout + no_app.stderr
     assert "run_cases.py exit 3: pre-flight: environment variable(s) not set or empty: HELPDESK_BASE_URL" in no_app.stderr
     assert "Traceback" not in no_app.stdout + no_app.stderr
-    nowhere = subprocess.run([sys.executable, "-m", "pytest", "--assay", str(tmp_path)], cwd=tmp_path, env=env,
+    nowhere = subprocess.run([*PYTEST, "--assay", str(tmp_path)], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60)
     assert nowhere.returncode == 4 and "did you mean --assay" in nowhere.stderr
 

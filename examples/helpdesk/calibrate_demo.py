@@ -41,8 +41,8 @@ LABELS = HERE / "demo_labels.json"
 # is theirs only when both agree, and the calibration is of the pair as configured.
 ENSEMBLE = """# calibrate_demo.py: a two-judge ensemble of stand-ins (judge_standin.py), not models
 judges:
-  - {provider: command, command: [python3, ../judge_standin.py], model: standin-judge-1, timeout_s: 20}
-  - {provider: command, command: [python3, ../judge_standin.py, --variant, b], model: standin-judge-2, timeout_s: 20}
+  - {provider: command, command: [python3, -S, ../judge_standin.py], model: standin-judge-1, timeout_s: 20}
+  - {provider: command, command: [python3, -S, ../judge_standin.py, --variant, b], model: standin-judge-2, timeout_s: 20}
 aggregate: unanimous
 max_concurrency: 4
 """

@@ -8,9 +8,10 @@ stdout JSON and exit statuses. A traceback is a bug: it prints on stderr with ex
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.util
 import json
 import os
+import re
 import sys
 import traceback
 from typing import Any, Callable, Iterable
@@ -28,15 +29,31 @@ DEPENDENCIES = {
 INSTALL_ALL = "pip install pyyaml jsonschema markdown"
 
 
+# Imported only where first needed: a valid document never needs jsonschema (assay.schemas.fast),
+# a JSON-only command never parses YAML, and importing them costs a process more than starting
+# the interpreter does. So their presence is checked here without importing them (an absent one
+# is the exit 2 below, or the bootstrap), and an install that is present but does not import is
+# named where it is first imported (`missing_from` turns that ImportError into the same exit 2).
 def missing_dependencies(needs: Iterable[str]) -> list[str]:
-    """The modules in `needs` that do not import (absent, or installed but broken)."""
+    """The modules in `needs` that are not installed."""
     missing = []
     for mod in needs:
         try:
-            importlib.import_module(mod)
-        except ImportError:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
             missing.append(mod)
     return missing
+
+
+def missing_from(exc: ImportError) -> str | None:
+    """The dependency a failed import is about, if it is one of ours (else None: a bug)."""
+    name = (exc.name or "").split(".")[0]
+    if name in DEPENDENCIES:
+        return name
+    text = str(exc)
+    return next((mod for mod in DEPENDENCIES if re.search(rf"\b{mod}\b", text)), None)
 
 
 def dependency_error(missing: list[str], script: str, why: str | None = None) -> AssayError:
@@ -141,13 +158,25 @@ def run_command(
         return 130
     except SystemExit:
         raise
+    except ImportError as exc:
+        mod = missing_from(exc)
+        if mod is None:
+            return _internal_error(exc, script)
+        err = dependency_error([mod], script or os.path.basename(sys.argv[0]))   # installed, but broken
+        emit(err.to_json())
+        return err.code
     except BaseException as exc:  # a traceback is a bug: say so, exit 1
-        from .resources import is_runner_resource, resource_error
-        if is_runner_resource(exc):  # the disk or the descriptors ran out: the machine, not a bug
-            name = script or os.path.basename(sys.argv[0])
-            err = resource_error(exc, what=name if name.endswith(".py") else f"{name}.py")
-            emit(err.to_json())
-            return err.code
-        sys.stderr.write(writer.redact_text(traceback.format_exc()))
-        emit({"error": f"internal error: {type(exc).__name__}: {exc}", "internal": True})
-        return 1
+        return _internal_error(exc, script)
+
+
+def _internal_error(exc: BaseException, script: str = "") -> int:
+    """A traceback is a bug: say so, exit 1 (unless the machine ran out of disk or descriptors)."""
+    from .resources import is_runner_resource, resource_error
+    if is_runner_resource(exc):  # the disk or the descriptors ran out: the machine, not a bug
+        name = script or os.path.basename(sys.argv[0])
+        err = resource_error(exc, what=name if name.endswith(".py") else f"{name}.py")
+        emit(err.to_json())
+        return err.code
+    sys.stderr.write(writer.redact_text(traceback.format_exc()))
+    emit({"error": f"internal error: {type(exc).__name__}: {exc}", "internal": True})
+    return 1

@@ -107,6 +107,13 @@ def call(name: str, argv: list[Any], *, needs: tuple[str, ...] = (), capture_std
             code, doc = module.run(args)
     except AssayError as exc:
         code, doc = exc.code, exc.to_json()
+    except ImportError as exc:   # a dependency present but broken, met where it is first imported
+        from .cli import missing_from
+        mod = missing_from(exc)
+        if mod is None:
+            raise
+        err = dependency_error([mod], str(script_path(name)))
+        code, doc = err.code, err.to_json()
     except SystemExit as exc:  # --help / --version
         code, doc = (exc.code if isinstance(exc.code, int) else 0), None
     try:

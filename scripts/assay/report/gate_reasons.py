@@ -3,13 +3,9 @@ verdict.json) and says why the gate closes, or nothing. `gate.evaluate` checks t
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from ..core.casestore import read_case_json
-from ..core.commands import SCRIPTS_DIR
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
 from ..core.vocab import is_judge_unstable
@@ -18,7 +14,6 @@ from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_ga
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json
 
-VERIFY_TIMEOUT_S = 120
 REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
 OPTIONAL_INTS = ("unscored", "skipped", "scorer_errors", "repeated_5xx")
 
@@ -231,28 +226,19 @@ def canary_reason(summary: dict, mode: str | None) -> str | None:
 
 
 def run_verify(run_dir: Path) -> tuple[bool, str | None]:
-    """(clean, detail) from `run_cases.py --verify <dir>` in a subprocess."""
-    runner = SCRIPTS_DIR / "run_cases.py"
-    if not runner.is_file():
-        return False, (f"cannot verify: {runner.name} is missing from {SCRIPTS_DIR} "
-                       f"(pass --no-verify to gate without the completeness check)")
+    """(clean, detail) of the completeness check `run_cases.py --verify <dir>` runs (the same
+    function, called in this process: a gate needs no second interpreter to re-check a run)."""
+    from ..rundir.completeness import RunDirError, check_run_dir
     try:
-        proc = subprocess.run([sys.executable, str(runner), "--verify", str(run_dir)],
-                              capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return False, f"run_cases.py --verify did not finish within {VERIFY_TIMEOUT_S} s"
-    if proc.returncode == 0:
+        problems, _records, _manifest = check_run_dir(run_dir)
+    except RunDirError as exc:
+        return False, f"run_cases.py --verify exit 2: --verify: {exc}"
+    except Exception as exc:  # a bug in the check never reads as a clean run, nor as a traceback
+        return False, f"the completeness check (run_cases.py --verify) failed: {type(exc).__name__}: {exc}"
+    if not problems:
         return True, None
-    try:
-        doc = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        doc = {}
-    missing = doc.get("missing_artifacts") if isinstance(doc, dict) else None
-    if isinstance(missing, list) and missing:
-        shown = ", ".join(str(m) for m in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        return False, f"run_cases.py --verify exit {proc.returncode}: missing or inconsistent: {shown}"
-    err = doc.get("error") if isinstance(doc, dict) else None
-    return False, f"run_cases.py --verify exit {proc.returncode}: {err or proc.stderr.strip()[-300:] or 'no detail'}"
+    shown = ", ".join(str(m) for m in problems[:10]) + (f" and {len(problems) - 10} more" if len(problems) > 10 else "")
+    return False, f"run_cases.py --verify exit 6: missing or inconsistent: {shown}"
 
 
 def conversations_reason(summary: dict) -> str | None:

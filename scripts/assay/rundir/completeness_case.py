@@ -39,7 +39,7 @@ def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
 
 class _VerdictSchema:
     """--verify's JSON Schema pass over every verdict.json, with each distinct layer object
-    validated once: the envelope (with `layers` taken as any object) through jsonschema, then
+    validated once: the envelope (with `layers` taken as any object) through the yes/no check, then
     each layer against `$defs/layer`, cached by its canonical JSON (most layers of a run are
     the same few objects). Only a yes/no: any doc found invalid goes through the full
     validation, so the problem reported is exactly the full one's. Falls back to the full
@@ -50,8 +50,6 @@ class _VerdictSchema:
 
     def __init__(self) -> None:
         import copy
-
-        import jsonschema
 
         from ..schemas import load_schema
         schema = load_schema("verdict")
@@ -70,10 +68,19 @@ class _VerdictSchema:
         envelope = copy.deepcopy(schema)
         envelope["properties"]["layers"] = {"type": "object"}
         layer_schema = {"$schema": schema.get("$schema"), **layer_def}
-        cls = jsonschema.validators.validator_for(schema)
-        self.envelope = cls(envelope, format_checker=cls.FORMAT_CHECKER)
-        self.layer = cls(layer_schema, format_checker=cls.FORMAT_CHECKER)
         self.cache: dict[str, bool] = {}
+        from ..schemas.fast import Compiler, Unsupported
+        try:  # the yes/no check without jsonschema (assay.schemas.fast), else jsonschema's
+            compiler = Compiler(load_schema)
+            self.envelope_valid = compiler.compile("verdict", envelope)
+            self.layer_valid = compiler.compile("verdict", layer_schema)
+            return
+        except Unsupported:
+            pass
+        import jsonschema
+        cls = jsonschema.validators.validator_for(schema)
+        self.envelope_valid = cls(envelope, format_checker=cls.FORMAT_CHECKER).is_valid
+        self.layer_valid = cls(layer_schema, format_checker=cls.FORMAT_CHECKER).is_valid
 
     def problem(self, rec: Any) -> str | None:
         try:
@@ -86,7 +93,7 @@ class _VerdictSchema:
 
     def _valid(self, rec: Any) -> bool:
         layers = rec.get("layers") if isinstance(rec, dict) else None
-        if not isinstance(layers, dict) or set(layers) != self.names or not self.envelope.is_valid(rec):
+        if not isinstance(layers, dict) or set(layers) != self.names or not self.envelope_valid(rec):
             return False
         for layer in layers.values():
             key = json.dumps(layer, sort_keys=True, ensure_ascii=False, allow_nan=True)
@@ -94,7 +101,7 @@ class _VerdictSchema:
             if ok is None:
                 if len(self.cache) >= self.CACHE_MAX:
                     self.cache.clear()
-                ok = self.cache[key] = self.layer.is_valid(layer)
+                ok = self.cache[key] = self.layer_valid(layer)
             if not ok:
                 return False
         return True

@@ -51,6 +51,17 @@ def _validator(name: str):
     return cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER)
 
 
+@lru_cache(maxsize=None)
+def fast_checker(name: str) -> "Callable[[Any], bool] | None":
+    """The compiled yes/no check of `<name>.schema.json` (assay.schemas.fast), or None when the
+    schema uses a keyword that module does not implement (then jsonschema decides every document)."""
+    from .fast import Compiler, Unsupported
+    try:
+        return Compiler(load_schema).ref(name, "")
+    except (Unsupported, KeyError, TypeError, re.error):
+        return None
+
+
 def key_path(path: Iterable[Any]) -> str:
     """`cases[3].expect.answer` style path; `(root)` for the document itself."""
     out = ""
@@ -70,6 +81,12 @@ def iter_errors(instance: Any, name: str) -> list[dict[str, Any]]:
         return [{"path": [], "key": deep if len(deep) <= 120 else deep[:60] + " … " + deep[-40:],
                  "message": f"nested deeper than {MAX_DEPTH} levels (a hand edit or a hostile file; "
                             "assay never writes such a document)"}]
+    fast = fast_checker(name)
+    try:
+        if fast is not None and fast(instance):
+            return []   # valid: jsonschema is never imported (it words the errors of an invalid one)
+    except RecursionError:
+        return [{"path": [], "key": "(root)", "message": "nested too deeply to check"}]
     errors = []
     try:
         for err in _validator(name).iter_errors(instance):

@@ -1,0 +1,208 @@
+"""A yes/no check of a document against one of the shipped schemas, without jsonschema.
+
+Importing jsonschema costs every process that validates anything about 0.2 s of CPU, three
+times a bare interpreter's start, and almost every document a script reads is valid. So a
+shipped schema is compiled here once into plain closures that say only whether a document is
+valid, for the keywords of JSON Schema 2020-12 that the schemas use, each with jsonschema's
+own semantics (booleans are not numbers, 1.0 is an integer, `pattern` is re.search, enum and
+const compare 1 == 1.0 but never True == 1). A schema with any other keyword is not compiled
+(`assay.schemas.fast_checker()` returns None) and every check of it goes to jsonschema. A document found invalid
+goes to jsonschema too, which writes the messages: this module never words an error.
+tests/test_schema_fast.py checks both agree on every fixture and on mutated documents.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+Check = Callable[[Any], bool]
+
+# keywords that only annotate (no effect on validity)
+ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "definitions", "title", "description",
+                         "examples", "default", "deprecated", "readOnly", "writeOnly"})
+BASE = "https://assay.invalid/schemas/"
+
+
+class Unsupported(Exception):
+    """A keyword (or a $ref form) this module does not implement: use jsonschema for the schema."""
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _is_integer(x: Any) -> bool:
+    if isinstance(x, bool):
+        return False
+    return isinstance(x, int) or (isinstance(x, float) and x.is_integer())
+
+
+TYPES: dict[str, Check] = {
+    "object": lambda x: isinstance(x, dict),
+    "array": lambda x: isinstance(x, list),
+    "string": lambda x: isinstance(x, str),
+    "boolean": lambda x: isinstance(x, bool),
+    "null": lambda x: x is None,
+    "number": _is_number,
+    "integer": _is_integer,
+}
+
+
+def equal(a: Any, b: Any) -> bool:
+    """jsonschema's equality for enum/const."""
+    if a is b:
+        return True
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+class Compiler:
+    """Compiles the schemas one document at a time; `$ref`s resolve lazily (by file and pointer)."""
+
+    def __init__(self, load: Callable[[str], dict]) -> None:
+        self.load = load
+        self.done: dict[tuple[str, str], Check] = {}
+
+    def ref(self, doc_name: str, ref: str) -> Check:
+        target, _, pointer = ref.partition("#")
+        if target.startswith(BASE):
+            target = target[len(BASE):]
+        if target and not (target.endswith(".schema.json") and "/" not in target):
+            raise Unsupported(f"$ref {ref!r}")
+        name = target[: -len(".schema.json")] if target else doc_name
+        key = (name, pointer)
+        if key not in self.done:
+            holder: list[Check] = []
+            self.done[key] = lambda x: holder[0](x)     # a recursive ref resolves through this
+            node: Any = self.load(name)
+            for part in [p for p in pointer.split("/") if p]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if not isinstance(node, dict) or part not in node:
+                    raise Unsupported(f"$ref {ref!r}: no {part!r}")
+                node = node[part]
+            holder.append(self.compile(name, node))
+            self.done[key] = holder[0]
+        return self.done[key]
+
+    def compile(self, doc: str, s: Any) -> Check:
+        if s is True:
+            return lambda x: True
+        if s is False:
+            return lambda x: False
+        if not isinstance(s, dict):
+            raise Unsupported("a schema that is not an object")
+        checks: list[Check] = []
+        for kw, v in s.items():
+            if kw in ANNOTATIONS or kw in ("then", "else"):
+                continue
+            make = getattr(self, "k_" + kw.lstrip("$"), None)
+            if make is None:
+                raise Unsupported(kw)
+            checks.append(make(doc, v, s))
+        if not checks:
+            return lambda x: True
+        if len(checks) == 1:
+            return checks[0]
+        return lambda x: all(c(x) for c in checks)
+
+    # --- keywords (each returns the check for its value) -------------------------------------
+    def k_ref(self, doc, v, s):
+        return self.ref(doc, v)
+
+    def k_type(self, doc, v, s):
+        names = [v] if isinstance(v, str) else list(v)
+        tests = [TYPES[n] for n in names]
+        return tests[0] if len(tests) == 1 else (lambda x: any(t(x) for t in tests))
+
+    def k_enum(self, doc, v, s):
+        return lambda x: any(equal(x, e) for e in v)
+
+    def k_const(self, doc, v, s):
+        return lambda x: equal(x, v)
+
+    def k_properties(self, doc, v, s):
+        props = [(k, self.compile(doc, sub)) for k, sub in v.items()]
+        return lambda x: not isinstance(x, dict) or all(c(x[k]) for k, c in props if k in x)
+
+    def k_required(self, doc, v, s):
+        return lambda x: not isinstance(x, dict) or all(k in x for k in v)
+
+    def k_additionalProperties(self, doc, v, s):
+        if "patternProperties" in s:
+            raise Unsupported("patternProperties")
+        known = frozenset(s.get("properties") or ())
+        if v is False:
+            return lambda x: not isinstance(x, dict) or all(k in known for k in x)
+        sub = self.compile(doc, v)
+        return lambda x: not isinstance(x, dict) or all(sub(val) for k, val in x.items() if k not in known)
+
+    def k_propertyNames(self, doc, v, s):
+        sub = self.compile(doc, v)
+        return lambda x: not isinstance(x, dict) or all(sub(k) for k in x)
+
+    def k_minProperties(self, doc, v, s):
+        return lambda x: not isinstance(x, dict) or len(x) >= v
+
+    def k_items(self, doc, v, s):
+        if "prefixItems" in s or isinstance(v, list):
+            raise Unsupported("prefixItems")
+        sub = self.compile(doc, v)
+        return lambda x: not isinstance(x, list) or all(sub(i) for i in x)
+
+    def k_minItems(self, doc, v, s):
+        return lambda x: not isinstance(x, list) or len(x) >= v
+
+    def k_maxItems(self, doc, v, s):
+        return lambda x: not isinstance(x, list) or len(x) <= v
+
+    def k_minLength(self, doc, v, s):
+        return lambda x: not isinstance(x, str) or len(x) >= v
+
+    def k_maxLength(self, doc, v, s):
+        return lambda x: not isinstance(x, str) or len(x) <= v
+
+    def k_pattern(self, doc, v, s):
+        rx = re.compile(v)
+        return lambda x: not isinstance(x, str) or rx.search(x) is not None
+
+    def k_minimum(self, doc, v, s):
+        return lambda x: not _is_number(x) or x >= v
+
+    def k_maximum(self, doc, v, s):
+        return lambda x: not _is_number(x) or x <= v
+
+    def k_exclusiveMinimum(self, doc, v, s):
+        return lambda x: not _is_number(x) or x > v
+
+    def k_exclusiveMaximum(self, doc, v, s):
+        return lambda x: not _is_number(x) or x < v
+
+    def k_allOf(self, doc, v, s):
+        subs = [self.compile(doc, x) for x in v]
+        return lambda x: all(c(x) for c in subs)
+
+    def k_anyOf(self, doc, v, s):
+        subs = [self.compile(doc, x) for x in v]
+        return lambda x: any(c(x) for c in subs)
+
+    def k_oneOf(self, doc, v, s):
+        subs = [self.compile(doc, x) for x in v]
+        return lambda x: sum(1 for c in subs if c(x)) == 1
+
+    def k_not(self, doc, v, s):
+        sub = self.compile(doc, v)
+        return lambda x: not sub(x)
+
+    def k_if(self, doc, v, s):
+        cond = self.compile(doc, v)
+        then = self.compile(doc, s["then"]) if "then" in s else (lambda x: True)
+        other = self.compile(doc, s["else"]) if "else" in s else (lambda x: True)
+        return lambda x: then(x) if cond(x) else other(x)
