@@ -162,8 +162,8 @@ class Bench:
         finally:
             app.on_request = None
         finished = count_finished(out)
-        self.log(f"killed run: SIGKILL after {n - remaining} answers (exit {run.rc}); {finished} case dirs "
-                 f"have verdict.json")
+        self.log(f"killed run: SIGKILL after {n - remaining} answers (exit {run.rc}); {finished} cases "
+                 f"committed in cases.jsonl")
         return {"out": out, "killed": bool(holder.get("killed")), "rc": run.rc, "finished_cases": finished}
 
 
@@ -173,8 +173,8 @@ def _self_cpu() -> float:
 
 
 def count_finished(run_dir: Path) -> int:
-    cases = run_dir / "cases"
-    return sum(1 for _ in cases.glob("*/verdict.json")) if cases.is_dir() else 0
+    from assay.core.casestore import scan
+    return len(scan(run_dir).ids())
 
 
 def pristine_copy(src: Path, dst: Path) -> None:
@@ -307,35 +307,45 @@ def _mask(value: Any) -> Any:
     return value
 
 
-def _masked_file(path: Path) -> Any:
-    data = path.read_bytes()
-    if path.suffix in (".json", ".yaml"):
+def _masked_file(rel: str, data: bytes) -> Any:
+    if rel.endswith((".json", ".yaml")):
         return _mask(json.loads(data))
-    if path.suffix == ".jsonl":
+    if rel.endswith(".jsonl"):
         return [_mask(json.loads(line)) for line in data.splitlines() if line.strip()]
     return _UUID.sub("<uuid>", data.decode("utf-8", "replace"))
 
 
+def _run_files(run: Path) -> dict[str, bytes]:
+    """Every file of a run dir by relative path, its case journal expanded into one
+    `cases/<id>/<artifact>` entry per artifact (the journal's line order follows completion)."""
+    from assay.core import casestore
+    files = {str(p.relative_to(run)): p.read_bytes() for p in run.rglob("*")
+             if p.is_file() and p.name != casestore.JOURNAL}
+    for rec in casestore.scan(run).records():
+        files.update({f"cases/{rec.case_id}/{name}": rec.read(name) or b"" for name in rec.names()})
+    return files
+
+
 def determinism(run_a: Path | None, run_b: Path | None) -> dict[str, Any]:
     """Every file of two runs of one suite (c=1 and c=8) compared after masking timestamps,
-    latencies, request uuids and the keys that name the concurrency itself. run.log is left
-    out: its event order legitimately follows completion order."""
+    latencies, request uuids and the keys that name the concurrency itself; each case record's
+    artifacts compared one by one. run.log is left out: its event order (like the journal's line
+    order) legitimately follows completion order."""
     if run_a is None or run_b is None:
         return {"skipped": "no pair of runs to compare"}
-    files_a = {p.relative_to(run_a) for p in run_a.rglob("*") if p.is_file()}
-    files_b = {p.relative_to(run_b) for p in run_b.rglob("*") if p.is_file()}
-    differing = sorted(str(p) for p in files_a ^ files_b)
+    files_a, files_b = _run_files(run_a), _run_files(run_b)
+    differing = sorted(set(files_a) ^ set(files_b))
     compared = 0
-    for rel in sorted(files_a & files_b):
-        if rel.name == "run.log":
+    for rel in sorted(set(files_a) & set(files_b)):
+        if rel == "run.log":
             continue
         compared += 1
         try:
-            same = _masked_file(run_a / rel) == _masked_file(run_b / rel)
-        except (OSError, ValueError):
-            same = (run_a / rel).read_bytes() == (run_b / rel).read_bytes()
+            same = _masked_file(rel, files_a[rel]) == _masked_file(rel, files_b[rel])
+        except ValueError:
+            same = files_a[rel] == files_b[rel]
         if not same:
-            differing.append(str(rel))
+            differing.append(rel)
     return {"what": "files of the c=1 and c=8 overhead runs, equal after masking "
                     + ", ".join(sorted(MASKED_KEYS)) + " and uuids (run.log excluded)",
             "files_compared": compared, "differing_count": len(differing), "differing": differing[:20]}

@@ -280,3 +280,116 @@ def comparable_runlog(text: str) -> str:
     the timing itself, and the `order` event, the order of sending (runner contract §7, §7.1)."""
     return "\n".join(sorted(line for line in text.splitlines()
                             if not any(f'"event": "{e}"' in line for e in ("concurrency", "throughput", "order"))))
+
+
+# ---------------------------------------------------------------- case records (either layout)
+def cases_view(run_dir: Path) -> Path:
+    """The run's case records as `<id>/<artifact>` files, for a test to read like an older run
+    dir: the run's own `cases/` when it has one, else a fresh mirror of its case journal
+    (cases.jsonl) outside the run dir. Read-only use: edits go through `edit_case`."""
+    import hashlib
+    import shutil
+    import tempfile
+    from assay.core import casestore
+    run_dir = Path(run_dir)
+    if (run_dir / "cases").is_dir():
+        return run_dir / "cases"
+    view = Path(tempfile.gettempdir()) / "assay-case-views" / hashlib.sha256(
+        str(run_dir.resolve()).encode()).hexdigest()[:16]
+    shutil.rmtree(view, ignore_errors=True)
+    view.mkdir(parents=True)
+    for rec in casestore.scan(run_dir).records():
+        for name in rec.names():
+            path = view / rec.case_id / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(rec.read(name))
+    return view
+
+
+def case_json(run_dir: Path, case_id: str, name: str = "verdict.json") -> Any:
+    from assay.core import casestore
+    data = casestore.scan(run_dir).read(case_id, name)
+    return None if data is None else json.loads(data)
+
+
+def edit_case(run_dir: Path, case_id: str, name: str, data: bytes | None) -> None:
+    """Rewrite one artifact of a finished case in the journal (None deletes it; `verdict.json`
+    puts `data` verbatim in the line's verdict slot, valid JSON or not): a hand edit, for
+    --verify, --resume and the hostile-input tests."""
+    from assay.core import casestore
+    path = Path(run_dir) / casestore.JOURNAL
+    lines = path.read_bytes().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        doc = json.loads(line)
+        if doc["case_id"] != case_id:
+            continue
+        verdict = json.dumps(doc["verdict"], sort_keys=True, ensure_ascii=False).encode()
+        if name == "verdict.json":
+            verdict = data.strip()
+        elif data is None:
+            doc["files"].pop(name)
+        else:
+            doc["files"][name] = data.decode("utf-8", "surrogatepass")
+        lines[i] = (b'{"case_id": ' + json.dumps(doc["case_id"]).encode() + b', "verdict": ' + verdict
+                    + b', "files": ' + json.dumps(doc["files"], sort_keys=True).encode() + b"}\n")
+        path.write_bytes(b"".join(lines))
+        return
+    raise KeyError(case_id)
+
+
+def read_artifact(run_dir: Path, rel: str) -> str:
+    """A run file's text; `cases/<id>/<artifact>` read from the case's record."""
+    from assay.core import casestore
+    if rel.startswith("cases/") and not (Path(run_dir) / "cases").is_dir():
+        _, cid, name = rel.split("/", 2)
+        return casestore.scan(run_dir).read(cid, name).decode("utf-8")
+    return (Path(run_dir) / rel).read_text()
+
+
+def write_artifact(run_dir: Path, rel: str, data: bytes) -> None:
+    """A hand edit of a run file; `cases/<id>/<artifact>` edited inside the case's journal line."""
+    if rel.startswith("cases/") and not (Path(run_dir) / "cases").is_dir():
+        _, cid, name = rel.split("/", 2)
+        edit_case(run_dir, cid, name, data)
+    else:
+        (Path(run_dir) / rel).write_bytes(data)
+
+
+def drop_case(run_dir: Path, case_id: str) -> None:
+    """Remove a finished case's record from the journal (as if it never finished)."""
+    from assay.core import casestore
+    path = Path(run_dir) / casestore.JOURNAL
+    lines = [ln for ln in path.read_bytes().splitlines(keepends=True) if json.loads(ln)["case_id"] != case_id]
+    path.write_bytes(b"".join(lines))
+
+
+def run_files(out: Path) -> dict[str, str]:
+    """Every file of a run dir as text by relative path, the case journal expanded into one
+    `cases/<id>/<artifact>` entry per artifact (its line order follows completion, not the plan)."""
+    from assay.core import casestore
+    out = Path(out)
+    files: dict[str, str] = {}
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and path.name != casestore.JOURNAL:
+            files[str(path.relative_to(out))] = path.read_text(encoding="utf-8")
+    for rec in casestore.scan(out).records():
+        for name in rec.names():
+            files[f"cases/{rec.case_id}/{name}"] = rec.read(name).decode("utf-8")
+    return dict(sorted(files.items()))
+
+
+def committed_lines(run_dir: Path) -> dict[str, bytes]:
+    """{case id: its committed journal line} of a run dir (a finished case's record, byte for byte)."""
+    from assay.core import casestore
+    return {casestore.head_of(line)[0]: line for _, line in casestore.iter_lines(Path(run_dir) / casestore.JOURNAL)}
+
+
+def masked_snapshot(out: Path, masks) -> dict[str, str]:
+    """run_files(out) with each (regex, replacement) of `masks` applied and run.log compared as
+    comparable_runlog: what two runs of the same answers must agree on, file by file."""
+    files = {}
+    for rel, text in run_files(out).items():
+        for rx, sub in masks:
+            text = rx.sub(sub, text)
+        files[rel] = comparable_runlog(text) if rel == "run.log" else text
+    return files

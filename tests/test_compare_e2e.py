@@ -23,6 +23,7 @@ import yaml
 
 from helpers import ROOT, run_script
 from judgefake import write_calibration
+from rundir_util import cases_view
 
 pytestmark = pytest.mark.slow
 
@@ -247,7 +248,7 @@ def test_make_demo_compare(tmp_path):
     # the pairwise rubric: the broken reply (no arrival date) loses to the clean one in both orders
     assert f"pairwise refund-reply-vs-baseline-v1 vs {base.name}: 0 win, 0 tie, 1 loss" in r.stdout
     assert "pairwise refund-reply-vs-baseline-v1: not compared, no baseline run" in r.stdout   # run 1
-    judged = json.loads((cand / "cases" / JUDGED / "judge.json").read_text())
+    judged = json.loads((cases_view(cand) / JUDGED / "judge.json").read_text())
     pw = next(x for x in judged["rubrics"] if x["pin"] == "refund-reply-vs-baseline-v1")
     assert pw["outcome"] == "loss" and pw["baseline_run_id"] == base.name
     assert [c["order"] for c in pw["nodes"][0]["calls"]] == ["baseline_first", "candidate_first"]

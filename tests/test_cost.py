@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, run_script
+from rundir_util import cases_view, drop_case
 
 EXAMPLE = ROOT / "examples" / "helpdesk"
 
@@ -72,7 +73,7 @@ def _trajectory_tokens(run_dir: Path) -> tuple[int, int]:
     sent turn's turns/<n>/trajectory.json (the case-level one is a copy of the deciding turn's)."""
     tin = tout = 0
     files = []
-    for cdir in run_dir.glob("cases/*"):
+    for cdir in cases_view(run_dir).glob("*"):
         turns = list(cdir.glob("turns/*/trajectory.json"))
         files += turns or list(cdir.glob("trajectory.json"))
     for t in files:
@@ -257,12 +258,12 @@ def test_rescore_reprices_and_an_unknown_model_is_named_in_results_json(runs, tm
     # infra abort): rescore the single-turn part of the run
     manifest = json.loads((src / "manifest.yaml").read_text())
     convos = {c["id"] for c in manifest["cases"]
-              if json.loads((src / "cases" / c["id"] / "verdict.json").read_text()).get("multi_turn")}
+              if json.loads((cases_view(src) / c["id"] / "verdict.json").read_text()).get("multi_turn")}
     assert convos
     manifest["cases"] = [c for c in manifest["cases"] if c["id"] not in convos]
     (src / "manifest.yaml").write_text(json.dumps(manifest))
     for cid in convos:
-        shutil.rmtree(src / "cases" / cid)
+        drop_case(src, cid)
     r = run_script("rescore", src, "--out", out)
     assert r.rc == 0, r.stdout + r.stderr
     block, totals = _block(out), run_script("score_cost", out).json["totals"]
@@ -356,7 +357,7 @@ def test_prices_symlink_leaving_the_state_dir_is_not_read(runs, tmp_path):
     state.mkdir()
     (state / "prices.yaml").symlink_to(outside)
     manifest = json.loads((dirs[0] / "manifest.yaml").read_text())
-    records = [json.loads(p.read_text()) for p in dirs[0].glob("cases/*/verdict.json")]
+    records = [json.loads(p.read_text()) for p in cases_view(dirs[0]).glob("*/verdict.json")]
     block = results_summary(dirs[0], manifest, records, state)
     assert block["cost"]["total"] is None and "symlink that leaves the state dir" in block["cost"]["reason"]
     assert block["input_tokens"] == _block(dirs[0])["input_tokens"]   # in memory == what the runner wrote

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, run_script
+from rundir_util import cases_view
 
 DEMO = ROOT / "examples" / "helpdesk" / "demo.py"
 STATE = ROOT / "examples" / "helpdesk" / ".assay"
@@ -71,13 +72,13 @@ def check_run_dir(run_dir: Path) -> dict:
     assert results["summary"]["status"] == "ok" and results["exit_code"] == 0
     assert results["summary"]["missing_artifacts"] == []
     rows = [json.loads(line) for line in (run_dir / "verdicts.jsonl").read_text().splitlines()]
-    case_dirs = sorted(p.name for p in (run_dir / "cases").iterdir())
+    case_dirs = sorted(p.name for p in (cases_view(run_dir)).iterdir())
     assert sorted(r["case_id"] for r in rows) == case_dirs
     stats = [json.loads(line) for line in (run_dir / "verdicts_for_stats.jsonl").read_text().splitlines()]
     assert stats == [{"case_id": r["case_id"], "verdict": r["verdict"]} for r in rows
                      if r["verdict"] in ("pass", "fail")]
     for cid in case_dirs:
-        cdir = run_dir / "cases" / cid
+        cdir = cases_view(run_dir) / cid
         for name in CASE_FILES:
             assert (cdir / name).is_file(), f"{cid}/{name}"
         expect = json.loads((cdir / "expect.json").read_text())
@@ -117,9 +118,9 @@ def test_demo_passing_run_opens_the_gate(tmp_path):
     assert s["failures"] == 0 and s["passes"] > 0 and s["canaries"]["passed"] == s["canaries"]["n"] == 2
     assert s["unscored"] == 0 and s["skipped"] == 0 and s["infra_errors"] == 0
     # conversations: each turn's trace is collected and correlated on its own
-    conv = json.loads((run_dir / "cases" / "c-1ee79c26" / "verdict.json").read_text())
+    conv = json.loads((cases_view(run_dir) / "c-1ee79c26" / "verdict.json").read_text())
     assert [t["trace_collected"] for t in conv["turns"]] == [True, True]
-    ids = {json.loads((run_dir / "cases" / "c-1ee79c26" / "turns" / str(n) / "verdict.json").read_text())
+    ids = {json.loads((cases_view(run_dir) / "c-1ee79c26" / "turns" / str(n) / "verdict.json").read_text())
            ["trace"]["trace_id"] for n in (1, 2)}
     assert len(ids) == 2 and conv["turn_layers"]["t2.trajectory"]["verdict"] == "pass"
     assert app_is_stopped(state)
@@ -165,8 +166,10 @@ def test_demo_break_closes_the_gate_and_the_report_shows_why(broken_demo):
     blocks = excerpts.split("\n### ")[1:]
     assert len(blocks) == min(len(failed), 10) >= 5  # every failing case is excerpted (up to 10)
     for cid, block in zip(sorted(failed), blocks):
-        assert block.startswith(f"[`{cid}`](cases/{cid}/)") and "\ninput:" in block, block
-        assert f"[verdict.json](cases/{cid}/verdict.json)" in block
+        # the run has a case journal: the id stands alone (no per-case dir to link) and the
+        # evidence is named as artifacts of its record (runner contract §8.1, §16)
+        assert block.startswith(f"`{cid}`") and "\ninput:" in block, block
+        assert "Evidence: `verdict.json`" in block and "in its record in `cases.jsonl`" in block, block
     assert "Not asserted by any case (`n/a` in every case): `state`" in report
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, run_script
+from rundir_util import cases_view
 
 CLI = ROOT / "examples" / "helpdesk" / "cli.py"
 DEMO = ROOT / "examples" / "helpdesk" / "demo.py"
@@ -91,7 +92,7 @@ def test_demo_app_cli_break_closes_the_gate_with_traces_collected(tmp_path):
     assert verdicts["c-bed8e365"]["verdict"] == "pass"   # out of scope: exit 2 is what the case expects
     assert verdicts["c-6f3f04e8"]["verdict"] == "fail"   # the cross-tenant leak, with identity via env
     for cid in verdicts:
-        assert json.loads((run_dir / "cases" / cid / "verdict.json").read_text())["trace_status"] == "complete"
+        assert json.loads((cases_view(run_dir) / cid / "verdict.json").read_text())["trace_status"] == "complete"
     assert run_script("run_cases", "--verify", run_dir).rc == 0
     # failing cases keep their scratch dirs; passing ones do not
     area = Path(manifest["invocation"]["scratch_area"])

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 from helpers import run_script
 from rundir_util import make_run
+from rundir_util import cases_view
 
 ARGS_LAYER = {"verdict": "fail", "checks": [
     {"tool": "issue_refund", "arg": "amount", "expectation": 45.5, "call_index": 0, "calls": "any",
@@ -30,7 +31,7 @@ def a_run(tmp_path):
         {"id": "c-args", "verdict": "fail"}, {"id": "c-judged", "verdict": "fail"},
         {"id": "c-unscored", "verdict": "unscored"}, {"id": "c-unscored-soft", "verdict": "unscored", "gating": False}])
     for cid, name, layer in (("c-args", "tool_selection", ARGS_LAYER), ("c-judged", "judged", JUDGED_LAYER)):
-        path = run / "cases" / cid / "verdict.json"
+        path = cases_view(run) / cid / "verdict.json"
         doc = json.loads(path.read_text())
         doc["layers"]["answer"] = {"verdict": "pass", "checks": []}
         doc["layers"][name] = layer

@@ -21,6 +21,7 @@ import pytest
 
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
 from test_real_traces_e2e import free_port
+from rundir_util import cases_view
 
 HERE = Path(__file__).resolve().parent
 CAPTURE = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
@@ -106,8 +107,8 @@ def run_row(tmp_path, apps, row: str) -> dict[str, dict]:
     assert res.rc == 0, res.stdout + res.stderr
     got = {}
     for c in cases(names):
-        v = json.loads((out / "cases" / c["id"] / "verdict.json").read_text())
-        traj = out / "cases" / c["id"] / "trajectory.json"
+        v = json.loads((cases_view(out) / c["id"] / "verdict.json").read_text())
+        traj = cases_view(out) / c["id"] / "trajectory.json"
         assert not v.get("undeclared_tools"), (c["id"], v["undeclared_tools"])
         got[c["id"]] = {"layers": v["layers"], "trace": v["trace"], "verdict": v["verdict"],
                         "tool_calls": json.loads(traj.read_text())["tool_calls"] if traj.exists() else None}

@@ -20,6 +20,8 @@ import shutil
 import pytest
 
 from assay.core.cli import run_command
+from assay.core.casestore import scan
+from rundir_util import read_artifact, write_artifact
 from fakeapp import FakeApp, case, make_plan, make_state, run_runner, write_plan
 
 SEED = int(os.environ.get("ASSAY_FUZZ_SEED", "20261130"))
@@ -55,6 +57,13 @@ def _paths(doc, prefix=()):
         for i, v in enumerate(doc):
             out += _paths(v, prefix + (i,))
     return out
+
+
+def _has(run_dir, rel: str) -> bool:
+    if rel.startswith("cases/"):
+        _, cid, name = rel.split("/", 2)
+        return scan(run_dir).read(cid, name) is not None
+    return (run_dir / rel).exists()
 
 
 def _hand_edit(rel: str, raw: str, rng: random.Random, mutate_whole: bool, replacements: list[str]) -> str:
@@ -146,8 +155,7 @@ def test_hand_edited_run_files_never_make_a_traceback(finished, tmp_path):
         work = tmp_path / f"r{i}" / finished.name
         shutil.copytree(finished, work)
         rel = RUN_FILES[i % len(RUN_FILES)]
-        path = work / rel
-        raw = path.read_text()
+        raw = read_artifact(work, rel)
         if rel.endswith(".jsonl") or rel == "run.log":
             lines = raw.splitlines()
             k = rng.randrange(len(lines))
@@ -155,7 +163,7 @@ def test_hand_edited_run_files_never_make_a_traceback(finished, tmp_path):
             text = "\n".join(lines) + "\n"
         else:
             text = _mutate(json.loads(raw), rng) if i % 4 else rng.choice([_deep(100000), _deep(900), raw[:40], ""])
-        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        write_artifact(work, rel, text.encode("utf-8", "surrogatepass"))
         what = f"run-file mutation {i} of {rel}: {text[:300]}"
         _assert_clean(*call("run_cases", "--verify", work), (0, 2, 6), what + " (--verify)")
         _assert_clean(*call("gate", work, "--no-verify", "--json"), (0, 1, 2), what + " (gate)")
@@ -194,11 +202,13 @@ def test_absurd_numbers_are_refused_before_anything_is_sent(tmp_path, execution)
 def test_deep_run_files_are_defects_not_tracebacks(finished, tmp_path):
     work = tmp_path / finished.name
     shutil.copytree(finished, work)
-    (work / "cases" / "c-1" / "verdict.json").write_text(_deep(100000))
+    write_artifact(work, "cases/c-1/verdict.json", _deep(100000).encode())
     rc, out, err = call("run_cases", "--verify", work)
     _assert_clean(rc, out, err, (6,), "100,000-deep verdict.json")
     assert any(p.startswith("cases/c-1/verdict.json") for p in json.loads(out)["missing_artifacts"])
-    (work / "cases" / "c-1" / "verdict.json").write_text(json.dumps({"case_id": json.loads(_deep(150))}))
+    shutil.rmtree(work)
+    shutil.copytree(finished, work)
+    write_artifact(work, "cases/c-1/verdict.json", json.dumps({"case_id": json.loads(_deep(150))}).encode())
     rc, out, err = call("run_cases", "--verify", work)
     _assert_clean(rc, out, err, (6,), "150-deep verdict.json")
     for text in (_deep(100000), json.dumps({"summary": {"x": json.loads(_deep(150))}})):
@@ -241,12 +251,12 @@ def test_hand_edited_shards_never_make_a_traceback_in_merge_runs(sharded, tmp_pa
         for s, w in zip(shards, work):
             shutil.copytree(s, w)
         rel = files[i % len(files)]
-        path = next((w / rel for w in work if (w / rel).exists()), None)
-        if path is None:
+        holder = next((w for w in work if _has(w, rel)), None)
+        if holder is None:
             continue
-        raw = path.read_text()
+        raw = read_artifact(holder, rel)
         text = _hand_edit(rel, raw, rng, bool(i % 3), ['"x"', "[]", "null", raw[:30]])
-        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        write_artifact(holder, rel, text.encode("utf-8", "surrogatepass"))
         merged_plan = dict(plan, paths=dict(plan["paths"], state_dir=str(root.parent)))
         mp = root.parent / "plan.json"
         mp.write_text(json.dumps(merged_plan))
@@ -262,10 +272,9 @@ def test_hand_edited_run_files_never_make_a_traceback_in_rescore_cost_and_budget
         work = reports / finished.name
         shutil.copytree(finished, work)
         rel = RUN_FILES[i % len(RUN_FILES)]
-        path = work / rel
-        raw = path.read_text()
+        raw = read_artifact(work, rel)
         text = _hand_edit(rel, raw, rng, bool(i % 3), ['"x"', "[]", "null", "1e400", raw[:40]])
-        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        write_artifact(work, rel, text.encode("utf-8", "surrogatepass"))
         what = f"run-file mutation {i} of {rel}: {text[:300]}"
         _assert_clean(*call("rescore", work, "--out", reports / "smoke-20261201T000000Z"), (0, 2, 3, 5, 6, 7),
                       what + " (rescore)")
@@ -279,7 +288,7 @@ def test_hand_edited_run_files_never_make_a_traceback_in_rescore_cost_and_budget
 def test_a_hand_edited_verdict_is_never_a_traceback(finished, tmp_path, text):
     work = tmp_path / "app" / ".assay" / "reports" / finished.name
     shutil.copytree(finished, work)
-    (work / "cases" / "c-1" / "verdict.json").write_text(text)
+    write_artifact(work, "cases/c-1/verdict.json", text.encode())
     for script, argv, allowed in (("gate", ["--json", "--max-cost-per-case", "1", "--max-p95-latency-s", "5"], (1, 2)),
                                   ("draft_report", ["-o", "-"], (0, 2)), ("score_cost", [], (0, 2)),
                                   ("run_cases", ["--verify"], (6,))):

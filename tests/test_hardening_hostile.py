@@ -17,6 +17,7 @@ from assay.core import hostile, jsonio
 from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, traces_data
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
+from rundir_util import cases_view, drop_case, run_files
 
 TOKENS = ["NaN", "Infinity", "-Infinity", "1e400", "-2.5e999", '"\\ud800"', '"tail \\udfff"', '"\\udc00\\ud800"']
 PLACES = {   # where the token goes -> which layer reads it
@@ -47,12 +48,14 @@ def _random_body(rng: random.Random) -> str:
 
 
 def _strict_files(out) -> int:
-    """Every JSON file the run wrote parses with assay's strict reader (no NaN, no lone surrogate)."""
+    """Every JSON file the run wrote, and every JSON artifact inside each case record of its
+    journal, parses with assay's strict reader (no NaN, no lone surrogate)."""
     n = 0
-    for path in out.rglob("*"):
-        if path.is_file() and path.suffix in (".json", ".jsonl", ".log"):
-            text = path.read_bytes().decode("utf-8")   # valid UTF-8: no surrogate was written raw
-            if path.suffix == ".json":
+    for line in (out / "cases.jsonl").read_bytes().decode("utf-8").splitlines():
+        jsonio.loads(line)   # the journal's lines themselves are strict JSON
+    for rel, text in run_files(out).items():   # valid UTF-8: no surrogate was written raw
+        if rel.endswith((".json", ".jsonl", ".log")):
+            if rel.endswith(".json"):
                 jsonio.loads(text)
             else:
                 for line in text.splitlines():
@@ -88,7 +91,7 @@ def test_hostile_answer_bodies_are_data(tmp_path):
         assert res.rc == 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr[-3000:])
         assert _strict_files(out) > len(bodies)
         for cid, place in expected.items():
-            v = json.loads((out / "cases" / cid / "verdict.json").read_text())
+            v = json.loads((cases_view(out) / cid / "verdict.json").read_text())
             answer, routing = v["layers"]["answer"], v["layers"]["routing"]
             if place == "answer":
                 assert answer["verdict"] == "unscored" and "JSON cannot carry" in answer["reason"], (cid, answer)
@@ -98,18 +101,18 @@ def test_hostile_answer_bodies_are_data(tmp_path):
                 assert answer["verdict"] == "pass", (cid, answer)
             else:
                 assert answer["verdict"] == "pass" and routing["verdict"] == "pass", (cid, v["layers"])
-            response = json.loads((out / "cases" / cid / "response.json").read_text())
+            response = json.loads((cases_view(out) / cid / "response.json").read_text())
             assert any("recorded as text" in n for n in response["notes"]), (cid, response["notes"])
         # recorded as text: the NaN the app sent is the string "NaN" in response.json
-        assert json.loads((out / "cases" / "c-answer-0" / "response.json").read_text())["body"]["message"] == "NaN"
+        assert json.loads((cases_view(out) / "c-answer-0" / "response.json").read_text())["body"]["message"] == "NaN"
 
         verify = run_runner("--verify", out)
         assert verify.rc == 0, verify.stdout
         # a case killed before its verdict was written is re-run by --resume
-        (out / "cases" / "c-answer-0" / "verdict.json").unlink()
+        drop_case(out, "c-answer-0")
         resumed = run_runner("--plan", write_plan(state, plan), "--out", out, "--resume", "--progress", "never")
         assert resumed.rc == 0 and "Traceback" not in resumed.stderr, (resumed.stdout, resumed.stderr[-3000:])
-        assert (out / "cases" / "c-answer-0" / "verdict.json").exists()
+        assert (cases_view(out) / "c-answer-0" / "verdict.json").exists()
     gate = run_script("gate", out, "--json")
     assert gate.rc in (0, 1) and "Traceback" not in gate.stderr, gate.stderr[-2000:]
 
@@ -168,7 +171,7 @@ def test_hostile_span_attributes_are_data(tmp_path):
     assert res.rc == 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr[-3000:])
     _strict_files(out)
     for message, (where, _) in SPAN_CASES.items():
-        layers = json.loads((out / "cases" / f"s-{message}" / "verdict.json").read_text())["layers"]
+        layers = json.loads((cases_view(out) / f"s-{message}" / "verdict.json").read_text())["layers"]
         assert layers["answer"]["verdict"] == "pass", (message, layers["answer"])
         if where in ("args", "result"):   # the tool call holds it: every check that reads tool calls is unscored
             for name in ("trajectory", "tool_selection"):
@@ -220,7 +223,7 @@ def test_a_span_line_too_deep_to_parse_is_named_not_missing(tmp_path):
         out = state / "reports" / plan["run_id"]
         res = run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
     assert res.rc == 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr[-3000:])
-    v = json.loads((out / "cases" / "s-deep" / "verdict.json").read_text())
+    v = json.loads((cases_view(out) / "s-deep" / "verdict.json").read_text())
     reason = v["layers"]["trajectory"]["reason"]
     assert v["layers"]["trajectory"]["verdict"] == "infra_incomplete", v["layers"]["trajectory"]
     assert "nested too deeply to parse" in reason and "no span with trace id" not in reason, reason

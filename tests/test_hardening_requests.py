@@ -13,6 +13,7 @@ import socket
 import threading
 
 from fakeapp import case, make_plan, make_state, run_runner, write_plan
+from rundir_util import cases_view
 
 
 class RawApp:
@@ -109,11 +110,11 @@ def _run(tmp_path, app, n_cases=2, max_attempts=3):
 
 
 def _verdict(out, cid):
-    return json.loads((out / "cases" / cid / "verdict.json").read_text())
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text())
 
 
 def _response(out, cid):
-    return json.loads((out / "cases" / cid / "response.json").read_text())
+    return json.loads((cases_view(out) / cid / "response.json").read_text())
 
 
 def test_a_dropped_keep_alive_request_is_an_attempt_never_a_silent_resend(tmp_path):

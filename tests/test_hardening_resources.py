@@ -22,12 +22,13 @@ import pytest
 
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
 from helpers import SCRIPTS
+from rundir_util import cases_view
 
 
 def _blamed_the_app(out) -> list[str]:
     """Cases whose verdict says the app failed because of the runner's descriptors or disk."""
     bad = []
-    for v in (out / "cases").glob("*/verdict.json"):
+    for v in (cases_view(out)).glob("*/verdict.json"):
         doc = json.loads(v.read_text())
         text = json.dumps(doc)
         if "Too many open files" in text or "No space left" in text:
@@ -65,7 +66,8 @@ def test_out_of_file_descriptors_is_named_and_never_blamed_on_the_app(tmp_path):
 
 
 def test_a_full_disk_injected_at_the_writer_is_exit_5_and_resume_finishes(tmp_path, monkeypatch):
-    """In-process: the writer raises ENOSPC from the 25th file on (an injected fault, not a real disk)."""
+    """In-process: the writer raises ENOSPC from its 10th write on (an injected fault, not a real disk),
+    a file or a case's journal line alike (the journal is appended through writer.append_all)."""
     import contextlib
     import io
 
@@ -74,14 +76,22 @@ def test_a_full_disk_injected_at_the_writer_is_exit_5_and_resume_finishes(tmp_pa
     from assay.run.command import EXAMPLE, add_arguments, run
     from assay.core.cli import make_parser
 
-    real = writer.write_bytes
-    calls = {"n": 0}
+    real, real_append = writer.write_bytes, writer.append_all
+    calls = {"n": 0, "appends": 0}
+
+    def fault(where):
+        calls["n"] += 1
+        if calls["n"] > 10:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
 
     def full(path, data, **kw):
-        calls["n"] += 1
-        if calls["n"] > 25:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+        fault(os.fspath(path))
         return real(path, data, **kw)
+
+    def full_append(fd, data):
+        calls["appends"] += 1
+        fault("cases.jsonl")
+        return real_append(fd, data)
 
     def parser():
         p = make_parser("run_cases.py", "run_cases", EXAMPLE)
@@ -93,11 +103,14 @@ def test_a_full_disk_injected_at_the_writer_is_exit_5_and_resume_finishes(tmp_pa
         path = write_plan(state, plan)
         out_dir = state / "reports" / plan["run_id"]
         monkeypatch.setattr(writer, "write_bytes", full)
+        monkeypatch.setattr(writer, "append_all", full_append)
         buf_out, buf_err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(buf_out), contextlib.redirect_stderr(buf_err):
             rc = run_command(parser, run, argv=["--plan", str(path), "--out", str(out_dir), "--progress", "never"],
                              script="run_cases.py")
         monkeypatch.setattr(writer, "write_bytes", real)
+        monkeypatch.setattr(writer, "append_all", real_append)
+        assert calls["appends"] and calls["n"] > 10   # the fault was hit, case lines among the writes
         assert rc == 5 and "Traceback" not in buf_err.getvalue(), (rc, buf_out.getvalue(), buf_err.getvalue())
         err = json.loads(buf_out.getvalue().strip().splitlines()[-1])
         assert err["cause"] == "ENOSPC" and "--resume" in err["error"] and "not the app" in err["error"], err

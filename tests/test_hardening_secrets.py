@@ -16,6 +16,7 @@ import pytest
 from assay.core import writer
 from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from helpers import run_script
+from rundir_util import cases_view
 
 RUN_ID = "smoke-20261129T101500Z"
 TOKEN = "tok-SeCrEt-4f9a1c77e0"   # what $ECHO_API_KEY holds
@@ -169,12 +170,12 @@ def test_the_app_really_echoed_the_token(echoed):
     """The test would prove nothing if the token never came back: the run saw it and redacted it."""
     tmp, out, outputs = echoed
     assert outputs["run"].rc == 0, outputs["run"].stdout
-    route = json.loads((out / "cases" / "c-route" / "verdict.json").read_text())["layers"]["routing"]
+    route = json.loads((cases_view(out) / "c-route" / "verdict.json").read_text())["layers"]["routing"]
     assert route["observed"] == "billing <redacted>"
-    assert (out / "cases" / "c-answer" / "answer.txt").read_text() == "your key is <redacted>!"
-    actual = json.loads((out / "cases" / "c-value" / "actual.json").read_text())
+    assert (cases_view(out) / "c-answer" / "answer.txt").read_text() == "your key is <redacted>!"
+    actual = json.loads((cases_view(out) / "c-value" / "actual.json").read_text())
     assert "<redacted>" in json.dumps(actual)
-    traj = (out / "cases" / "c-trace" / "trajectory.json").read_text()
+    traj = (cases_view(out) / "c-trace" / "trajectory.json").read_text()
     assert "<redacted>" in traj
     assert outputs["verify"].rc == 0, outputs["verify"].stdout
 
@@ -257,10 +258,10 @@ def test_function_mode_exceptions_and_answers_are_redacted(tmp_path):
     env = {"ECHO_FN_KEY": TOKEN}
     res = run_script("run_cases", "--plan", tmp_path / "plan.json", "--out", out, env=env)
     assert res.rc == 0, res.stdout
-    boom = json.loads((out / "cases" / "c-boom" / "verdict.json").read_text())
+    boom = json.loads((cases_view(out) / "c-boom" / "verdict.json").read_text())
     assert boom["verdict"] == "infra_error" and "bad key <redacted>" in boom["infra_reason"]
     assert "bad key <redacted>" in (out / "run.log").read_text()
-    assert (out / "cases" / "c-hello" / "answer.txt").read_text() == "hello, your key is <redacted>"
+    assert (cases_view(out) / "c-hello" / "answer.txt").read_text() == "hello, your key is <redacted>"
     gate = run_script("gate", out, "--json", env=env)
     hits = _where(tmp_path, TOKEN.encode())
     assert hits == [] and TOKEN not in res.stdout + res.stderr + gate.stdout + gate.stderr, hits

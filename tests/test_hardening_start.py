@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from fakeapp import FakeApp, _run_runner_in_process, case, make_plan, make_state, run_runner, write_plan
+from rundir_util import cases_view
 
 
 def _plan(state, url):
@@ -43,7 +44,7 @@ def test_resume_still_refuses_a_dir_with_a_finished_case_but_no_manifest(tmp_pat
     (out / "cases" / "c-1" / "verdict.json").write_text('{"case_id": "c-1"}')
     res = run_runner("--plan", write_plan(state, plan), "--out", out, "--resume")
     assert res.rc == 2 and "no manifest.yaml" in res.json["error"]
-    assert (out / "cases" / "c-1" / "verdict.json").exists()
+    assert (cases_view(out) / "c-1" / "verdict.json").exists()
 
 
 def test_manifest_is_the_first_thing_in_the_run_dir(tmp_path, monkeypatch):

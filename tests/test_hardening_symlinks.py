@@ -12,6 +12,7 @@ import pytest
 
 from fakeapp import FakeApp, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
+from rundir_util import cases_view
 
 
 def _plan(state, app_url, **kw):
@@ -126,25 +127,28 @@ def test_resume_never_appends_through_a_run_log_symlink(finished):
 
 def test_resume_never_deletes_through_a_cases_symlink_and_verify_flags_it(finished):
     tmp, state, plan_path, out, app = finished
-    elsewhere = tmp / "precious"
-    elsewhere.mkdir(exist_ok=True)
-    for name in ("a", "b", "c"):
-        (elsewhere / name).mkdir(exist_ok=True)
-        (elsewhere / name / "keep.txt").write_text(name)
-    undo = _swap(out / "cases", elsewhere)
+    precious = _outside(tmp, "cases.jsonl", (out / "cases.jsonl").read_text() + '{"case_id": "torn')
+    before = precious.read_bytes()
+    undo = _swap(out / "cases.jsonl", precious)   # the case journal: --resume would cut its torn tail
     try:
         res = run_runner("--plan", plan_path, "--out", out, "--resume")
         verify = run_runner("--verify", out)
     finally:
         undo()
-    _refused(res, "cases")
-    assert sorted(p.name for p in elsewhere.iterdir()) == ["a", "b", "c"]
+    _refused(res, "cases.jsonl")
+    assert precious.read_bytes() == before
     assert verify.rc == 6, verify.stdout
-    assert any(p.startswith("cases (a symlink") for p in verify.json["missing_artifacts"]), verify.json
+    assert any(p.startswith("cases.jsonl (a symlink") for p in verify.json["missing_artifacts"]), verify.json
 
 
 def test_verify_treats_a_symlinked_verdict_as_a_defect(finished):
     tmp, state, plan_path, out, app = finished
+    older = tmp / "older" / out.name      # the run as an older assay wrote it: cases/<id>/<file>
+    if not older.exists():
+        shutil.copytree(out, older)
+        shutil.copytree(cases_view(out), older / "cases")
+        (older / "cases.jsonl").unlink()
+    out = older
     real = out / "cases" / "c-1" / "verdict.json"
     copy = _outside(tmp, "verdict.json", real.read_text())
     undo = _swap(real, copy)

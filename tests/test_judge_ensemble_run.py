@@ -14,6 +14,7 @@ import pytest
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
 from helpers import run_script
 from judgefake import anthropic_handler, judge_block, openai_handler, prompt_parts, write_calibration, write_rubric
+from rundir_util import cases_view
 
 FULL = "Refund of 20 USD issued; it arrives within 5 business days."
 NO_ETA = "Refund of 20 USD issued."
@@ -65,7 +66,7 @@ def test_ensemble_of_three_one_dissenter_majority_keeps_every_call(state, server
     plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config)
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
-    doc = read(out / "cases" / "c-1" / "judge.json")
+    doc = read(cases_view(out) / "c-1" / "judge.json")
     rub = doc["rubrics"][0]
     assert rub["verdict"] == "pass" and rub["provisional"] is False  # calibrated as the ensemble configured
     for node in rub["nodes"]:
@@ -74,7 +75,7 @@ def test_ensemble_of_three_one_dissenter_majority_keeps_every_call(state, server
         assert len(node["calls"]) == 3 and sorted(c["judge"] for c in node["calls"]) == [1, 2, 3]
         assert node["reason"].startswith("majority of 3 judges (pass x2, fail)")
     assert doc["aggregate"] == "majority" and [j["provider"] for j in doc["judges"]] == ["anthropic", "openai", "command"]
-    v = read(out / "cases" / "c-1" / "verdict.json")
+    v = read(cases_view(out) / "c-1" / "verdict.json")
     assert v["layers"]["judged"]["verdict"] == "pass" and v["verdict"] == "pass"
     # usage split by model: two priced models and the command judge (no model, no usage)
     by_model = v["judge_usage"]["by_model"]
@@ -88,7 +89,7 @@ def test_ensemble_of_three_one_dissenter_majority_keeps_every_call(state, server
     plan2["paths"]["judge_calibration"] = "judge/calibration.json"
     r2, out2 = go(state, plan2)
     assert r2.rc == 0, r2.stdout + r2.stderr
-    j2 = read(out2 / "cases" / "c-1" / "verdict.json")["layers"]["judged"]
+    j2 = read(cases_view(out2) / "c-1" / "verdict.json")["layers"]["judged"]
     assert j2["provisional"] is True and "the set of judges" in j2["rubrics"][0]["why_provisional"]
 
 
@@ -121,13 +122,13 @@ def test_alternating_judge_is_unstable_unscored_and_named_apart(state, servers):
     plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config)
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
-    v1, v2 = (read(out / "cases" / c / "verdict.json") for c in ("c-1", "c-2"))
+    v1, v2 = (read(cases_view(out) / c / "verdict.json") for c in ("c-1", "c-2"))
     assert v1["verdict"] == "pass" and v1["judge_unstable"] is False
     assert v2["verdict"] == "unscored" and v2["judge_unstable"] is True   # never pass, never an app fail
     j = v2["layers"]["judged"]
     assert j["verdict"] == "unscored" and j["judge_unstable"] is True
     assert "states-arrival" in j["reason"] and "answered pass, fail over 2 asks" in j["reason"]
-    node = {n["node_id"]: n for n in read(out / "cases" / "c-2" / "judge.json")["rubrics"][0]["nodes"]}
+    node = {n["node_id"]: n for n in read(cases_view(out) / "c-2" / "judge.json")["rubrics"][0]["nodes"]}
     assert node["states-arrival"]["verdict"] == "judge_unstable" and len(node["states-arrival"]["calls"]) == 2
     assert node["states-amount"]["verdict"] == "pass"
     res = read(out / "results.json")
@@ -194,13 +195,13 @@ def test_conversation_fails_at_the_turn_whose_rubric_fails_and_the_transcript_is
     plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True}, config)
     r, out = go(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
-    v = read(out / "cases" / "c-turn" / "verdict.json")
+    v = read(cases_view(out) / "c-turn" / "verdict.json")
     # the checkpoint rubric on turn 2 fails: the conversation fails THERE and turn 3 is never sent
     assert (v["verdict"], v["failed_turn"], v["turns_sent"]) == ("fail", 2, 2)
     assert v["stop_reason"].startswith("turn 2: judged:")
     assert v["layers"]["judged"]["turn"] == 2 and v["layers"]["judged"]["verdict"] == "fail"
     assert [t.get("judged", False) for t in v["turns"]] == [False, True]
-    tdoc = read(out / "cases" / "c-turn" / "turns" / "2" / "judge.json")
+    tdoc = read(cases_view(out) / "c-turn" / "turns" / "2" / "judge.json")
     assert tdoc["turn"] == 2 and tdoc["scopes"] == ["turn"] and tdoc["rubrics"][0]["scope"] == "turn"
     prompt = tdoc["rubrics"][0]["nodes"][0]["calls"][0]["prompt"]
     # the turn is judged with the transcript so far as context
@@ -208,15 +209,15 @@ def test_conversation_fails_at_the_turn_whose_rubric_fails_and_the_transcript_is
     assert prompt.index("<untrusted-earlier-turns-") < prompt.index("<untrusted-answer-")
     node, answer = prompt_parts(prompt)
     assert answer == "Refund of 20 USD issued for INV-2."
-    case_doc = read(out / "cases" / "c-turn" / "judge.json")
+    case_doc = read(cases_view(out) / "c-turn" / "judge.json")
     assert case_doc["multi_turn"] is True and case_doc["rubrics"][0]["turn"] == 2
     assert "calls" not in case_doc["rubrics"][0]["nodes"][0]   # the calls are kept per turn
     # the case-level rubric judges the whole conversation once, at its last turn: the amount is in
     # turn 1's answer (a pass quoting it), the arrival nowhere (a fail at turn 3)
-    w = read(out / "cases" / "c-whole" / "verdict.json")
+    w = read(cases_view(out) / "c-whole" / "verdict.json")
     assert w["turns_sent"] == 3 and [t.get("judged", False) for t in w["turns"]] == [False, False, True]
     assert (w["verdict"], w["failed_turn"]) == ("fail", 3)
-    wdoc = read(out / "cases" / "c-whole" / "turns" / "3" / "judge.json")
+    wdoc = read(cases_view(out) / "c-whole" / "turns" / "3" / "judge.json")
     assert wdoc["rubrics"][0]["scope"] == "transcript"
     wnodes = {n["node_id"]: n for n in wdoc["rubrics"][0]["nodes"]}
     assert (wnodes["states-amount"]["verdict"], wnodes["states-arrival"]["verdict"]) == ("pass", "fail")

@@ -15,6 +15,7 @@ from test_judge_run import judge_server as judge  # noqa: F401 (fixture)
 from assay.core.vocab import JUDGE_UNSTABLE
 from assay.judge.pairwise import candidate_outcome, fold_rubric
 from assay.judge.verdict import agree
+from rundir_util import cases_view, edit_case
 
 PAIRWISE = """---
 rubric_id: eta-vs-baseline
@@ -86,7 +87,7 @@ def run(state, app, judge, run_id, *args, calibrated=False):
 
 
 def doc(out, cid):
-    return json.loads((out / "cases" / cid / "judge.json").read_text())["rubrics"][0]
+    return json.loads((cases_view(out) / cid / "judge.json").read_text())["rubrics"][0]
 
 
 def test_outcomes_fold_and_agree():
@@ -132,7 +133,7 @@ def test_pairwise_in_both_orders_a_first_position_bias_is_caught(app, state, jud
         got = doc(biased, cid)
         assert got["verdict"] == JUDGE_UNSTABLE and "flips with the order" in got["reason"]
         assert len(got["nodes"][0]["calls"]) == 2                    # both calls kept
-        verdict = json.loads((biased / "cases" / cid / "verdict.json").read_text())
+        verdict = json.loads((cases_view(biased) / cid / "verdict.json").read_text())
         assert verdict["verdict"] != "pass" and verdict["layers"]["judged"]["verdict"] == "unscored"
         assert "judge_unstable: the verdict flips with the order" in verdict["layers"]["judged"]["reason"]
     pw = json.loads((biased / "results.json").read_text())["summary"]["judged"]["pairwise"]["eta-vs-baseline-v1"]
@@ -145,14 +146,14 @@ def test_a_calibrated_pairwise_loss_gates_and_a_missing_baseline_answer_is_unsco
     app_handler.mode = "full"
     judge.handler = judge_handler(fair, seen)
     base = run(state, app, judge, "smoke-20261201T110000Z")
-    (base / "cases" / "c-2" / "answer.txt").unlink()                 # the baseline has no answer for c-2
+    edit_case(base, "c-2", "answer.txt", None)                       # the baseline has no answer for c-2
     app_handler.mode = "no-eta"
     worse = run(state, app, judge, "smoke-20261201T110100Z", "--baseline", base, calibrated=True)
     c1 = doc(worse, "c-1")
     assert c1["outcome"] == "loss" and c1["provisional"] is False
     c2 = doc(worse, "c-2")
     assert c2["verdict"] == "unscored" and "has no answer for c-2" in c2["reason"]
-    v1 = json.loads((worse / "cases" / "c-1" / "verdict.json").read_text())
+    v1 = json.loads((cases_view(worse) / "c-1" / "verdict.json").read_text())
     assert v1["verdict"] == "fail" and v1["layers"]["judged"]["verdict"] == "fail"
     from helpers import run_script
     g = run_script("gate", worse)

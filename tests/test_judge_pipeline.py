@@ -13,6 +13,7 @@ from fixtures_authoring import PROFILE, _case
 from helpers import run_script, write_yaml
 from judgefake import RUBRIC
 from test_judge_run import ANSWERS, JUDGE_CMD, app_handler
+from rundir_util import cases_view
 
 ADAPTER = """\
 adapter_version: 1
@@ -105,7 +106,7 @@ def test_smoke_judges_only_with_flag_and_rescore(tmp_path, app):
     out = state / "reports" / "smoke-20261130T000000Z"
     r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", out, env=env)
     assert r.rc == 0, r.stdout
-    assert json.loads((out / "cases" / "c-00000002" / "judge.json").read_text())["rubrics"][0]["verdict"] == "fail"
+    assert json.loads((cases_view(out) / "c-00000002" / "judge.json").read_text())["rubrics"][0]["verdict"] == "fail"
     calls_before = json.loads((out / "results.json").read_text())["summary"]["judged"]["usage"]["calls"]
     assert calls_before == 4
 
@@ -118,13 +119,13 @@ def test_smoke_judges_only_with_flag_and_rescore(tmp_path, app):
     assert len(app.posts()) == posts
     assert verdicts(new) == verdicts(out)
     for cid in ("c-00000001", "c-00000002"):
-        a = json.loads((out / "cases" / cid / "verdict.json").read_text())
-        b = json.loads((new / "cases" / cid / "verdict.json").read_text())
+        a = json.loads((cases_view(out) / cid / "verdict.json").read_text())
+        b = json.loads((cases_view(new) / cid / "verdict.json").read_text())
         assert {k: v for k, v in a["layers"].items() if k != "judged"} == \
             {k: v for k, v in b["layers"].items() if k != "judged"}
         assert b["layers"]["judged"]["provisional_verdict"] == a["layers"]["judged"]["provisional_verdict"]
-        assert (new / "cases" / cid / "answer.txt").read_text() == (out / "cases" / cid / "answer.txt").read_text()
-    doc = json.loads((new / "cases" / "c-00000002" / "judge.json").read_text())
+        assert (cases_view(new) / cid / "answer.txt").read_text() == (cases_view(out) / cid / "answer.txt").read_text()
+    doc = json.loads((cases_view(new) / "c-00000002" / "judge.json").read_text())
     assert doc["rubrics"][0]["reused_from"] == "smoke-20261130T000000Z" and doc["usage"]["calls"] == 0
     manifest = json.loads((new / "manifest.yaml").read_text())
     assert manifest["manifest_extra"]["rescored_from"]["run_id"] == "smoke-20261130T000000Z"
@@ -156,7 +157,7 @@ def test_smoke_judges_only_with_flag_and_rescore(tmp_path, app):
     (state / "rubrics" / "refund-eta.md").write_text(RUBRIC.replace("with its currency", "and its currency"))
     new4 = state / "reports" / "smoke-20261130T040000Z"
     assert run_script("rescore", out, "--out", new4, "--judge").rc == 0
-    doc4 = json.loads((new4 / "cases" / "c-00000002" / "judge.json").read_text())
+    doc4 = json.loads((cases_view(new4) / "c-00000002" / "judge.json").read_text())
     assert "reused_from" not in doc4["rubrics"][0] and doc4["usage"]["calls"] == 2
 
 

@@ -13,6 +13,7 @@ import pytest
 from fakeapp import FakeApp, Reply, app, state  # noqa: F401 (fixtures)
 from judgefake import anthropic_handler, openai_handler
 from test_judge_run import KEY, app_handler, go, judged_plan, rcase
+from rundir_util import cases_view
 
 
 @pytest.fixture
@@ -73,6 +74,6 @@ def test_a_mid_run_refusal_names_url_status_and_key_variable(app, state, judge_s
                                     "api_key": "${JUDGE_KEY}"}, cases=[rcase("c-1", "full")])
     r, out = go(state, plan, {"JUDGE_KEY": KEY})
     assert r.rc == 0, r.stdout + r.stderr
-    error = json.loads((out / "cases" / "c-1" / "judge.json").read_text())["rubrics"][0]["nodes"][0]["calls"][0]["error"]
+    error = json.loads((cases_view(out) / "c-1" / "judge.json").read_text())["rubrics"][0]["nodes"][0]["calls"][0]["error"]
     assert f"POST {judge_server.url}/v1/chat/completions" in error, error
     assert "HTTP 401" in error and "$JUDGE_KEY" in error and KEY not in error

@@ -15,6 +15,7 @@ from fakeapp import FakeApp, Reply, app, case, make_plan, run_runner, state  # n
 from judgefake import (anthropic_handler, default_decide, judge_block, openai_handler, write_calibration,
                        write_rubric)
 from helpers import run_script
+from rundir_util import cases_view, drop_case, edit_case
 
 KEY = "sk-judge-secret-4242"
 ANSWERS = {"full": "Refund of 20 USD issued; it arrives within 5 business days.",
@@ -40,7 +41,7 @@ def go(state, plan, env=None, *args):
 
 
 def read(out, cid, name):
-    return json.loads((out / "cases" / cid / name).read_text())
+    return json.loads((cases_view(out) / cid / name).read_text())
 
 
 @pytest.fixture
@@ -236,17 +237,17 @@ def test_command_judge_and_resume_does_not_rejudge(app, state):
     assert doc["rubrics"][0]["verdict"] == "fail" and doc["usage"]["calls_without_usage"] == 2
     assert read(out, "c-1", "judge.json")["rubrics"][0]["verdict"] == "pass"
     # --verify covers judge.json: an edit is named
-    before = (out / "cases" / "c-1" / "judge.json").read_text()
-    (out / "cases" / "c-1" / "judge.json").write_text(before.replace('"pass"', '"fail"'))
+    before = (cases_view(out) / "c-1" / "judge.json").read_text()
+    edit_case(out, "c-1", "judge.json", before.replace('"pass"', '"fail"').encode())
     v = run_runner("--verify", out)
     assert v.rc == 6 and any("c-1/judge.json" in m for m in v.json["missing_artifacts"])
-    (out / "cases" / "c-1" / "judge.json").write_text(before)
+    edit_case(out, "c-1", "judge.json", before.encode())
     # --resume keeps finished cases (their judge.json too) and judges only the unfinished one
-    (out / "cases" / "c-2" / "verdict.json").unlink()
+    drop_case(out, "c-2")
     (state / "judge" / "fake_judge.py").write_text("import sys; sys.exit(3)")  # a judge that would now fail
     r2, _ = go(state, plan, None, "--resume")
     assert r2.rc == 0, r2.stdout + r2.stderr
-    assert (out / "cases" / "c-1" / "judge.json").read_text() == before
+    assert (cases_view(out) / "c-1" / "judge.json").read_text() == before
     c2 = read(out, "c-2", "judge.json")["rubrics"][0]
     assert c2["infra"] is True and "exited 3" in c2["reason"]
     assert run_runner("--verify", out).rc == 0

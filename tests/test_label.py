@@ -15,6 +15,7 @@ from rundir_util import make_run
 from test_md_to_html import chromium_path
 
 from assay.calibrate.labelset import build_items, stratified
+from rundir_util import cases_view
 
 HOSTILE = "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED2'\">"
 
@@ -39,7 +40,7 @@ def judged_run(root: Path) -> Path:
                        "c-2": [("states-amount", "fail"), ("gives-eta", "unknown")],
                        "c-3": [("states-amount", "pass")], "c-h": [("states-amount", "fail")]}.items():
         (run / "cases" / cid / "judge.json").write_text(json.dumps(judge_doc(nodes)))
-    vpath = run / "cases" / "c-1" / "verdict.json"
+    vpath = cases_view(run) / "c-1" / "verdict.json"
     verdict = json.loads(vpath.read_text())
     vpath.write_text(json.dumps({**verdict, "input_text": "Please refund 20 on INV-1002", "title": "refund"}))
     (run / "cases" / "c-1" / "trajectory.json").write_text(json.dumps(
@@ -170,7 +171,7 @@ def test_an_item_whose_answer_changed_is_relabelled_never_a_canary(tmp_path):
     run = judged_run(tmp_path)
     ann = tmp_path / "state" / "annotations"
     ann.mkdir()
-    current = (run / "cases" / "c-3" / "answer.txt").read_text(encoding="utf-8")
+    current = (cases_view(run) / "c-3" / "answer.txt").read_text(encoding="utf-8")
     (ann / "old.jsonl").write_text(_line("c-3", "fail", _sha("an older answer that said nothing")))
     out = build_items(run, canaries=3)
     c3 = [i for i in out["items"] if i["case_id"] == "c-3"]
@@ -183,8 +184,8 @@ def test_a_canary_is_only_an_item_labelled_on_the_same_answer(tmp_path):
     run = judged_run(tmp_path)
     ann = tmp_path / "state" / "annotations"
     ann.mkdir()
-    same = _sha((run / "cases" / "c-3" / "answer.txt").read_text(encoding="utf-8"))
-    c1 = _sha((run / "cases" / "c-1" / "answer.txt").read_text(encoding="utf-8"))
+    same = _sha((cases_view(run) / "c-3" / "answer.txt").read_text(encoding="utf-8"))
+    c1 = _sha((cases_view(run) / "c-1" / "answer.txt").read_text(encoding="utf-8"))
     (ann / "old.jsonl").write_text(_line("c-3", "pass", same) + _line("c-1", "pass", _sha("older")) +
                                    _line("c-2", "fail", None))  # no hash: labelled on unknown material
     out = build_items(run, canaries=3)

@@ -11,6 +11,7 @@ from fakeapp import FakeApp, Reply, run_runner
 from fixtures_authoring import run_inproc
 from helpers import run_script, write_yaml
 from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
+from rundir_util import cases_view
 
 
 def fare_reply(req) -> Reply:
@@ -31,7 +32,7 @@ def test_a_case_whose_result_never_came_is_unscored_and_closes_the_gate(tmp_path
     assert rc == 0, summary
     with FakeApp(fare_reply) as app:
         run_dir = run(state, plan_file, app)
-    verdict = json.loads((run_dir / "cases" / "c-00000002" / "verdict.json").read_text())
+    verdict = json.loads((cases_view(run_dir) / "c-00000002" / "verdict.json").read_text())
     assert verdict["layers"]["routing"]["verdict"] == "pass"
     assert verdict["verdict"] == "unscored"
     assert verdict["unscored_reason"].startswith("execution: no actual result")
@@ -162,7 +163,7 @@ def test_a_span_file_that_never_existed_is_named_with_its_resolved_path(tmp_path
     assert rc == 0, summary
     with FakeApp(fare_reply) as app:
         run_dir = run(state, plan_file, app)
-    v = json.loads((run_dir / "cases" / "c-00000001" / "verdict.json").read_text())
+    v = json.loads((cases_view(run_dir) / "c-00000001" / "verdict.json").read_text())
     assert v["verdict"] == "infra_incomplete"
     assert f"the span file {state.resolve() / 'spans.jsonl'} does not exist" in v["infra_reason"]
     assert "resolves against the state dir" in v["infra_reason"]
@@ -187,6 +188,6 @@ def test_a_401_canary_in_a_traced_run_is_named_as_authentication_not_a_missing_t
     assert r.rc == 4, r.stdout
     err = json.loads(r.stdout)["error"]
     assert "canary c-00000001 failed on http: got HTTP 401" in err and "an authentication problem" in err
-    v = json.loads((state / "reports" / "smoke-20261130T000000Z" / "cases" / "c-00000001" / "verdict.json").read_text())
+    v = json.loads((cases_view(state / "reports" / "smoke-20261130T000000Z") / "c-00000001" / "verdict.json").read_text())
     assert v["verdict"] == "fail" and v["layers"]["loops"]["verdict"] == "unscored"
     assert v["layers"]["loops"]["reason"].startswith("no complete trace after HTTP 401 (the http layer failed)")

@@ -15,6 +15,7 @@ from pathlib import Path
 from fakeapp import FakeApp, Reply, run_runner
 from fixtures_authoring import run_inproc
 from helpers import ROOT, run_script, write_yaml
+from rundir_util import cases_view
 
 RUN_ID = "smoke-20261130T000000Z"
 
@@ -157,7 +158,7 @@ def plan(state: Path, *extra: str, run_id: str = RUN_ID) -> Path:
 
 
 def verdict(run_dir: Path, cid: str) -> dict:
-    return json.loads((run_dir / "cases" / cid / "verdict.json").read_text())
+    return json.loads((cases_view(run_dir) / cid / "verdict.json").read_text())
 
 
 def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_and_in_rescore(tmp_path):
@@ -174,7 +175,7 @@ def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_an
     conv = verdict(run_dir, "c-conv0001")
     assert conv["verdict"] == "pass" and conv["turns_sent"] == 2
     assert conv["layers"]["judged"]["verdict"] == "pass" and conv["layers"]["judged"]["turn"] == 2
-    assert (run_dir / "cases" / "c-conv0001" / "turns" / "2" / "judge.json").is_file()
+    assert (cases_view(run_dir) / "c-conv0001" / "turns" / "2" / "judge.json").is_file()
     one = verdict(run_dir, "c-one00001")  # the judge printed prose: the node is unknown, and the gate says why
     assert one["verdict"] == "unscored"
     assert "node(s) unknown: gives-reference (the judge's reply did not parse" in one["layers"]["judged"]["reason"]
@@ -497,4 +498,4 @@ def test_a_judge_base_url_without_v1_is_caught_at_pre_flight_naming_url_and_fix(
     err = r.json["error"]
     assert f"judge probe POST {app.url}/chat/completions (no api_key) got HTTP 404" in err
     assert "usually ends in /v1" in err and "no case was sent" in err
-    assert not (run_dir / "cases").exists() or not any((run_dir / "cases").iterdir())
+    assert not (cases_view(run_dir)).exists() or not any((cases_view(run_dir)).iterdir())

@@ -16,6 +16,7 @@ import pytest
 from fakeapp import FakeApp, Reply, run_runner
 from fixtures_authoring import run_inproc
 from helpers import run_script, write_yaml
+from rundir_util import cases_view
 
 ADAPTER = """\
 adapter_version: 1
@@ -144,7 +145,7 @@ def test_a_case_asserting_only_liveness_is_unscored_not_pass(tmp_path):
     with FakeApp(travel_reply) as app:
         run_dir = run(state, plan_file, app)
     for cid in ("c-00000002", "c-00000003"):
-        verdict = json.loads((run_dir / "cases" / cid / "verdict.json").read_text())
+        verdict = json.loads((cases_view(run_dir) / cid / "verdict.json").read_text())
         assert verdict["layers"]["http"]["verdict"] == "pass"
         assert (verdict["verdict"], verdict["unscored_reason"]) == ("unscored", "nothing asserted beyond liveness")
     s = json.loads((run_dir / "results.json").read_text())["summary"]
@@ -293,7 +294,7 @@ def test_every_tool_counts_the_same_way_and_titles_show_beside_ids(tmp_path):
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "**FAIL · gate closed** · 2 cases + 1 canary: 1 pass, 1 fail" in report
     assert "2 cases + 1 canary ran; 1 failed" in report
-    assert "### [`c-00000001`](cases/c-00000001/) (Oslo flight price): failed execution" in report
+    assert "### `c-00000001` (Oslo flight price): failed execution" in report   # no case dir to link: the journal
 
 
 def test_stats_text_prints_a_human_summary(tmp_path):
@@ -370,14 +371,14 @@ def test_a_killed_runner_is_reported_as_interrupted_with_what_finished(tmp_path)
                                 stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 30
-            while len(list((out / "cases").glob("*/verdict.json"))) < 2 and time.monotonic() < deadline:
+            while len(list((cases_view(out)).glob("*/verdict.json"))) < 2 and time.monotonic() < deadline:
                 time.sleep(0.05)
             os.kill(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
-    finished = len(list((out / "cases").glob("*/verdict.json")))
+    finished = len(list((cases_view(out)).glob("*/verdict.json")))
     assert 2 <= finished < 12
     g = run_script("gate", out, "--no-verify")
     assert g.rc == 1, g.stdout

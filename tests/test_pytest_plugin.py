@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpdesk_util import HoldingProxy, copy_state, helpdesk
+from rundir_util import committed_lines
 
 pytestmark = pytest.mark.slow
 
@@ -122,7 +123,7 @@ def test_a_killed_session_resumes_its_run(tmp_path):
                                     cwd=tmp_path, env=held_env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not (proxy.held and list(state.glob("reports/*/cases/*/verdict.json"))):
+            while time.monotonic() < deadline and not (proxy.held and any(committed_lines(d) for d in state.glob("reports/*/"))):
                 time.sleep(0.05)
             time.sleep(0.3)  # let the answered cases land
             os.kill(proc.pid, signal.SIGKILL)
@@ -130,7 +131,7 @@ def test_a_killed_session_resumes_its_run(tmp_path):
         finally:
             proxy.close()
         (run_dir,) = run_dirs(state)
-        kept = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("cases/*/verdict.json")}
+        kept = committed_lines(run_dir)
         assert kept and len(kept) < 20
         assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "running"
         resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA")
@@ -138,8 +139,8 @@ def test_a_killed_session_resumes_its_run(tmp_path):
     assert f"resumed the interrupted run {run_dir.name}" in resumed.stdout
     assert run_dirs(state) == [run_dir]  # the same run dir, finished
     assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "ok"
-    after = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("cases/*/verdict.json")}
-    assert len(after) == 20 and all(after[cid] == mtime for cid, mtime in kept.items())  # finished cases kept
+    after = committed_lines(run_dir)
+    assert len(after) == 20 and all(after[cid] == line for cid, line in kept.items())  # finished cases kept
     assert len(outcomes(resumed.stdout)) == 20
 
 

@@ -20,6 +20,7 @@ from helpers import run_script
 
 from assay.run.limiter import AppSlots
 from assay.invoke.outcome import RESPONSE, Outcome, attempt_with_retries, is_rate_limited
+from rundir_util import cases_view
 
 
 class Clock:
@@ -198,7 +199,7 @@ def test_a_permanently_rate_limited_app_ends_as_infra_with_a_clear_reason(state)
                  else Reply(429, {"error": "quota"}, retry_after=0.05)) as app:
         r, out = _run(state, app.url, 3, execution={"max_attempts": 3, "backoff_s": [0, 0], "rate_limit_wait_s": 0.3})
     assert r.rc == 0, r.stdout + r.stderr
-    verdict = json.loads((out / "cases" / "c-000" / "verdict.json").read_text())
+    verdict = json.loads((cases_view(out) / "c-000" / "verdict.json").read_text())
     assert verdict["verdict"] == "infra_error"
     assert verdict["infra_reason"].startswith("rate limited: HTTP 429 on ")
     assert "execution.rate_limit_wait_s (0.3 s) was spent" in verdict["infra_reason"]
@@ -211,7 +212,7 @@ def test_fixed_concurrency_behaves_as_before(state):
                  else (seen.append(1), Reply(429, {"error": "quota"}, retry_after=0))[1]) as app:
         r, out = _run(state, app.url, 2, execution={"max_attempts": 3, "backoff_s": [0, 0], "adaptive": False})
     assert r.rc == 0
-    verdict = json.loads((out / "cases" / "c-000" / "verdict.json").read_text())
+    verdict = json.loads((cases_view(out) / "c-000" / "verdict.json").read_text())
     assert verdict["verdict"] == "infra_error" and verdict["attempts"] == 3
     assert verdict["infra_reason"] == "HTTP 429 on all 3 attempt(s)"
     assert not [e for e in _log(out) if e["event"] == "concurrency"]

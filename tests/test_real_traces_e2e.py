@@ -28,6 +28,7 @@ import pytest
 from assay.traces.otlp_http import OtlpHttpSource, decode_export
 from assay.traces.plan import parse_address
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
+from rundir_util import cases_view
 
 HERE = Path(__file__).resolve().parent
 CAPTURE = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
@@ -98,7 +99,7 @@ def run_row(tmp_path, agents, row: str, convention: str | None = None) -> dict[s
     assert res.rc == 0, res.stdout + res.stderr
     got = {}
     for c in CASES:
-        v = json.loads((out / "cases" / c["id"] / "verdict.json").read_text())
+        v = json.loads((cases_view(out) / c["id"] / "verdict.json").read_text())
         got[c["id"]] = {k: v["layers"][k] for k in ("trajectory", "tool_selection", "loops", "authz")}
         got[c["id"]]["trace"] = v["trace"]
     return got
@@ -207,7 +208,8 @@ def test_make_demo_runs_with_otlp_http(tmp_path):
     traces = json.loads((run_dir / "manifest.yaml").read_text())["traces"]
     assert traces["source"] == "otlp-http" and traces["collected"] and traces["listen"].startswith("127.0.0.1:")
     assert not (state / "work" / "helpdesk.otlp.jsonl").exists()
-    assert len(list(run_dir.glob("cases/*/trajectory.json"))) == len(list(run_dir.glob("cases/*")))
+    view = cases_view(run_dir)
+    assert len(list(view.glob("*/trajectory.json"))) == len(list(view.glob("*")))
 
 
 def test_protobuf_without_the_package_is_refused_naming_the_install(monkeypatch):

@@ -15,6 +15,7 @@ import pytest
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
 from helpers import SCRIPTS, run_script
 from judgefake import anthropic_handler, judge_block, write_rubric
+from rundir_util import cases_view, run_files
 
 GUARD = '''
 import os, socket
@@ -48,10 +49,9 @@ def masked(value):
 def case_tree(out):
     """{relative path: content} of every case file, JSON masked (timings, uuids, trace ids)."""
     files = {}
-    for p in sorted((out / "cases").rglob("*")):
-        if p.is_file():
-            text = p.read_text()
-            files[str(p.relative_to(out))] = masked(json.loads(text)) if p.suffix == ".json" else text
+    for rel, text in run_files(out).items():
+        if rel.startswith("cases/"):
+            files[rel] = masked(json.loads(text)) if rel.endswith(".json") else text
     return files
 
 
@@ -112,7 +112,7 @@ def test_replay_gives_the_same_verdicts_with_no_connection_and_one_edit_is_one_m
     edited["cases"][2]["input"]["messages"][0]["content"] = "three!"
     miss, miss_out = go(state, edited, "--replay", str(rec_out), env=env, run_id="smoke-20261129T101700Z")
     assert log.read_text() == ""
-    verdicts = {c: json.loads((miss_out / "cases" / c / "verdict.json").read_text()) for c in ("c-1", "c-2", "c-3")}
+    verdicts = {c: json.loads((cases_view(miss_out) / c / "verdict.json").read_text()) for c in ("c-1", "c-2", "c-3")}
     assert [v["verdict"] for v in verdicts.values()] == ["pass", "fail", "infra_error"]
     reason = verdicts["c-3"]["infra_reason"]
     assert reason == ('replay miss: case c-3: request 1 differs from the recording at body.message: recorded '
@@ -165,11 +165,11 @@ def test_conversations_replay_turn_by_turn_and_miss_at_the_turn_that_changed(sta
     rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
     assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
     assert case_tree(rep_out) == case_tree(rec_out)
-    assert (rep_out / "cases" / "c-conv" / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
+    assert (cases_view(rep_out) / "c-conv" / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
     changed = json.loads(json.dumps(plan))
     changed["cases"][0]["input"]["turns"][1]["user"] = "refund it please"
     miss, miss_out = go(state, changed, "--replay", env=env, run_id="smoke-20261129T101700Z")
-    v = json.loads((miss_out / "cases" / "c-conv" / "verdict.json").read_text())
+    v = json.loads((cases_view(miss_out) / "c-conv" / "verdict.json").read_text())
     assert v["verdict"] == "infra_error"
     assert v["infra_reason"].startswith("replay miss: case c-conv: request 2 (turn 2) differs from the recording "
                                         'at body.message: recorded "refund that one", now "refund it please"')
@@ -192,11 +192,11 @@ def test_judge_calls_go_through_the_cache_and_never_cross_a_changed_rubric(state
         rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
         assert rep.rc == 0, rep.stdout + rep.stderr
         assert len(seen) == 2    # both verdicts came from the cache: no judge call
-        doc = json.loads((rep_out / "cases" / "c-1" / "judge.json").read_text())
+        doc = json.loads((cases_view(rep_out) / "c-1" / "judge.json").read_text())
         calls = [c for n in doc["rubrics"][0]["nodes"] for c in n["calls"]]
         assert [c["cache"]["hit"] for c in calls] == [True, True]
-        assert masked(json.loads((rep_out / "cases" / "c-1" / "verdict.json").read_text())) == \
-            masked(json.loads((rec_out / "cases" / "c-1" / "verdict.json").read_text()))
+        assert masked(json.loads((cases_view(rep_out) / "c-1" / "verdict.json").read_text())) == \
+            masked(json.loads((cases_view(rec_out) / "c-1" / "verdict.json").read_text()))
         # a live rerun with --judge-cache: same judge, same rubric, same answer -> reused
         again, _ = go(state, plan, "--judge-cache", env=env, run_id="smoke-20261129T101700Z")
         assert again.rc == 0 and len(seen) == 2
@@ -239,7 +239,7 @@ def test_two_shards_record_into_one_cache_at_once(state, tmp_path):
     whole = {k: v for k, v in plan.items() if k != "shards"}
     rep, rep_out = go(state, whole, "--replay", env=env, run_id="regression-20261129T101600Z")
     assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
-    infra = [c for c in cases if json.loads((rep_out / "cases" / c["id"] / "verdict.json").read_text())["verdict"]
+    infra = [c for c in cases if json.loads((cases_view(rep_out) / c["id"] / "verdict.json").read_text())["verdict"]
              == "infra_error"]
     assert infra == []
 
@@ -286,7 +286,7 @@ def test_traces_replay_with_their_spans_and_no_secret_reaches_the_cache(tmp_path
     finally:
         app.stop()
     assert rec.rc in (0, 1), rec.stdout + rec.stderr
-    assert (rec_out / "cases" / "c-trace" / "trajectory.json").is_file()   # a trace was collected
+    assert (cases_view(rec_out) / "c-trace" / "trajectory.json").is_file()   # a trace was collected
     cache_files = [p for p in (state / "cache").rglob("*") if p.is_file()]
     assert len(cache_files) > len(ECHO_CASES)
     assert [p for p in cache_files if TOKEN.encode() in p.read_bytes()] == []
@@ -346,7 +346,7 @@ def test_make_plan_changed_since_sends_only_the_edited_case_live(tmp_path):
         live = app.posts()[recorded:]
     assert [p.json["message"] for p in live] == ["Who works Friday night shift?"]
     out = state / "reports" / "smoke-20261129T111500Z"
-    rows = [json.loads((d / "verdict.json").read_text()) for d in (out / "cases").iterdir()]
+    rows = [json.loads((d / "verdict.json").read_text()) for d in cases_view(out).iterdir()]
     assert not [r for r in rows if r["verdict"] == "infra_error"]
     first = run_script("gate", out).stdout.splitlines()[0]
     assert "REPLAYED from run smoke-20261129T101500Z, except 1 case(s) changed since it, sent live" in first
@@ -378,7 +378,7 @@ def test_function_and_cli_apps_are_neither_imported_nor_started_on_replay(state,
                          run_id=f"smoke-20261129T11{n}500Z")
         rep, rep_out = go(state, plan, "--replay", env=env)
         assert rep.rc == 0, rep.stdout + rep.stderr
-        verdicts = [json.loads((rep_out / "cases" / c / "verdict.json").read_text())["verdict"] for c in ("c-1", "c-2")]
+        verdicts = [json.loads((cases_view(rep_out) / c / "verdict.json").read_text())["verdict"] for c in ("c-1", "c-2")]
         assert verdicts == ["pass", "pass"], ad["invocation"]["mode"]
     assert calls.read_text() == "xx"
 

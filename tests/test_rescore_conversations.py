@@ -9,6 +9,7 @@ import json
 from fakeapp import FakeApp, Reply
 from fixtures_authoring import ADAPTER, PROFILE, _case, make_state
 from helpers import run_script
+from rundir_util import cases_view
 
 CONV = ("id: {cid}\nunit: invoices\nsplit: [full, smoke]\ncategory: multistep\ntest_type: MFT\ntemplate_id: null\n"
         "review: {{status: accepted, by: Dana Reviewer, at: '2026-11-01'}}\n"
@@ -48,7 +49,7 @@ def test_rescore_never_aborts_on_conversations_and_never_reads_green(tmp_path):
     assert rs.rc == 0, rs.stdout + rs.stderr
     summary = json.loads((new / "results.json").read_text())["summary"]
     assert (summary["status"], summary["infra_errors"], summary["passes"]) == ("ok", 10, 2)
-    v = json.loads((new / "cases" / "c-00000010" / "verdict.json").read_text())
+    v = json.loads((cases_view(new) / "c-00000010" / "verdict.json").read_text())
     assert v["verdict"] == "infra_error" and "rescore does not replay conversations" in v["infra_reason"]
     g = run_script("gate", new)
     assert g.rc == 1 and "infra rate 83.3% is above 5.0%" in g.stdout, g.stdout

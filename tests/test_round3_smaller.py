@@ -8,6 +8,7 @@ from helpers import run_script
 from rundir_util import make_run
 
 from assay.rundir.derived import routing_report_doc
+from rundir_util import cases_view
 
 
 def _route(expected, observed, verdict):
@@ -25,7 +26,7 @@ def test_the_routing_report_says_it_leaves_conversations_out(tmp_path):
                    extra_files={"routing_report.json": doc})
     for cid, layer, extra in (("c-1", _route("billing", "billing", "pass"), {}),
                               ("c-conv", _route("billing", "tech", "fail"), {"multi_turn": True})):
-        path = run / "cases" / cid / "verdict.json"
+        path = cases_view(run) / cid / "verdict.json"
         v = json.loads(path.read_text())
         v["layers"]["routing"] = layer
         v.update(extra)
@@ -73,7 +74,7 @@ def test_repeated_5xx_fires_when_the_body_differs_only_by_a_request_id(tmp_path)
                              execution={"max_attempts": 3, "backoff_s": [0, 0]})
             out = state / "reports" / plan["run_id"]
             run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
-        v = json.loads((out / "cases" / "c-00000001" / "verdict.json").read_text())
+        v = json.loads((cases_view(out) / "c-00000001" / "verdict.json").read_text())
         assert v["verdict"] == "infra_error"
         if fires:
             assert v["repeated_5xx"] == {"status": 500, "attempts": 3}, v["repeated_5xx"]

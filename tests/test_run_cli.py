@@ -9,7 +9,7 @@ import json
 import os
 import re
 
-from rundir_util import COST_LATENCY_MASK, ORDER_MASK, comparable_runlog
+from rundir_util import COST_LATENCY_MASK, ORDER_MASK
 import signal
 import subprocess
 import sys
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fakeapp import adapter, case, make_plan, run_runner, state
 from helpers import ROOT, SCRIPTS, run_script
+from rundir_util import cases_view, masked_snapshot
 
 AGENT = ROOT / "tests" / "cliagent.py"
 SECRET = "s3cr3t-token-value-4711"
@@ -48,7 +49,7 @@ def go(state, plan, env, *args):
 
 
 def doc(out, cid, name="verdict.json"):
-    return json.loads((out / "cases" / cid / name).read_text())
+    return json.loads((cases_view(out) / cid / name).read_text())
 
 
 def processes_with(marker: str) -> list[int]:
@@ -118,7 +119,7 @@ def test_cli_run_end_to_end_and_concurrency_4_equals_1(state, tmp_path):
     assert any("not valid UTF-8" in n for n in binary["notes"]) and binary["body_format"] == "text"
     assert v["c-binary"]["verdict"] == "unscored"
     # env: exactly the allowlist the runner has + the ${VAR}s the command names; the secret redacted
-    env_body = (out / "cases" / "c-env" / "response.json").read_text()
+    env_body = (cases_view(out) / "c-env" / "response.json").read_text()
     assert json.loads(env_body)["body_format"] == "json"    # a body holding a secret stays JSON, redacted
     names = json.loads(env_body)["body"]["env"]
     assert names == ["ASSAY_RUNNER_TAG", "CLI_SECRET_TOKEN", "CLI_TAG", "PATH"]
@@ -167,16 +168,7 @@ MASKS = [
 
 
 def snapshot(out):
-    files = {}
-    for path in sorted(out.rglob("*")):
-        if path.is_file():
-            text = path.read_text(encoding="utf-8")
-            for rx, sub in MASKS:
-                text = rx.sub(sub, text)
-            if path.name == "run.log":
-                text = comparable_runlog(text)
-            files[str(path.relative_to(out))] = text
-    return files
+    return masked_snapshot(out, MASKS)
 
 
 def test_hang_killed_with_grandchildren_and_kill_9_then_resume_leaves_no_orphan(state, tmp_path):
@@ -268,7 +260,7 @@ def test_sigterm_to_the_runner_kills_its_commands_at_once(state, tmp_path):
         stdout, _ = proc.communicate(timeout=30)   # far less than the 60 s timeout of the command
         assert proc.returncode == 130 and json.loads(stdout)["error"] == "interrupted"
         assert processes_with(marker) == []
-        assert not (out / "cases" / "c-hang" / "verdict.json").exists()   # --resume redoes it
+        assert not (cases_view(out) / "c-hang" / "verdict.json").exists()   # --resume redoes it
         assert not (state / "reports" / f".{plan['run_id']}.lock").exists()
     finally:
         if proc.poll() is None:

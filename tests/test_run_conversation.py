@@ -16,6 +16,7 @@ import uuid
 
 from fakeapp import FakeApp, Reply, adapter, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
 from helpers import SCRIPTS
+from rundir_util import cases_view, committed_lines, edit_case, run_files
 
 
 class MemoryApp:
@@ -117,14 +118,14 @@ def test_client_id_holds_the_same_uuid_and_writes_the_turn_tree(state):
     assert r.rc == 0, r.stdout + r.stderr
     refund_posts = [p.json for p in posts if p.json["message"] in ("which of my invoices is open?", "refund that one")]
     assert len({p["session_id"] for p in refund_posts}) == 1 and len(refund_posts) == 2
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert v["verdict"] == "pass"
     assert (v["multi_turn"], v["turns_sent"], v["turns_total"], v["failed_turn"], v["stop_reason"]) == (
         True, 2, 2, None, None)
     assert v["turn_layers"]["t1.routing"]["verdict"] == "pass" and v["turn_layers"]["t2.answer"]["verdict"] == "pass"
     assert v["layers"]["routing"]["turn"] == 1 and v["layers"]["answer"]["turn"] == 2
     assert v["memory"] == "session"
-    cdir = out / "cases" / "c-refund"
+    cdir = cases_view(out) / "c-refund"
     assert tree(cdir) == sorted(["answer.txt", "expect.json", "request.json", "response.json", "verdict.json"] + [
         f"turns/{n}/{f}" for n in (1, 2) for f in
         ("answer.txt", "expect.json", "request.json", "response.json", "verdict.json")])
@@ -133,11 +134,11 @@ def test_client_id_holds_the_same_uuid_and_writes_the_turn_tree(state):
     assert (cdir / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
     assert rd(cdir / "turns" / "1" / "verdict.json")["checkpoint"] is True
     # the stop rule: turn 1's checkpoint fails, turns 2 and 3 are never sent
-    s = rd(out / "cases" / "c-stop" / "verdict.json")
+    s = rd(cases_view(out) / "c-stop" / "verdict.json")
     assert (s["verdict"], s["turns_sent"], s["failed_turn"]) == ("fail", 1, 1)
     assert s["stop_reason"].startswith("turn 1: answer:")
     assert not any(p.json["message"] in ("thanks",) for p in posts)
-    assert not (out / "cases" / "c-stop" / "turns" / "2").exists()
+    assert not (cases_view(out) / "c-stop" / "turns" / "2").exists()
     res = rd(out / "results.json")
     assert (res["summary"]["n"], res["summary"]["passes"], res["summary"]["failures"]) == (2, 1, 1)
     assert rd(out / "manifest.yaml")["conversation"] == {"style": "client-id", "session_from": None,
@@ -155,8 +156,8 @@ def test_server_id_from_the_body_and_a_missing_id(state, tmp_path):
         posts = app.posts()
     assert r.rc == 0, r.stdout + r.stderr
     assert "session" not in posts[0].json        # unset <session> entry dropped, never null
-    assert posts[1].json["session"] == rd(out / "cases" / "c-refund" / "turns" / "1" / "response.json")["body"]["sid"]
-    assert rd(out / "cases" / "c-refund" / "verdict.json")["verdict"] == "pass"
+    assert posts[1].json["session"] == rd(cases_view(out) / "c-refund" / "turns" / "1" / "response.json")["body"]["sid"]
+    assert rd(cases_view(out) / "c-refund" / "verdict.json")["verdict"] == "pass"
     # no id on turn 1: unscored, turn 2 never sent, failed_turn null
     from fakeapp import make_state
     state2 = make_state(tmp_path / "b")
@@ -164,7 +165,7 @@ def test_server_id_from_the_body_and_a_missing_id(state, tmp_path):
         r, out = run(state2, app.url, [REFUND], conversation=conv, request_body=body)
         assert len(app.posts()) == 1
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["turns_sent"], v["failed_turn"]) == ("unscored", 1, None)
     assert v["stop_reason"] == "turn 1: no session id at body path sid (style server-id); turn 2 not sent"
     assert v["unscored_reason"] == v["stop_reason"]
@@ -181,7 +182,7 @@ def test_server_id_from_a_header(state):
     with FakeApp(MemoryApp("server-id")) as app:
         r, out = run(state, app.url, [REFUND], conversation=conv, request_body=body)
     assert r.rc == 0, r.stdout + r.stderr
-    assert rd(out / "cases" / "c-refund" / "verdict.json")["verdict"] == "pass"
+    assert rd(cases_view(out) / "c-refund" / "verdict.json")["verdict"] == "pass"
 
 
 def test_cookie_jar_per_attempt_and_redacted(state):
@@ -197,9 +198,9 @@ def test_cookie_jar_per_attempt_and_redacted(state):
     assert r.rc == 0, r.stdout + r.stderr
     assert posts[0].headers["Cookie"] == "auth=s3cr3t-token"
     assert posts[1].headers["Cookie"].startswith("auth=s3cr3t-token; sid=")
-    assert rd(out / "cases" / "c-refund" / "verdict.json")["verdict"] == "pass"
+    assert rd(cases_view(out) / "c-refund" / "verdict.json")["verdict"] == "pass"
     for n in (1, 2):
-        req = rd(out / "cases" / "c-refund" / "turns" / str(n) / "request.json")
+        req = rd(cases_view(out) / "c-refund" / "turns" / str(n) / "request.json")
         assert req["headers"]["Cookie"] == "<redacted>"
     assert "s3cr3t" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
 
@@ -219,9 +220,9 @@ def test_500_on_turn_2_restarts_from_turn_1_and_counts_once(state):
     assert r.rc == 0, r.stdout + r.stderr
     assert [s["message"] for s in seen] == ["which of my invoices is open?", "refund that one"] * 2
     assert seen[0]["session_id"] != seen[2]["session_id"]         # a fresh <uuid> for the restart
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["attempts"], v["retry_count"], v["turns_sent"]) == ("pass", 2, 1, 2)
-    assert rd(out / "cases" / "c-refund" / "turns" / "2" / "response.json")["attempts"] == 2
+    assert rd(cases_view(out) / "c-refund" / "turns" / "2" / "response.json")["attempts"] == 2
     assert rd(out / "results.json")["summary"]["n"] == 1
     events = [json.loads(line) for line in (out / "run.log").read_text().splitlines()]
     retry = [e for e in events if e["event"] == "retry"]
@@ -238,7 +239,7 @@ def test_repeated_500_names_the_turn(state):
     with FakeApp(handler) as app:
         r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["failed_turn"], v["attempts"]) == ("infra_error", 2, 3)
     assert v["repeated_5xx"] == {"status": 500, "attempts": 3, "turn": 2}
     assert v["stop_reason"] == "turn 2: HTTP 500 on all 3 conversation attempt(s)"
@@ -259,7 +260,7 @@ def test_an_earlier_dropped_attempt_stays_in_the_reason(state):
     with FakeApp(handler) as app:
         r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert v["verdict"] == "infra_error" and v["crashed"] is True
     assert v["stop_reason"] == ("turn 2: HTTP 503 on conversation attempt 3 of 3 (attempt 1: turn 2: dropped: "
                                 "connection dropped: RemoteDisconnected; attempt 2: turn 2: HTTP 503)"), v["stop_reason"]
@@ -271,15 +272,15 @@ def test_k3_reruns_the_whole_conversation_and_verify_catches_a_missing_turn_file
         r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"}, k=3)
         assert len(app.posts()) == 6
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert v["verdict"] == "pass"
     assert v["repeats"] == [{"n": n, "verdict": "pass", "turns_sent": 2, "failed_turn": None} for n in (1, 2, 3)]
-    cdir = out / "cases" / "c-refund"
+    cdir = cases_view(out) / "c-refund"
     assert (cdir / "repeats" / "3" / "turns" / "2" / "verdict.json").is_file()
     assert not (cdir / "repeats" / "3" / "turns" / "2" / "trace.json").exists()
     assert run_runner("--verify", out).rc == 0
-    (cdir / "turns" / "2" / "answer.txt").unlink()
-    (cdir / "repeats" / "2" / "turns" / "1" / "request.json").unlink()
+    edit_case(out, "c-refund", "turns/2/answer.txt", None)
+    edit_case(out, "c-refund", "repeats/2/turns/1/request.json", None)
     bad = run_runner("--verify", out)
     assert bad.rc == 6, bad.stdout
     missing = bad.json["missing_artifacts"]
@@ -291,7 +292,7 @@ def test_memory_bug_is_caught_at_turn_2(state):
     with FakeApp(MemoryApp("client-id", forget=True)) as app:
         r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["failed_turn"]) == ("fail", 2)
     assert v["stop_reason"].startswith("turn 2: answer:")
 
@@ -301,7 +302,7 @@ def test_no_conversation_block_skips_with_the_reason(state):
         r, out = run(state, app.url, [REFUND], conversation=None)
         assert app.posts() == []
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert v["verdict"] == "skipped" and "invocation.conversation" in v["skip_reason"] and v["multi_turn"] is True
     assert rd(out / "results.json")["summary"]["by_kind"]["conversation"]["skipped"] == 1
     assert run_runner("--verify", out).rc == 0
@@ -332,13 +333,13 @@ def test_kill_9_mid_conversation_then_resume_redoes_it_from_turn_1(state):
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate()
         hold.set()
-        assert (out / "cases" / "c-refund").is_dir()            # a half-done conversation: no verdict.json
-        assert not (out / "cases" / "c-refund" / "verdict.json").exists()
-        assert run_runner("--verify", out).rc == 6
+        assert (out / "cases.jsonl").is_file() and "c-refund" not in committed_lines(out)   # half done: no record
+        half = run_runner("--verify", out)
+        assert half.rc == 6 and "cases/c-refund/verdict.json (case never finished)" in half.json["missing_artifacts"]
         r = run_runner("--plan", path, "--out", out, "--resume", "--progress", "never")
     assert r.rc == 0, r.stdout + r.stderr
     assert seen == ["which of my invoices is open?", "refund that one"] * 2     # redone from turn 1
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["turns_sent"], v["attempts"]) == ("pass", 2, 1)
     assert run_runner("--verify", out).rc == 0
 
@@ -366,10 +367,10 @@ def test_function_app_is_called_once_per_turn_with_the_session(state, tmp_path):
     plan = make_plan(state, [case], adapter_doc=ad)
     r, out = run_plan(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-fn" / "verdict.json")
+    v = rd(cases_view(out) / "c-fn" / "verdict.json")
     assert (v["verdict"], v["turns_sent"]) == ("pass", 2)
-    assert rd(out / "cases" / "c-fn" / "turns" / "1" / "request.json")["body"] == {"message": "which invoice is open?"}
-    assert rd(out / "cases" / "c-fn" / "turns" / "2" / "request.json")["body"]["session"] == "S-1"
+    assert rd(cases_view(out) / "c-fn" / "turns" / "1" / "request.json")["body"] == {"message": "which invoice is open?"}
+    assert rd(cases_view(out) / "c-fn" / "turns" / "2" / "request.json")["body"]["session"] == "S-1"
 
 
 def test_preflight_refuses_a_bad_conversation_block(state):
@@ -436,7 +437,7 @@ def test_rate_limited_turn_restarts_without_spending_an_attempt(state):
         r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"},
                      execution={"max_attempts": 1, "backoff_s": []})
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["attempts"], v["rate_limited_retries"]) == ("pass", 3, 2)
 
 
@@ -464,8 +465,8 @@ def test_conversations_at_concurrency_4_equal_concurrency_1(state):
             assert r.rc == 0, r.stdout + r.stderr
             mask, sub = COST_LATENCY_MASK
             order_rx, order_sub = ORDER_MASK   # the second run has history: it is sent in another order
-            snaps.append({str(p.relative_to(out)): volatile.sub("<x>", order_rx.sub(order_sub, mask.sub(sub, p.read_text())))
-                          for p in sorted(out.rglob("*")) if p.is_file() and p.name != "run.log"})
+            snaps.append({rel: volatile.sub("<x>", order_rx.sub(order_sub, mask.sub(sub, text)))
+                          for rel, text in run_files(out).items() if rel != "run.log"})
     assert "cases/c-r5/repeats/2/turns/2/verdict.json" in snaps[0]
     assert snaps[0].keys() == snaps[1].keys()
     for name in snaps[0]:
@@ -499,10 +500,10 @@ def test_a_cli_app_holds_a_server_id_conversation(state, tmp_path):
     plan = make_plan(state, [REFUND], adapter_doc=ad)
     r, out = run_plan(state, plan, env={"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch")})
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-refund" / "verdict.json")
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert (v["verdict"], v["turns_sent"]) == ("pass", 2)
-    argv1 = rd(out / "cases" / "c-refund" / "turns" / "1" / "request.json")["argv"]
-    argv2 = rd(out / "cases" / "c-refund" / "turns" / "2" / "request.json")["argv"]
+    argv1 = rd(cases_view(out) / "c-refund" / "turns" / "1" / "request.json")["argv"]
+    argv2 = rd(cases_view(out) / "c-refund" / "turns" / "2" / "request.json")["argv"]
     assert argv1[-2:] == ["--session=", "which of my invoices is open?"]      # turn 1: no session yet
     assert argv2[-2].startswith("--session=") and len(argv2[-2]) > len("--session=")
 
@@ -530,7 +531,7 @@ def test_two_turns_on_one_trace_make_the_trace_layers_unscorable(state, tmp_path
         plan = make_plan(state, [case], app_url=app.url, adapter_doc=ad)
         r, out = run_plan(state, plan)
     assert r.rc == 0, r.stdout + r.stderr
-    v = rd(out / "cases" / "c-trace" / "verdict.json")
+    v = rd(cases_view(out) / "c-trace" / "verdict.json")
     t1 = v["turn_layers"]["t1.trajectory"]
     assert t1["verdict"] == "unscorable" and t1["blocked_by"].startswith("same trace id on turns 1 and 2")
     assert v["turn_layers"]["t2.loops"]["verdict"] == "unscorable"

@@ -45,7 +45,7 @@ def test_layer_table_lists_every_layer_in_order():
 
 
 def test_every_pinned_section_is_still_there():
-    for heading in ("### 10.1 `cases/<id>/verdict.json`", "### 10.2 `verdicts.jsonl`", "### 10.3 `results.json`",
+    for heading in ("### 10.1 `verdict.json`", "### 10.2 `verdicts.jsonl`", "### 10.3 `results.json`",
                     "### 10.4 The runner lock (pinned)", "### 10.5 `run.log`"):
         assert heading in DOC
 

@@ -10,6 +10,7 @@ import pytest
 
 from fakeapp import RUN_ID, FakeApp, Reply, adapter, app, case, make_plan, run_runner, state
 from helpers import run_script
+from rundir_util import cases_view
 
 
 
@@ -28,7 +29,7 @@ def verify(out):
 
 
 def verdict(out, cid):
-    return json.loads((out / "cases" / cid / "verdict.json").read_text())
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text())
 
 
 def jsonl(path):
@@ -48,11 +49,11 @@ def test_successful_run_writes_the_exact_tree(app, state):
     assert r.rc == 0, r.stdout + r.stderr
     assert r.json == {"run_id": RUN_ID, "status": "ok", "exit_code": 0, "out": str(out), "order": "plan"}
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["manifest.yaml", "results.json", "verdicts.jsonl", "verdicts_for_stats.jsonl", "run.log", "cases"])
+        ["manifest.yaml", "results.json", "verdicts.jsonl", "verdicts_for_stats.jsonl", "run.log", "cases.jsonl"])
     for cid in ("c-1", "c-2"):
-        assert sorted(p.name for p in (out / "cases" / cid).iterdir()) == sorted(
+        assert sorted(p.name for p in (cases_view(out) / cid).iterdir()) == sorted(
             ["request.json", "response.json", "expect.json", "answer.txt", "verdict.json"])
-    assert (out / "cases" / "c-3" / "actual.json").exists()
+    assert (cases_view(out) / "c-3" / "actual.json").exists()
     assert not list(state.rglob("*.tmp")) and not list(state.rglob(".*.tmp"))
     assert not (state / "reports" / f".{RUN_ID}.lock").exists()
     assert not (state / "reports" / ".gitignore").exists()
@@ -78,7 +79,7 @@ def test_pii_gitignore(app, state):
     ad["data"]["may_contain_pii"] = True
     r, out = go(state, make_plan(state, [case("c-1")], adapter_doc=ad))
     assert r.rc == 0
-    assert (state / "reports" / ".gitignore").read_text() == "*/cases/\n"
+    assert (state / "reports" / ".gitignore").read_text() == "*/cases/\n*/cases.jsonl\n"
 
 
 # ---------------------------------------------------------------- secrets
@@ -103,7 +104,7 @@ def test_no_secret_reaches_disk(app, state):
             for secret in env.values():
                 if secret != app.url:
                     assert secret.encode() not in data, (path, secret)
-    req = json.loads((out / "cases" / "c-1" / "request.json").read_text())
+    req = json.loads((cases_view(out) / "c-1" / "request.json").read_text())
     assert req["url"] == "${FAKE_URL}/api/${FAKE_PATH}"
     assert req["headers"]["Authorization"] == "<redacted>" and req["headers"]["X-Api-Key"] == "<redacted>"
     assert req["headers"]["X-Plain"] == "visible" and req["body"]["key"] == "${FAKE_BODY}"
@@ -121,7 +122,7 @@ def test_500_storm_is_infra_error_with_repeated_5xx(app, state):
     assert v["verdict"] == "infra_error" and v["attempts"] == 3 and v["retry_count"] == 2
     assert v["repeated_5xx"] == {"status": 503, "attempts": 3}
     assert v["layers"]["http"]["verdict"] == "infra_error" and v["layers"]["answer"]["verdict"] == "n/a"
-    assert json.loads((out / "cases" / "c-1" / "response.json").read_text())["retry_count"] == 2
+    assert json.loads((cases_view(out) / "c-1" / "response.json").read_text())["retry_count"] == 2
     s = results(out)["summary"]
     assert s["infra_errors"] == 1 and s["passes"] + s["failures"] == 0 and s["repeated_5xx"] == 1
     assert s["infra_rate"] == 1.0
@@ -221,7 +222,7 @@ def test_infra_abort_exit_5(app, state):
     assert r.json["status"] == "aborted_infra"
     res = results(out)
     assert res["summary"]["status"] == "aborted_infra" and res["exit_code"] == 5
-    finished = len(list((out / "cases").iterdir()))
+    finished = len(list((cases_view(out)).iterdir()))
     assert 8 <= finished < 20
     assert len(jsonl(out / "verdicts.jsonl")) == finished
     assert any(e["event"] == "abort" for e in jsonl(out / "run.log"))
@@ -233,7 +234,7 @@ def test_canary_failure_aborts_before_other_cases_exit_4(app, state):
     cases = [case("c-1", "hello"), case("k-1", "hello", split=["smoke", "canary"]), case("c-2", "hello")]
     r, out = go(state, make_plan(state, cases, app_url=app.url))
     assert r.rc == 4 and r.json["status"] == "aborted_canary"
-    assert [p.name for p in (out / "cases").iterdir()] == ["k-1"]
+    assert [p.name for p in (cases_view(out)).iterdir()] == ["k-1"]
     assert len(app.posts()) == 1
     assert results(out)["summary"]["canaries"] == {"n": 1, "passed": 0, "failed": 1, "not_verified": 0}
 
@@ -271,7 +272,7 @@ def test_safety_skips_are_never_sent(app, state):
         assert v["verdict"] == "skipped" and needle in v["skip_reason"], cid
         assert all(layer["verdict"] == "n/a" for layer in v["layers"].values())
         assert v["sent"] is False and "trace" not in v      # the trace block is for sent cases only
-        assert sorted(p.name for p in (out / "cases" / cid).iterdir()) == ["expect.json", "verdict.json"]
+        assert sorted(p.name for p in (cases_view(out) / cid).iterdir()) == ["expect.json", "verdict.json"]
     s = results(out)["summary"]
     assert s["n"] == 7 and s["skipped"] == 6 and s["attempted"] == 1 and s["infra_rate"] == 0.0
     assert verify(out).rc == 0
@@ -328,21 +329,21 @@ def test_k3_repeats_and_reliability(app, state):
     assert v1["verdict"] == "pass" and [x["verdict"] for x in v1["repeats"]] == ["pass"] * 3
     assert v2["verdict"] == "fail" and [x["verdict"] for x in v2["repeats"]] == ["pass", "fail", "pass"]
     for n in (1, 2, 3):
-        assert sorted(p.name for p in (out / "cases" / "c-2" / "repeats" / str(n)).iterdir()) == [
+        assert sorted(p.name for p in (cases_view(out) / "c-2" / "repeats" / str(n)).iterdir()) == [
             "request.json", "response.json", "verdict.json"]
     assert len(jsonl(out / "repeats.jsonl")) == 6
     rel = json.loads((out / "reliability.json").read_text())
     assert rel["k"] == 3 and rel["excluded_cases"] == []
     assert rel["pass_hat_k"] == pytest.approx(0.5) and rel["pass_at_k"] == pytest.approx(1.0)
     # the case dir's top-level files come from the repeat whose verdict equals the folded verdict
-    assert (out / "cases" / "c-2" / "answer.txt").read_text() == "nope"
+    assert (cases_view(out) / "c-2" / "answer.txt").read_text() == "nope"
     assert verify(out).rc == 0
 
 
 def test_k1_has_no_repeat_artifacts(app, state):
     r, out = go(state, make_plan(state, [case("c-1")], app_url=app.url))
     assert not (out / "repeats.jsonl").exists() and not (out / "reliability.json").exists()
-    assert not (out / "cases" / "c-1" / "repeats").exists()
+    assert not (cases_view(out) / "c-1" / "repeats").exists()
 
 
 # ---------------------------------------------------------------- layers
@@ -363,7 +364,7 @@ def test_layer_table_na_unscorable_unscored(app, state):
     assert L["state"] == {"verdict": "unscored", "reason": "reserved"}
     assert L["judged"] == {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}
     assert L["answer"]["verdict"] == "pass"
-    assert (out / "cases" / "c-1" / "actual.json").exists()
+    assert (cases_view(out) / "c-1" / "actual.json").exists()
     s = results(out)["summary"]
     assert s["unscorable_layers"]["execution"]["blocked_by"] == "no oracle"
     assert s["unjudged"] == {"unjudged (mode: smoke)": 1}
@@ -437,11 +438,11 @@ def test_execution_actual_only_from_declared_sources(app, state):
     app.handler = lambda req: Reply(200, {}) if req.method == "GET" else Reply(200, {"message": "m", "data": {"value": 0}})
     c = case("c-1", expect={"result": {"scalar": 0}})
     r, out = go(state, make_plan(state, [c], app_url=app.url))
-    assert json.loads((out / "cases" / "c-1" / "actual.json").read_text())["missing"] is True
+    assert json.loads((cases_view(out) / "c-1" / "actual.json").read_text())["missing"] is True
     assert verdict(out, "c-1")["layers"]["execution"]["verdict"] == "unscored"
     ad = adapter(app.url, result_from_response="data.value")
     r, out = go(state, make_plan(state, [c], adapter_doc=ad, run_id="smoke-20261129T101600Z"))
-    assert json.loads((out / "cases" / "c-1" / "actual.json").read_text())["scalar"] == 0
+    assert json.loads((cases_view(out) / "c-1" / "actual.json").read_text())["scalar"] == 0
     assert verdict(out, "c-1")["layers"]["execution"]["verdict"] == "pass"
 
 
@@ -592,13 +593,13 @@ def test_app_dying_mid_run_is_infra_then_abort(app, state):
 
 
 def test_internal_error_is_exit_1_with_json(app, state):
-    import shutil
-
     def handler(req):
-        if req.method != "GET":   # sabotage the runner's own case dir while the request is in flight
-            cdir = state / "reports" / RUN_ID / "cases" / "c-1"
-            shutil.rmtree(cdir, ignore_errors=True)
-            cdir.write_text("not a directory")
+        if req.method != "GET":   # sabotage a derived file the runner will replace, while the request is in flight
+            target = state / "reports" / RUN_ID / "verdicts.jsonl"
+            if target.is_file():
+                target.unlink()
+            target.mkdir(exist_ok=True)
+            (target / "x").write_text("a directory in its place")
         return Reply(200, {"message": "hello"})
     app.handler = handler
     r, out = go(state, make_plan(state, [case("c-1", "hello")], app_url=app.url), subprocess=True)

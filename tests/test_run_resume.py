@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from rundir_util import COST_LATENCY_MASK, ORDER_MASK, comparable_runlog
+from rundir_util import COST_LATENCY_MASK, ORDER_MASK
 import signal
 import subprocess
 import sys
@@ -15,6 +15,8 @@ import pytest
 
 from fakeapp import RUN_ID, Reply, adapter, app, case, make_plan, run_runner, state
 from helpers import SCRIPTS, run_script
+from rundir_util import case_json, drop_case, edit_case, masked_snapshot
+from assay.core.casestore import scan
 
 
 
@@ -54,8 +56,8 @@ def test_verify_names_deleted_and_edited_artifacts(app, state):
     (out / "report.md").write_text("# report")        # the skill's files after the run are allowed
     (out / "report.html").write_text("<p>report</p>")
     assert run_runner("--verify", out).rc == 0
-    (out / "cases" / "c-001" / "answer.txt").unlink()
-    (out / "cases" / "c-002" / "response.json").write_text('{"status": 200}')
+    edit_case(out, "c-001", "answer.txt", None)
+    edit_case(out, "c-002", "response.json", b'{"status": 200}')
     v = run_runner("--verify", out)
     assert v.rc == 6, v.stdout
     missing = v.json["missing_artifacts"]
@@ -67,10 +69,9 @@ def test_verify_names_deleted_and_edited_artifacts(app, state):
 def test_verify_names_an_edited_verdict_and_results(app, state):
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
-    vpath = out / "cases" / "c-000" / "verdict.json"
-    doc = json.loads(vpath.read_text())
+    doc = case_json(out, "c-000")
     doc["verdict"] = "fail"
-    vpath.write_text(json.dumps(doc))
+    edit_case(out, "c-000", "verdict.json", json.dumps(doc).encode())
     res = json.loads((out / "results.json").read_text())
     res["summary"]["passes"] += 5
     (out / "results.json").write_text(json.dumps(res))
@@ -83,10 +84,10 @@ def test_verify_names_an_edited_verdict_and_results(app, state):
 
 
 def test_completeness_failure_at_run_end_is_exit_6(app, state, monkeypatch):
-    # A case dir the plan never had appears under cases/ mid-run: the end-of-run check catches it.
+    # A file the contract never lists appears in the run dir mid-run: the end-of-run check catches it.
     def handler(req):
         if req.method != "GET":
-            (state / "reports" / RUN_ID / "cases" / "intruder").mkdir(exist_ok=True)
+            (state / "reports" / RUN_ID / "intruder").mkdir(exist_ok=True)
         return echo_handler(req)
     app.handler = handler
     r, out = go(state, make_plan(state, many_cases(2), app_url=app.url))
@@ -112,8 +113,7 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(app, state):
                              "--progress", "never"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        done = list((out / "cases").glob("*/verdict.json")) if (out / "cases").exists() else []
-        if len(done) >= 5:
+        if len(scan(out).ids()) >= 5:
             break
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
@@ -146,7 +146,7 @@ def test_resume_refuses_a_changed_plan_and_keeps_finished_cases(app, state):
     assert r.rc == 2 and "plan_sha256" in r.json["error"]
     # resume of a finished run: nothing re-invoked
     before = len(app.posts())
-    (out / "cases" / "c-001" / "verdict.json").unlink()      # an unfinished case dir is redone
+    drop_case(out, "c-001")      # a case with no committed record is redone
     r = run_runner("--plan", write(state, plan), "--out", out, "--resume", "--progress", "never")
     assert r.rc == 0, r.stdout
     assert len(app.posts()) == before + 1
@@ -209,16 +209,7 @@ MASKS = [
 
 
 def snapshot(out):
-    files = {}
-    for path in sorted(out.rglob("*")):
-        if path.is_file():
-            text = path.read_text(encoding="utf-8")
-            for rx, sub in MASKS:
-                text = rx.sub(sub, text)
-            if path.name == "run.log":
-                text = comparable_runlog(text)
-            files[str(path.relative_to(out))] = text
-    return files
+    return masked_snapshot(out, MASKS)
 
 
 def test_concurrency_8_equals_concurrency_1(app, state):
@@ -246,25 +237,25 @@ def test_concurrency_8_equals_concurrency_1(app, state):
 
 
 def test_end_of_run_check_catches_a_file_deleted_mid_run(app, state):
-    # The end-of-run check takes finished records from memory but still lists every case dir:
-    # a required file removed after its case finished is named (exit 6), as --verify names it.
+    # The end-of-run check takes finished records from memory but still reads the journal's
+    # index: a committed record removed after its case finished is named (exit 6), as --verify names it.
     seen = []
 
     def handler(req):
         if req.method != "GET":
             seen.append(req.json["message"])
-            if len(seen) == 3:   # wait until c-000 has finished (its verdict.json is written last)
-                case_dir = state / "reports" / RUN_ID / "cases" / "c-000"
+            if len(seen) == 3:   # wait until c-000 has finished (its record committed)
+                run_dir = state / "reports" / RUN_ID
                 deadline = time.monotonic() + 10
-                while not (case_dir / "verdict.json").exists() and time.monotonic() < deadline:
+                while "c-000" not in scan(run_dir).ids() and time.monotonic() < deadline:
                     time.sleep(0.01)
-                (case_dir / "answer.txt").unlink()
+                drop_case(run_dir, "c-000")
         return echo_handler(req)
     app.handler = handler
     r, out = go(state, make_plan(state, many_cases(3), app_url=app.url))
     assert r.rc == 6, r.stdout
     res = json.loads((out / "results.json").read_text())
-    assert res["summary"]["missing_artifacts"] == ["cases/c-000/answer.txt (missing)"]
+    assert res["summary"]["missing_artifacts"][0] == "cases/c-000/verdict.json (case never finished)"
 
 
 def finished_run_and_its_records(app, state):
@@ -284,12 +275,15 @@ def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
     from assay.rundir.completeness import check_run_dir
     out, records, known = finished_run_and_its_records(app, state)
     assert check_run_dir(out, schemas=False, known=known)[:2] == ([], records)  # == the full read (helper)
-    (out / "cases" / "c-001" / "verdict.json").unlink()
-    (out / "cases" / "c-002" / "stray.txt").write_text("x")
-    (out / "cases" / "intruder").mkdir()
+    drop_case(out, "c-001")
+    edit_case(out, "c-002", "stray.txt", b"x")
+    (out / "intruder").mkdir()
     full, records, _ = check_run_dir(out, schemas=False)
-    assert check_run_dir(out, schemas=False, known=known)[0] == full
-    assert "cases/c-001/verdict.json (missing: the case never finished)" in full
+    # the runner's own check takes c-002's record from memory (it composed that line itself): all
+    # but the artifact a hand edit slipped into the committed line
+    assert check_run_dir(out, schemas=False, known=known)[0] == [p for p in full if "stray.txt" not in p]
+    assert "cases/c-001/verdict.json (case never finished)" in full
+    assert "cases/c-002/stray.txt (not part of the run-dir contract)" in full
     assert any("stray.txt" in p for p in full) and any("intruder" in p for p in full)
     assert derived.slim(known["c-000"]) == known["c-000"]
 
@@ -315,9 +309,9 @@ def test_end_of_run_check_trusts_only_the_exact_bytes_it_wrote(app, state):
     # derived files are compared in full too (and name the missing case)
     for rel, data in written.items():
         (out / rel).write_bytes(data)
-    (out / "cases" / "c-003" / "verdict.json").unlink()
+    drop_case(out, "c-003")
     problems = check_run_dir(out, schemas=False, known=known, written=written)[0]
-    assert "cases/c-003/verdict.json (missing: the case never finished)" in problems
+    assert "cases/c-003/verdict.json (case never finished)" in problems
     assert any(p.startswith("verdicts.jsonl (") for p in problems), problems
 
 
@@ -336,13 +330,12 @@ def test_verify_layer_cache_reports_what_the_full_schema_check_reports(app, stat
     edits = {"c-001": ("authz", {"verdict": "maybe"}), "c-002": ("judged", {"verdict": "unscored"}),
              "c-003": ("loops", "n/a")}
     for cid, (layer, value) in edits.items():
-        path = out / "cases" / cid / "verdict.json"
-        doc = json.loads(path.read_text())
+        doc = case_json(out, cid)
         doc["layers"][layer] = value
-        path.write_text(json.dumps(doc))
+        edit_case(out, cid, "verdict.json", json.dumps(doc).encode())
     problems = check_run_dir(out)[0]
     for cid in edits:
-        doc = json.loads((out / "cases" / cid / "verdict.json").read_text())
+        doc = case_json(out, cid)
         e = iter_errors(doc, "verdict")[0]
         want = f"cases/{cid}/verdict.json (does not match the verdict schema at {e['key']}: {e['message']})"
         assert want in problems, (want, problems)

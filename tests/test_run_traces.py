@@ -16,6 +16,7 @@ import pytest
 
 from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from helpers import run_script
+from rundir_util import cases_view
 
 RUN_ID = "smoke-20261129T101500Z"
 
@@ -160,7 +161,7 @@ def run(tmp_path: Path, app: AgentApp, **kw):
 
 
 def verdict(out: Path, cid: str) -> dict:
-    return json.loads((out / "cases" / cid / "verdict.json").read_text())
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text())
 
 
 pytestmark = pytest.mark.skipif(not (Path(__file__).resolve().parent.parent / "scripts" / "run_cases.py").exists(),
@@ -225,22 +226,22 @@ def test_authz(traced_run):
 def test_execution_from_the_tool_result(traced_run):
     ex = layer(traced_run, "c-result", "execution")
     assert ex["verdict"] == "pass"
-    actual = json.loads((traced_run / "cases" / "c-result" / "actual.json").read_text())
+    actual = json.loads((cases_view(traced_run) / "c-result" / "actual.json").read_text())
     assert actual.get("scalar") == 240 and actual.get("source") == "result_from_tool"
 
 
 def test_trace_files_only_when_collected(traced_run):
-    d = traced_run / "cases" / "c-route-ok"
+    d = cases_view(traced_run) / "c-route-ok"
     traj = json.loads((d / "trajectory.json").read_text())
     assert [c["name"] for c in traj["tool_calls"]] == ["lookup_invoice"]
     assert "resourceSpans" in json.loads((d / "trace.json").read_text())
-    missing = traced_run / "cases" / "c-notrace"
+    missing = cases_view(traced_run) / "c-notrace"
     assert not (missing / "trajectory.json").exists() and not (missing / "trace.json").exists()
 
 
 def test_trace_block_of_a_collected_case(traced_run):
     v = verdict(traced_run, "c-route-ok")
-    traj = json.loads((traced_run / "cases" / "c-route-ok" / "trajectory.json").read_text())
+    traj = json.loads((cases_view(traced_run) / "c-route-ok" / "trajectory.json").read_text())
     assert v["trace"] == {"collected": True, "status": "ok", "trace_id": traj["trace_id"],
                           "correlation": "traceparent-echo", "reason": None}
     assert len(v["trace"]["trace_id"]) == 32 and v["infra_reason"] is None
@@ -248,7 +249,7 @@ def test_trace_block_of_a_collected_case(traced_run):
 
 def test_every_sent_verdict_matches_the_schema(traced_run):
     from assay.schemas import validate
-    for cdir in sorted((traced_run / "cases").iterdir()):
+    for cdir in sorted((cases_view(traced_run)).iterdir()):
         v = verdict(traced_run, cdir.name)
         validate(v, "verdict", source=cdir / "verdict.json")
         assert v["sent"] is True and v["trace"]["collected"] is (v["trace_status"] == "complete")
@@ -278,7 +279,7 @@ def test_response_field_correlation(tmp_path):
     assert res.rc == 0, (res.stdout, res.stderr[-3000:])
     routing = layer(out, "c-route-ok", "routing")
     assert routing["verdict"] == "pass" and routing["observed_from"] == "trace"
-    assert (out / "cases" / "c-route-ok" / "trajectory.json").exists()
+    assert (cases_view(out) / "c-route-ok" / "trajectory.json").exists()
     block = verdict(out, "c-route-ok")["trace"]
     assert block["correlation"] == "response-field:trace_id" and block["status"] == "ok"
 
@@ -332,7 +333,7 @@ def test_trace_less_run_disables_the_trace_layers(tmp_path):
     assert v["layers"]["trajectory"]["verdict"] == "unscored" and v["layers"]["loops"]["verdict"] == "n/a"
     assert v["layers"]["trajectory"]["reason"] == f"traces not collected: {manifest['traces']['reason']}"
     assert v["layers"]["tool_selection"]["verdict"] == "unscored"
-    assert not (out / "cases" / "c-route-ok" / "trajectory.json").exists()
+    assert not (cases_view(out) / "c-route-ok" / "trajectory.json").exists()
     assert v["trace"] == {"collected": False, "status": "not_collected", "trace_id": None,
                           "correlation": "traceparent-echo", "reason": manifest["traces"]["reason"]}
     assert v["verdict"] != "infra_incomplete" and v["infra_reason"] is None
@@ -344,7 +345,7 @@ def test_orphaned_spans_past_max_wait_are_infra_incomplete(traced_run):
     assert v["layers"]["trajectory"]["verdict"] == "infra_incomplete"
     assert "parent span never arrived" in v["layers"]["trajectory"]["reason"]
     assert "parent span never arrived" in v["infra_reason"] and v["infra_reason"] == v["trace"]["reason"]
-    assert not (traced_run / "cases" / "c-lost-root" / "trajectory.json").exists()
+    assert not (cases_view(traced_run) / "c-lost-root" / "trajectory.json").exists()
 
 
 def test_uncaptured_arguments_are_unscored_not_failed(traced_run):

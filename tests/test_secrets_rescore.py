@@ -16,6 +16,7 @@ import pytest
 
 from assay.traces.otlp_writer import new_span_id, new_trace_id, parse_traceparent, span, write_spans
 from fakeapp import FakeApp, Reply
+from rundir_util import cases_view, committed_lines, edit_case, read_artifact
 from fixtures_authoring import PROFILE, _case
 from helpers import run_script, write_yaml
 
@@ -208,7 +209,7 @@ def sent_to_judge_leaks(capture: Path) -> list[str]:
 def layers_by_repeat(out: Path, cid: str) -> list[dict]:
     rows = []
     for n in (1, 2, 3):
-        v = json.loads((out / "cases" / cid / "repeats" / str(n) / "verdict.json").read_text())
+        v = json.loads((cases_view(out) / cid / "repeats" / str(n) / "verdict.json").read_text())
         rows.append({"verdict": v["verdict"], "layers": {k: (e or {}).get("verdict") for k, e in v["layers"].items()}})
     return rows
 
@@ -240,15 +241,15 @@ def k3(tmp_path_factory):
 def test_the_app_and_the_judge_really_echoed(k3):
     tmp, state, out, new, run, rescore, readers = k3
     assert run.rc in (0, 1), run.stdout + run.stderr
-    answer = (out / "cases" / "c-00000001" / "answer.txt").read_text()
+    answer = (cases_view(out) / "c-00000001" / "answer.txt").read_text()
     assert answer == "ok <redacted> <redacted> <redacted>"
-    judge = json.loads((out / "cases" / "c-00000001" / "judge.json").read_text())
+    judge = json.loads((cases_view(out) / "c-00000001" / "judge.json").read_text())
     reason = judge["rubrics"][0]["nodes"][0]["reason"]
     assert reason.count("<redacted>") >= 4, reason          # 3 app secrets and the judge's own token
-    args = json.loads((out / "cases" / "c-00000003" / "verdict.json").read_text())["layers"]["tool_selection"]
+    args = json.loads((cases_view(out) / "c-00000003" / "verdict.json").read_text())["layers"]["tool_selection"]
     assert args["verdict"] == "fail" and "xxxx" in json.dumps(args)
     for n in (1, 2, 3):   # every repeat keeps its own trace
-        assert (out / "cases" / "c-00000004" / "repeats" / str(n) / "trajectory.json").is_file()
+        assert (cases_view(out) / "c-00000004" / "repeats" / str(n) / "trajectory.json").is_file()
 
 
 def test_no_secret_on_disk_nor_sent_to_the_judge(k3):
@@ -285,19 +286,23 @@ def test_an_older_run_dir_without_every_repeats_trace_rescores_without_aborting(
     tmp, state, out, new, run, rescore, readers = k3
     old = state / "reports" / "regression-20261201T020000Z"
     shutil.copytree(out, old)
-    for rdir in old.glob("cases/*/repeats/*"):
-        for name in ("trajectory.json", "trace.json"):
-            (rdir / name).unlink(missing_ok=True)
-        v = json.loads((rdir / "verdict.json").read_text())
-        for key in ("trace", "trace_collected"):
-            v.pop(key, None)
-        (rdir / "verdict.json").write_text(json.dumps(v))
+    for cid, line in committed_lines(old).items():
+        names = [n for n in json.loads(line)["files"] if n.startswith("repeats/")]
+        assert names, cid
+        for name in names:
+            if name.endswith(("/trajectory.json", "/trace.json")):
+                edit_case(old, cid, name, None)
+            elif name.endswith("/verdict.json"):
+                v = json.loads(read_artifact(old, f"cases/{cid}/{name}"))
+                for key in ("trace", "trace_collected"):
+                    v.pop(key, None)
+                edit_case(old, cid, name, json.dumps(v).encode())
     again = state / "reports" / "regression-20261201T030000Z"
     r = run_script("rescore", old, "--out", again)
     assert r.rc != 5 and r.rc in (0, 1), r.stdout + r.stderr
     summary = json.loads((again / "results.json").read_text())["summary"]
     assert summary["status"] == "ok", summary
-    v = json.loads((again / "cases" / "c-00000010" / "verdict.json").read_text())
+    v = json.loads((cases_view(again) / "c-00000010" / "verdict.json").read_text())
     assert v["verdict"] == "infra_incomplete" and [r["verdict"] for r in v["repeats"]].count("infra_incomplete") == 2
     assert run_script("run_cases", "--verify", again).rc == 0
 
@@ -322,9 +327,9 @@ def test_rescore_registers_the_apps_secrets_for_a_judge_it_calls(tmp_path):
     assert not (tmp_path / "outside" / "judge-sent.jsonl").exists()      # the run did not judge
     rescore = run_script("rescore", out, "--out", new, "--judge", env=env)
     assert rescore.rc in (0, 1), rescore.stdout + rescore.stderr
-    judged = json.loads((new / "cases" / "c-00000001" / "judge.json").read_text())
+    judged = json.loads((cases_view(new) / "c-00000001" / "judge.json").read_text())
     assert judged["rubrics"][0]["verdict"] == "pass" and "reused_from" not in judged["rubrics"][0]
-    failed = json.loads((new / "cases" / "c-00000006" / "judge.json").read_text())
+    failed = json.loads((cases_view(new) / "c-00000006" / "judge.json").read_text())
     assert "judge command exited 1" in json.dumps(failed)
     assert leaks(tmp_path, ALL_SECRETS, (tmp_path / "outside",)) == []
     assert not [s for s in ALL_SECRETS for p in pieces(s) if p.decode() in rescore.stdout + rescore.stderr]

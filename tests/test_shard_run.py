@@ -20,6 +20,8 @@ from rundir_util import COST_LATENCY_MASK
 
 from assay.core.jsonio import sha256_json
 from assay.shard.assign import add_shards
+from rundir_util import cases_view, drop_case, run_files
+from assay.core.casestore import scan
 
 RUN_ID = "regression-20261129T101500Z"
 
@@ -80,11 +82,7 @@ def snapshot(out):
     """Every file, masked; run.log as the set of (event, case) pairs of case events (a merged log
     holds each shard's preflight and canary events too, tagged with the shard)."""
     files = {}
-    for path in sorted(out.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = str(path.relative_to(out))
-        text = path.read_text(encoding="utf-8")
+    for rel, text in run_files(out).items():
         if rel == "run.log":
             events = [json.loads(line) for line in text.splitlines()]
             text = sorted({(e["event"], e.get("case_id"), e.get("verdict")) for e in events
@@ -143,7 +141,7 @@ def test_a_shard_run_is_a_verifiable_run_of_its_slice(world):
         assert manifest["plan_sha256"] == sha256_json(plan)
         expected = ["k-1"] + [c["id"] for c in plan["cases"] if plan["shards"]["assignment"].get(c["id"]) == i]
         assert sorted(c["id"] for c in manifest["cases"]) == sorted(expected)
-        assert sorted(p.name for p in (d / "cases").iterdir()) == sorted(expected)
+        assert sorted(p.name for p in (cases_view(d)).iterdir()) == sorted(expected)
         v = run_runner("--verify", d)
         assert v.rc == 0, v.stdout
     # the canary ran first in every shard
@@ -247,7 +245,9 @@ def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):
 def test_a_case_in_two_shards_is_exit_6_naming_it(world, tmp_path):
     state, plan, plan_path, dirs = copies(world, tmp_path)
     cid = next(c for c, i in plan["shards"]["assignment"].items() if i == 1)
-    shutil.copytree(dirs[0] / "cases" / cid, dirs[1] / "cases" / cid)
+    line = scan(dirs[0]).line(cid)   # the case's committed record, appended to another shard's journal
+    with open(dirs[1] / "cases.jsonl", "ab") as f:
+        f.write(line)
     r = merge(state, plan_path, RUN_ID, dirs)
     assert r.rc == 6, r.stdout
     assert f"{cid} in shards 1, 2" in r.json["error"]
@@ -258,7 +258,7 @@ def test_a_case_in_two_shards_is_exit_6_naming_it(world, tmp_path):
 def test_an_incomplete_shard_is_exit_6(world, tmp_path):
     state, plan, plan_path, dirs = copies(world, tmp_path)
     cid = next(c for c, i in plan["shards"]["assignment"].items() if i == 3)
-    shutil.rmtree(dirs[2] / "cases" / cid)
+    drop_case(dirs[2], cid)
     r = merge(state, plan_path, RUN_ID, dirs)
     assert r.rc == 6 and "shard 3 is not complete" in r.json["error"] and cid in r.json["error"]
 
@@ -281,7 +281,7 @@ def test_an_aborted_shard_makes_the_merged_run_that_abort(tmp_path):
     out = state / "reports" / run_id
     results = json.loads((out / "results.json").read_text())
     assert results["summary"]["status"] == "aborted_canary" and results["exit_code"] == 4
-    assert json.loads((out / "cases" / "k-1" / "verdict.json").read_text())["verdict"] == "fail"
+    assert json.loads((cases_view(out) / "k-1" / "verdict.json").read_text())["verdict"] == "fail"
     assert run_runner("--verify", out).rc == 0
     assert run_script("gate", out).rc == 1
 
@@ -304,7 +304,7 @@ def test_a_killed_shard_blocks_the_merge_until_resumed(tmp_path):
                                  "--shard", "2", "--out", str(out2), "--progress", "never"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(list((out2 / "cases").glob("*/verdict.json"))) < 3:
+        while time.monotonic() < deadline and len(scan(out2).ids()) < 3:
             time.sleep(0.02)
         assert proc.poll() is None, "the shard finished before it could be killed"
         proc.send_signal(signal.SIGKILL)

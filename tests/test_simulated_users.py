@@ -20,6 +20,7 @@ import yaml
 from fakeapp import FakeApp, Reply
 from helpdesk_util import HELPDESK, copy_state, helpdesk
 from helpers import SCRIPTS, run_script
+from rundir_util import cases_view
 
 REFUND, SNOOP = "c-5e1f4a02", "c-5e1f4a03"
 GOAL = "Get 25 dollars refunded on invoice INV-1002."
@@ -100,7 +101,7 @@ def run(state: Path, env: dict, *cases: str, added: bool = False) -> tuple[Path,
 
 
 def verdict(out: Path, cid: str) -> dict:
-    return json.loads((out / "cases" / cid / "verdict.json").read_text())
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text())
 
 
 def test_anthropic_user_reaches_the_goal_scored_on_the_end_state(tmp_path):
@@ -120,12 +121,12 @@ def test_anthropic_user_reaches_the_goal_scored_on_the_end_state(tmp_path):
         {"tool_selection": "pass", "trajectory": "pass", "execution": "pass"}
     assert v["simulator"]["seed"] == 1 and v["simulator"]["identity"]["model"] == "claude-test"
     # every simulated turn is in the turn tree with the simulator's raw call; the app never saw the goal
-    call = json.loads((out / "cases" / REFUND / "turns" / "2" / "simulator.json").read_text())["calls"][0]
+    call = json.loads((cases_view(out) / REFUND / "turns" / "2" / "simulator.json").read_text())["calls"][0]
     assert call["request"]["body"]["tool_choice"] == {"type": "tool", "name": "user_turn"}
     assert "It's INV-1002." in call["raw_reply"]
-    sent = [(out / "cases" / REFUND / "turns" / str(n) / "request.json").read_text() for n in (1, 2)]
+    sent = [(cases_view(out) / REFUND / "turns" / str(n) / "request.json").read_text() for n in (1, 2)]
     assert not any(GOAL in s or "refunded on invoice" in s for s in sent) and "INV-1002" in sent[1]
-    ending = json.loads((out / "cases" / REFUND / "simulator.json").read_text())
+    ending = json.loads((cases_view(out) / REFUND / "simulator.json").read_text())
     assert ending["final"]["turn"]["stop"] is True
     assert verdict(out, SNOOP)["verdict"] == "pass"
     assert len(seen) == 3 + 3          # two user turns + the stop, for each of the two conversations
@@ -203,7 +204,7 @@ def test_simulator_failures_are_named_infra_never_an_app_failure(tmp_path):
     assert verdict(out, "c-0000sim4")["turns_sent"] == 2
     assert verdict(out, "c-0000sim3")["infra_reason"].startswith("simulator_broke_character: ")
     # the out-of-character message was never sent (it is quoted in the reason, for the reader)
-    assert verdict(out, "c-0000sim3")["turns_sent"] == 0 and not (out / "cases" / "c-0000sim3" / "turns").exists()
+    assert verdict(out, "c-0000sim3")["turns_sent"] == 0 and not (cases_view(out) / "c-0000sim3" / "turns").exists()
     results = json.loads((out / "results.json").read_text())
     sim = results["summary"]["by_kind"]["simulated"]
     assert (sim["failures"], sim["harness"]) == (0, 4)
@@ -241,7 +242,7 @@ def test_conversations_run_concurrently_and_resume_after_kill_9(tmp_path):
         _end_held(tmp_path)   # the held simulator commands outlive the runner (their own session): end them
         firsts = [float(line.split()[0]) for line in log.read_text().splitlines()[:len(ids)]]
         assert max(firsts) - min(firsts) < 5          # the three first turns were asked together
-        assert not any((out / "cases" / c / "verdict.json").exists() for c in ids)
+        assert not any((cases_view(out) / c / "verdict.json").exists() for c in ids)
         (tmp_path / "hold").unlink()
         r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--resume", "--progress", "never",
                        env=env)
@@ -301,9 +302,9 @@ def test_replay_gives_the_same_simulated_user_byte_for_byte(tmp_path):
         assert a["verdict"] == b["verdict"] and [t["user"] for t in a["turns"]] == [t["user"] for t in b["turns"]]
         for n in range(1, a["turns_sent"] + 1):
             for name in ("simulator.json", "answer.txt"):
-                assert (rec / "cases" / cid / "turns" / str(n) / name).read_bytes() == \
-                       (rep / "cases" / cid / "turns" / str(n) / name).read_bytes()
-        assert (rec / "cases" / cid / "simulator.json").read_bytes() == (rep / "cases" / cid / "simulator.json").read_bytes()
+                assert (cases_view(rec) / cid / "turns" / str(n) / name).read_bytes() == \
+                       (cases_view(rep) / cid / "turns" / str(n) / name).read_bytes()
+        assert (cases_view(rec) / cid / "simulator.json").read_bytes() == (cases_view(rep) / cid / "simulator.json").read_bytes()
 
 
 def refusing_model(req):
@@ -337,3 +338,4 @@ def test_a_simulator_configured_wrong_is_exit_3_at_pre_flight(tmp_path, base, ke
     assert f"simulator probe POST {model.url}{base}/chat/completions (key $SIM_KEY) got HTTP" in err
     assert fix in err and "(simulator/simulator.yaml); no case was sent" in err and key not in err
     assert not (out / "cases").exists() or not any((out / "cases").iterdir())
+    assert not (out / "cases.jsonl").exists() or not (out / "cases.jsonl").read_text().strip()   # no case recorded

@@ -16,6 +16,7 @@ from fakeapp import Reply, app, case, make_plan, run_runner, state  # noqa: F401
 from helpers import SCRIPTS
 from judgefake import RUBRIC, judge_block, write_calibration, write_rubric
 from test_view_browser import CHROMIUM, FLAGS, _ready, playwright_api, pytestmark  # noqa: F401 (skips without them)
+from rundir_util import cases_view
 
 TONE = RUBRIC.replace("rubric_id: refund-eta", "rubric_id: tone").replace(
     """  - id: states-amount
@@ -58,7 +59,7 @@ def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app
     out = state / "reports" / plan["run_id"]
     r = run_runner("--plan", state / "work" / "plan.json", "--out", out, "--progress", "never")
     assert r.rc in (0, 1), r.stdout + r.stderr
-    doc = json.loads((out / "cases" / "c-1" / "judge.json").read_text())
+    doc = json.loads((cases_view(out) / "c-1" / "judge.json").read_text())
     assert {rb["pin"]: rb["provisional"] for rb in doc["rubrics"]} == {"refund-eta-v1": False, "tone-v1": True}
 
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "60"],

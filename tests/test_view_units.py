@@ -38,10 +38,11 @@ def test_background_pass_waits_for_requests_to_finish():
 
 
 def test_gate_reads_no_case_verdict_when_it_names_no_case(tmp_path, monkeypatch):
-    from assay.report import gate, rundir
+    from assay.core import casestore
+    from assay.report import gate
     run = make_run(tmp_path / "reports", [{"id": f"c-{i}", "verdict": "fail" if i == 3 else "pass"} for i in range(20)])
-    reads, real = [], rundir.try_json
-    monkeypatch.setattr(rundir, "try_json", lambda p: (reads.append(p.name), real(p))[1])
+    reads, real = [], casestore._json   # the one reader of a case's verdict.json (an older run dir's)
+    monkeypatch.setattr(casestore, "_json", lambda p: (reads.append(p.name), real(p))[1])
     res = gate.evaluate(run, verify=False)
     assert not res.open and any("c-3" in r for r in res.reasons)
     assert "verdict.json" not in reads  # a gating failure is named from results.json; no seal to read

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from fakeapp import FakeApp, Reply, run_runner
+from rundir_util import cases_view
 
 TONE = """---
 rubric_id: tone
@@ -26,7 +27,7 @@ def go(state, plan, *args):
 
 
 def read(out, cid, name="verdict.json"):
-    return json.loads((out / "cases" / cid / name).read_text())
+    return json.loads((cases_view(out) / cid / name).read_text())
 
 
 

@@ -1,7 +1,7 @@
 """What a labelling sitting shows: one item per (judged case, rubric pin, node, answer) of one
 or several runs, holdout cases never included, ordered to oversample the judge's fails, with canaries mixed in.
 
-Items come from `cases/<id>/judge.json` (written by the runner for each judged case).
+Items come from each judged case's `judge.json` (in its case record, core.casestore).
 Every item carries `answer_sha256`, the sha256 of the answer the page shows, and the export
 writes it on each line: a label is tied to the material it was given on. An item already
 labelled on the same answer is not asked again; up to `canaries` of those are shown once
@@ -15,7 +15,7 @@ canary (`labelled_on_unknown_answer`).
 A pairwise rubric's item shows both answers (the baseline run's is read from its run dir and must
 hash to the `baseline_answer_sha256` the judge recorded); a conversation's rubric shows the turn it
 judged with the earlier turns as context (scope turn) or the whole conversation (scope transcript),
-from `cases/<id>/turns/<n>/`. An item whose material the run dirs no longer hold is not asked
+from the case record's `turns/<n>/` artifacts. An item whose material the run dirs no longer hold is not asked
 (`material_missing`).
 
 Order: the judge's verdict strata (fail, pass, unknown) are each shuffled with `seed`,
@@ -33,10 +33,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.vocab import JUDGE_UNSTABLE
 from ..core.ids import is_safe_case_id
-from ..report.rundir import holdout_ids, load_results, read_json_file, try_json
+from ..report.rundir import holdout_ids, load_results
 from .annotations import PIN_RE, read_annotations
 
 PATTERN = ("fail", "pass", "fail", "unknown", "pass")
@@ -55,25 +56,22 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
-    """Input, answer and tool results of one case as the labeller reads them.
+def case_material(case: casestore.CaseRecord, verdict: Any = None) -> dict[str, Any]:
+    """Input, answer and tool results of one case (its record, core.casestore) as the labeller reads them.
 
     The input is the user's words the runner copied into verdict.json (`input_text`),
     else the recorded request body."""
     verdict = verdict if isinstance(verdict, dict) else {}
     body: Any = verdict.get("input_text")
     if not isinstance(body, str) or not body:
-        request = try_json(case_dir / "request.json") or {}
+        request = _doc(case.read("request.json")) or {}
         body = request.get("body") if isinstance(request, dict) else None
         if body is None and isinstance(request, dict):
             body = request.get("stdin") or request.get("argv") or request.get("args")
-    try:
-        answer = (case_dir / "answer.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        answer = ""
+    answer = (case.read("answer.txt") or b"").decode("utf-8", "replace")
     answer_sha = hashlib.sha256(answer.encode("utf-8")).hexdigest()
     tools = []
-    trajectory = try_json(case_dir / "trajectory.json")
+    trajectory = _doc(case.read("trajectory.json"))
     if isinstance(trajectory, dict):
         for call in trajectory.get("tool_calls") or []:
             if isinstance(call, dict):
@@ -83,6 +81,13 @@ def case_material(case_dir: Path, verdict: Any = None) -> dict[str, Any]:
     title = verdict.get("title")
     return {"input": _clip(_pretty(body)), "answer": _clip(answer), "answer_sha256": answer_sha, "tools": tools,
             "title": title if isinstance(title, str) else ""}
+
+
+def _doc(data: bytes | None) -> Any:
+    try:
+        return json.loads(data) if data is not None else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 def _judge_items(case_id: str, doc: Any, where: Path) -> list[dict[str, Any]]:
@@ -146,7 +151,17 @@ def _turn_users(verdict: Any) -> dict[int, str]:
     return out
 
 
-def view_material(run: Path, case_dir: Path, verdict: Any, base: dict[str, Any],
+class _TurnRecord:
+    """One turn's artifacts of a conversation's record (`turns/<n>/<name>`), read like a case's."""
+
+    def __init__(self, case: casestore.CaseRecord, turn: int) -> None:
+        self.case, self.prefix = case, f"turns/{turn}/"
+
+    def read(self, name: str) -> bytes | None:
+        return self.case.read(self.prefix + name)
+
+
+def view_material(run: Path, case: casestore.CaseRecord, verdict: Any, base: dict[str, Any],
                   view: dict[str, Any]) -> dict[str, Any] | None:
     """The material of a pairwise or conversation-turn item: what the judge was shown, or None when the
     run dir no longer holds it (the item is then not asked: a label must be on what the judge saw).
@@ -154,11 +169,13 @@ def view_material(run: Path, case_dir: Path, verdict: Any, base: dict[str, Any],
     answer's sha256 and the baseline's, joined by a newline."""
     if view["kind"] == "pairwise":
         rid, want = view.get("baseline_run_id"), view.get("baseline_answer_sha256")
-        if not isinstance(rid, str) or not is_safe_case_id(case_dir.name) or "/" in rid or rid.startswith("."):
+        if not isinstance(rid, str) or not is_safe_case_id(case.case_id) or "/" in rid or rid.startswith("."):
             return None
         try:
-            baseline = (run.parent / rid / "cases" / case_dir.name / "answer.txt").read_text(encoding="utf-8")
-        except OSError:
+            baseline = casestore.read_case_text(run.parent / rid, case.case_id, "answer.txt")
+        except (OSError, ValueError):
+            return None
+        if baseline is None:
             return None
         if _sha256(baseline) != want:
             return None      # the baseline run's answer is not the one the judge compared
@@ -167,10 +184,10 @@ def view_material(run: Path, case_dir: Path, verdict: Any, base: dict[str, Any],
     turns = []
     users = _turn_users(verdict)
     for t in range(1, view["turn"] + 1):
-        tdir = case_dir / "turns" / str(t)
-        if not (tdir / "answer.txt").is_file():
+        turn = _TurnRecord(case, t)
+        if turn.read("answer.txt") is None:
             return None
-        m = case_material(tdir)
+        m = case_material(turn)
         turns.append(dict(m, input=users.get(t) or m["input"]))
     if view["kind"] == "transcript":
         whole = "\n\n".join(f"[turn {t}] user: {m['input']}\n[turn {t}] answer: {m['answer']}"
@@ -221,24 +238,31 @@ def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str
     results = load_results(run)
     run_id = results.get("run_id") or run.name
     sealed = holdout_ids(run)
-    cases_dir = run / "cases"
+    store = casestore.open_store(run)
     judged, holdout_skipped, unshown = 0, 0, 0
     items: list[dict[str, Any]] = []
     materials: dict[str, dict[str, Any]] = {}
-    for case_dir in sorted(cases_dir.iterdir() if cases_dir.is_dir() else []):
-        cid = case_dir.name
-        jpath = case_dir / "judge.json"
-        if not is_safe_case_id(cid) or not jpath.is_file():
+    for cid, verdict in sorted(store.verdicts()):
+        if not is_safe_case_id(cid) or not verdict.get("judged") and store.layout != "dirs":
             continue
-        verdict = try_json(case_dir / "verdict.json")
-        if cid in sealed or (isinstance(verdict, dict) and verdict.get("holdout")):
-            holdout_skipped += 1          # never read: holdout details stay sealed
+        if cid in sealed or verdict.get("holdout"):
+            if store.layout != "dirs" or store.holds(cid, "judge.json"):
+                holdout_skipped += 1          # never read: holdout details stay sealed
             continue
+        case = store.load(cid)
+        raw = case.read("judge.json") if case is not None else None
+        if raw is None:
+            continue
+        where = Path(store.where(cid, "judge.json"))
+        doc = _doc(raw)
+        if doc is None:
+            raise AssayError(f"{where}: not JSON; this is not a judge.json the runner wrote (re-run, or rescore "
+                             "the run)", 2, file=str(where))
         judged += 1
-        material = case_material(case_dir, verdict)
-        for item in _judge_items(cid, read_json_file(jpath), jpath):
+        material = case_material(case, verdict)
+        for item in _judge_items(cid, doc, where):
             view = item.pop("view")
-            shown = material if view is None else view_material(run, case_dir, verdict, material, view)
+            shown = material if view is None else view_material(run, case, verdict, material, view)
             if shown is None:
                 unshown += 1
                 continue

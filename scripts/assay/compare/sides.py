@@ -7,6 +7,7 @@ needs them. Nothing is written, nothing follows a symlink (report.rundir refuses
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id
 from ..report.rundir import load_results, read_jsonl_file, try_json
-from ..core.writer import read_bytes
+from ..core import casestore
 
 
 @dataclass
@@ -50,29 +51,38 @@ class Side:
                 "case_hashes": self.has_case_hashes}
 
     # -------------------------------------------------------- per-case files (lazy)
-    def _case_path(self, case_id: str, *rel: str) -> Path | None:
+    def _case(self, case_id: str) -> casestore.CaseRecord | None:
+        """The case's record (core.casestore, either layout). Only the last one is kept: a pair
+        reads one case's verdict, answer, trajectory and expect in a row, and a 100,000-case
+        comparison holds no more than one record per side."""
         if not is_safe_case_id(case_id):
             return None
-        return self.run_dir.joinpath("cases", case_id, *rel)
+        last = getattr(self, "_last", None)
+        if last is not None and last[0] == case_id:
+            return last[1]
+        store = getattr(self, "_store", None)
+        if store is None:   # the run dir is finished (load_side refuses a running one): one index
+            store = self._store = casestore.open_store(self.run_dir)
+        rec = store.load(case_id)
+        self._last = (case_id, rec)
+        return rec
 
     def verdict_doc(self, case_id: str) -> dict:
-        """cases/<id>/verdict.json ({} when absent); not cached: a 10,000-case pair reads each once."""
-        path = self._case_path(case_id, "verdict.json")
-        doc = try_json(path) if path else None
-        return doc if isinstance(doc, dict) else {}
+        """The case's verdict record ({} when absent)."""
+        rec = self._case(case_id)
+        return rec.verdict if rec is not None and isinstance(rec.verdict, dict) else {}
 
     def text(self, case_id: str, *rel: str) -> str | None:
-        path = self._case_path(case_id, *rel)
-        if path is None:
-            return None
-        try:
-            return read_bytes(path).decode("utf-8", "replace")
-        except OSError:
-            return None
+        rec = self._case(case_id)
+        data = rec.read("/".join(rel)) if rec is not None else None
+        return data.decode("utf-8", "replace") if data is not None else None
 
     def json(self, case_id: str, *rel: str) -> Any:
-        path = self._case_path(case_id, *rel)
-        return try_json(path) if path else None
+        text = self.text(case_id, *rel)
+        try:
+            return json.loads(text) if text is not None else None
+        except (ValueError, RecursionError):
+            return None
 
 
 def load_side(run_dir: Path, what: str) -> Side:

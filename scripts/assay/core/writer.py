@@ -316,6 +316,23 @@ def append_line(fd: int, text: str) -> None:
     os.write(fd, redact_bytes(encode(text)))
 
 
+def append_all(fd: int, data: bytes) -> None:
+    """Every byte of `data` (redacted) at the end of an O_APPEND descriptor: a short write is
+    continued, so a line is whole unless the process dies inside this call (the case journal)."""
+    view = memoryview(redact_bytes(data))
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def truncate(path: Any, size: int) -> None:
+    """Cut a file to `size` bytes (a torn journal tail), never through a symlink."""
+    fd = _open_nofollow(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+
+
 # ------------------------------------------------------------------------- deletes
 def remove_tree(path: Any) -> None:
     """Delete a file or directory tree; a symlink is unlinked, its target never touched."""

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core import casestore
+from ..core.ids import is_safe_case_id
 from ..core.vocab import JUDGE_UNSTABLE
 from .prompt import Material
 from .providers import ReplyShape
@@ -189,8 +191,9 @@ def layer_fields(result: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- the baseline's answers
 class BaselineAnswers:
-    """The baseline run's answer per case (`cases/<id>/answer.txt`), read on demand. Holdout cases of
-    the baseline are never read (its results.json marks them)."""
+    """The baseline run's answer per case (its record's `answer.txt`, core.casestore: the case journal
+    or an older run's case dir), read on demand. Holdout cases of the baseline are never read (its
+    results.json and the case's verdict mark them)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
@@ -203,14 +206,15 @@ class BaselineAnswers:
         """(answer, None) or (None, why the baseline gives none for this case)."""
         if case_id in self.sealed:
             return None, f"the baseline run {self.run_id} holds {case_id} as a holdout case: never read"
-        path = self.run_dir / "cases" / case_id / "answer.txt"
-        verdict = _read_json(self.run_dir / "cases" / case_id / "verdict.json")
-        if not path.is_file() or not isinstance(verdict, dict):
+        store = casestore.open_store(self.run_dir)
+        verdict = store.verdict(case_id) if is_safe_case_id(case_id) else None
+        data = store.read(case_id, "answer.txt") if isinstance(verdict, dict) and not verdict.get("holdout") else None
+        if data is None or not isinstance(verdict, dict):
             return None, f"the baseline run {self.run_id} has no answer for {case_id} (not run there)"
         if verdict.get("verdict") in ("infra_error", "infra_incomplete", "skipped") or not verdict.get("sent", True):
             return None, (f"the baseline run {self.run_id} has no answer for {case_id} "
                           f"(its verdict there is {verdict.get('verdict')})")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = data.decode("utf-8", "replace")
         if not text.strip():
             return None, f"the baseline run {self.run_id} answered {case_id} with nothing"
         return text, None

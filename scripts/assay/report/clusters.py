@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from ..core.jsonio import loads
 from ..core.vocab import FAIL, LAYER_ORDER
-from .facts import RunFacts, load_facts, read_case_file
+from .facts import RunFacts, case_link, load_facts, read_case_file
 from .mdtext import code, count, esc, fenced, plural
 from .redact import pii_flag, redact
 from .failwords import check_label, judged_failures, judged_words
@@ -139,7 +139,7 @@ def cluster_failures(run_dir: Path) -> dict[str, Any]:
             "clusters": clusters}
 
 
-def clusters_markdown(doc: Mapping[str, Any], top: int = 3) -> list[str]:
+def clusters_markdown(doc: Mapping[str, Any], top: int = 3, run_dir: Path | None = None) -> list[str]:
     """The report's clusters slot, drafted from cluster_failures (an agent may rewrite it)."""
     clusters = list(doc.get("clusters") or [])
     if not clusters:
@@ -148,7 +148,7 @@ def clusters_markdown(doc: Mapping[str, Any], top: int = 3) -> list[str]:
            "by (layer, reason), drafted by `cluster_failures.py` (largest first"
            + (f"; the top {top} are shown" if len(clusters) > top else "") + "):", ""]
     for i, c in enumerate(clusters[:top], 1):
-        ids = ", ".join(f"[{code(cid)}](cases/{cid}/)" for cid in c["case_ids"])
+        ids = ", ".join(case_link(cid, run_dir) for cid in c["case_ids"])
         out += [f"**{i}. {esc(c['layer'])}**: {code(c['reason'])} ({plural(c['count'], 'case')}: {ids})", ""]
         for ex in c["exemplars"]:
             rows = [("input", ex.get("input"))]
@@ -158,7 +158,7 @@ def clusters_markdown(doc: Mapping[str, Any], top: int = 3) -> list[str]:
             rows = [(k, v) for k, v in rows if v]
             width = max(len(k) for k, _ in rows) + 1
             title = f" ({esc(ex['title'])})" if ex.get("title") else ""
-            out += [f"[{code(ex['case_id'])}](cases/{ex['case_id']}/){title}:", "",
+            out += [f"{case_link(ex['case_id'], run_dir)}{title}:", "",
                     fenced("\n".join(f"{k + ':':<{width}} {v}" for k, v in rows)), ""]
     rest = len(clusters) - top
     if rest > 0:

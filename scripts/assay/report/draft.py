@@ -318,7 +318,7 @@ def _draft(run_dir: Path, comparison: list[str] | None = None) -> Draft:
         doc = {"failing_cases": 0, "clusters": build_clusters(
             facts, lambda text: redact(text)[0] if redactor.active and text else text)}
         doc["failing_cases"] = len({cid for c in doc["clusters"] for cid in c["case_ids"]})
-        slot = clusters_markdown(doc)
+        slot = clusters_markdown(doc, run_dir=facts.run_dir)
         if not doc["clusters"]:
             slot = [f"{plural(count(s.get('failures')), 'failure')}, all on holdout cases: aggregate only, "
                     "never clustered by name."]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.jsonio import MAX_DEPTH, loads
 from ..core.writer import read_bytes
@@ -74,8 +75,15 @@ def _obj(value: object) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+def case_link(case_id: str, run_dir: Path | None = None) -> str:
+    """A case id linked to its directory in an older run dir (report.md sits in the run dir; ids
+    are URL-safe by rule); the id alone in a run with a case journal (no per-case files)."""
+    from .mdtext import code
+    if run_dir is not None and casestore.open_store(run_dir).layout != "dirs":
+        return code(case_id)
+    return f"[{code(case_id)}](cases/{case_id}/)"
+
+
 def read_case_file(run_dir: Path, case_id: str, name: str) -> str | None:
-    try:
-        return read_bytes(Path(run_dir) / "cases" / case_id / name).decode("utf-8", "replace")
-    except OSError:
-        return None
+    """One artifact of a finished case as text (either run-dir layout, core.casestore), or None."""
+    return casestore.read_case_text(run_dir, case_id, name)

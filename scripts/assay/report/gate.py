@@ -132,7 +132,8 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         # opt-in cost / latency budgets (history/budgets.py: the flags, else <state>/profile.yaml;
         # stats/cost.py: the numbers): over budget, or not checkable, closes
         from ..history.budgets import resolve_budgets
-        from ..stats.cost import PRICES_FILE, budget_lines, load_prices, run_cost, state_dir_of_run
+        from ..stats.cost import PRICES_FILE, load_prices, run_cost, state_dir_of_run
+        from ..stats.cost_budget import budget_lines
         state = Path(budgets["state_dir"]) if budgets.get("state_dir") else state_dir_of_run(run_dir)
         res.budgets = resolve_budgets(budgets, state)["budgets"]
         if res.budgets:

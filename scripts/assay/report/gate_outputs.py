@@ -13,13 +13,14 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..core.casestore import read_case_json
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
 from .gate import GateResult
 from .gate_reasons import unscored_closes
 from .facts import read_case_file
 from .judged import judged_note
-from .rundir import case_verdict, read_jsonl_file, try_json
+from .rundir import case_verdict, read_jsonl_file
 from .failwords import judged_failures
 from .sections import describe_layer
 
@@ -59,7 +60,7 @@ def _failure_text(res: GateResult, row: dict, msg: str) -> str:
     lines = [msg]
     if doc.get("input_text"):
         lines.append(f"input: {doc['input_text']}")
-    expect = try_json(res.run_dir / "cases" / cid / "expect.json") if doc else None
+    expect = read_case_json(res.run_dir, cid, "expect.json") if doc else None
     if isinstance(expect, dict) and expect:
         lines.append("expected: " + json.dumps(expect, ensure_ascii=False, sort_keys=True))
     answer = (read_case_file(res.run_dir, cid, "answer.txt") or "").strip() if doc else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.casestore import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
 from ..core.vocab import is_judge_unstable
@@ -88,7 +89,7 @@ def canary_failures(run_dir: Path, results: dict) -> list[str]:
     out = []
     for row in failed[:MAX_NAMED]:
         cid = str(row.get("case_id"))
-        response = try_json(run_dir / "cases" / cid / "response.json") if is_safe_case_id(cid) else None
+        response = read_case_json(run_dir, cid, "response.json") if is_safe_case_id(cid) else None
         layers = ", ".join(row.get("failed_layers") or []) or "no layer named"
         out.append(f"canary {cid} failed on {layers}: got {describe_response(response, auth)}")
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..stats.counts import cases_phrase, summarize
 from .rundir import try_json
 from .wait import lock_path, resume_command, runner_state
@@ -25,13 +26,8 @@ def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | N
     if state == "alive":
         return None, ("the run is still running (its runner holds the lock): wait with "
                       f"`wait_run.py {run_dir}`, then gate the finished run")
-    records: list[dict[str, Any]] = []
-    cases_dir = run_dir / "cases"
-    if cases_dir.is_dir():
-        for child in sorted(cases_dir.iterdir()):
-            doc = try_json(child / "verdict.json")
-            if isinstance(doc, dict) and isinstance(doc.get("case_id"), str):
-                records.append(doc)
+    records: list[dict[str, Any]] = [doc for cid, doc in casestore.open_store(run_dir).verdicts()
+                                     if doc.get("case_id") == cid]
     summary = summarize(records, status="running", missing_artifacts=[])
     manifest = try_json(run_dir / "manifest.yaml")  # JSON text (valid YAML)
     planned = manifest.get("cases") if isinstance(manifest, dict) else None

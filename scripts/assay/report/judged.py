@@ -4,10 +4,10 @@ appear (the caller passes non-holdout verdicts only)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from ..core.casestore import read_case_json
 from ..core.vocab import JUDGE_UNSTABLE
 from .mdtext import count, esc, plural
 
@@ -33,10 +33,7 @@ def _failing_nodes(run_dir: Path | None, cid: str) -> str:
     """`node: reason` of the nodes the judge failed, from the case's judge.json."""
     if run_dir is None:
         return ""
-    try:
-        doc = json.loads((run_dir / "cases" / cid / "judge.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
+    doc = read_case_json(run_dir, cid, "judge.json")
     out = []
     for res in doc.get("rubrics") or [] if isinstance(doc, dict) else []:
         for node in (res.get("nodes") or []) if isinstance(res, dict) else []:

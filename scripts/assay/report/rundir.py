@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id, parse_run_id
 from ..core.jsonio import MAX_DEPTH, loads
@@ -163,7 +164,7 @@ def case_verdict(run_dir: Path, case_id: str) -> dict | None:
     """cases/<id>/verdict.json, or None (unsafe id, absent, unreadable)."""
     if not is_safe_case_id(case_id):
         return None
-    doc = try_json(Path(run_dir) / "cases" / case_id / "verdict.json")
+    doc = casestore.open_store(run_dir).verdict(case_id)
     return doc if isinstance(doc, dict) else None
 
 
@@ -171,12 +172,9 @@ def holdout_ids(run_dir: Path, rows: list[dict] | None = None) -> set[str]:
     """Every holdout case id the run dir knows (verdicts.jsonl and case dirs): ids to never print."""
     rows = rows if rows is not None else read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
     ids = {r["case_id"] for r in rows if r.get("holdout") and isinstance(r.get("case_id"), str)}
-    cases_dir = Path(run_dir) / "cases"
-    if cases_dir.is_dir():
-        for child in cases_dir.iterdir():
-            doc = try_json(child / "verdict.json")
-            if isinstance(doc, dict) and doc.get("holdout"):
-                ids.add(child.name)
+    for cid, doc in casestore.open_store(run_dir).verdicts():
+        if doc.get("holdout"):
+            ids.add(cid)
     return ids
 
 
@@ -238,15 +236,12 @@ def latest_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | 
 
 
 def progress(run_dir: Path) -> tuple[int, int | None]:
-    """(cases finished: case dirs holding a verdict.json, cases planned by the manifest or None).
+    """(cases finished: committed case records, cases planned by the manifest or None).
 
-    What a run in progress has done, read from the case dirs: results.json is refreshed in
-    batches, so its counts lag (at the start they are all 0)."""
+    What a run in progress has done, read from the case journal (or an older run's case dirs):
+    results.json is refreshed in batches, so its counts lag (at the start they are all 0)."""
     run_dir = Path(run_dir)
-    finished = 0
-    cases_dir = run_dir / "cases"
-    if cases_dir.is_dir():
-        finished = sum(1 for child in cases_dir.iterdir() if (child / "verdict.json").is_file())
+    finished = len(casestore.open_store(run_dir).ids())
     manifest = try_json(run_dir / "manifest.yaml")  # JSON text (valid YAML)
     planned = manifest.get("cases") if isinstance(manifest, dict) else None
     return finished, len(planned) if isinstance(planned, list) else None

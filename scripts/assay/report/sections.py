@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 
+from ..core import casestore
 from ..core.jsonio import loads
 from ..core.explain import AUTH_STATUSES
 from ..core.vocab import LAYER_ORDER
 from ..stats.paired import mde_sentence
-from .facts import RunFacts, read_case_file
+from .facts import RunFacts, case_link, read_case_file
 from .failwords import check_label, judged_failures, judged_words
 from .mdtext import code, count, esc, fenced, num, pct, plural
 
@@ -72,15 +73,15 @@ CASE_FILES = ("verdict.json", "expect.json", "request.json", "response.json", "a
               "trajectory.json")
 
 
-def case_link(case_id: str) -> str:
-    """A case id linked to its directory (report.md sits in the run dir; ids are URL-safe by rule)."""
-    return f"[{code(case_id)}](cases/{case_id}/)"
-
-
 def case_files_line(facts: RunFacts, case_id: str) -> str:
-    """Links to the case's files that exist, so a reader opens the evidence in one click."""
-    cdir = facts.run_dir / "cases" / case_id
-    names = [n for n in CASE_FILES if (cdir / n).is_file()]
+    """Where the case's evidence is: links to an older run's case files, else the artifacts its
+    record in cases.jsonl holds (the viewer, view.py, opens them)."""
+    store = casestore.open_store(facts.run_dir)
+    rec = store.load(case_id)
+    names = [n for n in CASE_FILES if rec is not None and n in rec.names()]
+    if store.layout != "dirs":
+        return ("Evidence: " + " · ".join(code(n) for n in names) + " in its record in `cases.jsonl` "
+                "(`view.py` shows them)") if names else "Evidence: its record in `cases.jsonl`"
     return "Files: " + " · ".join(f"[{n}](cases/{case_id}/{n})" for n in names) if names else \
         f"Files: `cases/{case_id}/`"
 
@@ -108,7 +109,7 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
             if doc.get(key):
                 tags.append(f"{key} {esc(doc[key])}")
         title = f" ({esc(doc['title'])})" if doc.get("title") else ""
-        out += [f"### {case_link(cid)}{title}: failed {', '.join(failed) or 'no layer named'}", ""]
+        out += [f"### {case_link(cid, facts.run_dir)}{title}: failed {', '.join(failed) or 'no layer named'}", ""]
         if tags:
             out += ["*" + "; ".join(tags) + "*", ""]
         out += [case_files_line(facts, cid), ""]

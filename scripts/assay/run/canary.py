@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core.casestore import read_case_json
 from ..core.explain import describe_response
 from ..core.vocab import FAIL, LAYER_ORDER
 
@@ -20,10 +20,7 @@ def failed_canary_lines(out: Path, records: list[Mapping[str, Any]], auth: Mappi
         layers = record.get("layers") or {}
         failed = [n for n in LAYER_ORDER if (layers.get(n) or {}).get("verdict") == FAIL] or \
             [n for n, v in layers.items() if isinstance(v, Mapping) and v.get("verdict") == FAIL]
-        try:
-            response = json.loads((Path(out) / "cases" / cid / "response.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            response = None
+        response = read_case_json(out, cid, "response.json")
         lines.append(f"canary {cid} failed on {', '.join(failed) or 'no layer named'}: got "
                      f"{describe_response(response, auth)}")
     return lines

@@ -1,12 +1,12 @@
-"""The case dir's files: what a case, each repeat and each turn write, through the one writer.
+"""The case record's artifacts: what a case, each repeat and each turn hold (core.casestore).
 
-Every file a case writes goes through `CaseFiles.put`, which keeps the bytes written so that
-verdict.json's `artifact_sha256` records exactly what is on disk.
+Every artifact goes through `CaseFiles.put`, which keeps its bytes (redacted) in memory: the
+case's one journal line carries them all, and the verdict's `artifact_sha256` records exactly
+those bytes. Nothing is written here: the line, appended whole, is the commit.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping
 
 from ..core import writer
@@ -18,71 +18,61 @@ def case_json(value: Any) -> str:
     return writer.dumps(value, indent=None) + "\n"
 
 
-def write_case_file(path: Path, data: bytes) -> bytes:
-    """Through the one writer (core.writer: redacted, atomic, never via a symlink); returns the
-    bytes written, which are what artifact_sha256 records. Every case, repeat and turn dir is
-    created by this process for this attempt (`os.mkdir`/`mkdir`), hence `fresh_dir`."""
-    return writer.write_bytes(path, data, fresh_dir=True)
-
-
 class CaseFiles:
-    """The files one case wrote so far: `prefix + name` -> the bytes on disk."""
+    """The artifacts of one case so far: name in the record -> their bytes (redacted, as the journal holds them)."""
 
     def __init__(self) -> None:
         self.written: dict[str, bytes] = {}
 
-    def put(self, directory: Path, name: str, text: str, prefix: str = "") -> None:
-        self.written[prefix + name] = write_case_file(directory / name, writer.encode(text))
+    def put(self, name: str, text: str) -> None:
+        """One artifact by its name in the record (`request.json`, `turns/2/answer.txt`)."""
+        self.written[name] = writer.redact_bytes(writer.encode(text))
 
-    def put_repeats(self, case: Mapping[str, Any], cdir: Path, repeats: list[dict], chosen: dict, k: int) -> None:
+    def put_repeats(self, case: Mapping[str, Any], repeats: list[dict], chosen: dict, k: int) -> None:
         """repeats/<n>/ for every repeat (k > 1), then the case-level files of the chosen repeat."""
         multi = "turns" in chosen
         if k > 1:
             for r in repeats:
-                rdir = cdir / "repeats" / str(r["n"])
-                rdir.mkdir(parents=True)
-                self.put(rdir, "request.json", case_json(r["request"]), prefix=f"repeats/{r['n']}/")
-                self.put(rdir, "response.json", case_json(r["response"]), prefix=f"repeats/{r['n']}/")
+                self.put(f"repeats/{r['n']}/request.json", case_json(r["request"]))
+                self.put(f"repeats/{r['n']}/response.json", case_json(r["response"]))
                 if r.get("trajectory") is not None and not multi:   # every repeat's trace: rescore scores each
-                    self.put(rdir, "trajectory.json", case_json(r["trajectory"]), prefix=f"repeats/{r['n']}/")
-                    self.put(rdir, "trace.json", case_json(r["raw_spans"]), prefix=f"repeats/{r['n']}/")
-                self.put(rdir, "verdict.json", case_json(repeat_verdict(case, r)), prefix=f"repeats/{r['n']}/")
+                    self.put(f"repeats/{r['n']}/trajectory.json", case_json(r["trajectory"]))
+                    self.put(f"repeats/{r['n']}/trace.json", case_json(r["raw_spans"]))
+                self.put(f"repeats/{r['n']}/verdict.json", case_json(repeat_verdict(case, r)))
                 if multi:
-                    self.put_turns(case, r, rdir, f"repeats/{r['n']}/", traces=False)
+                    self.put_turns(case, r, f"repeats/{r['n']}/", traces=False)
         if multi:
-            self.put_turns(case, chosen, cdir, "", traces=True)
-            self.put(cdir, "expect.json", case_json(chosen["expect"]))
+            self.put_turns(case, chosen, "", traces=True)
+            self.put("expect.json", case_json(chosen["expect"]))
         if "simulator" in chosen:   # how the simulated user ended, its identity and seed, the last call
-            self.put(cdir, "simulator.json", case_json(chosen["simulator"]))
-        self.put(cdir, "request.json", case_json(chosen["request"]))
-        self.put(cdir, "response.json", case_json(chosen["response"]))
-        self.put(cdir, "answer.txt", chosen["answer_text"] or "")
+            self.put("simulator.json", case_json(chosen["simulator"]))
+        self.put("request.json", case_json(chosen["request"]))
+        self.put("response.json", case_json(chosen["response"]))
+        self.put("answer.txt", chosen["answer_text"] or "")
         if ((chosen["expect"] if multi else case.get("expect")) or {}).get("result"):
             actual = chosen["actual"] or {"missing": True, "reason": chosen["actual_reason"]}
-            self.put(cdir, "actual.json", case_json(actual))
+            self.put("actual.json", case_json(actual))
         if chosen["trajectory"] is not None:
-            self.put(cdir, "trajectory.json", case_json(chosen["trajectory"]))
-            self.put(cdir, "trace.json", case_json(chosen["raw_spans"]))
+            self.put("trajectory.json", case_json(chosen["trajectory"]))
+            self.put("trace.json", case_json(chosen["raw_spans"]))
 
-    def put_turns(self, case: Mapping[str, Any], rep: dict, base_dir: Path, prefix: str, *, traces: bool) -> None:
+    def put_turns(self, case: Mapping[str, Any], rep: dict, prefix: str, *, traces: bool) -> None:
         """turns/<n>/ for every sent turn of one repeat (trace files only at the case level)."""
         for t in rep["turns"]:
             n = t["n"]
-            tdir = base_dir / "turns" / str(n)
-            tdir.mkdir(parents=True)
             tp = f"{prefix}turns/{n}/"
-            self.put(tdir, "request.json", case_json(t["request"]), prefix=tp)
-            self.put(tdir, "response.json", case_json(t["response"]), prefix=tp)
-            self.put(tdir, "expect.json", case_json(t["spec"].expect), prefix=tp)
-            self.put(tdir, "answer.txt", t["answer_text"] or "", prefix=tp)
+            self.put(tp + "request.json", case_json(t["request"]))
+            self.put(tp + "response.json", case_json(t["response"]))
+            self.put(tp + "expect.json", case_json(t["spec"].expect))
+            self.put(tp + "answer.txt", t["answer_text"] or "")
             if "simulator" in t:   # the simulator's raw call(s) that wrote this turn's user message
-                self.put(tdir, "simulator.json", case_json(t["simulator"]), prefix=tp)
+                self.put(tp + "simulator.json", case_json(t["simulator"]))
             if traces and t["trajectory"] is not None:
-                self.put(tdir, "trajectory.json", case_json(t["trajectory"]), prefix=tp)
-                self.put(tdir, "trace.json", case_json(t["raw_spans"]), prefix=tp)
+                self.put(tp + "trajectory.json", case_json(t["trajectory"]))
+                self.put(tp + "trace.json", case_json(t["raw_spans"]))
             if traces and t.get("judge_doc") is not None:   # the deciding repeat's judge calls, per turn
-                self.put(tdir, "judge.json", case_json(t["judge_doc"]), prefix=tp)
-            self.put(tdir, "verdict.json", case_json(turn_verdict(case, rep["n"], t, traces)), prefix=tp)
+                self.put(tp + "judge.json", case_json(t["judge_doc"]))
+            self.put(tp + "verdict.json", case_json(turn_verdict(case, rep["n"], t, traces)))
 
 
 def judge_doc(chosen: dict, judged: list[dict], k: int) -> dict:

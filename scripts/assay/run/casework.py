@@ -1,8 +1,9 @@
 """One case, end to end: safety gates, k repeats (invoke + retry + score), the case dir.
 
-`CaseWorker.run(case, index) -> record` is called from worker threads; it touches only
-`cases/<id>/` and writes `verdict.json` last. The record it returns is exactly the
-verdict.json it wrote.
+`CaseWorker.run(case, index) -> record` is called from worker threads; it keeps the case's
+artifacts in memory and appends them with its verdict as ONE line of the case journal
+(`cases.jsonl`, core.casestore): that append is the commit. The record it returns is exactly
+the verdict the line holds.
 
 A repeat takes one of two paths over the shared helpers of `repeat_scoring`: a single-turn
 case (`repeat_single`) or a conversation (`repeat_conversation`). The case dir's layout is
@@ -11,17 +12,16 @@ case (`repeat_single`) or a conversation (`repeat_conversation`). The case dir's
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core import writer
+from ..core import casestore, writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import INFRA_ERROR, PASS, SKIPPED
 from ..replay.session import ReplayMiss
 from ..score.rollup import fold_repeats
-from .case_files import CaseFiles, case_json, judge_doc, write_case_file
+from .case_files import CaseFiles, case_json, judge_doc
 from .case_record import base_record, sent_record
 from .case_skip import skip_reason
 from ..invoke import conversation as convo
@@ -68,6 +68,8 @@ class CaseWorker:
     replay: Any = None
     # The run's simulator (assay.simulate.runtime.SimulatorRuntime) when a simulated case runs.
     simulator: Any = None
+    # The run's case journal (core.casestore.Journal): each finished case is one appended line.
+    journal: Any = None
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
@@ -78,17 +80,11 @@ class CaseWorker:
     # ------------------------------------------------------------ one case
     def run(self, case: Mapping[str, Any], index: int) -> dict[str, Any]:
         cid = case["id"]
-        cdir = self.out / "cases" / cid
-        try:
-            os.mkdir(cdir)
-        except FileExistsError:  # a leftover from an interrupted attempt: start the case over
-            writer.remove_tree(cdir)
-            os.mkdir(cdir)
         ref = case_ref(case, index)
         self.runlog.event("case_start", **ref)
         expect = case.get("expect") if case.get("expect") is not None else {}
         files = CaseFiles()
-        files.put(cdir, "expect.json", case_json(expect))
+        files.put("expect.json", case_json(expect))
         base = base_record(case, self.k)
         reason = self.skip_reason(case)
         if reason:
@@ -97,7 +93,7 @@ class CaseWorker:
             _mark_kind(record, case)   # counted with the conversations, never sent
         else:
             try:
-                record = self._run_repeats(case, cdir, files, base, ref)
+                record = self._run_repeats(case, files, base, ref)
             except ReplayMiss as miss:   # --replay (or rescore): the stored run cannot answer this case; never a pass
                 why = writer.redact_text(miss.reason)
                 record = dict(base, verdict=INFRA_ERROR, infra_reason=why, sent=False,
@@ -107,17 +103,17 @@ class CaseWorker:
         # The record returned is the one written: redacted here, so every run-level file derived
         # from it in memory (routing, results, verdicts.jsonl) is as clean as verdict.json.
         record = writer.redact_value(record)
-        write_case_file(cdir / "verdict.json", (case_json(record)).encode("utf-8"))
+        self.journal.append(casestore.record_line(cid, record, files.written))
         return record
 
-    def _run_repeats(self, case, cdir: Path, files: CaseFiles, base: dict, ref: dict) -> dict:
+    def _run_repeats(self, case, files: CaseFiles, base: dict, ref: dict) -> dict:
         repeats = [self._one_repeat(case, n, ref) for n in range(1, self.k + 1)]
         folded = fold_repeats([r["verdict"] for r in repeats])
         chosen = next((r for r in repeats if r["verdict"] == folded), repeats[-1])
-        files.put_repeats(case, cdir, repeats, chosen, self.k)
+        files.put_repeats(case, repeats, chosen, self.k)
         judged = [r for r in repeats if r.get("judge_doc") is not None]
         if judged:
-            files.put(cdir, "judge.json", case_json(judge_doc(chosen, judged, self.k)))  # the one writer redacts it
+            files.put("judge.json", case_json(judge_doc(chosen, judged, self.k)))  # the one writer redacts it
         finish = getattr(self.invoker, "finish_case", None)
         if finish is not None:  # cli: a passing case's scratch dirs go, any other case's stay
             finish(case["id"], folded == PASS)

@@ -207,6 +207,7 @@ def dry_run(plan: dict, environ) -> dict:
 
 
 def verify(run_dir: Path) -> tuple[int, dict]:
+    from ..core import casestore
     from ..rundir.completeness import RunDirError, check_run_dir
     try:
         problems, records, manifest = check_run_dir(run_dir)
@@ -218,7 +219,8 @@ def verify(run_dir: Path) -> tuple[int, dict]:
     except (OSError, ValueError, AttributeError, AssayError):  # a link there is a named problem already
         pass
     result = {"run_dir": str(run_dir), "run_id": manifest.get("run_id"), "status": status,
-              "cases_finished": len(records), "missing_artifacts": problems, "complete": not problems}
+              "cases_finished": len(records), "missing_artifacts": problems, "complete": not problems,
+              "files": casestore.scan(run_dir).file_count()}
     if problems:
         raise AssayError(f"--verify: {len(problems)} artifact problem(s) in {run_dir.name}: "
                          + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""), 6, **result)

@@ -1,8 +1,9 @@
 """The run: pre-flight writes, the scheduler (canaries first, alone; then up to
 max_concurrency cases in flight), aborts, resume, finalize and the exit code.
 
-Workers only touch their own case dir; this thread owns every run-level file, so
-the bookkeeping needs no locks and the derived files are always in plan order.
+Workers only append their own case's line to the case journal (core.casestore); this thread
+owns every other run-level file, so the bookkeeping needs no locks and the derived files are
+always in plan order.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
 
-from ..core import writer
+from ..core import casestore, writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import atomic_write_json, read_json
@@ -81,6 +82,7 @@ class Run:
         if self.resume:
             self.manifest = read_json(out / "manifest.yaml")
             self._scrub_partial()
+            self.journal = casestore.Journal(out)
             repair(out / "run.log")
             self.runlog = RunLog(out / "run.log")
             self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest(),
@@ -95,7 +97,7 @@ class Run:
             self.manifest["order"] = self.order_doc
             self.manifest["fail_fast"] = self.fail_fast
             atomic_write_json(out / "manifest.yaml", self.manifest)
-            (out / "cases").mkdir(exist_ok=True)
+            self.journal = casestore.Journal(out)
             preflight.write_running_results(out, self.plan, started, summarize(
                 [], status="running", missing_artifacts=[]))
             self.runlog = RunLog(out / "run.log")
@@ -105,21 +107,28 @@ class Run:
             holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
 
     def _scrub_partial(self) -> dict[int, dict]:
-        """--resume: keep case dirs with a parseable verdict.json; delete the rest and stray files."""
+        """--resume: keep the journal's committed lines of plan cases (the first one per case);
+        cut a torn tail, drop any other line, delete stray temp files."""
         out = self.s.out
         index_of = {c["id"]: i for i, c in enumerate(self.cases)}
         self.kept: dict[int, dict] = {}
-        (out / "cases").mkdir(exist_ok=True)
-        for cdir in sorted((out / "cases").iterdir()):
-            rec = None
-            try:
-                rec = read_json(cdir / "verdict.json")
-            except (OSError, ValueError):
-                rec = None
-            if cdir.name in index_of and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
-                self.kept[index_of[cdir.name]] = derived.slim(rec)
-            else:  # a link was refused before the lock (check_out); remove_tree never follows one
-                writer.remove_tree(cdir)
+        if (out / casestore.LEGACY_DIR).is_dir() and not (out / casestore.JOURNAL).exists():
+            raise AssayError(f"--resume: {out} was written by an older assay (one cases/<id>/ directory per "
+                             "case); this build continues only runs it started (the case journal, cases.jsonl). "
+                             "Its results stay readable (gate.py, --verify, view.py); start a new run id to run "
+                             "the rest", 2, key="--resume")
+        store = casestore.scan(out)
+        drop = bool(store.garbled or store.duplicates)
+        for cid, rec in store.verdicts():
+            if cid in index_of and rec.get("case_id") == cid:
+                self.kept[index_of[cid]] = derived.slim(rec)
+            else:
+                drop = True
+        if len(self.kept) != len(store.index):
+            drop = True   # a line whose verdict does not parse: the case runs again
+        # rare (a hand edit, a line for a case the plan no longer has): rewrite the kept lines;
+        # else only cut a torn tail (a kill mid-append: the partial last line was never a case)
+        casestore.keep_only(store, {self.cases[i]["id"] for i in self.kept} if drop else None)
         for p in out.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp"):
                 p.unlink()
@@ -155,7 +164,7 @@ class Run:
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay,
-            simulator=self.s.simulator)
+            simulator=self.s.simulator, journal=self.journal)
         if self.s.simulator is not None:
             self.s.simulator.scrub = writer.redact_text
             self.s.simulator.on_retry = lambda **kw: self.runlog.event("retry", simulator=True, **kw)
@@ -341,6 +350,7 @@ class Run:
                                 f"{self.fail_fast}; cases not started are not run")
         self.progress.update(record["verdict"], record.get("latency_ms"))
         if self.derived.due():
+            self.journal.sync()   # the derived files never count a case the journal could lose
             self.derived.refresh()
 
     # ------------------------------------------------------------ finalize
@@ -348,6 +358,7 @@ class Run:
         out = self.s.out
         records = self.derived.ordered()
         final_status = "ok" if self.status == "running" else self.status
+        self.journal.close()
         self._write_reports(records)
         self.derived.refresh(status="running")
         # Each finished case's record is the one this process wrote as its verdict.json (or read

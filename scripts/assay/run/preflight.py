@@ -3,7 +3,7 @@
 1. plan validation (exit 2), --out and the state dir (`run_dir`), the holdout ledger's path
 (`holdout_ledger`) and env resolution (`preflight_env`, exit 3); 2. invocation mode supported
 and well-formed (`preflight_app`); 3. health check (`preflight_app`); 4. trace branch; 5. safety
-gates recorded; 6. the PII .gitignore; 7. cases/ and manifest.yaml; 8. results.json `running`;
+gates recorded; 6. the PII .gitignore; 7. manifest.yaml and cases.jsonl; 8. results.json `running`;
 9. the holdout ledger's look (`holdout_ledger`). Steps 1-4 write nothing; exit 2 and exit 3
 leave nothing behind (the lock is beside the run dir and removed on exit).
 """
@@ -91,14 +91,20 @@ def safety_gates(adapter: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- steps 6-9: writes
+PII_IGNORES = ("*/cases/", "*/cases.jsonl")
+
+
 def write_gitignore(reports: Path, adapter: Mapping[str, Any]) -> bool:
     if (adapter.get("data") or {}).get("may_contain_pii") is not True:
         return False
     path = reports / ".gitignore"
     existing = writer.read_bytes(path).decode("utf-8") if path.exists() or path.is_symlink() else ""
-    if "*/cases/" not in existing.splitlines():
+    # the case journal holds every request and answer; `*/cases/` covers older run dirs' case dirs
+    wanted = [p for p in PII_IGNORES if p not in existing.splitlines()]
+    if wanted:
         from ..core.jsonio import atomic_write_text
-        atomic_write_text(path, existing + ("" if not existing or existing.endswith("\n") else "\n") + "*/cases/\n")
+        atomic_write_text(path, existing + ("" if not existing or existing.endswith("\n") else "\n")
+                          + "".join(p + "\n" for p in wanted))
     return True
 
 

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, parse_run_id
-from ..core.jsonio import dumps, read_json, sha256_json
+from ..core.jsonio import dumps, loads, read_json, sha256_json
 from ..plan.validate import effective_execution, effective_scoring, validate_plan
 from ..schemas import validate
 from . import holdout_ledger, preflight, preflight_env, run_paths
@@ -67,6 +68,13 @@ def _read(path: Path) -> Any:
         return None
 
 
+def _parse(data: bytes | None) -> Any:
+    try:
+        return loads(data.decode("utf-8")) if data is not None else None
+    except (ValueError, RecursionError):
+        return None
+
+
 def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, int], Stored]]:
     """(manifest, verdict by case id, stored repeat by (case id, n))."""
     manifest = _read(run_dir / "manifest.yaml")
@@ -74,13 +82,18 @@ def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, i
         raise AssayError(f"{run_dir}: not a run directory (no readable manifest.yaml)", 2, run_dir=str(run_dir))
     verdicts: dict[str, dict] = {}
     stored: dict[tuple[str, int], Stored] = {}
+    store = casestore.open_store(run_dir)
     for entry in manifest["cases"]:
         cid = entry.get("id") if isinstance(entry, dict) else None
-        cdir = run_dir / "cases" / str(cid)
-        v = _read(cdir / "verdict.json")
-        if v is None:
+        case = store.load(cid) if isinstance(cid, str) else None
+        if case is None:
             continue
-        validate(v, "verdict", source=cdir / "verdict.json")   # a hand edit: exit 2 naming the file and key
+        v = case.verdict
+        source = store.where(cid)
+        validate(v, "verdict", source=source)   # a hand edit: exit 2 naming the file and key
+
+        def _art(rel: str, case: casestore.CaseRecord = case) -> Any:
+            return _parse(case.read(rel))
         verdicts[cid] = v
         if not v.get("sent", True) or v.get("verdict") == "skipped":
             continue
@@ -88,20 +101,20 @@ def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, i
         repeats = v.get("repeats") or [{"n": 1, "verdict": v.get("verdict")}]
         chosen = next((r["n"] for r in repeats if r.get("verdict") == v.get("verdict")), repeats[-1]["n"])
         for n in range(1, k + 1):
-            base = cdir if k == 1 else cdir / "repeats" / str(n)
-            response = _read(base / "response.json")
+            base = "" if k == 1 else f"repeats/{n}/"
+            response = _art(base + "response.json")
             if not isinstance(response, dict):
                 continue
-            st = Stored(request=_read(base / "request.json"), response=response)
-            rv = v if k == 1 else _read(base / "verdict.json")
+            st = Stored(request=_art(base + "request.json"), response=response)
+            rv = v if k == 1 else _art(base + "verdict.json")
             if k > 1 and isinstance(rv, dict) and isinstance(rv.get("trace"), dict):
                 # every repeat's own trace (run dirs since repeats/<n>/ holds trajectory.json)
                 st.trace = rv["trace"]
                 if rv.get("trace_collected"):
-                    st.trajectory, st.trace_doc = _read(base / "trajectory.json"), _read(base / "trace.json")
+                    st.trajectory, st.trace_doc = _art(base + "trajectory.json"), _art(base + "trace.json")
             elif n == chosen:   # k = 1, or an older run dir: only the chosen repeat's trace was kept
-                st.trajectory = _read(cdir / "trajectory.json")
-                st.trace_doc = _read(cdir / "trace.json")
+                st.trajectory = _art("trajectory.json")
+                st.trace_doc = _art("trace.json")
                 st.trace = v.get("trace") if isinstance(v.get("trace"), dict) else None
             stored[(cid, n)] = st
     return manifest, verdicts, stored
@@ -227,7 +240,7 @@ def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
     for cid, v in verdicts.items():
         if not v.get("judged"):
             continue
-        doc = _read(run_dir / "cases" / cid / "judge.json")
+        doc = _parse(casestore.open_store(run_dir).read(cid, "judge.json"))
         if not isinstance(doc, dict):
             continue
         pv = doc.get("prompt_version")

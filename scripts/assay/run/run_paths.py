@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core import writer
+from ..core import casestore, writer
 from ..core.errors import AssayError
 
 
@@ -95,7 +95,7 @@ def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str
 
 
 # What a runner killed in its first milliseconds can leave before manifest.yaml exists.
-_START_DEBRIS = ("cases", "results.json", "run.log")
+_START_DEBRIS = (casestore.LEGACY_DIR, casestore.JOURNAL, "results.json", "run.log")
 
 
 def unstarted_debris(out: Path) -> list[Path] | None:
@@ -109,11 +109,13 @@ def unstarted_debris(out: Path) -> list[Path] | None:
         temp = entry.name.startswith(".") and entry.name.endswith(".tmp")
         if entry.is_symlink() or not (entry.name in _START_DEBRIS or temp):
             return None
-        if entry.name == "cases":
+        if entry.name == casestore.JOURNAL and (not entry.is_file() or entry.stat().st_size):
+            return None   # a journal with a finished case in it
+        if entry.name == casestore.LEGACY_DIR:   # an older runner's case dirs
             if not entry.is_dir():
                 return None
             for cdir in entry.iterdir():
-                if cdir.is_symlink() or not cdir.is_dir() or (cdir / "verdict.json").exists():
+                if cdir.is_symlink() or not cdir.is_dir() or (cdir / casestore.VERDICT).exists():
                     return None
         found.append(entry)
     return found

@@ -1,8 +1,10 @@
 """The required-artifact table (contracts §5.7): the one place the run-dir tree is defined.
 
-The runner writes exactly these files; the completeness check and `--verify` check
-exactly these; `docs/runner-contract.md` shows `render_tree()` verbatim (a test holds
-the two together). Nothing else is ever written into a run directory.
+The runner writes exactly these files, and exactly these artifacts into each case record
+(one line of `cases.jsonl`, core.casestore: the artifact names below are relative to the
+case record, as they were to `cases/<id>/` in older run dirs); the completeness check and
+`--verify` check exactly these; `docs/runner-contract.md` shows `render_tree()` verbatim (a
+test holds the two together). Nothing else is ever written into a run directory.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..core.vocab import PASS, FAIL, SKIPPED
 
 @dataclass(frozen=True)
 class Artifact:
-    path: str        # relative to the run dir (case files: relative to cases/<id>/)
+    path: str        # relative to the run dir (case artifacts: their name in the case record)
     when: str        # condition name, see RUN_CONDITIONS / CASE_CONDITIONS
     note: str        # the line shown in the docs tree
 
@@ -32,15 +34,17 @@ RUN_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("reliability.json", "k>1", "only when k > 1"),
     Artifact("comparison.json", "baseline", "only when --baseline-verdicts was passed"),
     Artifact("run.log", "always", "JSONL events: preflight, case_start, case_done, retry, abort, finalize"),
+    Artifact("cases.jsonl", "always", "the case journal: one line per finished case, its record (below)"),
 )
 
-# Per-case files (relative to cases/<case-id>/), in tree order. verdict.json is written last.
+# Per-case artifacts (the keys of a case record's `files`, verdict.json being its `verdict`), in
+# tree order. The record's line is appended whole: its newline is the commit.
 CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("request.json", "sent", "the request as recorded (secrets redacted); absent when skipped"),
     Artifact("response.json", "sent", "status, body, attempts, retry_count, latency; absent when skipped"),
     Artifact("expect.json", "always", "the case's expect block"),
     Artifact("answer.txt", "sent", "the text at the adapter's <answer> path (empty when none)"),
-    Artifact("verdict.json", "always", "written LAST: its existence means the case is done"),
+    Artifact("verdict.json", "always", "the record's `verdict`: the line's newline means the case is done"),
     Artifact("trajectory.json", "trace", "only when a trace was collected for this case"),
     Artifact("trace.json", "trace", "only when a trace was collected for this case"),
     Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
@@ -52,7 +56,7 @@ REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.j
 # rescore scores every repeat from its own trajectory, as the run did.
 REPEAT_TRACE_ARTIFACTS: tuple[str, ...] = ("trajectory.json", "trace.json")
 # Per sent turn of a conversation (relative to turns/<n>/, n = 1..turns_sent); the same five
-# under repeats/<r>/turns/<n>/ when k > 1 (no trace files there). verdict.json is written last.
+# under repeats/<r>/turns/<n>/ when k > 1 (no trace files there). All in the case's one record.
 TURN_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("request.json", "always", "the turn's request (turn, attempt, sent_at; Cookie redacted)"),
     Artifact("response.json", "always", "the turn's response (turn; attempts = conversation attempts)"),
@@ -109,7 +113,8 @@ def case_conditions(record: Mapping[str, Any]) -> dict[str, bool]:
 
 
 def required_case_files(record: Mapping[str, Any]) -> list[str]:
-    """Every file a finished case dir must hold (relative to cases/<id>/)."""
+    """Every artifact a finished case's record must hold (its name in the record; relative to
+    cases/<id>/ in an older run dir)."""
     cond = case_conditions(record)
     files = [a.path for a in CASE_ARTIFACTS if cond[a.when]]
     k = int(record.get("k") or 1)
@@ -142,7 +147,7 @@ def turn_files(turns: list, prefix: str, *, traces: bool, simulated: bool = Fals
 
 
 def allowed_case_files(record: Mapping[str, Any]) -> set[str]:
-    """Files a case dir may hold: the required ones (conditional files are absent, not empty)."""
+    """Artifacts a case record may hold: the required ones (conditional ones are absent, not empty)."""
     return set(required_case_files(record))
 
 
@@ -159,7 +164,7 @@ def render_tree() -> str:
              "reports/<run-id>/"]
     for a in RUN_ARTIFACTS:
         lines.append(f"{'  ' + a.path:<{width}}{a.note}")
-    lines.append("  cases/<case-id>/")
+    lines.append(f"{'  <record of a case>':<{width}}a cases.jsonl line: {{case_id, verdict, files: {{name: text}}}}")
     for a in CASE_ARTIFACTS:
         lines.append(f"{'    ' + a.path:<{width}}{a.note}")
     lines.append(f"{'    turns/<t>/':<{width}}only for a sent conversation (t = 1..turns_sent, no gaps)")

@@ -4,7 +4,7 @@ Reads only the run dir. Every problem is one string in `missing_artifacts`, nami
 file (holdout cases by index, never by id): missing files, unparseable or off-schema
 files, files whose bytes differ from the sha256 their verdict.json recorded, derived
 files that disagree with the case dirs, counts that disagree with a recount, and any
-file the run-dir contract does not list. One case dir's checks are `completeness_case`.
+file the run-dir contract does not list. One case record's checks (either layout) are `completeness_case`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core import casestore
 from ..core.jsonio import loads, read_json, read_jsonl
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_run_files
-from .completeness_case import SYMLINK_PROBLEM, _check_case, _schema_problem, _VerdictSchema
+from .completeness_case import SYMLINK_PROBLEM, _schema_problem, _VerdictSchema, dir_cases, journal_cases
 
 STOPPED_FAIL_FAST = "stopped_fail_fast"   # --fail-fast N: the rest is not run (never passed)
 ABORTED = ("aborted_canary", "aborted_infra", STOPPED_FAIL_FAST)
@@ -98,31 +99,14 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     summary_doc = (results or {}).get("summary")
     run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
 
-    # --- case dirs
+    # --- the case records: the journal, or an older run's case dirs
     records: dict[int, dict] = {}
-    cases_dir = out / "cases"
-    present, linked = [], set()
-    if cases_dir.is_dir():
-        for e in os.scandir(cases_dir):
-            present.append(e.name)
-            if e.is_symlink():
-                linked.add(e.name)
-        present.sort()
+    store = casestore.scan(out)
     verdict_schema = _VerdictSchema() if schemas else None
-    for entry in present:
-        if entry in linked:
-            problems.append(f"cases/{entry} ({SYMLINK_PROBLEM})" if entry not in index_of
-                            else f"{name(entry)} ({SYMLINK_PROBLEM})")
-            continue
-        if entry not in index_of:
-            problems.append(f"cases/{entry} (not a case of this run's plan)")
-            continue
-        cdir = cases_dir / entry
-        rec = _check_case(cdir, entry, name(entry), problems, schemas,
-                          None if known is None or schemas else known.get(entry), verdict_schema)
-        if rec is not None:
-            # flat memory over 10,000 cases (a `known` record is slim already)
-            records[index_of[entry]] = rec if known is not None and rec is known.get(entry) else derived.slim(rec)
+    if store.layout != "dirs":
+        present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, records)
+    else:
+        present = dir_cases(out, index_of, name, problems, schemas, known, verdict_schema, records)
     if run_status not in ABORTED:
         present_set = set(present)  # (a list here made this loop quadratic: 0.5 s at 10,000 cases)
         for cid in ids:
@@ -137,11 +121,14 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         landed = written
 
     # --- run-level files
-    allowed = {a.path for a in RUN_ARTIFACTS} | {"cases"} | set(AFTER_RUN_FILES)
+    allowed = {a.path for a in RUN_ARTIFACTS} | set(AFTER_RUN_FILES)
+    required = required_run_files(manifest, ordered)
+    if store.layout == "dirs":   # an older run dir: its case dirs instead of the journal
+        allowed = (allowed - {casestore.JOURNAL}) | {casestore.LEGACY_DIR}
+        required = [rel for rel in required if rel != casestore.JOURNAL]
     for p in sorted(out.iterdir()):
         if p.name not in allowed:
             problems.append(f"{p.name} (not part of the run-dir contract)")
-    required = required_run_files(manifest, ordered)
     for rel in required:
         if not (out / rel).is_file():
             problems.append(f"{rel} (missing)")

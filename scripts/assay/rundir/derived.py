@@ -156,9 +156,31 @@ def slim(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the counts and derived files read from a record (the scorers' detail stays on disk):
     keeps a 10,000-case run's memory flat. summarize()/rows over slim == over the full record."""
     out = {k: record.get(k) for k in _SLIM_KEYS}
-    out["layers"] = {name: {k: layer[k] for k in _SLIM_LAYER_KEYS if k in layer}
+    out["layers"] = {name: _shared({k: layer[k] for k in _SLIM_LAYER_KEYS if k in layer})
                      for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}
     return out
+
+
+_SHARED: dict[str, dict] = {}
+_SHARED_MAX, _SHARED_KEY_MAX = 4096, 256
+
+
+def _shared(layer: dict) -> dict:
+    """One object for every equal small slim layer (`{"verdict": "n/a"}`, a pass with no detail):
+    most of a run's layers are a handful of distinct values, so 100,000 records hold a few
+    thousand layer dicts, not a million. Slim records are read, never mutated."""
+    try:
+        key = json.dumps(layer, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return layer
+    if len(key) > _SHARED_KEY_MAX:
+        return layer
+    got = _SHARED.get(key)
+    if got is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            return layer
+        _SHARED[key] = got = layer
+    return got
 
 
 def write_run_reports(out: Path, records: list[dict], *, k: int, oos_route: str | None,

@@ -19,12 +19,12 @@ Pure over plain data except `read_durations`, which reads a previous run directo
 from __future__ import annotations
 
 import math
-import os
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core import casestore
 from ..core.errors import AssayError
 from ..core.jsonio import read_json
 from ..plan.shards import MAX_SHARDS, is_canary
@@ -103,18 +103,9 @@ def read_durations(run_dir: Path) -> tuple[dict[str, Any], str]:
         raise AssayError(f"--durations {run_dir}: not a run directory (no readable manifest.yaml); pass a "
                          "previous run's reports/<run-id>", 2, key="--durations") from None
     out: dict[str, Any] = {}
-    cases_dir = run_dir / "cases"
-    try:
-        entries = sorted(os.scandir(cases_dir), key=lambda e: e.name)
-    except OSError:
-        entries = []
-    for entry in entries:
-        try:
-            doc = read_json(Path(entry.path) / "verdict.json")
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and doc.get("case_id") == entry.name:
-            out[entry.name] = doc.get("latency_ms")
+    for cid, doc in sorted(casestore.open_store(run_dir).verdicts()):
+        if doc.get("case_id") == cid:
+            out[cid] = doc.get("latency_ms")
     if not any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
         raise AssayError(f"--durations {run_dir}: no finished case with a latency_ms in it; pass a run that "
                          "sent cases, or drop --durations (round-robin)", 2, key="--durations")

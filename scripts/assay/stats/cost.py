@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..core.jsonio import loads
 from ..core.errors import AssayError
 from .judge_cost import judge_model_of, judge_row, judge_totals, token_count
@@ -97,28 +98,40 @@ def _object(path: Path) -> dict:
     return doc
 
 
-def _trajectories(cdir: Path) -> list[dict]:
+def _trajectories(case: casestore.CaseRecord) -> list[dict]:
     # a conversation: every sent turn's trajectory (turns/<n>/; the case-level one is the deciding turn's)
-    turns = sorted((cdir / "turns").glob("*/trajectory.json"), key=lambda p: int(p.parent.name)) \
-        if (cdir / "turns").is_dir() else []
-    docs = [_json(p) for p in turns] or [_json(cdir / "trajectory.json")]
+    turns = sorted((n for n in case.names() if n.startswith("turns/") and n.endswith("/trajectory.json")
+                    and n.split("/")[1].isdigit()), key=lambda n: int(n.split("/")[1]))
+    docs = [_bytes_json(case.read(n)) for n in turns] or [_bytes_json(case.read("trajectory.json"))]
     return [d for d in docs if isinstance(d, dict)]
+
+
+def _bytes_json(data: bytes | None) -> Any:
+    try:
+        return loads(data.decode("utf-8")) if data is not None else None
+    except (ValueError, RecursionError):
+        return None
 
 
 _num = token_count
 
 
-def case_cost(cdir: Path, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True,
+def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True,
               judge_model: str | None = None) -> dict:
-    """One case's row. `verdict` is its verdict.json when the caller holds it already (the runner
-    at finalize); `read_traces=False` skips looking for trajectories (a run that collected none).
-    `judge` is the case's judge calls, priced apart from the app's (judge_row)."""
-    verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
-    trajs = _trajectories(cdir) if read_traces else []
+    """One case's row. `case`: a casestore.CaseRecord (or an older run's case dir path); `verdict`
+    is its verdict when the caller holds it already (the runner at finalize); `read_traces=False`
+    skips looking for trajectories (a run that collected none). `judge` is the case's judge calls,
+    priced apart from the app's (judge_row)."""
+    if isinstance(case, (str, os.PathLike)):
+        cdir = Path(case)
+        verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
+        case = casestore.dir_record(cdir, verdict)
+    verdict = verdict if verdict is not None else case.verdict
+    trajs = _trajectories(case) if read_traces else []
     calls = [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
              if isinstance(c, dict)]
     row: dict[str, Any] = {
-        "case_id": verdict.get("case_id", cdir.name), "verdict": verdict.get("verdict"),
+        "case_id": verdict.get("case_id", case.case_id), "verdict": verdict.get("verdict"),
         "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
         "latency_ms": verdict.get("latency_ms") if isinstance(verdict.get("latency_ms"), (int, float)) else None,
         "model_calls": len(calls),
@@ -175,21 +188,26 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     cases' verdict.json, any order) are passed by the runner, which holds them already; without
     them both are read from the run dir."""
     run_dir = Path(run_dir)
-    if not (run_dir / "cases").is_dir():
-        raise AssayError(f"{run_dir}: not a run directory (no cases/); pass <state>/reports/<run-id>", 2)
+    store = casestore.open_store(run_dir)
+    if store.layout == "none":
+        raise AssayError(f"{run_dir}: not a run directory (no cases.jsonl, no cases/); pass "
+                         "<state>/reports/<run-id>", 2)
     manifest = manifest if manifest is not None else _object(run_dir / "manifest.yaml")
-    if records is None:
-        pairs = [(cdir, None) for cdir in sorted(p for p in (run_dir / "cases").iterdir()
-                                                 if p.is_dir() and not p.is_symlink())]
-    else:
-        pairs = [(run_dir / "cases" / r["case_id"], r) for r in sorted(records, key=lambda r: r["case_id"])]
     read_traces = (manifest.get("traces") or {}).get("collected") is not False
+    if records is None:
+        pairs = (((rec, None) for rec in store.records()) if read_traces else
+                 ((casestore.CaseRecord(cid, v, {}), None) for cid, v in store.verdicts()))
+    else:
+        pairs = ((store.load(r["case_id"]) if read_traces else None, r) for r in records)
     rows = []
     judge_model = judge_model_of(manifest)
-    for cdir, verdict in pairs:
-        row = case_cost(cdir, prices, verdict, read_traces=read_traces, judge_model=judge_model)
+    for case, verdict in pairs:
+        if case is None:
+            case = casestore.CaseRecord(verdict["case_id"], verdict, {})
+        row = case_cost(case, prices, verdict, read_traces=read_traces, judge_model=judge_model)
         if row["verdict"] != "skipped":
             rows.append(row)
+    rows.sort(key=lambda r: str(r["case_id"]))
     traced = [r for r in rows if r["traced"]]
     k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
@@ -335,58 +353,3 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
                            f"({', '.join(cost['unpriced_models']) or 'no model name'}): not priced at 0")
     block["cost"] = money
     return block
-
-
-def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple[bool, str]:
-    """The mean cost per case against the budget: the app's (per traced case) plus, unless
-    `include_judge` is false, the judge's (its total over every case). Unpriced judge calls make it
-    uncheckable, as unpriced app calls do."""
-    t, cur = cost["totals"], cost.get("currency") or ""
-    mean = (t.get("cost") or {}).get("mean")
-    if not cost["capability"]["enabled"]:
-        return True, f"cost budget {budget:g} {cur}/case cannot be checked: {cost['capability']['blocked_by']}"
-    if cost.get("prices") is None:
-        return True, f"cost budget {budget:g}/case cannot be checked: no prices file ({cost.get('prices_note')})"
-    if not t["complete"] or mean is None:
-        return True, (f"cost budget {budget:g} {cur}/case cannot be checked: {t['unpriced_cases']} case(s) "
-                      f"unpriced (unknown model(s): {', '.join(cost['unpriced_models']) or 'none named'})")
-    judge, split = t.get("judge") or {}, ""
-    if judge.get("calls") and include_judge:
-        if judge.get("mean_per_case") is None:
-            return True, (f"cost budget {budget:g} {cur}/case cannot be checked: the judge's calls are unpriced "
-                          f"(judge model(s) {', '.join(judge.get('unpriced_models') or []) or 'unnamed'} not in the "
-                          "prices file); price them, or leave the judge out with gate.py --no-judge-cost")
-        split = f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g})"
-        mean = round(mean + judge["mean_per_case"], 10)
-    elif judge.get("calls"):
-        split = f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"
-    if mean > budget:
-        pct = f"{(mean / budget - 1) * 100:.1f} %" if budget else "any cost is over a 0 budget"
-        return True, f"cost {mean:.6g} {cur}/case{split} is over the budget {budget:g} by {mean - budget:.6g} ({pct})"
-    return False, f"cost {mean:.6g} {cur}/case{split}, budget {budget:g}: margin {budget - mean:.6g}"
-
-
-def _latency_budget(cost: dict, budget: float) -> tuple[bool, str]:
-    p95 = (cost["totals"]["latency_ms"] or {}).get("p95")
-    if p95 is None:
-        return True, f"latency budget p95 {budget:g}s cannot be checked: no case latency recorded"
-    if p95 / 1000 > budget:
-        return True, f"p95 latency {p95 / 1000:.3f}s is over the budget {budget:g}s by {p95 / 1000 - budget:.3f}s"
-    return False, f"p95 latency {p95 / 1000:.3f}s, budget {budget:g}s: margin {budget - p95 / 1000:.3f}s"
-
-
-def budget_lines(cost: dict, *, max_cost_per_case: float | None, max_p95_latency_s: float | None,
-                 sources: dict[str, str] | None = None, include_judge: bool = True) -> tuple[list[str], list[str]]:
-    """(close reasons, lines for the gate's screen). A budget that cannot be checked closes the gate.
-    `sources` names where each budget came from (a flag, profile.yaml's line); it ends its line."""
-    close, lines = [], []
-    for key, budget, check in (("max_cost_per_case", max_cost_per_case,
-                                lambda c, b: _cost_budget(c, b, include_judge)),
-                               ("max_p95_latency_s", max_p95_latency_s, _latency_budget)):
-        if budget is None:
-            continue
-        closes, text = check(cost, budget)
-        if (sources or {}).get(key):
-            text += f" [budget from {sources[key]}]"
-        (close if closes else lines).append(text)
-    return close, lines

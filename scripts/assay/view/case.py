@@ -1,51 +1,71 @@
 """One case's documents for the Case page: verdict, request, answer, turns, trajectory, judge
-calls, repeats, and the names of its raw files. A holdout case is NotFound (its id never shown)."""
+calls, repeats, and the names of its raw files. A holdout case is NotFound (its id never shown).
+
+Read from the case's record (core.casestore: a cases.jsonl line, or an older run's case dir)."""
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
+from typing import Any
 
-from .paths import NotFound, case_dir, read_json, read_text
+from ..core import casestore
+from ..core.ids import is_safe_case_id
+from .paths import MAX_TEXT, NotFound, run_dir
 
 MAX_TURNS = 200
 MAX_REPEATS = 20
+MAX_FILES = 500
 
 
-def _files(d: Path, base: Path) -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(d, followlinks=False):
-        dirs[:] = sorted(x for x in dirs if not os.path.islink(os.path.join(root, x)))
-        for f in sorted(files):
-            p = Path(root) / f
-            if not p.is_symlink():
-                out.append(str(p.relative_to(base)))
-        if len(out) > 500:
-            break
-    return out
+def case_record(reports: Path, run_id: str, case_id: str) -> casestore.CaseRecord:
+    """The case's record; NotFound for a bad id, an absent case or a holdout case."""
+    if not is_safe_case_id(case_id):
+        raise NotFound("bad case id")
+    d = run_dir(reports, run_id)
+    rec = casestore.open_store(d).load(case_id)
+    if rec is None or not isinstance(rec.verdict, dict) or rec.verdict.get("holdout"):
+        raise NotFound("no such case")
+    return rec
 
 
-def _part(d: Path, reports: Path) -> dict:
-    return {"request": read_json(d / "request.json", reports), "response": read_json(d / "response.json", reports),
-            "answer": read_text(d / "answer.txt", reports), "verdict": read_json(d / "verdict.json", reports),
-            "expect": read_json(d / "expect.json", reports), "trajectory": read_json(d / "trajectory.json", reports)}
+def _json(rec: casestore.CaseRecord, name: str) -> Any:
+    data = rec.read(name)
+    try:
+        return json.loads(data) if data is not None else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
-def _numbered(d: Path) -> list[Path]:
-    if not d.is_dir() or d.is_symlink():
-        return []
-    return sorted((p for p in d.iterdir() if p.name.isdigit() and not p.is_symlink()), key=lambda p: int(p.name))
+def _text(rec: casestore.CaseRecord, name: str) -> str | None:
+    data = rec.read(name)
+    if data is None:
+        return None
+    text = data[:MAX_TEXT].decode("utf-8", "replace")
+    return text + ("\n… (clipped by the viewer)" if len(data) > MAX_TEXT else "")
+
+
+def _part(rec: casestore.CaseRecord, prefix: str = "") -> dict:
+    return {"request": _json(rec, prefix + "request.json"), "response": _json(rec, prefix + "response.json"),
+            "answer": _text(rec, prefix + "answer.txt"), "verdict": _json(rec, prefix + "verdict.json"),
+            "expect": _json(rec, prefix + "expect.json"), "trajectory": _json(rec, prefix + "trajectory.json")}
+
+
+def _numbered(names: set[str], prefix: str) -> list[int]:
+    """n of every `<prefix><n>/...` artifact, ascending."""
+    found = {int(p[len(prefix):].split("/", 1)[0]) for p in names
+             if p.startswith(prefix) and p[len(prefix):].split("/", 1)[0].isdigit()}
+    return sorted(found)
 
 
 def case_doc(reports: Path, run_id: str, case_id: str) -> dict:
-    d = case_dir(reports, run_id, case_id)
-    doc = _part(d, reports)
-    v = doc["verdict"]
-    if not isinstance(v, dict) or v.get("holdout"):
-        raise NotFound("no such case")
-    doc.update({"run_id": run_id, "case_id": case_id, "judge": read_json(d / "judge.json", reports),
-                "actual": read_json(d / "actual.json", reports)})
-    doc["turns"] = [dict(_part(t, reports), turn=int(t.name)) for t in _numbered(d / "turns")[:MAX_TURNS]]
-    doc["repeats"] = [dict(_part(r, reports), n=int(r.name)) for r in _numbered(d / "repeats")[:MAX_REPEATS]]
-    doc["files"] = _files(d, reports)
+    rec = case_record(reports, run_id, case_id)
+    names = rec.names()
+    doc = _part(rec)
+    doc.update({"run_id": run_id, "case_id": case_id, "judge": _json(rec, "judge.json"),
+                "actual": _json(rec, "actual.json")})
+    doc["turns"] = [dict(_part(rec, f"turns/{n}/"), turn=n) for n in _numbered(names, "turns/")[:MAX_TURNS]]
+    doc["repeats"] = [dict(_part(rec, f"repeats/{n}/"), n=n) for n in _numbered(names, "repeats/")[:MAX_REPEATS]]
+    # /raw/<run>/cases/<id>/<name> serves each one (server.raw_bytes)
+    doc["files"] = [f"{run_id}/cases/{case_id}/{n}" for n in sorted(names)[:MAX_FILES]]
     return doc

@@ -12,8 +12,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..core import casestore
 from ..report.rundir import case_verdict
-from .paths import read_jsonl, read_text, run_dir
+from .paths import read_jsonl, run_dir
 from .quiet import wait_quiet, waiting
 
 TEXT_CLIP = 4000
@@ -37,8 +38,11 @@ def meta_of(v: dict | None) -> dict:
 
 
 def _linked(d: Path) -> set[str] | None:
-    """Names under cases/ that are symlinks (never read through); None when cases/ is absent or a link."""
-    cases = d / "cases"
+    """Names under an older run's cases/ that are symlinks (never read through); None when cases/ is
+    a link; none in a run with a case journal (core.casestore: no case dirs)."""
+    if casestore.open_store(d).layout == "journal":
+        return set()
+    cases = d / casestore.LEGACY_DIR
     if cases.is_symlink():
         return None
     try:
@@ -50,12 +54,15 @@ def _linked(d: Path) -> set[str] | None:
 
 def _load_meta(doc: dict, rows: list[dict]) -> None:
     """Fill the rows' meta from each case's verdict (the run-dir reader `case_verdict`), once each."""
-    linked, done, cases = doc["linked"], doc["has_meta"], doc["dir"] / "cases"
+    linked, done, cases = doc["linked"], doc["has_meta"], doc["dir"] / casestore.LEGACY_DIR
+    journal = casestore.open_store(doc["dir"]).layout == "journal"
     for row in rows:
         cid = row["case_id"]
         if cid in done:
             continue
-        if linked is None:  # before the pass has listed cases/: look at this one case dir
+        if journal:
+            safe = True
+        elif linked is None:  # before the pass has listed an older run's cases/: look at this one case dir
             safe = not cases.is_symlink() and not os.path.islink(cases / cid)
         else:
             safe = linked is not False and cid not in linked
@@ -126,11 +133,12 @@ def index(reports: Path, run_id: str) -> dict:
 def _texts(doc: dict, reports: Path) -> dict[str, str]:
     if doc["texts"] is None:
         texts = {}
-        for row in doc["rows"]:
-            cd = doc["dir"] / "cases" / row["case_id"]
-            req = read_text(cd / "request.json", reports, TEXT_CLIP) or ""
-            ans = read_text(cd / "answer.txt", reports, TEXT_CLIP) or ""
-            texts[row["case_id"]] = (req + "\n" + ans).casefold()
+        wanted = {row["case_id"] for row in doc["rows"]}   # never a holdout case
+        for rec in casestore.open_store(doc["dir"]).records():
+            if rec.case_id in wanted:
+                req = (rec.read("request.json") or b"")[:TEXT_CLIP].decode("utf-8", "replace")
+                ans = (rec.read("answer.txt") or b"")[:TEXT_CLIP].decode("utf-8", "replace")
+                texts[rec.case_id] = (req + "\n" + ans).casefold()
         doc["texts"] = texts
     return doc["texts"]
 

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..core.ids import is_safe_case_id
 from ..core.jsonio import loads
 from ..core.writer import SymlinkError, read_bytes, refuse_symlinks_between
 
@@ -33,15 +32,6 @@ def run_dir(reports: Path, run_id: str) -> Path:
     d = reports / run_id
     if d.is_symlink() or not d.is_dir():
         raise NotFound("no such run")
-    return d
-
-
-def case_dir(reports: Path, run_id: str, case_id: str) -> Path:
-    if not is_safe_case_id(case_id):
-        raise NotFound("bad case id")
-    d = run_dir(reports, run_id) / "cases" / case_id
-    if d.is_symlink() or not d.is_dir():
-        raise NotFound("no such case")
     return d
 
 

@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..core.ids import is_safe_case_id
 from .api import route
-from .paths import NotFound, read_json, read_raw, run_dir
+from .case import case_record
+from .paths import NotFound, read_raw, run_dir
 from .quiet import busy
 
 STATIC = Path(__file__).parent / "static"
@@ -25,20 +25,21 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self';
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
-def raw_path(reports: Path, rel: str) -> Path:
+def raw_bytes(reports: Path, rel: str) -> bytes:
+    """/raw/<run>/<file>, or /raw/<run>/cases/<id>/<artifact> from the case's record (either
+    layout); never a holdout case's artifact, never a file that names holdout ids."""
     parts = [p for p in unquote(rel).split("/") if p]
     if len(parts) < 2 or any(p in (".", "..") for p in parts):
         raise NotFound(rel)
     d = run_dir(reports, parts[0])
-    if len(parts) >= 3 and parts[1] == "cases":
-        if not is_safe_case_id(parts[2]):
+    if len(parts) >= 4 and parts[1] == "cases":
+        data = case_record(reports, parts[0], parts[2]).read("/".join(parts[3:]))
+        if data is None:
             raise NotFound(rel)
-        v = read_json(d / "cases" / parts[2] / "verdict.json", reports)
-        if not isinstance(v, dict) or v.get("holdout"):
-            raise NotFound(rel)
-    elif parts[1] in ("verdicts.jsonl", "verdicts_for_stats.jsonl", "repeats.jsonl"):
-        raise NotFound(rel)  # these name holdout ids
-    return d.joinpath(*parts[1:])
+        return data
+    if len(parts) != 2 or parts[1] in ("verdicts.jsonl", "verdicts_for_stats.jsonl", "repeats.jsonl", "cases.jsonl"):
+        raise NotFound(rel)  # these name holdout ids (the journal holds holdout cases whole)
+    return read_raw(d / parts[1], reports)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -73,8 +74,8 @@ class Handler(BaseHTTPRequestHandler):
                     doc = route(self.reports, url.path, parse_qs(url.query))
                 return self._send(200, json.dumps(doc, default=str).encode(), "application/json")
             if url.path.startswith("/raw/"):
-                p = raw_path(self.reports, url.path[len("/raw/"):])
-                return self._send(200, read_raw(p, self.reports), "text/plain; charset=utf-8")
+                data = raw_bytes(self.reports, url.path[len("/raw/"):])
+                return self._send(200, data, "text/plain; charset=utf-8")
         except NotFound:
             pass
         except Exception as exc:  # noqa: BLE001 - a page must get an answer, never a dropped connection
