@@ -15,7 +15,7 @@ import pytest
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
 from helpers import SCRIPTS, run_script
 from judgefake import anthropic_handler, judge_block, write_rubric
-from rundir_util import cases_view, run_files
+from rundir_util import case_json, cases_view, committed_lines, run_files
 
 GUARD = '''
 import os, socket
@@ -34,6 +34,11 @@ socket.socket.connect_ex = _refuse_ex
 
 VOLATILE = {"latency_ms", "sent_at", "started_at", "finished_at", "artifact_sha256", "recorded_at", "wall_s"}
 IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a-f]{16,32}\b")
+
+
+def finished(out) -> set[str]:
+    """The cases whose record is committed in the run dir (the journal's whole lines)."""
+    return set(committed_lines(out)) if (out / "cases.jsonl").is_file() else set()
 
 
 def masked(value):
@@ -483,13 +488,12 @@ def killed_while_held(state, plan, hold, *flags, run_id):
                              "--progress", "never", "--order", "plan", *flags], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (hold.waiting.is_set() and all(
-            (out / "cases" / c / "verdict.json").exists() for c in ("c-1", "c-2"))):
+    while time.monotonic() < deadline and not (hold.waiting.is_set() and {"c-1", "c-2"} <= finished(out)):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
     hold.release.set()
-    assert not (out / "cases" / "c-3" / "verdict.json").exists() and (out / "cases" / "c-2" / "verdict.json").exists()
+    assert "c-3" not in finished(out) and "c-2" in finished(out)
     return path, out
 
 
@@ -534,7 +538,7 @@ def test_resume_of_a_killed_replay_run_replays_the_rest_and_never_goes_live_sile
         assert app.count(path="/api/chat") == sent + 1      # only the live case, once more
     assert r.rc == 0, r.stdout + r.stderr
     assert run_runner("--verify", out).rc == 0
-    got = {c: json.loads((out / "cases" / c / "verdict.json").read_text())["verdict"] for c in ("c-1", "c-2", "c-3")}
+    got = {c: case_json(out, c)["verdict"] for c in ("c-1", "c-2", "c-3")}
     assert got == {"c-1": "pass", "c-2": "fail", "c-3": "pass"}
     manifest = json.loads((out / "manifest.yaml").read_text())
     assert manifest["replayed_from"]["run_id"] == rec_out.name and manifest["replay"]["app"] == "replay"
@@ -553,16 +557,15 @@ def test_conversations_under_cookie_and_server_id_sessions_replay_byte_for_byte(
         rec, rec_out = go(state, plan, "--record")
         assert len(app.posts()) == 2
     assert rec.rc == 0, rec.stdout + rec.stderr
-    assert json.loads((rec_out / "cases" / "c-refund" / "verdict.json").read_text())["verdict"] == "pass"
+    assert case_json(rec_out, "c-refund")["verdict"] == "pass"
     env, log = guarded(tmp_path)
     rep, rep_out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101600Z")
     assert rep.rc == 0 and log.read_text() == "", rep.stdout + rep.stderr
-    files = sorted(p.relative_to(rec_out) for p in (rec_out / "cases").rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(rep_out) for p in (rep_out / "cases").rglob("*") if p.is_file())
-    assert (rep_out / "cases" / "c-refund" / "turns" / "2" / "answer.txt").read_text() == "refunded INV-2"
-    for p in sorted((rec_out / "cases").rglob("*")):   # byte for byte, but for the timings and per-request ids
-        if p.is_file():
-            other = rep_out / p.relative_to(rec_out)
-            assert (masked(json.loads(p.read_text())) == masked(json.loads(other.read_text()))
-                    if p.suffix == ".json" else p.read_bytes() == other.read_bytes()), p
+    recorded = {k: v for k, v in run_files(rec_out).items() if k.startswith("cases/")}
+    replayed = {k: v for k, v in run_files(rep_out).items() if k.startswith("cases/")}
+    assert sorted(recorded) == sorted(replayed)
+    assert replayed["cases/c-refund/turns/2/answer.txt"] == "refunded INV-2"
+    for rel, text in recorded.items():   # byte for byte, but for the timings and per-request ids
+        other = replayed[rel]
+        assert (masked(json.loads(text)) == masked(json.loads(other)) if rel.endswith(".json") else text == other), rel
     assert run_runner("--verify", rep_out).rc == 0

@@ -9,7 +9,7 @@ import json
 from fakeapp import FakeApp, Reply
 from fixtures_authoring import ADAPTER, PROFILE, _case, make_state
 from helpers import run_script
-from rundir_util import cases_view
+from rundir_util import case_json, cases_view
 
 CONV = ("id: {cid}\nunit: invoices\nsplit: [full, smoke]\ncategory: multistep\ntest_type: MFT\ntemplate_id: null\n"
         "review: {{status: accepted, by: Dana Reviewer, at: '2026-11-01'}}\n"
@@ -71,7 +71,7 @@ def test_rescore_names_a_simulated_user_case_for_what_it_is_and_never_calls_the_
         out = state / "reports" / "targeted-20261130T000000Z"
         r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env)
         assert r.rc == 0, r.stdout + r.stderr
-        assert json.loads((out / "cases" / "c-5e1f4a02" / "verdict.json").read_text())["verdict"] == "pass"
+        assert case_json(out, "c-5e1f4a02")["verdict"] == "pass"
     # a simulator that would leave a mark if it were asked anything
     (state / "simulator" / "simulator.yaml").write_text(
         "provider: command\ncommand: [python3, -c, \"open('asked', 'w').write('x')\"]\n", encoding="utf-8")
@@ -79,7 +79,7 @@ def test_rescore_names_a_simulated_user_case_for_what_it_is_and_never_calls_the_
     rs = run_script("rescore", out, "--out", new, env=env)
     assert rs.rc == 0, rs.stdout + rs.stderr
     assert not (state / "asked").exists()
-    v = json.loads((new / "cases" / "c-5e1f4a02" / "verdict.json").read_text())
+    v = case_json(new, "c-5e1f4a02")
     assert (v["verdict"], v["sent"], v["simulated"], v["skip_reason"]) == ("infra_error", False, True, None)
     assert "no simulator configured" not in v["infra_reason"]
     assert v["infra_reason"].startswith("a simulated-user conversation (input.simulated_user): rescore does not "
@@ -114,7 +114,7 @@ def test_rescore_baseline_scores_pairwise_rubrics_and_auto_picks_the_run_before_
             assert r.rc == 0, r.stdout + r.stderr
 
     def pairwise(run_dir):
-        rubrics = json.loads((run_dir / "cases" / "c-bd5404f8" / "judge.json").read_text())["rubrics"]
+        rubrics = case_json(run_dir, "c-bd5404f8", "judge.json")["rubrics"]
         return next(r for r in rubrics if r.get("kind") == "pairwise")
 
     assert pairwise(runs[1])["verdict"] == "unscored"           # the live run had no --baseline either

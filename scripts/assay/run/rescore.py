@@ -47,7 +47,7 @@ NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversati
 NOT_REPLAYED_SIMULATED = (
     "a simulated-user conversation (input.simulated_user): rescore does not replay conversations in this build, "
     "so its end state and its rubric (judged over the whole transcript) were not re-scored and the simulator "
-    "was not called; the source run {run_id}'s verdict for it stands in that run's cases/<id>/verdict.json; to "
+    "was not called; the source run {run_id}'s verdict for it stands in that run's case record; to "
     "score it with the current suite run it again (run_cases.py), or replay the source run if it was recorded "
     "(run_cases.py --replay <state>/{run_dir})")
 
