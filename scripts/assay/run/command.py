@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.jsonio import read_json, sha256_json
+from ..core.jsonio import read_json
 
 # Runs after make_plan.py's own --help example (with HELPDESK_BASE_URL / HELPDESK_OTLP_FILE
 # exported; without them it is the honest exit 3 naming them). A real run adds
@@ -68,11 +68,12 @@ def run(args, environ=None) -> tuple[int, Any]:
     plan = preflight.load_plan(args.plan)
     fail_fast = getattr(args, "fail_fast", None)
     check_fail_fast(fail_fast, plan, shard_index)
-    plan_sha256 = sha256_json(plan)
+    plan_sha256 = plan.sha256
     shard = None
     if shard_index is not None:
         from ..plan.shards import shard_dir_name, slice_plan
-        plan = slice_plan(plan, shard_index)
+        from ..plan.validate import run_plan
+        plan = run_plan(slice_plan(plan, shard_index))
         shard = {"index": shard_index, "count": plan["shards"]["count"]}
         if args.baseline_verdicts:
             raise AssayError("--baseline-verdicts does not apply to one shard: pass it to merge_runs.py, which "

@@ -63,8 +63,8 @@ class Run:
     def __init__(self, setup: preflight.RunSetup, *, resume: bool, progress: str, stderr=None,
                  order: str | None = None, fail_fast: int | None = None) -> None:
         self.s = setup
-        self.plan = setup.plan
-        self.cases = self.plan["cases"]
+        self.plan = setup.plan            # core.runplan.RunPlan
+        self.cases = self.plan.cases      # a CaseTable: a case is parsed when a worker takes it
         self.resume = resume
         self.progress_mode = progress
         self.stderr = stderr or sys.stderr
@@ -86,7 +86,7 @@ class Run:
             self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest(),
                               order=self.order_doc, fail_fast=self.fail_fast)
         else:
-            preflight.write_gitignore(reports, self.plan["adapter"])
+            preflight.write_gitignore(reports, self.plan.adapter)
             # manifest.yaml is the run dir's first file: a kill before it leaves at most an empty
             # dir, which --resume starts over (run_paths.unstarted_debris)
             out.mkdir(exist_ok=True)
@@ -100,14 +100,15 @@ class Run:
                 [], status="running", missing_artifacts=[]))
             self.runlog = RunLog(out / "run.log")
             self.runlog.event("preflight", resume=False, health=self.s.health, traces=self.s.trace.manifest(),
-                              max_concurrency=self.s.max_concurrency, cases=len(self.cases), k=self.plan["k"])
+                              max_concurrency=self.s.max_concurrency, cases=len(self.cases), k=self.plan.k)
+        # the run reads the manifest's blocks, never its per-case rows (those are on disk): not kept
+        self.manifest = {key: value for key, value in self.manifest.items() if key != "cases"}
         if self.s.ledger is not None:
             holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
 
     def _scrub_partial(self) -> dict[int, dict]:
         """--resume: keep case dirs with a parseable verdict.json; delete the rest and stray files."""
         out = self.s.out
-        index_of = {c["id"]: i for i, c in enumerate(self.cases)}
         self.kept: dict[int, dict] = {}
         (out / "cases").mkdir(exist_ok=True)
         for cdir in sorted((out / "cases").iterdir()):
@@ -116,8 +117,9 @@ class Run:
                 rec = read_json(cdir / "verdict.json")
             except (OSError, ValueError):
                 rec = None
-            if cdir.name in index_of and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
-                self.kept[index_of[cdir.name]] = derived.slim(rec)
+            index = self.cases.index_of(cdir.name)
+            if index is not None and isinstance(rec, dict) and rec.get("case_id") == cdir.name:
+                self.kept[index] = derived.slim(rec)
             else:  # a link was refused before the lock (check_out); remove_tree never follows one
                 writer.remove_tree(cdir)
         for p in out.iterdir():
@@ -136,7 +138,7 @@ class Run:
         if self.order_used != "history":
             return indexes
         from .order import history_order
-        ordered, counts = history_order(self.cases, indexes, self._history)
+        ordered, counts = history_order(self.cases.heads(), indexes, self._history)
         self.order_doc["ranks"] = counts
         return ordered
 
@@ -151,7 +153,7 @@ class Run:
         for i, rec in kept.items():
             self.derived.add(i, rec)
         self.worker = CaseWorker(
-            out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
+            out=self.s.out, k=self.plan.k, invoker=self.s.invoker, adapter=self.plan.adapter,
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay,
@@ -164,8 +166,8 @@ class Run:
             self.s.judge.on_retry = lambda **kw: self.runlog.event("retry", judge=True, **kw)
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr,
-                                 canaries=sum(1 for i in todo if "canary" in (self.cases[i].get("split") or [])))
-        canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]
+                                 canaries=sum(1 for i in todo if self.cases.canary(i)))
+        canaries = [i for i in todo if self.cases.canary(i)]
         canary_set = set(canaries)
         others = self._ordered([i for i in todo if i not in canary_set])
         self.runlog.event("order", **self.order_doc)
@@ -197,11 +199,11 @@ class Run:
         return self.slots
 
     def _score_ctx(self) -> ScoreContext:
-        return ScoreContext(invocation=self.plan["adapter"].get("invocation") or {},
-                            matrix=self.plan["capability_matrix"], scoring=self.s.scoring,
+        return ScoreContext(invocation=self.plan.invocation,
+                            matrix=self.plan.capability_matrix, scoring=self.s.scoring,
                             judged_reason=judged_reason.judged_reason_fn(self.plan, self.s.state),
                             traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason,
-                            declared_tools=frozenset(declared_tools(self.plan["adapter"])))
+                            declared_tools=frozenset(declared_tools(self.plan.adapter)))
 
     def _canary_failed(self) -> bool:
         return any(r.get("canary") and r.get("verdict") == FAIL for r in self.derived.records.values())
@@ -331,7 +333,7 @@ class Run:
         self.derived.add(index, record)
         self._count(record)
         self._check_trace_setup(record)
-        self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
+        self.runlog.event("case_done", **case_ref(self.cases.heads()[index], index), verdict=record["verdict"])
         if record.get("verdict") == FAIL:
             self.progress.failed(record)
             if not record.get("canary") and record.get("gating", True) is not False:
@@ -366,7 +368,7 @@ class Run:
         self.runlog.event("throughput", **self.slots.summary())
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()
-        result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out),
+        result = {"run_id": self.plan.run_id, "status": status, "exit_code": code, "out": str(out),
                   "order": self.order_doc["used"]}
         if getattr(self, "stopped", None):
             from ..stats.counts import stopped_line
@@ -374,7 +376,7 @@ class Run:
         if code:
             message = setup_error if code == 3 else EXIT_MESSAGES[code]
             if code == 4:  # say what the canary got (401/403 named as authentication), not just "drift"
-                why = failed_canary_lines(out, records, (self.plan["adapter"].get("invocation") or {}).get("auth"))
+                why = failed_canary_lines(out, records, self.plan.invocation.get("auth"))
                 message = "; ".join(["a canary failed: the run stopped; quote no number from it"] + why) + \
                     " (fix that, then start a new run id)"
             raise AssayError(message, code, **result, missing_artifacts=problems,
@@ -382,5 +384,5 @@ class Run:
         return code, result
 
     def _write_reports(self, records: list[dict]) -> None:
-        derived.write_run_reports(self.s.out, records, k=self.plan["k"], oos_route=self.s.scoring.get("oos_route"),
+        derived.write_run_reports(self.s.out, records, k=self.plan.k, oos_route=self.s.scoring.get("oos_route"),
                                   baseline=self.s.baseline)

@@ -32,8 +32,8 @@ from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, parse_run_id
-from ..core.jsonio import dumps, read_json, sha256_json
-from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from ..core.jsonio import dumps, read_json
+from ..plan.validate import effective_execution, run_plan, validate_plan
 from ..schemas import validate
 from . import holdout_ledger, preflight, preflight_env, run_paths
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
@@ -307,9 +307,10 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
             from ..replay.session import ReplaySession
             from ..replay.store import Cache, cache_dir
             judge_rt.cache = ReplaySession(Cache(cache_dir(state)), calls="cache")
+    plan = run_plan(plan)
     setup = preflight.RunSetup(
-        plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
-        scoring=effective_scoring(plan), env=env, invoker=invoker, trace=trace,
+        plan=plan, plan_sha256=plan.sha256, out=out, state=state, execution=execution,
+        scoring=dict(plan.scoring), env=env, invoker=invoker, trace=trace,
         safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=holdout_ledger.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
