@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator
 
 from .jsonio import _SURROGATE_ESCAPE, _finite, _no_constant, canonical
+from .secrets import case_env_names
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 _WS = " \t\n\r"
@@ -39,7 +40,7 @@ class CaseTable(Sequence):
     `splits`, `sha256(i)` and `canary(i)` answer without parsing."""
 
     __slots__ = ("_blob", "_ends", "_digests", "ids", "_splits", "_split_codes", "_index", "_closed",
-                 "shaped")
+                 "shaped", "env_names")
 
     def __init__(self) -> None:
         self._blob = bytearray()
@@ -51,6 +52,7 @@ class CaseTable(Sequence):
         self._index: dict[str, int] | None = None
         self._closed = False
         self.shaped = True    # every case an object with a string id and a non-empty list of string splits
+        self.env_names: set[str] = set()   # secrets.case_env_names over every case, gathered at load
 
     @classmethod
     def of(cls, cases: Iterable[Mapping[str, Any]]) -> "CaseTable":
@@ -78,10 +80,11 @@ class CaseTable(Sequence):
             code = len(self._splits)
             self._splits.append(key)
         self._split_codes.append(code)
+        if isinstance(case, Mapping):
+            self.env_names |= case_env_names((case,))
 
     def close(self) -> "CaseTable":
-        self._blob = bytes(self._blob)
-        self._closed = True
+        self._closed = True   # no copy to bytes: at 100,000 cases that would be a second ~40 MB
         return self
 
     def __len__(self) -> int:
@@ -92,7 +95,7 @@ class CaseTable(Sequence):
 
     def raw(self, i: int) -> bytes:
         start, end = self._span(i)
-        return self._blob[start:end]
+        return bytes(self._blob[start:end])
 
     def __getitem__(self, i):
         if isinstance(i, slice):

@@ -63,7 +63,8 @@ def run(args, environ=None) -> tuple[int, Any]:
         return verify(Path(args.verify))
     if not args.plan or (not args.out and not args.dry_run):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
-    from . import holdout_ledger, preflight, preflight_app, run_paths
+    from . import holdout_ledger, preflight, run_paths
+    from ..invoke.preflight import health_check
     from .order import check_fail_fast
     plan = preflight.load_plan(args.plan)
     fail_fast = getattr(args, "fail_fast", None)
@@ -137,8 +138,8 @@ def run(args, environ=None) -> tuple[int, Any]:
             if replay is not None and not replay.calls_app:   # the app is never called, not even once
                 setup.health = {"skipped": True, "reason": "replay: answered from the cache, the app is not called"}
             else:
-                setup.health = preflight_app.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
-                                                          resume=resume)
+                setup.health = health_check(setup.invoker, setup.plan.invocation,
+                                            resume=resume)
         except OSError as exc:
             if is_runner_resource(exc):
                 raise resource_error(exc, code=3, what="run_cases.py") from None

@@ -2,7 +2,7 @@
 
 1. plan validation (exit 2), --out and the state dir (`run_dir`), the holdout ledger's path
 (`holdout_ledger`) and env resolution (`preflight_env`, exit 3); 2. invocation mode supported
-and well-formed (`preflight_app`); 3. health check (`preflight_app`); 4. trace branch; 5. safety
+and well-formed (`invoke.preflight`); 3. health check (`invoke.preflight`); 4. trace branch; 5. safety
 gates recorded; 6. the PII .gitignore; 7. cases/ and manifest.yaml; 8. results.json `running`;
 9. the holdout ledger's look (`holdout_ledger`). Steps 1-4 write nothing; exit 2 and exit 3
 leave nothing behind (the lock is beside the run dir and removed on exit).
@@ -23,7 +23,7 @@ from ..core.runplan import RunPlan, dataset_version_of, read_plan_text
 from ..plan.validate import run_plan, validate_parts, validate_plan
 from .holdout_ledger import ledger_path
 from .judged_reason import judged_reason_fn
-from .preflight_app import build_invoker, check_adapter
+from ..invoke.preflight import build_invoker, check_adapter
 from .preflight_env import register_run_secrets, resolve_env
 from .run_paths import state_dir_of
 from ..traces.collect import TraceConfig, trace_branch
@@ -215,12 +215,12 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     scoring = dict(plan.scoring)
     state = state_dir_of(plan)
     ledger = ledger_path(plan)
-    check_adapter(plan)
+    check_adapter(plan.adapter)
     env = resolve_env(plan, environ)
     register_run_secrets(plan, env)
     mc = max_concurrency(plan)
     replaying = replay is not None and not replay.calls_app   # every answer from the cache
-    invoker = build_invoker(plan, env, execution, out=out, environ=environ, replaying=replaying)
+    invoker = build_invoker(plan, env, state, out=out, environ=environ, replaying=replaying)
     from ..invoke.conversation import conversation_config
     conv = conversation_config(plan.invocation,
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
