@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator
 
-from .jsonio import _SURROGATE_ESCAPE, _finite, _no_constant, canonical
+from .jsonio import SURROGATE_ESCAPE, finite_float, no_constant, canonical
 from .secrets import case_env_names
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+_DECODER = json.JSONDecoder(parse_constant=no_constant, parse_float=finite_float)
 _WS = " \t\n\r"
 
 
@@ -167,7 +167,7 @@ def read_plan_text(text: str) -> tuple[dict[str, Any], CaseTable | None] | None:
     """Split plan text into (top-level keys without `cases`, the cases as a table), parsing one
     case at a time. None when the text is not a plain JSON object this reader walks (the caller
     then parses it whole with jsonio.loads, which names the problem exactly as before)."""
-    if _SURROGATE_ESCAPE.search(text):
+    if SURROGATE_ESCAPE.search(text):
         return None
     try:
         return _walk(text)

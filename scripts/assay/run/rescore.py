@@ -211,7 +211,7 @@ def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
 
 
 def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, judge: bool) -> dict[str, Any]:
-    from ..plan.build import PlanOptions, _id_pattern, _judge_block, _oos_route
+    from ..plan.build import PlanOptions, id_pattern_of, judge_block_of, oos_route_of
     from ..plan.modes import JUDGE_CALIBRATION, HOLDOUT_LEDGER, resolve_mode
     from ..suite.convert import convert_state_dir
 
@@ -242,11 +242,11 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
                   "holdout_ledger": HOLDOUT_LEDGER if manifest["selecting_split"] == "holdout" else None,
                   "judge_calibration": JUDGE_CALIBRATION if (state / JUDGE_CALIBRATION).is_file() else None},
         "adapter": converted["adapter"], "capability_matrix": converted["capability_matrix"], "cases": cases,
-        "scoring": {"oos_route": _oos_route(opts, converted), "id_pattern": _id_pattern(converted)},
+        "scoring": {"oos_route": oos_route_of(opts, converted), "id_pattern": id_pattern_of(converted)},
         # the stored response is the final attempt: replaying it never waits or retries
         "execution": {"max_attempts": 1, "backoff_s": []},
         "manifest_extra": extra,
-        "judge": _judge_block(converted, cases, mode, opts, notes),
+        "judge": judge_block_of(converted, cases, mode, opts, notes),
     }
     validate_plan(plan, source="the rescore plan")
     return plan
