@@ -61,7 +61,7 @@ def maybe_json(value: Any) -> Any:
     return value
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 MAX_DEPTH = 100   # no document assay reads (plan, adapter, run files) nests deeper than this
 
 
@@ -90,10 +90,10 @@ def loads(text: str | bytes, *, max_depth: int | None = None) -> Any:
     """json.loads whose too-deep input is a ValueError like any other bad JSON (never a
     RecursionError); with `max_depth`, a document nested deeper than that is refused too."""
     try:
-        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        doc = json.loads(text, parse_constant=no_constant, parse_float=finite_float)
     except RecursionError:
         raise ValueError("JSON nested too deeply to parse") from None
-    if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
+    if SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
         try:  # an escaped surrogate is fine in a pair; a lone one is not text and cannot be written back
             json.dumps(doc, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
@@ -105,14 +105,14 @@ def loads(text: str | bytes, *, max_depth: int | None = None) -> Any:
     return doc
 
 
-def _finite(text: str) -> float:
+def finite_float(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"the number {_short(text)} is too large for a double (assay never writes one)")
     return value
 
 
-def _no_constant(name: str) -> Any:
+def no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (assay never writes NaN or Infinity)")
 
 

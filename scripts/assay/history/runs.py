@@ -160,7 +160,7 @@ def _rescored_from(manifest: dict) -> str | None:
 SHARD_SUFFIX = ".shard-"
 
 
-def _shard_reason(name: str) -> str | None:
+def shard_dir_reason(name: str) -> str | None:
     base, sep, index = name.rpartition(SHARD_SUFFIX)
     if sep and index.isdigit() and parse_run_id(base):
         return (f"shard {index} of run {base}: a slice of a run, not a run (merge_runs.py merges the shards "
@@ -184,7 +184,7 @@ def scan(state_dir: Path, *, verify: bool = True) -> tuple[list[dict], list[dict
             continue
         parsed = parse_run_id(entry.name)
         if not parsed:
-            excluded.append({"run_id": entry.name, "reason": _shard_reason(entry.name)
+            excluded.append({"run_id": entry.name, "reason": shard_dir_reason(entry.name)
                              or "directory name is not a run id (<mode>-<UTC stamp>)"})
             continue
         record, reason = load_run(entry, verify=verify)

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from ..core import writer
-from .procgroup import _PROC, _signal_group, boot_id, group_members, start_ticks
+from .procgroup import PROC, signal_group, boot_id, group_members, start_ticks
 
 TAG_ENV = "ASSAY_RUNNER_TAG"     # in every command's environment: which runner started it
 _TAG_PREFIX = "runner-"
@@ -77,7 +77,7 @@ class GroupRegistry:
         with self._lock:
             live = sorted(self._live)
         for pgid in live:
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
         return len(live)
 
     def sweep(self) -> list[int]:
@@ -102,7 +102,7 @@ class GroupRegistry:
                 path.unlink(missing_ok=True)
                 continue
             if _is_that_group(pgid, doc, me):
-                _signal_group(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
                 killed.append(pgid)
             path.unlink(missing_ok=True)
         return sorted(set(killed))
@@ -116,16 +116,16 @@ def _kill_tagged(path: Path, me: str | None) -> list[int]:
         tag = str(doc["tag"])
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    if (doc.get("boot_id") and me and doc["boot_id"] != me) or not _PROC.is_dir():
+    if (doc.get("boot_id") and me and doc["boot_id"] != me) or not PROC.is_dir():
         return []
     needle = f"{TAG_ENV}={tag}".encode()
     mine = os.getpgrp()
     groups: set[int] = set()
-    for name in os.listdir(_PROC):
+    for name in os.listdir(PROC):
         if not name.isdigit():
             continue
         try:
-            environ = (_PROC / name / "environ").read_bytes()
+            environ = (PROC / name / "environ").read_bytes()
         except OSError:
             continue
         if needle in environ.split(b"\0"):
@@ -135,7 +135,7 @@ def _kill_tagged(path: Path, me: str | None) -> list[int]:
                 continue
     groups.discard(mine)
     for pgid in groups:
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
     return sorted(groups)
 
 

@@ -35,7 +35,7 @@ OUTPUT_CAP_BYTES = 1 << 20          # per stream (stdout, stderr)
 GRACE_S = 2.0                       # SIGTERM -> SIGKILL, shortened for short timeouts (grace_for)
 DRAIN_S = 1.0                       # after the group is gone, how long a held pipe is waited for
 _READ = 65536
-_PROC = Path("/proc")
+PROC = Path("/proc")
 
 
 def grace_for(timeout_s: float) -> float:
@@ -90,7 +90,7 @@ class ChildResult:
 def _stat_fields(pid: str) -> list[str] | None:
     """/proc/<pid>/stat split after the command name: [state, ppid, pgrp, session, ...]."""
     try:
-        raw = (_PROC / pid / "stat").read_bytes()
+        raw = (PROC / pid / "stat").read_bytes()
     except OSError:
         return None
     end = raw.rfind(b")")
@@ -99,11 +99,11 @@ def _stat_fields(pid: str) -> list[str] | None:
 
 def group_members(pgid: int) -> list[int] | None:
     """Live (non-zombie) pids in process group `pgid`; None when /proc is not available."""
-    if not _PROC.is_dir():
+    if not PROC.is_dir():
         return None
     found = []
     try:
-        names = os.listdir(_PROC)
+        names = os.listdir(PROC)
     except OSError:
         return None
     for name in names:
@@ -127,7 +127,7 @@ def group_alive(pgid: int) -> bool:
     return True if members is None else bool(members)
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
@@ -144,7 +144,7 @@ def start_ticks(pid: int) -> int | None:
 
 def boot_id() -> str | None:
     try:
-        return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+        return (PROC / "sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return None
 
@@ -173,7 +173,7 @@ def run_in_session(argv: list[str], *, env: dict[str, str], cwd: str | None, std
             registry.add(pgid)
         result = _supervise(proc, pgid, stdin_bytes, start + float(timeout_s), cap, grace)
     except BaseException:
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
         proc.kill()
         proc.wait()
         raise
@@ -220,19 +220,19 @@ def _supervise(proc: subprocess.Popen, pgid: int, stdin_bytes: bytes | None, dea
                     # The command is done; anything it left behind in its group is ended now.
                     if group_alive(pgid):
                         res.group_killed = True
-                        _signal_group(pgid, signal.SIGTERM)
+                        signal_group(pgid, signal.SIGTERM)
                         phase, phase_at = "stopping", now
                     else:
                         phase, phase_at = "draining", now
                 elif now >= deadline:
                     res.timed_out = True
-                    _signal_group(pgid, signal.SIGTERM)
+                    signal_group(pgid, signal.SIGTERM)
                     phase, phase_at = "stopping", now
             if phase == "stopping":
                 if proc.returncode is not None and not group_alive(pgid):
                     phase, phase_at = "draining", now
                 elif not killed and now - phase_at >= grace:
-                    _signal_group(pgid, signal.SIGKILL)
+                    signal_group(pgid, signal.SIGKILL)
                     killed, phase_at = True, now
                 elif killed and now - phase_at >= DRAIN_S:
                     phase, phase_at = "draining", now  # only zombies or unkillable processes remain

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from ..core import secrets, writer
 from ..core.jsonio import dumps
+from ..core.runplan import RunPlan
 from ..core.vocab import JUDGE_UNSTABLE
 from ..invoke.outcome import Outcome, attempt_with_retries
 from . import config as judge_config
@@ -304,12 +305,12 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
+def build_runtime(plan: RunPlan, env: Mapping[str, str], state: Path,
                   execution: Mapping[str, Any], environ: Mapping[str, str] | None = None,
                   probe: bool = True) -> JudgeRuntime | None:
     """The judge for this run, or None when the plan does not enable one. Pre-flight checks: exit 3."""
-    block = plan.get("judge")
-    if not isinstance(block, dict) or not block.get("enabled"):
+    block = plan.judge_block
+    if block is None or not block.get("enabled"):
         return None
     cfg = judge_config.effective(block["config"])
     resolved = secrets.expand_deep(cfg, env)
@@ -336,9 +337,9 @@ def build_runtime(plan: Mapping[str, Any], env: Mapping[str, str], state: Path,
     return runtime
 
 
-def load_calibration(plan: Mapping[str, Any], state: Path) -> tuple[dict | None, str | None]:
+def load_calibration(plan: RunPlan, state: Path) -> tuple[dict | None, str | None]:
     """(sidecar, None) or (None, why every rubric is provisional), from the plan's paths."""
-    return _load_sidecar((plan.get("paths") or {}).get("judge_calibration"), state)
+    return _load_sidecar(plan.paths.get("judge_calibration"), state)
 
 
 def judge_env_names(plan: Mapping[str, Any]) -> set[str]:

@@ -140,7 +140,7 @@ def _execution(o: PlanOptions, cases: list[dict[str, Any]], notes: list[str]) ->
     return ex
 
 
-def _oos_route(o: PlanOptions, converted: dict[str, Any]) -> str | None:
+def oos_route_of(o: PlanOptions, converted: dict[str, Any]) -> str | None:
     if o.oos_route is not None:
         return o.oos_route or None
     handling = (converted.get("scoring") or {}).get("oos_handling")
@@ -149,7 +149,7 @@ def _oos_route(o: PlanOptions, converted: dict[str, Any]) -> str | None:
     return None
 
 
-def _id_pattern(converted: dict[str, Any]) -> str | None:
+def id_pattern_of(converted: dict[str, Any]) -> str | None:
     pattern = (converted.get("scoring") or {}).get("record_id_pattern")
     if pattern is None:
         return None
@@ -206,7 +206,7 @@ def _manifest_extra(o: PlanOptions, converted: dict[str, Any], dataset_version: 
     return base
 
 
-def _judge_block(converted: dict[str, Any], cases: list[dict[str, Any]], mode: Any, o: PlanOptions,
+def judge_block_of(converted: dict[str, Any], cases: list[dict[str, Any]], mode: Any, o: PlanOptions,
                  notes: list[str]) -> dict[str, Any]:
     """plan.judge: enabled by the mode table (or --judge) when judge/judge.yaml exists; the rubric
     versions the selected cases pin, keyed by pin (a pin with no matching file stays out: the linter
@@ -317,10 +317,10 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         "adapter": converted["adapter"],
         "capability_matrix": matrix,
         "cases": cases,
-        "scoring": {"oos_route": _oos_route(o, converted), "id_pattern": _id_pattern(converted)},
+        "scoring": {"oos_route": oos_route_of(o, converted), "id_pattern": id_pattern_of(converted)},
         "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
     }
-    plan["judge"] = _judge_block(converted, cases, mode, o, notes)
+    plan["judge"] = judge_block_of(converted, cases, mode, o, notes)
     plan["simulator"] = _simulator_block(converted, cases, notes)
     from ..judge.binding import provisional_again
     warnings += provisional_again(plan["judge"], state)

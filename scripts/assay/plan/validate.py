@@ -6,9 +6,10 @@ Every violation is AssayError(2) naming the key; nothing has been written yet.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.errors import AssayError
+from ..core.runplan import CaseTable, RunPlan
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
 from ..schemas import validate
 from .shards import check_shards
@@ -43,11 +44,39 @@ def validate_plan(plan: Any, *, source: str = "plan.json") -> dict[str, Any]:
     # that shape (checked in plain code), the schema sees one case; otherwise it sees them
     # all, so every error message and key is exactly the full validation's.
     validate(_with_one_case(plan) if _cases_shaped(plan) else plan, "plan", source=source, what="plan")
+    _cross_field(plan, source)
+    return plan
+
+
+def _cross_field(plan: Mapping[str, Any], source: str) -> None:
     _check_cases(plan, source)
     _check_execution(plan, source)
     _check_paths(plan, source)
     check_shards(plan, source)
-    return plan
+
+
+def run_plan(plan: Mapping[str, Any]) -> RunPlan:
+    """The frozen RunPlan of an already validated plan dict (its effective blocks computed here)."""
+    if isinstance(plan, RunPlan):
+        return plan
+    cases = plan["cases"]
+    table = cases if isinstance(cases, CaseTable) else CaseTable.of(cases)
+    return RunPlan.build(plan, table, execution=effective_execution(plan), scoring=effective_scoring(plan))
+
+
+def validate_parts(top: dict[str, Any], table: CaseTable | None, *, source: str) -> RunPlan | None:
+    """validate_plan over a plan read as parts (`core.runplan.read_plan_text`) without building
+    every case's dict: when each case has the schema's shape the schema sees the first one and
+    the cross-field rules see ids and splits, exactly as validate_plan does on the whole dict.
+    None when some case is not that shape: the caller validates the whole plan instead, so every
+    message and key is the full validation's."""
+    allowed = _split_enum()
+    if (table is None or not len(table) or not table.shaped or allowed is None
+            or not all(set(split) <= allowed for split in table.distinct_splits())):
+        return None
+    validate(dict(top, cases=[table[0]]), "plan", source=source, what="plan")
+    _cross_field(dict(top, cases=table.heads()), source)
+    return RunPlan.build(top, table, execution=effective_execution(top), scoring=effective_scoring(top))
 
 
 def _cases_shaped(plan: Any) -> bool:

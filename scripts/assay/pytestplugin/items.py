@@ -60,11 +60,11 @@ class AssayCase(pytest.Item):
 
 def _messages(run_dir: Path, row: dict) -> tuple[str, str]:
     """(one-line message, full body) as the gate's JUnit output words them, plus the repeats at k > 1."""
-    from ..report.gate_outputs import _case_message, _failure_text
+    from ..report.gate_outputs import case_message, failure_text
     from ..report.rundir import case_verdict
     view = SimpleNamespace(run_dir=run_dir)
-    msg = _case_message(view, row)
-    body = _failure_text(view, row, msg)
+    msg = case_message(view, row)
+    body = failure_text(view, row, msg)
     repeats = (case_verdict(run_dir, str(row.get("case_id"))) or {}).get("repeats")
     if isinstance(repeats, list) and len(repeats) > 1:
         verdicts = [r.get("verdict") for r in repeats if isinstance(r, dict)]

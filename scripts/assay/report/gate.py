@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..stats.counts import cases_phrase
 from .gate_lines import summary_lines
-from .gate_reasons import (_gating_reason, _is_count, _rate, canary_failures, canary_reason, conversations_reason, replayed_phrase,
+from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
                            hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, run_verify,
                            skipped_gating_reason, unscored_gating_reason)
 from .rundir import RunResultsView, load_results
@@ -79,15 +79,15 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     reasons.extend(canary_failures(run_dir, results))
     if results.get("exit_code") not in (0, None):
         reasons.append(f"runner exit code {results.get('exit_code')} (not 0)")
-    gating = _gating_reason(results, summary, explained) if not bad and summary["gating_failures"] > 0 else None
+    gating = gating_reason(results, summary, explained) if not bad and summary["gating_failures"] > 0 else None
     if gating:
         reasons.append(gating)
     holdout = summary.get("holdout")
-    if not bad and isinstance(holdout, dict) and _is_count(holdout.get("gating_failures")) \
+    if not bad and isinstance(holdout, dict) and is_count(holdout.get("gating_failures")) \
             and holdout["gating_failures"] > summary["gating_failures"]:
         reasons.append(f"holdout gating failures ({holdout['gating_failures']}) exceed the total "
                        f"({summary['gating_failures']}): the counts are inconsistent")
-    infra = _rate(summary.get("infra_rate"))
+    infra = rate_of(summary.get("infra_rate"))
     if infra is not None and infra > max_infra_rate:
         named = [] if bad else infra_cases_named(run_dir, results, "infra_error")
         reasons.append(f"infra rate {infra * 100:.1f}% is above {max_infra_rate * 100:.1f}%"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..stats.counts import cases_phrase
 from .gate_judge import MAX_NAMED
-from .gate_reasons import _is_count, _rate
+from .gate_reasons import is_count, rate_of
 from .rundir import case_verdict, throughput_line
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ def _num(value: object) -> str:
 
 
 def _pct(value: object) -> str:
-    r = _rate(value)
+    r = rate_of(value)
     return f"{r * 100:.1f}%" if r is not None else "n/a"
 
 
@@ -39,7 +39,7 @@ def repeated_5xx_cases(res: GateResult) -> list[str]:
 def _incomplete_traces(s: dict) -> str:
     """' + 2 of 3 traces incomplete (66.7%)' beside the infra rate (which counts infra_error only)."""
     incomplete, n, skipped = s.get("infra_incomplete"), s.get("n"), s.get("skipped", 0)
-    if not (_is_count(incomplete) and incomplete and _is_count(n) and _is_count(skipped)) or n <= skipped:
+    if not (is_count(incomplete) and incomplete and is_count(n) and is_count(skipped)) or n <= skipped:
         return ""
     return f" + {incomplete} of {n - skipped} traces incomplete ({incomplete / (n - skipped) * 100:.1f}%)"
 
@@ -47,14 +47,14 @@ def _incomplete_traces(s: dict) -> str:
 def _infra_counts(s: dict) -> str:
     """', 1 infra_error, 2 infra_incomplete' when any (so the counts on the line add up), else ''."""
     parts = [f"{s[k]} {k.rstrip('s') if k == 'infra_errors' else k}" for k in ("infra_errors", "infra_incomplete")
-             if _is_count(s.get(k)) and s[k]]
+             if is_count(s.get(k)) and s[k]]
     return "".join(", " + p for p in parts)
 
 
 def summary_lines(res: GateResult) -> list[str]:
     s, results = res.summary, res.results
     nongating = 0
-    if _is_count(s.get("failures")) and _is_count(s.get("gating_failures")):
+    if is_count(s.get("failures")) and is_count(s.get("gating_failures")):
         nongating = s["failures"] - s["gating_failures"]
     head = f"{res.run_id}: {'PASS' if res.open else 'FAIL'}"
     if res.replayed:
@@ -76,7 +76,7 @@ def summary_lines(res: GateResult) -> list[str]:
     lines += res.trust_info
     lines += kind_lines(s)
     rep = s.get("repeated_5xx")
-    if _is_count(rep) and rep:
+    if is_count(rep) and rep:
         if results.get("mode") == "holdout":
             tail = "the cases are holdout and sealed: do not open them; re-run only when the app is fixed"
         else:
@@ -88,9 +88,9 @@ def summary_lines(res: GateResult) -> list[str]:
                      f"error, not the provider -- {tail}")
     lines.append(canary_line(res))
     holdout = s.get("holdout")
-    if isinstance(holdout, dict) and _is_count(holdout.get("n")) and holdout["n"] > 0:
+    if isinstance(holdout, dict) and is_count(holdout.get("n")) and holdout["n"] > 0:
         p, f = holdout.get("passes"), holdout.get("failures")
-        scored = p + f if _is_count(p) and _is_count(f) else holdout["n"]
+        scored = p + f if is_count(p) and is_count(f) else holdout["n"]
         lines.append(f"  holdout (aggregate only): {_num(p)}/{scored} pass")
     unscorable = s.get("unscorable_layers")
     if isinstance(unscorable, dict) and unscorable:
@@ -115,7 +115,7 @@ def summary_lines(res: GateResult) -> list[str]:
 
 def _kind_rate(block: dict) -> str:
     p, f = block.get("passes"), block.get("failures")
-    if not (_is_count(p) and _is_count(f)):
+    if not (is_count(p) and is_count(f)):
         return "n/a"
     return f"{p}/{p + f} pass" + (f" ({p / (p + f) * 100:.1f}%)" if p + f else "")
 
@@ -130,20 +130,20 @@ def kind_lines(summary: dict) -> list[str]:
     failed = conv.get("failed_turns")
     if isinstance(failed, dict) and failed:
         line += " (failed at " + ", ".join(f"turn {t} x{n}" for t, n in failed.items()) + ")"
-    if _is_count(conv.get("skipped")) and conv["skipped"]:
+    if is_count(conv.get("skipped")) and conv["skipped"]:
         line += f", {conv['skipped']} skipped"
     line += f"; single-turn: {_kind_rate(single)} of {_num(single.get('n'))}"
     out = [line]
     sim = kinds.get("simulated")
     if isinstance(sim, dict):
         ended = sim.get("outcomes") if isinstance(sim.get("outcomes"), dict) else {}
-        how = ", ".join(f"{n} {k}" for k, n in ended.items() if _is_count(n))
+        how = ", ".join(f"{n} {k}" for k, n in ended.items() if is_count(n))
         out.append(f"  simulated users: {_kind_rate(sim)} of {_num(sim.get('n'))}"
                    + (f" (ended: {how})" if how else "")
                    + (f"; {sim['harness']} ended by the simulator, not the app (infra_error)"
-                      if _is_count(sim.get("harness")) and sim["harness"] else ""))
+                      if is_count(sim.get("harness")) and sim["harness"] else ""))
     mu = conv.get("memory_user")
-    if _is_count(mu) and mu:
+    if is_count(mu) and mu:
         out.append(f"  warning: {mu} conversation(s) ran against an app declaring memory: user -- what one case "
                    "said can leak into another (contamination); read their verdicts with that in mind")
     return out
@@ -156,12 +156,12 @@ def _counts(block: dict) -> str:
 
 def judged_lines(judged: object) -> list[str]:
     """The judge's lines: what gated (calibrated rubric versions) and what did not (provisional), and why."""
-    if not isinstance(judged, dict) or not _is_count(judged.get("cases")) or not judged["cases"]:
+    if not isinstance(judged, dict) or not is_count(judged.get("cases")) or not judged["cases"]:
         return []
     cal = judged.get("calibrated") if isinstance(judged.get("calibrated"), dict) else {}
     prov = judged.get("provisional") if isinstance(judged.get("provisional"), dict) else {}
-    n_cal = sum(v for v in cal.values() if _is_count(v))
-    n_prov = sum(v for v in prov.values() if _is_count(v))
+    n_cal = sum(v for v in cal.values() if is_count(v))
+    n_prov = sum(v for v in prov.values() if is_count(v))
     out = []
     if n_cal:
         out.append(f"  judged (calibrated, gating): {n_cal} case(s): {_counts(cal)}")
@@ -174,7 +174,7 @@ def judged_lines(judged: object) -> list[str]:
     from ..stats.pairwise import pairwise_lines
     out += pairwise_lines(judged)
     usage = judged.get("usage")
-    if isinstance(usage, dict) and _is_count(usage.get("calls")) and usage["calls"]:
+    if isinstance(usage, dict) and is_count(usage.get("calls")) and usage["calls"]:
         if usage.get("calls_without_usage") == usage["calls"]:
             line = f"  judge usage: {usage['calls']} call(s); the judge reported no token usage"
         else:
@@ -207,13 +207,13 @@ def gate_rule_line(results: dict) -> str:
 
 def canary_line(res: GateResult) -> str:
     block = res.summary.get("canaries")
-    if not isinstance(block, dict) or not _is_count(block.get("n")):
+    if not isinstance(block, dict) or not is_count(block.get("n")):
         return "  canaries n/a (no canaries block in results.json)"
     n, passed = block["n"], block.get("passed")
     line = f"  canaries {_num(passed)}/{n} pass"
     verify_ok = res.verify_clean is not False  # clean, or not run (--no-verify)
-    if res.summary.get("status") == "ok" and verify_ok and _is_count(passed) and passed < n:
-        failed = block.get("failed") if _is_count(block.get("failed")) else 0
+    if res.summary.get("status") == "ok" and verify_ok and is_count(passed) and passed < n:
+        failed = block.get("failed") if is_count(block.get("failed")) else 0
         unverified = n - passed - failed
         if unverified > 0:
             line += (f"; {unverified} NOT VERIFIED (infra, unscored or skipped: the harness was not "

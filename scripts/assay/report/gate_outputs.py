@@ -32,7 +32,7 @@ _SKIP_WORDS = {
 }
 
 
-def _case_message(res: GateResult, row: dict) -> str:
+def case_message(res: GateResult, row: dict) -> str:
     doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
     layers = row.get("layers") if isinstance(row.get("layers"), dict) else {}
     verdict = row.get("verdict")
@@ -53,7 +53,7 @@ def _case_message(res: GateResult, row: dict) -> str:
     return f"{base} ({detail})" if detail else base
 
 
-def _failure_text(res: GateResult, row: dict, msg: str) -> str:
+def failure_text(res: GateResult, row: dict, msg: str) -> str:
     """The failure body: the user's input, what was expected, what each layer saw, the answer."""
     cid = str(row.get("case_id"))
     doc = case_verdict(res.run_dir, cid) or {}
@@ -92,17 +92,17 @@ def _outcome(tc: ET.Element, res: GateResult, row: dict) -> tuple[int, int]:
     verdict = row.get("verdict")
     if verdict == "pass":
         return 0, 0
-    msg = _case_message(res, row)
+    msg = case_message(res, row)
     comparison = res.comparison or {}
     if verdict == "fail" and (comparison.get("buckets") or {}).get(str(row.get("case_id"))) == "newly_failing":
         first = (comparison.get("first_lines") or {}).get(str(row.get("case_id")))
         msg = f"NEWLY FAILING (passed in {comparison.get('base_run_id')}): {msg}" + (f" -- first change: {first}" if first else "")
     if verdict == "fail":
-        ET.SubElement(tc, "failure", message=msg, type="fail").text = _failure_text(res, row, msg)
+        ET.SubElement(tc, "failure", message=msg, type="fail").text = failure_text(res, row, msg)
         return 1, 0
     if verdict == "unscored" and unscored_closes(row, case_verdict(res.run_dir, str(row.get("case_id"))) or {}):
         # a gating check that never ran closed the gate (unscored_gating_reason): a failure here
-        ET.SubElement(tc, "failure", message=msg, type="unscored").text = _failure_text(res, row, msg)
+        ET.SubElement(tc, "failure", message=msg, type="unscored").text = failure_text(res, row, msg)
         return 1, 0
     ET.SubElement(tc, "skipped", message=msg)
     return 0, 1

@@ -18,17 +18,17 @@ REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
 OPTIONAL_INTS = ("unscored", "skipped", "scorer_errors", "repeated_5xx")
 
 
-def _is_count(value: object) -> bool:
+def is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _rate(value: object) -> float | None:
+def rate_of(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def malformed_counts(summary: dict) -> list[str]:
-    bad = [k for k in REQUIRED_INTS if not _is_count(summary.get(k))]
-    bad += [k for k in OPTIONAL_INTS if k in summary and not _is_count(summary.get(k))]
+    bad = [k for k in REQUIRED_INTS if not is_count(summary.get(k))]
+    bad += [k for k in OPTIONAL_INTS if k in summary and not is_count(summary.get(k))]
     return bad
 
 
@@ -39,7 +39,7 @@ def failing_cases(results: dict) -> list[dict]:
             and r.get("gating", True) is not False and not r.get("canary")]
 
 
-def _gating_reason(results: dict, summary: dict, explained: dict | None = None) -> str | None:
+def gating_reason(results: dict, summary: dict, explained: dict | None = None) -> str | None:
     """`explained` ({case_id: why}, from --baseline): failures the comparison attributes to an edited
     case or a judge flip; they are not counted here (the comparison's lines name them)."""
     explained = explained or {}
@@ -59,7 +59,7 @@ def _gating_reason(results: dict, summary: dict, explained: dict | None = None) 
         text += ": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
     holdout = summary.get("holdout")
     h = holdout.get("gating_failures") if isinstance(holdout, dict) else None
-    if _is_count(h) and h:
+    if is_count(h) and h:
         text += f" ({h} of them holdout, aggregate only: ids sealed)"
     return text
 
@@ -148,7 +148,7 @@ def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rat
     ran), together with the infra errors, are above --max-infra-rate: `infra_rate` counts
     infra_error only, so without this a run could hide any number of them behind a PASS."""
     incomplete, errors, n, skipped = (summary.get(k, 0) for k in ("infra_incomplete", "infra_errors", "n", "skipped"))
-    if not all(_is_count(v) for v in (incomplete, errors, n, skipped)) or not incomplete:
+    if not all(is_count(v) for v in (incomplete, errors, n, skipped)) or not incomplete:
         return None
     sent = n - skipped
     rate = (incomplete + errors) / sent if sent > 0 else 1.0
@@ -215,7 +215,7 @@ def canary_reason(summary: dict, mode: str | None) -> str | None:
     block = summary.get("canaries")
     if block is None:
         return "--require-canaries: this run has no canary" + (" (a holdout run never does)" if mode == "holdout" else "")
-    if not isinstance(block, dict) or not _is_count(block.get("n")) or not _is_count(block.get("passed")):
+    if not isinstance(block, dict) or not is_count(block.get("n")) or not is_count(block.get("passed")):
         return "--require-canaries: summary.canaries is malformed (need integer n and passed)"
     n, passed = block["n"], block["passed"]
     if n == 0:
@@ -245,7 +245,7 @@ def conversations_reason(summary: dict) -> str | None:
     """Conversations were sent and none was scored (pass or fail): a check that never ran, so the
     gate closes (e.g. a server-id adapter whose session_from never finds the id)."""
     conv = (summary.get("by_kind") or {}).get("conversation") if isinstance(summary.get("by_kind"), dict) else None
-    if not isinstance(conv, dict) or not all(_is_count(conv.get(k)) for k in ("n", "skipped", "passes", "failures")):
+    if not isinstance(conv, dict) or not all(is_count(conv.get(k)) for k in ("n", "skipped", "passes", "failures")):
         return None
     sent = conv["n"] - conv["skipped"]
     if sent <= 0 or conv["passes"] + conv["failures"] > 0:
@@ -256,7 +256,7 @@ def conversations_reason(summary: dict) -> str | None:
     layer = str(why).split(":", 1)[0] if why else ""
     look = (where_to_look(layer) if layer in ADAPTER_KEY_OF_LAYER
             else "the adapter's invocation.conversation (style, session_from)")
-    if not why and _is_count(conv.get("infra_errors")) and _is_count(conv.get("infra_incomplete")):
+    if not why and is_count(conv.get("infra_errors")) and is_count(conv.get("infra_incomplete")):
         infra = conv["infra_errors"] + conv["infra_incomplete"]
         if infra:  # the infra lines name them with their reasons; the session may be fine
             why = f"{infra} ended infra_error/infra_incomplete"

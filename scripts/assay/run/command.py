@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.jsonio import read_json, sha256_json
+from ..core.jsonio import read_json
 
 # Runs after make_plan.py's own --help example (with HELPDESK_BASE_URL / HELPDESK_OTLP_FILE
 # exported; without them it is the honest exit 3 naming them). A real run adds
@@ -63,16 +63,18 @@ def run(args, environ=None) -> tuple[int, Any]:
         return verify(Path(args.verify))
     if not args.plan or (not args.out and not args.dry_run):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
-    from . import holdout_ledger, preflight, preflight_app, run_paths
+    from . import holdout_ledger, preflight, run_paths
+    from ..invoke.preflight import health_check
     from .order import check_fail_fast
     plan = preflight.load_plan(args.plan)
     fail_fast = getattr(args, "fail_fast", None)
     check_fail_fast(fail_fast, plan, shard_index)
-    plan_sha256 = sha256_json(plan)
+    plan_sha256 = plan.sha256
     shard = None
     if shard_index is not None:
         from ..plan.shards import shard_dir_name, slice_plan
-        plan = slice_plan(plan, shard_index)
+        from ..plan.validate import run_plan
+        plan = run_plan(slice_plan(plan, shard_index))
         shard = {"index": shard_index, "count": plan["shards"]["count"]}
         if args.baseline_verdicts:
             raise AssayError("--baseline-verdicts does not apply to one shard: pass it to merge_runs.py, which "
@@ -140,8 +142,8 @@ def run(args, environ=None) -> tuple[int, Any]:
             if replay is not None and not replay.calls_app:   # the app is never called, not even once
                 setup.health = {"skipped": True, "reason": "replay: answered from the cache, the app is not called"}
             else:
-                setup.health = preflight_app.health_check(setup.invoker, plan["adapter"].get("invocation") or {},
-                                                          resume=resume)
+                setup.health = health_check(setup.invoker, setup.plan.invocation,
+                                            resume=resume)
         except OSError as exc:
             if is_runner_resource(exc):
                 raise resource_error(exc, code=3, what="run_cases.py") from None

@@ -64,8 +64,8 @@ class Run:
     def __init__(self, setup: preflight.RunSetup, *, resume: bool, progress: str, stderr=None,
                  order: str | None = None, fail_fast: int | None = None) -> None:
         self.s = setup
-        self.plan = setup.plan
-        self.cases = self.plan["cases"]
+        self.plan = setup.plan            # core.runplan.RunPlan
+        self.cases = self.plan.cases      # a CaseTable: a case is parsed when a worker takes it
         self.resume = resume
         self.progress_mode = progress
         self.stderr = stderr or sys.stderr
@@ -88,7 +88,7 @@ class Run:
             self.runlog.event("preflight", resume=True, health=self.s.health, traces=self.s.trace.manifest(),
                               order=self.order_doc, fail_fast=self.fail_fast)
         else:
-            preflight.write_gitignore(reports, self.plan["adapter"])
+            preflight.write_gitignore(reports, self.plan.adapter)
             # manifest.yaml is the run dir's first file: a kill before it leaves at most an empty
             # dir, which --resume starts over (run_paths.unstarted_debris)
             out.mkdir(exist_ok=True)
@@ -102,7 +102,9 @@ class Run:
                 [], status="running", missing_artifacts=[]))
             self.runlog = RunLog(out / "run.log")
             self.runlog.event("preflight", resume=False, health=self.s.health, traces=self.s.trace.manifest(),
-                              max_concurrency=self.s.max_concurrency, cases=len(self.cases), k=self.plan["k"])
+                              max_concurrency=self.s.max_concurrency, cases=len(self.cases), k=self.plan.k)
+        # the run reads the manifest's blocks, never its per-case rows (those are on disk): not kept
+        self.manifest = {key: value for key, value in self.manifest.items() if key != "cases"}
         if self.s.ledger is not None:
             holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
 
@@ -110,7 +112,6 @@ class Run:
         """--resume: keep the journal's committed lines of plan cases (the first one per case);
         cut a torn tail, drop any other line, delete stray temp files."""
         out = self.s.out
-        index_of = {c["id"]: i for i, c in enumerate(self.cases)}
         self.kept: dict[int, dict] = {}
         if (out / casestore.LEGACY_DIR).is_dir() and not (out / casestore.JOURNAL).exists():
             raise AssayError(f"--resume: {out} was written by an older assay (one cases/<id>/ directory per "
@@ -120,15 +121,16 @@ class Run:
         store = casestore.scan(out)
         drop = bool(store.garbled or store.duplicates)
         for cid, rec in store.verdicts():
-            if cid in index_of and rec.get("case_id") == cid:
-                self.kept[index_of[cid]] = derived.slim(rec)
+            index = self.cases.index_of(cid)
+            if index is not None and rec.get("case_id") == cid:
+                self.kept[index] = derived.slim(rec)
             else:
                 drop = True
         if len(self.kept) != len(store.index):
             drop = True   # a line whose verdict does not parse: the case runs again
         # rare (a hand edit, a line for a case the plan no longer has): rewrite the kept lines;
         # else only cut a torn tail (a kill mid-append: the partial last line was never a case)
-        casestore.keep_only(store, {self.cases[i]["id"] for i in self.kept} if drop else None)
+        casestore.keep_only(store, {self.cases.ids[i] for i in self.kept} if drop else None)
         for p in out.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp"):
                 p.unlink()
@@ -145,7 +147,7 @@ class Run:
         if self.order_used != "history":
             return indexes
         from .order import history_order
-        ordered, counts = history_order(self.cases, indexes, self._history)
+        ordered, counts = history_order(self.cases.heads(), indexes, self._history)
         self.order_doc["ranks"] = counts
         return ordered
 
@@ -160,7 +162,7 @@ class Run:
         for i, rec in kept.items():
             self.derived.add(i, rec)
         self.worker = CaseWorker(
-            out=self.s.out, k=self.plan["k"], invoker=self.s.invoker, adapter=self.plan["adapter"],
+            out=self.s.out, k=self.plan.k, invoker=self.s.invoker, adapter=self.plan.adapter,
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay,
@@ -173,8 +175,8 @@ class Run:
             self.s.judge.on_retry = lambda **kw: self.runlog.event("retry", judge=True, **kw)
         todo = [i for i in range(len(self.cases)) if i not in kept]
         self.progress = Progress(len(todo), self.progress_mode, self.stderr,
-                                 canaries=sum(1 for i in todo if "canary" in (self.cases[i].get("split") or [])))
-        canaries = [i for i in todo if "canary" in (self.cases[i].get("split") or [])]
+                                 canaries=sum(1 for i in todo if self.cases.canary(i)))
+        canaries = [i for i in todo if self.cases.canary(i)]
         canary_set = set(canaries)
         others = self._ordered([i for i in todo if i not in canary_set])
         self.runlog.event("order", **self.order_doc)
@@ -206,11 +208,11 @@ class Run:
         return self.slots
 
     def _score_ctx(self) -> ScoreContext:
-        return ScoreContext(invocation=self.plan["adapter"].get("invocation") or {},
-                            matrix=self.plan["capability_matrix"], scoring=self.s.scoring,
+        return ScoreContext(invocation=self.plan.invocation,
+                            matrix=self.plan.capability_matrix, scoring=self.s.scoring,
                             judged_reason=judged_reason.judged_reason_fn(self.plan, self.s.state),
                             traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason,
-                            declared_tools=frozenset(declared_tools(self.plan["adapter"])))
+                            declared_tools=frozenset(declared_tools(self.plan.adapter)))
 
     def _canary_failed(self) -> bool:
         return any(r.get("canary") and r.get("verdict") == FAIL for r in self.derived.records.values())
@@ -340,7 +342,7 @@ class Run:
         self.derived.add(index, record)
         self._count(record)
         self._check_trace_setup(record)
-        self.runlog.event("case_done", **case_ref(self.cases[index], index), verdict=record["verdict"])
+        self.runlog.event("case_done", **case_ref(self.cases.heads()[index], index), verdict=record["verdict"])
         if record.get("verdict") == FAIL:
             self.progress.failed(record)
             if not record.get("canary") and record.get("gating", True) is not False:
@@ -377,7 +379,7 @@ class Run:
         self.runlog.event("throughput", **self.slots.summary())
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()
-        result = {"run_id": self.plan["run_id"], "status": status, "exit_code": code, "out": str(out),
+        result = {"run_id": self.plan.run_id, "status": status, "exit_code": code, "out": str(out),
                   "order": self.order_doc["used"]}
         if getattr(self, "stopped", None):
             from ..stats.counts import stopped_line
@@ -385,7 +387,7 @@ class Run:
         if code:
             message = setup_error if code == 3 else EXIT_MESSAGES[code]
             if code == 4:  # say what the canary got (401/403 named as authentication), not just "drift"
-                why = failed_canary_lines(out, records, (self.plan["adapter"].get("invocation") or {}).get("auth"))
+                why = failed_canary_lines(out, records, self.plan.invocation.get("auth"))
                 message = "; ".join(["a canary failed: the run stopped; quote no number from it"] + why) + \
                     " (fix that, then start a new run id)"
             raise AssayError(message, code, **result, missing_artifacts=problems,
@@ -393,5 +395,5 @@ class Run:
         return code, result
 
     def _write_reports(self, records: list[dict]) -> None:
-        derived.write_run_reports(self.s.out, records, k=self.plan["k"], oos_route=self.s.scoring.get("oos_route"),
+        derived.write_run_reports(self.s.out, records, k=self.plan.k, oos_route=self.s.scoring.get("oos_route"),
                                   baseline=self.s.baseline)

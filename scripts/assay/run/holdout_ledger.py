@@ -6,21 +6,22 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core import writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
 from ..core.jsonio import loads
+from ..core.runplan import RunPlan
 from .run_paths import inside, state_dir_of
 
 
-def ledger_path(plan: Mapping[str, Any]) -> Path | None:
+def ledger_path(plan: RunPlan) -> Path | None:
     """The holdout ledger for a holdout-touching plan, confined to the state dir."""
-    if plan["selecting_split"] != "holdout" and plan["mode"] != "holdout":
+    if plan.selecting_split != "holdout" and plan.mode != "holdout":
         return None
     state = state_dir_of(plan)
-    raw = Path(plan["paths"]["holdout_ledger"])
+    raw = Path(plan.paths["holdout_ledger"])
     path = raw if raw.is_absolute() else state / raw
     real = Path(os.path.realpath(path))
     if not inside(real, state):
@@ -30,7 +31,7 @@ def ledger_path(plan: Mapping[str, Any]) -> Path | None:
     return real
 
 
-def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
+def append_ledger(path: Path, plan: RunPlan, stderr=None) -> int:
     """Append one look for this run id (never a second); return the running look count."""
     stderr = stderr or sys.stderr
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,9 +42,9 @@ def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
                 rows.append(loads(line))
             except ValueError:
                 continue
-    if not any(isinstance(r, dict) and r.get("run_id") == plan["run_id"] for r in rows):
-        reason = (plan.get("manifest_extra") or {}).get("holdout_reason") or "run_cases.py holdout run"
-        row = {"run_id": plan["run_id"], "date": utc_now_iso(), "mode": plan["mode"], "reason": reason}
+    if not any(isinstance(r, dict) and r.get("run_id") == plan.run_id for r in rows):
+        reason = plan.manifest_extra.get("holdout_reason") or "run_cases.py holdout run"
+        row = {"run_id": plan.run_id, "date": utc_now_iso(), "mode": plan.mode, "reason": reason}
         fd = writer.open_append(path)
         try:
             os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"))
@@ -51,6 +52,6 @@ def append_ledger(path: Path, plan: Mapping[str, Any], stderr=None) -> int:
             os.close(fd)
         rows.append(row)
     looks = len(rows)
-    stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan['run_id']}); "
+    stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan.run_id}); "
                  f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
     return looks

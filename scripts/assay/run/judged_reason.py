@@ -6,20 +6,21 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core.jsonio import read_json
+from ..core.runplan import RunPlan
 
 JUDGE_PENDING = "judge pending"
 
 
-def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[str, Any]], str]:
+def judged_reason_fn(plan: RunPlan, state: Path) -> Callable[[Mapping[str, Any]], str]:
     """The judged layer's reason before any judge call: JUDGE_PENDING when the plan enables a judge
     (the case worker then judges), else why nothing judges this run."""
-    block = plan.get("judge")
-    if isinstance(block, dict):
+    block = plan.judge_block
+    if block is not None:
         if block.get("enabled"):
             return lambda case: JUDGE_PENDING
         why = f"unjudged ({block.get('reason') or 'judge disabled in the plan'})"
         from ..plan.modes import MODES
-        if not (plan.get("mode") in MODES and MODES[plan["mode"]].judge):
+        if not (plan.mode in MODES and MODES[plan.mode].judge):
             return lambda case: why  # smoke / targeted without --judge: the mode's choice
         # A mode that judges by default, with no judge.yaml: a calibrated pin would gate here,
         # so leaving it unjudged is a check that never ran, not a choice.
@@ -32,11 +33,11 @@ def judged_reason_fn(plan: Mapping[str, Any], state: Path) -> Callable[[Mapping[
             if not gating:
                 return why
             return (f"no judge/judge.yaml in the state dir, so the calibrated (gating) rubric {', '.join(gating)} "
-                    f"never ran in this {plan['mode']} run; add judge/judge.yaml (docs/runner-contract.md, The judge)")
+                    f"never ran in this {plan.mode} run; add judge/judge.yaml (docs/runner-contract.md, The judge)")
         return reason
-    if plan["mode"] == "smoke":
+    if plan.mode == "smoke":
         return lambda case: "unjudged (mode: smoke)"
-    raw = (plan.get("paths") or {}).get("judge_calibration")
+    raw = plan.paths.get("judge_calibration")
     sidecar: Any = None
     if raw:
         p = Path(raw)

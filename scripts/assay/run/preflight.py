@@ -2,7 +2,7 @@
 
 1. plan validation (exit 2), --out and the state dir (`run_dir`), the holdout ledger's path
 (`holdout_ledger`) and env resolution (`preflight_env`, exit 3); 2. invocation mode supported
-and well-formed (`preflight_app`); 3. health check (`preflight_app`); 4. trace branch; 5. safety
+and well-formed (`invoke.preflight`); 3. health check (`invoke.preflight`); 4. trace branch; 5. safety
 gates recorded; 6. the PII .gitignore; 7. manifest.yaml and cases.jsonl; 8. results.json `running`;
 9. the holdout ledger's look (`holdout_ledger`). Steps 1-4 write nothing; exit 2 and exit 3
 leave nothing behind (the lock is beside the run dir and removed on exit).
@@ -17,37 +17,44 @@ from typing import Any, Callable, Mapping
 
 from ..core import writer
 from ..core.errors import AssayError
-from ..core.jsonio import atomic_write_json, loads, read_json, read_jsonl, sha256_json
+from ..core.jsonio import atomic_write_json, loads, read_json, read_jsonl
 from ..core.version import HARNESS_VERSION
-from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from ..core.runplan import RunPlan, dataset_version_of, read_plan_text
+from ..plan.validate import run_plan, validate_parts, validate_plan
 from .holdout_ledger import ledger_path
 from .judged_reason import judged_reason_fn
-from .preflight_app import build_invoker, check_adapter
+from ..invoke.preflight import build_invoker, check_adapter
 from .preflight_env import register_run_secrets, resolve_env
 from .run_paths import state_dir_of
 from ..traces.collect import TraceConfig, trace_branch
 
 
 # ---------------------------------------------------------------- step 1: plan, baseline
-def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> dict[str, Any]:
+def load_plan(path: str, stdin_text: Callable[[], str] | None = None) -> RunPlan:
+    """The plan read and checked once (exit 2 naming the key): a frozen RunPlan whose cases are
+    streamed out of the text one at a time and kept compact (core.runplan)."""
     try:
         if path == "-":
             text = (stdin_text or sys.stdin.read)()
         else:
             with open(path, "rb") as fh:
                 text = fh.read().decode("utf-8")
+        parts = read_plan_text(text)
+        checked = validate_parts(*parts, source=path) if parts is not None else None
+        if checked is not None:
+            return checked
+        del parts
         plan = loads(text)
     except FileNotFoundError:
         raise AssayError(f"--plan {path}: no such file; build it with make_plan.py", 2)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise AssayError(f"--plan {path}: not readable JSON ({exc}); rebuild it with make_plan.py", 2)
     validate_plan(plan, source=path)
-    return plan
+    return run_plan(plan)
 
 
 def dataset_version(plan: Mapping[str, Any]) -> int:
-    v = (plan.get("manifest_extra") or {}).get("dataset_version", 1)
-    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+    return dataset_version_of(plan.get("manifest_extra"))
 
 
 def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -115,7 +122,7 @@ def case_set(case: Mapping[str, Any]) -> str:
 
 @dataclass
 class RunSetup:
-    plan: dict[str, Any]
+    plan: RunPlan
     plan_sha256: str
     out: Path
     state: Path
@@ -140,7 +147,7 @@ class RunSetup:
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
-    v = (plan["adapter"].get("invocation") or {}).get("max_concurrency", 1)
+    v = (plan["adapter"].get("invocation") or {}).get("max_concurrency", 1)   # the one default
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise AssayError(f"pre-flight: invocation.max_concurrency must be an integer >= 1 (got {v!r})", 3,
                          key="invocation.max_concurrency")
@@ -149,7 +156,7 @@ def max_concurrency(plan: Mapping[str, Any]) -> int:
 
 def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     plan = setup.plan
-    inv = plan["adapter"].get("invocation") or {}
+    inv = plan.invocation
     invocation: dict[str, Any] = {"mode": inv.get("mode"), "timeout_s": setup.execution["timeout_s"],
                                   "timeout_enforced": True,
                                   "max_concurrency": setup.max_concurrency}
@@ -169,19 +176,19 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     from ..suite.version import manifest_cases, suite_version
     version = suite_version(plan)
     return {
-        "run_id": plan["run_id"], "mode": plan["mode"], "gate": plan["gate"],
-        "selecting_split": plan["selecting_split"], "k": plan["k"],
+        "run_id": plan.run_id, "mode": plan.mode, "gate": plan.gate,
+        "selecting_split": plan.selecting_split, "k": plan.k,
         "plan_sha256": setup.plan_sha256, "harness_version": HARNESS_VERSION,
-        "dataset_version": dataset_version(plan), "started_at": started_at,
+        "dataset_version": plan.dataset_version, "started_at": started_at,
         "cases": manifest_cases(plan, case_set, version),
         "suite_sha256": version["suite_sha256"], "suite_parts_sha256": version["suite_parts_sha256"],
         "invocation": invocation, "identity_headers": identity_headers,
         "auth": {"type": auth.get("type", "none"), "header_names": auth_headers},
-        "traces": setup.trace.manifest(), "capability_matrix": plan["capability_matrix"],
+        "traces": setup.trace.manifest(), "capability_matrix": plan.capability_matrix,
         "scoring": setup.scoring, "execution": setup.execution, "baseline_verdicts": baseline,
         "max_concurrency": setup.max_concurrency, "safety": setup.safety, "health_check": setup.health,
-        "data": {"may_contain_pii": (plan["adapter"].get("data") or {}).get("may_contain_pii") is True},
-        "manifest_extra": plan.get("manifest_extra") or {},
+        "data": {"may_contain_pii": (plan.adapter.get("data") or {}).get("may_contain_pii") is True},
+        "manifest_extra": plan.manifest_extra,
         "conversation": setup.conversation.manifest() if setup.conversation is not None else None,
         **({"shard": setup.shard} if setup.shard else {}),
         "judge": judge_manifest(setup),
@@ -200,28 +207,30 @@ def judge_manifest(setup: RunSetup) -> dict[str, Any]:
     """The manifest's `judge` block: the config as written (never a key) and each rubric's gating status."""
     if setup.judge is not None:
         return setup.judge.manifest()
-    block = setup.plan.get("judge")
-    reason = block.get("reason") if isinstance(block, dict) else None
+    block = setup.plan.judge_block
+    reason = block.get("reason") if block is not None else None
     return {"enabled": False, "reason": reason or judged_reason_fn(setup.plan, setup.state)({})}
 
 
-def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], baseline: dict | None,
+def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], baseline: dict | None,
             replay: Any = None) -> RunSetup:
-    """Steps 1-5 (no writes): env, invoker, traces, safety. The health check is the caller's."""
-    execution = effective_execution(plan)
-    scoring = effective_scoring(plan)
+    """Steps 1-5 (no writes): env, invoker, traces, safety. The health check is the caller's.
+    `plan`: load_plan's RunPlan (a validated plan dict is made one here)."""
+    plan = run_plan(plan)
+    execution = dict(plan.execution)
+    scoring = dict(plan.scoring)
     state = state_dir_of(plan)
     ledger = ledger_path(plan)
-    check_adapter(plan)
+    check_adapter(plan.adapter)
     env = resolve_env(plan, environ)
     register_run_secrets(plan, env)
     mc = max_concurrency(plan)
     replaying = replay is not None and not replay.calls_app   # every answer from the cache
-    invoker = build_invoker(plan, env, execution, out=out, environ=environ, replaying=replaying)
+    invoker = build_invoker(plan, env, state, out=out, environ=environ, replaying=replaying)
     from ..invoke.conversation import conversation_config
-    conv = conversation_config(plan["adapter"].get("invocation") or {},
+    conv = conversation_config(plan.invocation,
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
-    trace = trace_branch(plan["adapter"], state, env)
+    trace = trace_branch(plan.adapter, state, env)
     from ..judge.runtime import build_runtime
     judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
     from ..simulate.build import build_simulator
@@ -230,16 +239,16 @@ def prepare(plan: dict[str, Any], out: Path, *, environ: Mapping[str, str], base
         invoker = replay.invoker(invoker)
         if judge is not None:
             judge.cache = replay
-    return RunSetup(judge=judge, simulator=simulator, plan=plan, plan_sha256=sha256_json(plan), out=out,
+    return RunSetup(judge=judge, simulator=simulator, plan=plan, plan_sha256=plan.sha256, out=out,
                     state=state, execution=execution,
-                    scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan["adapter"]),
+                    scoring=scoring, env=env, invoker=invoker, trace=trace, safety=safety_gates(plan.adapter),
                     baseline=baseline, ledger=ledger, max_concurrency=mc, conversation=conv, replay=replay,
                     calls_app=not replaying)
 
 
-def write_running_results(out: Path, plan: Mapping[str, Any], started_at: str, summary: dict) -> None:
+def write_running_results(out: Path, plan: RunPlan, started_at: str, summary: dict) -> None:
     atomic_write_json(out / "results.json", {
-        "run_id": plan["run_id"], "mode": plan["mode"], "gate": plan["gate"],
-        "selecting_split": plan["selecting_split"], "k": plan["k"], "harness_version": HARNESS_VERSION,
-        "dataset_version": dataset_version(plan), "exit_code": None, "started_at": started_at,
+        "run_id": plan.run_id, "mode": plan.mode, "gate": plan.gate,
+        "selecting_split": plan.selecting_split, "k": plan.k, "harness_version": HARNESS_VERSION,
+        "dataset_version": plan.dataset_version, "exit_code": None, "started_at": started_at,
         "finished_at": None, "summary": summary, "cases": []})

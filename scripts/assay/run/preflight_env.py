@@ -3,19 +3,19 @@ judge reference, resolved from the environment and registered for redaction."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from ..core import writer
-from ..core import secrets
+from ..core import secrets, writer
+from ..core.runplan import RunPlan
 
 
-def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_required: bool = True) -> dict[str, str]:
+def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool = True) -> dict[str, str]:
     """Every variable the run resolves: the adapter's and the cases' (`app_required=False`, rescore:
     those set are taken, a missing one is no error since no app is called), the judge's (always
     required), and the allowlisted values a cli app or a command judge is given (secrets too)."""
-    adapter = plan["adapter"]
+    adapter = plan.adapter
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
-    names |= secrets.auth_env_names(adapter) | secrets.case_env_names(plan["cases"])
+    names |= secrets.auth_env_names(adapter) | plan.cases.env_names
     from ..judge.env import judge_allowlisted_secrets
     from ..judge.runtime import judge_env_names
     from ..simulate.build import simulator_allowlisted_secrets, simulator_env_names
@@ -34,25 +34,25 @@ def resolve_env(plan: Mapping[str, Any], environ: Mapping[str, str], *, app_requ
     return env
 
 
-def register_run_secrets(plan: Mapping[str, Any], env: Mapping[str, str]) -> None:
+def register_run_secrets(plan: RunPlan, env: Mapping[str, str]) -> None:
     """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
     resolved value but an address-only variable (the base URL is not a secret: errors show where
     they connected). A run and a rescore of it register the same set (one rule)."""
     from ..judge.runtime import judge_env_names
     from ..simulate.build import simulator_env_names
-    addresses = (secrets.address_vars(plan["adapter"], env) - judge_env_names(plan) - simulator_env_names(plan)
-                 - secrets.case_env_names(plan["cases"]))
+    addresses = (secrets.address_vars(plan.adapter, env) - judge_env_names(plan) - simulator_env_names(plan)
+                 - plan.cases.env_names)
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
 
 
-def env_sources(plan: Mapping[str, Any]) -> dict[str, str]:
+def env_sources(plan: RunPlan) -> dict[str, str]:
     """Where each variable is referenced (file: key), so a missing one names what to fix."""
-    adapter = plan["adapter"]
+    adapter = plan.adapter
     where = {n: f"judge/judge.yaml: {path}" for n, path in
              secrets.env_ref_paths((plan.get("judge") or {}).get("config") or {}, "").items()}
     where.update({n: f"simulator/simulator.yaml: {path}" for n, path in
                   secrets.env_ref_paths((plan.get("simulator") or {}).get("config") or {}, "").items()})
-    for name in secrets.case_env_names(plan["cases"]):
+    for name in sorted(plan.cases.env_names):
         where[name] = "a case's identity.token_env"
     auth = (adapter.get("invocation") or {}).get("auth") or {}
     for key in ("token_env", "cookie_env"):

@@ -35,8 +35,8 @@ from typing import Any, Mapping
 from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, parse_run_id
-from ..core.jsonio import dumps, loads, read_json, sha256_json
-from ..plan.validate import effective_execution, effective_scoring, validate_plan
+from ..core.jsonio import dumps, loads, read_json
+from ..plan.validate import run_plan, validate_plan
 from ..schemas import validate
 from . import holdout_ledger, preflight, preflight_env, run_paths
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
@@ -253,7 +253,7 @@ def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
 
 
 def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, judge: bool) -> dict[str, Any]:
-    from ..plan.build import PlanOptions, _id_pattern, _judge_block, _oos_route
+    from ..plan.build import PlanOptions, id_pattern_of, judge_block_of, oos_route_of
     from ..plan.modes import JUDGE_CALIBRATION, HOLDOUT_LEDGER, resolve_mode
     from ..suite.convert import convert_state_dir
 
@@ -284,11 +284,11 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
                   "holdout_ledger": HOLDOUT_LEDGER if manifest["selecting_split"] == "holdout" else None,
                   "judge_calibration": JUDGE_CALIBRATION if (state / JUDGE_CALIBRATION).is_file() else None},
         "adapter": converted["adapter"], "capability_matrix": converted["capability_matrix"], "cases": cases,
-        "scoring": {"oos_route": _oos_route(opts, converted), "id_pattern": _id_pattern(converted)},
+        "scoring": {"oos_route": oos_route_of(opts, converted), "id_pattern": id_pattern_of(converted)},
         # the stored response is the final attempt: replaying it never waits or retries
         "execution": {"max_attempts": 1, "backoff_s": []},
         "manifest_extra": extra,
-        "judge": _judge_block(converted, cases, mode, opts, notes),
+        "judge": judge_block_of(converted, cases, mode, opts, notes),
     }
     validate_plan(plan, source="the rescore plan")
     return plan
@@ -324,7 +324,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     if not (state / "adapter.yaml").is_file():
         raise AssayError(f"rescore: {state} is not the state dir (no adapter.yaml); pass --state-dir <app>/.assay",
                          2, key="--state-dir")
-    plan = build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge)
+    plan = run_plan(build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge))
     out = run_paths.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
@@ -334,7 +334,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     # put in its answer or tool results); an app variable missing here is no error (no app call).
     env = preflight_env.resolve_env(plan, environ, app_required=False)
     preflight_env.register_run_secrets(plan, env)
-    execution = effective_execution(plan)
+    execution = dict(plan.execution)
     src_traces = manifest.get("traces") if isinstance(manifest.get("traces"), dict) else {}
     trace_source = ReplayTraceSource(stored)
     if src_traces.get("collected"):
@@ -352,7 +352,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                             frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)))
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
-    block = (plan["adapter"].get("invocation") or {}).get("conversation")
+    block = plan.invocation.get("conversation")
     conversation = (ConversationConfig(style=block["style"], session_from=block.get("session_from"), turn_delay_s=0.0,
                                        memory=block.get("memory"))
                     if isinstance(block, Mapping) and isinstance(block.get("style"), str) else None)
@@ -370,9 +370,9 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
             from ..replay.store import Cache, cache_dir
             judge_rt.cache = ReplaySession(Cache(cache_dir(state)), calls="cache")
     setup = preflight.RunSetup(
-        plan=plan, plan_sha256=sha256_json(plan), out=out, state=state, execution=execution,
-        scoring=effective_scoring(plan), env=env, invoker=invoker, trace=trace,
-        safety=preflight.safety_gates(plan["adapter"]), baseline=None, ledger=holdout_ledger.ledger_path(plan),
+        plan=plan, plan_sha256=plan.sha256, out=out, state=state, execution=execution,
+        scoring=dict(plan.scoring), env=env, invoker=invoker, trace=trace,
+        safety=preflight.safety_gates(plan.adapter), baseline=None, ledger=holdout_ledger.ledger_path(plan),
         max_concurrency=max(1, min(8, int(manifest.get("max_concurrency") or 1))),
         health={"checked": False, "reason": f"rescore of {manifest.get('run_id')}: the app is not called"},
         judge=judge_rt, conversation=conversation, simulator=NotReplayedSimulator(
@@ -380,7 +380,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         # no app is called: a case with nothing to replay (or no stored trace) is counted and gated,
         # never a reason to abort as if the app were unhealthy
         calls_app=False)
-    lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": "rescore",
+    lock = RunLock(out, {"pid": os.getpid(), "run_id": plan.run_id, "out": str(out), "plan": "rescore",
                          "started_at": utc_now_iso()})
     lock.acquire()
     try:

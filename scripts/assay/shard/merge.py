@@ -35,7 +35,7 @@ from typing import Any
 
 from ..core import casestore, writer
 from ..core.errors import AssayError
-from ..core.jsonio import atomic_write_json, atomic_write_text, read_json, sha256_json
+from ..core.jsonio import atomic_write_json, atomic_write_text, read_json
 from ..core.vocab import FAIL
 from ..plan.shards import is_canary, shard_cases
 from ..rundir import derived
@@ -110,7 +110,7 @@ def _is_previous_merge(out: Path, plan: dict) -> bool:
         last = json.loads(lines[-1]) if lines else {}
     except (OSError, ValueError):
         return False
-    return (isinstance(manifest, dict) and manifest.get("plan_sha256") == sha256_json(plan)
+    return (isinstance(manifest, dict) and manifest.get("plan_sha256") == plan.sha256
             and isinstance(last, dict) and last.get("event") == "finalize" and "merged_from" in last)
 
 
@@ -298,7 +298,7 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
                          "runs of a plan built with make_plan.py --shards N", 2, key="--plan")
     if not shard_dirs:
         raise AssayError("merge_runs.py needs the shard run directories (SHARD_DIR...) after --out", 2)
-    plan_sha = sha256_json(plan)
+    plan_sha = plan.sha256
     out = _check_out(plan, out_arg)
     ledger = holdout_ledger.ledger_path(plan)
     baseline = preflight.check_baseline(baseline_arg, plan)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..core.jsonio import sha256_json
+from ..core.runplan import CaseTable
 
 # Case fields that never change what is sent or how it is scored.
 CASE_BOOKKEEPING = ("title", "split", "review", "origin", "dataset_version_added", "metamorphic_parent",
@@ -108,5 +109,9 @@ def suite_version(plan: Mapping[str, Any]) -> dict[str, Any]:
 def manifest_cases(plan: Mapping[str, Any], case_set, version: Mapping[str, Any] | None = None) -> list[dict]:
     """The manifest's `cases` rows: id, set, the plan case's own sha256 and its case_sha256."""
     version = version or suite_version(plan)
+    cases = plan["cases"]
+    if isinstance(cases, CaseTable):   # a run's plan: each case's hash was taken once, at load
+        return [{"id": h["id"], "set": case_set(h), "sha256": cases.sha256(i), "case_sha256": version["cases"][h["id"]]}
+                for i, h in enumerate(cases.heads())]
     return [{"id": c["id"], "set": case_set(c), "sha256": sha256_json(c), "case_sha256": version["cases"][c["id"]]}
-            for c in plan["cases"]]
+            for c in cases]

@@ -30,12 +30,12 @@ AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, convention
 LLM_OPS = ("chat", "text_completion", "generate_content")
 OK, INCOMPLETE, ERROR = "ok", "incomplete", "error"
 # What a hostile or half-written span document can raise while being read: never a crash.
-_BAD_DOC = (ValueError, TypeError, AttributeError, KeyError, RecursionError)
+BAD_DOC = (ValueError, TypeError, AttributeError, KeyError, RecursionError)
 
 
 # ---------------------------------------------------------------------------- ids
 
-def _norm_id(value: Any, nbytes: int) -> tuple[str | None, bool]:
+def norm_id(value: Any, nbytes: int) -> tuple[str | None, bool]:
     """(lower-case hex id or None for absent/all-zero, converted_from_base64)."""
     if not isinstance(value, str) or not value:
         return None, False
@@ -128,9 +128,9 @@ def _ns(value: Any) -> int | None:
 
 def flatten_span(sp: dict) -> dict:
     """A raw span as {trace_id, span_id, parent_span_id, name, start_ns, end_ns, attributes, status_code, ...}."""
-    trace_id, b64_t = _norm_id(sp.get("traceId", sp.get("trace_id")), 16)
-    span_id, b64_s = _norm_id(sp.get("spanId", sp.get("span_id")), 8)
-    parent, b64_p = _norm_id(sp.get("parentSpanId", sp.get("parent_span_id")), 8)
+    trace_id, b64_t = norm_id(sp.get("traceId", sp.get("trace_id")), 16)
+    span_id, b64_s = norm_id(sp.get("spanId", sp.get("span_id")), 8)
+    parent, b64_p = norm_id(sp.get("parentSpanId", sp.get("parent_span_id")), 8)
     status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
     return {
         "trace_id": trace_id, "span_id": span_id, "parent_span_id": parent,
@@ -175,9 +175,9 @@ def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None
     """
     try:
         flat = [flatten_span(sp) for sp, _, _ in iter_raw_spans(spans_doc)]
-    except _BAD_DOC as exc:
+    except BAD_DOC as exc:
         return {"status": ERROR, "error": f"span document: {exc}", "trajectory": None, "checks": {}}
-    wanted, _ = _norm_id(trace_id, 16)
+    wanted, _ = norm_id(trace_id, 16)
     mine = [s for s in flat if s["trace_id"] == wanted]
     return normalize_flat(mine, wanted or str(trace_id), spans_in_file=len(flat), parent_span_id=parent_span_id,
                           convention=convention)

@@ -23,7 +23,7 @@ from ..core import hostile
 from .otlp_writer import trace_doc
 from .conventions import CONVENTION_NAMES
 from .normalize import (  # noqa: F401  (re-exported: the public normalization API)
-    _BAD_DOC, AGENT_OP, ERROR, INCOMPLETE, LLM_OPS, OK, TOOL_OP, _norm_id, first_agent_name, flatten_span,
+    BAD_DOC, AGENT_OP, ERROR, INCOMPLETE, LLM_OPS, OK, TOOL_OP, norm_id, first_agent_name, flatten_span,
     incomplete_reason, iter_raw_spans, normalize_flat, normalize_trace, root_spans,
 )
 
@@ -183,7 +183,7 @@ class OtlpFileSource:
                 continue
             try:
                 spans = list(iter_raw_spans(json.loads(line)))
-            except _BAD_DOC as exc:
+            except BAD_DOC as exc:
                 if start == 0 and self._try_document(sig):
                     return None
                 self.malformed_lines += 1
@@ -193,7 +193,7 @@ class OtlpFileSource:
                 continue
             seen: set[str] = set()
             for sp, _, _ in spans:
-                tid, _ = _norm_id(sp.get("traceId", sp.get("trace_id")), 16)
+                tid, _ = norm_id(sp.get("traceId", sp.get("trace_id")), 16)
                 entry = self._add(tid, now)
                 if entry is not None and tid not in seen:
                     entry.refs.append((start, len(line)))
@@ -205,7 +205,7 @@ class OtlpFileSource:
         try:
             doc = json.loads(self.path.read_bytes())
             list(iter_raw_spans(doc))
-        except (OSError, *_BAD_DOC):
+        except (OSError, *BAD_DOC):
             return False
         self._doc_mode = True
         self._poll_document(sig)
@@ -217,12 +217,12 @@ class OtlpFileSource:
             return 0
         try:
             triples = list(iter_raw_spans(json.loads(self.path.read_bytes())))
-        except (OSError, *_BAD_DOC):
+        except (OSError, *BAD_DOC):
             return 0  # being rewritten; try again on the next poll
         old = self.spans_in_file
         self._index, self._doc_sig, now = {}, sig, time.monotonic()
         for triple in triples:
-            tid, _ = _norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)
+            tid, _ = norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)
             entry = self._add(tid, now)
             if entry is not None:
                 entry.docs.append(triple)
@@ -251,7 +251,7 @@ class OtlpFileSource:
                 for offset, length in refs:
                     fh.seek(offset)
                     for triple in iter_raw_spans(json.loads(fh.read(length))):
-                        if _norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)[0] == trace_id:
+                        if norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)[0] == trace_id:
                             triples.append(triple)
         return triples
 
@@ -262,7 +262,7 @@ class OtlpFileSource:
         `parent_span_id`) has ended, and the trace normalizes `ok` (no orphans). Until then keep
         polling; past `max_wait_s` the outcome is `infra_incomplete` with the reason.
         """
-        wanted, _ = _norm_id(trace_id, 16)
+        wanted, _ = norm_id(trace_id, 16)
         wanted = wanted or str(trace_id).lower()
         started = time.monotonic()
         deadline = started + self.max_wait_s
@@ -275,7 +275,7 @@ class OtlpFileSource:
                 try:
                     triples = hostile.clean(self._load(wanted, refs, docs))[0]   # NaN etc.: text
                     flat = [flatten_span(t[0]) for t in triples]
-                except (OSError, *_BAD_DOC):  # rotated under us, or a hostile span: retry, then give up
+                except (OSError, *BAD_DOC):  # rotated under us, or a hostile span: retry, then give up
                     triples, flat = [], []
                 roots = root_spans(flat, parent_span_id=parent_span_id)
                 normalized = normalize_flat(flat, wanted, spans_in_file=self.spans_in_file,

@@ -27,7 +27,7 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .normalize import _BAD_DOC, _norm_id, iter_raw_spans
+from .normalize import BAD_DOC, norm_id, iter_raw_spans
 from .otlp_file import INFRA_INCOMPLETE, OtlpFileSource, TraceOutcome
 from .plan import DEFAULT_ADDRESS, parse_address  # noqa: F401  (the listener's address rules)
 
@@ -241,12 +241,12 @@ class OtlpHttpSource(OtlpFileSource):
             return self._refuse(415, str(exc))
         except TooLarge as exc:
             return self._refuse(413, str(exc))
-        except (UnicodeDecodeError, *_BAD_DOC) as exc:
+        except (UnicodeDecodeError, *BAD_DOC) as exc:
             return self._refuse(400, f"unreadable OTLP export: {exc}")
         now = time.monotonic()
         with self._lock:
             for triple in triples:
-                tid, _ = _norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)
+                tid, _ = norm_id(triple[0].get("traceId", triple[0].get("trace_id")), 16)
                 entry = self._add(tid, now)
                 if entry is not None:
                     entry.docs.append(triple)

@@ -17,7 +17,7 @@ from typing import Any
 from ..core import writer
 from ..core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
 from .conventions import CONVENTION_NAMES
-from .normalize import _norm_id
+from .normalize import norm_id
 
 QUERYABLE_SOURCES = QUERYABLE_TRACE_SOURCES
 RESERVED_STORES = ("jaeger", "tempo", "clickhouse")
@@ -43,7 +43,7 @@ def trace_id_from_response(response_json: Any, field: str) -> tuple[str | None, 
             node = node[int(part)]
         else:
             return None, f"response has no field {field!r} (correlation response-field:{field})"
-    tid, _ = _norm_id(node, 16)
+    tid, _ = norm_id(node, 16)
     if not tid or len(tid) != 32:
         return None, f"response field {field!r} is not a 32-hex trace id: {writer.clip(node, 80)!r}"
     return tid, None

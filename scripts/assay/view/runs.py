@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..history.runs import HOLDOUT_MODES, SERIES_KEYS, _shard_reason, series_name
+from ..history.runs import HOLDOUT_MODES, SERIES_KEYS, shard_dir_reason, series_name
 from ..stats.proportions import wilson_interval
 from .gates import CHECKING, gate
 from .paths import read_json, safe_run_id
@@ -39,7 +39,7 @@ def marks_of(name: str, summary: dict, manifest: dict) -> list[str]:
         marks.append("running")
     elif status not in ("ok", None):
         marks.append(f"status {status}")
-    if _shard_reason(name) or isinstance(manifest.get("shard"), dict):
+    if shard_dir_reason(name) or isinstance(manifest.get("shard"), dict):
         marks.append("shard")
     if _int(summary.get("infra_incomplete")) or status == "incomplete":
         marks.append("incomplete")

@@ -1,5 +1,8 @@
-"""The invoker's pre-flight (steps 2-3): the invocation mode is supported and well-formed, the
-invoker is built, and the app answers its health check. Exit 3 names the adapter key to fix."""
+"""The invokers' pre-flight (steps 2-3): the invocation mode is supported and well-formed, the
+invoker is built, and the app answers its health check. Exit 3 names the adapter key to fix.
+
+It reads the run's plan as the frozen `core.runplan.RunPlan` (the engine's pre-flight,
+`run.preflight.prepare`, calls it with the state dir it has already checked)."""
 
 from __future__ import annotations
 
@@ -8,28 +11,30 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import AssayError
-from .run_paths import state_dir_of
+from ..core.runplan import RunPlan
 
 SUPPORTED_MODES = ("http", "function", "cli")
 
 
-def check_adapter(plan: Mapping[str, Any]) -> None:
+def check_adapter(adapter: Mapping[str, Any]) -> None:
     """The invocation mode is one this runner runs, and the adapter matches its schema (exit 3
     naming the key). Runs before anything reads the adapter (env resolution included)."""
-    inv = plan["adapter"].get("invocation") or {}
+    inv = adapter.get("invocation") or {}
     mode = inv.get("mode") if isinstance(inv, Mapping) else None
     if mode not in SUPPORTED_MODES:
         raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli)", 3,
                          key="invocation.mode", mode=mode)
     # The adapter crossed a step boundary inside the plan: check its shape before using it.
     from ..schemas import validate
-    validate(plan["adapter"], "adapter", source="adapter", code=3, what="the plan's")
+    validate(adapter, "adapter", source="adapter", code=3, what="the plan's")
 
 
-def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Mapping[str, Any], *,
-                  out: Path | None = None, environ: Mapping[str, str] | None = None, replaying: bool = False):
-    """The invoker for the (already checked, `check_adapter`) invocation."""
-    inv = plan["adapter"].get("invocation") or {}
+def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Path | None = None,
+                  environ: Mapping[str, str] | None = None, replaying: bool = False):
+    """The invoker for the (already checked, `check_adapter`) invocation; `state`: the plan's
+    checked state dir (run.run_paths.state_dir_of)."""
+    inv = plan.invocation
+    execution = plan.execution
     mode = inv.get("mode")
     if mode == "http":
         from ..invoke.http import HttpInvoker
@@ -38,16 +43,15 @@ def build_invoker(plan: Mapping[str, Any], env: Mapping[str, str], execution: Ma
         from ..invoke.function import app_root
         from ..invoke.cli import CliInvoker, scratch_area
         environ = os.environ if environ is None else environ
-        state = state_dir_of(plan)
-        run_dir = out if out is not None else state / "reports" / plan["run_id"]
+        run_dir = out if out is not None else state / "reports" / plan.run_id
         inv_obj = CliInvoker(inv, env, environ=environ, timeout_s=execution["timeout_s"],
-                             app_root=app_root(plan["adapter"], state), state_dir=state,
-                             area=scratch_area(plan["run_id"], Path(os.path.abspath(run_dir)), environ))
+                             app_root=app_root(plan.adapter, state), state_dir=state,
+                             area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ))
     else:
         from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
         # replayed: the app's code is not even imported (every answer comes from the cache)
         fn = (_not_called if replaying else
-              import_entrypoint(inv.get("entrypoint"), app_root(plan["adapter"], state_dir_of(plan))))
+              import_entrypoint(inv.get("entrypoint"), app_root(plan.adapter, state)))
         inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
     rb = inv.get("response_body")
     if rb is not None:
