@@ -27,11 +27,14 @@ if os.path.isfile(os.path.join(_venv_bin, "python3")) and \
     os.environ["PATH"] = _venv_bin + os.pathsep + os.environ.get("PATH", "")
 
 
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """The tests that share a module-scoped fixture (an example run, a built venv) run on one xdist
     worker (`--dist loadgroup`, the Makefile's): under plain `load` every worker that drew one of
     them would build the fixture again. Every other test spreads one by one as before."""
-    import pytest
 
     for item in items:
         if _has_module_fixture(item) and not item.get_closest_marker("xdist_group"):

@@ -65,10 +65,10 @@ def run_docs(tmp_path) -> list[tuple[str, object]]:
             ("results", json.loads((out / "results.json").read_text(encoding="utf-8")))]
     for verdict in out.glob("cases/*/verdict.json"):
         docs.append(("verdict", json.loads(verdict.read_text(encoding="utf-8"))))
-    journal = out / "cases.jsonl"   # the case journal layout: each line carries its verdict.json's text
+    journal = out / "cases.jsonl"   # the case journal: each line carries its case's verdict record
     if journal.is_file():
         for line in journal.read_text(encoding="utf-8").splitlines():
-            docs.append(("verdict", json.loads(json.loads(line)["files"]["verdict.json"])))
+            docs.append(("verdict", json.loads(line)["verdict"]))
     assert sum(1 for name, _ in docs if name == "verdict") == 2
     return docs
 
