@@ -11,7 +11,8 @@ VPY    := $(VENV)/bin/python
 MODE   ?= smoke
 APP    ?= http
 CLAUDE_CODE_VERSION ?= 2.1.332
-# parallel test workers: 3 on 2 cores keeps both busy while tests wait on their apps
+# parallel test workers: 3 on 2 cores keeps both busy while tests wait on their apps; a file's tests
+# run on one worker (--dist loadfile), so a module fixture (an example run, a built venv) is built once
 TEST_WORKERS ?= 3
 
 .PHONY: test demo bench venv clean claude-cli plugin-release promptfoo
@@ -24,7 +25,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	@touch $@
 
 test: venv
-	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 demo: venv
 	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,) $(if $(filter 1 true yes,$(COMPARE)),--compare,) $(if $(filter 1 true yes,$(VIEW)),--view,) $(if $(VIEW_SECONDS),--view-seconds $(VIEW_SECONDS),)

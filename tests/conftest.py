@@ -25,29 +25,3 @@ _venv_bin = os.path.dirname(sys.executable)
 if os.path.isfile(os.path.join(_venv_bin, "python3")) and \
         os.environ.get("PATH", "").split(os.pathsep)[0] != _venv_bin:
     os.environ["PATH"] = _venv_bin + os.pathsep + os.environ.get("PATH", "")
-
-
-import pytest  # noqa: E402
-
-
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook, which reads the groups into the node ids
-def pytest_collection_modifyitems(config, items):
-    """The tests that share a module-scoped fixture (an example run, a built venv) run on one xdist
-    worker (`--dist loadgroup`, the Makefile's): under plain `load` every worker that drew one of
-    them would build the fixture again. Every other test spreads one by one as before."""
-
-    for item in items:
-        if _has_module_fixture(item) and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
-
-
-def _has_module_fixture(item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    for name in info.names_closure:
-        for fixturedef in info.name2fixturedefs.get(name, ()):
-            if fixturedef.scope in ("module", "package", "session") and \
-                    str(getattr(fixturedef, "baseid", "")).split("::")[0].endswith(item.path.name):
-                return True
-    return False
