@@ -32,6 +32,20 @@ JUDGE = {"rubrics": [{"rubric_id": "tone-v1", "verdict": "fail", "nodes": [
     {"node_id": "n1", "criterion": "states the refund window", "verdict": "fail",
      "evidence": ["the answer never mentions 30 days"], "reason": "no refund window given", "calls": []}]}]}
 
+# a simulated user's case: simulator.json (how it ended) and turns/<n>/simulator.json (what it said)
+SIM_CALL = {"attempts": 1, "status": 200, "raw_reply": HOSTILE, "parsed": {"message": HOSTILE}}
+SIMULATED = {
+    "turns/1/answer.txt": "which invoice?", "turns/1/verdict.json": {"turn": 1, "verdict": "pass", "layers": {}},
+    "turns/1/simulator.json": {"turn": {"message": HOSTILE, "stop": False, "closing": ""}, "outcome": None,
+                               "reason": None, "calls": [SIM_CALL]},
+    "turns/2/answer.txt": "refunded INV-2", "turns/2/verdict.json": {"turn": 2, "verdict": "pass", "layers": {}},
+    "turns/2/simulator.json": {"turn": {"message": "refund INV-2 please", "stop": False, "closing": ""},
+                               "outcome": None, "reason": None, "calls": [SIM_CALL]},
+    "simulator.json": {"outcome": "goal_reached", "reason": "the user sent the stop token", "seed": 7,
+                       "identity": {"provider": "anthropic", "model": "sim-x"}, "scenario": {"goal": "a refund"},
+                       "final": {"turn": {"message": "thanks, bye", "stop": True, "closing": "goal met"},
+                                 "outcome": "goal_reached", "reason": "stop token", "calls": [SIM_CALL]}}}
+
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
@@ -46,6 +60,10 @@ def state(tmp_path_factory):
                    run_id="smoke-20261130T101500Z")
     (run / "cases" / "c-003" / "trajectory.json").write_text(json.dumps(TRAJ), encoding="utf-8")
     (run / "cases" / "c-003" / "judge.json").write_text(json.dumps(JUDGE), encoding="utf-8")
+    sim = run / "cases" / "c-005"  # a simulated user's conversation, as the runner stores it
+    for name, doc in SIMULATED.items():
+        (sim / name).parent.mkdir(parents=True, exist_ok=True)
+        (sim / name).write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
     return root
 
 
@@ -166,6 +184,19 @@ def test_bundle_opens_from_disk(state, browser, tmp_path):
     assert "lookup_invoice" in page.inner_text("#timeline")
     assert page.evaluate("window.__pwned") is None
     page.screenshot(path=str(tmp_path / "5-bundle-case.png"), full_page=True)
+    # a simulated user's notes: what it said at each turn, how it ended; its hostile message is text
+    page.goto((out / "index.html").as_uri() + "#/case/smoke-20261130T101500Z/c-005")
+    _ready(page, "/case/smoke-20261130T101500Z/c-005")
+    said = page.inner_text("#simulator-turn-1")
+    assert "<script>window.__pwned=1</script>" in said and "</textarea>" in said and "1 simulator call(s)" in said
+    assert "\u27e8U+202E\u27e9" in said and "\u202e" not in said
+    assert "refund INV-2 please" in page.inner_text("#turn-2 .sim-message")
+    ending = page.inner_text("#simulator")
+    assert "goal_reached" in ending and "seed 7" in ending and "thanks, bye" in ending and "goal met" in ending
+    page.click("#simulator-turn-1 details summary")  # the raw call opens, still text
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("a[href^='javascript']").count() == 0 and page.locator("main img").count() == 0
+    page.locator("#simulator-turn-1").screenshot(path=str(tmp_path / "7-bundle-simulator.png"))
     page.close()
 
 

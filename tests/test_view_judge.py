@@ -1,8 +1,10 @@
 """The viewer on a REAL judged run: run_cases.py (a subprocess) against a fake app and a command
 judge, one rubric calibrated and one provisional; the case page shows every judge call with its
 criterion, evidence, reason and calibrated/provisional state, in Debian's headless Chromium
-(Playwright). A hostile judge reason (`<script>`, a `javascript:` link, bidi controls) is inert.
-Screenshots go to the test's tmp dir."""
+(Playwright). A judged conversation (every turn pinned to the provisional rubric) shows each
+turn's judge calls under that turn. A hostile judge reason (`<script>`, a `javascript:` link,
+`</textarea>`, bidi controls) is inert, at case level and per turn. Screenshots go to the test's
+tmp dir."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import sys
 
 import pytest
 
-from fakeapp import Reply, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
+from fakeapp import Reply, adapter, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
 from helpers import SCRIPTS
 from judgefake import RUBRIC, judge_block, write_calibration, write_rubric
 from test_view_browser import CHROMIUM, FLAGS, _ready, playwright_api, pytestmark  # noqa: F401 (skips without them)
@@ -44,14 +46,19 @@ else:
 
 
 def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app, state, tmp_path):  # noqa: F811
-    app.handler = lambda req: (Reply(200, {"ok": True}) if req.method == "GET"
-                               else Reply(200, {"message": ANSWER}))
+    app.handler = lambda req: (Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": (
+        ANSWER if "later" not in str((req.json or {}).get("message")) else "It arrives in 5 business days.")}))
     write_rubric(state)
     write_rubric(state, TONE, "tone.md")
     (state / "judge").mkdir(exist_ok=True)
     (state / "judge" / "fake_judge.py").write_text(JUDGE_CMD, encoding="utf-8")
     expect = {"answer": {"must_contain": ["Refund"], "rubric": ["refund-eta-v1", "tone-v1"]}}
-    plan = make_plan(state, [case("c-1", "refund?", expect=expect)], app_url=app.url)
+    # c-2: a conversation whose every turn is judged by tone-v1 (provisional: it never stops it)
+    conv = case("c-2", "refund?", expect={"answer": {"must_contain": ["business days"]}})
+    conv["input"] = {"turns": [{"user": "refund?"}, {"user": "and later?"}],
+                     "every_turn": {"answer": {"rubric": ["tone-v1"]}}}
+    plan = make_plan(state, [case("c-1", "refund?", expect=expect), conv], app_url=app.url,
+                     adapter_doc=adapter(app.url, conversation={"style": "client-id", "memory": "session"}))
     plan["judge"] = judge_block(state, {"provider": "command", "command": [sys.executable, "judge/fake_judge.py"]})
     plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True, "tone-v1": False},
                                                            config=plan["judge"]["config"])
@@ -61,6 +68,7 @@ def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app
     assert r.rc in (0, 1), r.stdout + r.stderr
     doc = json.loads((cases_view(out) / "c-1" / "judge.json").read_text())
     assert {rb["pin"]: rb["provisional"] for rb in doc["rubrics"]} == {"refund-eta-v1": False, "tone-v1": True}
+    assert json.loads((cases_view(out) / "c-2" / "turns" / "2" / "judge.json").read_text())["rubrics"]
 
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -93,6 +101,26 @@ def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app
             assert page.locator("a[href^='javascript']").count() == 0 and page.locator("main img").count() == 0
             page.click("#judge details summary >> nth=0")  # the raw call opens, still text
             assert page.evaluate("window.__pwned") is None
+
+            # the conversation: each turn's judge calls under that turn, the same rendering
+            page.goto(url + f"#/case/{plan['run_id']}/c-2")
+            _ready(page, f"/case/{plan['run_id']}/c-2")
+            page.screenshot(path=str(tmp_path / "judge-conversation.png"), full_page=True)
+            for n, answer in ((1, "Refund of 20 USD"), (2, "5 business days")):
+                turn = page.locator(f"#turn-{n}")
+                assert answer in turn.locator(".answer").inner_text()
+                said = turn.locator(f"#judge-turn-{n}").inner_text()
+                turn.locator(f"#judge-turn-{n}").screenshot(path=str(tmp_path / f"judge-turn-{n}.png"))
+                assert "tone-v1" in said and "provisional (not gating)" in said and "scope turn" in said
+                assert "The reply is polite and does not blame the customer." in said
+                assert "<script>window.__pwned=1</script>" in said and "</textarea>" in said
+                assert "\u27e8U+202E\u27e9" in said and "\u202e" not in said
+                assert turn.locator(".judge-node").count() == 1 and turn.locator(".judge-call").count() == 1
+            # the case-level judge.json lists each judged turn's verdict with its turn (calls stay in the turns)
+            assert "turn 1" in page.inner_text("#judge") and "turn 2" in page.inner_text("#judge")
+            page.click("#judge-turn-2 details summary >> nth=0")
+            assert page.evaluate("window.__pwned") is None
+            assert page.locator("a[href^='javascript']").count() == 0 and page.locator("main img").count() == 0
             assert not errors, errors
             browser.close()
     finally:

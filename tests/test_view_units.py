@@ -1,6 +1,7 @@
 """The viewer's pure parts, in process: the gate is "checking" (never green) until the gate's own
 evaluation has finished; background passes yield to requests; the gate reads holdout ids only
-when it names a case; the shown rows carry their own unit before the background pass is done."""
+when it names a case; the shown rows carry their own unit before the background pass is done;
+a case document carries each turn's judge calls and simulator notes."""
 
 from __future__ import annotations
 
@@ -59,3 +60,30 @@ def test_first_page_rows_carry_their_unit_before_the_pass(tmp_path, monkeypatch)
     page = cases.page(reports, "smoke-20261130T101500Z", {"size": ["10"]})
     assert [r["unit"] for r in page["cases"]] == [f"u{i % 3}" for i in range(10)]
     assert page["meta_ready"] is False and page["counts"] == {"pass": 150} and page["facets"]["units"] == []
+
+
+def test_case_doc_carries_each_turns_judge_calls_and_simulator_notes(tmp_path):
+    """turns/<n>/judge.json and turns/<n>/simulator.json reach the case page's document under
+    their turn, the case-level ones at the top; a turn without them has None; holdout stays out."""
+    import json
+
+    import pytest
+
+    from assay.view.case import case_doc
+    from assay.view.paths import NotFound
+    reports = tmp_path / "reports"
+    run = make_run(reports, [{"id": "c-1", "verdict": "pass"}, {"id": "h-1", "verdict": "pass", "holdout": True}])
+    files = {"turns/1/answer.txt": "a1", "turns/2/answer.txt": "a2",
+             "turns/2/judge.json": {"turn": 2, "rubrics": [{"pin": "tone-v1", "scope": "turn"}]},
+             "turns/1/simulator.json": {"turn": {"message": "hi", "stop": False}, "calls": []},
+             "simulator.json": {"outcome": "goal_reached"}, "judge.json": {"rubrics": [{"pin": "tone-v1", "turn": 2}]}}
+    for name, doc in files.items():
+        (run / "cases" / "c-1" / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / "cases" / "c-1" / name).write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    doc = case_doc(reports, run.name, "c-1")
+    assert [t["turn"] for t in doc["turns"]] == [1, 2]
+    assert doc["turns"][0]["judge"] is None and doc["turns"][1]["judge"]["rubrics"][0]["scope"] == "turn"
+    assert doc["turns"][0]["simulator"]["turn"]["message"] == "hi" and doc["turns"][1]["simulator"] is None
+    assert doc["simulator"] == {"outcome": "goal_reached"} and doc["judge"]["rubrics"][0]["turn"] == 2
+    with pytest.raises(NotFound):
+        case_doc(reports, run.name, "h-1")

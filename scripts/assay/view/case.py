@@ -1,5 +1,6 @@
 """One case's documents for the Case page: verdict, request, answer, turns, trajectory, judge
-calls, repeats, and the names of its raw files. A holdout case is NotFound (its id never shown).
+calls (the case's and each turn's), a simulated user's notes (the case's and each turn's),
+repeats, and the names of its raw files. A holdout case is NotFound (its id never shown).
 
 Read from the case's record (core.casestore: a cases.jsonl line, or an older run's case dir)."""
 
@@ -48,7 +49,8 @@ def _text(rec: casestore.CaseRecord, name: str) -> str | None:
 def _part(rec: casestore.CaseRecord, prefix: str = "") -> dict:
     return {"request": _json(rec, prefix + "request.json"), "response": _json(rec, prefix + "response.json"),
             "answer": _text(rec, prefix + "answer.txt"), "verdict": _json(rec, prefix + "verdict.json"),
-            "expect": _json(rec, prefix + "expect.json"), "trajectory": _json(rec, prefix + "trajectory.json")}
+            "expect": _json(rec, prefix + "expect.json"), "trajectory": _json(rec, prefix + "trajectory.json"),
+            "judge": _json(rec, prefix + "judge.json"), "simulator": _json(rec, prefix + "simulator.json")}
 
 
 def _numbered(names: set[str], prefix: str) -> list[int]:
@@ -62,8 +64,7 @@ def case_doc(reports: Path, run_id: str, case_id: str) -> dict:
     rec = case_record(reports, run_id, case_id)
     names = rec.names()
     doc = _part(rec)
-    doc.update({"run_id": run_id, "case_id": case_id, "judge": _json(rec, "judge.json"),
-                "actual": _json(rec, "actual.json")})
+    doc.update({"run_id": run_id, "case_id": case_id, "actual": _json(rec, "actual.json")})
     doc["turns"] = [dict(_part(rec, f"turns/{n}/"), turn=n) for n in _numbered(names, "turns/")[:MAX_TURNS]]
     doc["repeats"] = [dict(_part(rec, f"repeats/{n}/"), n=n) for n in _numbered(names, "repeats/")[:MAX_REPEATS]]
     # /raw/<run>/cases/<id>/<name> serves each one (server.raw_bytes)

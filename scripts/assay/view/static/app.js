@@ -216,7 +216,9 @@
       el("details", {}, el("summary", {}, "prompt and raw reply"), el("h5", {}, "prompt"), el("pre", {}, c.prompt ?? "(none)"),
         el("h5", {}, "raw reply"), el("pre", {}, c.raw_reply ?? "(none)")));
   }
-  function judge(j) {
+  /* the case's judge.json (id "judge") and each conversation turn's turns/<n>/judge.json (id
+     "judge-turn-<n>"): one rendering for both */
+  function judge(j, id) {
     if (!j) return el("p", {}, "Not judged.");
     const u = j.usage || {};
     const facts = [j.provider ? "judge " + j.provider : null, j.model ? "model " + j.model : null,
@@ -224,8 +226,9 @@
       j.usage ? (u.calls ?? 0) + " call(s), tokens in/out " + (u.input_tokens ?? 0) + "/" + (u.output_tokens ?? 0) +
         (u.calls_without_usage ? " (" + u.calls_without_usage + " call(s) reported no usage)" : "") : null].filter(Boolean);
     const head = facts.length ? el("p", {class: "note"}, facts.join(" · ")) : null;
-    return el("div", {id: "judge"}, head, (j.rubrics || []).map(r => el("div", {class: "judge"},
+    return el("div", {id: id || "judge", class: "judge-doc"}, head, (j.rubrics || []).map(r => el("div", {class: "judge"},
       el("h4", {}, "rubric " + (r.pin || r.rubric_id || r.id || ""), " ", chip(r.verdict || "?"), " ",
+        r.turn != null ? chip("turn " + r.turn, "mark") : null, r.scope ? chip("scope " + r.scope) : null,
         r.provisional ? chip("provisional (not gating)", "mark") : chip("calibrated", "calibrated"), r.infra ? chip("infra", "infra_error") : null),
       r.why_provisional ? el("p", {class: "note"}, r.why_provisional) : null, r.reason ? el("p", {}, r.reason) : null,
       (r.nodes || []).map(n => el("div", {class: "judge-node"},
@@ -235,6 +238,29 @@
         el("div", {}, el("span", {class: "label"}, "evidence "), (Array.isArray(n.evidence) ? n.evidence : [n.evidence]).filter(x => x != null).length ? null : "none quoted"),
         el("ul", {class: "evidence"}, (Array.isArray(n.evidence) ? n.evidence : [n.evidence]).filter(x => x != null).map(x => el("li", {}, typeof x === "string" ? x : JSON.stringify(x)))),
         (n.calls || []).map(judgeCall))))));
+  }
+  /* a simulated user: what it said at a turn (turns/<n>/simulator.json: turn {message, stop,
+     closing}, outcome, reason, calls) and how the conversation ended (simulator.json) */
+  function simTurn(s, id) {
+    if (!s || typeof s !== "object") return null;
+    const t = s.turn && typeof s.turn === "object" ? s.turn : null;
+    return el("div", {class: "simulator", id: id},
+      el("h4", {}, "simulated user", s.outcome ? [" ", chip(String(s.outcome))] : null, t && t.stop ? chip("stop", "mark") : null),
+      t ? [el("div", {}, el("span", {class: "label"}, "said "), el("pre", {class: "sim-message"}, vis(t.message ?? ""))),
+        t.closing ? el("div", {}, el("span", {class: "label"}, "closing "), vis(t.closing)) : null] : el("div", {}, "no user message"),
+      s.reason ? el("div", {}, el("span", {class: "label"}, "reason "), s.reason) : null,
+      Array.isArray(s.calls) && s.calls.length ? el("details", {}, el("summary", {}, s.calls.length + " simulator call(s)"), s.calls.map(json)) : null);
+  }
+  function simulator(s) {
+    if (!s || typeof s !== "object") return null;
+    return el("div", {id: "simulator"}, el("p", {}, "outcome ", chip(String(s.outcome ?? "?")), s.reason ? " " + s.reason : "",
+        s.seed != null ? el("span", {class: "note"}, " · seed " + s.seed) : null),
+      el("details", {}, el("summary", {}, "identity and scenario"), json(s.identity), json(s.scenario)),
+      s.final ? simTurn(s.final, "simulator-final") : null);
+  }
+  function turn(t) {
+    return el("div", {class: "turn", id: "turn-" + t.turn}, simTurn(t.simulator, "simulator-turn-" + t.turn), part("turn " + t.turn, t), layers(t.verdict),
+      t.judge ? [el("h4", {}, "judge calls at turn " + t.turn), judge(t.judge, "judge-turn-" + t.turn)] : null);
   }
   function part(title, p) {
     return el("div", {}, el("h3", {}, title), el("h4", {}, "request"), json(p.request && (p.request.body !== undefined ? p.request.body : p.request)),
@@ -248,8 +274,9 @@
         el("h1", {}, "Case " + caseId + " ", chip(v.verdict || "?")),
         el("p", {}, "unit " + (v.unit || "–") + ", category " + (v.category || "–") + ", latency " + (v.latency_ms ?? "–") + " ms, attempts " + (v.attempts ?? "–"))];
       out.push(el("h2", {}, "Layers"), layers(v));
-      if (c.turns.length) out.push(el("h2", {}, "Conversation (" + c.turns.length + " turns)"), c.turns.map(t => el("div", {class: "turn"}, part("turn " + t.turn, t), layers(t.verdict))));
+      if (c.turns.length) out.push(el("h2", {}, "Conversation (" + c.turns.length + " turns)"), c.turns.map(turn));
       else out.push(part("Request and answer", c));
+      if (c.simulator) out.push(el("h2", {}, "Simulated user"), simulator(c.simulator));
       out.push(el("h2", {}, "Judge"), judge(c.judge));
       if (c.repeats.length) out.push(el("h2", {}, "Repeats (k = " + c.repeats.length + ")"),
         el("div", {class: "sides", id: "repeats"}, c.repeats.map(r => el("div", {}, el("h3", {}, "repeat " + r.n + " ", chip((r.verdict || {}).verdict || "?")),
