@@ -296,6 +296,15 @@ def cases_view(run_dir: Path) -> Path:
         return run_dir / "cases"
     view = Path(tempfile.gettempdir()) / "assay-case-views" / hashlib.sha256(
         str(run_dir.resolve()).encode()).hexdigest()[:16]
+    # the mirror of an unchanged journal is reused (a test reading case after case reads it once)
+    try:
+        st = (run_dir / casestore.JOURNAL).stat()
+        stamp = f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
+    except OSError:
+        stamp = "none"
+    stamp_file = view.parent / f"{view.name}.stamp"   # beside the mirror: never one of its entries
+    if view.is_dir() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return view
     shutil.rmtree(view, ignore_errors=True)
     view.mkdir(parents=True)
     for rec in casestore.scan(run_dir).records():
@@ -303,6 +312,7 @@ def cases_view(run_dir: Path) -> Path:
             path = view / rec.case_id / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(rec.read(name))
+    stamp_file.write_text(stamp)
     return view
 
 
