@@ -18,12 +18,10 @@ free of the disk (bench/run.py measures the disk too). Prints JSON; --json FILE 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "scripts"))
 from app import BenchApp  # noqa: E402
 from scenarios import RUNNER, Bench  # noqa: E402
 from suite import RUN_ID  # noqa: E402
+from measure import emit_json  # noqa: E402 (bench/ is the script's own directory)
 
 
 def main() -> int:
@@ -95,11 +94,7 @@ def main() -> int:
         if a.get("c16_at_50ms"):
             result["ratio_b_over_a"]["c16_wall"] = round(statistics.median(
                 (100 + y) / (100 + x) for x, y in zip(a["c16_at_50ms"], b["c16_at_50ms"])), 3)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
+    emit_json(result, args.json)
     os.system(f"rm -rf '{root}' &")
     return 0
 

@@ -33,6 +33,7 @@ SCRIPTS = ROOT / "scripts"
 sys.path.insert(0, str(ROOT / "examples" / "helpdesk"))
 
 from demo import App, place_judge_standin, run_step  # noqa: E402
+from measure import emit_json  # noqa: E402 (bench/ is the script's own directory)
 
 
 def timed_run(plan: dict, plan_file: Path, state: Path, env: dict, order: str) -> dict:
@@ -104,11 +105,7 @@ def main() -> int:
                       "total_s_median": round(statistics.median(r["total_s"] for r in mine), 3),
                       "first_failure_case": sorted({r["first_failure_case"] for r in mine})}
     shutil.rmtree(root, ignore_errors=True)
-    text = json.dumps(out, indent=2)
-    print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit_json(out, args.json)
     return 0
 
 

@@ -124,3 +124,14 @@ def machine_info(node_version: str | None) -> dict[str, Any]:
         "python_executable_is_venv": sys.prefix != sys.base_prefix,
         "node": node_version,
     }
+
+
+def emit_json(doc: dict[str, Any], path: "Path | str | None") -> None:
+    """A bench's result: printed on stdout, and written to `path` (its --json) when given."""
+    import json
+    text = json.dumps(doc, indent=2)
+    print(text)
+    if path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")

@@ -29,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from measure import emit_json  # noqa: E402 (bench/ is the script's own directory)
+
 HERE = Path(__file__).resolve().parent
 
 FIGURES = {
@@ -82,11 +84,7 @@ def main() -> int:
         out["figures"][name] = measure(name, args.scripts.resolve(), args.repeat, args.timeout)
         print(f"{name}: {out['figures'][name]}", file=sys.stderr, flush=True)
     out["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
-    text = json.dumps(out, indent=2)
-    print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit_json(out, args.json)
     return 0
 
 
