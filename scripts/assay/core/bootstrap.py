@@ -10,7 +10,8 @@ command layer calls `ensure_dependencies`, which
    `<key>` hashes the requirement list and the Python minor version, so a new
    list makes a new environment instead of patching an old one;
 2. creates it if it is not ready (`python -m venv`, then `pip install` of
-   RUNTIME_REQUIREMENTS), under a file lock, built beside and renamed into place,
+   RUNTIME_REQUIREMENTS, run from the interpreter's bundled pip wheel when it has
+   one), under a file lock, built beside and renamed into place,
    so two scripts racing, or a kill half-way, never leave a half-made one in use;
 3. re-executes the same script with the same arguments in that environment.
 
@@ -131,14 +132,40 @@ def create_venv(directory: Path, log=None) -> None:
         _remove_tree(staging)
         print(f"assay: preparing its Python packages in {directory} (first use only; needs a "
               "package index) ...", file=log, flush=True)
-        _run([sys.executable, "-m", "venv", str(staging)], "creating the virtual environment")
-        _run([str(venv_python(staging)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              "--no-input", *RUNTIME_REQUIREMENTS], "installing " + ", ".join(RUNTIME_REQUIREMENTS))
+        _build(staging)
         (staging / READY_MARKER).write_text(requirements_key() + "\n")
         _remove_tree(directory)
         # pyvenv.cfg names the base interpreter, not the venv's own path, so bin/python
         # works after the rename (its pip launcher scripts would not: call `python -m pip`).
         os.replace(staging, directory)
+
+
+def bundled_pip_wheel() -> Path | None:
+    """The pip wheel this Python ships for ensurepip, or None (a distribution that strips it)."""
+    try:
+        import ensurepip
+    except ImportError:
+        return None
+    wheels = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+    return wheels[-1] if wheels else None
+
+
+def _build(staging: Path) -> None:
+    """A venv at `staging` with pip and the runtime requirements. With the bundled pip wheel the
+    venv is made without pip and one pip run from that wheel installs pip itself and the
+    requirements, none of them byte-compiled at install (each module is compiled on its first
+    import): `python -m venv` would byte-compile pip and setuptools first, ~5 CPU-seconds of a
+    first use. Without the wheel it is `python -m venv`, then the venv's pip."""
+    what = "installing " + ", ".join(RUNTIME_REQUIREMENTS)
+    quiet = ["--quiet", "--disable-pip-version-check", "--no-input"]
+    wheel = bundled_pip_wheel()
+    if wheel is not None:
+        _run([sys.executable, "-m", "venv", "--without-pip", str(staging)], "creating the virtual environment")
+        _run([str(venv_python(staging)), str(wheel / "pip"), "install", *quiet, "--no-compile", str(wheel),
+              *RUNTIME_REQUIREMENTS], what)
+        return
+    _run([sys.executable, "-m", "venv", str(staging)], "creating the virtual environment")
+    _run([str(venv_python(staging)), "-m", "pip", "install", *quiet, *RUNTIME_REQUIREMENTS], what)
 
 
 def _remove_tree(path: Path) -> None:
