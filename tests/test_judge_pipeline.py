@@ -167,3 +167,26 @@ def test_rescore_refusals(tmp_path, app):
     out = state / "reports" / "smoke-20261130T000000Z"
     r = run_script("rescore", out, "--out", state / "reports" / "smoke-20261130T010000Z")
     assert r.rc == 2 and "not a run directory" in r.json["error"]
+
+
+def test_rescore_reuses_the_calls_of_a_judge_that_asks_more_than_once(tmp_path, app):
+    """judge.json's `repeats` is the judge's asks (a number) when judge.yaml sets it, not a list of
+    case repeats: a rescore with the same judge reads it as such and reuses every call."""
+    app.handler = lambda req: (Reply(200, {"ok": True}) if req.method == "GET"
+                               else Reply(200, {"message": ANSWERS[req.json["message"]]}))
+    state = make_state(tmp_path, judge_yaml=f"provider: command\ncommand: [{json.dumps(sys.executable)}, "
+                                            "judge/fake_judge.py]\nrepeats: 2\n")
+    env = {"REFUNDS_URL": app.url}
+    _, p = pipeline(state, env, "--judge")
+    assert p.rc == 0, p.stdout
+    out = state / "reports" / "smoke-20261130T000000Z"
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", out, env=env)
+    assert r.rc == 0, r.stdout
+    assert json.loads((cases_view(out) / "c-00000002" / "judge.json").read_text())["repeats"] == 2
+    new = state / "reports" / "smoke-20261130T010000Z"
+    rs = run_script("rescore", out, "--out", new, "--judge")
+    assert rs.rc == 0, rs.stdout + rs.stderr
+    assert verdicts(new) == verdicts(out)
+    for cid in ("c-00000001", "c-00000002"):
+        doc = json.loads((cases_view(new) / cid / "judge.json").read_text())
+        assert doc["usage"]["calls"] == 0 and doc["rubrics"][0]["reused_from"] == "smoke-20261130T000000Z"

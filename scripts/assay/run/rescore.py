@@ -244,7 +244,8 @@ def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
         if not isinstance(doc, dict):
             continue
         pv = doc.get("prompt_version")
-        for block in [doc] + [r for r in doc.get("repeats") or [] if isinstance(r, dict)]:
+        reps = doc.get("repeats")   # a list of judged repeats when k > 1; else the judge's asks (a number)
+        for block in [doc] + ([r for r in reps if isinstance(r, dict)] if isinstance(reps, list) else []):
             sha = block.get("answer_sha256")
             for res in block.get("rubrics") or []:
                 if isinstance(res, dict) and sha and res.get("nodes"):
