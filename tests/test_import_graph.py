@@ -146,19 +146,23 @@ def upward_arrows(pgraph: dict[str, set[str]]) -> list[str]:
     return sorted(bad)
 
 
-GRAPH = module_graph(ROOT)
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The library's import graph, parsed once when a test of this file first runs (not at
+    collection, which every parallel worker repeats)."""
+    return module_graph(ROOT)
 
 
-def test_no_module_imports_another_in_a_circle():
-    assert cycles(GRAPH) == []
+def test_no_module_imports_another_in_a_circle(graph):
+    assert cycles(graph) == []
 
 
-def test_no_package_imports_another_in_a_circle():
-    assert cycles(package_graph(GRAPH)) == []
+def test_no_package_imports_another_in_a_circle(graph):
+    assert cycles(package_graph(graph)) == []
 
 
-def test_the_layers_point_down():
-    assert upward_arrows(package_graph(GRAPH)) == []
+def test_the_layers_point_down(graph):
+    assert upward_arrows(package_graph(graph)) == []
 
 
 def test_the_engine_rooms_exist_where_the_house_says():

@@ -6,6 +6,7 @@ valid and the invalid side are exercised, including if/then/else, oneOf and cros
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import random
 
@@ -73,13 +74,15 @@ def run_docs(tmp_path) -> list[tuple[str, object]]:
     return docs
 
 
-POOL_STRINGS: set = {"", "a", "c-0123abcd", "x" * 70, "1", "https://example.invalid/v1", "smoke",
-                     "billing", "pass", "fail", "2026-11-30", "sha256:" + "0" * 64, "${VAR}", "true"}
-for _name, _doc in example_docs():
-    strings_of(_doc, POOL_STRINGS)
-for _name in NAMES:
-    strings_of(schemas.load_schema(_name).get("$defs", {}), set())
-POOL = sorted(POOL_STRINGS)
+@functools.cache
+def pool() -> list[str]:
+    """The strings documents are drawn from: a few fixed ones and every string of the example's
+    documents (built when a test first draws, not at collection, which every parallel worker repeats)."""
+    strings: set = {"", "a", "c-0123abcd", "x" * 70, "1", "https://example.invalid/v1", "smoke",
+                    "billing", "pass", "fail", "2026-11-30", "sha256:" + "0" * 64, "${VAR}", "true"}
+    for _name, doc in example_docs():
+        strings_of(doc, strings)
+    return sorted(strings)
 SCALARS = [None, True, False, 0, 1, -1, 1.0, 0.5, 2, 100, 10**6]
 
 
@@ -101,7 +104,7 @@ class Drawer:
     def draw(self, doc: str, s, depth: int = 0):
         r = self.rnd
         if depth > 7 or not isinstance(s, dict) or r.random() < 0.03:
-            return r.choice(SCALARS + POOL[:20] + [[], {}])
+            return r.choice(SCALARS + pool()[:20] + [[], {}])
         if "$ref" in s and r.random() < 0.9:
             d2, node = self.resolve(doc, s["$ref"])
             return self.draw(d2, node, depth + 1)
@@ -139,14 +142,14 @@ class Drawer:
                     out[k] = self.draw(doc, sub, depth + 1)
             extra = s.get("additionalProperties")
             if isinstance(extra, dict) and r.random() < 0.5:
-                out[r.choice(POOL)] = self.draw(doc, extra, depth + 1)
+                out[r.choice(pool())] = self.draw(doc, extra, depth + 1)
             return out
         if t == "array":
             items = s.get("items", {})
             n = r.choice([0, 1, 2, 3]) if "minItems" not in s else max(s["minItems"], r.choice([0, 1, 2]))
             return [self.draw(doc, items, depth + 1) for _ in range(n)]
         if t == "string":
-            return r.choice(POOL)
+            return r.choice(pool())
         if t == "integer":
             lo = s.get("minimum", s.get("exclusiveMinimum", 0))
             return r.choice([lo, lo + 1, lo + 5, lo - 1, 3])
@@ -175,14 +178,14 @@ class Drawer:
             if op == 0 and node:
                 node.pop(r.choice(list(node)))
             elif op == 1:
-                node[r.choice(POOL)] = r.choice(SCALARS + POOL[:10])
+                node[r.choice(pool())] = r.choice(SCALARS + pool()[:10])
             elif node:
-                node[r.choice(list(node))] = r.choice(SCALARS + POOL[:30] + [[], {}])
+                node[r.choice(list(node))] = r.choice(SCALARS + pool()[:30] + [[], {}])
         elif node:
             i = r.randrange(len(node))
-            node[i] = r.choice(SCALARS + POOL[:30] + [[], {}])
+            node[i] = r.choice(SCALARS + pool()[:30] + [[], {}])
         else:
-            node.append(r.choice(SCALARS + POOL[:10]))
+            node.append(r.choice(SCALARS + pool()[:10]))
         return doc
 
 
