@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 
 def closest(name: str, known: Iterable[str]) -> str | None:
     """The known name nearest to `name` (difflib ratio >= 0.6), or None."""
+    import difflib   # only when a name is unknown: every script imports this module
     found = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
     return found[0] if found else None
 
