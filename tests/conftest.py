@@ -25,3 +25,10 @@ _venv_bin = os.path.dirname(sys.executable)
 if os.path.isfile(os.path.join(_venv_bin, "python3")) and \
         os.environ.get("PATH", "").split(os.pathsep)[0] != _venv_bin:
     os.environ["PATH"] = _venv_bin + os.pathsep + os.environ.get("PATH", "")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The slow end-to-end files (marked `slow`) first, each file's tests in their order: with
+    parallel workers (`--dist loadfile` hands out whole files in this order) a long file started
+    last would end the suite alone on one core while the others sit idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -19,6 +19,8 @@ from helpers import ROOT, SCRIPTS
 
 from assay.core import bootstrap
 
+pytestmark = pytest.mark.slow
+
 
 def _pyproject_dependencies() -> list[str]:
     text = (ROOT / "pyproject.toml").read_text()

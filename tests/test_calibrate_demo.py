@@ -8,7 +8,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from helpers import ROOT
+
+pytestmark = pytest.mark.slow
 
 EXAMPLE = ROOT / "examples" / "helpdesk"
 

@@ -23,6 +23,8 @@ from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
 from test_real_traces_e2e import free_port
 from rundir_util import cases_view
 
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 CAPTURE = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
