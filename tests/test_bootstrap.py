@@ -45,6 +45,31 @@ def test_key_changes_with_the_python_minor_version():
     assert bootstrap.python_too_old((3, 9)) and not bootstrap.python_too_old((3, 11))
 
 
+def test_the_build_uses_the_bundled_pip_wheel_and_falls_back_to_ensurepip(monkeypatch, tmp_path):
+    """With the interpreter's bundled pip wheel: a venv without pip, then one pip run from that wheel
+    (pip itself and the requirements, nothing byte-compiled). Without it (a distribution that strips
+    ensurepip's wheels): `python -m venv`, then the venv's own pip. The full build is proved below."""
+    calls = []
+    monkeypatch.setattr(bootstrap, "_run", lambda argv, what: calls.append(argv))
+    wheel = tmp_path / "pip-99.0-py3-none-any.whl"
+    monkeypatch.setattr(bootstrap, "bundled_pip_wheel", lambda: wheel)
+    bootstrap._build(tmp_path / "v")
+    py = str(bootstrap.venv_python(tmp_path / "v"))
+    assert calls[0] == [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")]
+    assert calls[1][:3] == [py, str(wheel / "pip"), "install"] and "--no-compile" in calls[1]
+    assert calls[1][-4:] == [str(wheel), *bootstrap.RUNTIME_REQUIREMENTS]
+    calls.clear()
+    monkeypatch.setattr(bootstrap, "bundled_pip_wheel", lambda: None)
+    bootstrap._build(tmp_path / "v")
+    assert calls[0] == [sys.executable, "-m", "venv", str(tmp_path / "v")]
+    assert calls[1][:4] == [py, "-m", "pip", "install"] and calls[1][-3:] == list(bootstrap.RUNTIME_REQUIREMENTS)
+
+
+def test_this_python_has_a_bundled_pip_wheel_or_says_none():
+    wheel = bootstrap.bundled_pip_wheel()
+    assert wheel is None or (wheel.is_file() and wheel.name.startswith("pip-") and wheel.suffix == ".whl")
+
+
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory):
     """A Python with none of the three packages (a venv without pip or site packages)."""
