@@ -30,7 +30,6 @@ from .limiter import RATE_LIMIT_STATUSES, AppSlots
 from ..invoke.outcome import RESPONSE, Outcome, parse_retry_after
 from .repeat_conversation import conversation_record, one_conversation
 from .repeat_single import one_repeat
-from .simulated import one_simulated, simulated_record
 from ..simulate.scenario import is_simulated
 from .runlog import RunLog, case_ref
 from ..traces.collect import TraceConfig
@@ -122,11 +121,13 @@ class CaseWorker:
         if "turns" in chosen:
             conversation_record(record, repeats, chosen, folded, k=self.k, conv=self.conversation)
         if "simulator" in chosen:
+            from .simulated import simulated_record   # the simulator's modules: only for a simulated case
             simulated_record(record, chosen, folded)
         return record
 
     def _one_repeat(self, case, n: int, ref: dict) -> dict:
         if is_simulated(case):
+            from .simulated import one_simulated
             return one_simulated(self, case, n, ref)
         if self.conversation is not None and convo.is_conversation(case):
             return one_conversation(self, case, n, ref)

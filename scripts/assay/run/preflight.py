@@ -231,8 +231,10 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     conv = conversation_config(plan.invocation,
                                getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan.adapter, state, env)
-    from ..judge.runtime import build_runtime
-    judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
+    judge = None
+    if (plan.judge_block or {}).get("enabled"):   # (build_runtime's own test; imported only for a judged run)
+        from ..judge.runtime import build_runtime
+        judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
     from ..simulate.build import build_simulator
     simulator = build_simulator(plan, env, state, execution, environ, probe=not replaying)
     if replay is not None:   # the one hook of every app request (and of the judge's calls)

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core import secrets
 from ..core.errors import AssayError
 from ..judge import config as judge_config
-from ..judge import probe as judge_probe
 from ..judge.env import command_env, env_names, judge_allowlisted_secrets
 from . import config as sim_config
-from .runtime import SimulatorRuntime
 from .scenario import is_simulated
+
+if TYPE_CHECKING:
+    from .runtime import SimulatorRuntime
 
 SOURCE = "plan simulator.config (simulator/simulator.yaml)"
 PER_SHARD = ("spent", "probe")   # what each shard's manifest may hold of its own
@@ -40,6 +41,8 @@ def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path
     naming simulator/simulator.yaml, the URL, the status, the key's variable and the fix)."""
     if not needed(plan):
         return None
+    from ..judge import probe as judge_probe   # here: a run without a simulated user never loads the simulator
+    from .runtime import SimulatorRuntime
     cfg = sim_config.effective(plan["simulator"]["config"])
     resolved = secrets.expand_deep(cfg, env)
     judge_config.check_resolved(resolved, SOURCE)
