@@ -149,7 +149,10 @@ class Compiler:
         return lambda x: not isinstance(x, dict) or all(sub(k) for k in x)
 
     def k_minProperties(self, doc, v, s):
-        return lambda x: not isinstance(x, dict) or len(x) >= v
+        return lambda x: not isinstance(x, dict) or not len(x) < v
+
+    def k_maxProperties(self, doc, v, s):
+        return lambda x: not isinstance(x, dict) or not len(x) > v
 
     def k_items(self, doc, v, s):
         if "prefixItems" in s or isinstance(v, list):
@@ -158,32 +161,32 @@ class Compiler:
         return lambda x: not isinstance(x, list) or all(sub(i) for i in x)
 
     def k_minItems(self, doc, v, s):
-        return lambda x: not isinstance(x, list) or len(x) >= v
+        return lambda x: not isinstance(x, list) or not len(x) < v
 
     def k_maxItems(self, doc, v, s):
-        return lambda x: not isinstance(x, list) or len(x) <= v
+        return lambda x: not isinstance(x, list) or not len(x) > v
 
     def k_minLength(self, doc, v, s):
-        return lambda x: not isinstance(x, str) or len(x) >= v
+        return lambda x: not isinstance(x, str) or not len(x) < v
 
     def k_maxLength(self, doc, v, s):
-        return lambda x: not isinstance(x, str) or len(x) <= v
+        return lambda x: not isinstance(x, str) or not len(x) > v
 
     def k_pattern(self, doc, v, s):
         rx = re.compile(v)
         return lambda x: not isinstance(x, str) or rx.search(x) is not None
 
     def k_minimum(self, doc, v, s):
-        return lambda x: not _is_number(x) or x >= v
+        return lambda x: not _is_number(x) or not x < v
 
     def k_maximum(self, doc, v, s):
-        return lambda x: not _is_number(x) or x <= v
+        return lambda x: not _is_number(x) or not x > v
 
     def k_exclusiveMinimum(self, doc, v, s):
-        return lambda x: not _is_number(x) or x > v
+        return lambda x: not _is_number(x) or not x <= v
 
     def k_exclusiveMaximum(self, doc, v, s):
-        return lambda x: not _is_number(x) or x < v
+        return lambda x: not _is_number(x) or not x >= v
 
     def k_allOf(self, doc, v, s):
         subs = [self.compile(doc, x) for x in v]
@@ -206,3 +209,15 @@ class Compiler:
         then = self.compile(doc, s["then"]) if "then" in s else (lambda x: True)
         other = self.compile(doc, s["else"]) if "else" in s else (lambda x: True)
         return lambda x: then(x) if cond(x) else other(x)
+
+
+class UserCompiler(Compiler):
+    """Compiles one user's schema (expect.format.json_schema), already vetted by
+    assay.schemas.user: `$ref`s are `#...` pointers into it, and `format` only annotates, as in
+    the scorer's jsonschema validator, which is built without a format checker."""
+
+    def __init__(self, schema: Any) -> None:
+        super().__init__(lambda name: schema)
+
+    def k_format(self, doc, v, s):
+        return lambda x: True

@@ -15,7 +15,8 @@ Contract of `score_answer(answer, expect)`:
   A trailing-flag regex is recognised as `/.../` followed only by regex flag letters
   (`aiLmsux`, plus `gy` from other dialects), so a plain path like "/usr/bin" is text.
 - `expect["format"]["json_schema"]`: the answer must be JSON valid against the schema
-  (jsonschema; the schema's `$schema` picks the draft, default 2020-12). A bool never
+  (jsonschema; the schema's `$schema` picks the draft, default 2020-12; a 2020-12 schema that
+  assay.schemas.user can vouch for is checked without importing jsonschema, with the same result). A bool never
   passes as a number. When the answer is not bare JSON, the first fenced code block
   (```json, or any fence) that parses is used; no JSON at all is a `fail`.
 - A present-but-off-shape expectation (a bare string instead of a list, a schema that
@@ -142,6 +143,9 @@ def _validator_class(schema: Any):
 def _check_schema(schema: Any) -> None:
     if not isinstance(schema, (dict, bool)):
         raise ScorerInputError(f"expect.format.json_schema must be an object, got {type(schema).__name__}")
+    from assay.schemas.user import well_formed
+    if well_formed(schema):
+        return   # check_schema is sure to pass (assay.schemas.user): jsonschema is not imported
     jsonschema, cls = _validator_class(schema)
     try:
         cls.check_schema(schema)
@@ -179,6 +183,14 @@ def _schema_check(schema: Any, answer: str) -> dict[str, Any]:
         return out
     if note:
         out["note"] = note
+    from assay.schemas.user import doc_in_bounds, user_checker
+    fast = user_checker(schema)
+    try:
+        if fast is not None and doc_in_bounds(doc) and fast(doc):
+            out["status"] = PASS   # the same pass jsonschema gives; a miss goes on to jsonschema's errors
+            return out
+    except RecursionError:
+        pass
     jsonschema, cls = _validator_class(schema)
     try:
         errors = sorted(cls(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
