@@ -133,3 +133,4 @@ def test_the_invoker_reads_a_real_answer_with_it(head):
     expected = email_message(head.split(b"\r\n", 1)[1] if not head.startswith(b"HTTP/1.1 100")
                              else head.split(b"\r\n\r\n", 1)[1].split(b"\r\n", 1)[1])
     assert out.headers == {k: v for k, v in expected.items()}
+
