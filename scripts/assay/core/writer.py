@@ -283,18 +283,32 @@ def write_text(path: Any, text: str) -> bytes:
     return write_bytes(path, encode(redact_text(text)))
 
 
+# json.dumps(value, indent=i, sort_keys=True, ensure_ascii=False, allow_nan=False) is this encoder's
+# encode(value): built once per indent, not on every call (a case writes ~15 JSON texts). An
+# encoder keeps no state between calls, so threads share it.
+_ENCODERS: dict[int | None, json.JSONEncoder] = {}
+
+
+def _encoder(indent: int | None) -> json.JSONEncoder:
+    enc = _ENCODERS.get(indent)
+    if enc is None:
+        enc = _ENCODERS[indent] = json.JSONEncoder(indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return enc
+
+
 def dumps(value: Any, *, indent: int | None = 2) -> str:
     """JSON text as assay writes it (sorted keys, UTF-8, no NaN), secrets redacted. Serialized
     once when no secret occurs in it (the common case); re-serialized from the redacted value
     when one does."""
+    enc = _encoder(indent)
     try:
-        text = json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = enc.encode(value)
     except ValueError:  # NaN or Infinity that slipped past core.hostile: written as text, never a crash
         from .hostile import clean
         value = clean(value)[0]
-        text = json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = enc.encode(value)
     if _needles and contains_secret(text):
-        text = json.dumps(redact_value(value), indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = enc.encode(redact_value(value))
     return text
 
 

@@ -25,6 +25,7 @@ from .outcome import (CONNECTION, DROPPED, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Ou
                       decode_body)
 from ..core.jsonio import sha256_bytes
 from ..core.resources import is_runner_resource
+from .http_response import RESPONSE_CLASS
 
 _DROP_ERRORS = (http.client.RemoteDisconnected, http.client.IncompleteRead, http.client.BadStatusLine,
                 ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -52,7 +53,10 @@ def tls_context(insecure: bool) -> ssl.SSLContext:
 
 class _OneSend:
     """Headers and a bytes body in ONE send: http.client sends them apart (two syscalls and two
-    TCP segments per request, with TCP_NODELAY), which the runner pays on every case."""
+    TCP segments per request, with TCP_NODELAY), which the runner pays on every case. The answer's
+    header block is read without the `email` package when it is plain lines (invoke.http_response)."""
+
+    response_class = RESPONSE_CLASS
 
     def _send_output(self, message_body=None, encode_chunked=False):  # noqa: D401 (http.client hook)
         if isinstance(message_body, bytes) and not encode_chunked:

@@ -292,10 +292,13 @@ _LAZY_SCORERS = ("base", "routing", "trajectory", "tool_args", "loops", "answer"
                  "tool_names")
 
 
-def warm_scorers() -> None:
-    """Import every scorer module a case worker may reach, on the calling thread."""
+def warm_scorers(simulated: bool = False) -> None:
+    """Import every scorer module a case worker may reach, on the calling thread (and the simulated
+    user's path, `run.simulated`, when the run has a simulator: only such a run imports it)."""
     import importlib
     for name in _LAZY_SCORERS:
         importlib.import_module(f"..score.{name}", __package__)
     importlib.import_module("..traces.routing", __package__)
+    if simulated:
+        importlib.import_module(".simulated", __package__)
 

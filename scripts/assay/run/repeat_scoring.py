@@ -24,6 +24,22 @@ def scrub(text: str | None) -> str | None:
     return writer.redact_text(text)
 
 
+_ANSWER_PATHS: dict[str, tuple | None] = {}
+
+
+def _answer_path(tmpl_raw: Any) -> list | tuple | None:
+    """The <answer> path of the adapter's response template; a JSON string template (the usual
+    adapter.yaml form, the same for every case of a run) is parsed once, not once per answer."""
+    if not isinstance(tmpl_raw, str):
+        return templates.find_mark(templates.parse_template(tmpl_raw, "invocation.response_body"),
+                                   templates.ANSWER_MARK)
+    if tmpl_raw not in _ANSWER_PATHS:
+        tmpl = templates.parse_template(tmpl_raw, "invocation.response_body")
+        path = templates.find_mark(tmpl, templates.ANSWER_MARK)
+        _ANSWER_PATHS[tmpl_raw] = tuple(path) if path is not None else None   # shared: never mutated
+    return _ANSWER_PATHS[tmpl_raw]
+
+
 def answer_of(adapter: Mapping[str, Any], mode: str, out: Outcome) -> tuple[str | None, str | None]:
     """(the answer at the adapter's <answer> path, None) or (None, why there is none)."""
     if out.answer_withheld:
@@ -31,8 +47,7 @@ def answer_of(adapter: Mapping[str, Any], mode: str, out: Outcome) -> tuple[str 
     tmpl_raw = (adapter.get("invocation") or {}).get("response_body")
     if tmpl_raw is None:  # no template declared: the whole body is the answer
         return out.body_text, None
-    tmpl = templates.parse_template(tmpl_raw, "invocation.response_body")
-    path = templates.find_mark(tmpl, templates.ANSWER_MARK)
+    path = _answer_path(tmpl_raw)
     if out.body_json is None:
         if mode == "function" and out.body_text is not None and not out.json_ok:
             return out.body_text, None

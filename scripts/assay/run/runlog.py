@@ -17,6 +17,9 @@ from ..core.jsonio import loads
 from ..core import writer
 from ..core.ids import utc_now_iso
 
+# json.dumps(row, sort_keys=True, ensure_ascii=False, default=str), its encoder built once (two events a case)
+_ROW = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
 EVENTS = ("preflight", "order", "case_start", "case_done", "retry", "concurrency", "throughput", "abort", "finalize")
 
 
@@ -37,7 +40,7 @@ class RunLog:
         assert event in EVENTS, event
         row = {"ts": utc_now_iso(), "event": event}
         row.update(fields)
-        line = json.dumps(writer.redact_value(row), sort_keys=True, ensure_ascii=False, default=str) + "\n"
+        line = _ROW.encode(writer.redact_value(row)) + "\n"
         with self._lock:
             writer.append_line(self.fd, line)
 

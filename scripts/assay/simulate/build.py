@@ -12,7 +12,7 @@ from ..core.errors import AssayError
 from ..judge import config as judge_config
 from ..judge.env import command_env, env_names, judge_allowlisted_secrets
 from . import config as sim_config
-from .scenario import is_simulated
+from .scenario import any_simulated
 
 if TYPE_CHECKING:
     from .runtime import SimulatorRuntime
@@ -24,7 +24,7 @@ PER_SHARD = ("spent", "probe")   # what each shard's manifest may hold of its ow
 def needed(plan: Mapping[str, Any]) -> bool:
     block = plan.get("simulator")
     return (isinstance(block, dict) and bool(block.get("enabled"))
-            and any(is_simulated(c) for c in plan.get("cases") or []))
+            and any_simulated(plan.get("cases")))
 
 
 def simulator_env_names(plan: Mapping[str, Any]) -> set[str]:
@@ -62,7 +62,7 @@ def simulator_manifest(plan: Mapping[str, Any], runtime: SimulatorRuntime | None
     """The manifest's `simulator` block: None when no case is simulated."""
     if runtime is not None:
         return runtime.manifest()
-    if not any(is_simulated(c) for c in plan.get("cases") or []):
+    if not any_simulated(plan.get("cases")):
         return None
     block = plan.get("simulator") if isinstance(plan.get("simulator"), dict) else {}
     return {"enabled": False, "reason": block.get("reason") or "no simulator configured: add simulator/simulator.yaml"}

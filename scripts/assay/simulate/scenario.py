@@ -54,6 +54,19 @@ def is_simulated(case: Mapping[str, Any]) -> bool:
     return isinstance(inp, Mapping) and SIMULATED_KEY in inp
 
 
+_KEY_BYTES = f'"{SIMULATED_KEY}":'.encode("utf-8")
+
+
+def any_simulated(cases: Any) -> bool:
+    """Whether any case is simulated. On the plan's case table (core.runplan.CaseTable: each case held
+    as its canonical JSON, where the key is written literally) a case whose text lacks the key is not
+    parsed: a 2,000-case plan with no simulated user costs no parse at all."""
+    raw = getattr(cases, "raw", None)
+    if raw is None:
+        return any(is_simulated(c) for c in cases or [])
+    return any(is_simulated(cases[i]) for i in range(len(cases)) if _KEY_BYTES in raw(i))
+
+
 def _text_ok(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
 
