@@ -188,10 +188,15 @@ def test_scorer_and_linter_agree_with_the_jsonschema_path(seed, monkeypatch):
         docs = [g.doc(schema) for _ in range(6)] + [g.value()]
         answers = [json.dumps(d) for d in docs] + ["not json", "```json\n" + json.dumps(docs[0]) + "\n```"]
         expect = {"format": {"json_schema": schema}}
-        fast_lint = lint_report(schema) if isinstance(schema, dict) else None
-        new = [outcome(score_answer, a, expect) for a in answers]
         fast_ok = user.user_checker(schema) is not None
         counts["fast_schema" if fast_ok else "slow_schema"] += 1
+        if not fast_ok and counts["slow_schema"] % 8:
+            # a schema it is not sure of takes the jsonschema path itself: both sides would run the
+            # same code (one in eight is still compared, so a second switch would be caught); the
+            # cyclic ones are most of jsonschema's time here (it recurses to the limit)
+            continue
+        fast_lint = lint_report(schema) if isinstance(schema, dict) else None
+        new = [outcome(score_answer, a, expect) for a in answers]
         with monkeypatch.context() as m:
             off(m)
             old = [outcome(score_answer, a, expect) for a in answers]
