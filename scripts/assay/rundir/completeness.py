@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..core import casestore
 from ..core.jsonio import loads, read_json, read_jsonl
-from ..core.runplan import CaseTable, read_plan_text
+from ..core.runplan import read_plan_text
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
@@ -76,28 +76,19 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     if bad:
         return [f"manifest.yaml ({bad})"], [], manifest if isinstance(manifest, dict) else {}
     cases = manifest["cases"]
-    ids = list(cases.ids) if isinstance(cases, CaseTable) else [c["id"] for c in cases]
+    ids = cases if isinstance(cases, _CaseIds) else [c["id"] for c in cases]
     index_of = {cid: i for i, cid in enumerate(ids)}
     holdout = {}
-    for c in manifest["cases"]:
-        if c.get("set") == "holdout":
-            holdout[c["id"]] = len(holdout) + 1
+    for cid in (cases.holdout if isinstance(cases, _CaseIds) else (c["id"] for c in cases if c.get("set") == "holdout")):
+        holdout[cid] = len(holdout) + 1
 
     def name(cid: str) -> str:
         """Holdout cases are named by their order among the plan's holdout cases, never by id."""
         return f"cases/<holdout #{holdout[cid]}>" if cid in holdout else f"cases/{cid}"
 
-    results = None
-    try:
-        results = read_json(out / "results.json")
-    except FileNotFoundError:
-        pass   # named as missing below
-    except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
-        if (out / "results.json").is_file():
-            problems.append(f"results.json (unreadable: {_why(exc)})")
-    if results is not None and not isinstance(results, dict):
-        problems.append("results.json (not a JSON object)")
-        results = None
+    # the runner's own check with the hash of the results.json it wrote reads it only if it differs
+    deferred = isinstance(known, derived.Known) and status is not None and "results.json" in (written or {})
+    results = None if deferred else _load_results(out, problems)
     summary_doc = (results or {}).get("summary")
     run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
 
@@ -161,16 +152,50 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
             except (OSError, ValueError):
                 problems.append(f"{rel} (unreadable)")
     if not _as_written(out, "results.json", landed):
+        if deferred:
+            results = _load_results(out, problems)
         _check_results(results, manifest, ordered, problems, schemas, run_status)
     _check_runlog(out / "run.log", problems)
     return problems, ordered, manifest
 
 
+def _load_results(out: Path, problems: list[str]) -> dict | None:
+    """results.json parsed, or None with its problem named (a missing one is named later)."""
+    try:
+        results = read_json(out / "results.json")
+    except FileNotFoundError:
+        return None   # named as missing below
+    except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
+        if (out / "results.json").is_file():
+            problems.append(f"results.json (unreadable: {_why(exc)})")
+        return None
+    if not isinstance(results, dict):
+        problems.append("results.json (not a JSON object)")
+        return None
+    return results
+
+
+class _CaseIds(list):
+    """The manifest's case ids in plan order (and its holdout ones), read one case at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holdout: list[str] = []
+
+    def append(self, case: Any) -> None:
+        super().append(case["id"])
+        if case.get("set") == "holdout":
+            self.holdout.append(case["id"])
+
+    def close(self) -> "_CaseIds":
+        return self
+
+
 def _read_manifest(path: Path, *, compact: bool) -> Any:
     """manifest.yaml; `compact` (the runner's own end-of-run check, over the manifest it wrote):
-    its cases as a core.runplan.CaseTable (one case parsed at a time), not 100,000 dicts."""
+    its cases as their ids only (core.runplan's reader, one case parsed at a time), not 100,000 dicts."""
     if compact:
-        walked = read_plan_text(read_bytes(path).decode("utf-8"))
+        walked = read_plan_text(read_bytes(path).decode("utf-8"), _CaseIds)
         if walked is not None and walked[1] is not None:
             return dict(walked[0], cases=walked[1])
     return read_json(path)
@@ -266,9 +291,18 @@ def _check_runlog(path: Path, problems: list[str]) -> None:
     if not path.is_file():
         return
     try:
-        for line in read_bytes(path).decode("utf-8").splitlines():
+        for _offset, raw in casestore.iter_lines(path):   # streamed: one line held at a time
+            line = raw.decode("utf-8")
             if line.strip():
                 loads(line)
+        size = path.stat().st_size
+        with open(path, "rb") as fh:   # a last line without its newline is a line too
+            fh.seek(max(0, size - 1))
+            if size and fh.read(1) != b"\n":
+                fh.seek(0)
+                tail = fh.read().rsplit(b"\n", 1)[-1].decode("utf-8")
+                if tail.strip():
+                    loads(tail)
     except (UnicodeDecodeError, ValueError):
         problems.append("run.log (a line is not JSON)")
     except OSError as exc:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 BUCKET = 512
-FLUSH_BYTES = 4 << 20
+FLUSH_BYTES = 1 << 20
 
 
 class PlanLines:
