@@ -163,19 +163,21 @@ def _ws(text: str, i: int) -> int:
     return i
 
 
-def read_plan_text(text: str) -> tuple[dict[str, Any], CaseTable | None] | None:
+def read_plan_text(text: str, table: Any = None) -> tuple[dict[str, Any], CaseTable | None] | None:
     """Split plan text into (top-level keys without `cases`, the cases as a table), parsing one
     case at a time. None when the text is not a plain JSON object this reader walks (the caller
-    then parses it whole with jsonio.loads, which names the problem exactly as before)."""
+    then parses it whole with jsonio.loads, which names the problem exactly as before).
+    `table`: what receives the cases instead of a CaseTable (a callable returning an object
+    with `append(case)` and `close()`), e.g. a reader that keeps only their ids."""
     if SURROGATE_ESCAPE.search(text):
         return None
     try:
-        return _walk(text)
+        return _walk(text, table or CaseTable)
     except (ValueError, IndexError, RecursionError):
         return None
 
 
-def _walk(text: str) -> tuple[dict[str, Any], CaseTable | None] | None:
+def _walk(text: str, make: Any = None) -> tuple[dict[str, Any], CaseTable | None] | None:
     i = _ws(text, 0)
     if text[i] != "{":
         return None
@@ -195,7 +197,7 @@ def _walk(text: str) -> tuple[dict[str, Any], CaseTable | None] | None:
         if key in top or (key == "cases" and table is not None):
             return None   # a repeated key: the whole-text parse decides
         if key == "cases" and text[i] == "[":
-            table, i = _walk_cases(text, i)
+            table, i = _walk_cases(text, i, make or CaseTable)
         else:
             top[key], i = _DECODER.raw_decode(text, i)
         i = _ws(text, i)
@@ -209,8 +211,8 @@ def _walk(text: str) -> tuple[dict[str, Any], CaseTable | None] | None:
     return top, table
 
 
-def _walk_cases(text: str, i: int) -> tuple[CaseTable, int]:
-    table = CaseTable()
+def _walk_cases(text: str, i: int, make: Any = None) -> tuple[CaseTable, int]:
+    table = (make or CaseTable)()
     i = _ws(text, i + 1)
     if text[i] == "]":
         return table.close(), i + 1

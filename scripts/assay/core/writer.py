@@ -270,6 +270,42 @@ def write_bytes(path: Any, data: bytes, *, fresh_dir: bool = False) -> bytes:
     return data
 
 
+def write_chunks(path: Any, chunks: Iterable[bytes]) -> str:
+    """write_bytes for a file too big to hold: the chunks (each ending at a line boundary, so a
+    secret never spans two) redacted one by one, written to the temp file, renamed over `path`.
+    Returns the sha256 (hex) of the bytes that landed."""
+    import hashlib
+    path = os.fspath(path)
+    refuse_symlink(path)
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        fd = _open_nofollow(tmp, flags)
+    except FileExistsError:
+        os.unlink(tmp)
+        fd = _open_nofollow(tmp, flags)
+    digest = hashlib.sha256()
+    try:
+        try:
+            for chunk in chunks:
+                chunk = redact_bytes(chunk)
+                digest.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return digest.hexdigest()
+
+
 def encode(text: str) -> bytes:
     """UTF-8 bytes of text assay writes. A lone surrogate (not text: an app's hostile value that
     slipped past `core.hostile`) is written as its visible escape `\\udXXX`, never a crash."""

@@ -81,6 +81,7 @@ class Run:
         reports.mkdir(parents=True, exist_ok=True)
         if self.resume:
             self.manifest = read_json(out / "manifest.yaml")
+            self.derived = derived.DerivedFiles(out, self.manifest, len(self.cases), self.s.state)
             self._scrub_partial()
             self.journal = casestore.Journal(out)
             repair(out / "run.log")
@@ -108,11 +109,11 @@ class Run:
         if self.s.ledger is not None:
             holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
 
-    def _scrub_partial(self) -> dict[int, dict]:
+    def _scrub_partial(self) -> set[int]:
         """--resume: keep the journal's committed lines of plan cases (the first one per case);
-        cut a torn tail, drop any other line, delete stray temp files."""
+        cut a torn tail, drop any other line, delete stray temp files. Kept records go to self.derived."""
         out = self.s.out
-        self.kept: dict[int, dict] = {}
+        self.kept: set[int] = set()
         if (out / casestore.LEGACY_DIR).is_dir() and not (out / casestore.JOURNAL).exists():
             raise AssayError(f"--resume: {out} was written by an older assay (one cases/<id>/ directory per "
                              "case); this build continues only runs it started (the case journal, cases.jsonl). "
@@ -122,8 +123,9 @@ class Run:
         drop = bool(store.garbled or store.duplicates)
         for cid, rec in store.verdicts():
             index = self.cases.index_of(cid)
-            if index is not None and rec.get("case_id") == cid:
-                self.kept[index] = derived.slim(rec)
+            if index is not None and rec.get("case_id") == cid and index not in self.kept:
+                self.kept.add(index)
+                self.derived.add(index, rec)
             else:
                 drop = True
         if len(self.kept) != len(store.index):
@@ -154,13 +156,12 @@ class Run:
     def execute(self) -> tuple[int, dict]:
         self._choose_order()
         self._start()
-        kept = getattr(self, "kept", {})
-        self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases), self.s.state)
+        kept = getattr(self, "kept", set())
+        if not self.resume:
+            self.derived = derived.DerivedFiles(self.s.out, self.manifest, len(self.cases), self.s.state)
         # The infra abort looks at this invocation's cases only, so a --resume after the
         # service recovered is not stopped by the infra verdicts it kept.
         self.attempted = self.infra = self.infra_rate_limited = 0
-        for i, rec in kept.items():
-            self.derived.add(i, rec)
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan.k, invoker=self.s.invoker, adapter=self.plan.adapter,
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
@@ -215,7 +216,7 @@ class Run:
                             declared_tools=frozenset(declared_tools(self.plan.adapter)))
 
     def _canary_failed(self) -> bool:
-        return any(r.get("canary") and r.get("verdict") == FAIL for r in self.derived.records.values())
+        return self.derived.canary_failed
 
     def _count(self, record: dict) -> None:
         """Running totals for the infra abort: O(1) per finished case."""
@@ -263,7 +264,7 @@ class Run:
         `stopped_early` (never passed). A stop on the very last case left nothing unrun: a whole run."""
         if self.status != "stopped_fail_fast":
             return
-        not_run = len(self.cases) - len(self.derived.records)
+        not_run = len(self.cases) - self.derived.count
         if not not_run:
             self.status = "running"   # run.log: the abort event, then a finalize with status ok
             return
@@ -362,15 +363,15 @@ class Run:
         records = self.derived.ordered()
         final_status = "ok" if self.status == "running" else self.status
         self.journal.close()
-        self._write_reports(records)
+        reports = self._write_reports(records)
         self.derived.refresh(status="running")
-        # Each finished case's record is the one this process wrote as its verdict.json (or read
-        # from it on --resume): the check lists the case dirs instead of re-reading 10,000 files.
-        known = {r["case_id"]: r for r in records}
+        # Each finished case's record is the one this process wrote as its journal line (or read
+        # from it on --resume): the check lists the journal instead of re-parsing every record.
+        known = derived.Known(self.derived, self.cases.index_of)
         problems, _, _ = check_run_dir(out, status=final_status, schemas=False, known=known,
-                                       written=self.derived.written)
+                                       written=dict(self.derived.written, **reports))
         status = "incomplete" if problems else final_status
-        summary_errors = sum(int(r.get("scorer_errors") or 0) for r in records)
+        summary_errors = self.derived.tally.scorer_errors
         setup_error = getattr(self, "setup_error", None)
         code = exit_code_for(final_status, problems, summary_errors, setup_error)
         self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso(),
@@ -388,13 +389,13 @@ class Run:
         if code:
             message = setup_error if code == 3 else EXIT_MESSAGES[code]
             if code == 4:  # say what the canary got (401/403 named as authentication), not just "drift"
-                why = failed_canary_lines(out, records, self.plan.invocation.get("auth"))
+                why = failed_canary_lines(out, self.derived.canaries, self.plan.invocation.get("auth"))
                 message = "; ".join(["a canary failed: the run stopped; quote no number from it"] + why) + \
                     " (fix that, then start a new run id)"
             raise AssayError(message, code, **result, missing_artifacts=problems,
                              scorer_errors=summary_errors)
         return code, result
 
-    def _write_reports(self, records: list[dict]) -> None:
-        derived.write_run_reports(self.s.out, records, k=self.plan.k, oos_route=self.s.scoring.get("oos_route"),
+    def _write_reports(self, records) -> dict[str, str]:
+        return derived.write_run_reports(self.s.out, records, k=self.plan.k, oos_route=self.s.scoring.get("oos_route"),
                                   baseline=self.s.baseline)

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from ..core import casestore
 from ..core.jsonio import loads, read_json, read_jsonl
+from ..core.runplan import read_plan_text
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
@@ -68,40 +69,34 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         shown = [out.name] if out.is_symlink() else top_links
         return [f"{rel} ({SYMLINK_PROBLEM})" for rel in shown], [], {}
     try:
-        manifest = read_json(out / "manifest.yaml")
+        manifest = _read_manifest(out / "manifest.yaml", compact=known is not None and not schemas)
     except (OSError, ValueError) as exc:
         return [f"manifest.yaml (missing or unreadable: {type(exc).__name__})"], [], {}
     bad = _schema_problem(manifest, "manifest", schemas)
     if bad:
         return [f"manifest.yaml ({bad})"], [], manifest if isinstance(manifest, dict) else {}
-    ids = [c["id"] for c in manifest["cases"]]
+    cases = manifest["cases"]
+    ids = cases if isinstance(cases, _CaseIds) else [c["id"] for c in cases]
     index_of = {cid: i for i, cid in enumerate(ids)}
     holdout = {}
-    for c in manifest["cases"]:
-        if c.get("set") == "holdout":
-            holdout[c["id"]] = len(holdout) + 1
+    for cid in (cases.holdout if isinstance(cases, _CaseIds) else (c["id"] for c in cases if c.get("set") == "holdout")):
+        holdout[cid] = len(holdout) + 1
 
     def name(cid: str) -> str:
         """Holdout cases are named by their order among the plan's holdout cases, never by id."""
         return f"cases/<holdout #{holdout[cid]}>" if cid in holdout else f"cases/{cid}"
 
-    results = None
-    try:
-        results = read_json(out / "results.json")
-    except FileNotFoundError:
-        pass   # named as missing below
-    except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
-        if (out / "results.json").is_file():
-            problems.append(f"results.json (unreadable: {_why(exc)})")
-    if results is not None and not isinstance(results, dict):
-        problems.append("results.json (not a JSON object)")
-        results = None
+    # the runner's own check with the hash of the results.json it wrote reads it only if it differs
+    deferred = isinstance(known, derived.Known) and status is not None and "results.json" in (written or {})
+    results = None if deferred else _load_results(out, problems)
     summary_doc = (results or {}).get("summary")
     run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
 
     # --- the case records: the journal, or an older run's case dirs
     records: dict[int, dict] = {}
     store = casestore.scan(out)
+    if isinstance(known, derived.Known) and store.layout == "dirs":
+        known = None   # the runner writes the journal; an older layout is re-read in full
     verdict_schema = _VerdictSchema() if schemas else None
     if store.layout != "dirs":
         present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, records)
@@ -116,7 +111,13 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     # the derived files may be compared by their bytes only when the listing found exactly the
     # records this process holds (see the docstring)
     landed = {}
-    if written and known is not None and len(ordered) == len(known) and \
+    if isinstance(known, derived.Known):
+        if len(ordered) == len(known) and all(r is derived.KNOWN for r in ordered):
+            ordered, landed = known.stream, dict(written or {})   # streamed again where needed
+        else:   # a case this process does not hold: every file is compared in full
+            held = {index_of[r["case_id"]]: r for r in known.stream if records.get(index_of[r["case_id"]]) is derived.KNOWN}
+            ordered = [held[i] if records[i] is derived.KNOWN else records[i] for i in sorted(records)]
+    elif written and known is not None and len(ordered) == len(known) and \
             all(known.get(r.get("case_id")) is r for r in ordered):
         landed = written
 
@@ -140,9 +141,9 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     if not _as_written(out, "verdicts_for_stats.jsonl", landed):
         _check_jsonl(out, "verdicts_for_stats.jsonl",
                      [row for row in (derived.stats_row(r) for r in ordered) if row], problems, name)
-    if "routing_results.jsonl" in required:
+    if "routing_results.jsonl" in required and not _as_written(out, "routing_results.jsonl", landed):
         _check_jsonl(out, "routing_results.jsonl", derived.routing_rows(ordered), problems, lambda c: str(c))
-    if "repeats.jsonl" in required:
+    if "repeats.jsonl" in required and not _as_written(out, "repeats.jsonl", landed):
         _check_jsonl(out, "repeats.jsonl", [row for r in ordered for row in derived.repeat_rows(r)], problems, name)
     for rel in ("routing_report.json", "reliability.json", "comparison.json"):
         if rel in required and (out / rel).is_file():
@@ -151,19 +152,83 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
             except (OSError, ValueError):
                 problems.append(f"{rel} (unreadable)")
     if not _as_written(out, "results.json", landed):
+        if deferred:
+            results = _load_results(out, problems)
         _check_results(results, manifest, ordered, problems, schemas, run_status)
     _check_runlog(out / "run.log", problems)
     return problems, ordered, manifest
 
 
-def _as_written(out: Path, rel: str, landed: Mapping[str, bytes]) -> bool:
-    """True when `rel` holds exactly the bytes this process last wrote there."""
+def _load_results(out: Path, problems: list[str]) -> dict | None:
+    """results.json parsed, or None with its problem named (a missing one is named later)."""
+    try:
+        results = read_json(out / "results.json")
+    except FileNotFoundError:
+        return None   # named as missing below
+    except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
+        if (out / "results.json").is_file():
+            problems.append(f"results.json (unreadable: {_why(exc)})")
+        return None
+    if not isinstance(results, dict):
+        problems.append("results.json (not a JSON object)")
+        return None
+    return results
+
+
+class _CaseIds(list):
+    """The manifest's case ids in plan order (and its holdout ones), read one case at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holdout: list[str] = []
+
+    def append(self, case: Any) -> None:
+        super().append(case["id"])
+        if case.get("set") == "holdout":
+            self.holdout.append(case["id"])
+
+    def close(self) -> "_CaseIds":
+        return self
+
+
+def _read_manifest(path: Path, *, compact: bool) -> Any:
+    """manifest.yaml; `compact` (the runner's own end-of-run check, over the manifest it wrote):
+    its cases as their ids only (core.runplan's reader, one case parsed at a time), not 100,000 dicts."""
+    if compact:
+        walked = read_plan_text(read_bytes(path).decode("utf-8"), _CaseIds)
+        if walked is not None and walked[1] is not None:
+            return dict(walked[0], cases=walked[1])
+    return read_json(path)
+
+
+def _as_written(out: Path, rel: str, landed: Mapping[str, Any]) -> bool:
+    """True when `rel` holds exactly the bytes this process last wrote there (`landed[rel]`:
+    those bytes, or their sha256 in hex, compared streaming)."""
     if rel not in landed:
         return False
+    want = landed[rel]
     try:
-        return read_bytes(out / rel) == landed[rel]
+        if isinstance(want, bytes):
+            return read_bytes(out / rel) == want
+        return _sha256_file(out / rel) == want
     except (OSError, SymlinkError):
         return False
+
+
+def _sha256_file(path: Path) -> str:
+    """sha256 (hex) of a file, read in chunks, never through a symlink."""
+    import hashlib
+    from ..core.writer import open_file
+    digest = hashlib.sha256()
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        while True:
+            chunk = os.read(fd, 4 << 20)
+            if not chunk:
+                return digest.hexdigest()
+            digest.update(chunk)
+    finally:
+        os.close(fd)
 
 
 def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str], name) -> None:
@@ -226,9 +291,18 @@ def _check_runlog(path: Path, problems: list[str]) -> None:
     if not path.is_file():
         return
     try:
-        for line in read_bytes(path).decode("utf-8").splitlines():
+        for _offset, raw in casestore.iter_lines(path):   # streamed: one line held at a time
+            line = raw.decode("utf-8")
             if line.strip():
                 loads(line)
+        size = path.stat().st_size
+        with open(path, "rb") as fh:   # a last line without its newline is a line too
+            fh.seek(max(0, size - 1))
+            if size and fh.read(1) != b"\n":
+                fh.seek(0)
+                tail = fh.read().rsplit(b"\n", 1)[-1].decode("utf-8")
+                if tail.strip():
+                    loads(tail)
     except (UnicodeDecodeError, ValueError):
         problems.append("run.log (a line is not JSON)")
     except OSError as exc:

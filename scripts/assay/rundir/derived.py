@@ -3,8 +3,9 @@
 Pure row builders (used by the runner AND by --verify) plus `DerivedFiles`, which
 refreshes verdicts.jsonl, verdicts_for_stats.jsonl and results.json in batches: a
 refresh happens when the finished count has grown by max(16, 50 %) since the last one,
-or 5 s have passed, so the bookkeeping is O(1) amortized per case (never a rewrite of
-every row after every case). Each row's JSON line is serialized once and cached.
+or 5 s have passed (never a rewrite of every row after every case). Each row's JSON line
+is serialized once, when its case finishes, and kept on disk in plan order (rundir.spill);
+the counts are folded per case (stats.tally): memory stays flat whatever the run's size.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-from ..core.jsonio import atomic_write_json, atomic_write_jsonl, atomic_write_text, dumps
+from ..core import writer
+from ..core.jsonio import atomic_write_json, dumps
 from ..core.vocab import FAIL, LAYER_ORDER, PASS
 from ..score.rollup import failed_layers
 from ..stats.counts import summarize
+from ..stats.tally import Tally
 from .artifacts import routing_scorable
+from .spill import PlanLines
 
 REFRESH_MIN_CASES = 16
 REFRESH_GROWTH = 0.5
@@ -57,18 +61,51 @@ def sealed_ids(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
-def routing_rows(records: list[dict]) -> list[dict[str, Any]]:
+def routing_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """routing_results.jsonl: non-canary routing-scorable cases, plan order, holdout ids sealed."""
+    return list(iter_routing_rows(records))
+
+
+def iter_routing_rows(records: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """routing_rows, streamed (`records` is read twice: the holdout seal, then the rows)."""
     sealed = sealed_ids(records)
-    rows = []
     for record in records:
         if record.get("canary") or not routing_scorable(record):
             continue
         layer = record["layers"]["routing"]
         row = {"case_id": sealed.get(record["case_id"], record["case_id"])}
         row.update({k: layer.get(k) for k in ROUTING_KEYS})
-        rows.append(row)
-    return rows
+        yield row
+
+
+class _Counted:
+    """An iterable that counts what it yielded (routing_report reads its rows once, then len)."""
+
+    def __init__(self, rows: Iterable) -> None:
+        self._rows, self.n = rows, 0
+
+    def __iter__(self) -> Iterator:
+        for row in self._rows:
+            self.n += 1
+            yield row
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _lines(rows: Iterable[Any], size: int = 1 << 20) -> Iterator[bytes]:
+    """JSONL bytes of rows, in chunks of about `size` that end at a line."""
+    buf: list[str] = []
+    held = 0
+    for row in rows:
+        line = writer.dumps(row, indent=None) + "\n"
+        buf.append(line)
+        held += len(line)
+        if held >= size:
+            yield writer.encode("".join(buf))
+            buf, held = [], 0
+    if buf:
+        yield writer.encode("".join(buf))
 
 
 def repeat_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -132,7 +169,7 @@ def reliability_doc(records: list[dict], k: int) -> dict[str, Any]:
 
 def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, Any]:
     from ..score.routing import routing_report
-    doc = routing_report(routing_rows(records), oos_route)
+    doc = routing_report(_Counted(iter_routing_rows(records)), oos_route)
     # conversations are one case each, not one routing decision per turn: left out, and said so
     left_out = sum(1 for r in records if r.get("multi_turn") and not r.get("canary")
                    and ((r.get("layers") or {}).get("routing") or {}).get("verdict") in ("pass", "fail"))
@@ -183,18 +220,22 @@ def _shared(layer: dict) -> dict:
     return got
 
 
-def write_run_reports(out: Path, records: list[dict], *, k: int, oos_route: str | None,
-                      baseline: Mapping[str, Any] | None) -> None:
+def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: str | None,
+                      baseline: Mapping[str, Any] | None) -> dict[str, str]:
     """The run-level reports after the last case (contracts §11): routing_results.jsonl and
     routing_report.json, repeats.jsonl and reliability.json (k > 1), comparison.json (with a
-    baseline). `records` in plan order. The runner's finalize and the shard merge both call this."""
-    main = [r for r in records if not r.get("canary")]
-    rows = routing_rows(records)
-    if rows:
-        atomic_write_jsonl(out / "routing_results.jsonl", rows)
+    baseline). `records` in plan order, re-iterable (a list, or DerivedFiles.ordered() streamed
+    from disk). The runner's finalize and the shard merge both call this. Returns the sha256 of
+    the JSONL files written (the end-of-run check compares those instead of re-deriving them)."""
+    hashes: dict[str, str] = {}
+    if next(iter_routing_rows(records), None) is not None:
+        hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl",
+                                                              _lines(iter_routing_rows(records)))
         atomic_write_json(out / "routing_report.json", routing_report_doc(records, oos_route))
     if k > 1:
-        atomic_write_jsonl(out / "repeats.jsonl", [row for r in records for row in repeat_rows(r)])
+        main = [r for r in records if not r.get("canary")]
+        hashes["repeats.jsonl"] = writer.write_chunks(out / "repeats.jsonl",
+                                                      _lines(row for r in records for row in repeat_rows(r)))
         atomic_write_json(out / "reliability.json", reliability_doc(main, k))
     if baseline is not None:
         from ..core.errors import AssayError
@@ -214,41 +255,67 @@ def write_run_reports(out: Path, records: list[dict], *, k: int, oos_route: str 
             doc = {"error": exc.message, "comparable": False}
         doc = dict(doc, baseline_run_id=baseline.get("run_id"))
         atomic_write_json(out / "comparison.json", doc)
+    return hashes
 
 
 class DerivedFiles:
-    """Finished records by plan index, and the batched refresh of the derived files."""
+    """The finished records, folded (stats.tally) and spilled in plan order (rundir.spill), and the
+    batched refresh of the derived files: memory per case is a few bytes, whatever the run's size."""
 
     def __init__(self, out: Path, manifest: Mapping[str, Any], n_cases: int, state_dir: Path | None = None) -> None:
         self.out = out
-        self.manifest = manifest
+        self.manifest = {k: v for k, v in manifest.items() if k != "cases"}   # its blocks, not its rows
         self.state_dir = state_dir   # where prices.yaml is, for the final results.json's cost_latency
         self.n_cases = n_cases
-        self.records: dict[int, dict] = {}
-        self._vline: dict[int, str] = {}
-        self._sline: dict[int, str] = {}
-        self._rline: dict[int, str] = {}
+        self.tally = Tally()
+        self._done = bytearray(n_cases)
+        self._vline, self._sline, self._rline, self._slim = (PlanLines(out, n_cases) for _ in range(4))
+        self._rows = 0                  # results.json case rows (non-holdout finished cases)
+        self.count = 0
+        self._canaries: dict[int, dict] = {}  # the finished canaries' slim records (a handful)
         self._last_count = 0
         self._last_time = time.monotonic()
-        # run-dir relative path -> the bytes the last refresh wrote (the end-of-run check
-        # compares the files with these instead of re-parsing them)
-        self.written: dict[str, bytes] = {}
+        # run-dir relative path -> sha256 of the bytes the last refresh wrote (the end-of-run
+        # check compares the files with these instead of re-deriving them)
+        self.written: dict[str, str] = {}
         self._summary: dict | None = None
         self.extra: dict[str, Any] = {}   # top-level results.json keys of the run itself (stopped_early)
 
     def add(self, index: int, record: dict) -> None:
+        if self._done[index]:
+            raise ValueError(f"case {record.get('case_id')!r} (plan index {index}) finished twice")
         record = slim(record)
-        self.records[index] = record
-        self._vline[index] = _line(verdict_row(record))
-        self._rline[index] = "" if record.get("holdout") else _line(results_row(record))
+        self._done[index] = 1
+        self.count += 1
+        self.tally.add(index, record)
+        if record.get("canary"):
+            self._canaries[index] = record
+        self._vline.add(index, writer.encode(_line(verdict_row(record))))
+        if not record.get("holdout"):
+            self._rline.add(index, writer.encode(_line(results_row(record))))
+            self._rows += 1
         srow = stats_row(record)
-        self._sline[index] = _line(srow) if srow else ""
+        if srow:
+            self._sline.add(index, writer.encode(_line(srow)))
+        self._slim.add(index, writer.encode(_line(record)))
 
-    def ordered(self) -> list[dict]:
-        return [self.records[i] for i in sorted(self.records)]
+    @property
+    def canaries(self) -> list[dict]:
+        return [self._canaries[i] for i in sorted(self._canaries)]
+
+    @property
+    def canary_failed(self) -> bool:
+        return any(r.get("verdict") == FAIL for r in self._canaries.values())
+
+    def finished(self, index: int) -> bool:
+        return bool(self._done[index])
+
+    def ordered(self) -> "Ordered":
+        """The finished slim records in plan order, streamed from disk (iterable more than once)."""
+        return Ordered(self)
 
     def due(self) -> bool:
-        grown = len(self.records) - self._last_count
+        grown = self.count - self._last_count
         if grown <= 0:
             return False
         return (grown >= max(REFRESH_MIN_CASES, REFRESH_GROWTH * self._last_count)
@@ -259,25 +326,73 @@ class DerivedFiles:
         """Rewrite the derived files from the finished records. `results_only`: the records did
         not change since the last refresh (the final one after the end-of-run check), so the two
         JSONL files stand and only results.json (status, exit code) is rewritten."""
-        order = sorted(self.records)
-        records = [self.records[i] for i in order]
         cost_latency = None
         if finished_at is not None:  # the final write only: it reads each traced case's trajectory once
             from ..stats.cost import results_summary
-            cost_latency = results_summary(self.out, dict(self.manifest), records, self.state_dir)
+            cost_latency = results_summary(self.out, dict(self.manifest), self.ordered(), self.state_dir)
         # the same records as the last refresh: the JSONL files stand and the counts are reused
-        same = results_only and len(self.records) == self._last_count and self._summary is not None
+        same = results_only and self.count == self._last_count and self._summary is not None
         if not same:
-            self.written["verdicts.jsonl"] = atomic_write_text(
-                self.out / "verdicts.jsonl", "".join(self._vline[i] for i in order))
-            self.written["verdicts_for_stats.jsonl"] = atomic_write_text(
-                self.out / "verdicts_for_stats.jsonl", "".join(self._sline[i] for i in order))
-        doc = results_doc(self.manifest, records, status=status, missing=missing or [], exit_code=exit_code,
-                          finished_at=finished_at, with_cases=False, cost_latency=cost_latency,
-                          counted=self._summary if same else None)
+            self.written["verdicts.jsonl"] = writer.write_chunks(self.out / "verdicts.jsonl", self._vline.chunks())
+            self.written["verdicts_for_stats.jsonl"] = writer.write_chunks(
+                self.out / "verdicts_for_stats.jsonl", self._sline.chunks())
+        counted = self._summary if same else self.tally.summary(status=status, missing_artifacts=missing or [])
+        doc = results_doc(self.manifest, [], status=status, missing=missing or [], exit_code=exit_code,
+                          finished_at=finished_at, with_cases=False, cost_latency=cost_latency, counted=counted)
         self._summary = doc["summary"]
         doc.update(self.extra)
-        self.written["results.json"] = atomic_write_text(
-            self.out / "results.json", results_text(doc, (self._rline[i] for i in order if self._rline[i])))
-        self._last_count = len(self.records)
+        self.written["results.json"] = writer.write_chunks(self.out / "results.json", self._results_chunks(doc))
+        self._last_count = self.count
         self._last_time = time.monotonic()
+
+    def _results_chunks(self, doc: Mapping[str, Any]) -> Iterator[bytes]:
+        """results_text(doc, rows), streamed: the case rows come from the spill in plan order."""
+        body = dumps(dict(doc, cases=[]), indent=2)
+        if not self._rows:
+            yield writer.encode(body + "\n")
+            return
+        head, _, tail = body.partition('"cases": []')
+        yield writer.encode(head + '"cases": [\n    ')
+        sep = b""
+        for data in self._rline.chunks():
+            yield sep + data[:-1].replace(b"\n", b",\n    ")
+            sep = b",\n    "
+        yield writer.encode("\n  ]" + tail + "\n")
+
+    def close(self) -> None:
+        for spill in (self._vline, self._sline, self._rline, self._slim):
+            spill.close()
+
+
+class Ordered:
+    """DerivedFiles' finished records in plan order, parsed from the spill on each pass."""
+
+    def __init__(self, files: DerivedFiles) -> None:
+        self._files = files
+
+    def __iter__(self) -> Iterator[dict]:
+        for line in self._files._slim.lines():
+            yield json.loads(line)
+
+    def __len__(self) -> int:
+        return self._files.count
+
+
+KNOWN = object()   # Known.get: "this process holds that case's record" (never read back here)
+
+
+class Known:
+    """The runner's own finished cases, for its end-of-run check (completeness.check_run_dir's
+    `known`): which case ids this process holds, and their records in plan order, streamed."""
+
+    def __init__(self, files: DerivedFiles, index_of) -> None:
+        self.files = files
+        self._index_of = index_of     # plan case id -> plan index, or None
+        self.stream = files.ordered()
+
+    def get(self, case_id: str) -> Any:
+        i = self._index_of(case_id)
+        return KNOWN if i is not None and self.files.finished(i) else None
+
+    def __len__(self) -> int:
+        return self.files.count

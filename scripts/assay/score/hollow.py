@@ -14,7 +14,6 @@ the layer table later is held to both rules without touching this module.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from ..core.vocab import FAIL, NA, PASS, UNSCORABLE, UNSCORED
@@ -125,32 +124,55 @@ def hollow_layers(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, A
     records never count (nothing was sent). `cases` is how many records asserted the layer;
     `reason` is the most common reason those layers carried (ties: first seen).
     """
-    asserting: Counter[str] = Counter()
-    scored: set[str] = set()
-    reasons: dict[str, Counter[str]] = {}
-    order: list[str] = []
-    for record in records:
+    fold = HollowFold()
+    for i, record in enumerate(records):
+        fold.add(i, record)
+    return fold.result()
+
+
+class HollowFold:
+    """hollow_layers() one record at a time, in any order (`index`: the record's position, so a
+    tie between reasons still goes to the first seen in that order)."""
+
+    def __init__(self) -> None:
+        self.asserting: dict[str, list] = {}          # layer -> [cases, first index]
+        self.scored: set[str] = set()
+        self.reasons: dict[str, dict[str, list]] = {}  # layer -> reason -> [count, first index]
+
+    def add(self, index: int, record: Mapping[str, Any]) -> None:
         if record.get("verdict") == "skipped":
-            continue
+            return
         for layer, entry in (record.get("layers") or {}).items():
             if not asserted(layer, entry):
                 continue
-            if layer not in asserting:
-                order.append(layer)
-            asserting[layer] += 1
+            slot = self.asserting.get(layer)
+            if slot is None:
+                self.asserting[layer] = [1, index]
+            else:
+                slot[0] += 1
+                slot[1] = min(slot[1], index)
             if verdict_of(entry) in (PASS, FAIL):
-                scored.add(layer)
+                self.scored.add(layer)
                 continue
             reason = entry.get("reason") if isinstance(entry, Mapping) else None
-            reasons.setdefault(layer, Counter())[_short(str(reason or verdict_of(entry)))] += 1
-    out: dict[str, dict[str, Any]] = {}
-    for layer in order:
-        if layer in scored:
-            continue
-        common = reasons.get(layer, Counter()).most_common(1)
-        out[layer] = {"cases": asserting[layer], "reason": common[0][0] if common else None,
-                      "adapter_key": ADAPTER_KEY_OF_LAYER.get(layer, f"the adapter keys that feed {layer}")}
-    return out
+            key = _short(str(reason or verdict_of(entry)))
+            got = self.reasons.setdefault(layer, {}).get(key)
+            if got is None:
+                self.reasons[layer][key] = [1, index]
+            else:
+                got[0] += 1
+                got[1] = min(got[1], index)
+
+    def result(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for layer in sorted(self.asserting, key=lambda name: self.asserting[name][1]):
+            if layer in self.scored:
+                continue
+            counts = self.reasons.get(layer) or {}
+            common = min(counts, key=lambda k: (-counts[k][0], counts[k][1])) if counts else None
+            out[layer] = {"cases": self.asserting[layer][0], "reason": common,
+                          "adapter_key": ADAPTER_KEY_OF_LAYER.get(layer, f"the adapter keys that feed {layer}")}
+        return out
 
 
 def where_to_look(layer: str, adapter_key: Any = None) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..core import casestore
 from ..core.jsonio import loads
@@ -183,10 +183,12 @@ def _capability(manifest: dict) -> dict:
 
 
 def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = None,
-             manifest: dict | None = None, records: list[dict] | None = None) -> dict:
+             manifest: dict | None = None, records: Iterable[dict] | None = None, per_case: bool = True) -> dict:
     """The run's cost and latency from its case dirs. `manifest` and `records` (the finished
     cases' verdict.json, any order) are passed by the runner, which holds them already; without
-    them both are read from the run dir."""
+    them both are read from the run dir. `per_case=False` (results.json's block, which reads only
+    the totals): no `cases` list, and an untraced case the judge never called is kept as its id
+    and latency only, so 100,000 cases do not hold 100,000 rows."""
     run_dir = Path(run_dir)
     store = casestore.open_store(run_dir)
     if store.layout == "none":
@@ -199,15 +201,21 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
                  ((casestore.CaseRecord(cid, v, {}), None) for cid, v in store.verdicts()))
     else:
         pairs = ((store.load(r["case_id"]) if read_traces else None, r) for r in records)
-    rows = []
+    rows, light = [], []   # light: (case id, latency, holdout) of a case no total but latency reads
     judge_model = judge_model_of(manifest)
     for case, verdict in pairs:
         if case is None:
             case = casestore.CaseRecord(verdict["case_id"], verdict, {})
         row = case_cost(case, prices, verdict, read_traces=read_traces, judge_model=judge_model)
-        if row["verdict"] != "skipped":
+        if row["verdict"] == "skipped":
+            continue
+        if per_case or row["traced"] or row["judge"]["calls"]:
             rows.append(row)
+        else:
+            light.append((str(row["case_id"]), row["latency_ms"], row["holdout"]))
     rows.sort(key=lambda r: str(r["case_id"]))
+    latencies = sorted([(str(r["case_id"]), r["latency_ms"]) for r in rows] + [(c, ms) for c, ms, _h in light],
+                       key=lambda pair: pair[0]) if light else [(None, r["latency_ms"]) for r in rows]
     traced = [r for r in rows if r["traced"]]
     k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
@@ -216,14 +224,14 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     if capability["enabled"] and not traced:
         capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
     totals = {
-        "cases": len(rows), "traced_cases": len(traced),
+        "cases": len(rows) + len(light), "traced_cases": len(traced),
         "input_tokens": sum(r["input_tokens"] for r in traced),
         "output_tokens": sum(r["output_tokens"] for r in traced),
         "model_calls": sum(r["model_calls"] for r in traced),
         "cost": None,
         "complete": bool(prices is not None and traced and len(priced) == len(traced)),
         "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
-        "latency_ms": _stats([r["latency_ms"] for r in rows if r["latency_ms"] is not None]),
+        "latency_ms": _stats([ms for _c, ms in latencies if ms is not None]),
         "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
         "k": k,
         "k_note": (f"k={k}: only the deciding repeat's trace is stored per case, so these tokens and costs "
@@ -234,14 +242,15 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         totals["cost"] = _stats(priced) if totals["complete"] else {
             "n": len(priced), "total": None, "mean": None, "p50": None, "p95": None,
             "priced_cases_total": round(sum(priced), 8) if priced else None}
-    totals["judge"] = judge_totals(rows, prices)
+    totals["judge"] = judge_totals(rows, prices, n_cases=len(rows) + len(light))
     return {
         "run_id": run_dir.name, "capability": capability,
         "currency": prices["currency"] if prices else None,
         "prices": prices["file"] if prices else None, "prices_note": prices_note,
         "unpriced_models": unpriced, "totals": totals,
-        "cases": [{k: v for k, v in r.items() if k != "holdout"} for r in rows if not r["holdout"]],
-        "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]),
+        "cases": [{k: v for k, v in r.items() if k != "holdout"} for r in rows if not r["holdout"]]
+        if per_case else None,
+        "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]) + sum(1 for _c, _ms, h in light if h),
     }
 
 
@@ -317,7 +326,7 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
             prices = load_prices(path, PRICES_FILE)
         except AssayError as exc:
             reason = exc.message
-    cost = run_cost(run_dir, prices, prices_note=reason, manifest=manifest, records=records)
+    cost = run_cost(run_dir, prices, prices_note=reason, manifest=manifest, records=records, per_case=False)
     t, cap = cost["totals"], cost["capability"]
     block: dict[str, Any] = {
         "enabled": cap["enabled"], "blocked_by": cap["blocked_by"],

@@ -48,10 +48,12 @@ def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> di
     return row
 
 
-def judge_totals(rows: list[dict], prices: dict | None) -> dict:
+def judge_totals(rows: list[dict], prices: dict | None, n_cases: int | None = None) -> dict:
     """The judge's calls, tokens and cost over the run's cases, apart from the app's. `cost` is null
     unless every judged case was priced (`unpriced_models` names what the prices file lacks);
-    `mean_per_case` is over every non-skipped case (what judging adds to a case on average)."""
+    `mean_per_case` is over every non-skipped case (what judging adds to a case on average):
+    `n_cases` of them when `rows` holds only the judged ones, else len(rows)."""
+    n_cases = len(rows) if n_cases is None else n_cases
     judged = [r["judge"] for r in rows if r["judge"]["calls"]]
     unpriced = sorted({m for j in judged for m in j["unpriced_models"]})
     complete = prices is not None and all(j["cost"] is not None for j in judged)
@@ -61,5 +63,5 @@ def judge_totals(rows: list[dict], prices: dict | None) -> dict:
             "output_tokens": sum(j["output_tokens"] for j in judged),
             "complete": complete if judged else True, "unpriced_models": unpriced,
             "cost": total if judged else (0.0 if prices is not None else None),
-            "mean_per_case": (round(total / len(rows), 8) if total is not None and rows else None)
+            "mean_per_case": (round(total / n_cases, 8) if total is not None and n_cases else None)
             if judged else (0.0 if prices is not None else None)}

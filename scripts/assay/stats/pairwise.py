@@ -15,29 +15,53 @@ COUNTED = ("win", "tie", "loss", JUDGE_UNSTABLE, "unscored")
 
 def pairwise_summary(records: list[dict]) -> dict[str, Any] | None:
     """{pin: {win, tie, loss, judge_unstable, unscored, provisional, baseline_run_ids, paired}} or None."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in records:
+    fold = PairwiseFold()
+    for i, r in enumerate(records):
+        fold.add(i, r)
+    return fold.result()
+
+
+class PairwiseFold:
+    """pairwise_summary() one record at a time, in any order (`index`: its position, so
+    `baseline_run_ids` lists the runs in the order first seen)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, dict[str, Any]] = {}
+        self.bases: dict[str, list[list]] = {}   # pin -> [[first index, baseline run id], ...]
+
+    def add(self, index: int, r: Any) -> None:
         entry = (r.get("layers") or {}).get("judged") if isinstance(r.get("layers"), dict) else None
         if r.get("canary") or not isinstance(entry, dict) or not isinstance(entry.get("rubrics"), list):
-            continue
+            return
         for x in entry["rubrics"]:
             if not isinstance(x, dict) or x.get("kind") != "pairwise":
                 continue
-            block = out.setdefault(str(x.get("pin")), {**{k: 0 for k in COUNTED}, "provisional": False,
-                                                      "baseline_run_ids": []})
+            pin = str(x.get("pin"))
+            block = self.blocks.setdefault(pin, {**{k: 0 for k in COUNTED}, "provisional": False})
+            seen = self.bases.setdefault(pin, [])
             outcome = x.get("outcome") if x.get("outcome") in COUNTED else "unscored"
             block[outcome] += 1
             block["provisional"] = block["provisional"] or bool(x.get("provisional"))
             base = x.get("baseline_run_id")
-            if base and base not in block["baseline_run_ids"]:
-                block["baseline_run_ids"].append(base)
-    for block in out.values():
-        w, lo = block["win"], block["loss"]
-        block["paired"] = {"n": w + block["tie"] + lo, "discordant": w + lo,
-                           "posterior_better": round(posterior_better(w, lo), 6),
-                           "sign_test_p": round(sign_test_one_sided(w, lo), 6),
-                           "mcnemar_p": round(mcnemar_exact_two_sided(w, lo), 6)}
-    return out or None
+            if base:
+                slot = next((pair for pair in seen if pair[1] == base), None)
+                if slot is None:
+                    seen.append([index, base])
+                elif index < slot[0]:
+                    slot[0] = index
+
+    def result(self) -> dict[str, Any] | None:
+        out: dict[str, dict[str, Any]] = {}
+        for pin, counts in self.blocks.items():
+            block = dict(counts)
+            block["baseline_run_ids"] = [base for _i, base in sorted(self.bases.get(pin) or [], key=lambda p: p[0])]
+            w, lo = block["win"], block["loss"]
+            block["paired"] = {"n": w + block["tie"] + lo, "discordant": w + lo,
+                               "posterior_better": round(posterior_better(w, lo), 6),
+                               "sign_test_p": round(sign_test_one_sided(w, lo), 6),
+                               "mcnemar_p": round(mcnemar_exact_two_sided(w, lo), 6)}
+            out[pin] = block
+        return out or None
 
 
 def pairwise_lines(judged: Any) -> list[str]:

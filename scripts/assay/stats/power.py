@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import lru_cache
 
 POWER = 0.8
 _SPREAD = 9.0  # standard deviations kept either side of a mean (plus 10): the rest is < 1e-15
@@ -32,26 +31,57 @@ _PSI_GRID = 48
 _TOL = 1e-5  # relative: finer than the printed figure (3 significant at most, rounded down)
 
 
-@lru_cache(maxsize=16)
-def _critical(n: int, alpha: float) -> tuple[int | None, ...]:
-    """c(d) for d = 0..n: the least b01 with P(Bin(d, 1/2) >= b01) <= alpha; None when none is.
+class _CriticalTable:
+    """c(d) for d = 0, 1, 2, ... at one alpha, extended on demand and shared by every n: c(d)
+    depends on d and alpha only, so the table for n is a prefix of the table for any larger n
+    (cases_needed's search over n, and min_detectable_effect after it, build it once).
 
     Exact: N(d, c) = sum_{i >= c} C(d, i) follows Pascal's rule as d grows, and c(d+1) is
-    c(d) or c(d) + 1, so the whole table costs O(n) big-integer steps."""
-    a = Fraction(alpha)
-    out: list[int | None] = []
-    c, tail, cc = 0, 1, 1  # at d: tail = N(d, c), cc = C(d, c) (0 when c > d)
-    for d in range(n + 1):
-        if d:
-            prev = d - 1  # C(prev, c - 1) from C(prev, c) without recomputing a binomial
-            below = 0 if c == 0 else 1 if c == prev + 1 else cc * c // (prev - c + 1)
-            tail, cc = 2 * tail + below, cc + below  # N(d, c) = 2 N(d-1, c) + C(d-1, c-1)
-        while c <= d and tail * a.denominator > a.numerator * 2 ** d:
-            tail -= cc
-            cc = cc * (d - c) // (c + 1)
-            c += 1
-        out.append(c if c <= d else None)
-    return tuple(out)
+    c(d) or c(d) + 1, so the table costs O(d) big-integer steps."""
+
+    def __init__(self, alpha: float) -> None:
+        a = Fraction(alpha)
+        self.num, self.den = a.numerator, a.denominator
+        self.values: list[int | None] = []
+        self.c, self.tail, self.cc = 0, 1, 1  # at the last d: tail = N(d, c), cc = C(d, c) (0 when c > d)
+
+    def upto(self, n: int) -> list[int | None]:
+        out, num, den = self.values, self.num, self.den
+        c, tail, cc = self.c, self.tail, self.cc
+        for d in range(len(out), n + 1):
+            if d:
+                prev = d - 1  # C(prev, c - 1) from C(prev, c) without recomputing a binomial
+                below = 0 if c == 0 else 1 if c == prev + 1 else cc * c // (prev - c + 1)
+                tail, cc = 2 * tail + below, cc + below  # N(d, c) = 2 N(d-1, c) + C(d-1, c-1)
+            while c <= d and tail * den > num << d:
+                tail -= cc
+                cc = cc * (d - c) // (c + 1)
+                c += 1
+            out.append(c if c <= d else None)
+        self.c, self.tail, self.cc = c, tail, cc
+        return out
+
+
+_TABLES: dict[float, _CriticalTable] = {}
+
+
+def _critical(n: int, alpha: float) -> list[int | None]:
+    """c(d) for d = 0..n (at least): the least b01 with P(Bin(d, 1/2) >= b01) <= alpha; None when none is."""
+    table = _TABLES.get(alpha)
+    if table is None:
+        if len(_TABLES) >= 16:
+            _TABLES.clear()
+        table = _TABLES[alpha] = _CriticalTable(alpha)
+    return table.upto(n)
+
+
+_LGAMMA: list[float] = []   # _LGAMMA[k] = math.lgamma(k + 1), the same floats, computed once
+
+
+def _lgammas(n: int) -> list[float]:
+    if len(_LGAMMA) <= n:
+        _LGAMMA.extend(math.lgamma(k + 1) for k in range(len(_LGAMMA), n + 1))
+    return _LGAMMA
 
 
 def detectable_at_all(n: int, alpha: float) -> bool:
@@ -60,7 +90,8 @@ def detectable_at_all(n: int, alpha: float) -> bool:
 
 
 def _log_pmf(k: int, d: int, lp: float, lq: float) -> float:
-    return math.lgamma(d + 1) - math.lgamma(k + 1) - math.lgamma(d - k + 1) + k * lp + (d - k) * lq
+    lg = _LGAMMA if len(_LGAMMA) > d else _lgammas(d)
+    return lg[d] - lg[k] - lg[d - k] + k * lp + (d - k) * lq
 
 
 def _window(n: int, p: float) -> tuple[int, int]:
