@@ -292,10 +292,12 @@ _LAZY_SCORERS = ("base", "routing", "trajectory", "tool_args", "loops", "answer"
                  "tool_names")
 
 
-def warm_scorers(simulated: bool = False) -> None:
+def warm_scorers(cases: Any = ()) -> None:
     """Import every scorer module a case worker may reach, on the calling thread (and the simulated
-    user's path, `run.simulated`, when the run has a simulator: only such a run imports it)."""
+    user's path, `run.simulated`, when one of `cases` is simulated: only such a run imports it)."""
     import importlib
+    from ..simulate.scenario import any_simulated
+    simulated = any_simulated(cases)
     for name in _LAZY_SCORERS:
         importlib.import_module(f"..score.{name}", __package__)
     importlib.import_module("..traces.routing", __package__)
