@@ -245,6 +245,13 @@ def write_bytes(path: Any, data: bytes, *, fresh_dir: bool = False) -> bytes:
     path = os.fspath(path)
     if not fresh_dir:
         refuse_symlink(path)
+    _replace_with(path, (data,))
+    return data
+
+
+def _replace_with(path: str, chunks: Iterable[bytes]) -> None:
+    """The chunks (already redacted) written to a temp file beside `path`, renamed over it; the
+    temp file removed on any failure. The one temp + rename of this module."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
@@ -255,42 +262,7 @@ def write_bytes(path: Any, data: bytes, *, fresh_dir: bool = False) -> bytes:
         fd = _open_nofollow(tmp, flags)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return data
-
-
-def write_chunks(path: Any, chunks: Iterable[bytes]) -> str:
-    """write_bytes for a file too big to hold: the chunks (each ending at a line boundary, so a
-    secret never spans two) redacted one by one, written to the temp file, renamed over `path`.
-    Returns the sha256 (hex) of the bytes that landed."""
-    import hashlib
-    path = os.fspath(path)
-    refuse_symlink(path)
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    try:
-        fd = _open_nofollow(tmp, flags)
-    except FileExistsError:
-        os.unlink(tmp)
-        fd = _open_nofollow(tmp, flags)
-    digest = hashlib.sha256()
-    try:
-        try:
             for chunk in chunks:
-                chunk = redact_bytes(chunk)
-                digest.update(chunk)
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view):]
@@ -303,6 +275,23 @@ def write_chunks(path: Any, chunks: Iterable[bytes]) -> str:
         except FileNotFoundError:
             pass
         raise
+
+
+def write_chunks(path: Any, chunks: Iterable[bytes]) -> str:
+    """write_bytes for a file too big to hold: the chunks (each ending at a line boundary, so a
+    secret never spans two) redacted one by one, written to the temp file, renamed over `path`.
+    Returns the sha256 (hex) of the bytes that landed."""
+    import hashlib
+    path = os.fspath(path)
+    refuse_symlink(path)
+    digest = hashlib.sha256()
+
+    def redacted():
+        for chunk in chunks:
+            chunk = redact_bytes(chunk)
+            digest.update(chunk)
+            yield chunk
+    _replace_with(path, redacted())
     return digest.hexdigest()
 
 
