@@ -105,6 +105,30 @@ def test_retry_wait_honours_retry_after_up_to_60s():
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 10) == pytest.approx(10, abs=1)
 
 
+def test_http_dates_parse_as_the_email_package_parses_them():
+    """http_date parses the usual forms itself (a case worker never imports email); every form, the
+    obsolete ones and the invalid ones included, gets the email package's answer."""
+    import email.utils
+    import uuid
+
+    from assay.core.ids import new_uuid4
+    from assay.invoke.outcome import http_date
+    for value in ["Wed, 21 Oct 2015 07:28:00 GMT", "Sun, 06 Nov 1994 08:49:37 GMT", "Wed, 21-Oct-2015 07:28:00 GMT",
+                  "Tue, 29 Feb 2028 23:59:59 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+                  "Wed, 31 Feb 2015 07:28:00 GMT", "Wed, 21 Foo 2015 07:28:00 GMT", "Wed, 21-Oct 2015 07:28:00 GMT",
+                  "garbage", "  Wed, 21 Oct 2015 07:28:00 GMT "]:
+        try:
+            expected = email.utils.parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, IndexError):
+            expected = None
+        assert http_date(value) == expected, value
+    ids = {new_uuid4() for _ in range(200)}
+    assert len(ids) == 200
+    for text in ids:   # what str(uuid.uuid4()) gives: version 4, the RFC 4122 variant, 36 characters
+        u = uuid.UUID(text)
+        assert str(u) == text and u.version == 4 and u.variant == uuid.RFC_4122
+
+
 def test_decode_body_never_raises():
     text, doc, ok, notes = decode_body(b"\xff\xfe{", False)
     assert not ok and doc is None and notes and "UTF-8" in notes[0]

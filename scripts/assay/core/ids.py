@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timezone
 
@@ -37,3 +38,14 @@ def utc_now_iso() -> str:
     t = datetime.now(timezone.utc)
     return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
             f".{t.microsecond:06d}Z")
+
+
+def new_uuid4() -> str:
+    """A random (version 4) UUID in its usual 36-character form, as `str(uuid.uuid4())` gives it:
+    16 bytes of os.urandom with the version and variant bits set (the uuid module, which imports
+    `platform`, costs every run's start more than the one call it would serve)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

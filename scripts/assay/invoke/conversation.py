@@ -11,12 +11,11 @@ the pacing, the stop rule and the restart-from-turn-1 retry. Scoring a turn is t
 from __future__ import annotations
 
 import time
-import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core.errors import AssayError
-from ..core.ids import utc_now_iso
+from ..core.ids import new_uuid4, utc_now_iso
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
                            UNSCORABLE)
 from . import templates
@@ -253,7 +252,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
     attempt = 0
     while True:
         attempt += 1
-        uuid = str(uuidlib.uuid4())
+        uuid = new_uuid4()
         jar = CookieJar() if conv.style == "cookie" else None
         session: Any = templates.UNSET
         sent: list[SentTurn] = []

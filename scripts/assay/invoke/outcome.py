@@ -6,7 +6,6 @@ Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429
 
 from __future__ import annotations
 
-import email.utils
 import re
 import time
 from dataclasses import dataclass, field
@@ -103,14 +102,44 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         return max(0.0, secs) if secs == secs else None
     except ValueError:
         pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
+    when = http_date(value)
     if when is None:
         return None
     now = time.time() if now is None else now
-    return max(0.0, when.timestamp() - now)
+    return max(0.0, when - now)
+
+
+def http_date(value: str) -> float | None:
+    """Epoch seconds of an HTTP date (Retry-After, a cookie's Expires), or None when it is not one."""
+    when = _imf_fixdate(value.strip())
+    if when is not None:
+        return when
+    try:   # the obsolete forms (RFC 850, asctime), which only the email package parses
+        import email.utils
+        dt = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None if dt is None else dt.timestamp()
+
+
+_FIXDATE = re.compile(r"[A-Z][a-z]{2}, (\d{2})([ -])([A-Z][a-z]{2})\2(\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _imf_fixdate(value: str) -> float | None:
+    """Epoch seconds of an HTTP date in the preferred IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`,
+    RFC 9110 5.6.7) or a cookie's `Sun, 06-Nov-1994 08:49:37 GMT`, else None: parsed here, so a case
+    worker never imports the email package for the usual forms."""
+    m = _FIXDATE.fullmatch(value)
+    if m is None or m.group(3) not in _MONTHS:
+        return None
+    import datetime   # (already loaded: core.ids)
+    try:
+        dt = datetime.datetime(int(m.group(4)), _MONTHS.index(m.group(3)) + 1, int(m.group(1)), int(m.group(5)),
+                               int(m.group(6)), int(m.group(7)), tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+    return dt.timestamp()
 
 
 def retry_wait(backoff_s: list[float], attempt_index: int, retry_after: str | None,

@@ -3,12 +3,11 @@ a server-id app returns on turn 1 (`read_session`)."""
 
 from __future__ import annotations
 
-import email.utils
 import time
 from typing import Any
 
 from . import templates
-from .outcome import Outcome
+from .outcome import Outcome, http_date
 
 
 class CookieJar:
@@ -45,11 +44,8 @@ def _expired(attrs: str, now: float) -> bool:
             except ValueError:
                 continue
         if key == "expires":
-            try:
-                when = email.utils.parsedate_to_datetime(val)
-            except (TypeError, ValueError, IndexError):
-                continue
-            if when is not None and when.timestamp() <= now:
+            when = http_date(val)
+            if when is not None and when <= now:
                 return True
     return False
 

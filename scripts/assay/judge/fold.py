@@ -17,7 +17,6 @@ from collections import Counter
 from typing import Any
 
 from ..core.vocab import FAIL, INFRA_ERROR, JUDGE_UNSTABLE, PASS, UNSCORED
-from . import pairwise
 from .verdict import agree
 
 UNKNOWN = "unknown"
@@ -141,6 +140,7 @@ def judged_layer(results: list[dict], usage: dict[str, Any]) -> dict[str, Any]:
     (`provisional_verdict`) and never change it. `provisional` is true only when no calibrated pin
     decides the layer: a provisional pin beside a calibrated one never makes the layer read as a
     chosen unscored. A deciding judge_unstable leaves the layer `unscored` with `judge_unstable: true`."""
+    from . import pairwise   # loaded with the judge's runtime at pre-flight (a run with no judge never needs it)
     calibrated = [r for r in results if not r["provisional"]]
     provisional = [r for r in results if r["provisional"]]
     layer: dict[str, Any] = {

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from ..core import casestore, writer
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import INFRA_ERROR, PASS, SKIPPED
-from ..replay.session import ReplayMiss
+from ..replay.miss import ReplayMiss
 from ..score.rollup import fold_repeats
 from .case_files import CaseFiles, case_json, judge_doc
 from .case_record import base_record, sent_record

@@ -103,7 +103,7 @@ def run(args, environ=None) -> tuple[int, Any]:
         if manifest.get("shard") != shard:
             raise AssayError(f"--resume: {out.name} was started as shard {manifest.get('shard')} and this is "
                              f"shard {shard}; resume it with the same --shard", 2, key="--shard")
-    from ..replay.session import from_args, resume_mismatch
+    from ..replay.flags import from_args, resume_mismatch
     replay = from_args(plan, run_paths.state_dir_of(plan), record=bool(getattr(args, "record", False)),
                        replay=getattr(args, "replay", None), judge_cache=bool(getattr(args, "judge_cache", False)))
     if args.resume and not start_over:

@@ -198,6 +198,9 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
 
 
 def _simulator_manifest(setup: RunSetup) -> dict[str, Any]:
+    from ..simulate.scenario import any_simulated
+    if setup.simulator is None and not any_simulated(setup.plan.get("cases")):
+        return {}   # (simulator_manifest's None: no case is simulated)
     from ..simulate.build import simulator_manifest
     block = simulator_manifest(setup.plan, setup.simulator)
     return {"simulator": block} if block is not None else {}
@@ -235,8 +238,10 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     if (plan.judge_block or {}).get("enabled"):   # (build_runtime's own test; imported only for a judged run)
         from ..judge.runtime import build_runtime
         judge = build_runtime(plan, env, state, execution, environ, probe=not replaying)
-    from ..simulate.build import build_simulator
-    simulator = build_simulator(plan, env, state, execution, environ, probe=not replaying)
+    simulator = None
+    if (plan.get("simulator") or {}).get("enabled"):   # (imported only when the plan enables a simulated user)
+        from ..simulate.build import build_simulator
+        simulator = build_simulator(plan, env, state, execution, environ, probe=not replaying)
     if replay is not None:   # the one hook of every app request (and of the judge's calls)
         invoker = replay.invoker(invoker)
         if judge is not None:

@@ -17,9 +17,7 @@ def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | plan.cases.env_names
     from ..judge.env import judge_allowlisted_secrets
-    from ..judge.runtime import judge_env_names
-    from ..simulate.build import simulator_allowlisted_secrets, simulator_env_names
-    judge_names = judge_env_names(plan) | simulator_env_names(plan)
+    judge_names = _model_env_names(plan)
     if app_required:
         env = secrets.resolve(names | judge_names, environ, env_sources(plan))
     else:
@@ -30,18 +28,33 @@ def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool
         from ..invoke.cli import allowlisted_secrets
         env.update(allowlisted_secrets(inv, environ))
     env.update(judge_allowlisted_secrets(plan, environ))
-    env.update(simulator_allowlisted_secrets(plan, environ))
+    if _simulator_on(plan):
+        from ..simulate.build import simulator_allowlisted_secrets
+        env.update(simulator_allowlisted_secrets(plan, environ))
     return env
+
+
+def _simulator_on(plan: RunPlan) -> bool:
+    """The plan enables a simulated user (the simulator's modules are loaded only then)."""
+    block = plan.get("simulator")
+    return isinstance(block, dict) and bool(block.get("enabled"))
+
+
+def _model_env_names(plan: RunPlan) -> set[str]:
+    """The variables the judge's and the simulator's configurations reference."""
+    from ..judge.env import env_names
+    names = env_names(plan, "judge")
+    if _simulator_on(plan):
+        from ..simulate.build import simulator_env_names
+        names |= simulator_env_names(plan)
+    return names
 
 
 def register_run_secrets(plan: RunPlan, env: Mapping[str, str]) -> None:
     """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
     resolved value but an address-only variable (the base URL is not a secret: errors show where
     they connected). A run and a rescore of it register the same set (one rule)."""
-    from ..judge.runtime import judge_env_names
-    from ..simulate.build import simulator_env_names
-    addresses = (secrets.address_vars(plan.adapter, env) - judge_env_names(plan) - simulator_env_names(plan)
-                 - plan.cases.env_names)
+    addresses = secrets.address_vars(plan.adapter, env) - _model_env_names(plan) - plan.cases.env_names
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
 
 

@@ -12,7 +12,6 @@ from .layers import RepeatEvidence, score_repeat, stopped_layers
 from ..invoke.outcome import RESPONSE, Outcome
 from ..core.secrets import REDACTED
 from ..traces.collect import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block
-from ..replay.shim import trace_through
 from ..core.vocab import INFRA_ERROR
 
 if TYPE_CHECKING:
@@ -107,9 +106,15 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
     """Trace, answer and every layer of one answered request (a single-turn case or one turn).
     The judged layer is left as the plan set it (JUDGE_PENDING when a judge runs): each path judges."""
     answer, note = answer_of(w.adapter, getattr(w.invoker, "mode", ""), final)
-    got = trace_through(final, lambda: collect_case_trace(w.trace, {   # --replay: the recorded trace
-        "sent_trace_id": sent_trace_id, "sent_traceparent": trace_headers.get("traceparent"),
-        "response_json": final.body_json, "function_trace_id": final.trace_id}))
+    def collect() -> Any:
+        return collect_case_trace(w.trace, {"sent_trace_id": sent_trace_id,
+                                            "sent_traceparent": trace_headers.get("traceparent"),
+                                            "response_json": final.body_json, "function_trace_id": final.trace_id})
+    if getattr(final, "_replay", None) is None:   # no --record / --replay: the trace source's
+        got = collect()
+    else:   # --replay: the recorded trace (the shim was loaded with the run's replay session at pre-flight)
+        from ..replay.shim import trace_through
+        got = trace_through(final, collect)
     trace_status, trajectory, raw, trace_reason = got
     ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
                         trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import uuid as uuidlib
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..core.ids import new_uuid4
 from ..judge.prompt import Material
 from ..judge.turns import gold_of
 from ..judge.rubrics import case_pins as rubric_pins
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> dict:
     """Repeat `n`: its request, response, every attempt's outcome, its layers and verdict."""
     trace_headers, sent_trace_id = request_trace_headers(w.trace)
-    wire, recorded = w.invoker.prepare(case, str(uuidlib.uuid4()), trace_headers)
+    wire, recorded = w.invoker.prepare(case, new_uuid4(), trace_headers)
 
     def on_retry(attempt: int, out: Outcome, wait: float) -> None:
         w.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=scrub(out.describe()),

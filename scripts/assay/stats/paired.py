@@ -28,12 +28,14 @@ Caveats: cases are assumed independent; case level only; no multiplicity correct
 from __future__ import annotations
 
 import math
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.core.jsonio import loads
 from assay.core.errors import AssayError
 from assay.stats import power as exact_power
+
+if TYPE_CHECKING:
+    from fractions import Fraction   # imported where used: a run that never compares pays nothing for it
 
 METHOD = "bayes-beta exact posterior (all n)"
 POWER = exact_power.POWER
@@ -45,6 +47,7 @@ def binom_cdf_half(k: int, n: int) -> Fraction:
     """P(X <= k) for X ~ Binomial(n, 1/2), exactly: the binomial coefficients by Pascal's
     ratio C(n, i + 1) = C(n, i) (n - i) / (i + 1), one small multiply and exact divide each
     (never one math.comb per term), over the shorter side (P(X <= k) = 1 - P(X <= n - k - 1))."""
+    from fractions import Fraction
     if k < 0:
         return Fraction(0)
     if k >= n:
@@ -75,6 +78,7 @@ def mcnemar_exact_two_sided(fixed: int, broken: int) -> float:
     d = fixed + broken
     if d == 0:
         return 1.0
+    from fractions import Fraction
     lower = binom_cdf_half(fixed, d)
     upper = 1 - binom_cdf_half(fixed - 1, d)
     return float(min(Fraction(1), 2 * min(lower, upper)))
@@ -82,6 +86,7 @@ def mcnemar_exact_two_sided(fixed: int, broken: int) -> float:
 
 def min_discordant_for_significance(alpha: float) -> int:
     """The fewest discordant pairs with which a two-sided exact McNemar can reach alpha (all one way)."""
+    from fractions import Fraction
     d = 1
     while 2 * Fraction(1, 2 ** d) > Fraction(alpha):
         d += 1

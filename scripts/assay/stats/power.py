@@ -23,7 +23,6 @@ of n cases can be significant (2^-n > alpha: n <= 4 at alpha 0.05) nothing is de
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 POWER = 0.8
 _SPREAD = 9.0  # standard deviations kept either side of a mean (plus 10): the rest is < 1e-15
@@ -40,6 +39,7 @@ class _CriticalTable:
     c(d) or c(d) + 1, so the table costs O(d) big-integer steps."""
 
     def __init__(self, alpha: float) -> None:
+        from fractions import Fraction   # here: a run that never compares never imports fractions (nor decimal)
         a = Fraction(alpha)
         self.num, self.den = a.numerator, a.denominator
         self.values: list[int | None] = []
