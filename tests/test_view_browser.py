@@ -96,6 +96,9 @@ def test_a_person_browses_runs_a_run_a_case_and_compares(state, server, browser,
     page.goto(server)
     _ready(page, "/")
     assert page.locator("tr.run-row").count() == 2
+    # a gate the server has not evaluated yet reads "checking…" and fills in (the page asks again
+    # each second): wait for it as a person would, never read it as a verdict
+    page.wait_for_function("() => !document.getElementById('runs').innerText.includes('checking')", timeout=30000)
     text = page.inner_text("#runs")
     assert "smoke-20261130T101500Z" in text and "closed" in text and "open" in text
     page.screenshot(path=str(tmp_path / "1-runs.png"), full_page=True)
