@@ -15,7 +15,7 @@ from queue import Empty, SimpleQueue
 from ..core import casestore, writer
 from ..core.errors import AssayError
 from ..core.ids import utc_now_iso
-from ..core.jsonio import atomic_write_json, read_json
+from ..core.jsonio import read_json
 from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
 from ..rundir import derived
 from . import holdout_ledger
@@ -97,7 +97,7 @@ class Run:
             self.manifest = preflight.build_manifest(self.s, started)
             self.manifest["order"] = self.order_doc
             self.manifest["fail_fast"] = self.fail_fast
-            atomic_write_json(out / "manifest.yaml", self.manifest)
+            preflight.write_manifest(out, self.manifest)
             self.journal = casestore.Journal(out)
             preflight.write_running_results(out, self.plan, started, summarize(
                 [], status="running", missing_artifacts=[]))

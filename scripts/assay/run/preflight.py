@@ -173,14 +173,20 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     baseline = None
     if setup.baseline:
         baseline = {k: v for k, v in setup.baseline.items() if k not in ("rows", "holdout_ids")}
-    from ..suite.version import manifest_cases, suite_version
-    version = suite_version(plan)
+    from ..suite.version import CompactVersion, manifest_cases, manifest_rows, suite_version
+    compact = CompactVersion.of(plan)   # a run's plan: its rows streamed to disk by write_manifest
+    if compact is not None:
+        version: dict[str, Any] = {"suite_sha256": compact.suite_sha256, "suite_parts_sha256": compact.suite_parts_sha256}
+        rows: Any = manifest_rows(plan.cases, case_set, compact)
+    else:
+        version = suite_version(plan)
+        rows = manifest_cases(plan, case_set, version)
     return {
         "run_id": plan.run_id, "mode": plan.mode, "gate": plan.gate,
         "selecting_split": plan.selecting_split, "k": plan.k,
         "plan_sha256": setup.plan_sha256, "harness_version": HARNESS_VERSION,
         "dataset_version": plan.dataset_version, "started_at": started_at,
-        "cases": manifest_cases(plan, case_set, version),
+        "cases": rows,
         "suite_sha256": version["suite_sha256"], "suite_parts_sha256": version["suite_parts_sha256"],
         "invocation": invocation, "identity_headers": identity_headers,
         "auth": {"type": auth.get("type", "none"), "header_names": auth_headers},
@@ -195,6 +201,14 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         **({"replay": setup.replay.manifest(), "replayed_from": setup.replay.source} if setup.replay else {}),
         **_simulator_manifest(setup),
     }
+
+
+def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
+    """manifest.yaml (JSON text, valid YAML), its `cases` rows streamed (build_manifest may give
+    them as an iterator): the same bytes as atomic_write_json of the whole document."""
+    from ..core.json_rows import write_json_with_rows
+    write_json_with_rows(out / "manifest.yaml", {k: v for k, v in manifest.items() if k != "cases"}, "cases",
+                         manifest.get("cases") or ())
 
 
 def _simulator_manifest(setup: RunSetup) -> dict[str, Any]:

@@ -24,7 +24,7 @@ matrix, the scoring settings and the judge identity. Its parts are recorded too
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..core.jsonio import sha256_json
 from ..core.runplan import CaseTable
@@ -87,23 +87,66 @@ def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request:
     return sha256_json(doc)
 
 
-def suite_version(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """{"cases": {id: case_sha256}, "suite_sha256": ..., "suite_parts_sha256": {...}} for a plan."""
+def _context(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """What every case's case_sha256 takes beside the case: rubrics, request shape, judge, simulator."""
     adapter = plan.get("adapter") if isinstance(plan.get("adapter"), Mapping) else {}
     block = plan.get("judge") if isinstance(plan.get("judge"), Mapping) else {}
     rubrics = block.get("rubrics") if isinstance(block.get("rubrics"), Mapping) else {}
-    request = request_shape(adapter)
-    judge = judge_identity_of(plan)
-    simulator = simulator_identity_of(plan)
-    cases = {c["id"]: case_sha256(c, rubrics=rubrics, request=request, judge=judge, simulator=simulator)
-             for c in plan["cases"]}
+    return {"rubrics": rubrics, "request": request_shape(adapter), "judge": judge_identity_of(plan),
+            "simulator": simulator_identity_of(plan)}
+
+
+def _parts(plan: Mapping[str, Any], judge: Any, cases_sha256: str) -> dict[str, Any]:
+    adapter = plan.get("adapter") if isinstance(plan.get("adapter"), Mapping) else {}
     inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
-    parts = {"cases": sha256_json(cases),
+    parts = {"cases": cases_sha256,
              "reading": sha256_json({k: inv[k] for k in READING_KEYS if k in inv}),
              "capability_matrix": sha256_json(plan.get("capability_matrix") or {}),
              "scoring": sha256_json(plan.get("scoring") or {}),
              "judge": sha256_json(judge)}
-    return {"cases": cases, "suite_sha256": sha256_json(parts), "suite_parts_sha256": parts}
+    return {"suite_sha256": sha256_json(parts), "suite_parts_sha256": parts}
+
+
+def suite_version(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """{"cases": {id: case_sha256}, "suite_sha256": ..., "suite_parts_sha256": {...}} for a plan."""
+    ctx = _context(plan)
+    cases = {c["id"]: case_sha256(c, **ctx) for c in plan["cases"]}
+    return {"cases": cases, **_parts(plan, ctx["judge"], sha256_json(cases))}
+
+
+class CompactVersion:
+    """suite_version of a run's plan (a CaseTable of distinct string ids) without its {id: hash}
+    map: 32 bytes per case, by plan index. suite_sha256 and its parts are suite_version's (the hash
+    of the map is taken over its canonical JSON, streamed in sorted id order)."""
+
+    def __init__(self, plan: Mapping[str, Any], table: CaseTable) -> None:
+        import hashlib
+        import json
+        ctx = _context(plan)
+        self._digests = bytearray()
+        for case in table:
+            self._digests += bytes.fromhex(case_sha256(case, **ctx))
+        ids = table.ids
+        whole = hashlib.sha256(b"{")
+        batch: list[str] = []
+        for n, i in enumerate(sorted(range(len(ids)), key=ids.__getitem__)):
+            batch.append(f'{"," if n else ""}{json.dumps(ids[i], ensure_ascii=False)}:"{self.case_sha256(i)}"')
+            if len(batch) >= 1024:
+                whole.update("".join(batch).encode("utf-8"))
+                batch = []
+        whole.update(("".join(batch) + "}").encode("utf-8"))
+        version = _parts(plan, ctx["judge"], whole.hexdigest())
+        self.suite_sha256, self.suite_parts_sha256 = version["suite_sha256"], version["suite_parts_sha256"]
+
+    @classmethod
+    def of(cls, plan: Mapping[str, Any]) -> "CompactVersion | None":
+        table = plan.get("cases")
+        if not isinstance(table, CaseTable) or not table.shaped or len(set(table.ids)) != len(table):
+            return None
+        return cls(plan, table)
+
+    def case_sha256(self, i: int) -> str:
+        return self._digests[32 * i:32 * i + 32].hex()
 
 
 def manifest_cases(plan: Mapping[str, Any], case_set, version: Mapping[str, Any] | None = None) -> list[dict]:
@@ -115,3 +158,9 @@ def manifest_cases(plan: Mapping[str, Any], case_set, version: Mapping[str, Any]
                 for i, h in enumerate(cases.heads())]
     return [{"id": c["id"], "set": case_set(c), "sha256": sha256_json(c), "case_sha256": version["cases"][c["id"]]}
             for c in cases]
+
+
+def manifest_rows(table: CaseTable, case_set, version: CompactVersion) -> Iterator[dict]:
+    """manifest_cases' rows of a run's plan, one at a time (never a list of 100,000 dicts)."""
+    for i, head in enumerate(table.heads()):
+        yield {"id": head["id"], "set": case_set(head), "sha256": table.sha256(i), "case_sha256": version.case_sha256(i)}
