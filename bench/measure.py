@@ -4,6 +4,15 @@
 and peak RSS belong to that child alone, not to every child this process ever
 had, which is what ``RUSAGE_CHILDREN`` would give), and returns wall seconds,
 user/sys CPU seconds and ``ru_maxrss`` in MB (Linux reports KiB).
+
+The peak RSS needs one more step. Linux's ``ru_maxrss`` of a child is the larger of its own
+peak and the resident size of the address space it replaced at ``exec``: a child started
+(fork, vfork or posix_spawn) straight from this process reports at least THIS process's size,
+which grows with the plan a benchmark builds (a 30,000-case bench process is ~110 MB, so the
+runner "peaked" at 110 MB while its own high-water mark was 77 MB). So, unless the caller needs
+the child's pid itself (``on_start``: a bench that kills the run mid-way), the command is started
+by a small launcher (``LAUNCHER``: a fresh ``python -S``) that forks it from its own small
+address space and reports the command's wall time and rusage.
 """
 
 from __future__ import annotations
@@ -43,10 +52,29 @@ class ChildRun:
         return d
 
 
+# argv: report-file command...; forks the command (inheriting stdio, env, cwd), waits, writes
+# [exit status, wall s, user s, sys s, maxrss KiB], exits 0. Killed with its process group.
+LAUNCHER = (
+    "import json, os, sys, time\n"
+    "t = time.perf_counter()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    try:\n"
+    "        os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "    finally:\n"
+    "        os._exit(127)\n"
+    "_, st, ru = os.wait4(pid, 0)\n"
+    "w = time.perf_counter() - t\n"
+    "with open(sys.argv[1], 'w') as f:\n"
+    "    json.dump([st, w, ru.ru_utime, ru.ru_stime, ru.ru_maxrss], f)\n"
+)
+
+
 def timed_child(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                 log_dir: Path | None = None, timeout_s: float = 1800,
                 on_start: Callable[[subprocess.Popen], None] | None = None) -> ChildRun:
-    """Run ``argv`` to completion; stdout/stderr go to files (no pipe can fill and stall it)."""
+    """Run ``argv`` to completion; stdout/stderr go to files (no pipe can fill and stall it).
+    Through the launcher (a clean peak RSS, see above) unless ``on_start`` is given."""
     log_dir = Path(log_dir) if log_dir else None
     if log_dir:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -54,15 +82,20 @@ def timed_child(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: 
     err_path = (log_dir / "stderr.txt") if log_dir else None
     out_f = open(out_path, "w+b") if out_path else subprocess.DEVNULL
     err_f = open(err_path, "w+b") if err_path else subprocess.DEVNULL
+    import tempfile
+    fd, report = tempfile.mkstemp(prefix="assay-bench-launch-", suffix=".json")
+    os.close(fd)
+    launched = on_start is None
+    cmd = [sys.executable, "-S", "-c", LAUNCHER, report, *map(str, argv)] if launched else list(argv)
     try:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(argv), stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd)
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL,
+                                env=env, cwd=cwd, start_new_session=launched)
         if on_start is not None:
             on_start(proc)
         # A blocking wait4 releases the GIL (the app's threads in this process keep serving);
-        # a timer kills a runaway child so a hung run cannot stall the whole benchmark.
-        killer = threading.Timer(timeout_s, proc.kill)
+        # a timer kills a runaway child (and the launcher's) so a hung run cannot stall the benchmark.
+        killer = threading.Timer(timeout_s, (lambda: os.killpg(proc.pid, 9)) if launched else proc.kill)
         killer.daemon = True
         killer.start()
         try:
@@ -71,14 +104,26 @@ def timed_child(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: 
             killer.cancel()
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
+        user, system, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
+        if launched:
+            import json
+            try:
+                with open(report) as f:
+                    st, wall, user, system, maxrss = json.load(f)
+                proc.returncode = os.waitstatus_to_exitcode(st)
+            except (OSError, ValueError):   # the launcher was killed (the timeout): no report
+                proc.returncode = proc.returncode or -9
     finally:
+        try:
+            os.unlink(report)
+        except OSError:
+            pass
         for f in (out_f, err_f):
             if hasattr(f, "close"):
                 f.close()
     stdout = out_path.read_text("utf-8", "replace") if out_path else ""
     stderr = err_path.read_text("utf-8", "replace") if err_path else ""
-    return ChildRun(list(map(str, argv)), proc.returncode, wall, ru.ru_utime, ru.ru_stime,
-                    ru.ru_maxrss / 1024.0, stdout, stderr)
+    return ChildRun(list(map(str, argv)), proc.returncode, wall, user, system, maxrss / 1024.0, stdout, stderr)
 
 
 def summarize(values: Sequence[float]) -> dict[str, Any]:
