@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..core import casestore
 from ..core.jsonio import loads, read_json, read_jsonl
@@ -137,14 +137,15 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         if a.path not in required and (out / a.path).exists():
             problems.append(f"{a.path} (present although its condition did not hold)")
     if not _as_written(out, "verdicts.jsonl", landed):
-        _check_jsonl(out, "verdicts.jsonl", [derived.verdict_row(r) for r in ordered], problems, name)
+        _check_jsonl(out, "verdicts.jsonl", lambda: (derived.verdict_row(r) for r in ordered), problems, name)
     if not _as_written(out, "verdicts_for_stats.jsonl", landed):
         _check_jsonl(out, "verdicts_for_stats.jsonl",
-                     [row for row in (derived.stats_row(r) for r in ordered) if row], problems, name)
+                     lambda: (row for row in (derived.stats_row(r) for r in ordered) if row), problems, name)
     if "routing_results.jsonl" in required and not _as_written(out, "routing_results.jsonl", landed):
-        _check_jsonl(out, "routing_results.jsonl", derived.routing_rows(ordered), problems, lambda c: str(c))
+        _check_jsonl(out, "routing_results.jsonl", lambda: derived.iter_routing_rows(ordered), problems, lambda c: str(c))
     if "repeats.jsonl" in required and not _as_written(out, "repeats.jsonl", landed):
-        _check_jsonl(out, "repeats.jsonl", [row for r in ordered for row in derived.repeat_rows(r)], problems, name)
+        _check_jsonl(out, "repeats.jsonl", lambda: (row for r in ordered for row in derived.repeat_rows(r)), problems,
+                     name)
     for rel in ("routing_report.json", "reliability.json", "comparison.json"):
         if rel in required and (out / rel).is_file():
             try:
@@ -231,10 +232,13 @@ def _sha256_file(path: Path) -> str:
         os.close(fd)
 
 
-def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str], name) -> None:
+def _check_jsonl(out: Path, rel: str, expect: Callable[[], Iterable[dict]], problems: list[str], name) -> None:
+    """`rel`'s rows against the ones the records give (`expect()`): compared line by line as they are
+    read (a 100,000-case run holds neither list); only a file that differs is read whole to say how."""
     path = out / rel
-    if not path.is_file():
+    if not path.is_file() or _same_rows(path, expect()):
         return
+    expected = list(expect())
     rows = _jsonl(path)
     if rows is None:
         problems.append(f"{rel} (unreadable)")
@@ -253,6 +257,37 @@ def _check_jsonl(out: Path, rel: str, expected: list[dict], problems: list[str],
                       else "a row for a case with no finished case dir")
             break
     problems.append(f"{rel} ({detail})")
+
+
+_END = object()
+
+
+def _same_rows(path: Path, expected: Iterable[dict]) -> bool:
+    """True when the file's rows are exactly `expected`, as `_jsonl` would read them (False on any
+    doubt: a link, a line that is not one JSON line, a last line with no newline)."""
+    if path.is_symlink():
+        return False
+    rows, end = iter(expected), 0
+    for offset, raw in casestore.iter_lines(path):
+        end = offset + len(raw)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        if not line.strip():
+            continue
+        if len(line.splitlines()) != 1:
+            return False
+        try:
+            row = loads(line)
+        except ValueError:
+            return False
+        if row != next(rows, _END):
+            return False
+    try:
+        return next(rows, _END) is _END and end == path.stat().st_size
+    except OSError:
+        return False
 
 
 def _check_results(results: Any, manifest: dict, records: list[dict], problems: list[str], schemas: bool,
