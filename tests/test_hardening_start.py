@@ -62,8 +62,9 @@ def test_manifest_is_the_first_thing_in_the_run_dir(tmp_path, monkeypatch):
             p = Path(os.path.abspath(path))
             if p != out and out in p.parents and not seen:
                 seen.append(str(p.relative_to(out)))
-        real_write, real_mkdir, real_osmkdir = writer.write_bytes, Path.mkdir, os.mkdir
-        monkeypatch.setattr(writer, "write_bytes", lambda path, data, **k: (note(path), real_write(path, data, **k))[1])
+        real_write, real_mkdir, real_osmkdir = writer._replace_with, Path.mkdir, os.mkdir
+        # the writer's one temp + rename (write_bytes and write_chunks, e.g. the streamed manifest)
+        monkeypatch.setattr(writer, "_replace_with", lambda path, chunks: (note(path), real_write(path, chunks))[1])
         monkeypatch.setattr(Path, "mkdir", lambda self, *a, **k: (note(self), real_mkdir(self, *a, **k))[1])
         monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: (note(path), real_osmkdir(path, *a, **k))[1])
         res = _run_runner_in_process("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
