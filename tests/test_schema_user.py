@@ -187,7 +187,7 @@ def outcome(fn, *args):
         return ("ok", fn(*args))
     except ScorerInputError as err:
         return ("ScorerInputError", str(err))
-    except BaseException as err:   # today's path crashes on some inputs (a `$schema: 5`; a `$ref` cycle,
+    except BaseException as err:   # today's path crashes on some inputs (a `$ref` cycle,
         if isinstance(err, (KeyboardInterrupt, SystemExit)):   # where rpds panics): the same crash
             raise
         return (type(err).__name__, str(err)[:200])
@@ -290,3 +290,18 @@ def test_the_metaschema_and_draft_are_what_the_module_assumes():
     accepted = set(user.SCHEMA_ONE + user.SCHEMA_MAP + user.SCHEMA_LIST + user.COUNTS + user.BOUNDS
                    + user.TEXTS + user.FLAGS) | {"type", "required", "pattern", "$ref", "enum", "const"}
     assert accepted <= known, accepted - known
+
+
+@pytest.mark.parametrize("bad", [5, None, True, ["https://json-schema.org/draft/2020-12/schema"]])
+def test_a_root_schema_keyword_that_is_not_a_string_is_named_not_a_crash(bad):
+    """jsonschema reads a root `$schema` as a URI to pick the draft; a number there was an
+    AttributeError out of the scorer ('int' object has no attribute 'decode') and the same words
+    from the linter. Both now say which key is wrong and what it must be."""
+    schema = {"$schema": bad, "type": "object"}
+    with pytest.raises(ScorerInputError) as err:
+        score_answer("{}", {"format": {"json_schema": schema}})
+    assert str(err.value).startswith("expect.format.json_schema is not a valid JSON Schema at $schema: "
+                                     "$schema must be a string")
+    assert repr(bad) in str(err.value)
+    assert lint_report(schema) == [("bad_expect_shape", "expect.format.json_schema is not a valid JSON Schema: "
+                                    + str(err.value).split("at $schema: ", 1)[1])]

@@ -245,6 +245,11 @@ def _check_format(fmt: Any, where: str, report: Report) -> None:
     from ..schemas.user import well_formed
     if well_formed(fmt["json_schema"]):
         return   # check_schema is sure to pass: jsonschema is not imported
+    from ..schemas.user import dialect_problem
+    problem = dialect_problem(fmt["json_schema"])
+    if problem:
+        report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: {problem}")
+        return
     try:
         import jsonschema
 

@@ -204,3 +204,13 @@ def doc_in_bounds(doc: Any) -> bool:
         elif isinstance(node, list):
             stack.extend((v, depth + 1) for v in node)
     return True
+
+
+def dialect_problem(schema: Any) -> str | None:
+    """Why jsonschema cannot even pick a draft for `schema` (a `$schema` that is not a string: it
+    reads it as a URI and fails with an AttributeError), or None. The answer scorer and the expect
+    linter both ask this before jsonschema is called, so each says what is wrong instead of crashing."""
+    if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
+        return (f"$schema must be a string (a draft's URI, e.g. {DRAFT_2020_12}), "
+                f"got {type(schema['$schema']).__name__} {schema['$schema']!r}")
+    return None

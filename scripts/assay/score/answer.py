@@ -146,6 +146,10 @@ def _check_schema(schema: Any) -> None:
     from assay.schemas.user import well_formed
     if well_formed(schema):
         return   # check_schema is sure to pass (assay.schemas.user): jsonschema is not imported
+    from assay.schemas.user import dialect_problem
+    problem = dialect_problem(schema)
+    if problem:
+        raise ScorerInputError(f"expect.format.json_schema is not a valid JSON Schema at $schema: {problem}")
     jsonschema, cls = _validator_class(schema)
     try:
         cls.check_schema(schema)
