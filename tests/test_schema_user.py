@@ -300,8 +300,7 @@ def test_a_root_schema_keyword_that_is_not_a_string_is_named_not_a_crash(bad):
     schema = {"$schema": bad, "type": "object"}
     with pytest.raises(ScorerInputError) as err:
         score_answer("{}", {"format": {"json_schema": schema}})
-    assert str(err.value).startswith("expect.format.json_schema is not a valid JSON Schema at $schema: "
+    assert str(err.value).startswith("expect.format.json_schema is not a valid JSON Schema: "
                                      "$schema must be a string")
     assert repr(bad) in str(err.value)
-    assert lint_report(schema) == [("bad_expect_shape", "expect.format.json_schema is not a valid JSON Schema: "
-                                    + str(err.value).split("at $schema: ", 1)[1])]
+    assert lint_report(schema) == [("bad_expect_shape", str(err.value))]   # the same words from the linter

@@ -242,10 +242,9 @@ def _check_format(fmt: Any, where: str, report: Report) -> None:
     if not isinstance(fmt, dict) or set(fmt) != {"json_schema"} or not isinstance(fmt["json_schema"], dict):
         report("bad_expect_shape", f"{where} must be {{json_schema: <a JSON Schema mapping>}}")
         return
-    from ..schemas.user import well_formed
+    from ..schemas.user import dialect_problem, well_formed
     if well_formed(fmt["json_schema"]):
         return   # check_schema is sure to pass: jsonschema is not imported
-    from ..schemas.user import dialect_problem
     problem = dialect_problem(fmt["json_schema"])
     if problem:
         report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: {problem}")

@@ -143,13 +143,12 @@ def _validator_class(schema: Any):
 def _check_schema(schema: Any) -> None:
     if not isinstance(schema, (dict, bool)):
         raise ScorerInputError(f"expect.format.json_schema must be an object, got {type(schema).__name__}")
-    from assay.schemas.user import well_formed
+    from assay.schemas.user import dialect_problem, well_formed
     if well_formed(schema):
         return   # check_schema is sure to pass (assay.schemas.user): jsonschema is not imported
-    from assay.schemas.user import dialect_problem
     problem = dialect_problem(schema)
     if problem:
-        raise ScorerInputError(f"expect.format.json_schema is not a valid JSON Schema at $schema: {problem}")
+        raise ScorerInputError(f"expect.format.json_schema is not a valid JSON Schema: {problem}")
     jsonschema, cls = _validator_class(schema)
     try:
         cls.check_schema(schema)
