@@ -29,7 +29,9 @@ if os.path.isfile(os.path.join(_venv_bin, "python3")) and \
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The slow end-to-end files (marked `slow`) first, each file's tests in their order: with
-    parallel workers (`--dist loadfile` hands out whole files in this order) a long file started
-    last would end the suite alone on one core while the others sit idle."""
+    """The slow files (marked `slow`: the end-to-end ones and any file that takes more than ~7 s)
+    first, each file's tests in their order: with parallel workers (`--dist loadfile` hands out whole
+    files in this order) a long file started last would end the suite alone on one core while the
+    others sit idle. The Makefile passes `--no-loadscope-reorder`: without it pytest-xdist (3.x)
+    re-sorts the files by how many tests each holds, which starts the one-test demo files last."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

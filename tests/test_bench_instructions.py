@@ -9,6 +9,8 @@ import pytest
 
 from helpers import ROOT
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_instructions_smoke(tmp_path):

@@ -18,6 +18,8 @@ import pytest
 from helpers import ROOT, run_script
 from rundir_util import cases_view, drop_case
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = ROOT / "examples" / "helpdesk"
 
 

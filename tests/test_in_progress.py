@@ -12,6 +12,9 @@ import time
 
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
 from helpers import SCRIPTS, run_script
+import pytest
+
+pytestmark = pytest.mark.slow
 
 
 def slow(req):

@@ -14,6 +14,9 @@ from helpers import run_script, write_yaml
 from judgefake import RUBRIC
 from test_judge_run import ANSWERS, JUDGE_CMD, app_handler
 from rundir_util import cases_view
+import pytest
+
+pytestmark = pytest.mark.slow
 
 ADAPTER = """\
 adapter_version: 1

@@ -17,6 +17,8 @@ import yaml
 from helpers import ROOT, run_script
 from test_example_app import RunningApp
 
+pytestmark = pytest.mark.slow
+
 PLANTED = ["dana.whitfield@example.com", "+1 555 123 4567", "4111 1111 1111 1111", "sk-live-abcdefghijklmnop"]
 MESSAGES = [
     "What is the total of invoice INV-1001? Reply to dana.whitfield@example.com",

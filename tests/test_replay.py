@@ -19,6 +19,8 @@ from rundir_util import case_json, cases_view, committed_lines, run_files
 
 GUARD = '''
 import os, socket
+
+pytestmark = pytest.mark.slow
 _log = os.environ["ASSAY_TEST_CONNECT_LOG"]
 def _refuse(self, address, *a):
     with open(_log, "a") as f:

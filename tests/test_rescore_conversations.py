@@ -10,6 +10,9 @@ from fakeapp import FakeApp, Reply
 from fixtures_authoring import ADAPTER, PROFILE, _case, make_state
 from helpers import run_script
 from rundir_util import case_json, cases_view
+import pytest
+
+pytestmark = pytest.mark.slow
 
 CONV = ("id: {cid}\nunit: invoices\nsplit: [full, smoke]\ncategory: multistep\ntest_type: MFT\ntemplate_id: null\n"
         "review: {{status: accepted, by: Dana Reviewer, at: '2026-11-01'}}\n"

@@ -17,6 +17,9 @@ import uuid
 from fakeapp import FakeApp, Reply, adapter, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
 from helpers import SCRIPTS
 from rundir_util import cases_view, committed_lines, edit_case, run_files
+import pytest
+
+pytestmark = pytest.mark.slow
 
 
 class MemoryApp:

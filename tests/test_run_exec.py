@@ -12,6 +12,8 @@ from fakeapp import RUN_ID, FakeApp, Reply, adapter, app, case, make_plan, run_r
 from helpers import run_script
 from rundir_util import cases_view
 
+pytestmark = pytest.mark.slow
+
 
 
 def go(state, plan, *args, env=None, subprocess=False):

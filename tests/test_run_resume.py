@@ -18,6 +18,8 @@ from helpers import SCRIPTS, run_script
 from rundir_util import case_json, drop_case, edit_case, masked_snapshot
 from assay.core.casestore import scan
 
+pytestmark = pytest.mark.slow
+
 
 
 def write(state, plan, name="plan.json"):

@@ -23,6 +23,8 @@ from assay.shard.assign import add_shards
 from rundir_util import cases_view, drop_case, run_files
 from assay.core.casestore import scan
 
+pytestmark = pytest.mark.slow
+
 RUN_ID = "regression-20261129T101500Z"
 
 

@@ -22,6 +22,8 @@ from helpdesk_util import HELPDESK, copy_state, helpdesk
 from helpers import SCRIPTS, run_script
 from rundir_util import cases_view
 
+pytestmark = pytest.mark.slow
+
 REFUND, SNOOP = "c-5e1f4a02", "c-5e1f4a03"
 GOAL = "Get 25 dollars refunded on invoice INV-1002."
 _spec = importlib.util.spec_from_file_location("simulator_standin", HELPDESK / ".assay" / "simulator" / "standin.py")
