@@ -253,3 +253,49 @@ def test_combined_checks_fold():
                                                    "format": {"json_schema": SCHEMA}})
     assert r["verdict"] == "pass"
     assert [c["check"] for c in r["checks"]] == ["must_contain", "must_not_contain", "json_schema"]
+
+
+@pytest.mark.parametrize("schema", [{"$ref": "#"}, {"allOf": [{"$ref": "#"}]},
+                                    {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"not": {"$ref": "#/$defs/a"}}},
+                                     "$ref": "#/$defs/a"},
+                                    {"anyOf": [{"type": "string"}, {"$ref": "#"}]}])
+def test_a_schema_that_loops_on_itself_is_named_not_blamed_on_the_answer(schema):
+    """A $ref back to itself without stepping into the answer makes jsonschema recurse forever on a
+    one-level answer: that is the case's schema to fix (ScorerInputError, as an unresolvable $ref
+    is), not "the answer's JSON is nested too deeply", which pointed at an answer of depth 1."""
+    with pytest.raises(ScorerInputError, match=r"never finishes on this answer: a \$ref leads back"):
+        schema_check('{"total": 1}', schema)
+    # the same loop behind an anyOf branch an answer satisfies first is never reached: scored as usual
+    if "anyOf" in schema:
+        assert schema_check('"x"', schema)["verdict"] == "pass"
+
+
+def test_a_recursive_tree_schema_still_scores_a_deep_answer():
+    tree = {"type": "array", "items": {"$ref": "#"}}
+    assert schema_check("[" * 60 + "]" * 60, tree)["verdict"] == "pass"
+    assert schema_check("[" * 60 + "1" + "]" * 60, tree)["verdict"] == "fail"
+
+
+def test_the_linter_names_a_loop_every_answer_meets_and_lets_a_tree_schema_be():
+    from assay.lint import expect_rules
+    from assay.schemas.user import always_loops
+
+    def lint(schema):
+        out = []
+        expect_rules._check_format({"json_schema": schema}, "expect.format",
+                                   lambda code, msg, **kw: out.append((code, msg)))
+        return out
+    looped = {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}
+    (code, msg), = lint(looped)
+    assert code == "bad_expect_shape"
+    assert "loops on every answer (#/$defs/a -> #/$defs/b -> #/$defs/b/allOf/0 -> #/$defs/a)" in msg
+    assert lint({"$ref": "#"})[0][1].startswith("expect.format.json_schema loops on every answer (# -> #)")
+    # a loop an answer may never reach (behind anyOf/not) or one that steps into the answer is not an error
+    for fine in ({"anyOf": [{"type": "string"}, {"$ref": "#"}]}, {"not": {"type": "string", "$ref": "#"}},
+                 {"type": "array", "items": {"$ref": "#"}},
+                 {"$defs": {"n": {"type": "integer"}}, "allOf": [{"$ref": "#/$defs/n"}, {"$ref": "#/$defs/n"}]}):
+        assert lint(fine) == [] and always_loops(fine) is None, fine
+    # and every loop the linter names is one the scorer meets on any answer
+    for answer in ('1', '"x"', '{"a": [1]}'):
+        with pytest.raises(ScorerInputError, match="never finishes"):
+            schema_check(answer, looped)

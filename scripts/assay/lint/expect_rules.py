@@ -242,9 +242,9 @@ def _check_format(fmt: Any, where: str, report: Report) -> None:
     if not isinstance(fmt, dict) or set(fmt) != {"json_schema"} or not isinstance(fmt["json_schema"], dict):
         report("bad_expect_shape", f"{where} must be {{json_schema: <a JSON Schema mapping>}}")
         return
-    from ..schemas.user import dialect_problem, well_formed
+    from ..schemas.user import always_loops, dialect_problem, well_formed
     if well_formed(fmt["json_schema"]):
-        return   # check_schema is sure to pass: jsonschema is not imported
+        return   # check_schema is sure to pass (and no $ref loops): jsonschema is not imported
     problem = dialect_problem(fmt["json_schema"])
     if problem:
         report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: {problem}")
@@ -256,3 +256,9 @@ def _check_format(fmt: Any, where: str, report: Report) -> None:
     except Exception as exc:  # jsonschema.SchemaError and friends
         report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: "
                f"{getattr(exc, 'message', exc)}")
+        return
+    loop = always_loops(fmt["json_schema"])
+    if loop:
+        report("bad_expect_shape", f"{where}.json_schema loops on every answer ({loop}): a $ref leads back "
+               "to where it started without going into the answer, so no answer can be checked; make the "
+               "loop step into a property or an item")

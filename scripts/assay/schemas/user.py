@@ -214,3 +214,58 @@ def dialect_problem(schema: Any) -> str | None:
         return (f"$schema must be a string (a draft's URI, e.g. {DRAFT_2020_12}), "
                 f"got {type(schema['$schema']).__name__} {schema['$schema']!r}")
     return None
+
+
+def _pointer(schema: Any, ref: str) -> tuple[str, Any] | None:
+    """The subschema a local `#/...` pointer names (None: not a local pointer, or it names nothing)."""
+    if not isinstance(ref, str) or not _REF.fullmatch(ref):
+        return None
+    node = schema
+    for part in ref[2:].split("/") if ref != "#" else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return ref, node
+
+
+def always_loops(schema: Any) -> str | None:
+    """The `$ref` chain that sends jsonschema round in a circle on EVERY answer, or None.
+
+    From the root, only through what a full check always applies to the answer at the same place
+    (a `$ref` to a `#...` pointer, each `allOf` branch): coming back to a schema already on the
+    way is endless recursion whatever the answer is. A loop that steps into a property or an item,
+    or sits behind anyOf/oneOf/not/if (which can stop early), is not reported: the scorer names
+    those on the answer that meets them (score/answer.py LOOPING_SCHEMA)."""
+    on_way: list[tuple[int, str]] = []
+    seen: set[int] = set()     # schemas already walked to the end without a loop
+
+    def walk(node: Any, at: str) -> str | None:
+        if not isinstance(node, dict) or id(node) in seen:
+            return None
+        ids = [i for i, _ in on_way]
+        if id(node) in ids:
+            return " -> ".join([where for _, where in on_way[ids.index(id(node)):]] + [at])
+        on_way.append((id(node), at))
+        nexts = []
+        hit = _pointer(schema, node.get("$ref"))
+        if hit is not None:
+            nexts.append((hit[1], hit[0]))
+        branches = node.get("allOf")
+        if isinstance(branches, list):
+            nexts.extend((b, f"{at}/allOf/{i}") for i, b in enumerate(branches))
+        for sub, where in nexts:
+            found = walk(sub, where)
+            if found:
+                return found
+        on_way.pop()
+        seen.add(id(node))
+        return None
+
+    try:
+        return walk(schema, "#")
+    except RecursionError:
+        return None

@@ -158,6 +158,11 @@ def _check_schema(schema: Any) -> None:
                                f"{short(err.message)}") from None
 
 
+LOOPING_SCHEMA = ("expect.format.json_schema never finishes on this answer: a $ref leads back to where it "
+                  "started without going into the answer (e.g. {\"$ref\": \"#\"}, or allOf/not/anyOf back to "
+                  "itself), and jsonschema recurses forever; make the loop step into a property or an item")
+
+
 def _parse_answer_json(answer: str) -> tuple[bool, Any, str | None]:
     """(found, document, note). Bare JSON first, then fenced code blocks (```json first)."""
     try:
@@ -198,6 +203,8 @@ def _schema_check(schema: Any, answer: str) -> dict[str, Any]:
     try:
         errors = sorted(cls(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     except RecursionError:
+        if doc_in_bounds(doc):   # a shallow answer (jsonschema meets 150 levels of a tree schema): the loop is the schema's
+            raise ScorerInputError(LOOPING_SCHEMA) from None
         return _unscorable(out, "the answer's JSON is nested too deeply to check")
     except Exception as err:  # an unresolvable $ref (remote refs are never fetched) is the schema's fault
         if type(err).__module__.split(".")[0] in ("jsonschema", "referencing"):
