@@ -10,9 +10,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
 from helpers import SCRIPTS, run_script
-import pytest
 
 pytestmark = pytest.mark.slow
 

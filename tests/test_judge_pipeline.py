@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from fakeapp import Reply, app  # noqa: F401 (fixture)
 from fixtures_authoring import PROFILE, _case
 from helpers import run_script, write_yaml
 from judgefake import RUBRIC
 from test_judge_run import ANSWERS, JUDGE_CMD, app_handler
 from rundir_util import cases_view
-import pytest
 
 pytestmark = pytest.mark.slow
 

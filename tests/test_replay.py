@@ -17,10 +17,10 @@ from helpers import SCRIPTS, run_script
 from judgefake import anthropic_handler, judge_block, write_rubric
 from rundir_util import case_json, cases_view, committed_lines, run_files
 
+pytestmark = pytest.mark.slow
+
 GUARD = '''
 import os, socket
-
-pytestmark = pytest.mark.slow
 _log = os.environ["ASSAY_TEST_CONNECT_LOG"]
 def _refuse(self, address, *a):
     with open(_log, "a") as f:

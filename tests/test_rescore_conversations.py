@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakeapp import FakeApp, Reply
 from fixtures_authoring import ADAPTER, PROFILE, _case, make_state
 from helpers import run_script
 from rundir_util import case_json, cases_view
-import pytest
 
 pytestmark = pytest.mark.slow
 

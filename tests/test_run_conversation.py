@@ -14,10 +14,11 @@ import threading
 import time
 import uuid
 
+import pytest
+
 from fakeapp import FakeApp, Reply, adapter, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
 from helpers import SCRIPTS
 from rundir_util import cases_view, committed_lines, edit_case, run_files
-import pytest
 
 pytestmark = pytest.mark.slow
 
