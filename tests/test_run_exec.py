@@ -15,7 +15,6 @@ from rundir_util import cases_view
 pytestmark = pytest.mark.slow
 
 
-
 def go(state, plan, *args, env=None, subprocess=False):
     """Run the plan; in-process by default (fast), as a real subprocess when asked."""
     path = state / "work" / "plan.json"

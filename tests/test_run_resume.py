@@ -21,7 +21,6 @@ from assay.core.casestore import scan
 pytestmark = pytest.mark.slow
 
 
-
 def write(state, plan, name="plan.json"):
     path = state / "work" / name
     path.write_text(json.dumps(plan), encoding="utf-8")

@@ -129,8 +129,7 @@ class _Walk:
             elif kw == "$ref":
                 if not isinstance(v, str) or not _REF.fullmatch(v):
                     raise _NotSure
-                parts = [p for p in v[1:].split("/") if p]
-                self.refs[path] = tuple(p.replace("~1", "/").replace("~0", "~") for p in parts)
+                self.refs[path] = _ref_parts(v)
             elif kw in TEXTS:
                 if not isinstance(v, str):
                     raise _NotSure
@@ -216,20 +215,24 @@ def dialect_problem(schema: Any) -> str | None:
     return None
 
 
-def _pointer(schema: Any, ref: str) -> tuple[str, Any] | None:
+def _ref_parts(ref: str) -> tuple[str, ...]:
+    """The keys of a `#/...` pointer (matched by _REF), `~1` and `~0` unescaped."""
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in ref[1:].split("/") if p)
+
+
+def _pointer(schema: Any, ref: Any) -> Any:
     """The subschema a local `#/...` pointer names (None: not a local pointer, or it names nothing)."""
     if not isinstance(ref, str) or not _REF.fullmatch(ref):
         return None
     node = schema
-    for part in ref[2:].split("/") if ref != "#" else []:
-        part = part.replace("~1", "/").replace("~0", "~")
+    for part in _ref_parts(ref):
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
             return None
-    return ref, node
+    return node
 
 
 def always_loops(schema: Any) -> str | None:
@@ -240,20 +243,17 @@ def always_loops(schema: Any) -> str | None:
     way is endless recursion whatever the answer is. A loop that steps into a property or an item,
     or sits behind anyOf/oneOf/not/if (which can stop early), is not reported: the scorer names
     those on the answer that meets them (score/answer.py LOOPING_SCHEMA)."""
-    on_way: list[tuple[int, str]] = []
-    seen: set[int] = set()     # schemas already walked to the end without a loop
+    on_way: dict[int, str] = {}   # id of each schema on the way -> where it was reached (in order)
+    seen: set[int] = set()        # schemas already walked to the end without a loop
 
     def walk(node: Any, at: str) -> str | None:
         if not isinstance(node, dict) or id(node) in seen:
             return None
-        ids = [i for i, _ in on_way]
-        if id(node) in ids:
-            return " -> ".join([where for _, where in on_way[ids.index(id(node)):]] + [at])
-        on_way.append((id(node), at))
-        nexts = []
-        hit = _pointer(schema, node.get("$ref"))
-        if hit is not None:
-            nexts.append((hit[1], hit[0]))
+        if id(node) in on_way:
+            ids = list(on_way)
+            return " -> ".join(list(on_way.values())[ids.index(id(node)):] + [at])
+        on_way[id(node)] = at
+        nexts = [(_pointer(schema, node.get("$ref")), node.get("$ref"))]
         branches = node.get("allOf")
         if isinstance(branches, list):
             nexts.extend((b, f"{at}/allOf/{i}") for i, b in enumerate(branches))
@@ -261,7 +261,7 @@ def always_loops(schema: Any) -> str | None:
             found = walk(sub, where)
             if found:
                 return found
-        on_way.pop()
+        del on_way[id(node)]
         seen.add(id(node))
         return None
 

@@ -203,7 +203,7 @@ def _schema_check(schema: Any, answer: str) -> dict[str, Any]:
     try:
         errors = sorted(cls(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     except RecursionError:
-        if doc_in_bounds(doc):   # a shallow answer (jsonschema meets 150 levels of a tree schema): the loop is the schema's
+        if doc_in_bounds(doc):   # a shallow answer (a tree schema checks 150 levels fine): the loop is the schema's
             raise ScorerInputError(LOOPING_SCHEMA) from None
         return _unscorable(out, "the answer's JSON is nested too deeply to check")
     except Exception as err:  # an unresolvable $ref (remote refs are never fetched) is the schema's fault
