@@ -65,6 +65,21 @@ SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 MAX_DEPTH = 100   # no document assay reads (plan, adapter, run files) nests deeper than this
 
 
+MISSING = object()   # what dig() returns when the path names nothing (a JSON value may be null)
+
+
+def dig(node: Any, parts: Any) -> Any:
+    """The value at `parts` (keys of objects, decimal indexes of arrays) inside a JSON value, or MISSING."""
+    for part in parts:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return MISSING
+    return node
+
+
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The key path (`a.b[0]`) of the first container nested deeper than `limit`, else None.
     Iterative: safe on any depth the parser let through."""

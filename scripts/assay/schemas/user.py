@@ -24,6 +24,7 @@ import math
 import re
 from typing import Any
 
+from ..core.jsonio import MISSING, dig
 from .fast import TYPES, Check, UserCompiler
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -224,15 +225,8 @@ def _pointer(schema: Any, ref: Any) -> Any:
     """The subschema a local `#/...` pointer names (None: not a local pointer, or it names nothing)."""
     if not isinstance(ref, str) or not _REF.fullmatch(ref):
         return None
-    node = schema
-    for part in _ref_parts(ref):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    node = dig(schema, _ref_parts(ref))
+    return None if node is MISSING else node
 
 
 def always_loops(schema: Any) -> str | None:

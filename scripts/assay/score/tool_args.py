@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.jsonio import MISSING, dig
 from .base import FAIL, PASS, UNSCORABLE, ScorerInputError, contains_token, fold_checks, is_number, nfc, short
 
 SCOPES = ("any", "all", "first")
@@ -75,14 +76,8 @@ def _source_text(call: dict, source: str | None) -> str | None:
     tool, _, field = source.partition(".")
     if call.get("name") != tool:
         return None
-    for part in field.split(".") if field else []:
-        if isinstance(result, dict) and part in result:
-            result = result[part]
-        elif isinstance(result, list) and part.isdigit() and int(part) < len(result):
-            result = result[int(part)]
-        else:
-            return None
-    return _result_text(result)
+    result = dig(result, field.split(".") if field else [])
+    return None if result is MISSING else _result_text(result)
 
 
 def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list[dict]) -> tuple[str, str | None]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import writer
+from ..core.jsonio import MISSING, dig
 from ..core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
 from .conventions import CONVENTION_NAMES
 from .normalize import norm_id
@@ -35,14 +36,9 @@ def make_traceparent() -> tuple[str, str]:
 
 def trace_id_from_response(response_json: Any, field: str) -> tuple[str | None, str | None]:
     """(trace_id, None) from the dotted `field` of the response JSON, or (None, why not)."""
-    node = response_json
-    for part in field.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None, f"response has no field {field!r} (correlation response-field:{field})"
+    node = dig(response_json, field.split("."))
+    if node is MISSING:
+        return None, f"response has no field {field!r} (correlation response-field:{field})"
     tid, _ = norm_id(node, 16)
     if not tid or len(tid) != 32:
         return None, f"response field {field!r} is not a 32-hex trace id: {writer.clip(node, 80)!r}"
