@@ -299,3 +299,28 @@ def test_the_linter_names_a_loop_every_answer_meets_and_lets_a_tree_schema_be():
     for answer in ('1', '"x"', '{"a": [1]}'):
         with pytest.raises(ScorerInputError, match="never finishes"):
             schema_check(answer, looped)
+
+
+def test_a_draft_named_wrong_is_an_input_error_not_the_latest_draft_in_silence():
+    """jsonschema validates a schema whose `$schema` it does not know under the latest draft (a
+    DeprecationWarning at most), where draft-07's tuple `items` + `additionalItems` mean nothing:
+    the extra item below would pass. A typo'd draft URI is the case's to fix, and both the scorer and
+    validate_cases.py say so, naming the drafts there are."""
+    from assay.lint import expect_rules
+
+    tuple_of_one = {"type": "array", "items": [{"type": "integer"}], "additionalItems": False}
+    right = dict(tuple_of_one, **{"$schema": "http://json-schema.org/draft-07/schema#"})
+    assert schema_check("[1, 2]", right)["verdict"] == "fail"     # draft-07 read as draft-07
+    assert schema_check("[1]", right)["verdict"] == "pass"
+    for typo in ("http://json-schema.org/draft7/schema#", "https://json-schema.org/draft-07/schema#", ""):
+        schema = dict(tuple_of_one, **{"$schema": typo})
+        with pytest.raises(ScorerInputError, match=r"is not a JSON Schema draft jsonschema knows; use one of .*"
+                                                   r"http://json-schema.org/draft-07/schema#"):
+            schema_check("[1, 2]", schema)
+        out = []
+        expect_rules._check_format({"json_schema": schema}, "expect.format",
+                                   lambda code, msg, **kw: out.append((code, msg)))
+        assert [code for code, _ in out] == ["bad_expect_shape"] and repr(typo) in out[0][1], out
+    # the spellings jsonschema does know stay valid, with or without the empty fragment
+    for known in ("http://json-schema.org/draft-07/schema", "https://json-schema.org/draft/2020-12/schema#"):
+        assert schema_check("[1]", {"$schema": known, "type": "array"})["verdict"] == "pass"

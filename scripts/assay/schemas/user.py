@@ -28,6 +28,10 @@ from ..core.jsonio import MISSING, dig
 from .fast import TYPES, Check, UserCompiler
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+# the drafts jsonschema validates, as their metaschemas spell them (a trailing "#" is the same URI)
+KNOWN_DRAFTS = (DRAFT_2020_12, "https://json-schema.org/draft/2019-09/schema",
+                "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-06/schema#",
+                "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-03/schema#")
 MAX_JSON_DEPTH = 64  # nesting of the schema as JSON
 MAX_DEPTH = 32       # nesting of its subschemas, unfolded through $refs
 MAX_DOC_DEPTH = 48   # nesting of a document the fast check may call valid
@@ -207,12 +211,23 @@ def doc_in_bounds(doc: Any) -> bool:
 
 
 def dialect_problem(schema: Any) -> str | None:
-    """Why jsonschema cannot even pick a draft for `schema` (a `$schema` that is not a string: it
-    reads it as a URI and fails with an AttributeError), or None. The answer scorer and the expect
-    linter both ask this before jsonschema is called, so each says what is wrong instead of crashing."""
-    if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
+    """Why jsonschema cannot pick the draft `schema` names, or None. A `$schema` that is not a string
+    (jsonschema reads it as a URI and fails with an AttributeError), or a string that is no draft
+    jsonschema knows: it would validate under the latest draft without a word (a DeprecationWarning
+    at most), so a typo'd draft-07 URI would silently drop draft-07's `additionalItems` or
+    `dependencies` -- a pass the author did not ask for. The answer scorer and the expect linter both
+    ask this before jsonschema validates, so each says what is wrong instead of guessing."""
+    if not isinstance(schema, dict) or "$schema" not in schema:
+        return None
+    uri = schema["$schema"]
+    if not isinstance(uri, str):
         return (f"$schema must be a string (a draft's URI, e.g. {DRAFT_2020_12}), "
-                f"got {type(schema['$schema']).__name__} {schema['$schema']!r}")
+                f"got {type(uri).__name__} {uri!r}")
+    from jsonschema import validators  # only reached off the fast path, which imports it next anyway
+
+    if validators.validator_for(schema, default=None) is None:
+        return (f"$schema {uri!r} is not a JSON Schema draft jsonschema knows; use one of "
+                f"{', '.join(KNOWN_DRAFTS)}, or leave $schema out for {DRAFT_2020_12}")
     return None
 
 
