@@ -27,7 +27,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	@touch $@
 
 test: venv
-	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 $(PYTEST_ARGS)
 
 demo: venv
 	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,) $(if $(filter 1 true yes,$(COMPARE)),--compare,) $(if $(filter 1 true yes,$(VIEW)),--view,) $(if $(VIEW_SECONDS),--view-seconds $(VIEW_SECONDS),)

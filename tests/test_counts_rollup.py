@@ -194,7 +194,7 @@ def test_secret_resolution_names_every_missing_var():
 
 
 def test_slim_records_count_and_derive_like_full_ones():
-    from assay.rundir import derived
+    from assay.rundir import derived, routing_files
     full = rec("c-1", "fail", layers={
         "http": {"verdict": "pass", "status": 200, "expected_status": None},
         "routing": {"verdict": "fail", "expected": "a", "observed": "b", "acceptable": ["a"], "clarify_ok": False,
@@ -205,7 +205,7 @@ def test_slim_records_count_and_derive_like_full_ones():
         k=1, sent=True, skip_reason=None, repeats=None)
     s = derived.slim(full)
     assert summarize([s], status="ok", missing_artifacts=[]) == summarize([full], status="ok", missing_artifacts=[])
-    assert derived.routing_rows([s]) == derived.routing_rows([full])
+    assert routing_files.routing_rows([s]) == routing_files.routing_rows([full])
     assert derived.results_rows([s]) == derived.results_rows([full])
     assert derived.verdict_row(s) == derived.verdict_row(full)
     assert "checks" not in s["layers"]["answer"]

@@ -7,7 +7,7 @@ import json
 from helpers import run_script
 from rundir_util import make_run
 
-from assay.rundir.derived import routing_report_doc
+from assay.rundir.routing_files import routing_report_doc
 from rundir_util import cases_view
 
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..core.casekind import DEFAULT_MAX_TURNS, every_expect_of, is_conversation  # noqa: F401 (re-exported)
 from ..core.errors import AssayError
 from ..core.ids import new_uuid4, utc_now_iso
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
@@ -26,7 +27,6 @@ from .sessions import CookieJar, read_session  # noqa: F401 (CookieJar: part of 
 STYLES = ("client-id", "server-id", "cookie")
 MEMORY = ("session", "user", None)
 STOP_VERDICTS = (FAIL, INFRA_ERROR, INFRA_INCOMPLETE)
-DEFAULT_MAX_TURNS = 12
 NO_BLOCK_REASON = ("conversation not run: the adapter declares no invocation.conversation "
                    "(add style client-id, server-id or cookie)")
 
@@ -107,11 +107,6 @@ class TurnSpec:
     checkpoint: bool          # an earlier turn's own expect (the last turn uses the top-level expect)
 
 
-def is_conversation(case: Mapping[str, Any]) -> bool:
-    inp = case.get("input")
-    return isinstance(inp, Mapping) and "turns" in inp
-
-
 def turn_specs(case: Mapping[str, Any]) -> list[TurnSpec]:
     """The turns as sent and scored. Pure. Call only after skip_reason() said None."""
     inp = case["input"]
@@ -160,18 +155,6 @@ def skip_reason(case: Mapping[str, Any], conv: ConversationConfig | None, max_tu
 def turn_case(case: Mapping[str, Any], spec: TurnSpec) -> dict[str, Any]:
     """The case as one turn: what the invoker renders and the layers score (identity, persona kept)."""
     return {**case, "input": {"messages": [{"role": "user", "content": spec.user}]}, "expect": spec.expect}
-
-
-def every_expect_of(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Every expect a conversation asserts (checkpoints, every_turn, the top level): for safety gates."""
-    out = [case.get("expect")] if isinstance(case.get("expect"), Mapping) else []
-    inp = case.get("input") if isinstance(case.get("input"), Mapping) else {}
-    if isinstance(inp.get("every_turn"), Mapping):
-        out.append(inp["every_turn"])
-    for turn in inp.get("turns") or [] if isinstance(inp.get("turns"), list) else []:
-        if isinstance(turn, Mapping) and isinstance(turn.get("expect"), Mapping):
-            out.append(turn["expect"])
-    return out
 
 
 # ---------------------------------------------------------------- one conversation (one repeat)

@@ -250,7 +250,7 @@ def _simulator_block(converted: dict[str, Any], cases: list[dict[str, Any]], not
     """plan.simulator: enabled when simulator/simulator.yaml exists (a simulated case without it is
     skipped by the runner, naming the file to add)."""
     from ..simulate.config import effective
-    from ..simulate.scenario import is_simulated
+    from ..core.casekind import is_simulated
     config = converted.get("simulator_config")
     simulated = sum(1 for c in cases if is_simulated(c))
     if config is None:

@@ -6,7 +6,6 @@ from typing import Any, Mapping
 
 from ..core import writer
 from ..core.vocab import ERROR, INFRA_ERROR, INFRA_INCOMPLETE, UNSCORED, is_judge_unstable
-from ..judge.fold import sum_usage
 from ..score.rollup import unscored_reason
 from .caseinfo import case_title, input_text
 from ..invoke.outcome import RESPONSE, is_rate_limited, same_body_key
@@ -52,7 +51,7 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
                  for r in repeats] if k > 1 else None,
         scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
         judge_unstable=folded == UNSCORED and any(is_judge_unstable({"layers": r["layers"]}) for r in repeats),
-        judged=bool(judged), judge_usage=sum_usage([r["judge_doc"]["usage"] for r in judged]) if judged else None,
+        judged=bool(judged), judge_usage=_judge_usage(judged),
         trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
         undeclared_tools=undeclared or None)
 
@@ -75,3 +74,10 @@ def repeated_5xx(repeats: list[dict]) -> dict | None:
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
+
+def _judge_usage(judged: list[dict]) -> dict[str, Any] | None:
+    """The judge's tokens over a case's judged repeats (the judge's modules: only for a judged case)."""
+    if not judged:
+        return None
+    from ..judge.fold import sum_usage
+    return sum_usage([r["judge_doc"]["usage"] for r in judged])

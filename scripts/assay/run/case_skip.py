@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+from ..core.casekind import DEFAULT_MAX_TURNS, every_expect_of, is_conversation, is_simulated
 from ..core.vocab import ADVERSARIAL_CATEGORIES
-from ..invoke import conversation as convo
-from ..simulate.scenario import is_simulated
+
+if TYPE_CHECKING:   # the conversation code is loaded only when a conversation case is met
+    from ..invoke import conversation as convo
 
 
 def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Mapping[str, Any],
                 mode: str, *, conv: "convo.ConversationConfig | None" = None,
-                max_turns: int = convo.DEFAULT_MAX_TURNS, matrix: Mapping[str, Any] | None = None,
+                max_turns: int = DEFAULT_MAX_TURNS, matrix: Mapping[str, Any] | None = None,
                 simulator: Any = None) -> str | None:
     """Why a case is not sent (safety gates and unsupported inputs), or None. Pure."""
     inp = case.get("input") or {}
@@ -26,8 +28,9 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
         why = simulated_skip(case, conv, max_turns, matrix, simulator)
         if why:
             return why
-    elif convo.is_conversation(case):
-        why = convo.skip_reason(case, conv, max_turns, matrix)
+    elif is_conversation(case):
+        from ..invoke.conversation import skip_reason as conversation_skip
+        why = conversation_skip(case, conv, max_turns, matrix)
         if why:
             return why
     else:
@@ -55,7 +58,7 @@ def skip_reason(case: Mapping[str, Any], adapter: Mapping[str, Any], safety: Map
 
 def _tools_named(case: Mapping[str, Any]) -> set[str]:
     names: set[str] = set()
-    for expect in convo.every_expect_of(case) or [{}]:
+    for expect in every_expect_of(case) or [{}]:
         _tools_in_expect(expect, names)
     for key in ("available_tools",):
         if isinstance(case.get(key), list):

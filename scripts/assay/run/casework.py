@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core import casestore, writer
+from ..core.casekind import DEFAULT_MAX_TURNS, is_conversation, is_simulated
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import INFRA_ERROR, PASS, SKIPPED
 from ..replay.miss import ReplayMiss
@@ -24,20 +25,20 @@ from ..score.rollup import fold_repeats
 from .case_files import CaseFiles, case_json, judge_doc
 from .case_record import base_record, sent_record
 from .case_skip import skip_reason
-from ..invoke import conversation as convo
 from .layers import ScoreContext, skipped_layers, stopped_layers
 from .limiter import RATE_LIMIT_STATUSES, AppSlots
 from ..invoke.outcome import RESPONSE, Outcome, parse_retry_after
-from .repeat_conversation import conversation_record, one_conversation
 from .repeat_single import one_repeat
-from ..simulate.scenario import is_simulated
 from .runlog import RunLog, case_ref
 from ..traces.collect import TraceConfig
+
+if TYPE_CHECKING:   # conversations load their code when the first one runs
+    from ..invoke import conversation as convo
 
 
 def _mark_kind(record: dict[str, Any], case: Mapping[str, Any]) -> None:
     """A conversation (or simulated user) that was never sent is still counted with its kind."""
-    if convo.is_conversation(case) or is_simulated(case):
+    if is_conversation(case) or is_simulated(case):
         record["multi_turn"] = True
     if is_simulated(case):
         record["simulated"] = True
@@ -73,7 +74,7 @@ class CaseWorker:
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),
                            conv=self.conversation, max_turns=int(self.execution.get("max_turns") or
-                                                                convo.DEFAULT_MAX_TURNS),
+                                                                DEFAULT_MAX_TURNS),
                            matrix=self.score_ctx.matrix, simulator=self.simulator)
 
     # ------------------------------------------------------------ one case
@@ -119,6 +120,7 @@ class CaseWorker:
         record = sent_record(base, repeats, chosen, folded, k=self.k, judged=judged,
                              undeclared=self._undeclared(chosen))
         if "turns" in chosen:
+            from .repeat_conversation import conversation_record   # conversations' modules: only for one
             conversation_record(record, repeats, chosen, folded, k=self.k, conv=self.conversation)
         if "simulator" in chosen:
             from .simulated import simulated_record   # the simulator's modules: only for a simulated case
@@ -129,7 +131,8 @@ class CaseWorker:
         if is_simulated(case):
             from .simulated import one_simulated
             return one_simulated(self, case, n, ref)
-        if self.conversation is not None and convo.is_conversation(case):
+        if self.conversation is not None and is_conversation(case):
+            from .repeat_conversation import one_conversation
             return one_conversation(self, case, n, ref)
         return one_repeat(self, case, n, ref)
 

@@ -181,7 +181,7 @@ def dry_run(plan: dict, environ) -> dict:
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
     setup.trace.close()  # a dry run sends nothing: no listener stays open
-    from ..invoke.conversation import DEFAULT_MAX_TURNS, is_conversation
+    from ..core.casekind import DEFAULT_MAX_TURNS, is_conversation
     ex = setup.execution
     listed, holdout_n, sendable, calls, conversations = [], 0, 0, 0, 0
     for case in plan["cases"]:

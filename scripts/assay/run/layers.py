@@ -296,7 +296,7 @@ def warm_scorers(cases: Any = ()) -> None:
     """Import every scorer module a case worker may reach, on the calling thread (and the simulated
     user's path, `run.simulated`, when one of `cases` is simulated: only such a run imports it)."""
     import importlib
-    from ..simulate.scenario import any_simulated
+    from ..core.casekind import any_simulated
     simulated = any_simulated(cases)
     for name in _LAZY_SCORERS:
         importlib.import_module(f"..score.{name}", __package__)

@@ -212,7 +212,7 @@ def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
 
 
 def _simulator_manifest(setup: RunSetup) -> dict[str, Any]:
-    from ..simulate.scenario import any_simulated
+    from ..core.casekind import any_simulated
     if setup.simulator is None and not any_simulated(setup.plan.get("cases")):
         return {}   # (simulator_manifest's None: no case is simulated)
     from ..simulate.build import simulator_manifest
@@ -244,9 +244,11 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     mc = max_concurrency(plan)
     replaying = replay is not None and not replay.calls_app   # every answer from the cache
     invoker = build_invoker(plan, env, state, out=out, environ=environ, replaying=replaying)
-    from ..invoke.conversation import conversation_config
-    conv = conversation_config(plan.invocation,
-                               getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
+    conv = None
+    if plan.invocation.get("conversation") is not None:   # the conversation code: only for an adapter with one
+        from ..invoke.conversation import conversation_config
+        conv = conversation_config(plan.invocation,
+                                   getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))
     trace = trace_branch(plan.adapter, state, env)
     judge = None
     if (plan.judge_block or {}).get("enabled"):   # (build_runtime's own test; imported only for a judged run)

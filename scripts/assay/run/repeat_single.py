@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core.ids import new_uuid4
-from ..judge.prompt import Material
-from ..judge.turns import gold_of
-from ..judge.rubrics import case_pins as rubric_pins
 from ..core.vocab import UNSCORED
 from ..score.rollup import case_verdict
 from ..invoke.http import user_turn
@@ -15,7 +12,6 @@ from .judged_reason import JUDGE_PENDING
 from ..invoke.outcome import RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, is_rate_limited
 from .repeat_scoring import infra_part, response_record, score_answered, scrub
 from ..traces.collect import request_trace_headers
-from .turn_judging import NO_ANSWER, tool_results_of
 
 if TYPE_CHECKING:
     from .casework import CaseWorker
@@ -54,6 +50,10 @@ def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> d
 def judge_answer(w: "CaseWorker", case, answer: str | None, trajectory: dict | None,
                  ref: dict) -> tuple[dict, dict | None]:
     """(judged layer, judge.json doc or None) for one scored repeat."""
+    from ..judge.prompt import Material   # the judge's modules: only for a run with a judge
+    from ..judge.rubrics import case_pins as rubric_pins
+    from ..judge.turns import gold_of
+    from .turn_judging import NO_ANSWER, tool_results_of
     if answer is None:
         return {"verdict": UNSCORED, "reason": NO_ANSWER}, None
     material = Material(user_message=scrub(user_turn(case)) or "", answer=scrub(answer) or "",

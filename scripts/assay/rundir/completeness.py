@@ -19,6 +19,7 @@ from ..core.runplan import read_plan_text
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS, summarize
 from . import derived
+from .routing_files import iter_routing_rows
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_run_files
 from .completeness_case import SYMLINK_PROBLEM, _schema_problem, _VerdictSchema, dir_cases, journal_cases
 
@@ -142,7 +143,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         _check_jsonl(out, "verdicts_for_stats.jsonl",
                      lambda: (row for row in (derived.stats_row(r) for r in ordered) if row), problems, name)
     if "routing_results.jsonl" in required and not _as_written(out, "routing_results.jsonl", landed):
-        _check_jsonl(out, "routing_results.jsonl", lambda: derived.iter_routing_rows(ordered), problems, lambda c: str(c))
+        _check_jsonl(out, "routing_results.jsonl", lambda: iter_routing_rows(ordered), problems, lambda c: str(c))
     if "repeats.jsonl" in required and not _as_written(out, "repeats.jsonl", landed):
         _check_jsonl(out, "repeats.jsonl", lambda: (row for r in ordered for row in derived.repeat_rows(r)), problems,
                      name)

@@ -21,13 +21,13 @@ from ..core.vocab import FAIL, LAYER_ORDER, PASS
 from ..score.rollup import failed_layers
 from ..stats.counts import summarize
 from ..stats.tally import Tally
-from .artifacts import routing_scorable
+from .routing_files import ROUTING_KEYS, RoutingPass, iter_routing_rows, routing_report_doc, sealed_ids
 from .spill import PlanLines
 
 REFRESH_MIN_CASES = 16
 REFRESH_GROWTH = 0.5
 REFRESH_MAX_S = 5.0
-ROUTING_KEYS = ("expected", "observed", "acceptable", "clarify_ok", "clarified", "observed_from")
+
 
 
 def _line(row: Any) -> str:
@@ -49,48 +49,6 @@ def stats_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
     if record.get("verdict") in (PASS, FAIL):
         return {"case_id": record["case_id"], "verdict": record["verdict"]}
     return None
-
-
-def sealed_ids(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Run-level reports name a holdout case only as `<holdout #i>` (i = its order among the
-    run's holdout cases), so the seal holds in routing and reliability reports too."""
-    out: dict[str, str] = {}
-    for r in records:
-        if r.get("holdout"):
-            out[r["case_id"]] = f"<holdout #{len(out) + 1}>"
-    return out
-
-
-def routing_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """routing_results.jsonl: non-canary routing-scorable cases, plan order, holdout ids sealed."""
-    return list(iter_routing_rows(records))
-
-
-def iter_routing_rows(records: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
-    """routing_rows, streamed (`records` is read twice: the holdout seal, then the rows)."""
-    sealed = sealed_ids(records)
-    for record in records:
-        if record.get("canary") or not routing_scorable(record):
-            continue
-        layer = record["layers"]["routing"]
-        row = {"case_id": sealed.get(record["case_id"], record["case_id"])}
-        row.update({k: layer.get(k) for k in ROUTING_KEYS})
-        yield row
-
-
-class _Counted:
-    """An iterable that counts what it yielded (routing_report reads its rows once, then len)."""
-
-    def __init__(self, rows: Iterable) -> None:
-        self._rows, self.n = rows, 0
-
-    def __iter__(self) -> Iterator:
-        for row in self._rows:
-            self.n += 1
-            yield row
-
-    def __len__(self) -> int:
-        return self.n
 
 
 def _lines(rows: Iterable[Any], size: int = 1 << 20) -> Iterator[bytes]:
@@ -167,19 +125,6 @@ def reliability_doc(records: list[dict], k: int) -> dict[str, Any]:
     return reliability(per_case, k)
 
 
-def routing_report_doc(records: list[dict], oos_route: str | None) -> dict[str, Any]:
-    from ..score.routing import routing_report
-    doc = routing_report(_Counted(iter_routing_rows(records)), oos_route)
-    # conversations are one case each, not one routing decision per turn: left out, and said so
-    left_out = sum(1 for r in records if r.get("multi_turn") and not r.get("canary")
-                   and ((r.get("layers") or {}).get("routing") or {}).get("verdict") in ("pass", "fail"))
-    doc["conversations_left_out"] = left_out
-    doc["conversations_note"] = (f"{left_out} conversation(s) left out: a conversation's turns are not "
-                                 "independent routing decisions, so this report covers single-turn cases only; "
-                                 "their routing verdicts are in each case's verdict.json" if left_out else None)
-    return doc
-
-
 _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed", "repeated_5xx",
               "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect",
               "unscored_reason", "title", "multi_turn", "turns_sent", "turns_total", "failed_turn", "turns", "memory",
@@ -228,10 +173,11 @@ def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: 
     from disk). The runner's finalize and the shard merge both call this. Returns the sha256 of
     the JSONL files written (the end-of-run check compares those instead of re-deriving them)."""
     hashes: dict[str, str] = {}
-    if next(iter_routing_rows(records), None) is not None:
+    seen = RoutingPass(records)
+    if seen.rows:
         hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl",
-                                                              _lines(iter_routing_rows(records)))
-        atomic_write_json(out / "routing_report.json", routing_report_doc(records, oos_route))
+                                                              _lines(iter_routing_rows(records, seen.sealed)))
+        atomic_write_json(out / "routing_report.json", routing_report_doc(records, oos_route, seen))
     if k > 1:
         main = [r for r in records if not r.get("canary")]
         hashes["repeats.jsonl"] = writer.write_chunks(out / "repeats.jsonl",

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..core.casekind import SIMULATED_KEY, any_simulated, is_simulated  # noqa: F401 (re-exported)
 from ..core.suggest import did_you_mean
 
-SIMULATED_KEY = "simulated_user"
 REQUIRED = ("persona", "goal", "stop_when")
 OPTIONAL = ("facts", "max_turns", "seed")
 KEYS = REQUIRED + OPTIONAL
@@ -47,24 +47,6 @@ class Scenario:
         """The scenario as recorded (simulator.json) and as the simulator reads it."""
         return {"persona": self.persona, "goal": self.goal, "facts": [list(f) for f in self.facts],
                 "stop_when": self.stop_when, "max_turns": self.max_turns, "seed": self.seed}
-
-
-def is_simulated(case: Mapping[str, Any]) -> bool:
-    inp = case.get("input")
-    return isinstance(inp, Mapping) and SIMULATED_KEY in inp
-
-
-_KEY_BYTES = f'"{SIMULATED_KEY}":'.encode("utf-8")
-
-
-def any_simulated(cases: Any) -> bool:
-    """Whether any case is simulated. On the plan's case table (core.runplan.CaseTable: each case held
-    as its canonical JSON, where the key is written literally) a case whose text lacks the key is not
-    parsed: a 2,000-case plan with no simulated user costs no parse at all."""
-    raw = getattr(cases, "raw", None)
-    if raw is None:
-        return any(is_simulated(c) for c in cases or [])
-    return any(is_simulated(cases[i]) for i in range(len(cases)) if _KEY_BYTES in raw(i))
 
 
 def _text_ok(value: Any) -> bool:

@@ -61,22 +61,26 @@ def request_shape(adapter: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def judge_identity_of(plan: Mapping[str, Any]) -> dict[str, Any] | None:
-    from ..judge.identity import judge_identity
     block = plan.get("judge") if isinstance(plan.get("judge"), Mapping) else {}
     config = block.get("config") if isinstance(block.get("config"), Mapping) else None
-    return judge_identity(config) if config else None
+    if not config:
+        return None
+    from ..judge.identity import judge_identity   # the judge's modules: only for a plan with a judge
+    return judge_identity(config)
 
 
 def simulator_identity_of(plan: Mapping[str, Any]) -> dict[str, Any] | None:
-    from ..simulate.config import identity
     block = plan.get("simulator") if isinstance(plan.get("simulator"), Mapping) else {}
     config = block.get("config") if isinstance(block.get("config"), Mapping) else None
-    return identity(dict(config)) if config else None
+    if not config:
+        return None
+    from ..simulate.config import identity   # the simulator's modules: only for a plan with one
+    return identity(dict(config))
 
 
 def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request: Mapping[str, Any],
                 judge: Mapping[str, Any] | None, simulator: Mapping[str, Any] | None = None) -> str:
-    from ..simulate.scenario import is_simulated
+    from ..core.casekind import is_simulated
     pins = case_pins_of(case)
     doc = {"case": {k: v for k, v in case.items() if k not in CASE_BOOKKEEPING},
            "rubrics": {p: rubric_content(rubrics[p]) if isinstance(rubrics.get(p), Mapping) else None for p in pins},
