@@ -217,3 +217,24 @@ def test_cases_phrase_is_one_wording():
     assert cases_phrase(1, 1) == "1 case + 1 canary"
     assert cases_phrase(0, 0) == "0 cases + 0 canaries"
     assert cases_phrase("x", None) == "n/a cases + n/a canaries"
+
+
+def test_one_routing_pass_gives_what_the_separate_passes_gave():
+    """The finalize reads a run streamed from disk once for the holdout seal, whether any routing row
+    exists and the conversations left out (rundir.routing_files.RoutingPass); each was a pass of its
+    own. On every mix of holdout / canary / conversation / scorable the answers are the same."""
+    from assay.rundir import routing_files as rf
+
+    def rec(i, holdout, canary, multi, verdict):
+        return {"case_id": f"c-{i}", "holdout": holdout, "canary": canary, "multi_turn": multi,
+                "layers": {"routing": {"verdict": verdict, "expected": "a", "observed": "b"}}}
+    combos = list(itertools.product((False, True), (False, True), (False, True), ("pass", "fail", "n/a")))
+    for size in (0, 1, 5, len(combos)):
+        records = [rec(i, *c) for i, c in enumerate(combos[:size] + combos[::-1][:size])]
+        seen = rf.RoutingPass(records)
+        assert seen.sealed == rf.sealed_ids(records)
+        assert seen.rows == len(rf.routing_rows(records))
+        assert seen.left_out == sum(1 for r in records if r["multi_turn"] and not r["canary"]
+                                    and r["layers"]["routing"]["verdict"] in ("pass", "fail"))
+        assert rf.routing_report_doc(records, None, seen) == rf.routing_report_doc(records, None)
+    assert rf.RoutingPass([rec(0, True, False, True, "pass")]).left_out == 1   # the loop above reaches each kind
