@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The run directory's cost and the 100,000-case curve (issue: performance round 3).
 
-    .venv/bin/python bench/scale.py [--out DIR] [--quick] [--pair-reps 3] [--conc-reps 3]
+    .venv/bin/python bench/scale.py [--out DIR] [--quick] [--keep] [--pair-reps 3] [--conc-reps 3]
                                     [--sizes 1000,10000,100000] [--curve-reps 3,2,1]
 
 1. **disk vs tmpfs**: the same 2,000-case run (0 ms app, c=8) on this VM's disk (OUT/work)
@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--curve-reps", default="3,2,1")
     ap.add_argument("--only", default="pair,conc,curve")
+    ap.add_argument("--keep", action="store_true", help="keep the run directories (OUT/work; 0.5 GB at 100,000 cases)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     work = out / "work" / f"scale-{os.getpid()}"
@@ -186,11 +187,14 @@ def main(argv: list[str] | None = None) -> int:
         fast.stop()
         slow.stop()
         shutil.rmtree(shm, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     results["uptime_end"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     out.mkdir(parents=True, exist_ok=True)
     (out / "scale.json").write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
     print(json.dumps(results, indent=2, sort_keys=True, default=str))
-    log(f"run dirs kept under {work} (remove with rm -rf when done)")
+    if args.keep:
+        log(f"run dirs kept under {work} (remove with rm -rf when done)")
     return 0
 
 
