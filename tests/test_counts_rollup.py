@@ -238,3 +238,36 @@ def test_one_routing_pass_gives_what_the_separate_passes_gave():
                                     and r["layers"]["routing"]["verdict"] in ("pass", "fail"))
         assert rf.routing_report_doc(records, None, seen) == rf.routing_report_doc(records, None)
     assert rf.RoutingPass([rec(0, True, False, True, "pass")]).left_out == 1   # the loop above reaches each kind
+
+
+@pytest.mark.parametrize("with_holdout", [False, True])
+def test_the_runners_routing_lines_write_the_bytes_the_records_give(tmp_path, with_holdout):
+    """The runner keeps each routing row's line as its case finishes (DerivedFiles.routing) and the
+    finalize writes routing_results.jsonl and routing_report.json from them; the shard merge and
+    --verify derive both from the records. Same bytes, in finish order or not; a holdout row (its id
+    sealed by an order known only at the end) sends the runner down the records path."""
+    from assay.rundir import derived
+    manifest = {"run_id": "smoke-20261129T101500Z", "mode": "smoke", "gate": "soft", "selecting_split": "smoke",
+                "k": 1, "harness_version": "0.1.0", "dataset_version": 1, "started_at": "t"}
+    routes = ["billing", "tech", "oos", None]
+    records = []
+    for i in range(60):
+        layer = {"verdict": ("pass", "fail", "n/a")[i % 3], "expected": routes[i % 4], "observed": routes[(i * 7) % 4],
+                 "acceptable": ["tech"] if i % 5 == 0 else [], "clarify_ok": i % 6 == 0, "observed_from": "response"}
+        r = rec(f"c-{i:03d}", layer["verdict"] if layer["verdict"] != "n/a" else "pass", layers={"routing": layer})
+        r.update(canary=i % 11 == 0, multi_turn=i % 9 == 0, holdout=with_holdout and i % 13 == 1)
+        records.append(r)
+    (tmp_path / "fast").mkdir()
+    d = derived.DerivedFiles(tmp_path / "fast", manifest, len(records))
+    for i in sorted(range(len(records)), key=lambda i: (i * 37) % len(records)):   # finish order != plan order
+        d.add(i, records[i])
+    assert d.routing.usable is (not with_holdout) and d.routing.rows > 0 and d.routing.left_out > 0
+    (tmp_path / "slow").mkdir()
+    fast = derived.write_run_reports(tmp_path / "fast", d.ordered(), k=1, oos_route="oos", baseline=None,
+                                     routing=d.routing)
+    slow = derived.write_run_reports(tmp_path / "slow", [derived.slim(r) for r in records], k=1, oos_route="oos",
+                                     baseline=None)
+    assert fast == slow
+    for name in ("routing_results.jsonl", "routing_report.json"):
+        assert (tmp_path / "fast" / name).read_bytes() == (tmp_path / "slow" / name).read_bytes(), name
+    d.close()

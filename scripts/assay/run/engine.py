@@ -397,4 +397,4 @@ class Run:
 
     def _write_reports(self, records) -> dict[str, str]:
         return derived.write_run_reports(self.s.out, records, k=self.plan.k, oos_route=self.s.scoring.get("oos_route"),
-                                  baseline=self.s.baseline)
+                                         baseline=self.s.baseline, routing=self.derived.routing)

@@ -21,7 +21,8 @@ from ..core.vocab import FAIL, LAYER_ORDER, PASS
 from ..score.rollup import failed_layers
 from ..stats.counts import summarize
 from ..stats.tally import Tally
-from .routing_files import ROUTING_KEYS, RoutingPass, iter_routing_rows, routing_report_doc, sealed_ids
+from .routing_files import (ROUTING_KEYS, RoutingLines, RoutingPass, iter_routing_rows, report_doc, routing_report_doc,
+                            sealed_ids)
 from .spill import PlanLines
 
 REFRESH_MIN_CASES = 16
@@ -49,6 +50,11 @@ def stats_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
     if record.get("verdict") in (PASS, FAIL):
         return {"case_id": record["case_id"], "verdict": record["verdict"]}
     return None
+
+
+def _row_bytes(row: Any) -> bytes:
+    """One JSONL line of a run-level file, exactly as `_lines` writes it."""
+    return writer.encode(writer.dumps(row, indent=None) + "\n")
 
 
 def _lines(rows: Iterable[Any], size: int = 1 << 20) -> Iterator[bytes]:
@@ -166,15 +172,27 @@ def _shared(layer: dict) -> dict:
 
 
 def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: str | None,
-                      baseline: Mapping[str, Any] | None) -> dict[str, str]:
+                      baseline: Mapping[str, Any] | None, routing: RoutingLines | None = None) -> dict[str, str]:
     """The run-level reports after the last case (contracts §11): routing_results.jsonl and
     routing_report.json, repeats.jsonl and reliability.json (k > 1), comparison.json (with a
     baseline). `records` in plan order, re-iterable (a list, or DerivedFiles.ordered() streamed
     from disk). The runner's finalize and the shard merge both call this. Returns the sha256 of
-    the JSONL files written (the end-of-run check compares those instead of re-deriving them)."""
+    the JSONL files written (the end-of-run check compares those instead of re-deriving them).
+    `routing` (the runner's, when usable): the routing rows' lines as the cases finished."""
     hashes: dict[str, str] = {}
-    seen = RoutingPass(records)
-    if seen.rows:
+    if routing is not None and routing.usable:
+        if routing.rows:
+            import json
+            hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl", routing.spill.chunks())
+            rows = (json.loads(line) for line in routing.spill.lines())
+            atomic_write_json(out / "routing_report.json", report_doc(rows, routing.left_out, oos_route))
+        records_needed = k > 1 or baseline is not None
+        if not records_needed:
+            return hashes
+        seen = None
+    else:
+        seen = RoutingPass(records)
+    if seen is not None and seen.rows:
         hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl",
                                                               _lines(iter_routing_rows(records, seen.sealed)))
         atomic_write_json(out / "routing_report.json", routing_report_doc(records, oos_route, seen))
@@ -216,6 +234,7 @@ class DerivedFiles:
         self.tally = Tally()
         self._done = bytearray(n_cases)
         self._vline, self._sline, self._rline, self._slim = (PlanLines(out, n_cases) for _ in range(4))
+        self.routing = RoutingLines(PlanLines(out, n_cases))   # routing_results.jsonl's rows, as they finish
         self._rows = 0                  # results.json case rows (non-holdout finished cases)
         self.count = 0
         self._canaries: dict[int, dict] = {}  # the finished canaries' slim records (a handful)
@@ -244,6 +263,7 @@ class DerivedFiles:
         if srow:
             self._sline.add(index, writer.encode(_line(srow)))
         self._slim.add(index, writer.encode(_line(record)))
+        self.routing.add(index, record, _row_bytes)
 
     @property
     def canaries(self) -> list[dict]:
@@ -306,7 +326,7 @@ class DerivedFiles:
         yield writer.encode("\n  ]" + tail + "\n")
 
     def close(self) -> None:
-        for spill in (self._vline, self._sline, self._rline, self._slim):
+        for spill in (self._vline, self._sline, self._rline, self._slim, self.routing.spill):
             spill.close()
 
 

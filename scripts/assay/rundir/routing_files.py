@@ -41,10 +41,21 @@ def iter_routing_rows(records: Iterable[Mapping[str, Any]], sealed: Mapping[str,
     for record in records:
         if record.get("canary") or not routing_scorable(record):
             continue
-        layer = record["layers"]["routing"]
-        row = {"case_id": sealed.get(record["case_id"], record["case_id"])}
-        row.update({k: layer.get(k) for k in ROUTING_KEYS})
-        yield row
+        yield routing_row(record, sealed)
+
+
+def routing_row(record: Mapping[str, Any], sealed: Mapping[str, str]) -> dict[str, Any]:
+    """A routing-scorable record's routing_results.jsonl row (its id sealed when it is a holdout case)."""
+    layer = record["layers"]["routing"]
+    row = {"case_id": sealed.get(record["case_id"], record["case_id"])}
+    row.update({k: layer.get(k) for k in ROUTING_KEYS})
+    return row
+
+
+def left_out(record: Mapping[str, Any]) -> bool:
+    """A conversation whose routing layer scored: one case, not a routing decision per turn."""
+    return bool(record.get("multi_turn")) and \
+        ((record.get("layers") or {}).get("routing") or {}).get("verdict") in (PASS, FAIL)
 
 
 class _Counted:
@@ -75,18 +86,47 @@ class RoutingPass:
                 continue
             if routing_scorable(r):
                 self.rows += 1
-            elif r.get("multi_turn") and ((r.get("layers") or {}).get("routing") or {}).get("verdict") in (PASS, FAIL):
+            elif left_out(r):
                 self.left_out += 1
 
 
 def routing_report_doc(records: Iterable[dict], oos_route: str | None, seen: RoutingPass | None = None) -> dict[str, Any]:
-    from ..score.routing import routing_report
     seen = seen or RoutingPass(records)
-    doc = routing_report(_Counted(iter_routing_rows(records, seen.sealed)), oos_route)
+    return report_doc(iter_routing_rows(records, seen.sealed), seen.left_out, oos_route)
+
+
+def report_doc(rows: Iterable[dict], conversations_left_out: int, oos_route: str | None) -> dict[str, Any]:
+    """routing_report.json over the rows (read once) and the conversations left out."""
+    from ..score.routing import routing_report
+    doc = routing_report(_Counted(rows), oos_route)
     # conversations are one case each, not one routing decision per turn: left out, and said so
-    left_out = seen.left_out
-    doc["conversations_left_out"] = left_out
-    doc["conversations_note"] = (f"{left_out} conversation(s) left out: a conversation's turns are not "
+    n = conversations_left_out
+    doc["conversations_left_out"] = n
+    doc["conversations_note"] = (f"{n} conversation(s) left out: a conversation's turns are not "
                                  "independent routing decisions, so this report covers single-turn cases only; "
-                                 "their routing verdicts are in each case's verdict.json" if left_out else None)
+                                 "their routing verdicts are in each case's verdict.json" if n else None)
     return doc
+
+
+class RoutingLines:
+    """The runner's routing rows as its cases finish (DerivedFiles.add): each row's line kept in plan
+    order on disk, so the finalize writes routing_results.jsonl and the report without reading the
+    records again. `usable` is False once a holdout case's row arrives: its id is sealed by its order
+    among the finished holdout cases, known only at the end, and the records path is taken instead."""
+
+    def __init__(self, spill: Any) -> None:
+        self.spill = spill          # rundir.spill.PlanLines
+        self.rows = self.left_out = 0
+        self.usable = True
+
+    def add(self, index: int, record: Mapping[str, Any], encode) -> None:
+        if record.get("canary"):
+            return
+        if routing_scorable(record):
+            self.rows += 1
+            if record.get("holdout"):
+                self.usable = False
+            elif self.usable:
+                self.spill.add(index, encode(routing_row(record, {})))
+        elif left_out(record):
+            self.left_out += 1
