@@ -30,7 +30,6 @@ REFRESH_GROWTH = 0.5
 REFRESH_MAX_S = 5.0
 
 
-
 def _line(row: Any) -> str:
     return json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -180,18 +179,11 @@ def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: 
     the JSONL files written (the end-of-run check compares those instead of re-deriving them).
     `routing` (the runner's, when usable): the routing rows' lines as the cases finished."""
     hashes: dict[str, str] = {}
-    if routing is not None and routing.usable:
-        if routing.rows:
-            import json
-            hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl", routing.spill.chunks())
-            rows = (json.loads(line) for line in routing.spill.lines())
-            atomic_write_json(out / "routing_report.json", report_doc(rows, routing.left_out, oos_route))
-        records_needed = k > 1 or baseline is not None
-        if not records_needed:
-            return hashes
-        seen = None
-    else:
-        seen = RoutingPass(records)
+    seen = None if routing is not None and routing.usable else RoutingPass(records)
+    if seen is None and routing.rows:   # the lines as the cases finished: the records are not read
+        hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl", routing.spill.chunks())
+        rows = (json.loads(line) for line in routing.spill.lines())
+        atomic_write_json(out / "routing_report.json", report_doc(rows, routing.left_out, oos_route))
     if seen is not None and seen.rows:
         hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl",
                                                               _lines(iter_routing_rows(records, seen.sealed)))
