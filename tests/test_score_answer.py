@@ -324,3 +324,38 @@ def test_a_draft_named_wrong_is_an_input_error_not_the_latest_draft_in_silence()
     # the spellings jsonschema does know stay valid, with or without the empty fragment
     for known in ("http://json-schema.org/draft-07/schema", "https://json-schema.org/draft/2020-12/schema#"):
         assert schema_check("[1]", {"$schema": known, "type": "array"})["verdict"] == "pass"
+
+
+def lint_schema(schema):
+    from assay.lint import expect_rules
+    out = []
+    expect_rules._check_format({"json_schema": schema}, "expect.format", lambda code, msg, **kw: out.append((code, msg)))
+    return out
+
+
+def test_a_typod_schema_keyword_checks_nothing_so_the_linter_names_it():
+    """JSON Schema ignores a key it does not know: `requird` asks for nothing and every answer passes,
+    the schema's author never told. The scorer keeps JSON Schema's reading (that answer passes); the
+    linter makes the near-miss of a checking keyword an ERROR (make_plan refuses the suite) and any
+    other unknown key a WARN, wherever it sits among the subschemas."""
+    loose = {"type": "object", "requird": ["total"]}
+    assert schema_check('{"x": 1}', loose)["verdict"] == "pass"      # why the linter must say so
+    (code, msg), = lint_schema(loose)
+    assert code == "unknown_schema_keyword" and "at (root) has 'requird'" in msg and "did you mean 'required'?" in msg
+    nested = {"type": "object", "properties": {"total": {"tyep": "integer"}},
+              "$defs": {"a": {"minimun": 3}}, "anyOf": [{"maxItem": 2}, {"type": "object"}]}
+    assert [(c, m.split(" has ")[0].split(" at ")[1], m.split("'")[1]) for c, m in lint_schema(nested)] == [
+        ("unknown_schema_keyword", "/properties/total", "tyep"), ("unknown_schema_keyword", "/$defs/a", "minimun"),
+        ("unknown_schema_keyword", "/anyOf/0", "maxItem")]
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"tyep": "integer"}],
+              "additionalItems": False, "dependencies": {"a": ["b"]}}
+    assert [m.split(" has ")[0] for _c, m in lint_schema(draft7)] == ["expect.format.json_schema at /items/0"]
+    # not a checking keyword's near-miss: a WARN (OpenAPI's nullable says how to write it)
+    warned = lint_schema({"type": "string", "nullable": True, "descripton": "d", "x-owner": "me"})
+    assert [c for c, _m in warned] == ["ignored_schema_keyword"] * 3
+    assert 'OpenAPI\'s nullable is "type": [<type>, "null"]' in warned[0][1] and "'description'" in warned[1][1]
+    # property names, enum / const / default values and known annotations are not keywords
+    fine = {"type": "object", "title": "t", "examples": [{}], "properties": {"requird": {"type": "string"}},
+            "required": ["requird"], "enum": [{"tyep": 1}], "default": {"minimun": 1}, "$comment": "c",
+            "patternProperties": {"^x": {"minLength": 1}}, "dependentSchemas": {"a": {"required": ["b"]}}}
+    assert lint_schema(fine) == []

@@ -257,8 +257,30 @@ def _check_format(fmt: Any, where: str, report: Report) -> None:
         report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: "
                f"{getattr(exc, 'message', exc)}")
         return
+    _check_schema_keywords(fmt["json_schema"], where, report)
     loop = always_loops(fmt["json_schema"])
     if loop:
         report("bad_expect_shape", f"{where}.json_schema loops on every answer ({loop}): a $ref leads back "
                "to where it started without going into the answer, so no answer can be checked; make the "
                "loop step into a property or an item")
+
+
+def _check_schema_keywords(schema: dict, where: str, report: Report) -> None:
+    """A key JSON Schema does not know is ignored, so it checks nothing: a near-miss of a checking
+    keyword (`requird`, `tyep`) is a check the author meant and lost, an ERROR; any other (`nullable`,
+    an OpenAPI word; `descripton`, a near-miss of an annotation, which checks nothing anyway) a WARN."""
+    import jsonschema
+
+    from ..core.suggest import closest
+    from ..schemas.user import ANNOTATIONS, ignored_keywords
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    for at, key in ignored_keywords(schema, cls.VALIDATORS):
+        hit = closest(key, list(cls.VALIDATORS) + list(ANNOTATIONS))
+        if hit in cls.VALIDATORS:
+            report("unknown_schema_keyword", f"{where}.json_schema at {at} has {key!r}, which is no JSON Schema "
+                   f"keyword: it is ignored and checks nothing (did you mean {hit!r}?)")
+        else:
+            hint = (' (OpenAPI\'s nullable is "type": [<type>, "null"] in JSON Schema)' if key == "nullable"
+                    else f" (did you mean {hit!r}?)" if hit else "")
+            report("ignored_schema_keyword", f"{where}.json_schema at {at} has {key!r}, which JSON Schema ignores: "
+                   f"it checks nothing{hint}; remove it, or say the check with a keyword")

@@ -29,7 +29,7 @@ CODES: dict[str, str] = {
     "bad_expect_shape": ERROR, "unknown_expect_key": ERROR, "no_graded_layer": ERROR, "bad_order_mode": ERROR,
     "bad_call_scope": ERROR, "vacuous_args_entry": ERROR, "both_scalar_and_rows": ERROR,
     "neither_scalar_nor_rows": ERROR, "empty_columns": ERROR, "string_not_list": ERROR,
-    "unquoted_bool_or_number": ERROR, "bad_regex": ERROR,
+    "unquoted_bool_or_number": ERROR, "bad_regex": ERROR, "unknown_schema_keyword": ERROR,
     # suite files
     "manifest_mismatch": ERROR,
     # rubric pins (expect.answer.rubric against rubrics/<id>.md)
@@ -39,7 +39,7 @@ CODES: dict[str, str] = {
     "available_tools_not_scoped": WARN, "excluded_tools_not_scored": WARN, "seed_state_not_loaded": WARN,
     "multi_turn_in_messages": WARN, "not_one_user_message": WARN, "session_not_fresh": WARN,
     "long_conversation": WARN, "unrecognizable_record_ids": WARN, "reserved_expectation": WARN,
-    "echo_assertion": WARN, "regex_trailing_flags": WARN, "catastrophic_regex": WARN,
+    "echo_assertion": WARN, "ignored_schema_keyword": WARN, "regex_trailing_flags": WARN, "catastrophic_regex": WARN,
     "no_metamorphic_coverage": WARN, "all_one_off": WARN, "category_skew": WARN, "nothing_gates": WARN,
     "gating_unreviewed": WARN, "canary_not_in_smoke": WARN, "not_a_matrix_key": WARN,
     "capabilities_unchecked": WARN,

@@ -278,3 +278,41 @@ def always_loops(schema: Any) -> str | None:
         return walk(schema, "#")
     except RecursionError:
         return None
+
+
+# Keywords JSON Schema reads beside a draft's validators (jsonschema's VALIDATORS): annotations,
+# identifiers, containers of schemas, and the companions a validator reads itself. Together: what is
+# not ignored.
+ANNOTATIONS = ("$schema", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary", "$comment",
+               "$defs", "definitions", "title", "description", "default", "examples", "deprecated", "readOnly",
+               "writeOnly", "contentMediaType", "contentEncoding", "contentSchema",
+               "then", "else", "minContains", "maxContains")   # read by jsonschema through `if` and `contains`
+_ONE = SCHEMA_ONE + ("contains", "additionalItems", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_MAP = SCHEMA_MAP + ("patternProperties", "dependentSchemas", "dependencies")
+_LIST = SCHEMA_LIST + ("prefixItems",)
+
+
+def ignored_keywords(schema: Any, validators: Any) -> list[tuple[str, str]]:
+    """(where, keyword) for every key of `schema` or of a subschema in it that its draft does not know
+    (`validators`: the draft's keyword names), in document order. JSON Schema ignores such a key: a
+    typo'd `requird` or `tyep` checks nothing, and every answer passes what it was meant to check."""
+    known = set(validators) | set(ANNOTATIONS)
+    found: list[tuple[str, str]] = []
+
+    def walk(node: Any, at: str, depth: int) -> None:
+        if not isinstance(node, dict) or depth > MAX_JSON_DEPTH:
+            return
+        for key, value in node.items():
+            if key not in known:
+                found.append((at or "(root)", str(key)))
+                continue
+            if key in _LIST or (key == "items" and isinstance(value, list)):   # draft-07's tuple items too
+                for i, sub in enumerate(value if isinstance(value, list) else []):
+                    walk(sub, f"{at}/{key}/{i}", depth + 1)
+            elif key in _ONE:
+                walk(value, f"{at}/{key}", depth + 1)
+            elif key in _MAP and isinstance(value, dict):
+                for name, sub in value.items():
+                    walk(sub, f"{at}/{key}/{name}", depth + 1)
+    walk(schema, "", 0)
+    return found
