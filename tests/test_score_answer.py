@@ -359,3 +359,10 @@ def test_a_typod_schema_keyword_checks_nothing_so_the_linter_names_it():
             "required": ["requird"], "enum": [{"tyep": 1}], "default": {"minimun": 1}, "$comment": "c",
             "patternProperties": {"^x": {"minLength": 1}}, "dependentSchemas": {"a": {"required": ["b"]}}}
     assert lint_schema(fine) == []
+    # every draft's own words: draft-04's boolean exclusiveMinimum and `id`, draft-03's boolean required
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "id": "http://example.invalid/s",
+              "type": "number", "minimum": 0, "exclusiveMinimum": True}
+    draft3 = {"$schema": "http://json-schema.org/draft-03/schema#", "type": "object",
+              "properties": {"a": {"type": "string", "required": True}}, "extends": {"type": "object"}}
+    assert lint_schema(draft4) == [] and lint_schema(draft3) == []
+    assert schema_check("0", draft4)["verdict"] == "fail"     # read as draft-04: the bound is exclusive

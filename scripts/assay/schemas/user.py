@@ -281,12 +281,15 @@ def always_loops(schema: Any) -> str | None:
 
 
 # Keywords JSON Schema reads beside a draft's validators (jsonschema's VALIDATORS): annotations,
-# identifiers, containers of schemas, and the companions a validator reads itself. Together: what is
-# not ignored.
+# identifiers, containers of schemas, and the companions another keyword's validator reads. With the
+# validators: what is not ignored, in any draft jsonschema knows.
 ANNOTATIONS = ("$schema", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary", "$comment",
                "$defs", "definitions", "title", "description", "default", "examples", "deprecated", "readOnly",
                "writeOnly", "contentMediaType", "contentEncoding", "contentSchema",
-               "then", "else", "minContains", "maxContains")   # read by jsonschema through `if` and `contains`
+               # read by another keyword's validator: then/else by `if`, min/maxContains by `contains`;
+               # draft-04's boolean exclusiveMinimum/Maximum by minimum/maximum, its `id`; draft-03's
+               # boolean `required` by `properties`
+               "then", "else", "minContains", "maxContains", "exclusiveMinimum", "exclusiveMaximum", "id", "required")
 _ONE = SCHEMA_ONE + ("contains", "additionalItems", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
 _MAP = SCHEMA_MAP + ("patternProperties", "dependentSchemas", "dependencies")
 _LIST = SCHEMA_LIST + ("prefixItems",)
