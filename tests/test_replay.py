@@ -526,7 +526,10 @@ def test_resume_of_a_killed_replay_run_replays_the_rest_and_never_goes_live_sile
         hold.release.set()
         rec, rec_out = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
         assert rec.rc == 0, rec.stdout + rec.stderr
+        # the recording's c-3 set `waiting` too: cleared, so the kill below waits for the replay run's own
+        # live request to be held at the app (else it could land after `sent` is read: one request more)
         hold.release.clear()
+        hold.waiting.clear()
         # c-3 changed since the recording (make_plan.py --changed-since): it goes live, held at the app
         edited = json.loads(json.dumps(plan))
         edited["cases"][2]["input"]["messages"][0]["content"] = "three hold!"
