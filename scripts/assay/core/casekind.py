@@ -15,17 +15,26 @@ def is_simulated(case: Mapping[str, Any]) -> bool:
     return isinstance(inp, Mapping) and SIMULATED_KEY in inp
 
 
-_KEY_BYTES = f'"{SIMULATED_KEY}":'.encode("utf-8")
-
-
 def any_simulated(cases: Any) -> bool:
-    """Whether any case is simulated. On the plan's case table (core.runplan.CaseTable: each case held
-    as its canonical JSON, where the key is written literally) a case whose text lacks the key is not
-    parsed: a 2,000-case plan with no simulated user costs no parse at all."""
+    """Whether any case is simulated (see _any)."""
+    return _any(cases, SIMULATED_KEY, is_simulated)
+
+
+def any_conversation(cases: Any) -> bool:
+    """Whether any case is a scripted conversation (see _any)."""
+    return _any(cases, "turns", is_conversation)
+
+
+def _any(cases: Any, key: str, kind) -> bool:
+    """Whether any case is of `kind`, whose input holds `key`. On the plan's case table
+    (core.runplan.CaseTable: each case held as its canonical JSON, where the key is written
+    literally) a case whose text lacks the key is not parsed: a 2,000-case plan with none costs no
+    parse at all."""
     raw = getattr(cases, "raw", None)
     if raw is None:
-        return any(is_simulated(c) for c in cases or [])
-    return any(is_simulated(cases[i]) for i in range(len(cases)) if _KEY_BYTES in raw(i))
+        return any(kind(c) for c in cases or [])
+    needle = f'"{key}":'.encode("utf-8")
+    return any(kind(cases[i]) for i in range(len(cases)) if needle in raw(i))
 
 
 def is_conversation(case: Mapping[str, Any]) -> bool:

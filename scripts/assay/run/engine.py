@@ -299,7 +299,7 @@ class Run:
         # case on the one thread that also does all the bookkeeping.
         finished: SimpleQueue = SimpleQueue()
         from .layers import warm_scorers
-        warm_scorers(self.s.plan.cases)
+        warm_scorers(self.s.plan.cases, judged=self.s.judge is not None)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="assay-case") as pool:
             def submit_next() -> bool:
                 i = next(queue, None)

@@ -292,15 +292,21 @@ _LAZY_SCORERS = ("base", "routing", "trajectory", "tool_args", "loops", "answer"
                  "tool_names")
 
 
-def warm_scorers(cases: Any = ()) -> None:
-    """Import every scorer module a case worker may reach, on the calling thread (and the simulated
-    user's path, `run.simulated`, when one of `cases` is simulated: only such a run imports it)."""
+def warm_scorers(cases: Any = (), *, judged: bool = False) -> None:
+    """Import every scorer module a case worker may reach, on the calling thread, and the paths only
+    some runs take, when this one takes them: a conversation's (`run.repeat_conversation`), a
+    simulated user's (`run.simulated`) and the judge's (`judged`: the run has a judge)."""
     import importlib
-    from ..core.casekind import any_simulated
-    simulated = any_simulated(cases)
+    from ..core.casekind import any_conversation, any_simulated
     for name in _LAZY_SCORERS:
         importlib.import_module(f"..score.{name}", __package__)
     importlib.import_module("..traces.routing", __package__)
-    if simulated:
+    if any_conversation(cases):
+        importlib.import_module("..invoke.conversation", __package__)
+        importlib.import_module(".repeat_conversation", __package__)
+    if any_simulated(cases):
         importlib.import_module(".simulated", __package__)
+    if judged:
+        for name in ("..judge.prompt", "..judge.rubrics", "..judge.turns", "..judge.fold", ".turn_judging"):
+            importlib.import_module(name, __package__)
 
