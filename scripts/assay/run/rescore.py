@@ -304,8 +304,10 @@ def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, 
     from .command import pairwise_baseline
     if spec == "auto":
         from ..compare.baseline import baseline_for_plan
+        from ..verdict import gate_open
         parsed = parse_run_id(source.name)
-        spec = str(baseline_for_plan(plan, exclude=source.name, before=parsed[1] if parsed else None))
+        spec = str(baseline_for_plan(plan, exclude=source.name, before=parsed[1] if parsed else None,
+                                     is_open=gate_open))
     if Path(spec).resolve() == source:
         raise AssayError(f"--baseline {spec}: that is the source run; its answers are the ones rescored (a "
                          "pairwise rubric would compare them with themselves): pass an earlier run", 2,
