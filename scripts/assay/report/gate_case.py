@@ -7,7 +7,7 @@ function; none decides a case's outcome its own way. A gating, non-canary case c
 - it is `unscored` because a check it asserts never ran (`unscored`), or the judge disagreed with
   itself (`judge_unstable`);
 - it was not sent because the adapter lacks what it needs (`skipped`);
-- `--replay` (or rescore) could not answer it (`not_run`): a replay miss is a case that was not
+- `--replay` could not answer it, or rescore could not replay it (`not_run`): a case that was not
   measured, never infrastructure noise under the infra bar.
 
 Anything else (a pass, a gating: false case, a canary, infra under the bar, a skip the suite chose)
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.vocab import is_judge_unstable
-from ..replay.miss import REPLAY_MISS
+from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
 from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
 from .rundir import case_verdict
 
@@ -53,7 +53,9 @@ def unscored_closes(row: dict, doc: dict) -> bool:
 
 
 def is_replay_miss(doc: dict) -> bool:
-    return str(doc.get("infra_reason") or "").startswith(REPLAY_MISS)
+    """--replay could not answer the case, or rescore could not replay it: the case was not measured."""
+    why = str(doc.get("infra_reason") or "")
+    return why.startswith(REPLAY_MISS) or RESCORE_NOT_REPLAYED in why
 
 
 def case_gate(run_dir: Path, row: object, doc: dict | None = None) -> CaseGate:

@@ -83,8 +83,9 @@ def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
             named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
     if not count:
         return None
-    return (f"{count} gating case(s) were not measured: the replay could not answer them (a replay miss is a "
-            "case that did not run, not a pass; record again, or run them live with --changed-since)"
+    return (f"{count} gating case(s) were not measured: the replay could not answer them (a replay miss, or a "
+            "conversation rescore cannot replay, is a case that did not run, not a pass; record again, or run "
+            "them live: --changed-since, or run_cases.py)"
             + (": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
                if named else ""))
 

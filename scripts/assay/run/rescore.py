@@ -42,10 +42,12 @@ from . import holdout_ledger, preflight, preflight_env, run_paths
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
 from ..traces.collect import TraceConfig
 
+from ..replay.miss import RESCORE_NOT_REPLAYED
+
 NOT_SENT = "not sent in the source run: no stored response to rescore"
-NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversations in this build"
+NOT_REPLAYED = f"a conversation (input.turns): {RESCORE_NOT_REPLAYED}"
 NOT_REPLAYED_SIMULATED = (
-    "a simulated-user conversation (input.simulated_user): rescore does not replay conversations in this build, "
+    f"a simulated-user conversation (input.simulated_user): {RESCORE_NOT_REPLAYED}, "
     "so its end state and its rubric (judged over the whole transcript) were not re-scored and the simulator "
     "was not called; the source run {run_id}'s verdict for it stands in that run's case record; to "
     "score it with the current suite run it again (run_cases.py), or replay the source run if it was recorded "
