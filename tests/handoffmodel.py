@@ -12,7 +12,9 @@ Which agent is asking is read from the tools it offers, as a real model would se
   orders when the user's text names an order (`ORD-`: checked first, so "charged twice for
   ORD-12" goes to orders, the planted misroute), to billing when it names an invoice (`INV-<n>`
   or the word "invoice"; without an id the billing agent answers without a tool), else a
-  greeting of its own.
+  greeting of its own;
+- smolagents (it offers `final_answer`): the same choices as `final_answer` calls and managed-agent
+  calls (`_smolagents_reply`).
 """
 
 from __future__ import annotations
@@ -62,8 +64,38 @@ def _first_param(tool: dict) -> str | None:
 
 
 def handoff_reply(body: dict) -> tuple[dict, str]:
-    messages = body.get("messages") or []
     tools = {(t.get("function") or {}).get("name"): t for t in body.get("tools") or []}
+    if "final_answer" in tools:
+        return _smolagents_reply(body.get("messages") or [], tools)
+    return _reply(body.get("messages") or [], tools)
+
+
+def _smolagents_reply(messages: list, tools: dict) -> tuple[dict, str]:
+    """smolagents: every answer is a `final_answer` call, tool results come back as user messages
+    `Observation:\n<result>`, and a managed agent is a tool named after it taking a `task`."""
+    last = _text(messages[-1].get("content")) if messages else ""
+    if last.startswith("Observation:"):
+        obs = last[len("Observation:"):].strip()
+        try:
+            data = json.loads(obs)
+        except ValueError:
+            return _call("final_answer", {"answer": obs})  # a managed agent's report
+        return _call("final_answer", {"answer": f"Order {data['order_id']} is {data['status']}." if "status" in data
+                                      else f"Invoice {data['invoice_id']} totals {data['total']}."})
+    user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    for name, pattern in (("lookup_order", ORDER_RE), ("get_invoice", INVOICE_RE)):
+        if name in tools:
+            found = pattern.search(user)
+            return _call(name, {_first_param(tools[name]) or "id": found.group(0)}) if found else \
+                _call("final_answer", {"answer": "I could not find an id in your message."})
+    target = "order" if ORDER_RE.search(user) else "billing" if INVOICE_RE.search(user) or "invoice" in user.lower() else None
+    agent = next((n for n in tools if target and n and target in n), None)
+    if agent:
+        return _call(agent, {"task": user.split("New task:")[-1].strip()})
+    return _call("final_answer", {"answer": "Hello! I can help with orders and invoices."})
+
+
+def _reply(messages: list, tools: dict) -> tuple[dict, str]:
     call_names = {tc.get("id"): (tc.get("function") or {}).get("name")
                   for m in messages if m.get("role") == "assistant" for tc in m.get("tool_calls") or []}
     last = messages[-1] if messages else {}

@@ -33,6 +33,7 @@ PACKAGES = {
                    "openinference-instrumentation-openai", "openai"),
     "autogen-genai": ("autogen-agentchat", "autogen-ext", "opentelemetry-instrumentation-openai-v2", "openai"),
     "autogen-own": ("autogen-agentchat", "autogen-ext", "openai"),
+    "smolagents": ("smolagents", "openinference-instrumentation-smolagents", "openai"),
 }
 
 

@@ -38,6 +38,8 @@ ROWS = {
     # AutoGen AgentChat Swarm + openinference-instrumentation-autogen-agentchat and -openai (its own
     # GenAI spans are on too); LlamaIndex and AutoGen's own tracing: tests/test_trace_frameworks.py
     "autogen-oi": ("auto", {"triage": "triage_agent", "billing": "billing_agent", "orders": "orders_agent"}),
+    # smolagents ToolCallingAgent(managed_agents=[...]) + openinference-instrumentation-smolagents
+    "smolagents": ("auto", {"triage": "triage_agent", "billing": "billing_agent", "orders": "orders_agent"}),
 }
 
 

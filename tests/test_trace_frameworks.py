@@ -1,9 +1,10 @@
-"""LlamaIndex AgentWorkflow and AutoGen AgentChat spans, as the real packages write them.
+"""LlamaIndex AgentWorkflow, AutoGen AgentChat and smolagents spans, as the real packages write them.
 
 The fixtures in tests/fixtures/handoffspans/ were recorded by tests/record_handoffspans.py from
 tests/handoffapp.py (a triage agent handing off to a billing and an orders agent; "where is
 ORD-12?", "please send invoice INV-7", "hello there"); `packages` in each file names the
-versions. AutoGen AgentChat with OpenInference also runs live in tests/test_handoff_frameworks_e2e.py.
+versions. AutoGen AgentChat (OpenInference) and smolagents also run live in
+tests/test_handoff_frameworks_e2e.py.
 """
 
 from __future__ import annotations
@@ -131,3 +132,15 @@ def test_several_agents_and_nothing_saying_which_answered_is_no_route():
                            convention="gen_ai")["trajectory"]
     layer = layers(traj, {"route": "triage_agent"})["routing"]
     assert layer["verdict"] == "unscored" and "2 agents (billing_agent, triage_agent)" in layer["reason"], layer
+
+
+def test_smolagents_managed_agents_names_arguments_and_final_answer():
+    got = recorded("smolagents")
+    orders, hello = got["orders"]["trajectory"], got["hello"]["trajectory"]
+    # agents are `<name>.run` spans; a managed agent's run inside its manager's is a handoff to it
+    assert [a["name"] for a in orders["agents"]] == ["triage_agent", "orders_agent"]
+    assert handling_agent(orders) == ("orders_agent", "handoff")
+    assert handling_agent(hello) == ("triage_agent", "answering agent")
+    # tool input.value {"args", "sanitize_inputs_outputs", "kwargs"}; final_answer is no tool call
+    assert calls(orders) == [("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})]
+    assert hello["tool_calls"] == [] and hello["tool_log"]["seen"], hello

@@ -189,7 +189,7 @@ def _unredacted(value: Any) -> Any:
 
 def _oi_framework_agent(name: Any, attrs: dict) -> str | None:
     meta = langgraph_metadata(attrs)
-    return _langgraph_agent(meta) if meta else None
+    return _langgraph_agent(meta) if meta else frameworks.smolagents_agent_name(name, attrs)
 
 
 GEN_AI_LLM_OPS = {"chat": LLM, "text_completion": LLM, "generate_content": LLM}

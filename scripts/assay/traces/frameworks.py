@@ -14,6 +14,11 @@ tests/test_handoff_frameworks_e2e.py; references/instrument-your-app.md says it 
   A tool span's `input.value` is the call's bound arguments `{"kwargs": {...}}`; the `handoff`
   tool's (`to_agent`, `reason`) also holds the workflow's `ctx`, which is no argument. The
   `<LLM class>._prepare_chat_with_tools` spans are typed LLM but call no model.
+- **smolagents** (openinference-instrumentation-smolagents): an agent is the AGENT span
+  `<name>.run`; a managed agent runs inside its manager's run, which then repeats its answer
+  (as langgraph-supervisor's supervisor does): that call is a handoff manager -> managed agent.
+  Tool spans' `input.value` is `{"args", "sanitize_inputs_outputs", "kwargs"}`; the
+  `final_answer` tool (FinalAnswerTool) is how an agent answers, not a tool call.
 - **Nested LLM spans**: a framework's LLM span with another LLM span below it (AutoGen's
   `OpenAIChatCompletionClient.create` over openinference-instrumentation-openai's span of the same
   request) is one model call: the innermost span (nearest the wire) is the call; a wrapper's
@@ -27,9 +32,29 @@ from typing import Any
 from ..core.jsonio import maybe_json
 
 AUTOGEN_HANDOFF = "transfer_to_"
+SMOLAGENTS, SMOLAGENTS_ANSWER = "smolagents.", "final_answer"
+_CALL_KEYS = {"args", "kwargs", "sanitize_inputs_outputs"}  # smolagents adds the last
 LLAMAINDEX_HANDOFF = "handoff"
 NOT_MODEL_CALLS = ("._prepare_chat_with_tools",)  # LlamaIndex: builds the request, sends nothing
 _CONTEXT_ARGS = ("ctx",)  # LlamaIndex passes the workflow Context to tools that take one
+
+
+def smolagents_agent_name(name: Any, attrs: dict) -> str | None:
+    """smolagents' AGENT span `<agent name>.run` (openinference-instrumentation-smolagents writes no
+    agent.name; its spans carry `smolagents.*` attributes)."""
+    if isinstance(name, str) and name.endswith(".run") and any(k.startswith(SMOLAGENTS) for k in attrs):
+        return name[:-len(".run")] or None
+    return None
+
+
+def smolagents_managed_call(attrs: dict, inside_agent: bool) -> bool:
+    """A smolagents agent run inside another agent's run: the manager called its managed agent."""
+    return inside_agent and any(k.startswith(SMOLAGENTS) for k in attrs)
+
+
+def is_answer_tool(name: Any, attrs: dict) -> bool:
+    """smolagents' `final_answer` tool (FinalAnswerTool) is how an agent answers, not a tool call."""
+    return name == "FinalAnswerTool" and attrs.get("tool.name") == SMOLAGENTS_ANSWER
 
 
 def call_arguments(value: Any) -> Any:
@@ -37,7 +62,7 @@ def call_arguments(value: Any) -> Any:
     LlamaIndex's input.value): the keyword arguments are the call's (positional ones kept under
     `args`), without the LlamaIndex workflow context. Anything else is returned as read."""
     doc = maybe_json(value)
-    if isinstance(doc, dict) and set(doc) <= {"args", "kwargs"} and isinstance(doc.get("kwargs"), dict):
+    if isinstance(doc, dict) and set(doc) <= _CALL_KEYS and isinstance(doc.get("kwargs"), dict):
         kwargs = {k: v for k, v in doc["kwargs"].items() if k not in _CONTEXT_ARGS}
         args = doc.get("args") or []
         return kwargs if not args else {"args": args, **kwargs}

@@ -207,6 +207,11 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         if id(s) in wrappers:
             kind[id(s)] = None
 
+    # smolagents' final_answer: how an agent answers, a traced tool span that is no tool call
+    answers = sum(1 for s in spans if kind[id(s)] == TOOL_KIND and frameworks.is_answer_tool(s["name"], s["attributes"]))
+    for s in spans:
+        if kind[id(s)] == TOOL_KIND and frameworks.is_answer_tool(s["name"], s["attributes"]):
+            kind[id(s)] = None
     handoff_of = {id(s): conv.handoff(s["name"], s["attributes"]) for s in spans}
     handoff_kind = {id(s): kind[id(s)] for s in spans if handoff_of[id(s)] is not None}
     for s in spans:
@@ -249,7 +254,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         handoff_of[id(h["span"])] = h
     # a handoff is neither an agent nor a tool call; one traced as a tool span still shows that
     # this instrumentation traces tool execution (the tool spans, even none, are the tool log)
-    handoff_tool_spans = sum(1 for s in spans if handoff_of[id(s)] is not None and handoff_kind[id(s)] == TOOL_KIND)
+    handoff_tool_spans = answers + sum(1 for s in spans if handoff_of[id(s)] is not None
+                                       and handoff_kind[id(s)] == TOOL_KIND)
 
     def error_of(s: dict) -> str | None:
         etype = s["attributes"].get("error.type")
@@ -270,6 +276,9 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     agent_span_usage: dict[str, dict[str, int]] = {}
     handoffs = [{"from": h.get("from") or agent_of(s), "to": h.get("to"), "span_id": s["span_id"],
                  "start_ns": s["start_ns"]} for s in spans if (h := handoff_of[id(s)]) is not None]
+    handoffs += [{"from": agent_of(s), "to": agent_name(s), "span_id": s["span_id"], "start_ns": s["start_ns"]}
+                 for s in spans if kind[id(s)] == AGENT_KIND
+                 and frameworks.smolagents_managed_call(s["attributes"], owner[id(s)] is not None)]
     for s in spans:
         a, k = s["attributes"], kind[id(s)]
         tokens = {**conv.tokens(filled.get(id(s)) or {}), **conv.tokens(a)}
@@ -308,7 +317,9 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                 "result": result, "result_captured": result_captured, "origin": "executed", **common})
     notes.extend(arguments_from_requests(tool_calls, requested, given))
     if handoffs:  # the LLM's request for a handoff tool is the handoff, not a tool call
-        requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)]
+        targets = {h["to"] for h in handoffs}
+        requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)
+                     and r.get("name") not in targets]
     if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
