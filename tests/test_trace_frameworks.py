@@ -144,3 +144,22 @@ def test_smolagents_managed_agents_names_arguments_and_final_answer():
     # tool input.value {"args", "sanitize_inputs_outputs", "kwargs"}; final_answer is no tool call
     assert calls(orders) == [("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})]
     assert hello["tool_calls"] == [] and hello["tool_log"]["seen"], hello
+
+
+def test_nested_llm_spans_are_one_call_the_wrappers_usage_filling_what_the_inner_lacks():
+    tid, outer, middle = new_trace_id(), new_span_id(), new_span_id()
+    t = 1_700_000_000_000_000_000
+
+    def llm(name, sid=None, parent=None, **attrs):
+        return span(name, trace_id=tid, span_id=sid, parent_span_id=parent, start_ns=t, end_ns=t + 9,
+                    attributes={"openinference.span.kind": "LLM", **attrs})
+    spans = [llm("Framework.chat", outer, None, **{"llm.model_name": "m", "llm.token_count.prompt": 30,
+                                                    "llm.token_count.completion": 7}),
+             llm("Client.create", middle, outer, **{"llm.token_count.prompt": 30}),
+             llm("ChatCompletion", None, middle),
+             llm("Other._prepare_chat_with_tools")]
+    out = normalize_trace(traces_data(spans), tid, convention="openinference")
+    assert out["checks"]["nested_llm_spans"] == 2
+    assert [(c["model"], c.get("input_tokens"), c.get("output_tokens")) for c in out["trajectory"]["llm_calls"]] == [
+        ("m", 30, 7)]
+    assert out["trajectory"]["usage"]["total"] == {"input_tokens": 30, "output_tokens": 7}

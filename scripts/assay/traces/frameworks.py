@@ -27,7 +27,7 @@ tests/test_handoff_frameworks_e2e.py; references/instrument-your-app.md says it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..core.jsonio import maybe_json
 
@@ -133,9 +133,9 @@ def settle_handoffs(candidates: list[dict], agent_names: set[str]) -> tuple[list
     return done, unread
 
 
-def nested_llm_wrappers(llm_spans: list[dict], parent_of: dict) -> dict[int, dict]:
-    """{id(wrapper span): the innermost LLM span below it} for LLM spans with an LLM span below them.
-    `parent_of(span) -> parent span or None`."""
+def nested_llm_wrappers(llm_spans: list[dict], parent_of: Callable[[dict], dict | None]) -> dict[int, dict]:
+    """{id(wrapper span): the innermost LLM span below it} for LLM spans with an LLM span below them
+    (`parent_of(span)` -> its parent span or None)."""
     wrapped: dict[int, dict] = {}
     llm_ids = {id(s) for s in llm_spans}
     for s in llm_spans:  # walk up from every LLM span: each LLM ancestor is a wrapper of it
@@ -145,10 +145,10 @@ def nested_llm_wrappers(llm_spans: list[dict], parent_of: dict) -> dict[int, dic
             if id(cur) in llm_ids and id(cur) not in wrapped:
                 wrapped[id(cur)] = s
             cur = parent_of(cur)
-    inner = {k: v for k, v in wrapped.items()}
-    for k, v in wrapped.items():  # the innermost: follow a wrapper's inner span while it is itself a wrapper
+    innermost: dict[int, dict] = {}
+    for key, inner in wrapped.items():  # follow a wrapper's inner span while it is itself a wrapper
         hops = 0
-        while id(v) in wrapped and hops < len(wrapped):
-            v, hops = wrapped[id(v)], hops + 1
-        inner[k] = v
-    return inner
+        while id(inner) in wrapped and hops < len(wrapped):
+            inner, hops = wrapped[id(inner)], hops + 1
+        innermost[key] = inner
+    return innermost

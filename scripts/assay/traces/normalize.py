@@ -202,7 +202,10 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     # innermost span is the call, the wrapper's model and tokens fill what it lacks
     wrappers = frameworks.nested_llm_wrappers([s for s in spans if kind[id(s)] == LLM_KIND],
                                               lambda s: by_id.get(s["parent_span_id"]))
-    filled = {id(inner): s["attributes"] for s in spans if (inner := wrappers.get(id(s))) is not None}
+    filled: dict[int, dict] = {}
+    for s in spans:  # outer wrappers first (start order): a nearer wrapper's value wins
+        if (inner := wrappers.get(id(s))) is not None:
+            filled.setdefault(id(inner), {}).update(s["attributes"])
     for s in spans:
         if id(s) in wrappers:
             kind[id(s)] = None
