@@ -17,6 +17,7 @@ The HTTP app, the traceparent handling and the exporters are tests/realagent.py'
                  next agent inside its own run
 - `pydantic-ai-programmatic`  the same agents, pydantic-ai's "programmatic agent hand-off": the
                  triage agent's output says where to go and the app's code runs that agent next
+- `autogen-oi`, `autogen-genai`, `autogen-own`, `llamaindex`, `smolagents`: tests/handoffflavors.py
 
 Agent names: `Triage agent` / `Billing agent` / `Orders agent` (openai-agents, as its docs
 write them), `supervisor` / `billing` / `orders` (langgraph-supervisor), `triage` / `billing` /
@@ -159,6 +160,13 @@ def build_handler(flavor: str, base_url: str):
         return langgraph_supervisor(base_url)
     if flavor in ("pydantic-ai", "pydantic-ai-programmatic"):
         return pydantic_ai(base_url, programmatic=flavor.endswith("programmatic"))
+    import handoffflavors as more  # AutoGen, LlamaIndex, smolagents: their docstrings there
+    if flavor.startswith("autogen-"):
+        return _serial(more.autogen_swarm(base_url, flavor.split("-", 1)[1]))
+    if flavor == "llamaindex":
+        return _serial(more.llamaindex_workflow(base_url))
+    if flavor == "smolagents":
+        return _serial(more.smolagents_managed(base_url))
     raise SystemExit(f"unknown flavor {flavor!r}")
 
 

@@ -114,9 +114,9 @@ def _trace_route(ev: RepeatEvidence) -> tuple[str | None, str | None]:
         names = ", ".join(f"{n} ({m})" for n, m in sorted(foreign.items()))
         return None, (f"the spans carry another convention's markers: {names}; set traces.convention "
                       "to that convention or auto")
-    from ..traces.routing import handling_agent
+    from ..traces.routing import handling_agent, no_route_reason
     name, _ = handling_agent(ev.trajectory)
-    return (name, None) if name else (None, "no agent span in the trace has a name")
+    return (name, None) if name else (None, no_route_reason(ev.trajectory))
 
 
 def _with_response_path(layer: dict, inv: Mapping[str, Any], ev: RepeatEvidence, observed_from: str | None) -> dict:

@@ -10,7 +10,7 @@ results it was given (its input messages). `auto` picks one per trace by marker 
   `gen_ai.output.messages` as role + parts). Written by opentelemetry-instrumentation-openai-v2,
   opentelemetry-util-genai, opentelemetry-instrumentation-openai-agents-v2.
 - `openinference`: Arize OpenInference (`openinference.span.kind` = AGENT | LLM | TOOL, `tool.name`,
-  `input.value`, `output.value`, `llm.token_count.*`, `llm.output_messages.<i>.message.tool_calls.
+  `graph.node.id` (an agent's name, AutoGen AgentChat), `input.value`, `output.value`, `llm.token_count.*`, `llm.output_messages.<i>.message.tool_calls.
   <j>.tool_call.*`). Written by openinference-instrumentation-* and OITracer.
 - `openllmetry`: Traceloop OpenLLMetry (`traceloop.span.kind` = agent | tool | workflow | task,
   `traceloop.entity.name`, `traceloop.entity.input` / `.output`; LLM spans in gen_ai form or the
@@ -32,6 +32,8 @@ from typing import Any, Callable
 
 from ..core.jsonio import maybe_json
 from ..core.vocab import TRACE_CONVENTIONS
+from . import frameworks
+from .frameworks import call_arguments
 
 AGENT, LLM, TOOL = "agent", "llm", "tool"
 AUTO = "auto"
@@ -47,23 +49,15 @@ def looks_like_json_schema(value: Any) -> bool:
             and ("title" in value or "required" in value or all(isinstance(v, dict) for v in value["properties"].values())))
 
 
-def _traceloop_input(value: Any) -> Any:
-    """traceloop.entity.input is `{"args": [...], "kwargs": {...}}`: the keyword arguments are the call's."""
-    doc = _json(value)
-    if isinstance(doc, dict) and set(doc) <= {"args", "kwargs"} and "kwargs" in doc:
-        args = doc.get("args") or []
-        return doc.get("kwargs") if not args else {"args": args, **(doc.get("kwargs") or {})}
-    return doc
-
-
 def _oi_output(value: Any) -> Any:
     """output.value; a LangChain ToolMessage (`{"type": "tool", "data": {"content": ...}}`, what
-    openinference-instrumentation-langchain records for a LangGraph tool) is its content."""
+    openinference-instrumentation-langchain records for a LangGraph tool) is its content; LlamaIndex's
+    ToolOutput is its raw_output (assay.traces.frameworks)."""
     doc = _json(value)
     if isinstance(doc, dict) and doc.get("type") == "tool" and isinstance(doc.get("data"), dict) \
             and "content" in doc["data"]:
         return _json(doc["data"]["content"])
-    return doc
+    return frameworks.tool_output(doc)
 
 
 @dataclass(frozen=True)
@@ -136,9 +130,10 @@ class Convention:
 # ---------------------------------------------------------------------------- handoffs
 
 def _gen_ai_handoff(name: Any, attrs: dict) -> dict | None:
-    """opentelemetry-instrumentation-openai-agents-v2: an `agent_handoff` span names both agents."""
+    """opentelemetry-instrumentation-openai-agents-v2: an `agent_handoff` span names both agents;
+    AutoGen's own `execute_tool transfer_to_<agent>` (assay.traces.frameworks)."""
     if attrs.get("gen_ai.operation.name") != "agent_handoff":
-        return None
+        return frameworks.autogen_handoff(name, attrs, openinference=False)
     return {"from": attrs.get("gen_ai.handoff.from_agent"), "to": attrs.get("gen_ai.handoff.to_agent")}
 
 
@@ -168,7 +163,8 @@ _OI_HANDOFF_PREFIX = "handoff to "
 def _oi_handoff(name: Any, attrs: dict) -> dict | None:
     """OpenInference handoffs: openinference-instrumentation-openai-agents' TOOL span `handoff to X`
     (no tool.name; input.value = from, output.value = to), and langgraph-supervisor's `transfer_to_X` /
-    `transfer_back_to_X` tools (metadata `__handoff_destination`), whatever span kind carries them."""
+    `transfer_back_to_X` tools (metadata `__handoff_destination`), whatever span kind carries them;
+    AutoGen's and LlamaIndex's handoff tools (assay.traces.frameworks)."""
     kind = attrs.get("openinference.span.kind")
     name = name if isinstance(name, str) else ""
     meta = langgraph_metadata(attrs)
@@ -181,7 +177,7 @@ def _oi_handoff(name: Any, attrs: dict) -> dict | None:
         # the span name is never redacted; input.value / output.value are under OPENINFERENCE_HIDE_*
         to = name[len(_OI_HANDOFF_PREFIX):] or _unredacted(attrs.get("output.value"))
         return {"from": _unredacted(attrs.get("input.value")), "to": to}
-    return None
+    return frameworks.autogen_handoff(name, attrs, openinference=True) or frameworks.llamaindex_handoff(attrs)
 
 
 REDACTED = "__REDACTED__"  # what OpenInference writes for hidden inputs and outputs
@@ -193,7 +189,7 @@ def _unredacted(value: Any) -> Any:
 
 def _oi_framework_agent(name: Any, attrs: dict) -> str | None:
     meta = langgraph_metadata(attrs)
-    return _langgraph_agent(meta) if meta else None
+    return _langgraph_agent(meta) if meta else frameworks.smolagents_agent_name(name, attrs)
 
 
 GEN_AI_LLM_OPS = {"chat": LLM, "text_completion": LLM, "generate_content": LLM}
@@ -211,9 +207,9 @@ GEN_AI = Convention(
 OPENINFERENCE = Convention(
     name="openinference", markers=("openinference.span.kind",),
     kinds=(("openinference.span.kind", {"AGENT": AGENT, "LLM": LLM, "TOOL": TOOL}),),
-    agent_name=("agent.name", "gen_ai.agent.name"), tool_name=("tool.name", "gen_ai.tool.name"),
+    agent_name=("agent.name", "gen_ai.agent.name", "graph.node.id"), tool_name=("tool.name", "gen_ai.tool.name"),
     tool_call_id=("tool_call.id", "gen_ai.tool.call.id"),
-    tool_args=(("input.value", _json), ("tool_call.function.arguments", _json), ("gen_ai.tool.call.arguments", _json)),
+    tool_args=(("input.value", call_arguments), ("tool_call.function.arguments", _json), ("gen_ai.tool.call.arguments", _json)),
     tool_result=(("output.value", _oi_output), ("gen_ai.tool.call.result", _json)),
     model=("llm.model_name", "gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
@@ -228,7 +224,7 @@ OPENLLMETRY = Convention(
            ("llm.request.type", {"chat": LLM, "completion": LLM})),
     agent_name=("traceloop.entity.name", "gen_ai.agent.name"), tool_name=("gen_ai.tool.name", "traceloop.entity.name"),
     tool_call_id=("gen_ai.tool.call.id",),
-    tool_args=(("traceloop.entity.input", _traceloop_input), ("gen_ai.tool.call.arguments", _json)),
+    tool_args=(("traceloop.entity.input", call_arguments), ("gen_ai.tool.call.arguments", _json)),
     tool_result=(("traceloop.entity.output", _json), ("gen_ai.tool.call.result", _json)),
     model=("gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),

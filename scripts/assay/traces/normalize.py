@@ -22,8 +22,9 @@ import base64
 import binascii
 from typing import Any, Iterator
 
-from . import conventions
+from . import conventions, frameworks
 from .routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
+from .toollog import tool_log as read_tool_log
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
@@ -183,45 +184,6 @@ def normalize_trace(spans_doc: Any, trace_id: str, *, parent_span_id: str | None
                           convention=convention)
 
 
-def _asks_for_tool(finish: list[str]) -> bool:
-    return any("tool" in f.lower() or "function" in f.lower() for f in finish)
-
-
-def _tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] | None]],
-              span_names: list[str], markers: dict[str, str] | None = None) -> dict:
-    """Could assay have seen every tool call of this trace? `{seen, source, reason}`.
-
-    Seen: the trace has tool spans; or every LLM span's output messages were captured (tool
-    calls derived from their parts); or, without content, every LLM span's finish reasons say
-    no tool was asked for. Blind otherwise, and always when the spans carry another
-    convention's markers or no span maps to an LLM or tool call.
-    """
-    used = conv_info["used"]
-    if conv_info["foreign"]:
-        names = ", ".join(f"{n} ({m})" for n, m in sorted(conv_info["foreign"].items()))
-        return {"seen": False, "source": None, "reason": f"spans carry another convention's markers: {names}; "
-                f"traces.convention is {conv_info['declared']}: set it to that convention or auto"}
-    if kinds[TOOL_KIND]:
-        return {"seen": True, "source": "tool_spans", "reason": None}
-    if not kinds[LLM_KIND]:
-        shown = ", ".join(repr(n) for n in list(dict.fromkeys(span_names))[:5]) or "none"
-        # another convention's marker that is never "foreign" (gen_ai's, written by every
-        # instrumentation's LLM spans) still says which convention these spans speak
-        other = {n: m for n, m in (markers or {}).items() if n != used}
-        hint = ("; the spans carry " + ", ".join(f"{m} ({n})" for n, m in sorted(other.items()))
-                + f": set traces.convention to {sorted(other)[0] if len(other) == 1 else 'that convention'} or auto"
-                ) if other else ""
-        return {"seen": False, "source": None, "reason": f"no span maps to an LLM or tool call under convention "
-                f"{used}{hint} (span names: {shown})"}
-    unseen = [finish for captured, finish in llm_seen if not captured]
-    if all(finish is not None and not _asks_for_tool(finish) for finish in unseen):
-        return {"seen": True, "source": "llm_messages" if len(unseen) < len(llm_seen) else "finish_reasons",
-                "reason": None}
-    return {"seen": False, "source": None, "reason": f"{len(unseen)} LLM span(s) without captured output "
-            "messages (and no tool span) may have asked for tools: tool calls cannot be seen (turn on the "
-            "instrumentation's message content capture, or trace tool execution)"}
-
-
 def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | None = None,
                    parent_span_id: str | None = None, convention: str = "gen_ai") -> dict:
     """`normalize_trace` over already-flattened spans of one trace (see `flatten_span`)."""
@@ -233,11 +195,28 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                and s["parent_span_id"] != ext]
     conv, conv_info = conventions.pick(convention, spans)
     kind = {id(s): conv.kind_of(s["attributes"]) for s in spans}
+    for s in spans:  # typed LLM, sends no request (LlamaIndex's _prepare_chat_with_tools)
+        if kind[id(s)] == LLM_KIND and not frameworks.is_model_call_span(s["name"]):
+            kind[id(s)] = None
+    # one model call traced twice (a framework's LLM span over the SDK instrumentation's): the
+    # innermost span is the call, the wrapper's model and tokens fill what it lacks
+    wrappers = frameworks.nested_llm_wrappers([s for s in spans if kind[id(s)] == LLM_KIND],
+                                              lambda s: by_id.get(s["parent_span_id"]))
+    filled: dict[int, dict] = {}
+    for s in spans:  # outer wrappers first (start order): a nearer wrapper's value wins
+        if (inner := wrappers.get(id(s))) is not None:
+            filled.setdefault(id(inner), {}).update(s["attributes"])
+    for s in spans:
+        if id(s) in wrappers:
+            kind[id(s)] = None
 
+    # smolagents' final_answer: how an agent answers, a traced tool span that is no tool call
+    answers = sum(1 for s in spans if kind[id(s)] == TOOL_KIND and frameworks.is_answer_tool(s["name"], s["attributes"]))
+    for s in spans:
+        if kind[id(s)] == TOOL_KIND and frameworks.is_answer_tool(s["name"], s["attributes"]):
+            kind[id(s)] = None
     handoff_of = {id(s): conv.handoff(s["name"], s["attributes"]) for s in spans}
-    # a handoff is neither an agent nor a tool call; one traced as a tool span still shows that
-    # this instrumentation traces tool execution (the tool spans, even none, are the tool log)
-    handoff_tool_spans = sum(1 for s in spans if handoff_of[id(s)] is not None and kind[id(s)] == TOOL_KIND)
+    handoff_kind = {id(s): kind[id(s)] for s in spans if handoff_of[id(s)] is not None}
     for s in spans:
         if handoff_of[id(s)] is not None:
             kind[id(s)] = None
@@ -267,6 +246,20 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         cur = owner[id(s)]
         return agent_name(cur) if cur is not None else None
 
+    # a handoff candidate that must name an agent of the trace (AutoGen's transfer_to_<x>) and
+    # does not stays a tool call, and the trace then names no route (routing.handling_agent)
+    settled, unread = frameworks.settle_handoffs(
+        [{**h, "span": s} for s in spans if (h := handoff_of[id(s)]) is not None],
+        {n for s in spans if kind[id(s)] == AGENT_KIND and (n := agent_name(s))})
+    for h in unread:
+        kind[id(h["span"])], handoff_of[id(h["span"])] = handoff_kind[id(h["span"])], None
+    for h in settled:
+        handoff_of[id(h["span"])] = h
+    # a handoff is neither an agent nor a tool call; one traced as a tool span still shows that
+    # this instrumentation traces tool execution (the tool spans, even none, are the tool log)
+    handoff_tool_spans = answers + sum(1 for s in spans if handoff_of[id(s)] is not None
+                                       and handoff_kind[id(s)] == TOOL_KIND)
+
     def error_of(s: dict) -> str | None:
         etype = s["attributes"].get("error.type")
         if etype not in (None, ""):
@@ -286,9 +279,12 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     agent_span_usage: dict[str, dict[str, int]] = {}
     handoffs = [{"from": h.get("from") or agent_of(s), "to": h.get("to"), "span_id": s["span_id"],
                  "start_ns": s["start_ns"]} for s in spans if (h := handoff_of[id(s)]) is not None]
+    handoffs += [{"from": agent_of(s), "to": agent_name(s), "span_id": s["span_id"], "start_ns": s["start_ns"]}
+                 for s in spans if kind[id(s)] == AGENT_KIND
+                 and frameworks.smolagents_managed_call(s["attributes"], owner[id(s)] is not None)]
     for s in spans:
         a, k = s["attributes"], kind[id(s)]
-        tokens = conv.tokens(a)
+        tokens = {**conv.tokens(filled.get(id(s)) or {}), **conv.tokens(a)}
         common = {"span_id": s["span_id"], "start_ns": s["start_ns"], "end_ns": s["end_ns"],
                   "duration_ms": duration_ms(s), "error": error_of(s)}
         if k == AGENT_KIND:
@@ -299,7 +295,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         elif k == LLM_KIND:
             agent = agent_of(s)
             op = a.get("gen_ai.operation.name") if a.get("gen_ai.operation.name") in LLM_OPS else "chat"
-            llm_calls.append({"operation": op, "agent": agent, "model": conv.first(a, conv.model), **tokens, **common})
+            model = conv.first(a, conv.model) or conv.first(filled.get(id(s)) or {}, conv.model)
+            llm_calls.append({"operation": op, "agent": agent, "model": model, **tokens, **common})
             bucket = usage.setdefault(agent or "(unattributed)", {"input_tokens": 0, "output_tokens": 0})
             for key, v in tokens.items():
                 bucket[key] += v
@@ -321,9 +318,11 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                 "name": name, "agent": agent_of(s), "call_id": conv.first(a, conv.tool_call_id),
                 "arguments": args, "arguments_captured": args_captured,
                 "result": result, "result_captured": result_captured, "origin": "executed", **common})
-    notes.extend(arguments_from_requests(tool_calls, requested))
+    notes.extend(arguments_from_requests(tool_calls, requested, given))
     if handoffs:  # the LLM's request for a handoff tool is the handoff, not a tool call
-        requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)]
+        targets = {h["to"] for h in handoffs}
+        requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)
+                     and r.get("name") not in targets]
     if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
@@ -338,7 +337,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
     kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND) + handoff_tool_spans,
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
-    tool_log = _tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans))
+    tool_log = read_tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans))
 
     checks: dict[str, Any] = {
         "spans_for_trace": len(spans),
@@ -353,6 +352,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     }
     if notes:
         checks["argument_notes"] = sorted(set(notes))
+    if wrappers:
+        checks["nested_llm_spans"] = len(wrappers)
     if unnamed_tools:
         checks["unnamed_tool_spans"] = unnamed_tools
     if any(s["base64_ids"] for s in spans):
@@ -360,7 +361,10 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     status = INCOMPLETE if (not spans or orphans or unnamed_tools) else OK
     return {"status": status, "checks": checks, "trajectory": {
         "trace_id": trace_id, "agents": agents, "llm_calls": llm_calls, "tool_calls": tool_calls,
-        "handoffs": handoffs, "usage": {"by_agent": usage, "total": total}, "convention": conv_info,
+        "handoffs": handoffs, **({"no_agent_note": note} if not agents and (note := frameworks.no_agent_note(
+            [s["name"] for s in spans])) else {}), **({"unread_handoffs": [{"span": s["name"], "span_id": s["span_id"], "to": h["to"]}
+                                                      for h in unread for s in [h["span"]]]} if unread else {}),
+        "usage": {"by_agent": usage, "total": total}, "convention": conv_info,
         "tool_log": tool_log}}
 
 

@@ -7,14 +7,18 @@
    (langgraph-supervisor's workers hand back to the supervisor, which repeats their answer);
 2. without a handoff: the agent whose LLM call ended last, the one that produced the answer
    (pydantic-ai's output functions run the next agent inside the entry agent's run);
-3. else the first named agent span (a trace with agent spans but no LLM span).
+3. else the named agent span, when the trace has one agent (agent spans but no LLM span);
+   never a guess among several agents, nor when a handoff span was not read as one
+   (`trajectory.unread_handoffs`): `no_route_reason` then says why.
 
 Wrapper spans (openai-agents' unnamed "Agent workflow") have no name and are never a route.
 
 `arguments_from_requests(tool_calls, requested)`: LangGraph's tools with one parameter record
 the bare value (`input.value = "ORD-12"`) on their TOOL span; the LLM span's tool call holds the
 arguments object. Such a call takes the arguments of the LLM's request for the same tool (by
-call id, else the n-th request of that name for its n-th execution).
+call id, else the n-th request of that name for its n-th execution). AutoGen's own `execute_tool`
+spans carry no arguments and no result: by call id only, the request's arguments and the result
+the next LLM call was given.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ def first_agent_name(trajectory: dict | None) -> str | None:
 
 
 def handling_agent(trajectory: dict | None) -> tuple[str | None, str | None]:
-    """(route, how): how is `handoff`, `answering agent` or `first agent` (None without a route)."""
+    """(route, how): how is `handoff`, `answering agent` or `first agent` (None without a route:
+    `no_route_reason` says why). A trace with a handoff span not read as one names no route."""
     traj = trajectory or {}
+    if traj.get("unread_handoffs"):
+        return None, None
     route, sources = None, set()
     for h in traj.get("handoffs") or []:
         frm, to = h.get("from"), h.get("to")
@@ -50,7 +57,28 @@ def handling_agent(trajectory: dict | None) -> tuple[str | None, str | None]:
         last = max(enumerate(named), key=lambda ic: (ic[1].get("end_ns") or ic[1].get("start_ns") or 0, ic[0]))[1]
         return last["agent"], ANSWERING
     first = first_agent_name(traj)
-    return (first, FIRST) if first else (None, None)
+    # several agents and nothing saying which answered: never a guess
+    return (first, FIRST) if first and len(_agent_names(traj)) == 1 else (None, None)
+
+
+def _agent_names(traj: dict) -> set[str]:
+    return {a["name"] for a in traj.get("agents") or [] if isinstance(a.get("name"), str) and a["name"]}
+
+
+def no_route_reason(trajectory: dict | None) -> str:
+    """Why `handling_agent` read no route from this trajectory (the routing layer's unscored reason)."""
+    traj = trajectory or {}
+    unread = traj.get("unread_handoffs") or []
+    if unread:
+        spans = ", ".join(repr(u.get("span")) for u in unread[:3])
+        return (f"handoff span(s) {spans} name no agent of this trace, so who handled the request cannot be "
+                "read; declare route_from_response")
+    names = _agent_names(traj)
+    if len(names) > 1:
+        return (f"{len(names)} agents ({', '.join(sorted(names))}) and no handoff or LLM call of theirs says "
+                "which handled the request; declare route_from_response")
+    note = traj.get("no_agent_note")
+    return f"no agent span in the trace has a name{f' ({note})' if note else ''}; declare route_from_response"
 
 
 def route_evidence(trajectory: dict | None) -> dict:
@@ -60,8 +88,10 @@ def route_evidence(trajectory: dict | None) -> dict:
     return {"observed_via": how, **({"handoffs": hops} if hops else {})}
 
 
-def arguments_from_requests(tool_calls: list[dict], requested: list[dict]) -> list[str]:
-    """Fill bare-value arguments from the LLM's tool calls in place; the notes to record."""
+def arguments_from_requests(tool_calls: list[dict], requested: list[dict],
+                            given: dict | None = None) -> list[str]:
+    """Fill bare-value or uncaptured arguments from the LLM's tool calls in place, and uncaptured
+    results from `given` ({call id: the result the next LLM call was given}); the notes to record."""
     by_id = {str(r["call_id"]): r for r in requested if r.get("call_id") is not None}
     by_name: dict[Any, list[dict]] = {}
     for r in requested:
@@ -70,14 +100,20 @@ def arguments_from_requests(tool_calls: list[dict], requested: list[dict]) -> li
     notes = []
     for call in tool_calls:
         n = seen[call["name"]] = seen.get(call["name"], -1) + 1
-        if not call.get("arguments_captured") or isinstance(call.get("arguments"), (dict, list)):
+        cid = str(call["call_id"]) if call.get("call_id") is not None else None
+        if not call.get("result_captured") and cid and given and cid in given:
+            call["result"], call["result_captured"] = given[cid], True
+            notes.append(f"tool {call['name']!r}: its span holds no result; taken from the next LLM span's "
+                         "input messages")
+        captured = call.get("arguments_captured")
+        if captured and isinstance(call.get("arguments"), (dict, list)):
             continue
-        req = by_id.get(str(call.get("call_id"))) if call.get("call_id") is not None else None
-        if req is None:
+        req = by_id.get(cid) if cid else None
+        if req is None and captured:  # a bare value: the n-th request of that name (no id to match)
             same = by_name.get(call["name"]) or []
             req = same[n] if n < len(same) else None
         if req is not None and req.get("arguments_captured") and isinstance(req.get("arguments"), dict):
-            call["arguments"] = req["arguments"]
-            notes.append(f"tool {call['name']!r}: its span holds a bare value; arguments taken from the "
-                         "LLM span's tool call")
+            call["arguments"], call["arguments_captured"] = req["arguments"], True
+            notes.append(f"tool {call['name']!r}: its span holds {'a bare value' if captured else 'no arguments'}; "
+                         "arguments taken from the LLM span's tool call")
     return notes

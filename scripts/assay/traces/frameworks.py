@@ -1,0 +1,154 @@
+"""What particular agent frameworks write beyond their convention's table. Pure.
+
+`assay.traces.conventions` maps each convention's attributes; the frameworks below write spans
+in those conventions with shapes of their own, read here (checked against the real packages in
+tests/test_handoff_frameworks_e2e.py; references/instrument-your-app.md says it per framework):
+
+- **AutoGen AgentChat** hands off through tools `transfer_to_<target>` (its `Handoff`, the name
+  lower-cased). Its own tracing writes them as `execute_tool transfer_to_<target>` spans
+  (`gen_ai.system = autogen`, no arguments); openinference-instrumentation-autogen-agentchat as
+  TOOL spans named `<agent>.transfer_to_<target>`, its agents as AGENT spans `<agent>.on_messages_stream`
+  whose name is `graph.node.id`. Such a span is a handoff when `<target>` is an agent of the trace;
+  else it stays a tool call and the trace names no route (`unread_handoffs`): never a guess.
+- **LlamaIndex AgentWorkflow** (openinference-instrumentation-llama-index) writes no AGENT span.
+  A tool span's `input.value` is the call's bound arguments `{"kwargs": {...}}`; the `handoff`
+  tool's (`to_agent`, `reason`) also holds the workflow's `ctx`, which is no argument. The
+  `<LLM class>._prepare_chat_with_tools` spans are typed LLM but call no model.
+- **smolagents** (openinference-instrumentation-smolagents): an agent is the AGENT span
+  `<name>.run`; a managed agent runs inside its manager's run, which then repeats its answer
+  (as langgraph-supervisor's supervisor does): that call is a handoff manager -> managed agent.
+  Tool spans' `input.value` is `{"args", "sanitize_inputs_outputs", "kwargs"}`; the
+  `final_answer` tool (FinalAnswerTool) is how an agent answers, not a tool call.
+- **Nested LLM spans**: a framework's LLM span with another LLM span below it (AutoGen's
+  `OpenAIChatCompletionClient.create` over openinference-instrumentation-openai's span of the same
+  request) is one model call: the innermost span (nearest the wire) is the call; a wrapper's
+  model and token counts fill what its inner span lacks, and are never counted again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.jsonio import maybe_json
+
+AUTOGEN_HANDOFF = "transfer_to_"
+SMOLAGENTS, SMOLAGENTS_ANSWER = "smolagents.", "final_answer"
+_CALL_KEYS = {"args", "kwargs", "sanitize_inputs_outputs"}  # smolagents adds the last
+LLAMAINDEX_HANDOFF = "handoff"
+NOT_MODEL_CALLS = ("._prepare_chat_with_tools",)  # LlamaIndex: builds the request, sends nothing
+_CONTEXT_ARGS = ("ctx",)  # LlamaIndex passes the workflow Context to tools that take one
+
+
+def smolagents_agent_name(name: Any, attrs: dict) -> str | None:
+    """smolagents' AGENT span `<agent name>.run` (openinference-instrumentation-smolagents writes no
+    agent.name; its spans carry `smolagents.*` attributes)."""
+    if isinstance(name, str) and name.endswith(".run") and any(k.startswith(SMOLAGENTS) for k in attrs):
+        return name[:-len(".run")] or None
+    return None
+
+
+def smolagents_managed_call(attrs: dict, inside_agent: bool) -> bool:
+    """A smolagents agent run inside another agent's run: the manager called its managed agent."""
+    return inside_agent and any(k.startswith(SMOLAGENTS) for k in attrs)
+
+
+def is_answer_tool(name: Any, attrs: dict) -> bool:
+    """smolagents' `final_answer` tool (FinalAnswerTool) is how an agent answers, not a tool call."""
+    return name == "FinalAnswerTool" and attrs.get("tool.name") == SMOLAGENTS_ANSWER
+
+
+def call_arguments(value: Any) -> Any:
+    """A call recorded as its bound arguments (`{"args": [...], "kwargs": {...}}`: traceloop.entity.input,
+    LlamaIndex's input.value): the keyword arguments are the call's (positional ones kept under
+    `args`), without the LlamaIndex workflow context. Anything else is returned as read."""
+    doc = maybe_json(value)
+    if isinstance(doc, dict) and set(doc) <= _CALL_KEYS and isinstance(doc.get("kwargs"), dict):
+        kwargs = {k: v for k, v in doc["kwargs"].items() if k not in _CONTEXT_ARGS}
+        args = doc.get("args") or []
+        return kwargs if not args else {"args": args, **kwargs}
+    return doc
+
+
+def tool_output(doc: Any) -> Any:
+    """LlamaIndex's ToolOutput (`{"blocks": [...], "tool_name", "raw_input", "raw_output", ...}` in a
+    tool span's output.value): the tool's own return value is `raw_output`."""
+    if isinstance(doc, dict) and {"blocks", "tool_name", "raw_output"} <= set(doc):
+        return maybe_json(doc["raw_output"])
+    return doc
+
+
+def is_model_call_span(name: Any) -> bool:
+    """False for spans typed LLM that send no request (see NOT_MODEL_CALLS)."""
+    return not (isinstance(name, str) and name.endswith(NOT_MODEL_CALLS))
+
+
+def autogen_handoff(name: Any, attrs: dict, openinference: bool) -> dict | None:
+    """AutoGen's `transfer_to_<target>` tool span (its own under gen_ai, openinference's) as a handoff
+    candidate; `agent_check`: a handoff only if `<target>` is an agent of the trace (`settle_handoffs`)."""
+    name = name if isinstance(name, str) else ""
+    if not openinference and attrs.get("gen_ai.system") == "autogen" \
+            and attrs.get("gen_ai.operation.name") == "execute_tool":
+        tool = attrs.get("gen_ai.tool.name")
+        frm = None
+    elif openinference and attrs.get("openinference.span.kind") == "TOOL" and isinstance(attrs.get("tool.name"), str) \
+            and name.endswith("." + attrs["tool.name"]):
+        tool = attrs["tool.name"]
+        frm = name[:-len(tool) - 1] or None
+    else:
+        return None
+    if isinstance(tool, str) and tool.startswith(AUTOGEN_HANDOFF) and len(tool) > len(AUTOGEN_HANDOFF):
+        return {"from": frm, "to": tool[len(AUTOGEN_HANDOFF):], "agent_check": True, "tool": tool}
+    return None
+
+
+def llamaindex_handoff(attrs: dict) -> dict | None:
+    """LlamaIndex's `handoff` TOOL span: `to_agent` from its arguments."""
+    if attrs.get("openinference.span.kind") != "TOOL" or attrs.get("tool.name") != LLAMAINDEX_HANDOFF:
+        return None
+    args = call_arguments(attrs.get("input.value"))
+    to = args.get("to_agent") if isinstance(args, dict) else None
+    return {"from": None, "to": to} if isinstance(to, str) and to else None
+
+
+def no_agent_note(span_names: list) -> str | None:
+    """Why a trace has no agent span, when a framework is known to write none."""
+    if any(isinstance(n, str) and n.startswith("AgentWorkflow.") for n in span_names):
+        return ("LlamaIndex's AgentWorkflow writes no AGENT span (openinference-instrumentation-llama-index): "
+                "only its handoff tool calls name an agent")
+    return None
+
+
+def settle_handoffs(candidates: list[dict], agent_names: set[str]) -> tuple[list[dict], list[dict]]:
+    """(handoffs, unread): a candidate needing an agent check is a handoff when its target names an
+    agent of the trace (AutoGen lower-cases it: matched without case, the agent's own spelling kept)."""
+    known = {n.lower(): n for n in agent_names if isinstance(n, str)}
+    done, unread = [], []
+    for h in candidates:
+        if not h.get("agent_check"):
+            done.append(h)
+        elif str(h.get("to")).lower() in known:
+            done.append({**h, "to": known[str(h["to"]).lower()]})
+        else:
+            unread.append(h)
+    return done, unread
+
+
+def nested_llm_wrappers(llm_spans: list[dict], parent_of: Callable[[dict], dict | None]) -> dict[int, dict]:
+    """{id(wrapper span): the innermost LLM span below it} for LLM spans with an LLM span below them
+    (`parent_of(span)` -> its parent span or None)."""
+    wrapped: dict[int, dict] = {}
+    llm_ids = {id(s) for s in llm_spans}
+    for s in llm_spans:  # walk up from every LLM span: each LLM ancestor is a wrapper of it
+        seen, cur = set(), parent_of(s)
+        while cur is not None and id(cur) not in seen:
+            seen.add(id(cur))
+            if id(cur) in llm_ids and id(cur) not in wrapped:
+                wrapped[id(cur)] = s
+            cur = parent_of(cur)
+    innermost: dict[int, dict] = {}
+    for key, inner in wrapped.items():  # follow a wrapper's inner span while it is itself a wrapper
+        hops = 0
+        while id(inner) in wrapped and hops < len(wrapped):
+            inner, hops = wrapped[id(inner)], hops + 1
+        innermost[key] = inner
+    return innermost

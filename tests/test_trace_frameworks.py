@@ -1,0 +1,165 @@
+"""LlamaIndex AgentWorkflow, AutoGen AgentChat and smolagents spans, as the real packages write them.
+
+The fixtures in tests/fixtures/handoffspans/ were recorded by tests/record_handoffspans.py from
+tests/handoffapp.py (a triage agent handing off to a billing and an orders agent; "where is
+ORD-12?", "please send invoice INV-7", "hello there"); `packages` in each file names the
+versions. AutoGen AgentChat (OpenInference) and smolagents also run live in
+tests/test_handoff_frameworks_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.run.layers import RepeatEvidence, ScoreContext, score_repeat
+from assay.traces.collect import COMPLETE
+from assay.traces.normalize import normalize_trace
+from assay.traces.otlp_writer import new_span_id, new_trace_id, span, traces_data
+from assay.traces.routing import handling_agent
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "handoffspans"
+
+
+def recorded(flavor: str) -> dict[str, dict]:
+    doc = json.loads((FIXTURES / f"{flavor}.json").read_text())
+    return {key: normalize_trace(doc["exports"], tid, convention="auto") for key, tid in doc["traces"].items()}
+
+
+def layers(traj: dict, expect: dict) -> dict:
+    ctx = ScoreContext(invocation={}, matrix={}, scoring={}, judged_reason=lambda case: "no judge",
+                       traces_collected=True, traceless_reason=None)
+    ev = RepeatEvidence(status=200, response_json={"message": "x"}, answer="x", answer_note=None,
+                        trace_status=COMPLETE, trajectory=traj)
+    got, _ = score_repeat({"id": "c", "expect": expect}, ctx, ev)
+    return got
+
+
+def calls(traj: dict) -> list[tuple]:
+    return [(c["name"], c["arguments"], c["result"]) for c in traj["tool_calls"]]
+
+
+def test_llamaindex_tool_arguments_results_handoffs_and_model_calls():
+    got = recorded("llamaindex")
+    orders, billing, hello = (got[k]["trajectory"] for k in ("orders", "billing", "hello"))
+    # the TOOL span's input.value is {"kwargs": {...}}; its output.value a ToolOutput
+    assert calls(orders) == [("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})]
+    assert calls(billing) == [("get_invoice", {"invoice_id": "INV-7"}, {"invoice_id": "INV-7", "total": 42.5})]
+    # the `handoff` tool (its ctx dump is no argument) is the handoff, not a tool call
+    assert [h["to"] for h in orders["handoffs"]] == ["orders_agent"]
+    assert handling_agent(orders) == ("orders_agent", "handoff")
+    # _prepare_chat_with_tools spans are typed LLM but send nothing: three model calls, each counted once
+    assert len(orders["llm_calls"]) == 3 and orders["usage"]["total"] == {"input_tokens": 111, "output_tokens": 14}
+    scored = layers(orders, {"route": "orders_agent", "args": {"lookup_order": {"order_id": "ORD-12"}},
+                             "tools": {"subset": ["lookup_order"]}})
+    assert [scored[k]["verdict"] for k in ("routing", "tool_selection", "trajectory")] == ["pass"] * 3, scored
+
+
+def test_llamaindex_without_a_handoff_sees_the_tool_log_and_names_why_there_is_no_route():
+    hello = recorded("llamaindex")["hello"]["trajectory"]
+    assert hello["tool_log"]["seen"] and hello["tool_calls"] == [], hello["tool_log"]
+    scored = layers(hello, {"route": "triage_agent", "tools": {"forbidden": ["lookup_order"]}})
+    assert scored["trajectory"]["verdict"] == "pass", scored["trajectory"]
+    assert scored["routing"]["verdict"] == "unscored", scored["routing"]
+    assert "LlamaIndex's AgentWorkflow writes no AGENT span" in scored["routing"]["reason"]
+
+
+def test_autogen_openinference_agents_handoffs_and_one_count_per_model_call():
+    got = recorded("autogen-oi")
+    orders, hello = got["orders"]["trajectory"], got["hello"]["trajectory"]
+    # the agent is graph.node.id, not the span name `orders_agent.on_messages_stream`
+    assert [a["name"] for a in orders["agents"]] == ["triage_agent", "orders_agent"]
+    assert [(h["from"], h["to"]) for h in orders["handoffs"]] == [("triage_agent", "orders_agent")]
+    assert handling_agent(orders) == ("orders_agent", "handoff")
+    assert handling_agent(hello) == ("triage_agent", "answering agent")
+    # AutoGen's OpenAIChatCompletionClient.create over openinference-openai's ChatCompletion: one call
+    assert got["orders"]["checks"]["nested_llm_spans"] == 3
+    assert [(c["agent"], c["input_tokens"], c["output_tokens"]) for c in orders["llm_calls"]] == [
+        ("triage_agent", 21, 5), ("orders_agent", 25, 5), ("orders_agent", 35, 4)]
+    assert orders["usage"]["total"] == {"input_tokens": 81, "output_tokens": 14}
+    assert calls(orders) == [("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})]
+
+
+@pytest.mark.parametrize("flavor", ["autogen-genai", "autogen-own"])
+def test_autogen_own_tracing_reads_transfer_tools_as_handoffs(flavor):
+    got = recorded(flavor)
+    billing = got["billing"]["trajectory"]
+    assert [(h["from"], h["to"]) for h in billing["handoffs"]] == [("triage_agent", "billing_agent")]
+    assert handling_agent(billing) == ("billing_agent", "handoff")
+    assert [c["name"] for c in billing["tool_calls"]] == ["get_invoice"]
+    if flavor == "autogen-genai":
+        # execute_tool spans carry no arguments: the chat span's tool call (by call id) and the
+        # result the next chat span was given
+        assert calls(billing) == [("get_invoice", {"invoice_id": "INV-7"}, {"invoice_id": "INV-7", "total": 42.5})]
+        assert layers(billing, {"args": {"get_invoice": {"invoice_id": "INV-7"}}})["tool_selection"]["verdict"] == "pass"
+
+
+def autogen_spans(tid: str, *agents_and_tools: tuple[str, list[str]]) -> list[dict]:
+    """AutoGen's own tracing: an invoke_agent span per agent, its execute_tool spans below it."""
+    out, t = [], 1_700_000_000_000_000_000
+    for i, (agent, tools) in enumerate(agents_and_tools):
+        aid = new_span_id()
+        out.append(span(f"invoke_agent {agent}", trace_id=tid, span_id=aid, start_ns=t + i * 10, end_ns=t + i * 10 + 9,
+                        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.system": "autogen",
+                                    "gen_ai.agent.name": agent}))
+        for j, tool in enumerate(tools):
+            out.append(span(f"execute_tool {tool}", trace_id=tid, parent_span_id=aid, start_ns=t + i * 10 + j + 1,
+                            end_ns=t + i * 10 + j + 2, attributes={
+                                "gen_ai.operation.name": "execute_tool", "gen_ai.system": "autogen",
+                                "gen_ai.tool.name": tool, "gen_ai.tool.call.id": f"call_{i}{j}"}))
+    return out
+
+
+def test_a_handoff_span_that_names_no_agent_makes_routing_unscored_never_the_first_agent():
+    tid = new_trace_id()
+    doc = traces_data(autogen_spans(tid, ("triage_agent", ["transfer_to_billing_agent"]), ("billing", [])))
+    traj = normalize_trace(doc, tid, convention="gen_ai")["trajectory"]
+    assert traj["handoffs"] == [] and [c["name"] for c in traj["tool_calls"]] == ["transfer_to_billing_agent"]
+    assert handling_agent(traj) == (None, None)
+    layer = layers(traj, {"route": "triage_agent"})["routing"]
+    assert layer["verdict"] == "unscored" and "'execute_tool transfer_to_billing_agent'" in layer["reason"], layer
+    # AutoGen lower-cases the target in the tool's name: matched to the agent's own spelling
+    tid = new_trace_id()
+    doc = traces_data(autogen_spans(tid, ("Triage", ["transfer_to_billingagent"]), ("BillingAgent", [])))
+    assert handling_agent(normalize_trace(doc, tid, convention="gen_ai")["trajectory"]) == ("BillingAgent", "handoff")
+
+
+def test_several_agents_and_nothing_saying_which_answered_is_no_route():
+    tid = new_trace_id()
+    traj = normalize_trace(traces_data(autogen_spans(tid, ("triage_agent", []), ("billing_agent", []))), tid,
+                           convention="gen_ai")["trajectory"]
+    layer = layers(traj, {"route": "triage_agent"})["routing"]
+    assert layer["verdict"] == "unscored" and "2 agents (billing_agent, triage_agent)" in layer["reason"], layer
+
+
+def test_smolagents_managed_agents_names_arguments_and_final_answer():
+    got = recorded("smolagents")
+    orders, hello = got["orders"]["trajectory"], got["hello"]["trajectory"]
+    # agents are `<name>.run` spans; a managed agent's run inside its manager's is a handoff to it
+    assert [a["name"] for a in orders["agents"]] == ["triage_agent", "orders_agent"]
+    assert handling_agent(orders) == ("orders_agent", "handoff")
+    assert handling_agent(hello) == ("triage_agent", "answering agent")
+    # tool input.value {"args", "sanitize_inputs_outputs", "kwargs"}; final_answer is no tool call
+    assert calls(orders) == [("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})]
+    assert hello["tool_calls"] == [] and hello["tool_log"]["seen"], hello
+
+
+def test_nested_llm_spans_are_one_call_the_wrappers_usage_filling_what_the_inner_lacks():
+    tid, outer, middle = new_trace_id(), new_span_id(), new_span_id()
+    t = 1_700_000_000_000_000_000
+
+    def llm(name, sid=None, parent=None, **attrs):
+        return span(name, trace_id=tid, span_id=sid, parent_span_id=parent, start_ns=t, end_ns=t + 9,
+                    attributes={"openinference.span.kind": "LLM", **attrs})
+    spans = [llm("Framework.chat", outer, None, **{"llm.model_name": "m", "llm.token_count.prompt": 30,
+                                                    "llm.token_count.completion": 7}),
+             llm("Client.create", middle, outer, **{"llm.token_count.prompt": 30}),
+             llm("ChatCompletion", None, middle),
+             llm("Other._prepare_chat_with_tools")]
+    out = normalize_trace(traces_data(spans), tid, convention="openinference")
+    assert out["checks"]["nested_llm_spans"] == 2
+    assert [(c["model"], c.get("input_tokens"), c.get("output_tokens")) for c in out["trajectory"]["llm_calls"]] == [
+        ("m", 30, 7)]
+    assert out["trajectory"]["usage"]["total"] == {"input_tokens": 30, "output_tokens": 7}
