@@ -59,7 +59,8 @@ def _constant_vars(tests: list[Test]) -> dict[str, Any]:
 
 def _case_shell(cid: str, title: str, where: str, prompt: RawPrompt, params: dict[str, Any]) -> dict[str, Any]:
     tid = f"pf-prompt-{short_hash(prompt.raw)}"
-    scalar = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool))}
+    scalar = {k: str(v) if isinstance(v, str) else v for k, v in params.items()   # str(): a YAML date's text
+              if isinstance(v, (str, int, float, bool))}
     case: dict[str, Any] = {"id": cid, "title": title[:120], "unit": "app", "split": ["full", "smoke"],
                             "category": "happy", "test_type": "MFT",
                             "template_id": tid if scalar else None, "source": f"promptfoo:{where}",

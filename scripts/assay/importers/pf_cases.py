@@ -102,9 +102,9 @@ def _file_vars(variables: dict[str, Any], cfg: Config, raw: RawTest, log: Import
     out: dict[str, Any] = {}
     for k, v in variables.items():
         if isinstance(v, str) and v.startswith("file://"):
-            files = cfg.resolve(v)
+            files = cfg.resolve(v, raw.line_of("vars", k))
             f = files[0] if len(files) == 1 else None
-            if f is None or f.suffix.lower() not in (".txt", ".md", "") or not f.is_file():
+            if f is None or f.suffix.lower() not in (".txt", ".md", "") or not f.exists():
                 log.skipped.append(Skipped(raw.line_of("vars", k), f"var {k} = {v}", "only a single text file "
                                            "(.txt, .md) is read into a var; the test is not imported"))
                 return None

@@ -5,7 +5,8 @@ line), and the loaders for `file://` references relative to the config's directo
 come back as `RawTest`s (one per inline test, CSV row or item of a test file), each with its
 own file and line; prompts as `RawPrompt`s. References the import cannot read (scripts,
 datasets on the network, globs that match nothing) are `Skipped` entries with the reason,
-never dropped. YAML is read strictly (assay.core.strict_yaml); JSON is YAML.
+never dropped. YAML is read strictly (assay.core.strict_yaml) by YAML 1.2's core schema, as
+promptfoo's js-yaml reads it (`Yes`, `off` stay text); JSON is YAML.
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ import csv
 import glob
 import io
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.strict_yaml import LineIndex, loads
+from ..core.strict_yaml import LineIndex, check_flow_depth, loads
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
 TEXT_SUFFIXES = (".txt", ".md", ".j2", ".njk")
 SCRIPT_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".py", ".rb")
 MAX_FILE_BYTES = 10_000_000
+KERNEL_DIRS = ("/proc", "/sys", "/dev")
 
 
 @dataclass(frozen=True)
@@ -91,27 +95,61 @@ class Config:
         except ValueError:
             return path.as_posix()
 
-    def resolve(self, ref: str) -> list[Path]:
-        """`file://x` (a glob allowed) -> the files, relative to the config's directory."""
+    def resolve(self, ref: str, where: Where | None = None) -> list[Path]:
+        """`file://x` (a glob allowed) -> the files, relative to the config's directory. Every
+        path, after symlinks are resolved, must lie inside that directory: anything else (`../`,
+        an absolute path, a symlink or a glob match leading out) is refused by name, never read."""
         target = ref[len("file://"):] if ref.startswith("file://") else ref
         if ":" in target and not (self.base / target).exists():   # file://tests.py:generate
             target = target.split(":", 1)[0]
         pattern = str(self.base / target)
         if any(ch in target for ch in "*?["):
-            return [Path(p) for p in sorted(glob.glob(pattern, recursive=True))]
-        return [Path(pattern)]
+            return [self.inside(Path(p), ref, where) for p in sorted(glob.glob(pattern, recursive=True))]
+        return [self.inside(Path(pattern), ref, where)]
+
+    def inside(self, path: Path, ref: str, where: Where | None) -> Path:
+        root = Path(os.path.realpath(self.base))
+        real = Path(os.path.realpath(path))
+        if real != root and root not in real.parents:
+            at = f"{where}: " if where else ""
+            raise AssayError(f"{at}{ref} resolves to {real}, outside the config's folder {root}: the import reads "
+                             "only files inside that folder (symlinks resolved); copy the file into it", 2,
+                             file=str(where.file if where else self.label), line=where.line if where else None)
+        return real
 
 
 def read_text(path: Path, label: str) -> str:
+    """A regular file's text, read with a byte cap: a device (/dev/zero), a FIFO (which would block),
+    a socket or a kernel file under /proc, /sys or /dev is refused, never opened for reading."""
+    real = os.path.realpath(path)
+    if any(real == d or real.startswith(d + "/") for d in KERNEL_DIRS):
+        raise AssayError(f"{label}: is a kernel or device file ({real}); the import reads only regular files", 2,
+                         file=label)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        data = path.read_bytes()
+        fd = os.open(real, flags)     # O_NONBLOCK: opening a FIFO returns at once instead of waiting
     except OSError as exc:
         raise AssayError(f"{label}: cannot read it ({exc.strerror or exc}); check the file:// path", 2,
                          file=label) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise AssayError(f"{label}: is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte limit", 2, file=label)
     try:
-        return data.decode("utf-8-sig")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise AssayError(f"{label}: is not a regular file (a device, FIFO or socket); the import reads only "
+                             "regular files", 2, file=label)
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise AssayError(f"{label}: cannot read it ({exc.strerror or exc})", 2, file=label) from None
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise AssayError(f"{label}: is over the {MAX_FILE_BYTES}-byte limit", 2, file=label)
+    try:
+        return b"".join(chunks).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise AssayError(f"{label}: is not UTF-8 text", 2, file=label) from None
 
@@ -132,11 +170,14 @@ def read_data(path: Path, label: str) -> tuple[Any, LineIndex | None]:
     if suffix == ".csv":
         return csv_rows(text, label), None
     try:
-        return loads(text, label)
+        return loads(text, label, core=True)
     except AssayError:
-        if suffix == ".json":   # JSON that YAML 1.1 reads differently (tabs, escapes): no lines
+        if suffix == ".json":   # JSON that YAML reads differently (tabs, escapes): no lines
+            check_flow_depth(text, label)
             try:
                 return json.loads(text), None
+            except RecursionError:
+                raise AssayError(f"{label}: nested too deep to read; flatten the structure", 2, file=label) from None
             except ValueError as exc:
                 raise AssayError(f"{label}: not valid JSON ({exc})", 2, file=label) from None
         raise
@@ -159,7 +200,7 @@ def csv_rows(text: str, label: str) -> list[tuple[int, dict[str, str]]]:
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise AssayError(f"{p}: no such promptfoo config (pass promptfooconfig.yaml or a .json config)", 2,
                          file=str(p))
     doc, lines = read_data(p, p.name)
@@ -170,7 +211,7 @@ def load_config(path: str | Path) -> Config:
 
 
 def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
-    files = cfg.resolve(ref)
+    files = cfg.resolve(ref, where)
     if not files:
         cfg.skipped.append(Skipped(where, f"tests {ref}", "the glob matches no file"))
         return []
@@ -245,7 +286,7 @@ def load_default_test(cfg: Config) -> RawTest | None:
 
 def _prompt_file(cfg: Config, ref: str, label: str | None, where: Where) -> list[RawPrompt]:
     out: list[RawPrompt] = []
-    files = cfg.resolve(ref)
+    files = cfg.resolve(ref, where)
     for f in files:
         rel = cfg.rel(f)
         suffix = f.suffix.lower()
@@ -254,7 +295,7 @@ def _prompt_file(cfg: Config, ref: str, label: str | None, where: Where) -> list
             continue
         text = read_text(f, rel)
         if suffix in (".yaml", ".yml"):
-            doc, _ = loads(text, rel)
+            doc, _ = loads(text, rel, core=True)
             out.append(RawPrompt(json.dumps(doc, ensure_ascii=False), label or rel, Where(rel, 1)))
         elif suffix in (".json", ".jsonl") or suffix in TEXT_SUFFIXES or not suffix:
             if suffix == ".jsonl":

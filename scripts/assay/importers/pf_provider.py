@@ -53,7 +53,7 @@ def _providers(cfg: Config) -> list[tuple[str, dict[str, Any], Where]]:
         if isinstance(item, str):
             if item.startswith("file://"):
                 from .pf_load import read_data
-                for f in cfg.resolve(item):
+                for f in cfg.resolve(item, where):
                     doc, _ = read_data(f, cfg.rel(f))
                     for d in (doc if isinstance(doc, list) else [doc]):
                         if isinstance(d, dict):

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from ..core.strict_yaml import YamlTimestamp
+
 _EXPR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.DOTALL)
 _BLOCK = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*$")
@@ -58,6 +60,11 @@ def _as_text(value: Any) -> str:
     # Nunjucks prints a string as is, a number or bool as JS would, an object as [object Object]
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, YamlTimestamp):
+        raise Unrenderable("a YAML date or time (promptfoo reads it as a JavaScript Date and prints it in the "
+                           "machine's time zone; quote it to send the text)")
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))      # JavaScript prints 1.0 and 1e3 as 1 and 1000
     if isinstance(value, (int, float)):
         return json.dumps(value)
     if value is None:
@@ -65,6 +72,14 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     raise Unrenderable("an object or list printed without `| dump`")
+
+
+def _has_timestamp(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_timestamp(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_timestamp(v) for v in value)
+    return isinstance(value, YamlTimestamp)
 
 
 def render(template: str, variables: dict[str, Any], *, env_as: str | None = None) -> str:
@@ -92,6 +107,8 @@ def render(template: str, variables: dict[str, Any], *, env_as: str | None = Non
             if f not in _FILTERS:
                 raise Unrenderable(f"the filter `| {f}`")
             if f == "dump":
+                if _has_timestamp(value):
+                    raise Unrenderable("a YAML date under `| dump` (JSON.stringify of a JavaScript Date)")
                 value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             else:
                 text = _as_text(value)
