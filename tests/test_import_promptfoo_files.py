@@ -150,5 +150,5 @@ def test_a_document_nested_100000_deep_is_a_named_error(tmp_path, name, text):
         config.write_text(text, encoding="utf-8")
     res = _import(config, tmp_path / "s")
     assert res.rc == 2, (res.rc, res.stdout[-500:], res.stderr[-500:])
-    assert "nest deeper than" in res.json["error"] and "flatten" in res.json["error"], res.stdout
+    assert "nesting deeper than" in res.json["error"] and "flatten" in res.json["error"], res.stdout
     assert "Traceback" not in res.stderr

@@ -185,8 +185,8 @@ def check_flow_depth(text: str, label: str) -> None:
             if depth > deepest:
                 deepest = depth
                 if deepest > MAX_FLOW_DEPTH:
-                    raise AssayError(f"{label}: brackets nest deeper than {MAX_FLOW_DEPTH} levels (a document "
-                                     f"nested this deep is not a config); flatten the structure", 2, file=label)
+                    raise AssayError(f"{label}: nesting deeper than {MAX_FLOW_DEPTH} levels of brackets (a document "
+                                     "nested this deep is not a config); flatten the structure", 2, file=label)
         elif depth:
             depth -= 1
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from .pf_asserts import Mapped, map_assertion
 from .pf_load import Config, RawPrompt, RawTest, Skipped, Where, read_text
+from .pf_refs import unresolved
 from .pf_render import Unrenderable, chat_messages, messages_of, references, render
 
 PLACEHOLDER_CHECK = r"/\A\s*\Z/"
@@ -37,6 +38,7 @@ class ImportLog:
     budgets: dict[str, float] = field(default_factory=dict)
     budget_sources: dict[str, str] = field(default_factory=dict)
     comparable: dict[str, bool] = field(default_factory=dict)       # case id -> every assertion exact
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # case id -> promptfoo's test metadata
 
 
 @dataclass
@@ -62,6 +64,8 @@ def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
         if isinstance(a, str) and a.startswith("file://"):
             log.skipped.append(Skipped(where, "assertion file", "assertions read from a file:// reference are not "
                                        "imported; paste them inline"))
+        elif unresolved(a):
+            log.skipped.append(Skipped(where, "an assertion", unresolved(a)))
         elif not isinstance(a, dict) or "type" not in a:
             log.skipped.append(Skipped(where, "an assertion", "has no type"))
         elif a["type"] == "assert-set":
@@ -116,8 +120,10 @@ def _file_vars(variables: dict[str, Any], cfg: Config, raw: RawTest, log: Import
 
 def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     """(the user messages the prompt gives for this test, notes). Raises Unrenderable."""
-    template = _CONV_LOOP.sub("", prompt.raw)
     opts = test.doc.get("options") or {}
+    # promptfoo fills _conversation with the live history (assay's turns carry it) unless the test
+    # sets disableConversationVar: then the test's own vars._conversation data is rendered as given
+    template = prompt.raw if opts.get("disableConversationVar") else _CONV_LOOP.sub("", prompt.raw)
     text = render(template, test.vars)
     text = f"{opts.get('prefix') or ''}{text}{opts.get('suffix') or ''}"
     notes: list[str] = []
@@ -125,7 +131,7 @@ def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     if msgs is None and isinstance(test.vars.get("messages"), list) and prompt.raw.strip() in (
             "{{messages}}", "{{ messages }}"):
         msgs = messages_of(test.vars["messages"])
-    if msgs is None and "_conversation" in prompt.raw:
+    if msgs is None and "_conversation" in prompt.raw and not opts.get("disableConversationVar"):
         raise Unrenderable("a _conversation chat prompt that does not render to a JSON message list")
     if msgs is None:
         return [text], notes
@@ -161,6 +167,9 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
             log.skipped.append(Skipped(where, a.get("type", "?"), "the test transforms the output with code "
                                        "(options.transform) before its assertions"))
             continue
+        if a.get("metric"):
+            log.skipped.append(Skipped(where, f"metric {a['metric']}", "promptfoo's named metric (a score summed "
+                                       "over the tests) is not computed: assay reports each check per case"))
         m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
         if m.rubric and conversation == TRANSCRIPT:
             m.exact = False

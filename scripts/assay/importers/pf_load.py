@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.strict_yaml import LineIndex, check_flow_depth, loads
+from .pf_refs import dereference
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
 TEXT_SUFFIXES = (".txt", ".md", ".j2", ".njk")
@@ -204,6 +205,7 @@ def load_config(path: str | Path) -> Config:
         raise AssayError(f"{p}: no such promptfoo config (pass promptfooconfig.yaml or a .json config)", 2,
                          file=str(p))
     doc, lines = read_data(p, p.name)
+    doc = dereference(doc)
     if not isinstance(doc, dict):
         raise AssayError(f"{p.name}: a promptfoo config is a mapping with prompts, providers and tests "
                          f"(got {type(doc).__name__})", 2, file=p.name)
@@ -228,6 +230,8 @@ def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
             cfg.skipped.append(Skipped(Where(label), f"tests {ref}", f"unknown test file type {suffix or '(none)'}"))
             continue
         data, lines = read_data(f, label)
+        if suffix != ".csv":
+            data = dereference(data)
         if suffix == ".csv":
             for line, row in data:
                 out.append(RawTest(csv_test(row), Where(label, line)))
@@ -343,6 +347,8 @@ def load_prompts(cfg: Config) -> list[RawPrompt]:
     for value, label, where in items:
         if isinstance(value, dict):
             raw = value.get("raw", value.get("content"))
+            if raw is None and isinstance(value.get("id"), str) and value["id"].startswith("file://"):
+                raw = value["id"]      # {id: file://prompt.json, label: ...}: the id names the file
             label = value.get("label") or value.get("id") or label
             if isinstance(raw, list):
                 raw = json.dumps(raw, ensure_ascii=False)

@@ -29,6 +29,10 @@ TOKEN_VALUE = re.compile(r"^(bearer|basic|token)\s+\S{6,}$|^(sk|pk|rk|ghp|gho|xo
 _JSON_PATH = re.compile(r"^json((?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[\d+\]|\[\"[^\"]+\"\]|\['[^']+'\])*)$")
 
 
+class NotJson(Exception):
+    """The provider does not talk JSON: it is refused whole (never a JSON body under a form header)."""
+
+
 @dataclass
 class AdapterResult:
     invocation: dict[str, Any] | None
@@ -38,6 +42,8 @@ class AdapterResult:
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     answer_is_whole_body: bool = False
+    identity: dict[str, str] = field(default_factory=dict)        # identity key -> the var it carries
+    identity_map: dict[str, str] = field(default_factory=dict)    # identity key -> header
     secret_values: list[str] = field(default_factory=list, repr=False)   # in memory only, never written
 
 
@@ -121,9 +127,9 @@ def _body(body: Any, constant_vars: dict[str, Any], where: Where, res: AdapterRe
         try:
             body = json.loads(body)
         except ValueError:
-            skipped.append(Skipped(where, "http body", "a non-JSON body (text or form data); assay's request_body "
-                                   "is a JSON template"))
-            return None
+            raise NotJson("its body is text or form data (promptfoo sends the string with the prompt pasted in, as "
+                          "application/x-www-form-urlencoded unless a header says otherwise); assay sends a JSON "
+                          "body") from None
     bad: list[str] = []
 
     def walk(node: Any) -> Any:
@@ -213,14 +219,25 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         res.skipped.append(Skipped(where, "http body", "the provider has no body; request_body is the skeleton "
                                    '{"prompt": "<user turn>"} until you write the app\'s'))
     else:
-        body = _body(conf["body"], constant_vars, where, res)
+        try:
+            ctype = next((str(v) for k, v in (conf.get("headers") or {}).items()
+                          if str(k).lower() == "content-type"), "application/json")
+            if "json" not in ctype.lower():
+                raise NotJson(f"its Content-Type is {ctype!r}; assay sends a JSON body")
+            body = _body(conf["body"], constant_vars, where, res)
+        except NotJson as exc:
+            res.skipped.append(Skipped(where, f"provider {pid}", f"not converted: {exc}; adapter.yaml is the "
+                                       "skeleton until you write the app's endpoint (or give the app a JSON route)"))
+            return res
     endpoint = f"{method} {path}" + (f"?{query}" if query else "")
     inv: dict[str, Any] = {"mode": "http", "base_url": base, "endpoint": endpoint, "auth": {"type": "none"},
                            "request_body": json.dumps(body if body is not None else {"prompt": "<user turn>"},
                                                       ensure_ascii=False)}
-    headers = _headers(conf.get("headers"), cfg, where, res)
+    headers = _headers(conf.get("headers"), cfg, where, res, constant_vars)
     if headers:
         inv["headers"] = headers
+    if res.identity_map:
+        inv["identity_map"] = dict(res.identity_map)
     if "transformResponse" in conf:
         template, why = _response_path(conf["transformResponse"])
         if template:
@@ -255,7 +272,14 @@ def _conf_path(cfg: Config, where: Where, key: str) -> tuple[Any, ...]:
     return ()
 
 
-def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResult) -> dict[str, str]:
+IDENTITY_KEYS = ("user", "role")     # case identity keys that carry one text value each as a header
+_ONE_VAR = re.compile(r"^\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}$")
+
+
+def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResult,
+             constant_vars: dict[str, Any]) -> dict[str, str]:
+    """Static headers; a header that is exactly one per-test var (`X-User: "{{user}}"`) is sent per
+    case through the case's `identity` and `invocation.identity_map` (at most two: user, role)."""
     out: dict[str, str] = {}
     if not isinstance(headers, dict):
         return out
@@ -264,8 +288,20 @@ def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResul
         text = str(value)
         where = Where(provider_where.file, (cfg.lines.line_of(base + (name,)) if base else None) or provider_where.line)
         if "{{" in text:
+            per_test = sorted(references(text) - {"env"} - set(constant_vars))
+            one = _ONE_VAR.match(text.strip())
+            if per_test and one and len(res.identity) < len(IDENTITY_KEYS):
+                key = IDENTITY_KEYS[len(res.identity)]
+                res.identity[key] = one.group(1)
+                res.identity_map[key] = str(name)
+                continue
+            if per_test:
+                res.skipped.append(Skipped(where, f"http header {name}", f"reads {', '.join(per_test)} per test; "
+                                           "only a header that is exactly one var ({{user}}), two at most, is sent "
+                                           "per case (as the case's identity): this header is not sent"))
+                continue
             try:
-                out[str(name)] = render(text, {}, env_as="${}")
+                out[str(name)] = render(text, constant_vars, env_as="${}")
             except Unrenderable as exc:
                 res.skipped.append(Skipped(where, f"http header {name}", f"uses {exc}"))
             continue
