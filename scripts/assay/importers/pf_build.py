@@ -38,6 +38,7 @@ class Built:
     repeat: int | None = None
     max_concurrency: int | None = None
     notes: list[str] = field(default_factory=list)
+    prompt_labels: dict[str, str] = field(default_factory=dict)    # case id -> its prompt's label
 
     @property
     def skipped(self) -> list[Skipped]:
@@ -127,6 +128,7 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
     title = test.doc.get("description") or turns[-1]
     case = _case_shell(cid, str(title), str(test.raw.where), prompt, test.vars)
     _identity(built, case, test)
+    built.prompt_labels[cid] = prompt.label
     notes += _metadata(built, cid, test)
     expect, mapped, more = convert_assertions(test, built.log, test.vars,
                                               conversation=TRANSCRIPT if len(turns) > 1 else None)
@@ -190,6 +192,7 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
         title = first.doc.get("description") or f"conversation {conv_id or 1}: {turns[0]['user']}"
         case = _case_shell(cid, str(title), str(first.raw.where), prompt, {})
         _identity(built, case, first)
+        built.prompt_labels[cid] = prompt.label
         for t in members:
             notes += _metadata(built, cid, t)
         case["input"] = {"turns": turns}
@@ -206,7 +209,8 @@ def build_import(config_path: str, app_url_env: str | None = None, repeat: int |
     log = ImportLog()
     prompts = load_prompts(cfg)
     tests = merge_tests(load_tests(cfg), load_default_test(cfg), cfg, log)
-    conversation = any(uses_var(p.raw, "_conversation") for p in prompts)
+    conversation = any(uses_var(p.raw, "_conversation") for p in prompts) and any(
+        not (t.doc.get("options") or {}).get("disableConversationVar") for t in tests)
     adapter = http_adapter(cfg, _constant_vars(tests), app_url_env, conversation)
     built = Built(cfg, adapter, log=log)
     ev = cfg.doc.get("evaluateOptions") or {}
