@@ -186,3 +186,15 @@ def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path):
     assert not disagree, disagree
     assert len(compared) == 27
     assert {c[2] for c in compared} == {"pass", "fail"}
+
+
+def test_a_yaml_date_is_listed_not_changed(tmp_path):
+    # js-yaml reads 2024-01-02 as a Date: promptfoo prints and compares it as JavaScript's Date text
+    (tmp_path / "c.yaml").write_text('prompts: ["{{q}}", "{{q}} on {{d}}"]\ntests:\n  - description: dated\n'
+                                     "    vars: {q: hi, d: 2024-01-02}\n"
+                                     "    assert: [{type: contains, value: 2024-01-02}, {type: contains, value: hi}]\n",
+                                     encoding="utf-8")
+    res = run_script("import_promptfoo", tmp_path / "c.yaml", "--state-dir", tmp_path / "s")
+    assert res.rc == 0 and res.json["cases"] == 1, res.stdout
+    why = {s["what"]: s["why"] for s in res.json["not_converted"]}
+    assert "YAML date" in why["contains"] and "YAML date" in why["test x prompt {{q}} on {{d}}"], why

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .pf_asserts import Mapped, map_assertion
-from .pf_load import Config, RawPrompt, RawTest, Skipped, Where, read_text
+from .pf_files import read_text
+from .pf_load import Config, RawPrompt, RawTest, Skipped, Where
 from .pf_refs import unresolved
 from .pf_render import Unrenderable, chat_messages, messages_of, references, render
 

@@ -16,20 +16,18 @@ import glob
 import io
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
 from ..core.strict_yaml import LineIndex, check_flow_depth, loads
+from .pf_files import read_text
 from .pf_refs import dereference
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
 TEXT_SUFFIXES = (".txt", ".md", ".j2", ".njk")
 SCRIPT_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".py", ".rb")
-MAX_FILE_BYTES = 10_000_000
-KERNEL_DIRS = ("/proc", "/sys", "/dev")
 
 
 @dataclass(frozen=True)
@@ -117,42 +115,6 @@ class Config:
                              "only files inside that folder (symlinks resolved); copy the file into it", 2,
                              file=str(where.file if where else self.label), line=where.line if where else None)
         return real
-
-
-def read_text(path: Path, label: str) -> str:
-    """A regular file's text, read with a byte cap: a device (/dev/zero), a FIFO (which would block),
-    a socket or a kernel file under /proc, /sys or /dev is refused, never opened for reading."""
-    real = os.path.realpath(path)
-    if any(real == d or real.startswith(d + "/") for d in KERNEL_DIRS):
-        raise AssayError(f"{label}: is a kernel or device file ({real}); the import reads only regular files", 2,
-                         file=label)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(real, flags)     # O_NONBLOCK: opening a FIFO returns at once instead of waiting
-    except OSError as exc:
-        raise AssayError(f"{label}: cannot read it ({exc.strerror or exc}); check the file:// path", 2,
-                         file=label) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise AssayError(f"{label}: is not a regular file (a device, FIFO or socket); the import reads only "
-                             "regular files", 2, file=label)
-        chunks, size = [], 0
-        while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise AssayError(f"{label}: cannot read it ({exc.strerror or exc})", 2, file=label) from None
-    finally:
-        os.close(fd)
-    if size > MAX_FILE_BYTES:
-        raise AssayError(f"{label}: is over the {MAX_FILE_BYTES}-byte limit", 2, file=label)
-    try:
-        return b"".join(chunks).decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise AssayError(f"{label}: is not UTF-8 text", 2, file=label) from None
 
 
 def read_data(path: Path, label: str) -> tuple[Any, LineIndex | None]:

@@ -75,11 +75,11 @@ def _as_text(value: Any) -> str:
     raise Unrenderable("an object or list printed without `| dump`")
 
 
-def _has_timestamp(value: Any) -> bool:
+def has_timestamp(value: Any) -> bool:
     if isinstance(value, dict):
-        return any(_has_timestamp(v) for v in value.values())
+        return any(has_timestamp(v) for v in value.values())
     if isinstance(value, list):
-        return any(_has_timestamp(v) for v in value)
+        return any(has_timestamp(v) for v in value)
     return isinstance(value, YamlTimestamp)
 
 
@@ -146,7 +146,7 @@ def render(template: str, variables: dict[str, Any], *, env_as: str | None = Non
             if f not in _FILTERS:
                 raise Unrenderable(f"the filter `| {f}`")
             if f == "dump":
-                if _has_timestamp(value):
+                if has_timestamp(value):
                     raise Unrenderable("a YAML date under `| dump` (JSON.stringify of a JavaScript Date)")
                 value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             else:
