@@ -16,6 +16,7 @@ import pytest
 
 from helpers import run_script
 
+pytestmark = pytest.mark.slow     # about twenty import subprocesses
 CANARY = "CANARY-outside-the-folder-7f3a"
 PROVIDER = '[{id: http, config: {url: "http://127.0.0.1:9/chat", body: {message: "{{prompt}}"}}}]'
 

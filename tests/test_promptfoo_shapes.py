@@ -27,6 +27,7 @@ from fakeapp import FakeApp, Reply
 from helpers import ROOT, run_script
 from test_promptfoo_side_by_side import _env, promptfoo
 
+pytestmark = pytest.mark.slow     # many import subprocesses (and, here, one promptfoo eval)
 SHAPES = ROOT / "tests" / "fixtures" / "promptfoo" / "shapes"
 
 
@@ -140,7 +141,6 @@ def test_yaml_core_schema_unit():
     assert loads("a: [Yes, 017]\n", "x.yaml")[0] == {"a": [True, 15]}     # the other readers keep YAML 1.1
 
 
-@pytest.mark.slow
 def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path):
     binary, why = promptfoo()
     if binary is None:
