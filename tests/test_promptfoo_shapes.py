@@ -198,3 +198,13 @@ def test_a_yaml_date_is_listed_not_changed(tmp_path):
     assert res.rc == 0 and res.json["cases"] == 1, res.stdout
     why = {s["what"]: s["why"] for s in res.json["not_converted"]}
     assert "YAML date" in why["contains"] and "YAML date" in why["test x prompt {{q}} on {{d}}"], why
+
+
+def test_an_assertion_grader_is_listed(tmp_path):
+    (tmp_path / "c.yaml").write_text('prompts: ["{{q}}"]\ntests:\n  - vars: {q: hi}\n    assert:\n'
+                                     "      - {type: llm-rubric, value: is polite, provider: openai:gpt-4o,"
+                                     " rubricPrompt: Grade it}\n", encoding="utf-8")
+    res = run_script("import_promptfoo", tmp_path / "c.yaml", "--state-dir", tmp_path / "s")
+    assert res.rc == 0, res.stdout
+    listed = {s["what"] for s in res.json["not_converted"]}
+    assert {"llm-rubric provider openai:gpt-4o", "llm-rubric rubricPrompt Grade it"} <= listed, listed

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .pf_cases import (
-    MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, merge_tests, short_hash,
-    user_turns,
+    GRADER_WHY, MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, merge_tests,
+    short_hash, user_turns,
 )
 from .pf_asserts import js_string
 from .pf_load import Config, RawPrompt, Skipped, load_config, load_default_test, load_prompts, load_tests
@@ -240,10 +240,6 @@ def build_import(config_path: str, app_url_env: str | None = None, repeat: int |
         if conv_tests:
             _conversation(built, prompt, [t for t in conv_tests if not _skip_test(built, t)], seen)
     return built
-
-
-GRADER_WHY = ("promptfoo's grader for model-graded assertions is not carried over: assay judges rubrics with the "
-              "state dir's judge (references/calibration.md); set its model there")
 
 
 def _graders(built: Built, tests: list[Test]) -> None:

@@ -29,6 +29,8 @@ from .pf_render import Unrenderable, chat_messages, messages_of, references, ren
 PLACEHOLDER_CHECK = r"/\A\s*\Z/"
 _CONV_LOOP = re.compile(r"\{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%\}.*?\{%-?\s*endfor\s*-?%\}", re.DOTALL)
 MAX_TURNS = 8
+GRADER_WHY = ("promptfoo's grader for model-graded assertions is not carried over: assay judges rubrics with the "
+              "state dir's judge (references/calibration.md); set its model there")
 
 
 @dataclass
@@ -168,6 +170,10 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
             log.skipped.append(Skipped(where, a.get("type", "?"), "the test transforms the output with code "
                                        "(options.transform) before its assertions"))
             continue
+        for key in ("provider", "rubricPrompt"):
+            if a.get(key) is not None:
+                what = a[key] if isinstance(a[key], str) else (a[key].get("id", "") if isinstance(a[key], dict) else "")
+                log.skipped.append(Skipped(where, f"{a.get('type', '?')} {key} {what}".strip(), GRADER_WHY))
         if a.get("metric"):
             log.skipped.append(Skipped(where, f"metric {a['metric']}", "promptfoo's named metric (a score summed "
                                        "over the tests) is not computed: assay reports each check per case"))

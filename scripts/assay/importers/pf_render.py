@@ -178,6 +178,9 @@ def chat_messages(text: str) -> list[dict[str, str]] | None:
     return messages_of(doc)
 
 
+TEXT_PARTS = ("text", "input_text")
+
+
 def _content_text(content: Any) -> str | None:
     """A message's content: a string, or a list of content parts whose text parts are joined by a
     newline. A part that is not text (an image, a file, audio) cannot be sent as a user turn."""
@@ -189,7 +192,7 @@ def _content_text(content: Any) -> str | None:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, dict) and part.get("type") in ("text", "input_text") and isinstance(part.get("text"), str):
+        elif isinstance(part, dict) and part.get("type") in TEXT_PARTS and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif isinstance(part, dict):
             raise Unrenderable(f"a {part.get('type', 'non-text')!s:.20} content part (assay sends text turns)")
