@@ -171,13 +171,13 @@ class _Builder:
         return text
 
 
-def check_flow_depth(text: str, label: str) -> None:
+def check_flow_depth(text: str, label: str, limit: int = MAX_FLOW_DEPTH) -> None:
     """Refuse text whose `[`/`{` brackets nest deeper than MAX_FLOW_DEPTH, before a parser sees it:
     libyaml's composer recurses in C (100,000 `[` overflow the process's stack: a crash, not an
     exception) and json's raises RecursionError. Counted on the raw text (a bracket inside a string
     counts too, an unmatched closer never lowers the count below zero), so a real document is far
     below the limit."""
-    if text.count("[") + text.count("{") <= MAX_FLOW_DEPTH:
+    if text.count("[") + text.count("{") <= limit:
         return
     depth = deepest = 0
     for ch in re.findall(r"[\[\]{}]", text):
@@ -185,8 +185,8 @@ def check_flow_depth(text: str, label: str) -> None:
             depth += 1
             if depth > deepest:
                 deepest = depth
-                if deepest > MAX_FLOW_DEPTH:
-                    raise AssayError(f"{label}: nesting deeper than {MAX_FLOW_DEPTH} levels of brackets (a document "
+                if deepest > limit:
+                    raise AssayError(f"{label}: nesting deeper than {limit} levels of brackets (a document "
                                      "nested this deep is not a config); flatten the structure", 2, file=label)
         elif depth:
             depth -= 1

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.strict_yaml import LineIndex, check_flow_depth, loads
+from ..core.strict_yaml import MAX_DEPTH, LineIndex, check_flow_depth, loads
 from .pf_files import read_text
 from .pf_refs import dereference
 
@@ -136,7 +136,7 @@ def read_data(path: Path, label: str) -> tuple[Any, LineIndex | None]:
         return loads(text, label, core=True)
     except AssayError:
         if suffix == ".json":   # JSON that YAML reads differently (tabs, escapes): no lines
-            check_flow_depth(text, label)
+            check_flow_depth(text, label, MAX_DEPTH)    # the strict YAML reader's limit, for JSON read without it
             try:
                 return json.loads(text), None
             except RecursionError:
