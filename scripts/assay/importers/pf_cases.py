@@ -3,7 +3,8 @@
 One case per (prompt, test, var combination): the prompt rendered with the test's vars is
 the user turn (a chat-array prompt gives its user messages: one is `input.messages`, several
 are `input.turns`). A prompt that reads `_conversation` makes one conversation case per
-(prompt, `metadata.conversationId`): each test is a turn, in promptfoo's order; a turn's
+(prompt, `metadata.conversationId`): each test is a turn, in promptfoo's order (a test with
+`options.disableConversationVar` renders its own `vars._conversation` instead); a turn's
 assertions are its checkpoint, the last test's are the case's `expect`. Ids are
 `c-<8 hex>` of the config's name, the prompt and the test's identity, so a re-import of the
 same config gives the same ids. Every assertion is mapped (assay.importers.pf_asserts) or

@@ -3,8 +3,11 @@
 `http_adapter(cfg, constant_vars, app_url_env, conversation)` picks the config's first http
 provider and maps url (base_url + endpoint), method, headers, body (`{{prompt}}` becomes
 `<user turn>`) and a `transformResponse` that is a plain `json.<path>` (response_body).
-Every other provider, and every http setting with no adapter equivalent, comes back as a
-`Skipped` with its line. A literal credential in a header is never written: the header
+A header that is exactly one per-test var (`X-User: "{{user}}"`) becomes `identity_map`
+(the case carries the value as its `identity`). A provider that does not talk JSON (a text
+or form body, a non-JSON Content-Type) is refused whole: no invocation, never a JSON body
+under a form header. Every other provider, and every http setting with no adapter
+equivalent, comes back as a `Skipped` with its line. A literal credential in a header is never written: the header
 becomes `${PF_<NAME>}` and the import names the variable to export; `{{env.X}}` becomes `${X}`.
 """
 
