@@ -208,3 +208,13 @@ def test_an_assertion_grader_is_listed(tmp_path):
     assert res.rc == 0, res.stdout
     listed = {s["what"] for s in res.json["not_converted"]}
     assert {"llm-rubric provider openai:gpt-4o", "llm-rubric rubricPrompt Grade it"} <= listed, listed
+
+
+def test_no_method_is_promptfoos_get_and_listed(tmp_path):
+    # promptfoo sends GET when the http provider names no method (the body is not sent)
+    (tmp_path / "c.yaml").write_text('prompts: ["{{q}}"]\nproviders: [{id: http, config: {url: "http://127.0.0.1:9/chat",'
+                                     ' body: {message: "{{prompt}}"}}}]\ntests: [{vars: {q: hi}}]\n', encoding="utf-8")
+    res = run_script("import_promptfoo", tmp_path / "c.yaml", "--state-dir", tmp_path / "s")
+    assert res.rc == 0, res.stdout
+    why = {s["what"]: s["why"] for s in res.json["not_converted"]}
+    assert "promptfoo's default is GET" in why["http method GET"], why

@@ -211,12 +211,13 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         res.notes.append(f"base_url is ${{{app_url_env}}}: export {app_url_env}={base} (the config's address) or "
                          "the address of the app under test")
         base = "${" + app_url_env + "}"
-    method = str(conf.get("method") or "POST").upper()
+    method = str(conf.get("method") or "GET").upper()    # promptfoo's default: GET, the body is not sent
     body = None
     if method not in ("POST", "PUT", "PATCH", "DELETE"):
-        res.skipped.append(Skipped(where, f"http method {method}", "the prompt travels in the URL; assay sends it "
-                                   "in a JSON request body: adapter.yaml says POST with a skeleton body until you "
-                                   "write the app's endpoint"))
+        unset = "" if conf.get("method") else " (the config names no method: promptfoo's default is GET)"
+        res.skipped.append(Skipped(where, f"http method {method}", f"the prompt travels in the URL{unset}; assay "
+                                   "sends it in a JSON request body: adapter.yaml says POST with a skeleton body "
+                                   "until you write the app's endpoint"))
         method = "POST"
     elif "body" not in conf:    # promptfoo itself refuses an http provider without a body
         res.skipped.append(Skipped(where, "http body", "the provider has no body; request_body is the skeleton "
