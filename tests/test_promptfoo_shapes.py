@@ -59,9 +59,17 @@ def _copy(tmp: Path, url: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory):
+def app():
+    with FakeApp() as running:
+        running.handler = echo
+        yield running
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory, app):
+    """One import of the shapes config, pointed at the module's echo app (the side-by-side runs it)."""
     tmp = tmp_path_factory.mktemp("shapes")
-    cfg = _copy(tmp, "http://127.0.0.1:9")
+    cfg = _copy(tmp, app.url)
     res = run_script("import_promptfoo", cfg, "--state-dir", tmp / "s")
     assert res.rc == 0, res.stdout + res.stderr
     state = tmp / "s"
@@ -71,7 +79,7 @@ def imported(tmp_path_factory):
         cases[case["id"]] = case
     record = json.loads((state / "import.json").read_text(encoding="utf-8"))
     by = {(record["cases"][cid]["prompt"], c["title"]): c for cid, c in cases.items()}
-    return {"out": res.json, "state": state, "by": by, "record": record,
+    return {"out": res.json, "state": state, "by": by, "record": record, "config": cfg,
             "adapter": yaml.safe_load((state / "adapter.yaml").read_text(encoding="utf-8"))}
 
 
@@ -141,31 +149,33 @@ def test_yaml_core_schema_unit():
     assert loads("a: [Yes, 017]\n", "x.yaml")[0] == {"a": [True, 15]}     # the other readers keep YAML 1.1
 
 
-def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path):
+def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path, imported):
     binary, why = promptfoo()
     if binary is None:
         pytest.skip(why)
-    with FakeApp() as app:
-        app.handler = echo
-        cfg = _copy(tmp_path, app.url)
-        out_json = tmp_path / "pf.json"
-        proc = subprocess.run([str(binary), "eval", "-c", str(cfg), "-o", str(out_json), "--no-cache",
-                               "--no-table", "--no-progress-bar", "-j", "4"], cwd=tmp_path, env=_env(tmp_path),
-                              capture_output=True, text=True, timeout=600)
-        assert out_json.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
-        pf = json.loads(out_json.read_text(encoding="utf-8"))["results"]["results"]
-
-        state = tmp_path / "s"
-        imp = run_script("import_promptfoo", cfg, "--state-dir", state)
-        assert imp.rc == 0, imp.stdout
-        work = state / "work"
-        assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-        plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                          "-o", work / "plan.json")
-        assert plan.rc == 0, plan.stdout
-        run_dir = state / "reports" / plan.json["run_id"]
-        run = run_script("run_cases", "--plan", work / "plan.json", "--out", run_dir, timeout=600)
-        assert run.rc == 0, run.stdout + run.stderr
+    cfg, state = imported["config"], imported["state"]
+    out_json = tmp_path / "pf.json"
+    # promptfoo's eval and assay's run go at the same time (the app answers both): one wait, not two
+    with open(tmp_path / "pf.log", "w") as log:
+        proc = subprocess.Popen([str(binary), "eval", "-c", str(cfg), "-o", str(out_json), "--no-cache",
+                                 "--no-table", "--no-progress-bar", "-j", "4"], cwd=tmp_path, env=_env(tmp_path),
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            work = tmp_path / "work"
+            assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+            plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                              "-o", work / "plan.json")
+            assert plan.rc == 0, plan.stdout
+            run_dir = state / "reports" / plan.json["run_id"]
+            run = run_script("run_cases", "--plan", work / "plan.json", "--out", run_dir, timeout=600)
+            assert run.rc == 0, run.stdout + run.stderr
+            proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert out_json.is_file(), (tmp_path / "pf.log").read_text()[-3000:]
+    pf = json.loads(out_json.read_text(encoding="utf-8"))["results"]["results"]
 
     record = json.loads((state / "import.json").read_text(encoding="utf-8"))
     exact = {(m["case"], m["type"]) for m in record["mapped"] if m["exact"]}
