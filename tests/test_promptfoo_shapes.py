@@ -104,7 +104,7 @@ def test_yaml_scalars_are_read_as_promptfoo_reads_them(imported, title, text):
 def test_a_chat_file_gives_its_user_text(imported):
     case = imported["by"][("chat", "Yes stays text")]
     assert _turn(case) == "Yes"                      # not the JSON document
-    assert "system message is not sent" in case["notes"]
+    assert "system message is not sent" in case["notes"] and "whole message list" in case["notes"]
 
 
 def test_conversation_given_as_data_is_rendered(imported):

@@ -140,6 +140,8 @@ def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     if msgs is None:
         return [text], notes
     users = [m["content"] for m in msgs if m["role"] == "user"]
+    notes.append("the prompt is a chat: promptfoo puts its whole message list into an http body's {{prompt}} "
+                 "field, assay sends the user's text (the app must take a text turn)")
     if any(m["role"] == "system" for m in msgs):
         notes.append("the prompt's system message is not sent: assay sends the user's turns, the app owns its "
                      "system prompt")
