@@ -108,11 +108,12 @@ def _schema(value: Any, ptype: str) -> tuple[Any, str | None]:
     if isinstance(value, str):
         if value.startswith("file://"):
             return None, "its JSON schema is a file:// reference; paste the schema inline and import again"
-        import yaml
+        from ..core.errors import AssayError
+        from ..core.strict_yaml import loads
         try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            return None, f"its schema is not YAML/JSON ({exc.__class__.__name__})"
+            value, _ = loads(value, "its schema", core=True)     # as promptfoo's js-yaml reads it
+        except AssayError as exc:
+            return None, f"its schema is not YAML/JSON ({exc.message[:100]})"
     if isinstance(value, bool):
         return ({} if value else {"not": {}}), None
     if not isinstance(value, dict):
