@@ -164,7 +164,7 @@ def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path, imported):
             work = tmp_path / "work"
             assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
             plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                              "-o", work / "plan.json")
+                              "--timeout-s", "120", "-o", work / "plan.json")     # a loaded machine is slow
             assert plan.rc == 0, plan.stdout
             run_dir = state / "reports" / plan.json["run_id"]
             run = run_script("run_cases", "--plan", work / "plan.json", "--out", run_dir, timeout=600)
@@ -185,6 +185,7 @@ def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path, imported):
         ids[(record["cases"][case["id"]]["prompt"], case["title"])] = case["id"]
     verdicts = [json.loads(line) for line in (run_dir / "verdicts.jsonl").read_text().splitlines() if line.strip()]
     assay = {v["case_id"]: v["verdict"] for v in verdicts}
+    why = {v["case_id"]: json.dumps(v)[:400] for v in verdicts}
     compared = []
     for result in pf:
         cid = ids[(result["prompt"]["label"], result["testCase"]["description"])]
@@ -192,7 +193,7 @@ def test_assay_agrees_with_promptfoo_on_every_shape(tmp_path, imported):
         assert parts, (result["prompt"]["label"], result["testCase"]["description"])
         theirs = "pass" if all(c["pass"] for c in parts) else "fail"
         compared.append((result["prompt"]["label"], result["testCase"]["description"], theirs, assay[cid]))
-    disagree = [c for c in compared if c[2] != c[3]]
+    disagree = [c + (why[ids[c[:2]]],) for c in compared if c[2] != c[3]]
     assert not disagree, disagree
     assert len(compared) == 27
     assert {c[2] for c in compared} == {"pass", "fail"}
