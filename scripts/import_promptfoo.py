@@ -15,7 +15,8 @@ from assay.core.cli import make_parser, run_command
 def build_parser():
     p = make_parser(
         "import_promptfoo.py",
-        "Import a promptfoo config (YAML or JSON: prompts, providers, tests inline or from file:// CSV/YAML/JSON, "
+        "Import a promptfoo config (YAML or JSON: prompts, providers, tests inline or from file:// CSV/YAML/JSON "
+        "inside the config's folder, "
         "defaultTest, evaluateOptions) into an assay state dir. Every assertion is converted or listed, with its "
         "file and line, in the output and S/IMPORT.md. Exit 0 imported, 2 bad input.",
         "python3 scripts/import_promptfoo.py promptfooconfig.yaml --state-dir .assay --app-url-env APP_URL",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..core.errors import AssayError
 MAX_BYTES = 2_000_000     # a case file is a few KB; anything this large is a mistake
 MAX_NODES = 200_000       # values emitted after alias expansion
 MAX_DEPTH = 64
+MAX_FLOW_DEPTH = 1000     # brackets open at once: checked on the text, before any parser recurses
 
 _STR = "tag:yaml.org,2002:str"
 _SCALAR_TAGS = {
@@ -35,6 +37,23 @@ _SCALAR_TAGS = {
 }
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
+
+
+# YAML 1.2's core schema, as js-yaml (promptfoo's reader) resolves plain scalars: `yes`, `off`, `y`,
+# `1:30`, `1_000` and `017` are text or decimal there, not YAML 1.1's booleans, sexagesimals and octals.
+_CORE_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_CORE_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_CORE_INT = re.compile(r"^(?:0o[0-7]+|0x[0-9a-fA-F]+|[-+]?[0-9]+)$")
+_CORE_FLOAT = re.compile(r"^(?:[-+]?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9]+(?:[eE][-+]?[0-9]+)?|"
+                         r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_CORE_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$|"
+                        r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?"
+                        r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?$")
+
+
+class YamlTimestamp(str):
+    """A plain scalar YAML reads as a date or time, kept as its text (a reader that must treat
+    it as a date, as js-yaml does, can tell)."""
 
 
 class LineIndex(dict):
@@ -56,9 +75,10 @@ def _fail(label: str, node: Any, message: str, fix: str = "") -> AssayError:
 
 
 class _Builder:
-    def __init__(self, label: str, loader: Any) -> None:
+    def __init__(self, label: str, loader: Any, core: bool = False) -> None:
         self.label = label
         self.loader = loader
+        self.core = core
         self.count = 0
         self.lines = LineIndex()
 
@@ -112,6 +132,8 @@ class _Builder:
         return str(value)
 
     def scalar(self, node: Any) -> Any:
+        if self.core and not node.style and node.tag in _SCALAR_TAGS:   # plain (libyaml: "", PyYAML: None)
+            return self.core_scalar(node)
         if node.tag not in _SCALAR_TAGS:
             raise _fail(self.label, node, f"unsupported YAML tag {node.tag!r}",
                         "use plain strings, numbers, booleans and null")
@@ -128,10 +150,54 @@ class _Builder:
             return value.isoformat()
         return value
 
+    def core_scalar(self, node: Any) -> Any:
+        text = node.value
+        if _CORE_NULL.match(text):
+            return None
+        if text in _CORE_BOOL:
+            return _CORE_BOOL[text]
+        if _CORE_INT.match(text):
+            return int(text[2:], 8) if text.startswith("0o") else int(text[2:], 16) if text.startswith("0x") \
+                else int(text, 10)
+        if _CORE_FLOAT.match(text):
+            value = float(text.replace("inf", "Inf").replace("INF", "Inf").replace(".Inf", "inf")
+                          .lower().replace(".nan", "nan"))
+            if math.isnan(value) or math.isinf(value):
+                raise _fail(self.label, node, f"{text!r} is NaN or infinite, which JSON cannot carry",
+                            "write a finite number or quote it as text")
+            return value
+        if _CORE_DATE.match(text):
+            return YamlTimestamp(text)
+        return text
 
-def loads(text: str, label: str) -> tuple[Any, LineIndex]:
-    """Parse one YAML document from text. Empty text -> (None, {})."""
+
+def check_flow_depth(text: str, label: str, limit: int = MAX_FLOW_DEPTH) -> None:
+    """Refuse text whose `[`/`{` brackets nest deeper than MAX_FLOW_DEPTH, before a parser sees it:
+    libyaml's composer recurses in C (100,000 `[` overflow the process's stack: a crash, not an
+    exception) and json's raises RecursionError. Counted on the raw text (a bracket inside a string
+    counts too, an unmatched closer never lowers the count below zero), so a real document is far
+    below the limit."""
+    if text.count("[") + text.count("{") <= limit:
+        return
+    depth = deepest = 0
+    for ch in re.findall(r"[\[\]{}]", text):
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    raise AssayError(f"{label}: nesting deeper than {limit} levels of brackets (a document "
+                                     "nested this deep is not a config); flatten the structure", 2, file=label)
+        elif depth:
+            depth -= 1
+
+
+def loads(text: str, label: str, core: bool = False) -> tuple[Any, LineIndex]:
+    """Parse one YAML document from text. Empty text -> (None, {}). `core=True` reads plain
+    scalars by YAML 1.2's core schema (as js-yaml does), not PyYAML's YAML 1.1."""
     import yaml
+
+    check_flow_depth(text, label)
 
     # libyaml (when PyYAML was built with it) composes ~10x faster and caps nesting at 1000 levels
     # itself; our builder below is the same either way.
@@ -168,7 +234,7 @@ def loads(text: str, label: str) -> tuple[Any, LineIndex]:
             raise AssayError(f"{label}: invalid YAML: {exc}", 2, file=label) from None
         if node is None:
             return None, LineIndex()
-        builder = _Builder(label, loader)
+        builder = _Builder(label, loader, core)
         builder.lines[()] = node.start_mark.line + 1
         value = builder.build(node, (), 0)
         return value, builder.lines

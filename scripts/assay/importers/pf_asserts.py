@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .pf_render import Unrenderable
+from .pf_render import Unrenderable, has_timestamp
 
 ANY_JSON = {"type": ["object", "array", "string", "number", "integer", "boolean", "null"]}
 RUBRIC_TYPES = ("llm-rubric", "model-graded-closedqa", "factuality", "model-graded-factuality")
@@ -108,11 +108,12 @@ def _schema(value: Any, ptype: str) -> tuple[Any, str | None]:
     if isinstance(value, str):
         if value.startswith("file://"):
             return None, "its JSON schema is a file:// reference; paste the schema inline and import again"
-        import yaml
+        from ..core.errors import AssayError
+        from ..core.strict_yaml import loads
         try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            return None, f"its schema is not YAML/JSON ({exc.__class__.__name__})"
+            value, _ = loads(value, "its schema", core=True)     # as promptfoo's js-yaml reads it
+        except AssayError as exc:
+            return None, f"its schema is not YAML/JSON ({exc.message[:100]})"
     if isinstance(value, bool):
         return ({} if value else {"not": {}}), None
     if not isinstance(value, dict):
@@ -147,6 +148,10 @@ def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
         m.skipped = WHY_NOT.get(base, WHY_NOT["javascript"])
         return m
     raw_value = a.get("value")
+    if has_timestamp(raw_value):
+        m.skipped = ("its value is a YAML date, which promptfoo compares as a JavaScript Date's text (local time "
+                     "zone); quote it to compare the text")
+        return m
     if isinstance(raw_value, str) and raw_value.startswith("file://"):
         m.skipped = "its value is read from a file:// reference; paste the value inline and import again"
         return m

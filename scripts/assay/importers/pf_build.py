@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .pf_cases import (
-    MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, merge_tests, short_hash,
-    user_turns,
+    GRADER_WHY, MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, merge_tests,
+    short_hash, user_turns,
 )
+from .pf_asserts import js_string
 from .pf_load import Config, RawPrompt, Skipped, load_config, load_default_test, load_prompts, load_tests
 from .pf_provider import AdapterResult, http_adapter
 from .pf_render import Unrenderable, uses_var
@@ -37,6 +38,7 @@ class Built:
     repeat: int | None = None
     max_concurrency: int | None = None
     notes: list[str] = field(default_factory=list)
+    prompt_labels: dict[str, str] = field(default_factory=dict)    # case id -> its prompt's label
 
     @property
     def skipped(self) -> list[Skipped]:
@@ -59,7 +61,8 @@ def _constant_vars(tests: list[Test]) -> dict[str, Any]:
 
 def _case_shell(cid: str, title: str, where: str, prompt: RawPrompt, params: dict[str, Any]) -> dict[str, Any]:
     tid = f"pf-prompt-{short_hash(prompt.raw)}"
-    scalar = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool))}
+    scalar = {k: str(v) if isinstance(v, str) else v for k, v in params.items()   # str(): a YAML date's text
+              if isinstance(v, (str, int, float, bool))}
     case: dict[str, Any] = {"id": cid, "title": title[:120], "unit": "app", "split": ["full", "smoke"],
                             "category": "happy", "test_type": "MFT",
                             "template_id": tid if scalar else None, "source": f"promptfoo:{where}",
@@ -67,6 +70,22 @@ def _case_shell(cid: str, title: str, where: str, prompt: RawPrompt, params: dic
     if scalar:
         case["instantiation_params"] = scalar
     return case
+
+
+def _identity(built: Built, case: dict[str, Any], test: Test) -> None:
+    """A per-test header (`X-User: "{{user}}"`) -> the case's identity, sent as that header."""
+    if built.adapter.identity:
+        case["identity"] = {key: js_string(test.vars.get(var, "")) if test.vars.get(var) is not None else ""
+                            for key, var in built.adapter.identity.items()}
+
+
+def _metadata(built: Built, cid: str, test: Test) -> list[str]:
+    """promptfoo's test metadata (`metadata:`, CSV `__metadata:<key>`) -> the case's notes and import.json."""
+    meta = {k: v for k, v in (test.doc.get("metadata") or {}).items() if k != "conversationId"}
+    if not meta:
+        return []
+    built.log.metadata.setdefault(cid, {}).update(meta)
+    return [f"promptfoo metadata: {canonical(meta)}"]
 
 
 def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool) -> None:
@@ -108,6 +127,9 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
     cid = _unique("c-" + short_hash(*ident), seen)
     title = test.doc.get("description") or turns[-1]
     case = _case_shell(cid, str(title), str(test.raw.where), prompt, test.vars)
+    _identity(built, case, test)
+    built.prompt_labels[cid] = prompt.label
+    notes += _metadata(built, cid, test)
     expect, mapped, more = convert_assertions(test, built.log, test.vars,
                                               conversation=TRANSCRIPT if len(turns) > 1 else None)
     for m in built.log.mapped[-len(mapped):] if mapped else []:
@@ -169,6 +191,10 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
             continue
         title = first.doc.get("description") or f"conversation {conv_id or 1}: {turns[0]['user']}"
         case = _case_shell(cid, str(title), str(first.raw.where), prompt, {})
+        _identity(built, case, first)
+        built.prompt_labels[cid] = prompt.label
+        for t in members:
+            notes += _metadata(built, cid, t)
         case["input"] = {"turns": turns}
         case["category"] = "multistep"
         if not final_expect and any("expect" in t for t in turns):
@@ -183,7 +209,8 @@ def build_import(config_path: str, app_url_env: str | None = None, repeat: int |
     log = ImportLog()
     prompts = load_prompts(cfg)
     tests = merge_tests(load_tests(cfg), load_default_test(cfg), cfg, log)
-    conversation = any(uses_var(p.raw, "_conversation") for p in prompts)
+    conversation = any(uses_var(p.raw, "_conversation") for p in prompts) and any(
+        not (t.doc.get("options") or {}).get("disableConversationVar") for t in tests)
     adapter = http_adapter(cfg, _constant_vars(tests), app_url_env, conversation)
     built = Built(cfg, adapter, log=log)
     ev = cfg.doc.get("evaluateOptions") or {}
@@ -196,6 +223,7 @@ def build_import(config_path: str, app_url_env: str | None = None, repeat: int |
     if ev.get("delay"):
         built.notes.append(f"evaluateOptions.delay {ev['delay']} ms is not carried over: the runner paces itself "
                            "(rate limits: docs/runner-contract.md)")
+    _graders(built, tests)
     for key, why in UNCONVERTED_TOP.items():
         if key in cfg.doc:
             cfg.skipped.append(Skipped(cfg.where(key), key, why))
@@ -212,6 +240,24 @@ def build_import(config_path: str, app_url_env: str | None = None, repeat: int |
         if conv_tests:
             _conversation(built, prompt, [t for t in conv_tests if not _skip_test(built, t)], seen)
     return built
+
+
+def _graders(built: Built, tests: list[Test]) -> None:
+    """The grader provider and rubric prompt (defaultTest's or a test's options) are listed, once each."""
+    seen: set[int] = set()
+    for t in tests:
+        for src in ([built.cfg.doc.get("defaultTest")] if isinstance(built.cfg.doc.get("defaultTest"), dict)
+                    else []) + [t.raw.doc]:
+            opts = src.get("options") if isinstance(src.get("options"), dict) else {}
+            for key in ("provider", "rubricPrompt"):
+                if opts.get(key) is not None and id(opts) not in seen:
+                    where = built.cfg.where("defaultTest", "options", key) if src is not t.raw.doc else \
+                        t.raw.line_of("options", key)
+                    what = opts[key] if isinstance(opts[key], str) else (opts[key].get("id", "")
+                                                                          if isinstance(opts[key], dict) else "")
+                    built.cfg.skipped.append(Skipped(where, f"options.{key} {what}".strip(), GRADER_WHY))
+            if opts:
+                seen.add(id(opts))
 
 
 def _skip_test(built: Built, t: Test) -> bool:

@@ -3,7 +3,8 @@
 One case per (prompt, test, var combination): the prompt rendered with the test's vars is
 the user turn (a chat-array prompt gives its user messages: one is `input.messages`, several
 are `input.turns`). A prompt that reads `_conversation` makes one conversation case per
-(prompt, `metadata.conversationId`): each test is a turn, in promptfoo's order; a turn's
+(prompt, `metadata.conversationId`): each test is a turn, in promptfoo's order (a test with
+`options.disableConversationVar` renders its own `vars._conversation` instead); a turn's
 assertions are its checkpoint, the last test's are the case's `expect`. Ids are
 `c-<8 hex>` of the config's name, the prompt and the test's identity, so a re-import of the
 same config gives the same ids. Every assertion is mapped (assay.importers.pf_asserts) or
@@ -21,12 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .pf_asserts import Mapped, map_assertion
-from .pf_load import Config, RawPrompt, RawTest, Skipped, Where, read_text
+from .pf_files import read_text
+from .pf_load import Config, RawPrompt, RawTest, Skipped, Where
+from .pf_refs import unresolved
 from .pf_render import Unrenderable, chat_messages, messages_of, references, render
 
 PLACEHOLDER_CHECK = r"/\A\s*\Z/"
 _CONV_LOOP = re.compile(r"\{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%\}.*?\{%-?\s*endfor\s*-?%\}", re.DOTALL)
 MAX_TURNS = 8
+GRADER_WHY = ("promptfoo's grader for model-graded assertions is not carried over: assay judges rubrics with the "
+              "state dir's judge (references/calibration.md); set its model there")
 
 
 @dataclass
@@ -37,6 +42,7 @@ class ImportLog:
     budgets: dict[str, float] = field(default_factory=dict)
     budget_sources: dict[str, str] = field(default_factory=dict)
     comparable: dict[str, bool] = field(default_factory=dict)       # case id -> every assertion exact
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # case id -> promptfoo's test metadata
 
 
 @dataclass
@@ -62,6 +68,8 @@ def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
         if isinstance(a, str) and a.startswith("file://"):
             log.skipped.append(Skipped(where, "assertion file", "assertions read from a file:// reference are not "
                                        "imported; paste them inline"))
+        elif unresolved(a):
+            log.skipped.append(Skipped(where, "an assertion", unresolved(a)))
         elif not isinstance(a, dict) or "type" not in a:
             log.skipped.append(Skipped(where, "an assertion", "has no type"))
         elif a["type"] == "assert-set":
@@ -102,9 +110,9 @@ def _file_vars(variables: dict[str, Any], cfg: Config, raw: RawTest, log: Import
     out: dict[str, Any] = {}
     for k, v in variables.items():
         if isinstance(v, str) and v.startswith("file://"):
-            files = cfg.resolve(v)
+            files = cfg.resolve(v, raw.line_of("vars", k))
             f = files[0] if len(files) == 1 else None
-            if f is None or f.suffix.lower() not in (".txt", ".md", "") or not f.is_file():
+            if f is None or f.suffix.lower() not in (".txt", ".md", "") or not f.exists():
                 log.skipped.append(Skipped(raw.line_of("vars", k), f"var {k} = {v}", "only a single text file "
                                            "(.txt, .md) is read into a var; the test is not imported"))
                 return None
@@ -116,8 +124,10 @@ def _file_vars(variables: dict[str, Any], cfg: Config, raw: RawTest, log: Import
 
 def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     """(the user messages the prompt gives for this test, notes). Raises Unrenderable."""
-    template = _CONV_LOOP.sub("", prompt.raw)
     opts = test.doc.get("options") or {}
+    # promptfoo fills _conversation with the live history (assay's turns carry it) unless the test
+    # sets disableConversationVar: then the test's own vars._conversation data is rendered as given
+    template = prompt.raw if opts.get("disableConversationVar") else _CONV_LOOP.sub("", prompt.raw)
     text = render(template, test.vars)
     text = f"{opts.get('prefix') or ''}{text}{opts.get('suffix') or ''}"
     notes: list[str] = []
@@ -125,11 +135,13 @@ def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     if msgs is None and isinstance(test.vars.get("messages"), list) and prompt.raw.strip() in (
             "{{messages}}", "{{ messages }}"):
         msgs = messages_of(test.vars["messages"])
-    if msgs is None and "_conversation" in prompt.raw:
+    if msgs is None and "_conversation" in prompt.raw and not opts.get("disableConversationVar"):
         raise Unrenderable("a _conversation chat prompt that does not render to a JSON message list")
     if msgs is None:
         return [text], notes
     users = [m["content"] for m in msgs if m["role"] == "user"]
+    notes.append("the prompt is a chat: promptfoo puts its whole message list into an http body's {{prompt}} "
+                 "field, assay sends the user's text (the app must take a text turn)")
     if any(m["role"] == "system" for m in msgs):
         notes.append("the prompt's system message is not sent: assay sends the user's turns, the app owns its "
                      "system prompt")
@@ -161,6 +173,13 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
             log.skipped.append(Skipped(where, a.get("type", "?"), "the test transforms the output with code "
                                        "(options.transform) before its assertions"))
             continue
+        for key in ("provider", "rubricPrompt"):
+            if a.get(key) is not None:
+                what = a[key] if isinstance(a[key], str) else (a[key].get("id", "") if isinstance(a[key], dict) else "")
+                log.skipped.append(Skipped(where, f"{a.get('type', '?')} {key} {what}".strip(), GRADER_WHY))
+        if a.get("metric"):
+            log.skipped.append(Skipped(where, f"metric {a['metric']}", "promptfoo's named metric (a score summed "
+                                       "over the tests) is not computed: assay reports each check per case"))
         m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
         if m.rubric and conversation == TRANSCRIPT:
             m.exact = False

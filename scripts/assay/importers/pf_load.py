@@ -5,7 +5,8 @@ line), and the loaders for `file://` references relative to the config's directo
 come back as `RawTest`s (one per inline test, CSV row or item of a test file), each with its
 own file and line; prompts as `RawPrompt`s. References the import cannot read (scripts,
 datasets on the network, globs that match nothing) are `Skipped` entries with the reason,
-never dropped. YAML is read strictly (assay.core.strict_yaml); JSON is YAML.
+never dropped. YAML is read strictly (assay.core.strict_yaml) by YAML 1.2's core schema, as
+promptfoo's js-yaml reads it (`Yes`, `off` stay text); JSON is YAML.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ import csv
 import glob
 import io
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.strict_yaml import LineIndex, loads
+from ..core.strict_yaml import MAX_DEPTH, LineIndex, check_flow_depth, loads
+from .pf_files import read_text
+from .pf_refs import dereference
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
 TEXT_SUFFIXES = (".txt", ".md", ".j2", ".njk")
 SCRIPT_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".py", ".rb")
-MAX_FILE_BYTES = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -91,29 +94,27 @@ class Config:
         except ValueError:
             return path.as_posix()
 
-    def resolve(self, ref: str) -> list[Path]:
-        """`file://x` (a glob allowed) -> the files, relative to the config's directory."""
+    def resolve(self, ref: str, where: Where | None = None) -> list[Path]:
+        """`file://x` (a glob allowed) -> the files, relative to the config's directory. Every
+        path, after symlinks are resolved, must lie inside that directory: anything else (`../`,
+        an absolute path, a symlink or a glob match leading out) is refused by name, never read."""
         target = ref[len("file://"):] if ref.startswith("file://") else ref
         if ":" in target and not (self.base / target).exists():   # file://tests.py:generate
             target = target.split(":", 1)[0]
         pattern = str(self.base / target)
         if any(ch in target for ch in "*?["):
-            return [Path(p) for p in sorted(glob.glob(pattern, recursive=True))]
-        return [Path(pattern)]
+            return [self.inside(Path(p), ref, where) for p in sorted(glob.glob(pattern, recursive=True))]
+        return [self.inside(Path(pattern), ref, where)]
 
-
-def read_text(path: Path, label: str) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AssayError(f"{label}: cannot read it ({exc.strerror or exc}); check the file:// path", 2,
-                         file=label) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise AssayError(f"{label}: is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte limit", 2, file=label)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise AssayError(f"{label}: is not UTF-8 text", 2, file=label) from None
+    def inside(self, path: Path, ref: str, where: Where | None) -> Path:
+        root = Path(os.path.realpath(self.base))
+        real = Path(os.path.realpath(path))
+        if real != root and root not in real.parents:
+            at = f"{where}: " if where else ""
+            raise AssayError(f"{at}{ref} resolves to {real}, outside the config's folder {root}: the import reads "
+                             "only files inside that folder (symlinks resolved); copy the file into it", 2,
+                             file=str(where.file if where else self.label), line=where.line if where else None)
+        return real
 
 
 def read_data(path: Path, label: str) -> tuple[Any, LineIndex | None]:
@@ -132,11 +133,14 @@ def read_data(path: Path, label: str) -> tuple[Any, LineIndex | None]:
     if suffix == ".csv":
         return csv_rows(text, label), None
     try:
-        return loads(text, label)
+        return loads(text, label, core=True)
     except AssayError:
-        if suffix == ".json":   # JSON that YAML 1.1 reads differently (tabs, escapes): no lines
+        if suffix == ".json":   # JSON that YAML reads differently (tabs, escapes): no lines
+            check_flow_depth(text, label, MAX_DEPTH)    # the strict YAML reader's limit, for JSON read without it
             try:
                 return json.loads(text), None
+            except RecursionError:
+                raise AssayError(f"{label}: nested too deep to read; flatten the structure", 2, file=label) from None
             except ValueError as exc:
                 raise AssayError(f"{label}: not valid JSON ({exc})", 2, file=label) from None
         raise
@@ -159,10 +163,11 @@ def csv_rows(text: str, label: str) -> list[tuple[int, dict[str, str]]]:
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise AssayError(f"{p}: no such promptfoo config (pass promptfooconfig.yaml or a .json config)", 2,
                          file=str(p))
     doc, lines = read_data(p, p.name)
+    doc = dereference(doc)
     if not isinstance(doc, dict):
         raise AssayError(f"{p.name}: a promptfoo config is a mapping with prompts, providers and tests "
                          f"(got {type(doc).__name__})", 2, file=p.name)
@@ -170,7 +175,7 @@ def load_config(path: str | Path) -> Config:
 
 
 def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
-    files = cfg.resolve(ref)
+    files = cfg.resolve(ref, where)
     if not files:
         cfg.skipped.append(Skipped(where, f"tests {ref}", "the glob matches no file"))
         return []
@@ -187,6 +192,8 @@ def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
             cfg.skipped.append(Skipped(Where(label), f"tests {ref}", f"unknown test file type {suffix or '(none)'}"))
             continue
         data, lines = read_data(f, label)
+        if suffix != ".csv":
+            data = dereference(data)
         if suffix == ".csv":
             for line, row in data:
                 out.append(RawTest(csv_test(row), Where(label, line)))
@@ -245,7 +252,7 @@ def load_default_test(cfg: Config) -> RawTest | None:
 
 def _prompt_file(cfg: Config, ref: str, label: str | None, where: Where) -> list[RawPrompt]:
     out: list[RawPrompt] = []
-    files = cfg.resolve(ref)
+    files = cfg.resolve(ref, where)
     for f in files:
         rel = cfg.rel(f)
         suffix = f.suffix.lower()
@@ -254,7 +261,7 @@ def _prompt_file(cfg: Config, ref: str, label: str | None, where: Where) -> list
             continue
         text = read_text(f, rel)
         if suffix in (".yaml", ".yml"):
-            doc, _ = loads(text, rel)
+            doc, _ = loads(text, rel, core=True)
             out.append(RawPrompt(json.dumps(doc, ensure_ascii=False), label or rel, Where(rel, 1)))
         elif suffix in (".json", ".jsonl") or suffix in TEXT_SUFFIXES or not suffix:
             if suffix == ".jsonl":
@@ -302,6 +309,8 @@ def load_prompts(cfg: Config) -> list[RawPrompt]:
     for value, label, where in items:
         if isinstance(value, dict):
             raw = value.get("raw", value.get("content"))
+            if raw is None and isinstance(value.get("id"), str) and value["id"].startswith("file://"):
+                raw = value["id"]      # {id: file://prompt.json, label: ...}: the id names the file
             label = value.get("label") or value.get("id") or label
             if isinstance(raw, list):
                 raw = json.dumps(raw, ensure_ascii=False)

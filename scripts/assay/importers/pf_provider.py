@@ -3,8 +3,11 @@
 `http_adapter(cfg, constant_vars, app_url_env, conversation)` picks the config's first http
 provider and maps url (base_url + endpoint), method, headers, body (`{{prompt}}` becomes
 `<user turn>`) and a `transformResponse` that is a plain `json.<path>` (response_body).
-Every other provider, and every http setting with no adapter equivalent, comes back as a
-`Skipped` with its line. A literal credential in a header is never written: the header
+A header that is exactly one per-test var (`X-User: "{{user}}"`) becomes `identity_map`
+(the case carries the value as its `identity`). A provider that does not talk JSON (a text
+or form body, a non-JSON Content-Type) is refused whole: no invocation, never a JSON body
+under a form header. Every other provider, and every http setting with no adapter
+equivalent, comes back as a `Skipped` with its line. A literal credential in a header is never written: the header
 becomes `${PF_<NAME>}` and the import names the variable to export; `{{env.X}}` becomes `${X}`.
 """
 
@@ -29,6 +32,10 @@ TOKEN_VALUE = re.compile(r"^(bearer|basic|token)\s+\S{6,}$|^(sk|pk|rk|ghp|gho|xo
 _JSON_PATH = re.compile(r"^json((?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[\d+\]|\[\"[^\"]+\"\]|\['[^']+'\])*)$")
 
 
+class NotJson(Exception):
+    """The provider does not talk JSON: it is refused whole (never a JSON body under a form header)."""
+
+
 @dataclass
 class AdapterResult:
     invocation: dict[str, Any] | None
@@ -38,6 +45,8 @@ class AdapterResult:
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     answer_is_whole_body: bool = False
+    identity: dict[str, str] = field(default_factory=dict)        # identity key -> the var it carries
+    identity_map: dict[str, str] = field(default_factory=dict)    # identity key -> header
     secret_values: list[str] = field(default_factory=list, repr=False)   # in memory only, never written
 
 
@@ -53,7 +62,7 @@ def _providers(cfg: Config) -> list[tuple[str, dict[str, Any], Where]]:
         if isinstance(item, str):
             if item.startswith("file://"):
                 from .pf_load import read_data
-                for f in cfg.resolve(item):
+                for f in cfg.resolve(item, where):
                     doc, _ = read_data(f, cfg.rel(f))
                     for d in (doc if isinstance(doc, list) else [doc]):
                         if isinstance(d, dict):
@@ -121,9 +130,9 @@ def _body(body: Any, constant_vars: dict[str, Any], where: Where, res: AdapterRe
         try:
             body = json.loads(body)
         except ValueError:
-            skipped.append(Skipped(where, "http body", "a non-JSON body (text or form data); assay's request_body "
-                                   "is a JSON template"))
-            return None
+            raise NotJson("its body is text or form data (promptfoo sends the string with the prompt pasted in, as "
+                          "application/x-www-form-urlencoded unless a header says otherwise); assay sends a JSON "
+                          "body") from None
     bad: list[str] = []
 
     def walk(node: Any) -> Any:
@@ -202,25 +211,37 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         res.notes.append(f"base_url is ${{{app_url_env}}}: export {app_url_env}={base} (the config's address) or "
                          "the address of the app under test")
         base = "${" + app_url_env + "}"
-    method = str(conf.get("method") or "POST").upper()
+    method = str(conf.get("method") or "GET").upper()    # promptfoo's default: GET, the body is not sent
     body = None
     if method not in ("POST", "PUT", "PATCH", "DELETE"):
-        res.skipped.append(Skipped(where, f"http method {method}", "the prompt travels in the URL; assay sends it "
-                                   "in a JSON request body: adapter.yaml says POST with a skeleton body until you "
-                                   "write the app's endpoint"))
+        unset = "" if conf.get("method") else " (the config names no method: promptfoo's default is GET)"
+        res.skipped.append(Skipped(where, f"http method {method}", f"the prompt travels in the URL{unset}; assay "
+                                   "sends it in a JSON request body: adapter.yaml says POST with a skeleton body "
+                                   "until you write the app's endpoint"))
         method = "POST"
     elif "body" not in conf:    # promptfoo itself refuses an http provider without a body
         res.skipped.append(Skipped(where, "http body", "the provider has no body; request_body is the skeleton "
                                    '{"prompt": "<user turn>"} until you write the app\'s'))
     else:
-        body = _body(conf["body"], constant_vars, where, res)
+        try:
+            ctype = next((str(v) for k, v in (conf.get("headers") or {}).items()
+                          if str(k).lower() == "content-type"), "application/json")
+            if "json" not in ctype.lower():
+                raise NotJson(f"its Content-Type is {ctype!r}; assay sends a JSON body")
+            body = _body(conf["body"], constant_vars, where, res)
+        except NotJson as exc:
+            res.skipped.append(Skipped(where, f"provider {pid}", f"not converted: {exc}; adapter.yaml is the "
+                                       "skeleton until you write the app's endpoint (or give the app a JSON route)"))
+            return res
     endpoint = f"{method} {path}" + (f"?{query}" if query else "")
     inv: dict[str, Any] = {"mode": "http", "base_url": base, "endpoint": endpoint, "auth": {"type": "none"},
                            "request_body": json.dumps(body if body is not None else {"prompt": "<user turn>"},
                                                       ensure_ascii=False)}
-    headers = _headers(conf.get("headers"), cfg, where, res)
+    headers = _headers(conf.get("headers"), cfg, where, res, constant_vars)
     if headers:
         inv["headers"] = headers
+    if res.identity_map:
+        inv["identity_map"] = dict(res.identity_map)
     if "transformResponse" in conf:
         template, why = _response_path(conf["transformResponse"])
         if template:
@@ -255,7 +276,14 @@ def _conf_path(cfg: Config, where: Where, key: str) -> tuple[Any, ...]:
     return ()
 
 
-def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResult) -> dict[str, str]:
+IDENTITY_KEYS = ("user", "role")     # case identity keys that carry one text value each as a header
+_ONE_VAR = re.compile(r"^\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}$")
+
+
+def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResult,
+             constant_vars: dict[str, Any]) -> dict[str, str]:
+    """Static headers; a header that is exactly one per-test var (`X-User: "{{user}}"`) is sent per
+    case through the case's `identity` and `invocation.identity_map` (at most two: user, role)."""
     out: dict[str, str] = {}
     if not isinstance(headers, dict):
         return out
@@ -264,8 +292,20 @@ def _headers(headers: Any, cfg: Config, provider_where: Where, res: AdapterResul
         text = str(value)
         where = Where(provider_where.file, (cfg.lines.line_of(base + (name,)) if base else None) or provider_where.line)
         if "{{" in text:
+            per_test = sorted(references(text) - {"env"} - set(constant_vars))
+            one = _ONE_VAR.match(text.strip())
+            if per_test and one and len(res.identity) < len(IDENTITY_KEYS):
+                key = IDENTITY_KEYS[len(res.identity)]
+                res.identity[key] = one.group(1)
+                res.identity_map[key] = str(name)
+                continue
+            if per_test:
+                res.skipped.append(Skipped(where, f"http header {name}", f"reads {', '.join(per_test)} per test; "
+                                           "only a header that is exactly one var ({{user}}), two at most, is sent "
+                                           "per case (as the case's identity): this header is not sent"))
+                continue
             try:
-                out[str(name)] = render(text, {}, env_as="${}")
+                out[str(name)] = render(text, constant_vars, env_as="${}")
             except Unrenderable as exc:
                 res.skipped.append(Skipped(where, f"http header {name}", f"uses {exc}"))
             continue

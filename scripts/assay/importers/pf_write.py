@@ -195,7 +195,9 @@ def write_import(built: Built, state_dir: str) -> dict[str, Any]:
     summ.update({"state_dir": str(state), "kept": sorted(kept), "removed": sorted(removed)})
     writer.write_text(state / "IMPORT.md", import_md(built, summ, sorted(kept)))
     cases = {c["id"]: {"comparable": built.log.comparable.get(c["id"], False), "source": c["source"],
-                       "gating": c.get("gating", True)} for c in built.cases}
+                       "gating": c.get("gating", True), "prompt": built.prompt_labels.get(c["id"]),
+                       **({"metadata": built.log.metadata[c["id"]]} if c["id"] in built.log.metadata else {})}
+             for c in built.cases}
     writer.write_json(record_path, {"files": written, "cases": cases, "mapped": built.log.mapped,
                                     "not_converted": summ["not_converted"]})
     return summ
