@@ -42,6 +42,7 @@ from .binomial import distribution, pmf
 
 POWER = 0.8
 _TOL = 1e-5            # relative: finer than the printed figure (3 significant at most, rounded down)
+_CLOSE = 1e-6          # a power this close above the target is the effect (to ~1e-6 of it)
 _EXACT_UPTO = 20_000   # discordant pairs up to which a near-tie is decided in integers
 _NEAR = 1e-6           # relative distance to alpha below which the walk's tail is recomputed
 _ANCHOR = 1024         # steps between direct recomputations of the walk's tail
@@ -252,14 +253,29 @@ class Baseline:
         if not self.can_show(up, alpha):
             return None
         lo, hi = 0.0, self.top(up)
-        if self.power(hi, up, alpha) < target:
+        f_lo, f_hi = self.power(lo, up, alpha) - target, self.power(hi, up, alpha) - target
+        if f_hi < 0:
             return None
-        while self.delta(hi, up) - self.delta(lo, up) > _TOL * self.delta(hi, up):
-            mid = (lo + hi) / 2
-            if self.power(mid, up, alpha) >= target:
-                hi = mid
+        side = 0
+        # regula falsi, Illinois variant: the power is smooth and increasing in t, so a few
+        # evaluations find it; the bracket keeps power(lo) < target <= power(hi) throughout
+        for _ in range(100):
+            if f_hi <= _CLOSE or self.delta(hi, up) - self.delta(lo, up) <= _TOL * self.delta(hi, up):
+                break
+            mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            if not lo < mid < hi:
+                mid = (lo + hi) / 2
+            f_mid = self.power(mid, up, alpha) - target
+            if f_mid >= 0:
+                hi, f_hi = mid, f_mid
+                if side == 1:
+                    f_lo /= 2
+                side = 1
             else:
-                lo = mid
+                lo, f_lo = mid, f_mid
+                if side == -1:
+                    f_hi /= 2
+                side = -1
         return self.delta(hi, up)
 
     def effect_at(self, delta: float, up: bool) -> float | None:
