@@ -22,6 +22,8 @@ with the machine's load average before and after. The inputs are fixed:
   baseline all passing, 2,000 newly failing (every 50th case)
 - paired_compare_100k: the whole comparison.json (paired.compare()) over 100,000 paired rows with
   10,000 fixed and 5,000 broken: the tests, both effects, the "half of it" and advice searches
+- paired_compare_100k_one_way: the same for compare_runs' bench shape (every 50th case newly failing
+  against an all-passing baseline): the statistics compare_runs.py computes at 100,000
 - stats_py_100k (process): `scripts/stats.py BASE CAND` on two 100,000-line verdicts_for_stats.jsonl
   files (the same split), through bench/measure.py's launcher: wall and peak RSS of that process
 
@@ -61,6 +63,10 @@ FIGURES = {
         "cand = [{'case_id': f'c{i:06d}', 'verdict': ('pass' if i < 10000 else 'fail') if i < 20000 else",
         "        ('fail' if i < 25000 else 'pass')} for i in range(100000)]"]),
                             "{k: v for k, v in p.compare(base, cand).items() if k.startswith(('min_', 'verdict'))}"),
+    "paired_compare_100k_one_way": ("from assay.stats import paired as p\n" + "\n".join([
+        "base = [{'case_id': f'c{i:06d}', 'verdict': 'pass'} for i in range(100000)]",
+        "cand = [{'case_id': f'c{i:06d}', 'verdict': 'fail' if i % 50 == 0 else 'pass'} for i in range(100000)]"]),
+                                    "{k: v for k, v in p.compare(base, cand).items() if k.startswith(('min_', 'verdict'))}"),
 }
 PROCESS = ("stats_py_100k",)
 

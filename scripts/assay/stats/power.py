@@ -217,10 +217,12 @@ class Baseline:
 
     def __init__(self, failing: int, passing: int, fixed: int = 0, broken: int = 0) -> None:
         self.failing, self.passing = failing, passing
-        n = failing + passing
-        self.n = n
-        p0 = passing / n if n else 0.0
-        s = (fixed / failing if failing else 0.0) + (broken / passing if passing else 0.0)
+        self.n = failing + passing
+        self._pair((fixed / failing if failing else 0.0) + (broken / passing if passing else 0.0))
+
+    def _pair(self, s: float) -> None:
+        """The null's rates from the pairing s (capped where a rate would pass 1)."""
+        p0 = self.passing / self.n if self.n else 0.0
         cap = min(1 / p0 if p0 else math.inf, 1 / (1 - p0) if p0 < 1 else math.inf)
         self.pairing = min(s, cap)        # 0: perfectly paired; 1: independent of the baseline's verdicts
         self.a0, self.b0 = p0 * self.pairing, (1 - p0) * self.pairing
@@ -296,10 +298,7 @@ class Baseline:
         """The same pass rate and pairing over n cases."""
         failing = round(n * self.failing / self.n) if self.n else 0
         other = Baseline(failing, n - failing)
-        p0 = other.passing / n if n else 0.0
-        cap = min(1 / p0 if p0 else math.inf, 1 / (1 - p0) if p0 < 1 else math.inf)
-        other.pairing = min(self.pairing, cap)
-        other.a0, other.b0 = p0 * other.pairing, (1 - p0) * other.pairing
+        other._pair(self.pairing)
         return other
 
 
