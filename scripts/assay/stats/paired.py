@@ -293,14 +293,14 @@ def _mde_explanation(baseline: exact_power.Baseline, up: float | None, down: flo
         return (f"{sentence}: even {n} of {n} fixed gives a one-sided sign test p of "
                 f"{sign_test_one_sided(n, 0):.3g} > {alpha:g}; {flips}. Grow the dataset.")
     need = exact_power.smallest_significant(alpha)
-    pairing = ("perfectly paired (nothing moved but the change itself)" if baseline.pairing == 0 else
-               f"paired as this run shows: with no net change {baseline.a0:.1%} of failing cases would pass "
-               f"and {baseline.b0:.1%} of passing cases fail" + (" (as much as if unpaired: verdicts independent "
-                                                                    "of the baseline's)" if baseline.pairing >= 1 else ""))
+    pairing = ("perfectly paired: nothing moved but the change itself" if baseline.pairing == 0 else
+               f"with no net change {baseline.a0:.1%} of failing cases would pass and {baseline.b0:.1%} of "
+               "passing ones fail" + (", as much as if unpaired (verdicts independent of the baseline's)"
+                                      if baseline.pairing >= 1 else ""))
     text = (f"{sentence}: for a smaller true change in pass rate the exact one-sided sign test at alpha "
             f"{alpha:g} has less than {POWER:.0%} power, given the baseline's {baseline.failing} failing and "
             f"{baseline.passing} passing case(s) (only failing cases can be fixed, only passing ones broken; "
-            f"{need} all one way is the least significant split) and the run {pairing}; {flips}.")
+            f"{need} all one way is the least significant split) and this run's own pairing ({pairing}); {flips}.")
     if (up if delta >= 0 else down) is not None:
         text += (f" It shrinks about as 1/sqrt(n): detecting half of it takes about four times the cases "
                  f"(~{4 * n} at this pass rate and pairing).")
