@@ -53,7 +53,7 @@ def run(args):
         return 0, doc
     return 0, {"compare": args.output, "html": args.html, "base": doc["base"]["run_id"],
                "candidate": doc["candidate"]["run_id"], "headline": doc["headline"], "counts": doc["counts"],
-               "judge_flips": doc["judge_flips"], "notes": doc["notes"]}
+               "judge_flips": doc["judge_flips"], "words": doc["words"], "notes": doc["notes"]}
 
 
 if __name__ == "__main__":

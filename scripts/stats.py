@@ -3,8 +3,12 @@
 
 Pairs two `verdicts_for_stats.jsonl` files by case id and prints comparison.json: the
 exact Beta posterior P(candidate better) that decides `keep`, the exact sign test and
-McNemar, the minimum detectable effect at this n in words from the exact power of the
-one-sided sign test ("n=52 cannot detect any effect below 12.5pp"), attrition, and `verdict_words` (improved | worsened | within noise).
+McNemar, the minimum detectable improvement and worsening in words from the exact power of
+the one-sided sign test given the baseline and the run's pairing ("n=52 cannot detect an
+improvement below 13.4pp or a worsening below 15.9pp"; "no improvement can be shown with 4
+failing cases"), attrition, `verdict_words` (improved | worsened | within noise) and
+`verdict_label`, which adds ", not proven" when the sign test does not prove it (--text
+prints the label).
 Exit 0 whenever it completes (the decision is in the JSON); 2 on bad input.
 """
 

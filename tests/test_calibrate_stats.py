@@ -128,8 +128,20 @@ def test_kappa_interval_undefined_when_one_side_uses_one_label(cells, side):
 
 
 def test_kappa_interval_defined_with_both_labels_on_both_sides():
-    lo, hi = kappa_interval(1, 0, 0, 1)
-    assert lo <= 1.0 == hi
+    lo, hi = kappa_interval(9, 1, 0, 10)
+    assert -1.0 <= lo < hi <= 1.0
+
+
+def test_kappa_interval_at_perfect_agreement_says_why_instead_of_one_point():
+    # issue 46 C4: tp=10, tn=90 gave [1.0, 1.0] (standard error 0): certain where it is not
+    assert kappa_interval(10, 0, 0, 90) is None
+    from assay.calibrate.agreement import Floors, score_rubric
+    rows = [line(f"f-{i}", "fail", "fail") for i in range(10)] + [line(f"p-{i}", "pass", "pass") for i in range(90)]
+    out = score_rubric(rows, Floors(), 0.95)
+    assert out["kappa"] == 1.0 and out["kappa_ci"] is None
+    assert out["kappa_ci_note"].startswith("not given: all 100 pairs agree (kappa 1.0), where the large-sample "
+                                           "standard error is 0")
+    assert out["tpr_ci"][0] < 1.0 and out["tnr_ci"][0] < 1.0   # the exact intervals still say how far off
 
 
 @pytest.mark.parametrize("k", [0, 1, 99_999, 100_000])

@@ -170,8 +170,11 @@ def test_edited_case_and_judge_flip_are_named_and_their_failures_still_close_the
     assert doc["headline"] == "2 judge flips, 1 case edited"
     assert any(n.startswith("the suite changed (suite_sha256 differs): the cases") for n in doc["notes"])
     canaries = {p["case_id"] for ps in doc["buckets"].values() for p in ps if p["canary"]}
+    # the paired statistics are the app's own changes: judge flips are neither fixes nor breaks, said apart
     assert canaries and doc["stats"]["n"] == len([c for c, b in where.items()
-                                                  if b in ("judge_flip", "still_passing") and c not in canaries])
+                                                  if b == "still_passing" and c not in canaries])
+    assert doc["stats"]["broken_by_candidate"] == 0 and doc["stats"]["verdict_words"] == "within noise"
+    assert doc["stats_judge_flips"] == 2 and doc["words"]["judge_flips"].startswith("2 judge flips (")
     # wave 4 §1: a comparison never opens what the run's own decision closes. The edited case and the
     # judge flip are not the app's regressions (not newly failing), but a gating case that fails closes
     # the gate in every bucket; each is said beside its failure.

@@ -139,6 +139,17 @@ def test_comparison_words_derived_when_absent(tmp_path):
     assert "**improved (n=52 cannot detect any effect below 14.0pp)**" in text
 
 
+def test_comparison_words_say_not_proven(tmp_path):
+    # issue 46 C1: a comparison.json kept on the Bayesian rule whose sign test is not significant
+    # (42 cases, 4 fixed, p = 0.0625) printed "improved" alone; an older file without verdict_label too
+    cmp = {"n": 42, "baseline_pass_rate": 0.9048, "candidate_pass_rate": 1.0, "delta": 0.0952,
+           "fixed_by_candidate": 4, "broken_by_candidate": 0, "verdict_words": "improved", "alpha": 0.05,
+           "sign_test_p_one_sided": 0.0625, "mde_sentence": "n=42 cannot detect any effect below 15.4pp",
+           "sub_mde_keep": "KEPT BUT NOT PROVEN: delta 9.5pp is below what this run can detect"}
+    text = draft(make_run(tmp_path, [{"id": "a"}], extra_files={"comparison.json": cmp}))
+    assert "**improved, not proven (n=42 cannot detect any effect below 15.4pp)**" in text
+
+
 def test_not_measured_lines(tmp_path):
     text = draft(realistic_run(tmp_path))
     nm = section(text, "Not measured in this run")

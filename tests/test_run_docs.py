@@ -92,6 +92,12 @@ def test_scorer_rules_section_quotes_the_constants():
     tiny = compare([{"case_id": f"c{i}", "verdict": "fail"} for i in range(4)],
                    [{"case_id": f"c{i}", "verdict": "pass"} for i in range(4)])
     assert f"\"{tiny['mde_sentence']}\"" in flat
+    four = compare([{"case_id": f"c{i}", "verdict": "fail" if i < 4 else "pass"} for i in range(42)],
+                   [{"case_id": f"c{i}", "verdict": "pass"} for i in range(42)])
+    assert f"\"{four['mde_sentence']}\"" in flat and four["verdict_label"] == "improved, not proven"
+    two_way = compare([{"case_id": f"c{i}", "verdict": "fail" if i < 21 else "pass"} for i in range(52)],
+                      [{"case_id": f"c{i}", "verdict": "pass" if i < 7 or 21 <= i < 51 else "fail"} for i in range(52)])
+    assert f"\"{two_way['mde_sentence']}\"" in flat
     assert f"({DEFAULT_TIMEOUT_S:g} s)" in text
     assert f"`{NO_ROUTE_LABEL}`" in text
     assert "`aiLmsux`, `gy`" in text and "aiLmsuxgy" in _TRAILING_FLAGS.pattern

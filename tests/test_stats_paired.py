@@ -79,85 +79,154 @@ def test_min_discordant_for_significance():
     assert min_discordant_for_significance(0.01) == 8
 
 
-# ------------------------------------------------------------------ MDE from exact power (issue 24 C1)
-# Independent of assay.stats.power: the critical count from a direct Fraction sum, the power
-# from the full multinomial over (fixed, broken, unchanged), the discordance on a fine grid.
+# ------------------------------------------------------------------ MDE from exact power (issues 24 C1, 46 C2)
+# Independent of assay.stats.power: the critical count from a direct Fraction sum, the power from
+# the full joint distribution of (fixed, broken) given the baseline's failing and passing cases.
 
 @functools.lru_cache(maxsize=None)
 def _independent_critical(d, alpha):
-    for k in range(d + 1):
-        if Fraction(sum(math.comb(d, i) for i in range(k, d + 1)), 2 ** d) <= Fraction(alpha):
-            return k
-    return None
+    """The least k with P(Bin(d, 1/2) >= k) <= alpha, from the exact tail summed from the top down."""
+    bound, tail, best = Fraction(alpha) * 2 ** d, 0, None
+    for k in range(d, -1, -1):
+        tail += math.comb(d, k)
+        if tail > bound:
+            return best
+        best = k
+    return best
 
 
-def _independent_power(n, delta, psi, alpha):
-    p01, p10, same = (psi + delta) / 2, (psi - delta) / 2, 1 - psi
+def _binom(n, p):
+    return [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)]
+
+
+def _independent_power(failing, a, passing, b, alpha):
+    """P(the one-sided sign test rejects) with B01 ~ Bin(failing, a) fixed, B10 ~ Bin(passing, b) broken."""
+    fixed, broken = _binom(failing, a), _binom(passing, b)
     total = 0.0
-    for b01 in range(n + 1):
-        for b10 in range(n - b01 + 1):
+    for b10, pb in enumerate(broken):
+        for b01, pf in enumerate(fixed):
             crit = _independent_critical(b01 + b10, alpha)
-            if crit is None or b01 < crit:
-                continue
-            ways = math.comb(n, b01) * math.comb(n - b01, b10)
-            total += ways * p01 ** b01 * p10 ** b10 * same ** (n - b01 - b10)
+            if crit is not None and b01 >= crit:
+                total += pb * pf
     return total
 
 
-def _independent_best(n, delta, alpha, steps=400):
-    return max(_independent_power(n, delta, delta + (1 - delta) * i / steps, alpha) for i in range(steps + 1))
+def _model(out, delta, up=True):
+    """(a, b): the rates at a true change `delta` in the model the docs state: the null from the run's
+    own pairing (s = fixed/failing + broken/passing, a0 = p0 s, b0 = (1 - p0) s), every case's chance
+    of passing moved by the same t, solved here for t from delta by bisection."""
+    failing, passing, n = out["baseline_failing"], out["baseline_passing"], out["n"]
+    p0 = passing / n
+    s = (out["fixed_by_candidate"] / failing if failing else 0) + (out["broken_by_candidate"] / passing if passing else 0)
+    s = min(s, 1 / p0 if p0 else 9, 1 / (1 - p0) if p0 < 1 else 9)
+    a0, b0 = p0 * s, (1 - p0) * s
+
+    def rates(t):
+        return (min(1, a0 + t), max(0, b0 - t)) if up else (max(0, a0 - t), min(1, b0 + t))
+    lo, hi = 0.0, 2.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        a, b = rates(mid)
+        if abs(failing * a - passing * b) / n >= delta:
+            hi = mid
+        else:
+            lo = mid
+    return rates(hi)
 
 
-def _sentence_pp(sentence):
-    match = re.fullmatch(r"n=\d+ cannot detect any effect below (\d+(?:\.\d+)?)pp", sentence)
+def _power_at(out, delta, up=True):
+    a, b = _model(out, delta, up)
+    if up:
+        return _independent_power(out["baseline_failing"], a, out["baseline_passing"], b, out["alpha"])
+    return _independent_power(out["baseline_passing"], b, out["baseline_failing"], a, out["alpha"])
+
+
+def _sentence_pp(sentence, which):
+    match = re.search(rf"(?:cannot detect an? |or a ){which} below (\d+(?:\.\d+)?)pp", sentence)
     assert match, sentence
     return float(match.group(1)) / 100
 
 
-@pytest.mark.parametrize("fixed,broken,same", [(1, 0, 41), (0, 0, 10), (3, 2, 15), (0, 0, 6), (2, 0, 3)])
-def test_mde_sentence_agrees_with_exact_power(fixed, broken, same):
-    out = compare(*split(fixed, broken, same_pass=same))
-    n, alpha = out["n"], out["alpha"]
-    x = _sentence_pp(out["mde_sentence"])
-    # below the printed bound no discordance gives the test 80 % power ...
-    assert _independent_best(n, x, alpha) < 0.8
-    # ... and a little above it one does: the bound is tight, not just true
-    assert _independent_best(n, min(1.0, x + 0.002), alpha) >= 0.8
-    assert out["min_detectable_effect_at_this_n"] >= x
+# (fixed, broken, still passing, still failing): perfectly paired runs (no flip), one-way flips,
+# flips both ways, and unpaired runs (flips as many as independent verdicts give)
+GRID = [(0, 0, 30, 12), (0, 0, 50, 6), (3, 0, 36, 6), (6, 0, 36, 0), (4, 2, 30, 10), (2, 3, 25, 15),
+        (8, 8, 32, 2), (16, 16, 64, 4), (9, 9, 21, 21), (0, 5, 20, 0), (5, 0, 0, 20), (1, 1, 40, 5)]
 
 
-def test_mde_issue_examples():
-    # one flip at n=42 printed "~6pp": 6pp has at most ~13 % power there; 80 % needs ~15.5pp
-    out = compare(*split(1, 0, same_pass=41))
-    assert _independent_best(42, 0.06, 0.05) < 0.15
-    assert 0.15 <= _sentence_pp(out["mde_sentence"]) <= 0.155
-    # no flip at n=10 printed "~30pp" (power <= 0.19 there)
-    assert _independent_best(10, 0.30, 0.05) < 0.19
-    assert _sentence_pp(compare(*split(0, 0, same_pass=10))["mde_sentence"]) > 0.5
+@pytest.mark.parametrize("fixed,broken,same_pass,same_fail", GRID)
+def test_each_stated_effect_has_80_percent_power(fixed, broken, same_pass, same_fail):
+    out = compare(*split(fixed, broken, same_pass=same_pass, same_fail=same_fail))
+    for up, key, word, room in ((True, "min_detectable_improvement", "improvement", "baseline_failing"),
+                                (False, "min_detectable_worsening", "worsening", "baseline_passing")):
+        x = out[key]
+        if out[room] < 5:   # 2^-5 <= 0.05 < 2^-4: fewer than 5 cases to move are never significant
+            assert x is None and f"no {word} can be shown with {out[room]} " in out["mde_sentence"]
+            assert _independent_power(out[room], 1.0, 0, 0.0, out["alpha"]) == 0.0
+            continue
+        assert abs(_power_at(out, x, up) - 0.8) < 0.005, (key, x)        # ~0.8 at the stated effect
+        printed = _sentence_pp(out["mde_sentence"], word)
+        assert printed <= x and _power_at(out, printed * 0.999, up) < 0.8   # and below it as printed
+
+
+def test_no_improvement_can_be_shown_with_four_failing_cases():
+    # issue 46 C2: 42 cases, 4 failing in the baseline, all 4 fixed: the sentence said "15.4pp"
+    out = compare(*split(4, 0, same_pass=38))
+    assert out["min_detectable_improvement"] is None
+    assert out["mde_sentence"].startswith("n=42: no improvement can be shown with 4 failing cases; ")
+    assert out["verdict_label"] == "improved, not proven" and out["proven"] is False
+    assert out["verdict_phrase"].startswith("improved, not proven (n=42: no improvement can be shown")
+
+
+@pytest.mark.parametrize("n,failing", [(100, 20), (200, 40), (300, 30)])
+def test_unpaired_runs_get_the_effect_an_unpaired_run_can_detect(n, failing):
+    # issue 46 C2: verdicts independent of the baseline's (pass rate p0 on both sides): the old
+    # sentence stated the most favourable, perfectly paired effect, detected at ~6 % power here
+    p0 = 1 - failing / n
+    fixed, broken = round(failing * p0), round((n - failing) * (1 - p0))
+    out = compare(*split(fixed, broken, same_pass=n - failing - broken, same_fail=failing - fixed))
+    assert out["pairing"] == 1.0
+    x = out["min_detectable_improvement"]
+    p1 = p0 + x       # the candidate independent of the baseline at the pass rate p0 + x
+    power = _independent_power(failing, p1, n - failing, 1 - p1, 0.05)
+    assert abs(power - 0.8) < 0.01, power
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_no_effect_is_detectable_at_tiny_n(n):
     out = compare(*split(n, 0))
-    assert _independent_power(n, 1.0, 1.0, 0.05) == 0.0  # even n of n fixed is not significant
+    assert _independent_power(n, 1.0, 0, 0.0, 0.05) == 0.0  # even n of n fixed is not significant
     assert out["mde_sentence"] == (f"n={n} cannot detect any effect: no split of {n} paired case(s) "
                                    "is significant at one-sided alpha 0.05")
     assert out["min_detectable_effect_at_this_n"] is None
     assert "pp" not in out["verdict_phrase"]
 
 
-def test_power_module_agrees_with_the_multinomial():
+def test_power_module_agrees_with_the_joint_distribution():
     from assay.stats.power import power
-    for n, delta, psi in [(42, 0.06, 0.118), (10, 0.3, 0.5), (5, 0.95, 1.0), (30, 0.2, 0.2), (17, 0.1, 0.9)]:
-        assert math.isclose(power(n, delta, psi, 0.05), _independent_power(n, delta, psi, 0.05), abs_tol=1e-12)
-    assert math.isclose(power(25, 0.2, 0.4, 0.01), _independent_power(25, 0.2, 0.4, 0.01), abs_tol=1e-12)
+    for failing, a, passing, b, alpha in [(10, 0.5, 30, 0.1, 0.05), (20, 0.3, 80, 0.05, 0.05), (5, 0.9, 95, 0.0, 0.05),
+                                          (40, 0.2, 60, 0.3, 0.01), (60, 0.7, 40, 0.6, 0.05), (7, 0.4, 9, 0.2, 0.0625)]:
+        assert math.isclose(power(failing, a, passing, b, alpha), _independent_power(failing, a, passing, b, alpha),
+                            abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.1, 0.0625, 0.5])
+def test_critical_counts_are_exact(alpha):
+    from assay.stats.power import critical
+    from assay.stats.power import Walk
+    want = [d + 1 if _independent_critical(d, alpha) is None else _independent_critical(d, alpha) for d in range(251)]
+    assert critical(250, alpha) == want
+    for start in (1, 7, 60, 181):          # a walk started anywhere (a direct tail sum) agrees
+        walk = Walk(start, alpha)
+        assert [walk.k] + [walk.step() for _ in range(250 - start)] == want[start:]
 
 
 def test_cases_needed_is_the_first_n_with_power():
-    from assay.stats.power import cases_needed
-    n = cases_needed(0.3, 0.05)
-    assert _independent_best(n, 0.3, 0.05, steps=200) >= 0.8
-    assert _independent_best(n - 1, 0.3, 0.05, steps=200) < 0.8
+    from assay.stats.power import Baseline, cases_needed
+    base = Baseline(10, 40)        # 80 % passing, perfectly paired
+    n = cases_needed(base, 0.1, 0.05)
+    for m, enough in ((n, True), (n - 1, False)):
+        other = base.scaled(m)
+        assert (_independent_power(other.failing, 0.1 * m / other.failing, other.passing, 0.0, 0.05) >= 0.8) is enough
 
 
 # ------------------------------------------------------------------ compare()
@@ -176,7 +245,7 @@ def test_compare_counts_and_rates():
     assert out["method"] == "bayes-beta exact posterior (all n)"
     assert out["threshold"] == 0.8
     assert out["keep"] is True and out["verdict_words"] == "improved"
-    assert out["mde_sentence"].startswith("n=52 cannot detect any effect below ")
+    assert out["mde_sentence"].startswith("n=52 cannot detect an improvement below ")
     assert out["mde_explanation"].startswith(out["mde_sentence"])
     assert out["fixed_by_candidate_ids"] == [f"c{i:03d}" for i in range(7)]
 
@@ -197,7 +266,7 @@ def test_alpha_never_changes_keep():
     b = compare(base, cand, alpha=0.001)
     assert a["keep"] == b["keep"] is True
     assert a["mcnemar_significant_at_alpha"] is False  # 4-0 cannot be significant
-    assert a["min_detectable_effect_at_this_n"] < b["min_detectable_effect_at_this_n"]
+    assert a["min_detectable_worsening"] < b["min_detectable_worsening"]
 
 
 def test_worsened_is_the_mirror_rule():
@@ -206,7 +275,9 @@ def test_worsened_is_the_mirror_rule():
     assert out["keep"] is False
     assert out["p_candidate_worse"] == posterior_better(5, 0)
     assert out["verdict_words"] == "worsened"
-    assert out["verdict_phrase"].startswith("worsened (n=25 cannot detect any effect below ")
+    assert out["verdict_phrase"].startswith("worsened (n=25: no improvement can be shown with 0 failing cases; it "
+                                            "cannot detect a worsening below ")
+    assert out["proven"] is True and out["sign_test_p_one_sided_worse"] == 1 / 32
 
 
 def test_gate_note_when_kept_but_sign_test_not_significant():
@@ -221,8 +292,8 @@ def test_gate_note_when_kept_but_sign_test_not_significant():
 def test_sub_mde_keep_and_advice():
     base, cand = split(3, 0, same_pass=100)
     out = compare(base, cand)
-    assert out["keep"] is True and abs(out["delta"]) < out["min_detectable_effect_at_this_n"]
-    assert out["sub_mde_keep"].startswith("KEPT BUT NOT PROVEN")
+    assert out["keep"] is True and out["min_detectable_effect_at_this_n"] is None   # 3 failing: no room
+    assert out["sub_mde_keep"].startswith("KEPT BUT NOT PROVEN: the exact one-sided sign test gives p = 0.125")
     base, cand = split(2, 1, same_pass=100)
     out = compare(base, cand)
     assert out["keep"] is False

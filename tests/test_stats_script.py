@@ -25,7 +25,21 @@ def test_compares_two_files(tmp_path):
     assert out["n"] == 27 and out["fixed_by_candidate"] == 7 and out["broken_by_candidate"] == 0
     assert out["keep"] is True and out["verdict_words"] == "improved"
     assert out["mcnemar_exact_p_two_sided"] == 2 / 128
-    assert out["mde_sentence"] == "n=27 cannot detect any effect below 23.6pp"
+    assert out["mde_sentence"] == "n=27 cannot detect an improvement below 22.7pp or a worsening below 33.8pp"
+    assert out["verdict_label"] == "improved" and out["proven"] is True
+
+
+def test_text_says_not_proven_beside_improved(tmp_path):
+    # issue 46 C1: 42 cases, 4 fixed, sign test p = 0.0625: "IMPROVED: 90.5% -> 100.0%" alone said too much
+    base = write_jsonl(tmp_path / "base.jsonl", verdicts("c", ["fail"] * 4 + ["pass"] * 38))
+    cand = write_jsonl(tmp_path / "cand.jsonl", verdicts("c", ["pass"] * 42))
+    doc = run_script("stats", base, cand).json
+    assert doc["sub_mde_keep"].startswith("KEPT BUT NOT PROVEN") and doc["sign_test_p_one_sided"] == 0.0625
+    r = run_script("stats", base, cand, "--text")
+    assert r.rc == 0
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("IMPROVED, NOT PROVEN: pass rate 90.5% -> 100.0%"), first
+    assert "  n=42: no improvement can be shown with 4 failing cases; " in r.stdout
 
 
 def test_flags_change_the_reported_numbers(tmp_path):

@@ -48,7 +48,7 @@ class Floors:
 
 
 def kappa_ci_note(tp: int, fn: int, fp: int, tn: int) -> str | None:
-    """Why the kappa interval is undefined when there are pairs (None when it is defined)."""
+    """Why the kappa interval is not given when there are pairs (None when it is)."""
     if not tp + fn + fp + tn:
         return None
     sides = [(tp + fn + fp + tn == tp + fn, "people labelled every item fail"),
@@ -56,9 +56,14 @@ def kappa_ci_note(tp: int, fn: int, fp: int, tn: int) -> str | None:
              (tp + fp == tp + fn + fp + tn, "judge said fail on every item"),
              (fn + tn == tp + fn + fp + tn, "judge said pass on every item")]
     said = [text for hit, text in sides if hit]
-    if not said:
-        return None
-    return f"undefined: the {' and the '.join(said)}, so agreement beyond chance cannot be estimated"
+    if said:
+        return f"undefined: the {' and the '.join(said)}, so agreement beyond chance cannot be estimated"
+    if fn + fp == 0:
+        n = tp + tn
+        return (f"not given: all {n} pairs agree (kappa 1.0), where the large-sample standard error is 0 and "
+                "the interval would read [1.0, 1.0] as if no future pair could disagree; how far from perfect "
+                "the judge may be is what the exact TPR and TNR intervals (tpr_ci, tnr_ci) say")
+    return None
 
 
 def _round(value: Any) -> Any:

@@ -114,7 +114,9 @@ def kappa_interval(tp: int, fn: int, fp: int, tn: int, confidence: float = 0.95)
     kappa exists in closed form; this one is reported, never gated on. None when kappa
     is undefined (no pairs, or chance agreement of 1) and when one side (the people or the
     judge) used a single label: kappa is then 0 by construction and the standard error 0,
-    so the interval would read [0.0, 0.0], certain, where nothing can be estimated.
+    so the interval would read [0.0, 0.0], certain, where nothing can be estimated. None too
+    at perfect agreement (no pair disagrees): the standard error is 0 there and the interval
+    would read [1.0, 1.0], as certain as if every future pair must agree (`kappa_ci_note` says so).
     """
     n = tp + fn + fp + tn
     if n == 0:
@@ -125,7 +127,7 @@ def kappa_interval(tp: int, fn: int, fp: int, tn: int, confidence: float = 0.95)
     col = [p[0][0] + p[1][0], p[0][1] + p[1][1]]
     po = p[0][0] + p[1][1]
     pe = row[0] * col[0] + row[1] * col[1]
-    if pe >= 1.0 or 0 in (tp + fn, fp + tn, tp + fp, fn + tn):
+    if pe >= 1.0 or 0 in (tp + fn, fp + tn, tp + fp, fn + tn) or fn + fp == 0:
         return None
     kappa = (po - pe) / (1.0 - pe)
     total = 0.0

@@ -4,8 +4,10 @@
 themselves (said up front, in `notes`), the headline, the bucket counts, every non-holdout pair in
 its one bucket, holdout pairs as counts only (their ids appear nowhere), and the paired
 statistics (`assay.stats.paired.compare`) computed once over the pairs scored pass/fail in both
-runs on an unchanged case (newly_failing, newly_passing, judge_flip, still_failing,
-still_passing; canaries and holdout cases left out).
+runs on an unchanged case whose verdict moved with the app (newly_failing, newly_passing,
+still_failing, still_passing; canaries and holdout cases left out). A judge flip (the judge
+changed its verdict on the same answer and material) is not the app's fix or break: it is left
+out of the paired test and counted apart (`stats_judge_flips`, and its own sentence in `words`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .redaction import redact_pairs, should_redact
 from .sides import Side, load_side
 
 COMPARE_VERSION = 1
-STATS_BUCKETS = ("newly_failing", "newly_passing", "judge_flip", "still_failing", "still_passing")
+MAX_NAMED = 10
+STATS_BUCKETS = ("newly_failing", "newly_passing", "still_failing", "still_passing")
 SUITE_PART_WORDS = {"cases": "the cases (one or more case_sha256 differ, or cases were added or removed)",
                     "reading": "the adapter's response readers", "capability_matrix": "the capability matrix",
                     "scoring": "the scoring settings", "judge": "the judge's identity"}
@@ -92,7 +95,30 @@ def _ordered_ids(base: Side, cand: Side) -> list[str]:
     return list(seen)
 
 
-def _stats(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | None]:
+def words(stats: dict | None, stats_note: str | None, flipped: list[str]) -> dict[str, str | None]:
+    """The sentences every surface prints for the statistics (compare.html, the report's comparison
+    section, the viewer's compare page), written once here: the verdict always with its "not proven"
+    when the test in its direction is not significant, and the judge flips apart from it."""
+    if stats:
+        pct = "{:.1%}".format
+        line = (f"Paired statistics over {stats['n']} pairs (the app's own changes: newly failing and newly "
+                f"passing against the cases that kept their verdict; judge flips, canaries and holdout cases "
+                f"left out): {stats['verdict_phrase']}; pass rate {pct(stats['baseline_pass_rate'])} → "
+                f"{pct(stats['candidate_pass_rate'])}, {stats['fixed_by_candidate']} fixed, "
+                f"{stats['broken_by_candidate']} broken, one-sided sign test p = {stats['sign_test_p_one_sided']:.3g}.")
+    else:
+        line = f"Paired statistics: {stats_note}."
+    flips = None
+    if flipped:
+        shown = ", ".join(flipped[:MAX_NAMED]) + (f" and {len(flipped) - MAX_NAMED} more" if len(flipped) > MAX_NAMED else "")
+        flips = (f"{len(flipped)} judge flip{'s' if len(flipped) != 1 else ''} ({shown}): the judge changed its "
+                 "verdict on the same answer and material; the judge's noise, not the app's change, so "
+                 "left out of the paired statistics (neither fixed nor broken).")
+    return {"statistics": line, "judge_flips": flips}
+
+
+def paired_statistics(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | None]:
+    """The paired statistics over the pairs whose verdicts moved with the app (STATS_BUCKETS), or why none."""
     base_rows, cand_rows = [], []
     for p in pairs:
         if p["bucket"] in STATS_BUCKETS and not p.get("canary"):
@@ -125,7 +151,8 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
         buckets[p["bucket"]].append(p)
     counts = {b: len(v) for b, v in buckets.items()}
     flips = sum(1 for p in pairs if p.get("judge_flip"))
-    stats, stats_note = _stats(pairs)
+    stats, stats_note = paired_statistics(pairs)
+    flipped = [p["case_id"] for p in buckets["judge_flip"] if not p.get("canary")]
     doc = {
         "compare_version": COMPARE_VERSION, "harness_version": HARNESS_VERSION,
         "base": base.describe(), "candidate": cand.describe(),
@@ -142,7 +169,9 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
                     "note": "holdout cases are counted only: their ids are sealed"},
         "stats": stats, "stats_note": stats_note,
         "stats_pairs": ("the pairs scored pass/fail in both runs on an unchanged case (" + ", ".join(STATS_BUCKETS)
-                        + "), canaries and holdout cases left out"),
+                        + "); judge flips, canaries and holdout cases left out"),
+        "stats_judge_flips": len(flipped),
+        "words": words(stats, stats_note, flipped),
     }
     sealed = base.holdout | cand.holdout
     if sealed:

@@ -200,14 +200,11 @@ def render(doc: dict) -> str:
             f'<p class="headline">{_e(doc["headline"])}</p>']
     if doc.get("notes"):
         body.append('<blockquote class="notes">' + "".join(f"<p>{_e(n)}</p>" for n in doc["notes"]) + "</blockquote>")
-    stats = doc.get("stats")
-    if stats:
-        body.append(f'<p>Paired statistics over {_e(stats.get("n"))} pairs: <strong>{_e(stats.get("verdict_phrase"))}'
-                    f'</strong>; pass rate {_e(round((stats.get("baseline_pass_rate") or 0) * 100, 1))}% → '
-                    f'{_e(round((stats.get("candidate_pass_rate") or 0) * 100, 1))}%, '
-                    f'P(candidate better) = {_e(round(stats.get("p_candidate_better") or 0, 3))}.</p>')
-    elif doc.get("stats_note"):
-        body.append(f'<p class="sub">Paired statistics: {_e(doc["stats_note"])}</p>')
+    said = doc.get("words") or {}
+    if said.get("statistics"):
+        body.append(f'<p>{_e(said["statistics"])}</p>')
+    if said.get("judge_flips"):
+        body.append(f'<p class="sub">{_e(said["judge_flips"])}</p>')
     body.append(_counts_table(doc))
     for b in BUCKETS:
         pairs = doc["buckets"].get(b) or []

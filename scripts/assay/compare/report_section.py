@@ -18,13 +18,10 @@ def comparison_lines(doc: dict) -> list[str]:
            f"Against {code(doc['base']['run_id'])}: **{esc(doc['headline'])}**.", ""]
     for note in doc.get("notes") or []:
         out += [f"> {esc(note)}", ""]
-    stats = doc.get("stats")
-    if stats:
-        out += [f"Paired statistics ({esc(doc['stats_pairs'])}): **{esc(stats.get('verdict_phrase'))}**; "
-                f"{stats.get('fixed_by_candidate')} fixed, {stats.get('broken_by_candidate')} broken over "
-                f"n={stats.get('n')}.", ""]
-    elif doc.get("stats_note"):
-        out += [f"Paired statistics: {esc(doc['stats_note'])}.", ""]
+    said = doc.get("words") or {}
+    for key in ("statistics", "judge_flips"):
+        if said.get(key):
+            out += [esc(said[key]), ""]
     out += ["| bucket | cases | meaning |", "|---|---:|---|"]
     out += [f"| {b} | {doc['counts'][b]} | {esc(doc['meaning'][b])} |" for b in BUCKETS if doc["counts"].get(b)]
     out.append("")

@@ -31,7 +31,7 @@ from ..report.rundir import load_results, read_json_file
 from . import gitops, record
 
 KEPT, REJECTED, NEEDS_HOLDOUT = "kept", "rejected", "needs_holdout"
-COMPARISON_KEYS = ("keep", "verdict_phrase", "delta", "n", "p_candidate_better", "threshold",
+COMPARISON_KEYS = ("keep", "verdict_label", "proven", "verdict_phrase", "delta", "n", "p_candidate_better", "threshold",
                    "fixed_by_candidate", "broken_by_candidate", "gate_note", "sub_mde_keep",
                    "case_attrition_warning", "baseline_run_id")
 

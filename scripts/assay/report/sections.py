@@ -10,7 +10,7 @@ from ..core import casestore
 from ..core.jsonio import loads
 from ..core.explain import AUTH_STATUSES
 from ..core.vocab import LAYER_ORDER
-from ..stats.paired import mde_sentence
+from ..stats.paired import mde_sentence, verdict_label
 from .facts import RunFacts, case_link, read_case_file
 from .failwords import check_label, judged_failures, judged_words
 from .mdtext import code, count, esc, fenced, num, pct, plural
@@ -289,7 +289,7 @@ def comparison_words(cmp: dict) -> str:
         sentence = (mde_sentence(n, mde, 0.05) if isinstance(n, int) and not isinstance(n, bool)
                     and isinstance(mde, (int, float)) and not isinstance(mde, bool)
                     else f"n={num(n)}: the detectable effect is unknown")
-    return f"{words} ({esc(sentence)})"
+    return f"{esc(verdict_label({**cmp, 'verdict_words': words}))} ({esc(sentence)})"
 
 
 def comparison_section(facts: RunFacts) -> list[str]:

@@ -14,14 +14,19 @@ With b01 = fixed by the candidate (fail -> pass) and b10 = broken (pass -> fail)
   (p = 1/32 = 0.03125); and the exact two-sided McNemar min(1, 2 * min tail), which
   needs a 6-0 split at 0.05 (5-0 gives p = 0.0625: never significant with 5 or fewer
   discordant pairs).
-- minimum detectable effect (`assay.stats.power`): the smallest change in pass rate the
-  exact one-sided sign test at alpha detects with power 0.8, at the most favourable
-  discordance (every changed case moving one way when that helps): below it the test has
-  under 80 % power whatever the discordance, so the sentence "n cases cannot detect any
-  effect below X" is true as printed (X rounded down). When no split of n cases can be
-  significant (n <= 4 at alpha 0.05) the sentence says no effect is detectable.
+- minimum detectable effects (`assay.stats.power`): the smallest improvement and the smallest
+  worsening the exact one-sided sign test at alpha detects with power 0.8, given the baseline
+  (only its F failing cases can be fixed, only its P passing ones broken) and this run's own
+  pairing (how far verdicts move without an effect: a run with no flip is perfectly paired, a
+  run whose verdicts are independent of the baseline's is unpaired). With fewer failing cases
+  than the smallest significant split (5 at alpha 0.05) the sentence says "no improvement can
+  be shown with F failing case(s)"; the same for a worsening. When no split of n cases can be
+  significant (n <= 4 at alpha 0.05) it says no effect is detectable.
 - `verdict_words`: `improved` when keep; `worsened` when the mirrored rule holds
-  (P(p < 1/2) >= threshold and delta < 0); else `within noise`.
+  (P(p < 1/2) >= threshold and delta < 0); else `within noise`. `proven`: the one-sided sign
+  test in that direction is significant at alpha (null for within noise); `verdict_label` is
+  the words with ", not proven" when it is not, and every printed verdict (`verdict_phrase`,
+  `stats.py --text`, compare's page and report) carries the label, never the bare word.
 Caveats: cases are assumed independent; case level only; no multiplicity correction.
 """
 
@@ -104,11 +109,51 @@ def _pp(x: float) -> str:
     return f"{math.floor(value * scale + 1e-9) / scale:.{digits}f}pp"
 
 
-def mde_sentence(n: int, mde: float | None, alpha: float) -> str:
+def mde_sentence(n: int, mde: float | None, alpha: float, *, worse: float | None = None,
+                 failing: int | None = None, passing: int | None = None) -> str:
+    """The sentence for what n paired cases can detect. With only `mde` (an older comparison.json):
+    "cannot detect any effect below X". With the baseline's `failing`/`passing` counts: the
+    improvement (`mde`) and the worsening (`worse`) apart, each None when the baseline leaves it no
+    room ("no improvement can be shown with 4 failing cases")."""
+    if failing is None or passing is None:
+        if mde is None:
+            return (f"n={n} cannot detect any effect: no split of {n} paired case(s) is significant at "
+                    f"one-sided alpha {alpha:g}")
+        return f"n={n} cannot detect any effect below {_pp(mde)}"
+    if n < exact_power.smallest_significant(alpha):
+        return mde_sentence(n, None, alpha)
+    no_up = f"no improvement can be shown with {failing} failing case{'s' if failing != 1 else ''}"
+    no_down = f"no worsening can be shown with {passing} passing case{'s' if passing != 1 else ''}"
+    if mde is None and worse is None:
+        return f"n={n} cannot detect any effect: {no_up}, and {no_down}"
     if mde is None:
-        return (f"n={n} cannot detect any effect: no split of {n} paired case(s) is significant at "
-                f"one-sided alpha {alpha:g}")
-    return f"n={n} cannot detect any effect below {_pp(mde)}"
+        return f"n={n}: {no_up}; it cannot detect a worsening below {_pp(worse)}"
+    if worse is None:
+        return f"n={n}: {no_down}; it cannot detect an improvement below {_pp(mde)}"
+    return f"n={n} cannot detect an improvement below {_pp(mde)} or a worsening below {_pp(worse)}"
+
+
+def verdict_label(doc: dict) -> str:
+    """The verdict as it must be printed: "improved", "improved, not proven", "worsened", ... From
+    `verdict_label` when the comparison has one; for an older comparison.json, from its words and the
+    one-sided sign test in their direction (from the fixed/broken counts, else the p it carries) or
+    its `sub_mde_keep`."""
+    label = doc.get("verdict_label")
+    if isinstance(label, str) and label:
+        return label
+    words = doc.get("verdict_words")
+    if words not in ("improved", "worsened"):
+        return str(words or "within noise")
+    alpha = doc.get("alpha") if isinstance(doc.get("alpha"), (int, float)) else 0.05
+    fixed, broken = doc.get("fixed_by_candidate"), doc.get("broken_by_candidate")
+    up = words == "improved"
+    if isinstance(fixed, int) and isinstance(broken, int):
+        p = sign_test_one_sided(fixed, broken) if up else sign_test_one_sided(broken, fixed)
+    else:
+        p = doc.get("sign_test_p_one_sided" if up else "sign_test_p_one_sided_worse")
+    unproven = (isinstance(p, (int, float)) and p > alpha) or (
+        up and str(doc.get("sub_mde_keep") or "").startswith("KEPT BUT NOT PROVEN"))
+    return f"{words}, not proven" if unproven else words
 
 
 def _index(rows: Any, side: str) -> dict[str, str]:
@@ -165,19 +210,16 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
     worsened = p_worse >= bayes_threshold and delta < 0
 
     discordant = b01 + b10
-    mde = exact_power.min_detectable_effect(n, alpha)
-    sentence = mde_sentence(n, mde, alpha)
-    flips = (f"{discordant} of {n} cases changed verdict" if discordant else "no case changed verdict")
-    if mde is None:
-        mde_explanation = (f"{sentence}: even {n} of {n} fixed gives a one-sided sign test p of "
-                           f"{sign_test_one_sided(n, 0):.3g} > {alpha:g}; {flips}. Grow the dataset.")
-    else:
-        half = exact_power.cases_needed(mde / 2, alpha)
-        mde_explanation = (
-            f"{sentence}: for any smaller true change in pass rate the exact one-sided sign test at alpha "
-            f"{alpha:g} has less than {POWER:.0%} power, even when every changed case moves the same way "
-            f"(cases flipping both ways need a larger effect); {flips}."
-            + (f" Detecting half of it takes about {half} paired cases." if half else ""))
+    failing = sum(base[c] == "fail" for c in shared)
+    baseline = exact_power.Baseline(failing, n - failing, b01, b10)
+    up, down = baseline.mde(True, alpha), baseline.mde(False, alpha)
+    mde = up if delta >= 0 else down   # the effect in the direction the run moved
+    sentence = mde_sentence(n, up, alpha, worse=down, failing=failing, passing=n - failing)
+    mde_explanation = _mde_explanation(baseline, up, down, delta, alpha, sentence, discordant)
+    proven = (None if not (keep or worsened) else
+              sign_p <= alpha if keep else sign_test_one_sided(b10, b01) <= alpha)
+    words = "improved" if keep else "worsened" if worsened else "within noise"
+    label = words if proven in (None, True) else f"{words}, not proven"
 
     out: dict[str, Any] = {
         "n": n,
@@ -194,8 +236,13 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
         "cases_only_in_baseline_ids": only_base[:MAX_IDS],
         "cases_only_in_candidate_ids": only_cand[:MAX_IDS],
         "min_detectable_effect_at_this_n": None if mde is None else round(mde, 4),
-        "mde_method": f"exact power of the one-sided sign test (alpha {alpha:g}, power {POWER:g}), "
-                      "most favourable discordance",
+        "min_detectable_improvement": None if up is None else round(up, 4),
+        "min_detectable_worsening": None if down is None else round(down, 4),
+        "baseline_failing": failing,
+        "baseline_passing": n - failing,
+        "pairing": round(baseline.pairing, 4),
+        "mde_method": f"exact power of the one-sided sign test (alpha {alpha:g}, power {POWER:g}) given the "
+                      "baseline's failing and passing cases and this run's own pairing",
         "discordance": round(discordant / n, 4),
         "mde_sentence": sentence,
         "mde_explanation": mde_explanation,
@@ -211,9 +258,13 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
         "mcnemar_significant_at_alpha": mcnemar_p <= alpha,
         "mcnemar_note": _mcnemar_note(b01, b10, alpha),
         "keep": keep,
-        "verdict_words": "improved" if keep else "worsened" if worsened else "within noise",
+        "verdict_words": words,
+        "proven": proven,
+        "verdict_label": label,
+        "verdict_phrase": f"{label} ({sentence})",
     }
-    out["verdict_phrase"] = f"{out['verdict_words']} ({sentence})"
+    if worsened:
+        out["sign_test_p_one_sided_worse"] = sign_test_one_sided(b10, b01)
     warning = _attrition_warning(len(base), len(cand), len(only_base), len(only_cand))
     if warning:
         out["case_attrition_warning"] = warning
@@ -222,19 +273,45 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
                             f"alpha {alpha:g} (p = {sign_p:.3g}); for a hard CI gate use a threshold of "
                             "about 0.95 (--bayes-threshold 0.95)")
     below = mde is None or abs(delta) < mde
-    if keep and below:
-        out["sub_mde_keep"] = (f"KEPT BUT NOT PROVEN: delta {_pct(delta)} is below what this run can detect "
-                               f"({sentence})")
+    if keep and (below or not proven):
+        out["sub_mde_keep"] = (
+            (f"KEPT BUT NOT PROVEN: the exact one-sided sign test gives p = {sign_p:.3g} > {alpha:g} "
+             f"({b01} fixed, {b10} broken)" if not proven else "KEPT, SIGNIFICANT BUT BELOW WHAT THIS RUN CAN "
+             f"DETECT RELIABLY: p = {sign_p:.3g}, and an effect this small is found less than {POWER:.0%} of "
+             "the time, so the delta likely overstates it")
+            + (f"; delta {_pct(delta)} is below what this run can detect ({sentence})" if below else ""))
     if not keep and below:
-        out["advice"] = _advice(n, delta, alpha, sentence)
+        out["advice"] = _advice(baseline, delta, alpha, sentence)
     return out
+
+
+def _mde_explanation(baseline: exact_power.Baseline, up: float | None, down: float | None, delta: float,
+                     alpha: float, sentence: str, discordant: int) -> str:
+    n = baseline.n
+    flips = (f"{discordant} of {n} cases changed verdict" if discordant else "no case changed verdict")
+    if n < exact_power.smallest_significant(alpha):
+        return (f"{sentence}: even {n} of {n} fixed gives a one-sided sign test p of "
+                f"{sign_test_one_sided(n, 0):.3g} > {alpha:g}; {flips}. Grow the dataset.")
+    need = exact_power.smallest_significant(alpha)
+    pairing = ("perfectly paired: nothing moved but the change itself" if baseline.pairing == 0 else
+               f"with no net change {baseline.a0:.1%} of failing cases would pass and {baseline.b0:.1%} of "
+               "passing ones fail" + (", as much as if unpaired (verdicts independent of the baseline's)"
+                                      if baseline.pairing >= 1 else ""))
+    text = (f"{sentence}: for a smaller true change in pass rate the exact one-sided sign test at alpha "
+            f"{alpha:g} has less than {POWER:.0%} power, given the baseline's {baseline.failing} failing and "
+            f"{baseline.passing} passing case(s) (only failing cases can be fixed, only passing ones broken; "
+            f"{need} all one way is the least significant split) and this run's own pairing ({pairing}); {flips}.")
+    if (up if delta >= 0 else down) is not None:
+        text += (f" It shrinks about as 1/sqrt(n): detecting half of it takes about four times the cases "
+                 f"(~{4 * n} at this pass rate and pairing).")
+    return text
 
 
 def text_summary(doc: dict) -> list[str]:
     """`stats.py --text`: the comparison in a few lines for a person (every number from `doc`)."""
     def pct(x: object) -> str:
         return f"{x * 100:.1f}%" if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
-    lines = [f"{str(doc.get('verdict_words', '?')).upper()}: pass rate {pct(doc.get('baseline_pass_rate'))} -> "
+    lines = [f"{verdict_label(doc).upper()}: pass rate {pct(doc.get('baseline_pass_rate'))} -> "
              f"{pct(doc.get('candidate_pass_rate'))} ({'+' if (doc.get('delta') or 0) >= 0 else ''}"
              f"{(doc.get('delta') or 0) * 100:.1f} pp) over n={doc.get('n')} paired cases",
              f"  fixed by the candidate: {doc.get('fixed_by_candidate')}; broken: {doc.get('broken_by_candidate')}"
@@ -270,12 +347,12 @@ def _attrition_warning(n_base: int, n_cand: int, only_base: int, only_cand: int)
             "look at the dropped cases (infra, unscored, skipped or new) before trusting the delta.")
 
 
-def _advice(n: int, delta: float, alpha: float, sentence: str) -> str:
+def _advice(baseline: exact_power.Baseline, delta: float, alpha: float, sentence: str) -> str:
     if delta == 0:
         return f"no net change, and {sentence}; grow the dataset to resolve smaller effects"
-    needed = exact_power.cases_needed(delta, alpha)
-    more = (f"about {needed} paired cases would be needed to detect it with {POWER:.0%} power, in the most "
-            "favourable case" if needed else "no realistic number of cases would detect it")
+    needed = exact_power.cases_needed(baseline, delta, alpha)
+    more = (f"about {needed} paired cases would be needed to detect it with {POWER:.0%} power at this pass rate "
+            "and pairing" if needed else "no realistic number of cases would detect it")
     return f"delta {_pct(delta)} is below what this run can detect ({sentence}); {more}: " \
            "grow the dataset rather than reading this delta"
 
