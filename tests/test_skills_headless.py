@@ -1,0 +1,196 @@
+"""Skills' happy paths, headless, through the real pinned CLI and the scripted model: the scripted
+steps follow each skill's numbered steps and run the scripts for real in a copy of the example; what
+is asserted is what the user would see (files written, exit codes, the gate's decision).
+
+- `/assay:run --smoke` from a Python that lacks PyYAML, jsonschema and Markdown: `--bare` skips the
+  plugin's SessionStart hook, so the first script call prepares them (README, run-modes.md) and the
+  session goes on from convert to report.html.
+- `/assay:generate` adding one case (created with Edit: a `--bare` session has no Write tool), then
+  the skill's validate step (convert, validate, make_plan) on the grown suite.
+- `/assay:analyze` on a failing run (the example app with BREAK): which run, then its clusters.
+
+The regression path and the CI recipe are tests/test_ci_recipe_headless.py; every documented call's
+permission is tests/test_skills_permissions.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from claude_cli import unavailable
+from headless import run_session
+from helpdesk_util import copy_state, helpdesk
+from helpers import ROOT
+from messages_server import first_json, text, tool
+
+pytestmark = [pytest.mark.skipif(unavailable() is not None, reason=unavailable() or ""), pytest.mark.slow]
+
+S = f'python3 "{ROOT}/scripts/'
+LONG = 600000
+NEW_CASE = """id: c-5c1e0a01
+unit: billing
+split:
+- full
+category: happy
+test_type: MFT
+template_id: null
+dataset_version_added: 2
+origin: synthetic
+review:
+  status: pending
+gating: false
+input:
+  messages:
+  - role: user
+    content: What is the status of invoice INV-1002?
+  session: fresh
+expect:
+  route: billing
+"""
+
+
+def bash(cmd: str, desc: str, **extra) -> dict:
+    return {"command": cmd, "description": desc, **extra}
+
+
+def _plan(ctx) -> dict:
+    return next(r for r in map(first_json, (x.text for x in ctx.results)) if isinstance(r, dict) and "run" in r)
+
+
+def _smoke(base):
+    """`/assay:run --smoke` under a Python without the packages, ASSAY_VENV fresh, bootstrap allowed."""
+    state = copy_state(base / "smoke")
+    bare = base / "bare-python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    out = lambda ctx: _plan(ctx)["out"]  # noqa: E731
+    steps = [
+        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
+        tool("Bash", bash(S + 'validate_cases.py" --cases .assay/work/suite.json --capabilities .assay/work/capabilities.json'
+                          ' --adapter .assay/work/adapter.json --manifest .assay/work/manifest.json', "validate")),
+        tool("Bash", bash(S + 'make_plan.py" .assay/work/converted.json --mode smoke --state-dir .assay'
+                          ' -o .assay/work/plan.json', "plan")),
+        tool("Bash", lambda ctx: bash(_plan(ctx)["run"], "run the suite", timeout=LONG)),
+        tool("Bash", lambda ctx: bash(f'{S}wait_run.py" "{out(ctx)}"', "wait", timeout=LONG)),
+        tool("Bash", lambda ctx: bash(f'{S}gate.py" "{out(ctx)}"', "gate")),
+        tool("Bash", lambda ctx: bash(f'{S}draft_report.py" "{out(ctx)}"', "draft the report")),
+        tool("Bash", lambda ctx: bash(f'{S}md_to_html.py" "{out(ctx)}/report.md" "{out(ctx)}/report.html"', "render")),
+        text("Smoke run done."),
+    ]
+    with helpdesk(state) as env:
+        app_vars = {k: v for k, v in env.items() if k.startswith("HELPDESK_")}
+        venv = base / "assay-venv"
+        s = run_session("/assay:run --smoke", steps, cwd=state.parent, home=base / "home-smoke",
+                        env={**app_vars, "ASSAY_VENV": str(venv), "PYTHONDONTWRITEBYTECODE": "1", "ASSAY_NO_BOOTSTRAP": ""},
+                        python=str(bare / "bin" / "python"))
+    return state, s, venv
+
+
+def _generate(base):
+    state = copy_state(base / "generate")
+    case = state / "datasets" / "c-5c1e0a01.yaml"
+    steps = [
+        tool("Bash", bash(S + 'coverage.py" .assay', "coverage grid")),
+        tool("Edit", {"file_path": str(case), "old_string": "", "new_string": NEW_CASE}),
+        tool("Bash", bash(S + 'dedupe_cases.py" .assay', "near-duplicates")),
+        # step 5: the manifest's counts follow the new case, and dataset_version is bumped once for the batch
+        tool("Read", {"file_path": str(state / "datasets" / "dataset.yaml")}),
+        tool("Edit", {"file_path": str(state / "datasets" / "dataset.yaml"),
+                      "old_string": "dataset_version: 1\ncases: 55\nsplits:\n  full: 44",
+                      "new_string": "dataset_version: 2\ncases: 56\nsplits:\n  full: 45"}),
+        tool("Edit", {"file_path": str(state / "datasets" / "dataset.yaml"),
+                      "old_string": "    billing:\n      total: 30\n      MFT: 22",
+                      "new_string": "    billing:\n      total: 31\n      MFT: 23"}),
+        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
+        tool("Bash", bash(S + 'validate_cases.py" --cases .assay/work/suite.json --capabilities .assay/work/capabilities.json'
+                          ' --adapter .assay/work/adapter.json --manifest .assay/work/manifest.json', "validate")),
+        tool("Bash", bash(S + 'make_plan.py" .assay/work/converted.json --mode smoke --state-dir .assay'
+                          ' -o .assay/work/plan.json', "plan")),
+        text("1 case added, pending review: it cannot fail a build yet."),
+    ]
+    return state, run_session("/assay:generate .assay --count 1", steps, cwd=state.parent, home=base / "home-gen")
+
+
+def _analyze(base):
+    state = copy_state(base / "analyze")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with helpdesk(state, broken=True) as app_env:
+        for argv in (["convert_suite.py", ".assay", "-o", ".assay/work/converted.json", "--split-dir", ".assay/work"],
+                     ["make_plan.py", ".assay/work/converted.json", "--mode", "smoke", "--state-dir", ".assay",
+                      "-o", ".assay/work/plan.json"]):
+            made = subprocess.run([sys.executable, str(ROOT / "scripts" / argv[0]), *argv[1:]], capture_output=True,
+                                  text=True, cwd=state.parent, env=env, timeout=300)
+            assert made.returncode == 0, made.stdout + made.stderr
+        plan = json.loads(made.stdout)
+        ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_cases.py"), "--plan", plan["plan"],
+                              "--out", plan["out"]], capture_output=True, text=True, cwd=state.parent, env=app_env,
+                             timeout=600)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    steps = [
+        tool("Bash", bash(S + 'gate.py" .assay/reports --latest --json', "which run")),
+        tool("Bash", lambda ctx: bash(f'{S}cluster_failures.py" .assay/reports/{ctx.json()["run_id"]} --top 5', "clusters")),
+        text("The failures, grouped."),
+    ]
+    return state, plan, run_session("/assay:analyze", steps, cwd=state.parent, home=base / "home-analyze")
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    base = tmp_path_factory.mktemp("happy")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        jobs = {"smoke": pool.submit(_smoke, base), "generate": pool.submit(_generate, base),
+                "analyze": pool.submit(_analyze, base)}
+        return {k: f.result() for k, f in jobs.items()}
+
+
+def _clean(s):
+    assert s.rc == 0 and s.result["is_error"] is False and s.result["permission_denials"] == [], s.why()
+    assert not s.server.failures and s.server.overrun == 0 and s.server.steps_taken == len(s.server.script), s.why()
+
+
+def test_smoke_from_a_python_without_the_packages_bootstraps_them_and_writes_the_report(sessions):
+    state, s, venv = sessions["smoke"]
+    _clean(s)
+    assert not [e for e in s.events if e.get("subtype") == "hook_response"], "--bare skips the plugin's hooks"
+    results = s.tool_results()
+    if "package index" in results[0][1] and "network" in results[0][1]:
+        pytest.skip(f"no package index reachable: {results[0][1][:300]}")
+    assert "preparing its Python packages" in results[0][1], results[0][1][:1500]
+    assert not any(err for _, _, err in results[1:]), s.why()
+    assert all("preparing" not in out for _, out, _ in results[1:]), "one bootstrap, then reused"
+    assert (venv / "bin" / "python").exists()
+    runs = [d for d in (state / "reports").iterdir() if d.is_dir()]
+    assert len(runs) == 1 and runs[0].name.startswith("smoke-")
+    assert (runs[0] / "report.md").is_file() and "<table>" in (runs[0] / "report.html").read_text()
+    gate = next(out for cmd, out, _ in results if "/scripts/gate.py" in cmd)
+    assert gate.startswith(f"{runs[0].name}: PASS"), gate[:500]
+
+
+def test_generate_adds_a_case_that_validates_and_plans(sessions):
+    state, s = sessions["generate"]
+    _clean(s)
+    results = s.tool_results()
+    assert not any(err for _, _, err in results), s.why()
+    validated = first_json(results[-2][1])
+    assert validated["error_count"] == 0 and validated["summary"]["cases"] == 56, results[-2][1][:1500]
+    plan = first_json(results[-1][1])
+    assert plan["mode"] == "smoke" and plan["run_id"].startswith("smoke-")
+    converted = json.loads((state / "work" / "converted.json").read_text())
+    assert "c-5c1e0a01" in json.dumps(converted)
+
+
+def test_analyze_names_the_failing_run_and_clusters_its_failures(sessions):
+    state, plan, s = sessions["analyze"]
+    _clean(s)
+    (_, which, closed), (_, clusters, err) = s.tool_results()
+    # step 0: the newest run, finished (quotable); its gate is closed, so the call exits 1
+    assert closed and which.startswith("Exit code 1\n"), which[:500]
+    assert first_json(which)["run_id"] == plan["run_id"] and first_json(which)["status"] == "ok"
+    assert not err
+    found = first_json(clusters)
+    assert found["clusters"] and all(c["count"] >= 1 for c in found["clusters"]), clusters[:1500]
