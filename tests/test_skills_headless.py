@@ -8,6 +8,9 @@ is asserted is what the user would see (files written, exit codes, the gate's de
 - `/assay:generate` adding one case (created with Edit: a `--bare` session has no Write tool), then
   the skill's validate step (convert, validate, make_plan) on the grown suite.
 - `/assay:analyze` on a failing run (the example app with BREAK): which run, then its clusters.
+- `/assay:start` on the example (cases, no baseline): coverage, looks, and the next step's cost
+  from a plan (convert_suite first: a fresh copy has no converted.json).
+- `/assay:optimize`: one candidate recorded, its surface edited, then reverted (a git checkout).
 
 The regression path and the CI recipe are tests/test_ci_recipe_headless.py; every documented call's
 permission is tests/test_skills_permissions.py.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -139,12 +143,48 @@ def _analyze(base):
     return state, plan, run_session("/assay:analyze", steps, cwd=state.parent, home=base / "home-analyze")
 
 
+def _start(base):
+    """`/assay:start` on the example (row 4: cases, no baseline): the suite's state, then the next step's cost."""
+    state = copy_state(base / "start")
+    steps = [
+        tool("Read", {"file_path": str(state / "reports" / "baseline.json")}),   # no Glob under --bare
+        tool("Bash", bash(S + 'coverage.py" .assay', "the suite")),
+        tool("Bash", bash(S + 'holdout.py" looks .assay', "the sealed set's looks")),
+        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
+        tool("Bash", bash(S + 'make_plan.py" .assay/work/converted.json --mode smoke --state-dir .assay'
+                          ' -o .assay/work/plan.json', "the next step's cost")),
+        text("Step 3 of 5: run the smoke test (/assay:run --smoke)."),
+    ]
+    return state, run_session("/assay:start", steps, cwd=state.parent, home=base / "home-start")
+
+
+def _optimize(base):
+    """`/assay:optimize`: one candidate recorded, its surface edited, then reverted (the app is a git checkout)."""
+    app = base / "optimize"
+    shutil.copytree(ROOT / "examples" / "helpdesk", app, ignore=shutil.ignore_patterns("work", "reports", "__pycache__"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "app"]):
+        subprocess.run(git + argv, cwd=app, check=True, capture_output=True)
+    before = (app / "desk.py").read_text()
+    steps = [
+        tool("Bash", bash(S + 'candidate.py" new .assay --id kb-desc-1 --surface desk.py'
+                          ' --cluster "search_kb picked for refund questions"'
+                          ' --reflection "refund routed to search_kb <- vague tool description <- say refunds"', "record")),
+        tool("Read", {"file_path": str(app / "desk.py")}),
+        tool("Edit", {"file_path": str(app / "desk.py"), "old_string": before.splitlines()[0],
+                      "new_string": before.splitlines()[0] + "  # candidate kb-desc-1"}),
+        tool("Bash", bash(S + 'candidate.py" revert .assay --id kb-desc-1', "revert")),
+        text("Candidate kb-desc-1 reverted."),
+    ]
+    return app, before, run_session("/assay:optimize", steps, cwd=app, home=base / "home-optimize")
+
+
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
     base = tmp_path_factory.mktemp("happy")
     with ThreadPoolExecutor(max_workers=3) as pool:
-        jobs = {"smoke": pool.submit(_smoke, base), "generate": pool.submit(_generate, base),
-                "analyze": pool.submit(_analyze, base)}
+        jobs = {name: pool.submit(fn, base) for name, fn in (("smoke", _smoke), ("generate", _generate),
+                ("analyze", _analyze), ("start", _start), ("optimize", _optimize))}
         return {k: f.result() for k, f in jobs.items()}
 
 
@@ -194,3 +234,24 @@ def test_analyze_names_the_failing_run_and_clusters_its_failures(sessions):
     assert not err
     found = first_json(clusters)
     assert found["clusters"] and all(c["count"] >= 1 for c in found["clusters"]), clusters[:1500]
+
+
+def test_start_on_the_example_says_where_it_is_and_what_the_next_step_costs(sessions):
+    state, s = sessions["start"]
+    _clean(s)
+    results = s.tool_results()
+    assert results[0][2] and "does not exist" in results[0][1], "no baseline yet: row 4"
+    assert not any(err for _, _, err in results[1:]), s.why()
+    assert first_json(results[1][1])["cases"] == 55 and first_json(results[2][1])["looks"] == 0
+    plan = first_json(results[-1][1])
+    assert plan["cases"] == 20 and plan["k"] == 1   # the worked example's "20 app calls"
+
+
+def test_optimize_records_a_candidate_and_reverts_its_edit(sessions):
+    app, before, s = sessions["optimize"]
+    _clean(s)
+    results = s.tool_results()
+    assert not any(err for _, _, err in results), s.why()
+    assert (app / "desk.py").read_text() == before
+    log = [json.loads(line) for line in (app / ".assay" / "candidates" / "log.jsonl").read_text().splitlines()]
+    assert [e.get("action") or e.get("event") for e in log][-1] in ("revert", "reverted"), log
