@@ -11,6 +11,8 @@ is asserted is what the user would see (files written, exit codes, the gate's de
 - `/assay:start` on the example (cases, no baseline): coverage, looks, and the next step's cost
   from a plan (convert_suite first: a fresh copy has no converted.json).
 - `/assay:optimize`: one candidate recorded, its surface edited, then reverted (a git checkout).
+- `/assay:discover` in an app dir with a promptfoo config: the import, step 5's `git status` check,
+  step 7's validation, findings.md.
 
 The regression path and the CI recipe are tests/test_ci_recipe_headless.py; every documented call's
 permission is tests/test_skills_permissions.py.
@@ -179,12 +181,33 @@ def _optimize(base):
     return app, before, run_session("/assay:optimize", steps, cwd=app, home=base / "home-optimize")
 
 
+def _discover(base):
+    """`/assay:discover` in an app dir holding a promptfoo config: import it, validate, write findings.md."""
+    app = base / "discover"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "promptfoo" / "basic", app)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "app"]):
+        subprocess.run(git + argv, cwd=app, check=True, capture_output=True)
+    steps = [
+        tool("Bash", bash(S + 'import_promptfoo.py" promptfooconfig.yaml --state-dir .assay', "import the promptfoo suite")),
+        tool("Bash", bash(f"git -C {app} status --porcelain -- promptfooconfig.yaml", "step 5: is the file clean")),
+        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
+        tool("Bash", bash(S + 'validate_cases.py" --cases .assay/work/suite.json --capabilities .assay/work/capabilities.json'
+                          ' --adapter .assay/work/adapter.json', "validate")),
+        tool("Edit", {"file_path": str(app / ".assay" / "findings.md"), "old_string": "",
+                      "new_string": "# Findings\n\n- [observed: import] 2 assertions not converted (IMPORT.md)\n"}),
+        text("Imported 4 cases; the profile and adapter validate."),
+    ]
+    return app, run_session("/assay:discover", steps, cwd=app, home=base / "home-discover")
+
+
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
     base = tmp_path_factory.mktemp("happy")
     with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {name: pool.submit(fn, base) for name, fn in (("smoke", _smoke), ("generate", _generate),
-                ("analyze", _analyze), ("start", _start), ("optimize", _optimize))}
+                ("analyze", _analyze), ("start", _start), ("optimize", _optimize),
+                                                  ("discover", _discover))}
         return {k: f.result() for k, f in jobs.items()}
 
 
@@ -255,3 +278,15 @@ def test_optimize_records_a_candidate_and_reverts_its_edit(sessions):
     assert (app / "desk.py").read_text() == before
     log = [json.loads(line) for line in (app / ".assay" / "candidates" / "log.jsonl").read_text().splitlines()]
     assert [e.get("action") or e.get("event") for e in log][-1] in ("revert", "reverted"), log
+
+
+def test_discover_imports_a_promptfoo_suite_and_validates_what_it_wrote(sessions):
+    app, s = sessions["discover"]
+    _clean(s)
+    results = s.tool_results()
+    assert not any(err for _, _, err in results), s.why()
+    imported = first_json(results[0][1])
+    assert imported["cases"] == 4 and imported["not_converted"], results[0][1][:800]
+    assert first_json(results[3][1])["error_count"] == 0
+    for written in ("profile.yaml", "adapter.yaml", "IMPORT.md", "findings.md"):
+        assert (app / ".assay" / written).is_file(), written
