@@ -16,15 +16,13 @@ import subprocess
 import pytest
 
 from claude_cli import CLAUDE, session_env, unavailable
+from headless import LONG, S, bash, plan_of, prepare_steps
 from helpdesk_util import copy_state, helpdesk
 from helpers import ROOT
-from messages_server import MessagesServer, first_json, text, tool
+from messages_server import MessagesServer, text, tool
 
 pytestmark = [pytest.mark.skipif(unavailable() is not None, reason=unavailable() or ""), pytest.mark.slow,
               pytest.mark.skipif(shutil.which("jq") is None, reason="the CI recipe's checks need jq (apt install jq)")]
-
-S = f'python3 "{ROOT}/scripts/'
-LONG = 600000  # the skill: the runner in the foreground of one Bash call, timeout at its maximum
 
 
 def recipe_job() -> str:
@@ -36,14 +34,9 @@ def recipe_job() -> str:
     return "\n".join(blocks)
 
 
-def bash(cmd: str, desc: str, **extra) -> dict:
-    return {"command": cmd, "description": desc, **extra}
-
-
 def regression_steps(app_dir, first_run: bool) -> list:
     """The run skill's steps for `/assay:run --regression` in `app_dir`, each call as the skill spells it."""
-    plan = lambda ctx: next(r for r in map(first_json, (x.text for x in ctx.results))  # noqa: E731
-                            if isinstance(r, dict) and "run_id" in r and "run" in r)
+    plan = plan_of
 
     def run(ctx):  # §2, with §4's baseline when reports/baseline.json named one
         pin = ctx.json(-1) if "run_id" in ctx.last else None
@@ -60,12 +53,7 @@ def regression_steps(app_dir, first_run: bool) -> list:
                 "new_string": json.dumps(pinned) + "\n"}
 
     out = lambda ctx: plan(ctx)["out"]  # noqa: E731
-    steps = [
-        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
-        tool("Bash", bash(S + 'validate_cases.py" --cases .assay/work/suite.json --capabilities .assay/work/capabilities.json'
-                          ' --adapter .assay/work/adapter.json --manifest .assay/work/manifest.json', "validate")),
-        tool("Bash", bash(S + 'make_plan.py" .assay/work/converted.json --mode regression --state-dir .assay'
-                          ' -o .assay/work/plan.json', "plan")),
+    steps = prepare_steps("regression") + [
         tool("Read", {"file_path": str(app_dir / ".assay" / "reports" / "baseline.json")}),
         tool("Bash", run),
         tool("Bash", lambda ctx: bash(f'{S}wait_run.py" "{out(ctx)}"', "wait for the run", timeout=LONG)),

@@ -25,20 +25,17 @@ import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from claude_cli import unavailable
-from headless import run_session
+from headless import LONG, S, bash, git_checkout, plan_of, prepare_steps, run_parallel, run_session, take
 from helpdesk_util import copy_state, helpdesk
 from helpers import ROOT
 from messages_server import first_json, text, tool
 
 pytestmark = [pytest.mark.skipif(unavailable() is not None, reason=unavailable() or ""), pytest.mark.slow]
 
-S = f'python3 "{ROOT}/scripts/'
-LONG = 600000
 NEW_CASE = """id: c-5c1e0a01
 unit: billing
 split:
@@ -61,27 +58,14 @@ expect:
 """
 
 
-def bash(cmd: str, desc: str, **extra) -> dict:
-    return {"command": cmd, "description": desc, **extra}
-
-
-def _plan(ctx) -> dict:
-    return next(r for r in map(first_json, (x.text for x in ctx.results)) if isinstance(r, dict) and "run" in r)
-
-
 def _smoke(base):
     """`/assay:run --smoke` under a Python without the packages, ASSAY_VENV fresh, bootstrap allowed."""
     state = copy_state(base / "smoke")
     bare = base / "bare-python"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    out = lambda ctx: _plan(ctx)["out"]  # noqa: E731
-    steps = [
-        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
-        tool("Bash", bash(S + 'validate_cases.py" --cases .assay/work/suite.json --capabilities .assay/work/capabilities.json'
-                          ' --adapter .assay/work/adapter.json --manifest .assay/work/manifest.json', "validate")),
-        tool("Bash", bash(S + 'make_plan.py" .assay/work/converted.json --mode smoke --state-dir .assay'
-                          ' -o .assay/work/plan.json', "plan")),
-        tool("Bash", lambda ctx: bash(_plan(ctx)["run"], "run the suite", timeout=LONG)),
+    out = lambda ctx: plan_of(ctx)["out"]  # noqa: E731
+    steps = prepare_steps("smoke") + [
+        tool("Bash", lambda ctx: bash(plan_of(ctx)["run"], "run the suite", timeout=LONG)),
         tool("Bash", lambda ctx: bash(f'{S}wait_run.py" "{out(ctx)}"', "wait", timeout=LONG)),
         tool("Bash", lambda ctx: bash(f'{S}gate.py" "{out(ctx)}"', "gate")),
         tool("Bash", lambda ctx: bash(f'{S}draft_report.py" "{out(ctx)}"', "draft the report")),
@@ -112,13 +96,7 @@ def _generate(base):
         tool("Edit", {"file_path": str(state / "datasets" / "dataset.yaml"),
                       "old_string": "    billing:\n      total: 30\n      MFT: 22",
                       "new_string": "    billing:\n      total: 31\n      MFT: 23"}),
-        tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),
-        tool("Bash", bash(S + 'validate_cases.py" --cases .assay/work/suite.json --capabilities .assay/work/capabilities.json'
-                          ' --adapter .assay/work/adapter.json --manifest .assay/work/manifest.json', "validate")),
-        tool("Bash", bash(S + 'make_plan.py" .assay/work/converted.json --mode smoke --state-dir .assay'
-                          ' -o .assay/work/plan.json', "plan")),
-        text("1 case added, pending review: it cannot fail a build yet."),
-    ]
+    ] + prepare_steps("smoke") + [text("1 case added, pending review: it cannot fail a build yet.")]
     return state, run_session("/assay:generate .assay --count 1", steps, cwd=state.parent, home=base / "home-gen")
 
 
@@ -164,9 +142,7 @@ def _optimize(base):
     """`/assay:optimize`: one candidate recorded, its surface edited, then reverted (the app is a git checkout)."""
     app = base / "optimize"
     shutil.copytree(ROOT / "examples" / "helpdesk", app, ignore=shutil.ignore_patterns("work", "reports", "__pycache__"))
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
-    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "app"]):
-        subprocess.run(git + argv, cwd=app, check=True, capture_output=True)
+    git_checkout(app)
     before = (app / "desk.py").read_text()
     steps = [
         tool("Bash", bash(S + 'candidate.py" new .assay --id kb-desc-1 --surface desk.py'
@@ -185,9 +161,7 @@ def _discover(base):
     """`/assay:discover` in an app dir holding a promptfoo config: import it, validate, write findings.md."""
     app = base / "discover"
     shutil.copytree(ROOT / "tests" / "fixtures" / "promptfoo" / "basic", app)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
-    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "app"]):
-        subprocess.run(git + argv, cwd=app, check=True, capture_output=True)
+    git_checkout(app)
     steps = [
         tool("Bash", bash(S + 'import_promptfoo.py" promptfooconfig.yaml --state-dir .assay', "import the promptfoo suite")),
         tool("Bash", bash(f"git -C {app} status --porcelain -- promptfooconfig.yaml", "step 5: is the file clean")),
@@ -204,11 +178,9 @@ def _discover(base):
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
     base = tmp_path_factory.mktemp("happy")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        jobs = {name: pool.submit(fn, base) for name, fn in (("smoke", _smoke), ("generate", _generate),
-                ("analyze", _analyze), ("start", _start), ("optimize", _optimize),
-                                                  ("discover", _discover))}
-        return {k: f.result() for k, f in jobs.items()}
+    return run_parallel({name: (lambda fn=fn: fn(base)) for name, fn in (
+        ("smoke", _smoke), ("generate", _generate), ("analyze", _analyze), ("start", _start),
+        ("optimize", _optimize), ("discover", _discover))})
 
 
 def _clean(s):
@@ -217,7 +189,7 @@ def _clean(s):
 
 
 def test_smoke_from_a_python_without_the_packages_bootstraps_them_and_writes_the_report(sessions):
-    state, s, venv = sessions["smoke"]
+    state, s, venv = take(sessions, "smoke")
     _clean(s)
     assert not [e for e in s.events if e.get("subtype") == "hook_response"], "--bare skips the plugin's hooks"
     results = s.tool_results()
@@ -235,7 +207,7 @@ def test_smoke_from_a_python_without_the_packages_bootstraps_them_and_writes_the
 
 
 def test_generate_adds_a_case_that_validates_and_plans(sessions):
-    state, s = sessions["generate"]
+    state, s = take(sessions, "generate")
     _clean(s)
     results = s.tool_results()
     assert not any(err for _, _, err in results), s.why()
@@ -248,7 +220,7 @@ def test_generate_adds_a_case_that_validates_and_plans(sessions):
 
 
 def test_analyze_names_the_failing_run_and_clusters_its_failures(sessions):
-    state, plan, s = sessions["analyze"]
+    state, plan, s = take(sessions, "analyze")
     _clean(s)
     (_, which, closed), (_, clusters, err) = s.tool_results()
     # step 0: the newest run, finished (quotable); its gate is closed, so the call exits 1
@@ -260,7 +232,7 @@ def test_analyze_names_the_failing_run_and_clusters_its_failures(sessions):
 
 
 def test_start_on_the_example_says_where_it_is_and_what_the_next_step_costs(sessions):
-    state, s = sessions["start"]
+    state, s = take(sessions, "start")
     _clean(s)
     results = s.tool_results()
     assert results[0][2] and "does not exist" in results[0][1], "no baseline yet: row 4"
@@ -271,7 +243,7 @@ def test_start_on_the_example_says_where_it_is_and_what_the_next_step_costs(sess
 
 
 def test_optimize_records_a_candidate_and_reverts_its_edit(sessions):
-    app, before, s = sessions["optimize"]
+    app, before, s = take(sessions, "optimize")
     _clean(s)
     results = s.tool_results()
     assert not any(err for _, _, err in results), s.why()
@@ -281,7 +253,7 @@ def test_optimize_records_a_candidate_and_reverts_its_edit(sessions):
 
 
 def test_discover_imports_a_promptfoo_suite_and_validates_what_it_wrote(sessions):
-    app, s = sessions["discover"]
+    app, s = take(sessions, "discover")
     _clean(s)
     results = s.tool_results()
     assert not any(err for _, _, err in results), s.why()

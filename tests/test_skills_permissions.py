@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import shlex
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from claude_cli import unavailable
-from headless import run_session
+from headless import run_parallel, run_session, take
 from helpers import ROOT
 from messages_server import text, tool
 from skill_calls import documented_calls
@@ -65,9 +64,7 @@ def _session(name: str, base: Path):
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
     base = tmp_path_factory.mktemp("skills")
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {name: pool.submit(_session, name, base) for name in SKILLS}
-        return {name: f.result() for name, f in futures.items()}
+    return run_parallel({name: (lambda name=name: _session(name, base)) for name in SKILLS}, workers=4)
 
 
 def test_every_skill_documents_calls_except_help():
@@ -77,7 +74,7 @@ def test_every_skill_documents_calls_except_help():
 
 @pytest.mark.parametrize("name", SKILLS)
 def test_every_documented_call_is_approved_and_the_stray_one_denied(sessions, name):
-    calls, s, recorded = sessions[name]
+    calls, s, recorded = take(sessions, name)
     assert s.rc == 0 and s.result["is_error"] is False, s.why()
     assert s.init["permissionMode"] == "acceptEdits"
     assert not s.server.failures and s.server.overrun == 0, s.why()
