@@ -137,6 +137,7 @@ def test_broken_app_the_job_exits_1_naming_the_gating_failures_and_the_baseline_
     first = p.stdout.splitlines()[0]
     assert ": FAIL" in first and "regression-" in first
     assert re.search(r"\b[1-9]\d* gating\b", p.stdout), p.stdout[:1500]
+    assert re.search(r"\bc-[0-9a-f]{8} \(", p.stdout), "the gating failures are named, case by case"
     pinned = json.loads((state / "reports" / "baseline.json").read_text())["run_id"]
     runs = sorted(d for d in (state / "reports").iterdir() if d.is_dir() and d.name != pinned)
     assert len(runs) == 1 and (runs[0] / "comparison.json").is_file() and (runs[0] / "report.html").is_file()
