@@ -19,7 +19,7 @@ from claude_cli import CLAUDE, session_env, unavailable
 from headless import LONG, S, bash, plan_of, prepare_steps
 from helpdesk_util import copy_state, helpdesk
 from helpers import ROOT
-from messages_server import MessagesServer, text, tool
+from messages_server import MessagesServer, api_error, text, tool
 
 pytestmark = [pytest.mark.skipif(unavailable() is not None, reason=unavailable() or ""), pytest.mark.slow,
               pytest.mark.skipif(shutil.which("jq") is None, reason="the CI recipe's checks need jq (apt install jq)")]
@@ -72,10 +72,10 @@ def regression_steps(app_dir, first_run: bool) -> list:
     return steps
 
 
-def _job(app_dir, env_app, home, first_run):
+def _job(app_dir, env_app, home, first_run, script=None):
     job = app_dir / "job.sh"
     job.write_text(recipe_job())
-    with MessagesServer(regression_steps(app_dir, first_run)) as srv:
+    with MessagesServer(script if script is not None else regression_steps(app_dir, first_run)) as srv:
         app_vars = {k: v for k, v in env_app.items() if k.startswith("HELPDESK_")}
         env = session_env(home, {**app_vars, **srv.env(), "ASSAY_ROOT": str(ROOT)})
         (home / "bin" / "claude").symlink_to(CLAUDE)
@@ -94,6 +94,10 @@ def jobs(tmp_path_factory):
         with helpdesk(state, broken=broken, app_dir=f"app-{name}") as env:
             out[name] = _job(state.parent, env, base / f"home-{name}", first_run=not broken)
             (state.parent / f"run-output-{name}.jsonl").write_text((state.parent / "run-output.jsonl").read_text())
+    # the API refuses every request (a 400 is not retried; a 401 is, and would reach the script's end):
+    # the session fails, so the job stops at the first check, exit 2, and never reaches the gate
+    out["rejected"] = _job(state.parent, {}, base / "home-rejected", False,
+                           script=[api_error(400, "invalid_request_error", "scripted refusal")] * 10)
     return state, out
 
 
@@ -142,3 +146,12 @@ def test_broken_app_the_job_exits_1_naming_the_gating_failures_and_the_baseline_
     runs = sorted(d for d in (state / "reports").iterdir() if d.is_dir() and d.name != pinned)
     assert len(runs) == 1 and (runs[0] / "comparison.json").is_file() and (runs[0] / "report.html").is_file()
     assert "failures" in (state.parent / "assay-junit.xml").read_text()
+
+
+def test_a_failed_session_is_exit_2_before_any_gate(jobs):
+    _, out = jobs
+    p, events, srv = out["rejected"]
+    assert p.returncode == 2, (p.stdout[-2000:], p.stderr[-2000:])
+    assert _result(events)["is_error"] is True and srv.main_requests
+    assert "scripted refusal" in p.stdout, "check 1 prints the session's error"
+    assert "PASS" not in p.stdout and "FAIL" not in p.stdout, "the gate never ran"
