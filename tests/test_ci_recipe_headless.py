@@ -4,7 +4,8 @@ tokenless gate — with the real pinned CLI, the scripted model (tests/messages_
 the run skill's numbered steps, and the example app on a free port. Twice in one state dir: the app
 healthy (a first run: the skill pins it in reports/baseline.json; the job exits 0), then BREAK (the
 baseline diffed, the report drafted, edited and rendered; the job exits 1 with the gating failures
-named). The job's exit code is the gate's: the session succeeds both times."""
+named). The job's exit code is the gate's: the session succeeds both times. And when the session
+itself fails (the API refuses it), the first check stops the job with exit 2 before any gate."""
 
 from __future__ import annotations
 
