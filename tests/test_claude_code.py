@@ -19,23 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from claude_cli import CLAUDE, PINNED, unavailable
 from helpers import ROOT
 
-CLI_DIR = ROOT / ".venv" / "claude-code"
-CLAUDE = Path(os.environ.get("ASSAY_CLAUDE_BIN") or CLI_DIR / "node_modules" / ".bin" / "claude")
-PINNED = re.search(r"^CLAUDE_CODE_VERSION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 SKILLS = sorted(p.parent.name for p in (ROOT / "skills").glob("*/SKILL.md"))
 
-
-def _unavailable() -> str | None:
-    if CLAUDE.exists():
-        return None
-    why = CLI_DIR / "UNAVAILABLE"
-    reason = why.read_text().strip() if why.exists() else "not installed (run `make claude-cli`)"
-    return f"Claude Code CLI {PINNED} unavailable: {reason}"
-
-
-pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=_unavailable() or "")
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
 
 
 @pytest.fixture
