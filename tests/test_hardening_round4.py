@@ -1,0 +1,47 @@
+"""Round 4 of the hostile-input checks on the wave-3 surfaces: each a script run as a user runs it
+(argv in, one JSON line and an exit code out), never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
+from helpers import run_script
+
+
+def echo(req):
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    return Reply(200, {"message": f"echo: {req.json['message']}", "route": "chat"})
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Two finished runs of one small suite (base, candidate), by run_cases.py against a real port."""
+    state = make_state(tmp_path_factory.mktemp("round4"))
+    cases = [case(f"c-{i}", f"hello {i}", expect={"answer": {"must_contain": ["hello"]}}) for i in range(4)]
+    outs = []
+    with FakeApp(echo) as app:
+        for run_id in ("smoke-20261129T101500Z", "smoke-20261130T101500Z"):
+            plan = make_plan(state, cases, app_url=app.url, run_id=run_id)
+            out = state / "reports" / run_id
+            r = run_runner("--plan", write_plan(state, plan, f"plan-{run_id}.json"), "--out", out)
+            assert r.rc == 0, r.stdout + r.stderr
+            outs.append(out)
+    return outs
+
+
+def test_compare_refuses_a_base_that_fails_verify(two_runs, tmp_path):
+    import shutil
+    base, cand = tmp_path / "base", two_runs[1]
+    shutil.copytree(two_runs[0], base)
+    ok = run_script("compare_runs", base, cand)
+    assert ok.rc == 0, ok.stdout + ok.stderr
+    (base / "verdicts.jsonl").unlink()
+    r = run_script("compare_runs", base, cand)
+    assert r.rc == 2, r.stdout + r.stderr
+    err = json.loads(r.stdout)["error"]
+    assert "verdicts.jsonl" in err and "--verify" in err and str(base) in err, err
+    assert "Traceback" not in r.stderr
