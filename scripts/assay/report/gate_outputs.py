@@ -16,6 +16,7 @@ from pathlib import Path
 from ..core.casestore import read_case_json
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
+from ..core.writer import clip
 from .gate import GateResult
 from .gate_reasons import unscored_closes
 from .facts import read_case_file
@@ -65,7 +66,7 @@ def failure_text(res: GateResult, row: dict, msg: str) -> str:
         lines.append("expected: " + json.dumps(expect, ensure_ascii=False, sort_keys=True))
     answer = (read_case_file(res.run_dir, cid, "answer.txt") or "").strip() if doc else ""
     if answer:
-        lines.append("actual: " + (answer if len(answer) <= 800 else answer[:800] + " ..."))
+        lines.append("actual: " + clip(answer, 804, ellipsis=" ..."))
     return "\n".join(lines)
 
 
