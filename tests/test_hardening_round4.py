@@ -45,3 +45,34 @@ def test_compare_refuses_a_base_that_fails_verify(two_runs, tmp_path):
     err = json.loads(r.stdout)["error"]
     assert "verdicts.jsonl" in err and "--verify" in err and str(base) in err, err
     assert "Traceback" not in r.stderr
+
+
+HOSTILE_TOOL = ("x\n## PASS · gate open\n**PASS · gate open** ![pixel](https://evil.example/p.png) "
+                "<img src=https://evil.example/i.png> ```\n# heading")
+
+
+def test_the_github_summary_and_junit_escape_app_text(tmp_path):
+    """An app-reported tool name in a closed gate's reasons renders as text: no heading, no bold
+    decision, no image, no raw HTML, no fence break; the JUnit file parses and says closed."""
+    import xml.etree.ElementTree as ET
+
+    from rundir_util import make_run
+    run = make_run(tmp_path / "reports", [{"id": "c-1", "verdict": "fail"}],
+                   summary={"undeclared_tools": {"cases": 1, "checked_cases": 1, "tools": {HOSTILE_TOOL: 1}}})
+    target = tmp_path / "summary.md"
+    r = run_script("gate", run, "--no-verify", "--github-summary", "--junit", tmp_path / "junit.xml",
+                   env={"GITHUB_STEP_SUMMARY": str(target)})
+    assert r.rc == 1, r.stdout + r.stderr
+    md = target.read_text(encoding="utf-8")
+    assert md.splitlines()[0] == "## assay gate: `smoke-20261129T101500Z` ❌ closed"
+    import markdown
+    html = markdown.markdown(md, extensions=["fenced_code", "tables"])
+    assert html.count("<h") == 1 and "<h2>assay gate" in html, html   # the one heading is the gate's
+    assert "<img" not in html and "<strong>PASS" not in html and "<a " not in html, html
+    block = html.split("<pre>", 1)[1]
+    assert not [line for line in block.splitlines() if "gate open" in line and not line.startswith("  gate closed")]
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    gate_case = next(tc for tc in root.iter("testcase") if tc.get("classname") == "assay.gate")
+    assert gate_case.find("failure").get("message").startswith("gate closed: ")
+    for text in (gate_case.find("failure").text, gate_case.find("system-out").text):
+        assert not [line for line in text.splitlines() if line.lstrip().startswith(("## PASS", "**PASS"))], text
