@@ -76,3 +76,19 @@ def test_the_github_summary_and_junit_escape_app_text(tmp_path):
     assert gate_case.find("failure").get("message").startswith("gate closed: ")
     for text in (gate_case.find("failure").text, gate_case.find("system-out").text):
         assert not [line for line in text.splitlines() if line.lstrip().startswith(("## PASS", "**PASS"))], text
+
+
+def test_a_span_file_nested_100000_deep_is_a_named_error(tmp_path):
+    from helpers import ROOT
+    import shutil
+    state = tmp_path / "s"
+    shutil.copytree(ROOT / "examples/helpdesk/.assay", state, ignore=shutil.ignore_patterns("work", "reports"))
+    for name, text in (("whole.json", "[" * 100_000 + "]" * 100_000),
+                       ("lines.jsonl", '{"resourceSpans": []}\n' + '{"a":' * 100_000 + "1" + "}" * 100_000 + "\n"),
+                       ("shallow-but-deep.jsonl", '{"resourceSpans": ' + "[" * 500 + "]" * 500 + "}\n")):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        r = run_script("mine_traces", path, "--state-dir", state)
+        assert r.rc == 2, (name, r.stdout, r.stderr)
+        err = json.loads(r.stdout)["error"]
+        assert str(path) in err and "Traceback" not in r.stderr and "RecursionError" not in r.stdout + r.stderr, err
