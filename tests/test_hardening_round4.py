@@ -92,3 +92,38 @@ def test_a_span_file_nested_100000_deep_is_a_named_error(tmp_path):
         assert r.rc == 2, (name, r.stdout, r.stderr)
         err = json.loads(r.stdout)["error"]
         assert str(path) in err and "Traceback" not in r.stderr and "RecursionError" not in r.stdout + r.stderr, err
+
+
+def test_the_pytest_session_shows_escape_sequences_escaped(tmp_path):
+    """A case id (collection error) and an app's answer (failure report) holding terminal escape
+    sequences reach the terminal as \\x1b text, never as raw ESC/BEL/CR."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest as _pytest
+
+    from helpers import ROOT
+    from rundir_util import make_run
+    state = tmp_path / ".assay"
+    shutil.copytree(ROOT / "examples/helpdesk/.assay", state, ignore=shutil.ignore_patterns("work", "reports"))
+    case_file = next((state / "datasets").glob("c-*.yaml"))
+    text = case_file.read_text(encoding="utf-8")
+    cid = text.split("id: ", 1)[1].split("\n", 1)[0]
+    case_file.write_text(text.replace(f"id: {cid}", f'id: "{cid}\\e[2J\\e]0;pwned\\a\\r"', 1), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "-p", "no:cacheprovider",
+                        "--assay", ".assay", "--collect-only", "-q"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert "unsafe_id" in r.stdout, r.stdout + r.stderr
+    assert not any(c in r.stdout for c in "\x1b\x07\r"), r.stdout
+    assert "\\x1b[2J" in r.stdout
+    from assay.pytestplugin.items import CaseFailed, outcome
+    run = make_run(tmp_path / "reports", [{"id": "c-1", "verdict": "fail", "answer": "no\x1b[2K\rPASSED\x07"}])
+    row = json.loads((run / "verdicts.jsonl").read_text().splitlines()[0])
+    with _pytest.raises(CaseFailed) as failed:
+        outcome(run, row, None)
+    from assay.pytestplugin.items import AssayCase
+    shown = AssayCase.repr_failure(None, failed)
+    assert "\x1b" not in shown and "\r" not in shown and "\\x1b[2K\\x0dPASSED" in shown, shown
