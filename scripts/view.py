@@ -33,9 +33,6 @@ def build_parser():
     return p
 
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
 def run(args):
     import json
 
@@ -48,12 +45,12 @@ def run(args):
     if args.bundle:
         from assay.view.bundle import write_bundle
         return 0, write_bundle(reports, Path(args.bundle), args.run)
+    from assay.view.server import LOOPBACK_NAMES as LOOPBACK, make_server, serve
     if args.host_name and not args.allow_remote:
         raise AssayError("--host-name: serving other host names is serving to other machines; add --allow-remote", 2)
     if args.bind not in LOOPBACK and not args.allow_remote:
         raise AssayError(f"--bind {args.bind}: the viewer binds loopback only; add --allow-remote to serve "
                          "run data (answers, requests) to other machines", 2)
-    from assay.view.server import make_server, serve
     try:
         srv = make_server(reports, args.bind, args.port, args.host_name)
     except OSError as exc:
@@ -61,7 +58,8 @@ def run(args):
     host, port = srv.server_address[:2]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     if args.bind not in LOOPBACK:
-        print(f"WARNING: serving {reports} to the network on {url} (every answer and request is readable)",
+        print(f"WARNING: serving {reports} to the network on {url} (every answer and request is readable); "
+              "a browser must name this address, loopback or a --host-name in its Host header (others get 421)",
               file=sys.stderr)
     print(json.dumps({"url": url, "state_dir": str(state)}), flush=True)
     if args.open:
