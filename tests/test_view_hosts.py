@@ -27,7 +27,7 @@ def state(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def port(state):
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "120"],
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = json.loads(proc.stdout.readline())["url"]
     yield int(url.rsplit(":", 1)[1].strip("/"))
