@@ -10,6 +10,8 @@ import pytest
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
 
+pytestmark = pytest.mark.slow   # real runs and subprocesses: over ~7 s on a loaded machine
+
 
 def echo(req):
     if req.method == "GET":

@@ -11,6 +11,8 @@ import pytest
 
 from helpers import ROOT, run_script
 
+pytestmark = pytest.mark.slow   # real runs and subprocesses: over ~7 s on a loaded machine
+
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2/mr7SZiAMfQy+uvBjM2Ab4Y0fFVP0/mWm3xQ0kq\n"
        "kY8r2Vq1Z9p7lRzq3dGm0u1b8hQyN0pRkP2Zx9c5VtS7mQ==\n-----END RSA PRIVATE KEY-----")
 # (kind, the text as a user sends it, the secret that must not be written)

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner
 from rundir_util import case_json
 from test_run_conversation import convo
+
+pytestmark = pytest.mark.slow   # real runs and subprocesses: over ~7 s on a loaded machine
 
 SECRET = "s3cr3t-sid-7f2a9c41"   # the app's bearer token, and (by accident) the session id it issues
 

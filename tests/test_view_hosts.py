@@ -13,6 +13,8 @@ import pytest
 from helpers import SCRIPTS
 from rundir_util import make_run
 
+pytestmark = pytest.mark.slow   # real runs and subprocesses: over ~7 s on a loaded machine
+
 RUN = "smoke-20261130T101500Z"
 
 
