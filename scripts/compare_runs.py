@@ -6,7 +6,9 @@ newly_passing, judge_flip, expectation_changed, changed_unscored, still_failing,
 still_unscored, only_in_base, only_in_candidate); per pair the layers that changed verdict, the
 answer's word diff, the trajectory's first difference, the first differing turn of a
 conversation, judge flips; the paired statistics once on top. Holdout cases: counts only.
-Exit 0 when written (whatever changed), 2 on bad input or when --baseline auto finds no run.
+Exit 0 when written (whatever changed), 2 on bad input, when the base run fails
+`run_cases.py --verify` (a missing verdicts.jsonl would read as an empty run) or when
+--baseline auto finds no run.
 """
 
 import sys
@@ -32,7 +34,7 @@ def build_parser():
 
 
 def run(args):
-    from assay.compare.baseline import resolve_baseline
+    from assay.compare.baseline import refuse_unverified, resolve_baseline
     from assay.compare.document import compare_runs
     from assay.verdict import gate_open
     from assay.core import jsonio
@@ -40,6 +42,7 @@ def run(args):
 
     candidate = Path(args.candidate)
     base = resolve_baseline(args.base, candidate, is_open=gate_open)
+    refuse_unverified(base)
     doc = compare_runs(base, candidate)
     try:
         if args.output:

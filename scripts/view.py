@@ -22,15 +22,15 @@ def build_parser():
     p.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
     p.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true", help="allow a --bind other than loopback (prints a warning)")
+    p.add_argument("--host-name", action="append", metavar="NAME",
+                   help="with --allow-remote: a host name the browser will use (repeatable); requests whose Host "
+                        "header names anything but the bound address, loopback or these are refused (421)")
     p.add_argument("--open", action="store_true", help="open the URL in the default browser")
     p.add_argument("--bundle", metavar="OUT_DIR", help="write the pages as static files here instead of serving")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="with --bundle: only these runs (repeatable)")
     p.add_argument("--serve-seconds", type=float, help="stop after this many seconds (demos, tests)")
     p.add_argument("--until-request", action="store_true", help="stop once a request was answered (demos, tests)")
     return p
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def run(args):
@@ -45,18 +45,21 @@ def run(args):
     if args.bundle:
         from assay.view.bundle import write_bundle
         return 0, write_bundle(reports, Path(args.bundle), args.run)
+    from assay.view.server import LOOPBACK_NAMES as LOOPBACK, make_server, serve
+    if args.host_name and not args.allow_remote:
+        raise AssayError("--host-name: serving other host names is serving to other machines; add --allow-remote", 2)
     if args.bind not in LOOPBACK and not args.allow_remote:
         raise AssayError(f"--bind {args.bind}: the viewer binds loopback only; add --allow-remote to serve "
                          "run data (answers, requests) to other machines", 2)
-    from assay.view.server import make_server, serve
     try:
-        srv = make_server(reports, args.bind, args.port)
+        srv = make_server(reports, args.bind, args.port, args.host_name)
     except OSError as exc:
         raise AssayError(f"cannot listen on {args.bind}:{args.port}: {exc.strerror}; pick another --port", 2) from None
     host, port = srv.server_address[:2]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     if args.bind not in LOOPBACK:
-        print(f"WARNING: serving {reports} to the network on {url} (every answer and request is readable)",
+        print(f"WARNING: serving {reports} to the network on {url} (every answer and request is readable); "
+              "a browser must name this address, loopback or a --host-name in its Host header (others get 421)",
               file=sys.stderr)
     print(json.dumps({"url": url, "state_dir": str(state)}), flush=True)
     if args.open:

@@ -222,7 +222,10 @@ def adapter(app_url: str, **invocation: Any) -> dict:
     inv = {"mode": "http", "base_url": app_url, "endpoint": "POST /api/chat", "auth": {"type": "none"},
            "request_body": '{"message": "<user turn>", "session_id": "<uuid>"}',
            "response_body": '{"message": "<answer>"}', "route_from_response": "route",
-           "health_check": {"method": "GET", "path": "/health", "expect_status": [200]}, "timeout_s": 5}
+           "health_check": {"method": "GET", "path": "/health", "expect_status": [200]},
+           # sized for a loaded machine (CI shares its cores): only an app that never answers waits
+           # it out; a test of a hang sets its own short execution.timeout_s
+           "timeout_s": 60}
     inv.update(invocation)
     return {"adapter_version": 1, "app": {"name": "fake"}, "invocation": inv,
             "traces": {"source": "none"}, "environment": {"kind": "mocked", "safe_to_attack": True},

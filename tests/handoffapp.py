@@ -145,11 +145,18 @@ def pydantic_ai_programmatic(model, workers: dict):
         ToolOutput(transfer_to_billing, name="transfer_to_billing"),
         ToolOutput(transfer_to_orders, name="transfer_to_orders"), str])
 
+    from opentelemetry import trace
+    tracer = trace.get_tracer("handoffapp")
+
     async def run(message: str) -> str:
-        out = (await triage.run(message)).output
-        if isinstance(out, Handoff):
-            return str((await workers[out.to].run(message)).output)
-        return str(out)
+        # the request's own span (what an HTTP server's instrumentation records) around both agent
+        # runs: the trace is whole when it ends, not when the triage agent's run ends, however long
+        # the app takes to start the next agent on a loaded machine
+        with tracer.start_as_current_span("POST /api/chat"):
+            out = (await triage.run(message)).output
+            if isinstance(out, Handoff):
+                return str((await workers[out.to].run(message)).output)
+            return str(out)
     return _serial(run)
 
 

@@ -32,7 +32,7 @@ class Result:
 
 
 def run_script(name: str, *args: Any, env: dict[str, str] | None = None, input: str | None = None,
-               cwd: str | os.PathLike[str] | None = None, timeout: float = 120) -> Result:
+               cwd: str | os.PathLike[str] | None = None, timeout: float = 600) -> Result:
     """Run scripts/<name>.py with the test interpreter; `env` entries are added to os.environ."""
     full_env = dict(os.environ)
     full_env.pop("PYTHONPATH", None)

@@ -48,7 +48,7 @@ runpy.run_path(os.path.join(here, "judge_standin_real.py"), run_name="__main__")
 def demo(state: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BREAK", "FLAKY")}
     return subprocess.run([sys.executable, str(DEMO), "--state-dir", str(state), *args], capture_output=True,
-                          text=True, encoding="utf-8", errors="replace", env=env, timeout=180)
+                          text=True, encoding="utf-8", errors="replace", env=env, timeout=600)
 
 
 def runs_of(state: Path) -> list[Path]:

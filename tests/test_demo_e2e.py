@@ -45,7 +45,7 @@ def run_demo(state: Path, *args: str, env: dict | None = None) -> subprocess.Com
     full_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BREAK", "FLAKY")}
     full_env.update(env or {})
     return subprocess.run([sys.executable, str(DEMO), "--state-dir", str(state), *args], capture_output=True,
-                          text=True, encoding="utf-8", errors="replace", env=full_env, timeout=120)
+                          text=True, encoding="utf-8", errors="replace", env=full_env, timeout=600)
 
 
 def run_dir_of(state: Path) -> Path:

@@ -82,7 +82,7 @@ def test_demo_app_cli_break_closes_the_gate_with_traces_collected(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BREAK", "FLAKY")}
     env["ASSAY_SCRATCH_DIR"] = str(tmp_path / "scratch")
     r = subprocess.run([sys.executable, str(DEMO), "--app", "cli", "--state-dir", str(state), "--break"],
-                       capture_output=True, text=True, env=env, timeout=180)
+                       capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 1, r.stdout + r.stderr          # the planted regressions close the gate
     assert "run_cases       exit 0" in r.stdout and "gate            CLOSED" in r.stdout
     (run_dir,) = [p for p in (state / "reports").iterdir() if p.is_dir()]

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin"]
 
 
-def pytest_run(cwd: Path, env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def pytest_run(cwd: Path, env: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([*PYTEST, "--assay", ".assay", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8",
                           errors="replace", timeout=timeout)

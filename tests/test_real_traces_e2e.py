@@ -91,10 +91,11 @@ def run_row(tmp_path, agents, row: str, convention: str | None = None) -> dict[s
     _, app_url, otlp_port = agents[row]
     state = make_state(tmp_path / row)
     doc = adapter(app_url, route_from_response=None, response_body='{"message": "<answer>"}',
-                  health_check={"method": "GET", "path": "/health", "expect_status": [200]}, max_concurrency=4)
+                  health_check={"method": "GET", "path": "/health", "expect_status": [200]}, max_concurrency=4,
+                  timeout_s=90)  # sized for a loaded machine: only a failure waits it out
     del doc["invocation"]["route_from_response"]
     doc["traces"] = {"source": "otlp-http", "location": f"127.0.0.1:{otlp_port}", "convention": convention or ROWS[row][2],
-                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 300, "max_wait_s": 10}}
+                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 300, "max_wait_s": 90}}
     plan = make_plan(state, CASES, adapter_doc=doc)
     out = state / "reports" / plan["run_id"]
     res = run_runner("--plan", write_plan(state, plan), "--out", out)

@@ -70,7 +70,7 @@ def state(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(state):
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "60"],
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = json.loads(proc.stdout.readline())["url"]
     yield url

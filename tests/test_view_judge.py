@@ -70,7 +70,7 @@ def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app
     assert {rb["pin"]: rb["provisional"] for rb in doc["rubrics"]} == {"refund-eta-v1": False, "tone-v1": True}
     assert json.loads((cases_view(out) / "c-2" / "turns" / "2" / "judge.json").read_text())["rubrics"]
 
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "60"],
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = json.loads(proc.stdout.readline())["url"]

@@ -36,6 +36,7 @@ from typing import Any
 from ..core import casestore
 from ..core.errors import AssayError
 from ..core.vocab import JUDGE_UNSTABLE
+from ..core.writer import clip
 from ..core.ids import is_safe_case_id
 from ..report.rundir import holdout_ids, load_results
 from .annotations import PIN_RE, read_annotations
@@ -45,6 +46,7 @@ MAX_TEXT = 20_000
 
 
 def _clip(text: str) -> str:
+    text = clip(text, len(text) + 1)   # redact, then cut (the writer's redaction cannot see a cut secret)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT} more characters)"
 
 

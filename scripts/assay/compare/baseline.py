@@ -105,6 +105,26 @@ def resolve_baseline(spec: str, candidate_dir: Path, *, is_open: Callable[[Path]
                        exclude=candidate_dir.name, is_open=is_open)
 
 
+def refuse_unverified(base: Path) -> None:
+    """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
+    naming what is missing: read as it is, its cases would show up as added or removed."""
+    from ..rundir.completeness import RunDirError, check_run_dir
+    base = Path(base)
+    results = try_json(base / "results.json")
+    summary = results.get("summary") if isinstance(results, dict) else None
+    if not base.is_dir() or (isinstance(summary, dict) and summary.get("status") == "running"):
+        return   # not a dir, or still running: load_side's own error says so
+    try:
+        problems = check_run_dir(base)[0]
+    except RunDirError as exc:
+        problems = [str(exc)]
+    if problems:
+        shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
+                         "dir: restore the files, or compare with another run (--baseline auto picks one)",
+                         2, path=str(base))
+
+
 def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:
     """run_cases.py --baseline-verdicts auto: the chosen run's verdicts_for_stats.jsonl for a plan."""
     if plan_path in (None, "-"):

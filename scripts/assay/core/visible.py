@@ -47,3 +47,16 @@ def show_invisible_in(value):
     if isinstance(value, list):
         return [show_invisible_in(v) for v in value]
     return value
+
+
+# C0 and C1 controls but tab and LF: ESC starts a terminal escape sequence (clear the screen, retitle
+# the window, hide a line), CR and BS overwrite what was printed.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def show_controls(text: str) -> str:
+    """`text` for a terminal: each control character (ESC, CR, BEL, ...) written as `\\x1b`, and
+    every invisible format character as its marker (`show_invisible`). Tab and LF are kept."""
+    if not isinstance(text, str):
+        text = str(text)
+    return show_invisible(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))

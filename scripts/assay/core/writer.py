@@ -80,12 +80,15 @@ def redact_bytes(data: bytes) -> bytes:
     return data
 
 
-def clip(text: Any, limit: int, *, tail: bool = False, ellipsis: str = "") -> str:
+def clip(text: Any, limit: int, *, tail: bool = False, ellipsis: str = "", also: Iterable[Any] = ()) -> str:
     """Redact, THEN cut: `text` (str(text) for a non-str) with every secret gone, at most `limit`
     characters (the last ones with `tail`), `ellipsis` marking a cut. The one way assay shortens
     text that may hold a secret: cutting first would leave a secret's first characters behind,
-    which no later redaction can recognise."""
+    which no later redaction can recognise. `also`: values to redact besides the registered
+    secrets (a provider config's key at pre-flight, before any is registered)."""
     text = redact_text(text if isinstance(text, str) else str(text))
+    for value in sorted((v for v in also if isinstance(v, str) and len(v) >= MIN_SECRET_LEN), key=len, reverse=True):
+        text = text.replace(value, REDACTED)
     if len(text) <= limit:
         return text
     keep = max(0, limit - len(ellipsis))

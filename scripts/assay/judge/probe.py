@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.jsonio import dumps
+from ..core.writer import clip
 from .providers import build_request
 from . import transport
 from ..invoke.outcome import CONNECTION, RESPONSE
@@ -77,11 +78,13 @@ def hint(config: Mapping[str, Any], status: int | None, var: str | None, who: Wh
     return ""
 
 
+def _values(config: Mapping[str, Any]) -> list[Any]:
+    """The config's credentials: its api_key and header values (not yet registered at pre-flight)."""
+    return [config.get("api_key"), *(config.get("headers") or {}).values()]
+
+
 def _redact(text: str, config: Mapping[str, Any]) -> str:
-    for value in [config.get("api_key"), *(config.get("headers") or {}).values()]:
-        if isinstance(value, str) and len(value) >= 4:
-            text = text.replace(value, "<redacted>")
-    return text
+    return clip(text, len(text), also=_values(config))
 
 
 def probe(runtime: Any, judge: int = 0) -> dict[str, Any]:
@@ -102,7 +105,8 @@ def probe_config(cfg: Mapping[str, Any], var: str | None, who: Who = JUDGE) -> d
         return {"ok": True, "status": out.status, "target": where}
     if out.kind == CONNECTION or (out.kind == RESPONSE and out.status is not None and 400 <= out.status < 500
                                   and out.status not in (408, 429)):
-        got = f"HTTP {out.status}: {(out.body_text or '')[:200]}" if out.kind == RESPONSE else out.error
+        got = (f"HTTP {out.status}: {clip(out.body_text or '', 200, also=_values(cfg))}" if out.kind == RESPONSE
+               else clip(out.error or "", 200, also=_values(cfg)))
         raise AssayError(_redact(f"pre-flight: {who.name} probe {where} got {got}{hint(cfg, out.status, var, who)} "
                                  f"({who.file}); no case was sent", cfg), 3,
                          key=f"{who.key}.base_url", **{f"{who.key}_status": out.status})

@@ -11,12 +11,12 @@ no user text and is counted, never guessed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
+from ..core.jsonio import MAX_DEPTH, loads
 from ..traces import conventions
 from ..traces.normalize import LLM_KIND, first_agent_name, flatten_span, iter_raw_spans, normalize_flat
 
@@ -42,8 +42,8 @@ def _docs(path: Path) -> list[Any]:
     if size > MAX_BYTES:
         raise AssayError(f"{path}: {size} bytes is over the {MAX_BYTES}-byte limit; split the file", 2, file=str(path))
     text = path.read_text("utf-8", errors="replace")
-    try:
-        return [json.loads(text)]
+    try:   # jsonio.loads: too deep is a ValueError (never a RecursionError), refused past MAX_DEPTH
+        return [loads(text, max_depth=MAX_DEPTH)]
     except ValueError:
         pass
     docs = []
@@ -51,9 +51,11 @@ def _docs(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            docs.append(json.loads(line))
-        except ValueError:
-            raise AssayError(f"{path}:{n}: not OTLP JSON (a TracesData object per line, or one document)", 2,
+            docs.append(loads(line, max_depth=MAX_DEPTH))
+        except ValueError as exc:
+            why = f" ({exc})" if "nested" in str(exc) else ""
+            raise AssayError(f"{path}:{n}: not OTLP JSON{why}; a span file holds a TracesData object per line, or "
+                             "one document (export it again with the OTLP JSON file exporter)", 2,
                              file=str(path), line=n) from None
     return docs
 
@@ -66,8 +68,9 @@ def read_requests(paths: list[str]) -> tuple[list[Observed], dict[str, int]]:
         for doc in _docs(path):
             try:
                 _group(iter_raw_spans(doc), by_trace)
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                raise AssayError(f"{path}: not an OTLP span document ({exc})", 2, file=str(path)) from None
+            except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+                raise AssayError(f"{path}: not an OTLP span document ({type(exc).__name__}: {exc})", 2,
+                                 file=str(path)) from None
     return observe(by_trace)
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from ..core.visible import show_controls
+
 
 class CaseFailed(Exception):
     """A case whose verdict closes the gate; its text is the whole failure report."""
@@ -30,9 +32,9 @@ class AssaySuite(pytest.Collector):
         try:
             cases = self.plugin.collected_cases()
         except Exception as exc:  # noqa: BLE001  (a refusal names the command and its fix)
-            raise self.CollectError(str(exc)) from None
-        for case in cases:
-            item = AssayCase.from_parent(self, name=case["id"])
+            raise self.CollectError(show_controls(str(exc))) from None
+        for case in cases:   # a terminal shows the name: an escape sequence in an id is written \x1b
+            item = AssayCase.from_parent(self, name=show_controls(case["id"]))
             item.case = case
             item.plugin = self.plugin
             words = [case.get("title"), case.get("unit"), (case.get("expect") or {}).get("route"),
@@ -47,14 +49,19 @@ class AssayCase(pytest.Item):
 
     def reportinfo(self):
         title = self.case.get("title")
-        return self.path, None, f"{self.name}: {title}" if title else self.name
+        return self.path, None, show_controls(f"{self.name}: {title}") if title else self.name
+
+    @property
+    def case_id(self) -> str:
+        """The case's own id (`name` is it as a terminal may show it)."""
+        return str(self.case.get("id", self.name))
 
     def runtest(self) -> None:
-        outcome(self.plugin.run_dir, self.plugin.rows.get(self.name), self.plugin.not_run_reason)
+        outcome(self.plugin.run_dir, self.plugin.rows.get(self.case_id), self.plugin.not_run_reason)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
-            return str(excinfo.value)
+            return show_controls(str(excinfo.value))
         return super().repr_failure(excinfo, style=style)
 
 
@@ -76,11 +83,11 @@ def _messages(run_dir: Path, row: dict) -> tuple[str, str]:
 def outcome(run_dir: Path | None, row: dict | None, not_run: str | None) -> None:
     """Raise the pytest outcome of one case's results row (return = passed)."""
     if row is None or run_dir is None:
-        pytest.skip(f"not run: {not_run or 'the run has no verdict for this case'}")
+        pytest.skip(show_controls(f"not run: {not_run or 'the run has no verdict for this case'}"))
     verdict = row.get("verdict")
     if verdict == "pass":
         return
-    msg, body = _messages(run_dir, row)
+    msg, body = (show_controls(t) for t in _messages(run_dir, row))   # the app's answer, for a terminal
     if verdict == "fail":
         if row.get("gating") is False:
             pytest.xfail(msg)

@@ -21,6 +21,7 @@ import pytest
 from .. import api
 from ..core import jsonio
 from ..core.commands import call
+from ..core.visible import show_controls
 from .items import AssayCase, AssaySuite
 
 RUNNER_STOPPED = (4, 5, 6, 7)  # the runner stopped or finished badly but left a run dir the gate reads
@@ -119,7 +120,7 @@ class AssaySession:
             return None
         mine = [item for item in session.items if isinstance(item, AssayCase)]
         if mine:
-            self._execute([item.name for item in mine])
+            self._execute([item.case_id for item in mine])
         elif self._collected is not None:
             self.notes.append("every case was deselected: nothing run, no gate")
         return None
@@ -271,9 +272,9 @@ class AssaySession:
         terminalreporter.section("assay gate: " + ("CLOSED" if self.gate_closed else "open"),
                                  red=self.gate_closed, green=not self.gate_closed and bool(self.gate_lines))
         for line in self.notes:
-            terminalreporter.write_line(f"assay: {line}")
+            terminalreporter.write_line(show_controls(f"assay: {line}"))
         for line in self.comparison_lines + self.gate_lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(show_controls(line))
         if self.run_dir is not None:
             terminalreporter.write_line(f"run dir: {self.run_dir}")
 

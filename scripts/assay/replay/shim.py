@@ -17,7 +17,7 @@ from ..core.ids import utc_now_iso
 from ..invoke.templates import UNSET
 from ..traces.collect import NOT_COLLECTED, CaseTrace
 from .entries import outcome_doc, outcome_from, trace_doc, trace_from
-from .key import exchange_key, first_difference, normalize_request
+from .key import SESSION_MASK, exchange_key, first_difference, normalize_request
 from .miss import REPLAY_MISS, ReplayMiss
 
 
@@ -62,7 +62,12 @@ class ReplayInvoker:
         cid = str(case.get("id"))
         st = self._state(cid)
         st.prepares[uuid] += 1
-        request = normalize_request(recorded, uuid=uuid, session=None if session is UNSET else session)
+        if session is UNSET or session is None:
+            request = normalize_request(recorded, uuid=uuid)
+        else:   # keyed by where the session goes, never by its value (which the writer may redact on
+            # record when it equals a secret's value, so the replayed turn would send `<redacted>`)
+            request = normalize_request(self.inner.prepare(case, uuid, extra_headers, session=SESSION_MASK)[1],
+                                        uuid=uuid)
         # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
         holdout = "holdout" in (case.get("split") or [])
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded
@@ -78,7 +83,7 @@ class ReplayInvoker:
                                  "holdout live")
             return self.inner.send(wire.inner)
         if self.session.app == "replay" and wire.case_id not in self.session.live_cases:
-            doc = self.cache.read(self.cache.exchange_path(key))
+            doc = self.cache.read_entry(self.cache.exchange_path(key), "response", dict, "the recorded response, an object")
             if doc is None:
                 self.session.count("app_misses")
                 raise ReplayMiss(self._miss(st, position, wire))
@@ -114,7 +119,8 @@ class ReplayInvoker:
         if wire.turn and wire.turn > 1:
             where += f" (turn {wire.turn})"
         if st.index is None:
-            st.index = (self.cache.read(self.cache.case_path(wire.case_id)) or {}).get("requests")
+            st.index = (self.cache.read_entry(self.cache.case_path(wire.case_id), "requests", list,
+                                              "a list of the recorded requests (objects)") or {}).get("requests")
         if st.index is None:
             return f"{where}: this case was never recorded in {self.cache.root} (record it with --record)"
         if position >= len(st.index):

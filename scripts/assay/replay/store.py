@@ -63,6 +63,17 @@ class Cache:
                              "record again", 2, key="cache") from None
         return doc if isinstance(doc, dict) else None
 
+    def read_entry(self, path: Path, key: str, shape: type, what: str) -> dict | None:
+        """An entry whose `key` must be a `shape` (a hand-edited file otherwise): None when absent,
+        exit 2 naming the file and the fix when it has the wrong shape."""
+        doc = self.read(path)
+        if doc is not None and not (isinstance(doc.get(key), shape)
+                                    and (shape is not list or all(isinstance(r, dict) for r in doc[key]))):
+            raise AssayError(f"the cache entry {path} is malformed: {key!r} must be {what} (edited by hand?); delete "
+                             "the file (or the cache, cache.py prune --older-than 0s) and record again with "
+                             "run_cases.py --record", 2, key="cache")
+        return doc
+
     def write(self, path: Path, doc: dict) -> None:
         if not self._ignored:   # the cache holds the app's answers: never committed by accident
             with _IGNORE_LOCK:    # the first writes of a run come from many case workers at once

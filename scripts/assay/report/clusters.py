@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from ..core.jsonio import loads
 from ..core.vocab import FAIL, LAYER_ORDER
+from ..core.writer import clip
 from .facts import RunFacts, case_link, load_facts, read_case_file
 from .mdtext import code, count, esc, fenced, plural
 from .redact import pii_flag, redact
@@ -76,8 +77,7 @@ def failure_reason(layer: str, entry: Mapping[str, Any], judged: list[dict] | No
 def _clip(text: str | None) -> str | None:
     if text is None:
         return None
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " …"
+    return clip(" ".join(text.split()), MAX_TEXT_CHARS + 2, ellipsis=" …")
 
 
 def _expected(run_dir: Path, case_id: str, layer: str) -> Any:

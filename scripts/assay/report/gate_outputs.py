@@ -16,10 +16,12 @@ from pathlib import Path
 from ..core.casestore import read_case_json
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
+from ..core.writer import clip
 from .gate import GateResult
 from .gate_case import case_gate
 from .facts import read_case_file
 from .judged import judged_note
+from .mdtext import code, esc, fenced
 from .rundir import case_verdict, read_jsonl_file
 from .failwords import judged_failures
 from .sections import describe_layer
@@ -65,7 +67,7 @@ def failure_text(res: GateResult, row: dict, msg: str) -> str:
         lines.append("expected: " + json.dumps(expect, ensure_ascii=False, sort_keys=True))
     answer = (read_case_file(res.run_dir, cid, "answer.txt") or "").strip() if doc else ""
     if answer:
-        lines.append("actual: " + (answer if len(answer) <= 800 else answer[:800] + " ..."))
+        lines.append("actual: " + clip(answer, 804, ellipsis=" ..."))
     return "\n".join(lines)
 
 
@@ -179,9 +181,9 @@ def junit_xml(res: GateResult) -> bytes:
     gs = _suite(root, f"{res.run_id}.gate")
     tc = ET.SubElement(gs, "testcase", name="gate", classname="assay.gate", time="0")
     if res.reasons:
-        text = "\n".join(res.reasons)
-        ET.SubElement(tc, "failure", message=f"gate closed: {res.reasons[0]}", type="gate").text = text
-    ET.SubElement(tc, "system-out").text = "\n".join(res.lines)
+        text = "\n".join(one_line(r) for r in res.reasons)
+        ET.SubElement(tc, "failure", message=f"gate closed: {one_line(res.reasons[0])}", type="gate").text = text
+    ET.SubElement(tc, "system-out").text = "\n".join(one_line(x) for x in res.lines)
     _close(gs, 1, 1 if res.reasons else 0, 0)
     totals = [totals[0] + 1, totals[1] + (1 if res.reasons else 0), totals[2]]
     _close(root, *totals)
@@ -201,15 +203,46 @@ def write_junit(res: GateResult, path: str) -> None:
         raise AssayError(f"--junit {path}: cannot write ({exc})", 2) from None
 
 
+def one_line(text: object) -> str:
+    """A line of the gate's screen as one line: an app's CR/LF written as a visible \\n, so app text
+    never starts a line of its own (a fake `...: PASS` or `gate open` under the real one)."""
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _md_cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return esc(value)
+
+
+def _comparison_markdown(comparison: dict) -> list[str]:
+    """--baseline: the buckets and the newly failing cases, every app-derived string escaped (a case's
+    first change is the app's answer: an inline code span, never Markdown)."""
+    summ = comparison.get("summary") if isinstance(comparison.get("summary"), dict) else None
+    if not summ:
+        return []
+    out = [f"**Compared with {code(summ.get('base'))}: {esc(summ.get('headline'))}**", "",
+           "| bucket | cases |", "|---|---:|"]
+    out += [f"| {esc(b)} | {esc(n)} |" for b, n in (summ.get("counts") or {}).items() if n]
+    if summ.get("judge_flips"):
+        out.append(f"| judge flips (apart) | {esc(summ['judge_flips'])} |")
+    out.append("")
+    regress = summ.get("newly_failing_gating") or []
+    if regress:
+        first = comparison.get("first_lines") or {}
+        out.append("Newly failing:")
+        out += [f"- {code(cid)}" + (f": {code(clip(first[cid], 200, ellipsis='…'))}" if first.get(cid) else "")
+                for cid in regress[:20]]
+        out.append("")
+    return out
 
 
 def github_summary_markdown(res: GateResult) -> str:
+    """The step summary. The decision is the heading, written by the gate alone; everything from the
+    app (case ids, tool names, reasons, answers) is escaped Markdown text or a code span, so no app
+    text renders as a heading, bold, a link, an image or raw HTML, and none can pass for the decision."""
     s = res.summary
     state = "✅ open" if res.open else "❌ closed"
-    out = [f"## assay gate: `{res.run_id}` {state}", ""]
-    out += (res.comparison or {}).get("markdown") or []  # --baseline: the buckets lead
+    out = [f"## assay gate: {code(res.run_id)} {state}", ""]
+    out += _comparison_markdown(res.comparison or {})  # --baseline: the buckets lead
     out += ["| n | pass | fail | gating fail | unscored | skipped | infra rate | crash rate |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     def rate(v):
@@ -220,11 +253,9 @@ def github_summary_markdown(res: GateResult) -> str:
     out.append("")
     if res.reasons:
         out.append("**Gate closed because:**")
-        out += [f"- {_md_cell(r)}" for r in res.reasons]
+        out += [f"- {esc(r)}" for r in res.reasons]
         out.append("")
-    out.append("```")
-    out += res.lines
-    out.append("```")
+    out.append(fenced("\n".join(one_line(x) for x in res.lines), ""))
     return "\n".join(out) + "\n"
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.casestore import read_case_json
 from ..core.vocab import JUDGE_UNSTABLE
+from ..core.writer import clip
 from .mdtext import count, esc, plural
 
 MAX_ROWS = 50
@@ -38,7 +39,7 @@ def _failing_nodes(run_dir: Path | None, cid: str) -> str:
     for res in doc.get("rubrics") or [] if isinstance(doc, dict) else []:
         for node in (res.get("nodes") or []) if isinstance(res, dict) else []:
             if isinstance(node, dict) and node.get("verdict") in ("fail", "unknown", JUDGE_UNSTABLE):
-                out.append(f"{node.get('node_id')} {node.get('verdict')}: {str(node.get('reason') or '')[:160]}")
+                out.append(f"{node.get('node_id')} {node.get('verdict')}: {clip(node.get('reason') or '', 160)}")
     return "; ".join(out)
 
 

@@ -10,6 +10,7 @@ from ..core import casestore
 from ..core.jsonio import loads
 from ..core.explain import AUTH_STATUSES
 from ..core.vocab import LAYER_ORDER
+from ..core.writer import clip
 from ..stats.paired import mde_sentence, verdict_label
 from .facts import RunFacts, case_link, read_case_file
 from .failwords import check_label, judged_failures, judged_words
@@ -17,6 +18,7 @@ from .mdtext import code, count, esc, fenced, num, pct, plural
 
 MAX_EXCERPTS = 10
 MAX_ANSWER_CHARS = 800
+TRUNCATED = " …[truncated]"
 # Which expect.json keys a failed layer is judged against (expected side of an excerpt).
 EXPECT_KEYS = {
     "http": ("http",), "routing": ("route", "route_acceptable", "clarify_ok"), "trajectory": ("tools",),
@@ -66,7 +68,7 @@ def describe_layer(name: str, layer: dict, judged: list[dict] | None = None) -> 
         return text
     detail = {k: v for k, v in layer.items() if k != "verdict"}
     text = _compact(detail) if detail else "failed (no detail recorded)"
-    return text if len(text) <= 400 else text[:400] + " …"
+    return clip(text, 402, ellipsis=" …")
 
 
 CASE_FILES = ("verdict.json", "expect.json", "request.json", "response.json", "answer.txt", "actual.json",
@@ -129,7 +131,7 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
                                                 judged_failures(facts.run_dir, cid) if layer == "judged" else None)))
         answer = read_case_file(facts.run_dir, cid, "answer.txt")
         if answer is not None:
-            clipped = answer if len(answer) <= MAX_ANSWER_CHARS else answer[:MAX_ANSWER_CHARS] + " …[truncated]"
+            clipped = clip(redactor(answer), MAX_ANSWER_CHARS + len(TRUNCATED), ellipsis=TRUNCATED)
             block.append(("actual", " ".join(clipped.split()) or "(empty answer)"))
         width = max(len(k) for k, _ in block) + 1
         out += [fenced(redactor("\n".join(f"{k + ':':<{width}} {v}" for k, v in block))), ""]
@@ -150,9 +152,8 @@ def conversation_excerpt(facts: RunFacts, cid: str, doc: dict, redactor) -> list
             continue
         n = t.get("n")
         answer = read_case_file(facts.run_dir, cid, f"turns/{n}/answer.txt")
-        answer = " ".join((answer or "").split()) or "(empty answer)"
-        if len(answer) > MAX_ANSWER_CHARS:
-            answer = answer[:MAX_ANSWER_CHARS] + " …[truncated]"
+        answer = clip(redactor(" ".join((answer or "").split()) or "(empty answer)"), MAX_ANSWER_CHARS + len(TRUNCATED),
+                      ellipsis=TRUNCATED)
         mark = "  <-- FAILED HERE" if n == failed_turn else ""
         lines.append(f"turn {n} [{t.get('verdict')}]{mark}")
         lines.append(f"  user:   {' '.join(str(t.get('user') or '').split())}")

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.writer import clip
 from .scenario import Scenario
 
 PROMPT_VERSION = 1
@@ -100,7 +101,7 @@ def parse_turn(value: Any) -> tuple[UserTurn | None, str | None]:
             try:
                 value = json.loads(text)
             except (ValueError, RecursionError):
-                return None, f"the reply starts like JSON but does not parse: {text[:120]!r}"
+                return None, f"the reply starts like JSON but does not parse: {clip(text, 120)!r}"
         else:
             value = {"message": text}
     if not isinstance(value, dict) or not isinstance(value.get("message"), str):

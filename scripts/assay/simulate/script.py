@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping
 
+from ..core.writer import clip
 from ..invoke.conversation import TurnSpec
 from . import outcomes as oc
 from .prompt import Transcript
@@ -46,7 +47,7 @@ class SimulatedScript:
             if n > self.scenario.max_turns:
                 self.final = sim
                 self.ending = (oc.MAX_TURNS_REACHED, f"{self.scenario.max_turns} user turn(s) sent and stop_when never "
-                               f"held (the user's next message: {sim.turn.message[:200]!r})" if sim.turn else None)
+                               f"held (the user's next message: {clip(sim.turn.message, 200)!r})" if sim.turn else None)
                 return
             self.sims.append(sim)
             yield TurnSpec(n=n, user=sim.turn.message if sim.turn else "", expect=dict(self.turn_expect),

@@ -5,7 +5,8 @@ browser will not fetch() a JSON file from file://. A run's case index is written
 (counts, facets) and chunks of CHUNK rows: the first page loads one chunk; a filter or sort loads
 them all once and filters in the browser (verdict, layer, unit, tag, split, conversation, case id;
 free text over the input and the answer needs the server). Each run is compared with the next
-older run in the bundle.
+older run in the bundle. A run dir the pages cannot show (no readable results.json with a
+summary) is named in the command's output (`unreadable`, with why), never dropped without a word.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from ..core.errors import AssayError
 from .api import compare_doc, history_doc, run_doc
 from .case import case_doc
 from .cases import index, page
-from .paths import NotFound
-from .runs import list_runs
+from .paths import NotFound, read_json
+from .runs import list_runs, run_names
 from .server import STATIC
 
 CHUNK = 1000  # case rows per data file of a run's index
@@ -49,6 +50,23 @@ def _put_index(data: Path, reports: Path, rid: str, chunk: int) -> list[dict]:
     return rows
 
 
+def unreadable_runs(reports: Path, shown: set[str], wanted: list[str] | None = None) -> list[dict]:
+    """The run dirs under reports/ the runs list left out, each with why (the fix is the run's own:
+    finish, resume or remove it)."""
+    out = []
+    for name in run_names(reports):
+        if name in shown or (wanted and name not in wanted):
+            continue
+        results = read_json(reports / name / "results.json", reports)
+        if results is None:
+            why = "results.json is absent, unreadable or not JSON"
+        else:
+            why = "results.json has no summary"
+        out.append({"run_id": name, "reason": why + " (an unfinished or damaged run: resume it with "
+                    "run_cases.py --resume, or remove the dir)"})
+    return out
+
+
 def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chunk: int = CHUNK) -> dict:
     out = Path(out)
     if out.resolve() == reports.resolve() or reports.resolve() in out.resolve().parents:
@@ -58,11 +76,13 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
     data = out / "data"
     data.mkdir(exist_ok=True)
     runs = list_runs(reports, wait=None)
+    unreadable = unreadable_runs(reports, {r["run_id"] for r in runs["runs"]}, run_ids)
     if run_ids:
-        missing = sorted(set(run_ids) - {r["run_id"] for r in runs["runs"]})
+        missing = sorted(set(run_ids) - {r["run_id"] for r in runs["runs"]} - {u["run_id"] for u in unreadable})
         if missing:
             raise AssayError(f"--run {missing[0]}: no such run under {reports}; pick one of the run dirs", 2)
-        runs = {"runs": [r for r in runs["runs"] if r["run_id"] in run_ids], "count": len(run_ids), "checking": 0}
+        kept = [r for r in runs["runs"] if r["run_id"] in run_ids]
+        runs = {"runs": kept, "count": len(kept), "checking": 0}
     _put(data, "/api/runs", runs)
     _put(data, "/api/history", history_doc(reports))
     cases = 0
@@ -85,4 +105,5 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
                         '<script src="bundle.js"></script>\n<script src="app.js"></script>')
     (out / "bundle.js").write_text("window.ASSAY_BUNDLE = true;\n", encoding="utf-8")
     (out / "index.html").write_text(html, encoding="utf-8")
-    return {"bundle": str(out), "index": str(out / "index.html"), "runs": len(ids), "cases": cases}
+    return {"bundle": str(out), "index": str(out / "index.html"), "runs": len(ids), "cases": cases,
+            "unreadable": unreadable}

@@ -1,7 +1,9 @@
-"""The viewer's HTTP server: stdlib ThreadingHTTPServer, GET only, read-only, strict CSP.
+"""The viewer's HTTP server: stdlib ThreadingHTTPServer, GET/HEAD only, read-only, strict CSP.
 
 Serves its own assets (assay/view/static), the JSON API (api.route) and raw files under
-reports/ (/raw/<run>/<path>, never a symlink, never a holdout case's files).
+reports/ (/raw/<run>/<path>, never a symlink, never a holdout case's files). Answers only a
+request whose Host header names the address it bound (DNS rebinding): anything else is 421. Every
+answer, errors and refusals included, carries the CSP headers.
 """
 
 from __future__ import annotations
@@ -42,8 +44,38 @@ def raw_bytes(reports: Path, rel: str) -> bytes:
     return read_raw(d / parts[1], reports)
 
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARD = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(bind: str, port: int, names: list[str] | None = None) -> frozenset[tuple[str, int]]:
+    """The (host, port) pairs a request's Host header may name: the bound address, the loopback
+    names when it is loopback or a wildcard, and each name given (`--host-name`)."""
+    hosts = {bind.lower().strip("[]")} - set(WILDCARD)
+    if not hosts or hosts & set(LOOPBACK_NAMES):
+        hosts |= set(LOOPBACK_NAMES)
+    hosts |= {n.lower().strip("[]") for n in names or ()}
+    return frozenset((h, port) for h in hosts)
+
+
+def parse_host(value: str | None) -> tuple[str, int] | None:
+    """A Host header as (name, port) (port 80 when absent), None when it is missing or malformed."""
+    if not value or any(c.isspace() or c in "/@?#" for c in value):
+        return None
+    value = value.lower()
+    if value.startswith("["):
+        name, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else (None if rest else "80")
+    else:
+        name, sep, port = value.rpartition(":") if ":" in value else (value, "", "80")
+    if not name or port is None or not port.isdigit() or len(port) > 5:
+        return None
+    return name.rstrip("."), int(port)
+
+
 class Handler(BaseHTTPRequestHandler):
     reports: Path
+    hosts: frozenset = frozenset()
     server_version = "assay-view"
     sys_version = ""
 
@@ -58,8 +90,31 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cache-Control", "no-store")
+        if code in (204, 405):
+            self.send_header("Allow", "GET, HEAD, OPTIONS")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD" and code != 204:
+            self.wfile.write(body)
+
+    def send_error(self, code, message=None, explain=None):
+        """Every refusal of http.server's own (unknown method, bad request line) as JSON with the
+        CSP headers, never its HTML error page."""
+        self.close_connection = True
+        body = json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode()
+        self._send(code, body, "application/json")
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        host = parse_host(self.headers.get("Host"))
+        if host not in self.hosts:
+            shown = (self.headers.get("Host") or "")[:80].encode("ascii", "backslashreplace").decode()
+            self.close_connection = True
+            self._send(421, json.dumps({"error": f"Host {shown!r} is not an address this viewer serves (DNS "
+                                        "rebinding is refused); open the URL view.py printed, or name the "
+                                        "host with --host-name"}).encode(), "application/json")
+            return False
+        return True
 
     def do_GET(self):  # noqa: N802
         self.server.last_request = time.monotonic()
@@ -83,15 +138,21 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(500, body, "application/json")
         self._send(404, b'{"error": "not found"}', "application/json")
 
+    do_HEAD = do_GET
+
+    def do_OPTIONS(self):  # noqa: N802
+        self._send(204, b"", "application/json")
+
     def do_POST(self):  # noqa: N802
         self._send(405, b'{"error": "read-only"}', "application/json")
 
     do_PUT = do_DELETE = do_PATCH = do_POST
 
 
-def make_server(reports: Path, bind: str, port: int) -> ThreadingHTTPServer:
+def make_server(reports: Path, bind: str, port: int, host_names: list[str] | None = None) -> ThreadingHTTPServer:
     handler = type("BoundHandler", (Handler,), {"reports": reports})
     srv = ThreadingHTTPServer((bind, port), handler)
+    handler.hosts = allowed_hosts(bind, srv.server_address[1], host_names)
     srv.daemon_threads = True
     srv.last_request = None
     return srv

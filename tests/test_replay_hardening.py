@@ -1,0 +1,86 @@
+"""Replay meets a hand-edited cache and a session id that happens to equal a secret's value:
+a one-line JSON error naming the file, and a cache key that does not depend on redaction."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner
+from rundir_util import case_json
+from test_run_conversation import convo
+
+pytestmark = pytest.mark.slow   # real runs and subprocesses: over ~7 s on a loaded machine
+
+SECRET = "s3cr3t-sid-7f2a9c41"   # the app's bearer token, and (by accident) the session id it issues
+
+
+def go(state, plan, *extra, run_id, env=None):
+    plan = dict(plan, run_id=run_id)
+    path = state / "work" / f"plan-{run_id}.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    out = state / "reports" / run_id
+    return run_runner("--plan", path, "--out", out, "--progress", "never", *extra, env=env), out
+
+
+def echo(req):
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    return Reply(200, {"message": f"echo: {req.json['message']}"})
+
+
+def test_a_hand_edited_cache_index_is_a_named_error_not_a_traceback(tmp_path):
+    state = make_state(tmp_path / "s")
+    with FakeApp(echo) as app:
+        plan = make_plan(state, [case("c-1", "hello", expect={"answer": {"must_contain": ["hello"]}})], app_url=app.url)
+        rec, _ = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    index = next((state / "cache" / "v1" / "cases").glob("*/*.json"))
+    index.write_text(json.dumps({"case_id": "c-1", "requests": "garbage"}), encoding="utf-8")
+    plan["cases"][0]["input"]["messages"][0]["content"] = "hello!"   # a miss: the index is read
+    rep, _ = go(state, plan, "--replay", run_id="smoke-20261129T101600Z")
+    assert rep.rc == 2, rep.stdout + rep.stderr
+    assert "Traceback" not in rep.stderr and "AttributeError" not in rep.stdout + rep.stderr
+    lines = rep.stdout.strip().splitlines()
+    err = json.loads(lines[-1])["error"]
+    assert str(index) in err and "requests" in err and "record again" in err, err
+    # an exchange entry edited by hand is the same named error
+    exchange = next((state / "cache" / "v1" / "exchanges").glob("*/*.json"))
+    exchange.write_text(json.dumps({"response": "garbage"}), encoding="utf-8")
+    plan["cases"][0]["input"]["messages"][0]["content"] = "hello"
+    rep, _ = go(state, plan, "--replay", run_id="smoke-20261129T101700Z")
+    assert rep.rc == 2 and str(exchange) in json.loads(rep.stdout.strip().splitlines()[-1])["error"], rep.stdout
+
+
+class SessionIsTheToken:
+    """A server-id chat app that issues the session id SECRET (equal to its own bearer token)."""
+
+    def __call__(self, req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        doc = req.json
+        if doc.get("session") == SECRET:
+            return Reply(200, {"message": "refunded INV-2", "route": "billing"})
+        return Reply(200, {"message": "INV-2 is open", "route": "billing", "sid": SECRET})
+
+
+def test_a_session_id_equal_to_a_secret_replays(tmp_path):
+    state = make_state(tmp_path / "s")
+    env = {"APP_TOKEN": SECRET}
+    refund = convo("c-refund", {"user": "which of my invoices is open?", "expect": {"route": "billing"}},
+                   "refund that one")
+    with FakeApp(SessionIsTheToken()) as app:
+        ad = adapter(app.url, request_body='{"message": "<user turn>", "session": "<session>"}',
+                     conversation={"style": "server-id", "session_from": {"body": "sid"}},
+                     auth={"type": "bearer", "token_env": "APP_TOKEN"})
+        plan = make_plan(state, [refund], app_url=app.url, adapter_doc=ad)
+        rec, rec_out = go(state, plan, "--record", run_id="smoke-20261129T101500Z", env=env)
+        assert rec.rc == 0, rec.stdout + rec.stderr
+        assert case_json(rec_out, "c-refund")["verdict"] == "pass"
+    rep, rep_out = go(state, plan, "--replay", run_id="smoke-20261129T101600Z", env=env)
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    got = case_json(rep_out, "c-refund")
+    assert got["verdict"] == "pass", got
+    for path in (state / "cache").rglob("*.json"):   # the secret never reached the cache
+        assert SECRET not in path.read_text(encoding="utf-8"), path
