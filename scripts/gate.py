@@ -85,7 +85,9 @@ def run(args):
     code = 0 if result.open else 1
     if args.json:
         return code, to_json(result)
-    sys.stdout.write("\n".join(result.lines) + "\n")
+    # app-derived text (case titles, reasons quoting answers) never drives the terminal: controls shown
+    from assay.core.visible import show_controls
+    sys.stdout.write("\n".join(show_controls(line).replace("\n", "\\n") for line in result.lines) + "\n")
     return code, None
 
 

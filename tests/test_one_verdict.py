@@ -148,3 +148,14 @@ def test_a_hard_gate_never_says_passed_all_k_over_unmeasured_cases(tmp_path, gat
     assert r.rc == 0, r.stdout
     rule = next(x for x in r.stdout.splitlines() if x.startswith("  hard gate"))
     assert "every gating case passed all k" not in rule and "1 gating case(s) were not measured" in rule
+
+
+def test_the_gate_screen_never_passes_a_terminal_escape_from_app_text(tmp_path):
+    run_dir = make_run(tmp_path, [{"id": "c-ok"}, {"id": "c-f", "verdict": "fail"}],
+                       results={"cases": [{"case_id": "c-f", "verdict": "fail", "gating": True, "canary": False,
+                                           "failed_layers": ["answer"], "title": "evil\x1b]0;PASS\x07\nPASS gate open",
+                                           "layers": {"answer": "fail"}}]})
+    r = run_script("gate", run_dir, "--no-verify")
+    assert r.rc == 1
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\\x1b" in r.stdout
+    assert not any(line.startswith("PASS") for line in r.stdout.splitlines())
