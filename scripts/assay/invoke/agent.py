@@ -242,7 +242,8 @@ class AgentInvoker(CliInvoker):
             return Outcome(EXIT, status=r.returncode, error=f"transcript incomplete: {got['reason']} (exit code "
                            f"{r.returncode}{'; stderr: ' + tail if tail else ''})", **common)
         text = result_ev.get("result") if isinstance(result_ev.get("result"), str) else None
-        if result_ev.get("is_error") is True and result_ev.get("subtype") == "success":
+        if result_ev.get("is_error") is True and (result_ev.get("subtype") == "success"
+                                                  or result_ev.get("terminal_reason") == "api_error"):
             return Outcome(EXIT, status=r.returncode, error=f"the agent's model call failed: {(text or '')[:200]}",
                            **common)
         measured = self._measure(wire, fixture, work, env)
