@@ -51,6 +51,8 @@ def finish(text: str, *, denials=(), usage: bool = True, subtype: str = "success
 emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "claude-scripted-1",
       "tools": ["Bash", "Read", "Edit", "Skill", "Task", "mcp__calc__add"], "argv": argv,
       "mcp_servers": [{"name": "calc", "status": "connected"}], "permissionMode": "default"})
+if word == "task":         # an arm with the plugin fixes it through the skill; without, it guesses wrong
+    word = "fix" if "--plugin-dir" in argv else "wrong"
 if word == "fix":          # the skill, then the right edit
     tool("Skill", {"skill": "demo:fix-tests"}, "Launching skill: demo:fix-tests")
     src = open("calc.py").read()

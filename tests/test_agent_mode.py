@@ -252,3 +252,59 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
     assert "fixtures/nope" in found[("l-3", "missing_fixture")]
     assert "did you mean 'exists'" in found[("l-3", "bad_expect_shape")]
     assert "did you mean 'skills'" in found[("l-4", "unknown_expect_key")]
+
+
+def test_two_arms_compare_as_lift(tmp_path):
+    """make_plan.py --arm plans the same suite under two arms; compare_runs.py reads the pair as lift."""
+    state = setup_state(tmp_path)
+    ad = agent_adapter(state.parent)
+    ad["arms"] = {"with-skill": {"plugin_dirs": ["plugin"]}, "without": {"plugin_dirs": []}}
+    (state / "adapter.yaml").write_text(json.dumps(ad))   # JSON is YAML
+    (state / "profile.yaml").write_text('{"capability_matrix": {}}')
+    for i in range(3):
+        doc = {**case(f"c-l{i}", "task fix calc", expect=FIX_EXPECT, split=("smoke", "full")),
+               "review": {"status": "accepted", "by": "t", "at": "2026-12-04"}, "origin": "synthetic"}
+        (state / "datasets" / f"c-l{i}.yaml").write_text(json.dumps(doc))
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json")
+    assert r.rc == 0, r.stdout + r.stderr
+    env = {"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch"), "FAKE_SECRET": SECRET}
+    outs = {}
+    for arm in ("without", "with-skill"):
+        run_id = f"smoke-20261204T2320{'00' if arm == 'without' else '01'}Z"
+        plan_path = state / "work" / f"{arm}.json"
+        r = run_script("make_plan", state / "work" / "converted.json", "--mode", "smoke", "--state-dir", state,
+                       "--arm", arm, "--run-id", run_id, "-o", plan_path, "--max-attempts", "1")
+        assert r.rc == 0, r.stdout + r.stderr
+        assert json.loads(plan_path.read_text())["manifest_extra"]["arm"]["name"] == arm
+        outs[arm] = state / "reports" / run_id
+        r = run_script("run_cases", "--plan", plan_path, "--out", outs[arm], "--progress", "never", env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("compare_runs", outs["without"], outs["with-skill"])
+    lift = r.json["lift"]
+    assert lift["reading"] == "lift of arm with-skill over arm without"
+    assert lift["pass_rate"] == {"base": 0.0, "candidate": 1.0, "lift": 1.0, "cases": 3}
+    assert lift["trigger_accuracy"]["base"]["accuracy"] == 0.0 and lift["trigger_accuracy"]["candidate"]["accuracy"] == 1.0
+    assert lift["stats"]["fixed_by_candidate"] == 3 and "mde_sentence" in lift["stats"]
+    assert lift["cases"][0] == {"case_id": "c-l0", "without": "fail", "with-skill": "pass"}
+    bad = run_script("make_plan", state / "work" / "converted.json", "--mode", "smoke", "--state-dir", state,
+                     "--arm", "with-skil")
+    assert bad.rc == 2 and "did you mean 'with-skill'" in bad.stdout
+
+
+@pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed (apt-get install "
+                    "bubblewrap; .ci/run installs it)")
+def test_under_bwrap_a_write_outside_the_workdir_fails_and_the_case_says_why(tmp_path):
+    state = setup_state(tmp_path)
+    target = tmp_path / "outside.txt"
+    cases = [case("s-escape", "escape now", expect={"answer": {"must_contain": ["wrote outside"]}}),
+             case("s-inside", "fix it", expect=FIX_EXPECT)]
+    r, out = run(state, cases, tmp_path, run_id="smoke-20261204T233000Z",
+                 adapter=agent_adapter(state.parent, sandbox="bwrap"), extra_env={"ESCAPE_TARGET": str(target)})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = verdict(out, "s-escape")
+    assert v["verdict"] == "fail" and not target.exists()
+    answer = (cases_view(out) / "s-escape" / "answer.txt").read_text()
+    assert "Read-only file system" in answer
+    assert verdict(out, "s-inside")["verdict"] == "pass"     # the workdir itself is writable
+    r, out = run(state, cases[:1], tmp_path, run_id="smoke-20261204T233100Z", extra_env={"ESCAPE_TARGET": str(target)})
+    assert verdict(out, "s-escape")["verdict"] == "pass" and target.exists()   # unsandboxed: it can

@@ -111,3 +111,9 @@ def test_forbidden_accepts_permission_rule_patterns():
     assert score_trajectory(traj, {"tools": {"forbidden": ["Bash(rm -rf *)"]}})["verdict"] == "fail"
     assert score_trajectory(traj, {"tools": {"forbidden": ["Bash(git push *)"]}})["verdict"] == "pass"
     assert score_trajectory(traj, {"tools": {"forbidden": ["Bash"]}})["verdict"] == "fail"
+
+
+def test_a_refused_skill_call_is_not_a_trigger():
+    got = read_stream(transcript(INIT, use("t1", "Skill", {"skill": "nope"}), res("t1", "Unknown skill: nope", is_error=True),
+                                 RESULT))
+    assert got["trajectory"]["skills"] == [] and got["trajectory"]["tool_calls"][0]["skill"] == "nope"

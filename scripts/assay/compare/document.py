@@ -125,6 +125,10 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
         "stats_pairs": ("the pairs scored pass/fail in both runs on an unchanged case (" + ", ".join(STATS_BUCKETS)
                         + "), canaries and holdout cases left out"),
     }
+    from .lift import lift_block
+    lift = lift_block(base, cand, pairs, stats, stats_note)
+    if lift is not None:
+        doc["lift"] = lift
     sealed = base.holdout | cand.holdout
     if sealed:
         _assert_sealed(doc, sealed)

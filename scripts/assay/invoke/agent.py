@@ -188,10 +188,11 @@ class AgentInvoker(CliInvoker):
         return wire, recorded
 
     def _sandboxed(self, argv: list[str], scratch: Path, work: Path) -> list[str]:
-        """bubblewrap: the whole filesystem read-only, the attempt's dir (workdir + HOME) writable,
-        a private /tmp, the network as it is (the model endpoint stays reachable)."""
+        """bubblewrap: the whole filesystem read-only (the fixture, plugins and MCP servers stay
+        readable where they are), the attempt's dir (workdir, HOME, TMPDIR) writable, the network as
+        it is (the model endpoint stays reachable)."""
         s = str(scratch)
-        return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                 "--bind", s, s, "--die-with-parent", "--new-session", "--chdir", str(work), "--"] + argv
 
     def send(self, wire: dict) -> Outcome:
@@ -209,6 +210,9 @@ class AgentInvoker(CliInvoker):
             wd.copy_fixture(fixture, work)
             home.mkdir(exist_ok=True)
         env = dict(wire["env"], HOME=str(home))
+        if self.bwrap:   # the rest of the filesystem is read-only: temporary files go to the attempt's dir
+            (scratch / "tmp").mkdir(exist_ok=True)
+            env["TMPDIR"] = str(scratch / "tmp")
         argv = [a.replace("{workdir}", str(work)) for a in wire["argv"]]
         if self.bwrap:
             argv = self._sandboxed(argv, scratch, work)

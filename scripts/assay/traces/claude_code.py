@@ -125,7 +125,6 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
     agent_of_call: dict[str, str] = {}          # a subagent's Task call id -> its agent name
     agents = [{"name": MAIN_AGENT, "parent_agent": None, "span_id": None, "start_ns": None, "end_ns": None,
                "duration_ms": None, "error": None}]
-    skills: list[str] = []
     result: Mapping[str, Any] | None = None
     for ev in events:
         kind = ev.get("type")
@@ -147,10 +146,7 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
                 if split_mcp(raw):
                     call["mcp"] = {"server": split_mcp(raw)[0], "tool": split_mcp(raw)[1]}
                 if raw == SKILL_TOOL:
-                    skill = _skill_of(inp)
-                    call["skill"] = skill
-                    if skill:
-                        skills.append(skill)
+                    call["skill"] = _skill_of(inp)
                 if raw in SUBAGENT_TOOLS and cid:
                     sub = inp.get("subagent_type") if isinstance(inp, Mapping) else None
                     name = str(sub) if isinstance(sub, str) and sub else f"subagent-{len(agents)}"
@@ -175,6 +171,8 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
                     call["error"] = text[:300] or "tool_result is_error"
         elif kind == "result":
             result = ev
+    # a skill counts as triggered when its Skill call was not refused (an unknown skill is an error)
+    skills = [c["skill"] for c in calls if c.get("skill") and not c["error"]]
     denials = []
     if result is not None:
         for d in result.get("permission_denials") or []:
