@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -24,40 +23,15 @@ from helpers import run_script
 from messages_server import MessagesServer, api_error, text, tool
 from rundir_util import cases_view
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "agent"))
+from scripted import RoutedServer  # noqa: E402  (one scripted model per case, picked by its prompt)
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")]
 if sys.platform != "linux":  # pragma: no cover
     pytestmark.append(pytest.mark.skip(reason="the agent invoker's process-group checks read /proc"))
 
 SECRET = "agent-cli-secret-31337"
 MCP_SERVER = Path(__file__).with_name("mcp_calc_server.py")
-
-
-@dataclass
-class RoutedServer(MessagesServer):
-    """One scripted model per case: the first user message's `[k:NAME]` marker picks the script
-    (each route keeps its own step counter, so k repeats of a case walk its script in turn)."""
-    routes: dict = field(default_factory=dict)
-
-    def answer(self, path, body):
-        marker = _marker(body)
-        route = self.routes.get(marker)
-        if route is None:
-            return super().answer(path, body)
-        entry = route.answer(path, body)
-        self.requests.append(entry)
-        return entry
-
-
-def _marker(body) -> str | None:
-    msgs = body.get("messages") if isinstance(body, dict) else None
-    if not msgs:
-        return None
-    first = msgs[0].get("content")
-    texts = [first] if isinstance(first, str) else [b.get("text", "") for b in first or [] if isinstance(b, dict)]
-    for t in texts:
-        if "[k:" in t:
-            return t.split("[k:", 1)[1].split("]", 1)[0]
-    return None
 
 
 def pwd_then_edit(new: str) -> list:
@@ -149,7 +123,7 @@ def c(cid: str, key: str, expect: dict) -> dict:
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("claude-agent")
     state = build_app(tmp / "app")
-    with RoutedServer([], routes={k: MessagesServer(list(v)) for k, v in SCRIPTS.items()}) as srv:
+    with RoutedServer([], routes={f"[k:{k}]": MessagesServer(list(v)) for k, v in SCRIPTS.items()}) as srv:
         # three runs at once (each CLI mostly waits): the main suite 3 cases at a time, k=3 of a
         # flaky model, and a hang under a short timeout
         got: dict = {}

@@ -19,6 +19,8 @@ from fakeapp import case, make_plan
 from helpers import ROOT, run_script
 from rundir_util import cases_view
 
+pytestmark = pytest.mark.slow   # a dozen run_cases.py runs of agent subprocesses
+
 FAKE = ROOT / "tests" / "fakeclaude.py"
 SECRET = "agent-secret-value-90210"
 
@@ -308,3 +310,13 @@ def test_under_bwrap_a_write_outside_the_workdir_fails_and_the_case_says_why(tmp
     assert verdict(out, "s-inside")["verdict"] == "pass"     # the workdir itself is writable
     r, out = run(state, cases[:1], tmp_path, run_id="smoke-20261204T233100Z", extra_env={"ESCAPE_TARGET": str(target)})
     assert verdict(out, "s-escape")["verdict"] == "pass" and target.exists()   # unsandboxed: it can
+
+
+def test_the_run_dir_verifies_and_the_gate_names_the_failing_layers(main_run):
+    _, out, _, _ = main_run
+    v = run_script("run_cases", "--verify", out)
+    assert v.rc == 0, v.stdout + v.stderr
+    g = run_script("gate", out)
+    text = g.stdout + g.stderr
+    assert g.rc == 1 and "--verify" not in text, text
+    assert "a-wrong (skills, files, check)" in text or "a-wrong" in text, text
