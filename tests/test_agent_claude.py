@@ -9,7 +9,6 @@ process group is killed. Skips, saying why, when the CLI is not installed (`make
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_app import build_repo_and_plugin, processes_in
 from claude_cli import CLAUDE, unavailable
 from fakeapp import case, make_plan
 from helpers import run_script
@@ -62,17 +62,7 @@ FIX = {"skills": {"must_trigger": ["fix-tests"]}, "files": {"contains": {"calc.p
 
 
 def build_app(root: Path) -> Path:
-    repo = root / "fixtures" / "repo"
-    repo.mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "README.md").write_text("# calc\n")
-    (repo / "check_calc.py").write_text("import calc\nassert calc.add(2, 3) == 5, calc.add(2, 3)\n")
-    plugin = root / "plugin"
-    (plugin / ".claude-plugin").mkdir(parents=True)
-    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "demo", "version": "0.1.0"}')
-    (plugin / "skills" / "fix-tests").mkdir(parents=True)
-    (plugin / "skills" / "fix-tests" / "SKILL.md").write_text(
-        "---\nname: fix-tests\ndescription: Fix the failing tests of calc.py\n---\nFix the tests.\n")
+    build_repo_and_plugin(root)
     (root / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": {"command": sys.executable,
                                                                         "args": [str(MCP_SERVER)]}}}))
     state = root / ".assay"
@@ -214,22 +204,6 @@ def test_a_hang_is_killed_with_its_process_group(runs):
     v = verdict(out, "r-hang")
     assert v["verdict"] == "infra_error" and "process group was killed" in v["infra_reason"], v
     deadline = time.time() + 30
-    while time.time() < deadline and _left_in(str(tmp / "scratch")):
+    while time.time() < deadline and processes_in(str(tmp / "scratch")):
         time.sleep(0.5)
-    assert not _left_in(str(tmp / "scratch"))
-
-
-def _left_in(under: str) -> list[int]:
-    """Processes (the CLI, its MCP server) still running in a workdir of the run's scratch area."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if cwd.startswith(under) and argv:
-            found.append(int(pid))
-    return found
+    assert not processes_in(str(tmp / "scratch"))

@@ -8,13 +8,13 @@ mistakes named before any case runs. The real CLI with a scripted model: test_ag
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from agent_app import build_repo_and_plugin, processes_in
 from fakeapp import case, make_plan
 from helpers import ROOT, run_script
 from rundir_util import cases_view
@@ -26,16 +26,7 @@ SECRET = "agent-secret-value-90210"
 
 
 def fixture_repo(root: Path) -> Path:
-    repo = root / "fixtures" / "repo"
-    repo.mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "README.md").write_text("# calc\n")
-    (repo / "check_calc.py").write_text("import calc\nassert calc.add(2, 3) == 5, calc.add(2, 3)\nprint('ok')\n")
-    plugin = root / "plugin"
-    (plugin / ".claude-plugin").mkdir(parents=True)
-    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "demo"}')
-    (plugin / "skills" / "fix-tests").mkdir(parents=True)
-    (plugin / "skills" / "fix-tests" / "SKILL.md").write_text("---\nname: fix-tests\ndescription: fix\n---\nFix.\n")
+    repo = build_repo_and_plugin(root)
     prog = root / "bin" / "claude"
     prog.parent.mkdir()
     prog.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
@@ -217,23 +208,9 @@ def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):
     v = verdict(out, "h-1")
     assert v["verdict"] == "infra_error" and "process group was killed" in v["infra_reason"]
     deadline = time.time() + 30
-    while time.time() < deadline and _alive("fakeclaude-grandchild", str(tmp_path)):
+    while time.time() < deadline and processes_in(str(tmp_path), b"fakeclaude-grandchild"):
         time.sleep(0.2)
-    assert not _alive("fakeclaude-grandchild", str(tmp_path))
-
-
-def _alive(marker: str, under: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if marker.encode() in argv and cwd.startswith(under):
-            return True
-    return False
+    assert not processes_in(str(tmp_path), b"fakeclaude-grandchild")
 
 
 def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
