@@ -95,6 +95,24 @@ def judge_flips(bdoc: dict, cdoc: dict, answer: dict, calls: tuple) -> list[dict
     return out
 
 
+def provisional_changes(bdoc: dict, cdoc: dict) -> list[dict[str, Any]]:
+    """Judged layers whose provisional (not yet calibrated, never gating) verdict changed, whatever the
+    material: a regression only a rubric sees must be named, even while it cannot gate (wave 4 §1)."""
+    bl, cl = bdoc.get("layers") or {}, cdoc.get("layers") or {}
+    out = []
+    for layer in JUDGED_LAYERS:
+        b, c = bl.get(layer), cl.get(layer)
+        if not (isinstance(c, dict) and c.get("provisional")):
+            continue
+        bv, cv = _judge_verdict(b), _judge_verdict(c)
+        if bv is None or cv is None or bv == cv:
+            continue
+        pins = [r.get("pin") for r in c.get("rubrics") or [] if isinstance(r, dict) and r.get("provisional")
+                and r.get("verdict") == cv]
+        out.append({"layer": layer, "base": bv, "candidate": cv, "pins": [str(p) for p in pins if p]})
+    return out
+
+
 def turns_block(base: Side, cand: Side, cid: str, bdoc: dict, cdoc: dict) -> dict[str, Any] | None:
     bt, ct = bdoc.get("turns"), cdoc.get("turns")
     if not isinstance(bt, list) and not isinstance(ct, list):
@@ -174,6 +192,9 @@ def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
     repeats = repeats_block(base, cand, bdoc, cdoc)
     if repeats is not None:
         pair["repeats"] = repeats
+    provisional = provisional_changes(bdoc, cdoc)
+    if provisional:
+        pair["judge_only"] = provisional
     flipped = {f["layer"] for f in flips if not f["provisional"]}
     judge_only = bool(flipped) and {c["layer"] for c in pair["layers_changed"]} <= flipped
     pair["bucket"] = bucket_of(bv, cv, case_changed=changed, judge_only=judge_only)
