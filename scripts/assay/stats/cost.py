@@ -146,9 +146,6 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
     cost, unpriced = 0.0, set()
     for c in calls:
         model = c.get("model")
-        if c.get("usage_missing") is True:   # an agent's transcript without usage: unknown, never 0
-            unpriced.add(f"{model or '(no model name)'} (no token usage reported)")
-            continue
         p = prices["per_token"].get(model) if isinstance(model, str) else None
         if p is None:
             unpriced.add(str(model) if model else "(no model name)")
