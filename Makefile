@@ -1,5 +1,5 @@
 # assay: two commands set up and run everything on a fresh machine.
-#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1, APP=http|cli, SHARDS=3, TRACES=otlp-http, CALIBRATE=1, COMPARE=1, VIEW=1 [VIEW_SECONDS=N])
+#   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1, APP=http|cli|agent, SHARDS=3, TRACES=otlp-http, CALIBRATE=1, COMPARE=1, VIEW=1 [VIEW_SECONDS=N])
 #   make bench  the runner's own cost against the quality bars (bench/RESULTS.md)
 #   make test   the whole test suite
 #   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
@@ -30,7 +30,7 @@ test: venv
 	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 $(PYTEST_ARGS)
 
 demo: venv
-	$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,) $(if $(filter 1 true yes,$(COMPARE)),--compare,) $(if $(filter 1 true yes,$(VIEW)),--view,) $(if $(VIEW_SECONDS),--view-seconds $(VIEW_SECONDS),)
+	$(if $(filter agent,$(APP)),$(VPY) examples/agent/demo.py,$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,) $(if $(filter 1 true yes,$(COMPARE)),--compare,) $(if $(filter 1 true yes,$(VIEW)),--view,) $(if $(VIEW_SECONDS),--view-seconds $(VIEW_SECONDS),))
 
 bench: venv
 	$(VPY) bench/run.py $(BENCH_ARGS)

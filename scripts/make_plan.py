@@ -44,6 +44,9 @@ def build_parser():
                    help="adaptive runs: seconds of 429 / Retry-After waiting one request may spend before it is "
                         "infra_error (default 300)")
     p.add_argument("--max-turns", type=int, help="cap on conversation turns (default 12; only with input.turns cases)")
+    p.add_argument("--arm", metavar="NAME",
+                   help="agent apps: plan the run under this arm of the adapter's `arms:` (recorded in the manifest; "
+                        "compare_runs.py between two arms' runs reads as lift)")
     p.add_argument("--manifest-extra", help="JSON object merged into manifest_extra (models, prompt hashes, ...)")
     p.add_argument("--allow-invalid", action="store_true",
                    help="plan a suite with linter ERRORs anyway (refused by default; recorded in manifest_extra.validation)")
@@ -99,7 +102,7 @@ def run(args):
         insecure_tls=args.insecure_tls, max_turns=args.max_turns, manifest_extra=extra,
         allow_invalid=args.allow_invalid, fixed_concurrency=args.fixed_concurrency,
         start_concurrency=args.start_concurrency, rate_limit_wait_s=args.rate_limit_wait_s,
-        judge=args.judge,
+        judge=args.judge, arm=args.arm,
     )
     result = build_plan(converted, opts)
     for line in result.warnings:

@@ -52,7 +52,12 @@ def run(args):
                              "--manifest", 2, file=str(args.manifest))
         manifest = read_json_file(args.manifest, "--manifest")
         validate(manifest, "dataset", source=args.manifest, what="dataset manifest")
-    out = lint_suite(suite, matrix=matrix, adapter=adapter, manifest=manifest, strict=args.strict)
+    root = None
+    if adapter is not None:   # <state>/work/adapter.json: the app repo is found from the state dir
+        from assay.invoke.function import app_root
+        here = Path(args.adapter).resolve().parent
+        root = app_root(adapter, here.parent if here.name == "work" else here)
+    out = lint_suite(suite, matrix=matrix, adapter=adapter, manifest=manifest, strict=args.strict, app_root=root)
     print(f"{out['summary']['cases']} case(s): {out['error_count']} error(s), {out['warn_count']} warning(s)",
           file=sys.stderr)
     return (1 if out["error_count"] else 0), out

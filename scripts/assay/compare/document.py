@@ -173,6 +173,10 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
         "stats_judge_flips": len(flipped),
         "words": words(stats, stats_note, flipped),
     }
+    from .lift import lift_block
+    lift = lift_block(base, cand, pairs, stats, stats_note)
+    if lift is not None:
+        doc["lift"] = lift
     sealed = base.holdout | cand.holdout
     if sealed:
         _assert_sealed(doc, sealed)

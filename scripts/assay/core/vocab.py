@@ -9,8 +9,10 @@ from __future__ import annotations
 # Layer order on every case (contracts §5.5). Every layer gets a row on every case.
 LAYER_ORDER: tuple[str, ...] = (
     "http", "routing", "trajectory", "tool_selection", "loops",
-    "answer", "execution", "authz", "rules", "state", "judged",
+    "answer", "execution", "authz", "rules", "state", "skills", "files", "check", "permissions", "judged",
 )
+# The agent layers (invocation.mode agent): measured from the transcript and the workdir after the run.
+AGENT_LAYERS: tuple[str, ...] = ("skills", "files", "check", "permissions")
 
 # Report-row name -> capability_matrix key. http and loops have no key: nothing switches them off.
 MATRIX_KEY_OF_LAYER: dict[str, str | None] = {
@@ -24,6 +26,10 @@ MATRIX_KEY_OF_LAYER: dict[str, str | None] = {
     "authz": "authz",
     "rules": "answer_quality",
     "state": "state",
+    "skills": None,
+    "files": None,
+    "check": None,
+    "permissions": None,
     "judged": "answer_quality",
 }
 

@@ -41,6 +41,7 @@ class Outcome:
     cli: dict[str, Any] | None = None          # cli mode: exit code, signal, stderr, caps, scratch
     answer_withheld: str | None = None         # why the body must not be scored (e.g. cut at a cap)
     set_cookies: list[str] = field(default_factory=list)   # every Set-Cookie (headers keeps one)
+    agent: dict[str, Any] | None = None        # agent mode: the transcript's trajectory, the workdir's facts
 
     @property
     def retriable(self) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from ..core.errors import AssayError
 from ..core.runplan import RunPlan
 
-SUPPORTED_MODES = ("http", "function", "cli")
+SUPPORTED_MODES = ("http", "function", "cli", "agent")
 
 
 def check_adapter(adapter: Mapping[str, Any]) -> None:
@@ -22,7 +22,7 @@ def check_adapter(adapter: Mapping[str, Any]) -> None:
     inv = adapter.get("invocation") or {}
     mode = inv.get("mode") if isinstance(inv, Mapping) else None
     if mode not in SUPPORTED_MODES:
-        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli)", 3,
+        raise AssayError(f"pre-flight: invocation.mode {mode!r} is not supported (http, function, cli, agent)", 3,
                          key="invocation.mode", mode=mode)
     # The adapter crossed a step boundary inside the plan: check its shape before using it.
     from ..schemas import validate
@@ -39,6 +39,8 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
     if mode == "http":
         from ..invoke.http import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
+    elif mode == "agent":
+        inv_obj = _agent_invoker(plan, env, state, out, os.environ if environ is None else environ)
     elif mode == "cli":
         from ..invoke.function import app_root
         from ..invoke.cli import CliInvoker, scratch_area
@@ -63,13 +65,34 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
     return inv_obj
 
 
+def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path | None,
+                   environ: Mapping[str, str]):
+    """The agent invoker, and every case checked before the first runs: a fixture that is not there,
+    a skill nothing defines, a check program that is not found are each exit 3 naming the case."""
+    from ..invoke.agent import AgentInvoker, agent_case_problems, fixture_of, known_skills
+    from ..invoke.cli import scratch_area
+    from ..invoke.function import app_root
+    from ..score.tool_names import declared_tools
+    run_dir = out if out is not None else state / "reports" / plan.run_id
+    inv = AgentInvoker(plan.invocation, env, environ=environ, timeout_s=plan.execution["timeout_s"],
+                       app_root=app_root(plan.adapter, state), state_dir=state,
+                       area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ),
+                       declared=declared_tools(plan.adapter))
+    cases = list(plan.cases)
+    skills = known_skills(inv.spec, sorted({fixture_of(c, inv.spec) for c in cases}))
+    for case in cases:
+        for key, msg in agent_case_problems(case, inv.spec, skills, inv.base_env.get("PATH")):
+            raise AssayError(f"pre-flight: case {case.get('id')}: {key}: {msg}", 3, case_id=case.get("id"), key=key)
+    return inv
+
+
 def _not_called(*_args: Any, **_kwargs: Any) -> Any:
     raise RuntimeError("replay: the app's function is never called (answers come from the cache)")
 
 
 # ---------------------------------------------------------------- step 3: health
 def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = False) -> dict[str, Any]:
-    if getattr(invoker, "mode", None) == "cli":
+    if getattr(invoker, "mode", None) in ("cli", "agent"):
         return invoker.health(resume=resume)
     if getattr(invoker, "mode", None) != "http":
         return {"checked": False, "reason": "function mode: the entrypoint imported"}

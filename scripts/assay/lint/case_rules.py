@@ -21,7 +21,7 @@ Report = Callable[[str, str], None]
 
 TURN_KEYS = ("user", "expect")
 RESERVED_TURN_KEYS = ("assistant", "simulate")
-INPUT_KEYS = ("messages", "session", "turns", "every_turn", "simulated_user")
+INPUT_KEYS = ("messages", "session", "turns", "every_turn", "simulated_user", "fixture")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
 MACHINE_REVIEWER = re.compile(

@@ -105,7 +105,7 @@ def _source_of(suite: dict[str, Any]):
 
 
 def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter: dict[str, Any] | None = None,
-               manifest: dict[str, Any] | None = None, strict: bool = False) -> dict[str, Any]:
+               manifest: dict[str, Any] | None = None, strict: bool = False, app_root: Any = None) -> dict[str, Any]:
     cases: list[dict[str, Any]] = suite["cases"]
     source_of = _source_of(suite)
     for i, case in enumerate(cases):
@@ -137,6 +137,8 @@ def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter:
     if adapter is not None:
         check_adapter(cases, adapter, source_of, report)
         check_tool_names(cases, adapter, source_of, report)
+        from .agent_rules import check_agent_cases
+        check_agent_cases(cases, adapter, app_root, source_of, report)
     if manifest is not None:
         check_manifest(cases, manifest, report)
     errors, warns = findings.counts()

@@ -18,7 +18,7 @@ from ..core.suggest import did_you_mean
 Report = Callable[[str, str], None]
 
 EXPECT_KEYS = ("http", "route", "route_acceptable", "clarify_ok", "tools", "args", "result", "authz",
-               "answer", "format", "state", "exit_code")
+               "answer", "format", "state", "exit_code", "skills", "files", "check", "permissions")
 ORDER_MODES = ("in_order", "exact", "any_order")
 CALL_SCOPES = ("any", "all", "first")
 TOOLS_KEYS = ("subset", "order", "order_mode", "forbidden")
@@ -114,6 +114,8 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
         _check_answer(expect["answer"], f"{where}.answer", report, user_text)
     if "format" in expect:
         _check_format(expect["format"], f"{where}.format", report)
+    from .agent_rules import check_agent_expect
+    check_agent_expect(expect, where, report)
     if "state" in expect:
         report("reserved_expectation", f"{where}.state is reserved: nothing scores it, so it cannot fail")
 

@@ -15,7 +15,7 @@ from ..core.vocab import matrix_enabled
 
 # Layers a runner verdict can come from, in report order.
 SCORED_LAYERS: tuple[str, ...] = ("routing", "trajectory", "tool_selection", "answer", "execution", "authz",
-                                  "judged")
+                                  "skills", "files", "check", "permissions", "judged")
 UNSCORED_LAYERS: tuple[str, ...] = ("http", "rules", "state")
 
 
@@ -72,6 +72,12 @@ def layers_in_expect(expect: Any) -> list[str]:
         out.append("judged")
     if "state" in expect and is_given(expect.get("state")):
         out.append("state")
+    for layer in ("skills", "files", "check"):
+        if isinstance(expect.get(layer), dict) and is_given(expect[layer]):
+            out.append(layer)
+    perms = expect.get("permissions")
+    if isinstance(perms, dict) and isinstance(perms.get("max_denied"), int) and not isinstance(perms["max_denied"], bool):
+        out.append("permissions")
     return out
 
 

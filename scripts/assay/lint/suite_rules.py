@@ -182,8 +182,8 @@ def check_tool_names(cases: list[dict[str, Any]], adapter: dict[str, Any], sourc
             if not declared:
                 unchecked.append((case.get("id"), where, name))
                 continue
-            if name in declared:
-                continue
+            if name in declared or (name.endswith(")") and name.split("(", 1)[0] in declared):
+                continue   # a permission-style rule, Bash(rm -rf *), names its tool before the parenthesis
             close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             report("unknown_tool", f"{where} names {name!r}, which is not in the adapter's tools "

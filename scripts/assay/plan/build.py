@@ -55,6 +55,7 @@ class PlanOptions:
     manifest_extra: dict[str, Any] | None = None
     allow_invalid: bool = False
     now: datetime | None = None
+    arm: str | None = None                # --arm: the adapter's arm this run is planned under
 
 
 @dataclass
@@ -301,6 +302,8 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
             notes.append(note)
             warnings.append(note)
     judge_file = state / JUDGE_CALIBRATION
+    from .arms import apply_arm
+    adapter, arm = apply_arm(converted["adapter"], o.arm)
     plan: dict[str, Any] = {
         "plan_version": 1,
         "run_id": o.run_id or new_run_id(mode.name, o.now),
@@ -314,12 +317,14 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
             "holdout_ledger": HOLDOUT_LEDGER if split == "holdout" else None,
             "judge_calibration": JUDGE_CALIBRATION if judge_file.is_file() else None,
         },
-        "adapter": converted["adapter"],
+        "adapter": adapter,
         "capability_matrix": matrix,
         "cases": cases,
         "scoring": {"oos_route": oos_route_of(o, converted), "id_pattern": id_pattern_of(converted)},
         "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
     }
+    if arm is not None:
+        plan["manifest_extra"]["arm"] = arm
     plan["judge"] = judge_block_of(converted, cases, mode, o, notes)
     plan["simulator"] = _simulator_block(converted, cases, notes)
     from ..judge.binding import provisional_again

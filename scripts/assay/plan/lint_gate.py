@@ -50,8 +50,13 @@ def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid:
     suite = {"cases": converted["cases"], "sources": converted.get("sources") or {},
              "unnamed_sources": converted.get("unnamed_sources") or [], "scoring": converted.get("scoring"),
              "rubrics": converted.get("rubrics"), "label": "converted suite"}
-    out = lint_suite(suite, matrix=converted.get("capability_matrix"), adapter=converted.get("adapter"),
-                     manifest=converted.get("manifest"))
+    adapter = converted.get("adapter")
+    root = None
+    if isinstance(adapter, dict):
+        from ..invoke.function import app_root
+        root = app_root(adapter, state_dir)
+    out = lint_suite(suite, matrix=converted.get("capability_matrix"), adapter=adapter,
+                     manifest=converted.get("manifest"), app_root=root)
     errors = [f for f in out["findings"] if f["severity"] == ERROR]
     record = {"errors": out["error_count"], "warnings": out["warn_count"], "allow_invalid": bool(allow_invalid),
               "error_codes": sorted({f["code"] for f in errors})}

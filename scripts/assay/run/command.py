@@ -136,7 +136,7 @@ def run(args, environ=None) -> tuple[int, Any]:
                 # A shard run names the whole plan's hash (the merge checks it) and never writes the
                 # holdout ledger: the merge appends the one line for the merged run id.
                 setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
-            if setup.invoker.mode == "cli":
+            if setup.invoker.mode in ("cli", "agent"):
                 from ..invoke.cli import stop_on_signals
                 restore_signals = stop_on_signals(setup.invoker)
             if replay is not None and not replay.calls_app:   # the app is never called, not even once

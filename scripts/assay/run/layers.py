@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..core import hostile
-from ..core.vocab import (ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, UNSCORABLE, UNSCORED,
+from ..core.vocab import (AGENT_LAYERS, ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, UNSCORABLE, UNSCORED,
                           matrix_enabled)
 from ..invoke import templates
 from ..traces.collect import COMPLETE, NOT_COLLECTED
@@ -45,6 +45,7 @@ class RepeatEvidence:
     trace_status: str
     trajectory: dict | None
     trace_reason: str | None = None
+    workdir: dict | None = None     # agent mode: the workdir's facts after the run (invoke.workdir)
 
 
 def applicable(expect: Mapping[str, Any], ctx: ScoreContext) -> dict[str, bool]:
@@ -63,6 +64,10 @@ def applicable(expect: Mapping[str, Any], ctx: ScoreContext) -> dict[str, bool]:
         "rules": bool(answer.get("rules")),
         "state": bool(expect.get("state")),
         "judged": bool(answer.get("rubric")),
+        "skills": bool(expect.get("skills")),
+        "files": bool(expect.get("files")),
+        "check": bool(expect.get("check")),
+        "permissions": bool(expect.get("permissions")) or ctx.invocation.get("mode") == "agent",
     }
 
 
@@ -185,7 +190,7 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
     if not enabled:
         return {"verdict": UNSCORABLE, "blocked_by": blocked_by}
     sc = ctx.scoring
-    if layer == "http" and ctx.invocation.get("mode") == "cli":
+    if layer == "http" and ctx.invocation.get("mode") in ("cli", "agent"):
         # cli: the status is the exit code; expected 0 unless the case sets expect.exit_code
         exp = expect.get("exit_code") if isinstance(expect.get("exit_code"), int) else 0
         return {"verdict": "pass" if ev.status == exp else "fail", "expected_exit_code": exp,
@@ -214,7 +219,7 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
                 layer["reason"] += f" (the trace's {how})"
         return _with_response_path(layer, ctx.invocation, ev, observed_from)
     if layer in ("trajectory", "tool_selection", "loops"):
-        http_failed = ctx.invocation.get("mode") != "cli" and not http_status_ok(expect, ev)[1]
+        http_failed = ctx.invocation.get("mode") not in ("cli", "agent") and not http_status_ok(expect, ev)[1]
         missing = _trace_input(ctx, ev, http_failed)
         if missing is not None:
             return missing
@@ -253,6 +258,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         return _guard(lambda: score_authz(traj, expect, answer=ev.answer, response_json=ev.response_json,
                                           id_pattern=sc.get("id_pattern"), http_status=ev.status,
                                           regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0)))
+    if layer in AGENT_LAYERS:
+        return _agent_layer(layer, expect, ctx, ev)
     if layer == "rules":
         return {"verdict": UNSCORED, "reason": RULES_REASON}
     if layer == "state":
@@ -260,6 +267,25 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
     if layer == "judged":
         return {"verdict": UNSCORED, "reason": ctx.judged_reason(case)}
     raise KeyError(layer)  # pragma: no cover
+
+
+def _agent_layer(layer: str, expect: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence) -> dict:
+    """skills / permissions from the transcript; files / check from the workdir measured after the run.
+    Not measured (another invocation mode, no transcript) is `unscored`, never a pass."""
+    from ..score import agent
+    if ctx.invocation.get("mode") != "agent":
+        return {"verdict": UNSCORED, "reason": f"expect.{layer} is measured only for invocation.mode agent "
+                f"(this run's mode is {ctx.invocation.get('mode')!r})"}
+    if layer in ("files", "check"):
+        if not isinstance(ev.workdir, Mapping) or layer not in ev.workdir:
+            return {"verdict": UNSCORED, "reason": "the workdir was not measured after the agent"}
+        scorer = agent.score_files if layer == "files" else agent.score_check
+        return _guard(lambda: scorer(ev.workdir, expect))
+    missing = _trace_input(ctx, ev)
+    if missing is not None:
+        return missing
+    scorer = agent.score_skills if layer == "skills" else agent.score_permissions
+    return _guard(lambda: scorer(ev.trajectory, expect))
 
 
 def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence) -> tuple[dict, dict | None]:
@@ -288,7 +314,7 @@ def skipped_layers(reason: str) -> dict:
 # first time on a case worker: an import that fails half-way on one thread (EMFILE while reading a
 # module file) leaves the others a partially initialized module ("cannot import name ...", exit 1).
 # The engine imports them on its own thread before the first worker starts.
-_LAZY_SCORERS = ("base", "routing", "trajectory", "tool_args", "loops", "answer", "execution", "authz",
+_LAZY_SCORERS = ("agent", "base", "routing", "trajectory", "tool_args", "loops", "answer", "execution", "authz",
                  "tool_names")
 
 

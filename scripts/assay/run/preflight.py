@@ -163,7 +163,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     if inv.get("mode") == "http":
         invocation["url"] = str(inv.get("base_url") or "").rstrip("/") + str(inv.get("endpoint") or "").split(None, 1)[-1]
         invocation["endpoint"] = inv.get("endpoint")
-    elif inv.get("mode") == "cli":
+    elif inv.get("mode") in ("cli", "agent"):
         invocation.update(setup.invoker.manifest())
     else:
         invocation["entrypoint"] = inv.get("entrypoint")
@@ -245,7 +245,10 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     replaying = replay is not None and not replay.calls_app   # every answer from the cache
     invoker = build_invoker(plan, env, state, out=out, environ=environ, replaying=replaying)
     conv = None
-    if plan.invocation.get("conversation") is not None:   # the conversation code: only for an adapter with one
+    if plan.invocation.get("mode") == "agent":   # a conversation continues the first turn's session
+        from ..invoke.conversation import ConversationConfig
+        conv = ConversationConfig("server-id", {"body": "session_id"}, 0.0, "session")
+    elif plan.invocation.get("conversation") is not None:   # the conversation code: only for an adapter with one
         from ..invoke.conversation import conversation_config
         conv = conversation_config(plan.invocation,
                                    getattr(invoker, "conversation_template", getattr(invoker, "body_recorded", None)))

@@ -24,7 +24,7 @@ def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool
         env = secrets.resolve(judge_names, environ, env_sources(plan))
         env.update({n: environ[n] for n in sorted(names - judge_names) if environ.get(n)})
     inv = adapter.get("invocation") or {}
-    if inv.get("mode") == "cli":  # allowlisted values are the child's secrets too: redacted like ${VAR}s
+    if inv.get("mode") in ("cli", "agent"):  # allowlisted values are the child's secrets too: redacted like ${VAR}s
         from ..invoke.cli import allowlisted_secrets
         env.update(allowlisted_secrets(inv, environ))
     env.update(judge_allowlisted_secrets(plan, environ))

@@ -109,7 +109,8 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
     def collect() -> Any:
         return collect_case_trace(w.trace, {"sent_trace_id": sent_trace_id,
                                             "sent_traceparent": trace_headers.get("traceparent"),
-                                            "response_json": final.body_json, "function_trace_id": final.trace_id})
+                                            "response_json": final.body_json, "function_trace_id": final.trace_id,
+                                            "agent": final.agent})
     if getattr(final, "_replay", None) is None:   # no --record / --replay: the trace source's
         got = collect()
     else:   # --replay: the recorded trace (the shim was loaded with the run's replay session at pre-flight)
@@ -117,7 +118,8 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
         got = trace_through(final, collect)
     trace_status, trajectory, raw, trace_reason = got
     ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
-                        trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason)
+                        trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason,
+                        workdir=(final.agent or {}).get("workdir"))
     layers, actual = score_repeat(case, w.score_ctx, ev)
     return {"answer_text": scrub(answer) if answer is not None else None, "actual": actual,
             "actual_reason": "the execution layer did not run (not applicable or disabled)",

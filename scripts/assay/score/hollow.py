@@ -35,6 +35,10 @@ ADAPTER_KEY_OF_LAYER: dict[str, str] = {
     "execution": "result_from_response (or result_from_tool, result_pattern)",
     "authz": "traces and response_body (the tool calls and answer it reads)",
     "judged": "the judge configuration (judge/judge.yaml) and the rubric pins",
+    "skills": "invocation.mode agent (the transcript's Skill calls)",
+    "files": "invocation.mode agent with invocation.agent.workdir",
+    "check": "invocation.mode agent with invocation.agent.workdir",
+    "permissions": "invocation.mode agent (the transcript's permission_denials)",
 }
 
 # Layers this build never scores by design (the reason says so); asserting them is not a

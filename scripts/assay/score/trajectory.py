@@ -14,6 +14,7 @@ no expected list). A malformed block raises ScorerInputError.
 
 from __future__ import annotations
 
+import fnmatch
 from collections import Counter
 from typing import Any
 
@@ -38,6 +39,20 @@ def _names(tools: dict, key: str) -> list[str] | None:
 def _is_subsequence(needle: list[str], hay: list[str]) -> bool:
     it = iter(hay)
     return all(any(n == h for h in it) for n in needle)
+
+
+def rule_matches(rule: str, call: dict) -> bool:
+    """A tool name, or a permission-style rule `Tool(pattern)`: the call is that tool and its command
+    (Bash's `command`; else its first string argument) matches the glob, e.g. `Bash(rm -rf *)`."""
+    if not (rule.endswith(")") and "(" in rule):
+        return call.get("name") == rule
+    tool, _, pattern = rule[:-1].partition("(")
+    if call.get("name") != tool:
+        return False
+    args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
+    text = args.get("command") if isinstance(args.get("command"), str) else next(
+        (v for v in args.values() if isinstance(v, str)), None)
+    return text is not None and fnmatch.fnmatchcase(text.strip(), pattern.replace(":*", " *").strip())
 
 
 def tool_names(trajectory: dict | None) -> list[str]:
@@ -87,7 +102,7 @@ def score_trajectory(trajectory: dict, expect: dict, *, fail_on_errored_calls: b
 
     violations = []
     for name in dict.fromkeys(forbidden or []):
-        n = called.count(name)
+        n = sum(1 for c in calls if rule_matches(name, c))
         if n:
             violations.append({"tool": name, "calls": n})
             failures.append(f"forbidden tool {name!r} was called {n} time(s)")

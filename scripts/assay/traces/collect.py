@@ -27,6 +27,7 @@ COMPLETE = "complete"
 INCOMPLETE = "incomplete"
 MISSING = "missing"
 NOT_COLLECTED = "not_collected"
+TRANSCRIPT = "transcript"     # an agent's stream-json transcript, read by the invoker (agent mode)
 
 
 @dataclass
@@ -55,8 +56,12 @@ class TraceConfig:
 
 
 def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, str]) -> TraceConfig:
-    """Decide whether this run collects traces. An unsupported store is exit 3 naming it."""
+    """Decide whether this run collects traces. An unsupported store is exit 3 naming it. An agent's
+    transcript is its trace (`assay.traces.claude_code`): an agent run always collects one."""
     from ..core.secrets import expand_deep
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
+    if inv.get("mode") == "agent":
+        return TraceConfig(True, None, source=TRANSCRIPT, convention="claude-code", correlation="session_id")
     tr = adapter.get("traces") if isinstance(adapter.get("traces"), Mapping) else {}
     source = tr.get("source")
     resolved = dict(adapter)
@@ -135,6 +140,15 @@ def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> C
     hangs from: knowing it lets a trace whose own root has not arrived yet read as incomplete.
     """
     corr = config.correlation
+    if config.source == TRANSCRIPT:
+        got = request_ctx.get("agent")
+        if not isinstance(got, Mapping):
+            return CaseTrace(MISSING, None, None, "the agent wrote no transcript", None, corr)
+        traj = got.get("trajectory")
+        sid = traj.get("session_id") if isinstance(traj, Mapping) else None
+        if got.get("status") != "ok" or traj is None:
+            return CaseTrace(INCOMPLETE, None, None, got.get("reason") or "transcript incomplete", sid, corr)
+        return CaseTrace(COMPLETE, traj, got.get("events"), None, sid, corr)
     if not config.collected:
         return CaseTrace(NOT_COLLECTED, None, None, config.reason, None, corr)
     trace_id = request_ctx.get("function_trace_id") or request_ctx.get("sent_trace_id")

@@ -1,0 +1,143 @@
+"""An agent case's workdir: the fresh copy of the fixture it runs in, and what is measured there
+after the agent (`expect.files`, `expect.check`, the diff against the fixture).
+
+Measurement only: the facts go on the attempt's outcome and `assay.score.agent` decides the
+verdicts from them. Nothing here follows a symlink out of the workdir: a path is read only when
+it resolves inside it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core import writer
+
+DIFF_CAP = 2000                 # changed paths listed at most
+CHECK_OUTPUT_CAP = 8000         # characters of the check's output kept (its tail)
+CHECK_TIMEOUT_S = 300.0
+SKIP_DIRS = (".git",)
+
+
+def copy_fixture(source: Path, dest: Path) -> None:
+    """A fresh copy of the fixture (symlinks copied as links, never followed out of it)."""
+    shutil.copytree(source, dest, symlinks=True)
+
+
+def _files(root: Path) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        for name in filenames:
+            full = Path(dirpath) / name
+            out[full.relative_to(root).as_posix()] = full
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.is_symlink() or b.is_symlink():
+            return a.is_symlink() and b.is_symlink() and os.readlink(a) == os.readlink(b)
+        sa, sb = a.stat(), b.stat()
+        if sa.st_size != sb.st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                ca, cb = fa.read(1 << 16), fb.read(1 << 16)
+                if ca != cb:
+                    return False
+                if not ca:
+                    return True
+    except OSError:
+        return False
+
+
+def diff(fixture: Path, work: Path) -> dict[str, list[str]]:
+    """{added, removed, modified}: paths relative to the workdir (`.git` left out), sorted, capped."""
+    before, after = _files(fixture), _files(work)
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    modified = sorted(p for p in set(before) & set(after) if not _same(before[p], after[p]))
+    out = {"added": added[:DIFF_CAP], "removed": removed[:DIFF_CAP], "modified": modified[:DIFF_CAP]}
+    if max(len(added), len(removed), len(modified)) > DIFF_CAP:
+        out["truncated"] = True
+    return out
+
+
+def _inside(work: Path, rel: str) -> Path | None:
+    target = (work / rel)
+    try:
+        target.resolve().relative_to(work.resolve())
+    except (ValueError, OSError):
+        return None
+    return target
+
+
+def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: Mapping[str, list[str]]) -> dict:
+    """What `expect.files` asks about, measured: each path's presence, each text's presence, the
+    changed paths under each `unchanged` glob."""
+    out: dict[str, Any] = {}
+    for key in ("exists", "absent"):
+        paths = spec.get(key)
+        if isinstance(paths, list):
+            out[key] = {p: bool((t := _inside(work, p)) is not None and (t.exists() or t.is_symlink()))
+                        for p in paths if isinstance(p, str)}
+    contains = spec.get("contains")
+    if isinstance(contains, Mapping):
+        got: dict[str, Any] = {}
+        for rel, texts in contains.items():
+            target = _inside(work, str(rel))
+            wanted = texts if isinstance(texts, list) else [texts]
+            if target is None or not target.is_file():
+                got[rel] = {"file": False, "missing": [t for t in wanted if isinstance(t, str)]}
+                continue
+            body = target.read_bytes().decode("utf-8", errors="replace")
+            got[rel] = {"file": True, "missing": [t for t in wanted if isinstance(t, str) and t not in body]}
+        out["contains"] = got
+    globs = spec.get("unchanged")
+    if isinstance(globs, list):
+        touched = list(changes.get("added", [])) + list(changes.get("removed", [])) + list(changes.get("modified", []))
+        out["unchanged"] = {g: sorted(p for p in touched if fnmatch.fnmatchcase(p, g)) for g in globs
+                            if isinstance(g, str)}
+    return out
+
+
+def check_argv(spec: Mapping[str, Any]) -> list[str]:
+    """`expect.check.command` as argv: a list as given, a string split like a shell would (no shell runs)."""
+    cmd = spec.get("command")
+    if isinstance(cmd, str):
+        return shlex.split(cmd)
+    return [str(a) for a in cmd] if isinstance(cmd, list) else []
+
+
+def resolve_program(prog: str, work: Path, path_env: str | None) -> str | None:
+    """The check's program: a path with a slash is relative to the workdir; else looked up on PATH."""
+    if "/" in prog:
+        p = Path(prog) if os.path.isabs(prog) else work / prog
+        return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+    return shutil.which(prog, path=path_env if path_env is not None else os.defpath)
+
+
+def run_check(spec: Mapping[str, Any], work: Path, env: Mapping[str, str], registry: Any = None) -> dict:
+    """Run `expect.check` in the workdir (its own process group, a deadline): exit code and output tail."""
+    from .procgroup import run_in_session
+    argv = check_argv(spec)
+    timeout = spec.get("timeout_s") if isinstance(spec.get("timeout_s"), (int, float)) else CHECK_TIMEOUT_S
+    found = resolve_program(argv[0], work, env.get("PATH")) if argv else None
+    if found is None:
+        return {"ran": False, "command": argv, "error": f"the check's program {argv[:1]} is not found (on the "
+                "child's PATH, or relative to the workdir)"}
+    r = run_in_session([found] + argv[1:], env=dict(env), cwd=str(work), stdin_bytes=None,
+                       timeout_s=float(timeout), registry=registry)
+    text = (r.stdout + (b"\n" if r.stdout and r.stderr else b"") + r.stderr).decode("utf-8", errors="replace")
+    out = {"ran": r.spawn_error is None, "command": argv, "exit_code": r.returncode, "timed_out": r.timed_out,
+           "duration_ms": r.latency_ms, "output": writer.clip(text, CHECK_OUTPUT_CAP, tail=True)}
+    if r.spawn_error:
+        out["error"] = f"the check could not start: {r.spawn_error}"
+    elif r.timed_out:
+        out["error"] = f"the check did not finish within {float(timeout):g} s (its process group was killed)"
+    return out

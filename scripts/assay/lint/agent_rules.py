@@ -1,0 +1,99 @@
+"""Shape rules for the agent expectations (`expect.skills`, `files`, `check`, `permissions`) and the
+agent case's checks against the adapter (a typo'd skill, a fixture that is not there, a check
+program not found): the latter ask `assay.invoke.agent.agent_case_problems`, the pre-flight's own
+function, so the linter and the run say the same thing."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.suggest import did_you_mean
+
+Report = Callable[..., None]
+
+SKILLS_KEYS = ("must_trigger", "must_not_trigger")
+FILES_KEYS = ("exists", "absent", "contains", "unchanged")
+CHECK_KEYS = ("command", "exit_code", "timeout_s")
+PERMISSIONS_KEYS = ("max_denied",)
+
+
+def _keys(block: dict, allowed: tuple[str, ...], where: str, report: Report) -> None:
+    for key in sorted(set(block) - set(allowed)):
+        report("bad_expect_shape", f"{where}.{key} is not a key of {where}{did_you_mean(key, allowed)}; "
+               f"allowed: {', '.join(allowed)}")
+
+
+def _names(value: Any, where: str, report: Report) -> None:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        report("bad_expect_shape", f"{where} must be a non-empty list of names or paths")
+
+
+def check_agent_expect(expect: dict, where: str, report: Report) -> None:
+    skills = expect.get("skills")
+    if "skills" in expect:
+        if not isinstance(skills, dict) or not skills:
+            report("bad_expect_shape", f"{where}.skills must be {{must_trigger: [..], must_not_trigger: [..]}}")
+        else:
+            _keys(skills, SKILLS_KEYS, f"{where}.skills", report)
+            for key in SKILLS_KEYS:
+                if key in skills:
+                    _names(skills[key], f"{where}.skills.{key}", report)
+    files = expect.get("files")
+    if "files" in expect:
+        if not isinstance(files, dict) or not files:
+            report("bad_expect_shape", f"{where}.files must be a mapping: exists, absent, contains, unchanged")
+        else:
+            _keys(files, FILES_KEYS, f"{where}.files", report)
+            for key in ("exists", "absent", "unchanged"):
+                if key in files:
+                    _names(files[key], f"{where}.files.{key}", report)
+            contains = files.get("contains")
+            if "contains" in files and not (isinstance(contains, dict) and contains and all(
+                    isinstance(v, list) and v and all(isinstance(t, str) and t for t in v) for v in contains.values())):
+                report("bad_expect_shape", f"{where}.files.contains must map a path to a list of texts: "
+                       "{src/app.py: [\"def main\"]}")
+    check = expect.get("check")
+    if "check" in expect:
+        cmd = check.get("command") if isinstance(check, dict) else None
+        if not isinstance(check, dict) or not (
+                (isinstance(cmd, str) and cmd.strip()) or
+                (isinstance(cmd, list) and cmd and all(isinstance(a, str) and a for a in cmd))):
+            report("bad_expect_shape", f"{where}.check must be {{command: \"pytest -q\" or [argv], exit_code?: 0}}")
+        else:
+            _keys(check, CHECK_KEYS, f"{where}.check", report)
+            code = check.get("exit_code", 0)
+            if not isinstance(code, int) or isinstance(code, bool):
+                report("bad_expect_shape", f"{where}.check.exit_code must be an integer")
+    perms = expect.get("permissions")
+    if "permissions" in expect:
+        limit = perms.get("max_denied") if isinstance(perms, dict) else None
+        if not isinstance(perms, dict) or not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            report("bad_expect_shape", f"{where}.permissions must be {{max_denied: <integer >= 0>}}")
+        else:
+            _keys(perms, PERMISSIONS_KEYS, f"{where}.permissions", report)
+
+
+def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_root: Any,
+                      source_of: Callable[[int], str | None], report: Report) -> None:
+    """--adapter with invocation.mode agent: each case's fixture, skills and check program exist
+    (the pre-flight's own checks, so a newcomer's typo is named before any case runs)."""
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), dict) else {}
+    if inv.get("mode") != "agent" or app_root is None:
+        return
+    from pathlib import Path
+    from ..core.errors import AssayError
+    from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of, known_skills
+    try:
+        spec = AgentSpec(inv.get("agent"), Path(app_root))
+    except AssayError as exc:
+        report("bad_agent_case", exc.message.replace("pre-flight: ", "adapter: "))
+        return
+    import os
+    fixtures = sorted({fixture_of(c, spec) for c in cases if isinstance(c, dict)})
+    skills = known_skills(spec, [f for f in fixtures if f.is_dir()])
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            continue
+        for key, msg in agent_case_problems(case, spec, skills, os.environ.get("PATH")):
+            code = {"input.fixture": "missing_fixture", "expect.check.command": "check_not_found"}.get(key, "unknown_skill")
+            report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)

@@ -1,0 +1,108 @@
+"""The agent layers: `skills`, `files`, `check`, `permissions` (wave 4 §4). Pure.
+
+Inputs are what the run measured: the transcript's trajectory (its `skills`, the skills the
+agent invoked through the `Skill` tool, and its `permission_denials`) and the workdir's facts
+after the agent (`assay.invoke.workdir`: `files`, `check`). A fact that was not measured is never
+a pass: the caller records `unscored` before asking these.
+
+- skills: `expect.skills.must_trigger` (each invoked at least once) and `must_not_trigger`
+  (none invoked). A name without `:` also matches a plugin's `<plugin>:<name>`.
+- files: `exists`, `absent` (paths), `contains` ({path: [text]}: the file holds each text),
+  `unchanged` ([glob]: no path matching it was added, removed or modified).
+- check: the command's exit code equals `expect.check.exit_code` (default 0); its output tail is
+  kept on the layer.
+- permissions: at most `expect.permissions.max_denied` calls denied (default 0). An agent case
+  that does not assert it still fails on a denial (the default), but never passes on its absence.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core.vocab import NA
+from .base import FAIL, PASS, ScorerInputError
+
+
+def _names(block: Mapping[str, Any], key: str) -> list[str]:
+    value = block.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ScorerInputError(f"expect.skills.{key} must be a list of skill names, got {value!r}")
+    return value
+
+
+def skill_matches(wanted: str, invoked: str) -> bool:
+    return invoked == wanted or (":" not in wanted and invoked.rsplit(":", 1)[-1] == wanted)
+
+
+def score_skills(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
+    block = expect.get("skills")
+    if not isinstance(block, Mapping) or not block:
+        raise ScorerInputError(f"expect.skills must be a mapping with must_trigger / must_not_trigger, got {block!r}")
+    invoked = [s for s in trajectory.get("skills") or [] if isinstance(s, str)]
+    must, must_not = _names(block, "must_trigger"), _names(block, "must_not_trigger")
+    missing = [w for w in must if not any(skill_matches(w, s) for s in invoked)]
+    wrong = [w for w in must_not if any(skill_matches(w, s) for s in invoked)]
+    failures = ([f"skill(s) not triggered: {missing}"] if missing else []) + \
+               ([f"skill(s) triggered that must not be: {wrong}"] if wrong else [])
+    return {"verdict": FAIL if failures else PASS, "invoked": invoked, "missing": missing, "unwanted": wrong,
+            "failures": failures, "reason": "; ".join(failures) or None}
+
+
+def score_files(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
+    spec = expect.get("files")
+    facts = measured.get("files")
+    if not isinstance(spec, Mapping) or not spec:
+        raise ScorerInputError(f"expect.files must be a mapping (exists, absent, contains, unchanged), got {spec!r}")
+    if not isinstance(facts, Mapping):
+        raise ScorerInputError("the workdir was not measured for expect.files")
+    failures: list[str] = []
+    for path, there in (facts.get("exists") or {}).items():
+        if not there:
+            failures.append(f"{path} does not exist")
+    for path, there in (facts.get("absent") or {}).items():
+        if there:
+            failures.append(f"{path} exists (it must be absent)")
+    for path, got in (facts.get("contains") or {}).items():
+        if not got.get("file"):
+            failures.append(f"{path} is not a file in the workdir")
+        elif got.get("missing"):
+            failures.append(f"{path} does not contain {got['missing']}")
+    for glob, changed in (facts.get("unchanged") or {}).items():
+        if changed:
+            failures.append(f"{glob} changed: {changed[:10]}")
+    return {"verdict": FAIL if failures else PASS, "failures": failures, "reason": "; ".join(failures) or None,
+            "diff": measured.get("diff")}
+
+
+def score_check(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
+    spec = expect.get("check")
+    got = measured.get("check")
+    if not isinstance(spec, Mapping):
+        raise ScorerInputError(f"expect.check must be a mapping {{command, exit_code?}}, got {spec!r}")
+    if not isinstance(got, Mapping):
+        raise ScorerInputError("the check was not run")
+    want = spec.get("exit_code", 0)
+    detail = {k: got.get(k) for k in ("command", "exit_code", "duration_ms", "output")}
+    if not got.get("ran") or got.get("timed_out") or got.get("exit_code") is None:
+        raise ScorerInputError(f"the check did not give an exit code: {got.get('error') or 'not run'}")
+    ok = got["exit_code"] == want
+    return {"verdict": PASS if ok else FAIL, "expected_exit_code": want, **detail,
+            "reason": None if ok else f"the check {got.get('command')} exited {got['exit_code']} (expected {want})"}
+
+
+def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
+    block = expect.get("permissions")
+    asserted = isinstance(block, Mapping) and "max_denied" in block
+    limit = block.get("max_denied") if asserted else 0
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ScorerInputError(f"expect.permissions.max_denied must be an integer >= 0, got {limit!r}")
+    denials = [d for d in trajectory.get("permission_denials") or [] if isinstance(d, Mapping)]
+    tools = [str(d.get("tool")) for d in denials]
+    detail = {"denied": len(denials), "max_denied": limit, "denied_tools": tools, "asserted": asserted}
+    if len(denials) > limit:
+        why = f"{len(denials)} call(s) denied ({', '.join(tools)}); at most {limit} allowed" + (
+            "" if asserted else " (the default in agent mode: set expect.permissions.max_denied to allow some)")
+        return {"verdict": FAIL, "reason": why, **detail}
+    if not asserted:
+        return {"verdict": NA, "reason": "no call denied (not asserted by the case)", **detail}
+    return {"verdict": PASS, "reason": None, **detail}

@@ -1,0 +1,209 @@
+"""Agent mode with the real pinned Claude Code CLI, its model played by the scripted Messages server
+(tests/messages_server.py): run_cases.py runs `claude -p ... --output-format stream-json --verbose`
+in a fresh copy of a fixture repo per case and repeat, with a plugin whose skill is triggered or
+not, a real stdio MCP server (tests/mcp_calc_server.py, the `mcp` package) whose tool is called with
+right and wrong arguments, a command the permission rules deny, a flaky model over k=3 (pass^k),
+a model call that fails (infra, named), a secret the agent prints (redacted), and a hang whose
+process group is killed. Skips, saying why, when the CLI is not installed (`make claude-cli`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_app import build_repo_and_plugin, processes_in
+from claude_cli import CLAUDE, unavailable
+from fakeapp import case, make_plan
+from helpers import run_script
+from messages_server import MessagesServer, api_error, text, tool
+from rundir_util import cases_view
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "agent"))
+from scripted import RoutedServer  # noqa: E402  (one scripted model per case, picked by its prompt)
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")]
+if sys.platform != "linux":  # pragma: no cover
+    pytestmark.append(pytest.mark.skip(reason="the agent invoker's process-group checks read /proc"))
+
+SECRET = "agent-cli-secret-31337"
+MCP_SERVER = Path(__file__).with_name("mcp_calc_server.py")
+
+
+def pwd_then_edit(new: str) -> list:
+    return [tool("Bash", {"command": "pwd"}),
+            tool("Edit", lambda ctx: {"file_path": ctx.last.strip() + "/calc.py", "old_string": "return a - b",
+                                      "new_string": new})]
+
+
+SCRIPTS = {
+    "fix": [tool("Skill", {"skill": "demo:fix-tests"}), *pwd_then_edit("return a + b"), text("Fixed.")],
+    "wrong": [*pwd_then_edit("return a * b"), text("Done.")],
+    "wrong2": [*pwd_then_edit("return a * b"), text("Done.")],
+    "deny": [tool("Bash", {"command": "git push origin main"}), text("Could not push.")],
+    "mcpok": [tool("mcp__calc__add", {"a": 2, "b": 3}), text("2 + 3 = 5")],
+    "mcpbad": [tool("mcp__calc__add", {"a": 2, "b": 4}), text("2 + 4 = 6")],
+    "secret": [tool("Bash", {"command": "printenv AGENT_SECRET"}), text("Printed it.")],
+    # the CLI retries a refused request; every try is refused
+    "apierr": [api_error(400, "invalid_request_error", "scripted: this request is refused")] * 10,
+    # k=3: the skill on repeats 1 and 3, not on 2 -> pass^3 fails
+    "flaky": [tool("Skill", {"skill": "demo:fix-tests"}), text("ok"), text("no skill this time"),
+              tool("Skill", {"skill": "demo:fix-tests"}), text("ok")],
+    # the model never answers: the CLI and its MCP server child wait until the deadline kills the group
+    "hang": [tool("Bash", lambda ctx: time.sleep(240) or {"command": "true"}), text("slept")],
+}
+
+FIX = {"skills": {"must_trigger": ["fix-tests"]}, "files": {"contains": {"calc.py": ["return a + b"]},
+       "unchanged": ["README.md"]}, "check": {"command": [sys.executable, "check_calc.py"]}}
+
+
+def build_app(root: Path) -> Path:
+    build_repo_and_plugin(root)
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": {"command": sys.executable,
+                                                                        "args": [str(MCP_SERVER)]}}}))
+    state = root / ".assay"
+    for sub in ("work", "reports"):
+        (state / sub).mkdir(parents=True)
+    return state
+
+
+def adapter(root: Path, **agent) -> dict:
+    block = {"kind": "claude-code", "workdir": "fixtures/repo", "plugin_dirs": ["plugin"], "mcp_config": "mcp.json",
+             "program": str(CLAUDE), "permission_mode": "acceptEdits",
+             "allowed_tools": ["Skill", "Read", "Bash(printenv *)", "Bash(sleep *)", "mcp__calc__add"],
+             "max_turns": 10, "timeout_s": 180,
+             "env": {"ANTHROPIC_BASE_URL": "${SCRIPTED_BASE_URL}", "ANTHROPIC_API_KEY": "${SCRIPTED_API_KEY}",
+                     "AGENT_SECRET": "${AGENT_SECRET}", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                     "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}}
+    block.update(agent)
+    return {"adapter_version": 1, "app": {"name": "agent", "repo": str(root)},
+            "invocation": {"mode": "agent", "agent": block, "env_allowlist": ["PATH"]},
+            "traces": {"source": "none"}, "environment": {"kind": "mocked", "safe_to_attack": True},
+            "data": {"may_contain_pii": False}}
+
+
+def go(state: Path, srv: MessagesServer, cases: list, run_id: str, tmp: Path, *, k: int = 1, ad: dict | None = None,
+       concurrency: int = 1):
+    ad = ad or adapter(state.parent)
+    ad["invocation"]["max_concurrency"] = concurrency
+    plan = make_plan(state, cases, run_id=run_id, k=k, adapter_doc=ad,
+                     execution={"max_attempts": 1, "backoff_s": []})
+    path = state / "work" / f"{run_id}.json"
+    path.write_text(json.dumps(plan))
+    out = state / "reports" / run_id
+    env = {"SCRIPTED_BASE_URL": srv.base_url, "SCRIPTED_API_KEY": srv.env()["ANTHROPIC_API_KEY"],
+           "AGENT_SECRET": SECRET, "ASSAY_SCRATCH_DIR": str(tmp / "scratch")}
+    r = run_script("run_cases", "--plan", path, "--out", out, "--progress", "never", env=env, timeout=900)
+    return r, out
+
+
+def verdict(out: Path, cid: str) -> dict:
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text())
+
+
+def c(cid: str, key: str, expect: dict) -> dict:
+    return case(cid, f"[k:{key}] do the task", expect=expect)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("claude-agent")
+    state = build_app(tmp / "app")
+    with RoutedServer([], routes={f"[k:{k}]": MessagesServer(list(v)) for k, v in SCRIPTS.items()}) as srv:
+        # three runs at once (each CLI mostly waits): the main suite 3 cases at a time, k=3 of a
+        # flaky model, and a hang under a short timeout
+        got: dict = {}
+        main_cases = [
+            c("r-fix", "fix", FIX), c("r-wrong", "wrong", FIX),
+            c("r-not-triggered", "wrong2", {"skills": {"must_not_trigger": ["fix-tests"]}}),
+            c("r-deny", "deny", {"tools": {"forbidden": ["Bash(git push *)"]}}),
+            c("r-mcp-right", "mcpok", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
+            c("r-mcp-wrong", "mcpbad", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
+            c("r-secret", "secret", {"answer": {"must_contain": ["Printed"]}}),
+            c("r-apierr", "apierr", {"answer": {"must_contain": ["x"]}})]
+        jobs = {"main": lambda: go(state, srv, main_cases, "smoke-20261204T220000Z", tmp, concurrency=3),
+                "flaky": lambda: go(state, srv, [c("r-flaky", "flaky", {"skills": {"must_trigger": ["fix-tests"]}})],
+                                    "smoke-20261204T220100Z", tmp, k=3),
+                "hang": lambda: go(state, srv, [c("r-hang", "hang", {"answer": {"must_contain": ["slept"]}})],
+                                   "smoke-20261204T220200Z", tmp, ad=adapter(state.parent, timeout_s=25))}
+        threads = [threading.Thread(target=lambda n=n, f=f: got.__setitem__(n, f())) for n, f in jobs.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        yield {**got, "state": state, "tmp": tmp, "srv": srv}
+
+
+def test_the_skill_triggered_and_the_right_edit_pass(runs):
+    r, out = runs["main"]
+    assert r.rc == 0, r.stdout + r.stderr
+    v = verdict(out, "r-fix")
+    assert v["verdict"] == "pass", json.dumps(v["layers"])[:2000]
+    assert any(s.endswith("fix-tests") for s in v["layers"]["skills"]["invoked"])
+    assert v["layers"]["files"]["diff"]["modified"] == ["calc.py"]
+
+
+def test_no_skill_and_a_wrong_edit_fail_where_they_should(runs):
+    _, out = runs["main"]
+    v = verdict(out, "r-wrong")
+    assert v["verdict"] == "fail"
+    assert {n for n in ("skills", "files", "check") if v["layers"][n]["verdict"] == "fail"} == {"skills", "files", "check"}
+    assert verdict(out, "r-not-triggered")["verdict"] == "pass"
+
+
+def test_a_denied_command_is_a_finding_and_fails(runs):
+    _, out = runs["main"]
+    v = verdict(out, "r-deny")
+    assert v["verdict"] == "fail"
+    assert v["layers"]["permissions"]["verdict"] == "fail" and v["layers"]["permissions"]["denied_tools"] == ["Bash"]
+    assert v["layers"]["trajectory"]["verdict"] == "fail"   # the forbidden rule saw the attempted call
+
+
+def test_the_mcp_servers_tool_called_with_right_and_wrong_arguments(runs):
+    _, out = runs["main"]
+    assert verdict(out, "r-mcp-right")["verdict"] == "pass"
+    v = verdict(out, "r-mcp-wrong")
+    assert v["verdict"] == "fail" and v["layers"]["tool_selection"]["verdict"] == "fail"
+    traj = json.loads((cases_view(out) / "r-mcp-right" / "trajectory.json").read_text())
+    call = [t for t in traj["tool_calls"] if t["name"] == "mcp__calc__add"][0]
+    assert call["mcp"] == {"server": "calc", "tool": "add"} and "5" in json.dumps(call["result"])
+    assert traj["mcp_servers"] == [{"name": "calc", "status": "connected"}]
+
+
+def test_a_failed_model_call_is_infra_and_named(runs):
+    _, out = runs["main"]
+    v = verdict(out, "r-apierr")
+    assert v["verdict"] == "infra_error", v
+    assert "model call failed" in v["infra_reason"] and "API Error: 400" in v["infra_reason"], v["infra_reason"]
+
+
+def test_the_secret_the_agent_printed_is_redacted_everywhere(runs):
+    _, out = runs["main"]
+    assert verdict(out, "r-secret")["verdict"] == "pass"
+    traj = (cases_view(out) / "r-secret" / "trajectory.json").read_text()
+    assert "printenv" in traj
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_flaky_model_over_k3_fails_pass_k(runs):
+    _, out = runs["flaky"]
+    v = verdict(out, "r-flaky")
+    assert v["verdict"] == "fail", v
+    assert sorted(rep["verdict"] for rep in v["repeats"]) == ["fail", "pass", "pass"]
+
+
+def test_a_hang_is_killed_with_its_process_group(runs):
+    tmp = runs["tmp"]
+    _, out = runs["hang"]
+    v = verdict(out, "r-hang")
+    assert v["verdict"] == "infra_error" and "process group was killed" in v["infra_reason"], v
+    deadline = time.time() + 30
+    while time.time() < deadline and processes_in(str(tmp / "scratch")):
+        time.sleep(0.5)
+    assert not processes_in(str(tmp / "scratch"))
