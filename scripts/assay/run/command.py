@@ -46,6 +46,10 @@ def add_arguments(parser) -> None:
                              "JOB_COMPLETION_INDEX (0-based, a Kubernetes Indexed Job's) else ASSAY_SHARD_INDEX "
                              "(1-based); --out <state>/reports/<run_id>.shard-<I> (the default with --shard); merge "
                              "the shards with merge_runs.py")
+    parser.add_argument("--publish", metavar="s3://BUCKET/PREFIX",
+                        help="after the run finished and passed its completeness check, upload the run dir to "
+                             "<prefix>/<run_id>/ (a shard: <prefix>/<run_id>/shard-<I>-of-<N>/), manifest.yaml last; "
+                             "needs pip install 'assay[s3]'; credentials and endpoint from the AWS variables")
     parser.add_argument("--record", action="store_true",
                         help="keep every exchange with the app (and its trace) and every judge call in <state>/cache/")
     parser.add_argument("--replay", nargs="?", const="cache", metavar="SOURCE",
@@ -68,6 +72,11 @@ def run(args, environ=None) -> tuple[int, Any]:
     from . import holdout_ledger, preflight, run_paths
     from ..invoke.preflight import health_check
     from .order import check_fail_fast
+    publish = getattr(args, "publish", None)
+    if publish:   # a bad URL or a missing extra is said before the first case, not after the last
+        from ..store.client import Store
+        from ..store.url import parse
+        Store(parse(publish, "--publish"))
     plan = preflight.load_plan(args.plan)
     if shard_index == "auto":
         from ..plan.shards import shard_from_env
@@ -155,8 +164,9 @@ def run(args, environ=None) -> tuple[int, Any]:
                 raise resource_error(exc, code=3, what="run_cases.py") from None
             raise
         # from here a full disk or no descriptor left stops the run: exit 5 (core.cli), --resume finishes it
-        return Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),
-                   fail_fast=fail_fast).execute()
+        execute = Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),
+                      fail_fast=fail_fast).execute
+        return published(execute, publish, out) if publish else execute()
     finally:
         if restore_signals is not None:
             restore_signals()
@@ -164,6 +174,20 @@ def run(args, environ=None) -> tuple[int, Any]:
             setup.invoker.close()
             setup.trace.close()
         lock.release()
+
+
+def published(execute, target: str, out: Path) -> tuple[int, Any]:
+    """Run, then --publish a run that finished (exit 0, 4, 5, 7: the merge names an abort; an
+    incomplete run, exit 6, stays local). The result (or the error) says where it went."""
+    from ..store.publish import FINISHED_CODES, publish_run
+    try:
+        code, result = execute()
+    except AssayError as err:
+        if err.code in FINISHED_CODES:
+            err.fields["published"] = publish_run(out, target)["published"]
+        raise
+    result["published"] = publish_run(out, target)["published"]
+    return code, result
 
 
 def _shard_arg(value: Any) -> int | str | None:
