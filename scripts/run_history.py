@@ -27,6 +27,9 @@ def build_parser():
     p.add_argument("state_dir", help="the app's state dir (holds reports/)")
     p.add_argument("-o", "--output", help="where to write history.json (default: STATE_DIR/reports/history.json)")
     p.add_argument("--html", help="also write the history page here (self-contained, no JavaScript)")
+    p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
+                   help="read the runs published there instead of STATE_DIR/reports/ (default $ASSAY_STORE): only "
+                        "results.json, manifest.yaml and the verdict files of each (pip install 'assay[s3]')")
     p.add_argument("--no-verify", action="store_true",
                    help="skip re-checking each run with the runner's --verify (faster; a tampered run then counts)")
     return p
@@ -44,7 +47,13 @@ def run(args):
     state = Path(args.state_dir)
     if not state.is_dir():
         raise AssayError(f"{state}: not a directory; pass the app's state dir (the one holding reports/)", 2)
-    doc = history(state, verify=not args.no_verify)
+    from assay.store.url import configured
+    store = configured(args.store)
+    if store is not None:
+        from assay.history.runs import history_from_store
+        doc = history_from_store(store, state)
+    else:
+        doc = history(state, verify=not args.no_verify)
     out = Path(args.output) if args.output else state / "reports" / "history.json"
     try:
         jsonio.atomic_write_json(out, doc)

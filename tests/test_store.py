@@ -77,7 +77,8 @@ def world(tmp_path_factory):
         merged = run_script("merge_runs", "--plan", plan_path, "--out", state / "reports" / RUN_ID,
                             f"s3://{BUCKET}/runs/{RUN_ID}/", env=server.env)
         yield {"server": server, "state": state, "plan_path": plan_path, "pods": outs, "whole": whole,
-               "merged": merged, "kept": kept, "env": server.env}
+               "merged": merged, "kept": kept, "env": server.env, "app_url": app.url,
+               "env_no_store": dict(server.env, ASSAY_STORE="")}
     finally:
         app.__exit__(None, None, None)
         server.stop()
@@ -186,3 +187,38 @@ def test_a_killed_publish_is_refused_then_retried(world):
     assert again.rc == 0 and again.json["published"] == f"s3://{BUCKET}/{prefix}", again.stdout
     r = merge_from(world, url)
     assert r.rc == 0 and r.json["status"] == "ok", r.stdout
+
+
+GREEN_ID = "regression-20261204T100000Z"
+
+
+def test_baseline_and_history_come_from_the_store(world, tmp_path):
+    state, env = world["state"], world["env"]
+    store = f"s3://{BUCKET}/runs"
+    # an earlier green run of the series, published from a machine whose disk is gone
+    green = make_plan(state, suite()[:4], adapter_doc=adapter(world["app_url"], max_concurrency=4), run_id=GREEN_ID,
+                      mode="regression", selecting_split="full")
+    r = run_runner("--plan", write_plan(state, green, "green.json"), "--out", state / "reports" / GREEN_ID,
+                   "--progress", "never", "--publish", store, env=env)
+    assert r.rc == 0 and r.json["published"] == f"{store}/{GREEN_ID}/", r.stdout
+    import shutil
+    shutil.rmtree(state / "reports" / GREEN_ID)
+    for run_id in (WHOLE_ID, RUN_ID):   # the unsharded and the merged run (both red: c-07)
+        assert run_script("publish_run", state / "reports" / run_id, store, env=env).rc == 0
+    candidate = state / "reports" / RUN_ID
+    # reports/ alone has no open-gate run of the series; the store has one, found and downloaded
+    r = run_script("compare_runs", "auto", candidate, "-o", tmp_path / "c.json", env=world["env_no_store"])
+    assert r.rc == 2 and "open gate" in r.json["error"], r.stdout
+    r = run_script("compare_runs", "auto", candidate, "-o", tmp_path / "c.json", "--store", store, env=env)
+    assert r.rc == 0 and r.json["base"] == GREEN_ID, r.stdout
+    assert (state / "reports" / GREEN_ID / "cases.jsonl").is_file()
+    r = run_script("compare_runs", "auto", candidate, "-o", tmp_path / "c2.json",
+                   env=dict(env, ASSAY_STORE=store))
+    assert r.rc == 0 and r.json["base"] == GREEN_ID, r.stdout
+    # history from the store: the three published runs, read without downloading them whole
+    r = run_script("run_history", tmp_path, "--store", store, "-o", tmp_path / "h.json", env=env)
+    assert r.rc == 0, r.stdout
+    doc = json.loads((tmp_path / "h.json").read_text())
+    assert doc["store"] == store + "/" and doc["runs_used"] == 3
+    assert [run["run_id"] for s in doc["series"] for run in s["runs"]] == [GREEN_ID, WHOLE_ID, RUN_ID]
+    assert "at publish" in doc["method"]["verified"]

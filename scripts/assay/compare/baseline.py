@@ -9,6 +9,11 @@ run_cases --baseline-verdicts). Runner contract §20.4.
    re-check included; budgets from profile.yaml as gate.py applies them). The suite hash is not
    part of the key: an edited case is what the comparison's `expectation_changed` is for.
 3. Else exit 2, saying why (no earlier run of the series; or each one's reason, newest first).
+
+With a store (`--store s3://bucket/prefix` where the command has it, else $ASSAY_STORE), step 2
+looks there instead of reports/ (`newest_open_in_store`): one listing, each candidate's
+results.json, and only the chosen run downloaded whole, into reports/<run-id> (a run already
+there is used as it is).
 """
 
 from __future__ import annotations
@@ -97,7 +102,50 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
                      series=dict(zip(SERIES_KEYS, key)))
 
 
-def resolve_baseline(spec: str, candidate_dir: Path) -> Path:
+def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
+                         is_open: Callable[[Path], tuple[bool, str | None]] = gate_open) -> Path:
+    """`newest_open` over the runs of a store (a StoreURL): the same choice and reasons."""
+    from ..store.runs import StoreRuns
+    runs = StoreRuns(store)
+    reasons: list[str] = []
+    same = 0
+    for name in runs.ids():
+        parsed = parse_run_id(name)
+        if name == exclude or (before is not None and parsed and parsed[1] >= before):
+            continue
+        results = runs.results(name)
+        if results is None or series_of(results) != key:
+            continue
+        same += 1
+        status = (results.get("summary") or {}).get("status") if isinstance(results.get("summary"), dict) else None
+        if status != "ok":
+            reasons.append(f"{name}: status {status!r}, not complete")
+            continue
+        local = reports / name
+        if not (local / "results.json").is_file():
+            runs.fetch(name, local)
+        ok, why = is_open(local)
+        if ok:
+            return local
+        reasons.append(f"{name}: gate closed ({why})")
+    what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
+    if not same:
+        raise AssayError(f"{what}: no earlier run of this series there; publish one (publish_run.py), or pass "
+                         "--baseline RUN_DIR", 2, series=dict(zip(SERIES_KEYS, key)))
+    shown = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
+    raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}", 2,
+                     series=dict(zip(SERIES_KEYS, key)))
+
+
+def _newest(reports: Path, key: tuple, *, before: str | None, exclude: str | None, store: str | None) -> Path:
+    from ..store.url import configured
+    where = configured(store)
+    if where is not None:
+        return newest_open_in_store(where, reports, key, before=before, exclude=exclude)
+    return newest_open(reports, key, before=before, exclude=exclude)
+
+
+def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None) -> Path:
     """A run dir for `--baseline SPEC` next to the candidate run (SPEC: a run dir, or `auto`)."""
     if spec != "auto":
         return Path(spec)
@@ -111,8 +159,8 @@ def resolve_baseline(spec: str, candidate_dir: Path) -> Path:
         raise AssayError(f"{candidate_dir}: no readable results.json; --baseline auto needs the candidate run "
                          "dir (<state>/reports/<run-id>)", 2, path=str(candidate_dir))
     parsed = parse_run_id(candidate_dir.name)
-    return newest_open(reports, series_of(results), before=parsed[1] if parsed else None,
-                       exclude=candidate_dir.name)
+    return _newest(reports, series_of(results), before=parsed[1] if parsed else None,
+                   exclude=candidate_dir.name, store=store)
 
 
 def resolve_for_plan(plan_path: str) -> str:
@@ -138,4 +186,4 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    return newest_open(reports, key, before=before, exclude=exclude)
+    return _newest(reports, key, before=before, exclude=exclude, store=None)
