@@ -222,3 +222,11 @@ def test_baseline_and_history_come_from_the_store(world, tmp_path):
     assert doc["store"] == store + "/" and doc["runs_used"] == 3
     assert [run["run_id"] for s in doc["series"] for run in s["runs"]] == [GREEN_ID, WHOLE_ID, RUN_ID]
     assert "at publish" in doc["method"]["verified"]
+    # the viewer over the store: only the runs asked for, downloaded whole, nothing written to a state dir
+    r = run_script("view", "--store", store, "--run", GREEN_ID, "--bundle", tmp_path / "bundle", env=env)
+    assert r.rc == 0, r.stdout
+    bundled = (tmp_path / "bundle").rglob("*")
+    names = " ".join(p.name for p in bundled)
+    assert GREEN_ID in names and WHOLE_ID not in names
+    r = run_script("view", "--store", store, "--run", "smoke-20200101T000000Z", "--bundle", tmp_path / "b2", env=env)
+    assert r.rc == 2 and "no such run" in r.json["error"], r.stdout

@@ -63,3 +63,22 @@ class StoreRuns:
             else:
                 (reports / run_id).mkdir(parents=True, exist_ok=True)
         return names
+
+
+def mirror_whole(base: StoreURL, reports: Path, wanted: list[str] | None, last: int) -> list[str]:
+    """`view.py --store`: the runs named in `wanted` (else the `last` newest finished ones)
+    downloaded whole into reports/ (a viewer shows only runs it can re-check whole)."""
+    from ..core.errors import AssayError
+    runs = StoreRuns(base)
+    ids = runs.ids()
+    if wanted:
+        unknown = [w for w in wanted if w not in ids]
+        if unknown:
+            raise AssayError(f"--run {', '.join(unknown)}: no such run under {base}; its runs are: "
+                             f"{', '.join(ids[:10]) or 'none'}", 2, key="--run")
+        chosen = list(wanted)
+    else:
+        chosen = [r for r in ids if MANIFEST in runs.root_files(r)][:last]
+    for run_id in chosen:
+        runs.fetch(run_id, reports / run_id)
+    return chosen
