@@ -78,10 +78,38 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
                 continue
             found.append((parsed[1], child.name, child))
     found.sort(reverse=True)
+    what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
+    return _first_open(((name, lambda c=child: try_json(c / "results.json"), lambda c=child: c)
+                        for _, name, child in found), key, is_open, what,
+                       f"run one (or pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE})")
+
+
+def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
+                         is_open: Callable[[Path], tuple[bool, str | None]] = gate_open) -> Path:
+    """`newest_open` over the runs of a store (a StoreURL): the same choice and reasons; only a
+    candidate's results.json is read there until one is chosen, downloaded into reports/<run-id>."""
+    from ..store.runs import StoreRuns
+    runs = StoreRuns(store)
+
+    def local(name: str) -> Path:
+        if not (reports / name / "results.json").is_file():
+            runs.fetch(name, reports / name)
+        return reports / name
+
+    names = [n for n in runs.ids() if n != exclude
+             and not (before is not None and parse_run_id(n) and parse_run_id(n)[1] >= before)]
+    what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
+    return _first_open(((n, lambda n=n: runs.results(n), lambda n=n: local(n)) for n in names), key, is_open, what,
+                       "publish one (publish_run.py), or pass --baseline RUN_DIR")
+
+
+def _first_open(candidates, key: tuple, is_open, what: str, hint: str) -> Path:
+    """The first of (name, results(), run_dir()) candidates, newest first, of series `key` that is
+    complete with an open gate; else exit 2 with each one's reason."""
     reasons: list[str] = []
     same = 0
-    for _, name, child in found:
-        results = try_json(child / "results.json")
+    for name, results_of, dir_of in candidates:
+        results = results_of()
         if not isinstance(results, dict) or series_of(results) != key:
             continue
         same += 1
@@ -89,49 +117,12 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
         if status != "ok":
             reasons.append(f"{name}: status {status!r}, not complete")
             continue
-        ok, why = is_open(child)
+        ok, why = is_open(dir_of())
         if ok:
-            return child
+            return dir_of()
         reasons.append(f"{name}: gate closed ({why})")
-    what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
     if not same:
-        raise AssayError(f"{what}: no earlier run of this series; run one (or pass --baseline RUN_DIR, or pin one "
-                         f"in reports/{PIN_FILE})", 2, series=dict(zip(SERIES_KEYS, key)))
-    shown = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
-    raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}", 2,
-                     series=dict(zip(SERIES_KEYS, key)))
-
-
-def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
-                         is_open: Callable[[Path], tuple[bool, str | None]] = gate_open) -> Path:
-    """`newest_open` over the runs of a store (a StoreURL): the same choice and reasons."""
-    from ..store.runs import StoreRuns
-    runs = StoreRuns(store)
-    reasons: list[str] = []
-    same = 0
-    for name in runs.ids():
-        parsed = parse_run_id(name)
-        if name == exclude or (before is not None and parsed and parsed[1] >= before):
-            continue
-        results = runs.results(name)
-        if results is None or series_of(results) != key:
-            continue
-        same += 1
-        status = (results.get("summary") or {}).get("status") if isinstance(results.get("summary"), dict) else None
-        if status != "ok":
-            reasons.append(f"{name}: status {status!r}, not complete")
-            continue
-        local = reports / name
-        if not (local / "results.json").is_file():
-            runs.fetch(name, local)
-        ok, why = is_open(local)
-        if ok:
-            return local
-        reasons.append(f"{name}: gate closed ({why})")
-    what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
-    if not same:
-        raise AssayError(f"{what}: no earlier run of this series there; publish one (publish_run.py), or pass "
-                         "--baseline RUN_DIR", 2, series=dict(zip(SERIES_KEYS, key)))
+        raise AssayError(f"{what}: no earlier run of this series; {hint}", 2, series=dict(zip(SERIES_KEYS, key)))
     shown = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
     raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}", 2,
                      series=dict(zip(SERIES_KEYS, key)))
