@@ -54,3 +54,24 @@ def test_layout():
     assert loc.key("manifest.yaml") == "ci/smoke-20261129T101500Z/shard-2-of-16/manifest.yaml"
     assert url.configured(None, {"ASSAY_STORE": "s3://assay-runs/x"}) == url.parse("s3://assay-runs/x")
     assert url.configured(None, {}) is None
+
+
+def test_an_endpoint_with_credentials_in_it_is_never_printed():
+    from s3server import free_port, have_moto
+    if not have_moto():
+        pytest.skip("needs boto3 (pip install -e '.[test]')")
+    endpoint = f"http://admin:hunter2-Zq8w@127.0.0.1:{free_port()}"   # nothing listens there
+    from assay.store.client import Store, _first_line
+    assert "hunter2" not in _first_line(ValueError(f"Could not connect to the endpoint URL: \"{endpoint}/x\""))
+    import os
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"})
+    try:
+        store = Store(url.parse("s3://assay-runs/ci"))
+        store.client.meta.config.retries["max_attempts"] = 1
+        with pytest.raises(AssayError) as err:
+            store.listing("ci")
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    assert err.value.code == 5 and "hunter2" not in err.value.message and "AWS_ENDPOINT_URL" in err.value.message

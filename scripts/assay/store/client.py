@@ -145,4 +145,6 @@ def files_of(run_dir: Path) -> Iterator[tuple[Path, str]]:
 
 
 def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [""])[0][:200]
+    """The exception's first line, a URL's user:password@ masked (an endpoint may carry one)."""
+    import re
+    return re.sub(r"//[^/@\s]+@", "//***@", (str(exc).splitlines() or [""])[0])[:200]
