@@ -43,6 +43,7 @@ bench: venv
 	$(VPY) bench/first_failure.py --json bench/out/first_failure.json
 	$(VPY) bench/stats.py --json bench/out/stats.json
 	$(VPY) bench/scale.py --out bench/out
+	$(VPY) bench/store.py --concurrency 4 --json bench/out/store.json
 
 claude-cli: venv
 	$(VPY) tools/install_claude_cli.py --version $(CLAUDE_CODE_VERSION) --prefix $(VENV)/claude-code

@@ -30,6 +30,9 @@ def build_parser():
     p.add_argument("candidate", help="the candidate run dir (reports/<run-id>)")
     p.add_argument("-o", "--output", help="write compare.json here (default: print it on stdout)")
     p.add_argument("--html", help="also write compare.html here (self-contained, no JavaScript)")
+    p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
+                   help="with `auto`: choose the base among the runs published there (default $ASSAY_STORE); the "
+                        "chosen run is downloaded into the candidate's reports/ (pip install 'assay[s3]')")
     return p
 
 
@@ -41,7 +44,7 @@ def run(args):
     from assay.core.errors import AssayError
 
     candidate = Path(args.candidate)
-    base = resolve_baseline(args.base, candidate, is_open=gate_open)
+    base = resolve_baseline(args.base, candidate, args.store, is_open=gate_open)
     refuse_unverified(base)
     doc = compare_runs(base, candidate)
     try:

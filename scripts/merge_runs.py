@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """merge_runs.py: merge the shard runs of one plan into one run directory, fail-closed.
 
+The shards are local dirs, or one s3://bucket/prefix/<run_id>/ they were published to
+(run_cases.py --publish; a shard there without its manifest.yaml is unfinished: refused).
 Checks every shard dir is from this plan (exit 2 otherwise), that no shard is missing or
 given twice, that each is complete (the --verify check) and that together they hold every
 planned case exactly once (exit 6 naming each problem); then builds <state>/reports/<run_id>
@@ -26,13 +28,14 @@ def build_parser():
     p.add_argument("--baseline-verdicts", metavar="FILE",
                    help="<baseline-run>/verdicts_for_stats.jsonl: write comparison.json for the merged run")
     p.add_argument("shard_dirs", nargs="*", metavar="SHARD_DIR",
-                   help="every shard's run directory (<state>/reports/<run_id>.shard-<I>)")
+                   help="every shard's run directory (<state>/reports/<run_id>.shard-<I>), or one "
+                        "s3://bucket/prefix/<run_id>/ where the shards were published (pip install 'assay[s3]')")
     return p
 
 
 def run(args):
-    from assay.shard.merge import merge_runs
-    return merge_runs(args.plan, args.out, args.shard_dirs, args.baseline_verdicts)
+    from assay.shard.from_store import merge
+    return merge(args.plan, args.out, args.shard_dirs, args.baseline_verdicts)
 
 
 if __name__ == "__main__":

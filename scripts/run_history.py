@@ -27,6 +27,9 @@ def build_parser():
     p.add_argument("state_dir", help="the app's state dir (holds reports/)")
     p.add_argument("-o", "--output", help="where to write history.json (default: STATE_DIR/reports/history.json)")
     p.add_argument("--html", help="also write the history page here (self-contained, no JavaScript)")
+    p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
+                   help="read the runs published there instead of STATE_DIR/reports/ (default $ASSAY_STORE): only "
+                        "results.json, manifest.yaml and the verdict files of each (pip install 'assay[s3]')")
     p.add_argument("--no-verify", action="store_true",
                    help="skip re-checking each run with the runner's --verify (faster; a tampered run then counts)")
     return p
@@ -44,9 +47,16 @@ def run(args):
     state = Path(args.state_dir)
     if not state.is_dir():
         raise AssayError(f"{state}: not a directory; pass the app's state dir (the one holding reports/)", 2)
+    from assay.store.url import configured
     from assay.verdict import GateOptions, decision_dict
-    options = GateOptions(verify=not args.no_verify)
-    doc = history(state, verify=not args.no_verify, decide=lambda run_dir: decision_dict(run_dir, options))
+    store = configured(args.store)
+    if store is not None:
+        from assay.history.runs import history_from_store
+        # the store holds only runs that passed --verify when they were published
+        doc = history_from_store(store, state, decide=lambda run_dir: decision_dict(run_dir, GateOptions(verify=False)))
+    else:
+        options = GateOptions(verify=not args.no_verify)
+        doc = history(state, verify=not args.no_verify, decide=lambda run_dir: decision_dict(run_dir, options))
     out = Path(args.output) if args.output else state / "reports" / "history.json"
     try:
         jsonio.atomic_write_json(out, doc)

@@ -18,7 +18,11 @@ def build_parser():
         "bundle with --bundle. Exit 0, 2 on bad input.",
         "python3 scripts/view.py .assay --open",
     )
-    p.add_argument("state_dir", help="the state dir (its reports/ holds the runs)")
+    p.add_argument("state_dir", nargs="?", help="the state dir (its reports/ holds the runs); not with --store")
+    p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
+                   help="view runs published there instead (default $ASSAY_STORE): the --run ones, else the --last "
+                        "newest, downloaded whole into a temporary dir removed at exit (pip install 'assay[s3]')")
+    p.add_argument("--last", type=int, default=10, help="with --store and no --run: how many newest runs (default 10)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
     p.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true", help="allow a --bind other than loopback (prints a warning)")
@@ -27,7 +31,8 @@ def build_parser():
                         "header names anything but the bound address, loopback or these are refused (421)")
     p.add_argument("--open", action="store_true", help="open the URL in the default browser")
     p.add_argument("--bundle", metavar="OUT_DIR", help="write the pages as static files here instead of serving")
-    p.add_argument("--run", action="append", metavar="RUN_ID", help="with --bundle: only these runs (repeatable)")
+    p.add_argument("--run", action="append", metavar="RUN_ID",
+                   help="with --bundle or --store: only these runs (repeatable)")
     p.add_argument("--serve-seconds", type=float, help="stop after this many seconds (demos, tests)")
     p.add_argument("--until-request", action="store_true", help="stop once a request was answered (demos, tests)")
     return p
@@ -38,6 +43,22 @@ def run(args):
 
     from assay.core.errors import AssayError
 
+    from assay.store.url import configured
+    store = configured(args.store) if args.store or not args.state_dir else None
+    if store is not None:
+        import shutil
+        import tempfile
+
+        from assay.store.runs import mirror_whole
+        tmp = Path(tempfile.mkdtemp(prefix="assay-view-"))
+        try:
+            mirror_whole(store, tmp / "reports", args.run, max(1, args.last))
+            args.state_dir, args.store, args.run = str(tmp), None, None   # what was fetched is the selection
+            return run(args)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if not args.state_dir:
+        raise AssayError("view.py needs the state dir (or --store s3://bucket/prefix, or $ASSAY_STORE)", 2)
     state = Path(args.state_dir)
     reports = state / "reports"
     if reports.is_symlink() or not reports.is_dir():

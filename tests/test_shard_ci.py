@@ -46,17 +46,20 @@ def test_job_graph_plan_then_a_matrix_of_shards_then_the_merge():
         assert f'echo "{name}=' in plan_step["run"]
 
 
-def test_shard_timeout_comes_from_the_plan_and_the_upload_survives_it():
-    steps = workflow()["jobs"]["shard"]["steps"]
+def test_shard_timeout_comes_from_the_plan_and_shards_meet_in_the_bucket():
+    wf = workflow()
+    steps = wf["jobs"]["shard"]["steps"]
     runner = next(s for s in steps if "run_cases.py" in s.get("run", ""))
     assert runner["timeout-minutes"] == "${{ fromJSON(needs.plan.outputs.timeout_minutes) }}"
-    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact"))
-    assert upload["if"] == "always()"
-    assert upload["with"]["name"] == "${{ needs.plan.outputs.run_id }}.shard-${{ matrix.shard }}"
-    merge_steps = workflow()["jobs"]["merge"]["steps"]
-    download = [s for s in merge_steps if s.get("uses", "").startswith("actions/download-artifact")]
-    assert any(s["with"].get("pattern") == "${{ needs.plan.outputs.run_id }}.shard-*" for s in download)
-    assert "merge_runs.py" in runs(workflow()["jobs"]["merge"]) and "gate.py" in runs(workflow()["jobs"]["merge"])
+    assert runner["run"].endswith('--publish "$ASSAY_SHARDS"')
+    assert wf["env"]["ASSAY_SHARDS"].startswith("s3://") and wf["env"]["ASSAY_STORE"].startswith("s3://")
+    assert wf["env"]["ASSAY_SHARDS"] != wf["env"]["ASSAY_STORE"]   # a PR's run is never a baseline
+    merge = runs(wf["jobs"]["merge"])
+    assert '"$ASSAY_SHARDS/$RUN_ID/"' in merge and "gate.py" in merge and "--baseline auto" in merge
+    publish = next(s for s in wf["jobs"]["merge"]["steps"] if "publish_run.py" in s.get("run", ""))
+    assert "refs/heads/main" in publish["if"] and '"$ASSAY_STORE"' in publish["run"]
+    for job in ("shard", "merge"):   # the s3 extra is installed where the bucket is used
+        assert '"$ASSAY_ROOT[s3]"' in runs(wf["jobs"][job])
 
 
 def _parser(script: str):
@@ -72,6 +75,7 @@ def _argv(rest: str) -> list[str]:
     rest = re.sub(r"\$\{\{ matrix\.shard \}\}", "2", rest)
     rest = rest.replace("$RUN_ID", "regression-20261129T101500Z").replace("$SHARDS", "3")
     rest = rest.replace("$DURATIONS", "--durations .assay/durations")
+    rest = rest.replace("$ASSAY_SHARDS", "s3://your-bucket/assay/shards").replace("$ASSAY_STORE", "s3://your-bucket/a")
     rest = rest.split(" > ")[0]
     assert "${{" not in rest and "$" not in rest.replace("$ASSAY_ROOT", ""), rest
     return shlex.split(rest)
@@ -86,7 +90,7 @@ def test_every_command_exists_with_those_flags():
             parser = _parser(script)
             parser.parse_args(_argv(rest))     # an unknown flag or a bad value raises (exit 2 JSON)
             seen.add(script)
-    assert seen == {"convert_suite", "validate_cases", "make_plan", "run_cases", "merge_runs", "gate"}
+    assert seen == {"convert_suite", "validate_cases", "make_plan", "run_cases", "merge_runs", "gate", "publish_run"}
 
 
 def test_the_parser_check_can_fail():

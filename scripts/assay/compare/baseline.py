@@ -9,6 +9,11 @@ run_cases --baseline-verdicts). Runner contract §20.4.
    re-check included; budgets from profile.yaml as gate.py applies them). The suite hash is not
    part of the key: an edited case is what the comparison's `expectation_changed` is for.
 3. Else exit 2, saying why (no earlier run of the series; or each one's reason, newest first).
+
+With a store (`--store s3://bucket/prefix` where the command has it, else $ASSAY_STORE), step 2
+looks there instead of reports/ (`newest_open_in_store`): one listing, each candidate's
+results.json, and only the chosen run downloaded whole, into reports/<run-id> (a run already
+there is used as it is).
 """
 
 from __future__ import annotations
@@ -62,10 +67,38 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
                 continue
             found.append((parsed[1], child.name, child))
     found.sort(reverse=True)
+    what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
+    return _first_open(((name, lambda c=child: try_json(c / "results.json"), lambda c=child: c)
+                        for _, name, child in found), key, is_open, what,
+                       f"run one (or pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE})")
+
+
+def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
+                         is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+    """`newest_open` over the runs of a store (a StoreURL): the same choice and reasons; only a
+    candidate's results.json is read there until one is chosen, downloaded into reports/<run-id>."""
+    from ..store.runs import StoreRuns
+    runs = StoreRuns(store)
+
+    def local(name: str) -> Path:
+        if not (reports / name / "results.json").is_file():
+            runs.fetch(name, reports / name)
+        return reports / name
+
+    names = [n for n in runs.ids() if n != exclude
+             and not (before is not None and parse_run_id(n) and parse_run_id(n)[1] >= before)]
+    what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
+    return _first_open(((n, lambda n=n: runs.results(n), lambda n=n: local(n)) for n in names), key, is_open, what,
+                       "publish one (publish_run.py), or pass --baseline RUN_DIR")
+
+
+def _first_open(candidates, key: tuple, is_open, what: str, hint: str) -> Path:
+    """The first of (name, results(), run_dir()) candidates, newest first, of series `key` that is
+    complete with an open gate; else exit 2 with each one's reason."""
     reasons: list[str] = []
     same = 0
-    for _, name, child in found:
-        results = try_json(child / "results.json")
+    for name, results_of, dir_of in candidates:
+        results = results_of()
         if not isinstance(results, dict) or series_of(results) != key:
             continue
         same += 1
@@ -73,20 +106,28 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
         if status != "ok":
             reasons.append(f"{name}: status {status!r}, not complete")
             continue
-        ok, why = is_open(child)
+        ok, why = is_open(dir_of())
         if ok:
-            return child
+            return dir_of()
         reasons.append(f"{name}: gate closed ({why})")
-    what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
     if not same:
-        raise AssayError(f"{what}: no earlier run of this series; run one (or pass --baseline RUN_DIR, or pin one "
-                         f"in reports/{PIN_FILE})", 2, series=dict(zip(SERIES_KEYS, key)))
+        raise AssayError(f"{what}: no earlier run of this series; {hint}", 2, series=dict(zip(SERIES_KEYS, key)))
     shown = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
     raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}", 2,
                      series=dict(zip(SERIES_KEYS, key)))
 
 
-def resolve_baseline(spec: str, candidate_dir: Path, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+def _newest(reports: Path, key: tuple, *, before: str | None, exclude: str | None, store: str | None,
+            is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+    from ..store.url import configured
+    where = configured(store)
+    if where is not None:
+        return newest_open_in_store(where, reports, key, before=before, exclude=exclude, is_open=is_open)
+    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open)
+
+
+def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *,
+                     is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
     """A run dir for `--baseline SPEC` next to the candidate run (SPEC: a run dir, or `auto`).
     `is_open` is the one decision (`assay.verdict.gate_open`), handed in by the command."""
     if spec != "auto":
@@ -101,8 +142,8 @@ def resolve_baseline(spec: str, candidate_dir: Path, *, is_open: Callable[[Path]
         raise AssayError(f"{candidate_dir}: no readable results.json; --baseline auto needs the candidate run "
                          "dir (<state>/reports/<run-id>)", 2, path=str(candidate_dir))
     parsed = parse_run_id(candidate_dir.name)
-    return newest_open(reports, series_of(results), before=parsed[1] if parsed else None,
-                       exclude=candidate_dir.name, is_open=is_open)
+    return _newest(reports, series_of(results), before=parsed[1] if parsed else None,
+                   exclude=candidate_dir.name, store=store, is_open=is_open)
 
 
 def refuse_unverified(base: Path) -> None:
@@ -149,4 +190,4 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open)
+    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open)

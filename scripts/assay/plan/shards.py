@@ -25,6 +25,33 @@ def shard_dir_name(run_id: str, index: int | str) -> str:
     return f"{run_id}.shard-{index}"
 
 
+SHARD_ENV_K8S = "JOB_COMPLETION_INDEX"   # Kubernetes Indexed Job: 0..N-1
+SHARD_ENV = "ASSAY_SHARD_INDEX"           # anything else: 1..N, as --shard I
+
+
+def shard_from_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> int:
+    """`--shard auto`: the shard (1-based) from JOB_COMPLETION_INDEX (0-based, as a Kubernetes
+    Indexed Job sets it), else ASSAY_SHARD_INDEX (1-based, as --shard I). AssayError(2) naming
+    both variables when neither is set, or the one set is not a shard of the plan."""
+    block = plan.get("shards")
+    if not block:
+        raise AssayError("--shard auto: this plan has no shards block; build it with make_plan.py --shards N "
+                         "(or run it whole without --shard)", 2, key="--shard")
+    count = block["count"]
+    ranges = f"{SHARD_ENV_K8S} 0..{count - 1} (0-based) or {SHARD_ENV} 1..{count} (1-based)"
+    for name, base in ((SHARD_ENV_K8S, 0), (SHARD_ENV, 1)):
+        raw = (environ.get(name) or "").strip()
+        if not raw:
+            continue
+        value = int(raw) if raw.isascii() and raw.isdigit() else None
+        if value is None or not base <= value <= count - 1 + base:
+            raise AssayError(f"--shard auto: {name}={raw!r} is not a shard of this plan's {count}; set {ranges}",
+                             2, key="--shard", variable=name)
+        return value + 1 - base
+    raise AssayError(f"--shard auto: neither {SHARD_ENV_K8S} nor {SHARD_ENV} is set; set {ranges} (a Kubernetes "
+                     "Indexed Job sets the first), or pass --shard I", 2, key="--shard")
+
+
 def check_shards(plan: Mapping[str, Any], source: str) -> None:
     """Cross-field rules of the `shards` block (its shape is the plan schema's). AssayError(2)."""
     block = plan.get("shards")

@@ -41,9 +41,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fail-fast", type=int, metavar="N", default=None,
                         help="smoke or targeted runs: stop after N confirmed gating failures; the cases not started "
                              "are not run (never passed) and the gate says the run stopped early")
-    parser.add_argument("--shard", type=int, metavar="I",
-                        help="run only shard I (1-based) of a plan built with make_plan.py --shards N; "
-                             "--out <state>/reports/<run_id>.shard-<I>; merge the shards with merge_runs.py")
+    parser.add_argument("--shard", metavar="I|auto",
+                        help="run only shard I (1-based) of a plan built with make_plan.py --shards N; `auto`: I from "
+                             "JOB_COMPLETION_INDEX (0-based, a Kubernetes Indexed Job's) else ASSAY_SHARD_INDEX "
+                             "(1-based); --out <state>/reports/<run_id>.shard-<I> (the default with --shard); merge "
+                             "the shards with merge_runs.py")
+    parser.add_argument("--publish", metavar="s3://BUCKET/PREFIX",
+                        help="after the run finished and passed its completeness check, upload the run dir to "
+                             "<prefix>/<run_id>/ (a shard: <prefix>/<run_id>/shard-<I>-of-<N>/), manifest.yaml last; "
+                             "needs pip install 'assay[s3]'; credentials and endpoint from the AWS variables")
     parser.add_argument("--record", action="store_true",
                         help="keep every exchange with the app (and its trace) and every judge call in <state>/cache/")
     parser.add_argument("--replay", nargs="?", const="cache", metavar="SOURCE",
@@ -56,17 +62,25 @@ def add_arguments(parser) -> None:
 
 def run(args, environ=None) -> tuple[int, Any]:
     environ = os.environ if environ is None else environ
-    shard_index = getattr(args, "shard", None)
+    shard_index = _shard_arg(getattr(args, "shard", None))
     if args.verify:
         if args.plan or args.out or args.resume or args.dry_run or shard_index is not None:
             raise AssayError("--verify takes only a run directory (no --plan/--out/--resume/--dry-run/--shard)", 2)
         return verify(Path(args.verify))
-    if not args.plan or (not args.out and not args.dry_run):
+    if not args.plan or (not args.out and not args.dry_run and shard_index is None):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
     from . import holdout_ledger, preflight, run_paths
     from ..invoke.preflight import health_check
     from .order import check_fail_fast
+    publish = getattr(args, "publish", None)
+    if publish:   # a bad URL or a missing extra is said before the first case, not after the last
+        from ..store.client import Store
+        from ..store.url import parse
+        Store(parse(publish, "--publish"))
     plan = preflight.load_plan(args.plan)
+    if shard_index == "auto":
+        from ..plan.shards import shard_from_env
+        shard_index = shard_from_env(plan, environ)
     fail_fast = getattr(args, "fail_fast", None)
     check_fail_fast(fail_fast, plan, shard_index)
     plan_sha256 = plan.sha256
@@ -81,8 +95,9 @@ def run(args, environ=None) -> tuple[int, Any]:
                              "writes comparison.json for the whole run", 2, key="--baseline-verdicts")
     if args.dry_run:
         return 0, dry_run(plan, environ)
-    out = run_paths.check_out(plan, args.out, resume=args.resume,
-                              name=shard_dir_name(plan["run_id"], shard_index) if shard else None)
+    name = shard_dir_name(plan["run_id"], shard_index) if shard else None
+    out_arg = args.out or str(Path(plan["paths"]["state_dir"]) / "reports" / str(name))   # --shard's default
+    out = run_paths.check_out(plan, out_arg, resume=args.resume, name=name)
     holdout_ledger.ledger_path(plan)
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
     answers = pairwise_baseline(getattr(args, "baseline", None), out)
@@ -149,8 +164,9 @@ def run(args, environ=None) -> tuple[int, Any]:
                 raise resource_error(exc, code=3, what="run_cases.py") from None
             raise
         # from here a full disk or no descriptor left stops the run: exit 5 (core.cli), --resume finishes it
-        return Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),
-                   fail_fast=fail_fast).execute()
+        execute = Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),
+                      fail_fast=fail_fast).execute
+        return published(execute, publish, out) if publish else execute()
     finally:
         if restore_signals is not None:
             restore_signals()
@@ -158,6 +174,30 @@ def run(args, environ=None) -> tuple[int, Any]:
             setup.invoker.close()
             setup.trace.close()
         lock.release()
+
+
+def published(execute, target: str, out: Path) -> tuple[int, Any]:
+    """Run, then --publish a run that finished (exit 0, 4, 5, 7: the merge names an abort; an
+    incomplete run, exit 6, stays local). The result (or the error) says where it went."""
+    from ..store.publish import FINISHED_CODES, publish_run
+    try:
+        code, result = execute()
+    except AssayError as err:
+        if err.code in FINISHED_CODES:
+            err.fields["published"] = publish_run(out, target)["published"]
+        raise
+    result["published"] = publish_run(out, target)["published"]
+    return code, result
+
+
+def _shard_arg(value: Any) -> int | str | None:
+    """--shard I (an integer) or `auto` (resolved once the plan is read)."""
+    if value is None or value == "auto" or isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    raise AssayError(f"--shard {value}: give the shard's number I (1-based) or auto", 2, key="--shard")
 
 
 def pairwise_baseline(spec: str | None, out: Path) -> Any:

@@ -1,0 +1,150 @@
+"""The one object-store client: boto3, imported here only, and only when a store URL is used.
+
+Credentials, region and endpoint come from boto3's standard chain (AWS_ACCESS_KEY_ID /
+AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE, a web-identity token on Kubernetes,
+the instance role), `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_S3`) for MinIO, R2 and GCS
+interop. Nothing here prints or stores a credential: an error names the operation, the URL
+and the server's error code only.
+
+Exit codes: 2 for what a retry cannot fix (the extra not installed, no credentials, no such
+bucket, access denied); 5 for the rest (the endpoint unreachable, a server error): a
+Kubernetes index retries those, and fails at once on 2 (`podFailurePolicy`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from ..core.errors import AssayError
+from .url import StoreURL
+
+INSTALL = "pip install 'assay[s3]'"
+CONFIG_ERRORS = {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+                 "AllAccessDisabled", "InvalidBucketName", "AuthorizationHeaderMalformed", "ExpiredToken",
+                 "InvalidToken", "AccountProblem"}
+DEFAULT_REGION = "us-east-1"   # signing needs one; MinIO and moto accept it, AWS redirects nothing with it set
+WORKERS = 16
+
+
+def _boto3():
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise AssayError(f"s3:// store URLs need the s3 extra (boto3): {INSTALL}", 2, install=INSTALL) from None
+    return boto3, Config
+
+
+class Store:
+    """One bucket, one client (thread-safe: the upload and download pools share it)."""
+
+    def __init__(self, url: StoreURL) -> None:
+        boto3, Config = _boto3()
+        self.url = url
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+        try:
+            self.client = boto3.session.Session().client(
+                "s3", region_name=region,
+                config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=WORKERS))
+        except Exception as exc:   # a malformed AWS_ENDPOINT_URL, an unknown profile
+            raise AssayError(f"{url}: cannot set up the S3 client ({type(exc).__name__}: {_first_line(exc)}); "
+                             "check AWS_ENDPOINT_URL, AWS_PROFILE and AWS_REGION", 2) from None
+
+    def fail(self, exc: BaseException, what: str) -> AssayError:
+        """The AssayError for a client exception: config (2) or transient (5); never a secret."""
+        from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
+        where = f"s3://{self.url.bucket}/{what}"
+        if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+            return AssayError(f"{where}: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                              "(or AWS_PROFILE, or a role for the pod)", 2)
+        if isinstance(exc, ClientError):
+            code = str(exc.response.get("Error", {}).get("Code") or "")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in CONFIG_ERRORS or status in (401, 403):
+                return AssayError(f"{where}: the store refused: {code or status}; check the bucket name and the "
+                                  "credentials' permissions (s3:ListBucket, s3:GetObject, s3:PutObject, "
+                                  "s3:DeleteObject)", 2, store_error=code or status)
+            return AssayError(f"{where}: the store answered {code or status}; retry", 5, store_error=code or status)
+        return AssayError(f"{where}: {type(exc).__name__} ({_first_line(exc)}); check AWS_ENDPOINT_URL and the "
+                          "network, then retry", 5)
+
+    def listing(self, prefix: str, *, delimiter: str | None = None) -> tuple[dict[str, int], list[str]]:
+        """({key: size}, [sub-prefixes]) under `prefix` (a trailing '/' is added)."""
+        objects: dict[str, int] = {}
+        prefixes: list[str] = []
+        kwargs = {"Bucket": self.url.bucket, "Prefix": prefix.rstrip("/") + "/" if prefix else ""}
+        if delimiter:
+            kwargs["Delimiter"] = delimiter
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(**kwargs):
+                for obj in page.get("Contents") or []:
+                    objects[obj["Key"]] = int(obj.get("Size") or 0)
+                prefixes += [p["Prefix"] for p in page.get("CommonPrefixes") or []]
+        except Exception as exc:
+            raise self.fail(exc, kwargs["Prefix"]) from None
+        return objects, prefixes
+
+    def put_file(self, path: Path, key: str) -> None:
+        try:
+            self.client.upload_file(str(path), self.url.bucket, key)
+        except Exception as exc:
+            raise self.fail(exc, key) from None
+
+    def get_file(self, key: str, path: Path) -> None:
+        try:
+            self.client.download_file(self.url.bucket, key, str(path))
+        except Exception as exc:
+            raise self.fail(exc, key) from None
+
+    def get_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or None when there is no such key."""
+        from botocore.exceptions import ClientError
+        try:
+            return self.client.get_object(Bucket=self.url.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise self.fail(exc, key) from None
+        except Exception as exc:
+            raise self.fail(exc, key) from None
+
+    def delete(self, keys: list[str]) -> None:
+        for i in range(0, len(keys), 1000):   # DeleteObjects takes 1,000 keys a call
+            try:
+                self.client.delete_objects(Bucket=self.url.bucket,
+                                           Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
+            except Exception as exc:
+                raise self.fail(exc, keys[i]) from None
+
+
+def parallel(jobs: list, fn) -> None:
+    """Run fn(job) for every job on WORKERS threads; the first AssayError is raised after all finish."""
+    from concurrent.futures import ThreadPoolExecutor
+    if not jobs:
+        return
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+        for _ in pool.map(fn, jobs):
+            pass
+
+
+def files_of(run_dir: Path) -> Iterator[tuple[Path, str]]:
+    """(path, relative key) of every regular file under a run dir, in a stable order; names
+    starting with '.' (the runner's temp files) are not part of a run."""
+    for root, dirs, files in os.walk(run_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(root) / name
+            if path.is_symlink() or not path.is_file():
+                raise AssayError(f"{path}: not a regular file (a link?) inside the run dir; a run dir holds only "
+                                 "files the runner wrote: re-run, or --verify it", 2, path=str(path))
+            yield path, path.relative_to(run_dir).as_posix()
+
+
+def _first_line(exc: BaseException) -> str:
+    """The exception's first line, a URL's user:password@ masked (an endpoint may carry one)."""
+    import re
+    return re.sub(r"//[^/@\s]+@", "//***@", (str(exc).splitlines() or [""])[0])[:200]

@@ -1,0 +1,70 @@
+"""Store URLs: `s3://bucket/prefix`, and where a run or a shard lives under one."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..core.errors import AssayError
+
+SCHEME = "s3://"
+STORE_ENV = "ASSAY_STORE"
+MANIFEST = "manifest.yaml"
+SHARD_RE = re.compile(r"shard-(\d+)-of-(\d+)")
+# S3's own bucket-name rules (3-63 of a-z 0-9 . -), so a typo is named here, not by the server
+BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
+
+
+def is_store_url(text: object) -> bool:
+    return isinstance(text, str) and text.startswith(SCHEME)
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    bucket: str
+    prefix: str   # no leading or trailing slash; "" is the bucket's root
+
+    def key(self, *parts: str) -> str:
+        return "/".join(p.strip("/") for p in (self.prefix, *parts) if p.strip("/"))
+
+    def child(self, *parts: str) -> "StoreURL":
+        return StoreURL(self.bucket, self.key(*parts))
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{self.bucket}/{self.prefix}/" if self.prefix else f"{SCHEME}{self.bucket}/"
+
+
+def parse(text: str, what: str = "store URL") -> StoreURL:
+    """`s3://bucket[/prefix[/]]` -> StoreURL; AssayError(2) naming the fix otherwise."""
+    if not is_store_url(text):
+        raise AssayError(f"{what} {text!r}: not an s3:// URL; give s3://<bucket>/<prefix> (S3, MinIO, R2 or GCS "
+                         "interop: the endpoint comes from AWS_ENDPOINT_URL)", 2, key=what)
+    bucket, _, prefix = text[len(SCHEME):].partition("/")
+    if not BUCKET_RE.fullmatch(bucket):
+        raise AssayError(f"{what} {text!r}: {bucket!r} is not a bucket name (3-63 characters of a-z, 0-9, '.', "
+                         "'-'); give s3://<bucket>/<prefix>", 2, key=what)
+    parts = [p for p in prefix.split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise AssayError(f"{what} {text!r}: '.' and '..' are not prefix parts; give s3://<bucket>/<prefix>", 2,
+                         key=what)
+    return StoreURL(bucket, "/".join(parts))
+
+
+def configured(arg: str | None, environ: Mapping[str, str] | None = None) -> StoreURL | None:
+    """The store a reader uses: `--store URL`, else $ASSAY_STORE, else None (reports/ only)."""
+    environ = os.environ if environ is None else environ
+    text = arg or (environ.get(STORE_ENV) or "").strip() or None
+    return parse(text, "--store" if arg else STORE_ENV) if text else None
+
+
+def shard_part(index: int, count: int) -> str:
+    return f"shard-{index}-of-{count}"
+
+
+def run_location(base: StoreURL, run_id: str, shard: Mapping | None) -> StoreURL:
+    """Where a run dir goes: `<prefix>/<run-id>/`, a shard's `<prefix>/<run-id>/shard-<I>-of-<N>/`."""
+    if shard:
+        return base.child(run_id, shard_part(int(shard["index"]), int(shard["count"])))
+    return base.child(run_id)

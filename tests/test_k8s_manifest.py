@@ -1,0 +1,105 @@
+"""The Kubernetes recipe (skills/run/references/kubernetes.md) held to the Kubernetes API's own
+models (the `kubernetes` client package's OpenAPI classes, test extra) and to assay's parsers:
+every key is a field of batch/v1 Job (a round trip through V1Job loses nothing), the shards'
+Job is Indexed with per-index retries and FailIndex on assay's own exit codes, and every assay
+command in either Job parses with that script's own argument parser. (`kubectl apply
+--dry-run=client` is not used: it asks an API server for discovery, and none runs here.)"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+import yaml
+
+from helpers import ROOT
+from test_shard_ci import _parser
+
+kubernetes = pytest.importorskip("kubernetes", reason="needs the kubernetes client package (pip install -e '.[test]')")
+
+PAGE = ROOT / "skills" / "run" / "references" / "kubernetes.md"
+# exit codes a retry cannot change (docs/runner-contract.md §13): bad plan or usage (or the store
+# refused), pre-flight, a failed canary, a scorer error; 1, 5, 6 and kills are retried
+FAIL_INDEX_CODES = {2, 3, 4, 7}
+NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+COMMAND = re.compile(r"python3 /opt/assay/scripts/([a-z_]+)\.py([^\n]*)")
+
+
+def jobs() -> dict[str, dict]:
+    docs = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)]
+    found = {d["metadata"]["name"]: d for d in docs if isinstance(d, dict) and d.get("kind") == "Job"}
+    assert set(found) == {"assay-shards", "assay-merge"}, sorted(found)
+    return found
+
+
+def as_model(doc: dict):
+    from kubernetes.client import ApiClient
+    client = ApiClient()
+    model = client._ApiClient__deserialize(doc, "V1Job")
+    return model, client.sanitize_for_serialization(model)
+
+
+@pytest.mark.parametrize("name", ["assay-shards", "assay-merge"])
+def test_every_key_is_a_field_of_the_api(name):
+    doc = jobs()[name]
+    model, back = as_model(doc)
+    assert back == doc, "a key the Job API does not have (a typo?) was dropped in the round trip"
+    assert NAME.fullmatch(model.metadata.name) and len(model.metadata.name) <= 63
+    assert model.spec.template.spec.restart_policy == "Never"
+
+
+def test_the_round_trip_catches_a_typo():
+    doc = jobs()["assay-shards"]
+    doc["spec"]["backoffLimitPerIndx"] = doc["spec"].pop("backoffLimitPerIndex")
+    assert as_model(doc)[1] != doc
+
+
+def env_of(container) -> dict[str, str]:
+    return {e.name: e.value for e in container.env or [] if e.value is not None}
+
+
+def test_the_shards_job_is_indexed_and_fails_an_index_only_on_assays_verdicts():
+    job, _ = as_model(jobs()["assay-shards"])
+    spec = job.spec
+    assert spec.completion_mode == "Indexed"
+    assert spec.completions >= 1 and 1 <= spec.parallelism <= spec.completions
+    assert spec.backoff_limit_per_index >= 1 and spec.max_failed_indexes == spec.completions
+    (container,) = spec.template.spec.containers
+    fail = [r for r in spec.pod_failure_policy.rules if r.action == "FailIndex"]
+    assert len(fail) == 1 and fail[0].on_exit_codes.operator == "In"
+    assert set(fail[0].on_exit_codes.values) == FAIL_INDEX_CODES
+    assert fail[0].on_exit_codes.container_name == container.name
+    # the runner, with --shard auto (JOB_COMPLETION_INDEX) and --publish to the shards' prefix
+    env = env_of(container)
+    assert container.command == ["python3", "/opt/assay/scripts/run_cases.py"]
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container.args]
+    ns = _parser("run_cases").parse_args(args)
+    assert ns.shard == "auto" and ns.publish == env["ASSAY_SHARDS"] and ns.publish.startswith("s3://")
+    assert ns.out is None   # --shard's default: <state>/reports/<run_id>.shard-<I>
+    assert {"AWS_REGION", "AWS_ENDPOINT_URL"} <= set(env)
+    assert container.env_from[0].secret_ref.name == "assay-s3"
+
+
+def test_the_merge_job_merges_from_the_shards_prefix_publishes_and_gates():
+    shards, _ = as_model(jobs()["assay-shards"])
+    merge, _ = as_model(jobs()["assay-merge"])
+    assert merge.spec.backoff_limit == 0
+    (container,) = merge.spec.template.spec.containers
+    env = env_of(container)
+    assert env["ASSAY_SHARDS"] == env_of(shards.spec.template.spec.containers[0])["ASSAY_SHARDS"]
+    assert env["ASSAY_STORE"].startswith("s3://") and env["ASSAY_STORE"] != env["ASSAY_SHARDS"]
+    script = container.args[0]
+    seen = []
+    for name, rest in COMMAND.findall(script):
+        for var, value in env.items():
+            rest = rest.replace(f"${var}", value)
+        assert "$" not in rest, rest
+        ns = _parser(name).parse_args(shlex.split(rest))
+        seen.append((name, ns))
+    assert [n for n, _ in seen] == ["merge_runs", "publish_run", "gate"]
+    merge_ns, publish_ns, gate_ns = (ns for _, ns in seen)
+    assert merge_ns.shard_dirs == [f"{env['ASSAY_SHARDS']}/{env['RUN_ID']}/"]
+    assert merge_ns.out.endswith("/" + env["RUN_ID"]) and publish_ns.run_dir == merge_ns.out == gate_ns.path
+    assert publish_ns.store == env["ASSAY_STORE"] and gate_ns.baseline == "auto"
+

@@ -1,0 +1,77 @@
+"""The store's refusals that need no server: a missing s3 extra is one line naming the install
+command, a bad URL is exit 2 naming the fix, both before a run sends its first case."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakeapp import case, make_plan, make_state, write_plan
+from helpers import run_script
+
+from assay.core.errors import AssayError
+from assay.store import url
+
+
+def no_boto3(tmp_path):
+    shadow = tmp_path / "shadow" / "boto3"
+    shadow.mkdir(parents=True, exist_ok=True)
+    (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'boto3'\")\n")
+    return {"PYTHONPATH": str(shadow.parent)}
+
+
+def test_a_missing_extra_is_one_line_naming_the_install(tmp_path):
+    state = make_state(tmp_path)
+    r = run_script("publish_run", state / "reports", "s3://assay-runs/ci", env=no_boto3(tmp_path))
+    assert r.rc == 2 and r.json["error"] == "s3:// store URLs need the s3 extra (boto3): pip install 'assay[s3]'"
+    assert "Traceback" not in r.stderr
+    plan = write_plan(state, make_plan(state, [case("c-1")]))
+    r = run_script("run_cases", "--plan", plan, "--out", state / "reports" / "smoke-20261129T101500Z",
+                   "--publish", "s3://assay-runs/ci", env=no_boto3(tmp_path))
+    assert r.rc == 2 and "pip install 'assay[s3]'" in r.json["error"]
+    assert not any((state / "reports").iterdir())   # refused before the run
+    r = run_script("merge_runs", "--plan", plan, "--out", state / "reports" / "x", "s3://assay-runs/ci/x/",
+                   env=no_boto3(tmp_path))
+    assert r.rc == 2 and "shards block" in r.json["error"]   # the plan's own refusal comes first
+
+
+@pytest.mark.parametrize("text, said", [
+    ("/tmp/runs", "not an s3:// URL"),
+    ("s3://A_B/x", "is not a bucket name"),
+    ("s3://ab/x", "is not a bucket name"),
+    ("s3://assay-runs/a/../b", "'.' and '..'"),
+])
+def test_bad_urls_are_named(text, said):
+    with pytest.raises(AssayError) as err:
+        url.parse(text)
+    assert err.value.code == 2 and said in err.value.message
+
+
+def test_layout():
+    base = url.parse("s3://assay-runs/ci/")
+    assert str(base) == "s3://assay-runs/ci/"
+    assert str(url.run_location(base, "smoke-20261129T101500Z", None)) == "s3://assay-runs/ci/smoke-20261129T101500Z/"
+    loc = url.run_location(base, "smoke-20261129T101500Z", {"index": 2, "count": 16})
+    assert loc.key("manifest.yaml") == "ci/smoke-20261129T101500Z/shard-2-of-16/manifest.yaml"
+    assert url.configured(None, {"ASSAY_STORE": "s3://assay-runs/x"}) == url.parse("s3://assay-runs/x")
+    assert url.configured(None, {}) is None
+
+
+def test_an_endpoint_with_credentials_in_it_is_never_printed():
+    from s3server import free_port, have_moto
+    if not have_moto():
+        pytest.skip("needs boto3 (pip install -e '.[test]')")
+    endpoint = f"http://admin:hunter2-Zq8w@127.0.0.1:{free_port()}"   # nothing listens there
+    from assay.store.client import Store, _first_line
+    assert "hunter2" not in _first_line(ValueError(f"Could not connect to the endpoint URL: \"{endpoint}/x\""))
+    import os
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"})
+    try:
+        store = Store(url.parse("s3://assay-runs/ci"))
+        store.client.meta.config.retries["max_attempts"] = 1
+        with pytest.raises(AssayError) as err:
+            store.listing("ci")
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    assert err.value.code == 5 and "hunter2" not in err.value.message and "AWS_ENDPOINT_URL" in err.value.message
