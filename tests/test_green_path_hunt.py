@@ -96,8 +96,9 @@ def _edit(path: Path, old: str, new: str) -> None:
 def _plan(state: Path, *extra: str) -> dict:
     work = state / "work"
     assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    # --judge: the example's refund rubric judges the refund reply (as make demo does)
     r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json", *extra)
+                   "-o", work / "plan.json", "--judge", *extra)
     assert r.rc == 0, r.stdout
     return r.json
 
@@ -210,8 +211,8 @@ def test_a_regression_only_an_uncalibrated_rubric_sees_is_named(decisions):
     assert line and "c-bd5404f8 (refund-eta-v1, provisional, not gating)" in line, text
     r = run_script("compare_runs", dirs["base"], dirs["broken"])
     assert r.rc == 0, r.stdout
-    assert any(n.startswith("judge_only: would have failed: c-bd5404f8 (refund-eta-v1") for n in r.json["notes"]), \
-        r.json["notes"]
+    said = [n for n in r.json["notes"] if n.startswith("judge_only: would have failed: ")]
+    assert said and "c-bd5404f8 (refund-eta-v1" in said[0], r.json["notes"]
 
 
 @pytest.mark.parametrize("path", ALL)

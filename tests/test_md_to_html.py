@@ -177,7 +177,9 @@ def test_chromium_hostile_report_is_inert(tmp_path, strip_csp):
 def test_chromium_screenshot_of_a_realistic_report(tmp_path):
     from assay.report.draft import draft
     run_dir = realistic_run(tmp_path)
-    (run_dir / "report.html").write_text(render(draft(run_dir).markdown), encoding="utf-8")
+    from assay.verdict import GateOptions, decide
+    (run_dir / "report.html").write_text(render(draft(run_dir, decision=decide(run_dir, GateOptions(verify=False))).markdown),
+                                         encoding="utf-8")
     shot = tmp_path / "report.png"
     chromium(tmp_path, (run_dir / "report.html").as_uri(), f"--screenshot={shot}", "--window-size=1000,1400")
     data = shot.read_bytes()

@@ -171,7 +171,7 @@ def case_verdict(run_dir: Path, case_id: str) -> dict | None:
 def holdout_ids(run_dir: Path, rows: list[dict] | None = None) -> set[str]:
     """Every holdout case id the run dir knows (verdicts.jsonl and case dirs): ids to never print."""
     rows = rows if rows is not None else read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
-    ids = {r["case_id"] for r in rows if r.get("holdout") and isinstance(r.get("case_id"), str)}
+    ids = {r["case_id"] for r in rows if isinstance(r, dict) and r.get("holdout") and isinstance(r.get("case_id"), str)}
     for cid, doc in casestore.open_store(run_dir).verdicts():
         if doc.get("holdout"):
             ids.add(cid)

@@ -57,9 +57,12 @@ class _VerdictSchema:
         props = layers.get("properties") or {}
         layer_def = (schema.get("$defs") or {}).get("layer")
         self.names = frozenset(props)
+        # the layers every verdict has; the agent layers (skills, files, check, permissions) are
+        # optional, so runs written before them stay valid
+        self.required = frozenset(layers.get("required") or ())
         self.ok = (set(layers) == {"type", "additionalProperties", "required", "properties"}
                    and layers["type"] == "object" and layers["additionalProperties"] is False
-                   and set(layers["required"]) == self.names
+                   and self.required <= self.names
                    and all(v == {"$ref": "#/$defs/layer"} for v in props.values())
                    and isinstance(layer_def, dict) and "$ref" not in json.dumps(layer_def)
                    and json.dumps(schema).count('"$ref"') == len(props))
@@ -93,7 +96,8 @@ class _VerdictSchema:
 
     def _valid(self, rec: Any) -> bool:
         layers = rec.get("layers") if isinstance(rec, dict) else None
-        if not isinstance(layers, dict) or set(layers) != self.names or not self.envelope_valid(rec):
+        if not isinstance(layers, dict) or not self.required <= set(layers) <= self.names \
+                or not self.envelope_valid(rec):
             return False
         for layer in layers.values():
             key = json.dumps(layer, sort_keys=True, ensure_ascii=False, allow_nan=True)
