@@ -95,21 +95,28 @@ def judge_flips(bdoc: dict, cdoc: dict, answer: dict, calls: tuple) -> list[dict
     return out
 
 
+def _rubric_verdicts(layer: Any) -> dict[str, str]:
+    """{pin: verdict} of a judged layer's provisional rubrics that were scored pass or fail."""
+    rubrics = layer.get("rubrics") if isinstance(layer, dict) else None
+    return {str(r["pin"]): r["verdict"] for r in rubrics or () if isinstance(r, dict) and r.get("provisional")
+            and r.get("pin") and r.get("verdict") in SCORED}
+
+
 def provisional_changes(bdoc: dict, cdoc: dict) -> list[dict[str, Any]]:
-    """Judged layers whose provisional (not yet calibrated, never gating) verdict changed, whatever the
-    material: a regression only a rubric sees must be named, even while it cannot gate (wave 4 §1)."""
+    """Provisional (not yet calibrated, never gating) rubrics whose verdict changed, rubric by rubric,
+    whatever the material: a regression only a rubric sees must be named, even while it cannot gate
+    (wave 4 §1). A layer whose other rubric is unscored (a pairwise one with no baseline) still says
+    what each scored rubric did."""
     bl, cl = bdoc.get("layers") or {}, cdoc.get("layers") or {}
     out = []
     for layer in JUDGED_LAYERS:
-        b, c = bl.get(layer), cl.get(layer)
-        if not (isinstance(c, dict) and c.get("provisional")):
+        if not (isinstance(cl.get(layer), dict) and cl[layer].get("provisional")):
             continue
-        bv, cv = _judge_verdict(b), _judge_verdict(c)
-        if bv is None or cv is None or bv == cv:
-            continue
-        pins = [r.get("pin") for r in c.get("rubrics") or [] if isinstance(r, dict) and r.get("provisional")
-                and r.get("verdict") == cv]
-        out.append({"layer": layer, "base": bv, "candidate": cv, "pins": [str(p) for p in pins if p]})
+        before, after = _rubric_verdicts(bl.get(layer)), _rubric_verdicts(cl.get(layer))
+        for base, cand in (("pass", "fail"), ("fail", "pass")):
+            pins = sorted(p for p, v in after.items() if v == cand and before.get(p) == base)
+            if pins:
+                out.append({"layer": layer, "base": base, "candidate": cand, "pins": pins})
     return out
 
 
