@@ -42,11 +42,20 @@ def gate_doc(reports: Path, run_id: str, query: dict[str, Any]) -> dict:
 
 
 def compare_doc(reports: Path, base: str, cand: str) -> dict:
+    """assay.compare's document, plus each side's cost and latency per case and in total with the
+    deltas (compare.cost_delta), and each pair marked when only a rubric's verdict changed."""
+    from ..compare.cost_delta import cost_latency
     from ..compare.document import compare_runs
     try:
-        return compare_runs(run_dir(reports, base), run_dir(reports, cand))
+        doc = compare_runs(run_dir(reports, base), run_dir(reports, cand))
     except AssayError as exc:
         return {"error": str(exc)}
+    doc["cost_latency"] = cost_latency(run_dir(reports, base), run_dir(reports, cand))
+    for pairs in (doc.get("buckets") or {}).values():
+        for p in pairs if isinstance(pairs, list) else []:
+            changed = {c.get("layer") for c in p.get("layers_changed") or []}
+            p["rubric_only"] = changed == {"judged"}
+    return doc
 
 
 def sealed_ids(reports: Path) -> set[str]:
@@ -100,7 +109,7 @@ def route(reports: Path, path: str, query: dict[str, Any]) -> Any:
     if len(parts) == 3 and parts[0] == "run" and parts[2] == "cases":
         return page(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "case":
-        return case_doc(reports, parts[1], parts[2])
+        return case_doc(reports, parts[1], parts[2], (query.get("baseline") or [None])[0])
     if len(parts) == 3 and parts[0] == "compare":
         return compare_doc(reports, parts[1], parts[2])
     raise NotFound(path)
