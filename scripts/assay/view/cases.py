@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -197,9 +198,12 @@ SORTS = {"id": lambda r: r["case_id"], "verdict": lambda r: (str(r["verdict"]), 
                                str((r.get("failure") or {}).get("sentence")), r["case_id"])}
 
 
-def _where(reports: Path, row: dict) -> dict | None:
+SOURCE_WAIT_S = 1.0  # a page waits at most this long in all for the index of oddly named case files
+
+
+def _where(reports: Path, row: dict, deadline: float) -> dict | None:
     """The shown row's case file (view.source) and, for a failing row, its failing expectation's line."""
-    found = source_path(reports.parent, row["case_id"])
+    found = source_path(reports.parent, row["case_id"], max(0.0, deadline - time.monotonic()))
     if found is None:
         return None
     return {"path": found, "line": source_line(reports.parent, found, expect_path(row["failure"]))
@@ -235,7 +239,8 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
         size, number = 100, 0
     shown = rows[number * size:(number + 1) * size]
     _load_meta(doc, shown)  # the rows shown carry their unit and conversation even before the pass is done
-    shown = [dict(r, source=_where(reports, r)) for r in shown]
+    deadline = time.monotonic() + SOURCE_WAIT_S
+    shown = [dict(r, source=_where(reports, r, deadline)) for r in shown]
     return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
             "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
             "meta_ready": doc["meta"].is_set()}

@@ -82,7 +82,7 @@ def source_path(state: Path, case_id: str, wait: float = 0.0) -> str | None:
         except NotFound:
             continue
     doc = _index(state)
-    if wait:
+    if wait > 0:
         doc["ready"].wait(wait)
     return (doc["ids"] or {}).get(case_id)
 

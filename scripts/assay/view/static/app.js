@@ -492,7 +492,7 @@
           s.drift ? el("p", {class: s.drift.flagged ? "reasons" : "note"}, "drift " + (s.drift.flagged ? "FLAGGED" : "not flagged") + ": " + (s.drift.reason || "")) : null,
           s.holdout ? el("p", {class: "note"}, s.note || "holdout: aggregate only") : [
             el("h3", {}, "Regressions and fixes (changed once and stayed): " + changed.length),
-            changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
+            changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
             el("h3", {}, "Flaky (flipped back and forth): " + flaky.length),
             flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
           folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", "cost per case", "p95 latency", ""].map(t => el("th", {}, t))), rows)));
@@ -513,7 +513,7 @@
     else if (p[0] === "compare" && p.length === 3) job = comparePage(p[1], p[2]);
     else if (p[0] === "history") job = historyPage();
     else job = runsPage();
-    job.then(nodes => { show(...[nodes].flat(Infinity).filter(n => n !== null && n !== undefined)); document.body.setAttribute("data-ready", h); })
+    job.then(nodes => { show(...[nodes].flat(Infinity).filter(n => n !== null && n !== undefined)); window.scrollTo(0, 0); document.body.setAttribute("data-ready", h); })
        .catch(err => { show(el("h1", {}, "Cannot show this page"), el("p", {}, String(err.message || err))); document.body.setAttribute("data-ready", h); });
   }
   window.addEventListener("hashchange", render);
