@@ -81,7 +81,7 @@ def failure_sentence(name: str, layer: dict, judged: list[dict] | None = None) -
     for c in bad:
         entry = f" {_compact(c.get('entry'))}" if c.get("entry") is not None else ""
         why = c.get("reason") or c.get("detail") or "failed"
-        parts.append(f"{check_label(c)}{entry}: {'not called' if why == 'tool_not_called' else why}")
+        parts.append(f"{check_label(c)}{entry}" + ("" if why == "tool_not_called" else f": {why}"))
     return "; ".join(parts)
 
 
