@@ -142,6 +142,13 @@ def _first_screen(page, selector: str) -> str:
                               .map(e => e.innerText).join('\\n')""", selector)
 
 
+def _gate_line_is_the_runs(page) -> None:
+    """The candidate run's gate, as its run page shows it (view.gates), on this page too."""
+    page.wait_for_selector(".gate-line:not([data-gate=checking])", timeout=60000)
+    line = page.inner_text(".gate-line")
+    assert f"run {CAND}" in line and "closed" in line and "4 gating failure(s)" in line
+
+
 def test_run_page_first_screen_says_which_cases_failed_and_why(page, server, tmp_path):
     _open(page, server, f"/run/{CAND}?verdict=fail", tmp_path, "run-failing")
     rows = _first_screen(page, "tr.case-row")
@@ -166,6 +173,7 @@ def test_case_page_leads_with_the_failure_expected_beside_actual(page, server, t
     assert 'args: {"restart_service": {"timeout_s": 300}}' in top  # expected, from expect.json
     assert 'restart_service {"host": "web-1", "timeout_s": 300000}' in top  # actual: the call's arguments
     assert "datasets/c-tool.yaml:10" in page.inner_text("#case-facts")
+    _gate_line_is_the_runs(page)
     assert "restart_service" in page.inner_text("#timeline") and "300000" in page.inner_text("#timeline")
     assert page.locator("#layers details[open]").count() == 0  # every layer's JSON folded
     page.click("details.fold:has(#source) > summary")
@@ -192,6 +200,7 @@ def test_compare_page_says_what_got_worse_better_and_what_it_cost(page, server, 
     assert "+" in tool  # the case's cost delta, signed
     rubric = page.inner_text(".pair[data-case='c-rubric']")
     assert "only a rubric sees it" in rubric and "provisional rubric: not gating" in rubric
+    _gate_line_is_the_runs(page)
     cost = page.inner_text("#cost")
     assert "cost per case" in cost and "USD" in cost and "latency p95" in cost
     stats = page.inner_text("#stats")

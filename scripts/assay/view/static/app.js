@@ -138,6 +138,20 @@
       if (sec.isConnected) gateSection(sec, runId, ng, marks);
     }, err => { sec.replaceChildren(el("h2", {}, "Gate: ", chip("unknown", "closed")), el("p", {}, String(err.message || err))); });
   }
+  /* the run's gate on the case and compare pages: the same decision as the run page (its first
+     reason and how many more), "checking…" until the server has evaluated it */
+  function gateLine(runId) {
+    const line = el("p", {class: "gate-line", "data-gate": "checking"}, "gate of run " + runId + ": ", chip("checking…", "checking"));
+    const fill = g => {
+      const known = g.gate !== "checking";
+      line.setAttribute("data-gate", known ? g.gate : "checking");
+      line.replaceChildren("gate of ", el("a", {href: "#/run/" + E(runId)}, "run " + runId), ": ", known ? chip(g.gate, g.gate) : chip("checking…", "checking"),
+        known && g.reasons.length ? " " + g.reasons[0] + (g.reasons.length > 1 ? " (and " + (g.reasons.length - 1) + " more)" : "") : "");
+      if (!known && !BUNDLE) load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(fill, () => {});
+    };
+    load("/api/run/" + E(runId)).then(doc => fill(doc.gate), () => line.replaceChildren("gate of run " + runId + ": ", chip("unknown", "closed")));
+    return line;
+  }
   function runPage(runId, q) {
     return Promise.all([load("/api/run/" + E(runId)), BUNDLE ? bundlePage(runId, q) : load("/api/run/" + E(runId) + "/cases", q)]).then(([run, page]) => {
       const decision = el("section", {id: "gate"});
@@ -328,7 +342,7 @@
     return load("/api/case/" + E(runId) + "/" + E(caseId), q && q.baseline ? {baseline: q.baseline} : null).then(c => {
       const v = c.verdict || {};
       const src = c.source;
-      const out = [el("p", {}, el("a", {href: "#/run/" + E(runId)}, "\u2190 run " + runId)),
+      const out = [el("p", {}, el("a", {href: "#/run/" + E(runId)}, "\u2190 run " + runId)), gateLine(runId),
         el("h1", {}, chip(v.verdict || "?"), " ", v.title || caseId),
         el("p", {class: "note", id: "case-facts"}, "case " + caseId + " · unit " + (v.unit || "–") + " · category " + (v.category || "–") +
           " · latency " + ms(v.latency_ms) + " · attempts " + (v.attempts ?? "–"), src ? [" · ", el("span", {class: "src"}, src.path + (src.line ? ":" + src.line : ""))] : null)];
@@ -428,7 +442,7 @@
         el("div", {class: "box better"}, el("div", {class: "big"}, String(n(BETTER))), "got better", el("div", {class: "note"}, (counts.newly_passing || 0) + " newly passing")),
         el("div", {class: "box"}, el("div", {class: "big"}, String(d.judge_flips || 0)), "judge flips"),
         el("div", {class: "box"}, el("div", {class: "big"}, cl && cl.delta ? signed(cl.delta.cost_per_case, x => money(x, cl.currency)) : "–"), "cost per case", el("div", {class: "note"}, "p95 latency " + (cl && cl.delta ? signed(cl.delta.latency_p95_ms, ms) : "–"))));
-      const out = [el("h1", {}, "Compare " + base + " \u2192 " + cand), el("p", {id: "headline", class: "headline"}, d.headline,
+      const out = [el("h1", {}, "Compare " + base + " \u2192 " + cand), gateLine(cand), el("p", {id: "headline", class: "headline"}, d.headline,
           d.stats && d.stats.verdict_phrase ? el("span", {class: "phrase"}, " · " + d.stats.verdict_phrase) : null), summary,
         (d.notes || []).length ? el("ul", {class: "notes"}, d.notes.map(x => el("li", {}, x))) : null];
       for (const [bucket, pairs] of Object.entries(d.buckets || {})) {
