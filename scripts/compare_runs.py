@@ -34,11 +34,12 @@ def build_parser():
 def run(args):
     from assay.compare.baseline import resolve_baseline
     from assay.compare.document import compare_runs
+    from assay.verdict import gate_open
     from assay.core import jsonio
     from assay.core.errors import AssayError
 
     candidate = Path(args.candidate)
-    base = resolve_baseline(args.base, candidate)
+    base = resolve_baseline(args.base, candidate, is_open=gate_open)
     doc = compare_runs(base, candidate)
     try:
         if args.output:

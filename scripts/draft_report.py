@@ -29,14 +29,17 @@ def build_parser():
 def run(args):
     from assay.core.jsonio import atomic_write_text
     from assay.report.draft import draft
+    from assay.verdict import GateOptions, decide, gate_open
 
     lines = None
     if args.baseline:
         from assay.compare.baseline import resolve_baseline
         from assay.compare.document import compare_runs
         from assay.compare.report_section import comparison_lines
-        lines = comparison_lines(compare_runs(resolve_baseline(args.baseline, Path(args.run_dir)), Path(args.run_dir)))
-    result = draft(Path(args.run_dir), comparison=lines)
+        base = resolve_baseline(args.baseline, Path(args.run_dir), is_open=gate_open)
+        lines = comparison_lines(compare_runs(base, Path(args.run_dir)))
+    # the banner is the one decision, as gate.py decides it without the completeness re-check
+    result = draft(Path(args.run_dir), comparison=lines, decision=decide(Path(args.run_dir), GateOptions(verify=False)))
     if args.output == "-":
         sys.stdout.write(result.markdown)
         return 0, None

@@ -42,8 +42,9 @@ def build_parser():
                         "cost per case plus the judge's, each priced with the prices file)")
     p.add_argument("--baseline", metavar="RUN|auto",
                    help="compare with this run (or `auto`: reports/baseline.json's pin, else the newest complete run "
-                        "of the same series whose gate was open) and close on any gating case newly failing; an "
-                        "edited case (expectation_changed) or a judge flip never closes it")
+                        "of the same series whose gate was open) and also close on any gating case newly failing, named "
+                        "first; the run's own reasons all stand (an edited case or a judge flip that fails still "
+                        "closes it, said beside the case)")
     p.add_argument("--state-dir", metavar="DIR",
                    help="the app's state dir, for profile.yaml's budgets and prices.yaml (default: the one "
                         "holding the run dir, <state>/reports/<run-id>)")
@@ -51,7 +52,8 @@ def build_parser():
 
 
 def run(args):
-    from assay.report.gate import evaluate, to_json
+    from assay.report.gate import to_json
+    from assay.verdict import GateOptions, decide
     from assay.report.gate_outputs import append_github_summary, write_junit
     from assay.report.rundir import latest_run
 
@@ -72,15 +74,10 @@ def run(args):
     if args.state_dir and not (Path(args.state_dir) / "profile.yaml").is_file():
         raise AssayError(f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
                          "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")
-    budgets = {"max_cost_per_case": args.max_cost_per_case, "max_p95_latency_s": args.max_p95_latency_s,
-               "prices": args.prices, "state_dir": args.state_dir, "include_judge": not args.no_judge_cost}
-    options = dict(max_infra_rate=args.max_infra_rate, require_canaries=args.require_canaries,
-                   verify=not args.no_verify, budgets=budgets)
-    if args.baseline:
-        from assay.compare.gate_rule import evaluate_against
-        result = evaluate_against(run_dir, args.baseline, **options)
-    else:
-        result = evaluate(run_dir, **options)
+    result = decide(run_dir, GateOptions(
+        max_infra_rate=args.max_infra_rate, require_canaries=args.require_canaries, verify=not args.no_verify,
+        max_cost_per_case=args.max_cost_per_case, max_p95_latency_s=args.max_p95_latency_s, prices=args.prices,
+        state_dir=args.state_dir, include_judge=not args.no_judge_cost, baseline=args.baseline))
     if args.junit:
         write_junit(result, args.junit)
     if args.github_summary:

@@ -23,12 +23,14 @@ def run(args):
     from assay.run.command import run as run_cases
     if args.baseline_verdicts == "auto":  # the run this plan's series compares with (assay.compare.baseline)
         from assay.compare.baseline import resolve_for_plan
-        args.baseline_verdicts = resolve_for_plan(args.plan)
+        from assay.verdict import gate_open
+        args.baseline_verdicts = resolve_for_plan(args.plan, is_open=gate_open)
     if getattr(args, "baseline", None) == "auto":  # pairwise rubrics: the same choice, its run dir
         from pathlib import Path
 
         from assay.compare.baseline import resolve_for_plan
-        args.baseline = str(Path(resolve_for_plan(args.plan)).parent)
+        from assay.verdict import gate_open
+        args.baseline = str(Path(resolve_for_plan(args.plan, is_open=gate_open)).parent)
     return run_cases(args)
 
 

@@ -44,7 +44,9 @@ def run(args):
     state = Path(args.state_dir)
     if not state.is_dir():
         raise AssayError(f"{state}: not a directory; pass the app's state dir (the one holding reports/)", 2)
-    doc = history(state, verify=not args.no_verify)
+    from assay.verdict import GateOptions, decision_dict
+    options = GateOptions(verify=not args.no_verify)
+    doc = history(state, verify=not args.no_verify, decide=lambda run_dir: decision_dict(run_dir, options))
     out = Path(args.output) if args.output else state / "reports" / "history.json"
     try:
         jsonio.atomic_write_json(out, doc)

@@ -52,7 +52,7 @@ def run_pipeline(tmp_path):
     g = run_script("gate", out, "--junit", junit)
     assert g.rc == 1, g.stdout
     lines = g.stdout.splitlines()
-    assert lines[0] == f"{plan['run_id']}: FAIL"
+    assert lines[0].startswith(f"{plan['run_id']}: FAIL -- closed: ")
     assert "  5 cases + 1 canary: 3 pass, 1 fail (1 gating), 0 unscored, 1 skipped" in lines
     assert "  canaries 1/1 pass" in lines
     assert [x for x in lines if x.startswith("  gate closed")] == ["  gate closed: 1 gating failure(s): c-invoice (answer)"]

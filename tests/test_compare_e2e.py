@@ -156,7 +156,7 @@ def test_gate_against_the_baseline_closes_naming_the_regressions_first(helpdesk,
     assert "newly failing" in head[1] and md.index("| bucket | cases |") < md.index("| n | pass |")
 
 
-def test_edited_case_and_judge_flip_keep_the_gate_open(helpdesk, tmp_path):
+def test_edited_case_and_judge_flip_are_named_and_their_failures_still_close_the_gate(helpdesk, tmp_path):
     doc = compare(tmp_path, helpdesk["base"], helpdesk["edited"], "--html", str(tmp_path / "c.html"))
     where = bucket_of(doc)
     assert where[EDITED] == "expectation_changed"
@@ -172,16 +172,23 @@ def test_edited_case_and_judge_flip_keep_the_gate_open(helpdesk, tmp_path):
     canaries = {p["case_id"] for ps in doc["buckets"].values() for p in ps if p["canary"]}
     assert canaries and doc["stats"]["n"] == len([c for c, b in where.items()
                                                   if b in ("judge_flip", "still_passing") and c not in canaries])
+    # wave 4 §1: a comparison never opens what the run's own decision closes. The edited case and the
+    # judge flip are not the app's regressions (not newly failing), but a gating case that fails closes
+    # the gate in every bucket; each is said beside its failure.
     r = run_script("gate", helpdesk["edited"], "--baseline", helpdesk["base"], "--json")
-    assert r.rc == 0, r.stdout
+    assert r.rc == 1, r.stdout
     g = r.json
-    assert g["gate"] == "open" and g["comparison"]["counts"]["expectation_changed"] == 1
-    assert g["comparison"]["judge_flips"] == 2
+    assert g["gate"] == "closed" and g["comparison"]["counts"]["expectation_changed"] == 1
+    assert g["comparison"]["judge_flips"] == 2 and not g["comparison"]["newly_failing_gating"]
+    plain = run_script("gate", helpdesk["edited"], "--json")
+    assert plain.rc == 1 and [x.split(" (")[0] for x in plain.json["reasons"]] == \
+        [x.split(" (")[0] for x in g["reasons"]]
     text = run_script("gate", helpdesk["edited"], "--baseline", helpdesk["base"]).stdout
     assert "judge flips (the judge changed its verdict on the same answer and material" in text
-    assert f"cases edited since the baseline (expectation_changed, never closes the gate): 1, 1 failing now: {EDITED}" in text
-    # without the baseline the same run closes: the comparison is what explains the two failures
-    assert run_script("gate", helpdesk["edited"]).rc == 1
+    assert (f"cases edited since the baseline (expectation_changed: not the app's regression, but a gating case "
+            f"that fails closes the gate): 1, 1 failing now: {EDITED}") in text
+    closed = next(x for x in text.splitlines() if x.startswith("  gate closed:") and "gating failure" in x)
+    assert f"{EDITED} (" in closed and "edited since the baseline)" in closed
 
 
 def test_baseline_auto_picks_the_newest_open_run_and_refuses_without_one(helpdesk, tmp_path):

@@ -9,11 +9,12 @@ from rundir_util import basic_cases, make_run, realistic_run
 
 from assay.report.draft import draft as draft_report
 from assay.report.redact import redact
+from assay.verdict import GateOptions, decide
 
 
 def draft(run_dir):
     """The library call the script makes (in-process: fast); the CLI is tested below."""
-    return draft_report(run_dir).markdown
+    return draft_report(run_dir, decision=decide(run_dir, GateOptions(verify=False))).markdown
 
 
 def test_cli_stdout_equals_library_output(tmp_path):

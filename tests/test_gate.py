@@ -75,7 +75,7 @@ def test_each_close_condition(tmp_path, summary, results, expect):
     r = gate(run_dir)
     assert r.rc == 1, r.stdout
     assert any(line.startswith(f"  gate closed: {expect}") for line in r.stdout.splitlines()), r.stdout
-    assert r.stdout.splitlines()[0].endswith(": FAIL")
+    assert r.stdout.splitlines()[0].split(" -- closed: ")[0].endswith(": FAIL")
 
 
 def test_gating_failures_name_cases_up_to_5_and_holdout_share(tmp_path):
@@ -84,7 +84,7 @@ def test_gating_failures_name_cases_up_to_5_and_holdout_share(tmp_path):
     run_dir = make_run(tmp_path, cases)
     r = gate(run_dir)
     assert r.rc == 1
-    line = [x for x in r.stdout.splitlines() if "gating failure" in x][0]
+    line = [x for x in r.stdout.splitlines() if x.startswith("  gate closed:") and "gating failure" in x][0]
     assert line == ("  gate closed: 8 gating failure(s): c-f0 (answer), c-f1 (answer), c-f2 (answer), "
                     "c-f3 (answer), c-f4 (answer) and 2 more (1 of them holdout, aggregate only: ids sealed)")
     assert "h-secret-1" not in r.stdout

@@ -181,7 +181,8 @@ def test_a_calibrated_rubric_that_was_never_judged_closes_the_gate_in_the_run_an
     assert "node(s) unknown: gives-reference (the judge's reply did not parse" in one["layers"]["judged"]["reason"]
     g = run_script("gate", run_dir, "--no-verify")
     assert g.rc == 1, g.stdout
-    never = next(x for x in g.stdout.splitlines() if "gating case(s) asserted a check that never ran" in x)
+    never = next(x for x in g.stdout.splitlines()
+                 if x.startswith("  gate closed:") and "gating case(s) asserted a check that never ran" in x)
     assert "c-conv0001" not in never
     assert "c-one00001 (judged: booking-v1: node(s) unknown: gives-reference (the judge's reply did not parse" in never
     assert "adapter's the" not in g.stdout
@@ -469,7 +470,7 @@ def test_gating_one_shards_run_dir_never_opens_and_the_merged_run_does(tmp_path)
             assert r.rc == 0, (r.stdout, r.stderr)
     g = run_script("gate", shards[0], "--no-verify")
     assert g.rc == 1, g.stdout
-    assert g.stdout.splitlines()[0].endswith(": FAIL")
+    assert g.stdout.splitlines()[0].split(" -- closed: ")[0].endswith(": FAIL")
     assert ("  gate closed: this is shard 1/2's run dir, a slice of the plan, not a run: merge every shard "
             "(merge_runs.py --plan PLAN --out <run dir> <shard dirs>) and gate the merged run") \
         in g.stdout.splitlines(), g.stdout

@@ -129,8 +129,11 @@ PER_CASE = {
     "regex_trailing_flags": (answer(must_contain=["/abc/i"]), answer(must_contain=["/(?i)abc/"])),
     "catastrophic_regex": (answer(must_contain=["/(a+)+$/"]), answer(must_contain=["/a+$/"])),
     "echo_assertion": (answer(must_contain=["invoice INV-1001"]), answer(must_contain=["120.00"])),
-    "unrecognizable_record_ids": (expect(authz={"forbidden_record_ids": ["ABC-1"]}),
-                                  expect(authz={"forbidden_record_ids": ["INV-2001"]})),
+    "unrecognizable_record_ids": (expect(authz={"allowed_record_ids": ["ABC-1"]}),
+                                  expect(authz={"allowed_record_ids": ["INV-2001"]})),
+    # wave 4 §1: a forbidden id the app never writes (inc-1002 for INC-1002) is an ERROR, never a pass
+    "unobservable_record_ids": (expect(authz={"forbidden_record_ids": ["inv-2001"]}),
+                                expect(authz={"forbidden_record_ids": ["INV-2001"]})),
     "reserved_expectation": (expect(route="billing", state={"rows": 1}), expect(route="billing")),
     "machine_accepted": (T(review={"status": "accepted", "by": "claude-generator"}),
                          T(review={"status": "accepted", "by": "Priya Natarajan"})),

@@ -33,17 +33,6 @@ def series_words(key: tuple) -> str:
     return ", ".join(f"{k} {v}" for k, v in zip(SERIES_KEYS, key))
 
 
-def gate_open(run_dir: Path) -> tuple[bool, str | None]:
-    """(open, first close reason) for a past run, gated as `gate.py RUN` would gate it."""
-    from ..report.gate import evaluate
-    try:
-        res = evaluate(run_dir, budgets={"max_cost_per_case": None, "max_p95_latency_s": None,
-                                         "prices": None, "state_dir": None})
-    except AssayError as err:
-        return False, err.message
-    return res.open, (res.reasons[0] if res.reasons else None)
-
-
 def pinned(reports: Path) -> Path | None:
     pin = reports / PIN_FILE
     if not pin.is_file():
@@ -61,7 +50,7 @@ def pinned(reports: Path) -> Path | None:
 
 
 def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str | None,
-                is_open: Callable[[Path], tuple[bool, str | None]] = gate_open) -> Path:
+                is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
     """The newest run of series `key` (started before `before`, a run-id stamp) whose gate is open."""
     found = []
     if reports.is_dir():
@@ -97,8 +86,9 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
                      series=dict(zip(SERIES_KEYS, key)))
 
 
-def resolve_baseline(spec: str, candidate_dir: Path) -> Path:
-    """A run dir for `--baseline SPEC` next to the candidate run (SPEC: a run dir, or `auto`)."""
+def resolve_baseline(spec: str, candidate_dir: Path, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+    """A run dir for `--baseline SPEC` next to the candidate run (SPEC: a run dir, or `auto`).
+    `is_open` is the one decision (`assay.verdict.gate_open`), handed in by the command."""
     if spec != "auto":
         return Path(spec)
     candidate_dir = Path(candidate_dir)
@@ -112,10 +102,10 @@ def resolve_baseline(spec: str, candidate_dir: Path) -> Path:
                          "dir (<state>/reports/<run-id>)", 2, path=str(candidate_dir))
     parsed = parse_run_id(candidate_dir.name)
     return newest_open(reports, series_of(results), before=parsed[1] if parsed else None,
-                       exclude=candidate_dir.name)
+                       exclude=candidate_dir.name, is_open=is_open)
 
 
-def resolve_for_plan(plan_path: str) -> str:
+def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:
     """run_cases.py --baseline-verdicts auto: the chosen run's verdicts_for_stats.jsonl for a plan."""
     if plan_path in (None, "-"):
         raise AssayError("--baseline-verdicts auto needs --plan as a file (it reads the plan's state dir and "
@@ -123,10 +113,11 @@ def resolve_for_plan(plan_path: str) -> str:
     plan = try_json(Path(plan_path))
     if not isinstance(plan, dict) or not isinstance(plan.get("paths"), dict):
         raise AssayError(f"--plan {plan_path}: not a readable plan.json (make_plan.py writes one)", 2, key="--plan")
-    return str(baseline_for_plan(plan, exclude=plan.get("run_id")) / "verdicts_for_stats.jsonl")
+    return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open) / "verdicts_for_stats.jsonl")
 
 
-def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: str | None = None) -> Path:
+def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: str | None = None,
+                      is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
     """`auto` for a plan (run_cases.py, rescore.py): reports/baseline.json's pin, else the newest complete
     run of the plan's series (mode, dataset version, harness version, k) whose gate was open, started
     before `before` (a run-id stamp) and not `exclude`."""
@@ -138,4 +129,4 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    return newest_open(reports, key, before=before, exclude=exclude)
+    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open)

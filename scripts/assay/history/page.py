@@ -45,9 +45,10 @@ def trend_svg(runs: list[dict]) -> str:
         lo, hi = r.get("interval") or (r["pass_rate"], r["pass_rate"])
         parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" stroke="#3451b2" '
                      f'stroke-width="3" stroke-opacity="0.35"/>')
-        # green only for a clean run with no gating failure: a run whose gate closed on infra or
-        # unscored cases is amber, its rate covers only the scored cases
-        color = "#a12020" if r.get("gating_failures") else "#17633a" if r.get("clean", True) else "#b26b00"
+        # green only when the one decision opened the gate (run_history.py hands it in) on a clean run:
+        # a closed gate is red; an unclean run's rate covers only the scored cases (amber)
+        closed = r.get("gate") == "closed" or (r.get("gate") is None and r.get("gating_failures"))
+        color = "#a12020" if closed else "#17633a" if r.get("clean", True) else "#b26b00"
         note = "" if r.get("clean", True) else f" of scored (not clean: {r.get('not_clean')})"
         parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" fill="{color}">'
                      f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}</title></circle>')

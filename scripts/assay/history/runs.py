@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..core.jsonio import loads
 from ..core.errors import AssayError
@@ -66,8 +66,11 @@ def _verdict_rows(run_dir: Path, name: str = "verdicts_for_stats.jsonl") -> list
     return rows
 
 
-def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | None]:
-    """(run record, None) for a usable run, else (None, the reason it is excluded)."""
+def load_run(run_dir: Path, *, verify: bool = True,
+             decide: Callable[[Path], dict] | None = None) -> tuple[dict | None, str | None]:
+    """(run record, None) for a usable run, else (None, the reason it is excluded). `decide` is the one
+    decision (`assay.verdict.decision_dict`, handed in by the command): the record's `gate` and
+    `gate_reasons` are its words, never this module's."""
     if run_dir.is_symlink():
         return None, "a symlink, not a run directory"
     try:
@@ -121,6 +124,9 @@ def load_run(run_dir: Path, *, verify: bool = True) -> tuple[dict | None, str | 
                 if _int(summary.get(k))]
     record["clean"] = not blockers
     record["not_clean"] = ", ".join(blockers) or None
+    if decide is not None:
+        decision = decide(run_dir)
+        record["gate"], record["gate_reasons"] = decision["gate"], decision["reasons"]
     sealed = _holdout_ids(run_dir, manifest)
     record["sealed"] = sealed if sealed is not None else set()
     if not record["holdout"]:
@@ -191,7 +197,8 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def scan(state_dir: Path, *, verify: bool = True) -> tuple[list[dict], list[dict]]:
+def scan(state_dir: Path, *, verify: bool = True,
+         decide: Callable[[Path], dict] | None = None) -> tuple[list[dict], list[dict]]:
     """(usable runs in run-id time order, excluded runs with reasons)."""
     reports = Path(state_dir) / "reports"
     if not reports.is_dir():
@@ -206,7 +213,7 @@ def scan(state_dir: Path, *, verify: bool = True) -> tuple[list[dict], list[dict
             excluded.append({"run_id": entry.name, "reason": shard_dir_reason(entry.name)
                              or "directory name is not a run id (<mode>-<UTC stamp>)"})
             continue
-        record, reason = load_run(entry, verify=verify)
+        record, reason = load_run(entry, verify=verify, decide=decide)
         if record is None:
             excluded.append({"run_id": entry.name, "reason": reason})
         else:
@@ -327,8 +334,9 @@ def seal_runs(runs: list[dict]) -> None:
             r["verdicts"] = {cid: v for cid, v in r["verdicts"].items() if cid not in sealed}
 
 
-def history(state_dir: Path, *, verify: bool = True) -> dict:
-    runs, excluded = scan(state_dir, verify=verify)
+def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], dict] | None = None) -> dict:
+    """The history document; with `decide`, every run carries the one decision (`gate`, `gate_reasons`)."""
+    runs, excluded = scan(state_dir, verify=verify, decide=decide)
     seal_runs(runs)
     rescored = [r for r in runs if r.get("rescored_from")]
     series = build_series([r for r in runs if not r.get("rescored_from")])

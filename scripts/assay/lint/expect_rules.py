@@ -211,7 +211,14 @@ def _check_authz(authz: Any, where: str, report: Report, id_pattern: str | None,
             if nested_quantifier(id_pattern):
                 report("catastrophic_regex", f"the profile's record_id_pattern {id_pattern!r} (used by {where}) "
                        f"{CATASTROPHIC_HINT}")
+            forbidden = set(authz.get("forbidden_record_ids") or []) if isinstance(authz.get("forbidden_record_ids"), list) else set()
             bad = [i for i in ids if not rx.fullmatch(i)]
+            never = [i for i in bad if i in forbidden]
+            if never:
+                report("unobservable_record_ids", f"{where}.forbidden_record_ids {never} do not match the profile's "
+                       f"record_id_pattern {id_pattern!r}: the app never writes an id that way, so the check could "
+                       "only pass; write them as the app does (ids are compared exactly)")
+            bad = [i for i in bad if i not in forbidden]
             if bad:
                 report("unrecognizable_record_ids", f"{where} ids {bad} do not match the profile's "
                        f"record_id_pattern {id_pattern!r}; the authz scorer will not see them")

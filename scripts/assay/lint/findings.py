@@ -30,6 +30,8 @@ CODES: dict[str, str] = {
     "bad_call_scope": ERROR, "vacuous_args_entry": ERROR, "both_scalar_and_rows": ERROR,
     "neither_scalar_nor_rows": ERROR, "empty_columns": ERROR, "string_not_list": ERROR,
     "unquoted_bool_or_number": ERROR, "bad_regex": ERROR, "unknown_schema_keyword": ERROR,
+    # a forbidden id the app can never write: the authz check could only ever pass (wave 4 §1)
+    "unobservable_record_ids": ERROR,
     # suite files
     "manifest_mismatch": ERROR,
     # rubric pins (expect.answer.rubric against rubrics/<id>.md)

@@ -85,10 +85,7 @@ def outcome(run_dir: Path | None, row: dict | None, not_run: str | None) -> None
         if row.get("gating") is False:
             pytest.xfail(msg)
         raise CaseFailed(body)
-    from ..report.gate_reasons import skipped_closes, unscored_closes
-    from ..report.rundir import case_verdict
-    doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
-    closes = unscored_closes(row, doc) or skipped_closes(run_dir, row)[0] is not None
-    if closes:
+    from ..report.gate_case import case_gate
+    if case_gate(run_dir, row).closes:
         raise CaseFailed(f"{msg}\nthis gating case is {verdict}, not a pass: it closes the gate")
     pytest.skip(msg)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 REPLAY_MISS = "replay miss"
+# rescore's words for a conversation it cannot replay (assay.run.rescore): like a miss, not measured
+RESCORE_NOT_REPLAYED = "rescore does not replay conversations in this build"
 
 
 class ReplayMiss(Exception):

@@ -19,6 +19,7 @@ from ..core.vocab import EXIT_MEANINGS, LAYER_ORDER
 from ..stats.counts import cases_phrase
 from .clusters import build_clusters, clusters_markdown
 from .facts import RunFacts, load_facts
+from .gate import GateResult
 from .judged import judged_section
 from .mdtext import code, count, esc, pct, plural
 from .redact import pii_flag, redact
@@ -70,13 +71,12 @@ def _short_ts(value: object) -> str:
     return f"{m.group(1)} {m.group(2)}Z" if m else esc(text)
 
 
-def verdict_banner(facts: RunFacts) -> list[str]:
-    """PASS or FAIL at a glance: the gate's decision (its default rules, as `gate.py RUN_DIR` with
-    --no-verify decides), the gate type and what it means, and every close reason."""
-    from .gate import evaluate
+def verdict_banner(facts: RunFacts, g: GateResult) -> list[str]:
+    """PASS or FAIL at a glance: the one decision (`assay.verdict.decide`, as `gate.py RUN_DIR` with
+    --no-verify decides, handed in by draft_report.py), the gate type and what it means, and every
+    close reason."""
     from .gate_lines import gate_rule_line
 
-    g = evaluate(facts.run_dir, verify=False, budgets={})  # profile.yaml budgets are default rules too
     s = facts.summary
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
     word = "PASS · gate open" if g.open else "FAIL · gate closed"
@@ -285,12 +285,12 @@ def conversation_lines(s: dict) -> list[str]:
 SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 
 
-def draft(run_dir: Path, *, comparison: list[str] | None = None) -> Draft:
+def draft(run_dir: Path, *, decision: GateResult, comparison: list[str] | None = None) -> Draft:
     """The report draft. A run file edited into a shape the runner never writes (a list where
     an object belongs, a string for a count) is exit 2 naming what `run_cases.py --verify`
     finds, never a traceback."""
     try:
-        return _draft(run_dir, comparison)
+        return _draft(run_dir, decision, comparison)
     except SHAPE_ERRORS as exc:
         from .gate_reasons import run_verify
         clean, detail = run_verify(Path(run_dir))
@@ -299,14 +299,14 @@ def draft(run_dir: Path, *, comparison: list[str] | None = None) -> Draft:
                          "Restore it, or re-run (--resume redoes unfinished cases).", 2, path=str(run_dir)) from None
 
 
-def _draft(run_dir: Path, comparison: list[str] | None = None) -> Draft:
+def _draft(run_dir: Path, decision: GateResult, comparison: list[str] | None = None) -> Draft:
     facts = load_facts(Path(run_dir))
     flag, source = pii_flag(facts.run_dir, facts.manifest, facts.run_id)
     redactor = _Redactor(flag is not False)
     s = facts.summary
     banner = _not_quotable(facts)
     gating, n = count(s.get("gating_failures")), count(s.get("n"))
-    lines = [f"# assay report: {esc(facts.run_id)}", ""] + verdict_banner(facts) + [_facts_line(facts), ""]
+    lines = [f"# assay report: {esc(facts.run_id)}", ""] + verdict_banner(facts, decision) + [_facts_line(facts), ""]
     if banner:
         lines += banner
     else:

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..stats.counts import cases_phrase
 from .gate_lines import summary_lines
 from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
-                           hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, run_verify,
+                           hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
                            skipped_gating_reason, unscored_gating_reason)
 from .rundir import RunResultsView, load_results
 
@@ -46,8 +46,12 @@ class GateResult(RunResultsView):
 
 
 def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: bool = False,
-             verify: bool = True, budgets: dict | None = None, explained: dict | None = None) -> GateResult:
+             verify: bool = True, budgets: dict | None = None, notes: dict | None = None) -> GateResult:
+    """The gate's decision over one run dir. Call it through `assay.verdict.decide` (the one entry:
+    the same defaults for every surface); `budgets` overrides profile.yaml's (None: the profile's),
+    `notes` ({case_id: words}) is said beside a gating failure (--baseline: "edited since ...")."""
     run_dir = Path(run_dir)
+    budgets = dict(budgets or {})
     results = load_results(run_dir)
     summary = results["summary"]
     res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir))
@@ -79,9 +83,12 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     reasons.extend(canary_failures(run_dir, results))
     if results.get("exit_code") not in (0, None):
         reasons.append(f"runner exit code {results.get('exit_code')} (not 0)")
-    gating = gating_reason(results, summary, explained) if not bad and summary["gating_failures"] > 0 else None
+    gating = gating_reason(results, summary, notes) if not bad and summary["gating_failures"] > 0 else None
     if gating:
         reasons.append(gating)
+    not_run = replay_miss_reason(run_dir, results)
+    if not_run:
+        reasons.append(not_run)
     holdout = summary.get("holdout")
     if not bad and isinstance(holdout, dict) and is_count(holdout.get("gating_failures")) \
             and holdout["gating_failures"] > summary["gating_failures"]:
@@ -128,26 +135,30 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         res.verify_clean, res.verify_detail = run_verify(run_dir)
         if not res.verify_clean:
             reasons.append(res.verify_detail or "run_cases.py --verify failed")
-    if budgets is not None:
-        # opt-in cost / latency budgets (history/budgets.py: the flags, else <state>/profile.yaml;
-        # stats/cost.py: the numbers): over budget, or not checkable, closes
-        from ..history.budgets import resolve_budgets
-        from ..stats.cost import PRICES_FILE, load_prices, run_cost, state_dir_of_run
-        from ..stats.cost_budget import budget_lines
-        state = Path(budgets["state_dir"]) if budgets.get("state_dir") else state_dir_of_run(run_dir)
-        res.budgets = resolve_budgets(budgets, state)["budgets"]
-        if res.budgets:
-            prices_path = Path(budgets.get("prices") or state / PRICES_FILE)
-            prices = load_prices(prices_path) if prices_path.is_file() or budgets.get("prices") else None
-            cost = run_cost(run_dir, prices, prices_note=None if prices else f"no {prices_path}")
-            close, res.budget_lines = budget_lines(
-                cost, max_cost_per_case=(res.budgets.get("max_cost_per_case") or {}).get("value"),
-                max_p95_latency_s=(res.budgets.get("max_p95_latency_s") or {}).get("value"),
-                sources={k: b["source"] for k, b in res.budgets.items()},
-                include_judge=budgets.get("include_judge", True) is not False)
-            reasons.extend(close)
+    _check_budgets(res, run_dir, budgets)
     res.lines = summary_lines(res)
     return res
+
+
+def _check_budgets(res: GateResult, run_dir: Path, budgets: dict) -> None:
+    """Cost and latency budgets (history/budgets.py: the overrides, else <state>/profile.yaml;
+    stats/cost.py: the numbers): over budget, or not checkable, closes."""
+    reasons = res.reasons
+    from ..history.budgets import resolve_budgets
+    from ..stats.cost import PRICES_FILE, load_prices, run_cost, state_dir_of_run
+    from ..stats.cost_budget import budget_lines
+    state = Path(budgets["state_dir"]) if budgets.get("state_dir") else state_dir_of_run(run_dir)
+    res.budgets = resolve_budgets(budgets, state)["budgets"]
+    if res.budgets:
+        prices_path = Path(budgets.get("prices") or state / PRICES_FILE)
+        prices = load_prices(prices_path) if prices_path.is_file() or budgets.get("prices") else None
+        cost = run_cost(run_dir, prices, prices_note=None if prices else f"no {prices_path}")
+        close, res.budget_lines = budget_lines(
+            cost, max_cost_per_case=(res.budgets.get("max_cost_per_case") or {}).get("value"),
+            max_p95_latency_s=(res.budgets.get("max_p95_latency_s") or {}).get("value"),
+            sources={k: b["source"] for k, b in res.budgets.items()},
+            include_judge=budgets.get("include_judge", True) is not False)
+        reasons.extend(close)
 
 
 def to_json(res: GateResult) -> dict:

@@ -62,3 +62,32 @@ def judge_cost_gate_line(cost_latency: object) -> list[str]:
         return [f"  judge cost: not priced ({judge.get('reason') or 'no prices'})"]
     return [f"  judge cost: {judge['total']:.6g} {judge.get('currency') or ''} over {judge['calls']} call(s), "
             f"{judge.get('mean_per_case') or 0:.6g} per case, apart from the app's"]
+
+
+def provisional_fail_line(run_dir: Path, results: dict) -> list[str]:
+    """`judged (provisional): would have failed: <case> (<rubric>, provisional, not gating)`: a rubric
+    not yet calibrated that said fail never gates, but a person must see which case it saw fail."""
+    judged = (results.get("summary") or {}).get("judged") if isinstance(results.get("summary"), dict) else None
+    prov = judged.get("provisional") if isinstance(judged, dict) else None
+    if not isinstance(prov, dict) or not prov.get("fail"):
+        return []
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = LazyHoldoutIds(run_dir, rows)
+    named, count = [], 0
+    for row in rows:
+        if not isinstance(row, dict) or (row.get("layers") or {}).get("judged") in (None, "n/a", "pass", "fail"):
+            continue
+        cid = str(row.get("case_id"))
+        layer = ((case_verdict(run_dir, cid) or {}).get("layers") or {}).get("judged")
+        if not isinstance(layer, dict) or layer.get("provisional_verdict") != "fail":
+            continue
+        count += 1
+        if cid not in sealed and len(named) < MAX_NAMED:
+            pins = [r.get("pin") for r in layer.get("rubrics") or [] if isinstance(r, dict)
+                    and r.get("provisional") and r.get("verdict") == "fail"]
+            named.append(f"{cid} ({', '.join(str(p) for p in pins) or 'rubric'}, provisional, not gating)")
+    if not count:
+        return []
+    return [f"  judged (provisional) would have failed: {count} case(s): " + ", ".join(named)
+            + (f" and {count - len(named)} more" if count > len(named) else "")
+            + " -- calibrate the rubric (score_agreement.py --write) to let it gate"]

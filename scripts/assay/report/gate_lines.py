@@ -59,6 +59,11 @@ def summary_lines(res: GateResult) -> list[str]:
     head = f"{res.run_id}: {'PASS' if res.open else 'FAIL'}"
     if res.replayed:
         head += f" [{res.replayed}]"
+    if res.reasons:   # the headline names what closed it first (its words up to the first colon), never a side note
+        first = res.reasons[0].split(": ", 1)[0]
+        head += f" -- closed: {first if len(first) <= 120 else first[:119] + '…'}"
+        if len(res.reasons) > 1:
+            head += f" (+{len(res.reasons) - 1} more below)"
     if nongating > 0:
         head += f" ({nongating} failure(s) on gating:false cases, not counted)"
     canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
@@ -102,8 +107,10 @@ def summary_lines(res: GateResult) -> list[str]:
     unjudged = s.get("unjudged")
     if isinstance(unjudged, dict) and unjudged:
         lines.append("  judged layers: " + "; ".join(f"{why} x{_num(n)}" for why, n in unjudged.items()))
-    lines.append(gate_rule_line(results))
+    lines.append(gate_rule_line(results, unmeasured_gating(res)))
     lines += judged_lines(s.get("judged"))
+    from .gate_judge import provisional_fail_line
+    lines += provisional_fail_line(res.run_dir, results)
     from .gate_judge import judge_cost_gate_line
     lines += judge_cost_gate_line(results.get("cost_latency"))
     if not res.verified:
@@ -197,11 +204,28 @@ GATE_RULES = {
 }
 
 
-def gate_rule_line(results: dict) -> str:
+def unmeasured_gating(res: GateResult) -> int:
+    """Gating, non-canary cases that were not measured (infra, unscored, skipped): an open gate
+    never says "every gating case passed" over them."""
+    s = res.summary
+    total = 0
+    for key in ("infra_errors", "infra_incomplete", "unscored", "skipped"):
+        total += s[key] if is_count(s.get(key)) else 0
+    if not total:
+        return 0
+    rows = res.results.get("cases") if isinstance(res.results.get("cases"), list) else []
+    return sum(1 for r in rows if isinstance(r, dict) and not r.get("canary") and r.get("gating", True) is not False
+               and r.get("verdict") in ("infra_error", "infra_incomplete", "unscored", "skipped"))
+
+
+def gate_rule_line(results: dict, unmeasured: int = 0) -> str:
     gate, mode, k = results.get("gate"), results.get("mode"), results.get("k")
     rule = GATE_RULES.get(str(gate))
     if rule is None:
         return f"  gate rule: {gate!r} is not soft, hard or decision; the close reasons above apply as listed"
+    if unmeasured and gate == "hard":
+        rule = (f"every gating case that was measured passed all k repeats (pass^k); {unmeasured} gating case(s) "
+                "were not measured (infra, unscored or skipped), so open is not a release signal for them")
     return f"  {gate} gate ({mode}, k={k}): {rule}"
 
 

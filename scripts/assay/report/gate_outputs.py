@@ -17,7 +17,7 @@ from ..core.casestore import read_case_json
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
 from .gate import GateResult
-from .gate_reasons import unscored_closes
+from .gate_case import case_gate
 from .facts import read_case_file
 from .judged import judged_note
 from .rundir import case_verdict, read_jsonl_file
@@ -100,9 +100,11 @@ def _outcome(tc: ET.Element, res: GateResult, row: dict) -> tuple[int, int]:
     if verdict == "fail":
         ET.SubElement(tc, "failure", message=msg, type="fail").text = failure_text(res, row, msg)
         return 1, 0
-    if verdict == "unscored" and unscored_closes(row, case_verdict(res.run_dir, str(row.get("case_id"))) or {}):
-        # a gating check that never ran closed the gate (unscored_gating_reason): a failure here
-        ET.SubElement(tc, "failure", message=msg, type="unscored").text = failure_text(res, row, msg)
+    closes = case_gate(res.run_dir, row)
+    if closes.closes:
+        # a gating case that was not measured closed the gate (gate_case: a check that never ran, a
+        # replay miss, a case the adapter could not send): a failure here, never a skip
+        ET.SubElement(tc, "failure", message=msg, type=str(closes.kind)).text = failure_text(res, row, msg)
         return 1, 0
     ET.SubElement(tc, "skipped", message=msg)
     return 0, 1

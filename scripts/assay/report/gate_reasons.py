@@ -8,9 +8,8 @@ from pathlib import Path
 from ..core.casestore import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..core.vocab import is_judge_unstable
-from ..score.hollow import (ADAPTER_KEY_OF_LAYER, HOLLOW_CASE_REASON, adapter_gap_key, hollow_layer_line,
-                            only_chosen_unscored, where_to_look)
+from ..score.hollow import ADAPTER_KEY_OF_LAYER, hollow_layer_line, where_to_look
+from .gate_case import NOT_RUN, SKIPPED, UNSCORED, case_gate
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json
 
@@ -39,20 +38,21 @@ def failing_cases(results: dict) -> list[dict]:
             and r.get("gating", True) is not False and not r.get("canary")]
 
 
-def gating_reason(results: dict, summary: dict, explained: dict | None = None) -> str | None:
-    """`explained` ({case_id: why}, from --baseline): failures the comparison attributes to an edited
-    case or a judge flip; they are not counted here (the comparison's lines name them)."""
-    explained = explained or {}
-    failing = [r for r in failing_cases(results) if r.get("case_id") not in explained]
-    total = summary["gating_failures"] - (len(failing_cases(results)) - len(failing))
+def gating_reason(results: dict, summary: dict, notes: dict | None = None) -> str | None:
+    """Every gating failure closes the gate, whatever a comparison calls it. `notes` ({case_id:
+    words}, from --baseline) is said beside a case: "edited since the baseline", "judge flip"."""
+    notes = notes or {}
+    total = summary["gating_failures"]
     if total <= 0:
         return None
+    failing = failing_cases(results)
     named = []
     for row in failing[:MAX_NAMED]:
         layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
         title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
         turn = f"turn {row['failed_turn']}: " if isinstance(row.get("failed_turn"), int) else ""
-        named.append(f"{row.get('case_id')}{title} ({turn}{', '.join(layers) or 'no layer named'})")
+        note = f"; {notes[row.get('case_id')]}" if row.get("case_id") in notes else ""
+        named.append(f"{row.get('case_id')}{title} ({turn}{', '.join(layers) or 'no layer named'}{note})")
     more = len(failing) - len(named)
     text = f"{total} gating failure(s)"
     if named:
@@ -62,6 +62,32 @@ def gating_reason(results: dict, summary: dict, explained: dict | None = None) -
     if is_count(h) and h:
         text += f" ({h} of them holdout, aggregate only: ids sealed)"
     return text
+
+
+def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating cases --replay (or rescore) could not answer: not measured, so never a pass,
+    and never infrastructure noise hidden under --max-infra-rate. Holdout ids are counted only."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = LazyHoldoutIds(run_dir, rows)
+    named, count = [], 0
+    for row in rows:
+        if not isinstance(row, dict) or row.get("verdict") != "infra_error":
+            continue
+        verdict = case_gate(run_dir, row)
+        if verdict.kind != NOT_RUN:
+            continue
+        count += 1
+        cid = str(row.get("case_id"))
+        if cid not in sealed and len(named) < MAX_NAMED:
+            why = " ".join(str(verdict.why).split())
+            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
+    if not count:
+        return None
+    return (f"{count} gating case(s) were not measured: the replay could not answer them (a replay miss, or a "
+            "conversation rescore cannot replay, is a case that did not run, not a pass; record again, or run "
+            "them live: --changed-since, or run_cases.py)"
+            + (": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
+               if named else ""))
 
 
 def replayed_phrase(run_dir: Path) -> str | None:
@@ -103,16 +129,6 @@ def hollow_reasons(summary: dict) -> list[str]:
     return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
 
 
-def unscored_closes(row: dict, doc: dict) -> bool:
-    """An unscored gating case that closes the gate: a check it asserts never ran (not a hollow
-    case, not one whose only unscored layers are ones this run chose not to check)."""
-    if row.get("verdict") != "unscored" or row.get("canary") or row.get("gating", True) is False:
-        return False
-    layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
-    return not (doc.get("unscored_reason") == HOLLOW_CASE_REASON
-                or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")))
-
-
 def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases that rolled up `unscored` because a check they assert never ran
     (wave 2 §1: PASS means every asserted check was evaluated and held). A hollow case (nothing
@@ -125,9 +141,9 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
         if not isinstance(row, dict) or row.get("verdict") != "unscored":
             continue
         cid = str(row.get("case_id"))
-        doc = case_verdict(run_dir, cid) or {}
-        why = doc.get("unscored_reason")
-        if not unscored_closes(row, doc) or is_judge_unstable(doc):
+        verdict = case_gate(run_dir, row)
+        why = verdict.why
+        if verdict.kind != UNSCORED:
             continue  # nothing asserted that this run checks (the linter and "nothing measured" speak);
             # a judge that disagreed with itself has its own line (judge_unstable_reason)
         count += 1
@@ -161,17 +177,6 @@ def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rat
     return text + (": " + "; ".join(named) if named else "")
 
 
-def skipped_closes(run_dir: Path, row: object) -> tuple[str | None, str | None]:
-    """(the adapter key it lacks, the skip reason) when this results row is a gating case the
-    runner did not send for want of that key: it closes the gate. (None, None) otherwise."""
-    if not isinstance(row, dict) or row.get("verdict") != "skipped" or row.get("canary") \
-            or row.get("gating", True) is False:
-        return None, None
-    why = (case_verdict(run_dir, str(row.get("case_id"))) or {}).get("skip_reason")
-    key = adapter_gap_key(why)
-    return (key, why) if key is not None else (None, None)
-
-
 def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases the runner did not send because the adapter lacks what they need
     (no invocation.conversation for a conversation, no identity_map entry): skipped is not a pass.
@@ -180,9 +185,10 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     sealed = LazyHoldoutIds(run_dir, rows)
     named, keys, count = [], [], 0
     for row in rows:
-        key, why = skipped_closes(run_dir, row)
-        if key is None:
+        verdict = case_gate(run_dir, row)
+        if verdict.kind != SKIPPED:
             continue
+        key, why = verdict.key, verdict.why
         cid = str(row.get("case_id"))
         count += 1
         keys += [key] if key not in keys else []

@@ -42,10 +42,12 @@ from . import holdout_ledger, preflight, preflight_env, run_paths
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
 from ..traces.collect import TraceConfig
 
+from ..replay.miss import RESCORE_NOT_REPLAYED
+
 NOT_SENT = "not sent in the source run: no stored response to rescore"
-NOT_REPLAYED = "a conversation (input.turns): rescore does not replay conversations in this build"
+NOT_REPLAYED = f"a conversation (input.turns): {RESCORE_NOT_REPLAYED}"
 NOT_REPLAYED_SIMULATED = (
-    "a simulated-user conversation (input.simulated_user): rescore does not replay conversations in this build, "
+    f"a simulated-user conversation (input.simulated_user): {RESCORE_NOT_REPLAYED}, "
     "so its end state and its rubric (judged over the whole transcript) were not re-scored and the simulator "
     "was not called; the source run {run_id}'s verdict for it stands in that run's case record; to "
     "score it with the current suite run it again (run_cases.py), or replay the source run if it was recorded "
@@ -304,8 +306,10 @@ def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, 
     from .command import pairwise_baseline
     if spec == "auto":
         from ..compare.baseline import baseline_for_plan
+        from ..verdict import gate_open
         parsed = parse_run_id(source.name)
-        spec = str(baseline_for_plan(plan, exclude=source.name, before=parsed[1] if parsed else None))
+        spec = str(baseline_for_plan(plan, exclude=source.name, before=parsed[1] if parsed else None,
+                                     is_open=gate_open))
     if Path(spec).resolve() == source:
         raise AssayError(f"--baseline {spec}: that is the source run; its answers are the ones rescored (a "
                          "pairwise rubric would compare them with themselves): pass an earlier run", 2,

@@ -152,7 +152,8 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
             continue
         cost += _num(c.get("input_tokens")) * p["input"] + _num(c.get("output_tokens")) * p["output"]
     row["unpriced_models"] = sorted(unpriced)
-    row["cost"] = None if unpriced else round(cost, 8)
+    # a model call without token usage has an unknown cost: the case's cost is unknown, never 0
+    row["cost"] = None if unpriced or row["calls_without_usage"] else round(cost, 8)
     return row
 
 
@@ -220,6 +221,8 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
     priced = [r["cost"] for r in traced if r["cost"] is not None]
+    no_usage = sum(r["calls_without_usage"] for r in traced)
+    calls = sum(r["model_calls"] for r in traced)
     capability = _capability(manifest)
     if capability["enabled"] and not traced:
         capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
@@ -229,8 +232,11 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         "output_tokens": sum(r["output_tokens"] for r in traced),
         "model_calls": sum(r["model_calls"] for r in traced),
         "cost": None,
-        "complete": bool(prices is not None and traced and len(priced) == len(traced)),
+        "complete": bool(prices is not None and traced and len(priced) == len(traced) and calls and not no_usage),
         "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
+        "calls_without_usage": no_usage,
+        # why the total is not the run's cost, in words (None when it is): wave 4 §1
+        "incomplete_reason": _incomplete_reason(traced, unpriced, no_usage, calls),
         "latency_ms": _stats([ms for _c, ms in latencies if ms is not None]),
         "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
         "k": k,
@@ -252,6 +258,20 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         if per_case else None,
         "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]) + sum(1 for _c, _ms, h in light if h),
     }
+
+
+def _incomplete_reason(traced: list[dict], unpriced: list[str], no_usage: int, calls: int) -> str | None:
+    if not traced:
+        return None
+    parts = []
+    if no_usage:
+        parts.append(f"{no_usage} of {calls} model call(s) reported no token usage (their cost is unknown, not 0)")
+    if unpriced:
+        parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0")
+    if not calls:
+        parts.append(f"no model call in any of the {len(traced)} trace(s): the instrumentation wrote no LLM span, "
+                     "so the app's cost is unknown, not 0")
+    return "; ".join(parts) or None
 
 
 def compare_to_baseline(current: dict, baseline: dict) -> dict:
@@ -358,7 +378,8 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
     if prices is not None and t["complete"]:
         money.update(total=t["cost"]["total"], mean_per_case=t["cost"]["mean"])
     elif prices is not None:
-        money["reason"] = (f"{t['unpriced_cases']} traced case(s) use a model {PRICES_FILE} does not name "
-                           f"({', '.join(cost['unpriced_models']) or 'no model name'}): not priced at 0")
+        money["reason"] = t.get("incomplete_reason") or (
+            f"{t['unpriced_cases']} traced case(s) use a model {PRICES_FILE} does not name "
+            f"({', '.join(cost['unpriced_models']) or 'no model name'}): not priced at 0")
     block["cost"] = money
     return block

@@ -15,8 +15,9 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
     if cost.get("prices") is None:
         return True, f"cost budget {budget:g}/case cannot be checked: no prices file ({cost.get('prices_note')})"
     if not t["complete"] or mean is None:
-        return True, (f"cost budget {budget:g} {cur}/case cannot be checked: {t['unpriced_cases']} case(s) "
-                      f"unpriced (unknown model(s): {', '.join(cost['unpriced_models']) or 'none named'})")
+        return True, (f"cost budget {budget:g} {cur}/case cannot be checked: "
+                      + (t.get("incomplete_reason") or f"{t['unpriced_cases']} case(s) unpriced (unknown model(s): "
+                         f"{', '.join(cost['unpriced_models']) or 'none named'})"))
     judge, split = t.get("judge") or {}, ""
     if judge.get("calls") and include_judge:
         if judge.get("mean_per_case") is None:

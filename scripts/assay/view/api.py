@@ -25,7 +25,7 @@ def run_doc(reports: Path, run_id: str, wait: float | None = 0.0) -> dict:
     if row is None:
         raise NotFound("no results.json")
     extra = run_extra(reports, run_id) or {}
-    return {"run": row, "gate": {"gate": row["gate"], "reasons": row["reasons"], "verified": False},
+    return {"run": row, "gate": {"gate": row["gate"], "reasons": row["reasons"], "verified": row["verified"]},
             "summary": extra.get("summary"), "gate_rule": extra.get("gate_rule")}
 
 
@@ -38,7 +38,7 @@ def gate_doc(reports: Path, run_id: str, query: dict[str, Any]) -> dict:
     row = run_row(reports, run_id, wait if wait == wait else 0.0)
     if row is None:
         raise NotFound("no results.json")
-    return {"gate": row["gate"], "reasons": row["reasons"], "verified": False, "green": row["green"]}
+    return {"gate": row["gate"], "reasons": row["reasons"], "verified": row["verified"], "green": row["green"]}
 
 
 def compare_doc(reports: Path, base: str, cand: str) -> dict:
@@ -85,7 +85,8 @@ def history_doc(reports: Path) -> dict:
     this second pass keeps the viewer's own rule (any id in any run's verdicts.jsonl)."""
     from ..history.runs import history
     try:
-        doc = history(reports.parent, verify=False)
+        from .gates import gate_of
+        doc = history(reports.parent, verify=False, decide=gate_of)
     except AssayError as exc:
         return {"error": str(exc)}
     sealed = sealed_ids(reports)

@@ -1,6 +1,7 @@
-"""The gate's decision per run, for the viewer: `assay.report.gate.evaluate` (the gate's own
-function, without the `run_cases.py --verify` subprocess), computed once per results.json version
-on one worker thread, never on the request that first asks. Until it is known a page says
+"""The gate's decision per run, for the viewer: the one decision (`assay.verdict.decide`, with
+gate.py's defaults — profile.yaml's budgets included — except the completeness re-check, which
+`gate.py` runs and the page says it did not: `verified: false`), computed once per results.json
+version on one worker thread, never on the request that first asks. Until it is known a page says
 "checking…": the viewer never shows a verdict it has not computed.
 
 The worker takes the newest request first (a LIFO queue), so the run a person just opened is
@@ -10,16 +11,17 @@ being answered (`quiet`).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from concurrent.futures import Future
 from pathlib import Path
 
-from ..core.errors import AssayError
-from ..report.gate import evaluate
+from ..verdict import GateOptions, decision_dict
 from .quiet import wait_quiet, waiting
 
 CHECKING = "checking"
+VIEW_OPTIONS = GateOptions(verify=False)   # a 100,000-case run re-checks in ~30 s: gate.py's job, said on the page
 WAIT_MAX_S = 5.0
 _FUTURES: dict[tuple[str, float], Future] = {}
 _LOCK = threading.Lock()
@@ -29,14 +31,7 @@ _WORKER: list[threading.Thread] = []
 
 def decide(run_dir: Path) -> dict:
     """The gate's decision: open or closed with its reasons (an unreadable run is closed)."""
-    try:
-        res = evaluate(run_dir, verify=False)
-    except AssayError as exc:
-        return {"gate": "closed", "reasons": [str(exc)], "verified": False}
-    except (OSError, ValueError, RecursionError) as exc:
-        return {"gate": "closed", "reasons": [f"unreadable run files ({type(exc).__name__})"], "verified": False}
-    return {"gate": "open" if res.open else "closed", "reasons": list(res.reasons), "verified": False,
-            "in_progress": getattr(res, "in_progress", None)}
+    return decision_dict(run_dir, VIEW_OPTIONS)
 
 
 def _work() -> None:
@@ -44,11 +39,7 @@ def _work() -> None:
         run_dir, fut = _JOBS.get()
         wait_quiet()
         if fut.set_running_or_notify_cancel():
-            try:
-                fut.set_result(decide(run_dir))
-            except BaseException as exc:  # noqa: BLE001 - a failed evaluation is a closed gate, said
-                fut.set_result({"gate": "closed", "reasons": [f"the gate could not be evaluated ({type(exc).__name__})"],
-                                "verified": False})
+            fut.set_result(decide(run_dir))   # decision_dict never raises: an unreadable run is closed
 
 
 def _future(run_dir: Path, mtime: float) -> Future:
@@ -74,3 +65,12 @@ def gate(run_dir: Path, mtime: float, wait: float | None = 0.0) -> dict:
             return fut.result(timeout=None if wait is None else min(max(wait, 0.0), WAIT_MAX_S))
         except TimeoutError:
             return {"gate": CHECKING, "reasons": [], "verified": False}
+
+
+def gate_of(run_dir: Path) -> dict:
+    """The decision for a run dir, waited for (the history page: one per run it draws)."""
+    try:
+        mtime = os.stat(Path(run_dir) / "results.json", follow_symlinks=False).st_mtime
+    except OSError:
+        return decide(run_dir)   # no results.json: the decision says why it is closed
+    return gate(Path(run_dir), mtime, wait=None)

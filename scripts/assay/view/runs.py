@@ -53,7 +53,7 @@ def run_row(reports: Path, name: str, wait: float | None = 0.0) -> dict | None:
         return None
     row, mtime, _ = base
     decision = gate(reports / name, mtime, wait)
-    return dict(row, gate=decision["gate"], reasons=decision["reasons"],
+    return dict(row, gate=decision["gate"], reasons=decision["reasons"], verified=bool(decision.get("verified")),
                 green=decision["gate"] == "open" and not row["marks"])
 
 

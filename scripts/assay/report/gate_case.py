@@ -1,0 +1,86 @@
+"""One case's part in the gate (wave 4 §1): does this results row close the gate, and why.
+
+The run's close reasons (`gate_reasons`), the JUnit output and the pytest items each ask this one
+function; none decides a case's outcome its own way. A gating, non-canary case closes the gate when:
+
+- it failed (`fail`);
+- it is `unscored` because a check it asserts never ran (`unscored`), or the judge disagreed with
+  itself (`judge_unstable`);
+- it was not sent because the adapter lacks what it needs (`skipped`);
+- `--replay` could not answer it, or rescore could not replay it (`not_run`): a case that was not
+  measured, never infrastructure noise under the infra bar.
+
+Anything else (a pass, a gating: false case, a canary, infra under the bar, a skip the suite chose)
+leaves the gate to the run-level rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.vocab import is_judge_unstable
+from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
+from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
+from .rundir import case_verdict
+
+FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN = "fail", "unscored", "judge_unstable", "skipped", "not_run"
+
+
+@dataclass(frozen=True)
+class CaseGate:
+    closes: bool
+    kind: str | None = None     # FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN when it closes
+    why: str | None = None      # the case's own reason (unscored_reason, skip_reason, infra_reason)
+    key: str | None = None      # SKIPPED: the adapter key it lacks
+
+
+OPEN = CaseGate(False)
+
+
+def is_gating(row: object) -> bool:
+    return isinstance(row, dict) and not row.get("canary") and row.get("gating", True) is not False
+
+
+def unscored_closes(row: dict, doc: dict) -> bool:
+    """An unscored gating case that closes the gate: a check it asserts never ran (not a hollow
+    case, not one whose only unscored layers are ones this run chose not to check)."""
+    if row.get("verdict") != "unscored" or not is_gating(row):
+        return False
+    layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    return not (doc.get("unscored_reason") == HOLLOW_CASE_REASON
+                or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")))
+
+
+def is_replay_miss(doc: dict) -> bool:
+    """--replay could not answer the case, or rescore could not replay it: the case was not measured."""
+    why = str(doc.get("infra_reason") or "")
+    return why.startswith(REPLAY_MISS) or RESCORE_NOT_REPLAYED in why
+
+
+def case_gate(run_dir: Path, row: object, doc: dict | None = None) -> CaseGate:
+    """Whether this results.json row closes the gate (`doc`: its verdict.json when the caller has it)."""
+    if not is_gating(row):
+        return OPEN
+    verdict = row.get("verdict")
+    if verdict == "pass":
+        return OPEN
+    if verdict == "fail":
+        return CaseGate(True, FAIL, None)
+    if verdict not in ("unscored", "skipped", "infra_error"):
+        return OPEN
+    if doc is None:
+        doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
+    if verdict == "unscored":
+        if is_judge_unstable(doc):
+            return CaseGate(True, JUDGE_UNSTABLE, (((doc.get("layers") or {}).get("judged") or {}).get("reason")))
+        if unscored_closes(row, doc):
+            return CaseGate(True, UNSCORED, doc.get("unscored_reason"))
+        return OPEN
+    if verdict == "skipped":
+        why = doc.get("skip_reason")
+        key = adapter_gap_key(why)
+        return CaseGate(True, SKIPPED, why, key) if key is not None else OPEN
+    if is_replay_miss(doc):
+        return CaseGate(True, NOT_RUN, doc.get("infra_reason"))
+    return OPEN

@@ -1,0 +1,68 @@
+"""The gate's decision for one run dir, with one set of defaults for every surface (see __init__)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import AssayError
+from ..report.gate import GateResult, evaluate
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """What a caller may set; everything else comes from the run dir and its state dir (profile.yaml's
+    budgets, prices.yaml). The defaults are gate.py's: every surface that leaves them decides alike."""
+    max_infra_rate: float = 0.05
+    require_canaries: bool = False
+    verify: bool = True
+    max_cost_per_case: float | None = None     # None: profile.yaml's budgets.max_cost_per_case
+    max_p95_latency_s: float | None = None     # None: profile.yaml's budgets.max_p95_latency_s
+    prices: str | None = None                  # None: <state>/prices.yaml
+    state_dir: str | None = None               # None: the state dir holding the run (<state>/reports/<id>)
+    include_judge: bool = True                 # the judge's tokens count in the cost budget
+    baseline: str | None = None                # a run dir or "auto": also close on newly failing cases
+
+
+DEFAULT = GateOptions()
+
+
+def decide(run_dir: str | Path, options: GateOptions = DEFAULT) -> GateResult:
+    """The decision: `result.open`, `result.reasons` (each reason that closed it, the first first),
+    `result.lines` (the one screen). Bad input (not a run dir, a bad profile) is AssayError(2)."""
+    budgets = {"max_cost_per_case": options.max_cost_per_case, "max_p95_latency_s": options.max_p95_latency_s,
+               "prices": options.prices, "state_dir": options.state_dir, "include_judge": options.include_judge}
+    kwargs = dict(max_infra_rate=options.max_infra_rate, require_canaries=options.require_canaries,
+                  verify=options.verify, budgets=budgets)
+    if options.baseline:
+        from .baseline import decide_against
+        return decide_against(Path(run_dir), options.baseline, is_open=gate_open, **kwargs)
+    return evaluate(Path(run_dir), **kwargs)
+
+
+def decision_dict(run_dir: str | Path, options: GateOptions = DEFAULT) -> dict:
+    """The decision as the viewer and the history show it, never raising: a run that cannot be
+    read is closed, with the reason (never open, never a traceback)."""
+    try:
+        res = decide(run_dir, options)
+    except AssayError as exc:
+        return {"gate": "closed", "reasons": [str(exc)], "verified": False, "in_progress": None}
+    except (OSError, ValueError, RecursionError) as exc:
+        return {"gate": "closed", "reasons": [f"unreadable run files ({type(exc).__name__}: {exc})"],
+                "verified": False, "in_progress": None}
+    except Exception as exc:  # noqa: BLE001 - a bug in the decision never reads as open, nor as a traceback
+        return {"gate": "closed", "reasons": [f"the gate could not be evaluated ({type(exc).__name__}: {exc})"],
+                "verified": False, "in_progress": None}
+    return {"gate": "open" if res.open else "closed", "reasons": list(res.reasons), "verified": res.verified,
+            "verify_clean": res.verify_clean, "in_progress": res.in_progress, "budgets": list(res.budget_lines),
+            "headline": res.lines[0] if res.lines else None}
+
+
+def gate_open(run_dir: Path) -> tuple[bool, str | None]:
+    """(open, the first reason it closed) for a past run: what `--baseline auto` asks of each candidate
+    baseline (compare_runs.py, gate.py, draft_report.py, run_cases.py, rescore.py)."""
+    try:
+        res = decide(run_dir)
+    except AssayError as err:
+        return False, err.message
+    return res.open, (res.reasons[0] if res.reasons else None)

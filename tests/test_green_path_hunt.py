@@ -1,0 +1,208 @@
+"""The green-path hunt (wave 4 §1): every planted regression, walked through every path to a decision.
+
+A newcomer's map: PLANTED is the catalogue (one row per regression class the product claims to
+catch: where it is planted, which case shows it, the words its reason must carry); PATHS are the
+surfaces that show a decision. The test plants every row into one copy of the example app's state
+dir, records one broken run, derives the other runs from it (replay, shards merged, rescore, a live
+pytest session), asks each path for its decision, and requires of every path: the gate is closed,
+and every row that applies to the path closes it — its case among the cases that close the gate and
+its words among the reasons. A new surface is one entry in PATHS; a new regression class one row.
+
+How each row is planted:
+- the example app's own --break switch (examples/helpdesk/desk.py): a misrouted billing question,
+  a cross-tenant invoice lookup, a wrong total, a knowledge-base search loop, a conversation
+  forgotten after its first turn;
+- the budgets in the copy's profile.yaml, lowered below what the app spends (cost, p95);
+- a case edited after the baseline so that it now fails (it closes gate --baseline too);
+- a case whose input changed after the recording (the replay cannot answer it: a replay miss).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fakeapp import run_runner
+from helpdesk_util import copy_state, helpdesk
+from helpers import ROOT, run_script
+
+pytestmark = pytest.mark.slow
+
+EDITED = "c-34a94041"        # passes on the broken app; edited after the baseline so that it fails
+RESENT = "c-cd37392f"        # its input edited after the recording: the replay cannot answer it
+ALL = ("gate", "gate --baseline auto", "replayed", "shards merged", "rescored", "viewer", "pytest", "api.gate")
+
+
+@dataclass(frozen=True)
+class Row:
+    regression: str
+    case: str | None           # the case that must close the gate (None: a run-level reason)
+    words: str                 # words the path's reasons must carry
+    paths: tuple[str, ...] = ALL
+
+
+PLANTED = [
+    Row("misroute", "c-0f1bfb2c", "c-0f1bfb2c (routing"),
+    Row("wrong tool", "c-5e1f4a02", "gating failure"),
+    Row("cross-tenant record", "c-5e1f4a03", "gating failure"),
+    Row("wrong total and a leaked record", "c-6f3f04e8", "gating failure"),
+    Row("tool loop", "c-2a7cf0bc", "c-2a7cf0bc (loops"),
+    Row("forgotten turn", "c-5c6b6e28", "gating failure"),
+    Row("cost over budget", None, "is over the budget"),
+    Row("p95 over budget", None, "p95 latency"),
+    Row("edited case that now fails", EDITED, "gating failure"),
+    Row("replay miss", None, "the replay could not answer them", ("replayed",)),
+]
+
+
+def _junit_failures(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf-8")
+    return set(re.findall(r'<testcase[^>]*\sname="([^"]+)"[^>]*>(?:(?!</testcase>).)*?<failure', text, re.S))
+
+
+def _gate(run_dir: Path, tmp: Path, *extra: str) -> dict:
+    junit = tmp / f"junit-{len(list(tmp.glob('junit-*')))}.xml"
+    r = run_script("gate", run_dir, "--json", "--junit", junit, *extra)
+    assert r.rc in (0, 1), (r.stdout, r.stderr)
+    return {"closed": r.rc == 1 and r.json["gate"] == "closed", "reasons": r.json["reasons"],
+            "closing": _junit_failures(junit)}
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _plan(state: Path, *extra: str) -> dict:
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                   "-o", work / "plan.json", *extra)
+    assert r.rc == 0, r.stdout
+    return r.json
+
+
+def _next_id(previous: str) -> str:
+    """A run id one second after `previous` (run ids have one-second resolution)."""
+    import datetime as dt
+    mode, stamp = previous.split("-", 1)
+    t = dt.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ") + dt.timedelta(seconds=1)
+    return f"{mode}-{t.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+@pytest.fixture(scope="module")
+def decisions(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hunt")
+    state = copy_state(tmp)
+    reports = state / "reports"
+    out: dict[str, dict] = {}
+    # the baseline: the healthy app, the profile as shipped (its gate is open), pinned for --baseline auto
+    with helpdesk(state, app_dir="clean") as env:
+        plan = _plan(state, "--run-id", "smoke-20261204T000000Z")
+        assert run_runner("--plan", state / "work" / "plan.json", "--out", plan["out"], "--progress", "never",
+                          env=env).rc == 0
+    base = Path(plan["out"])
+    assert run_script("gate", base).rc == 0, "the baseline must be green"
+    (reports / "baseline.json").write_text(json.dumps({"run_id": base.name}), encoding="utf-8")
+    # the plants the app does not make: budgets below what it spends, a case edited to fail now
+    _edit(state / "profile.yaml", "max_cost_per_case: 0.0005", "max_cost_per_case: 0.0000001")
+    _edit(state / "profile.yaml", "max_p95_latency_s: 8", "max_p95_latency_s: 0.000001")
+    edited = state / "datasets" / f"{EDITED}.yaml"
+    text = edited.read_text(encoding="utf-8")
+    assert "must_contain:" in text, text
+    edited.write_text(text.replace("must_contain: [", "must_contain: [zz-never-said-by-the-app, ", 1)
+                      if "must_contain: [" in text else
+                      re.sub(r"must_contain:\n(\s+)- ", r"must_contain:\n\1- zz-never-said-by-the-app\n\1- ", text, 1),
+                      encoding="utf-8")
+    with helpdesk(state, broken=True, app_dir="broken") as env:
+        plan = _plan(state, "--run-id", "smoke-20261204T000100Z")
+        broken = Path(plan["out"])
+        r = run_runner("--plan", state / "work" / "plan.json", "--out", broken, "--record", "--progress", "never",
+                       env=env)
+        assert r.rc == 0, (r.stdout, r.stderr)
+        # shards of the same plan, run live and merged
+        sharded = _plan(state, "--run-id", "smoke-20261204T000200Z", "--shards", "2")
+        shard_dirs = []
+        for i in (1, 2):
+            d = reports / f"{sharded['run_id']}.shard-{i}"
+            r = run_runner("--plan", state / "work" / "plan.json", "--shard", i, "--out", d,
+                           "--progress", "never", env=env)
+            assert r.rc == 0, (r.stdout, r.stderr)
+            shard_dirs.append(d)
+        merged = reports / sharded["run_id"]
+        r = run_script("merge_runs", "--plan", state / "work" / "plan.json", "--out", merged, *shard_dirs)
+        assert r.rc == 0, r.stdout
+        # the pytest session, live, as a user runs it
+        session = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "--assay", str(state),
+                                  "-q", "-rA"], cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    out["gate"] = _gate(broken, tmp)
+    out["gate --baseline auto"] = _gate(broken, tmp, "--baseline", "auto")
+    out["shards merged"] = _gate(merged, tmp)
+    # replayed: the recording answers, except the case whose input changed since
+    resent = state / "datasets" / f"{RESENT}.yaml"
+    resent.write_text(resent.read_text(encoding="utf-8").replace("content: ", "content: (edited) ", 1),
+                      encoding="utf-8")
+    plan = _plan(state, "--run-id", "smoke-20261204T000300Z")
+    r = run_runner("--plan", state / "work" / "plan.json", "--out", plan["out"], "--replay", broken,
+                   "--progress", "never", env=env)   # the app is stopped: nothing may call it
+    assert r.rc == 0, (r.stdout, r.stderr)
+    out["replayed"] = _gate(Path(plan["out"]), tmp)
+    rescored = reports / "smoke-20261204T000400Z"
+    r = run_script("rescore", broken, "--out", rescored)
+    assert r.rc == 0, r.stdout
+    out["rescored"] = _gate(rescored, tmp)
+    # the viewer's API, as its run page asks it
+    view = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), str(state), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = json.loads(view.stdout.readline())["url"]
+        with urllib.request.urlopen(f"{url}api/run/{broken.name}/gate?wait=5", timeout=120) as resp:
+            doc = json.loads(resp.read())
+        while doc["gate"] == "checking":
+            with urllib.request.urlopen(f"{url}api/run/{broken.name}/gate?wait=5", timeout=120) as resp:
+                doc = json.loads(resp.read())
+        with urllib.request.urlopen(f"{url}api/run/{broken.name}/cases?size=1000", timeout=120) as resp:
+            rows = json.loads(resp.read())["cases"]
+    finally:
+        view.terminate()
+        view.wait(30)
+    out["viewer"] = {"closed": doc["gate"] == "closed", "reasons": doc["reasons"],
+                     "closing": {r["case_id"] for r in rows if r.get("verdict") == "fail"}}
+    from assay import api
+    junit = tmp / "api-junit.xml"
+    doc = api.gate(broken, junit=junit)
+    out["api.gate"] = {"closed": doc["gate"] == "closed", "reasons": doc["reasons"], "closing": _junit_failures(junit)}
+    failed = set(re.findall(r"^FAILED \S+::(\S+?)(?: - |$)", session.stdout, re.M))
+    gate_lines = [line.strip()[len("gate closed: "):] for line in session.stdout.splitlines()
+                  if line.strip().startswith("gate closed: ")]
+    out["pytest"] = {"closed": session.returncode != 0 and "assay gate: CLOSED" in session.stdout,
+                     "reasons": gate_lines, "closing": failed, "stdout": session.stdout[-3000:]}
+    return out
+
+
+@pytest.mark.parametrize("path", ALL)
+def test_every_path_closes(decisions, path):
+    d = decisions[path]
+    assert d["closed"], (path, d)
+
+
+@pytest.mark.parametrize("row", PLANTED, ids=[r.regression for r in PLANTED])
+def test_every_planted_regression_closes_every_path(decisions, row):
+    missed = []
+    for path in row.paths:
+        d = decisions[path]
+        said = " | ".join(d["reasons"])
+        if row.words not in said:
+            missed.append(f"{path}: reasons lack {row.words!r}: {said[:600]}")
+        if row.case is not None and row.case not in d["closing"]:
+            missed.append(f"{path}: {row.case} is not among the cases that close the gate: {sorted(d['closing'])}")
+    print(f"hunt row {row.regression!r}: {len(row.paths)} path(s) checked, {len(missed)} open")
+    assert not missed, "\n".join(missed)
