@@ -239,8 +239,11 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
         size, number = 100, 0
     shown = rows[number * size:(number + 1) * size]
     _load_meta(doc, shown)  # the rows shown carry their unit and conversation even before the pass is done
-    deadline = time.monotonic() + SOURCE_WAIT_S
-    shown = [dict(r, source=_where(reports, r, deadline)) for r in shown]
+    deadline, known = time.monotonic() + SOURCE_WAIT_S, doc.setdefault("sources", {})
+    for r in shown:  # once per case while this run's index lives (a row's file:line; the case page reads it fresh)
+        if known.get(r["case_id"]) is None:
+            known[r["case_id"]] = _where(reports, r, deadline)
+    shown = [dict(r, source=known[r["case_id"]]) for r in shown]
     return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
             "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
             "meta_ready": doc["meta"].is_set()}
