@@ -216,3 +216,11 @@ def test_history_draws_trends_and_names_a_regression_apart_from_flaky(page, serv
     changed = page.inner_text("ul.changed")
     assert "regression" in changed and "c-tool" in changed and "c-flaky" not in changed
     assert "c-flaky" in page.inner_text("ul.flaky") and "2 flips" in page.inner_text("ul.flaky")
+
+
+def test_runs_page_compares_a_run_with_the_previous_in_one_click(page, server, tmp_path):
+    _open(page, server, "/", tmp_path, "runs")
+    page.wait_for_function("() => !document.getElementById('runs').innerText.includes('checking')", timeout=60000)
+    page.click("tr.run-row >> nth=0 >> a.vs-prev")
+    page.wait_for_function("p => (document.body.getAttribute('data-ready') || '') === p", arg=f"/compare/{MID}/{CAND}")
+    assert "got better" in page.inner_text("#summary") and "c-flaky" in page.inner_text("#bucket-newly_passing")

@@ -67,7 +67,7 @@
       const btn = el("button", {id: "compare-btn", disabled: "disabled", on: {click: () => {
         location.hash = "#/compare/" + E(picked[0]) + "/" + E(picked[1]);
       }}}, "Compare the two picked runs");
-      const rows = doc.runs.map(r => {
+      const rows = doc.runs.map((r, i) => {
         const box = el("input", {type: "checkbox", "data-run": r.run_id, on: {change: ev => {
           const i = picked.indexOf(r.run_id);
           if (ev.target.checked && i < 0) picked.push(r.run_id); else if (!ev.target.checked && i >= 0) picked.splice(i, 1);
@@ -80,10 +80,11 @@
           el("td", {class: "nowrap", title: r.started_at || ""}, String(r.started_at || "").replace("T", " ").replace(/\.\d+Z$/, "Z")),
           el("td", {class: "nowrap"}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
           el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
-          el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series));
+          el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series),
+          el("td", {class: "nowrap"}, doc.runs[i + 1] ? el("a", {href: "#/compare/" + E(doc.runs[i + 1].run_id) + "/" + E(r.run_id), class: "vs-prev"}, "vs previous") : ""));
       });
       const table = el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
-          "gating failures", "infra rate", "suite", "series"].map(h => el("th", {}, h))), rows);
+          "gating failures", "infra rate", "suite", "series", "compare"].map(h => el("th", {}, h))), rows);
       if (doc.checking && !BUNDLE) refreshGates(table);
       return [el("h1", {}, "Runs (" + doc.count + ")"), btn, table];
     });
