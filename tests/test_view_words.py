@@ -79,3 +79,13 @@ def test_compare_cost_and_latency_per_case_and_in_total(tmp_path):
     assert doc["cases"]["c-1"]["cost"] == [1.0, 2.0, 1.0] and doc["cases"]["c-2"]["cost"][2] == 0.0
     assert "h-1" not in doc["cases"] and doc["currency"] == "USD"
     assert doc["base"]["cost_total"] == 3.0 and doc["candidate"]["cost_total"] == 4.0 and doc["delta"]["cost_total"] == 1.0
+
+
+def test_key_line_reads_keys_by_indentation():
+    from assay.view.source import key_line
+    text = ("id: c-1\n# expect: not this\ninput:\n  expect: nested, not this\nexpect:\n  route: billing\n"
+            "  args:\n    \"restart_service\":\n      calls: any\n      timeout_s: 300\n  tools: {order: [a]}\n")
+    assert key_line(text, ("expect", "args", "restart_service", "timeout_s")) == 10
+    assert key_line(text, ("expect", "args", "restart_service", "missing")) == 8  # the deepest key it has
+    assert key_line(text, ("expect", "tools", "order")) == 11  # a flow mapping: its parent's line
+    assert key_line(text, ("expect",)) == 5 and key_line(text, ("nothing",)) is None

@@ -18,7 +18,7 @@ from ..report.rundir import case_verdict
 from ..report.sections import first_failure
 from .paths import read_jsonl, run_dir
 from .quiet import wait_quiet, waiting
-from .source import expect_path, source_line, source_path
+from .source import datasets_ok, where
 
 TEXT_CLIP = 4000
 PAGE_MAX = 500
@@ -201,13 +201,11 @@ SORTS = {"id": lambda r: r["case_id"], "verdict": lambda r: (str(r["verdict"]), 
 SOURCE_WAIT_S = 1.0  # a page waits at most this long in all for the index of oddly named case files
 
 
-def _where(reports: Path, row: dict, deadline: float) -> dict | None:
-    """The shown row's case file (view.source) and, for a failing row, its failing expectation's line."""
-    found = source_path(reports.parent, row["case_id"], max(0.0, deadline - time.monotonic()))
-    if found is None:
+def _where(reports: Path, row: dict, deadline: float, checked: bool) -> dict | None:
+    """A shown failing row's case file and the line of its failing expectation (view.source)."""
+    if not checked:
         return None
-    return {"path": found, "line": source_line(reports.parent, found, expect_path(row["failure"]))
-            if row.get("failure") else None}
+    return where(reports.parent, row["case_id"], row.get("failure"), max(0.0, deadline - time.monotonic()), checked)
 
 
 def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False) -> dict:
@@ -240,10 +238,11 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
     shown = rows[number * size:(number + 1) * size]
     _load_meta(doc, shown)  # the rows shown carry their unit and conversation even before the pass is done
     deadline, known = time.monotonic() + SOURCE_WAIT_S, doc.setdefault("sources", {})
-    for r in shown:  # once per case while this run's index lives (a row's file:line; the case page reads it fresh)
-        if known.get(r["case_id"]) is None:
-            known[r["case_id"]] = _where(reports, r, deadline)
-    shown = [dict(r, source=known[r["case_id"]]) for r in shown]
+    missing = [r for r in shown if r.get("failure") and known.get(r["case_id"]) is None]
+    checked = bool(missing) and datasets_ok(reports.parent)
+    for r in missing:  # once per case while this run's index lives (a row's file:line; the case page reads it fresh)
+        known[r["case_id"]] = _where(reports, r, deadline, checked)
+    shown = [dict(r, source=known.get(r["case_id"])) for r in shown]
     return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
             "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
             "meta_ready": doc["meta"].is_set()}
