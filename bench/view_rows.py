@@ -4,9 +4,11 @@
 Writes a --cases run (tests/rundir_util.make_run; every --fail-every-th case fails on its
 tool_selection layer) and, unless --no-datasets, one case file per case under the state dir's
 datasets/ (`<id>.yaml`, the usual name, with the failing expectation on line 6). Then, --reps
-times in a fresh process state: the first page of 100 rows cold (`assay.view.cases.page`: the
-index, the shown rows' verdicts, their case file and failing line), the same page warm, and the
-failing rows only. Prints the medians and the load average.
+times in a fresh process: the first page of 100 rows cold (`assay.view.cases.page`: the index and
+the shown rows' verdicts), the same page warm, the failing rows only, and then the request the page
+makes once it has painted them: their case files and failing lines (`cases.sources`). Prints the
+medians and the load average. `--one STATE RUN_ID` times an existing state (to run two checkouts'
+code on the same files).
 
 Usage: `bench/view_rows.py [--cases 10000] [--fail-every 5] [--reps 3] [--no-datasets]`.
 """
@@ -40,7 +42,11 @@ def one(state: str, run_id: str) -> dict:
         t = time.perf_counter()
         doc = cases.page(reports, run_id, q)
         out[name] = round(time.perf_counter() - t, 4)
-    out["rows_with_source"] = sum(1 for r in doc["cases"] if r.get("source"))
+    if hasattr(cases, "sources"):  # the failing rows' case file:line, asked by the page after it painted them
+        t = time.perf_counter()
+        got = cases.sources(reports, run_id, {"ids": [",".join(r["case_id"] for r in doc["cases"])]})["sources"]
+        out["sources_of_failing_page_s"] = round(time.perf_counter() - t, 4)
+        out["rows_with_source"] = len(got)
     return out
 
 

@@ -151,6 +151,10 @@ def _gate_line_is_the_runs(page) -> None:
 
 def test_run_page_first_screen_says_which_cases_failed_and_why(page, server, tmp_path):
     _open(page, server, f"/run/{CAND}?verdict=fail", tmp_path, "run-failing")
+    page.wait_for_selector("#cases[data-sources=ready]")  # the case files fill in after the rows paint
+    page.screenshot(path=str(tmp_path / "run-failing.png"))
+    if os.environ.get("ASSAY_KEEP_SCREENSHOTS"):
+        shutil.copy(tmp_path / "run-failing.png", Path(os.environ["ASSAY_KEEP_SCREENSHOTS"]) / "run-failing.png")
     rows = _first_screen(page, "tr.case-row")
     # the title, the input's first line (not the second), the reason in words, the file:line of the
     # failing expectation (datasets/c-tool.yaml line 10: timeout_s)

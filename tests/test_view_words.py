@@ -89,3 +89,21 @@ def test_key_line_reads_keys_by_indentation():
     assert key_line(text, ("expect", "args", "restart_service", "missing")) == 8  # the deepest key it has
     assert key_line(text, ("expect", "tools", "order")) == 11  # a flow mapping: its parent's line
     assert key_line(text, ("expect",)) == 5 and key_line(text, ("nothing",)) is None
+
+
+def test_the_rows_request_reads_no_case_file_the_sources_request_does(tmp_path, monkeypatch):
+    from assay.view import cases, source
+    reports = tmp_path / "reports"
+    make_run(reports, [{"id": f"c-{i}", "verdict": "fail" if i < 2 else "pass"} for i in range(5)], run_id="smoke-20261130T101500Z")
+    (tmp_path / "datasets").mkdir()
+    for i in range(5):
+        (tmp_path / "datasets" / f"c-{i}.yaml").write_text(f"id: c-{i}\nexpect:\n  answer:\n    must_contain: [refund]\n")
+    reads, real = [], source.read_bytes
+    monkeypatch.setattr(source, "read_bytes", lambda p: (reads.append(p.name), real(p))[1])
+    page = cases.page(reports, "smoke-20261130T101500Z", {})
+    assert len(page["cases"]) == 5 and reads == []
+    got = cases.sources(reports, "smoke-20261130T101500Z", {"ids": ["c-0,c-1,c-2,nope"]})["sources"]
+    assert got == {"c-0": {"path": "datasets/c-0.yaml", "line": 4}, "c-1": {"path": "datasets/c-1.yaml", "line": 4}}
+    assert sorted(reads) == ["c-0.yaml", "c-1.yaml"]  # failing rows only, once each
+    cases.sources(reports, "smoke-20261130T101500Z", {"ids": ["c-0,c-1"]})
+    assert len(reads) == 2

@@ -1,7 +1,8 @@
 """The JSON documents behind the pages, by API path; one function for the server and the bundle.
 
 /api/runs, /api/run/<id> (counts + the gate's decision or "checking"), /api/run/<id>/gate?wait=S,
-/api/run/<id>/cases?… (a page), /api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
+/api/run/<id>/cases?… (a page), /api/run/<id>/sources?ids=… (the shown failing rows' case files),
+/api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
 /api/history (run_history's series and flaky cases, unverified).
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from .cases import page
+from .cases import page, sources
 from .case import case_doc
 from .paths import NotFound, read_jsonl, run_dir
 from .runs import list_runs, run_extra, run_row
@@ -109,6 +110,8 @@ def route(reports: Path, path: str, query: dict[str, Any]) -> Any:
         return gate_doc(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "run" and parts[2] == "cases":
         return page(reports, parts[1], query)
+    if len(parts) == 3 and parts[0] == "run" and parts[2] == "sources":
+        return sources(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "case":
         return case_doc(reports, parts[1], parts[2], (query.get("baseline") or [None])[0])
     if len(parts) == 3 and parts[0] == "compare":

@@ -208,6 +208,25 @@ def _where(reports: Path, row: dict, deadline: float, checked: bool) -> dict | N
     return where(reports.parent, row["case_id"], row.get("failure"), max(0.0, deadline - time.monotonic()), checked)
 
 
+MAX_SOURCES = 500
+
+
+def sources(reports: Path, run_id: str, q: dict[str, Any]) -> dict:
+    """/api/run/<id>/sources?ids=a,b,…: the case file and failing line of each named failing row,
+    asked by the page after it painted its rows (the rows' own request reads no case file). Once
+    per case while the run's index lives; a passing, holdout or unknown id gets nothing."""
+    doc = index(reports, run_id)
+    wanted = set((_one(q, "ids") or "").split(",")[:MAX_SOURCES])
+    rows = [r for r in doc["rows"] if r["case_id"] in wanted]
+    _load_meta(doc, rows)
+    deadline, known = time.monotonic() + SOURCE_WAIT_S, doc.setdefault("sources", {})
+    missing = [r for r in rows if r.get("failure") and known.get(r["case_id"]) is None]
+    checked = bool(missing) and datasets_ok(reports.parent)
+    for r in missing:
+        known[r["case_id"]] = _where(reports, r, deadline, checked)
+    return {"run_id": run_id, "sources": {r["case_id"]: known[r["case_id"]] for r in rows if known.get(r["case_id"])}}
+
+
 def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False) -> dict:
     doc = index(reports, run_id)
     if wait_meta or any(_one(q, k) for k in META_KEYS) or _one(q, "sort") in META_SORTS:
@@ -237,12 +256,6 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
         size, number = 100, 0
     shown = rows[number * size:(number + 1) * size]
     _load_meta(doc, shown)  # the rows shown carry their unit and conversation even before the pass is done
-    deadline, known = time.monotonic() + SOURCE_WAIT_S, doc.setdefault("sources", {})
-    missing = [r for r in shown if r.get("failure") and known.get(r["case_id"]) is None]
-    checked = bool(missing) and datasets_ok(reports.parent)
-    for r in missing:  # once per case while this run's index lives (a row's file:line; the case page reads it fresh)
-        known[r["case_id"]] = _where(reports, r, deadline, checked)
-    shown = [dict(r, source=known.get(r["case_id"])) for r in shown]
     return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
             "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
             "meta_ready": doc["meta"].is_set()}

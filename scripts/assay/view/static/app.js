@@ -200,8 +200,18 @@
             c.input ? el("div", {class: "input"}, c.input) : null),
           el("td", {}, chip(c.verdict)),
           el("td", {class: "why"}, c.failure ? [c.failure.layer ? chip(c.failure.layer, "layer") : null, el("span", {class: "reason"}, c.failure.sentence)] : ""),
-          el("td", {class: "src"}, c.source ? c.source.path + (c.source.line ? ":" + c.source.line : "") : ""),
+          el("td", {class: "src", "data-case": c.case_id}, ""),
           el("td", {}, c.unit || ""), el("td", {class: "nowrap"}, typeof c.latency_ms === "number" ? Math.round(c.latency_ms) + " ms" : ""))));
+      /* the failing rows' case file:line, asked once the rows are painted (the rows' own request
+         reads no case file) */
+      const failing = page.cases.filter(c => c.failure).map(c => c.case_id);
+      if (failing.length && !BUNDLE) load("/api/run/" + E(runId) + "/sources", {ids: failing.join(",")}).then(d => {
+        for (const [cid, src] of Object.entries(d.sources || {})) {
+          const cell = table.querySelector('td.src[data-case="' + CSS.escape(cid) + '"]');
+          if (cell) cell.replaceChildren(src.path + (src.line ? ":" + src.line : ""));
+        }
+        table.setAttribute("data-sources", "ready");
+      }, () => {}); else table.setAttribute("data-sources", "ready");
       const pager = el("p", {class: "pager"});
       {
         const go = n => { location.hash = "#/run/" + E(runId) + "?" + new URLSearchParams(Object.assign({}, q, {page: n})).toString(); };
