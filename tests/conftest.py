@@ -35,3 +35,15 @@ def pytest_collection_modifyitems(session, config, items):
     others sit idle. The Makefile passes `--no-loadscope-reorder`: without it pytest-xdist (3.x)
     re-sorts the files by how many tests each holds, which starts the one-test demo files last."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The green-path hunt lists its rows (tests/test_green_path_hunt.py: every planted regression
+    through every path to a decision), so `make test`'s output says what it walked."""
+    rows = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+            if getattr(r, "when", "call") == "call" and "test_green_path_hunt.py::" in getattr(r, "nodeid", "")]
+    if not rows:
+        return
+    terminalreporter.section("green-path hunt")
+    for r in sorted(rows, key=lambda r: r.nodeid):
+        terminalreporter.write_line(f"{'closed' if r.passed else 'OPEN  '}  {r.nodeid.split('::', 1)[1]}")

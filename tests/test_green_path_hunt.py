@@ -10,8 +10,9 @@ its words among the reasons. A new surface is one entry in PATHS; a new regressi
 
 How each row is planted:
 - the example app's own --break switch (examples/helpdesk/desk.py): a misrouted billing question,
-  a cross-tenant invoice lookup, a wrong total, a knowledge-base search loop, a conversation
-  forgotten after its first turn;
+  a refund on the wrong invoice, a tool the user may not have called, a cross-tenant invoice lookup,
+  a knowledge-base search loop, a conversation forgotten after its first turn, a refund reply that
+  no longer says when the money arrives (only the uncalibrated rubric sees it: named, not gating);
 - the budgets in the copy's profile.yaml, lowered below what the app spends (cost, p95);
 - a case edited after the baseline so that it now fails (it closes gate --baseline too);
 - a case whose input changed after the recording (the replay cannot answer it: a replay miss).
@@ -50,9 +51,9 @@ class Row:
 
 PLANTED = [
     Row("misroute", "c-0f1bfb2c", "c-0f1bfb2c (routing"),
-    Row("wrong tool", "c-5e1f4a02", "gating failure"),
-    Row("cross-tenant record", "c-5e1f4a03", "gating failure"),
-    Row("wrong total and a leaked record", "c-6f3f04e8", "gating failure"),
+    Row("wrong tool argument", "c-5e1f4a02", "gating failure"),            # issue_refund's invoice_id, amount
+    Row("forbidden tool", "c-5e1f4a03", "gating failure"),                 # tools.forbidden: issue_refund
+    Row("cross-tenant record", "c-6f3f04e8", "gating failure"),            # authz: INV-2001 of another tenant
     Row("tool loop", "c-2a7cf0bc", "c-2a7cf0bc (loops"),
     Row("forgotten turn", "c-5c6b6e28", "gating failure"),
     Row("cost over budget", None, "is over the budget"),
@@ -73,6 +74,17 @@ def _gate(run_dir: Path, tmp: Path, *extra: str) -> dict:
     assert r.rc in (0, 1), (r.stdout, r.stderr)
     return {"closed": r.rc == 1 and r.json["gate"] == "closed", "reasons": r.json["reasons"],
             "closing": _junit_failures(junit)}
+
+
+def _error_layers(run_dir: Path) -> list[str]:
+    """Every `error` layer of a run (what a scorer rejected), for an assertion's message."""
+    out = []
+    for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        for name, layer in ((doc.get("verdict") or {}).get("layers") or {}).items():
+            if isinstance(layer, dict) and layer.get("verdict") == "error":
+                out.append(f"{doc.get('case_id')} {name}: {json.dumps(layer)[:400]}")
+    return out
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -143,6 +155,7 @@ def decisions(tmp_path_factory):
         # the pytest session, live, as a user runs it
         session = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "--assay", str(state),
                                   "-q", "-rA"], cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    out["_dirs"] = {"base": base, "broken": broken}
     out["gate"] = _gate(broken, tmp)
     out["gate --baseline auto"] = _gate(broken, tmp, "--baseline", "auto")
     out["shards merged"] = _gate(merged, tmp)
@@ -157,7 +170,7 @@ def decisions(tmp_path_factory):
     out["replayed"] = _gate(Path(plan["out"]), tmp)
     rescored = reports / "smoke-20261204T000400Z"
     r = run_script("rescore", broken, "--out", rescored)
-    assert r.rc == 0, r.stdout
+    assert r.rc == 0, (r.stdout, _error_layers(rescored))
     out["rescored"] = _gate(rescored, tmp)
     # the viewer's API, as its run page asks it
     view = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), str(state), "--port", "0"],
@@ -186,6 +199,19 @@ def decisions(tmp_path_factory):
     out["pytest"] = {"closed": session.returncode != 0 and "assay gate: CLOSED" in session.stdout,
                      "reasons": gate_lines, "closing": failed, "stdout": session.stdout[-3000:]}
     return out
+
+
+def test_a_regression_only_an_uncalibrated_rubric_sees_is_named(decisions):
+    """The refund reply that no longer says when the money arrives: only the rubric sees it, and it is
+    not calibrated, so it never gates; the gate and compare still name the case (wave 4 §1, B6)."""
+    dirs = decisions["_dirs"]
+    text = run_script("gate", dirs["broken"], "--no-verify").stdout
+    line = next((x for x in text.splitlines() if x.startswith("  judged (provisional) would have failed:")), None)
+    assert line and "c-bd5404f8 (refund-eta-v1, provisional, not gating)" in line, text
+    r = run_script("compare_runs", dirs["base"], dirs["broken"])
+    assert r.rc == 0, r.stdout
+    assert any(n.startswith("judge_only: would have failed: c-bd5404f8 (refund-eta-v1") for n in r.json["notes"]), \
+        r.json["notes"]
 
 
 @pytest.mark.parametrize("path", ALL)

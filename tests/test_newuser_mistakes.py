@@ -40,7 +40,7 @@ def test_a_case_whose_result_never_came_is_unscored_and_closes_the_gate(tmp_path
     assert (summary["passes"], summary["unscored"], summary["hollow_layers"]) == (1, 1, {})
     g = run_script("gate", run_dir, "--no-verify")
     assert g.rc == 1, g.stdout
-    line = next(x for x in g.stdout.splitlines() if "never ran" in x and "gating case" in x)
+    line = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed:") and "never ran" in x and "gating case" in x)
     assert "1 gating case(s)" in line and "c-00000002 (execution: no actual result" in line
     assert "'quote.price' is absent" in line
 
@@ -114,7 +114,7 @@ def test_a_case_whose_trace_never_came_closes_the_gate(tmp_path):
     assert g.rc == 1, g.stdout
     lines = g.stdout.splitlines()
     assert lines[1].endswith("0 skipped, 1 infra_incomplete")  # every case is on the count line
-    closed = next(x for x in lines if "infra_incomplete (their trace never completed" in x)
+    closed = next(x for x in lines if x.startswith("  gate closed:") and "infra_incomplete (their trace never completed" in x)
     assert "50.0% of the cases sent, above 5.0%" in closed and "c-00000002 (no span with trace id" in closed
 
 

@@ -175,3 +175,25 @@ def test_shutdown_then_reuse():
     assert bounded_search("a", "a") is True
     regex_guard.shutdown()
     assert bounded_search("b", "abc") is True
+
+
+def test_the_bound_is_the_searchs_cpu_time_not_the_machines_load():
+    """On a loaded machine a worker waits for a core far longer than it searches: 5 s of wall clock
+    with no CPU used is not a timeout; 2.5 s of CPU is, whatever the wall clock says."""
+    from assay.core import regex_guard as rg
+
+    class Starved:
+        cpu = 1.0
+
+        def cpu_seconds(self):
+            return self.cpu
+
+    worker = Starved()
+    bound = rg._Bound(worker, 2.0)
+    bound.start -= 5.0                     # 5 s of wall clock have passed, the worker never ran
+    assert bound.remaining() > 0
+    worker.cpu = 3.5                       # 2.5 s of CPU: a catastrophic search
+    assert bound.remaining() == 0
+    worker.cpu = 1.0
+    bound.wall_cap = bound.start           # past the wall-clock cap (15 x the bound): stopped anyway
+    assert bound.remaining() == 0

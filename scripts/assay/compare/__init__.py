@@ -3,6 +3,7 @@ bucket, say what changed in it (layers, answer, trajectory, turns, the judge) an
 
 sides.py reads one run dir; diffs.py holds the pure text and trajectory diffs; pairs.py compares
 one pair; buckets.py is the bucket rule; document.py builds compare.json; html.py renders
-compare.html; baseline.py resolves `--baseline auto`; gate_rule.py is the gate on regressions;
+compare.html; baseline.py resolves `--baseline auto` (the one decision, `assay.verdict.gate_open`, handed in);
+gate_words.py says the gate on regressions (assay.verdict decides it);
 report_section.py is the report's comparison section.
 """

@@ -28,6 +28,24 @@ SUITE_PART_WORDS = {"cases": "the cases (one or more case_sha256 differ, or case
                     "scoring": "the scoring settings", "judge": "the judge's identity"}
 
 
+def judge_only_notes(pairs: list[dict]) -> list[str]:
+    """`judge_only`: a provisional rubric's verdict that changed, said even though it never gates:
+    "judge_only: would have failed: refund-1 (refund-eta-v1, provisional, not gating)"."""
+    out = []
+    for base, cand, words in (("pass", "fail", "would have failed"), ("fail", "pass", "would have passed")):
+        named = []
+        for p in pairs:
+            pins = [pin for j in p.get("judge_only") or () if (j["base"], j["candidate"]) == (base, cand)
+                    for pin in (j["pins"] or ["rubric"])]
+            if pins:
+                named.append(f"{p['case_id']} ({', '.join(pins)}, provisional, not gating)")
+        if named:
+            out.append(f"judge_only: {words}: {', '.join(named[:10])}" + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+                       + " -- a change only an uncalibrated rubric sees; calibrate it (score_agreement.py --write) "
+                         "to let it gate")
+    return out
+
+
 def run_notes(base: Side, cand: Side) -> list[str]:
     """What differs between the runs themselves, said before any case."""
     notes = []
@@ -111,8 +129,9 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     doc = {
         "compare_version": COMPARE_VERSION, "harness_version": HARNESS_VERSION,
         "base": base.describe(), "candidate": cand.describe(),
-        "notes": run_notes(base, cand) + ([f"quoted text is redacted (emails, phone and long numbers: "
-                                            f"{redactions} redaction(s)) because {why}"] if active else []),
+        "notes": run_notes(base, cand) + judge_only_notes(pairs)
+        + ([f"quoted text is redacted (emails, phone and long numbers: "
+            f"{redactions} redaction(s)) because {why}"] if active else []),
         "redaction": {"active": active, "redactions": redactions, "why": why or None},
         "headline": headline(counts, flips),
         "counts": counts, "judge_flips": flips,

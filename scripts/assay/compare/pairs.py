@@ -95,6 +95,31 @@ def judge_flips(bdoc: dict, cdoc: dict, answer: dict, calls: tuple) -> list[dict
     return out
 
 
+def _rubric_verdicts(layer: Any) -> dict[str, str]:
+    """{pin: verdict} of a judged layer's provisional rubrics that were scored pass or fail."""
+    rubrics = layer.get("rubrics") if isinstance(layer, dict) else None
+    return {str(r["pin"]): r["verdict"] for r in rubrics or () if isinstance(r, dict) and r.get("provisional")
+            and r.get("pin") and r.get("verdict") in SCORED}
+
+
+def provisional_changes(bdoc: dict, cdoc: dict) -> list[dict[str, Any]]:
+    """Provisional (not yet calibrated, never gating) rubrics whose verdict changed, rubric by rubric,
+    whatever the material: a regression only a rubric sees must be named, even while it cannot gate
+    (wave 4 §1). A layer whose other rubric is unscored (a pairwise one with no baseline) still says
+    what each scored rubric did."""
+    bl, cl = bdoc.get("layers") or {}, cdoc.get("layers") or {}
+    out = []
+    for layer in JUDGED_LAYERS:
+        if not (isinstance(cl.get(layer), dict) and cl[layer].get("provisional")):
+            continue
+        before, after = _rubric_verdicts(bl.get(layer)), _rubric_verdicts(cl.get(layer))
+        for base, cand in (("pass", "fail"), ("fail", "pass")):
+            pins = sorted(p for p, v in after.items() if v == cand and before.get(p) == base)
+            if pins:
+                out.append({"layer": layer, "base": base, "candidate": cand, "pins": pins})
+    return out
+
+
 def turns_block(base: Side, cand: Side, cid: str, bdoc: dict, cdoc: dict) -> dict[str, Any] | None:
     bt, ct = bdoc.get("turns"), cdoc.get("turns")
     if not isinstance(bt, list) and not isinstance(ct, list):
@@ -174,6 +199,9 @@ def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
     repeats = repeats_block(base, cand, bdoc, cdoc)
     if repeats is not None:
         pair["repeats"] = repeats
+    provisional = provisional_changes(bdoc, cdoc)
+    if provisional:
+        pair["judge_only"] = provisional
     flipped = {f["layer"] for f in flips if not f["provisional"]}
     judge_only = bool(flipped) and {c["layer"] for c in pair["layers_changed"]} <= flipped
     pair["bucket"] = bucket_of(bv, cv, case_changed=changed, judge_only=judge_only)

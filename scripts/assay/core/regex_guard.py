@@ -1,4 +1,4 @@
-"""Regex search with a wall-clock bound that holds under concurrency.
+"""Regex search with a time bound that holds under concurrency and under load.
 
 Case authors write regexes (`/re/` in `must_contain`, `result_pattern`, `id_pattern`),
 and a catastrophic one (`(a+)+$` against `"a"*40 + "b"`) can run for hours. Python
@@ -12,12 +12,15 @@ Design:
   it is safe to start from any thread). Each worker caches compiled patterns.
 - A call checks out an idle worker (or starts one: a busy worker never delays another
   thread), sends `(op, pattern, text)` over its stdin as one length-prefixed JSON
-  frame, and waits on its stdout with `select` for at most `timeout_s`.
+  frame, and waits on its stdout with `select` while the search has used less than
+  `timeout_s` of the worker's CPU time (read from /proc; at most 15 times `timeout_s` of
+  wall clock; wall clock alone where /proc is absent): a catastrophic pattern burns CPU,
+  while a trivial one on a machine at load 30 only waits for a core.
 - On timeout the worker is killed and discarded (`RegexTimeout`); the next call starts
   a fresh one. Other threads hold other workers and are unaffected.
-- A worker also arms `setitimer` for `timeout_s + 5 s` around each search with the
-  default SIGALRM action (terminate), so a worker orphaned by a `kill -9` of its parent
-  mid-search still dies; an idle orphan exits on stdin EOF.
+- A worker also arms `setitimer(ITIMER_PROF)` for `timeout_s + 5 s` of CPU time around
+  each search with the default SIGPROF action (terminate), so a worker orphaned by a
+  `kill -9` of its parent mid-search still dies; an idle orphan exits on stdin EOF.
 - Workers are closed at interpreter exit (`atexit`), and a forked child never touches
   its parent's workers (the pool is keyed by pid).
 
@@ -86,11 +89,11 @@ while True:
             cache[pattern] = rx
         if op == "group" and rx.groups < 1:
             raise IndexError("the pattern has no capture group 1")
-        signal.setitimer(signal.ITIMER_REAL, budget)
+        signal.setitimer(signal.ITIMER_PROF, budget)
         try:
             m = rx.search(text)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
         if op == "search":
             out = ["ok", m is not None]
         else:
@@ -103,6 +106,40 @@ while True:
     wr.write(struct.pack(">I", len(body)) + body)
     wr.flush()
 """
+
+
+try:
+    _CLK_TCK = os.sysconf("SC_CLK_TCK")
+except (AttributeError, ValueError, OSError):
+    _CLK_TCK = 100
+# On a loaded machine a worker may wait for a core far longer than it searches: the bound is the
+# search's CPU time (where /proc tells it), and wall time only up to this many times the bound.
+_WALL_FACTOR = 15.0
+
+
+class _Bound:
+    """How long a search may still take: `timeout_s` of the worker's CPU time, measured from the
+    request, and at most `_WALL_FACTOR` times it of wall clock (where CPU time cannot be read, the
+    bound is wall clock alone). A catastrophic pattern burns CPU and is stopped after `timeout_s` of
+    it; a trivial one on a machine at load 30 is not called catastrophic for waiting its turn."""
+
+    def __init__(self, worker: "_Worker", timeout_s: float) -> None:
+        self.worker, self.timeout_s = worker, timeout_s
+        self.start = time.monotonic()
+        self.cpu0 = worker.cpu_seconds()
+        self.wall_cap = self.start + timeout_s * (_WALL_FACTOR if self.cpu0 is not None else 1.0)
+
+    def remaining(self) -> float:
+        now = time.monotonic()
+        if now >= self.wall_cap:
+            return 0.0
+        if self.cpu0 is None:
+            return self.wall_cap - now
+        cpu = self.worker.cpu_seconds()
+        if cpu is None:
+            return max(0.0, self.start + self.timeout_s - now)
+        left = self.timeout_s - (cpu - self.cpu0)
+        return 0.0 if left <= 0 else min(left, self.wall_cap - now, 0.25)
 
 
 class _Worker:
@@ -122,20 +159,29 @@ class _Worker:
             written = stdin.write(view)
             view = view[written or 0:]
 
-    def receive(self, deadline: float) -> Any:
-        header = self._read(4, deadline)
-        (size,) = struct.unpack(">I", header)
-        return json.loads(self._read(size, deadline).decode("utf-8"))
+    def cpu_seconds(self) -> float | None:
+        """The worker's CPU time so far (user + system), or None where /proc cannot say."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+        except (OSError, ValueError, IndexError):
+            return None
 
-    def _read(self, n: int, deadline: float) -> bytes:
+    def receive(self, bound: "_Bound") -> Any:
+        header = self._read(4, bound)
+        (size,) = struct.unpack(">I", header)
+        return json.loads(self._read(size, bound).decode("utf-8"))
+
+    def _read(self, n: int, bound: "_Bound") -> bytes:
         buf = bytearray()
         while len(buf) < n:
-            remaining = deadline - time.monotonic()
+            remaining = bound.remaining()
             if remaining <= 0:
                 raise TimeoutError
             ready, _, _ = select.select([self.out_fd], [], [], remaining)
             if not ready:
-                raise TimeoutError
+                continue   # bound.remaining() decides: the search's CPU time, not the machine's load
             chunk = os.read(self.out_fd, n - len(buf))
             if not chunk:
                 raise BrokenPipeError("regex worker exited")
@@ -274,8 +320,7 @@ def _call(op: str, pattern: str, text: str, timeout_s: float) -> Any:
         healthy = False
         try:
             worker.send(frame)
-            deadline = time.monotonic() + timeout_s  # the bound counts search time only
-            status, value = worker.receive(deadline)
+            status, value = worker.receive(_Bound(worker, timeout_s))  # the bound counts search time only
             healthy = True
         except TimeoutError:
             raise RegexTimeout(f"regex timed out after {timeout_s:g} s: {pattern!r}") from None

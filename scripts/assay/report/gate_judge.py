@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.writer import clip
 from ..core.vocab import is_judge_unstable
 from .rundir import LazyHoldoutIds, case_verdict
 
@@ -28,7 +29,7 @@ def judge_unstable_reason(run_dir: Path, results: dict) -> str | None:
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
             why = " ".join(str(((doc.get("layers") or {}).get("judged") or {}).get("reason") or "").split())
-            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
+            named.append(f"{cid} ({clip(why, 300, ellipsis='…')})")
     if not count:
         return None
     text = (f"judge unstable: {count} gating case(s) unscored because the judge disagreed with itself (not "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.writer import clip
 from ..stats.counts import cases_phrase
 from .gate_judge import MAX_NAMED
 from .gate_reasons import is_count, rate_of
@@ -61,7 +62,7 @@ def summary_lines(res: GateResult) -> list[str]:
         head += f" [{res.replayed}]"
     if res.reasons:   # the headline names what closed it first (its words up to the first colon), never a side note
         first = res.reasons[0].split(": ", 1)[0]
-        head += f" -- closed: {first if len(first) <= 120 else first[:119] + '…'}"
+        head += f" -- closed: {clip(first, 120, ellipsis='…')}"
         if len(res.reasons) > 1:
             head += f" (+{len(res.reasons) - 1} more below)"
     if nongating > 0:
@@ -257,7 +258,7 @@ def unverified_canaries(res: GateResult) -> list[str]:
         doc = case_verdict(res.run_dir, str(row.get("case_id"))) or {}
         why = doc.get("infra_reason") or doc.get("unscored_reason") or doc.get("skip_reason") or "no reason recorded"
         why = " ".join(str(why).split())
-        named.append(f"{row.get('case_id')} ({row.get('verdict')}: {why if len(why) <= 200 else why[:199] + '…'})")
+        named.append(f"{row.get('case_id')} ({row.get('verdict')}: {clip(why, 200, ellipsis='…')})")
         if len(named) >= MAX_NAMED:
             break
     return named

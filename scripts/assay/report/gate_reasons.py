@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.writer import clip
 from ..core.casestore import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
@@ -80,7 +81,7 @@ def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
         cid = str(row.get("case_id"))
         if cid not in sealed and len(named) < MAX_NAMED:
             why = " ".join(str(verdict.why).split())
-            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
+            named.append(f"{cid} ({clip(why, 300, ellipsis='…')})")
     if not count:
         return None
     return (f"{count} gating case(s) were not measured: the replay could not answer them (a replay miss, or a "
@@ -149,7 +150,7 @@ def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
         count += 1
         if cid not in sealed and len(named) < MAX_NAMED:
             why = " ".join(str(why or "no layer was scored").split())
-            named.append(f"{cid} ({why if len(why) <= 300 else why[:299] + '…'})")
+            named.append(f"{cid} ({clip(why, 300, ellipsis='…')})")
     if not count:
         return None
     text = (f"{count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
@@ -193,7 +194,7 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
         count += 1
         keys += [key] if key not in keys else []
         if cid not in sealed and len(named) < MAX_NAMED:
-            named.append(f"{cid} ({' '.join(str(why).split())[:300]})")
+            named.append(f"{cid} ({clip(' '.join(str(why).split()), 300)})")
     if not count:
         return None
     return (f"{count} gating case(s) were not sent because the adapter lacks {' and '.join(keys)} (skipped, "
@@ -212,7 +213,7 @@ def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
                 and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
             doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
             why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())
-            named.append(f"{row.get('case_id')} ({why if len(why) <= 300 else why[:299] + '…'})")
+            named.append(f"{row.get('case_id')} ({clip(why, 300, ellipsis='…')})")
     return named
 
 
