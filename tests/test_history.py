@@ -128,9 +128,13 @@ def test_flaky_case_found_across_five_runs_and_ranked(state):
         make_run(r, f"regression-{stamp(i)}", {cid: glyph[s[i]] for cid, s in seqs.items()})
     doc = history(state, verify=False)
     flaky = doc["series"][0]["flaky"]
-    assert [(f["case_id"], f["flips"]) for f in flaky] == [("flip4", 4), ("flip1", 1)]
+    assert [(f["case_id"], f["flips"]) for f in flaky] == [("flip4", 4)]
     assert flaky[0]["sequence"] == ["pass", "fail", "pass", "fail", "pass"]
     assert doc["flaky_cases"][0]["case_id"] == "flip4"
+    # changed once and stayed: a regression since the run it changed in, never "flaky"
+    changed = doc["series"][0]["changed"]
+    assert [(c["case_id"], c["kind"], c["since_run"]) for c in changed] == [("flip1", "regression", f"regression-{stamp(4)}")]
+    assert [c["case_id"] for c in doc["changed_cases"]] == ["flip1"]
 
 
 def _rate_runs(r: Path, rates: list[tuple[int, int]]):
@@ -230,6 +234,7 @@ def test_holdout_case_of_a_smoke_run_never_reaches_history_json_or_html(app, tmp
     r = run_script("run_history", state, "--html", tmp_path / "h.html")
     assert r.rc == 0, r.stdout + r.stderr
     text = (state / "reports" / "history.json").read_text()
-    assert [f["case_id"] for f in json.loads(text)["flaky_cases"]] == ["c-flip"]
+    assert [(f["case_id"], f["kind"]) for f in json.loads(text)["changed_cases"]] == [("c-flip", "regression")]
+    assert json.loads(text)["flaky_cases"] == []  # one change that stayed is a regression, not flaky
     for out in (text, (tmp_path / "h.html").read_text(), r.stdout):
         assert "sealed-hx7" not in out and "hx7" not in out

@@ -191,6 +191,9 @@ def test_bundle_opens_from_disk(state, browser, tmp_path):
     # a simulated user's notes: what it said at each turn, how it ended; its hostile message is text
     page.goto((out / "index.html").as_uri() + "#/case/smoke-20261130T101500Z/c-005")
     _ready(page, "/case/smoke-20261130T101500Z/c-005")
+    for n in (1, 2):  # passing turns are folded: open them as a person would
+        assert page.locator(f"#turn-{n}").get_attribute("open") is None
+        page.click(f"#turn-{n} > summary")
     said = page.inner_text("#simulator-turn-1")
     assert "<script>window.__pwned=1</script>" in said and "</textarea>" in said and "1 simulator call(s)" in said
     assert "\u27e8U+202E\u27e9" in said and "\u202e" not in said

@@ -108,6 +108,8 @@ def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app
             page.screenshot(path=str(tmp_path / "judge-conversation.png"), full_page=True)
             for n, answer in ((1, "Refund of 20 USD"), (2, "5 business days")):
                 turn = page.locator(f"#turn-{n}")
+                if turn.get_attribute("open") is None:  # a passing turn is folded: a person opens it
+                    page.click(f"#turn-{n} > summary")
                 assert answer in turn.locator(".answer").inner_text()
                 said = turn.locator(f"#judge-turn-{n}").inner_text()
                 turn.locator(f"#judge-turn-{n}").screenshot(path=str(tmp_path / f"judge-turn-{n}.png"))

@@ -104,7 +104,13 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
                 body.append(f"<tr><td><code>{_e(f['case_id'])}</code></td><td>{f['flips']}</td><td>{_e(seq)}</td></tr>")
             body.append("</tbody></table>")
         else:
-            body.append("<p>No flaky cases in this series.</p>")
+            body.append("<p>No flaky cases in this series (a case that flipped and flipped back).</p>")
+        if s.get("changed"):
+            body.append(f"<h3>Changed once and stayed ({len(s['changed'])})</h3><table><thead><tr><th>case</th>"
+                        "<th>regression or fix</th><th>since run</th></tr></thead><tbody>")
+            body += [f"<tr><td><code>{_e(c['case_id'])}</code></td><td>{_e(c['kind'])}</td>"
+                     f"<td><code>{_e(c['since_run'])}</code></td></tr>" for c in s["changed"][:50]]
+            body.append("</tbody></table>")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             "<meta name=\"color-scheme\" content=\"light dark\">\n"

@@ -14,8 +14,12 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
   id a run's manifest (`cases[].set: holdout`) or verdicts.jsonl (`holdout: true`) marks is
   dropped from every run's per-case data (counts keep them); a run that cannot say which of
   its cases are holdout shows none of its ids.
-- **Flaky**: a case whose scored verdicts flip between pass and fail across the runs of a
-  series; ranked by the number of flips.
+- **Flaky**: a case whose scored verdicts flip between pass and fail and back (two flips or
+  more) across the runs of a series; ranked by the number of flips. A case that changed once and
+  stayed is not flaky: it is a **regression** (pass → fail) or a **fix** (fail → pass), listed in
+  `changed` with the run it changed in.
+- **Cost and latency**: each run's cost per case and p95 latency, from results.json's
+  `cost_latency` block (null when the run could not price or time its cases).
 - **Drift**: the series' last run against its earlier runs pooled, Fisher's exact test
   (two-sided, alpha 0.05): flagged when the pass rate moved more than the sample sizes
   explain.
@@ -44,6 +48,7 @@ DRIFT_ALPHA = 0.05
 DRIFT_TEST = "Fisher's exact test (two-sided): the series' last run against its earlier runs pooled"
 SERIES_KEYS = ("mode", "dataset_version", "harness_version", "k")
 HOLDOUT_MODES = ("holdout",)
+FLAKY_FLIPS = 2  # flipped and flipped back: one change that stayed is a regression or a fix
 
 
 def _read(path: Path) -> Any:
@@ -113,6 +118,7 @@ def load_run(run_dir: Path, *, verify: bool = True,
         "holdout": mode in HOLDOUT_MODES,
         "rescored_from": _rescored_from(manifest),
     }
+    record.update(cost_latency_of(results))
     blockers = [f"{_int(summary.get(k))} {word}" for k, word in
                 (("infra_errors", "infra"), ("infra_incomplete", "incomplete traces"), ("unscored", "unscored"))
                 if _int(summary.get(k))]
@@ -137,6 +143,19 @@ def load_run(run_dir: Path, *, verify: bool = True,
             record["verdicts"] = {r["case_id"]: r.get("verdict") for r in rows
                                   if isinstance(r.get("case_id"), str) and r["case_id"] not in sealed}
     return record, None
+
+
+def cost_latency_of(results: dict) -> dict:
+    """A run's cost per case and p95 latency from results.json's cost_latency block (stats.cost):
+    null, never 0, when the run could not price or time its cases."""
+    block = results.get("cost_latency") if isinstance(results.get("cost_latency"), dict) else {}
+    cost = block.get("cost") if isinstance(block.get("cost"), dict) else {}
+    lat = block.get("latency_ms") if isinstance(block.get("latency_ms"), dict) else {}
+    per_case = cost.get("mean_per_case")
+    p95 = lat.get("p95")
+    return {"cost_per_case": per_case if isinstance(per_case, (int, float)) else None,
+            "currency": cost.get("currency") if isinstance(cost.get("currency"), str) else None,
+            "p95_latency_ms": p95 if isinstance(p95, (int, float)) else None}
 
 
 def _holdout_ids(run_dir: Path, manifest: dict) -> set[str] | None:
@@ -253,6 +272,7 @@ def _analyse(runs: list[dict]) -> dict:
     if holdout:
         out["cases"] = None
         out["flaky"] = []
+        out["changed"] = []
         out["note"] = "holdout: aggregate only (case ids and sequences are sealed)"
         return out
     ids = sorted({cid for r in runs for cid in r["verdicts"]})
@@ -260,11 +280,22 @@ def _analyse(runs: list[dict]) -> dict:
     for cid in ids:
         seq = [r["verdicts"].get(cid) for r in runs]
         cases[cid] = {"sequence": seq, "flips": flips(seq)}
-    flaky = sorted(({"case_id": cid, **v} for cid, v in cases.items() if v["flips"] > 0),
+    flaky = sorted(({"case_id": cid, **v} for cid, v in cases.items() if v["flips"] >= FLAKY_FLIPS),
                    key=lambda c: (-c["flips"], c["case_id"]))
+    changed = sorted(({"case_id": cid, **v, **change_of(v["sequence"], runs)} for cid, v in cases.items()
+                      if v["flips"] == 1), key=lambda c: (c["kind"] != "regression", c["case_id"]))
     out["cases"] = cases
     out["flaky"] = flaky
+    out["changed"] = changed
     return out
+
+
+def change_of(sequence: list[str | None], runs: list[dict]) -> dict:
+    """A case that changed once and stayed: a regression (pass → fail) or a fix (fail → pass), and
+    the first run it showed the new verdict in."""
+    scored = [(i, v) for i, v in enumerate(sequence) if v in ("pass", "fail")]
+    at = next(i for (_, a), (i, b) in zip(scored, scored[1:]) if a != b)
+    return {"kind": "regression" if scored[-1][1] == "fail" else "fix", "since_run": runs[at]["run_id"]}
 
 
 def flips(sequence: list[str | None]) -> int:
@@ -340,9 +371,12 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
         "drift_flagged": [s["name"] for s in series if s["drift"].get("flagged")],
         "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
                               key=lambda f: (-f["flips"], f["series"], f["case_id"])),
+        "changed_cases": [{"series": s["name"], **c} for s in series for c in s.get("changed") or []],
         "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256"],
                    "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
-                   "flaky": "scored verdicts flip between pass and fail across a series' runs",
+                   "flaky": "scored verdicts flip between pass and fail and back (2 or more flips) across a "
+                            "series' runs",
+                   "changed": "one flip that stayed: a regression (pass → fail) or a fix (fail → pass)",
                    "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify,
                    "rescored": "listed apart: never a series point, never in drift"},
     }

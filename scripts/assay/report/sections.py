@@ -71,6 +71,41 @@ def describe_layer(name: str, layer: dict, judged: list[dict] | None = None) -> 
     return clip(text, 402, ellipsis=" …")
 
 
+def failure_sentence(name: str, layer: dict, judged: list[dict] | None = None) -> str:
+    """A failed layer's reason as one sentence, for a row a person scans: each failing check as
+    `<label> <entry>: <why>` (`restart_service.timeout_s: expected 300, got 300000`, `must_contain
+    "refund": not found in the answer`); any other layer in describe_layer's words."""
+    checks = layer.get("checks")
+    bad = [c for c in checks if isinstance(c, dict) and c.get("status") == "fail"] if isinstance(checks, list) else []
+    if not bad:
+        return describe_layer(name, layer, judged)
+    parts = []
+    for c in bad:
+        entry = f" {_compact(c.get('entry'))}" if c.get("entry") is not None else ""
+        why = c.get("reason") or c.get("detail") or "failed"
+        parts.append(f"{check_label(c)}{entry}" + ("" if why == "tool_not_called" else f": {why}"))
+    return "; ".join(parts)
+
+
+def first_failure(doc: dict) -> dict | None:
+    """The first failing layer of a case's verdict (the layers' decision order), its sentence and
+    its first failing check's names (`check`, `tool`, `arg`); for an unscored, infra or skipped
+    case, why it was not scored. None for a passing case."""
+    layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    for name in list(LAYER_ORDER) + sorted(set(layers) - set(LAYER_ORDER)):
+        entry = layers.get(name)
+        if isinstance(entry, dict) and entry.get("verdict") in ("fail", "error"):
+            checks = entry.get("checks") if isinstance(entry.get("checks"), list) else []
+            bad = next((c for c in checks if isinstance(c, dict) and c.get("status") == "fail"), None)
+            return {"layer": name, "verdict": entry["verdict"], "sentence": failure_sentence(name, entry)
+                    if entry["verdict"] == "fail" else str(entry.get("reason") or "the scorer raised an error"),
+                    "check": {k: str(bad[k]) for k in ("check", "tool", "arg") if bad.get(k) is not None} if bad else None}
+    why = doc.get("unscored_reason") or doc.get("infra_reason") or doc.get("skip_reason")
+    if doc.get("verdict") in ("pass", None) or not why:
+        return None
+    return {"layer": None, "verdict": doc.get("verdict"), "sentence": str(why), "check": None}
+
+
 CASE_FILES = ("verdict.json", "expect.json", "request.json", "response.json", "answer.txt", "actual.json",
               "trajectory.json")
 

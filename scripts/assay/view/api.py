@@ -1,7 +1,8 @@
 """The JSON documents behind the pages, by API path; one function for the server and the bundle.
 
 /api/runs, /api/run/<id> (counts + the gate's decision or "checking"), /api/run/<id>/gate?wait=S,
-/api/run/<id>/cases?… (a page), /api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
+/api/run/<id>/cases?… (a page), /api/run/<id>/sources?ids=… (the shown failing rows' case files),
+/api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
 /api/history (run_history's series and flaky cases, unverified).
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from .cases import page
+from .cases import page, sources
 from .case import case_doc
 from .paths import NotFound, read_jsonl, run_dir
 from .runs import list_runs, run_extra, run_row
@@ -42,11 +43,20 @@ def gate_doc(reports: Path, run_id: str, query: dict[str, Any]) -> dict:
 
 
 def compare_doc(reports: Path, base: str, cand: str) -> dict:
+    """assay.compare's document, plus each side's cost and latency per case and in total with the
+    deltas (compare.cost_delta), and each pair marked when only a rubric's verdict changed."""
+    from ..compare.cost_delta import cost_latency
     from ..compare.document import compare_runs
     try:
-        return compare_runs(run_dir(reports, base), run_dir(reports, cand))
+        doc = compare_runs(run_dir(reports, base), run_dir(reports, cand))
     except AssayError as exc:
         return {"error": str(exc)}
+    doc["cost_latency"] = cost_latency(run_dir(reports, base), run_dir(reports, cand))
+    for pairs in (doc.get("buckets") or {}).values():
+        for p in pairs if isinstance(pairs, list) else []:
+            changed = {c.get("layer") for c in p.get("layers_changed") or []}
+            p["rubric_only"] = changed == {"judged"}
+    return doc
 
 
 def sealed_ids(reports: Path) -> set[str]:
@@ -100,8 +110,10 @@ def route(reports: Path, path: str, query: dict[str, Any]) -> Any:
         return gate_doc(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "run" and parts[2] == "cases":
         return page(reports, parts[1], query)
+    if len(parts) == 3 and parts[0] == "run" and parts[2] == "sources":
+        return sources(reports, parts[1], query)
     if len(parts) == 3 and parts[0] == "case":
-        return case_doc(reports, parts[1], parts[2])
+        return case_doc(reports, parts[1], parts[2], (query.get("baseline") or [None])[0])
     if len(parts) == 3 and parts[0] == "compare":
         return compare_doc(reports, parts[1], parts[2])
     raise NotFound(path)

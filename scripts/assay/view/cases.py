@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from ..core import casestore
 from ..report.rundir import case_verdict
+from ..report.sections import first_failure
 from .paths import read_jsonl, run_dir
 from .quiet import wait_quiet, waiting
+from .source import datasets_ok, where
 
 TEXT_CLIP = 4000
 PAGE_MAX = 500
@@ -24,17 +27,33 @@ _INDEX: dict[tuple[str, float], dict] = {}
 _LOCK = threading.Lock()
 
 
-EMPTY_META = {"unit": None, "category": None, "multi_turn": False, "tags": [], "latency_ms": None, "split": None}
+EMPTY_META = {"unit": None, "category": None, "multi_turn": False, "tags": [], "latency_ms": None, "split": None,
+              "title": None, "input": None, "failure": None}
+INPUT_CLIP = 200
 META_KEYS = ("unit", "tag", "split", "conversation")
+META_SORTS = ("unit", "latency", "title", "failure")
+
+
+def first_line(text: object, clip: int = INPUT_CLIP) -> str | None:
+    """The first non-blank line of a text, clipped (a row shows one line of the input)."""
+    if not isinstance(text, str):
+        return None
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return (line if len(line) <= clip else line[:clip - 1] + "…") or None
 
 
 def meta_of(v: dict | None) -> dict:
-    """unit, category, conversation, tags, latency, split: what a row shows from the case's verdict."""
+    """unit, category, conversation, tags, latency, split, and what a person reads first: the title,
+    the input's first line and the first failing layer's reason in words (report.sections), all
+    from the case's verdict (the one read a row already costs)."""
     v = v if isinstance(v, dict) else {}
     tags = v.get("tags")
+    title = v.get("title")
     return {"unit": v.get("unit"), "category": v.get("category"), "multi_turn": bool(v.get("multi_turn")),
             "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
-            "latency_ms": v.get("latency_ms"), "split": v.get("split")}
+            "latency_ms": v.get("latency_ms"), "split": v.get("split"),
+            "title": title if isinstance(title, str) and title else None, "input": first_line(v.get("input_text")),
+            "failure": first_failure(v)}
 
 
 def _linked(d: Path) -> set[str] | None:
@@ -173,12 +192,44 @@ def matches(row: dict, q: dict) -> bool:
 
 SORTS = {"id": lambda r: r["case_id"], "verdict": lambda r: (str(r["verdict"]), r["case_id"]),
          "unit": lambda r: (str(r.get("unit")), r["case_id"]),
-         "latency": lambda r: (r.get("latency_ms") if isinstance(r.get("latency_ms"), (int, float)) else -1)}
+         "latency": lambda r: (r.get("latency_ms") if isinstance(r.get("latency_ms"), (int, float)) else -1),
+         "title": lambda r: (r.get("title") is None, str(r.get("title") or ""), r["case_id"]),
+         "failure": lambda r: (r.get("failure") is None, str((r.get("failure") or {}).get("layer")),
+                               str((r.get("failure") or {}).get("sentence")), r["case_id"])}
+
+
+SOURCE_WAIT_S = 1.0  # a page waits at most this long in all for the index of oddly named case files
+
+
+def _where(reports: Path, row: dict, deadline: float, checked: bool) -> dict | None:
+    """A shown failing row's case file and the line of its failing expectation (view.source)."""
+    if not checked:
+        return None
+    return where(reports.parent, row["case_id"], row.get("failure"), max(0.0, deadline - time.monotonic()), checked)
+
+
+MAX_SOURCES = 500
+
+
+def sources(reports: Path, run_id: str, q: dict[str, Any]) -> dict:
+    """/api/run/<id>/sources?ids=a,b,…: the case file and failing line of each named failing row,
+    asked by the page after it painted its rows (the rows' own request reads no case file). Once
+    per case while the run's index lives; a passing, holdout or unknown id gets nothing."""
+    doc = index(reports, run_id)
+    wanted = set((_one(q, "ids") or "").split(",")[:MAX_SOURCES])
+    rows = [r for r in doc["rows"] if r["case_id"] in wanted]
+    _load_meta(doc, rows)
+    deadline, known = time.monotonic() + SOURCE_WAIT_S, doc.setdefault("sources", {})
+    missing = [r for r in rows if r.get("failure") and known.get(r["case_id"]) is None]
+    checked = bool(missing) and datasets_ok(reports.parent)
+    for r in missing:
+        known[r["case_id"]] = _where(reports, r, deadline, checked)
+    return {"run_id": run_id, "sources": {r["case_id"]: known[r["case_id"]] for r in rows if known.get(r["case_id"])}}
 
 
 def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False) -> dict:
     doc = index(reports, run_id)
-    if wait_meta or any(_one(q, k) for k in META_KEYS) or _one(q, "sort") in ("unit", "latency"):
+    if wait_meta or any(_one(q, k) for k in META_KEYS) or _one(q, "sort") in META_SORTS:
         with waiting():
             doc["meta"].wait()  # these filters need every case's verdict
     elif _one(q, "wait"):  # the page asks again for the facets (units, tags) once the pass is done
@@ -192,7 +243,9 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
     text = _one(q, "q")
     if text:
         texts, needle = _texts(doc, reports), text.casefold()
-        rows = [r for r in rows if needle in texts.get(r["case_id"], "") or needle in r["case_id"].casefold()]
+        rows = [r for r in rows if needle in texts.get(r["case_id"], "") or needle in r["case_id"].casefold()
+                or needle in str(r.get("title") or "").casefold()
+                or needle in str((r.get("failure") or {}).get("sentence") or "").casefold()]
     sort = _one(q, "sort") or "plan"
     if sort in SORTS:
         rows = sorted(rows, key=SORTS[sort], reverse=_one(q, "desc") == "1")

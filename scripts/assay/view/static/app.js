@@ -30,7 +30,7 @@
       else if (k === "on") for (const [ev, f] of Object.entries(v)) n.addEventListener(ev, f);
       else n.setAttribute(k, v);
     }
-    for (const kid of kids.flat()) {
+    for (const kid of kids.flat(Infinity)) {
       if (kid === null || kid === undefined) continue;
       n.appendChild(kid instanceof Node ? kid : document.createTextNode(vis(kid)));  /* bidi shown, never obeyed */
     }
@@ -67,7 +67,7 @@
       const btn = el("button", {id: "compare-btn", disabled: "disabled", on: {click: () => {
         location.hash = "#/compare/" + E(picked[0]) + "/" + E(picked[1]);
       }}}, "Compare the two picked runs");
-      const rows = doc.runs.map(r => {
+      const rows = doc.runs.map((r, i) => {
         const box = el("input", {type: "checkbox", "data-run": r.run_id, on: {change: ev => {
           const i = picked.indexOf(r.run_id);
           if (ev.target.checked && i < 0) picked.push(r.run_id); else if (!ev.target.checked && i >= 0) picked.splice(i, 1);
@@ -80,10 +80,11 @@
           el("td", {class: "nowrap", title: r.started_at || ""}, String(r.started_at || "").replace("T", " ").replace(/\.\d+Z$/, "Z")),
           el("td", {class: "nowrap"}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
           el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
-          el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series));
+          el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series),
+          el("td", {class: "nowrap"}, doc.runs[i + 1] ? el("a", {href: "#/compare/" + E(doc.runs[i + 1].run_id) + "/" + E(r.run_id), class: "vs-prev"}, "vs previous") : ""));
       });
       const table = el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
-          "gating failures", "infra rate", "suite", "series"].map(h => el("th", {}, h))), rows);
+          "gating failures", "infra rate", "suite", "series", "compare"].map(h => el("th", {}, h))), rows);
       if (doc.checking && !BUNDLE) refreshGates(table);
       return [el("h1", {}, "Runs (" + doc.count + ")"), btn, table];
     });
@@ -95,6 +96,8 @@
      chunks (data/run__<id>__cases__<i>.js); the first page loads only the chunk it shows, a filter
      or a sort loads them all once and filters here. */
   const SORTS = {id: r => r.case_id, verdict: r => String(r.verdict) + "\u0000" + r.case_id,
+    title: r => (r.title ? "0" + r.title : "1") + "\u0000" + r.case_id,
+    failure: r => (r.failure ? "0" + r.failure.layer + "\u0000" + r.failure.sentence : "1") + "\u0000" + r.case_id,
     unit: r => String(r.unit) + "\u0000" + r.case_id, latency: r => typeof r.latency_ms === "number" ? r.latency_ms : -1};
   function bundlePage(runId, q) {
     const size = 100, number = Math.max(0, parseInt(q.page || "0", 10) || 0);
@@ -110,7 +113,7 @@
           (!q.unit || r.unit === q.unit) && (!q.split || String(r.split) === q.split) && (!q.tag || (r.tags || []).includes(q.tag)) &&
           (!q.conversation || r.multi_turn === (q.conversation === "yes")) &&
           (!q.layer || r.layers[q.layer.split(":")[0]] === q.layer.split(":")[1]) &&
-          (!q.q || r.case_id.toLowerCase().includes(q.q.toLowerCase())));
+          (!q.q || [r.case_id, r.title, r.input, r.failure && r.failure.sentence].join("\n").toLowerCase().includes(q.q.toLowerCase())));
         if (SORTS[q.sort]) {
           const key = SORTS[q.sort];
           rows.sort((a, b) => { const x = key(a), y = key(b); return x < y ? -1 : x > y ? 1 : 0; });
@@ -135,6 +138,20 @@
     load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(ng => {
       if (sec.isConnected) gateSection(sec, runId, ng, marks);
     }, err => { sec.replaceChildren(el("h2", {}, "Gate: ", chip("unknown", "closed")), el("p", {}, String(err.message || err))); });
+  }
+  /* the run's gate on the case and compare pages: the same decision as the run page (its first
+     reason and how many more), "checking…" until the server has evaluated it */
+  function gateLine(runId) {
+    const line = el("p", {class: "gate-line", "data-gate": "checking"}, "gate of run " + runId + ": ", chip("checking…", "checking"));
+    const fill = g => {
+      const known = g.gate !== "checking";
+      line.setAttribute("data-gate", known ? g.gate : "checking");
+      line.replaceChildren("gate of ", el("a", {href: "#/run/" + E(runId)}, "run " + runId), ": ", known ? chip(g.gate, g.gate) : chip("checking…", "checking"),
+        known && g.reasons.length ? " " + g.reasons[0] + (g.reasons.length > 1 ? " (and " + (g.reasons.length - 1) + " more)" : "") : "");
+      if (!known && !BUNDLE) load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(fill, () => {});
+    };
+    load("/api/run/" + E(runId)).then(doc => fill(doc.gate), () => line.replaceChildren("gate of run " + runId + ": ", chip("unknown", "closed")));
+    return line;
   }
   function runPage(runId, q) {
     return Promise.all([load("/api/run/" + E(runId)), BUNDLE ? bundlePage(runId, q) : load("/api/run/" + E(runId) + "/cases", q)]).then(([run, page]) => {
@@ -161,15 +178,40 @@
       const layerOpts = [];
       for (const l of page.facets.layers) for (const s of ["pass", "fail", "unscored", "error"]) layerOpts.push(l + ":" + s);
       form.append(sel("verdict", verdicts), sel("layer", layerOpts), sel("unit", page.facets.units), sel("tag", page.facets.tags),
-        sel("conversation", ["yes", "no"]), sel("sort", ["id", "verdict", "unit", "latency"]),
+        sel("conversation", ["yes", "no"]), sel("sort", ["id", "title", "verdict", "failure", "unit", "latency"]),
         el("label", {}, "text ", el("input", {name: "q", value: q.q || "", type: "search"})), el("button", {type: "submit"}, "Filter"));
       const counts = el("p", {class: "counts", id: "counts"}, el("span", {}, "showing " + page.cases.length + " of " + page.matched + " matching, " + page.total + " cases"),
         Object.entries(page.counts).map(([k, v]) => el("span", {}, chip(k), v)),
         page.holdout.n ? el("span", {}, "holdout: " + page.holdout.n + " (counts only: " + page.holdout.pass + " pass, " + page.holdout.fail + " fail)") : null);
-      const table = el("table", {id: "cases"}, el("tr", {}, ["case", "verdict", "failing layers", "unit", "conversation"].map(h => el("th", {}, h))),
-        page.cases.map(c => el("tr", {class: "case-row"}, el("td", {}, el("a", {href: "#/case/" + E(runId) + "/" + E(c.case_id)}, c.case_id)),
-          el("td", {}, chip(c.verdict)), el("td", {}, Object.entries(c.layers).filter(([, v]) => v === "fail" || v === "error").map(([k]) => k).join(", ")),
-          el("td", {}, c.unit || ""), el("td", {}, c.multi_turn ? "yes" : ""))));
+      /* a row says what the case is (title, the input's first line), why it failed (the first
+         failing layer's reason in words) and where it is written (file:line); headers sort */
+      const sortBy = key => {
+        const desc = q.sort === key && q.desc !== "1" ? "1" : "";
+        const nq = Object.assign({}, q, {sort: key}); delete nq.page; if (desc) nq.desc = desc; else delete nq.desc;
+        location.hash = "#/run/" + E(runId) + "?" + new URLSearchParams(nq).toString();
+      };
+      const head = [["case", "title"], ["verdict", "verdict"], ["why it failed", "failure"], ["case file", null], ["unit", "unit"], ["latency", "latency"]]
+        .map(([label, key]) => el("th", key ? {class: "sortable", "data-sort": key} : {}, key ? el("a", {href: "#/", on: {click: ev => { ev.preventDefault(); sortBy(key); }}},
+          label, q.sort === key ? (q.desc === "1" ? " \u25be" : " \u25b4") : "") : label));
+      const table = el("table", {id: "cases"}, el("tr", {}, head),
+        page.cases.map(c => el("tr", {class: "case-row" + (c.verdict === "pass" ? "" : " bad")},
+          el("td", {class: "what"}, el("a", {href: "#/case/" + E(runId) + "/" + E(c.case_id)}, c.title || c.case_id),
+            c.title ? el("span", {class: "cid"}, " " + c.case_id) : null, c.multi_turn ? chip("conversation", "mark") : null,
+            c.input ? el("div", {class: "input"}, c.input) : null),
+          el("td", {}, chip(c.verdict)),
+          el("td", {class: "why"}, c.failure ? [c.failure.layer ? chip(c.failure.layer, "layer") : null, el("span", {class: "reason"}, c.failure.sentence)] : ""),
+          el("td", {class: "src", "data-case": c.case_id}, ""),
+          el("td", {}, c.unit || ""), el("td", {class: "nowrap"}, typeof c.latency_ms === "number" ? Math.round(c.latency_ms) + " ms" : ""))));
+      /* the failing rows' case file:line, asked once the rows are painted (the rows' own request
+         reads no case file) */
+      const failing = page.cases.filter(c => c.failure).map(c => c.case_id);
+      if (failing.length && !BUNDLE) load("/api/run/" + E(runId) + "/sources", {ids: failing.join(",")}).then(d => {
+        for (const [cid, src] of Object.entries(d.sources || {})) {
+          const cell = table.querySelector('td.src[data-case="' + CSS.escape(cid) + '"]');
+          if (cell) cell.replaceChildren(src.path + (src.line ? ":" + src.line : ""));
+        }
+        table.setAttribute("data-sources", "ready");
+      }, () => {}); else table.setAttribute("data-sources", "ready");
       const pager = el("p", {class: "pager"});
       {
         const go = n => { location.hash = "#/run/" + E(runId) + "?" + new URLSearchParams(Object.assign({}, q, {page: n})).toString(); };
@@ -195,14 +237,6 @@
     items.sort((a, b) => a.at - b.at);
     return el("div", {}, el("p", {}, "agents: " + (t.agents || []).map(a => a.name).join(", ")),
       el("ol", {class: "timeline", id: "timeline"}, items.map(i => i.node)), t.usage ? el("p", {}, "usage: " + JSON.stringify(t.usage.total || t.usage)) : null);
-  }
-  function layers(v) {
-    if (!v || !v.layers) return el("p", {}, "(no verdict)");
-    return el("table", {id: "layers"}, el("tr", {}, ["layer", "verdict", "expected", "actual / detail"].map(h => el("th", {}, h))),
-      Object.entries(v.layers).filter(([, l]) => l.verdict !== "n/a").map(([name, l]) => {
-        const rest = Object.assign({}, l); delete rest.verdict; const exp = rest.expected; delete rest.expected;
-        return el("tr", {}, el("td", {}, name), el("td", {}, chip(l.verdict)), el("td", {}, exp === undefined ? "" : json(exp)), el("td", {}, json(rest)));
-      }));
   }
   /* every rubric (calibrated or provisional), every node (criterion, verdict, reason, evidence) and
      every call to the judge (status, latency, usage, what it said; the prompt and raw reply folded) */
@@ -258,62 +292,238 @@
       el("details", {}, el("summary", {}, "identity and scenario"), json(s.identity), json(s.scenario)),
       s.final ? simTurn(s.final, "simulator-final") : null);
   }
-  function turn(t) {
-    return el("div", {class: "turn", id: "turn-" + t.turn}, simTurn(t.simulator, "simulator-turn-" + t.turn), part("turn " + t.turn, t), layers(t.verdict),
+  /* the failure first: each layer that did not pass, its reason in words, expected beside actual */
+  function failureCards(fs) {
+    if (!fs || !fs.length) return el("p", {class: "ok-line"}, "Every scored layer passed.");
+    return el("div", {id: "failures"}, fs.map(f => el("div", {class: "failure " + f.verdict},
+      el("h3", {}, chip(f.layer, "layer"), chip(f.verdict), f.provisional ? chip("provisional (not gating)", "mark") : null, " ", el("span", {class: "reason"}, f.sentence)),
+      el("div", {class: "sides"}, el("div", {class: "expected"}, el("div", {class: "label"}, "expected"), el("div", {}, f.expected || "(this layer's expectation is not in expect.json)")),
+        el("div", {class: "actual"}, el("div", {class: "label"}, "actual"), el("div", {}, f.actual || f.sentence))),
+      checksTable(f))));
+  }
+  function checksTable(f) {  /* the checks, when there is more to read than the sentence says */
+    const cs = f.checks || [];
+    if (!cs.length || (cs.length === 1 && !cs[0].expected && f.sentence.includes(String(cs[0].why || "")))) return null;
+    const withExp = cs.some(c => c.expected);
+    return el("table", {class: "checks"}, el("tr", {}, ["check", "", withExp ? "expected" : null, "why"].filter(h => h !== null).map(h => el("th", {}, h))),
+      cs.map(c => el("tr", {}, el("td", {}, c.check), el("td", {}, chip(c.status || "?")), withExp ? el("td", {}, c.expected || "") : null,
+        el("td", {}, c.why === "tool_not_called" ? "not called" : c.why || ""))));
+  }
+  function folded(title, node, open) {
+    const d = el("details", {class: "fold"}, el("summary", {}, title), node);
+    if (open) d.setAttribute("open", "");
+    return d;
+  }
+  function layerJson(v) {
+    if (!v || !v.layers) return null;
+    return el("div", {id: "layers"}, Object.entries(v.layers).filter(([, l]) => l.verdict !== "n/a").map(([name, l]) =>
+      folded([name + " ", chip(l.verdict)], json(l))));
+  }
+  function answerBeside(answer, base, label) {
+    const mine = el("pre", {class: "answer"}, answer === null || answer === undefined ? "(no answer)" : vis(answer));
+    if (!base) return mine;
+    return el("div", {class: "sides beside"}, el("div", {}, el("div", {class: "label"}, label || "this run"), mine),
+      el("div", {}, el("div", {class: "label"}, "baseline " + base.run_id + (base.verdict ? " (" + base.verdict + ")" : "")),
+        el("pre", {class: "answer-baseline"}, base.answer === null || base.answer === undefined ? "(no answer)" : vis(base.answer))));
+  }
+  function requestBody(p) { return p.request && (p.request.body !== undefined ? p.request.body : p.request); }
+  function userSaid(p) {
+    const b = requestBody(p);
+    const msgs = b && Array.isArray(b.messages) ? b.messages.filter(m => m && m.role === "user") : [];
+    if (msgs.length) return String(msgs[msgs.length - 1].content ?? "");
+    if (b && typeof b === "object") for (const k of ["message", "input", "query", "prompt", "question", "text"]) if (typeof b[k] === "string") return b[k];
+    return null;
+  }
+  /* a conversation: the failing turn open, passing turns folded; the baseline's answer beside */
+  function turn(t, failedTurn, base) {
+    const v = (t.verdict || {}).verdict || "?";
+    const said = userSaid(t) || ((t.simulator || {}).turn || {}).message || "";
+    const open = t.turn === failedTurn || (failedTurn == null && v !== "pass");
+    const bt = base && base.turns ? base.turns[String(t.turn)] : null;
+    const d = el("details", {class: "turn", id: "turn-" + t.turn},
+      el("summary", {}, "turn " + t.turn + " ", chip(v), t.turn === failedTurn ? chip("failed here", "fail") : null, " ", el("span", {class: "said"}, said.length > 140 ? said.slice(0, 140) + "…" : said)),
+      simTurn(t.simulator, "simulator-turn-" + t.turn),
+      el("h4", {}, "answer"), answerBeside(t.answer, bt ? {run_id: base.run_id, verdict: bt.verdict, answer: bt.answer} : null),
+      folded("request", json(requestBody(t))), el("h4", {}, "trajectory"), timeline(t.trajectory), layerJson(t.verdict),
       t.judge ? [el("h4", {}, "judge calls at turn " + t.turn), judge(t.judge, "judge-turn-" + t.turn)] : null);
+    if (open) d.setAttribute("open", "");
+    return d;
   }
-  function part(title, p) {
-    return el("div", {}, el("h3", {}, title), el("h4", {}, "request"), json(p.request && (p.request.body !== undefined ? p.request.body : p.request)),
-      el("h4", {}, "answer"), el("pre", {class: "answer"}, p.answer === null ? "(no answer.txt)" : vis(p.answer)),
-      el("h4", {}, "trajectory"), timeline(p.trajectory));
-  }
-  function casePage(runId, caseId) {
-    return load("/api/case/" + E(runId) + "/" + E(caseId)).then(c => {
+  function casePage(runId, caseId, q) {
+    return load("/api/case/" + E(runId) + "/" + E(caseId), q && q.baseline ? {baseline: q.baseline} : null).then(c => {
       const v = c.verdict || {};
-      const out = [el("p", {}, el("a", {href: "#/run/" + E(runId)}, "← run " + runId)),
-        el("h1", {}, "Case " + caseId + " ", chip(v.verdict || "?")),
-        el("p", {}, "unit " + (v.unit || "–") + ", category " + (v.category || "–") + ", latency " + (v.latency_ms ?? "–") + " ms, attempts " + (v.attempts ?? "–"))];
-      out.push(el("h2", {}, "Layers"), layers(v));
-      if (c.turns.length) out.push(el("h2", {}, "Conversation (" + c.turns.length + " turns)"), c.turns.map(turn));
-      else out.push(part("Request and answer", c));
+      const src = c.source;
+      const out = [el("p", {}, el("a", {href: "#/run/" + E(runId)}, "\u2190 run " + runId)), gateLine(runId),
+        el("h1", {}, chip(v.verdict || "?"), " ", v.title || caseId),
+        el("p", {class: "note", id: "case-facts"}, "case " + caseId + " · unit " + (v.unit || "–") + " · category " + (v.category || "–") +
+          " · latency " + ms(v.latency_ms) + " · attempts " + (v.attempts ?? "–"), src ? [" · ", el("span", {class: "src"}, src.path + (src.line ? ":" + src.line : ""))] : null)];
+      if (v.input_text) out.push(el("div", {class: "input-block"}, el("span", {class: "label"}, "input "), v.input_text));
+      out.push(el("h2", {}, v.verdict === "pass" ? "Result" : "Why it failed"), failureCards(c.failures));
+      if (c.turns.length) {
+        out.push(el("h2", {}, "Conversation (" + c.turns.length + (c.turns.length === 1 ? " turn" : " turns") + (v.failed_turn ? ", failed at turn " + v.failed_turn : "") + ")"),
+          el("div", {id: "conversation"}, c.turns.map(t => turn(t, v.failed_turn, c.baseline))));
+      } else {
+        out.push(el("h2", {}, "Request"), json(requestBody(c)), el("h2", {}, "Answer"), answerBeside(c.answer, c.baseline),
+          el("h2", {}, "Trajectory"), timeline(c.trajectory));
+      }
       if (c.simulator) out.push(el("h2", {}, "Simulated user"), simulator(c.simulator));
-      out.push(el("h2", {}, "Judge"), judge(c.judge));
+      if (c.judge) out.push(el("h2", {}, "Judge"), judge(c.judge)); else out.push(el("h2", {}, "Judge"), el("p", {id: "judge"}, "Not judged."));
       if (c.repeats.length) out.push(el("h2", {}, "Repeats (k = " + c.repeats.length + ")"),
         el("div", {class: "sides", id: "repeats"}, c.repeats.map(r => el("div", {}, el("h3", {}, "repeat " + r.n + " ", chip((r.verdict || {}).verdict || "?")),
           el("pre", {class: "answer"}, vis(r.answer || "")), timeline(r.trajectory)))));
-      out.push(el("h2", {}, "Expected"), json(c.expect), el("h2", {}, "Raw files"),
-        el("ul", {}, c.files.map(f => el("li", {}, BUNDLE ? f : el("a", {href: "raw/" + f.split("/").map(E).join("/")}, f)))));
+      out.push(el("h2", {}, "Every layer (JSON)"), layerJson(v) || el("p", {}, "(no verdict)"),
+        el("h2", {}, "The case's source"), src ? folded([el("span", {class: "src"}, src.path + (src.line ? ":" + src.line : "")), " (as it is on disk now)"], el("pre", {id: "source"}, vis(src.text)))
+          : el("p", {class: "note"}, "The case's YAML file was not found under the state dir's datasets/."),
+        folded("expect.json", json(c.expect)), folded("raw files (" + c.files.length + ")",
+        el("ul", {}, c.files.map(f => el("li", {}, BUNDLE ? f : el("a", {href: "raw/" + f.split("/").map(E).join("/")}, f))))));
       return out;
     });
   }
 
   /* ---------------------------------------------------------------- compare, history */
+  function money(x, cur) { return typeof x === "number" ? (cur ? cur + " " : "") + (Math.abs(x) < 0.01 && x !== 0 ? x.toPrecision(3) : x.toFixed(4)) : "–"; }
+  function ms(x) { return typeof x === "number" ? (Math.abs(x) >= 1000 ? (x / 1000).toFixed(2) + " s" : Math.round(x) + " ms") : "–"; }
+  function signed(x, f) { return typeof x === "number" ? (x > 0 ? "+" : x < 0 ? "\u2212" : "\u00b1") + f(Math.abs(x)) : "–"; }
+  function deltaCell(x, f) { return el("td", {class: "delta " + (typeof x !== "number" || x === 0 ? "" : x > 0 ? "up" : "down")}, signed(x, f)); }
+  /* the answer's diff (deleted words struck out on the base side, inserted ones marked on the
+     candidate's) and the tool calls side by side, the first differing call marked */
+  function answerDiff(a) {
+    if (!a || !a.changed) return null;
+    const left = el("div", {}, el("div", {class: "label"}, "base")), right = el("div", {}, el("div", {class: "label"}, "candidate"));
+    if (a.diff && Array.isArray(a.diff.ops)) {
+      for (const op of a.diff.ops) {
+        if (op.op === "equal") { left.append(vis(op.base) + " "); right.append(vis(op.candidate) + " "); continue; }
+        if (op.base) left.append(el("del", {}, op.base), " ");
+        if (op.candidate) right.append(el("ins", {}, op.candidate), " ");
+      }
+      if (a.diff.truncated) right.append(el("span", {class: "note"}, " …(diff cut)"));
+    } else { left.append(vis(a.base ?? "(no answer)")); right.append(vis(a.candidate ?? "(no answer)")); }
+    return [el("div", {class: "what"}, "answer changed"), el("div", {class: "sides diff answer-diff"}, left, right)];
+  }
+  function trajDiff(t) {
+    if (!t || !t.changed) return null;
+    const first = (t.first_difference || {}).index;
+    const calls = list => list && list.length ? el("ol", {class: "calls"}, list.map((c, i) => el("li", i === first ? {class: "first"} : {}, typeof c === "string" ? c : JSON.stringify(c)))) : el("em", {}, "no tool call");
+    return [el("div", {class: "what"}, "trajectory changed: " + (t.first_line || "")),
+      el("div", {class: "sides diff traj-diff"}, el("div", {}, el("div", {class: "label"}, "base"), calls(t.base)), el("div", {}, el("div", {class: "label"}, "candidate"), calls(t.candidate)))];
+  }
+  function pairCard(p, base, cand, cl) {
+    const v = p.verdict || {};
+    const chips = [chip(String(v.base)), " \u2192 ", chip(String(v.candidate))];
+    if (p.rubric_only) chips.push(chip("only a rubric sees it", "mark"));
+    for (const f of p.judge_flips || []) chips.push(chip("judge flip on " + f.layer + ": " + f.base + " \u2192 " + f.candidate + (f.provisional ? " (provisional rubric: not gating)" : ""), f.provisional ? "mark" : "fail"));
+    if (p.case === "changed") chips.push(chip("case edited", "mark"));
+    if (p.gating === false) chips.push(chip("gating: false"));
+    if (p.canary) chips.push(chip("canary"));
+    const c = cl && cl.cases ? cl.cases[p.case_id] : null;
+    const exp = p.expectation;
+    return el("div", {class: "pair", "data-case": p.case_id},
+      el("h3", {}, el("a", {href: "#/case/" + E(cand) + "/" + E(p.case_id) + "?baseline=" + E(base)}, p.title || p.case_id), p.title ? el("span", {class: "cid"}, " " + p.case_id) : null),
+      el("div", {}, chips), (p.layers_changed || []).length ? el("div", {class: "what"}, "layers: ", p.layers_changed.map(l => chip(l.layer + ": " + l.base + " \u2192 " + l.candidate, l.candidate === "fail" ? "fail" : l.candidate === "pass" ? "pass" : ""))) : null,
+      exp ? el("div", {class: "what"}, "the case was edited: " + (exp.note || (exp.keys || []).map(k => k.key + " " + JSON.stringify(k.base) + " \u2192 " + JSON.stringify(k.candidate)).join("; "))) : null,
+      answerDiff(p.answer), trajDiff(p.trajectory),
+      c ? el("div", {class: "what cost-line"}, "cost " + money(c.cost[0]) + " \u2192 " + money(c.cost[1]) + " (" + signed(c.cost[2], x => money(x)) + ") · latency " + ms(c.latency_ms[0]) + " \u2192 " + ms(c.latency_ms[1]) + " (" + signed(c.latency_ms[2], ms) + ")") : null);
+  }
+  function costTable(cl) {
+    if (!cl || cl.error) return el("p", {class: "note"}, "Cost and latency: " + ((cl || {}).error || "not known"));
+    const cur = cl.currency || "";
+    const rows = [["cost per case", "cost_per_case", x => money(x, cur)], ["cost in total", "cost_total", x => money(x, cur)],
+      ["latency p50", "latency_p50_ms", ms], ["latency p95", "latency_p95_ms", ms], ["input tokens", "input_tokens", x => String(x ?? "–")], ["output tokens", "output_tokens", x => String(x ?? "–")]];
+    return el("div", {}, el("table", {id: "cost", class: "narrow"}, el("tr", {}, ["", "base", "candidate", "change"].map(h => el("th", {}, h))),
+      rows.map(([label, k, f]) => el("tr", {}, el("td", {}, label), el("td", {}, f(cl.base[k])), el("td", {}, f(cl.candidate[k])), deltaCell(cl.delta[k], f)))),
+      cl.note ? el("p", {class: "note"}, cl.note) : null);
+  }
+  /* the paired statistics in the words the compare document carries (assay.stats.paired) */
+  const STAT_WORDS = /(_note|_warning|advice|_explanation|sub_mde_keep)$/;
+  function statsBlock(d) {
+    const s = d.stats;
+    if (!s) return el("p", {class: "note", id: "stats"}, "Paired statistics: " + (d.stats_note || "none"));
+    return el("div", {id: "stats"}, el("p", {}, el("strong", {}, s.verdict_phrase || s.verdict_words || ""), " — pass rate " + pct(s.baseline_pass_rate) + " \u2192 " + pct(s.candidate_pass_rate) + " over " + s.n + " paired cases; fixed " + s.fixed_by_candidate + ", broken " + s.broken_by_candidate + "."),
+      el("ul", {class: "stat-words"}, Object.entries(s).filter(([k, x]) => typeof x === "string" && STAT_WORDS.test(k)).map(([, x]) => el("li", {}, x))),
+      folded("method", el("p", {class: "note"}, [s.method, s.mde_method, s.decision_rule].filter(Boolean).join(" · "))), d.stats_pairs ? el("p", {class: "note"}, "over " + d.stats_pairs) : null);
+  }
+  const WORSE = ["newly_failing", "changed_unscored"], BETTER = ["newly_passing"];
   function comparePage(base, cand) {
     return load("/api/compare/" + E(base) + "/" + E(cand)).then(d => {
       if (d.error) return [el("h1", {}, "Compare"), el("p", {class: "reasons"}, d.error)];
-      const out = [el("h1", {}, "Compare " + base + " → " + cand), el("p", {id: "headline"}, d.headline),
-        el("ul", {}, (d.notes || []).map(n => el("li", {}, n))),
-        el("table", {id: "buckets"}, Object.entries(d.counts || {}).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, v))))];
+      const cl = d.cost_latency, counts = d.counts || {};
+      const n = list => list.reduce((a, b) => a + (counts[b] || 0), 0);
+      const summary = el("div", {id: "summary", class: "summary"},
+        el("div", {class: "box worse"}, el("div", {class: "big"}, String(n(WORSE))), "got worse", el("div", {class: "note"}, (counts.newly_failing || 0) + " newly failing")),
+        el("div", {class: "box better"}, el("div", {class: "big"}, String(n(BETTER))), "got better", el("div", {class: "note"}, (counts.newly_passing || 0) + " newly passing")),
+        el("div", {class: "box"}, el("div", {class: "big"}, String(d.judge_flips || 0)), "judge flips"),
+        el("div", {class: "box"}, el("div", {class: "big"}, cl && cl.delta ? signed(cl.delta.cost_per_case, x => money(x, cl.currency)) : "–"), "cost per case", el("div", {class: "note"}, "p95 latency " + (cl && cl.delta ? signed(cl.delta.latency_p95_ms, ms) : "–"))));
+      const out = [el("h1", {}, "Compare " + base + " \u2192 " + cand), gateLine(cand), el("p", {id: "headline", class: "headline"}, d.headline,
+          d.stats && d.stats.verdict_phrase ? el("span", {class: "phrase"}, " · " + d.stats.verdict_phrase) : null), summary,
+        (d.notes || []).length ? el("ul", {class: "notes"}, d.notes.map(x => el("li", {}, x))) : null];
       for (const [bucket, pairs] of Object.entries(d.buckets || {})) {
         if (!Array.isArray(pairs) || !pairs.length || bucket === "still_passing") continue;
-        out.push(el("h2", {}, bucket + " (" + pairs.length + ")"), el("ul", {}, pairs.slice(0, 200).map(p => el("li", {},
-          el("a", {href: "#/case/" + E(cand) + "/" + E(p.case_id)}, p.case_id), " ",
-          (p.layers_changed || []).map(l => l.layer + ": " + l.base + "→" + l.candidate).join(", "),
-          p.answer && p.answer.changed ? " (answer changed)" : "", p.trajectory && p.trajectory.changed ? " (trajectory changed)" : ""))));
+        out.push(folded(el("span", {class: "bucket-title"}, bucket + " (" + pairs.length + ")"),
+          [el("p", {class: "note"}, (d.meaning || {})[bucket] || ""), pairs.slice(0, 200).map(p => pairCard(p, base, cand, cl)),
+           pairs.length > 200 ? el("p", {class: "note"}, "and " + (pairs.length - 200) + " more (compare_runs.py writes them all)") : null],
+          bucket !== "still_failing" && bucket !== "only_in_base" && bucket !== "only_in_candidate"));
+        out[out.length - 1].setAttribute("id", "bucket-" + bucket);
       }
+      out.push(el("h2", {}, "Cost and latency"), costTable(cl), el("h2", {}, "Paired statistics"), statsBlock(d),
+        el("h2", {}, "Every bucket"), el("table", {id: "buckets"}, Object.entries(counts).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, v), el("td", {class: "note meaning"}, (d.meaning || {})[k] || "")))));
       return out;
     });
   }
+  /* history: inline SVG trend charts per series (pass rate with its Wilson band, cost per case,
+     p95 latency); regressions and fixes apart from flaky cases */
+  const SVGNS = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, ...kids) {
+    const n = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v));
+    for (const k of kids.flat(Infinity)) if (k != null) n.appendChild(k instanceof Node ? k : document.createTextNode(vis(k)));
+    return n;
+  }
+  function chart(title, runs, value, band, fmt, cls) {
+    const W = 360, H = 150, L = 56, R = 10, T = 22, B = 22;
+    const pts = runs.map((r, i) => ({i: i, r: r, y: value(r), b: band ? band(r) : null})).filter(p => typeof p.y === "number");
+    const box = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", class: "chart " + cls, "aria-label": title});
+    box.append(svg("text", {x: 4, y: 14, class: "ct"}, title));
+    if (!pts.length) { box.append(svg("text", {x: L, y: H / 2, class: "empty"}, "not measured in these runs")); return box; }
+    let lo = Math.min(...pts.map(p => p.b ? p.b[0] : p.y)), hi = Math.max(...pts.map(p => p.b ? p.b[1] : p.y));
+    if (band) { lo = Math.min(lo, 0); hi = Math.max(hi, 1); } else { lo = Math.min(lo, 0); if (hi === lo) hi = lo + 1; }
+    const x = i => L + (runs.length > 1 ? i * (W - L - R) / (runs.length - 1) : (W - L - R) / 2);
+    const y = v => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
+    for (const v of [lo, hi]) box.append(svg("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid"}), svg("text", {x: L - 4, y: y(v) + 4, class: "axis", "text-anchor": "end"}, fmt(v)));
+    if (band) {
+      const up = pts.map(p => x(p.i) + "," + y(p.b[1])), down = pts.slice().reverse().map(p => x(p.i) + "," + y(p.b[0]));
+      box.append(svg("polygon", {points: up.concat(down).join(" "), class: "band"}));
+    }
+    box.append(svg("polyline", {points: pts.map(p => x(p.i) + "," + y(p.y)).join(" "), class: "line"}));
+    for (const p of pts) box.append(svg("circle", {cx: x(p.i), cy: y(p.y), r: 3.5, class: "pt" + (p.r.gating_failures ? " bad" : "")}, svg("title", {}, p.r.run_id + ": " + fmt(p.y) + (p.b ? " [" + fmt(p.b[0]) + ", " + fmt(p.b[1]) + "]" : ""))));
+    const last = pts[pts.length - 1];
+    box.append(svg("text", {x: W - R, y: 14, class: "last", "text-anchor": "end"}, "last " + fmt(last.y)));
+    return box;
+  }
+  const GLYPH = {pass: "\u2713", fail: "\u2717"};
   function historyPage() {
     return load("/api/history").then(h => {
       if (h.error) return [el("h1", {}, "History"), el("p", {}, h.error)];
-      return [el("h1", {}, "History"), el("p", {}, "runs used: " + h.runs_used + " (not verified)"),
-        (h.series || []).map(s => {
-          const rows = (s.runs || []).map(r => el("tr", {}, el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)),
-            el("td", {}, pct(r.pass_rate))));
-          return el("section", {}, el("h2", {}, s.name), el("table", {}, rows));
-        }),
-        el("h2", {}, "Flaky cases"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + f.flips + " flips)")))];
+      const series = (h.series || []).map(s => {
+        const runs = s.runs || [];
+        const cur = (runs.find(r => r.currency) || {}).currency || "";
+        const rows = runs.slice().reverse().map(r => el("tr", {}, el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)),
+          el("td", {}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""), el("td", {}, r.gating_failures),
+          el("td", {}, money(r.cost_per_case, cur)), el("td", {}, ms(r.p95_latency_ms)), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
+        const changed = s.changed || [], flaky = s.flaky || [];
+        return el("section", {class: "series"}, el("h2", {}, s.name), s.started_by ? el("p", {class: "note"}, "new series: " + s.started_by) : null,
+          el("div", {class: "charts"}, chart("pass rate (95 % Wilson band)", runs, r => r.pass_rate, r => r.interval, pct, "rate"),
+            chart("cost per case" + (cur ? " (" + cur + ")" : ""), runs, r => r.cost_per_case, null, v => money(v), "cost"),
+            chart("p95 latency", runs, r => r.p95_latency_ms, null, ms, "latency")),
+          s.drift ? el("p", {class: s.drift.flagged ? "reasons" : "note"}, "drift " + (s.drift.flagged ? "FLAGGED" : "not flagged") + ": " + (s.drift.reason || "")) : null,
+          s.holdout ? el("p", {class: "note"}, s.note || "holdout: aggregate only") : [
+            el("h3", {}, "Regressions and fixes (changed once and stayed): " + changed.length),
+            changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
+            el("h3", {}, "Flaky (flipped back and forth): " + flaky.length),
+            flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
+          folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", "cost per case", "p95 latency", ""].map(t => el("th", {}, t))), rows)));
+      });
+      return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + (h.excluded_runs || []).length),
+        series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + f.flips + " flips)")))];
     });
   }
 
@@ -324,11 +534,11 @@
     const p = path.split("/").filter(Boolean).map(decodeURIComponent);
     let job;
     if (p[0] === "run" && p.length === 2) job = runPage(p[1], q);
-    else if (p[0] === "case" && p.length === 3) job = casePage(p[1], p[2]);
+    else if (p[0] === "case" && p.length === 3) job = casePage(p[1], p[2], q);
     else if (p[0] === "compare" && p.length === 3) job = comparePage(p[1], p[2]);
     else if (p[0] === "history") job = historyPage();
     else job = runsPage();
-    job.then(nodes => { show(...[nodes].flat(2)); document.body.setAttribute("data-ready", h); })
+    job.then(nodes => { show(...[nodes].flat(Infinity).filter(n => n !== null && n !== undefined)); window.scrollTo(0, 0); document.body.setAttribute("data-ready", h); })
        .catch(err => { show(el("h1", {}, "Cannot show this page"), el("p", {}, String(err.message || err))); document.body.setAttribute("data-ready", h); });
   }
   window.addEventListener("hashchange", render);
