@@ -106,7 +106,8 @@ def _plan(state: Path, *extra: str) -> dict:
 
 def _merged_from_store(state: Path, shard_dirs: list[Path], run_id: str, env: dict, tmp: Path) -> Path | None:
     """The shards published to a local S3-compatible server (as pods that share no disk do) and
-    merged back from it into a second copy of the state dir; None when moto is not installed."""
+    merged back from it (into reports/, the plan's place), then moved to a second copy of the state
+    dir (the local merge takes the run id's place next); None when moto is not installed."""
     import shutil
     from s3server import BUCKET, S3Server, have_moto
     if not have_moto():
@@ -120,13 +121,14 @@ def _merged_from_store(state: Path, shard_dirs: list[Path], run_id: str, env: di
         for d in shard_dirs:
             r = run_script("publish_run", d, f"s3://{BUCKET}/hunt", env=store_env)
             assert r.rc == 0, r.stdout
-        out = other / "reports" / run_id
+        out = state / "reports" / run_id
         r = run_script("merge_runs", "--plan", state / "work" / "plan.json", "--out", out,
                        f"s3://{BUCKET}/hunt/{run_id}/", env=store_env)
         assert r.rc == 0, r.stdout
     finally:
         server.stop()
-    return out
+    (other / "reports").mkdir(parents=True)
+    return Path(shutil.move(str(out), str(other / "reports" / run_id)))
 
 
 def _next_id(previous: str) -> str:
@@ -176,10 +178,10 @@ def decisions(tmp_path_factory):
                            "--progress", "never", env=env)
             assert r.rc == 0, (r.stdout, r.stderr)
             shard_dirs.append(d)
+        out["_store_merged"] = _merged_from_store(state, shard_dirs, sharded["run_id"], env, tmp)
         merged = reports / sharded["run_id"]
         r = run_script("merge_runs", "--plan", state / "work" / "plan.json", "--out", merged, *shard_dirs)
         assert r.rc == 0, r.stdout
-        out["_store_merged"] = _merged_from_store(state, shard_dirs, sharded["run_id"], env, tmp)
         # the pytest session, live, as a user runs it
         session = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "--assay", str(state),
                                   "-q", "-rA"], cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
