@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.vocab import is_judge_unstable
+from ..core.writer import clip
 from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
 from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
-from .rundir import case_verdict
+from .rundir import LazyHoldoutIds, case_verdict
 
 FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN = "fail", "unscored", "judge_unstable", "skipped", "not_run"
 
@@ -84,3 +85,40 @@ def case_gate(run_dir: Path, row: object, doc: dict | None = None) -> CaseGate:
     if is_replay_miss(doc):
         return CaseGate(True, NOT_RUN, doc.get("infra_reason"))
     return OPEN
+
+
+@dataclass
+class Closing:
+    """The gating cases of one kind that close the gate: how many, the first `limit` named (never a
+    holdout id: the seal) as `id (why)`, and the adapter keys they lack (SKIPPED)."""
+    count: int = 0
+    named: list[str] | None = None
+    keys: list[str] | None = None
+
+    def tail(self, sep: str = "; ") -> str:
+        """`: a (why); b (why) and N more` for a reason's end, or "" when none is named."""
+        if not self.named:
+            return ""
+        more = self.count - len(self.named)
+        return ": " + sep.join(self.named) + (f" and {more} more" if more > 0 else "")
+
+
+def closing_cases(run_dir: Path, results: dict, kind: str, *, limit: int, no_why: str = "",
+                  ellipsis: str = "…") -> Closing:
+    """Every results row whose `case_gate` closes the gate as `kind` (the run's reasons name them
+    from here, one walk each, never their own test of a case)."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    sealed = LazyHoldoutIds(run_dir, rows)
+    out = Closing(0, [], [])
+    for row in rows:
+        verdict = case_gate(run_dir, row)
+        if verdict.kind != kind:
+            continue
+        out.count += 1
+        if verdict.key is not None and verdict.key not in out.keys:
+            out.keys.append(verdict.key)
+        cid = str(row.get("case_id"))
+        if cid not in sealed and len(out.named) < limit:
+            why = " ".join(str(verdict.why or no_why).split())
+            out.named.append(f"{cid} ({clip(why, 300, ellipsis=ellipsis)})")
+    return out

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.writer import clip
-from ..core.vocab import is_judge_unstable
+from .gate_case import JUDGE_UNSTABLE, closing_cases
 from .rundir import LazyHoldoutIds, case_verdict
 
 MAX_NAMED = 5   # how many cases a gate line names (the gate imports it from here)
@@ -15,28 +14,12 @@ def judge_unstable_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases the judge left unstable, on a line of their own: the judge disagreed
     with itself (judge.yaml `repeats`, a pairwise order flip), so the case is unscored -- not the
     app's failure, and not a pass. Holdout ids are counted, never printed."""
-    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = LazyHoldoutIds(run_dir, rows)
-    named, count = [], 0
-    for row in rows:
-        if not isinstance(row, dict) or row.get("verdict") != "unscored" or row.get("canary") \
-                or row.get("gating", True) is False:
-            continue
-        cid = str(row.get("case_id"))
-        doc = case_verdict(run_dir, cid) or {}
-        if not is_judge_unstable(doc):
-            continue
-        count += 1
-        if cid not in sealed and len(named) < MAX_NAMED:
-            why = " ".join(str(((doc.get("layers") or {}).get("judged") or {}).get("reason") or "").split())
-            named.append(f"{cid} ({clip(why, 300, ellipsis='…')})")
-    if not count:
+    cases = closing_cases(run_dir, results, JUDGE_UNSTABLE, limit=MAX_NAMED)
+    if not cases.count:
         return None
-    text = (f"judge unstable: {count} gating case(s) unscored because the judge disagreed with itself (not "
-            "app failures; read the judge's answers in judge.json, then tighten the rubric or change the judge)")
-    if named:
-        text += ": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
-    return text
+    return (f"judge unstable: {cases.count} gating case(s) unscored because the judge disagreed with itself (not "
+            "app failures; read the judge's answers in judge.json, then tighten the rubric or change the judge)"
+            + cases.tail())
 
 
 def instability_lines(instability: object) -> list[str]:

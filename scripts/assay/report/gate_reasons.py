@@ -10,7 +10,7 @@ from ..core.casestore import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
 from ..score.hollow import ADAPTER_KEY_OF_LAYER, hollow_layer_line, where_to_look
-from .gate_case import NOT_RUN, SKIPPED, UNSCORED, case_gate
+from .gate_case import NOT_RUN, SKIPPED, UNSCORED, closing_cases
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json
 
@@ -68,27 +68,12 @@ def gating_reason(results: dict, summary: dict, notes: dict | None = None) -> st
 def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases --replay (or rescore) could not answer: not measured, so never a pass,
     and never infrastructure noise hidden under --max-infra-rate. Holdout ids are counted only."""
-    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = LazyHoldoutIds(run_dir, rows)
-    named, count = [], 0
-    for row in rows:
-        if not isinstance(row, dict) or row.get("verdict") != "infra_error":
-            continue
-        verdict = case_gate(run_dir, row)
-        if verdict.kind != NOT_RUN:
-            continue
-        count += 1
-        cid = str(row.get("case_id"))
-        if cid not in sealed and len(named) < MAX_NAMED:
-            why = " ".join(str(verdict.why).split())
-            named.append(f"{cid} ({clip(why, 300, ellipsis='…')})")
-    if not count:
+    cases = closing_cases(run_dir, results, NOT_RUN, limit=MAX_NAMED)
+    if not cases.count:
         return None
-    return (f"{count} gating case(s) were not measured: the replay could not answer them (a replay miss, or a "
-            "conversation rescore cannot replay, is a case that did not run, not a pass; record again, or run "
-            "them live: --changed-since, or run_cases.py)"
-            + (": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
-               if named else ""))
+    return (f"{cases.count} gating case(s) were not measured: the replay could not answer them (a replay miss, "
+            "or a conversation rescore cannot replay, is a case that did not run, not a pass; record again, or run "
+            "them live: --changed-since, or run_cases.py)" + cases.tail())
 
 
 def replayed_phrase(run_dir: Path) -> str | None:
@@ -133,31 +118,13 @@ def hollow_reasons(summary: dict) -> list[str]:
 def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases that rolled up `unscored` because a check they assert never ran
     (wave 2 §1: PASS means every asserted check was evaluated and held). A hollow case (nothing
-    asserted beyond liveness) asserts no check and is left to the linter; holdout ids are counted,
-    never printed."""
-    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = LazyHoldoutIds(run_dir, rows)
-    named, count = [], 0
-    for row in rows:
-        if not isinstance(row, dict) or row.get("verdict") != "unscored":
-            continue
-        cid = str(row.get("case_id"))
-        verdict = case_gate(run_dir, row)
-        why = verdict.why
-        if verdict.kind != UNSCORED:
-            continue  # nothing asserted that this run checks (the linter and "nothing measured" speak);
-            # a judge that disagreed with itself has its own line (judge_unstable_reason)
-        count += 1
-        if cid not in sealed and len(named) < MAX_NAMED:
-            why = " ".join(str(why or "no layer was scored").split())
-            named.append(f"{cid} ({clip(why, 300, ellipsis='…')})")
-    if not count:
+    asserted beyond liveness) asserts no check and is left to the linter; a judge that disagreed
+    with itself has its own line (judge_unstable_reason); holdout ids are counted, never printed."""
+    cases = closing_cases(run_dir, results, UNSCORED, limit=MAX_NAMED, no_why="no layer was scored")
+    if not cases.count:
         return None
-    text = (f"{count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
-            f"adapter key, the case or the judge it names)")
-    if named:
-        text += ": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
-    return text
+    return (f"{cases.count} gating case(s) asserted a check that never ran (unscored, not a pass; fix the "
+            f"adapter key, the case or the judge it names)" + cases.tail())
 
 
 def incomplete_reason(run_dir: Path, results: dict, summary: dict, max_infra_rate: float) -> str | None:
@@ -182,25 +149,11 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases the runner did not send because the adapter lacks what they need
     (no invocation.conversation for a conversation, no identity_map entry): skipped is not a pass.
     A skip the suite chose (safety, a layer switched off in the profile) leaves the gate alone."""
-    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
-    sealed = LazyHoldoutIds(run_dir, rows)
-    named, keys, count = [], [], 0
-    for row in rows:
-        verdict = case_gate(run_dir, row)
-        if verdict.kind != SKIPPED:
-            continue
-        key, why = verdict.key, verdict.why
-        cid = str(row.get("case_id"))
-        count += 1
-        keys += [key] if key not in keys else []
-        if cid not in sealed and len(named) < MAX_NAMED:
-            named.append(f"{cid} ({clip(' '.join(str(why).split()), 300)})")
-    if not count:
+    cases = closing_cases(run_dir, results, SKIPPED, limit=MAX_NAMED, ellipsis="")
+    if not cases.count:
         return None
-    return (f"{count} gating case(s) were not sent because the adapter lacks {' and '.join(keys)} (skipped, "
-            "not a pass; declare it, or mark the case gating: false)"
-            + (": " + "; ".join(named) + (f" and {count - len(named)} more" if count > len(named) else "")
-               if named else ""))
+    return (f"{cases.count} gating case(s) were not sent because the adapter lacks {' and '.join(cases.keys)} "
+            "(skipped, not a pass; declare it, or mark the case gating: false)" + cases.tail())
 
 
 def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
