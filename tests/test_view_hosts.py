@@ -98,3 +98,12 @@ def test_the_bundle_names_an_unreadable_run(state, tmp_path):
     assert doc["runs"] == 1
     assert [u["run_id"] for u in doc["unreadable"]] == ["smoke-20261201T101500Z"]
     assert "results.json" in doc["unreadable"][0]["reason"]
+
+
+def test_the_served_runs_list_names_an_unreadable_run(port):
+    status, _, body = ask(port, "GET", "/api/runs", f"127.0.0.1:{port}")
+    assert status == 200
+    doc = json.loads(body)
+    assert [r["run_id"] for r in doc["runs"]] == [RUN]
+    assert [u["run_id"] for u in doc["unreadable"]] == ["smoke-20261201T101500Z"]
+    assert "resume" in doc["unreadable"][0]["reason"]

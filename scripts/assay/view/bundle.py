@@ -20,7 +20,7 @@ from .api import compare_doc, history_doc, run_doc
 from .case import case_doc
 from .cases import index, page
 from .paths import NotFound, read_json
-from .runs import list_runs, run_names
+from .runs import list_runs
 from .server import STATIC
 
 CHUNK = 1000  # case rows per data file of a run's index
@@ -50,23 +50,6 @@ def _put_index(data: Path, reports: Path, rid: str, chunk: int) -> list[dict]:
     return rows
 
 
-def unreadable_runs(reports: Path, shown: set[str], wanted: list[str] | None = None) -> list[dict]:
-    """The run dirs under reports/ the runs list left out, each with why (the fix is the run's own:
-    finish, resume or remove it)."""
-    out = []
-    for name in run_names(reports):
-        if name in shown or (wanted and name not in wanted):
-            continue
-        results = read_json(reports / name / "results.json", reports)
-        if results is None:
-            why = "results.json is absent, unreadable or not JSON"
-        else:
-            why = "results.json has no summary"
-        out.append({"run_id": name, "reason": why + " (an unfinished or damaged run: resume it with "
-                    "run_cases.py --resume, or remove the dir)"})
-    return out
-
-
 def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chunk: int = CHUNK) -> dict:
     out = Path(out)
     if out.resolve() == reports.resolve() or reports.resolve() in out.resolve().parents:
@@ -76,13 +59,13 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
     data = out / "data"
     data.mkdir(exist_ok=True)
     runs = list_runs(reports, wait=None)
-    unreadable = unreadable_runs(reports, {r["run_id"] for r in runs["runs"]}, run_ids)
+    unreadable = [u for u in runs["unreadable"] if not run_ids or u["run_id"] in run_ids]
     if run_ids:
         missing = sorted(set(run_ids) - {r["run_id"] for r in runs["runs"]} - {u["run_id"] for u in unreadable})
         if missing:
             raise AssayError(f"--run {missing[0]}: no such run under {reports}; pick one of the run dirs", 2)
         kept = [r for r in runs["runs"] if r["run_id"] in run_ids]
-        runs = {"runs": kept, "count": len(kept), "checking": 0}
+        runs = {"runs": kept, "count": len(kept), "checking": 0, "unreadable": unreadable}
     _put(data, "/api/runs", runs)
     _put(data, "/api/history", history_doc(reports))
     cases = 0

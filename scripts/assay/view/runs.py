@@ -112,9 +112,24 @@ def run_names(reports: Path) -> list[str]:
     return sorted(names, reverse=True)
 
 
+def unreadable_runs(reports: Path, names: list[str], shown: set[str]) -> list[dict]:
+    """The run dirs the runs list left out, each with why (the fix is the run's own: finish,
+    resume or remove it): never dropped without a word."""
+    out = []
+    for name in names:
+        if name in shown:
+            continue
+        results = read_json(reports / name / "results.json", reports)
+        why = "results.json is absent, unreadable or not JSON" if results is None else "results.json has no summary"
+        out.append({"run_id": name, "reason": why + " (an unfinished or damaged run: resume it with "
+                    "run_cases.py --resume, or remove the dir)"})
+    return out
+
+
 def list_runs(reports: Path, wait: float | None = 0.5) -> dict:
     """Every run's row; the gates not known within `wait` s in all (None: wait for every one) are
-    "checking" (`checking` counts them: the page asks again)."""
+    "checking" (`checking` counts them: the page asks again). The run dirs that cannot be shown
+    are listed under `unreadable`, with why."""
     names = run_names(reports)
     for n in reversed(names):  # queued oldest first: the worker takes the newest first
         run_row(reports, n, 0.0)
@@ -124,4 +139,5 @@ def list_runs(reports: Path, wait: float | None = 0.5) -> dict:
         r = run_row(reports, n, None if deadline is None else max(0.0, deadline - time.monotonic()))
         if r:
             rows.append(r)
-    return {"runs": rows, "count": len(rows), "checking": sum(1 for r in rows if r["gate"] == CHECKING)}
+    return {"runs": rows, "count": len(rows), "checking": sum(1 for r in rows if r["gate"] == CHECKING),
+            "unreadable": unreadable_runs(reports, names, {r["run_id"] for r in rows})}

@@ -86,7 +86,11 @@
       const table = el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
           "gating failures", "infra rate", "suite", "series", "compare"].map(h => el("th", {}, h))), rows);
       if (doc.checking && !BUNDLE) refreshGates(table);
-      return [el("h1", {}, "Runs (" + doc.count + ")"), btn, table];
+      const bad = doc.unreadable || [];
+      const note = bad.length ? el("div", {id: "unreadable-runs", class: "note"},
+        el("p", {}, bad.length + " run dir(s) under reports/ cannot be shown:"),
+        el("ul", {}, bad.map(u => el("li", {}, el("code", {}, u.run_id), ": " + u.reason)))) : "";
+      return [el("h1", {}, "Runs (" + doc.count + ")"), btn, table, note];
     });
   }
 
