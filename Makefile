@@ -1,6 +1,7 @@
 # assay: two commands set up and run everything on a fresh machine.
 #   make demo   the whole pipeline on the bundled example app (MODE=smoke|regression|targeted|holdout, BREAK=1, FLAKY=1, APP=http|cli|agent, SHARDS=3, TRACES=otlp-http, CALIBRATE=1, COMPARE=1, VIEW=1 [VIEW_SECONDS=N])
 #   make bench  the runner's own cost against the quality bars (bench/RESULTS.md)
+#   make bench-check     the benchmarks at a tiny size, so they cannot rot (CI runs it after make test)
 #   make test   the whole test suite
 #   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
 #   make promptfoo       the pinned promptfoo (npm) for the side-by-side test and bench
@@ -15,7 +16,7 @@ CLAUDE_CODE_VERSION ?= 2.1.332
 # run on one worker (--dist loadfile), so a module fixture (an example run, a built venv) is built once
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench venv clean claude-cli plugin-release promptfoo
+.PHONY: test bench-check demo bench venv clean claude-cli plugin-release promptfoo
 
 venv: $(VENV)/.installed
 
@@ -27,7 +28,10 @@ $(VENV)/.installed: pyproject.toml setup.py
 	@touch $@
 
 test: venv
-	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 -m 'not bench_smoke' $(PYTEST_ARGS)
+
+bench-check: venv
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m bench_smoke $(PYTEST_ARGS) tests/
 
 demo: venv
 	$(if $(filter agent,$(APP)),$(VPY) examples/agent/demo.py,$(VPY) examples/helpdesk/demo.py --mode $(MODE) --app $(APP) $(if $(filter 1 true yes,$(BREAK)),--break,) $(if $(filter 1 true yes,$(FLAKY)),--flaky,) $(if $(SHARDS),--shards $(SHARDS),) $(if $(TRACES),--traces $(TRACES),) $(if $(filter 1 true yes,$(CALIBRATE)),--calibrate,) $(if $(filter 1 true yes,$(COMPARE)),--compare,) $(if $(filter 1 true yes,$(VIEW)),--view,) $(if $(VIEW_SECONDS),--view-seconds $(VIEW_SECONDS),))

@@ -4,7 +4,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from helpers import ROOT
+
+pytestmark = pytest.mark.bench_smoke   # run by make bench-check, not make test
 
 
 def test_scale_bench_smoke(tmp_path):

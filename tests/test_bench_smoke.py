@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.bench_smoke   # run by make bench-check, not make test
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 BENCH_MODULES = ("app", "suite", "measure", "report", "scenarios", "promptfoo")
