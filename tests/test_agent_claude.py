@@ -71,14 +71,19 @@ def build_app(root: Path) -> Path:
     return state
 
 
-def adapter(root: Path, **agent) -> dict:
-    block = {"kind": "claude-code", "workdir": "fixtures/repo", "plugin_dirs": ["plugin"], "mcp_config": "mcp.json",
+def adapter(root: Path, *, mcp: bool = False, **agent) -> dict:
+    """The agent adapter; `mcp` adds the calc MCP server (a Python process of ~2 CPU-s per session,
+    so only the runs that need it start it)."""
+    block = {"kind": "claude-code", "workdir": "fixtures/repo", "plugin_dirs": ["plugin"],
              "program": str(CLAUDE), "permission_mode": "acceptEdits",
-             "allowed_tools": ["Skill", "Read", "Bash(printenv *)", "Bash(sleep *)", "mcp__calc__add"],
+             "allowed_tools": ["Skill", "Read", "Bash(printenv *)", "Bash(sleep *)"],
              "max_turns": 10, "timeout_s": 180,
              "env": {"ANTHROPIC_BASE_URL": "${SCRIPTED_BASE_URL}", "ANTHROPIC_API_KEY": "${SCRIPTED_API_KEY}",
                      "AGENT_SECRET": "${AGENT_SECRET}", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                      "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}}
+    if mcp:
+        block["mcp_config"] = "mcp.json"
+        block["allowed_tools"].append("mcp__calc__add")
     block.update(agent)
     return {"adapter_version": 1, "app": {"name": "agent", "repo": str(root)},
             "invocation": {"mode": "agent", "agent": block, "env_allowlist": ["PATH"]},
@@ -114,22 +119,25 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("claude-agent")
     state = build_app(tmp / "app")
     with RoutedServer([], routes={f"[k:{k}]": MessagesServer(list(v)) for k, v in SCRIPTS.items()}) as srv:
-        # three runs at once (each CLI mostly waits): the main suite 3 cases at a time, k=3 of a
-        # flaky model, and a hang under a short timeout
+        # four runs at once (each CLI mostly waits): the main suite 3 cases at a time, the MCP
+        # server's cases, k=3 of a flaky model, and a hang under a short timeout (with the MCP
+        # server: a grandchild the group kill must reach)
         got: dict = {}
         main_cases = [
             c("r-fix", "fix", FIX), c("r-wrong", "wrong", FIX),
             c("r-not-triggered", "wrong2", {"skills": {"must_not_trigger": ["fix-tests"]}}),
             c("r-deny", "deny", {"tools": {"forbidden": ["Bash(git push *)"]}}),
-            c("r-mcp-right", "mcpok", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
-            c("r-mcp-wrong", "mcpbad", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
             c("r-secret", "secret", {"answer": {"must_contain": ["Printed"]}}),
             c("r-apierr", "apierr", {"answer": {"must_contain": ["x"]}})]
+        mcp_cases = [c("r-mcp-right", "mcpok", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
+                     c("r-mcp-wrong", "mcpbad", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}})]
         jobs = {"main": lambda: go(state, srv, main_cases, "smoke-20261204T220000Z", tmp, concurrency=3),
+                "mcp": lambda: go(state, srv, mcp_cases, "smoke-20261204T220300Z", tmp, concurrency=2,
+                                  ad=adapter(state.parent, mcp=True)),
                 "flaky": lambda: go(state, srv, [c("r-flaky", "flaky", {"skills": {"must_trigger": ["fix-tests"]}})],
                                     "smoke-20261204T220100Z", tmp, k=3),
                 "hang": lambda: go(state, srv, [c("r-hang", "hang", {"answer": {"must_contain": ["slept"]}})],
-                                   "smoke-20261204T220200Z", tmp, ad=adapter(state.parent, timeout_s=25))}
+                                   "smoke-20261204T220200Z", tmp, ad=adapter(state.parent, mcp=True, timeout_s=25))}
         threads = [threading.Thread(target=lambda n=n, f=f: got.__setitem__(n, f())) for n, f in jobs.items()]
         for t in threads:
             t.start()
@@ -164,7 +172,8 @@ def test_a_denied_command_is_a_finding_and_fails(runs):
 
 
 def test_the_mcp_servers_tool_called_with_right_and_wrong_arguments(runs):
-    _, out = runs["main"]
+    r, out = runs["mcp"]
+    assert r.rc == 0, r.stdout + r.stderr
     assert verdict(out, "r-mcp-right")["verdict"] == "pass"
     v = verdict(out, "r-mcp-wrong")
     assert v["verdict"] == "fail" and v["layers"]["tool_selection"]["verdict"] == "fail"
