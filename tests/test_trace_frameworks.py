@@ -244,6 +244,16 @@ def test_crewai_coworker_is_matched_as_crewai_matches_it_and_an_unknown_one_name
     assert layer["verdict"] == "unscored" and "'Delegate work to coworker.run'" in layer["reason"], layer
 
 
+def test_adk_openinference_model_calls_merged_on_one_span_are_counted_as_seen_and_said():
+    got = recorded("adk-oi")
+    # three model calls were made (triage, then orders twice); the instrumentation wrote two spans
+    assert [c["agent"] for c in got["orders"]["trajectory"]["llm_calls"]] == ["triage_agent", "orders_agent"]
+    assert got["orders"]["checks"]["merged_llm_spans"] == 2
+    assert "merged_llm_spans" not in recorded("adk-own")["orders"]["checks"]
+    assert [c["agent"] for c in recorded("adk-own")["orders"]["trajectory"]["llm_calls"]] == [
+        "triage_agent", "orders_agent", "orders_agent"]
+
+
 def test_adk_without_content_capture_routes_by_the_answering_agent_and_says_arguments_are_unseen():
     doc = json.loads((FIXTURES / "adk-own.json").read_text())
     for key in ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages"):

@@ -34,6 +34,9 @@ tests/test_handoff_frameworks_e2e.py; references/instrument-your-app.md says it 
   `input.value`; without content capture there is none: a handoff whose target is unknown, and the
   route is the answering agent). A tool's result is wrapped: `{"result": <value>}` when the function
   returned no dict, inside `{"id", "name", "response"}` on OpenInference's `output.value`.
+  OpenInference 1.0 over ADK 2.x writes an agent run's model calls onto one LLM span (ADK's
+  `invoke_agent <agent>`), which keeps the last: `checks.merged_llm_spans` counts them (model
+  calls and tokens are undercounted by the trace itself).
 - **Nested LLM spans**: a framework's LLM span with another LLM span below it (AutoGen's
   `OpenAIChatCompletionClient.create` over openinference-instrumentation-openai's span of the same
   request) is one model call: the innermost span (nearest the wire) is the call; a wrapper's
@@ -108,6 +111,33 @@ def crewai_delegation(attrs: dict) -> str | None:
     return who.strip() if isinstance(who, str) and who.strip() else ""
 
 
+def crewai_delegations(spans: list[dict], is_tool: Callable[[dict], bool], is_llm: Callable[[dict], bool],
+                       parent_of: Callable[[dict], dict | None]) -> tuple[dict[int, str], list[dict]]:
+    """({id(span): coworker} for CrewAI delegation tool spans that ran a coworker: agent spans of it;
+    [{to, span}] for those naming no agent of the crew that ran no model call below: unread handoffs).
+    The coworker is the crew's role it names (`crew_roles`), else the name as written when a model
+    call ran below the span."""
+    found = [(s, who) for s in spans if is_tool(s) and (who := crewai_delegation(s["attributes"])) is not None]
+    if not found:
+        return {}, []
+    roles = crewai_roles([s["attributes"] for s in spans])
+    llm_below: set[int] = set()
+    for s in spans:
+        cur, seen = (parent_of(s) if is_llm(s) else None), set()
+        while cur is not None and id(cur) not in seen:
+            seen.add(id(cur))
+            llm_below.add(id(cur))
+            cur = parent_of(cur)
+    delegated, unread = {}, []
+    for s, who in found:
+        role = roles.get(crewai_role_key(who)) or (who if who and id(s) in llm_below else None)
+        if role:
+            delegated[id(s)] = role
+        else:
+            unread.append({"to": who or None, "span": s})
+    return delegated, unread
+
+
 def _is_adk(attrs: dict) -> bool:
     return "gen_ai.tool.type" in attrs or any(k.startswith("gcp.vertex.agent.") for k in attrs)
 
@@ -138,6 +168,14 @@ def adk_tool_result(result: Any, attrs: dict) -> Any:
     if isinstance(result, dict) and set(result) == {"result"}:
         result = maybe_json(result["result"])
     return result
+
+
+def adk_merged_llm_span(name: Any, attrs: dict) -> bool:
+    """openinference-instrumentation-google-adk (1.0) over google-adk 2.x types ADK's own `invoke_agent
+    <agent>` span LLM and writes each model call of that agent run onto it: the span holds the run's
+    last call only (earlier calls and their tokens are not in the trace)."""
+    return (isinstance(name, str) and name.startswith("invoke_agent ") and attrs.get("openinference.span.kind") == "LLM"
+            and _is_adk(attrs))
 
 
 def call_arguments(value: Any) -> Any:

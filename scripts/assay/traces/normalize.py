@@ -217,7 +217,11 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
             kind[id(s)] = None
     # CrewAI: a delegation tool span runs the coworker it names (its model and tool calls are below
     # it): the coworker's agent span, and a handoff to it (assay.traces.frameworks)
-    delegated, crew_unread = _crewai_delegations(spans, kind, by_id)
+    delegated, crew_unread = frameworks.crewai_delegations(
+        spans, lambda s: kind[id(s)] == TOOL_KIND, lambda s: kind[id(s)] == LLM_KIND, lambda s: by_id.get(s["parent_span_id"]))
+    for s in spans:
+        if id(s) in delegated:
+            kind[id(s)] = AGENT_KIND
     handoff_of = {id(s): conv.handoff(s["name"], s["attributes"]) for s in spans}
     handoff_kind = {id(s): kind[id(s)] for s in spans if handoff_of[id(s)] is not None}
     for s in spans:
@@ -362,6 +366,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         checks["argument_notes"] = sorted(set(notes))
     if wrappers:
         checks["nested_llm_spans"] = len(wrappers)
+    if merged := sum(1 for s in spans if kind[id(s)] == LLM_KIND and frameworks.adk_merged_llm_span(s["name"], s["attributes"])):
+        checks["merged_llm_spans"] = merged
     if unnamed_tools:
         checks["unnamed_tool_spans"] = unnamed_tools
     if any(s["base64_ids"] for s in spans):
@@ -374,33 +380,6 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
                                                       for h in unread for s in [h["span"]]]} if unread else {}),
         "usage": {"by_agent": usage, "total": total}, "convention": conv_info,
         "tool_log": tool_log}}
-
-
-def _crewai_delegations(spans: list[dict], kind: dict, by_id: dict) -> tuple[dict[int, str], list[dict]]:
-    """({id(span): coworker role} for CrewAI delegation tool spans that ran a coworker, now agent
-    spans; [{to, span}] for those that name no agent of the crew and ran no model call below).
-    A coworker is the crew's role it names (`crew_agents`), else the name as written when a model
-    call ran below the span; `kind` is updated in place."""
-    found = [(s, who) for s in spans if kind[id(s)] == TOOL_KIND
-             and (who := frameworks.crewai_delegation(s["attributes"])) is not None]
-    if not found:
-        return {}, []
-    roles = frameworks.crewai_roles([s["attributes"] for s in spans])
-    llm_below: set = set()
-    for s in spans:
-        cur, seen = (by_id.get(s["parent_span_id"]) if kind[id(s)] == LLM_KIND else None), set()
-        while cur is not None and cur["span_id"] not in seen:
-            seen.add(cur["span_id"])
-            llm_below.add(cur["span_id"])
-            cur = by_id.get(cur["parent_span_id"])
-    delegated, unread = {}, []
-    for s, who in found:
-        role = roles.get(frameworks.crewai_role_key(who)) or (who if who and s["span_id"] in llm_below else None)
-        if role:
-            delegated[id(s)], kind[id(s)] = role, AGENT_KIND
-        else:
-            unread.append({"to": who or None, "span": s})
-    return delegated, unread
 
 
 def incomplete_reason(normalized: dict) -> str:
