@@ -17,8 +17,6 @@ import pytest
 
 from helpers import ROOT, in_ci
 
-NAMES = ("crewai", "adk")
-
 
 def venv_dir(name: str) -> Path:
     return ROOT / ".venv" / f"frameworks-{name}"
