@@ -5,6 +5,8 @@
 #   make test   the whole test suite
 #   make claude-cli      the pinned Claude Code CLI (Node from PyPI, the CLI from npm) for the plugin checks
 #   make promptfoo       the pinned promptfoo (npm) for the side-by-side test and bench
+#   make frameworks      the agent frameworks whose pins collide with the test extra (CrewAI, Google ADK),
+#                        each in its own venv .venv/frameworks-<name> from requirements/frameworks-<name>.txt
 #   make plugin-release  the lean plugin layout a marketplace serves (dist/assay-plugin)
 PYTHON ?= python3
 VENV   := .venv
@@ -16,7 +18,10 @@ CLAUDE_CODE_VERSION ?= 2.1.332
 # run on one worker (--dist loadfile), so a module fixture (an example run, a built venv) is built once
 TEST_WORKERS ?= 3
 
-.PHONY: test bench-check demo bench venv clean claude-cli plugin-release promptfoo
+# the end-to-end framework matrix's apps that cannot share the test extra's pins (tests/framework_venvs.py)
+FRAMEWORK_VENVS := crewai adk
+
+.PHONY: test bench-check demo bench venv clean claude-cli plugin-release promptfoo frameworks
 
 venv: $(VENV)/.installed
 
@@ -54,6 +59,16 @@ claude-cli: venv
 
 promptfoo:
 	npm install --prefix $(VENV)/promptfoo --no-audit --no-fund --silent promptfoo@$$(sed -n 's/^PROMPTFOO_VERSION = "\(.*\)"/\1/p' bench/promptfoo.py)
+
+frameworks: $(foreach f,$(FRAMEWORK_VENVS),$(VENV)/frameworks-$(f)/.installed)
+
+# built anew whenever its requirements file changes; every package pinned, so pip resolves nothing new
+$(VENV)/frameworks-%/.installed: requirements/frameworks-%.txt
+	rm -rf $(VENV)/frameworks-$*
+	$(PYTHON) -m venv $(VENV)/frameworks-$*
+	$(VENV)/frameworks-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	$(VENV)/frameworks-$*/bin/python -m pip check
+	@touch $@
 
 plugin-release:
 	$(PYTHON) tools/plugin_release.py --out dist/assay-plugin

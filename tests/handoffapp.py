@@ -174,6 +174,10 @@ def build_handler(flavor: str, base_url: str):
         return _serial(more.llamaindex_workflow(base_url))
     if flavor == "smolagents":
         return _serial(more.smolagents_managed(base_url))
+    if flavor == "crewai":
+        return _serial(more.crewai_hierarchical(base_url))
+    if flavor.startswith("adk-"):
+        return _serial(more.adk_sub_agents(base_url, flavor.split("-", 1)[1]))
     raise SystemExit(f"unknown flavor {flavor!r}")
 
 

@@ -186,3 +186,70 @@ def smolagents_managed(base_url: str):
     async def run(message: str) -> str:
         return run_sync(message)
     return run
+
+
+def crewai_hierarchical(base_url: str):
+    """CrewAI's hierarchical process: a crew of a billing and an orders agent whose manager (CrewAI's
+    own "Crew Manager", `manager_llm=...`) delegates the one task with its `Delegate work to coworker`
+    tool; traced by openinference-instrumentation-crewai and openinference-instrumentation-openai
+    (CrewAI's native OpenAI client, the `openai` SDK)."""
+    from crewai import LLM, Agent, Crew, Process, Task
+    from crewai.tools import tool
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    CrewAIInstrumentor().instrument()
+    OpenAIInstrumentor().instrument()
+    llm = LLM(model="openai/fake-model", base_url=base_url, api_key="sk-fake", max_retries=0)
+
+    @tool("get_invoice")
+    def get_invoice_tool(invoice_id: str) -> str:
+        """Fetch an invoice's total."""
+        return get_invoice(invoice_id)
+
+    @tool("lookup_order")
+    def lookup_order_tool(order_id: str) -> str:
+        """Look up an order's status."""
+        return lookup_order(order_id)
+
+    async def run(message: str) -> str:
+        billing = Agent(role="Billing agent", goal="Answer invoice questions.", backstory="You answer invoice questions.",
+                        tools=[get_invoice_tool], llm=llm, allow_delegation=False, max_iter=3)
+        orders = Agent(role="Orders agent", goal="Answer order questions.", backstory="You answer order questions.",
+                       tools=[lookup_order_tool], llm=llm, allow_delegation=False, max_iter=3)
+        task = Task(description="Answer the customer's message: {message}", expected_output="The reply to the customer.")
+        crew = Crew(agents=[billing, orders], tasks=[task], process=Process.hierarchical, manager_llm=llm)
+        return str(await crew.kickoff_async(inputs={"message": message}))
+    return run
+
+
+def adk_sub_agents(base_url: str, tracing: str):
+    """Google ADK: a triage `LlmAgent(sub_agents=[billing, orders])` that transfers with ADK's own
+    `transfer_to_agent` tool; every agent's model is `LiteLlm("openai/...", api_base=...)`. `own`:
+    ADK's built-in OpenTelemetry spans (`invoke_agent`, `call_llm`, `execute_tool`); `oi`:
+    openinference-instrumentation-google-adk."""
+    import os
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: LiteLLM's bundled cost map
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+    if tracing == "oi":
+        from openinference.instrumentation.google_adk import GoogleADKInstrumentor
+        GoogleADKInstrumentor().instrument()
+    model = LiteLlm(model="openai/fake-model", api_base=base_url, api_key="sk-fake")
+    billing = LlmAgent(name="billing_agent", model=model, description="Answers invoice questions.",
+                       instruction="You answer invoice questions.", tools=[get_invoice])
+    orders = LlmAgent(name="orders_agent", model=model, description="Answers order questions.",
+                      instruction="You answer order questions.", tools=[lookup_order])
+    triage = LlmAgent(name="triage_agent", model=model, instruction=TRIAGE_PROMPT, sub_agents=[billing, orders])
+    runner = InMemoryRunner(agent=triage, app_name="handoff")
+
+    async def run(message: str) -> str:
+        session = await runner.session_service.create_session(app_name="handoff", user_id="user")
+        answer = ""
+        async for event in runner.run_async(user_id="user", session_id=session.id, new_message=types.Content(
+                role="user", parts=[types.Part(text=message)])):
+            if event.is_final_response() and event.content and event.content.parts:
+                answer = "".join(p.text or "" for p in event.content.parts) or answer
+        return answer
+    return run

@@ -13,6 +13,11 @@ Which agent is asking is read from the tools it offers, as a real model would se
   ORD-12" goes to orders, the planted misroute), to billing when it names an invoice (`INV-<n>`
   or the word "invoice"; without an id the billing agent answers without a tool), else a
   greeting of its own;
+- Google ADK's triage agent (it offers `transfer_to_agent`, whose `agent_name` enum lists its
+  sub-agents): the same choice as a transfer to the sub-agent whose name names it;
+- CrewAI's manager (it offers `delegate_work_to_coworker`, the coworkers' roles in its description):
+  the same choice as a delegation to the coworker whose role names it (`task` and `context`: the
+  current task), the coworker's answer (the tool's result) repeated as the final answer;
 - smolagents (it offers `final_answer`): the same choices as `final_answer` calls and managed-agent
   calls (`_smolagents_reply`).
 """
@@ -25,6 +30,8 @@ import re
 from typing import Any
 
 _ids = itertools.count(1)
+CREWAI_DELEGATE = "delegate_work_to_coworker"  # CrewAI's manager delegates with this tool
+ADK_TRANSFER = "transfer_to_agent"  # Google ADK's transfer tool (`agent_name`: one of its sub-agents)
 ORDER_RE, INVOICE_RE = re.compile(r"ORD-\d+"), re.compile(r"INV-\d+")
 ORDERS = {"ORD-12": "shipped", "ORD-7": "delivered", "ORD-99": "lost"}
 INVOICES = {"INV-7": 42.5, "INV-3": 19.0}
@@ -102,9 +109,11 @@ def _reply(messages: list, tools: dict) -> tuple[dict, str]:
     last_tool = call_names.get(last.get("tool_call_id")) if last.get("role") == "tool" else None
     user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
     domain = [n for n in ("lookup_order", "get_invoice") if n in tools]
-    transfers = [n for n in tools if n and ("transfer_to_" in n or n == "handoff")]
+    transfers = [n for n in tools if n and ("transfer_to_" in n or n in ("handoff", CREWAI_DELEGATE))]
     if last_tool in ("lookup_order", "get_invoice"):  # (AutoGen's reflect_on_tool_use offers no tools here)
         data = json.loads(_text(last.get("content")))
+        if set(data) == {"result"}:  # Google ADK wraps a tool's non-dict return value as {"result": ...}
+            data = json.loads(data["result"])
         if "status" in data:
             return _say(f"Order {data['order_id']} is {data['status']}.")
         return _say(f"Invoice {data['invoice_id']} totals {data['total']}.")
@@ -117,6 +126,8 @@ def _reply(messages: list, tools: dict) -> tuple[dict, str]:
             return _call(domain[0], {_first_param(tools[domain[0]]) or "id": found.group(0)})
         return _say("I could not find an id in your message.")
     if transfers:
+        if last_tool == CREWAI_DELEGATE:  # the coworker's answer is the delegation tool's result
+            return _say(_text(last.get("content")) or "Done.")
         if last_tool and "transfer" in last_tool:
             worker = next((_text(m.get("content")) for m in reversed(messages)
                            if m.get("role") == "assistant" and _text(m.get("content")) and not m.get("tool_calls")), "")
@@ -128,6 +139,17 @@ def _reply(messages: list, tools: dict) -> tuple[dict, str]:
             desc = str((tools["handoff"].get("function") or {}).get("description") or "")
             agent = next((a for a in re.findall(r"(\w+)'?:", desc) if target in a), None)
             return _call("handoff", {"to_agent": agent, "reason": user}) if agent else _say("No agent for that.")
+        if target and CREWAI_DELEGATE in tools:  # CrewAI: the coworkers' roles in the tool's description
+            desc = str((tools[CREWAI_DELEGATE].get("function") or {}).get("description") or "")
+            roles = re.search(r"coworkers: ([^\n]+)", desc)
+            role = next((r.strip() for r in (roles.group(1).split(",") if roles else []) if target in r.lower()), None)
+            task = user.split("Current Task:")[-1].split("\n\n")[0].strip()
+            return _call(CREWAI_DELEGATE, {"task": task, "context": task, "coworker": role}) if role else \
+                _say("No coworker for that.")
+        if target and ADK_TRANSFER in tools:  # Google ADK: one tool, the agents in its parameter's enum
+            props = ((tools[ADK_TRANSFER].get("function") or {}).get("parameters") or {}).get("properties") or {}
+            agent = next((a for a in (props.get("agent_name") or {}).get("enum") or [] if target in a), None)
+            return _call(ADK_TRANSFER, {"agent_name": agent}) if agent else _say("No agent for that.")
         if name:
             param = _first_param(tools[name])
             return _call(name, {param: user} if param else {})

@@ -15,6 +15,12 @@ SCRIPTS = ROOT / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
 
+def in_ci() -> bool:
+    """True when the suite runs in CI (`CI=1|true|yes`): a tool .ci/run installs that is missing there
+    fails its tests, never skips them."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 @dataclass
 class Result:
     rc: int

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import run_script
+from helpers import in_ci, run_script
 from rundir_util import realistic_run
 
 from assay.report.html import render, safe_url
@@ -49,7 +49,7 @@ def chromium_path():
     path = shutil.which("chromium") or shutil.which("chromium-browser") or (
         "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
     if path is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        if in_ci():
             pytest.fail("CI is set but chromium is missing: .ci/run installs it; the inertness proof must run in CI")
         pytest.skip("chromium not installed (set CI=true to make this a failure)")
     return path

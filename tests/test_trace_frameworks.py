@@ -1,10 +1,11 @@
-"""LlamaIndex AgentWorkflow, AutoGen AgentChat and smolagents spans, as the real packages write them.
+"""LlamaIndex AgentWorkflow, AutoGen AgentChat, smolagents, CrewAI and Google ADK spans, as the real
+packages write them.
 
 The fixtures in tests/fixtures/handoffspans/ were recorded by tests/record_handoffspans.py from
 tests/handoffapp.py (a triage agent handing off to a billing and an orders agent; "where is
-ORD-12?", "please send invoice INV-7", "hello there"); `packages` in each file names the
-versions. AutoGen AgentChat (OpenInference) and smolagents also run live in
-tests/test_handoff_frameworks_e2e.py.
+ORD-12?", "please send invoice INV-7", "hello there"; for CrewAI and ADK every case of the
+end-to-end matrix); `packages` in each file names the versions. AutoGen AgentChat (OpenInference),
+smolagents, CrewAI and ADK (its own spans) also run live in tests/test_handoff_frameworks_e2e.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from assay.traces.collect import COMPLETE
 from assay.traces.normalize import normalize_trace
 from assay.traces.otlp_writer import new_span_id, new_trace_id, span, traces_data
 from assay.traces.routing import handling_agent
+from test_handoff_frameworks_e2e import EXPECTED, OBSERVED_ROLE, ROWS, all_cases
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "handoffspans"
 
@@ -28,9 +30,9 @@ def recorded(flavor: str) -> dict[str, dict]:
     return {key: normalize_trace(doc["exports"], tid, convention="auto") for key, tid in doc["traces"].items()}
 
 
-def layers(traj: dict, expect: dict) -> dict:
+def layers(traj: dict, expect: dict, declared: frozenset = frozenset()) -> dict:
     ctx = ScoreContext(invocation={}, matrix={}, scoring={}, judged_reason=lambda case: "no judge",
-                       traces_collected=True, traceless_reason=None)
+                       traces_collected=True, traceless_reason=None, declared_tools=declared)
     ev = RepeatEvidence(status=200, response_json={"message": "x"}, answer="x", answer_note=None,
                         trace_status=COMPLETE, trajectory=traj)
     got, _ = score_repeat({"id": "c", "expect": expect}, ctx, ev)
@@ -163,3 +165,119 @@ def test_nested_llm_spans_are_one_call_the_wrappers_usage_filling_what_the_inner
     assert [(c["model"], c.get("input_tokens"), c.get("output_tokens")) for c in out["trajectory"]["llm_calls"]] == [
         ("m", 30, 7)]
     assert out["trajectory"]["usage"]["total"] == {"input_tokens": 30, "output_tokens": 7}
+
+
+# ---------------------------------------------------------------------------- CrewAI, Google ADK
+
+DOMAIN_TOOLS = frozenset({"lookup_order", "get_invoice"})  # what the user declares: no handoff tool
+NAMES = {"crewai": ROWS["crewai"][1], "adk-own": ROWS["adk-own"][1], "adk-oi": ROWS["adk-own"][1]}
+
+
+def rescored(flavor: str, traces: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Every recorded case scored with the end-to-end matrix's expectations, the domain tools declared."""
+    traces = traces or recorded(flavor)
+    return {c["id"]: layers(traces[c["id"]]["trajectory"], c["expect"], DOMAIN_TOOLS) for c in all_cases(NAMES[flavor])}
+
+
+@pytest.mark.parametrize("flavor", ["crewai", "adk-own", "adk-oi"])
+def test_crewai_and_adk_verdicts_match_the_matrix_on_every_case(flavor):
+    got = recorded(flavor)
+    assert all(g["status"] == "ok" for g in got.values()), {k: g["checks"] for k, g in got.items()}
+    scored = rescored(flavor, got)
+    keep = ("routing", "trajectory", "tool_selection")
+    assert {cid: {k: v[k]["verdict"] for k in keep} for cid, v in scored.items()} == {
+        cid: {k: want[k] for k in keep} for cid, want in EXPECTED.items()}, scored
+    names = NAMES[flavor]
+    assert {cid: v["routing"]["observed"] for cid, v in scored.items()} == {
+        cid: names[role] for cid, role in OBSERVED_ROLE.items()}
+    # the handoff tools are no tool calls; the tools' own arguments and results, unwrapped
+    orders, billing = got["orders"]["trajectory"], got["billing"]["trajectory"]
+    assert calls(orders) == [("lookup_order", {"order_id": "ORD-12"}, {"order_id": "ORD-12", "status": "shipped"})]
+    assert calls(billing) == [("get_invoice", {"invoice_id": "INV-7"}, {"invoice_id": "INV-7", "total": 42.5})]
+    assert got["no-tool"]["trajectory"]["tool_calls"] == [] and got["no-tool"]["trajectory"]["tool_log"]["seen"]
+    assert [(h["from"], h["to"]) for h in orders["handoffs"]] == [(names["triage"], names["orders"])]
+    assert scored["misroute"]["routing"]["observed_via"] == "handoff"
+
+
+def test_crewai_coworker_runs_under_the_delegation_tool_span():
+    orders = recorded("crewai")["orders"]["trajectory"]
+    # no AGENT span of its own: the `Delegate work to coworker` span is the Orders agent's run
+    assert [(a["name"], a["parent_agent"]) for a in orders["agents"]] == [("Crew Manager", None), ("Orders agent", "Crew Manager")]
+    assert [c["agent"] for c in orders["llm_calls"]] == ["Crew Manager", "Orders agent", "Orders agent", "Crew Manager"]
+    assert [c["agent"] for c in orders["tool_calls"]] == ["Orders agent"]
+
+
+def _edit(doc: dict, span_name: str, key: str, value) -> int:
+    """Set attribute `key` of every span named `span_name` in a recorded export list; how many."""
+    n = 0
+    for export in doc["exports"]:
+        for rs in export["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    if sp["name"] == span_name:
+                        sp["attributes"] = [a for a in sp["attributes"] if a["key"] != key] + (
+                            [{"key": key, "value": {"stringValue": value}}] if value is not None else [])
+                        n += 1
+    return n
+
+
+def test_crewai_coworker_is_matched_as_crewai_matches_it_and_an_unknown_one_names_no_route():
+    doc = json.loads((FIXTURES / "crewai.json").read_text())
+    tid = doc["traces"]["orders"]
+    args = {"task": "where is ORD-12?", "context": "", "coworker": '"orders   AGENT"'}
+    assert _edit(doc, "Delegate work to coworker.run", "input.value", json.dumps(args)) == 5
+    traj = normalize_trace(doc["exports"], tid, convention="auto")["trajectory"]
+    assert handling_agent(traj) == ("Orders agent", "handoff")
+    # a coworker the crew does not have, and no model call ran below it: CrewAI ran no agent
+    tid = new_trace_id()
+    crew = span("Crew_1.kickoff", trace_id=tid, span_id=(root := new_span_id()), start_ns=1, end_ns=9, attributes={
+        "openinference.span.kind": "CHAIN", "crew_agents": json.dumps([{"role": "Billing agent"}, {"role": "Orders agent"}])})
+    manager = span("Crew Manager._execute_core", trace_id=tid, span_id=(mid := new_span_id()), parent_span_id=root,
+                   start_ns=2, end_ns=8, attributes={"openinference.span.kind": "AGENT", "graph.node.id": "Crew Manager"})
+    tool = span("Delegate work to coworker.run", trace_id=tid, parent_span_id=mid, start_ns=3, end_ns=4, attributes={
+        "openinference.span.kind": "TOOL", "tool.name": "Delegate work to coworker",
+        "input.value": json.dumps({"task": "t", "context": "c", "coworker": "Refunds agent"}),
+        "output.value": "Error executing tool. coworker mentioned not found"})
+    traj = normalize_trace(traces_data([crew, manager, tool]), tid, convention="auto")["trajectory"]
+    assert traj["handoffs"] == [] and traj["unread_handoffs"][0]["to"] == "Refunds agent"
+    layer = layers(traj, {"route": "Crew Manager"})["routing"]
+    assert layer["verdict"] == "unscored" and "'Delegate work to coworker.run'" in layer["reason"], layer
+
+
+def test_adk_openinference_model_calls_merged_on_one_span_are_counted_as_seen_and_said():
+    got = recorded("adk-oi")
+    # three model calls were made (triage, then orders twice); the instrumentation wrote two spans
+    assert [c["agent"] for c in got["orders"]["trajectory"]["llm_calls"]] == ["triage_agent", "orders_agent"]
+    assert got["orders"]["checks"]["merged_llm_spans"] == 2
+    assert "merged_llm_spans" not in recorded("adk-own")["orders"]["checks"]
+    assert [c["agent"] for c in recorded("adk-own")["orders"]["trajectory"]["llm_calls"]] == [
+        "triage_agent", "orders_agent", "orders_agent"]
+
+
+def test_adk_without_content_capture_routes_by_the_answering_agent_and_says_arguments_are_unseen():
+    doc = json.loads((FIXTURES / "adk-own.json").read_text())
+    for key in ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages"):
+        for name in ("execute_tool transfer_to_agent", "execute_tool lookup_order", "execute_tool get_invoice",
+                     "generate_content openai/fake-model"):
+            _edit(doc, name, key, None)
+    got = {k: normalize_trace(doc["exports"], tid, convention="gen_ai") for k, tid in doc["traces"].items()}
+    orders = got["orders"]["trajectory"]
+    # the transfer is a handoff whose target was not captured: the agent that answered is the route
+    assert [(h["from"], h["to"]) for h in orders["handoffs"]] == [("triage_agent", None)]
+    assert handling_agent(orders) == ("orders_agent", "answering agent")
+    assert [c["name"] for c in orders["tool_calls"]] == ["lookup_order"]
+    scored = rescored("adk-own", got)
+    assert {cid: v["routing"]["verdict"] for cid, v in scored.items()} == {
+        cid: want["routing"] for cid, want in EXPECTED.items()}
+    assert scored["orders"]["trajectory"]["verdict"] == "pass"
+    assert scored["orders"]["tool_selection"]["verdict"] == "unscored", scored["orders"]["tool_selection"]
+
+
+def test_adk_transfer_to_an_agent_not_in_the_trace_names_no_route():
+    doc = json.loads((FIXTURES / "adk-own.json").read_text())
+    assert _edit(doc, "execute_tool transfer_to_agent", "gen_ai.tool.call.arguments",
+                 json.dumps({"agent_name": "refunds_agent"})) == 5
+    traj = normalize_trace(doc["exports"], doc["traces"]["orders"], convention="gen_ai")["trajectory"]
+    assert handling_agent(traj) == (None, None)
+    layer = layers(traj, {"route": "orders_agent"})["routing"]
+    assert layer["verdict"] == "unscored" and "'execute_tool transfer_to_agent'" in layer["reason"], layer

@@ -131,9 +131,10 @@ class Convention:
 
 def _gen_ai_handoff(name: Any, attrs: dict) -> dict | None:
     """opentelemetry-instrumentation-openai-agents-v2: an `agent_handoff` span names both agents;
-    AutoGen's own `execute_tool transfer_to_<agent>` (assay.traces.frameworks)."""
+    AutoGen's own `execute_tool transfer_to_<agent>`, Google ADK's `execute_tool transfer_to_agent`
+    (assay.traces.frameworks)."""
     if attrs.get("gen_ai.operation.name") != "agent_handoff":
-        return frameworks.autogen_handoff(name, attrs, openinference=False)
+        return frameworks.autogen_handoff(name, attrs, openinference=False) or frameworks.adk_handoff(attrs)
     return {"from": attrs.get("gen_ai.handoff.from_agent"), "to": attrs.get("gen_ai.handoff.to_agent")}
 
 
@@ -164,7 +165,8 @@ def _oi_handoff(name: Any, attrs: dict) -> dict | None:
     """OpenInference handoffs: openinference-instrumentation-openai-agents' TOOL span `handoff to X`
     (no tool.name; input.value = from, output.value = to), and langgraph-supervisor's `transfer_to_X` /
     `transfer_back_to_X` tools (metadata `__handoff_destination`), whatever span kind carries them;
-    AutoGen's and LlamaIndex's handoff tools (assay.traces.frameworks)."""
+    AutoGen's, LlamaIndex's and Google ADK's handoff tools (assay.traces.frameworks; CrewAI's
+    delegation tools are its coworkers' runs: assay.traces.normalize)."""
     kind = attrs.get("openinference.span.kind")
     name = name if isinstance(name, str) else ""
     meta = langgraph_metadata(attrs)
@@ -177,7 +179,8 @@ def _oi_handoff(name: Any, attrs: dict) -> dict | None:
         # the span name is never redacted; input.value / output.value are under OPENINFERENCE_HIDE_*
         to = name[len(_OI_HANDOFF_PREFIX):] or _unredacted(attrs.get("output.value"))
         return {"from": _unredacted(attrs.get("input.value")), "to": to}
-    return frameworks.autogen_handoff(name, attrs, openinference=True) or frameworks.llamaindex_handoff(attrs)
+    return (frameworks.autogen_handoff(name, attrs, openinference=True) or frameworks.llamaindex_handoff(attrs)
+            or frameworks.adk_handoff(attrs))
 
 
 REDACTED = "__REDACTED__"  # what OpenInference writes for hidden inputs and outputs

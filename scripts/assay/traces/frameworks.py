@@ -19,6 +19,24 @@ tests/test_handoff_frameworks_e2e.py; references/instrument-your-app.md says it 
   (as langgraph-supervisor's supervisor does): that call is a handoff manager -> managed agent.
   Tool spans' `input.value` is `{"args", "sanitize_inputs_outputs", "kwargs"}`; the
   `final_answer` tool (FinalAnswerTool) is how an agent answers, not a tool call.
+- **CrewAI** (openinference-instrumentation-crewai, its model calls from openinference-instrumentation-
+  openai): an agent's task is the AGENT span `<role>._execute_core` (`graph.node.id` = the role).
+  A manager (hierarchical process) or an agent with `allow_delegation` runs a coworker through the
+  TOOL span `Delegate work to coworker` / `Ask question to coworker` (`input.value` = `{task,
+  context, coworker}`); the coworker has no span of its own: its model and tool calls are below
+  that tool span. Such a span is the coworker's run (an agent span of the role the `<crew>.kickoff`
+  span's `crew_agents` lists, matched as CrewAI matches it: whitespace collapsed, quotes dropped,
+  without case) and a handoff to it; a coworker that names no agent of the crew and ran no model
+  call below is an unread handoff (no route).
+- **Google ADK** (its own OTel spans under gen_ai, or openinference-instrumentation-google-adk):
+  an agent hands over with its `transfer_to_agent` tool (`gen_ai.tool.type = TransferToAgentTool`),
+  the target in the call's `agent_name` argument (`gen_ai.tool.call.arguments`, OpenInference
+  `input.value`; without content capture there is none: a handoff whose target is unknown, and the
+  route is the answering agent). A tool's result is wrapped: `{"result": <value>}` when the function
+  returned no dict, inside `{"id", "name", "response"}` on OpenInference's `output.value`.
+  OpenInference 1.0 over ADK 2.x writes an agent run's model calls onto one LLM span (ADK's
+  `invoke_agent <agent>`), which keeps the last: `checks.merged_llm_spans` counts them (model
+  calls and tokens are undercounted by the trace itself).
 - **Nested LLM spans**: a framework's LLM span with another LLM span below it (AutoGen's
   `OpenAIChatCompletionClient.create` over openinference-instrumentation-openai's span of the same
   request) is one model call: the innermost span (nearest the wire) is the call; a wrapper's
@@ -55,6 +73,109 @@ def smolagents_managed_call(attrs: dict, inside_agent: bool) -> bool:
 def is_answer_tool(name: Any, attrs: dict) -> bool:
     """smolagents' `final_answer` tool (FinalAnswerTool) is how an agent answers, not a tool call."""
     return name == "FinalAnswerTool" and attrs.get("tool.name") == SMOLAGENTS_ANSWER
+
+
+CREWAI_DELEGATION = ("Delegate work to coworker", "Ask question to coworker")  # CrewAI's AgentTools
+ADK_TRANSFER = "transfer_to_agent"
+# the LLM's requests for these tools are the handoffs they make (never requested tool calls)
+HANDOFF_REQUESTS = ("delegate_work_to_coworker", "ask_question_to_coworker", ADK_TRANSFER)
+
+
+def crewai_role_key(name: Any) -> str:
+    """A CrewAI role as its AgentTools match a coworker: whitespace collapsed, quotes dropped, no case."""
+    return " ".join(str(name).split()).replace('"', "").casefold() if isinstance(name, str) else ""
+
+
+def crewai_roles(attr_dicts: list[dict]) -> dict[str, str]:
+    """{role key: role} of the crews in a trace: the `<crew>.kickoff` span's `crew_agents`
+    (openinference-instrumentation-crewai), a JSON list of the crew's agents."""
+    roles: dict[str, str] = {}
+    for attrs in attr_dicts:
+        agents = maybe_json(attrs.get("crew_agents"))
+        for agent in agents if isinstance(agents, list) else []:
+            role = agent.get("role") if isinstance(agent, dict) else None
+            if isinstance(role, str) and role.strip():
+                roles.setdefault(crewai_role_key(role), role)
+    return roles
+
+
+def crewai_delegation(attrs: dict) -> str | None:
+    """The coworker a CrewAI `Delegate work to coworker` / `Ask question to coworker` TOOL span runs
+    (its `coworker` argument; CrewAI also takes `co_worker`, and a list's first item), else None."""
+    if attrs.get("openinference.span.kind") != "TOOL" or attrs.get("tool.name") not in CREWAI_DELEGATION:
+        return None
+    args = maybe_json(attrs.get("input.value"))
+    who = (args.get("coworker") or args.get("co_worker")) if isinstance(args, dict) else None
+    if isinstance(who, str) and who.startswith("[") and who.endswith("]"):
+        who = who[1:-1].split(",")[0]
+    return who.strip() if isinstance(who, str) and who.strip() else ""
+
+
+def crewai_delegations(spans: list[dict], is_tool: Callable[[dict], bool], is_llm: Callable[[dict], bool],
+                       parent_of: Callable[[dict], dict | None]) -> tuple[dict[int, str], list[dict]]:
+    """({id(span): coworker} for CrewAI delegation tool spans that ran a coworker: agent spans of it;
+    [{to, span}] for those naming no agent of the crew that ran no model call below: unread handoffs).
+    The coworker is the crew's role it names (`crew_roles`), else the name as written when a model
+    call ran below the span."""
+    found = [(s, who) for s in spans if is_tool(s) and (who := crewai_delegation(s["attributes"])) is not None]
+    if not found:
+        return {}, []
+    roles = crewai_roles([s["attributes"] for s in spans])
+    llm_below: set[int] = set()
+    for s in spans:
+        cur, seen = (parent_of(s) if is_llm(s) else None), set()
+        while cur is not None and id(cur) not in seen:
+            seen.add(id(cur))
+            llm_below.add(id(cur))
+            cur = parent_of(cur)
+    delegated, unread = {}, []
+    for s, who in found:
+        role = roles.get(crewai_role_key(who)) or (who if who and id(s) in llm_below else None)
+        if role:
+            delegated[id(s)] = role
+        else:
+            unread.append({"to": who or None, "span": s})
+    return delegated, unread
+
+
+def _is_adk(attrs: dict) -> bool:
+    return "gen_ai.tool.type" in attrs or any(k.startswith("gcp.vertex.agent.") for k in attrs)
+
+
+def adk_handoff(attrs: dict) -> dict | None:
+    """Google ADK's `transfer_to_agent` tool span (its own, or OpenInference's TOOL span of it): a
+    handoff to its `agent_name` argument, checked against the trace's agents; target unknown (None)
+    when the arguments were not captured."""
+    tool = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
+    if tool != ADK_TRANSFER or not _is_adk(attrs):
+        return None
+    args = next((a for key in ("gen_ai.tool.call.arguments", "input.value")
+                 if isinstance(a := maybe_json(attrs.get(key)), dict)), None)
+    to = args.get("agent_name") if args else None
+    to = to if isinstance(to, str) and to else None
+    frm = attrs.get("gen_ai.agent.name")
+    return {"from": frm if isinstance(frm, str) and frm else None, "to": to, "agent_check": to is not None,
+            "tool": tool}
+
+
+def adk_tool_result(result: Any, attrs: dict) -> Any:
+    """An ADK tool's own return value: OpenInference's `{"id", "name", "response"}` is the response,
+    and ADK's `{"result": <value>}` (what it makes of a return value that is no dict) is the value."""
+    if not _is_adk(attrs):
+        return result
+    if isinstance(result, dict) and set(result) == {"id", "name", "response"}:
+        result = result["response"]
+    if isinstance(result, dict) and set(result) == {"result"}:
+        result = maybe_json(result["result"])
+    return result
+
+
+def adk_merged_llm_span(name: Any, attrs: dict) -> bool:
+    """openinference-instrumentation-google-adk (1.0) over google-adk 2.x types ADK's own `invoke_agent
+    <agent>` span LLM and writes each model call of that agent run onto it: the span holds the run's
+    last call only (earlier calls and their tokens are not in the trace)."""
+    return (isinstance(name, str) and name.startswith("invoke_agent ") and attrs.get("openinference.span.kind") == "LLM"
+            and _is_adk(attrs))
 
 
 def call_arguments(value: Any) -> Any:

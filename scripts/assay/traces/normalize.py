@@ -215,6 +215,13 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     for s in spans:
         if kind[id(s)] == TOOL_KIND and frameworks.is_answer_tool(s["name"], s["attributes"]):
             kind[id(s)] = None
+    # CrewAI: a delegation tool span runs the coworker it names (its model and tool calls are below
+    # it): the coworker's agent span, and a handoff to it (assay.traces.frameworks)
+    delegated, crew_unread = frameworks.crewai_delegations(
+        spans, lambda s: kind[id(s)] == TOOL_KIND, lambda s: kind[id(s)] == LLM_KIND, lambda s: by_id.get(s["parent_span_id"]))
+    for s in spans:
+        if id(s) in delegated:
+            kind[id(s)] = AGENT_KIND
     handoff_of = {id(s): conv.handoff(s["name"], s["attributes"]) for s in spans}
     handoff_kind = {id(s): kind[id(s)] for s in spans if handoff_of[id(s)] is not None}
     for s in spans:
@@ -237,6 +244,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     calls_llm = {id(o) for s in spans if kind[id(s)] == LLM_KIND and (o := owner[id(s)]) is not None}
 
     def agent_name(s: dict) -> str | None:
+        if id(s) in delegated:
+            return delegated[id(s)]
         name = conv.framework_agent_name(s["name"], s["attributes"]) or conv.first(s["attributes"], conv.agent_name)
         if name is None and conv.agent_name_from_span_name and not (id(s) in runs_agents and id(s) not in calls_llm):
             name = s["name"]
@@ -255,10 +264,11 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         kind[id(h["span"])], handoff_of[id(h["span"])] = handoff_kind[id(h["span"])], None
     for h in settled:
         handoff_of[id(h["span"])] = h
+    unread += crew_unread
     # a handoff is neither an agent nor a tool call; one traced as a tool span still shows that
     # this instrumentation traces tool execution (the tool spans, even none, are the tool log)
-    handoff_tool_spans = answers + sum(1 for s in spans if handoff_of[id(s)] is not None
-                                       and handoff_kind[id(s)] == TOOL_KIND)
+    handoff_tool_spans = answers + len(delegated) + sum(1 for s in spans if handoff_of[id(s)] is not None
+                                                        and handoff_kind[id(s)] == TOOL_KIND)
 
     def error_of(s: dict) -> str | None:
         etype = s["attributes"].get("error.type")
@@ -280,8 +290,9 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     handoffs = [{"from": h.get("from") or agent_of(s), "to": h.get("to"), "span_id": s["span_id"],
                  "start_ns": s["start_ns"]} for s in spans if (h := handoff_of[id(s)]) is not None]
     handoffs += [{"from": agent_of(s), "to": agent_name(s), "span_id": s["span_id"], "start_ns": s["start_ns"]}
-                 for s in spans if kind[id(s)] == AGENT_KIND
-                 and frameworks.smolagents_managed_call(s["attributes"], owner[id(s)] is not None)]
+                 for s in spans if kind[id(s)] == AGENT_KIND and (id(s) in delegated
+                 or frameworks.smolagents_managed_call(s["attributes"], owner[id(s)] is not None))]
+    handoffs.sort(key=lambda h: h["start_ns"] or 0)
     for s in spans:
         a, k = s["attributes"], kind[id(s)]
         tokens = {**conv.tokens(filled.get(id(s)) or {}), **conv.tokens(a)}
@@ -314,6 +325,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
             if note:
                 notes.append(note)
             result_captured, result = conv.result(a)
+            result = frameworks.adk_tool_result(result, a) if result_captured else result
             tool_calls.append({
                 "name": name, "agent": agent_of(s), "call_id": conv.first(a, conv.tool_call_id),
                 "arguments": args, "arguments_captured": args_captured,
@@ -322,7 +334,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     if handoffs:  # the LLM's request for a handoff tool is the handoff, not a tool call
         targets = {h["to"] for h in handoffs}
         requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)
-                     and r.get("name") not in targets]
+                     and r.get("name") not in targets and r.get("name") not in frameworks.HANDOFF_REQUESTS]
     if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
@@ -354,6 +366,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         checks["argument_notes"] = sorted(set(notes))
     if wrappers:
         checks["nested_llm_spans"] = len(wrappers)
+    if merged := sum(1 for s in spans if kind[id(s)] == LLM_KIND and frameworks.adk_merged_llm_span(s["name"], s["attributes"])):
+        checks["merged_llm_spans"] = merged
     if unnamed_tools:
         checks["unnamed_tool_spans"] = unnamed_tools
     if any(s["base64_ids"] for s in spans):
