@@ -263,7 +263,7 @@ class AgentInvoker(CliInvoker):
 
     def _measure(self, wire: Mapping[str, Any], fixture: Path, work: Path, env: Mapping[str, str]) -> dict:
         changes = wd.diff(fixture, work)
-        out: dict[str, Any] = {"diff": changes}
+        out: dict[str, Any] = {"diff": changes, "patch": wd.patch(fixture, work, changes)}
         if wire.get("files"):
             out["files"] = wd.measure_files(wire["files"], fixture, work, changes)
         if wire.get("check"):

@@ -18,6 +18,10 @@ from typing import Any, Mapping
 from ..core import writer
 
 DIFF_CAP = 2000                 # changed paths listed at most
+PATCH_LINES = 3000              # unified-diff lines kept over all changed files (the viewer shows them)
+PATCH_FILE_LINES = 800          # ... and per file
+PATCH_READ_CAP = 512 * 1024     # a larger file is listed, not diffed
+PATCH_STATUS = (("modified", "modified"), ("added", "added"), ("removed", "deleted"))   # the patch's order
 CHECK_OUTPUT_CAP = 8000         # characters of the check's output kept (its tail)
 CHECK_TIMEOUT_S = 300.0
 SKIP_DIRS = (".git",)
@@ -68,6 +72,53 @@ def diff(fixture: Path, work: Path) -> dict[str, list[str]]:
     return out
 
 
+def _text(path: Path) -> tuple[list[str] | None, str | None]:
+    """(the file's lines, None) or (None, why it is not diffed: a symlink, binary, too large)."""
+    try:
+        if path.is_symlink():
+            return None, f"a symlink to {os.readlink(path)}"
+        if path.stat().st_size > PATCH_READ_CAP:
+            return None, f"larger than {PATCH_READ_CAP // 1024} KB: not diffed"
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    if b"\0" in data:
+        return None, "binary"
+    try:
+        return data.decode("utf-8").splitlines(), None
+    except UnicodeDecodeError:
+        return None, "binary (not UTF-8)"
+
+
+def patch(fixture: Path, work: Path, changes: Mapping[str, Any]) -> dict:
+    """The workdir's changes as a unified diff, file by file (modified, added, then deleted files,
+    each in path order: what was edited first, where the budget goes): {files: [{path, status
+    (added|modified|deleted), added, removed, diff (the hunks, without the ---/+++ header) or None,
+    note}], clipped}. Lines beyond PATCH_FILE_LINES per file or PATCH_LINES in all are cut (`note`
+    and `clipped` say so); a binary, symlinked or large file is listed with its note, not diffed."""
+    import difflib
+    rows = [(rel, status) for key, status in PATCH_STATUS for rel in sorted(changes.get(key) or [])]
+    budget, files, clipped = PATCH_LINES, [], bool(changes.get("truncated"))
+    for rel, status in rows:
+        row: dict[str, Any] = {"path": rel, "status": status, "added": 0, "removed": 0, "diff": None, "note": None}
+        files.append(row)
+        before, why_a = ([], None) if status == "added" else _text(fixture / rel)
+        after, why_b = ([], None) if status == "deleted" else _text(work / rel)
+        if before is None or after is None:
+            row["note"] = why_b or why_a
+            continue
+        lines = list(difflib.unified_diff(before, after, lineterm="", n=3))[2:]
+        row["added"] = sum(1 for x in lines if x.startswith("+"))
+        row["removed"] = sum(1 for x in lines if x.startswith("-"))
+        keep = max(0, min(PATCH_FILE_LINES, budget))
+        if len(lines) > keep:
+            row["note"] = f"{len(lines) - keep} more diff line(s) not kept"
+            lines, clipped = lines[:keep], True
+        budget -= len(lines)
+        row["diff"] = "\n".join(lines)
+    return {"files": files, "clipped": clipped}
+
+
 def _inside(work: Path, rel: str) -> Path | None:
     target = (work / rel)
     try:
@@ -96,7 +147,9 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
                 got[rel] = {"file": False, "missing": [t for t in wanted if isinstance(t, str)]}
                 continue
             body = target.read_bytes().decode("utf-8", errors="replace")
-            got[rel] = {"file": True, "missing": [t for t in wanted if isinstance(t, str) and t not in body]}
+            texts = [t for t in wanted if isinstance(t, str)]
+            got[rel] = {"file": True, "missing": [t for t in texts if t not in body],
+                        "found": [t for t in texts if t in body]}
         out["contains"] = got
     globs = spec.get("unchanged")
     if isinstance(globs, list):
@@ -104,6 +157,34 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
         out["unchanged"] = {g: sorted(p for p in touched if fnmatch.fnmatchcase(p, g)) for g in globs
                             if isinstance(g, str)}
     return out
+
+
+def unmeasured(spec: Any, facts: Any) -> str | None:
+    """What `expect.files` asks that the recorded facts do not answer (a replay or rescore under an
+    edited expectation), in words; None when every item was measured. A live run measures exactly
+    what the case asks, so this is None there."""
+    if not isinstance(spec, Mapping) or not isinstance(facts, Mapping):
+        return "the workdir's files were not measured"
+    for key in ("exists", "absent"):
+        known = facts.get(key) if isinstance(facts.get(key), Mapping) else {}
+        for path in spec.get(key) or [] if isinstance(spec.get(key), list) else []:
+            if isinstance(path, str) and path not in known:
+                return f"expect.files.{key} {path!r}"
+    contains = spec.get("contains") if isinstance(spec.get("contains"), Mapping) else {}
+    known = facts.get("contains") if isinstance(facts.get("contains"), Mapping) else {}
+    for rel, texts in contains.items():
+        got = known.get(rel)
+        if not isinstance(got, Mapping):
+            return f"expect.files.contains {rel!r}"
+        seen = set(got.get("found") or []) | set(got.get("missing") or [])
+        for t in texts if isinstance(texts, list) else [texts]:
+            if isinstance(t, str) and got.get("file") and t not in seen:
+                return f"expect.files.contains {rel!r}: {t!r}"
+    known = facts.get("unchanged") if isinstance(facts.get("unchanged"), Mapping) else {}
+    for glob in spec.get("unchanged") or [] if isinstance(spec.get("unchanged"), list) else []:
+        if isinstance(glob, str) and glob not in known:
+            return f"expect.files.unchanged {glob!r}"
+    return None
 
 
 def check_argv(spec: Mapping[str, Any]) -> list[str]:

@@ -61,6 +61,7 @@ class Stored:
     trajectory: dict | None = None
     trace_doc: Any = None
     trace: dict | None = None
+    workdir: dict | None = None     # agent mode: workdir.json, what the agent left (diff, files, check)
 
 
 def _read(path: Path) -> Any:
@@ -109,6 +110,9 @@ def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, i
                 continue
             st = Stored(request=_art(base + "request.json"), response=response)
             rv = v if k == 1 else _art(base + "verdict.json")
+            if isinstance(rv, dict) and rv.get("workdir_measured"):
+                wd = _art(base + "workdir.json")
+                st.workdir = wd if isinstance(wd, dict) else None
             if k > 1 and isinstance(rv, dict) and isinstance(rv.get("trace"), dict):
                 # every repeat's own trace (run dirs since repeats/<n>/ holds trajectory.json)
                 st.trace = rv["trace"]
@@ -140,17 +144,43 @@ def stored_outcome(response: Mapping[str, Any]) -> Outcome:
                    notes=list(response.get("notes") or []), error=response.get("error"), cli=response.get("cli"))
 
 
+def agent_outcome(st: Stored) -> Outcome:
+    """An agent run's stored repeat as the invoker's outcome: the result text is the answer (as the
+    agent invoker gives it), the stored transcript the trace, workdir.json what the agent left."""
+    response = st.response
+    body = response.get("body") if isinstance(response.get("body"), dict) else {}
+    text = body.get("result") if isinstance(body.get("result"), str) else None
+    out = Outcome(RESPONSE, status=response.get("status"), body_text=text, body_json=body or None, json_ok=bool(body),
+                  latency_ms=response.get("latency_ms") or 0.0, notes=list(response.get("notes") or []),
+                  error=response.get("error"), cli=response.get("cli"),
+                  answer_withheld=None if text is not None else
+                  f"the agent stopped without an answer ({body.get('subtype')})")
+    if st.trajectory is None:
+        why = (st.trace or {}).get("reason") or "rescore: the source run stored no transcript for this request"
+        out.agent = {"status": "incomplete", "reason": why, "trajectory": None, "workdir": st.workdir}
+    else:
+        out.agent = {"status": "ok", "reason": None, "trajectory": st.trajectory, "events": st.trace_doc,
+                     "workdir": st.workdir}
+    return out
+
+
 class ReplayInvoker:
     """Answers each case's n-th request with the source run's stored n-th response."""
 
     def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource",
-                 conversation_ids: frozenset[str] = frozenset()) -> None:
+                 conversation_ids: frozenset[str] = frozenset(), invocation: Mapping[str, Any] | None = None) -> None:
         self.mode = mode
         self.stored = stored
         self.source = source
         self.conversation_ids = conversation_ids  # each turn arrives as a one-message case: known by id
+        self.invocation = dict(invocation or {})  # the source manifest's invocation block
         self._next: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def manifest(self) -> dict[str, Any]:
+        """cli / agent: the source run's invocation facts (the command, the agent's keys), as it ran."""
+        return {k: v for k, v in self.invocation.items()
+                if k not in ("mode", "timeout_s", "timeout_enforced", "max_concurrency")}
 
     def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None, **kw: Any):
         if case.get("id") in self.conversation_ids or (isinstance(case.get("input"), Mapping)
@@ -171,6 +201,8 @@ class ReplayInvoker:
         st = self.stored.get(wire["key"])
         if st is None:
             return Outcome(CONNECTION, error=NOT_SENT)
+        if self.mode == "agent" and (st.response.get("outcome") or RESPONSE) == RESPONSE:
+            return agent_outcome(st)
         out = stored_outcome(st.response)
         if st.trace and st.trace.get("trace_id"):
             out.trace_id = st.trace["trace_id"]   # the stored request's trace, whatever the correlation
@@ -354,7 +386,8 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     mode = ((manifest.get("invocation") or {}).get("mode")) or "http"
     from ..invoke.conversation import ConversationConfig, is_conversation
     invoker = ReplayInvoker(mode, stored, trace_source,
-                            frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)))
+                            frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)),
+                            invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None)
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
     block = plan.invocation.get("conversation")
