@@ -37,7 +37,8 @@ def adapter_doc(root: Path) -> dict:
     return {"adapter_version": 1, "app": {"name": "scripted-agent", "repo": ".."},
             "invocation": {"mode": "agent", "max_concurrency": 3, "env_allowlist": ["PATH", "SCRIPTED_AGENT_BROKEN"],
                            "agent": {"kind": "claude-code", "workdir": "fixtures/repo", "plugin_dirs": ["plugin"],
-                                     "command": [sys.executable, str(AGENT), "{input}"], "timeout_s": 120}},
+                                     "command": [sys.executable, str(AGENT), "{input}"], "timeout_s": 120,
+                                     "env": {"SCRIPTED_AGENT_TOKEN": "${SCRIPTED_AGENT_TOKEN}"}}},
             "traces": {"source": "none"}, "environment": {"kind": "mocked", "safe_to_attack": False},
             "data": {"may_contain_pii": False}}
 
@@ -60,7 +61,11 @@ def build_agent_state(root: Path, cases: dict | None = None) -> Path:
     return state
 
 
+TOKEN = "scripted-agent-token-5521-qv"   # a secret the agent is given (by ${VAR}); never on disk
+
+
 def agent_env(environ: dict, *, broken: bool) -> dict:
     env = {k: v for k, v in environ.items() if not k.startswith("PYTEST_") and k != "PYTHONPATH"}
     env["SCRIPTED_AGENT_BROKEN"] = "1" if broken else "0"
+    env["SCRIPTED_AGENT_TOKEN"] = TOKEN
     return env

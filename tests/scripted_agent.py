@@ -9,7 +9,8 @@ SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the 
     skill    the fix-tests skill, then the right edit of calc.py
     fix      the right edit of calc.py (no skill)
     explain  reads calc.py and answers; changes nothing
-    hostile  a wrong edit with markup in it, a new file of hostile text, README.md deleted
+    hostile  a wrong edit with markup in it, a new file of hostile text (and the secret it was
+             given, SCRIPTED_AGENT_TOKEN), README.md deleted
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ elif word == "explain":
     answer = "add() subtracts its arguments."
 elif word == "hostile":
     edit("return a - b", "return a * b  # <script>window.__pwned=1</script>")
-    Path("notes.md").write_text('<img src=x onerror="window.__pwned=2">\n\u202egnp.exe\nplain line\n')
+    Path("notes.md").write_text('<img src=x onerror="window.__pwned=2">\n\u202egnp.exe\nplain line\n'
+                                f'token: {os.environ.get("SCRIPTED_AGENT_TOKEN", "")}\n')
     tool("Write", {"file_path": "notes.md"}, "File created")
     os.remove("README.md")
     tool("Bash", {"command": "rm README.md"}, "")

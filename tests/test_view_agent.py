@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_state import AGENT, adapter_doc, agent_env, build_agent_state
+from agent_state import AGENT, TOKEN, adapter_doc, agent_env, build_agent_state
 from fakeapp import case, make_plan
 from helpers import SCRIPTS, run_script
 
@@ -46,6 +46,8 @@ def server(tmp_path_factory):
     r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", state / "reports" / RUN,
                    "--progress", "never", env=env)
     assert r.rc == 0, (r.stdout, r.stderr)
+    on_disk = [p for p in (state / "reports" / RUN).rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
+    assert not on_disk, on_disk   # the secret the agent wrote into its workdir is redacted in workdir.json
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "120"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield json.loads(proc.stdout.readline())["url"]
@@ -88,6 +90,7 @@ def test_an_agent_case_page_shows_the_workdir_diff_on_its_first_screen(server, t
         assert "+    return a * b  # <script>window.__pwned=1</script>" in added
         assert '+<img src=x onerror="window.__pwned=2">' in added
         assert any("\u27e8U+202E\u27e9" in line for line in added)   # a bidi control shown, never obeyed
+        assert "+token: <redacted>" in added and TOKEN not in page.content()   # the secret it wrote: never shown
         # coloured: added lines on green, removed on red (their computed background)
         colour = page.evaluate("""s => getComputedStyle(document.querySelector(s)).backgroundColor""", "pre.patch .add")
         assert colour == "rgb(230, 255, 236)", colour
