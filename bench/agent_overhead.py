@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The agent invoker's own cost per case, beyond the agent's time (wave 4 §4 "Speed"): copying a
-50-file fixture, reading a transcript of 40 tool calls, the workdir diff and `expect.files`, and a
-check command (`true`: the spawn, not the check's own work). Then the copy at c=8 (eight threads
-copying at once) against c=1, to see that the copy is never the bottleneck.
+50-file fixture (`workdir.copy_fixture`), reading a transcript of 40 tool calls (`read_stream`),
+and what the invoker measures after the agent (`workdir.measure`: the diff, its unified diff,
+`expect.files`, and a check command, `true`: the spawn, not the check's own work). Then the copy at
+c=8 (eight threads copying at once), to see that the copy is never the bottleneck.
 
     .venv/bin/python bench/agent_overhead.py [--repeats 30] [--files 50]
 
@@ -68,18 +69,20 @@ def main() -> int:
     try:
         src = fixture(root, args.files)
         data = transcript(40)
-        steps: dict[str, list[float]] = {"copy": [], "transcript": [], "diff_and_files": [], "check": [], "case": []}
+        steps: dict[str, list[float]] = {"copy": [], "transcript": [], "measure": [], "case": []}
         spec = {"contains": {"pkg0/mod0.py": ["return x"]}, "unchanged": ["pkg1/*"], "exists": ["pkg2/mod2.py"]}
+        check = {"command": ["true"]}
         for n in range(args.repeats):
             work = root / f"w{n}"
-            a = ms(lambda: wd.copy_fixture(src, work))
-            (work / "pkg0" / "mod0.py").write_text("changed\n")
+            copied: list[int] = []
+            a = ms(lambda: copied.append(wd.copy_fixture(src, work)))
+            (work / "pkg0" / "mod0.py").write_text("changed\n")   # the agent's edit
             b = ms(lambda: read_stream(data))
-            c = ms(lambda: wd.measure_files(spec, src, work, wd.diff(src, work)))
-            d = ms(lambda: wd.run_check({"command": ["true"]}, work, {"PATH": "/usr/bin:/bin"}))
-            for k, v in zip(("copy", "transcript", "diff_and_files", "check"), (a, b, c, d)):
+            # what the invoker measures after the agent: the diff, its unified diff, expect.files, the check
+            c = ms(lambda: wd.measure(src, work, spec, check, {"PATH": "/usr/bin:/bin"}, None, copied[0]))
+            for k, v in zip(("copy", "transcript", "measure"), (a, b, c)):
                 steps[k].append(v)
-            steps["case"].append(a + b + c + d)
+            steps["case"].append(a + b + c)
             shutil.rmtree(work)
         per_copy_c8: list[float] = []
 

@@ -158,6 +158,7 @@ class AgentInvoker(CliInvoker):
         super().__init__(cli_inv, env, environ=environ, timeout_s=spec.timeout_s or timeout_s,
                          app_root=app_root, area=area, state_dir=state_dir)
         self.base_env.update({k: secrets.expand(v, env) for k, v in spec.env.items()})
+        self._copied: dict[str, int] = {}   # an attempt's workdir -> when its copy was done (wd.copy_fixture)
         self.bwrap = None
         if spec.sandbox == "bwrap":
             self.bwrap = shutil.which(BWRAP)
@@ -207,7 +208,9 @@ class AgentInvoker(CliInvoker):
         if not work.exists():
             if not fixture.is_dir():
                 return Outcome(CONNECTION, error=f"the case's fixture {fixture} is not a directory")
-            wd.copy_fixture(fixture, work)
+            copied = wd.copy_fixture(fixture, work)
+            with self._lock:   # a conversation's later turns measure the same copy
+                self._copied[str(work)] = copied
             home.mkdir(exist_ok=True)
         env = dict(wire["env"], HOME=str(home))
         if self.bwrap:   # the rest of the filesystem is read-only: temporary files go to the attempt's dir
@@ -250,7 +253,9 @@ class AgentInvoker(CliInvoker):
                                                   or result_ev.get("terminal_reason") == "api_error"):
             return Outcome(EXIT, status=r.returncode, error=f"the agent's model call failed: {(text or '')[:200]}",
                            **common)
-        measured = self._measure(wire, fixture, work, env)
+        with self._lock:
+            copied_ns = self._copied.get(str(work))
+        measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns)
         traj = got["trajectory"]
         body = {"result": text, "session_id": traj.get("session_id"), "subtype": result_ev.get("subtype"),
                 "is_error": result_ev.get("is_error"), "num_turns": result_ev.get("num_turns")}
@@ -261,15 +266,12 @@ class AgentInvoker(CliInvoker):
                      "events": got["events"], "workdir": measured}
         return out
 
-    def _measure(self, wire: Mapping[str, Any], fixture: Path, work: Path, env: Mapping[str, str]) -> dict:
-        changes = wd.diff(fixture, work)
-        out: dict[str, Any] = {"diff": changes}
-        if wire.get("files"):
-            out["files"] = wd.measure_files(wire["files"], fixture, work, changes)
-        if wire.get("check"):
-            base = {k: v for k, v in env.items()}
-            out["check"] = wd.run_check(wire["check"], work, base, self.registry)
-        return out
+    def finish_case(self, case_id: str, passed: bool) -> None:
+        prefix = str(self.area / "cases" / case_id) + os.sep
+        with self._lock:
+            for key in [k for k in self._copied if k.startswith(prefix)]:
+                del self._copied[key]
+        super().finish_case(case_id, passed)
 
 
 def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: set[str],

@@ -8,43 +8,150 @@ it resolves inside it.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import shlex
 import shutil
+import stat
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..core import writer
 
 DIFF_CAP = 2000                 # changed paths listed at most
+PATCH_LINES = 3000              # unified-diff lines kept over all changed files (the viewer shows them)
+PATCH_FILE_LINES = 800          # ... and per file
+PATCH_READ_CAP = 512 * 1024     # a larger file is listed, not diffed
+PATCH_STATUS = (("modified", "modified"), ("added", "added"), ("removed", "deleted"))   # the patch's order
 CHECK_OUTPUT_CAP = 8000         # characters of the check's output kept (its tail)
 CHECK_TIMEOUT_S = 300.0
 SKIP_DIRS = (".git",)
 
 
-def copy_fixture(source: Path, dest: Path) -> None:
-    """A fresh copy of the fixture (symlinks copied as links, never followed out of it)."""
-    shutil.copytree(source, dest, symlinks=True)
+def copy_fixture(source: Path, dest: Path) -> int | None:
+    """A fresh copy of the fixture: directories, regular files with their mode and mtime, symlinks
+    copied as links (never followed out of it); anything else (a FIFO, a device) is an OSError
+    naming it. Returns a ctime after every copied file's and before any later change's (_after_now):
+    a copied file whose ctime is still before it was not touched since (see diff).
+
+    File by file on descriptors (open, sendfile, futimens): about a third of shutil.copytree's
+    time, which stats, copies permission bits, times and extended attributes path by path
+    (bench/agent_overhead.py); extended attributes are not copied."""
+    src_root, dst_root = str(source), str(dest)
+    os.mkdir(dst_root)
+    dirs = [(src_root, dst_root)]
+    made = []
+    while dirs:
+        src, dst = dirs.pop()
+        made.append((src, dst))
+        with os.scandir(src) as it:
+            entries = list(it)
+        for e in entries:
+            target = f"{dst}/{e.name}"
+            if e.is_symlink():
+                os.symlink(os.readlink(e.path), target)
+            elif e.is_dir(follow_symlinks=False):
+                os.mkdir(target)
+                dirs.append((e.path, target))
+            elif e.is_file(follow_symlinks=False):
+                _copy_file(e.path, target)
+            else:
+                raise OSError(f"{e.path}: not a regular file, directory or symlink (the fixture cannot hold it)")
+    for src, dst in reversed(made):   # a directory's own mode and times last (it may be read-only)
+        st = os.stat(src)
+        os.chmod(dst, stat.S_IMODE(st.st_mode))
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return _after_now(dest.parent / f".{dest.name}.copied")
 
 
-def _files(root: Path) -> dict[str, Path]:
-    out: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        for name in filenames:
-            full = Path(dirpath) / name
-            out[full.relative_to(root).as_posix()] = full
+def _after_now(stamp: Path) -> int | None:
+    """A ctime strictly after every ctime the kernel gave so far: a file made and then touched until
+    its ctime moves (at once where timestamps are fine-grained or multigrain; else the next clock
+    tick, a few ms). None if it never moves within a second (no shortcut: every file is read)."""
+    fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        first = os.fstat(fd).st_ctime_ns
+        deadline = time.monotonic() + 1.0
+        while True:
+            os.utime(fd)
+            now = os.fstat(fd).st_ctime_ns
+            if now > first:
+                return now
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.0005)
+    finally:
+        os.close(fd)
+        os.unlink(stamp)
+
+
+def _copy_file(src: str, dst: str) -> None:
+    fi = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fi)
+        fo = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            left = st.st_size
+            try:
+                while left > 0:
+                    n = os.sendfile(fo, fi, None, min(left, 1 << 30))
+                    if n == 0:
+                        break
+                    left -= n
+            except OSError as exc:   # a filesystem pair sendfile cannot serve: read and write
+                if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                os.lseek(fi, 0, os.SEEK_SET)
+                os.lseek(fo, 0, os.SEEK_SET)
+                os.ftruncate(fo, 0)
+                while chunk := os.read(fi, 1 << 20):
+                    os.write(fo, chunk)
+            os.fchmod(fo, stat.S_IMODE(st.st_mode))   # exactly the fixture's bits (the umask not applied)
+            os.utime(fo, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(fo)
+    finally:
+        os.close(fi)
+
+
+def _tree(root: Path) -> dict[str, os.stat_result]:
+    """Every entry that is not a directory (files, symlinks), by its path relative to `root`
+    (`/`-separated, `.git` left out), with its lstat: one scandir a directory, one lstat a file."""
+    out: dict[str, os.stat_result] = {}
+    stack = [("", str(root))]
+    while stack:
+        rel, path = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for e in entries:
+            name = f"{rel}/{e.name}" if rel else e.name
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name not in SKIP_DIRS:
+                        stack.append((name, e.path))
+                else:
+                    out[name] = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
     return out
 
 
-def _same(a: Path, b: Path) -> bool:
+def _same(a: str, b: str, sa: os.stat_result, sb: os.stat_result, copied_ns: int | None) -> bool:
+    """Whether work file `b` still holds fixture file `a`. Without reading it when the stat says so:
+    the same size and mtime (the copy kept the fixture's) and a ctime before the copy was done (any
+    write, rename, chmod or utime since moves a file's ctime to the kernel's clock, which no process
+    can set back, short of setting the system clock back in between); else byte by byte."""
     try:
-        if a.is_symlink() or b.is_symlink():
-            return a.is_symlink() and b.is_symlink() and os.readlink(a) == os.readlink(b)
-        sa, sb = a.stat(), b.stat()
+        if stat.S_ISLNK(sa.st_mode) or stat.S_ISLNK(sb.st_mode):
+            return stat.S_ISLNK(sa.st_mode) and stat.S_ISLNK(sb.st_mode) and os.readlink(a) == os.readlink(b)
         if sa.st_size != sb.st_size:
             return False
+        if copied_ns is not None and sb.st_ctime_ns < copied_ns and sa.st_mtime_ns == sb.st_mtime_ns:
+            return True
         with open(a, "rb") as fa, open(b, "rb") as fb:
             while True:
                 ca, cb = fa.read(1 << 16), fb.read(1 << 16)
@@ -56,16 +163,79 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def diff(fixture: Path, work: Path) -> dict[str, list[str]]:
-    """{added, removed, modified}: paths relative to the workdir (`.git` left out), sorted, capped."""
-    before, after = _files(fixture), _files(work)
-    added = sorted(set(after) - set(before))
-    removed = sorted(set(before) - set(after))
-    modified = sorted(p for p in set(before) & set(after) if not _same(before[p], after[p]))
+def diff(fixture: Path, work: Path, copied_ns: int | None = None) -> dict[str, list[str]]:
+    """{added, removed, modified}: paths relative to the workdir (`.git` left out), sorted, capped.
+    `copied_ns`: what copy_fixture returned for this workdir (None: every common file is read)."""
+    before, after = _tree(fixture), _tree(work)
+    added = sorted(after.keys() - before.keys())
+    removed = sorted(before.keys() - after.keys())
+    fx, wk = str(fixture), str(work)
+    modified = sorted(p for p in before.keys() & after.keys()
+                      if not _same(f"{fx}/{p}", f"{wk}/{p}", before[p], after[p], copied_ns))
     out = {"added": added[:DIFF_CAP], "removed": removed[:DIFF_CAP], "modified": modified[:DIFF_CAP]}
     if max(len(added), len(removed), len(modified)) > DIFF_CAP:
         out["truncated"] = True
     return out
+
+
+def measure(fixture: Path, work: Path, files: Mapping[str, Any] | None, check: Mapping[str, Any] | None,
+            env: Mapping[str, str], registry: Any = None, copied_ns: int | None = None) -> dict:
+    """Everything measured in a workdir after its agent (the facts of workdir.json): the changed
+    paths, their unified diff, what `expect.files` asks, and `expect.check` run there."""
+    changes = diff(fixture, work, copied_ns)
+    out: dict[str, Any] = {"diff": changes, "patch": patch(fixture, work, changes)}
+    if files:
+        out["files"] = measure_files(files, fixture, work, changes)
+    if check:
+        out["check"] = run_check(check, work, env, registry)
+    return out
+
+
+def _text(path: Path) -> tuple[list[str] | None, str | None]:
+    """(the file's lines, None) or (None, why it is not diffed: a symlink, binary, too large)."""
+    try:
+        if path.is_symlink():
+            return None, f"a symlink to {os.readlink(path)}"
+        if path.stat().st_size > PATCH_READ_CAP:
+            return None, f"larger than {PATCH_READ_CAP // 1024} KB: not diffed"
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    if b"\0" in data:
+        return None, "binary"
+    try:
+        return data.decode("utf-8").splitlines(), None
+    except UnicodeDecodeError:
+        return None, "binary (not UTF-8)"
+
+
+def patch(fixture: Path, work: Path, changes: Mapping[str, Any]) -> dict:
+    """The workdir's changes as a unified diff, file by file (modified, added, then deleted files,
+    each in path order: what was edited first, where the budget goes): {files: [{path, status
+    (added|modified|deleted), added, removed, diff (the hunks, without the ---/+++ header) or None,
+    note}], clipped}. Lines beyond PATCH_FILE_LINES per file or PATCH_LINES in all are cut (`note`
+    and `clipped` say so); a binary, symlinked or large file is listed with its note, not diffed."""
+    import difflib
+    rows = [(rel, status) for key, status in PATCH_STATUS for rel in sorted(changes.get(key) or [])]
+    budget, files, clipped = PATCH_LINES, [], bool(changes.get("truncated"))
+    for rel, status in rows:
+        row: dict[str, Any] = {"path": rel, "status": status, "added": 0, "removed": 0, "diff": None, "note": None}
+        files.append(row)
+        before, why_a = ([], None) if status == "added" else _text(fixture / rel)
+        after, why_b = ([], None) if status == "deleted" else _text(work / rel)
+        if before is None or after is None:
+            row["note"] = why_b or why_a
+            continue
+        lines = list(difflib.unified_diff(before, after, lineterm="", n=3))[2:]
+        row["added"] = sum(1 for x in lines if x.startswith("+"))
+        row["removed"] = sum(1 for x in lines if x.startswith("-"))
+        keep = max(0, min(PATCH_FILE_LINES, budget))
+        if len(lines) > keep:
+            row["note"] = f"{len(lines) - keep} more diff line(s) not kept"
+            lines, clipped = lines[:keep], True
+        budget -= len(lines)
+        row["diff"] = "\n".join(lines)
+    return {"files": files, "clipped": clipped}
 
 
 def _inside(work: Path, rel: str) -> Path | None:
@@ -96,7 +266,9 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
                 got[rel] = {"file": False, "missing": [t for t in wanted if isinstance(t, str)]}
                 continue
             body = target.read_bytes().decode("utf-8", errors="replace")
-            got[rel] = {"file": True, "missing": [t for t in wanted if isinstance(t, str) and t not in body]}
+            texts = [t for t in wanted if isinstance(t, str)]
+            got[rel] = {"file": True, "missing": [t for t in texts if t not in body],
+                        "found": [t for t in texts if t in body]}
         out["contains"] = got
     globs = spec.get("unchanged")
     if isinstance(globs, list):
@@ -104,6 +276,34 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
         out["unchanged"] = {g: sorted(p for p in touched if fnmatch.fnmatchcase(p, g)) for g in globs
                             if isinstance(g, str)}
     return out
+
+
+def unmeasured(spec: Any, facts: Any) -> str | None:
+    """What `expect.files` asks that the recorded facts do not answer (a replay or rescore under an
+    edited expectation), in words; None when every item was measured. A live run measures exactly
+    what the case asks, so this is None there."""
+    if not isinstance(spec, Mapping) or not isinstance(facts, Mapping):
+        return "the workdir's files were not measured"
+    for key in ("exists", "absent"):
+        known = facts.get(key) if isinstance(facts.get(key), Mapping) else {}
+        for path in spec.get(key) or [] if isinstance(spec.get(key), list) else []:
+            if isinstance(path, str) and path not in known:
+                return f"expect.files.{key} {path!r}"
+    contains = spec.get("contains") if isinstance(spec.get("contains"), Mapping) else {}
+    known = facts.get("contains") if isinstance(facts.get("contains"), Mapping) else {}
+    for rel, texts in contains.items():
+        got = known.get(rel)
+        if not isinstance(got, Mapping):
+            return f"expect.files.contains {rel!r}"
+        seen = set(got.get("found") or []) | set(got.get("missing") or [])
+        for t in texts if isinstance(texts, list) else [texts]:
+            if isinstance(t, str) and got.get("file") and t not in seen:
+                return f"expect.files.contains {rel!r}: {t!r}"
+    known = facts.get("unchanged") if isinstance(facts.get("unchanged"), Mapping) else {}
+    for glob in spec.get("unchanged") or [] if isinstance(spec.get("unchanged"), list) else []:
+        if isinstance(glob, str) and glob not in known:
+            return f"expect.files.unchanged {glob!r}"
+    return None
 
 
 def check_argv(spec: Mapping[str, Any]) -> list[str]:

@@ -27,6 +27,9 @@ def outcome_doc(out: Outcome) -> dict[str, Any]:
     doc["headers"] = {k: (REDACTED if k.lower() in _CREDENTIAL_HEADERS else v) for k, v in (out.headers or {}).items()}
     doc["set_cookies"] = [mask_cookie(c) for c in out.set_cookies or []]
     doc["notes"] = list(out.notes or [])
+    if out.agent is not None:   # agent mode: the workdir the agent left (the transcript is the exchange's trace)
+        doc["agent"] = {"status": out.agent.get("status"), "reason": out.agent.get("reason"),
+                        "workdir": out.agent.get("workdir")}
     return doc
 
 
@@ -37,7 +40,10 @@ def outcome_from(doc: Mapping[str, Any]) -> Outcome:
     kwargs["set_cookies"] = list(kwargs.get("set_cookies") or [])
     kwargs["json_ok"] = bool(kwargs.get("json_ok"))
     kwargs["latency_ms"] = float(kwargs.get("latency_ms") or 0.0)
-    return Outcome(**kwargs)
+    out = Outcome(**kwargs)
+    if isinstance(doc.get("agent"), Mapping):
+        out.agent = dict(doc["agent"])
+    return out
 
 
 def trace_doc(got: CaseTrace) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import json
 from ..core import casestore
 from ..core.jsonio import loads
 from ..core.explain import AUTH_STATUSES
-from ..core.vocab import LAYER_ORDER
+from ..core.vocab import AGENT_LAYERS, LAYER_ORDER
 from ..core.writer import clip
 from ..stats.paired import mde_sentence, verdict_label
 from .facts import RunFacts, case_link, read_case_file
@@ -66,6 +66,8 @@ def describe_layer(name: str, layer: dict, judged: list[dict] | None = None) -> 
         if layer.get("status") in AUTH_STATUSES:  # a wrong key is not the app's regression
             text += " (an authentication problem: check invocation.auth and the env var it reads)"
         return text
+    if name in AGENT_LAYERS and isinstance(layer.get("reason"), str) and layer["reason"]:
+        return clip(layer["reason"], 402, ellipsis=" …")   # the agent layers say it in words
     detail = {k: v for k, v in layer.items() if k != "verdict"}
     text = _compact(detail) if detail else "failed (no detail recorded)"
     return clip(text, 402, ellipsis=" …")

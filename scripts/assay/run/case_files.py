@@ -38,6 +38,8 @@ class CaseFiles:
                 if r.get("trajectory") is not None and not multi:   # every repeat's trace: rescore scores each
                     self.put(f"repeats/{r['n']}/trajectory.json", case_json(r["trajectory"]))
                     self.put(f"repeats/{r['n']}/trace.json", case_json(r["raw_spans"]))
+                if r.get("workdir") is not None and not multi:   # agent mode: what the agent left in its workdir
+                    self.put(f"repeats/{r['n']}/workdir.json", case_json(r["workdir"]))
                 self.put(f"repeats/{r['n']}/verdict.json", case_json(repeat_verdict(case, r)))
                 if multi:
                     self.put_turns(case, r, f"repeats/{r['n']}/", traces=False)
@@ -55,6 +57,8 @@ class CaseFiles:
         if chosen["trajectory"] is not None:
             self.put("trajectory.json", case_json(chosen["trajectory"]))
             self.put("trace.json", case_json(chosen["raw_spans"]))
+        if chosen.get("workdir") is not None and not multi:
+            self.put("workdir.json", case_json(chosen["workdir"]))
 
     def put_turns(self, case: Mapping[str, Any], rep: dict, prefix: str, *, traces: bool) -> None:
         """turns/<n>/ for every sent turn of one repeat (trace files only at the case level)."""
@@ -97,8 +101,15 @@ def repeat_verdict(case: Mapping[str, Any], r: dict) -> dict:
     doc = {"case_id": case["id"], "n": r["n"], "verdict": r["verdict"], "attempts": len(r["outcomes"]),
            "infra_reason": r["infra_reason"], "trace_status": r["trace_status"], "trace": r.get("trace"),
            "trace_collected": "turns" not in r and r.get("trajectory") is not None,
+           **workdir_flag(r),
            "layers": {name: r["layers"][name] for name in LAYER_ORDER}}
     if "turns" in r:
         doc.update(turns_sent=r["turns_sent"], turns_total=r["turns_total"], failed_turn=r["failed_turn"],
                    stop_reason=r["stop_reason"])
     return doc
+
+
+def workdir_flag(r: Mapping[str, Any]) -> dict:
+    """`workdir_measured: true` on an agent case (or repeat) whose workdir.json is stored; absent
+    otherwise (every other mode's record is unchanged)."""
+    return {"workdir_measured": True} if "turns" not in r and r.get("workdir") is not None else {}

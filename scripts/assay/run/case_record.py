@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from ..core import writer
 from ..core.vocab import ERROR, INFRA_ERROR, INFRA_INCOMPLETE, UNSCORED, is_judge_unstable
 from ..score.rollup import unscored_reason
+from .case_files import workdir_flag
 from .caseinfo import case_title, input_text
 from ..invoke.outcome import RESPONSE, is_rate_limited, same_body_key
 from ..traces.collect import NOT_COLLECTED
@@ -47,13 +48,13 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
         rate_limited_retries=sum(1 for r in repeats for o in r["outcomes"][:-1] if is_rate_limited(o)),
         latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
         unscored_reason=unscored_reason(chosen["layers"], folded),
-        repeats=[{"n": r["n"], "verdict": r["verdict"], "trace_collected": r.get("trajectory") is not None}
-                 for r in repeats] if k > 1 else None,
+        repeats=[{"n": r["n"], "verdict": r["verdict"], "trace_collected": r.get("trajectory") is not None,
+                  **workdir_flag(r)} for r in repeats] if k > 1 else None,
         scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
         judge_unstable=folded == UNSCORED and any(is_judge_unstable({"layers": r["layers"]}) for r in repeats),
         judged=bool(judged), judge_usage=_judge_usage(judged),
         trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
-        undeclared_tools=undeclared or None)
+        undeclared_tools=undeclared or None, **workdir_flag(chosen))
 
 
 def repeated_5xx(repeats: list[dict]) -> dict | None:

@@ -279,6 +279,9 @@ def _agent_layer(layer: str, expect: Mapping[str, Any], ctx: ScoreContext, ev: R
     if layer in ("files", "check"):
         if not isinstance(ev.workdir, Mapping) or layer not in ev.workdir:
             return {"verdict": UNSCORED, "reason": "the workdir was not measured after the agent"}
+        gap = _unmeasured(layer, expect, ev.workdir)
+        if gap is not None:   # a replay or rescore under an edited expectation: never scored from other facts
+            return {"verdict": UNSCORED, "reason": gap}
         scorer = agent.score_files if layer == "files" else agent.score_check
         return _guard(lambda: scorer(ev.workdir, expect))
     missing = _trace_input(ctx, ev)
@@ -286,6 +289,22 @@ def _agent_layer(layer: str, expect: Mapping[str, Any], ctx: ScoreContext, ev: R
         return missing
     scorer = agent.score_skills if layer == "skills" else agent.score_permissions
     return _guard(lambda: scorer(ev.trajectory, expect))
+
+
+def _unmeasured(layer: str, expect: Mapping[str, Any], workdir: Mapping[str, Any]) -> str | None:
+    """Why the recorded workdir facts do not answer the case's current `files`/`check` (None: they do)."""
+    from ..invoke import workdir as wd
+    if layer == "files":
+        what = wd.unmeasured(expect.get("files"), workdir.get("files"))
+        return None if what is None else (f"{what} was not measured in the workdir the agent left (the case "
+                                          "asks more than the run that measured it did): run the case live")
+    got = workdir.get("check") if isinstance(workdir.get("check"), Mapping) else {}
+    spec = expect.get("check") if isinstance(expect.get("check"), Mapping) else {}
+    now = wd.check_argv(spec)
+    if got.get("command") is not None and list(got["command"]) != now:
+        return (f"the check that ran was {got['command']}; the case now asks {now}: its exit code is not known "
+                "for that command: run the case live")
+    return None
 
 
 def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence) -> tuple[dict, dict | None]:

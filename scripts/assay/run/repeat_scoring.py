@@ -98,7 +98,7 @@ def infra_part(trace: TraceConfig, final: Outcome, reason: str) -> dict[str, Any
     return {"answer_text": None, "actual": None, "actual_reason": f"no response ({INFRA_ERROR})",
             "trajectory": None, "raw_spans": None, "trace_status": NOT_COLLECTED, "infra_reason": reason,
             "trace": not_sent_block(trace, f"no answer ({INFRA_ERROR}): no trace was looked for"),
-            "layers": layers, "verdict": INFRA_ERROR}
+            "layers": layers, "verdict": INFRA_ERROR, "workdir": None}
 
 
 def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping[str, str],
@@ -124,4 +124,5 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
     return {"answer_text": scrub(answer) if answer is not None else None, "actual": actual,
             "actual_reason": "the execution layer did not run (not applicable or disabled)",
             "trajectory": trajectory, "raw_spans": raw, "trace_status": trace_status, "trace": got.block(),
-            "infra_reason": None, "layers": layers, "verdict": case_verdict(layers, skipped=False)}
+            "infra_reason": None, "layers": layers, "verdict": case_verdict(layers, skipped=False),
+            "workdir": ev.workdir if isinstance(ev.workdir, dict) else None}

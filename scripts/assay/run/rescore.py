@@ -11,7 +11,8 @@ and their calibration status re-read from the current sidecar.
 
 Exactness: the run stores what rescore needs to score what it scored - a JSON body as JSON
 (secrets redacted value by value), every repeat's request, response and trace (k > 1:
-`repeats/<n>/`) - and rescore registers the secrets a run of the same plan registers, so
+`repeats/<n>/`), an agent's workdir.json (answered by `rescore_source`: the agent is not run
+again) - and rescore registers the secrets a run of the same plan registers, so
 nothing a judge echoes reaches disk. It calls no app, so it never stops on
 `execution.infra_rate_abort` (exit 5): cases it cannot replay are counted and gated.
 
@@ -27,193 +28,25 @@ sees `<redacted>` (the secret is never stored).
 from __future__ import annotations
 
 import os
-import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import RUN_ID_RE, parse_run_id
-from ..core.jsonio import dumps, loads, read_json
 from ..plan.validate import run_plan, validate_plan
-from ..schemas import validate
 from . import holdout_ledger, preflight, preflight_env, run_paths
-from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
 from ..traces.collect import TraceConfig
 
 from ..replay.miss import RESCORE_NOT_REPLAYED
+from .rescore_source import ReplayInvoker, ReplayTraceSource, load_source, parse_json
 
-NOT_SENT = "not sent in the source run: no stored response to rescore"
-NOT_REPLAYED = f"a conversation (input.turns): {RESCORE_NOT_REPLAYED}"
 NOT_REPLAYED_SIMULATED = (
     f"a simulated-user conversation (input.simulated_user): {RESCORE_NOT_REPLAYED}, "
     "so its end state and its rubric (judged over the whole transcript) were not re-scored and the simulator "
     "was not called; the source run {run_id}'s verdict for it stands in that run's case record; to "
     "score it with the current suite run it again (run_cases.py), or replay the source run if it was recorded "
     "(run_cases.py --replay <state>/{run_dir})")
-
-
-@dataclass
-class Stored:
-    request: Any
-    response: dict
-    trajectory: dict | None = None
-    trace_doc: Any = None
-    trace: dict | None = None
-
-
-def _read(path: Path) -> Any:
-    try:
-        return read_json(path)
-    except (OSError, ValueError):
-        return None
-
-
-def _parse(data: bytes | None) -> Any:
-    try:
-        return loads(data.decode("utf-8")) if data is not None else None
-    except (ValueError, RecursionError):
-        return None
-
-
-def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, int], Stored]]:
-    """(manifest, verdict by case id, stored repeat by (case id, n))."""
-    manifest = _read(run_dir / "manifest.yaml")
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("cases"), list):
-        raise AssayError(f"{run_dir}: not a run directory (no readable manifest.yaml)", 2, run_dir=str(run_dir))
-    verdicts: dict[str, dict] = {}
-    stored: dict[tuple[str, int], Stored] = {}
-    store = casestore.open_store(run_dir)
-    for entry in manifest["cases"]:
-        cid = entry.get("id") if isinstance(entry, dict) else None
-        case = store.load(cid) if isinstance(cid, str) else None
-        if case is None:
-            continue
-        v = case.verdict
-        source = store.where(cid)
-        validate(v, "verdict", source=source)   # a hand edit: exit 2 naming the file and key
-
-        def _art(rel: str, case: casestore.CaseRecord = case) -> Any:
-            return _parse(case.read(rel))
-        verdicts[cid] = v
-        if not v.get("sent", True) or v.get("verdict") == "skipped":
-            continue
-        k = int(v.get("k") or 1)
-        repeats = v.get("repeats") or [{"n": 1, "verdict": v.get("verdict")}]
-        chosen = next((r["n"] for r in repeats if r.get("verdict") == v.get("verdict")), repeats[-1]["n"])
-        for n in range(1, k + 1):
-            base = "" if k == 1 else f"repeats/{n}/"
-            response = _art(base + "response.json")
-            if not isinstance(response, dict):
-                continue
-            st = Stored(request=_art(base + "request.json"), response=response)
-            rv = v if k == 1 else _art(base + "verdict.json")
-            if k > 1 and isinstance(rv, dict) and isinstance(rv.get("trace"), dict):
-                # every repeat's own trace (run dirs since repeats/<n>/ holds trajectory.json)
-                st.trace = rv["trace"]
-                if rv.get("trace_collected"):
-                    st.trajectory, st.trace_doc = _art(base + "trajectory.json"), _art(base + "trace.json")
-            elif n == chosen:   # k = 1, or an older run dir: only the chosen repeat's trace was kept
-                st.trajectory = _art("trajectory.json")
-                st.trace_doc = _art("trace.json")
-                st.trace = v.get("trace") if isinstance(v.get("trace"), dict) else None
-            stored[(cid, n)] = st
-    return manifest, verdicts, stored
-
-
-def stored_outcome(response: Mapping[str, Any]) -> Outcome:
-    """The final attempt of a stored response.json as an Outcome (no retry: it is what happened)."""
-    kind = response.get("outcome") or RESPONSE
-    body, fmt = response.get("body"), response.get("body_format")
-    if fmt == "json":
-        text = dumps(body, indent=None)
-        return Outcome(RESPONSE, status=response.get("status"), headers=dict(response.get("headers") or {}),
-                       body_text=text, body_json=body, json_ok=True, latency_ms=response.get("latency_ms") or 0.0,
-                       notes=list(response.get("notes") or []), error=response.get("error"), cli=response.get("cli"))
-    if kind != RESPONSE:
-        return Outcome(kind, status=response.get("status"), error=response.get("error"),
-                       latency_ms=response.get("latency_ms") or 0.0, cli=response.get("cli"),
-                       body_text=body if isinstance(body, str) else None)
-    return Outcome(RESPONSE, status=response.get("status"), headers=dict(response.get("headers") or {}),
-                   body_text=body if isinstance(body, str) else None, latency_ms=response.get("latency_ms") or 0.0,
-                   notes=list(response.get("notes") or []), error=response.get("error"), cli=response.get("cli"))
-
-
-class ReplayInvoker:
-    """Answers each case's n-th request with the source run's stored n-th response."""
-
-    def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource",
-                 conversation_ids: frozenset[str] = frozenset()) -> None:
-        self.mode = mode
-        self.stored = stored
-        self.source = source
-        self.conversation_ids = conversation_ids  # each turn arrives as a one-message case: known by id
-        self._next: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def prepare(self, case: Mapping[str, Any], uuid: str, extra_headers: Mapping[str, str] | None = None, **kw: Any):
-        if case.get("id") in self.conversation_ids or (isinstance(case.get("input"), Mapping)
-                                                       and case["input"].get("turns")):
-            return {"key": None}, {"mode": "rescore", "note": NOT_REPLAYED}
-        with self._lock:
-            n = self._next.get(case["id"], 0) + 1
-            self._next[case["id"]] = n
-        st = self.stored.get((case["id"], n))
-        tp = (extra_headers or {}).get("traceparent")
-        if st is not None and tp:
-            self.source.register(tp.split("-")[1], case["id"], n)
-        return {"key": (case["id"], n)}, (st.request if st is not None else {"mode": "rescore", "note": NOT_SENT})
-
-    def send(self, wire: Mapping[str, Any]) -> Outcome:
-        if wire["key"] is None:
-            return Outcome(CONNECTION, error=NOT_REPLAYED)
-        st = self.stored.get(wire["key"])
-        if st is None:
-            return Outcome(CONNECTION, error=NOT_SENT)
-        out = stored_outcome(st.response)
-        if st.trace and st.trace.get("trace_id"):
-            out.trace_id = st.trace["trace_id"]   # the stored request's trace, whatever the correlation
-        return out
-
-    def close(self) -> None:
-        pass
-
-
-@dataclass
-class _Collected:
-    status: str
-    trajectory: Any = None
-    trace_doc: Any = None
-    reason: str | None = None
-
-
-class ReplayTraceSource:
-    """Gives back the stored trajectory of the request a trace id belongs to."""
-
-    def __init__(self, stored: dict[tuple[str, int], Stored]) -> None:
-        self.stored = stored
-        self.by_trace: dict[str, tuple[str, int]] = {}
-        for key, st in stored.items():
-            tid = (st.trace or {}).get("trace_id")
-            if tid:
-                self.by_trace[tid] = key
-        self._lock = threading.Lock()
-
-    def register(self, trace_id: str, case_id: str, n: int) -> None:
-        with self._lock:
-            self.by_trace[trace_id] = (case_id, n)
-
-    def collect(self, trace_id: str, parent_span_id: str | None = None) -> _Collected:
-        with self._lock:
-            key = self.by_trace.get(trace_id)
-        st = self.stored.get(key) if key else None
-        if st is None or st.trace is None:
-            return _Collected("incomplete", reason="rescore: the source run stored no trace for this request (a "
-                                                   "run dir written before every repeat's trace was kept)")
-        if st.trajectory is None:
-            return _Collected("incomplete", reason=st.trace.get("reason") or "trace incomplete in the source run")
-        return _Collected("ok", st.trajectory, st.trace_doc, None)
 
 
 class NotReplayedSimulator:
@@ -242,7 +75,7 @@ def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
     for cid, v in verdicts.items():
         if not v.get("judged"):
             continue
-        doc = _parse(casestore.open_store(run_dir).read(cid, "judge.json"))
+        doc = parse_json(casestore.open_store(run_dir).read(cid, "judge.json"))
         if not isinstance(doc, dict):
             continue
         pv = doc.get("prompt_version")
@@ -354,7 +187,8 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     mode = ((manifest.get("invocation") or {}).get("mode")) or "http"
     from ..invoke.conversation import ConversationConfig, is_conversation
     invoker = ReplayInvoker(mode, stored, trace_source,
-                            frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)))
+                            frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)),
+                            invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None)
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
     block = plan.invocation.get("conversation")

@@ -50,11 +50,14 @@ CASE_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("actual.json", "result", "only when expect.result is present and the case was sent"),
     Artifact("judge.json", "judged", "only when the run's judge judged the case: every call, verdicts, usage"),
     Artifact("simulator.json", "simulated", "only for a sent simulated user: how it ended, seed, simulator"),
+    Artifact("workdir.json", "workdir", "agent mode: the workdir after the agent (diff, files, check)"),
 )
 REPEAT_ARTIFACTS: tuple[str, ...] = ("request.json", "response.json", "verdict.json")
 # ... and that repeat's trace, when one was collected for it (a single-turn case), so that a
 # rescore scores every repeat from its own trajectory, as the run did.
 REPEAT_TRACE_ARTIFACTS: tuple[str, ...] = ("trajectory.json", "trace.json")
+# ... and, in agent mode, what that repeat's agent left in its workdir (rescore scores files/check from it).
+REPEAT_WORKDIR_ARTIFACT = "workdir.json"
 # Per sent turn of a conversation (relative to turns/<n>/, n = 1..turns_sent); the same five
 # under repeats/<r>/turns/<n>/ when k > 1 (no trace files there). All in the case's one record.
 TURN_ARTIFACTS: tuple[Artifact, ...] = (
@@ -109,6 +112,7 @@ def case_conditions(record: Mapping[str, Any]) -> dict[str, bool]:
         "result": sent and bool(record.get("has_result_expect")),
         "judged": sent and bool(record.get("judged")),
         "simulated": sent and bool(record.get("simulated")),
+        "workdir": sent and bool(record.get("workdir_measured")),
     }
 
 
@@ -128,6 +132,8 @@ def required_case_files(record: Mapping[str, Any]) -> list[str]:
             files.extend(f"repeats/{n}/{name}" for name in REPEAT_ARTIFACTS)
             if r.get("trace_collected") and not multi:
                 files.extend(f"repeats/{n}/{name}" for name in REPEAT_TRACE_ARTIFACTS)
+            if r.get("workdir_measured") and not multi:
+                files.append(f"repeats/{n}/{REPEAT_WORKDIR_ARTIFACT}")
             if multi:
                 sent = int(r.get("turns_sent") or 0)
                 files.extend(turn_files([{"n": t} for t in range(1, sent + 1)], f"repeats/{n}/turns/", traces=False,
@@ -174,6 +180,8 @@ def render_tree() -> str:
     lines.append(f"{rep}   only when k > 1 and the case was sent (n = 1..k)")
     rep_trace = "    repeats/<n>/" + " ".join(REPEAT_TRACE_ARTIFACTS)
     lines.append(f"{rep_trace:<{len(rep) + 3}}only when that repeat's trace was collected (single-turn)")
+    rep_wd = "    repeats/<n>/" + REPEAT_WORKDIR_ARTIFACT
+    lines.append(f"{rep_wd:<{len(rep) + 3}}agent mode: that repeat's workdir.json")
     lines.append(f"{'    repeats/<n>/turns/<t>/':<{width}}a conversation's turns in that repeat: the five files, no traces")
     for name in AFTER_RUN_FILES:
         lines.append(f"{'  ' + name:<{width}}written by the skill after the run, never by the runner (allowed)")

@@ -87,7 +87,15 @@ def score_check(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
         raise ScorerInputError(f"the check did not give an exit code: {got.get('error') or 'not run'}")
     ok = got["exit_code"] == want
     return {"verdict": PASS if ok else FAIL, "expected_exit_code": want, **detail,
-            "reason": None if ok else f"the check {got.get('command')} exited {got['exit_code']} (expected {want})"}
+            "reason": None if ok else f"the check `{_argv_words(got.get('command'))}` exited {got['exit_code']} "
+                                      f"(expected {want})"}
+
+
+def _argv_words(argv: Any) -> str:
+    """A check's argv as a person would type it (a program's directory left out)."""
+    if not isinstance(argv, list) or not argv:
+        return str(argv)
+    return " ".join([str(argv[0]).rsplit("/", 1)[-1]] + [str(a) for a in argv[1:]])
 
 
 def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:

@@ -24,7 +24,7 @@ a line that is not JSON is `incomplete` with a named reason: the case is infra, 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping   # Mapping: annotations only; the transcript is JSON, so its objects are dicts
 
 OK, INCOMPLETE = "ok", "incomplete"
 MAIN_AGENT = "claude-code"
@@ -70,7 +70,7 @@ def parse_lines(data: bytes) -> tuple[list[dict], str | None]:
 
 
 def _skill_of(inp: Any) -> str | None:
-    if not isinstance(inp, Mapping):
+    if not isinstance(inp, dict):
         return None
     for key in ("skill", "command", "name"):
         value = inp.get(key)
@@ -81,7 +81,7 @@ def _skill_of(inp: Any) -> str | None:
 
 def _result_text(content: Any) -> Any:
     if isinstance(content, list):
-        parts = [c.get("text") for c in content if isinstance(c, Mapping) and isinstance(c.get("text"), str)]
+        parts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
         return "\n".join(parts) if len(parts) == len(content) else content
     return content
 
@@ -94,9 +94,9 @@ def _model_calls(result: Mapping[str, Any], model: str | None) -> list[dict]:
     """One model-call row per model the session used, with its tokens (none: no usage reported)."""
     calls = []
     per_model = result.get("modelUsage")
-    if isinstance(per_model, Mapping) and per_model:
+    if isinstance(per_model, dict) and per_model:
         for name, u in sorted(per_model.items()):
-            if not isinstance(u, Mapping):
+            if not isinstance(u, dict):
                 continue
             cache = _int(u.get("cacheReadInputTokens")) + _int(u.get("cacheCreationInputTokens"))
             calls.append({"operation": "chat", "agent": MAIN_AGENT, "model": str(name),
@@ -106,7 +106,7 @@ def _model_calls(result: Mapping[str, Any], model: str | None) -> list[dict]:
         if calls:
             return calls
     usage = result.get("usage")
-    if isinstance(usage, Mapping) and ("input_tokens" in usage or "output_tokens" in usage):
+    if isinstance(usage, dict) and ("input_tokens" in usage or "output_tokens" in usage):
         cache = _int(usage.get("cache_read_input_tokens")) + _int(usage.get("cache_creation_input_tokens"))
         return [{"operation": "chat", "agent": MAIN_AGENT, "model": model, "input_tokens":
                  _int(usage.get("input_tokens")) + cache, "output_tokens": _int(usage.get("output_tokens")),
@@ -130,17 +130,17 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         kind = ev.get("type")
         parent = ev.get("parent_tool_use_id")
         agent = agent_of_call.get(parent, MAIN_AGENT) if isinstance(parent, str) else MAIN_AGENT
-        msg = ev.get("message") if isinstance(ev.get("message"), Mapping) else {}
+        msg = ev.get("message") if isinstance(ev.get("message"), dict) else {}
         content = msg.get("content") if isinstance(msg.get("content"), list) else []
         if kind == "assistant":
             for block in content:
-                if not isinstance(block, Mapping) or block.get("type") != "tool_use":
+                if not isinstance(block, dict) or block.get("type") != "tool_use":
                     continue
                 raw = str(block.get("name") or "")
                 inp = block.get("input")
                 cid = str(block.get("id")) if block.get("id") is not None else None
                 call = {"name": declared_name(raw, declared) or None, "agent": agent, "call_id": cid,
-                        "arguments": inp, "arguments_captured": isinstance(inp, Mapping), "result": None,
+                        "arguments": inp, "arguments_captured": isinstance(inp, dict), "result": None,
                         "result_captured": False, "origin": "executed", "span_id": cid, "start_ns": None,
                         "end_ns": None, "duration_ms": None, "error": None}
                 if split_mcp(raw):
@@ -148,18 +148,18 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
                 if raw == SKILL_TOOL:
                     call["skill"] = _skill_of(inp)
                 if raw in SUBAGENT_TOOLS and cid:
-                    sub = inp.get("subagent_type") if isinstance(inp, Mapping) else None
+                    sub = inp.get("subagent_type") if isinstance(inp, dict) else None
                     name = str(sub) if isinstance(sub, str) and sub else f"subagent-{len(agents)}"
                     agent_of_call[cid] = name
                     agents.append({"name": name, "parent_agent": agent, "span_id": cid, "start_ns": None,
                                    "end_ns": None, "duration_ms": None, "error": None,
-                                   "description": inp.get("description") if isinstance(inp, Mapping) else None})
+                                   "description": inp.get("description") if isinstance(inp, dict) else None})
                 calls.append(call)
                 if cid:
                     by_id[cid] = call
         elif kind == "user":
             for block in content:
-                if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
                     continue
                 call = by_id.get(str(block.get("tool_use_id")))
                 if call is None:
@@ -176,7 +176,7 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
     denials = []
     if result is not None:
         for d in result.get("permission_denials") or []:
-            if isinstance(d, Mapping):
+            if isinstance(d, dict):
                 denials.append({"tool": declared_name(str(d.get("tool_name") or ""), declared),
                                 "call_id": d.get("tool_use_id")})
     llm = _model_calls(result or {}, model)
@@ -190,7 +190,7 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         "tool_log": {"seen": True, "source": "transcript", "reason": None},
         "skills": skills, "permission_denials": denials,
         "mcp_servers": [{"name": s.get("name"), "status": s.get("status")} for s in init.get("mcp_servers") or []
-                        if isinstance(s, Mapping)],
+                        if isinstance(s, dict)],
         "available_tools": [t for t in init.get("tools") or [] if isinstance(t, str)],
         "result": None if result is None else {
             k: result.get(k) for k in ("subtype", "is_error", "num_turns", "duration_ms", "duration_api_ms",

@@ -1,6 +1,7 @@
 """One case's documents for the Case page: verdict, request, answer, turns, trajectory, judge
-calls (the case's and each turn's), a simulated user's notes (the case's and each turn's),
-repeats, and the names of its raw files. A holdout case is NotFound (its id never shown).
+calls (the case's and each turn's), a simulated user's notes (the case's and each turn's), an
+agent's workdir after it ran (its diff: workdir.json), repeats, and the names of its raw files.
+A holdout case is NotFound (its id never shown).
 
 Read from the case's record (core.casestore: a cases.jsonl line, or an older run's case dir)."""
 
@@ -53,7 +54,8 @@ def _part(rec: casestore.CaseRecord, prefix: str = "") -> dict:
     return {"request": _json(rec, prefix + "request.json"), "response": _json(rec, prefix + "response.json"),
             "answer": _text(rec, prefix + "answer.txt"), "verdict": _json(rec, prefix + "verdict.json"),
             "expect": _json(rec, prefix + "expect.json"), "trajectory": _json(rec, prefix + "trajectory.json"),
-            "judge": _json(rec, prefix + "judge.json"), "simulator": _json(rec, prefix + "simulator.json")}
+            "judge": _json(rec, prefix + "judge.json"), "simulator": _json(rec, prefix + "simulator.json"),
+            "workdir": _json(rec, prefix + "workdir.json")}
 
 
 def _numbered(names: set[str], prefix: str) -> list[int]:

@@ -16,6 +16,7 @@ from ..report.failwords import check_label
 from ..report.sections import EXPECT_KEYS, failure_sentence
 
 CLIP = 600
+CHECK_TAIL_LINES = 3     # the check's last output lines beside its exit code (all of it: the layer's JSON)
 SHOWN = ("fail", "error", "unscored", "infra_error", "infra_incomplete")
 
 
@@ -60,6 +61,25 @@ def _actual(name: str, layer: dict, answer: str | None, trajectory: dict | None)
         return _called(trajectory)
     if name == "answer":
         return _words(answer) if answer is not None else "no answer"
+    return _agent_actual(name, layer)
+
+
+def _agent_actual(name: str, layer: dict) -> str | None:
+    """What the agent did, for the agent layers (skills, files, check, permissions)."""
+    if name == "skills":
+        invoked = [str(s) for s in layer.get("invoked") or []]
+        return "invoked " + ", ".join(invoked) if invoked else "no skill was invoked"
+    if name == "files" and isinstance(layer.get("diff"), dict):
+        d = layer["diff"]
+        parts = [f"{word} {', '.join(map(str, d.get(key) or []))}" for key, word in
+                 (("modified", "modified"), ("added", "added"), ("removed", "deleted")) if d.get(key)]
+        return _words("; ".join(parts)) if parts else "the agent changed no file"
+    if name == "check" and "exit_code" in layer:
+        lines = str(layer.get("output") or "").strip().splitlines()
+        tail = "\n".join(line[-160:] for line in lines[-CHECK_TAIL_LINES:])
+        return f"exit code {layer.get('exit_code')}" + (f"; its output ends:\n{tail}" if tail else "; no output")
+    if name == "permissions" and layer.get("denied_tools") is not None:
+        return f"{layer.get('denied')} call(s) denied: {', '.join(map(str, layer.get('denied_tools') or []))}"
     return None
 
 

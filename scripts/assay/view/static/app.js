@@ -353,6 +353,30 @@
     if (open) d.setAttribute("open", "");
     return d;
   }
+  /* an agent case: what the agent left in its workdir (workdir.json), each changed file with its
+     status and its unified diff, added lines green, removed lines red; text only, never markup */
+  const WD_WORDS = {added: "added", modified: "modified", deleted: "deleted"};
+  function patchLines(text) {
+    return String(text).split("\n").map(line => el("span", {class: "dl " + (line.startsWith("@@") ? "hunk" :
+      line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("\\") ? "meta" : "ctx")}, line || " "));
+  }
+  function workdirDiff(w, checkShown) {  /* checkShown: the check's failure card already says how it exited */
+    if (!w || typeof w !== "object") return null;
+    const files = (w.patch && Array.isArray(w.patch.files)) ? w.patch.files : [];
+    const chk = w.check && typeof w.check === "object" && !checkShown ? w.check : null;
+    const checkLine = chk ? el("p", {class: "note wd-check"}, "check ", el("span", {class: "src"}, (chk.command || []).join(" ")),
+      " exited " + (chk.exit_code ?? "–") + (chk.error ? " · " + chk.error : "")) : null;
+    if (!files.length) return el("div", {id: "workdir"}, el("p", {class: "note"}, "The agent changed no file in its workdir."), checkLine);
+    const blocks = files.map(f => el("div", {class: "wd-file"},
+      el("div", {class: "wd-head"}, chip(WD_WORDS[f.status] || String(f.status), "wd-" + String(f.status).replace(/[^a-z]/g, "")), " ",
+        el("span", {class: "src"}, f.path), f.note ? el("span", {class: "note"}, " · " + f.note) : null),
+      f.diff ? el("pre", {class: "patch"}, patchLines(f.diff)) : null));
+    const list = el("ul", {class: "wd-files"}, files.map((f, i) => el("li", {class: "jump", title: "show its diff", on: {click: () => blocks[i].scrollIntoView()}},
+      chip(WD_WORDS[f.status] || String(f.status), "wd-" + String(f.status).replace(/[^a-z]/g, "")), " ",
+      el("span", {class: "src"}, f.path), el("span", {class: "note"}, " +" + (f.added ?? 0) + " \u2212" + (f.removed ?? 0)))));
+    return el("div", {id: "workdir"}, list, checkLine, blocks,
+      w.patch && w.patch.clipped ? el("p", {class: "note"}, "The diff was clipped (too many lines or files); workdir.json in the raw files holds what was kept.") : null);
+  }
   function casePage(runId, caseId, q) {
     return load("/api/case/" + E(runId) + "/" + E(caseId), q && q.baseline ? {baseline: q.baseline} : null).then(c => {
       const v = c.verdict || {};
@@ -363,6 +387,11 @@
           " · latency " + ms(v.latency_ms) + " · attempts " + (v.attempts ?? "–"), src ? [" · ", el("span", {class: "src"}, src.path + (src.line ? ":" + src.line : ""))] : null)];
       if (v.input_text) out.push(el("div", {class: "input-block"}, el("span", {class: "label"}, "input "), v.input_text));
       out.push(el("h2", {}, v.verdict === "pass" ? "Result" : "Why it failed"), failureCards(c.failures));
+      if (c.workdir) {
+        const n = ((c.workdir.patch || {}).files || []).length;
+        out.push(el("h2", {}, "What the agent changed in its workdir (" + n + (n === 1 ? " file" : " files") + ")"),
+          workdirDiff(c.workdir, (c.failures || []).some(f => f.layer === "check")));
+      }
       if (c.turns.length) {
         out.push(el("h2", {}, "Conversation (" + c.turns.length + (c.turns.length === 1 ? " turn" : " turns") + (v.failed_turn ? ", failed at turn " + v.failed_turn : "") + ")"),
           el("div", {id: "conversation"}, c.turns.map(t => turn(t, v.failed_turn, c.baseline))));

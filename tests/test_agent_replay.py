@@ -1,0 +1,99 @@
+"""Agent cases replayed and rescored reach the live run's verdicts (runner contract §5.4): a live
+k=2 run of a scripted agent (tests/scripted_agent.py through the adapter's `command:` override; its
+planted regressions on: a skill not triggered, a wrong edit the check catches) recorded, then
+`run_cases.py --replay` of that run and `rescore.py` of it, the agent never started again; every
+case, repeat and layer (verdict and reason) the same, from the stored transcript and workdir.json.
+An expectation edited since the recording asks what was not measured: unscored, naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_state import EDIT_CASE, EXPLAIN_CASE, SKILL_CASE, agent_env, build_agent_state
+from fakeapp import make_plan
+from helpers import run_script
+
+pytestmark = pytest.mark.slow   # four run_cases.py / rescore.py processes of a 3-case agent suite
+LIVE, REPLAYED, RESCORED, EDITED = ("regression-20261205T10000%dZ" % i for i in range(4))
+
+
+def _records(run_dir: Path) -> dict[str, dict]:
+    out = {}
+    for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        out[doc["case_id"]] = doc
+    return out
+
+
+def _decisions(run_dir: Path) -> dict[str, tuple]:
+    """Per case: its verdict, each repeat's and each scored layer's verdict and reason."""
+    return {cid: (doc["verdict"]["verdict"], [r["verdict"] for r in doc["verdict"]["repeats"]],
+                  {name: (layer["verdict"], layer.get("reason")) for name, layer in doc["verdict"]["layers"].items()})
+            for cid, doc in _records(run_dir).items()}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    from assay.suite.convert import convert_state_dir
+    root = tmp_path_factory.mktemp("agent-replay")
+    state = build_agent_state(root)
+    converted = convert_state_dir(state)
+    plan = make_plan(state, converted["cases"], run_id=LIVE, mode="regression", selecting_split="full", k=2,
+                     adapter_doc=converted["adapter"], execution={"max_attempts": 1, "backoff_s": []})
+    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    reports = state / "reports"
+    env = agent_env(dict(os.environ), broken=True)
+    env["ASSAY_SCRATCH_DIR"] = str(tmp_path_factory.mktemp("agent-replay-scratch"))
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / LIVE, "--record",
+                   "--progress", "never", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    # neither path below starts the agent: it would make its workdir under this (empty) scratch area
+    quiet = tmp_path_factory.mktemp("agent-replay-no-agent")
+    env["ASSAY_SCRATCH_DIR"] = str(quiet)
+    plan["run_id"] = REPLAYED
+    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / REPLAYED,
+                   "--replay", reports / LIVE, "--progress", "never", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    r = run_script("rescore", reports / LIVE, "--out", reports / RESCORED, env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    # the wrong edit's case now also asks for a text and a path nobody measured
+    case_file = state / "datasets" / f"{EDIT_CASE}.yaml"
+    text = case_file.read_text(encoding="utf-8")
+    case_file.write_text(text.replace('"contains": {"calc.py": ["return a + b"]}',
+                                      '"contains": {"calc.py": ["return a + b", "def add"]}'), encoding="utf-8")
+    r = run_script("rescore", reports / LIVE, "--out", reports / EDITED, env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert not list(quiet.rglob("cases")), "the agent was started: " + str(list(quiet.rglob("*"))[:5])
+    return {name: reports / name for name in (LIVE, REPLAYED, RESCORED, EDITED)}
+
+
+def test_replayed_and_rescored_agent_cases_reach_the_live_verdicts(runs):
+    live = _decisions(runs[LIVE])
+    # the live run is what it should be: the plants caught, the control passing
+    assert live[SKILL_CASE][0] == "fail" and live[SKILL_CASE][2]["skills"][0] == "fail"
+    assert live[EDIT_CASE][0] == "fail" and live[EDIT_CASE][2]["files"][0] == "fail"
+    assert live[EDIT_CASE][2]["check"][0] == "fail"
+    assert live[EDIT_CASE][2]["check"][1].endswith(" check_calc.py` exited 1 (expected 0)"), live[EDIT_CASE]
+    assert live[EXPLAIN_CASE][0] == "pass" and live[EXPLAIN_CASE][2]["files"][0] == "pass"
+    assert _decisions(runs[REPLAYED]) == live
+    assert _decisions(runs[RESCORED]) == live
+    for name in (REPLAYED, RESCORED):   # each repeat's workdir kept, and the runs are whole
+        records = _records(runs[name])
+        assert all(f"repeats/{n}/workdir.json" in doc["files"] for doc in records.values() for n in (1, 2))
+        r = run_script("run_cases", "--verify", runs[name])
+        assert r.rc == 0 and r.json["complete"], r.stdout
+
+
+def test_an_expectation_edited_since_is_unscored_naming_what_was_not_measured(runs):
+    edited = _decisions(runs[EDITED])
+    verdict, _, layers = edited[EDIT_CASE]
+    assert layers["files"][0] == "unscored" and "'def add'" in layers["files"][1], layers["files"]
+    assert "run the case live" in layers["files"][1]
+    assert layers["check"][0] == "fail"     # the check did not change: decided from its recorded exit code
+    assert verdict == "fail"
+    assert edited[SKILL_CASE] == _decisions(runs[LIVE])[SKILL_CASE]
