@@ -37,6 +37,7 @@ _HEAD = b'{"case_id": '
 _VERDICT_KEY = ', "verdict": '
 _FILES_KEY = ', "files": '
 _CHUNK = 1 << 20
+_HEAD_BYTES = 512                 # head_of: the bytes decoded to read a line's case id
 _LEN_BITS = 40                    # an index entry: offset << 40 | line length (a line < 1 TiB)
 _LEN_MASK = (1 << _LEN_BITS) - 1
 _decoder = json.JSONDecoder()
@@ -111,11 +112,20 @@ def head_of(line: bytes, *, verdict: bool = False) -> tuple[str | None, dict | N
     """(case id, verdict record when asked) of a journal line, without parsing its files."""
     if not line.startswith(_HEAD):
         return None, None
-    text = line.decode("utf-8", "replace")
+    # the id alone: from the line's head (an id closed within it decodes exactly as in the whole
+    # line: UTF-8 cut after the closing quote leaves every character before it whole)
+    cut = not verdict and len(line) > _HEAD_BYTES
+    text = (line[:_HEAD_BYTES] if cut else line).decode("utf-8", "replace")
     try:
         cid, end = _decoder.raw_decode(text, len(_HEAD))
     except (ValueError, RecursionError):
-        return None, None
+        if not cut:
+            return None, None
+        text = line.decode("utf-8", "replace")   # an id longer than the head: the whole line
+        try:
+            cid, end = _decoder.raw_decode(text, len(_HEAD))
+        except (ValueError, RecursionError):
+            return None, None
     if not isinstance(cid, str):
         return None, None
     if not verdict or not text.startswith(_VERDICT_KEY, end):
