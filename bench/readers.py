@@ -19,7 +19,9 @@ comparison. Figures (each a child process started through bench/measure.py's lau
 Every repetition is checked before it counts (exit code and the document's answer). The figures
 are interleaved (rep 1 of each, then rep 2, ...) so a change in the machine's load spreads over
 all of them; the 1-minute load average (`os.getloadavg`, what `uptime` prints) is recorded before
-each measurement. Medians over the valid repetitions.
+each measurement, and before each round of figures the CPU time of a reference loop (how fast this
+shared machine is at that moment: on a busy day every figure, CPU seconds included, is several
+times its quiet value). Medians over the valid repetitions.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,6 +94,14 @@ def problem(name: str, rc: int, stdout: str, n: int) -> str | None:
     return None
 
 
+def reference_loop() -> float:
+    """CPU seconds of `for i in range(20_000_000): x += i` in a fresh interpreter: how fast this
+    shared machine is right now (1.18-1.31 s on a quiet day, bench/RESULTS.md)."""
+    code = "import time\nt = time.process_time()\nx = 0\nfor i in range(20_000_000):\n    x += i\nprint(time.process_time() - t)"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
+    return round(float(out), 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench/readers.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,14 +118,16 @@ def main(argv: list[str] | None = None) -> int:
         if name not in FIGURES:
             ap.error(f"--only {name}: not one of {', '.join(FIGURES)}")
     run = args.run.resolve()
-    results = json.loads((run / "results.json").read_text("utf-8"))
-    n = results["summary"]["n"] + (results["summary"].get("canaries") or {}).get("n", 0)
+    with open(run / "verdicts.jsonl", "rb") as fh:   # one row per finished case (canaries included)
+        n = sum(1 for line in fh if line.strip())
     twin = twin_of(run)
     scripts = args.scripts.resolve()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    speed: list[float] = []
     with tempfile.TemporaryDirectory(prefix="assay-bench-readers-") as tmp:
         for rep in range(args.reps):
+            speed.append(reference_loop())
             for name in names:
                 load = os.getloadavg()[0]
                 t0 = time.time()
@@ -130,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows[name].append(row)
                 print(json.dumps({"figure": name, **row}), file=sys.stderr, flush=True)
     out: dict[str, Any] = {"run": str(run), "cases": n, "scripts": str(scripts), "cpus": os.cpu_count(),
-                           "reps": args.reps, "figures": {}}
+                           "reps": args.reps, "reference_loop_cpu_s": speed, "figures": {}}
     for name, got in rows.items():
         ok = [r for r in got if not r["problem"]]
         out["figures"][name] = {"wall_s": summarize([r["wall_s"] for r in ok]),

@@ -137,14 +137,15 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     if base.run_dir.resolve() == cand.run_dir.resolve():
         raise AssayError(f"base and candidate are the same run ({base.run_dir}); compare two different runs", 2)
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
+    active, why = should_redact(base, cand)
+    memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)
     for cid in _ordered_ids(base, cand):
-        pair = compare_pair(base, cand, cid)
+        pair = compare_pair(base, cand, cid, memo)
         if cid in base.holdout or cid in cand.holdout:
             holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named
             holdout_pairs += 1
             continue
         pairs.append(pair)
-    active, why = should_redact(base, cand)
     redactions = redact_pairs(pairs) if active else 0
     buckets: dict[str, list] = {b: [] for b in BUCKETS}
     for p in pairs:

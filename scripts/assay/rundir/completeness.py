@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..core import casestore
 from ..core.jsonio import loads, read_json, read_jsonl
@@ -101,24 +101,17 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
         """Holdout cases are named by their order among the plan's holdout cases, never by id."""
         return f"cases/<holdout #{holdout[cid]}>" if cid in holdout else f"cases/{cid}"
 
-    # the runner's own check with the hash of the results.json it wrote reads it only if it differs
-    deferred = isinstance(known, derived.Known) and status is not None and "results.json" in (written or {})
-    results = None if deferred else _load_results(out, problems, schemas)
-    summary_doc = results.head.get("summary") if results is not None else None
-    run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
-
     # --- the case records: the journal, or an older run's case dirs
     # (a reader's spill goes to the temp dir: a run dir may be read-only, and is never written by a check)
     fin = Finished(ids, keep=records, directory=out if known is not None else None)
     try:
-        return _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, results,
-                            deferred, status, run_status, records)
+        return _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status,
+                            records)
     finally:
         fin.close()
 
 
-def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, results, deferred,
-                 status, run_status, keep):
+def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status, keep):
     store = casestore.scan(out)
     if isinstance(known, derived.Known) and store.layout == "dirs":
         known = None   # the runner writes the journal; an older layout is re-read in full
@@ -127,12 +120,6 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
         present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, fin)
     else:
         present = dir_cases(out, index_of, name, problems, schemas, known, verdict_schema, fin)
-    if run_status not in ABORTED:
-        present_set = set(present)  # (a list here made this loop quadratic: 0.5 s at 10,000 cases)
-        for cid in ids:
-            if cid not in present_set:
-                problems.append(f"{name(cid)}/verdict.json (case never finished)")
-    del present
     # the derived files may be compared by their bytes only when the listing found exactly the
     # records this process holds (see the docstring)
     landed, stream = {}, None
@@ -150,6 +137,23 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
             _fill(fin, stream, index_of)
         return fin
 
+    # results.json, read once the records are folded (its case rows are compared as they are walked);
+    # its own problems come first, as when it was read before the records. The runner's own check
+    # with the hash of the results.json it wrote reads it only if it differs.
+    results = None
+    deferred = isinstance(known, derived.Known) and status is not None and "results.json" in (written or {})
+    if not deferred:
+        first: list[str] = []
+        results = _load_results(out, first, schemas, lambda: expected().rows("results"))
+        problems[0:0] = first
+    summary_doc = results.head.get("summary") if results is not None else None
+    run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
+    if run_status not in ABORTED:
+        present_set = set(present)  # (a list here made this loop quadratic: 0.5 s at 10,000 cases)
+        for cid in ids:
+            if cid not in present_set:
+                problems.append(f"{name(cid)}/verdict.json (case never finished)")
+    del present
     # --- run-level files
     allowed = {a.path for a in RUN_ARTIFACTS} | set(AFTER_RUN_FILES)
     routing = (any(routing_scorable(r) for r in stream if not r.get("canary")) if fin.marked and stream is not None
@@ -180,7 +184,7 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
                 problems.append(f"{rel} (unreadable)")
     if not _as_written(out, "results.json", landed):
         if deferred:
-            results = _load_results(out, problems, schemas)
+            results = _load_results(out, problems, schemas, lambda: expected().rows("results"))
         _check_results(results, manifest, len(ids), expected, problems, schemas, run_status)
     _check_runlog(out / "run.log", problems)
     if not keep:
@@ -208,11 +212,12 @@ def _fill(fin: Finished, stream, index_of: Mapping[str, int]) -> None:
             fin.fill(i, r)
 
 
-def _load_results(out: Path, problems: list[str], schemas: bool = True) -> CasesFile | None:
-    """results.json walked (rundir.streamed.CasesFile: its `cases` rows are not held), or None with
-    its problem named (a missing one is named later)."""
+def _load_results(out: Path, problems: list[str], schemas: bool = True,
+                  expected: Callable[[], Iterable[dict]] | None = None) -> CasesFile | None:
+    """results.json walked (rundir.streamed.CasesFile: its `cases` rows are compared with `expected()`
+    as they are read, never held), or None with its problem named (a missing one is named later)."""
     try:
-        results = CasesFile(out / "results.json", "results" if schemas else None)
+        results = CasesFile(out / "results.json", "results" if schemas else None, expected=expected)
     except FileNotFoundError:
         return None   # named as missing below
     except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
@@ -354,7 +359,7 @@ def _check_results(results: CasesFile | None, manifest: dict, n_cases: int, expe
     diff = [key for key in COUNT_KEYS if summary.get(key) != recount.get(key)]
     if diff:
         problems.append(f"results.json (summary {', '.join(diff)} disagree with a recount from the case dirs)")
-    if not results.cases_equal(fin.rows("results")):
+    if not results.cases_equal():
         problems.append("results.json (cases rows disagree with the case dirs)")
     stopped = head.get("stopped_early")
     if (run_status == STOPPED_FAIL_FAST) != isinstance(stopped, dict):

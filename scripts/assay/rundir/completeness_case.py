@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -141,19 +142,19 @@ class _VerdictSchema:
         `required` lists are present. None (check it directly) when a value is not a plain scalar."""
         if not isinstance(layer, dict):
             return None
-        key: list = []
-        for name in self.by_value:
-            v = layer.get(name, _ABSENT)
-            if v is not _ABSENT and type(v) not in _SCALARS:
-                return None
-            key.append((type(v), v))
-        for name in self.by_presence:
-            key.append(name in layer)
-        return tuple(key)
+        values = tuple(map(layer.get, self.by_value, repeat(_ABSENT)))
+        types = tuple(map(type, values))
+        if not _SCALARS.issuperset(types):
+            return None
+        return values, types, tuple(map(layer.__contains__, self.by_presence))
 
 
-_ABSENT = object()
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+class _Absent:
+    """A key the layer does not have (its own type in the memo key)."""
+
+
+_ABSENT = _Absent()
+_SCALARS = frozenset({str, int, float, bool, type(None), _Absent})
 # keywords whose answer on an object depends only on the keys `properties` and `required` name
 _BY_KEYS = frozenset({"type", "required", "properties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
                       "description", "title", "$comment", "$schema"})

@@ -146,7 +146,7 @@ def slim(record: Mapping[str, Any], *, share: bool = True) -> dict[str, Any]:
     """What the counts and derived files read from a record (the scorers' detail stays on disk):
     keeps a 10,000-case run's memory flat. summarize()/rows over slim == over the full record.
     `share=False`: a record folded and dropped at once (the completeness check) needs no shared layers."""
-    out = {k: record.get(k) for k in _SLIM_KEYS}
+    out = dict(zip(_SLIM_KEYS, map(record.get, _SLIM_KEYS)))
     keep = _SLIM_LAYER_SET
     layers = {name: {k: v for k, v in layer.items() if k in keep}
               for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}

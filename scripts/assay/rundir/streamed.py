@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..core import casestore, writer
-from ..core.jsonio import MAX_DEPTH, loads, too_deep
+from ..core.jsonio import MAX_DEPTH, loads, shallow, too_deep
 from ..core.runplan import read_plan_text
 from ..stats.tally import Tally
 from .artifacts import routing_scorable
@@ -216,13 +216,16 @@ def _decomposable(schema: Mapping[str, Any]) -> dict | None:
 
 class _Rows:
     """The walk's receiver (core.runplan.read_plan_text's `table`): each case row checked against
-    the schema's `items` (yes/no), then handed to `take`; none is kept but the first."""
+    the schema's `items` (yes/no) and against the next expected row, then handed to `take`; none is
+    kept but the first."""
 
-    def __init__(self, item_valid: Callable[[Any], bool] | None, take: Callable[[Any], None] | None) -> None:
-        self.item_valid, self.take = item_valid, take
+    def __init__(self, item_valid: Callable[[Any], bool] | None, take: Callable[[Any], None] | None,
+                 expected: Iterator[dict] | None) -> None:
+        self.item_valid, self.take, self.expected = item_valid, take, expected
         self.first: Any = _END
         self.count = 0
         self.valid = True
+        self.same = expected is not None   # every row so far == the expected one
 
     def append(self, row: Any) -> None:
         self.count += 1
@@ -230,9 +233,11 @@ class _Rows:
             self.first = row
         elif self.item_valid is not None and self.valid:
             try:
-                self.valid = too_deep(row, MAX_DEPTH - 2) is None and bool(self.item_valid(row))
+                self.valid = bool(self.item_valid(row)) and too_deep(row, MAX_DEPTH - 2) is None
             except RecursionError:
                 self.valid = False
+        if self.same and row != next(self.expected, _END):
+            self.same = False
         if self.take is not None:
             self.take(row)
 
@@ -245,11 +250,14 @@ class CasesFile:
 
     `head`: its top-level keys (with `cases` too when it is not an array). `whole`: the document
     parsed whole, when the walk could not take it (then every question is answered from it).
+    `take(row)` sees each case row; `expected()` (results.json) gives the rows `cases` must equal,
+    compared during the walk (`cases_equal`). The text is not kept.
     Raises what `jsonio.read_json` raises for a file it cannot read (OSError, ValueError)."""
 
-    def __init__(self, path: Path, schema: str | None, take: Callable[[Any], None] | None = None) -> None:
-        self.path, self.schema, self.take = path, schema, take
-        self.text = writer.read_bytes(path).decode("utf-8")
+    def __init__(self, path: Path, schema: str | None, take: Callable[[Any], None] | None = None,
+                 expected: Callable[[], Iterable[dict]] | None = None) -> None:
+        self.path, self.schema, self.take, self.expected = path, schema, take, expected
+        text = writer.read_bytes(path).decode("utf-8")
         self._items = None
         if schema is not None:
             from ..schemas import fast_checker, load_schema
@@ -262,11 +270,12 @@ class CasesFile:
                     self._items = None
         self.whole: Any = None
         self.rows: _Rows | None = None
-        walked = read_plan_text(self.text, lambda: _Rows(self._items, take))
+        rows = iter(expected()) if expected is not None else None
+        walked = read_plan_text(text, lambda: _Rows(self._items, take, rows))
+        self._rest = rows
         if walked is None:
-            self.whole = loads(self.text)
+            self.whole = loads(text)
             self.head = self.whole if isinstance(self.whole, dict) else None
-            self.text = None
             return
         self.head, self.rows = walked[0], walked[1]
 
@@ -284,7 +293,7 @@ class CasesFile:
 
     def parse_whole(self) -> Any:
         if self.whole is None:
-            self.whole = loads(self.text)
+            self.whole = loads(writer.read_bytes(self.path).decode("utf-8"))
         return self.whole
 
     def schema_problem(self) -> str | None:
@@ -306,19 +315,9 @@ class CasesFile:
         except RecursionError:
             return False
 
-    def cases_equal(self, expected: Iterable[dict]) -> bool:
-        """`doc.get("cases") == list(expected)`, walking the rows again instead of holding them."""
-        if self.whole is not None:
-            return isinstance(self.whole, dict) and self.whole.get("cases") == list(expected)
-        if self.rows is None:
-            return self.head.get("cases") == list(expected)
-        want = iter(expected)
-        same = [True]
-
-        def take(row: Any) -> None:
-            if same[0] and row != next(want, _END):
-                same[0] = False
-        walked = read_plan_text(self.text, lambda: _Rows(None, take))
-        if walked is None or walked[1] is None:   # the same text walked once already: cannot happen
-            return self.parse_whole().get("cases") == list(expected)
-        return same[0] and next(want, _END) is _END
+    def cases_equal(self) -> bool:
+        """`doc.get("cases") == list(expected())`, from the walk (the rows were compared as read)."""
+        if self.whole is not None or self.rows is None:
+            doc = self.whole if self.whole is not None else self.head
+            return isinstance(doc, dict) and doc.get("cases") == list(self.expected())
+        return self.rows.same and next(self._rest, _END) is _END

@@ -77,6 +77,17 @@ def _plain_type(s: Any) -> type | None:
     return None
 
 
+def _plain_types(s: Any) -> tuple[type, ...] | None:
+    """The isinstance tuple a schema that says only `{"type": ...}` of plain types (string, object,
+    array, boolean, null) is, else None."""
+    if not isinstance(s, dict) or not set(s) <= {"type", "description", "title", "$comment"}:
+        return None
+    names = [s.get("type")] if isinstance(s.get("type"), str) else s.get("type")
+    if not isinstance(names, list) or not names or not all(n in _PLAIN_TYPES or n == "null" for n in names):
+        return None
+    return tuple(_PLAIN_TYPES[n] if n != "null" else type(None) for n in names)
+
+
 def _all_of(checks: list[Check]) -> Check:
     """One check that holds when every one of `checks` does (a plain loop: the hot path of a check)."""
     if not checks:
@@ -183,12 +194,20 @@ class Compiler:
                         return False
                 return True
             return few
-        table = dict(props)   # many: walk the document's keys (fewer than the schema's, as a rule)
+        # many: walk the document's keys (fewer than the schema's, as a rule); a property that is only
+        # a type test (`{"type": "boolean"}`, `{"type": ["string", "null"]}`) is an isinstance inline
+        typed = {k: t for k, t in ((k, _plain_types(sub)) for k, sub in v.items()) if t is not None}
+        table = {k: c for k, c in props if k not in typed}
 
         def many(x: Any) -> bool:
             if not isinstance(x, dict):
                 return True
             for k, val in x.items():
+                t = typed.get(k)
+                if t is not None:
+                    if not isinstance(val, t):
+                        return False
+                    continue
                 c = table.get(k)
                 if c is not None and not c(val):
                     return False
