@@ -11,6 +11,8 @@ import random
 
 import pytest
 
+from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
+from helpers import run_script
 from assay.core.jsonio import loads
 from assay.rundir import derived
 from assay.rundir.artifacts import run_conditions
@@ -175,10 +177,12 @@ def results_mutations():
 
 
 @pytest.mark.parametrize("name,text", list(results_mutations()), ids=lambda v: v if len(v) < 60 else None)
-def test_a_walked_results_json_reads_and_is_worded_as_the_whole_document(tmp_path, name, text):
+def test_a_walked_results_json_reads_and_is_worded_as_the_whole_document(tmp_path, monkeypatch, name, text):
     """CasesFile over results.json: its top-level keys, its schema problem (worded by the whole
     document's check, the same string), its rows compared with the expected ones: what the whole
-    parse gives."""
+    parse gives. (Walked whatever its size here: WALK_ABOVE 0.)"""
+    from assay.rundir import streamed
+    monkeypatch.setattr(streamed, "WALK_ABOVE", 0)
     path = tmp_path / "results.json"
     path.write_text(text, encoding="utf-8")
     whole = loads(text)
@@ -197,7 +201,9 @@ def test_a_walked_results_json_reads_and_is_worded_as_the_whole_document(tmp_pat
         assert doc.cases_equal() and doc.schema_problem() is not None   # equal as Python sees it, yet off-schema
 
 
-def test_a_walked_manifest_takes_every_row_and_its_ids(tmp_path):
+def test_a_walked_manifest_takes_every_row_and_its_ids(tmp_path, monkeypatch):
+    from assay.rundir import streamed
+    monkeypatch.setattr(streamed, "WALK_ABOVE", 0)
     rows = [{"id": f"c-{i}", "set": ("main", "holdout", "canary")[i % 3], "sha256": "a" * 64} for i in range(7)]
     base = {"cases": rows, "run_id": "r", "k": 1}
     path = tmp_path / "manifest.yaml"
@@ -269,10 +275,15 @@ def test_a_big_document_written_in_pieces_is_the_same_bytes(tmp_path):
         assert (tmp_path / "s.json").read_bytes() == (tmp_path / "w.json").read_bytes(), trial
 
 
-def test_results_rows_shared_and_heads_read_as_the_whole_parse(tmp_path):
+@pytest.mark.parametrize("walk_above", [0, None])
+def test_results_rows_shared_and_heads_read_as_the_whole_parse(tmp_path, monkeypatch, walk_above):
     """report.rundir: results.json read with its rows' equal parts shared, its head alone, a JSONL
-    file's rows shared, and split_lines: each equal to the plain whole-file reading."""
+    file's rows shared, and split_lines: each equal to the plain whole-file reading (walked, and
+    parsed whole as a file under WALK_ABOVE is)."""
     from assay.report import rundir
+    from assay.rundir import streamed
+    if walk_above is not None:
+        monkeypatch.setattr(streamed, "WALK_ABOVE", walk_above)
     path = tmp_path / "results.json"
     for name, text in results_mutations():
         path.write_text(text, encoding="utf-8")
@@ -283,10 +294,10 @@ def test_results_rows_shared_and_heads_read_as_the_whole_parse(tmp_path):
                 rundir.read_results_file(path)
             continue
         assert rundir.read_results_file(path) == whole, name
+        rundir._HEADS.clear()
         head = rundir.try_json_head(path)
-        walked = isinstance(whole, dict) and not name.startswith("a repeated key")   # else parsed whole
-        assert head == ({k: v for k, v in whole.items() if k != "cases" or not isinstance(v, list)} if walked
-                        else whole), name
+        assert head == ({k: v for k, v in whole.items() if k != "cases" or not isinstance(v, list)}
+                        if isinstance(whole, dict) else whole), name
     rows = [{"case_id": f"c-{i}", "verdict": "pass", "layers": {"http": "pass"}} for i in range(4)]
     jsonl = tmp_path / "v.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
@@ -312,3 +323,123 @@ def test_a_journal_line_read_by_its_head_and_lazily_is_the_same_case(tmp_path):
         assert (a.case_id, a.verdict, a.names(), a.read("answer.txt"), a.read("verdict.json")) == \
             (b.case_id, b.verdict, b.names(), b.read("answer.txt"), b.read("verdict.json"))
     assert casestore.head_of(b'{"case_id": ' + b'"' + b"a" * 700) == (None, None)   # never closed: not a case
+
+
+# ------------------------------------------------------------------ a real run, broken, checked
+def _lines(path):
+    return path.read_bytes().split(b"\n")[:-1]
+
+
+def _write_lines(path, lines):
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+
+
+def _edit_json(path, change):
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True))
+
+
+def _edit_record(i, change):
+    def edit(run):
+        lines = _lines(run / "cases.jsonl")
+        doc = json.loads(lines[i])
+        change(doc)
+        lines[i] = json.dumps(doc, ensure_ascii=False).encode()
+        _write_lines(run / "cases.jsonl", lines)
+    return edit
+
+
+# Each break and the problems --verify names for it: the same strings, in the same order, as the
+# whole-document check named before the readers were streamed (checked side by side then).
+BREAKS = {
+    "clean": (lambda r: None, []),
+    "a verdicts.jsonl row dropped": (lambda r: _write_lines(r / "verdicts.jsonl", _lines(r / "verdicts.jsonl")[:-1]),
+                                     ["verdicts.jsonl (5 row(s), the case dirs give 6)"]),
+    "a verdicts.jsonl row edited": (
+        lambda r: _write_lines(r / "verdicts.jsonl", [line.replace(b'"pass"', b'"fail"', 1) if i == 2 else line
+                                                      for i, line in enumerate(_lines(r / "verdicts.jsonl"))]),
+        ["verdicts.jsonl (cases/c-002 disagrees with its verdict.json)"]),
+    "verdicts.jsonl reformatted": (
+        lambda r: _write_lines(r / "verdicts.jsonl", [json.dumps(json.loads(line), separators=(",", ":")).encode()
+                                                      for line in _lines(r / "verdicts.jsonl")]), []),
+    "results.json summary passes + 1": (
+        lambda r: _edit_json(r / "results.json", lambda d: d["summary"].update(passes=d["summary"]["passes"] + 1)),
+        ["results.json (summary passes disagree with a recount from the case dirs)"]),
+    "a results.json row edited": (lambda r: _edit_json(r / "results.json", lambda d: d["cases"][3].update(verdict="fail")),
+                                  ["results.json (cases rows disagree with the case dirs)"]),
+    "a results.json row off-schema": (
+        lambda r: _edit_json(r / "results.json", lambda d: d["cases"][4].update(canary="yes")),
+        ["results.json (does not match the results schema at cases[4].canary: 'yes' is not of type 'boolean')"]),
+    "results.json not JSON": (lambda r: (r / "results.json").write_text("{oops"),
+                              ["results.json (unreadable: Expecting property name enclosed in double quotes: "
+                               "line 1 column 2 (char 1))"]),
+    "a manifest row off-schema": (
+        lambda r: _edit_json(r / "manifest.yaml", lambda d: d["cases"][5].update(sha256="xyz")),
+        ["manifest.yaml (does not match the manifest schema at cases[5].sha256: 'xyz' does not match "
+         "'^[0-9a-f]{64}$')"]),
+    "a case record dropped": (
+        lambda r: _write_lines(r / "cases.jsonl", [line for line in _lines(r / "cases.jsonl") if b'"c-004"' not in line]),
+        ["cases/c-004/verdict.json (case never finished)",
+         "verdicts.jsonl (a row for a case with no finished case dir)",
+         "verdicts_for_stats.jsonl (a row for a case with no finished case dir)",
+         "results.json (summary n, attempted, passes, layers disagree with a recount from the case dirs)",
+         "results.json (cases rows disagree with the case dirs)"]),
+    "an artifact edited": (_edit_record(1, lambda d: d["files"].update({"answer.txt": "changed"})),
+                           ["cases/{c1}/answer.txt (edited: its sha256 differs from the one verdict.json recorded)"]),
+    "a layer off-schema": (_edit_record(0, lambda d: d["verdict"]["layers"]["http"].update(verdict="maybe")),
+                           ["cases/{c0}/verdict.json (does not match the verdict schema at layers.http.verdict: 'maybe' "
+                            "is not one of ['pass', 'fail', 'n/a', 'unscorable', 'unscored', 'error', 'infra_error', "
+                            "'infra_incomplete'])",
+                            "verdicts.jsonl (a row for a case with no finished case dir)",
+                            "verdicts_for_stats.jsonl (a row for a case with no finished case dir)",
+                            "results.json (summary n, attempted, passes, layers disagree with a recount from the case dirs)",
+                            "results.json (cases rows disagree with the case dirs)"]),
+    "a stray file": (lambda r: (r / "stray.txt").write_text("x"), ["stray.txt (not part of the run-dir contract)"]),
+}
+
+
+def test_a_broken_run_is_named_as_before(app, state):
+    """One real 6-case run, broken one way at a time: `run_cases.py --verify`'s problems (the
+    streamed check) are exactly the strings the whole-document check gave, in order; the count of
+    finished cases and the exit code as before."""
+    import shutil
+
+    plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
+                             for i in range(6)], app_url=app.url)
+    out = state / "reports" / plan["run_id"]
+    r = run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stdout
+    order = [json.loads(line)["case_id"] for line in _lines(out / "cases.jsonl")]   # journal order: finish order
+    for name, (brk, want) in BREAKS.items():
+        run = state / "reports" / "broken" / plan["run_id"]
+        if run.parent.exists():
+            shutil.rmtree(run.parent)
+        shutil.copytree(out, run)
+        brk(run)
+        got = run_script("run_cases.py", "--verify", str(run))
+        want = [w.replace("{c0}", order[0]).replace("{c1}", order[1]) for w in want]
+        problems = json.loads(got.stdout).get("missing_artifacts") if got.stdout.strip() else None
+        assert (got.rc, problems) == ((6, want) if want else (0, [])), (name, got.stdout[-800:])
+
+
+def test_a_run_log_line_is_json_exactly_when_loads_says_so():
+    """completeness._json_line (the plain C parse unless a line holds what jsonio.loads refuses)
+    accepts and refuses exactly the lines jsonio.loads does."""
+    from assay.rundir.completeness import _json_line
+    lines = ['{"event": "finalize", "ts": "2026-12-01T00:00:00Z", "n": 3}', '{"x": 1.5e3}', '{"x": 1e400}',
+             '{"x": NaN}', '{"x": -Infinity}', '{"x": "\\udc80"}', '{"x": "\\ud83d\\ude00"}', '[' * 2000 + ']' * 2000,
+             '{"x": ' + "9" * 320 + '.5}', '{"x": ' + "9" * 320 + '}', '{"x": }', '{"a": 1} {"b": 2}', '"just text"',
+             '{"x": "e1"}', '{"x": [1, 2, 3e2]}']
+    for line in lines:
+        try:
+            loads(line)
+            want = None
+        except ValueError:
+            want = ValueError
+        try:
+            _json_line(line, line.encode())
+            got = None
+        except ValueError:
+            got = ValueError
+        assert got is want, line[:60]

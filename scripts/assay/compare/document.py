@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
-from ..stats.paired import compare as paired_compare
+from ..stats.paired import compare_indexed, index_rows
 from .buckets import BUCKETS, MEANING, SCORED, headline
 from .pairs import compare_pair
 from .redaction import redact_pairs, should_redact
@@ -118,16 +118,16 @@ def words(stats: dict | None, stats_note: str | None, flipped: list[str]) -> dic
 
 
 def paired_statistics(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | None]:
-    """The paired statistics over the pairs whose verdicts moved with the app (STATS_BUCKETS), or why none."""
-    base_rows, cand_rows = [], []
-    for p in pairs:
-        if p["bucket"] in STATS_BUCKETS and not p.get("canary"):
-            base_rows.append({"case_id": p["case_id"], "verdict": p["verdict"]["base"]})
-            cand_rows.append({"case_id": p["case_id"], "verdict": p["verdict"]["candidate"]})
-    if not base_rows:
+    """The paired statistics over the pairs whose verdicts moved with the app (STATS_BUCKETS), or why none.
+    Each side's {case_id, verdict} rows are made one at a time as they are indexed (not 200,000 dicts)."""
+    tested = [p for p in pairs if p["bucket"] in STATS_BUCKETS and not p.get("canary")]
+    if not tested:
         return None, "no case was scored pass/fail in both runs on an unchanged case: nothing to test"
     try:
-        return paired_compare(base_rows, cand_rows), None
+        base = index_rows(({"case_id": p["case_id"], "verdict": p["verdict"]["base"]} for p in tested), "baseline")
+        cand = index_rows(({"case_id": p["case_id"], "verdict": p["verdict"]["candidate"]} for p in tested),
+                          "candidate")
+        return compare_indexed(base, cand), None
     except AssayError as err:
         return None, err.message
 

@@ -89,8 +89,15 @@ def _json_head(path: Path, take: Any = None) -> Any:
         doc = CasesFile(Path(path), None, deep)
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    if doc.whole is not None:
-        return doc.whole if too_deep(doc.whole, MAX_DEPTH) is None else None
+    if doc.whole is not None:   # parsed whole (a small file, or one the walk does not take): try_json's answer
+        whole = doc.whole
+        if too_deep(whole, MAX_DEPTH) is not None:
+            return None
+        if not isinstance(whole, dict) or not isinstance(whole.get("cases"), list):
+            return whole
+        for row in whole["cases"] if take is not None else ():
+            take(row)
+        return {k: v for k, v in whole.items() if k != "cases"}
     return doc.head if not deep.deep and too_deep(doc.head, MAX_DEPTH) is None else None
 
 
@@ -152,11 +159,12 @@ def read_results_file(path: Path, *, rows: bool = True) -> Any:
     says (the document parsed whole, with its errors, whenever the walk does not take it).
     `rows=False`: its top-level keys only (the rows walked and dropped; no `cases` key)."""
     from ..core.runplan import read_plan_text
+    from ..rundir.streamed import WALK_ABOVE
     try:
         text = read_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return read_json_file(path)   # its error, worded as always
-    walked = read_plan_text(text, _SharedRows if rows else _DroppedRows)
+    walked = read_plan_text(text, _SharedRows if rows else _DroppedRows) if len(text) > WALK_ABOVE else None
     del text
     if walked is None or walked[1] is None or walked[1].deep.deep or too_deep(walked[0], MAX_DEPTH) is not None \
             or list(walked[0]) != sorted(walked[0]):

@@ -7,7 +7,7 @@
   are the expected line's is equal without a parse; any other line is parsed and compared as
   `completeness._same_rows` always did (so the answer is the same, only faster).
 - `CasesFile`: manifest.yaml or results.json, whose one big key is `cases`, walked one case row
-  at a time (core.runplan's reader): the top-level keys kept, each row validated against the
+  at a time when it is big (WALK_ABOVE; core.runplan's reader): the top-level keys kept, each row validated against the
   schema's `cases.items` and handed on. Anything the walk does not take as plainly valid (a file
   it cannot walk, a row the yes/no check refuses) is parsed whole and checked exactly as before,
   so every problem is worded as it always was.
@@ -26,6 +26,10 @@ from ..stats.tally import Tally
 from .artifacts import routing_scorable
 from .routing_files import routing_row
 from .spill import PlanLines
+
+# A manifest.yaml or results.json longer than this (characters; ~40,000 case rows) is walked one case row
+# at a time; a shorter one is parsed whole (faster, and small enough to hold).
+WALK_ABOVE = 16 << 20
 
 # One JSONL line as the runner writes it (derived._line, writer.dumps(indent=None)): sorted keys, UTF-8.
 _ENC = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
@@ -271,7 +275,8 @@ class CasesFile:
         self.whole: Any = None
         self.rows: _Rows | None = None
         rows = iter(expected()) if expected is not None else None
-        walked = read_plan_text(text, lambda: _Rows(self._items, take, rows))
+        # a file under WALK_ABOVE is parsed whole, as it always was (C-fast, and small enough to hold)
+        walked = read_plan_text(text, lambda: _Rows(self._items, take, rows)) if len(text) > WALK_ABOVE else None
         self._rest = rows
         if walked is None:
             self.whole = loads(text)
