@@ -6,12 +6,13 @@ tests/rundir_util.make_run: every 50th case fails) plus --runs small runs, then,
 starts `view.py STATE` as a subprocess (time until it prints its URL = start-up), opens
 `#/run/<id>` in a fresh page and times until the run page has painted its first 100 cases
 (the gate's decision, the counts and the first page of cases: `data-ready` set), then the
-same with a verdict filter. The first paint shows the gate's decision or "checking…" (the gate is
+same with a verdict filter, then a free-text search (`?q=`, --search: the first text query of the
+server reads every case's input and answer). The first paint shows the gate's decision or "checking…" (the gate is
 evaluated off the request); `gate_known_s` is until the decision is painted. Server memory is the
 view.py process's peak RSS (VmHWM). With --bundle: `view.py --bundle` of the big run, opened from
 file:// (first paint, a verdict filter, the index's file sizes). The load average is printed.
 
-Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3] [--bundle]`.
+Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3] [--layout journal|dirs] [--search TEXT] [--bundle]`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,21 @@ from rundir_util import make_run  # noqa: E402
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run"]
+
+
+def to_journal(run_dir: Path) -> None:
+    """The crafted run's case dirs as the runner writes them today: one cases.jsonl line per case
+    (core.casestore.record_line), in plan order, and no cases/ dir."""
+    import shutil
+
+    from assay.core import casestore
+    cases = run_dir / "cases"
+    with open(run_dir / casestore.JOURNAL, "wb") as journal:
+        for cdir in sorted(cases.iterdir()):
+            verdict = json.loads((cdir / "verdict.json").read_text("utf-8"))
+            files = {p.name: p.read_bytes() for p in sorted(cdir.iterdir()) if p.name != "verdict.json"}
+            journal.write(casestore.record_line(cdir.name, verdict, files))
+    shutil.rmtree(cases)
 
 
 def hwm_mb(pid: int) -> float:
@@ -77,6 +93,11 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--bundle", action="store_true", help="also time a --bundle of the big run opened from file://")
+    ap.add_argument("--layout", choices=("journal", "dirs"), default="journal",
+                    help="the big run's cases as a case journal (cases.jsonl, what the runner writes) or as an "
+                         "older run's case dirs (what the earlier figures measured)")
+    ap.add_argument("--search", default="c-0777", help="the free-text query timed on the big run (cold: the first "
+                                                        "text query reads every case's input and answer)")
     a = ap.parse_args(argv)
     load_before = os.getloadavg()
     from playwright.sync_api import sync_playwright
@@ -85,6 +106,8 @@ def main(argv=None) -> int:
         big = "smoke-20261130T101500Z"
         make_run(reports, [{"id": f"c-{i:05d}", "verdict": "fail" if i % 50 == 0 else "pass"}
                            for i in range(a.cases)], run_id=big)
+        if a.layout == "journal":
+            to_journal(reports / big)
         for r in range(a.runs - 1):
             make_run(reports, [{"id": f"c-{i}"} for i in range(5)], run_id=f"smoke-2026110{1 + r // 100}T{r % 100:02d}0000Z")
         rows = []
@@ -111,7 +134,15 @@ def main(argv=None) -> int:
                 page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')",
                                        timeout=120000)
                 filt = time.perf_counter() - t2
+                # free text over every case's input and answer (the first text query reads them all)
+                t3 = time.perf_counter()
+                page.goto(url + f"#/run/{big}?q={a.search}")
+                page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('q=')",
+                                       timeout=300000)
+                search = time.perf_counter() - t3
+                found = page.locator("tr.case-row").count()
                 rows.append({"start_s": start, "first_paint_s": first, "gate_known_s": gate_s, "filter_s": filt,
+                             "search_s": search, "search_rows": found,
                              "rows": shown, "gate_at_paint": at_paint, "rss_mb": hwm_mb(proc.pid)})
                 page.close()
                 proc.terminate()
@@ -119,7 +150,7 @@ def main(argv=None) -> int:
             bundle = bundle_timings(browser, Path(tmp), big, a.reps) if a.bundle else None
             browser.close()
     med = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0] if isinstance(rows[0][k], float)}
-    print(json.dumps({"cases": a.cases, "runs": a.runs, "load_before": load_before, "load_after": os.getloadavg(),
+    print(json.dumps({"cases": a.cases, "runs": a.runs, "layout": a.layout, "load_before": load_before, "load_after": os.getloadavg(),
                       "reps": rows, "median": med, "bundle": bundle}, indent=2))
     return 0
 

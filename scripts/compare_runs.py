@@ -40,7 +40,7 @@ def run(args):
     from assay.compare.baseline import refuse_unverified, resolve_baseline
     from assay.compare.document import compare_runs
     from assay.verdict import gate_open
-    from assay.core import jsonio
+    from assay.core import jsonio, writer
     from assay.core.errors import AssayError
 
     candidate = Path(args.candidate)
@@ -48,8 +48,8 @@ def run(args):
     refuse_unverified(base)
     doc = compare_runs(base, candidate)
     try:
-        if args.output:
-            jsonio.atomic_write_json(Path(args.output), doc)
+        if args.output:   # the same bytes as one write, the pairs encoded as they are written
+            writer.write_json_streamed(Path(args.output), doc, "buckets")
         if args.html:
             from assay.compare.html import render
             jsonio.atomic_write_text(Path(args.html), render(doc))

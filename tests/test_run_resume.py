@@ -266,7 +266,7 @@ def finished_run_and_its_records(app, state):
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))
     assert r.rc == 0, r.stdout
-    full, records, _ = check_run_dir(out, schemas=False)
+    full, records, _ = check_run_dir(out, schemas=False, records=True)
     assert full == []
     return out, records, {rec["case_id"]: rec for rec in records}
 
@@ -275,7 +275,7 @@ def test_end_of_run_check_with_known_records_equals_the_full_read(app, state):
     from assay.rundir import derived
     from assay.rundir.completeness import check_run_dir
     out, records, known = finished_run_and_its_records(app, state)
-    assert check_run_dir(out, schemas=False, known=known)[:2] == ([], records)  # == the full read (helper)
+    assert check_run_dir(out, schemas=False, known=known, records=True)[:2] == ([], records)  # == the full read
     drop_case(out, "c-001")
     edit_case(out, "c-002", "stray.txt", b"x")
     (out / "intruder").mkdir()

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 
 from ..core.errors import AssayError
 from ..core.ids import parse_run_id
-from ..report.rundir import try_json
+from ..report.rundir import try_json, try_json_head
 
 SERIES_KEYS = ("mode", "dataset_version", "harness_version", "k")
 PIN_FILE = "baseline.json"
@@ -68,7 +68,7 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
             found.append((parsed[1], child.name, child))
     found.sort(reverse=True)
     what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
-    return _first_open(((name, lambda c=child: try_json(c / "results.json"), lambda c=child: c)
+    return _first_open(((name, lambda c=child: try_json_head(c / "results.json"), lambda c=child: c)
                         for _, name, child in found), key, is_open, what,
                        f"run one (or pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE})")
 
@@ -137,7 +137,7 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
     pin = pinned(reports)
     if pin is not None:
         return pin
-    results = try_json(candidate_dir / "results.json")
+    results = try_json_head(candidate_dir / "results.json")   # its top-level keys: the case rows are not read
     if not isinstance(results, dict):
         raise AssayError(f"{candidate_dir}: no readable results.json; --baseline auto needs the candidate run "
                          "dir (<state>/reports/<run-id>)", 2, path=str(candidate_dir))
@@ -151,7 +151,7 @@ def refuse_unverified(base: Path) -> None:
     naming what is missing: read as it is, its cases would show up as added or removed."""
     from ..rundir.completeness import RunDirError, check_run_dir
     base = Path(base)
-    results = try_json(base / "results.json")
+    results = try_json_head(base / "results.json")   # its summary: the case rows are not held
     summary = results.get("summary") if isinstance(results, dict) else None
     if not base.is_dir() or (isinstance(summary, dict) and summary.get("status") == "running"):
         return   # not a dir, or still running: load_side's own error says so

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
-from ..stats.paired import compare as paired_compare
+from ..stats.paired import compare_indexed, index_rows
 from .buckets import BUCKETS, MEANING, SCORED, headline
 from .pairs import compare_pair
 from .redaction import redact_pairs, should_redact
@@ -118,16 +118,16 @@ def words(stats: dict | None, stats_note: str | None, flipped: list[str]) -> dic
 
 
 def paired_statistics(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | None]:
-    """The paired statistics over the pairs whose verdicts moved with the app (STATS_BUCKETS), or why none."""
-    base_rows, cand_rows = [], []
-    for p in pairs:
-        if p["bucket"] in STATS_BUCKETS and not p.get("canary"):
-            base_rows.append({"case_id": p["case_id"], "verdict": p["verdict"]["base"]})
-            cand_rows.append({"case_id": p["case_id"], "verdict": p["verdict"]["candidate"]})
-    if not base_rows:
+    """The paired statistics over the pairs whose verdicts moved with the app (STATS_BUCKETS), or why none.
+    Each side's {case_id, verdict} rows are made one at a time as they are indexed (not 200,000 dicts)."""
+    tested = [p for p in pairs if p["bucket"] in STATS_BUCKETS and not p.get("canary")]
+    if not tested:
         return None, "no case was scored pass/fail in both runs on an unchanged case: nothing to test"
     try:
-        return paired_compare(base_rows, cand_rows), None
+        base = index_rows(({"case_id": p["case_id"], "verdict": p["verdict"]["base"]} for p in tested), "baseline")
+        cand = index_rows(({"case_id": p["case_id"], "verdict": p["verdict"]["candidate"]} for p in tested),
+                          "candidate")
+        return compare_indexed(base, cand), None
     except AssayError as err:
         return None, err.message
 
@@ -137,14 +137,15 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     if base.run_dir.resolve() == cand.run_dir.resolve():
         raise AssayError(f"base and candidate are the same run ({base.run_dir}); compare two different runs", 2)
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
+    active, why = should_redact(base, cand)
+    memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)
     for cid in _ordered_ids(base, cand):
-        pair = compare_pair(base, cand, cid)
+        pair = compare_pair(base, cand, cid, memo)
         if cid in base.holdout or cid in cand.holdout:
             holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named
             holdout_pairs += 1
             continue
         pairs.append(pair)
-    active, why = should_redact(base, cand)
     redactions = redact_pairs(pairs) if active else 0
     buckets: dict[str, list] = {b: [] for b in BUCKETS}
     for p in pairs:

@@ -158,7 +158,42 @@ def repeats_block(base: Side, cand: Side, bdoc: dict, cdoc: dict) -> dict[str, A
     return {"base": seq(bdoc), "candidate": seq(cdoc)}
 
 
-def compare_pair(base: Side, cand: Side, cid: str) -> dict[str, Any]:
+def _shared(memo: dict | None, key: Any, value: Any) -> Any:
+    """`value`, or the equal one already in this comparison's `memo` (a 100,000-pair document holds
+    one `{"changed": false}`, not 100,000). The document is read, never mutated, by its readers."""
+    if memo is None:
+        return value
+    try:
+        return memo.setdefault(key, value)
+    except TypeError:   # an unhashable part of the key: not shared
+        return value
+
+
+def _share_value(memo: dict | None, value: Any, limit: int = 8) -> Any:
+    """`_shared` for a small dict or list part of a pair (at most `limit` entries), keyed by its
+    repr: type-exact (True and 1, 1 and 1.0, "1" and 1 never meet), C-fast."""
+    if memo is None or not isinstance(value, (dict, list)) or len(value) > limit:
+        return value
+    return _shared(memo, (type(value), repr(value)), value)
+
+
+def compare_pair(base: Side, cand: Side, cid: str, memo: dict | None = None) -> dict[str, Any]:
+    """One pair's entry of compare.json. `memo` (one per comparison): equal small parts of the
+    pairs (a verdict pair, an unchanged answer, an empty list) are one shared object."""
+    pair = _compare_pair(base, cand, cid, memo)
+    if memo is not None:
+        for key in ("verdict", "failing_layers", "layers_changed"):   # parts no redaction rewrites
+            if key in pair:
+                pair[key] = _share_value(memo, pair[key])
+        for key in ("answer", "trajectory"):   # shared only when there is no text in it to redact
+            value = pair.get(key)
+            if isinstance(value, dict) and value.get("changed") is not True and \
+                    not any(value.get(side) for side in ("base", "candidate", "first_line", "diff")):
+                pair[key] = _share_value(memo, value)
+    return pair
+
+
+def _compare_pair(base: Side, cand: Side, cid: str, memo: dict | None) -> dict[str, Any]:
     brow, crow = base.rows.get(cid), cand.rows.get(cid)
     bv = brow.get("verdict") if brow else None
     cv = crow.get("verdict") if crow else None

@@ -8,13 +8,14 @@ needs them. Nothing is written, nothing follows a symlink (report.rundir refuses
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id
-from ..report.rundir import load_results, read_jsonl_file, try_json
+from ..report.rundir import load_results, read_jsonl_file, try_json_head
 from ..core import casestore
 
 
@@ -25,8 +26,18 @@ class Side:
     manifest: dict
     rows: dict[str, dict]                  # verdicts.jsonl by case id, plan order kept
     case_hash: dict[str, str | None]       # case_sha256 (None: the run predates case hashes)
-    legacy_hash: dict[str, str | None]     # the plan case's own sha256 (older runs have only this)
+    legacy: dict[str, str | None] | None = None   # see legacy_hash
     holdout: set[str] = field(default_factory=set)
+
+    @property
+    def legacy_hash(self) -> dict[str, str | None]:
+        """The plan case's own sha256 by id (older runs have only this): read from manifest.yaml
+        on first use (a pair asks only when a side lacks case_sha256)."""
+        if self.legacy is None:
+            table = _CaseHashes(self.rows, legacy=True)
+            _manifest_rows(self.run_dir, table)
+            self.legacy = table.legacy
+        return self.legacy
 
     @property
     def run_id(self) -> str:
@@ -63,7 +74,15 @@ class Side:
         store = getattr(self, "_store", None)
         if store is None:   # the run dir is finished (load_side refuses a running one): one index
             store = self._store = casestore.open_store(self.run_dir)
-        rec = store.load(case_id)
+        if store.layout == "journal":   # the journal opened once, each case's line read where it is
+            fd = getattr(self, "_fd", None)
+            if fd is None:
+                fd = self._fd = _Journal(self.run_dir)
+            raw = store.line(case_id, fd.fd)
+            rec = casestore.parse_text_line(raw) if raw is not None else None
+            rec = rec if rec is not None and rec.case_id == case_id else None
+        else:
+            rec = store.load(case_id)
         self._last = (case_id, rec)
         return rec
 
@@ -85,31 +104,90 @@ class Side:
             return None
 
 
+class _Journal:
+    """A side's cases.jsonl, open for reading while the side lives (closed with it)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from ..core.writer import open_file
+        self.fd = open_file(Path(run_dir) / casestore.JOURNAL, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except (OSError, TypeError, AttributeError):   # at interpreter exit
+            pass
+
+
 def load_side(run_dir: Path, what: str) -> Side:
-    """Read a run dir for comparison; AssayError(2) naming `what` (base / candidate) and the fix."""
+    """Read a run dir for comparison; AssayError(2) naming `what` (base / candidate) and the fix.
+
+    What a 100,000-case comparison holds per case is its verdicts.jsonl row (equal `layers` maps one
+    shared object) and its case hashes: results.json and manifest.yaml are walked one case row at a
+    time (their top-level keys kept), never held whole."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise AssayError(f"{what} {run_dir}: not a directory; pass a run directory (<state>/reports/<run-id>)",
                          2, path=str(run_dir))
-    results = load_results(run_dir)
+    results = load_results(run_dir, rows=False)
     status = results["summary"].get("status")
     if status == "running":
         raise AssayError(f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
                          f"(wait_run.py {run_dir}) or resume it, then compare", 2, path=str(run_dir))
-    manifest = try_json(run_dir / "manifest.yaml")
-    if not isinstance(manifest, dict):
-        raise AssayError(f"{what} {run_dir}: manifest.yaml is missing or unreadable; this is not a run "
-                         f"directory the runner finished (check it with run_cases.py --verify {run_dir})",
-                         2, path=str(run_dir))
     rows: dict[str, dict] = {}
-    for row in read_jsonl_file(run_dir / "verdicts.jsonl"):
+    for row in read_jsonl_file(run_dir / "verdicts.jsonl", share=True):
         cid = row.get("case_id")
         if isinstance(cid, str):
             rows[cid] = row
-    entries = [c for c in manifest.get("cases") or [] if isinstance(c, dict) and isinstance(c.get("id"), str)]
-    case_hash = {c["id"]: c.get("case_sha256") if isinstance(c.get("case_sha256"), str) else None for c in entries}
-    legacy = {c["id"]: c.get("sha256") if isinstance(c.get("sha256"), str) else None for c in entries}
+    table = _CaseHashes(rows)
+    manifest = _manifest_rows(run_dir, table)
+    if not isinstance(manifest, dict) or table.deep:
+        raise AssayError(f"{what} {run_dir}: manifest.yaml is missing or unreadable; this is not a run "
+                         f"directory the runner finished (check it with run_cases.py --verify {run_dir})",
+                         2, path=str(run_dir))
     holdout = {cid for cid, r in rows.items() if r.get("holdout")}
-    holdout |= {c["id"] for c in entries if c.get("set") == "holdout"}
-    return Side(run_dir=run_dir, results=results, manifest=manifest, rows=rows, case_hash=case_hash,
-                legacy_hash=legacy, holdout=holdout)
+    holdout |= table.holdout
+    return Side(run_dir=run_dir, results=results, manifest=manifest, rows=rows, case_hash=table.case_hash,
+                holdout=holdout)
+
+
+def _manifest_rows(run_dir: Path, table: "_CaseHashes") -> Any:
+    """manifest.yaml's top-level keys, each case row handed to `table` (walked one at a time, or
+    from the whole document when the walk cannot take the file); None when it cannot be read."""
+    manifest = try_json_head(Path(run_dir) / "manifest.yaml", table)
+    if isinstance(manifest, dict) and "cases" in manifest:   # parsed whole: its rows as before
+        cases = manifest.get("cases")
+        for c in cases if isinstance(cases, list) else []:
+            table(c)
+        manifest = {k: v for k, v in manifest.items() if k != "cases"}
+    return manifest
+
+
+class _CaseHashes:
+    """manifest.yaml's case rows as they are walked: each case's case_sha256 (None when absent) by id,
+    the holdout ids, and whether a row nests too deep to read (try_json refuses it); with `legacy`,
+    each case's sha256 instead. An id already read from verdicts.jsonl is kept as that one string."""
+
+    def __init__(self, rows: dict[str, dict], legacy: bool = False) -> None:
+        self.ids = rows
+        self.case_hash: dict[str, str | None] = {}
+        self.legacy: dict[str, str | None] | None = {} if legacy else None
+        self.holdout: set[str] = set()
+        self.deep = False
+
+    def __call__(self, c: Any) -> None:
+        from ..core.jsonio import MAX_DEPTH, too_deep
+        if not self.deep and too_deep(c, MAX_DEPTH - 2) is not None:
+            self.deep = True
+        if not isinstance(c, dict) or not isinstance(c.get("id"), str):
+            return
+        cid = c["id"]
+        row = self.ids.get(cid)
+        cid = row["case_id"] if row is not None and row.get("case_id") == cid else cid
+        if self.legacy is not None:
+            legacy = c.get("sha256")
+            self.legacy[cid] = legacy if isinstance(legacy, str) else None
+            return
+        h = c.get("case_sha256")
+        self.case_hash[cid] = h if isinstance(h, str) else None
+        if c.get("set") == "holdout":
+            self.holdout.add(cid)

@@ -37,6 +37,7 @@ _HEAD = b'{"case_id": '
 _VERDICT_KEY = ', "verdict": '
 _FILES_KEY = ', "files": '
 _CHUNK = 1 << 20
+_HEAD_BYTES = 512                 # head_of: the bytes decoded to read a line's case id
 _LEN_BITS = 40                    # an index entry: offset << 40 | line length (a line < 1 TiB)
 _LEN_MASK = (1 << _LEN_BITS) - 1
 _decoder = json.JSONDecoder()
@@ -107,15 +108,47 @@ def parse_line(line: bytes) -> CaseRecord | None:
     return CaseRecord(doc["case_id"], doc["verdict"], {k: writer.encode(v) for k, v in doc["files"].items()})
 
 
+class _TextRecord(CaseRecord):
+    """A CaseRecord whose files stay the text the journal holds until one is read (a reader that
+    wants a case's answer or trajectory, not the bytes of every artifact)."""
+
+    def read(self, name: str) -> bytes | None:
+        if name == VERDICT:
+            return super().read(name)
+        text = self.files.get(name)
+        return writer.encode(text) if text is not None else None
+
+
+def parse_text_line(line: bytes) -> CaseRecord | None:
+    """`parse_line`, each artifact encoded only when read (`_TextRecord`)."""
+    try:
+        doc = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("case_id"), str) or not isinstance(doc.get("verdict"), dict) \
+            or not isinstance(doc.get("files"), dict) or not all(isinstance(v, str) for v in doc["files"].values()):
+        return None
+    return _TextRecord(doc["case_id"], doc["verdict"], doc["files"])
+
+
 def head_of(line: bytes, *, verdict: bool = False) -> tuple[str | None, dict | None]:
     """(case id, verdict record when asked) of a journal line, without parsing its files."""
     if not line.startswith(_HEAD):
         return None, None
-    text = line.decode("utf-8", "replace")
+    # the id alone: from the line's head (an id closed within it decodes exactly as in the whole
+    # line: UTF-8 cut after the closing quote leaves every character before it whole)
+    cut = not verdict and len(line) > _HEAD_BYTES
+    text = (line[:_HEAD_BYTES] if cut else line).decode("utf-8", "replace")
     try:
         cid, end = _decoder.raw_decode(text, len(_HEAD))
     except (ValueError, RecursionError):
-        return None, None
+        if not cut:
+            return None, None
+        text = line.decode("utf-8", "replace")   # an id longer than the head: the whole line
+        try:
+            cid, end = _decoder.raw_decode(text, len(_HEAD))
+        except (ValueError, RecursionError):
+            return None, None
     if not isinstance(cid, str):
         return None, None
     if not verdict or not text.startswith(_VERDICT_KEY, end):
@@ -161,10 +194,13 @@ class CaseStore:
         at = self.index.get(case_id) if case_id is not None else None
         return None if at is None else at >> _LEN_BITS
 
-    def line(self, case_id: str) -> bytes | None:
+    def line(self, case_id: str, fd: int | None = None) -> bytes | None:
+        """The case's committed journal line; `fd`: the journal already open (a reader of many cases)."""
         at = self.index.get(case_id)
         if at is None:
             return None
+        if fd is not None:
+            return os.pread(fd, at & _LEN_MASK, at >> _LEN_BITS)
         fd = writer.open_file(self.run_dir / JOURNAL, os.O_RDONLY)
         try:
             return os.pread(fd, at & _LEN_MASK, at >> _LEN_BITS)

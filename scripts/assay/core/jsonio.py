@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+from itertools import repeat
 from typing import Any
 
 
@@ -80,9 +81,33 @@ def dig(node: Any, parts: Any) -> Any:
     return node
 
 
+def shallow(value: Any) -> bool:
+    """True when `value` nests at most two levels of containers (a dict or list whose containers
+    hold none): a row of a run file, whose depth `too_deep` then need not walk."""
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return True
+    for v in items:
+        if isinstance(v, dict):
+            if any(map(isinstance, v.values(), repeat(_CONTAINERS))):
+                return False
+        elif isinstance(v, list):
+            if any(map(isinstance, v, repeat(_CONTAINERS))):
+                return False
+    return True
+
+
+_CONTAINERS = (dict, list)
+
+
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The key path (`a.b[0]`) of the first container nested deeper than `limit`, else None.
     Iterative: safe on any depth the parser let through."""
+    if limit >= 2 and shallow(value):
+        return None
     stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
         item, depth, path = stack.pop()

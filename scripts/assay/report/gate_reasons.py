@@ -12,7 +12,7 @@ from ..core.ids import is_safe_case_id
 from ..score.hollow import ADAPTER_KEY_OF_LAYER, hollow_layer_line, where_to_look
 from .gate_case import NOT_RUN, SKIPPED, UNSCORED, closing_cases
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
-from .rundir import LazyHoldoutIds, case_verdict, try_json
+from .rundir import LazyHoldoutIds, case_verdict, try_json_head
 
 REQUIRED_INTS = ("n", "passes", "failures", "gating_failures")
 OPTIONAL_INTS = ("unscored", "skipped", "scorer_errors", "repeated_5xx")
@@ -79,7 +79,7 @@ def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
 def replayed_phrase(run_dir: Path) -> str | None:
     """`REPLAYED from ...: the app was not called` for a run_cases.py --replay run, else None, so a
     replayed run never reads as a live one."""
-    manifest = try_json(run_dir / "manifest.yaml")
+    manifest = try_json_head(run_dir / "manifest.yaml")
     src = manifest.get("replayed_from") if isinstance(manifest, dict) else None
     if not isinstance(src, dict):
         return None
@@ -96,7 +96,7 @@ def canary_failures(run_dir: Path, results: dict) -> list[str]:
     failed = [r for r in rows if isinstance(r, dict) and r.get("canary") and r.get("verdict") == "fail"]
     if not failed:
         return []
-    manifest = try_json(run_dir / "manifest.yaml")  # the runner writes JSON text (valid YAML)
+    manifest = try_json_head(run_dir / "manifest.yaml")  # the runner writes JSON text (valid YAML)
     auth = manifest.get("auth") if isinstance(manifest, dict) else None
     out = []
     for row in failed[:MAX_NAMED]:

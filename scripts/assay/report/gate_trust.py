@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .rundir import try_json
+from .rundir import try_json_head
 
 MAX_LISTED = 10
 
 
 def _manifest(run_dir: Path) -> dict:
-    doc = try_json(Path(run_dir) / "manifest.yaml")  # the runner writes JSON text (valid YAML)
+    doc = try_json_head(Path(run_dir) / "manifest.yaml")  # JSON text (valid YAML); its top-level keys
     return doc if isinstance(doc, dict) else {}
 
 

@@ -256,8 +256,9 @@ def verify(run_dir: Path) -> tuple[int, dict]:
     except RunDirError as exc:
         raise AssayError(f"--verify: {exc}", 2)
     status = None
-    try:
-        status = ((read_json(run_dir / "results.json").get("summary")) or {}).get("status")
+    try:   # its top-level keys only: the case rows are walked, not held (rundir.streamed)
+        from ..rundir.streamed import CasesFile
+        status = ((CasesFile(run_dir / "results.json", None).head.get("summary")) or {}).get("status")
     except (OSError, ValueError, AttributeError, AssayError):  # a link there is a named problem already
         pass
     result = {"run_dir": str(run_dir), "run_id": manifest.get("run_id"), "status": status,

@@ -10,7 +10,7 @@ test holds the two together). Nothing else is ever written into a run directory.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..core.vocab import PASS, FAIL, SKIPPED
 
@@ -84,11 +84,14 @@ SCRATCH_LINES = (
 )
 
 
-def run_conditions(manifest: Mapping[str, Any], records: list[dict]) -> dict[str, bool]:
-    """Which run-level conditions held, from the manifest and the finished records."""
+def run_conditions(manifest: Mapping[str, Any], records: Iterable[dict], *,
+                   routing: bool | None = None) -> dict[str, bool]:
+    """Which run-level conditions held, from the manifest and the finished records (`routing`: the
+    records' part already folded, rundir.streamed.Finished.routing; the records are then not read)."""
     return {
         "always": True,
-        "routing": any(routing_scorable(r) for r in records if not r.get("canary")),
+        "routing": (any(routing_scorable(r) for r in records if not r.get("canary")) if routing is None
+                    else routing),
         "k>1": int(manifest.get("k") or 1) > 1,
         "baseline": bool(manifest.get("baseline_verdicts")),
     }
@@ -157,8 +160,9 @@ def allowed_case_files(record: Mapping[str, Any]) -> set[str]:
     return set(required_case_files(record))
 
 
-def required_run_files(manifest: Mapping[str, Any], records: list[dict]) -> list[str]:
-    cond = run_conditions(manifest, records)
+def required_run_files(manifest: Mapping[str, Any], records: Iterable[dict], *,
+                       routing: bool | None = None) -> list[str]:
+    cond = run_conditions(manifest, records, routing=routing)
     return [a.path for a in RUN_ARTIFACTS if cond[a.when]]
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..core import casestore
 from ..core.jsonio import loads, read_json, sha256_bytes
@@ -23,6 +24,9 @@ from ..score.rollup import (SIMULATED_TURN_LAYERS, case_verdict, conversation_ve
                             merge_turn_layers, simulated_verdict)
 from . import derived
 from .artifacts import required_case_files
+
+if TYPE_CHECKING:
+    from .streamed import Finished
 
 SYMLINK_PROBLEM = "a symlink: a run directory holds none, and nothing is read through one"
 
@@ -38,12 +42,12 @@ def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
 
 
 class _VerdictSchema:
-    """--verify's JSON Schema pass over every verdict.json, with each distinct layer object
-    validated once: the envelope (with `layers` taken as any object) through the yes/no check, then
-    each layer against `$defs/layer`, cached by its canonical JSON (most layers of a run are
-    the same few objects). Only a yes/no: any doc found invalid goes through the full
-    validation, so the problem reported is exactly the full one's. Falls back to the full
-    validation for every doc when the schema's `layers` part is not the shape this relies on.
+    """--verify's JSON Schema pass over every verdict.json: the envelope (with `layers` taken as any
+    object) through the yes/no check, then each layer against `$defs/layer` (compiled, it reads a
+    few keys; with jsonschema instead, cached by its canonical JSON: most layers of a run are the
+    same few objects). Only a yes/no: any doc found invalid goes through the full validation, so
+    the problem reported is exactly the full one's. Falls back to the full validation for every
+    doc when the schema's `layers` part is not the shape this relies on.
     """
 
     CACHE_MAX = 20000
@@ -71,12 +75,17 @@ class _VerdictSchema:
         envelope = copy.deepcopy(schema)
         envelope["properties"]["layers"] = {"type": "object"}
         layer_schema = {"$schema": schema.get("$schema"), **layer_def}
-        self.cache: dict[str, bool] = {}
+        self.cache: dict[str, bool] | None = {}
         from ..schemas.fast import Compiler, Unsupported
         try:  # the yes/no check without jsonschema (assay.schemas.fast), else jsonschema's
             compiler = Compiler(load_schema)
             self.envelope_valid = compiler.compile("verdict", envelope)
             self.layer_valid = compiler.compile("verdict", layer_schema)
+            self.cache = None   # a compiled layer check needs no cache keyed by the whole layer
+            reads = _reads(layer_schema)
+            if reads is not None:   # its answer is a function of a few keys: memoized by their values
+                self.by_value, self.by_presence = tuple(sorted(reads[0])), tuple(sorted(reads[1] - reads[0]))
+                self.memo: dict[tuple, bool] = {}
             return
         except Unsupported:
             pass
@@ -99,6 +108,22 @@ class _VerdictSchema:
         if not isinstance(layers, dict) or not self.required <= set(layers) <= self.names \
                 or not self.envelope_valid(rec):
             return False
+        if self.cache is None:
+            memo = getattr(self, "memo", None)
+            for layer in layers.values():
+                key = self._key(layer) if memo is not None else None
+                if key is None:
+                    if not self.layer_valid(layer):
+                        return False
+                    continue
+                ok = memo.get(key)
+                if ok is None:
+                    if len(memo) >= self.CACHE_MAX:
+                        memo.clear()
+                    ok = memo[key] = bool(self.layer_valid(layer))
+                if not ok:
+                    return False
+            return True
         for layer in layers.values():
             key = json.dumps(layer, sort_keys=True, ensure_ascii=False, allow_nan=True)
             ok = self.cache.get(key)
@@ -111,10 +136,59 @@ class _VerdictSchema:
         return True
 
 
+    def _key(self, layer: Any) -> tuple | None:
+        """What the layer check reads of `layer` (see `_reads`): the values of the keys its
+        `properties` name (each with its type: True == 1 in a dict key) and whether the keys its
+        `required` lists are present. None (check it directly) when a value is not a plain scalar."""
+        if not isinstance(layer, dict):
+            return None
+        values = tuple(map(layer.get, self.by_value, repeat(_ABSENT)))
+        types = tuple(map(type, values))
+        if not _SCALARS.issuperset(types):
+            return None
+        return values, types, tuple(map(layer.__contains__, self.by_presence))
+
+
+class _Absent:
+    """A key the layer does not have (its own type in the memo key)."""
+
+
+_ABSENT = _Absent()
+_SCALARS = frozenset({str, int, float, bool, type(None), _Absent})
+# keywords whose answer on an object depends only on the keys `properties` and `required` name
+_BY_KEYS = frozenset({"type", "required", "properties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+                      "description", "title", "$comment", "$schema"})
+
+
+def _reads(schema: Any) -> tuple[set[str], set[str]] | None:
+    """(names whose values an object's validity reads, names whose presence it reads) for a schema
+    built only of `_BY_KEYS` at the object level (a `properties` subschema may read its value in any
+    way: the value is the memo key); None for any other schema (it may read every key)."""
+    if isinstance(schema, bool):
+        return set(), set()
+    if not isinstance(schema, dict) or not set(schema) <= _BY_KEYS:
+        return None
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    if not isinstance(props, dict) or not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return None
+    values, present = set(props), set(required)
+    subs = [*(schema.get("allOf") or []), *(schema.get("anyOf") or []), *(schema.get("oneOf") or []),
+            *(schema[k] for k in ("not", "if", "then", "else") if k in schema)]
+    for sub in subs:
+        got = _reads(sub)
+        if got is None:
+            return None
+        values |= got[0]
+        present |= got[1]
+    return values, present
+
+
 def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name: Callable[[str], str],
                   problems: list[str], deep: bool, known: Mapping[str, dict] | None,
-                  verdict_schema: "_VerdictSchema | None", records: dict[int, dict]) -> list[str]:
-    """The journal's case records into `records` (by plan index); returns the finished ids.
+                  verdict_schema: "_VerdictSchema | None", records: "Finished") -> list[str]:
+    """The journal's case records into `records` (rundir.streamed.Finished, by plan index); returns
+    the finished ids.
     A `known` record (the runner's own, not --verify) is not re-parsed: its committed line is
     there, and the runner composed that line from exactly these artifacts in one append."""
     journal = casestore.JOURNAL
@@ -138,7 +212,10 @@ def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name:
             continue
         mine = known.get(cid) if known is not None and not deep else None
         if mine is not None:
-            records[index_of[cid]] = mine
+            if mine is derived.KNOWN:
+                records.mark(index_of[cid])
+            else:
+                records.add(index_of[cid], mine, mine=True)
             continue
         rec = casestore.parse_line(line)
         if rec is None:
@@ -147,13 +224,13 @@ def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name:
         got = _check_record(rec.names(), lambda: rec.verdict, rec.read, cid, name(cid), problems, deep, None,
                             verdict_schema)
         if got is not None:
-            records[index_of[cid]] = derived.slim(got)
+            records.add(index_of[cid], derived.slim(got, share=False))
     return found
 
 
 def dir_cases(out: Path, index_of: Mapping[str, int], name: Callable[[str], str], problems: list[str], deep: bool,
               known: Mapping[str, dict] | None, verdict_schema: "_VerdictSchema | None",
-              records: dict[int, dict]) -> list[str]:
+              records: "Finished") -> list[str]:
     """An older run dir's `cases/<id>/` directories into `records`; returns the entries listed."""
     cases_dir = out / casestore.LEGACY_DIR
     present, linked = [], set()
@@ -173,7 +250,10 @@ def dir_cases(out: Path, index_of: Mapping[str, int], name: Callable[[str], str]
         rec = _check_case(cases_dir / entry, entry, name(entry), problems, deep,
                           None if known is None or deep else known.get(entry), verdict_schema)
         if rec is not None:
-            records[index_of[entry]] = rec if known is not None and rec is known.get(entry) else derived.slim(rec)
+            if known is not None and rec is known.get(entry):
+                records.add(index_of[entry], rec, mine=True)
+            else:
+                records.add(index_of[entry], derived.slim(rec, share=False))
     return present
 
 

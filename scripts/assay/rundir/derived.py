@@ -39,10 +39,11 @@ def layer_strings(record: Mapping[str, Any]) -> dict[str, str]:
     return {name: str((layers.get(name) or {}).get("verdict")) for name in LAYER_ORDER if name in layers}
 
 
-def verdict_row(record: Mapping[str, Any]) -> dict[str, Any]:
+def verdict_row(record: Mapping[str, Any], layers: dict[str, str] | None = None) -> dict[str, Any]:
+    """`layers`: layer_strings(record) when the caller has it already (read-only: rows share it)."""
     return {"case_id": record["case_id"], "verdict": record["verdict"], "canary": bool(record.get("canary")),
             "holdout": bool(record.get("holdout")), "gating": record.get("gating", True) is not False,
-            "layers": layer_strings(record)}
+            "layers": layer_strings(record) if layers is None else layers}
 
 
 def stats_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -76,10 +77,11 @@ def repeat_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
             for r in (record.get("repeats") or [])]
 
 
-def results_row(record: Mapping[str, Any]) -> dict[str, Any]:
+def results_row(record: Mapping[str, Any], layers: dict[str, str] | None = None) -> dict[str, Any]:
+    layers = layer_strings(record) if layers is None else layers
     row = {"case_id": record["case_id"], "verdict": record["verdict"], "canary": bool(record.get("canary")),
-           "gating": record.get("gating", True) is not False, "failed_layers": failed_layers(layer_strings(record)),
-           "layers": layer_strings(record)}
+           "gating": record.get("gating", True) is not False, "failed_layers": failed_layers(layers),
+           "layers": layers}
     if record.get("title"):
         row["title"] = record["title"]
     if record.get("multi_turn") and record.get("failed_turn"):
@@ -137,14 +139,18 @@ _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed
               "simulated", "simulator")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_unstable") + ROUTING_KEYS + ("rubrics", "provisional_verdict",
                                                                                        "undeclared_tools", "response_path")
+_SLIM_LAYER_SET = frozenset(_SLIM_LAYER_KEYS)
 
 
-def slim(record: Mapping[str, Any]) -> dict[str, Any]:
+def slim(record: Mapping[str, Any], *, share: bool = True) -> dict[str, Any]:
     """What the counts and derived files read from a record (the scorers' detail stays on disk):
-    keeps a 10,000-case run's memory flat. summarize()/rows over slim == over the full record."""
-    out = {k: record.get(k) for k in _SLIM_KEYS}
-    out["layers"] = {name: _shared({k: layer[k] for k in _SLIM_LAYER_KEYS if k in layer})
-                     for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}
+    keeps a 10,000-case run's memory flat. summarize()/rows over slim == over the full record.
+    `share=False`: a record folded and dropped at once (the completeness check) needs no shared layers."""
+    out = dict(zip(_SLIM_KEYS, map(record.get, _SLIM_KEYS)))
+    keep = _SLIM_LAYER_SET
+    layers = {name: {k: v for k, v in layer.items() if k in keep}
+              for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}
+    out["layers"] = {name: _shared(layer) for name, layer in layers.items()} if share else layers
     return out
 
 

@@ -14,6 +14,7 @@ tests/test_schema_fast.py checks both agree on every fixture and on mutated docu
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Any, Callable
 
 Check = Callable[[Any], bool]
@@ -64,6 +65,48 @@ def equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+_PLAIN_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _plain_type(s: Any) -> type | None:
+    """The Python type a schema that says only `{"type": "string"}` (object, array, boolean) is an
+    isinstance test for (never number or integer: a bool is not one), else None."""
+    if isinstance(s, dict) and set(s) <= {"type", "description", "title", "$comment"} \
+            and isinstance(s.get("type"), str):
+        return _PLAIN_TYPES.get(s["type"])
+    return None
+
+
+def _plain_types(s: Any) -> tuple[type, ...] | None:
+    """The isinstance tuple a schema that says only `{"type": ...}` of plain types (string, object,
+    array, boolean, null) is, else None."""
+    if not isinstance(s, dict) or not set(s) <= {"type", "description", "title", "$comment"}:
+        return None
+    names = [s.get("type")] if isinstance(s.get("type"), str) else s.get("type")
+    if not isinstance(names, list) or not names or not all(n in _PLAIN_TYPES or n == "null" for n in names):
+        return None
+    return tuple(_PLAIN_TYPES[n] if n != "null" else type(None) for n in names)
+
+
+def _all_of(checks: list[Check]) -> Check:
+    """One check that holds when every one of `checks` does (a plain loop: the hot path of a check)."""
+    if not checks:
+        return lambda x: True
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda x: first(x) and second(x)
+    checks = tuple(checks)
+
+    def every(x: Any) -> bool:
+        for c in checks:
+            if not c(x):
+                return False
+        return True
+    return every
+
+
 class Compiler:
     """Compiles the schemas one document at a time; `$ref`s resolve lazily (by file and pointer)."""
 
@@ -107,11 +150,7 @@ class Compiler:
             if make is None:
                 raise Unsupported(kw)
             checks.append(make(doc, v, s))
-        if not checks:
-            return lambda x: True
-        if len(checks) == 1:
-            return checks[0]
-        return lambda x: all(c(x) for c in checks)
+        return _all_of(checks)
 
     # --- keywords (each returns the check for its value) -------------------------------------
     def k_ref(self, doc, v, s):
@@ -120,27 +159,74 @@ class Compiler:
     def k_type(self, doc, v, s):
         names = [v] if isinstance(v, str) else list(v)
         tests = [TYPES[n] for n in names]
-        return tests[0] if len(tests) == 1 else (lambda x: any(t(x) for t in tests))
+        if len(tests) == 1:
+            return tests[0]
+        plain = tuple(_PLAIN_TYPES[n] for n in names if n in _PLAIN_TYPES) + \
+            ((type(None),) if "null" in names else ())
+        others = [TYPES[n] for n in names if n not in _PLAIN_TYPES and n != "null"]
+        if not others:   # e.g. ["string", "null"]: one isinstance
+            return lambda x: isinstance(x, plain)
+        if len(others) == 1:
+            other = others[0]
+            return lambda x: isinstance(x, plain) or other(x)
+        return lambda x: any(t(x) for t in tests)
 
     def k_enum(self, doc, v, s):
+        if isinstance(v, list) and v and all(isinstance(e, str) or e is None for e in v):
+            # equal() of a string is ==, never true for a non-string; of None, `is`
+            strings, none = frozenset(e for e in v if e is not None), None in v
+            return lambda x: (isinstance(x, str) and x in strings) or (none and x is None)
         return lambda x: any(equal(x, e) for e in v)
 
     def k_const(self, doc, v, s):
+        if isinstance(v, str):
+            return lambda x: isinstance(x, str) and x == v
         return lambda x: equal(x, v)
 
     def k_properties(self, doc, v, s):
-        props = [(k, self.compile(doc, sub)) for k, sub in v.items()]
-        return lambda x: not isinstance(x, dict) or all(c(x[k]) for k, c in props if k in x)
+        props = tuple((k, self.compile(doc, sub)) for k, sub in v.items())
+        if len(props) <= 4:   # few properties: look each up
+            def few(x: Any) -> bool:
+                if not isinstance(x, dict):
+                    return True
+                for k, c in props:
+                    if k in x and not c(x[k]):
+                        return False
+                return True
+            return few
+        # many: walk the document's keys (fewer than the schema's, as a rule); a property that is only
+        # a type test (`{"type": "boolean"}`, `{"type": ["string", "null"]}`) is an isinstance inline
+        typed = {k: t for k, t in ((k, _plain_types(sub)) for k, sub in v.items()) if t is not None}
+        table = {k: c for k, c in props if k not in typed}
+
+        def many(x: Any) -> bool:
+            if not isinstance(x, dict):
+                return True
+            for k, val in x.items():
+                t = typed.get(k)
+                if t is not None:
+                    if not isinstance(val, t):
+                        return False
+                    continue
+                c = table.get(k)
+                if c is not None and not c(val):
+                    return False
+            return True
+        return many
 
     def k_required(self, doc, v, s):
-        return lambda x: not isinstance(x, dict) or all(k in x for k in v)
+        names = frozenset(v)
+        return lambda x: not isinstance(x, dict) or x.keys() >= names
 
     def k_additionalProperties(self, doc, v, s):
         if "patternProperties" in s:
             raise Unsupported("patternProperties")
         known = frozenset(s.get("properties") or ())
         if v is False:
-            return lambda x: not isinstance(x, dict) or all(k in known for k in x)
+            return lambda x: not isinstance(x, dict) or known.issuperset(x)
+        kind = _plain_type(v)
+        if kind is not None and not known:   # e.g. {"type": "string"} for every value: one C-level pass
+            return lambda x: not isinstance(x, dict) or all(map(isinstance, x.values(), repeat(kind)))
         sub = self.compile(doc, v)
         return lambda x: not isinstance(x, dict) or all(sub(val) for k, val in x.items() if k not in known)
 
@@ -157,8 +243,19 @@ class Compiler:
     def k_items(self, doc, v, s):
         if "prefixItems" in s or isinstance(v, list):
             raise Unsupported("prefixItems")
+        kind = _plain_type(v)
+        if kind is not None:   # e.g. {"type": "string"} for every item: one C-level pass
+            return lambda x: not isinstance(x, list) or all(map(isinstance, x, repeat(kind)))
         sub = self.compile(doc, v)
-        return lambda x: not isinstance(x, list) or all(sub(i) for i in x)
+
+        def items(x: Any) -> bool:
+            if not isinstance(x, list):
+                return True
+            for i in x:
+                if not sub(i):
+                    return False
+            return True
+        return items
 
     def k_minItems(self, doc, v, s):
         return lambda x: not isinstance(x, list) or not len(x) < v
@@ -189,16 +286,24 @@ class Compiler:
         return lambda x: not _is_number(x) or not x >= v
 
     def k_allOf(self, doc, v, s):
-        subs = [self.compile(doc, x) for x in v]
-        return lambda x: all(c(x) for c in subs)
+        return _all_of([self.compile(doc, x) for x in v])
 
     def k_anyOf(self, doc, v, s):
         subs = [self.compile(doc, x) for x in v]
         return lambda x: any(c(x) for c in subs)
 
     def k_oneOf(self, doc, v, s):
-        subs = [self.compile(doc, x) for x in v]
-        return lambda x: sum(1 for c in subs if c(x)) == 1
+        subs = tuple(self.compile(doc, x) for x in v)
+
+        def one(x: Any) -> bool:
+            hits = 0
+            for c in subs:
+                if c(x):
+                    hits += 1
+                    if hits > 1:
+                        return False
+            return hits == 1
+        return one
 
     def k_not(self, doc, v, s):
         sub = self.compile(doc, v)

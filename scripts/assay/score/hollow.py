@@ -147,7 +147,8 @@ class HollowFold:
         if record.get("verdict") == "skipped":
             return
         for layer, entry in (record.get("layers") or {}).items():
-            if not asserted(layer, entry):
+            v = verdict_of(entry)   # asserted(layer, entry), its verdict read once
+            if v in (NA, UNSCORABLE) or (v == UNSCORED and deliberately_unscored(layer, entry)):
                 continue
             slot = self.asserting.get(layer)
             if slot is None:
@@ -155,11 +156,11 @@ class HollowFold:
             else:
                 slot[0] += 1
                 slot[1] = min(slot[1], index)
-            if verdict_of(entry) in (PASS, FAIL):
+            if v in (PASS, FAIL):
                 self.scored.add(layer)
                 continue
             reason = entry.get("reason") if isinstance(entry, Mapping) else None
-            key = _short(str(reason or verdict_of(entry)))
+            key = _short(str(reason or v))
             got = self.reasons.setdefault(layer, {}).get(key)
             if got is None:
                 self.reasons[layer][key] = [1, index]

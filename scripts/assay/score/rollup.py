@@ -38,7 +38,7 @@ def case_verdict(layers: Mapping[str, object], *, skipped: bool) -> str:
         return UNSCORED
     if FAIL in values:
         return FAIL
-    if any(never_ran(name, entry) for name, entry in layers.items()):
+    if UNSCORED in values and any(never_ran(name, layers[name]) for name, v in verdicts.items() if v == UNSCORED):
         return UNSCORED
     if any(v == PASS for name, v in verdicts.items() if name not in _LIVENESS_LAYERS):
         return PASS

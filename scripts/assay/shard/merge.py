@@ -305,7 +305,7 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
     count = plan["shards"]["count"]
     shards = [_read_shard(Path(p), plan_sha, count) for p in shard_dirs]
     for s in shards:
-        s.problems, records, _ = check_run_dir(s.path)
+        s.problems, records, _ = check_run_dir(s.path, records=True)
         s.records = {r["case_id"]: r for r in records}
     problems = reconcile(plan, shards)
     if problems:

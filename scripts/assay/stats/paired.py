@@ -159,6 +159,12 @@ def verdict_label(doc: dict) -> str:
 def _index(rows: Any, side: str) -> dict[str, str]:
     if not isinstance(rows, list):
         raise AssayError(f"{side} verdicts must be a list of {{case_id, verdict}} rows", 2)
+    return index_rows(rows, side)
+
+
+def index_rows(rows: Any, side: str) -> dict[str, str]:
+    """{case_id: verdict} of {case_id, verdict} rows (any iterable: a 100,000-pair comparison makes
+    them one at a time), each row checked as `compare` checks it."""
     out: dict[str, str] = {}
     for i, row in enumerate(rows, 1):
         if not isinstance(row, dict) or not isinstance(row.get("case_id"), str):
@@ -187,6 +193,12 @@ def compare(baseline_rows: list[dict], candidate_rows: list[dict], *, alpha: flo
     if not (isinstance(bayes_threshold, (int, float)) and 0 < bayes_threshold < 1):
         raise AssayError(f"bayes threshold must be strictly between 0 and 1, got {bayes_threshold!r}", 2)
     base, cand = _index(baseline_rows, "baseline"), _index(candidate_rows, "candidate")
+    return compare_indexed(base, cand, alpha=alpha, bayes_threshold=bayes_threshold)
+
+
+def compare_indexed(base: dict[str, str], cand: dict[str, str], *, alpha: float = 0.05,
+                    bayes_threshold: float = 0.8) -> dict:
+    """`compare` over rows already indexed (`index_rows`): {case_id: verdict} of each side."""
     shared = sorted(set(base) & set(cand))
     if not shared:
         raise AssayError(

@@ -1,0 +1,328 @@
+"""The completeness check at any size: what it reads is folded or walked, never held whole.
+
+- `Finished`: the finished cases' records by plan index, each folded into the counts
+  (stats.tally, as the runner folds them) and its derived rows' JSON lines kept on disk in plan
+  order (rundir.spill), so a 100,000-case `--verify` holds a few bytes per case, not every record.
+- `same_lines`: a derived JSONL file against those lines, read as it streams: a line whose bytes
+  are the expected line's is equal without a parse; any other line is parsed and compared as
+  `completeness._same_rows` always did (so the answer is the same, only faster).
+- `CasesFile`: manifest.yaml or results.json, whose one big key is `cases`, walked one case row
+  at a time when it is big (WALK_ABOVE; core.runplan's reader): the top-level keys kept, each row validated against the
+  schema's `cases.items` and handed on. Anything the walk does not take as plainly valid (a file
+  it cannot walk, a row the yes/no check refuses) is parsed whole and checked exactly as before,
+  so every problem is worded as it always was.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from ..core import casestore, writer
+from ..core.jsonio import MAX_DEPTH, loads, shallow, too_deep
+from ..core.runplan import read_plan_text
+from ..stats.tally import Tally
+from .artifacts import routing_scorable
+from .routing_files import routing_row
+from .spill import PlanLines
+
+# A manifest.yaml or results.json longer than this (characters; ~40,000 case rows) is walked one case row
+# at a time; a shorter one is parsed whole (faster, and small enough to hold).
+WALK_ABOVE = 16 << 20
+
+# One JSONL line as the runner writes it (derived._line, writer.dumps(indent=None)): sorted keys, UTF-8.
+_ENC = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+_FILES = ("verdicts", "stats", "results", "repeats", "routing")
+
+
+def line_of(row: Any) -> bytes:
+    return writer.encode(_ENC.encode(row) + "\n")
+
+
+class Finished:
+    """The finished cases of the run being checked (see the module docstring). `len()` is how many.
+
+    `add(index, record)` folds a slim record; `mark(index)` takes the runner's own record
+    (derived.KNOWN) without reading it, `fill(index, record)` folds it later if a comparison needs
+    it. `keep=True` also holds the records (the callers that read them back: the shard merge)."""
+
+    def __init__(self, ids: list[str], *, keep: bool = False, directory: Path | None = None) -> None:
+        self.ids = ids                  # the plan's case ids (index -> id), for the holdout seal
+        self.n = len(ids)
+        self.keep = keep
+        self.held: dict[int, dict] = {}
+        self.tally = Tally()
+        self.count = 0                  # finished cases: folded or marked
+        self.mine = 0                   # of them, records the caller's `known` mapping handed over itself
+        self.marked = 0                 # of them, derived.KNOWN markers not folded (yet)
+        self.routing = False            # run_conditions' "routing": a non-canary routing-scorable record
+        self._routing_holdout = False   # a holdout case's routing row: its id is sealed by plan order
+        self._holdout = bytearray(self.n)
+        self._state = bytearray(self.n)   # 0 none, 1 folded, 2 marked
+        self._dir = directory
+        self._spills: dict[str, PlanLines] | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    # ------------------------------------------------------------------ filling
+    def mark(self, index: int) -> None:
+        self._state[index] = 2
+        self.count += 1
+        self.marked += 1
+
+    def add(self, index: int, record: dict, *, mine: bool = False) -> None:
+        self._state[index] = 1
+        self.count += 1
+        self.mine += 1 if mine else 0
+        self._fold(index, record)
+
+    def fill(self, index: int, record: dict) -> None:
+        """A marked case's record, folded now (its count was taken by `mark`)."""
+        if self._state[index] == 2:
+            self._state[index] = 1
+            self.marked -= 1
+            self._fold(index, record)
+
+    def _fold(self, index: int, record: dict) -> None:
+        from .derived import layer_strings, repeat_rows, results_row, stats_row, verdict_row
+        self.tally.add(index, record)
+        if self._spills is None:
+            self._spills = {name: PlanLines(self._dir, self.n) for name in _FILES}
+        s = self._spills
+        layers = layer_strings(record)
+        s["verdicts"].add(index, line_of(verdict_row(record, layers)))
+        srow = stats_row(record)
+        if srow:
+            s["stats"].add(index, line_of(srow))
+        if record.get("holdout"):
+            self._holdout[index] = 1
+        else:
+            s["results"].add(index, line_of(results_row(record, layers)))
+        reps = repeat_rows(record)
+        if reps:
+            s["repeats"].add(index, b"".join(line_of(r) for r in reps))
+        if not record.get("canary") and routing_scorable(record):
+            self.routing = True
+            if record.get("holdout"):
+                self._routing_holdout = True
+            s["routing"].add(index, line_of(routing_row(record, {})))
+        if self.keep:
+            self.held[index] = record
+
+    # ------------------------------------------------------------------ reading back
+    def records(self) -> list[dict]:
+        """The held records in plan order (`keep=True`)."""
+        if not self.keep:
+            raise TypeError("the completeness check kept no records: call check_run_dir(..., records=True)")
+        return [self.held[i] for i in sorted(self.held)]
+
+    def lines(self, name: str) -> Iterator[bytes]:
+        """One derived file's expected lines in plan order (verdicts, stats, results, repeats, routing)."""
+        if self._spills is None:
+            return
+        if name == "routing" and self._routing_holdout:
+            yield from (line_of(row) for row in self.rows("routing"))
+            return
+        yield from self._spills[name].lines()
+
+    def rows(self, name: str) -> Iterator[dict]:
+        """The same, parsed (routing rows with holdout ids sealed as `<holdout #i>`, in plan order)."""
+        if self._spills is None:
+            return
+        sealed = self._sealed() if name == "routing" and self._routing_holdout else None
+        for raw in self._spills[name].lines():
+            row = json.loads(raw)
+            if sealed is not None:
+                row["case_id"] = sealed.get(row["case_id"], row["case_id"])
+            yield row
+
+    def _sealed(self) -> dict[str, str]:
+        """routing_files.sealed_ids over the finished records: holdout ids by their plan order."""
+        out: dict[str, str] = {}
+        for i in range(self.n):
+            if self._holdout[i] and self._state[i] == 1:
+                out[self.ids[i]] = f"<holdout #{len(out) + 1}>"
+        return out
+
+    def close(self) -> None:
+        for spill in (self._spills or {}).values():
+            spill.close()
+        self._spills = None
+
+
+# --------------------------------------------------------------------- a JSONL file
+_END = object()
+_SPLITS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")   # U+0085, U+2028, U+2029: str.splitlines splits there
+
+
+def _plain(raw: bytes) -> bool:
+    """True when a line that equals a canonical row's bytes needs no parse to be that row: nothing in it
+    that jsonio.loads refuses (a lone surrogate escape, NaN, Infinity) or that splits it in two."""
+    if b"\\ud" in raw or b"NaN" in raw or b"Infinity" in raw:
+        return False
+    return raw.isascii() or not any(sep in raw for sep in _SPLITS)
+
+
+def same_lines(path: Path, expected: Iterable[bytes]) -> bool:
+    """True when the file's rows are exactly the rows of `expected` (canonical lines), as
+    completeness._same_rows answers: False on any doubt (a link, a line that is not one JSON line,
+    a last line with no newline). A byte-equal line is equal; any other line is parsed."""
+    if path.is_symlink():
+        return False
+    want_iter = iter(expected)
+    want = next(want_iter, _END)
+    end = 0
+    for offset, raw in casestore.iter_lines(path):
+        end = offset + len(raw)
+        if want is not _END and raw == want and _plain(raw):
+            want = next(want_iter, _END)
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        if not line.strip():
+            continue
+        if len(line.splitlines()) != 1:
+            return False
+        try:
+            row = loads(line)
+        except ValueError:
+            return False
+        if want is _END or row != json.loads(want):
+            return False
+        want = next(want_iter, _END)
+    try:
+        return want is _END and end == path.stat().st_size
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------- manifest.yaml, results.json
+def _decomposable(schema: Mapping[str, Any]) -> dict | None:
+    """The `cases.items` schema when validity splits per row: the document is valid iff the document
+    with only its first row is, and every other row is valid against `items`. True when nothing but
+    `properties.cases` constrains `cases` and that says only type array, items, minItems <= 1."""
+    if not set(schema) <= {"$schema", "$id", "$comment", "title", "description", "type", "required", "properties",
+                           "$defs", "additionalProperties"}:
+        return None
+    cases = (schema.get("properties") or {}).get("cases")
+    if not isinstance(cases, dict) or cases.get("type") != "array" or not isinstance(cases.get("items"), dict):
+        return None
+    if not set(cases) <= {"type", "items", "minItems", "title", "description", "$comment"}:
+        return None
+    if cases.get("minItems", 0) not in (0, 1):
+        return None
+    return cases["items"]
+
+
+class _Rows:
+    """The walk's receiver (core.runplan.read_plan_text's `table`): each case row checked against
+    the schema's `items` (yes/no) and against the next expected row, then handed to `take`; none is
+    kept but the first."""
+
+    def __init__(self, item_valid: Callable[[Any], bool] | None, take: Callable[[Any], None] | None,
+                 expected: Iterator[dict] | None) -> None:
+        self.item_valid, self.take, self.expected = item_valid, take, expected
+        self.first: Any = _END
+        self.count = 0
+        self.valid = True
+        self.same = expected is not None   # every row so far == the expected one
+
+    def append(self, row: Any) -> None:
+        self.count += 1
+        if self.first is _END:
+            self.first = row
+        elif self.item_valid is not None and self.valid:
+            try:
+                self.valid = bool(self.item_valid(row)) and too_deep(row, MAX_DEPTH - 2) is None
+            except RecursionError:
+                self.valid = False
+        if self.same and row != next(self.expected, _END):
+            self.same = False
+        if self.take is not None:
+            self.take(row)
+
+    def close(self) -> "_Rows":
+        return self
+
+
+class CasesFile:
+    """A JSON file whose `cases` array is walked, not held (see the module docstring).
+
+    `head`: its top-level keys (with `cases` too when it is not an array). `whole`: the document
+    parsed whole, when the walk could not take it (then every question is answered from it).
+    `take(row)` sees each case row; `expected()` (results.json) gives the rows `cases` must equal,
+    compared during the walk (`cases_equal`). The text is not kept.
+    Raises what `jsonio.read_json` raises for a file it cannot read (OSError, ValueError)."""
+
+    def __init__(self, path: Path, schema: str | None, take: Callable[[Any], None] | None = None,
+                 expected: Callable[[], Iterable[dict]] | None = None) -> None:
+        self.path, self.schema, self.take, self.expected = path, schema, take, expected
+        text = writer.read_bytes(path).decode("utf-8")
+        self._items = None
+        if schema is not None:
+            from ..schemas import fast_checker, load_schema
+            items = _decomposable(load_schema(schema))
+            if items is not None and fast_checker(schema) is not None:
+                from ..schemas.fast import Compiler, Unsupported
+                try:
+                    self._items = Compiler(load_schema).compile(schema, items)
+                except Unsupported:
+                    self._items = None
+        self.whole: Any = None
+        self.rows: _Rows | None = None
+        rows = iter(expected()) if expected is not None else None
+        # a file under WALK_ABOVE is parsed whole, as it always was (C-fast, and small enough to hold)
+        walked = read_plan_text(text, lambda: _Rows(self._items, take, rows)) if len(text) > WALK_ABOVE else None
+        self._rest = rows
+        if walked is None:
+            self.whole = loads(text)
+            self.head = self.whole if isinstance(self.whole, dict) else None
+            return
+        self.head, self.rows = walked[0], walked[1]
+
+    @property
+    def is_object(self) -> bool:
+        return isinstance(self.head, dict)
+
+    @property
+    def n_cases(self) -> int | None:
+        """How many case rows (None when `cases` is not an array)."""
+        if self.whole is not None:
+            cases = self.whole.get("cases") if isinstance(self.whole, dict) else None
+            return len(cases) if isinstance(cases, list) else None
+        return self.rows.count if self.rows is not None else None
+
+    def parse_whole(self) -> Any:
+        if self.whole is None:
+            self.whole = loads(writer.read_bytes(self.path).decode("utf-8"))
+        return self.whole
+
+    def schema_problem(self) -> str | None:
+        """completeness_case._schema_problem of the whole document, without building it when the
+        walk showed it valid (any doubt: the whole document, checked and worded as always)."""
+        from .completeness_case import _schema_problem
+        if self.whole is None and self._items is not None and self._valid_walked():
+            return None
+        return _schema_problem(self.parse_whole(), self.schema)
+
+    def _valid_walked(self) -> bool:
+        from ..schemas import fast_checker
+        rows = self.rows
+        if rows is not None and not rows.valid:
+            return False
+        doc = dict(self.head) if rows is None else dict(self.head, cases=[] if rows.first is _END else [rows.first])
+        try:
+            return too_deep(doc, MAX_DEPTH) is None and bool(fast_checker(self.schema)(doc))
+        except RecursionError:
+            return False
+
+    def cases_equal(self) -> bool:
+        """`doc.get("cases") == list(expected())`, from the walk (the rows were compared as read)."""
+        if self.whole is not None or self.rows is None:
+            doc = self.whole if self.whole is not None else self.head
+            return isinstance(doc, dict) and doc.get("cases") == list(self.expected())
+        return self.rows.same and next(self._rest, _END) is _END
