@@ -93,6 +93,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--bundle", action="store_true", help="also time a --bundle of the big run opened from file://")
+    ap.add_argument("--scripts", type=Path, default=ROOT / "scripts",
+                    help="the scripts/ dir whose view.py to time (default this checkout's; another one for 'before')")
     ap.add_argument("--layout", choices=("journal", "dirs"), default="journal",
                     help="the big run's cases as a case journal (cases.jsonl, what the runner writes) or as an "
                          "older run's case dirs (what the earlier figures measured)")
@@ -115,7 +117,7 @@ def main(argv=None) -> int:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS, headless=True)
             for _ in range(a.reps):
                 t0 = time.perf_counter()
-                proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), tmp,
+                proc = subprocess.Popen([sys.executable, str(a.scripts / "view.py"), tmp,
                                          "--serve-seconds", "120"], stdout=subprocess.PIPE, text=True)
                 url = json.loads(proc.stdout.readline())["url"]
                 start = time.perf_counter() - t0
@@ -150,7 +152,8 @@ def main(argv=None) -> int:
             bundle = bundle_timings(browser, Path(tmp), big, a.reps) if a.bundle else None
             browser.close()
     med = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0] if isinstance(rows[0][k], float)}
-    print(json.dumps({"cases": a.cases, "runs": a.runs, "layout": a.layout, "load_before": load_before, "load_after": os.getloadavg(),
+    print(json.dumps({"cases": a.cases, "runs": a.runs, "layout": a.layout, "scripts": str(a.scripts),
+                      "load_before": load_before, "load_after": os.getloadavg(),
                       "reps": rows, "median": med, "bundle": bundle}, indent=2))
     return 0
 

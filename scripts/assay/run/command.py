@@ -251,19 +251,20 @@ def dry_run(plan: dict, environ) -> dict:
 def verify(run_dir: Path) -> tuple[int, dict]:
     from ..core import casestore
     from ..rundir.completeness import RunDirError, check_run_dir
-    try:
-        problems, records, manifest = check_run_dir(run_dir)
-    except RunDirError as exc:
-        raise AssayError(f"--verify: {exc}", 2)
     status = None
-    try:   # its top-level keys only: the case rows are walked, not held (rundir.streamed)
+    try:   # its top-level keys only (the case rows of a big one walked, not held), read before the
+        # check so that the two never hold their memory at once
         from ..rundir.streamed import CasesFile
         status = ((CasesFile(run_dir / "results.json", None).head.get("summary")) or {}).get("status")
     except (OSError, ValueError, AttributeError, AssayError):  # a link there is a named problem already
         pass
+    try:
+        problems, records, manifest = check_run_dir(run_dir)
+    except RunDirError as exc:
+        raise AssayError(f"--verify: {exc}", 2)
     result = {"run_dir": str(run_dir), "run_id": manifest.get("run_id"), "status": status,
               "cases_finished": len(records), "missing_artifacts": problems, "complete": not problems,
-              "files": casestore.scan(run_dir).file_count()}
+              "files": casestore.CaseStore(run_dir).file_count()}   # the files listed: no journal index
     if problems:
         raise AssayError(f"--verify: {len(problems)} artifact problem(s) in {run_dir.name}: "
                          + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""), 6, **result)

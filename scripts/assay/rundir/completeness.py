@@ -66,9 +66,10 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     `records=True` (the shard merge, which reads each shard's records back): the second value is
     the finished records in plan order. By default (--verify, the gate, compare's check of its
     base, history, publish, the runner's own check) no record is held, whatever the run's size:
-    the second value is only their count (`len()`). Either way the records are folded into the counts and their
-    derived rows kept on disk in plan order (rundir.streamed), and manifest.yaml and results.json
-    are walked one case row at a time: the manifest returned then holds its `cases` as their ids.
+    the second value is only their count (`len()`). Either way the records are folded into the
+    counts and their derived rows kept on disk in plan order (rundir.streamed), and a big
+    manifest.yaml or results.json is walked one case row at a time (the manifest returned then
+    holds its `cases` as their ids).
     """
     if not out.is_dir() or not ((out / "manifest.yaml").exists() or (out / "results.json").exists()):
         raise RunDirError(f"{out} is not a run directory (no manifest.yaml or results.json)")
@@ -114,6 +115,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
 
 
 def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status, keep):
+    """check_run_dir once the manifest is read: the case records into `fin`, then the run's files."""
     store = casestore.scan(out)
     if isinstance(known, derived.Known) and store.layout == "dirs":
         known = None   # the runner writes the journal; an older layout is re-read in full

@@ -43,9 +43,9 @@ def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
 
 class _VerdictSchema:
     """--verify's JSON Schema pass over every verdict.json: the envelope (with `layers` taken as any
-    object) through the yes/no check, then each layer against `$defs/layer` (compiled, it reads a
-    few keys; with jsonschema instead, cached by its canonical JSON: most layers of a run are the
-    same few objects). Only a yes/no: any doc found invalid goes through the full validation, so
+    object) through the yes/no check, then each layer against `$defs/layer` (compiled, its answer
+    memoized by the values of the few keys it reads, `_reads`; with jsonschema instead, cached by
+    its canonical JSON: most layers of a run are the same few objects). Only a yes/no: any doc found invalid goes through the full validation, so
     the problem reported is exactly the full one's. Falls back to the full validation for every
     doc when the schema's `layers` part is not the shape this relies on.
     """
