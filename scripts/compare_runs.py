@@ -40,7 +40,8 @@ def run(args):
     from assay.compare.baseline import refuse_unverified, resolve_baseline
     from assay.compare.document import compare_runs
     from assay.verdict import gate_open
-    from assay.core import jsonio, writer
+    from assay.core import jsonio
+    from assay.core.writer_stream import write_json_streamed
     from assay.core.errors import AssayError
 
     candidate = Path(args.candidate)
@@ -49,7 +50,7 @@ def run(args):
     doc = compare_runs(base, candidate)
     try:
         if args.output:   # the same bytes as one write, the pairs encoded as they are written
-            writer.write_json_streamed(Path(args.output), doc, "buckets")
+            write_json_streamed(Path(args.output), doc, "buckets")
         if args.html:
             from assay.compare.html import render
             jsonio.atomic_write_text(Path(args.html), render(doc))

@@ -263,7 +263,7 @@ def test_progress_eta_follows_the_recent_rate_and_the_latency_tail():
 
 
 def test_throughput_line_per_shard_and_silent_when_not_throttled(tmp_path):
-    from assay.report.rundir import throughput_line
+    from assay.report.throughput import throughput_line
     calm = {"event": "throughput", "adaptive": True, "max_concurrency": 8, "in_flight": {"min": 1, "median": 8, "max": 8},
             "limit_min": 8, "limit_end": 8, "rate_limited_answers": 0, "decreases": 0, "pauses": 0, "paused_s": 0}
     hot = dict(calm, rate_limited_answers=5, decreases=2, limit_min=2, limit_end=3.5, pauses=1, paused_s=1.5,

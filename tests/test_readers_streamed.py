@@ -261,16 +261,17 @@ def test_a_layer_answer_is_memoized_only_by_what_the_layer_check_reads():
 
 # ------------------------------------------------------------------ the other readers' parts
 def test_a_big_document_written_in_pieces_is_the_same_bytes(tmp_path):
-    """writer.write_json_streamed (compare.json's pairs encoded one by one) writes what write_json
+    """writer_stream.write_json_streamed (compare.json's pairs encoded one by one) writes what write_json
     writes, whatever the lists hold (text with newlines, nesting, empty buckets)."""
     from assay.core import writer
+    from assay.core.writer_stream import write_json_streamed
     rng = random.Random(3)
     for trial in range(30):
         doc = {"a": 1, "z": [1, {"q": "x\ny"}], "w": {},
                "buckets": {b: [{"case_id": f"c{i}", "answer": {"changed": rng.random() < 0.5, "diff": ["é", "\n"]},
                                 "list": [[], {}, [1, [2]]]} for i in range(rng.randint(0, 4))]
                            for b in ("newly_failing", "still_passing", "only_in_base")}}
-        writer.write_json_streamed(tmp_path / "s.json", doc, "buckets")
+        write_json_streamed(tmp_path / "s.json", doc, "buckets")
         writer.write_json(tmp_path / "w.json", doc)
         assert (tmp_path / "s.json").read_bytes() == (tmp_path / "w.json").read_bytes(), trial
 
@@ -424,9 +425,9 @@ def test_a_broken_run_is_named_as_before(app, state):
 
 
 def test_a_run_log_line_is_json_exactly_when_loads_says_so():
-    """completeness._json_line (the plain C parse unless a line holds what jsonio.loads refuses)
+    """runlog_check._json_line (the plain C parse unless a line holds what jsonio.loads refuses)
     accepts and refuses exactly the lines jsonio.loads does."""
-    from assay.rundir.completeness import _json_line
+    from assay.rundir.runlog_check import _json_line
     lines = ['{"event": "finalize", "ts": "2026-12-01T00:00:00Z", "n": 3}', '{"x": 1.5e3}', '{"x": 1e400}',
              '{"x": NaN}', '{"x": -Infinity}', '{"x": "\\udc80"}', '{"x": "\\ud83d\\ude00"}', '[' * 2000 + ']' * 2000,
              '{"x": ' + "9" * 320 + '.5}', '{"x": ' + "9" * 320 + '}', '{"x": }', '{"a": 1} {"b": 2}', '"just text"',

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..core import casestore
+from ..core import case_read, casestore
 from ..core.errors import AssayError
 from ..core.vocab import JUDGE_UNSTABLE
 from ..core.writer import clip
@@ -174,7 +174,7 @@ def view_material(run: Path, case: casestore.CaseRecord, verdict: Any, base: dic
         if not isinstance(rid, str) or not is_safe_case_id(case.case_id) or "/" in rid or rid.startswith("."):
             return None
         try:
-            baseline = casestore.read_case_text(run.parent / rid, case.case_id, "answer.txt")
+            baseline = case_read.read_case_text(run.parent / rid, case.case_id, "answer.txt")
         except (OSError, ValueError):
             return None
         if baseline is None:

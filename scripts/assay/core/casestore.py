@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from . import writer
+from .lines import iter_lines
 
 JOURNAL = "cases.jsonl"
 LEGACY_DIR = "cases"
@@ -36,7 +37,6 @@ VERDICT = "verdict.json"
 _HEAD = b'{"case_id": '
 _VERDICT_KEY = ', "verdict": '
 _FILES_KEY = ', "files": '
-_CHUNK = 1 << 20
 _HEAD_BYTES = 512                 # head_of: the bytes decoded to read a line's case id
 _LEN_BITS = 40                    # an index entry: offset << 40 | line length (a line < 1 TiB)
 _LEN_MASK = (1 << _LEN_BITS) - 1
@@ -96,8 +96,8 @@ class CaseRecord:
         return self.files.get(name)
 
 
-def parse_line(line: bytes) -> CaseRecord | None:
-    """A committed journal line as a CaseRecord, or None when it is not one."""
+def _line_doc(line: bytes) -> dict | None:
+    """A committed journal line's document (case_id, verdict, files as text), or None."""
     try:
         doc = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -105,7 +105,14 @@ def parse_line(line: bytes) -> CaseRecord | None:
     if not isinstance(doc, dict) or not isinstance(doc.get("case_id"), str) or not isinstance(doc.get("verdict"), dict) \
             or not isinstance(doc.get("files"), dict) or not all(isinstance(v, str) for v in doc["files"].values()):
         return None
-    return CaseRecord(doc["case_id"], doc["verdict"], {k: writer.encode(v) for k, v in doc["files"].items()})
+    return doc
+
+
+def parse_line(line: bytes) -> CaseRecord | None:
+    """A committed journal line as a CaseRecord, or None when it is not one."""
+    doc = _line_doc(line)
+    return None if doc is None else CaseRecord(doc["case_id"], doc["verdict"],
+                                                {k: writer.encode(v) for k, v in doc["files"].items()})
 
 
 class _TextRecord(CaseRecord):
@@ -121,14 +128,8 @@ class _TextRecord(CaseRecord):
 
 def parse_text_line(line: bytes) -> CaseRecord | None:
     """`parse_line`, each artifact encoded only when read (`_TextRecord`)."""
-    try:
-        doc = json.loads(line)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("case_id"), str) or not isinstance(doc.get("verdict"), dict) \
-            or not isinstance(doc.get("files"), dict) or not all(isinstance(v, str) for v in doc["files"].values()):
-        return None
-    return _TextRecord(doc["case_id"], doc["verdict"], doc["files"])
+    doc = _line_doc(line)
+    return None if doc is None else _TextRecord(doc["case_id"], doc["verdict"], doc["files"])
 
 
 def head_of(line: bytes, *, verdict: bool = False) -> tuple[str | None, dict | None]:
@@ -304,32 +305,6 @@ def dir_record(cdir: Path, verdict: dict | None = None) -> CaseRecord:
     return _DirRecord(cdir.name, verdict if isinstance(verdict, dict) else {}, {}, cdir)
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(offset, line with its newline) for every complete line of a file, read in chunks."""
-    try:
-        fd = writer.open_file(path, os.O_RDONLY)
-    except (FileNotFoundError, writer.SymlinkError):
-        return
-    try:
-        offset, rest = 0, b""
-        while True:
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
-                return
-            data = rest + chunk
-            start = 0
-            while True:
-                nl = data.find(b"\n", start)
-                if nl < 0:
-                    break
-                yield offset + start, data[start:nl + 1]
-                start = nl + 1
-            offset += start
-            rest = data[start:]
-    finally:
-        os.close(fd)
-
-
 def scan(run_dir: Path) -> CaseStore:
     run_dir = Path(run_dir)
     path = run_dir / JOURNAL
@@ -353,21 +328,6 @@ def scan(run_dir: Path) -> CaseStore:
     except OSError:
         store.torn = 0
     return store
-
-
-def keep_only(store: CaseStore, keep: set[str] | None) -> None:
-    """--resume's repair of a journal: rewrite it with the first committed line of each id in
-    `keep` (None: keep every committed line and only cut a torn tail)."""
-    path = store.run_dir / JOURNAL
-    if keep is not None:
-        lines = []
-        for off, line in iter_lines(path):
-            cid = head_of(line)[0]
-            if cid in keep and store.offset_of(cid) == off:
-                lines.append(line)
-        writer.write_bytes(path, b"".join(lines))
-    elif store.torn:
-        writer.truncate(path, store.size)
 
 
 _cache: dict[str, tuple[tuple, CaseStore]] = {}
@@ -395,21 +355,6 @@ def open_store(run_dir: Any) -> CaseStore:
             _cache.clear()
         _cache[name] = (key, store)
     return store
-
-
-def read_case_text(run_dir: Any, case_id: str, name: str) -> str | None:
-    data = open_store(run_dir).read(case_id, name)
-    return data.decode("utf-8", "replace") if data is not None else None
-
-
-def read_case_json(run_dir: Any, case_id: str, name: str) -> Any:
-    data = open_store(run_dir).read(case_id, name)
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
 
 
 def _read_under(cdir: Path, name: str) -> bytes | None:

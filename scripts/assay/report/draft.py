@@ -23,7 +23,7 @@ from .gate import GateResult
 from .judged import judged_section
 from .mdtext import code, count, esc, pct, plural
 from .redact import pii_flag, redact
-from .rundir import throughput_line
+from .throughput import throughput_line
 from .sections import comparison_section, failure_excerpts, reliability_section, routing_section
 
 CLUSTERS_BEGIN = "<!-- assay:clusters -->"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import casestore
+from ..core import case_read, casestore
 from ..core.errors import AssayError
 from ..core.jsonio import MAX_DEPTH, loads
 from ..core.writer import read_bytes
@@ -86,4 +86,4 @@ def case_link(case_id: str, run_dir: Path | None = None) -> str:
 
 def read_case_file(run_dir: Path, case_id: str, name: str) -> str | None:
     """One artifact of a finished case as text (either run-dir layout, core.casestore), or None."""
-    return casestore.read_case_text(run_dir, case_id, name)
+    return case_read.read_case_text(run_dir, case_id, name)

@@ -9,7 +9,8 @@ from ..core.writer import clip
 from ..stats.counts import cases_phrase
 from .gate_judge import MAX_NAMED
 from .gate_reasons import is_count, rate_of
-from .rundir import case_verdict, throughput_line
+from .rundir import case_verdict
+from .throughput import throughput_line
 
 if TYPE_CHECKING:
     from .gate import GateResult

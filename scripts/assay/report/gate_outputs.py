@@ -13,7 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..core.casestore import read_case_json
+from ..core.case_read import read_case_json
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
 from ..core.writer import clip

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.writer import clip
-from ..core.casestore import read_case_json
+from ..core.case_read import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
 from ..score.hollow import ADAPTER_KEY_OF_LAYER, hollow_layer_line, where_to_look

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.casestore import read_case_json
+from ..core.case_read import read_case_json
 from ..core.vocab import JUDGE_UNSTABLE
 from ..core.writer import clip
 from .mdtext import count, esc, plural

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.casestore import read_case_json
+from ..core.case_read import read_case_json
 from ..core.explain import describe_response
 from ..core.vocab import FAIL, LAYER_ORDER
 

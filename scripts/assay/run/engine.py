@@ -18,13 +18,12 @@ from ..core.ids import utc_now_iso
 from ..core.jsonio import read_json
 from ..core.vocab import FAIL, INFRA_VERDICTS, SKIPPED
 from ..rundir import derived
-from . import holdout_ledger
-from . import judged_reason
-from . import preflight
+from . import holdout_ledger, judged_reason, preflight
 from .casework import CaseWorker
 from ..invoke.outcome import RATE_LIMITED_PREFIX
 from .limiter import AppSlots
 from ..rundir.completeness import check_run_dir
+from .journal_repair import keep_only
 from ..stats.counts import summarize
 from ..score.tool_names import declared_tools
 from .layers import ScoreContext
@@ -132,7 +131,7 @@ class Run:
             drop = True   # a line whose verdict does not parse: the case runs again
         # rare (a hand edit, a line for a case the plan no longer has): rewrite the kept lines;
         # else only cut a torn tail (a kill mid-append: the partial last line was never a case)
-        casestore.keep_only(store, {self.cases.ids[i] for i in self.kept} if drop else None)
+        keep_only(store, {self.cases.ids[i] for i in self.kept} if drop else None)
         for p in out.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp"):
                 p.unlink()

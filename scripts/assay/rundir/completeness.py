@@ -9,20 +9,19 @@ file the run-dir contract does not list. One case record's checks (either layout
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..core import casestore
-from ..core.jsonio import loads, read_json, read_jsonl
+from ..core.jsonio import read_json, read_jsonl
 from ..core.runplan import read_plan_text
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS
 from . import derived
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_run_files, routing_scorable
 from .streamed import CasesFile, Finished, same_lines
+from .runlog_check import check_runlog, why
 from .completeness_case import SYMLINK_PROBLEM, _schema_problem, _VerdictSchema, dir_cases, journal_cases
 
 STOPPED_FAIL_FAST = "stopped_fail_fast"   # --fail-fast N: the rest is not run (never passed)
@@ -190,7 +189,7 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
         if deferred:
             results = _load_results(out, problems, schemas, lambda: expected().rows("results"))
         _check_results(results, manifest, len(ids), expected, problems, schemas, run_status)
-    _check_runlog(out / "run.log", problems)
+    check_runlog(out / "run.log", problems)
     if not keep:
         return problems, _Count(fin.count), manifest
     if stream is not None and fin.marked:
@@ -226,7 +225,7 @@ def _load_results(out: Path, problems: list[str], schemas: bool = True,
         return None   # named as missing below
     except (OSError, ValueError) as exc:   # there but unreadable: a defect, never silently skipped
         if (out / "results.json").is_file():
-            problems.append(f"results.json (unreadable: {_why(exc)})")
+            problems.append(f"results.json (unreadable: {why(exc)})")
         return None
     if not results.is_object:
         problems.append("results.json (not a JSON object)")
@@ -370,50 +369,3 @@ def _check_results(results: CasesFile | None, manifest: dict, n_cases: int, expe
         problems.append("results.json (status stopped_fail_fast and `stopped_early` go together)")
     elif isinstance(stopped, dict) and stopped.get("not_run") != n_cases - len(fin):
         problems.append("results.json (stopped_early.not_run disagrees with the plan's cases never finished)")
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8"
-    if isinstance(exc, OSError):
-        return exc.strerror or type(exc).__name__
-    return str(exc)[:120]
-
-
-# what jsonio.loads refuses and json.loads takes: NaN / Infinity, a number too big for a double
-# (an exponent, or 300+ digits), an escaped surrogate; a line holding none of them needs no hooks
-_LOADS_ONLY = re.compile(rb"NaN|Infinity|[0-9][eE]|[0-9]{300}|\\u[dD][89a-fA-F]")
-
-
-def _json_line(line: str, raw: bytes) -> None:
-    """`jsonio.loads(line)` (ValueError when it is not JSON), the plain C parse for a line that holds
-    nothing the two could disagree on (run.log: 100,000+ lines at 100,000 cases)."""
-    if _LOADS_ONLY.search(raw):
-        loads(line)
-        return
-    try:
-        json.loads(line)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply to parse") from None
-
-
-def _check_runlog(path: Path, problems: list[str]) -> None:
-    if not path.is_file():
-        return
-    try:
-        for _offset, raw in casestore.iter_lines(path):   # streamed: one line held at a time
-            line = raw.decode("utf-8")
-            if line.strip():
-                _json_line(line, raw)
-        size = path.stat().st_size
-        with open(path, "rb") as fh:   # a last line without its newline is a line too
-            fh.seek(max(0, size - 1))
-            if size and fh.read(1) != b"\n":
-                fh.seek(0)
-                tail = fh.read().rsplit(b"\n", 1)[-1].decode("utf-8")
-                if tail.strip():
-                    loads(tail)
-    except (UnicodeDecodeError, ValueError):
-        problems.append("run.log (a line is not JSON)")
-    except OSError as exc:
-        problems.append(f"run.log (unreadable: {_why(exc)})")
