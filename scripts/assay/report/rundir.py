@@ -158,13 +158,22 @@ def read_results_file(path: Path, *, rows: bool = True) -> Any:
     """`read_json_file` of a results.json: the same document, its case rows shared as `_SharedRows`
     says (the document parsed whole, with its errors, whenever the walk does not take it).
     `rows=False`: its top-level keys only (the rows walked and dropped; no `cases` key)."""
+    import os
+
     from ..core.runplan import read_plan_text
     from ..rundir.streamed import WALK_ABOVE
+    try:
+        small = os.stat(path).st_size <= WALK_ABOVE
+    except OSError:
+        small = True
+    if small:   # parsed whole, as it always was (no second read)
+        doc = read_json_file(path)
+        return doc if rows or not isinstance(doc, dict) else {k: v for k, v in doc.items() if k != "cases"}
     try:
         text = read_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return read_json_file(path)   # its error, worded as always
-    walked = read_plan_text(text, _SharedRows if rows else _DroppedRows) if len(text) > WALK_ABOVE else None
+    walked = read_plan_text(text, _SharedRows if rows else _DroppedRows)
     del text
     if walked is None or walked[1] is None or walked[1].deep.deep or too_deep(walked[0], MAX_DEPTH) is not None \
             or list(walked[0]) != sorted(walked[0]):
