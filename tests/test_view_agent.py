@@ -18,15 +18,12 @@ from pathlib import Path
 import pytest
 
 from agent_state import AGENT, TOKEN, adapter_doc, agent_env, build_agent_state
+from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from fakeapp import case, make_plan
 from helpers import SCRIPTS, run_script
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (Debian's chromium)")]
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run"]
 RUN = "smoke-20261205T100000Z"
 CID = "c-agent-hostile"
 EXPECT = {"files": {"contains": {"calc.py": ["return a + b"]}, "unchanged": ["README.md"]},

@@ -5,22 +5,18 @@ from disk; a hostile answer never executes. Screenshots go to the test's tmp dir
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from helpers import SCRIPTS
 from rundir_util import make_run
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (Debian's chromium)")]
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run"]
 HOSTILE = ('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
            '<a href="javascript:window.__pwned=3">click</a></textarea></pre>\u202egnp.exe\u202c')
 TRAJ = {"trace_id": "t1", "agents": [{"name": "triage"}, {"name": "billing"}],

@@ -16,15 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from helpers import SCRIPTS
 from rundir_util import make_run
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (Debian's chromium)")]
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run"]
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">\u202egnp.exe'
 BASE, MID, CAND = "smoke-20261201T100000Z", "smoke-20261202T100000Z", "smoke-20261203T100000Z"
 TITLE = "Restart the web service with the right timeout"
