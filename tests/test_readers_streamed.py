@@ -6,13 +6,16 @@ broken input (pure, in process: no run, no app)."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import json
 import random
 
 import pytest
 
 from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
-from helpers import run_script
+from helpers import SCRIPTS, run_script
 from assay.core.jsonio import loads
 from assay.rundir import derived
 from assay.rundir.artifacts import run_conditions
@@ -242,7 +245,7 @@ def test_a_layer_answer_is_memoized_only_by_what_the_layer_check_reads():
     """completeness_case._VerdictSchema: a layer's yes/no answer is kept by the values of the keys
     its schema's properties name (type-exact) and the presence of those its `required` lists; any
     other key, or a value that is not a plain scalar, is never part of a shared answer."""
-    from assay.rundir.completeness_case import _VerdictSchema, _reads
+    from assay.rundir.verdict_schema import _VerdictSchema, _reads
     v = _VerdictSchema()
     assert v.ok and v.by_value == ("verdict",) and set(v.by_presence) == {"blocked_by", "reason"}
     layers = [{"verdict": "pass"}, {"verdict": "unscorable"}, {"verdict": "unscorable", "blocked_by": "x"},
@@ -403,8 +406,13 @@ BREAKS = {
 def test_a_broken_run_is_named_as_before(app, state):
     """One real 6-case run, broken one way at a time: `run_cases.py --verify`'s problems (the
     streamed check) are exactly the strings the whole-document check gave, in order; the count of
-    finished cases and the exit code as before."""
+    finished cases and the exit code as before. The same check on two processes (rundir.parallel,
+    forced at this size) gives the same strings: from its own fold when no record is broken, from
+    the one-process check it falls back to when one is."""
     import shutil
+
+    record_breaks = {"an artifact edited", "a layer off-schema"}
+    runs = {}
 
     plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
                              for i in range(6)], app_url=app.url)
@@ -413,15 +421,32 @@ def test_a_broken_run_is_named_as_before(app, state):
     assert r.rc == 0, r.stdout
     order = [json.loads(line)["case_id"] for line in _lines(out / "cases.jsonl")]   # journal order: finish order
     for name, (brk, want) in BREAKS.items():
-        run = state / "reports" / "broken" / plan["run_id"]
-        if run.parent.exists():
-            shutil.rmtree(run.parent)
+        run = runs[name] = state / "reports" / f"broken-{len(runs)}" / plan["run_id"]
         shutil.copytree(out, run)
         brk(run)
         got = run_script("run_cases.py", "--verify", str(run))
         want = [w.replace("{c0}", order[0]).replace("{c1}", order[1]) for w in want]
         problems = json.loads(got.stdout).get("missing_artifacts") if got.stdout.strip() else None
         assert (got.rc, problems) == ((6, want) if want else (0, [])), (name, got.stdout[-800:])
+        runs[name] = (run, want)
+    # the check on two processes, forced at this size, in one process with no other thread (as a CLI is)
+    checked = subprocess.run([sys.executable, "-c", _CHECK_EACH, *(str(run) for run, _ in runs.values())],
+                             capture_output=True, text=True, env=dict(os.environ, ASSAY_CHECK_FORK_ABOVE="0",
+                                                                      PYTHONPATH=str(SCRIPTS)), timeout=600)
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    for (name, (_run, want)), (problems, how) in zip(runs.items(), json.loads(checked.stdout)):
+        assert problems == want, name
+        assert how == ({"processes": 1, "fallback": "the record checks found a problem"} if name in record_breaks
+                       else {"processes": 2}), (name, how)
+
+
+_CHECK_EACH = """
+import json, sys
+from pathlib import Path
+from assay.rundir import parallel
+from assay.rundir.completeness import check_run_dir
+print(json.dumps([[check_run_dir(Path(run))[0], dict(parallel.LAST)] for run in sys.argv[1:]]))
+"""
 
 
 def test_a_run_log_line_is_json_exactly_when_loads_says_so():

@@ -322,7 +322,7 @@ def test_verify_layer_cache_reports_what_the_full_schema_check_reports(app, stat
     import sys
     sys.path.insert(0, str(SCRIPTS))
     from assay.rundir.completeness import check_run_dir
-    from assay.rundir.completeness_case import _VerdictSchema
+    from assay.rundir.verdict_schema import _VerdictSchema
     from assay.schemas import iter_errors
     app.handler = echo_handler
     r, out = go(state, make_plan(state, many_cases(4), app_url=app.url))

@@ -149,21 +149,61 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
 def refuse_unverified(base: Path) -> None:
     """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
     naming what is missing: read as it is, its cases would show up as added or removed."""
-    from ..rundir.completeness import RunDirError, check_run_dir
+    problems = _base_problems(Path(base))
+    if problems:
+        raise _refusal(Path(base), problems)
+
+
+def verified_then(base: Path, work: Callable[[], Any]) -> Any:
+    """`refuse_unverified(base)`, then `work()` (the comparison), with the same answer: when the base's
+    journal is big and rundir.parallel may fork, the check runs in a child while `work()` runs here,
+    and a refusal (or the check's failure to answer: then it runs again here) still wins over
+    whatever `work()` returned or raised."""
+    from ..rundir import parallel
     base = Path(base)
+    if not (parallel.can_fork() and parallel.big_journal(base)):
+        refuse_unverified(base)
+        return work()
+    child = parallel.Child(lambda: _base_problems(base))
+    try:
+        try:
+            result = work()
+        except Exception:   # the refusal comes first, as when the check ran before the comparison
+            problems = child.result()
+            if problems:
+                raise _refusal(base, problems) from None
+            if problems is None:
+                refuse_unverified(base)
+            raise
+        problems = child.result()
+    finally:
+        child.cancel()
+    if problems is None:   # the child gave no answer: the check, here
+        refuse_unverified(base)
+    elif problems:
+        raise _refusal(base, problems)
+    return result
+
+
+def _base_problems(base: Path) -> list[str]:
+    """The base's completeness problems ([] for none, or when it is not a dir or still running: load_side's
+    own error says so)."""
+    from ..rundir.completeness import RunDirError, check_run_dir
     results = try_json_head(base / "results.json")   # its summary: the case rows are not held
     summary = results.get("summary") if isinstance(results, dict) else None
     if not base.is_dir() or (isinstance(summary, dict) and summary.get("status") == "running"):
-        return   # not a dir, or still running: load_side's own error says so
+        return []
     try:
-        problems = check_run_dir(base)[0]
+        return check_run_dir(base)[0]
     except RunDirError as exc:
-        problems = [str(exc)]
-    if problems:
-        shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
-                         "dir: restore the files, or compare with another run (--baseline auto picks one)",
-                         2, path=str(base))
+        return [str(exc)]
+
+
+def _refusal(base: Path, problems: list[str]) -> AssayError:
+    shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+    return AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
+                      "dir: restore the files, or compare with another run (--baseline auto picks one)",
+                      2, path=str(base))
 
 
 def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:

@@ -18,7 +18,7 @@ from ..core.jsonio import read_json, read_jsonl
 from ..core.runplan import read_plan_text
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS
-from . import derived
+from . import derived, parallel
 from .artifacts import AFTER_RUN_FILES, RUN_ARTIFACTS, required_run_files, routing_scorable
 from .streamed import CasesFile, Finished, same_lines
 from .runlog_check import check_runlog, why
@@ -105,21 +105,49 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
 
     # --- the case records: the journal, or an older run's case dirs
     # (a reader's spill goes to the temp dir: a run dir may be read-only, and is never written by a check)
-    fin = Finished(ids, keep=records, directory=out if known is not None else None)
-    try:
-        return _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status,
-                            records)
-    finally:
-        fin.close()
-
-
-def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status, keep):
-    """check_run_dir once the manifest is read: the case records into `fin`, then the run's files."""
     store = casestore.scan(out)
     if isinstance(known, derived.Known) and store.layout == "dirs":
         known = None   # the runner writes the journal; an older layout is re-read in full
     verdict_schema = _VerdictSchema() if schemas else None
-    if store.layout != "dirs":
+    parallel.LAST.clear()
+    if known is None and schemas and parallel.usable(store):   # the record checks in a child (rundir.parallel)
+        child = parallel.Child(lambda: _child_checks(out, store, index_of, name, verdict_schema))
+        fin = Finished(ids, keep=records, directory=None)
+        try:
+            got = _check_cases(out, manifest, ids, index_of, name, fin, list(problems), schemas, known, written,
+                               status, records, store, verdict_schema, child)
+        finally:
+            fin.close()
+            child.cancel()
+        if got is not None:
+            parallel.LAST.update(processes=2)
+            return got
+    parallel.LAST.setdefault("processes", 1)
+    fin = Finished(ids, keep=records, directory=out if known is not None else None)
+    try:
+        return _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status,
+                            records, store, verdict_schema)
+    finally:
+        fin.close()
+
+
+def _child_checks(out: Path, store, index_of, name, verdict_schema) -> tuple[list[str], list[str]]:
+    """The forked child's part: each record's own checks, then run.log's (rundir.parallel)."""
+    mine: list[str] = []
+    journal_cases(store, index_of, name, mine, True, None, verdict_schema, None, part="checks")
+    runlog: list[str] = []
+    check_runlog(out / "run.log", runlog)
+    return mine, runlog
+
+
+def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status, keep,
+                 store, verdict_schema, child=None):
+    """check_run_dir once the manifest is read: the case records into `fin`, then the run's files.
+    With `child` (rundir.parallel): this process folds while the child checks each record; None
+    when the child found a problem or failed (the caller checks again in one process)."""
+    if child is not None:
+        present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, fin, part="fold")
+    elif store.layout != "dirs":
         present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, fin)
     else:
         present = dir_cases(out, index_of, name, problems, schemas, known, verdict_schema, fin)
@@ -189,7 +217,14 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
         if deferred:
             results = _load_results(out, problems, schemas, lambda: expected().rows("results"))
         _check_results(results, manifest, len(ids), expected, problems, schemas, run_status)
-    check_runlog(out / "run.log", problems)
+    if child is None:
+        check_runlog(out / "run.log", problems)
+    else:
+        answer = child.result()
+        if not isinstance(answer, tuple) or answer[0]:
+            parallel.LAST["fallback"] = "the record checks found a problem" if answer else "the child gave no answer"
+            return None
+        problems.extend(answer[1])
     if not keep:
         return problems, _Count(fin.count), manifest
     if stream is not None and fin.marked:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -19,11 +18,11 @@ from ..core import casestore
 from ..core.jsonio import loads, read_json, sha256_bytes
 from ..core.writer import SymlinkError, read_bytes
 from ..core.vocab import SKIPPED
-from ..schemas import iter_errors
 from ..score.rollup import (SIMULATED_TURN_LAYERS, case_verdict, conversation_verdict, fold_repeats,
                             merge_turn_layers, simulated_verdict)
 from . import derived
 from .artifacts import required_case_files
+from .verdict_schema import _schema_problem, _VerdictSchema
 
 if TYPE_CHECKING:
     from .streamed import Finished
@@ -31,175 +30,29 @@ if TYPE_CHECKING:
 SYMLINK_PROBLEM = "a symlink: a run directory holds none, and nothing is read through one"
 
 
-def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
-    if not enabled:
-        return None
-    errors = iter_errors(doc, name)
-    if not errors:
-        return None
-    e = errors[0]
-    return f"does not match the {name} schema at {e['key']}: {e['message']}"
-
-
-class _VerdictSchema:
-    """--verify's JSON Schema pass over every verdict.json: the envelope (with `layers` taken as any
-    object) through the yes/no check, then each layer against `$defs/layer` (compiled, its answer
-    memoized by the values of the few keys it reads, `_reads`; with jsonschema instead, cached by
-    its canonical JSON: most layers of a run are the same few objects). Only a yes/no: any doc found invalid goes through the full validation, so
-    the problem reported is exactly the full one's. Falls back to the full validation for every
-    doc when the schema's `layers` part is not the shape this relies on.
-    """
-
-    CACHE_MAX = 20000
-
-    def __init__(self) -> None:
-        import copy
-
-        from ..schemas import load_schema
-        schema = load_schema("verdict")
-        layers = (schema.get("properties") or {}).get("layers") or {}
-        props = layers.get("properties") or {}
-        layer_def = (schema.get("$defs") or {}).get("layer")
-        self.names = frozenset(props)
-        # the layers every verdict has; the agent layers (skills, files, check, permissions) are
-        # optional, so runs written before them stay valid
-        self.required = frozenset(layers.get("required") or ())
-        self.ok = (set(layers) == {"type", "additionalProperties", "required", "properties"}
-                   and layers["type"] == "object" and layers["additionalProperties"] is False
-                   and self.required <= self.names
-                   and all(v == {"$ref": "#/$defs/layer"} for v in props.values())
-                   and isinstance(layer_def, dict) and "$ref" not in json.dumps(layer_def)
-                   and json.dumps(schema).count('"$ref"') == len(props))
-        if not self.ok:
-            return
-        envelope = copy.deepcopy(schema)
-        envelope["properties"]["layers"] = {"type": "object"}
-        layer_schema = {"$schema": schema.get("$schema"), **layer_def}
-        self.cache: dict[str, bool] | None = {}
-        from ..schemas.fast import Compiler, Unsupported
-        try:  # the yes/no check without jsonschema (assay.schemas.fast), else jsonschema's
-            compiler = Compiler(load_schema)
-            self.envelope_valid = compiler.compile("verdict", envelope)
-            self.layer_valid = compiler.compile("verdict", layer_schema)
-            self.cache = None   # a compiled layer check needs no cache keyed by the whole layer
-            reads = _reads(layer_schema)
-            if reads is not None:   # its answer is a function of a few keys: memoized by their values
-                self.by_value, self.by_presence = tuple(sorted(reads[0])), tuple(sorted(reads[1] - reads[0]))
-                self.memo: dict[tuple, bool] = {}
-            return
-        except Unsupported:
-            pass
-        import jsonschema
-        cls = jsonschema.validators.validator_for(schema)
-        self.envelope_valid = cls(envelope, format_checker=cls.FORMAT_CHECKER).is_valid
-        self.layer_valid = cls(layer_schema, format_checker=cls.FORMAT_CHECKER).is_valid
-
-    def problem(self, rec: Any) -> str | None:
-        try:
-            valid = self.ok and self._valid(rec)
-        except RecursionError:  # a hand-made deep document: the full validation names it
-            valid = False
-        if valid:
-            return None
-        return _schema_problem(rec, "verdict")
-
-    def _valid(self, rec: Any) -> bool:
-        layers = rec.get("layers") if isinstance(rec, dict) else None
-        if not isinstance(layers, dict) or not self.required <= set(layers) <= self.names \
-                or not self.envelope_valid(rec):
-            return False
-        if self.cache is None:
-            memo = getattr(self, "memo", None)
-            for layer in layers.values():
-                key = self._key(layer) if memo is not None else None
-                if key is None:
-                    if not self.layer_valid(layer):
-                        return False
-                    continue
-                ok = memo.get(key)
-                if ok is None:
-                    if len(memo) >= self.CACHE_MAX:
-                        memo.clear()
-                    ok = memo[key] = bool(self.layer_valid(layer))
-                if not ok:
-                    return False
-            return True
-        for layer in layers.values():
-            key = json.dumps(layer, sort_keys=True, ensure_ascii=False, allow_nan=True)
-            ok = self.cache.get(key)
-            if ok is None:
-                if len(self.cache) >= self.CACHE_MAX:
-                    self.cache.clear()
-                ok = self.cache[key] = self.layer_valid(layer)
-            if not ok:
-                return False
-        return True
-
-
-    def _key(self, layer: Any) -> tuple | None:
-        """What the layer check reads of `layer` (see `_reads`): the values of the keys its
-        `properties` name (each with its type: True == 1 in a dict key) and whether the keys its
-        `required` lists are present. None (check it directly) when a value is not a plain scalar."""
-        if not isinstance(layer, dict):
-            return None
-        values = tuple(map(layer.get, self.by_value, repeat(_ABSENT)))
-        types = tuple(map(type, values))
-        if not _SCALARS.issuperset(types):
-            return None
-        return values, types, tuple(map(layer.__contains__, self.by_presence))
-
-
-class _Absent:
-    """A key the layer does not have (its own type in the memo key)."""
-
-
-_ABSENT = _Absent()
-_SCALARS = frozenset({str, int, float, bool, type(None), _Absent})
-# keywords whose answer on an object depends only on the keys `properties` and `required` name
-_BY_KEYS = frozenset({"type", "required", "properties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-                      "description", "title", "$comment", "$schema"})
-
-
-def _reads(schema: Any) -> tuple[set[str], set[str]] | None:
-    """(names whose values an object's validity reads, names whose presence it reads) for a schema
-    built only of `_BY_KEYS` at the object level (a `properties` subschema may read its value in any
-    way: the value is the memo key); None for any other schema (it may read every key)."""
-    if isinstance(schema, bool):
-        return set(), set()
-    if not isinstance(schema, dict) or not set(schema) <= _BY_KEYS:
-        return None
-    props = schema.get("properties") or {}
-    required = schema.get("required") or []
-    if not isinstance(props, dict) or not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        return None
-    values, present = set(props), set(required)
-    subs = [*(schema.get("allOf") or []), *(schema.get("anyOf") or []), *(schema.get("oneOf") or []),
-            *(schema[k] for k in ("not", "if", "then", "else") if k in schema)]
-    for sub in subs:
-        got = _reads(sub)
-        if got is None:
-            return None
-        values |= got[0]
-        present |= got[1]
-    return values, present
-
-
 def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name: Callable[[str], str],
                   problems: list[str], deep: bool, known: Mapping[str, dict] | None,
-                  verdict_schema: "_VerdictSchema | None", records: "Finished") -> list[str]:
+                  verdict_schema: "_VerdictSchema | None", records: "Finished | None", *,
+                  part: str = "both") -> list[str]:
     """The journal's case records into `records` (rundir.streamed.Finished, by plan index); returns
     the finished ids.
     A `known` record (the runner's own, not --verify) is not re-parsed: its committed line is
-    there, and the runner composed that line from exactly these artifacts in one append."""
+    there, and the runner composed that line from exactly these artifacts in one append.
+    `part` (rundir.parallel): "checks" only each record's own checks (nothing folded), "fold" only the
+    fold of every committed record of the plan (what "both" folds when "checks" finds no problem)."""
     journal = casestore.JOURNAL
     if store.layout == "none":
         return []
-    if store.torn:
+    if part == "fold":
+        from .parallel import fold_only
+        return fold_only(store, index_of, records)
+    checks_only = part == "checks"
+    if store.torn and not checks_only:
         problems.append(f"{journal} (a torn last record: {store.torn} byte(s) after the last newline, a write "
                         "cut short; it is not a case, and --resume drops it)")
-    for n in store.garbled[:20]:
+    for n in [] if checks_only else store.garbled[:20]:
         problems.append(f"{journal} (line {n} is not a case record)")
-    for cid in store.duplicates:
+    for cid in [] if checks_only else store.duplicates:
         problems.append(f"{name(cid) if cid in index_of else 'cases/' + cid} (recorded twice in {journal})")
     found: list[str] = []
     for offset, line in casestore.iter_lines(store.run_dir / journal):
@@ -223,8 +76,8 @@ def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name:
             continue
         got = _check_record(rec.names(), lambda: rec.verdict, rec.read, cid, name(cid), problems, deep, None,
                             verdict_schema)
-        if got is not None:
-            records.add(index_of[cid], derived.slim(got, share=False))
+        if got is not None and not checks_only:
+            records.add(index_of[cid], got if not records.keep else derived.slim(got, share=False))
     return found
 
 

@@ -1,0 +1,138 @@
+"""The completeness check of a big case journal on two processes (rundir.completeness).
+
+A full check (--verify, the gate, compare's check of its base, publish, history) spends nearly
+all its time in two independent passes over the journal: each record's own checks (the verdict
+schema, the sha256 of every artifact against the one it recorded, the roll-up) and the fold of
+every record into the counts and the derived rows the run's other files are compared with.
+Above FORK_ABOVE bytes of journal, on a machine with more than one CPU and in a process with no
+other thread, the record checks (and run.log's) run in a forked child while this process folds
+and compares the run's files.
+
+The child answers with its problems. When the record checks found none, every record is one the
+one-process check would have folded, so this process's fold is exactly that check's and the
+answer is the same. When they found any, or the child fails in any way (killed, an exception, a
+short answer), the whole check runs again in one process, as before: a broken run's problems are
+always the one-process check's, in the same words and order. `ASSAY_CHECK_FORK_ABOVE` (bytes)
+moves the threshold (0: always, when a fork is possible; the tests use it); `LAST` says how the
+last check in this process ran.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+from typing import Any, Callable, Mapping
+
+from ..core import casestore
+
+FORK_ABOVE = 32 << 20        # ~8,000 cases of a plain single-turn run
+LAST: dict[str, Any] = {}    # {"processes": 1 or 2, "fallback": why the one-process check ran again}
+
+
+def _threshold() -> int:
+    raw = os.environ.get("ASSAY_CHECK_FORK_ABOVE", "")
+    try:
+        return max(0, int(raw)) if raw.strip() else FORK_ABOVE
+    except ValueError:
+        return FORK_ABOVE
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """True when a fork may share the work: 2+ CPUs, and no other thread in this process (a lock
+    another thread holds at the fork would be held forever in the child)."""
+    return hasattr(os, "fork") and _cpus() > 1 and threading.active_count() == 1
+
+
+def usable(store: casestore.CaseStore) -> bool:
+    """True when this check should fork: a journal over the threshold, and `can_fork()`."""
+    return store.layout == "journal" and store.size >= _threshold() and can_fork()
+
+
+def big_journal(run_dir: Any) -> bool:
+    """True when the run dir's case journal is over the threshold (the check of it is worth a fork)."""
+    try:
+        return os.stat(os.path.join(run_dir, casestore.JOURNAL)).st_size >= _threshold()
+    except OSError:
+        return False
+
+
+class Child:
+    """A forked process computing `work()` (a picklable value); `result()` is it, or None on any failure."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        read_end, write_end = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:   # the child: compute, send, and leave without running this process's cleanup
+            status = 1
+            try:
+                os.close(read_end)
+                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write_end, view):]
+                status = 0
+            except BaseException:   # noqa: BLE001 -- any failure is a None answer; the parent re-checks
+                pass
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        self._fd = read_end
+
+    def result(self) -> Any:
+        chunks = []
+        try:
+            while True:
+                chunk = os.read(self._fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError:
+            chunks = []
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if status != 0 or not chunks:
+            return None
+        try:
+            return pickle.loads(b"".join(chunks))
+        except Exception:   # noqa: BLE001 -- a short or garbled answer: None
+            return None
+
+    def cancel(self) -> None:
+        """Stop and reap the child when its answer is not wanted (an exception in the parent)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
+
+
+def fold_only(store: casestore.CaseStore, index_of: Mapping[str, int], records: Any) -> list[str]:
+    """journal_cases(part="fold"): every committed record of the plan folded into `records`,
+    read without its files (casestore.head_of); returns the finished ids."""
+    from . import derived
+    found: list[str] = []
+    for offset, line in casestore.iter_lines(store.run_dir / casestore.JOURNAL):
+        cid, verdict = casestore.head_of(line, verdict=True)
+        if cid is None or store.offset_of(cid) != offset:
+            continue
+        found.append(cid)
+        index = index_of.get(cid)
+        if index is not None and verdict is not None:
+            records.add(index, verdict if not records.keep else derived.slim(verdict, share=False))
+    return found

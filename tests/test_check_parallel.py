@@ -1,0 +1,71 @@
+"""The completeness check on two processes (assay.rundir.parallel), as a user meets it.
+
+At this size a check runs in one process; `ASSAY_CHECK_FORK_ABOVE=0` forces the forked path, so each
+command here runs both ways and must answer the same: `run_cases.py --verify`, `gate.py`, and
+`compare_runs.py` (whose base check runs beside the comparison: a base that fails --verify is still
+refused, in the same words, before anything is compared). tests/test_readers_streamed.py holds the
+problem strings of a run broken 13 ways on both paths.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
+from helpers import run_script
+
+FORKED = {"ASSAY_CHECK_FORK_ABOVE": "0"}
+ONE = {"ASSAY_CHECK_FORK_ABOVE": str(1 << 40)}
+
+
+def _run(state, app):
+    plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
+                             for i in range(5)] +
+                     [case("c-bad", "msg x", expect={"answer": {"must_contain": ["never said"]}})], app_url=app.url)
+    out = state / "reports" / plan["run_id"]
+    r = run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stdout   # complete (one case fails: the gate closes)
+    return out
+
+
+def test_each_reader_answers_the_same_on_two_processes(app, state, tmp_path):
+    out = _run(state, app)
+    cand = tmp_path / "cand" / out.name
+    shutil.copytree(out, cand)
+    for argv in (("run_cases", "--verify", out), ("gate", out, "--json")):
+        one, two = run_script(*argv, env=ONE), run_script(*argv, env=FORKED)
+        assert (two.rc, two.stdout) == (one.rc, one.stdout), argv
+    assert run_script("gate", out, "--json", env=FORKED).rc == 1   # the failing case still closes it
+    docs = []
+    for env, name in ((ONE, "one.json"), (FORKED, "two.json")):
+        r = run_script("compare_runs", out, cand, "-o", tmp_path / name, env=env)
+        assert r.rc == 0, r.stderr
+        docs.append((tmp_path / name).read_bytes())
+    assert docs[0] == docs[1] and json.loads(docs[0])["counts"]["still_failing"] == 1
+
+
+def test_a_base_that_fails_verify_is_refused_before_any_comparison(app, state, tmp_path):
+    out = _run(state, app)
+    base = tmp_path / "base" / out.name
+    shutil.copytree(out, base)
+    (base / "verdicts.jsonl").unlink()
+    answers = []
+    for env in (ONE, FORKED):
+        r = run_script("compare_runs", base, out, "-o", tmp_path / "c.json", env=env)
+        answers.append((r.rc, r.stdout))
+        assert r.rc == 2 and "fails run_cases.py --verify (verdicts.jsonl (missing))" in json.loads(r.stdout)["error"], \
+            r.stdout
+        assert not (tmp_path / "c.json").exists()
+    assert answers[0] == answers[1]
+    # a base whose record is broken: the forked check falls back to one process and says the same
+    bad = tmp_path / "bad" / out.name
+    shutil.copytree(out, bad)
+    lines = (bad / "cases.jsonl").read_bytes().splitlines(keepends=True)
+    doc = json.loads(lines[0])
+    doc["files"]["answer.txt"] = "edited"
+    lines[0] = (json.dumps(doc, ensure_ascii=False) + "\n").encode()
+    (bad / "cases.jsonl").write_bytes(b"".join(lines))
+    answers = [run_script("compare_runs", bad, out, env=env) for env in (ONE, FORKED)]
+    assert [a.rc for a in answers] == [2, 2] and answers[0].stdout == answers[1].stdout
+    assert "answer.txt (edited: its sha256 differs" in json.loads(answers[1].stdout)["error"]
