@@ -39,6 +39,7 @@ class ChildRun:
     maxrss_mb: float
     stdout: str
     stderr: str
+    tree_pss_mb: float | None = None   # the launcher's sampled peak of the whole process tree's Pss (see LAUNCHER)
 
     @property
     def cpu_s(self) -> float:
@@ -53,9 +54,35 @@ class ChildRun:
 
 
 # argv: report-file command...; forks the command (inheriting stdio, env, cwd), waits, writes
-# [exit status, wall s, user s, sys s, maxrss KiB], exits 0. Killed with its process group.
+# [exit status, wall s, user s, sys s, maxrss KiB, tree peak KiB], exits 0. Killed with its process group.
+# maxrss is the largest single process of the command's tree (Linux's ru_maxrss of a waited child);
+# a command that forks workers (the completeness check on two processes) holds memory in several at
+# once, so every 50 ms the launcher also sums the proportional set size (Pss: a page shared by n
+# processes counts 1/n in each, so a fork's shared pages are counted once) of the command and its
+# descendants (/proc/<pid>/task/*/children, /proc/<pid>/smaps_rollup; VmRSS where that is missing,
+# an upper bound). Its peak is what the tree held at once, to the sampling interval.
 LAUNCHER = (
     "import json, os, sys, time\n"
+    "def size(p):\n"
+    "    for name, key in (('smaps_rollup', 'Pss:'), ('status', 'VmRSS:')):\n"
+    "        try:\n"
+    "            with open(f'/proc/{p}/{name}') as f:\n"
+    "                return next((int(l.split()[1]) for l in f if l.startswith(key)), 0)\n"
+    "        except (OSError, ValueError):\n"
+    "            pass\n"
+    "    return 0\n"
+    "def tree(pid):\n"
+    "    total, todo = 0, [pid]\n"
+    "    while todo:\n"
+    "        p = todo.pop()\n"
+    "        total += size(p)\n"
+    "        try:\n"
+    "            for t in os.listdir(f'/proc/{p}/task'):\n"
+    "                with open(f'/proc/{p}/task/{t}/children') as f:\n"
+    "                    todo.extend(int(c) for c in f.read().split())\n"
+    "        except (OSError, ValueError):\n"
+    "            pass\n"
+    "    return total\n"
     "t = time.perf_counter()\n"
     "pid = os.fork()\n"
     "if pid == 0:\n"
@@ -63,10 +90,16 @@ LAUNCHER = (
     "        os.execvp(sys.argv[2], sys.argv[2:])\n"
     "    finally:\n"
     "        os._exit(127)\n"
-    "_, st, ru = os.wait4(pid, 0)\n"
+    "peak = 0\n"
+    "while True:\n"
+    "    done, st, ru = os.wait4(pid, os.WNOHANG)\n"
+    "    if done:\n"
+    "        break\n"
+    "    peak = max(peak, tree(pid))\n"
+    "    time.sleep(0.05)\n"
     "w = time.perf_counter() - t\n"
     "with open(sys.argv[1], 'w') as f:\n"
-    "    json.dump([st, w, ru.ru_utime, ru.ru_stime, ru.ru_maxrss], f)\n"
+    "    json.dump([st, w, ru.ru_utime, ru.ru_stime, ru.ru_maxrss, peak], f)\n"
 )
 
 
@@ -105,11 +138,13 @@ def timed_child(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: 
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         user, system, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
+        tree_mb = None
         if launched:
             import json
             try:
                 with open(report) as f:
-                    st, wall, user, system, maxrss = json.load(f)
+                    st, wall, user, system, maxrss, tree_kib = json.load(f)
+                tree_mb = tree_kib / 1024.0 if tree_kib else None   # None: over before the first sample
                 proc.returncode = os.waitstatus_to_exitcode(st)
             except (OSError, ValueError):   # the launcher was killed (the timeout): no report
                 proc.returncode = proc.returncode or -9
@@ -123,7 +158,8 @@ def timed_child(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: 
                 f.close()
     stdout = out_path.read_text("utf-8", "replace") if out_path else ""
     stderr = err_path.read_text("utf-8", "replace") if err_path else ""
-    return ChildRun(list(map(str, argv)), proc.returncode, wall, user, system, maxrss / 1024.0, stdout, stderr)
+    return ChildRun(list(map(str, argv)), proc.returncode, wall, user, system, maxrss / 1024.0, stdout, stderr,
+                    tree_mb)
 
 
 def summarize(values: Sequence[float]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ RUN_DIR is a finished run dir, e.g. the 100,000-case run `bench/memory.py --size
 --out DIR` leaves under DIR/work/assay-scale-*/state-100000/reports/<run-id> (made once, reused).
 A byte copy of it (`<state>/twin/<run-id>`, made on the first use) is the other side of a
 comparison. Figures (each a child process started through bench/measure.py's launcher, so its
-`ru_maxrss` is its own peak, not this process's):
+`ru_maxrss` is its own peak, not this process's; `tree_pss_mb` is the launcher's sampled peak of
+what the command and every process it forked held at once (Pss, shared pages counted once): the
+completeness check forks above 32 MiB of journal, rundir/parallel.py):
 
 - verify:      `run_cases.py --verify RUN`                       (exit 0, complete)
 - gate:        `gate.py RUN --json` (it runs the same check)      (exit 0, gate open)
@@ -134,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                 child = timed_child(argv_of(name, scripts, run, twin, Path(tmp)), env=env, timeout_s=args.timeout,
                                     log_dir=Path(tmp) / f"{name}-{rep}")
                 row = {"rep": rep + 1, "wall_s": round(child.wall_s, 2), "cpu_s": round(child.cpu_s, 2),
-                       "maxrss_mb": round(child.maxrss_mb, 1), "load_1min_before": round(load, 2),
+                       "maxrss_mb": round(child.maxrss_mb, 1),
+                       "tree_pss_mb": round(child.tree_pss_mb, 1) if child.tree_pss_mb is not None else None,
+                       "load_1min_before": round(load, 2),
                        "load_1min_after": round(os.getloadavg()[0], 2),
                        "started": time.strftime("%H:%M:%S", time.gmtime(t0)),
                        "problem": problem(name, child.rc, child.stdout, n)}
@@ -149,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         out["figures"][name] = {"wall_s": summarize([r["wall_s"] for r in ok]),
                                 "cpu_s": summarize([r["cpu_s"] for r in ok]),
                                 "maxrss_mb": summarize([r["maxrss_mb"] for r in ok]),
+                                "tree_pss_mb": summarize([r["tree_pss_mb"] for r in ok if r["tree_pss_mb"] is not None]),
                                 "invalid": len(got) - len(ok), "runs": got}
     emit_json(out, args.json)
     return 0 if all(not f["invalid"] for f in out["figures"].values()) else 1
