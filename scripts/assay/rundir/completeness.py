@@ -111,7 +111,7 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     verdict_schema = _VerdictSchema() if schemas else None
     parallel.LAST.clear()
     if known is None and schemas and parallel.usable(store):   # the record checks in a child (rundir.parallel)
-        child = parallel.Child(lambda: _child_checks(out, store, index_of, name, verdict_schema))
+        child = parallel.Child(lambda: parallel.record_checks(out, store, index_of, name, verdict_schema))
         fin = Finished(ids, keep=records, directory=None)
         try:
             got = _check_cases(out, manifest, ids, index_of, name, fin, list(problems), schemas, known, written,
@@ -129,15 +129,6 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
                             records, store, verdict_schema)
     finally:
         fin.close()
-
-
-def _child_checks(out: Path, store, index_of, name, verdict_schema) -> tuple[list[str], list[str]]:
-    """The forked child's part: each record's own checks, then run.log's (rundir.parallel)."""
-    mine: list[str] = []
-    journal_cases(store, index_of, name, mine, True, None, verdict_schema, None, part="checks")
-    runlog: list[str] = []
-    check_runlog(out / "run.log", runlog)
-    return mine, runlog
 
 
 def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status, keep,

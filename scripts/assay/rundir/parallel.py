@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import pickle
 import threading
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core import casestore
@@ -120,6 +121,18 @@ class Child:
             except OSError:
                 pass
             self.pid = 0
+
+
+def record_checks(out: Any, store: casestore.CaseStore, index_of: Mapping[str, int], name: Callable[[str], str],
+                  verdict_schema: Any) -> tuple[list[str], list[str]]:
+    """The forked child's part: each record's own checks (journal_cases(part="checks")), then run.log's."""
+    from .completeness_case import journal_cases
+    from .runlog_check import check_runlog
+    mine: list[str] = []
+    journal_cases(store, index_of, name, mine, True, None, verdict_schema, None, part="checks")
+    runlog: list[str] = []
+    check_runlog(Path(out) / "run.log", runlog)
+    return mine, runlog
 
 
 def fold_only(store: casestore.CaseStore, index_of: Mapping[str, int], records: Any) -> list[str]:
