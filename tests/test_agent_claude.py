@@ -43,7 +43,6 @@ def pwd_then_edit(new: str) -> list:
 SCRIPTS = {
     "fix": [tool("Skill", {"skill": "demo:fix-tests"}), *pwd_then_edit("return a + b"), text("Fixed.")],
     "wrong": [*pwd_then_edit("return a * b"), text("Done.")],
-    "wrong2": [*pwd_then_edit("return a * b"), text("Done.")],
     "deny": [tool("Bash", {"command": "git push origin main"}), text("Could not push.")],
     "mcpok": [tool("mcp__calc__add", {"a": 2, "b": 3}), text("2 + 3 = 5")],
     "mcpbad": [tool("mcp__calc__add", {"a": 2, "b": 4}), text("2 + 4 = 6")],
@@ -125,9 +124,11 @@ def runs(tmp_path_factory):
         got: dict = {}
         main_cases = [
             c("r-fix", "fix", FIX), c("r-wrong", "wrong", FIX),
-            c("r-not-triggered", "wrong2", {"skills": {"must_not_trigger": ["fix-tests"]}}),
             c("r-deny", "deny", {"tools": {"forbidden": ["Bash(git push *)"]}}),
-            c("r-secret", "secret", {"answer": {"must_contain": ["Printed"]}}),
+            # a session that never triggers the skill: its must_not_trigger passes (one CLI session
+            # fewer than a case of its own, ~1.5 CPU-s; the layer is asserted on its own below)
+            c("r-secret", "secret", {"answer": {"must_contain": ["Printed"]},
+                                     "skills": {"must_not_trigger": ["fix-tests"]}}),
             c("r-apierr", "apierr", {"answer": {"must_contain": ["x"]}})]
         mcp_cases = [c("r-mcp-right", "mcpok", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
                      c("r-mcp-wrong", "mcpbad", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}})]
@@ -160,7 +161,11 @@ def test_no_skill_and_a_wrong_edit_fail_where_they_should(runs):
     v = verdict(out, "r-wrong")
     assert v["verdict"] == "fail"
     assert {n for n in ("skills", "files", "check") if v["layers"][n]["verdict"] == "fail"} == {"skills", "files", "check"}
-    assert verdict(out, "r-not-triggered")["verdict"] == "pass"
+    # a session that did not trigger the skill passes must_not_trigger (r-secret's session)
+    quiet = verdict(out, "r-secret")
+    assert quiet["layers"]["skills"]["verdict"] == "pass", quiet["layers"]["skills"]
+    assert not any(s.endswith("fix-tests") for s in quiet["layers"]["skills"]["invoked"])
+    assert quiet["verdict"] == "pass", json.dumps(quiet["layers"])[:2000]
 
 
 def test_a_denied_command_is_a_finding_and_fails(runs):

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,11 +39,15 @@ from demo import (App, RUNNER_FINISHED, SCRIPTS, StepFailed, last_json, run_step
 
 LABELS = HERE / "demo_labels.json"
 # The demo calibrates a two-judge ensemble (the stand-in and its stricter variant): a node's verdict
-# is theirs only when both agree, and the calibration is of the pair as configured.
-ENSEMBLE = """# calibrate_demo.py: a two-judge ensemble of stand-ins (judge_standin.py), not models
+# is theirs only when both agree, and the calibration is of the pair as configured. The three runs
+# make some 380 judge calls: both stand-ins are served by one local process over the Chat Completions
+# wire (`judge_standin.py --serve`, an `openai` judge at a local base_url; a `command` judge would
+# start one process a call). The calibration is bound to this config (its base_url's port too):
+# the sidecar the demo writes is for this demo's judge.
+ENSEMBLE = """# calibrate_demo.py: a two-judge ensemble of stand-ins (judge_standin.py --serve), not models
 judges:
-  - {provider: command, command: [python3, -S, ../judge_standin.py], model: standin-judge-1, timeout_s: 20}
-  - {provider: command, command: [python3, -S, ../judge_standin.py, --variant, b], model: standin-judge-2, timeout_s: 20}
+  - {{provider: openai, base_url: "{url}/v1", model: standin-judge-1, timeout_s: 20}}
+  - {{provider: openai, base_url: "{url}/b/v1", model: standin-judge-2, timeout_s: 20}}
 aggregate: unanimous
 max_concurrency: 4
 """
@@ -68,10 +73,9 @@ def fresh_state(example_state: Path) -> Path:
     root.mkdir(parents=True)
     state = root / ".assay"
     shutil.copytree(example_state, state, ignore=COPY_IGNORE)
-    # the example's command judge runs relative to its state dir (../judge_standin.py)
+    # the example's command stand-ins (judge, simulated user) run relative to its state dir (../judge_standin.py)
     for extra in HERE.glob("*.py"):
         shutil.copy(extra, root / extra.name)
-    (state / "judge" / "judge.yaml").write_text(ENSEMBLE, encoding="utf-8")
     rows = json.loads(LABELLING_SET.read_text(encoding="utf-8"))["cases"]
     for row in rows:
         (state / "datasets" / f"{row['id']}.yaml").write_text(json.dumps(labelling_case(row), indent=1) + "\n",
@@ -132,6 +136,43 @@ def run_with_app(state: Path, broken: bool, label: str) -> tuple[Path, str, int]
         return one_run(state, env, label)
     finally:
         app.stop()
+
+
+class JudgeServer:
+    """judge_standin.py --serve as a child process (both stand-ins of the ensemble), like App."""
+
+    def __init__(self, work: Path) -> None:
+        self.port_file = work / "judge-standin.port.json"
+        self.log_file = work / "judge-standin.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 20.0) -> str:
+        self.port_file.unlink(missing_ok=True)
+        self._log = open(self.log_file, "w", encoding="utf-8")
+        self.proc = subprocess.Popen([sys.executable, "-S", str(HERE / "judge_standin.py"), "--serve",
+                                      str(self.port_file)], stdout=subprocess.DEVNULL, stderr=self._log,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise StepFailed(f"step 'start judge stand-in' failed: it exited with {self.proc.returncode}; "
+                                 f"see {self.log_file}")
+            if self.port_file.exists():
+                return json.loads(self.port_file.read_text(encoding="utf-8"))["url"]
+            time.sleep(0.05)
+        raise StepFailed(f"step 'start judge stand-in' failed: not listening within {timeout_s:.0f}s; "
+                         f"see {self.log_file}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if getattr(self, "_log", None):
+            self._log.close()
 
 
 def page_items(page: Path) -> tuple[str, list[dict]]:
@@ -196,10 +237,14 @@ def loop(example_state: Path) -> int:
     state = fresh_state(example_state)
     say(f"assay calibration demo: a copy of the example state at {shown(state)}, with the labelling set "
         f"({shown(LABELLING_SET)}) in its smoke split")
-    say("  judge           a two-judge ensemble (aggregate: unanimous): judge_standin.py and its --variant b")
     (state / "work").mkdir(exist_ok=True)
+    judges = JudgeServer(state / "work")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
+        url = judges.start()
+        (state / "judge" / "judge.yaml").write_text(ENSEMBLE.format(url=url), encoding="utf-8")
+        say(f"  judge           a two-judge ensemble (aggregate: unanimous): judge_standin.py and its --variant b, "
+            f"served at {url} (judge_standin.py --serve)")
         first, first_gate, _ = run_with_app(state, False, "run 1 (clean)")
         sitting(state, [first], "clean", env)
         before = agreement(state, env)
@@ -223,6 +268,8 @@ def loop(example_state: Path) -> int:
     except StepFailed as exc:
         print(f"\ncalibration demo failed: {exc}", file=sys.stderr)
         return 2
+    finally:
+        judges.stop()
 
 
 if __name__ == "__main__":
