@@ -137,7 +137,7 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
     With `child` (rundir.parallel): this process folds while the child checks each record; None
     when the child found a problem or failed (the caller checks again in one process)."""
     if child is not None:
-        present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, fin, part="fold")
+        present = parallel.fold_only(store, index_of, fin)
     elif store.layout != "dirs":
         present = journal_cases(store, index_of, name, problems, schemas, known, verdict_schema, fin)
     else:

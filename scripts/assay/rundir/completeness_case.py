@@ -38,14 +38,10 @@ def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name:
     the finished ids.
     A `known` record (the runner's own, not --verify) is not re-parsed: its committed line is
     there, and the runner composed that line from exactly these artifacts in one append.
-    `part` (rundir.parallel): "checks" only each record's own checks (nothing folded), "fold" only the
-    fold of every committed record of the plan (what "both" folds when "checks" finds no problem)."""
+    `part="checks"` (rundir.parallel's child): only each record's own checks, nothing folded."""
     journal = casestore.JOURNAL
     if store.layout == "none":
         return []
-    if part == "fold":
-        from .parallel import fold_only
-        return fold_only(store, index_of, records)
     checks_only = part == "checks"
     if store.torn and not checks_only:
         problems.append(f"{journal} (a torn last record: {store.torn} byte(s) after the last newline, a write "

@@ -136,8 +136,9 @@ def record_checks(out: Any, store: casestore.CaseStore, index_of: Mapping[str, i
 
 
 def fold_only(store: casestore.CaseStore, index_of: Mapping[str, int], records: Any) -> list[str]:
-    """journal_cases(part="fold"): every committed record of the plan folded into `records`,
-    read without its files (casestore.head_of); returns the finished ids."""
+    """This process's part: every committed record of the plan folded into `records` (what
+    journal_cases folds when the child's checks find no problem), read without its files
+    (casestore.head_of); returns the finished ids."""
     from . import derived
     found: list[str] = []
     for offset, line in casestore.iter_lines(store.run_dir / casestore.JOURNAL):
