@@ -1,0 +1,53 @@
+"""The viewer's gate decisions in a process of their own (`gates.start_worker` starts it).
+
+It reads one run dir per line on stdin (a JSON string) and writes one line to stdout per run dir:
+`gates.decide(run_dir)` as JSON, which is `assay.verdict.decision_dict` with the viewer's options (the
+one verdict: nothing here decides). It exits at the end of stdin, so it ends with the server,
+however the server ends. Its own interpreter: a 10,000-case decision never shares one with the
+requests the server is answering, nor with its per-case pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+# what the decision imports as it goes: imported while the server is still starting
+WARM = ("assay.report.gate", "assay.report.gate_lines", "assay.report.gate_trust", "assay.report.gate_judge",
+        "assay.history.budgets", "assay.stats.cost", "assay.stats.cost_budget", "assay.stats.counts",
+        "assay.stats.pairwise", "assay.rundir.streamed", "assay.judge.binding", "assay.core.strict_yaml",
+        "assay.schemas.checked")
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C stops the server; this ends with its stdin
+    out = sys.stdout.fileno()
+    sys.stdout = sys.stderr   # nothing but the answers ever reaches the server's pipe
+    from .gates import decide
+    for name in WARM:
+        try:
+            importlib.import_module(name)
+        except ImportError:   # a warm-up only: the decision imports what it needs itself
+            pass
+    for line in sys.stdin:
+        try:
+            run_dir = json.loads(line)
+        except ValueError:
+            return 2
+        if not isinstance(run_dir, str):
+            return 2
+        data = (json.dumps(decide(Path(run_dir)), default=str) + "\n").encode("utf-8", "surrogateescape")
+        try:
+            while data:
+                data = data[os.write(out, data):]
+        except OSError:   # the server is gone
+            return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
