@@ -1,10 +1,11 @@
-"""The viewer's gate decisions in a process of their own (`gates.start_worker` starts it).
+"""The viewer's gate decisions in a process of their own (`gate_process.start` starts it).
 
 It reads one run dir per line on stdin (a JSON string) and writes one line to stdout per run dir:
-`gates.decide(run_dir)` as JSON, which is `assay.verdict.decision_dict` with the viewer's options (the
-one verdict: nothing here decides). It exits at the end of stdin, so it ends with the server,
-however the server ends. Its own interpreter: a 10,000-case decision never shares one with the
-requests the server is answering, nor with its per-case pass.
+`gates.decide(run_dir)` as JSON, which is `assay.verdict.decision_dict` with the viewer's options
+(the one verdict: nothing here decides). It says `ready` once its imports are done, and exits at
+the end of stdin, so it ends with the server however the server ends. Its own interpreter: a
+10,000-case decision never shares one with the requests the server is answering, nor with its
+per-case pass.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import signal
 import sys
 from pathlib import Path
 
-# what the decision imports as it goes: imported while the server is still starting
+from .gate_process import READY
+from .gates import decide
+
+# what the decision imports as it goes: imported before the process says it is ready
 WARM = ("assay.report.gate", "assay.report.gate_lines", "assay.report.gate_trust", "assay.report.gate_judge",
         "assay.history.budgets", "assay.stats.cost", "assay.stats.cost_budget", "assay.stats.counts",
         "assay.stats.pairwise", "assay.rundir.streamed", "assay.judge.binding", "assay.core.strict_yaml",
@@ -27,12 +31,13 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C stops the server; this ends with its stdin
     out = sys.stdout.fileno()
     sys.stdout = sys.stderr   # nothing but the answers ever reaches the server's pipe
-    from .gates import decide
     for name in WARM:
         try:
             importlib.import_module(name)
         except ImportError:   # a warm-up only: the decision imports what it needs itself
             pass
+    if not _say(out, READY + "\n"):
+        return 0
     for line in sys.stdin:
         try:
             run_dir = json.loads(line)
@@ -40,14 +45,17 @@ def main() -> int:
             return 2
         if not isinstance(run_dir, str):
             return 2
-        data = (json.dumps(decide(Path(run_dir)), default=str) + "\n").encode("utf-8", "surrogateescape")
-        try:
-            while data:
-                data = data[os.write(out, data):]
-        except OSError:   # the server is gone
+        if not _say(out, json.dumps(decide(Path(run_dir)), default=str) + "\n"):
             return 0
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _say(fd: int, text: str) -> bool:
+    """Write a whole line to the server; False when it is gone."""
+    data = text.encode("utf-8", "surrogateescape")
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:
+        return False
+    return True

@@ -4,9 +4,10 @@ gate.py's defaults — profile.yaml's budgets included — except the completene
 version, never on the request that first asks. Until it is known a page says "checking…": the
 viewer never shows a verdict it has not computed.
 
-A server evaluates in its own worker process (`start_worker`, `gate_worker`: the same `decide`, in
-an interpreter that is not answering requests nor running the per-case pass), started with the
-server so its imports are done before the first page asks. Without one (a bundle, a caller in
+A server evaluates in its own worker process (`start_worker`, `gate_worker`: this `decide`, in
+an interpreter that is not answering requests nor running the per-case pass); view.py starts it
+before its own imports and the server waits until it is ready, so its imports are done before
+the first page asks. Without one (a bundle, a caller in
 process), or when it has gone, the worker thread evaluates here, each evaluation started only once
 no request is being answered (`quiet`). Either way the worker takes the newest request first (a
 LIFO queue), so the run a person just opened is evaluated before a backlog of the runs list; the
@@ -20,12 +21,12 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
 
 from ..verdict import GateOptions, decision_dict
+from . import gate_process
 from .quiet import wait_quiet, waiting
 
 CHECKING = "checking"
@@ -44,20 +45,24 @@ def decide(run_dir: Path) -> dict:
 
 
 def start_worker() -> bool:
-    """Start the worker process (once); False when it cannot start (the thread evaluates then)."""
+    """Start the worker process (once; view.py may have started it already) and wait until its
+    imports are done; False when it cannot start or failed (the thread evaluates then)."""
     with _LOCK:
         if _PROCESS and _PROCESS[0].poll() is None:
             return True
         _PROCESS.clear()
-        root = str(Path(__file__).resolve().parents[2])   # the dir holding this `assay` package
-        code = f"import sys; sys.path.insert(0, {root!r}); from assay.view.gate_worker import main; sys.exit(main())"
-        try:
-            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    encoding="utf-8", errors="surrogateescape")
-        except OSError:
+        proc = gate_process.start()
+        if proc is None:
             return False
-        _PROCESS.append(proc)
-        return True
+        try:
+            ready = proc.stdout.readline().strip() == gate_process.READY
+        except (OSError, ValueError):
+            ready = False
+        if ready:
+            _PROCESS.append(proc)
+    if not ready:
+        _end(proc)
+    return ready
 
 
 def stop_worker() -> None:
@@ -66,12 +71,17 @@ def stop_worker() -> None:
         procs = list(_PROCESS)
         _PROCESS.clear()
     for proc in procs:
-        try:
-            proc.stdin.close()
-            proc.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+        _end(proc)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    gate_process.PROCESS[:] = [p for p in gate_process.PROCESS if p is not proc]
+    try:
+        proc.stdin.close()
+        proc.wait(5)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
 
 
 def _from_worker(run_dir: Path) -> dict | None:
