@@ -20,8 +20,7 @@ from pathlib import Path
 from .gate_process import READY
 from .gates import decide
 
-# Below the server's priority: with a free core it decides alongside the page's requests, on a busy
-# machine those go first (a 10,000-case decision is ~0.25 CPU s; the first page's ~0.35 s).
+# Below the server's priority: a request that comes while a decision is being made goes first.
 NICE = 5
 # what the decision imports as it goes: imported before the process says it is ready
 WARM = ("assay.report.gate", "assay.report.gate_lines", "assay.report.gate_trust", "assay.report.gate_judge",

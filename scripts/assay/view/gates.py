@@ -7,12 +7,13 @@ viewer never shows a verdict it has not computed.
 A server evaluates in its own worker process (`start_worker`, `gate_worker`: this `decide`, in
 an interpreter that is not answering requests nor running the per-case pass); view.py starts it
 before its own imports and the server waits until it is ready, so its imports are done before
-the first page asks. Without one (a bundle, a caller in
-process), or when it has gone, the worker thread evaluates here, each evaluation started only once
-no request is being answered (`quiet`). Either way the worker takes the newest request first (a
-LIFO queue), so the run a person just opened is evaluated before a backlog of the runs list; the
-run page's case index asks for its run's decision with its first request (`ask`), and its per-case
-pass waits for that decision before it starts (`settled`): the decision comes first.
+the first page asks. Without one (a bundle, a caller in process), or when it has gone, the
+worker thread evaluates here. Either way each evaluation starts once no request is being
+answered (`quiet`: the page's rows are painted first), and the worker takes the newest request
+first (a LIFO queue), so the run a person just opened is evaluated before a backlog of the runs
+list; the run page's case index asks for its run's decision with its first request (`ask`), and
+its per-case pass waits for that decision before it starts (`settled`): the decision comes right
+after the rows, before the pass.
 """
 
 from __future__ import annotations
@@ -107,9 +108,9 @@ def _work() -> None:
         run_dir, fut = _JOBS.get()
         if not fut.set_running_or_notify_cancel():
             continue
+        wait_quiet()   # the requests being answered first (the page's rows; measured: bench/RESULTS.md)
         doc = _from_worker(run_dir)
         if doc is None:
-            wait_quiet()
             doc = decide(run_dir)   # decision_dict never raises: an unreadable run is closed
         fut.set_result(doc)
 
