@@ -52,22 +52,24 @@ def start_worker() -> bool:
         if _PROCESS and _PROCESS[0].poll() is None:
             return True
         _PROCESS.clear()
-        proc = gate_process.start()
-        if proc is None:
-            return False
-        try:
-            ready = proc.stdout.readline().strip() == gate_process.READY
-        except (OSError, ValueError):
-            ready = False
-        if ready:
-            _PROCESS.append(proc)
+    proc = gate_process.start()
+    if proc is None:
+        return False
+    try:
+        ready = proc.stdout.readline().strip() == gate_process.READY
+    except (OSError, ValueError):
+        ready = False
     if not ready:
         _end(proc)
-    return ready
+        return False
+    with _LOCK:
+        _PROCESS[:] = [proc]
+    return True
 
 
 def stop_worker() -> None:
-    """End the worker process: its stdin closed, it exits (a decision in flight is finished first)."""
+    """End the worker process: its stdin closed, it exits (a decision in flight is cut after 1 s:
+    it writes nothing)."""
     with _LOCK:
         procs = list(_PROCESS)
         _PROCESS.clear()
@@ -79,7 +81,7 @@ def _end(proc: subprocess.Popen) -> None:
     gate_process.PROCESS[:] = [p for p in gate_process.PROCESS if p is not proc]
     try:
         proc.stdin.close()
-        proc.wait(5)
+        proc.wait(1)
     except (OSError, subprocess.TimeoutExpired):
         proc.kill()
         proc.wait()
