@@ -10,9 +10,14 @@ same with a verdict filter, then a free-text search (`?q=`, --search: the first 
 server reads every case's input and answer). The first paint shows the gate's decision or "checking…" (the gate is
 evaluated off the request); `gate_known_s` is until the decision is painted. Server memory is the
 view.py process's peak RSS (VmHWM). With --bundle: `view.py --bundle` of the big run, opened from
-file:// (first paint, a verdict filter, the index's file sizes). The load average is printed.
+file:// (first paint, a verdict filter, the index's file sizes). The load average is printed, and
+with --ref-loop the machine's speed (a fixed pure-Python loop, before and after). With --before
+DIR, that scripts/ dir's view.py is timed too, in turn with --scripts rep by rep on the same state
+(before and after alternated). `gate_worker_rss_mb` is the peak RSS of view.py's child process
+(the gate decisions' worker, when the code has one).
 
-Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3] [--layout journal|dirs] [--search TEXT] [--bundle]`.
+Usage: `bench/view.py [--cases 10000] [--runs 200] [--reps 3] [--layout journal|dirs] [--search TEXT] [--bundle]
+[--before SCRIPTS_DIR] [--ref-loop]`.
 """
 
 from __future__ import annotations
@@ -100,8 +105,13 @@ def main(argv=None) -> int:
                          "older run's case dirs (what the earlier figures measured)")
     ap.add_argument("--search", default="c-0777", help="the free-text query timed on the big run (cold: the first "
                                                         "text query reads every case's input and answer)")
+    ap.add_argument("--before", type=Path, help="another scripts/ dir timed in turn with --scripts, rep by rep on the "
+                                                "same state (before and after alternated); its figures under `before`")
+    ap.add_argument("--ref-loop", action="store_true", help="time a fixed pure-Python loop before and after (the "
+                                                           "machine's speed; 1.2 s on a quiet day)")
     a = ap.parse_args(argv)
     load_before = os.getloadavg()
+    ref_before = ref_loop() if a.ref_loop else None
     from playwright.sync_api import sync_playwright
     with tempfile.TemporaryDirectory() as tmp:
         reports = Path(tmp) / "reports"
@@ -112,50 +122,92 @@ def main(argv=None) -> int:
             to_journal(reports / big)
         for r in range(a.runs - 1):
             make_run(reports, [{"id": f"c-{i}"} for i in range(5)], run_id=f"smoke-2026110{1 + r // 100}T{r % 100:02d}0000Z")
-        rows = []
+        sides = [("before", a.before, [])] if a.before else []
+        sides.append(("after", a.scripts, []))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS, headless=True)
             for _ in range(a.reps):
-                t0 = time.perf_counter()
-                proc = subprocess.Popen([sys.executable, str(a.scripts / "view.py"), tmp,
-                                         "--serve-seconds", "120"], stdout=subprocess.PIPE, text=True)
-                url = json.loads(proc.stdout.readline())["url"]
-                start = time.perf_counter() - t0
-                page = browser.new_page()
-                t1 = time.perf_counter()
-                page.goto(url + f"#/run/{big}")
-                page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').startsWith('/run/')",
-                                       timeout=120000)
-                first = time.perf_counter() - t1
-                shown = page.locator("tr.case-row").count()
-                at_paint = page.get_attribute("#gate", "data-gate")
-                page.wait_for_selector("#gate:not([data-gate=checking])", timeout=120000)
-                gate_s = time.perf_counter() - t1
-                t2 = time.perf_counter()
-                page.goto(url + f"#/run/{big}?verdict=fail")
-                page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')",
-                                       timeout=120000)
-                filt = time.perf_counter() - t2
-                # free text over every case's input and answer (the first text query reads them all)
-                t3 = time.perf_counter()
-                page.goto(url + f"#/run/{big}?q={a.search}")
-                page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('q=')",
-                                       timeout=300000)
-                search = time.perf_counter() - t3
-                found = page.locator("tr.case-row").count()
-                rows.append({"start_s": start, "first_paint_s": first, "gate_known_s": gate_s, "filter_s": filt,
-                             "search_s": search, "search_rows": found,
-                             "rows": shown, "gate_at_paint": at_paint, "rss_mb": hwm_mb(proc.pid)})
-                page.close()
-                proc.terminate()
-                proc.wait(10)
+                for _side, scripts, rows in sides:   # --before then --scripts, rep by rep
+                    rows.append(time_once(browser, scripts, tmp, big, a.search))
             bundle = bundle_timings(browser, Path(tmp), big, a.reps) if a.bundle else None
             browser.close()
-    med = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0] if isinstance(rows[0][k], float)}
-    print(json.dumps({"cases": a.cases, "runs": a.runs, "layout": a.layout, "scripts": str(a.scripts),
-                      "load_before": load_before, "load_after": os.getloadavg(),
-                      "reps": rows, "median": med, "bundle": bundle}, indent=2))
+    out = {"cases": a.cases, "runs": a.runs, "layout": a.layout, "load_before": load_before,
+           "ref_loop_before_s": ref_before, "load_after": os.getloadavg(),
+           "ref_loop_after_s": ref_loop() if a.ref_loop else None}
+    for side, scripts, rows in sides:
+        doc = {"scripts": str(scripts), "reps": rows, "median": medians(rows)}
+        if side == "after":
+            out.update(doc)
+        else:
+            out["before"] = doc
+    out["bundle"] = bundle
+    print(json.dumps(out, indent=2))
     return 0
+
+
+def medians(rows: list[dict]) -> dict:
+    return {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]
+            if isinstance(rows[0][k], float) and all(isinstance(r[k], float) for r in rows)}
+
+
+def ref_loop() -> float:
+    """The machine's speed now: a fixed pure-Python loop in a fresh interpreter (1.2 s on a quiet day)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(20_000_000):\n    x += i"], check=True)
+    return round(time.perf_counter() - t0, 2)
+
+
+def children_hwm_mb(pid: int) -> float | None:
+    """The peak RSS of the process's children (the viewer's gate worker), the largest; None when none."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    peaks = []
+    for kid in kids:
+        try:
+            peaks.append(hwm_mb(int(kid)))
+        except OSError:
+            pass
+    return max(peaks) if peaks else None
+
+
+def time_once(browser, scripts: Path, tmp: str, big: str, search: str) -> dict:
+    """One fresh `view.py` of `scripts`: start-up, first paint, gate decided, a filter, a search."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(scripts / "view.py"), tmp,
+                             "--serve-seconds", "120"], stdout=subprocess.PIPE, text=True)
+    url = json.loads(proc.stdout.readline())["url"]
+    start = time.perf_counter() - t0
+    page = browser.new_page()
+    t1 = time.perf_counter()
+    page.goto(url + f"#/run/{big}")
+    page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').startsWith('/run/')",
+                           timeout=120000)
+    first = time.perf_counter() - t1
+    shown = page.locator("tr.case-row").count()
+    at_paint = page.get_attribute("#gate", "data-gate")
+    page.wait_for_selector("#gate:not([data-gate=checking])", timeout=120000)
+    gate_s = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    page.goto(url + f"#/run/{big}?verdict=fail")
+    page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('verdict=fail')",
+                           timeout=120000)
+    filt = time.perf_counter() - t2
+    # free text over every case's input and answer (the first text query reads them all)
+    t3 = time.perf_counter()
+    page.goto(url + f"#/run/{big}?q={search}")
+    page.wait_for_function("() => (document.body.getAttribute('data-ready') || '').includes('q=')",
+                           timeout=300000)
+    search_s = time.perf_counter() - t3
+    found = page.locator("tr.case-row").count()
+    row = {"start_s": start, "first_paint_s": first, "gate_known_s": gate_s, "filter_s": filt,
+           "search_s": search_s, "search_rows": found, "rows": shown, "gate_at_paint": at_paint,
+           "rss_mb": hwm_mb(proc.pid), "gate_worker_rss_mb": children_hwm_mb(proc.pid)}
+    page.close()
+    proc.terminate()
+    proc.wait(10)
+    return row
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ def run(args):
     if args.bundle:
         from assay.view.bundle import write_bundle
         return 0, write_bundle(reports, Path(args.bundle), args.run)
+    from assay.view import gate_process
+    gate_process.start()   # the gate decisions' own process: its imports side by side with the server's
     from assay.view.server import LOOPBACK_NAMES as LOOPBACK, make_server, serve
     if args.host_name and not args.allow_remote:
         raise AssayError("--host-name: serving other host names is serving to other machines; add --allow-remote", 2)

@@ -87,3 +87,111 @@ def test_case_doc_carries_each_turns_judge_calls_and_simulator_notes(tmp_path):
     assert doc["simulator"] == {"outcome": "goal_reached"} and doc["judge"]["rubrics"][0]["turn"] == 2
     with pytest.raises(NotFound):
         case_doc(reports, run.name, "h-1")
+
+
+def test_the_gate_is_decided_before_the_per_case_pass(tmp_path, monkeypatch):
+    """The run page's first request asks for its gate; the per-case pass that fills the facets
+    waits for that decision before it reads a single verdict (order of events, no timer)."""
+    from assay.core import case_read
+    from assay.view import cases, gates
+    reports = tmp_path / "reports"
+    run = make_run(reports, [{"id": f"c-{i:03d}", "unit": "u"} for i in range(30)], run_id="smoke-20261130T101500Z")
+    events, release, pass_waits = [], threading.Event(), threading.Event()
+    real_decide, real_settled, real_verdicts = gates.decide, gates.settled, case_read.case_verdicts
+
+    def decide(d):
+        assert release.wait(60), "the per-case pass never waited for the gate"
+        doc = real_decide(d)
+        events.append("gate decided")
+        return doc
+
+    def settled(d, timeout):
+        events.append("pass waits for the gate")
+        pass_waits.set()
+        return real_settled(d, timeout)
+
+    def verdicts(d, ids, **kw):
+        events.append("request reads verdicts" if threading.current_thread() is threading.main_thread()
+                      else "pass reads verdicts")
+        return real_verdicts(d, ids, **kw)
+
+    monkeypatch.setattr(gates, "decide", decide)
+    monkeypatch.setattr(gates, "settled", settled)
+    monkeypatch.setattr(cases, "case_verdicts", verdicts)
+    monkeypatch.setattr(cases, "GATE_FIRST_S", 60.0)
+    page = cases.page(reports, run.name, {"size": ["10"]})   # the run page's rows, the decision asked
+    assert [r["unit"] for r in page["cases"]] == ["u"] * 10
+    assert pass_waits.wait(60)
+    release.set()
+    assert cases.index(reports, run.name)["meta"].wait(60)
+    assert sorted(events[:2]) == ["pass waits for the gate", "request reads verdicts"], events
+    assert events[2] == "gate decided" and events[3:] and set(events[3:]) == {"pass reads verdicts"}, events
+    assert gates.gate(run, (run / "results.json").stat().st_mtime, 0)["gate"] == "open"
+
+
+def test_the_worker_process_decides_as_the_thread_would(tmp_path, monkeypatch):
+    """A server's gate decisions come from its worker process: the same answer as `gates.decide`
+    in process (the one verdict), and the process really answered (the in-process path is broken)."""
+    from assay.view import gates
+    run = make_run(tmp_path / "reports", [{"id": "c-1"}, {"id": "c-2", "verdict": "fail"}], run_id="smoke-20261130T101600Z")
+    want = gates.decide(run)
+    assert want["gate"] == "closed" and any("c-2" in r for r in want["reasons"])
+    monkeypatch.setattr(gates, "decide", lambda d: {"gate": "not this one"})
+    assert gates.start_worker()
+    try:
+        got = gates.gate(run, (run / "results.json").stat().st_mtime, wait=None)
+        assert got == want and gates._PROCESS, got   # a failed worker is dropped, never used again
+    finally:
+        gates.stop_worker()
+    assert not gates._PROCESS
+
+
+def test_case_verdicts_read_as_the_store_reads_each_case(tmp_path):
+    """core.case_read.case_verdicts, from the journal's start or through its index: what
+    open_store(run).verdict(id) says of each case (first committed line, garbled lines and a torn
+    tail skipped, unsafe and unknown ids left out)."""
+    from assay.core import casestore
+    from assay.core.case_read import case_verdicts
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [casestore.record_line(f"c-{i}", {"case_id": f"c-{i}", "verdict": "pass", "n": i}, {}) for i in range(40)]
+    lines.insert(3, b'{"case_id": 7}\n')                                          # not a case record
+    lines.insert(5, casestore.record_line("c-1", {"case_id": "c-1", "verdict": "fail"}, {}))   # a later line of c-1
+    lines.insert(9, b'{"case_id": "c-x", "verdict": [1}\n')                        # its verdict unreadable
+    (run / casestore.JOURNAL).write_bytes(b"".join(lines) + lines[20][:25])      # a torn tail
+    store = casestore.scan(run)
+    ids = ["c-0", "c-1", "c-x", "c-39", "nope", "../c-2", "c-5", "c-1"]
+    want = {cid: store.verdict(cid) for cid in ids if cid != "../c-2" and isinstance(store.verdict(cid), dict)}
+    assert want["c-1"]["verdict"] == "pass" and "c-x" not in want and "c-39" in want
+    for from_start in (True, False):
+        assert case_verdicts(run, ids, from_start=from_start) == want
+        assert case_verdicts(run, ids[:2], from_start=from_start) == {k: want[k] for k in ids[:2]}
+
+
+def test_line_parser_reads_each_line_as_loads_does():
+    import json
+
+    from assay.core.jsonio import line_parser, loads
+    deep = "[" * 50000 + "]" * 50000
+    lines = ['{"a": NaN}', '{"a": -Infinity}', '{"a": 1e400}', '{"a": 1e-400}', '{"a": "\\ud800"}', '{"a": "\\ud83d\\ude00"}',
+             '{"a": ' + "9" * 400 + '.0}', '{"a": 1.5, "b": [1, {"c": null}]}', "[1,2", "", "\ufeff{}", "1 2", deep,
+             '{"a": 1, "a": 2}']
+
+    def outcome(parse, line):
+        try:
+            return json.dumps(parse(line))
+        except ValueError as exc:
+            return str(exc)
+    for line in lines:
+        assert outcome(line_parser(line), line) == outcome(loads, line), line[:40]
+        assert outcome(line_parser("\n".join(lines)), line) == outcome(loads, line), line[:40]
+    assert line_parser('{"a": 1}') is not loads and line_parser('{"a": "\\udc00"}') is loads
+
+
+def test_too_deep_names_the_first_path_as_it_did():
+    from assay.core.jsonio import too_deep
+    rows = {"cases": [{"id": i, "layers": {"a": "pass"}, "f": ["a"]} for i in range(50)], "summary": {"n": 50}}
+    assert too_deep(rows, 4) is None and too_deep(rows, 100) is None and too_deep(rows, 3) == "cases[49].f"
+    assert too_deep(rows, 2) == "cases[49]" and too_deep(rows, 1) == "summary"
+    assert too_deep({"a": [{"b": [[1]]}], "z": 1}, 3) == "a[0].b" and too_deep([[{"k": {}}]], 3) == "[0][0].k"
+    assert too_deep(5, 0) is None and too_deep({}, 0) == "(root)"

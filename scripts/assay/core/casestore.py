@@ -305,10 +305,16 @@ def dir_record(cdir: Path, verdict: dict | None = None) -> CaseRecord:
     return _DirRecord(cdir.name, verdict if isinstance(verdict, dict) else {}, {}, cdir)
 
 
+def has_journal(run_dir: Any) -> bool:
+    """Whether the run dir's cases are a journal (else case dirs or none), without reading it."""
+    path = Path(run_dir) / JOURNAL
+    return path.is_file() and not path.is_symlink()
+
+
 def scan(run_dir: Path) -> CaseStore:
     run_dir = Path(run_dir)
     path = run_dir / JOURNAL
-    if not path.is_file() or path.is_symlink():
+    if not has_journal(run_dir):
         legacy = run_dir / LEGACY_DIR
         return CaseStore(run_dir, "dirs" if legacy.is_dir() and not legacy.is_symlink() else "none")
     store = CaseStore(run_dir, "journal")

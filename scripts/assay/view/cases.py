@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core import casestore
-from ..report.rundir import case_verdict
+from ..core.case_read import case_verdicts
 from ..report.sections import first_failure
+from . import gates
 from .paths import read_jsonl, run_dir
 from .quiet import wait_quiet, waiting
 from .source import datasets_ok, where
@@ -23,6 +24,7 @@ from .source import datasets_ok, where
 TEXT_CLIP = 4000
 PAGE_MAX = 500
 META_BATCH = 200
+GATE_FIRST_S = 10.0   # the per-case pass waits at most this long for the run's gate decision
 _INDEX: dict[tuple[str, float], dict] = {}
 _LOCK = threading.Lock()
 
@@ -59,7 +61,7 @@ def meta_of(v: dict | None) -> dict:
 def _linked(d: Path) -> set[str] | None:
     """Names under an older run's cases/ that are symlinks (never read through); None when cases/ is
     a link; none in a run with a case journal (core.casestore: no case dirs)."""
-    if casestore.open_store(d).layout == "journal":
+    if casestore.has_journal(d):
         return set()
     cases = d / casestore.LEGACY_DIR
     if cases.is_symlink():
@@ -71,10 +73,12 @@ def _linked(d: Path) -> set[str] | None:
         return set()
 
 
-def _load_meta(doc: dict, rows: list[dict]) -> None:
-    """Fill the rows' meta from each case's verdict (the run-dir reader `case_verdict`), once each."""
+def _load_meta(doc: dict, rows: list[dict], from_start: bool = False) -> None:
+    """Fill the rows' meta from each case's verdict (the run-dir reader `case_verdicts`), once each;
+    `from_start`: the rows are the run's first (a journal's first lines are read for them)."""
     linked, done, cases = doc["linked"], doc["has_meta"], doc["dir"] / casestore.LEGACY_DIR
-    journal = casestore.open_store(doc["dir"]).layout == "journal"
+    journal = casestore.has_journal(doc["dir"])
+    todo = []
     for row in rows:
         cid = row["case_id"]
         if cid in done:
@@ -86,15 +90,22 @@ def _load_meta(doc: dict, rows: list[dict]) -> None:
         else:
             safe = linked is not False and cid not in linked
         if safe:
-            row.update(meta_of(case_verdict(doc["dir"], cid)))
-        done.add(cid)
+            todo.append(row)
+        else:
+            done.add(cid)
+    verdicts = case_verdicts(doc["dir"], [row["case_id"] for row in todo], from_start=from_start)
+    for row in todo:
+        row.update(meta_of(verdicts.get(row["case_id"])))
+        done.add(row["case_id"])
 
 
 def _fill_meta(doc: dict) -> None:
-    """Every case's meta, off the request and only while no request is being answered (`quiet`):
+    """Every case's meta, off the request, once the run's gate decision is known (`gates.settled`:
+    the page's "checking…" goes first) and only while no request is being answered (`quiet`):
     the first page reads only its own rows' verdicts."""
     try:
         rows = doc["rows"]
+        gates.settled(doc["dir"], GATE_FIRST_S)
         wait_quiet()
         listed = _linked(doc["dir"])
         doc["linked"] = False if listed is None else listed
@@ -115,6 +126,7 @@ def facets_of(rows: list[dict]) -> dict:
 
 def index(reports: Path, run_id: str) -> dict:
     d = run_dir(reports, run_id)
+    gates.ask(d)   # the run page's gate: its decision starts with the page's first request
     path = d / "verdicts.jsonl"
     try:
         mtime = path.stat().st_mtime
@@ -255,7 +267,8 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
     except ValueError:
         size, number = 100, 0
     shown = rows[number * size:(number + 1) * size]
-    _load_meta(doc, shown)  # the rows shown carry their unit and conversation even before the pass is done
+    # the rows shown carry their unit and conversation even before the pass is done
+    _load_meta(doc, shown, from_start=rows is doc["rows"] and sort == "plan" and number == 0)
     return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
             "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
             "meta_ready": doc["meta"].is_set()}

@@ -1,23 +1,33 @@
 """The gate's decision per run, for the viewer: the one decision (`assay.verdict.decide`, with
 gate.py's defaults — profile.yaml's budgets included — except the completeness re-check, which
 `gate.py` runs and the page says it did not: `verified: false`), computed once per results.json
-version on one worker thread, never on the request that first asks. Until it is known a page says
-"checking…": the viewer never shows a verdict it has not computed.
+version, never on the request that first asks. Until it is known a page says "checking…": the
+viewer never shows a verdict it has not computed.
 
-The worker takes the newest request first (a LIFO queue), so the run a person just opened is
-evaluated before a backlog of the runs list, and starts each evaluation only once no request is
-being answered (`quiet`).
+A server evaluates in its own worker process (`start_worker`, `gate_worker`: this `decide`, in
+an interpreter that is not answering requests nor running the per-case pass); view.py starts it
+before its own imports and the server waits until it is ready, so its imports are done before
+the first page asks. Without one (a bundle, a caller in process), or when it has gone, the
+worker thread evaluates here. Either way each evaluation starts once no request is being
+answered (`quiet`: the page's rows are painted first), and the worker takes the newest request
+first (a LIFO queue), so the run a person just opened is evaluated before a backlog of the runs
+list; the run page's case index asks for its run's decision with its first request (`ask`), and
+its per-case pass waits for that decision before it starts (`settled`): the decision comes right
+after the rows, before the pass.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
+import subprocess
 import threading
 from concurrent.futures import Future
 from pathlib import Path
 
 from ..verdict import GateOptions, decision_dict
+from . import gate_process
 from .quiet import wait_quiet, waiting
 
 CHECKING = "checking"
@@ -27,6 +37,7 @@ _FUTURES: dict[tuple[str, float], Future] = {}
 _LOCK = threading.Lock()
 _JOBS: queue.LifoQueue = queue.LifoQueue()
 _WORKER: list[threading.Thread] = []
+_PROCESS: list[subprocess.Popen] = []
 
 
 def decide(run_dir: Path) -> dict:
@@ -34,12 +45,76 @@ def decide(run_dir: Path) -> dict:
     return decision_dict(run_dir, VIEW_OPTIONS)
 
 
+def start_worker() -> bool:
+    """Start the worker process (once; view.py may have started it already) and wait until its
+    imports are done; False when it cannot start or failed (the thread evaluates then)."""
+    with _LOCK:
+        if _PROCESS and _PROCESS[0].poll() is None:
+            return True
+        _PROCESS.clear()
+    proc = gate_process.start()
+    if proc is None:
+        return False
+    try:
+        ready = proc.stdout.readline().strip() == gate_process.READY
+    except (OSError, ValueError):
+        ready = False
+    if not ready:
+        _end(proc)
+        return False
+    with _LOCK:
+        _PROCESS[:] = [proc]
+    return True
+
+
+def stop_worker() -> None:
+    """End the worker process: its stdin closed, it exits (a decision in flight is cut after 1 s:
+    it writes nothing)."""
+    with _LOCK:
+        procs = list(_PROCESS)
+        _PROCESS.clear()
+    for proc in procs:
+        _end(proc)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    gate_process.PROCESS[:] = [p for p in gate_process.PROCESS if p is not proc]
+    try:
+        proc.stdin.close()
+        proc.wait(1)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
+
+
+def _from_worker(run_dir: Path) -> dict | None:
+    """The worker process's decision for `run_dir`, None when there is no worker or it failed (it
+    is then stopped: the thread decides from here on). Only the worker thread calls this."""
+    proc = _PROCESS[0] if _PROCESS else None
+    if proc is None:
+        return None
+    try:
+        proc.stdin.write(json.dumps(os.fspath(run_dir)) + "\n")
+        proc.stdin.flush()
+        doc = json.loads(proc.stdout.readline())
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("gate") in ("open", "closed") and isinstance(doc.get("reasons"), list):
+        return doc
+    stop_worker()
+    return None
+
+
 def _work() -> None:
     while True:
         run_dir, fut = _JOBS.get()
-        wait_quiet()
-        if fut.set_running_or_notify_cancel():
-            fut.set_result(decide(run_dir))   # decision_dict never raises: an unreadable run is closed
+        if not fut.set_running_or_notify_cancel():
+            continue
+        wait_quiet()   # the requests being answered first (the page's rows; measured: bench/RESULTS.md)
+        doc = _from_worker(run_dir)
+        if doc is None:
+            doc = decide(run_dir)   # decision_dict never raises: an unreadable run is closed
+        fut.set_result(doc)
 
 
 def _future(run_dir: Path, mtime: float) -> Future:
@@ -55,6 +130,13 @@ def _future(run_dir: Path, mtime: float) -> Future:
         return fut
 
 
+def _mtime(run_dir: Path) -> float | None:
+    try:
+        return os.stat(Path(run_dir) / "results.json", follow_symlinks=False).st_mtime
+    except OSError:
+        return None
+
+
 def gate(run_dir: Path, mtime: float, wait: float | None = 0.0) -> dict:
     """The decision if known within `wait` seconds (None: wait for it), else {"gate": "checking"}."""
     fut = _future(run_dir, mtime)
@@ -67,10 +149,29 @@ def gate(run_dir: Path, mtime: float, wait: float | None = 0.0) -> dict:
             return {"gate": CHECKING, "reasons": [], "verified": False}
 
 
+def ask(run_dir: Path) -> None:
+    """Queue the run's decision now (once per results.json version), without waiting for it."""
+    mtime = _mtime(run_dir)
+    if mtime is not None:
+        _future(Path(run_dir), mtime)
+
+
+def settled(run_dir: Path, timeout: float) -> None:
+    """Return once the decision asked for the run's current results.json is known (or after
+    `timeout` s; at once when none was asked): a per-case pass waits here so the decision comes first."""
+    mtime = _mtime(run_dir)
+    with _LOCK:
+        fut = _FUTURES.get((str(run_dir), mtime)) if mtime is not None else None
+    if fut is not None:
+        try:
+            fut.result(timeout=timeout)
+        except TimeoutError:
+            pass
+
+
 def gate_of(run_dir: Path) -> dict:
     """The decision for a run dir, waited for (the history page: one per run it draws)."""
-    try:
-        mtime = os.stat(Path(run_dir) / "results.json", follow_symlinks=False).st_mtime
-    except OSError:
+    mtime = _mtime(run_dir)
+    if mtime is None:
         return decide(run_dir)   # no results.json: the decision says why it is closed
     return gate(Path(run_dir), mtime, wait=None)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..core.jsonio import loads
+from ..core.jsonio import line_parser, loads
 from ..core.writer import SymlinkError, read_bytes, refuse_symlinks_between
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -66,10 +66,10 @@ def read_jsonl(path: Path, root: Path) -> list[dict]:
         data = read_raw(path, root).decode("utf-8", "replace")
     except NotFound:
         return []
-    rows = []
+    rows, parse = [], line_parser(data)
     for line in data.splitlines():
         try:
-            row = loads(line) if line.strip() else None
+            row = parse(line) if line.strip() else None
         except (ValueError, RecursionError):
             continue
         if isinstance(row, dict):

@@ -1,7 +1,7 @@
 """The runs list: one row per run dir under reports/, read lazily (results.json and manifest only).
 
 A row is what the Runs page shows: mode, time, pass rate with its Wilson interval, the gate's
-verdict (`assay.view.gates`: the gate's own function, on a worker thread; "checking" until known),
+verdict (`assay.view.gates`: the one decision, in the gates' worker process; "checking" until known),
 gating failures, infra rate, suite version, series, and marks for a rescored, aborted, sharded
 or incomplete run (never green). Rows are cached per run by results.json's mtime.
 """

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from . import gates
 from .api import route
 from .case import case_record
 from .paths import NotFound, read_raw, run_dir
@@ -155,13 +156,17 @@ def make_server(reports: Path, bind: str, port: int, host_names: list[str] | Non
     handler.hosts = allowed_hosts(bind, srv.server_address[1], host_names)
     srv.daemon_threads = True
     srv.last_request = None
+    gates.start_worker()   # the gate decisions' own process, its imports done before the first page asks
     return srv
 
 
 def serve(srv: ThreadingHTTPServer, *, seconds: float | None = None, until_request: bool = False) -> None:
     """Serve until interrupted, or for `seconds`, or until the first request has been answered."""
     if seconds is None and not until_request:
-        srv.serve_forever()
+        try:
+            srv.serve_forever()
+        finally:
+            gates.stop_worker()
         return
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
@@ -176,3 +181,4 @@ def serve(srv: ThreadingHTTPServer, *, seconds: float | None = None, until_reque
     finally:
         srv.shutdown()
         srv.server_close()
+        gates.stop_worker()
