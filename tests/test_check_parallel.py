@@ -2,9 +2,8 @@
 
 At this size a check runs in one process; `ASSAY_CHECK_FORK_ABOVE=0` forces the forked path, so each
 command here runs both ways and must answer the same: `run_cases.py --verify`, `gate.py`, and
-`compare_runs.py` (whose base check runs beside the comparison: a base that fails --verify is still
-refused, in the same words, before anything is compared). tests/test_readers_streamed.py holds the
-problem strings of a run broken 13 ways on both paths.
+`compare_runs.py` (a base that fails --verify is refused in the same words, nothing compared).
+tests/test_readers_streamed.py holds the problem strings of a run broken 13 ways on both paths.
 """
 
 from __future__ import annotations

@@ -154,37 +154,6 @@ def refuse_unverified(base: Path) -> None:
         raise _refusal(Path(base), problems)
 
 
-def verified_then(base: Path, work: Callable[[], Any]) -> Any:
-    """`refuse_unverified(base)`, then `work()` (the comparison), with the same answer: when the base's
-    journal is big and rundir.parallel may fork, the check runs in a child while `work()` runs here,
-    and a refusal (or the check's failure to answer: then it runs again here) still wins over
-    whatever `work()` returned or raised."""
-    from ..rundir import parallel
-    base = Path(base)
-    if not (parallel.can_fork() and parallel.big_journal(base)):
-        refuse_unverified(base)
-        return work()
-    child = parallel.Child(lambda: _base_problems(base))
-    try:
-        try:
-            result = work()
-        except Exception:   # the refusal comes first, as when the check ran before the comparison
-            problems = child.result()
-            if problems:
-                raise _refusal(base, problems) from None
-            if problems is None:
-                refuse_unverified(base)
-            raise
-        problems = child.result()
-    finally:
-        child.cancel()
-    if problems is None:   # the child gave no answer: the check, here
-        refuse_unverified(base)
-    elif problems:
-        raise _refusal(base, problems)
-    return result
-
-
 def _base_problems(base: Path) -> list[str]:
     """The base's completeness problems ([] for none, or when it is not a dir or still running: load_side's
     own error says so)."""
