@@ -163,16 +163,7 @@ class JudgeServer:
         raise StepFailed(f"step 'start judge stand-in' failed: not listening within {timeout_s:.0f}s; "
                          f"see {self.log_file}")
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        if getattr(self, "_log", None):
-            self._log.close()
+    stop = App.stop   # the demo app's child-process stop (terminate, then kill; the log closed)
 
 
 def page_items(page: Path) -> tuple[str, list[dict]]:
