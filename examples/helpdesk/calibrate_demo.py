@@ -34,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from demo import (App, RUNNER_FINISHED, SCRIPTS, StepFailed, last_json, run_step, say,  # noqa: E402
+from demo import (App, Child, RUNNER_FINISHED, SCRIPTS, StepFailed, last_json, run_step, say,  # noqa: E402
                   shown)
 
 LABELS = HERE / "demo_labels.json"
@@ -138,32 +138,16 @@ def run_with_app(state: Path, broken: bool, label: str) -> tuple[Path, str, int]
         app.stop()
 
 
-class JudgeServer:
-    """judge_standin.py --serve as a child process (both stand-ins of the ensemble), like App."""
+class JudgeServer(Child):
+    """judge_standin.py --serve as a child process (both stand-ins of the ensemble), as the demo's App."""
 
     def __init__(self, work: Path) -> None:
         self.port_file = work / "judge-standin.port.json"
         self.log_file = work / "judge-standin.log"
-        self.proc: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 20.0) -> str:
-        self.port_file.unlink(missing_ok=True)
-        self._log = open(self.log_file, "w", encoding="utf-8")
-        self.proc = subprocess.Popen([sys.executable, "-S", str(HERE / "judge_standin.py"), "--serve",
-                                      str(self.port_file)], stdout=subprocess.DEVNULL, stderr=self._log,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise StepFailed(f"step 'start judge stand-in' failed: it exited with {self.proc.returncode}; "
-                                 f"see {self.log_file}")
-            if self.port_file.exists():
-                return json.loads(self.port_file.read_text(encoding="utf-8"))["url"]
-            time.sleep(0.05)
-        raise StepFailed(f"step 'start judge stand-in' failed: not listening within {timeout_s:.0f}s; "
-                         f"see {self.log_file}")
-
-    stop = App.stop   # the demo app's child-process stop (terminate, then kill; the log closed)
+        self.launch([sys.executable, "-S", str(HERE / "judge_standin.py"), "--serve", str(self.port_file)])
+        return self.wait_ready("start judge stand-in", "it", "not listening", timeout_s)
 
 
 def page_items(page: Path) -> tuple[str, list[dict]]:

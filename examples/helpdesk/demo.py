@@ -50,6 +50,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -130,7 +131,51 @@ def last_json(text: str) -> dict:
         return {}
 
 
-class App:
+class Child:
+    """A child process that writes where it listens to a port file (`{"url": ...}`): the demo app,
+    the calibration demo's judge stand-in. `launch`, then `wait_ready`; `stop` ends it."""
+
+    port_file: Path
+    log_file: Path
+    proc: subprocess.Popen | None = None
+
+    def launch(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.port_file.unlink(missing_ok=True)
+        self._log = open(self.log_file, "w", encoding="utf-8")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env,
+                                     start_new_session=True)
+
+    def wait_ready(self, step: str, who: str, not_ready: str, timeout_s: float,
+                   ready: Callable[[str], bool] = lambda url: True) -> str:
+        """The port file's url once `ready(url)` holds; StepFailed naming the step and the log otherwise."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise StepFailed(f"step '{step}' failed: {who} exited with {self.proc.returncode}; "
+                                 f"see {self.log_file}")
+            if self.port_file.exists():
+                try:
+                    url = json.loads(self.port_file.read_text(encoding="utf-8"))["url"]
+                    if ready(url):
+                        return url
+                except (OSError, ValueError, KeyError):
+                    pass
+            time.sleep(0.05)
+        raise StepFailed(f"step '{step}' failed: {not_ready} within {timeout_s:.0f}s; see {self.log_file}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+class App(Child):
     """The example app as a child process on a free port."""
 
     def __init__(self, work: Path, *, broken: bool, flaky: bool, otlp_listen: str | None = None) -> None:
@@ -144,43 +189,21 @@ class App:
         self.url: str | None = None
 
     def start(self, timeout_s: float = 20.0) -> str:
-        for stale in (self.otlp_file, self.port_file):
-            stale.unlink(missing_ok=True)
+        self.otlp_file.unlink(missing_ok=True)
         spans = (["--otlp-endpoint", f"http://{self.otlp_listen}"] if self.otlp_listen
                  else ["--otlp-file", str(self.otlp_file)])
         argv = [sys.executable, str(APP), "--port", "0", *spans, "--port-file", str(self.port_file), "--verbose"]
         argv += ["--break"] if self.broken else []
         argv += ["--flaky"] if self.flaky else []
         env = {k: v for k, v in os.environ.items() if k not in ("BREAK", "FLAKY", "OTEL_EXPORTER_OTLP_ENDPOINT")}
-        self._log = open(self.log_file, "w", encoding="utf-8")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise StepFailed(f"step 'start app' failed: the app exited with {self.proc.returncode}; "
-                                 f"see {self.log_file}")
-            if self.port_file.exists():
-                try:
-                    self.url = json.loads(self.port_file.read_text(encoding="utf-8"))["url"]
-                    with urllib.request.urlopen(self.url + "/healthz", timeout=2) as resp:
-                        if resp.status == 200:
-                            return self.url
-                except (OSError, ValueError, KeyError):
-                    pass
-            time.sleep(0.05)
-        raise StepFailed(f"step 'start app' failed: no healthy app within {timeout_s:.0f}s; see {self.log_file}")
+        self.launch(argv, env)
+        self.url = self.wait_ready("start app", "the app", "no healthy app", timeout_s, _healthy)
+        return self.url
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        if getattr(self, "_log", None):
-            self._log.close()
+
+def _healthy(url: str) -> bool:
+    with urllib.request.urlopen(url + "/healthz", timeout=2) as resp:
+        return resp.status == 200
 
 
 def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str],

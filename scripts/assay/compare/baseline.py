@@ -149,30 +149,21 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
 def refuse_unverified(base: Path) -> None:
     """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
     naming what is missing: read as it is, its cases would show up as added or removed."""
-    problems = _base_problems(Path(base))
-    if problems:
-        raise _refusal(Path(base), problems)
-
-
-def _base_problems(base: Path) -> list[str]:
-    """The base's completeness problems ([] for none, or when it is not a dir or still running: load_side's
-    own error says so)."""
     from ..rundir.completeness import RunDirError, check_run_dir
+    base = Path(base)
     results = try_json_head(base / "results.json")   # its summary: the case rows are not held
     summary = results.get("summary") if isinstance(results, dict) else None
     if not base.is_dir() or (isinstance(summary, dict) and summary.get("status") == "running"):
-        return []
+        return   # not a dir, or still running: load_side's own error says so
     try:
-        return check_run_dir(base)[0]
+        problems = check_run_dir(base)[0]
     except RunDirError as exc:
-        return [str(exc)]
-
-
-def _refusal(base: Path, problems: list[str]) -> AssayError:
-    shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
-    return AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
-                      "dir: restore the files, or compare with another run (--baseline auto picks one)",
-                      2, path=str(base))
+        problems = [str(exc)]
+    if problems:
+        shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
+                         "dir: restore the files, or compare with another run (--baseline auto picks one)",
+                         2, path=str(base))
 
 
 def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:

@@ -73,7 +73,7 @@ def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name:
         got = _check_record(rec.names(), lambda: rec.verdict, rec.read, cid, name(cid), problems, deep, None,
                             verdict_schema)
         if got is not None and not checks_only:
-            records.add(index_of[cid], got if not records.keep else derived.slim(got, share=False))
+            records.add(index_of[cid], got)
     return found
 
 
@@ -102,7 +102,7 @@ def dir_cases(out: Path, index_of: Mapping[str, int], name: Callable[[str], str]
             if known is not None and rec is known.get(entry):
                 records.add(index_of[entry], rec, mine=True)
             else:
-                records.add(index_of[entry], derived.slim(rec, share=False))
+                records.add(index_of[entry], rec)
     return present
 
 

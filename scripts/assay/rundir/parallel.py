@@ -46,25 +46,14 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def can_fork() -> bool:
-    """True when a fork may share the work: 2+ CPUs (or ASSAY_CHECK_FORK_ABOVE set: the answer is the
-    same either way, so a one-CPU machine can run the forked path too), and no other thread in this
-    process (a lock another thread holds at the fork would be held forever in the child)."""
-    forced = os.environ.get("ASSAY_CHECK_FORK_ABOVE", "").strip() != ""
-    return hasattr(os, "fork") and (forced or _cpus() > 1) and threading.active_count() == 1
-
-
 def usable(store: casestore.CaseStore) -> bool:
-    """True when this check should fork: a journal over the threshold, and `can_fork()`."""
-    return store.layout == "journal" and store.size >= _threshold() and can_fork()
-
-
-def big_journal(run_dir: Any) -> bool:
-    """True when the run dir's case journal is over the threshold (the check of it is worth a fork)."""
-    try:
-        return os.stat(os.path.join(run_dir, casestore.JOURNAL)).st_size >= _threshold()
-    except OSError:
-        return False
+    """True when this check should fork: a journal over the threshold; 2+ CPUs (or
+    ASSAY_CHECK_FORK_ABOVE set: the answer is the same either way, so a one-CPU machine can run the
+    forked path too); and no other thread in this process (a lock another thread holds at the fork
+    would be held forever in the child)."""
+    forced = os.environ.get("ASSAY_CHECK_FORK_ABOVE", "").strip() != ""
+    return (store.layout == "journal" and store.size >= _threshold() and hasattr(os, "fork")
+            and (forced or _cpus() > 1) and threading.active_count() == 1)
 
 
 class Child:
@@ -141,7 +130,6 @@ def fold_only(store: casestore.CaseStore, index_of: Mapping[str, int], records: 
     """This process's part: every committed record of the plan folded into `records` (what
     journal_cases folds when the child's checks find no problem), read without its files
     (casestore.head_of); returns the finished ids."""
-    from . import derived
     found: list[str] = []
     for offset, line in casestore.iter_lines(store.run_dir / casestore.JOURNAL):
         cid, verdict = casestore.head_of(line, verdict=True)
@@ -150,5 +138,5 @@ def fold_only(store: casestore.CaseStore, index_of: Mapping[str, int], records: 
         found.append(cid)
         index = index_of.get(cid)
         if index is not None and verdict is not None:
-            records.add(index, verdict if not records.keep else derived.slim(verdict, share=False))
+            records.add(index, verdict)
     return found

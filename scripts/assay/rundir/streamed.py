@@ -43,9 +43,10 @@ def line_of(row: Any) -> bytes:
 class Finished:
     """The finished cases of the run being checked (see the module docstring). `len()` is how many.
 
-    `add(index, record)` folds a slim record; `mark(index)` takes the runner's own record
-    (derived.KNOWN) without reading it, `fill(index, record)` folds it later if a comparison needs
-    it. `keep=True` also holds the records (the callers that read them back: the shard merge)."""
+    `add(index, record)` folds a record read from the run dir; `mark(index)` takes the runner's own
+    record (derived.KNOWN) without reading it, `fill(index, record)` folds it later if a comparison
+    needs it. `keep=True` also holds the records (the callers that read them back: the shard merge),
+    a read record as its slim copy (derived.slim), the runner's own as they are."""
 
     def __init__(self, ids: list[str], *, keep: bool = False, directory: Path | None = None) -> None:
         self.ids = ids                  # the plan's case ids (index -> id), for the holdout seal
@@ -76,17 +77,17 @@ class Finished:
         self._state[index] = 1
         self.count += 1
         self.mine += 1 if mine else 0
-        self._fold(index, record)
+        self._fold(index, record, mine)
 
     def fill(self, index: int, record: dict) -> None:
         """A marked case's record, folded now (its count was taken by `mark`)."""
         if self._state[index] == 2:
             self._state[index] = 1
             self.marked -= 1
-            self._fold(index, record)
+            self._fold(index, record, True)
 
-    def _fold(self, index: int, record: dict) -> None:
-        from .derived import layer_strings, repeat_rows, results_row, stats_row, verdict_row
+    def _fold(self, index: int, record: dict, mine: bool) -> None:
+        from .derived import layer_strings, repeat_rows, results_row, slim, stats_row, verdict_row
         self.tally.add(index, record)
         if self._spills is None:
             self._spills = {name: PlanLines(self._dir, self.n) for name in _FILES}
@@ -109,7 +110,7 @@ class Finished:
                 self._routing_holdout = True
             s["routing"].add(index, line_of(routing_row(record, {})))
         if self.keep:
-            self.held[index] = record
+            self.held[index] = record if mine else slim(record, share=False)
 
     # ------------------------------------------------------------------ reading back
     def records(self) -> list[dict]:
