@@ -246,8 +246,10 @@ def test_make_demo_compare(tmp_path):
     state = tmp_path / ".assay"
     shutil.copytree(STATE, state, ignore=shutil.ignore_patterns("work", "reports"))
     shutil.copy2(STATE.parent / "judge_standin.py", tmp_path / "judge_standin.py")
-    r = demo(state, "--compare")
+    r = demo(state, "--compare", "--view", "--view-seconds", "0.5")   # make demo COMPARE=1 VIEW=1
     assert r.returncode == 1, r.stdout + r.stderr      # the gate closes on the regressions
+    # VIEW=1 serves both runs afterwards in every demo mode (it was ignored with COMPARE=1)
+    assert re.search(r"^viewer: http://127\.0\.0\.1:\d+/ \(read-only; stops after 0\.5 s\)$", r.stdout, re.M), r.stdout
     base, cand = runs_of(state)
     # 9 regressions plus the two simulated users (the refund without an invoice id, the tenant check)
     assert f"compare_runs    {base.name} -> {cand.name}: 11 newly failing" in r.stdout

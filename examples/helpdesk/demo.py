@@ -360,6 +360,13 @@ def stopped(exc: BaseException) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     state = (args.state_dir or DEFAULT_STATE_FOR[args.app]).resolve()
+    code = _main(args, state)
+    if args.view and code in (0, 1):   # every mode's runs, once the demo has made them (a gate may close: 1)
+        view(state, args.view_seconds)
+    return code
+
+
+def _main(args: argparse.Namespace, state: Path) -> int:
     if args.calibrate:
         from calibrate_demo import loop  # beside this file
         return loop(state)
@@ -394,8 +401,6 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
         env.pop("PYTHONPATH", None)
         code, _ = pipeline(args, state, env)
-        if args.view:
-            view(state, args.view_seconds)
         return code
     except (StepFailed, KeyboardInterrupt) as exc:
         return stopped(exc)
