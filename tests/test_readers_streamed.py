@@ -450,9 +450,9 @@ print(json.dumps([[check_run_dir(Path(run))[0], dict(parallel.LAST)] for run in 
 
 
 def test_a_run_log_line_is_json_exactly_when_loads_says_so():
-    """runlog_check._json_line (the plain C parse unless a line holds what jsonio.loads refuses)
-    accepts and refuses exactly the lines jsonio.loads does."""
-    from assay.rundir.runlog_check import _json_line
+    """jsonio.loads_line (run.log's parse, one line at a time) accepts and refuses exactly the lines
+    jsonio.loads does."""
+    from assay.core.jsonio import loads_line
     lines = ['{"event": "finalize", "ts": "2026-12-01T00:00:00Z", "n": 3}', '{"x": 1.5e3}', '{"x": 1e400}',
              '{"x": NaN}', '{"x": -Infinity}', '{"x": "\\udc80"}', '{"x": "\\ud83d\\ude00"}', '[' * 2000 + ']' * 2000,
              '{"x": ' + "9" * 320 + '.5}', '{"x": ' + "9" * 320 + '}', '{"x": }', '{"a": 1} {"b": 2}', '"just text"',
@@ -464,7 +464,7 @@ def test_a_run_log_line_is_json_exactly_when_loads_says_so():
         except ValueError:
             want = ValueError
         try:
-            _json_line(line, line.encode())
+            loads_line(line)
             got = None
         except ValueError:
             got = ValueError

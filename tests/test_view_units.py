@@ -171,7 +171,7 @@ def test_case_verdicts_read_as_the_store_reads_each_case(tmp_path):
 def test_line_parser_reads_each_line_as_loads_does():
     import json
 
-    from assay.core.jsonio import line_parser, loads
+    from assay.core.jsonio import line_parser, loads, loads_line
     deep = "[" * 50000 + "]" * 50000
     lines = ['{"a": NaN}', '{"a": -Infinity}', '{"a": 1e400}', '{"a": 1e-400}', '{"a": "\\ud800"}', '{"a": "\\ud83d\\ude00"}',
              '{"a": ' + "9" * 400 + '.0}', '{"a": 1.5, "b": [1, {"c": null}]}', "[1,2", "", "\ufeff{}", "1 2", deep,
@@ -185,7 +185,9 @@ def test_line_parser_reads_each_line_as_loads_does():
     for line in lines:
         assert outcome(line_parser(line), line) == outcome(loads, line), line[:40]
         assert outcome(line_parser("\n".join(lines)), line) == outcome(loads, line), line[:40]
-    assert line_parser('{"a": 1}') is not loads and line_parser('{"a": "\\udc00"}') is loads
+    assert line_parser('{"a": 1}') is not loads_line and line_parser('{"a": "\\udc00"}') is loads_line
+    for line in lines:   # run.log's parse, a line at a time: the same answers
+        assert outcome(loads_line, line) == outcome(loads, line), line[:40]
 
 
 def test_too_deep_names_the_first_path_as_it_did():

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 from ..core import casestore
-from ..core.jsonio import loads
+from ..core.jsonio import loads, loads_line
 
 
 def why(exc: BaseException) -> str:
@@ -18,23 +16,6 @@ def why(exc: BaseException) -> str:
     return str(exc)[:120]
 
 
-# what jsonio.loads refuses and json.loads takes: NaN / Infinity, a number too big for a double
-# (an exponent, or 300+ digits), an escaped surrogate; a line holding none of them needs no hooks
-_LOADS_ONLY = re.compile(rb"NaN|Infinity|[0-9][eE]|[0-9]{300}|\\u[dD][89a-fA-F]")
-
-
-def _json_line(line: str, raw: bytes) -> None:
-    """`jsonio.loads(line)` (ValueError when it is not JSON), the plain C parse for a line that holds
-    nothing the two could disagree on (run.log: 100,000+ lines at 100,000 cases)."""
-    if _LOADS_ONLY.search(raw):
-        loads(line)
-        return
-    try:
-        json.loads(line)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply to parse") from None
-
-
 def check_runlog(path: Path, problems: list[str]) -> None:
     if not path.is_file():
         return
@@ -42,7 +23,7 @@ def check_runlog(path: Path, problems: list[str]) -> None:
         for _offset, raw in casestore.iter_lines(path):   # streamed: one line held at a time
             line = raw.decode("utf-8")
             if line.strip():
-                _json_line(line, raw)
+                loads_line(line)
         size = path.stat().st_size
         with open(path, "rb") as fh:   # a last line without its newline is a line too
             fh.seek(max(0, size - 1))
