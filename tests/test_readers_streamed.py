@@ -307,8 +307,32 @@ def test_results_rows_shared_and_heads_read_as_the_whole_parse(tmp_path, monkeyp
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
     shared = rundir.read_jsonl_file(jsonl, share=True)
     assert shared == rows == rundir.read_jsonl_file(jsonl) and shared[0]["layers"] is shared[3]["layers"]
-    for text in ("", "\n", "a", "a\n", "a\r\nb\rc\x0bd\x0ce\x1cf\x1dg\x1eh\x85i\u2028j\u2029k\n\nl", "x\r\n\r\n"):
+    for text in ("", "\n", "a", "a\n", "a\r\nb\rc\x0bd\x0ce\x1cf\x1dg\x1eh\x85i\u2028j\u2029k\n\nl", "x\r\n\r\n",
+                 "a\nb", "\n\n", "é\n\nü", "é\u2028x\n"):
         assert list(rundir.split_lines(text)) == text.splitlines(), repr(text)
+    import random   # both of split_lines' ways (newlines only, or other breaks too) against splitlines
+    rng = random.Random(7)
+    parts = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "a", "é", " "]
+    for _ in range(3000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 10)))
+        assert list(rundir.split_lines(text)) == text.splitlines(), repr(text)
+    # a JSONL file's rows: the same values and the same words for a bad or too deep line as loads(max_depth)
+    from assay.core.jsonio import MAX_DEPTH, loads
+    for bad in ('{"a": 1}\n{"b": NaN}\n', '{"a": "\\ud800"}\n', "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "\n",
+                '{"a": {"b": 1e400}}\n', '{"a": 1}\n\ufeff{}\n'):
+        jsonl.write_text(bad, encoding="utf-8")
+        last = bad.splitlines()[-1]
+        try:
+            loads(last, max_depth=MAX_DEPTH)
+            want = None
+        except ValueError as exc:
+            want = f"{jsonl}:{len(bad.splitlines())}: not a JSON line ({exc})"
+        try:
+            rundir.read_jsonl_file(jsonl)
+            got = None
+        except Exception as exc:   # noqa: BLE001 -- AssayError, its words compared
+            got = str(exc)
+        assert got == want, bad[:40]
 
 
 def test_the_depth_check_still_finds_what_it_found(tmp_path):
