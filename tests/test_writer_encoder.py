@@ -31,3 +31,50 @@ def test_runlog_row_is_json_dumps_with_its_arguments(tmp_path):
     row = json.loads(line)
     assert line == json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n"
     assert row["odd"] == "x" and row["text"] == "é\u2028" and list(row) == sorted(row)
+
+
+def test_indented_is_the_encoders_text_or_none():
+    """core.indent.indented: the standard library's indented text exactly, for random plain JSON
+    values; None (the caller asks the encoder) for whatever that encoder would convert or refuse."""
+    import random
+    from collections import OrderedDict
+    from enum import IntEnum
+
+    from assay.core.indent import indented
+    from assay.core.writer_stream import write_json_streamed
+
+    def value(rng, depth):
+        kinds = ["s", "i", "f", "b", "n"] + (["d", "l", "t"] if depth < 4 else [])
+        kind = rng.choice(kinds)
+        if kind == "s":
+            return "".join(rng.choice(["a", "é", "\n", '"', "\\", "\u2028", "\x00", "😀", " "]) for _ in range(rng.randint(0, 5)))
+        if kind == "i":
+            return rng.choice([0, -1, 7, 10 ** 20, -(2 ** 70)])
+        if kind == "f":
+            return rng.choice([0.0, -0.0, 1.5, 1e-300, 1e300, 0.1, 123456789.125])
+        if kind in "bn":
+            return rng.choice([True, False, None])
+        items = [value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+        if kind == "d":
+            return {"".join(rng.choice("abcé_") for _ in range(rng.randint(0, 3))): v for v in items}
+        return items if kind == "l" else tuple(items)
+
+    rng = random.Random(11)
+    for indent in (2, 4):
+        for _ in range(2000):
+            v = value(rng, 0)
+            assert indented(v, indent) == json.dumps(v, indent=indent, sort_keys=True, ensure_ascii=False,
+                                                     allow_nan=False), repr(v)[:80]
+
+    class Level(IntEnum):
+        ONE = 1
+    for odd in ({"a": float("nan")}, [float("inf")], OrderedDict(b=1), {1: "x"}, {"k": Level.ONE}, {"k": object()},
+                {"k": {"deeper": [1, {2: 3}]}}, {"s": type("S", (str,), {})("sub")}):
+        assert indented(odd, 2) is None, odd
+    # compare.json's writer: the same bytes as write_json, items through `indented`
+    doc = {"buckets": {"a": [{"x": i, "y": [1.5, "é"]} for i in range(3)], "b": []}, "z": 1}
+    from pathlib import Path
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        write_json_streamed(Path(tmp) / "c.json", doc, "buckets")
+        assert (Path(tmp) / "c.json").read_text("utf-8") == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -28,6 +28,7 @@ import shutil
 from typing import Any, Iterable
 
 from .errors import AssayError
+from .indent import indented
 
 REDACTED = "<redacted>"
 MIN_SECRET_LEN = 4   # shorter values would redact ordinary text ("1", "yes"); see the contract
@@ -341,8 +342,9 @@ def dumps(value: Any, *, indent: int | None = 2) -> str:
     once when no secret occurs in it (the common case); re-serialized from the redacted value
     when one does."""
     enc = _encoder(indent)
+    text = indented(value, indent) if indent is not None else None   # the encoder's text, sooner (core.indent)
     try:
-        text = enc.encode(value)
+        text = text if text is not None else enc.encode(value)
     except ValueError:  # NaN or Infinity that slipped past core.hostile: written as text, never a crash
         from .hostile import clean
         value = clean(value)[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator
 
+from .indent import indented
 from .writer import _encoder, _replace_with, dumps, encode, has_secrets, refuse_symlink, write_json
 
 
@@ -39,7 +40,8 @@ def write_json_streamed(path: Any, value: dict, outer: str, *, indent: int = 2) 
             items = value[outer][by_token.pop(found)]
             buf = [rest[:at], "["]
             for i, item in enumerate(items):
-                buf.append(("," if i else "") + pad + enc.encode(item).replace("\n", pad))
+                one = indented(item, indent)   # the encoder's text, sooner (core.indent)
+                buf.append(("," if i else "") + pad + (one if one is not None else enc.encode(item)).replace("\n", pad))
                 if len(buf) >= 512:
                     yield encode("".join(buf))
                     buf = []
@@ -50,3 +52,4 @@ def write_json_streamed(path: Any, value: dict, outer: str, *, indent: int = 2) 
     path = os.fspath(path)
     refuse_symlink(path)
     _replace_with(path, chunks())
+

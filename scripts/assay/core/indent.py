@@ -1,0 +1,68 @@
+"""JSON text indented exactly as the standard library's encoder writes it (writer's settings:
+sorted keys, UTF-8, no NaN), sooner: that encoder is pure Python whenever it indents."""
+
+from __future__ import annotations
+
+from json.encoder import encode_basestring
+from typing import Any
+
+
+def indented(value: Any, indent: int) -> str | None:
+    """`json.JSONEncoder(indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False).encode(value)`
+    (writer's encoder), the same text ~2x sooner for a value of plain JSON types (dict with str keys,
+    list, tuple, str, int, float, bool, None), or None for anything else (a subclass, another key type,
+    NaN): the caller then asks the encoder, which says what it says of it. The standard library's
+    indented encoder is pure Python; this one writes every scalar with the same functions it uses."""
+    out: list[str] = []
+    try:
+        _emit(value, "\n", out, " " * indent)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return "".join(out)
+
+
+def _emit(value: Any, newline: str, out: list[str], step: str) -> None:
+    kind = type(value)
+    if kind is str:
+        out.append(encode_basestring(value))
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + step
+        sep = "{" + inner
+        for key in sorted(value):
+            if type(key) is not str:
+                raise TypeError("a key the encoder converts")
+            out.append(sep + encode_basestring(key) + ": ")
+            _emit(value[key], inner, out, step)
+            sep = "," + inner
+        out.append(newline + "}")
+    elif kind is list or kind is tuple:
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + step
+        sep = "[" + inner
+        for item in value:
+            out.append(sep)
+            _emit(item, inner, out, step)
+            sep = "," + inner
+        out.append(newline + "]")
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif kind is float:
+        if value != value or value in (_INF, -_INF):
+            raise ValueError("not JSON")
+        out.append(float.__repr__(value))
+    else:
+        raise TypeError("not a plain JSON type")
+
+
+_INF = float("inf")
