@@ -21,7 +21,12 @@ def build_parser():
     p.add_argument("run_dir", help="the source run directory, <state>/reports/<run-id>")
     p.add_argument("--out", required=True, help="the new run directory, <state>/reports/<new-run-id> (same mode)")
     p.add_argument("--state-dir", help="the app's state dir (default: the source run's <state>, two levels up)")
-    p.add_argument("--judge", action="store_true", help="judge in smoke/targeted too (as make_plan.py --judge)")
+    p.add_argument("--judge", action="store_true",
+                   help="judge in smoke/targeted too (as make_plan.py --judge); a source run that was judged is "
+                        "judged again without it")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="rescore a suite with linter ERRORs anyway (refused by default, as make_plan.py refuses "
+                        "it; recorded in the manifest, and the gate closes on it)")
     p.add_argument("--judge-cache", action="store_true",
                    help="reuse a judge call from <state>/cache (run_cases.py --record / --judge-cache) for the same "
                         "judge, prompt version, rubric content and material; a miss is judged and cached")
@@ -41,7 +46,8 @@ def run(args):
 
     from assay.run.rescore import rescore
     return rescore(Path(args.run_dir), args.out, state_dir=args.state_dir, judge=args.judge, environ=os.environ,
-                   progress=args.progress, judge_cache=args.judge_cache, baseline=args.baseline)
+                   progress=args.progress, judge_cache=args.judge_cache, baseline=args.baseline,
+                   allow_invalid=args.allow_invalid)
 
 
 if __name__ == "__main__":

@@ -194,3 +194,43 @@ def test_rescore_reuses_the_calls_of_a_judge_that_asks_more_than_once(tmp_path, 
     for cid in ("c-00000001", "c-00000002"):
         doc = json.loads((cases_view(new) / cid / "judge.json").read_text())
         assert doc["usage"]["calls"] == 0 and doc["rubrics"][0]["reused_from"] == "smoke-20261130T000000Z"
+
+
+def test_rescore_lints_the_current_suite_and_judges_what_the_source_judged(tmp_path, app):
+    """Two green rescores the green-path hunt found. Before: rescore never linted the current suite, so
+    a case edited into a hollow one (`no_graded_layer`, which make_plan.py refuses) rescored `unscored`,
+    left out of every close rule, and the gate stayed open; and it judged by the mode table alone, so a
+    smoke run made with --judge was rescored unjudged and a calibrated rubric's fail read as a pass."""
+    app.handler = lambda req: (Reply(200, {"ok": True}) if req.method == "GET"
+                               else Reply(200, {"message": ANSWERS[req.json["message"]]}))
+    state = make_state(tmp_path)
+    env = {"REFUNDS_URL": app.url}
+    _, p = pipeline(state, env, "--judge")
+    assert p.rc == 0, p.stdout
+    out = state / "reports" / "smoke-20261130T000000Z"
+    assert run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", out, env=env).rc == 0
+    assert run_script("gate", out).rc == 0   # the judge is provisional: its fail does not gate
+    write_yaml(state / "datasets" / "c-00000001.yaml",
+               _case("c-00000001", content="full", expect="  http: {status: 200}\n"))   # hollow now
+    new = state / "reports" / "smoke-20261130T010000Z"
+    r = run_script("rescore", out, "--out", new)
+    assert r.rc == 2 and "c-00000001 [no_graded_layer]" in r.json["error"] and not new.exists(), r.stdout
+    r = run_script("rescore", out, "--out", new, "--allow-invalid")
+    assert r.rc == 0, r.stdout
+    assert verdicts(new)["c-00000001"]["verdict"] == "unscored"
+    g = run_script("gate", new, "--json")
+    assert g.rc == 1 and any(x.startswith("the plan was made with --allow-invalid over 1 linter ERROR(s) "
+                                          "(no_graded_layer): c-00000001 [no_graded_layer]; fix them")
+                             for x in g.json["reasons"]), g.stdout
+
+    write_yaml(state / "datasets" / "c-00000001.yaml", rubric_case("c-00000001", "full"))
+    from assay.judge.config import load_judge_config
+    from judgefake import write_calibration
+    write_calibration(state, {"refund-eta-v1": True}, config=load_judge_config(state))
+    new2 = state / "reports" / "smoke-20261130T020000Z"
+    r = run_script("rescore", out, "--out", new2)   # no --judge: the source run was judged, so is its rescore
+    assert r.rc == 0, r.stdout
+    v = verdicts(new2)["c-00000002"]
+    assert (v["verdict"], v["layers"]["judged"]) == ("fail", "fail"), v
+    g = run_script("gate", new2)
+    assert g.rc == 1 and "c-00000002 (judged)" in g.stdout, g.stdout

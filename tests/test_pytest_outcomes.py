@@ -1,6 +1,7 @@
 """The pytest plugin's verdict -> item outcome rule (assay.pytestplugin.items.outcome), on hand-made
 run dirs: a gating unscored or adapter-gap skipped case fails (it closes the gate), a chosen skip
-or an infra error is skipped with its reason, a gating: false failure is xfailed."""
+or an infra error is skipped with its reason, a gating: false failure is xfailed, a failed canary
+(never gating, yet it stopped the run) fails, and a hollow case is skipped saying it asserted nothing."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def case(run_dir: Path, cid: str, verdict: str, **doc) -> dict:
     layers = doc.pop("layers", {"http": {"verdict": "pass"}})
     (d / "verdict.json").write_text(json.dumps({"case_id": cid, "verdict": verdict, "layers": layers, **doc}))
     (d / "expect.json").write_text(json.dumps({"route": "billing"}))
-    return {"case_id": cid, "verdict": verdict, "gating": doc.get("gating", True), "canary": False,
+    return {"case_id": cid, "verdict": verdict, "gating": doc.get("gating", True), "canary": doc.get("canary", False),
             "layers": {k: v["verdict"] for k, v in layers.items()}}
 
 
@@ -72,3 +73,26 @@ def test_infra_error_and_not_run_are_skipped_with_the_reason(tmp_path):
         outcome(tmp_path, row, None)
     with pytest.raises(Skipped, match="not run: run_cases.py exit 4: a canary failed"):
         outcome(tmp_path, None, "run_cases.py exit 4: a canary failed")
+
+
+def test_a_failed_canary_fails_and_says_it_closes_the_gate(tmp_path):
+    """The green-path hunt's failed canary. Before: the runner writes `gating: false` on a canary, so its
+    item was XFAIL, "failed layer(s): answer (gating: false, does not close the gate)", while the
+    canary had stopped the run and closed the gate."""
+    row = case(tmp_path, "c-9", "fail", gating=False, canary=True,
+               layers={"answer": {"verdict": "fail", "reason": "must_contain 'paid' not found"}})
+    with pytest.raises((CaseFailed, XFailed)) as failed:   # an xfail here would xfail this test itself
+        outcome(tmp_path, row, None)
+    assert failed.type is CaseFailed and "does not close the gate" not in str(failed.value), str(failed.value)
+    assert "failed layer(s): answer (canary: a failed canary stops the run and closes the gate)" in str(failed.value)
+    passed = case(tmp_path, "c-10", "pass", gating=False, canary=True)
+    assert outcome(tmp_path, passed, None) is None
+
+
+def test_a_hollow_case_is_skipped_saying_it_asserted_nothing(tmp_path):
+    """No layer carries a reason on a hollow case: the skip says the case's own `unscored_reason`
+    (before: "unscored: no layer could be scored", which read like a check that failed to run)."""
+    row = case(tmp_path, "c-11", "unscored", unscored_reason="nothing asserted beyond liveness",
+               layers={"http": {"verdict": "pass"}, "answer": {"verdict": "n/a"}})
+    with pytest.raises(Skipped, match=r"unscored: no layer could be scored \(nothing asserted beyond liveness\)"):
+        outcome(tmp_path, row, None)

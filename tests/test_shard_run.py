@@ -285,7 +285,8 @@ def test_an_aborted_shard_makes_the_merged_run_that_abort(tmp_path):
     assert results["summary"]["status"] == "aborted_canary" and results["exit_code"] == 4
     assert json.loads((cases_view(out) / "k-1" / "verdict.json").read_text())["verdict"] == "fail"
     assert run_runner("--verify", out).rc == 0
-    assert run_script("gate", out).rc == 1
+    g = run_script("gate", out)   # the failed canary's record (shard 2's, not shard 1's passing one) is named
+    assert g.rc == 1 and "gate closed: canary k-1 failed on answer: got HTTP 200" in g.stdout, g.stdout
 
 
 def test_a_killed_shard_blocks_the_merge_until_resumed(tmp_path):

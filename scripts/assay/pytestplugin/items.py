@@ -2,7 +2,7 @@
 
 pass -> passed; fail -> failed with the failed layers' expected vs actual (the JUnit
 message, gate_outputs), or xfailed when the case is `gating: false` (it cannot close the
-gate); unscored or skipped -> skipped with the reason, or failed when the case is gating
+gate; a canary is never gating, but a failed one stopped the run and closes it: failed); unscored or skipped -> skipped with the reason, or failed when the case is gating
 and the gate counts it as not-a-pass (it closes the gate); infra_error/infra_incomplete ->
 skipped with the reason (the gate decides on their rate); not in the run (the run stopped
 early) -> skipped, saying so.
@@ -88,11 +88,11 @@ def outcome(run_dir: Path | None, row: dict | None, not_run: str | None) -> None
     if verdict == "pass":
         return
     msg, body = (show_controls(t) for t in _messages(run_dir, row))   # the app's answer, for a terminal
+    from ..report.gate_case import case_gate
     if verdict == "fail":
-        if row.get("gating") is False:
+        if row.get("gating") is False and not case_gate(run_dir, row).closes:
             pytest.xfail(msg)
         raise CaseFailed(body)
-    from ..report.gate_case import case_gate
     if case_gate(run_dir, row).closes:
         raise CaseFailed(f"{msg}\nthis gating case is {verdict}, not a pass: it closes the gate")
     pytest.skip(msg)

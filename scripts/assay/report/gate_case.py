@@ -10,8 +10,11 @@ function; none decides a case's outcome its own way. A gating, non-canary case c
 - `--replay` could not answer it, or rescore could not replay it (`not_run`): a case that was not
   measured, never infrastructure noise under the infra bar.
 
-Anything else (a pass, a gating: false case, a canary, infra under the bar, a skip the suite chose)
-leaves the gate to the run-level rules.
+A canary is never gating (the runner writes `gating: false` on it), yet a canary that failed closes
+the gate (`canary`): it stopped the run (exit 4), and the run's reasons name it (`canary_failures`).
+
+Anything else (a pass, a gating: false case, a canary that did not fail, infra under the bar, a skip
+the suite chose) leaves the gate to the run-level rules.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
 from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
 from .rundir import LazyHoldoutIds, case_verdict
 
-FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN = "fail", "unscored", "judge_unstable", "skipped", "not_run"
+FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY = (
+    "fail", "unscored", "judge_unstable", "skipped", "not_run", "canary")
 
 
 @dataclass(frozen=True)
 class CaseGate:
     closes: bool
-    kind: str | None = None     # FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN when it closes
+    kind: str | None = None     # FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY when it closes
     why: str | None = None      # the case's own reason (unscored_reason, skip_reason, infra_reason)
     key: str | None = None      # SKIPPED: the adapter key it lacks
 
@@ -61,6 +65,8 @@ def is_replay_miss(doc: dict) -> bool:
 
 def case_gate(run_dir: Path, row: object, doc: dict | None = None) -> CaseGate:
     """Whether this results.json row closes the gate (`doc`: its verdict.json when the caller has it)."""
+    if isinstance(row, dict) and row.get("canary") and row.get("verdict") == "fail":
+        return CaseGate(True, CANARY, "a failed canary stops the run and closes the gate")
     if not is_gating(row):
         return OPEN
     verdict = row.get("verdict")

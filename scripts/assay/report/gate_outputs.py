@@ -18,7 +18,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_bytes
 from ..core.writer import clip
 from .gate import GateResult
-from .gate_case import case_gate
+from .gate_case import CANARY, case_gate
 from .facts import read_case_file
 from .judged import judged_note
 from .mdtext import code, esc, fenced
@@ -41,7 +41,10 @@ def case_message(res: GateResult, row: dict) -> str:
     if verdict == "fail":
         failed = [k for k, v in layers.items() if v == "fail"]
         msg = "failed layer(s): " + (", ".join(failed) or "not named")
-        if row.get("gating") is False:
+        closes = case_gate(res.run_dir, row, doc)
+        if closes.kind == CANARY:
+            msg += f" (canary: {closes.why})"
+        elif row.get("gating") is False:
             msg += " (gating: false, does not close the gate)"
         detail = [f"{k}: {describe_layer(k, v, judged_failures(res.run_dir, str(row.get('case_id'))) if k == 'judged' else None)}"
                   for k, v in (doc.get("layers") or {}).items() if isinstance(v, dict) and v.get("verdict") == "fail"]
@@ -50,7 +53,7 @@ def case_message(res: GateResult, row: dict) -> str:
     if verdict == "unscored":
         reasons = [f"{k}: {v.get('reason')}" for k, v in (doc.get("layers") or {}).items()
                    if isinstance(v, dict) and v.get("verdict") in ("unscored", "error") and v.get("reason")]
-        detail = "; ".join(reasons[:3]) or None
+        detail = "; ".join(reasons[:3]) or doc.get("unscored_reason")   # a hollow case: no layer says why
     base = _SKIP_WORDS.get(str(verdict), f"verdict {verdict}")
     return f"{base} ({detail})" if detail else base
 

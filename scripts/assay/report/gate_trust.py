@@ -8,9 +8,11 @@ returns what the gate prints; gate.py only strings them together. Pure reads, no
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+from .gate_judge import MAX_NAMED
 from .rundir import try_json_head
 
 MAX_LISTED = 10
@@ -40,9 +42,17 @@ def allow_invalid(run_dir: Path) -> tuple[list[str], str | None]:
     lines = [head] + [f"    {f}" for f in found[:MAX_LISTED]]
     if _count(n) and n > len(found[:MAX_LISTED]):
         lines.append(f"    ... and {n - len(found[:MAX_LISTED])} more (validate_cases.py lists them all)")
-    reason = (f"the plan was made with --allow-invalid over {n} linter ERROR(s) ({codes}): fix them and "
-              "re-plan without the flag; a gate over cases the linter rejects is not a pass")
+    named = [m.group(1) for m in map(_FINDING.search, found) if m]   # `c-1 [code]`, `[code]` (suite-wide)
+    more = (n if _count(n) else len(named)) - len(named[:MAX_NAMED])
+    shown = ", ".join(named[:MAX_NAMED]) + (f" and {more} more" if named and more > 0 else "")
+    reason = (f"the plan was made with --allow-invalid over {n} linter ERROR(s) ({codes})"
+              + (f": {shown}; fix" if shown else ": fix")
+              + " them and re-plan without the flag; a gate over cases the linter rejects is not a pass")
     return lines, reason
+
+
+# a located finding (assay.plan.lint_gate.located): `datasets/x.yaml:14: c-1 [code] message`
+_FINDING = re.compile(r": ((?:\S+ )?\[\w+\])")
 
 
 # ---------------------------------------------------------------- shards

@@ -5,9 +5,12 @@ suite (expectations, adapter, capability matrix), rubrics, judge and calibration
 runner itself: a replay invoker answers each request with the stored `response.json`, a
 replay trace source gives back the stored trajectory, and the engine writes a normal run
 directory (verifiable with `run_cases.py --verify`). The new manifest records
-`manifest_extra.rescored_from`. Judge calls are skipped for unchanged (case, answer, rubric
-version, prompt version): the source run's `judge.json` verdicts are reused (`reused_from`)
-and their calibration status re-read from the current sidecar.
+`manifest_extra.rescored_from`. The current suite is linted as make_plan.py lints it (an ERROR is
+exit 2; `--allow-invalid` records it in `manifest_extra.validation` and the gate closes on it). A
+source run that was judged is judged again (so is any run `--judge` or the mode table judges). Judge
+calls are skipped for unchanged (case, answer, rubric version, prompt version): the source run's
+`judge.json` verdicts are reused (`reused_from`) and their calibration status re-read from the
+current sidecar.
 
 Exactness: the run stores what rescore needs to score what it scored - a JSON body as JSON
 (secrets redacted value by value), every repeat's request, response and trace (k > 1:
@@ -88,8 +91,17 @@ def _reuse_map(run_dir: Path, verdicts: dict[str, dict]) -> dict[tuple, dict]:
     return reuse
 
 
-def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, judge: bool) -> dict[str, Any]:
+def source_judged(manifest: Mapping[str, Any]) -> bool:
+    """The source run ran the judge: its rescore judges too, whatever the mode table says (a rescore
+    without it would read a calibrated rubric's fail as a pass)."""
+    block = manifest.get("judge")
+    return isinstance(block, Mapping) and block.get("enabled") is True
+
+
+def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, judge: bool,
+                       allow_invalid: bool = False) -> dict[str, Any]:
     from ..plan.build import PlanOptions, id_pattern_of, judge_block_of, oos_route_of
+    from ..plan.lint_gate import lint_converted
     from ..plan.modes import JUDGE_CALIBRATION, HOLDOUT_LEDGER, resolve_mode
     from ..suite.convert import convert_state_dir
 
@@ -99,6 +111,9 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
         raise AssayError(f"--out {out}: its last path component is the new run id and must look like "
                          f"{manifest.get('mode')}-YYYYMMDDTHHMMSSZ (pattern {RUN_ID_RE.pattern})", 2, key="--out")
     converted = convert_state_dir(state)
+    # the current suite is linted as make_plan.py lints it: a hollow case (no_graded_layer) or any other
+    # linter ERROR is refused (exit 2), or with --allow-invalid recorded, and the gate closes on it
+    validation = lint_converted(converted, state, allow_invalid=allow_invalid)
     by_id = {c.get("id"): c for c in converted["cases"]}
     ids = [c.get("id") for c in manifest["cases"] if isinstance(c, dict)]
     gone = [cid for cid in ids if cid not in by_id]
@@ -108,9 +123,9 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
                          missing_cases=gone)
     cases = [by_id[cid] for cid in ids]
     mode = resolve_mode(manifest["mode"])
-    opts = PlanOptions(state_dir=state, mode=mode.name, judge=judge)
+    opts = PlanOptions(state_dir=state, mode=mode.name, judge=judge or source_judged(manifest))
     notes: list[str] = []
-    extra = dict(manifest.get("manifest_extra") or {})
+    extra = dict(manifest.get("manifest_extra") or {}, validation=validation)
     extra["rescored_from"] = {"run_id": manifest.get("run_id"), "run_dir": os.path.relpath(source, state),
                               "plan_sha256": manifest.get("plan_sha256")}
     plan: dict[str, Any] = {
@@ -151,7 +166,8 @@ def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, 
 
 
 def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, environ: Mapping[str, str],
-            progress: str = "never", judge_cache: bool = False, baseline: str | None = None) -> tuple[int, dict]:
+            progress: str = "never", judge_cache: bool = False, baseline: str | None = None,
+            allow_invalid: bool = False) -> tuple[int, dict]:
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
@@ -162,7 +178,8 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     if not (state / "adapter.yaml").is_file():
         raise AssayError(f"rescore: {state} is not the state dir (no adapter.yaml); pass --state-dir <app>/.assay",
                          2, key="--state-dir")
-    plan = run_plan(build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge))
+    plan = run_plan(build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge,
+                                       allow_invalid=allow_invalid))
     out = run_paths.check_out(plan, out_arg, resume=False)
     if out.resolve() == source:
         raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")

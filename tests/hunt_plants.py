@@ -1,0 +1,183 @@
+"""The green-path hunt's plants in a copy of the example helpdesk's state dir (tests/test_green_path_hunt.py).
+
+Each function plants one regression class the app's own --break switch does not: budgets below what
+the app spends, a case edited after the baseline, a case whose input changed after the recording, a
+hollow case, a failed canary (with its own small walk: a failed canary stops the run), and a refund
+case judged by a rubric whose agreement with a person is measured here before the broken run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from fakeapp import run_runner
+from helpers import run_script
+from hunt_paths import edit, plan, pytest_session
+
+EDITED = "c-34a94041"        # passes on the broken app; edited after the baseline so that it fails
+RESENT = "c-cd37392f"        # its input edited after the recording: the replay cannot answer it
+HOLLOW = "c-feec9bb9"        # its expectations replaced by an HTTP 200: nothing asserted beyond liveness
+CANARY = "c-a2194744"        # canary-invoice-status: made to fail (a phrase the app never says)
+CALIBRATED = "c-e7a0c001"    # added: a refund judged by refund-arrival-v1, calibrated against a person
+ARRIVAL = "refund-arrival-v1"
+NEVER_SAID = "zz-never-said-by-the-app"
+
+RUBRIC = """---
+rubric_id: refund-arrival
+version: 1
+nodes:
+  - id: states-arrival
+    criterion: The reply says when the refund will arrive (a date, or a number of business days).
+---
+
+# refund-arrival (the green-path hunt's calibrated rubric)
+"""
+CASE = f"""# refund-arrival: only the calibrated rubric sees the missing arrival date
+id: {CALIBRATED}
+unit: billing
+split: [full, smoke]
+category: happy
+test_type: MFT
+metamorphic_parent: null
+template_id: null
+dataset_version_added: 1
+origin: synthetic
+review: {{status: accepted, by: Dana Whitfield, at: '2026-11-21'}}
+identity: {{user: acme, role: customer}}
+input:
+  messages:
+  - role: user
+    content: Please refund 15 on invoice INV-1001
+  session: fresh
+expect:
+  route: billing
+  answer:
+    must_contain: ['/Refund RF-[0-9A-F]{{6}} of 15\\.00 USD/']
+    rubric: [{ARRIVAL}]
+"""
+
+
+def add_calibrated_case(state: Path) -> None:
+    """The rubric refund-arrival (the judge stand-in's states-arrival node) and one refund case pinning
+    it, counted in the dataset manifest (the linter checks the counts)."""
+    import yaml
+    (state / "rubrics" / "refund-arrival.md").write_text(RUBRIC, encoding="utf-8")
+    (state / "datasets" / f"{CALIBRATED}.yaml").write_text(CASE, encoding="utf-8")
+    manifest = state / "datasets" / "dataset.yaml"
+    doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    doc["cases"] += 1
+    doc["splits"]["smoke"] += 1
+    doc["splits"]["full"] += 1
+    doc["coverage_grid"]["by_unit"]["billing"]["total"] += 1
+    doc["coverage_grid"]["by_unit"]["billing"]["MFT"] += 1
+    manifest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def calibrate(state: Path, base: Path, env: dict) -> None:
+    """refund-arrival-v1's agreement with a person, measured as references/calibration.md does it: a
+    one-case run of the broken app (the judge fails its reply), label.py's page over it and the
+    baseline (the judge passes the clean reply), the person's labels on the page's items (scripted, as
+    the calibration demo's: the reply says when the money is back, or not), score_agreement.py --write
+    at floors below the defaults (two pairs; the gate then says so) -> judge/calibration.json. The
+    person labels only this rubric's items: refund-eta-v1 stays provisional."""
+    work = state / "work"
+    r = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--case", CALIBRATED, "--judge",
+                   "--state-dir", state, "-o", work / "label-plan.json", "--run-id", "targeted-20261204T000050Z")
+    assert r.rc == 0, r.stdout
+    labelled = Path(r.json["out"])
+    r = run_runner("--plan", work / "label-plan.json", "--out", labelled, "--progress", "never", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    page = work / "label.html"
+    r = run_script("label", base, labelled, "-o", page, "--reviewer", "Dana Whitfield")
+    assert r.rc == 0, r.stdout
+    data = json.loads(re.search(r'<script type="application/json" id="assay-data">(.*?)</script>',
+                                page.read_text(encoding="utf-8"), re.S).group(1))
+    lines = [{"case_id": it["case_id"], "rubric_id": it["rubric_id"], "node_id": it["node_id"],
+              "label": "pass" if "will be back on your card" in data["materials"][it["material"]]["answer"] else "fail",
+              "judge_label": it["judge_label"], "reviewer": "Dana Whitfield", "ts": "2026-12-04T00:00:55Z",
+              "batch": data["batch"], "answer_sha256": it["answer_sha256"]}
+             for it in data["items"] if it["rubric_id"] == ARRIVAL]
+    assert sorted(x["label"] for x in lines) == ["fail", "pass"], lines
+    (state / "annotations").mkdir(exist_ok=True)
+    (state / "annotations" / f"{data['batch']}.jsonl").write_text(
+        "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines), encoding="utf-8")
+    r = run_script("score_agreement", state / "annotations", "--write", state / "judge" / "calibration.json",
+                   "--min-pairs", "2", "--min-per-class", "1")
+    assert r.rc == 0 and r.json["calibrated_rubrics"] == [ARRIVAL], r.stdout
+
+
+def plant(state: Path) -> None:
+    """Budgets below what the app spends, a case edited to fail now, a hollow case."""
+    edit(state / "profile.yaml", "max_cost_per_case: 0.0005", "max_cost_per_case: 0.0000001")
+    edit(state / "profile.yaml", "max_p95_latency_s: 8", "max_p95_latency_s: 0.000001")
+    edited = state / "datasets" / f"{EDITED}.yaml"
+    text = edited.read_text(encoding="utf-8")
+    assert "must_contain:" in text, text
+    edited.write_text(text.replace("must_contain: [", f"must_contain: [{NEVER_SAID}, ", 1)
+                      if "must_contain: [" in text else
+                      re.sub(r"must_contain:\n(\s+)- ", rf"must_contain:\n\1- {NEVER_SAID}\n\1- ", text, 1),
+                      encoding="utf-8")
+    hollow = state / "datasets" / f"{HOLLOW}.yaml"
+    text = hollow.read_text(encoding="utf-8")
+    hollow.write_text(text[:text.index("\nexpect:\n")] + "\nexpect:\n  http: {status: 200}\n", encoding="utf-8")
+
+
+def resend(state: Path) -> None:
+    """The replay cannot answer a case whose input changed since the recording."""
+    edit(state / "datasets" / f"{RESENT}.yaml", "content: ", "content: (edited) ")
+
+
+@contextmanager
+def hollow_aside(state: Path):
+    """The suite with the hollow case as shipped (the pytest session of the other rows: with the hollow
+    case, the session is refused at collection, which is the hollow row's own pytest path)."""
+    from helpdesk_util import HELPDESK
+    case = state / "datasets" / f"{HOLLOW}.yaml"
+    hollow = case.read_text(encoding="utf-8")
+    shutil.copy2(HELPDESK / ".assay" / "datasets" / case.name, case)
+    try:
+        yield
+    finally:
+        case.write_text(hollow, encoding="utf-8")
+
+
+@contextmanager
+def failed_canary(state: Path):
+    canary = state / "datasets" / f"{CANARY}.yaml"
+    text = canary.read_text(encoding="utf-8")
+    edit(canary, "    - paid\n", f"    - paid\n    - {NEVER_SAID}\n")
+    try:
+        yield
+    finally:
+        canary.write_text(text, encoding="utf-8")
+
+
+def canary_live(state: Path, env: dict, tmp: Path) -> dict:
+    """The failed canary's live runs, before the other plants: one run (the canaries run first, alone,
+    and the failed one stops it: exit 4, nothing else sent) and the pytest session. {path: run dir |
+    decision}. Not its shards (~2 CPU-s more): every shard runs every canary, and the merge of a shard
+    that failed its canary beside one that passed it is tests/test_shard_run.py's (aborted_canary, the
+    failed record kept, the gate naming it); nor the store merge, the same merge over the same records."""
+    with failed_canary(state):
+        live = Path(plan(state, "--run-id", "smoke-20261204T000010Z")["out"])
+        r = run_runner("--plan", state / "work" / "plan.json", "--out", live, "--progress", "never", env=env)
+        assert r.rc == 4, (r.stdout, r.stderr)
+        session = pytest_session(state, tmp, env)
+    return {"gate": live, "gate --baseline auto": live, "viewer": live, "api.gate": live, "pytest": session}
+
+
+def canary_derived(state: Path, broken: Path, env: dict, plan_extra: tuple[str, ...]) -> dict:
+    """The broken run (its canaries passed) replayed and rescored against the suite whose canary now fails."""
+    with failed_canary(state):
+        replayed = Path(plan(state, "--run-id", "smoke-20261204T000500Z", *plan_extra)["out"])
+        r = run_runner("--plan", state / "work" / "plan.json", "--out", replayed, "--replay", broken,
+                       "--progress", "never", env=env)   # the app is stopped: nothing may call it
+        assert r.rc == 4, (r.stdout, r.stderr)
+        rescored = state / "reports" / "smoke-20261204T000600Z"
+        r = run_script("rescore", broken, "--out", rescored, *plan_extra)
+        assert r.rc == 4, r.stdout
+    return {"replayed": replayed, "rescored": rescored}
