@@ -6,8 +6,9 @@ test_no_silent_green's; the scripts run as subprocesses, as a user runs them.
 
 from __future__ import annotations
 
+from fakeapp import FakeApp
 from helpers import run_script
-from test_no_silent_green import case_yaml, write_state
+from test_no_silent_green import case_yaml, travel_reply, write_state
 
 
 def test_a_case_edited_after_convert_suite_is_never_planned_from_its_old_copy(tmp_path):
@@ -53,3 +54,40 @@ def test_a_case_edited_after_convert_suite_is_never_planned_from_its_old_copy(tm
     assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
     assert make_plan().rc == 0
 
+
+def test_gate_latest_never_gates_an_older_run_in_place_of_one_that_never_started(tmp_path):
+    """Yesterday's run passed; today's stopped at pre-flight (the app was down, exit 3) and made no
+    run dir. `gate.py reports --latest` (the README's CI line) gated yesterday's run: open, exit 0."""
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1")})
+    work, reports = state / "work", state / "reports"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+
+    def plan(run_id):
+        r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                       "-o", work / f"{run_id}.json", "--run-id", run_id)
+        assert r.rc == 0, r.stdout
+        return work / f"{run_id}.json"
+
+    def run(run_id, url):
+        return run_script("run_cases", "--plan", plan(run_id), "--out", reports / run_id, "--progress", "never",
+                          env={"TRAVEL_BASE_URL": url})
+
+    with FakeApp() as app:
+        app.handler = travel_reply
+        assert run("smoke-20261130T000000Z", app.url).rc == 0
+        assert run_script("gate", reports, "--latest").rc == 0
+        down = run("smoke-20261201T000000Z", "http://127.0.0.1:9")      # nothing listens there
+        assert down.rc == 3 and not (reports / "smoke-20261201T000000Z").exists()
+        r = run_script("gate", reports, "--latest", "--mode", "smoke")
+        assert r.rc == 2, r.stdout
+        assert r.json["run_id"] == "smoke-20261201T000000Z" and r.json["not_started"] is True
+        assert "never started (run_cases.py exit 3: pre-flight: health check" in r.json["error"]
+        assert "will not gate smoke-20261130T000000Z, an older run, in its place" in r.json["error"]
+        # an older run asked for by its directory is still gated; the app back up, the run starts
+        assert run_script("gate", reports / "smoke-20261130T000000Z").rc == 0
+        again = run_script("run_cases", "--plan", work / "smoke-20261201T000000Z.json", "--out",
+                           reports / "smoke-20261201T000000Z", "--progress", "never", env={"TRAVEL_BASE_URL": app.url})
+        assert again.rc == 0, again.stdout
+    assert not (reports / ".smoke-20261201T000000Z.not-started.json").exists()
+    r = run_script("gate", reports, "--latest")
+    assert r.rc == 0 and r.stdout.startswith("smoke-20261201T000000Z: PASS"), r.stdout
