@@ -91,3 +91,18 @@ def test_gate_latest_never_gates_an_older_run_in_place_of_one_that_never_started
     assert not (reports / ".smoke-20261201T000000Z.not-started.json").exists()
     r = run_script("gate", reports, "--latest")
     assert r.rc == 0 and r.stdout.startswith("smoke-20261201T000000Z: PASS"), r.stdout
+
+
+def test_a_value_in_the_wrong_form_is_named_in_words_not_as_the_schemas_regex(tmp_path):
+    """`base_url: $TRAVEL_BASE_URL` (no braces) was answered with the schema's escaped regex:
+    `does not match '^(\\\\$\\\\{[A-Za-z_]...'`."""
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1")})
+    adapter = state / "adapter.yaml"
+    adapter.write_text(adapter.read_text(encoding="utf-8").replace("${TRAVEL_BASE_URL}", "$TRAVEL_BASE_URL"),
+                       encoding="utf-8")
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json")
+    assert r.rc == 2
+    err = r.json["error"]
+    assert "adapter.yaml:7: invocation.base_url: '$TRAVEL_BASE_URL' is not in the form this key takes" in err, err
+    assert "(write the variable as ${TRAVEL_BASE_URL})" in err and "does not match '" not in err
+
