@@ -106,3 +106,30 @@ def test_a_value_in_the_wrong_form_is_named_in_words_not_as_the_schemas_regex(tm
     assert "adapter.yaml:7: invocation.base_url: '$TRAVEL_BASE_URL' is not in the form this key takes" in err, err
     assert "(write the variable as ${TRAVEL_BASE_URL})" in err and "does not match '" not in err
 
+
+def test_compare_runs_of_two_unrelated_suites_says_so_first(tmp_path):
+    """Two runs of different apps (a wrong path) compared to "6 added, 6 removed" and nothing
+    else: no word that nothing could pair."""
+    reports = []
+    with FakeApp() as app:
+        app.handler = travel_reply
+        for name, cid in (("travel", "c-quote1"), ("recipes", "c-soup1")):
+            state = write_state(tmp_path / name, {cid: case_yaml(cid)})
+            adapter = state / "adapter.yaml"
+            adapter.write_text(adapter.read_text(encoding="utf-8").replace("name: travel", f"name: {name}"),
+                               encoding="utf-8")
+            work = state / "work"
+            assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+            r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                           "-o", work / "plan.json")
+            assert r.rc == 0, r.stdout
+            out = state / "reports" / r.json["run_id"]
+            assert run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never",
+                              env={"TRAVEL_BASE_URL": app.url}).rc == 0
+            reports.append(out)
+    r = run_script("compare_runs", *reports, "-o", tmp_path / "compare.json")
+    assert r.rc == 0 and r.json["headline"] == "1 added, 1 removed"
+    assert r.json["notes"][:2] == [
+        "different apps: base 'travel', candidate 'recipes' (adapter.yaml app.name): were the right two runs given?",
+        "the runs share no case id: nothing is paired, every case reads as added or removed (two different "
+        "suites, or a state dir's runs against another's?)"]
