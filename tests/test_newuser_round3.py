@@ -133,3 +133,16 @@ def test_compare_runs_of_two_unrelated_suites_says_so_first(tmp_path):
         "different apps: base 'travel', candidate 'recipes' (adapter.yaml app.name): were the right two runs given?",
         "the runs share no case id: nothing is paired, every case reads as added or removed (two different "
         "suites, or a state dir's runs against another's?)"]
+
+
+def test_a_typo_inside_an_expect_block_is_named_at_its_line_with_the_closest_key(tmp_path):
+    """`answer: {must_contians: [...]}` was refused at the case's first line with no suggestion
+    (a typo of a top-level expect key already had both)."""
+    expect = "  route: quotes\n  answer:\n    must_contians: [\"120 EUR\"]\n"
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1", expect=expect)})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "plan.json")
+    assert r.rc == 2
+    assert ("datasets/c-quote1.yaml:15: c-quote1 [bad_expect_shape] expect.answer has unknown key(s) "
+            "['must_contians']; did you mean 'must_contain'?") in r.json["error"], r.json["error"]
