@@ -146,3 +146,10 @@ def test_a_typo_inside_an_expect_block_is_named_at_its_line_with_the_closest_key
     assert r.rc == 2
     assert ("datasets/c-quote1.yaml:15: c-quote1 [bad_expect_shape] expect.answer has unknown key(s) "
             "['must_contians']; did you mean 'must_contain'?") in r.json["error"], r.json["error"]
+
+
+def test_convert_suite_on_the_app_dir_names_its_state_dir(tmp_path):
+    """make_plan already pointed at `<app>/.assay`; convert_suite, the first step, did not."""
+    write_state(tmp_path, {"c-quote1": case_yaml("c-quote1")})
+    r = run_script("convert_suite", tmp_path, "-o", tmp_path / "converted.json")
+    assert r.rc == 2 and f"{tmp_path / '.assay'} holds one: pass that" in r.json["error"], r.stdout

@@ -123,8 +123,11 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     state_real = Path(os.path.realpath(state))
     for required in ("adapter.yaml", "profile.yaml"):
         if not (state / required).is_file():
+            inner = state / ".assay"   # the app's dir given for its state dir
+            hint = (f"; {inner} holds one: pass that (convert_suite.py {inner} ...)"
+                    if (inner / "adapter.yaml").is_file() else "")
             raise AssayError(f"{state}: {required} is missing; every state dir needs adapter.yaml and "
-                             "profile.yaml (see references/adapter-contract.md and profile-schema.md)", 2,
+                             "profile.yaml (see references/adapter-contract.md and profile-schema.md)" + hint, 2,
                              file=required)
     adapter, adapter_lines = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
     refuse_literal_secrets(adapter, adapter_lines)
