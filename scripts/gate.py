@@ -55,7 +55,7 @@ def run(args):
     from assay.report.gate import to_json
     from assay.verdict import GateOptions, decide
     from assay.report.gate_outputs import append_github_summary, write_junit
-    from assay.report.rundir import latest_run
+    from assay.report.rundir import latest_started_run
 
     if not 0 <= args.max_infra_rate <= 1:
         raise AssayError(f"--max-infra-rate {args.max_infra_rate:g} is out of range: use 0-1 (0.05 = 5%)", 2)
@@ -68,7 +68,7 @@ def run(args):
         if value is not None and not (value >= 0 and value < float("inf")):
             raise AssayError(f"{flag} {value:g} is out of range: use a number >= 0", 2)
     skipped: list[str] = []
-    run_dir = latest_run(Path(args.path), args.mode, skipped) if args.latest else Path(args.path)
+    run_dir = latest_started_run(Path(args.path), args.mode, skipped) if args.latest else Path(args.path)
     for name in skipped:
         sys.stderr.write(f"gate: --latest skipped {name}\n")
     if args.state_dir and not (Path(args.state_dir) / "profile.yaml").is_file():

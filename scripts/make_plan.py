@@ -86,6 +86,8 @@ def run(args):
         raise AssayError(f"{args.converted} is not a converted suite ({type(exc).__name__}); re-run "
                          "convert_suite.py", 2) from None
     validate(converted, "converted", source=args.converted, what="converted suite")
+    from assay.suite.freshness import check_fresh
+    check_fresh(converted, args.converted, Path(args.state_dir))   # an edited case is never planned from its old copy
     extra = None
     if args.manifest_extra:
         try:

@@ -254,6 +254,9 @@ def test_make_demo_compare(tmp_path):
     # 9 regressions plus the two simulated users (the refund without an invoice id, the tenant check)
     assert f"compare_runs    {base.name} -> {cand.name}: 11 newly failing" in r.stdout
     assert f"gate closed: 11 gating case(s) newly failing against {base.name}" in r.stdout
+    # the docs quote the same count (they said 9 after the simulated users joined the demo)
+    assert '(`compare_runs.py`: "11 newly failing"' in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "the 11 newly failing cases" in (ROOT / "examples/helpdesk/README.md").read_text(encoding="utf-8")
     assert "--verify" not in r.stdout                  # compare.json / compare.html are allowed in the run dir
     assert (cand / "compare.html").is_file() and json.loads((cand / "compare.json").read_text())["counts"]
     assert run_script("run_cases", "--verify", cand).rc == 0

@@ -60,3 +60,15 @@ def test_a_proven_change_is_printed_without_the_caveat():
     doc = document(pairs)
     assert doc["stats"]["verdict_label"] == "worsened" and doc["stats"]["proven"] is True
     assert ": worsened (n=48: no improvement can be shown with 0 failing cases;" in doc["words"]["statistics"]
+
+
+def test_the_sign_test_p_printed_is_the_one_in_the_direction_the_pairs_moved():
+    # 4 broken, 0 fixed over 6 pairs printed "worsened, not proven ...; one-sided sign test p = 1":
+    # the improvement's p beside a worsening
+    pairs = [pair(f"b{i}", "pass", "fail", "newly_failing") for i in range(4)]
+    pairs += [pair(f"s{i}", "pass", "pass", "still_passing") for i in range(2)]
+    line = document(pairs)["words"]["statistics"]
+    assert "worsened, not proven" in line
+    assert line.endswith("0 fixed, 4 broken, one-sided sign test p = 0.0625 (for a worsening).")
+    improved = [pair(f"f{i}", "fail", "pass", "newly_passing") for i in range(4)]
+    assert document(improved)["words"]["statistics"].endswith("4 fixed, 0 broken, one-sided sign test p = 0.0625.")

@@ -21,8 +21,15 @@ def run(state, plan, *args, env=None, out=None, raw_plan=None, subprocess=False)
 
 
 def nothing_written(state, app=None):
+    """No run dir and no artifact. A refusal at pre-flight leaves one file beside the run dir, as the
+    lock does: the record that the run never started (contract §10.4a), so that `gate.py --latest`
+    never gates an older run in its place."""
     reports = state / "reports"
-    assert sorted(p.name for p in reports.iterdir()) == [], list(reports.iterdir())
+    names = sorted(p.name for p in reports.iterdir())
+    assert names in ([], [f".{RUN_ID}.not-started.json"]), names
+    if names:
+        record = json.loads((reports / names[0]).read_text(encoding="utf-8"))
+        assert record["run_id"] == RUN_ID and record["exit_code"] in (2, 3) and record["error"], record
     if app is not None:
         assert app.posts() == []
 

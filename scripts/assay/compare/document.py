@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
-from ..stats.paired import compare_indexed, index_rows
+from ..stats.paired import compare_indexed, index_rows, sign_test_one_sided
 from .buckets import BUCKETS, MEANING, SCORED, headline
 from .pairs import compare_pair
 from .redaction import redact_pairs, should_redact
@@ -49,10 +49,24 @@ def judge_only_notes(pairs: list[dict]) -> list[str]:
     return out
 
 
+def _app_name(side: Side) -> str | None:
+    extra = side.manifest.get("manifest_extra") if isinstance(side.manifest, dict) else None
+    app = extra.get("app") if isinstance(extra, dict) else None
+    name = app.get("name") if isinstance(app, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def run_notes(base: Side, cand: Side) -> list[str]:
     """What differs between the runs themselves, said before any case."""
     notes = []
     b, c = base.describe(), cand.describe()
+    apps = [_app_name(side) for side in (base, cand)]
+    if None not in apps and apps[0] != apps[1]:
+        notes.append(f"different apps: base {apps[0]!r}, candidate {apps[1]!r} (adapter.yaml app.name): "
+                     "were the right two runs given?")
+    if base.rows and cand.rows and base.rows.keys().isdisjoint(cand.rows.keys()):
+        notes.append("the runs share no case id: nothing is paired, every case reads as added or removed "
+                     "(two different suites, or a state dir's runs against another's?)")
     if b["mode"] != c["mode"]:
         notes.append(f"mode differs: base {b['mode']}, candidate {c['mode']} (different selections: expect "
                      "unpaired cases)")
@@ -95,6 +109,15 @@ def _ordered_ids(base: Side, cand: Side) -> list[str]:
     return list(seen)
 
 
+def _sign_test_words(stats: dict) -> str:
+    """The one-sided sign test in the direction the pairs moved: "p = 1" beside "worsened, not
+    proven" (4 broken, 0 fixed) was the improvement's p and read as no evidence at all."""
+    fixed, broken = stats["fixed_by_candidate"], stats["broken_by_candidate"]
+    if broken > fixed:
+        return f"one-sided sign test p = {sign_test_one_sided(broken, fixed):.3g} (for a worsening)"
+    return f"one-sided sign test p = {stats['sign_test_p_one_sided']:.3g}"
+
+
 def words(stats: dict | None, stats_note: str | None, flipped: list[str]) -> dict[str, str | None]:
     """The sentences every surface prints for the statistics (compare.html, the report's comparison
     section, the viewer's compare page), written once here: the verdict always with its "not proven"
@@ -105,7 +128,7 @@ def words(stats: dict | None, stats_note: str | None, flipped: list[str]) -> dic
                 f"passing against the cases that kept their verdict; judge flips, canaries and holdout cases "
                 f"left out): {stats['verdict_phrase']}; pass rate {pct(stats['baseline_pass_rate'])} → "
                 f"{pct(stats['candidate_pass_rate'])}, {stats['fixed_by_candidate']} fixed, "
-                f"{stats['broken_by_candidate']} broken, one-sided sign test p = {stats['sign_test_p_one_sided']:.3g}.")
+                f"{stats['broken_by_candidate']} broken, {_sign_test_words(stats)}.")
     else:
         line = f"Paired statistics: {stats_note}."
     flips = None

@@ -53,9 +53,9 @@ def _str_list(value: Any, where: str, report: Report) -> list[str] | None:
 
 
 def _unknown_keys(block: dict, allowed: tuple[str, ...], where: str, report: Report) -> None:
-    extra = sorted(set(block) - set(allowed))
-    if extra:
-        report("bad_expect_shape", f"{where} has unknown key(s) {extra}; allowed: {list(allowed)}")
+    for key in sorted(set(block) - set(allowed), key=str):   # each named on its own line, with the closest key
+        report("bad_expect_shape", f"{where} has unknown key(s) {[key]}{did_you_mean(str(key), list(allowed))}; "
+               f"allowed: {list(allowed)}", key=f"{where}.{key}")
 
 
 CATASTROPHIC_HINT = ("repeats a group that itself repeats (a nested quantifier, like `(a+)+`): on an answer "

@@ -128,6 +128,7 @@ def run(args, environ=None) -> tuple[int, Any]:
     from .engine import Run
     from .lock import RunLock
     from ..core.ids import utc_now_iso
+    from ..rundir import not_started
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out),
                          "plan": str(args.plan), "started_at": utc_now_iso()})
     from ..core.resources import is_runner_resource, resource_error
@@ -163,6 +164,12 @@ def run(args, environ=None) -> tuple[int, Any]:
             if is_runner_resource(exc):
                 raise resource_error(exc, code=3, what="run_cases.py") from None
             raise
+        except AssayError as err:   # the run never started: gate.py --latest must not gate an older one
+            if shard is None:
+                not_started.mark(out, run_id=plan["run_id"], mode=plan["mode"], exit_code=err.code,
+                                 error=err.message, at=utc_now_iso())
+            raise
+        not_started.clear(out)
         # from here a full disk or no descriptor left stops the run: exit 5 (core.cli), --resume finishes it
         execute = Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),
                       fail_fast=fail_fast).execute

@@ -108,6 +108,14 @@ def _plain(err: Any) -> str:
     if err.validator == "required":
         return err.message.replace("is a required property", "is required but missing")
     msg = err.message
+    if err.validator == "pattern" and isinstance(err.instance, str) and isinstance(err.schema.get("description"), str):
+        # a regex says nothing to the person who wrote `$APP_URL`: the field's own description does
+        msg = f"{err.instance!r} is not in the form this key takes: {err.schema['description'].rstrip('.')}"
+        bare = _BARE_VAR.fullmatch(err.instance.strip())
+        if bare and "${" in err.schema["description"]:
+            msg += f" (write the variable as ${{{bare.group(1)}}})"
+        elif bare and err.schema["pattern"] == _NAME_ONLY:
+            msg += f" (the variable's name only: {bare.group(1)})"
     if err.validator == "enum" and isinstance(err.instance, str) and isinstance(err.validator_value, list):
         hint = did_you_mean(err.instance, [v for v in err.validator_value if isinstance(v, str)])
         msg += f" ({hint[2:]})" if hint else ""
@@ -116,6 +124,8 @@ def _plain(err: Any) -> str:
     return msg
 
 
+_BARE_VAR = re.compile(r"\$?\{?\s*\$?([A-Za-z_][A-Za-z0-9_]*)\s*\}?")
+_NAME_ONLY = "^[A-Za-z_][A-Za-z0-9_]*$"   # the schemas' pattern for an environment variable's name
 _UNKNOWN = re.compile(r"^unknown key\(s\) (.*?) \(allowed")
 _BAD_NAME = re.compile(r"^'([^']*)' is not one of \[")
 

@@ -1,7 +1,8 @@
 """Read a state dir (YAML) into the converted suite (contracts §6). It does not lint.
 
 `convert_state_dir(state_dir) -> dict` returns `{adapter, capability_matrix, scoring,
-profile, manifest, cases, sources, unnamed_sources, rubrics, judge_config, simulator_config}`
+profile, manifest, cases, sources, unnamed_sources, rubrics, judge_config, simulator_config,
+source_sha256}` (the digest of the files read: assay.suite.freshness)
 (rubrics/*.md and judge/judge.yaml, assay.judge; simulator/simulator.yaml, assay.simulate) (`unnamed_sources` lists, in
 order, the files of the cases without a string id, which sort last); `split_outputs(converted) -> {filename: doc}` is
 what `--split-dir` writes. Every problem is AssayError(2) naming the file (relative
@@ -10,6 +11,7 @@ to the state dir), the line and the key path. `${VAR}` is never resolved here.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -121,8 +123,11 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     state_real = Path(os.path.realpath(state))
     for required in ("adapter.yaml", "profile.yaml"):
         if not (state / required).is_file():
+            inner = state / ".assay"   # the app's dir given for its state dir
+            hint = (f"; {inner} holds one: pass that (convert_suite.py {inner} ...)"
+                    if (inner / "adapter.yaml").is_file() else "")
             raise AssayError(f"{state}: {required} is missing; every state dir needs adapter.yaml and "
-                             "profile.yaml (see references/adapter-contract.md and profile-schema.md)", 2,
+                             "profile.yaml (see references/adapter-contract.md and profile-schema.md)" + hint, 2,
                              file=required)
     adapter, adapter_lines = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
     refuse_literal_secrets(adapter, adapter_lines)
@@ -182,7 +187,33 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "rubrics": rubrics,
         "judge_config": judge_config,
         "simulator_config": simulator_config,
+        "source_sha256": source_sha256(state),   # make_plan.py refuses this suite once the files change
     }
+
+
+def source_files(state: Path) -> list[tuple[str, Path]]:
+    """(label, path) of every file convert_state_dir reads, in a fixed order."""
+    from ..judge.config import JUDGE_CONFIG
+    from ..judge.rubrics import RUBRICS_DIR
+    from ..simulate.config import SIMULATOR_CONFIG
+
+    files = [(name, state / name) for name in ("adapter.yaml", "profile.yaml")]
+    files += [(f"datasets/{n}", state / "datasets" / n) for n in MANIFEST_NAMES if (state / "datasets" / n).is_file()]
+    files += [(p.relative_to(state).as_posix(), p) for p in case_files(state)]
+    rubrics = state / RUBRICS_DIR
+    if rubrics.is_dir():
+        files += [(f"{RUBRICS_DIR}/{p.name}", p) for p in sorted(rubrics.iterdir())
+                  if p.suffix == ".md" and not p.name.startswith(".") and p.is_file()]
+    files += [(rel, state / rel) for rel in (JUDGE_CONFIG, SIMULATOR_CONFIG) if (state / rel).is_file()]
+    return files
+
+
+def source_sha256(state: Path) -> str:
+    """One sha256 over each source file's label and content."""
+    digest = hashlib.sha256()
+    for label, path in source_files(state):
+        digest.update(label.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def split_outputs(converted: dict[str, Any]) -> dict[str, Any]:

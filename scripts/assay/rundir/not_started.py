@@ -1,0 +1,72 @@
+"""A run that never started (docs/runner-contract.md §10.4a).
+
+A run stopped at pre-flight (exit 3: a missing variable, the app down, a span file that cannot
+exist; exit 2 on the plan) makes no run directory. Without a trace of it, `gate.py --latest`
+would gate the newest run that did finish, an older one, and open on yesterday's green run
+after today's run never reached the app. So the runner leaves one small file beside the run
+dir, as it does its lock: `<reports>/.<run-id>.not-started.json` holding `{run_id, mode,
+exit_code, error, at}` (written by the one writer: secrets redacted), removed when a run of that
+id gets past pre-flight. `gate.py --latest` refuses (exit 2) when the newest thing of the mode
+is such a file, naming the run and why it never started.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core.ids import parse_run_id
+
+SUFFIX = ".not-started.json"
+_NAME = re.compile(r"^\.(.+)" + re.escape(SUFFIX) + "$")
+
+
+def marker_path(out: Path) -> Path:
+    """Where a run dir's never-started file lives: beside it, hidden like its lock."""
+    return out.parent / f".{out.name}{SUFFIX}"
+
+
+def mark(out: Path, *, run_id: str, mode: str, exit_code: int, error: str, at: str) -> None:
+    """Record that the run `out` never started; never fails the command (its error is the news)."""
+    from ..core import writer
+    try:
+        if out.exists() or out.is_symlink():
+            return   # a run dir exists (a --resume): --latest reads that one
+        writer.write_json(marker_path(out), {"run_id": run_id, "mode": mode, "exit_code": exit_code,
+                                             "error": error, "at": at})
+    except Exception:   # a full disk or a link there: the refusal itself still reaches the user
+        pass
+
+
+def clear(out: Path) -> None:
+    """The run got past pre-flight: its never-started file (from an earlier try) goes."""
+    try:
+        os.unlink(marker_path(out))
+    except OSError:
+        pass
+
+
+def newest(reports_dir: Path, mode: str | None = None) -> tuple[str, str, dict[str, Any]] | None:
+    """(stamp, run_id, record) of the newest never-started run (of `mode`), or None."""
+    from ..core.jsonio import read_json
+    found = []
+    try:
+        names = os.listdir(reports_dir)
+    except OSError:
+        return None
+    for name in names:
+        m = _NAME.match(name)
+        parsed = parse_run_id(m.group(1)) if m else None
+        if not parsed or (mode is not None and parsed[0] != mode):
+            continue
+        found.append((parsed[1], m.group(1), name))
+    if not found:
+        return None
+    stamp, run_id, name = max(found)
+    try:
+        record = read_json(Path(reports_dir) / name)
+    except (OSError, ValueError):
+        record = None
+    return stamp, run_id, record if isinstance(record, dict) else {}

@@ -1,0 +1,79 @@
+"""Is a converted suite still its state dir? (make_plan.py asks before it plans.)
+
+`convert_suite.py` records `source_sha256`: one digest over every file the conversion read
+(adapter.yaml, profile.yaml, datasets/ with its manifest, rubrics/*.md, judge/judge.yaml,
+simulator/simulator.yaml; `assay.suite.convert.source_files`). A case edited after the conversion and planned from
+the old converted.json would run the old expectation, and the gate would answer for a suite the
+user no longer has (an expectation tightened in the YAML, a green gate on the loose one). So
+`check_fresh` re-hashes the state dir: the same digest is the fast path; a different one
+re-converts it and compares, refusing (exit 2) when the suite itself changed, naming what changed
+and the command that fixes it. An edit that changes nothing converted (a comment, a blank line)
+plans as before. A converted.json without the digest (written before it existed) is not checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AssayError
+
+MAX_NAMED = 8
+# converted keys and the file each comes from, for the message (cases are named one by one)
+PARTS = (("adapter", "adapter.yaml"), ("capability_matrix", "profile.yaml"), ("scoring", "profile.yaml"),
+         ("profile", "profile.yaml"), ("manifest", "datasets/dataset.yaml"), ("rubrics", "rubrics/"),
+         ("judge_config", "judge/judge.yaml"), ("simulator_config", "simulator/simulator.yaml"))
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two converted suites, in words (files and case ids)."""
+    out: list[str] = []
+    for key, label in PARTS:
+        if old.get(key) != new.get(key) and label not in out:
+            out.append(label)
+    old_cases = {c.get("id"): c for c in old.get("cases") or [] if isinstance(c, dict)}
+    new_cases = {c.get("id"): c for c in new.get("cases") or [] if isinstance(c, dict)}
+    sources = {**(old.get("sources") or {}), **(new.get("sources") or {})}
+    for cid in sorted(set(old_cases) | set(new_cases), key=str):
+        where = sources.get(cid, "datasets/")
+        if cid not in new_cases:
+            out.append(f"{where} (case {cid} removed)")
+        elif cid not in old_cases:
+            out.append(f"{where} (case {cid} added)")
+        elif old_cases[cid] != new_cases[cid]:
+            out.append(f"{where} (case {cid} edited)")
+    if not out and old.get("cases") != new.get("cases"):
+        out.append("datasets/ (the cases)")
+    return out
+
+
+def check_fresh(converted: dict[str, Any], converted_path: str | Path, state_dir: Path) -> None:
+    """AssayError(2) when `converted` no longer matches the state dir's files; None otherwise."""
+    recorded = converted.get("source_sha256")
+    if not isinstance(recorded, str):
+        return
+    state = Path(state_dir)
+    if not (state / "adapter.yaml").is_file():
+        return   # not a state dir (make_plan names what is missing), or one used only for reports/
+    from .convert import convert_state_dir, source_sha256
+    try:
+        if source_sha256(state) == recorded:
+            return
+    except (AssayError, OSError):
+        pass     # unreadable now: re-converting below says why
+    fix = (f"re-run convert_suite.py {state} -o {converted_path} (with the same --split-dir), "
+           "then make_plan.py")
+    try:
+        now = convert_state_dir(state)
+    except AssayError as exc:
+        raise AssayError(f"{converted_path} is older than the state dir {state} (its files changed since "
+                         f"convert_suite.py wrote it), and converting the state dir now fails: {exc.message}",
+                         2, key="converted", file=str(converted_path)) from None
+    changed = _changes(converted, now)
+    if not changed:
+        return   # comments, blank lines, key order: nothing the plan reads changed
+    shown = "; ".join(changed[:MAX_NAMED]) + (f"; and {len(changed) - MAX_NAMED} more"
+                                             if len(changed) > MAX_NAMED else "")
+    raise AssayError(f"{converted_path} is older than the state dir {state}: changed since convert_suite.py "
+                     f"wrote it: {shown}. A plan from it would run the suite as it was, not as it is; {fix}",
+                     2, key="converted", file=str(converted_path), changed=changed)
