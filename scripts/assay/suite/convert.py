@@ -129,6 +129,9 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
             raise AssayError(f"{state}: {required} is missing; every state dir needs adapter.yaml and "
                              "profile.yaml (see references/adapter-contract.md and profile-schema.md)" + hint, 2,
                              file=required)
+    # the digest of the files before they are read: a file edited while they are read then differs
+    # from it, and make_plan.py converts again (never a digest of what this conversion did not read)
+    digest = source_sha256(state)
     adapter, adapter_lines = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
     refuse_literal_secrets(adapter, adapter_lines)
     profile, _ = _read_checked(state, state_real, state / "profile.yaml", "profile", "profile.yaml")
@@ -187,7 +190,7 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "rubrics": rubrics,
         "judge_config": judge_config,
         "simulator_config": simulator_config,
-        "source_sha256": source_sha256(state),   # make_plan.py refuses this suite once the files change
+        "source_sha256": digest,   # make_plan.py refuses this suite once the files change
     }
 
 
