@@ -153,3 +153,22 @@ def test_convert_suite_on_the_app_dir_names_its_state_dir(tmp_path):
     write_state(tmp_path, {"c-quote1": case_yaml("c-quote1")})
     r = run_script("convert_suite", tmp_path, "-o", tmp_path / "converted.json")
     assert r.rc == 2 and f"{tmp_path / '.assay'} holds one: pass that" in r.json["error"], r.stdout
+
+
+def test_an_expectation_on_a_layer_the_profile_switches_off_is_warned_at_its_line(tmp_path):
+    """`expect.tools` on a profile whose trajectory is `enabled: false`: no lint finding, then
+    the run said "NOT scored this run: trajectory" and the gate could open on the rest."""
+    expect = "  route: quotes\n  result: {scalar: 120}\n  tools:\n    forbidden: [cancel_booking]\n"
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1", expect=expect)})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "plan.json")
+    assert r.rc == 0, r.stdout   # a WARN: a disabled layer is reported as not measured, never a pass
+    assert ("linter WARN x1: datasets/c-quote1.yaml:15: c-quote1 [expectation_not_scored] expect.tools is not "
+            "scored: the profile switches trajectory off (capability_matrix.trajectory: enabled: false, "
+            "blocked_by: no traces)") in r.stderr, r.stderr
+    assert "enable trajectory in profile.yaml, or drop expect.tools" in r.stderr
+    v = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json")
+    rows = [f for f in v.json["findings"] if f["code"] == "expectation_not_scored"]
+    assert v.rc == 0 and [(f["case_id"], f["key"], f["severity"]) for f in rows] == [
+        ("c-quote1", "expect.tools", "WARN")], v.stdout

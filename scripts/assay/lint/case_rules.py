@@ -15,7 +15,7 @@ from ..core.ids import CASE_ID_RULE, is_safe_case_id
 from ..core.suggest import did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES
 from .expect_rules import check_expect
-from .graded import enabled_scored_layers, grading_expect, scored_layers
+from .graded import SCORED_LAYERS, enabled_scored_layers, grading_expect, layers_in_expect, scored_layers
 
 Report = Callable[[str, str], None]
 
@@ -80,7 +80,8 @@ def check_case(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
     if "expect" in case:
         check_expect(case["expect"], "expect", report, user_text=user_texts(case),
                      id_pattern=ctx.id_pattern, id_pattern_known=ctx.id_pattern_known)
-    _gradedness(case, ctx, report)
+    if not _gradedness(case, ctx, report):
+        _disabled_expectations(case, ctx, report)
 
 
 def _identity(case: dict[str, Any], report: Report) -> None:
@@ -260,16 +261,53 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
                "harness drift")
 
 
-def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> bool:
+    """True when it reported no_graded_layer (or the expect is not a mapping)."""
     expect = grading_expect(case)
     if expect is not None and not isinstance(expect, dict):
-        return  # bad_expect_shape already said it
+        return True  # bad_expect_shape already said it
     scored = scored_layers(case)
     if not scored:
         what = "the case has no expect" if expect is None else "its expect grades no scored layer"
         report("no_graded_layer", f"{what} (http status, state, rules and rubric cannot fail a case); add "
                "answer.must_contain, route, tools, args, result, authz or format", key="expect")
-        return
+        return True
     if ctx.matrix is not None and not enabled_scored_layers(case, ctx.matrix):
         report("no_graded_layer", f"every layer this case grades ({', '.join(scored)}) is disabled in the "
                "capability matrix, so it can never fail; grade an enabled layer or drop the case")
+        return True
+    return False
+
+
+def _expect_blocks(case: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(where shown, key path for the line, expect block): the case's, input.every_turn's, each checkpoint's."""
+    out: list[tuple[str, str, Any]] = [("expect", "expect", case.get("expect"))]
+    inp = case.get("input") if isinstance(case.get("input"), dict) else {}
+    if isinstance(inp.get("turns"), list):
+        out.append(("input.every_turn", "input.every_turn", inp.get("every_turn")))
+        out += [(f"input.turns[{i}].expect", f"input.turns.{i}.expect", t.get("expect"))
+                for i, t in enumerate(inp["turns"]) if isinstance(t, dict)]
+    return [(w, k, e) for w, k, e in out if isinstance(e, dict)]
+
+
+def _disabled_expectations(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+    """WARN expectation_not_scored: an expect key asserting a scored layer the capability matrix
+    switches off. The run reports that layer unscorable ("NOT scored this run"), never pass or fail,
+    so the case gates on its other layers alone. The key -> layer mapping is graded.layers_in_expect,
+    the layer -> matrix key one vocab.matrix_enabled (via MATRIX_KEY_OF_LAYER)."""
+    if ctx.matrix is None:
+        return
+    from ..core.vocab import MATRIX_KEY_OF_LAYER, matrix_enabled
+    for where, path, expect in _expect_blocks(case):
+        for key, value in expect.items():
+            off = [layer for layer in layers_in_expect({key: value})
+                   if layer in SCORED_LAYERS and not matrix_enabled(ctx.matrix, layer)[0]]
+            if not off:
+                continue   # http, rules, state are never scored (reserved_expectation says state)
+            mkey = MATRIX_KEY_OF_LAYER.get(off[0]) or off[0]   # one expect key: one matrix key
+            entry = ctx.matrix.get(mkey) if isinstance(ctx.matrix.get(mkey), dict) else {}
+            why = f"blocked_by: {entry['blocked_by']}" if entry.get("blocked_by") else "no blocked_by given"
+            report("expectation_not_scored",
+                   f"{where}.{key} is not scored: the profile switches {' and '.join(off)} off (capability_matrix."
+                   f"{mkey}: enabled: false, {why}), so every run reports it unscorable and the case gates on its "
+                   f"other layers alone; enable {mkey} in profile.yaml, or drop {where}.{key}", key=f"{path}.{key}")

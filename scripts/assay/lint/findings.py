@@ -45,6 +45,8 @@ CODES: dict[str, str] = {
     "no_metamorphic_coverage": WARN, "all_one_off": WARN, "category_skew": WARN, "nothing_gates": WARN,
     "gating_unreviewed": WARN, "canary_not_in_smoke": WARN, "not_a_matrix_key": WARN,
     "capabilities_unchecked": WARN,
+    # an expect key on a layer the capability matrix switches off: reported not measured, never pass/fail
+    "expectation_not_scored": WARN,
     # --adapter
     "route_not_observable": WARN, "attack_category_will_skip": WARN, "clarify_unobservable": WARN,
     "turns_will_skip": WARN, "identity_will_skip": WARN, "tools_not_declared": WARN,
