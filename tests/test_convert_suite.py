@@ -39,7 +39,8 @@ def test_converts_a_state_dir_with_split_outputs(tmp_path):
     assert all(not os.path.isabs(p) and ".." not in p for p in conv["sources"].values())
     assert conv["adapter"]["invocation"]["base_url"] == "${HELPDESK_BASE_URL}"  # never resolved
     assert conv["capability_matrix"]["tool_selection"] == {"enabled": False, "blocked_by": "no traces"}
-    assert conv["scoring"] == {"oos_handling": "route:none", "record_id_pattern": "INV-[0-9]{4}"}
+    assert conv["scoring"] == {"oos_handling": "route:none", "record_id_pattern": "INV-[0-9]{4}",
+                               "route_targets": ["invoices", "shifts"]}   # the linter's unknown_route
     assert conv["profile"]["judge"]["status"] == "uncalibrated"
     assert conv["manifest"]["dataset_version"] == 3
     assert conv["cases"][0]["review"]["at"] == "2026-11-01"

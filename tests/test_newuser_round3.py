@@ -172,3 +172,29 @@ def test_an_expectation_on_a_layer_the_profile_switches_off_is_warned_at_its_lin
     rows = [f for f in v.json["findings"] if f["code"] == "expectation_not_scored"]
     assert v.rc == 0 and [(f["case_id"], f["key"], f["severity"]) for f in rows] == [
         ("c-quote1", "expect.tools", "WARN")], v.stdout
+
+
+def test_a_route_the_profile_does_not_declare_is_named_at_its_line_with_the_closest_route(tmp_path):
+    """`route: quote` when profile.yaml's route_targets say `quotes`: nothing said it before the
+    run, where every such case failed on routing (a misspelt route_acceptable entry silently
+    accepted nothing)."""
+    expect = "  route: quote\n  route_acceptable:\n    - none\n    - bokings\n  result: {scalar: 120}\n"
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1", expect=expect)})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "plan.json")
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert ("datasets/c-quote1.yaml:13: c-quote1 [unknown_route] expect.route 'quote' is not a route profile.yaml "
+            "declares (quotes, none); did you mean 'quotes'?") in err, err
+    assert "datasets/c-quote1.yaml:16: c-quote1 [unknown_route] expect.route_acceptable[1] 'bokings'" in err, err
+    assert "route_acceptable[0]" not in err   # `none`: the profile's oos_handling route:none
+    # declared in the profile: planned
+    profile = state / "profile.yaml"
+    profile.write_text(profile.read_text(encoding="utf-8").replace(
+        "  - {name: quotes, description: price quotes}\n",
+        "  - {name: quotes, description: price quotes}\nrouting_contract: [quotes, bokings, quote, none]\n"),
+        encoding="utf-8")
+    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "plan.json")
+    assert r.rc == 0, r.stdout

@@ -38,6 +38,7 @@ class CaseContext:
     matrix: dict[str, Any] | None
     id_pattern: str | None
     id_pattern_known: bool
+    routes: list[str] | None = None   # suite_rules.declared_routes: None when the profile lists none
 
 
 def user_texts(case: dict[str, Any], upto: int | None = None) -> str:
@@ -82,6 +83,7 @@ def check_case(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
                      id_pattern=ctx.id_pattern, id_pattern_known=ctx.id_pattern_known)
     if not _gradedness(case, ctx, report):
         _disabled_expectations(case, ctx, report)
+    _undeclared_routes(case, ctx, report)
 
 
 def _identity(case: dict[str, Any], report: Report) -> None:
@@ -311,3 +313,26 @@ def _disabled_expectations(case: dict[str, Any], ctx: CaseContext, report: Repor
                    f"{where}.{key} is not scored: the profile switches {' and '.join(off)} off (capability_matrix."
                    f"{mkey}: enabled: false, {why}), so every run reports it unscorable and the case gates on its "
                    f"other layers alone; enable {mkey} in profile.yaml, or drop {where}.{key}", key=f"{path}.{key}")
+
+
+def _undeclared_routes(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
+    """ERROR unknown_route: expect.route or a route_acceptable entry the profile does not declare
+    (routing_contract / route_targets): the app never returns it, so expect.route can only fail and a
+    route_acceptable entry never accepts. As unknown_tool: a name outside a declared list is refused."""
+    if not ctx.routes:
+        return
+    declared = ctx.routes
+    named_ones = [r for r in declared if not r.startswith("__")]   # __oos__ is accepted, never suggested
+    shown = ", ".join(named_ones)
+    for where, path, expect in _expect_blocks(case):
+        named = [(f"{where}.route", f"{path}.route", expect.get("route"))]
+        if isinstance(expect.get("route_acceptable"), list):
+            named += [(f"{where}.route_acceptable[{i}]", f"{path}.route_acceptable.{i}", r)
+                      for i, r in enumerate(expect["route_acceptable"])]
+        for label, key, route in named:
+            if not isinstance(route, str) or not route or route in declared:
+                continue
+            effect = "can only fail" if label.endswith(".route") else "never accepts anything"
+            report("unknown_route", f"{label} {route!r} is not a route profile.yaml declares ({shown})"
+                   f"{did_you_mean(route, named_ones)} (the app never returns it, so the check {effect}); fix the "
+                   "name, or add the route to profile.yaml routing_contract", key=key)

@@ -22,7 +22,7 @@ from .findings import Findings
 from .graded import layers_in_expect, grading_expect, scored_layers
 from .rubric_rules import check_rubric_pins
 from .suite_rules import (check_adapter, check_manifest, check_matrix, check_suite, check_tool_names,
-                          split_counts)
+                          declared_routes, split_counts)
 
 
 SPLIT_FILES = ("suite.json", "capabilities.json", "adapter.json", "manifest.json")
@@ -117,6 +117,7 @@ def lint_suite(suite: dict[str, Any], *, matrix: dict[str, Any] | None, adapter:
         matrix=matrix,
         id_pattern=(scoring or {}).get("record_id_pattern"),
         id_pattern_known=scoring is not None,
+        routes=declared_routes(scoring, adapter),
     )
     for i, case in enumerate(cases):
         cid, src = case.get("id"), source_of(i)

@@ -52,6 +52,8 @@ CODES: dict[str, str] = {
     "turns_will_skip": WARN, "identity_will_skip": WARN, "tools_not_declared": WARN,
     # --adapter, and make_plan refuses it: a misspelt forbidden tool is a check that can never fail
     "unknown_tool": ERROR,
+    # a route profile.yaml (routing_contract / route_targets) does not declare: the check can only fail
+    "unknown_route": ERROR,
     # --adapter with invocation.mode agent (the pre-flight's own checks): a check that cannot measure
     "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "bad_agent_case": ERROR,
 }

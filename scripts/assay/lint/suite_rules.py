@@ -82,6 +82,23 @@ def check_matrix(matrix: dict[str, Any], report: Report) -> None:
                f"switches nothing; {hint}", source="profile.yaml")
 
 
+def declared_routes(scoring: dict[str, Any] | None, adapter: dict[str, Any] | None) -> list[str] | None:
+    """Every route label the profile declares (routing_contract, route_targets[].name, the oos_handling
+    route and its internal label `__oos__`), with the labels of the adapter's route_from_status; None
+    when the profile declares no route list (nothing to check a case's route against)."""
+    scoring = scoring or {}
+    listed = [r for key in ("routing_contract", "route_targets") if isinstance(scoring.get(key), list)
+              for r in scoring[key] if isinstance(r, str)]
+    if not listed:
+        return None
+    from ..score.routing import OOS_LABEL, oos_route_of_handling
+    oos = oos_route_of_handling(scoring.get("oos_handling"))
+    inv = (adapter or {}).get("invocation") if isinstance((adapter or {}).get("invocation"), dict) else {}
+    status = inv.get("route_from_status") if isinstance(inv.get("route_from_status"), dict) else {}
+    out = listed + ([oos, OOS_LABEL] if oos else []) + [v for v in status.values() if isinstance(v, str)]
+    return list(dict.fromkeys(out))
+
+
 def _trace_queryable(adapter: dict[str, Any]) -> bool:
     traces = adapter.get("traces") if isinstance(adapter.get("traces"), dict) else {}
     if traces.get("source") not in QUERYABLE_TRACE_SOURCES:

@@ -144,10 +144,8 @@ def _execution(o: PlanOptions, cases: list[dict[str, Any]], notes: list[str]) ->
 def oos_route_of(o: PlanOptions, converted: dict[str, Any]) -> str | None:
     if o.oos_route is not None:
         return o.oos_route or None
-    handling = (converted.get("scoring") or {}).get("oos_handling")
-    if isinstance(handling, str) and handling.startswith("route:"):
-        return handling[len("route:"):] or None
-    return None
+    from ..score.routing import oos_route_of_handling
+    return oos_route_of_handling((converted.get("scoring") or {}).get("oos_handling"))
 
 
 def id_pattern_of(converted: dict[str, Any]) -> str | None:

@@ -35,6 +35,14 @@ from typing import Any
 from assay.score.base import FAIL, PASS, UNSCORED, ScorerInputError, nfc, short
 
 OOS_LABEL = "__oos__"
+OOS_HANDLING_ROUTE = "route:"
+
+
+def oos_route_of_handling(handling: Any) -> str | None:
+    """The route profile.yaml `oos_handling: route:<name>` names (the plan's scoring.oos_route), or None."""
+    if isinstance(handling, str) and handling.startswith(OOS_HANDLING_ROUTE):
+        return handling[len(OOS_HANDLING_ROUTE):] or None
+    return None
 NO_ROUTE_LABEL = "__no_route__"
 NO_EXPECTED_LABEL = "__no_expected_route__"
 MACRO_MICRO_WARNING_GAP = 0.1

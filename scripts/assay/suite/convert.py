@@ -176,7 +176,9 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     judge_config = load_judge_config(state)
     from ..simulate.config import load_simulator_config
     simulator_config = load_simulator_config(state)
-    scoring = {k: profile[k] for k in ("oos_handling", "record_id_pattern") if k in profile}
+    scoring = {k: profile[k] for k in ("oos_handling", "record_id_pattern", "routing_contract") if k in profile}
+    if isinstance(profile.get("route_targets"), list):   # the names only: what the linter checks routes against
+        scoring["route_targets"] = [t["name"] for t in profile["route_targets"] if isinstance(t, dict) and "name" in t]
     prof = {k: profile[k] for k in ("stage", "judge") if k in profile}
     return {
         "adapter": adapter,
