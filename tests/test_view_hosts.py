@@ -16,6 +16,7 @@ from rundir_util import make_run
 pytestmark = pytest.mark.slow   # real runs and subprocesses: over ~7 s on a loaded machine
 
 RUN = "smoke-20261130T101500Z"
+NEVER = "smoke-20261202T101500Z"
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,10 @@ def state(tmp_path_factory):
     make_run(root / "reports", [{"id": "c-001", "answer": "the refund window is 30 days"}], run_id=RUN)
     half = root / "reports" / "smoke-20261201T101500Z"  # a run killed before results.json
     (half / "cases").mkdir(parents=True)
+    # the newest smoke run stopped at pre-flight: no run dir, only run_cases.py's never-started file
+    (root / "reports" / f".{NEVER}.not-started.json").write_text(json.dumps(
+        {"run_id": NEVER, "mode": "smoke", "exit_code": 3, "error": "pre-flight: health check failed",
+         "at": "2026-12-02T10:15:01Z"}), encoding="utf-8")
     return root
 
 
@@ -98,6 +103,11 @@ def test_the_bundle_names_an_unreadable_run(state, tmp_path):
     assert doc["runs"] == 1
     assert [u["run_id"] for u in doc["unreadable"]] == ["smoke-20261201T101500Z"]
     assert "results.json" in doc["unreadable"][0]["reason"]
+    assert [n["run_id"] for n in doc["not_started"]] == [NEVER]
+
+
+NEVER_WORDS = ("the newest smoke run, smoke-20261202T101500Z, never started (run_cases.py exit 3: pre-flight: "
+               "health check failed): the runs listed are older, none of them is its result")
 
 
 def test_the_served_runs_list_names_an_unreadable_run(port):
@@ -107,3 +117,11 @@ def test_the_served_runs_list_names_an_unreadable_run(port):
     assert [r["run_id"] for r in doc["runs"]] == [RUN]
     assert [u["run_id"] for u in doc["unreadable"]] == ["smoke-20261201T101500Z"]
     assert "resume" in doc["unreadable"][0]["reason"]
+
+
+def test_the_runs_list_says_the_newest_run_never_started_above_the_older_green_one(port):
+    """Today's smoke run stopped at pre-flight (no run dir); the runs page's top row was
+    yesterday's run, green, as if it were today's result (gate.py --latest refuses: §10.4a)."""
+    status, _, body = ask(port, "GET", "/api/runs", f"127.0.0.1:{port}")
+    doc = json.loads(body)
+    assert [(n["run_id"], n["mode"], n["message"]) for n in doc["not_started"]] == [(NEVER, "smoke", NEVER_WORDS)]

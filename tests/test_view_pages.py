@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">\u202egnp.exe'
 BASE, MID, CAND = "smoke-20261201T100000Z", "smoke-20261202T100000Z", "smoke-20261203T100000Z"
+NEVER = "smoke-20261204T100000Z"
 TITLE = "Restart the web service with the right timeout"
 TOOL_YAML = """id: c-tool
 title: Restart the web service with the right timeout
@@ -96,6 +97,9 @@ def state(tmp_path_factory):
                    f"turn {t} answer" if t == 1 else ("no idea, sorry" if fail else "refunded INV-7 (baseline)"))
         for cid in ("c-tool", "c-000", "c-rubric"):  # c-rubric: the same calls, so its judged flip is the judge's
             _write(cases / cid / "trajectory.json", _traj(1000 * (n + 1), 300000 if fail and cid == "c-tool" else None))
+    # a newer smoke run stopped at pre-flight (no run dir, run_cases.py's never-started file)
+    _write(reports / f".{NEVER}.not-started.json", {"run_id": NEVER, "mode": "smoke", "exit_code": 3,
+                                                    "error": "pre-flight: health check failed", "at": "x"})
     return root
 
 
@@ -222,6 +226,9 @@ def test_history_draws_trends_and_names_a_regression_apart_from_flaky(page, serv
 def test_runs_page_compares_a_run_with_the_previous_in_one_click(page, server, tmp_path):
     _open(page, server, "/", tmp_path, "runs")
     page.wait_for_function("() => !document.getElementById('runs').innerText.includes('checking')", timeout=60000)
+    # above the rows: the newest run never started, so the top row (an older run) is not its result
+    assert (f"{NEVER}: the newest smoke run, {NEVER}, never started (run_cases.py exit 3: pre-flight: health check "
+            "failed): the runs listed are older") in page.inner_text("#not-started-runs")
     page.click("tr.run-row >> nth=0 >> a.vs-prev")
     page.wait_for_function("p => (document.body.getAttribute('data-ready') || '') === p", arg=f"/compare/{MID}/{CAND}")
     assert "got better" in page.inner_text("#summary") and "c-flaky" in page.inner_text("#bucket-newly_passing")

@@ -361,19 +361,18 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
     pre-flight and left `.<run-id>.not-started.json`, assay.rundir.not_started): then AssayError(2)
     naming it, never an older run gated in its place."""
     from ..rundir import not_started
-    never = not_started.newest(Path(reports_dir), mode)
     try:
         chosen: Path | None = latest_run(reports_dir, mode, skipped)
     except AssayError:
-        if never is None:
+        if not_started.newest(Path(reports_dir), mode) is None:
             raise
         chosen = None
     chosen_id = parse_run_id(chosen.name) if chosen is not None else None
-    if never is None or (chosen_id is not None and never[0] <= chosen_id[1]):
+    never = not_started.newer_than(Path(reports_dir), mode, chosen_id[1] if chosen_id else None)
+    if never is None:
         return chosen  # type: ignore[return-value]
     _, run_id, record = never
-    code, error = record.get("exit_code"), record.get("error")
-    why = f"run_cases.py exit {code}: {error}" if isinstance(error, str) else "stopped at pre-flight"
+    why = not_started.reason(record)
     older = (f"--latest will not gate {chosen.name}, an older run, in its place"
              if chosen is not None else "there is no finished run to gate")
     raise AssayError(f"{reports_dir}: the newest run{f' of mode {mode}' if mode else ''}, {run_id}, never "

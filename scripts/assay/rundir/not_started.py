@@ -7,7 +7,8 @@ after today's run never reached the app. So the runner leaves one small file bes
 dir, as it does its lock: `<reports>/.<run-id>.not-started.json` holding `{run_id, mode,
 exit_code, error, at}` (written by the one writer: secrets redacted), removed when a run of that
 id gets past pre-flight. `gate.py --latest` refuses (exit 2) when the newest thing of the mode
-is such a file, naming the run and why it never started.
+is such a file, naming the run and why it never started; the viewer's runs list says it above the
+older runs (`newer_than` is that one rule, `reason` its words).
 """
 
 from __future__ import annotations
@@ -70,3 +71,34 @@ def newest(reports_dir: Path, mode: str | None = None) -> tuple[str, str, dict[s
     except (OSError, ValueError):
         record = None
     return stamp, run_id, record if isinstance(record, dict) else {}
+
+
+def modes(reports_dir: Path) -> list[str]:
+    """The modes that have a never-started file under `reports_dir`, sorted."""
+    try:
+        names = os.listdir(reports_dir)
+    except OSError:
+        return []
+    found = set()
+    for name in names:
+        m = _NAME.match(name)
+        parsed = parse_run_id(m.group(1)) if m else None
+        if parsed:
+            found.add(parsed[0])
+    return sorted(found)
+
+
+def newer_than(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[str, str, dict[str, Any]] | None:
+    """The newest never-started run of `mode` when it is newer than `stamp` (the run-id stamp of the
+    newest run of the mode that did start; None: there is none), else None. Such a run is the mode's
+    latest: no older run may be presented as its result."""
+    never = newest(reports_dir, mode)
+    if never is None or (stamp is not None and never[0] <= stamp):
+        return None
+    return never
+
+
+def reason(record: dict[str, Any]) -> str:
+    """Why the run never started, from its file: `run_cases.py exit 3: <error>`."""
+    code, error = record.get("exit_code"), record.get("error")
+    return f"run_cases.py exit {code}: {error}" if isinstance(error, str) else "stopped at pre-flight"

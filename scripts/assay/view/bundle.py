@@ -65,7 +65,8 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
         if missing:
             raise AssayError(f"--run {missing[0]}: no such run under {reports}; pick one of the run dirs", 2)
         kept = [r for r in runs["runs"] if r["run_id"] in run_ids]
-        runs = {"runs": kept, "count": len(kept), "checking": 0, "unreadable": unreadable}
+        runs = {"runs": kept, "count": len(kept), "checking": 0, "unreadable": unreadable,
+                "not_started": runs["not_started"]}
     _put(data, "/api/runs", runs)
     _put(data, "/api/history", history_doc(reports))
     cases = 0
@@ -89,4 +90,4 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
     (out / "bundle.js").write_text("window.ASSAY_BUNDLE = true;\n", encoding="utf-8")
     (out / "index.html").write_text(html, encoding="utf-8")
     return {"bundle": str(out), "index": str(out / "index.html"), "runs": len(ids), "cases": cases,
-            "unreadable": unreadable}
+            "unreadable": unreadable, "not_started": runs["not_started"]}

@@ -140,4 +140,24 @@ def list_runs(reports: Path, wait: float | None = 0.5) -> dict:
         if r:
             rows.append(r)
     return {"runs": rows, "count": len(rows), "checking": sum(1 for r in rows if r["gate"] == CHECKING),
-            "unreadable": unreadable_runs(reports, names, {r["run_id"] for r in rows})}
+            "unreadable": unreadable_runs(reports, names, {r["run_id"] for r in rows}),
+            "not_started": not_started_runs(reports, rows)}
+
+
+def not_started_runs(reports: Path, rows: list[dict]) -> list[dict]:
+    """The runs newer than every listed run of their mode that stopped at pre-flight (no run dir,
+    `.<run-id>.not-started.json`; assay.rundir.not_started, gate.py --latest's rule): said above the
+    list, so the newest row, an older run, never reads as the mode's latest result."""
+    from ..core.ids import parse_run_id
+    from ..rundir import not_started
+    out = []
+    for mode in not_started.modes(reports):
+        stamps = [p[1] for p in (parse_run_id(r["run_id"]) for r in rows) if p and p[0] == mode]
+        never = not_started.newer_than(reports, mode, max(stamps) if stamps else None)
+        if never is None:
+            continue
+        _, run_id, record = never
+        out.append({"run_id": run_id, "mode": mode, "exit_code": record.get("exit_code"), "at": record.get("at"),
+                    "message": f"the newest {mode} run, {run_id}, never started ({not_started.reason(record)}): "
+                               "the runs listed are older, none of them is its result"})
+    return out

@@ -90,7 +90,10 @@
       const note = bad.length ? el("div", {id: "unreadable-runs", class: "note"},
         el("p", {}, bad.length + " run dir(s) under reports/ cannot be shown:"),
         el("ul", {}, bad.map(u => el("li", {}, el("code", {}, u.run_id), ": " + u.reason)))) : "";
-      return [el("h1", {}, "Runs (" + doc.count + ")"), btn, table, note];
+      const never = doc.not_started || [];   /* a newer run stopped at pre-flight: the top row is not its result */
+      const neverNote = never.length ? el("div", {id: "not-started-runs", class: "note"},
+        el("ul", {}, never.map(n => el("li", {}, el("code", {}, n.run_id), ": " + n.message)))) : "";
+      return [el("h1", {}, "Runs (" + doc.count + ")"), neverNote, btn, table, note];
     });
   }
 
