@@ -214,10 +214,17 @@ def source_files(state: Path) -> list[tuple[str, Path]]:
 
 
 def source_sha256(state: Path) -> str:
-    """One sha256 over each source file's label and content."""
+    """One sha256 over each source file's label and content, read as the conversion reads it (a link
+    inside the state dir followed; one that leaves it, or a file that cannot be read, counts as its
+    label alone: the conversion refuses it in its own words)."""
+    state_real = Path(os.path.realpath(state))
     digest = hashlib.sha256()
     for label, path in source_files(state):
-        digest.update(label.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+        try:
+            content = hashlib.sha256(path.read_bytes()).digest() if _inside(state_real, path) else b"outside"
+        except OSError:
+            content = b"unreadable"
+        digest.update(label.encode("utf-8") + b"\0" + content)
     return digest.hexdigest()
 
 
