@@ -197,3 +197,49 @@ def test_too_deep_names_the_first_path_as_it_did():
     assert too_deep(rows, 2) == "cases[49]" and too_deep(rows, 1) == "summary"
     assert too_deep({"a": [{"b": [[1]]}], "z": 1}, 3) == "a[0].b" and too_deep([[{"k": {}}]], 3) == "[0][0].k"
     assert too_deep(5, 0) is None and too_deep({}, 0) == "(root)"
+
+
+def test_id_line_parser_answers_as_its_parse_does():
+    """verdicts.jsonl's rows parsed once per shape (jsonio.id_line_parser): the same value or the same
+    error as the parse it wraps, whatever the line; nested values are shared between rows alike."""
+    import json
+    import random
+
+    from assay.core.jsonio import MAX_DEPTH, id_line_parser, line_parser, loads
+
+    base = '{"canary": false, "case_id": "%s", "layers": {"answer": "%s"}, "verdict": "%s"}'
+    lines = [base % (f"c-{i}", v, v) for i in range(40) for v in ("pass", "fail")]
+    lines += [
+        '{"case_id": "a", "case_id":"b"}', '{"case_id":"b", "case_id": "a"}',    # duplicate keys: the last wins
+        '{"case_id": "a", "case_id": "b"}',                                         # the marker twice
+        '{"x": {"case_id": "nested"}, "case_id": 5}', '{"x": {"case_id": "nested"}}',
+        '{"case_id": "a\\"b", "v": 1}', '{"case_id": "a\\u0041", "v": 1}', '{"case_id": "tab\there"}',
+        '{"case_id": "x", "v": "\\u0000"}', '{"case_id": "a", "case_id":"\\u0000"}', '{"case_id": "", "v": 1}', '{"case_id": "\u00e9\u4e2d", "v": 1}',
+        '{"case_id": "x", "v": NaN}', '{"case_id": "x", "v": 1e400}', '{"case_id": "x", "v": "\\ud800"}',
+        '{"case_id": "x"', '{"case_id": "x"}}', '\ufeff{"case_id": "x"}', '["case_id": "x"]', '[1, 2]', '"case_id": "x"',
+        '{"a": "y"case_id": "x"}', '{"case_id": "x", "d": ' + "[" * 120 + "]" * 120 + "}",
+        '{"case_id": "x\u2028y"}', '{"case_id": "x", "t": "%s"}' % ("\\n" * 3),
+    ]
+    rng = random.Random(7)
+    noise = ["1", "null", "[1, {}]", '"s"', '{"case_id": "q"}']
+    for _ in range(300):   # shapes with noise: the id anywhere, odd values beside it
+        parts = [f'"k{j}": {rng.choice(noise)}' for j in range(rng.randint(0, 3))]
+        parts.insert(rng.randint(0, len(parts)), f'"case_id": "{rng.choice(["a", "b-1", "", "c d"])}"')
+        lines.append("{" + ", ".join(parts) + "}")
+
+    def outcome(parse, line):
+        try:
+            return json.dumps(parse(line))
+        except ValueError as exc:
+            return "error: " + str(exc)
+    text = "\n".join(lines)
+    for depth in (None, MAX_DEPTH):
+        plain = line_parser(text, max_depth=depth)
+        shaped = id_line_parser(line_parser(text, max_depth=depth))
+        for line in lines + lines:   # twice: the second time from the kept shapes
+            assert outcome(shaped, line) == outcome(plain, line), line[:60]
+    shaped = id_line_parser(loads)
+    a, b = shaped(lines[0]), shaped(lines[2])
+    assert a["case_id"] == "c-0" and b["case_id"] == "c-1" and a["layers"] is b["layers"]
+    few = id_line_parser(loads, limit=1)
+    assert [few(line)["case_id"] for line in lines[:6]] == ["c-0", "c-0", "c-1", "c-1", "c-2", "c-2"]

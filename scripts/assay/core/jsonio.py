@@ -171,6 +171,47 @@ def line_parser(text: str, *, max_depth: int | None = None) -> Any:
     return parse_within
 
 
+def id_line_parser(parse: Any, key: str = "case_id", limit: int = 4096) -> Any:
+    """`parse` (a function of one JSONL line) for rows that differ mostly by one top-level string,
+    `key` (verdicts.jsonl: ten thousand lines, a handful of shapes): a line whose only `"key": "`
+    holds a plain string (no escape, nothing unprintable: its text is its value) is parsed once
+    per shape, the line with that string written as `\\u0000` (in a line holding no `\\u0000`, so
+    the parse's NUL at `key` can only be that string's), and the row is a copy of that parse with
+    the string put back. The answer is `parse(line)`'s (the same value; any line the shape parse
+    does not take, and any error, is `parse(line)` itself), but rows share their nested values:
+    read them, never change them. At most `limit` shapes are kept."""
+    marker = f'"{key}": "'
+    shapes: dict[str, Any] = {}
+
+    def parse_row(line: str) -> Any:
+        at = line.find(marker)
+        if at < 0 or line.find(marker, at + 1) >= 0 or _NUL_ESCAPE in line:
+            return parse(line)
+        start = at + len(marker)
+        end = line.find('"', start)
+        value = line[start:end]
+        if end < 0 or "\\" in value or not value.isprintable():
+            return parse(line)
+        shape_text = line[:start] + _NUL_ESCAPE + line[end:]
+        shape = shapes.get(shape_text)
+        if shape is None:
+            try:
+                shape = parse(shape_text)
+            except ValueError:
+                return parse(line)
+            if not (isinstance(shape, dict) and shape.get(key) == "\x00"):
+                return parse(line)
+            if len(shapes) < limit:
+                shapes[shape_text] = shape
+        row = dict(shape)
+        row[key] = value
+        return row
+    return parse_row
+
+
+_NUL_ESCAPE = "\\u0000"
+
+
 def loads_line(line: str) -> Any:
     """`loads(line)` (the same value or the same ValueError) for one line of a JSONL file read a line
     at a time (run.log), ~2x faster: one decoder for every line; `loads` itself only for a line

@@ -50,8 +50,16 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
     """The gate's decision over one run dir. Call it through `assay.verdict.decide` (the one entry:
     the same defaults for every surface); `budgets` overrides profile.yaml's (None: the profile's),
     `notes` ({case_id: words}) is said beside a gating failure (--baseline: "edited since ...")."""
-    run_dir = Path(run_dir)
-    budgets = dict(budgets or {})
+    from .gate_case import forget
+    forget()   # the case walk the reasons share is this decision's alone
+    try:
+        return _evaluate(Path(run_dir), max_infra_rate, require_canaries, verify, dict(budgets or {}), notes)
+    finally:
+        forget()
+
+
+def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, verify: bool, budgets: dict,
+              notes: dict | None) -> GateResult:
     checked = None
     if verify and load_results(run_dir, rows=False)["summary"].get("status") != "running":
         # the completeness re-check first, while no case row is held (its reason keeps its place below):

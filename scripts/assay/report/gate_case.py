@@ -112,12 +112,12 @@ class Closing:
 def closing_cases(run_dir: Path, results: dict, kind: str, *, limit: int, no_why: str = "",
                   ellipsis: str = "…") -> Closing:
     """Every results row whose `case_gate` closes the gate as `kind` (the run's reasons name them
-    from here, one walk each, never their own test of a case)."""
+    from here, never their own test of a case; the rows are walked once for every kind, see
+    `closing_rows`)."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
     sealed = LazyHoldoutIds(run_dir, rows)
     out = Closing(0, [], [])
-    for row in rows:
-        verdict = case_gate(run_dir, row)
+    for row, verdict in closing_rows(run_dir, rows):
         if verdict.kind != kind:
             continue
         out.count += 1
@@ -128,3 +128,24 @@ def closing_cases(run_dir: Path, results: dict, kind: str, *, limit: int, no_why
             why = " ".join(str(verdict.why or no_why).split())
             out.named.append(f"{cid} ({clip(why, 300, ellipsis=ellipsis)})")
     return out
+
+
+_WALKED: list[tuple] = []   # [(rows, run_dir, len(rows), their closing rows)]: the walk of the last rows asked
+
+
+def closing_rows(run_dir: Path, rows: list) -> list[tuple[dict, CaseGate]]:
+    """(row, its case_gate) of every row that closes the gate, in order. The gate asks for several
+    kinds of one results document: its rows are walked once (kept while the same list is asked
+    about, until `forget`; `report.gate.evaluate` forgets at its start and end, so a walk never
+    outlives the decision it was made for)."""
+    last = _WALKED[0] if _WALKED else None
+    if last is not None and last[0] is rows and last[1] == run_dir and last[2] == len(rows):
+        return last[3]
+    found = [(row, gate) for row in rows if (gate := case_gate(run_dir, row)).closes]
+    _WALKED[:] = [(rows, run_dir, len(rows), found)]
+    return found
+
+
+def forget() -> None:
+    """Drop the kept walk (and the rows it holds)."""
+    _WALKED.clear()

@@ -13,7 +13,7 @@ from typing import Any
 from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id, parse_run_id
-from ..core.jsonio import MAX_DEPTH, line_parser, loads, too_deep
+from ..core.jsonio import MAX_DEPTH, id_line_parser, line_parser, loads, too_deep
 from ..core.writer import read_bytes, refuse_symlinks_in
 
 
@@ -212,6 +212,8 @@ def read_jsonl_file(path: Path, *, share: bool = False) -> list[dict]:
     except (OSError, UnicodeDecodeError) as exc:
         raise AssayError(f"{path}: not readable UTF-8 ({exc})", 2, path=str(path)) from None
     parse = line_parser(text, max_depth=MAX_DEPTH)   # loads(line, max_depth=MAX_DEPTH), sooner
+    if share:   # the rows are read-only: lines alike but for their case id are parsed once
+        parse = id_line_parser(parse)
     for lineno, line in enumerate(split_lines(text), 1):
         if not line.strip():
             continue

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..core.jsonio import line_parser, loads
+from ..core.jsonio import id_line_parser, line_parser, loads
 from ..core.writer import SymlinkError, read_bytes, refuse_symlinks_between
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -66,7 +66,7 @@ def read_jsonl(path: Path, root: Path) -> list[dict]:
         data = read_raw(path, root).decode("utf-8", "replace")
     except NotFound:
         return []
-    rows, parse = [], line_parser(data)
+    rows, parse = [], id_line_parser(line_parser(data))   # rows share their parts: never changed here
     for line in data.splitlines():
         try:
             row = parse(line) if line.strip() else None
