@@ -43,6 +43,14 @@ def gate(run_dir: Path, tmp: Path, *extra: str) -> dict:
             "closing": closing, "skipped": skipped}
 
 
+def gate_kept(run_dir: Path, tmp: Path) -> dict:
+    """gate.py again, after a gate kept the completeness check's answer beside the run
+    (assay.rundir.checked): the decision from the kept answer must be the full check's."""
+    from assay.rundir.checked import known, memo_path
+    assert memo_path(run_dir).is_file() and known(run_dir) is not None, f"no kept check beside {run_dir}"
+    return gate(run_dir, tmp)
+
+
 def api_gate(run_dir: Path, tmp: Path) -> dict:
     from assay import api
     junit_file = tmp / f"api-junit-{len(list(tmp.glob('api-junit-*')))}.xml"

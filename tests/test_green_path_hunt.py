@@ -56,12 +56,12 @@ from agent_state import EDIT_CASE, SKILL_CASE, agent_env, build_agent_state
 from fakeapp import run_runner
 from helpdesk_util import copy_state, helpdesk
 from helpers import run_script
-from hunt_paths import api_gate, error_layers, gate, merged_from_store, plan, pytest_session, store_server, viewer
+from hunt_paths import api_gate, error_layers, gate, gate_kept, merged_from_store, plan, pytest_session, store_server, viewer
 
 pytestmark = pytest.mark.slow
 
 ALL = ("gate", "gate --baseline auto", "replayed", "shards merged", "shards merged from the store", "rescored",
-       "viewer", "pytest", "api.gate")
+       "viewer", "pytest", "api.gate", "gate, its check kept")
 HOLLOW_PATHS = tuple(p for p in ALL if p != "pytest") + ("pytest, the hollow suite",)
 APPS = ("helpdesk", "helpdesk canary", "agent")
 
@@ -185,6 +185,7 @@ def _walk(app: App, tmp: Path, server) -> dict:
     if store_merged is not None:
         runs["shards merged from the store"] = store_merged
     # replayed: the recording answers (the helpdesk's: except the case whose input changed since)
+    runs["gate, its check kept"] = broken   # after "gate" (walked in this order), which kept its check
     app.before_replay()
     planned = plan(state, "--run-id", "smoke-20261204T000300Z", *extra, judge=app.judge, convert=app.edits_suite)
     r = run_runner("--plan", state / "work" / "plan.json", "--out", planned["out"], "--replay", broken,
@@ -205,6 +206,7 @@ def _walk(app: App, tmp: Path, server) -> dict:
             decided[name][path] = (d if not isinstance(d, Path) else seen[d.name] if path == "viewer"
                                    else api_gate(d, tmp) if path == "api.gate"
                                    else gate(d, tmp, "--baseline", "auto") if path == "gate --baseline auto"
+                                   else gate_kept(d, tmp) if path == "gate, its check kept"
                                    else gate(d, tmp))
     decided[app.name]["_dirs"]["base"] = base
     return decided

@@ -148,15 +148,17 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
 
 def refuse_unverified(base: Path) -> None:
     """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
-    naming what is missing: read as it is, its cases would show up as added or removed."""
-    from ..rundir.completeness import RunDirError, check_run_dir
+    naming what is missing: read as it is, its cases would show up as added or removed. (A base
+    checked before, unchanged since, is not read again: rundir.checked.)"""
+    from ..rundir.checked import check
+    from ..rundir.completeness import RunDirError
     base = Path(base)
     results = try_json_head(base / "results.json")   # its summary: the case rows are not held
     summary = results.get("summary") if isinstance(results, dict) else None
     if not base.is_dir() or (isinstance(summary, dict) and summary.get("status") == "running"):
         return   # not a dir, or still running: load_side's own error says so
     try:
-        problems = check_run_dir(base)[0]
+        problems = check(base)
     except RunDirError as exc:
         problems = [str(exc)]
     if problems:

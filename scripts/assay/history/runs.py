@@ -87,9 +87,10 @@ def load_run(run_dir: Path, *, verify: bool = True,
     if status != "ok":
         return None, f"status {status!r} (only finished, complete runs count)"
     if verify:
-        from ..rundir.completeness import RunDirError, check_run_dir
+        from ..rundir.checked import check   # a run checked before and unchanged is not read again
+        from ..rundir.completeness import RunDirError
         try:
-            problems, _, _ = check_run_dir(run_dir)
+            problems = check(run_dir)
         except RunDirError as exc:
             return None, f"--verify: {exc}"
         except (OSError, ValueError, RecursionError) as exc:

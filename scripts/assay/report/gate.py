@@ -18,8 +18,11 @@ from ..stats.counts import cases_phrase
 from .gate_lines import summary_lines
 from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
                            hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
+                           kept_verify,
                            skipped_gating_reason, unscored_gating_reason)
 from .rundir import RunResultsView, load_results
+
+KEPT = "kept"   # evaluate(verify=KEPT): the completeness check's answer only when a reader kept it (rundir.checked)
 
 
 @dataclass
@@ -46,7 +49,7 @@ class GateResult(RunResultsView):
 
 
 def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: bool = False,
-             verify: bool = True, budgets: dict | None = None, notes: dict | None = None) -> GateResult:
+             verify: bool | str = True, budgets: dict | None = None, notes: dict | None = None) -> GateResult:
     """The gate's decision over one run dir. Call it through `assay.verdict.decide` (the one entry:
     the same defaults for every surface); `budgets` overrides profile.yaml's (None: the profile's),
     `notes` ({case_id: words}) is said beside a gating failure (--baseline: "edited since ...")."""
@@ -58,13 +61,16 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         forget()
 
 
-def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, verify: bool, budgets: dict,
+def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, verify: bool | str, budgets: dict,
               notes: dict | None) -> GateResult:
     checked = None
     if verify and load_results(run_dir, rows=False)["summary"].get("status") != "running":
         # the completeness re-check first, while no case row is held (its reason keeps its place below):
-        # at 100,000 cases the two never share the memory
-        checked = run_verify(run_dir)
+        # at 100,000 cases the two never share the memory. `verify="kept"` (the viewer): only an
+        # answer a reader kept for these bytes (rundir.checked), never the check itself
+        checked = kept_verify(run_dir) if verify == KEPT else run_verify(run_dir)
+    if verify == KEPT and checked is None:
+        verify = False
     results = load_results(run_dir)
     summary = results["summary"]
     res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir))

@@ -187,14 +187,28 @@ def canary_reason(summary: dict, mode: str | None) -> str | None:
 
 def run_verify(run_dir: Path) -> tuple[bool, str | None]:
     """(clean, detail) of the completeness check `run_cases.py --verify <dir>` runs (the same
-    function, called in this process: a gate needs no second interpreter to re-check a run)."""
-    from ..rundir.completeness import RunDirError, check_run_dir
+    function, called in this process: a gate needs no second interpreter to re-check a run; its
+    answer for these same bytes under this same code is taken when a reader kept it: rundir.checked)."""
+    from ..rundir.checked import check
+    from ..rundir.completeness import RunDirError
     try:
-        problems, _records, _manifest = check_run_dir(run_dir)
+        problems = check(run_dir)
     except RunDirError as exc:
         return False, f"run_cases.py --verify exit 2: --verify: {exc}"
     except Exception as exc:  # a bug in the check never reads as a clean run, nor as a traceback
         return False, f"the completeness check (run_cases.py --verify) failed: {type(exc).__name__}: {exc}"
+    return verify_answer(problems)
+
+
+def kept_verify(run_dir: Path) -> tuple[bool, str | None] | None:
+    """run_verify's answer when a reader kept the check's answer for these bytes (rundir.checked),
+    else None: the check itself is not run (the viewer's decision)."""
+    from ..rundir.checked import known
+    problems = known(run_dir)
+    return None if problems is None else verify_answer(problems)
+
+
+def verify_answer(problems: list[str]) -> tuple[bool, str | None]:
     if not problems:
         return True, None
     shown = ", ".join(str(m) for m in problems[:10]) + (f" and {len(problems) - 10} more" if len(problems) > 10 else "")

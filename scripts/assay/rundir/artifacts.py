@@ -75,6 +75,8 @@ TURN_ARTIFACTS: tuple[Artifact, ...] = (
 AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html", "compare.json", "compare.html")
 GITIGNORE_NOTE = "only when data.may_contain_pii"
 LOCK_NOTE = "the runner lock, beside the run dir (removed on a normal exit)"
+NOT_STARTED_NOTE = "a run stopped at pre-flight: no run dir (§10.4a)"
+CHECKED_NOTE = "a reader's kept completeness answer for the run's bytes (§12a; never the runner's)"
 # cli runs only: outside the app repo (runner contract §17), never inside the run dir.
 SCRATCH_LINES = (
     ("<scratch area>/cases/<case-id>/<n>/", "cli `cwd: scratch`: attempt n's working dir; removed after a"),
@@ -171,6 +173,8 @@ def render_tree() -> str:
     width = 32
     lines = [f"{'reports/.gitignore':<{width}}{GITIGNORE_NOTE}",
              f"{'reports/.<run-id>.lock':<{width}}{LOCK_NOTE}",
+             f"reports/.<run-id>.not-started.json {NOT_STARTED_NOTE}",
+             f"{'reports/.<run-id>.checked.json':<{width}}{CHECKED_NOTE}",
              "reports/<run-id>/"]
     for a in RUN_ARTIFACTS:
         lines.append(f"{'  ' + a.path:<{width}}{a.note}")

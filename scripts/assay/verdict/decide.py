@@ -15,7 +15,7 @@ class GateOptions:
     budgets, prices.yaml). The defaults are gate.py's: every surface that leaves them decides alike."""
     max_infra_rate: float = 0.05
     require_canaries: bool = False
-    verify: bool = True
+    verify: bool | str = True                  # "kept": only a completeness answer a reader kept (the viewer)
     max_cost_per_case: float | None = None     # None: profile.yaml's budgets.max_cost_per_case
     max_p95_latency_s: float | None = None     # None: profile.yaml's budgets.max_p95_latency_s
     prices: str | None = None                  # None: <state>/prices.yaml

@@ -1,7 +1,8 @@
 """The gate's decision per run, for the viewer: the one decision (`assay.verdict.decide`, with
 gate.py's defaults — profile.yaml's budgets included — except the completeness re-check, which
-`gate.py` runs and the page says it did not: `verified: false`), computed once per results.json
-version, never on the request that first asks. Until it is known a page says "checking…": the
+`gate.py` runs: the page shows the answer a gate kept for the run's exact bytes (rundir.checked,
+`verified: true`), and says when there is none, `verified: false`), computed once per results.json
+version and kept answer, never on the request that first asks. Until it is known a page says "checking…": the
 viewer never shows a verdict it has not computed.
 
 A server evaluates in its own worker process (`start_worker`, `gate_worker`: this `decide`, in
@@ -26,12 +27,16 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from ..report.gate import KEPT
+from ..rundir.checked import memo_path
 from ..verdict import GateOptions, decision_dict
 from . import gate_process
 from .quiet import wait_quiet, waiting
 
 CHECKING = "checking"
-VIEW_OPTIONS = GateOptions(verify=False)   # a 100,000-case run re-checks in ~30 s: gate.py's job, said on the page
+# a 100,000-case run re-checks in ~30 s: gate.py's job. The page shows the check's answer when a reader
+# (gate.py, compare, the history) kept it for these same bytes (rundir.checked), and says when it has none
+VIEW_OPTIONS = GateOptions(verify=KEPT)
 WAIT_MAX_S = 5.0
 _FUTURES: dict[tuple[str, float], Future] = {}
 _LOCK = threading.Lock()
@@ -118,7 +123,7 @@ def _work() -> None:
 
 
 def _future(run_dir: Path, mtime: float) -> Future:
-    key = (str(run_dir), mtime)
+    key = (str(run_dir), mtime, _kept_mtime(run_dir))   # a check kept since: decided again, with it
     with _LOCK:
         fut = _FUTURES.get(key)
         if fut is None:
@@ -128,6 +133,13 @@ def _future(run_dir: Path, mtime: float) -> Future:
                 _WORKER.append(threading.Thread(target=_work, name="assay-view-gate", daemon=True))
                 _WORKER[0].start()
         return fut
+
+
+def _kept_mtime(run_dir: Path) -> float | None:
+    try:
+        return os.stat(memo_path(Path(run_dir)), follow_symlinks=False).st_mtime
+    except OSError:
+        return None
 
 
 def _mtime(run_dir: Path) -> float | None:
@@ -161,7 +173,7 @@ def settled(run_dir: Path, timeout: float) -> None:
     `timeout` s; at once when none was asked): a per-case pass waits here so the decision comes first."""
     mtime = _mtime(run_dir)
     with _LOCK:
-        fut = _FUTURES.get((str(run_dir), mtime)) if mtime is not None else None
+        fut = _FUTURES.get((str(run_dir), mtime, _kept_mtime(run_dir))) if mtime is not None else None
     if fut is not None:
         try:
             fut.result(timeout=timeout)

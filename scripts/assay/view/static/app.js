@@ -140,7 +140,9 @@
     sec.replaceChildren(el("h2", {}, "Gate: ", known ? chip(g.gate, g.gate) : chip("checking…", "checking"), marks.map(m => chip(m, "mark"))),
       !known ? el("p", {}, "The gate is being evaluated; the cases below are already complete.")
         : g.reasons.length ? el("ul", {class: "reasons"}, g.reasons.map(x => el("li", {}, x))) : el("p", {}, "No reason to close."),
-      el("p", {class: "note"}, "The gate's own evaluation (assay.report.gate), without run_cases.py --verify."));
+      el("p", {class: "note", id: "gate-verified"}, !known ? "" : g.verified
+        ? "The gate's evaluation (assay.report.gate) with the completeness check (run_cases.py --verify) a gate kept for these exact files."
+        : "The gate's own evaluation (assay.report.gate), without the completeness check (run_cases.py --verify): gate.py runs it, and this page shows its answer once a gate has checked this run."));
     if (known || BUNDLE) return;
     load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(ng => {
       if (sec.isConnected) gateSection(sec, runId, ng, marks);

@@ -1,0 +1,130 @@
+"""The completeness check's answer kept beside the run dir, by the digest of what it read.
+
+A full check (`check_run_dir(run_dir)`: what `--verify` runs) is a function of the run dir's bytes
+and of this code alone: it reads nothing else. So once a reader has checked a run, its answer is
+the answer for those same bytes under this same code, and a later reader that finds both unchanged
+may take it instead of reading 100,000 records again. The gate, `--baseline auto`'s candidates,
+compare's check of its base and the history do (`check`); the viewer, which never runs the check
+itself, shows a kept answer when one is there (`known`). `run_cases.py --verify` never takes one:
+it is the independent re-read, and writes nothing.
+
+The digest: BLAKE2b over every entry's name, size and bytes (sorted by name), this package's
+source (`code_digest`: every .py, .json and .yaml under `assay/`) and the Python version. A run
+dir that is a link, or holds anything but regular files (an older run's case dirs, a link), is
+not kept: it is checked in full each time. The answer is recorded only when no entry of the run
+dir changed (inode, size, modification and change times) from before the check to after its digest
+was taken (a run still being written is never kept), in
+`<reports>/.<run-id>.checked.json` (hidden, like the run's lock; written by the one writer), and
+never when that cannot be written (a read-only reports dir: nothing is lost but time). An edited
+byte, a file added or removed, a changed line of the check: a different digest, a full check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+from pathlib import Path
+
+SUFFIX = ".checked.json"
+VERSION = 1
+_CODE: list[str] = []
+
+
+def memo_path(run_dir: Path) -> Path:
+    return Path(run_dir).parent / f".{Path(run_dir).name}{SUFFIX}"
+
+
+def code_digest() -> str:
+    """BLAKE2b of the assay package's source (every .py, .json and .yaml, by relative path), once a process."""
+    if not _CODE:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.blake2b(digest_size=32)
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json", ".yaml") and p.is_file()
+                           and "__pycache__" not in p.parts):
+            data = path.read_bytes()
+            h.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+            h.update(data)
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def digest(run_dir: Path) -> str | None:
+    """The digest of the run dir's bytes with this code's, or None when it is not kept (see above)."""
+    run_dir = Path(run_dir)
+    try:
+        if run_dir.is_symlink() or not run_dir.is_dir():
+            return None
+        h = hashlib.blake2b(digest_size=32)
+        h.update(f"assay-check {VERSION} {code_digest()} {sys.version}\0".encode())
+        for name in sorted(os.listdir(run_dir)):
+            path = run_dir / name
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    return None
+                h.update(f"{name}\0{st.st_size}\0".encode("utf-8", "surrogateescape"))
+                size = 0
+                while chunk := os.read(fd, 1 << 20):
+                    h.update(chunk)
+                    size += len(chunk)
+                if size != st.st_size:   # written to while read
+                    return None
+            finally:
+                os.close(fd)
+        return h.hexdigest()
+    except OSError:   # a link (O_NOFOLLOW), a dir, a file gone: checked in full
+        return None
+
+
+def known(run_dir: Path) -> list[str] | None:
+    """The kept answer (the problems; [] for a clean run) when the run dir and the code are those it
+    was recorded for, else None."""
+    from ..core.jsonio import read_json
+    try:
+        doc = read_json(memo_path(run_dir))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(doc, dict) and doc.get("version") == VERSION and isinstance(doc.get("digest"), str)
+            and isinstance(doc.get("problems"), list) and all(isinstance(p, str) for p in doc["problems"])):
+        return None
+    return list(doc["problems"]) if digest(run_dir) == doc["digest"] else None
+
+
+def check(run_dir: Path) -> list[str]:
+    """`check_run_dir(run_dir)[0]`, taken from the kept answer when it holds, else computed and kept.
+    Raises what check_run_dir raises (RunDirError for something that is not a run dir)."""
+    from .completeness import check_run_dir
+    run_dir = Path(run_dir)
+    kept = known(run_dir)
+    if kept is not None:
+        return kept
+    before = _stats(run_dir)
+    problems = list(check_run_dir(run_dir)[0])
+    value = digest(run_dir) if before is not None else None
+    if value is not None and _stats(run_dir) == before:
+        _record(run_dir, value, problems)
+    return problems
+
+
+def _stats(run_dir: Path) -> list[tuple] | None:
+    """Each entry's (name, inode, size, mtime_ns, ctime_ns): a file written during the check changes it."""
+    try:
+        out = []
+        for entry in os.scandir(run_dir):
+            st = entry.stat(follow_symlinks=False)
+            out.append((entry.name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        return sorted(out)
+    except OSError:
+        return None
+
+
+def _record(run_dir: Path, value: str, problems: list[str]) -> None:
+    from ..core import writer
+    try:
+        writer.write_json(memo_path(run_dir), {"version": VERSION, "digest": value, "problems": problems,
+                                               "run_id": run_dir.name})
+    except Exception:   # noqa: BLE001 -- a read-only reports dir, a full disk: the answer stands, unkept
+        pass

@@ -1,0 +1,113 @@
+"""The completeness check's answer kept beside a run (assay.rundir.checked): taken only for the same
+bytes under the same code, never by `--verify`, shown by the viewer; an edit after it was kept is
+checked again and closes the gate (a stale kept answer would be a green gate that should be red)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
+from helpers import run_script
+
+
+@pytest.fixture
+def run(app, state):
+    plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
+                             for i in range(6)], app_url=app.url)
+    out = state / "reports" / plan["run_id"]
+    r = run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stdout
+    return out
+
+
+def _edit_artifact(run_dir):
+    """answer.txt of the first journal record changed: only the completeness check sees it (its sha256
+    no longer matches the one the verdict recorded); the gate's own counts are unchanged."""
+    path = run_dir / "cases.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    doc = json.loads(lines[0])
+    doc["files"]["answer.txt"] = "something else entirely"
+    lines[0] = (json.dumps(doc) + "\n").encode()
+    path.write_bytes(b"".join(lines))
+    return doc["case_id"]
+
+
+def test_a_gate_keeps_its_check_and_an_edit_since_is_checked_again(run, monkeypatch):
+    from assay.rundir import checked, completeness
+    first = run_script("gate", run, "--json")
+    assert first.rc == 0 and first.json["gate"] == "open", first.stdout
+    memo = checked.memo_path(run)
+    assert memo.name == f".{run.name}.checked.json" and memo.parent == run.parent
+    assert checked.known(run) == []
+
+    def no_check(*_a, **_k):
+        raise AssertionError("the kept answer was not taken")
+    with monkeypatch.context() as m:   # the same bytes, the same code: the kept answer, no re-read
+        m.setattr(completeness, "check_run_dir", no_check)
+        assert checked.check(run) == []
+    again = run_script("gate", run, "--json")
+    assert (again.rc, again.stdout) == (first.rc, first.stdout)
+
+    cid = _edit_artifact(run)
+    assert checked.known(run) is None
+    closed = run_script("gate", run, "--json")
+    assert closed.rc == 1 and closed.json["gate"] == "closed", closed.stdout
+    assert any(f"cases/{cid}/answer.txt (edited" in r for r in closed.json["reasons"]), closed.json["reasons"]
+    # the new answer is kept in turn, and read back with its problem
+    assert any("answer.txt (edited" in p for p in checked.known(run))
+    (run / "stray.txt").write_text("x")
+    assert checked.known(run) is None
+    assert any("stray.txt" in r for r in run_script("gate", run, "--json").json["reasons"])
+
+
+def test_a_kept_answer_is_never_taken_for_other_bytes_or_other_code(run, monkeypatch):
+    from assay.rundir import checked
+    assert run_script("gate", run).rc == 0
+    kept = json.loads(checked.memo_path(run).read_text())
+    assert kept["problems"] == [] and checked.known(run) == []
+    monkeypatch.setattr(checked, "_CODE", ["another version of the check"])
+    assert checked.known(run) is None      # a changed line of the check: checked in full
+    monkeypatch.undo()
+    for bad in ("{oops", "[]", json.dumps(dict(kept, version=99)), json.dumps(dict(kept, problems="none")),
+                json.dumps(dict(kept, digest="0" * 64))):
+        checked.memo_path(run).write_text(bad)
+        assert checked.known(run) is None, bad
+    # a run dir holding anything but files (an older run's case dirs) is never kept
+    (run / "cases").mkdir()
+    assert checked.digest(run) is None and checked.check(run)   # the dir is a problem, found in full
+
+
+def test_verify_never_takes_a_kept_answer_nor_writes_one(run):
+    """A forged answer with the right digest: `run_cases.py --verify` is the independent re-read."""
+    from assay.rundir import checked
+    cid = _edit_artifact(run)
+    checked.memo_path(run).write_text(json.dumps({"version": checked.VERSION, "digest": checked.digest(run),
+                                                  "problems": [], "run_id": run.name}))
+    r = run_script("run_cases.py", "--verify", str(run))
+    assert r.rc == 6 and any(f"cases/{cid}/answer.txt" in p for p in r.json["missing_artifacts"]), r.stdout
+    checked.memo_path(run).unlink()
+    assert run_script("run_cases.py", "--verify", str(run)).rc == 6
+    assert not checked.memo_path(run).exists()
+
+
+def test_an_answer_that_cannot_be_kept_still_decides(run):
+    from assay.rundir import checked
+    checked.memo_path(run).mkdir()   # nothing can be written there
+    _edit_artifact(run)
+    r = run_script("gate", run, "--json")
+    assert r.rc == 1 and any("answer.txt (edited" in x for x in r.json["reasons"]), r.stdout
+    shutil.rmtree(checked.memo_path(run))
+
+
+def test_the_viewer_shows_a_kept_answer_and_says_when_there_is_none(run):
+    from assay.view import gates
+    cid = _edit_artifact(run)
+    before = gates.decide(run)   # nothing kept: the gate's own evaluation, said unverified
+    assert before["gate"] == "open" and before["verified"] is False
+    assert run_script("gate", run).rc == 1   # gate.py checks, closes, and keeps the answer
+    after = gates.decide(run)
+    assert after["gate"] == "closed" and after["verified"] is True and after["verify_clean"] is False
+    assert any(f"cases/{cid}/answer.txt (edited" in r for r in after["reasons"]), after["reasons"]
