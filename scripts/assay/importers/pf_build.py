@@ -88,7 +88,8 @@ def _metadata(built: Built, cid: str, test: Test) -> list[str]:
     return [f"promptfoo metadata: {canonical(meta)}"]
 
 
-def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool) -> None:
+def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool,
+            lost: list[dict[str, str]]) -> None:
     if not expect:
         expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
         case["gating"] = False
@@ -100,6 +101,8 @@ def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], buil
     if notes:
         case["notes"] = " ".join(dict.fromkeys(notes))
     case["expect"] = expect
+    if lost:    # never read as checked: validate_cases refuses a gating case that carries them
+        case["not_converted"] = lost
     built.log.comparable[case["id"]] = comparable
     built.cases.append(case)
 
@@ -130,8 +133,8 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
     _identity(built, case, test)
     built.prompt_labels[cid] = prompt.label
     notes += _metadata(built, cid, test)
-    expect, mapped, more = convert_assertions(test, built.log, test.vars,
-                                              conversation=TRANSCRIPT if len(turns) > 1 else None)
+    expect, mapped, more, lost = convert_assertions(test, built.log, test.vars,
+                                                    conversation=TRANSCRIPT if len(turns) > 1 else None)
     for m in built.log.mapped[-len(mapped):] if mapped else []:
         m["case"] = cid
     if len(turns) == 1:
@@ -144,7 +147,7 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
         built.log.skipped.append(Skipped(test.raw.where, "a chat prompt", f"{len(turns)} user turns, over assay's "
                                          f"{MAX_TURNS}"))
         return
-    _finish(case, expect, notes + more, built, all(m.exact for m in mapped))
+    _finish(case, expect, notes + more, built, all(m.exact for m in mapped), lost)
 
 
 def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[str]) -> None:
@@ -168,6 +171,7 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
         cid = _unique("c-" + short_hash(built.cfg.label, prompt.raw, "conversation", conv_id,
                                          [t.vars for t in members]), seen)
         final_expect: dict[str, Any] = {}
+        lost: list[dict[str, str]] = []
         for n, t in enumerate(members):
             try:
                 users, more = user_turns(prompt, t)
@@ -175,8 +179,9 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
                 built.log.skipped.append(Skipped(t.raw.where, f"conversation {conv_id}", f"the prompt uses {exc}"))
                 turns = []
                 break
-            expect, mapped, more2 = convert_assertions(t, built.log, t.vars,
-                                                       conversation=TURN if n < len(members) - 1 else TRANSCRIPT)
+            expect, mapped, more2, lost_here = convert_assertions(
+                t, built.log, t.vars, conversation=TURN if n < len(members) - 1 else TRANSCRIPT)
+            lost += [dict(e, check=f"{e['check']} (turn {n + 1})") for e in lost_here]
             for m in built.log.mapped[-len(mapped):] if mapped else []:
                 m["case"], m["turn"] = cid, n + 1
             comparable = comparable and all(m.exact for m in mapped)
@@ -201,7 +206,7 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
             final_expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
             notes.append("the last turn has no convertible check: the case checks only that its answer is not "
                          "empty (the earlier turns keep their checkpoints)")
-        _finish(case, final_expect, notes, built, comparable)
+        _finish(case, final_expect, notes, built, comparable, lost)
 
 
 def build_import(config_path: str, app_url_env: str | None = None, repeat: int | None = None) -> Built:
