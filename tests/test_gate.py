@@ -203,6 +203,8 @@ def test_json_output(tmp_path):
     assert r.rc == 1 and out["gate"] == "closed"
     assert out["passes"] == 3 and out["failures"] == 1 and out["verified"] is False
     assert out["reasons"] == ["1 gating failure(s): c-fail-1 (answer)"]
+    # the runner exited 0 on this closed run: its code is named as the runner's, never `exit_code`
+    assert "exit_code" not in out and out["runner_exit_code"] == 0
 
 
 def test_verify_is_the_runners_completeness_check_and_closes_with_a_clear_reason(tmp_path, monkeypatch):
