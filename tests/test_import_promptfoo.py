@@ -237,3 +237,24 @@ def test_text_mappings_agree_with_promptfoo(ptype):
                 want = PROMPTFOO[ptype](out, value) != inverse
                 got = score_answer(out, expect)["verdict"]
                 assert got == ("pass" if want else "fail"), (ptype, inverse, value, out, expect)
+
+
+def test_a_misspelt_assertion_type_or_var_is_named_with_the_fix(tmp_path):
+    """promptfoo refuses an unknown assertion type ("Unknown assertion type"): the listing says it is a typo and
+    names the closest type, apart from a real type assay has no check for; a test that does not set the var
+    the prompt reads names the var and the test's misspelt one. In process: milliseconds."""
+    from assay.importers.pf_asserts import map_assertion
+    from assay.importers.pf_build import build_import
+    typo = map_assertion({"type": "icontain", "value": "settings"}, lambda v: v).skipped
+    assert "'icontain' is not a promptfoo assertion type" in typo and "did you mean 'icontains'?" in typo, typo
+    real = map_assertion({"type": "classifier", "value": "x"}, lambda v: v).skipped
+    assert "not a promptfoo assertion type" not in real and "classifier" in real, real
+    assert "not a promptfoo assertion type" not in (map_assertion({"type": "skill-used", "value": "x"},
+                                                                  lambda v: v).skipped or "")
+    cfg = tmp_path / "promptfooconfig.yaml"
+    cfg.write_text("prompts: ['{{question}}']\nproviders: [{id: 'http://127.0.0.1:9/chat', config: {method: POST, "
+                   "body: {message: '{{prompt}}'}}}]\ntests:\n  - vars: {quesiton: ping}\n    assert: "
+                   "[{type: equals, value: pong}]\n")
+    built = build_import(str(cfg))
+    why = [s.why for s in built.log.skipped + built.cfg.skipped if "no user message" in s.why]
+    assert why and "reads {{ question }}, which this test does not set" in why[0] and "'quesiton'" in why[0], why

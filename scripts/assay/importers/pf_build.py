@@ -79,6 +79,19 @@ def _identity(built: Built, case: dict[str, Any], test: Test) -> None:
                             for key, var in built.adapter.identity.items()}
 
 
+def _unset_vars(prompt: RawPrompt, test: Test) -> str:
+    """`: the prompt reads {{ x }}, which this test does not set ...` (a var misspelt in the test), or ''."""
+    from ..core.suggest import closest
+    from .pf_render import references
+    unset = sorted(v for v in references(prompt.raw) if v not in test.vars and v not in ("env", "_conversation"))
+    if not unset:
+        return ""
+    typo = closest(unset[0], [str(k) for k in test.vars if k not in references(prompt.raw)])
+    return (f": the prompt reads {', '.join('{{ ' + v + ' }}' for v in unset)}, which this test does not set "
+            f"(promptfoo renders it empty)" + (f"; the test sets {typo!r}: a misspelt var?" if typo else "")
+            + "; add the var to the test's vars (or defaultTest.vars) and import again")
+
+
 def _metadata(built: Built, cid: str, test: Test) -> list[str]:
     """promptfoo's test metadata (`metadata:`, CSV `__metadata:<key>`) -> the case's notes and import.json."""
     meta = {k: v for k, v in (test.doc.get("metadata") or {}).items() if k != "conversationId"}
@@ -124,7 +137,8 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
                                          f"the prompt uses {exc}, which the import does not evaluate"))
         return
     if not turns or not all(t.strip() for t in turns):
-        built.log.skipped.append(Skipped(test.raw.where, f"test x prompt {prompt.label}", "no user message to send"))
+        built.log.skipped.append(Skipped(test.raw.where, f"test x prompt {prompt.label}",
+                                         "no user message to send" + _unset_vars(prompt, test)))
         return
     ident = [built.cfg.label, prompt.raw, test.doc.get("description"), test.vars]
     cid = _unique("c-" + short_hash(*ident), seen)
