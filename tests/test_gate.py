@@ -203,6 +203,8 @@ def test_json_output(tmp_path):
     assert r.rc == 1 and out["gate"] == "closed"
     assert out["passes"] == 3 and out["failures"] == 1 and out["verified"] is False
     assert out["reasons"] == ["1 gating failure(s): c-fail-1 (answer)"]
+    # the runner exited 0 on this closed run: its code is named as the runner's, never `exit_code`
+    assert "exit_code" not in out and out["runner_exit_code"] == 0
 
 
 def test_verify_is_the_runners_completeness_check_and_closes_with_a_clear_reason(tmp_path, monkeypatch):
@@ -285,3 +287,20 @@ def test_github_summary_appends_markdown_and_needs_the_variable(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPTS / "gate.py"), str(run_dir), "--no-verify", "--github-summary"],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "GITHUB_STEP_SUMMARY is not set" in json.loads(proc.stdout)["error"]
+
+
+def test_a_reports_dir_where_a_run_dir_is_expected_names_a_run_to_pass(tmp_path):
+    """gate.py (without --latest), draft_report.py, --baseline: the shared loader names a run of the reports dir
+    instead of offering --latest to commands that have none; stats.py given a run dir names its verdicts file.
+    In process: milliseconds."""
+    from assay.core.errors import AssayError
+    from assay.report.rundir import load_results
+    from assay.stats.paired import read_verdicts_jsonl
+    run_dir = make_run(tmp_path, basic_cases())
+    (run_dir / "verdicts_for_stats.jsonl").write_text("")
+    with pytest.raises(AssayError) as err:
+        load_results(tmp_path)
+    assert f"a reports dir of 1 run(s): pass one run directory, e.g. {run_dir}" in err.value.message
+    with pytest.raises(AssayError) as err:
+        read_verdicts_jsonl(str(run_dir))
+    assert f"pass a run's verdicts file, {run_dir / 'verdicts_for_stats.jsonl'}" in err.value.message

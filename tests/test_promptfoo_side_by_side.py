@@ -126,6 +126,13 @@ def test_assay_agrees_with_promptfoo_case_by_case(tmp_path):
         state = tmp_path / "s"
         imp = run_script("import_promptfoo", cfg_path, "--state-dir", state)
         assert imp.rc == 0, imp.stdout
+        # the javascript case keeps its contains check and carries the javascript one in not_converted,
+        # which make_plan refuses (check_not_converted); the person drops it, as docs/importing.md says
+        for f in (state / "datasets" / "promptfoo").glob("*.yaml"):
+            case = yaml.safe_load(f.read_text())
+            if case.pop("not_converted", None):
+                assert case["title"] == "javascript only promptfoo", case
+                f.write_text(yaml.safe_dump(case, sort_keys=False))
         work = state / "work"
         assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
         plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,

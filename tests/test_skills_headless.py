@@ -170,7 +170,7 @@ def _discover(base):
                           ' --adapter .assay/work/adapter.json', "validate")),
         tool("Edit", {"file_path": str(app / ".assay" / "findings.md"), "old_string": "",
                       "new_string": "# Findings\n\n- [observed: import] 2 assertions not converted (IMPORT.md)\n"}),
-        text("Imported 4 cases; the profile and adapter validate."),
+        text("Imported 4 cases; 2 lost a check (not_converted): rewrite or drop it before planning."),
     ]
     return app, run_session("/assay:discover", steps, cwd=app, home=base / "home-discover")
 
@@ -256,9 +256,13 @@ def test_discover_imports_a_promptfoo_suite_and_validates_what_it_wrote(sessions
     app, s = take(sessions, "discover")
     _clean(s)
     results = s.tool_results()
-    assert not any(err for _, _, err in results), s.why()
+    # the validate step (results[3]) exits 1: the two gating cases that lost a check (a javascript and a
+    # similar assertion) carry it in not_converted and are refused until a person rewrites or drops it
+    assert not any(err for n, (_, _, err) in enumerate(results) if n != 3), s.why()
     imported = first_json(results[0][1])
     assert imported["cases"] == 4 and imported["not_converted"], results[0][1][:800]
-    assert first_json(results[3][1])["error_count"] == 0
+    validated = first_json(results[3][1])
+    assert results[3][2] and validated["error_count"] == 2, results[3][1][:800]
+    assert {f["code"] for f in validated["findings"] if f["severity"] == "ERROR"} == {"check_not_converted"}
     for written in ("profile.yaml", "adapter.yaml", "IMPORT.md", "findings.md"):
         assert (app / ".assay" / written).is_file(), written

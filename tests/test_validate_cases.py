@@ -138,6 +138,9 @@ PER_CASE = {
     "machine_accepted": (T(review={"status": "accepted", "by": "claude-generator"}),
                          T(review={"status": "accepted", "by": "Priya Natarajan"})),
     "no_op_pass": (T(no_op_expectation="pass"), T(no_op_expectation="pass", no_op_justification="refusal case")),
+    # an imported gating case that lost a check (import_promptfoo.py's not_converted) passes without it
+    "check_not_converted": (T(not_converted=[{"check": "javascript", "source": "tests/faq.yaml:9"}]),
+                            T(not_converted=[{"check": "javascript", "source": "tests/faq.yaml:9"}], gating=False)),
     "source_derived_expectation": (T(notes="expected total read from the source code of billing.py"),
                                    T(notes="expected total from the invoice spec")),
     "filter_unattested": (T(filter={"self_contained": True}), T()),

@@ -203,7 +203,14 @@ def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
                   else "promptfoo checks every call; assay's gate checks the mean cost per traced case "
                        "(token prices in prices.yaml)")
         return m
-    m.skipped = f"no assay check computes {base!r}"
+    if base in PROMPTFOO_TYPES or ":" in base:   # promptfoo's own (a redteam grader reads promptfoo:redteam:<plugin>)
+        m.skipped = f"no assay check computes {base!r}"
+        return m
+    from ..core.suggest import closest
+    hint = closest(base, sorted(PROMPTFOO_TYPES))
+    m.skipped = (f"{ptype!r} is not a promptfoo assertion type: promptfoo fails this test (\"Unknown assertion "
+                 f"type\"); fix the type in the config" + (f" (did you mean {hint!r}?)" if hint else "")
+                 + " and import again")
     return m
 
 
@@ -296,3 +303,7 @@ KNOWN_TYPES = frozenset((
     "perplexity", "perplexity-score", "pi", "python", "regex", "rouge-n", "ruby", "similar", "starts-with",
     "webhook", "word-count", "trace-span-count", "trace-span-duration", "trace-error-spans", "tool-call-f1",
 ))
+# every type promptfoo 0.121 runs (its BaseAssertionTypesSchema, and the special ones WHY_NOT lists): a type
+# outside them is a typo that promptfoo itself refuses ("Unknown assertion type")
+PROMPTFOO_TYPES = KNOWN_TYPES | frozenset(WHY_NOT) | frozenset((
+    "agent-rubric", "conversation-relevance", "guardrails", "search-rubric", "skill-used"))

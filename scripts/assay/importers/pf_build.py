@@ -79,6 +79,19 @@ def _identity(built: Built, case: dict[str, Any], test: Test) -> None:
                             for key, var in built.adapter.identity.items()}
 
 
+def _unset_vars(prompt: RawPrompt, test: Test) -> str:
+    """`: the prompt reads {{ x }}, which this test does not set ...` (a var misspelt in the test), or ''."""
+    from ..core.suggest import closest
+    from .pf_render import references
+    unset = sorted(v for v in references(prompt.raw) if v not in test.vars and v not in ("env", "_conversation"))
+    if not unset:
+        return ""
+    typo = closest(unset[0], [str(k) for k in test.vars if k not in references(prompt.raw)])
+    return (f": the prompt reads {', '.join('{{ ' + v + ' }}' for v in unset)}, which this test does not set "
+            f"(promptfoo renders it empty)" + (f"; the test sets {typo!r}: a misspelt var?" if typo else "")
+            + "; add the var to the test's vars (or defaultTest.vars) and import again")
+
+
 def _metadata(built: Built, cid: str, test: Test) -> list[str]:
     """promptfoo's test metadata (`metadata:`, CSV `__metadata:<key>`) -> the case's notes and import.json."""
     meta = {k: v for k, v in (test.doc.get("metadata") or {}).items() if k != "conversationId"}
@@ -88,7 +101,8 @@ def _metadata(built: Built, cid: str, test: Test) -> list[str]:
     return [f"promptfoo metadata: {canonical(meta)}"]
 
 
-def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool) -> None:
+def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool,
+            lost: list[dict[str, str]]) -> None:
     if not expect:
         expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
         case["gating"] = False
@@ -100,6 +114,8 @@ def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], buil
     if notes:
         case["notes"] = " ".join(dict.fromkeys(notes))
     case["expect"] = expect
+    if lost:    # never read as checked: validate_cases refuses a gating case that carries them
+        case["not_converted"] = lost
     built.log.comparable[case["id"]] = comparable
     built.cases.append(case)
 
@@ -121,7 +137,8 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
                                          f"the prompt uses {exc}, which the import does not evaluate"))
         return
     if not turns or not all(t.strip() for t in turns):
-        built.log.skipped.append(Skipped(test.raw.where, f"test x prompt {prompt.label}", "no user message to send"))
+        built.log.skipped.append(Skipped(test.raw.where, f"test x prompt {prompt.label}",
+                                         "no user message to send" + _unset_vars(prompt, test)))
         return
     ident = [built.cfg.label, prompt.raw, test.doc.get("description"), test.vars]
     cid = _unique("c-" + short_hash(*ident), seen)
@@ -130,8 +147,8 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
     _identity(built, case, test)
     built.prompt_labels[cid] = prompt.label
     notes += _metadata(built, cid, test)
-    expect, mapped, more = convert_assertions(test, built.log, test.vars,
-                                              conversation=TRANSCRIPT if len(turns) > 1 else None)
+    expect, mapped, more, lost = convert_assertions(test, built.log, test.vars,
+                                                    conversation=TRANSCRIPT if len(turns) > 1 else None)
     for m in built.log.mapped[-len(mapped):] if mapped else []:
         m["case"] = cid
     if len(turns) == 1:
@@ -144,7 +161,7 @@ def _single(built: Built, prompt: RawPrompt, test: Test, seen: set[str]) -> None
         built.log.skipped.append(Skipped(test.raw.where, "a chat prompt", f"{len(turns)} user turns, over assay's "
                                          f"{MAX_TURNS}"))
         return
-    _finish(case, expect, notes + more, built, all(m.exact for m in mapped))
+    _finish(case, expect, notes + more, built, all(m.exact for m in mapped), lost)
 
 
 def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[str]) -> None:
@@ -168,6 +185,7 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
         cid = _unique("c-" + short_hash(built.cfg.label, prompt.raw, "conversation", conv_id,
                                          [t.vars for t in members]), seen)
         final_expect: dict[str, Any] = {}
+        lost: list[dict[str, str]] = []
         for n, t in enumerate(members):
             try:
                 users, more = user_turns(prompt, t)
@@ -175,8 +193,9 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
                 built.log.skipped.append(Skipped(t.raw.where, f"conversation {conv_id}", f"the prompt uses {exc}"))
                 turns = []
                 break
-            expect, mapped, more2 = convert_assertions(t, built.log, t.vars,
-                                                       conversation=TURN if n < len(members) - 1 else TRANSCRIPT)
+            expect, mapped, more2, lost_here = convert_assertions(
+                t, built.log, t.vars, conversation=TURN if n < len(members) - 1 else TRANSCRIPT)
+            lost += [dict(e, check=f"{e['check']} (turn {n + 1})") for e in lost_here]
             for m in built.log.mapped[-len(mapped):] if mapped else []:
                 m["case"], m["turn"] = cid, n + 1
             comparable = comparable and all(m.exact for m in mapped)
@@ -201,7 +220,7 @@ def _conversation(built: Built, prompt: RawPrompt, tests: list[Test], seen: set[
             final_expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
             notes.append("the last turn has no convertible check: the case checks only that its answer is not "
                          "empty (the earlier turns keep their checkpoints)")
-        _finish(case, final_expect, notes, built, comparable)
+        _finish(case, final_expect, notes, built, comparable, lost)
 
 
 def build_import(config_path: str, app_url_env: str | None = None, repeat: int | None = None) -> Built:

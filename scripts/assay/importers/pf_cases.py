@@ -52,6 +52,7 @@ class Test:
     asserts: list[tuple[dict[str, Any], Where, bool]]   # (assertion, where, from assert-set with threshold)
     vars: dict[str, Any]
     combo: int
+    lost: list[dict[str, str]] = field(default_factory=list)   # assertions _flatten could not read
 
 
 def short_hash(*parts: Any) -> str:
@@ -60,23 +61,28 @@ def short_hash(*parts: Any) -> str:
 
 
 def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
-             out: list[tuple[dict[str, Any], Where, bool]], in_threshold_set: bool = False) -> None:
+             out: list[tuple[dict[str, Any], Where, bool]], lost: list[dict[str, str]],
+             in_threshold_set: bool = False) -> None:
     if not isinstance(items, list):
         return
     for i, a in enumerate(items):
         where = raw.line_of(*path, i)
+        skipped = None
         if isinstance(a, str) and a.startswith("file://"):
-            log.skipped.append(Skipped(where, "assertion file", "assertions read from a file:// reference are not "
-                                       "imported; paste them inline"))
+            skipped = Skipped(where, "assertion file", "assertions read from a file:// reference are not "
+                              "imported; paste them inline")
         elif unresolved(a):
-            log.skipped.append(Skipped(where, "an assertion", unresolved(a)))
+            skipped = Skipped(where, "an assertion", unresolved(a))
         elif not isinstance(a, dict) or "type" not in a:
-            log.skipped.append(Skipped(where, "an assertion", "has no type"))
+            skipped = Skipped(where, "an assertion", "has no type")
         elif a["type"] == "assert-set":
             has_thr = a.get("threshold") is not None
-            _flatten(a.get("assert"), raw, path + (i, "assert"), log, out, in_threshold_set or has_thr)
+            _flatten(a.get("assert"), raw, path + (i, "assert"), log, out, lost, in_threshold_set or has_thr)
         else:
             out.append((a, where, in_threshold_set))
+        if skipped is not None:
+            log.skipped.append(skipped)
+            lost.append(lost_check(skipped.where, skipped.what, skipped.why))
 
 
 def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: ImportLog) -> list[Test]:
@@ -88,9 +94,10 @@ def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: 
         doc["options"] = {**(base.get("options") or {}), **(raw.doc.get("options") or {})}
         doc["metadata"] = {**(base.get("metadata") or {}), **(raw.doc.get("metadata") or {})}
         asserts: list[tuple[dict[str, Any], Where, bool]] = []
+        lost: list[dict[str, str]] = []
         if default is not None:
-            _flatten(base.get("assert"), default, ("assert",), log, asserts)
-        _flatten(raw.doc.get("assert"), raw, ("assert",), log, asserts)
+            _flatten(base.get("assert"), default, ("assert",), log, asserts, lost)
+        _flatten(raw.doc.get("assert"), raw, ("assert",), log, asserts, lost)
         for col in raw.doc.get("_unread_columns", []):
             log.skipped.append(Skipped(raw.where, f"CSV column {col}", "a promptfoo special column the import "
                                        "does not read"))
@@ -102,7 +109,7 @@ def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: 
         pools = [variables[k] if isinstance(variables[k], list) and variables[k] and
                  isinstance(variables[k][0], str) else [variables[k]] for k in keys]
         for n, combo in enumerate(itertools.product(*pools)):
-            out.append(Test(raw, doc, asserts, dict(zip(keys, combo)), n))
+            out.append(Test(raw, doc, asserts, dict(zip(keys, combo)), n, lost))
     return out
 
 
@@ -160,18 +167,28 @@ TRANSCRIPT_NOTE = ("promptfoo graded the last answer; assay judges a rubric on a
                    "otherwise: review the pin, or move it to a turn checkpoint")
 
 
-def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
-                       conversation: str | None) -> tuple[dict[str, Any], list[Mapped], list[str]]:
-    """The test's assertions as an `expect`. `conversation`: None (a single-turn case), TURN (an earlier
-    turn's checkpoint) or TRANSCRIPT (a conversation case's own expect)."""
+def lost_check(where: Where, what: str, why: str) -> dict[str, str]:
+    """One `not_converted` entry of a case: a promptfoo check the case does not make (validate_cases
+    reports ERROR check_not_converted on a gating case that carries one)."""
+    return {"check": str(what), "source": str(where), "why": why}
+
+
+def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], conversation: str | None
+                       ) -> tuple[dict[str, Any], list[Mapped], list[str], list[dict[str, str]]]:
+    """The test's assertions as an `expect`, plus the ones not converted (`lost_check` entries: they go
+    into the case's `not_converted`, so the case never reads as checking them). `conversation`: None
+    (a single-turn case), TURN (an earlier turn's checkpoint) or TRANSCRIPT (a conversation case's own
+    expect)."""
     expect: dict[str, Any] = {}
     mapped: list[Mapped] = []
     notes: list[str] = []
+    lost: list[dict[str, str]] = list(test.lost)
     opts = test.doc.get("options") or {}
     for a, where, in_set_thr in test.asserts:
         if opts.get("transform") or opts.get("postprocess"):
-            log.skipped.append(Skipped(where, a.get("type", "?"), "the test transforms the output with code "
-                                       "(options.transform) before its assertions"))
+            why = "the test transforms the output with code (options.transform) before its assertions"
+            log.skipped.append(Skipped(where, a.get("type", "?"), why))
+            lost.append(lost_check(where, a.get("type", "?"), why))
             continue
         for key in ("provider", "rubricPrompt"):
             if a.get(key) is not None:
@@ -186,6 +203,7 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
             m.note = (m.note + "; " if m.note else "") + TRANSCRIPT_NOTE
         if m.skipped:
             log.skipped.append(Skipped(where, m.ptype, m.skipped))
+            lost.append(lost_check(where, m.ptype, m.skipped))
             continue
         if in_set_thr:
             m.exact = False
@@ -224,4 +242,4 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any],
     elif any(a.get("weight") not in (None, 1) for a, _, _ in test.asserts):
         notes.append("assertion weights change promptfoo's score, not its pass/fail without a test threshold; "
                      "assay has no weights")
-    return expect, mapped, notes
+    return expect, mapped, notes, lost

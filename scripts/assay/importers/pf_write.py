@@ -144,6 +144,11 @@ def import_md(built: Built, summ: dict[str, Any], kept: list[str]) -> str:
     for s in summ["not_converted"]:
         where = f"{s['file']}:{s['line']}" if s["line"] else s["file"]
         lines.append(f"- {where} `{s['what']}`: {s['why']}")
+    lost = [c["id"] for c in built.cases if c.get("not_converted") and c.get("gating") is not False]
+    if lost:
+        lines += ["", f"{len(lost)} gating case(s) lost a check listed above and carry it as `not_converted` "
+                  f"({', '.join(lost)}): `make_plan.py` refuses them (check_not_converted) until you rewrite "
+                  "each check as an assay check or delete its entry, since the case passes without it."]
     if kept:
         lines += ["", "## Kept (edited since the last import)", ""] + [f"- `{k}`" for k in kept]
     lines += ["", "Next: `convert_suite.py`, `validate_cases.py`, `make_plan.py` (README, \"Using it on your own "

@@ -77,6 +77,7 @@ def check_case(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
     _identity(case, report)
     _classification(case, ctx, report)
     _review_and_reserved(case, report)
+    _not_converted(case, report)
     _input(case, report)
     if "expect" in case:
         check_expect(case["expect"], "expect", report, user_text=user_texts(case),
@@ -136,6 +137,20 @@ def _classification(case: dict[str, Any], ctx: CaseContext, report: Report) -> N
     if params and not template:
         report("params_without_template", "instantiation_params without a template_id; set the template or "
                "drop the params")
+
+
+def _not_converted(case: dict[str, Any], report: Report) -> None:
+    """ERROR check_not_converted: a gating case carrying checks its import could not convert would
+    pass without them, so a regression only they catch would read as a pass (wave 4 §1)."""
+    lost = case.get("not_converted")
+    if not isinstance(lost, list) or not lost or case.get("gating") is False:
+        return
+    named = "; ".join(f"{e.get('check')} at {e.get('source')}" if isinstance(e, dict) else repr(e) for e in lost)
+    report("check_not_converted", f"gating case with {len(lost)} check(s) its import could not convert ({named}): "
+           "it passes without them, so a regression only they would catch reads as a pass. Rewrite each as an "
+           "assay check (expect.answer.must_contain, a /regex/, format.json_schema or a rubric) and delete its "
+           "not_converted entry; or delete the entry to gate on the converted checks alone; or set gating: false",
+           key="not_converted")
 
 
 def _review_and_reserved(case: dict[str, Any], report: Report) -> None:

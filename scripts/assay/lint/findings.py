@@ -32,6 +32,9 @@ CODES: dict[str, str] = {
     "unquoted_bool_or_number": ERROR, "bad_regex": ERROR, "unknown_schema_keyword": ERROR,
     # a forbidden id the app can never write: the authz check could only ever pass (wave 4 §1)
     "unobservable_record_ids": ERROR,
+    # an imported case that lost a check of its source (import_promptfoo.py's not_converted): it would pass
+    # without it
+    "check_not_converted": ERROR,
     # suite files
     "manifest_mismatch": ERROR,
     # rubric pins (expect.answer.rubric against rubrics/<id>.md)

@@ -186,7 +186,9 @@ def to_json(res: GateResult) -> dict:
             "infra_errors", "infra_incomplete", "infra_rate", "crash_rate", "scorer_errors", "repeated_5xx", "status")
     out = {k: s.get(k) for k in keys}
     out.update({"run_id": res.run_id, "run_dir": str(res.run_dir), "mode": res.results.get("mode"),
-                "exit_code": res.results.get("exit_code"), "canaries": s.get("canaries"),
+                # the runner's exit, never the gate's (a closed gate on a complete run has runner exit 0):
+                # a key named exit_code read as the decision was a green from a red gate; the decision is `gate`
+                "runner_exit_code": res.results.get("exit_code"), "canaries": s.get("canaries"),
                 "holdout": s.get("holdout"), "by_kind": s.get("by_kind"),
                 "verified": res.verified, "verify_clean": res.verify_clean,
                 "gate": "open" if res.open else "closed", "reasons": list(res.reasons),

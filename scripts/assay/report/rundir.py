@@ -267,6 +267,19 @@ def last_log_event(run_dir: Path) -> dict | None:
     return None
 
 
+def _not_a_run_hint(path: Path) -> str:
+    """What to pass instead: a reports dir (its runs hold results.json) names its newest run."""
+    try:
+        runs = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.is_symlink()
+                      and (p / "results.json").is_file())
+    except OSError:
+        runs = []
+    if runs:
+        return (f"it is a reports dir of {len(runs)} run(s): pass one run directory, e.g. {path / runs[-1]} "
+                f"(gate.py alone also takes the reports dir with --latest)")
+    return "pass a run directory (reports/<run-id>); gate.py alone also takes a reports dir with --latest"
+
+
 def load_results(run_dir: Path, *, rows: bool = True) -> dict:
     """results.json with an object `summary`, else AssayError(2). A symlink at the run dir, among
     its files or its case dirs is refused first (exit 2 naming it): nothing is read through one."""
@@ -274,8 +287,7 @@ def load_results(run_dir: Path, *, rows: bool = True) -> dict:
     if Path(run_dir).is_dir():
         refuse_symlinks_in(run_dir, max_depth=2, what="inside a run directory")
     if not path.is_file():
-        raise AssayError(f"{run_dir}: no results.json here; pass a run directory "
-                         f"(reports/<run-id>) or a reports dir with --latest", 2, path=str(run_dir))
+        raise AssayError(f"{run_dir}: no results.json here; {_not_a_run_hint(Path(run_dir))}", 2, path=str(run_dir))
     doc = read_results_file(path, rows=rows)
     if not isinstance(doc, dict) or not isinstance(doc.get("summary"), dict):
         raise AssayError(f"{path}: `summary` is missing or not an object; this is not a results.json "

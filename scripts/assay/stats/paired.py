@@ -32,6 +32,8 @@ Caveats: cases are assumed independent; case level only; no multiplicity correct
 
 from __future__ import annotations
 
+import os
+
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -377,6 +379,12 @@ def read_verdicts_jsonl(path: str) -> list[dict]:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as err:
+        if os.path.isdir(path):
+            inside = os.path.join(path, "verdicts_for_stats.jsonl")
+            hint = (f"pass a run's verdicts file, {inside}" if os.path.isfile(inside) else
+                    "pass a run's verdicts file, <reports>/<run-id>/verdicts_for_stats.jsonl (or compare two run "
+                    "directories with compare_runs.py)")
+            raise AssayError(f"{path} is a directory: {hint}", 2, file=str(path)) from None
         raise AssayError(f"cannot read {path}: {err.strerror or err}", 2, file=str(path)) from None
     try:
         text = raw.decode("utf-8")
