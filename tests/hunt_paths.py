@@ -36,7 +36,8 @@ def junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
 def gate(run_dir: Path, tmp: Path, *extra: str) -> dict:
     """gate.py RUN --json --junit F: its decision, reasons, closing cases and skipped ones."""
     junit_file = tmp / f"junit-{len(list(tmp.glob('junit-*')))}.xml"
-    r = run_script("gate", run_dir, "--json", "--junit", junit_file, *extra)
+    # a check is kept at any size here (assay.rundir.checked), for the path that takes it
+    r = run_script("gate", run_dir, "--json", "--junit", junit_file, *extra, env={"ASSAY_CHECK_KEEP_ABOVE": "0"})
     assert r.rc in (0, 1), (r.stdout, r.stderr)
     closing, skipped = junit(junit_file)
     return {"closed": r.rc == 1 and r.json["gate"] == "closed", "reasons": r.json["reasons"],
@@ -46,8 +47,14 @@ def gate(run_dir: Path, tmp: Path, *extra: str) -> dict:
 def gate_kept(run_dir: Path, tmp: Path) -> dict:
     """gate.py again, after a gate kept the completeness check's answer beside the run
     (assay.rundir.checked): the decision from the kept answer must be the full check's."""
+    import os
+
     from assay.rundir.checked import known, memo_path
-    assert memo_path(run_dir).is_file() and known(run_dir) is not None, f"no kept check beside {run_dir}"
+    os.environ["ASSAY_CHECK_KEEP_ABOVE"] = "0"
+    try:
+        assert memo_path(run_dir).is_file() and known(run_dir) is not None, f"no kept check beside {run_dir}"
+    finally:
+        del os.environ["ASSAY_CHECK_KEEP_ABOVE"]
     return gate(run_dir, tmp)
 
 

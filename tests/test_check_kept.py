@@ -13,6 +13,12 @@ from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa:
 from helpers import run_script
 
 
+@pytest.fixture(autouse=True)
+def keep_small_runs(monkeypatch):
+    """These 6-case runs are far under the size a check is kept at (checked.KEEP_ABOVE): keep them."""
+    monkeypatch.setenv("ASSAY_CHECK_KEEP_ABOVE", "0")
+
+
 @pytest.fixture
 def run(app, state):
     plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
@@ -111,3 +117,15 @@ def test_the_viewer_shows_a_kept_answer_and_says_when_there_is_none(run):
     after = gates.decide(run)
     assert after["gate"] == "closed" and after["verified"] is True and after["verify_clean"] is False
     assert any(f"cases/{cid}/answer.txt (edited" in r for r in after["reasons"]), after["reasons"]
+
+
+def test_a_small_run_is_neither_kept_nor_taken(run, monkeypatch):
+    """Under KEEP_ABOVE bytes the check costs less than the digest: nothing is written beside the run."""
+    from assay.rundir import checked
+    monkeypatch.delenv("ASSAY_CHECK_KEEP_ABOVE")
+    assert sum(p.stat().st_size for p in run.iterdir()) < checked.KEEP_ABOVE
+    assert run_script("gate", run).rc == 0 and not checked.memo_path(run).exists()
+    monkeypatch.setenv("ASSAY_CHECK_KEEP_ABOVE", "0")
+    assert run_script("gate", run).rc == 0 and checked.known(run) == []
+    monkeypatch.delenv("ASSAY_CHECK_KEEP_ABOVE")
+    assert checked.known(run) is None

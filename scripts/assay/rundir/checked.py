@@ -17,6 +17,8 @@ was taken (a run still being written is never kept), in
 `<reports>/.<run-id>.checked.json` (hidden, like the run's lock; written by the one writer), and
 never when that cannot be written (a read-only reports dir: nothing is lost but time). An edited
 byte, a file added or removed, a changed line of the check: a different digest, a full check.
+A run dir under KEEP_ABOVE bytes (~250 plain cases) is neither kept nor taken: its check costs less
+than the digest of assay's source; `ASSAY_CHECK_KEEP_ABOVE` (bytes) moves that (0: always; tests).
 """
 
 from __future__ import annotations
@@ -29,7 +31,20 @@ from pathlib import Path
 
 SUFFIX = ".checked.json"
 VERSION = 1
+KEEP_ABOVE = 1 << 20
 _CODE: list[str] = []
+
+
+def _keep_above() -> int:
+    raw = os.environ.get("ASSAY_CHECK_KEEP_ABOVE", "")
+    try:
+        return max(0, int(raw)) if raw.strip() else KEEP_ABOVE
+    except ValueError:
+        return KEEP_ABOVE
+
+
+def _kept_size(stats: list[tuple] | None) -> bool:
+    return stats is not None and sum(entry[2] for entry in stats) >= _keep_above()
 
 
 def memo_path(run_dir: Path) -> Path:
@@ -83,6 +98,8 @@ def known(run_dir: Path) -> list[str] | None:
     """The kept answer (the problems; [] for a clean run) when the run dir and the code are those it
     was recorded for, else None."""
     from ..core.jsonio import read_json
+    if not _kept_size(_stats(run_dir)):
+        return None
     try:
         doc = read_json(memo_path(run_dir))
     except (OSError, ValueError):
@@ -98,12 +115,14 @@ def check(run_dir: Path) -> list[str]:
     Raises what check_run_dir raises (RunDirError for something that is not a run dir)."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
+    before = _stats(run_dir) if not run_dir.is_symlink() else None
+    if not _kept_size(before):
+        return list(check_run_dir(run_dir)[0])
     kept = known(run_dir)
     if kept is not None:
         return kept
-    before = _stats(run_dir)
     problems = list(check_run_dir(run_dir)[0])
-    value = digest(run_dir) if before is not None else None
+    value = digest(run_dir)
     if value is not None and _stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
