@@ -151,6 +151,19 @@ def test_cut_off_and_malformed_transcripts_are_infra_never_a_pass(main_run):
     assert bad["verdict"] == "infra_error" and "is not JSON" in bad["infra_reason"]
 
 
+def test_an_mcp_server_that_did_not_connect_is_infra_never_a_pass(tmp_path):
+    """The app under test (the MCP server) never started: a scripted call of its tool, refused as "No
+    such tool available", must not read as the tool called with the right arguments."""
+    state = setup_state(tmp_path)
+    down = case("a-mcp-down", "mcpdown 3", expect={"args": {"mcp__calc__add": {"a": 2, "b": 3}},
+                                                   "tools": {"subset": ["mcp__calc__add"]}, "answer": {"must_contain": ["5"]}})
+    r, out = run(state, [down], tmp_path, run_id="smoke-20261204T234000Z")
+    v = verdict(out, "a-mcp-down")
+    assert v["verdict"] == "infra_error", v
+    assert "MCP server 'calc' (failed) did not connect" in v["infra_reason"], v["infra_reason"]
+    assert "invocation.agent.mcp_config" in v["infra_reason"]
+
+
 def test_secrets_never_reach_disk(main_run):
     _, out, _, _ = main_run
     assert verdict(out, "a-secret")["verdict"] == "pass"

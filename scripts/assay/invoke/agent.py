@@ -130,6 +130,24 @@ class AgentSpec:
         return argv
 
 
+MCP_DOWN = ("failed", "needs-auth")
+
+
+def mcp_not_connected(trajectory: Mapping[str, Any]) -> str | None:
+    """Why the attempt ran without part of the app: an MCP server the session was given (by
+    `mcp_config` or a plugin) that the transcript's init event reports `failed` or `needs-auth`.
+    The agent then has none of its tools, so nothing the case asks of them is measured; a call to
+    one is refused as "No such tool available". None when every server connected."""
+    down = [s for s in trajectory.get("mcp_servers") or []
+            if isinstance(s, Mapping) and s.get("status") in MCP_DOWN]
+    if not down:
+        return None
+    names = ", ".join(f"{s.get('name')!r} ({s.get('status')})" for s in down)
+    return (f"MCP server {names} did not connect: the agent had none of its tools. Run the server's command "
+            "(invocation.agent.mcp_config) by hand in a copy of the fixture, where the agent starts it: give "
+            "its path absolute or as ${VAR}, and its variables in invocation.env_allowlist")
+
+
 def _looks_secret(name: str) -> bool:
     return any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
 
@@ -253,6 +271,9 @@ class AgentInvoker(CliInvoker):
                                                   or result_ev.get("terminal_reason") == "api_error"):
             return Outcome(EXIT, status=r.returncode, error=f"the agent's model call failed: {(text or '')[:200]}",
                            **common)
+        down = mcp_not_connected(got["trajectory"])
+        if down:
+            return Outcome(EXIT, status=r.returncode, error=down, **common)
         with self._lock:
             copied_ns = self._copied.get(str(work))
         measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns)
