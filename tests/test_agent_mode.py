@@ -83,6 +83,7 @@ CASES = [
     case("a-forbidden", "deny please", expect={"tools": {"forbidden": ["Bash(rm -rf *)"]}, "permissions": {"max_denied": 1}}),
     case("a-mcp", "mcp 3", expect={"args": {"mcp__calc__add": {"a": 2, "b": 3}}, "tools": {"subset": ["mcp__calc__add"]}}),
     case("a-mcp-wrong", "mcp 4", expect={"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
+    case("a-forbid-typo", "mcp 3", expect={"tools": {"forbidden": ["mcp__calc__ad"]}}),
     case("a-cut", "cut short", expect={"answer": {"must_contain": ["x"]}}),
     case("a-garbage", "garbage out", expect={"answer": {"must_contain": ["x"]}}),
     case("a-secret", "secret please", expect={"answer": {"must_contain": ["the token is"]}}),
@@ -142,6 +143,13 @@ def test_mcp_tool_arguments_right_and_wrong(main_run):
     assert [a["name"] for a in traj["agents"]] == ["claude-code", "explorer"]
     read = [c for c in traj["tool_calls"] if c["name"] == "Read"][0]
     assert read["agent"] == "explorer"
+
+
+def test_a_forbidden_tool_the_session_did_not_have_is_unscored_never_a_pass(main_run):
+    _, out, _, _ = main_run
+    v = verdict(out, "a-forbid-typo")
+    assert v["verdict"] == "unscored" and v["layers"]["trajectory"]["verdict"] == "unscored", v
+    assert "did you mean 'mcp__calc__add'" in v["layers"]["trajectory"]["reason"]
 
 
 def test_cut_off_and_malformed_transcripts_are_infra_never_a_pass(main_run):
