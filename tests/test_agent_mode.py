@@ -241,7 +241,8 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
              case("l-2", "fix", expect={"check": {"command": "no-such-checker"}}),
              {**case("l-3", "fix", expect={"files": {"exist": ["a"]}}),
               "input": {"messages": [{"role": "user", "content": "x"}], "fixture": "fixtures/nope"}},
-             case("l-4", "fix", expect={"skils": {"must_trigger": ["fix-tests"]}})]
+             case("l-4", "fix", expect={"skils": {"must_trigger": ["fix-tests"]}}),
+             case("l-5", "fix", expect={"files": {"unchanged": ["README.mdx", "docs/*"]}})]
     (state / "work" / "cases.json").write_text(json.dumps(cases))
     r = run_script("validate_cases", "--cases", state / "work" / "cases.json", "--no-capabilities",
                    "--adapter", state / "work" / "adapter.json")
@@ -252,6 +253,9 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
     assert "fixtures/nope" in found[("l-3", "missing_fixture")]
     assert "did you mean 'exists'" in found[("l-3", "bad_expect_shape")]
     assert "did you mean 'skills'" in found[("l-4", "unknown_expect_key")]
+    # a plain unchanged path the fixture lacks passes whatever the agent does; a glob may name what is not there yet
+    assert "did you mean 'README.md'" in found[("l-5", "unchanged_not_in_fixture")]
+    assert "docs/*" not in found[("l-5", "unchanged_not_in_fixture")]
 
 
 def test_two_arms_compare_as_lift(tmp_path):

@@ -312,6 +312,15 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             if isinstance(name, str) and known_skills and name not in known_skills:
                 out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
                             f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
+    files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
+    unchanged = files.get("unchanged") if isinstance(files.get("unchanged"), list) else []
+    for path in unchanged:
+        if (isinstance(path, str) and path and not any(c in path for c in "*?[") and fixture.is_dir()
+                and not os.path.lexists(fixture / path)):
+            out.append(("expect.files.unchanged", f"{path!r} is not in the fixture {fixture}"
+                        f"{did_you_mean(path, _fixture_paths(fixture))}: unchanged compares with the fixture, so a "
+                        "misspelt path passes whatever the agent changes; fix it, or list a path the agent must "
+                        "not create under expect.files.absent"))
     check = expect.get("check") if isinstance(expect.get("check"), Mapping) else None
     if check is not None and fixture.is_dir():
         argv = wd.check_argv(check)
@@ -319,6 +328,18 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
     return out
+
+
+def _fixture_paths(fixture: Path, limit: int = 5000) -> list[str]:
+    """The fixture's paths relative to it (`.git` left out; the first `limit`), for a did-you-mean."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, fixture)
+        out += [n if rel == "." else f"{rel}/{n}" for n in sorted(dirnames + filenames)]
+        if len(out) >= limit:
+            break
+    return out[:limit]
 
 
 def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
