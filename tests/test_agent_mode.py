@@ -219,6 +219,11 @@ def test_newcomer_mistakes_are_named_before_any_case_runs(tmp_path):
         assert r.rc == 3, r.stderr
         assert needle in r.stdout and bad_case["id"] in r.stdout, r.stdout
         assert not (out / "cases").exists() or not any((out / "cases").iterdir())
+    # the CLI missing: named by the key the user wrote (program), not the cli invoker's command[0]
+    r, _ = run(state, [case("n-4", "fix", expect={"answer": {"must_contain": ["x"]}})], tmp_path,
+               run_id="smoke-20261204T230004Z", adapter=agent_adapter(state.parent, program="claud"))
+    assert r.rc == 3 and "invocation.agent.program 'claud' is not found" in r.stdout, r.stdout
+    assert r.json["key"] == "invocation.agent.program"
 
 
 def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):

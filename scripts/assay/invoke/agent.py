@@ -169,6 +169,9 @@ class AgentInvoker(CliInvoker):
                  timeout_s: float, app_root: Path, area: Path, state_dir: Path, declared: list[str] = ()) -> None:
         spec = AgentSpec(invocation.get("agent"), app_root)
         self.spec = spec
+        self.program_key = "invocation.agent.command[0]" if spec.command is not None else (
+            "invocation.agent.program" if invocation["agent"].get("program") else
+            "invocation.agent.program (default claude, the Claude Code CLI)")
         self.declared = list(declared)
         cli_inv = {"command": spec.template(), "cwd": "scratch", "stdin": "none",
                    "env_allowlist": invocation.get("env_allowlist") or ["PATH"],
