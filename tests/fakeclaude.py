@@ -48,9 +48,10 @@ def finish(text: str, *, denials=(), usage: bool = True, subtype: str = "success
     emit(ev)
 
 
+mcp_up = word != "mcpdown"   # "mcpdown": the MCP server did not start, so the session lacks its tool
 emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "claude-scripted-1",
-      "tools": ["Bash", "Read", "Edit", "Skill", "Task", "mcp__calc__add"], "argv": argv,
-      "mcp_servers": [{"name": "calc", "status": "connected"}], "permissionMode": "default"})
+      "tools": ["Bash", "Read", "Edit", "Skill", "Task"] + (["mcp__calc__add"] if mcp_up else []), "argv": argv,
+      "mcp_servers": [{"name": "calc", "status": "connected" if mcp_up else "failed"}], "permissionMode": "default"})
 if word == "task":         # an arm with the plugin fixes it through the skill; without, it guesses wrong
     word = "fix" if "--plugin-dir" in argv else "wrong"
 if word == "fix":          # the skill, then the right edit
@@ -72,6 +73,10 @@ elif word == "mcp":        # an MCP tool and a subagent
     tool("mcp__calc__add", {"a": 2, "b": int(prompt.split()[1])}, "5")
     task = tool("Task", {"description": "look", "prompt": "look around", "subagent_type": "explorer"}, "found it")
     tool("Read", {"file_path": "calc.py"}, "def add...", parent=task)
+    finish("2 + 3 = 5")
+elif word == "mcpdown":    # the model calls the tool anyway: the CLI refuses it, as the real one does
+    tool("mcp__calc__add", {"a": 2, "b": 3}, "<tool_use_error>Error: No such tool available: mcp__calc__add"
+         "</tool_use_error>", is_error=True)
     finish("2 + 3 = 5")
 elif word == "hang":       # a grandchild and a sleep: the deadline kills the whole group
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "fakeclaude-grandchild"])

@@ -83,6 +83,7 @@ CASES = [
     case("a-forbidden", "deny please", expect={"tools": {"forbidden": ["Bash(rm -rf *)"]}, "permissions": {"max_denied": 1}}),
     case("a-mcp", "mcp 3", expect={"args": {"mcp__calc__add": {"a": 2, "b": 3}}, "tools": {"subset": ["mcp__calc__add"]}}),
     case("a-mcp-wrong", "mcp 4", expect={"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
+    case("a-forbid-typo", "mcp 3", expect={"tools": {"forbidden": ["mcp__calc__ad"]}}),
     case("a-cut", "cut short", expect={"answer": {"must_contain": ["x"]}}),
     case("a-garbage", "garbage out", expect={"answer": {"must_contain": ["x"]}}),
     case("a-secret", "secret please", expect={"answer": {"must_contain": ["the token is"]}}),
@@ -144,11 +145,31 @@ def test_mcp_tool_arguments_right_and_wrong(main_run):
     assert read["agent"] == "explorer"
 
 
+def test_a_forbidden_tool_the_session_did_not_have_is_unscored_never_a_pass(main_run):
+    _, out, _, _ = main_run
+    v = verdict(out, "a-forbid-typo")
+    assert v["verdict"] == "unscored" and v["layers"]["trajectory"]["verdict"] == "unscored", v
+    assert "did you mean 'mcp__calc__add'" in v["layers"]["trajectory"]["reason"]
+
+
 def test_cut_off_and_malformed_transcripts_are_infra_never_a_pass(main_run):
     _, out, _, _ = main_run
     cut, bad = verdict(out, "a-cut"), verdict(out, "a-garbage")
     assert cut["verdict"] == "infra_error" and "without a result event" in cut["infra_reason"]
     assert bad["verdict"] == "infra_error" and "is not JSON" in bad["infra_reason"]
+
+
+def test_an_mcp_server_that_did_not_connect_is_infra_never_a_pass(tmp_path):
+    """The app under test (the MCP server) never started: a scripted call of its tool, refused as "No
+    such tool available", must not read as the tool called with the right arguments."""
+    state = setup_state(tmp_path)
+    down = case("a-mcp-down", "mcpdown 3", expect={"args": {"mcp__calc__add": {"a": 2, "b": 3}},
+                                                   "tools": {"subset": ["mcp__calc__add"]}, "answer": {"must_contain": ["5"]}})
+    r, out = run(state, [down], tmp_path, run_id="smoke-20261204T234000Z")
+    v = verdict(out, "a-mcp-down")
+    assert v["verdict"] == "infra_error", v
+    assert "MCP server 'calc' (failed) did not connect" in v["infra_reason"], v["infra_reason"]
+    assert "invocation.agent.mcp_config" in v["infra_reason"]
 
 
 def test_secrets_never_reach_disk(main_run):
@@ -198,6 +219,11 @@ def test_newcomer_mistakes_are_named_before_any_case_runs(tmp_path):
         assert r.rc == 3, r.stderr
         assert needle in r.stdout and bad_case["id"] in r.stdout, r.stdout
         assert not (out / "cases").exists() or not any((out / "cases").iterdir())
+    # the CLI missing: named by the key the user wrote (program), not the cli invoker's command[0]
+    r, _ = run(state, [case("n-4", "fix", expect={"answer": {"must_contain": ["x"]}})], tmp_path,
+               run_id="smoke-20261204T230004Z", adapter=agent_adapter(state.parent, program="claud"))
+    assert r.rc == 3 and "invocation.agent.program 'claud' is not found" in r.stdout, r.stdout
+    assert r.json["key"] == "invocation.agent.program"
 
 
 def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):
@@ -220,7 +246,8 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
              case("l-2", "fix", expect={"check": {"command": "no-such-checker"}}),
              {**case("l-3", "fix", expect={"files": {"exist": ["a"]}}),
               "input": {"messages": [{"role": "user", "content": "x"}], "fixture": "fixtures/nope"}},
-             case("l-4", "fix", expect={"skils": {"must_trigger": ["fix-tests"]}})]
+             case("l-4", "fix", expect={"skils": {"must_trigger": ["fix-tests"]}}),
+             case("l-5", "fix", expect={"files": {"unchanged": ["README.mdx", "docs/*"]}})]
     (state / "work" / "cases.json").write_text(json.dumps(cases))
     r = run_script("validate_cases", "--cases", state / "work" / "cases.json", "--no-capabilities",
                    "--adapter", state / "work" / "adapter.json")
@@ -231,6 +258,9 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
     assert "fixtures/nope" in found[("l-3", "missing_fixture")]
     assert "did you mean 'exists'" in found[("l-3", "bad_expect_shape")]
     assert "did you mean 'skills'" in found[("l-4", "unknown_expect_key")]
+    # a plain unchanged path the fixture lacks passes whatever the agent does; a glob may name what is not there yet
+    assert "did you mean 'README.md'" in found[("l-5", "unchanged_not_in_fixture")]
+    assert "docs/*" not in found[("l-5", "unchanged_not_in_fixture")]
 
 
 def test_two_arms_compare_as_lift(tmp_path):

@@ -117,3 +117,28 @@ def test_a_refused_skill_call_is_not_a_trigger():
     got = read_stream(transcript(INIT, use("t1", "Skill", {"skill": "nope"}), res("t1", "Unknown skill: nope", is_error=True),
                                  RESULT))
     assert got["trajectory"]["skills"] == [] and got["trajectory"]["tool_calls"][0]["skill"] == "nope"
+
+
+def test_a_tool_check_naming_a_tool_the_session_did_not_have_is_never_a_pass():
+    """A forbidden name the session lacks can never fail (a typo); a required one passes only on a call
+    the CLI refused ("No such tool available"). Either pass is unscored, naming the closest tool."""
+    from assay.score.tool_names import hold_to_session, not_in_session
+    init = {**INIT, "tools": ["Bash", "Skill", "mcp__calc__add", "mcp__calc__delete_all"]}
+    got = read_stream(transcript(init, use("t1", "mcp__calc__delete_all", {}), res("t1", "ok"),
+                                 use("t2", "mcp__calc__sub", {"a": 1}),
+                                 res("t2", "<tool_use_error>Error: No such tool available: mcp__calc__sub</tool_use_error>",
+                                     is_error=True), RESULT))
+    traj = got["trajectory"]
+    typo = {"tools": {"forbidden": ["mcp__calc__delete"]}}
+    assert score_trajectory(traj, typo)["verdict"] == "pass"          # the check alone cannot see the typo
+    held = hold_to_session({"trajectory": score_trajectory(traj, typo)}, not_in_session(typo, traj))
+    assert held["trajectory"]["verdict"] == "unscored"
+    assert "did you mean 'mcp__calc__delete_all'" in held["trajectory"]["reason"]
+    refused = {"tools": {"subset": ["mcp__calc__sub"]}, "args": {"mcp__calc__sub": {"a": 1}}}
+    unknown = not_in_session(refused, traj)
+    assert set(unknown) == {"trajectory", "tool_selection"}
+    assert hold_to_session({"trajectory": score_trajectory(traj, refused)}, unknown)["trajectory"]["verdict"] == "unscored"
+    # names the session had, permission-style rules, a bare MCP name and another arm's server: left alone
+    fine = {"tools": {"forbidden": ["Bash(rm -rf *)", "Skill", "add", "mcp__other__drop"]}}
+    assert not_in_session(fine, traj) == {}
+    assert not_in_session(typo, {"tool_calls": []}) == {}              # no session tools listed: not an agent transcript

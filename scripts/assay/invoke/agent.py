@@ -130,6 +130,24 @@ class AgentSpec:
         return argv
 
 
+MCP_DOWN = ("failed", "needs-auth")
+
+
+def mcp_not_connected(trajectory: Mapping[str, Any]) -> str | None:
+    """Why the attempt ran without part of the app: an MCP server the session was given (by
+    `mcp_config` or a plugin) that the transcript's init event reports `failed` or `needs-auth`.
+    The agent then has none of its tools, so nothing the case asks of them is measured; a call to
+    one is refused as "No such tool available". None when every server connected."""
+    down = [s for s in trajectory.get("mcp_servers") or []
+            if isinstance(s, Mapping) and s.get("status") in MCP_DOWN]
+    if not down:
+        return None
+    names = ", ".join(f"{s.get('name')!r} ({s.get('status')})" for s in down)
+    return (f"MCP server {names} did not connect: the agent had none of its tools. Run the server's command "
+            "(invocation.agent.mcp_config) by hand in a copy of the fixture, where the agent starts it: give "
+            "its path absolute or as ${VAR}, and its variables in invocation.env_allowlist")
+
+
 def _looks_secret(name: str) -> bool:
     return any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
 
@@ -151,6 +169,9 @@ class AgentInvoker(CliInvoker):
                  timeout_s: float, app_root: Path, area: Path, state_dir: Path, declared: list[str] = ()) -> None:
         spec = AgentSpec(invocation.get("agent"), app_root)
         self.spec = spec
+        self.program_key = "invocation.agent.command[0]" if spec.command is not None else (
+            "invocation.agent.program" if invocation["agent"].get("program") else
+            "invocation.agent.program (default claude, the Claude Code CLI)")
         self.declared = list(declared)
         cli_inv = {"command": spec.template(), "cwd": "scratch", "stdin": "none",
                    "env_allowlist": invocation.get("env_allowlist") or ["PATH"],
@@ -253,6 +274,9 @@ class AgentInvoker(CliInvoker):
                                                   or result_ev.get("terminal_reason") == "api_error"):
             return Outcome(EXIT, status=r.returncode, error=f"the agent's model call failed: {(text or '')[:200]}",
                            **common)
+        down = mcp_not_connected(got["trajectory"])
+        if down:
+            return Outcome(EXIT, status=r.returncode, error=down, **common)
         with self._lock:
             copied_ns = self._copied.get(str(work))
         measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns)
@@ -291,6 +315,15 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             if isinstance(name, str) and known_skills and name not in known_skills:
                 out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
                             f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
+    files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
+    unchanged = files.get("unchanged") if isinstance(files.get("unchanged"), list) else []
+    for path in unchanged:
+        if (isinstance(path, str) and path and not any(c in path for c in "*?[") and fixture.is_dir()
+                and not os.path.lexists(fixture / path)):
+            out.append(("expect.files.unchanged", f"{path!r} is not in the fixture {fixture}"
+                        f"{did_you_mean(path, _fixture_paths(fixture))}: unchanged compares with the fixture, so a "
+                        "misspelt path passes whatever the agent changes; fix it, or list a path the agent must "
+                        "not create under expect.files.absent"))
     check = expect.get("check") if isinstance(expect.get("check"), Mapping) else None
     if check is not None and fixture.is_dir():
         argv = wd.check_argv(check)
@@ -298,6 +331,18 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
     return out
+
+
+def _fixture_paths(fixture: Path, limit: int = 5000) -> list[str]:
+    """The fixture's paths relative to it (`.git` left out; the first `limit`), for a did-you-mean."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, fixture)
+        out += [n if rel == "." else f"{rel}/{n}" for n in sorted(dirnames + filenames)]
+        if len(out) >= limit:
+            break
+    return out[:limit]
 
 
 def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:

@@ -142,25 +142,28 @@ class CliInvoker:
         self._interrupted = False
 
     # ---- pre-flight ---------------------------------------------------------------
+    program_key = "invocation.command[0]"   # the key a user wrote the program under (the agent invoker's own)
+
     def _resolve_program(self) -> str:
         prog = self.command_wire[0]
         shown = self.command_recorded[0]
+        key = self.program_key
         if "/" in prog:
             path = Path(prog) if os.path.isabs(prog) else self.app_root / prog
             if path.is_file() and os.access(path, os.X_OK):
                 return str(path.resolve())
-            raise AssayError(f"pre-flight: invocation.command[0] {shown!r} resolves to {path}, which is not an "
+            raise AssayError(f"pre-flight: {key} {shown!r} resolves to {path}, which is not an "
                              "executable file (a relative path is relative to the app repo)", 3,
-                             key="invocation.command")
+                             key=key.split(" ", 1)[0].split("[", 1)[0])
         search = self.base_env.get("PATH")
         found = shutil.which(prog, path=search if search is not None else os.defpath)
         if found is None:
             where = (f"the child's PATH ({search})" if search is not None
                      else f"the default PATH {os.defpath} (PATH is not in invocation.env_allowlist)")
             fix = ("put it on that PATH" if search is not None else "add PATH to env_allowlist")
-            raise AssayError(f"pre-flight: invocation.command[0] {shown!r} is not found on {where}; {fix}, or give "
+            raise AssayError(f"pre-flight: {key} {shown!r} is not found on {where}; {fix}, or give "
                              f"its path (e.g. ./{prog}: a relative path is relative to the app repo, {self.app_root})",
-                             3, key="invocation.command")
+                             3, key=key.split(" ", 1)[0].split("[", 1)[0])
         return os.path.abspath(found)
 
     def health(self, *, resume: bool) -> dict[str, Any]:

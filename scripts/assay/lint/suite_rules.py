@@ -9,7 +9,7 @@ import difflib
 from collections import Counter
 from typing import Any, Callable
 
-from ..score.tool_names import declared_tools
+from ..score.tool_names import declared_tools, expect_tool_names as _expect_tool_names
 from ..core.vocab import (ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KEYS, QUERYABLE_TRACE_SOURCES, SPLITS,
                           TRACE_CONVENTIONS)
 
@@ -154,22 +154,6 @@ def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_o
                 carrier = "environment variable" if inv.get("mode") == "cli" else "header"
                 report("identity_will_skip", f"identity key(s) {unmapped} have no {carrier} in the adapter's "
                        "invocation.identity_map; the runner skips the case", case_id=cid, source=src)
-
-
-def _expect_tool_names(expect: Any, prefix: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    if not isinstance(expect, dict):
-        return out
-    tools = expect.get("tools") if isinstance(expect.get("tools"), dict) else {}
-    for key in ("subset", "order", "forbidden"):
-        if isinstance(tools.get(key), list):
-            out += [(f"{prefix}.tools.{key}", t) for t in tools[key] if isinstance(t, str)]
-    if isinstance(expect.get("args"), dict):
-        out += [(f"{prefix}.args", t) for t in expect["args"] if isinstance(t, str)]
-    authz = expect.get("authz") if isinstance(expect.get("authz"), dict) else {}
-    if isinstance(authz.get("forbidden_tools"), list):
-        out += [(f"{prefix}.authz.forbidden_tools", t) for t in authz["forbidden_tools"] if isinstance(t, str)]
-    return out
 
 
 def asserted_tool_names(expect: dict[str, Any], case: dict[str, Any] | None = None) -> list[tuple[str, str]]:

@@ -315,6 +315,9 @@ def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence)
     if ctx.declared_tools and ev.trace_status == COMPLETE:
         from ..score.tool_names import hold_to_declared, undeclared_calls
         layers = hold_to_declared(layers, case.get("expect") or {}, undeclared_calls(ev.trajectory, ctx.declared_tools))
+    if ev.trace_status == COMPLETE:
+        from ..score.tool_names import hold_to_session, not_in_session
+        layers = hold_to_session(layers, not_in_session(case.get("expect") or {}, ev.trajectory))
     return layers, actual_box.get("actual")
 
 

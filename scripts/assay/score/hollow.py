@@ -26,7 +26,7 @@ HOLLOW_CASE_REASON = "nothing asserted beyond liveness"
 # Where a user looks when a layer is never scored: the adapter (or state-dir) key that feeds it.
 # A layer missing here is named generically; the rule itself still holds for it.
 ADAPTER_KEY_OF_LAYER: dict[str, str] = {
-    "http": "invocation.base_url / invocation.endpoint",
+    "http": "invocation (http: base_url / endpoint; cli: command; agent: invocation.agent)",
     "routing": "route_from_response (or a collected trace, or route_from_status)",
     "trajectory": "traces (source, location, correlation)",
     "tool_selection": "traces (source, location, correlation)",

@@ -6,7 +6,15 @@ declares a `tools` list, a called tool outside it is named (`undeclared_tools` o
 and a tool check that passed on such a trace is not a pass: it becomes `unscored` (a check that
 never ran), so a gating case closes the gate. A failed check stays failed (it already says no).
 With no `tools` list there is no vocabulary to hold the trace to; the linter says so
-(tools_not_declared). Pure functions; one definition, imported by the linter and the runner.
+(tools_not_declared).
+
+An agent's transcript brings a vocabulary of its own: the tools its session had (the init
+event's `tools`). A tool check naming a tool the session did not have can never fail when it
+forbids it (a typo: `mcp__notes__delete` for `mcp__notes__delete_note`), and passes only on a call
+the agent could not make when it requires it (the CLI refuses it: "No such tool available"): its
+pass is `unscored`, naming the tool and the closest one the session had. An MCP tool of a server
+the session was not given (another arm's) is left alone: that arm cannot call it.
+Pure functions; one definition, imported by the linter and the runner.
 """
 
 from __future__ import annotations
@@ -34,6 +42,68 @@ def undeclared_calls(trajectory: Mapping[str, Any] | None, declared: frozenset[s
     calls = trajectory.get("tool_calls") if isinstance(trajectory.get("tool_calls"), list) else []
     return sorted({str(c.get("name")) for c in calls
                    if isinstance(c, Mapping) and c.get("name") and c.get("name") not in declared})
+
+
+def expect_tool_names(expect: Any, prefix: str) -> list[tuple[str, str]]:
+    """(where, tool name) for every tool one expect block names: tools.subset/order/forbidden, the
+    args keys and authz.forbidden_tools (a permission-style rule, `Bash(rm -rf *)`, as written)."""
+    out: list[tuple[str, str]] = []
+    if not isinstance(expect, Mapping):
+        return out
+    tools = expect.get("tools") if isinstance(expect.get("tools"), Mapping) else {}
+    for key in ("subset", "order", "forbidden"):
+        if isinstance(tools.get(key), list):
+            out += [(f"{prefix}.tools.{key}", t) for t in tools[key] if isinstance(t, str)]
+    if isinstance(expect.get("args"), Mapping):
+        out += [(f"{prefix}.args", t) for t in expect["args"] if isinstance(t, str)]
+    authz = expect.get("authz") if isinstance(expect.get("authz"), Mapping) else {}
+    if isinstance(authz.get("forbidden_tools"), list):
+        out += [(f"{prefix}.authz.forbidden_tools", t) for t in authz["forbidden_tools"] if isinstance(t, str)]
+    return out
+
+
+_LAYER_OF_KEY = {"tools": "trajectory", "args": "tool_selection", "authz": "authz"}
+
+
+def not_in_session(expect: Mapping[str, Any], trajectory: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """{layer: [where names 'tool' (the session had none such; did you mean ...)]} for the tools the
+    case's expect names that the agent's session did not have ({} when the trajectory lists no
+    session tools: not an agent transcript)."""
+    import difflib
+    from ..traces.claude_code import split_mcp
+    if not isinstance(trajectory, Mapping):
+        return {}
+    have = [t for t in trajectory.get("available_tools") or [] if isinstance(t, str)]
+    if not have:
+        return {}
+    bare = {split_mcp(t)[1] for t in have if split_mcp(t)}
+    servers = {s.get("name") for s in trajectory.get("mcp_servers") or [] if isinstance(s, Mapping)}
+    out: dict[str, list[str]] = {}
+    for where, name in expect_tool_names(expect, "expect"):
+        tool = name.split("(", 1)[0] if name.endswith(")") and "(" in name else name
+        parts = split_mcp(tool)
+        if tool in have or tool in bare or (parts and parts[0] not in servers):
+            continue
+        close = difflib.get_close_matches(tool, have + sorted(bare), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        out.setdefault(_LAYER_OF_KEY[where.split(".")[1]], []).append(f"{where} names {name!r}{hint}")
+    return out
+
+
+def hold_to_session(layers: dict[str, Any], unknown: Mapping[str, list[str]]) -> dict[str, Any]:
+    """The layers with each passing tool check that names a tool the agent's session did not have
+    made `unscored`, naming it (a forbidden name that cannot be called, a required call refused)."""
+    if not unknown:
+        return layers
+    out = dict(layers)
+    for layer, named in unknown.items():
+        entry = out.get(layer)
+        if isinstance(entry, dict) and entry.get("verdict") == PASS:
+            out[layer] = dict(entry, verdict=UNSCORED, reason=(
+                f"{'; '.join(named)}: a tool the agent's session did not have (the transcript's init event "
+                "lists its tools), so this check cannot fail, or passed on a call the agent could not make; "
+                "fix the name"))
+    return out
 
 
 def checks_tool_names(layer: str, expect: Mapping[str, Any]) -> bool:
