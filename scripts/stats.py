@@ -40,7 +40,8 @@ def build_parser():
 
 def run(args):
     from assay.core.errors import AssayError
-    from assay.stats.paired import compare, read_verdicts_jsonl
+    from assay.stats.paired import compare
+    from assay.stats.verdict_file import read_verdicts_jsonl
 
     if not 0 < args.alpha < 1:
         raise AssayError(f"--alpha {args.alpha:g} is out of range: use a value strictly between 0 and 1, e.g. 0.05", 2)

@@ -295,7 +295,7 @@ def test_a_reports_dir_where_a_run_dir_is_expected_names_a_run_to_pass(tmp_path)
     In process: milliseconds."""
     from assay.core.errors import AssayError
     from assay.report.rundir import load_results
-    from assay.stats.paired import read_verdicts_jsonl
+    from assay.stats.verdict_file import read_verdicts_jsonl
     run_dir = make_run(tmp_path, basic_cases())
     (run_dir / "verdicts_for_stats.jsonl").write_text("")
     with pytest.raises(AssayError) as err:

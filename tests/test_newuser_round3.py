@@ -83,6 +83,9 @@ def test_gate_latest_never_gates_an_older_run_in_place_of_one_that_never_started
         assert r.json["run_id"] == "smoke-20261201T000000Z" and r.json["not_started"] is True
         assert "never started (run_cases.py exit 3: pre-flight: health check" in r.json["error"]
         assert "will not gate smoke-20261130T000000Z, an older run, in its place" in r.json["error"]
+        # the run's own directory, as a user types it: it never started, and why (not just "no results.json")
+        r = run_script("gate", reports / "smoke-20261201T000000Z", "--json")
+        assert r.rc == 2 and "that run never started (run_cases.py exit 3: pre-flight: health check" in r.json["error"]
         # an older run asked for by its directory is still gated; the app back up, the run starts
         assert run_script("gate", reports / "smoke-20261130T000000Z").rc == 0
         again = run_script("run_cases", "--plan", work / "smoke-20261201T000000Z.json", "--out",

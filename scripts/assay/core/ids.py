@@ -49,3 +49,15 @@ def new_uuid4() -> str:
     b[8] = (b[8] & 0x3F) | 0x80
     h = b.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+# An MCP tool's name as Claude Code gives it: mcp__<server>__<tool>
+MCP_PREFIX = "mcp__"
+
+
+def split_mcp(name: str) -> tuple[str, str] | None:
+    """`mcp__<server>__<tool>` -> (server, tool); None for any other name."""
+    if not name.startswith(MCP_PREFIX):
+        return None
+    server, sep, tool = name[len(MCP_PREFIX):].partition("__")
+    return (server, tool) if sep and server and tool else None

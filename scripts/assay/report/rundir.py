@@ -6,15 +6,15 @@ Every after-the-run tool (wait_run, gate, draft_report) reads a run dir through 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 from ..core import casestore
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id, parse_run_id
-from ..core.jsonio import MAX_DEPTH, id_line_parser, line_parser, loads, too_deep
+from ..core.jsonio import loads
 from ..core.writer import read_bytes, refuse_symlinks_in
+from .run_files import (_HEADS, read_json_file, read_jsonl_file, read_results_file, split_lines,  # noqa: F401
+                        try_json, try_json_head)   # (their one definition; imported from here too)
 
 
 class RunResultsView:
@@ -36,221 +36,6 @@ class RunResultsView:
         return rid if isinstance(rid, str) else self.run_dir.name
 
 
-def read_json_file(path: Path) -> Any:
-    """Parse a JSON file; raise AssayError(2) naming the file and the fix."""
-    try:
-        return loads(read_bytes(path).decode("utf-8"), max_depth=MAX_DEPTH)
-    except FileNotFoundError:
-        raise AssayError(f"{path}: file not found", 2, path=str(path)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise AssayError(f"{path}: not readable UTF-8 JSON ({exc}); re-check the run with "
-                         f"`run_cases.py --verify {Path(path).parent}`", 2, path=str(path)) from None
-
-
-def try_json(path: Path) -> Any:
-    """Parse a JSON file, or None when it is absent or unreadable (a file mid-write counts as absent)."""
-    try:
-        return loads(read_bytes(path).decode("utf-8"), max_depth=MAX_DEPTH)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-
-
-def try_json_head(path: Path, take: Any = None) -> Any:
-    """`try_json` of a file whose `cases` array is not wanted (manifest.yaml, results.json: 100,000
-    rows at 100,000 cases): its top-level keys without `cases`, the rows walked one at a time and
-    dropped. None exactly when try_json is None; a document the walk cannot take is parsed whole.
-    The answer is kept while the file is unchanged (the gate asks for the manifest's keys 6 times):
-    read it, never change it. `take(row)`, when given, sees every case row (nothing is kept then)."""
-    import os
-    if take is not None:
-        return _json_head(path, take)
-    try:
-        st = os.stat(path)
-        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = None
-    if key is not None and key in _HEADS:
-        return _HEADS[key]
-    head = _json_head(path)
-    if key is not None:
-        if len(_HEADS) >= 8:
-            _HEADS.clear()
-        _HEADS[key] = head
-    return head
-
-
-_HEADS: dict[tuple, Any] = {}
-
-
-def _json_head(path: Path, take: Any = None) -> Any:
-    from ..rundir.streamed import CasesFile
-    deep = _DeepRows(take)
-    try:
-        doc = CasesFile(Path(path), None, deep)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if doc.whole is not None:   # parsed whole (a small file, or one the walk does not take): try_json's answer
-        whole = doc.whole
-        if too_deep(whole, MAX_DEPTH) is not None:
-            return None
-        if not isinstance(whole, dict) or not isinstance(whole.get("cases"), list):
-            return whole
-        for row in whole["cases"] if take is not None else ():
-            take(row)
-        return {k: v for k, v in whole.items() if k != "cases"}
-    return doc.head if not deep.deep and too_deep(doc.head, MAX_DEPTH) is None else None
-
-
-class _DeepRows:
-    """A walk's `take` noting whether any case row nests deeper than MAX_DEPTH allows (it sits at
-    depth 3: the document, its `cases` array, the row)."""
-
-    def __init__(self, take: Any = None) -> None:
-        self.deep, self.take = False, take
-
-    def __call__(self, row: Any) -> None:
-        if not self.deep and too_deep(row, MAX_DEPTH - 2) is not None:
-            self.deep = True
-        if self.take is not None:
-            self.take(row)
-
-
-class _SharedRows(list):
-    """results.json's case rows, read one at a time (core.runplan's walk), each row's `layers`,
-    `failed_layers` and `verdict` one object for every equal row: 100,000 rows hold a handful of
-    layer maps, not 100,000 (the rows are read, never mutated, by every reader of a run)."""
-
-    def __init__(self, check_depth: bool = True) -> None:
-        super().__init__()
-        self.memo: dict[Any, Any] = {}
-        self.deep = _DeepRows()
-        self.check_depth = check_depth
-
-    def append(self, row: Any) -> None:
-        if self.check_depth:
-            self.deep(row)
-        if isinstance(row, dict):
-            memo = self.memo
-            # the parser makes each row's key strings anew: one set of them for every row alike
-            keys = tuple(row)
-            shared_keys = memo.setdefault(("keys", keys), keys)
-            if shared_keys is not keys:
-                row = dict(zip(shared_keys, row.values()))
-            layers = row.get("layers")
-            if isinstance(layers, dict) and all(type(v) is str for v in layers.values()):
-                key = ("layers", *layers.items())
-                row["layers"] = memo.setdefault(key, layers)
-            failed = row.get("failed_layers")
-            if isinstance(failed, list) and all(type(v) is str for v in failed):
-                row["failed_layers"] = memo.setdefault(("failed", *failed), failed)
-            verdict = row.get("verdict")
-            if type(verdict) is str:
-                row["verdict"] = memo.setdefault(verdict, verdict)
-            if len(memo) > 100_000:   # rows that share nothing: stop sharing, never grow without bound
-                memo.clear()
-        super().append(row)
-
-    def close(self) -> "_SharedRows":
-        return self
-
-
-def read_results_file(path: Path, *, rows: bool = True) -> Any:
-    """`read_json_file` of a results.json: the same document, its case rows shared as `_SharedRows`
-    says (the document parsed whole, with its errors, whenever the walk does not take it).
-    `rows=False`: its top-level keys only (the rows walked and dropped; no `cases` key)."""
-    import os
-
-    from ..core.runplan import read_plan_text
-    from ..rundir.streamed import WALK_ABOVE
-    try:
-        small = os.stat(path).st_size <= WALK_ABOVE
-    except OSError:
-        small = True
-    if small:   # parsed whole, as it always was (no second read)
-        doc = read_json_file(path)
-        return doc if rows or not isinstance(doc, dict) else {k: v for k, v in doc.items() if k != "cases"}
-    try:
-        text = read_bytes(path).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return read_json_file(path)   # its error, worded as always
-    walked = read_plan_text(text, _SharedRows if rows else _DroppedRows)
-    del text
-    if walked is None or walked[1] is None or walked[1].deep.deep or too_deep(walked[0], MAX_DEPTH) is not None \
-            or list(walked[0]) != sorted(walked[0]):
-        doc = read_json_file(path)
-        return doc if rows or not isinstance(doc, dict) else {k: v for k, v in doc.items() if k != "cases"}
-    top, cases = walked
-    if not rows:
-        return top
-    cases.memo.clear()
-    return {key: top[key] if key != "cases" else cases for key in sorted([*top, "cases"])}
-
-
-class _DroppedRows:
-    """A walk's table that keeps no case row (only whether one nests too deep)."""
-
-    def __init__(self) -> None:
-        self.deep = _DeepRows()
-
-    def append(self, row: Any) -> None:
-        self.deep(row)
-
-    def close(self) -> "_DroppedRows":
-        return self
-
-
-def read_jsonl_file(path: Path, *, share: bool = False) -> list[dict]:
-    """Rows of a JSONL file (absent file -> []); a bad line is AssayError(2) naming file and line.
-    `share`: equal `layers` maps, `failed_layers` lists and verdicts one object (read-only rows,
-    e.g. verdicts.jsonl of a 100,000-case run for a comparison)."""
-    path = Path(path)
-    if not path.exists() and not path.is_symlink():
-        return []
-    rows = _SharedRows(check_depth=False) if share else []   # loads() checks each row's depth
-    try:
-        text = read_bytes(path).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AssayError(f"{path}: not readable UTF-8 ({exc})", 2, path=str(path)) from None
-    parse = line_parser(text, max_depth=MAX_DEPTH)   # loads(line, max_depth=MAX_DEPTH), sooner
-    if share:   # the rows are read-only: lines alike but for their case id are parsed once
-        parse = id_line_parser(parse)
-    for lineno, line in enumerate(split_lines(text), 1):
-        if not line.strip():
-            continue
-        try:
-            row = parse(line)
-        except ValueError as exc:
-            raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
-        if isinstance(row, dict):
-            rows.append(row)
-    return list(rows) if share else rows
-
-
-_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")   # and, in a text not all ASCII:
-_OTHER_BREAKS_WIDE = _OTHER_BREAKS + ("\x85", "\u2028", "\u2029")
-
-
-def split_lines(text: str):
-    """`text.splitlines()`, one line at a time (a 100,000-line file is not held twice). A text whose
-    only line breaks are newlines (what assay writes) is cut at each by `str.find` (a 100,000-line
-    verdicts.jsonl in 0.06 s instead of 1 s)."""
-    start = 0
-    if not any(brk in text for brk in (_OTHER_BREAKS if text.isascii() else _OTHER_BREAKS_WIDE)):
-        find = text.find
-        while (end := find("\n", start)) >= 0:
-            yield text[start:end]
-            start = end + 1
-        if start < len(text):
-            yield text[start:]
-        return
-    for m in _BREAKS.finditer(text):
-        yield text[start:m.start()]
-        start = m.end()
-    if start < len(text):
-        yield text[start:]
-
-
 def last_log_event(run_dir: Path) -> dict | None:
     """The last parseable line of run.log, or None."""
     try:
@@ -268,7 +53,16 @@ def last_log_event(run_dir: Path) -> dict | None:
 
 
 def _not_a_run_hint(path: Path) -> str:
-    """What to pass instead: a reports dir (its runs hold results.json) names its newest run."""
+    """What to pass instead: a reports dir (its runs hold results.json) names its newest run; a run
+    that never started (its `.<run-id>.not-started.json` beside the path) says why."""
+    from ..rundir import not_started
+    try:
+        record = read_json_file(not_started.marker_path(path)) if not path.exists() else None
+    except AssayError:
+        record = None
+    if isinstance(record, dict):
+        return (f"that run never started ({not_started.reason(record)}): no run directory was made; fix "
+                "what pre-flight names and run the plan again")
     try:
         runs = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.is_symlink()
                       and (p / "results.json").is_file())

@@ -70,7 +70,7 @@ def not_in_session(expect: Mapping[str, Any], trajectory: Mapping[str, Any] | No
     case's expect names that the agent's session did not have ({} when the trajectory lists no
     session tools: not an agent transcript)."""
     import difflib
-    from ..traces.claude_code import split_mcp
+    from ..core.ids import split_mcp
     if not isinstance(trajectory, Mapping):
         return {}
     have = [t for t in trajectory.get("available_tools") or [] if isinstance(t, str)]

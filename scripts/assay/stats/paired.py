@@ -32,12 +32,9 @@ Caveats: cases are assumed independent; case level only; no multiplicity correct
 
 from __future__ import annotations
 
-import os
-
 import math
 from typing import TYPE_CHECKING, Any
 
-from assay.core.jsonio import loads
 from assay.core.errors import AssayError
 from assay.stats import power as exact_power
 
@@ -369,38 +366,3 @@ def _advice(baseline: exact_power.Baseline, delta: float, alpha: float, sentence
             "and pairing" if needed else "no realistic number of cases would detect it")
     return f"delta {_pct(delta)} is below what this run can detect ({sentence}); {more}: " \
            "grow the dataset rather than reading this delta"
-
-
-def read_verdicts_jsonl(path: str) -> list[dict]:
-    """Rows of a verdicts_for_stats.jsonl file. Raises AssayError(2) naming the file and line
-    of anything unreadable (missing file, not UTF-8, a line that is not a JSON object)."""
-
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as err:
-        if os.path.isdir(path):
-            inside = os.path.join(path, "verdicts_for_stats.jsonl")
-            hint = (f"pass a run's verdicts file, {inside}" if os.path.isfile(inside) else
-                    "pass a run's verdicts file, <reports>/<run-id>/verdicts_for_stats.jsonl (or compare two run "
-                    "directories with compare_runs.py)")
-            raise AssayError(f"{path} is a directory: {hint}", 2, file=str(path)) from None
-        raise AssayError(f"cannot read {path}: {err.strerror or err}", 2, file=str(path)) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise AssayError(f"{path}: not UTF-8 (byte {err.start})", 2, file=str(path)) from None
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = loads(line)
-        except ValueError as err:
-            raise AssayError(f"{path}:{number}: not valid JSON ({err}); each line must be "
-                             '{"case_id": ..., "verdict": "pass"|"fail"}', 2, file=str(path), line=number) from None
-        if not isinstance(row, dict):
-            raise AssayError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}", 2,
-                             file=str(path), line=number)
-        rows.append(row)
-    return rows

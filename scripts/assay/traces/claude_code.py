@@ -26,21 +26,12 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping   # Mapping: annotations only; the transcript is JSON, so its objects are dicts
 
+from ..core.ids import MCP_PREFIX, split_mcp  # noqa: F401 (their one definition; imported from here too)
+
 OK, INCOMPLETE = "ok", "incomplete"
 MAIN_AGENT = "claude-code"
 SUBAGENT_TOOLS = ("Task", "Agent")
 SKILL_TOOL = "Skill"
-MCP_PREFIX = "mcp__"
-
-
-def split_mcp(name: str) -> tuple[str, str] | None:
-    """`mcp__<server>__<tool>` -> (server, tool); None for any other name."""
-    if not name.startswith(MCP_PREFIX):
-        return None
-    server, sep, tool = name[len(MCP_PREFIX):].partition("__")
-    return (server, tool) if sep and server and tool else None
-
-
 def declared_name(name: str, declared: Iterable[str]) -> str:
     """The name a tool call carries in the trajectory. An MCP tool keeps `mcp__<server>__<tool>`
     unless the adapter's `tools` declares it by its bare `<tool>` name only (either form may be
