@@ -149,6 +149,13 @@ def test_a_typo_inside_an_expect_block_is_named_at_its_line_with_the_closest_key
     assert r.rc == 2
     assert ("datasets/c-quote1.yaml:15: c-quote1 [bad_expect_shape] expect.answer has unknown key(s) "
             "['must_contians']; did you mean 'must_contain'?") in r.json["error"], r.json["error"]
+    # the same inside an agent's expect.skills (it was named at line 1)
+    expect = "  route: quotes\n  skills:\n    must_triger: [\"tidy\"]\n"
+    (state / "datasets" / "c-quote1.yaml").write_text(case_yaml("c-quote1", expect=expect), encoding="utf-8")
+    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "plan.json")
+    assert r.rc == 2 and ("datasets/c-quote1.yaml:15: c-quote1 [bad_expect_shape] expect.skills.must_triger is not a "
+                          "key of expect.skills; did you mean 'must_trigger'?") in r.json["error"], r.json["error"]
 
 
 def test_convert_suite_on_the_app_dir_names_its_state_dir(tmp_path):

@@ -18,9 +18,9 @@ PERMISSIONS_KEYS = ("max_denied",)
 
 
 def _keys(block: dict, allowed: tuple[str, ...], where: str, report: Report) -> None:
-    for key in sorted(set(block) - set(allowed)):
-        report("bad_expect_shape", f"{where}.{key} is not a key of {where}{did_you_mean(key, allowed)}; "
-               f"allowed: {', '.join(allowed)}")
+    for key in sorted(set(block) - set(allowed), key=str):   # each at its own line, with the closest key
+        report("bad_expect_shape", f"{where}.{key} is not a key of {where}{did_you_mean(str(key), allowed)}; "
+               f"allowed: {', '.join(allowed)}", key=f"{where}.{key}")
 
 
 def _names(value: Any, where: str, report: Report) -> None:
