@@ -12,11 +12,17 @@ comparison. Figures (each a child process started through bench/measure.py's lau
 what the command and every process it forked held at once (Pss, shared pages counted once): the
 completeness check forks above 32 MiB of journal, rundir/parallel.py):
 
-- verify:      `run_cases.py --verify RUN`                       (exit 0, complete)
-- gate:        `gate.py RUN --json` (it runs the same check)      (exit 0, gate open)
-- compare:     `compare_runs.py RUN TWIN -o FILE` (it verifies its base too)
-- api_compare: `assay.api.compare(RUN, TWIN)` in a fresh interpreter (the document returned)
-- stats:       `stats.py RUN/verdicts_for_stats.jsonl TWIN/verdicts_for_stats.jsonl`
+- verify:       `run_cases.py --verify RUN`                       (exit 0, complete)
+- gate:         `gate.py RUN --json` (it runs the same check)      (exit 0, gate open)
+- gate_kept:    the same, after a gate kept the check's answer for the run's bytes
+- compare:      `compare_runs.py RUN TWIN -o FILE` (it verifies its base too)
+- compare_kept: the same, its base's check kept by a gate before
+- api_compare:  `assay.api.compare(RUN, TWIN)` in a fresh interpreter (the document returned)
+- stats:        `stats.py RUN/verdicts_for_stats.jsonl TWIN/verdicts_for_stats.jsonl`
+
+A check's answer kept beside the run (`<reports>/.<run-id>.checked.json`, runner contract §12a)
+is removed before every figure but the `_kept` ones, which run an untimed `gate.py RUN` first
+(with the measured scripts, so the answer is theirs): the first read after a run and a later one.
 
 Every repetition is checked before it counts (exit code and the document's answer). The figures
 are interleaved (rep 1 of each, then rep 2, ...) so a change in the machine's load spreads over
@@ -44,7 +50,7 @@ sys.path.insert(0, str(HERE))
 
 from measure import emit_json, summarize, timed_child  # noqa: E402
 
-FIGURES = ("verify", "gate", "compare", "api_compare", "stats")
+FIGURES = ("verify", "gate", "gate_kept", "compare", "compare_kept", "api_compare", "stats")
 
 API_CHILD = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom assay import api\n"
              "doc = api.compare(sys.argv[2], sys.argv[3])\n"
@@ -64,9 +70,9 @@ def argv_of(name: str, scripts: Path, run: Path, twin: Path, tmp: Path) -> list[
     py = sys.executable
     if name == "verify":
         return [py, str(scripts / "run_cases.py"), "--verify", str(run)]
-    if name == "gate":
+    if name in ("gate", "gate_kept"):
         return [py, str(scripts / "gate.py"), str(run), "--json"]
-    if name == "compare":
+    if name in ("compare", "compare_kept"):
         return [py, str(scripts / "compare_runs.py"), str(run), str(twin), "-o", str(tmp / "compare.json")]
     if name == "api_compare":
         return [py, "-c", API_CHILD, str(scripts), str(run), str(twin)]
@@ -86,14 +92,24 @@ def problem(name: str, rc: int, stdout: str, n: int) -> str | None:
         return "no JSON document on stdout"
     if name == "verify" and not (doc.get("complete") is True and doc.get("cases_finished") == n):
         return f"not complete: {str(doc)[:200]}"
-    if name == "gate" and doc.get("gate") != "open":
+    if name.startswith("gate") and doc.get("gate") != "open":
         return f"gate {doc.get('gate')}: {doc.get('reasons')}"
-    if name in ("compare", "api_compare") and (doc.get("counts") or {}).get("still_passing", 0) + \
+    if name in ("compare", "compare_kept", "api_compare") and (doc.get("counts") or {}).get("still_passing", 0) + \
             (doc.get("counts") or {}).get("still_failing", 0) != n:
         return f"counts {doc.get('counts')}"
     if name == "stats" and doc.get("n") != n and doc.get("pairs") != n:
         return f"stats over {doc.get('n')} pairs"
     return None
+
+
+def prepare(name: str, scripts: Path, run: Path, env: dict) -> None:
+    """The run's kept check (runner contract §12a) removed, or made by an untimed gate (`_kept`)."""
+    kept = run.parent / f".{run.name}.checked.json"
+    if name.endswith("_kept"):
+        subprocess.run([sys.executable, str(scripts / "gate.py"), str(run)], env=env, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elif kept.exists():
+        kept.unlink()
 
 
 def reference_loop() -> float:
@@ -131,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.reps):
             speed.append(reference_loop())
             for name in names:
+                prepare(name, scripts, run, env)
                 load = os.getloadavg()[0]
                 t0 = time.time()
                 child = timed_child(argv_of(name, scripts, run, twin, Path(tmp)), env=env, timeout_s=args.timeout,
