@@ -304,3 +304,18 @@ def test_a_reports_dir_where_a_run_dir_is_expected_names_a_run_to_pass(tmp_path)
     with pytest.raises(AssayError) as err:
         read_verdicts_jsonl(str(run_dir))
     assert f"pass a run's verdicts file, {run_dir / 'verdicts_for_stats.jsonl'}" in err.value.message
+
+
+def test_the_reasons_walk_the_rows_once_and_keep_nothing_after(tmp_path, monkeypatch):
+    """The four kinds of closing case (not run, unscored, judge unstable, skipped) share one walk of
+    results.json's rows (gate_case.closing_rows); the walk is the decision's alone: none is kept after."""
+    from assay.report import gate_case
+    cases = [{"id": "c-pass"}, {"id": "c-un", "verdict": "unscored"},
+             {"id": "c-sk", "verdict": "skipped", "skip_reason": "adapter has no conversation settings (invocation.conversation)"}]
+    run_dir = make_run(tmp_path, cases)
+    calls = []
+    real = gate_case.case_gate
+    monkeypatch.setattr(gate_case, "case_gate", lambda *a, **k: calls.append(a[1].get("case_id")) or real(*a, **k))
+    res = gate_mod.evaluate(run_dir, verify=False)
+    assert not res.open and any("c-un" in r for r in res.reasons), res.reasons
+    assert sorted(calls) == ["c-pass", "c-sk", "c-un"] and gate_case._WALKED == []
