@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Any, Callable
 
-from .regex_risk import nested_quantifier
+from .regex_risk import matches_every_text, nested_quantifier
 from ..core.suggest import did_you_mean
 
 Report = Callable[[str, str], None]
@@ -76,6 +76,10 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
                     continue
                 if nested_quantifier(entry[1:-1]):
                     report("catastrophic_regex", f"{where}[{i}] {entry!r} {CATASTROPHIC_HINT}")
+                if where.endswith(".must_contain") and matches_every_text(entry[1:-1]):
+                    report("vacuous_regex", f"{where}[{i}] {entry!r} matches the empty text, so it is found in "
+                           "every answer and the check can never fail; write what a correct answer must hold "
+                           "(`/refund.*issued/`, not `/.*/`, `/(refund)?/` or `/x|/`)")
             elif re.search(r"/[a-zA-Z]+$", entry):
                 report("regex_trailing_flags", f"{where}[{i}] {entry!r} ends in flags after '/', which the "
                        "scorer cannot read (the check will be unscorable); use inline flags: /(?i).../")
