@@ -151,6 +151,20 @@ def test_repeated_5xx_line_names_cases_and_holdout_wording(tmp_path):
     assert "sealed" in line and "h-503" not in r.stdout
 
 
+def test_infra_errors_under_the_bar_are_named_beside_an_open_gate(tmp_path):
+    # before: "PASS ... 1 infra_error" and no id: a CLI that exited 2 on one gating case in 22 was never named
+    cases = [{"id": f"c-{i}"} for i in range(21)] + [
+        {"id": "c-exit", "verdict": "infra_error",
+         "infra_reason": "exit: the command exited with code 2 (no stderr) on all 3 attempt(s)"}]
+    r = gate(make_run(tmp_path, cases))
+    assert r.rc == 0
+    assert ("  1 infra_error case(s) under --max-infra-rate (not closing the gate; not measured, read each before "
+            "trusting the result): c-exit (exit: the command exited with code 2 (no stderr) on all 3 attempt(s))"
+            ) in r.stdout.splitlines()
+    r = gate(make_run(tmp_path / "b", cases[19:]))      # over the bar: the closing reason names it, once
+    assert r.rc == 1 and r.stdout.count("c-exit (exit:") == 1
+
+
 def test_not_scored_and_judged_lines(tmp_path):
     cases = [{"id": "c1", "layers": {"execution": {"verdict": "unscorable", "blocked_by": "no oracle"},
                                       "judged": {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}}}]

@@ -214,6 +214,28 @@ def test_simulator_failures_are_named_infra_never_an_app_failure(tmp_path):
     assert run_script("run_cases", "--verify", out).rc == 0
 
 
+def test_a_session_the_app_never_carries_closes_the_gate(tmp_path):
+    """A server-id adapter whose session_from finds no id: the app stops the simulated conversation
+    after turn 1, its end state is never scored, and the case is unscored with where it stopped (the
+    gate names it), never the hollow "nothing asserted beyond liveness" that left the gate open."""
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 20\n")
+    adapter = state / "adapter.yaml"
+    text = adapter.read_text(encoding="utf-8").replace('"session_id": "<uuid>"', '"conversation_id": "<session>"')
+    adapter.write_text(text.replace("    style: client-id\n",
+                                    "    style: server-id\n    session_from: {header: X-Conversation-Typo}\n"),
+                       encoding="utf-8")
+    sim_case(state, "c-0000sess", "list forever")
+    with helpdesk(state) as env:
+        out, gate = run(state, env, "c-0000sess", "c-0f1bfb2c", added=True)
+    v = verdict(out, "c-0000sess")
+    assert (v["verdict"], v["simulator"]["outcome"], v["turns_sent"]) == ("unscored", "app_stopped", 1)
+    assert v["unscored_reason"].startswith("turn 1: no session id at header X-Conversation-Typo")
+    assert verdict(out, "c-0f1bfb2c")["verdict"] == "pass"
+    assert gate["rc"] == 1 and "c-0000sess (turn 1: no session id at header X-Conversation-Typo" in gate["text"]
+
+
 def test_conversations_run_concurrently_and_resume_after_kill_9(tmp_path):
     state = copy_state(tmp_path)
     (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")

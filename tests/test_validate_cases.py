@@ -126,6 +126,7 @@ PER_CASE = {
     "string_not_list": (answer(must_contain="120"), answer(must_contain=["120"])),
     "unquoted_bool_or_number": (answer(must_contain=[120, True]), answer(must_contain=["120", "true"])),
     "bad_regex": (answer(must_contain=["/(unclosed/"]), answer(must_contain=["/(closed)/"])),
+    "vacuous_regex": (answer(must_contain=["/(refund)?/"]), answer(must_contain=["/^$/"], must_not_contain=["/.*/"])),
     "regex_trailing_flags": (answer(must_contain=["/abc/i"]), answer(must_contain=["/(?i)abc/"])),
     "catastrophic_regex": (answer(must_contain=["/(a+)+$/"]), answer(must_contain=["/a+$/"])),
     "echo_assertion": (answer(must_contain=["invoice INV-1001"]), answer(must_contain=["120.00"])),
@@ -453,3 +454,26 @@ def test_echo_assertion_on_a_turn_checkpoint_reads_only_the_turns_sent_so_far():
     case["expect"] = {"answer": {"must_contain": ["want a refund"]}}
     echoes = [f for f in lint([case])["findings"] if f["code"] == "echo_assertion"]
     assert len(echoes) == 2, echoes
+
+
+def test_an_answer_entry_finding_names_the_entrys_own_line(tmp_path):
+    # before: a finding on one must_contain entry (vacuous_regex, bad_regex, an empty string, ...) carried no
+    # key, so make_plan named the case's first line (its id), not the entry's
+    from assay.lint.expect_rules import check_expect
+    from assay.plan.lint_gate import located
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "c-x.yaml").write_text(
+        "id: c-x\ninput:\n  turns:\n    - user: hi\n      expect:\n        answer:\n          must_contain:\n"
+        "            - ok\n            - /.*/\n    - user: bye\n", encoding="utf-8")
+    got = []
+    check_expect({"answer": {"must_contain": ["ok", "/.*/"]}}, "input.turns[0].expect",
+                 lambda code, msg, key=None: got.append({"code": code, "message": msg, "key": key}))
+    assert [f["code"] for f in got] == ["vacuous_regex"]
+    line = located(dict(got[0], source="datasets/c-x.yaml", case_id="c-x"), tmp_path)
+    assert line.startswith("datasets/c-x.yaml:9: c-x [vacuous_regex] input.turns[0].expect.answer.must_contain[1] '/.*/'")
+    # a misspelt input key: its line and the closest key (before: line 1 and no hint)
+    case = copy.deepcopy(BASE)
+    case["input"] = {"turn": [{"user": "a"}, {"user": "b"}]}
+    out = lint_suite({"cases": [case], "sources": {"c-base": "datasets/c-x.yaml"}, "unnamed_sources": []}, matrix=MATRIX)
+    bad = [f for f in out["findings"] if f["code"] == "bad_messages"][0]
+    assert "input.turn is not an input key; did you mean 'turns'?" in bad["message"] and bad["key"] == "input.turn"

@@ -191,7 +191,8 @@ def _input(case: dict[str, Any], report: Report) -> None:
     if "every_turn" in inp and not has_turns:
         report("every_turn_without_turns", "input.every_turn only applies to input.turns")
     for key in sorted(set(inp) - set(INPUT_KEYS)):
-        report("bad_messages", f"input.{key} is not an input key; allowed: {', '.join(INPUT_KEYS)}")
+        report("bad_messages", f"input.{key} is not an input key{did_you_mean(str(key), list(INPUT_KEYS))}; "
+               f"allowed: {', '.join(INPUT_KEYS)}", key=f"input.{key}")
     if "session" in inp and inp["session"] != "fresh":
         report("session_not_fresh", f"input.session {inp['session']!r}: only `fresh` is supported, the runner "
                "skips this case")

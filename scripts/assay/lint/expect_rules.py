@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Any, Callable
 
-from .regex_risk import nested_quantifier
+from .regex_risk import matches_every_text, nested_quantifier
 from ..core.suggest import did_you_mean
 
 Report = Callable[[str, str], None]
@@ -31,6 +31,12 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def _entry_key(where: str, i: int) -> str:
+    """The dotted key of entry i under `where` (`input.turns[0].expect.answer.must_contain` ->
+    `input.turns.0.expect.answer.must_contain.0`), so make_plan names the entry's own line."""
+    return re.sub(r"\[(\d+)\]", r".\1", where) + f".{i}"
+
+
 def _str_list(value: Any, where: str, report: Report) -> list[str] | None:
     """A list of non-empty strings, or report why not (string_not_list / unquoted_bool_or_number)."""
     if isinstance(value, str):
@@ -44,10 +50,10 @@ def _str_list(value: Any, where: str, report: Report) -> list[str] | None:
         if isinstance(entry, (bool, int, float)):
             report("unquoted_bool_or_number",
                    f"{where}[{i}] is the {type(entry).__name__} {entry!r}; quote it so it is compared as text: "
-                   f"\"{str(entry).lower() if isinstance(entry, bool) else entry}\"")
+                   f"\"{str(entry).lower() if isinstance(entry, bool) else entry}\"", key=_entry_key(where, i))
             ok = False
         elif not isinstance(entry, str) or not entry:
-            report("bad_expect_shape", f"{where}[{i}] must be a non-empty string")
+            report("bad_expect_shape", f"{where}[{i}] must be a non-empty string", key=_entry_key(where, i))
             ok = False
     return value if ok else None
 
@@ -72,13 +78,18 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
                     re.compile(entry[1:-1])
                 except re.error as exc:
                     report("bad_regex", f"{where}[{i}] {entry!r} is not a valid regex ({exc}); fix it or "
-                           "drop the slashes to match the text literally")
+                           "drop the slashes to match the text literally", key=_entry_key(where, i))
                     continue
                 if nested_quantifier(entry[1:-1]):
-                    report("catastrophic_regex", f"{where}[{i}] {entry!r} {CATASTROPHIC_HINT}")
+                    report("catastrophic_regex", f"{where}[{i}] {entry!r} {CATASTROPHIC_HINT}", key=_entry_key(where, i))
+                if where.endswith(".must_contain") and matches_every_text(entry[1:-1]):
+                    report("vacuous_regex", f"{where}[{i}] {entry!r} matches the empty text, so it is found in "
+                           "every answer and the check can never fail; write what a correct answer must hold "
+                           "(`/refund.*issued/`, not `/.*/`, `/(refund)?/` or `/x|/`)", key=_entry_key(where, i))
             elif re.search(r"/[a-zA-Z]+$", entry):
                 report("regex_trailing_flags", f"{where}[{i}] {entry!r} ends in flags after '/', which the "
-                       "scorer cannot read (the check will be unscorable); use inline flags: /(?i).../")
+                       "scorer cannot read (the check will be unscorable); use inline flags: /(?i).../",
+                       key=_entry_key(where, i))
 
 
 def check_expect(expect: Any, where: str, report: Report, *, user_text: str = "",

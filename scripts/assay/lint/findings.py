@@ -29,7 +29,7 @@ CODES: dict[str, str] = {
     "bad_expect_shape": ERROR, "unknown_expect_key": ERROR, "no_graded_layer": ERROR, "bad_order_mode": ERROR,
     "bad_call_scope": ERROR, "vacuous_args_entry": ERROR, "both_scalar_and_rows": ERROR,
     "neither_scalar_nor_rows": ERROR, "empty_columns": ERROR, "string_not_list": ERROR,
-    "unquoted_bool_or_number": ERROR, "bad_regex": ERROR, "unknown_schema_keyword": ERROR,
+    "unquoted_bool_or_number": ERROR, "bad_regex": ERROR, "vacuous_regex": ERROR, "unknown_schema_keyword": ERROR,
     # a forbidden id the app can never write: the authz check could only ever pass (wave 4 §1)
     "unobservable_record_ids": ERROR,
     # an imported case that lost a check of its source (import_promptfoo.py's not_converted): it would pass

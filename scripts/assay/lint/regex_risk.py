@@ -11,6 +11,8 @@ branches (`(a|a)*`) are not detected.
 
 from __future__ import annotations
 
+import re
+
 try:  # Python 3.11+
     from re import _constants as sre_c, _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - older interpreters
@@ -63,3 +65,32 @@ def nested_quantifier(pattern: str) -> bool:
                 return True
             stack.extend(_items(node))
     return False
+
+
+_ASSERTIONS = {sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT, sre_c.GROUPREF,
+               getattr(sre_c, "GROUPREF_EXISTS", None), getattr(sre_c, "GROUPREF_IGNORE", None)} - {None}
+
+
+def _asserts(tree) -> bool:
+    """True when the parsed pattern holds an anchor, a lookaround or a back reference anywhere: an empty
+    match of such a pattern depends on the text around it."""
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple) and len(item) == 2 and item[0] in _ASSERTIONS:
+            return True
+        if isinstance(item, (list, tuple)) or hasattr(item, "data"):
+            stack.extend(getattr(item, "data", item))
+    return False
+
+
+def matches_every_text(pattern: str) -> bool:
+    """True when `pattern` is found in any text at all: it matches the empty text and holds no anchor,
+    lookaround or back reference (`.*`, `a*`, `(refund)?`, `x|`, the empty pattern), so an empty match
+    at the start of every answer is always there. `^$`, `\\b`, `(?=x)` are not flagged. False for a
+    pattern that does not parse (`bad_regex` names that)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+        return re.compile(pattern).search("") is not None and not _asserts(parsed)
+    except Exception:  # noqa: BLE001 - re.error and parser limits alike: not ours to judge
+        return False

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..core.writer import clip
 from ..stats.counts import cases_phrase
 from .gate_judge import MAX_NAMED
-from .gate_reasons import is_count, rate_of
+from .gate_reasons import infra_cases_named, is_count, rate_of
 from .rundir import case_verdict
 from .throughput import throughput_line
 
@@ -93,6 +93,12 @@ def summary_lines(res: GateResult) -> list[str]:
                 tail += ": " + ", ".join(named[:MAX_NAMED])
         lines.append(f"  {rep} infra case(s) got the same 5xx on every attempt: possibly the app's own "
                      f"error, not the provider -- {tail}")
+    infra = s.get("infra_errors")
+    if is_count(infra) and infra and not any(r.startswith("infra rate ") for r in res.reasons):
+        named = infra_cases_named(res.run_dir, results, "infra_error")
+        if named:   # under --max-infra-rate they do not close the gate: never leave them unnamed beside a PASS
+            lines.append(f"  {infra} infra_error case(s) under --max-infra-rate (not closing the gate; not "
+                         f"measured, read each before trusting the result): " + "; ".join(named))
     lines.append(canary_line(res))
     holdout = s.get("holdout")
     if isinstance(holdout, dict) and is_count(holdout.get("n")) and holdout["n"] > 0:

@@ -90,7 +90,10 @@ def one_simulated(worker: Any, case: Mapping[str, Any], n: int, ref: dict) -> di
                   failed_turn=res.failed_turn, stop_reason=scrub(why), expect=dict(expect),
                   simulator=sim_doc, judge_doc=judge_doc)
     if verdict == UNSCORED:
-        result["unscored_reason"] = unscored_reason(layers, verdict)
+        # stopped by the app with no failing turn (e.g. no server session id on turn 1): the end state
+        # it asserts was never scored, so its reason is where it stopped, never "nothing asserted"
+        stopped = outcome == oc.APP_STOPPED and res.failed_turn is None and why
+        result["unscored_reason"] = scrub(why) if stopped else unscored_reason(layers, verdict)
     return result
 
 
