@@ -274,3 +274,39 @@ def test_judge_cost_in_results_and_it_closes_a_budget(state, servers, tmp_path):
     assert "cost 0.002 USD/case (the app's only: 4 judge call(s) left out by --no-judge-cost)" in apart.stdout
     sc = run_script("score_cost", out)
     assert sc.rc == 0 and json.loads(sc.stdout)["totals"]["judge"]["cost"] == pytest.approx(0.0108), sc.stdout
+
+
+def test_judge_calls_without_usage_leave_the_cost_budget_uncheckable(state, servers, tmp_path):
+    """A judge that answers without `usage` has an unknown cost, never 0 (wave 4 §1, as an app's model
+    call without usage): a cost budget the app alone meets cannot be checked, and the gate closes saying
+    why; --no-judge-cost checks the app's cost alone. It read `judge 0` and opened before."""
+    app, anth, _ = servers
+    span_file = tmp_path / "spans.jsonl"
+    app.handler = traced_app(span_file)
+    answer = anthropic_handler()
+
+    def no_usage(req):
+        reply = answer(req)
+        if isinstance(reply.body, dict):
+            reply.body.pop("usage", None)
+        return reply
+    anth.handler = no_usage
+    (state / "prices.yaml").write_text("currency: USD\nper: 1000000\nmodels:\n  app-model: {input: 1.0, output: 2.0}\n"
+                                       "  claude-test: {input: 10.0, output: 50.0}\n", encoding="utf-8")
+    write_rubric(state)
+    ad = adapter("${APP_URL}")
+    ad["traces"] = {"source": "otlp-file", "location": "${SPANS}", "convention": "gen_ai",
+                    "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 30, "max_wait_s": 2}}
+    plan = make_plan(state, [rcase("c-1", "full")], adapter_doc=ad)
+    plan["judge"] = judge_block(state, {"provider": "anthropic", "model": "claude-test", "base_url": anth.url})
+    r, out = go(state, plan, env={"APP_URL": app.url, "SPANS": str(span_file)})
+    assert r.rc == 0, r.stdout + r.stderr
+    why = "2 of 2 judge call(s) reported no token usage (their cost is unknown, not 0)"
+    judge = read(out / "results.json")["cost_latency"]["judge"]
+    assert judge["total"] is None and judge["complete"] is False and judge["reason"] == why, judge
+    closed = run_script("gate", out, "--max-cost-per-case", "0.005")
+    assert closed.rc == 1, closed.stdout
+    assert f"gate closed: cost budget 0.005 USD/case cannot be checked: {why}" in closed.stdout
+    assert f"judge cost: not priced ({why})" in closed.stdout
+    apart = run_script("gate", out, "--max-cost-per-case", "0.005", "--no-judge-cost")
+    assert apart.rc == 0, apart.stdout

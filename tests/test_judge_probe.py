@@ -48,6 +48,21 @@ def test_anthropic_base_url_with_v1_is_exit_3_at_pre_flight(app, state, judge_se
     assert f"POST {judge_server.url}/v1/v1/messages" in err and "HTTP 404" in err and "$JUDGE_KEY" in err
 
 
+def test_a_base_url_variable_is_an_address_the_probe_names_not_a_secret(app, state, judge_server):
+    """judge.yaml `base_url: ${JUDGE_URL}` (as the adapter's base_url may be): the probe's error shows
+    the URL it posted to, as it does for the app's address; it read `POST <redacted>/v1/messages`, so
+    the doubled /v1 could not be seen. The key stays a secret."""
+    app.handler = app_handler
+    judge_server.handler = anthropic_handler()
+    plan = judged_plan(state, app, {"provider": "anthropic", "model": "m", "base_url": "${JUDGE_URL}",
+                                    "api_key": "${JUDGE_KEY}"})
+    r, out = go(state, plan, {"JUDGE_KEY": KEY, "JUDGE_URL": judge_server.url + "/v1"})
+    assert r.rc == 3, r.stdout + r.stderr
+    err = r.json["error"]
+    assert f"POST {judge_server.url}/v1/v1/messages" in err and "HTTP 404" in err, err
+    assert KEY not in r.stdout + r.stderr
+
+
 def test_a_judge_that_answers_the_probe_passes_pre_flight(app, state, judge_server):
     app.handler = app_handler
     judge_server.handler = openai_handler()

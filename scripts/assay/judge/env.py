@@ -41,6 +41,24 @@ def env_names(plan: Mapping[str, Any], block: str = "judge") -> set[str]:
     return set() if cfg is None else secrets.env_refs(cfg)
 
 
+def address_vars(plan: Mapping[str, Any], env: Mapping[str, str], block: str = "judge") -> set[str]:
+    """Variables that hold only the enabled judge's (simulator's) address: named in a judge's
+    `base_url` and nowhere else in its config, with a value that carries no credentials (no `user@`,
+    no query or fragment). Not secrets, as the app's base URL is not (`secrets.address_vars`): the
+    probe's and an outage's errors show the URL they posted to."""
+    cfg = _enabled(plan, block)
+    if cfg is None:
+        return set()
+    from .config import members
+    named: set[str] = set()
+    elsewhere = secrets.env_refs({k: v for k, v in cfg.items() if k not in ("judges", "base_url")})
+    for member in members(dict(cfg)):
+        if isinstance(member.get("base_url"), str):
+            named |= secrets.env_refs(member["base_url"])
+        elsewhere |= secrets.env_refs({k: v for k, v in member.items() if k != "base_url"})
+    return {n for n in named - elsewhere if n in env and not any(ch in env[n] for ch in "@?#")}
+
+
 def command_env(plan: Mapping[str, Any], refs: Iterable[str], env: Mapping[str, str],
                 environ: Mapping[str, str], block: str = "judge") -> dict[str, str]:
     """The command judge's (simulator's) whole environment. `refs`: the `${VAR}`s its config names

@@ -47,6 +47,8 @@ def judge_cost_line(judge: dict, currency: str | None, priced: bool) -> list[str
             f"{judge['output_tokens']} out tokens")
     if not priced:
         return [line + "; not priced (no prices file)."]
+    if judge.get("cost") is None and judge.get("calls_without_usage"):
+        return [line + f"; not priced: {judge['incomplete_reason']}."]
     if judge.get("cost") is None:
         named = ", ".join(code(m) for m in judge.get("unpriced_models") or []) or "none named"
         return [line + f"; not priced: the prices file does not name the judge model(s) {named}."]

@@ -52,9 +52,18 @@ def _model_env_names(plan: RunPlan) -> set[str]:
 
 def register_run_secrets(plan: RunPlan, env: Mapping[str, str]) -> None:
     """From here on every byte assay writes (files, run.log, stdout) has these values redacted: every
-    resolved value but an address-only variable (the base URL is not a secret: errors show where
-    they connected). A run and a rescore of it register the same set (one rule)."""
-    addresses = secrets.address_vars(plan.adapter, env) - _model_env_names(plan) - plan.cases.env_names
+    resolved value but an address-only variable (the app's or the judge's base URL is not a secret:
+    errors show where they connected). A variable is an address only when every place that names it
+    is an address. A run and a rescore of it register the same set (one rule)."""
+    from ..judge.env import address_vars as model_address_vars
+    app_addr = secrets.address_vars(plan.adapter, env)
+    model_addr = model_address_vars(plan, env, "judge")
+    if _simulator_on(plan):
+        model_addr |= model_address_vars(plan, env, "simulator")
+    app_names, model_names = secrets.env_refs(plan.adapter) | secrets.auth_env_names(plan.adapter), _model_env_names(plan)
+    addresses = {n for n in app_addr | model_addr
+                 if (n not in app_names or n in app_addr) and (n not in model_names or n in model_addr)}
+    addresses -= plan.cases.env_names
     writer.register_secrets(v for k, v in env.items() if k not in addresses)
 
 

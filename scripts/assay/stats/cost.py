@@ -357,9 +357,7 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
     }
     j = t["judge"]
     if j["calls"]:
-        why = reason if prices is None else (
-            None if j["complete"] else f"the judge model(s) {', '.join(j['unpriced_models'])} are not in {PRICES_FILE}: "
-                                       "not priced at 0")
+        why = reason if prices is None else (None if j["complete"] else j["incomplete_reason"])
         block["judge"] = {"calls": j["calls"], "input_tokens": j["input_tokens"], "output_tokens": j["output_tokens"],
                           "currency": cost["currency"], "complete": bool(j["complete"] and prices is not None),
                           "total": j["cost"], "mean_per_case": j["mean_per_case"],

@@ -21,6 +21,9 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
     judge, split = t.get("judge") or {}, ""
     if judge.get("calls") and include_judge:
         if judge.get("mean_per_case") is None:
+            if judge.get("calls_without_usage"):   # wave 4 §1: a judge call without usage costs unknown, not 0
+                return True, (f"cost budget {budget:g} {cur}/case cannot be checked: {judge['incomplete_reason']}; "
+                              "make the judge report its usage, or leave the judge out with gate.py --no-judge-cost")
             return True, (f"cost budget {budget:g} {cur}/case cannot be checked: the judge's calls are unpriced "
                           f"(judge model(s) {', '.join(judge.get('unpriced_models') or []) or 'unnamed'} not in the "
                           "prices file); price them, or leave the judge out with gate.py --no-judge-cost")

@@ -27,11 +27,13 @@ def judge_model_of(manifest: dict) -> str | None:
 def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> dict:
     """A case's judge tokens (verdict.json `judge_usage`) and their price: each judge model at its own
     price (`by_model`), else the run's judge model. A model the prices file does not name: unpriced,
-    never 0."""
+    never 0. A judge call that reported no token usage (`calls_without_usage`) has an unknown cost, as
+    an app's model call without usage has (wave 4 §1): the case's judge cost is unknown, never 0."""
     usage = verdict.get("judge_usage") if isinstance(verdict.get("judge_usage"), dict) else {}
     calls = token_count(usage.get("calls"))
     row: dict[str, Any] = {"calls": calls, "input_tokens": token_count(usage.get("input_tokens")),
-                           "output_tokens": token_count(usage.get("output_tokens")), "cost": None, "unpriced_models": []}
+                           "output_tokens": token_count(usage.get("output_tokens")), "cost": None, "unpriced_models": [],
+                           "calls_without_usage": min(token_count(usage.get("calls_without_usage")), calls)}
     if not calls or prices is None:
         return row
     by_model = usage.get("by_model") if isinstance(usage.get("by_model"), dict) else {
@@ -44,7 +46,7 @@ def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> di
             continue
         cost += token_count(counts.get("input_tokens")) * p["input"] + token_count(counts.get("output_tokens")) * p["output"]
     row["unpriced_models"] = sorted(unpriced)
-    row["cost"] = None if unpriced else round(cost, 8)
+    row["cost"] = None if unpriced or row["calls_without_usage"] else round(cost, 8)
     return row
 
 
@@ -58,10 +60,23 @@ def judge_totals(rows: list[dict], prices: dict | None, n_cases: int | None = No
     unpriced = sorted({m for j in judged for m in j["unpriced_models"]})
     complete = prices is not None and all(j["cost"] is not None for j in judged)
     total = round(sum(j["cost"] for j in judged), 8) if complete else None
-    return {"cases": len(judged), "calls": sum(j["calls"] for j in judged),
+    calls, no_usage = sum(j["calls"] for j in judged), sum(j.get("calls_without_usage", 0) for j in judged)
+    return {"cases": len(judged), "calls": calls,
             "input_tokens": sum(j["input_tokens"] for j in judged),
             "output_tokens": sum(j["output_tokens"] for j in judged),
-            "complete": complete if judged else True, "unpriced_models": unpriced,
+            "complete": complete if judged else True, "unpriced_models": unpriced, "calls_without_usage": no_usage,
+            "incomplete_reason": incomplete_reason(unpriced, no_usage, calls),
             "cost": total if judged else (0.0 if prices is not None else None),
             "mean_per_case": (round(total / n_cases, 8) if total is not None and n_cases else None)
             if judged else (0.0 if prices is not None else None)}
+
+
+def incomplete_reason(unpriced: list[str], no_usage: int, calls: int) -> str | None:
+    """Why the judge's cost is not known, in words (None when it is): the one wording the gate's
+    budget, its `judge cost:` line, results.json and the report give."""
+    parts = []
+    if no_usage:
+        parts.append(f"{no_usage} of {calls} judge call(s) reported no token usage (their cost is unknown, not 0)")
+    if unpriced:
+        parts.append(f"the judge model(s) {', '.join(unpriced)} are not in prices.yaml: not priced at 0")
+    return "; ".join(parts) or None
