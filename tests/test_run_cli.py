@@ -267,3 +267,21 @@ def test_sigterm_to_the_runner_kills_its_commands_at_once(state, tmp_path):
             proc.kill()
         for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_variable_whose_value_is_a_word_of_the_run_files_is_refused_at_pre_flight(state, tmp_path):
+    """Every variable a run is given is redacted as a secret wherever assay writes: an allowlisted
+    APP_MODE=pass rewrote every verdict to `<redacted>` (crash -> `<redacted>_rate`, 8080 inside
+    latencies), and the gate closed on malformed counts that named nothing. Refused before any case
+    runs, naming the variable and the word (never the value)."""
+    def plan(run_id):
+        return make_plan(state, [case("c-pass", "hello there", expect={"answer": {"must_contain": ["you said"]}})],
+                         adapter_doc=cli_adapter(), run_id=run_id)
+    for value, said in (("pass", "its value occurs in 'pass'"), ("crash", "its value occurs in 'crash"),
+                        ("8080", "its value is a number")):
+        r, out, _ = go(state, plan(f"smoke-2026120{len(value)}T000000Z"), cli_env(tmp_path, CLI_SECRET_TOKEN=value))
+        assert r.rc == 3 and not out.exists(), r.stdout
+        assert "CLI_SECRET_TOKEN (an allowlisted variable (env_allowlist)): " + said in r.json["error"], r.json["error"]
+        assert r.json["colliding_env"] == ["CLI_SECRET_TOKEN"]
+    r, out, _ = go(state, plan("smoke-20261209T000000Z"), cli_env(tmp_path, CLI_SECRET_TOKEN="production-eu"))
+    assert r.rc == 0, r.stdout

@@ -124,3 +124,54 @@ def address_vars(adapter: Mapping[str, Any], env: Mapping[str, str]) -> set[str]
         {k: v for k, v in traces.items() if k != "location"}) | auth_env_names(adapter)
     return {name for name in named - elsewhere
             if name in env and not any(ch in env[name] for ch in "@?#")}
+
+
+def run_file_words() -> frozenset[str]:
+    """The words assay itself writes into every run: the keys, enums and required names of the run
+    files' schemas (verdict, results, manifest), the layer names, JSON's literals (a secret is redacted
+    wherever it occurs, so a value inside one of these would rewrite the run's own structure)."""
+    if not _WORDS:
+        import json
+        from pathlib import Path as _Path
+        from .vocab import LAYER_ORDER
+        words: set[str] = {"true", "false", "null", *LAYER_ORDER}
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if key in ("properties", "patternProperties") and isinstance(value, dict):
+                        words.update(k for k in value if isinstance(k, str))
+                    elif key in ("enum", "required") and isinstance(value, list):
+                        words.update(v for v in value if isinstance(v, str))
+                    elif key == "const" and isinstance(value, str):
+                        words.add(value)
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+        for name in ("verdict", "results", "manifest"):
+            path = _Path(__file__).resolve().parents[1] / "schemas" / f"{name}.schema.json"
+            walk(json.loads(path.read_text(encoding="utf-8")))
+        _WORDS.append(frozenset(w for w in words if w))
+    return _WORDS[0]
+
+
+_WORDS: list[frozenset[str]] = []
+
+
+def colliding_values(env: Mapping[str, str], min_len: int) -> dict[str, str]:
+    """{name: why} for each value that cannot be redacted without corrupting a run file: all digits (a
+    port, a year: every count, latency and timestamp holds digits), or occurring inside a word
+    `run_file_words` lists. The value itself is never in `why`."""
+    out: dict[str, str] = {}
+    words = run_file_words()
+    for name, value in sorted(env.items()):
+        if not isinstance(value, str) or len(value) < min_len:
+            continue
+        if value.isdigit():
+            out[name] = "its value is a number, and numbers are in every run file (counts, latencies, times)"
+            continue
+        hit = next((w for w in sorted(words) if value in w), None)
+        if hit is not None:
+            out[name] = f"its value occurs in {hit!r}, a word assay writes into its run files"
+    return out

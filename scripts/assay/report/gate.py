@@ -64,14 +64,14 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
 def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, verify: bool | str, budgets: dict,
               notes: dict | None) -> GateResult:
     checked = None
-    if verify and load_results(run_dir, rows=False)["summary"].get("status") != "running":
+    if verify and verify != KEPT and load_results(run_dir, rows=False)["summary"].get("status") != "running":
         # the completeness re-check first, while no case row is held (its reason keeps its place below):
-        # at 100,000 cases the two never share the memory. `verify="kept"` (the viewer): only an
-        # answer a reader kept for these bytes (rundir.checked), never the check itself
-        checked = kept_verify(run_dir) if verify == KEPT else run_verify(run_dir)
-    if verify == KEPT and checked is None:
-        verify = False
+        # at 100,000 cases the two never share the memory
+        checked = run_verify(run_dir)
     results = load_results(run_dir)
+    if verify == KEPT:   # the viewer: only an answer a reader kept for these bytes (rundir.checked), never the check
+        checked = kept_verify(run_dir) if results["summary"].get("status") != "running" else None
+        verify = checked is not None
     summary = results["summary"]
     res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir))
     reasons = res.reasons

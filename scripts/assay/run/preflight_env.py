@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..core import secrets, writer
+from ..core.errors import AssayError
 from ..core.runplan import RunPlan
 
 
@@ -64,7 +65,19 @@ def register_run_secrets(plan: RunPlan, env: Mapping[str, str]) -> None:
     addresses = {n for n in app_addr | model_addr
                  if (n not in app_names or n in app_addr) and (n not in model_names or n in model_addr)}
     addresses -= plan.cases.env_names
-    writer.register_secrets(v for k, v in env.items() if k not in addresses)
+    kept = {k: v for k, v in env.items() if k not in addresses}
+    clash = secrets.colliding_values(kept, writer.MIN_SECRET_LEN)
+    if clash:   # redacted everywhere, such a value would rewrite the run's own files: refused, named
+        where = env_sources(plan)
+        shown = "; ".join(f"{n} ({where.get(n) or 'an allowlisted variable (env_allowlist)'}): {why}"
+                          for n, why in clash.items())
+        raise AssayError(
+            f"pre-flight: every variable a run is given is redacted as a secret wherever assay writes, and "
+            f"these values would be redacted out of the run's own files (a verdict, a key, a count): {shown}. "
+            "A value this short and common is no secret: put it in the command itself (cli: command: [env, "
+            "NAME=value, ./app]; http: the adapter's text) instead of passing the variable, or give it a "
+            "longer, distinctive value", 3, key="env", colliding_env=sorted(clash))
+    writer.register_secrets(kept.values())
 
 
 def env_sources(plan: RunPlan) -> dict[str, str]:
