@@ -58,9 +58,25 @@ def run(args):
         here = Path(args.adapter).resolve().parent
         root = app_root(adapter, here.parent if here.name == "work" else here)
     out = lint_suite(suite, matrix=matrix, adapter=adapter, manifest=manifest, strict=args.strict, app_root=root)
+    _add_lines(out["findings"], args.cases)
     print(f"{out['summary']['cases']} case(s): {out['error_count']} error(s), {out['warn_count']} warning(s)",
           file=sys.stderr)
     return (1 if out["error_count"] else 0), out
+
+
+def _add_lines(findings, cases_arg) -> None:
+    """Each finding's `line` in its case file, as make_plan names it: the file's `source` is relative to
+    the state dir, found as the nearest dir above --cases that holds it (none on stdin: no line)."""
+    from assay.plan.lint_gate import line_of
+    if cases_arg == "-":
+        return
+    above = list(Path(cases_arg).resolve().parents)
+    for row in findings:
+        source = row.get("source")
+        base = next((d for d in above if source and (d / source).is_file()), None) if source else None
+        line = line_of(base, source, row.get("key")) if base is not None else None
+        if line is not None:
+            row["line"] = line
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from ..lint.findings import ERROR
 MAX_SHOWN = 20
 
 
-def _line_of(state_dir: Path, source: str | None, key: str | None) -> int | None:
+def line_of(state_dir: Path, source: str | None, key: str | None) -> int | None:
     """The line of `key` (a dotted path) in the case file `source` (relative to the state dir)."""
     if not source:
         return None
@@ -35,7 +35,7 @@ def _line_of(state_dir: Path, source: str | None, key: str | None) -> int | None
 def located(finding: dict[str, Any], state_dir: Path) -> str:
     """`datasets/x.yaml:4: c-1234 [unknown_key] message` for one finding."""
     source = finding.get("source")
-    line = _line_of(state_dir, source, finding.get("key"))
+    line = line_of(state_dir, source, finding.get("key"))
     where = f"{source}:{line}" if source and line else (source or "(suite)")
     case = f" {finding['case_id']}" if finding.get("case_id") else ""
     return f"{where}:{case} [{finding['code']}] {finding['message']}"
