@@ -89,6 +89,10 @@ def test_gating_failures_name_cases_up_to_5_and_holdout_share(tmp_path):
                     "c-f3 (answer), c-f4 (answer) and 2 more (1 of them holdout, aggregate only: ids sealed)")
     assert "h-secret-1" not in r.stdout
     assert "  holdout (aggregate only): 0/1 pass" in r.stdout.splitlines()
+    # only a holdout case failed: the headline's cut at the first colon keeps its parentheses balanced
+    r = gate(make_run(tmp_path / "h", [{"id": "h-secret-2", "verdict": "fail", "holdout": True}, {"id": "c-ok"}]))
+    assert r.rc == 1 and "h-secret-2" not in r.stdout
+    assert r.stdout.splitlines()[0].endswith(" -- closed: 1 gating failure(s) (1 of them holdout, aggregate only)")
 
 
 def test_reasons_are_listed_in_reference_order(tmp_path):

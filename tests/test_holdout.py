@@ -106,3 +106,17 @@ def test_bad_input(tmp_path):
     (state / "datasets" / "holdout-looks.jsonl").write_text('{"run_id": "a"}\nnot json\n')
     r = run_inproc("holdout", "looks", state)
     assert r.rc == 2 and "holdout-looks.jsonl:2" in r.json["error"]
+
+
+def test_reseal_without_dataset_yaml(tmp_path):
+    """dataset.yaml is optional (case-format.md): a reseal of a suite without one creates it, at
+    dataset_version 2, instead of refusing its own placeholder text."""
+    state = state_copy(tmp_path)
+    (state / "datasets" / "dataset.yaml").unlink()
+    holdout = sorted(c for c, s in splits(state).items() if s == ["holdout"])
+    assert run_inproc("holdout", "unseal", state, "--reason", "read the misses", "--case", holdout[0]).rc == 0
+    r = run_inproc("holdout", "reseal", state, "--seed", "3")
+    assert r.rc == 0, r.json
+    assert r.json["dataset_version"] == {"from": 1, "to": 2} and r.json["moved_to_full"] == [holdout[0]]
+    text = (state / "datasets" / "dataset.yaml").read_text()
+    assert text.startswith("# The dataset manifest") and yaml.safe_load(text) == {"dataset_version": 2}

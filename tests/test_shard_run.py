@@ -241,6 +241,8 @@ def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):
     (dirs[1] / "manifest.yaml").write_text(json.dumps(manifest))
     r = merge(state, plan_path, RUN_ID, dirs)
     assert r.rc == 2 and r.json["key"] == "traces" and "different 'traces'" in r.json["error"]
+    # the error says where inside the key, with both values (a newcomer cannot diff two manifests by eye)
+    assert r.json["where"] == "traces.reason" and '"traces.location not readable" vs ' in r.json["error"]
     assert not (state / "reports" / RUN_ID).exists()
 
 

@@ -63,6 +63,7 @@ def summary_lines(res: GateResult) -> list[str]:
         head += f" [{res.replayed}]"
     if res.reasons:   # the headline names what closed it first (its words up to the first colon), never a side note
         first = res.reasons[0].split(": ", 1)[0]
+        first += ")" * max(0, first.count("(") - first.count(")"))   # a cut inside '(… only: ids sealed)'
         head += f" -- closed: {clip(first, 120, ellipsis='…')}"
         if len(res.reasons) > 1:
             head += f" (+{len(res.reasons) - 1} more below)"

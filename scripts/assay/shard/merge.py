@@ -201,6 +201,24 @@ def _simulator_of(shards: list[ShardRun]) -> dict | None:
                                    if isinstance(s.manifest.get("simulator"), dict)])
 
 
+def _first_difference(a: Any, b: Any, where: str) -> tuple[str, Any, Any]:
+    """The dotted path of the first place two manifest values differ, and the two values there."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{where}.{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{where}[{i}]")
+    return where, a, b
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _merged_manifest(plan: dict, shards: list[ShardRun], baseline: dict | None) -> dict:
     first = min(shards, key=lambda s: s.index)
     mine = _shared(first.manifest)
@@ -208,9 +226,11 @@ def _merged_manifest(plan: dict, shards: list[ShardRun], baseline: dict | None) 
         theirs = _shared(s.manifest)
         for key in sorted(set(mine) | set(theirs)):
             if mine.get(key) != theirs.get(key):
+                where, a, b = _first_difference(theirs.get(key), mine.get(key), key)
                 raise AssayError(f"{s.path.name} and {first.path.name} ran with different {key!r} in their "
-                                 "manifests: the shards of one run must share the plan and its environment "
-                                 "(e.g. the trace source); re-run the odd shard", 2, key=key)
+                                 f"manifests ({where}: {_short(a)} vs {_short(b)}): the shards of one run must "
+                                 "share the plan and its environment (e.g. the trace source, the state dir's "
+                                 "judge/calibration.json); re-run the odd shard", 2, key=key, where=where)
     manifest = {k: v for k, v in first.manifest.items() if k not in ("shard", "simulator")}
     simulator = _simulator_of(shards)
     if simulator is not None:

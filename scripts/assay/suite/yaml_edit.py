@@ -31,8 +31,11 @@ def render_key(key: str, value: Any) -> str:
 
 
 def set_top_level(text: str, key: str, value: Any, *, label: str) -> str:
-    """`text` with top-level `key` set to `value` (appended when absent)."""
+    """`text` with top-level `key` set to `value` (appended when absent). An empty or comments-only
+    document is an empty mapping (reseal creates datasets/dataset.yaml when the suite has none)."""
     before = yaml.safe_load(text)
+    if before is None:
+        before = {}
     if not isinstance(before, dict):
         raise AssayError(f"{label}: expected a YAML mapping to edit {key!r}", 2, file=label)
     lines = text.splitlines(keepends=True)
