@@ -184,7 +184,7 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
     older = (f"--latest will not gate {chosen.name}, an older run, in its place"
              if chosen is not None else "there is no finished run to gate")
     raise AssayError(f"{reports_dir}: the newest run{f' of mode {mode}' if mode else ''}, {run_id}, never "
-                     f"started ({why}); {older}. Fix what pre-flight names and run the plan again, or gate "
+                     f"started ({why}); {older}. Fix what it names, plan and run again, or gate "
                      "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
                      run_id=run_id, not_started=True)
 

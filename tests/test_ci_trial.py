@@ -1,0 +1,117 @@
+"""A new-user trial of assay in CI: a tiny unit-converter app, its suite, and the mistakes CI
+scripts make (no `set -e`, the reports dir without --latest, a pytest selection that leaves no
+case). Each test walks the mistake the way a CI job does and checks that the step cannot read
+green while the suite's own news is red, and that the error names what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fakeapp import FakeApp, Reply, _run_runner_in_process
+from fixtures_authoring import run_inproc
+from helpers import write_yaml
+
+ADAPTER = """\
+adapter_version: 1
+app: {name: units, repo_access: read-only}
+access_level: black
+invocation:
+  mode: http
+  base_url: ${UNITS_URL}
+  auth: {type: none}
+  endpoint: POST /ask
+  request_body: '{"q": "<user turn>"}'
+  response_body: '{"answer": "<answer>"}'
+  health_check: {method: GET, path: /health, expect_status: [200]}
+  route_from_response: route
+  timeout_s: 5
+  max_concurrency: 2
+traces: {source: none}
+tools: []
+environment: {kind: mocked, safe_to_attack: false}
+"""
+
+PROFILE = """\
+profile_version: 1
+stage: stable
+architecture: {kind: router_executor}
+oos_handling: route:other
+routing_contract: [distance, other]
+capability_matrix:
+  answer_quality: {enabled: true}
+  routing: {enabled: true}
+  multi_turn: {enabled: false, blocked_by: none}
+  trajectory: {enabled: false, blocked_by: no traces}
+  tool_selection: {enabled: false, blocked_by: no traces}
+  execution: {enabled: false, blocked_by: no oracle}
+  authz: {enabled: false, blocked_by: no identities}
+  state: {enabled: false, blocked_by: reserved}
+"""
+
+CASE = """\
+id: c-dist0001
+unit: distance
+split: [smoke, full]
+category: happy
+test_type: MFT
+template_id: null
+review: {status: accepted, by: Ana Reviewer}
+input:
+  messages:
+    - {role: user, content: "How many miles is 10 km?"}
+expect:
+  route: distance
+  answer: {must_contain: ["6.21 miles"]}
+"""
+
+
+def units_app() -> FakeApp:
+    return FakeApp(lambda req: Reply(200, {"ok": True}) if req.method == "GET"
+                   else Reply(200, {"answer": "10 km is 6.21 miles.", "route": "distance"}))
+
+
+def write_state(root: Path) -> Path:
+    state = root / ".assay"
+    write_yaml(state / "adapter.yaml", ADAPTER)
+    write_yaml(state / "profile.yaml", PROFILE)
+    write_yaml(state / "datasets" / "c-dist0001.yaml", CASE)
+    return state
+
+
+def plan(state: Path, run_id: str):
+    work = state / "work"
+    r = run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 0, r.stdout
+    return run_inproc("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                      "-o", work / "plan.json", "--run-id", run_id)
+
+
+def test_a_refused_plan_is_never_gated_by_latest_as_the_previous_green_run(tmp_path):
+    """CI without `set -e`: make_plan.py refuses today's suite (a typo'd key), the runner then has
+    nothing to run, and `gate.py reports --latest` used to gate yesterday's green run: exit 0, a
+    green CI step over a suite that was never run. The refusal is now recorded beside the runs
+    (as a pre-flight refusal is) and --latest exits 2 naming it."""
+    state = write_state(tmp_path)
+    green = "smoke-20261201T000000Z"
+    assert plan(state, green).rc == 0
+    with units_app() as app:
+        r = _run_runner_in_process("--plan", state / "work" / "plan.json", "--out", state / "reports" / green,
+                                   "--progress", "never", env={"UNITS_URL": app.url})
+    assert r.rc == 0, r.stdout
+    assert run_inproc("gate", state / "reports", "--latest", "--mode", "smoke").rc == 0
+
+    case = state / "datasets" / "c-dist0001.yaml"
+    case.write_text(CASE.replace("unit: distance\n", "unit: distance\ngatng: true\n"), encoding="utf-8")
+    refused = plan(state, "smoke-20261202T000000Z")
+    assert refused.rc == 2 and "unknown_key" in refused.stdout, refused.stdout
+
+    gated = run_inproc("gate", state / "reports", "--latest", "--mode", "smoke", "--json")
+    doc = json.loads(gated.stdout)
+    assert gated.rc == 2, gated.stdout
+    assert doc["not_started"] is True and doc["run_id"] == "smoke-20261202T000000Z", doc
+    assert "make_plan.py exit 2" in doc["error"] and "gatng" in doc["error"], doc["error"]
+    assert f"will not gate {green}" in doc["error"], doc["error"]
+    # the run dir given by its path is gated as always
+    assert run_inproc("gate", state / "reports" / green).rc == 0
