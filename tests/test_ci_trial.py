@@ -115,3 +115,28 @@ def test_a_refused_plan_is_never_gated_by_latest_as_the_previous_green_run(tmp_p
     assert f"will not gate {green}" in doc["error"], doc["error"]
     # the run dir given by its path is gated as always
     assert run_inproc("gate", state / "reports" / green).rc == 0
+
+
+def test_pytest_session_that_ran_no_case_never_says_open_and_a_missing_baseline_is_named(tmp_path):
+    """`pytest --assay .assay -m unit` (or a -k that matches no case): every case deselected, no run,
+    no gate. The terminal section used to read `assay gate: open` over a suite that never ran.
+    `--assay-baseline` naming a run dir that is not there used to fail with the runner's own flag
+    (`--baseline-verdicts ...`), a flag the user never typed."""
+    import os
+    import subprocess
+    import sys
+    state = write_state(tmp_path)
+    (tmp_path / "test_unit.py").write_text("def test_unit():\n    assert True\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "-p", "no:cacheprovider",
+                  "--assay", str(state), "--assay-mode", "smoke"]
+    none = subprocess.run([*pytest_cmd, "-k", "test_unit"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert none.returncode == 0 and "1 passed, 1 deselected" in none.stdout, none.stdout + none.stderr
+    assert "assay gate: not gated (no case ran)" in none.stdout and "assay gate: open" not in none.stdout
+    assert "every case was deselected: nothing run, no gate" in none.stdout
+    missing = subprocess.run([*pytest_cmd, "--assay-baseline", str(tmp_path / "nope")], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 4, missing.stdout + missing.stderr
+    assert f"--assay-baseline {tmp_path / 'nope'}: not a finished run directory" in missing.stderr
+    assert "--baseline-verdicts" not in missing.stderr and not (state / "reports").exists()
