@@ -140,3 +140,15 @@ def test_pytest_session_that_ran_no_case_never_says_open_and_a_missing_baseline_
     assert missing.returncode == 4, missing.stdout + missing.stderr
     assert f"--assay-baseline {tmp_path / 'nope'}: not a finished run directory" in missing.stderr
     assert "--baseline-verdicts" not in missing.stderr and not (state / "reports").exists()
+
+
+def test_gate_on_the_reports_dir_suggests_the_newest_run_not_the_last_by_name(tmp_path):
+    """`gate.py .assay/reports` (no --latest) is refused with an example run dir to pass. It used to
+    be the last name in sort order: `targeted-...` sorts after `smoke-...`, so a user copying it
+    gated last week's green targeted run instead of today's red smoke run."""
+    reports = tmp_path / ".assay" / "reports"
+    for name in ("targeted-20261101T000000Z", "smoke-20261202T000000Z", "smoke-20261201T000000Z"):
+        write_yaml(reports / name / "results.json", "{}")
+    r = run_inproc("gate", reports)
+    error = json.loads(r.stdout)["error"]
+    assert r.rc == 2 and f"e.g. the newest, {reports / 'smoke-20261202T000000Z'} " in error, error

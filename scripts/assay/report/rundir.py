@@ -68,9 +68,10 @@ def _not_a_run_hint(path: Path) -> str:
                       and (p / "results.json").is_file())
     except OSError:
         runs = []
-    if runs:
-        return (f"it is a reports dir of {len(runs)} run(s): pass one run directory, e.g. {path / runs[-1]} "
-                f"(gate.py alone also takes the reports dir with --latest)")
+    if runs:   # the example is the newest run by run-id timestamp (as --latest picks), never by name
+        newest = max(runs, key=lambda name: ((parse_run_id(name) or ("", ""))[1], name))
+        return (f"it is a reports dir of {len(runs)} run(s): pass one run directory, e.g. the newest, "
+                f"{path / newest} (gate.py alone also takes the reports dir with --latest [--mode M])")
     return "pass a run directory (reports/<run-id>); gate.py alone also takes a reports dir with --latest"
 
 
