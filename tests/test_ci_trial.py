@@ -117,7 +117,7 @@ def test_a_refused_plan_is_never_gated_by_latest_as_the_previous_green_run(tmp_p
     assert run_inproc("gate", state / "reports" / green).rc == 0
 
 
-def test_pytest_session_that_ran_no_case_never_says_open_and_a_missing_baseline_is_named(tmp_path):
+def test_pytest_session_no_case_ran_a_missing_baseline_and_skips_named_by_case(tmp_path):
     """`pytest --assay .assay -m unit` (or a -k that matches no case): every case deselected, no run,
     no gate. The terminal section used to read `assay gate: open` over a suite that never ran.
     `--assay-baseline` naming a run dir that is not there used to fail with the runner's own flag
@@ -140,6 +140,17 @@ def test_pytest_session_that_ran_no_case_never_says_open_and_a_missing_baseline_
     assert missing.returncode == 4, missing.stdout + missing.stderr
     assert f"--assay-baseline {tmp_path / 'nope'}: not a finished run directory" in missing.stderr
     assert "--baseline-verdicts" not in missing.stderr and not (state / "reports").exists()
+    # a failed canary stops the run: `-rs` lists each case not run under its own node id (it used to
+    # be the plugin's items.py:<line>, one folded line naming no case)
+    write_yaml(state / "datasets" / "c-ping0001.yaml",
+               CASE.replace("c-dist0001", "c-ping0001").replace("[smoke, full]", "[smoke, canary]"))
+    with FakeApp(lambda req: Reply(200, {"ok": True}) if req.method == "GET"
+                 else Reply(200, {"answer": "nope", "route": "distance"})) as app:
+        stopped = subprocess.run([*pytest_cmd, "-rs"], cwd=tmp_path, env={**env, "UNITS_URL": app.url},
+                                 capture_output=True, text=True, timeout=120)
+    assert stopped.returncode == 1 and "assay gate: CLOSED" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert "SKIPPED [1] .assay::c-dist0001: not run: run_cases.py exit 4" in stopped.stdout, stopped.stdout
+    assert "items.py" not in stopped.stdout
 
 
 def test_gate_on_the_reports_dir_suggests_the_newest_run_not_the_last_by_name(tmp_path):

@@ -265,6 +265,16 @@ class AssaySession:
         return call("gate", [out], needs=("yaml",))
 
     # ---------------------------------------------------------------- the outcome
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A skipped case is listed by `-rs` under its own node id, not the plugin's `items.py:<line>`
+        (which named no case, and folded every infra error with the same reason into one line)."""
+        rep = yield
+        if (rep.skipped and isinstance(item, AssayCase) and not hasattr(rep, "wasxfail")
+                and isinstance(rep.longrepr, tuple) and len(rep.longrepr) == 3):
+            rep.longrepr = (f"{item.path}::{item.name}", None, rep.longrepr[2])
+        return rep
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.gate_closed and session.exitstatus == pytest.ExitCode.OK:
