@@ -64,17 +64,44 @@ def build_parser():
 
 
 def run(args):
+    from assay.core.errors import AssayError
+    from assay.plan.modes import resolve_mode
+
+    mode = resolve_mode(args.mode)  # --mode full is refused before anything is read
+    try:
+        return _plan(args)
+    except AssayError as err:   # this run never starts: gate.py --latest must not gate an older one
+        _mark_not_started(args, mode.name, err)
+        raise
+
+
+def _mark_not_started(args, mode: str, err) -> None:
+    """Leave `<state>/reports/.<run-id>.not-started.json` for a refused plan, as the runner does at
+    pre-flight (contract §10.4a): a CI script that goes on without `set -e` then gets exit 2 from
+    `gate.py --latest`, never yesterday's green run gated in place of today's refused one."""
+    from pathlib import Path
+
+    from assay.core.ids import new_run_id, parse_run_id, utc_now_iso
+    from assay.rundir import not_started
+    reports = Path(args.state_dir) / "reports"
+    parsed = parse_run_id(args.run_id)
+    if not reports.is_dir() or (args.run_id is not None and (not parsed or parsed[0] != mode)):
+        return   # no earlier run to mistake for this one, or no run id this run could have had
+    run_id = args.run_id or new_run_id(mode)
+    not_started.mark(reports / run_id, run_id=run_id, mode=mode, exit_code=err.code, error=err.message,
+                     at=utc_now_iso(), by="make_plan.py")
+
+
+def _plan(args):
     from pathlib import Path
 
     from assay.core import jsonio
     from assay.core.errors import AssayError
     from assay.plan.build import (PlanOptions, build_plan, merge_command_line, parse_backoff, run_command_line,
                                   shard_command_line)
-    from assay.plan.modes import resolve_mode
     from assay.schemas import validate
     from assay.stats.counts import cases_phrase
 
-    resolve_mode(args.mode)  # --mode full is refused before anything is read
     if args.durations is not None and args.shards is None:
         raise AssayError("--durations only applies with --shards N (it packs the shards by recorded latency)", 2,
                          key="--durations")

@@ -318,7 +318,7 @@ def test_a_reports_dir_where_a_run_dir_is_expected_names_a_run_to_pass(tmp_path)
     (run_dir / "verdicts_for_stats.jsonl").write_text("")
     with pytest.raises(AssayError) as err:
         load_results(tmp_path)
-    assert f"a reports dir of 1 run(s): pass one run directory, e.g. {run_dir}" in err.value.message
+    assert f"a reports dir of 1 run(s): pass one run directory, e.g. the newest, {run_dir}" in err.value.message
     with pytest.raises(AssayError) as err:
         read_verdicts_jsonl(str(run_dir))
     assert f"pass a run's verdicts file, {run_dir / 'verdicts_for_stats.jsonl'}" in err.value.message

@@ -96,3 +96,17 @@ def test_a_hollow_case_is_skipped_saying_it_asserted_nothing(tmp_path):
                layers={"http": {"verdict": "pass"}, "answer": {"verdict": "n/a"}})
     with pytest.raises(Skipped, match=r"unscored: no layer could be scored \(nothing asserted beyond liveness\)"):
         outcome(tmp_path, row, None)
+
+
+def test_a_case_whose_one_asserted_check_never_ran_says_so_not_that_no_layer_was_scored(tmp_path):
+    """The answer was scored and passed, the route was not in the response: the item (and the JUnit
+    failure, the same words) used to say "unscored: no layer could be scored", as if the app had
+    answered nothing; it names the check that never ran."""
+    row = case(tmp_path, "c-12", "unscored",
+               layers={"http": {"verdict": "pass"}, "answer": {"verdict": "pass"},
+                       "routing": {"verdict": "unscored", "reason": "no declared route source produced a route"}})
+    with pytest.raises(CaseFailed) as failed:
+        outcome(tmp_path, row, None)
+    text = str(failed.value)
+    assert "unscored: a check it asserts could not be scored (routing: no declared route source" in text, text
+    assert "no layer could be scored" not in text and "unscored, not a pass: it closes the gate" in text

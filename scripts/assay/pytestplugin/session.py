@@ -171,6 +171,10 @@ class AssaySession:
             return None
         if self.baseline != "auto":
             self.baseline_dir = Path(self.baseline).resolve()
+            if not (self.baseline_dir / "verdicts_for_stats.jsonl").is_file():
+                raise pytest.UsageError(f"--assay-baseline {self.baseline}: not a finished run directory (no "
+                                        "verdicts_for_stats.jsonl there); pass auto, or a run dir such as "
+                                        f"{self.state / 'reports'}/<run-id>")
             return self.baseline_dir / "verdicts_for_stats.jsonl"
         from ..core.errors import AssayError
         from ..report.rundir import latest_run
@@ -261,6 +265,16 @@ class AssaySession:
         return call("gate", [out], needs=("yaml",))
 
     # ---------------------------------------------------------------- the outcome
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A skipped case is listed by `-rs` under its own node id, not the plugin's `items.py:<line>`
+        (which named no case, and folded every infra error with the same reason into one line)."""
+        rep = yield
+        if (rep.skipped and isinstance(item, AssayCase) and not hasattr(rep, "wasxfail")
+                and isinstance(rep.longrepr, tuple) and len(rep.longrepr) == 3):
+            rep.longrepr = (f"{item.path}::{item.name}", None, rep.longrepr[2])
+        return rep
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.gate_closed and session.exitstatus == pytest.ExitCode.OK:
@@ -269,8 +283,11 @@ class AssaySession:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not (self.gate_lines or self.notes or self.comparison_lines):
             return
-        terminalreporter.section("assay gate: " + ("CLOSED" if self.gate_closed else "open"),
-                                 red=self.gate_closed, green=not self.gate_closed and bool(self.gate_lines))
+        # no gate lines: no run was gated (every case deselected), which never reads as "open"
+        title = "CLOSED" if self.gate_closed else "open" if self.gate_lines else "not gated (no case ran)"
+        terminalreporter.section("assay gate: " + title, red=self.gate_closed,
+                                 yellow=not self.gate_closed and not self.gate_lines,
+                                 green=not self.gate_closed and bool(self.gate_lines))
         for line in self.notes:
             terminalreporter.write_line(show_controls(f"assay: {line}"))
         for line in self.comparison_lines + self.gate_lines:

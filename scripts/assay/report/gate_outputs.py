@@ -54,6 +54,8 @@ def case_message(res: GateResult, row: dict) -> str:
         reasons = [f"{k}: {v.get('reason')}" for k, v in (doc.get("layers") or {}).items()
                    if isinstance(v, dict) and v.get("verdict") in ("unscored", "error") and v.get("reason")]
         detail = "; ".join(reasons[:3]) or doc.get("unscored_reason")   # a hollow case: no layer says why
+        if reasons:   # the named checks never ran; the case's other layers may well have been scored
+            return f"unscored: a check it asserts could not be scored ({detail})"
     base = _SKIP_WORDS.get(str(verdict), f"verdict {verdict}")
     return f"{base} ({detail})" if detail else base
 

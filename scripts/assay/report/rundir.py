@@ -68,9 +68,10 @@ def _not_a_run_hint(path: Path) -> str:
                       and (p / "results.json").is_file())
     except OSError:
         runs = []
-    if runs:
-        return (f"it is a reports dir of {len(runs)} run(s): pass one run directory, e.g. {path / runs[-1]} "
-                f"(gate.py alone also takes the reports dir with --latest)")
+    if runs:   # the example is the newest run by run-id timestamp (as --latest picks), never by name
+        newest = max(runs, key=lambda name: ((parse_run_id(name) or ("", ""))[1], name))
+        return (f"it is a reports dir of {len(runs)} run(s): pass one run directory, e.g. the newest, "
+                f"{path / newest} (gate.py alone also takes the reports dir with --latest [--mode M])")
     return "pass a run directory (reports/<run-id>); gate.py alone also takes a reports dir with --latest"
 
 
@@ -184,7 +185,7 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
     older = (f"--latest will not gate {chosen.name}, an older run, in its place"
              if chosen is not None else "there is no finished run to gate")
     raise AssayError(f"{reports_dir}: the newest run{f' of mode {mode}' if mode else ''}, {run_id}, never "
-                     f"started ({why}); {older}. Fix what pre-flight names and run the plan again, or gate "
+                     f"started ({why}); {older}. Fix what it names, plan and run again, or gate "
                      "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
                      run_id=run_id, not_started=True)
 

@@ -1,7 +1,8 @@
 """A run that never started (docs/runner-contract.md §10.4a).
 
 A run stopped at pre-flight (exit 3: a missing variable, the app down, a span file that cannot
-exist; exit 2 on the plan) makes no run directory. Without a trace of it, `gate.py --latest`
+exist; exit 2 on the plan), or whose plan `make_plan.py` refused (a linter ERROR, a stale
+converted.json), makes no run directory. Without a trace of it, `gate.py --latest`
 would gate the newest run that did finish, an older one, and open on yesterday's green run
 after today's run never reached the app. So the runner leaves one small file beside the run
 dir, as it does its lock: `<reports>/.<run-id>.not-started.json` holding `{run_id, mode,
@@ -29,14 +30,15 @@ def marker_path(out: Path) -> Path:
     return out.parent / f".{out.name}{SUFFIX}"
 
 
-def mark(out: Path, *, run_id: str, mode: str, exit_code: int, error: str, at: str) -> None:
-    """Record that the run `out` never started; never fails the command (its error is the news)."""
+def mark(out: Path, *, run_id: str, mode: str, exit_code: int, error: str, at: str, by: str | None = None) -> None:
+    """Record that the run `out` never started; never fails the command (its error is the news).
+    `by`: the command that refused it when it is not the runner (make_plan.py)."""
     from ..core import writer
     try:
         if out.exists() or out.is_symlink():
             return   # a run dir exists (a --resume): --latest reads that one
-        writer.write_json(marker_path(out), {"run_id": run_id, "mode": mode, "exit_code": exit_code,
-                                             "error": error, "at": at})
+        record = {"run_id": run_id, "mode": mode, "exit_code": exit_code, "error": error, "at": at}
+        writer.write_json(marker_path(out), record | ({"by": by} if by else {}))
     except Exception:   # a full disk or a link there: the refusal itself still reaches the user
         pass
 
@@ -99,6 +101,8 @@ def newer_than(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[
 
 
 def reason(record: dict[str, Any]) -> str:
-    """Why the run never started, from its file: `run_cases.py exit 3: <error>`."""
-    code, error = record.get("exit_code"), record.get("error")
-    return f"run_cases.py exit {code}: {error}" if isinstance(error, str) else "stopped at pre-flight"
+    """Why the run never started, from its file: `run_cases.py exit 3: <error>` (or `make_plan.py exit 2:
+    ...` when the plan was refused)."""
+    code, error, by = record.get("exit_code"), record.get("error"), record.get("by")
+    by = by if by in ("make_plan.py",) else "run_cases.py"
+    return f"{by} exit {code}: {error}" if isinstance(error, str) else "stopped at pre-flight"
