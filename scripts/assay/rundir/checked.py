@@ -36,11 +36,8 @@ _CODE: list[str] = []
 
 
 def _keep_above() -> int:
-    raw = os.environ.get("ASSAY_CHECK_KEEP_ABOVE", "")
-    try:
-        return max(0, int(raw)) if raw.strip() else KEEP_ABOVE
-    except ValueError:
-        return KEEP_ABOVE
+    from .parallel import bytes_setting
+    return bytes_setting("ASSAY_CHECK_KEEP_ABOVE", KEEP_ABOVE)
 
 
 def _kept_size(stats: list[tuple] | None) -> bool:

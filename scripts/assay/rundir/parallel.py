@@ -31,12 +31,17 @@ FORK_ABOVE = 32 << 20        # ~8,000 cases of a plain single-turn run
 LAST: dict[str, Any] = {}    # {"processes": 1 or 2, "fallback": why the one-process check ran again}
 
 
-def _threshold() -> int:
-    raw = os.environ.get("ASSAY_CHECK_FORK_ABOVE", "")
+def bytes_setting(name: str, default: int) -> int:
+    """A size in bytes from the environment variable `name` (unset, empty or not an integer: `default`)."""
+    raw = os.environ.get(name, "")
     try:
-        return max(0, int(raw)) if raw.strip() else FORK_ABOVE
+        return max(0, int(raw)) if raw.strip() else default
     except ValueError:
-        return FORK_ABOVE
+        return default
+
+
+def _threshold() -> int:
+    return bytes_setting("ASSAY_CHECK_FORK_ABOVE", FORK_ABOVE)
 
 
 def _cpus() -> int:
