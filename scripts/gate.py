@@ -52,6 +52,16 @@ def build_parser():
 
 
 def run(args):
+    try:
+        return _run(args)
+    except Exception as exc:   # not decided: a --junit file still says so (never an older run's file)
+        if args.junit:
+            from assay.report.gate_outputs import write_junit_error
+            write_junit_error(args.junit, exc.message if isinstance(exc, AssayError) else f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _run(args):
     from assay.report.gate import to_json
     from assay.verdict import GateOptions, decide
     from assay.report.gate_outputs import append_github_summary, write_junit

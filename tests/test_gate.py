@@ -337,3 +337,18 @@ def test_the_reasons_walk_the_rows_once_and_keep_nothing_after(tmp_path, monkeyp
     res = gate_mod.evaluate(run_dir, verify=False)
     assert not res.open and any("c-un" in r for r in res.reasons), res.reasons
     assert sorted(calls) == ["c-pass", "c-sk", "c-un"] and gate_case._WALKED == []
+
+
+def test_a_gate_that_cannot_decide_leaves_no_older_junit_behind(tmp_path):
+    """A JUnit reader on a reused workspace (`if: always()`) read the previous run's junit.xml when the
+    gate refused its input (exit 2): the file now holds one <error> testcase saying why."""
+    junit = tmp_path / "junit.xml"
+    run_dir = make_run(tmp_path / "reports", basic_cases())
+    assert run_script("gate", run_dir, "--junit", junit).rc in (0, 1)
+    assert b"<error" not in junit.read_bytes()
+    r = run_script("gate", tmp_path / "reports" / "smoke-20990101T000000Z", "--junit", junit)
+    assert r.rc == 2, r.stdout
+    root = ET.parse(junit).getroot()
+    errors = root.findall(".//testcase/error")
+    assert root.get("errors") == "1" and len(root.findall(".//testcase")) == 1 and len(errors) == 1
+    assert errors[0].get("message").startswith("gate not decided: ") and "smoke-20990101T000000Z" in errors[0].text

@@ -208,6 +208,27 @@ def write_junit(res: GateResult, path: str) -> None:
         raise AssayError(f"--junit {path}: cannot write ({exc})", 2) from None
 
 
+def write_junit_error(path: str, message: str) -> None:
+    """--junit when the gate could not decide (exit 2, or a bug): a file whose one testcase is an <error> with the
+    message, so a JUnit reader on a reused workspace never shows the last run's file as this one's.
+    Best effort: a path that cannot be written is the refusal's own problem, said on stdout."""
+    root = ET.Element("testsuites", name="assay gate")
+    suite = _suite(root, "assay.gate")
+    tc = ET.SubElement(suite, "testcase", name="gate", classname="assay.gate", time="0")
+    ET.SubElement(tc, "error", message=f"gate not decided: {one_line(message)[:500]}", type="usage").text = message
+    for el in (suite, root):
+        el.set("tests", "1")
+        el.set("failures", "0")
+        el.set("errors", "1")
+    _xml_safe(root)
+    ET.indent(root)
+    try:
+        if Path(path).parent.is_dir():
+            atomic_write_bytes(Path(path), ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n")
+    except OSError:
+        pass
+
+
 def one_line(text: object) -> str:
     """A line of the gate's screen as one line: an app's CR/LF written as a visible \\n, so app text
     never starts a line of its own (a fake `...: PASS` or `gate open` under the real one)."""
