@@ -52,16 +52,17 @@ def build_parser():
 
 
 def run(args):
+    wrote: list[str] = []   # the decision's own JUnit file, once written (a later error keeps it)
     try:
-        return _run(args)
+        return _run(args, wrote)
     except Exception as exc:   # not decided: a --junit file still says so (never an older run's file)
-        if args.junit:
+        if args.junit and not wrote:
             from assay.report.gate_outputs import write_junit_error
             write_junit_error(args.junit, exc.message if isinstance(exc, AssayError) else f"{type(exc).__name__}: {exc}")
         raise
 
 
-def _run(args):
+def _run(args, wrote: list[str]):
     from assay.report.gate import to_json
     from assay.verdict import GateOptions, decide
     from assay.report.gate_outputs import append_github_summary, write_junit
@@ -90,6 +91,7 @@ def _run(args):
         state_dir=args.state_dir, include_judge=not args.no_judge_cost, baseline=args.baseline))
     if args.junit:
         write_junit(result, args.junit)
+        wrote.append(args.junit)
     if args.github_summary:
         append_github_summary(result)
     code = 0 if result.open else 1

@@ -66,11 +66,13 @@ def api_gate(run_dir: Path, tmp: Path) -> dict:
     return {"closed": doc["gate"] == "closed", "reasons": doc["reasons"], "closing": closing, "skipped": skipped}
 
 
-def viewer(state: Path, run_ids: list[str]) -> dict[str, dict]:
+def viewer(state: Path, run_ids: list[str], env: dict[str, str] | None = None) -> dict[str, dict]:
     """{run id: decision} from one view.py over the state dir, as its run page asks: the gate API and
     the cases API (a failed case's words: `canary; ` when it is one, then its failed layers)."""
+    import os
     view = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), str(state), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
 
     def get(url: str) -> dict:
         with urllib.request.urlopen(url, timeout=120) as resp:
@@ -83,7 +85,7 @@ def viewer(state: Path, run_ids: list[str]) -> dict[str, dict]:
             while doc["gate"] == "checking":
                 doc = get(f"{url}api/run/{run_id}/gate?wait=5")
             rows = get(f"{url}api/run/{run_id}/cases?size=1000")["cases"]
-            out[run_id] = {"closed": doc["gate"] == "closed", "reasons": doc["reasons"],
+            out[run_id] = {"closed": doc["gate"] == "closed", "reasons": doc["reasons"], "verified": doc.get("verified"),
                            "closing": {r["case_id"]: ("canary; " if r.get("canary") else "") + "failed: "
                                        + ", ".join(k for k, v in (r.get("layers") or {}).items() if v == "fail")
                                        for r in rows if r.get("verdict") == "fail"}}

@@ -352,3 +352,7 @@ def test_a_gate_that_cannot_decide_leaves_no_older_junit_behind(tmp_path):
     errors = root.findall(".//testcase/error")
     assert root.get("errors") == "1" and len(root.findall(".//testcase")) == 1 and len(errors) == 1
     assert errors[0].get("message").startswith("gate not decided: ") and "smoke-20990101T000000Z" in errors[0].text
+    # decided, then an output step fails (a summary file that cannot be written): the decision's JUnit stays
+    r = run_script("gate", run_dir, "--junit", junit, "--github-summary",
+                   env={"GITHUB_STEP_SUMMARY": str(tmp_path / "no-such-dir" / "summary.md")})
+    assert r.rc == 2 and b"<error" not in junit.read_bytes(), r.stdout

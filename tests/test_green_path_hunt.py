@@ -61,7 +61,7 @@ from hunt_paths import api_gate, error_layers, gate, gate_kept, merged_from_stor
 pytestmark = pytest.mark.slow
 
 ALL = ("gate", "gate --baseline auto", "replayed", "shards merged", "shards merged from the store", "rescored",
-       "viewer", "pytest", "api.gate", "gate, its check kept")
+       "viewer", "pytest", "api.gate", "gate, its check kept", "viewer, its check kept")
 HOLLOW_PATHS = tuple(p for p in ALL if p != "pytest") + ("pytest, the hollow suite",)
 APPS = ("helpdesk", "helpdesk canary", "agent")
 
@@ -208,6 +208,13 @@ def _walk(app: App, tmp: Path, server) -> dict:
                                    else gate(d, tmp, "--baseline", "auto") if path == "gate --baseline auto"
                                    else gate_kept(d, tmp) if path == "gate, its check kept"
                                    else gate(d, tmp))
+    # the viewer again, once the gates above kept their checks (assay.rundir.checked): it shows the kept
+    # answer (verified) and must close with the same reasons
+    kept = viewer(state, sorted({w["viewer"].name for w in walks.values()}), env={"ASSAY_CHECK_KEEP_ABOVE": "0"})
+    for name, walk in walks.items():
+        seen_kept = kept[walk["viewer"].name]
+        assert seen_kept["verified"] is True, (name, seen_kept)
+        decided[name]["viewer, its check kept"] = seen_kept
     decided[app.name]["_dirs"]["base"] = base
     return decided
 

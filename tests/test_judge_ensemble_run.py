@@ -244,20 +244,25 @@ def traced_app(span_file):
     return handler
 
 
-def test_judge_cost_in_results_and_it_closes_a_budget(state, servers, tmp_path):
+def _priced_judged_run(state, servers, tmp_path, judge_handler, case_ids):
+    """A traced app and an anthropic judge, both priced (prices.yaml), over `case_ids`: (result, run dir)."""
     app, anth, _ = servers
     span_file = tmp_path / "spans.jsonl"
     app.handler = traced_app(span_file)
-    anth.handler = anthropic_handler()
+    anth.handler = judge_handler
     (state / "prices.yaml").write_text("currency: USD\nper: 1000000\nmodels:\n  app-model: {input: 1.0, output: 2.0}\n"
                                        "  claude-test: {input: 10.0, output: 50.0}\n", encoding="utf-8")
     write_rubric(state)
     ad = adapter("${APP_URL}")
     ad["traces"] = {"source": "otlp-file", "location": "${SPANS}", "convention": "gen_ai",
                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 30, "max_wait_s": 2}}
-    plan = make_plan(state, [rcase("c-1", "full"), rcase("c-2", "full")], adapter_doc=ad)
+    plan = make_plan(state, [rcase(cid, "full") for cid in case_ids], adapter_doc=ad)
     plan["judge"] = judge_block(state, {"provider": "anthropic", "model": "claude-test", "base_url": anth.url})
-    r, out = go(state, plan, env={"APP_URL": app.url, "SPANS": str(span_file)})
+    return go(state, plan, env={"APP_URL": app.url, "SPANS": str(span_file)})
+
+
+def test_judge_cost_in_results_and_it_closes_a_budget(state, servers, tmp_path):
+    r, out = _priced_judged_run(state, servers, tmp_path, anthropic_handler(), ["c-1", "c-2"])
     assert r.rc == 0, r.stdout + r.stderr
     cl = read(out / "results.json")["cost_latency"]
     assert cl["cost"]["total"] == pytest.approx(0.004) and cl["cost"]["mean_per_case"] == pytest.approx(0.002)
@@ -280,9 +285,6 @@ def test_judge_calls_without_usage_leave_the_cost_budget_uncheckable(state, serv
     """A judge that answers without `usage` has an unknown cost, never 0 (wave 4 §1, as an app's model
     call without usage): a cost budget the app alone meets cannot be checked, and the gate closes saying
     why; --no-judge-cost checks the app's cost alone. It read `judge 0` and opened before."""
-    app, anth, _ = servers
-    span_file = tmp_path / "spans.jsonl"
-    app.handler = traced_app(span_file)
     answer = anthropic_handler()
 
     def no_usage(req):
@@ -290,16 +292,7 @@ def test_judge_calls_without_usage_leave_the_cost_budget_uncheckable(state, serv
         if isinstance(reply.body, dict):
             reply.body.pop("usage", None)
         return reply
-    anth.handler = no_usage
-    (state / "prices.yaml").write_text("currency: USD\nper: 1000000\nmodels:\n  app-model: {input: 1.0, output: 2.0}\n"
-                                       "  claude-test: {input: 10.0, output: 50.0}\n", encoding="utf-8")
-    write_rubric(state)
-    ad = adapter("${APP_URL}")
-    ad["traces"] = {"source": "otlp-file", "location": "${SPANS}", "convention": "gen_ai",
-                    "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 30, "max_wait_s": 2}}
-    plan = make_plan(state, [rcase("c-1", "full")], adapter_doc=ad)
-    plan["judge"] = judge_block(state, {"provider": "anthropic", "model": "claude-test", "base_url": anth.url})
-    r, out = go(state, plan, env={"APP_URL": app.url, "SPANS": str(span_file)})
+    r, out = _priced_judged_run(state, servers, tmp_path, no_usage, ["c-1"])
     assert r.rc == 0, r.stdout + r.stderr
     why = "2 of 2 judge call(s) reported no token usage (their cost is unknown, not 0)"
     judge = read(out / "results.json")["cost_latency"]["judge"]
