@@ -45,7 +45,8 @@ def server(tmp_path_factory):
     assert r.rc == 0, (r.stdout, r.stderr)
     on_disk = [p for p in (state / "reports" / RUN).rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
     assert not on_disk, on_disk   # the secret the agent wrote into its workdir is redacted in workdir.json
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "120"],
+    # the fixture ends the server; 900 s only bounds an orphan (120 s ran out on a loaded worker)
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield json.loads(proc.stdout.readline())["url"]
     proc.terminate()

@@ -105,7 +105,8 @@ def state(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(state):
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "120"],
+    # the fixture ends the server; 900 s only bounds an orphan (120 s ran out on a loaded worker)
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = json.loads(proc.stdout.readline())["url"]
     yield url
