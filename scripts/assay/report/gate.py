@@ -21,6 +21,7 @@ from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, ca
                            kept_verify,
                            skipped_gating_reason, unscored_gating_reason)
 from .rundir import RunResultsView, load_results
+from .run_files import status_from_tail
 
 KEPT = "kept"   # evaluate(verify=KEPT): the completeness check's answer only when a reader kept it (rundir.checked)
 
@@ -61,12 +62,20 @@ def evaluate(run_dir: Path, *, max_infra_rate: float = 0.05, require_canaries: b
         forget()
 
 
+def _status_on_disk(run_dir: Path) -> str | None:
+    """results.json's summary.status, from its tail when the runner wrote it (a 100,000-case file's
+    rows are not walked twice: the whole file is read once, below), else from the whole file."""
+    status = status_from_tail(run_dir / "results.json")
+    return status if status is not None else load_results(run_dir, rows=False)["summary"].get("status")
+
+
 def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, verify: bool | str, budgets: dict,
               notes: dict | None) -> GateResult:
     checked = None
-    if verify and verify != KEPT and load_results(run_dir, rows=False)["summary"].get("status") != "running":
+    if verify and verify != KEPT and _status_on_disk(run_dir) != "running":
         # the completeness re-check first, while no case row is held (its reason keeps its place below):
-        # at 100,000 cases the two never share the memory
+        # at 100,000 cases the two never share the memory. (A tail that said running for a run the whole
+        # file says finished is checked below, where `verify` is, as every unchecked run is.)
         checked = run_verify(run_dir)
     results = load_results(run_dir)
     if verify == KEPT:   # the viewer: only an answer a reader kept for these bytes (rundir.checked), never the check

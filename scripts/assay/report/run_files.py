@@ -227,3 +227,42 @@ def split_lines(text: str):
         start = m.end()
     if start < len(text):
         yield text[start:]
+
+
+_SUMMARY_KEY = b'\n  "summary": '
+TAIL_BYTES = 1 << 20
+
+
+def status_from_tail(path: Path) -> str | None:
+    """summary.status of a results.json as the runner writes it (sorted keys: `summary` the last
+    top-level key, at two spaces of indent), read from the file's last MiB without walking its case
+    rows; None when the tail is not that shape (the caller reads the whole file). A raw newline
+    never occurs inside a JSON string, so the key at that indent is top-level; the object must close
+    the document. A caller that skips work on this answer confirms it against the whole file."""
+    import json
+    import os
+
+    from ..core.writer import open_file
+    try:   # never through a symlink (the whole-file read names one)
+        fd = open_file(path, os.O_RDONLY)
+    except (OSError, AssayError):
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read(TAIL_BYTES)
+    except OSError:
+        return None
+    at = tail.rfind(_SUMMARY_KEY)
+    if at < 0:
+        return None
+    try:
+        text = tail[at + len(_SUMMARY_KEY):].decode("utf-8")
+        summary, end = json.JSONDecoder().raw_decode(text)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if text[end:].strip() != "}" or not isinstance(summary, dict):
+        return None
+    status = summary.get("status")
+    return status if isinstance(status, str) else None

@@ -1,0 +1,59 @@
+"""results.json's summary.status read from the file's end (report.run_files.status_from_tail): the
+gate decides whether to run the completeness check on it without walking 100,000 case rows twice.
+Whatever the tail says, the gate confirms it against the whole file: a tail that says "running"
+for a run the file says finished still gets the full check (never a gate opened unchecked)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
+from helpers import run_script
+
+
+def _results(tmp_path, doc, indent=2, sort_keys=True):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc, indent=indent, sort_keys=sort_keys) + "\n")
+    return path
+
+
+def test_the_runners_layout_gives_its_status(tmp_path):
+    from assay.report.run_files import status_from_tail
+    doc = {"cases": [{"case_id": f"c-{i}", "verdict": "pass"} for i in range(3)], "run_id": "r",
+           "summary": {"status": "ok", "nested": {"summary": {"status": "running"}}}}
+    assert status_from_tail(_results(tmp_path, doc)) == "ok"
+    doc["summary"]["status"] = "running"
+    assert status_from_tail(_results(tmp_path, doc)) == "running"
+
+
+def test_any_other_shape_says_nothing(tmp_path):
+    from assay.report.run_files import status_from_tail
+    doc = {"cases": [], "summary": {"status": "ok"}, "zzz": 1}   # summary not the last key
+    assert status_from_tail(_results(tmp_path, doc)) is None
+    assert status_from_tail(_results(tmp_path, {"summary": {"status": "ok"}}, indent=None)) is None  # one line
+    path = _results(tmp_path, {"summary": {"status": "ok"}})
+    path.write_text(path.read_text() + "garbage")
+    assert status_from_tail(path) is None
+    path.write_text('{\n  "summary": {"status": 7}\n}\n')
+    assert status_from_tail(path) is None
+    assert status_from_tail(tmp_path / "absent.json") is None
+    target = _results(tmp_path, {"summary": {"status": "ok"}})
+    link = tmp_path / "link.json"
+    os.symlink(target, link)
+    assert status_from_tail(link) is None   # never read through a symlink
+
+
+def test_a_tail_saying_running_for_a_finished_run_is_checked_in_full(app, state, monkeypatch):
+    from assay.report import gate as gate_mod
+    from assay.verdict import decide
+    plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
+                             for i in range(3)], app_url=app.url)
+    out = state / "reports" / plan["run_id"]
+    assert run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never").rc == 0
+    assert gate_mod.status_from_tail(out / "results.json") == "ok"
+    assert run_script("gate", out, "--json").json["gate"] == "open"
+    (out / "stray.txt").write_text("a file the run-dir contract does not list")
+    monkeypatch.setattr(gate_mod, "status_from_tail", lambda _path: "running")
+    res = decide(out)
+    assert not res.open and any("stray.txt" in r for r in res.reasons), res.reasons
