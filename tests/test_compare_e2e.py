@@ -267,3 +267,36 @@ def test_make_demo_compare(tmp_path):
     pw = next(x for x in judged["rubrics"] if x["pin"] == "refund-reply-vs-baseline-v1")
     assert pw["outcome"] == "loss" and pw["baseline_run_id"] == base.name
     assert [c["order"] for c in pw["nodes"][0]["calls"]] == ["baseline_first", "candidate_first"]
+
+
+def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_path, monkeypatch):
+    """compare.pair_all: the second half of the pairs made in a forked child (forced here with
+    ASSAY_COMPARE_FORK_ABOVE=0; the runs are small) gives compare.json and compare.html byte for byte
+    as one process does, for regressions, a conversation, an edited case and a judge flip; a child
+    that fails is made up by this process, the same document."""
+    for cand in (helpdesk["broken"], helpdesk["edited"]):
+        outs = {}
+        for label, env in (("one", {"ASSAY_COMPARE_FORK_ABOVE": "1000000000"}), ("two", {"ASSAY_COMPARE_FORK_ABOVE": "0"})):
+            out, html = tmp_path / f"{label}.json", tmp_path / f"{label}.html"
+            r = run_script("compare_runs", helpdesk["base"], cand, "-o", out, "--html", html, env=env)
+            assert r.rc == 0, r.stdout + r.stderr
+            outs[label] = (out.read_bytes(), html.read_bytes())
+        assert outs["one"] == outs["two"]
+        assert json.loads(outs["one"][0])["counts"]["still_passing"] > 0
+
+    from assay.compare import pair_all
+    from assay.compare.document import compare_runs
+    from assay.core import forked
+    monkeypatch.setenv("ASSAY_COMPARE_FORK_ABOVE", "1000000000")
+    one = compare_runs(helpdesk["base"], helpdesk["broken"])
+    assert pair_all.LAST == {"processes": 1}
+    monkeypatch.setenv("ASSAY_COMPARE_FORK_ABOVE", "0")
+    assert compare_runs(helpdesk["base"], helpdesk["broken"]) == one
+    assert pair_all.LAST == {"processes": 2}
+
+    class Killed(forked.Child):
+        def __init__(self, work):
+            super().__init__(lambda: os._exit(9))
+    monkeypatch.setattr(pair_all, "Child", Killed)
+    assert compare_runs(helpdesk["base"], helpdesk["broken"]) == one
+    assert pair_all.LAST == {"processes": 2, "fallback": "the child gave no answer"}

@@ -132,3 +132,19 @@ def test_history_starts_a_series_when_the_suite_changes_and_not_for_an_unknown_o
                            run("smoke-4", "b" * 64)])
     assert [len(s["runs"]) for s in series] == [3, 1]
     assert series[1]["started_by"].startswith("suite aaaaaaaa → bbbbbbbb")
+
+
+def test_a_sides_rows_alike_but_for_their_id_are_one_object():
+    """compare.sides._rows_by_id: verdicts.jsonl rows held without case_id, equal ones shared; rows that
+    differ in any value (True vs 1, another layers map) stay apart."""
+    from assay.compare.sides import _rows_by_id
+    layers = {"answer": "pass"}
+    rows = _rows_by_id([{"case_id": "a", "verdict": "pass", "layers": layers, "gating": True},
+                        {"case_id": "b", "verdict": "pass", "layers": layers, "gating": True},
+                        {"case_id": "c", "verdict": "pass", "layers": layers, "gating": 1},
+                        {"case_id": "d", "verdict": "pass", "layers": {"answer": "pass"}, "gating": True},
+                        {"case_id": 7, "verdict": "fail"}, "not a row"])
+    assert list(rows) == ["a", "b", "c", "d"]
+    assert rows["a"] is rows["b"] and rows["a"] == {"verdict": "pass", "layers": layers, "gating": True}
+    assert rows["c"] is not rows["a"] and rows["c"]["gating"] == 1
+    assert rows["d"] is not rows["a"] and rows["d"] == rows["a"]

@@ -19,7 +19,7 @@ from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
 from ..stats.paired import compare_indexed, index_rows, sign_test_one_sided
 from .buckets import BUCKETS, MEANING, SCORED, headline
-from .pairs import compare_pair
+from .pair_all import all_pairs
 from .redaction import redact_pairs, should_redact
 from .sides import Side, load_side
 
@@ -162,8 +162,8 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
     active, why = should_redact(base, cand)
     memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)
-    for cid in _ordered_ids(base, cand):
-        pair = compare_pair(base, cand, cid, memo)
+    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo):
+        cid = pair["case_id"]
         if cid in base.holdout or cid in cand.holdout:
             holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named
             holdout_pairs += 1

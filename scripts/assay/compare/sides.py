@@ -24,7 +24,7 @@ class Side:
     run_dir: Path
     results: dict
     manifest: dict
-    rows: dict[str, dict]                  # verdicts.jsonl by case id, plan order kept
+    rows: dict[str, dict]                  # verdicts.jsonl by case id, plan order kept (rows without case_id)
     case_hash: dict[str, str | None]       # case_sha256 (None: the run predates case hashes)
     legacy: dict[str, str | None] | None = None   # see legacy_hash
     holdout: set[str] = field(default_factory=set)
@@ -71,9 +71,7 @@ class Side:
         last = getattr(self, "_last", None)
         if last is not None and last[0] == case_id:
             return last[1]
-        store = getattr(self, "_store", None)
-        if store is None:   # the run dir is finished (load_side refuses a running one): one index
-            store = self._store = casestore.open_store(self.run_dir)
+        store = self.open_store()
         if store.layout == "journal":   # the journal opened once, each case's line read where it is
             fd = getattr(self, "_fd", None)
             if fd is None:
@@ -85,6 +83,14 @@ class Side:
             rec = store.load(case_id)
         self._last = (case_id, rec)
         return rec
+
+    def open_store(self) -> casestore.CaseStore:
+        """The run's case store, opened on first use (the run dir is finished: load_side refuses a
+        running one, so one index serves every pair)."""
+        store = getattr(self, "_store", None)
+        if store is None:
+            store = self._store = casestore.open_store(self.run_dir)
+        return store
 
     def verdict_doc(self, case_id: str) -> dict:
         """The case's verdict record ({} when absent)."""
@@ -133,11 +139,7 @@ def load_side(run_dir: Path, what: str) -> Side:
     if status == "running":
         raise AssayError(f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
                          f"(wait_run.py {run_dir}) or resume it, then compare", 2, path=str(run_dir))
-    rows: dict[str, dict] = {}
-    for row in read_jsonl_file(run_dir / "verdicts.jsonl", share=True):
-        cid = row.get("case_id")
-        if isinstance(cid, str):
-            rows[cid] = row
+    rows = _rows_by_id(read_jsonl_file(run_dir / "verdicts.jsonl", share=True))
     table = _CaseHashes(rows)
     manifest = _manifest_rows(run_dir, table)
     if not isinstance(manifest, dict) or table.deep:
@@ -148,6 +150,26 @@ def load_side(run_dir: Path, what: str) -> Side:
     holdout |= table.holdout
     return Side(run_dir=run_dir, results=results, manifest=manifest, rows=rows, case_hash=table.case_hash,
                 holdout=holdout)
+
+
+def _rows_by_id(lines: list) -> dict[str, dict]:
+    """verdicts.jsonl's rows by case id, each held without its `case_id` (the key says it) and one
+    object for every row alike but for its id (at 100,000 cases a handful of rows, not 100,000
+    dicts: ~40 MB a side). Read-only, as every row of a comparison is."""
+    rows: dict[str, dict] = {}
+    alike: dict[tuple, dict] | None = {}
+    for row in lines:
+        cid = row.get("case_id") if isinstance(row, dict) else None
+        if not isinstance(cid, str):
+            continue
+        rest = {k: v for k, v in row.items() if k != "case_id"}
+        if alike is not None:   # containers by identity (rows of one shape share theirs), kept alive by `alike`
+            key = tuple((k, (type(v), id(v)) if isinstance(v, (dict, list)) else (type(v), v)) for k, v in rest.items())
+            rest = alike.setdefault(key, rest)
+            if len(alike) > 10_000:   # rows that share nothing: stop sharing, never grow without bound
+                alike = None
+        rows[cid] = rest
+    return rows
 
 
 def _manifest_rows(run_dir: Path, table: "_CaseHashes") -> Any:
@@ -165,10 +187,11 @@ def _manifest_rows(run_dir: Path, table: "_CaseHashes") -> Any:
 class _CaseHashes:
     """manifest.yaml's case rows as they are walked: each case's case_sha256 (None when absent) by id,
     the holdout ids, and whether a row nests too deep to read (try_json refuses it); with `legacy`,
-    each case's sha256 instead. An id already read from verdicts.jsonl is kept as that one string."""
+    each case's sha256 instead. An id already read from verdicts.jsonl is kept as that one string
+    (the two files list the cases in plan order: the next id of the rows is the one to compare with)."""
 
     def __init__(self, rows: dict[str, dict], legacy: bool = False) -> None:
-        self.ids = rows
+        self.ids = iter(rows)
         self.case_hash: dict[str, str | None] = {}
         self.legacy: dict[str, str | None] | None = {} if legacy else None
         self.holdout: set[str] = set()
@@ -181,8 +204,8 @@ class _CaseHashes:
         if not isinstance(c, dict) or not isinstance(c.get("id"), str):
             return
         cid = c["id"]
-        row = self.ids.get(cid)
-        cid = row["case_id"] if row is not None and row.get("case_id") == cid else cid
+        known = next(self.ids, None)
+        cid = known if known == cid else cid
         if self.legacy is not None:
             legacy = c.get("sha256")
             self.legacy[cid] = legacy if isinstance(legacy, str) else None

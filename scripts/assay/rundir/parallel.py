@@ -20,12 +20,11 @@ last check in this process ran.
 from __future__ import annotations
 
 import os
-import pickle
-import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core import casestore
+from ..core.forked import Child, cpus, fork_safe  # noqa: F401 (Child: the check's child, completeness.py)
 
 FORK_ABOVE = 32 << 20        # ~8,000 cases of a plain single-turn run
 LAST: dict[str, Any] = {}    # {"processes": 1 or 2, "fallback": why the one-process check ran again}
@@ -44,79 +43,13 @@ def _threshold() -> int:
     return bytes_setting("ASSAY_CHECK_FORK_ABOVE", FORK_ABOVE)
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def usable(store: casestore.CaseStore) -> bool:
     """True when this check should fork: a journal over the threshold; 2+ CPUs (or
     ASSAY_CHECK_FORK_ABOVE set: the answer is the same either way, so a one-CPU machine can run the
     forked path too); and no other thread in this process (a lock another thread holds at the fork
     would be held forever in the child)."""
     forced = os.environ.get("ASSAY_CHECK_FORK_ABOVE", "").strip() != ""
-    return (store.layout == "journal" and store.size >= _threshold() and hasattr(os, "fork")
-            and (forced or _cpus() > 1) and threading.active_count() == 1)
-
-
-class Child:
-    """A forked process computing `work()` (a picklable value); `result()` is it, or None on any failure."""
-
-    def __init__(self, work: Callable[[], Any]) -> None:
-        read_end, write_end = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:   # the child: compute, send, and leave without running this process's cleanup
-            status = 1
-            try:
-                os.close(read_end)
-                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(write_end, view):]
-                status = 0
-            except BaseException:   # noqa: BLE001 -- any failure is a None answer; the parent re-checks
-                pass
-            finally:
-                os._exit(status)
-        os.close(write_end)
-        self._fd = read_end
-
-    def result(self) -> Any:
-        chunks = []
-        try:
-            while True:
-                chunk = os.read(self._fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        except OSError:
-            chunks = []
-        finally:
-            os.close(self._fd)
-            self._fd = -1
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        if status != 0 or not chunks:
-            return None
-        try:
-            return pickle.loads(b"".join(chunks))
-        except Exception:   # noqa: BLE001 -- a short or garbled answer: None
-            return None
-
-    def cancel(self) -> None:
-        """Stop and reap the child when its answer is not wanted (an exception in the parent)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self.pid:
-            try:
-                os.kill(self.pid, 9)
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
-            self.pid = 0
+    return store.layout == "journal" and store.size >= _threshold() and (forced or cpus() > 1) and fork_safe()
 
 
 def record_checks(out: Any, store: casestore.CaseStore, index_of: Mapping[str, int], name: Callable[[str], str],
