@@ -5,6 +5,7 @@ checked again and closes the gate (a stale kept answer would be a green gate tha
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -129,3 +130,30 @@ def test_a_small_run_is_neither_kept_nor_taken(run, monkeypatch):
     assert run_script("gate", run).rc == 0 and checked.known(run) == []
     monkeypatch.delenv("ASSAY_CHECK_KEEP_ABOVE")
     assert checked.known(run) is None
+
+
+def test_a_check_run_apart_is_the_check_and_is_kept(run, monkeypatch):
+    """checked.check(apart=True) (compare's check of its base): the full check in a forked child, the
+    same problems and the same kept answer; a child that fails is made up here; a base that fails
+    it is refused by compare_runs.py naming the problem."""
+    from assay.core import forked
+    from assay.rundir import checked
+    cid = _edit_artifact(run)
+    one = checked.check(run)
+    assert any(f"cases/{cid}/answer.txt (edited" in p for p in one)
+    checked.memo_path(run).unlink()
+    assert checked.check(run, apart=True) == one and checked.known(run) == one
+    checked.memo_path(run).unlink()
+
+    class Killed(forked.Child):
+        def __init__(self, work):
+            super().__init__(lambda: os._exit(9))
+    with monkeypatch.context() as m:
+        m.setattr(forked, "Child", Killed)
+        assert checked.check(run, apart=True) == one
+    twin = run.parent / "twin-run"
+    shutil.copytree(run, twin)
+    checked.memo_path(run).unlink()
+    r = run_script("compare_runs", run, twin)
+    assert r.rc == 2 and f"cases/{cid}/answer.txt (edited" in r.json["error"], r.stdout
+    assert checked.known(run) == one

@@ -270,10 +270,11 @@ def test_make_demo_compare(tmp_path):
 
 
 def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_path, monkeypatch):
-    """compare.pair_all: the second half of the pairs made in a forked child (forced here with
-    ASSAY_COMPARE_FORK_ABOVE=0; the runs are small) gives compare.json and compare.html byte for byte
-    as one process does, for regressions, a conversation, an edited case and a judge flip; a child
-    that fails is made up by this process, the same document."""
+    """compare.pair_all: the candidate read and the second half of the pairs made in forked children
+    (forced here with ASSAY_COMPARE_FORK_ABOVE=0; the runs are small) give compare.json and
+    compare.html byte for byte as one process does, for regressions, a conversation, an edited case
+    and a judge flip; children that fail are made up by this process, the same document; a candidate
+    that cannot be read is named as on one process."""
     for cand in (helpdesk["broken"], helpdesk["edited"]):
         outs = {}
         for label, env in (("one", {"ASSAY_COMPARE_FORK_ABOVE": "1000000000"}), ("two", {"ASSAY_COMPARE_FORK_ABOVE": "0"})):
@@ -299,4 +300,12 @@ def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_pat
             super().__init__(lambda: os._exit(9))
     monkeypatch.setattr(pair_all, "Child", Killed)
     assert compare_runs(helpdesk["base"], helpdesk["broken"]) == one
-    assert pair_all.LAST == {"processes": 2, "fallback": "the child gave no answer"}
+    assert pair_all.LAST == {"processes": 2, "fallback": ["the child read no candidate", "the child made no pairs"]}
+    monkeypatch.undo()
+    broken = tmp_path / "not-a-run"
+    shutil.copytree(helpdesk["broken"], broken)
+    (broken / "manifest.yaml").write_text("{")
+    errors = [run_script("compare_runs", helpdesk["base"], broken, env={"ASSAY_COMPARE_FORK_ABOVE": above})
+              for above in ("1000000000", "0")]
+    assert errors[0] == errors[1] and errors[0].rc == 2, errors
+    assert json.loads(errors[0].stdout)["error"].startswith(f"candidate {broken}: manifest.yaml is missing")

@@ -150,15 +150,19 @@ def refuse_unverified(base: Path) -> None:
     """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
     naming what is missing: read as it is, its cases would show up as added or removed. (A base
     checked before, unchanged since, is not read again: rundir.checked.)"""
+    from ..report.run_files import status_from_tail
     from ..rundir.checked import check
     from ..rundir.completeness import RunDirError
     base = Path(base)
-    results = try_json_head(base / "results.json")   # its summary: the case rows are not held
-    summary = results.get("summary") if isinstance(results, dict) else None
-    if not base.is_dir() or (isinstance(summary, dict) and summary.get("status") == "running"):
+    status = status_from_tail(base / "results.json")   # the runner's layout: its end; else its summary
+    if status is None:
+        results = try_json_head(base / "results.json")   # (the case rows are not held)
+        summary = results.get("summary") if isinstance(results, dict) else None
+        status = summary.get("status") if isinstance(summary, dict) else None
+    if not base.is_dir() or status == "running":
         return   # not a dir, or still running: load_side's own error says so
-    try:
-        problems = check(base)
+    try:   # on its own process when it is big: the comparison's memory then starts from a small heap
+        problems = check(base, apart=True)
     except RunDirError as exc:
         problems = [str(exc)]
     if problems:

@@ -19,9 +19,9 @@ from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
 from ..stats.paired import compare_indexed, index_rows, sign_test_one_sided
 from .buckets import BUCKETS, MEANING, SCORED, headline
-from .pair_all import all_pairs
+from .pair_all import LAST, all_pairs, load_sides, two_processes
 from .redaction import redact_pairs, should_redact
-from .sides import Side, load_side
+from .sides import Side
 
 COMPARE_VERSION = 1
 MAX_NAMED = 10
@@ -156,13 +156,15 @@ def paired_statistics(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | N
 
 
 def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
-    base, cand = load_side(Path(base_dir), "base"), load_side(Path(candidate_dir), "candidate")
+    LAST.clear()
+    fork = two_processes(Path(candidate_dir))   # a big comparison: on two processes (compare.pair_all)
+    base, cand = load_sides(Path(base_dir), Path(candidate_dir), fork)
     if base.run_dir.resolve() == cand.run_dir.resolve():
         raise AssayError(f"base and candidate are the same run ({base.run_dir}); compare two different runs", 2)
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
     active, why = should_redact(base, cand)
     memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)
-    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo):
+    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo, fork):
         cid = pair["case_id"]
         if cid in base.holdout or cid in cand.holdout:
             holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named

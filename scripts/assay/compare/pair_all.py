@@ -1,16 +1,19 @@
-"""Every pair of a comparison (compare.pairs.compare_pair over the ids in order), on two processes
-when the comparison is big.
+"""A comparison's two sides and every pair (compare.pairs.compare_pair over the ids in order), on
+two processes when the comparison is big.
 
-Each pair is a function of the two sides' files alone, so pairs can be made anywhere: above
-FORK_ABOVE pairs, on a machine with more than one CPU and in a process with no other thread, a
-forked child makes the second half while this process makes the first; the child's pairs come back
-pickled, in order. When the child fails in any way (killed, an exception, a short answer), this
-process makes its half too: the pairs are the same either way, only the time differs.
+Each side is read from its run dir alone and each pair is a function of the two sides' files alone,
+so both can be made anywhere: when the candidate's verdicts.jsonl is over FORK_ABOVE bytes, on a
+machine with more than one CPU and in a process with no other thread, a forked child reads the
+candidate while this process reads the base, then a child makes the second half of the pairs while
+this process makes the first; each answer comes back pickled. When a child fails in any way
+(killed, an exception, a short answer), this process does its part too: the sides and the pairs are
+the same either way, only the time differs (a candidate that cannot be read is read again here, and
+its error is this process's, after the base's, as on one process).
 
 The sides' case stores are opened before the fork (one index scan, shared), and the objects alive
 then are frozen out of the collector (`gc.freeze`) while the child lives: a collection in either
 process would otherwise write to every object's header and copy the shared pages (the 250 MB bar).
-`ASSAY_COMPARE_FORK_ABOVE` (pairs) moves the threshold (0: always, when a fork is possible, even on
+`ASSAY_COMPARE_FORK_ABOVE` (bytes) moves the threshold (0: always, when a fork is possible, even on
 one CPU; the tests use it). `LAST` says how the last comparison in this process made its pairs.
 """
 
@@ -18,14 +21,15 @@ from __future__ import annotations
 
 import gc
 import os
+from pathlib import Path
 from typing import Any
 
 from ..core.forked import Child, cpus, fork_safe
 from .pairs import compare_pair
-from .sides import Side
+from .sides import Side, load_side
 
-FORK_ABOVE = 20_000
-LAST: dict[str, Any] = {}   # {"processes": 1 or 2, "fallback": why this process made the child's half}
+FORK_ABOVE = 8 << 20       # bytes of the candidate's verdicts.jsonl: ~20,000 rows of a plain run
+LAST: dict[str, Any] = {}   # {"processes": 1 or 2, "fallback": [what this process did again, the child failing]}
 
 
 def _threshold() -> tuple[int, bool]:
@@ -36,19 +40,40 @@ def _threshold() -> tuple[int, bool]:
         return FORK_ABOVE, False
 
 
-def _usable(n: int) -> bool:
+def two_processes(candidate_dir: Path) -> bool:
+    """True when this comparison should fork (see the module docstring)."""
     above, forced = _threshold()
-    return n >= max(above, 2) and (forced or cpus() > 1) and fork_safe()
+    try:
+        size = os.stat(Path(candidate_dir) / "verdicts.jsonl").st_size
+    except OSError:
+        size = 0
+    return size >= above and (forced or cpus() > 1) and fork_safe()
+
+
+def load_sides(base_dir: Path, candidate_dir: Path, fork: bool) -> tuple[Side, Side]:
+    """(load_side(base), load_side(candidate)); with `fork`, the candidate read in a child meanwhile."""
+    if not fork:
+        return load_side(base_dir, "base"), load_side(candidate_dir, "candidate")
+    child = Child(lambda: load_side(candidate_dir, "candidate"))
+    try:
+        base = load_side(base_dir, "base")
+    except BaseException:
+        child.cancel()
+        raise
+    cand = child.result()
+    if not isinstance(cand, Side):
+        LAST.setdefault("fallback", []).append("the child read no candidate")
+        cand = load_side(candidate_dir, "candidate")
+    return base, cand
 
 
 def _make(base: Side, cand: Side, ids: list[str], memo: dict) -> list[dict[str, Any]]:
     return [compare_pair(base, cand, cid, memo) for cid in ids]
 
 
-def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict) -> list[dict[str, Any]]:
-    """compare_pair(base, cand, cid, memo) for every id, in order."""
-    LAST.clear()
-    if not _usable(len(ids)):
+def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool) -> list[dict[str, Any]]:
+    """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child."""
+    if not fork or len(ids) < 2:
         LAST["processes"] = 1
         return _make(base, cand, ids, memo)
     half = len(ids) // 2
@@ -67,7 +92,7 @@ def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict) -> list[dict[s
         gc.unfreeze()
     LAST["processes"] = 2
     if not isinstance(theirs, list) or len(theirs) != len(ids) - half:
-        LAST["fallback"] = "the child gave no answer"
+        LAST.setdefault("fallback", []).append("the child made no pairs")
         theirs = _make(base, cand, ids[half:], memo)
     mine.extend(theirs)
     return mine

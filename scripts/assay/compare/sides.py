@@ -139,7 +139,9 @@ def load_side(run_dir: Path, what: str) -> Side:
     if status == "running":
         raise AssayError(f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
                          f"(wait_run.py {run_dir}) or resume it, then compare", 2, path=str(run_dir))
-    rows = _rows_by_id(read_jsonl_file(run_dir / "verdicts.jsonl", share=True))
+    by_id = _RowsById()
+    read_jsonl_file(run_dir / "verdicts.jsonl", share=True, take=by_id.add)
+    rows = by_id.rows
     table = _CaseHashes(rows)
     manifest = _manifest_rows(run_dir, table)
     if not isinstance(manifest, dict) or table.deep:
@@ -152,24 +154,34 @@ def load_side(run_dir: Path, what: str) -> Side:
                 holdout=holdout)
 
 
-def _rows_by_id(lines: list) -> dict[str, dict]:
-    """verdicts.jsonl's rows by case id, each held without its `case_id` (the key says it) and one
-    object for every row alike but for its id (at 100,000 cases a handful of rows, not 100,000
-    dicts: ~40 MB a side). Read-only, as every row of a comparison is."""
-    rows: dict[str, dict] = {}
-    alike: dict[tuple, dict] | None = {}
-    for row in lines:
+class _RowsById:
+    """verdicts.jsonl's rows by case id as they are read, each held without its `case_id` (the key
+    says it) and one object for every row alike but for its id (at 100,000 cases a handful of rows,
+    not 100,000 dicts: ~40 MB a side). Read-only, as every row of a comparison is."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict] = {}
+        self.alike: dict[tuple, dict] | None = {}
+
+    def add(self, row: Any) -> None:
         cid = row.get("case_id") if isinstance(row, dict) else None
         if not isinstance(cid, str):
-            continue
+            return
         rest = {k: v for k, v in row.items() if k != "case_id"}
-        if alike is not None:   # containers by identity (rows of one shape share theirs), kept alive by `alike`
+        if self.alike is not None:   # containers by identity (rows of a shape share theirs), kept alive here
             key = tuple((k, (type(v), id(v)) if isinstance(v, (dict, list)) else (type(v), v)) for k, v in rest.items())
-            rest = alike.setdefault(key, rest)
-            if len(alike) > 10_000:   # rows that share nothing: stop sharing, never grow without bound
-                alike = None
-        rows[cid] = rest
-    return rows
+            rest = self.alike.setdefault(key, rest)
+            if len(self.alike) > 10_000:   # rows that share nothing: stop sharing, never grow without bound
+                self.alike = None
+        self.rows[cid] = rest
+
+
+def _rows_by_id(lines: Any) -> dict[str, dict]:
+    """_RowsById over rows already read."""
+    by_id = _RowsById()
+    for row in lines:
+        by_id.add(row)
+    return by_id.rows
 
 
 def _manifest_rows(run_dir: Path, table: "_CaseHashes") -> Any:

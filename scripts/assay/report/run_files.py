@@ -105,6 +105,10 @@ class _SharedRows(list):
         self.check_depth = check_depth
 
     def append(self, row: Any) -> None:
+        super().append(self.shared(row))
+
+    def shared(self, row: Any) -> Any:
+        """`row` with its parts shared as the class docstring says."""
         if self.check_depth:
             self.deep(row)
         if isinstance(row, dict):
@@ -126,7 +130,7 @@ class _SharedRows(list):
                 row["verdict"] = memo.setdefault(verdict, verdict)
             if len(memo) > 100_000:   # rows that share nothing: stop sharing, never grow without bound
                 memo.clear()
-        super().append(row)
+        return row
 
     def close(self) -> "_SharedRows":
         return self
@@ -177,10 +181,11 @@ class _DroppedRows:
         return self
 
 
-def read_jsonl_file(path: Path, *, share: bool = False) -> list[dict]:
+def read_jsonl_file(path: Path, *, share: bool = False, take: Any = None) -> list[dict]:
     """Rows of a JSONL file (absent file -> []); a bad line is AssayError(2) naming file and line.
     `share`: equal `layers` maps, `failed_layers` lists and verdicts one object (read-only rows,
-    e.g. verdicts.jsonl of a 100,000-case run for a comparison)."""
+    e.g. verdicts.jsonl of a 100,000-case run for a comparison). `take` (with `share`): each row
+    handed to it as it is read, none kept (the list returned is empty)."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         return []
@@ -200,7 +205,10 @@ def read_jsonl_file(path: Path, *, share: bool = False) -> list[dict]:
         except ValueError as exc:
             raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
         if isinstance(row, dict):
-            rows.append(row)
+            if take is not None and share:
+                take(rows.shared(row))
+            else:
+                rows.append(row)
     return list(rows) if share else rows
 
 
