@@ -36,8 +36,11 @@ def junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
 def gate(run_dir: Path, tmp: Path, *extra: str) -> dict:
     """gate.py RUN --json --junit F: its decision, reasons, closing cases and skipped ones."""
     junit_file = tmp / f"junit-{len(list(tmp.glob('junit-*')))}.xml"
-    # a check is kept at any size here (assay.rundir.checked), for the path that takes it
-    r = run_script("gate", run_dir, "--json", "--junit", junit_file, *extra, env={"ASSAY_CHECK_KEEP_ABOVE": "0"})
+    # a check is kept at any size here (assay.rundir.checked), for the path that takes it; the check and
+    # --baseline's comparison on two processes as at scale (rundir.parallel, compare.pair_all: api.gate,
+    # in this process, walks the one-process check)
+    r = run_script("gate", run_dir, "--json", "--junit", junit_file, *extra,
+                   env={"ASSAY_CHECK_KEEP_ABOVE": "0", "ASSAY_CHECK_FORK_ABOVE": "0", "ASSAY_COMPARE_FORK_ABOVE": "0"})
     assert r.rc in (0, 1), (r.stdout, r.stderr)
     closing, skipped = junit(junit_file)
     return {"closed": r.rc == 1 and r.json["gate"] == "closed", "reasons": r.json["reasons"],
