@@ -145,6 +145,9 @@ def run(args, environ=None) -> tuple[int, Any]:
         try:   # pre-flight: a full disk or no descriptor left here is exit 3, before any case is sent
             if start_over and (never_made or run_paths.clear_unstarted(out)):
                 resume = False
+            if publish:   # this attempt's prefix unfinished until it publishes (store.publish.claim)
+                from ..store.publish import claim
+                claim(publish, plan["run_id"], shard)
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline, replay=replay)
             if setup.judge is not None:
                 setup.judge.baseline = answers

@@ -6,6 +6,12 @@ uploaded, keys left from an earlier publish of the same prefix are deleted (neve
 shard's: a shard's prefix holds only itself, and an unsharded run's leaves `shard-*/` alone),
 and `manifest.yaml` goes last. A publish killed anywhere leaves a prefix without a manifest,
 which every reader refuses as unfinished; publishing again completes it.
+
+`run_cases.py --publish` also deletes that manifest when the run starts (`claim`, before the
+pre-flight): an attempt that then fails or is killed before it publishes leaves its prefix
+unfinished, never an earlier attempt's shard of the same plan for the merge to take as this one's.
+It is also the store's first call, so a wrong bucket or missing credentials stop the run before
+its first case.
 """
 
 from __future__ import annotations
@@ -42,6 +48,15 @@ def check_publishable(run_dir: Path) -> tuple[dict, str]:
     if not isinstance(manifest, dict) or not isinstance(manifest.get("run_id"), str):
         raise AssayError(f"publish: {run_dir}/manifest.yaml names no run_id; pass a run directory", 2)
     return manifest, status
+
+
+def claim(target: str, run_id: str, shard: dict | None) -> str:
+    """Make the prefix this run will publish to unfinished (its manifest.yaml deleted), before the
+    run sends anything; the prefix's URL. AssayError 2 (bucket, credentials) or 5 as the client's."""
+    base = store_url.parse(target, "--publish")
+    loc = store_url.run_location(base, run_id, shard)
+    Store(base).delete([loc.key(store_url.MANIFEST)])
+    return str(loc)
 
 
 def publish_run(run_dir: Path, target: str) -> dict:
