@@ -7,11 +7,15 @@ merge would take it as this attempt's and gate a broken app open. A local S3-com
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
-from helpers import run_script
+from helpers import ROOT, SCRIPTS, run_script
 from s3server import BUCKET, S3Server, have_moto
 
 from assay.shard.assign import add_shards
@@ -36,6 +40,9 @@ class Desk:
         return Reply(200, {"message": "wrong" if self.broken else req.json["message"], "route": "r"})
 
 
+CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(4)]
+
+
 @pytest.fixture()
 def world(tmp_path):
     server = S3Server().start()
@@ -45,8 +52,7 @@ def world(tmp_path):
     app.__enter__()
     try:
         state = make_state(tmp_path)
-        cases = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(4)]
-        plan = make_plan(state, cases, adapter_doc=adapter(app.url, max_concurrency=2), run_id=RUN_ID,
+        plan = make_plan(state, CASES, adapter_doc=adapter(app.url, max_concurrency=2), run_id=RUN_ID,
                          mode="regression", selecting_split="full")
         yield {"server": server, "state": state, "desk": desk, "app": app,
                "plan": write_plan(state, add_shards(plan, 2))}
@@ -55,12 +61,12 @@ def world(tmp_path):
         server.stop()
 
 
-def pod(world, index: int, publish: str = SHARDS):
+def pod(world, index: int, publish: str = SHARDS, plan=None, run_id: str = RUN_ID):
     """One pod of the Indexed Job: --shard auto from JOB_COMPLETION_INDEX; its disk gone after."""
     import shutil
-    r = run_runner("--plan", world["plan"], "--shard", "auto", "--publish", publish, "--progress", "never",
+    r = run_runner("--plan", plan or world["plan"], "--shard", "auto", "--publish", publish, "--progress", "never",
                    env=dict(world["server"].env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX=""))
-    shutil.rmtree(world["state"] / "reports" / f"{RUN_ID}.shard-{index + 1}", ignore_errors=True)
+    shutil.rmtree(world["state"] / "reports" / f"{run_id}.shard-{index + 1}", ignore_errors=True)
     return r
 
 
@@ -104,3 +110,47 @@ def test_a_wrong_bucket_or_missing_credentials_are_said_before_the_first_case(wo
         assert r.rc == 2 and said in r.json["error"], r.stdout
         assert len(world["app"].requests) == before   # no case sent (before: the whole shard ran, then exit 2)
         assert not (world["state"] / "reports" / f"{RUN_ID}.shard-1").exists()
+
+
+def merge_job(world, plan, run_id: str) -> subprocess.CompletedProcess:
+    """The merge Job of skills/run/references/kubernetes.md, its script run as written (sh -c), the
+    image's paths put where this test keeps them: assay's scripts, the state dir, the plan."""
+    page = (ROOT / "skills" / "run" / "references" / "kubernetes.md").read_text(encoding="utf-8")
+    docs = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", page, re.S)]
+    job = next(d for d in docs if isinstance(d, dict) and d.get("metadata", {}).get("name") == "assay-merge")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    script = (container["args"][0].replace("python3 /opt/assay/scripts/", f"{sys.executable} {SCRIPTS}/")
+              .replace("/app/.assay", str(world["state"])).replace("/plan/plan.json", str(plan)))
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    env.update(world["server"].env, RUN_ID=run_id, ASSAY_SHARDS=SHARDS, ASSAY_STORE=f"s3://{BUCKET}/assay/runs")
+    import os
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env}
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_the_merge_jobs_script_never_gates_an_earlier_merge_of_the_plan(world):
+    """The recipe's merge script decides "merged or refused" by the merged run's results.json. Where
+    --out already held an earlier merge of the same plan (a volume kept between attempts, a local
+    try), a refused merge left that one there: the script published it again and the gate opened
+    (exit 0, PASS) on an app whose shards had just failed. The script clears --out first."""
+    base_id = "regression-20261204T110000Z"   # an earlier green run of the series: --baseline auto's choice
+    base_plan = write_plan(world["state"], add_shards(make_plan(
+        world["state"], CASES, adapter_doc=adapter(world["app"].url, max_concurrency=2), run_id=base_id,
+        mode="regression", selecting_split="full"), 2), "base-plan.json")
+    assert [pod(world, i, plan=base_plan, run_id=base_id).rc for i in (0, 1)] == [0, 0]
+    merged = run_script("merge_runs", "--plan", base_plan, "--out", world["state"] / "reports" / base_id,
+                        f"{SHARDS}/{base_id}/", env=world["server"].env)
+    assert merged.rc == 0, merged.stdout
+    assert run_script("publish_run", world["state"] / "reports" / base_id, f"s3://{BUCKET}/assay/runs",
+                      env=world["server"].env).rc == 0
+    # this plan: its shards published and merged once (the earlier attempt's merge stays in --out)
+    assert [pod(world, i).rc for i in (0, 1)] == [0, 0]
+    assert merge(world).rc == 0
+    # the app breaks; the plan runs again; every pod stops at pre-flight; the merge Job runs
+    world["desk"].broken = True
+    assert [pod(world, i).rc for i in (0, 1)] == [3, 3]
+    job = merge_job(world, world["plan"], RUN_ID)
+    assert job.returncode != 0, job.stdout + job.stderr   # before: exit 0, the gate open against the base
+    assert "merge refused" in job.stdout, job.stdout
+    assert "PASS" not in job.stdout
+    assert not (world["state"] / "reports" / RUN_ID / "results.json").exists()
