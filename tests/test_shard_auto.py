@@ -43,6 +43,17 @@ def test_shard_from_env_refuses_naming_both(env, named):
     with pytest.raises(AssayError) as err:
         shard_from_env(PLAN3, env)
     assert err.value.code == 2 and named in err.value.message
+
+
+def test_an_index_past_the_plans_shards_says_the_likely_cause():
+    """A Job with more completions than the plan's --shards: the error says so (the k8s trial)."""
+    for env in ({"JOB_COMPLETION_INDEX": "3"}, {"ASSAY_SHARD_INDEX": "4"}):
+        with pytest.raises(AssayError) as err:
+            shard_from_env(PLAN3, env)
+        assert "more completions than the plan's --shards 3" in err.value.message
+    with pytest.raises(AssayError) as err:
+        shard_from_env(PLAN3, {"ASSAY_SHARD_INDEX": "0"})
+    assert "completions" not in err.value.message
     assert "JOB_COMPLETION_INDEX 0..2" in err.value.message and "ASSAY_SHARD_INDEX 1..3" in err.value.message
 
 

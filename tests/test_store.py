@@ -141,6 +141,14 @@ def test_a_deleted_shard_is_refused_and_named(world):
     r = merge_from(world, copy_run(world, "deleted", skip=(f"shard-2-of-{COUNT}/",)))
     assert r.rc == 6, r.stdout
     assert "missing shard(s) 2" in r.json["error"] and r.json["missing_shards"] == [2]
+    assert "nothing at all" not in r.json["error"]
+    # a typo'd prefix: nothing there at all, and the error asks whether the prefix is the shards'
+    r = merge_from(world, f"s3://{BUCKET}/runz/{RUN_ID}/")
+    assert r.rc == 6 and "nothing at all is under that prefix" in r.json["error"], r.stdout
+    # and --baseline auto from an empty store prefix says the prefix holds no run at all
+    r = run_script("gate", world["state"] / "reports" / RUN_ID, "--baseline", "auto",
+                   env=dict(world["env"], ASSAY_STORE=f"s3://{BUCKET}/runz"))
+    assert r.rc == 2 and "no run at all is published under that prefix" in r.stdout, r.stdout
 
 
 def test_a_half_uploaded_shard_is_refused_and_named(world):
@@ -157,7 +165,9 @@ def test_a_shard_from_another_plan_is_refused_and_named(world):
     manifest["plan_sha256"] = "0" * 64
     c.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(manifest).encode())
     r = merge_from(world, url)
-    assert r.rc == 2 and "another plan" in r.json["error"] and f"{RUN_ID}.shard-1" in r.json["error"], r.stdout
+    assert r.rc == 2 and "another plan" in r.json["error"], r.stdout
+    # named by its prefix in the store (the download it was read from is gone)
+    assert f"{url}shard-1-of-{COUNT}" in r.json["error"] and "assay-merge-" not in r.stdout, r.stdout
     # a shard of a plan with another count, beside this run's
     c.copy_object(Bucket=BUCKET, Key=f"foreign4/{RUN_ID}/shard-2-of-4/manifest.yaml",
                   CopySource={"Bucket": BUCKET, "Key": f"runs/{RUN_ID}/shard-2-of-{COUNT}/manifest.yaml"})

@@ -85,11 +85,13 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
             runs.fetch(name, reports / name)
         return reports / name
 
-    names = [n for n in runs.ids() if n != exclude
+    ids = runs.ids()
+    names = [n for n in ids if n != exclude
              and not (before is not None and parse_run_id(n) and parse_run_id(n)[1] >= before)]
     what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
+    empty = "" if ids else "; no run at all is published under that prefix: is it the one publish_run.py writes to?"
     return _first_open(((n, lambda n=n: runs.results(n), lambda n=n: local(n)) for n in names), key, is_open, what,
-                       "publish one (publish_run.py), or pass --baseline RUN_DIR")
+                       "publish one (publish_run.py), or pass --baseline RUN_DIR" + empty)
 
 
 def _first_open(candidates, key: tuple, is_open, what: str, hint: str) -> Path:

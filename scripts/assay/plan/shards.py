@@ -45,7 +45,9 @@ def shard_from_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> int:
             continue
         value = int(raw) if raw.isascii() and raw.isdigit() else None
         if value is None or not base <= value <= count - 1 + base:
-            raise AssayError(f"--shard auto: {name}={raw!r} is not a shard of this plan's {count}; set {ranges}",
+            why = (f" (a Job with more completions than the plan's --shards {count}? make them equal)"
+                   if value is not None and value > count - 1 + base else "")
+            raise AssayError(f"--shard auto: {name}={raw!r} is not a shard of this plan's {count}{why}; set {ranges}",
                              2, key="--shard", variable=name)
         return value + 1 - base
     raise AssayError(f"--shard auto: neither {SHARD_ENV_K8S} nor {SHARD_ENV} is set; set {ranges} (a Kubernetes "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import AssayError
 from ..store.url import is_store_url
@@ -32,10 +33,31 @@ def merge(plan_path: str, out_arg: str, sources: list[str], baseline_arg: str | 
     if not plan.get("shards"):   # merge_runs says it in full; nothing to fetch
         return merge_runs(plan_path, out_arg, sources, baseline_arg)
     tmp = Path(tempfile.mkdtemp(prefix="assay-merge-"))
+    dirs: list[str] = []
     try:
         dirs = fetch_shards(remote[0], plan, tmp)
         code, result = merge_runs(plan_path, out_arg, dirs, baseline_arg)
+        result = _in_store_words(result, dirs, remote[0], plan["shards"]["count"])
         result["from_store"] = remote[0]
         return code, result
+    except AssayError as exc:   # named where the user can look: the shard's prefix, not a removed download
+        raise AssayError(_in_store_words(exc.message, dirs, remote[0], plan["shards"]["count"]), exc.code,
+                         **_in_store_words(exc.fields, dirs, remote[0], plan["shards"]["count"])) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _in_store_words(value: Any, dirs: list[str], url: str, count: int) -> Any:
+    """`value` (a message, a result) with each downloaded shard dir named by its prefix in the store
+    (`<run_id>.shard-2` under a temporary dir -> `s3://bucket/prefix/<run_id>/shard-2-of-3/`)."""
+    if isinstance(value, dict):
+        return {k: _in_store_words(v, dirs, url, count) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_in_store_words(v, dirs, url, count) for v in value]
+    if not isinstance(value, str):
+        return value
+    for d in dirs:
+        index = str(d).rsplit(".shard-", 1)[-1]
+        where = f"{url.rstrip('/')}/shard-{index}-of-{count}/"
+        value = value.replace(str(d) + "/", where).replace(str(d), where.rstrip("/"))
+    return value

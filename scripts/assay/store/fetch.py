@@ -97,7 +97,9 @@ def fetch_shards(target: str, plan: Mapping[str, Any], dest: Path) -> list[str]:
         parts = []
         if missing:
             parts.append(f"missing shard(s) {', '.join(map(str, missing))} (nothing published under {loc}"
-                         f"shard-<I>-of-{count}/: a missing shard is a failure, not an absence)")
+                         f"shard-<I>-of-{count}/: a missing shard is a failure, not an absence)"
+                         + ("; nothing at all is under that prefix: is it the one the shards published to "
+                            "(run_cases.py --publish, the Job's ASSAY_SHARDS)?" if not objects else ""))
         if unfinished:
             parts.append(f"unfinished shard(s) {', '.join(map(str, unfinished))} (no {MANIFEST}: the publish did "
                          "not finish; retry the index, or publish_run.py its run dir)")
