@@ -261,6 +261,11 @@ class OtlpFileSource:
         Complete = no new span for `quiescence_ms`, every root span (no parent, or the caller's
         `parent_span_id`) has ended, and the trace normalizes `ok` (no orphans). Until then keep
         polling; past `max_wait_s` the outcome is `infra_incomplete` with the reason.
+
+        The quiet time counts from this call at the earliest (the app has answered): spans that
+        ended before the answer may still sit in the app's export batch, and a trace with two
+        roots (a guard call, then the agent) whose first root arrived long ago is not complete
+        until the batch holding the second has had `quiescence_ms` to arrive.
         """
         wanted, _ = norm_id(trace_id, 16)
         wanted = wanted or str(trace_id).lower()
@@ -271,7 +276,7 @@ class OtlpFileSource:
             self.poll()
             count, last_seen, refs, docs = self._snapshot(wanted)
             now = time.monotonic()
-            if count and now - last_seen >= self.quiescence_s:
+            if count and now - max(last_seen, started) >= self.quiescence_s:
                 try:
                     triples = hostile.clean(self._load(wanted, refs, docs))[0]   # NaN etc.: text
                     flat = [flatten_span(t[0]) for t in triples]
