@@ -6,9 +6,17 @@ killed run is a real runner killed by SIGKILL.
 
 from __future__ import annotations
 
+import http.client
+import json
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
-from helpers import run_script
+from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
+from helpers import SCRIPTS, run_script
 from rundir_util import make_run
 
 pytestmark = pytest.mark.slow   # real runs, a real viewer and subprocesses
@@ -40,3 +48,69 @@ def test_view_and_history_on_a_wrong_path_name_the_state_dir_to_pass(tmp_path):
             assert r.json["error"].startswith(words), (path, r.json)
     assert run_script("run_history", state, "--no-verify").rc == 0   # the state dir itself: read
 
+
+def ask(port: int, path: str) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    assert resp.status == 200, body
+    return json.loads(body)
+
+
+def row_of(port: int, run_id: str) -> dict:
+    """The runs list's row for run_id once its gate is decided (the page polls the same way)."""
+    deadline = time.monotonic() + 120
+    while True:
+        doc = ask(port, f"/api/run/{run_id}/gate?wait=3")
+        if doc["gate"] != "checking" or time.monotonic() > deadline:
+            break
+    rows = {r["run_id"]: r for r in ask(port, "/api/runs")["runs"]}
+    return dict(rows[run_id], gate=doc["gate"], reasons=doc["reasons"])
+
+
+def test_a_killed_run_reads_interrupted_in_the_viewer_never_still_running(tmp_path):
+    """The viewer was open while a run went; the runner was killed (SIGKILL: results.json keeps
+    saying running). The runs page kept the mark "running" and the gate's reason "the run is still
+    running (its runner holds the lock): wait with wait_run.py" for a run no one was running
+    (gate.py said "run interrupted ... finish it with --resume")."""
+    state = make_state(tmp_path)
+
+    def slow(req):
+        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": "hello"}, delay=1.5)
+
+    viewer = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(json.loads(viewer.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
+        with FakeApp(slow) as app:
+            plan = make_plan(state, [case(f"c-{i:08d}", "hello") for i in range(8)], app_url=app.url,
+                             execution={"max_attempts": 1, "backoff_s": []})
+            plan["adapter"]["invocation"]["max_concurrency"] = 1
+            run_id = plan["run_id"]
+            out = state / "reports" / run_id
+            runner = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan",
+                                       str(write_plan(state, plan)), "--out", str(out), "--progress", "never"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 60
+                while not (out / "results.json").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                alive = row_of(port, run_id)
+            finally:
+                runner.send_signal(signal.SIGKILL)
+                runner.wait(60)
+        assert alive["marks"] == ["running"] and alive["gate"] == "closed", alive
+        assert alive["reasons"][0].startswith("the run is still running"), alive
+        killed = row_of(port, run_id)
+        assert killed["marks"] == ["interrupted"] and killed["gate"] == "closed" and not killed["green"], killed
+        assert killed["reasons"][0].startswith("run interrupted: status is still 'running' but no runner holds "
+                                               "its lock"), killed
+        assert "--resume" in killed["reasons"][0]
+        assert not any("still running" in r for r in killed["reasons"]), killed
+        gate = run_script("gate", out)   # gate.py's words, the same
+        assert gate.rc == 1 and "gate closed: run interrupted: status is still 'running'" in gate.stdout, gate.stdout
+    finally:
+        viewer.terminate()
+        viewer.wait(30)
