@@ -114,3 +114,37 @@ def test_a_killed_run_reads_interrupted_in_the_viewer_never_still_running(tmp_pa
     finally:
         viewer.terminate()
         viewer.wait(30)
+
+
+def test_a_small_run_missing_its_case_records_reads_closed_in_the_viewer_as_gate_py_says(tmp_path):
+    """A team whose app may hold PII commits its reports/: the runner's reports/.gitignore leaves each
+    run's cases.jsonl out, so a colleague's clone holds results.json (every case pass) without the
+    records. gate.py closed ("run_cases.py --verify exit 6: ... case never finished"); the viewer,
+    which ran no completeness check and found no kept answer (a 3-case run is never kept), showed
+    "Gate: open / No reason to close." beside it, and so did the bundle."""
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        plan = make_plan(state, [case(f"c-{i:08d}", "hello") for i in range(3)], app_url=app.url)
+        out = state / "reports" / plan["run_id"]
+        r = run_script("run_cases", "--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stderr
+    assert run_script("gate", out).rc == 0   # the whole run: open
+    (out / "cases.jsonl").unlink()           # what a clone of the reports holds
+    gate = run_script("gate", out, "--json")
+    assert gate.rc == 1, gate.stdout
+    verify = [x for x in gate.json["reasons"] if x.startswith("run_cases.py --verify exit 6")]
+    assert verify and "case never finished" in verify[0], gate.json["reasons"]
+    viewer = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(json.loads(viewer.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
+        row = row_of(port, plan["run_id"])
+    finally:
+        viewer.terminate()
+        viewer.wait(30)
+    assert row["gate"] == "closed" and not row["green"] and row["verified"] is True, row
+    assert verify[0] in row["reasons"], row["reasons"]
+    bundle = run_script("view", state, "--bundle", tmp_path / "bundle")
+    assert bundle.rc == 0, bundle.stderr
+    runs = (tmp_path / "bundle" / "data" / "runs.js").read_text(encoding="utf-8")
+    assert '"gate": "closed"' in runs and "case never finished" in runs and '"gate": "open"' not in runs
