@@ -46,7 +46,8 @@ def run(args):
 
     state = Path(args.state_dir)
     if not state.is_dir():
-        raise AssayError(f"{state}: not a directory; pass the app's state dir (the one holding reports/)", 2)
+        from assay.core.statedir import not_a_state_dir
+        raise AssayError(not_a_state_dir(state), 2)
     from assay.store.url import configured
     from assay.verdict import GateOptions, decision_dict
     store = configured(args.store)

@@ -61,8 +61,11 @@ def run(args):
         raise AssayError("view.py needs the state dir (or --store s3://bucket/prefix, or $ASSAY_STORE)", 2)
     state = Path(args.state_dir)
     reports = state / "reports"
-    if reports.is_symlink() or not reports.is_dir():
-        raise AssayError(f"{reports}: no reports/ directory (or it is a symlink); pass a state dir that holds runs", 2)
+    if reports.is_symlink():
+        raise AssayError(f"{reports}: a symlink; the viewer reads no run through one: pass the state dir that holds runs", 2)
+    if not reports.is_dir():
+        from assay.core.statedir import not_a_state_dir
+        raise AssayError(not_a_state_dir(state), 2)
     if args.bundle:
         from assay.view.bundle import write_bundle
         return 0, write_bundle(reports, Path(args.bundle), args.run)

@@ -203,7 +203,8 @@ def test_script_writes_history_and_page_and_refuses_bad_input(state, tmp_path):
     bad = run_script("run_history", tmp_path / "nope")
     assert bad.rc == 2 and "not a directory" in bad.json["error"]
     no_reports = run_script("run_history", state / "reports")  # a directory, but not a state dir
-    assert no_reports.rc == 2 and "no reports directory" in no_reports.json["error"]
+    assert no_reports.rc == 2 and "is a reports dir" in no_reports.json["error"]
+    assert f"pass its parent, {state}" in no_reports.json["error"]
 
 
 def test_unknown_case_sets_withhold_every_id(state):

@@ -42,6 +42,7 @@ from typing import Any, Callable
 from ..core.jsonio import loads
 from ..core.errors import AssayError
 from ..core.ids import parse_run_id
+from ..core.statedir import not_a_state_dir
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 
 DRIFT_ALPHA = 0.05
@@ -203,8 +204,7 @@ def scan(state_dir: Path, *, verify: bool = True,
     """(usable runs in run-id time order, excluded runs with reasons)."""
     reports = Path(state_dir) / "reports"
     if not reports.is_dir():
-        raise AssayError(f"{reports}: no reports directory; run a suite first (run_cases.py --out "
-                         f"{reports}/<run-id>) or pass the state dir that holds reports/", 2)
+        raise AssayError(not_a_state_dir(Path(state_dir)), 2)
     runs, excluded = [], []
     for entry in sorted(reports.iterdir()):
         if not entry.is_dir() or entry.name.startswith("."):

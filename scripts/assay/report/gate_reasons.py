@@ -201,10 +201,17 @@ def run_verify(run_dir: Path) -> tuple[bool, str | None]:
 
 
 def kept_verify(run_dir: Path) -> tuple[bool, str | None] | None:
-    """run_verify's answer when a reader kept the check's answer for these bytes (rundir.checked),
-    else None: the check itself is not run (the viewer's decision)."""
-    from ..rundir.checked import known
-    problems = known(run_dir)
+    """run_verify's answer when a reader kept the check's answer for these bytes (rundir.checked), or
+    the check itself on a run dir too small to keep one (it costs less than the digest), else None:
+    a big run's check is not run (the viewer's decision)."""
+    from ..rundir.checked import known_or_small
+    from ..rundir.completeness import RunDirError
+    try:
+        problems = known_or_small(run_dir)
+    except RunDirError as exc:
+        return False, f"run_cases.py --verify exit 2: --verify: {exc}"
+    except Exception as exc:  # a bug in the check never reads as a clean run, nor as a traceback
+        return False, f"the completeness check (run_cases.py --verify) failed: {type(exc).__name__}: {exc}"
     return None if problems is None else verify_answer(problems)
 
 

@@ -4,8 +4,8 @@ A full check (`check_run_dir(run_dir)`: what `--verify` runs) is a function of t
 and of this code alone: it reads nothing else. So once a reader has checked a run, its answer is
 the answer for those same bytes under this same code, and a later reader that finds both unchanged
 may take it instead of reading 100,000 records again. The gate, `--baseline auto`'s candidates,
-compare's check of its base and the history do (`check`); the viewer, which never runs the check
-itself, shows a kept answer when one is there (`known`). `run_cases.py --verify` never takes one:
+compare's check of its base and the history do (`check`); the viewer shows a kept answer when one
+is there and runs the check itself only on a run dir too small to keep one (`known_or_small`). `run_cases.py --verify` never takes one:
 it is the independent re-read, and writes nothing.
 
 The digest: BLAKE2b over every entry's name, size and bytes (sorted by name; the bytes as digests of
@@ -133,6 +133,19 @@ def known(run_dir: Path) -> list[str] | None:
             and isinstance(doc.get("problems"), list) and all(isinstance(p, str) for p in doc["problems"])):
         return None
     return list(doc["problems"]) if digest(run_dir) == doc["digest"] else None
+
+
+def known_or_small(run_dir: Path) -> list[str] | None:
+    """The viewer's answer: `known`, or for a run dir under the keep size (never kept) the check
+    itself, which costs less there than the digest a kept answer needs. A small run's page so shows
+    what gate.py says, never "open" beside a gate that closes on a missing record. Raises what
+    check_run_dir raises."""
+    from .completeness import check_run_dir
+    run_dir = Path(run_dir)
+    stats = _stats(run_dir) if not run_dir.is_symlink() else None
+    if stats is not None and not _kept_size(stats):
+        return list(check_run_dir(run_dir)[0])
+    return known(run_dir)
 
 
 def check(run_dir: Path, *, apart: bool = False) -> list[str]:

@@ -2,8 +2,8 @@
 gate.py's defaults — profile.yaml's budgets included — except the completeness re-check, which
 `gate.py` runs: the page shows the answer a gate kept for the run's exact bytes (rundir.checked,
 `verified: true`), and says when there is none, `verified: false`), computed once per results.json
-version and kept answer, never on the request that first asks. Until it is known a page says "checking…": the
-viewer never shows a verdict it has not computed.
+version, kept answer and runner (alive or gone), never on the request that first asks. Until it is
+known a page says "checking…": the viewer never shows a verdict it has not computed.
 
 A server evaluates in its own worker process (`start_worker`, `gate_worker`: this `decide`, in
 an interpreter that is not answering requests nor running the per-case pass); view.py starts it
@@ -28,6 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from ..report.gate import KEPT
+from ..report.wait import lock_path, runner_state
 from ..rundir.checked import memo_path
 from ..verdict import GateOptions, decision_dict
 from . import gate_process
@@ -122,8 +123,20 @@ def _work() -> None:
         fut.set_result(doc)
 
 
+def _key(run_dir: Path, mtime: float) -> tuple:
+    """A decision stands for results.json's version, the check kept for it (kept since: decided again,
+    with it) and whether a runner holds the run's lock (a runner killed since leaves results.json as
+    it was: decided again, interrupted rather than "still running")."""
+    return str(run_dir), mtime, _kept_mtime(run_dir), runner_alive(run_dir)
+
+
+def runner_alive(run_dir: Path) -> bool:
+    """A runner holds the run's lock now (report.wait's rule, the gate's)."""
+    return runner_state(lock_path(run_dir, Path(run_dir).name)) == "alive"
+
+
 def _future(run_dir: Path, mtime: float) -> Future:
-    key = (str(run_dir), mtime, _kept_mtime(run_dir))   # a check kept since: decided again, with it
+    key = _key(run_dir, mtime)
     with _LOCK:
         fut = _FUTURES.get(key)
         if fut is None:
@@ -173,7 +186,7 @@ def settled(run_dir: Path, timeout: float) -> None:
     `timeout` s; at once when none was asked): a per-case pass waits here so the decision comes first."""
     mtime = _mtime(run_dir)
     with _LOCK:
-        fut = _FUTURES.get((str(run_dir), mtime, _kept_mtime(run_dir))) if mtime is not None else None
+        fut = _FUTURES.get(_key(run_dir, mtime)) if mtime is not None else None
     if fut is not None:
         try:
             fut.result(timeout=timeout)

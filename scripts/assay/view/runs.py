@@ -2,8 +2,9 @@
 
 A row is what the Runs page shows: mode, time, pass rate with its Wilson interval, the gate's
 verdict (`assay.view.gates`: the one decision, in the gates' worker process; "checking" until known),
-gating failures, infra rate, suite version, series, and marks for a rescored, aborted, sharded
-or incomplete run (never green). Rows are cached per run by results.json's mtime.
+gating failures, infra rate, suite version, series, and marks for a rescored, aborted, running,
+interrupted (its runner killed), sharded or incomplete run (never green). Rows are cached per run
+by results.json's mtime; a running run's mark is asked each time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..history.runs import HOLDOUT_MODES, SERIES_KEYS, shard_dir_reason, series_name
 from ..stats.proportions import wilson_interval
-from .gates import CHECKING, gate
+from .gates import CHECKING, gate, runner_alive
 from .paths import read_json, safe_run_id
 
 _CACHE: dict[tuple[str, float], tuple[dict, dict]] = {}
@@ -52,6 +53,10 @@ def run_row(reports: Path, name: str, wait: float | None = 0.0) -> dict | None:
     if base is None:
         return None
     row, mtime, _ = base
+    if "running" in row["marks"]:   # asked each time: a killed runner leaves results.json as it was,
+        # and its gate's reason says how many cases finished and how to resume
+        mark = "running" if runner_alive(reports / name) else "interrupted"
+        row = dict(row, marks=[mark if m == "running" else m for m in row["marks"]])
     decision = gate(reports / name, mtime, wait)
     return dict(row, gate=decision["gate"], reasons=decision["reasons"], verified=bool(decision.get("verified")),
                 green=decision["gate"] == "open" and not row["marks"])

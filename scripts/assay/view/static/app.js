@@ -141,8 +141,8 @@
       !known ? el("p", {}, "The gate is being evaluated; the cases below are already complete.")
         : g.reasons.length ? el("ul", {class: "reasons"}, g.reasons.map(x => el("li", {}, x))) : el("p", {}, "No reason to close."),
       el("p", {class: "note", id: "gate-verified"}, !known ? "" : g.verified
-        ? "The gate's evaluation (assay.report.gate) with the completeness check (run_cases.py --verify) a gate kept for these exact files."
-        : "The gate's own evaluation (assay.report.gate), without the completeness check (run_cases.py --verify): gate.py runs it, and this page shows its answer once a gate has checked this run."));
+        ? "The gate's evaluation (assay.report.gate) with the completeness check (run_cases.py --verify): run here on a run this small, or the answer a gate kept for these exact files."
+        : "The gate's own evaluation (assay.report.gate), without the completeness check (run_cases.py --verify), too long to run here on a run this size: gate.py runs it and keeps its answer for these exact files, which this page then shows."));
     if (known || BUNDLE) return;
     load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(ng => {
       if (sec.isConnected) gateSection(sec, runId, ng, marks);

@@ -1,0 +1,150 @@
+"""A new user's mistakes with the viewer and the history (a shop app of their own, five runs, the
+README followed literally): each used to answer with a wrong word or a message that did not say
+what to pass; each now says so. The scripts run as subprocesses, the viewer on a real port, the
+killed run is a real runner killed by SIGKILL.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
+from helpers import SCRIPTS, run_script
+from rundir_util import make_run
+
+pytestmark = pytest.mark.slow   # real runs, a real viewer and subprocesses
+
+RUN = "smoke-20261205T124710Z"
+
+
+def test_view_and_history_on_a_wrong_path_name_the_state_dir_to_pass(tmp_path):
+    """view.py on the reports dir, on a run dir or on the app's directory said
+    "<path>/reports: no reports/ directory (or it is a symlink); pass a state dir that holds runs":
+    true, but the user had given the very reports/ it asked for. Each now names the path that works."""
+    app = tmp_path / "shop"
+    state = app / ".assay"
+    make_run(state / "reports", [{"id": "c-ord1", "answer": "Order A100 is shipped."}], run_id=RUN)
+    (app / "app.py").write_text("print('the app')\n", encoding="utf-8")
+    said = {
+        tmp_path / "nope": f"{tmp_path / 'nope'}: not a directory (nothing is there); pass the app's state dir",
+        app / "app.py": f"{app / 'app.py'}: not a directory (a file); pass the app's state dir",
+        state / "reports": f"{state / 'reports'} is a reports dir (1 run(s)), not a state dir: pass its parent, {state}",
+        state / "reports" / RUN: f"{state / 'reports' / RUN} is a run directory, not a state dir: pass its state dir, {state}",
+        app: f"{app / 'reports'}: no reports directory; {state} holds one: pass that state dir, {state}",
+        tmp_path: f"{tmp_path / 'reports'}: no reports directory; run a suite first",
+    }
+    for path, words in said.items():
+        view = run_script("view", path, "--serve-seconds", "1", timeout=120)
+        history = run_script("run_history", path, "--no-verify", timeout=120)
+        for r in (view, history):
+            assert r.rc == 2, (path, r.stdout, r.stderr)
+            assert r.json["error"].startswith(words), (path, r.json)
+    assert run_script("run_history", state, "--no-verify").rc == 0   # the state dir itself: read
+
+
+def ask(port: int, path: str) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    assert resp.status == 200, body
+    return json.loads(body)
+
+
+def row_of(port: int, run_id: str) -> dict:
+    """The runs list's row for run_id once its gate is decided (the page polls the same way)."""
+    deadline = time.monotonic() + 120
+    while True:
+        doc = ask(port, f"/api/run/{run_id}/gate?wait=3")
+        if doc["gate"] != "checking" or time.monotonic() > deadline:
+            break
+    rows = {r["run_id"]: r for r in ask(port, "/api/runs")["runs"]}
+    return dict(rows[run_id], gate=doc["gate"], reasons=doc["reasons"])
+
+
+def test_a_killed_run_reads_interrupted_in_the_viewer_never_still_running(tmp_path):
+    """The viewer was open while a run went; the runner was killed (SIGKILL: results.json keeps
+    saying running). The runs page kept the mark "running" and the gate's reason "the run is still
+    running (its runner holds the lock): wait with wait_run.py" for a run no one was running
+    (gate.py said "run interrupted ... finish it with --resume")."""
+    state = make_state(tmp_path)
+
+    def slow(req):
+        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": "hello"}, delay=1.5)
+
+    viewer = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(json.loads(viewer.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
+        with FakeApp(slow) as app:
+            plan = make_plan(state, [case(f"c-{i:08d}", "hello") for i in range(8)], app_url=app.url,
+                             execution={"max_attempts": 1, "backoff_s": []})
+            plan["adapter"]["invocation"]["max_concurrency"] = 1
+            run_id = plan["run_id"]
+            out = state / "reports" / run_id
+            runner = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan",
+                                       str(write_plan(state, plan)), "--out", str(out), "--progress", "never"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 60
+                while not (out / "results.json").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                alive = row_of(port, run_id)
+            finally:
+                runner.send_signal(signal.SIGKILL)
+                runner.wait(60)
+        assert alive["marks"] == ["running"] and alive["gate"] == "closed", alive
+        assert alive["reasons"][0].startswith("the run is still running"), alive
+        killed = row_of(port, run_id)
+        assert killed["marks"] == ["interrupted"] and killed["gate"] == "closed" and not killed["green"], killed
+        assert killed["reasons"][0].startswith("run interrupted: status is still 'running' but no runner holds "
+                                               "its lock"), killed
+        assert "--resume" in killed["reasons"][0]
+        assert not any("still running" in r for r in killed["reasons"]), killed
+        gate = run_script("gate", out)   # gate.py's words, the same
+        assert gate.rc == 1 and "gate closed: run interrupted: status is still 'running'" in gate.stdout, gate.stdout
+    finally:
+        viewer.terminate()
+        viewer.wait(30)
+
+
+def test_a_small_run_missing_its_case_records_reads_closed_in_the_viewer_as_gate_py_says(tmp_path):
+    """A team whose app may hold PII commits its reports/: the runner's reports/.gitignore leaves each
+    run's cases.jsonl out, so a colleague's clone holds results.json (every case pass) without the
+    records. gate.py closed ("run_cases.py --verify exit 6: ... case never finished"); the viewer,
+    which ran no completeness check and found no kept answer (a 3-case run is never kept), showed
+    "Gate: open / No reason to close." beside it, and so did the bundle."""
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        plan = make_plan(state, [case(f"c-{i:08d}", "hello") for i in range(3)], app_url=app.url)
+        out = state / "reports" / plan["run_id"]
+        r = run_script("run_cases", "--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert r.rc == 0, r.stderr
+    assert run_script("gate", out).rc == 0   # the whole run: open
+    (out / "cases.jsonl").unlink()           # what a clone of the reports holds
+    gate = run_script("gate", out, "--json")
+    assert gate.rc == 1, gate.stdout
+    verify = [x for x in gate.json["reasons"] if x.startswith("run_cases.py --verify exit 6")]
+    assert verify and "case never finished" in verify[0], gate.json["reasons"]
+    viewer = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(json.loads(viewer.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
+        row = row_of(port, plan["run_id"])
+    finally:
+        viewer.terminate()
+        viewer.wait(30)
+    assert row["gate"] == "closed" and not row["green"] and row["verified"] is True, row
+    assert verify[0] in row["reasons"], row["reasons"]
+    bundle = run_script("view", state, "--bundle", tmp_path / "bundle")
+    assert bundle.rc == 0, bundle.stderr
+    runs = (tmp_path / "bundle" / "data" / "runs.js").read_text(encoding="utf-8")
+    assert '"gate": "closed"' in runs and "case never finished" in runs and '"gate": "open"' not in runs
