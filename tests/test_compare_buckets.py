@@ -225,6 +225,7 @@ def test_baseline_auto_refuses_naming_why_and_chooses_for_run_cases(tmp_path):
         assert r.rc == 2, r.stdout
         assert ("none of its 1 earlier run(s) is complete with an open gate: smoke-20261129T101500Z: gate closed "
                 "(1 gating failure(s): a-1") in r.json["error"]
+        assert r.json["error"].endswith("or pin one in reports/baseline.json"), r.stdout   # the way out
         third = run(state, app.url, ok_cases, "smoke-20261129T101700Z", "--baseline-verdicts", "auto")
     manifest = json.loads((third / "manifest.yaml").read_text())
     assert manifest["baseline_verdicts"]["run_id"] == later.name

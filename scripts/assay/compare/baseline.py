@@ -70,7 +70,8 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
     what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
     return _first_open(((name, lambda c=child: try_json_head(c / "results.json"), lambda c=child: c)
                         for _, name, child in found), key, is_open, what,
-                       f"run one (or pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE})")
+                       f"run one (or pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE})",
+                       f"pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE}")
 
 
 def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
@@ -94,7 +95,8 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
                        "publish one (publish_run.py), or pass --baseline RUN_DIR" + empty)
 
 
-def _first_open(candidates, key: tuple, is_open, what: str, hint: str) -> Path:
+def _first_open(candidates, key: tuple, is_open, what: str, hint: str,
+                way_out: str = "pass --baseline RUN_DIR") -> Path:
     """The first of (name, results(), run_dir()) candidates, newest first, of series `key` that is
     complete with an open gate; else exit 2 with each one's reason."""
     reasons: list[str] = []
@@ -115,8 +117,8 @@ def _first_open(candidates, key: tuple, is_open, what: str, hint: str) -> Path:
     if not same:
         raise AssayError(f"{what}: no earlier run of this series; {hint}", 2, series=dict(zip(SERIES_KEYS, key)))
     shown = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
-    raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}", 2,
-                     series=dict(zip(SERIES_KEYS, key)))
+    raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}; "
+                     f"fix what closed it and run again, or {way_out}", 2, series=dict(zip(SERIES_KEYS, key)))
 
 
 def _newest(reports: Path, key: tuple, *, before: str | None, exclude: str | None, store: str | None,
