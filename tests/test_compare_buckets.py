@@ -120,7 +120,8 @@ def test_every_bucket_is_reached_and_no_case_is_in_two(two_runs, tmp_path):
                                               "candidate": '["forbidden"]'}]
     failing = doc["buckets"]["still_failing"][0]
     assert failing["failing_layers"] == {"base": ["answer"], "candidate": ["answer"]}
-    assert doc["headline"] == "2 newly failing, 1 newly passing, 1 case edited, 1 newly (un)scored, 1 added, 1 removed"
+    assert doc["headline"] == ("2 newly failing, 1 newly passing, 1 case edited, 1 newly (un)scored, 1 added, 1 removed, "
+                               "1 still failing")
     # the paired statistics, once, over the pairs scored in both on an unchanged case
     assert doc["stats"]["n"] == 5 and doc["stats"]["fixed_by_candidate"] == 1
     assert doc["stats"]["broken_by_candidate"] == 2

@@ -47,6 +47,10 @@ def test_headline_words():
     counts = dict.fromkeys(BUCKETS, 0) | {"newly_failing": 2, "newly_passing": 5, "expectation_changed": 3}
     assert headline(counts, 1) == "2 newly failing, 5 newly passing, 1 judge flip, 3 cases edited"
     assert headline(dict.fromkeys(BUCKETS, 0), 0) == "no verdict changed"
+    # what is still broken is said beside what changed (a fix alone read as good news)
+    assert headline(dict(dict.fromkeys(BUCKETS, 0), newly_passing=1, still_failing=2), 0) == \
+        "1 newly passing, 2 still failing"
+    assert headline(dict(dict.fromkeys(BUCKETS, 0), still_failing=3), 0) == "no verdict changed (3 still failing)"
 
 
 def test_answer_normalization_and_word_diff():

@@ -67,7 +67,8 @@ def bucket_of(base_verdict: str | None, candidate_verdict: str | None, *, case_c
 
 
 def headline(counts: dict[str, int], judge_flips: int) -> str:
-    """"2 newly failing, 5 newly passing, 1 judge flip, 3 cases edited" (zeros left out)."""
+    """"2 newly failing, 5 newly passing, 1 judge flip, 3 cases edited, 4 still failing" (zeros left
+    out); nothing changed: "no verdict changed", with "(4 still failing)" when some fail in both."""
     parts = []
     for key in ("newly_failing", "newly_passing"):
         if counts.get(key):
@@ -81,4 +82,9 @@ def headline(counts: dict[str, int], judge_flips: int) -> str:
                       ("only_in_base", "removed")):
         if counts.get(key):
             parts.append(f"{counts[key]} {word}")
-    return ", ".join(parts) if parts else "no verdict changed"
+    # what is still broken, beside what changed: "1 newly passing" alone read as good news while a
+    # gating case still failed (the viewer trial)
+    still = f"{counts['still_failing']} still failing" if counts.get("still_failing") else ""
+    if not parts:
+        return f"no verdict changed ({still})" if still else "no verdict changed"
+    return ", ".join(parts + ([still] if still else []))
