@@ -4,6 +4,7 @@ verdict.json) and says why the gate closes, or nothing. `gate.evaluate` checks t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..core.writer import clip
 from ..core.case_read import read_case_json
@@ -190,14 +191,8 @@ def run_verify(run_dir: Path) -> tuple[bool, str | None]:
     function, called in this process: a gate needs no second interpreter to re-check a run; its
     answer for these same bytes under this same code is taken when a reader kept it: rundir.checked)."""
     from ..rundir.checked import check
-    from ..rundir.completeness import RunDirError
-    try:
-        problems = check(run_dir)
-    except RunDirError as exc:
-        return False, f"run_cases.py --verify exit 2: --verify: {exc}"
-    except Exception as exc:  # a bug in the check never reads as a clean run, nor as a traceback
-        return False, f"the completeness check (run_cases.py --verify) failed: {type(exc).__name__}: {exc}"
-    return verify_answer(problems)
+    answer = _checked(check, run_dir)
+    return answer if isinstance(answer, tuple) else verify_answer(answer)
 
 
 def kept_verify(run_dir: Path) -> tuple[bool, str | None] | None:
@@ -205,14 +200,20 @@ def kept_verify(run_dir: Path) -> tuple[bool, str | None] | None:
     the check itself on a run dir too small to keep one (it costs less than the digest), else None:
     a big run's check is not run (the viewer's decision)."""
     from ..rundir.checked import known_or_small
+    answer = _checked(known_or_small, run_dir)
+    return answer if isinstance(answer, tuple) or answer is None else verify_answer(answer)
+
+
+def _checked(how, run_dir: Path) -> Any:
+    """`how(run_dir)` (the check's problems, or None), or (False, why) when the check could not run:
+    a bug in the check never reads as a clean run, nor as a traceback."""
     from ..rundir.completeness import RunDirError
     try:
-        problems = known_or_small(run_dir)
+        return how(run_dir)
     except RunDirError as exc:
         return False, f"run_cases.py --verify exit 2: --verify: {exc}"
-    except Exception as exc:  # a bug in the check never reads as a clean run, nor as a traceback
+    except Exception as exc:  # noqa: BLE001
         return False, f"the completeness check (run_cases.py --verify) failed: {type(exc).__name__}: {exc}"
-    return None if problems is None else verify_answer(problems)
 
 
 def verify_answer(problems: list[str]) -> tuple[bool, str | None]:
