@@ -223,6 +223,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     priced = [r["cost"] for r in traced if r["cost"] is not None]
     no_usage = sum(r["calls_without_usage"] for r in traced)
     calls = sum(r["model_calls"] for r in traced)
+    no_call = sum(1 for r in traced if not r["model_calls"])   # priced at 0: said beside the budget
     capability = _capability(manifest)
     if capability["enabled"] and not traced:
         capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
@@ -234,9 +235,10 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         "cost": None,
         "complete": bool(prices is not None and traced and len(priced) == len(traced) and calls and not no_usage),
         "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
-        "calls_without_usage": no_usage,
+        "calls_without_usage": no_usage, "cases_without_model_call": no_call,
         # why the total is not the run's cost, in words (None when it is): wave 4 §1
-        "incomplete_reason": _incomplete_reason(traced, unpriced, no_usage, calls),
+        "incomplete_reason": _incomplete_reason(traced, unpriced, no_usage, calls,
+                                                (prices or {}).get("per_token") or {}),
         "latency_ms": _stats([ms for _c, ms in latencies if ms is not None]),
         "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
         "k": k,
@@ -260,14 +262,26 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     }
 
 
-def _incomplete_reason(traced: list[dict], unpriced: list[str], no_usage: int, calls: int) -> str | None:
+def _near_price(model: str, priced: Iterable[str]) -> str:
+    """` (prices.yaml names 'gpt-4.1-mini'; ...)` for an unpriced model one name in the file is close to: a
+    provider's dated id (`gen_ai.response.model` is read first), another case or spelling."""
+    from ..core.suggest import closest
+    priced = list(priced)
+    hit = next((p for p in priced if p.lower() == model.lower() or model.startswith(p + "-")), None) or closest(model, priced)
+    return (f" (prices.yaml names {hit!r}; a model is priced only under the exact name its spans report: "
+            f"add {model!r} to models)") if hit else ""
+
+
+def _incomplete_reason(traced: list[dict], unpriced: list[str], no_usage: int, calls: int,
+                       priced: dict | None = None) -> str | None:
     if not traced:
         return None
     parts = []
     if no_usage:
         parts.append(f"{no_usage} of {calls} model call(s) reported no token usage (their cost is unknown, not 0)")
     if unpriced:
-        parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0")
+        parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0"
+                     + "".join(_near_price(m, priced or {}) for m in unpriced))
     if not calls:
         parts.append(f"no model call in any of the {len(traced)} trace(s): the instrumentation wrote no LLM span, "
                      "so the app's cost is unknown, not 0")

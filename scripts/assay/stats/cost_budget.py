@@ -31,6 +31,9 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
         mean = round(mean + judge["mean_per_case"], 10)
     elif judge.get("calls"):
         split = f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"
+    if t.get("cases_without_model_call"):   # a trace with no model call is priced at 0: never silently
+        split += (f" ({t['cases_without_model_call']} of {t['traced_cases']} traced case(s) made no model call and "
+                  "count at 0: if the app called a model there, its instrumentation lost the span)")
     if mean > budget:
         pct = f"{(mean / budget - 1) * 100:.1f} %" if budget else "any cost is over a 0 budget"
         return True, f"cost {mean:.6g} {cur}/case{split} is over the budget {budget:g} by {mean - budget:.6g} ({pct})"

@@ -1,0 +1,71 @@
+"""A new user's cost budget on a new app (no silent green): the travel app of test_no_silent_green,
+traced to a span file, gated on `budgets.max_cost_per_case` in its profile.yaml, driven as the README
+says against a real HTTP app on a loopback port.
+"""
+
+from __future__ import annotations
+
+from fakeapp import FakeApp, Reply
+from helpers import run_script, write_yaml
+from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
+
+MODEL = "gpt-4.1-mini"
+
+
+def traced_state(tmp_path, model: str, llm_span_for=lambda message: True):
+    """A two-case state dir whose app writes an invoke_agent span per request and, when
+    `llm_span_for(message)`, a chat span of `model` (1000 in + 100 out tokens) under it."""
+    from otlp_util import agent_spans, parse_traceparent, write_spans
+    spans_file = tmp_path / "spans.jsonl"
+
+    def reply(req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        message = (req.json or {}).get("message", "")
+        trace_id, parent = parse_traceparent(req.headers.get("traceparent"))
+        tokens = (1000, 100) if llm_span_for(message) else None
+        write_spans(spans_file, agent_spans(trace_id, "quotes", parent_span_id=parent, llm_tokens=tokens, model=model))
+        return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
+
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
+                                   "c-00000002": case_yaml("c-00000002", content="A flight to Bergen?")})
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", "quote.price").replace(
+        "traces: {source: none}\n",
+        f"traces: {{source: otlp-file, location: {spans_file}, correlation: traceparent-echo, "
+        "completeness: {quiescence_ms: 100, max_wait_s: 5}}\n"))
+    # 0.40 / 1.60 per million: a case with its model call costs 0.00056 USD
+    write_yaml(state / "prices.yaml", f"currency: USD\nmodels:\n  {MODEL}: {{input: 0.40, output: 1.60}}\n")
+    profile = state / "profile.yaml"
+    profile.write_text(profile.read_text().replace("cost_latency: {enabled: false, blocked_by: no traces}",
+                                                   "cost_latency: {enabled: true}")
+                       + "budgets: {max_cost_per_case: 0.0005}\n")
+    return state, reply
+
+
+def gate_run(tmp_path, state, reply):
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(reply) as app:
+        run_dir = run(state, plan_file, app)
+    return run_script("gate", run_dir, "--no-verify")
+
+
+def test_a_dated_model_id_not_in_prices_names_the_close_name_the_file_has(tmp_path):
+    # the provider answers with its dated id (gen_ai.response.model), the prices file names the alias
+    state, reply = traced_state(tmp_path, f"{MODEL}-2025-04-14")
+    g = gate_run(tmp_path, state, reply)
+    assert g.rc == 1, g.stdout
+    closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: cost budget"))
+    assert "model(s) gpt-4.1-mini-2025-04-14 not in prices.yaml: not priced at 0" in closed
+    assert "prices.yaml names 'gpt-4.1-mini'" in closed and "add 'gpt-4.1-mini-2025-04-14' to models" in closed
+
+
+def test_a_case_whose_trace_lost_its_model_call_is_said_beside_the_cost_budget(tmp_path):
+    # The Bergen path lost its chat span: that case counts at 0, so the mean (0.00028) is under the
+    # 0.0005 budget while every case really cost 0.00056. The gate cannot tell a lost span from a case
+    # answered without a model; before, its budget line said nothing of it ("margin 0.00022").
+    state, reply = traced_state(tmp_path, MODEL, llm_span_for=lambda m: "Bergen" not in m)
+    g = gate_run(tmp_path, state, reply)
+    line = next(x for x in g.stdout.splitlines() if x.startswith("  budget: cost"))
+    assert line.startswith("  budget: cost 0.00028 USD/case (1 of 2 traced case(s) made no model call and count at 0: "
+                           "if the app called a model there, its instrumentation lost the span), budget 0.0005"), line
