@@ -140,9 +140,10 @@ def test_budgets_close_and_open_the_gate_with_the_margin(runs, tmp_path):
     closed = run_script("gate", dirs[0], "--max-cost-per-case", "0.00001")
     assert closed.rc == 1
     assert "is over the budget 1e-05 by" in closed.stdout
-    opened = run_script("gate", dirs[0], "--max-cost-per-case", "1", "--max-p95-latency-s", "30")
+    # (a budget under the cases' 10 s timeout: one above it can never be exceeded, and closes)
+    opened = run_script("gate", dirs[0], "--max-cost-per-case", "1", "--max-p95-latency-s", "9")
     assert opened.rc == 0, opened.stdout
-    assert "budget 1: margin" in opened.stdout and "budget 30s: margin" in opened.stdout
+    assert "budget 1: margin" in opened.stdout and "budget 9s: margin" in opened.stdout
     slow = run_script("gate", dirs[0], "--max-p95-latency-s", "0")
     assert slow.rc == 1 and "p95 latency" in slow.stdout and "over the budget 0s" in slow.stdout
     # a budget that cannot be checked is not a pass
@@ -308,13 +309,13 @@ def _set_budgets(state: Path, text: str) -> int:
 def test_profile_budgets_close_and_open_the_gate_naming_their_line(runs, budget_state):
     _, dirs = runs
     cost = _block(dirs[0])["cost"]["mean_per_case"]
-    line = _set_budgets(budget_state, f"  max_cost_per_case: {cost / 2}\n  max_p95_latency_s: 30\n")
+    line = _set_budgets(budget_state, f"  max_cost_per_case: {cost / 2}\n  max_p95_latency_s: 9\n")
     closed = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify")
     assert closed.rc == 1, closed.stdout
     over = [x for x in closed.stdout.splitlines() if "gate closed: cost" in x]
     assert len(over) == 1 and "is over the budget" in over[0] and "(100.0 %)" in over[0]
     assert f"profile.yaml:{line} budgets.max_cost_per_case]" in over[0]
-    assert f"budget 30s: margin" in closed.stdout and f"profile.yaml:{line + 1} budgets.max_p95_latency_s]" \
+    assert f"budget 9s: margin" in closed.stdout and f"profile.yaml:{line + 1} budgets.max_p95_latency_s]" \
         in closed.stdout
     # a flag overrides the profile's key, and says what it overrode
     opened = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify", "--max-cost-per-case", "1",
@@ -324,6 +325,20 @@ def test_profile_budgets_close_and_open_the_gate_naming_their_line(runs, budget_
     assert sources["max_cost_per_case"]["value"] == 1
     assert sources["max_cost_per_case"]["source"].startswith("--max-cost-per-case (overrides ")
     assert sources["max_p95_latency_s"]["source"].endswith(f"profile.yaml:{line + 1} budgets.max_p95_latency_s")
+
+
+def test_a_latency_budget_above_the_timeout_cannot_be_checked_and_closes(runs, budget_state):
+    """A p95 budget above the cases' timeout can never be exceeded (a slower case stops at its timeout):
+    one written in milliseconds (2000 for 2 s) read as 2000 s and the gate stayed open whatever the app's
+    latency (the cost trial). It closes, saying why and what to set."""
+    _, dirs = runs
+    timeout = json.loads((dirs[0] / "manifest.yaml").read_text())["invocation"]["timeout_s"]
+    _set_budgets(budget_state, f"  max_p95_latency_s: {timeout * 100:g}\n")
+    r = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify")
+    assert r.rc == 1 and f"it is above the cases' timeout ({timeout:g}s)" in r.stdout, r.stdout
+    assert f"set one below {timeout:g}" in r.stdout
+    _set_budgets(budget_state, f"  max_p95_latency_s: {timeout:g}\n")   # at the timeout: checked, as before
+    assert "margin" in run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify").stdout
 
 
 def test_misspelled_budget_key_is_exit_2_naming_file_line_and_key(runs, budget_state):

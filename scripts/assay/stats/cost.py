@@ -259,6 +259,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         "cases": [{k: v for k, v in r.items() if k != "holdout"} for r in rows if not r["holdout"]]
         if per_case else None,
         "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]) + sum(1 for _c, _ms, h in light if h),
+        "timeout_s": (manifest.get("invocation") or {}).get("timeout_s"),   # a case's latency stops there
     }
 
 

@@ -44,6 +44,13 @@ def _latency_budget(cost: dict, budget: float) -> tuple[bool, str]:
     p95 = (cost["totals"]["latency_ms"] or {}).get("p95")
     if p95 is None:
         return True, f"latency budget p95 {budget:g}s cannot be checked: no case latency recorded"
+    timeout = cost.get("timeout_s")
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and budget > timeout:
+        # a slower case stops at its timeout, so p95 never passes it: a budget there never closes (one
+        # written in milliseconds, 2000 for 2 s, read as 2000 s)
+        return True, (f"latency budget p95 {budget:g}s cannot be checked: it is above the cases' timeout "
+                      f"({timeout:g}s), where a slower case stops, so p95 can never exceed it; budgets are in "
+                      f"seconds: set one below {timeout:g}")
     if p95 / 1000 > budget:
         return True, f"p95 latency {p95 / 1000:.3f}s is over the budget {budget:g}s by {p95 / 1000 - budget:.3f}s"
     return False, f"p95 latency {p95 / 1000:.3f}s, budget {budget:g}s: margin {budget - p95 / 1000:.3f}s"
