@@ -255,3 +255,41 @@ def test_a_calibration_is_bound_to_the_judge_and_the_rubric_text_it_was_measured
         why = read(out, "c-rude0001")["layers"]["judged"]["rubrics"][0]["why_provisional"]
         assert "records no judge identity" in why and "score_agreement.py <annotations> --write" in why
 
+
+
+def test_a_judge_command_that_is_itself_the_script_is_bound_to_its_content(tmp_path):
+    """`command: [judge/strict_judge.py]` (an executable script, no interpreter in front). Before: only
+    argv[1:] was hashed, so the script run as command[0] was bound to nothing: made lazy in place after
+    calibration, it stayed "calibrated, gating" and a planted rude reply opened the gate."""
+    import os
+    import sys
+    from helpers import write_yaml
+    state = tone_state(tmp_path)
+    script = state / "judge" / "strict_judge.py"
+    script.write_text(f"#!{sys.executable}\n" + STRICT_JUDGE)
+    os.chmod(script, 0o755)
+    write_yaml(state / "judge" / "judge.yaml", "provider: command\ncommand: [judge/strict_judge.py]\n")
+    r = run_script("score_agreement", state / "annotations", "--write", state / "judge" / "calibration.json")
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
+    side = json.loads((state / "judge" / "calibration.json").read_text())
+    assert list(side["judge"]["identity"]["judges"][0]["command_files"]) == ["judge/strict_judge.py"]
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        rude = "rude" in str((req.json or {}).get("message"))
+        return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
+    with FakeApp(handler) as app:
+        _, out = tone_run(state, app, "smoke-20261202T010000Z")
+        g = run_script("gate", out)
+        assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout   # the calibrated judge gates
+
+        script.write_text(f"#!{sys.executable}\n" + LAZY_JUDGE)            # same argv, other content
+        plan_r, out = tone_run(state, app, "smoke-20261202T020000Z")
+        judged = read(out, "c-rude0001")["layers"]["judged"]
+        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass", judged
+        assert "(the content of judge/strict_judge.py)" in judged["rubrics"][0]["why_provisional"], judged
+        assert "judge: tone-v1 provisional again: calibrated with command judge/strict_judge.py" in plan_r.stderr
+        g = run_script("gate", out)
+        assert "judged (calibrated, gating)" not in g.stdout, g.stdout
+        assert "judged (provisional, never gating): 2 case(s): 2 pass -- tone-v1 provisional again" in g.stdout

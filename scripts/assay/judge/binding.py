@@ -45,6 +45,15 @@ def _file_sha(path: Path) -> str | None:
         return None
 
 
+def _runs_a_file(arg: str, *, first: bool) -> bool:
+    """Whether a command argument is a script the judge runs, whose content is part of the judge: a
+    script handed to an interpreter (`[python3, judge.py]`), or the command itself when it is a script
+    or a relative path (`[judge/judge.py]`, `[./judge]`: editing it changes the judge as surely)."""
+    if arg.endswith(SCRIPT_SUFFIXES):
+        return True
+    return first and "/" in arg and not os.path.isabs(arg)
+
+
 def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
     """What makes one judge this judge: provider and model (and where it is served), or the command
     and the content of the scripts it runs from the state dir. Keys, timeouts and concurrency do not."""
@@ -52,8 +61,8 @@ def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
     if provider == "command":
         argv = [str(a) for a in config.get("command") or []]
         files: dict[str, str | None] = {}
-        for arg in argv[1:]:
-            if arg.endswith(SCRIPT_SUFFIXES) and state is not None:
+        for i, arg in enumerate(argv):
+            if state is not None and _runs_a_file(arg, first=i == 0):
                 path = Path(arg) if os.path.isabs(arg) else Path(state) / arg
                 files[arg] = _file_sha(path)
         return {"provider": provider, "command": argv, "command_files": files}
@@ -108,7 +117,8 @@ def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
                 continue  # another command: its files are another judge's, said by the argv change
             if key == "command_files" and isinstance(a.get(key), dict) and isinstance(b.get(key), dict):
                 edited = [f for f in sorted(set(a[key]) | set(b[key])) if a[key].get(f) != b[key].get(f)]
-                out.append("the content of " + ", ".join(edited))
+                out.append("the content of " + ", ".join(  # a file bound since, not necessarily edited
+                    f + ("" if f in a[key] else " (not bound when it was calibrated)") for f in edited))
             else:
                 out.append(f"{key} {a.get(key)!r} -> {b.get(key)!r}")
     return out or ["the judge identity"]
