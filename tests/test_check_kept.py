@@ -132,25 +132,42 @@ def test_a_small_run_is_neither_kept_nor_taken(run, monkeypatch):
     assert checked.known(run) is None
 
 
-def test_a_check_run_apart_is_the_check_and_is_kept(run, monkeypatch):
+APART = """
+import json, os, sys
+from assay.core import forked
+from assay.rundir import checked
+run = sys.argv[1]
+answers = []
+real_apart = checked._apart
+checked._apart = lambda r: answers.append(real_apart(r)) or answers[-1]
+out = {"apart": checked.check(run, apart=True), "kept": checked.known(run)}
+out["forked"] = answers == [out["apart"]]   # the child's answer, not this process's
+checked.memo_path(run).unlink()
+class Killed(forked.Child):
+    def __init__(self, work):
+        super().__init__(lambda: os._exit(9))
+forked.Child = Killed
+out["killed"] = checked.check(run, apart=True)
+print(json.dumps(out))
+"""
+
+
+def test_a_check_run_apart_is_the_check_and_is_kept(run):
     """checked.check(apart=True) (compare's check of its base): the full check in a forked child, the
     same problems and the same kept answer; a child that fails is made up here; a base that fails
-    it is refused by compare_runs.py naming the problem."""
-    from assay.core import forked
+    it is refused by compare_runs.py naming the problem. (The check apart runs in a fresh
+    interpreter: a pytest-xdist worker runs other threads, and nothing forks beside a thread.)"""
+    import subprocess
+    import sys
     from assay.rundir import checked
     cid = _edit_artifact(run)
     one = checked.check(run)
     assert any(f"cases/{cid}/answer.txt (edited" in p for p in one)
     checked.memo_path(run).unlink()
-    assert checked.check(run, apart=True) == one and checked.known(run) == one
-    checked.memo_path(run).unlink()
-
-    class Killed(forked.Child):
-        def __init__(self, work):
-            super().__init__(lambda: os._exit(9))
-    with monkeypatch.context() as m:
-        m.setattr(forked, "Child", Killed)
-        assert checked.check(run, apart=True) == one
+    r = subprocess.run([sys.executable, "-c", APART, str(run)], capture_output=True, text=True, timeout=600,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout) == {"apart": one, "kept": one, "forked": True, "killed": one}
     twin = run.parent / "twin-run"
     shutil.copytree(run, twin)
     checked.memo_path(run).unlink()

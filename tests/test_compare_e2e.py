@@ -269,7 +269,30 @@ def test_make_demo_compare(tmp_path):
     assert [c["order"] for c in pw["nodes"][0]["calls"]] == ["baseline_first", "candidate_first"]
 
 
-def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_path, monkeypatch):
+IN_PROCESS = """
+import json, os, sys
+from assay.compare import pair_all
+from assay.compare.document import compare_runs
+from assay.core import forked
+base, cand = sys.argv[1], sys.argv[2]
+out = {}
+os.environ["ASSAY_COMPARE_FORK_ABOVE"] = "1000000000"
+one = compare_runs(base, cand)
+out["one"] = dict(pair_all.LAST)
+os.environ["ASSAY_COMPARE_FORK_ABOVE"] = "0"
+out["same"] = compare_runs(base, cand) == one
+out["two"] = dict(pair_all.LAST)
+class Killed(forked.Child):
+    def __init__(self, work):
+        super().__init__(lambda: os._exit(9))
+pair_all.Child = Killed
+out["same_killed"] = compare_runs(base, cand) == one
+out["killed"] = dict(pair_all.LAST)
+print(json.dumps(out))
+"""
+
+
+def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_path):
     """compare.pair_all: the candidate read and the second half of the pairs made in forked children
     (forced here with ASSAY_COMPARE_FORK_ABOVE=0; the runs are small) give compare.json and
     compare.html byte for byte as one process does, for regressions, a conversation, an edited case
@@ -285,23 +308,15 @@ def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_pat
         assert outs["one"] == outs["two"]
         assert json.loads(outs["one"][0])["counts"]["still_passing"] > 0
 
-    from assay.compare import pair_all
-    from assay.compare.document import compare_runs
-    from assay.core import forked
-    monkeypatch.setenv("ASSAY_COMPARE_FORK_ABOVE", "1000000000")
-    one = compare_runs(helpdesk["base"], helpdesk["broken"])
-    assert pair_all.LAST == {"processes": 1}
-    monkeypatch.setenv("ASSAY_COMPARE_FORK_ABOVE", "0")
-    assert compare_runs(helpdesk["base"], helpdesk["broken"]) == one
-    assert pair_all.LAST == {"processes": 2}
-
-    class Killed(forked.Child):
-        def __init__(self, work):
-            super().__init__(lambda: os._exit(9))
-    monkeypatch.setattr(pair_all, "Child", Killed)
-    assert compare_runs(helpdesk["base"], helpdesk["broken"]) == one
-    assert pair_all.LAST == {"processes": 2, "fallback": ["the child read no candidate", "the child made no pairs"]}
-    monkeypatch.undo()
+    # in a fresh interpreter: a pytest-xdist worker runs other threads, and nothing forks beside a thread
+    r = subprocess.run([sys.executable, "-c", IN_PROCESS, str(helpdesk["base"]), str(helpdesk["broken"])],
+                       capture_output=True, text=True, timeout=600, env={k: v for k, v in os.environ.items()
+                                                                          if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout) == {"one": {"processes": 1}, "two": {"processes": 2}, "same": True,
+                                    "killed": {"processes": 2, "fallback": ["the child read no candidate",
+                                                                            "the child made no pairs"]},
+                                    "same_killed": True}
     broken = tmp_path / "not-a-run"
     shutil.copytree(helpdesk["broken"], broken)
     (broken / "manifest.yaml").write_text("{")
