@@ -155,6 +155,12 @@ def test_targeted_case_keeps_exactly_those_ids(suite):
     # an id the split/tag does not hold is named, never silently dropped
     error = refused(*suite, "--mode", "targeted", "--tag", "shifts", "--case", "c-00000001", "--case", "c-nope")
     assert "--case c-00000001, c-nope: not among the cases" in error and "--tag 'shifts'" in error
+    # one typo'd id: the nearest id the mode selects is suggested, never a holdout one (sealed)
+    error = refused(*suite, "--mode", "targeted", "--tag", "shifts", "--case", "c-0000004")
+    assert "not among the cases --mode targeted (split 'full') --tag 'shifts' selects; did you mean 'c-00000004'?" \
+        in error, error
+    error = refused(*suite, "--mode", "targeted", "--case", "c-000000010")
+    assert "c-00000010" not in error and "did you mean 'c-00000010'" not in error, error
 
 
 def make_run(dirpath, *, dataset_version=3, harness=HARNESS_VERSION, verdicts=()):

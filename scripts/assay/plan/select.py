@@ -69,9 +69,13 @@ def keep_ids(chosen: list[dict[str, Any]], case_ids: list[str], asked: str) -> l
     present = {c.get("id") for c in chosen}
     unknown = [cid for cid in dict.fromkeys(case_ids) if cid not in present]
     if unknown:
+        from ..core.suggest import did_you_mean
         shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-        raise AssayError(f"--case {shown}: not among the cases {asked} selects; check the id (convert_suite.py "
-                         "lists them in converted.json) or the split/tag", 2, key="--case", cases=unknown)
+        # a suggestion comes from the cases this mode selects only (never a sealed holdout id)
+        hint = did_you_mean(unknown[0], sorted(str(p) for p in present)) if len(unknown) == 1 else ""
+        raise AssayError(f"--case {shown}: not among the cases {asked} selects{hint}; check the id "
+                         "(convert_suite.py lists them in converted.json) or the split/tag", 2, key="--case",
+                         cases=unknown)
     wanted = set(case_ids)
     return [c for c in chosen if c.get("id") in wanted]
 

@@ -26,7 +26,7 @@ from ..core.vocab import is_judge_unstable
 from ..core.writer import clip
 from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
 from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
-from .rundir import LazyHoldoutIds, case_verdict
+from .rundir import LazyHoldoutIds, case_verdict, read_jsonl_file
 
 FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY = (
     "fail", "unscored", "judge_unstable", "skipped", "not_run", "canary")
@@ -100,13 +100,15 @@ class Closing:
     count: int = 0
     named: list[str] | None = None
     keys: list[str] | None = None
+    sealed: int = 0             # how many of `count` are holdout cases (counted, never named)
 
     def tail(self, sep: str = "; ") -> str:
-        """`: a (why); b (why) and N more` for a reason's end, or "" when none is named."""
+        """`: a (why); b (why) and N more` for a reason's end (and how many are holdout, unnamed)."""
+        held = f" ({self.sealed} of them holdout, aggregate only: ids sealed)" if self.sealed else ""
         if not self.named:
-            return ""
-        more = self.count - len(self.named)
-        return ": " + sep.join(self.named) + (f" and {more} more" if more > 0 else "")
+            return held
+        more = self.count - len(self.named) - self.sealed
+        return held + ": " + sep.join(self.named) + (f" and {more} more" if more > 0 else "")
 
 
 def closing_cases(run_dir: Path, results: dict, kind: str, *, limit: int, no_why: str = "",
@@ -114,7 +116,7 @@ def closing_cases(run_dir: Path, results: dict, kind: str, *, limit: int, no_why
     """Every results row whose `case_gate` closes the gate as `kind` (the run's reasons name them
     from here, never their own test of a case; the rows are walked once for every kind, see
     `closing_rows`)."""
-    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    rows = gate_rows(run_dir, results)
     sealed = LazyHoldoutIds(run_dir, rows)
     out = Closing(0, [], [])
     for row, verdict in closing_rows(run_dir, rows):
@@ -124,10 +126,34 @@ def closing_cases(run_dir: Path, results: dict, kind: str, *, limit: int, no_why
         if verdict.key is not None and verdict.key not in out.keys:
             out.keys.append(verdict.key)
         cid = str(row.get("case_id"))
-        if cid not in sealed and len(out.named) < limit:
+        if cid in sealed:
+            out.sealed += 1
+        elif len(out.named) < limit:
             why = " ".join(str(verdict.why or no_why).split())
             out.named.append(f"{cid} ({clip(why, 300, ellipsis=ellipsis)})")
     return out
+
+
+_HELD: list[tuple] = []     # [(results' rows, run_dir, those rows with the holdout rows after them)]
+
+
+def gate_rows(run_dir: Path, results: dict) -> list:
+    """The rows a case's part in the gate is asked of: results.json's `cases`, and in a run with a
+    holdout aggregate the holdout rows verdicts.jsonl keeps (results.json leaves them out, sealed),
+    so a holdout case that was not measured, asserted a check that never ran or was skipped for an
+    adapter gap closes the gate as any case does; its id is counted, never printed (`Closing`)."""
+    rows = results.get("cases") if isinstance(results.get("cases"), list) else []
+    summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
+    held = summary.get("holdout")
+    if not isinstance(held, dict) or not held.get("n") or any(isinstance(r, dict) and r.get("holdout") for r in rows):
+        return rows
+    last = _HELD[0] if _HELD else None
+    if last is not None and last[0] is rows and last[1] == run_dir:
+        return last[2]
+    extra = [r for r in read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
+             if isinstance(r, dict) and r.get("holdout") and not r.get("canary")]
+    _HELD[:] = [(rows, run_dir, rows + extra)]
+    return _HELD[0][2]
 
 
 _WALKED: list[tuple] = []   # [(rows, run_dir, len(rows), their closing rows)]: the walk of the last rows asked
@@ -149,3 +175,4 @@ def closing_rows(run_dir: Path, rows: list) -> list[tuple[dict, CaseGate]]:
 def forget() -> None:
     """Drop the kept walk (and the rows it holds)."""
     _WALKED.clear()
+    _HELD.clear()

@@ -105,7 +105,9 @@ def summary_lines(res: GateResult) -> list[str]:
     if isinstance(holdout, dict) and is_count(holdout.get("n")) and holdout["n"] > 0:
         p, f = holdout.get("passes"), holdout.get("failures")
         scored = p + f if is_count(p) and is_count(f) else holdout["n"]
-        lines.append(f"  holdout (aggregate only): {_num(p)}/{scored} pass")
+        rest = holdout["n"] - scored if is_count(scored) else 0
+        lines.append(f"  holdout (aggregate only): {_num(p)}/{scored} pass"
+                     + (f" ({rest} of {holdout['n']} not scored: unscored, skipped or infra)" if rest > 0 else ""))
     unscorable = s.get("unscorable_layers")
     if isinstance(unscorable, dict) and unscorable:
         parts = []

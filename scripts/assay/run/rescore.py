@@ -19,6 +19,11 @@ again) - and rescore registers the secrets a run of the same plan registers, so
 nothing a judge echoes reaches disk. It calls no app, so it never stops on
 `execution.infra_rate_abort` (exit 5): cases it cannot replay are counted and gated.
 
+A request is answered only if it is the one the source run sent: a case whose rendered request
+differs now (its input, identity or the adapter's request shape edited since; http and function
+modes) is a replay miss naming where, and so is a case the source run's split gained since (a
+smoke, regression or holdout source); never the old answer scored as if it were the new one's.
+
 Limits: a case the source run never sent has no stored response (its rescore is
 `infra_error`, "not sent in the source run"); conversations, scripted or with a simulated user,
 are not replayed (`infra_error`, the reason says which and what to do; the simulator is never
@@ -123,6 +128,8 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
                          missing_cases=gone)
     cases = [by_id[cid] for cid in ids]
     mode = resolve_mode(manifest["mode"])
+    added = added_cases(converted["cases"], manifest, set(ids))
+    cases += added
     opts = PlanOptions(state_dir=state, mode=mode.name, judge=judge or source_judged(manifest))
     notes: list[str] = []
     extra = dict(manifest.get("manifest_extra") or {}, validation=validation)
@@ -143,6 +150,37 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
     }
     validate_plan(plan, source="the rescore plan")
     return plan
+
+
+def added_cases(suite: list[dict[str, Any]], manifest: Mapping[str, Any], held: set) -> list[dict[str, Any]]:
+    """The cases of the source run's selecting split that the suite gained since (a smoke, regression
+    or holdout run selects its whole split, so they belong to its rescore: each a replay miss, never
+    left out of a gate that says it covered the split). A targeted run or one shard selected fewer."""
+    from ..plan.select import case_splits
+    split = manifest.get("selecting_split")
+    if manifest.get("mode") not in ("smoke", "regression", "holdout") or manifest.get("shard"):
+        return []
+    return [c for c in suite if split in case_splits(c) and c.get("id") not in held]
+
+
+def _added_ids(plan: Any, manifest: Mapping[str, Any]) -> dict[str, str]:
+    held = {c.get("id") for c in manifest["cases"] if isinstance(c, dict)}
+    return {c["id"]: manifest["selecting_split"] for c in plan["cases"] if c["id"] not in held}
+
+
+def _render(plan: Any, env: Mapping[str, str], state: Path) -> Any:
+    """(case, uuid, extra_headers) -> the request a run of this plan would record now, for the invoker
+    modes that render one without running anything (http, function); None for the others."""
+    from ..core import secrets
+    from ..invoke.preflight import build_invoker
+    if plan.invocation.get("mode") not in ("http", "function"):
+        return None
+    # no app is called: an app variable unset here only shapes the wire, never the recorded request
+    filled = dict(env)
+    for name in secrets.env_refs(plan.invocation) | secrets.auth_env_names(plan.adapter) | plan.cases.env_names:
+        filled.setdefault(name, "http://rescore.invalid")
+    inner = build_invoker(plan, filled, state, replaying=True)
+    return lambda case, uuid, headers: inner.prepare(case, uuid, headers)[1]
 
 
 def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, out: Path) -> Any:
@@ -180,9 +218,14 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                          2, key="--state-dir")
     plan = run_plan(build_rescore_plan(source, Path(os.path.abspath(out_arg)), state, manifest, judge=judge,
                                        allow_invalid=allow_invalid))
+    wanted = Path(os.path.abspath(out_arg))
+    if wanted.resolve() == source:
+        raise AssayError(f"rescore: --out {out_arg} is the source run; rescore writes a new run directory: "
+                         f"--out <state>/reports/{manifest.get('mode')}-YYYYMMDDTHHMMSSZ", 2, key="--out")
+    if wanted.is_dir() and any(wanted.iterdir()):
+        raise AssayError(f"rescore: --out {out_arg} already exists and is not empty; rescore writes a new run "
+                         f"directory: use a new run id ({manifest.get('mode')}-YYYYMMDDTHHMMSSZ)", 2, key="--out")
     out = run_paths.check_out(plan, out_arg, resume=False)
-    if out.resolve() == source:
-        raise AssayError("rescore: --out must be a new run directory, not the source run", 2, key="--out")
     answers = _pairwise_baseline(baseline, plan, source, out)
     from ..judge.runtime import build_runtime
     # The same secrets a run of this plan registers (the app's too: a judge may echo what the app
@@ -205,7 +248,9 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     from ..invoke.conversation import ConversationConfig, is_conversation
     invoker = ReplayInvoker(mode, stored, trace_source,
                             frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)),
-                            invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None)
+                            invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None,
+                            render=_render(plan, env, state), source_run=manifest.get("run_id"),
+                            added=_added_ids(plan, manifest))
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
     block = plan.invocation.get("conversation")

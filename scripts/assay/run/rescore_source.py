@@ -4,6 +4,7 @@ answered with its stored n-th `response.json` (an agent case's with its stored t
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +14,16 @@ from ..core import casestore
 from ..core.errors import AssayError
 from ..core.jsonio import dumps, loads, read_json
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
-from ..replay.miss import RESCORE_NOT_REPLAYED
+from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED, ReplayMiss
 from ..schemas import validate
 
 NOT_SENT = "not sent in the source run: no stored response to rescore"
 NOT_REPLAYED = f"a conversation (input.turns): {RESCORE_NOT_REPLAYED}"
+# A stored answer is to the request the source run sent: a case whose request is rendered otherwise
+# now (its input, identity or the adapter's request shape edited since), or that the source run never
+# held (added to the suite since), is not measured by a rescore: a replay miss, never a pass.
+RUN_IT_LIVE = "rescore re-scores stored answers only: run the case live (run_cases.py)"
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 @dataclass
 class Stored:
@@ -133,8 +139,12 @@ class ReplayInvoker:
     """Answers each case's n-th request with the source run's stored n-th response."""
 
     def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource",
-                 conversation_ids: frozenset[str] = frozenset(), invocation: Mapping[str, Any] | None = None) -> None:
+                 conversation_ids: frozenset[str] = frozenset(), invocation: Mapping[str, Any] | None = None, *,
+                 render: Any = None, added: Mapping[str, str] | None = None, source_run: Any = None) -> None:
         self.mode = mode
+        self.render = render            # (case, uuid, extra_headers) -> the request as it would be recorded now
+        self.added = dict(added or {})  # case id -> the split it was added to since the source run
+        self.source_run = source_run
         self.stored = stored
         self.source = source
         self.conversation_ids = conversation_ids  # each turn arrives as a one-message case: known by id
@@ -155,12 +165,35 @@ class ReplayInvoker:
             n = self._next.get(case["id"], 0) + 1
             self._next[case["id"]] = n
         st = self.stored.get((case["id"], n))
+        miss = self._miss(case, n, st, uuid, extra_headers)
+        if miss is not None:
+            return {"key": None, "miss": miss}, {"mode": "rescore", "note": miss}
         tp = (extra_headers or {}).get("traceparent")
         if st is not None and tp:
             self.source.register(tp.split("-")[1], case["id"], n)
         return {"key": (case["id"], n)}, (st.request if st is not None else {"mode": "rescore", "note": NOT_SENT})
 
+    def _miss(self, case: Mapping[str, Any], n: int, st: Stored | None, uuid: str,
+              extra_headers: Mapping[str, str] | None) -> str | None:
+        """Why the source run holds no answer to this request (a replay miss), or None."""
+        cid = case["id"]
+        if cid in self.added:
+            return (f"{REPLAY_MISS}: case {cid}: not in the source run {self.source_run} (added to the "
+                    f"{self.added[cid]} split since): no stored answer; {RUN_IT_LIVE}")
+        if st is None or self.render is None or not isinstance(st.request, Mapping):
+            return None
+        from ..core import writer
+        from ..replay.key import first_difference
+        now = writer.redact_value(self.render(case, uuid, extra_headers))
+        diff = first_difference(_comparable(st.request), _comparable(now))
+        if diff is None:
+            return None
+        return (f"{REPLAY_MISS}: case {cid}: request {n} differs from the source run {self.source_run}'s at "
+                f"{diff}; {RUN_IT_LIVE}")
+
     def send(self, wire: Mapping[str, Any]) -> Outcome:
+        if wire.get("miss"):
+            raise ReplayMiss(wire["miss"])
         if wire["key"] is None:
             return Outcome(CONNECTION, error=NOT_REPLAYED)
         st = self.stored.get(wire["key"])
@@ -175,6 +208,22 @@ class ReplayInvoker:
 
     def close(self) -> None:
         pass
+
+
+def _comparable(request: Mapping[str, Any]) -> Any:
+    """A recorded request as replay keys it (per-request headers masked, volatile keys dropped), with
+    every uuid masked: the source's per-request `<uuid>` is not known, only that one was sent."""
+    from ..replay.key import UUID_MASK, normalize_request
+
+    def mask(value: Any) -> Any:
+        if isinstance(value, str):
+            return _UUID.sub(UUID_MASK, value)
+        if isinstance(value, Mapping):
+            return {k: mask(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [mask(v) for v in value]
+        return value
+    return mask(normalize_request(request))
 
 
 @dataclass
