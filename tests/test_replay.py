@@ -142,6 +142,23 @@ def test_a_run_that_was_not_recorded_is_no_source(state, tmp_path):
     assert r.rc == 2 and "do not go together" in r.stdout + r.stderr
 
 
+def test_a_run_of_another_app_is_no_source(state, tmp_path):
+    """A recording answers only for the app it recorded: a state dir copied for another app (its
+    adapter.yaml app.name changed) replaying the first app's run read PASS wherever the requests
+    looked alike (the replay trial). Refused, naming both apps; the same app replays as before."""
+    with FakeApp(handler) as app:
+        plan = make_plan(state, CASES[:1], app_url=app.url)
+        plan["manifest_extra"]["app"] = {"name": "helpdesk"}
+        rec, rec_out = go(state, plan, "--record")
+    assert rec.rc == 0, rec.stdout
+    other = json.loads(json.dumps(plan))
+    other["manifest_extra"]["app"] = {"name": "otherchat"}
+    r, _ = go(state, other, "--replay", str(rec_out), run_id="smoke-20261129T101600Z")
+    assert r.rc == 2 and "recorded app 'helpdesk', and this plan is of app 'otherchat'" in r.stdout, r.stdout
+    same, _ = go(state, plan, "--replay", str(rec_out), run_id="smoke-20261129T101700Z")
+    assert same.rc == 0, same.stdout
+
+
 class Memory:
     """client-id conversations: turn 2's answer depends on turn 1 (the session remembers INV-2)."""
 

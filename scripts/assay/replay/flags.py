@@ -24,10 +24,10 @@ def from_args(plan: Mapping[str, Any], state: Any, *, record: bool, replay: str 
     from .session import ReplaySession
     from .store import Cache, cache_dir
     if replay is not None:
-        from .source import resolve
+        from .source import app_name, resolve
         if replay == "cache" and live is not None:   # bare --replay on a --changed-since plan: its run
             replay = str(plan["replay"]["source"])
-        cache, source = resolve(replay, state)
+        cache, source = resolve(replay, state, app_name(plan))
         if live is not None:
             source = dict(source, live_cases=len(live))
         return ReplaySession(cache, app="replay", calls="cache", source=source, live_cases=frozenset(live or ()))

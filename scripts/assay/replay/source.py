@@ -4,16 +4,28 @@ named by its manifest's `replay.cache`). Pre-flight errors are exit 2 naming the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.jsonio import read_json
 from .store import LAYOUT, Cache, cache_dir
 
 
-def resolve(source: str, state: Any) -> tuple[Cache, dict[str, Any]]:
+def app_name(doc: Any) -> str | None:
+    """The app a plan or a run's manifest is of (adapter.yaml `app.name`, as make_plan.py records it)."""
+    if not isinstance(doc, Mapping):
+        return None
+    for block in (doc.get("manifest_extra"), doc.get("adapter")):
+        app = block.get("app") if isinstance(block, Mapping) else None
+        if isinstance(app, Mapping) and isinstance(app.get("name"), str) and app["name"]:
+            return app["name"]
+    return None
+
+
+def resolve(source: str, state: Any, app: str | None = None) -> tuple[Cache, dict[str, Any]]:
     """(the cache to answer from, the manifest's `replayed_from`). SOURCE `cache` (or empty) is
-    `<state>/cache`."""
+    `<state>/cache`. `app` (this plan's app): a run of another app is refused (its recording would
+    answer for this one wherever the requests look alike)."""
     if source in ("", "cache"):
         path = cache_dir(Path(state))
         return _cache_at(path, source or "cache"), {"source": "cache", "cache": str(path)}
@@ -28,6 +40,11 @@ def resolve(source: str, state: Any) -> tuple[Cache, dict[str, Any]]:
             raise AssayError(f"--replay {source}: run {manifest.get('run_id')} was not recorded (its manifest has no "
                              "replay.app: record); record a run with run_cases.py --record, then replay that run "
                              "or the cache", 2, key="--replay")
+        recorded = app_name(manifest)
+        if app and recorded and recorded != app:
+            raise AssayError(f"--replay {source}: run {manifest.get('run_id')} recorded app {recorded!r}, and this plan "
+                             f"is of app {app!r} (adapter.yaml app.name): a recording answers only for the app it "
+                             "recorded; replay a run of this app, or run live", 2, key="--replay")
         cache = _cache_at(Path(rec["cache"]), source)
         return cache, {"source": "run", "run_id": manifest.get("run_id"), "run_dir": str(path),
                        "cache": str(cache.root)}
