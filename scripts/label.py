@@ -66,6 +66,9 @@ def run(args):
     state = run_dir.resolve().parent.parent if run_dir.resolve().parent.name == "reports" else None
     save_to = str(state / "annotations" / f"{batch}.jsonl") if state else f"<state>/annotations/{batch}.jsonl"
     atomic_write_text(out, render_page(labelset, batch=batch, reviewer=args.reviewer, save_to=save_to))
+    if state is not None:   # which judge these verdicts are of: --write checks it (calibrate.labelled_judge)
+        from assay.calibrate.labelled_judge import record
+        record(state, batch, run_dirs)
     return 0, {"page": str(out), "batch": batch, "save_export_to": save_to, "run_id": labelset["run_id"],
                "run_ids": labelset["run_ids"],
                **labelset["stats"]}

@@ -51,8 +51,10 @@ def run(args):
     from assay.calibrate.sidecar import write_bound
 
     floors = Floors(args.min_pairs, args.min_per_class, args.min_tpr, args.min_tnr, args.min_kappa)
-    out = score(read_annotations(args.annotations), floors, args.confidence)
-    out["written"] = str(write_bound(out, args.write, args.state_dir)) if args.write else None
+    rows = read_annotations(args.annotations)
+    out = score(rows, floors, args.confidence)
+    # --write refuses a batch whose runs another judge than the configured one judged (labelled_judge)
+    out["written"] = str(write_bound(out, args.write, args.state_dir, [r.batch for r in rows])) if args.write else None
     return 0, out
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cdp_pipe import Browser
 from fixtures_authoring import run_inproc
-from helpers import run_script
+from helpers import ROOT, run_script
 from rundir_util import make_run
 from test_md_to_html import chromium_path
 
@@ -311,3 +311,42 @@ def test_page_shows_pairwise_and_turn_rubrics_as_text_in_real_chromium(tmp_path)
     assert t["earlier"] == "[turn 1] user: which invoice is open?\n[turn 1] answer: INV-2 is open " + HOSTILE
     lines = {json.loads(x)["case_id"]: json.loads(x) for x in exported.splitlines()}
     assert lines["c-t"]["answer_sha256"] == _sha("Refunded INV-2.") and lines["c-p"]["label"] == "fail"
+
+
+def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path):
+    """label.py keeps which judge judged the runs it shows (<state>/annotations/.<batch>.judge.json, from
+    each run's manifest); score_agreement.py --write refuses when judge.yaml now configures another
+    judge: a sidecar written after the model was changed said the new judge agreed with people on
+    evidence about the old one, and its rubric gated (the judge trial). A batch labelled without the
+    record is not checked, and --write says which."""
+    import shutil
+    from assay.judge.config import effective, load_judge_config, manifest_view
+    from assay.judge.prompt import PROMPT_VERSION
+    state = tmp_path / "state"
+    shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", state,
+                    ignore=shutil.ignore_patterns("reports", "work", "annotations", "cache", "calibration.json"))
+    run = judged_run(tmp_path)
+    manifest = json.loads((run / "manifest.yaml").read_text())
+    manifest["judge"] = dict(manifest_view(effective(load_judge_config(state))), enabled=True,
+                             prompt_version=PROMPT_VERSION)   # what the runner records (judge.runtime.manifest)
+    (run / "manifest.yaml").write_text(json.dumps(manifest))
+    r = run_script("label", run, "-o", tmp_path / "label.html", "--reviewer", "Dana")
+    assert r.rc == 0, r.stdout
+    batch = r.json["batch"]
+    assert (state / "annotations" / f".{batch}.judge.json").is_file()
+    lines = "".join(json.dumps({"case_id": c, "rubric_id": "refund-eta-v1", "node_id": "states-amount", "label": lab,
+                                "judge_label": lab, "reviewer": "Dana", "ts": "t", "batch": batch}) + "\n"
+                    for c, lab in (("c-1", "pass"), ("c-2", "fail"), ("c-3", "pass")))
+    (state / "annotations" / f"{batch}.jsonl").write_text(lines)
+    args = (state / "annotations", "--write", state / "judge" / "calibration.json", "--min-pairs", "1",
+            "--min-per-class", "0")
+    same = run_script("score_agreement", *args)
+    assert same.rc == 0 and same.json["labelled_judge_unchecked"] == [], same.stdout
+    judge_yaml = state / "judge" / "judge.yaml"
+    judge_yaml.write_text(judge_yaml.read_text().replace("model: standin-judge-1", "model: standin-judge-2"))
+    other = run_script("score_agreement", *args)
+    assert other.rc == 2 and f"batch {batch} labelled verdicts of run {run.name}'s judge" in other.json["error"]
+    assert "model 'standin-judge-1'" in other.json["error"] and "model 'standin-judge-2'" in other.json["error"]
+    (state / "annotations" / f".{batch}.judge.json").unlink()   # labelled before label.py kept its judge
+    old = run_script("score_agreement", *args)
+    assert old.rc == 0 and old.json["labelled_judge_unchecked"] == [batch], old.stdout

@@ -66,24 +66,32 @@ def state_dir_for(write: str | Path, state_dir: str | Path | None) -> Path:
     return path.parent.parent
 
 
-def bind(sidecar: dict[str, Any], state: Path) -> dict[str, Any]:
-    """Add the judge identity and each rubric pin's content hash (in place); AssayError(2) without a judge."""
-    from ..judge.config import JUDGE_CONFIG, effective, load_judge_config
+def bind(sidecar: dict[str, Any], state: Path, batches: Any = ()) -> dict[str, Any]:
+    """Add the judge identity and each rubric pin's content hash (in place); AssayError(2) without a judge,
+    or when a labelled batch's runs were judged by another judge than the one configured now
+    (`batches`: the annotations' batch ids; calibrate.labelled_judge). The batches that could not be
+    checked are in `unchecked` (popped by write_bound: not part of the sidecar)."""
+    from ..judge.config import JUDGE_CONFIG, effective, load_judge_config, manifest_view
+    from ..judge.prompt import PROMPT_VERSION
     from ..judge.rubrics import load_rubrics
+    from .labelled_judge import check
     config = load_judge_config(state)
     if config is None:
         raise AssayError(f"--write: {state / JUDGE_CONFIG} does not exist: the sidecar records which judge was "
                          "calibrated (the one whose verdicts you labelled); add judge/judge.yaml, or pass "
                          "--state-dir for the state dir that has it", 2, file=JUDGE_CONFIG)
+    sidecar["unchecked"] = check(state, batches,
+                                         dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION))
     by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
     sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, judge_identity(effective(config), state))
     return sidecar
 
 
-def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path | None) -> Path:
+def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path | None, batches: Any = ()) -> Path:
     """score_agreement.py --write: build the sidecar, bind it to the state dir's judge and rubrics, write it."""
     if Path(write).suffix != ".json" or not Path(write).parent.parent.is_dir():
         checked_path(write)  # raises, naming the bad path, before anything else
     state = state_dir_for(write, state_dir)
-    sidecar = bind(build_sidecar(scored), state)
+    sidecar = bind(build_sidecar(scored), state, batches)
+    scored["labelled_judge_unchecked"] = sidecar.pop("unchecked")   # batches labelled before label.py kept their judge
     return write_sidecar(write, sidecar)

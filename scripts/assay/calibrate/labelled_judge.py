@@ -1,0 +1,82 @@
+"""Which judge's verdicts a labelling sitting showed, so a calibration is written only for that judge.
+
+`score_agreement.py --write` binds the sidecar to the judge configured when it runs. If judge.yaml
+changed between the runs that were labelled and --write (another model, another endpoint, another
+command), the sidecar said the new judge agrees with people on evidence about the old one, and its
+rubrics gated on a judge nobody measured. So `label.py` keeps, beside the annotations it asks to be
+saved (`<state>/annotations/.<batch>.judge.json`, hidden: never read as annotations), what each
+run's manifest recorded of its judge; --write compares every batch it reads that has one with the
+judge configured now, and refuses on a difference, naming it. A batch without the record (labelled
+before this, or on a page made for another state dir) is not checked, and --write says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..core.errors import AssayError
+
+FIELDS = ("provider", "model", "base_url", "command")
+
+
+def record_path(state: Path, batch: str) -> Path:
+    return Path(state) / "annotations" / f".{batch}.judge.json"
+
+
+def view(judge: Any) -> dict[str, Any] | None:
+    """What makes a run's judge that judge, from its manifest's `judge` block (or a config's
+    manifest view): each member's provider, model, endpoint and command, and the prompt version."""
+    if not isinstance(judge, Mapping) or judge.get("enabled") is False:
+        return None
+    members = judge.get("judges") if isinstance(judge.get("judges"), list) else [judge]
+    return {"judges": [{k: m.get(k) for k in FIELDS} for m in members if isinstance(m, Mapping)],
+            "prompt_version": judge.get("prompt_version")}
+
+
+def record(state: Path, batch: str, run_dirs: Iterable[Path]) -> Path | None:
+    """Keep the judge of each labelled run (label.py); None when no run was judged."""
+    from ..core.jsonio import read_json
+    from ..core.writer import write_json
+    runs = {}
+    for run in run_dirs:
+        try:
+            manifest = read_json(Path(run) / "manifest.yaml")
+        except (OSError, ValueError):
+            continue
+        seen = view(manifest.get("judge")) if isinstance(manifest, dict) else None
+        if seen is not None:
+            runs[str(manifest.get("run_id") or Path(run).name)] = seen
+    if not runs:
+        return None
+    path = record_path(state, batch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"batch": batch, "runs": runs})
+    return path
+
+
+def _words(v: Mapping[str, Any]) -> str:
+    return ", ".join(" ".join(f"{k} {m.get(k)!r}" for k in FIELDS if m.get(k) is not None) for m in v["judges"]) \
+        + f", prompt v{v.get('prompt_version')}"
+
+
+def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, Any]) -> list[str]:
+    """AssayError(2) when a batch's labelled runs were judged by another judge than `config_view`
+    (the judge configured now, as the manifest records it); the batches not checked otherwise."""
+    from ..core.jsonio import read_json
+    now = view(dict(config_view, enabled=True))
+    unchecked = []
+    for batch in sorted({b for b in batches if b}):
+        try:
+            doc = read_json(record_path(state, batch))
+        except (OSError, ValueError):
+            unchecked.append(batch)
+            continue
+        for run_id, was in (doc.get("runs") or {}).items() if isinstance(doc, dict) else ():
+            if isinstance(was, dict) and now is not None and was != now:
+                raise AssayError(
+                    f"--write: batch {batch} labelled verdicts of run {run_id}'s judge ({_words(was)}), and "
+                    f"judge/judge.yaml now configures another ({_words(now)}): agreement measured on one judge "
+                    "is not another's; run the suite with this judge and label that run (label.py), or restore "
+                    "judge.yaml to the judge you labelled, then --write", 2, file="judge/judge.yaml", batch=batch)
+    return unchecked
