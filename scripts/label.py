@@ -68,7 +68,7 @@ def run(args):
     atomic_write_text(out, render_page(labelset, batch=batch, reviewer=args.reviewer, save_to=save_to))
     if state is not None:   # which judge these verdicts are of: --write checks it (calibrate.labelled_judge)
         from assay.calibrate.labelled_judge import record
-        record(state, batch, run_dirs)
+        record(state, batch, run_dirs, labelset["items"])
     return 0, {"page": str(out), "batch": batch, "save_export_to": save_to, "run_id": labelset["run_id"],
                "run_ids": labelset["run_ids"],
                **labelset["stats"]}

@@ -315,10 +315,11 @@ def test_page_shows_pairwise_and_turn_rubrics_as_text_in_real_chromium(tmp_path)
 
 def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path):
     """label.py keeps which judge judged the runs it shows (<state>/annotations/.<batch>.judge.json, from
-    each run's manifest); score_agreement.py --write refuses when judge.yaml now configures another
-    judge: a sidecar written after the model was changed said the new judge agreed with people on
-    evidence about the old one, and its rubric gated (the judge trial). A batch labelled without the
-    record is not checked, and --write says which."""
+    each run's manifest) and on which criteria; score_agreement.py --write refuses when judge.yaml now
+    configures another judge, or a labelled node's criterion was reworded without a version bump: a
+    sidecar written after either said the judge agreed with people on evidence about another judge or
+    text, and its rubric gated (the judge trial). A batch labelled without the record is not
+    checked, and --write says which."""
     import shutil
     from assay.judge.config import effective, load_judge_config, manifest_view
     from assay.judge.prompt import PROMPT_VERSION
@@ -326,6 +327,15 @@ def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path)
     shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", state,
                     ignore=shutil.ignore_patterns("reports", "work", "annotations", "cache", "calibration.json"))
     run = judged_run(tmp_path)
+    criteria = {"states-amount": "The reply states the refunded amount, with its currency.",
+                "gives-eta": "The reply says when the refund will arrive (a date, or a number of business days)."}
+    for cid in ("c-1", "c-2", "c-3"):   # judged on the helpdesk rubric's own words (its node ids)
+        path = run / "cases" / cid / "judge.json"
+        doc = json.loads(path.read_text())
+        for node in doc["rubrics"][0]["nodes"]:
+            node["node_id"] = "states-arrival" if node["node_id"] == "gives-eta" else node["node_id"]
+            node["criterion"] = criteria["gives-eta" if node["node_id"] == "states-arrival" else "states-amount"]
+        path.write_text(json.dumps(doc))
     manifest = json.loads((run / "manifest.yaml").read_text())
     manifest["judge"] = dict(manifest_view(effective(load_judge_config(state))), enabled=True,
                              prompt_version=PROMPT_VERSION)   # what the runner records (judge.runtime.manifest)
@@ -342,6 +352,14 @@ def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path)
             "--min-per-class", "0")
     same = run_script("score_agreement", *args)
     assert same.rc == 0 and same.json["labelled_judge_unchecked"] == [], same.stdout
+    # the rubric's criterion reworded after the labels, its version kept: the labels are about the old text
+    rubric = state / "rubrics" / "refund-eta.md"
+    worded = rubric.read_text()
+    rubric.write_text(worded.replace("with its currency.", "in any currency or none."))
+    edited = run_script("score_agreement", *args)
+    assert edited.rc == 2 and "refund-eta-v1 node states-amount judged on the criterion" in edited.json["error"], \
+        edited.stdout
+    rubric.write_text(worded)
     judge_yaml = state / "judge" / "judge.yaml"
     judge_yaml.write_text(judge_yaml.read_text().replace("model: standin-judge-1", "model: standin-judge-2"))
     other = run_script("score_agreement", *args)

@@ -1,4 +1,5 @@
-"""Which judge's verdicts a labelling sitting showed, so a calibration is written only for that judge.
+"""Which judge's verdicts a labelling sitting showed, on which criteria, so a calibration is written
+only for that judge and that text.
 
 `score_agreement.py --write` binds the sidecar to the judge configured when it runs. If judge.yaml
 changed between the runs that were labelled and --write (another model, another endpoint, another
@@ -6,8 +7,11 @@ command), the sidecar said the new judge agrees with people on evidence about th
 rubrics gated on a judge nobody measured. So `label.py` keeps, beside the annotations it asks to be
 saved (`<state>/annotations/.<batch>.judge.json`, hidden: never read as annotations), what each
 run's manifest recorded of its judge; --write compares every batch it reads that has one with the
-judge configured now, and refuses on a difference, naming it. A batch without the record (labelled
-before this, or on a page made for another state dir) is not checked, and --write says so.
+judge configured now, and refuses on a difference, naming it. The same for the rubric text: the record
+keeps each labelled node's criterion as the judge was shown it, and --write refuses a pin whose
+rubric file now words a labelled node otherwise (edited without a version bump after the labels).
+A batch without the record (labelled before this, or on a page made for another state dir) is not
+checked, and --write says so.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ def view(judge: Any) -> dict[str, Any] | None:
             "prompt_version": judge.get("prompt_version")}
 
 
-def record(state: Path, batch: str, run_dirs: Iterable[Path]) -> Path | None:
-    """Keep the judge of each labelled run (label.py); None when no run was judged."""
+def record(state: Path, batch: str, run_dirs: Iterable[Path], items: Iterable[Mapping[str, Any]] = ()) -> Path | None:
+    """Keep the judge of each labelled run and the criteria its items were judged on (label.py);
+    None when no run was judged."""
     from ..core.jsonio import read_json
     from ..core.writer import write_json
     runs = {}
@@ -51,7 +56,11 @@ def record(state: Path, batch: str, run_dirs: Iterable[Path]) -> Path | None:
         return None
     path = record_path(state, batch)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"batch": batch, "runs": runs})
+    criteria: dict[str, dict[str, str]] = {}
+    for it in items:
+        if isinstance(it.get("rubric_id"), str) and isinstance(it.get("node_id"), str) and it.get("criterion"):
+            criteria.setdefault(it["rubric_id"], {})[it["node_id"]] = " ".join(str(it["criterion"]).split())
+    write_json(path, {"batch": batch, "runs": runs, "criteria": criteria})
     return path
 
 
@@ -60,9 +69,11 @@ def _words(v: Mapping[str, Any]) -> str:
         + f", prompt v{v.get('prompt_version')}"
 
 
-def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, Any]) -> list[str]:
+def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, Any],
+          rubrics_by_pin: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """AssayError(2) when a batch's labelled runs were judged by another judge than `config_view`
-    (the judge configured now, as the manifest records it); the batches not checked otherwise."""
+    (the judge configured now, as the manifest records it), or a labelled node's criterion is worded
+    otherwise in `rubrics_by_pin` (the rubric files now); the batches not checked otherwise."""
     from ..core.jsonio import read_json
     now = view(dict(config_view, enabled=True))
     unchecked = []
@@ -79,4 +90,17 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
                     f"judge/judge.yaml now configures another ({_words(now)}): agreement measured on one judge "
                     "is not another's; run the suite with this judge and label that run (label.py), or restore "
                     "judge.yaml to the judge you labelled, then --write", 2, file="judge/judge.yaml", batch=batch)
+        for pin, nodes in (doc.get("criteria") or {}).items() if isinstance(doc, dict) else ():
+            rubric = (rubrics_by_pin or {}).get(pin)
+            if rubric is None or not isinstance(nodes, dict):
+                continue   # no rubric file at that version: --write notes it and the pin stays provisional
+            now_text = {n.get("id"): " ".join(str(n.get("criterion") or "").split()) for n in rubric.get("nodes") or []}
+            for node, text in sorted(nodes.items()):
+                if now_text.get(node) != text:
+                    raise AssayError(
+                        f"--write: batch {batch} labelled {pin} node {node} judged on the criterion {text!r}, and "
+                        f"its rubric file now " + (f"words it {now_text[node]!r}" if node in now_text else
+                                                   "has no such node") + ": the labels are about the old text; "
+                        f"bump the rubric's version (a new pin) and label it, or restore the text, then --write",
+                        2, file=f"rubrics/{pin.rsplit('-v', 1)[0]}.md", batch=batch)
     return unchecked

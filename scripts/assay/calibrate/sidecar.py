@@ -80,9 +80,9 @@ def bind(sidecar: dict[str, Any], state: Path, batches: Any = ()) -> dict[str, A
         raise AssayError(f"--write: {state / JUDGE_CONFIG} does not exist: the sidecar records which judge was "
                          "calibrated (the one whose verdicts you labelled); add judge/judge.yaml, or pass "
                          "--state-dir for the state dir that has it", 2, file=JUDGE_CONFIG)
-    sidecar["unchecked"] = check(state, batches,
-                                         dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION))
     by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
+    sidecar["unchecked"] = check(state, batches, dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION),
+                                 by_pin)
     sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, judge_identity(effective(config), state))
     return sidecar
 
