@@ -92,6 +92,9 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
     has_cases = (state / "datasets").is_dir() and bool(case_files(state))
     conv = convert_state_dir(state) if has_cases else None
     existing = [tokens(case_text(c)) for c in (conv["cases"] if conv else [])]
+    # A trace mined before (its case kept, moved or edited by a person) is never proposed again.
+    seen = {str(c.get(k)).split(":", 1)[1]: c.get("id") for c in (conv["cases"] if conv else [])
+            for k in ("source", "origin") if str(c.get(k) or "").startswith(("trace:", "real-trace:"))}
     profile, _ = load(state / "profile.yaml", "profile.yaml")
     profile = profile if isinstance(profile, dict) else {}
     routes = set(profile.get("routing_contract") or [])
@@ -105,8 +108,12 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
     kept: list[Observed] = []
     kept_tokens: list[list[str]] = []
     dupes: list[dict[str, str]] = []
+    already: list[dict[str, str]] = []
     for obs in observed:
         if not obs.user_text:
+            continue
+        if obs.trace_id in seen:
+            already.append({"trace_id": obs.trace_id, "case": str(seen[obs.trace_id])})
             continue
         toks = tokens(redact(obs.user_text)[0])
         hit = next((i for i, other in enumerate(existing + kept_tokens) if rouge_l(toks, other) >= NEAR_DUPLICATE), None)
@@ -130,6 +137,9 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
             case["expect"] = {"answer": {"must_not_contain": [r"/\A\s*\Z/"]}}
             case["notes"] += " Nothing observable to propose (no route, tool or fact): a non-empty answer only."
         rel = f"{MINED_DIR}/{case['id']}.yaml"
+        if (state / rel).exists():   # a person's file, whatever it now says: never overwritten
+            already.append({"trace_id": obs.trace_id, "case": case["id"], "file": rel})
+            continue
         text = yaml.safe_dump(case, sort_keys=False, allow_unicode=True, width=100)
         (state / MINED_DIR).mkdir(parents=True, exist_ok=True)
         writer.write_text(state / rel, _final_scan(text))
@@ -137,7 +147,7 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
     manifest = _update_manifest(state, conv, written) if written else None
     return {"spans_files": len(span_paths), "dataset_version": manifest,
             "exports_received": stats.get("exports_received"), "traces": stats["traces"],
-            "without_user_text": stats["without_user_text"], "distinct": len(kept), "duplicates": dupes,
+            "without_user_text": stats["without_user_text"], "distinct": len(kept), "duplicates": dupes, "already_mined": already,
             "sampled": len(chosen), "holdout": len(holdout_ids), "written": written,
             "redacted": {k: counts.get(k, 0) for k in KINDS},
             "next": "review each case under datasets/mined/ (accept with review.by, set gating), then validate_cases.py"}
