@@ -6,7 +6,7 @@ function; none decides a case's outcome its own way. A gating, non-canary case c
 - it failed (`fail`);
 - it is `unscored` because a check it asserts never ran (`unscored`), or the judge disagreed with
   itself (`judge_unstable`);
-- it was not sent because the adapter lacks what it needs (`skipped`);
+- it was not sent because the adapter, the state dir or the plan lacks what it needs (`skipped`);
 - `--replay` could not answer it, or rescore could not replay it (`not_run`): a case that was not
   measured, never infrastructure noise under the infra bar.
 
@@ -37,7 +37,7 @@ class CaseGate:
     closes: bool
     kind: str | None = None     # FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY when it closes
     why: str | None = None      # the case's own reason (unscored_reason, skip_reason, infra_reason)
-    key: str | None = None      # SKIPPED: the adapter key it lacks
+    key: str | None = None      # SKIPPED: what it lacks (`the adapter lacks invocation.conversation`)
 
 
 OPEN = CaseGate(False)

@@ -10,7 +10,7 @@ from ..core.writer import clip
 from ..core.case_read import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import ADAPTER_KEY_OF_LAYER, hollow_layer_line, where_to_look
+from ..score.hollow import ADAPTER_KEY_OF_LAYER, FIX_OF_GAP, hollow_layer_line, where_to_look
 from .gate_case import NOT_RUN, SKIPPED, UNSCORED, closing_cases
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json_head
@@ -153,8 +153,9 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     cases = closing_cases(run_dir, results, SKIPPED, limit=MAX_NAMED, ellipsis="")
     if not cases.count:
         return None
-    return (f"{cases.count} gating case(s) were not sent because the adapter lacks {' and '.join(cases.keys)} "
-            "(skipped, not a pass; declare it, or mark the case gating: false)" + cases.tail())
+    fixes = list(dict.fromkeys(FIX_OF_GAP.get(k, "declare it") for k in cases.keys))
+    return (f"{cases.count} gating case(s) were not sent because {' and '.join(cases.keys)} "
+            f"(skipped, not a pass; {'; '.join(fixes)}, or mark the case gating: false)" + cases.tail())
 
 
 def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
