@@ -236,6 +236,62 @@ def test_a_session_the_app_never_carries_closes_the_gate(tmp_path):
     assert gate["rc"] == 1 and "c-0000sess (turn 1: no session id at header X-Conversation-Typo" in gate["text"]
 
 
+def test_a_simulated_case_skipped_for_want_of_a_simulator_closes_the_gate(tmp_path):
+    """simulator.yaml saved under another name (simulator.yml): the gating simulated case is skipped,
+    and the gate closes naming the file to add, as for a conversation without invocation.conversation
+    (it read PASS: 'simulated users: 0/0 pass of 1' beside a passing single-turn case)."""
+    state = copy_state(tmp_path)
+    sim = state / "simulator"
+    (sim / "simulator.yaml").rename(sim / "simulator.yml")
+    with helpdesk(state) as env:
+        out, gate = run(state, env, SNOOP, "c-003bd57c")
+    assert verdict(out, SNOOP)["verdict"] == "skipped"
+    assert verdict(out, "c-003bd57c")["verdict"] == "pass"
+    assert gate["rc"] == 1, gate["text"]
+    assert ("gate closed: 1 gating case(s) were not sent because the state dir lacks simulator/simulator.yaml "
+            f"(skipped, not a pass; add it, or mark the case gating: false): {SNOOP} (simulated user not run: "
+            "no simulator configured") in gate["text"]
+
+
+def test_a_simulated_case_over_the_plans_turn_cap_closes_the_gate(tmp_path):
+    """max_turns 20 is valid (1-50) but above the plan's execution.max_turns (12): the runner skips the
+    case, and the gate closes naming the cap and its flag (it read PASS, with no linter or plan word)."""
+    state = copy_state(tmp_path)
+    case = state / "datasets" / f"{SNOOP}.yaml"
+    case.write_text(case.read_text(encoding="utf-8").replace("max_turns: 4", "max_turns: 20"), encoding="utf-8")
+    with helpdesk(state) as env:
+        out, gate = run(state, env, SNOOP, "c-003bd57c")
+    assert verdict(out, SNOOP)["verdict"] == "skipped"
+    assert gate["rc"] == 1, gate["text"]
+    assert ("gate closed: 1 gating case(s) were not sent because the plan's execution.max_turns is below the "
+            "case's turns (skipped, not a pass; raise it with make_plan.py --max-turns or shorten the case, or "
+            f"mark the case gating: false): {SNOOP} (conversation not run: simulated_user.max_turns 20 is more "
+            "than execution.max_turns 12") in gate["text"]
+
+
+def test_a_gating_simulated_user_that_never_reaches_its_goal_closes_the_gate_under_the_infra_bar(tmp_path):
+    """max_turns_reached is infra_error (the app or the simulator), yet a gate over a big suite read PASS
+    with every simulated user stuck short of its goal: the infra rate stayed under its bar. Such a case
+    was not measured; it closes the gate like a replay miss, whatever --max-infra-rate says."""
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 20\n")
+    case = state / "datasets" / f"{SNOOP}.yaml"
+    text = case.read_text(encoding="utf-8")
+    case.write_text(text.replace(text[text.index("    goal: "):text.index("    facts:")], "    goal: list forever\n"),
+                    encoding="utf-8")
+    with helpdesk(state) as env:
+        out, _ = run(state, env, SNOOP, "c-003bd57c")
+        gate = run_script("gate", out, "--max-infra-rate", "0.6", env=env)
+    assert (verdict(out, SNOOP)["verdict"], verdict(out, SNOOP)["simulator"]["outcome"]) == \
+        ("infra_error", "max_turns_reached")
+    assert gate.rc == 1, gate.stdout
+    assert ("gate closed: 1 gating simulated user(s) never reached the goal (max_turns user turns sent, stop_when "
+            "never held: the app never got the user there, or the simulator never sent its stop token; read the "
+            f"case's turns/, then fix the app, or the case's goal/stop_when/max_turns): {SNOOP} (max_turns_reached: "
+            "4 user turn(s) sent and stop_when never held") in gate.stdout
+
+
 def test_conversations_run_concurrently_and_resume_after_kill_9(tmp_path):
     state = copy_state(tmp_path)
     (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")

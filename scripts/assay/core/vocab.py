@@ -57,8 +57,9 @@ INFRA_VERDICTS: tuple[str, ...] = (INFRA_ERROR, INFRA_INCOMPLETE)
 # How a simulated-user conversation ended (assay.simulate.outcomes describes each). The last four
 # are the simulator's failures: the case is infra_error, never a fail of the app.
 SIM_GOAL_REACHED, SIM_APP_STOPPED = "goal_reached", "app_stopped"
+SIM_MAX_TURNS_REACHED = "max_turns_reached"
 SIM_HARNESS_OUTCOMES: tuple[str, ...] = ("simulator_outage", "simulator_unparseable", "simulator_broke_character",
-                                         "max_turns_reached")
+                                         SIM_MAX_TURNS_REACHED)
 SIM_OUTCOMES: tuple[str, ...] = (SIM_GOAL_REACHED, SIM_APP_STOPPED) + SIM_HARNESS_OUTCOMES
 
 # Per-layer statuses that are not verdicts: never pass, never fail.

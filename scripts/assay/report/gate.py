@@ -17,7 +17,7 @@ from pathlib import Path
 from ..stats.counts import cases_phrase
 from .gate_lines import summary_lines
 from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
-                           hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
+                           goal_not_reached_reason, hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
                            kept_verify,
                            skipped_gating_reason, unscored_gating_reason)
 from .rundir import RunResultsView, load_results
@@ -117,6 +117,9 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
     not_run = replay_miss_reason(run_dir, results)
     if not_run:
         reasons.append(not_run)
+    unreached = goal_not_reached_reason(run_dir, results)
+    if unreached:
+        reasons.append(unreached)
     holdout = summary.get("holdout")
     if not bad and isinstance(holdout, dict) and is_count(holdout.get("gating_failures")) \
             and holdout["gating_failures"] > summary["gating_failures"]:

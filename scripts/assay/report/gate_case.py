@@ -6,9 +6,12 @@ function; none decides a case's outcome its own way. A gating, non-canary case c
 - it failed (`fail`);
 - it is `unscored` because a check it asserts never ran (`unscored`), or the judge disagreed with
   itself (`judge_unstable`);
-- it was not sent because the adapter lacks what it needs (`skipped`);
+- it was not sent because the adapter, the state dir or the plan lacks what it needs (`skipped`);
 - `--replay` could not answer it, or rescore could not replay it (`not_run`): a case that was not
-  measured, never infrastructure noise under the infra bar.
+  measured, never infrastructure noise under the infra bar;
+- it is a simulated user that never reached its goal (`max_turns_reached`, `goal_not_reached`): the
+  app never got the user there or the simulator never sent its stop token; either way not measured,
+  and no noise to hide under the infra bar.
 
 A canary is never gating (the runner writes `gating: false` on it), yet a canary that failed closes
 the gate (`canary`): it stopped the run (exit 4), and the run's reasons name it (`canary_failures`).
@@ -22,22 +25,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.vocab import is_judge_unstable
+from ..core.vocab import SIM_MAX_TURNS_REACHED, is_judge_unstable
 from ..core.writer import clip
 from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
 from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
 from .rundir import LazyHoldoutIds, case_verdict, read_jsonl_file
 
-FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY = (
-    "fail", "unscored", "judge_unstable", "skipped", "not_run", "canary")
+FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY, GOAL_NOT_REACHED = (
+    "fail", "unscored", "judge_unstable", "skipped", "not_run", "canary", "goal_not_reached")
 
 
 @dataclass(frozen=True)
 class CaseGate:
     closes: bool
-    kind: str | None = None     # FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY when it closes
+    kind: str | None = None     # FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY, GOAL_NOT_REACHED
     why: str | None = None      # the case's own reason (unscored_reason, skip_reason, infra_reason)
-    key: str | None = None      # SKIPPED: the adapter key it lacks
+    key: str | None = None      # SKIPPED: what it lacks (`the adapter lacks invocation.conversation`)
 
 
 OPEN = CaseGate(False)
@@ -90,6 +93,8 @@ def case_gate(run_dir: Path, row: object, doc: dict | None = None) -> CaseGate:
         return CaseGate(True, SKIPPED, why, key) if key is not None else OPEN
     if is_replay_miss(doc):
         return CaseGate(True, NOT_RUN, doc.get("infra_reason"))
+    if str(doc.get("infra_reason") or "").startswith(SIM_MAX_TURNS_REACHED):
+        return CaseGate(True, GOAL_NOT_REACHED, doc.get("infra_reason"))
     return OPEN
 
 

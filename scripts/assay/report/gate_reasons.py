@@ -10,8 +10,8 @@ from ..core.writer import clip
 from ..core.case_read import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import ADAPTER_KEY_OF_LAYER, hollow_layer_line, where_to_look
-from .gate_case import NOT_RUN, SKIPPED, UNSCORED, closing_cases
+from ..score.hollow import ADAPTER_KEY_OF_LAYER, FIX_OF_GAP, hollow_layer_line, where_to_look
+from .gate_case import GOAL_NOT_REACHED, NOT_RUN, SKIPPED, UNSCORED, closing_cases
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json_head
 
@@ -75,6 +75,18 @@ def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
     return (f"{cases.count} gating case(s) were not measured: the replay could not answer them (a replay miss, "
             "or a conversation rescore cannot replay, is a case that did not run, not a pass; record again, or run "
             "them live: --changed-since, or run_cases.py)" + cases.tail())
+
+
+def goal_not_reached_reason(run_dir: Path, results: dict) -> str | None:
+    """Close on gating simulated users that ended max_turns_reached: whether the app never got the user
+    to the goal or the simulator never said so, the case was not measured, and it is no infrastructure
+    noise to hide under --max-infra-rate (an app that never reaches any goal read PASS in a big suite)."""
+    cases = closing_cases(run_dir, results, GOAL_NOT_REACHED, limit=MAX_NAMED)
+    if not cases.count:
+        return None
+    return (f"{cases.count} gating simulated user(s) never reached the goal (max_turns user turns sent, stop_when "
+            "never held: the app never got the user there, or the simulator never sent its stop token; read the "
+            "case's turns/, then fix the app, or the case's goal/stop_when/max_turns)" + cases.tail())
 
 
 def replayed_phrase(run_dir: Path) -> str | None:
@@ -153,8 +165,9 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
     cases = closing_cases(run_dir, results, SKIPPED, limit=MAX_NAMED, ellipsis="")
     if not cases.count:
         return None
-    return (f"{cases.count} gating case(s) were not sent because the adapter lacks {' and '.join(cases.keys)} "
-            "(skipped, not a pass; declare it, or mark the case gating: false)" + cases.tail())
+    fixes = list(dict.fromkeys(FIX_OF_GAP.get(k, "declare it") for k in cases.keys))
+    return (f"{cases.count} gating case(s) were not sent because {' and '.join(cases.keys)} "
+            f"(skipped, not a pass; {'; '.join(fixes)}, or mark the case gating: false)" + cases.tail())
 
 
 def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:

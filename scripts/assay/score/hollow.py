@@ -14,6 +14,7 @@ the layer table later is held to both rules without touching this module.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Mapping
 
 from ..core.vocab import FAIL, NA, PASS, UNSCORABLE, UNSCORED
@@ -48,19 +49,33 @@ ADAPTER_KEY_OF_LAYER: dict[str, str] = {
 _NEVER_SCORED = {"rules": "business rules are evaluated by the skill", "state": "reserved"}
 
 
-# Skip reasons (the runner's) that mean the adapter lacks what a case needs, not a choice: a gating
-# case skipped for one of these never ran its checks, so the gate closes (a safety skip --
-# adversarial input, a never-live tool -- or a layer the profile switches off is a choice).
-ADAPTER_GAP_SKIPS: dict[str, str] = {
-    "conversation not run: the adapter declares no invocation.conversation": "invocation.conversation",
-    "identity not mapped:": "invocation.identity_map",
+# Skip reasons (the runner's, matched from their start) that mean the adapter, the state dir or the
+# plan lacks what a case needs, not a choice: a gating case skipped for one of these never ran its
+# checks, so the gate closes (a safety skip -- adversarial input, a never-live tool -- or a layer the
+# profile switches off is a choice). Each gives what is missing, as the gate says it, and the fix.
+ADAPTER_GAP_SKIPS: dict[str, tuple[str, str]] = {
+    r"conversation not run: the adapter declares no invocation\.conversation":
+        ("the adapter lacks invocation.conversation", "declare it"),
+    r"identity not mapped:": ("the adapter lacks invocation.identity_map", "declare it"),
+    r"simulated user not run: no simulator configured":
+        ("the state dir lacks simulator/simulator.yaml", "add it"),
+    r"conversation not run: .{1,80}? is more than execution\.max_turns":
+        ("the plan's execution.max_turns is below the case's turns",
+         "raise it with make_plan.py --max-turns or shorten the case"),
 }
+FIX_OF_GAP: dict[str, str] = dict(ADAPTER_GAP_SKIPS.values())
+
+
+def adapter_gap(skip_reason: Any) -> tuple[str, str] | None:
+    """(what is missing, the fix) a skip reason names, or None when the skip was a choice."""
+    text = str(skip_reason or "")
+    return next((gap for pattern, gap in ADAPTER_GAP_SKIPS.items() if re.match(pattern, text)), None)
 
 
 def adapter_gap_key(skip_reason: Any) -> str | None:
-    """The adapter key a skip reason says is missing, or None when the skip was a choice."""
-    text = str(skip_reason or "")
-    return next((key for prefix, key in ADAPTER_GAP_SKIPS.items() if text.startswith(prefix)), None)
+    """What a skip reason says is missing (`the adapter lacks invocation.conversation`), or None."""
+    gap = adapter_gap(skip_reason)
+    return gap[0] if gap else None
 
 
 def verdict_of(entry: Any) -> str:
