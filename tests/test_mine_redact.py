@@ -100,3 +100,21 @@ def test_mined_cases_carry_none_of_the_corpus(tmp_path):
     written = b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file())
     for kind, _, secret in CORPUS:
         assert secret.encode() not in written, kind
+
+
+def test_a_redacted_argument_is_not_proposed_and_the_notes_say_why():
+    """A tool argument holding an e-mail address or a token is redacted in the proposal; expected as
+    `<email>` it could never match what the app sends, and the mined case failed for a reason that
+    was not the app's (the miner trial). It is left out, named in the notes; the other arguments stay."""
+    from collections import Counter
+
+    from assay.mine.propose import propose
+    from assay.mine.spans import Observed
+    obs = Observed("t" * 32, "reset my password please", 0, "Done: a reset link is on its way.", "account",
+                   [{"name": "reset_password", "arguments": {"user": "jane.doe@example.com", "channel": "email",
+                                                             "attempts": 2}, "arguments_captured": True}])
+    counts = Counter()
+    case = propose(obs, counts, ["full"], route_known=True)
+    assert case["expect"]["args"] == {"reset_password": {"channel": "email", "attempts": 2}}
+    assert "reset_password.user held personal data or a secret" in case["notes"]
+    assert counts["email"] == 1 and "jane.doe" not in json.dumps(case)

@@ -55,7 +55,14 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
     names = [t["name"] for t in obs.tools]
     if names:
         expect["tools"] = {"subset": sorted(set(names)), "order": names, "order_mode": "in_order"}
-    args = redact_value(_args(obs.tools), counts)
+    args, withheld = {}, []
+    for tool, values in _args(obs.tools).items():
+        for key, value in values.items():
+            shown = redact_value(value, counts)
+            if shown != value:   # a redacted value (<email>, <token>) would never match: not proposed
+                withheld.append(f"{tool}.{key}")
+            else:
+                args.setdefault(tool, {})[key] = value
     if args:
         expect["args"] = args
     facts = [f for f in dict.fromkeys(FACT.findall(answer or "")) if f not in text and "<" not in f]
@@ -65,6 +72,10 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
              "check each before accepting the case."]
     if answer:
         notes.append(f"Observed answer: {answer[:400]}")
+    if withheld:
+        notes.append(f"Argument(s) {', '.join(withheld)} held personal data or a secret, redacted here, so no "
+                     "expectation is proposed for them (the redacted text would never match what the app sends); "
+                     "write the value the case should expect by hand if it matters.")
     if obs.earlier_user_turns:
         notes.append(f"Asked mid-conversation ({obs.earlier_user_turns} earlier user message(s)): the answer may "
                      "depend on them; write input.turns if so.")
