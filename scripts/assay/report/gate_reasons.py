@@ -69,24 +69,26 @@ def gating_reason(results: dict, summary: dict, notes: dict | None = None) -> st
 def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases --replay (or rescore) could not answer: not measured, so never a pass,
     and never infrastructure noise hidden under --max-infra-rate. Holdout ids are counted only."""
-    cases = closing_cases(run_dir, results, NOT_RUN, limit=MAX_NAMED)
-    if not cases.count:
-        return None
-    return (f"{cases.count} gating case(s) were not measured: the replay could not answer them (a replay miss, "
-            "or a conversation rescore cannot replay, is a case that did not run, not a pass; record again, or run "
-            "them live: --changed-since, or run_cases.py)" + cases.tail())
+    return _not_measured(run_dir, results, NOT_RUN,
+                         "gating case(s) were not measured: the replay could not answer them (a replay miss, or a "
+                         "conversation rescore cannot replay, is a case that did not run, not a pass; record again, "
+                         "or run them live: --changed-since, or run_cases.py)")
 
 
 def goal_not_reached_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating simulated users that ended max_turns_reached: whether the app never got the user
     to the goal or the simulator never said so, the case was not measured, and it is no infrastructure
     noise to hide under --max-infra-rate (an app that never reaches any goal read PASS in a big suite)."""
-    cases = closing_cases(run_dir, results, GOAL_NOT_REACHED, limit=MAX_NAMED)
-    if not cases.count:
-        return None
-    return (f"{cases.count} gating simulated user(s) never reached the goal (max_turns user turns sent, stop_when "
-            "never held: the app never got the user there, or the simulator never sent its stop token; read the "
-            "case's turns/, then fix the app, or the case's goal/stop_when/max_turns)" + cases.tail())
+    return _not_measured(run_dir, results, GOAL_NOT_REACHED,
+                         "gating simulated user(s) never reached the goal (max_turns user turns sent, stop_when "
+                         "never held: the app never got the user there, or the simulator never sent its stop "
+                         "token; read the case's turns/, then fix the app, or the case's goal/stop_when/max_turns)")
+
+
+def _not_measured(run_dir: Path, results: dict, kind: str, words: str) -> str | None:
+    """"<N> <words>: <each case named>" over the gating cases `case_gate` closes as `kind`, or None."""
+    cases = closing_cases(run_dir, results, kind, limit=MAX_NAMED)
+    return f"{cases.count} {words}" + cases.tail() if cases.count else None
 
 
 def replayed_phrase(run_dir: Path) -> str | None:
