@@ -176,13 +176,22 @@ def results_mutations():
         nest = nest[0]
     yield "a row nested too deep", json.dumps(deep, sort_keys=True)
     yield "a repeated key (the whole parse decides)", _dump(doc).replace('{\n', '{\n  "k": 2,\n', 1)
+    text = _dump(doc)
+    first = json.dumps(doc["cases"][1], sort_keys=True, ensure_ascii=False)
+    yield "a row written unsorted and compact (equal rows, other text)", text.replace(
+        first, json.dumps(dict(reversed(list(doc["cases"][1].items()))), ensure_ascii=False, separators=(",", ":")))
+    yield "a row's case id escaped (equal rows, other text)", text.replace(
+        f'"case_id": "{doc["cases"][2]["case_id"]}"', '"case_id": "\\u0063' + doc["cases"][2]["case_id"][1:] + '"')
+    yield "a row's title edited", with_row(4, title="edited")
     yield "not an object", json.dumps([doc])
 
 
+@pytest.mark.parametrize("as_lines", [False, True], ids=["rows", "lines"])
 @pytest.mark.parametrize("name,text", list(results_mutations()), ids=lambda v: v if len(v) < 60 else None)
-def test_a_walked_results_json_reads_and_is_worded_as_the_whole_document(tmp_path, monkeypatch, name, text):
+def test_a_walked_results_json_reads_and_is_worded_as_the_whole_document(tmp_path, monkeypatch, name, text, as_lines):
     """CasesFile over results.json: its top-level keys, its schema problem (worded by the whole
-    document's check, the same string), its rows compared with the expected ones: what the whole
+    document's check, the same string), its rows compared with the expected ones (given as rows, or
+    as the check's canonical lines: a row whose text is the line is equal unparsed): what the whole
     parse gives. (Walked whatever its size here: WALK_ABOVE 0.)"""
     from assay.rundir import streamed
     monkeypatch.setattr(streamed, "WALK_ABOVE", 0)
@@ -190,7 +199,8 @@ def test_a_walked_results_json_reads_and_is_worded_as_the_whole_document(tmp_pat
     path.write_text(text, encoding="utf-8")
     whole = loads(text)
     expected = results_doc()["cases"]
-    doc = CasesFile(path, "results", expected=lambda: iter(expected))
+    given = [line_of(r) for r in expected] if as_lines else expected
+    doc = CasesFile(path, "results", expected=lambda: iter(given))
     if not isinstance(whole, dict):
         assert not doc.is_object
         return
@@ -493,3 +503,31 @@ def test_a_run_log_line_is_json_exactly_when_loads_says_so():
         except ValueError:
             got = ValueError
         assert got is want, line[:60]
+
+
+def test_rowline_is_the_json_encoders_text():
+    """rundir.rowline builds a derived row's line itself for flat rows: byte for byte what
+    json.JSONEncoder(sort_keys=True, ensure_ascii=False) writes, for every value a row can hold,
+    hostile text included; anything else goes through the encoder (same bytes)."""
+    from assay.rundir import rowline
+    enc = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+    odd_text = ["", "é", "日本", "a\"b", "back\\slash", "tab\tnl\n", "\x00\x1f\x7f", "\u2028\u2029", "\ud800",
+                "</script>", "😀", "{\"verdict\": \"pass\"}"]
+    values = odd_text + [True, False, None, 0, -3, 10 ** 30, 1.5, float("nan"), [], ["a", "é"], ["a", 1],
+                         [["x"]], {}, {"b": "fail", "a": "pass"}, {"a": 1}, {"a": ["x"]}, {"a": None},
+                         {1: "x"}, (1, 2), {"z": {"y": "x"}}]
+
+    class Sub(str):
+        pass
+    values += [Sub("sub"), {"a": Sub("pass")}]
+    rng = random.Random(7)
+    rows = [derived.verdict_row(r) for r in varied_records()] + [derived.results_row(r) for r in varied_records()]
+    for _ in range(3000):
+        keys = rng.sample(["case_id", "verdict", "layers", "title", "gating", "canary", "z", "A", "é", "\"q"],
+                          rng.randint(0, 6))
+        rows.append({k: rng.choice(values) for k in keys})
+    rows += [{1: "int key"}, {2: "y", 1: {"a": "b"}}, [], "text", None, {}]
+    for row in rows * 2:   # twice: the second time from the kept shapes and maps
+        want = (enc.encode(row) + "\n").encode("utf-8", "backslashreplace")
+        assert rowline.line_of(row) == want, row
+    assert line_of is rowline.line_of

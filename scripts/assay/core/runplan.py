@@ -216,9 +216,14 @@ def _walk_cases(text: str, i: int, make: Any = None) -> tuple[CaseTable, int]:
     i = _ws(text, i + 1)
     if text[i] == "]":
         return table.close(), i + 1
+    with_text = getattr(table, "wants_text", False)   # a table that compares each row's own text
     while True:
+        start = i
         case, i = _DECODER.raw_decode(text, i)
-        table.append(case)
+        if with_text:
+            table.append(case, text[start:i])
+        else:
+            table.append(case)
         i = _ws(text, i)
         if text[i] == "]":
             return table.close(), i + 1

@@ -166,7 +166,7 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
     deferred = isinstance(known, derived.Known) and status is not None and "results.json" in (written or {})
     if not deferred:
         first: list[str] = []
-        results = _load_results(out, first, schemas, lambda: expected().rows("results"))
+        results = _load_results(out, first, schemas, lambda: expected().lines("results"))
         problems[0:0] = first
     summary_doc = results.head.get("summary") if results is not None else None
     run_status = status or (summary_doc.get("status") if isinstance(summary_doc, dict) else None)
@@ -206,7 +206,7 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
                 problems.append(f"{rel} (unreadable)")
     if not _as_written(out, "results.json", landed):
         if deferred:
-            results = _load_results(out, problems, schemas, lambda: expected().rows("results"))
+            results = _load_results(out, problems, schemas, lambda: expected().lines("results"))
         _check_results(results, manifest, len(ids), expected, problems, schemas, run_status)
     if child is None:
         check_runlog(out / "run.log", problems)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -25,19 +26,14 @@ from ..core.runplan import read_plan_text
 from ..stats.tally import Tally
 from .artifacts import routing_scorable
 from .routing_files import routing_row
+from .rowline import line_of  # one JSONL line as the runner writes it: sorted keys, UTF-8
 from .spill import PlanLines
 
 # A manifest.yaml or results.json longer than this (characters; ~40,000 case rows) is walked one case row
 # at a time; a shorter one is parsed whole (faster, and small enough to hold).
 WALK_ABOVE = 16 << 20
 
-# One JSONL line as the runner writes it (derived._line, writer.dumps(indent=None)): sorted keys, UTF-8.
-_ENC = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 _FILES = ("verdicts", "stats", "results", "repeats", "routing")
-
-
-def line_of(row: Any) -> bytes:
-    return writer.encode(_ENC.encode(row) + "\n")
 
 
 class Finished:
@@ -155,15 +151,16 @@ class Finished:
 
 # --------------------------------------------------------------------- a JSONL file
 _END = object()
-_SPLITS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")   # U+0085, U+2028, U+2029: str.splitlines splits there
+_SPLIT = re.compile(rb"\xc2\x85|\xe2\x80\xa8|\xe2\x80\xa9")   # U+0085, U+2028, U+2029: str.splitlines splits there
+_REFUSED = re.compile(rb"\\ud|NaN|Infinity")                       # what jsonio.loads refuses (one pass)
 
 
 def _plain(raw: bytes) -> bool:
     """True when a line that equals a canonical row's bytes needs no parse to be that row: nothing in it
     that jsonio.loads refuses (a lone surrogate escape, NaN, Infinity) or that splits it in two."""
-    if b"\\ud" in raw or b"NaN" in raw or b"Infinity" in raw:
+    if _REFUSED.search(raw) is not None:
         return False
-    return raw.isascii() or not any(sep in raw for sep in _SPLITS)
+    return raw.isascii() or _SPLIT.search(raw) is None
 
 
 def same_lines(path: Path, expected: Iterable[bytes]) -> bool:
@@ -222,7 +219,11 @@ def _decomposable(schema: Mapping[str, Any]) -> dict | None:
 class _Rows:
     """The walk's receiver (core.runplan.read_plan_text's `table`): each case row checked against
     the schema's `items` (yes/no) and against the next expected row, then handed to `take`; none is
-    kept but the first."""
+    kept but the first. An expected row given as its canonical line (bytes, as the check's spill
+    holds it) equals a row whose own text is those bytes without a parse (`_plain`, as same_lines);
+    any other row is compared with the line parsed."""
+
+    wants_text = True
 
     def __init__(self, item_valid: Callable[[Any], bool] | None, take: Callable[[Any], None] | None,
                  expected: Iterator[dict] | None) -> None:
@@ -232,7 +233,7 @@ class _Rows:
         self.valid = True
         self.same = expected is not None   # every row so far == the expected one
 
-    def append(self, row: Any) -> None:
+    def append(self, row: Any, text: str | None = None) -> None:
         self.count += 1
         if self.first is _END:
             self.first = row
@@ -241,8 +242,13 @@ class _Rows:
                 self.valid = bool(self.item_valid(row)) and too_deep(row, MAX_DEPTH - 2) is None
             except RecursionError:
                 self.valid = False
-        if self.same and row != next(self.expected, _END):
-            self.same = False
+        if self.same:
+            want = next(self.expected, _END)
+            if type(want) is bytes:   # a canonical line: its own text, or parsed
+                own = text is not None and want[:-1] == text.encode("utf-8", "surrogatepass") and _plain(want)
+                want = row if own else json.loads(want)
+            if row != want:
+                self.same = False
         if self.take is not None:
             self.take(row)
 
@@ -255,8 +261,8 @@ class CasesFile:
 
     `head`: its top-level keys (with `cases` too when it is not an array). `whole`: the document
     parsed whole, when the walk could not take it (then every question is answered from it).
-    `take(row)` sees each case row; `expected()` (results.json) gives the rows `cases` must equal,
-    compared during the walk (`cases_equal`). The text is not kept.
+    `take(row)` sees each case row; `expected()` (results.json) gives the rows `cases` must equal
+    (each a dict, or its canonical line as bytes), compared during the walk (`cases_equal`). The text is not kept.
     Raises what `jsonio.read_json` raises for a file it cannot read (OSError, ValueError)."""
 
     def __init__(self, path: Path, schema: str | None, take: Callable[[Any], None] | None = None,
@@ -325,5 +331,6 @@ class CasesFile:
         """`doc.get("cases") == list(expected())`, from the walk (the rows were compared as read)."""
         if self.whole is not None or self.rows is None:
             doc = self.whole if self.whole is not None else self.head
-            return isinstance(doc, dict) and doc.get("cases") == list(self.expected())
+            return isinstance(doc, dict) and doc.get("cases") == [json.loads(w) if type(w) is bytes else w
+                                                                  for w in self.expected()]
         return self.rows.same and next(self._rest, _END) is _END
