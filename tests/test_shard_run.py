@@ -219,8 +219,14 @@ def test_a_missing_shard_is_exit_6_and_nothing_is_written(world, tmp_path):
     assert r.rc == 6, r.stdout
     assert r.json["missing_shards"] == [2] and "missing shard(s) 2" in r.json["error"]
     assert not (state / "reports" / RUN_ID).exists()
-    r = merge(state, plan_path, RUN_ID, [dirs[0], dirs[1], dirs[1], dirs[2]])
+    # shard 2 run twice (a retried CI job, a second machine): both dirs named, not its cases one by one
+    again = tmp_path / "machine-b" / dirs[1].name
+    shutil.copytree(dirs[1], again)
+    r = merge(state, plan_path, RUN_ID, [dirs[0], dirs[1], again, dirs[2]])
     assert r.rc == 6 and r.json["duplicated_shards"] == [2]
+    assert r.json["duplicated_shard_dirs"] == {"2": [str(dirs[1]), str(again)]} and "duplicated_cases" not in r.json
+    assert f"shard 2 given twice ({dirs[1]}, {again}): pass one run dir per shard" in r.json["error"]
+    assert not (state / "reports" / RUN_ID).exists()
 
 
 def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):

@@ -43,6 +43,7 @@ from ..core.jsonio import loads
 from ..core.errors import AssayError
 from ..core.ids import parse_run_id
 from ..core.statedir import not_a_state_dir
+from ..plan.shards import parse_shard_dir_name
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 
 DRIFT_ALPHA = 0.05
@@ -184,12 +185,10 @@ def _rescored_from(manifest: dict) -> str | None:
     return str(source.get("run_id")) if isinstance(source, dict) and source.get("run_id") else None
 
 
-SHARD_SUFFIX = ".shard-"
-
-
 def shard_dir_reason(name: str) -> str | None:
-    base, sep, index = name.rpartition(SHARD_SUFFIX)
-    if sep and index.isdigit() and parse_run_id(base):
+    parsed = parse_shard_dir_name(name)
+    if parsed:
+        base, index = parsed
         return (f"shard {index} of run {base}: a slice of a run, not a run (merge_runs.py merges the shards "
                 f"into reports/{base}, which counts)")
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..core.errors import AssayError
+from ..core.ids import parse_run_id
 
 MAX_SHARDS = 256
 
@@ -23,6 +24,14 @@ def shard_dir_name(run_id: str, index: int | str) -> str:
     """A shard's run directory name: `<run_id>.shard-<I>`, so shards of one plan never share a
     directory or a runner lock, and `gate.py --latest` never mistakes a slice for a run."""
     return f"{run_id}.shard-{index}"
+
+
+def parse_shard_dir_name(name: str) -> tuple[str, int] | None:
+    """(run_id, index) of a shard's run directory name (`shard_dir_name`), else None."""
+    base, sep, index = name.rpartition(".shard-")
+    if sep and index.isdigit() and parse_run_id(base):
+        return base, int(index)
+    return None
 
 
 SHARD_ENV_K8S = "JOB_COMPLETION_INDEX"   # Kubernetes Indexed Job: 0..N-1

@@ -165,26 +165,54 @@ def latest_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | 
     return max(found)[2]
 
 
+def unmerged_shards(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[str, list[str]] | None:
+    """(run_id, its shard dir names) of the newest run of `mode` newer than `stamp` that is only shard
+    dirs (`<run_id>.shard-<I>`, assay.plan.shards) with no merged `<run_id>/results.json` beside them:
+    its shards were never merged (or the merge was refused), so it has no result yet. Else None."""
+    from ..plan.shards import parse_shard_dir_name
+    found: dict[str, list[str]] = {}
+    for child in Path(reports_dir).iterdir():
+        parsed = parse_shard_dir_name(child.name)
+        run = parse_run_id(parsed[0]) if parsed else None
+        if run and (mode is None or run[0] == mode) and (stamp is None or run[1] > stamp):
+            found.setdefault(parsed[0], []).append(child.name)  # type: ignore[index]
+    for run_id in sorted(found, key=lambda r: parse_run_id(r)[1], reverse=True):  # type: ignore[index]
+        if not (Path(reports_dir) / run_id / "results.json").is_file():
+            return run_id, sorted(found[run_id])
+    return None
+
+
 def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | None = None) -> Path:
     """`gate.py --latest`: `latest_run`, unless a newer run of the mode never started (it stopped at
-    pre-flight and left `.<run-id>.not-started.json`, assay.rundir.not_started): then AssayError(2)
-    naming it, never an older run gated in its place."""
+    pre-flight and left `.<run-id>.not-started.json`, assay.rundir.not_started) or is only shards that
+    were never merged (`unmerged_shards`): then AssayError(2) naming it, never an older run gated in
+    its place."""
     from ..rundir import not_started
     try:
         chosen: Path | None = latest_run(reports_dir, mode, skipped)
     except AssayError:
-        if not_started.newest(Path(reports_dir), mode) is None:
+        if not_started.newest(Path(reports_dir), mode) is None and unmerged_shards(reports_dir, mode, None) is None:
             raise
         chosen = None
     chosen_id = parse_run_id(chosen.name) if chosen is not None else None
-    never = not_started.newer_than(Path(reports_dir), mode, chosen_id[1] if chosen_id else None)
+    stamp = chosen_id[1] if chosen_id else None
+    older = (f"--latest will not gate {chosen.name}, an older run, in its place"
+             if chosen is not None else "there is no finished run to gate")
+    of_mode = f" of mode {mode}" if mode else ""
+    shards = unmerged_shards(reports_dir, mode, stamp)
+    if shards is not None:
+        run_id, names = shards
+        raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, is only shard dir(s) never merged "
+                         f"({', '.join(names)}); {older}. Merge every shard (merge_runs.py --plan <plan.json> "
+                         f"--out {Path(reports_dir) / run_id} <its shard dirs>) and gate the merged run, or gate "
+                         "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
+                         run_id=run_id, unmerged_shards=names)
+    never = not_started.newer_than(Path(reports_dir), mode, stamp)
     if never is None:
         return chosen  # type: ignore[return-value]
     _, run_id, record = never
     why = not_started.reason(record)
-    older = (f"--latest will not gate {chosen.name}, an older run, in its place"
-             if chosen is not None else "there is no finished run to gate")
-    raise AssayError(f"{reports_dir}: the newest run{f' of mode {mode}' if mode else ''}, {run_id}, never "
+    raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, never "
                      f"started ({why}); {older}. Fix what it names, plan and run again, or gate "
                      "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
                      run_id=run_id, not_started=True)

@@ -133,6 +133,8 @@ def reconcile(plan: dict, shards: list[ShardRun]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "missing_shards": [i for i in range(1, count + 1) if i not in by_index],
         "duplicated_shards": sorted(i for i, runs in by_index.items() if len(runs) > 1),
+        "duplicated_shard_dirs": {str(i): [str(r.path) for r in runs] for i, runs in sorted(by_index.items())
+                                  if len(runs) > 1},
         "unknown_shards": sorted(i for i in by_index if not 1 <= i <= count),
     }
     where: dict[str, list[int]] = {}
@@ -144,7 +146,7 @@ def reconcile(plan: dict, shards: list[ShardRun]) -> dict[str, Any]:
         cid = c["id"]
         if is_canary(c):
             continue
-        found = sorted(where.get(cid, []))
+        found = sorted(set(where.get(cid, [])))   # one shard given twice is named as that, not per case
         if len(found) > 1:
             duplicated.append(f"{name(cid)} in shards {', '.join(map(str, found))}")
         elif found and found[0] != assignment[cid]:
@@ -166,10 +168,12 @@ def reconcile(plan: dict, shards: list[ShardRun]) -> dict[str, Any]:
 def _problem_message(problems: dict[str, Any]) -> str:
     parts = []
     if "missing_shards" in problems:
-        parts.append(f"missing shard(s) {', '.join(map(str, problems['missing_shards']))} (its run dir was not "
-                     "given: a missing shard is a failure, not an absence)")
-    if "duplicated_shards" in problems:
-        parts.append(f"shard(s) {', '.join(map(str, problems['duplicated_shards']))} given twice")
+        missing = ', '.join(map(str, problems['missing_shards']))
+        parts.append(f"missing shard(s) {missing} (its run dir was not given: a missing shard is a failure, not "
+                     f"an absence; pass its <run_id>.shard-<I> dir, or run it first with run_cases.py --plan <plan> "
+                     "--shard <I>)")
+    for index, dirs in (problems.get("duplicated_shard_dirs") or {}).items():
+        parts.append(f"shard {index} given twice ({', '.join(dirs)}): pass one run dir per shard")
     if "unknown_shards" in problems:
         parts.append(f"shard(s) {', '.join(map(str, problems['unknown_shards']))} are not shards of this plan")
     if "duplicated_cases" in problems:
