@@ -7,6 +7,8 @@ to the test's tmp dir (ASSAY_KEEP_SCREENSHOTS=<dir> copies them there)."""
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import shutil
@@ -199,6 +201,8 @@ def test_compare_page_says_what_got_worse_better_and_what_it_cost(page, server, 
     _open(page, server, f"/compare/{BASE}/{CAND}", tmp_path, "compare")
     top = _first_screen(page, "#headline, #summary, details.fold .pair")
     assert "got worse" in top and "got better" in top and "cost per case" in top
+    assert re.search(r"[+\u2212\u00b1][0-9][0-9.e-]* USD\s*cost per case", page.inner_text("#summary")), \
+        page.inner_text("#summary")   # the delta signed, its currency after it (as the gate words a cost)
     summary = page.inner_text("#summary")
     assert summary.startswith("4") or "\n4\n" in "\n" + summary  # c-tool, c-hostile, c-conv, c-rubric
     tool = page.inner_text(".pair[data-case='c-tool']")

@@ -419,7 +419,7 @@
   }
 
   /* ---------------------------------------------------------------- compare, history */
-  function money(x, cur) { return typeof x === "number" ? (cur ? cur + " " : "") + (Math.abs(x) < 0.01 && x !== 0 ? x.toPrecision(3) : x.toFixed(4)) : "–"; }
+  function money(x, cur) { return typeof x === "number" ? (Math.abs(x) < 0.01 && x !== 0 ? x.toPrecision(3) : x.toFixed(4)) + (cur ? " " + cur : "") : "–"; }   /* 0.0005 USD, as the gate words it; signed: −0.0005 USD */
   function ms(x) { return typeof x === "number" ? (Math.abs(x) >= 1000 ? (x / 1000).toFixed(2) + " s" : Math.round(x) + " ms") : "–"; }
   function signed(x, f) { return typeof x === "number" ? (x > 0 ? "+" : x < 0 ? "\u2212" : "\u00b1") + f(Math.abs(x)) : "–"; }
   function deltaCell(x, f) { return el("td", {class: "delta " + (typeof x !== "number" || x === 0 ? "" : x > 0 ? "up" : "down")}, signed(x, f)); }
