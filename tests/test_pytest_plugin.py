@@ -134,7 +134,7 @@ def test_a_killed_session_resumes_its_run(tmp_path):
         kept = committed_lines(run_dir)
         assert kept and len(kept) < 20
         assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "running"
-        resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA")
+        resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--assay-resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"resumed the interrupted run {run_dir.name}" in resumed.stdout
     assert run_dirs(state) == [run_dir]  # the same run dir, finished

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 MODES = ("smoke", "regression", "targeted")
-DEPENDENT = ("assay_mode", "assay_tag", "assay_k", "assay_baseline")
+DEPENDENT = ("assay_mode", "assay_tag", "assay_k", "assay_baseline", "assay_resume")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -27,6 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--assay-baseline", metavar="auto|RUN_DIR", default=None,
                     help="compare with a baseline run (auto: the newest finished run of the same mode) and "
                          "show the paired comparison in the terminal report")
+    group.addoption("--assay-resume", action="store_true", default=None,
+                    help="finish this state dir's interrupted pytest run of the same plan (its finished cases "
+                         "are kept, as measured then) instead of starting a new run")
 
 
 def pytest_configure(config: pytest.Config) -> None:
