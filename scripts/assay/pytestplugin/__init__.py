@@ -32,7 +32,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "are kept, as measured then) instead of starting a new run")
 
 
+def _ini_keys_meant_as_options(config: pytest.Config) -> list[str]:
+    """The ini keys pytest does not know whose name starts with `assay` (`assay = .assay`,
+    `assay_mode = smoke`): pytest only warns about them, and the session ran without the suite."""
+    unknown = getattr(config, "_get_unknown_ini_keys", None)   # pytest's own check (a private helper)
+    try:
+        keys = unknown() if callable(unknown) else ()
+    except Exception:  # noqa: BLE001  (another pytest: no check rather than no session)
+        keys = ()
+    return sorted(k for k in keys if isinstance(k, str) and k.replace("-", "_").lower().startswith("assay"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    meant = _ini_keys_meant_as_options(config)
+    if meant:
+        raise pytest.UsageError(
+            f"{config.inipath or 'the ini file'}: {', '.join(meant)}: not an option the assay plugin reads from an "
+            "ini file (pytest would only warn, and the session would run without it); give it on the command "
+            "line, or for every session in addopts: addopts = --assay .assay --assay-mode smoke")
     state = config.getoption("assay", None)
     if state is None:
         given = [name for name in DEPENDENT if config.getoption(name, None) is not None]
