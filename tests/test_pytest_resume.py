@@ -162,3 +162,39 @@ def test_a_session_after_a_kill_runs_the_app_as_it_is_now(tmp_path):
         assert "--assay-resume: no interrupted run of this plan to finish: a new run" in again.stdout
     finally:
         app.close()
+
+
+# A second session planning in the same work dir in the same second, with another selection (its plan
+# written over collected-plan.json between this session's planning and its run), played by a conftest hook.
+RACING_CONFTEST = '''
+import json
+from pathlib import Path
+
+def pytest_collection_modifyitems(session, config, items):
+    plan_file = Path(".assay/work/pytest/collected-plan.json")   # the same run id, another selection
+    plan = json.loads(plan_file.read_text())
+    plan["cases"] = [c for c in plan["cases"] if c["id"] == "c-0000a002"]
+    plan_file.write_text(json.dumps(plan))
+'''
+
+
+def test_a_plan_rewritten_by_another_session_is_refused_not_run(tmp_path):
+    """Before: the session ran the other session's plan (one case, the same run id) into its run dir; its
+    two other cases, one of them failing, were skipped 'not run', the gate saw only the one that passed:
+    exit 0, gate open. (A plan of another run id the runner refuses itself: --out must end in it.)"""
+    state = write_state(tmp_path)
+    (state / "datasets" / f"{FIRST}.yaml").write_text(
+        (state / "datasets" / f"{FIRST}.yaml").read_text(encoding="utf-8").replace("9 to 5", "never said"),
+        encoding="utf-8")   # a gating case that fails
+    (tmp_path / "conftest.py").write_text(RACING_CONFTEST, encoding="utf-8")
+    app = ChatApp()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["RESUME_CHAT_URL"] = app.url
+    try:
+        done = session(tmp_path, env)
+    finally:
+        app.close()
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "changed under this session (another pytest --assay on the same state dir at the same time?)" \
+        in done.stderr
+    assert not [d for d in (state / "reports").glob("*/") if (d / "results.json").is_file()]

@@ -214,6 +214,7 @@ class AssaySession:
                 plan_path, plan = self._selected_plan(ids, fresh=True)
                 out = self.state / "reports" / plan["run_id"]
             plan_path = self._keep_plan(plan_path, plan["run_id"])
+            self._same_plan(plan_path, plan, ids)
         jsonio.atomic_write_json(self.work / SESSION_FILE, {"plan": str(plan_path), "out": str(out)})
         self.run_dir = out
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -233,6 +234,17 @@ class AssaySession:
         if tr is not None:
             tr.write_line(f"assay: run finished in {time.monotonic() - t0:.1f}s")
         self._gate(out)
+
+    def _same_plan(self, kept: Path, plan: dict, ids: list[str]) -> None:
+        """The kept plan is the one this session made, of exactly its items: another session planning in the
+        same work dir rewrites collected-plan.json / selected-plan.json, and a run of its cases would leave
+        this session's items without verdicts (skipped) under a gate that never saw them."""
+        doc = _read(kept)
+        if not (isinstance(doc, dict) and doc.get("run_id") == plan["run_id"]
+                and sorted(str(c.get("id")) for c in doc.get("cases") or [] if isinstance(c, dict)) == sorted(ids)):
+            raise pytest.UsageError(f"assay: the plan in {self.work} changed under this session (another pytest "
+                                    "--assay on the same state dir at the same time?): nothing was run; run one "
+                                    "session per state dir at a time")
 
     def _keep_plan(self, plan_path: Path, run_id: str) -> Path:
         """The run's own copy of its plan (<run_id>.plan.json: what a resume needs, byte for byte);
