@@ -45,7 +45,12 @@ def test_assay_run_is_run_cases(tmp_path):
     assert json.loads(via_console.stdout) == json.loads(direct.stdout)
     unknown = subprocess.run([sys.executable, "-c", "import sys; from assay.console import main; sys.exit(main())",
                               "gaet"], capture_output=True, text=True, cwd=SCRIPTS, timeout=60)
-    assert unknown.returncode == 2 and "no command 'gaet'" in json.loads(unknown.stdout)["error"]
+    assert unknown.returncode == 2 and "no command 'gaet' (did you mean gate?)" in json.loads(unknown.stdout)["error"]
+    # the API's word (api.plan) and another case name the command meant (before: no hint at all)
+    for word, meant in (("plan", "(did you mean make-plan?)"), ("Gate", "(did you mean gate?)")):
+        wrong = subprocess.run([sys.executable, "-c", "import sys; from assay.console import main; sys.exit(main())",
+                                word], capture_output=True, text=True, cwd=SCRIPTS, timeout=60)
+        assert wrong.returncode == 2 and f"no command {word!r} {meant}" in json.loads(wrong.stdout)["error"], wrong.stdout
 
 
 def tracked_copy(dest: Path) -> Path:

@@ -134,7 +134,7 @@ def test_a_killed_session_resumes_its_run(tmp_path):
         kept = committed_lines(run_dir)
         assert kept and len(kept) < 20
         assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "running"
-        resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA")
+        resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--assay-resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"resumed the interrupted run {run_dir.name}" in resumed.stdout
     assert run_dirs(state) == [run_dir]  # the same run dir, finished
@@ -167,6 +167,15 @@ def test_inactive_without_assay_and_clear_refusals(tmp_path):
     nowhere = subprocess.run([*PYTEST, "--assay", str(tmp_path)], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60)
     assert nowhere.returncode == 4 and "did you mean --assay" in nowhere.stderr
+    # `assay = .assay` in an ini file: pytest only warned ("Unknown config option") and the session passed
+    # on the unit tests alone, the suite never run; now a usage error naming the file, the key and addopts
+    (tmp_path / "pytest.ini").write_text("[pytest]\nassay = .assay\nassay_mode = smoke\n", encoding="utf-8")
+    in_ini = subprocess.run([*PYTEST, "-q"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert in_ini.returncode == 4, in_ini.stdout + in_ini.stderr
+    assert f"{tmp_path / 'pytest.ini'}: assay, assay_mode: not an option the assay plugin reads from an ini file" \
+        in in_ini.stderr and "addopts = --assay .assay --assay-mode smoke" in in_ini.stderr
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -q\n", encoding="utf-8")   # any other ini: as before
+    assert subprocess.run([*PYTEST], cwd=tmp_path, env=env, capture_output=True, timeout=60).returncode == 0
 
 
 def test_baseline_auto_gates_on_the_cases_newly_failing(tmp_path):

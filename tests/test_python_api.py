@@ -44,6 +44,12 @@ def test_every_example_runs_as_written(tmp_path, monkeypatch, capsys):
     assert namespace["comparison"]["candidate"]["run_id"] == namespace["again"]["run_id"]
     by_compare = run_script("compare_runs", namespace["done"]["out"], namespace["again"]["out"])
     assert by_compare.rc == 0 and by_compare.json == namespace["comparison"]
+    # the two runs given the other way round: said (newly failing and newly passing would read backwards)
+    from assay import api
+    swapped = api.compare(namespace["again"]["out"], namespace["done"]["out"])
+    assert any(n.startswith(f"the base run {namespace['again']['run_id']} started after the candidate "
+                            f"{namespace['done']['run_id']}") for n in swapped["notes"]), swapped["notes"]
+    assert not any("started after the candidate" in n for n in namespace["comparison"]["notes"])
     assert "--mode targeted needs --tag" in printed
     # the same documents the scripts print: gate.py --json on the same run dir
     decision = namespace["decision"]

@@ -30,6 +30,18 @@ def resolve(word: str) -> str | None:
     return starting[0] if len(starting) == 1 else None
 
 
+def near(word: str) -> list[str]:
+    """The commands a word that names none may have meant: those sharing its first three letters,
+    holding it as one of their words (`plan` -> make_plan, `cases` -> run_cases ...), or spelled
+    closest to it (`gaet` -> gate); any case."""
+    import difflib
+    stem = word.replace("-", "_").lower()
+    names = command_names()
+    found = [n for n in names if n.startswith(stem[:3]) or stem in n.split("_")]
+    found += difflib.get_close_matches(stem, names, n=1, cutoff=0.6)
+    return list(dict.fromkeys(sorted(found)))
+
+
 def short_names() -> dict[str, str]:
     """command -> the shorthand it answers to besides its file name (when there is one)."""
     out = {target: alias for alias, target in ALIASES.items()}
@@ -66,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = resolve(argv[0])
     if name is None:
-        close = [n.replace("_", "-") for n in command_names() if n.startswith(argv[0].replace("-", "_")[:3])]
+        close = [n.replace("_", "-") for n in near(argv[0])]
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         from .core.cli import emit
         emit({"error": f"assay: no command {argv[0]!r}{hint}; `assay --help` lists them", "commands": command_names()})

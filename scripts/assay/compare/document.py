@@ -67,6 +67,11 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     if base.rows and cand.rows and base.rows.keys().isdisjoint(cand.rows.keys()):
         notes.append("the runs share no case id: nothing is paired, every case reads as added or removed "
                      "(two different suites, or a state dir's runs against another's?)")
+    if isinstance(b["started_at"], str) and isinstance(c["started_at"], str) and b["started_at"] > c["started_at"]:
+        notes.append(f"the base run {b['run_id']} started after the candidate {c['run_id']} ({b['started_at']} > "
+                     f"{c['started_at']}): the baseline is normally the older run (compare_runs.py BASE CANDIDATE, "
+                     "api.compare(baseline, candidate)); if the two are swapped, newly failing and newly passing "
+                     "read the other way round")
     if b["mode"] != c["mode"]:
         notes.append(f"mode differs: base {b['mode']}, candidate {c['mode']} (different selections: expect "
                      "unpaired cases)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 MODES = ("smoke", "regression", "targeted")
-DEPENDENT = ("assay_mode", "assay_tag", "assay_k", "assay_baseline")
+DEPENDENT = ("assay_mode", "assay_tag", "assay_k", "assay_baseline", "assay_resume")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -27,9 +27,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--assay-baseline", metavar="auto|RUN_DIR", default=None,
                     help="compare with a baseline run (auto: the newest finished run of the same mode) and "
                          "show the paired comparison in the terminal report")
+    group.addoption("--assay-resume", action="store_true", default=None,
+                    help="finish this state dir's interrupted pytest run of the same plan (its finished cases "
+                         "are kept, as measured then) instead of starting a new run")
+
+
+def _ini_keys_meant_as_options(config: pytest.Config) -> list[str]:
+    """The ini keys pytest does not know whose name starts with `assay` (`assay = .assay`,
+    `assay_mode = smoke`): pytest only warns about them, and the session ran without the suite."""
+    unknown = getattr(config, "_get_unknown_ini_keys", None)   # pytest's own check (a private helper)
+    try:
+        keys = unknown() if callable(unknown) else ()
+    except Exception:  # noqa: BLE001  (another pytest: no check rather than no session)
+        keys = ()
+    return sorted(k for k in keys if isinstance(k, str) and k.replace("-", "_").lower().startswith("assay"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    meant = _ini_keys_meant_as_options(config)
+    if meant:
+        raise pytest.UsageError(
+            f"{config.inipath or 'the ini file'}: {', '.join(meant)}: not an option the assay plugin reads from an "
+            "ini file (pytest would only warn, and the session would run without it); give it on the command "
+            "line, or for every session in addopts: addopts = --assay .assay --assay-mode smoke")
     state = config.getoption("assay", None)
     if state is None:
         given = [name for name in DEPENDENT if config.getoption(name, None) is not None]

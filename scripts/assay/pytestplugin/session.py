@@ -6,7 +6,10 @@ Collection converts the suite and builds the plan (`assay.api.plan`, into
 items are left, then run once by the runner (`assay.api.run`: the run dir under
 <state>/reports/, the runner's own resume), gated (gate.py itself), and each item reads its
 verdict. A session killed mid-run leaves <state>/work/pytest/session.json naming its plan
-and run dir: the next session with the same plan resumes that run (run_cases.py --resume).
+and run dir: a later session with the same plan and --assay-resume finishes that run
+(run_cases.py --resume); without it the session starts a new run and says the interrupted
+one is there (its finished cases were measured against the app as it was then: an app
+edited since would read green on cases it now fails).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class AssaySession:
         self.tag = config.getoption("assay_tag")
         self.k = config.getoption("assay_k")
         self.baseline = config.getoption("assay_baseline")
+        self.resume = bool(config.getoption("assay_resume"))
         if self.mode == "targeted" and not self.tag:
             raise pytest.UsageError("--assay-mode targeted needs --assay-tag T (a unit or an expect.route)")
         if self.tag and self.mode != "targeted":
@@ -164,6 +168,11 @@ class AssaySession:
             self.notes.append(f"interrupted run {out.name} left as it is: this session's plan differs "
                               "(resume it by hand: wait_run.py prints the command)")
             return None
+        if not self.resume:   # its finished cases answered the app as it was then: never kept unasked
+            self.notes.append(f"interrupted run {out.name} (the same plan) left as it is: a new run instead, every "
+                              "case sent to the app as it is now (--assay-resume finishes an interrupted run, its "
+                              "finished cases kept as measured then; or by hand: wait_run.py prints the command)")
+            return None
         return plan_file, out
 
     def _baseline(self) -> Path | None:
@@ -192,6 +201,8 @@ class AssaySession:
     def _execute(self, ids: list[str]) -> None:
         plan_path, plan = self._selected_plan(ids)
         resume = self._resumable(plan)
+        if self.resume and not resume:
+            self.notes.append("--assay-resume: no interrupted run of this plan to finish: a new run")
         baseline = None
         if resume:
             plan_path, out = resume
@@ -203,6 +214,7 @@ class AssaySession:
                 plan_path, plan = self._selected_plan(ids, fresh=True)
                 out = self.state / "reports" / plan["run_id"]
             plan_path = self._keep_plan(plan_path, plan["run_id"])
+            self._same_plan(plan_path, plan, ids)
         jsonio.atomic_write_json(self.work / SESSION_FILE, {"plan": str(plan_path), "out": str(out)})
         self.run_dir = out
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -222,6 +234,17 @@ class AssaySession:
         if tr is not None:
             tr.write_line(f"assay: run finished in {time.monotonic() - t0:.1f}s")
         self._gate(out)
+
+    def _same_plan(self, kept: Path, plan: dict, ids: list[str]) -> None:
+        """The kept plan is the one this session made, of exactly its items: another session planning in the
+        same work dir rewrites collected-plan.json / selected-plan.json, and a run of its cases would leave
+        this session's items without verdicts (skipped) under a gate that never saw them."""
+        doc = _read(kept)
+        if not (isinstance(doc, dict) and doc.get("run_id") == plan["run_id"]
+                and sorted(str(c.get("id")) for c in doc.get("cases") or [] if isinstance(c, dict)) == sorted(ids)):
+            raise pytest.UsageError(f"assay: the plan in {self.work} changed under this session (another pytest "
+                                    "--assay on the same state dir at the same time?): nothing was run; run one "
+                                    "session per state dir at a time")
 
     def _keep_plan(self, plan_path: Path, run_id: str) -> Path:
         """The run's own copy of its plan (<run_id>.plan.json: what a resume needs, byte for byte);
