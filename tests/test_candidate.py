@@ -3,6 +3,7 @@ and comparison.json computed by the stats module itself."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 from pathlib import Path
@@ -32,17 +33,36 @@ def app_repo(tmp_path: Path) -> tuple[Path, Path]:
     return app, app / ".assay"
 
 
-def run_dir(state: Path, run_id: str, *, mode: str, fixed: int, broken: int, baseline: str) -> Path:
-    split = "holdout" if mode == "holdout" else "full"
-    d = state / "reports" / run_id
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _write_run(d: Path, run_id: str, mode: str, rows: list[dict], extra: dict) -> None:
+    """A finished run dir as the runner leaves it: results.json, manifest.yaml (cases with their
+    case_sha256), verdicts.jsonl; started and finished now."""
     d.mkdir(parents=True)
+    split = "holdout" if mode == "holdout" else "full"
+    cases = [{"id": r["case_id"], "case_sha256": f"sha-{r['case_id']}", "set": "holdout" if split == "holdout" else "main"}
+             for r in rows]
+    (d / "manifest.yaml").write_text(json.dumps({"run_id": run_id, "mode": mode, "selecting_split": split,
+                                                 "dataset_version": 4, "harness_version": "0.1.0",
+                                                 "started_at": _now(), "cases": cases, **extra}))
+    (d / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / "results.json").write_text(json.dumps({"run_id": run_id, "mode": mode, "started_at": _now(),
+                                                "finished_at": _now(), "summary": {"status": "ok"}}))
+
+
+def run_dir(state: Path, run_id: str, *, mode: str, fixed: int, broken: int, baseline: str) -> Path:
+    d = state / "reports" / run_id
     base = [{"case_id": f"c{i}", "verdict": "fail" if i < fixed else "pass"} for i in range(30)]
     cand = [{"case_id": f"c{i}", "verdict": "pass" if i < fixed else ("fail" if i < fixed + broken else "pass")}
             for i in range(30)]
+    base_dir = state / "reports" / baseline
+    if not base_dir.exists():
+        _write_run(base_dir, baseline, mode, base, {})
+    _write_run(d, run_id, mode, cand, {"baseline_verdicts": {"path": str(base_dir / "verdicts_for_stats.jsonl"),
+                                                             "run_id": baseline}})
     (d / "comparison.json").write_text(json.dumps({**compare(base, cand), "baseline_run_id": baseline}))
-    (d / "manifest.yaml").write_text(json.dumps({"run_id": run_id, "mode": mode, "selecting_split": split,
-                                                 "dataset_version": 4, "harness_version": "0.1.0"}))
-    (d / "results.json").write_text(json.dumps({"run_id": run_id, "summary": {"status": "ok"}}))
     return d
 
 

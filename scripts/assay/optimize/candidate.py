@@ -28,7 +28,7 @@ from ..core import writer
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json
 from ..report.rundir import load_results, read_json_file
-from . import gitops, record
+from . import evidence, gitops, record
 
 KEPT, REJECTED, NEEDS_HOLDOUT = "kept", "rejected", "needs_holdout"
 COMPARISON_KEYS = ("keep", "verdict_label", "proven", "verdict_phrase", "delta", "n", "p_candidate_better", "threshold",
@@ -178,12 +178,13 @@ def revert(state_dir: str | os.PathLike[str], cid: str) -> dict[str, Any]:
     return {"id": cid, "status": "reverted", "surfaces": results}
 
 
-def _run(run_dir: str, role: str) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def _run(run_dir: str, role: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     path = Path(run_dir)
     results = load_results(path)
     if results["summary"].get("status") != "ok":
         raise AssayError(f"--{role} {run_dir}: run status is {results['summary'].get('status')!r}, not ok; an "
-                         "aborted or incomplete run is not evidence (re-run it)", 2)
+                         "aborted or incomplete run is not evidence (finish it: wait_run.py prints the run_cases.py --resume command; "
+                         "or re-run it)", 2)
     manifest = read_json_file(path / "manifest.yaml")
     comp_path = path / "comparison.json"
     if not comp_path.is_file():
@@ -197,7 +198,16 @@ def _run(run_dir: str, role: str) -> tuple[Path, dict[str, Any], dict[str, Any]]
     if (role == "holdout") != is_holdout:
         want = "a holdout run (--mode holdout)" if role == "holdout" else "a training run (regression or targeted)"
         raise AssayError(f"--{role} {run_dir}: is a {manifest.get('mode')} run; pass {want}", 2)
-    return path, manifest, comparison
+    return results, manifest, comparison
+
+
+def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
+              run: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]) -> None:
+    """The run measured this candidate's edit, against an unchanged suite (optimize/evidence.py)."""
+    results, manifest, comparison = run
+    started = results.get("started_at") or manifest.get("started_at")
+    evidence.check_run(state, doc, role, run_dir, manifest.get("run_id"), started, comparison.get("baseline_run_id"))
+    evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
 
 
 def _summary(comparison: dict[str, Any]) -> dict[str, Any]:
@@ -217,13 +227,14 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
     if all(e["before"] == e["after"] for e in edited):
         raise AssayError(f"candidate {cid}: no surface differs from its recorded blob; the edit is not in the "
                          "working tree, so these runs did not measure it", 2)
-    train_dir, train_manifest, train_cmp = _run(training, "training")
+    train_run = train_results, train_manifest, train_cmp = _run(training, "training")
     pin_path = state / "reports" / "baseline.json"
     pinned = read_json_file(pin_path) if pin_path.is_file() else None
     if pinned and train_cmp.get("baseline_run_id") not in (None, pinned.get("run_id")):
         raise AssayError(f"--training {training}: compared against {train_cmp.get('baseline_run_id')}, but the "
                          f"pinned baseline is {pinned.get('run_id')} (reports/baseline.json); re-run with "
                          "--baseline-verdicts reports/<pinned>/verdicts_for_stats.jsonl", 2)
+    _evidence(state, doc, training, "training", train_run)
     out: dict[str, Any] = {"id": cid, "training": {"run_id": train_manifest.get("run_id"), **_summary(train_cmp)},
                            "surfaces": edited}
     if not train_cmp["keep"]:
@@ -236,7 +247,10 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         out["next"] = ("spend one holdout look (a --mode holdout run with --baseline-verdicts from the "
                        f"champion's holdout run), then candidate.py keep --id {cid} --training ... --holdout ...")
     else:
-        hold_dir, hold_manifest, hold_cmp = _run(holdout, "holdout")
+        hold_run = hold_results, hold_manifest, hold_cmp = _run(holdout, "holdout")
+        _evidence(state, doc, holdout, "holdout", hold_run)
+        evidence.check_holdout_order(state, doc, train_results, holdout, hold_manifest.get("run_id"),
+                                     hold_results.get("started_at") or hold_manifest.get("started_at"))
         out["holdout"] = {"run_id": hold_manifest.get("run_id"), **_summary(hold_cmp)}
         if not hold_cmp["keep"]:
             decision = REJECTED

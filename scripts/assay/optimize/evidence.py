@@ -1,0 +1,157 @@
+"""Is a run evidence for this candidate? (`candidate.py keep`, the optimize loop's honesty checks.)
+
+A comparison.json says how a run compares with its baseline; it does not say which edit the run
+measured, nor how often the holdout was looked at. So before the keep rule is read:
+
+- each run started after the candidate was made (`new`): an older run measured the app before
+  this edit (another candidate's, or none);
+- no other candidate already named the run as its evidence (candidates/log.jsonl);
+- the holdout run started after the training run finished (the holdout is spent only on a
+  training win), and it is the only holdout look since the candidate was made (the ledger,
+  datasets/holdout-looks.jsonl: a second run or an unseal since then turns the holdout into a
+  training set);
+- no case the comparison pairs was edited between the baseline run and this one (case_sha256,
+  the rule compare_runs.py buckets as `expectation_changed`): an edited case's flip is the edit's,
+  not the candidate's. Holdout cases are counted, never named.
+- the baseline is not a run that measured another candidate that was not kept.
+Each refusal is exit 2 naming the run, the reason and the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any
+
+from ..compare.pairs import case_status
+from ..compare.sides import load_side
+from ..core.errors import AssayError
+from ..plan.modes import HOLDOUT_LEDGER
+from ..suite.holdout import read_ledger
+
+
+def parse_ts(value: Any) -> _dt.datetime | None:
+    """An ISO UTC stamp ("2026-12-05T15:08:12Z", with or without fractions) or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        ts = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)
+
+
+def _second(ts: _dt.datetime) -> _dt.datetime:
+    return ts.replace(microsecond=0)
+
+
+def _log_rows(state: Path) -> list[dict[str, Any]]:
+    path = state / "candidates" / "log.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _evidence_of(state: Path) -> dict[str, dict[str, Any]]:
+    """run id -> {candidate, decision} for every run a keep decision of the log named."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in _log_rows(state):
+        if row.get("action") != "keep":
+            continue
+        for role in ("training", "holdout"):
+            block = row.get(role)
+            if isinstance(block, dict) and isinstance(block.get("run_id"), str):
+                out.setdefault(block["run_id"], {"candidate": row.get("id"), "decision": row.get("decision")})
+                if row.get("decision") == "kept":
+                    out[block["run_id"]] = {"candidate": row.get("id"), "decision": "kept"}
+    return out
+
+
+def check_run(state: Path, doc: dict[str, Any], role: str, run_dir: str, run_id: Any,
+              started: Any, baseline_run_id: Any) -> None:
+    """Made after the candidate, not another candidate's evidence, not compared with a loser's run."""
+    cid = doc["id"]
+    start, made = parse_ts(started), parse_ts(doc.get("created_at"))
+    if made is None:
+        raise AssayError(f"candidates/{cid}/candidate.json: created_at {doc.get('created_at')!r} is not a UTC time, so "
+                         "nothing shows which runs came after the candidate; make the candidate again with "
+                         "candidate.py new", 2, key="created_at")
+    if start is None:
+        raise AssayError(f"--{role} {run_dir}: results.json has no started_at, so nothing shows the run measured "
+                         f"candidate {cid}'s edit; measure it with a new run", 2)
+    if _second(start) < made:
+        raise AssayError(f"--{role} {run_dir}: started {started}, before candidate {cid} was made "
+                         f"({doc.get('created_at')}), so it measured the app without this candidate's edit; "
+                         "measure the edit with a new run", 2)
+    used = _evidence_of(state)
+    other = used.get(run_id) if isinstance(run_id, str) else None
+    if other and other["candidate"] != cid:
+        raise AssayError(f"--{role} {run_dir}: run {run_id} is already the evidence of candidate "
+                         f"{other['candidate']} ({other['decision']}); a run measures one candidate: measure "
+                         f"{cid} with its own run", 2)
+    base = used.get(baseline_run_id) if isinstance(baseline_run_id, str) else None
+    if base and base["decision"] != "kept":
+        raise AssayError(f"--{role} {run_dir}: compared against {baseline_run_id}, the run of candidate "
+                         f"{base['candidate']} ({base['decision']}), not the champion; re-run it with "
+                         "--baseline-verdicts from the champion's run", 2)
+
+
+def check_holdout_order(state: Path, doc: dict[str, Any], train_results: dict[str, Any], hold_dir: str,
+                        hold_run_id: Any, hold_started: Any) -> None:
+    """The holdout run came after the training run finished, and is the one look since `new`."""
+    cid = doc["id"]
+    finished, start = parse_ts(train_results.get("finished_at")), parse_ts(hold_started)
+    if finished is None or start is None or start < finished:
+        raise AssayError(f"--holdout {hold_dir}: started {hold_started}, before the training run "
+                         f"{train_results.get('run_id')} finished ({train_results.get('finished_at')}); the "
+                         "holdout is looked at only after a training win (keep exit 3). This candidate's holdout "
+                         f"is spent: revert it (candidate.py revert --id {cid})", 2)
+    made = parse_ts(doc.get("created_at"))
+    others = []
+    for row in read_ledger(state / HOLDOUT_LEDGER):
+        when = parse_ts(row.get("date"))
+        # a look within the second `new` was stamped in counts as before it (created_at has whole seconds)
+        if made is None or when is None or when < made + _dt.timedelta(seconds=1) or row.get("run_id") == hold_run_id:
+            continue
+        others.append(f"run {row['run_id']}" if isinstance(row.get("run_id"), str)
+                      else f"an {row.get('mode') or 'unrecorded'} look at {row.get('date')}")
+    if others:
+        raise AssayError(f"--holdout {hold_dir}: the holdout was looked at {len(others) + 1} times since candidate "
+                         f"{cid} was made ({', '.join(others)} besides {hold_run_id}; {HOLDOUT_LEDGER}); one "
+                         "look per candidate, or the holdout becomes a training set. Revert it "
+                         f"(candidate.py revert --id {cid}); the analyze skill reseals the holdout", 2)
+
+
+def check_cases_unchanged(state: Path, role: str, run_dir: str, manifest: dict[str, Any],
+                          baseline_run_id: Any) -> None:
+    """No case paired by the comparison changed (case_sha256) between the baseline run and this one."""
+    block = manifest.get("baseline_verdicts")
+    path = block.get("path") if isinstance(block, dict) else None
+    base_dir = Path(path).parent if isinstance(path, str) else None
+    if base_dir is None or not base_dir.is_dir():
+        base_dir = state / "reports" / str(baseline_run_id)
+    if not base_dir.is_dir():
+        raise AssayError(f"--{role} {run_dir}: its baseline run {baseline_run_id} is not in {state / 'reports'}, so "
+                         "keep cannot check that no case was edited since it; restore that run dir", 2)
+    base, cand = load_side(base_dir, "baseline"), load_side(Path(run_dir), f"--{role}")
+    edited = [cid for cid in cand.rows if cid in base.rows and case_status(base, cand, cid)[0] is True]
+    if not edited:
+        return
+    sealed = [c for c in edited if c in cand.holdout or c in base.holdout]
+    named = [c for c in edited if c not in sealed]
+    what = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    if sealed:
+        what = (what + " and " if what else "") + f"{len(sealed)} holdout case(s) (ids sealed)"
+    raise AssayError(f"--{role} {run_dir}: {len(edited)} case(s) changed since the baseline run {baseline_run_id} "
+                     f"({what}): their flips are the case edits', not the candidate's. Re-run the champion on "
+                     "this suite (bump datasets/dataset.yaml dataset_version and pin it), or undo the case "
+                     "edits, then measure the candidate again", 2, edited=len(edited))
