@@ -85,6 +85,24 @@ def test_absent_lock_while_running_is_gone_with_plan_fallback_wording(tmp_path):
     assert "<state>/work/plan.json" in out["resume_note"]
 
 
+def test_absent_lock_names_the_plan_whose_run_id_is_the_runs(tmp_path):
+    """A pytest session keeps its run's plan as <state>/work/pytest/<run-id>.plan.json: the resume
+    command names that one (its run_id says so), not the run skill's work/plan.json of another run."""
+    state = tmp_path / "state"
+    run_dir = make_run(state / "reports", basic_cases(), status="running")
+    (state / "work" / "pytest").mkdir(parents=True)
+    (state / "work" / "plan.json").write_text(json.dumps({"run_id": "smoke-20200101T000000Z", "cases": []}))
+    kept = state / "work" / "pytest" / f"{run_dir.name}.plan.json"
+    kept.write_text(json.dumps({"cases": [], "run_id": run_dir.name}))
+    out = run_script("wait_run", run_dir, "--timeout-s", "0").json
+    assert f'--plan "{kept.resolve()}"' in out["resume"] or f'--plan "{kept}"' in out["resume"], out["resume"]
+    assert "is this run's plan" in out["resume_note"]
+    kept.unlink()   # the skill's plan.json of this very run: named, and said to be this run's
+    (state / "work" / "plan.json").write_text(json.dumps({"run_id": run_dir.name, "cases": []}))
+    out = run_script("wait_run", run_dir, "--timeout-s", "0").json
+    assert "work/plan.json" in out["resume"].replace(os.sep, "/") and "is this run's plan" in out["resume_note"]
+
+
 def test_waits_until_the_runner_finalizes(tmp_path):
     reports = tmp_path / "reports"
     run_dir = make_run(reports, basic_cases(), status="running")

@@ -54,10 +54,25 @@ def resume_command(run_dir: Path, lock_doc: dict | None) -> tuple[str, str | Non
     out = (lock_doc or {}).get("out") or str(run_dir)
     note = None
     if not isinstance(plan, str) or not plan or plan == "-":
-        plan = str(run_dir.parent.parent / "work" / "plan.json")
-        note = (f"the runner's lock did not record the plan path; {plan} is where the run skill "
-                f"writes it (<state>/work/plan.json) -- use the plan this run was started from")
+        plan, found = _plan_of(run_dir)
+        note = (f"the runner's lock did not record the plan path; {plan} is this run's plan (its run_id is "
+                f"{run_dir.name})" if found else
+                f"the runner's lock did not record the plan path; {plan} is where the run skill writes it "
+                "(<state>/work/plan.json) -- use the plan this run was started from")
     return f'python3 "{runner}" --plan "{plan}" --out "{out}" --resume', note
+
+
+def _plan_of(run_dir: Path) -> tuple[str, bool]:
+    """(the plan a run was most likely started from, whether its run_id says so): the copy a pytest
+    session keeps (<state>/work/pytest/<run-id>.plan.json), then the run skill's <state>/work/plan.json;
+    that last path (unconfirmed) when neither names this run."""
+    from .run_files import try_json_head
+    work = run_dir.parent.parent / "work"
+    for path in (work / "pytest" / f"{run_dir.name}.plan.json", work / "plan.json"):
+        head = try_json_head(path) if path.is_file() else None
+        if isinstance(head, dict) and head.get("run_id") == run_dir.name:
+            return str(path), True
+    return str(work / "plan.json"), False
 
 
 def _status(results: dict | None) -> tuple[str | None, object]:
