@@ -145,6 +145,7 @@ def test_resume_refuses_a_changed_plan_and_keeps_finished_cases(app, state):
     changed = dict(plan, cases=many_cases(4))
     r = run_runner("--plan", write(state, changed, "p2.json"), "--out", out, "--resume")
     assert r.rc == 2 and "plan_sha256" in r.json["error"]
+    assert "new run id" in r.json["error"] and f"move {out} aside" in r.json["error"]   # each way out named
     # resume of a finished run: nothing re-invoked
     before = len(app.posts())
     drop_case(out, "c-001")      # a case with no committed record is redone

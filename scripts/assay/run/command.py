@@ -113,8 +113,9 @@ def run(args, environ=None) -> tuple[int, Any]:
             raise AssayError(f"--resume: {out}/manifest.yaml is unreadable ({exc}); start a new run id", 2)
         if manifest.get("plan_sha256") != plan_sha256:
             raise AssayError(f"--resume: the plan differs from the one {out.name} was started with "
-                             "(plan_sha256 mismatch); resume with the same plan.json, or start a new run id",
-                             2, key="--plan")
+                             "(plan_sha256 mismatch); resume with the same plan.json, or run this plan under a new "
+                             f"run id (make_plan.py plans one by default), or move {out} aside first (it holds "
+                             "the other plan's results)", 2, key="--plan")
         if manifest.get("shard") != shard:
             raise AssayError(f"--resume: {out.name} was started as shard {manifest.get('shard')} and this is "
                              f"shard {shard}; resume it with the same --shard", 2, key="--shard")
