@@ -142,6 +142,9 @@ def test_resume_refuses_a_changed_plan_and_keeps_finished_cases(app, state):
     plan = make_plan(state, many_cases(3), app_url=app.url)
     r, out = go(state, plan)
     assert r.rc == 0
+    again = run_runner("--plan", write(state, plan), "--out", out)   # the same plan again, into a finished run
+    assert again.rc == 2 and "already holds a finished run (status ok)" in again.json["error"] \
+        and "new run id" in again.json["error"] and "--resume" not in again.json["error"], again.json
     changed = dict(plan, cases=many_cases(4))
     r = run_runner("--plan", write(state, changed, "p2.json"), "--out", out, "--resume")
     assert r.rc == 2 and "plan_sha256" in r.json["error"]

@@ -87,11 +87,25 @@ def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str
             raise AssayError(f"--resume: {out_arg} is not a run directory (no manifest.yaml); start the run "
                              "without --resume", 2, key="--out")
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
+        finished = _finished(out)
+        if finished:   # nothing to finish there: a second run of a plan needs its own run id
+            raise AssayError(f"--out {out_arg} already holds a finished run (status {finished}); a new run needs a "
+                             "new run id (make_plan.py gives each plan its own: plan again), or read that run "
+                             "(gate.py, compare_runs.py)", 2, key="--out")
         hint = (" (a start that was killed before its manifest.yaml was written: --resume starts it over)"
                 if out.is_dir() and unstarted_debris(out) is not None else "")
         raise AssayError(f"--out {out_arg} already exists and is not empty{hint}; pass --resume to finish that "
                          "run, or use a new run id", 2, key="--out")
     return out
+
+
+def _finished(out: Path) -> str | None:
+    """The status of the finished run `out` holds (ok, or how it stopped), else None."""
+    from ..report.run_files import status_from_tail
+    if not out.is_dir() or out.is_symlink() or not (out / "manifest.yaml").is_file():
+        return None
+    status = status_from_tail(out / "results.json")
+    return status if status not in (None, "running") else None
 
 
 # What a runner killed in its first milliseconds can leave before manifest.yaml exists.
