@@ -227,6 +227,10 @@ def test_a_missing_shard_is_exit_6_and_nothing_is_written(world, tmp_path):
     assert r.json["duplicated_shard_dirs"] == {"2": [str(dirs[1]), str(again)]} and "duplicated_cases" not in r.json
     assert f"shard 2 given twice ({dirs[1]}, {again}): pass one run dir per shard" in r.json["error"]
     assert not (state / "reports" / RUN_ID).exists()
+    typo = dirs[1].parent / (dirs[1].name + "x")   # a typo'd path: said as that
+    r = merge(state, plan_path, RUN_ID, [dirs[0], typo, dirs[2]])
+    assert r.rc == 2 and f"{typo}: no such directory" in r.json["error"], r.json
+    assert not (state / "reports" / RUN_ID).exists()
 
 
 def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):

@@ -63,6 +63,10 @@ class ShardRun:
 
 
 def _read_shard(path: Path, plan_sha: str, count: int) -> ShardRun:
+    if not path.is_dir():   # a typo'd path or an empty glob: said as that, not as a broken run dir
+        raise AssayError(f"{path}: {'not a directory' if path.exists() else 'no such directory'}; pass the "
+                         "directories run_cases.py --shard I wrote "
+                         "(<reports>/<run_id>.shard-<I>)", 2, shard_dir=str(path))
     try:
         manifest = read_json(path / "manifest.yaml")
     except (OSError, ValueError):
