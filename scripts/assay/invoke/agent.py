@@ -148,6 +148,16 @@ def mcp_not_connected(trajectory: Mapping[str, Any]) -> str | None:
             "its path absolute or as ${VAR}, and its variables in invocation.env_allowlist")
 
 
+def fixture_changed(fixture: Path, paths: list[str]) -> str:
+    """Why an attempt is not scored when its fixture changed during the run: the workdir's diff
+    (`expect.files`) compares with the fixture as it is now, so an agent that wrote the same change
+    into the fixture and its copy would pass `unchanged`, and every later copy starts from it."""
+    shown = ", ".join(paths[:5]) + (f" (+{len(paths) - 5} more)" if len(paths) > 5 else "")
+    return (f"the fixture {fixture} changed during the run ({shown}): something outside the workdir wrote into "
+            "it (an unsandboxed agent can; invocation.agent.sandbox: bwrap makes all but its workdir read-only), "
+            "so the workdir's diff against it is no evidence. Restore the fixture (e.g. git checkout) and run again")
+
+
 def _looks_secret(name: str) -> bool:
     return any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
 
@@ -180,6 +190,7 @@ class AgentInvoker(CliInvoker):
                          app_root=app_root, area=area, state_dir=state_dir)
         self.base_env.update({k: secrets.expand(v, env) for k, v in spec.env.items()})
         self._copied: dict[str, int] = {}   # an attempt's workdir -> when its copy was done (wd.copy_fixture)
+        self._stamps: dict[str, dict] = {}  # a fixture -> its files before its first copy in this run (wd.stamp)
         self.bwrap = None
         if spec.sandbox == "bwrap":
             self.bwrap = shutil.which(BWRAP)
@@ -229,6 +240,9 @@ class AgentInvoker(CliInvoker):
         if not work.exists():
             if not fixture.is_dir():
                 return Outcome(CONNECTION, error=f"the case's fixture {fixture} is not a directory")
+            with self._lock:
+                if str(fixture) not in self._stamps:
+                    self._stamps[str(fixture)] = wd.stamp(fixture)
             copied = wd.copy_fixture(fixture, work)
             with self._lock:   # a conversation's later turns measure the same copy
                 self._copied[str(work)] = copied
@@ -278,8 +292,13 @@ class AgentInvoker(CliInvoker):
         if down:
             return Outcome(EXIT, status=r.returncode, error=down, **common)
         with self._lock:
-            copied_ns = self._copied.get(str(work))
-        measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns)
+            copied_ns, before = self._copied.get(str(work)), self._stamps.get(str(fixture))
+        listing = wd.tree(fixture)
+        tampered = wd.changed_since(before, listing) if before is not None else []
+        if tampered:
+            return Outcome(EXIT, status=r.returncode, error=fixture_changed(fixture, tampered), **common)
+        measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns,
+                              listing)
         traj = got["trajectory"]
         body = {"result": text, "session_id": traj.get("session_id"), "subtype": result_ev.get("subtype"),
                 "is_error": result_ev.get("is_error"), "num_turns": result_ev.get("num_turns")}

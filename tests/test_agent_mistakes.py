@@ -1,0 +1,68 @@
+"""Agent mode under a newcomer's mistakes and an agent's accidents, driven as the user meets them
+(tests/scripted_agent.py through the adapter's `command:` override, run_cases.py and gate.py as
+subprocesses, each test its own state dir and scratch area)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from agent_state import agent_env, build_agent_state
+from fakeapp import make_plan
+from helpers import run_script
+from rundir_util import cases_view
+
+
+def _run(root: Path, cases: dict, run_id: str, *, env_extra: dict | None = None, allow: tuple = ()) -> tuple:
+    from assay.suite.convert import convert_state_dir
+    state = build_agent_state(root / "app", cases)
+    converted = convert_state_dir(state)
+    adapter = converted["adapter"]
+    adapter["invocation"]["max_concurrency"] = 1      # the plan's order: the later case copies what the first left
+    adapter["invocation"]["env_allowlist"] += list(allow)
+    plan = make_plan(state, converted["cases"], run_id=run_id, adapter_doc=adapter,
+                     execution={"max_attempts": 1, "backoff_s": []})
+    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    env = {**agent_env(dict(os.environ), broken=False), "ASSAY_SCRATCH_DIR": str(root / "scratch"),
+           **(env_extra or {})}
+    out = state / "reports" / run_id
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", out, "--progress", "never", env=env)
+    return state, out, r
+
+
+def _verdict(out: Path, cid: str) -> dict:
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text(encoding="utf-8"))
+
+
+def test_an_agent_that_writes_into_its_fixture_is_never_a_pass(tmp_path):
+    """The workdir's diff compares with the fixture as it is now: an agent (unsandboxed) that wrote
+    the same change into the fixture and its copy passed `unchanged: [README.md]`, and the next
+    case started from the changed fixture and passed on what the first agent did."""
+    fixture = tmp_path / "app" / "fixtures" / "repo"
+    cases = {"c-a-tamper": ("tamper with the repo and fix add()", {
+                 "files": {"contains": {"calc.py": ["return a + b"]}, "unchanged": ["README.md"]}}),
+             "c-b-later": ("explain what add() does", {
+                 "files": {"contains": {"README.md": ["rewritten"]}, "unchanged": ["*"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120000Z", env_extra={"SCRIPTED_AGENT_FIXTURE": str(fixture)},
+                     allow=("SCRIPTED_AGENT_FIXTURE",))
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert "rewritten" in (fixture / "README.md").read_text()          # the agent did write into the fixture
+    for cid in cases:
+        v = _verdict(out, cid)
+        assert v["verdict"] == "infra_error", (cid, v["verdict"], v.get("layers", {}).get("files"))
+        assert "changed during the run (README.md)" in v["infra_reason"], v["infra_reason"]
+        assert "sandbox: bwrap" in v["infra_reason"]
+    g = run_script("gate", out)
+    assert g.rc == 1 and "changed during the run" in g.stdout + g.stderr, g.stdout + g.stderr
+
+
+def test_the_same_agent_in_a_fixture_left_alone_passes(tmp_path):
+    """The control: the fixture stamp does not flag a run in which nothing wrote into the fixture."""
+    cases = {"c-fix": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"]},
+                                               "unchanged": ["README.md"]},
+                                     "check": {"command": [sys.executable, "check_calc.py"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120100Z")
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert _verdict(out, "c-fix")["verdict"] == "pass"
