@@ -66,3 +66,21 @@ def test_the_same_agent_in_a_fixture_left_alone_passes(tmp_path):
     _, out, r = _run(tmp_path, cases, "smoke-20261205T120100Z")
     assert r.rc == 0, (r.stdout, r.stderr)
     assert _verdict(out, "c-fix")["verdict"] == "pass"
+
+
+def test_a_misspelt_absent_path_is_named_before_anything_runs(tmp_path):
+    """`absent: [READM.md]` for the README the agent must remove passed with README.md still there;
+    a path the agent must not leave (calc.py.bak) or create (build) is left alone."""
+    cases = {"c-typo": ("explain what add() does", {"files": {"absent": ["READM.md"]}}),
+             "c-fine": ("explain what add() does", {"files": {"absent": ["calc.py.bak", "build"]}})}
+    state = build_agent_state(tmp_path / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    found = [f for f in r.json["findings"] if f["severity"] == "ERROR"]
+    assert r.rc == 1 and [(f["case_id"], f["code"]) for f in found] == [("c-typo", "absent_near_fixture_path")], found
+    assert "which has 'README.md'" in found[0]["message"] and found[0]["line"], found[0]
+    _, out, r = _run(tmp_path / "run", {"c-typo": cases["c-typo"]}, "smoke-20261205T120200Z")
+    assert r.rc == 3 and "c-typo" in r.stdout and "READM.md" in r.stdout, r.stdout + r.stderr
+    assert not (out / "cases").exists()

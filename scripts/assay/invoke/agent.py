@@ -26,6 +26,7 @@ from ..core import secrets
 from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
+from .fixture_paths import files_problems
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -320,7 +321,8 @@ class AgentInvoker(CliInvoker):
 def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: set[str],
                         path_env: str | None) -> list[tuple[str, str]]:
     """(key, message) for what would make an agent case measure nothing: a fixture that is not a
-    directory, a skill no plugin or workdir defines, a check program that cannot be found. The
+    directory, a skill no plugin or workdir defines, a misspelt `unchanged` or `absent` path
+    (fixture_paths.files_problems), a check program that cannot be found. The
     linter (`--adapter`) and the pre-flight ask this one function."""
     from ..core.suggest import did_you_mean
     out: list[tuple[str, str]] = []
@@ -335,14 +337,7 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
                 out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
                             f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
     files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
-    unchanged = files.get("unchanged") if isinstance(files.get("unchanged"), list) else []
-    for path in unchanged:
-        if (isinstance(path, str) and path and not any(c in path for c in "*?[") and fixture.is_dir()
-                and not os.path.lexists(fixture / path)):
-            out.append(("expect.files.unchanged", f"{path!r} is not in the fixture {fixture}"
-                        f"{did_you_mean(path, _fixture_paths(fixture))}: unchanged compares with the fixture, so a "
-                        "misspelt path passes whatever the agent changes; fix it, or list a path the agent must "
-                        "not create under expect.files.absent"))
+    out += files_problems(files, fixture)
     check = expect.get("check") if isinstance(expect.get("check"), Mapping) else None
     if check is not None and fixture.is_dir():
         argv = wd.check_argv(check)
@@ -350,18 +345,6 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
     return out
-
-
-def _fixture_paths(fixture: Path, limit: int = 5000) -> list[str]:
-    """The fixture's paths relative to it (`.git` left out; the first `limit`), for a did-you-mean."""
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(fixture):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        rel = os.path.relpath(dirpath, fixture)
-        out += [n if rel == "." else f"{rel}/{n}" for n in sorted(dirnames + filenames)]
-        if len(out) >= limit:
-            break
-    return out[:limit]
 
 
 def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:

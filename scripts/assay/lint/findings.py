@@ -58,7 +58,8 @@ CODES: dict[str, str] = {
     # a route profile.yaml (routing_contract / route_targets) does not declare: the check can only fail
     "unknown_route": ERROR,
     # --adapter with invocation.mode agent (the pre-flight's own checks): a check that cannot measure
-    "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR, "bad_agent_case": ERROR,
+    "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR,
+    "absent_near_fixture_path": ERROR, "bad_agent_case": ERROR,
 }
 
 
