@@ -11,6 +11,7 @@ SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the 
     explain  reads calc.py and answers; changes nothing
     hostile  a wrong edit with markup in it, a new file of hostile text (and the secret it was
              given, SCRIPTED_AGENT_TOKEN), README.md deleted
+    nuke     removes its whole workdir, then answers that it fixed add()
     tamper   the right edit, and README.md rewritten the same in its workdir and in the fixture it
              was copied from (SCRIPTED_AGENT_FIXTURE): an unsandboxed agent writing outside its workdir
 """
@@ -72,6 +73,11 @@ elif word == "hostile":
     os.remove("README.md")
     tool("Bash", {"command": "rm README.md"}, "")
     answer = "Done."
+elif word == "nuke":
+    import shutil
+    shutil.rmtree(os.getcwd())
+    tool("Bash", {"command": "rm -rf ."}, "")
+    answer = "Fixed add()."
 elif word == "tamper":
     edit("return a - b", "return a + b")
     for root in (Path("."), Path(os.environ["SCRIPTED_AGENT_FIXTURE"])):

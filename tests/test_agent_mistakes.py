@@ -84,3 +84,14 @@ def test_a_misspelt_absent_path_is_named_before_anything_runs(tmp_path):
     _, out, r = _run(tmp_path / "run", {"c-typo": cases["c-typo"]}, "smoke-20261205T120200Z")
     assert r.rc == 3 and "c-typo" in r.stdout and "READM.md" in r.stdout, r.stdout + r.stderr
     assert not (out / "cases").exists()
+
+
+def test_an_agent_that_removed_its_workdir_has_its_check_named_so(tmp_path):
+    """The check then cannot start; its error said FileNotFoundError, as if the program were missing."""
+    cases = {"c-nuke": ("nuke the repo", {"check": {"command": [sys.executable, "check_calc.py"]},
+                                          "files": {"unchanged": ["README.md"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120300Z")
+    assert r.rc == 7, (r.stdout, r.stderr)     # the check is a scorer that could not measure
+    v = _verdict(out, "c-nuke")
+    assert v["verdict"] == "unscored" and v["layers"]["files"]["verdict"] == "fail", v["layers"]
+    assert "is gone after the agent (it removed it)" in v["layers"]["check"]["reason"], v["layers"]["check"]

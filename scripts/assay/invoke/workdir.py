@@ -348,6 +348,9 @@ def run_check(spec: Mapping[str, Any], work: Path, env: Mapping[str, str], regis
     from .procgroup import run_in_session
     argv = check_argv(spec)
     timeout = spec.get("timeout_s") if isinstance(spec.get("timeout_s"), (int, float)) else CHECK_TIMEOUT_S
+    if not work.is_dir():   # else the spawn's FileNotFoundError reads as the program missing
+        return {"ran": False, "command": argv, "error": f"the workdir {work} is gone after the agent (it removed "
+                "it): the check had nowhere to run"}
     found = resolve_program(argv[0], work, env.get("PATH")) if argv else None
     if found is None:
         return {"ran": False, "command": argv, "error": f"the check's program {argv[:1]} is not found (on the "
