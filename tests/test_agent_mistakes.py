@@ -69,8 +69,10 @@ def test_the_same_agent_in_a_fixture_left_alone_passes(tmp_path):
 
 
 def test_a_misspelt_absent_path_is_named_before_anything_runs(tmp_path):
-    """`absent: [READM.md]` for the README the agent must remove passed with README.md still there;
-    a path the agent must not leave (calc.py.bak) or create (build) is left alone."""
+    """`absent: [READM.md]` for the README the agent must remove passed with README.md still there
+    and nothing said: the linter now warns, naming the fixture path it is close to (a warning: a
+    file the agent must not create may be named that close on purpose, so the run goes on); a path
+    the agent must not leave (calc.py.bak) or create (build) is left alone."""
     cases = {"c-typo": ("explain what add() does", {"files": {"absent": ["READM.md"]}}),
              "c-fine": ("explain what add() does", {"files": {"absent": ["calc.py.bak", "build"]}})}
     state = build_agent_state(tmp_path / "app", cases)
@@ -78,12 +80,12 @@ def test_a_misspelt_absent_path_is_named_before_anything_runs(tmp_path):
     assert r.rc == 0, r.stdout + r.stderr
     r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
                    "--adapter", state / "work" / "adapter.json")
-    found = [f for f in r.json["findings"] if f["severity"] == "ERROR"]
-    assert r.rc == 1 and [(f["case_id"], f["code"]) for f in found] == [("c-typo", "absent_near_fixture_path")], found
+    found = [f for f in r.json["findings"] if f["code"] == "absent_near_fixture_path"]
+    assert [(f["case_id"], f["severity"]) for f in found] == [("c-typo", "WARN")], r.json["findings"]
     assert "which has 'README.md'" in found[0]["message"] and found[0]["line"], found[0]
+    assert not [f for f in r.json["findings"] if f["severity"] == "ERROR"], r.json["findings"]
     _, out, r = _run(tmp_path / "run", {"c-typo": cases["c-typo"]}, "smoke-20261205T120200Z")
-    assert r.rc == 3 and "c-typo" in r.stdout and "READM.md" in r.stdout, r.stdout + r.stderr
-    assert not (out / "cases").exists()
+    assert r.rc == 0, r.stdout + r.stderr   # a warning, not a refusal: the run goes on
 
 
 def test_an_agent_that_removed_its_workdir_has_its_check_named_so(tmp_path):

@@ -6,7 +6,9 @@ check would hold whatever the agent does because it is misspelt.
 have can never be changed. `absent` passes when the path is not there after the run, so a
 misspelt path of a fixture file the agent must delete passes with the file still there: a path
 the fixture lacks that is one or two letters from one it has (and not that path with a suffix,
-like `calc.py.bak`, a file the agent must not leave) is named with the path it is close to."""
+like `calc.py.bak`, a file the agent must not leave) is named with the path it is close to, a
+warning only (the linter's; the pre-flight lets it run): a file the agent must not create may be
+named that close on purpose, and nothing tells the two apart."""
 
 from __future__ import annotations
 
@@ -65,6 +67,6 @@ def files_problems(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, s
         if near:
             out.append(("expect.files.absent", f"{path!r} is not in the fixture {fixture}, which has {near[0]!r}: "
                         "absent passes when the path is not there after the run, so a misspelt path of a file the "
-                        "agent must remove passes with the file still there; fix it (a path the agent must not "
-                        "create may not be one or two letters from a fixture path)"))
+                        "agent must remove passes with the file still there; fix it, unless it names a file the "
+                        "agent must not create (then this warning is the only word on it)"))
     return out
