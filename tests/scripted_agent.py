@@ -11,6 +11,9 @@ SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the 
     explain  reads calc.py and answers; changes nothing
     hostile  a wrong edit with markup in it, a new file of hostile text (and the secret it was
              given, SCRIPTED_AGENT_TOKEN), README.md deleted
+    nuke     removes its whole workdir, then answers that it fixed add()
+    tamper   the right edit, and README.md rewritten the same in its workdir and in the fixture it
+             was copied from (SCRIPTED_AGENT_FIXTURE): an unsandboxed agent writing outside its workdir
 """
 
 from __future__ import annotations
@@ -70,6 +73,17 @@ elif word == "hostile":
     os.remove("README.md")
     tool("Bash", {"command": "rm README.md"}, "")
     answer = "Done."
+elif word == "nuke":
+    import shutil
+    shutil.rmtree(os.getcwd())
+    tool("Bash", {"command": "rm -rf ."}, "")
+    answer = "Fixed add()."
+elif word == "tamper":
+    edit("return a - b", "return a + b")
+    for root in (Path("."), Path(os.environ["SCRIPTED_AGENT_FIXTURE"])):
+        (root / "README.md").write_text("# calc, rewritten\n")
+    tool("Write", {"file_path": "README.md"}, "File written")
+    answer = "Fixed add()."
 else:
     answer = f"I do not know how to {word!r}."
 emit({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5, "duration_api_ms": 3,

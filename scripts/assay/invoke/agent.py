@@ -26,6 +26,7 @@ from ..core import secrets
 from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
+from .fixture_paths import files_problems
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -148,6 +149,16 @@ def mcp_not_connected(trajectory: Mapping[str, Any]) -> str | None:
             "its path absolute or as ${VAR}, and its variables in invocation.env_allowlist")
 
 
+def fixture_changed(fixture: Path, paths: list[str]) -> str:
+    """Why an attempt is not scored when its fixture changed during the run: the workdir's diff
+    (`expect.files`) compares with the fixture as it is now, so an agent that wrote the same change
+    into the fixture and its copy would pass `unchanged`, and every later copy starts from it."""
+    shown = ", ".join(paths[:5]) + (f" (+{len(paths) - 5} more)" if len(paths) > 5 else "")
+    return (f"the fixture {fixture} changed during the run ({shown}): something outside the workdir wrote into "
+            "it (an unsandboxed agent can; invocation.agent.sandbox: bwrap makes all but its workdir read-only), "
+            "so the workdir's diff against it is no evidence. Restore the fixture (e.g. git checkout) and run again")
+
+
 def _looks_secret(name: str) -> bool:
     return any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
 
@@ -180,6 +191,7 @@ class AgentInvoker(CliInvoker):
                          app_root=app_root, area=area, state_dir=state_dir)
         self.base_env.update({k: secrets.expand(v, env) for k, v in spec.env.items()})
         self._copied: dict[str, int] = {}   # an attempt's workdir -> when its copy was done (wd.copy_fixture)
+        self._stamps: dict[str, dict] = {}  # a fixture -> its files before its first copy in this run (wd.stamp)
         self.bwrap = None
         if spec.sandbox == "bwrap":
             self.bwrap = shutil.which(BWRAP)
@@ -229,6 +241,9 @@ class AgentInvoker(CliInvoker):
         if not work.exists():
             if not fixture.is_dir():
                 return Outcome(CONNECTION, error=f"the case's fixture {fixture} is not a directory")
+            with self._lock:
+                if str(fixture) not in self._stamps:
+                    self._stamps[str(fixture)] = wd.stamp(fixture)
             copied = wd.copy_fixture(fixture, work)
             with self._lock:   # a conversation's later turns measure the same copy
                 self._copied[str(work)] = copied
@@ -278,8 +293,13 @@ class AgentInvoker(CliInvoker):
         if down:
             return Outcome(EXIT, status=r.returncode, error=down, **common)
         with self._lock:
-            copied_ns = self._copied.get(str(work))
-        measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns)
+            copied_ns, before = self._copied.get(str(work)), self._stamps.get(str(fixture))
+        listing = wd.tree(fixture)
+        tampered = wd.changed_since(before, listing) if before is not None else []
+        if tampered:
+            return Outcome(EXIT, status=r.returncode, error=fixture_changed(fixture, tampered), **common)
+        measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns,
+                              listing)
         traj = got["trajectory"]
         body = {"result": text, "session_id": traj.get("session_id"), "subtype": result_ev.get("subtype"),
                 "is_error": result_ev.get("is_error"), "num_turns": result_ev.get("num_turns")}
@@ -301,7 +321,8 @@ class AgentInvoker(CliInvoker):
 def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: set[str],
                         path_env: str | None) -> list[tuple[str, str]]:
     """(key, message) for what would make an agent case measure nothing: a fixture that is not a
-    directory, a skill no plugin or workdir defines, a check program that cannot be found. The
+    directory, a skill no plugin or workdir defines, a misspelt `unchanged` or `absent` path
+    (fixture_paths.files_problems), a check program that cannot be found. The
     linter (`--adapter`) and the pre-flight ask this one function."""
     from ..core.suggest import did_you_mean
     out: list[tuple[str, str]] = []
@@ -316,14 +337,7 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
                 out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
                             f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
     files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
-    unchanged = files.get("unchanged") if isinstance(files.get("unchanged"), list) else []
-    for path in unchanged:
-        if (isinstance(path, str) and path and not any(c in path for c in "*?[") and fixture.is_dir()
-                and not os.path.lexists(fixture / path)):
-            out.append(("expect.files.unchanged", f"{path!r} is not in the fixture {fixture}"
-                        f"{did_you_mean(path, _fixture_paths(fixture))}: unchanged compares with the fixture, so a "
-                        "misspelt path passes whatever the agent changes; fix it, or list a path the agent must "
-                        "not create under expect.files.absent"))
+    out += files_problems(files, fixture)
     check = expect.get("check") if isinstance(expect.get("check"), Mapping) else None
     if check is not None and fixture.is_dir():
         argv = wd.check_argv(check)
@@ -331,18 +345,6 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
     return out
-
-
-def _fixture_paths(fixture: Path, limit: int = 5000) -> list[str]:
-    """The fixture's paths relative to it (`.git` left out; the first `limit`), for a did-you-mean."""
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(fixture):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        rel = os.path.relpath(dirpath, fixture)
-        out += [n if rel == "." else f"{rel}/{n}" for n in sorted(dirnames + filenames)]
-        if len(out) >= limit:
-            break
-    return out[:limit]
 
 
 def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:

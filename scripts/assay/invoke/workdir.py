@@ -116,7 +116,7 @@ def _copy_file(src: str, dst: str) -> None:
         os.close(fi)
 
 
-def _tree(root: Path) -> dict[str, os.stat_result]:
+def tree(root: Path) -> dict[str, os.stat_result]:
     """Every entry that is not a directory (files, symlinks), by its path relative to `root`
     (`/`-separated, `.git` left out), with its lstat: one scandir a directory, one lstat a file."""
     out: dict[str, os.stat_result] = {}
@@ -163,10 +163,30 @@ def _same(a: str, b: str, sa: os.stat_result, sb: os.stat_result, copied_ns: int
         return False
 
 
-def diff(fixture: Path, work: Path, copied_ns: int | None = None) -> dict[str, list[str]]:
+def stamp(fixture: Path) -> dict[str, tuple]:
+    """The fixture's files as their (mode, size, mtime, ctime), `.git` left out: taken before its
+    first copy in a run, compared with `changed_since` after every attempt."""
+    return _stamp_of(tree(fixture))
+
+
+def _stamp_of(listing: Mapping[str, os.stat_result]) -> dict[str, tuple]:
+    return {p: (s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for p, s in listing.items()}
+
+
+def changed_since(before: Mapping[str, tuple], listing: Mapping[str, os.stat_result]) -> list[str]:
+    """The fixture's paths added, removed or written since `before` (its stamp): a write anywhere
+    moves a file's ctime, which no process can set back. The workdir's diff is taken against the
+    fixture as it is now, so a fixture changed during the run makes that diff no evidence."""
+    now = _stamp_of(listing)
+    return sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p))
+
+
+def diff(fixture: Path, work: Path, copied_ns: int | None = None,
+         fixture_tree: Mapping[str, os.stat_result] | None = None) -> dict[str, list[str]]:
     """{added, removed, modified}: paths relative to the workdir (`.git` left out), sorted, capped.
-    `copied_ns`: what copy_fixture returned for this workdir (None: every common file is read)."""
-    before, after = _tree(fixture), _tree(work)
+    `copied_ns`: what copy_fixture returned for this workdir (None: every common file is read);
+    `fixture_tree`: the fixture's `tree`, when the caller has just listed it."""
+    before, after = (fixture_tree if fixture_tree is not None else tree(fixture)), tree(work)
     added = sorted(after.keys() - before.keys())
     removed = sorted(before.keys() - after.keys())
     fx, wk = str(fixture), str(work)
@@ -179,10 +199,11 @@ def diff(fixture: Path, work: Path, copied_ns: int | None = None) -> dict[str, l
 
 
 def measure(fixture: Path, work: Path, files: Mapping[str, Any] | None, check: Mapping[str, Any] | None,
-            env: Mapping[str, str], registry: Any = None, copied_ns: int | None = None) -> dict:
+            env: Mapping[str, str], registry: Any = None, copied_ns: int | None = None,
+            fixture_tree: Mapping[str, os.stat_result] | None = None) -> dict:
     """Everything measured in a workdir after its agent (the facts of workdir.json): the changed
     paths, their unified diff, what `expect.files` asks, and `expect.check` run there."""
-    changes = diff(fixture, work, copied_ns)
+    changes = diff(fixture, work, copied_ns, fixture_tree)
     out: dict[str, Any] = {"diff": changes, "patch": patch(fixture, work, changes)}
     if files:
         out["files"] = measure_files(files, fixture, work, changes)
@@ -327,6 +348,9 @@ def run_check(spec: Mapping[str, Any], work: Path, env: Mapping[str, str], regis
     from .procgroup import run_in_session
     argv = check_argv(spec)
     timeout = spec.get("timeout_s") if isinstance(spec.get("timeout_s"), (int, float)) else CHECK_TIMEOUT_S
+    if not work.is_dir():   # else the spawn's FileNotFoundError reads as the program missing
+        return {"ran": False, "command": argv, "error": f"the workdir {work} is gone after the agent (it removed "
+                "it): the check had nowhere to run"}
     found = resolve_program(argv[0], work, env.get("PATH")) if argv else None
     if found is None:
         return {"ran": False, "command": argv, "error": f"the check's program {argv[:1]} is not found (on the "

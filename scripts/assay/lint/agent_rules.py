@@ -96,5 +96,6 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
             continue
         for key, msg in agent_case_problems(case, spec, skills, os.environ.get("PATH")):
             code = {"input.fixture": "missing_fixture", "expect.check.command": "check_not_found",
-                    "expect.files.unchanged": "unchanged_not_in_fixture"}.get(key, "unknown_skill")
+                    "expect.files.unchanged": "unchanged_not_in_fixture",
+                    "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
             report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)

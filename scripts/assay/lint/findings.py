@@ -58,7 +58,11 @@ CODES: dict[str, str] = {
     # a route profile.yaml (routing_contract / route_targets) does not declare: the check can only fail
     "unknown_route": ERROR,
     # --adapter with invocation.mode agent (the pre-flight's own checks): a check that cannot measure
-    "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR, "bad_agent_case": ERROR,
+    "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR,
+    "bad_agent_case": ERROR,
+    # an `absent` path one or two letters from a fixture path: a typo of a file to remove, or a file
+    # the agent must not create that is named so close on purpose (not refused: nothing tells them apart)
+    "absent_near_fixture_path": WARN,
 }
 
 

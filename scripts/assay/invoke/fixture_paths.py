@@ -1,0 +1,72 @@
+"""The paths an agent case's `expect.files` names, checked against its fixture before anything
+runs (`agent_case_problems` asks this for the linter and the pre-flight alike): a path whose
+check would hold whatever the agent does because it is misspelt.
+
+`unchanged` compares with the fixture, so a plain path (no glob character) the fixture does not
+have can never be changed. `absent` passes when the path is not there after the run, so a
+misspelt path of a fixture file the agent must delete passes with the file still there: a path
+the fixture lacks that is one or two letters from one it has (and not that path with a suffix,
+like `calc.py.bak`, a file the agent must not leave) is named with the path it is close to, a
+warning only (the linter's; the pre-flight lets it run): a file the agent must not create may be
+named that close on purpose, and nothing tells the two apart."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.suggest import did_you_mean
+
+GLOB = "*?["
+
+
+def fixture_paths(fixture: Path, limit: int = 5000) -> list[str]:
+    """The fixture's paths relative to it (`.git` left out; the first `limit`), for a did-you-mean."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, fixture)
+        out += [n if rel == "." else f"{rel}/{n}" for n in sorted(dirnames + filenames)]
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _edits(a: str, b: str, cap: int = 2) -> int:
+    """Levenshtein distance of a and b, counted up to cap + 1."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        if min(cur) > cap:
+            return cap + 1
+        prev = cur
+    return prev[-1]
+
+
+def files_problems(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, str]]:
+    """(key, message) for each `unchanged` or `absent` path that would pass whatever the agent does."""
+    out: list[tuple[str, str]] = []
+    if not fixture.is_dir():
+        return out
+    plain = {key: [p for p in (files.get(key) if isinstance(files.get(key), list) else [])
+                   if isinstance(p, str) and p and not any(c in p for c in GLOB)
+                   and not os.path.lexists(fixture / p)] for key in ("unchanged", "absent")}
+    known = fixture_paths(fixture) if plain["unchanged"] or plain["absent"] else []
+    for path in plain["unchanged"]:
+        out.append(("expect.files.unchanged", f"{path!r} is not in the fixture {fixture}"
+                    f"{did_you_mean(path, known)}: unchanged compares with the fixture, so a "
+                    "misspelt path passes whatever the agent changes; fix it, or list a path the agent must "
+                    "not create under expect.files.absent"))
+    for path in plain["absent"]:
+        near = [k for k in known if not path.startswith(k) and _edits(path, k) <= 2]
+        if near:
+            out.append(("expect.files.absent", f"{path!r} is not in the fixture {fixture}, which has {near[0]!r}: "
+                        "absent passes when the path is not there after the run, so a misspelt path of a file the "
+                        "agent must remove passes with the file still there; fix it, unless it names a file the "
+                        "agent must not create (then this warning is the only word on it)"))
+    return out

@@ -1,0 +1,99 @@
+"""Agent mode under a newcomer's mistakes and an agent's accidents, driven as the user meets them
+(tests/scripted_agent.py through the adapter's `command:` override, run_cases.py and gate.py as
+subprocesses, each test its own state dir and scratch area)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from agent_state import agent_env, build_agent_state
+from fakeapp import make_plan
+from helpers import run_script
+from rundir_util import cases_view
+
+
+def _run(root: Path, cases: dict, run_id: str, *, env_extra: dict | None = None, allow: tuple = ()) -> tuple:
+    from assay.suite.convert import convert_state_dir
+    state = build_agent_state(root / "app", cases)
+    converted = convert_state_dir(state)
+    adapter = converted["adapter"]
+    adapter["invocation"]["max_concurrency"] = 1      # the plan's order: the later case copies what the first left
+    adapter["invocation"]["env_allowlist"] += list(allow)
+    plan = make_plan(state, converted["cases"], run_id=run_id, adapter_doc=adapter,
+                     execution={"max_attempts": 1, "backoff_s": []})
+    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    env = {**agent_env(dict(os.environ), broken=False), "ASSAY_SCRATCH_DIR": str(root / "scratch"),
+           **(env_extra or {})}
+    out = state / "reports" / run_id
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", out, "--progress", "never", env=env)
+    return state, out, r
+
+
+def _verdict(out: Path, cid: str) -> dict:
+    return json.loads((cases_view(out) / cid / "verdict.json").read_text(encoding="utf-8"))
+
+
+def test_an_agent_that_writes_into_its_fixture_is_never_a_pass(tmp_path):
+    """The workdir's diff compares with the fixture as it is now: an agent (unsandboxed) that wrote
+    the same change into the fixture and its copy passed `unchanged: [README.md]`, and the next
+    case started from the changed fixture and passed on what the first agent did."""
+    fixture = tmp_path / "app" / "fixtures" / "repo"
+    cases = {"c-a-tamper": ("tamper with the repo and fix add()", {
+                 "files": {"contains": {"calc.py": ["return a + b"]}, "unchanged": ["README.md"]}}),
+             "c-b-later": ("explain what add() does", {
+                 "files": {"contains": {"README.md": ["rewritten"]}, "unchanged": ["*"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120000Z", env_extra={"SCRIPTED_AGENT_FIXTURE": str(fixture)},
+                     allow=("SCRIPTED_AGENT_FIXTURE",))
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert "rewritten" in (fixture / "README.md").read_text()          # the agent did write into the fixture
+    for cid in cases:
+        v = _verdict(out, cid)
+        assert v["verdict"] == "infra_error", (cid, v["verdict"], v.get("layers", {}).get("files"))
+        assert "changed during the run (README.md)" in v["infra_reason"], v["infra_reason"]
+        assert "sandbox: bwrap" in v["infra_reason"]
+    g = run_script("gate", out)
+    assert g.rc == 1 and "changed during the run" in g.stdout + g.stderr, g.stdout + g.stderr
+
+
+def test_the_same_agent_in_a_fixture_left_alone_passes(tmp_path):
+    """The control: the fixture stamp does not flag a run in which nothing wrote into the fixture."""
+    cases = {"c-fix": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"]},
+                                               "unchanged": ["README.md"]},
+                                     "check": {"command": [sys.executable, "check_calc.py"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120100Z")
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert _verdict(out, "c-fix")["verdict"] == "pass"
+
+
+def test_a_misspelt_absent_path_is_named_before_anything_runs(tmp_path):
+    """`absent: [READM.md]` for the README the agent must remove passed with README.md still there
+    and nothing said: the linter now warns, naming the fixture path it is close to (a warning: a
+    file the agent must not create may be named that close on purpose, so the run goes on); a path
+    the agent must not leave (calc.py.bak) or create (build) is left alone."""
+    cases = {"c-typo": ("explain what add() does", {"files": {"absent": ["READM.md"]}}),
+             "c-fine": ("explain what add() does", {"files": {"absent": ["calc.py.bak", "build"]}})}
+    state = build_agent_state(tmp_path / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    found = [f for f in r.json["findings"] if f["code"] == "absent_near_fixture_path"]
+    assert [(f["case_id"], f["severity"]) for f in found] == [("c-typo", "WARN")], r.json["findings"]
+    assert "which has 'README.md'" in found[0]["message"] and found[0]["line"], found[0]
+    assert not [f for f in r.json["findings"] if f["severity"] == "ERROR"], r.json["findings"]
+    _, out, r = _run(tmp_path / "run", {"c-typo": cases["c-typo"]}, "smoke-20261205T120200Z")
+    assert r.rc == 0, r.stdout + r.stderr   # a warning, not a refusal: the run goes on
+
+
+def test_an_agent_that_removed_its_workdir_has_its_check_named_so(tmp_path):
+    """The check then cannot start; its error said FileNotFoundError, as if the program were missing."""
+    cases = {"c-nuke": ("nuke the repo", {"check": {"command": [sys.executable, "check_calc.py"]},
+                                          "files": {"unchanged": ["README.md"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120300Z")
+    assert r.rc == 7, (r.stdout, r.stderr)     # the check is a scorer that could not measure
+    v = _verdict(out, "c-nuke")
+    assert v["verdict"] == "unscored" and v["layers"]["files"]["verdict"] == "fail", v["layers"]
+    assert "is gone after the agent (it removed it)" in v["layers"]["check"]["reason"], v["layers"]["check"]
