@@ -13,9 +13,9 @@ The table (docs/importing.md says the same, for people):
 | contains-all, not-contains-all | each in must_contain / one `/(?s)\\A(?=.*a)(?=.*b)/` in must_not_contain | yes |
 | starts-with, not-starts-with | `/\\A<escaped>/` | yes |
 | equals (text), not-equals | `/\\A<escaped>\\Z/` | yes |
-| regex, not-regex | `/<pattern>/` (JS named groups rewritten) | yes, on the shared dialect |
-| equals (object) | format.json_schema `{const: value}` | no: assay also reads a fenced JSON block |
-| is-json [schema] | format.json_schema | no: assay also reads a fenced JSON block |
+| regex, not-regex | `/<pattern>/` rewritten to JavaScript's meaning (pf_regex.py) | yes, below U+10000 |
+| equals (object) | format.json_schema `{const: value}` + BARE_JSON_GUARDS | no: stricter on ``` in a string |
+| is-json [schema] | format.json_schema + BARE_JSON_GUARDS (a `format` is listed) | no: as equals (object) |
 | contains-json [schema] | format.json_schema | no: promptfoo finds JSON anywhere in the text |
 | llm-rubric, model-graded-closedqa, factuality | a rubric (provisional until calibrated) | judged |
 | latency, cost | the suite's budgets | no: per call there, p95 / mean per case here |
@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .pf_regex import js_to_python_regex
 from .pf_render import Unrenderable, has_timestamp
 
 ANY_JSON = {"type": ["object", "array", "string", "number", "integer", "boolean", "null"]}
@@ -50,8 +51,6 @@ WHY_NOT = {
     "max-score": "compares the outputs of several prompts with each other; assay scores each case alone",
     "human": "a person's rating in promptfoo's viewer; assay's labels are calibration annotations",
 }
-_JS_NAMED_GROUP = re.compile(r"\(\?<(?![=!])([A-Za-z_][A-Za-z0-9_]*)>")
-_JS_NAMED_REF = re.compile(r"\\k<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 @dataclass
@@ -65,6 +64,27 @@ class Mapped:
     exact: bool = True
     note: str = ""
     skipped: str | None = None                  # the reason when nothing is converted
+    lost: str | None = None                     # converted, but a part of it is not: the case's not_converted
+
+
+# promptfoo's is-json and equals-with-an-object run JSON.parse on the whole output. assay's json_schema also
+# reads a fenced block and Python's NaN / Infinity, which JSON.parse refuses: these two must_not_contain
+# entries refuse them too (the second skips over JSON strings, so a NaN inside a string is text).
+# Stricter than promptfoo only on a bare JSON answer with ``` inside one of its strings.
+BARE_JSON_GUARDS = ["```", r'/(?s)\A(?:[^"]|"(?>(?:[^"\\]|\\.)*)")*?(?:\A|[\[,:])[ \t\n\r]*-?(?:NaN|Infinity)/']
+BARE_JSON_NOTE = ("promptfoo parses the whole output with JSON.parse: a fenced block or NaN/Infinity fails there "
+                  "and here (must_not_contain); assay is stricter only on bare JSON with ``` inside a string")
+
+
+def _format_keywords(node: Any) -> list[str]:
+    """The `format` values a schema names: promptfoo's ajv checks them (ajv-formats), assay's json_schema
+    check does not."""
+    if isinstance(node, dict):
+        here = [node["format"]] if isinstance(node.get("format"), str) else []
+        return here + [f for v in node.values() for f in _format_keywords(v)]
+    if isinstance(node, list):
+        return [f for v in node for f in _format_keywords(v)]
+    return []
 
 
 def js_string(value: Any) -> str:
@@ -126,16 +146,6 @@ def _schema(value: Any, ptype: str) -> tuple[Any, str | None]:
     return value, None
 
 
-def js_to_python_regex(pattern: str) -> tuple[str | None, str | None]:
-    """(python pattern, None) or (None, why). promptfoo builds `new RegExp(value)` (no flags)."""
-    py = _JS_NAMED_REF.sub(r"(?P=\1)", _JS_NAMED_GROUP.sub(r"(?P<\1>", pattern))
-    try:
-        re.compile(py)
-    except re.error as exc:
-        return None, f"the JavaScript regex does not compile as a Python regex ({exc})"
-    return py, None
-
-
 def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
     ptype = str(a.get("type", ""))
     inverse = ptype.startswith("not-")
@@ -171,9 +181,16 @@ def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
             m.skipped = why
             return m
         m.json_schema, m.exact = schema, False
-        m.note = ("assay reads the bare answer as JSON, or else its first fenced code block that parses; "
-                  + ("promptfoo parses the whole output only" if base == "is-json"
-                     else "promptfoo accepts JSON embedded anywhere in the text, so assay is stricter there"))
+        if base == "is-json":
+            m.must_not_contain, m.note = list(BARE_JSON_GUARDS), BARE_JSON_NOTE
+        else:
+            m.note = ("assay reads the bare answer as JSON, or else its first fenced code block that parses; "
+                      "promptfoo accepts JSON embedded anywhere in the text, so assay is stricter there")
+        formats = sorted(set(_format_keywords(schema)))
+        if formats:
+            m.lost = (f"its schema's format {', '.join(formats)}: promptfoo's ajv checks the format, assay's "
+                      "json_schema check ignores it (the rest of the schema is checked); check the value with "
+                      "a /regex/, or delete this entry to accept")
         return m
     if base in RUBRIC_TYPES:
         if inverse:
@@ -237,7 +254,7 @@ def _text(m: Mapped, base: str, inverse: bool, value: Any) -> Mapped:
         return m
     if isinstance(value, (dict, list)) and base == "equals":
         m.json_schema, m.exact = {"const": value}, False
-        m.note = "the answer must be JSON equal to the value; assay also reads a fenced JSON block"
+        m.must_not_contain, m.note = list(BARE_JSON_GUARDS), "the answer must be JSON equal to the value; " + BARE_JSON_NOTE
         if inverse:
             m.skipped = "not-equals with an object value has no assay form"
         return m
@@ -251,7 +268,8 @@ def _text(m: Mapped, base: str, inverse: bool, value: Any) -> Mapped:
             m.skipped = why
             return m
         entry = _regex(py)
-        m.note = "JavaScript and Python regexes agree on this pattern's syntax; \\d, \\w and $ differ on non-ASCII text"
+        m.note = ("rewritten to what JavaScript means ($ is the very end, . stops at \\r too, \\d \\w \\b are "
+                  "ASCII: scripts/assay/importers/pf_regex.py); differs only on characters outside the BMP")
     elif base == "contains":
         entry = literal(text)
     elif base == "icontains":

@@ -205,6 +205,9 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], 
             log.skipped.append(Skipped(where, m.ptype, m.skipped))
             lost.append(lost_check(where, m.ptype, m.skipped))
             continue
+        if m.lost:
+            log.skipped.append(Skipped(where, f"{m.ptype} format", m.lost))
+            lost.append(lost_check(where, f"{m.ptype} format", m.lost))
         if in_set_thr:
             m.exact = False
             m.note = (m.note + "; " if m.note else "") + ("inside an assert-set with a threshold: promptfoo "
