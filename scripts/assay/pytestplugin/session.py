@@ -152,7 +152,7 @@ class AssaySession:
 
     def _resumable(self, plan: dict) -> tuple[Path, Path] | None:
         """(plan file, run dir) of this state dir's interrupted pytest run when it ran this same plan."""
-        from ..report.wait import lock_path, runner_state
+        from ..rundir.runlock import lock_path, runner_state
         pointer = _read(self.work / SESSION_FILE)
         if not isinstance(pointer, dict):
             return None

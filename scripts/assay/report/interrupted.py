@@ -14,7 +14,7 @@ from typing import Any
 from ..core import casestore
 from ..stats.counts import cases_phrase, summarize
 from .rundir import try_json
-from .wait import lock_path, resume_command, runner_state
+from ..rundir.runlock import lock_path, resume_command, runner_state
 
 
 def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | None]:

@@ -63,6 +63,10 @@ def _not_a_run_hint(path: Path) -> str:
     if isinstance(record, dict):
         return (f"that run never started ({not_started.reason(record)}): no run directory was made; fix "
                 "what pre-flight names and run the plan again")
+    lock = path.parent / f".{path.name}.lock"
+    parsed = parse_run_id(path.name)
+    if parsed and not path.exists() and (lock.exists() or lock.is_symlink()):
+        return f"that run never started: {not_started.reason(not_started.lock_record(lock, path.name, parsed[0]))}"
     try:
         runs = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.is_symlink()
                       and (p / "results.json").is_file())
@@ -212,8 +216,9 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
         return chosen  # type: ignore[return-value]
     _, run_id, record = never
     why = not_started.reason(record)
-    raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, never "
-                     f"started ({why}); {older}. Fix what it names, plan and run again, or gate "
+    verb = "has not started yet" if record.get("runner") == "alive" else "never started"
+    fix = "" if record.get("lock") else " Fix what it names, plan and run again, or"
+    raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, {verb} ({why}); {older}.{fix or ' Or'} gate "
                      "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
                      run_id=run_id, not_started=True)
 

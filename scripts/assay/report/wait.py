@@ -8,71 +8,15 @@ holds an exclusive flock on `<reports>/.<run-id>.lock`; if we can take a shared 
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
 from pathlib import Path
 from typing import Callable
 
-from ..core.commands import SCRIPTS_DIR
 from ..core.errors import AssayError
+from ..rundir.runlock import lock_path, resume_command, runner_state
 from .rundir import last_log_event, progress_phrase, try_json
 
 EXIT_FINAL, EXIT_RUNNING, EXIT_GONE = 0, 3, 4
-
-
-def lock_path(run_dir: Path, run_id: str) -> Path:
-    return Path(run_dir).parent / f".{run_id}.lock"
-
-
-def runner_state(lock: Path) -> str:
-    """'alive' when some process holds the lock exclusively, else 'gone'."""
-    try:
-        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)  # a symlinked lock is "unknown", never followed
-    except FileNotFoundError:
-        return "gone"
-    except OSError:
-        return "unknown"
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "alive"
-        except OSError:
-            return "unknown"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return "gone"
-    finally:
-        os.close(fd)
-
-
-def resume_command(run_dir: Path, lock_doc: dict | None) -> tuple[str, str | None]:
-    """(the exact --resume command, a note when the plan path had to be guessed)."""
-    run_dir = Path(run_dir).resolve()
-    runner = SCRIPTS_DIR / "run_cases.py"
-    plan = (lock_doc or {}).get("plan")
-    out = (lock_doc or {}).get("out") or str(run_dir)
-    note = None
-    if not isinstance(plan, str) or not plan or plan == "-":
-        plan, found = _plan_of(run_dir)
-        note = (f"the runner's lock did not record the plan path; {plan} is this run's plan (its run_id is "
-                f"{run_dir.name})" if found else
-                f"the runner's lock did not record the plan path; {plan} is where the run skill writes it "
-                "(<state>/work/plan.json) -- use the plan this run was started from")
-    return f'python3 "{runner}" --plan "{plan}" --out "{out}" --resume', note
-
-
-def _plan_of(run_dir: Path) -> tuple[str, bool]:
-    """(the plan a run was most likely started from, whether its run_id says so): the copy a pytest
-    session keeps (<state>/work/pytest/<run-id>.plan.json), then the run skill's <state>/work/plan.json;
-    that last path (unconfirmed) when neither names this run."""
-    from .run_files import try_json_head
-    work = run_dir.parent.parent / "work"
-    for path in (work / "pytest" / f"{run_dir.name}.plan.json", work / "plan.json"):
-        head = try_json_head(path) if path.is_file() else None
-        if isinstance(head, dict) and head.get("run_id") == run_dir.name:
-            return str(path), True
-    return str(work / "plan.json"), False
 
 
 def _status(results: dict | None) -> tuple[str | None, object]:

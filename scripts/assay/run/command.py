@@ -173,6 +173,12 @@ def run(args, environ=None) -> tuple[int, Any]:
                 not_started.mark(out, run_id=plan["run_id"], mode=plan["mode"], exit_code=err.code,
                                  error=err.message, at=utc_now_iso())
             raise
+        except KeyboardInterrupt:   # Ctrl-C in pre-flight (a slow health check): it never started either
+            if shard is None:
+                not_started.mark(out, run_id=plan["run_id"], mode=plan["mode"], exit_code=130,
+                                 error="interrupted (SIGINT) in pre-flight, before any case was sent",
+                                 at=utc_now_iso())
+            raise
         not_started.clear(out)
         # from here a full disk or no descriptor left stops the run: exit 5 (core.cli), --resume finishes it
         execute = Run(setup, resume=resume, progress=args.progress, order=getattr(args, "order", None),

@@ -10,6 +10,12 @@ exit_code, error, at}` (written by the one writer: secrets redacted), removed wh
 id gets past pre-flight. `gate.py --latest` refuses (exit 2) when the newest thing of the mode
 is such a file, naming the run and why it never started; the viewer's runs list says it above the
 older runs (`newer_than` is that one rule, `reason` its words).
+
+A run stopped in pre-flight without a refusal leaves no such file: Ctrl-C (SIGINT) there writes
+one (exit 130), but SIGTERM or SIGKILL (a CI step's timeout, a cancelled job, a killed shell) while
+the health check waits on a slow app ends the runner where it stands, and all that is left is its
+lock file, `<reports>/.<run-id>.lock`, with no run dir beside it. That counts as a run that never
+started too (`lock_record`): its runner may still be in pre-flight (it holds the lock) or gone.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from ..core.ids import parse_run_id
 
 SUFFIX = ".not-started.json"
 _NAME = re.compile(r"^\.(.+)" + re.escape(SUFFIX) + "$")
+_LOCK = re.compile(r"^\.(.+)\.lock$")
 
 
 def marker_path(out: Path) -> Path:
@@ -51,23 +58,48 @@ def clear(out: Path) -> None:
         pass
 
 
-def newest(reports_dir: Path, mode: str | None = None) -> tuple[str, str, dict[str, Any]] | None:
-    """(stamp, run_id, record) of the newest never-started run (of `mode`), or None."""
-    from ..core.jsonio import read_json
+def _entries(reports_dir: Path, mode: str | None) -> list[tuple[str, str, str]]:
+    """(stamp, run_id, file name) of every never-started file and every lock with no run dir
+    beside it (of `mode`). A lock sorts after a never-started file of the same run id: the lock is
+    from a later try (a refusal removes its lock after writing the file)."""
     found = []
     try:
         names = os.listdir(reports_dir)
     except OSError:
-        return None
+        return []
     for name in names:
-        m = _NAME.match(name)
+        m = _NAME.match(name) or _LOCK.match(name)
         parsed = parse_run_id(m.group(1)) if m else None
         if not parsed or (mode is not None and parsed[0] != mode):
             continue
+        if name.endswith(".lock") and os.path.lexists(Path(reports_dir) / m.group(1)):
+            continue   # its run dir exists: that is the run (the gate reads it, interrupted or not)
         found.append((parsed[1], m.group(1), name))
+    return found
+
+
+def lock_record(lock: Path, run_id: str, mode: str) -> dict[str, Any]:
+    """What a lock with no run dir beside it says: whose it was, and whether that runner lives."""
+    from ..core.jsonio import read_json
+    from .runlock import runner_state
+    try:
+        doc = read_json(lock)
+    except (OSError, ValueError):
+        doc = None
+    doc = doc if isinstance(doc, dict) else {}
+    return {"run_id": run_id, "mode": mode, "lock": str(lock), "runner": runner_state(lock),
+            "pid": doc.get("pid"), "plan": doc.get("plan"), "out": doc.get("out")}
+
+
+def newest(reports_dir: Path, mode: str | None = None) -> tuple[str, str, dict[str, Any]] | None:
+    """(stamp, run_id, record) of the newest never-started run (of `mode`), or None."""
+    from ..core.jsonio import read_json
+    found = _entries(reports_dir, mode)
     if not found:
         return None
-    stamp, run_id, name = max(found)
+    stamp, run_id, name = max(found, key=lambda e: (e[0], e[1], e[2].endswith(".lock")))
+    if name.endswith(".lock"):
+        return stamp, run_id, lock_record(Path(reports_dir) / name, run_id, parse_run_id(run_id)[0])
     try:
         record = read_json(Path(reports_dir) / name)
     except (OSError, ValueError):
@@ -76,18 +108,8 @@ def newest(reports_dir: Path, mode: str | None = None) -> tuple[str, str, dict[s
 
 
 def modes(reports_dir: Path) -> list[str]:
-    """The modes that have a never-started file under `reports_dir`, sorted."""
-    try:
-        names = os.listdir(reports_dir)
-    except OSError:
-        return []
-    found = set()
-    for name in names:
-        m = _NAME.match(name)
-        parsed = parse_run_id(m.group(1)) if m else None
-        if parsed:
-            found.add(parsed[0])
-    return sorted(found)
+    """The modes that have a never-started run under `reports_dir`, sorted."""
+    return sorted({parse_run_id(run_id)[0] for _, run_id, _ in _entries(reports_dir, None)})
 
 
 def newer_than(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[str, str, dict[str, Any]] | None:
@@ -102,7 +124,20 @@ def newer_than(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[
 
 def reason(record: dict[str, Any]) -> str:
     """Why the run never started, from its file: `run_cases.py exit 3: <error>` (or `make_plan.py exit 2:
-    ...` when the plan was refused)."""
+    ...` when the plan was refused); for a lock with no run dir, whether its runner is still in
+    pre-flight or was stopped there, and how to go on."""
+    if record.get("lock"):
+        pid = f" (pid {record['pid']})" if isinstance(record.get("pid"), int) else ""
+        if record.get("runner") == "alive":
+            return (f"its runner{pid} holds {record['lock']} and is still in pre-flight, with no run directory "
+                    "yet: wait for it, then gate again")
+        how = "run it again under the same run id"
+        if isinstance(record.get("plan"), str) and record["plan"] not in ("", "-", "rescore"):
+            from .runlock import resume_command
+            out = Path(record["out"]) if isinstance(record.get("out"), str) else Path(record["lock"]).parent / record["run_id"]
+            how = f"start it over with: {resume_command(out, record)[0]}"
+        return (f"its runner{pid} was stopped in pre-flight, before its run directory existed (killed or "
+                f"terminated; only its lock file {record['lock']} is left): {how}, or delete that file")
     code, error, by = record.get("exit_code"), record.get("error"), record.get("by")
     by = by if by in ("make_plan.py",) else "run_cases.py"
     return f"{by} exit {code}: {error}" if isinstance(error, str) else "stopped at pre-flight"

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from ..report.gate import KEPT
-from ..report.wait import lock_path, runner_state
+from ..rundir.runlock import lock_path, runner_state
 from ..rundir.checked import memo_path
 from ..verdict import GateOptions, decision_dict
 from . import gate_process
@@ -131,7 +131,7 @@ def _key(run_dir: Path, mtime: float) -> tuple:
 
 
 def runner_alive(run_dir: Path) -> bool:
-    """A runner holds the run's lock now (report.wait's rule, the gate's)."""
+    """A runner holds the run's lock now (assay.rundir.runlock's rule, the gate's)."""
     return runner_state(lock_path(run_dir, Path(run_dir).name)) == "alive"
 
 
