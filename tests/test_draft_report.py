@@ -201,11 +201,11 @@ def test_not_quotable_banner_for_aborted_runs(tmp_path):
 
 
 def test_running_run_is_refused_and_existing_report_needs_force(tmp_path):
-    running = make_run(tmp_path / "a", [{"id": "a"}], status="running")
-    with pytest.raises(Exception, match="still running"):
+    running = make_run(tmp_path / "a", [{"id": "a"}], status="running")   # no runner holds its lock: killed
+    with pytest.raises(Exception, match="the run was interrupted"):
         draft(running)
     r = run_script("draft_report", running)
-    assert r.rc == 2 and "still running" in r.json["error"]
+    assert r.rc == 2 and "still 'running'" in r.json["error"] and r.json["resume"].endswith("--resume")
     run_dir = make_run(tmp_path / "b", basic_cases())
     r = run_script("draft_report", run_dir)
     assert r.rc == 0 and r.json["report"].endswith("report.md") and (run_dir / "report.md").exists()

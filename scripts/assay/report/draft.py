@@ -75,15 +75,14 @@ def verdict_banner(facts: RunFacts, g: GateResult) -> list[str]:
     """PASS or FAIL at a glance: the one decision (`assay.verdict.decide`, as `gate.py RUN_DIR` with
     --no-verify decides, handed in by draft_report.py), the gate type and what it means, and every
     close reason."""
-    from .gate_lines import gate_rule_line
+    from .gate_lines import counts_line, gate_rule_line, infra_under_bar_line
 
-    s = facts.summary
-    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
     word = "PASS · gate open" if g.open else "FAIL · gate closed"
     rule = gate_rule_line(facts.results).strip()
-    out = [f"> **{word}** · {esc(cases_phrase(s.get('n'), canaries.get('n')))}: {count(s.get('passes'))} pass, "
-           f"{count(s.get('failures'))} fail ({count(s.get('gating_failures'))} gating), "
-           f"{count(s.get('unscored'))} unscored, {count(s.get('skipped'))} skipped", ">"]
+    out = [f"> **{word}** · {esc(counts_line(facts.summary))}", ">"]
+    under = infra_under_bar_line(g)
+    if under:
+        out += [f"> - {esc(under)}", ">"]
     # the run's own trust lines first: --allow-invalid and what it overrode, undeclared tools
     out += [f"> {'' if line.startswith('  ') and not line.startswith('    ') else '- '}{esc(line.strip())}"
             for line in g.trust_head + g.trust_info] + ([">"] if g.trust_head or g.trust_info else [])

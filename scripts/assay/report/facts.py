@@ -46,6 +46,22 @@ def _manifest(run_dir: Path) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
+def _refuse_running(run_dir: Path, results: dict) -> None:
+    """A `running` run has nothing to report: wait for a live runner; a killed one (no runner holds the
+    lock, as wait_run.py exit 4 says) will never finish by waiting, so name the --resume command."""
+    from ..rundir.runlock import lock_path, resume_command, runner_state
+    run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
+    lock = lock_path(run_dir, run_id)
+    if runner_state(lock) == "alive":
+        raise AssayError(f"{run_dir}: the run is still running (summary.status is 'running'); wait with "
+                         f"wait_run.py, then draft the report from the finished run", 2, path=str(run_dir))
+    doc = try_json(lock)
+    command, _ = resume_command(run_dir, doc if isinstance(doc, dict) else None)
+    raise AssayError(f"{run_dir}: the run was interrupted (summary.status is still 'running' but no runner "
+                     f"holds its lock: killed?), so there is no report to draft; finish it with: {command} "
+                     "-- then draft the report from the finished run", 2, path=str(run_dir), resume=command)
+
+
 def load_facts(run_dir: Path) -> RunFacts:
     from ..schemas import validate
 
@@ -54,8 +70,7 @@ def load_facts(run_dir: Path) -> RunFacts:
     # Schemas at the boundary: a report quotes these numbers, so they must be the runner's shape.
     validate(results, "results", source=str(run_dir / "results.json"))
     if results["summary"].get("status") == "running":
-        raise AssayError(f"{run_dir}: the run is still running (summary.status is 'running'); wait with "
-                         f"wait_run.py, then draft the report from the finished run", 2, path=str(run_dir))
+        _refuse_running(run_dir, results)
     all_rows = read_jsonl_file(run_dir / "verdicts.jsonl")
     sealed = holdout_ids(run_dir, all_rows)
     rows = [r for r in all_rows if not r.get("holdout") and r.get("case_id") not in sealed]

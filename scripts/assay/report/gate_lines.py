@@ -53,6 +53,29 @@ def _infra_counts(s: dict) -> str:
     return "".join(", " + p for p in parts)
 
 
+def counts_line(s: dict) -> str:
+    """`30 cases + 1 canary: 29 pass, 0 fail (0 gating), 0 unscored, 0 skipped, 1 infra_error`: the gate's
+    counts line and the report banner's (the counts on it add up to the cases)."""
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
+    return (f"{cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} "
+            f"fail ({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
+            f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s))
+
+
+def infra_under_bar_line(res: GateResult) -> str | None:
+    """The infra_error cases that did not close the gate (under --max-infra-rate), each named: never left
+    unnamed beside a PASS, in the gate's summary or the report's banner."""
+    s = res.summary
+    infra = s.get("infra_errors")
+    if not (is_count(infra) and infra) or any(r.startswith("infra rate ") for r in res.reasons):
+        return None
+    named = infra_cases_named(res.run_dir, res.results, "infra_error")
+    if not named:
+        return None
+    return (f"{infra} infra_error case(s) under --max-infra-rate (not closing the gate; not "
+            f"measured, read each before trusting the result): " + "; ".join(named))
+
+
 def summary_lines(res: GateResult) -> list[str]:
     s, results = res.summary, res.results
     nongating = 0
@@ -69,11 +92,8 @@ def summary_lines(res: GateResult) -> list[str]:
             head += f" (+{len(res.reasons) - 1} more below)"
     if nongating > 0:
         head += f" ({nongating} failure(s) on gating:false cases, not counted)"
-    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
     lines = [head, *res.trust_head, *((res.comparison or {}).get("lines") or []),
-             f"  {cases_phrase(s.get('n'), canaries.get('n'))}: {_num(s.get('passes'))} pass, {_num(s.get('failures'))} fail "
-             f"({_num(s.get('gating_failures'))} gating), {_num(s.get('unscored', 0))} unscored, "
-             f"{_num(s.get('skipped', 0))} skipped" + _infra_counts(s),
+             "  " + counts_line(s),
              f"  infra {_pct(s.get('infra_rate'))}{_incomplete_traces(s)}, crash {_pct(s.get('crash_rate'))}, "
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
@@ -94,12 +114,9 @@ def summary_lines(res: GateResult) -> list[str]:
                 tail += ": " + ", ".join(named[:MAX_NAMED])
         lines.append(f"  {rep} infra case(s) got the same 5xx on every attempt: possibly the app's own "
                      f"error, not the provider -- {tail}")
-    infra = s.get("infra_errors")
-    if is_count(infra) and infra and not any(r.startswith("infra rate ") for r in res.reasons):
-        named = infra_cases_named(res.run_dir, results, "infra_error")
-        if named:   # under --max-infra-rate they do not close the gate: never leave them unnamed beside a PASS
-            lines.append(f"  {infra} infra_error case(s) under --max-infra-rate (not closing the gate; not "
-                         f"measured, read each before trusting the result): " + "; ".join(named))
+    under = infra_under_bar_line(res)
+    if under:
+        lines.append("  " + under)
     lines.append(canary_line(res))
     holdout = s.get("holdout")
     if isinstance(holdout, dict) and is_count(holdout.get("n")) and holdout["n"] > 0:
