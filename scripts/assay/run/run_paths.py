@@ -87,6 +87,11 @@ def _check_out(plan: Mapping[str, Any], out_arg: str, *, resume: bool, name: str
             raise AssayError(f"--resume: {out_arg} is not a run directory (no manifest.yaml); start the run "
                              "without --resume", 2, key="--out")
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
+        from ..rundir.runlock import lock_path, runner_state
+        if runner_state(lock_path(out, out.name)) == "alive":   # --resume would be refused too: say what is
+            raise AssayError(f"--out {out_arg}: another runner is running run {out.name} right now (it holds "
+                             f"{lock_path(out, out.name)}); wait for it with wait_run.py {out_arg}, or use a "
+                             "new run id", 2, key="--out")
         finished = _finished(out)
         if finished:   # nothing to finish there: a second run of a plan needs its own run id
             raise AssayError(f"--out {out_arg} already holds a finished run (status {finished}); a new run needs a "
