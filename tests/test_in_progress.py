@@ -48,6 +48,7 @@ def test_gate_and_wait_run_on_a_run_in_progress(tmp_path):
     for stale in ("nothing was measured", "0 pass, 0 fail", "--verify", "never finished", "canaries 0/0"):
         assert stale not in g.stdout, g.stdout
     assert "wait_run.py" in g.stdout
+    assert "(from the committed lines of cases.jsonl;" in g.stdout and "cases/*/" not in g.stdout   # where it counts
     assert w.rc == 3, w.stdout
     assert w.json["planned"] == 6 and 0 <= w.json["finished"] < 6
     assert re.search(r"still running \([0-5] of 6 planned case\(s\) finished so far\)", w.stderr), w.stderr

@@ -99,7 +99,7 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
             res.in_progress = progress_phrase(run_dir)[0]
             res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)"
                          + (f" [{res.replayed}]" if res.replayed else ""),
-                         f"  {res.in_progress} (from cases/*/verdict.json; results.json is refreshed in batches)",
+                         f"  {res.in_progress} (from the committed lines of cases.jsonl; results.json is refreshed in batches)",
                          f"  gate closed: {why}"]
             return res
     elif summary.get("status") == "stopped_fail_fast":   # never a silent green: the rest was not run
