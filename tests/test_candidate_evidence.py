@@ -103,6 +103,16 @@ def new(state, cid, surface="words.txt"):
     time.sleep(1.1)     # created_at has whole seconds: what follows is after it
 
 
+def trained(state, app, url, cid, words, run_id):
+    """A new candidate `cid` whose edit writes `words`, measured on training against the champion: it
+    won there (keep exit 3: a holdout look next); its training run dir."""
+    new(state, cid)
+    (app / "words.txt").write_text(words)
+    train = measure(state, url, run_id, "regression-20261201T000000Z")
+    assert candidate(state, "keep", "--id", cid, "--training", train).rc == 3
+    return train
+
+
 def sealed_out(r):
     for cid, text, _ in HOLD:
         assert cid not in r.stdout + r.stderr and text not in r.stdout + r.stderr
@@ -159,18 +169,13 @@ def test_the_holdout_is_looked_at_once_after_training_against_the_champion(tmp_p
         sealed_out(r)
         assert candidate(state, "revert", "--id", "peek-first").rc == 0
         # a candidate that breaks the holdout is rejected, and its holdout run is no baseline for the next one
-        new(state, "all-billing")
-        (app / "words.txt").write_text("billing: invoice refund money a e i o u\n")
-        train = measure(state, fake.url, "regression-20261201T040000Z", "regression-20261201T000000Z")
-        assert candidate(state, "keep", "--id", "all-billing", "--training", train).rc == 3
+        train = trained(state, app, fake.url, "all-billing", "billing: invoice refund money a e i o u\n",
+                        "regression-20261201T040000Z")
         bad = measure(state, fake.url, "holdout-20261201T050000Z", "holdout-20261201T000000Z")
         r = candidate(state, "keep", "--id", "all-billing", "--training", train, "--holdout", bad)
         assert r.rc == 1 and r.json["decision"] == "rejected", r.stdout
         assert candidate(state, "revert", "--id", "all-billing").rc == 0
-        new(state, "vs-loser")
-        (app / "words.txt").write_text("billing: invoice refund\n")
-        train = measure(state, fake.url, "regression-20261201T060000Z", "regression-20261201T000000Z")
-        assert candidate(state, "keep", "--id", "vs-loser", "--training", train).rc == 3
+        train = trained(state, app, fake.url, "vs-loser", "billing: invoice refund\n", "regression-20261201T060000Z")
         hold = measure(state, fake.url, "holdout-20261201T070000Z", "holdout-20261201T050000Z")
         r = candidate(state, "keep", "--id", "vs-loser", "--training", train, "--holdout", hold)
         assert r.rc == 2 and ("compared against holdout-20261201T050000Z, the run of candidate all-billing "

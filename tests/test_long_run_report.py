@@ -10,6 +10,7 @@ a real local app).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,7 +56,11 @@ def test_report_banner_counts_and_names_the_case_with_no_answer_beside_a_pass(tm
     assert any("under --max-infra-rate" in line and "c-21 (" in line for line in banner), banner
 
 
-def test_draft_report_on_a_killed_run_names_resume_not_waiting(tmp_path):
+@contextlib.contextmanager
+def runner_on_a_slow_case(tmp_path):
+    """A runner started in the background on two cases, held inside the second (`slow`) until the
+    caller sets `release` (or leaves: the runner is then let go, and killed if still there).
+    Yields (state, plan, out, proc, release)."""
     state = make_state(tmp_path)
     out = state / "reports" / RUN_ID
     in_case, release = threading.Event(), threading.Event()
@@ -75,15 +80,20 @@ def test_draft_report_on_a_killed_run_names_resume_not_waiting(tmp_path):
                                 env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         try:
             assert in_case.wait(WAIT_S), "the runner never sent the slow case"
-            r = run_script("draft_report", out)
-            assert r.rc == 2 and "the run is still running" in r.json["error"], r.stdout
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate(timeout=WAIT_S)
+            yield state, plan, out, proc, release
         finally:
             release.set()
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+
+
+def test_draft_report_on_a_killed_run_names_resume_not_waiting(tmp_path):
+    with runner_on_a_slow_case(tmp_path) as (state, plan, out, proc, _):
+        r = run_script("draft_report", out)
+        assert r.rc == 2 and "the run is still running" in r.json["error"], r.stdout
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=WAIT_S)
         r = run_script("draft_report", out)
         assert r.rc == 2, r.stdout
         err = r.json["error"]
@@ -99,37 +109,14 @@ def test_draft_report_on_a_killed_run_names_resume_not_waiting(tmp_path):
 def test_a_second_runner_on_a_live_run_is_told_to_wait_not_to_resume(tmp_path):
     """The same command typed twice (a second terminal, a retried CI step) while the first runner goes:
     it used to say `already exists and is not empty; pass --resume`, and --resume was then refused."""
-    state = make_state(tmp_path)
-    out = state / "reports" / RUN_ID
-    in_case, release = threading.Event(), threading.Event()
-
-    def handler(req):
-        if req.method == "POST" and "slow" in str(req.json):
-            in_case.set()
-            release.wait(WAIT_S)
-        return default_handler(req)
-
-    with FakeApp(handler) as app:
-        plan = write_plan(state, make_plan(state, [case("c-1", "hello"), case("c-2", "slow")],
-                                           app_url=app.url, run_id=RUN_ID))
-        proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(plan), "--out",
-                                 str(out), "--progress", "never", "--order", "plan"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-        try:
-            assert in_case.wait(WAIT_S), "the runner never sent the slow case"
-            again = run_script("run_cases", "--plan", plan, "--out", out, "--progress", "never")
-            assert again.rc == 2, again.stdout
-            assert "another runner is running run" in again.json["error"], again.stdout
-            assert "wait_run.py" in again.json["error"] and "pass --resume" not in again.json["error"]
-            resumed = run_script("run_cases", "--plan", plan, "--out", out, "--resume", "--progress", "never")
-            assert resumed.rc == 2 and "another runner is running run" in resumed.json["error"], resumed.stdout
-            release.set()
-            stdout, _ = proc.communicate(timeout=WAIT_S)
-        finally:
-            release.set()
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+    with runner_on_a_slow_case(tmp_path) as (state, plan, out, proc, release):
+        again = run_script("run_cases", "--plan", plan, "--out", out, "--progress", "never")
+        assert again.rc == 2, again.stdout
+        assert "another runner is running run" in again.json["error"], again.stdout
+        assert "wait_run.py" in again.json["error"] and "pass --resume" not in again.json["error"]
+        resumed = run_script("run_cases", "--plan", plan, "--out", out, "--resume", "--progress", "never")
+        assert resumed.rc == 2 and "another runner is running run" in resumed.json["error"], resumed.stdout
+        release.set()
+        stdout, _ = proc.communicate(timeout=WAIT_S)
         assert proc.returncode == 0, stdout
     assert run_script("gate", out).rc == 0   # the first run was left whole by both refusals
