@@ -258,3 +258,24 @@ def test_a_misspelt_assertion_type_or_var_is_named_with_the_fix(tmp_path):
     built = build_import(str(cfg))
     why = [s.why for s in built.log.skipped + built.cfg.skipped if "no user message" in s.why]
     assert why and "reads {{ question }}, which this test does not set" in why[0] and "'quesiton'" in why[0], why
+
+
+def test_the_app_under_test_is_named_when_the_config_has_several_providers(tmp_path):
+    """A provider address from a template without its scheme ('{{env.APP_HOST}}/chat') was skipped as
+    'not an http provider' and the second provider silently became the app: the run would call another
+    app. The template is named as such, and the provider taken is said whenever there are several."""
+    from assay.importers.pf_build import build_import
+    cfg = tmp_path / "promptfooconfig.yaml"
+    cfg.write_text("prompts: ['{{question}}']\nproviders:\n  - {id: '{{env.APP_HOST}}/chat', config: {method: POST, "
+                   "body: {message: '{{prompt}}'}}}\n  - {id: 'http://127.0.0.1:2/chat', config: {method: POST, "
+                   "body: {message: '{{prompt}}'}}}\ntests:\n  - vars: {question: ping}\n    assert: "
+                   "[{type: equals, value: pong}]\n")
+    built = build_import(str(cfg))
+    why = [s.why for s in built.adapter.skipped if "{{env.APP_HOST}}" in s.what]
+    assert why and "an address made by a template without its scheme" in why[0], built.adapter.skipped
+    said = [n for n in built.adapter.notes if "the app under test is provider http://127.0.0.1:2/chat" in n]
+    assert said and "one of the config's 2" in said[0], built.adapter.notes
+    single = tmp_path / "one.yaml"   # one provider: nothing to say
+    single.write_text(cfg.read_text().replace("  - {id: '{{env.APP_HOST}}/chat', config: {method: POST, "
+                                              "body: {message: '{{prompt}}'}}}\n", ""))
+    assert not [n for n in build_import(str(single)).adapter.notes if "the app under test is" in n]

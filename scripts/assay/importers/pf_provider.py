@@ -169,7 +169,11 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
     chosen = None
     res = AdapterResult(None, None)
     for pid, conf, where in providers:
-        if not is_http(pid):
+        if not is_http(pid) and "{{" in pid:
+            res.skipped.append(Skipped(where, f"provider {pid}", "an address made by a template without its "
+                                       "scheme: write it http(s)://... (e.g. https://{{env.APP_HOST}}/chat), or give "
+                                       "--app-url-env and keep only the path"))
+        elif not is_http(pid):
             res.skipped.append(Skipped(where, f"provider {pid}", "not an http provider: assay calls the app over "
                                        "HTTP, as a function or a command (write adapter.yaml for it by hand)"))
         elif chosen is not None:
@@ -181,6 +185,9 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         return res
     pid, conf, where = chosen
     res.provider_where = where
+    if len(providers) > 1:   # never a silent pick: the others are listed as skipped, with why
+        res.notes.append(f"the app under test is provider {pid} ({where}), one of the config's {len(providers)}; "
+                         "check it is the one you meant (the others are listed as not converted)")
     for key in conf:
         if key not in MAPPED_KEYS and key not in HARMLESS_KEYS:
             res.skipped.append(Skipped(Where(where.file, cfg.lines.line_of(_conf_path(cfg, where, key)) or where.line),
