@@ -5,6 +5,8 @@ says against a real HTTP app on a loopback port.
 
 from __future__ import annotations
 
+import json
+
 from fakeapp import FakeApp, Reply
 from helpers import run_script, write_yaml
 from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
@@ -12,9 +14,10 @@ from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
 MODEL = "gpt-4.1-mini"
 
 
-def traced_state(tmp_path, model: str, llm_span_for=lambda message: True):
+def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens=(1000, 100)):
     """A two-case state dir whose app writes an invoke_agent span per request and, when
-    `llm_span_for(message)`, a chat span of `model` (1000 in + 100 out tokens) under it."""
+    `llm_span_for(message)`, a chat span of `model` (`tokens`: 1000 in + 100 out; None leaves that
+    side's usage attribute out of the span) under it."""
     from otlp_util import agent_spans, parse_traceparent, write_spans
     spans_file = tmp_path / "spans.jsonl"
 
@@ -23,8 +26,8 @@ def traced_state(tmp_path, model: str, llm_span_for=lambda message: True):
             return Reply(200, {"ok": True})
         message = (req.json or {}).get("message", "")
         trace_id, parent = parse_traceparent(req.headers.get("traceparent"))
-        tokens = (1000, 100) if llm_span_for(message) else None
-        write_spans(spans_file, agent_spans(trace_id, "quotes", parent_span_id=parent, llm_tokens=tokens, model=model))
+        llm = tokens if llm_span_for(message) else None
+        write_spans(spans_file, agent_spans(trace_id, "quotes", parent_span_id=parent, llm_tokens=llm, model=model))
         return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
 
     state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
@@ -69,3 +72,22 @@ def test_a_case_whose_trace_lost_its_model_call_is_said_beside_the_cost_budget(t
     line = next(x for x in g.stdout.splitlines() if x.startswith("  budget: cost"))
     assert line.startswith("  budget: cost 0.00028 USD/case (1 of 2 traced case(s) made no model call and count at 0: "
                            "if the app called a model there, its instrumentation lost the span), budget 0.0005"), line
+
+
+def test_a_model_call_that_reported_input_tokens_only_leaves_the_cost_budget_uncheckable(tmp_path):
+    # The app's instrumentation writes gen_ai.usage.input_tokens but drops output_tokens (a streamed
+    # reply, a partial exporter). Read as 0 output tokens, each case cost 0.0004 USD, under the 0.0005
+    # budget, and the gate opened with a margin, while with its 100 output tokens a case costs 0.00056.
+    state, reply = traced_state(tmp_path, MODEL, tokens=(1000, None))
+    g = gate_run(tmp_path, state, reply)
+    assert g.rc == 1, g.stdout
+    assert not any(x.startswith("  budget: cost") for x in g.stdout.splitlines()), g.stdout
+    closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: cost budget"))
+    assert closed.startswith("  gate closed: cost budget 0.0005 USD/case cannot be checked: 2 of 2 model call(s) "
+                             "reported input or output tokens but not both (the missing side's cost is unknown, not 0)")
+    run_dir = state / "reports" / "smoke-20261130T000000Z"
+    cost = run_script("score_cost", run_dir).json
+    assert cost["totals"]["complete"] is False and cost["totals"]["cost"]["mean"] is None
+    assert cost["totals"]["calls_partial_usage"] == 2 and all(c["cost"] is None for c in cost["cases"])
+    block = json.loads((run_dir / "results.json").read_text())["cost_latency"]["cost"]
+    assert block["total"] is None and "but not both" in block["reason"]

@@ -148,3 +148,39 @@ def test_a_small_run_missing_its_case_records_reads_closed_in_the_viewer_as_gate
     assert bundle.rc == 0, bundle.stderr
     runs = (tmp_path / "bundle" / "data" / "runs.js").read_text(encoding="utf-8")
     assert '"gate": "closed"' in runs and "case never finished" in runs and '"gate": "open"' not in runs
+
+
+def test_a_run_closed_by_its_latency_budget_alone_is_red_on_the_history_page(tmp_path):
+    """Two runs of a shop app whose profile.yaml sets budgets.max_p95_latency_s; every case passes in
+    both, the second is slower than the budget, so gate.py closes it. The viewer's history charts
+    coloured a point by its gating failures, not by the gate's decision: the closed run was a green
+    point, and its runs table had no word of the gate. Now the point is red and the row says why."""
+    from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
+    if NEEDS_CHROMIUM.args[0]:
+        pytest.skip(NEEDS_CHROMIUM.kwargs.get("reason", "no chromium"))
+    playwright = pytest.importorskip("playwright.sync_api")
+    from test_no_silent_green import PROFILE
+    state = make_state(tmp_path)
+    (state / "profile.yaml").write_text(PROFILE + "budgets: {max_p95_latency_s: 0.4}\n", encoding="utf-8")
+    runs = ("smoke-20261201T100000Z", "smoke-20261202T100000Z")
+    for run_id, delay in zip(runs, (0.0, 0.8)):
+        with FakeApp(lambda req, d=delay: Reply(200, {"message": "hello there"}, delay=d if req.method == "POST" else 0)) as app:
+            plan = make_plan(state, [case(f"c-{i:08d}", "hello") for i in range(3)], app_url=app.url, run_id=run_id)
+            r = run_script("run_cases", "--plan", write_plan(state, plan), "--out", state / "reports" / run_id,
+                           "--progress", "never")
+        assert r.rc == 0, r.stderr
+    gates = [run_script("gate", state / "reports" / run_id) for run_id in runs]
+    assert [g.rc for g in gates] == [0, 1], [g.stdout for g in gates]
+    assert "  gate closed: p95 latency " in gates[1].stdout and "0 fail (0 gating)" in gates[1].stdout
+    assert run_script("view", state, "--bundle", tmp_path / "bundle").rc == 0
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page()
+        page.goto((tmp_path / "bundle" / "index.html").as_uri() + "#/history")
+        page.wait_for_function("() => (document.body.getAttribute('data-ready') || '') === '/history'", timeout=60000)
+        points = page.eval_on_selector_all("svg.chart.rate circle", "cs => cs.map(c => c.getAttribute('class'))")
+        gate_cells = page.eval_on_selector_all("td.gate", "cs => cs.map(c => c.textContent)")
+        browser.close()
+    assert points == ["pt", "pt bad"], points
+    assert gate_cells[0].startswith("gate closed: p95 latency ") and "over the budget 0.4s" in gate_cells[0], gate_cells
+    assert gate_cells[1] == "gate open", gate_cells

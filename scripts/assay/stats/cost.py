@@ -29,11 +29,10 @@ from typing import Any, Iterable
 from ..core import casestore
 from ..core.jsonio import loads
 from ..core.errors import AssayError
-from .judge_cost import judge_model_of, judge_row, judge_totals, token_count
+from .judge_cost import judge_model_of, judge_row, judge_totals, token_count as _num
 
 
 PRICES_FILE = "prices.yaml"
-
 
 PRICES_KEYS = ("currency", "per", "models")
 DEFAULT_PER = 1_000_000  # prices are per million tokens unless `per` says otherwise
@@ -113,9 +112,6 @@ def _bytes_json(data: bytes | None) -> Any:
         return None
 
 
-_num = token_count
-
-
 def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, read_traces: bool = True,
               judge_model: str | None = None) -> dict:
     """One case's row. `case`: a casestore.CaseRecord (or an older run's case dir path); `verdict`
@@ -139,6 +135,7 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
         "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
         "model_latency_ms": round(sum(c["duration_ms"] for c in calls if isinstance(c.get("duration_ms"), (int, float))), 3),
         "calls_without_usage": sum(1 for c in calls if "input_tokens" not in c and "output_tokens" not in c),
+        "calls_partial_usage": sum(1 for c in calls if ("input_tokens" in c) != ("output_tokens" in c)),
         "unpriced_models": [], "cost": None, "judge": judge_row(verdict, prices, judge_model),
     }
     if not trajs or prices is None:
@@ -152,8 +149,8 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
             continue
         cost += _num(c.get("input_tokens")) * p["input"] + _num(c.get("output_tokens")) * p["output"]
     row["unpriced_models"] = sorted(unpriced)
-    # a model call without token usage has an unknown cost: the case's cost is unknown, never 0
-    row["cost"] = None if unpriced or row["calls_without_usage"] else round(cost, 8)
+    # a model call without token usage, or with one side of it only, has an unknown cost: never 0
+    row["cost"] = None if unpriced or row["calls_without_usage"] or row["calls_partial_usage"] else round(cost, 8)
     return row
 
 
@@ -221,7 +218,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
     k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
     priced = [r["cost"] for r in traced if r["cost"] is not None]
-    no_usage = sum(r["calls_without_usage"] for r in traced)
+    no_usage, partial = (sum(r[k] for r in traced) for k in ("calls_without_usage", "calls_partial_usage"))
     calls = sum(r["model_calls"] for r in traced)
     no_call = sum(1 for r in traced if not r["model_calls"])   # priced at 0: said beside the budget
     capability = _capability(manifest)
@@ -233,12 +230,13 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         "output_tokens": sum(r["output_tokens"] for r in traced),
         "model_calls": sum(r["model_calls"] for r in traced),
         "cost": None,
-        "complete": bool(prices is not None and traced and len(priced) == len(traced) and calls and not no_usage),
+        "complete": bool(prices is not None and traced and len(priced) == len(traced) and calls and not no_usage
+                         and not partial),
         "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
-        "calls_without_usage": no_usage, "cases_without_model_call": no_call,
+        "calls_without_usage": no_usage, "calls_partial_usage": partial, "cases_without_model_call": no_call,
         # why the total is not the run's cost, in words (None when it is): wave 4 §1
         "incomplete_reason": _incomplete_reason(traced, unpriced, no_usage, calls,
-                                                (prices or {}).get("per_token") or {}),
+                                                (prices or {}).get("per_token") or {}, partial),
         "latency_ms": _stats([ms for _c, ms in latencies if ms is not None]),
         "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
         "k": k,
@@ -274,12 +272,15 @@ def _near_price(model: str, priced: Iterable[str]) -> str:
 
 
 def _incomplete_reason(traced: list[dict], unpriced: list[str], no_usage: int, calls: int,
-                       priced: dict | None = None) -> str | None:
+                       priced: dict | None = None, partial: int = 0) -> str | None:
     if not traced:
         return None
     parts = []
     if no_usage:
         parts.append(f"{no_usage} of {calls} model call(s) reported no token usage (their cost is unknown, not 0)")
+    if partial:   # an output side dropped from the span is not 0 output tokens
+        parts.append(f"{partial} of {calls} model call(s) reported input or output tokens but not both (the missing "
+                     "side's cost is unknown, not 0)")
     if unpriced:
         parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0"
                      + "".join(_near_price(m, priced or {}) for m in unpriced))

@@ -532,7 +532,7 @@
       box.append(svg("polygon", {points: up.concat(down).join(" "), class: "band"}));
     }
     box.append(svg("polyline", {points: pts.map(p => x(p.i) + "," + y(p.y)).join(" "), class: "line"}));
-    for (const p of pts) box.append(svg("circle", {cx: x(p.i), cy: y(p.y), r: 3.5, class: "pt" + (p.r.gating_failures ? " bad" : "")}, svg("title", {}, p.r.run_id + ": " + fmt(p.y) + (p.b ? " [" + fmt(p.b[0]) + ", " + fmt(p.b[1]) + "]" : ""))));
+    for (const p of pts) box.append(svg("circle", {cx: x(p.i), cy: y(p.y), r: 3.5, class: "pt" + ((p.r.gate ? p.r.gate === "closed" : p.r.gating_failures) ? " bad" : "")}, svg("title", {}, p.r.run_id + ": " + fmt(p.y) + (p.b ? " [" + fmt(p.b[0]) + ", " + fmt(p.b[1]) + "]" : ""))));
     const last = pts[pts.length - 1];
     box.append(svg("text", {x: W - R, y: 14, class: "last", "text-anchor": "end"}, "last " + fmt(last.y)));
     return box;
@@ -543,10 +543,10 @@
       if (h.error) return [el("h1", {}, "History"), el("p", {}, h.error)];
       const series = (h.series || []).map(s => {
         const runs = s.runs || [];
-        const cur = (runs.find(r => r.currency) || {}).currency || "";
+        const curs = [...new Set(runs.map(r => r.currency).filter(Boolean))], cur = curs.length > 1 ? "mixed: " + curs.join(", ") : curs[0] || "";
         const rows = runs.slice().reverse().map(r => el("tr", {}, el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)),
           el("td", {}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""), el("td", {}, r.gating_failures),
-          el("td", {}, money(r.cost_per_case, cur)), el("td", {}, ms(r.p95_latency_ms)), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
+          el("td", {}, money(r.cost_per_case, r.currency)), el("td", {}, ms(r.p95_latency_ms)), el("td", {class: "gate"}, r.gate === "closed" ? "gate closed: " + (r.gate_reasons || [])[0] : r.gate === "open" ? "gate open" : ""), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
         const changed = s.changed || [], flaky = s.flaky || [];
         return el("section", {class: "series"}, el("h2", {}, s.name), s.started_by ? el("p", {class: "note"}, "new series: " + s.started_by) : null,
           el("div", {class: "charts"}, chart("pass rate (95 % Wilson band)", runs, r => r.pass_rate, r => r.interval, pct, "rate"),
@@ -558,7 +558,7 @@
             changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
             el("h3", {}, "Flaky (flipped back and forth): " + flaky.length),
             flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
-          folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", "cost per case", "p95 latency", ""].map(t => el("th", {}, t))), rows)));
+          folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", "cost per case", "p95 latency", "gate", ""].map(t => el("th", {}, t))), rows)));
       });
       return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + (h.excluded_runs || []).length),
         series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + f.flips + " flips)")))];
