@@ -43,3 +43,13 @@ def test_unknown_key_is_pointed_at_its_own_line():
     assert "x.yaml:6: execution: unknown key(s) 'retries'" in msg
     assert "Fix the YAML" in msg
     assert e.value.fields["violations"][0]["line"] == 6
+
+
+def test_a_yaml_exponent_read_as_text_says_how_to_write_it():
+    """YAML 1.1 reads `1e-3` (no dot) as a string: the type error says so and how to write the number."""
+    from assay.schemas import iter_errors
+    errs = {e["key"]: e["message"] for e in iter_errors({"budgets": {"max_cost_per_case": "1e-3"}}, "profile")}
+    msg = errs["budgets.max_cost_per_case"]
+    assert "is not of type 'number'" in msg and "YAML reads 1e-3 as text" in msg and "1.0e-3" in msg, msg
+    errs = {e["key"]: e["message"] for e in iter_errors({"budgets": {"max_cost_per_case": "cheap"}}, "profile")}
+    assert "YAML reads" not in errs["budgets.max_cost_per_case"]   # other text: the plain message

@@ -116,12 +116,24 @@ def _plain(err: Any) -> str:
             msg += f" (write the variable as ${{{bare.group(1)}}})"
         elif bare and err.schema["pattern"] == _NAME_ONLY:
             msg += f" (the variable's name only: {bare.group(1)})"
+    if err.validator == "type" and isinstance(err.instance, str) and _YAML_TEXT_NUMBER.fullmatch(err.instance.strip()):
+        types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        if "number" in types or "integer" in types:   # YAML 1.1 reads 1e-3 (no dot) as text
+            msg += f" (YAML reads {err.instance.strip()} as text: write it with a dot, {_with_dot(err.instance)}, or as a decimal)"
     if err.validator == "enum" and isinstance(err.instance, str) and isinstance(err.validator_value, list):
         hint = did_you_mean(err.instance, [v for v in err.validator_value if isinstance(v, str)])
         msg += f" ({hint[2:]})" if hint else ""
     if len(msg) > 300:
         msg = msg[:300] + "…"
     return msg
+
+
+_YAML_TEXT_NUMBER = re.compile(r"[-+]?[0-9]+[eE][-+]?[0-9]+")   # 1e-3: a number to JSON, text to YAML 1.1
+
+
+def _with_dot(text: str) -> str:
+    mantissa, exp = re.split(r"[eE]", text.strip(), maxsplit=1)
+    return f"{mantissa}.0e{exp}"
 
 
 _BARE_VAR = re.compile(r"\$?\{?\s*\$?([A-Za-z_][A-Za-z0-9_]*)\s*\}?")
