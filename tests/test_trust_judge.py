@@ -293,3 +293,46 @@ def test_a_judge_command_that_is_itself_the_script_is_bound_to_its_content(tmp_p
         g = run_script("gate", out)
         assert "judged (calibrated, gating)" not in g.stdout, g.stdout
         assert "judged (provisional, never gating): 2 case(s): 2 pass -- tone-v1 provisional again" in g.stdout
+
+
+def test_write_refuses_labels_of_a_judge_script_edited_since_the_labelled_run(tmp_path):
+    """The judge trial: a command judge's run labelled by people, then its script made lazy in place
+    (same judge.yaml, same argv), then score_agreement.py --write. Before: --write bound the sidecar to
+    the lazy script's content (label.py's record kept only provider, model, base_url and argv), so the
+    lazy judge's next run read "calibrated, gating" and passed every case people had failed. Now the
+    run's manifest records the judge identity (scripts by content) and --write refuses, naming the file."""
+    state = tone_state(tmp_path)
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        rude = "rude" in str((req.json or {}).get("message"))
+        return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
+    with FakeApp(handler) as app:
+        _, out = tone_run(state, app, "smoke-20261203T010000Z")
+        assert "strict_judge.py" in json.dumps(json.loads((out / "manifest.yaml").read_text())["judge"]["identity"])
+        lab = run_script("label", out, "-o", tmp_path / "label.html", "--reviewer", "Dana")
+        assert lab.rc == 0, lab.stdout
+        batch = lab.json["batch"]
+        people = {"c-rude0001": "fail", "c-kind0001": "pass"}   # the strict judge agreed with both
+        (state / "annotations" / f"{batch}.jsonl").write_text("".join(
+            json.dumps({"case_id": c, "rubric_id": "tone-v1", "node_id": "polite", "label": lab_, "judge_label": lab_,
+                        "reviewer": "Dana", "ts": "t", "batch": batch}) + "\n" for c, lab_ in people.items()))
+        args = (state / "annotations", "--write", state / "judge" / "calibration.json")
+        before = (state / "judge" / "calibration.json").read_text()
+
+        (state / "strict_judge.py").write_text(LAZY_JUDGE)                 # same judge.yaml, another judge
+        w = run_script("score_agreement", *args)
+        assert w.rc == 2, w.stdout
+        assert f"batch {batch} labelled verdicts of run smoke-20261203T010000Z's judge" in w.json["error"]
+        assert "(the content of strict_judge.py)" in w.json["error"] and "restore judge.yaml and the judge's scripts" \
+            in w.json["error"], w.json["error"]
+        assert (state / "judge" / "calibration.json").read_text() == before   # nothing written
+        _, lazy = tone_run(state, app, "smoke-20261203T020000Z")
+        g = run_script("gate", lazy)
+        assert "judged (calibrated, gating)" not in g.stdout, g.stdout   # before: 2 pass, calibrated and gating
+        assert "tone-v1 provisional again" in g.stdout and "(the content of strict_judge.py)" in g.stdout, g.stdout
+
+        (state / "strict_judge.py").write_text(STRICT_JUDGE)               # the judge people labelled
+        w = run_script("score_agreement", *args)
+        assert w.rc == 0 and w.json["status"] == "calibrated" and w.json["labelled_judge_unchecked"] == [], w.stdout

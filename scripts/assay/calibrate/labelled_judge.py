@@ -43,7 +43,7 @@ def record(state: Path, batch: str, run_dirs: Iterable[Path], items: Iterable[Ma
     None when no run was judged."""
     from ..core.jsonio import read_json
     from ..core.writer import write_json
-    runs = {}
+    runs, identities = {}, {}
     for run in run_dirs:
         try:
             manifest = read_json(Path(run) / "manifest.yaml")
@@ -52,6 +52,8 @@ def record(state: Path, batch: str, run_dirs: Iterable[Path], items: Iterable[Ma
         seen = view(manifest.get("judge")) if isinstance(manifest, dict) else None
         if seen is not None:
             runs[str(manifest.get("run_id") or Path(run).name)] = seen
+            if isinstance(manifest["judge"].get("identity"), dict):   # a run recorded before it: the fields only
+                identities[str(manifest.get("run_id") or Path(run).name)] = manifest["judge"]["identity"]
     if not runs:
         return None
     path = record_path(state, batch)
@@ -60,7 +62,7 @@ def record(state: Path, batch: str, run_dirs: Iterable[Path], items: Iterable[Ma
     for it in items:
         if isinstance(it.get("rubric_id"), str) and isinstance(it.get("node_id"), str) and it.get("criterion"):
             criteria.setdefault(it["rubric_id"], {})[it["node_id"]] = " ".join(str(it["criterion"]).split())
-    write_json(path, {"batch": batch, "runs": runs, "criteria": criteria})
+    write_json(path, {"batch": batch, "runs": runs, "identities": identities, "criteria": criteria})
     return path
 
 
@@ -70,11 +72,15 @@ def _words(v: Mapping[str, Any]) -> str:
 
 
 def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, Any],
-          rubrics_by_pin: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+          rubrics_by_pin: Mapping[str, Mapping[str, Any]] | None = None,
+          identity: Mapping[str, Any] | None = None) -> list[str]:
     """AssayError(2) when a batch's labelled runs were judged by another judge than `config_view`
-    (the judge configured now, as the manifest records it), or a labelled node's criterion is worded
-    otherwise in `rubrics_by_pin` (the rubric files now); the batches not checked otherwise."""
+    (the judge configured now, as the manifest records it) or, when the run recorded its judge's
+    identity (assay.judge.binding: a command's scripts by content, structured output), than `identity`;
+    or a labelled node's criterion is worded otherwise in `rubrics_by_pin` (the rubric files now); the
+    batches not checked otherwise."""
     from ..core.jsonio import read_json
+    from ..judge.binding import describe, identity_changes, identity_sha256
     now = view(dict(config_view, enabled=True))
     unchecked = []
     for batch in sorted({b for b in batches if b}):
@@ -90,6 +96,14 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
                     f"judge/judge.yaml now configures another ({_words(now)}): agreement measured on one judge "
                     "is not another's; run the suite with this judge and label that run (label.py), or restore "
                     "judge.yaml to the judge you labelled, then --write", 2, file="judge/judge.yaml", batch=batch)
+        for run_id, was in (doc.get("identities") or {}).items() if isinstance(doc, dict) else ():
+            if isinstance(was, dict) and identity is not None and identity_sha256(was) != identity_sha256(identity):
+                raise AssayError(
+                    f"--write: batch {batch} labelled verdicts of run {run_id}'s judge ({describe(was)}), and the "
+                    f"judge configured now is another ({'; '.join(identity_changes(was, identity))}): agreement "
+                    "measured on one judge is not another's; run the suite with this judge and label that run "
+                    "(label.py), or restore judge.yaml and the judge's scripts to the judge you labelled, then --write",
+                    2, file="judge/judge.yaml", batch=batch)
         for pin, nodes in (doc.get("criteria") or {}).items() if isinstance(doc, dict) else ():
             rubric = (rubrics_by_pin or {}).get(pin)
             if rubric is None or not isinstance(nodes, dict):

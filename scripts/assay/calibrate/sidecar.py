@@ -81,9 +81,10 @@ def bind(sidecar: dict[str, Any], state: Path, batches: Any = ()) -> dict[str, A
                          "calibrated (the one whose verdicts you labelled); add judge/judge.yaml, or pass "
                          "--state-dir for the state dir that has it", 2, file=JUDGE_CONFIG)
     by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
+    identity = judge_identity(effective(config), state)
     sidecar["unchecked"] = check(state, batches, dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION),
-                                 by_pin)
-    sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, judge_identity(effective(config), state))
+                                 by_pin, identity)
+    sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, identity)
     return sidecar
 
 

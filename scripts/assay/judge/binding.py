@@ -101,8 +101,8 @@ def describe(identity: Mapping[str, Any] | None) -> str:
     return f"{judges}, prompt v{identity.get('prompt_version')}"
 
 
-def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Which parts of the identity differ, in words."""
+def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Which parts of the identity differ, in words (a sidecar's judge, or a labelled run's, against now)."""
     out = []
     if old.get("prompt_version") != new.get("prompt_version"):
         out.append(f"prompt version {old.get('prompt_version')} -> {new.get('prompt_version')}")
@@ -183,7 +183,7 @@ def binding_problem(sidecar: Mapping[str, Any], entry: Mapping[str, Any], pin: s
     if judge["sha256"] != identity_sha256(identity):
         old = judge.get("identity") if isinstance(judge.get("identity"), Mapping) else {}
         return (f"{pin} provisional again: calibrated with {describe(old)}; the judge is now {describe(identity)} "
-                f"({'; '.join(_changes(old, identity))}): label this judge's verdicts and score_agreement.py --write")
+                f"({'; '.join(identity_changes(old, identity))}): label this judge's verdicts and score_agreement.py --write")
     want = entry.get("rubric_sha256")
     if not isinstance(want, str):
         return f"{pin} provisional again: judge/calibration.json records no content hash for it; {REWRITE}"

@@ -104,7 +104,8 @@ class JudgeRuntime:
 
     def manifest(self) -> dict[str, Any]:
         pins = sorted({r["pin"] for r in self.rubrics.values()})
-        return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION, probe=self.probe,
+        # identity: what the verdicts are of, the scripts' content too (label.py keeps it; --write checks it)
+        return dict(self.recorded, enabled=True, prompt_version=PROMPT_VERSION, probe=self.probe, identity=self.identity,
                     pairwise_baseline=getattr(self.baseline, "run_id", None),
                     rubrics={p: {"calibrated": self.calibration(p)[0], "why_provisional": self.calibration(p)[1],
                                  "calibrated_below_defaults": (lowered_floors(self.sidecar, p)
