@@ -135,8 +135,8 @@ class ReplayInvoker:
                     f"cannot be shown to be run {source}'s: replay the cache (--replay {self.cache.root}), or record "
                     "again with --record")
         return (f"{where}: the cache's answer was recorded by run {by} (at {doc.get('recorded_at')}), not by run "
-                f"{source}: a later recording of the same request replaced it; replay run {by} or the cache "
-                f"(--replay {self.cache.root}), or record again with --record")
+                f"{source} (the cache keeps one answer per request: the last recording of it, by any run); replay "
+                f"run {by} or the cache (--replay {self.cache.root}), or record again with --record")
 
     def _miss(self, st: _CaseState, position: int, wire: ReplayWire) -> str:
         where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
