@@ -30,9 +30,12 @@ def from_args(plan: Mapping[str, Any], state: Any, *, record: bool, replay: str 
         cache, source = resolve(replay, state, app_name(plan))
         if live is not None:
             source = dict(source, live_cases=len(live))
-        return ReplaySession(cache, app="replay", calls="cache", source=source, live_cases=frozenset(live or ()))
+        return ReplaySession(cache, app="replay", calls="cache", source=source, live_cases=frozenset(live or ()),
+                             run_id=plan.get("run_id"),
+                             source_run=str(source["run_id"]) if source.get("source") == "run" else None)
     if record:
-        return ReplaySession(Cache(cache_dir(state)), app="record", calls="cache" if judge_cache else "record")
+        return ReplaySession(Cache(cache_dir(state)), app="record", calls="cache" if judge_cache else "record",
+                             run_id=plan.get("run_id"))
     return ReplaySession(Cache(cache_dir(state)), app=None, calls="cache")
 
 

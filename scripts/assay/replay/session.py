@@ -34,6 +34,10 @@ class ReplaySession:
     source: dict[str, Any] | None = None   # the manifest's `replayed_from` (app == "replay")
     # make_plan.py --changed-since: these cases are sent to the app (and recorded) during a replay
     live_cases: frozenset = frozenset()
+    run_id: str | None = None           # this run: what it records (--record, a live case) carries it
+    # --replay RUN_DIR (or a --changed-since plan): only that run's own recordings answer; an entry
+    # another run wrote over it since (the cache is keyed by request, shared by every run) is a miss
+    source_run: str | None = None
     counts: Counter = field(default_factory=Counter)
     _ordinals: Counter = field(default_factory=Counter, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

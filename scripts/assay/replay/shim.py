@@ -87,13 +87,17 @@ class ReplayInvoker:
             if doc is None:
                 self.session.count("app_misses")
                 raise ReplayMiss(self._miss(st, position, wire))
+            overwritten = self._not_the_source_runs(doc, position, wire)
+            if overwritten:
+                self.session.count("app_misses")
+                raise ReplayMiss(overwritten)
             self.session.count("app_hits")
             out = outcome_from(doc["response"])
             out._replay = {"replayed": True, "trace": doc.get("trace")}
             return out
         out = self.inner.send(wire.inner)
-        entry = {"key": key, "case_id": wire.case_id, "position": position, "turn": wire.turn,
-                 "request": wire.request, "response": outcome_doc(out), "recorded_at": utc_now_iso()}
+        entry = {"key": key, "run_id": self.session.run_id, "case_id": wire.case_id, "position": position,
+                 "turn": wire.turn, "request": wire.request, "response": outcome_doc(out), "recorded_at": utc_now_iso()}
         st.pending.append(entry)
         out._replay = entry
         return out
@@ -114,6 +118,26 @@ class ReplayInvoker:
             inner_finish(case_id, passed)
 
     # ---- a miss, explained ---------------------------------------------------------
+    def _not_the_source_runs(self, doc: Mapping[str, Any], position: int, wire: ReplayWire) -> str | None:
+        """--replay RUN_DIR: why this cache entry is not that run's answer (None when it is). The cache
+        is keyed by request and shared by every run of the state dir, so a later --record (another app
+        build, or a --changed-since run's live case) writes over the same key: answering with it would
+        say "replayed from run X" while scoring another run's answer."""
+        source = self.session.source_run
+        if source is None or doc.get("run_id") == source:
+            return None
+        where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
+        if wire.turn and wire.turn > 1:
+            where += f" (turn {wire.turn})"
+        by = doc.get("run_id")
+        if not by:
+            return (f"{where}: the cache's answer names no recording run (recorded at {doc.get('recorded_at')}), so it "
+                    f"cannot be shown to be run {source}'s: replay the cache (--replay {self.cache.root}), or record "
+                    "again with --record")
+        return (f"{where}: the cache's answer was recorded by run {by} (at {doc.get('recorded_at')}), not by run "
+                f"{source} (the cache keeps one answer per request: the last recording of it, by any run); replay "
+                f"run {by} or the cache (--replay {self.cache.root}), or record again with --record")
+
     def _miss(self, st: _CaseState, position: int, wire: ReplayWire) -> str:
         where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
         if wire.turn and wire.turn > 1:

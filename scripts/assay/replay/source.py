@@ -36,6 +36,14 @@ def resolve(source: str, state: Any, app: str | None = None) -> tuple[Cache, dic
         except (OSError, ValueError) as exc:
             raise AssayError(f"--replay {source}: its manifest.yaml is unreadable ({exc})", 2, key="--replay") from None
         rec = manifest.get("replay") if isinstance(manifest, dict) else None
+        if isinstance(rec, dict) and rec.get("app") == "replay":
+            was = manifest.get("replayed_from") if isinstance(manifest.get("replayed_from"), dict) else {}
+            origin = (f"run {was['run_id']} ({was.get('run_dir')})" if was.get("source") == "run" and was.get("run_id")
+                      else f"the cache {was.get('cache') or rec.get('cache')}")
+            raise AssayError(f"--replay {source}: run {manifest.get('run_id')} was itself a replay of {origin}, not a "
+                             "recording; replay that source instead (a --changed-since run's live cases are in the "
+                             "cache: --replay <state>/cache), or record a run with run_cases.py --record", 2,
+                             key="--replay")
         if not isinstance(rec, dict) or rec.get("app") != "record" or not rec.get("cache"):
             raise AssayError(f"--replay {source}: run {manifest.get('run_id')} was not recorded (its manifest has no "
                              "replay.app: record); record a run with run_cases.py --record, then replay that run "
