@@ -135,6 +135,10 @@ def test_an_unchanged_suite_rescores_to_the_live_verdicts(tmp_path):
     g = run_script("gate", again)
     assert g.rc == 0, g.stdout   # the uuid in the body and the X-Tenant header are no change
     assert "3 pass, 0 fail" in g.stdout, g.stdout
+    # a rescored PASS never reads as a live one: the gate's first line says where its answers came from
+    assert g.stdout.splitlines()[0].endswith("[RESCORED from run smoke-20261205T000000Z: its stored answers scored "
+                                             "again, the app was not called]"), g.stdout
+    assert "RESCORED from run smoke-20261205T000000Z" in run_script("gate", again, "--json").json["replayed"]
 
 
 def test_an_input_edited_after_the_run_is_a_replay_miss_never_the_old_answers_pass(tmp_path):

@@ -92,10 +92,14 @@ def _not_measured(run_dir: Path, results: dict, kind: str, words: str) -> str | 
 
 
 def replayed_phrase(run_dir: Path) -> str | None:
-    """`REPLAYED from ...: the app was not called` for a run_cases.py --replay run, else None, so a
-    replayed run never reads as a live one."""
+    """`REPLAYED from ...: the app was not called` for a run_cases.py --replay run, `RESCORED from run
+    ...` for a rescore.py run, else None, so neither ever reads as a live one."""
     manifest = try_json_head(run_dir / "manifest.yaml")
     src = manifest.get("replayed_from") if isinstance(manifest, dict) else None
+    extra = manifest.get("manifest_extra") if isinstance(manifest, dict) else None
+    rescored = extra.get("rescored_from") if isinstance(extra, dict) else None
+    if not isinstance(src, dict) and isinstance(rescored, dict):
+        return f"RESCORED from run {rescored.get('run_id')}: its stored answers scored again, the app was not called"
     if not isinstance(src, dict):
         return None
     where = f"run {src.get('run_id')}" if src.get("source") == "run" else f"the cache {src.get('cache')}"
