@@ -157,6 +157,13 @@ def test_a_run_of_another_app_is_no_source(state, tmp_path):
     assert r.rc == 2 and "recorded app 'helpdesk', and this plan is of app 'otherchat'" in r.stdout, r.stdout
     same, _ = go(state, plan, "--replay", str(rec_out), run_id="smoke-20261129T101700Z")
     assert same.rc == 0, same.stdout
+    # make_plan.py --changed-since that run refuses it at plan time, before a run is started
+    from assay.core.errors import AssayError
+    from assay.suite.changed_since import changed_since
+    with pytest.raises(AssayError) as err:
+        changed_since(other, rec_out)
+    assert err.value.code == 2 and "recorded app 'helpdesk', and this plan is of app 'otherchat'" in err.value.message
+    assert changed_since(plan, rec_out)["changed_since"] == rec_out.name
 
 
 class Memory:

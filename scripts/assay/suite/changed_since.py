@@ -25,6 +25,13 @@ def changed_since(plan: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     if not isinstance(rec, dict) or rec.get("app") != "record":
         raise AssayError(f"--changed-since {run_dir}: run {manifest.get('run_id')} was not recorded, so nothing of it "
                          "can be replayed; record one with run_cases.py --record", 2, key="--changed-since")
+    from ..replay.source import app_name
+    recorded, app = app_name(manifest), app_name(plan)
+    if app and recorded and recorded != app:   # the runner refuses it too: say so at plan time
+        raise AssayError(f"--changed-since {run_dir}: run {manifest.get('run_id')} recorded app {recorded!r}, and this "
+                         f"plan is of app {app!r} (adapter.yaml app.name): a recording answers only for the app it "
+                         "recorded; pass a recorded run of this app, or plan without --changed-since (all live)", 2,
+                         key="--changed-since")
     before = {row.get("id"): row.get("case_sha256") for row in manifest.get("cases") or [] if isinstance(row, dict)}
     now = suite_version(plan)["cases"]
     live = sorted(cid for cid, sha in now.items()
