@@ -1,6 +1,7 @@
 """Gate close reasons about whether the run can be trusted at all (issue 24 §A): a plan made with
 `--allow-invalid`, a shard's slice gated as if it were the run, a holdout past its look budget,
-called tools the adapter does not declare, and a declared route path no answer held.
+called tools the adapter does not declare, a declared route path no answer held, and cases scored on
+part of their trace (spans that arrived after it was read as complete).
 
 Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
 returns what the gate prints; gate.py only strings them together. Pure reads, no recounting.
@@ -108,6 +109,24 @@ def undeclared_tools(summary: dict) -> tuple[list[str], str | None]:
     return [], (text.replace("; declare", f" ({checked} with tool or authz checks, now unscored); declare", 1))
 
 
+# ---------------------------------------------------------------- spans that came after their case was scored
+def late_spans_reason(results: dict) -> str | None:
+    """results.json `late_spans` (the runner's end-of-run look at every trace it read as complete):
+    those cases' trace layers were decided on part of the trace, so a pass there proves nothing."""
+    block = results.get("late_spans")
+    if block is None:
+        return None
+    rows = block.get("cases") if isinstance(block, dict) and isinstance(block.get("cases"), list) else None
+    if not rows:
+        return "results.json late_spans is malformed (no list of cases): the run cannot be trusted"
+    named = [f"{r.get('case_id') or 'a holdout case'} ({r.get('spans_scored')} of {r.get('spans_seen')} spans)"
+             for r in rows[:MAX_NAMED] if isinstance(r, dict)]
+    more = f" and {len(rows) - MAX_NAMED} more" if len(rows) > MAX_NAMED else ""
+    return (f"{len(rows)} case(s) were scored on part of their trace: more of its spans arrived after it was "
+            f"read as complete, so a tool call in them (a forbidden tool, a loop, the arguments) went unchecked: "
+            f"{', '.join(named)}{more}; {block.get('fix') or 'fix the trace completeness settings'}, then re-run")
+
+
 # ---------------------------------------------------------------- route_from_response absent in every answer
 def route_source_reason(summary: dict) -> str | None:
     """A declared route_from_response path that no answer held (summary.route_from_response) is a
@@ -155,5 +174,5 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     info += [line for line in (route_source_line(summary),) if line]
     info += lowered_floor_lines(run_dir)
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
-                         route_source_reason(summary)) if r]
+                         route_source_reason(summary), late_spans_reason(results)) if r]
     return head, info, close

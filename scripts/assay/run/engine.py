@@ -26,6 +26,7 @@ from ..rundir.completeness import check_run_dir
 from .journal_repair import keep_only
 from ..stats.counts import summarize
 from ..score.tool_names import declared_tools
+from ..traces.collect import note_late_spans
 from .layers import ScoreContext
 from .canary import failed_canary_lines
 from .progress import Progress
@@ -361,6 +362,7 @@ class Run:
         records = self.derived.ordered()
         final_status = "ok" if self.status == "running" else self.status
         self.journal.close()
+        note_late_spans(self.s.trace, self.derived.extra, self.runlog)   # spans after their case was scored
         reports = self._write_reports(records)
         self.derived.refresh(status="running")
         # Each finished case's record is the one this process wrote as its journal line (or read
@@ -374,8 +376,7 @@ class Run:
         code = exit_code_for(final_status, problems, summary_errors, setup_error)
         self.derived.refresh(status=status, missing=problems, exit_code=code, finished_at=utc_now_iso(),
                              results_only=True)
-        # In flight and rate limiting go to run.log, not results.json: they depend on timing,
-        # and results.json stays the same for the same answers, latencies apart (resume, shards, determinism).
+        # In flight, rate limiting: run.log, not results.json (timing; results.json stays the same for the same answers)
         self.runlog.event("throughput", **self.slots.summary())
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()

@@ -110,7 +110,8 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
         return collect_case_trace(w.trace, {"sent_trace_id": sent_trace_id,
                                             "sent_traceparent": trace_headers.get("traceparent"),
                                             "response_json": final.body_json, "function_trace_id": final.trace_id,
-                                            "agent": final.agent})
+                                            "agent": final.agent,   # a holdout case is never named (its id is sealed)
+                                            "case_id": None if "holdout" in (case.get("split") or []) else case.get("id")})
     if getattr(final, "_replay", None) is None:   # no --record / --replay: the trace source's
         got = collect()
     else:   # --replay: the recorded trace (the shim was loaded with the run's replay session at pre-flight)

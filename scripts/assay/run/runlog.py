@@ -20,7 +20,7 @@ from ..core.ids import utc_now_iso
 # json.dumps(row, sort_keys=True, ensure_ascii=False, default=str), its encoder built once (two events a case)
 _ROW = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
-EVENTS = ("preflight", "order", "case_start", "case_done", "retry", "concurrency", "throughput", "abort", "finalize")
+EVENTS = ("preflight", "order", "case_start", "case_done", "retry", "concurrency", "throughput", "abort", "late_spans", "finalize")
 
 
 def case_ref(case: Mapping[str, Any], index: int) -> dict[str, Any]:

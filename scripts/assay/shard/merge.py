@@ -39,6 +39,7 @@ from ..core.jsonio import atomic_write_json, atomic_write_text, read_json
 from ..core.vocab import FAIL
 from ..plan.shards import is_canary, shard_cases
 from ..rundir import derived
+from ..traces.collect import LATE_SPANS_FIX
 from ..run import holdout_ledger
 from ..run import preflight
 from ..run import run_paths
@@ -343,6 +344,10 @@ def _build(plan: dict, shards: list[ShardRun], manifest: dict, baseline: dict | 
     final = {"ts": finished, "event": "finalize", "status": status, "exit_code": code, "missing_artifacts": 0,
              "merged_from": merged_from}
     atomic_write_text(tmp / "run.log", _runlog_text(plan, shards, final))
+    late = [r for sh in shards for r in ((sh.results.get("late_spans") or {}).get("cases") or [])]
+    if late:   # a shard's cases scored on part of their trace stay named in the merged run (the gate closes)
+        files.extra["late_spans"] = {"cases": sorted(late, key=lambda r: (str(r.get("case_id")), str(r.get("trace_id")))),
+                                     "fix": LATE_SPANS_FIX}
     files.refresh(status="running")
     known = {r["case_id"]: r for r in records}
     problems, _, _ = check_run_dir(tmp, status=status, schemas=False, known=known)

@@ -39,6 +39,7 @@ class TraceConfig:
     correlation: str | None = None
     response_field: str | None = None
     source_obj: Any = field(default=None, repr=False)
+    scored: dict[str, list] = field(default_factory=dict, repr=False)   # trace id -> the case ids read with it
 
     def manifest(self) -> dict[str, Any]:
         out = {"collected": self.collected, "reason": self.reason, "source": self.source,
@@ -162,5 +163,35 @@ def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> C
     parent = sent[1] if sent and sent[0] == trace_id else None
     outcome = config.source_obj.collect(trace_id, parent_span_id=parent)
     if outcome.status == "ok" and outcome.trajectory is not None:
+        config.scored.setdefault(trace_id, []).append(request_ctx.get("case_id"))
         return CaseTrace(COMPLETE, outcome.trajectory, outcome.trace_doc, None, trace_id, corr)
     return CaseTrace(INCOMPLETE, None, None, outcome.reason or "trace incomplete", trace_id, corr)
+
+
+LATE_SPANS_FIX = ("raise traces.completeness.quiescence_ms above the app's export batch delay "
+                  "(OTEL_BSP_SCHEDULE_DELAY, default 5000 ms), and wrap each request in one span")
+
+
+def late_spans_block(config: TraceConfig) -> dict[str, Any] | None:
+    """results.json `late_spans`: the cases scored on part of their trace, because more of its spans
+    arrived after it was read as complete (a second root span, a late export batch). Their trace
+    layers (a forbidden tool, a loop, the arguments) may have missed the calls that came late. A trace
+    id read by several turns (one trace per session) is left to the same-trace rule. None when none."""
+    late = getattr(config.source_obj, "late_spans", None)
+    if not config.collected or not callable(late):
+        return None
+    rows = [{"case_id": ids[0], "trace_id": tid, "spans_scored": n, "spans_seen": seen}   # a holdout case: None
+            for tid, (n, seen) in late().items()
+            for ids in [config.scored.get(tid) or [None]] if len(ids) == 1]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (str(r["case_id"]), r["trace_id"]))
+    return {"cases": rows, "fix": LATE_SPANS_FIX}
+
+
+def note_late_spans(config: TraceConfig, extra: dict[str, Any], runlog: Any) -> None:
+    """At the end of a run: record `late_spans_block` in results.json (`extra`) and run.log."""
+    late = late_spans_block(config)
+    if late:
+        extra["late_spans"] = late
+        runlog.event("late_spans", cases=[r["case_id"] for r in late["cases"]])

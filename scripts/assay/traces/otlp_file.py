@@ -89,6 +89,8 @@ class OtlpFileSource:
         self.max_wait_s = max(0.0, float(max_wait_s))
         self.poll_interval_s = poll_interval_s or max(0.005, min(0.1, self.quiescence_s / 4 or 0.01))
         self._lock = threading.Lock()
+        self._scored: dict[str, int] = {}   # trace id -> its span count when it was read as complete
+        self._last_scored = 0.0
         self._reset()
 
     def setup_problem(self) -> str | None:
@@ -255,6 +257,19 @@ class OtlpFileSource:
                             triples.append(triple)
         return triples
 
+    def late_spans(self) -> dict[str, tuple[int, int]]:
+        """Traces read as complete that got more spans afterwards: {trace id: (spans scored, spans
+        now)}. Waits until `quiescence_ms` has passed since the last trace was read (a batch still
+        on its way for the last case gets the same time every other case's had), then polls."""
+        with self._lock:
+            wait = self._last_scored + self.quiescence_s - time.monotonic() if self._scored else 0.0
+        if wait > 0:
+            time.sleep(wait)
+        self.poll()
+        with self._lock:
+            return {tid: (n, self._index[tid].count) for tid, n in self._scored.items()
+                    if tid in self._index and self._index[tid].count > n}
+
     def collect(self, trace_id: str, *, parent_span_id: str | None = None) -> TraceOutcome:
         """Wait for the trace to complete, then normalize it.
 
@@ -286,6 +301,8 @@ class OtlpFileSource:
                 normalized = normalize_flat(flat, wanted, spans_in_file=self.spans_in_file,
                                             parent_span_id=parent_span_id, convention=self.convention)
                 if roots and all(r["end_ns"] for r in roots) and normalized["status"] == OK:
+                    with self._lock:
+                        self._scored[wanted], self._last_scored = count, time.monotonic()
                     return TraceOutcome(OK, normalized["trajectory"], trace_doc(triples),
                                         checks=normalized["checks"], waited_ms=(now - started) * 1000)
             if now >= deadline:
