@@ -89,11 +89,12 @@ def runner_on_a_slow_case(tmp_path):
 
 
 def test_draft_report_on_a_killed_run_names_resume_not_waiting(tmp_path):
-    with runner_on_a_slow_case(tmp_path) as (state, plan, out, proc, _):
+    with runner_on_a_slow_case(tmp_path) as (state, plan, out, proc, release):
         r = run_script("draft_report", out)
         assert r.rc == 2 and "the run is still running" in r.json["error"], r.stdout
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=WAIT_S)
+        release.set()   # the app answers the slow case again (the resume below sends it)
         r = run_script("draft_report", out)
         assert r.rc == 2, r.stdout
         err = r.json["error"]
