@@ -477,3 +477,48 @@ def test_an_answer_entry_finding_names_the_entrys_own_line(tmp_path):
     out = lint_suite({"cases": [case], "sources": {"c-base": "datasets/c-x.yaml"}, "unnamed_sources": []}, matrix=MATRIX)
     bad = [f for f in out["findings"] if f["code"] == "bad_messages"][0]
     assert "input.turn is not an input key; did you mean 'turns'?" in bad["message"] and bad["key"] == "input.turn"
+
+
+CONV_HEAD = ("id: {cid}\nunit: invoices\nsplit: [full, smoke]\ncategory: multistep\ntest_type: MFT\n"
+             "template_id: null\nreview: {{status: accepted, by: Dana Reviewer}}\ninput:\n")   # input: is line 8
+
+
+def test_conversation_findings_name_the_line_of_the_turn_they_are_about(tmp_path):
+    # before: a finding on a conversation's turn named line 1 (the id) or the `input:` line: a typo in a
+    # checkpoint's expect (`input.turns[0].expect.rout`), an expect on the last turn, a turn without user
+    # text, turns beside messages, an echo in the final expect; each now names the line it is about
+    cases = {
+        "c-typo": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n      expect:\n        rout: invoices\n"
+                  "    - user: refund it\nexpect: {route: invoices}\n",
+        "c-last": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n    - user: refund it\n"
+                  "      expect: {route: invoices}\nexpect: {route: invoices}\n",
+        "c-noone": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n    - assistant: INV-0001\n"
+                   "    - user: refund it\nexpect: {route: invoices}\n",
+        "c-mixed": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n    - user: refund it\n"
+                   "  messages: [{role: user, content: hi}]\nexpect: {route: invoices}\n",
+        "c-echo": CONV_HEAD + "  turns:\n    - user: my invoice is INV-0042\n    - user: what is it?\n"
+                  "expect:\n  route: invoices\n  answer:\n    must_contain:\n      - INV-0042\n",
+        "c-nullexp": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n      expect:\n"
+                     "    - user: refund it\nexpect: {route: invoices}\n",
+    }
+    cases = {cid: text.replace("{cid}", cid).replace("{{", "{").replace("}}", "}") for cid, text in cases.items()}
+    state = make_state(tmp_path, cases=cases, dataset=None)
+    work = convert(state)
+    r = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json",
+                   "--adapter", work / "adapter.json")
+    got = {(f["case_id"], f["code"]): f.get("line") for f in r.json["findings"] if f["case_id"]}
+    assert got[("c-typo", "unknown_expect_key")] == 12, got       # `rout:` under turn 1's expect
+    assert got[("c-last", "final_turn_expect")] == 12, got        # the last turn's `expect:`
+    assert got[("c-noone", "bad_turn")] == 11, got                # `- assistant: INV-0001`
+    assert got[("c-mixed", "turns_and_messages")] == 12, got      # `messages:`
+    assert got[("c-echo", "echo_assertion")] == 16, got           # `- INV-0042` in the final expect
+    assert got[("c-nullexp", "bad_expect_shape")] == 11, got      # turn 1's empty `expect:`
+    # make_plan names the same lines when it refuses the suite
+    plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                      "-o", work / "plan.json")
+    assert plan.rc == 2
+    for where in ("datasets/c-typo.yaml:12: c-typo [unknown_expect_key]",
+                  "datasets/c-last.yaml:12: c-last [final_turn_expect]",
+                  "datasets/c-noone.yaml:11: c-noone [bad_turn]",
+                  "datasets/c-nullexp.yaml:11: c-nullexp [bad_expect_shape]"):
+        assert where in plan.json["error"], plan.json["error"]

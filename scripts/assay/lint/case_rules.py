@@ -187,7 +187,7 @@ def _input(case: dict[str, Any], report: Report) -> None:
     has_turns, has_messages = "turns" in inp, "messages" in inp
     if has_turns and has_messages:
         report("turns_and_messages", "input has both turns and messages; a case is single-turn (messages) or "
-               "a conversation (turns), not both")
+               "a conversation (turns), not both", key="input.messages")
     if "every_turn" in inp and not has_turns:
         report("every_turn_without_turns", "input.every_turn only applies to input.turns")
     for key in sorted(set(inp) - set(INPUT_KEYS)):
@@ -233,17 +233,17 @@ def _messages(messages: Any, report: Report) -> None:
 def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
     turns = inp["turns"]
     if not isinstance(turns, list):
-        report("bad_turns", "input.turns must be a list of {user, expect?}")
+        report("bad_turns", "input.turns must be a list of {user, expect?}", key="input.turns")
         return
     if len(turns) < 2:
         report("single_turn_conversation", f"input.turns has {len(turns)} turn(s); a conversation needs at "
-               "least 2 (use input.messages for one turn)")
+               "least 2 (use input.messages for one turn)", key="input.turns")
     elif len(turns) > LONG_CONVERSATION:
         report("long_conversation", f"input.turns has {len(turns)} turns (over {LONG_CONVERSATION}); long "
                "scripts drift from what the app says, and the runner caps at max_turns (default 12)")
     every = inp.get("every_turn")
     if "every_turn" in inp and not isinstance(every, dict):
-        report("bad_expect_shape", "input.every_turn must be a mapping of checks")
+        report("bad_expect_shape", "input.every_turn must be a mapping of checks", key="input.every_turn")
         every = None
     if isinstance(every, dict):
         check_expect(every, "input.every_turn", report, user_text=user_texts(case))
@@ -255,24 +255,26 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
     for i, turn in enumerate(turns):
         where = f"input.turns[{i}]"
         if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not turn["user"].strip():
-            report("bad_turn", f"{where} must be a mapping with a non-empty `user` string")
+            report("bad_turn", f"{where} must be a mapping with a non-empty `user` string", key=f"input.turns.{i}")
             continue
         for key in sorted(set(turn) - set(TURN_KEYS)):
             if key in RESERVED_TURN_KEYS:
-                report("turn_key_reserved", f"{where}.{key} is reserved: only user turns are scripted")
+                report("turn_key_reserved", f"{where}.{key} is reserved: only user turns are scripted",
+                       key=f"input.turns.{i}.{key}")
             else:
                 report("unknown_turn_key", f"{where}.{key} is not a turn key (user, expect)"
                        f"{did_you_mean(str(key), list(TURN_KEYS))}", key=f"input.turns.{i}.{key}")
         if "expect" in turn:
             if i == len(turns) - 1:
                 report("final_turn_expect", f"{where}.expect is on the last turn; put the final checks in the "
-                       "case's top-level expect")
+                       "case's top-level expect", key=f"input.turns.{i}.expect")
             else:
                 check_expect(turn["expect"], f"{where}.expect", report, user_text=user_texts(case, upto=i))
                 if isinstance(every, dict) and isinstance(turn["expect"], dict):
                     clash = sorted(set(every) & set(turn["expect"]))
                     if clash:
-                        report("every_turn_collision", f"input.every_turn and {where}.expect both set {clash}")
+                        report("every_turn_collision", f"input.every_turn and {where}.expect both set {clash}",
+                               key=f"input.turns.{i}.expect.{clash[0]}")
     split = case.get("split")
     if isinstance(split, list) and "canary" in split:
         report("multi_turn_canary", "a canary must be single-turn: conversations are too variable to detect "

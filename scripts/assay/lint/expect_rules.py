@@ -95,7 +95,7 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
 def check_expect(expect: Any, where: str, report: Report, *, user_text: str = "",
                  id_pattern: str | None = None, id_pattern_known: bool = False) -> None:
     if not isinstance(expect, dict):
-        report("bad_expect_shape", f"{where} must be a mapping of checks (got {type(expect).__name__})")
+        report("bad_expect_shape", f"{where} must be a mapping of checks (got {type(expect).__name__})", key=where)
         return
     for key in sorted(set(expect) - set(EXPECT_KEYS)):
         report("unknown_expect_key", f"{where}.{key} is not an expect key (a typo asserts nothing)"
@@ -255,7 +255,7 @@ def _check_answer(answer: Any, where: str, report: Report, user_text: str) -> No
                 if not entry.startswith("/") and nfc(entry).casefold() in said:
                     report("echo_assertion", f"{where}.must_contain[{i}] {entry!r} is already in the user's "
                            "input: an app that echoes the question passes; assert something only a correct "
-                           "answer contains")
+                           "answer contains", key=_entry_key(f"{where}.must_contain", i))
 
 
 def _check_format(fmt: Any, where: str, report: Report) -> None:

@@ -7,6 +7,7 @@ inputs its by-hand command reads: cases, capability matrix, adapter, dataset man
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ def line_of(state_dir: Path, source: str | None, key: str | None) -> int | None:
         _, lines = load(path, source)
     except (AssayError, OSError, ImportError):
         return None
-    parts = [int(p) if p.isdigit() else p for p in (key or "").split(".") if p]  # list indices are ints
+    dotted = re.sub(r"\[(\d+)\]", r".\1", key or "")   # `input.turns[0].expect.rout` as the message writes it
+    parts = [int(p) if p.isdigit() else p for p in dotted.split(".") if p]  # list indices are ints
     line = lines.line_of(parts) if parts else None
     return line if line is not None else lines.line_of(["id"])
 
