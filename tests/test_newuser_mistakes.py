@@ -191,3 +191,22 @@ def test_a_401_canary_in_a_traced_run_is_named_as_authentication_not_a_missing_t
     v = json.loads((cases_view(state / "reports" / "smoke-20261130T000000Z") / "c-00000001" / "verdict.json").read_text())
     assert v["verdict"] == "fail" and v["layers"]["loops"]["verdict"] == "unscored"
     assert v["layers"]["loops"]["reason"].startswith("no complete trace after HTTP 401 (the http layer failed)")
+
+
+def test_a_misspelt_split_or_category_is_named_at_its_line_with_the_closest_name(tmp_path):
+    # the hand-written-suite trial: `split: [full, smok]` was named at line 1 (the id), with no hint
+    smok = case_yaml("c-00000001").replace("split: [smoke, full]", "split: [full, smok]")
+    bare = case_yaml("c-00000002").replace("split: [smoke, full]", "split: smoke")
+    hapy = case_yaml("c-00000003").replace("category: happy", "category: hapy")
+    state = write_state(tmp_path, {"c-00000001": smok, "c-00000002": bare, "c-00000003": hapy})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "p.json")
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert ("datasets/c-00000001.yaml:3: c-00000001 [bad_split] split ['full', 'smok'] must be a list of full, smoke, "
+            "holdout, canary; did you mean 'smoke'?") in err
+    assert "datasets/c-00000002.yaml:3: c-00000002 [bad_split] split 'smoke' must be" in err
+    assert "; write a list: [smoke]" in err and "did you mean 'smoke'?; write" not in err
+    assert "datasets/c-00000003.yaml:4: c-00000003 [bad_category] category 'hapy'" in err
+    assert "did you mean 'happy'?" in err

@@ -126,8 +126,10 @@ PER_CASE = {
     "string_not_list": (answer(must_contain="120"), answer(must_contain=["120"])),
     "unquoted_bool_or_number": (answer(must_contain=[120, True]), answer(must_contain=["120", "true"])),
     "bad_regex": (answer(must_contain=["/(unclosed/"]), answer(must_contain=["/(closed)/"])),
-    "vacuous_regex": (answer(must_contain=["/(refund)?/"]), answer(must_contain=["/^$/"], must_not_contain=["/.*/"])),
-    "regex_trailing_flags": (answer(must_contain=["/abc/i"]), answer(must_contain=["/(?i)abc/"])),
+    "vacuous_regex": (answer(must_contain=["/(refund)?/", "/.*$/", "/^/"]),
+                      answer(must_contain=["/^$/", "/^refund/"], must_not_contain=["/.*/"])),
+    # a trailing flag is unscorable on every answer (an ERROR); "/usr/bin" is text to the scorer, so not flagged
+    "regex_trailing_flags": (answer(must_not_contain=["/abc/i"]), answer(must_contain=["/(?i)abc/", "/usr/bin"])),
     "catastrophic_regex": (answer(must_contain=["/(a+)+$/"]), answer(must_contain=["/a+$/"])),
     "echo_assertion": (answer(must_contain=["invoice INV-1001"]), answer(must_contain=["120.00"])),
     "unrecognizable_record_ids": (expect(authz={"allowed_record_ids": ["ABC-1"]}),

@@ -101,12 +101,17 @@ def _classification(case: dict[str, Any], ctx: CaseContext, report: Report) -> N
         report("missing_split", f"split is missing or empty, so no mode ever runs this case; add e.g. "
                f"`split: [full]` (names: {', '.join(SPLITS)})")
     elif not isinstance(split, list) or any(s not in SPLITS for s in split):
-        report("bad_split", f"split {split!r} must be a list of {', '.join(SPLITS)}")
+        unknown = [s for s in (split if isinstance(split, list) else [split]) if s not in SPLITS]
+        hint = "".join(did_you_mean(str(s), list(SPLITS)) for s in unknown if isinstance(s, str))
+        wrap = f"; write a list: [{split}]" if isinstance(split, str) and split in SPLITS else ""
+        report("bad_split", f"split {split!r} must be a list of {', '.join(SPLITS)}{hint}{wrap}", key="split")
     elif "holdout" in split and len(set(split)) > 1:
         report("holdout_not_sealed", f"split {split} puts a holdout case in another split too; a case seen "
                "elsewhere cannot be measured as held out: use `split: [holdout]` alone")
     if case.get("category") not in CATEGORIES:
-        report("bad_category", f"category {case.get('category')!r} must be one of {', '.join(CATEGORIES)}")
+        report("bad_category", f"category {case.get('category')!r} must be one of {', '.join(CATEGORIES)}"
+               f"{did_you_mean(str(case.get('category')), list(CATEGORIES)) if 'category' in case else ''}",
+               key="category" if "category" in case else None)
     test_type = case.get("test_type")
     if "test_type" not in case or test_type is None:
         report("missing_test_type", f"test_type is missing; write one of {', '.join(TEST_TYPES)}")

@@ -13,6 +13,7 @@ import unicodedata
 from typing import Any, Callable
 
 from .regex_risk import matches_every_text, nested_quantifier
+from ..score.answer import trailing_flag_entry
 from ..core.suggest import did_you_mean
 
 Report = Callable[[str, str], None]
@@ -86,10 +87,17 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
                     report("vacuous_regex", f"{where}[{i}] {entry!r} matches the empty text, so it is found in "
                            "every answer and the check can never fail; write what a correct answer must hold "
                            "(`/refund.*issued/`, not `/.*/`, `/(refund)?/` or `/x|/`)", key=_entry_key(where, i))
-            elif re.search(r"/[a-zA-Z]+$", entry):
+            elif flagged := trailing_flag_entry(entry):
                 report("regex_trailing_flags", f"{where}[{i}] {entry!r} ends in flags after '/', which the "
-                       "scorer cannot read (the check will be unscorable); use inline flags: /(?i).../",
+                       "scorer never reads: the check is unscorable on every answer, so it can never fail "
+                       f"(and the case passes on its other checks); use inline flags: {_inline(flagged)!r}",
                        key=_entry_key(where, i))
+
+
+def _inline(flagged: re.Match) -> str:
+    """`/x/gi` -> `/(?i)x/`: the trailing flags Python can read inline (`g`, `y` have no meaning here)."""
+    flags = "".join(dict.fromkeys(f for f in flagged.group(2) if f in "imsx"))
+    return f"/(?{flags}){flagged.group(1)}/" if flags else f"/{flagged.group(1)}/"
 
 
 def check_expect(expect: Any, where: str, report: Report, *, user_text: str = "",

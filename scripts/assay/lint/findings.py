@@ -30,6 +30,9 @@ CODES: dict[str, str] = {
     "bad_call_scope": ERROR, "vacuous_args_entry": ERROR, "both_scalar_and_rows": ERROR,
     "neither_scalar_nor_rows": ERROR, "empty_columns": ERROR, "string_not_list": ERROR,
     "unquoted_bool_or_number": ERROR, "bad_regex": ERROR, "vacuous_regex": ERROR, "unknown_schema_keyword": ERROR,
+    # `/x/i`: the scorer never reads trailing flags, so the check is unscorable on every answer and the
+    # case passes on its other checks
+    "regex_trailing_flags": ERROR,
     # a forbidden id the app can never write: the authz check could only ever pass (wave 4 §1)
     "unobservable_record_ids": ERROR,
     # an imported case that lost a check of its source (import_promptfoo.py's not_converted): it would pass
@@ -44,7 +47,7 @@ CODES: dict[str, str] = {
     "available_tools_not_scoped": WARN, "excluded_tools_not_scored": WARN, "seed_state_not_loaded": WARN,
     "multi_turn_in_messages": WARN, "not_one_user_message": WARN, "session_not_fresh": WARN,
     "long_conversation": WARN, "unrecognizable_record_ids": WARN, "reserved_expectation": WARN,
-    "echo_assertion": WARN, "ignored_schema_keyword": WARN, "regex_trailing_flags": WARN, "catastrophic_regex": WARN,
+    "echo_assertion": WARN, "ignored_schema_keyword": WARN, "catastrophic_regex": WARN,
     "no_metamorphic_coverage": WARN, "all_one_off": WARN, "category_skew": WARN, "nothing_gates": WARN,
     "gating_unreviewed": WARN, "canary_not_in_smoke": WARN, "not_a_matrix_key": WARN,
     "capabilities_unchecked": WARN,

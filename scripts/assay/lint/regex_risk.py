@@ -1,6 +1,7 @@
-"""Static warning for author regexes that can backtrack catastrophically (validate_cases WARN
-`catastrophic_regex`). The runner still bounds every search (core.regex_guard: 2 s, then the check
-is unscorable); this only says so before a run.
+"""Static checks of author regexes: the ones that can backtrack catastrophically (validate_cases WARN
+`catastrophic_regex`) and the ones found in every text (`matches_every_text`, the ERROR `vacuous_regex`).
+The runner still bounds every search (core.regex_guard: 2 s, then the check is unscorable); the first
+only says so before a run.
 
 The shape flagged is a nested quantifier: an unbounded (or 16+) repeat whose body itself holds a
 variable-length repeat, as in `(a+)+`, `(a*)*b`, `(\\w+\\s?)*$`; `(a{1,3}){2}` is bounded and not
@@ -71,26 +72,35 @@ _ASSERTIONS = {sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT, sre_c.GROUPREF,
                getattr(sre_c, "GROUPREF_EXISTS", None), getattr(sre_c, "GROUPREF_IGNORE", None)} - {None}
 
 
-def _asserts(tree) -> bool:
-    """True when the parsed pattern holds an anchor, a lookaround or a back reference anywhere: an empty
-    match of such a pattern depends on the text around it."""
+_START = {sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING, sre_c.AT_BEGINNING_LINE}
+_END = {sre_c.AT_END, sre_c.AT_END_STRING, sre_c.AT_END_LINE}
+
+
+def _assertion_kinds(tree) -> set[str]:
+    """The zero-width conditions the parsed pattern holds anywhere: `start` (`^`, `\\A`), `end` (`$`,
+    `\\Z`), `other` (`\\b`, `\\B`, a lookaround, a back reference)."""
+    kinds: set[str] = set()
     stack = [tree]
     while stack:
         item = stack.pop()
         if isinstance(item, tuple) and len(item) == 2 and item[0] in _ASSERTIONS:
-            return True
+            at = item[1] if item[0] is sre_c.AT else None
+            kinds.add("start" if at in _START else "end" if at in _END else "other")
         if isinstance(item, (list, tuple)) or hasattr(item, "data"):
             stack.extend(getattr(item, "data", item))
-    return False
+    return kinds
 
 
 def matches_every_text(pattern: str) -> bool:
-    """True when `pattern` is found in any text at all: it matches the empty text and holds no anchor,
-    lookaround or back reference (`.*`, `a*`, `(refund)?`, `x|`, the empty pattern), so an empty match
-    at the start of every answer is always there. `^$`, `\\b`, `(?=x)` are not flagged. False for a
-    pattern that does not parse (`bad_regex` names that)."""
+    """True when `pattern` is found in any text at all: it matches the empty text and its only zero-width
+    conditions are all start anchors or all end anchors (or none): `.*`, `a*`, `(refund)?`, `x|`, the empty
+    pattern, `^`, `^.*`, `.*$`, `\\s*$`. The empty match found in the empty text then holds at the start (or
+    the end) of every answer, where those anchors hold too. `^$`, `^\\s*$`, `\\b`, `(?=x)`, `(a)\\1?` are not
+    flagged (their empty match depends on the text around it). False for a pattern that does not parse
+    (`bad_regex` names that)."""
     try:
         parsed = sre_parse.parse(pattern)
-        return re.compile(pattern).search("") is not None and not _asserts(parsed)
+        kinds = _assertion_kinds(parsed)
+        return re.compile(pattern).search("") is not None and kinds in (set(), {"start"}, {"end"})
     except Exception:  # noqa: BLE001 - re.error and parser limits alike: not ours to judge
         return False

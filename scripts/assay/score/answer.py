@@ -42,6 +42,15 @@ from assay.score.base import (
 
 NO_ANSWER_REASON = "no answer at the adapter's <answer> path"
 _TRAILING_FLAGS = re.compile(r"^/(.*)/([aiLmsuxgy]+)$", re.DOTALL)
+
+
+def trailing_flag_entry(entry: str) -> re.Match | None:
+    """The match (pattern, flags) when an answer entry is a regex with trailing flags (`/x/i`), which the
+    scorer never reads (the check is unscorable); None for a `/re/` entry or plain text (`/usr/bin`).
+    One definition: the linter refuses exactly the entries this scorer leaves unscorable."""
+    if len(entry) >= 2 and entry.startswith("/") and entry.endswith("/"):
+        return None
+    return _TRAILING_FLAGS.match(entry)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _MAX_SCHEMA_ERRORS = 5
 
@@ -115,7 +124,7 @@ def _text_check(check: str, entry: Any, text: str, timeout_s: float) -> dict[str
         except regex_guard.RegexProblem as err:
             return _unscorable(out, str(err))
     else:
-        flagged = _TRAILING_FLAGS.match(entry_text)
+        flagged = trailing_flag_entry(entry_text)
         if flagged:
             return _unscorable(out, f"trailing regex flag '/{flagged.group(2)}' is not supported; "
                                     f"use an inline flag, e.g. /(?i){flagged.group(1)}/")
