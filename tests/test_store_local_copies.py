@@ -2,7 +2,10 @@
 
 - a shard retried on a machine where another run landed in reports/ since the other shard ran chose
   its case order from one more earlier run; the merge from the store takes it (the order is each
-  machine's own, like its clock), and the merged run gates on every case as any run.
+  machine's own, like its clock), and the merged run gates on every case as any run;
+- `--baseline auto` from ASSAY_STORE chooses a run this machine holds a copy of that is not the
+  store's (a download cut short): exit 2 naming the copy and what differs, never that run gated
+  as closed and passed over for an older baseline; deleted, the store's copy is downloaded.
 
 A local S3-compatible server (moto's server mode) and a real loopback app, each on its own port."""
 
@@ -24,6 +27,7 @@ pytestmark = [pytest.mark.slow,
 EARLIER = "regression-20261204T090000Z"
 LANDED = "regression-20261204T093000Z"
 SHARDED = "regression-20261204T100000Z"
+PR = "regression-20261204T110000Z"
 
 
 def handler(req):
@@ -81,3 +85,25 @@ def test_a_shard_retried_after_another_run_landed_merges_from_the_store(world):
     gate = run_script("gate", reports / SHARDED)
     assert gate.rc == 0 and "8 pass" in gate.stdout, gate.stdout   # every case of both shards, gated
 
+
+def test_a_local_copy_that_is_not_the_stores_is_named_not_gated(world):
+    state, env = world["state"], world["env"]
+    reports = state / "reports"
+    base = f"{EARLIER}-main"
+    shutil.copytree(reports / EARLIER, state / base)
+    main = run_script("publish_run", reports / EARLIER, f"s3://{BUCKET}/main", env=env)
+    assert main.rc == 0, main.stdout
+    pr = run_runner("--plan", write_plan(state, world["plan"](PR), "pr.json"), "--out", reports / PR,
+                    "--progress", "never")
+    assert pr.rc == 0, pr.stdout
+    store_env = dict(env, ASSAY_STORE=f"s3://{BUCKET}/main")
+    (reports / EARLIER / "cases.jsonl").unlink()   # a download of it cut short
+    r = run_script("gate", reports / PR, "--baseline", "auto", env=store_env)
+    assert r.rc == 2, r.stdout
+    assert f"chose {EARLIER}" in r.json["error"] and "not the store's copy" in r.json["error"], r.stdout
+    assert "cases.jsonl missing" in r.json["error"] and r.json["path"] == str(reports / EARLIER), r.stdout
+    shutil.rmtree(reports / EARLIER)   # as the error says: the store's copy is downloaded
+    for _ in range(2):                  # and then used as it is
+        r = run_script("gate", reports / PR, "--baseline", "auto", env=store_env)
+        assert r.rc == 0 and f"compared with {EARLIER}" in r.stdout, r.stdout
+    assert (reports / EARLIER / "cases.jsonl").read_bytes() == (state / base / "cases.jsonl").read_bytes()
