@@ -12,8 +12,8 @@ run_cases --baseline-verdicts). Runner contract §20.4.
 
 With a store (`--store s3://bucket/prefix` where the command has it, else $ASSAY_STORE), step 2
 looks there instead of reports/ (`newest_open_in_store`): one listing, each candidate's
-results.json, and only the chosen run downloaded whole, into reports/<run-id> (a run already
-there is used as it is).
+results.json, and only the chosen run downloaded whole, into reports/<run-id> (a copy already
+there is used when it holds each of the store's files at the same size, else exit 2 naming them).
 """
 
 from __future__ import annotations
@@ -81,9 +81,24 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
     from ..store.runs import StoreRuns
     runs = StoreRuns(store)
 
+    ready: set[str] = set()
+
     def local(name: str) -> Path:
+        if name in ready:
+            return reports / name
+        ready.add(name)
         if not (reports / name / "results.json").is_file():
             runs.fetch(name, reports / name)
+            return reports / name
+        # a copy already here is used only when it is the store's (a fetch cut short, or an artifact
+        # that restored results.json alone, would be gated as that run and skipped as closed)
+        diffs = runs.differs(name, reports / name)
+        if diffs:
+            shown = "; ".join(diffs[:MAX_REASONS]) + (f"; and {len(diffs) - MAX_REASONS} more"
+                                                      if len(diffs) > MAX_REASONS else "")
+            raise AssayError(f"--baseline auto chose {name} from {store}, but {reports / name} on this machine is "
+                             f"not the store's copy ({shown}): delete it so the store's is downloaded, or pass "
+                             "--baseline RUN_DIR", 2, path=str(reports / name))
         return reports / name
 
     ids = runs.ids()

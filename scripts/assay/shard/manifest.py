@@ -14,7 +14,9 @@ from ..run.preflight import case_set
 # health check and slice); every other key must agree or the shards are not one run.
 PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verdicts", "suite_sha256",
                   "suite_parts_sha256",  # a shard hashes its own slice; the merge hashes the plan
-                  "simulator")           # present only in the shards that hold a simulated case (_simulator_of)
+                  "simulator",           # present only in the shards that hold a simulated case (_simulator_of)
+                  "order")               # the case order each machine chose from its own reports/ (a retried
+                                         # shard read more earlier runs): how it was sent, never what it measured
 PER_SHARD_INVOCATION_KEYS = ("scratch_area",)
 
 

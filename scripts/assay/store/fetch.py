@@ -24,8 +24,7 @@ def fetch_run(store: Store, loc: StoreURL, dest: Path, only: Iterable[str] | Non
     that exist. Refused (exit 6) when the prefix has no manifest.yaml (a publish that did not finish)."""
     if objects is None:
         objects, _ = store.listing(loc.prefix)
-    mine = {k[len(loc.prefix):].lstrip("/"): size for k, size in objects.items()}
-    mine = {rel: size for rel, size in mine.items() if not _in_shard(rel)}
+    mine = own_files(loc, objects)
     if MANIFEST not in mine:
         raise AssayError(f"{loc}: no {MANIFEST} there: a publish that did not finish (or no run at all); publish "
                          "it again (publish_run.py, or retry the shard's index)", 6, store=str(loc))
@@ -45,6 +44,12 @@ def fetch_run(store: Store, loc: StoreURL, dest: Path, only: Iterable[str] | Non
 
     parallel(wanted, get)
     return dest
+
+
+def own_files(loc: StoreURL, objects: Mapping[str, int]) -> dict[str, int]:
+    """{path inside the run: size} of the keys under `loc` that are the run's own (not its shards')."""
+    mine = {k[len(loc.prefix):].lstrip("/"): size for k, size in objects.items()}
+    return {rel: size for rel, size in mine.items() if not _in_shard(rel)}
 
 
 def _in_shard(rel: str) -> bool:

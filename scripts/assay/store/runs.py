@@ -48,6 +48,21 @@ class StoreRuns:
             return None
         return doc if isinstance(doc, dict) else None
 
+    def differs(self, run_id: str, local: Path) -> list[str]:
+        """How this machine's `local` copy of the run differs from the store's: each file the store
+        holds that is missing there or of another size (the run's own files, not its shards')."""
+        from .fetch import own_files
+        loc = self.base.child(run_id)
+        objects, _ = self.store.listing(loc.prefix)
+        out = []
+        for rel, size in sorted(own_files(loc, objects).items()):
+            path = local / rel
+            if not path.is_file():
+                out.append(f"{rel} missing")
+            elif path.stat().st_size != size:
+                out.append(f"{rel} {path.stat().st_size} bytes, the store's {size}")
+        return out
+
     def fetch(self, run_id: str, dest: Path, only=None) -> Path:
         """The run (or the files in `only`) downloaded into dest (replaced)."""
         return fetch_run(self.store, self.base.child(run_id), dest, only=only)

@@ -1,0 +1,109 @@
+"""Runs in object storage meeting what one machine already holds in reports/ (the store trial):
+
+- a shard retried on a machine where another run landed in reports/ since the other shard ran chose
+  its case order from one more earlier run; the merge from the store takes it (the order is each
+  machine's own, like its clock), and the merged run gates on every case as any run;
+- `--baseline auto` from ASSAY_STORE chooses a run this machine holds a copy of that is not the
+  store's (a download cut short): exit 2 naming the copy and what differs, never that run gated
+  as closed and passed over for an older baseline; deleted, the store's copy is downloaded.
+
+A local S3-compatible server (moto's server mode) and a real loopback app, each on its own port."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from helpers import run_script
+from s3server import BUCKET, S3Server, have_moto
+
+from assay.shard.assign import add_shards
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")]
+
+EARLIER = "regression-20261204T090000Z"
+LANDED = "regression-20261204T093000Z"
+SHARDED = "regression-20261204T100000Z"
+PR = "regression-20261204T110000Z"
+
+
+def handler(req):
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    return Reply(200, {"message": req.json["message"]})
+
+
+def suite():
+    return [case(f"c-{i:02d}", f"msg {i}", split=["full"], expect={"answer": {"must_contain": [f"msg {i}"]}})
+            for i in range(8)]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("storecopies")
+    server = S3Server().start()
+    server.client().create_bucket(Bucket=BUCKET)
+    app = FakeApp(handler)
+    app.__enter__()
+    try:
+        state = make_state(root)
+        ad = adapter(app.url, max_concurrency=4)
+
+        def plan(run_id, **kw):
+            return make_plan(state, suite(), adapter_doc=ad, run_id=run_id, mode="regression",
+                             selecting_split="full", **kw)
+        earlier = run_runner("--plan", write_plan(state, plan(EARLIER), "earlier.json"), "--out",
+                             state / "reports" / EARLIER, "--progress", "never")
+        assert earlier.rc == 0, earlier.stdout
+        yield {"server": server, "state": state, "plan": plan, "env": server.env}
+    finally:
+        app.__exit__(None, None, None)
+        server.stop()
+
+
+def test_a_shard_retried_after_another_run_landed_merges_from_the_store(world):
+    state, env = world["state"], world["env"]
+    reports = state / "reports"
+    plan_path = write_plan(state, add_shards(world["plan"](SHARDED), 2), "sharded.json")
+    url = f"s3://{BUCKET}/shards"
+    first = run_runner("--plan", plan_path, "--shard", "1", "--publish", url, "--progress", "never", env=env)
+    assert first.rc == 0, first.stdout
+    landed = run_runner("--plan", write_plan(state, world["plan"](LANDED), "landed.json"), "--out",
+                        reports / LANDED, "--progress", "never")   # another run lands on this machine
+    assert landed.rc == 0, landed.stdout
+    # shard 2's first attempt failed; its retry reads one more earlier run than shard 1 did
+    second = run_runner("--plan", plan_path, "--shard", "2", "--publish", url, "--progress", "never", env=env)
+    assert second.rc == 0, second.stdout
+    for i in (1, 2):
+        shutil.rmtree(reports / f"{SHARDED}.shard-{i}")
+    merged = run_script("merge_runs", "--plan", plan_path, "--out", reports / SHARDED, f"{url}/{SHARDED}/", env=env)
+    assert merged.rc == 0, merged.stdout
+    assert merged.json["status"] == "ok"
+    gate = run_script("gate", reports / SHARDED)
+    assert gate.rc == 0 and "8 pass" in gate.stdout, gate.stdout   # every case of both shards, gated
+
+
+def test_a_local_copy_that_is_not_the_stores_is_named_not_gated(world):
+    state, env = world["state"], world["env"]
+    reports = state / "reports"
+    base = f"{EARLIER}-main"
+    shutil.copytree(reports / EARLIER, state / base)
+    main = run_script("publish_run", reports / EARLIER, f"s3://{BUCKET}/main", env=env)
+    assert main.rc == 0, main.stdout
+    pr = run_runner("--plan", write_plan(state, world["plan"](PR), "pr.json"), "--out", reports / PR,
+                    "--progress", "never")
+    assert pr.rc == 0, pr.stdout
+    store_env = dict(env, ASSAY_STORE=f"s3://{BUCKET}/main")
+    (reports / EARLIER / "cases.jsonl").unlink()   # a download of it cut short
+    r = run_script("gate", reports / PR, "--baseline", "auto", env=store_env)
+    assert r.rc == 2, r.stdout
+    assert f"chose {EARLIER}" in r.json["error"] and "not the store's copy" in r.json["error"], r.stdout
+    assert "cases.jsonl missing" in r.json["error"] and r.json["path"] == str(reports / EARLIER), r.stdout
+    shutil.rmtree(reports / EARLIER)   # as the error says: the store's copy is downloaded
+    for _ in range(2):                  # and then used as it is
+        r = run_script("gate", reports / PR, "--baseline", "auto", env=store_env)
+        assert r.rc == 0 and f"compared with {EARLIER}" in r.stdout, r.stdout
+    assert (reports / EARLIER / "cases.jsonl").read_bytes() == (state / base / "cases.jsonl").read_bytes()
