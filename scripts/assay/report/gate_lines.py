@@ -226,7 +226,8 @@ def judged_lines(judged: object) -> list[str]:
 GATE_RULES = {
     "soft": "closes on the same reasons as a hard gate; open means no failure among these cases at k=1, "
             "not a release decision",
-    "hard": "every gating case passed all k repeats (pass^k) over the full split; open is the release signal",
+    "hard": "open only when every gating case passed all k repeats (pass^k) over the full split; open is the "
+            "release signal",
     "decision": "closes on the same reasons as a hard gate; the holdout aggregate decides keep or revert, "
                 "never what to change next",
 }
