@@ -7,6 +7,7 @@ refusal is checked on a copy of its shards under another prefix."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -199,6 +200,18 @@ def test_a_killed_publish_is_refused_then_retried(world):
     assert again.rc == 0 and again.json["published"] == f"s3://{BUCKET}/{prefix}", again.stdout
     r = merge_from(world, url)
     assert r.rc == 0 and r.json["status"] == "ok", r.stdout
+
+
+def test_a_finished_run_edited_after_it_ran_is_refused_without_resume_advice(world, tmp_path):
+    """A run dir whose files fail --verify after it finished (an edit): refused (exit 6) saying so; its
+    runner finished, so `--resume` (the unfinished run's fix) is not offered."""
+    edited = tmp_path / world["kept"].name
+    shutil.copytree(world["kept"], edited)
+    rows = (edited / "verdicts.jsonl").read_text().splitlines(keepends=True)
+    (edited / "verdicts.jsonl").write_text("".join(rows[:-1]))   # a row dropped by hand
+    r = run_script("publish_run", edited, f"s3://{BUCKET}/edited", env=world["env"])
+    assert r.rc == 6 and "fail the check although the run finished" in r.json["error"], r.stdout
+    assert "--resume" not in r.json["error"], r.json["error"]
 
 
 GREEN_ID = "regression-20261204T100000Z"

@@ -42,9 +42,10 @@ def check_publishable(run_dir: Path) -> tuple[dict, str]:
         status = None
     if problems or status not in ("ok", *ABORTED):
         why = f"{len(problems)} --verify problem(s), first: {problems[0]}" if problems else f"status {status!r}"
-        raise AssayError(f"publish refused: {run_dir.name} is not a finished, complete run ({why}); finish it "
-                         "(run_cases.py --resume) and publish again: a store never holds half a run", 6,
-                         run_dir=str(run_dir), status=status)
+        fix = ("its files fail the check although the run finished (edited or removed since?): restore them, or "
+               "run the plan again" if status in ("ok", *ABORTED) else "finish it (run_cases.py --resume)")
+        raise AssayError(f"publish refused: {run_dir.name} is not a finished, complete run ({why}); {fix} and "
+                         "publish again: a store never holds half a run", 6, run_dir=str(run_dir), status=status)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("run_id"), str):
         raise AssayError(f"publish: {run_dir}/manifest.yaml names no run_id; pass a run directory", 2)
     return manifest, status
