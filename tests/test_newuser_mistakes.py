@@ -210,3 +210,20 @@ def test_a_misspelt_split_or_category_is_named_at_its_line_with_the_closest_name
     assert "; write a list: [smoke]" in err and "did you mean 'smoke'?; write" not in err
     assert "datasets/c-00000003.yaml:4: c-00000003 [bad_category] category 'hapy'" in err
     assert "did you mean 'happy'?" in err
+
+
+def test_yaml_that_reads_a_value_as_another_type_says_so_at_its_line(tmp_path):
+    # the hand-written-suite trial: `route: no` (a YAML boolean) and `float_tolerance: 1e-2` (YAML text)
+    # were refused at line 1 with no word of why the value was not what the author wrote
+    no = case_yaml("c-00000001", expect="  route: no\n  result: {scalar: 120}\n")
+    tol = case_yaml("c-00000002", expect="  route: quotes\n  result: {scalar: 120, float_tolerance: 1e-2}\n")
+    state = write_state(tmp_path, {"c-00000001": no, "c-00000002": tol})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o", work / "p.json")
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert "datasets/c-00000001.yaml:13: c-00000001 [bad_expect_shape] expect.route must be a non-empty string" in err
+    assert "YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the route" in err
+    assert "datasets/c-00000002.yaml:14: c-00000002 [bad_expect_shape] expect.result.float_tolerance" in err
+    assert "YAML reads 1e-2 as text" in err, err

@@ -114,7 +114,10 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
                                  and 100 <= http["status"] <= 599):
         report("bad_expect_shape", f"{where}.http must be {{status: <100-599>}}")
     if "route" in expect and not (isinstance(expect["route"], str) and expect["route"]):
-        report("bad_expect_shape", f"{where}.route must be a non-empty string (the route label)")
+        yaml_bool = (" (YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the route)"
+                     if isinstance(expect["route"], bool) else "")
+        report("bad_expect_shape", f"{where}.route must be a non-empty string (the route label){yaml_bool}",
+               key=f"{where}.route")
     if "route_acceptable" in expect:
         _str_list(expect["route_acceptable"], f"{where}.route_acceptable", report)
     if "clarify_ok" in expect and not isinstance(expect["clarify_ok"], bool):
@@ -202,7 +205,10 @@ def _check_result(result: Any, where: str, report: Report) -> None:
         report("bad_expect_shape", f"{where}.ordered must be true or false")
     tol = result.get("float_tolerance")
     if "float_tolerance" in result and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
-        report("bad_expect_shape", f"{where}.float_tolerance must be a number >= 0")
+        as_text = (f" (YAML reads {tol} as text: write it with a dot, or as a decimal such as 0.01)"
+                   if isinstance(tol, str) and re.fullmatch(r"[-+]?[0-9]+[eE][-+]?[0-9]+", tol.strip()) else "")
+        report("bad_expect_shape", f"{where}.float_tolerance must be a number >= 0{as_text}",
+               key=f"{where}.float_tolerance")
     if "reference_query" in result and not isinstance(result["reference_query"], str):
         report("bad_expect_shape", f"{where}.reference_query must be a string")
 
