@@ -1,0 +1,39 @@
+"""Simulated users meeting a simulator that misbehaves (the newcomer trial of simulated users): the
+example helpdesk app on a real port, the simulator a command, the pipeline's scripts as subprocesses
+(convert_suite, make_plan, run_cases, gate), each test in its own temp dir."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpdesk_util import copy_state, helpdesk
+from helpers import run_script
+from test_simulated_users import SIM_COMMAND, run, sim_case, simulator_yaml, verdict
+
+pytestmark = pytest.mark.slow
+
+# the test's simulator: SIM_COMMAND, and a user that sends the stop token before saying anything
+STOPPER = SIM_COMMAND.replace('if "outage" in goal:',
+                              'if "at once" in goal:\n    print(json.dumps({"message": "###STOP###"})); sys.exit(0)\n'
+                              'if "outage" in goal:', 1)
+
+
+def test_a_user_that_stops_before_its_first_message_closes_the_gate(tmp_path):
+    """A simulator that answers the stop token on turn 1 (a model that misread stop_when) sent nothing
+    to the app: the runner crashed on the empty conversation (IndexError; the run left unfinished).
+    Its end state was never scored: unscored with the reason, and a gating one closes the gate."""
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(STOPPER, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 20\n")
+    sim_case(state, "c-0000stop", "stop at once")
+    with helpdesk(state) as env:
+        out, gate = run(state, env, "c-0000stop", "c-003bd57c", added=True)
+    v = verdict(out, "c-0000stop")
+    assert (v["verdict"], v["simulator"]["outcome"], v["turns_sent"]) == ("unscored", "goal_reached", 0)
+    assert v["unscored_reason"].startswith("the simulated user sent the stop token before its first message")
+    assert verdict(out, "c-003bd57c")["verdict"] == "pass"
+    assert gate["rc"] == 1, gate["text"]
+    assert "c-0000stop (the simulated user sent the stop token before its first message: nothing was sent" \
+        in gate["text"]
+    assert run_script("run_cases", "--verify", out).rc == 0
+
