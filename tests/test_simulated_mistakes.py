@@ -4,6 +4,8 @@ example helpdesk app on a real port, the simulator a command, the pipeline's scr
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpdesk_util import copy_state, helpdesk
@@ -37,3 +39,25 @@ def test_a_user_that_stops_before_its_first_message_closes_the_gate(tmp_path):
         in gate["text"]
     assert run_script("run_cases", "--verify", out).rc == 0
 
+
+def test_the_infra_under_the_bar_line_never_names_a_case_that_closes_the_gate(tmp_path):
+    """A user out of character (infra, under the bar) beside one that never reached its goal (closes
+    the gate): the line of infra cases "not closing the gate" named both, the second also named as
+    closing it two lines below. It names only the one that does not close it."""
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 20\n")
+    sim_case(state, "c-0000robo", "robot talk")
+    sim_case(state, "c-0000long", "list forever")
+    with helpdesk(state) as env:
+        out, _ = run(state, env, "c-0000robo", "c-0000long", "c-003bd57c", added=True)
+        gate = run_script("gate", out, "--max-infra-rate", "0.9", "--json", env=env)
+        text = run_script("gate", out, "--max-infra-rate", "0.9", env=env).stdout
+    assert gate.rc == 1
+    reasons = json.loads(gate.stdout)["reasons"]
+    assert any(r.startswith("1 gating simulated user(s) never reached the goal") and "c-0000long" in r
+               for r in reasons), reasons
+    under = [line for line in text.splitlines() if "under --max-infra-rate" in line]
+    assert len(under) == 1, text
+    assert under[0].strip().startswith("1 infra_error case(s) under --max-infra-rate (not closing the gate")
+    assert "c-0000robo (simulator_broke_character" in under[0] and "c-0000long" not in under[0]
