@@ -61,3 +61,19 @@ def test_the_infra_under_the_bar_line_never_names_a_case_that_closes_the_gate(tm
     assert len(under) == 1, text
     assert under[0].strip().startswith("1 infra_error case(s) under --max-infra-rate (not closing the gate")
     assert "c-0000robo (simulator_broke_character" in under[0] and "c-0000long" not in under[0]
+
+
+def test_a_misspelt_simulated_user_key_is_named_with_the_key_it_meant(tmp_path):
+    """`simulated_users:` (a typo) under input: the linter said the input had "neither messages nor
+    turns", as if simulated_user were not a way to write it. Both findings now name it."""
+    state = copy_state(tmp_path)
+    sim_case(state, "c-0000typo", "list forever")
+    case = state / "datasets" / "c-0000typo.yaml"
+    case.write_text(case.read_text(encoding="utf-8").replace("simulated_user:", "simulated_users:"), encoding="utf-8")
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json")
+    found = {f["code"]: f["message"] for f in json.loads(r.stdout)["findings"] if f["case_id"] == "c-0000typo"}
+    assert r.rc != 0
+    assert "did you mean 'simulated_user'?" in found["bad_messages"]
+    assert found["missing_input"] == "input has none of messages, turns or simulated_user"
