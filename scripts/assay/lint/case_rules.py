@@ -204,7 +204,7 @@ def _input(case: dict[str, Any], report: Report) -> None:
     if has_messages:
         _messages(inp["messages"], report)
     elif not has_turns:
-        report("missing_input", "input has neither messages nor turns")
+        report("missing_input", "input has none of messages, turns or simulated_user")
     if has_turns:
         _turns(case, inp, report)
 

@@ -176,13 +176,15 @@ def skipped_gating_reason(run_dir: Path, results: dict) -> str | None:
             f"(skipped, not a pass; {'; '.join(fixes)}, or mark the case gating: false)" + cases.tail())
 
 
-def infra_cases_named(run_dir: Path, results: dict, verdict: str) -> list[str]:
-    """`id (infra_reason)` for up to MAX_NAMED non-canary, non-holdout cases with this infra verdict."""
+def infra_cases_named(run_dir: Path, results: dict, verdict: str, skip: frozenset[str] = frozenset()) -> list[str]:
+    """`id (infra_reason)` for up to MAX_NAMED non-canary, non-holdout cases with this infra verdict
+    (`skip`: ids left out, e.g. the ones that close the gate on their own)."""
     rows = results.get("cases") if isinstance(results.get("cases"), list) else []
     sealed = LazyHoldoutIds(run_dir, rows)
     named = []
     for row in rows:
         if isinstance(row, dict) and row.get("verdict") == verdict and not row.get("canary") \
+                and str(row.get("case_id")) not in skip \
                 and str(row.get("case_id")) not in sealed and len(named) < MAX_NAMED:
             doc = case_verdict(run_dir, str(row.get("case_id"))) or {}
             why = " ".join(str(doc.get("infra_reason") or "no reason recorded").split())

@@ -29,6 +29,10 @@ from .repeat_scoring import scrub
 NO_SIMULATOR = ("simulated user not run: no simulator configured (add simulator/simulator.yaml: "
                 "docs/runner-contract.md, 'Simulated users')")
 
+STOPPED_BEFORE_FIRST = ("the simulated user sent the stop token before its first message: nothing was sent to the "
+                        "app, so its end state was never scored (read the case's simulator.json; check the "
+                        "simulator's model and the case's stop_when)")
+
 
 def skip_reason(case: Mapping[str, Any], conv: Any, max_turns: int, matrix: Mapping[str, Any] | None,
                 simulator: Any) -> str | None:
@@ -68,6 +72,11 @@ def one_simulated(worker: Any, case: Mapping[str, Any], n: int, ref: dict) -> di
     elif outcome == oc.APP_STOPPED:
         layers = merge_turn_layers((t["n"], t["layers"]) for t in turns)
         why = scrub(res.stop_reason) or why
+    elif not turns:
+        # the stop token before the first message: nothing reached the app, so the end state the
+        # case asserts was never scored (unscored, never a pass: a gating one closes the gate)
+        why = STOPPED_BEFORE_FIRST
+        layers = _not_scored(turns, f"not scored: {why}")
     else:
         layers, actual = _end_state(worker, case, turns, res)
         turns[-1]["actual"] = actual
@@ -92,7 +101,7 @@ def one_simulated(worker: Any, case: Mapping[str, Any], n: int, ref: dict) -> di
     if verdict == UNSCORED:
         # stopped by the app with no failing turn (e.g. no server session id on turn 1): the end state
         # it asserts was never scored, so its reason is where it stopped, never "nothing asserted"
-        stopped = outcome == oc.APP_STOPPED and res.failed_turn is None and why
+        stopped = (outcome == oc.APP_STOPPED and res.failed_turn is None and why) or why == STOPPED_BEFORE_FIRST
         result["unscored_reason"] = scrub(why) if stopped else unscored_reason(layers, verdict)
     return result
 
