@@ -27,7 +27,7 @@ from ..core import writer
 from ..core.errors import AssayError
 from ..suite.convert import case_files, convert_state_dir
 from ..suite.dedupe import NEAR_DUPLICATE, case_text, rouge_l, tokens
-from .redact import KINDS, redact, redact_value
+from .redact import KINDS, redact, redact_arg
 from .spans import Observed, listen_requests, read_requests
 
 MINED_DIR = "datasets/mined"
@@ -54,18 +54,20 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
         expect["route"] = obs.route
     names = [t["name"] for t in obs.tools]
     if names:
-        expect["tools"] = {"subset": sorted(set(names)), "order": names, "order_mode": "in_order"}
+        expect["tools"] = {"subset": sorted(set(names))}
+        if not any(o != names for o in obs.other_orders):   # an order production did not keep is not proposed
+            expect["tools"].update({"order": names, "order_mode": "in_order"})
     args, withheld = {}, []
     for tool, values in _args(obs.tools).items():
         for key, value in values.items():
-            shown = redact_value(value, counts)
+            shown = redact_arg(key, value, counts)
             if shown != value:   # a redacted value (<email>, <token>) would never match: not proposed
                 withheld.append(f"{tool}.{key}")
             else:
                 args.setdefault(tool, {})[key] = value
     if args:
         expect["args"] = args
-    facts = [f for f in dict.fromkeys(FACT.findall(answer or "")) if f not in text and "<" not in f]
+    facts = [] if obs.failed else [f for f in dict.fromkeys(FACT.findall(answer or "")) if f not in text and "<" not in f]
     if facts:
         expect["answer"] = {"must_contain": facts[:4]}
     notes = [f"Proposed from trace {obs.trace_id}: every expectation is what the app did, not what it should do; "
@@ -76,6 +78,14 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
         notes.append(f"Argument(s) {', '.join(withheld)} held personal data or a secret, redacted here, so no "
                      "expectation is proposed for them (the redacted text would never match what the app sends); "
                      "write the value the case should expect by hand if it matters.")
+    if obs.failed:
+        notes.append(f"The request failed in production ({', '.join(dict.fromkeys(obs.failed))} reported an error): "
+                     "what a failing app did is proposed (no fact from its answer); write what a working app "
+                     "should do, or drop the case.")
+    if any(o != names for o in obs.other_orders):
+        notes.append("The same request called its tools in another order in another trace ("
+                     f"{' > '.join(next(o for o in obs.other_orders if o != names)) or 'no tool'}), so no order is "
+                     "proposed.")
     if obs.earlier_user_turns:
         notes.append(f"Asked mid-conversation ({obs.earlier_user_turns} earlier user message(s)): the answer may "
                      "depend on them; write input.turns if so.")
@@ -129,6 +139,8 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
         toks = tokens(redact(obs.user_text)[0])
         hit = next((i for i, other in enumerate(existing + kept_tokens) if rouge_l(toks, other) >= NEAR_DUPLICATE), None)
         if hit is not None:
+            if hit >= len(existing):
+                kept[hit - len(existing)].other_orders.append([t["name"] for t in obs.tools])
             dupes.append({"trace_id": obs.trace_id, "duplicate_of": "an existing case" if hit < len(existing)
                           else f"trace {kept[hit - len(existing)].trace_id}"})
             continue

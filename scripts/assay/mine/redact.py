@@ -7,6 +7,13 @@
 | `iban` | two letters, two check digits, 11-30 letters/digits (spaces allowed) | `<iban>` |
 | `phone` | `+` and 8-15 digits, or 3 digit groups split by spaces, dots or dashes (e.g. 555-123-4567), or `(555) 123-4567` | `<phone>` |
 | `token` | the credential rules below | `<token>` |
+| `id_number` | a US social security number's shape, `123-45-6789` | `<id_number>` |
+
+A tool argument is judged with its name (`redact_arg`): `api_key: hunter2` is a secret though
+`hunter2` alone is not (the keyword rule below, counted `token`), and a value under a name for
+personal data (phone, mobile, e-mail, ssn, card, iban, passport, birth date, address, postcode...)
+is personal whatever its shape (`phone: 442079460958`, counted `personal`); a number is judged
+as its digits (a card number sent as an integer is a card).
 
 The `token` rules port the ideas of a maintained secret scanner (detect-secrets' plugins: known
 prefixes, keyword context, high-entropy strings) rather than a short hand list; a test checks the
@@ -30,8 +37,8 @@ corpus against detect-secrets itself when it is installed (the test extra):
   English camel-case name is under 4.15).
 
 Order matters (a URL's password is not an e-mail address; a card number is not a phone number;
-a token is checked before the long run). `redact(text) -> (text, counts)`; `redact_value(value,
-counts)` walks JSON-like data.
+a token is checked before the long run). `redact(text) -> (text, counts)`; `redact_arg(name,
+value, counts)` judges one tool argument with its name.
 """
 
 from __future__ import annotations
@@ -76,8 +83,13 @@ TOKENS = [
 HEX_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{20,}(?![A-Za-z0-9_-])")
 LONG_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,}")
 RANDOM_RUN = re.compile(r"(?<![A-Za-z0-9/+_-])[A-Za-z0-9/+_-]{30,}={0,2}(?![A-Za-z0-9/+_-])")
+ID_NUMBER = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
+# Argument names that hold personal data whatever the value looks like.
+PERSONAL_ARG = re.compile(r"(?i)e-?mail|phone|mobile|cell|\btel|fax|ssn|social.?security|national.?id|tax.?id|"
+                          r"passport|licen[cs]e.?n|card|\bcvv|\bcvc|iban|account.?n(?:umbe)?r|\bbirth|\bdob\b|"
+                          r"date.?of.?birth|address|street|post.?code|zip")
 ENTROPY_LIMIT = 4.2
-KINDS = ("email", "card", "iban", "phone", "token")
+KINDS = ("email", "card", "iban", "phone", "token", "id_number", "personal")
 
 
 def _luhn(digits: str) -> bool:
@@ -120,6 +132,7 @@ def redact(text: str, counts: Counter | None = None) -> tuple[str, Counter]:
     text = sub("email", EMAIL, "<email>", text)
     text = sub("card", CARD, lambda m: "<card>" if _luhn(re.sub(r"\D", "", m.group(0))) else m.group(0), text)
     text = sub("iban", IBAN, "<iban>", text)
+    text = sub("id_number", ID_NUMBER, "<id_number>", text)
     for pattern in TOKENS:
         if pattern.groups == 3:   # key = value: keep the key, drop the value
             text = sub("token", pattern, lambda m: f"{m.group(1)}{m.group(2)}<token>", text)
@@ -134,11 +147,18 @@ def redact(text: str, counts: Counter | None = None) -> tuple[str, Counter]:
     return text, counts
 
 
-def redact_value(value: Any, counts: Counter) -> Any:
-    if isinstance(value, str):
-        return redact(value, counts)[0]
-    if isinstance(value, list):
-        return [redact_value(v, counts) for v in value]
-    if isinstance(value, dict):
-        return {redact_value(k, counts) if isinstance(k, str) else k: redact_value(v, counts) for k, v in value.items()}
+def redact_arg(name: str, value: Any, counts: Counter) -> Any:
+    """A scalar tool argument as it may be written: its value redacted, judged with its name
+    (`password: x`, `phone: 4420...`); a number is judged as its digits. Returns the value
+    unchanged when nothing in it is personal or secret, else its redacted text."""
+    text = str(value)
+    shown = redact(text, counts)[0]
+    if shown != text:
+        return shown
+    keyed = redact(f"{name}: {text}", counts)[0]
+    if keyed != f"{name}: {text}":
+        return keyed.split(": ", 1)[-1]
+    if text and PERSONAL_ARG.search(str(name).replace("_", " ")):
+        counts["personal"] += 1
+        return "<personal>"
     return value

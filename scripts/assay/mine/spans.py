@@ -32,6 +32,8 @@ class Observed:
     route: str | None
     tools: list[dict[str, Any]] = field(default_factory=list)   # {name, arguments, arguments_captured}
     start_ns: int = 0
+    failed: list[str] = field(default_factory=list)        # spans that reported an error (status ERROR)
+    other_orders: list[list[str]] = field(default_factory=list)   # tool orders of near-duplicate requests
 
 
 def _docs(path: Path) -> list[Any]:
@@ -138,7 +140,9 @@ def observe(by_trace: dict[str, list[dict]]) -> tuple[list[Observed], dict[str, 
         tools = [{"name": t.get("name"), "arguments": t.get("arguments"),
                   "arguments_captured": bool(t.get("arguments_captured"))}
                  for t in traj.get("tool_calls") or [] if t.get("name")]
+        failed = [str(s["name"] or "a span") for s in sorted(spans, key=lambda s: s["start_ns"] or 0)
+                  if s["status_code"] == 2]
         out.append(Observed(trace_id, user_text, earlier, answer, first_agent_name(traj), tools,
-                            min((s["start_ns"] or 0) for s in spans)))
+                            min((s["start_ns"] or 0) for s in spans), failed))
     out.sort(key=lambda o: (o.start_ns, o.trace_id))
     return out, stats
