@@ -67,3 +67,26 @@ def test_tools_seen_in_two_orders_propose_no_order_and_a_failed_request_says_so(
     assert "answer" not in failed["expect"], failed["expect"]          # ERR-503 is the failure, not a fact
     assert failed["expect"]["tools"]["order"] == ["lookup_order"]
     assert "failed in production" in failed["notes"] and "execute_tool lookup_order" in failed["notes"]
+
+
+def test_a_span_file_cut_short_is_named_as_cut_short(tmp_path):
+    """Before, a truncated export read 'not OTLP JSON ... export it again', at line 1 for a cut
+    multi-line document: the file is JSON, only incomplete."""
+    import json
+    spans = tmp_path / "spans.jsonl"
+    _spans(spans, REQUESTS)
+    state = _state(tmp_path)
+    text = spans.read_text()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(text[: len(text) - 40])
+    res = run_script("mine_traces", cut, "--state-dir", state)
+    assert res.rc == 2 and res.json["line"] == len(REQUESTS), res.stdout
+    assert "cut short" in res.json["error"] and "drop the line" in res.json["error"], res.stdout
+    doc = json.dumps({"resourceSpans": [r for line in text.splitlines() for r in json.loads(line)["resourceSpans"]]},
+                     indent=1)
+    whole = tmp_path / "doc.json"
+    whole.write_text(doc[: len(doc) // 2])
+    res = run_script("mine_traces", whole, "--state-dir", state)
+    assert res.rc == 2 and "cut short" in res.json["error"], res.stdout
+    assert res.json["line"] == len(doc[: len(doc) // 2].splitlines()), res.stdout
+    assert not (state / "datasets").exists()

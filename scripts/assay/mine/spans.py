@@ -46,20 +46,35 @@ def _docs(path: Path) -> list[Any]:
     text = path.read_text("utf-8", errors="replace")
     try:   # jsonio.loads: too deep is a ValueError (never a RecursionError), refused past MAX_DEPTH
         return [loads(text, max_depth=MAX_DEPTH)]
-    except ValueError:
-        pass
+    except ValueError as exc:
+        whole = exc
     docs = []
-    for n, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             docs.append(loads(line, max_depth=MAX_DEPTH))
         except ValueError as exc:
-            why = f" ({exc})" if "nested" in str(exc) else ""
-            raise AssayError(f"{path}:{n}: not OTLP JSON{why}; a span file holds a TracesData object per line, or "
-                             "one document (export it again with the OTLP JSON file exporter)", 2,
-                             file=str(path), line=n) from None
+            if n == 1 and last > 1 and _cut_short(whole, text):
+                why = (f"one JSON document that ends before it closes (line {last} is its last); the file was cut "
+                       "short: copy or export it again whole")
+                n = last
+            elif n == last and _cut_short(exc, line):
+                why = ("this last line ends before its JSON does (the file was cut short, or the exporter was "
+                       "still writing it): drop the line, or mine a complete export")
+            else:
+                why = ("not OTLP JSON" + (f" ({exc})" if "nested" in str(exc) else "") + "; a span file holds a "
+                       "TracesData object per line, or one document (export it again with the OTLP JSON file exporter)")
+            raise AssayError(f"{path}:{n}: {why}", 2, file=str(path), line=n) from None
     return docs
+
+
+def _cut_short(exc: ValueError, text: str) -> bool:
+    """The JSON text ended before its value did (a truncated file), not a wrong character inside it."""
+    pos = getattr(exc, "pos", None)
+    return "Unterminated string" in str(exc) or (pos is not None and pos >= len(text.rstrip()))
 
 
 def read_requests(paths: list[str]) -> tuple[list[Observed], dict[str, int]]:
