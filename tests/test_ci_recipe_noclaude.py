@@ -240,3 +240,32 @@ def test_a_suite_that_does_not_convert_never_reads_a_cached_green_run(tmp_path):
         app.terminate()
         app.wait(timeout=30)
 
+
+def test_the_readme_ci_block_runs_as_written(tmp_path):
+    """README's "The CI gate" block had `--out .assay/reports/<run-id>` after a make_plan.py that chose
+    its own run id: whatever a newcomer put there, the runner refused it (exit 2, --out must end in
+    the plan's run id). The block now names the run id itself; only its `scripts/` is the plugin's."""
+    from fakeapp import FakeApp, Reply
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## The CI gate", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```\n(.*?)```", readme, re.S)[0]
+    assert "<" not in block.replace("< /dev/null", ""), "no placeholder left to guess"
+    lines = block.split("\n# or,")[0].replace("python3 scripts/", 'python3 "$ASSAY_ROOT/scripts/').replace(
+        '.py ', '.py" ')
+    answers = {"hours": ("faq", "We open at 9am."), "refund": ("billing", "Refunds take 5 business days."),
+               "weather": ("other", "I only help with the store."), "cancel": ("billing", "I cannot do that.")}
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        q = (req.json or {}).get("message", "").lower()
+        route, answer = next((v for k, v in answers.items() if k in q), ("other", "?"))
+        return Reply(200, {"reply": answer, "route": route})
+
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    write_repo(repo)
+    with FakeApp(handler) as app:
+        r = Job(repo, int(app.url.rsplit(":", 1)[1])).step(lines)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "gate closed: 1 gating failure(s): c-cancl001" in r.stdout, r.stdout
+    assert junit(repo / "junit.xml")[0]["failures"] == "2"
