@@ -21,7 +21,7 @@ COMMAND = re.compile(r'python3 "\$ASSAY_ROOT/scripts/([a-z_]+)\.py"([^\n]*)')
 
 def workflow() -> dict:
     docs = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", TEXT, re.S)]
-    found = [d for d in docs if set(d.get("jobs", {})) == {"plan", "shard", "merge"}]
+    found = [d for d in docs if isinstance(d, dict) and set(d.get("jobs", {})) == {"plan", "shard", "merge"}]
     assert len(found) == 1, "run-modes.md holds one sharded workflow (jobs plan, shard, merge)"
     return found[0]
 
