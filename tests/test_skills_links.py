@@ -112,9 +112,13 @@ def test_checker_catches_missing_paths_and_links(tmp_path):
 
 def test_run_modes_workflow_yaml_parses_and_gates_tokenless():
     text = (ROOT / "skills" / "run" / "references" / "run-modes.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
-    assert len(blocks) == 2     # the single-job gate, then the sharded one (tests/test_shard_ci.py)
-    wf = yaml.safe_load(blocks[0])
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    workflows = [b for b in blocks if isinstance(b, dict) and "jobs" in b]
+    assert len(workflows) == 2     # the single-job gate, then the sharded one (tests/test_shard_ci.py)
+    steps_only = [b for b in blocks if isinstance(b, list)]   # the no-Claude variant's one step
+    assert len(steps_only) == 1 and "--latest" not in steps_only[0][0]["run"]
+    assert 'gate.py" ".assay/reports/$RUN_ID"' in steps_only[0][0]["run"]   # it gates the run it made, by path
+    wf = workflows[0]
     steps = wf["jobs"]["assay"]["steps"]
     runs = "\n".join(s.get("run", "") for s in steps)
     assert 'claude -p "/assay:run --regression" --bare --plugin-dir' in runs
