@@ -22,7 +22,7 @@ def build_parser():
     p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
                    help="view runs published there instead (default $ASSAY_STORE): the --run ones, else the --last "
                         "newest, downloaded whole into a temporary dir removed at exit (pip install 'assay[s3]')")
-    p.add_argument("--last", type=int, default=10, help="with --store and no --run: how many newest runs (default 10)")
+    p.add_argument("--last", type=int, help="with --store and no --run: how many newest runs (default 10)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
     p.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true", help="allow a --bind other than loopback (prints a warning)")
@@ -45,6 +45,12 @@ def run(args):
 
     from assay.store.url import configured
     store = configured(args.store) if args.store or not args.state_dir else None
+    if args.last is not None and (store is None or args.last < 1):
+        raise AssayError(f"--last {args.last}: " + ("how many newest runs to fetch: 1 or more" if store is not None else
+                         "only with --store (it picks the runs to download); a state dir's runs are all shown"), 2)
+    if args.run and store is None and not args.bundle:
+        raise AssayError("--run: only with --bundle or --store; the served viewer shows every run of the state dir "
+                         "(write a bundle of these runs with --bundle OUT_DIR --run ...)", 2)
     if store is not None:
         import shutil
         import tempfile
@@ -52,8 +58,8 @@ def run(args):
         from assay.store.runs import mirror_whole
         tmp = Path(tempfile.mkdtemp(prefix="assay-view-"))
         try:
-            mirror_whole(store, tmp / "reports", args.run, max(1, args.last))
-            args.state_dir, args.store, args.run = str(tmp), None, None   # what was fetched is the selection
+            mirror_whole(store, tmp / "reports", args.run, args.last or 10)
+            args.state_dir, args.store, args.run, args.last = str(tmp), None, None, None   # what was fetched is the selection
             return run(args)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -184,3 +184,21 @@ def test_a_run_closed_by_its_latency_budget_alone_is_red_on_the_history_page(tmp
     assert points == ["pt", "pt bad"], points
     assert gate_cells[0].startswith("gate closed: p95 latency ") and "over the budget 0.4s" in gate_cells[0], gate_cells
     assert gate_cells[1] == "gate open", gate_cells
+
+
+def test_flags_the_viewer_would_ignore_are_refused_saying_where_they_apply(tmp_path):
+    """`view.py STATE --run ID` served every run of the state dir (--run applies to --bundle and
+    --store only), `--last 0` without --store was taken silently, and a --bundle whose --run was a
+    typo left an empty OUT_DIR/data behind its refusal."""
+    state = tmp_path / "state"
+    make_run(state / "reports", [{"id": "c-ord1"}], run_id=RUN)
+    said = {("--run", RUN): "--run: only with --bundle or --store",
+            ("--last", "0"): "--last 0: only with --store",
+            ("--last", "3", "--bundle", str(tmp_path / "b0")): "--last 3: only with --store",
+            ("--bundle", str(tmp_path / "b1"), "--run", RUN[:-1]): f"--run {RUN[:-1]}: no such run under"}
+    for extra, words in said.items():
+        r = run_script("view", state, *extra, "--serve-seconds", "1", timeout=120)
+        assert r.rc == 2 and r.json["error"].startswith(words), (extra, r.stdout, r.stderr)
+    assert not (tmp_path / "b0").exists() and not (tmp_path / "b1").exists()
+    r = run_script("view", state, "--bundle", tmp_path / "b2", "--run", RUN, timeout=120)
+    assert r.rc == 0 and r.json["runs"] == 1, r.stdout + r.stderr

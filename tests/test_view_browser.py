@@ -158,7 +158,12 @@ def test_api_serves_no_holdout_id_no_symlink_and_sends_csp(state, server):
     outside.write_text("SECRET", encoding="utf-8")
     link = state / "reports" / "smoke-20261130T101500Z" / "cases" / "c-001" / "leak.txt"
     link.symlink_to(outside)
-    for path in ("raw/smoke-20261130T101500Z/cases/c-001/leak.txt",
+    # a run's own files are served raw, but not one that names a holdout case (manifest.yaml lists
+    # every case of the plan by id: it was served with secret-holdout-1 in it)
+    with urllib.request.urlopen(server + "raw/smoke-20261130T101500Z/results.json") as r:
+        assert b"c-003" in r.read()
+    for path in ("raw/smoke-20261130T101500Z/manifest.yaml",
+                 "raw/smoke-20261130T101500Z/cases/c-001/leak.txt",
                  "raw/smoke-20261130T101500Z/cases/secret-holdout-1/answer.txt",
                  "api/case/smoke-20261130T101500Z/secret-holdout-1", "raw/../../etc/passwd"):
         with pytest.raises(urllib.error.HTTPError) as exc:

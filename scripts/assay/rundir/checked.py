@@ -123,7 +123,7 @@ def known(run_dir: Path) -> list[str] | None:
     """The kept answer (the problems; [] for a clean run) when the run dir and the code are those it
     was recorded for, else None."""
     from ..core.jsonio import read_json
-    if not _kept_size(_stats(run_dir)):
+    if not _kept_size(entry_stats(run_dir)):
         return None
     try:
         doc = read_json(memo_path(run_dir))
@@ -142,7 +142,7 @@ def known_or_small(run_dir: Path) -> list[str] | None:
     check_run_dir raises."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
-    stats = _stats(run_dir) if not run_dir.is_symlink() else None
+    stats = entry_stats(run_dir) if not run_dir.is_symlink() else None
     if stats is not None and not _kept_size(stats):
         return list(check_run_dir(run_dir)[0])
     return known(run_dir)
@@ -157,7 +157,7 @@ def check(run_dir: Path, *, apart: bool = False) -> list[str]:
     made up here, the same answer."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
-    before = _stats(run_dir) if not run_dir.is_symlink() else None
+    before = entry_stats(run_dir) if not run_dir.is_symlink() else None
     if not _kept_size(before):
         return list(check_run_dir(run_dir)[0])
     kept = known(run_dir)
@@ -167,7 +167,7 @@ def check(run_dir: Path, *, apart: bool = False) -> list[str]:
     if problems is None:
         problems = list(check_run_dir(run_dir)[0])
     value = digest(run_dir)
-    if value is not None and _stats(run_dir) == before:
+    if value is not None and entry_stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
 
@@ -182,8 +182,9 @@ def _apart(run_dir: Path) -> list[str] | None:
     return answer if isinstance(answer, list) and all(isinstance(p, str) for p in answer) else None
 
 
-def _stats(run_dir: Path) -> list[tuple] | None:
-    """Each entry's (name, inode, size, mtime_ns, ctime_ns): a file written during the check changes it."""
+def entry_stats(run_dir: Path) -> list[tuple] | None:
+    """Each entry's (name, inode, size, mtime_ns, ctime_ns): a file written during the check changes it
+    (the viewer keys its gate decisions by it too: an edited run dir is decided again)."""
     try:
         out = []
         for entry in os.scandir(run_dir):

@@ -55,9 +55,6 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
     if out.resolve() == reports.resolve() or reports.resolve() in out.resolve().parents:
         raise AssayError(f"{out}: the bundle must not be written inside the state's reports/ (the viewer never "
                          "writes there); pick another --bundle directory", 2)
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "data"
-    data.mkdir(exist_ok=True)
     runs = list_runs(reports, wait=None)
     unreadable = [u for u in runs["unreadable"] if not run_ids or u["run_id"] in run_ids]
     if run_ids:
@@ -67,6 +64,9 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
         kept = [r for r in runs["runs"] if r["run_id"] in run_ids]
         runs = {"runs": kept, "count": len(kept), "checking": 0, "unreadable": unreadable,
                 "not_started": runs["not_started"]}
+    out.mkdir(parents=True, exist_ok=True)   # after the checks: a refused --run leaves nothing behind
+    data = out / "data"
+    data.mkdir(exist_ok=True)
     _put(data, "/api/runs", runs)
     _put(data, "/api/history", history_doc(reports))
     cases = 0

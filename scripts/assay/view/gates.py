@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..report.gate import KEPT
 from ..rundir.runlock import lock_path, runner_state
-from ..rundir.checked import memo_path
+from ..rundir.checked import entry_stats, memo_path
 from ..verdict import GateOptions, decision_dict
 from . import gate_process
 from .quiet import wait_quiet, waiting
@@ -124,10 +124,15 @@ def _work() -> None:
 
 
 def _key(run_dir: Path, mtime: float) -> tuple:
-    """A decision stands for results.json's version, the check kept for it (kept since: decided again,
-    with it) and whether a runner holds the run's lock (a runner killed since leaves results.json as
-    it was: decided again, interrupted rather than "still running")."""
-    return str(run_dir), mtime, _kept_mtime(run_dir), runner_alive(run_dir)
+    """A decision stands for results.json's version and every entry of the run dir as it is (name,
+    inode, size, modification and change times: rundir.checked's rule; a verdicts.jsonl or cases.jsonl
+    edited since, results.json untouched, is decided again, as gate.py would re-check it), the check
+    kept for it (kept since: decided again, with it) and whether a runner holds the run's lock (a
+    runner killed since leaves results.json as it was: decided again, interrupted rather than "still
+    running")."""
+    entries = entry_stats(Path(run_dir))
+    return (str(run_dir), mtime, tuple(entries) if entries is not None else None, _kept_mtime(run_dir),
+            runner_alive(run_dir))
 
 
 def runner_alive(run_dir: Path) -> bool:
@@ -140,6 +145,8 @@ def _future(run_dir: Path, mtime: float) -> Future:
     with _LOCK:
         fut = _FUTURES.get(key)
         if fut is None:
+            for stale in [k for k, f in _FUTURES.items() if k[0] == key[0] and f.done()]:
+                del _FUTURES[stale]   # a run dir written to (a run going) leaves no trail of old decisions
             fut = _FUTURES[key] = Future()
             _JOBS.put((run_dir, fut))
             if not _WORKER:

@@ -42,7 +42,25 @@ def raw_bytes(reports: Path, rel: str) -> bytes:
         return data
     if len(parts) != 2 or parts[1] in ("verdicts.jsonl", "verdicts_for_stats.jsonl", "repeats.jsonl", "cases.jsonl"):
         raise NotFound(rel)  # these name holdout ids (the journal holds holdout cases whole)
-    return read_raw(d / parts[1], reports)
+    data = read_raw(d / parts[1], reports)
+    sealed = _run_holdout_ids(reports, d)
+    if sealed is None or any(cid.encode("utf-8", "surrogateescape") in data for cid in sealed):
+        raise NotFound(rel)  # manifest.yaml lists every case of the plan, a holdout run's by id
+    return data
+
+
+def _run_holdout_ids(reports: Path, d: Path) -> set[str] | None:
+    """The run's holdout case ids (verdicts.jsonl's holdout rows, manifest.yaml's holdout set), or
+    None when its manifest cannot be read (what it names is then unknown: nothing is served raw)."""
+    from .paths import read_json, read_jsonl
+    ids = {r["case_id"] for r in read_jsonl(d / "verdicts.jsonl", reports)
+           if r.get("holdout") and isinstance(r.get("case_id"), str) and r["case_id"]}
+    manifest = read_json(d / "manifest.yaml", reports)
+    if not isinstance(manifest, dict):
+        return None
+    cases = manifest.get("cases") if isinstance(manifest.get("cases"), list) else []
+    return ids | {c["id"] for c in cases if isinstance(c, dict) and c.get("set") == "holdout"
+                  and isinstance(c.get("id"), str) and c["id"]}
 
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
