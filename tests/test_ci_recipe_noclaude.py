@@ -221,6 +221,7 @@ def test_a_suite_that_does_not_convert_never_reads_a_cached_green_run(tmp_path):
         assert junit(earlier / "assay-junit.xml")[0]["failures"] == "0"
         # the older pattern's --latest gate over that directory is open: what a cache restores
         assert job.step(named["Gate (tokenless)"]).returncode == 0
+        time.sleep(1.1)   # the recipe's RUN_ID has whole seconds: this job's must not be the cached run's
 
         for errexit in (True, False):
             repo = tmp_path / f"checkout-{errexit}"
