@@ -1,7 +1,8 @@
 """Gate close reasons about whether the run can be trusted at all (issue 24 §A): a plan made with
 `--allow-invalid`, a shard's slice gated as if it were the run, a holdout past its look budget,
-called tools the adapter does not declare, a declared route path no answer held, and cases scored on
-part of their trace (spans that arrived after it was read as complete).
+called tools the adapter does not declare, a declared route path no answer held, a record id shape no
+authz case showed, and cases scored on part of their trace (spans that arrived after it was read as
+complete).
 
 Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
 returns what the gate prints; gate.py only strings them together. Pure reads, no recounting.
@@ -150,6 +151,20 @@ def route_source_line(summary: dict) -> str | None:
             "(verdict.json layers.routing.note)")
 
 
+# ---------------------------------------------------------------- a record id shape no case showed
+def record_id_shape_reason(summary: dict) -> str | None:
+    """summary.record_id_shape: the authz id checks looked for the app's id shape (the profile's
+    record_id_pattern, else the case ids' default shape) and no case's tool calls, results, answer or
+    response held one: a pattern the app never writes, so every id check could only pass."""
+    block = summary.get("record_id_shape")
+    if not isinstance(block, dict) or not _count(block.get("cases")) or not block["cases"] or block.get("seen"):
+        return None
+    return (f"no record id of the shape '{block.get('shape')}' appeared in the tool calls, tool results, answers "
+            f"or responses of any of the {block['cases']} case(s) with record-id checks (authz), so those checks "
+            "could only pass: set profile.yaml record_id_pattern to the ids the app writes and write the cases' "
+            "ids that way, or add a case where the caller reads a record of their own (allowed_record_ids)")
+
+
 # ---------------------------------------------------------------- calibration floors
 def lowered_floor_lines(run_dir: Path) -> list[str]:
     """One line per gating rubric version calibrated at floors below score_agreement.py's defaults
@@ -174,5 +189,6 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     info += [line for line in (route_source_line(summary),) if line]
     info += lowered_floor_lines(run_dir)
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
-                         route_source_reason(summary), late_spans_reason(results)) if r]
+                         route_source_reason(summary), record_id_shape_reason(summary), late_spans_reason(results))
+             if r]
     return head, info, close

@@ -138,7 +138,8 @@ _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed
               "rate_limited_retries", "judged", "judge_usage", "judge_unstable", "latency_ms", "undeclared_tools",
               "simulated", "simulator")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_unstable") + ROUTING_KEYS + ("rubrics", "provisional_verdict",
-                                                                                       "undeclared_tools", "response_path")
+                                                                                       "undeclared_tools", "response_path",
+                                                                                       "id_shape_seen")
 _SLIM_LAYER_SET = frozenset(_SLIM_LAYER_KEYS)
 
 

@@ -105,6 +105,8 @@ class Tally:
         self.und_cases = self.und_checked = 0
         self.route_path: dict = {}
         self.route_read = self.route_found = self.route_fell = 0
+        self.id_shape: dict = {}
+        self.id_cases = self.id_seen = 0
         self.count = 0
 
     def add_all(self, records) -> "Tally":
@@ -151,6 +153,7 @@ class Tally:
         self._kind(index, r)
         self._undeclared(r)
         self._route_path(index, r)
+        self._id_shape(index, r)
 
     def _kind(self, index: int, r: Mapping[str, Any]) -> None:
         if not r.get("multi_turn"):
@@ -219,6 +222,16 @@ class Tally:
         elif entry.get("observed_from"):
             self.route_fell += 1
 
+    def _id_shape(self, index: int, r: Mapping[str, Any]) -> None:
+        entry = (r.get("layers") or {}).get("authz")
+        block = entry.get("id_shape_seen") if isinstance(entry, dict) else None
+        if r.get("verdict") == SKIPPED or not isinstance(block, dict):
+            return
+        _first(self.id_shape, "shape", index, block.get("shape"))
+        self.id_cases += 1
+        if block.get("seen"):
+            self.id_seen += 1
+
     # ------------------------------------------------------------------ the summary
     def summary(self, *, status: str, missing_artifacts: list) -> dict:
         basic = self.main.doc()
@@ -249,6 +262,10 @@ class Tally:
             path = self.route_path.get("path")
             summary["route_from_response"] = {"path": path[1] if path else None, "read": self.route_read,
                                               "found": self.route_found, "fell_back": self.route_fell}
+        if self.id_cases:
+            shape = self.id_shape.get("shape")
+            summary["record_id_shape"] = {"shape": shape[1] if shape else None, "cases": self.id_cases,
+                                          "seen": self.id_seen}
         summary["missing_artifacts"] = list(missing_artifacts)
         return summary
 
