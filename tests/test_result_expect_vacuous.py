@@ -104,3 +104,32 @@ def test_the_same_cases_written_tightly_fail_on_the_wrong_results(tmp_path):
     assert verdicts["c-00000003"]["layers"]["execution"]["diff"]["summary"] == "expected 0.5, got 0"
     assert gate.rc == 1, gate.stdout
     assert "2 gating failure(s)" in gate.stdout, gate.stdout
+
+
+def formatted_reply(req) -> Reply:
+    """The number as formatted text, then as null."""
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    price = "1,234.50" if "Revenue" in (req.json or {}).get("message", "") else None
+    return Reply(200, {"answer": "here", "route": "quotes", "quote": {"price": price}})
+
+
+def test_a_number_returned_as_formatted_text_or_null_fails_in_words_a_reader_can_act_on(tmp_path):
+    # before: `expected 1234.5, got 1,234.50` (text and number looked alike) and `expected 17, got None`
+    state = write_state(tmp_path, {
+        "c-00000001": case_yaml("c-00000001", content="Revenue 2025?", expect="  route: quotes\n  result: {scalar: 1234.5}\n"),
+        "c-00000002": case_yaml("c-00000002", content="Refunds?", expect="  route: quotes\n  result: {scalar: 17}\n")})
+    r, plan_file = _plan(state)
+    assert r.rc == 0, r.stdout
+    out = state / "reports" / RUN_ID
+    with FakeApp(formatted_reply) as app:
+        run = run_runner("--plan", plan_file, "--out", out, env={"TRAVEL_BASE_URL": app.url})
+    assert json.loads(run.stdout)["exit_code"] == 0, run.stdout
+    summary = {cid: json.loads((cases_view(out) / cid / "verdict.json").read_text())["layers"]["execution"]
+               for cid in ("c-00000001", "c-00000002")}
+    assert summary["c-00000001"]["verdict"] == summary["c-00000002"]["verdict"] == "fail"
+    assert summary["c-00000001"]["diff"]["summary"].startswith(
+        'expected 1234.5, got "1,234.50" (text, read as a number only when it is a plain decimal: no thousands '
+        'separators, currency or units'), summary["c-00000001"]
+    assert summary["c-00000002"]["diff"]["summary"] == "expected 17, got null", summary["c-00000002"]
+    assert run_script("gate", out).rc == 1

@@ -44,10 +44,10 @@ from typing import Any
 from assay.core import regex_guard
 from assay.core.jsonio import maybe_json
 from assay.score.base import FAIL, PASS, UNSCORED, ScorerInputError, is_number, nfc, short
-from assay.score.result_spec import columns_problem, tolerance_problem
+from assay.score.result_spec import NUMERIC_TEXT as _NUMERIC_TEXT
+from assay.score.result_spec import columns_problem, scalar_summary, shown, tolerance_problem
 
 SOURCES = ("result_from_tool", "result_from_response", "result_pattern")
-_NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _MISSING = object()
 _SHOW = 5  # rows shown in a diff
 
@@ -254,14 +254,14 @@ def score_execution(expect_result: dict, actual: dict, *, float_tolerance: float
         e, a = _as_number(expected["scalar"]), _as_number(got)
         if not isinstance(expected["scalar"], bool) and not isinstance(got, bool) and e is not None and a is not None:
             diff["difference"] = a - e
-        diff["summary"] = "equal" if equal else f"expected {short(expected['scalar'], 80)}, got {short(got, 80)}"
+        diff["summary"] = "equal" if equal else scalar_summary(expected["scalar"], got)
         if note:
             diff["note"] = note
         out.update(verdict=PASS if equal else FAIL, diff=diff)
         return out
     if "rows" not in actual:
         out.update(verdict=FAIL, diff={"summary": f"expected {len(expected['rows'])} row(s), got a scalar "
-                                                  f"{short(actual.get('scalar'), 80)}"})
+                                                  f"{shown(actual.get('scalar'))}"})
         return out
     equal, diff = compare_rows(expected["rows"], actual["rows"], ordered=spec["ordered"],
                                columns=spec["columns"], tolerance=tol)

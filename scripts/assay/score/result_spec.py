@@ -12,12 +12,23 @@ The execution scorer refuses such an expectation (a scorer input error: the case
   number lets 0 (and the value with the wrong sign) pass, the usual shape of a wrong
   result (an empty filter, a missing join). An expected 0 is exempt: that tolerance is
   how "near zero" is written.
+
+And how a failed scalar reads (`scalar_summary`): values written as JSON (`null`, `true`,
+`"1,234.50"`), so text is told from a number, with why a formatted number is not read as one.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any, Iterator
+
+from ..core.writer import clip
+
+# a plain decimal number as text ("3", "-2.50", "1e3"): the execution scorer reads it as a number
+NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_FORMATTED_NUMBER = re.compile(r"\D{0,4}[+-]?\d[\d,. _']*\D{0,6}")
 
 
 def _names(keys: list[str]) -> str:
@@ -68,3 +79,22 @@ def tolerance_problem(expected: Any, tolerance: Any, where: str = "scalar") -> s
                     f"of 0 would pass; use a tolerance below {abs(number):g}, or expect 0 if the value is "
                     f"meant to be near zero")
     return None
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """A value as a diff shows it: JSON text (`null`, `true`, `"42"`), clipped and redacted."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return clip(text, limit, ellipsis="…")
+
+
+def scalar_summary(expected: Any, got: Any) -> str:
+    """`expected 1234.5, got "1,234.50"` (+ why, when the app wrote a number as formatted text)."""
+    text = f"expected {shown(expected)}, got {shown(got)}"
+    if (isinstance(expected, (int, float)) and not isinstance(expected, bool) and isinstance(got, str)
+            and _FORMATTED_NUMBER.fullmatch(got.strip()) and not NUMERIC_TEXT.fullmatch(got.strip())):
+        text += (" (text, read as a number only when it is a plain decimal: no thousands separators, "
+                 "currency or units; have the app return a number, or expect the text)")
+    return text
