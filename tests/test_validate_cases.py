@@ -129,6 +129,8 @@ PER_CASE = {
                          expect(route="billing", result={"rows": [{"a": 1, "b": 2}], "columns": ["b", "a"]})),
     "columns_mismatch#lacks": (expect(route="billing", result={"rows": [{"a": 1}], "columns": ["a", "z"]}),
                                expect(route="billing", result={"rows": [{"a": 1}, {"a": 2}], "columns": ["a"]})),
+    "columns_mismatch#list_row": (expect(route="billing", result={"rows": [[1, 2]], "columns": ["a"]}),
+                                  expect(route="billing", result={"rows": [[1, 2]]})),
     "tolerance_swallows_value": (expect(route="billing", result={"scalar": 0.5, "float_tolerance": 0.5}),
                                  expect(route="billing", result={"scalar": 0, "float_tolerance": 0.5})),
     "tolerance_swallows_value#rows": (

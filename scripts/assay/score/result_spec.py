@@ -42,6 +42,7 @@ def columns_problem(rows: Any, columns: Any) -> str | None:
     problems: list[str] = []
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
+            problems.append(f"rows[{i}] is not an object row ({{column: value}}), which columns needs")
             continue
         extra = [k for k in row if k not in columns]
         lacking = [c for c in columns if c not in row]
