@@ -123,6 +123,19 @@ PER_CASE = {
                                 expect(route="billing", result={"rows": [{"a": 1}], "ordered": True})),
     "empty_columns": (expect(route="billing", result={"rows": [], "columns": []}),
                       expect(route="billing", result={"rows": [], "columns": ["a"]})),
+    # the trial's green-that-should-be-red: a row key columns leaves out is never compared (the wrong
+    # value passed); a tolerance at least the expected value lets 0 pass. "near zero" (expect 0) is fine
+    "columns_mismatch": (expect(route="billing", result={"rows": [{"a": 1, "b": 2}], "columns": ["a"]}),
+                         expect(route="billing", result={"rows": [{"a": 1, "b": 2}], "columns": ["b", "a"]})),
+    "columns_mismatch#lacks": (expect(route="billing", result={"rows": [{"a": 1}], "columns": ["a", "z"]}),
+                               expect(route="billing", result={"rows": [{"a": 1}, {"a": 2}], "columns": ["a"]})),
+    "columns_mismatch#list_row": (expect(route="billing", result={"rows": [[1, 2]], "columns": ["a"]}),
+                                  expect(route="billing", result={"rows": [[1, 2]]})),
+    "tolerance_swallows_value": (expect(route="billing", result={"scalar": 0.5, "float_tolerance": 0.5}),
+                                 expect(route="billing", result={"scalar": 0, "float_tolerance": 0.5})),
+    "tolerance_swallows_value#rows": (
+        expect(route="billing", result={"rows": [{"n": 120.0, "rate": 0.02}], "float_tolerance": 0.05}),
+        expect(route="billing", result={"rows": [{"n": 120.0, "rate": 0.02, "ok": True}], "float_tolerance": 0.01})),
     "string_not_list": (answer(must_contain="120"), answer(must_contain=["120"])),
     "unquoted_bool_or_number": (answer(must_contain=[120, True]), answer(must_contain=["120", "true"])),
     "bad_regex": (answer(must_contain=["/(unclosed/"]), answer(must_contain=["/(closed)/"])),

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from .regex_risk import matches_every_text, nested_quantifier
 from ..score.answer import trailing_flag_entry
+from ..score.result_spec import columns_problem, tolerance_problem
 from ..core.suggest import did_you_mean
 
 Report = Callable[[str, str], None]
@@ -201,6 +202,8 @@ def _check_result(result: Any, where: str, report: Report) -> None:
                    "or drop the key")
         elif not isinstance(cols, list) or not all(isinstance(c, str) and c for c in cols):
             report("bad_expect_shape", f"{where}.columns must be a list of column names")
+        elif problem := columns_problem(result.get("rows"), cols):
+            report("columns_mismatch", f"{where}.{problem}", key=f"{where}.columns")
     if "ordered" in result and not isinstance(result["ordered"], bool):
         report("bad_expect_shape", f"{where}.ordered must be true or false")
     tol = result.get("float_tolerance")
@@ -209,6 +212,10 @@ def _check_result(result: Any, where: str, report: Report) -> None:
                    if isinstance(tol, str) and re.fullmatch(r"[-+]?[0-9]+[eE][-+]?[0-9]+", tol.strip()) else "")
         report("bad_expect_shape", f"{where}.float_tolerance must be a number >= 0{as_text}",
                key=f"{where}.float_tolerance")
+    elif "float_tolerance" in result and (problem := tolerance_problem(
+            result.get("scalar") if "scalar" in result else result.get("rows"), tol,
+            "scalar" if "scalar" in result else "rows")):
+        report("tolerance_swallows_value", f"{where}: {problem}", key=f"{where}.float_tolerance")
     if "reference_query" in result and not isinstance(result["reference_query"], str):
         report("bad_expect_shape", f"{where}.reference_query must be a string")
 

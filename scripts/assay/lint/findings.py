@@ -38,6 +38,9 @@ CODES: dict[str, str] = {
     # an imported case that lost a check of its source (import_promptfoo.py's not_converted): it would pass
     # without it
     "check_not_converted": ERROR,
+    # an expect.result a wrong result passes: a row key `columns` leaves out is never compared; a tolerance
+    # at least a non-zero expected value lets 0 pass (score/result_spec.py, which the scorer refuses too)
+    "columns_mismatch": ERROR, "tolerance_swallows_value": ERROR,
     # suite files
     "manifest_mismatch": ERROR,
     # rubric pins (expect.answer.rubric against rubrics/<id>.md)

@@ -31,7 +31,7 @@ unless `ordered: true`; with `columns`, object rows are compared on those column
 (without it, whole rows must be equal). An expected scalar against actual rows that
 hold exactly one row with one value compares against that value (`SELECT count(*)`).
 Tolerance: `expect.result.float_tolerance`, else the plan's `scoring.float_tolerance`,
-else exact.
+else exact. An expectation `result_spec` says would let a wrong result pass is refused.
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ from typing import Any
 from assay.core import regex_guard
 from assay.core.jsonio import maybe_json
 from assay.score.base import FAIL, PASS, UNSCORED, ScorerInputError, is_number, nfc, short
+from assay.score.result_spec import NUMERIC_TEXT as _NUMERIC_TEXT
+from assay.score.result_spec import columns_problem, scalar_summary, shown, tolerance_problem
 
 SOURCES = ("result_from_tool", "result_from_response", "result_pattern")
-_NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _MISSING = object()
 _SHOW = 5  # rows shown in a diff
 
@@ -219,9 +220,14 @@ def _read_expect(expect_result: Any, float_tolerance: float | None) -> dict[str,
             raise ScorerInputError("expect.result.columns must be a non-empty list of column names")
         if has_rows and not all(isinstance(r, dict) for r in rows):
             raise ScorerInputError("expect.result.columns needs object rows ({column: value})")
+        if has_rows and (problem := columns_problem(rows, columns)):
+            raise ScorerInputError(f"expect.result.{problem}")
     tolerance = expect_result.get("float_tolerance", float_tolerance)
     if tolerance is not None and (not is_number(tolerance) or tolerance < 0 or not math.isfinite(tolerance)):
         raise ScorerInputError(f"float_tolerance must be a number >= 0, got {short(tolerance, 40)}")
+    if problem := tolerance_problem(expect_result["scalar"] if has_scalar else rows, tolerance,
+                                    "scalar" if has_scalar else "rows"):
+        raise ScorerInputError(f"expect.result: {problem}")
     return {"ordered": ordered, "columns": columns, "tolerance": tolerance}
 
 
@@ -248,14 +254,14 @@ def score_execution(expect_result: dict, actual: dict, *, float_tolerance: float
         e, a = _as_number(expected["scalar"]), _as_number(got)
         if not isinstance(expected["scalar"], bool) and not isinstance(got, bool) and e is not None and a is not None:
             diff["difference"] = a - e
-        diff["summary"] = "equal" if equal else f"expected {short(expected['scalar'], 80)}, got {short(got, 80)}"
+        diff["summary"] = "equal" if equal else scalar_summary(expected["scalar"], got)
         if note:
             diff["note"] = note
         out.update(verdict=PASS if equal else FAIL, diff=diff)
         return out
     if "rows" not in actual:
         out.update(verdict=FAIL, diff={"summary": f"expected {len(expected['rows'])} row(s), got a scalar "
-                                                  f"{short(actual.get('scalar'), 80)}"})
+                                                  f"{shown(actual.get('scalar'))}"})
         return out
     equal, diff = compare_rows(expected["rows"], actual["rows"], ordered=spec["ordered"],
                                columns=spec["columns"], tolerance=tol)
