@@ -10,7 +10,7 @@ from ..core.writer import clip
 from ..core.case_read import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import ADAPTER_KEY_OF_LAYER, FIX_OF_GAP, hollow_layer_line, where_to_look
+from ..score.hollow import ADAPTER_KEY_OF_LAYER, FIX_OF_GAP, absence_only_line, hollow_layer_line, where_to_look
 from .gate_case import GOAL_NOT_REACHED, NOT_RUN, SKIPPED, UNSCORED, closing_cases
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json_head
@@ -127,11 +127,13 @@ def canary_failures(run_dir: Path, results: dict) -> list[str]:
 
 
 def hollow_reasons(summary: dict) -> list[str]:
-    """One close reason per hollow layer (asserted by some case, scored in none: wave 2 §1)."""
+    """One close reason per hollow layer (asserted by some case, scored in none: wave 2 §1), and one when
+    every passing case passed on absences only (score.hollow.absence_only_line)."""
     block = summary.get("hollow_layers")
-    if not isinstance(block, dict):
-        return []
-    return [hollow_layer_line(layer, info if isinstance(info, dict) else {}) for layer, info in block.items()]
+    lines = [hollow_layer_line(layer, info if isinstance(info, dict) else {})
+             for layer, info in (block.items() if isinstance(block, dict) else ())]
+    absence = absence_only_line(summary.get("passes_on_presence"))
+    return lines + ([absence] if absence else [])
 
 
 def unscored_gating_reason(run_dir: Path, results: dict) -> str | None:

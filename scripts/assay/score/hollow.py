@@ -197,6 +197,70 @@ class HollowFold:
         return out
 
 
+# Answer checks a do-nothing answer ("", "ok", the wrong field) also meets: they assert an absence.
+ABSENCE_CHECKS: frozenset[str] = frozenset({"must_not_contain"})
+
+
+def passed_on_presence(layers: Mapping[str, Any]) -> bool:
+    """True when some layer beyond liveness passed on more than absences: any passing layer but an
+    answer layer whose every check is a `must_not_contain`. A case that passed without one would
+    pass an app that answers nothing, or an adapter whose <answer> path reads a constant field."""
+    for layer, entry in layers.items():
+        if layer in LIVENESS_LAYERS or verdict_of(entry) != PASS:
+            continue
+        if not (layer == "answer" and isinstance(entry, Mapping) and absence_only(entry)):
+            return True
+    return False
+
+
+def absence_only(answer: Mapping[str, Any]) -> bool:
+    """An answer layer whose every check asserts an absence: its `checks` (a verdict record), or the
+    `absence_only` flag a slim record keeps in their place (rundir.derived.slim)."""
+    checks = answer.get("checks")
+    if not isinstance(checks, list):
+        return answer.get("absence_only") is True
+    return bool(checks) and all(isinstance(c, Mapping) and c.get("check") in ABSENCE_CHECKS for c in checks)
+
+
+class AbsenceFold:
+    """Over the passing non-canary cases of a run: how many passed, and how many on presence
+    (passed_on_presence). The gate closes when cases passed and none did on presence."""
+
+    def __init__(self) -> None:
+        self.passes = self.on_presence = 0
+        self.first: tuple[int, str] | None = None     # (index, case id) of the first absence-only pass
+
+    def add(self, index: int, record: Mapping[str, Any]) -> None:
+        if record.get("verdict") != PASS or record.get("canary"):
+            return
+        self.passes += 1
+        if passed_on_presence(record.get("layers") or {}):
+            self.on_presence += 1
+        elif self.first is None or index < self.first[0]:
+            self.first = (index, None if record.get("holdout") else str(record.get("case_id")))
+
+    def result(self) -> dict[str, Any] | None:
+        if not self.passes:
+            return None
+        return {"passes": self.passes, "on_presence": self.on_presence,
+                "first_absence_only": self.first[1] if self.first else None}
+
+
+def absence_only_line(block: Any) -> str | None:
+    """The gate's close reason when every pass of the run stood on absences only, else None."""
+    if not isinstance(block, Mapping) or block.get("on_presence") != 0:
+        return None
+    n = block.get("passes")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        return None
+    first = block.get("first_absence_only")
+    return (f"all {n} passing case(s) passed only on must_not_contain (text absent from the answer"
+            f"{f', e.g. {first}' if first else ''}): an app that answers nothing, or an adapter whose "
+            "response_body <answer> path reads the wrong field, passes them too, so nothing was shown to "
+            "work; add a check a right answer must meet (must_contain, route, format, a rubric) and check "
+            "the adapter's response_body")
+
+
 def where_to_look(layer: str, adapter_key: Any = None) -> str:
     """"check <this>" for a layer: the adapter's key that feeds it (the judge's files for `judged`)."""
     key = adapter_key or ADAPTER_KEY_OF_LAYER.get(layer, f"the adapter keys that feed {layer}")

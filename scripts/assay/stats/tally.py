@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, JUDGE_UNSTABLE, LAYER_ORDER, PASS, SIM_HARNESS_OUTCOMES,
                           SKIPPED, UNSCORABLE, UNSCORED)
-from ..score.hollow import HollowFold
+from ..score.hollow import AbsenceFold, HollowFold
 from .pairwise import PairwiseFold
 
 _BASIC = ("n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped", "infra_errors",
@@ -89,6 +89,7 @@ class Tally:
         self.unscorable: dict[str, list] = {}    # layer -> [cases, (index, blocked_by) or None]
         self.unjudged: dict[str, int] = {}
         self.hollow = HollowFold()
+        self.absence = AbsenceFold()
         self.single, self.conv, self.sims = _Basic(), _Basic(), _Basic()
         self.failed_turns: dict[str, int] = {}
         self.memory_user = 0
@@ -150,6 +151,7 @@ class Tally:
                 if reason.startswith("unjudged"):
                     self.unjudged[reason] = self.unjudged.get(reason, 0) + 1
         self.hollow.add(index, r)
+        self.absence.add(index, r)
         self._kind(index, r)
         self._undeclared(r)
         self._route_path(index, r)
@@ -251,6 +253,9 @@ class Tally:
                                         for name, (n, first) in self.unscorable.items()}
         summary["unjudged"] = dict(self.unjudged)
         summary["hollow_layers"] = self.hollow.result()
+        absence = self.absence.result()
+        if absence is not None:
+            summary["passes_on_presence"] = absence
         kinds = self._by_kind()
         if kinds is not None:
             summary["by_kind"] = kinds
