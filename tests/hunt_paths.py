@@ -71,7 +71,8 @@ def api_gate(run_dir: Path, tmp: Path) -> dict:
 
 def viewer(state: Path, run_ids: list[str], env: dict[str, str] | None = None) -> dict[str, dict]:
     """{run id: decision} from one view.py over the state dir, as its run page asks: the gate API and
-    the cases API (a failed case's words: `canary; ` when it is one, then its failed layers)."""
+    the cases API (a failed case's words: `canary; ` when it is one, then its failed layers), and the
+    gate the history page draws for the run (`history_gate`; None when the history does not list it)."""
     import os
     view = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), str(state), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -83,12 +84,15 @@ def viewer(state: Path, run_ids: list[str], env: dict[str, str] | None = None) -
     out = {}
     try:
         url = json.loads(view.stdout.readline())["url"]
+        listed = {r["run_id"]: r.get("gate") for s in get(f"{url}api/history").get("series") or []
+                  for r in s.get("runs") or []}   # the history page's points and rows (None: not listed there)
         for run_id in run_ids:
             doc = get(f"{url}api/run/{run_id}/gate?wait=5")
             while doc["gate"] == "checking":
                 doc = get(f"{url}api/run/{run_id}/gate?wait=5")
             rows = get(f"{url}api/run/{run_id}/cases?size=1000")["cases"]
             out[run_id] = {"closed": doc["gate"] == "closed", "reasons": doc["reasons"], "verified": doc.get("verified"),
+                           "history_gate": listed.get(run_id),
                            "closing": {r["case_id"]: ("canary; " if r.get("canary") else "") + "failed: "
                                        + ", ".join(k for k, v in (r.get("layers") or {}).items() if v == "fail")
                                        for r in rows if r.get("verdict") == "fail"}}

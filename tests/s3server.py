@@ -8,6 +8,7 @@ client for setting up and tampering in tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -73,3 +74,17 @@ class S3Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+@contextlib.contextmanager
+def served(bucket: str, handler):
+    """A local S3 server with `bucket` made, and a FakeApp answering `handler` (both stopped on exit):
+    the store tests' world. Yields (server, app)."""
+    from fakeapp import FakeApp
+    server = S3Server().start()
+    try:
+        server.client().create_bucket(Bucket=bucket)
+        with FakeApp(handler) as app:
+            yield server, app
+    finally:
+        server.stop()

@@ -199,6 +199,10 @@ def _walk(app: App, tmp: Path, server) -> dict:
         walks[name].update(more)
     walks = {app.name: {**runs, **out}, **walks}
     seen = viewer(state, sorted({w["viewer"].name for w in walks.values()}))
+    # the history page colours each run's point and names its gate: the same decision as its run page
+    listed = {rid: d["history_gate"] for rid, d in seen.items() if d["history_gate"] is not None}
+    assert listed, "the history page listed none of the hunt's runs: its gate went unchecked"
+    assert all((g == "closed") == seen[rid]["closed"] for rid, g in listed.items()), (listed, seen)
     decided = {}
     for name, walk in walks.items():
         decided[name] = {"_dirs": {p: d for p, d in walk.items() if isinstance(d, Path)}}

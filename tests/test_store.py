@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from fakeapp import Reply, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import SCRIPTS, run_script
-from s3server import BUCKET, SECRET, S3Server, have_moto
+from s3server import BUCKET, SECRET, have_moto, served
 
 from assay.shard.assign import add_shards
 
@@ -51,11 +51,7 @@ def verdicts(run_dir):
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
-    server = S3Server().start()
-    server.client().create_bucket(Bucket=BUCKET)
-    app = FakeApp(handler)
-    app.__enter__()
-    try:
+    with served(BUCKET, handler) as (server, app):
         state = make_state(root)
         ad = adapter(app.url, max_concurrency=4)
         base = make_plan(state, suite(), adapter_doc=ad, run_id=RUN_ID, mode="regression", selecting_split="full")
@@ -80,9 +76,6 @@ def world(tmp_path_factory):
         yield {"server": server, "state": state, "plan_path": plan_path, "pods": outs, "whole": whole,
                "merged": merged, "kept": kept, "env": server.env, "app_url": app.url,
                "env_no_store": dict(server.env, ASSAY_STORE="")}
-    finally:
-        app.__exit__(None, None, None)
-        server.stop()
 
 
 def _env(extra):

@@ -15,9 +15,9 @@ import shutil
 
 import pytest
 
-from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from fakeapp import Reply, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
-from s3server import BUCKET, S3Server, have_moto
+from s3server import BUCKET, have_moto, served
 
 from assay.shard.assign import add_shards
 
@@ -44,11 +44,7 @@ def suite():
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("storecopies")
-    server = S3Server().start()
-    server.client().create_bucket(Bucket=BUCKET)
-    app = FakeApp(handler)
-    app.__enter__()
-    try:
+    with served(BUCKET, handler) as (server, app):
         state = make_state(root)
         ad = adapter(app.url, max_concurrency=4)
 
@@ -59,9 +55,6 @@ def world(tmp_path_factory):
                              state / "reports" / EARLIER, "--progress", "never")
         assert earlier.rc == 0, earlier.stdout
         yield {"server": server, "state": state, "plan": plan, "env": server.env}
-    finally:
-        app.__exit__(None, None, None)
-        server.stop()
 
 
 def test_a_shard_retried_after_another_run_landed_merges_from_the_store(world):

@@ -14,9 +14,9 @@ import sys
 import pytest
 import yaml
 
-from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from fakeapp import Reply, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import ROOT, SCRIPTS, run_script
-from s3server import BUCKET, S3Server, have_moto
+from s3server import BUCKET, have_moto, served
 
 from assay.shard.assign import add_shards
 
@@ -45,20 +45,13 @@ CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(4)]
 
 @pytest.fixture()
 def world(tmp_path):
-    server = S3Server().start()
-    server.client().create_bucket(Bucket=BUCKET)
     desk = Desk()
-    app = FakeApp(desk)
-    app.__enter__()
-    try:
+    with served(BUCKET, desk) as (server, app):
         state = make_state(tmp_path)
         plan = make_plan(state, CASES, adapter_doc=adapter(app.url, max_concurrency=2), run_id=RUN_ID,
                          mode="regression", selecting_split="full")
         yield {"server": server, "state": state, "desk": desk, "app": app,
                "plan": write_plan(state, add_shards(plan, 2))}
-    finally:
-        app.__exit__(None, None, None)
-        server.stop()
 
 
 def pod(world, index: int, publish: str = SHARDS, plan=None, run_id: str = RUN_ID):

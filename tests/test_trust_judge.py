@@ -184,6 +184,14 @@ def tone_state(root):
     return state
 
 
+def tone_app(req):
+    """The tone suite's app: rude to a message that says "rude", polite otherwise."""
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    rude = "rude" in str((req.json or {}).get("message"))
+    return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
+
+
 def tone_run(state, app, run_id):
     r, plan_file = claims_plan(state, "--judge", run_id=run_id)
     assert r.rc == 0, r.stdout
@@ -200,12 +208,7 @@ def test_a_calibration_is_bound_to_the_judge_and_the_rubric_text_it_was_measured
     from helpers import write_yaml
     state = tone_state(tmp_path)
 
-    def handler(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        rude = "rude" in str((req.json or {}).get("message"))
-        return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
-    with FakeApp(handler) as app:
+    with FakeApp(tone_app) as app:
         _, out = tone_run(state, app, "smoke-20261201T010000Z")
         assert read(out, "c-rude0001")["layers"]["judged"]["verdict"] == "fail"  # calibrated, gating
         g = run_script("gate", out)
@@ -274,12 +277,7 @@ def test_a_judge_command_that_is_itself_the_script_is_bound_to_its_content(tmp_p
     side = json.loads((state / "judge" / "calibration.json").read_text())
     assert list(side["judge"]["identity"]["judges"][0]["command_files"]) == ["judge/strict_judge.py"]
 
-    def handler(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        rude = "rude" in str((req.json or {}).get("message"))
-        return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
-    with FakeApp(handler) as app:
+    with FakeApp(tone_app) as app:
         _, out = tone_run(state, app, "smoke-20261202T010000Z")
         g = run_script("gate", out)
         assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout   # the calibrated judge gates
@@ -303,12 +301,7 @@ def test_write_refuses_labels_of_a_judge_script_edited_since_the_labelled_run(tm
     run's manifest records the judge identity (scripts by content) and --write refuses, naming the file."""
     state = tone_state(tmp_path)
 
-    def handler(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        rude = "rude" in str((req.json or {}).get("message"))
-        return Reply(200, {"message": "Claim CL-7 is open, idiot." if rude else "Claim CL-7 is open. Thank you!"})
-    with FakeApp(handler) as app:
+    with FakeApp(tone_app) as app:
         _, out = tone_run(state, app, "smoke-20261203T010000Z")
         assert "strict_judge.py" in json.dumps(json.loads((out / "manifest.yaml").read_text())["judge"]["identity"])
         lab = run_script("label", out, "-o", tmp_path / "label.html", "--reviewer", "Dana")
