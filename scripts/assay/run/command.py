@@ -7,6 +7,7 @@ is an AssayError carrying its exit code; the script itself stays thin.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--replay", nargs="?", const="cache", metavar="SOURCE",
                         help="answer every request from a recorded cache (default <state>/cache) or a recorded run "
                              "dir, never calling the app; a request it cannot answer is infra_error `replay miss`")
+    parser.add_argument("--stale-plan", action="store_true",
+                        help="run a plan although its state dir's suite changed since make_plan.py wrote it (a case "
+                             "edited, added or removed; by default exit 2 naming what changed)")
     parser.add_argument("--judge-cache", action="store_true",
                         help="reuse a cached judge verdict for the same judge, prompt version, rubric and material "
                              "(a miss is judged and cached)")
@@ -78,6 +82,10 @@ def run(args, environ=None) -> tuple[int, Any]:
         from ..store.url import parse
         Store(parse(publish, "--publish"))
     plan = preflight.load_plan(args.plan)
+    from ..suite.freshness import check_plan_fresh
+    stale = check_plan_fresh(plan, args.plan, allow=getattr(args, "stale_plan", False))   # an edited case
+    if stale:
+        print(f"run_cases: {stale}", file=sys.stderr)
     if shard_index == "auto":
         from ..plan.shards import shard_from_env
         shard_index = shard_from_env(plan, environ)

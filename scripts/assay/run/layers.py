@@ -257,7 +257,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         traj = ev.trajectory if ev.trace_status == COMPLETE else None
         return _guard(lambda: score_authz(traj, expect, answer=ev.answer, response_json=ev.response_json,
                                           id_pattern=sc.get("id_pattern"), http_status=ev.status,
-                                          regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0)))
+                                          regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0),
+                                          identified=bool(case.get("identity"))))
     if layer in AGENT_LAYERS:
         return _agent_layer(layer, expect, ctx, ev)
     if layer == "rules":

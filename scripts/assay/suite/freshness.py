@@ -77,3 +77,87 @@ def check_fresh(converted: dict[str, Any], converted_path: str | Path, state_dir
     raise AssayError(f"{converted_path} is older than the state dir {state}: changed since convert_suite.py "
                      f"wrote it: {shown}. A plan from it would run the suite as it was, not as it is; {fix}",
                      2, key="converted", file=str(converted_path), changed=changed)
+
+
+# --- the plan: is the suite it was made from still the state dir's? (run_cases.py asks before it runs)
+# A plan carries its cases; one made before a case was edited runs the old expectation, and its gate
+# answers for a suite the user no longer has. make_plan.py records `source` (plan_source): the
+# conversion's source digest and one digest per converted part; run_cases.py re-hashes the state dir
+# (the same digest is the fast path), else converts it again and compares the parts.
+PLAN_PARTS = tuple(key for key, _ in PARTS) + ("cases",)
+
+
+def _part_digests(converted: dict[str, Any]) -> dict[str, str]:
+    from ..core.jsonio import sha256_json
+    return {key: sha256_json(converted.get(key)) for key in PLAN_PARTS}
+
+
+def plan_source(converted: dict[str, Any]) -> dict[str, Any] | None:
+    """The plan's `source` block (None for a converted suite without its digest: not checked)."""
+    recorded = converted.get("source_sha256")
+    if not isinstance(recorded, str):
+        return None
+    return {"source_sha256": recorded, "parts_sha256": _part_digests(converted),
+            "cases_count": len(converted.get("cases") or [])}
+
+
+def _plan_changes(plan: Any, now: dict[str, Any], source: dict[str, Any]) -> list[str]:
+    """What differs between the suite a plan was made from and the state dir now, in words."""
+    digests, was = _part_digests(now), source["parts_sha256"]
+    out: list[str] = []
+    for key, label in PARTS:
+        if digests[key] != was.get(key) and label not in out:
+            out.append(label)
+    if digests["cases"] != was.get("cases"):
+        new = {c.get("id"): c for c in now.get("cases") or [] if isinstance(c, dict)}
+        sources = now.get("sources") or {}
+        planned = 0
+        for case in plan["cases"]:
+            cid = case.get("id")
+            planned += 1
+            if cid not in new:
+                out.append(f"{sources.get(cid, 'datasets/')} (case {cid} removed)")
+            elif new[cid] != dict(case):
+                out.append(f"{sources.get(cid, 'datasets/')} (case {cid} edited)")
+        if not any(item.endswith(("removed)", "edited)")) for item in out):   # not one of the plan's own
+            count, before = len(now.get("cases") or []), source.get("cases_count")
+            out.append(f"datasets/ ({count - before:+d} case(s): the suite has {count}, this plan {planned}; a plan "
+                       "made now may select others)" if isinstance(before, int) and before != count else
+                       f"datasets/ (a case outside this plan's {planned} edited, or one added and another removed; "
+                       "a plan made now may select it)")
+    return out
+
+
+def check_plan_fresh(plan: Any, plan_path: str, *, allow: bool) -> str | None:
+    """AssayError(2) when the plan's suite is no longer its state dir's (with `allow`, the same words
+    returned as a warning); None when it is, when the plan records no `source` (made before it
+    existed) or when its state dir is not here (a plan run on another machine)."""
+    source = plan.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("parts_sha256"), dict):
+        return None
+    state = Path(plan["paths"]["state_dir"])
+    if not (state / "adapter.yaml").is_file():
+        return None
+    from .convert import convert_state_dir, source_sha256
+    try:
+        if source_sha256(state) == source.get("source_sha256"):
+            return None
+    except (AssayError, OSError):
+        pass
+    fix = (f"re-run convert_suite.py {state} and make_plan.py for a plan of the suite as it is, or pass "
+           "--stale-plan to run this plan as it was made (the run records the suite it ran)")
+    try:
+        now = convert_state_dir(state)
+    except AssayError as exc:
+        changed = [f"converting it now fails: {exc.message}"]
+    else:
+        changed = _plan_changes(plan, now, source)
+    if not changed:
+        return None   # comments, blank lines, key order: nothing the plan holds changed
+    shown = "; ".join(changed[:MAX_NAMED]) + (f"; and {len(changed) - MAX_NAMED} more"
+                                             if len(changed) > MAX_NAMED else "")
+    words = (f"--plan {plan_path} is older than its state dir {state}: changed since make_plan.py wrote it: "
+             f"{shown}. Its gate would answer for the suite as it was, not as it is")
+    if allow:
+        return words + " (--stale-plan: run as planned)"
+    raise AssayError(f"{words}; {fix}", 2, key="--plan", file=str(plan_path), changed=changed)
