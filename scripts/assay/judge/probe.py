@@ -61,8 +61,19 @@ def target(config: Mapping[str, Any], var: str | None) -> str:
     return f"POST {url} ({'key ' + var if var else 'no api_key'})"
 
 
-def hint(config: Mapping[str, Any], status: int | None, var: str | None, who: Who = JUDGE) -> str:
+def model_not_found(config: Mapping[str, Any], status: int | None, body: str | None) -> bool:
+    """A 404 whose body names the configured model: the provider does not serve that model (Anthropic
+    `not_found_error` "model: <name>", OpenAI `model_not_found`, vLLM, Ollama), not a wrong base_url."""
+    model = str(config.get("model") or "")
+    return status == 404 and bool(model) and model in (body or "")
+
+
+def hint(config: Mapping[str, Any], status: int | None, var: str | None, who: Who = JUDGE,
+         body: str | None = None) -> str:
     provider = config.get("provider")
+    if model_not_found(config, status, body):
+        return (f"; the provider does not serve the model {config.get('model')!r}: check "
+                f"{who.file.rsplit('/', 1)[-1]} model (a typo, or a name this endpoint does not offer)")
     if status == 404:
         if provider == "openai":
             return ("; the runner posts to <base_url>/chat/completions, so an OpenAI-compatible base_url "
@@ -107,9 +118,11 @@ def probe_config(cfg: Mapping[str, Any], var: str | None, who: Who = JUDGE) -> d
                                   and out.status not in (408, 429)):
         got = (f"HTTP {out.status}: {clip(out.body_text or '', 200, also=_values(cfg))}" if out.kind == RESPONSE
                else clip(out.error or "", 200, also=_values(cfg)))
-        raise AssayError(_redact(f"pre-flight: {who.name} probe {where} got {got}{hint(cfg, out.status, var, who)} "
-                                 f"({who.file}); no case was sent", cfg), 3,
-                         key=f"{who.key}.base_url", **{f"{who.key}_status": out.status})
+        key = ("model" if model_not_found(cfg, out.status, out.body_text)
+               else "api_key" if out.status in (401, 403) else "base_url")
+        raise AssayError(_redact(f"pre-flight: {who.name} probe {where} got {got}"
+                                 f"{hint(cfg, out.status, var, who, out.body_text)} ({who.file}); no case was sent", cfg),
+                         3, key=f"{who.key}.{key}", **{f"{who.key}_status": out.status})
     return {"ok": False, "status": out.status, "target": where,
             "reason": _redact(f"the {who.name} was unavailable at pre-flight ({out.describe()}); the run goes on and "
                               f"{who.name} outages are infra", cfg)}

@@ -25,6 +25,14 @@ from ..core.writer import clip
 from .prompt import VERDICT_SCHEMA, VERDICT_TOOL
 
 ANTHROPIC_VERSION = "2023-06-01"
+# Why a 2xx reply stopped, when it did not stop of itself: a reply cut off or refused is never read,
+# even when what came before the stop parses (a tool input cut after its `verdict` reads as a verdict).
+CUT_OFF = "the reply was cut off at the token limit ({field} {value}) before it was complete: raise max_tokens"
+STOPPED = {"anthropic": ("stop_reason", {"max_tokens": CUT_OFF, "model_context_window_exceeded": CUT_OFF,
+                                         "refusal": "the model refused ({field} {value})"}),
+           "openai": ("finish_reason", {"length": CUT_OFF,
+                                        "content_filter": "the provider's content filter stopped the reply "
+                                                          "({field} {value})"})}
 
 
 @dataclass(frozen=True)
@@ -86,10 +94,18 @@ def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str,
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return _text(body), None, None, "not a Messages API response (no content list)"
         usage = _usage(body.get("usage"), "input_tokens", "output_tokens")
+        stopped = _stopped(provider, body.get("stop_reason"))
+        if stopped:
+            return _text(body), None, usage, stopped
         for block in body["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == tool:
                 return json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True), block.get("input"), usage, None
         text = "".join(b.get("text", "") for b in body["content"] if isinstance(b, dict) and b.get("type") == "text")
+        if not text.strip():
+            others = [str(b.get("name")) for b in body["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+            return _text(body), None, usage, (f"the reply called tool {others[0]!r}, not {tool}" if others else
+                                              f"the reply holds no text and no {tool} tool call "
+                                              f"({len(body['content'])} content block(s))")
         return text, text, usage, None
     if provider == "openai":
         try:
@@ -97,9 +113,15 @@ def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str,
         except (KeyError, IndexError, TypeError):
             return _text(body), None, None, "not a Chat Completions response (no choices[0].message)"
         usage = _usage(body.get("usage"), "prompt_tokens", "completion_tokens")
+        stopped = _stopped(provider, body["choices"][0].get("finish_reason") if isinstance(body["choices"][0], dict)
+                           else None)
+        if stopped:
+            return _text(body), None, usage, stopped
         if isinstance(message, dict) and message.get("refusal"):
             return str(message["refusal"]), None, usage, f"the model refused: {clip(message['refusal'], 200)}"
         content = message.get("content") if isinstance(message, dict) else None
+        if content is None and isinstance(message, dict) and message.get("tool_calls"):
+            return _text(body), None, usage, "the reply called a tool (message.tool_calls) instead of answering"
         if not isinstance(content, str):
             return _text(body), None, usage, "choices[0].message.content is not a string"
         return content, content, usage, None
@@ -114,6 +136,12 @@ def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str,
         usage = _usage(doc.get("usage"), "input_tokens", "output_tokens") if isinstance(doc, dict) else None
         return text, doc, usage, None
     raise ValueError(provider)
+
+
+def _stopped(provider: str, value: Any) -> str | None:
+    """Why a reply that stopped with `value` (stop_reason / finish_reason) is not read, or None."""
+    field, why = STOPPED[provider]
+    return why[value].format(field=field, value=value) if isinstance(value, str) and value in why else None
 
 
 def _text(body: Any) -> str:

@@ -163,7 +163,7 @@ class JudgeRuntime:
             call["raw_reply"] = self.scrub(final.body_text)
             call["error"] = self.scrub(f"judge refused the call: {target} got HTTP {final.status}: "
                                        f"{writer.clip(final.body_text or '', 200)}"
-                                       + judge_probe.hint(cfg, final.status, self._key_var(judge)))
+                                       + judge_probe.hint(cfg, final.status, self._key_var(judge), body=final.body_text))
             return call, None, call["error"], True
         provider = cfg["provider"]
         body = final.body_text if provider == "command" else final.body_json

@@ -165,7 +165,7 @@ class SimulatorRuntime:
             what = (f"{final.describe()} on all {len(outs)} attempt(s)" if final.retriable
                     else f"HTTP {final.status}: {writer.clip(final.body_text or '', 200)}")
             fix = "" if final.retriable else judge_probe.hint(self.config, final.status, self.key_variable,
-                                                              judge_probe.SIMULATOR)
+                                                              judge_probe.SIMULATOR, final.body_text)
             record["error"] = self.scrub(f"simulator unavailable: {what} ({target}){fix}")
             return record, None, record["error"], True
         provider = call.provider
