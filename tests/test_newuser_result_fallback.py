@@ -125,3 +125,24 @@ def test_the_gate_lines_for_a_result_source_only_some_answers_lack():
     assert result_source_reason({"result_source": {"source": "result_from_response", "path": "x", "read": 3,
                                                    "found": 0, "fell_back": 0}})
     assert result_source_reason({}) is None and result_source_line({}) is None
+
+
+def test_a_route_the_adapter_cannot_observe_is_named_at_the_route_line(tmp_path):
+    """The same new user's app reports no route at all and the adapter declares no route source:
+    validate_cases warned `route_not_observable` at line 1 of each case file, not at the
+    `route:` line to fix (unknown_route names its line; this names its line too)."""
+    state = tmp_path / "app" / ".assay"
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("  route_from_response: route\n", "")
+               .replace("RESULT_PATH", "result.debited"))
+    write_yaml(state / "profile.yaml", PROFILE)
+    write_yaml(state / "datasets" / "c-pay00001.yaml", case("c-pay00001", "Transfer 10 to Bob"))
+    work = state / "work"
+    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json",
+                   "--adapter", work / "adapter.json")
+    assert r.rc == 0, r.stdout + r.stderr
+    (finding,) = [f for f in r.json["findings"] if f["code"] == "route_not_observable"]
+    lines = (state / "datasets" / "c-pay00001.yaml").read_text().splitlines()
+    assert lines[finding["line"] - 1] == "  route: payments", finding
+    assert finding["key"] == "expect.route"
