@@ -124,20 +124,23 @@ def check_adapter(cases: list[dict[str, Any]], adapter: dict[str, Any], source_o
                    "adapter environment.safe_to_attack is not true", case_id=cid, source=src)
         if expect.get("clarify_ok") is True and not inv.get("clarify_from_response"):
             report("clarify_unobservable", "expect.clarify_ok needs invocation.clarify_from_response in the "
-                   "adapter; without it a clarifying answer cannot be recognized", case_id=cid, source=src)
+                   "adapter; without it a clarifying answer cannot be recognized", case_id=cid, source=src,
+                   key="expect.clarify_ok")
         wanted = []
         if isinstance(expect.get("route"), str):
             wanted.append(expect["route"])
         if isinstance(expect.get("route_acceptable"), list):
             wanted += [r for r in expect["route_acceptable"] if isinstance(r, str)]
         if wanted and not free_route:
+            key = "expect.route" if isinstance(expect.get("route"), str) else "expect.route_acceptable"
             if not status_map:
                 report("route_not_observable", "the adapter declares no route source (route_from_response, a "
-                       "queryable trace, or route_from_status); routing will be unscored", case_id=cid, source=src)
+                       "queryable trace, or route_from_status); routing will be unscored", case_id=cid, source=src,
+                       key=key)
             elif not set(wanted) & status_labels:
                 report("route_not_observable", f"route {wanted} is not a label of the adapter's route_from_status "
                        f"({sorted(status_labels)}); a status-only adapter can only report those",
-                       case_id=cid, source=src)
+                       case_id=cid, source=src, key=key)
         inp = case.get("input") if isinstance(case.get("input"), dict) else {}
         if "turns" in inp and not isinstance(inv.get("conversation"), dict):
             report("turns_will_skip", "a conversation case needs invocation.conversation in the adapter; the "

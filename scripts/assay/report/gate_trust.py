@@ -1,8 +1,8 @@
 """Gate close reasons about whether the run can be trusted at all (issue 24 §A): a plan made with
 `--allow-invalid`, a shard's slice gated as if it were the run, a holdout past its look budget,
-called tools the adapter does not declare, a declared route path no answer held, a record id shape no
-authz case showed, and cases scored on part of their trace (spans that arrived after it was read as
-complete).
+called tools the adapter does not declare, a declared route path or first result source no answer held,
+a record id shape no authz case showed, and cases scored on part of their trace (spans that arrived
+after it was read as complete).
 
 Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
 returns what the gate prints; gate.py only strings them together. Pure reads, no recounting.
@@ -151,6 +151,30 @@ def route_source_line(summary: dict) -> str | None:
             "(verdict.json layers.routing.note)")
 
 
+# ---------------------------------------------------------------- a first result source absent in every answer
+def result_source_reason(summary: dict) -> str | None:
+    """The first of several declared result sources (summary.result_source) that no answer held is a
+    hollow source, not a fallback: every value came from a later, weaker source (the answer's words),
+    or from nowhere."""
+    block = summary.get("result_source")
+    if not isinstance(block, dict) or not _count(block.get("read")) or not block["read"] or block.get("found"):
+        return None
+    fell = block.get("fell_back") if _count(block.get("fell_back")) else 0
+    return (f"{block.get('source')} {block.get('path')!r} was absent in all {block['read']} answer(s) read for "
+            f"execution (a hollow result source{f'; {fell} fell back to result_pattern or another later source' if fell else ''}): "
+            "fix the path in adapter.yaml, or remove it so the run reads the source you mean")
+
+
+def result_source_line(summary: dict) -> str | None:
+    """Some answers lacked the first result source and their value came from a later one: say how many."""
+    block = summary.get("result_source")
+    if not isinstance(block, dict) or not block.get("found") or not block.get("fell_back"):
+        return None
+    return (f"  execution: {block.get('source')} {block.get('path')!r} absent in {block['read'] - block['found']} "
+            f"of {block['read']} answer(s); {block['fell_back']} read from a later source instead "
+            "(verdict.json layers.execution.first_source)")
+
+
 # ---------------------------------------------------------------- a record id shape no case showed
 def record_id_shape_reason(summary: dict) -> str | None:
     """summary.record_id_shape: the authz id checks looked for the app's id shape (the profile's
@@ -186,9 +210,10 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     head, reasons = allow_invalid(run_dir)
     info, tools_reason = undeclared_tools(summary)
-    info += [line for line in (route_source_line(summary),) if line]
+    info += [line for line in (route_source_line(summary), result_source_line(summary)) if line]
     info += lowered_floor_lines(run_dir)
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
-                         route_source_reason(summary), record_id_shape_reason(summary), late_spans_reason(results))
+                         route_source_reason(summary), result_source_reason(summary), record_id_shape_reason(summary),
+                         late_spans_reason(results))
              if r]
     return head, info, close

@@ -250,7 +250,11 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
             bad = hostile.holds(actual)
             if bad is not None:
                 return {"verdict": UNSCORED, "reason": hostile.reason("the result read for this check", bad)}
-            return score_execution(expect.get("result"), actual, float_tolerance=sc.get("float_tolerance"))
+            layer = score_execution(expect.get("result"), actual, float_tolerance=sc.get("float_tolerance"))
+            first = _first_source(ctx.invocation, actual)
+            if first is not None:   # a declared source this answer lacked is counted, never silent (§16)
+                layer["first_source"] = first
+            return layer
         return _guard(run)
     if layer == "authz":
         from ..score.authz import score_authz
@@ -268,6 +272,20 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
     if layer == "judged":
         return {"verdict": UNSCORED, "reason": ctx.judged_reason(case)}
     raise KeyError(layer)  # pragma: no cover
+
+
+def _first_source(invocation: Mapping[str, Any], actual: Mapping[str, Any]) -> dict | None:
+    """With more than one result source declared: the first one, its spec as text, and whether it gave
+    this answer's value. One that no answer held is a hollow source (`summary.result_source`)."""
+    from ..score.execution import SOURCES
+    declared = [s for s in SOURCES if invocation.get(s) is not None]
+    if len(declared) < 2:
+        return None
+    spec = invocation[declared[0]]
+    if isinstance(spec, dict):   # result_from_tool: {tool, field?}
+        spec = ".".join(str(x) for x in (spec.get("tool"), spec.get("field")) if x)
+    found = "missing" not in actual and actual.get("source") == declared[0]
+    return {"source": declared[0], "path": str(spec), "found": found}
 
 
 def _agent_layer(layer: str, expect: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence) -> dict:

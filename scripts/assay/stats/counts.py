@@ -26,7 +26,7 @@ COUNT_KEYS = (
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
     "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged", "undeclared_tools",
-    "route_from_response", "record_id_shape",
+    "route_from_response", "record_id_shape", "result_source",
 )
 
 
@@ -53,6 +53,7 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     splits conversations (and simulated users, with their `outcomes`) from single-turn cases,
     present only when the run has one; `judged` counts the judged layers (calibrated,
     provisional and why, judge usage over every case, instability per rubric pin, pairwise);
-    `undeclared_tools`, `route_from_response` and `record_id_shape` are present only when some case has them."""
+    `undeclared_tools`, `route_from_response`, `result_source` and `record_id_shape` are present only when some
+    case has them."""
     from .tally import Tally
     return Tally().add_all(records).summary(status=status, missing_artifacts=missing_artifacts)

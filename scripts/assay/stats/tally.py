@@ -106,6 +106,8 @@ class Tally:
         self.und_cases = self.und_checked = 0
         self.route_path: dict = {}
         self.route_read = self.route_found = self.route_fell = 0
+        self.result_first: dict = {}
+        self.result_read = self.result_found = self.result_fell = 0
         self.id_shape: dict = {}
         self.id_cases = self.id_seen = 0
         self.count = 0
@@ -155,6 +157,7 @@ class Tally:
         self._kind(index, r)
         self._undeclared(r)
         self._route_path(index, r)
+        self._result_source(index, r)
         self._id_shape(index, r)
 
     def _kind(self, index: int, r: Mapping[str, Any]) -> None:
@@ -224,6 +227,18 @@ class Tally:
         elif entry.get("observed_from"):
             self.route_fell += 1
 
+    def _result_source(self, index: int, r: Mapping[str, Any]) -> None:
+        entry = (r.get("layers") or {}).get("execution")
+        first = entry.get("first_source") if isinstance(entry, dict) else None
+        if r.get("verdict") == SKIPPED or not isinstance(first, dict):
+            return
+        _first(self.result_first, "first", index, (first.get("source"), first.get("path")))
+        self.result_read += 1
+        if first.get("found"):
+            self.result_found += 1
+        elif entry.get("verdict") in (PASS, FAIL):
+            self.result_fell += 1
+
     def _id_shape(self, index: int, r: Mapping[str, Any]) -> None:
         entry = (r.get("layers") or {}).get("authz")
         block = entry.get("id_shape_seen") if isinstance(entry, dict) else None
@@ -267,6 +282,10 @@ class Tally:
             path = self.route_path.get("path")
             summary["route_from_response"] = {"path": path[1] if path else None, "read": self.route_read,
                                               "found": self.route_found, "fell_back": self.route_fell}
+        if self.result_read:
+            source, path = self.result_first["first"][1] if self.result_first.get("first") else (None, None)
+            summary["result_source"] = {"source": source, "path": path, "read": self.result_read,
+                                        "found": self.result_found, "fell_back": self.result_fell}
         if self.id_cases:
             shape = self.id_shape.get("shape")
             summary["record_id_shape"] = {"shape": shape[1] if shape else None, "cases": self.id_cases,
