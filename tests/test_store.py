@@ -136,6 +136,8 @@ def test_a_deleted_shard_is_refused_and_named(world):
     assert r.rc == 6, r.stdout
     assert "missing shard(s) 2" in r.json["error"] and r.json["missing_shards"] == [2]
     assert "nothing at all" not in r.json["error"]
+    # it says which Job index that is (Kubernetes counts from 0) and how to get the shard
+    assert "shard 2 (the Job's index 1: JOB_COMPLETION_INDEX=1) again" in r.json["error"], r.stdout
     # a typo'd prefix: nothing there at all, and the error asks whether the prefix is the shards'
     r = merge_from(world, f"s3://{BUCKET}/runz/{RUN_ID}/")
     assert r.rc == 6 and "nothing at all is under that prefix" in r.json["error"], r.stdout

@@ -102,7 +102,10 @@ def fetch_shards(target: str, plan: Mapping[str, Any], dest: Path) -> list[str]:
         parts = []
         if missing:
             parts.append(f"missing shard(s) {', '.join(map(str, missing))} (nothing published under {loc}"
-                         f"shard-<I>-of-{count}/: a missing shard is a failure, not an absence)"
+                         f"shard-<I>-of-{count}/: a missing shard is a failure, not an absence); run "
+                         + ", ".join(f"shard {i} (the Job's index {i - 1}: JOB_COMPLETION_INDEX={i - 1})" for i in missing)
+                         + " again (its pod's log says why it stopped; by hand: run_cases.py --plan PLAN --shard I "
+                         "--publish <prefix>), then merge again"
                          + ("; nothing at all is under that prefix: is it the one the shards published to "
                             "(run_cases.py --publish, the Job's ASSAY_SHARDS)?" if not objects else ""))
         if unfinished:
