@@ -192,8 +192,8 @@ def refuse_unverified(base: Path, role: str = "base") -> None:
             raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
                              "dir: restore the files, or compare with another run (--baseline auto picks one)",
                              2, path=str(base))
-        raise AssayError(f"candidate {base}: fails run_cases.py --verify ({shown}); its verdict files are not what "
-                         "its case records say, so no comparison is drawn from them: restore the files (or run the "
+        raise AssayError(f"candidate {base}: fails run_cases.py --verify ({shown}); its files are not the run's "
+                         "complete record, so no comparison is drawn from them: restore the files (or run the "
                          "suite again), then compare", 2, path=str(base))
 
 
