@@ -49,6 +49,7 @@ def run(args):
     # the base must pass run_cases.py --verify first (at scale the check runs on two processes; not
     # beside the comparison: the two at once held ~350 MB at 100,000 cases, over the 250 MB bar)
     refuse_unverified(base)
+    refuse_unverified(candidate, "candidate")
     doc = compare_runs(base, candidate)
     try:
         if args.output:   # the same bytes as one write, the pairs encoded as they are written

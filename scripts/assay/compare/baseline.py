@@ -165,10 +165,12 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
                    exclude=candidate_dir.name, store=store, is_open=is_open)
 
 
-def refuse_unverified(base: Path) -> None:
+def refuse_unverified(base: Path, role: str = "base") -> None:
     """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
-    naming what is missing: read as it is, its cases would show up as added or removed. (A base
-    checked before, unchanged since, is not read again: rundir.checked.)"""
+    naming what is missing: read as it is, its cases would show up as added or removed. The same for
+    the candidate (role "candidate"): an edited verdicts.jsonl read as it is said "no verdict changed"
+    for a run whose gate closes. (A run checked before, unchanged since, is not read again:
+    rundir.checked.)"""
     from ..report.run_files import status_from_tail
     from ..rundir.checked import check
     from ..rundir.completeness import RunDirError
@@ -186,9 +188,13 @@ def refuse_unverified(base: Path) -> None:
         problems = [str(exc)]
     if problems:
         shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
-                         "dir: restore the files, or compare with another run (--baseline auto picks one)",
-                         2, path=str(base))
+        if role == "base":
+            raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
+                             "dir: restore the files, or compare with another run (--baseline auto picks one)",
+                             2, path=str(base))
+        raise AssayError(f"candidate {base}: fails run_cases.py --verify ({shown}); its files are not the run's "
+                         "complete record, so no comparison is drawn from them: restore the files (or run the "
+                         "suite again), then compare", 2, path=str(base))
 
 
 def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:

@@ -211,6 +211,12 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
                          f"--out {Path(reports_dir) / run_id} <its shard dirs>) and gate the merged run, or gate "
                          "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
                          run_id=run_id, unmerged_shards=names)
+    damaged = _damaged_newer(Path(reports_dir), mode, chosen)
+    if damaged is not None:
+        run_id, why, fix = damaged
+        instead = older if chosen is None or run_id != chosen.name else "--latest will not gate it as that run's result"
+        raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, {why}; {instead}. {fix}, or gate a run "
+                         "by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir), run_id=run_id)
     never = not_started.newer_than(Path(reports_dir), mode, stamp)
     if never is None:
         return chosen  # type: ignore[return-value]
@@ -221,6 +227,29 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
     raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, {verb} ({why}); {older}.{fix or ' Or'} gate "
                      "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
                      run_id=run_id, not_started=True)
+
+
+def _damaged_newer(reports_dir: Path, mode: str | None, chosen: Path | None) -> tuple[str, str, str] | None:
+    """(run id, what is wrong, the fix) when the newest run dir of `mode` by its name cannot be --latest's answer:
+    it holds no results.json (a partial copy or sync, a deleted file) and is newer than `chosen`, or
+    `chosen` is another run under a newer name (its results.json's run_id is not its dir's name: the
+    runner names a run dir by its run id, so it is a copy or rename of another run). Never an older or
+    other run gated in its place."""
+    stamp = parse_run_id(chosen.name)[1] if chosen is not None else None
+    for child in sorted(reports_dir.iterdir(), key=lambda c: parse_run_id(c.name) or ("", ""), reverse=True):
+        parsed = parse_run_id(child.name)
+        if not parsed or (mode is not None and parsed[0] != mode) or (stamp is not None and parsed[1] <= stamp):
+            continue
+        if child.is_dir() and not (child / "results.json").is_file():
+            return (child.name, "has no results.json (a partial copy or sync, or a deleted file)",
+                    f"Restore its files (run_cases.py --verify {child} names what is missing), or remove that dir")
+    if chosen is not None:
+        results = try_json_head(chosen / "results.json")
+        run_id = results.get("run_id") if isinstance(results, dict) else None
+        if isinstance(run_id, str) and run_id != chosen.name:
+            return (chosen.name, f"holds run {run_id} (its results.json's run_id is not its dir's name: a copy or "
+                    "rename of another run)", f"Move it back to {reports_dir / run_id}, or remove it")
+    return None
 
 
 def progress(run_dir: Path) -> tuple[int, int | None]:
