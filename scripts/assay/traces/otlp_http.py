@@ -171,8 +171,9 @@ class OtlpHttpSource(OtlpFileSource):
         parsed = parse_address(address)
         if parsed is None:
             raise ValueError(f"traces.location {address!r} is not a host:port to listen on")
-        self.exports = self.refused = 0
+        self.exports = self.refused = self.misrouted = 0
         self.refusal: str | None = None
+        self.misrouted_path: str | None = None   # the last path an export was POSTed to instead of /v1/traces
         source = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -200,6 +201,9 @@ class OtlpHttpSource(OtlpFileSource):
                     self._refuse_now(400, "Content-Length must be a byte count (digits only)")
                     return
                 if self.path.split("?", 1)[0].rstrip("/") != TRACES_PATH:
+                    with source._lock:
+                        source.misrouted += 1
+                        source.misrouted_path = self.path.split("?", 1)[0][:200]
                     self._refuse_now(404, f"OTLP traces go to POST {TRACES_PATH}")
                     return
                 if length > MAX_BODY:
@@ -267,16 +271,28 @@ class OtlpHttpSource(OtlpFileSource):
             refusal, exports, refused = self.refusal, self.exports, self.refused
         if refused and not exports and refusal and "opentelemetry-proto" in refusal:
             return f"the app's OTLP exports to http://{self.address}{TRACES_PATH} were refused: {refusal}"
+        if not exports and not refused and self.misrouted:
+            return self._misrouted_fix()
         if not exports and not refused:
             return (f"no OTLP export at all reached http://{self.address}{TRACES_PATH} while a traced case waited "
                     "for its trace: set the app's OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) to "
                     f"http://{self.address} (traces.location), or check that its exporter is installed and on")
         return None
 
+    def _misrouted_fix(self) -> str:
+        """Exports POSTed to another path of this listener (an endpoint that already ends in
+        /v1/traces gets it appended again by the SDK): the path they used and the two fixes."""
+        return (f"{self.misrouted} OTLP export(s) reached this listener at POST {self.misrouted_path}, not "
+                f"{TRACES_PATH} (refused, 404): OTEL_EXPORTER_OTLP_ENDPOINT is the base address, the SDK appends "
+                f"{TRACES_PATH}: set it to http://{self.address}, or set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT to "
+                f"http://{self.address}{TRACES_PATH} (used as is)")
+
     def _missing_file_note(self) -> str:
         """No span file here: say what the listener received (none at all: the app exports elsewhere)."""
         if self.exports or self.refused:
             return f"; this listener received {self.exports} export(s) for other traces"
+        if self.misrouted:
+            return f"; {self._misrouted_fix()}"
         return (f"; this listener received no export at all: is the app's OTEL_EXPORTER_OTLP_ENDPOINT "
                 f"http://{self.address} (traces.location)?")
 
