@@ -15,14 +15,16 @@ completeness check forks above 32 MiB of journal, rundir/parallel.py):
 - verify:       `run_cases.py --verify RUN`                       (exit 0, complete)
 - gate:         `gate.py RUN --json` (it runs the same check)      (exit 0, gate open)
 - gate_kept:    the same, after a gate kept the check's answer for the run's bytes
-- compare:      `compare_runs.py RUN TWIN -o FILE` (it verifies its base too)
-- compare_kept: the same, its base's check kept by a gate before
+- compare:      `compare_runs.py RUN TWIN -o FILE` (it verifies both sides; the candidate TWIN was gated
+                before, as a run is when it is made: the figure is a first read of the base)
+- compare_kept: the same, the base's check kept by a gate before too
 - api_compare:  `assay.api.compare(RUN, TWIN)` in a fresh interpreter (the document returned)
 - stats:        `stats.py RUN/verdicts_for_stats.jsonl TWIN/verdicts_for_stats.jsonl`
 
 A check's answer kept beside the run (`<reports>/.<run-id>.checked.json`, runner contract §12a)
 is removed before every figure but the `_kept` ones, which run an untimed `gate.py RUN` first
 (with the measured scripts, so the answer is theirs): the first read after a run and a later one.
+A comparison's candidate (TWIN) is gated, untimed, before each comparison figure.
 
 Every repetition is checked before it counts (exit code and the document's answer). The figures
 are interleaved (rep 1 of each, then rep 2, ...) so a change in the machine's load spreads over
@@ -102,14 +104,25 @@ def problem(name: str, rc: int, stdout: str, n: int) -> str | None:
     return None
 
 
-def prepare(name: str, scripts: Path, run: Path, env: dict) -> None:
-    """The run's kept check (runner contract §12a) removed, or made by an untimed gate (`_kept`)."""
-    kept = run.parent / f".{run.name}.checked.json"
-    if name.endswith("_kept"):
-        subprocess.run([sys.executable, str(scripts / "gate.py"), str(run)], env=env, check=False,
+def prepare(name: str, scripts: Path, run: Path, twin: Path, env: dict) -> None:
+    """Each side's kept check (runner contract §12a) removed, or made by an untimed gate. The
+    candidate of a comparison (the twin) is always gated first, as a run is gated when it is made:
+    compare_runs.py checks both sides, and the figures measure the base's check (`compare`,
+    `api_compare`: never checked; `compare_kept`: gated before)."""
+    def gate(side: Path) -> None:
+        subprocess.run([sys.executable, str(scripts / "gate.py"), str(side)], env=env, check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    elif kept.exists():
-        kept.unlink()
+
+    def forget(side: Path) -> None:
+        kept = side.parent / f".{side.name}.checked.json"
+        if kept.exists():
+            kept.unlink()
+    if name in ("compare", "compare_kept", "api_compare"):
+        gate(twin)
+    if name.endswith("_kept"):
+        gate(run)
+    else:
+        forget(run)
 
 
 def reference_loop() -> float:
@@ -147,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.reps):
             speed.append(reference_loop())
             for name in names:
-                prepare(name, scripts, run, env)
+                prepare(name, scripts, run, twin, env)
                 load = os.getloadavg()[0]
                 t0 = time.time()
                 child = timed_child(argv_of(name, scripts, run, twin, Path(tmp)), env=env, timeout_s=args.timeout,
