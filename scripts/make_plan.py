@@ -134,6 +134,10 @@ def _plan(args):
         judge=args.judge, arm=args.arm,
     )
     result = build_plan(converted, opts)
+    from assay.suite.freshness import plan_source
+    source = plan_source(converted)   # run_cases.py refuses the plan once the suite changes
+    if source is not None:
+        result.plan["source"] = source
     for line in result.warnings:
         print(f"make_plan: {line}", file=sys.stderr)
     plan = result.plan

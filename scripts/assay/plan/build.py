@@ -323,10 +323,6 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     }
     if arm is not None:
         plan["manifest_extra"]["arm"] = arm
-    from ..suite.freshness import plan_source
-    source = plan_source(converted)   # run_cases.py refuses the plan once the suite changes
-    if source is not None:
-        plan["source"] = source
     plan["judge"] = judge_block_of(converted, cases, mode, o, notes)
     plan["simulator"] = _simulator_block(converted, cases, notes)
     from ..judge.binding import provisional_again
