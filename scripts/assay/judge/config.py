@@ -192,4 +192,5 @@ def _member_view(config: dict[str, Any]) -> dict[str, Any]:
             "max_concurrency": config.get("max_concurrency"), "timeout_s": config.get("timeout_s"),
             "max_tokens": config.get("max_tokens"), "structured_output": config.get("structured_output"),
             "header_names": sorted((config.get("headers") or {}).keys()),
-            **({"env_allowlist": list(config["env_allowlist"])} if config.get("env_allowlist") else {})}
+            **({"env_allowlist": list(config["env_allowlist"])} if config.get("env_allowlist") else {}),
+            **({"served_model": config["served_model"]} if config.get("served_model") else {})}

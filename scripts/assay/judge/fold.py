@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.vocab import FAIL, INFRA_ERROR, JUDGE_UNSTABLE, PASS, UNSCORED
+from .served import served_of
 from .verdict import agree
 
 UNKNOWN = "unknown"
@@ -150,6 +151,7 @@ def judged_layer(results: list[dict], usage: dict[str, Any]) -> dict[str, Any]:
         "provisional": not calibrated,
         "provisional_verdict": fold_rubrics(provisional) if provisional else None,
         "usage": usage,
+        **served_of(results),
     }
     verdict = fold_rubrics(calibrated) if calibrated else UNSCORED
     layer["verdict"] = verdict

@@ -113,7 +113,9 @@ def probe_config(cfg: Mapping[str, Any], var: str | None, who: Who = JUDGE) -> d
                          bool(cfg.get("insecure_tls")))
     where = target(cfg, var)
     if out.kind == RESPONSE and out.status is not None and 200 <= out.status < 300:
-        return {"ok": True, "status": out.status, "target": where}
+        from .served import served_model_of
+        model = served_model_of(out.body_json)   # the model that answered, beside the one configured
+        return {"ok": True, "status": out.status, "target": where, **({"served_model": model} if model else {})}
     if out.kind == CONNECTION or (out.kind == RESPONSE and out.status is not None and 400 <= out.status < 500
                                   and out.status not in (408, 429)):
         got = (f"HTTP {out.status}: {clip(out.body_text or '', 200, also=_values(cfg))}" if out.kind == RESPONSE

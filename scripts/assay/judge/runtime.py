@@ -27,6 +27,7 @@ from ..invoke.outcome import Outcome, attempt_with_retries
 from . import config as judge_config
 from . import pairwise
 from . import probe as judge_probe
+from . import served
 from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
 from .binding import load_calibration as _load_sidecar
@@ -131,10 +132,12 @@ class JudgeRuntime:
         the verdict cache when the run has one (a hit is marked `cache` in the call record). `ask`
         (assay.judge.pairwise.Ask) asks for another reply than a node verdict: its shape and parser."""
         if self.cache is None:
-            return self._call_live(system, user, where, judge, ask)
-        from .verdict_cache import judge_through
-        return judge_through(self, system, user, dict(where, judge=judge),
-                             lambda s, u, _w: self._call_live(s, u, where, judge, ask))
+            call, *rest = self._call_live(system, user, where, judge, ask)
+        else:
+            from .verdict_cache import judge_through
+            call, *rest = judge_through(self, system, user, dict(where, judge=judge),
+                                        lambda s, u, _w: self._call_live(s, u, where, judge, ask))
+        return (served.mark(call, self.judges[judge]), *rest)   # a cached call is checked against this judge
 
     def _call_live(self, system: str, user: str, where: dict, judge: int = 0,
                    ask: Any = None) -> tuple[dict[str, Any], dict | None, str | None, bool]:
@@ -171,6 +174,8 @@ class JudgeRuntime:
             call["raw_reply"] = self.scrub(final.body_text)
             call["error"] = "the provider's reply is not JSON"
             return call, None, call["error"], False
+        if served.served_model_of(body):   # the model the provider says answered (a command names none)
+            call["served_model"] = self.scrub(served.served_model_of(body))
         raw, value, usage, err = read_reply(provider, body) if ask is None else read_reply(provider, body, ask.shape.tool)
         call["raw_reply"], call["usage"] = self.scrub(raw), usage
         if err:

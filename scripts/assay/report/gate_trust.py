@@ -205,6 +205,42 @@ def lowered_floor_lines(run_dir: Path) -> list[str]:
     return out
 
 
+# ---------------------------------------------------------------- the model that answered the judge's calls
+def _configured_judge(run_dir: Path) -> str:
+    judge = _manifest(run_dir).get("judge")
+    judge = judge if isinstance(judge, dict) else {}
+    if isinstance(judge.get("judges"), list):
+        return "configured judges"
+    return f"configured {judge.get('served_model') or judge.get('model') or 'judge model'}"
+
+
+def other_model_check(run_dir: Path, summary: dict) -> tuple[list[str], str | None]:
+    """(info lines, close reason) for summary.judged.other_model (assay.judge.served): replies that
+    named a model that is not the judge configured nor a dated snapshot of it. Closed when one of
+    them judged a calibrated rubric version: the calibration measured the configured judge."""
+    judged = summary.get("judged") if isinstance(summary.get("judged"), dict) else {}
+    block, seen = judged.get("other_model"), judged.get("served_models")
+    info = []
+    if isinstance(seen, dict) and len(seen) > 1 and "configured judges" != _configured_judge(run_dir):
+        info.append("  judge: the replies named " + ", ".join(f"{m} x{n}" for m, n in list(seen.items())[:MAX_LISTED])
+                    + " (judge.json served_model): the model serving the judge changed during the run")
+    if not isinstance(block, dict) or not _count(block.get("cases")) or not block["cases"]:
+        return info, None
+    want = _configured_judge(run_dir)
+    models = block.get("models") if isinstance(block.get("models"), dict) else {}
+    text = (f"the judge's replies in {block['cases']} case(s) were served by "
+            + (", ".join(f"{m} ({n} call(s))" for m, n in list(models.items())[:MAX_LISTED]) or "another model")
+            + f", not the {want} or a dated snapshot of it")
+    calibrated = block.get("calibrated_cases")
+    if calibrated == 0:
+        return info + [f"  judge: {text} (provisional verdicts, not gating; calibrate against the model that "
+                       "answers)"], None
+    return info, (f"{text}: {calibrated if _count(calibrated) else 'some'} of those case(s) carry calibrated "
+                  f"verdicts, and the calibration measured the {want}, not the model that answered; point judge.yaml "
+                  "base_url at a provider that serves it, or, when model is a deployment name or a proxy alias, set "
+                  "judge.yaml served_model to the model it serves, then re-run")
+
+
 def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], list[str]]:
     """(lines the gate prints first, info lines, close reasons) of every check in this module."""
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
@@ -212,8 +248,10 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     info, tools_reason = undeclared_tools(summary)
     info += [line for line in (route_source_line(summary), result_source_line(summary)) if line]
     info += lowered_floor_lines(run_dir)
+    served, other_reason = other_model_check(run_dir, summary)
+    info += served
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary), result_source_reason(summary), record_id_shape_reason(summary),
-                         late_spans_reason(results))
+                         late_spans_reason(results), other_reason)
              if r]
     return head, info, close

@@ -140,7 +140,8 @@ _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed
               "simulated", "simulator")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_unstable") + ROUTING_KEYS + ("rubrics", "provisional_verdict",
                                                                                        "undeclared_tools", "response_path",
-                                                                                       "id_shape_seen", "first_source")
+                                                                                       "id_shape_seen", "first_source",
+                                                                                       "served_models", "other_model")
 _SLIM_LAYER_SET = frozenset(_SLIM_LAYER_KEYS)
 
 

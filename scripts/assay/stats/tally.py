@@ -99,6 +99,9 @@ class Tally:
         self.judged_prov = {v: 0 for v in JUDGED_VERDICTS}
         self.judged_why: dict[str, int] = {}
         self.usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "calls_without_usage": 0}
+        # the models the judge's replies named (assay.judge.served): every case, canaries and holdout in
+        self.served: dict[str, int] = {}
+        self.other = {"cases": 0, "calibrated_cases": 0, "models": {}}
         self.judged_cases = self.unstable_cases = 0
         self.instability: dict[str, dict[str, Any]] = {}
         self.pairwise = PairwiseFold()
@@ -185,6 +188,7 @@ class Tally:
                 self.usage[key] += int(u.get(key) or 0)
         self.pairwise.add(index, r)
         entry = (r.get("layers") or {}).get("judged")
+        self._served(entry)
         if r.get("canary") or not isinstance(entry, dict) or not isinstance(entry.get("rubrics"), list):
             return
         self.judged_cases += 1
@@ -203,6 +207,18 @@ class Tally:
             self.judged_prov[v] = self.judged_prov.get(v, 0) + 1
             for reason in sorted({str(x.get("why_provisional")) for x in rubrics if x.get("provisional")}):
                 self.judged_why[reason] = self.judged_why.get(reason, 0) + 1
+
+    def _served(self, entry: Any) -> None:
+        if not isinstance(entry, dict):
+            return
+        for name, n in (entry.get("served_models") if isinstance(entry.get("served_models"), dict) else {}).items():
+            self.served[str(name)] = self.served.get(str(name), 0) + _n(n)
+        other = entry.get("other_model")
+        if isinstance(other, dict) and isinstance(other.get("models"), dict):
+            self.other["cases"] += 1
+            self.other["calibrated_cases"] += 1 if other.get("calibrated") is True else 0
+            for name, n in other["models"].items():
+                self.other["models"][str(name)] = self.other["models"].get(str(name), 0) + _n(n)
 
     def _undeclared(self, r: Mapping[str, Any]) -> None:
         names = r.get("undeclared_tools")
@@ -318,7 +334,15 @@ class Tally:
         out = {"cases": self.judged_cases, "calibrated": dict(self.judged_cal), "provisional": dict(self.judged_prov),
                "provisional_why": dict(self.judged_why), "usage": dict(self.usage),
                "unstable_cases": self.unstable_cases, "instability": instability}
+        if self.served:
+            out["served_models"] = dict(sorted(self.served.items()))
+        if self.other["cases"]:
+            out["other_model"] = dict(self.other, models=dict(sorted(self.other["models"].items())))
         pairwise = self.pairwise.result()
         if pairwise:
             out["pairwise"] = pairwise
         return out
+
+
+def _n(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
