@@ -4,8 +4,9 @@
 The shards are local dirs, or one s3://bucket/prefix/<run_id>/ they were published to
 (run_cases.py --publish; a shard there without its manifest.yaml is unfinished: refused).
 Checks every shard dir is from this plan (exit 2 otherwise), that no shard is missing or
-given twice, that each is complete (the --verify check) and that together they hold every
-planned case exactly once (exit 6 naming each problem); then builds <state>/reports/<run_id>
+given twice, that each is complete (the --verify check), that together they hold every
+planned case exactly once and that one attempt wrote them (ASSAY_SHARD_ATTEMPT, a Kubernetes
+Job's uid) (exit 6 naming each problem); then builds <state>/reports/<run_id>
 beside and renames it into place, every derived file recomputed by the runner's own code.
 Exit codes as run_cases.py: 0 complete, 4/5 a shard aborted (canary / infra), 6 refused,
 7 scorer errors, 2 bad plan or usage. Re-running it gives the same bytes.

@@ -79,6 +79,12 @@ def test_the_shards_job_is_indexed_and_fails_an_index_only_on_assays_verdicts():
     assert ns.out is None   # --shard's default: <state>/reports/<run_id>.shard-<I>
     assert {"AWS_REGION", "AWS_ENDPOINT_URL"} <= set(env)
     assert container.env_from[0].secret_ref.name == "assay-s3"
+    # the attempt a shard records (the merge refuses two Jobs' shards): the Job's controller uid,
+    # from the downward API (a label every pod of one Job carries, a retried one too)
+    from assay.plan.shards import ATTEMPT_ENV
+    (attempt,) = [e for e in container.env if e.name == ATTEMPT_ENV]
+    assert attempt.value is None and attempt.value_from.field_ref.field_path == \
+        "metadata.labels['batch.kubernetes.io/controller-uid']"
 
 
 def test_the_merge_job_merges_from_the_shards_prefix_publishes_and_gates():

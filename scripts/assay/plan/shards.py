@@ -8,6 +8,7 @@ and make_plan all read the block through this module only.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from ..core.errors import AssayError
@@ -36,6 +37,24 @@ def parse_shard_dir_name(name: str) -> tuple[str, int] | None:
 
 SHARD_ENV_K8S = "JOB_COMPLETION_INDEX"   # Kubernetes Indexed Job: 0..N-1
 SHARD_ENV = "ASSAY_SHARD_INDEX"           # anything else: 1..N, as --shard I
+# Which attempt of the plan wrote a shard: the Kubernetes recipe sets it from the Job's controller
+# uid (a retried pod keeps it, a re-applied Job gets a new one). The merge refuses shards of two.
+ATTEMPT_ENV = "ASSAY_SHARD_ATTEMPT"
+_ATTEMPT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+
+
+def shard_attempt(environ: Mapping[str, str]) -> str | None:
+    """The attempt id a shard's manifest records (`shard.attempt`), from ASSAY_SHARD_ATTEMPT; None
+    when unset or empty (no check at the merge, as before). AssayError(2) naming the variable for a
+    value that is not an id."""
+    raw = (environ.get(ATTEMPT_ENV) or "").strip()
+    if not raw:
+        return None
+    if not _ATTEMPT.fullmatch(raw):
+        raise AssayError(f"{ATTEMPT_ENV}={raw[:80]!r} is not an attempt id (1-128 letters, digits and ._:/-, e.g. "
+                         "the Job's controller uid: metadata.labels['batch.kubernetes.io/controller-uid'])", 2,
+                         key=ATTEMPT_ENV, variable=ATTEMPT_ENV)
+    return raw
 
 
 def shard_from_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> int:

@@ -86,6 +86,7 @@ def run(args, environ=None) -> tuple[int, Any]:
     stale = check_plan_fresh(plan, args.plan, allow=getattr(args, "stale_plan", False))   # an edited case
     if stale:
         print(f"run_cases: {stale}", file=sys.stderr)
+    from_job = shard_index == "auto" and bool((environ.get("JOB_COMPLETION_INDEX") or "").strip())
     if shard_index == "auto":
         from ..plan.shards import shard_from_env
         shard_index = shard_from_env(plan, environ)
@@ -98,6 +99,9 @@ def run(args, environ=None) -> tuple[int, Any]:
         from ..plan.validate import run_plan
         plan = run_plan(slice_plan(plan, shard_index))
         shard = {"index": shard_index, "count": plan["shards"]["count"]}
+        attempt = _shard_attempt(environ, from_job)
+        if attempt is not None:   # which attempt (Job) wrote the shard: the merge refuses two attempts' shards
+            shard["attempt"] = attempt
         if args.baseline_verdicts:
             raise AssayError("--baseline-verdicts does not apply to one shard: pass it to merge_runs.py, which "
                              "writes comparison.json for the whole run", 2, key="--baseline-verdicts")
@@ -124,9 +128,7 @@ def run(args, environ=None) -> tuple[int, Any]:
                              "(plan_sha256 mismatch); resume with the same plan.json, or run this plan under a new "
                              f"run id (make_plan.py plans one by default), or move {out} aside first (it holds "
                              "the other plan's results)", 2, key="--plan")
-        if manifest.get("shard") != shard:
-            raise AssayError(f"--resume: {out.name} was started as shard {manifest.get('shard')} and this is "
-                             f"shard {shard}; resume it with the same --shard", 2, key="--shard")
+        _check_resumed_shard(out, manifest.get("shard"), shard)
     from ..replay.flags import from_args, resume_mismatch
     replay = from_args(plan, run_paths.state_dir_of(plan), record=bool(getattr(args, "record", False)),
                        replay=getattr(args, "replay", None), judge_cache=bool(getattr(args, "judge_cache", False)))
@@ -213,6 +215,34 @@ def published(execute, target: str, out: Path) -> tuple[int, Any]:
         raise
     result["published"] = publish_run(out, target)["published"]
     return code, result
+
+
+def _shard_attempt(environ, from_job: bool) -> str | None:
+    from ..plan.shards import ATTEMPT_ENV, shard_attempt
+    attempt = shard_attempt(environ)
+    if attempt is None and from_job:
+        print(f"run_cases: {ATTEMPT_ENV} is not set: this shard records no attempt, so the merge cannot tell it "
+              "from a shard an earlier Job of the same plan published; set it from the Job's controller uid "
+              "(skills/run/references/kubernetes.md)", file=sys.stderr)
+    return attempt
+
+
+def _check_resumed_shard(out: Path, started: Any, shard: dict | None) -> None:
+    """--resume: the same shard of the plan, and by the same attempt (ASSAY_SHARD_ATTEMPT): another
+    attempt's resume would publish the earlier attempt's cases as its own."""
+    def where(block: Any) -> Any:
+        return {k: block.get(k) for k in ("index", "count")} if isinstance(block, dict) else block
+    if where(started) != where(shard):
+        raise AssayError(f"--resume: {out.name} was started as shard {where(started)} and this is "
+                         f"shard {where(shard)}; resume it with the same --shard", 2, key="--shard")
+    before = started.get("attempt") if isinstance(started, dict) else None
+    now = shard.get("attempt") if isinstance(shard, dict) else None
+    if before != now:
+        from ..plan.shards import ATTEMPT_ENV
+        raise AssayError(f"--resume: {out.name} was started by attempt {before or '(none recorded)'} and this is "
+                         f"attempt {now or '(none: ' + ATTEMPT_ENV + ' unset)'} ({ATTEMPT_ENV}); its cases would be "
+                         f"merged as this attempt's: resume with the same {ATTEMPT_ENV}, or move {out.name} aside "
+                         "and run the shard afresh", 2, key=ATTEMPT_ENV)
 
 
 def _shard_arg(value: Any) -> int | str | None:

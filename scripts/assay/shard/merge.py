@@ -7,7 +7,8 @@
 2. **Every shard, every case, exactly once** (exit 6, all problems at once): no shard
    missing or given twice; each shard passes the `--verify` check (complete, or aborted
    with everything it finished intact); every non-canary case is in its own shard only;
-   every planned case is there unless the shard that owned it aborted.
+   every planned case is there unless the shard that owned it aborted; the shards were
+   written by one attempt (`shard.attempt`, ASSAY_SHARD_ATTEMPT) when any records one.
 3. **Build beside, rename into place**: `.<run_id>.merge-<pid>.tmp` next to `--out` gets
    the case dirs (whole trees, copied byte for byte, whatever files they hold), the
    manifest (the shards' own, with the plan's case list), and every derived file written
@@ -46,7 +47,7 @@ from ..run import run_paths
 from ..rundir.completeness import ABORTED, check_run_dir
 from ..run.engine import EXIT_MESSAGES, exit_code_for
 from ..run.lock import RunLock
-from .manifest import merged_manifest
+from .manifest import attempts_of, merged_manifest
 
 PROBLEMS_SHOWN = 5
 
@@ -167,6 +168,7 @@ def reconcile(plan: dict, shards: list[ShardRun]) -> dict[str, Any]:
                         f"<plan> --shard {s.index} --out {s.path.name} --resume)")
             incomplete[str(s.index)] = [f"{s.path.name}{hint}"] + s.problems[:PROBLEMS_SHOWN]
     out["incomplete_shards"] = incomplete
+    out["mixed_attempts"] = attempts_of(shards)
     return {k: v for k, v in out.items() if v}
 
 
@@ -187,7 +189,22 @@ def _problem_message(problems: dict[str, Any]) -> str:
         parts.append(f"case(s) in the wrong shard: {_shown(problems['misplaced_cases'])}")
     for index, lines in (problems.get("incomplete_shards") or {}).items():
         parts.append(f"shard {index} is not complete: {lines[0]}: {'; '.join(lines[1:])}")
+    if "mixed_attempts" in problems:
+        parts.append(_attempts_message(problems["mixed_attempts"]))
     return "merge refused: " + "; ".join(parts)
+
+
+def _attempts_message(groups: list[dict]) -> str:
+    """The shards of two attempts of one plan (a Job re-applied with the same plan): which shards
+    each wrote, and the two ways to one attempt's run."""
+    def shards(g: dict) -> str:
+        return f"shard(s) {', '.join(map(str, g['shards']))}"
+    named = "; ".join(f"{shards(g)} by attempt {g['attempt'] or '(none recorded)'} (started {g['started_at']})"
+                      for g in groups)
+    return (f"shards of different attempts of this plan ({named}): the newest attempt (started last) has not "
+            f"written {', '.join(shards(g) for g in groups[1:])} yet, and an earlier attempt's shard is not this "
+            "one's; wait until every index of the newer Job has finished (kubectl wait, the recipe's loop) and "
+            "merge again, or, to run the plan again, make a new plan (make_plan.py: a new run id)")
 
 
 def _source_shard(plan: dict, shards: dict[int, ShardRun]) -> dict[str, ShardRun]:

@@ -1,0 +1,139 @@
+"""A shard records which attempt (Job) of the plan wrote it, and the merge refuses the shards of two.
+
+The hole: the Indexed Job re-applied with the same plan (same run id) after the app broke on shard
+3's cases; pods 0 and 1 finish and publish, index 2 has not started, so the bucket still holds the
+first attempt's shard 3 (a pod clears only its own shard when it starts). A merge run then took
+that shard as this attempt's: exit 0, and the gate PASSed a broken app. The recipe sets
+ASSAY_SHARD_ATTEMPT from the Job's controller uid; a retried pod of the same Job (same uid, after a
+kill, --resume) still merges. A local S3-compatible server (moto), a real loopback app,
+run_cases.py / merge_runs.py / gate.py as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fakeapp import Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from helpers import SCRIPTS, run_script
+from s3server import BUCKET, have_moto, served
+
+from assay.core.casestore import scan
+from assay.plan.shards import ATTEMPT_ENV
+from assay.shard.assign import add_shards
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")]
+
+RUN_ID = "regression-20261205T120000Z"
+SHARDS = f"s3://{BUCKET}/assay/shards"
+JOB_A, JOB_B = "3f0c2a4e-1111-4a1e-9c55-0d9a7b1e0a01", "8b7d1c2f-2222-4f0e-8e11-5c3b2a9d0b02"   # controller uids
+
+
+class Desk:
+    """Answers each message back; `broken` messages get a wrong answer (the health check stays
+    green, so the pods run), `delay_s` slows every answer (time to kill a pod mid-shard)."""
+
+    def __init__(self) -> None:
+        self.broken: set[str] = set()
+        self.delay_s = 0.0
+
+    def __call__(self, req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        time.sleep(self.delay_s)
+        message = req.json["message"]
+        return Reply(200, {"message": "wrong" if message in self.broken else message, "route": "r"})
+
+
+CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(9)]
+
+
+@pytest.fixture()
+def world(tmp_path):
+    desk = Desk()
+    with served(BUCKET, desk) as (server, app):
+        state = make_state(tmp_path)
+        plan = add_shards(make_plan(state, CASES, adapter_doc=adapter(app.url, max_concurrency=1), run_id=RUN_ID,
+                                    mode="regression", selecting_split="full"), 3)
+        third = [c["input"]["messages"][0]["content"] for c in CASES if plan["shards"]["assignment"][c["id"]] == 3]
+        assert third
+        yield {"server": server, "state": state, "desk": desk, "plan": write_plan(state, plan), "third": set(third)}
+
+
+def env(world, index: int, job: str | None) -> dict[str, str]:
+    return dict(world["server"].env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX="", **{ATTEMPT_ENV: job or ""})
+
+
+def pod(world, index: int, job: str | None, *args: str, keep: bool = False):
+    """One pod of the Indexed Job `job` (its controller uid, as the recipe's downward API sets it)."""
+    r = run_runner("--plan", world["plan"], "--shard", "auto", "--publish", SHARDS, "--progress", "never", *args,
+                   env=env(world, index, job))
+    if not keep:   # the pod's disk is gone after it
+        shutil.rmtree(world["state"] / "reports" / f"{RUN_ID}.shard-{index + 1}", ignore_errors=True)
+    return r
+
+
+def merge_and_gate(world):
+    out = world["state"] / "reports" / RUN_ID
+    shutil.rmtree(out, ignore_errors=True)
+    merged = run_script("merge_runs", "--plan", world["plan"], "--out", out, f"{SHARDS}/{RUN_ID}/",
+                        env=world["server"].env)
+    gate = run_script("gate", out)
+    return merged, gate
+
+
+def test_a_merge_before_every_index_of_a_rerun_started_never_takes_the_earlier_jobs_shard(world):
+    assert [pod(world, i, JOB_A).rc for i in (0, 1, 2)] == [0, 0, 0]
+    merged, gate = merge_and_gate(world)
+    assert merged.rc == 0 and gate.rc == 0, merged.stdout + gate.stdout   # the app was healthy: open
+    # the app breaks on shard 3's cases; the Job is re-applied with the same plan (a new uid);
+    # pods 0 and 1 finish and publish; index 2 has not started; the merge runs now
+    world["desk"].broken = world["third"]
+    assert [pod(world, i, JOB_B).rc for i in (0, 1)] == [0, 0]
+    merged, gate = merge_and_gate(world)
+    assert merged.rc == 6, merged.stdout   # before: exit 0 with the first Job's shard 3, and the gate PASSed
+    doc = json.loads(merged.stdout)
+    assert [(g["attempt"], g["shards"]) for g in doc["mixed_attempts"]] == [(JOB_B, [1, 2]), (JOB_A, [3])]
+    for said in (f"shard(s) 1, 2 by attempt {JOB_B}", f"shard(s) 3 by attempt {JOB_A}",
+                 "has not written shard(s) 3 yet", "wait until every index of the newer Job has finished",
+                 "make a new plan"):
+        assert said in doc["error"], doc["error"]
+    assert not (world["state"] / "reports" / RUN_ID / "results.json").exists()
+    assert gate.rc != 0 and "PASS" not in gate.stdout, gate.stdout
+    # a retried pod of the same Job (same uid) is that attempt's: still refused only for shard 3
+    assert pod(world, 0, JOB_B).rc == 0
+    merged, _ = merge_and_gate(world)
+    assert merged.rc == 6 and [g["shards"] for g in json.loads(merged.stdout)["mixed_attempts"]] == [[1, 2], [3]]
+    # index 2 of the new Job starts, is killed mid-shard, and its retry resumes it (same uid): one attempt
+    world["desk"].delay_s = 0.3
+    out3 = world["state"] / "reports" / f"{RUN_ID}.shard-3"
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(world["plan"]),
+                             "--shard", "auto", "--publish", SHARDS, "--progress", "never"],
+                            env=dict(__import__("os").environ, **env(world, 2, JOB_B)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out3.is_dir() and scan(out3).ids()):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the shard finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    world["desk"].delay_s = 0.0
+    other = pod(world, 2, JOB_A, "--resume", keep=True)   # another Job's pod never resumes it as its own
+    assert other.rc == 2 and ATTEMPT_ENV in other.json["error"] and JOB_B in other.json["error"], other.stdout
+    assert pod(world, 2, JOB_B, "--resume").rc == 0
+    merged, gate = merge_and_gate(world)
+    assert merged.rc == 0, merged.stdout
+    assert gate.rc == 1 and "PASS" not in gate.stdout, gate.stdout   # the broken shard 3 closes the gate
+
+
+def test_shards_without_an_attempt_merge_as_before(world):
+    """Outside Kubernetes (a CI matrix, a laptop) no attempt is recorded and the merge checks none."""
+    assert [pod(world, i, None).rc for i in (0, 1, 2)] == [0, 0, 0]
+    merged, gate = merge_and_gate(world)
+    assert merged.rc == 0 and gate.rc == 0, merged.stdout + gate.stdout
