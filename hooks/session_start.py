@@ -7,6 +7,7 @@ says what it did, or what the person can do.
 
 - If the `python3` that runs it already has PyYAML, jsonschema and Markdown,
   there is nothing to do.
+- With `ASSAY_NO_BOOTSTRAP` set it builds nothing and names the `pip install` to run.
 - Otherwise it builds (once) the environment that `scripts/assay/core/bootstrap.py`
   defines, under the plugin's persistent data directory (`CLAUDE_PLUGIN_DATA`),
   and exports ASSAY_VENV through CLAUDE_ENV_FILE so that every script the
@@ -42,6 +43,11 @@ def main() -> int:
         return 0
     except ImportError:
         pass
+    off = bootstrap.opted_out()
+    if off is not None:   # the person turned the mechanism off: build nothing, reach no package index
+        print(f"assay: PyYAML, jsonschema or Markdown is missing from {sys.executable}, and {off.reason}. "
+              f"Fix: {off.fix}")
+        return 0
     directory = bootstrap.venv_dir()
     try:
         if not bootstrap.is_ready(directory):

@@ -164,6 +164,21 @@ def test_session_start_hook_exports_the_environment(bare_python, prepared, tmp_p
     assert r2.returncode == 0 and "present" in r2.stdout and not env_file.exists()
 
 
+def test_hook_builds_nothing_when_the_person_opted_out(bare_python, tmp_path):
+    # README: `ASSAY_NO_BOOTSTRAP=1` turns the mechanism off. The hook went on building a venv from the
+    # package index (up to its 300 s timeout) at every session start all the same
+    data = tmp_path / "plugin-data"
+    env_file = tmp_path / "session-env.sh"
+    env = _env(ASSAY_NO_BOOTSTRAP="1", CLAUDE_PLUGIN_DATA=str(data), CLAUDE_ENV_FILE=str(env_file),
+               PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_RETRIES="0", PIP_TIMEOUT="2")
+    r = subprocess.run([str(bare_python), str(ROOT / "hooks" / "session_start.py")], input="{}", capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "ASSAY_NO_BOOTSTRAP is set" in r.stdout and "Fix: pip install 'PyYAML" in r.stdout, r.stdout
+    assert "preparing" not in r.stdout
+    assert not data.exists() and not env_file.exists()
+
+
 def test_hook_never_fails_the_session(bare_python, tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

@@ -198,6 +198,16 @@ def test_latest_picks_by_run_id_timestamp_not_mtime(tmp_path):
     assert r.rc == 2 and "no run directory with mode holdout" in r.json["error"]
 
 
+def test_latest_on_a_state_dir_with_no_run_yet_is_bad_input_not_a_closed_gate(tmp_path):
+    # a fresh state dir (the start and analyze skills' first call): no reports/ at all. It was an
+    # internal error (a traceback, exit 1: what a closed gate exits) instead of exit 2 naming the dir
+    (tmp_path / ".assay" / "datasets").mkdir(parents=True)
+    r = run_script("gate", tmp_path / ".assay" / "reports", "--latest", "--json")
+    assert r.rc == 2 and "internal" not in r.json, r.stdout + r.stderr
+    assert "reports: not a directory; --latest takes the reports dir" in r.json["error"]
+    assert "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("args,expect", [
     (["--mode", "smoke"], "--mode only applies with --latest"),
     (["--max-infra-rate", "1.5"], "--max-infra-rate"),

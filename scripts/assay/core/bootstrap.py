@@ -176,14 +176,22 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def opted_out() -> BootstrapError | None:
+    """The error to give when `ASSAY_NO_BOOTSTRAP` turns the mechanism off (scripts and the hook), else None."""
+    if os.environ.get("ASSAY_NO_BOOTSTRAP"):
+        return BootstrapError("ASSAY_NO_BOOTSTRAP is set, so no environment was prepared", _manual_fix())
+    return None
+
+
 def ensure_dependencies(missing: list[str], script: str, argv: list[str]) -> BootstrapError | None:
     """Re-execute `script argv` inside the prepared environment (never returns on success).
 
     Returns a BootstrapError when it cannot (turned off, already inside it, or the
     environment could not be made); the caller turns that into the exit-2 message.
     """
-    if os.environ.get("ASSAY_NO_BOOTSTRAP"):
-        return BootstrapError("ASSAY_NO_BOOTSTRAP is set, so no environment was prepared", _manual_fix())
+    off = opted_out()
+    if off is not None:
+        return off
     directory = venv_dir()
     if os.environ.get("ASSAY_BOOTSTRAPPED"):
         return BootstrapError(f"still missing inside the prepared environment {directory} "

@@ -175,6 +175,8 @@ def unmerged_shards(reports_dir: Path, mode: str | None, stamp: str | None) -> t
     its shards were never merged (or the merge was refused), so it has no result yet. Else None."""
     from ..plan.shards import parse_shard_dir_name
     found: dict[str, list[str]] = {}
+    if not Path(reports_dir).is_dir():   # a fresh state dir: `latest_run`'s error names it
+        return None
     for child in Path(reports_dir).iterdir():
         parsed = parse_shard_dir_name(child.name)
         run = parse_run_id(parsed[0]) if parsed else None
