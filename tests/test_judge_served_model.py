@@ -95,3 +95,15 @@ def test_a_deployment_name_declares_the_model_it_serves(app, state):
     g = run_script("gate", out)
     assert g.rc == 0 and "dated snapshot" not in g.stdout, g.stdout
     assert served_of(out, "c-2") == ["gpt-4o-2024-08-06", "gpt-4o-2024-08-06"]
+
+
+def test_a_declared_served_model_is_part_of_the_judge_it_calibrates():
+    """Setting or changing served_model is another judge: the labels were measured against whatever
+    answered then. Left unset, the identity (and every calibration bound to it) is as before."""
+    from assay.judge.binding import identity_sha256, judge_identity
+    base = {"provider": "openai", "model": "judge-prod", "base_url": "https://llm.example/v1"}
+    plain = judge_identity(base, None)
+    assert "served_model" not in plain["judges"][0]
+    declared = judge_identity(dict(base, served_model="gpt-4o"), None)
+    other = judge_identity(dict(base, served_model="gpt-4o-mini"), None)
+    assert len({identity_sha256(plain), identity_sha256(declared), identity_sha256(other)}) == 3

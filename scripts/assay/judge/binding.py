@@ -66,8 +66,11 @@ def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
                 path = Path(arg) if os.path.isabs(arg) else Path(state) / arg
                 files[arg] = _file_sha(path)
         return {"provider": provider, "command": argv, "command_files": files}
-    return {"provider": provider, "model": config.get("model"), "base_url": config.get("base_url"),
-            "structured_output": bool(config.get("structured_output", True))}
+    one = {"provider": provider, "model": config.get("model"), "base_url": config.get("base_url"),
+           "structured_output": bool(config.get("structured_output", True))}
+    if config.get("served_model"):   # the model behind a deployment name or alias: another one is another judge
+        one["served_model"] = config["served_model"]
+    return one
 
 
 def judge_identity(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
