@@ -11,35 +11,48 @@ from assay.core.errors import AssayError
 
 
 def build_parser():
+    from assay.verdict.flags import add_decision_flags
+
     p = make_parser(
         "draft_report.py",
         "Draft report.md for a finished run: counts, pass rate, per-layer table, routing, reliability, "
-        "comparison, holdout aggregate, what was not measured, redaction. Exit 0 written, 2 bad input.",
+        "comparison, holdout aggregate, what was not measured, redaction. Its PASS/FAIL banner is gate.py's decision "
+        "with the same flags: give it the flags your CI gate is given (the banner names them). "
+        "Exit 0 written, 2 bad input.",
         "python3 scripts/draft_report.py .assay/reports/smoke-20261129T101500Z -o .assay/reports/smoke-20261129T101500Z/report.md",
     )
     p.add_argument("run_dir", help="the finished run directory, reports/<run-id>")
     p.add_argument("-o", "--output", help="where to write (default <run-dir>/report.md; '-' = stdout)")
     p.add_argument("--baseline", metavar="RUN|auto",
                    help="compare with this run (or `auto`: reports/baseline.json's pin, else the newest complete run "
-                        "of the same series whose gate was open): the comparison section lists each bucket's cases")
+                        "of the same series whose gate was open): the comparison section lists each bucket's cases, "
+                        "and the banner is `gate.py --baseline`'s decision (newly failing gating cases named first)")
     p.add_argument("--force", action="store_true", help="overwrite an existing report (its clusters slot is lost)")
+    add_decision_flags(p)   # gate.py's own flags: the banner decides as `gate.py RUN <the same flags>`
     return p
 
 
 def run(args):
+    import dataclasses
+
     from assay.core.jsonio import atomic_write_text
     from assay.report.draft import draft
-    from assay.verdict import GateOptions, decide, gate_open
+    from assay.verdict import decide, gate_open
+    from assay.verdict.flags import decision_flags_said, decision_options
 
+    run_dir = Path(args.run_dir)
+    options = decision_options(args)
     lines = None
     if args.baseline:
         from assay.compare.baseline import resolve_baseline
         from assay.compare.document import compare_runs
         from assay.compare.report_section import comparison_lines
-        base = resolve_baseline(args.baseline, Path(args.run_dir), is_open=gate_open)
-        lines = comparison_lines(compare_runs(base, Path(args.run_dir)))
-    # the banner is the one decision, as gate.py decides it without the completeness re-check
-    result = draft(Path(args.run_dir), comparison=lines, decision=decide(Path(args.run_dir), GateOptions(verify=False)))
+        base = resolve_baseline(args.baseline, run_dir, is_open=gate_open)
+        lines = comparison_lines(compare_runs(base, run_dir))
+        options = dataclasses.replace(options, baseline=str(base))   # the same baseline the section compares with
+    # the banner is the one decision, as `gate.py RUN_DIR` decides it with these same flags, and says which
+    said = decision_flags_said(dataclasses.replace(options, baseline=args.baseline))
+    result = draft(run_dir, comparison=lines, decision=decide(run_dir, options), gate_flags=said)
     if args.output == "-":
         sys.stdout.write(result.markdown)
         return 0, None

@@ -14,6 +14,8 @@ from assay.core.errors import AssayError
 
 
 def build_parser():
+    from assay.verdict.flags import add_decision_flags
+
     p = make_parser(
         "gate.py",
         "Decide whether a finished run passes the gate. The runner exits 0 even on a red suite; "
@@ -23,31 +25,15 @@ def build_parser():
     p.add_argument("path", help="a run dir (reports/<run-id>), or the reports dir with --latest")
     p.add_argument("--latest", action="store_true", help="gate the newest run by run-id timestamp (never mtime)")
     p.add_argument("--mode", help="with --latest: only runs of this mode")
-    p.add_argument("--max-infra-rate", type=float, default=0.05, help="close above this infra rate (0-1, default 0.05)")
-    p.add_argument("--require-canaries", action="store_true", help="close unless every canary passed (and there is one)")
-    p.add_argument("--no-verify", action="store_true", help="skip `run_cases.py --verify` (the completeness re-check)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text summary")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per non-holdout case)")
     p.add_argument("--github-summary", action="store_true", help="append a Markdown summary to $GITHUB_STEP_SUMMARY")
-    p.add_argument("--max-cost-per-case", type=float, metavar="X",
-                   help="close when the mean cost per case (score_cost.py) is above X in the prices file's "
-                        "currency, or cannot be computed (no traces, no prices file, an unpriced model); "
-                        "overrides profile.yaml's budgets.max_cost_per_case")
-    p.add_argument("--max-p95-latency-s", type=float, metavar="Y",
-                   help="close when the p95 end-to-end case latency is above Y seconds; overrides "
-                        "profile.yaml's budgets.max_p95_latency_s")
-    p.add_argument("--prices", help="prices file for the cost budget (default: <state>/prices.yaml)")
-    p.add_argument("--no-judge-cost", action="store_true",
-                   help="leave the judge's tokens out of --max-cost-per-case (by default the budget is the app's "
-                        "cost per case plus the judge's, each priced with the prices file)")
     p.add_argument("--baseline", metavar="RUN|auto",
                    help="compare with this run (or `auto`: reports/baseline.json's pin, else the newest complete run "
                         "of the same series whose gate was open) and also close on any gating case newly failing, named "
                         "first; the run's own reasons all stand (an edited case or a judge flip that fails still "
                         "closes it, said beside the case)")
-    p.add_argument("--state-dir", metavar="DIR",
-                   help="the app's state dir, for profile.yaml's budgets and prices.yaml (default: the one "
-                        "holding the run dir, <state>/reports/<run-id>)")
+    add_decision_flags(p)
     return p
 
 
@@ -64,31 +50,22 @@ def run(args):
 
 def _run(args, wrote: list[str]):
     from assay.report.gate import to_json
-    from assay.verdict import GateOptions, decide
+    from assay.verdict import decide
+    from assay.verdict.flags import decision_options
     from assay.report.gate_outputs import append_github_summary, write_junit
     from assay.report.rundir import latest_started_run
 
-    if not 0 <= args.max_infra_rate <= 1:
-        raise AssayError(f"--max-infra-rate {args.max_infra_rate:g} is out of range: use 0-1 (0.05 = 5%)", 2)
     if args.mode and not args.latest:
         raise AssayError("--mode only applies with --latest (it filters the runs --latest chooses from)", 2)
     if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
         raise AssayError("--github-summary: $GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it in a "
                          "job step); drop the flag outside Actions", 2)
-    for flag, value in (("--max-cost-per-case", args.max_cost_per_case), ("--max-p95-latency-s", args.max_p95_latency_s)):
-        if value is not None and not (value >= 0 and value < float("inf")):
-            raise AssayError(f"{flag} {value:g} is out of range: use a number >= 0", 2)
+    options = decision_options(args, baseline=args.baseline)
     skipped: list[str] = []
     run_dir = latest_started_run(Path(args.path), args.mode, skipped) if args.latest else Path(args.path)
     for name in skipped:
         sys.stderr.write(f"gate: --latest skipped {name}\n")
-    if args.state_dir and not (Path(args.state_dir) / "profile.yaml").is_file():
-        raise AssayError(f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
-                         "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")
-    result = decide(run_dir, GateOptions(
-        max_infra_rate=args.max_infra_rate, require_canaries=args.require_canaries, verify=not args.no_verify,
-        max_cost_per_case=args.max_cost_per_case, max_p95_latency_s=args.max_p95_latency_s, prices=args.prices,
-        state_dir=args.state_dir, include_judge=not args.no_judge_cost, baseline=args.baseline))
+    result = decide(run_dir, options)
     if args.junit:
         write_junit(result, args.junit)
         wrote.append(args.junit)

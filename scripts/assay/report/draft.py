@@ -71,26 +71,32 @@ def _short_ts(value: object) -> str:
     return f"{m.group(1)} {m.group(2)}Z" if m else esc(text)
 
 
-def verdict_banner(facts: RunFacts, g: GateResult) -> list[str]:
-    """PASS or FAIL at a glance: the one decision (`assay.verdict.decide`, as `gate.py RUN_DIR` with
-    --no-verify decides, handed in by draft_report.py), the gate type and what it means, and every
-    close reason."""
+def verdict_banner(facts: RunFacts, g: GateResult, gate_flags: str = "") -> list[str]:
+    """PASS or FAIL at a glance: the one decision (`assay.verdict.decide`, as `gate.py RUN_DIR <gate_flags>`
+    decides, handed in by draft_report.py), the gate type and what it means, every close reason, the
+    gate's lines an open gate must not hide, and the gate.py flags the decision reflects."""
+    from .gate_judge import provisional_fail_line
     from .gate_lines import counts_line, gate_rule_line, infra_under_bar_line
 
     word = "PASS · gate open" if g.open else "FAIL · gate closed"
     rule = gate_rule_line(facts.results).strip()
     out = [f"> **{word}** · {esc(counts_line(facts.summary))}", ">"]
-    under = infra_under_bar_line(g)
-    if under:
-        out += [f"> - {esc(under)}", ">"]
+    # what gate.py prints beside an open gate and a report must not hide: unmeasured infra cases, a judge's fail
+    notes = [line.strip() for line in [infra_under_bar_line(g) or ""] + provisional_fail_line(g.run_dir, g.results)
+             if line.strip()]
+    if notes:
+        out += [f"> - {esc(line)}" for line in notes] + [">"]
     # the run's own trust lines first: --allow-invalid and what it overrode, undeclared tools
     out += [f"> {'' if line.startswith('  ') and not line.startswith('    ') else '- '}{esc(line.strip())}"
             for line in g.trust_head + g.trust_info] + ([">"] if g.trust_head or g.trust_info else [])
     out += [f"> - {esc(why)}" for why in g.reasons]
     if g.reasons:
         out.append(">")
-    out.append(f"> *{esc(rule)}. Decided by `gate.py`'s default rules without the completeness re-check "
-               "(`gate.py` runs it in CI).*")
+    command = " ".join(["gate.py <run dir>"] + ([gate_flags] if gate_flags else []))
+    how = (f"Decided as `{command}` decides" + ("" if gate_flags else " (its default flags)")
+           + ("" if g.verified else ", without the completeness re-check"))
+    out.append(f"> *{esc(rule)}. {how}; a gate given other flags may decide otherwise (draft the report with "
+               "the flags your CI gate is given).*")
     return out + [""]
 
 
@@ -284,12 +290,13 @@ def conversation_lines(s: dict) -> list[str]:
 SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 
 
-def draft(run_dir: Path, *, decision: GateResult, comparison: list[str] | None = None) -> Draft:
+def draft(run_dir: Path, *, decision: GateResult, comparison: list[str] | None = None,
+          gate_flags: str = "") -> Draft:
     """The report draft. A run file edited into a shape the runner never writes (a list where
     an object belongs, a string for a count) is exit 2 naming what `run_cases.py --verify`
     finds, never a traceback."""
     try:
-        return _draft(run_dir, decision, comparison)
+        return _draft(run_dir, decision, comparison, gate_flags)
     except SHAPE_ERRORS as exc:
         from .gate_reasons import run_verify
         clean, detail = run_verify(Path(run_dir))
@@ -298,14 +305,14 @@ def draft(run_dir: Path, *, decision: GateResult, comparison: list[str] | None =
                          "Restore it, or re-run (--resume redoes unfinished cases).", 2, path=str(run_dir)) from None
 
 
-def _draft(run_dir: Path, decision: GateResult, comparison: list[str] | None = None) -> Draft:
+def _draft(run_dir: Path, decision: GateResult, comparison: list[str] | None = None, gate_flags: str = "") -> Draft:
     facts = load_facts(Path(run_dir))
     flag, source = pii_flag(facts.run_dir, facts.manifest, facts.run_id)
     redactor = _Redactor(flag is not False)
     s = facts.summary
     banner = _not_quotable(facts)
     gating, n = count(s.get("gating_failures")), count(s.get("n"))
-    lines = [f"# assay report: {esc(facts.run_id)}", ""] + verdict_banner(facts, decision) + [_facts_line(facts), ""]
+    lines = [f"# assay report: {esc(facts.run_id)}", ""] + verdict_banner(facts, decision, gate_flags) + [_facts_line(facts), ""]
     if banner:
         lines += banner
     else:
