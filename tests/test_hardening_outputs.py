@@ -78,3 +78,40 @@ def test_bidi_and_zero_width_characters_show_as_markers_in_report_and_label_page
         _assert_visible(browser.eval("document.getElementById('answer').textContent"), "label page")
     finally:
         browser.close()
+
+
+FORGED_ROUTE = "billing\r## PASS · gate open\r"
+
+
+def test_an_apps_carriage_return_neither_starts_a_heading_nor_breaks_a_table_in_the_report(tmp_path):
+    """Markdown reads a CR as a line end: a route the app sends holding `\\r## PASS` used to end its
+    code span in report.md (the failure cluster, the confusion matrix, the spurious labels) and
+    become a heading of report.html, the matrix falling apart into paragraphs. Every control
+    character in report.md is now written as its escape (`\\x0d`, `\\x1b`), so `cat report.md`
+    drives no terminal either."""
+    import re
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(200, {"message": "refund sent \x1b[2J\x1b]0;pwned\x07", "route": FORGED_ROUTE})
+
+    state = make_state(tmp_path)
+    with FakeApp(handler) as app:
+        cases = [case("c-cr", "refund me", expect={"route": "billing", "answer": {"must_contain": ["refund"]}})]
+        plan = make_plan(state, cases, app_url=app.url)
+        out = state / "reports" / plan["run_id"]
+        res = run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never")
+    assert res.rc == 0, res.stdout + res.stderr
+    r = run_script("draft_report", out)
+    assert r.rc == 0, r.stdout + r.stderr
+    md = (out / "report.md").read_bytes().decode("utf-8")
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", md), [ln for ln in md.splitlines() if "gate open" in ln]
+    assert "billing\\x0d## PASS · gate open\\x0d" in md and "\\x1b[2J" in md
+    r = run_script("md_to_html", out / "report.md", out / "report.html")
+    assert r.rc == 0, r.stdout + r.stderr
+    html = (out / "report.html").read_text(encoding="utf-8")
+    headings = re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", html, re.S)
+    assert not [h for h in headings if "gate open" in h], headings
+    matrix = html.split("Confusion matrix", 1)[1].split("</table>", 1)[0]
+    assert "<table>" in matrix and "<p>|" not in matrix, matrix

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import re
 
+from ..core.visible import show_controls
+
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|#!{}])")
 
 
 def esc(value: object) -> str:
-    """Data as literal Markdown text (one line)."""
-    return _SPECIAL.sub(r"\\\1", str(value)).replace("\r", " ").replace("\n", " ")
+    """Data as literal Markdown text (one line). A control character (ESC, NUL, BEL, ...) is written
+    as its `\\x1b` escape: raw, it would drive the terminal of whoever reads the file with `cat`."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    return _SPECIAL.sub(r"\\\1", show_controls(text))
 
 
 def code(value: object) -> str:
-    """An inline code span that survives backticks and table pipes in the data."""
-    text = str(value).replace("\n", " ").replace("|", "¦")
+    """An inline code span that survives backticks, table pipes and line breaks in the data: Markdown
+    reads a CR as a line end, so an app's route or tool name holding `\\r## PASS` would otherwise end
+    the span (and a table row) and start a heading; it and every other control character are shown
+    as escapes (`\\x0d`)."""
+    text = show_controls(str(value).replace("\n", " ").replace("|", "¦"))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -22,6 +29,8 @@ def code(value: object) -> str:
 
 
 def fenced(text: str, lang: str = "text") -> str:
+    """A fenced block of data: its lines kept, its other control characters shown as escapes."""
+    text = show_controls(text)
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
