@@ -4,7 +4,7 @@ Every reader returns one decision, `{closed, reasons, closing}`: whether the sur
 is closed, the reasons it shows, and `closing` = {case id: the surface's own words for that case}
 for every case it shows as closing the gate (gate.py's and assay.api.gate()'s JUnit failures, the
 viewer's failed cases with their failed layers, the pytest session's FAILED items with their
-message). Also here: planning a run, the object store the shards go through, and a tiny text edit.
+message, report.md's failure excerpts). Also here: planning a run, the object store the shards go through, and a tiny text edit.
 """
 
 from __future__ import annotations
@@ -59,6 +59,37 @@ def gate_kept(run_dir: Path, tmp: Path) -> dict:
     finally:
         del os.environ["ASSAY_CHECK_KEEP_ABOVE"]
     return gate(run_dir, tmp)
+
+
+MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def report(run_dir: Path, tmp: Path, *extra: str) -> dict:
+    """draft_report.py RUN [--baseline auto] (report.md's banner is the one decision, as gate.py with the
+    same flags decides it): closed when the banner says FAIL, its reasons the banner's lines, and its
+    closing cases the failure excerpts' headings (`failed <layers>`, after the excerpt's tags such as
+    `canary`) and the cases it lists as not excerpted (each with its failed layers)."""
+    out = tmp / f"report-{len(list(tmp.glob('report-*')))}.md"
+    r = run_script("draft_report", run_dir, "-o", out, *extra,
+                   env={"ASSAY_CHECK_KEEP_ABOVE": "0", "ASSAY_CHECK_FORK_ABOVE": "0", "ASSAY_COMPARE_FORK_ABOVE": "0"})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    lines = [MD_ESCAPE.sub(r"\1", line) for line in out.read_text(encoding="utf-8").splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("> **"))
+    banner = []
+    for line in lines[start:]:
+        if not line.startswith(">"):
+            break
+        banner.append(line)
+    closing: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        m = re.match(r"### .*?`([^`]+)`.*: (failed .*)$", line)
+        if m:
+            tags = lines[i + 2] if i + 2 < len(lines) and lines[i + 2].startswith("*") else ""
+            closing[m.group(1)] = (tags.strip("*") + "; " if tags else "") + m.group(2)
+        elif line.startswith("Not excerpted: "):
+            closing.update(dict(re.findall(r"`([^`]+)` \((failed [^)]*)\)", line)))
+    return {"closed": "**FAIL · gate closed**" in banner[0], "reasons": [b[4:] for b in banner if b.startswith("> - ")],
+            "closing": closing}
 
 
 def api_gate(run_dir: Path, tmp: Path) -> dict:

@@ -168,6 +168,7 @@ def canary_live(state: Path, env: dict, tmp: Path) -> dict:
         assert r.rc == 4, (r.stdout, r.stderr)
         session = pytest_session(state, tmp, env)
     return {"gate": live, "gate --baseline auto": live, "viewer": live, "api.gate": live, "pytest": session,
+            "report": live, "report --baseline auto": live,
             "gate, its check kept": live}
 
 

@@ -56,12 +56,14 @@ from agent_state import EDIT_CASE, SKILL_CASE, agent_env, build_agent_state
 from fakeapp import run_runner
 from helpdesk_util import copy_state, helpdesk
 from helpers import run_script
-from hunt_paths import api_gate, error_layers, gate, gate_kept, merged_from_store, plan, pytest_session, store_server, viewer
+from hunt_paths import (api_gate, error_layers, gate, gate_kept, merged_from_store, plan, pytest_session, report,
+                        store_server, viewer)
 
 pytestmark = pytest.mark.slow
 
 ALL = ("gate", "gate --baseline auto", "replayed", "shards merged", "shards merged from the store", "rescored",
-       "viewer", "pytest", "api.gate", "gate, its check kept", "viewer, its check kept")
+       "viewer", "pytest", "api.gate", "gate, its check kept", "viewer, its check kept", "report",
+       "report --baseline auto")
 HOLLOW_PATHS = tuple(p for p in ALL if p != "pytest") + ("pytest, the hollow suite",)
 APPS = ("helpdesk", "helpdesk canary", "agent")
 
@@ -181,7 +183,7 @@ def _walk(app: App, tmp: Path, server) -> dict:
             out["pytest"] = pytest_session(state, tmp, env)
         out.update(app.after_pytest(env, tmp))
     runs = {"gate": broken, "gate --baseline auto": broken, "shards merged": reports / sharded,
-            "viewer": broken, "api.gate": broken}
+            "viewer": broken, "api.gate": broken, "report": broken, "report --baseline auto": broken}
     if store_merged is not None:
         runs["shards merged from the store"] = store_merged
     # replayed: the recording answers (the helpdesk's: except the case whose input changed since)
@@ -211,6 +213,8 @@ def _walk(app: App, tmp: Path, server) -> dict:
                                    else api_gate(d, tmp) if path == "api.gate"
                                    else gate(d, tmp, "--baseline", "auto") if path == "gate --baseline auto"
                                    else gate_kept(d, tmp) if path == "gate, its check kept"
+                                   else report(d, tmp) if path == "report"
+                                   else report(d, tmp, "--baseline", "auto") if path == "report --baseline auto"
                                    else gate(d, tmp))
     # the viewer again, once the gates above kept their checks (assay.rundir.checked): it shows the kept
     # answer (verified) and must close with the same reasons

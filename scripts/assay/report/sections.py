@@ -137,8 +137,7 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
         cid = row["case_id"]
         doc = facts.verdicts.get(cid, {})
         layers = doc.get("layers") or {}
-        failed = [name for name in LAYER_ORDER if (layers.get(name) or {}).get("verdict") == "fail"] or \
-                 [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
+        failed = _failed_layers(facts, row)
         tags = []
         if row.get("canary"):
             tags.append("canary")
@@ -174,10 +173,18 @@ def failure_excerpts(facts: RunFacts, redactor) -> list[str]:
         out += [fenced(redactor("\n".join(f"{k + ':':<{width}} {v}" for k, v in block))), ""]
         if doc.get("multi_turn") and isinstance(doc.get("turns"), list):
             out += conversation_excerpt(facts, cid, doc, redactor)
-    if len(failing) > MAX_EXCERPTS:
-        rest = [code(r["case_id"]) for r in failing[MAX_EXCERPTS:]]
+    if len(failing) > MAX_EXCERPTS:   # each still named with what failed
+        rest = [f"{code(r['case_id'])} (failed {', '.join(_failed_layers(facts, r)) or 'no layer named'})"
+                for r in failing[MAX_EXCERPTS:]]
         out += [f"Not excerpted: {', '.join(rest)}.", ""]
     return out
+
+
+def _failed_layers(facts: RunFacts, row: dict) -> list[str]:
+    """The case's failed layers in layer order (its verdict record's, else its verdicts.jsonl row's)."""
+    layers = facts.verdicts.get(row["case_id"], {}).get("layers") or {}
+    return [name for name in LAYER_ORDER if (layers.get(name) or {}).get("verdict") == "fail"] or \
+        [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
 
 
 def conversation_excerpt(facts: RunFacts, cid: str, doc: dict, redactor) -> list[str]:
