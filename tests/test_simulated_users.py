@@ -134,7 +134,7 @@ def test_anthropic_user_reaches_the_goal_scored_on_the_end_state(tmp_path):
     assert len(seen) == 3 + 3          # two user turns + the stop, for each of the two conversations
     assert len(probes) == 1 and probes[0].headers.get("x-api-key") == "sk-sim-secret-123"
     manifest = yaml.safe_load((out / "manifest.yaml").read_text())
-    assert manifest["simulator"]["probe"] == {"ok": True, "status": 200,
+    assert manifest["simulator"]["probe"] == {"ok": True, "status": 200, "served_model": "claude-test",
                                               "target": f"POST {model.url}/v1/messages (key $SIM_KEY)"}
     assert not any(b"sk-sim-secret-123" in p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert "simulated users: 2/2 pass" in gate["text"]
