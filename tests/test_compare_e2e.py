@@ -254,6 +254,13 @@ def test_make_demo_compare(tmp_path):
     # 9 regressions plus the two simulated users (the refund without an invoice id, the tenant check)
     assert f"compare_runs    {base.name} -> {cand.name}: 11 newly failing" in r.stdout
     assert f"gate closed: 11 gating case(s) newly failing against {base.name}" in r.stdout
+    # the broken run's report.md is drafted with the flags it is gated with (--baseline <the clean run>):
+    # its banner gives the gate's reason, and says which flags it reflects
+    report = (cand / "report.md").read_text(encoding="utf-8")
+    banner = report[:report.index("<!-- assay:clusters -->")]
+    assert "**FAIL · gate closed**" in banner and f"11 gating case(s) newly failing against {base.name}" in banner, banner
+    assert re.search(r"Decided as `gate\.py <run dir> --baseline \S*" + re.escape(base.name) + "` decides", banner), banner
+    assert "newly failing" not in (base / "report.md").read_text(encoding="utf-8")   # the clean run: no baseline
     # the docs quote the same count (they said 9 after the simulated users joined the demo)
     assert '(`compare_runs.py`: "11 newly failing"' in (ROOT / "README.md").read_text(encoding="utf-8")
     assert "the 11 newly failing cases" in (ROOT / "examples/helpdesk/README.md").read_text(encoding="utf-8")

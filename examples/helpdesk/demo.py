@@ -23,10 +23,10 @@ that cannot do its job stops the demo with exit 2 and a message naming the step.
 
 With --compare (`make demo COMPARE=1`) the pipeline runs twice, first against the clean app,
 then against the broken one (--break, with run_cases.py --baseline <the clean run>, so the pairwise
-rubric refund-reply-vs-baseline judges each broken answer against the clean one in both orders),
-and then compare_runs.py pairs the two runs
-(compare.json and compare.html in the second run's directory) and gate.py --baseline gates
-the second against the first: it closes on the newly failing cases, named first.
+rubric refund-reply-vs-baseline judges each broken answer against the clean one in both orders;
+gate.py --baseline <the clean run> gates it: it closes on the newly failing cases, named first, and
+draft_report.py is given the same --baseline, so report.md's banner says so too), and then
+compare_runs.py pairs the two runs (compare.json and compare.html in the second run's directory).
 
 With --app cli no server is started: run_cases.py runs examples/helpdesk/cli.py once per
 attempt (state dir .assay-cli/, spans to <state>/work/helpdesk.otlp.jsonl, BREAK=1 in its
@@ -207,9 +207,11 @@ def _healthy(url: str) -> bool:
 
 
 def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str],
-             baseline: Path | None = None) -> tuple[int, Path | None]:
+             baseline: Path | None = None, gate_flags: tuple[str, ...] = ()) -> tuple[int, Path | None]:
     """convert -> validate -> plan -> run -> gate -> report; returns (gate exit code, report.html).
-    `baseline`: the run pairwise rubrics compare this run's answers with (run_cases.py --baseline)."""
+    `baseline`: the run pairwise rubrics compare this run's answers with (run_cases.py --baseline).
+    `gate_flags`: gate.py's decision flags, flag and value pairs (--baseline RUN); draft_report.py is given the same,
+    so report.md's banner is the decision the gate printed, with its reasons."""
     work = state / "work"
     split = work / "split"
     converted = work / "converted.json"
@@ -259,11 +261,13 @@ def pipeline(args: argparse.Namespace, state: Path, env: dict[str, str],
         say(f"  run_cases       exit {runner.returncode} ({RUNNER_FINISHED[runner.returncode]}) "
             f"in {time.monotonic() - t0:.1f}s -> {shown(out)}")
 
-    gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out)], env, ok={0, 1})
-    say(f"  gate            {'open' if gate.returncode == 0 else 'CLOSED'} (exit {gate.returncode})")
+    gate = run_step("gate", [str(SCRIPTS / "gate.py"), str(out), *gate_flags], env, ok={0, 1})
+    say(f"  gate            {'open' if gate.returncode == 0 else 'CLOSED'} (exit {gate.returncode})"
+        + (" with " + " ".join(shown(Path(f)) if i % 2 else f for i, f in enumerate(gate_flags)) if gate_flags else ""))
     report_md = out / "report.md"
     report_html = out / "report.html"
-    run_step("draft_report", [str(SCRIPTS / "draft_report.py"), str(out), "-o", str(report_md), "--force"], env)
+    run_step("draft_report", [str(SCRIPTS / "draft_report.py"), str(out), "-o", str(report_md), "--force",
+                              *gate_flags], env)
     run_step("md_to_html", [str(SCRIPTS / "md_to_html.py"), str(report_md), str(report_html)], env)
     say(f"  draft_report    {report_md.name}; md_to_html -> {report_html.name}")
     cost = last_json(run_step("score_cost", [str(SCRIPTS / "score_cost.py"), str(out)], env).stdout)
@@ -449,8 +453,11 @@ def main_compare(args: argparse.Namespace, state: Path) -> int:
                 url = app.start()
                 env = dict(os.environ, HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file))
                 env.pop("PYTHONPATH", None)
-                # the broken run's pairwise rubric (refund-reply-vs-baseline) compares its answers with the clean run's
-                _, report_html = pipeline(args, state, env, baseline=runs[0] if runs else None)
+                # the broken run's pairwise rubric (refund-reply-vs-baseline) compares its answers with the clean run's,
+                # and it is gated (and its report drafted) against the clean run: gate.py --baseline
+                base_flags = ("--baseline", str(runs[0])) if runs else ()
+                code, report_html = pipeline(args, state, env, baseline=runs[0] if runs else None,
+                                             gate_flags=base_flags)
                 runs.append(report_html.parent)
             finally:
                 app.stop()
@@ -461,13 +468,9 @@ def main_compare(args: argparse.Namespace, state: Path) -> int:
         cmp = last_json(run_step("compare_runs", [str(SCRIPTS / "compare_runs.py"), str(base), str(cand),
                                                   "-o", str(out_json), "--html", str(out_html)], env).stdout)
         say(f"  compare_runs    {base.name} -> {cand.name}: {cmp.get('headline')}")
-        gate = run_step("gate --baseline", [str(SCRIPTS / "gate.py"), str(cand), "--baseline", str(base)], env,
-                        ok={0, 1})
-        say()
-        say(gate.stdout.rstrip())
         say()
         say(f"compare: {shown(out_html)}")
-        return gate.returncode
+        return code   # the second pipeline's gate.py --baseline <the clean run>
     except (StepFailed, KeyboardInterrupt) as exc:
         return stopped(exc)
 
