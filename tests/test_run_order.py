@@ -96,6 +96,12 @@ def test_fail_fast_stops_marks_the_rest_not_run_and_the_gate_says_so(app, state)
     lines = (gate.stdout + gate.stderr).splitlines()
     assert any(line.strip() == "gate closed: the run stopped early after 1 gating failure(s) (--fail-fast 1); "
                f"{not_run} case(s) not run, never counted as passed" for line in lines), gate.stdout
+    # report.md says the run stopped early, never that it is complete (the runner's exit is 0 all the same)
+    drafted = run_script("draft_report", out)
+    assert drafted.rc == 0, drafted.stdout + drafted.stderr
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "says nothing about pass/fail" not in report and "complete;" not in report, report
+    assert "(runner exit 0: stopped early by --fail-fast 1; not a whole run)" in report, report
     done = run_runner("--plan", state / "work" / "smoke-20261129T101500Z.json", "--out", out, "--resume",
                       "--progress", "never")
     assert done.rc == 0 and "stopped_early" not in json.loads((out / "results.json").read_text())

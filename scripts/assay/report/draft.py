@@ -120,6 +120,9 @@ def _not_quotable(facts: RunFacts) -> list[str] | None:
     if s.get("status") == "ok" and code_ in (0, 7, None):
         return None
     meaning = EXIT_MEANINGS.get(code_, "unknown exit code") if isinstance(code_, int) else "no exit code"
+    if s.get("status") == "stopped_fail_fast" and code_ == 0:   # exit 0, yet not "complete": the rest never ran
+        stopped = facts.results.get("stopped_early") if isinstance(facts.results.get("stopped_early"), dict) else {}
+        meaning = f"stopped early by --fail-fast {stopped.get('fail_fast', '')}".rstrip() + "; not a whole run"
     out = ["> **Not quotable.** This run ended with status "
            f"`{esc(s.get('status'))}` (runner exit {esc(code_)}: {esc(meaning)}). "
            "Quote no pass rate from it and do not pin it as a baseline."]
