@@ -208,6 +208,21 @@ def test_latest_on_a_state_dir_with_no_run_yet_is_bad_input_not_a_closed_gate(tm
     assert "Traceback" not in r.stderr
 
 
+def test_latest_on_the_state_dir_names_its_reports_dir(tmp_path):
+    # `gate.py --latest .assay` (the state dir, not .assay/reports): the error points at the reports dir
+    state = tmp_path / ".assay"
+    make_run(state / "reports", passing_cases())
+    r = run_script("gate", state, "--latest", "--json")
+    assert r.rc == 2 and r.json["error"] == (
+        f"{state}: no run directory (named <mode>-<YYYYMMDDTHHMMSSZ>, holding results.json) found; "
+        f"--latest takes the reports dir: did you mean {state / 'reports'}?"), r.stdout + r.stderr
+    assert run_script("gate", state / "reports", "--latest", "--json").json["run_id"] == DEFAULT_RUN_ID   # as suggested
+    # a dir with no reports/ beneath it is not told to look there
+    (state / "empty").mkdir()
+    r = run_script("gate", state / "empty", "--latest", "--json")
+    assert r.rc == 2 and "did you mean" not in r.json["error"], r.stdout
+
+
 @pytest.mark.parametrize("args,expect", [
     (["--mode", "smoke"], "--mode only applies with --latest"),
     (["--max-infra-rate", "1.5"], "--max-infra-rate"),

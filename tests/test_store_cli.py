@@ -46,6 +46,22 @@ def test_bad_urls_are_named(text, said):
     assert err.value.code == 2 and said in err.value.message
 
 
+def test_an_unexpanded_kubernetes_variable_is_named(tmp_path):
+    # a Job's `args: [--publish, $(ASSAY_SHARDS)]` with the env var misspelled: Kubernetes passes it literally
+    state = make_state(tmp_path)
+    plan = write_plan(state, make_plan(state, [case("c-1")]))
+    r = run_script("run_cases", "--plan", plan, "--out", state / "reports" / "smoke-20261129T101500Z",
+                   "--publish", "$(ASSAY_SHARDS)")
+    assert r.rc == 2 and r.json["error"] == (
+        "--publish '$(ASSAY_SHARDS)': $(ASSAY_SHARDS) was never expanded: Kubernetes leaves a `$(VAR)` in a "
+        "container's command or args as it is when VAR is not defined in that container's env. Define "
+        "ASSAY_SHARDS in the Job's env (or fix the name to one that is), so the argument becomes "
+        "s3://<bucket>/<prefix>"), r.stdout + r.stderr
+    assert not any((state / "reports").iterdir())   # refused before the run
+    with pytest.raises(AssayError, match=r"\$\(BUCKET\) was never expanded"):
+        url.parse("s3://$(BUCKET)/ci")   # a reference inside an s3:// URL is named as such, not as a bad bucket
+
+
 def test_layout():
     base = url.parse("s3://assay-runs/ci/")
     assert str(base) == "s3://assay-runs/ci/"

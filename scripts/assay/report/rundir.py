@@ -164,8 +164,11 @@ def latest_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | 
         found.append((parsed[1], child.name, child))
     if not found:
         what = f" with mode {mode}" if mode else ""
+        # a state dir given for its reports dir: `gate.py --latest .assay`
+        hint = (f"; --latest takes the reports dir: did you mean {reports_dir / 'reports'}?"
+                if (reports_dir / "reports").is_dir() else "")
         raise AssayError(f"{reports_dir}: no run directory{what} (named <mode>-<YYYYMMDDTHHMMSSZ>, "
-                         f"holding results.json) found", 2, path=str(reports_dir))
+                         f"holding results.json) found{hint}", 2, path=str(reports_dir))
     return max(found)[2]
 
 

@@ -36,8 +36,19 @@ class StoreURL:
         return f"{SCHEME}{self.bucket}/{self.prefix}/" if self.prefix else f"{SCHEME}{self.bucket}/"
 
 
+# Kubernetes expands `$(VAR)` in a container's command and args from its env, and leaves the
+# reference as it is when VAR is not defined there (a misspelled name reaches the script literally)
+KUBE_VAR_RE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
 def parse(text: str, what: str = "store URL") -> StoreURL:
     """`s3://bucket[/prefix[/]]` -> StoreURL; AssayError(2) naming the fix otherwise."""
+    unexpanded = KUBE_VAR_RE.search(text) if isinstance(text, str) else None
+    if unexpanded:
+        raise AssayError(f"{what} {text!r}: {unexpanded.group(0)} was never expanded: Kubernetes leaves a "
+                         f"`$(VAR)` in a container's command or args as it is when VAR is not defined in that "
+                         f"container's env. Define {unexpanded.group(1)} in the Job's env (or fix the name to one "
+                         "that is), so the argument becomes s3://<bucket>/<prefix>", 2, key=what)
     if not is_store_url(text):
         raise AssayError(f"{what} {text!r}: not an s3:// URL; give s3://<bucket>/<prefix> (S3, MinIO, R2 or GCS "
                          "interop: the endpoint comes from AWS_ENDPOINT_URL)", 2, key=what)
