@@ -10,10 +10,12 @@ from pathlib import Path
 from helpers import ROOT
 
 CALL_RE = re.compile(r'python3 "?\$\{CLAUDE_PLUGIN_ROOT\}/scripts/([a-z_]+\.py)"?([^`\n|]*)')
+# a listing the skills tell the agent to make (Claude Code gives their sessions no Glob or Grep tool)
+LS_RE = re.compile(r"`(ls [^`\n]*)`")
 
 # what a user standing in the example app's directory types for each placeholder
 FILL = {
-    "<state-dir>": ".assay", "<work-dir>": ".assay/work", "<new-dir>": "imported/.assay",
+    "<state-dir>": ".assay", "<app>": ".", "<work-dir>": ".assay/work", "<new-dir>": "imported/.assay",
     "<run-id>": "smoke-20261204T101500Z", "<baseline-run-id>": "smoke-20261203T101500Z",
     "<champion-run-id>": "regression-20261203T120000Z", "<holdout-run-id>": "holdout-20261204T140000Z",
     "<mode>": "smoke", "<id>": "kb-desc-1", "<path>": "desk.py", "<n>": "7", "<file>": "labels",
@@ -54,4 +56,13 @@ def documented_calls(name: str, root: Path = ROOT) -> list[str]:
     for path in skill_docs(name):
         for script, rest in CALL_RE.findall(_body(path)):
             seen[f'python3 "{root}/scripts/{script}" {fill(rest)}'.rstrip()] = None
+    return list(seen)
+
+
+def documented_listings(name: str) -> list[str]:
+    """Each distinct `ls …` call skill `name` documents (placeholders filled), in the order given."""
+    seen: dict[str, None] = {}
+    for path in skill_docs(name):
+        for call in LS_RE.findall(_body(path)):
+            seen[fill(call)] = None
     return list(seen)

@@ -86,6 +86,22 @@ def test_headless_bare_session_loads_the_skills(home):
     assert not [e for e in events if e.get("subtype") == "hook_response"], "--bare skips plugin hooks"
 
 
+def test_skills_allow_only_tools_the_session_has(home):
+    """The pinned CLI offers no Glob or Grep tool, with or without --bare (the skills say so and look
+    with Read and `ls`): every bare tool name in a skill's allowed-tools is one a session has."""
+    plain, _ = init_event(home, ROOT)
+    bare, _ = init_event(home, ROOT, "--bare")
+    assert not {"Glob", "Grep"} & (set(plain["tools"]) | set(bare["tools"])), (plain["tools"], bare["tools"])
+    assert {"Bash", "Read", "Edit"} <= set(bare["tools"]) and {"Write", "Skill"} <= set(plain["tools"])
+    for skill in SKILLS:
+        front = (ROOT / "skills" / skill / "SKILL.md").read_text(encoding="utf-8").split("\n---\n", 1)[0]
+        allowed = re.search(r"^allowed-tools: (?:>-\n)?((?:.+\n?)+)", front, re.M).group(1)
+        named = set(re.sub(r"\w+\([^)]*\)", " ", allowed).split())
+        assert named and named <= set(plain["tools"]), (skill, named - set(plain["tools"]))
+        body = (ROOT / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
+        assert "Look with Glob" not in body and "(Read, Grep, Glob)" not in body, skill
+
+
 def test_the_check_sees_a_broken_plugin(home, tmp_path):
     broken = tmp_path / "broken"
     shutil.copytree(ROOT / ".claude-plugin", broken / ".claude-plugin")

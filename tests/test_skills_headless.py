@@ -127,7 +127,7 @@ def _start(base):
     """`/assay:start` on the example (row 4: cases, no baseline): the suite's state, then the next step's cost."""
     state = copy_state(base / "start")
     steps = [
-        tool("Read", {"file_path": str(state / "reports" / "baseline.json")}),   # no Glob under --bare
+        tool("Read", {"file_path": str(state / "reports" / "baseline.json")}),   # no Glob tool in the session
         tool("Bash", bash(S + 'coverage.py" .assay', "the suite")),
         tool("Bash", bash(S + 'holdout.py" looks .assay', "the sealed set's looks")),
         tool("Bash", bash(S + 'convert_suite.py" .assay -o .assay/work/converted.json --split-dir .assay/work', "convert")),

@@ -23,7 +23,7 @@ from claude_cli import unavailable
 from headless import run_parallel, run_session, take
 from helpers import ROOT
 from messages_server import text, tool
-from skill_calls import documented_calls
+from skill_calls import documented_calls, documented_listings
 
 pytestmark = [pytest.mark.skipif(unavailable() is not None, reason=unavailable() or ""), pytest.mark.slow]
 
@@ -51,6 +51,8 @@ def _session(name: str, base: Path):
     shutil.copytree(ROOT / "examples" / "helpdesk", app, ignore=shutil.ignore_patterns("work", "reports", "__pycache__"))
     calls = documented_calls(name)
     steps = [tool("Bash", {"command": c, "description": f"documented call {i + 1}"}) for i, c in enumerate(calls)]
+    # the listings a skill documents (`ls -a <state-dir>`: no Glob or Grep tool in the session) are approved too
+    steps += [tool("Bash", {"command": c, "description": "documented listing"}) for c in documented_listings(name)]
     steps += [tool("Bash", {"command": stray(calls), "description": "a stray call"}), text("Done.")]
     record = base / name / "rec"
     record.mkdir()
@@ -70,6 +72,9 @@ def sessions(tmp_path_factory):
 def test_every_skill_documents_calls_except_help():
     for name in SKILLS:
         assert bool(documented_calls(name)) == (name != "help"), name
+    # the skills that look around the app say how: with `ls` (their allowed-tools pre-approve it)
+    for name in ("start", "discover", "generate"):
+        assert documented_listings(name), name
 
 
 @pytest.mark.parametrize("name", SKILLS)
