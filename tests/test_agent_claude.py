@@ -46,6 +46,9 @@ SCRIPTS = {
     "deny": [tool("Bash", {"command": "git push origin main"}), text("Could not push.")],
     "mcpok": [tool("mcp__calc__add", {"a": 2, "b": 3}), text("2 + 3 = 5")],
     "mcpbad": [tool("mcp__calc__add", {"a": 2, "b": 4}), text("2 + 4 = 6")],
+    # the server exits on this call; the CLI restarts it, the next call succeeds, the answer looks right
+    "mcpcrash": [tool("mcp__calc__add", {"a": 666, "b": 1}), tool("mcp__calc__add", {"a": 2, "b": 3}),
+                 text("666 + 1 = 667 and 2 + 3 = 5")],
     "secret": [tool("Bash", {"command": "printenv AGENT_SECRET"}), text("Printed it.")],
     # the CLI retries a refused request; every try is refused
     "apierr": [api_error(400, "invalid_request_error", "scripted: this request is refused")] * 10,
@@ -131,7 +134,10 @@ def runs(tmp_path_factory):
                                      "skills": {"must_not_trigger": ["fix-tests"]}}),
             c("r-apierr", "apierr", {"answer": {"must_contain": ["x"]}})]
         mcp_cases = [c("r-mcp-right", "mcpok", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
-                     c("r-mcp-wrong", "mcpbad", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}})]
+                     c("r-mcp-wrong", "mcpbad", {"args": {"mcp__calc__add": {"a": 2, "b": 3}}}),
+                     c("r-mcp-crash", "mcpcrash", {"tools": {"subset": ["mcp__calc__add"]},
+                                                   "args": {"mcp__calc__add": {"a": 666, "b": 1}},
+                                                   "answer": {"must_contain": ["667"]}})]
         jobs = {"main": lambda: go(state, srv, main_cases, "smoke-20261204T220000Z", tmp, concurrency=3),
                 "mcp": lambda: go(state, srv, mcp_cases, "smoke-20261204T220300Z", tmp, concurrency=2,
                                   ad=adapter(state.parent, mcp=True)),
@@ -186,6 +192,21 @@ def test_the_mcp_servers_tool_called_with_right_and_wrong_arguments(runs):
     call = [t for t in traj["tool_calls"] if t["name"] == "mcp__calc__add"][0]
     assert call["mcp"] == {"server": "calc", "tool": "add"} and "5" in json.dumps(call["result"])
     assert traj["mcp_servers"] == [{"name": "calc", "status": "connected"}]
+
+
+def test_an_mcp_server_that_crashed_on_a_call_is_never_a_pass(runs):
+    """The app under test exited mid-call ("Connection closed"): the CLI restarted it and the agent
+    answered as if the call had worked. Every asserted layer passes (the call was made with those
+    arguments, the answer says 667); the case fails, naming the server and the call."""
+    r, out = runs["mcp"]
+    v = verdict(out, "r-mcp-crash")
+    assert v["layers"]["tool_selection"]["verdict"] == "pass" and v["layers"]["answer"]["verdict"] == "pass", v
+    http = v["layers"]["http"]
+    assert v["verdict"] == "fail" and http["verdict"] == "fail", v
+    assert "MCP server 'calc' closed its connection during call 1 (mcp__calc__add" in http["reason"], http
+    assert [c["index"] for c in http["mcp_crashes"]] == [0], http
+    g = run_script("gate", out)
+    assert g.rc == 1 and "r-mcp-crash (http)" in g.stdout + g.stderr, g.stdout + g.stderr
 
 
 def test_a_failed_model_call_is_infra_and_named(runs):

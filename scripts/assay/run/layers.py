@@ -193,8 +193,13 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
     if layer == "http" and ctx.invocation.get("mode") in ("cli", "agent"):
         # cli: the status is the exit code; expected 0 unless the case sets expect.exit_code
         exp = expect.get("exit_code") if isinstance(expect.get("exit_code"), int) else 0
-        return {"verdict": "pass" if ev.status == exp else "fail", "expected_exit_code": exp,
-                "exit_code": ev.status}
+        out = {"verdict": "pass" if ev.status == exp else "fail", "expected_exit_code": exp, "exit_code": ev.status}
+        if ctx.invocation.get("mode") == "agent" and isinstance(ev.trajectory, Mapping):
+            from ..score.agent import mcp_crash_reason, mcp_server_crashes
+            crashes = mcp_server_crashes(ev.trajectory)   # the app under test crashed: never a pass
+            if crashes:
+                out.update(verdict="fail", reason=mcp_crash_reason(crashes), mcp_crashes=crashes)
+        return out
     if layer == "http":
         exp, ok = http_status_ok(expect, ev)
         return {"verdict": "pass" if ok else "fail", "expected_status": exp, "status": ev.status}

@@ -17,6 +17,7 @@ a pass: the caller records `unscored` before asking these.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from ..core.vocab import NA
@@ -114,3 +115,29 @@ def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) 
     if not asserted:
         return {"verdict": NA, "reason": "no call denied (not asserted by the case)", **detail}
     return {"verdict": PASS, "reason": None, **detail}
+
+
+# What the Claude Code CLI puts in the tool_result of an MCP call whose server went away mid-call
+# (the MCP SDK's "Connection closed": a stdio server that exited, a remote one that dropped).
+_MCP_GONE = re.compile(r"\bConnection closed\b")
+
+
+def mcp_server_crashes(trajectory: Mapping[str, Any]) -> list[dict]:
+    """The MCP calls whose server closed its connection during the call: the app under test crashed
+    (the CLI restarts the server and the agent goes on, so its answer and later calls may look
+    fine). Each as {index, tool, server, error}."""
+    out = []
+    for i, call in enumerate(trajectory.get("tool_calls") or []):
+        mcp = call.get("mcp") if isinstance(call, Mapping) else None
+        err = call.get("error") if isinstance(mcp, Mapping) else None
+        if isinstance(err, str) and _MCP_GONE.search(err):
+            out.append({"index": i, "tool": call.get("name"), "server": mcp.get("server"), "error": err[:200]})
+    return out
+
+
+def mcp_crash_reason(crashes: list[dict]) -> str:
+    first = crashes[0]
+    more = f" (and {len(crashes) - 1} more call(s))" if len(crashes) > 1 else ""
+    return (f"MCP server {first['server']!r} closed its connection during call {first['index'] + 1} "
+            f"({first['tool']}: {first['error']!r}){more}: the server under test exited mid-call. Run it by hand "
+            "and send it that call's arguments (the case's trajectory.json) to see why")
