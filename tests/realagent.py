@@ -1,6 +1,6 @@
 """A small tool-calling agent app, instrumented by a real OTel library: the trace tests' subject.
 
-    python tests/realagent.py --flavor genai-util [--export otlp-http|file:PATH]
+    python tests/realagent.py --flavor genai-util [--export otlp-http|file:PATH] [--no-propagate]
 
 Starts a fake OpenAI model (tests/fakemodel.py) and an HTTP app on loopback ports, prints one
 line `{"port": N}` and serves `POST /api/chat {"message": ...}` -> `{"message": answer}` until
@@ -220,7 +220,7 @@ def build_handler(flavor: str, base_url: str):
     raise SystemExit(f"unknown flavor {flavor!r}")
 
 
-def serve(handle, provider, model) -> int:
+def serve(handle, provider, model, propagate: bool = True) -> int:
     """Serve `POST /api/chat` with `handle(message) -> answer` until stdin closes (see the docstring)."""
     from opentelemetry import context as context_api
     from opentelemetry.propagate import extract
@@ -244,7 +244,8 @@ def serve(handle, provider, model) -> int:
 
         def do_POST(self):  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            token = context_api.attach(extract({k.lower(): v for k, v in self.headers.items()}))
+            token = context_api.attach(extract({k.lower(): v for k, v in self.headers.items()}) if propagate
+                                       else context_api.Context())
             try:
                 answer = handle(str(body.get("message") or ""))
             except Exception as exc:  # the app's own error: a 500 the runner records
@@ -269,10 +270,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flavor", required=True)
     ap.add_argument("--export", default="otlp-http")
+    ap.add_argument("--no-propagate", action="store_true",
+                    help="ignore the request's traceparent (an app that does not continue it)")
     args = ap.parse_args()
     provider = setup_tracing(args.export)
     model = FakeModel()
-    return serve(build_handler(args.flavor, model.base_url), provider, model)
+    return serve(build_handler(args.flavor, model.base_url), provider, model, propagate=not args.no_propagate)
 
 
 if __name__ == "__main__":

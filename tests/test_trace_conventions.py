@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from assay.run.layers import RepeatEvidence, ScoreContext, score_repeat
-from assay.traces.conventions import CONVENTION_NAMES, looks_like_json_schema, pick
+from assay.traces.conventions import CONVENTION_NAMES, OPENINFERENCE, capture_info, looks_like_json_schema, pick
 from assay.traces.normalize import first_agent_name, normalize_trace
 from assay.traces.collect import COMPLETE
 
@@ -87,7 +87,9 @@ def test_every_row_passes_correct_and_fails_planted(name, convention, route, ori
 
 def test_auto_says_what_it_picked():
     info = trajectory("openinference", "lookup", "auto")["convention"]
-    assert info == {"declared": "auto", "used": "openinference", "by": "marker openinference.span.kind", "foreign": {}}
+    assert info == {"declared": "auto", "used": "openinference", "by": "marker openinference.span.kind", "foreign": {},
+                    "capture": capture_info(OPENINFERENCE)}
+    assert info["capture"]["arguments"].startswith("input.value; OPENINFERENCE_HIDE_INPUTS=true")
     assert trajectory("openllmetry", "lookup", "auto")["convention"]["by"] == "marker traceloop.span.kind"
     assert trajectory("genai-util", "lookup", "auto")["convention"]["by"] == "marker gen_ai.operation.name"
     assert pick("auto", [])[1]["used"] == "gen_ai"

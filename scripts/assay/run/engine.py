@@ -243,8 +243,8 @@ class Run:
                 and infra / self.attempted > float(self.s.execution["infra_rate_abort"]))
 
     def _check_trace_setup(self, record: dict) -> None:
-        """Stop the run (exit 3) when traces cannot arrive at all (the span file does not exist, or
-        the listener refused every export for a missing package), instead of letting every case
+        """Stop the run (exit 3) when traces cannot arrive at all (the source's setup_problem: no span
+        file, no export, exports refused or misrouted, or none under a case's id), instead of letting every case
         wait max_wait_s for a trace that never comes, then reading as an unhealthy app."""
         trace = record.get("trace") if isinstance(record.get("trace"), dict) else {}
         if trace.get("status") == "ok":

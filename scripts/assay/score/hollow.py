@@ -267,9 +267,30 @@ def where_to_look(layer: str, adapter_key: Any = None) -> str:
     return str(key) if str(key).startswith("the ") else f"the adapter's {key}"
 
 
+# Reasons whose cause is the app's instrumentation, not the adapter key that feeds the layer (the
+# trace arrived, but without what the layer reads): (words in the reason, where to look instead).
+_INSTRUMENTATION = "the app's instrumentation"
+CAUSE_OF_REASON: tuple[tuple[str, str], ...] = (
+    ("did not capture this call's arguments", f"{_INSTRUMENTATION}: its content capture (the setting the reason names)"),
+    ("was captured (", f"{_INSTRUMENTATION}: its content capture (the setting the reason names)"),
+    ("without captured output messages", f"{_INSTRUMENTATION}: its message content capture, or trace tool "
+     "execution (tool spans)"),
+    ("spans carry another convention's markers", "the adapter's traces.convention"),
+    ("no span maps to an LLM or tool call", f"{_INSTRUMENTATION} (are its LLM / agent / tool spans written?) "
+     "and the adapter's traces.convention"),
+)
+
+
+def look_for_reason(reason: Any) -> str | None:
+    """Where to look when a reason names a cause outside the adapter key (CAUSE_OF_REASON), else None."""
+    text = str(reason or "")
+    return next((look for words, look in CAUSE_OF_REASON if words in text), None)
+
+
 def hollow_layer_line(layer: str, info: Mapping[str, Any]) -> str:
-    """The gate's one-line reason for a hollow layer."""
+    """The gate's one-line reason for a hollow layer: the hint follows the reason's cause when it
+    names one (look_for_reason), else the adapter key that feeds the layer."""
     n = info.get("cases")
+    look = look_for_reason(info.get("reason")) or where_to_look(layer, info.get("adapter_key"))
     return (f"layer {layer} was asserted by {n} case(s) and scored in none (a check that never ran): "
-            f"most common reason: {info.get('reason') or 'none recorded'}; check "
-            f"{where_to_look(layer, info.get('adapter_key'))}")
+            f"most common reason: {info.get('reason') or 'none recorded'}; check {look}")

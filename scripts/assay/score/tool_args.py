@@ -80,10 +80,19 @@ def _source_text(call: dict, source: str | None) -> str | None:
     return None if result is MISSING else _result_text(result)
 
 
-def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list[dict]) -> tuple[str, str | None]:
+def _uncaptured(trajectory: dict, what: str) -> str:
+    """Where the trace's own convention keeps a call's `arguments` / `results` and what hides them
+    (the normalizer records it: trajectory.convention.capture); gen_ai's attribute for an older trajectory."""
+    capture = ((trajectory or {}).get("convention") or {}).get("capture")
+    said = capture.get(what) if isinstance(capture, dict) else None
+    return str(said) if said else {"arguments": "gen_ai.tool.call.arguments", "results": "gen_ai.tool.call.result"}[what]
+
+
+def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list[dict],
+               trajectory: dict | None = None) -> tuple[str, str | None]:
     """(status, reason) of one expectation on one call; `index` is its position in the whole trace."""
     if not call.get("arguments_captured", "arguments" in call):
-        return UNSCORABLE, "the trace did not capture this call's arguments (gen_ai.tool.call.arguments)"
+        return UNSCORABLE, f"the trace did not capture this call's arguments ({_uncaptured(trajectory, 'arguments')})"
     args = call.get("arguments")
     if not isinstance(args, dict):
         return UNSCORABLE, f"arguments are not a JSON object: {short(args, 80)}"
@@ -106,7 +115,7 @@ def _check_arg(arg: str, expectation: Any, call: dict, index: int, earlier: list
         texts = [t for t in (_source_text(c, param) for c in earlier) if t is not None]
         if not texts:
             where = f"of {param}" if param else "of any tool"
-            return UNSCORABLE, f"no earlier tool result {where} was captured (gen_ai.tool.call.result)"
+            return UNSCORABLE, f"no earlier tool result {where} was captured ({_uncaptured(trajectory, 'results')})"
         if any(contains_token(t, text) for t in texts):
             return PASS, None
         return FAIL, f"value {short(text, 80)!r} appears in no earlier tool result{f' of {param}' if param else ''}"
@@ -147,7 +156,7 @@ def score_tool_args(trajectory: dict, expect: dict) -> dict:
         for i, call in (mine[:1] if scope == "first" else mine):
             rows = []
             for arg, expectation in expectations.items():
-                status, reason = _check_arg(arg, expectation, call, i, calls[:i])
+                status, reason = _check_arg(arg, expectation, call, i, calls[:i], trajectory)
                 row = {"tool": tool, "arg": arg, "expectation": expectation, "call_index": i,
                        "calls": scope, "status": status}
                 if reason:

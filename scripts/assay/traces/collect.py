@@ -81,7 +81,8 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
                              key="traces.protocol", trace_source=source, python=sys.executable)
         try:
             cfg.source_obj = OtlpHttpSource(decision["location"], decision["convention"],
-                                            decision["quiescence_ms"], decision["max_wait_s"])
+                                            decision["quiescence_ms"], decision["max_wait_s"],
+                                            correlation=decision.get("correlation"))
         except OSError as exc:
             raise AssayError(f"pre-flight: {exc} (traces.location; another run or collector may hold the port)",
                              3, key="traces.location", trace_source=source)

@@ -79,6 +79,8 @@ class Convention:
     handoff: Callable[[Any, dict], dict | None] = lambda name, attrs: None
     # (span name, attributes) -> an agent name the framework keeps outside the name attributes
     framework_agent_name: Callable[[Any, dict], str | None] = lambda name, attrs: None
+    # the setting that leaves tool arguments / results out of this convention's spans, and its fix
+    hides: tuple[str, str] = ("", "")
 
     def kind_of(self, attrs: dict) -> str | None:
         for key, table in self.kinds:
@@ -198,6 +200,9 @@ def _oi_framework_agent(name: Any, attrs: dict) -> str | None:
 GEN_AI_LLM_OPS = {"chat": LLM, "text_completion": LLM, "generate_content": LLM}
 _GEN_AI_MESSAGES = ("gen_ai.input.messages", "gen_ai.output.messages")
 
+_GEN_AI_CAPTURE = ("content capture is off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY "
+                   "(true for the openai-agents instrumentation)")
+
 GEN_AI = Convention(
     name="gen_ai", markers=("gen_ai.operation.name",),
     kinds=(("gen_ai.operation.name", {"invoke_agent": AGENT, "execute_tool": TOOL, **GEN_AI_LLM_OPS}),),
@@ -205,7 +210,8 @@ GEN_AI = Convention(
     tool_args=(("gen_ai.tool.call.arguments", _json),), tool_result=(("gen_ai.tool.call.result", _json),),
     model=("gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("gen_ai.usage.input_tokens",), output_tokens=("gen_ai.usage.output_tokens",),
-    finish_reasons=("gen_ai.response.finish_reasons",), handoff=_gen_ai_handoff)
+    finish_reasons=("gen_ai.response.finish_reasons",), handoff=_gen_ai_handoff,
+    hides=(_GEN_AI_CAPTURE,) * 2)
 
 OPENINFERENCE = Convention(
     name="openinference", markers=("openinference.span.kind",),
@@ -218,7 +224,9 @@ OPENINFERENCE = Convention(
     input_tokens=("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
     output_tokens=("llm.token_count.completion", "gen_ai.usage.output_tokens"),
     finish_reasons=("llm.finish_reason", "gen_ai.response.finish_reasons"), agent_name_from_span_name=True,
-    handoff=_oi_handoff, framework_agent_name=_oi_framework_agent)
+    handoff=_oi_handoff, framework_agent_name=_oi_framework_agent,
+    hides=tuple(f"OPENINFERENCE_HIDE_{w}=true (or TraceConfig(hide_{w.lower()}=True)) hides them: unset it or set "
+                "it to false" for w in ("INPUTS", "OUTPUTS")))
 
 OPENLLMETRY = Convention(
     name="openllmetry", markers=("traceloop.span.kind", "traceloop.entity.name", "llm.request.type"),
@@ -232,7 +240,8 @@ OPENLLMETRY = Convention(
     model=("gen_ai.response.model", "gen_ai.request.model"),
     input_tokens=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
     output_tokens=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
-    finish_reasons=("gen_ai.response.finish_reasons", "gen_ai.completion.0.finish_reason"))
+    finish_reasons=("gen_ai.response.finish_reasons", "gen_ai.completion.0.finish_reason"),
+    hides=("TRACELOOP_TRACE_CONTENT=false hides them: unset it or set it to true",) * 2)
 
 CONVENTIONS: dict[str, Convention] = {c.name: c for c in (GEN_AI, OPENINFERENCE, OPENLLMETRY)}
 CONVENTION_NAMES: tuple[str, ...] = TRACE_CONVENTIONS
@@ -265,11 +274,18 @@ def pick(declared: str, spans: list[dict]) -> tuple[Convention, dict]:
     if declared == AUTO:
         conv = next((c for c in _AUTO_ORDER if c.name in seen), GEN_AI)
         by = f"marker {seen[conv.name]}" if conv.name in seen else "no convention's marker attribute: gen_ai assumed"
-        return conv, {"declared": AUTO, "used": conv.name, "by": by, "foreign": {}}
+        return conv, {"declared": AUTO, "used": conv.name, "by": by, "foreign": {}, "capture": capture_info(conv)}
     conv = CONVENTIONS[declared]
     # gen_ai's marker is written by the others' LLM instrumentations too: never foreign.
     foreign = {name: marker for name, marker in seen.items() if name not in (conv.name, GEN_AI.name)}
-    return conv, {"declared": declared, "used": conv.name, "by": "declared", "foreign": foreign}
+    return conv, {"declared": declared, "used": conv.name, "by": "declared", "foreign": foreign, "capture": capture_info(conv)}
+
+
+def capture_info(conv: Convention) -> dict[str, str]:
+    """{arguments, results}: where this convention keeps a tool call's arguments / results and what
+    leaves them out (what a scorer says when a call's were not captured)."""
+    return {what: f"{attrs[0][0]}; {hide}" for what, attrs, hide in
+            (("arguments", conv.tool_args, conv.hides[0]), ("results", conv.tool_result, conv.hides[1]))}
 
 
 # ---------------------------------------------------------------------------- LLM message parts

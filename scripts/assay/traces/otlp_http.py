@@ -34,6 +34,12 @@ from .plan import DEFAULT_ADDRESS, parse_address  # noqa: F401  (the listener's 
 TRACES_PATH = "/v1/traces"
 MAX_BODY = 64 << 20
 PROTO_REQUIREMENT = "opentelemetry-proto>=1.20"  # pyproject's `otlp` extra
+# What the app must do when its spans arrive under trace ids of its own (traces.correlation traceparent-echo).
+TRACEPARENT_FIX = ("the app does not continue the runner's traceparent header (traces.correlation traceparent-echo): "
+                   "start each request's spans under it (your HTTP server's OpenTelemetry instrumentation or the "
+                   "framework's middleware does; by hand, opentelemetry.propagate.extract(request headers) as the "
+                   "context of the request's first span)")
+TRACE_SETUP_NEW_TRACES = 2   # new trace ids, none a case's, before the run stops on TRACEPARENT_FIX
 
 
 def proto_install() -> str:
@@ -165,9 +171,13 @@ class OtlpHttpSource(OtlpFileSource):
     """The `otlp-http` store: `OtlpFileSource`'s index and `collect`, fed by an HTTP listener."""
 
     def __init__(self, address: str | None, convention: str = "gen_ai", quiescence_ms: float = 3000,
-                 max_wait_s: float = 30, *, poll_interval_s: float | None = None) -> None:
+                 max_wait_s: float = 30, *, poll_interval_s: float | None = None,
+                 correlation: str | None = None) -> None:
         super().__init__("/nonexistent/otlp-http", convention, quiescence_ms, max_wait_s,
                          poll_interval_s=poll_interval_s)
+        self.correlation = correlation   # traces.correlation: what a trace that never came says to fix
+        self._asked: set[str] = set()    # trace ids a case waited for
+        self._new_since_asked: set[str] = set()   # trace ids first seen after the first case waited
         parsed = parse_address(address)
         if parsed is None:
             raise ValueError(f"traces.location {address!r} is not a host:port to listen on")
@@ -254,6 +264,8 @@ class OtlpHttpSource(OtlpFileSource):
                 entry = self._add(tid, now)
                 if entry is not None:
                     entry.docs.append(triple)
+                    if entry.count == 1 and self._asked:
+                        self._new_since_asked.add(tid)
             self.spans_in_file += len(triples)
             self.exports += 1
         return 200, None
@@ -273,6 +285,10 @@ class OtlpHttpSource(OtlpFileSource):
             return f"the app's OTLP exports to http://{self.address}{TRACES_PATH} were refused: {refusal}"
         if not exports and not refused and self.misrouted:
             return self._misrouted_fix()
+        if self._unjoined():
+            return (f"{exports} OTLP export(s) reached http://{self.address}{TRACES_PATH}, for "
+                    f"{len(self._new_since_asked)} new trace(s) while cases waited, none of them a case's: "
+                    f"{TRACEPARENT_FIX}; no case can get its trace")
         if not exports and not refused:
             return (f"no OTLP export at all reached http://{self.address}{TRACES_PATH} while a traced case waited "
                     "for its trace: set the app's OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) to "
@@ -290,13 +306,25 @@ class OtlpHttpSource(OtlpFileSource):
     def _missing_file_note(self) -> str:
         """No span file here: say what the listener received (none at all: the app exports elsewhere)."""
         if self.exports or self.refused:
-            return f"; this listener received {self.exports} export(s) for other traces"
+            fix = f": {TRACEPARENT_FIX}" if self.exports and self.correlation == "traceparent-echo" else ""
+            return f"; this listener received {self.exports} export(s) for other traces{fix}"
         if self.misrouted:
             return f"; {self._misrouted_fix()}"
         return (f"; this listener received no export at all: is the app's OTEL_EXPORTER_OTLP_ENDPOINT "
                 f"http://{self.address} (traces.location)?")
 
+    def _unjoined(self) -> bool:
+        """traceparent-echo, and the listener got the app's traces under ids of its own: at least
+        TRACE_SETUP_NEW_TRACES trace ids new since the first case waited, and no span, even a late
+        one, under any id a case waited for (a slow app's late spans would carry one)."""
+        with self._lock:
+            return (self.correlation == "traceparent-echo" and len(self._new_since_asked) >= TRACE_SETUP_NEW_TRACES
+                    and not any(tid in self._index for tid in self._asked))
+
     def collect(self, trace_id: str, *, parent_span_id: str | None = None) -> TraceOutcome:
+        wanted = norm_id(trace_id, 16)[0] or str(trace_id).lower()
+        with self._lock:
+            self._asked.add(wanted)
         outcome = super().collect(trace_id, parent_span_id=parent_span_id)
         if outcome.status == INFRA_INCOMPLETE and outcome.reason:
             reason = outcome.reason.replace("in the span file", f"over OTLP/HTTP at {self.address}{TRACES_PATH}")

@@ -35,6 +35,11 @@ def tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] 
         hint = ("; the spans carry " + ", ".join(f"{m} ({n})" for n, m in sorted(other.items()))
                 + f": set traces.convention to {sorted(other)[0] if len(other) == 1 else 'that convention'} or auto"
                 ) if other else ""
+        if conv_info["declared"] == conventions.AUTO and not markers:
+            looked = "; ".join(f"{c.name}: {' / '.join(c.markers)}" for c in conventions.CONVENTIONS.values())
+            return {"seen": False, "source": None, "reason": "no span maps to an LLM or tool call: traces.convention "
+                    f"auto recognized no convention (no span carries a marker attribute: {looked}); is the app's "
+                    f"LLM / agent instrumentation installed and on? (span names: {shown})"}
         return {"seen": False, "source": None, "reason": f"no span maps to an LLM or tool call under convention "
                 f"{used}{hint} (span names: {shown})"}
     unseen = [finish for captured, finish in llm_seen if not captured]
