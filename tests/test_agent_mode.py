@@ -284,6 +284,7 @@ def test_two_arms_compare_as_lift(tmp_path):
         r = run_script("make_plan", state / "work" / "converted.json", "--mode", "smoke", "--state-dir", state,
                        "--arm", arm, "--run-id", run_id, "-o", plan_path, "--max-attempts", "1")
         assert r.rc == 0, r.stdout + r.stderr
+        assert "measures nothing" not in r.stderr   # two arms that differ: nothing to say
         assert json.loads(plan_path.read_text())["manifest_extra"]["arm"]["name"] == arm
         outs[arm] = state / "reports" / run_id
         r = run_script("run_cases", "--plan", plan_path, "--out", outs[arm], "--progress", "never", env=env)
@@ -298,6 +299,15 @@ def test_two_arms_compare_as_lift(tmp_path):
     bad = run_script("make_plan", state / "work" / "converted.json", "--mode", "smoke", "--state-dir", state,
                      "--arm", "with-skil")
     assert bad.rc == 2 and "did you mean 'with-skill'" in bad.stdout
+    # the docs' MCP example read literally: the base block already gives the server, so `without: {}` is
+    # the same agent as `with-server` (a trial's lift of 0 that measured nothing): said at planning
+    ad["invocation"]["agent"]["plugin_dirs"] = ["plugin"]
+    ad["arms"] = {"with-skill": {"plugin_dirs": ["plugin"]}, "without": {}}
+    (state / "adapter.yaml").write_text(json.dumps(ad))
+    assert run_script("convert_suite", state, "-o", state / "work" / "converted.json").rc == 0
+    same = run_script("make_plan", state / "work" / "converted.json", "--mode", "smoke", "--state-dir", state,
+                      "--arm", "without", "-o", state / "work" / "same.json")
+    assert same.rc == 0 and "--arm without runs the agent exactly as arm(s) with-skill do" in same.stderr, same.stderr
 
 
 @pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed (apt-get install "

@@ -39,3 +39,16 @@ def apply_arm(adapter: dict[str, Any], name: str | None) -> tuple[dict[str, Any]
     out = copy.deepcopy(adapter)
     out["invocation"]["agent"] = {**(out["invocation"].get("agent") or {}), **copy.deepcopy(overrides)}
     return out, {"name": name, "overrides": copy.deepcopy(overrides)}
+
+
+def same_arms(adapter: dict[str, Any], name: str) -> list[str]:
+    """The other arms whose invocation.agent is exactly arm `name`'s: a comparison between them measures
+    nothing (an arm `without: {}` beside `with-server: {mcp_config: ...}` when the base block already
+    sets mcp_config runs the server in both)."""
+    arms = adapter.get("arms") if isinstance(adapter.get("arms"), dict) else {}
+    base = ((adapter.get("invocation") or {}).get("agent") or {}) if isinstance(adapter.get("invocation"), dict) else {}
+
+    def block(arm: Any) -> dict:
+        return {**base, **arm} if isinstance(arm, dict) else {}
+    mine = block(arms.get(name))
+    return sorted(other for other, arm in arms.items() if other != name and block(arm) == mine)

@@ -302,6 +302,14 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     judge_file = state / JUDGE_CALIBRATION
     from .arms import apply_arm
     adapter, arm = apply_arm(converted["adapter"], o.arm)
+    if arm is not None:
+        from .arms import same_arms
+        twins = same_arms(converted["adapter"], o.arm)
+        if twins:
+            warnings.append(f"--arm {o.arm} runs the agent exactly as arm(s) {', '.join(twins)} do (the same "
+                            "invocation.agent once each arm's keys are applied): comparing their runs measures "
+                            "nothing. A key the base invocation.agent sets is in every arm: leave it out of the base "
+                            "and set it in the arm that has it (adapter.yaml arms)")
     plan: dict[str, Any] = {
         "plan_version": 1,
         "run_id": o.run_id or new_run_id(mode.name, o.now),
