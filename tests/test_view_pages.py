@@ -108,8 +108,11 @@ def state(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(state):
     # the fixture ends the server; 900 s only bounds an orphan (120 s ran out on a loaded worker)
+    # crafted runs, incomplete for --verify: the viewer takes only a kept answer (none), so Compare
+    # draws them with its "no check answer here" note (a run that fails its check: test_view_tampered)
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, ASSAY_CHECK_KEEP_ABOVE="0"))
     url = json.loads(proc.stdout.readline())["url"]
     yield url
     proc.terminate()
@@ -211,6 +214,8 @@ def test_compare_page_says_what_got_worse_better_and_what_it_cost(page, server, 
     rubric = page.inner_text(".pair[data-case='c-rubric']")
     assert "only a rubric sees it" in rubric and "provisional rubric: not gating" in rubric
     _gate_line_is_the_runs(page)
+    unchecked = page.inner_text("#compare-unchecked")   # neither side's check answered here: said, not hidden
+    assert f"the base {BASE} has no check answer here" in unchecked and f"the candidate {CAND}" in unchecked
     cost = page.inner_text("#cost")
     assert "cost per case" in cost and "USD" in cost and "latency p95" in cost
     stats = page.inner_text("#stats")

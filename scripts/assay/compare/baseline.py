@@ -188,13 +188,18 @@ def refuse_unverified(base: Path, role: str = "base") -> None:
         problems = [str(exc)]
     if problems:
         shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
-        if role == "base":
-            raise AssayError(f"base {base}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
-                             "dir: restore the files, or compare with another run (--baseline auto picks one)",
-                             2, path=str(base))
-        raise AssayError(f"candidate {base}: fails run_cases.py --verify ({shown}); its files are not the run's "
-                         "complete record, so no comparison is drawn from them: restore the files (or run the "
-                         "suite again), then compare", 2, path=str(base))
+        raise AssayError(unverified_words(base, role, shown), 2, path=str(base))
+
+
+def unverified_words(run: Path | str, role: str, shown: str) -> str:
+    """Why a side that fails `run_cases.py --verify` is not compared, and the fix (`shown`: the check's
+    problems): compare_runs.py's refusal, and the viewer's Compare page's."""
+    if role == "base":
+        return (f"base {run}: fails run_cases.py --verify ({shown}); a baseline must be a complete run "
+                "dir: restore the files, or compare with another run (--baseline auto picks one)")
+    return (f"candidate {run}: fails run_cases.py --verify ({shown}); its files are not the run's "
+            "complete record, so no comparison is drawn from them: restore the files (or run the "
+            "suite again), then compare")
 
 
 def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:

@@ -54,7 +54,7 @@ def decision_dict(run_dir: str | Path, options: GateOptions = DEFAULT) -> dict:
         return {"gate": "closed", "reasons": [f"the gate could not be evaluated ({type(exc).__name__}: {exc})"],
                 "verified": False, "in_progress": None}
     return {"gate": "open" if res.open else "closed", "reasons": list(res.reasons), "verified": res.verified,
-            "verify_clean": res.verify_clean, "in_progress": res.in_progress, "budgets": list(res.budget_lines),
+            "verify_clean": res.verify_clean, "verify_detail": res.verify_detail, "in_progress": res.in_progress, "budgets": list(res.budget_lines),
             "headline": res.lines[0] if res.lines else None}
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
+from . import gates
 from .cases import page, sources
 from .case import case_doc
 from .paths import NotFound, read_jsonl, run_dir
@@ -26,31 +27,60 @@ def run_doc(reports: Path, run_id: str, wait: float | None = 0.0) -> dict:
     if row is None:
         raise NotFound("no results.json")
     extra = run_extra(reports, run_id) or {}
-    return {"run": row, "gate": {"gate": row["gate"], "reasons": row["reasons"], "verified": row["verified"]},
+    return {"run": row, "gate": {"gate": row["gate"], "reasons": row["reasons"], "verified": row["verified"],
+                                 "check": row["check"]},
             "summary": extra.get("summary"), "gate_rule": extra.get("gate_rule")}
 
 
 def gate_doc(reports: Path, run_id: str, query: dict[str, Any]) -> dict:
     """The gate's decision, waiting up to ?wait= seconds (at most gates.WAIT_MAX_S) for it."""
-    try:
-        wait = float((query.get("wait") or ["0"])[0])
-    except ValueError:
-        wait = 0.0
-    row = run_row(reports, run_id, wait if wait == wait else 0.0)
+    row = run_row(reports, run_id, _wait(query, 0.0))
     if row is None:
         raise NotFound("no results.json")
-    return {"gate": row["gate"], "reasons": row["reasons"], "verified": row["verified"], "green": row["green"]}
+    return {"gate": row["gate"], "reasons": row["reasons"], "verified": row["verified"], "green": row["green"],
+            "check": row["check"]}
 
 
-def compare_doc(reports: Path, base: str, cand: str) -> dict:
+def _wait(query: dict[str, Any], default: float) -> float:
+    """?wait= seconds (the default when absent or not a number; gates caps it at WAIT_MAX_S)."""
+    try:
+        wait = float((query.get("wait") or [default])[0])
+    except ValueError:
+        return default
+    return wait if wait == wait else default
+
+
+def compare_doc(reports: Path, base: str, cand: str, wait: float | None = gates.WAIT_MAX_S) -> dict:
     """assay.compare's document, plus each side's cost and latency per case and in total with the
-    deltas (compare.cost_delta), and each pair marked when only a rubric's verdict changed."""
+    deltas (compare.cost_delta), and each pair marked when only a rubric's verdict changed. First
+    each side's completeness check as its gate decided it (waited for up to `wait` s): a side that
+    fails it is refused in compare_runs.py's words (`error`, `refused`); a side still being decided
+    is `checking` (no comparison drawn yet: the page asks again); a side not checked here (too big,
+    no answer kept) is compared and named in `unchecked`."""
+    from ..compare.baseline import unverified_words
     from ..compare.cost_delta import cost_latency
     from ..compare.document import compare_runs
+    sides = [("base", base, run_dir(reports, base)), ("candidate", cand, run_dir(reports, cand))]
+    for _, _, d in sides:
+        gates.ask(d)   # both queued before either is waited for
+    checks = [(role, rid, d, gates.check_state(gates.current(d, wait))) for role, rid, d in sides]
+    for role, rid, d, check in checks:
+        if check["state"] == "failed":
+            shown = str(check["detail"]).removeprefix("run_cases.py --verify ")
+            return {"error": unverified_words(d, role, shown), "refused": {"role": role, "run_id": rid}}
+    pending = [{"role": role, "run_id": rid} for role, rid, _, check in checks if check["state"] == gates.CHECKING]
+    if pending:
+        return {"checking": pending, "words": " and ".join(f"the {p['role']} {p['run_id']}" for p in pending)
+                + (" are" if len(pending) > 1 else " is") + " still being checked (run_cases.py --verify, as the "
+                "gate reads it): no comparison is drawn "
+                "from files not yet checked"}
     try:
         doc = compare_runs(run_dir(reports, base), run_dir(reports, cand))
     except AssayError as exc:
         return {"error": str(exc)}
+    doc["unchecked"] = [f"the {role} {rid} has no check answer here (run_cases.py --verify: the viewer runs it on a "
+                        "small run only, else shows an answer gate.py or compare_runs.py kept for these files): its "
+                        "rows are read as they are; compare_runs.py checks both sides before it compares" for role, rid, _, check in checks if check["state"] == "unchecked"]
     doc["cost_latency"] = cost_latency(run_dir(reports, base), run_dir(reports, cand))
     for pairs in (doc.get("buckets") or {}).values():
         for p in pairs if isinstance(pairs, list) else []:
@@ -115,5 +145,5 @@ def route(reports: Path, path: str, query: dict[str, Any]) -> Any:
     if len(parts) == 3 and parts[0] == "case":
         return case_doc(reports, parts[1], parts[2], (query.get("baseline") or [None])[0])
     if len(parts) == 3 and parts[0] == "compare":
-        return compare_doc(reports, parts[1], parts[2])
+        return compare_doc(reports, parts[1], parts[2], _wait(query, gates.WAIT_MAX_S))
     raise NotFound(path)

@@ -81,7 +81,7 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
             except NotFound:
                 continue
     for newer, older in zip(ids, ids[1:]):
-        _put(data, f"/api/compare/{older}/{newer}", compare_doc(reports, older, newer))
+        _put(data, f"/api/compare/{older}/{newer}", compare_doc(reports, older, newer, wait=None))
     for name in ("app.js", "app.css"):
         shutil.copyfile(STATIC / name, out / name)
     html = (STATIC / "index.html").read_text(encoding="utf-8")

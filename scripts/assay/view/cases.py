@@ -271,4 +271,7 @@ def page(reports: Path, run_id: str, q: dict[str, Any], wait_meta: bool = False)
     _load_meta(doc, shown, from_start=rows is doc["rows"] and sort == "plan" and number == 0)
     return {"run_id": run_id, "total": len(doc["rows"]), "matched": len(rows), "page": number, "size": size,
             "cases": shown, "counts": doc["counts"], "holdout": doc["holdout"], "facets": doc["facets"],
-            "meta_ready": doc["meta"].is_set()}
+            "meta_ready": doc["meta"].is_set(),
+            # the run's completeness check as its gate decided it (never waited for: "checking" until
+            # known): "failed" means these rows come from files the check rejects, the gate closed
+            "check": gates.check_state(gates.current(doc["dir"]))}

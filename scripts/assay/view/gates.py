@@ -207,3 +207,24 @@ def gate_of(run_dir: Path) -> dict:
     if mtime is None:
         return decide(run_dir)   # no results.json: the decision says why it is closed
     return gate(Path(run_dir), mtime, wait=None)
+
+
+def current(run_dir: Path, wait: float | None = 0.0) -> dict | None:
+    """The decision for the run dir as it is now if known within `wait` s (else "checking"; the
+    decision is asked if it was not), None when it has no results.json."""
+    mtime = _mtime(run_dir)
+    return None if mtime is None else gate(Path(run_dir), mtime, wait)
+
+
+def check_state(decision: dict | None) -> dict:
+    """What the decision says of the run's completeness check (`run_cases.py --verify`), for the
+    pages that show the run's files (its rows, a comparison): "checking" (not decided yet),
+    "failed" (with the check's words: the gate is closed on it), "clean", or "unchecked" (a run too
+    big to check here with no answer kept for its files, or one still running)."""
+    if not isinstance(decision, dict):   # no results.json: nothing was decided, nor checked
+        return {"state": "unchecked", "detail": None}
+    if decision.get("gate") == CHECKING:
+        return {"state": CHECKING, "detail": None}
+    if decision.get("verified") and decision.get("verify_clean") is False:
+        return {"state": "failed", "detail": decision.get("verify_detail") or "run_cases.py --verify failed"}
+    return {"state": "clean" if decision.get("verified") else "unchecked", "detail": None}

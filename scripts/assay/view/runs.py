@@ -17,7 +17,7 @@ from typing import Any
 
 from ..history.runs import HOLDOUT_MODES, SERIES_KEYS, shard_dir_reason, series_name
 from ..stats.proportions import wilson_interval
-from .gates import CHECKING, gate, runner_alive
+from .gates import CHECKING, check_state, gate, runner_alive
 from .paths import read_json, safe_run_id
 
 _CACHE: dict[tuple[str, float], tuple[dict, dict]] = {}
@@ -59,7 +59,7 @@ def run_row(reports: Path, name: str, wait: float | None = 0.0) -> dict | None:
         row = dict(row, marks=[mark if m == "running" else m for m in row["marks"]])
     decision = gate(reports / name, mtime, wait)
     return dict(row, gate=decision["gate"], reasons=decision["reasons"], verified=bool(decision.get("verified")),
-                green=decision["gate"] == "open" and not row["marks"])
+                check=check_state(decision), green=decision["gate"] == "open" and not row["marks"])
 
 
 def _base_row(reports: Path, name: str) -> tuple[dict, float, dict] | None:

@@ -134,8 +134,9 @@
   }
   /* The gate's decision, or "checking…" until the server has evaluated it (never a verdict it has
      not computed); the section then asks /api/run/<id>/gate, which waits up to a few seconds. */
-  function gateSection(sec, runId, g, marks) {
+  function gateSection(sec, runId, g, marks, banner) {
     const known = g.gate !== "checking";
+    if (banner) checkBanner(banner, g.check);
     sec.setAttribute("data-gate", known ? g.gate : "checking");
     sec.replaceChildren(el("h2", {}, "Gate: ", known ? chip(g.gate, g.gate) : chip("checking…", "checking"), marks.map(m => chip(m, "mark"))),
       !known ? el("p", {}, "The gate is being evaluated; the cases below are already complete.")
@@ -145,8 +146,19 @@
         : "The gate's own evaluation (assay.report.gate), without the completeness check (run_cases.py --verify), too long to run here on a run this size: gate.py runs it and keeps its answer for these exact files, which this page then shows."));
     if (known || BUNDLE) return;
     load("/api/run/" + E(runId) + "/gate", {wait: "3"}).then(ng => {
-      if (sec.isConnected) gateSection(sec, runId, ng, marks);
+      if (sec.isConnected) gateSection(sec, runId, ng, marks, banner);
     }, err => { sec.replaceChildren(el("h2", {}, "Gate: ", chip("unknown", "closed")), el("p", {}, String(err.message || err))); });
+  }
+  /* Above a run's rows: the run's completeness check as its gate decided it (the same answer the
+     gate section shows). Failed: the rows come from files the check rejects, and the page says so;
+     "checking…" until the decision is known (the rows are never held back for it). */
+  function checkBanner(box, c) {
+    const state = c && c.state ? c.state : "checking";
+    box.setAttribute("data-check", state);
+    box.replaceChildren(...(state === "failed"
+      ? ["These rows come from files that fail the run's check (" + c.detail + "): they are not the run's verdicts as recorded; the gate is closed."]
+      : state === "checking" ? [chip("checking…", "checking"), " The run's check (run_cases.py --verify, as the gate reads it) has not answered yet: the rows below are the run's files as they are."]
+      : []));
   }
   /* the run's gate on the case and compare pages: the same decision as the run page (its first
      reason and how many more), "checking…" until the server has evaluated it */
@@ -165,7 +177,8 @@
   function runPage(runId, q) {
     return Promise.all([load("/api/run/" + E(runId)), BUNDLE ? bundlePage(runId, q) : load("/api/run/" + E(runId) + "/cases", q)]).then(([run, page]) => {
       const decision = el("section", {id: "gate"});
-      gateSection(decision, runId, run.gate, run.run.marks);
+      const banner = el("div", {id: "check-banner", class: "check-banner"});
+      gateSection(decision, runId, run.gate, run.run.marks, banner);
       const form = el("form", {class: "filters", id: "filters", on: {submit: ev => {
         ev.preventDefault();
         const fd = new FormData(ev.target); const nq = {};
@@ -228,7 +241,7 @@
         pager.append("page " + (page.page + 1) + " of " + Math.max(1, Math.ceil(page.matched / page.size)));
         if ((page.page + 1) * page.size < page.matched) pager.append(el("button", {id: "next", on: {click: () => go(page.page + 1)}}, "next"));
       }
-      return [el("h1", {}, "Run " + runId), decision, el("h2", {}, "Cases"), form, counts, table, pager];
+      return [el("h1", {}, "Run " + runId), banner, decision, el("h2", {}, "Cases"), form, counts, table, pager];
     });
   }
 
@@ -483,7 +496,12 @@
   const WORSE = ["newly_failing", "changed_unscored"], BETTER = ["newly_passing"];
   function comparePage(base, cand) {
     return load("/api/compare/" + E(base) + "/" + E(cand)).then(d => {
-      if (d.error) return [el("h1", {}, "Compare"), el("p", {class: "reasons"}, d.error)];
+      if (d.error) return [el("h1", {}, "Compare"), el("p", {class: "reasons", id: "compare-error"}, d.error)];
+      if (d.checking) {  /* a side's check not answered yet: no diff is shown as final; asked again */
+        const box = el("p", {id: "compare-checking", class: "check-banner", "data-check": "checking"}, chip("checking…", "checking"), " " + d.words);
+        if (!BUNDLE) setTimeout(() => { if (box.isConnected) render(); }, 1000);
+        return [el("h1", {}, "Compare " + base + " \u2192 " + cand), box];
+      }
       const cl = d.cost_latency, counts = d.counts || {};
       const n = list => list.reduce((a, b) => a + (counts[b] || 0), 0);
       const summary = el("div", {id: "summary", class: "summary"},
@@ -493,6 +511,7 @@
         el("div", {class: "box"}, el("div", {class: "big"}, cl && cl.delta ? signed(cl.delta.cost_per_case, x => money(x, cl.currency)) : "–"), "cost per case", el("div", {class: "note"}, "p95 latency " + (cl && cl.delta ? signed(cl.delta.latency_p95_ms, ms) : "–"))));
       const out = [el("h1", {}, "Compare " + base + " \u2192 " + cand), gateLine(cand), el("p", {id: "headline", class: "headline"}, d.headline,
           d.stats && d.stats.verdict_phrase ? el("span", {class: "phrase"}, " · " + d.stats.verdict_phrase) : null), summary,
+        (d.unchecked || []).length ? el("ul", {class: "notes", id: "compare-unchecked"}, d.unchecked.map(x => el("li", {}, x))) : null,
         (d.notes || []).length ? el("ul", {class: "notes"}, d.notes.map(x => el("li", {}, x))) : null];
       for (const [bucket, pairs] of Object.entries(d.buckets || {})) {
         if (!Array.isArray(pairs) || !pairs.length || bucket === "still_passing") continue;
