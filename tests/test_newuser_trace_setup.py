@@ -59,7 +59,7 @@ def test_an_endpoint_that_already_ends_in_v1_traces_is_named_with_its_path_and_f
     doc = adapter(app_url, response_body='{"message": "<answer>"}', timeout_s=90)
     del doc["invocation"]["route_from_response"]
     doc["traces"] = {"source": "otlp-http", "location": f"127.0.0.1:{otlp_port}", "convention": "gen_ai",
-                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 300, "max_wait_s": 8}}
+                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 300, "max_wait_s": 4}}
     doc["tools"] = [{"name": "lookup_order", "side_effects": "safe-live"}, {"name": "issue_refund", "side_effects": "needs-mock"}]
     cases = [case("refund", "please refund ORD-7", expect={"authz": {"forbidden_tools": ["issue_refund"]}}),
              case("hello", "hello", expect={"tools": {"forbidden": ["issue_refund"]}})]
