@@ -24,6 +24,8 @@ from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
 from rundir_util import cases_view
 
+pytestmark = pytest.mark.slow   # a few seconds or more: scheduled first (conftest)
+
 HERE = Path(__file__).resolve().parent
 LOOKUP = {"args": {"lookup_order": {"order_id": "ORD-12"}}, "tools": {"subset": ["lookup_order"]}}
 

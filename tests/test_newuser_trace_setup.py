@@ -18,6 +18,8 @@ import pytest
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
 from helpers import run_script
 
+pytestmark = pytest.mark.slow   # a few seconds or more: scheduled first (conftest)
+
 HERE = Path(__file__).resolve().parent
 
 

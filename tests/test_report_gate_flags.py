@@ -12,8 +12,12 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from fakeapp import FakeApp, Reply
 from helpers import run_script, write_yaml
+
+pytestmark = pytest.mark.slow   # a few seconds or more: scheduled first (conftest)
 
 ADAPTER = """adapter_version: 1
 app: {name: desk}
