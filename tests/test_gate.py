@@ -144,15 +144,22 @@ def test_repeated_5xx_line_names_cases_and_holdout_wording(tmp_path):
     cases = passing_cases() + [{"id": "c-503", "verdict": "infra_error", "repeated_5xx": {"status": 503, "attempts": 3}}]
     run_dir = make_run(tmp_path / "a", cases)
     r = gate(run_dir, "--max-infra-rate", "1")
-    line = [x for x in r.stdout.splitlines() if "same 5xx" in x][0]
+    line = [x for x in r.stdout.splitlines() if x.startswith("  1 infra case(s) got the same 5xx")][0]
     assert line.startswith("  1 infra case(s) got the same 5xx on every attempt: possibly the app's own error, not the provider -- ")
     assert "open their response.json" in line and "c-503 (503 x3)" in line
+    # the same error on every attempt is the app's own: it closes the gate, under any infra bar
+    assert r.rc == 1 and "  gate closed: 1 gating case(s) got the same 5xx status and body on every attempt: the app's " \
+        "own error on those inputs, not a transient outage: c-503 (503 x3)" in r.stdout, r.stdout
+    quiet = make_run(tmp_path / "c", passing_cases() + [{"id": "c-503", "verdict": "infra_error", "gating": False,
+                                                          "repeated_5xx": {"status": 503, "attempts": 3}}])
+    assert gate(quiet, "--max-infra-rate", "1").rc == 0   # a gating: false case never closes it
     hcases = [{"id": "h-503", "holdout": True, "verdict": "infra_error", "repeated_5xx": {"status": 500, "attempts": 3}},
               {"id": "h-ok", "holdout": True}]
     run_dir = make_run(tmp_path / "b", hcases, run_id="holdout-20261129T101500Z", summary={"repeated_5xx": 1})
     r = gate(run_dir, "--max-infra-rate", "1")
-    line = [x for x in r.stdout.splitlines() if "same 5xx" in x][0]
+    line = [x for x in r.stdout.splitlines() if x.startswith("  1 infra case(s) got the same 5xx")][0]
     assert "sealed" in line and "h-503" not in r.stdout
+    assert r.rc == 1 and "(holdout: sealed, not named)" in r.stdout
 
 
 def test_infra_errors_under_the_bar_are_named_beside_an_open_gate(tmp_path):

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from fakeapp import RUN_ID, FakeApp, Reply, adapter, app, case, make_plan, run_runner, state
+from fakeapp import RUN_ID, FakeApp, Reply, adapter, app, case, default_handler, make_plan, run_runner, state
 from helpers import run_script
 from rundir_util import cases_view
 
@@ -131,10 +131,34 @@ def test_500_storm_is_infra_error_with_repeated_5xx(app, state):
     assert v["trace"]["status"] == "not_collected" and v["trace"]["collected"] is False and v["trace"]["reason"]
 
 
+def test_a_case_the_app_answers_with_the_same_500_every_time_closes_the_gate_under_the_infra_bar(app, state):
+    """Before: one case in 25 that crashed the app (the same 500 and body on every attempt) was infra
+    under --max-infra-rate's 5% and the gate opened on an app that fails on that input. A transient
+    error differs between attempts; the same one each time is the app's own."""
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        if "crash me" in json.dumps(req.json):
+            return Reply(500, {"error": "KeyError: 'invoice'"})
+        return default_handler(req)   # every other case passes
+    app.handler = handler
+    cases = [case(f"c-{i:02d}") for i in range(24)] + [case("c-crash", "crash me")]
+    r, out = go(state, make_plan(state, cases, app_url=app.url))
+    assert r.rc == 0, r.stdout
+    assert verdict(out, "c-crash")["repeated_5xx"] == {"status": 500, "attempts": 3}
+    g = run_script("gate", out, "--json")
+    assert g.rc == 1, g.stdout
+    assert results(out)["summary"]["gating_failures"] == 0 and results(out)["summary"]["infra_rate"] == 0.04
+    said = [x for x in g.json["reasons"] if "same 5xx status and body on every attempt" in x]
+    assert said and "c-crash (500 x3)" in said[0] and "the app's own error" in said[0], g.json["reasons"]
+
+
 def test_differing_5xx_is_not_repeated_5xx(app, state):
     app.queue(Reply(500, "a"), Reply(502, "b"), Reply(500, "a"))
     r, out = go(state, make_plan(state, [case("c-1")], app_url=app.url))
     assert verdict(out, "c-1")["verdict"] == "infra_error" and verdict(out, "c-1")["repeated_5xx"] is None
+    g = run_script("gate", out, "--json", "--max-infra-rate", "1")
+    assert not [x for x in g.json["reasons"] if "same 5xx" in x], g.json["reasons"]   # a transient error: infra only
 
 
 def test_429_with_retry_after_then_success(app, state):

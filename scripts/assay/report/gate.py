@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..stats.counts import cases_phrase
-from .gate_lines import summary_lines
+from .gate_lines import repeated_5xx_reason, summary_lines
 from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
                            goal_not_reached_reason, hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
                            kept_verify,
@@ -132,6 +132,9 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
                        + (": " + "; ".join(named) if named else ""))
     elif infra is None and "infra_rate" in summary:
         reasons.append("infra_rate in results.json is not a number")
+    crashed = None if bad else repeated_5xx_reason(res, summary)
+    if crashed:
+        reasons.append(crashed)
     incomplete = None if bad else incomplete_reason(run_dir, results, summary, max_infra_rate)
     if incomplete:
         reasons.append(incomplete)

@@ -26,11 +26,33 @@ def _pct(value: object) -> str:
     return f"{r * 100:.1f}%" if r is not None else "n/a"
 
 
-def repeated_5xx_cases(res: GateResult) -> list[str]:
+def repeated_5xx_reason(res: GateResult, summary: dict) -> str | None:
+    """The gate's close reason for gating cases that got the same 5xx status and body on every attempt
+    (`repeated_5xx`): a transient outage differs between attempts; the same error each time, while the
+    other cases were answered, is the app's own failure on those inputs. Under --max-infra-rate it
+    would otherwise open the gate on an app that crashes on some inputs. Holdout runs: the count only."""
+    rep = summary.get("repeated_5xx")
+    if not (is_count(rep) and rep):
+        return None
+    fix = "open their response.json and fix the app (a passing outage would differ between attempts)"
+    if res.results.get("mode") == "holdout":
+        return (f"{rep} case(s) got the same 5xx status and body on every attempt: the app's own error on those "
+                "inputs, not a transient outage (holdout: sealed, not named); fix the app, then run again")
+    named = repeated_5xx_cases(res, gating_only=True)
+    if not named:
+        return None   # only canaries or gating: false cases (named on their own lines)
+    shown = ", ".join(named[:MAX_NAMED]) + (f" and {len(named) - MAX_NAMED} more" if len(named) > MAX_NAMED else "")
+    return (f"{len(named)} gating case(s) got the same 5xx status and body on every attempt: the app's own error on "
+            f"those inputs, not a transient outage: {shown}; {fix}")
+
+
+def repeated_5xx_cases(res: GateResult, gating_only: bool = False) -> list[str]:
     """`id (status xattempts)` for each non-holdout infra case whose verdict.json has repeated_5xx."""
     named = []
     for row in res.results.get("cases") or []:
         if not isinstance(row, dict) or row.get("verdict") not in ("infra_error", "infra_incomplete"):
+            continue
+        if gating_only and (row.get("gating") is False or row.get("canary") or row.get("holdout")):
             continue
         doc = case_verdict(res.run_dir, str(row.get("case_id")))
         rep = doc.get("repeated_5xx") if doc else None
