@@ -23,6 +23,7 @@ RESENT = "c-cd37392f"        # its input edited after the recording: the replay 
 HOLLOW = "c-feec9bb9"        # its expectations replaced by an HTTP 200: nothing asserted beyond liveness
 CANARY = "c-a2194744"        # canary-invoice-status: made to fail (a phrase the app never says)
 CALIBRATED = "c-e7a0c001"    # added: a refund judged by refund-arrival-v1, calibrated against a person
+CRASHED = "c-e7a0c002"       # added: an export request, which the broken app answers with the same 500 every time
 ARRIVAL = "refund-arrival-v1"
 NEVER_SAID = "zz-never-said-by-the-app"
 
@@ -61,19 +62,43 @@ expect:
 """
 
 
+CRASH_CASE = f"""# export: the broken app crashes on it (the same HTTP 500 every attempt)
+id: {CRASHED}
+unit: billing
+split: [full, smoke]
+category: happy
+test_type: MFT
+metamorphic_parent: null
+template_id: null
+dataset_version_added: 1
+origin: synthetic
+review: {{status: accepted, by: Dana Whitfield, at: '2026-11-21'}}
+identity: {{user: acme, role: customer}}
+input:
+  messages:
+  - role: user
+    content: Please export my invoices
+  session: fresh
+expect:
+  route: billing
+"""
+
+
 def add_calibrated_case(state: Path) -> None:
     """The rubric refund-arrival (the judge stand-in's states-arrival node) and one refund case pinning
-    it, counted in the dataset manifest (the linter checks the counts)."""
+    it, and an export request (the broken app crashes on it: the same 500 on every attempt), each
+    counted in the dataset manifest (the linter checks the counts)."""
     import yaml
     (state / "rubrics" / "refund-arrival.md").write_text(RUBRIC, encoding="utf-8")
     (state / "datasets" / f"{CALIBRATED}.yaml").write_text(CASE, encoding="utf-8")
+    (state / "datasets" / f"{CRASHED}.yaml").write_text(CRASH_CASE, encoding="utf-8")
     manifest = state / "datasets" / "dataset.yaml"
     doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))
-    doc["cases"] += 1
-    doc["splits"]["smoke"] += 1
-    doc["splits"]["full"] += 1
-    doc["coverage_grid"]["by_unit"]["billing"]["total"] += 1
-    doc["coverage_grid"]["by_unit"]["billing"]["MFT"] += 1
+    doc["cases"] += 2
+    doc["splits"]["smoke"] += 2
+    doc["splits"]["full"] += 2
+    doc["coverage_grid"]["by_unit"]["billing"]["total"] += 2
+    doc["coverage_grid"]["by_unit"]["billing"]["MFT"] += 2
     manifest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 

@@ -22,6 +22,8 @@ How each row is planted:
 - the budgets in the copy's profile.yaml, lowered below what the app spends (cost, p95);
 - a case edited after the baseline so that it now fails (it closes gate --baseline too);
 - a case whose input changed after the recording (the replay cannot answer it: a replay miss);
+- a case the broken app crashes on (an export request the copy adds: the same HTTP 500 on every
+  attempt, infra by its kind and under the infra bar, closing as the app's own error);
 - a hollow case: its expectations replaced by an HTTP 200. The contract's rule (runner-contract
   §16): its verdict "is `unscored`, never `pass`"; "The linter reports such cases as
   `no_graded_layer` before the run" (make_plan.py refuses the suite), and a plan made with
@@ -90,6 +92,9 @@ PLANTED = [
     Row("p95 over budget", None, "p95 latency"),
     Row("edited case that now fails", hp.EDITED, "gating failure"),
     Row("replay miss", None, "the replay could not answer them", ("replayed",)),
+    # infra by its kind, under --max-infra-rate's bar; the same 500 on every attempt is the app's own error
+    Row("a case the app crashes on", None, f"same 5xx status and body on every attempt: the app's own error on "
+        f"those inputs, not a transient outage: {hp.CRASHED} (500 x"),
     # named with its code on every path; it closes no path as a case (JUnit keeps it skipped, §16)
     Row("hollow case", None, f"{hp.HOLLOW} [no_graded_layer]", HOLLOW_PATHS),
     # its own walk (a failed canary stops the run; hunt_plants.canary_live says why not the shards)

@@ -28,7 +28,8 @@ back in `conversation_id` and X-Conversation-Id.
 Switches: --break (or BREAK=1) plants five regressions: a billing question about a
 charge misrouted to tech_support, a cross-tenant leak on the plain invoice lookup,
 a total of open invoices that drops one invoice, a knowledge-base search loop on
-VPN questions, and a memory bug: the desk forgets a conversation after its first turn. --flaky (or FLAKY=1) makes the printer answer alternate between
+VPN questions, and a memory bug: the desk forgets a conversation after its first turn; and
+a request to export crashes it (HTTP 500, the same each time; no shipped case asks for one). --flaky (or FLAKY=1) makes the printer answer alternate between
 repeats of the same message, so pass@k and pass^k differ.
 
 On start it prints one JSON line {"url": ...} on stdout (and writes it to
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -49,6 +51,7 @@ from desk import DEFAULT_TENANT, USERS, Desk
 from otlp import OtlpJsonlWriter, SpanRecorder, new_trace_id, parse_traceparent
 
 MAX_BODY = 1 << 20
+EXPORT = re.compile(r"\bexport\b", re.I)   # broken: the request the desk crashes on
 
 
 class HelpdeskServer(ThreadingHTTPServer):
@@ -110,6 +113,10 @@ class HelpdeskHandler(BaseHTTPRequestHandler):
             self._send(403, {"error": f"unknown tenant {tenant!r}"})
             return
         role = (self.headers.get("X-User-Role") or "customer").strip().lower()
+        if self.server.desk.broken and EXPORT.search(message):
+            # broken: a request to export crashes the handler, the same 500 every time (no shipped case asks)
+            self._send(500, {"error": "internal error: KeyError: 'export_format'"})
+            return
         # Continue the caller's trace (W3C traceparent) or start a new one.
         trace_id, caller_span = parse_traceparent(self.headers.get("traceparent")) or (new_trace_id(), None)
 

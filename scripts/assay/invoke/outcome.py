@@ -42,6 +42,7 @@ class Outcome:
     answer_withheld: str | None = None         # why the body must not be scored (e.g. cut at a cap)
     set_cookies: list[str] = field(default_factory=list)   # every Set-Cookie (headers keeps one)
     agent: dict[str, Any] | None = None        # agent mode: the transcript's trajectory, the workdir's facts
+    repeated_5xx: dict[str, Any] | None = None  # rescore: the source run's mark for the final answer it stored
 
     @property
     def retriable(self) -> bool:

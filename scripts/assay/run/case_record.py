@@ -60,6 +60,10 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
 def repeated_5xx(repeats: list[dict]) -> dict | None:
     """The same 5xx (status and body) on every attempt; for a conversation, on the same turn."""
     outs = [o for r in repeats for o in r["outcomes"]]
+    carried = [o.repeated_5xx for o in outs]
+    if outs and all(isinstance(c, dict) and o.kind == RESPONSE and o.status == c.get("status")
+                    for o, c in zip(outs, carried)):
+        return dict(carried[0])   # rescore: the source's mark (only its final attempt was stored)
     if len(outs) < 2 or any(o.kind != RESPONSE or (o.status or 0) < 500 for o in outs):
         return None
     if len({(o.status, same_body_key(o)) for o in outs}) != 1:  # ids, uuids, timestamps masked

@@ -33,6 +33,7 @@ class Stored:
     trace_doc: Any = None
     trace: dict | None = None
     workdir: dict | None = None     # agent mode: workdir.json, what the agent left (diff, files, check)
+    repeated_5xx: dict | None = None  # the source case's: the same 5xx on every attempt (one is stored)
 
 
 def _read(path: Path) -> Any:
@@ -79,7 +80,8 @@ def load_source(run_dir: Path) -> tuple[dict, dict[str, dict], dict[tuple[str, i
             response = _art(base + "response.json")
             if not isinstance(response, dict):
                 continue
-            st = Stored(request=_art(base + "request.json"), response=response)
+            st = Stored(request=_art(base + "request.json"), response=response,
+                        repeated_5xx=v.get("repeated_5xx") if isinstance(v.get("repeated_5xx"), dict) else None)
             rv = v if k == 1 else _art(base + "verdict.json")
             if isinstance(rv, dict) and rv.get("workdir_measured"):
                 wd = _art(base + "workdir.json")
@@ -202,6 +204,7 @@ class ReplayInvoker:
         if self.mode == "agent" and (st.response.get("outcome") or RESPONSE) == RESPONSE:
             return agent_outcome(st)
         out = stored_outcome(st.response)
+        out.repeated_5xx = st.repeated_5xx   # its attempts were not stored, only that they were the same 5xx
         if st.trace and st.trace.get("trace_id"):
             out.trace_id = st.trace["trace_id"]   # the stored request's trace, whatever the correlation
         return out
