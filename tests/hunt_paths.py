@@ -171,9 +171,10 @@ def plan(state: Path, *extra: str, judge: bool = True, convert: bool = True) -> 
     work = state / "work"
     if convert:
         assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    # --judge: the example's rubrics judge the refund replies (as make demo does)
+    # --judge: the example's rubrics judge the refund replies (as make demo does); no wait between attempts
+    # (the case the broken app crashes on is sent three times in every live run: the default waits 1 s, 4 s)
     r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json", *(("--judge",) if judge else ()), *extra)
+                   "-o", work / "plan.json", "--backoff-s", "0,0", *(("--judge",) if judge else ()), *extra)
     assert r.rc == 0, r.stdout
     return r.json
 
