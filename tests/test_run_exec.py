@@ -153,6 +153,23 @@ def test_a_case_the_app_answers_with_the_same_500_every_time_closes_the_gate_und
     assert said and "c-crash (500 x3)" in said[0] and "the app's own error" in said[0], g.json["reasons"]
 
 
+def test_a_case_that_expects_the_apps_500_gets_it_once_and_passes(app, state):
+    """A case about the app's error handling expects its 500 (expect.http.status): that answer is the
+    one the case asks for, never retried into infra (nor, answered the same each time, read as a crash)."""
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(500, {"message": "sorry, that request failed"})
+    app.handler = handler
+    expect = {"http": {"status": 500}, "answer": {"must_contain": ["that request failed"]}}
+    r, out = go(state, make_plan(state, [case("c-err", expect=expect)], app_url=app.url))
+    assert r.rc == 0, r.stdout
+    v = verdict(out, "c-err")
+    assert (v["verdict"], v["attempts"], v["repeated_5xx"]) == ("pass", 1, None), v
+    assert v["layers"]["http"]["verdict"] == "pass" and len(app.posts()) == 1
+    assert run_script("gate", out).rc == 0
+
+
 def test_differing_5xx_is_not_repeated_5xx(app, state):
     app.queue(Reply(500, "a"), Reply(502, "b"), Reply(500, "a"))
     r, out = go(state, make_plan(state, [case("c-1")], app_url=app.url))

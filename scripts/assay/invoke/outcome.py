@@ -212,19 +212,25 @@ class RetryBudget:
         return retry_wait(self.backoff_s, self.failed - 1, out.header("Retry-After")), None
 
 
+def is_expected(out: Outcome, expected_status: int | None) -> bool:
+    """A response with the status the case expects (expect.http.status): its answer, even a 5xx or 429."""
+    return expected_status is not None and out.kind == RESPONSE and out.status == expected_status
+
+
 def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, backoff_s: list[float],
                          on_retry: Callable[[int, Outcome, float], None] | None = None,
                          sleep: Callable[[float], None] = time.sleep,
-                         rate_limit_wait_s: float | None = None) -> list[Outcome]:
+                         rate_limit_wait_s: float | None = None, expected_status: int | None = None) -> list[Outcome]:
     """Send until an answer that is not retried, or the retries are spent (`RetryBudget`); returns
     every attempt's outcome (the last one is final). A rate-limited final outcome notes the spent
-    budget."""
+    budget. `expected_status` (the case's expect.http.status): that status is the answer the case
+    asks for, never retried (a case about the app's error handling expects its 500)."""
     outcomes: list[Outcome] = []
     budget = RetryBudget(max_attempts, list(backoff_s), rate_limit_wait_s)
     while True:
         out = send()
         outcomes.append(out)
-        if not out.retriable:
+        if not out.retriable or is_expected(out, expected_status):
             break
         wait, spent = budget.spend(out)
         if spent == RATE_LIMIT_SPENT:

@@ -9,7 +9,7 @@ from ..core.vocab import UNSCORED
 from ..score.rollup import case_verdict
 from ..invoke.http import user_turn
 from .judged_reason import JUDGE_PENDING
-from ..invoke.outcome import RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, is_rate_limited
+from ..invoke.outcome import RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, is_expected, is_rate_limited
 from .repeat_scoring import infra_part, response_record, score_answered, scrub
 from ..traces.collect import request_trace_headers
 
@@ -26,13 +26,16 @@ def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> d
         w.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=scrub(out.describe()),
                        wait_s=round(wait, 3))
     budget = w.execution.get("rate_limit_wait_s") if w.execution.get("adaptive", True) else None
+    expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
+    http = expect.get("http") if isinstance(expect.get("http"), Mapping) else {}
+    expected = http.get("status") if isinstance(http.get("status"), int) else None
     outcomes = attempt_with_retries(lambda: w.send(wire), max_attempts=int(w.execution["max_attempts"]),
                                     backoff_s=list(w.execution["backoff_s"]), on_retry=on_retry,
-                                    rate_limit_wait_s=budget)
+                                    rate_limit_wait_s=budget, expected_status=expected)
     final = outcomes[-1]
     response = response_record(outcomes)
     result: dict[str, Any] = {"n": n, "request": recorded, "response": response, "outcomes": outcomes}
-    if final.retriable:
+    if final.retriable and not is_expected(final, expected):
         reason = attempts_reason(outcomes)
         if budget is not None and is_rate_limited(final):
             reason = (f"{RATE_LIMITED_PREFIX}: {final.describe()} on {len(outcomes)} attempt(s) until "
