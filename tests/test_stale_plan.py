@@ -70,3 +70,34 @@ def test_a_plan_made_before_its_case_was_edited_is_refused_not_run_green(tmp_pat
         assert r.rc == 0, (r.stdout, r.stderr)
     g = run_script("gate", out, "--json")
     assert g.rc == 1, g.stdout
+
+
+def test_a_case_a_plan_made_now_would_not_select_is_no_reason_to_refuse_the_plan(tmp_path):
+    # a smoke plan; the user works on a full-only case meanwhile: a smoke plan made now holds the
+    # same cases, so the old one is not stale (it was refused: "a plan made now may select it")
+    full_only = case_yaml("c-full1").replace("split: [smoke, full]", "split: [full]")
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1"), "c-full1": full_only})
+    plan = _plan(state)
+    out = state / "reports" / RUN_ID
+    edited = state / "datasets" / "c-full1.yaml"
+    edited.write_text(full_only.replace("scalar: 120", "scalar: 99"), encoding="utf-8")
+    (state / "datasets" / "c-full2.yaml").write_text(full_only.replace("c-full1", "c-full2"), encoding="utf-8")
+    with FakeApp(travel_reply) as app:
+        env = {"TRAVEL_BASE_URL": app.url}
+        r = run_runner("--plan", plan, "--out", out, env=env)
+        assert r.rc == 0, (r.stdout, r.stderr)
+        assert "older than its state dir" not in r.stderr
+
+        # a smoke case added: a smoke plan made now would run it
+        shutil.rmtree(out)
+        (state / "datasets" / "c-quote2.yaml").write_text(case_yaml("c-quote2"), encoding="utf-8")
+        r = run_runner("--plan", plan, "--out", out, env=env)
+        assert r.rc == 2 and "+2 case(s): the suite has 4, this plan 1" in r.json["error"], r.stdout
+        assert not out.exists()
+
+        # a case moved out of the smoke split is one of the plan's own, edited
+        (state / "datasets" / "c-quote2.yaml").unlink()
+        case = state / "datasets" / "c-quote1.yaml"
+        case.write_text(case_yaml("c-quote1").replace("split: [smoke, full]", "split: [full]"), encoding="utf-8")
+        r = run_runner("--plan", plan, "--dry-run", env=env)
+        assert r.rc == 2 and r.json["changed"] == ["datasets/c-quote1.yaml (case c-quote1 edited)"], r.stdout

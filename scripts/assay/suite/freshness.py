@@ -111,21 +111,32 @@ def _plan_changes(plan: Any, now: dict[str, Any], source: dict[str, Any]) -> lis
     if digests["cases"] != was.get("cases"):
         new = {c.get("id"): c for c in now.get("cases") or [] if isinstance(c, dict)}
         sources = now.get("sources") or {}
-        planned = 0
+        ids: set[Any] = set()
         for case in plan["cases"]:
             cid = case.get("id")
-            planned += 1
+            ids.add(cid)
             if cid not in new:
                 out.append(f"{sources.get(cid, 'datasets/')} (case {cid} removed)")
             elif new[cid] != dict(case):
                 out.append(f"{sources.get(cid, 'datasets/')} (case {cid} edited)")
-        if not any(item.endswith(("removed)", "edited)")) for item in out):   # not one of the plan's own
-            count, before = len(now.get("cases") or []), source.get("cases_count")
+        # not one of the plan's own: a case outside it matters only if a plan made now could select it,
+        # and make_plan.py selects by the plan's split first (a full-only case edited under a smoke plan
+        # leaves a smoke plan made now the same cases)
+        if not any(item.endswith(("removed)", "edited)")) for item in out) and _selectable_outside(plan, now, ids):
+            count, before, planned = len(now.get("cases") or []), source.get("cases_count"), len(ids)
             out.append(f"datasets/ ({count - before:+d} case(s): the suite has {count}, this plan {planned}; a plan "
                        "made now may select others)" if isinstance(before, int) and before != count else
                        f"datasets/ (a case outside this plan's {planned} edited, or one added and another removed; "
                        "a plan made now may select it)")
     return out
+
+
+def _selectable_outside(plan: Any, now: dict[str, Any], planned: set[Any]) -> bool:
+    """Does the suite now hold a case outside the plan that carries the plan's selecting split?"""
+    from ..plan.select import case_splits
+    split = plan.get("selecting_split")
+    return any(case.get("id") not in planned and (not isinstance(split, str) or split in case_splits(case))
+               for case in now.get("cases") or [] if isinstance(case, dict))
 
 
 def check_plan_fresh(plan: Any, plan_path: str, *, allow: bool) -> str | None:
