@@ -134,6 +134,10 @@ def test_a_killed_session_resumes_its_run(tmp_path):
         kept = committed_lines(run_dir)
         assert kept and len(kept) < 20
         assert json.loads((run_dir / "results.json").read_text())["summary"]["status"] == "running"
+        # a comment added meanwhile changes nothing the plan holds: the same plan, resumed (it was
+        # "this session's plan differs", a new run: the plan's source digest is of the files' bytes)
+        case = state / "datasets" / "c-0f1bfb2c.yaml"
+        case.write_text(case.read_text(encoding="utf-8") + "# reviewed\n", encoding="utf-8")
         resumed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--assay-resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"resumed the interrupted run {run_dir.name}" in resumed.stdout
