@@ -101,3 +101,20 @@ def test_a_case_a_plan_made_now_would_not_select_is_no_reason_to_refuse_the_plan
         case.write_text(case_yaml("c-quote1").replace("split: [smoke, full]", "split: [full]"), encoding="utf-8")
         r = run_runner("--plan", plan, "--dry-run", env=env)
         assert r.rc == 2 and r.json["changed"] == ["datasets/c-quote1.yaml (case c-quote1 edited)"], r.stdout
+
+
+def test_the_python_api_refuses_a_stale_plan_and_runs_it_when_told(tmp_path, monkeypatch):
+    """assay.api.run: the same refusal (CommandError, exit 2, naming the case), and stale_plan=True."""
+    from assay import api
+    state = write_state(tmp_path, {"c-quote1": case_yaml("c-quote1")})
+    plan = _plan(state)
+    case = state / "datasets" / "c-quote1.yaml"
+    case.write_text(case.read_text(encoding="utf-8").replace("scalar: 120", "scalar: 99"), encoding="utf-8")
+    with FakeApp(travel_reply) as app:
+        monkeypatch.setenv("TRAVEL_BASE_URL", app.url)
+        try:
+            api.run(plan)
+            raise AssertionError("a stale plan ran")
+        except api.CommandError as err:
+            assert err.code == 2 and err.doc["changed"] == ["datasets/c-quote1.yaml (case c-quote1 edited)"]
+        assert api.run(plan, stale_plan=True)["exit_code"] == 0

@@ -76,7 +76,7 @@ def plan(state_dir: str | Path, *, mode: str = "regression", tag: str | None = N
 
 
 def run(plan_path: str | Path, out: str | Path | None = None, *, resume: bool = False,
-        baseline_verdicts: str | Path | None = None, progress: str = "never") -> dict:
+        baseline_verdicts: str | Path | None = None, progress: str = "never", stale_plan: bool = False) -> dict:
     """Run a plan against the app: `run_cases.py --plan P --out D`.
 
     `out` defaults to the run dir the plan names (`<state>/reports/<run_id>`). `resume=True`
@@ -86,7 +86,9 @@ def run(plan_path: str | Path, out: str | Path | None = None, *, resume: bool = 
     document (`run_id`, `status`, `exit_code` 0, `out`). The runner's other exits (3
     pre-flight, 4 a canary failed, 5 infra abort, 6 incomplete, 7 scorer error, 2 bad plan)
     raise CommandError; for 4-7 the run dir exists and `gate()` reads it (`err.doc["out"]`).
-    Completing says nothing about pass or fail: that is `gate()`.
+    Completing says nothing about pass or fail: that is `gate()`. A plan older than its suite (a case
+    edited since make_plan.py) raises CommandError (exit 2) naming what changed; `stale_plan=True` runs
+    it as it was made (`--stale-plan`).
     """
     if out is None:
         from .core.jsonio import read_json
@@ -100,6 +102,8 @@ def run(plan_path: str | Path, out: str | Path | None = None, *, resume: bool = 
     argv: list[Any] = ["--plan", plan_path, "--out", out, "--progress", progress]
     if resume:
         argv += ["--resume"]
+    if stale_plan:
+        argv += ["--stale-plan"]
     if baseline_verdicts is not None:
         argv += ["--baseline-verdicts", baseline_verdicts]
     return _done("run_cases", call("run_cases", argv, needs=("yaml", "jsonschema"), capture_stderr=progress == "never"))
