@@ -83,7 +83,8 @@ def run(args, environ=None) -> tuple[int, Any]:
         Store(parse(publish, "--publish"))
     plan = preflight.load_plan(args.plan)
     from ..suite.freshness import check_plan_fresh
-    stale = check_plan_fresh(plan, args.plan, allow=getattr(args, "stale_plan", False))   # an edited case
+    stale = check_plan_fresh(plan, args.plan, allow=getattr(args, "stale_plan", False),   # an edited case
+                             resume=bool(args.resume))
     if stale:
         print(f"run_cases: {stale}", file=sys.stderr)
     from_job = shard_index == "auto" and bool((environ.get("JOB_COMPLETION_INDEX") or "").strip())

@@ -139,7 +139,7 @@ def _selectable_outside(plan: Any, now: dict[str, Any], planned: set[Any]) -> bo
                for case in now.get("cases") or [] if isinstance(case, dict))
 
 
-def check_plan_fresh(plan: Any, plan_path: str, *, allow: bool) -> str | None:
+def check_plan_fresh(plan: Any, plan_path: str, *, allow: bool, resume: bool = False) -> str | None:
     """AssayError(2) when the plan's suite is no longer its state dir's (with `allow`, the same words
     returned as a warning); None when it is, when the plan records no `source` (made before it
     existed) or when its state dir is not here (a plan run on another machine)."""
@@ -157,6 +157,9 @@ def check_plan_fresh(plan: Any, plan_path: str, *, allow: bool) -> str | None:
         pass
     fix = (f"re-run convert_suite.py {state} and make_plan.py for a plan of the suite as it is, or pass "
            "--stale-plan to run this plan as it was made (the run records the suite it ran)")
+    if resume:   # a new plan is another run (its resume is refused): finish this one as started, or start anew
+        fix = (f"finish the interrupted run as it was started with --resume --stale-plan, or start a new run of the "
+               f"suite as it is (convert_suite.py {state}, make_plan.py, run_cases.py without --resume)")
     try:
         now = convert_state_dir(state)
     except AssayError as exc:
