@@ -197,12 +197,12 @@ def test_a_429_storm_that_clears_is_survived_with_every_case_scored(state):
 def test_a_permanently_rate_limited_app_ends_as_infra_with_a_clear_reason(state):
     with FakeApp(lambda req: Reply(200, {"ok": True}) if req.method == "GET"
                  else Reply(429, {"error": "quota"}, retry_after=0.05)) as app:
-        r, out = _run(state, app.url, 3, execution={"max_attempts": 3, "backoff_s": [0, 0], "rate_limit_wait_s": 0.3})
+        r, out = _run(state, app.url, 3, execution={"max_attempts": 3, "backoff_s": [0, 0], "rate_limit_wait_s": 0.5})
     assert r.rc == 0, r.stdout + r.stderr
     verdict = json.loads((cases_view(out) / "c-000" / "verdict.json").read_text())
     assert verdict["verdict"] == "infra_error"
     assert verdict["infra_reason"].startswith("rate limited: HTTP 429 on ")
-    assert "execution.rate_limit_wait_s (0.3 s) was spent" in verdict["infra_reason"]
+    assert "execution.rate_limit_wait_s (0.5 s) was spent" in verdict["infra_reason"]
     assert verdict["attempts"] > 3, "rate-limited retries are not bounded by max_attempts"
 
 

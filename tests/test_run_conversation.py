@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from fakeapp import FakeApp, Reply, adapter, make_plan, make_state, run_runner, state  # noqa: F401 (fixture)
-from helpers import SCRIPTS
+from helpers import SCRIPTS, run_script
 from rundir_util import cases_view, committed_lines, edit_case, run_files
 
 pytestmark = pytest.mark.slow
@@ -247,6 +247,28 @@ def test_repeated_500_names_the_turn(state):
     assert (v["verdict"], v["failed_turn"], v["attempts"]) == ("infra_error", 2, 3)
     assert v["repeated_5xx"] == {"status": 500, "attempts": 3, "turn": 2}
     assert v["stop_reason"] == "turn 2: HTTP 500 on all 3 conversation attempt(s)"
+
+
+def test_a_turn_that_expects_the_apps_500_is_answered_once(state):
+    """A conversation whose last turn asks for the app's error (expect.http.status: 500) was restarted
+    on that 500 like an outage, ended infra_error, and its same 500 each time closed the gate as a crash."""
+    mem = MemoryApp("client-id")
+
+    def handler(req):
+        if req.method == "POST" and "export" in (req.json or {}).get("message", ""):
+            return Reply(500, {"message": "exports are disabled"})
+        return mem(req)
+    err = convo("c-err", "which invoice is open?", "export everything",
+                expect={"http": {"status": 500}, "answer": {"must_contain": ["exports are disabled"]}})
+    with FakeApp(handler) as app:
+        r, out = run(state, app.url, [err, REFUND], conversation={"style": "client-id"})
+        posts = len(app.posts())
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(cases_view(out) / "c-err" / "verdict.json")
+    assert (v["verdict"], v["attempts"], v["repeated_5xx"]) == ("pass", 1, None), v
+    assert posts == 4   # two turns each, none sent again
+    g = run_script("gate", out)
+    assert g.rc == 0, g.stdout
 
 
 def test_an_earlier_dropped_attempt_stays_in_the_reason(state):

@@ -170,6 +170,43 @@ def test_a_case_that_expects_the_apps_500_gets_it_once_and_passes(app, state):
     assert run_script("gate", out).rc == 0
 
 
+def test_a_case_that_expects_the_apps_500_at_k3_is_no_repeated_5xx(app, state):
+    """At k=3 the case that expects its 500 is answered once per repeat: three of the same 500 are its
+    answers, not a crash (it was marked repeated_5xx and counted on the gate's "infra case(s) got the
+    same 5xx" line; a holdout run, which closes on the count, closed on it)."""
+    app.handler = lambda req: (Reply(200, {"ok": True}) if req.method == "GET"
+                               else Reply(500, {"message": "sorry, that request failed"}))
+    expect = {"http": {"status": 500}, "answer": {"must_contain": ["that request failed"]}}
+    r, out = go(state, make_plan(state, [case("c-err", expect=expect)], app_url=app.url, k=3), subprocess=True)
+    assert r.rc == 0, r.stdout
+    v = verdict(out, "c-err")
+    assert (v["verdict"], v["attempts"], v["repeated_5xx"]) == ("pass", 3, None), v
+    assert results(out)["summary"]["repeated_5xx"] == 0
+    g = run_script("gate", out)
+    assert g.rc == 0 and "same 5xx" not in g.stdout, g.stdout
+
+
+def test_a_rate_limited_503_on_every_attempt_is_not_the_apps_crash(app, state):
+    """A proxy's 503 with Retry-After (busy: come back later) the same on every attempt says the app is
+    throttled, not broken: under --max-infra-rate it is infra, never the crash that closes the gate."""
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        if "busy" in json.dumps(req.json):
+            return Reply(503, "upstream rate limit, retry later", retry_after=1)
+        return default_handler(req)
+    app.handler = handler
+    cases = [case(f"c-{i:02d}") for i in range(24)] + [case("c-busy", "busy")]
+    plan = make_plan(state, cases, app_url=app.url,
+                     execution={"max_attempts": 3, "backoff_s": [0, 0], "rate_limit_wait_s": 2.5})
+    r, out = go(state, plan, subprocess=True)
+    assert r.rc == 0, r.stdout
+    v = verdict(out, "c-busy")
+    assert v["verdict"] == "infra_error" and v["attempts"] == 3 and v["repeated_5xx"] is None, v
+    g = run_script("gate", out, "--max-infra-rate", "0.05")
+    assert g.rc == 0, g.stdout
+
+
 def test_differing_5xx_is_not_repeated_5xx(app, state):
     app.queue(Reply(500, "a"), Reply(502, "b"), Reply(500, "a"))
     r, out = go(state, make_plan(state, [case("c-1")], app_url=app.url))
@@ -185,7 +222,20 @@ def test_429_with_retry_after_then_success(app, state):
     v = verdict(out, "c-1")
     assert v["verdict"] == "pass" and v["attempts"] == 2 and v["retry_count"] == 1
     retry = [e for e in jsonl(out / "run.log") if e["event"] == "retry"]
-    assert retry and retry[0]["outcome"] == "HTTP 429" and retry[0]["wait_s"] == 0
+    assert retry and retry[0]["outcome"] == "HTTP 429" and retry[0]["wait_s"] == 0.1   # RATE_LIMIT_MIN_WAIT_S
+
+
+def test_an_app_that_says_retry_after_0_every_time_ends_as_infra(app, state):
+    """A throttle that answers 429 with `Retry-After: 0` on every request spent none of the rate-limit
+    budget: the case was retried forever and the run never ended. Each retry now waits (and spends) 0.1 s."""
+    app.handler = lambda req: Reply(200, {"ok": True}) if req.method == "GET" else Reply(429, "slow down", retry_after=0)
+    plan = make_plan(state, [case("c-1")], app_url=app.url,
+                     execution={"max_attempts": 3, "backoff_s": [0, 0], "rate_limit_wait_s": 0.5})
+    r, out = go(state, plan, subprocess=True)
+    assert r.rc == 0, r.stdout + r.stderr
+    v = verdict(out, "c-1")
+    assert v["verdict"] == "infra_error" and v["infra_reason"].startswith("rate limited: HTTP 429 on "), v
+    assert 3 <= len(app.posts()) <= 7, len(app.posts())
 
 
 def test_400_is_an_answer_sent_once(app, state):

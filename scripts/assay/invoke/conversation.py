@@ -20,7 +20,8 @@ from ..core.ids import new_uuid4, utc_now_iso
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
                            UNSCORABLE)
 from . import templates
-from .outcome import RATE_LIMIT_SPENT, RATE_LIMITED_PREFIX, Outcome, RetryBudget, attempts_reason
+from .outcome import (RATE_LIMIT_SPENT, RATE_LIMITED_PREFIX, Outcome, RetryBudget, attempts_reason, expected_status_of,
+                      is_expected)
 from .script import Script, Scripted
 from .sessions import CookieJar, read_session  # noqa: F401 (CookieJar: part of this module's interface)
 
@@ -256,7 +257,7 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
                                        for k, v in recorded["headers"].items()}
             out = send(wire)
             crashed = crashed or out.crashed
-            if out.retriable:
+            if out.retriable and not is_expected(out, expected_status_of(spec.expect)):   # a turn that asks for its 5xx
                 retry_out = out
                 endings.append((spec.n, out))
                 sent.append(SentTurn(spec, recorded, out, {}, attempt))

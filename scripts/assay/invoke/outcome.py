@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..core import hostile
 
@@ -175,6 +175,9 @@ def is_rate_limited(out: Outcome) -> bool:
     return out.kind == RESPONSE and (out.status == 429 or (out.status == 503 and out.header("Retry-After") is not None))
 
 
+# The least a rate-limited retry waits (and spends of execution.rate_limit_wait_s).
+RATE_LIMIT_MIN_WAIT_S = 0.1
+
 # What `RetryBudget.spend` says when an outcome is final: the attempts or the rate-limit waits ran out.
 ATTEMPTS_SPENT = "attempts"
 RATE_LIMIT_SPENT = "rate_limit"
@@ -200,7 +203,9 @@ class RetryBudget:
         (wait, ATTEMPTS_SPENT | RATE_LIMIT_SPENT) when it is final. A spent rate-limit budget
         leaves `waited` at what was actually waited."""
         if self.rate_limit_wait_s is not None and is_rate_limited(out):
-            wait = retry_wait(self.backoff_s, self.limited, out.header("Retry-After"))
+            # at least RATE_LIMIT_MIN_WAIT_S: `Retry-After: 0` on every answer would spend none of the budget (a
+            # request retried forever, a run that never ends)
+            wait = max(retry_wait(self.backoff_s, self.limited, out.header("Retry-After")), RATE_LIMIT_MIN_WAIT_S)
             if self.waited + wait > self.rate_limit_wait_s:
                 return wait, RATE_LIMIT_SPENT
             self.limited += 1
@@ -210,6 +215,13 @@ class RetryBudget:
         if self.failed >= self.max_attempts:
             return 0.0, ATTEMPTS_SPENT
         return retry_wait(self.backoff_s, self.failed - 1, out.header("Retry-After")), None
+
+
+def expected_status_of(expect: Any) -> int | None:
+    """The status a case (or a conversation's turn) expects (`expect.http.status`), or None."""
+    http = expect.get("http") if isinstance(expect, Mapping) else None
+    status = http.get("status") if isinstance(http, Mapping) else None
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
 def is_expected(out: Outcome, expected_status: int | None) -> bool:

@@ -58,8 +58,12 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
 
 
 def repeated_5xx(repeats: list[dict]) -> dict | None:
-    """The same 5xx (status and body) on every attempt; for a conversation, on the same turn."""
+    """The same 5xx (status and body) on every attempt; for a conversation, on the same turn. Only when
+    every repeat went unanswered (infra_error): a 5xx the case expects (expect.http.status) is its answer,
+    and a rate-limited one (a 503 with Retry-After) says the app is busy, not that it broke."""
     outs = [o for r in repeats for o in r["outcomes"]]
+    if any(r.get("verdict") != INFRA_ERROR for r in repeats) or any(is_rate_limited(o) for o in outs):
+        return None
     carried = [o.repeated_5xx for o in outs]
     if outs and all(isinstance(c, dict) and o.kind == RESPONSE and o.status == c.get("status")
                     for o, c in zip(outs, carried)):

@@ -9,7 +9,8 @@ from ..core.vocab import UNSCORED
 from ..score.rollup import case_verdict
 from ..invoke.http import user_turn
 from .judged_reason import JUDGE_PENDING
-from ..invoke.outcome import RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, is_expected, is_rate_limited
+from ..invoke.outcome import (RATE_LIMITED_PREFIX, Outcome, attempt_with_retries, attempts_reason, expected_status_of,
+                              is_expected, is_rate_limited)
 from .repeat_scoring import infra_part, response_record, score_answered, scrub
 from ..traces.collect import request_trace_headers
 
@@ -26,9 +27,7 @@ def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> d
         w.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=scrub(out.describe()),
                        wait_s=round(wait, 3))
     budget = w.execution.get("rate_limit_wait_s") if w.execution.get("adaptive", True) else None
-    expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
-    http = expect.get("http") if isinstance(expect.get("http"), Mapping) else {}
-    expected = http.get("status") if isinstance(http.get("status"), int) else None
+    expected = expected_status_of(case.get("expect"))
     outcomes = attempt_with_retries(lambda: w.send(wire), max_attempts=int(w.execution["max_attempts"]),
                                     backoff_s=list(w.execution["backoff_s"]), on_retry=on_retry,
                                     rate_limit_wait_s=budget, expected_status=expected)
