@@ -107,3 +107,16 @@ def test_a_declared_served_model_is_part_of_the_judge_it_calibrates():
     declared = judge_identity(dict(base, served_model="gpt-4o"), None)
     other = judge_identity(dict(base, served_model="gpt-4o-mini"), None)
     assert len({identity_sha256(plain), identity_sha256(declared), identity_sha256(other)}) == 3
+
+
+def test_the_same_judge_rule_on_the_names_providers_answer_with():
+    """Aliases answered by their dated snapshot are the same judge; another model, or a sibling whose
+    name only starts the same, is not."""
+    from assay.judge.served import same_judge
+    same = [("gpt-4o", "gpt-4o-2024-08-06"), ("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022"),
+            ("claude-sonnet-4-0", "claude-sonnet-4-20250514"), ("claude-opus-4-1", "claude-opus-4-1-20250805"),
+            ("openai/gpt-4o", "openai/gpt-4o-2024-08-06"), ("gpt-4o", "gpt-4o")]
+    other = [("gpt-4o", "gpt-4o-mini-2024-07-18"), ("claude-judge-1", "claude-haiku-cheap"),
+             ("claude-sonnet-4-0", "claude-sonnet-4-5-20250929"), ("gpt-4o", "gpt-4o-audio-preview")]
+    assert [same_judge(a, b) for a, b in same] == [True] * len(same)
+    assert [same_judge(a, b) for a, b in other] == [False] * len(other)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 # a dated snapshot's suffix: -2024-08-06 (OpenAI), -20241022 (Anthropic), -0613 / -2411 (older OpenAI, Mistral)
 DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
-ALIAS_SUFFIX = "-latest"
+ALIAS_SUFFIXES = ("-latest", "-0")   # a name that follows the newest snapshot (Anthropic's aliases)
 OTHER = "served_other_model"      # the call record's mark: served by a model that is not the judge's
 MAX_NAME = 200
 
@@ -29,11 +29,13 @@ def expected_model(cfg: Mapping[str, Any]) -> str | None:
 
 
 def same_judge(expected: str, served: str) -> bool:
-    """served is expected, or a dated snapshot of it (expected, `-latest` dropped, then `-` and a date)."""
+    """served is expected, or a dated snapshot of it (expected, an alias suffix dropped, then `-` and a
+    date): `-latest` (`claude-3-5-sonnet-latest` → `claude-3-5-sonnet-20241022`) or Anthropic's `-0`
+    (`claude-sonnet-4-0` → `claude-sonnet-4-20250514`)."""
     if served == expected:
         return True
-    base = expected[:-len(ALIAS_SUFFIX)] if expected.endswith(ALIAS_SUFFIX) else expected
-    return served.startswith(base) and DATE_SUFFIX.fullmatch(served[len(base):]) is not None
+    bases = {expected} | {expected[:-len(s)] for s in ALIAS_SUFFIXES if expected.endswith(s)}
+    return any(served.startswith(base) and DATE_SUFFIX.fullmatch(served[len(base):]) is not None for base in bases)
 
 
 def served_model_of(body: Any) -> str | None:

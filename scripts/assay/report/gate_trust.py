@@ -238,7 +238,8 @@ def other_model_check(run_dir: Path, summary: dict) -> tuple[list[str], str | No
     return info, (f"{text}: {calibrated if _count(calibrated) else 'some'} of those case(s) carry calibrated "
                   f"verdicts, and the calibration measured the {want}, not the model that answered; point judge.yaml "
                   "base_url at a provider that serves it, or, when model is a deployment name or a proxy alias, set "
-                  "judge.yaml served_model to the model it serves, then re-run")
+                  "judge.yaml served_model to the model it serves (part of the judge's identity: its rubrics are provisional "
+                  "until calibrated again against that model), then re-run")
 
 
 def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], list[str]]:

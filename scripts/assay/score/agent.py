@@ -117,9 +117,12 @@ def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) 
     return {"verdict": PASS, "reason": None, **detail}
 
 
-# What the Claude Code CLI puts in the tool_result of an MCP call whose server went away mid-call
-# (the MCP SDK's "Connection closed": a stdio server that exited, a remote one that dropped).
-_MCP_GONE = re.compile(r"\bConnection closed\b")
+# What the Claude Code CLI puts in the tool_result of an MCP call whose server went away mid-call: the
+# MCP SDK's ConnectionClosed error (code -32000), the whole result "Connection closed" (the pinned CLI;
+# "MCP error -32000: Connection closed" in the SDK's own words): a stdio server that exited, a remote one
+# that dropped. Never a tool's own error that says so about its backend ("Connection closed by
+# server."): that is the tool's answer, so the whole text must be the SDK's.
+_MCP_GONE = re.compile(r"\s*(?:Error: )?(?:MCP error -32000: )?Connection closed\s*")
 
 
 def mcp_server_crashes(trajectory: Mapping[str, Any]) -> list[dict]:
@@ -130,7 +133,7 @@ def mcp_server_crashes(trajectory: Mapping[str, Any]) -> list[dict]:
     for i, call in enumerate(trajectory.get("tool_calls") or []):
         mcp = call.get("mcp") if isinstance(call, Mapping) else None
         err = call.get("error") if isinstance(mcp, Mapping) else None
-        if isinstance(err, str) and _MCP_GONE.search(err):
+        if isinstance(err, str) and _MCP_GONE.fullmatch(err):
             out.append({"index": i, "tool": call.get("name"), "server": mcp.get("server"), "error": err[:200]})
     return out
 
