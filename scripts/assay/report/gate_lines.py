@@ -35,10 +35,14 @@ def repeated_5xx_reason(res: GateResult, summary: dict) -> str | None:
     if not (is_count(rep) and rep):
         return None
     fix = "open their response.json and fix the app (a passing outage would differ between attempts)"
-    if res.results.get("mode") == "holdout":
-        return (f"{rep} case(s) got the same 5xx status and body on every attempt: the app's own error on those "
-                "inputs, not a transient outage (holdout: sealed, not named); fix the app, then run again")
-    named = repeated_5xx_cases(res, gating_only=True)
+    holdout = res.results.get("mode") == "holdout"
+    named = repeated_5xx_cases(res, gating_only=True, holdout=holdout)
+    if holdout:   # counted from the rows when results.json lists them, else the summary's count
+        listed = any(isinstance(r, dict) and r.get("holdout") for r in res.results.get("cases") or [])
+        n = len(named) if listed else rep
+        return (f"{n} gating case(s) got the same 5xx status and body on every attempt: the app's own error on "
+                "those inputs, not a transient outage (holdout: sealed, not named); fix the app, then run again"
+                if n else None)
     if not named:
         return None   # only canaries or gating: false cases (named on their own lines)
     shown = ", ".join(named[:MAX_NAMED]) + (f" and {len(named) - MAX_NAMED} more" if len(named) > MAX_NAMED else "")
@@ -46,13 +50,14 @@ def repeated_5xx_reason(res: GateResult, summary: dict) -> str | None:
             f"those inputs, not a transient outage: {shown}; {fix}")
 
 
-def repeated_5xx_cases(res: GateResult, gating_only: bool = False) -> list[str]:
-    """`id (status xattempts)` for each non-holdout infra case whose verdict.json has repeated_5xx."""
+def repeated_5xx_cases(res: GateResult, gating_only: bool = False, holdout: bool = False) -> list[str]:
+    """`id (status xattempts)` for each infra case whose verdict.json has repeated_5xx (`gating_only`: not
+    canaries, not gating: false; holdout cases only with `holdout`, to be counted, never shown)."""
     named = []
     for row in res.results.get("cases") or []:
         if not isinstance(row, dict) or row.get("verdict") not in ("infra_error", "infra_incomplete"):
             continue
-        if gating_only and (row.get("gating") is False or row.get("canary") or row.get("holdout")):
+        if gating_only and (row.get("gating") is False or row.get("canary") or bool(row.get("holdout")) != holdout):
             continue
         doc = case_verdict(res.run_dir, str(row.get("case_id")))
         rep = doc.get("repeated_5xx") if doc else None
