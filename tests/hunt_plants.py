@@ -37,51 +37,21 @@ nodes:
 
 # refund-arrival (the green-path hunt's calibrated rubric)
 """
-CASE = f"""# refund-arrival: only the calibrated rubric sees the missing arrival date
-id: {CALIBRATED}
-unit: billing
-split: [full, smoke]
-category: happy
-test_type: MFT
-metamorphic_parent: null
-template_id: null
-dataset_version_added: 1
-origin: synthetic
-review: {{status: accepted, by: Dana Whitfield, at: '2026-11-21'}}
-identity: {{user: acme, role: customer}}
-input:
-  messages:
-  - role: user
-    content: Please refund 15 on invoice INV-1001
-  session: fresh
-expect:
-  route: billing
-  answer:
-    must_contain: ['/Refund RF-[0-9A-F]{{6}} of 15\\.00 USD/']
-    rubric: [{ARRIVAL}]
-"""
+def _billing_case(cid: str, why: str, content: str, expect: str) -> str:
+    """A billing case the hunt's copy adds (acme's customer, smoke and full, reviewed)."""
+    return (f"# {why}\nid: {cid}\nunit: billing\nsplit: [full, smoke]\ncategory: happy\ntest_type: MFT\n"
+            "metamorphic_parent: null\ntemplate_id: null\ndataset_version_added: 1\norigin: synthetic\n"
+            "review: {status: accepted, by: Dana Whitfield, at: '2026-11-21'}\n"
+            "identity: {user: acme, role: customer}\n"
+            f"input:\n  messages:\n  - role: user\n    content: {content}\n  session: fresh\nexpect:\n{expect}")
 
 
-CRASH_CASE = f"""# export: the broken app crashes on it (the same HTTP 500 every attempt)
-id: {CRASHED}
-unit: billing
-split: [full, smoke]
-category: happy
-test_type: MFT
-metamorphic_parent: null
-template_id: null
-dataset_version_added: 1
-origin: synthetic
-review: {{status: accepted, by: Dana Whitfield, at: '2026-11-21'}}
-identity: {{user: acme, role: customer}}
-input:
-  messages:
-  - role: user
-    content: Please export my invoices
-  session: fresh
-expect:
-  route: billing
-"""
+CASE = _billing_case(CALIBRATED, "refund-arrival: only the calibrated rubric sees the missing arrival date",
+                     "Please refund 15 on invoice INV-1001",
+                     "  route: billing\n  answer:\n    must_contain: ['/Refund RF-[0-9A-F]{6} of 15\\.00 USD/']\n"
+                     f"    rubric: [{ARRIVAL}]\n")
+CRASH_CASE = _billing_case(CRASHED, "export: the broken app crashes on it (the same HTTP 500 every attempt)",
+                           "Please export my invoices", "  route: billing\n")
 
 
 def add_calibrated_case(state: Path) -> None:

@@ -128,14 +128,29 @@ def late_spans_reason(results: dict) -> str | None:
             f"{', '.join(named)}{more}; {block.get('fix') or 'fix the trace completeness settings'}, then re-run")
 
 
-# ---------------------------------------------------------------- route_from_response absent in every answer
+# ---------------------------------------------------------------- a declared source absent in every answer
+def _hollow_source(summary: dict, key: str) -> tuple[dict, int] | None:
+    """(summary[key], how many fell back) when answers were read for a declared source (the route path,
+    the first result source) and not one held it: a hollow source, not a fallback. The one rule."""
+    block = summary.get(key)
+    if not isinstance(block, dict) or not _count(block.get("read")) or not block["read"] or block.get("found"):
+        return None
+    return block, block.get("fell_back") if _count(block.get("fell_back")) else 0
+
+
+def _partly_absent(summary: dict, key: str) -> dict | None:
+    """summary[key] when some answers held the declared source and others fell back to a later one."""
+    block = summary.get(key)
+    return block if isinstance(block, dict) and block.get("found") and block.get("fell_back") else None
+
+
 def route_source_reason(summary: dict) -> str | None:
     """A declared route_from_response path that no answer held (summary.route_from_response) is a
     hollow source, not a fallback: every route came from elsewhere, or from nowhere."""
-    block = summary.get("route_from_response")
-    if not isinstance(block, dict) or not _count(block.get("read")) or not block["read"] or block.get("found"):
+    hollow = _hollow_source(summary, "route_from_response")
+    if hollow is None:
         return None
-    fell = block.get("fell_back") if _count(block.get("fell_back")) else 0
+    block, fell = hollow
     return (f"route_from_response {block.get('path')!r} was absent in all {block['read']} answer(s) read for "
             f"routing (a hollow route source{f'; {fell} fell back to the trace' if fell else ''}): fix the path "
             "in adapter.yaml (routes are never inferred) or remove it to route from the trace")
@@ -143,8 +158,8 @@ def route_source_reason(summary: dict) -> str | None:
 
 def route_source_line(summary: dict) -> str | None:
     """Some answers lacked the declared path and their route came from elsewhere: say how many."""
-    block = summary.get("route_from_response")
-    if not isinstance(block, dict) or not block.get("found") or not block.get("fell_back"):
+    block = _partly_absent(summary, "route_from_response")
+    if block is None:
         return None
     return (f"  routing: route_from_response {block.get('path')!r} absent in {block['read'] - block['found']} of "
             f"{block['read']} answer(s); {block['fell_back']} routed from the trace or status map instead "
@@ -156,10 +171,10 @@ def result_source_reason(summary: dict) -> str | None:
     """The first of several declared result sources (summary.result_source) that no answer held is a
     hollow source, not a fallback: every value came from a later, weaker source (the answer's words),
     or from nowhere."""
-    block = summary.get("result_source")
-    if not isinstance(block, dict) or not _count(block.get("read")) or not block["read"] or block.get("found"):
+    hollow = _hollow_source(summary, "result_source")
+    if hollow is None:
         return None
-    fell = block.get("fell_back") if _count(block.get("fell_back")) else 0
+    block, fell = hollow
     return (f"{block.get('source')} {block.get('path')!r} was absent in all {block['read']} answer(s) read for "
             f"execution (a hollow result source{f'; {fell} fell back to result_pattern or another later source' if fell else ''}): "
             "fix the path in adapter.yaml, or remove it so the run reads the source you mean")
@@ -167,8 +182,8 @@ def result_source_reason(summary: dict) -> str | None:
 
 def result_source_line(summary: dict) -> str | None:
     """Some answers lacked the first result source and their value came from a later one: say how many."""
-    block = summary.get("result_source")
-    if not isinstance(block, dict) or not block.get("found") or not block.get("fell_back"):
+    block = _partly_absent(summary, "result_source")
+    if block is None:
         return None
     return (f"  execution: {block.get('source')} {block.get('path')!r} absent in {block['read'] - block['found']} "
             f"of {block['read']} answer(s); {block['fell_back']} read from a later source instead "
