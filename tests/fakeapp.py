@@ -232,6 +232,25 @@ def adapter(app_url: str, **invocation: Any) -> dict:
             "data": {"may_contain_pii": False}, "tools": []}
 
 
+def run_as_a_user(tmp_path, state, handler: Callable, url_var: str):
+    """The README's pipeline on a written state dir, each script a subprocess started from another
+    directory (as a user in their own shell): convert_suite, make_plan --mode smoke, run_cases against
+    `handler` on a real port (its URL in `url_var`), then gate. Returns (the run dir, gate's Result)."""
+    from helpers import run_script
+    work, elsewhere = state / "work", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work, cwd=elsewhere)
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                   "-o", work / "plan.json", cwd=elsewhere)
+    assert r.rc == 0, r.stdout + r.stderr
+    out = state / "reports" / r.json["run_id"]
+    with FakeApp(handler) as app:
+        ran = run_script("run_cases", "--plan", work / "plan.json", "--out", out, cwd=elsewhere, env={url_var: app.url})
+    assert ran.rc == 0, ran.stdout + ran.stderr
+    return out, run_script("gate", out, cwd=elsewhere)
+
+
 def make_plan(state, cases: list[dict], *, app_url: str = "http://127.0.0.1:9", run_id: str = RUN_ID,
               mode: str = "smoke", k: int = 1, selecting_split: str = "smoke", adapter_doc: dict | None = None,
               matrix: dict | None = None, execution: dict | None = None, scoring: dict | None = None,

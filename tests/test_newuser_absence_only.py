@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from fakeapp import FakeApp, Reply
+from fakeapp import Reply, run_as_a_user
 from helpers import run_script, write_yaml
 
 ADAPTER = """adapter_version: 1
@@ -60,19 +60,7 @@ def pipeline(tmp_path, template: str, cases: dict[str, str]):
     write_yaml(state / "profile.yaml", PROFILE)
     for cid, text in cases.items():
         write_yaml(state / "datasets" / f"{cid}.yaml", text)
-    work, elsewhere = state / "work", tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work, cwd=elsewhere)
-    assert r.rc == 0, r.stdout + r.stderr
-    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json", cwd=elsewhere)
-    assert r.rc == 0, r.stdout + r.stderr
-    out = state / "reports" / r.json["run_id"]
-    with FakeApp(broken) as app:
-        ran = run_script("run_cases", "--plan", work / "plan.json", "--out", out, cwd=elsewhere,
-                         env={"CONVO_URL": app.url})
-    assert ran.rc == 0, ran.stdout + ran.stderr
-    return out, run_script("gate", out, cwd=elsewhere)
+    return run_as_a_user(tmp_path, state, broken, "CONVO_URL")
 
 
 def closing(gate) -> list[str]:

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from fakeapp import FakeApp, Reply, run_runner
+from fakeapp import Reply, run_as_a_user, run_runner
 from helpers import run_script, write_yaml
 
 ADAPTER = """adapter_version: 1
@@ -64,19 +64,7 @@ def pipeline(tmp_path, result_path: str):
     write_yaml(state / "profile.yaml", PROFILE)
     for cid, text in {"c-pay00001": "Transfer 10 to Bob", "c-pay00002": "Send 10 to Alice"}.items():
         write_yaml(state / "datasets" / f"{cid}.yaml", case(cid, text))
-    work, elsewhere = state / "work", tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work, cwd=elsewhere)
-    assert r.rc == 0, r.stdout + r.stderr
-    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json", cwd=elsewhere)
-    assert r.rc == 0, r.stdout + r.stderr
-    out = state / "reports" / r.json["run_id"]
-    with FakeApp(double_debit) as app:
-        ran = run_script("run_cases", "--plan", work / "plan.json", "--out", out, cwd=elsewhere,
-                         env={"BANK_URL": app.url})
-    assert ran.rc == 0, ran.stdout + ran.stderr
-    return out, run_script("gate", out, cwd=elsewhere)
+    return run_as_a_user(tmp_path, state, double_debit, "BANK_URL")
 
 
 def execution(run_dir, cid: str) -> dict:

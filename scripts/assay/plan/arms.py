@@ -42,13 +42,13 @@ def apply_arm(adapter: dict[str, Any], name: str | None) -> tuple[dict[str, Any]
 
 
 def same_arms(adapter: dict[str, Any], name: str) -> list[str]:
-    """The other arms whose invocation.agent is exactly arm `name`'s: a comparison between them measures
-    nothing (an arm `without: {}` beside `with-server: {mcp_config: ...}` when the base block already
-    sets mcp_config runs the server in both)."""
-    arms = adapter.get("arms") if isinstance(adapter.get("arms"), dict) else {}
-    base = ((adapter.get("invocation") or {}).get("agent") or {}) if isinstance(adapter.get("invocation"), dict) else {}
-
-    def block(arm: Any) -> dict:
-        return {**base, **arm} if isinstance(arm, dict) else {}
-    mine = block(arms.get(name))
-    return sorted(other for other, arm in arms.items() if other != name and block(arm) == mine)
+    """The other arms whose invocation.agent (apply_arm's) is exactly arm `name`'s: a comparison between
+    them measures nothing (an arm `without: {}` beside `with-server: {mcp_config: ...}` when the base
+    block already sets mcp_config runs the server in both)."""
+    def agent(arm: str) -> Any:
+        try:
+            return apply_arm(adapter, arm)[0]["invocation"].get("agent")
+        except AssayError:   # a malformed arm: said when it is planned
+            return None
+    mine = agent(name)
+    return sorted(other for other in adapter.get("arms") or {} if other != name and agent(other) == mine)
