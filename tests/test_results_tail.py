@@ -57,3 +57,31 @@ def test_a_tail_saying_running_for_a_finished_run_is_checked_in_full(app, state,
     monkeypatch.setattr(gate_mod, "status_from_tail", lambda _path: "running")
     res = decide(out)
     assert not res.open and any("stray.txt" in r for r in res.reasons), res.reasons
+
+
+def test_the_head_past_the_case_rows_is_the_whole_documents_head(app, state, tmp_path):
+    """report.run_files.head_past_cases: a comparison's side takes results.json's top-level keys from
+    the bytes after the case rows (a 100,000-row file is not walked for them). On the runner's own
+    file it is exactly the parsed document without `cases`; any other shape is None (walked)."""
+    from assay.report.run_files import head_past_cases, read_results_file
+    plan = make_plan(state, [case(f"c-{i:03d}", f"msg {i}", expect={"answer": {"must_contain": [f"msg {i}"]}})
+                             for i in range(4)], app_url=app.url)
+    out = state / "reports" / plan["run_id"]
+    assert run_runner("--plan", write_plan(state, plan), "--out", out, "--progress", "never").rc == 0
+    data = (out / "results.json").read_bytes()
+    whole = json.loads(data)
+    want = {k: v for k, v in whole.items() if k != "cases"}
+    assert len(whole["cases"]) == 4 and head_past_cases(data) == want
+    assert read_results_file(out / "results.json", rows=False) == want
+    # rows holding nested arrays closed at any indent, an empty array: still exact
+    doc = {"cases": [{"case_id": "a", "layers": {"x": ["p", "q"]}}], "run_id": "r", "summary": {"status": "ok"}}
+    text = json.dumps(doc, indent=2, sort_keys=True).encode()
+    assert head_past_cases(text) == {"run_id": "r", "summary": {"status": "ok"}}
+    empty = json.dumps({"cases": [], "summary": {"status": "ok"}}, indent=2).encode()
+    assert head_past_cases(empty) is None   # not the runner's layout: walked
+    # not the runner's layout, or not JSON after the rows: None, never a guess
+    assert head_past_cases(json.dumps(doc, sort_keys=True).encode()) is None          # one line
+    assert head_past_cases(json.dumps({"a": 1, **doc}, indent=2, sort_keys=True).encode()) is None  # cases not first
+    assert head_past_cases(text.replace(b'"run_id"', b'"zz"', 1).replace(b'"summary"', b'"aa"', 1)) is None  # unsorted
+    assert head_past_cases(text[:-3]) is None
+    assert head_past_cases(text.replace(b"\n  ]", b"\n  ] x", 1)) is None

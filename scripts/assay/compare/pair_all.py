@@ -54,9 +54,9 @@ def load_sides(base_dir: Path, candidate_dir: Path, fork: bool) -> tuple[Side, S
     """(load_side(base), load_side(candidate)); with `fork`, the candidate read in a child meanwhile."""
     if not fork:
         return load_side(base_dir, "base"), load_side(candidate_dir, "candidate")
-    child = Child(lambda: load_side(candidate_dir, "candidate"))
+    child = Child(lambda: _opened(load_side(candidate_dir, "candidate")))
     try:
-        base = load_side(base_dir, "base")
+        base = _opened(load_side(base_dir, "base"))
     except BaseException:
         child.cancel()
         raise
@@ -65,6 +65,13 @@ def load_sides(base_dir: Path, candidate_dir: Path, fork: bool) -> tuple[Side, S
         LAST.setdefault("fallback", []).append("the child read no candidate")
         cand = load_side(candidate_dir, "candidate")
     return base, cand
+
+
+def _opened(side: Side) -> Side:
+    """The side with its case store opened (a scan of its journal: each process scans its own side
+    while the other does, rather than both after)."""
+    side.open_store()
+    return side
 
 
 def _make(base: Side, cand: Side, ids: list[str], memo: dict) -> list[dict[str, Any]]:

@@ -24,12 +24,24 @@ from .sides import Side
 JUDGED_LAYERS = ("judged",)
 
 
-def _layers(row: dict | None) -> dict[str, str]:
+def _layers(row: dict | None, memo: dict | None = None) -> dict[str, str]:
+    """The row's layer verdicts as strings; with `memo` (one comparison's), each map the rows share
+    (one object for every equal row: compare.sides) is made once, keyed by that object, kept alive."""
     layers = (row or {}).get("layers")
-    return {k: str(v) for k, v in layers.items()} if isinstance(layers, dict) else {}
+    if not isinstance(layers, dict):
+        return {}
+    if memo is None:
+        return {k: str(v) for k, v in layers.items()}
+    key = ("layers", id(layers))
+    held = memo.get(key)
+    if held is None or held[0] is not layers:
+        held = memo[key] = (layers, {k: str(v) for k, v in layers.items()})
+    return held[1]
 
 
 def layers_changed(base: dict[str, str], cand: dict[str, str]) -> list[dict[str, str]]:
+    if base == cand:
+        return []
     names = [n for n in LAYER_ORDER if n in base or n in cand]
     names += sorted((set(base) | set(cand)) - set(names))
     return [{"layer": n, "base": base.get(n, "absent"), "candidate": cand.get(n, "absent")}
@@ -214,7 +226,7 @@ def _compare_pair(base: Side, cand: Side, cid: str, memo: dict | None) -> dict[s
         pair["case_note"] = note
     if changed:
         pair["expectation"] = expectation_diff(base.json(cid, "expect.json"), cand.json(cid, "expect.json"))
-    bl, cl = _layers(brow), _layers(crow)
+    bl, cl = _layers(brow, memo), _layers(crow, memo)
     pair["layers_changed"] = layers_changed(bl, cl)
     pair["failing_layers"] = {"base": failing_layers(bl), "candidate": failing_layers(cl)}
     answer = answer_block(_answer(base, cid), _answer(cand, cid))

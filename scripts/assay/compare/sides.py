@@ -66,11 +66,11 @@ class Side:
         """The case's record (core.casestore, either layout). Only the last one is kept: a pair
         reads one case's verdict, answer, trajectory and expect in a row, and a 100,000-case
         comparison holds no more than one record per side."""
-        if not is_safe_case_id(case_id):
-            return None
         last = getattr(self, "_last", None)
         if last is not None and last[0] == case_id:
             return last[1]
+        if not is_safe_case_id(case_id):
+            return None
         store = self.open_store()
         if store.layout == "journal":   # the journal opened once, each case's line read where it is
             fd = getattr(self, "_fd", None)
