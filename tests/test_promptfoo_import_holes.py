@@ -82,3 +82,23 @@ def test_a_quoted_comma_in_a_contains_any_text_stays_in_one_value(tmp_path):
     # promptfoo: the answer holds "Sorry, I can't" (fail twice); "mon, tue" and "9am" case-insensitively (pass)
     assert got == {"no apology (yaml)": "fail", "no apology (csv)": "fail", "both phrases (yaml)": "pass"}, got
     assert gate.rc == 1, gate.stdout
+
+
+def test_an_assert_that_is_not_a_list_is_listed_not_dropped_in_silence(tmp_path):
+    """`assert: {type: ...}` (one mapping) or `assert: file://asserts.yaml`: promptfoo refuses the config
+    ("tests[0].assert must be an array"). The import dropped them without a word: the case became a
+    non-gating placeholder whose note sends the reader to IMPORT.md, which listed nothing."""
+    cfg = tmp_path / "promptfooconfig.yaml"
+    cfg.write_text(CONFIG.split("tests:")[0] + "tests:\n"
+                   "  - description: one mapping\n    vars: {question: a}\n    assert: {type: contains, value: ok}\n"
+                   "  - description: a file\n    vars: {question: b}\n    assert: file://asserts.yaml\n")
+    (tmp_path / "asserts.yaml").write_text("- {type: contains, value: ok}\n")
+    state = tmp_path / "s"
+    imp = run_script("import_promptfoo", cfg, "--state-dir", state)
+    assert imp.rc == 0, imp.stdout + imp.stderr
+    listed = {(s["line"], s["what"]): s["why"] for s in imp.json["not_converted"]}
+    assert set(listed) == {(14, "assert"), (17, "assert")}, listed
+    assert "is a mapping, not a list" in listed[(14, "assert")] and "is a text, not a list" in listed[(17, "assert")]
+    assert "write the assertions as a list" in listed[(17, "assert")]
+    text = (state / "IMPORT.md").read_text()
+    assert "promptfooconfig.yaml:14 `assert`" in text and "promptfooconfig.yaml:17 `assert`" in text, text
