@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .pf_regex import js_to_python_regex
+from .pf_regex import JS_SPACE, js_to_python_regex
 from .pf_render import Unrenderable, has_timestamp
 
 ANY_JSON = {"type": ["object", "array", "string", "number", "integer", "boolean", "null"]}
@@ -114,9 +114,62 @@ def _regex(pattern: str, flags: str = "") -> str:
     return f"/{flags}{pattern}/"
 
 
+_JS_SPACE = re.compile(f"[{JS_SPACE}]")
+_JS_TRIM = re.compile(f"\\A[{JS_SPACE}]+|[{JS_SPACE}]+\\Z")
+
+
+def comma_values(text: str) -> list[str]:
+    """promptfoo's parseCommaSeparatedValues (contains-any/-all given as one text): fields split on commas and
+    trimmed, repeated commas skipped, a `"quoted"` field keeps its commas and spaces (`\\"`, `\\\\` or `""`
+    inside it is one character). Raises ValueError where promptfoo's parse throws (it fails the test)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+
+    def spaces(i: int) -> int:
+        while i < n and _JS_SPACE.match(text[i]):
+            i += 1
+        return i
+    while i < n:
+        while True:
+            i = spaces(i)
+            if i < n and text[i] == ",":
+                i += 1
+                continue
+            break
+        if i >= n:
+            break
+        if text[i] != '"':
+            end = text.find(",", i)
+            end = n if end < 0 else end
+            out.append(_JS_TRIM.sub("", text[i:end]))     # JavaScript's trim()
+            i = end
+            continue
+        i, field, closed = i + 1, [], False
+        while i < n:
+            if text[i] == "\\" and i + 1 < n and text[i + 1] in '"\\':
+                field.append(text[i + 1])
+                i += 2
+            elif text[i] == '"' and i + 1 < n and text[i + 1] == '"':
+                field.append('"')
+                i += 2
+            elif text[i] == '"':
+                i, closed = i + 1, True
+                break
+            else:
+                field.append(text[i])
+                i += 1
+        if not closed:
+            raise ValueError("an unterminated quoted field")
+        out.append("".join(field))
+        i = spaces(i)
+        if i < n and text[i] != ",":
+            raise ValueError("text after a quoted field before the next comma")
+    return out
+
+
 def _list_value(value: Any) -> list[str] | None:
     if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
+        value = comma_values(value)
     if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value):
         return [js_string(v) for v in value]
     return None
@@ -233,7 +286,12 @@ def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
 
 def _text(m: Mapped, base: str, inverse: bool, value: Any) -> Mapped:
     if base in ("contains-any", "icontains-any", "contains-all", "icontains-all"):
-        items = _list_value(value)
+        try:
+            items = _list_value(value)
+        except ValueError as exc:
+            m.skipped = (f"{m.ptype}: its value has {exc}, which promptfoo refuses (it fails this test); close the "
+                         'quotes ("a, b", c) or give the value as a list, and import again')
+            return m
         if items is None:
             m.skipped = f"{m.ptype} needs a list of strings"
             return m
@@ -298,9 +356,8 @@ def assertion_from_string(expected: str) -> dict[str, Any]:
         ptype = (m.group(1) or "") + m.group(2)
         value = m.group(4)
         out: dict[str, Any] = {"type": ptype}
-        if m.group(2) in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
-            out["value"] = [v.strip() for v in value.split(",") if v.strip()] if value else value
-        elif m.group(2) in ("is-json", "contains-json"):
+        if m.group(2) in ("is-json", "contains-json", "contains-all", "contains-any", "icontains-all",
+                          "icontains-any"):     # a list's text is split (comma_values) when it is mapped
             out["value"] = value
         else:
             out["value"] = value.strip() if isinstance(value, str) else value

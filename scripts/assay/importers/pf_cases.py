@@ -60,10 +60,20 @@ def short_hash(*parts: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
 
 
+_KIND = {str: "a text", dict: "a mapping", int: "a number", float: "a number", bool: "a boolean"}
+
+
 def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
              out: list[tuple[dict[str, Any], Where, bool]], lost: list[dict[str, str]],
              in_threshold_set: bool = False) -> None:
-    if not isinstance(items, list):
+    if items is None:
+        return
+    if not isinstance(items, list):     # promptfoo refuses the config: "tests[N].assert must be an array"
+        skipped = Skipped(raw.line_of(*path), "assert", f"is {_KIND.get(type(items), 'a value')}, not a list: promptfoo refuses "
+                          "the config (assert must be an array; a file:// text is not read there); write the "
+                          "assertions as a list")
+        log.skipped.append(skipped)
+        lost.append(lost_check(skipped.where, skipped.what, skipped.why))
         return
     for i, a in enumerate(items):
         where = raw.line_of(*path, i)
