@@ -12,6 +12,9 @@ Contract of `score_answer(answer, expect)`:
   - anything else (bool, null, list, object), an invalid regex, a timed-out regex or a
     trailing-flag regex like `/x/i` (only inline flags such as `(?i)` are supported):
     the check is `unscorable` with a reason, never a crash and never a pass.
+  A `must_not_contain` entry checked against an empty (or whitespace-only) answer is
+  `unscorable` too: an error body such as `{"answer": "", "error": "..."}` holds no text,
+  so its absence proves nothing (a case with only such checks reads `unscored`).
   A trailing-flag regex is recognised as `/.../` followed only by regex flag letters
   (`aiLmsux`, plus `gy` from other dialects), so a plain path like "/usr/bin" is text.
 - `expect["format"]["json_schema"]`: the answer must be JSON valid against the schema
@@ -41,6 +44,8 @@ from assay.score.base import (
 )
 
 NO_ANSWER_REASON = "no answer at the adapter's <answer> path"
+EMPTY_ANSWER_REASON = ("the answer is empty, so nothing can be absent from it and must_not_contain proves nothing "
+                       "(open the case's response.json: an error body? check the adapter's <answer> path)")
 _TRAILING_FLAGS = re.compile(r"^/(.*)/([aiLmsuxgy]+)$", re.DOTALL)
 
 
@@ -112,6 +117,8 @@ def _text_check(check: str, entry: Any, text: str, timeout_s: float) -> dict[str
         return _unscorable(out, f"entry is a {kind}, not a string or number (quote it in the YAML)")
     if entry_text == "":
         return _unscorable(out, "entry is an empty string, which every answer contains")
+    if check == "must_not_contain" and not text.strip():
+        return _unscorable(out, EMPTY_ANSWER_REASON)
     is_regex = len(entry_text) >= 2 and entry_text.startswith("/") and entry_text.endswith("/")
     if is_regex:
         pattern = entry_text[1:-1]
