@@ -382,9 +382,11 @@ def _check_results(results: CasesFile | None, manifest: dict, n_cases: int, expe
     head = results.head
     if head.get("run_id") != manifest.get("run_id"):
         problems.append("results.json (run_id differs from manifest.yaml)")
+    problems.extend(derived.copies_differ(head, manifest))
     fin = expected()
     recount = fin.tally.summary(status="ok", missing_artifacts=[])   # stats.counts.summarize, folded
-    summary = head.get("summary") or {}
+    summary = head.get("summary") or {}   # (its status on disk: the runner checks its own while it says running)
+    problems.extend(derived.exit_code_differs(head.get("exit_code"), summary.get("status"), recount.get("scorer_errors")))
     diff = [key for key in COUNT_KEYS if summary.get(key) != recount.get(key)]
     if diff:
         problems.append(f"results.json (summary {', '.join(diff)} disagree with a recount from the case dirs)")

@@ -95,6 +95,33 @@ def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [results_row(r) for r in records if not r.get("holdout")]
 
 
+# results.json's run-level keys copied from manifest.yaml: the completeness check holds the two files to
+# them (the gate and the report read them from results.json, its trust checks from the manifest).
+FROM_MANIFEST = ("run_id", "mode", "gate", "selecting_split", "k", "harness_version", "dataset_version", "started_at")
+
+
+def copies_differ(results_head: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    """The completeness check's problem when results.json's copies of FROM_MANIFEST are not the manifest's
+    (run_id has its own, older problem: "results.json (run_id differs from manifest.yaml)")."""
+    keys = [key for key in FROM_MANIFEST if key != "run_id" and results_head.get(key) != manifest.get(key)]
+    if not keys:
+        return []
+    return [f"results.json ({', '.join(keys)} {'differs' if len(keys) == 1 else 'differ'} from manifest.yaml, which "
+            "the runner copies into it: one of the two files was edited after the run; restore it from a copy of the "
+            "run, or run the cases again under a new run id)"]
+
+
+def exit_code_differs(code: Any, status: Any, scorer_errors: Any) -> list[str]:
+    """The completeness check's problem when a finished run's results.json records exit 0 (or none) over a
+    scorer error the recount finds: the runner exits non-zero then (7, or 4/5/6 first: run.engine.exit_code_for),
+    and the gate closes on that code alone when the case is not gating."""
+    if status == "running" or code not in (0, None) or not scorer_errors:
+        return []
+    return [f"results.json (exit_code {'null' if code is None else code} over {scorer_errors} scorer error(s) the "
+            "case records hold: the runner exits 7 then; restore it from a copy of the run, or run the cases again "
+            "under a new run id)"]
+
+
 def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str, missing: list,
                 exit_code: int | None, finished_at: str | None, with_cases: bool = True,
                 cost_latency: Mapping[str, Any] | None = None,
@@ -103,11 +130,8 @@ def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str
     missing artifacts are replaced), instead of counting them again."""
     summary = (dict(counted, status=status, missing_artifacts=list(missing)) if counted is not None
                else summarize(records, status=status, missing_artifacts=missing))
-    doc = {"run_id": manifest["run_id"], "mode": manifest["mode"], "gate": manifest["gate"],
-           "selecting_split": manifest["selecting_split"], "k": manifest["k"],
-           "harness_version": manifest["harness_version"], "dataset_version": manifest["dataset_version"],
-           "exit_code": exit_code, "started_at": manifest["started_at"], "finished_at": finished_at,
-           "summary": summary}
+    doc = {key: manifest[key] for key in FROM_MANIFEST}
+    doc.update(exit_code=exit_code, finished_at=finished_at, summary=summary)
     if cost_latency is not None:
         doc["cost_latency"] = dict(cost_latency)
     if with_cases:

@@ -1,0 +1,111 @@
+"""A finished run dir damaged after the run the way a user or a careless script would (run.log emptied or
+cut, a run-level field of manifest.yaml or results.json edited, a red run's exit code set to 0) fails
+`run_cases.py --verify` naming the file, and `gate.py` closes on it: never a complete record, never an
+open gate. Driven as subprocesses over a real run of a loopback app (runner-contract §12)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from helpers import run_script
+
+pytestmark = pytest.mark.slow
+
+RUN_ID = "regression-20261205T140000Z"
+
+
+def a_run(tmp_path, cases, *, resume=False):
+    """A finished regression run of `cases` against an app that echoes the message (`resume`: then
+    --resume of the finished run, with the app still up): (its run dir, the last runner's Result)."""
+    state = make_state(tmp_path)
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(200, {"message": req.json["message"]})
+    with FakeApp(handler) as app:
+        plan = make_plan(state, cases, adapter_doc=adapter(app.url), run_id=RUN_ID, mode="regression",
+                         selecting_split="full", execution={"max_attempts": 1, "backoff_s": []})
+        argv = ["--plan", write_plan(state, plan), "--out", state / "reports" / RUN_ID, "--progress", "never"]
+        r = run_runner(*argv)
+        if resume:
+            assert r.rc == 0, r.stdout
+            r = run_runner(*argv, "--resume")
+    return state / "reports" / RUN_ID, r
+
+
+def edit_json(path, **keys):
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc.update(keys)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def verify_and_gate(out):
+    return run_script("run_cases", "--verify", out), run_script("gate", out, "--json")
+
+
+def assert_named(out, words):
+    """--verify exit 6 with one problem holding `words`; the gate closed on that problem."""
+    verified, gated = verify_and_gate(out)
+    assert verified.rc == 6, verified.stdout
+    named = [p for p in verified.json["missing_artifacts"] if words in p]
+    assert len(named) == 1, verified.json["missing_artifacts"]
+    assert gated.rc == 1 and gated.json["gate"] == "closed", gated.stdout
+    assert any(named[0] in reason for reason in gated.json["reasons"]), gated.json["reasons"]
+
+
+def green_run(tmp_path):
+    out, r = a_run(tmp_path, [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(3)])
+    assert r.rc == 0, r.stdout
+    verified, gated = verify_and_gate(out)
+    assert verified.rc == 0 and verified.json["missing_artifacts"] == [], verified.stdout
+    assert gated.rc == 0 and gated.json["gate"] == "open", gated.stdout
+    return out
+
+
+@pytest.mark.parametrize("how", ["emptied", "blank lines", "first lines cut"])
+def test_a_run_log_emptied_or_cut_after_the_run_is_named(tmp_path, how):
+    out = green_run(tmp_path)
+    log = out / "run.log"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert json.loads(lines[0])["event"] == "preflight"
+    log.write_text({"emptied": "", "blank lines": "\n\n", "first lines cut": "".join(lines[2:])}[how], encoding="utf-8")
+    assert_named(out, "run.log (empty" if how != "first lines cut" else "run.log (its first event is not preflight")
+
+
+def test_a_resumed_run_verifies_and_its_log_holds_a_preflight_per_invocation(tmp_path):
+    """The rules hold for an honest run the runner wrote twice: --resume appends its own preflight."""
+    out, r = a_run(tmp_path, [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(3)], resume=True)
+    assert r.rc == 0, r.stdout + r.stderr
+    events = [json.loads(line)["event"] for line in (out / "run.log").read_text(encoding="utf-8").splitlines()]
+    assert events[0] == "preflight" and events.count("preflight") == 2, events
+    verified, gated = verify_and_gate(out)
+    assert verified.rc == 0 and gated.rc == 0, verified.stdout + gated.stdout
+
+
+@pytest.mark.parametrize("rel, key, value", [
+    ("manifest.yaml", "mode", "smoke"), ("manifest.yaml", "gate", "soft"),
+    ("manifest.yaml", "selecting_split", "smoke"), ("manifest.yaml", "started_at", "2026-01-01T00:00:00.000000Z"),
+    ("results.json", "mode", "smoke"), ("results.json", "k", 3), ("results.json", "dataset_version", 7),
+    ("results.json", "harness_version", "9.9.9"),
+])
+def test_a_run_level_field_edited_in_one_of_manifest_and_results_is_named(tmp_path, rel, key, value):
+    out = green_run(tmp_path)
+    edit_json(out / rel, **{key: value})
+    assert_named(out, f"results.json ({key} differs from manifest.yaml")
+
+
+def test_a_red_runs_exit_code_set_to_0_is_named(tmp_path):
+    """A scorer error in a non-gating case closes the gate by the runner's exit 7 alone: set to 0 (or null)
+    in results.json, the recount of scorer errors names it."""
+    bad = case("c-bad", "hello", split=["full"], expect={"answer": {"must_contain": "hello"}}, gating=False)
+    out, r = a_run(tmp_path, [bad, case("c-ok", "hello", split=["full"])])
+    assert r.rc == 7, r.stdout
+    gated = run_script("gate", out, "--json")
+    assert gated.rc == 1 and gated.json["reasons"] == ["runner exit code 7 (not 0)"], gated.stdout
+    for code in (0, None):
+        edit_json(out / "results.json", exit_code=code)
+        assert_named(out, f"results.json (exit_code {'null' if code is None else code} over 1 scorer error(s)")
