@@ -18,7 +18,7 @@ The table (docs/importing.md says the same, for people):
 | is-json [schema] | format.json_schema + BARE_JSON_GUARDS (a `format` is listed) | no: as equals (object) |
 | contains-json [schema] | format.json_schema | no: promptfoo finds JSON anywhere in the text |
 | llm-rubric, model-graded-closedqa, factuality | a rubric (provisional until calibrated) | judged |
-| latency, cost | the suite's budgets | no: per call there, p95 / mean per case here |
+| latency, cost | the suite's budgets, and the case's not_converted (no per-case bound) | no: per call there, p95 / mean per case here |
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Mapped:
     note: str = ""
     skipped: str | None = None                  # the reason when nothing is converted
     lost: str | None = None                     # converted, but a part of it is not: the case's not_converted
+    lost_part: str = "format"                   # which part (named in the not_converted entry's check)
 
 
 # promptfoo's is-json and equals-with-an-object run JSON.parse on the whole output. assay's json_schema also
@@ -272,6 +273,15 @@ def map_assertion(a: dict[str, Any], render: Callable[[Any], Any]) -> Mapped:
         m.note = ("promptfoo checks every call; assay's gate checks the run's p95 latency" if base == "latency"
                   else "promptfoo checks every call; assay's gate checks the mean cost per traced case "
                        "(token prices in prices.yaml)")
+        # assay's case format has no per-case latency or cost bound: the run-level budget alone passes a run
+        # where one case is slow (or dear) among many, which promptfoo fails
+        key, unit = next(iter(m.budget)), ("ms" if base == "latency" else "")
+        m.lost_part = "per call"
+        m.lost = (f"promptfoo fails this test when its call {'takes' if base == 'latency' else 'costs'} over "
+                  f"{js_string(thr)}{' ' + unit if unit else ''}; assay has no per-case {base} bound, and the "
+                  f"import's budgets.{key} {m.budget[key]:g} in profile.yaml is the run's "
+                  f"{'p95' if base == 'latency' else 'mean per traced case'}, which one slow case among many "
+                  f"passes: delete this entry to gate on the run's {base} budget alone")
         return m
     if base in PROMPTFOO_TYPES or ":" in base:   # promptfoo's own (a redteam grader reads promptfoo:redteam:<plugin>)
         m.skipped = f"no assay check computes {base!r}"

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .pf_cases import (
-    GRADER_WHY, MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, merge_tests,
-    short_hash, user_turns,
+    GRADER_WHY, MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, lost_check,
+    merge_tests, short_hash, user_turns,
 )
 from .pf_asserts import js_string
 from .pf_load import Config, RawPrompt, Skipped, load_config, load_default_test, load_prompts, load_tests
@@ -103,6 +103,10 @@ def _metadata(built: Built, cid: str, test: Test) -> list[str]:
 
 def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool,
             lost: list[dict[str, str]]) -> None:
+    checks = [expect] + [t.get("expect") or {} for t in (case.get("input") or {}).get("turns", [])]
+    gone = built.adapter.answer_lost     # a transformResponse that is code: the answer is the whole body
+    if gone is not None and any("answer" in e or "format" in e for e in checks):
+        lost = lost + [lost_check(gone.where, gone.what, gone.why)]
     if not expect:
         expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
         case["gating"] = False

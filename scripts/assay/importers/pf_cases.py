@@ -216,8 +216,8 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], 
             lost.append(lost_check(where, m.ptype, m.skipped))
             continue
         if m.lost:
-            log.skipped.append(Skipped(where, f"{m.ptype} format", m.lost))
-            lost.append(lost_check(where, f"{m.ptype} format", m.lost))
+            log.skipped.append(Skipped(where, f"{m.ptype} {m.lost_part}", m.lost))
+            lost.append(lost_check(where, f"{m.ptype} {m.lost_part}", m.lost))
         if in_set_thr:
             m.exact = False
             m.note = (m.note + "; " if m.note else "") + ("inside an assert-set with a threshold: promptfoo "

@@ -2,7 +2,9 @@
 
 `http_adapter(cfg, constant_vars, app_url_env, conversation)` picks the config's first http
 provider and maps url (base_url + endpoint), method, headers, body (`{{prompt}}` becomes
-`<user turn>`) and a `transformResponse` that is a plain `json.<path>` (response_body).
+`<user turn>`) and a `transformResponse` that reads one field, `json.<path>` or a function returning
+its first parameter's `.<path>` (response_body); any other code is `answer_lost` (every case with an
+answer check carries it in `not_converted`: the answer is the whole body, looser than promptfoo's).
 A header that is exactly one per-test var (`X-User: "{{user}}"`) becomes `identity_map`
 (the case carries the value as its `identity`). A provider that does not talk JSON (a text
 or form body, a non-JSON Content-Type) is refused whole: no invocation, never a JSON body
@@ -44,7 +46,7 @@ class AdapterResult:
     env_vars: list[str] = field(default_factory=list)             # variables the adapter reads
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    answer_is_whole_body: bool = False
+    answer_lost: Skipped | None = None    # a transformResponse that is code: answer checks are looser
     identity: dict[str, str] = field(default_factory=dict)        # identity key -> the var it carries
     identity_map: dict[str, str] = field(default_factory=dict)    # identity key -> header
     secret_values: list[str] = field(default_factory=list, repr=False)   # in memory only, never written
@@ -88,21 +90,58 @@ def _env_name(header: str) -> str:
     return "PF_" + re.sub(r"[^A-Za-z0-9]+", "_", header).strip("_").upper()
 
 
-def _response_path(transform: Any) -> tuple[str | None, str | None]:
-    """(response_body template, None) for `json.a.b[0]`; (None, why) otherwise."""
-    if not isinstance(transform, str):
-        return None, "transformResponse is a function; only a json.<path> expression maps to response_body"
-    text = transform.strip()
-    m = _JSON_PATH.match(text)
+_IDENT = r"[A-Za-z_$][A-Za-z0-9_$]*"
+_PARAMS = rf"\(\s*({_IDENT})\s*(?:,\s*({_IDENT})\s*)?(?:,\s*{_IDENT}\s*)*\)"
+# The function forms promptfoo calls (its test: `(...) =>` or `function (...)`); `json => ...`, a named
+# or an async function is evaluated as an expression there, its value the function itself.
+_ARROW = re.compile(rf"^{_PARAMS}\s*=>\s*(?:\{{\s*return\s+(.*?)\s*;?\s*\}}|(.*))$", re.DOTALL)
+_FUNCTION = re.compile(rf"^function\s*{_PARAMS}\s*\{{\s*return\s+(.*?)\s*;?\s*\}}$", re.DOTALL)
+_UNCALLED = re.compile(rf"^(?:async\b|{_IDENT}\s*=>|function\s+{_IDENT})")
+WHOLE_BODY = "<whole body>"
+CODE_FIX = ("give adapter.yaml a response_body path for the answer (references/adapter-contract.md), or rewrite "
+            "transformResponse as json.<path>, then import again; or delete this entry to gate on the whole body")
+
+
+def _plain_path(text: str) -> str | None:
+    """`json.<path>` (or `json`, the parsed body; or WHOLE_BODY for the raw text) for a transformResponse
+    that only reads the response: `json.a[0]`, `text`, `(data, text) => data.a`, `(r) => { return r.a; }`,
+    `function (r) { return r.a; }` (any parameter names); None for any other code."""
+    if _JSON_PATH.match(text):
+        return text
+    if text == "text":
+        return WHOLE_BODY
+    m = _ARROW.match(text) or _FUNCTION.match(text)
     if not m:
-        return None, (f"transformResponse {text[:60]!r} is code, not a json.<path>; assay reads the answer at "
-                      "one declared path (edit response_body by hand)")
+        return None
+    first, second, body = m.group(1), m.group(2), next(g for g in m.groups()[2:] if g is not None).strip()
+    if second is not None and body == second and second != first:
+        return WHOLE_BODY
+    rest = body[len(first):] if body.startswith(first) else None
+    if rest is None or (rest and rest[0] not in ".[") or not _JSON_PATH.match("json" + rest):
+        return None
+    return "json" + rest
+
+
+def _response_path(transform: Any) -> tuple[str | None, str | None]:
+    """(response_body template, None) for `json.a.b[0]` or a function returning its first parameter's
+    `.a.b[0]`; (None, None) when the answer is the whole body (`json`, `text`); (None, why) for code."""
+    text = transform.strip() if isinstance(transform, str) else None
+    path = _plain_path(text) if text is not None and not text.startswith("file://") else None
+    if path is None:
+        shown = f"{text[:60]!r}" if text is not None else f"({type(transform).__name__})"
+        if text is not None and _UNCALLED.match(text):
+            shown += (" (promptfoo calls only `(json) => ...` and `function (json) {...}` forms; this one's value is "
+                      "the function itself, so its assertions error: write `(json) => json.<path>`)")
+        return None, (f"transformResponse {shown} is code, not a json.<path>: promptfoo checks what it returns, "
+                      "assay reads the answer at one declared path, so until then the answer is the whole response "
+                      "body and every answer check of this suite is looser than promptfoo's (a text anywhere in "
+                      f"the body passes): {CODE_FIX}")
+    if path in ("json", WHOLE_BODY):
+        return None, None
     segs: list[Any] = []
-    for seg in re.findall(r"\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\[\"([^\"]+)\"\]|\['([^']+)'\]", m.group(1)):
+    for seg in re.findall(r"\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\[\"([^\"]+)\"\]|\['([^']+)'\]", path[4:]):
         name, idx, dq, sq = seg
         segs.append(int(idx) if idx else (name or dq or sq))
-    if not segs:
-        return None, "transformResponse `json` is the whole body"
     node: Any = "<answer>"
     for seg in reversed(segs):
         node = ([None] * seg + [node]) if isinstance(seg, int) else {seg: node}
@@ -249,18 +288,19 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         inv["headers"] = headers
     if res.identity_map:
         inv["identity_map"] = dict(res.identity_map)
-    if "transformResponse" in conf:
-        template, why = _response_path(conf["transformResponse"])
-        if template:
-            inv["response_body"] = template
-        else:
-            res.answer_is_whole_body = True
-            res.skipped.append(Skipped(where, "http transformResponse", why + "; until then the answer is the whole "
-                                       "response body"))
+    template, why = _response_path(conf["transformResponse"]) if "transformResponse" in conf else (None, None)
+    if template:
+        inv["response_body"] = template
+    elif why:     # every case with an answer check carries it in not_converted (pf_build)
+        tr_where = Where(where.file, cfg.lines.line_of(_conf_path(cfg, where, "transformResponse")) or where.line)
+        res.answer_lost = Skipped(tr_where, "http transformResponse", why)
+        res.skipped.append(res.answer_lost)
     else:
-        res.answer_is_whole_body = True
-        res.notes.append("no transformResponse: promptfoo's output is the parsed JSON body (or the text), assay's "
-                         "answer the whole body text; add response_body to read one field")
+        res.notes.append(("no transformResponse" if "transformResponse" not in conf else
+                          f"transformResponse {str(conf['transformResponse']).strip()[:40]!r}")
+                         + ": promptfoo's output is the parsed JSON body (or the text), assay's answer the whole "
+                         "body text as sent (docs/importing.md: where the two texts differ); add response_body "
+                         "to read one field")
     if conversation:
         if "<uuid>" in inv["request_body"]:
             inv["conversation"] = {"style": "client-id", "memory": "session"}
