@@ -236,6 +236,11 @@ def test_text_mappings_agree_with_promptfoo(ptype):
             for out in OUTPUTS:
                 want = PROMPTFOO[ptype](out, value) != inverse
                 got = score_answer(out, expect)["verdict"]
+                if inverse and not out.strip() and not m.must_contain:
+                    # stricter than promptfoo, never looser: an absence is no evidence in an empty answer
+                    # (an error body's), so a case of absences only reads unscored there, never pass
+                    assert want and got == "unscored", (ptype, value, got)
+                    continue
                 assert got == ("pass" if want else "fail"), (ptype, inverse, value, out, expect)
 
 
