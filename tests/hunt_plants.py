@@ -24,6 +24,7 @@ HOLLOW = "c-feec9bb9"        # its expectations replaced by an HTTP 200: nothing
 CANARY = "c-a2194744"        # canary-invoice-status: made to fail (a phrase the app never says)
 CALIBRATED = "c-e7a0c001"    # added: a refund judged by refund-arrival-v1, calibrated against a person
 CRASHED = "c-e7a0c002"       # added: an export request, which the broken app answers with the same 500 every time
+STRANGER = "c-e7a0c003"      # added after the baseline: a refusal case whose tenant is typo'd (the app: 403)
 ARRIVAL = "refund-arrival-v1"
 NEVER_SAID = "zz-never-said-by-the-app"
 
@@ -52,23 +53,33 @@ CASE = _billing_case(CALIBRATED, "refund-arrival: only the calibrated rubric see
                      f"    rubric: [{ARRIVAL}]\n")
 CRASH_CASE = _billing_case(CRASHED, "export: the broken app crashes on it (the same HTTP 500 every attempt)",
                            "Please export my invoices", "  route: billing\n")
+# a denial the author wrote as an HTTP 403, for a tenant typo'd: the app's "unknown tenant" 403 passes it
+STRANGER_CASE = _billing_case(STRANGER, "another tenant's invoice, denied with a 403 (its tenant typo'd)",
+                              "Show me invoice INV-2001",
+                              "  http: {status: 403}\n  authz:\n    forbidden_record_ids: [INV-2001]\n"
+                              "    expect_refusal: true\n").replace("user: acme,", "user: acmee,")
 
 
 def add_calibrated_case(state: Path) -> None:
     """The rubric refund-arrival (the judge stand-in's states-arrival node) and one refund case pinning
     it, and an export request (the broken app crashes on it: the same 500 on every attempt), each
     counted in the dataset manifest (the linter checks the counts)."""
-    import yaml
     (state / "rubrics" / "refund-arrival.md").write_text(RUBRIC, encoding="utf-8")
-    (state / "datasets" / f"{CALIBRATED}.yaml").write_text(CASE, encoding="utf-8")
-    (state / "datasets" / f"{CRASHED}.yaml").write_text(CRASH_CASE, encoding="utf-8")
+    _add_cases(state, {CALIBRATED: CASE, CRASHED: CRASH_CASE})
+
+
+def _add_cases(state: Path, cases: dict[str, str]) -> None:
+    """Billing cases (smoke and full, MFT) written and counted in the dataset manifest."""
+    import yaml
+    for cid, text in cases.items():
+        (state / "datasets" / f"{cid}.yaml").write_text(text, encoding="utf-8")
     manifest = state / "datasets" / "dataset.yaml"
     doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))
-    doc["cases"] += 2
-    doc["splits"]["smoke"] += 2
-    doc["splits"]["full"] += 2
-    doc["coverage_grid"]["by_unit"]["billing"]["total"] += 2
-    doc["coverage_grid"]["by_unit"]["billing"]["MFT"] += 2
+    doc["cases"] += len(cases)
+    doc["splits"]["smoke"] += len(cases)
+    doc["splits"]["full"] += len(cases)
+    doc["coverage_grid"]["by_unit"]["billing"]["total"] += len(cases)
+    doc["coverage_grid"]["by_unit"]["billing"]["MFT"] += len(cases)
     manifest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 
@@ -106,7 +117,9 @@ def calibrate(state: Path, base: Path, env: dict) -> None:
 
 
 def plant(state: Path) -> None:
-    """Budgets below what the app spends, a case edited to fail now, a hollow case."""
+    """Budgets below what the app spends, a case edited to fail now, a hollow case, a refusal case whose
+    identity the app does not know (answered 403 "unknown tenant": a refusal by status alone)."""
+    _add_cases(state, {STRANGER: STRANGER_CASE})
     edit(state / "profile.yaml", "max_cost_per_case: 0.0005", "max_cost_per_case: 0.0000001")
     edit(state / "profile.yaml", "max_p95_latency_s: 8", "max_p95_latency_s: 0.000001")
     edited = state / "datasets" / f"{EDITED}.yaml"

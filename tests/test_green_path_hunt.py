@@ -24,6 +24,9 @@ How each row is planted:
 - a case whose input changed after the recording (the replay cannot answer it: a replay miss);
 - a case the broken app crashes on (an export request the copy adds: the same HTTP 500 on every
   attempt, infra by its kind and under the infra bar, closing as the app's own error);
+- a refusal case added after the baseline whose tenant is typo'd: the app answers its "unknown
+  tenant" 403, the case's declared status, so it passes on a refusal by status alone, for an identity
+  no case of the run got a 2xx for;
 - a hollow case: its expectations replaced by an HTTP 200. The contract's rule (runner-contract
   §16): its verdict "is `unscored`, never `pass`"; "The linter reports such cases as
   `no_graded_layer` before the run" (make_plan.py refuses the suite), and a plan made with
@@ -95,6 +98,10 @@ PLANTED = [
     # infra by its kind, under --max-infra-rate's bar; the same 500 on every attempt is the app's own error
     Row("a case the app crashes on", None, f"same 5xx status and body on every attempt: the app's own error on "
         f"those inputs, not a transient outage: {hp.CRASHED} (500 x"),
+    # passes as a case (its 403 is the declared status); the run shows no 2xx for its identity
+    Row("a refusal by status for an identity the app does not know", None,
+        f"refusal case(s) passed on an HTTP 4xx alone for 1 identity(ies) the app answered no 2xx to in this run "
+        f"(first: {hp.STRANGER})"),
     # named with its code on every path; it closes no path as a case (JUnit keeps it skipped, §16)
     Row("hollow case", None, f"{hp.HOLLOW} [no_graded_layer]", HOLLOW_PATHS),
     # its own walk (a failed canary stops the run; hunt_plants.canary_live says why not the shards)

@@ -204,6 +204,24 @@ def record_id_shape_reason(summary: dict) -> str | None:
             "ids that way, or add a case where the caller reads a record of their own (allowed_record_ids)")
 
 
+# ---------------------------------------------------------------- refusals by status for an identity never let in
+def unproven_refusals_reason(summary: dict) -> str | None:
+    """summary.unproven_refusals: refusal cases that passed on an HTTP 4xx alone for an identity the app
+    answered no 2xx in this run. An app's authentication layer refuses a credential it does not know
+    with a 403 too (a typo'd identity, an expired token): nothing about what that user may see was
+    tested, and every such refusal case would pass on an app that leaks to that user."""
+    block = summary.get("unproven_refusals")
+    if not isinstance(block, dict) or not _count(block.get("cases")) or not block["cases"]:
+        return None
+    first = block.get("first_case")
+    return (f"{block['cases']} refusal case(s) passed on an HTTP 4xx alone for {block.get('identities')} identity(ies) "
+            "the app answered no 2xx to in this run" + (f" (first: {first})" if isinstance(first, str) else "")
+            + ": the app may have refused the credential, not the request (a 403 for an unknown user, an expired "
+            "token), so nothing about what that user may see was tested; add a case the identity is allowed "
+            "(its own record: expect.http.status 200) so the run shows its credential works, or check adapter.yaml "
+            "invocation.identity_map and the variables it names")
+
+
 # ---------------------------------------------------------------- calibration floors
 def lowered_floor_lines(run_dir: Path) -> list[str]:
     """One line per gating rubric version calibrated at floors below score_agreement.py's defaults
@@ -268,6 +286,6 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     info += served
     close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary), result_source_reason(summary), record_id_shape_reason(summary),
-                         late_spans_reason(results), other_reason)
+                         unproven_refusals_reason(summary), late_spans_reason(results), other_reason)
              if r]
     return head, info, close

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Mapping
 
 from ..core import writer
@@ -26,7 +28,28 @@ def base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
             "latency_ms": None, "repeats": None, "layers": {}, "scorer_errors": 0, "sent": True,
             "trace_collected": False, "trace_status": NOT_COLLECTED, "has_result_expect": bool(expect.get("result")),
             "title": case_title(case), "input_text": input_text(case), "judged": False, "judge_usage": None,
-            "judge_unstable": False}
+            "judge_unstable": False, **identity_field(case)}
+
+
+def identity_field(case: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"identity": {"key", "reached": False}}` for a case that sends an identity, else {}: `key` a digest
+    of the identity (never its values), so a run's cases of one user are told apart from another's;
+    `reached` (sent_record) whether the app answered any of its requests 2xx. A refusal by status alone
+    is evidence only for an identity the run shows the app let in somewhere (stats.tally)."""
+    ident = case.get("identity")
+    if not ident:
+        return {}
+    text = json.dumps(ident, sort_keys=True, ensure_ascii=False, default=str)
+    return {"identity": {"key": hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], "reached": False}}
+
+
+def _reached(base: Mapping[str, Any], repeats: list[dict]) -> dict[str, Any]:
+    ident = base.get("identity")
+    if not isinstance(ident, dict):
+        return {}
+    ok = any(o.kind == RESPONSE and isinstance(o.status, int) and 200 <= o.status < 300
+             for r in repeats for o in r["outcomes"])
+    return {"identity": dict(ident, reached=ok)}
 
 
 def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded: str, *, k: int,
@@ -54,7 +77,7 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
         judge_unstable=folded == UNSCORED and any(is_judge_unstable({"layers": r["layers"]}) for r in repeats),
         judged=bool(judged), judge_usage=_judge_usage(judged),
         trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
-        undeclared_tools=undeclared or None, **workdir_flag(chosen))
+        undeclared_tools=undeclared or None, **workdir_flag(chosen), **_reached(base, repeats))
 
 
 def repeated_5xx(repeats: list[dict]) -> dict | None:

@@ -161,11 +161,12 @@ _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed
               "scorer_errors", "repeats", "skip_reason", "sent", "trace_collected", "has_result_expect",
               "unscored_reason", "title", "multi_turn", "turns_sent", "turns_total", "failed_turn", "turns", "memory",
               "rate_limited_retries", "judged", "judge_usage", "judge_unstable", "latency_ms", "undeclared_tools",
-              "simulated", "simulator")
+              "simulated", "simulator", "identity")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_unstable") + ROUTING_KEYS + ("rubrics", "provisional_verdict",
                                                                                        "undeclared_tools", "response_path",
                                                                                        "id_shape_seen", "first_source",
-                                                                                       "served_models", "other_model")
+                                                                                       "served_models", "other_model",
+                                                                                       "refused_status")
 _SLIM_LAYER_SET = frozenset(_SLIM_LAYER_KEYS)
 
 

@@ -26,7 +26,7 @@ COUNT_KEYS = (
     "infra_errors", "infra_incomplete", "crashes", "infra_rate", "crash_rate",
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
     "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged", "undeclared_tools",
-    "route_from_response", "record_id_shape", "result_source",
+    "route_from_response", "record_id_shape", "result_source", "unproven_refusals",
 )
 
 
@@ -54,6 +54,7 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     present only when the run has one; `judged` counts the judged layers (calibrated,
     provisional and why, judge usage over every case, instability per rubric pin, pairwise);
     `undeclared_tools`, `route_from_response`, `result_source` and `record_id_shape` are present only when some
-    case has them."""
+    case has them; `unproven_refusals` only when a gating refusal passed on an HTTP 4xx alone for an identity
+    no case of the run got a 2xx for."""
     from .tally import Tally
     return Tally().add_all(records).summary(status=status, missing_artifacts=missing_artifacts)

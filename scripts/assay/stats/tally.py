@@ -112,6 +112,7 @@ class Tally:
         self.result_first: dict = {}
         self.result_read = self.result_found = self.result_fell = 0
         self.id_shape: dict = {}
+        self.identities: dict[str, list] = {}   # identity key -> [reached, refusals, (index, case id) of the first]
         self.id_cases = self.id_seen = 0
         self.count = 0
 
@@ -132,6 +133,7 @@ class Tally:
         self.rate_limited_retries += int(r.get("rate_limited_retries") or 0)
         self.scorer_errors += int(r.get("scorer_errors") or 0)
         self._judged(index, r)
+        self._identity(index, r)
         if r.get("canary"):
             c = self.canaries
             c["n"] += 1
@@ -255,6 +257,30 @@ class Tally:
         elif entry.get("verdict") in (PASS, FAIL):
             self.result_fell += 1
 
+    def _identity(self, index: int, r: Mapping[str, Any]) -> None:
+        """A gating refusal passed on an HTTP 4xx alone (layers.authz.refused_status) for an identity,
+        and whether any case of that identity (canaries and non-gating ones too) got a 2xx."""
+        ident = r.get("identity")
+        if not isinstance(ident, dict) or not isinstance(ident.get("key"), str):
+            return
+        slot = self.identities.setdefault(ident["key"], [False, 0, None])
+        if ident.get("reached") is True:
+            slot[0] = True
+        entry = (r.get("layers") or {}).get("authz")
+        refused = entry.get("refused_status") if isinstance(entry, dict) else None
+        if isinstance(refused, int) and not r.get("canary") and r.get("gating", True) is not False:
+            slot[1] += 1
+            if slot[2] is None or index < slot[2][0]:
+                slot[2] = (index, None if r.get("holdout") else r.get("case_id"))
+
+    def _unproven_refusals(self) -> dict | None:
+        """summary.unproven_refusals: the refusals of identities no case showed the app let in."""
+        slots = [s for s in self.identities.values() if s[1] and not s[0]]
+        if not slots:
+            return None
+        first = min(s[2] for s in slots)
+        return {"cases": sum(s[1] for s in slots), "identities": len(slots), "first_case": first[1]}
+
     def _id_shape(self, index: int, r: Mapping[str, Any]) -> None:
         entry = (r.get("layers") or {}).get("authz")
         block = entry.get("id_shape_seen") if isinstance(entry, dict) else None
@@ -306,6 +332,9 @@ class Tally:
             shape = self.id_shape.get("shape")
             summary["record_id_shape"] = {"shape": shape[1] if shape else None, "cases": self.id_cases,
                                           "seen": self.id_seen}
+        unproven = self._unproven_refusals()
+        if unproven is not None:
+            summary["unproven_refusals"] = unproven
         summary["missing_artifacts"] = list(missing_artifacts)
         return summary
 
