@@ -57,11 +57,11 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
     rb = inv.get("response_body")
     if rb is not None:
-        from ..invoke.templates import ANSWER_MARK, find_mark, parse_template
-        tmpl = parse_template(rb, "invocation.response_body")
-        if find_mark(tmpl, ANSWER_MARK) is None:
-            raise AssayError("pre-flight: invocation.response_body must mark the answer leaf with "
-                             "\"<answer>\"", 3, key="invocation.response_body")
+        from ..invoke.templates import response_body_problem
+        problem = response_body_problem(rb)
+        if problem:   # convert_suite.py refuses it at adapter.yaml's line; a plan made otherwise is stopped here
+            raise AssayError(f"pre-flight: the plan's adapter (adapter.yaml): {problem}; then re-run convert_suite.py "
+                             "and make_plan.py", 3, key="invocation.response_body")
     return inv_obj
 
 

@@ -20,6 +20,7 @@ PLACEHOLDERS = ("<user turn>", "<uuid>", "<persona>", "<case id>", "<session>")
 SESSION_MARK = "<session>"
 ANSWER_MARK = "<answer>"
 TRACE_ID_MARK = "<trace id>"
+RESPONSE_MARKS = (ANSWER_MARK, TRACE_ID_MARK)   # what a response_body template may mark
 DEFAULT_FUNCTION_BODY = {"message": "<user turn>", "session_id": "<uuid>"}
 _MISSING = object()
 
@@ -45,6 +46,50 @@ def parse_template(value: Any, where: str) -> Any:
             raise AssayError(f"pre-flight: {where} is not valid JSON ({exc}); write it as a JSON "
                              "string template, e.g. '{\"message\": \"<user turn>\"}'", 3, key=where)
     raise AssayError(f"pre-flight: {where} must be a JSON string template or a mapping", 3, key=where)
+
+
+_MARK_LIKE = re.compile(r"<[^<>\s][^<>]*>")
+
+
+def response_body_problem(raw: Any) -> str | None:
+    """Why an adapter's `invocation.response_body` cannot find the answer (None: it marks the answer
+    leaf with "<answer>"). The one rule: convert_suite.py refuses it at adapter.yaml's line, the
+    run's pre-flight at the plan's key; each names what it found and the fix."""
+    fix = "e.g. '{\"answer\": \"<answer>\"}', or drop response_body to take the whole response text as the answer"
+    try:
+        tmpl = loads(raw) if isinstance(raw, str) else raw
+    except ValueError as exc:
+        return f"invocation.response_body is not valid JSON ({exc}); write a JSON text, {fix}"
+    if find_mark(tmpl, ANSWER_MARK) is not None:
+        return None
+    leaves = _leaves(tmpl)
+    inside = next((s for s in leaves if ANSWER_MARK in s), None)
+    if inside is not None:
+        return (f"invocation.response_body has \"{ANSWER_MARK}\" inside the text {inside!r}: the mark must be the "
+                f"whole value of the field that holds the answer ({fix})")
+    found = next((m for s in leaves for m in _MARK_LIKE.findall(s) if m not in RESPONSE_MARKS), None)
+    if found is None:
+        return (f"invocation.response_body marks no field with \"{ANSWER_MARK}\", so no answer can be read; write "
+                f"\"{ANSWER_MARK}\" as the value of the field that holds the app's answer, {fix}")
+    from ..core.suggest import closest
+    hit = closest(found, RESPONSE_MARKS)
+    what = ("a request_body placeholder, which no response fills" if found in PLACEHOLDERS
+            else "an unknown placeholder" + (f" (did you mean \"{hit}\"?)" if hit else ""))
+    fixed = (f"write response_body: {raw.replace(found, hit)!r}" if hit == ANSWER_MARK and isinstance(raw, str)
+             else f"mark the answer's field with \"{ANSWER_MARK}\", {fix}")
+    return (f"invocation.response_body has \"{found}\", {what}, and no \"{ANSWER_MARK}\", so no answer can be "
+            f"read (its placeholders: {', '.join(RESPONSE_MARKS)}); {fixed}")
+
+
+def _leaves(template: Any) -> list[str]:
+    """Every string leaf of a parsed template, in order."""
+    if isinstance(template, str):
+        return [template]
+    if isinstance(template, dict):
+        return [s for v in template.values() for s in _leaves(v)]
+    if isinstance(template, list):
+        return [s for v in template for s in _leaves(v)]
+    return []
 
 
 def fill(template: Any, values: dict[str, Any]) -> Any:

@@ -8,19 +8,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..core.suggest import did_you_mean
+from .key_homes import CHECK_KEYS, FILES_KEYS, PERMISSIONS_KEYS, SKILLS_KEYS, misplaced
 
 Report = Callable[..., None]
 
-SKILLS_KEYS = ("must_trigger", "must_not_trigger")
-FILES_KEYS = ("exists", "absent", "contains", "unchanged")
-CHECK_KEYS = ("command", "exit_code", "timeout_s")
-PERMISSIONS_KEYS = ("max_denied",)
 
 
 def _keys(block: dict, allowed: tuple[str, ...], where: str, report: Report) -> None:
-    for key in sorted(set(block) - set(allowed), key=str):   # each at its own line, with the closest key
-        report("bad_expect_shape", f"{where}.{key} is not a key of {where}{did_you_mean(str(key), allowed)}; "
-               f"allowed: {', '.join(allowed)}", key=f"{where}.{key}")
+    for key in sorted(set(block) - set(allowed), key=str):   # each at its own line: its home, or the closest key
+        report("bad_expect_shape", misplaced(key, where) or f"{where}.{key} is not a key of {where}"
+               f"{did_you_mean(str(key), allowed)}; allowed: {', '.join(allowed)}", key=f"{where}.{key}")
 
 
 def _names(value: Any, where: str, report: Report) -> None:

@@ -16,12 +16,12 @@ from ..core.suggest import did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES
 from .expect_rules import check_expect
 from .graded import SCORED_LAYERS, enabled_scored_layers, grading_expect, layers_in_expect, scored_layers
+from .key_homes import INPUT_KEYS, case_keys, misplaced
 
 Report = Callable[[str, str], None]
 
 TURN_KEYS = ("user", "expect")
 RESERVED_TURN_KEYS = ("assistant", "simulate")
-INPUT_KEYS = ("messages", "session", "turns", "every_turn", "simulated_user", "fixture")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
 MACHINE_REVIEWER = re.compile(
@@ -59,17 +59,11 @@ def user_texts(case: dict[str, Any], upto: int | None = None) -> str:
     return "\n".join(parts)
 
 
-def case_keys() -> tuple[str, ...]:
-    """The top-level case keys: the case schema's properties (one definition of the format)."""
-    from ..schemas import load_schema
-    return tuple(load_schema("case").get("properties", {}))
-
-
 def _unknown_top_keys(case: dict[str, Any], report: Report) -> None:
     known = case_keys()
     for key in sorted(k for k in case if k not in known):
-        report("unknown_key", f"{key!r} is not a case key (a typo is ignored silently, so the case would run "
-               f"without it){did_you_mean(key, known)}; allowed: {', '.join(known)}", key=str(key))
+        report("unknown_key", misplaced(key, "") or f"{key!r} is not a case key (a typo is ignored silently, so the "
+               f"case would run without it){did_you_mean(key, known)}; allowed: {', '.join(known)}", key=str(key))
 
 
 def check_case(case: dict[str, Any], ctx: CaseContext, report: Report) -> None:
@@ -196,8 +190,8 @@ def _input(case: dict[str, Any], report: Report) -> None:
     if "every_turn" in inp and not has_turns:
         report("every_turn_without_turns", "input.every_turn only applies to input.turns")
     for key in sorted(set(inp) - set(INPUT_KEYS)):
-        report("bad_messages", f"input.{key} is not an input key{did_you_mean(str(key), list(INPUT_KEYS))}; "
-               f"allowed: {', '.join(INPUT_KEYS)}", key=f"input.{key}")
+        report("bad_messages", misplaced(key, "input") or f"input.{key} is not an input key"
+               f"{did_you_mean(str(key), list(INPUT_KEYS))}; allowed: {', '.join(INPUT_KEYS)}", key=f"input.{key}")
     if "session" in inp and inp["session"] != "fresh":
         report("session_not_fresh", f"input.session {inp['session']!r}: only `fresh` is supported, the runner "
                "skips this case")
@@ -292,6 +286,8 @@ def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> bool:
     if expect is not None and not isinstance(expect, dict):
         return True  # bad_expect_shape already said it
     scored = scored_layers(case)
+    if not scored and expect is None and "expect" in (case.get("input") or {}):
+        return True   # its expect is indented under input: that ERROR (input.expect) is the one to fix
     if not scored:
         what = "the case has no expect" if expect is None else "its expect grades no scored layer"
         report("no_graded_layer", f"{what} (http status, state, rules and rubric cannot fail a case); add "

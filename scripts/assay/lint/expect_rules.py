@@ -16,17 +16,12 @@ from .regex_risk import matches_every_text, nested_quantifier
 from ..score.answer import trailing_flag_entry
 from ..score.result_spec import columns_problem, tolerance_problem
 from ..core.suggest import did_you_mean
+from .key_homes import ANSWER_KEYS, AUTHZ_KEYS, EXPECT_KEYS, RESULT_KEYS, TOOLS_KEYS, misplaced
 
 Report = Callable[[str, str], None]
 
-EXPECT_KEYS = ("http", "route", "route_acceptable", "clarify_ok", "tools", "args", "result", "authz",
-               "answer", "format", "state", "exit_code", "skills", "files", "check", "permissions")
 ORDER_MODES = ("in_order", "exact", "any_order")
 CALL_SCOPES = ("any", "all", "first")
-TOOLS_KEYS = ("subset", "order", "order_mode", "forbidden")
-RESULT_KEYS = ("scalar", "rows", "ordered", "columns", "float_tolerance", "reference_query")
-AUTHZ_KEYS = ("allowed_record_ids", "forbidden_record_ids", "forbidden_tools", "expect_refusal")
-ANSWER_KEYS = ("must_contain", "must_not_contain", "rules", "rubric")
 
 
 def nfc(text: str) -> str:
@@ -61,9 +56,9 @@ def _str_list(value: Any, where: str, report: Report) -> list[str] | None:
 
 
 def _unknown_keys(block: dict, allowed: tuple[str, ...], where: str, report: Report) -> None:
-    for key in sorted(set(block) - set(allowed), key=str):   # each named on its own line, with the closest key
-        report("bad_expect_shape", f"{where} has unknown key(s) {[key]}{did_you_mean(str(key), list(allowed))}; "
-               f"allowed: {list(allowed)}", key=f"{where}.{key}")
+    for key in sorted(set(block) - set(allowed), key=str):   # each named on its own line: its home, or the closest key
+        report("bad_expect_shape", misplaced(key, where) or f"{where} has unknown key(s) {[key]}"
+               f"{did_you_mean(str(key), list(allowed))}; allowed: {list(allowed)}", key=f"{where}.{key}")
 
 
 CATASTROPHIC_HINT = ("repeats a group that itself repeats (a nested quantifier, like `(a+)+`): on an answer "
@@ -107,8 +102,8 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
         report("bad_expect_shape", f"{where} must be a mapping of checks (got {type(expect).__name__})", key=where)
         return
     for key in sorted(set(expect) - set(EXPECT_KEYS)):
-        report("unknown_expect_key", f"{where}.{key} is not an expect key (a typo asserts nothing)"
-               f"{did_you_mean(key, EXPECT_KEYS)}; allowed: {', '.join(EXPECT_KEYS)}", key=f"{where}.{key}")
+        report("unknown_expect_key", misplaced(key, where) or f"{where}.{key} is not an expect key (a typo asserts "
+               f"nothing){did_you_mean(key, EXPECT_KEYS)}; allowed: {', '.join(EXPECT_KEYS)}", key=f"{where}.{key}")
     http = expect.get("http")
     if "http" in expect and not (isinstance(http, dict) and set(http) <= {"status"}
                                  and isinstance(http.get("status"), int) and not isinstance(http.get("status"), bool)

@@ -114,6 +114,20 @@ def refuse_literal_secrets(adapter: Any, lines: LineIndex, label: str = "adapter
                     2, file=label, line=line, key=key)
 
 
+def _refuse_unreadable_answer(adapter: dict[str, Any], lines: LineIndex) -> None:
+    """A response_body that marks no "<answer>" leaf (a typo'd `<anwser>`) reads no answer: refused
+    here, at its line, not first at the run's pre-flight (the same rule: templates.response_body_problem)."""
+    invocation = adapter.get("invocation") if isinstance(adapter.get("invocation"), dict) else {}
+    if invocation.get("response_body") is None:
+        return
+    from ..invoke.templates import response_body_problem
+    problem = response_body_problem(invocation["response_body"])
+    if problem:
+        line = lines.line_of(("invocation", "response_body"))
+        raise AssayError(f"adapter.yaml:{line}: {problem}", 2, file="adapter.yaml", line=line,
+                         key="invocation.response_body")
+
+
 def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     state = Path(state_dir)
     if not state.is_dir():
@@ -134,6 +148,7 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     digest = source_sha256(state)
     adapter, adapter_lines = _read_checked(state, state_real, state / "adapter.yaml", "adapter", "adapter.yaml")
     refuse_literal_secrets(adapter, adapter_lines)
+    _refuse_unreadable_answer(adapter, adapter_lines)
     profile, _ = _read_checked(state, state_real, state / "profile.yaml", "profile", "profile.yaml")
 
     manifest = None
