@@ -85,3 +85,27 @@ def test_latest_names_the_unmerged_shards_when_no_run_finished(tmp_path):
         error = json.loads(refused.stdout)
         assert error["unmerged_shards"] == [d.name for d in dirs]
         assert "no finished run to gate" in error["error"]
+
+
+def test_a_merged_run_whose_shard_was_run_again_after_the_merge_does_not_open(tmp_path):
+    """The merge was green; the app broke and shard 1 (it holds c-2) was run again into its dir, and the
+    merge was not run again (forgotten, or refused while the shard ran and the script went on). Gating
+    the old merge (by its dir or --latest) said PASS beside a newer shard run that fails c-2."""
+    with echo_app() as app:
+        state = make_state(tmp_path)
+        reports = state / "reports"
+        plan_path, dirs = run_shards(state, app.url)
+        assert run_script("merge_runs", "--plan", plan_path, "--out", reports / SHARDED_ID, *dirs).rc == 0
+        assert latest(reports).rc == 0                      # a fresh merge, its shard dirs beside it: open
+        app.broken = True
+        import shutil
+        shutil.rmtree(dirs[0])
+        assert run_runner("--plan", plan_path, "--shard", 1, "--out", dirs[0], "--progress", "never").rc == 0
+        for gated in (latest(reports), run_script("gate", reports / SHARDED_ID)):
+            assert gated.rc == 1, gated.stdout
+            assert f"shard 1's run dir {dirs[0].name} beside this merged run holds another run of it" in gated.stdout
+            assert "merge every shard again" in gated.stdout
+        merged = run_script("merge_runs", "--plan", plan_path, "--out", reports / SHARDED_ID, *dirs)
+        assert merged.rc == 0, merged.stdout
+        gated = latest(reports)
+        assert gated.rc == 1 and "c-2" in gated.stdout and "holds another run" not in gated.stdout, gated.stdout

@@ -1,8 +1,8 @@
 """Gate close reasons about whether the run can be trusted at all (issue 24 §A): a plan made with
-`--allow-invalid`, a shard's slice gated as if it were the run, a holdout past its look budget,
-called tools the adapter does not declare, a declared route path or first result source no answer held,
-a record id shape no authz case showed, and cases scored on part of their trace (spans that arrived
-after it was read as complete).
+`--allow-invalid`, a shard's slice gated as if it were the run, a merged run whose shard was run
+again after the merge, a holdout past its look budget, called tools the adapter does not declare, a
+declared route path or first result source no answer held, a record id shape no authz case showed,
+and cases scored on part of their trace (spans that arrived after it was read as complete).
 
 Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
 returns what the gate prints; gate.py only strings them together. Pure reads, no recounting.
@@ -10,14 +10,17 @@ returns what the gate prints; gate.py only strings them together. Pure reads, no
 
 from __future__ import annotations
 
+import glob
 import re
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import AssayError
 from .gate_judge import MAX_NAMED
 from .rundir import try_json_head
 
 MAX_LISTED = 10
+TAIL_BYTES = 1 << 20
 
 
 def _manifest(run_dir: Path) -> dict:
@@ -65,6 +68,50 @@ def shard_reason(run_dir: Path) -> str | None:
         return None
     return (f"this is shard {shard['index']}/{shard['count']}'s run dir, a slice of the plan, not a run: merge "
             "every shard (merge_runs.py --plan PLAN --out <run dir> <shard dirs>) and gate the merged run")
+
+
+def rerun_shard_reason(run_dir: Path) -> str | None:
+    """A merged run (merge_runs.py: run.log ends with `finalize` naming `merged_from`) with a shard dir
+    of its run id beside it that holds another run of that shard than the one merged (run again after
+    the merge, or running now): the merge is no longer that run id's result, so it never opens."""
+    from ..plan.shards import parse_shard_dir_name
+    run_dir = Path(run_dir)
+    merged = _merged_from(run_dir)
+    if merged is None:
+        return None
+    for child in sorted(run_dir.parent.glob(glob.escape(run_dir.name) + ".shard-*")):
+        parsed = parse_shard_dir_name(child.name)
+        if not parsed or parsed[0] != run_dir.name or not child.is_dir():
+            continue
+        started = _manifest(child).get("started_at")
+        took = merged.get(parsed[1])
+        if took is not None and started == took:
+            continue
+        was = f"the merge took the run started {took}" if took else "the merge took no such shard"
+        return (f"shard {parsed[1]}'s run dir {child.name} beside this merged run holds another run of it (started "
+                f"{started or 'not yet recorded'}; {was}): the shard was run again after the merge, or is running "
+                "now, so this merged run is no longer its result; merge every shard again (merge_runs.py --plan "
+                f"PLAN --out {run_dir} <shard dirs>) and gate that")
+    return None
+
+
+def _merged_from(run_dir: Path) -> dict | None:
+    """{shard index: started_at} of the shard runs a merge took (run.log's last line), else None."""
+    import json
+    import os
+    from ..core.writer import open_file
+    try:   # never through a symlink; only the log's tail (its last line is the merge's finalize)
+        fd = open_file(run_dir / "run.log", os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL_BYTES))
+            lines = fh.read(TAIL_BYTES).splitlines()
+        last = json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError, AssayError):
+        return None
+    rows = last.get("merged_from") if isinstance(last, dict) and last.get("event") == "finalize" else None
+    if not isinstance(rows, list):
+        return None
+    return {r["shard"]: r.get("started_at") for r in rows if isinstance(r, dict) and _count(r.get("shard"))}
 
 
 # ---------------------------------------------------------------- holdout look budget
@@ -284,7 +331,8 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     info += lowered_floor_lines(run_dir)
     served, other_reason = other_model_check(run_dir, summary)
     info += served
-    close = [r for r in (reasons, shard_reason(run_dir), holdout_budget_reason(run_dir, results), tools_reason,
+    close = [r for r in (reasons, shard_reason(run_dir), rerun_shard_reason(run_dir),
+                         holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary), result_source_reason(summary), record_id_shape_reason(summary),
                          unproven_refusals_reason(summary), late_spans_reason(results), other_reason)
              if r]
