@@ -14,6 +14,9 @@ SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the 
     nuke     removes its whole workdir, then answers that it fixed add()
     tamper   the right edit, and README.md rewritten the same in its workdir and in the fixture it
              was copied from (SCRIPTED_AGENT_FIXTURE): an unsandboxed agent writing outside its workdir
+    errored  the right edit, then a result event that says the session failed (is_error,
+             error_during_execution) and exit code 0: a `command:` CLI that does not exit non-zero
+             on an error result, as Claude Code does
 """
 
 from __future__ import annotations
@@ -84,9 +87,13 @@ elif word == "tamper":
         (root / "README.md").write_text("# calc, rewritten\n")
     tool("Write", {"file_path": "README.md"}, "File written")
     answer = "Fixed add()."
+elif word == "errored":
+    edit("return a - b", "return a + b")
+    answer = None
 else:
     answer = f"I do not know how to {word!r}."
-emit({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5, "duration_api_ms": 3,
-      "num_turns": calls + 1, "result": answer, "total_cost_usd": 0.0001, "permission_denials": [],
+failed = word == "errored"
+emit({"type": "result", "subtype": "error_during_execution" if failed else "success", "is_error": failed,
+      "duration_ms": 5, "duration_api_ms": 3, "num_turns": calls + 1, "result": answer, "total_cost_usd": 0.0001, "permission_denials": [],
       "usage": {"input_tokens": 50, "output_tokens": 10},
       "modelUsage": {"scripted-agent-1": {"inputTokens": 50, "outputTokens": 10}}})

@@ -97,3 +97,22 @@ def test_an_agent_that_removed_its_workdir_has_its_check_named_so(tmp_path):
     v = _verdict(out, "c-nuke")
     assert v["verdict"] == "unscored" and v["layers"]["files"]["verdict"] == "fail", v["layers"]
     assert "is gone after the agent (it removed it)" in v["layers"]["check"]["reason"], v["layers"]["check"]
+
+
+def test_an_agent_whose_result_says_it_failed_is_never_a_pass(tmp_path):
+    """A `command:` agent that made the right edit, then wrote a result event saying its session
+    failed (is_error, error_during_execution) and exited 0 passed on its files and check: the exit
+    code was the only sign read, and Claude Code exits 1 there. The http layer fails, naming the
+    subtype; the gate closes on it. The same edit with a success result passes (the control)."""
+    fix = {"files": {"contains": {"calc.py": ["return a + b"]}}, "check": {"command": [sys.executable, "check_calc.py"]}}
+    cases = {"c-errored": ("errored while fixing add()", fix), "c-fixed": ("fix add()", fix)}
+    _, out, r = _run(tmp_path, cases, "smoke-20261205T120400Z")
+    assert r.rc == 0, (r.stdout, r.stderr)
+    v = _verdict(out, "c-errored")
+    assert v["layers"]["files"]["verdict"] == "pass" and v["layers"]["check"]["verdict"] == "pass", v["layers"]
+    assert v["verdict"] == "fail" and v["layers"]["http"]["verdict"] == "fail", v["layers"]["http"]
+    assert "error_during_execution" in v["layers"]["http"]["reason"], v["layers"]["http"]
+    assert _verdict(out, "c-fixed")["verdict"] == "pass"
+    g = run_script("gate", out)
+    assert g.rc == 1 and "c-errored (http)" in g.stdout, g.stdout + g.stderr
+    assert run_script("run_cases", "--verify", out).rc == 0

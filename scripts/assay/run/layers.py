@@ -195,10 +195,13 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         exp = expect.get("exit_code") if isinstance(expect.get("exit_code"), int) else 0
         out = {"verdict": "pass" if ev.status == exp else "fail", "expected_exit_code": exp, "exit_code": ev.status}
         if ctx.invocation.get("mode") == "agent" and isinstance(ev.trajectory, Mapping):
-            from ..score.agent import mcp_crash_reason, mcp_server_crashes
+            from ..score.agent import mcp_crash_reason, mcp_server_crashes, session_error_reason
             crashes = mcp_server_crashes(ev.trajectory)   # the app under test crashed: never a pass
+            failed = session_error_reason(ev.response_json, ev.status) if exp == 0 else None
             if crashes:
                 out.update(verdict="fail", reason=mcp_crash_reason(crashes), mcp_crashes=crashes)
+            elif failed:
+                out.update(verdict="fail", reason=failed)
         return out
     if layer == "http":
         exp, ok = http_status_ok(expect, ev)

@@ -13,6 +13,8 @@ a pass: the caller records `unscored` before asking these.
   kept on the layer.
 - permissions: at most `expect.permissions.max_denied` calls denied (default 0). An agent case
   that does not assert it still fails on a denial (the default), but never passes on its absence.
+- the http layer of an agent (the exit code) also fails on an MCP server that closed its connection
+  mid-call and on a result event that says the session failed though the agent exited 0.
 """
 
 from __future__ import annotations
@@ -144,3 +146,15 @@ def mcp_crash_reason(crashes: list[dict]) -> str:
     return (f"MCP server {first['server']!r} closed its connection during call {first['index'] + 1} "
             f"({first['tool']}: {first['error']!r}){more}: the server under test exited mid-call. Run it by hand "
             "and send it that call's arguments (the case's trajectory.json) to see why")
+
+
+def session_error_reason(body: Any, exit_code: Any) -> str | None:
+    """Why an attempt that exited 0 still failed: its result event says the session failed
+    (`is_error` with a subtype other than `success`: error_max_turns, error_during_execution). Claude
+    Code exits 1 there; a `command:` CLI that exits 0 must not pass on the files it left. (A failed
+    model call, `is_error` with subtype `success`, is an infra error before any layer is scored.)"""
+    if exit_code != 0 or not isinstance(body, Mapping) or body.get("is_error") is not True:
+        return None
+    return (f"the agent's result event says its session failed (subtype {body.get('subtype')!r}, is_error "
+            "true) though it exited 0: never a pass, whatever its files show (Claude Code exits 1 there; "
+            "make a command: agent do the same)")
