@@ -10,51 +10,29 @@ from __future__ import annotations
 
 import json
 
-from fakeapp import FakeApp, Reply, run_runner
-from helpers import run_script, write_yaml
-from test_no_silent_green import ADAPTER, PROFILE
+from fakeapp import Reply
+from helpers import run_script
+from test_authz_unproven_refusal import USERS, _case as case_of, identity_run, user_of
 
 from assay.score.authz import score_authz
-
-USERS = {"ana": "admin", "bob": "viewer"}
-
 
 def desk(req) -> Reply:
     if req.method == "GET":
         return Reply(200, {"ok": True})
-    user = req.headers.get("X-User") or req.headers.get("x-user")
-    if user not in USERS:
+    if user_of(req) not in USERS:
         return Reply(401, {"error": "unknown user"})
     # the regression: viewers are shown the invoice too
     return Reply(200, {"answer": "Invoice INV-7: 120 EUR.", "route": "quotes"})
 
 
 def _case(cid: str, user: str) -> str:
-    return (f"id: {cid}\nunit: quotes\nsplit: [smoke, full]\ncategory: edge\ntest_type: MFT\n"
-            f"template_id: null\nreview: {{status: accepted, by: Dana Reviewer, at: '2026-11-01'}}\n"
-            f"identity: {{user: {user}}}\n"
-            "input:\n  messages:\n    - role: user\n      content: Show me invoice INV-7\n"
-            "expect:\n  authz:\n    forbidden_record_ids: [INV-7]\n    expect_refusal: true\n")
+    return case_of(cid, user, "Show me invoice INV-7", "  authz:\n    forbidden_record_ids: [INV-7]\n    expect_refusal: true\n")
 
 
 def test_a_401_to_a_mistyped_identity_is_never_a_refusal(tmp_path):
-    state = tmp_path / ".assay"
-    write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", "quote.price").replace(
-        "  auth: {type: none}\n", "  auth: {type: none}\n  identity_map: {user: X-User}\n"))
-    write_yaml(state / "profile.yaml", PROFILE)
-    for cid in ("c-view1", "c-view2"):
-        write_yaml(state / "datasets" / f"{cid}.yaml", _case(cid, "bobb"))   # "bob" typo'd
-    work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
-    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json", "--run-id", "smoke-20261205T000000Z")
-    assert r.rc == 0, r.stdout
-    out = state / "reports" / "smoke-20261205T000000Z"
-    with FakeApp(desk) as app:
-        r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
-        assert r.rc == 0, (r.stdout, r.stderr)
-        assert {req.headers.get("X-User") or req.headers.get("x-user") for req in app.requests
-                if req.method == "POST"} == {"bobb"}
+    out, requests = identity_run(tmp_path, {cid: _case(cid, "bobb") for cid in ("c-view1", "c-view2")},   # "bob" typo'd
+                                 handler=desk)
+    assert {user_of(req) for req in requests if req.method == "POST"} == {"bobb"}
     g = run_script("gate", out, "--json")
     assert g.rc == 1, g.stdout    # never open: no case was tested as the user it names
     rows = [json.loads(line) for line in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -18,10 +18,14 @@ from assay.score.authz import score_authz
 USERS = {"ana": "admin", "bob": "viewer"}
 
 
+def user_of(req) -> str | None:
+    return req.headers.get("X-User") or req.headers.get("x-user")
+
+
 def desk(req) -> Reply:
     if req.method == "GET":
         return Reply(200, {"ok": True})
-    user = req.headers.get("X-User") or req.headers.get("x-user")
+    user = user_of(req)
     if user not in USERS:
         return Reply(403, {"error": "unknown user"})          # authentication, answered as a 403
     message = (req.json or {}).get("message") or ""
@@ -44,7 +48,9 @@ ALLOWED = ("  http: {status: 200}\n  answer:\n    must_contain: [INV-8]\n"
            "  authz:\n    allowed_record_ids: [INV-8]\n")
 
 
-def _run(tmp_path, cases: dict[str, str]):
+def identity_run(tmp_path, cases: dict[str, str], handler=desk):
+    """The suite (case id -> YAML) converted, planned and run against `handler` on a real port, the
+    adapter mapping identity.user to X-User: (the run dir, the app's requests)."""
     state = tmp_path / ".assay"
     write_yaml(state / "adapter.yaml", ADAPTER.replace("RESULT_PATH", "quote.price").replace(
         "  auth: {type: none}\n", "  auth: {type: none}\n  identity_map: {user: X-User}\n"))
@@ -57,10 +63,14 @@ def _run(tmp_path, cases: dict[str, str]):
                    "-o", work / "plan.json", "--run-id", "smoke-20261205T000000Z")
     assert r.rc == 0, r.stdout
     out = state / "reports" / "smoke-20261205T000000Z"
-    with FakeApp(desk) as app:
+    with FakeApp(handler) as app:
         r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
     assert r.rc == 0, (r.stdout, r.stderr)
-    return out
+    return out, app.requests
+
+
+def _run(tmp_path, cases: dict[str, str]):
+    return identity_run(tmp_path, cases)[0]
 
 
 def test_refusals_of_an_identity_the_app_never_let_in_close_the_gate(tmp_path):

@@ -172,13 +172,7 @@ def test_a_transform_response_that_is_other_code_is_carried_by_every_case_it_loo
         assert "is code" in lost["why"] and "response_body path" in lost["why"], lost
         assert "delete this entry to gate on the whole body" in lost["why"], lost
     assert "promptfooconfig.yaml:10 `http transformResponse`" in (state / "IMPORT.md").read_text()
-    work = state / "work"
-    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
-    assert r.rc == 0, r.stdout + r.stderr
-    plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                      "-o", work / "plan.json")
-    refused = {f["case_id"] for f in plan.json["errors"] if f["code"] == "check_not_converted"}
-    assert plan.rc != 0 and refused == {c["id"] for c in cases.values()}, plan.stdout
+    _plan_refuses_every_case(state, cases)
 
 
 def test_a_latency_threshold_is_per_case_in_promptfoo_so_the_case_carries_it(tmp_path):
@@ -204,6 +198,11 @@ def test_a_latency_threshold_is_per_case_in_promptfoo_so_the_case_carries_it(tmp
         assert all(e["check"] == "latency per call" and "no per-case latency bound" in e["why"]
                    and "delete this entry" in e["why"] for e in lost.values()), lost
     assert "takes over 300 ms" in cases["slow"]["not_converted"][1]["why"]
+    _plan_refuses_every_case(state, cases)
+
+
+def _plan_refuses_every_case(state, cases: dict) -> None:
+    """convert_suite.py, then make_plan.py refusing each imported case on its not_converted entry."""
     work = state / "work"
     r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
     assert r.rc == 0, r.stdout + r.stderr
