@@ -251,6 +251,22 @@ def record_id_shape_reason(summary: dict) -> str | None:
             "ids that way, or add a case where the caller reads a record of their own (allowed_record_ids)")
 
 
+# ---------------------------------------------------------------- a 2xx without the answer
+def answer_absent_line(summary: dict) -> str | None:
+    """summary.answer_absent: gating cases that asserted nothing about the answer got a 2xx holding no
+    answer at the adapter's <answer> path (an error sent as 200, `{"error": ..., "route": ...}`): they
+    were decided on their other layers alone; said, never silent (not a close: the case asked nothing of
+    the answer)."""
+    block = summary.get("answer_absent")
+    if not isinstance(block, dict) or not _count(block.get("cases")) or not block["cases"]:
+        return None
+    first = block.get("first_case")
+    return (f"  answer: {block['cases']} gating case(s) got a 2xx with no answer at the adapter's <answer> path"
+            + (f" (first: {first})" if isinstance(first, str) else "") + " and assert nothing about the answer, so "
+            "only their other layers decided them: an error sent as 200? open the case's response.json; check "
+            "adapter.yaml invocation.response_body, or add an answer check to the case")
+
+
 # ---------------------------------------------------------------- refusals by status for an identity never let in
 def unproven_refusals_reason(summary: dict) -> str | None:
     """summary.unproven_refusals: refusal cases that passed on an HTTP 4xx alone for an identity the app
@@ -327,7 +343,8 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     head, reasons = allow_invalid(run_dir)
     info, tools_reason = undeclared_tools(summary)
-    info += [line for line in (route_source_line(summary), result_source_line(summary)) if line]
+    info += [line for line in (route_source_line(summary), result_source_line(summary), answer_absent_line(summary))
+             if line]
     info += lowered_floor_lines(run_dir)
     served, other_reason = other_model_check(run_dir, summary)
     info += served

@@ -205,7 +205,10 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         return out
     if layer == "http":
         exp, ok = http_status_ok(expect, ev)
-        return {"verdict": "pass" if ok else "fail", "expected_status": exp, "status": ev.status}
+        out = {"verdict": "pass" if ok else "fail", "expected_status": exp, "status": ev.status}
+        if ev.answer is None and ev.answer_note and isinstance(ev.status, int) and 200 <= ev.status < 300:
+            out["answer_absent"] = ev.answer_note   # a 2xx the adapter reads no answer from (summary.answer_absent)
+        return out
     if layer == "routing":
         observed, observed_from, declared, trace_note = observed_route(ctx.invocation, ev)
         if not declared:

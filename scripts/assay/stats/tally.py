@@ -112,6 +112,7 @@ class Tally:
         self.result_first: dict = {}
         self.result_read = self.result_found = self.result_fell = 0
         self.id_shape: dict = {}
+        self.absent_answers: list = [0, None]   # [cases, (index, case id) of the first]
         self.identities: dict[str, list] = {}   # identity key -> [reached, refusals, (index, case id) of the first]
         self.id_cases = self.id_seen = 0
         self.count = 0
@@ -157,6 +158,7 @@ class Tally:
                 reason = str(entry.get("reason") or "")
                 if reason.startswith("unjudged"):
                     self.unjudged[reason] = self.unjudged.get(reason, 0) + 1
+        self._answer_absent(index, r)
         self.hollow.add(index, r)
         self.absence.add(index, r)
         self._kind(index, r)
@@ -273,6 +275,21 @@ class Tally:
             if slot[2] is None or index < slot[2][0]:
                 slot[2] = (index, None if r.get("holdout") else r.get("case_id"))
 
+    def _answer_absent(self, index: int, r: Mapping[str, Any]) -> None:
+        """A gating case answered 2xx with no answer at the adapter's <answer> path (layers.http.answer_absent)
+        that asserted nothing about the answer: it passed or failed on its other layers alone."""
+        layers = r.get("layers") or {}
+        http = layers.get("http")
+        if not isinstance(http, dict) or not http.get("answer_absent") or r.get("gating", True) is False:
+            return
+        answer = layers.get("answer")
+        if answer is not None and str(answer.get("verdict") if isinstance(answer, dict) else answer) != "n/a":
+            return   # an asserted answer layer says so itself (unscored: no answer at the path)
+        slot = self.absent_answers
+        slot[0] += 1
+        if slot[1] is None or index < slot[1][0]:
+            slot[1] = (index, None if r.get("holdout") else r.get("case_id"))
+
     def _unproven_refusals(self) -> dict | None:
         """summary.unproven_refusals: the refusals of identities no case showed the app let in."""
         slots = [s for s in self.identities.values() if s[1] and not s[0]]
@@ -332,6 +349,8 @@ class Tally:
             shape = self.id_shape.get("shape")
             summary["record_id_shape"] = {"shape": shape[1] if shape else None, "cases": self.id_cases,
                                           "seen": self.id_seen}
+        if self.absent_answers[0]:
+            summary["answer_absent"] = {"cases": self.absent_answers[0], "first_case": self.absent_answers[1][1]}
         unproven = self._unproven_refusals()
         if unproven is not None:
             summary["unproven_refusals"] = unproven
