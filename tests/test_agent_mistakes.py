@@ -116,3 +116,40 @@ def test_an_agent_whose_result_says_it_failed_is_never_a_pass(tmp_path):
     g = run_script("gate", out)
     assert g.rc == 1 and "c-errored (http)" in g.stdout, g.stdout + g.stderr
     assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_an_entry_the_untouched_fixture_passes_is_warned_of(tmp_path):
+    """A newcomer's case passed an agent that did nothing (or deleted the tests) with no word: a
+    `contains` text the fixture's file already holds, an `exists` path it already has, an `unchanged`
+    glob that matches none of its files (the tests are check_calc.py, not tests/*). The linter warns
+    of each at the case's line, naming what the fixture holds and the fix; never an ERROR (the agent
+    may have to keep that text or file), and make_plan.py plans the suite, showing the warnings. What
+    the agent must add (`return a + b`), a new path, and a glob that matches are left alone."""
+    cases = {"c-hollow": ("explain what add() does", {"files": {
+                 "contains": {"calc.py": ["def add", "return a + b"]}, "exists": ["README.md", "notes.md"],
+                 "unchanged": ["tests/*", "check_*.py"]}}),
+             "c-fine": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"]}, "exists": ["notes.md"],
+                                                "unchanged": ["*.md"]}})}
+    state = build_agent_state(tmp_path / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    assert r.rc == 0, r.stdout + r.stderr
+    codes = ("contains_already_in_fixture", "exists_already_in_fixture", "unchanged_glob_matches_nothing")
+    found = {f["code"]: f for f in r.json["findings"] if f["code"] in codes}
+    assert sorted(found) == sorted(codes), r.json["findings"]
+    assert all(f["case_id"] == "c-hollow" and f["severity"] == "WARN" and f["line"] == 9 and
+               f["source"] == "datasets/c-hollow.yaml" for f in found.values()), found
+    contains = found["contains_already_in_fixture"]["message"]
+    assert "calc.py: 'def add'" in contains and "return a + b" not in contains and "ADD or CHANGE" in contains
+    exists = found["exists_already_in_fixture"]["message"]
+    assert "'README.md'" in exists and "notes.md" not in exists, exists
+    unchanged = found["unchanged_glob_matches_nothing"]["message"]
+    assert "'tests/*' matches no file" in unchanged and "check_calc.py" in unchanged, unchanged
+    assert "check_*.py" not in unchanged, unchanged
+    assert sum(f["code"] in codes for f in r.json["findings"]) == 3, r.json["findings"]
+    p = run_script("make_plan", state / "work" / "converted.json", "--state-dir", state, "--mode", "smoke",
+                   "-o", state / "work" / "plan.json")
+    assert p.rc == 0, p.stdout + p.stderr
+    assert "datasets/c-hollow.yaml:9: c-hollow [contains_already_in_fixture]" in p.stderr, p.stderr

@@ -8,10 +8,15 @@ misspelt path of a fixture file the agent must delete passes with the file still
 the fixture lacks that is one or two letters from one it has (and not that path with a suffix,
 like `calc.py.bak`, a file the agent must not leave) is named with the path it is close to, a
 warning only (the linter's; the pre-flight lets it run): a file the agent must not create may be
-named that close on purpose, and nothing tells the two apart."""
+named that close on purpose, and nothing tells the two apart.
+
+`fixture_passes` names the entries the untouched fixture already passes (a `contains` text its file
+holds, an `exists` path it has, an `unchanged` glob matching none of its files): an agent that does
+nothing passes them; warnings only (the linter's), as the agent may have to keep that text or file."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -69,4 +74,51 @@ def files_problems(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, s
                         "absent passes when the path is not there after the run, so a misspelt path of a file the "
                         "agent must remove passes with the file still there; fix it, unless it names a file the "
                         "agent must not create (then this warning is the only word on it)"))
+    return out
+
+
+def _fixture_text(fixture: Path, rel: str) -> str | None:
+    """The fixture file's text (None: not a regular file inside the fixture)."""
+    target = fixture / rel
+    try:
+        target.resolve().relative_to(fixture.resolve())
+        return target.read_bytes().decode("utf-8", errors="replace") if target.is_file() else None
+    except (ValueError, OSError):
+        return None
+
+
+def fixture_passes(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, str]]:
+    """(key, message) for each `expect.files` entry the untouched fixture already passes, so an agent
+    that does nothing passes it too: a `contains` text the fixture's file holds, an `exists` path the
+    fixture has, an `unchanged` glob that matches none of its files (a change to the files meant is
+    not seen). Warnings only (the linter's): the agent may have to keep that text or file."""
+    out: list[tuple[str, str]] = []
+    if not fixture.is_dir():
+        return out
+    contains = files.get("contains") if isinstance(files.get("contains"), Mapping) else {}
+    held = [(rel, t) for rel, texts in contains.items() if isinstance(texts, list)
+            for t in texts if isinstance(t, str) and t and t in (_fixture_text(fixture, str(rel)) or "")]
+    if held:
+        out.append(("expect.files.contains", f"the fixture {fixture} already holds " + "; ".join(
+            f"{rel}: {t!r}" for rel, t in held) + ", so an agent that changes nothing passes it; assert what "
+            "the agent must ADD or CHANGE (a text the fixture lacks), unless the agent must keep that text "
+            "(then this warning is the only word on it)"))
+    exists = files.get("exists") if isinstance(files.get("exists"), list) else []
+    there = [p for p in exists if isinstance(p, str) and p and os.path.lexists(fixture / p)]
+    if there:
+        out.append(("expect.files.exists", f"the fixture {fixture} already has {', '.join(map(repr, there))}, "
+                    "so an agent that creates nothing passes it; assert a path the agent must ADD, or a text it "
+                    "must write (expect.files.contains), unless the agent must keep that file (then this warning "
+                    "is the only word on it)"))
+    globs = [g for g in (files.get("unchanged") if isinstance(files.get("unchanged"), list) else [])
+             if isinstance(g, str) and g and any(c in g for c in GLOB)]
+    if globs:
+        from .workdir import tree
+        have = sorted(tree(fixture))
+        for g in globs:
+            if not any(fnmatch.fnmatchcase(p, g) for p in have):
+                out.append(("expect.files.unchanged", f"the glob {g!r} matches no file in the fixture {fixture} "
+                            f"(its files: {', '.join(have[:6])}{', ...' if len(have) > 6 else ''}), so a change "
+                            "to the files it means (a test deleted or edited) passes; use a glob that matches "
+                            "the fixture's files, unless it names files the agent must not create"))
     return out

@@ -11,6 +11,10 @@ from ..core.suggest import did_you_mean
 from .key_homes import CHECK_KEYS, FILES_KEYS, PERMISSIONS_KEYS, SKILLS_KEYS, misplaced
 
 Report = Callable[..., None]
+# an `expect.files` entry the untouched fixture already passes (fixture_paths.fixture_passes), by key
+FIXTURE_PASSES = {"expect.files.contains": "contains_already_in_fixture",
+                  "expect.files.exists": "exists_already_in_fixture",
+                  "expect.files.unchanged": "unchanged_glob_matches_nothing"}
 
 
 
@@ -80,6 +84,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     from pathlib import Path
     from ..core.errors import AssayError
     from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of, known_skills
+    from ..invoke.fixture_paths import fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))
     except AssayError as exc:
@@ -96,3 +101,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
                     "expect.files.unchanged": "unchanged_not_in_fixture",
                     "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
             report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)
+        expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
+        files = expect.get("files") if isinstance(expect.get("files"), dict) else {}
+        for key, msg in fixture_passes(files, fixture_of(case, spec)):   # WARN: the agent may have to keep it
+            report(FIXTURE_PASSES[key], f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)

@@ -69,6 +69,10 @@ CODES: dict[str, str] = {
     # an `absent` path one or two letters from a fixture path: a typo of a file to remove, or a file
     # the agent must not create that is named so close on purpose (not refused: nothing tells them apart)
     "absent_near_fixture_path": WARN,
+    # an entry the untouched fixture already passes, so an agent that does nothing passes it: a `contains`
+    # text the fixture holds, an `exists` path it has, an `unchanged` glob matching none of its files (not
+    # refused: the agent may have to keep that text or file)
+    "contains_already_in_fixture": WARN, "exists_already_in_fixture": WARN, "unchanged_glob_matches_nothing": WARN,
 }
 
 
