@@ -37,8 +37,8 @@ def build_parser():
 
 
 def run(args):
-    from assay.compare.baseline import refuse_unverified, resolve_baseline, unverified_started
-    from assay.compare.document import compare_runs, read_sides
+    from assay.compare.baseline import refuse_unverified, resolve_baseline
+    from assay.compare.document import compare_runs
     from assay.verdict import gate_open
     from assay.core import jsonio
     from assay.core.writer_stream import write_json_streamed
@@ -46,19 +46,11 @@ def run(args):
 
     candidate = Path(args.candidate)
     base = resolve_baseline(args.base, candidate, args.store, is_open=gate_open)
-    # the base must pass run_cases.py --verify first (at scale the check runs on two processes of its
-    # own; the two sides are read here meanwhile, the pairs only once both sides passed: the whole
-    # comparison beside the check held ~350 MB at 100,000 cases, over the 250 MB bar)
-    base_checked = unverified_started(base)
-    try:
-        sides, unread = read_sides(base, candidate), None
-    except Exception as exc:   # noqa: BLE001 -- a damaged side: said after the check's refusal, which names the damage
-        sides, unread = None, exc
-    base_checked()
+    # the base must pass run_cases.py --verify first (at scale the check runs on two processes; not
+    # beside the comparison: the two at once held ~350 MB at 100,000 cases, over the 250 MB bar)
+    refuse_unverified(base)
     refuse_unverified(candidate, "candidate")
-    if unread is not None:
-        raise unread
-    doc = compare_runs(base, candidate, sides)
+    doc = compare_runs(base, candidate)
     try:
         if args.output:   # the same bytes as one write, the pairs encoded as they are written
             write_json_streamed(Path(args.output), doc, "buckets")

@@ -138,8 +138,8 @@ from assay.core import forked
 from assay.rundir import checked
 run = sys.argv[1]
 answers = []
-real_answer = checked._answer_of
-checked._answer_of = lambda child: answers.append(real_answer(child)) or answers[-1]
+real_apart = checked._apart
+checked._apart = lambda r: answers.append(real_apart(r)) or answers[-1]
 out = {"apart": checked.check(run, apart=True), "kept": checked.known(run)}
 out["forked"] = answers == [out["apart"]]   # the child's answer, not this process's
 checked.memo_path(run).unlink()

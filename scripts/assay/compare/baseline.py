@@ -171,15 +171,8 @@ def refuse_unverified(base: Path, role: str = "base") -> None:
     the candidate (role "candidate"): an edited verdicts.jsonl read as it is said "no verdict changed"
     for a run whose gate closes. (A run checked before, unchanged since, is not read again:
     rundir.checked.)"""
-    unverified_started(base, role)()
-
-
-def unverified_started(base: Path, role: str = "base") -> Callable[[], None]:
-    """`refuse_unverified` begun: a full check of a big run dir runs in a forked child from now on,
-    and the function returned raises the refusal (or returns) once its answer is in. compare_runs.py
-    reads the two sides meanwhile, on what would otherwise be an idle CPU."""
     from ..report.run_files import status_from_tail
-    from ..rundir.checked import started
+    from ..rundir.checked import check
     from ..rundir.completeness import RunDirError
     base = Path(base)
     status = status_from_tail(base / "results.json")   # the runner's layout: its end; else its summary
@@ -188,24 +181,14 @@ def unverified_started(base: Path, role: str = "base") -> Callable[[], None]:
         summary = results.get("summary") if isinstance(results, dict) else None
         status = summary.get("status") if isinstance(summary, dict) else None
     if not base.is_dir() or status == "running":
-        return lambda: None   # not a dir, or still running: load_side's own error says so
-
-    def refused(problems: list[str]) -> None:
-        if problems:
-            shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
-            raise AssayError(unverified_words(base, role, shown), 2, path=str(base))
+        return   # not a dir, or still running: load_side's own error says so
     try:   # on its own process when it is big: the comparison's memory then starts from a small heap
-        answer = started(base, apart=True)
+        problems = check(base, apart=True)
     except RunDirError as exc:
-        return lambda: refused([str(exc)])
-
-    def finish() -> None:
-        try:
-            problems = answer()
-        except RunDirError as exc:
-            problems = [str(exc)]
-        refused(problems)
-    return finish
+        problems = [str(exc)]
+    if problems:
+        shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise AssayError(unverified_words(base, role, shown), 2, path=str(base))
 
 
 def unverified_words(run: Path | str, role: str, shown: str) -> str:

@@ -160,17 +160,10 @@ def paired_statistics(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | N
         return None, err.message
 
 
-def read_sides(base_dir: Path, candidate_dir: Path) -> tuple[Side, Side]:
-    """The two sides a comparison reads (compare.sides), on two processes when it is big."""
+def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     LAST.clear()
-    return load_sides(Path(base_dir), Path(candidate_dir), two_processes(Path(candidate_dir)))
-
-
-def compare_runs(base_dir: Path, candidate_dir: Path, sides: tuple[Side, Side] | None = None) -> dict[str, Any]:
-    """The document; `sides`: read_sides(base_dir, candidate_dir) already made (compare_runs.py reads
-    them while the base's completeness check runs)."""
-    base, cand = sides if sides is not None else read_sides(base_dir, candidate_dir)
     fork = two_processes(Path(candidate_dir))   # a big comparison: on two processes (compare.pair_all)
+    base, cand = load_sides(Path(base_dir), Path(candidate_dir), fork)
     if base.run_dir.resolve() == cand.run_dir.resolve():
         raise AssayError(f"base and candidate are the same run ({base.run_dir}); compare two different runs", 2)
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0

@@ -29,7 +29,6 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
 SUFFIX = ".checked.json"
 VERSION = 2
@@ -156,46 +155,30 @@ def check(run_dir: Path, *, apart: bool = False) -> list[str]:
     can (core.forked), so what it allocated is not left in this process's heap for the work after
     it (at 100,000 cases the comparison then stays under the 250 MB bar); a child that fails is
     made up here, the same answer."""
-    return started(run_dir, apart=apart)()
-
-
-def started(run_dir: Path, *, apart: bool = False) -> Callable[[], list[str]]:
-    """`check` begun: with `apart` and a full check to make, its child is forked now and this
-    process is free until the answer is asked for (compare reads its two sides meanwhile); the
-    function returned gives `check`'s answer (and keeps it), raising what `check` raises."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
     before = entry_stats(run_dir) if not run_dir.is_symlink() else None
     if not _kept_size(before):
-        return lambda: list(check_run_dir(run_dir)[0])
+        return list(check_run_dir(run_dir)[0])
     kept = known(run_dir)
     if kept is not None:
-        return lambda: kept
-    child = _apart(run_dir) if apart else None
-
-    def answer() -> list[str]:
-        problems = _answer_of(child) if child is not None else None
-        if problems is None:
-            problems = list(check_run_dir(run_dir)[0])
-        value = digest(run_dir)
-        if value is not None and entry_stats(run_dir) == before:
-            _record(run_dir, value, problems)
-        return problems
-    return answer
+        return kept
+    problems = _apart(run_dir) if apart else None
+    if problems is None:
+        problems = list(check_run_dir(run_dir)[0])
+    value = digest(run_dir)
+    if value is not None and entry_stats(run_dir) == before:
+        _record(run_dir, value, problems)
+    return problems
 
 
-def _apart(run_dir: Path) -> Any:
-    """A forked child computing check_run_dir's problems, or None (no fork here)."""
+def _apart(run_dir: Path) -> list[str] | None:
+    """check_run_dir's problems computed in a forked child, or None (no fork here, or the child failed)."""
     from ..core.forked import Child, fork_safe
     from .completeness import check_run_dir
     if not fork_safe():
         return None
-    return Child(lambda: list(check_run_dir(run_dir)[0]))
-
-
-def _answer_of(child: Any) -> list[str] | None:
-    """The child's problems, or None (it failed: the caller checks here)."""
-    answer = child.result()
+    answer = Child(lambda: list(check_run_dir(run_dir)[0])).result()
     return answer if isinstance(answer, list) and all(isinstance(p, str) for p in answer) else None
 
 
