@@ -44,6 +44,7 @@ from ..core.errors import AssayError
 from ..core.ids import parse_run_id
 from ..core.statedir import not_a_state_dir
 from ..plan.shards import parse_shard_dir_name
+from ..replay.source import app_name
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 
 DRIFT_ALPHA = 0.05
@@ -110,6 +111,7 @@ def load_run(run_dir: Path, *, verify: bool = True,
         "harness_version": results.get("harness_version", manifest.get("harness_version")),
         "k": results.get("k", manifest.get("k")),
         "suite_sha256": manifest.get("suite_sha256") if isinstance(manifest.get("suite_sha256"), str) else None,
+        "app": app_name(manifest),
         "started_at": results.get("started_at"),
         "cases": _int(summary.get("n")),
         "passes": passes, "failures": failures, "scored": scored,
@@ -224,16 +226,21 @@ def scan(state_dir: Path, *, verify: bool = True,
     return runs, excluded
 
 
-def series_name(key: tuple, suite: str | None = None) -> str:
+def series_name(key: tuple, suite: str | None = None, app: str | None = None) -> str:
     mode, dataset, harness, k = key
-    return f"{mode} · dataset v{dataset} · assay {harness} · k={k}" + (f" · suite {suite[:8]}" if suite else "")
+    return (f"{mode} · dataset v{dataset} · assay {harness} · k={k}" + (f" · suite {suite[:8]}" if suite else "")
+            + (f" · app {app}" if app else ""))
 
 
 def build_series(runs: list[dict]) -> list[dict]:
-    """Consecutive comparable runs per mode; a changed key starts a new series that names the change."""
-    by_mode: dict[str, list[dict]] = {}
+    """Consecutive comparable runs per mode and app; a changed key starts a new series that names the change.
+    Runs of two apps in one reports dir (adapter.yaml app.name) are never one series: the suite hash
+    does not hold the app, and one app's run read as the other's latest point made a trend of both.
+    The app is named in the series only when the reports dir holds more than one."""
+    apps = {run.get("app") for run in runs}
+    by_mode: dict[tuple[str, str], list[dict]] = {}
     for run in runs:
-        by_mode.setdefault(str(run["mode"]), []).append(run)
+        by_mode.setdefault((str(run["mode"]), str(run.get("app") or "")), []).append(run)
     out = []
     for mode in sorted(by_mode):
         current: dict | None = None
@@ -250,8 +257,8 @@ def build_series(runs: list[dict]) -> list[dict]:
                         parts.append(f"suite {current['suite_sha256'][:8]} → {suite[:8]} (a case, rubric, "
                                      "adapter or judge changed)")
                     change = ", ".join(parts)
-                current = {"key": list(key), "name": series_name(key, suite), "started_by": change,
-                           "suite_sha256": suite, "runs": []}
+                current = {"key": list(key), "name": series_name(key, suite, run.get("app") if len(apps) > 1 else None),
+                           "app": run.get("app"), "started_by": change, "suite_sha256": suite, "runs": []}
                 out.append(current)
             elif suite and not current["suite_sha256"]:
                 current["suite_sha256"] = suite  # an older run's unknown suite joins the first known one
@@ -372,7 +379,7 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
         "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
                               key=lambda f: (-f["flips"], f["series"], f["case_id"])),
         "changed_cases": [{"series": s["name"], **c} for s in series for c in s.get("changed") or []],
-        "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256"],
+        "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256", "app"],
                    "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
                    "flaky": "scored verdicts flip between pass and fail and back (2 or more flips) across a "
                             "series' runs",

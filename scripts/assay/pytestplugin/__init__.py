@@ -25,7 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="targeted: the cases whose unit or expect.route is T")
     group.addoption("--assay-k", metavar="N", type=int, default=None, help="repeats per case (not under smoke)")
     group.addoption("--assay-baseline", metavar="auto|RUN_DIR", default=None,
-                    help="compare with a baseline run (auto: the newest finished run of the same mode) and "
+                    help="compare with a baseline run (auto: the run the gate compares with, gate.py --baseline auto) and "
                          "show the paired comparison in the terminal report")
     group.addoption("--assay-resume", action="store_true", default=None,
                     help="finish this state dir's interrupted pytest run of the same plan (its finished cases "

@@ -180,7 +180,7 @@ class AssaySession:
             return None
         return plan_file, out
 
-    def _baseline(self) -> Path | None:
+    def _baseline(self, plan: dict) -> Path | None:
         if self.baseline is None:
             return None
         if self.baseline != "auto":
@@ -190,17 +190,22 @@ class AssaySession:
                                         "verdicts_for_stats.jsonl there); pass auto, or a run dir such as "
                                         f"{self.state / 'reports'}/<run-id>")
             return self.baseline_dir / "verdicts_for_stats.jsonl"
+        from ..compare.baseline import baseline_for_plan
         from ..core.errors import AssayError
-        from ..report.rundir import latest_run
-        try:
-            found = latest_run(self.state / "reports", self.mode)
-        except AssayError:
-            found = None
-        if found is not None and (found / "verdicts_for_stats.jsonl").is_file():
-            self.baseline_dir = found
-            return found / "verdicts_for_stats.jsonl"
-        self.notes.append(f"--assay-baseline auto: no earlier {self.mode} run with verdicts under "
-                          f"{self.state / 'reports'}: nothing to compare with")
+        from ..verdict import gate_open
+        # the run the session's gate compares with (gate.py --baseline auto: the compare rule); else, for a
+        # selection (-k, --lf: a targeted run) with no targeted baseline, the newest complete earlier run of
+        # --assay-mode with the plan's dataset version, harness and k (one the runner can compare with)
+        for series, is_open in ((plan, gate_open), ({**plan, "mode": self.mode}, lambda _run: (True, None))):
+            try:
+                found = baseline_for_plan(series, exclude=plan.get("run_id"), is_open=is_open)
+            except AssayError:
+                continue
+            if (found / "verdicts_for_stats.jsonl").is_file():
+                self.baseline_dir = found
+                return found / "verdicts_for_stats.jsonl"
+        self.notes.append(f"--assay-baseline auto: no earlier {self.mode} run of this series (dataset version, "
+                          f"harness, k={plan.get('k')}) under {self.state / 'reports'}: nothing to compare with")
         return None
 
     def _execute(self, ids: list[str]) -> None:
@@ -213,7 +218,7 @@ class AssaySession:
             plan_path, out = resume
             self.notes.append(f"resumed the interrupted run {out.name} (run_cases.py --resume: finished cases kept)")
         else:
-            baseline = self._baseline()
+            baseline = self._baseline(plan)
             out = self.state / "reports" / plan["run_id"]
             if out.exists():  # the collected plan's run id was taken meanwhile (one-second resolution)
                 plan_path, plan = self._selected_plan(ids, fresh=True)
