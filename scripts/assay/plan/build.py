@@ -180,6 +180,10 @@ def _manifest_extra(o: PlanOptions, converted: dict[str, Any], dataset_version: 
         "app": {"name": app.get("name"), "repo": repo, "git_sha": sha, "git_tree": tree},
         "judge": judge,
     }
+    from ..stats.budgets import profile_budgets
+    budgets = profile_budgets(o.state_dir)[0]   # the gate's fallback for a run dir outside any state dir
+    if budgets:
+        base["budgets"] = {key: b["value"] for key, b in budgets.items()}
     for key, value in (o.manifest_extra or {}).items():
         if key == "validation":
             warnings.append("--manifest-extra validation ignored: make_plan records the linter's result there")

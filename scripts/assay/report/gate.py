@@ -175,14 +175,17 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
 
 
 def _check_budgets(res: GateResult, run_dir: Path, budgets: dict) -> None:
-    """Cost and latency budgets (history/budgets.py: the overrides, else <state>/profile.yaml;
+    """Cost and latency budgets (stats/budgets.py: the overrides, else <state>/profile.yaml;
     stats/cost.py: the numbers): over budget, or not checkable, closes."""
     reasons = res.reasons
-    from ..history.budgets import resolve_budgets
+    from ..stats.budgets import resolve_budgets
     from ..stats.cost import PRICES_FILE, load_prices, run_cost, state_dir_of_run
     from ..stats.cost_budget import budget_lines
     state = Path(budgets["state_dir"]) if budgets.get("state_dir") else state_dir_of_run(run_dir)
-    res.budgets = resolve_budgets(budgets, state)["budgets"]
+    resolved = resolve_budgets(budgets, state)
+    res.budgets = resolved["budgets"]
+    if resolved["profile"] is None:   # no profile.yaml where the run sits (a run dir copied out of its state dir)
+        res.budgets.update(recorded_budgets(run_dir, state, res.budgets))
     if res.budgets:
         prices_path = Path(budgets.get("prices") or state / PRICES_FILE)
         prices = load_prices(prices_path) if prices_path.is_file() or budgets.get("prices") else None
@@ -193,6 +196,23 @@ def _check_budgets(res: GateResult, run_dir: Path, budgets: dict) -> None:
             sources={k: b["source"] for k, b in res.budgets.items()},
             include_judge=budgets.get("include_judge", True) is not False)
         reasons.extend(close)
+
+
+def recorded_budgets(run_dir: Path, state: Path, chosen: dict) -> dict:
+    """The budgets the plan recorded from its profile (manifest_extra.budgets), for each key no flag set,
+    when the state dir the run sits in has no profile.yaml: a run dir copied out of its state dir is
+    gated on the budgets it was planned under, never on none."""
+    from ..stats.budgets import BUDGET_FLAGS
+    from .rundir import try_json_head
+    manifest = try_json_head(Path(run_dir) / "manifest.yaml")   # its top-level keys, kept while unchanged
+    extra = manifest.get("manifest_extra") if isinstance(manifest, dict) else None
+    recorded = extra.get("budgets") if isinstance(extra, dict) else None
+    if not isinstance(recorded, dict):
+        return {}
+    return {key: {"value": float(recorded[key]), "source": f"the run's manifest.yaml manifest_extra.budgets.{key} "
+                  f"(the profile's when the plan was made: no profile.yaml in {state}; --state-dir names one)"}
+            for key in BUDGET_FLAGS if key not in chosen and isinstance(recorded.get(key), (int, float))
+            and not isinstance(recorded.get(key), bool)}
 
 
 def to_json(res: GateResult) -> dict:

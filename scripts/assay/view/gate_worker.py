@@ -24,7 +24,7 @@ from .gates import decide
 NICE = 5
 # what the decision imports as it goes: imported before the process says it is ready
 WARM = ("assay.report.gate", "assay.report.gate_lines", "assay.report.gate_trust", "assay.report.gate_judge",
-        "assay.history.budgets", "assay.stats.cost", "assay.stats.cost_budget", "assay.stats.counts",
+        "assay.stats.budgets", "assay.stats.cost", "assay.stats.cost_budget", "assay.stats.counts",
         "assay.stats.pairwise", "assay.rundir.streamed", "assay.judge.binding", "assay.core.strict_yaml",
         "assay.schemas.checked")
 
