@@ -50,6 +50,9 @@ def test_every_example_runs_as_written(tmp_path, monkeypatch, capsys):
     assert any(n.startswith(f"the base run {namespace['again']['run_id']} started after the candidate "
                             f"{namespace['done']['run_id']}") for n in swapped["notes"]), swapped["notes"]
     assert not any("started after the candidate" in n for n in namespace["comparison"]["notes"])
+    # and in the headline itself: a script that reads only headline and counts is told too
+    assert swapped["headline"].endswith("the base run started after the candidate: are the arguments swapped? (notes)")
+    assert "swapped" not in namespace["comparison"]["headline"]
     assert "--mode targeted needs --tag" in printed
     # the same documents the scripts print: gate.py --json on the same run dir
     decision = namespace["decision"]

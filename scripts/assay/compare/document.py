@@ -107,6 +107,16 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     return notes
 
 
+def _swapped(base: Side, cand: Side) -> str:
+    """Said in the headline itself when the base run started after the candidate: a script that reads
+    only `headline` and `counts` (api.compare's documented use) saw "4 newly passing" for what, with the
+    arguments swapped, is 4 newly failing; the note says it in full."""
+    b, c = base.results.get("started_at"), cand.results.get("started_at")
+    if isinstance(b, str) and isinstance(c, str) and b > c:
+        return " — the base run started after the candidate: are the arguments swapped? (notes)"
+    return ""
+
+
 def _ordered_ids(base: Side, cand: Side) -> list[str]:
     seen = dict.fromkeys(cand.rows)
     for cid in base.rows:
@@ -191,7 +201,7 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
         + ([f"quoted text is redacted (emails, phone and long numbers: "
             f"{redactions} redaction(s)) because {why}"] if active else []),
         "redaction": {"active": active, "redactions": redactions, "why": why or None},
-        "headline": headline(counts, flips),
+        "headline": headline(counts, flips) + _swapped(base, cand),
         "counts": counts, "judge_flips": flips,
         "gating_newly_failing": sum(1 for p in buckets["newly_failing"] if p["gating"] and not p["canary"]),
         "meaning": dict(MEANING),
