@@ -192,6 +192,8 @@ class AgentInvoker(CliInvoker):
         self.base_env.update({k: secrets.expand(v, env) for k, v in spec.env.items()})
         self._copied: dict[str, int] = {}   # an attempt's workdir -> when its copy was done (wd.copy_fixture)
         self._stamps: dict[str, dict] = {}  # a fixture -> its files before its first copy in this run (wd.stamp)
+        self.plan_cases: list = []           # the run's cases (the pre-flight's): each check run on the fixture
+        self._on_fixture: dict[str, dict] = {}   # a case id -> its check_on_fixture fact (invoke.fixture_check)
         self.bwrap = None
         if spec.sandbox == "bwrap":
             self.bwrap = shutil.which(BWRAP)
@@ -199,6 +201,20 @@ class AgentInvoker(CliInvoker):
                 raise AssayError("pre-flight: invocation.agent.sandbox bwrap needs bubblewrap (`bwrap` on PATH; "
                                  "Debian/Ubuntu: apt-get install bubblewrap); or drop the key to run unsandboxed",
                                  3, key="invocation.agent.sandbox")
+
+    def health(self, *, resume: bool) -> dict[str, Any]:
+        """The cli invoker's pre-flight, then each case's check once on the untouched fixture (§5.4)."""
+        out = super().health(resume=resume)
+        from .fixture_check import check_fixtures
+        self._on_fixture = check_fixtures(self.plan_cases, lambda c: fixture_of(c, self.spec),
+                                          lambda c: self.prepare(c, "fixture-check")[0]["env"], self.area,
+                                          self.bwrap is not None, self.registry, self._stamp)
+        return out
+
+    def _stamp(self, fixture: Path) -> None:
+        with self._lock:
+            if str(fixture) not in self._stamps:
+                self._stamps[str(fixture)] = wd.stamp(fixture)
 
     def manifest(self) -> dict[str, Any]:
         s = self.spec
@@ -241,9 +257,7 @@ class AgentInvoker(CliInvoker):
         if not work.exists():
             if not fixture.is_dir():
                 return Outcome(CONNECTION, error=f"the case's fixture {fixture} is not a directory")
-            with self._lock:
-                if str(fixture) not in self._stamps:
-                    self._stamps[str(fixture)] = wd.stamp(fixture)
+            self._stamp(fixture)
             copied = wd.copy_fixture(fixture, work)
             with self._lock:   # a conversation's later turns measure the same copy
                 self._copied[str(work)] = copied
@@ -300,6 +314,8 @@ class AgentInvoker(CliInvoker):
             return Outcome(EXIT, status=r.returncode, error=fixture_changed(fixture, tampered), **common)
         measured = wd.measure(fixture, work, wire.get("files"), wire.get("check"), env, self.registry, copied_ns,
                               listing)
+        if wire.get("check") and wire["case_id"] in self._on_fixture:   # the same check on the untouched fixture
+            measured["check_on_fixture"] = self._on_fixture[wire["case_id"]]
         traj = got["trajectory"]
         body = {"result": text, "session_id": traj.get("session_id"), "subtype": result_ev.get("subtype"),
                 "is_error": result_ev.get("is_error"), "num_turns": result_ev.get("num_turns")}

@@ -12,7 +12,9 @@ named that close on purpose, and nothing tells the two apart.
 
 `fixture_passes` names the entries the untouched fixture already passes (a `contains` text its file
 holds, an `exists` path it has, an `unchanged` glob matching none of its files): an agent that does
-nothing passes them; warnings only (the linter's), as the agent may have to keep that text or file."""
+nothing passes them; warnings only (the linter's), as the agent may have to keep that text or file.
+`fixture_fails` names the entries it fails (what an agent that does nothing fails): a check the
+untouched fixture passes is scored only beside one of those (assay.score.agent.score_check)."""
 
 from __future__ import annotations
 
@@ -87,6 +89,43 @@ def _fixture_text(fixture: Path, rel: str) -> str | None:
         return None
 
 
+def _entries(files: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """The case's `contains` (path, text) pairs and its `exists` and `absent` paths (non-empty strings)."""
+    contains = files.get("contains") if isinstance(files.get("contains"), Mapping) else {}
+    pairs = [(str(rel), t) for rel, texts in contains.items() if isinstance(texts, list)
+             for t in texts if isinstance(t, str) and t]
+    paths = [[p for p in (files.get(key) if isinstance(files.get(key), list) else []) if isinstance(p, str) and p]
+             for key in ("exists", "absent")]
+    return pairs, paths[0], paths[1]
+
+
+def _passed(files: Mapping[str, Any], fixture: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """The `contains` pairs the fixture's file holds and the `exists` paths it has: what the untouched
+    fixture passes (one reading of the fixture, for fixture_passes and fixture_fails alike)."""
+    pairs, exists, _ = _entries(files)
+    texts = {rel: _fixture_text(fixture, rel) or "" for rel in {rel for rel, _ in pairs}}
+    return ([(rel, t) for rel, t in pairs if t in texts[rel]],
+            [p for p in exists if os.path.lexists(fixture / p)])
+
+
+def fixture_fails(files: Mapping[str, Any], fixture: Path) -> dict[str, Any]:
+    """The `expect.files` entries the untouched fixture fails, so an agent that changes nothing fails
+    them too: a `contains` text its file lacks ({path: [text]}), an `exists` path it lacks, an `absent`
+    path it has. `unchanged` never counts (an agent that changes nothing passes it). Only the keys
+    that hold an entry; {} when none does (or the fixture is not a directory: nothing is known)."""
+    if not fixture.is_dir():
+        return {}
+    pairs, exists, absent = _entries(files)
+    held, there = _passed(files, fixture)
+    contains: dict[str, list[str]] = {}
+    for rel, t in pairs:
+        if (rel, t) not in held:
+            contains.setdefault(rel, []).append(t)
+    out = {"contains": contains, "exists": [p for p in exists if p not in there],
+           "absent": [p for p in absent if os.path.lexists(fixture / p)]}
+    return {key: value for key, value in out.items() if value}
+
+
 def fixture_passes(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, str]]:
     """(key, message) for each `expect.files` entry the untouched fixture already passes, so an agent
     that does nothing passes it too: a `contains` text the fixture's file holds, an `exists` path the
@@ -95,16 +134,12 @@ def fixture_passes(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, s
     out: list[tuple[str, str]] = []
     if not fixture.is_dir():
         return out
-    contains = files.get("contains") if isinstance(files.get("contains"), Mapping) else {}
-    held = [(rel, t) for rel, texts in contains.items() if isinstance(texts, list)
-            for t in texts if isinstance(t, str) and t and t in (_fixture_text(fixture, str(rel)) or "")]
+    held, there = _passed(files, fixture)
     if held:
         out.append(("expect.files.contains", f"the fixture {fixture} already holds " + "; ".join(
             f"{rel}: {t!r}" for rel, t in held) + ", so an agent that changes nothing passes it; assert what "
             "the agent must ADD or CHANGE (a text the fixture lacks), unless the agent must keep that text "
             "(then this warning is the only word on it)"))
-    exists = files.get("exists") if isinstance(files.get("exists"), list) else []
-    there = [p for p in exists if isinstance(p, str) and p and os.path.lexists(fixture / p)]
     if there:
         out.append(("expect.files.exists", f"the fixture {fixture} already has {', '.join(map(repr, there))}, "
                     "so an agent that creates nothing passes it; assert a path the agent must ADD, or a text it "

@@ -85,6 +85,7 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
             if key == "expect.files.absent":   # maybe meant (the linter's WARN absent_near_fixture_path)
                 continue
             raise AssayError(f"pre-flight: case {case.get('id')}: {key}: {msg}", 3, case_id=case.get("id"), key=key)
+    inv.plan_cases = cases   # the health check runs each case's check once on the untouched fixture
     return inv
 
 

@@ -10,7 +10,9 @@ a pass: the caller records `unscored` before asking these.
 - files: `exists`, `absent` (paths), `contains` ({path: [text]}: the file holds each text),
   `unchanged` ([glob]: no path matching it was added, removed or modified).
 - check: the command's exit code equals `expect.check.exit_code` (default 0); its output tail is
-  kept on the layer.
+  kept on the layer. A check that gives that exit code on the untouched fixture too (`check_on_fixture`,
+  run before the cases by assay.invoke.fixture_check) is `unscored` unless the case asserts an
+  `expect.files` entry the fixture fails: it measured nothing (runner contract §5.4).
 - permissions: at most `expect.permissions.max_denied` calls denied (default 0). An agent case
   that does not assert it still fails on a denial (the default), but never passes on its absence.
 - the http layer of an agent (the exit code) also fails on an MCP server that closed its connection
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..core.vocab import NA
+from ..core.vocab import NA, UNSCORED
 from .base import FAIL, PASS, ScorerInputError
 
 
@@ -89,9 +91,44 @@ def score_check(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
     if not got.get("ran") or got.get("timed_out") or got.get("exit_code") is None:
         raise ScorerInputError(f"the check did not give an exit code: {got.get('error') or 'not run'}")
     ok = got["exit_code"] == want
-    return {"verdict": PASS if ok else FAIL, "expected_exit_code": want, **detail,
-            "reason": None if ok else f"the check `{_argv_words(got.get('command'))}` exited {got['exit_code']} "
-                                      f"(expected {want})"}
+    out = {"verdict": PASS if ok else FAIL, "expected_exit_code": want, **detail,
+           "reason": None if ok else f"the check `{_argv_words(got.get('command'))}` exited {got['exit_code']} "
+                                     f"(expected {want})"}
+    before = measured.get("check_on_fixture")
+    if not isinstance(before, Mapping) or before.get("command") != got.get("command"):
+        return out   # not run on the fixture (a run dir from before it was): decided as before
+    out["exit_code_on_fixture"] = before.get("exit_code")
+    if ok and before.get("exit_code") == want:
+        others = _fixture_fails_asked(before.get("fixture_fails"), expect.get("files"))
+        if others:
+            out["kept_by"] = others   # a regression guard beside an assertion an idle agent fails
+        else:
+            out.update(verdict=UNSCORED, reason=HOLLOW_CHECK.format(command=_argv_words(got.get("command")),
+                                                                    code=want))
+    return out
+
+
+# recorded on the check layer (and in results.json's hollow layers) and recounted by --verify: never reword it
+HOLLOW_CHECK = ("the check passes on the untouched fixture and nothing else the case asserts fails there, so an agent "
+                "that does nothing passes it: assert a check that fails before the fix (or an expect.files contains "
+                "text or exists path the fixture lacks, an absent path it has); `{command}` exited {code} in a "
+                "fresh copy of the fixture, before any agent")
+
+
+def _fixture_fails_asked(fails: Any, files: Any) -> list[str]:
+    """The recorded `expect.files` entries the untouched fixture fails (fixture_paths.fixture_fails)
+    that the case still asks (an entry edited since the recording is not known to fail there)."""
+    fails = fails if isinstance(fails, Mapping) else {}
+    files = files if isinstance(files, Mapping) else {}
+    asked = files.get("contains") if isinstance(files.get("contains"), Mapping) else {}
+    held = fails.get("contains") if isinstance(fails.get("contains"), Mapping) else {}
+    out = [f"expect.files.contains {rel}: {t!r}" for rel, texts in held.items()
+           if isinstance(asked.get(rel), list) and isinstance(texts, list) for t in texts if t in asked[rel]]
+    for key in ("exists", "absent"):
+        wanted = files.get(key) if isinstance(files.get(key), list) else []
+        out += [f"expect.files.{key} {p!r}" for p in (fails.get(key) if isinstance(fails.get(key), list) else [])
+                if p in wanted]
+    return out
 
 
 def _argv_words(argv: Any) -> str:
