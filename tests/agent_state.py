@@ -13,6 +13,11 @@ from agent_app import build_repo_and_plugin
 
 AGENT = Path(__file__).with_name("scripted_agent.py")
 SKILL_CASE, EDIT_CASE, EXPLAIN_CASE = "c-agent-skill", "c-agent-edit", "c-agent-explain"
+MCP_CASE = "c-agent-mcp"
+# the MCP server under test answers a lookup (the green-path hunt's agent walk adds it: broken, the
+# server closes its connection mid-call and the agent answers all the same)
+MCP_LOOKUP = ("lookup: what is 2 + 3? use the calc tool", {"answer": {"must_contain": ["= 5"]},
+                                                          "files": {"unchanged": ["*"]}})
 
 _HEAD = """split: [smoke, full]
 category: happy

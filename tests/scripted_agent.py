@@ -17,6 +17,9 @@ SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the 
     errored  the right edit, then a result event that says the session failed (is_error,
              error_during_execution) and exit code 0: a `command:` CLI that does not exit non-zero
              on an error result, as Claude Code does
+    lookup   adds 2 and 3 through the MCP tool mcp__calc__add and answers; broken, the MCP server
+             closes its connection during the call (the CLI's "MCP error -32000: Connection closed")
+             and the agent answers all the same, as Claude Code's does after restarting the server
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def emit(ev: dict) -> None:
     sys.stdout.write(json.dumps(ev) + "\n")
 
 
-def tool(name: str, inp: dict, result: str) -> None:
+def tool(name: str, inp: dict, result: str, *, error: bool = False) -> None:
     global calls
     calls += 1
     cid = f"toolu_{calls:03d}"
@@ -46,7 +49,7 @@ def tool(name: str, inp: dict, result: str) -> None:
         "id": f"msg_{calls}", "model": "scripted-agent-1", "role": "assistant",
         "content": [{"type": "tool_use", "id": cid, "name": name, "input": inp}]}})
     emit({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": cid, "content": result, "is_error": False}]}})
+        {"type": "tool_result", "tool_use_id": cid, "content": result, "is_error": error}]}})
 
 
 def edit(old: str, new: str) -> None:
@@ -87,6 +90,9 @@ elif word == "tamper":
         (root / "README.md").write_text("# calc, rewritten\n")
     tool("Write", {"file_path": "README.md"}, "File written")
     answer = "Fixed add()."
+elif word == "lookup":
+    tool("mcp__calc__add", {"a": 2, "b": 3}, "MCP error -32000: Connection closed" if broken else "5", error=broken)
+    answer = "2 + 3 = 5"
 elif word == "errored":
     edit("return a - b", "return a + b")
     answer = None

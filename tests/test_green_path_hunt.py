@@ -41,8 +41,10 @@ How each row is planted:
   the suite whose canary fails (not its shards: hunt_plants.canary_live says why);
 - an agent app (agent mode, tests/agent_state.py: a scripted coding agent through the adapter's
   `command:` override, no CLI and no model) walked through the same paths in its own state dir:
-  its SCRIPTED_AGENT_BROKEN switch makes it skip the skill a case must trigger and edit add()
-  wrongly (the files layer and the repo's own check catch it).
+  its SCRIPTED_AGENT_BROKEN switch makes it skip the skill a case must trigger, edit add()
+  wrongly (the files layer and the repo's own check catch it) and, on a lookup case the walk adds,
+  get "MCP error -32000: Connection closed" from the MCP server under test while it answers all the
+  same (the http layer fails: the server crashed).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from typing import Callable, ContextManager
 import pytest
 
 import hunt_plants as hp
-from agent_state import EDIT_CASE, SKILL_CASE, agent_env, build_agent_state
+from agent_state import CASES as AGENT_CASES, EDIT_CASE, MCP_CASE, MCP_LOOKUP, SKILL_CASE, agent_env, build_agent_state
 from fakeapp import run_runner
 from helpdesk_util import copy_state, helpdesk
 from helpers import run_script
@@ -109,6 +111,7 @@ PLANTED = [
         tuple(p for p in ALL if not p.startswith("shards")), app="helpdesk canary", why="canary"),
     Row("agent: a skill not triggered", SKILL_CASE, f"{SKILL_CASE} (skills", app="agent"),
     Row("agent: a wrong edit", EDIT_CASE, f"{EDIT_CASE} (files, check", app="agent"),
+    Row("agent: its MCP server crashes mid-call", MCP_CASE, f"{MCP_CASE} (http", app="agent"),
 ]
 
 
@@ -149,7 +152,7 @@ def _helpdesk(tmp: Path) -> App:
 
 
 def _agent(tmp: Path) -> App:
-    state = build_agent_state(tmp / "agent-app")
+    state = build_agent_state(tmp / "agent-app", {**AGENT_CASES, MCP_CASE: MCP_LOOKUP})
     scratch = tmp / "agent-scratch"   # outside the app repo, as the runner requires
 
     @contextmanager
