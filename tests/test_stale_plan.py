@@ -61,6 +61,11 @@ def test_a_plan_made_before_its_case_was_edited_is_refused_not_run_green(tmp_pat
         r = run_runner("--plan", plan, "--out", out, "--stale-plan", env=env)
         assert r.rc == 0, (r.stdout, r.stderr)
         assert "older than its state dir" in r.stderr and "--stale-plan: run as planned" in r.stderr
+        # and recorded: every gate of the run says it (a CI log keeps the gate's lines, not the runner's stderr)
+        said = run_script("gate", out)
+        line = next(x for x in said.stdout.splitlines() if x.startswith("  plan: run with --stale-plan"))
+        assert "c-quote3" in line or "+1 case(s)" in line, line
+        assert run_script("run_cases", "--verify", out).rc == 0
 
         # the plan made again from the suite as it is: the tightened expectation gates red
         case.write_text(case.read_text(encoding="utf-8").replace("scalar: 120", "scalar: 99"), encoding="utf-8")

@@ -251,6 +251,19 @@ def record_id_shape_reason(summary: dict) -> str | None:
             "ids that way, or add a case where the caller reads a record of their own (allowed_record_ids)")
 
 
+# ---------------------------------------------------------------- a plan older than its suite, run anyway
+def stale_plan_line(run_dir: Path) -> str | None:
+    """manifest.yaml `stale_plan` (run_cases.py --stale-plan over a plan whose suite changed since
+    make_plan.py wrote it): the run answers for the suite as it was; said on every gate, not only on
+    the runner's stderr (a CI script that passed the flag once would gate on old cases unseen)."""
+    words = _manifest(run_dir).get("stale_plan")
+    if not isinstance(words, str) or not words:
+        return None
+    shown = words if len(words) <= 400 else words[:399] + "…"
+    return (f"  plan: run with --stale-plan, so its verdicts answer for the suite as it was when planned, not as it "
+            f"is: {shown}")
+
+
 # ---------------------------------------------------------------- a 2xx without the answer
 def answer_absent_line(summary: dict) -> str | None:
     """summary.answer_absent: gating cases that asserted nothing about the answer got a 2xx holding no
@@ -343,8 +356,8 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     head, reasons = allow_invalid(run_dir)
     info, tools_reason = undeclared_tools(summary)
-    info += [line for line in (route_source_line(summary), result_source_line(summary), answer_absent_line(summary))
-             if line]
+    info += [line for line in (stale_plan_line(run_dir), route_source_line(summary), result_source_line(summary),
+                               answer_absent_line(summary)) if line]
     info += lowered_floor_lines(run_dir)
     served, other_reason = other_model_check(run_dir, summary)
     info += served

@@ -161,6 +161,7 @@ def run(args, environ=None) -> tuple[int, Any]:
                 from ..store.publish import claim
                 claim(publish, plan["run_id"], shard)
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline, replay=replay)
+            setup.stale_plan = stale   # recorded in the manifest: the gate says it, not only this stderr
             if setup.judge is not None:
                 setup.judge.baseline = answers
             if shard is not None:

@@ -144,6 +144,7 @@ class RunSetup:
     # health, exit 5) never applies; its infra cases are counted and gated like any others
     calls_app: bool = True
     replay: Any = None             # assay.replay.session.ReplaySession (--record/--replay/--judge-cache)
+    stale_plan: str | None = None  # run_cases.py --stale-plan over a plan older than its suite: what changed
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:
@@ -200,6 +201,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         "judge": judge_manifest(setup),
         **({"replay": setup.replay.manifest(), "replayed_from": setup.replay.source} if setup.replay else {}),
         **_simulator_manifest(setup),
+        **({"stale_plan": setup.stale_plan} if setup.stale_plan else {}),
     }
 
 
