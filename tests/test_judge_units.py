@@ -109,8 +109,12 @@ def test_layer_fold_calibrated_gates_provisional_does_not():
     assert judged_layer([res("a-v1", "fail", False)], u)["verdict"] == "fail"
 
 
+# an entry as score_agreement.py writes one that meets the default floors (the sidecar records none here)
+CALIBRATED = {"calibrated": True, "pairs": 120, "tp": 20, "fn": 1, "fp": 2, "tn": 97, "blocking": []}
+
+
 def test_calibration_status():
-    side = {"schema": "assay.calibration/1", "rubrics": {"a-v1": {"calibrated": True},
+    side = {"schema": "assay.calibration/1", "rubrics": {"a-v1": dict(CALIBRATED),
                                                         "b-v1": {"calibrated": False, "unlock": "label 37 more"}}}
     assert calibration_of(side, None, "a-v1") == (True, None)
     assert calibration_of(side, None, "b-v1") == (False, "b-v1 not calibrated: label 37 more")
@@ -125,7 +129,7 @@ def test_calibration_binding_names_what_changed():
     from assay.judge.config import effective
     rubric = parse_rubric_text(RUBRIC, "rubrics/refund-eta.md")
     ident = judge_identity(effective({"provider": "anthropic", "model": "claude-a"}), None)
-    side = {"schema": "assay.calibration/1", "rubrics": {"refund-eta-v1": {"calibrated": True}}}
+    side = {"schema": "assay.calibration/1", "rubrics": {"refund-eta-v1": dict(CALIBRATED)}}
     assert calibration_of(side, None, "refund-eta-v1")[0] is True  # no judge configured: its word is taken
     why = calibration_of(side, None, "refund-eta-v1", identity=ident, rubric=rubric)[1]
     assert "records no judge identity" in why

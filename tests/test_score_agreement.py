@@ -48,6 +48,8 @@ def test_calibrated_rubric_writes_the_sidecar(tmp_path):
     out = r.json
     rub = out["rubrics"]["refund-eta-v1"]
     assert out["status"] == "calibrated" and out["written"] == str(sidecar)
+    # lines with no batch (not from label.py's page): which judge they label was never checked; said, not hidden
+    assert out["labelled_judge_unchecked"] == ["(no batch: 123 line(s))"], out
     assert (rub["pairs"], rub["unknown"], rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (120, 3, 20, 1, 2, 97)
     doc = json.loads(sidecar.read_text())
     assert doc["schema"] == "assay.calibration/1" and doc["floors"]["min_pairs"] == 100

@@ -21,7 +21,7 @@ from dataclasses import dataclass, asdict
 from typing import Any
 
 from ..core.errors import AssayError
-from ..judge.binding import DEFAULT_FLOORS
+from ..judge.binding import DEFAULT_FLOORS, unmet_floors
 from .annotations import Annotation
 from .intervals import clopper_pearson, cohen_kappa, kappa_interval  # noqa: F401 (cohen_kappa re-exported)
 from .unlock import labels_needed, more_labels_sentence
@@ -154,22 +154,7 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
     human_fail, human_pass = tp + fn, fp + tn
     tpr, tnr, kappa = _ratio(tp, human_fail), _ratio(tn, human_pass), cohen_kappa(tp, fn, fp, tn)
 
-    blocking: list[str] = []
-    if pairs < floors.min_pairs:
-        blocking.append(f"{pairs} labelled pairs < {floors.min_pairs}")
-    if human_fail < floors.min_per_class:
-        blocking.append(f"{human_fail} human fail labels < {floors.min_per_class}")
-    if human_pass < floors.min_per_class:
-        blocking.append(f"{human_pass} human pass labels < {floors.min_per_class}")
-    if tpr is None or tpr < floors.min_tpr:
-        blocking.append("TPR undefined (no human fail labels)" if tpr is None
-                        else f"TPR {tpr:.3f} < {floors.min_tpr:.2f}")
-    if tnr is None or tnr < floors.min_tnr:
-        blocking.append("TNR undefined (no human pass labels)" if tnr is None
-                        else f"TNR {tnr:.3f} < {floors.min_tnr:.2f}")
-    if kappa is None or kappa < floors.min_kappa:
-        blocking.append("kappa undefined (chance agreement is 1: one label only)" if kappa is None
-                        else f"kappa {kappa:.3f} < {floors.min_kappa:.2f}")
+    blocking = unmet_floors(tp, fn, fp, tn, asdict(floors))   # the one rule; a run re-checks a sidecar with it
     calibrated = not blocking
 
     more = labels_needed(tp, fn, fp, tn, floors)

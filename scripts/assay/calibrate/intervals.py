@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+from ..stats.kappa import cohen_kappa  # noqa: F401 (re-exported: the one definition is in stats)
+
 _EPS = 1e-15
 _TINY = 1e-300
 _MAX_TERMS = 10_000
@@ -141,15 +143,3 @@ def kappa_interval(tp: int, fn: int, fp: int, tn: int, confidence: float = 0.95)
     se = math.sqrt(max(total, 0.0) / (n * (1.0 - pe) ** 2))
     z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
     return [max(-1.0, kappa - z * se), min(1.0, kappa + z * se)]
-
-
-def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
-    """Cohen's kappa on the 2x2; None when undefined (no pairs, or chance agreement 1)."""
-    n = tp + fn + fp + tn
-    if n == 0:
-        return None
-    po = (tp + tn) / n
-    pe = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / (n * n)
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1.0 - pe)

@@ -11,7 +11,8 @@ judge configured now, and refuses on a difference, naming it. The same for the r
 keeps each labelled node's criterion as the judge was shown it, and --write refuses a pin whose
 rubric file now words a labelled node otherwise (edited without a version bump after the labels).
 A batch without the record (labelled before this, or on a page made for another state dir) is not
-checked, and --write says so.
+checked, and --write says so; so are lines with no `batch` at all (written by hand or by another
+tool): `(no batch: N line(s))`.
 """
 
 from __future__ import annotations
@@ -82,7 +83,9 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
     from ..core.jsonio import read_json
     from ..judge.binding import describe, identity_changes, identity_sha256
     now = view(dict(config_view, enabled=True))
-    unchecked = []
+    batches = list(batches)
+    loose = sum(1 for b in batches if not b)   # lines written by hand or by another tool: no page, no record
+    unchecked = [f"(no batch: {loose} line(s))"] if loose else []
     for batch in sorted({b for b in batches if b}):
         try:
             doc = read_json(record_path(state, batch))
