@@ -106,6 +106,9 @@ def test_a_holdout_look_past_the_budget_or_against_an_older_champion_decides_no_
         hold_a = measure(state, fake.url, "holdout-20261201T010500Z", CHAMP_HOLD)
         r = candidate(state, "keep", "--id", "A", "--training", train_a, "--holdout", hold_a)
         assert r.rc == 0 and r.json["decision"] == "kept", r.stdout
+        # 2 fixed of 8 and 2 of 5: kept on the Bayesian rule, and the decision's own line says it is not proven
+        assert r.json["reason"] == ("training (improved, not proven) and then holdout (improved, not proven) "
+                                    "passed the keep rule"), r.stdout
         git(app, "commit", "-qam", "A kept")
         # B wins on training against A and fixes 1 more holdout case; compared on the holdout with the
         # ORIGINAL champion's run, A's two holdout fixes read as B's: 3 fixed, a keep

@@ -246,7 +246,7 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         out["next"] = f"candidate.py revert --id {cid} (the holdout was not looked at)"
     elif holdout is None:
         decision = NEEDS_HOLDOUT
-        out["reason"] = "training passed the keep rule; the holdout decides"
+        out["reason"] = f"training passed the keep rule ({train_cmp.get('verdict_label')}); the holdout decides"
         out["next"] = ("spend one holdout look (a --mode holdout run with --baseline-verdicts from the "
                        f"champion's holdout run), then candidate.py keep --id {cid} --training ... --holdout ...")
     else:
@@ -268,7 +268,8 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
             pin_path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(pin_path, pin)
             out["baseline_pinned"] = {"file": str(pin_path), **pin}
-            out["reason"] = "training and then holdout passed the keep rule"
+            out["reason"] = (f"training ({train_cmp.get('verdict_label')}) and then holdout "
+                             f"({hold_cmp.get('verdict_label')}) passed the keep rule")
             out["next"] = "show the diff to the user; nothing is committed by assay"
             doc["status"] = KEPT
     if decision == REJECTED:
