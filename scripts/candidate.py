@@ -34,7 +34,7 @@ def build_parser():
     p.add_argument("--cluster", help="new: the failure cluster this candidate targets")
     p.add_argument("--reflection", help="new: failure <- cause <- fix, in one or two sentences")
     p.add_argument("--training", metavar="RUN_DIR",
-                   help="keep: the candidate's training run (regression/targeted, run with --baseline-verdicts)")
+                   help="keep: the candidate's training run (a regression run, with --baseline-verdicts)")
     p.add_argument("--holdout", metavar="RUN_DIR",
                    help="keep: the candidate's holdout run (only after a training win)")
     return p

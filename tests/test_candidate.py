@@ -63,6 +63,11 @@ def run_dir(state: Path, run_id: str, *, mode: str, fixed: int, broken: int, bas
     _write_run(d, run_id, mode, cand, {"baseline_verdicts": {"path": str(base_dir / "verdicts_for_stats.jsonl"),
                                                              "run_id": baseline}})
     (d / "comparison.json").write_text(json.dumps({**compare(base, cand), "baseline_run_id": baseline}))
+    if mode == "holdout":   # the runner records every holdout look in the ledger (keep checks the budget)
+        ledger = state / "datasets" / "holdout-looks.jsonl"
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        with ledger.open("a") as fh:
+            fh.write(json.dumps({"run_id": run_id, "date": _now(), "mode": "holdout", "reason": "test"}) + "\n")
     return d
 
 

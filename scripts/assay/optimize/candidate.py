@@ -207,6 +207,9 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     results, manifest, comparison = run
     started = results.get("started_at") or manifest.get("started_at")
     evidence.check_run(state, doc, role, run_dir, manifest.get("run_id"), started, comparison.get("baseline_run_id"))
+    base_dir = evidence.baseline_dir(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
+    evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison,
+                            read_json_file(base_dir / "manifest.yaml"))
     evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
 
 
@@ -243,12 +246,14 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         out["next"] = f"candidate.py revert --id {cid} (the holdout was not looked at)"
     elif holdout is None:
         decision = NEEDS_HOLDOUT
-        out["reason"] = "training passed the keep rule; the holdout decides"
+        out["reason"] = f"training passed the keep rule ({train_cmp.get('verdict_label')}); the holdout decides"
         out["next"] = ("spend one holdout look (a --mode holdout run with --baseline-verdicts from the "
                        f"champion's holdout run), then candidate.py keep --id {cid} --training ... --holdout ...")
     else:
         hold_run = hold_results, hold_manifest, hold_cmp = _run(holdout, "holdout")
         _evidence(state, doc, holdout, "holdout", hold_run)
+        if pinned:
+            evidence.check_champion_holdout(state, pinned.get("run_id"), holdout, cid, hold_cmp.get("baseline_run_id"))
         evidence.check_holdout_order(state, doc, train_results, holdout, hold_manifest.get("run_id"),
                                      hold_results.get("started_at") or hold_manifest.get("started_at"))
         out["holdout"] = {"run_id": hold_manifest.get("run_id"), **_summary(hold_cmp)}
@@ -263,7 +268,8 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
             pin_path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(pin_path, pin)
             out["baseline_pinned"] = {"file": str(pin_path), **pin}
-            out["reason"] = "training and then holdout passed the keep rule"
+            out["reason"] = (f"training ({train_cmp.get('verdict_label')}) and then holdout "
+                             f"({hold_cmp.get('verdict_label')}) passed the keep rule")
             out["next"] = "show the diff to the user; nothing is committed by assay"
             doc["status"] = KEPT
     if decision == REJECTED:

@@ -14,6 +14,13 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
   the rule compare_runs.py buckets as `expectation_changed`): an edited case's flip is the edit's,
   not the candidate's. Holdout cases are counted, never named.
 - the baseline is not a run that measured another candidate that was not kept.
+- the run called the app: a replayed or rescored run's answers are a recording's, not this edit's;
+- it was scored as its baseline was (the same capability matrix, response readers, scoring settings
+  and judge: `suite_parts_sha256`): a layer scored on one side only moves verdicts by itself;
+- every case its baseline scored pass/fail scored pass/fail in it too: a case left out of a
+  targeted selection, or an infra error the edit caused, would hide a regression from the pairing;
+- a holdout run is a look within the budget (the gate's rule, `holdout_budget_reason`) and is
+  compared with the champion's own holdout run when the log shows it (the kept candidate's).
 Each refusal is exit 2 naming the run, the reason and the fix.
 """
 
@@ -131,9 +138,8 @@ def check_holdout_order(state: Path, doc: dict[str, Any], train_results: dict[st
                          f"(candidate.py revert --id {cid}); the analyze skill reseals the holdout", 2)
 
 
-def check_cases_unchanged(state: Path, role: str, run_dir: str, manifest: dict[str, Any],
-                          baseline_run_id: Any) -> None:
-    """No case paired by the comparison changed (case_sha256) between the baseline run and this one."""
+def baseline_dir(state: Path, role: str, run_dir: str, manifest: dict[str, Any], baseline_run_id: Any) -> Path:
+    """The run dir the comparison's baseline verdicts came from."""
     block = manifest.get("baseline_verdicts")
     path = block.get("path") if isinstance(block, dict) else None
     base_dir = Path(path).parent if isinstance(path, str) else None
@@ -142,6 +148,72 @@ def check_cases_unchanged(state: Path, role: str, run_dir: str, manifest: dict[s
     if not base_dir.is_dir():
         raise AssayError(f"--{role} {run_dir}: its baseline run {baseline_run_id} is not in {state / 'reports'}, so "
                          "keep cannot check that no case was edited since it; restore that run dir", 2)
+    return base_dir
+
+
+def _spent(role: str, cid: str) -> str:
+    if role == "holdout":
+        return (f"this candidate's holdout look is spent: revert it (candidate.py revert --id {cid}); the analyze "
+                "skill reseals the holdout")
+    return "measure the edit with a new run (run_cases.py, not --replay and not rescore.py)"
+
+
+def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], results: dict[str, Any],
+                   comparison: dict[str, Any], base_manifest: dict[str, Any]) -> None:
+    """The run called the app, was scored as its baseline was, scored every case the baseline
+    scored, and (a holdout run) is a look within the budget."""
+    from ..report.gate_reasons import replayed_phrase
+    from ..report.gate_trust import holdout_budget_reason
+    replayed = replayed_phrase(Path(run_dir))
+    if replayed:
+        raise AssayError(f"--{role} {run_dir}: {replayed}, so its answers do not measure candidate {cid}'s "
+                         f"edit: {_spent(role, cid)}", 2)
+    mine, theirs = manifest.get("suite_parts_sha256"), base_manifest.get("suite_parts_sha256")
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        from ..compare.document import SUITE_PART_WORDS
+        parts = [SUITE_PART_WORDS.get(k, k) for k in sorted(set(mine) | set(theirs))
+                 if k != "cases" and mine.get(k) != theirs.get(k)]
+        if parts:
+            fix = ("measure the edit with a new run scored as the champion was (or re-run and pin the champion "
+                   "under the new settings first)" if role == "training" else _spent(role, cid))
+            raise AssayError(f"--{role} {run_dir}: not scored as its baseline run {base_manifest.get('run_id')} "
+                             f"was ({'; '.join(parts)}: not the same in both runs; a --layer plan, or profile.yaml "
+                             f"or adapter.yaml edited since), so its flips are the scoring's, not the candidate's: "
+                             f"{fix}", 2)
+    missing = comparison.get("cases_only_in_baseline")
+    if isinstance(missing, int) and missing > 0:
+        ids = [i for i in comparison.get("cases_only_in_baseline_ids") or [] if isinstance(i, str)]
+        named = "" if role == "holdout" else ": " + ", ".join(ids[:5]) + (f" and {missing - 5} more" if missing > 5 else "")
+        raise AssayError(f"--{role} {run_dir}: {missing} case(s) the baseline run {comparison.get('baseline_run_id')} "
+                         f"scored have no pass/fail verdict in this run{named} (left out of its selection, an infra "
+                         "error, unscored or skipped), so a case the edit broke there would not show in the "
+                         "comparison (gate.py names why): "
+                         + ("measure the edit with a new regression run in which every one of them scores"
+                            if role == "training" else _spent(role, cid)), 2,
+                         unpaired=missing)
+    if role == "holdout":
+        over = holdout_budget_reason(Path(run_dir), results)
+        if over:
+            raise AssayError(f"--holdout {run_dir}: {over}. It decides no keep, and {_spent(role, cid)}", 2)
+
+
+def check_champion_holdout(state: Path, pinned_run_id: Any, hold_dir: str, cid: str, baseline_run_id: Any) -> None:
+    """When the pinned champion is a kept candidate's training run, its holdout run is the holdout baseline."""
+    kept = [row for row in _log_rows(state) if row.get("action") == "keep" and row.get("decision") == "kept"
+            and isinstance(row.get("training"), dict) and row["training"].get("run_id") == pinned_run_id]
+    hold = kept[-1].get("holdout") if kept else None
+    want = hold.get("run_id") if isinstance(hold, dict) else None
+    if isinstance(want, str) and baseline_run_id != want:
+        raise AssayError(f"--holdout {hold_dir}: compared against {baseline_run_id}, but the champion "
+                         f"{pinned_run_id} (candidate {kept[-1].get('id')}, kept) was measured on the holdout by "
+                         f"{want}; against an older run the holdout counts the champion's own gains as this "
+                         f"candidate's: {_spent('holdout', cid)}", 2)
+
+
+def check_cases_unchanged(state: Path, role: str, run_dir: str, manifest: dict[str, Any],
+                          baseline_run_id: Any) -> None:
+    """No case paired by the comparison changed (case_sha256) between the baseline run and this one."""
+    base_dir = baseline_dir(state, role, run_dir, manifest, baseline_run_id)
     base, cand = load_side(base_dir, "baseline"), load_side(Path(run_dir), f"--{role}")
     edited = [cid for cid in cand.rows if cid in base.rows and case_status(base, cand, cid)[0] is True]
     if not edited:
