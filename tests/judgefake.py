@@ -113,10 +113,12 @@ def judge_block(state, config: dict, *, enabled: bool = True) -> dict:
             "config": effective(config), "rubrics": rubrics}
 
 
-def write_calibration(state, pins_calibrated: dict[str, bool], config: dict | None = None) -> str:
+def write_calibration(state, pins_calibrated: dict[str, bool], config: dict | None = None,
+                      env: dict | None = None) -> str:
     """A hand-written calibration sidecar (assay.calibration/1) bound, as score_agreement.py --write
-    binds it, to the judge `config` (judge.yaml's keys) and the state dir's rubric files (config None:
-    an unbound, older sidecar); returns the plan's paths value."""
+    binds it, to the judge `config` (judge.yaml's keys; `env`: the values of the variables its
+    base_url/model name) and the state dir's rubric files (config None: an unbound, older sidecar);
+    returns the plan's paths value."""
     (state / "judge").mkdir(exist_ok=True)
     doc = {"schema": "assay.calibration/1", "generated_at": "2026-11-30T00:00:00Z",
            "floors": {"min_pairs": 100, "min_per_class": 10, "min_tpr": 0.9, "min_tnr": 0.9, "min_kappa": 0.6},
@@ -130,6 +132,6 @@ def write_calibration(state, pins_calibrated: dict[str, bool], config: dict | No
         from assay.judge.config import effective
         from assay.judge.rubrics import load_rubrics
         by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
-        doc["judge"] = binding_fields(doc["rubrics"], by_pin, judge_identity(effective(config), state))
+        doc["judge"] = binding_fields(doc["rubrics"], by_pin, judge_identity(effective(config), state, env))
     (state / "judge" / "calibration.json").write_text(json.dumps(doc), encoding="utf-8")
     return "judge/calibration.json"

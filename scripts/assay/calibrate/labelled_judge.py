@@ -81,7 +81,7 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
     or a labelled node's criterion is worded otherwise in `rubrics_by_pin` (the rubric files now); the
     batches not checked otherwise."""
     from ..core.jsonio import read_json
-    from ..judge.binding import describe, identity_changes, identity_sha256
+    from ..judge.binding import bound_to_text, describe, identity_changes, identity_sha256
     now = view(dict(config_view, enabled=True))
     batches = list(batches)
     loose = sum(1 for b in batches if not b)   # lines written by hand or by another tool: no page, no record
@@ -101,6 +101,10 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
                     "judge.yaml to the judge you labelled, then --write", 2, file="judge/judge.yaml", batch=batch)
         for run_id, was in (doc.get("identities") or {}).items() if isinstance(doc, dict) else ():
             if isinstance(was, dict) and identity is not None and identity_sha256(was) != identity_sha256(identity):
+                if bound_to_text(was, identity):   # run before values were bound: its judge's values unknown
+                    if batch not in unchecked:
+                        unchecked.append(batch)
+                    continue
                 raise AssayError(
                     f"--write: batch {batch} labelled verdicts of run {run_id}'s judge ({describe(was)}), and the "
                     f"judge configured now is another ({'; '.join(identity_changes(was, identity))}): agreement "

@@ -81,11 +81,30 @@ def bind(sidecar: dict[str, Any], state: Path, batches: Any = ()) -> dict[str, A
                          "calibrated (the one whose verdicts you labelled); add judge/judge.yaml, or pass "
                          "--state-dir for the state dir that has it", 2, file=JUDGE_CONFIG)
     by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
-    identity = judge_identity(effective(config), state)
+    identity = judge_identity(effective(config), state, _bound_env(effective(config)))
     sidecar["unchecked"] = check(state, batches, dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION),
                                  by_pin, identity)
     sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, identity)
     return sidecar
+
+
+def _bound_env(config: dict[str, Any]) -> dict[str, str]:
+    """The values of the variables the judge's base_url/model/served_model name, from the environment
+    --write runs in (the calibration is bound to the judge they name, by a digest: assay.judge.bound_values);
+    AssayError(2) naming each one unset: bound to its text, the calibration would hold for any value."""
+    import os
+
+    from ..judge.bound_values import resolved_names
+    from ..judge.config import JUDGE_CONFIG, members
+    names = sorted({n for m in members(config) if m.get("provider") != "command" for n in resolved_names(m)})
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        shown = ", ".join("${" + n + "}" for n in missing)
+        raise AssayError(f"--write: {JUDGE_CONFIG} names {shown} (base_url/model/served_model), not set in this "
+                         "environment: the calibration is bound to the judge the variable names (a digest of its "
+                         f"value, never the value); export {', '.join(missing)} as it was for the run you labelled, "
+                         "then --write", 2, file=JUDGE_CONFIG, missing_env=missing)
+    return {n: os.environ[n] for n in names}
 
 
 def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path | None, batches: Any = ()) -> Path:

@@ -11,6 +11,11 @@ prove it applies to this judge or this text: its pins are provisional until scor
 
 The identity is the list of judges (one, or every member of an ensemble) and how their verdicts
 combine (`single`, `majority`, `unanimous`): an ensemble is calibrated as configured.
+
+A judge whose `base_url`, `model` or `served_model` names a `${VAR}` is the judge the variable's
+VALUE names, not its text: the identity carries `resolved: {vars, sha256}`, a short digest of those
+keys' resolved values (a base_url without its user, query and fragment), never the values. A key or a
+header is never part of it (references/calibration.md, "Variables in judge.yaml").
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any, Mapping
 
 from ..core.jsonio import read_json
 from ..stats.kappa import cohen_kappa
+from .bound_values import resolved_binding, resolved_words
 from .config import SCRIPT_SUFFIXES, aggregate_of, members
 from .prompt import PROMPT_VERSION
 
@@ -82,9 +88,10 @@ def _runs_a_file(arg: str, *, first: bool) -> bool:
     return first and "/" in arg and not os.path.isabs(arg)
 
 
-def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
-    """What makes one judge this judge: provider and model (and where it is served), or the command
-    and the content of the scripts it runs from the state dir. Keys, timeouts and concurrency do not."""
+def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What makes one judge this judge: provider and model (and where it is served, by the values of
+    the variables those name), or the command and the content of the scripts it runs from the state
+    dir. Keys, timeouts and concurrency do not."""
     provider = config.get("provider")
     if provider == "command":
         argv = [str(a) for a in config.get("command") or []]
@@ -98,15 +105,36 @@ def _one_judge(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
            "structured_output": bool(config.get("structured_output", True))}
     if config.get("served_model"):   # the model behind a deployment name or alias: another one is another judge
         one["served_model"] = config["served_model"]
+    resolved = resolved_binding(config, env)
+    if resolved is not None:   # absent when no ${VAR} is named: the identity (and every sidecar) as before
+        one["resolved"] = resolved
     return one
 
 
-def judge_identity(config: Mapping[str, Any], state: Path | None) -> dict[str, Any]:
-    """The identity of the configured judge (judge.yaml with defaults filled, `${VAR}` unresolved): every
-    judge of an ensemble, in order, and how their verdicts combine. `repeats` is not part of it: asking
-    more often only finds the nodes where the same judge disagrees with itself."""
-    return {"judges": [_one_judge(m, state) for m in members(dict(config))], "combine": aggregate_of(dict(config)),
-            "prompt_version": PROMPT_VERSION}
+def judge_identity(config: Mapping[str, Any], state: Path | None,
+                   env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The identity of the configured judge (judge.yaml with defaults filled, `${VAR}` as written, plus
+    a digest of the values `env` gives the ones in base_url/model/served_model): every judge of an
+    ensemble, in order, and how their verdicts combine. `repeats` is not part of it: asking more often
+    only finds the nodes where the same judge disagrees with itself."""
+    return {"judges": [_one_judge(m, state, env) for m in members(dict(config))],
+            "combine": aggregate_of(dict(config)), "prompt_version": PROMPT_VERSION}
+
+
+def without_values(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity as it was before variables' values were bound (each judge's `resolved` dropped)."""
+    return dict(identity, judges=[{k: v for k, v in dict(j).items() if k != "resolved"} if isinstance(j, Mapping)
+                                  else j for j in identity.get("judges") or []])
+
+
+def bound_to_text(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The variables whose values `new` binds and `old` (a sidecar or labelled run from before values
+    were bound) did not, when that is the only difference; [] otherwise."""
+    olds = [j for j in old.get("judges") or [] if isinstance(j, Mapping)]
+    if any("resolved" in j for j in olds) or identity_sha256(without_values(new)) != identity_sha256(old):
+        return []
+    return sorted({n for j in new.get("judges") or [] if isinstance(j, Mapping)
+                   for n in (j.get("resolved") or {}).get("vars") or []})
 
 
 def identity_sha256(identity: Mapping[str, Any]) -> str:
@@ -146,7 +174,9 @@ def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
                 continue
             if key == "command_files" and a.get("command") != b.get("command"):
                 continue  # another command: its files are another judge's, said by the argv change
-            if key == "command_files" and isinstance(a.get(key), dict) and isinstance(b.get(key), dict):
+            if key == "resolved":
+                out.append(resolved_words(a.get(key), b.get(key)))
+            elif key == "command_files" and isinstance(a.get(key), dict) and isinstance(b.get(key), dict):
                 edited = [f for f in sorted(set(a[key]) | set(b[key])) if a[key].get(f) != b[key].get(f)]
                 out.append("the content of " + ", ".join(  # a file bound since, not necessarily edited
                     f + ("" if f in a[key] else " (not bound when it was calibrated)") for f in edited))
@@ -213,6 +243,13 @@ def binding_problem(sidecar: Mapping[str, Any], entry: Mapping[str, Any], pin: s
                 f"calibrations were bound to a judge), so it cannot show it applies to this judge; {REWRITE}")
     if judge["sha256"] != identity_sha256(identity):
         old = judge.get("identity") if isinstance(judge.get("identity"), Mapping) else {}
+        text = bound_to_text(old, identity) if judge["sha256"] == identity_sha256(old) else []
+        if text:
+            names = ", ".join("${" + n + "}" for n in text)
+            return (f"{pin} provisional again: judge/calibration.json is bound to the text {names} in judge.yaml, "
+                    f"not to the value (written before calibrations were bound to the values of variables), so it "
+                    f"cannot show it was measured on the judge {names} names now; with {names} set as when you "
+                    f"labelled, {REWRITE}")
         return (f"{pin} provisional again: calibrated with {describe(old)}; the judge is now {describe(identity)} "
                 f"({'; '.join(identity_changes(old, identity))}): label this judge's verdicts and score_agreement.py --write")
     want = entry.get("rubric_sha256")
@@ -294,7 +331,7 @@ def provisional_again(judge_block: Mapping[str, Any] | None, state: Path) -> lis
     sidecar, _ = load_calibration(JUDGE_CALIBRATION if path.is_file() else None, Path(state))
     if sidecar is None:
         return []
-    identity = judge_identity(judge_block["config"], Path(state))
+    identity = _plan_identity(judge_identity(judge_block["config"], Path(state), os.environ), sidecar)
     out = []
     for pin, rubric in sorted((judge_block.get("rubrics") or {}).items()):
         entry = sidecar["rubrics"].get(pin)
@@ -303,6 +340,20 @@ def provisional_again(judge_block: Mapping[str, Any] | None, state: Path) -> lis
             if not calibrated and why:
                 out.append(f"judge: {why}")
     return out
+
+
+def _plan_identity(identity: dict[str, Any], sidecar: Mapping[str, Any]) -> dict[str, Any]:
+    """make_plan's view of the judge: a variable unset where the plan is made (the run resolves it, and
+    its check says) is taken as the sidecar's, so the plan does not warn about a value it cannot see."""
+    judge = sidecar.get("judge") if isinstance(sidecar.get("judge"), Mapping) else {}
+    old = (judge.get("identity") or {}).get("judges") if isinstance(judge.get("identity"), Mapping) else None
+    judges = []
+    for i, one in enumerate(identity["judges"]):
+        was = old[i] if isinstance(old, list) and i < len(old) and isinstance(old[i], Mapping) else {}
+        if isinstance(one.get("resolved"), Mapping) and one["resolved"].get("sha256") is None and "resolved" in was:
+            one = dict(one, resolved=was["resolved"])
+        judges.append(one)
+    return dict(identity, judges=judges)
 
 
 def lowered_floors(sidecar: Mapping[str, Any] | None, pin: str) -> dict[str, Any] | None:

@@ -174,8 +174,10 @@ class JudgeRuntime:
             call["raw_reply"] = self.scrub(final.body_text)
             call["error"] = "the provider's reply is not JSON"
             return call, None, call["error"], False
-        if served.served_model_of(body):   # the model the provider says answered (a command names none)
-            call["served_model"] = self.scrub(served.served_model_of(body))
+        name = served.served_model_of(body)   # the model the provider says answered (a command names none)
+        if name:   # checked against the resolved model in memory; recorded as safe to write
+            call["served_model"] = self.scrub(name)
+            served.mark(call, cfg, served=name)
         raw, value, usage, err = read_reply(provider, body) if ask is None else read_reply(provider, body, ask.shape.tool)
         call["raw_reply"], call["usage"] = self.scrub(raw), usage
         if err:
@@ -332,7 +334,7 @@ def build_runtime(plan: RunPlan, env: Mapping[str, str], state: Path,
              if any(m["provider"] == "command" for m in unresolved) else None)
     keys = [judge_probe.key_variable(m) for m in unresolved]
     runtime = JudgeRuntime(config=resolved, recorded=judge_config.manifest_view(cfg), rubrics=rubrics, state=state,
-                           execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state),
+                           execution=execution, sidecar=sidecar, sidecar_why=why, identity=judge_identity(cfg, state, env),
                            child_env=child, key_variable=keys[0], key_variables=keys)
     if probe:  # exit 3 on a judge that is configured wrong; an ensemble probes each of its judges
         probes = [judge_probe.probe(runtime, judge=i) for i in range(len(runtime.judges))]

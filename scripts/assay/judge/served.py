@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..core.secrets import REDACTED
+
 # a dated snapshot's suffix: -2024-08-06 (OpenAI), -20241022 (Anthropic), -0613 / -2411 (older OpenAI, Mistral)
 DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
 ALIAS_SUFFIXES = ("-latest", "-0")   # a name that follows the newest snapshot (Anthropic's aliases)
@@ -44,10 +46,18 @@ def served_model_of(body: Any) -> str | None:
     return value[:MAX_NAME] if isinstance(value, str) and value else None
 
 
-def mark(call: dict[str, Any], cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The call record with OTHER set iff the reply named a model that is not the judge's."""
+def mark(call: dict[str, Any], cfg: Mapping[str, Any], served: str | None = None) -> dict[str, Any]:
+    """The call record with OTHER set iff the reply named a model that is not the judge's. `cfg` is the
+    RESOLVED judge block and `served` the name the reply gave, before redaction (in memory only): the
+    record keeps it redacted when it holds a variable's value (`model: ${JUDGE_MODEL}`). Without
+    `served`, the recorded name is compared, unless redaction has hidden it: then the mark made when
+    the reply was read stands (a cached call: the cache key binds the resolved judge)."""
+    if served is None:
+        served = call.get("served_model")
+        if isinstance(served, str) and REDACTED in served:
+            return call
     call.pop(OTHER, None)
-    served, expected = call.get("served_model"), expected_model(cfg)
+    expected = expected_model(cfg)
     if isinstance(served, str) and expected and not same_judge(expected, served):
         call[OTHER] = True
     return call
