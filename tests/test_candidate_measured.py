@@ -139,3 +139,19 @@ def test_a_holdout_look_past_the_budget_or_against_an_older_champion_decides_no_
         assert "It decides no keep" in r.json["error"]
         sealed_out(r)
         assert json.loads((state / "reports" / "baseline.json").read_text())["run_id"] == "regression-20261201T010000Z"
+
+
+def test_a_candidate_that_breaks_a_gating_case_the_champion_passed_is_never_kept(tmp_path):
+    """Five refund cases fixed, the gating t-vpn broken: the suite as a whole reads better (the keep
+    rule passes), but kept, the release gate closes on t-vpn. Rejected, naming it, before any holdout look."""
+    app, state = make_app(tmp_path)
+    with FakeApp(crashing_router(app)) as fake:
+        champion(state, fake.url)
+        new(state, "vpn-too")
+        (app / "words.txt").write_text("billing: invoice refund vpn\n")   # vpn questions now go to billing
+        training = measure(state, fake.url, "regression-20261201T010000Z", CHAMP)
+        assert json.loads((training / "comparison.json").read_text())["keep"] is True
+        r = candidate(state, "keep", "--id", "vpn-too", "--training", training)
+    assert r.rc == 1 and r.json["decision"] == "rejected", r.stdout
+    assert r.json["reason"].startswith("training breaks 1 gating case(s) the champion passed (t-vpn)"), r.json
+    assert "holdout was not looked at" in r.json["next"]

@@ -240,10 +240,19 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
     _evidence(state, doc, training, "training", train_run)
     out: dict[str, Any] = {"id": cid, "training": {"run_id": train_manifest.get("run_id"), **_summary(train_cmp)},
                            "surfaces": edited}
+    train_broke = evidence.broken_gating(training, evidence.baseline_dir(
+        state, "training", training, train_manifest, train_cmp.get("baseline_run_id")))
     if not train_cmp["keep"]:
         decision = REJECTED
         out["reason"] = f"training comparison does not pass the keep rule: {train_cmp.get('verdict_phrase')}"
         out["next"] = f"candidate.py revert --id {cid} (the holdout was not looked at)"
+    elif train_broke:
+        decision = REJECTED
+        out["reason"] = (f"training breaks {len(train_broke)} gating case(s) the champion passed ("
+                         + ", ".join(train_broke[:10]) + (" and more" if len(train_broke) > 10 else "")
+                         + f"): kept, the release gate would close on them ({train_cmp.get('verdict_label')} "
+                           "over the suite as a whole)")
+        out["next"] = f"candidate.py revert --id {cid} (the holdout was not looked at); fix what it broke in a new candidate"
     elif holdout is None:
         decision = NEEDS_HOLDOUT
         out["reason"] = f"training passed the keep rule ({train_cmp.get('verdict_label')}); the holdout decides"
@@ -257,9 +266,16 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         evidence.check_holdout_order(state, doc, train_results, holdout, hold_manifest.get("run_id"),
                                      hold_results.get("started_at") or hold_manifest.get("started_at"))
         out["holdout"] = {"run_id": hold_manifest.get("run_id"), **_summary(hold_cmp)}
+        hold_broke = evidence.broken_gating(holdout, evidence.baseline_dir(
+            state, "holdout", holdout, hold_manifest, hold_cmp.get("baseline_run_id")))
         if not hold_cmp["keep"]:
             decision = REJECTED
             out["reason"] = f"won on training but the holdout does not pass the keep rule: {hold_cmp.get('verdict_phrase')}"
+            out["next"] = f"candidate.py revert --id {cid}; keep its reflection for the pool"
+        elif hold_broke:   # counted, never named: the holdout's ids stay sealed
+            decision = REJECTED
+            out["reason"] = (f"won on training but breaks {len(hold_broke)} gating holdout case(s) the champion "
+                             "passed: kept, the release gate would close on them")
             out["next"] = f"candidate.py revert --id {cid}; keep its reflection for the pool"
         else:
             decision = KEPT

@@ -227,3 +227,15 @@ def check_cases_unchanged(state: Path, role: str, run_dir: str, manifest: dict[s
                      f"({what}): their flips are the case edits', not the candidate's. Re-run the champion on "
                      "this suite (bump datasets/dataset.yaml dataset_version and pin it), or undo the case "
                      "edits, then measure the candidate again", 2, edited=len(edited))
+
+
+def broken_gating(run_dir: str, base_dir: Path) -> list[str]:
+    """The gating cases its baseline (the champion) passed that the run fails, in the run's order: a
+    candidate that breaks one makes the release gate close (gate.py --baseline names them), so it is
+    never kept, whatever the paired statistics say of the suite as a whole."""
+    from ..report.run_files import read_jsonl_file
+    base = {r.get("case_id"): r.get("verdict") for r in read_jsonl_file(Path(base_dir) / "verdicts.jsonl")
+            if isinstance(r, dict)}
+    return [r["case_id"] for r in read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
+            if isinstance(r, dict) and isinstance(r.get("case_id"), str) and r.get("gating", True) is not False
+            and not r.get("canary") and r.get("verdict") == "fail" and base.get(r["case_id"]) == "pass"]
