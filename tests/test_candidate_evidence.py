@@ -16,9 +16,13 @@ import os
 import subprocess
 import time
 
+import pytest
+
 from fakeapp import FakeApp, Reply
 from helpers import run_script, write_yaml
 from test_rescore_changed_requests import ADAPTER, PROFILE, case_yaml
+
+pytestmark = pytest.mark.slow   # several runs each, in sequence (conftest: slow files first)
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}

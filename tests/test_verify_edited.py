@@ -57,8 +57,10 @@ def assert_named(out, words):
     assert any(named[0] in reason for reason in gated.json["reasons"]), gated.json["reasons"]
 
 
-def green_run(tmp_path):
-    out, r = a_run(tmp_path, [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(3)])
+@pytest.fixture(scope="module")
+def green(tmp_path_factory):
+    """One honest green run for the module (checked clean and open once); each test damages its own copy."""
+    out, r = a_run(tmp_path_factory.mktemp("green"), [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(3)])
     assert r.rc == 0, r.stdout
     verified, gated = verify_and_gate(out)
     assert verified.rc == 0 and verified.json["missing_artifacts"] == [], verified.stdout
@@ -66,9 +68,18 @@ def green_run(tmp_path):
     return out
 
 
+@pytest.fixture
+def green_run(green, tmp_path):
+    """A byte copy of the module's green run, under a reports/ dir of its own."""
+    import shutil
+    out = tmp_path / "state" / "reports" / green.name
+    shutil.copytree(green, out)
+    return out
+
+
 @pytest.mark.parametrize("how", ["emptied", "blank lines", "first lines cut"])
-def test_a_run_log_emptied_or_cut_after_the_run_is_named(tmp_path, how):
-    out = green_run(tmp_path)
+def test_a_run_log_emptied_or_cut_after_the_run_is_named(green_run, how):
+    out = green_run
     log = out / "run.log"
     lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
     assert json.loads(lines[0])["event"] == "preflight"
@@ -92,8 +103,8 @@ def test_a_resumed_run_verifies_and_its_log_holds_a_preflight_per_invocation(tmp
     ("results.json", "mode", "smoke"), ("results.json", "k", 3), ("results.json", "dataset_version", 7),
     ("results.json", "harness_version", "9.9.9"),
 ])
-def test_a_run_level_field_edited_in_one_of_manifest_and_results_is_named(tmp_path, rel, key, value):
-    out = green_run(tmp_path)
+def test_a_run_level_field_edited_in_one_of_manifest_and_results_is_named(green_run, rel, key, value):
+    out = green_run
     edit_json(out / rel, **{key: value})
     assert_named(out, f"results.json ({key} differs from manifest.yaml")
 
