@@ -19,6 +19,7 @@ import time
 import pytest
 
 from fakeapp import FakeApp, Reply
+from fixtures_authoring import run_inproc
 from helpers import run_script, write_yaml
 from test_rescore_changed_requests import ADAPTER, PROFILE, case_yaml
 
@@ -75,7 +76,7 @@ def make_app(tmp_path):
 def measure(state, url, run_id, baseline=None):
     """convert, plan (k=1) and run one training or holdout run, as the skill's step 5 / 7."""
     work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
     env = dict(os.environ, TINY_URL=url)
     mode = run_id.split("-")[0]
     p = run_script("make_plan", work / "converted.json", "--mode", mode, "--k", "1", "--state-dir", state,

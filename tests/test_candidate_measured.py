@@ -20,6 +20,7 @@ import os
 import pytest
 
 from fakeapp import FakeApp, Reply
+from fixtures_authoring import run_inproc
 from helpers import run_script, write_yaml
 from test_candidate_evidence import candidate, champion, git, make_app, new, router, sealed_out
 from test_rescore_changed_requests import case_yaml
@@ -46,7 +47,7 @@ def crashing_router(app_dir):
 def measure(state, url, run_id, baseline=None, plan=(), run=()):
     """convert, plan (k=1, one attempt) and run, with extra make_plan / run_cases arguments."""
     work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
     env = dict(os.environ, TINY_URL=url)
     p = run_script("make_plan", work / "converted.json", "--mode", run_id.split("-")[0], "--k", "1",
                    "--max-attempts", "1", "--state-dir", state, "-o", work / "plan.json", "--run-id", run_id,
