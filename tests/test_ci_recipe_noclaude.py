@@ -30,7 +30,8 @@ from helpers import ROOT, write_yaml
 
 TEXT = (ROOT / "skills" / "run" / "references" / "run-modes.md").read_text(encoding="utf-8")
 GH_SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]   # GitHub's `run:` default
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="the workflow's wait step uses curl")
+pytestmark = [pytest.mark.skipif(shutil.which("curl") is None, reason="the workflow's wait step uses curl"),
+              pytest.mark.slow]   # waits on the workflow's servers: started first (conftest)
 
 APP = """\
 import json, os, sys, time

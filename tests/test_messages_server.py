@@ -16,6 +16,8 @@ from helpers import ROOT
 from messages_server import (FAKE_KEY, FINISHED, MessagesServer, api_error, conversation_results, first_json,
                              load_script, text, tool, turn)
 
+pytestmark = pytest.mark.slow   # waits on its servers more than it computes: started first (conftest)
+
 TOOLS = [{"name": "Bash", "description": "run a command",
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
 
