@@ -79,8 +79,8 @@ def measure(state, url, run_id, baseline=None):
     assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
     env = dict(os.environ, TINY_URL=url)
     mode = run_id.split("-")[0]
-    p = run_script("make_plan", work / "converted.json", "--mode", mode, "--k", "1", "--state-dir", state,
-                   "-o", work / "plan.json", "--run-id", run_id, env=env)
+    p = run_inproc("make_plan", work / "converted.json", "--mode", mode, "--k", "1", "--state-dir", state,
+                   "-o", work / "plan.json", "--run-id", run_id)   # setup steps in this process; the run is not
     assert p.rc == 0, p.stdout + p.stderr
     extra = ["--baseline-verdicts", state / "reports" / baseline / "verdicts_for_stats.jsonl"] if baseline else []
     r = run_script("run_cases", "--plan", work / "plan.json", "--out", state / "reports" / run_id,
