@@ -14,10 +14,11 @@ VPY    := $(VENV)/bin/python
 MODE   ?= smoke
 APP    ?= http
 CLAUDE_CODE_VERSION ?= 2.1.332
-# parallel test workers: 4 on 2 cores keeps both busy while tests wait on their apps (measured on a quiet
-# 2-core machine: 3 workers 235 s, 4 workers 222 s); a file's tests run on one worker (--dist loadfile),
-# so a module fixture (an example run, a built venv) is built once
-TEST_WORKERS ?= 4
+# parallel test workers: 6 on 2 cores keeps both busy while tests wait on their apps (measured on a quiet
+# 2-core machine: 3 workers 235 s, 4 workers 222 s; with round 8's tests 4 workers 242-248 s, 5 240 s,
+# 6 240 s, 8 250 s); a file's tests run on one worker (--dist loadfile), so a module fixture (an example
+# run, a built venv) is built once
+TEST_WORKERS ?= 6
 
 # the end-to-end framework matrix's apps that cannot share the test extra's pins (tests/framework_venvs.py)
 FRAMEWORK_VENVS := crewai adk
