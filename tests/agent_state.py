@@ -74,3 +74,25 @@ def agent_env(environ: dict, *, broken: bool) -> dict:
     env["SCRIPTED_AGENT_BROKEN"] = "1" if broken else "0"
     env["SCRIPTED_AGENT_TOKEN"] = TOKEN
     return env
+
+
+def live_replayed_rescored(state: Path, plan: dict, reports: Path, env: dict, quiet: Path,
+                           names: tuple[str, str, str], *, between=None) -> None:
+    """One live --record run of the plan, then its --replay and its rescore (both with ASSAY_SCRATCH_DIR
+    at the empty `quiet`: neither may start the agent), each run_cases / rescore.py as a subprocess;
+    `between()` runs after the live run. `names`: the live, replayed and rescored run ids."""
+    from helpers import run_script
+    live, replayed, rescored = names
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / live, "--record",
+                   "--progress", "never", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    if between is not None:
+        between()
+    env["ASSAY_SCRATCH_DIR"] = str(quiet)
+    plan["run_id"] = replayed
+    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / replayed,
+                   "--replay", reports / live, "--progress", "never", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    r = run_script("rescore", reports / live, "--out", reports / rescored, env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_state import EDIT_CASE, EXPLAIN_CASE, SKILL_CASE, agent_env, build_agent_state
+from agent_state import EDIT_CASE, EXPLAIN_CASE, SKILL_CASE, agent_env, build_agent_state, live_replayed_rescored
 from fakeapp import make_plan
 from helpers import run_script
 
@@ -48,19 +48,9 @@ def runs(tmp_path_factory):
     reports = state / "reports"
     env = agent_env(dict(os.environ), broken=True)
     env["ASSAY_SCRATCH_DIR"] = str(tmp_path_factory.mktemp("agent-replay-scratch"))
-    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / LIVE, "--record",
-                   "--progress", "never", env=env)
-    assert r.rc == 0, (r.stdout, r.stderr)
-    # neither path below starts the agent: it would make its workdir under this (empty) scratch area
+    # neither the replay nor the rescore starts the agent: it would make its workdir under this (empty) area
     quiet = tmp_path_factory.mktemp("agent-replay-no-agent")
-    env["ASSAY_SCRATCH_DIR"] = str(quiet)
-    plan["run_id"] = REPLAYED
-    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / REPLAYED,
-                   "--replay", reports / LIVE, "--progress", "never", env=env)
-    assert r.rc == 0, (r.stdout, r.stderr)
-    r = run_script("rescore", reports / LIVE, "--out", reports / RESCORED, env=env)
-    assert r.rc == 0, (r.stdout, r.stderr)
+    live_replayed_rescored(state, plan, reports, env, quiet, (LIVE, REPLAYED, RESCORED))
     # the wrong edit's case now also asks for a text and a path nobody measured
     case_file = state / "datasets" / f"{EDIT_CASE}.yaml"
     text = case_file.read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_state import agent_env, build_agent_state
+from agent_state import agent_env, build_agent_state, live_replayed_rescored
 from fakeapp import make_plan
 from helpers import run_script
 
@@ -74,19 +74,10 @@ def runs(tmp_path_factory):
     (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     reports = state / "reports"
     env = {**agent_env(dict(os.environ), broken=False), "ASSAY_SCRATCH_DIR": str(root / "scratch")}
-    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / LIVE, "--record",
-                   "--progress", "never", env=env)
-    assert r.rc == 0, (r.stdout, r.stderr)
-    ran = log.read_text(encoding="utf-8").splitlines()
+    ran: list[str] = []
     quiet = root / "quiet-scratch"   # neither replay nor rescore starts the agent or a check
-    env["ASSAY_SCRATCH_DIR"] = str(quiet)
-    plan["run_id"] = REPLAYED
-    (state / "work" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    r = run_script("run_cases", "--plan", state / "work" / "plan.json", "--out", reports / REPLAYED,
-                   "--replay", reports / LIVE, "--progress", "never", env=env)
-    assert r.rc == 0, (r.stdout, r.stderr)
-    r = run_script("rescore", reports / LIVE, "--out", reports / RESCORED, env=env)
-    assert r.rc == 0, (r.stdout, r.stderr)
+    live_replayed_rescored(state, plan, reports, env, quiet, (LIVE, REPLAYED, RESCORED),
+                           between=lambda: ran.extend(log.read_text(encoding="utf-8").splitlines()))
     assert log.read_text(encoding="utf-8").splitlines() == ran, "a check ran again in replay or rescore"
     assert not list(quiet.rglob("fixture-checks")) and not list(quiet.rglob("cases"))
     return {"log": ran, "runs": {name: reports / name for name in (LIVE, REPLAYED, RESCORED)},
