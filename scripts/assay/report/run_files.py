@@ -180,9 +180,11 @@ def head_past_cases(data: bytes) -> dict | None:
     """The top-level keys but `cases` of a results.json as the runner writes it (sorted keys:
     `cases` first, one case row a line at four spaces, the array closed at two), parsed from the
     bytes after the array without reading a row; None when the bytes are not that shape (the caller
-    walks the file). A raw newline never occurs inside a JSON string, so the first newline followed
-    by two spaces and `]` closes the array. The rows are not looked at: for a reader that drops
-    them (a comparison's side, after its run dir passed the completeness check)."""
+    walks the file). A raw newline never occurs inside a JSON string, so that `]` is a token; in the
+    runner's layout (and any indent-2 one) it closes the array. In any other valid document where it
+    closes a deeper array, the bytes after it close more than the one `{` put before them, so they do
+    not parse and the answer is None: exact or nothing. The rows are not looked at: for a reader
+    that drops them (a comparison's side, after its run dir passed the completeness check)."""
     if not data.startswith(_CASES_OPEN):
         return None
     close = data.find(b"\n  ]", len(_CASES_OPEN) - 1)
