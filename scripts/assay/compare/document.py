@@ -67,7 +67,7 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     if base.rows and cand.rows and base.rows.keys().isdisjoint(cand.rows.keys()):
         notes.append("the runs share no case id: nothing is paired, every case reads as added or removed "
                      "(two different suites, or a state dir's runs against another's?)")
-    if isinstance(b["started_at"], str) and isinstance(c["started_at"], str) and b["started_at"] > c["started_at"]:
+    if _base_newer(b, c):
         notes.append(f"the base run {b['run_id']} started after the candidate {c['run_id']} ({b['started_at']} > "
                      f"{c['started_at']}): the baseline is normally the older run (compare_runs.py BASE CANDIDATE, "
                      "api.compare(baseline, candidate)); if the two are swapped, newly failing and newly passing "
@@ -111,10 +111,14 @@ def _swapped(base: Side, cand: Side) -> str:
     """Said in the headline itself when the base run started after the candidate: a script that reads
     only `headline` and `counts` (api.compare's documented use) saw "4 newly passing" for what, with the
     arguments swapped, is 4 newly failing; the note says it in full."""
-    b, c = base.results.get("started_at"), cand.results.get("started_at")
-    if isinstance(b, str) and isinstance(c, str) and b > c:
+    if _base_newer(base.describe(), cand.describe()):
         return " — the base run started after the candidate: are the arguments swapped? (notes)"
     return ""
+
+
+def _base_newer(b: dict, c: dict) -> bool:
+    """The base run started after the candidate (Side.describe()'s started_at): swapped arguments?"""
+    return isinstance(b["started_at"], str) and isinstance(c["started_at"], str) and b["started_at"] > c["started_at"]
 
 
 def _ordered_ids(base: Side, cand: Side) -> list[str]:

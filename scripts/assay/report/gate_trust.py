@@ -15,12 +15,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import AssayError
 from .gate_judge import MAX_NAMED
 from .rundir import try_json_head
 
 MAX_LISTED = 10
-TAIL_BYTES = 1 << 20
 
 
 def _manifest(run_dir: Path) -> dict:
@@ -98,15 +96,12 @@ def rerun_shard_reason(run_dir: Path) -> str | None:
 def _merged_from(run_dir: Path) -> dict | None:
     """{shard index: started_at} of the shard runs a merge took (run.log's last line), else None."""
     import json
-    import os
-    from ..core.writer import open_file
-    try:   # never through a symlink; only the log's tail (its last line is the merge's finalize)
-        fd = open_file(run_dir / "run.log", os.O_RDONLY)
-        with os.fdopen(fd, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL_BYTES))
-            lines = fh.read(TAIL_BYTES).splitlines()
+    from .run_files import file_tail
+    tail = file_tail(run_dir / "run.log")   # only the log's tail: its last line is the merge's finalize
+    lines = tail.splitlines() if tail is not None else []
+    try:
         last = json.loads(lines[-1]) if lines else None
-    except (OSError, ValueError, AssayError):
+    except ValueError:
         return None
     rows = last.get("merged_from") if isinstance(last, dict) and last.get("event") == "finalize" else None
     if not isinstance(rows, list):

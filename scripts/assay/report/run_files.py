@@ -279,6 +279,23 @@ _SUMMARY_KEY = b'\n  "summary": '
 TAIL_BYTES = 1 << 20
 
 
+def file_tail(path: Path, size: int = TAIL_BYTES) -> bytes | None:
+    """The file's last `size` bytes, never read through a symlink; None when it cannot be opened or read."""
+    import os
+
+    from ..core.writer import open_file
+    try:
+        fd = open_file(path, os.O_RDONLY)
+    except (OSError, AssayError):
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - size))
+            return fh.read(size)
+    except OSError:
+        return None
+
+
 def status_from_tail(path: Path) -> str | None:
     """summary.status of a results.json as the runner writes it (sorted keys: `summary` the last
     top-level key, at two spaces of indent), read from the file's last MiB without walking its case
@@ -286,19 +303,8 @@ def status_from_tail(path: Path) -> str | None:
     never occurs inside a JSON string, so the key at that indent is top-level; the object must close
     the document. A caller that skips work on this answer confirms it against the whole file."""
     import json
-    import os
-
-    from ..core.writer import open_file
-    try:   # never through a symlink (the whole-file read names one)
-        fd = open_file(path, os.O_RDONLY)
-    except (OSError, AssayError):
-        return None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            fh.seek(max(0, size - TAIL_BYTES))
-            tail = fh.read(TAIL_BYTES)
-    except OSError:
+    tail = file_tail(path)
+    if tail is None:
         return None
     at = tail.rfind(_SUMMARY_KEY)
     if at < 0:
