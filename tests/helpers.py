@@ -57,3 +57,29 @@ def write_yaml(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def listen_port() -> int:
+    """A free loopback port for a listener a later process binds (the runner's OTLP/HTTP receiver that an
+    app is told to export to before the run starts). Drawn below the kernel's ephemeral range, which
+    bind(0) and outgoing connections take from: a port picked by bind(0) and released could be taken by
+    another worker's connection before the runner binds it (a test failed that way on 6 workers)."""
+    import random
+    import socket
+    low = 20000
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as fh:
+            low = min(low, int(fh.read().split()[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:   # nothing free below the range: any free port
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

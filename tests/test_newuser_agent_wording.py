@@ -21,7 +21,7 @@ from assay.score.hollow import hollow_layer_line
 from assay.score.tool_args import score_tool_args
 from assay.traces.normalize import normalize_trace
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
-from helpers import run_script
+from helpers import run_script, listen_port
 from rundir_util import cases_view
 
 pytestmark = pytest.mark.slow   # a few seconds or more: scheduled first (conftest)
@@ -31,9 +31,7 @@ LOOKUP = {"args": {"lookup_order": {"order_id": "ORD-12"}}, "tools": {"subset": 
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return listen_port()   # the runner binds it later: below the ephemeral range (helpers.listen_port)
 
 
 @pytest.fixture

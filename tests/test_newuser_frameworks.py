@@ -16,7 +16,7 @@ from pathlib import Path
 
 from assay.traces.otlp_writer import new_span_id, parse_traceparent, span, traces_data
 from fakeapp import FakeApp, Reply
-from helpers import run_script, write_yaml
+from helpers import run_script, write_yaml, listen_port
 
 RUN_ID = "smoke-20261205T000000Z"
 
@@ -80,9 +80,7 @@ expect:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return listen_port()   # the runner binds it later: below the ephemeral range (helpers.listen_port)
 
 
 def export(port: int, spans: list[dict]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
-from helpers import run_script
+from helpers import run_script, listen_port
 
 pytestmark = pytest.mark.slow   # a few seconds or more: scheduled first (conftest)
 
@@ -24,9 +24,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return listen_port()   # the runner binds it later: below the ephemeral range (helpers.listen_port)
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ import pytest
 from assay.traces.otlp_http import OtlpHttpSource, decode_export
 from assay.traces.plan import parse_address
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan
+from helpers import listen_port
 from rundir_util import cases_view
 
 pytestmark = pytest.mark.slow
@@ -53,9 +54,7 @@ CASES = [
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return listen_port()   # the runner binds it later: below the ephemeral range (helpers.listen_port)
 
 
 @pytest.fixture(scope="module")
