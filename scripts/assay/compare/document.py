@@ -60,6 +60,12 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     """What differs between the runs themselves, said before any case."""
     notes = []
     b, c = base.describe(), cand.describe()
+    from ..report.gate_trust import shard_reason
+    for side, d, info in (("base", base, b), ("candidate", cand, c)):
+        shard = shard_reason(d.run_dir)   # the gate's words: a shard's dir is a slice of the plan, never a run
+        if shard:
+            notes.append(f"the {side} run {info['run_id']} ({d.run_dir.name}): {shard}; its cases outside the shard "
+                         "read as added or removed")
     apps = [_app_name(side) for side in (base, cand)]
     if None not in apps and apps[0] != apps[1]:
         notes.append(f"different apps: base {apps[0]!r}, candidate {apps[1]!r} (adapter.yaml app.name): "

@@ -93,6 +93,15 @@ def rerun_shard_reason(run_dir: Path) -> str | None:
     return None
 
 
+def shard_manifests_read(run_dir: Path) -> list[Path]:
+    """The shard dirs' manifest.yaml files beside a merged run that rerun_shard_reason reads (none for
+    a run that is not a merge): part of what its decision depends on outside the run dir."""
+    run_dir = Path(run_dir)
+    if _merged_from(run_dir) is None:
+        return []
+    return [child / "manifest.yaml" for child in sorted(run_dir.parent.glob(glob.escape(run_dir.name) + ".shard-*"))]
+
+
 def _merged_from(run_dir: Path) -> dict | None:
     """{shard index: started_at} of the shard runs a merge took (run.log's last line), else None."""
     import json

@@ -40,6 +40,24 @@ def decide(run_dir: str | Path, options: GateOptions = DEFAULT) -> GateResult:
     return evaluate(Path(run_dir), **kwargs)
 
 
+def outside_inputs(run_dir: str | Path, options: GateOptions = DEFAULT) -> list[Path]:
+    """The files outside the run dir that its decision with `options` reads: the state dir's
+    profile.yaml (the budgets), the prices file (a cost budget's prices), the holdout ledger (a
+    holdout run's look budget) and, for a merged run, each `<run id>.shard-*` dir's manifest.yaml
+    beside it (a shard run again after the merge). A decision kept for a run dir's bytes stands
+    only while these are as they were too: the viewer keys its decisions on both (a budget
+    tightened in profile.yaml while it serves is decided again, closed as gate.py closes it)."""
+    from ..plan.modes import HOLDOUT_LEDGER
+    from ..report.gate_trust import shard_manifests_read
+    from ..stats.budgets import PROFILE_FILE
+    from ..stats.cost import PRICES_FILE, state_dir_of_run
+    run_dir = Path(run_dir)
+    run_state = state_dir_of_run(run_dir)
+    state = Path(options.state_dir) if options.state_dir else run_state
+    return [state / PROFILE_FILE, Path(options.prices) if options.prices else state / PRICES_FILE,
+            run_state / HOLDOUT_LEDGER, *shard_manifests_read(run_dir)]
+
+
 def decision_dict(run_dir: str | Path, options: GateOptions = DEFAULT) -> dict:
     """The decision as the viewer and the history show it, never raising: a run that cannot be
     read is closed, with the reason (never open, never a traceback)."""

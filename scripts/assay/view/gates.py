@@ -30,7 +30,7 @@ from pathlib import Path
 from ..report.gate import KEPT
 from ..rundir.runlock import lock_path, runner_state
 from ..rundir.checked import entry_stats, memo_path
-from ..verdict import GateOptions, decision_dict
+from ..verdict import GateOptions, decision_dict, outside_inputs
 from . import gate_process
 from .quiet import wait_quiet, waiting
 
@@ -129,10 +129,22 @@ def _key(run_dir: Path, mtime: float) -> tuple:
     edited since, results.json untouched, is decided again, as gate.py would re-check it), the check
     kept for it (kept since: decided again, with it) and whether a runner holds the run's lock (a
     runner killed since leaves results.json as it was: decided again, interrupted rather than "still
-    running")."""
+    running"), and every file outside the run dir the decision reads
+    (`assay.verdict.decide.outside_inputs`: profile.yaml's budgets, prices.yaml, the holdout ledger, a
+    shard dir beside a merged run) as it is now: a budget tightened while the viewer serves is decided
+    again, as gate.py decides it."""
     entries = entry_stats(Path(run_dir))
     return (str(run_dir), mtime, tuple(entries) if entries is not None else None, _kept_mtime(run_dir),
-            runner_alive(run_dir))
+            runner_alive(run_dir), tuple(_file_stat(p) for p in outside_inputs(run_dir, VIEW_OPTIONS)))
+
+
+def _file_stat(path: Path) -> tuple:
+    """(path, inode, size, mtime_ns, ctime_ns), or (path, None) when it is absent or unreadable."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return (str(path), None)
+    return (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def runner_alive(run_dir: Path) -> bool:

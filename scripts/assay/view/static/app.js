@@ -64,8 +64,11 @@
   function runsPage() {
     return load("/api/runs").then(doc => {
       const picked = [];
+      /* the older of the two (lower in the list: newest first) is the base, whichever was ticked first */
+      const older = id => doc.runs.findIndex(r => r.run_id === id);
       const btn = el("button", {id: "compare-btn", disabled: "disabled", on: {click: () => {
-        location.hash = "#/compare/" + E(picked[0]) + "/" + E(picked[1]);
+        const [base, cand] = picked.slice().sort((a, b) => older(b) - older(a));
+        location.hash = "#/compare/" + E(base) + "/" + E(cand);
       }}}, "Compare the two picked runs");
       const rows = doc.runs.map((r, i) => {
         const box = el("input", {type: "checkbox", "data-run": r.run_id, on: {change: ev => {
