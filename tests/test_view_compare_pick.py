@@ -71,3 +71,45 @@ def test_the_picked_runs_are_compared_older_as_base_whichever_was_ticked_first(t
     finally:
         viewer.terminate()
         viewer.wait(30)
+
+
+def test_vs_previous_skips_a_shard_dir_and_a_shard_row_has_none(tmp_path):
+    """A merged run's shard dirs sit beside it in reports/ and are listed (marked "shard"): the merged
+    run's "vs previous" went to the row below it, a shard's dir, and compared the run with a slice of
+    the plan (its other cases read as removed). It goes to the older run; a shard's row has no link."""
+    from assay.shard.assign import add_shards
+    state = make_state(tmp_path)
+    _run(state, OLDER)
+    with FakeApp() as app:
+        plan = add_shards(make_plan(state, [case("c-00000001", "hello"), case("c-00000002", "world")],
+                                    app_url=app.url, run_id=NEWER), 2)
+        plan_file = write_plan(state, plan)
+        shards = [state / "reports" / f"{NEWER}.shard-{i}" for i in (1, 2)]
+        for i, d in enumerate(shards, 1):
+            r = run_script("run_cases", "--plan", plan_file, "--shard", i, "--out", d, "--progress", "never")
+            assert r.rc == 0, r.stderr
+    r = run_script("merge_runs", "--plan", plan_file, "--out", state / "reports" / NEWER, *shards)
+    assert r.rc == 0, r.stderr
+    viewer = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = json.loads(viewer.stdout.readline())["url"]
+        listed = [x["run_id"] for x in json.loads(subprocess.run(
+            [sys.executable, "-c", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], "
+             "timeout=60).read().decode())", url + "api/runs"], capture_output=True, text=True, check=True).stdout)["runs"]]
+        assert set(listed) == {OLDER, NEWER, *(d.name for d in shards)}, listed
+        with playwright_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(url)
+            _ready(page, "/")
+            links = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('tr.run-row')].map(tr =>
+                [tr.querySelector('input[data-run]').getAttribute('data-run'),
+                 (tr.querySelector('a.vs-prev') || {}).hash || null]))""")
+            assert links[NEWER] == f"#/compare/{OLDER}/{NEWER}", links
+            assert all(links[d.name] is None for d in shards), links
+            assert links[OLDER] is None, links
+            browser.close()
+    finally:
+        viewer.terminate()
+        viewer.wait(30)

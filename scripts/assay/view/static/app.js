@@ -70,6 +70,10 @@
         const [base, cand] = picked.slice().sort((a, b) => older(b) - older(a));
         location.hash = "#/compare/" + E(base) + "/" + E(cand);
       }}}, "Compare the two picked runs");
+      /* "vs previous": the next older run that is a run, never a shard's dir (a slice of the plan:
+         compared, its cases outside the shard read as removed); a shard's own row has none */
+      const shard = r => (r.marks || []).includes("shard");
+      const prev = i => shard(doc.runs[i]) ? null : doc.runs.slice(i + 1).find(o => !shard(o)) || null;
       const rows = doc.runs.map((r, i) => {
         const box = el("input", {type: "checkbox", "data-run": r.run_id, on: {change: ev => {
           const i = picked.indexOf(r.run_id);
@@ -84,7 +88,7 @@
           el("td", {class: "nowrap"}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
           el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
           el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series),
-          el("td", {class: "nowrap"}, doc.runs[i + 1] ? el("a", {href: "#/compare/" + E(doc.runs[i + 1].run_id) + "/" + E(r.run_id), class: "vs-prev"}, "vs previous") : ""));
+          el("td", {class: "nowrap"}, prev(i) ? el("a", {href: "#/compare/" + E(prev(i).run_id) + "/" + E(r.run_id), class: "vs-prev"}, "vs previous") : ""));
       });
       const table = el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
           "gating failures", "infra rate", "suite", "series", "compare"].map(h => el("th", {}, h))), rows);
