@@ -60,6 +60,8 @@ def run(args):
         doc = history(state, verify=not args.no_verify, decide=lambda run_dir: decision_dict(run_dir, options))
     out = Path(args.output) if args.output else state / "reports" / "history.json"
     try:
+        if not args.output:   # a state dir whose runs are all in the store may have no reports/ yet
+            out.parent.mkdir(exist_ok=True)
         jsonio.atomic_write_json(out, doc)
         if args.html:
             jsonio.atomic_write_text(Path(args.html), render(doc, css=CSS))

@@ -109,3 +109,65 @@ def test_the_merge_job_merges_from_the_shards_prefix_publishes_and_gates():
     assert merge_ns.out.endswith("/" + env["RUN_ID"]) and publish_ns.run_dir == merge_ns.out == gate_ns.path
     assert publish_ns.store == env["ASSAY_STORE"] and gate_ns.baseline == "auto"
 
+
+
+# A stand-in for kubectl with the two Jobs' final states (KUBE_STATES: {"assay-shards": "Failed", ...}):
+# `get job NAME -o jsonpath=...` answers the expressions the recipe uses, `wait --for=condition=complete`
+# on a Failed Job times out as the real one does (it never returns for a failed Job: kubernetes/kubectl
+# #1629), `logs` prints the Job's log; any other command is refused, so a new one in the page is seen here.
+FAKE_KUBECTL = r'''#!/usr/bin/env python3
+import json, os, re, sys
+states = json.loads(os.environ["KUBE_STATES"])
+a = sys.argv[1:]
+if a[:2] == ["get", "job"] and len(a) == 5 and a[3] == "-o" and a[4].startswith("jsonpath="):
+    state, expr = states[a[2]], a[4][len("jsonpath="):]
+    out = ""
+    for part in re.findall(r"\{([^}]*)\}", expr):
+        m = re.fullmatch(r'\.status\.conditions\[\?\(@\.type=="(\w+)"\)\]\.status', part)
+        if m:
+            out += "True" if m.group(1) == state else ""
+        elif part == ".status.succeeded":
+            out += "1" if state == "Complete" else ""
+        elif part == ".status.failed":
+            out += "1" if state == "Failed" else ""
+        else:
+            sys.exit(f"fake kubectl: jsonpath {part!r} not emulated")
+    print(out, end="")
+elif a[:2] == ["apply", "-f"]:
+    print("job.batch/assay-merge created")
+elif a[0] == "wait" and "--for=condition=complete" in a:
+    job = next(x for x in a if x.startswith("job/"))[4:]
+    if states[job] != "Complete":
+        sys.exit(f"error: timed out waiting for the condition on jobs/{job}")
+    print(f"job.batch/{job} condition met")
+elif a[:1] == ["logs"]:
+    print("regression-20261204T120000Z: FAIL -- closed: 1 gating failure(s)")
+else:
+    sys.exit(f"fake kubectl: {a} not emulated")
+'''
+
+
+def wait_block() -> str:
+    section = PAGE.read_text(encoding="utf-8").split("## 4. Wait, then merge and gate", 1)[1]
+    return re.search(r"```\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.parametrize("merge, rc_is_zero", [("Failed", False), ("Complete", True)])
+def test_the_wait_step_exits_with_the_merge_jobs_answer(tmp_path, merge, rc_is_zero):
+    # §4's commands as a user runs them (sh, no `set -e`): a closed gate fails the merge Job, and the
+    # step must end non-zero, at once; `kubectl wait --for=condition=complete; kubectl logs` waited out its
+    # 30 minutes on a failed Job, then ended with the logs' exit 0: a closed gate read as green
+    import json
+    import os
+    import stat
+    import subprocess
+    kubectl = tmp_path / "bin" / "kubectl"
+    kubectl.parent.mkdir()
+    kubectl.write_text(FAKE_KUBECTL)
+    kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
+    env = dict(os.environ, PATH=f"{kubectl.parent}{os.pathsep}{os.environ['PATH']}",
+               KUBE_STATES=json.dumps({"assay-shards": "Failed", "assay-merge": merge}))
+    r = subprocess.run(["sh", "-c", wait_block()], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert "not emulated" not in r.stderr, r.stderr
+    assert "gating failure" in r.stdout   # the merge Job's log (its gate's screen) is shown either way
+    assert (r.returncode == 0) == rc_is_zero, (r.returncode, r.stdout, r.stderr)

@@ -250,3 +250,23 @@ def test_baseline_and_history_come_from_the_store(world, tmp_path):
     assert GREEN_ID in names and WHOLE_ID not in names
     r = run_script("view", "--store", store, "--run", "smoke-20200101T000000Z", "--bundle", tmp_path / "b2", env=env)
     assert r.rc == 2 and "no such run" in r.json["error"], r.stdout
+
+
+def test_readers_name_a_store_prefix_without_a_run(world, tmp_path):
+    """view.py and run_history.py over a typo'd prefix (nothing there) or the shards' prefix (no run
+    merged and published there): exit 2 naming the store URL, never the reader's removed temporary
+    dir nor an empty history read as "no runs"; a state dir with no reports/ yet still gets its history."""
+    env, fresh = world["env"], tmp_path / "fresh" / ".assay"
+    fresh.mkdir(parents=True)
+    typo, shards_only = f"s3://{BUCKET}/runz", copy_run(world, "shardsonly", skip=("manifest.yaml",)).rsplit(RUN_ID, 1)[0]
+    r = run_script("view", "--store", typo, "--bundle", tmp_path / "b", env=env)
+    assert r.rc == 2 and r.json["error"] == f"{typo}/: no run at all is published under that prefix: is it the one " \
+        "publish_run.py writes to?", r.stdout
+    r = run_script("view", "--store", shards_only, "--bundle", tmp_path / "b", env=env)
+    assert r.rc == 2 and f"{shards_only}: none of its run ids is a finished run" in r.json["error"], r.stdout
+    assert RUN_ID in r.json["error"] and "merge_runs.py" in r.json["error"] and "assay-view-" not in r.stdout
+    r = run_script("run_history", fresh, "--store", typo, env=env)
+    assert r.rc == 2 and r.json["error"].startswith(f"{typo}/: no run at all is published"), r.stdout
+    r = run_script("run_history", fresh, "--store", shards_only, env=env)   # the shards' run id: an excluded run
+    assert r.rc == 0 and r.json["excluded_runs"] == 1, r.stdout
+    assert (fresh / "reports" / "history.json").is_file()

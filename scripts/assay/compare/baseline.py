@@ -78,7 +78,7 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
                          is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
     """`newest_open` over the runs of a store (a StoreURL): the same choice and reasons; only a
     candidate's results.json is read there until one is chosen, downloaded into reports/<run-id>."""
-    from ..store.runs import StoreRuns
+    from ..store.runs import NO_RUN, StoreRuns
     runs = StoreRuns(store)
 
     ready: set[str] = set()
@@ -105,7 +105,7 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
     names = [n for n in ids if n != exclude
              and not (before is not None and parse_run_id(n) and parse_run_id(n)[1] >= before)]
     what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
-    empty = "" if ids else "; no run at all is published under that prefix: is it the one publish_run.py writes to?"
+    empty = "" if ids else "; " + NO_RUN
     return _first_open(((n, lambda n=n: runs.results(n), lambda n=n: local(n)) for n in names), key, is_open, what,
                        "publish one (publish_run.py), or pass --baseline RUN_DIR" + empty)
 

@@ -203,8 +203,8 @@ def _attempts_message(groups: list[dict]) -> str:
                       for g in groups)
     return (f"shards of different attempts of this plan ({named}): the newest attempt (started last) has not "
             f"written {', '.join(shards(g) for g in groups[1:])} yet, and an earlier attempt's shard is not this "
-            "one's; wait until every index of the newer Job has finished (kubectl wait, the recipe's loop) and "
-            "merge again, or, to run the plan again, make a new plan (make_plan.py: a new run id)")
+            "one's; wait until every index of the newer Job has finished (the recipe's wait loop: kubectl wait "
+            "--for=condition=complete never returns for a Job with a failed index) and merge again, or, to run the plan again, make a new plan (make_plan.py: a new run id)")
 
 
 def _source_shard(plan: dict, shards: dict[int, ShardRun]) -> dict[str, ShardRun]:

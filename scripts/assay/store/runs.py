@@ -19,6 +19,13 @@ from .url import MANIFEST, StoreURL
 # what run_history reads of a run (assay.history.runs.load_run without --verify: the store
 # holds only runs that passed --verify when they were published)
 HISTORY_FILES = ("results.json", MANIFEST, "verdicts_for_stats.jsonl", "verdicts.jsonl")
+# a reader's words for a prefix that holds no run id at all (a typo'd bucket path, or the wrong variable)
+NO_RUN = "no run at all is published under that prefix: is it the one publish_run.py writes to?"
+
+
+def nothing_published(base: StoreURL) -> "AssayError":
+    from ..core.errors import AssayError
+    return AssayError(f"{base}: {NO_RUN}", 2, store=str(base))
 
 
 class StoreRuns:
@@ -71,6 +78,8 @@ class StoreRuns:
         """Every run's `only` files into reports/<run_id>/ (a prefix without a manifest gets an
         empty dir, which a reader names as not a finished run); the run ids mirrored."""
         names = self.ids()
+        if not names:
+            raise nothing_published(self.base)
         for run_id in names:
             files = self.root_files(run_id)
             if MANIFEST in files:
@@ -94,6 +103,12 @@ def mirror_whole(base: StoreURL, reports: Path, wanted: list[str] | None, last: 
         chosen = list(wanted)
     else:
         chosen = [r for r in ids if MANIFEST in runs.root_files(r)][:last]
+        if not ids:
+            raise nothing_published(base)
+        if not chosen:
+            raise AssayError(f"{base}: none of its run ids is a finished run (no {MANIFEST} at <prefix>/<run-id>/): "
+                             f"{', '.join(ids[:10])}; a publish that did not finish, or a sharded run's shards (a "
+                             "run once merged and published: merge_runs.py, then publish_run.py)", 2, store=str(base))
     for run_id in chosen:
         runs.fetch(run_id, reports / run_id)
     return chosen
