@@ -348,6 +348,11 @@ def _undeclared_routes(case: dict[str, Any], ctx: CaseContext, report: Report) -
         if isinstance(expect.get("route_acceptable"), list):
             named += [(f"{where}.route_acceptable[{i}]", f"{path}.route_acceptable.{i}", r)
                       for i, r in enumerate(expect["route_acceptable"])]
+        accepted = {r for _, _, r in named if isinstance(r, str)}
+        if len(named_ones) > 1 and isinstance(expect.get("route"), str) and accepted >= set(named_ones):
+            report("vacuous_route", f"{where}.route with {where}.route_acceptable accepts every route profile.yaml "
+                   f"declares ({shown}): whatever the router picks passes (it fails only when no route comes back); keep in "
+                   "route_acceptable only the routes a right answer may take", key=f"{path}.route_acceptable")
         for label, key, route in named:
             if not isinstance(route, str) or not route or route in declared:
                 continue

@@ -63,6 +63,8 @@ CODES: dict[str, str] = {
     "unknown_tool": ERROR,
     # a route profile.yaml (routing_contract / route_targets) does not declare: the check can only fail
     "unknown_route": ERROR,
+    # route plus route_acceptable naming every declared route: whatever the router picks passes
+    "vacuous_route": ERROR,
     # --adapter with invocation.mode agent (the pre-flight's own checks): a check that cannot measure
     "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR,
     "bad_agent_case": ERROR,

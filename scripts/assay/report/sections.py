@@ -63,7 +63,11 @@ def describe_layer(name: str, layer: dict, judged: list[dict] | None = None) -> 
         return f"expected {_compact(layer.get('expected'))}, actual {_compact(layer.get('actual'))}"
     if name == "http" and "status" in layer:
         text = f"expected {layer.get('expected_status') or 'any 2xx'}, got {layer.get('status')}"
-        if layer.get("status") in AUTH_STATUSES:  # a wrong key is not the app's regression
+        if layer.get("status") == 403 and not layer.get("expected_status"):
+            # a refusal the case asked for (expect.authz.expect_refusal) fails here without expect.http
+            text += (" (a refusal this case expects, under expect.authz.expect_refusal: declare expect.http.status 403;"
+                     " else an authentication problem: check invocation.auth and the env var it reads)")
+        elif layer.get("status") in AUTH_STATUSES:  # a wrong key is not the app's regression
             text += " (an authentication problem: check invocation.auth and the env var it reads)"
         return text
     if name in AGENT_LAYERS and isinstance(layer.get("reason"), str) and layer["reason"]:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..core import writer
 from ..core.jsonio import atomic_write_json, dumps
 from ..core.vocab import FAIL, LAYER_ORDER, PASS
-from ..score.hollow import absence_only
+from ..score.hollow import ABSENCE_LAYERS, absence_only
 from ..score.rollup import failed_layers
 from ..stats.counts import summarize
 from ..stats.tally import Tally
@@ -178,9 +178,10 @@ def slim(record: Mapping[str, Any], *, share: bool = True) -> dict[str, Any]:
     keep = _SLIM_LAYER_SET
     layers = {name: {k: v for k, v in layer.items() if k in keep}
               for name, layer in (record.get("layers") or {}).items() if isinstance(layer, dict)}
-    answer = layers.get("answer")
-    if answer is not None and absence_only(record["layers"]["answer"]):   # its checks stay on disk
-        answer["absence_only"] = True
+    for name in ABSENCE_LAYERS:   # their checks stay on disk
+        kept = layers.get(name)
+        if kept is not None and absence_only(record["layers"][name], name):
+            kept["absence_only"] = True
     out["layers"] = {name: _shared(layer) for name, layer in layers.items()} if share else layers
     return out
 

@@ -197,53 +197,92 @@ class HollowFold:
         return out
 
 
-# Answer checks a do-nothing answer ("", "ok", the wrong field) also meets: they assert an absence.
+# Checks a do-nothing app (one constant sentence, no tool called, nothing returned; or an adapter
+# reading the wrong field) also meets: each asserts an absence. By layer: the answer's
+# `must_not_contain`; a trajectory that lists only `forbidden` tools (its mode); authz's scope
+# checks in a case where no record id of the app's shape appeared (one that did showed the app
+# returning a record: `id_shape_seen`), and a refusal shown by no more than an empty tool log or
+# clean scope checks (an HTTP 4xx is a refusal the app made, so it is evidence).
 ABSENCE_CHECKS: frozenset[str] = frozenset({"must_not_contain"})
+AUTHZ_ABSENCE_CHECKS: frozenset[str] = frozenset({"forbidden_tools", "forbidden_record_ids", "allowed_record_ids"})
+ABSENCE_LAYERS: tuple[str, ...] = ("answer", "trajectory", "authz")
+# How the gate names each layer's absences (absence_only_line).
+ABSENCE_WORDS: dict[str, str] = {"answer": "must_not_contain (text absent from the answer)",
+                                 "trajectory": "expect.tools.forbidden (a tool not called)",
+                                 "authz": "expect.authz (a tool not called, no record id returned, "
+                                          "a refusal seen only as no data)"}
 
 
 def passed_on_presence(layers: Mapping[str, Any]) -> bool:
-    """True when some layer beyond liveness passed on more than absences: any passing layer but an
-    answer layer whose every check is a `must_not_contain`. A case that passed without one would
-    pass an app that answers nothing, or an adapter whose <answer> path reads a constant field."""
+    """True when some layer beyond liveness passed on more than absences: any passing layer that is
+    not absence_only. A case that passed without one would pass an app that answers nothing and
+    calls no tool, or an adapter whose <answer> path reads a constant field."""
     for layer, entry in layers.items():
         if layer in LIVENESS_LAYERS or verdict_of(entry) != PASS:
             continue
-        if not (layer == "answer" and isinstance(entry, Mapping) and absence_only(entry)):
+        if not (isinstance(entry, Mapping) and absence_only(entry, layer)):
             return True
     return False
 
 
-def absence_only(answer: Mapping[str, Any]) -> bool:
-    """An answer layer whose every check asserts an absence: its `checks` (a verdict record), or the
-    `absence_only` flag a slim record keeps in their place (rundir.derived.slim)."""
-    checks = answer.get("checks")
+def _absent(check: Any, layer: str) -> bool:
+    if not isinstance(check, Mapping):
+        return False
+    if layer == "answer":
+        return check.get("check") in ABSENCE_CHECKS
+    if check.get("check") == "expect_refusal":
+        return not str(check.get("refused_by") or "").startswith("HTTP ")
+    return check.get("check") in AUTHZ_ABSENCE_CHECKS
+
+
+def absence_only(entry: Mapping[str, Any], layer: str = "answer") -> bool:
+    """A layer entry (of ABSENCE_LAYERS) whose every check asserts an absence: its `checks` (or a
+    trajectory's `mode`: only `forbidden` listed) in a verdict record, or the `absence_only` flag a
+    slim record keeps in their place (rundir.derived.slim)."""
+    if layer not in ABSENCE_LAYERS:
+        return False
+    if layer == "trajectory" and "mode" in entry:
+        return entry.get("mode") == "forbidden"
+    seen = entry.get("id_shape_seen")
+    if layer == "authz" and isinstance(seen, Mapping) and seen.get("seen") is True:
+        return False
+    checks = entry.get("checks")
     if not isinstance(checks, list):
-        return answer.get("absence_only") is True
-    return bool(checks) and all(isinstance(c, Mapping) and c.get("check") in ABSENCE_CHECKS for c in checks)
+        return entry.get("absence_only") is True
+    return bool(checks) and all(_absent(c, layer) for c in checks)
 
 
 class AbsenceFold:
     """Over the passing non-canary cases of a run: how many passed, and how many on presence
-    (passed_on_presence). The gate closes when cases passed and none did on presence."""
+    (passed_on_presence), and which layers the absence-only passes stood on. The gate closes when
+    cases passed and none did on presence."""
 
     def __init__(self) -> None:
         self.passes = self.on_presence = 0
         self.first: tuple[int, str] | None = None     # (index, case id) of the first absence-only pass
+        self.layers: set[str] = set()
 
     def add(self, index: int, record: Mapping[str, Any]) -> None:
         if record.get("verdict") != PASS or record.get("canary"):
             return
         self.passes += 1
-        if passed_on_presence(record.get("layers") or {}):
+        layers = record.get("layers") or {}
+        if passed_on_presence(layers):
             self.on_presence += 1
-        elif self.first is None or index < self.first[0]:
+            return
+        self.layers.update(name for name, entry in layers.items()
+                           if name in ABSENCE_LAYERS and verdict_of(entry) == PASS)
+        if self.first is None or index < self.first[0]:
             self.first = (index, None if record.get("holdout") else str(record.get("case_id")))
 
     def result(self) -> dict[str, Any] | None:
         if not self.passes:
             return None
-        return {"passes": self.passes, "on_presence": self.on_presence,
-                "first_absence_only": self.first[1] if self.first else None}
+        out = {"passes": self.passes, "on_presence": self.on_presence,
+               "first_absence_only": self.first[1] if self.first else None}
+        if self.layers - {"answer"}:    # an answer-only run keeps the block (and its line) as first written
+            out["absence_layers"] = [name for name in ABSENCE_LAYERS if name in self.layers]
+        return out
 
 
 def absence_only_line(block: Any) -> str | None:
@@ -254,8 +293,17 @@ def absence_only_line(block: Any) -> str | None:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         return None
     first = block.get("first_absence_only")
+    eg = f", e.g. {first}" if first else ""
+    layers = block.get("absence_layers")
+    if isinstance(layers, list) and any(name in ABSENCE_WORDS for name in layers):
+        words = "; ".join(ABSENCE_WORDS[name] for name in ABSENCE_LAYERS if name in layers)
+        return (f"all {n} passing case(s) passed only on checks that something is absent: {words}{eg}: "
+                "an app that answers the same sentence to everything and calls no tool passes them too, so "
+                "nothing was shown to work; add a check a right answer must meet (must_contain, route, "
+                "expect.tools.subset, expect.args, format, a rubric) and check the adapter's response_body "
+                "and traces")
     return (f"all {n} passing case(s) passed only on must_not_contain (text absent from the answer"
-            f"{f', e.g. {first}' if first else ''}): an app that answers nothing, or an adapter whose "
+            f"{eg}): an app that answers nothing, or an adapter whose "
             "response_body <answer> path reads the wrong field, passes them too, so nothing was shown to "
             "work; add a check a right answer must meet (must_contain, route, format, a rubric) and check "
             "the adapter's response_body")
