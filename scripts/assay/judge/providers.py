@@ -97,9 +97,12 @@ def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str,
         stopped = _stopped(provider, body.get("stop_reason"))
         if stopped:
             return _text(body), None, usage, stopped
-        for block in body["content"]:
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == tool:
-                return json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True), block.get("input"), usage, None
+        calls = [b for b in body["content"] if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == tool]
+        if len(calls) > 1:   # one verdict per reply, as two fenced blocks are refused: never the first one read
+            return _text(body), None, usage, (f"the reply holds {len(calls)} {tool} tool calls; "
+                                              "give exactly one")
+        if calls:
+            return json.dumps(calls[0].get("input"), ensure_ascii=False, sort_keys=True), calls[0].get("input"), usage, None
         text = "".join(b.get("text", "") for b in body["content"] if isinstance(b, dict) and b.get("type") == "text")
         if not text.strip():
             others = [str(b.get("name")) for b in body["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]

@@ -8,9 +8,10 @@ directory (verifiable with `run_cases.py --verify`). The new manifest records
 `manifest_extra.rescored_from`. The current suite is linted as make_plan.py lints it (an ERROR is
 exit 2; `--allow-invalid` records it in `manifest_extra.validation` and the gate closes on it). A
 source run that was judged is judged again (so is any run `--judge` or the mode table judges). Judge
-calls are skipped for unchanged (case, answer, rubric version, prompt version): the source run's
-`judge.json` verdicts are reused (`reused_from`) and their calibration status re-read from the
-current sidecar.
+calls are skipped for unchanged (case, answer, rubric version, prompt version) under the same judge
+(the calibration binding's identity, `assay.judge.binding.judge_identity`, as the source manifest
+recorded it): the source run's `judge.json` verdicts are reused (`reused_from`) and their calibration
+status re-read from the current sidecar.
 
 Exactness: the run stores what rescore needs to score what it scored - a JSON body as JSON
 (secrets redacted value by value), every repeat's request, response and trace (k > 1:
@@ -259,10 +260,15 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                     if isinstance(block, Mapping) and isinstance(block.get("style"), str) else None)
     judge_rt = build_runtime(plan, env, state, execution, environ)
     if judge_rt is not None:
-        # the source run's verdicts are reused only under the same judge identity (its suite part)
+        # the source run's verdicts are reused only under the same judge identity: its suite part, and the
+        # judge as the calibration binding reads it (base_url, served_model, a command's scripts by content,
+        # the values of ${VAR}s): another judge's verdicts must not be re-read as the calibrated judge's
+        from ..judge.binding import identity_sha256
         from ..suite.version import suite_version
+        measured = (manifest.get("judge") or {}).get("identity") if isinstance(manifest.get("judge"), Mapping) else None
         same_judge = ((manifest.get("suite_parts_sha256") or {}).get("judge")
-                      == suite_version(plan)["suite_parts_sha256"]["judge"])
+                      == suite_version(plan)["suite_parts_sha256"]["judge"]
+                      and isinstance(measured, Mapping) and identity_sha256(measured) == identity_sha256(judge_rt.identity))
         judge_rt.reuse = _reuse_map(source, verdicts) if same_judge else {}
         judge_rt.reused_from = manifest.get("run_id")
         judge_rt.baseline = answers
