@@ -14,7 +14,7 @@ from assay.core.cli import make_parser, run_command
 
 
 def build_parser():
-    from assay.judge.binding import DEFAULT_FLOORS as F
+    from assay.judge.floors import DEFAULT_FLOORS as F
     p = make_parser(
         "score_agreement.py",
         "Score human labels against the judge per rubric version (fail = positive class): TPR, TNR, "

@@ -139,3 +139,36 @@ def test_the_documented_sidecar_example_is_what_the_script_writes(tmp_path):
     assert written["floors"] == example["floors"] and written["schema"] == example["schema"]
     assert written["rubrics"]["refund-eta-v1"] == example["rubrics"]["refund-eta-v1"]
     assert written["judge"] == example["judge"]
+
+
+def test_a_node_the_judge_is_blind_to_is_not_hidden_by_the_pooled_figures(tmp_path):
+    """90 human fails caught on one node and none of 10 on the other pool to TPR 0.90 (kappa 0.9):
+    calibrated at the default floors, while the judge never caught the one fact only the second node
+    checks. Each node of several is held to the TPR/TNR floors on its own labels; and a sidecar
+    whose entry was edited to calibrated: true over such a node is not taken by a run."""
+    from assay.judge.binding import self_contradiction
+
+    rows = ([pair(f"a{i}", "fail", "fail") for i in range(90)] + [pair(f"b{i}", "pass", "pass") for i in range(90)]
+            + [pair(f"c{i}", "fail", "pass", node="states-arrival") for i in range(10)]
+            + [pair(f"d{i}", "pass", "pass", node="states-arrival") for i in range(10)])
+    ann = write_lines(tmp_path / "a.jsonl", rows)
+    state = judged_state(tmp_path)
+    sidecar = state / "judge" / "calibration.json"
+    r = run_script("score_agreement", ann, "--write", sidecar)
+    assert r.rc == 0, r.stdout
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert (rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (90, 10, 0, 100) and rub["tpr"] == 0.9  # pooled: met
+    assert r.json["status"] == "not_calibrated" and rub["calibrated"] is False, rub
+    assert rub["blocking"] == ["node states-arrival: TPR 0.000 < 0.90 (the judge caught 0 of its 10 human fail "
+                               "labels)"], rub["blocking"]
+    assert "node states-arrival: TPR 0.000" in rub["unlock"], rub["unlock"]
+    doc = json.loads(sidecar.read_text())
+    entry = doc["rubrics"]["refund-eta-v1"]
+    assert entry["by_node"]["states-arrival"] == {"tp": 0, "fn": 10, "fp": 0, "tn": 10, "unknown": 0}
+    edited = dict(entry, calibrated=True, blocking=[], unlock=None)   # the hand edit a run must not take
+    why = self_contradiction(doc, edited, "refund-eta-v1")
+    assert why and "node states-arrival: TPR 0.000 < 0.90" in why, why
+    # a node short of min_per_class labels of a class is not held to that floor (too few to say)
+    few = rows[:180] + [pair("c0", "fail", "pass", node="states-arrival")] + rows[190:]
+    r = run_script("score_agreement", write_lines(tmp_path / "b.jsonl", few))
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.json["rubrics"]["refund-eta-v1"]["blocking"]

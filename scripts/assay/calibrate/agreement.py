@@ -21,7 +21,7 @@ from dataclasses import dataclass, asdict
 from typing import Any
 
 from ..core.errors import AssayError
-from ..judge.binding import DEFAULT_FLOORS, unmet_floors
+from ..judge.floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors
 from .annotations import Annotation
 from .intervals import clopper_pearson, cohen_kappa, kappa_interval  # noqa: F401 (cohen_kappa re-exported)
 from .unlock import labels_needed, more_labels_sentence
@@ -154,7 +154,15 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
     human_fail, human_pass = tp + fn, fp + tn
     tpr, tnr, kappa = _ratio(tp, human_fail), _ratio(tn, human_pass), cohen_kappa(tp, fn, fp, tn)
 
-    blocking = unmet_floors(tp, fn, fp, tn, asdict(floors))   # the one rule; a run re-checks a sidecar with it
+    by_node: dict[str, dict[str, int]] = {}
+    for a in paired:
+        by_node.setdefault(a.node_id or "(whole rubric)", {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "unknown": 0})
+    for node in by_node:
+        subset = [a for a in paired if (a.node_id or "(whole rubric)") == node]
+        by_node[node].update(_matrix(subset))
+        by_node[node]["unknown"] = sum(1 for a in subset if a.judge_label == "unknown")
+    # the one rule, pooled and node by node; a run re-checks a sidecar with both
+    blocking = unmet_floors(tp, fn, fp, tn, asdict(floors)) + unmet_node_floors(by_node, asdict(floors))
     calibrated = not blocking
 
     more = labels_needed(tp, fn, fp, tn, floors)
@@ -163,7 +171,7 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
         unlock = unlock_sentence(pairs, human_fail, human_pass, floors)
         if unlock is None:
             unlock = ("the counts are met but the judge disagrees with people too often ("
-                      + "; ".join(b for b in blocking if b.startswith(("TPR", "TNR", "kappa")))
+                      + "; ".join(b for b in blocking if b.startswith(("TPR", "TNR", "kappa", "node ")))
                       + "): fix the rubric or the judge, bump the rubric version and label it again"
                       + (f"; or {more_labels_sentence(more)}" if more["reachable"] and more["total"] else ""))
 
@@ -173,13 +181,6 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
     if unknown_rate > UNKNOWN_NOTE_RATE:
         notes.append(f"the judge said unknown on {unknown} of {labelled} labelled items ({unknown_rate:.0%}); "
                      "those are outside the 2x2, so these numbers describe only the items it decided")
-    by_node: dict[str, dict[str, int]] = {}
-    for a in paired:
-        by_node.setdefault(a.node_id or "(whole rubric)", {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "unknown": 0})
-    for node in by_node:
-        subset = [a for a in paired if (a.node_id or "(whole rubric)") == node]
-        by_node[node].update(_matrix(subset))
-        by_node[node]["unknown"] = sum(1 for a in subset if a.judge_label == "unknown")
 
     return {
         "calibrated": calibrated,

@@ -18,7 +18,7 @@ from ..judge.binding import binding_fields, judge_identity
 SCHEMA = "assay.calibration/1"
 SIDECAR_RUBRIC_KEYS = ("calibrated", "pairs", "unknown", "tp", "fn", "fp", "tn", "tpr", "tnr", "kappa",
                        "tpr_ci", "tnr_ci", "kappa_ci", "blocking", "unlock", "human_fail", "human_pass", "unknown_rate",
-                       "unpaired", "notes")
+                       "unpaired", "notes", "by_node")
 
 
 def build_sidecar(scored: dict[str, Any], now: _dt.datetime | None = None) -> dict[str, Any]:

@@ -27,42 +27,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import read_json
-from ..stats.kappa import cohen_kappa
+from .floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors  # noqa: F401 (DEFAULT_FLOORS re-exported)
 from .bound_values import resolved_binding, resolved_words
 from .config import SCRIPT_SUFFIXES, aggregate_of, members
 from .prompt import PROMPT_VERSION
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
-# The calibration floors score_agreement.py applies unless told otherwise (assay.calibrate.agreement.Floors).
-DEFAULT_FLOORS: dict[str, float] = {"min_pairs": 100, "min_per_class": 10, "min_tpr": 0.90, "min_tnr": 0.90,
-                                    "min_kappa": 0.60}
-
-
-def unmet_floors(tp: int, fn: int, fp: int, tn: int, floors: Mapping[str, Any]) -> list[str]:
-    """The calibration floors a 2x2 (fail = positive) does not meet, one sentence each (the sidecar's
-    `blocking`); [] when calibrated. The one rule: score_agreement.py measures with it, and a run
-    re-checks the sidecar's own counts with it (`self_contradiction`)."""
-    pairs, human_fail, human_pass = tp + fn + fp + tn, tp + fn, fp + tn
-    tpr = tp / human_fail if human_fail else None
-    tnr = tn / human_pass if human_pass else None
-    kappa = cohen_kappa(tp, fn, fp, tn)
-    out: list[str] = []
-    if pairs < floors["min_pairs"]:
-        out.append(f"{pairs} labelled pairs < {floors['min_pairs']}")
-    if human_fail < floors["min_per_class"]:
-        out.append(f"{human_fail} human fail labels < {floors['min_per_class']}")
-    if human_pass < floors["min_per_class"]:
-        out.append(f"{human_pass} human pass labels < {floors['min_per_class']}")
-    if tpr is None or tpr < floors["min_tpr"]:
-        out.append("TPR undefined (no human fail labels)" if tpr is None else f"TPR {tpr:.3f} < {floors['min_tpr']:.2f}")
-    if tnr is None or tnr < floors["min_tnr"]:
-        out.append("TNR undefined (no human pass labels)" if tnr is None else f"TNR {tnr:.3f} < {floors['min_tnr']:.2f}")
-    if kappa is None or kappa < floors["min_kappa"]:
-        out.append("kappa undefined (chance agreement is 1: one label only)" if kappa is None
-                   else f"kappa {kappa:.3f} < {floors['min_kappa']:.2f}")
-    return out
-
-
 JUDGE_CALIBRATION = "judge/calibration.json"
 REWRITE = "re-run score_agreement.py <annotations> --write judge/calibration.json (nothing is relabelled)"
 
@@ -275,7 +245,8 @@ def _count(value: Any) -> int | None:
 
 def self_contradiction(sidecar: Mapping[str, Any], entry: Mapping[str, Any], pin: str) -> str | None:
     """Why an entry that says `calibrated: true` is not, by its own numbers: its 2x2 (tp, fn, fp, tn)
-    does not meet the floors the sidecar records (the defaults where it records none), its `pairs` is
+    does not meet the floors the sidecar records (the defaults where it records none), nor does a
+    node's own 2x2 (`by_node`, unmet_node_floors; a sidecar written before it was kept has none), its `pairs` is
     not that 2x2's sum, or its `blocking` names a floor unmet. score_agreement.py never writes such an
     entry; a hand edit (`calibrated: false` -> `true`) does, and must not make a judge gate."""
     cells = [_count(entry.get(k)) for k in ("tp", "fn", "fp", "tn")]
@@ -286,7 +257,7 @@ def self_contradiction(sidecar: Mapping[str, Any], entry: Mapping[str, Any], pin
         unmet = ["no 2x2 counts (tp, fn, fp, tn)"]
     else:
         tp, fn, fp, tn = cells
-        unmet = unmet_floors(tp, fn, fp, tn, floors)
+        unmet = unmet_floors(tp, fn, fp, tn, floors) + unmet_node_floors(entry.get("by_node"), floors)
         if entry.get("pairs") is not None and entry.get("pairs") != tp + fn + fp + tn:
             unmet.append(f"pairs {entry.get('pairs')!r} is not tp + fn + fp + tn = {tp + fn + fp + tn}")
     blocking = entry.get("blocking")

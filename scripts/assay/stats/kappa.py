@@ -1,6 +1,6 @@
 """Cohen's kappa on a 2x2 of two raters (pure): the one definition the calibration uses, both when
 score_agreement.py measures a judge (assay.calibrate) and when a run checks the sidecar's own
-numbers against its floors (assay.judge.binding.unmet_floors)."""
+numbers against its floors (assay.judge.floors.unmet_floors)."""
 
 from __future__ import annotations
 
