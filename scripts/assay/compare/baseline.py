@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core.errors import AssayError
-from ..core.ids import parse_run_id
+from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-exported)
 from ..report.rundir import try_json, try_json_head
 
-SERIES_KEYS = ("mode", "dataset_version", "harness_version", "k")
 PIN_FILE = "baseline.json"
 MAX_REASONS = 5
 

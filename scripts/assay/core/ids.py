@@ -15,6 +15,11 @@ def is_safe_case_id(value: object) -> bool:
     return isinstance(value, str) and CASE_ID_RE.fullmatch(value) is not None and ".." not in value
 
 
+# What makes runs one series (results.json keys): a baseline (--baseline auto) and the history's trend
+# lines are drawn within one; a run of another mode, dataset version, harness version or k is another series.
+SERIES_KEYS = ("mode", "dataset_version", "harness_version", "k")
+
+
 def parse_run_id(value: object) -> tuple[str, str] | None:
     """Return (mode, stamp) for a well-formed run id, else None."""
     if not isinstance(value, str):

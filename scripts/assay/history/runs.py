@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from ..core.jsonio import loads
 from ..core.errors import AssayError
-from ..core.ids import parse_run_id
+from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-exported)
 from ..core.statedir import not_a_state_dir
 from ..plan.shards import parse_shard_dir_name
 from ..replay.source import app_name
@@ -49,7 +49,6 @@ from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 
 DRIFT_ALPHA = 0.05
 DRIFT_TEST = "Fisher's exact test (two-sided): the series' last run against its earlier runs pooled"
-SERIES_KEYS = ("mode", "dataset_version", "harness_version", "k")
 HOLDOUT_MODES = ("holdout",)
 FLAKY_FLIPS = 2  # flipped and flipped back: one change that stayed is a regression or a fix
 
