@@ -39,6 +39,9 @@ def test_a_missing_extra_is_one_line_naming_the_install(tmp_path):
     ("s3://A_B/x", "is not a bucket name"),
     ("s3://ab/x", "is not a bucket name"),
     ("s3://assay-runs/a/../b", "'.' and '..'"),
+    # --publish "s3://assay-runs/runs " published under the prefix "runs /" (ASSAY_STORE is trimmed)
+    ("s3://assay-runs/runs ", "the prefix part 'runs ' starts or ends with white space"),
+    ("s3://assay-runs/ ci/x", "give s3://assay-runs/ci/x"),
 ])
 def test_bad_urls_are_named(text, said):
     with pytest.raises(AssayError) as err:

@@ -323,6 +323,6 @@ def verify(run_dir: Path) -> tuple[int, dict]:
               "cases_finished": len(records), "missing_artifacts": problems, "complete": not problems,
               "files": casestore.CaseStore(run_dir).file_count()}   # the files listed: no journal index
     if problems:
-        raise AssayError(f"--verify: {len(problems)} artifact problem(s) in {run_dir.name}: "
+        raise AssayError(f"--verify: {len(problems)} artifact problem(s) in {run_dir.resolve().name or run_dir}: "
                          + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""), 6, **result)
     return 0, result

@@ -57,6 +57,11 @@ def parse(text: str, what: str = "store URL") -> StoreURL:
         raise AssayError(f"{what} {text!r}: {bucket!r} is not a bucket name (3-63 characters of a-z, 0-9, '.', "
                          "'-'); give s3://<bucket>/<prefix>", 2, key=what)
     parts = [p for p in prefix.split("/") if p]
+    spaced = next((p for p in parts if p != p.strip()), None)
+    if spaced is not None:   # a copied line's stray space: "runs " is another prefix than "runs"
+        raise AssayError(f"{what} {text!r}: the prefix part {spaced!r} starts or ends with white space (a stray "
+                         f"space from a copied line?); give s3://{bucket}/{'/'.join(p.strip() for p in parts)}",
+                         2, key=what)
     if any(p in (".", "..") for p in parts):
         raise AssayError(f"{what} {text!r}: '.' and '..' are not prefix parts; give s3://<bucket>/<prefix>", 2,
                          key=what)
