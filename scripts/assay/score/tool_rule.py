@@ -5,11 +5,12 @@ e.g. `Bash(rm -rf *)`. Pure; the one definition of when a call matches one (wave
 A rule means what the same text means to Claude Code, or a forbidden rule misses calls the
 agent's own deny rule would catch (checked against the pinned CLI's denials:
 tests/test_tool_rules.py). In the pattern only `*` is a wildcard (any text); a trailing ` *` (or
-the older `:*`) also matches the bare prefix (`rm -rf *` matches `rm -rf`). The call's command
-(Bash's `command`; another tool's first string argument) matches when its whole text does, or when
-any simple command in it does: a compound command is split at `&&`, `||`, `;`, `|`, `&`, newlines,
-subshells and command substitutions; runs of whitespace are one space; leading `VAR=value`
-assignments and the wrappers `timeout`, `nice`, `nohup`, `sudo`, `env`, `time`, `exec`
+the older `:*`) also matches the bare prefix (`rm -rf *` matches `rm -rf`). Another tool's first
+string argument must match as a whole (a file tool's path is absolute: `Edit(README.md)` does not
+read it relative to the workdir). A command (Bash's `command`) matches when its whole text does, or
+when any simple command in it does: a compound command is split at `&&`, `||`, `;`, `|`, `&`,
+newlines, subshells and command substitutions; runs of whitespace are one space; leading
+`VAR=value` assignments and the wrappers `timeout`, `nice`, `nohup`, `sudo`, `env`, `time`, `exec`
 are set aside; `bash -c '...'` (sh, zsh) is read as its own command; `/bin/rm` is also read as `rm`.
 A rule is still a pattern, not a meaning: `rm -fr build` does not match `rm -rf *` (nor does it
 for Claude Code); assert the outcome too (`expect.files`).
@@ -101,6 +102,7 @@ def rule_matches(rule: str, call: Mapping[str, Any]) -> bool:
     if call.get("name") != tool:
         return False
     args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
-    text = args.get("command") if isinstance(args.get("command"), str) else next(
-        (v for v in args.values() if isinstance(v, str)), None)
-    return text is not None and command_matches(pattern, text)
+    if isinstance(args.get("command"), str):
+        return command_matches(pattern, args["command"])
+    text = next((v for v in args.values() if isinstance(v, str)), None)   # not a command line: as written
+    return text is not None and _pattern(pattern).fullmatch(text) is not None
