@@ -14,6 +14,8 @@ SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the 
     nuke     removes its whole workdir, then answers that it fixed add()
     tamper   the right edit, and README.md rewritten the same in its workdir and in the fixture it
              was copied from (SCRIPTED_AGENT_FIXTURE): an unsandboxed agent writing outside its workdir
+    sweep    the right edit, then `echo cleaning && rm -rf build`: a Bash call a forbidden
+             `Bash(rm -rf *)` must see (Claude Code's own deny rule of that text denies it)
     errored  the right edit, then a result event that says the session failed (is_error,
              error_during_execution) and exit code 0: a `command:` CLI that does not exit non-zero
              on an error result, as Claude Code does
@@ -93,6 +95,10 @@ elif word == "tamper":
 elif word == "lookup":
     tool("mcp__calc__add", {"a": 2, "b": 3}, "MCP error -32000: Connection closed" if broken else "5", error=broken)
     answer = "2 + 3 = 5"
+elif word == "sweep":
+    edit("return a - b", "return a + b")
+    tool("Bash", {"command": "echo cleaning && rm -rf build", "description": "clean"}, "cleaning")
+    answer = "Fixed add() and cleaned the build output."
 elif word == "errored":
     edit("return a - b", "return a + b")
     answer = None

@@ -14,10 +14,11 @@ from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
 MODEL = "gpt-4.1-mini"
 
 
-def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens=(1000, 100)):
+def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens=(1000, 100), renamed=None):
     """A two-case state dir whose app writes an invoke_agent span per request and, when
     `llm_span_for(message)`, a chat span of `model` (`tokens`: 1000 in + 100 out; None leaves that
-    side's usage attribute out of the span) under it."""
+    side's usage attribute out of the span) under it; `renamed` maps an attribute key the instrumentation
+    writes under another name."""
     from otlp_util import agent_spans, parse_traceparent, write_spans
     spans_file = tmp_path / "spans.jsonl"
 
@@ -27,7 +28,11 @@ def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens
         message = (req.json or {}).get("message", "")
         trace_id, parent = parse_traceparent(req.headers.get("traceparent"))
         llm = tokens if llm_span_for(message) else None
-        write_spans(spans_file, agent_spans(trace_id, "quotes", parent_span_id=parent, llm_tokens=llm, model=model))
+        spans = agent_spans(trace_id, "quotes", parent_span_id=parent, llm_tokens=llm, model=model)
+        for sp in spans:
+            for attr in sp["attributes"]:
+                attr["key"] = (renamed or {}).get(attr["key"], attr["key"])
+        write_spans(spans_file, spans)
         return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
 
     state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001"),
@@ -91,3 +96,17 @@ def test_a_model_call_that_reported_input_tokens_only_leaves_the_cost_budget_unc
     assert cost["totals"]["calls_partial_usage"] == 2 and all(c["cost"] is None for c in cost["cases"])
     block = json.loads((run_dir / "results.json").read_text())["cost_latency"]["cost"]
     assert block["total"] is None and "but not both" in block["reason"]
+
+
+def test_a_model_call_with_the_deprecated_usage_names_is_priced(tmp_path):
+    # An instrumentation on an older GenAI semantic-conventions release writes the usage under its
+    # deprecated names (gen_ai.usage.prompt_tokens / completion_tokens, renamed input_tokens /
+    # output_tokens in 1.27). The gate said "2 of 2 model call(s) reported no token usage" though every
+    # span carried it; the budget is checked on the tokens the spans hold (0.00056 over 0.0005).
+    state, reply = traced_state(tmp_path, MODEL, renamed={"gen_ai.usage.input_tokens": "gen_ai.usage.prompt_tokens",
+                                                          "gen_ai.usage.output_tokens": "gen_ai.usage.completion_tokens"})
+    g = gate_run(tmp_path, state, reply)
+    assert g.rc == 1, g.stdout
+    assert "no token usage" not in g.stdout, g.stdout
+    closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: cost"))
+    assert closed.startswith("  gate closed: cost 0.00056 USD/case is over the budget 0.0005"), closed

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from ..score.tool_names import declared_tools, expect_tool_names as _expect_tool_names
+from ..score.tool_rule import rule_tool
 from ..core.vocab import (ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KEYS, QUERYABLE_TRACE_SOURCES, SPLITS,
                           TRACE_CONVENTIONS)
 
@@ -186,7 +187,7 @@ def check_tool_names(cases: list[dict[str, Any]], adapter: dict[str, Any], sourc
             if not declared:
                 unchecked.append((case.get("id"), where, name))
                 continue
-            if name in declared or (name.endswith(")") and name.split("(", 1)[0] in declared):
+            if name in declared or rule_tool(name) in declared:
                 continue   # a permission-style rule, Bash(rm -rf *), names its tool before the parenthesis
             close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..core.vocab import PASS, UNSCORED
+from .tool_rule import rule_tool
 
 # Layers whose verdict depends on the tool names in the trace.
 TOOL_CHECK_LAYERS = ("trajectory", "tool_selection", "authz")
@@ -80,7 +81,7 @@ def not_in_session(expect: Mapping[str, Any], trajectory: Mapping[str, Any] | No
     servers = {s.get("name") for s in trajectory.get("mcp_servers") or [] if isinstance(s, Mapping)}
     out: dict[str, list[str]] = {}
     for where, name in expect_tool_names(expect, "expect"):
-        tool = name.split("(", 1)[0] if name.endswith(")") and "(" in name else name
+        tool = rule_tool(name)
         parts = split_mcp(tool)
         if tool in have or tool in bare or (parts and parts[0] not in servers):
             continue

@@ -6,7 +6,8 @@
 - `order` with `order_mode`: `in_order` (default; a subsequence of the calls), `exact`
   (the call list, exactly) or `any_order` (the same multiset). Given with `subset`,
   `order` wins and a `warning` says so.
-- `forbidden`: any listed tool that was called fails the layer.
+- `forbidden`: any listed tool that was called fails the layer (a tool name, or a permission-style
+  rule `Bash(rm -rf *)` read as Claude Code reads it: score.tool_rule).
 Errored calls are always reported; they fail the layer only with `fail_on_errored_calls`.
 `precision`/`recall` are over multisets (precision null with no calls, recall null with
 no expected list). A malformed block raises ScorerInputError.
@@ -14,11 +15,11 @@ no expected list). A malformed block raises ScorerInputError.
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
 from typing import Any
 
 from .base import FAIL, PASS, ScorerInputError
+from .tool_rule import rule_matches
 
 ORDER_MODES = ("in_order", "exact", "any_order")
 KNOWN_KEYS = ("subset", "order", "order_mode", "forbidden")
@@ -39,20 +40,6 @@ def _names(tools: dict, key: str) -> list[str] | None:
 def _is_subsequence(needle: list[str], hay: list[str]) -> bool:
     it = iter(hay)
     return all(any(n == h for h in it) for n in needle)
-
-
-def rule_matches(rule: str, call: dict) -> bool:
-    """A tool name, or a permission-style rule `Tool(pattern)`: the call is that tool and its command
-    (Bash's `command`; else its first string argument) matches the glob, e.g. `Bash(rm -rf *)`."""
-    if not (rule.endswith(")") and "(" in rule):
-        return call.get("name") == rule
-    tool, _, pattern = rule[:-1].partition("(")
-    if call.get("name") != tool:
-        return False
-    args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
-    text = args.get("command") if isinstance(args.get("command"), str) else next(
-        (v for v in args.values() if isinstance(v, str)), None)
-    return text is not None and fnmatch.fnmatchcase(text.strip(), pattern.replace(":*", " *").strip())
 
 
 def tool_names(trajectory: dict | None) -> list[str]:

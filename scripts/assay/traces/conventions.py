@@ -203,13 +203,15 @@ _GEN_AI_MESSAGES = ("gen_ai.input.messages", "gen_ai.output.messages")
 _GEN_AI_CAPTURE = ("content capture is off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY "
                    "(true for the openai-agents instrumentation)")
 
+# the usage's names, then their names before semantic conventions 1.27 (older instrumentations write them)
+GEN_AI_USAGE = (("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+                ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))
 GEN_AI = Convention(
     name="gen_ai", markers=("gen_ai.operation.name",),
     kinds=(("gen_ai.operation.name", {"invoke_agent": AGENT, "execute_tool": TOOL, **GEN_AI_LLM_OPS}),),
     agent_name=("gen_ai.agent.name",), tool_name=("gen_ai.tool.name",), tool_call_id=("gen_ai.tool.call.id",),
     tool_args=(("gen_ai.tool.call.arguments", _json),), tool_result=(("gen_ai.tool.call.result", _json),),
-    model=("gen_ai.response.model", "gen_ai.request.model"),
-    input_tokens=("gen_ai.usage.input_tokens",), output_tokens=("gen_ai.usage.output_tokens",),
+    model=("gen_ai.response.model", "gen_ai.request.model"), input_tokens=GEN_AI_USAGE[0], output_tokens=GEN_AI_USAGE[1],
     finish_reasons=("gen_ai.response.finish_reasons",), handoff=_gen_ai_handoff,
     hides=(_GEN_AI_CAPTURE,) * 2)
 
@@ -237,9 +239,7 @@ OPENLLMETRY = Convention(
     tool_call_id=("gen_ai.tool.call.id",),
     tool_args=(("traceloop.entity.input", call_arguments), ("gen_ai.tool.call.arguments", _json)),
     tool_result=(("traceloop.entity.output", _json), ("gen_ai.tool.call.result", _json)),
-    model=("gen_ai.response.model", "gen_ai.request.model"),
-    input_tokens=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
-    output_tokens=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    model=("gen_ai.response.model", "gen_ai.request.model"), input_tokens=GEN_AI_USAGE[0], output_tokens=GEN_AI_USAGE[1],
     finish_reasons=("gen_ai.response.finish_reasons", "gen_ai.completion.0.finish_reason"),
     hides=("TRACELOOP_TRACE_CONTENT=false hides them: unset it or set it to true",) * 2)
 

@@ -1,0 +1,108 @@
+"""A tool rule in an expectation (`expect.tools` lists, `expect.authz.forbidden_tools`): a tool name,
+or a permission-style rule `Tool(pattern)` written as Claude Code's own permission rules are,
+e.g. `Bash(rm -rf *)`. Pure; the one definition of when a call matches one (wave 4 §4).
+
+A rule means what the same text means to Claude Code, or a forbidden rule misses calls the
+agent's own deny rule would catch (checked against the pinned CLI's denials:
+tests/test_tool_rules.py). In the pattern only `*` is a wildcard (any text); a trailing ` *` (or
+the older `:*`) also matches the bare prefix (`rm -rf *` matches `rm -rf`). Another tool's first
+string argument must match as a whole (a file tool's path is absolute: `Edit(README.md)` does not
+read it relative to the workdir). A command (Bash's `command`) matches when its whole text does, or
+when any simple command in it does: a compound command is split at `&&`, `||`, `;`, `|`, `&`,
+newlines, subshells and command substitutions; runs of whitespace are one space; leading
+`VAR=value` assignments and the wrappers `timeout`, `nice`, `nohup`, `sudo`, `env`, `time`, `exec`
+are set aside; `bash -c '...'` (sh, zsh) is read as its own command; `/bin/rm` is also read as `rm`.
+A rule is still a pattern, not a meaning: `rm -fr build` does not match `rm -rf *` (nor does it
+for Claude Code); assert the outcome too (`expect.files`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Mapping
+
+_OPERATORS = set(";&|()`<>\n")
+_WRAPPERS = {"timeout", "nice", "nohup", "sudo", "env", "time", "exec"}
+_SHELLS = {"bash", "sh", "zsh", "dash"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def rule_tool(rule: str) -> str:
+    """The tool a rule names: `Bash` for `Bash(rm -rf *)`, the rule itself for a plain tool name."""
+    return rule.split("(", 1)[0] if rule.endswith(")") and "(" in rule else rule
+
+
+def _pattern(spec: str) -> re.Pattern[str]:
+    spec = " ".join(spec.replace(":*", " *").split())
+    tail = spec.endswith(" *")
+    body = spec[:-2] if tail else spec
+    rx = ".*".join(re.escape(part) for part in body.split("*"))
+    return re.compile(rx + ("( .*)?" if tail else ""), re.S)
+
+
+def _simple_commands(text: str, depth: int = 0) -> list[list[str]]:
+    """The simple commands of a shell command line, each as its words (quotes removed)."""
+    lex = shlex.shlex(text, posix=True, punctuation_chars="".join(sorted(_OPERATORS)))
+    lex.whitespace = " \t\r"
+    lex.whitespace_split = True
+    try:
+        tokens = list(lex)
+    except ValueError:   # an unbalanced quote: read it as words
+        tokens = text.replace("\n", " ; ").split()
+    out: list[list[str]] = []
+    words: list[str] = []
+    for tok in tokens + [";"]:
+        if tok and set(tok) <= _OPERATORS:
+            if words:
+                out += _unwrapped(words, depth)
+            words = []
+        elif tok != "$":   # the $ of a command substitution, $( ... )
+            words.append(tok)
+    return out
+
+
+def _unwrapped(words: list[str], depth: int) -> list[list[str]]:
+    """The command as written, and as the program it runs (assignments and wrappers set aside)."""
+    out = [words]
+    i = 0
+    while i < len(words) and _ASSIGNMENT.match(words[i]):
+        i += 1
+    while i < len(words) and words[i].rsplit("/", 1)[-1] in _WRAPPERS:
+        i += 1
+        while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])
+                                  or re.fullmatch(r"[\d.]+[smhd]?", words[i])):
+            i += 1 + (words[i] in ("-n", "-u", "-g", "-s", "-k"))   # an option's value
+    rest = words[i:]
+    if rest and "/" in rest[0]:
+        rest = [rest[0].rsplit("/", 1)[-1]] + rest[1:]
+    if rest and rest != words:
+        out.append(rest)
+    if rest and rest[0] in _SHELLS and "-c" in rest[1:] and depth < 3:
+        inner = rest[rest.index("-c") + 1:]
+        if inner:
+            out += _simple_commands(inner[0], depth + 1)
+    return out
+
+
+def command_matches(pattern: str, command: str) -> bool:
+    """Whether a command line matches a rule's pattern, as Claude Code reads it (module docstring)."""
+    rx = _pattern(pattern)
+    if rx.fullmatch(" ".join(command.split())):
+        return True
+    return any(rx.fullmatch(" ".join(words)) for words in _simple_commands(command))
+
+
+def rule_matches(rule: str, call: Mapping[str, Any]) -> bool:
+    """A tool name, or a permission-style rule `Tool(pattern)`: the call is that tool and its command
+    (Bash's `command`; else its first string argument) matches the pattern, e.g. `Bash(rm -rf *)`."""
+    if not (rule.endswith(")") and "(" in rule):
+        return call.get("name") == rule
+    tool, _, pattern = rule[:-1].partition("(")
+    if call.get("name") != tool:
+        return False
+    args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
+    if isinstance(args.get("command"), str):
+        return command_matches(pattern, args["command"])
+    text = next((v for v in args.values() if isinstance(v, str)), None)   # not a command line: as written
+    return text is not None and _pattern(pattern).fullmatch(text) is not None
