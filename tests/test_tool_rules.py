@@ -84,3 +84,56 @@ def test_the_pinned_cli_denies_exactly_what_the_rule_matches(tmp_path):
     denied = [d["tool_input"]["command"] for d in result["permission_denials"]]
     matched = [c for c in commands if score_trajectory(_bash(c), {"tools": {"forbidden": [RULE]}})["verdict"] == "fail"]
     assert sorted(denied) == sorted(matched) == sorted(DENIED), (denied, matched)
+
+
+# Edit path rules, each tried against the pinned CLI (a Write call of every path, the rules denied):
+# the paths each denies, relative to the session's working directory (the agent's workdir)
+PATHS = ["secret.txt", "other.txt", "docs/a.md", "docs/sub/b.md", "sub/secret.txt", "top.txt"]
+PATH_RULES = {"Edit(./secret.txt)": ["secret.txt", "sub/secret.txt"], "Edit(docs/*)": ["docs/a.md", "docs/sub/b.md"],
+              "Edit(/top.txt)": ["top.txt"]}
+
+
+def _writes(work: str, cwd: str | None) -> dict:
+    return {"tool_calls": [{"name": "Write", "arguments": {"file_path": f"{work}/{p}", "content": "x"}} for p in PATHS],
+            "tool_log": {"seen": True}, "cwd": cwd}
+
+
+@pytest.mark.parametrize("rule, denied", sorted(PATH_RULES.items()))
+def test_a_path_rule_is_read_in_the_agents_workdir(rule, denied):
+    """Claude Code's file tools pass absolute paths: `Edit(./secret.txt)` compared with the path as
+    written never matched one, so a forbidden edit passed. Read in the session's cwd, gitignore-style."""
+    from assay.score.tool_rule import rule_matches
+    calls = _writes("/w/work", "/w/work")["tool_calls"]
+    assert [p for p, c in zip(PATHS, calls) if rule_matches(rule, c, "/w/work")] == denied
+    assert score_trajectory(_writes("/w/work", "/w/work"), {"tools": {"forbidden": [rule]}})["verdict"] == "fail"
+    assert not any(rule_matches(rule, c, "/elsewhere") for c in calls)   # another workdir: not its files
+    assert rule_matches("Edit(//etc/*)", {"name": "Edit", "arguments": {"file_path": "/etc/hosts"}})
+
+
+def test_the_pinned_cli_denies_exactly_the_paths_the_rules_match(tmp_path):
+    """One real CLI session writing every path under the Edit rules above: its denials are the
+    paths the rules match on the transcript as assay reads it (the init event's cwd)."""
+    from claude_cli import CLAUDE, session_env, unavailable
+    if unavailable():
+        pytest.skip(unavailable())
+    from messages_server import MessagesServer, text, tool
+    from assay.traces.claude_code import read_transcript
+    work, home = tmp_path / "work", tmp_path / "home"
+    (work / "docs" / "sub").mkdir(parents=True)
+    (work / "sub").mkdir()
+    script = [tool("Write", {"file_path": str(work / p), "content": "x"}) for p in PATHS] + [text("done")]
+    with MessagesServer(script) as srv:
+        p = subprocess.run([str(CLAUDE), "-p", "go", "--output-format", "stream-json", "--verbose",
+                            "--permission-mode", "acceptEdits", "--disallowedTools", *PATH_RULES],
+                           capture_output=True, text=True, env=session_env(home, srv.env()), cwd=work,
+                           stdin=subprocess.DEVNULL, timeout=300)
+    events = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    result = next((e for e in events if e.get("type") == "result"), None)
+    assert result is not None, (p.returncode, p.stderr[-1500:])
+    denied = sorted(d["tool_input"]["file_path"][len(str(work)) + 1:] for d in result["permission_denials"])
+    trajectory = read_transcript(events)["trajectory"]
+    assert trajectory["cwd"] == str(work)
+    from assay.score.tool_rule import rule_matches
+    matched = sorted({c["arguments"]["file_path"][len(str(work)) + 1:] for c in trajectory["tool_calls"]
+                      for rule in PATH_RULES if rule_matches(rule, c, trajectory["cwd"])})
+    assert denied == matched == sorted({x for v in PATH_RULES.values() for x in v}), (denied, matched)

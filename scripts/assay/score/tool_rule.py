@@ -6,8 +6,9 @@ A rule means what the same text means to Claude Code, or a forbidden rule misses
 agent's own deny rule would catch (checked against the pinned CLI's denials:
 tests/test_tool_rules.py). In the pattern only `*` is a wildcard (any text); a trailing ` *` (or
 the older `:*`) also matches the bare prefix (`rm -rf *` matches `rm -rf`). Another tool's first
-string argument must match as a whole (a file tool's path is absolute: `Edit(README.md)` does not
-read it relative to the workdir). A command (Bash's `command`) matches when its whole text does, or
+string argument must match as a whole, or, for a path, as Claude Code reads a path rule in the
+session's working directory (`path_matches`: `Edit(./README.md)`, `Edit(docs/*)` match the file
+tool's absolute path under the agent's workdir). A command (Bash's `command`) matches when its whole text does, or
 when any simple command in it does: a compound command is split at `&&`, `||`, `;`, `|`, `&`,
 newlines, subshells and command substitutions; runs of whitespace are one space; leading
 `VAR=value` assignments and the wrappers `timeout`, `nice`, `nohup`, `sudo`, `env`, `time`, `exec`
@@ -93,16 +94,60 @@ def command_matches(pattern: str, command: str) -> bool:
     return any(rx.fullmatch(" ".join(words)) for words in _simple_commands(command))
 
 
-def rule_matches(rule: str, call: Mapping[str, Any]) -> bool:
+# Claude Code's Edit rules cover every tool that writes a file (an Edit(...) rule denied a Write call).
+EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+
+
+def rule_matches(rule: str, call: Mapping[str, Any], cwd: str | None = None) -> bool:
     """A tool name, or a permission-style rule `Tool(pattern)`: the call is that tool and its command
-    (Bash's `command`; else its first string argument) matches the pattern, e.g. `Bash(rm -rf *)`."""
+    (Bash's `command`; else its first string argument) matches the pattern, e.g. `Bash(rm -rf *)`;
+    an `Edit(path)` rule also matches Write, MultiEdit and NotebookEdit calls, its path read as
+    Claude Code reads it in the session's working directory `cwd` (`trajectory.cwd`: path_matches)."""
     if not (rule.endswith(")") and "(" in rule):
         return call.get("name") == rule
     tool, _, pattern = rule[:-1].partition("(")
-    if call.get("name") != tool:
+    name = call.get("name")
+    if name != tool and not (tool == "Edit" and name in EDIT_TOOLS):
         return False
     args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
     if isinstance(args.get("command"), str):
         return command_matches(pattern, args["command"])
     text = next((v for v in args.values() if isinstance(v, str)), None)   # not a command line: as written
-    return text is not None and _pattern(pattern).fullmatch(text) is not None
+    if text is None:
+        return False
+    return (name == tool and _pattern(pattern).fullmatch(text) is not None) or path_matches(pattern, text, cwd)
+
+
+def path_matches(pattern: str, path: str, cwd: str | None) -> bool:
+    """A file tool's absolute path against a path rule, as Claude Code reads one (gitignore-style, in
+    the session's working directory, the agent's workdir): `//etc/*` is absolute; `/docs/*` and a
+    pattern with a slash inside (`docs/*`) are anchored at the workdir; one without (`*.md`,
+    `./secret.txt`) names a file or dir at any depth; a matched dir covers what is in it; `*` stays
+    within one path part, `**` crosses them. Claude Code's file tools pass absolute paths, so a rule
+    compared with the path as written (`Edit(./README.md)`) never matched one: a forbidden edit passed."""
+    import posixpath
+    if not isinstance(path, str) or not path.startswith("/") or not pattern or pattern.startswith("~"):
+        return False
+    full = posixpath.normpath(path)
+    if pattern.startswith("//"):
+        return _glob(pattern[1:], anchored=True).fullmatch(full) is not None
+    if not cwd:
+        return False
+    root = posixpath.normpath(cwd).rstrip("/")
+    if not full.startswith(root + "/"):
+        return False
+    rel = full[len(root) + 1:]
+    want = pattern
+    while want.startswith("./"):
+        want = want[2:]
+    anchored = want.startswith("/") or "/" in want.rstrip("/")
+    want = want.strip("/")
+    return bool(want) and _glob(want, anchored=anchored).fullmatch(rel) is not None
+
+
+def _glob(pattern: str, *, anchored: bool) -> re.Pattern[str]:
+    """A gitignore-style path pattern as a regex over a path (`*` one part, `**` any parts; a match
+    of a dir covers its contents; unanchored, any depth)."""
+    parts = re.split(r"(\*\*/?|\*)", pattern)
+    rx = "".join(".*" if p.startswith("**") else "[^/]*" if p == "*" else re.escape(p) for p in parts)
+    return re.compile(("" if anchored else "(?:.*/)?") + rx + "(?:/.*)?", re.S)

@@ -68,6 +68,7 @@ def score_trajectory(trajectory: dict, expect: dict, *, fail_on_errored_calls: b
 
     called = tool_names(trajectory)
     calls = [c for c in (trajectory or {}).get("tool_calls") or [] if isinstance(c, dict)]
+    cwd = (trajectory or {}).get("cwd") if isinstance((trajectory or {}).get("cwd"), str) else None
     out: dict[str, Any] = {}
     failures: list[str] = []
     if order is not None:
@@ -89,7 +90,7 @@ def score_trajectory(trajectory: dict, expect: dict, *, fail_on_errored_calls: b
 
     violations = []
     for name in dict.fromkeys(forbidden or []):
-        n = sum(1 for c in calls if rule_matches(name, c))
+        n = sum(1 for c in calls if rule_matches(name, c, cwd))
         if n:
             violations.append({"tool": name, "calls": n})
             failures.append(f"forbidden tool {name!r} was called {n} time(s)")

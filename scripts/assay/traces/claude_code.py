@@ -180,6 +180,7 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         "convention": {"used": "claude-code-stream-json", "declared": "claude-code", "foreign": {}},
         "tool_log": {"seen": True, "source": "transcript", "reason": None},
         "skills": skills, "permission_denials": denials,
+        "cwd": init.get("cwd") if isinstance(init.get("cwd"), str) else None,   # path rules read in it (score.tool_rule)
         "mcp_servers": [{"name": s.get("name"), "status": s.get("status")} for s in init.get("mcp_servers") or []
                         if isinstance(s, dict)],
         "available_tools": [t for t in init.get("tools") or [] if isinstance(t, str)],
