@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import io
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -88,9 +89,21 @@ class Outcome:
     stderr: str = ""          # text it wrote on stderr (warnings, the plan line)
 
 
+# One command at a time in a process: a command's secrets (writer.register_secrets, what every file it
+# writes is redacted of) and its captured stdout are the process's, so a second thread's command,
+# clearing them as it starts and ends, would let a running command write the app's token to disk.
+_ONE = threading.RLock()
+
+
 def call(name: str, argv: list[Any], *, needs: tuple[str, ...] = (), capture_stderr: bool = True) -> Outcome:
     """Run command `name` in this process with `argv`; an AssayError becomes its error document.
-    stderr (the runner's progress, warnings) is captured unless `capture_stderr=False`."""
+    stderr (the runner's progress, warnings) is captured unless `capture_stderr=False`. Calls from
+    several threads run one after another (`_ONE`)."""
+    with _ONE:
+        return _call(name, argv, needs=needs, capture_stderr=capture_stderr)
+
+
+def _call(name: str, argv: list[Any], *, needs: tuple[str, ...], capture_stderr: bool) -> Outcome:
     from . import writer
     from .cli import dependency_error, missing_dependencies
 
