@@ -14,11 +14,13 @@ Usage:
 
 FakeApp(tls=(certfile, keyfile)) serves HTTPS instead (see self_signed_cert()).
 
-Reply(status=200, body=None, headers=None, delay=0.0, drop=False, retry_after=None, raw=None)
+Reply(status=200, body=None, headers=None, delay=0.0, drop=False, retry_after=None, raw=None, cut=None)
   body: dict/list -> JSON; str -> UTF-8 text; bytes -> as-is. `raw` (bytes) wins over body.
   delay: seconds to sleep before answering (a hang: delay > the runner's timeout).
   drop: close the socket without any response (a dropped connection / crash).
   retry_after: adds a Retry-After header.
+  cut: send the headers (the whole body's Content-Length) and only the body's first `cut` bytes,
+       then close the connection (an app or proxy that dies mid-body).
 
 The default handler answers GET with 200 {"ok": true} (a health check) and POST with
 200 {"message": "echo: <message>", "route": <json "route" or None>, "echo_headers": {...}}
@@ -63,6 +65,7 @@ class Reply:
     drop: bool = False
     retry_after: Any = None
     raw: bytes | None = None
+    cut: int | None = None
 
 
 def default_handler(req: Request) -> Reply:
@@ -131,6 +134,12 @@ class FakeApp:
                     for k, v in (reply.headers or {}).items():
                         self.send_header(k, v)
                     self.end_headers()
+                    if reply.cut is not None:   # the body stops short of its Content-Length
+                        self.wfile.write(data[:reply.cut])
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
+                        return
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass

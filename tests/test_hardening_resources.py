@@ -55,6 +55,11 @@ def test_out_of_file_descriptors_is_named_and_never_blamed_on_the_app(tmp_path):
             if proc.returncode:
                 err = json.loads(proc.stdout.strip().splitlines()[-1])
                 assert err["cause"] == "EMFILE" and "ulimit -n" in err["error"] and "not the app" in err["error"], err
+                # the script by its name, and mid-run the way back: --resume (the in-process test names
+                # the script itself; a user's subprocess named the script's path and lost this sentence)
+                assert err["error"].startswith("run_cases.py: "), err
+                if proc.returncode == 5:
+                    assert "--resume" in err["error"], err
                 seen.add(proc.returncode)
             if out.exists():
                 assert _blamed_the_app(out) == [], limit
@@ -88,10 +93,10 @@ def test_a_full_disk_injected_at_the_writer_is_exit_5_and_resume_finishes(tmp_pa
         fault(os.fspath(path))
         return real(path, data, **kw)
 
-    def full_append(fd, data):
+    def full_append(fd, data, path=None):
         calls["appends"] += 1
         fault("cases.jsonl")
-        return real_append(fd, data)
+        return real_append(fd, data, path)
 
     def parser():
         p = make_parser("run_cases.py", "run_cases", EXAMPLE)
@@ -142,6 +147,13 @@ def test_a_real_full_disk_is_exit_5_and_resume_finishes_after_space_is_freed(tmp
             assert res.rc in (3, 5) and "Traceback" not in res.stderr, (res.rc, res.stdout, res.stderr[-2000:])
             err = json.loads(res.stdout.strip().splitlines()[-1])
             assert err["cause"] == "ENOSPC" and "not the app" in err["error"], err
+            # the file it was writing, named (a journal or run.log append named none)
+            assert os.path.basename(err.get("path") or "") in {"cases.jsonl", "run.log", "results.json",
+                                                             "manifest.yaml", "verdicts.jsonl"} or \
+                os.path.basename(os.path.dirname(err.get("path") or "")) == out.name, err
+            assert err["path"] in err["error"], err
+            if res.rc == 5:
+                assert "--resume" in err["error"], err
             assert _blamed_the_app(out) == []
             subprocess.run(["mount", "-o", "remount,size=64m", str(mnt)], check=True)
             res = run_runner("--plan", path, "--out", out, "--resume", "--progress", "never")

@@ -106,3 +106,40 @@ def test_resume_starts_over_a_run_killed_before_its_run_dir_existed(tmp_path):
         assert app.count(method="POST") == 2
     assert json.loads((out / "results.json").read_text())["summary"]["status"] == "ok"
     assert run_runner("--verify", out).rc == 0
+
+
+def _read_only(path: Path):
+    """Make `path` unwritable for this process: a read-only tmpfs over it as root (chmod does not stop
+    root), chmod 555 otherwise. Returns an undo, or None when it cannot be done here."""
+    import os
+    import shutil
+    import subprocess
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        return lambda: path.chmod(0o755)
+    if not shutil.which("mount") or subprocess.run(["mount", "-t", "tmpfs", "-o", "ro", "tmpfs", str(path)],
+                                                   capture_output=True).returncode != 0:
+        return None
+    return lambda: subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def test_a_reports_dir_it_cannot_write_is_a_clear_preflight_error_naming_it(tmp_path):
+    import pytest
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        plan = _plan(state, app.url)
+        plan_path = write_plan(state, plan)
+        out = state / "reports" / plan["run_id"]
+        undo = _read_only(state / "reports")
+        if undo is None:
+            pytest.skip("cannot make a directory read-only for root here (no tmpfs mount)")
+        try:
+            r = run_runner("--plan", plan_path, "--out", out, "--progress", "never")
+        finally:
+            undo()
+        posts = len(app.posts())
+    # was: exit 1, 'internal error: OSError: [Errno 30] Read-only file system' and a traceback
+    assert r.rc == 3 and "Traceback" not in r.stderr, (r.rc, r.stdout, r.stderr[-2000:])
+    assert r.json["key"] == "--out" and r.json["path"].endswith(f".{plan['run_id']}.lock"), r.json
+    assert str(state / "reports") in r.json["error"] and "writable" in r.json["error"], r.json
+    assert posts == 0 and not out.exists()

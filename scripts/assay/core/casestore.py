@@ -64,7 +64,7 @@ class Journal:
 
     def append(self, line: bytes) -> None:
         with self._lock:
-            writer.append_all(self._fd, line)
+            writer.append_all(self._fd, line, self.path)
             self.appended += 1
 
     def sync(self) -> None:

@@ -173,7 +173,7 @@ def _internal_error(exc: BaseException, script: str = "") -> int:
     """A traceback is a bug: say so, exit 1 (unless the machine ran out of disk or descriptors)."""
     from .resources import is_runner_resource, resource_error
     if is_runner_resource(exc):  # the disk or the descriptors ran out: the machine, not a bug
-        name = script or os.path.basename(sys.argv[0])
+        name = os.path.basename(script or sys.argv[0])   # scripts pass __file__: the name, not the path
         err = resource_error(exc, what=name if name.endswith(".py") else f"{name}.py")
         emit(err.to_json())
         return err.code

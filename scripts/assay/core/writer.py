@@ -279,9 +279,7 @@ def _replace_with(path: str, chunks: Iterable[bytes]) -> None:
     try:
         try:
             for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
+                write_all(fd, chunk, path)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -367,17 +365,20 @@ def open_append(path: Any) -> int:
     return _open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
 
-def append_line(fd: int, text: str) -> None:
-    """One whole line (redacted) in one os.write."""
-    os.write(fd, redact_bytes(encode(text)))
+def append_all(fd: int, data: bytes, path: Any = None) -> None:
+    """`data` redacted, appended whole to `path`'s O_APPEND `fd` (torn only by a death in this call)."""
+    write_all(fd, redact_bytes(data), path)
 
 
-def append_all(fd: int, data: bytes) -> None:
-    """Every byte of `data` (redacted) at the end of an O_APPEND descriptor: a short write is
-    continued, so a line is whole unless the process dies inside this call (the case journal)."""
-    view = memoryview(redact_bytes(data))
-    while view:
-        view = view[os.write(fd, view):]
+def write_all(fd: int, data: bytes, path: Any = None) -> None:
+    """Every byte to `fd`, a short write continued; an OSError names `path` (a descriptor names no file)."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        exc.filename = exc.filename if exc.filename is not None or path is None else os.fspath(path)
+        raise
 
 
 def truncate(path: Any, size: int) -> None:

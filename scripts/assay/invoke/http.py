@@ -25,7 +25,7 @@ from .outcome import (CONNECTION, DROPPED, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Ou
                       decode_body)
 from ..core.jsonio import sha256_bytes
 from ..core.resources import is_runner_resource
-from .http_response import RESPONSE_CLASS
+from .http_response import RESPONSE_CLASS, read_body
 
 _DROP_ERRORS = (http.client.RemoteDisconnected, http.client.IncompleteRead, http.client.BadStatusLine,
                 ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -251,7 +251,7 @@ class HttpInvoker:
             sent = True
             _quickack(conn)
             resp = conn.getresponse()
-            raw = resp.read(MAX_BODY_BYTES + writer.read_margin() + 1)
+            raw = read_body(resp, MAX_BODY_BYTES + writer.read_margin() + 1)
             truncated = len(raw) > MAX_BODY_BYTES
             if truncated:   # redact, then cut: a secret straddling the bound leaves no prefix
                 raw = writer.clip_bytes(raw, MAX_BODY_BYTES)

@@ -99,5 +99,17 @@ class _Response(http.client.HTTPResponse):
             self.will_close = True
 
 
+def read_body(resp: http.client.HTTPResponse, amt: int) -> bytes:
+    """`resp.read(amt)`, except that a body the connection closed on before its Content-Length arrived
+    raises `http.client.IncompleteRead` (a dropped connection). http.client's `read(amt)` returns such
+    a short body as if it were whole, so half an answer was scored as the app's answer: a
+    `must_not_contain` over the lost half passed. Used by every HTTP reader (the app's, the judge's)."""
+    raw = resp.read(amt)
+    left = resp.length   # bytes the Content-Length still promises (None: chunked or read to EOF)
+    if left and len(raw) < amt:
+        raise http.client.IncompleteRead(raw, left)
+    return raw
+
+
 # The invoker's connections answer with this class (http.client's own where it has no _read_headers).
 RESPONSE_CLASS = _Response if _READ_HEADERS is not None else http.client.HTTPResponse

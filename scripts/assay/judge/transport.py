@@ -17,6 +17,7 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from ..core import writer
+from ..invoke.http_response import read_body
 from ..invoke.outcome import CONNECTION, DROPPED, EXCEPTION, MAX_BODY_BYTES, RESPONSE, TIMEOUT, Outcome, decode_body
 
 KILL_GRACE_S = 2.0
@@ -40,7 +41,7 @@ def post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, insec
         try:
             conn.request("POST", path, body=body, headers=dict(headers, **{"content-length": str(len(body))}))
             resp = conn.getresponse()
-            raw = resp.read(MAX_BODY_BYTES + writer.read_margin() + 1)   # redact, then cut at the bound
+            raw = read_body(resp, MAX_BODY_BYTES + writer.read_margin() + 1)   # redact, then cut at the bound
             cut = len(raw) > MAX_BODY_BYTES
             text, value, ok, notes = decode_body(writer.clip_bytes(raw, MAX_BODY_BYTES) if cut else raw, cut)
             return Outcome(RESPONSE, status=resp.status, headers={k: v for k, v in resp.getheaders()},

@@ -42,7 +42,7 @@ def append_log(state: Path, row: dict[str, Any]) -> None:
     _no_links(state, path)
     fd = writer.open_append(path)
     try:
-        writer.append_line(fd, json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
+        writer.append_all(fd, writer.encode(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"), path)
     finally:
         os.close(fd)
 

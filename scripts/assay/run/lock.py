@@ -8,6 +8,7 @@ the kernel, so a stale file never blocks --resume.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -30,8 +31,17 @@ class RunLock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = writer.open_file(self.path, os.O_RDWR | os.O_CREAT)  # never through a symlink
+        try:   # the run's first write: a reports dir it cannot write is said here, before anything is sent
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = writer.open_file(self.path, os.O_RDWR | os.O_CREAT)  # never through a symlink
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            where = exc.filename or self.path
+            raise AssayError(f"pre-flight: cannot write {where} ({os.strerror(exc.errno)}): the runner writes its "
+                             f"lock and the run dir {self.info.get('run_id')} in {self.path.parent}. Make that "
+                             "directory writable (or give a plan whose state dir is) and run again; nothing was "
+                             "sent to the app", 3, key="--out", path=str(where)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

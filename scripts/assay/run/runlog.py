@@ -42,7 +42,7 @@ class RunLog:
         row.update(fields)
         line = _ROW.encode(writer.redact_value(row)) + "\n"
         with self._lock:
-            writer.append_line(self.fd, line)
+            writer.append_all(self.fd, writer.encode(line), self.path)
 
     def close(self) -> None:
         if self.fd is not None:
