@@ -5,7 +5,9 @@ the app or the judge is inserted with textContent, so an answer holding HTML sta
 Keys: a agree with the judge, d disagree, p / f label pass / fail directly, s skip,
 c write a critique (Esc leaves the box), j / k or the arrows move, e export.
 The export is the annotation JSONL (wave2 §6), shown in a box to copy and offered as a
-download; progress is kept in the browser's localStorage under the batch id.
+download; progress is kept in the browser's localStorage under the batch id (two tabs of one page
+share it through the storage event). A held label key labels the item shown once, never the unseen
+items after it (its auto-repeats are ignored).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ SCRIPT = r"""
   var storeKey = "assay-label-" + DATA.batch;
   function $(id) { return document.getElementById(id); }
   function text(id, value) { $(id).textContent = value == null ? "" : String(value); }
-  try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); if (saved && typeof saved === "object") labels = saved; } catch (e) { labels = {}; }
+  function load() { try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); return saved && typeof saved === "object" ? saved : {}; } catch (e) { return {}; } }
+  labels = load();
   function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} }
   function done() { return Object.keys(labels).length; }
   function verdictSpan(id, v) { var el = $(id); el.textContent = v; el.className = "v-" + v; }
@@ -129,6 +132,8 @@ SCRIPT = r"""
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var k = ev.key;
+    // a held key repeats: each repeat would label (or skip) the next item unseen; only moving repeats
+    if (ev.repeat && "adpfse".indexOf(k) >= 0) { ev.preventDefault(); return; }
     if (k === "a") agree(true);
     else if (k === "d") agree(false);
     else if (k === "p") setLabel("pass");
@@ -140,6 +145,12 @@ SCRIPT = r"""
     else if (k === "e") exportLines();
     else return;
     ev.preventDefault();
+  });
+  // the same page open in another tab saved: take its labels, so this tab never saves over them
+  window.addEventListener("storage", function (ev) {
+    if (ev.key !== storeKey) return;
+    labels = load();
+    if (document.activeElement !== $("critique")) render();
   });
   $("critique").addEventListener("input", function () { if (labels[pos]) { labels[pos].critique = $("critique").value; save(); } });
   $("btn-export").addEventListener("click", exportLines);
