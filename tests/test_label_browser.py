@@ -112,3 +112,33 @@ def test_two_tabs_of_one_page_keep_both_tabs_labels_across_a_reload(page_url, co
     one.reload()
     one.wait_for_function("document.body.getAttribute('data-ready') === '1'")
     assert {(x["case_id"], x["node_id"]): x["label"] for x in _exported(one)} == want
+
+
+def test_the_export_shown_stays_the_labels_given_since(page_url, tmp_path):
+    """Exported after two labels, then three more and one skip: the download link and the box hold all
+    the labels as they are now (they held the first two, and a person who clicked the link lost the
+    rest)."""
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = _open(b.new_context(accept_downloads=True), page_url)
+            page.keyboard.press("p")
+            page.keyboard.press("f")
+            page.keyboard.press("e")
+            assert len(page.input_value("#export").splitlines()) == 2
+            for key in ("p", "f", "p"):
+                page.keyboard.press(key)
+            page.keyboard.press("s")          # item 5 (the last stays shown) labelled, then skipped: not exported
+            want = {_at(page, i): label for i, label in enumerate(("pass", "fail", "pass", "fail"))}
+            assert "(4 lines)" in page.text_content("#download")
+            with page.expect_download() as download:
+                page.click("#download")
+            saved = tmp_path / download.value.suggested_filename
+            download.value.save_as(saved)
+            for text in (saved.read_text(), page.input_value("#export")):
+                got = {(x["case_id"], x["node_id"]): x["label"] for x in map(json.loads, text.splitlines())}
+                assert got == want
+            page.fill("#reviewer", "")        # no reviewer: nothing to download rather than a stale file
+            assert page.input_value("#export") == "" and page.get_attribute("#download", "href") is None
+        finally:
+            b.close()

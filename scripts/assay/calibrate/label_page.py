@@ -48,7 +48,11 @@ SCRIPT = r"""
   function text(id, value) { $(id).textContent = value == null ? "" : String(value); }
   function load() { try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); return saved && typeof saved === "object" ? saved : {}; } catch (e) { return {}; } }
   labels = load();
-  function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} }
+  function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} refresh(); }
+  // once shown, the export box and the download link stay the labels as they are now: a stale link
+  // downloaded the lines of the first export and the labels given since were lost
+  var exportShown = false;
+  function refresh() { if (exportShown) exportLines(true); }
   function done() { return Object.keys(labels).length; }
   function verdictSpan(id, v) { var el = $(id); el.textContent = v; el.className = "v-" + v; }
   function render() {
@@ -94,9 +98,12 @@ SCRIPT = r"""
     if (j !== "pass" && j !== "fail") { text("msg", "The judge said unknown here: press p (pass) or f (fail)."); return; }
     setLabel(yes ? j : (j === "pass" ? "fail" : "pass"));
   }
-  function exportLines() {
-    var reviewer = $("reviewer").value.trim();
-    if (!reviewer) { text("msg", "Enter your name as reviewer before exporting."); $("reviewer").focus(); return null; }
+  function exportLines(quiet) {
+    var reviewer = $("reviewer").value.trim(), a = $("download");
+    if (!reviewer) {
+      if (quiet) { $("export").value = ""; a.removeAttribute("href"); a.textContent = ""; return null; }
+      text("msg", "Enter your name as reviewer before exporting."); $("reviewer").focus(); return null;
+    }
     var lines = [];
     items.forEach(function (it, i) {
       var l = labels[i]; if (!l) return;
@@ -109,11 +116,11 @@ SCRIPT = r"""
     });
     var out = lines.length ? lines.join("\n") + "\n" : "";
     $("export").value = out;
-    var a = $("download");
+    exportShown = true;
     a.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(out);
     a.setAttribute("download", DATA.batch + ".jsonl");
     a.textContent = "download " + DATA.batch + ".jsonl (" + lines.length + " lines)";
-    text("msg", lines.length ? "" : "Nothing labelled yet.");
+    if (!quiet) text("msg", lines.length ? "" : "Nothing labelled yet.");
     return out;
   }
   function copyExport() {
@@ -150,10 +157,12 @@ SCRIPT = r"""
   window.addEventListener("storage", function (ev) {
     if (ev.key !== storeKey) return;
     labels = load();
+    refresh();
     if (document.activeElement !== $("critique")) render();
   });
   $("critique").addEventListener("input", function () { if (labels[pos]) { labels[pos].critique = $("critique").value; save(); } });
-  $("btn-export").addEventListener("click", exportLines);
+  $("btn-export").addEventListener("click", function () { exportLines(false); });
+  $("reviewer").addEventListener("input", refresh);
   $("btn-copy").addEventListener("click", copyExport);
   $("reviewer").value = DATA.reviewer || "";
   render();
