@@ -5,7 +5,9 @@ the app or the judge is inserted with textContent, so an answer holding HTML sta
 Keys: a agree with the judge, d disagree, p / f label pass / fail directly, s skip,
 c write a critique (Esc leaves the box), j / k or the arrows move, e export.
 The export is the annotation JSONL (wave2 §6), shown in a box to copy and offered as a
-download; progress is kept in the browser's localStorage under the batch id.
+download; progress is kept in the browser's localStorage under the batch id (two tabs of one page
+share it through the storage event). A held label key labels the item shown once, never the unseen
+items after it (its auto-repeats are ignored).
 """
 
 from __future__ import annotations
@@ -44,8 +46,13 @@ SCRIPT = r"""
   var storeKey = "assay-label-" + DATA.batch;
   function $(id) { return document.getElementById(id); }
   function text(id, value) { $(id).textContent = value == null ? "" : String(value); }
-  try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); if (saved && typeof saved === "object") labels = saved; } catch (e) { labels = {}; }
-  function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} }
+  function load() { try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); return saved && typeof saved === "object" ? saved : {}; } catch (e) { return {}; } }
+  labels = load();
+  function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} refresh(); }
+  // once shown, the export box and the download link stay the labels as they are now: a stale link
+  // downloaded the lines of the first export and the labels given since were lost
+  var exportShown = false;
+  function refresh() { if (exportShown) exportLines(true); }
   function done() { return Object.keys(labels).length; }
   function verdictSpan(id, v) { var el = $(id); el.textContent = v; el.className = "v-" + v; }
   function render() {
@@ -91,9 +98,12 @@ SCRIPT = r"""
     if (j !== "pass" && j !== "fail") { text("msg", "The judge said unknown here: press p (pass) or f (fail)."); return; }
     setLabel(yes ? j : (j === "pass" ? "fail" : "pass"));
   }
-  function exportLines() {
-    var reviewer = $("reviewer").value.trim();
-    if (!reviewer) { text("msg", "Enter your name as reviewer before exporting."); $("reviewer").focus(); return null; }
+  function exportLines(quiet) {
+    var reviewer = $("reviewer").value.trim(), a = $("download");
+    if (!reviewer) {
+      if (quiet) { $("export").value = ""; a.removeAttribute("href"); a.textContent = ""; return null; }
+      text("msg", "Enter your name as reviewer before exporting."); $("reviewer").focus(); return null;
+    }
     var lines = [];
     items.forEach(function (it, i) {
       var l = labels[i]; if (!l) return;
@@ -106,11 +116,11 @@ SCRIPT = r"""
     });
     var out = lines.length ? lines.join("\n") + "\n" : "";
     $("export").value = out;
-    var a = $("download");
+    exportShown = true;
     a.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(out);
     a.setAttribute("download", DATA.batch + ".jsonl");
     a.textContent = "download " + DATA.batch + ".jsonl (" + lines.length + " lines)";
-    text("msg", lines.length ? "" : "Nothing labelled yet.");
+    if (!quiet) text("msg", lines.length ? "" : "Nothing labelled yet.");
     return out;
   }
   function copyExport() {
@@ -129,6 +139,8 @@ SCRIPT = r"""
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var k = ev.key;
+    // a held key repeats: each repeat would label (or skip) the next item unseen; only moving repeats
+    if (ev.repeat && "adpfse".indexOf(k) >= 0) { ev.preventDefault(); return; }
     if (k === "a") agree(true);
     else if (k === "d") agree(false);
     else if (k === "p") setLabel("pass");
@@ -141,8 +153,16 @@ SCRIPT = r"""
     else return;
     ev.preventDefault();
   });
+  // the same page open in another tab saved: take its labels, so this tab never saves over them
+  window.addEventListener("storage", function (ev) {
+    if (ev.key !== storeKey) return;
+    labels = load();
+    refresh();
+    if (document.activeElement !== $("critique")) render();
+  });
   $("critique").addEventListener("input", function () { if (labels[pos]) { labels[pos].critique = $("critique").value; save(); } });
-  $("btn-export").addEventListener("click", exportLines);
+  $("btn-export").addEventListener("click", function () { exportLines(false); });
+  $("reviewer").addEventListener("input", refresh);
   $("btn-copy").addEventListener("click", copyExport);
   $("reviewer").value = DATA.reviewer || "";
   render();
