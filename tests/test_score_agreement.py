@@ -172,3 +172,25 @@ def test_a_node_the_judge_is_blind_to_is_not_hidden_by_the_pooled_figures(tmp_pa
     few = rows[:180] + [pair("c0", "fail", "pass", node="states-arrival")] + rows[190:]
     r = run_script("score_agreement", write_lines(tmp_path / "b.jsonl", few))
     assert r.rc == 0 and r.json["status"] == "calibrated", r.json["rubrics"]["refund-eta-v1"]["blocking"]
+
+
+def test_an_older_export_of_a_batch_never_beats_the_newer_one(tmp_path):
+    """A browser saves a second download of one page as `<batch> (1).jsonl`, which sorts before
+    `<batch>.jsonl`: read as a folder, the first export came last and its labels won over the
+    person's final word (and kept an item they skipped since). Only a batch's newest export counts."""
+    def line(case, label, ts, **extra):
+        return dict(pair(case, label, "fail"), batch="b-1", answer_sha256="a" * 64, ts=ts, **extra)
+    folder = tmp_path / "annotations"
+    folder.mkdir()
+    first = [line("c1", "fail", "2026-11-30T10:00:00Z"), line("c2", "fail", "2026-11-30T10:00:05Z")]
+    # the person changed c1 to pass and skipped c2 (unlabelled) before exporting again
+    second = [line("c1", "pass", "2026-11-30T10:02:00Z")]
+    write_lines(folder / "b-1.jsonl", first)
+    write_lines(folder / "b-1 (1).jsonl", second)
+    assert sorted(p.name for p in folder.iterdir()) == ["b-1 (1).jsonl", "b-1.jsonl"]   # the older one last
+    r = run_script("score_agreement", folder, "--min-pairs", 1, "--min-per-class", 0)
+    assert r.rc == 0, r.stdout
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert (rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (0, 0, 1, 0), rub   # c1: pass (judge fail); c2: none
+    assert r.json["superseded_exports"] == [{"batch": "b-1", "file": str(folder / "b-1.jsonl"), "lines": 2,
+                                             "replaced_by": str(folder / "b-1 (1).jsonl")}], r.json

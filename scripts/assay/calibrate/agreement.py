@@ -96,6 +96,47 @@ def void_batches(rows: list[Annotation]) -> tuple[list[Annotation], list[dict[st
     return kept, voided, canaries
 
 
+def newest_exports(rows: list[Annotation]) -> tuple[list[Annotation], list[dict[str, Any]]]:
+    """Of a batch exported more than once (its id in several files: the page's export holds every
+    label of its batch so far, and a browser saves a second download as `<batch> (1).jsonl`, which
+    sorts before `<batch>.jsonl`), only the newest export counts: the file whose latest `ts` for that
+    batch is latest (equal or none: the later file in order). An older export read last would
+    otherwise win over the person's final word, and keep a label skipped since. Returns (kept, the
+    superseded exports: batch, file, lines, and the file that replaced it)."""
+    files: dict[str, list[str]] = defaultdict(list)   # batch -> its files, in reading order
+    newest: dict[tuple[str, str], str] = {}             # (batch, file) -> its latest ts
+    for a in rows:
+        if not a.batch:
+            continue
+        f = a.source.rsplit(":", 1)[0]
+        if f not in files[a.batch]:
+            files[a.batch].append(f)
+        key = (a.batch, f)
+        newest[key] = max(newest.get(key, ""), _ts_key(a.ts))
+    keep: dict[str, str] = {}
+    for batch, fs in files.items():
+        if len(fs) > 1:
+            keep[batch] = max(reversed(fs), key=lambda f: newest[(batch, f)])   # ties: the later file
+    kept = [a for a in rows if a.batch not in keep or a.source.rsplit(":", 1)[0] == keep[a.batch]]
+    superseded = [{"batch": b, "file": f, "lines": sum(1 for a in rows if a.batch == b and a.source.rsplit(":", 1)[0] == f),
+                   "replaced_by": keep[b]} for b in keep for f in files[b] if f != keep[b]]
+    return kept, superseded
+
+
+def _ts_key(ts: Any) -> str:
+    """A line's ts as a sortable UTC text ("" when absent or unreadable)."""
+    import datetime as _dt
+    if not isinstance(ts, str) or not ts:
+        return ""
+    try:
+        when = _dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
 def known_material_first(rows: list[Annotation]) -> tuple[list[Annotation], int]:
     """Drop the lines on unknown material (no answer_sha256: older files) of an item that also has a
     label on a known answer: the unknown one may be on that same answer, and counting both would
@@ -213,7 +254,8 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> d
     if not rows:
         raise AssayError("no annotation lines in the given files: label cases first "
                          "(label.py RUN_DIR -o page.html, then save the page's export under <state>/annotations/)", 2)
-    counted, voided, canaries = void_batches(rows)
+    current, superseded = newest_exports(rows)
+    counted, voided, canaries = void_batches(current)
     counted, unknown_material = known_material_first(counted)
     latest, replaced = last_wins(counted)
     by_pin: dict[str, list[Annotation]] = defaultdict(list)
@@ -238,6 +280,7 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> d
         "floors": asdict(floors),
         "lines_read": len(rows),
         "duplicates_replaced": replaced,
+        "superseded_exports": superseded,
         "unknown_material_dropped": unknown_material,
         "distinct_answers": len({a.answer_sha256 for a in latest if a.answer_sha256}),
         "labelled_pairs": pairs,
