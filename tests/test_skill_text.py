@@ -174,3 +174,16 @@ def test_the_cost_a_skill_quotes_is_the_plans_app_calls(tmp_path):
     for name in ("start", "optimize"):
         text = " ".join(skill(name)[1].split())
         assert "`app_calls`" in text and "`cases` × `k` app calls" not in text, name
+
+
+def test_the_run_skill_reads_the_looks_left_from_the_script():
+    """run §4 told the agent to "count its lines" of the holdout ledger before a holdout run (a count no
+    script gave it, against every skill's hard rule); it runs `holdout.py looks`, whose keys it names."""
+    from assay.suite.holdout import looks
+
+    text = " ".join((ROOT / "skills" / "run" / "SKILL.md").read_text(encoding="utf-8").split())
+    assert "count its lines" not in text
+    assert "${CLAUDE_PLUGIN_ROOT}/scripts/holdout.py looks <state-dir>" in text
+    state = ROOT / "examples" / "helpdesk" / ".assay"
+    for key in ("remaining", "reseal_due"):
+        assert key in looks(state) and f"`{key}`" in text, key
