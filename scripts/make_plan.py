@@ -168,10 +168,12 @@ def _plan(args):
     out_dir = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     n_canaries = sum(1 for c in plan["cases"] if "canary" in (c.get("split") or []))
     counts = cases_phrase(len(plan["cases"]) - n_canaries, n_canaries)
+    from assay.core.casekind import app_calls   # one per turn: what the run costs in app calls, at most
+    calls = sum(app_calls(c) for c in plan["cases"]) * plan["k"]
     summary = {
         "plan": str(out_path), "run_id": plan["run_id"], "mode": plan["mode"],
         "selecting_split": plan["selecting_split"], "k": plan["k"], "gate": plan["gate"],
-        "cases": len(plan["cases"]), "counts": counts, "out": str(out_dir), "notes": result.notes,
+        "cases": len(plan["cases"]), "counts": counts, "app_calls": calls, "out": str(out_dir), "notes": result.notes,
         "validation": plan["manifest_extra"].get("validation"),
         "run": run_command_line(out_path, out_dir) + (" --replay" if plan.get("replay") else ""),
     }

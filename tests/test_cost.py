@@ -379,3 +379,25 @@ def test_prices_symlink_leaving_the_state_dir_is_not_read(runs, tmp_path):
     block = results_summary(dirs[0], manifest, records, state)
     assert block["cost"]["total"] is None and "symlink that leaves the state dir" in block["cost"]["reason"]
     assert block["input_tokens"] == _block(dirs[0])["input_tokens"]   # in memory == what the runner wrote
+
+
+def test_the_analyze_skill_quotes_keys_score_cost_writes(runs, tmp_path):
+    """analyze --history told the agent to quote `totals.cost` as a run's cost, with no word of
+    `totals.incomplete_reason` (the total is null when a model is unpriced) or `totals.k_note` (at k > 1
+    the cost is of one repeat: the run spent about k times as much). Every `totals.`/`baseline.`/
+    `capability.` key its paragraph names is in score_cost.py's output, the two caveats among them."""
+    import re
+    _, dirs = runs
+    text = (ROOT / "skills" / "analyze" / "SKILL.md").read_text(encoding="utf-8")
+    para = " ".join(text.split("score_cost.py <state-dir>/reports/<run-id>", 1)[1].split("## Worked example", 1)[0].split())
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  some-other-model: {input: 1, output: 2}\n")
+    doc = run_script("score_cost", dirs[0], "--baseline", dirs[2], "--prices", prices).json
+    assert doc["totals"]["cost"]["total"] is None and doc["totals"]["incomplete_reason"]
+    named = set(re.findall(r"`((?:totals|baseline|capability)\.[a-z_.0-9]+)`", para))
+    assert {"totals.incomplete_reason", "totals.k_note", "totals.complete", "totals.cost.total"} <= named
+    for path in named:
+        node = doc
+        for part in path.split("."):
+            assert isinstance(node, dict) and part in node, path
+            node = node[part]

@@ -61,7 +61,9 @@ def test_mode_table_as_subprocess(suite, tmp_path, mode):
     assert plan["cases"] and all(m.split in c["split"] for c in plan["cases"])
     s = r.json
     assert set(s) == {"plan", "run_id", "mode", "selecting_split", "k", "gate", "cases", "out", "notes", "run",
-                      "validation", "counts"}
+                      "validation", "counts", "app_calls"}
+    from assay.core.casekind import app_calls
+    assert s["app_calls"] == sum(app_calls(c) for c in plan["cases"]) * plan["k"]
     n_canaries = sum(1 for c in plan["cases"] if "canary" in c["split"])
     from assay.stats.counts import cases_phrase
     assert s["counts"] == cases_phrase(len(plan["cases"]) - n_canaries, n_canaries)

@@ -419,3 +419,32 @@ def test_a_simulator_configured_wrong_is_exit_3_at_pre_flight(tmp_path, base, ke
     assert fix in err and "(simulator/simulator.yaml); no case was sent" in err and key not in err
     assert not (out / "cases").exists() or not any((out / "cases").iterdir())
     assert not (out / "cases.jsonl").exists() or not (out / "cases.jsonl").read_text().strip()   # no case recorded
+
+
+def test_the_dry_run_lists_a_simulated_user_as_the_run_sends_it(tmp_path):
+    """`run_cases.py --dry-run`, which the run skill says to use on anything unfamiliar and for the cost,
+    said of each simulated user 'not run: no simulator configured' while the example's simulator.yaml
+    played it in the real run, and counted it one app call; it reads the plan's simulator as the run
+    does, and counts a simulated user's max_turns (the example's: 4). Without simulator.yaml it is
+    still listed as skipped."""
+    state = copy_state(tmp_path / "with")
+    bare = copy_state(tmp_path / "without")
+    sim = bare / "simulator"
+    (sim / "simulator.yaml").rename(sim / "simulator.yml")
+    with helpdesk(state) as env:
+        rows = {}
+        for st in (state, bare):
+            work = st / "work"
+            assert run_script("convert_suite", st, "-o", work / "converted.json", env=env).rc == 0
+            r = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", st,
+                           "-o", work / "plan.json", "--case", REFUND, "--case", "c-003bd57c", env=env)
+            assert r.rc == 0, r.stdout + r.stderr
+            dry = run_script("run_cases", "--plan", work / "plan.json", "--dry-run", env=env)
+            assert dry.rc == 0, dry.stdout + dry.stderr
+            rows[st] = dry.json
+    listed = {c["id"]: c for c in rows[state]["cases"]}
+    assert listed[REFUND]["skip_reason"] is None and listed[REFUND]["app_calls"] == 4
+    assert rows[state]["cost_inputs"]["calls"] == 4 + 1 and rows[state]["cost_inputs"]["sendable_cases"] == 2
+    unconfigured = {c["id"]: c for c in rows[bare]["cases"]}
+    assert "no simulator configured" in unconfigured[REFUND]["skip_reason"]
+    assert rows[bare]["cost_inputs"]["calls"] == 1

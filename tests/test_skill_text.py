@@ -151,3 +151,39 @@ def test_worked_examples_quote_what_the_scripts_print_on_the_example():
     assert len(pairs) == 1 and f"`{pairs[0][0]}`/`{pairs[0][1]}` (ROUGE-L {pairs[0][2]}" in gen
     assert f"with {sp['smoke']['count']} smoke cases" in text["start"]
     assert f"prints `\"cases\": {sp['smoke']['count']}`" in text["start"] and '`"k": 1`' in text["start"]
+
+
+def test_the_cost_a_skill_quotes_is_the_plans_app_calls(tmp_path):
+    """start and optimize quote a run's cost in app calls: they said `cases` × `k` (a number no script
+    prints, and wrong for a suite with conversations: the example's smoke plan is 20 cases and 30 calls).
+    They quote make_plan.py's `app_calls`, and start's worked example is what make_plan prints on it."""
+    from helpdesk_util import copy_state
+    from helpers import run_script
+
+    state = copy_state(tmp_path)
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                      "-o", work / "plan.json")
+    assert plan.rc == 0, plan.stdout + plan.stderr
+    calls, cases = plan.json["app_calls"], plan.json["cases"]
+    assert calls > cases * plan.json["k"]   # the example has conversations: the two numbers differ
+    start = " ".join(skill("start")[1].split())
+    assert f'"app_calls": {calls}' in start and f"at most {calls} app calls" in start
+    assert f"costs {cases} app calls" not in start
+    for name in ("start", "optimize"):
+        text = " ".join(skill(name)[1].split())
+        assert "`app_calls`" in text and "`cases` × `k` app calls" not in text, name
+
+
+def test_the_run_skill_reads_the_looks_left_from_the_script():
+    """run §4 told the agent to "count its lines" of the holdout ledger before a holdout run (a count no
+    script gave it, against every skill's hard rule); it runs `holdout.py looks`, whose keys it names."""
+    from assay.suite.holdout import looks
+
+    text = " ".join((ROOT / "skills" / "run" / "SKILL.md").read_text(encoding="utf-8").split())
+    assert "count its lines" not in text
+    assert "${CLAUDE_PLUGIN_ROOT}/scripts/holdout.py looks <state-dir>" in text
+    state = ROOT / "examples" / "helpdesk" / ".assay"
+    for key in ("remaining", "reseal_due"):
+        assert key in looks(state) and f"`{key}`" in text, key

@@ -239,7 +239,7 @@ def test_start_on_the_example_says_where_it_is_and_what_the_next_step_costs(sess
     assert not any(err for _, _, err in results[1:]), s.why()
     assert first_json(results[1][1])["cases"] == 55 and first_json(results[2][1])["looks"] == 0
     plan = first_json(results[-1][1])
-    assert plan["cases"] == 20 and plan["k"] == 1   # the worked example's "20 app calls"
+    assert plan["cases"] == 20 and plan["k"] == 1 and plan["app_calls"] == 30   # the worked example's "30 app calls"
 
 
 def test_optimize_records_a_candidate_and_reverts_its_edit(sessions):

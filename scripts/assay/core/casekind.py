@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 SIMULATED_KEY = "simulated_user"
 DEFAULT_MAX_TURNS = 12   # a scripted conversation's turns at most, unless execution.max_turns says
+SIMULATED_DEFAULT_MAX_TURNS = 8   # a simulated user's turns at most, unless its simulated_user.max_turns says
 
 
 def is_simulated(case: Mapping[str, Any]) -> bool:
@@ -40,6 +41,19 @@ def _any(cases: Any, key: str, kind) -> bool:
 def is_conversation(case: Mapping[str, Any]) -> bool:
     inp = case.get("input")
     return isinstance(inp, Mapping) and "turns" in inp
+
+
+def app_calls(case: Mapping[str, Any]) -> int:
+    """The app calls one attempt of a case makes at most: one per scripted turn, a simulated user's
+    `max_turns` (its stop rule may end it sooner), else one. What a plan costs is this, summed, times k."""
+    inp = case.get("input") if isinstance(case.get("input"), Mapping) else {}
+    if is_simulated(case):
+        block = inp.get(SIMULATED_KEY)
+        n = block.get("max_turns") if isinstance(block, Mapping) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else SIMULATED_DEFAULT_MAX_TURNS
+    if is_conversation(case):
+        return len(inp["turns"]) if isinstance(inp.get("turns"), list) else 1
+    return 1
 
 
 def every_expect_of(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:

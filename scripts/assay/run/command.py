@@ -278,14 +278,17 @@ def dry_run(plan: dict, environ) -> dict:
     out = Path(plan["paths"]["state_dir"]) / "reports" / plan["run_id"]
     setup = preflight.prepare(plan, out, environ=environ, baseline=None)
     setup.trace.close()  # a dry run sends nothing: no listener stays open
-    from ..core.casekind import DEFAULT_MAX_TURNS, is_conversation
+    from ..core.casekind import DEFAULT_MAX_TURNS, app_calls, is_conversation, is_simulated
     ex = setup.execution
     listed, holdout_n, sendable, calls, conversations = [], 0, 0, 0, 0
     for case in plan["cases"]:
+        # the run's own simulator: without it every simulated user would read "no simulator configured"
         reason = skip_reason(case, plan["adapter"], setup.safety, setup.invoker.mode, conv=setup.conversation,
-                             max_turns=int(ex.get("max_turns") or DEFAULT_MAX_TURNS), matrix=plan["capability_matrix"])
+                             max_turns=int(ex.get("max_turns") or DEFAULT_MAX_TURNS), matrix=plan["capability_matrix"],
+                             simulator=setup.simulator)
         # a conversation calls the app once per turn (at most: the stop rule may end it sooner)
-        turns = len(case["input"]["turns"]) if is_conversation(case) and not reason else None
+        multi = is_conversation(case) or is_simulated(case)
+        turns = app_calls(case) if multi and not reason else None
         sendable += 0 if reason else 1
         calls += 0 if reason else (turns or 1)
         conversations += 1 if turns else 0
@@ -293,7 +296,7 @@ def dry_run(plan: dict, environ) -> dict:
             holdout_n += 1
             continue
         row = {"id": case["id"], "set": preflight.case_set(case), "skip_reason": reason}
-        if is_conversation(case):
+        if multi:
             row["app_calls"] = turns or 0
         listed.append(row)
     return {"dry_run": True, "run_id": plan["run_id"], "mode": plan["mode"], "k": plan["k"],

@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..core.casekind import SIMULATED_DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS  # the one definition
 from ..core.casekind import SIMULATED_KEY, any_simulated, is_simulated  # noqa: F401 (re-exported)
 from ..core.suggest import did_you_mean
 
 REQUIRED = ("persona", "goal", "stop_when")
 OPTIONAL = ("facts", "max_turns", "seed")
 KEYS = REQUIRED + OPTIONAL
-DEFAULT_MAX_TURNS = 8
 MAX_MAX_TURNS = 50
 MAX_TEXT = 4000
 # What a simulated case's expect may check: its end state. The rest reads one scripted turn.
