@@ -220,6 +220,13 @@ def test_baseline_auto_refuses_naming_why_and_chooses_for_run_cases(tmp_path):
         failing = run(state, app.url, [case("a-1", "zzz", expect=must("never"))], "smoke-20261129T101500Z")
         r = run_script("compare_runs", "auto", failing)
         assert r.rc == 2 and "no earlier run of this series" in r.json["error"]
+        # run_cases.py says it in its own flag (its --baseline is a pairwise rubric's, no comparison.json)
+        plan = write_plan(state, make_plan(state, [case("a-1", "one", expect=must("echo: one"))], app_url=app.url,
+                                           run_id="smoke-20261129T101550Z"), "refused.json")
+        r = run_runner("--plan", plan, "--out", state / "reports" / "smoke-20261129T101550Z", "--baseline-verdicts", "auto")
+        assert r.rc == 2 and "--baseline-verdicts auto found no baseline" in r.json["error"], r.stdout
+        assert "pass --baseline-verdicts RUN_DIR/verdicts_for_stats.jsonl" in r.json["error"], r.json["error"]
+        assert "--baseline RUN_DIR" not in r.json["error"], r.json["error"]
         ok_cases = [case("a-1", "one", expect=must("echo: one"))]
         later = run(state, app.url, ok_cases, "smoke-20261129T101600Z")
         r = run_script("gate", later, "--baseline", "auto")

@@ -209,7 +209,12 @@ def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, st
     plan = try_json(Path(plan_path))
     if not isinstance(plan, dict) or not isinstance(plan.get("paths"), dict):
         raise AssayError(f"--plan {plan_path}: not a readable plan.json (make_plan.py writes one)", 2, key="--plan")
-    return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open) / "verdicts_for_stats.jsonl")
+    try:
+        return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open) / "verdicts_for_stats.jsonl")
+    except AssayError as exc:   # its words, in this command's flag: run_cases.py's --baseline is a rubric's
+        words = exc.message.replace("--baseline auto", "--baseline-verdicts auto").replace(
+            "pass --baseline RUN_DIR", "pass --baseline-verdicts RUN_DIR/verdicts_for_stats.jsonl")
+        raise AssayError(words, exc.code, **exc.fields) from None
 
 
 def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: str | None = None,
