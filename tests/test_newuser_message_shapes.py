@@ -48,3 +48,24 @@ def test_a_gating_case_the_runner_cannot_send_closes_the_gate(tmp_path):
     assert "c-chat0001 (unsupported input: input.messages must hold exactly one user message)" in line
     assert "c-ungated1" not in line               # gating: false leaves the gate alone
     assert "input.turns" in line                  # the fix for a conversation written as messages
+
+
+CHAT_TURNS = ("input:\n  turns:\n    - role: user\n      content: I want to fly to Oslo.\n"
+              "    - usr: How much is it on Monday?\n")
+
+
+def test_a_turn_written_as_a_chat_message_or_misspelt_says_what_to_write(tmp_path):
+    """`turns` written as chat messages ({role, content}) or with `usr:`: the error said only that the turn
+    "must be a mapping with a non-empty `user` string", which a {role: user, content} mapping seems to be."""
+    state = write_state(tmp_path, {"c-conv0001": _with_input("c-conv0001", CHAT_TURNS)})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                   "-o", work / "plan.json")
+    assert r.rc == 2, r.stdout
+    error = r.json["error"]
+    assert ("datasets/c-conv0001.yaml:10: c-conv0001 [bad_turn] input.turns[0] must be a mapping with a non-empty "
+            "`user` string (got a chat message {") in error, error
+    assert "write `- user: ...` with its content" in error
+    assert ("datasets/c-conv0001.yaml:12: c-conv0001 [bad_turn] input.turns[1] must be a mapping with a non-empty "
+            "`user` string (got usr; did you mean 'user'?)") in error, error
