@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
-from ..core.suggest import did_you_mean
+from ..core.suggest import closest, did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES
 from .expect_rules import check_expect
 from .graded import SCORED_LAYERS, enabled_scored_layers, grading_expect, layers_in_expect, scored_layers
@@ -254,7 +254,8 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
     for i, turn in enumerate(turns):
         where = f"input.turns[{i}]"
         if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not turn["user"].strip():
-            report("bad_turn", f"{where} must be a mapping with a non-empty `user` string", key=f"input.turns.{i}")
+            report("bad_turn", f"{where} must be a mapping with a non-empty `user` string{_bad_turn_fix(turn)}",
+                   key=f"input.turns.{i}")
             continue
         for key in sorted(set(turn) - set(TURN_KEYS)):
             if key in RESERVED_TURN_KEYS:
@@ -278,6 +279,24 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
     if isinstance(split, list) and "canary" in split:
         report("multi_turn_canary", "a canary must be single-turn: conversations are too variable to detect "
                "harness drift")
+
+
+def _bad_turn_fix(turn: Any) -> str:
+    """What a turn without `user` text holds, and what to write instead (a chat message's
+    {role, content}, a bare string, a misspelt key)."""
+    if isinstance(turn, str):
+        return " (got a string: write `- user: ...` with that text)"
+    if not isinstance(turn, dict):
+        return f" (got {type(turn).__name__}: write `- user: ...`)"
+    if "user" in turn:
+        return " (its user text is empty)" if isinstance(turn["user"], str) else \
+            f" (user is {type(turn['user']).__name__}: quote it)"
+    keys = ", ".join(map(str, turn))
+    if "content" in turn:
+        return (f" (got a chat message {{{keys}}}: write `- user: ...` with its content; a turn holds only "
+                "the user's words, the app's replies are never scripted)")
+    close = next((str(k) for k in turn if closest(str(k), ["user"])), None)
+    return f" (got {keys or 'an empty mapping'}" + ("; did you mean 'user'?)" if close else ")")
 
 
 def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> bool:

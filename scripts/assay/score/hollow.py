@@ -62,6 +62,12 @@ ADAPTER_GAP_SKIPS: dict[str, tuple[str, str]] = {
     r"conversation not run: .{1,80}? is more than execution\.max_turns":
         ("the plan's execution.max_turns is below the case's turns",
          "raise it with make_plan.py --max-turns or shorten the case"),
+    # the case itself is in a shape the runner never sends (a system message or a whole exchange in
+    # input.messages: the linter only warns; a bad turn list planned with --allow-invalid)
+    r"unsupported input:":
+        ("the case's input is not one the runner can send",
+         "write one user message in input.messages, a conversation as input.turns (validate_cases.py "
+         "names each case's fix)"),
 }
 FIX_OF_GAP: dict[str, str] = dict(ADAPTER_GAP_SKIPS.values())
 
