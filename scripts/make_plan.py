@@ -174,6 +174,8 @@ def _plan(args):
         "plan": str(out_path), "run_id": plan["run_id"], "mode": plan["mode"],
         "selecting_split": plan["selecting_split"], "k": plan["k"], "gate": plan["gate"],
         "cases": len(plan["cases"]), "counts": counts, "app_calls": calls, "out": str(out_dir), "notes": result.notes,
+        # the lines stderr carries too (each linter WARN located): a reader of the JSON alone saw only a count
+        "warnings": list(result.warnings),
         "validation": plan["manifest_extra"].get("validation"),
         "run": run_command_line(out_path, out_dir) + (" --replay" if plan.get("replay") else ""),
     }

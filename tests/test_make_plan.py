@@ -61,7 +61,7 @@ def test_mode_table_as_subprocess(suite, tmp_path, mode):
     assert plan["cases"] and all(m.split in c["split"] for c in plan["cases"])
     s = r.json
     assert set(s) == {"plan", "run_id", "mode", "selecting_split", "k", "gate", "cases", "out", "notes", "run",
-                      "validation", "counts", "app_calls"}
+                      "validation", "counts", "app_calls", "warnings"}
     from assay.core.casekind import app_calls
     assert s["app_calls"] == sum(app_calls(c) for c in plan["cases"]) * plan["k"]
     n_canaries = sum(1 for c in plan["cases"] if "canary" in c["split"])

@@ -32,6 +32,8 @@ def test_a_gating_case_the_runner_cannot_send_closes_the_gate(tmp_path):
                                    "c-ungated1": _with_input("c-ungated1", SYSTEM_FIRST, top="gating: false\n")})
     rc, summary, plan_file = plan(state)
     assert rc == 0, summary                       # WARNs only: planned
+    # each WARN is in the JSON as a located line, not only counted (a reader of stdout alone saw "warnings": 2)
+    assert any("c-system01" in w and "[" in w for w in summary["warnings"]), summary["warnings"]
     with FakeApp(travel_reply) as app:
         run_dir = run(state, plan_file, app)
         sent = [r.json["message"] for r in app.posts()]
