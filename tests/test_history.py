@@ -73,7 +73,8 @@ def test_flips_count_only_scored_changes():
 # ---------------------------------------------------------------- synthetic runs
 
 def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok", dataset=1, harness="0.1.0",
-             k=1, mode=None, case_sets=True) -> Path:
+             k=1, mode=None, case_sets=True, passed_repeats: dict[str, int] | None = None) -> Path:
+    """`passed_repeats`: per case, how many of its k repeats passed (the run's reliability.json, k > 1)."""
     mode = mode or run_id.split("-")[0]
     d = reports / run_id
     (d / "cases").mkdir(parents=True)
@@ -88,6 +89,9 @@ def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok
     rows = [{"case_id": (f"<holdout #{i}>" if mode == "holdout" else cid), "verdict": v}
             for i, (cid, v) in enumerate(sorted(verdicts.items()), 1)]
     (d / "verdicts_for_stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if passed_repeats is not None:
+        per_case = [{"case_id": cid, "n": k, "c": c} for cid, c in sorted(passed_repeats.items())]
+        (d / "reliability.json").write_text(json.dumps({"k": k, "per_case": per_case}))
     return d
 
 
@@ -135,6 +139,38 @@ def test_flaky_case_found_across_five_runs_and_ranked(state):
     changed = doc["series"][0]["changed"]
     assert [(c["case_id"], c["kind"], c["since_run"]) for c in changed] == [("flip1", "regression", f"regression-{stamp(4)}")]
     assert [c["case_id"] for c in doc["changed_cases"]] == ["flip1"]
+
+
+def test_a_break_fixed_a_run_later_is_a_regression_then_a_fix_and_a_flaky_case_is_flaky_at_k3(state, tmp_path):
+    """`make demo MODE=regression` clean, --break, clean, then --flaky three times: the broken cases failed
+    all 3 repeats in the broken run and passed all 3 elsewhere (they went with the app: a fix, never
+    flaky), while the printer case passed 2 of 3 repeats in every flaky run (flaky, though its pass^k
+    verdict never flipped back in the last three runs). At k = 1 the same break-and-fix stays flaky: no
+    repeats say the flips went with the app."""
+    r = state / "reports"
+    broke = {"clean": ("pass", 3), "break": ("fail", 0), "flaky": ("pass", 3)}
+    flaky = {"clean": ("pass", 3), "break": ("pass", 3), "flaky": ("fail", 2)}
+    for i, app_ in enumerate(["clean", "break", "clean", "flaky", "flaky", "flaky"]):
+        cases = {"broke": broke[app_], "printer": flaky[app_], "steady": ("pass", 3)}
+        make_run(r, f"regression-{stamp(i)}", {c: v for c, (v, _) in cases.items()}, k=3,
+                 passed_repeats={c: n for c, (_, n) in cases.items()})
+    for i, v in enumerate(["pass", "fail", "pass"]):
+        make_run(r, f"smoke-{stamp(i)}", {"broke": v})
+    res = run_script("run_history", state, "--no-verify", "--html", tmp_path / "h.html")
+    assert res.rc == 0, res.stdout + res.stderr
+    doc = json.loads((r / "history.json").read_text())
+    k3, k1 = doc["series"]
+    assert [f["case_id"] for f in k3["flaky"]] == ["printer"]
+    assert [(f["case_id"], f["repeats_disagreed_in"]) for f in k3["flaky"]] == [
+        ("printer", [f"regression-{stamp(i)}" for i in (3, 4, 5)])]
+    assert [(c["case_id"], c["kind"], c["since_run"], c["flips"]) for c in k3["changed"]] == [
+        ("broke", "fix", f"regression-{stamp(2)}", 2)]
+    assert [f["case_id"] for f in k1["flaky"]] == ["broke"] and k1["changed"] == []
+    assert all("repeats" not in run for s in doc["series"] for run in s["runs"])
+    page = (tmp_path / "h.html").read_text()
+    flaky_table = page[page.index("Flaky cases (1)"):page.index("Regressions and fixes")]
+    assert "printer" in flaky_table and "broke" not in flaky_table
+    assert "<code>broke</code></td><td>fix</td>" in page[page.index("Regressions and fixes"):]
 
 
 def _rate_runs(r: Path, rates: list[tuple[int, int]]):

@@ -98,18 +98,23 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
             body.append(f"<p><em>{_e(s.get('note'))}</em></p>")
         elif s.get("flaky"):
             body.append(f"<h3>Flaky cases ({len(s['flaky'])})</h3><table><thead><tr><th>case</th><th>flips</th>"
-                        "<th>verdicts, oldest first</th></tr></thead><tbody>")
+                        "<th>verdicts, oldest first</th><th>repeats disagreed in</th></tr></thead><tbody>")
             for f in s["flaky"][:50]:
                 seq = " ".join(GLYPH.get(v, "·") for v in f["sequence"])
-                body.append(f"<tr><td><code>{_e(f['case_id'])}</code></td><td>{f['flips']}</td><td>{_e(seq)}</td></tr>")
+                split = len(f.get("repeats_disagreed_in") or [])
+                body.append(f"<tr><td><code>{_e(f['case_id'])}</code></td><td>{f['flips']}</td><td>{_e(seq)}</td>"
+                            f"<td>{split} run(s)</td></tr>")
             body.append("</tbody></table>")
         else:
-            body.append("<p>No flaky cases in this series (a case that flipped and flipped back).</p>")
+            body.append("<p>No flaky cases in this series (a case whose repeats disagreed in a run, or that flipped "
+                        "and flipped back).</p>")
         if s.get("changed"):
-            body.append(f"<h3>Changed once and stayed ({len(s['changed'])})</h3><table><thead><tr><th>case</th>"
-                        "<th>regression or fix</th><th>since run</th></tr></thead><tbody>")
+            body.append(f"<h3>Regressions and fixes: changed with the app and stayed ({len(s['changed'])})</h3>"
+                        "<table><thead><tr><th>case</th><th>regression or fix</th><th>since run</th>"
+                        "<th>verdicts, oldest first</th></tr></thead><tbody>")
             body += [f"<tr><td><code>{_e(c['case_id'])}</code></td><td>{_e(c['kind'])}</td>"
-                     f"<td><code>{_e(c['since_run'])}</code></td></tr>" for c in s["changed"][:50]]
+                     f"<td><code>{_e(c['since_run'])}</code></td>"
+                     f"<td>{_e(' '.join(GLYPH.get(v, '·') for v in c['sequence']))}</td></tr>" for c in s["changed"][:50]]
             body.append("</tbody></table>")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"

@@ -14,10 +14,11 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
   id a run's manifest (`cases[].set: holdout`) or verdicts.jsonl (`holdout: true`) marks is
   dropped from every run's per-case data (counts keep them); a run that cannot say which of
   its cases are holdout shows none of its ids.
-- **Flaky**: a case whose scored verdicts flip between pass and fail and back (two flips or
-  more) across the runs of a series; ranked by the number of flips. A case that changed once and
-  stayed is not flaky: it is a **regression** (pass → fail) or a **fix** (fail → pass), listed in
-  `changed` with the run it changed in.
+- **Flaky** and **changed** (assay.history.flaky): a case whose repeats disagreed within a run,
+  or whose verdicts flip between pass and fail and back across the runs of a series (unless every
+  run's repeats agreed: then each flip went with the app); ranked by flips. A case that changed
+  and stayed is a **regression** (pass → fail) or a **fix** (fail → pass), listed in `changed`
+  with the run of its last change.
 - **Cost and latency**: each run's cost per case and p95 latency, from results.json's
   `cost_latency` block (null when the run could not price or time its cases).
 - **Drift**: the series' last run against its earlier runs pooled, Fisher's exact test
@@ -46,11 +47,11 @@ from ..core.statedir import not_a_state_dir
 from ..plan.shards import parse_shard_dir_name
 from ..replay.source import app_name
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
+from .flaky import classify, flips, repeat_counts  # noqa: F401 (flips re-exported)
 
 DRIFT_ALPHA = 0.05
 DRIFT_TEST = "Fisher's exact test (two-sided): the series' last run against its earlier runs pooled"
 HOLDOUT_MODES = ("holdout",)
-FLAKY_FLIPS = 2  # flipped and flipped back: one change that stayed is a regression or a fix
 
 
 def _read(path: Path) -> Any:
@@ -146,6 +147,7 @@ def load_run(run_dir: Path, *, verify: bool = True,
         else:
             record["verdicts"] = {r["case_id"]: r.get("verdict") for r in rows
                                   if isinstance(r.get("case_id"), str) and r["case_id"] not in sealed}
+            record["repeats"] = repeat_counts(run_dir)   # looked up only by the ids above, never listed
     return record, None
 
 
@@ -269,7 +271,7 @@ def build_series(runs: list[dict]) -> list[dict]:
 
 
 def _public_run(run: dict) -> dict:
-    return {k: v for k, v in run.items() if k not in ("verdicts", "stamp", "sealed")}
+    return {k: v for k, v in run.items() if k not in ("verdicts", "stamp", "sealed", "repeats")}
 
 
 def _analyse(runs: list[dict]) -> dict:
@@ -282,32 +284,19 @@ def _analyse(runs: list[dict]) -> dict:
         out["note"] = "holdout: aggregate only (case ids and sequences are sealed)"
         return out
     ids = sorted({cid for r in runs for cid in r["verdicts"]})
-    cases = {}
+    cases, flaky, changed = {}, [], []
     for cid in ids:
         seq = [r["verdicts"].get(cid) for r in runs]
-        cases[cid] = {"sequence": seq, "flips": flips(seq)}
-    flaky = sorted(({"case_id": cid, **v} for cid, v in cases.items() if v["flips"] >= FLAKY_FLIPS),
-                   key=lambda c: (-c["flips"], c["case_id"]))
-    changed = sorted(({"case_id": cid, **v, **change_of(v["sequence"], runs)} for cid, v in cases.items()
-                      if v["flips"] == 1), key=lambda c: (c["kind"] != "regression", c["case_id"]))
+        kind, fields = classify(cid, seq, runs)
+        cases[cid] = {"sequence": seq, "flips": fields["flips"]}
+        if kind == "flaky":
+            flaky.append({"case_id": cid, "sequence": seq, **fields})
+        elif kind == "changed":
+            changed.append({"case_id": cid, "sequence": seq, **fields})
     out["cases"] = cases
-    out["flaky"] = flaky
-    out["changed"] = changed
+    out["flaky"] = sorted(flaky, key=lambda c: (-c["flips"], c["case_id"]))
+    out["changed"] = sorted(changed, key=lambda c: (c["kind"] != "regression", c["case_id"]))
     return out
-
-
-def change_of(sequence: list[str | None], runs: list[dict]) -> dict:
-    """A case that changed once and stayed: a regression (pass → fail) or a fix (fail → pass), and
-    the first run it showed the new verdict in."""
-    scored = [(i, v) for i, v in enumerate(sequence) if v in ("pass", "fail")]
-    at = next(i for (_, a), (i, b) in zip(scored, scored[1:]) if a != b)
-    return {"kind": "regression" if scored[-1][1] == "fail" else "fix", "since_run": runs[at]["run_id"]}
-
-
-def flips(sequence: list[str | None]) -> int:
-    """Pass/fail changes between consecutive scored verdicts (other verdicts neither flip nor break a run)."""
-    scored = [v for v in sequence if v in ("pass", "fail")]
-    return sum(1 for a, b in zip(scored, scored[1:]) if a != b)
 
 
 def drift(runs: list[dict]) -> dict:
@@ -380,9 +369,11 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
         "changed_cases": [{"series": s["name"], **c} for s in series for c in s.get("changed") or []],
         "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256", "app"],
                    "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
-                   "flaky": "scored verdicts flip between pass and fail and back (2 or more flips) across a "
-                            "series' runs",
-                   "changed": "one flip that stayed: a regression (pass → fail) or a fix (fail → pass)",
+                   "flaky": "a run's repeats disagreed (reliability.json), or the scored verdicts flip between pass "
+                            "and fail and back (2 or more flips) across a series' runs while some run had no "
+                            "agreeing repeats to show the flips went with the app",
+                   "changed": "a flip that stayed, with every run's repeats agreeing when it flipped more than once: a "
+                              "regression (pass → fail) or a fix (fail → pass) by its last change",
                    "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify,
                    "rescored": "listed apart: never a series point, never in drift"},
     }

@@ -41,6 +41,12 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return float(Fraction(math.comb(c, k), math.comb(n, k)))
 
 
+def repeats_disagree(row: dict) -> bool:
+    """A case's repeats in one run disagreed (`{"n", "c"}`: 0 < c < n passed): it flaked in that run."""
+    n, c = row.get("n"), row.get("c")
+    return isinstance(n, int) and isinstance(c, int) and 0 < c < n
+
+
 def reliability(per_case: dict[str, list[str]], k: int) -> dict:
     """reliability.json content from `{case_id: [repeat verdicts in repeat order]}`."""
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -79,7 +85,7 @@ def reliability(per_case: dict[str, list[str]], k: int) -> dict:
     mean_at = round(sum(r["pass_at_k"] for r in per_case_rows) / len(per_case_rows), 4)
     mean_hat = round(sum(r["pass_hat_k"] for r in per_case_rows) / len(per_case_rows), 4)
     gap = round(mean_at - mean_hat, 4)
-    flaky = [r["case_id"] for r in per_case_rows if 0 < r["c"] < r["n"]]
+    flaky = [r["case_id"] for r in per_case_rows if repeats_disagree(r)]
     out.update(pass_at_k=mean_at, pass_hat_k=mean_hat, flakiness_gap=gap,
                flakiness_note=_note(k, mean_at, mean_hat, gap, flaky, len(excluded)))
     return out

@@ -580,9 +580,9 @@
             chart("p95 latency", runs, r => r.p95_latency_ms, null, ms, "latency")),
           s.drift ? el("p", {class: s.drift.flagged ? "reasons" : "note"}, "drift " + (s.drift.flagged ? "FLAGGED" : "not flagged") + ": " + (s.drift.reason || "")) : null,
           s.holdout ? el("p", {class: "note"}, s.note || "holdout: aggregate only") : [
-            el("h3", {}, "Regressions and fixes (changed once and stayed): " + changed.length),
+            el("h3", {}, "Regressions and fixes (changed with the app and stayed): " + changed.length),
             changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
-            el("h3", {}, "Flaky (flipped back and forth): " + flaky.length),
+            el("h3", {}, "Flaky (repeats disagreed in a run, or flipped back and forth): " + flaky.length),
             flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
           folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", "cost per case", "p95 latency", "gate", ""].map(t => el("th", {}, t))), rows)));
       });
