@@ -1,5 +1,5 @@
 """The GitHub Actions workflow of skills/run/references/run-modes.md without Claude, run as GitHub
-runs a step (`bash --noprofile --norc -eo pipefail`, the job's env, a checkout of the app's repo):
+runs a step with no `shell:` key (`bash -e`: no pipefail, which only `shell: bash` adds; the job's env; a checkout of the app's repo):
 the app started in the background and waited for by the workflow's own steps, then the no-Claude
 step, which converts, lints, plans, runs and gates the run it made by its path.
 
@@ -29,7 +29,7 @@ import yaml
 from helpers import ROOT, write_yaml
 
 TEXT = (ROOT / "skills" / "run" / "references" / "run-modes.md").read_text(encoding="utf-8")
-GH_SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]   # GitHub's `run:` default
+GH_SHELL = ["bash", "-e", "-c"]   # GitHub's `run:` with no `shell:` key, as every step here is: bash -e {0}, no pipefail
 pytestmark = [pytest.mark.skipif(shutil.which("curl") is None, reason="the workflow's wait step uses curl"),
               pytest.mark.slow]   # waits on the workflow's servers: started first (conftest)
 
