@@ -1,5 +1,5 @@
 """The GitHub Actions workflow of skills/run/references/run-modes.md without Claude, run as GitHub
-runs a step (`bash --noprofile --norc -eo pipefail`, the job's env, a checkout of the app's repo):
+runs a step with no `shell:` key (`bash -e`: no pipefail, which only `shell: bash` adds; the job's env; a checkout of the app's repo):
 the app started in the background and waited for by the workflow's own steps, then the no-Claude
 step, which converts, lints, plans, runs and gates the run it made by its path.
 
@@ -29,7 +29,7 @@ import yaml
 from helpers import ROOT, write_yaml
 
 TEXT = (ROOT / "skills" / "run" / "references" / "run-modes.md").read_text(encoding="utf-8")
-GH_SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]   # GitHub's `run:` default
+GH_SHELL = ["bash", "-e", "-c"]   # GitHub's `run:` with no `shell:` key, as every step here is: bash -e {0}, no pipefail
 pytestmark = [pytest.mark.skipif(shutil.which("curl") is None, reason="the workflow's wait step uses curl"),
               pytest.mark.slow]   # waits on the workflow's servers: started first (conftest)
 
@@ -271,3 +271,47 @@ def test_the_readme_ci_block_runs_as_written(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "gate closed: 1 gating failure(s): c-cancl001" in r.stdout, r.stdout
     assert junit(repo / "junit.xml")[0]["failures"] == "2"
+
+
+def _block_after(heading: str) -> str:
+    return re.findall(r"```\n(.*?)```", TEXT.split(heading, 1)[1], re.S)[0]
+
+
+def test_the_prose_recipes_fail_as_a_script_of_their_own(tmp_path):
+    """"Deterministic CI without Claude" and "Record on main" are shell, not workflow steps: pasted into a
+    `ci.sh` (bash without -e) the last command was the answer. A case the --strict lint refuses (a
+    gating case not reviewed) then went on to an open gate: exit 0 over a lint that failed; and main's
+    recording run stopped at pre-flight (the app not running) ended in a green `cache.py prune`."""
+    from fakeapp import FakeApp, Reply
+
+    def handler(req):
+        return Reply(200, {"ok": True} if req.method == "GET" else {"reply": "We open at 9am.", "route": "faq"})
+
+    repo = tmp_path / "lint"
+    repo.mkdir()
+    state = write_repo(repo)
+    for p in (state / "datasets").glob("*.yaml"):   # one case the app answers, awaiting its review
+        if p.name != "c-hours001.yaml":
+            p.unlink()
+    case = state / "datasets" / "c-hours001.yaml"
+    case.write_text(case.read_text(encoding="utf-8").replace("status: accepted, by: Ana Reviewer", "status: pending"),
+                    encoding="utf-8")
+    with FakeApp(handler) as app:
+        r = Job(repo, int(app.url.rsplit(":", 1)[1])).step(_block_after("### Deterministic CI without Claude"),
+                                                           errexit=False)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "gating_unreviewed" in r.stdout + r.stderr and "PASS" not in r.stdout, r.stdout + r.stderr
+
+    repo = tmp_path / "record"
+    repo.mkdir()
+    state = write_repo(repo)
+    work = state / "work"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "convert_suite.py"), str(state), "-o",
+                    str(work / "converted.json"), "--split-dir", str(work)], check=True, capture_output=True)
+    main = _block_after("### Record on main, replay on pull requests").split("\n# pull request", 1)[0]
+    with FakeApp(handler) as app:   # last night's job: it recorded, so there is a cache to prune
+        r = Job(repo, int(app.url.rsplit(":", 1)[1]), RUN_ID="regression-20261204T120000Z").step(main, errexit=False)
+    assert r.returncode == 0 and (state / "cache").is_dir(), r.stdout + r.stderr
+    r = Job(repo, free_port(), RUN_ID="regression-20261205T120000Z").step(main, errexit=False)   # the app is down
+    assert r.returncode == 3, r.stdout + r.stderr     # run_cases.py's pre-flight, not the prune's 0
+    assert "pre-flight" in r.stdout + r.stderr

@@ -8,6 +8,9 @@ import importlib.util
 import json
 import re
 import shlex
+import shutil
+import subprocess
+import time
 
 import pytest
 import yaml
@@ -110,3 +113,50 @@ def test_the_summary_keys_the_plan_step_reads_exist(tmp_path):
     assert "jq -c '[.shards[].shard]'" in plan_run and "jq '.timeout_minutes'" in plan_run
     assert [row["shard"] for row in summary["shards"]] == [1, 2]
     assert isinstance(summary["timeout_minutes"], int)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the plan step reads make_plan.py's summary with jq")
+def test_the_latencies_the_merge_job_keeps_plan_the_next_run(tmp_path):
+    """The merge job's "Keep this run's latencies" step copied `cases/*/verdict.json`, the layout of run
+    dirs before the journal. A run of today keeps its verdicts in `cases.jsonl`: `find cases` failed the
+    step under GitHub's `bash -e` after the gate had opened, the cache kept a manifest with no verdict,
+    and every later plan job's `make_plan.py --durations` refused it (exit 2). Run as GitHub runs them
+    (`bash -e`, no `shell:` key): a real run, the keep step, then the next plan step on what it kept."""
+    from fakeapp import FakeApp, Reply
+    from test_ci_recipe_noclaude import NO_CLAUDE, Job, steps, write_repo
+
+    answers = {"hours": ("faq", "We open at 9am."), "refund": ("billing", "Refunds take 5 business days."),
+               "weather": ("other", "I only help with the store."), "cancel": ("account", "Your order is cancelled.")}
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        q = (req.json or {}).get("message", "").lower()
+        route, answer = next((v for k, v in answers.items() if k in q), ("other", "?"))
+        return Reply(200, {"reply": answer, "route": route})
+
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    state = write_repo(repo)
+    with FakeApp(handler) as app:
+        job = Job(repo, int(app.url.rsplit(":", 1)[1]), SHARDS="2", GITHUB_OUTPUT=str(tmp_path / "output"))
+        ran = job.step(steps()[NO_CLAUDE])
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (run,) = [p for p in (state / "reports").iterdir() if p.is_dir()]
+
+    def step(job_name: str, pick) -> str:
+        found = [s["run"] for s in workflow()["jobs"][job_name]["steps"] if pick(s)]
+        assert len(found) == 1, job_name
+        return found[0].replace("${{ needs.plan.outputs.run_id }}", run.name)
+
+    keep = step("merge", lambda s: s.get("name") == "Keep this run's latencies for the next plan")
+    kept = subprocess.run(["bash", "-e", "-c", keep], cwd=repo, env=job.env, capture_output=True, text=True, timeout=60)
+    assert kept.returncode == 0, kept.stderr
+    time.sleep(1.1)   # the plan step's RUN_ID has whole seconds
+    planned = subprocess.run(["bash", "-e", "-c", step("plan", lambda s: s.get("id") == "plan")], cwd=repo,
+                             env=job.env, capture_output=True, text=True, timeout=120)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    shards = json.loads((state / "work" / "plan.json").read_text(encoding="utf-8"))["shards"]
+    assert shards["method"] == "duration" and shards["durations_from"] == run.name, shards
+    assert "shards=[1,2]" in (tmp_path / "output").read_text(encoding="utf-8")
