@@ -196,3 +196,20 @@ def test_baseline_auto_gates_on_the_cases_newly_failing(tmp_path):
     # the session's gate is gate.py --baseline auto: the regressions against the clean run, named first
     assert f"compared with {base.name}: 11 newly failing" in broken.stdout
     assert "gating case(s) newly failing against" in broken.stdout
+
+
+def test_baseline_auto_for_the_whole_suite_never_pairs_with_a_closed_run(tmp_path):
+    """The selection fallback (a -k/--lf run with no targeted baseline) also ran for the whole suite:
+    with only a closed earlier run, the runner was handed it (comparison.json, "IMPROVED" in the
+    terminal) while the session's gate said it had no baseline. The whole suite's baseline is the
+    compare rule's alone: an earlier run whose gate was open."""
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=True) as env:
+        first = pytest_run(tmp_path, env, "--assay-mode", "smoke")
+    assert first.returncode == 1, first.stdout + first.stderr
+    with helpdesk(state, broken=False, app_dir="app2") as env:
+        clean = pytest_run(tmp_path, env, "--assay-mode", "smoke", "--assay-baseline", "auto")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    newest = max(run_dirs(state), key=lambda d: d.name)
+    assert not (newest / "comparison.json").exists() and "IMPROVED" not in clean.stdout, clean.stdout
+    assert "--assay-baseline auto: not gated on regressions" in clean.stdout, clean.stdout

@@ -196,7 +196,10 @@ class AssaySession:
         # the run the session's gate compares with (gate.py --baseline auto: the compare rule); else, for a
         # selection (-k, --lf: a targeted run) with no targeted baseline, the newest complete earlier run of
         # --assay-mode with the plan's dataset version, harness and k (one the runner can compare with)
-        for series, is_open in ((plan, gate_open), ({**plan, "mode": self.mode}, lambda _run: (True, None))):
+        tries = [(plan, gate_open)]
+        if plan.get("mode") != self.mode:   # a selection: its targeted plan; never a closed run for the whole suite
+            tries.append(({**plan, "mode": self.mode}, lambda _run: (True, None)))
+        for series, is_open in tries:
             try:
                 found = baseline_for_plan(series, exclude=plan.get("run_id"), is_open=is_open)
             except AssayError:
