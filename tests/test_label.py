@@ -92,6 +92,36 @@ def test_label_script_bad_input(tmp_path):
     assert r.rc == 2 and "no judged non-holdout case" in r.json["error"]
 
 
+def test_a_run_id_that_is_a_path_writes_nothing_outside_the_state(tmp_path):
+    """A run dir someone else made (a colleague's, a download) whose results.json names its run
+    `x/../../<elsewhere>`: label.py named the batch after it and wrote the batch's judge record,
+    `<state>/annotations/.<batch>.judge.json`, wherever that path led. It refuses, naming the file and
+    the key, and writes nothing."""
+    run = judged_run(tmp_path)
+    manifest = json.loads((run / "manifest.yaml").read_text())
+    (run / "manifest.yaml").write_text(json.dumps({**manifest, "judge": {"provider": "anthropic", "model": "m",
+                                                                         "prompt_version": 1}}))
+    elsewhere = tmp_path / "elsewhere"
+    results = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps(
+        {**results, "run_id": "x/" + "../" * 40 + str(elsewhere / "planted").lstrip("/")}))
+    r = run_script("label", run, "-o", tmp_path / "page.html")
+    assert r.rc == 2, r.stdout + r.stderr
+    assert "results.json" in r.json["error"] and "run_id" in r.json["error"] and r.json["key"] == "run_id"
+    assert not elsewhere.exists(), sorted(map(str, elsewhere.rglob("*")))
+    assert not (tmp_path / "page.html").exists() and not (tmp_path / "state" / "annotations").exists()
+
+
+def test_a_batch_that_is_a_path_is_no_record_path(tmp_path):
+    """score_agreement.py --write reads the record of each annotation line's `batch` (anyone's text):
+    a batch with a `/` names no record (the batch is then unchecked), never a file elsewhere."""
+    from assay.calibrate.labelled_judge import record_path
+    assert record_path(tmp_path, "regression-20261130T101500Z-20261201T000000Z-ab12").parent == tmp_path / "annotations"
+    for batch in ("x/../../../etc/planted", "a\\b", "a\0b"):
+        with pytest.raises(ValueError):
+            record_path(tmp_path, batch)
+
+
 def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
     chromium = chromium_path()
     run = judged_run(tmp_path)

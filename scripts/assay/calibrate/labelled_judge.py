@@ -26,6 +26,10 @@ FIELDS = ("provider", "model", "base_url", "command")
 
 
 def record_path(state: Path, batch: str) -> Path:
+    """The record beside the annotations; ValueError for a batch that is not one file name (an
+    annotation line's `batch` is anyone's text: never a path out of <state>/annotations/)."""
+    if not isinstance(batch, str) or "/" in batch or "\\" in batch or "\0" in batch:
+        raise ValueError(f"batch {batch!r} is not a file name")
     return Path(state) / "annotations" / f".{batch}.judge.json"
 
 

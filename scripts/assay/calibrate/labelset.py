@@ -37,7 +37,7 @@ from ..core import case_read, casestore
 from ..core.errors import AssayError
 from ..core.vocab import JUDGE_UNSTABLE
 from ..core.writer import clip
-from ..core.ids import is_safe_case_id
+from ..core.ids import RUN_NAME_RULE, is_safe_case_id, is_safe_run_name
 from ..report.rundir import holdout_ids, load_results
 from .annotations import PIN_RE, read_annotations
 
@@ -171,7 +171,7 @@ def view_material(run: Path, case: casestore.CaseRecord, verdict: Any, base: dic
     answer's sha256 and the baseline's, joined by a newline."""
     if view["kind"] == "pairwise":
         rid, want = view.get("baseline_run_id"), view.get("baseline_answer_sha256")
-        if not isinstance(rid, str) or not is_safe_case_id(case.case_id) or "/" in rid or rid.startswith("."):
+        if not is_safe_run_name(rid) or not is_safe_case_id(case.case_id):
             return None
         try:
             baseline = case_read.read_case_text(run.parent / rid, case.case_id, "answer.txt")
@@ -239,6 +239,10 @@ def _run_items(run: Path) -> tuple[str, list[dict[str, Any]], dict[str, dict[str
     run dir no longer holds) of one run."""
     results = load_results(run)
     run_id = results.get("run_id") or run.name
+    if not is_safe_run_name(run_id):   # it names the batch, and the batch names files under <state>/annotations/
+        raise AssayError(f"{run / 'results.json'}: run_id {clip(str(run_id), 120)!r} is not a run id ({RUN_NAME_RULE}); "
+                         "this is not a results.json the runner wrote: label a run dir as the runner left it", 2,
+                         path=str(run / "results.json"), key="run_id")
     sealed = holdout_ids(run)
     store = casestore.open_store(run)
     judged, holdout_skipped, unshown = 0, 0, 0

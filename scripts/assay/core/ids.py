@@ -9,10 +9,18 @@ from datetime import datetime, timezone
 CASE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 RUN_ID_RE = re.compile(r"([a-z]+)-(\d{8}T\d{6}Z)")
 CASE_ID_RULE = "1-128 chars of [A-Za-z0-9._-], first char alphanumeric, no '..'"
+# A run as a file someone else wrote may name it (results.json's run_id, a run dir's name, a baseline
+# run id) before assay joins it to a path: one component under reports/, never '..' or a '/'.
+RUN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+RUN_NAME_RULE = "1-200 chars of [A-Za-z0-9._-], first char alphanumeric, no '..'"
 
 
 def is_safe_case_id(value: object) -> bool:
     return isinstance(value, str) and CASE_ID_RE.fullmatch(value) is not None and ".." not in value
+
+
+def is_safe_run_name(value: object) -> bool:
+    return isinstance(value, str) and RUN_NAME_RE.fullmatch(value) is not None and ".." not in value
 
 
 # What makes runs one series (results.json keys): a baseline (--baseline auto) and the history's trend

@@ -7,23 +7,18 @@ nothing into the state dir.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
+from ..core.ids import is_safe_run_name as safe_run_id
 from ..core.jsonio import id_line_parser, line_parser, loads
 from ..core.writer import SymlinkError, read_bytes, refuse_symlinks_between
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 MAX_TEXT = 2_000_000
 
 
 class NotFound(Exception):
     """A path the viewer will not serve (absent, unsafe, a symlink, a holdout case)."""
-
-
-def safe_run_id(run_id: str) -> bool:
-    return bool(RUN_ID_RE.match(run_id or "")) and ".." not in run_id
 
 
 def run_dir(reports: Path, run_id: str) -> Path:
