@@ -203,3 +203,21 @@ def test_rescore_out_onto_an_existing_run_says_it_writes_a_new_one(tmp_path):
     err = json.loads(r.stdout)
     assert r.rc == 2 and "already exists and is not empty" in err["error"] and "--resume" not in err["error"], err
     assert sorted(p.name for p in source.iterdir()) == before
+
+
+def test_an_identity_token_edited_after_the_run_is_a_replay_miss(tmp_path, monkeypatch):
+    """A case identity's token is recorded by its variable's name (never its value): another user's
+    token is another request, so the first user's stored answer is never rescored as the second's."""
+    state = make_state(tmp_path)
+    path = state / "datasets" / "w-oslo.yaml"
+    path.write_text(path.read_text().replace("identity: {user: acme}", "identity: {token_env: ACME_TOKEN}"))
+    monkeypatch.setenv("ACME_TOKEN", "tok-acme-0001")
+    monkeypatch.setenv("GLOBEX_TOKEN", "tok-globex-0002")
+    source = live_run(tmp_path, state)
+    path.write_text(path.read_text().replace("token_env: ACME_TOKEN", "token_env: GLOBEX_TOKEN"))
+    r, again = rescore(state, source, "smoke-20261205T000600Z")
+    assert r.rc == 0, r.stdout + r.stderr
+    g = run_script("gate", again)
+    assert g.rc == 1, g.stdout
+    assert ('w-oslo (replay miss: case w-oslo: request 1 differs from the source run smoke-20261205T000000Z\'s at '
+            'headers.Authorization: recorded "Bearer ${ACME_TOKEN}", now "Bearer ${GLOBEX_TOKEN}"') in g.stdout, g.stdout

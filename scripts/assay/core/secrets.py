@@ -1,7 +1,8 @@
 """`${NAME}` references (contracts §5.3): resolved for the wire only, never written to disk.
 
 The recorded form of a request keeps `${NAME}` literally (bodies, URLs, endpoints) and
-replaces every header that came from an env reference or an auth block with REDACTED.
+replaces every header that came from an env reference or an auth block with REDACTED (a case
+identity's token header keeps its variable's name, `Bearer ${NAME}`: who asked is part of a replay key).
 """
 
 from __future__ import annotations

@@ -218,6 +218,10 @@ class CliInvoker:
                 "expect_exit_code": code if isinstance(code, int) and not isinstance(code, bool) else None}
         recorded = {"mode": "cli", "argv": fill_argv(self.command_recorded, values),
                     "stdin": self.stdin_mode, "cwd": self.cwd_recorded, "env": sorted(env), **trace_env}
+        ident = case.get("identity") if isinstance(case.get("identity"), Mapping) else {}
+        if identity_env:   # who asked, as replay and rescore key it: identity_map values, a token by its name only
+            recorded["identity_env"] = {k: (f"${{{k}}}" if k == ident.get("token_env") else v)
+                                        for k, v in sorted(identity_env.items())}
         return wire, recorded
 
     def _identity_env(self, case: Mapping[str, Any]) -> dict[str, str]:

@@ -156,8 +156,8 @@ class HttpInvoker:
         if not isinstance(ident, Mapping):
             return out
         for key, value in ident.items():
-            if key == "token_env":
-                out.append(("Authorization", f"Bearer {self.env[value]}", secrets.REDACTED))
+            if key == "token_env":   # recorded by its name (never its value): replay and rescore key on who asked
+                out.append(("Authorization", f"Bearer {self.env[value]}", f"Bearer ${{{value}}}"))
                 continue
             header = self.identity_map.get(key)
             if header:

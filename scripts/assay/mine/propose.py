@@ -173,7 +173,17 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
             "without_user_text": stats["without_user_text"], "distinct": len(kept), "duplicates": dupes, "already_mined": already,
             "sampled": len(chosen), "holdout": len(holdout_ids), "written": written,
             "redacted": {k: counts.get(k, 0) for k in KINDS},
-            "next": "review each case under datasets/mined/ (accept with review.by, set gating), then validate_cases.py"}
+            "next": _next(stats, written)}
+
+
+def _next(stats: dict[str, Any], written: list[str]) -> str:
+    """What to do now; when no trace carried the user's message, why nothing was proposed."""
+    if written or not stats["traces"] or stats["without_user_text"] < stats["traces"]:
+        return "review each case under datasets/mined/ (accept with review.by, set gating), then validate_cases.py"
+    return (f"nothing proposed: none of the {stats['traces']} trace(s) carried the user's message where mine_traces "
+            "reads it (an LLM span's gen_ai.input.messages, OpenInference llm.input_messages.<i>, or OpenLLMetry "
+            "gen_ai.prompt.<i> on traceloop spans); turn message content capture on in the app's instrumentation "
+            "(e.g. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) and mine new traces")
 
 
 def _update_manifest(state: Path, conv: dict[str, Any] | None, written: list[str]) -> dict[str, int] | None:

@@ -41,9 +41,14 @@ def _docs(path: Path) -> list[Any]:
         size = path.stat().st_size
     except OSError as exc:
         raise AssayError(f"{path}: cannot read it ({exc.strerror or exc})", 2, file=str(path)) from None
+    if path.is_dir():
+        raise AssayError(f"{path}: is a directory; give the span files in it (e.g. {path}/*.jsonl)", 2, file=str(path))
     if size > MAX_BYTES:
         raise AssayError(f"{path}: {size} bytes is over the {MAX_BYTES}-byte limit; split the file", 2, file=str(path))
     text = path.read_text("utf-8", errors="replace")
+    if not text.strip():
+        raise AssayError(f"{path}: the file is empty (no spans): point the app's OTLP JSON file exporter at it and "
+                         "send the app requests first, or give the file it writes", 2, file=str(path))
     try:   # jsonio.loads: too deep is a ValueError (never a RecursionError), refused past MAX_DEPTH
         return [loads(text, max_depth=MAX_DEPTH)]
     except ValueError as exc:
