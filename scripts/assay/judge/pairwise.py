@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ..core import casestore
 from ..core.ids import is_safe_case_id
 from ..core.vocab import JUDGE_UNSTABLE
-from .prompt import Material
+from .prompt import ANSWER_SCOPE, Material
 from .providers import ReplyShape
 from .verdict import agree, reply_object
 
@@ -178,6 +178,9 @@ def submit(runtime: Any, rubric: dict, case_id: str, material: Material, ref: di
     from ..core.writer import redact_text
     baseline = runtime.baseline
     res.update(kind=KIND, baseline_run_id=getattr(baseline, "run_id", None))
+    if material.scope != ANSWER_SCOPE:   # the baseline's answer.txt is its conversation's last answer, not this
+        res.update(verdict="unscored", outcome="unscored", reason=in_conversation_reason(rubric["pin"]))
+        return None
     answer, why = baseline.answer(case_id) if baseline is not None else (None, no_baseline_reason())
     if answer is None:
         res.update(verdict="unscored", outcome="unscored", reason=why)
@@ -239,3 +242,11 @@ def _read_json(path: Path) -> Any:
 def no_baseline_reason() -> str:
     return ("pairwise rubric and no baseline run: pass run_cases.py --baseline RUN_DIR|auto (the run whose answers "
             "the candidate's are compared with); unscored, never pass")
+
+
+def in_conversation_reason(pin: str) -> str:
+    """Why a pairwise pin is not judged on a conversation (a scripted one's turn or transcript, or a
+    simulated user's): the one wording the run and the linter (pairwise_in_conversation) give."""
+    return (f"pairwise rubric {pin} compares one answer with the baseline run's answer to the same single "
+            "message; a conversation's turn or transcript has no such counterpart (the baseline's answer.txt is "
+            "its last turn's): pin it on a single-turn case, or use a pointwise rubric here; unscored, never pass")
