@@ -72,6 +72,34 @@ def fold_node(asks: list[dict[str, Any]], aggregate: str, n_judges: int) -> dict
     return {"verdict": verdict, "evidence": first["evidence"], "reason": reason, "infra": False, "judges": judges}
 
 
+def fold_pair_node(node: dict, asks: list[dict[str, Any]], aggregate: str, n_judges: int) -> dict[str, Any]:
+    """One node from every judge's asks (assay.judge.pairwise.judge_pair), by fold_node's rule:
+    an outage makes it infra; a comparison that flipped with the order makes it judge_unstable (the judge
+    answered by position); a judge whose asks differ makes it judge_unstable; else the judges' outcomes
+    combine by `aggregate` (an ensemble's majority or unanimity, never the first judge alone)."""
+    out: dict[str, Any] = {"node_id": node["id"], "criterion": node["criterion"], "verdict": "unknown",
+                           "outcome": "unknown", "orders": {}, "evidence": [], "reason": "", "infra": False,
+                           "calls": [c for a in asks for c in a["calls"]]}
+    infra = [a for a in asks if a["infra"]]
+    if infra:
+        out.update(infra=True, reason=infra[0]["reason"])
+        return out
+    from .pairwise import node_verdict   # lazily, as judged_layer below: pairwise needs nothing of this module
+    folded = fold_node(asks, aggregate, n_judges)
+    flipped = [a for a in asks if a["verdict"] == JUDGE_UNSTABLE]
+    if flipped:
+        a = flipped[0]
+        outcome, reason = JUDGE_UNSTABLE, (a["reason"] if n_judges == 1 else f"judge {a['judge']}: {a['reason']}")
+    else:
+        outcome, reason = folded["verdict"], folded["reason"]
+    decided = next((a for a in asks if a["verdict"] == outcome), None)
+    out.update(outcome=outcome, verdict=node_verdict(outcome), reason=reason,
+               orders=decided["orders"] if decided else {})
+    if len(asks) > 1:
+        out["judges"] = folded["judges"]
+    return out
+
+
 def instability(nodes: list[dict[str, Any]]) -> dict[str, int]:
     """{judged, unstable}: the nodes that got an answer (not infra, not skipped) and how many of them
     the judge left unstable."""

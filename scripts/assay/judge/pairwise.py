@@ -6,6 +6,8 @@ B = baseline. Each reply names the better answer (`preferred: A | B | tie`); map
 candidate it is `win | tie | loss`. Both orders agreeing give the node's outcome; a verdict that
 flips with the order is `judge_unstable` (assay.judge.verdict.agree) -- the judge answered by
 position, not by content. A judge that always prefers the first answer says loss, then win: caught.
+An ensemble (or `repeats`) asks every judge both orders, `repeats` times; the node folds by the
+pointwise node's rule (assay.judge.fold.fold_node), so the ensemble's aggregate decides, not judge 1.
 
 Node outcome -> rubric outcome: any loss -> loss; else any judge_unstable -> judge_unstable; else any
 unknown -> unscored; else any win -> win; else tie. The rubric's `verdict` (what the judged layer
@@ -26,7 +28,7 @@ from typing import Any, Callable
 from ..core import casestore
 from ..core.ids import is_safe_case_id
 from ..core.vocab import JUDGE_UNSTABLE
-from .prompt import Material
+from .prompt import ANSWER_SCOPE, Material
 from .providers import ReplyShape
 from .verdict import agree, reply_object
 
@@ -101,21 +103,26 @@ ASK = Ask(ReplyShape(PAIRWISE_TOOL, "Record which answer is better.", "pairwise_
 ORDERS = (("baseline_first", "B"), ("candidate_first", "A"))   # (name, where the candidate sits)
 
 
-def judge_node(call: Callable[..., tuple[dict, dict | None, str | None, bool]], scrub: Callable, rubric: dict,
-               node: dict, material: Material, baseline_answer: str, ref: dict, tries: int) -> dict[str, Any]:
-    """Both orders of one node. `call(system, user, where, ask)` is the runtime's one judge call."""
-    out: dict[str, Any] = {"node_id": node["id"], "criterion": node["criterion"], "verdict": "unknown",
-                           "outcome": "unknown", "orders": {}, "evidence": [], "reason": "", "infra": False,
-                           "calls": []}
+def judge_pair(call: Callable[..., tuple[dict, dict | None, str | None, bool]], scrub: Callable, rubric: dict,
+               node: dict, material: Material, baseline_answer: str, ref: dict, tries: int, judge: int = 0,
+               n: int = 1, ensemble: bool = False, tagged: bool = False) -> dict[str, Any]:
+    """One judge's comparison of one node in both orders (its `n`-th of `repeats` asks), as an ask of
+    assay.judge.fold.fold_node: `verdict` is the candidate's outcome (win | tie | loss), judge_unstable
+    when it flips with the order, unknown when a reply did not parse. `call(system, user, where, judge,
+    ask)` is the runtime's one judge call (`judge`: 0-based, which judge of an ensemble)."""
+    out: dict[str, Any] = {"judge": judge + 1, "ask": n, "verdict": "unknown", "orders": {}, "evidence": [],
+                           "reason": "", "infra": False, "calls": []}
     seen = []
     for name, cand_at in ORDERS:
         a, b = (baseline_answer, material.answer) if cand_at == "B" else (material.answer, baseline_answer)
         system, user = build_pairwise_prompt(rubric, node, material, a, b)
+        where = dict(ref, judge_node=f"{rubric['pin']}/{node['id']}", order=name)
+        if ensemble:
+            where["judge"] = judge + 1
         parsed = None
         for _ in range(tries):
-            record, parsed, err, infra = call(system, user, dict(ref, judge_node=f"{rubric['pin']}/{node['id']}",
-                                                                 order=name), ask=ASK)
-            out["calls"].append(dict(record, order=name))
+            record, parsed, err, infra = call(system, user, where, judge, ask=ASK)
+            out["calls"].append(dict(record, order=name, **({"judge": judge + 1, "ask": n} if tagged else {})))
             if infra:
                 out.update(infra=True, reason=err)
                 return out
@@ -127,14 +134,12 @@ def judge_node(call: Callable[..., tuple[dict, dict | None, str | None, bool]], 
         got = candidate_outcome(parsed["preferred"], cand_at)
         out["orders"][name] = {"preferred": parsed["preferred"], "candidate": got, "reason": scrub(parsed["reason"])}
         seen.append(got)
-    outcome = agree(seen)
-    out["outcome"] = outcome
-    out["verdict"] = node_verdict(outcome)
-    if outcome == JUDGE_UNSTABLE:
+    out["verdict"] = agree(seen)
+    if out["verdict"] == JUDGE_UNSTABLE:
         out["reason"] = (f"judge_unstable: the verdict flips with the order (baseline first: {seen[0]}, "
                          f"candidate first: {seen[1]}); the judge answered by position, not by content")
     else:
-        out["reason"] = f"{outcome} in both orders: {out['orders']['baseline_first']['reason']}"
+        out["reason"] = f"{out['verdict']} in both orders: {out['orders']['baseline_first']['reason']}"
     return out
 
 
@@ -166,19 +171,26 @@ def fold_rubric(nodes: list[dict[str, Any]]) -> dict[str, Any]:
 
 def submit(runtime: Any, rubric: dict, case_id: str, material: Material, ref: dict, res: dict,
            tries: int) -> list | None:
-    """Submit a pairwise rubric's nodes (both orders each) on the runtime's judge pool, or None when
-    the baseline has no answer for the case: then `res` says why, unscored, never pass. `runtime` is
-    the run's JudgeRuntime (its pool, `_call`, `scrub` and `baseline`)."""
+    """Submit a pairwise rubric's nodes on the runtime's judge pool: every judge of the config, `repeats`
+    times, both orders each -> [(node, futures)] for assay.judge.fold.fold_pair_node; or None when the baseline has no
+    answer for the case: then `res` says why, unscored, never pass. `runtime` is the run's JudgeRuntime
+    (its pool, judges, aggregate, repeats, `_call`, `scrub` and `baseline`)."""
     from ..core.writer import redact_text
     baseline = runtime.baseline
     res.update(kind=KIND, baseline_run_id=getattr(baseline, "run_id", None))
+    if material.scope != ANSWER_SCOPE:   # the baseline's answer.txt is its conversation's last answer, not this
+        res.update(verdict="unscored", outcome="unscored", reason=in_conversation_reason(rubric["pin"]))
+        return None
     answer, why = baseline.answer(case_id) if baseline is not None else (None, no_baseline_reason())
     if answer is None:
         res.update(verdict="unscored", outcome="unscored", reason=why)
         return None
     res["baseline_answer_sha256"] = hashlib.sha256(answer.encode("utf-8")).hexdigest()
     answer = redact_text(answer)
-    return [runtime.pool.submit(judge_node, runtime._call, runtime.scrub, rubric, node, material, answer, ref, tries)
+    n_judges, repeats = len(runtime.judges), runtime.repeats
+    return [(node, [runtime.pool.submit(judge_pair, runtime._call, runtime.scrub, rubric, node, material, answer, ref,
+                                        tries, j, r, n_judges > 1, n_judges > 1 or repeats > 1)
+                    for j in range(n_judges) for r in range(1, repeats + 1)])
             for node in rubric["nodes"]]
 
 
@@ -230,3 +242,11 @@ def _read_json(path: Path) -> Any:
 def no_baseline_reason() -> str:
     return ("pairwise rubric and no baseline run: pass run_cases.py --baseline RUN_DIR|auto (the run whose answers "
             "the candidate's are compared with); unscored, never pass")
+
+
+def in_conversation_reason(pin: str) -> str:
+    """Why a pairwise pin is not judged on a conversation (a scripted one's turn or transcript, or a
+    simulated user's): the one wording the run and the linter (pairwise_in_conversation) give."""
+    return (f"pairwise rubric {pin} compares one answer with the baseline run's answer to the same single "
+            "message; a conversation's turn or transcript has no such counterpart (the baseline's answer.txt is "
+            "its last turn's): pin it on a single-turn case, or use a pointwise rubric here; unscored, never pass")

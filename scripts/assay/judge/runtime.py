@@ -33,7 +33,7 @@ from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa:
 from .binding import load_calibration as _load_sidecar
 from .binding import lowered_floors, rubric_sha256
 from .env import command_env
-from .fold import fold_node, judged_layer, usage_of  # noqa: F401 (judged_layer re-exported)
+from .fold import fold_node, fold_pair_node, judged_layer, usage_of  # noqa: F401 (judged_layer re-exported)
 from .prompt import ANSWER_SCOPE, PROMPT_VERSION, Material, as_stdin, build_prompt
 from .providers import build_request, read_reply
 from .rubrics import resolve_pin
@@ -278,7 +278,8 @@ class JudgeRuntime:
                 continue
             kind, items = futs
             if kind == pairwise.KIND:
-                res["nodes"] = [f.result() for f in items]
+                res["nodes"] = [fold_pair_node(node, [f.result() for f in fs], self.aggregate, len(self.judges))
+                                for node, fs in items]
                 res.update(pairwise.fold_rubric(res["nodes"]))
                 continue
             res["nodes"] = [self._node(node, f) for node, f in items]

@@ -45,6 +45,8 @@ CODES: dict[str, str] = {
     "manifest_mismatch": ERROR,
     # rubric pins (expect.answer.rubric against rubrics/<id>.md)
     "bad_rubric_pin": ERROR, "unknown_rubric": ERROR, "rubric_version_mismatch": ERROR,
+    # a pairwise pin on a conversation: the baseline holds no answer to compare a turn with (unscored, never pass)
+    "pairwise_in_conversation": ERROR,
     # warnings: the suite is thinner than the guidance, the author's call
     "machine_accepted": WARN, "no_op_pass": WARN, "source_derived_expectation": WARN, "filter_unattested": WARN,
     "available_tools_not_scoped": WARN, "excluded_tools_not_scored": WARN, "seed_state_not_loaded": WARN,

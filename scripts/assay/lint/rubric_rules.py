@@ -1,4 +1,5 @@
-"""Rubric pins: every `expect.answer.rubric` entry names `<rubric_id>-v<version>` of a rubric file.
+"""Rubric pins: every `expect.answer.rubric` entry names `<rubric_id>-v<version>` of a rubric file, and
+a pairwise rubric is pinned only on a single-turn case (assay.judge.pairwise.in_conversation_reason).
 
 Checked only when the suite carries its rubrics (suite.json / converted.json from
 convert_suite.py); a bare case list cannot be checked against files it does not have.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from ..core.casekind import is_conversation, is_simulated
+from ..judge.pairwise import in_conversation_reason, is_pairwise
 from ..judge.rubrics import case_pins, resolve_pin
 
 
@@ -31,4 +34,8 @@ def check_rubric_pins(cases: list[dict[str, Any]], rubrics: dict[str, Any],
                 rubric, code, message = resolve_pin(pin, rubrics)
                 if rubric is None:
                     report(code, f"{where}.answer.rubric: {message}", case_id=case.get("id"), source=source_of(i),
+                           key=re.sub(r"\[(\d+)\]", r".\1", f"{where}.answer.rubric"))
+                elif is_pairwise(rubric) and (is_conversation(case) or is_simulated(case)):
+                    report("pairwise_in_conversation", f"{where}.answer.rubric: {in_conversation_reason(pin)}",
+                           case_id=case.get("id"), source=source_of(i),
                            key=re.sub(r"\[(\d+)\]", r".\1", f"{where}.answer.rubric"))
