@@ -281,3 +281,19 @@ def test_adk_transfer_to_an_agent_not_in_the_trace_names_no_route():
     assert handling_agent(traj) == (None, None)
     layer = layers(traj, {"route": "orders_agent"})["routing"]
     assert layer["verdict"] == "unscored" and "'execute_tool transfer_to_agent'" in layer["reason"], layer
+
+
+def test_a_wrong_traces_convention_names_the_convention_fix_on_the_routing_layer_too():
+    """Google ADK's own gen_ai spans read with `traces.convention: openinference` (a newcomer's slip):
+    nothing maps to an agent, LLM or tool call. The trace layers said "set traces.convention to gen_ai
+    or auto"; the routing layer said only "no agent span in the trace has a name; declare
+    route_from_response", sending the user to the wrong fix. It now names the same cause and fix."""
+    doc = json.loads((FIXTURES / "adk-own.json").read_text())
+    traj = normalize_trace(doc["exports"], doc["traces"]["orders"], convention="openinference")["trajectory"]
+    scored = layers(traj, {"route": "orders_agent", "tools": {"subset": ["lookup_order"]}})
+    assert scored["routing"]["verdict"] == "unscored" and scored["trajectory"]["verdict"] == "unscored", scored
+    assert "set traces.convention to gen_ai or auto" in scored["routing"]["reason"], scored["routing"]
+    assert scored["routing"]["reason"].endswith("; or declare route_from_response"), scored["routing"]
+    # read as written, the route is there: the hint is not a guess
+    right = normalize_trace(doc["exports"], doc["traces"]["orders"], convention="gen_ai")["trajectory"]
+    assert handling_agent(right) == ("orders_agent", "handoff")

@@ -224,6 +224,13 @@ class CliInvoker:
                                         for k, v in sorted(identity_env.items())}
         return wire, recorded
 
+    def retrace(self, wire: dict, recorded: dict, trace_headers: Mapping[str, str]) -> bool:
+        """Put a retry's own trace context (a fresh `TRACEPARENT`) on a prepared run, in place."""
+        trace_env = {TRACE_ENV[k.lower()]: v for k, v in trace_headers.items() if k.lower() in TRACE_ENV}
+        wire["env"].update(trace_env)
+        recorded.update(trace_env)
+        return True
+
     def _identity_env(self, case: Mapping[str, Any]) -> dict[str, str]:
         """cli: `identity_map` names the environment variables that carry the case's identity
         (`identity.token_env: NAME` passes the runner's NAME through under its own name)."""

@@ -192,6 +192,12 @@ class HttpInvoker:
                     "headers": rec_headers, "body": recorded_body}
         return wire, recorded
 
+    def retrace(self, wire: dict, recorded: dict, trace_headers: Mapping[str, str]) -> bool:
+        """Put a retry's own trace headers (a fresh `traceparent`) on a prepared request, in place."""
+        wire["headers"].update(trace_headers)
+        recorded["headers"].update(trace_headers)
+        return True
+
     # ---- one attempt ----------------------------------------------------------
     def _vars_named(self) -> str:
         return " and ".join(f"${name}" for name in self.base_vars)

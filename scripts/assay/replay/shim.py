@@ -72,6 +72,11 @@ class ReplayInvoker:
         holdout = "holdout" in (case.get("split") or [])
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded
 
+    def retrace(self, wire: ReplayWire, recorded: dict, trace_headers: Mapping[str, str]) -> bool:
+        """A retry's fresh trace headers on the real request (its key masks them: same exchange key)."""
+        inner = getattr(self.inner, "retrace", None)
+        return bool(inner is not None and inner(wire.inner, recorded, trace_headers))
+
     def send(self, wire: ReplayWire):
         st = self._state(wire.case_id)
         position = st.position

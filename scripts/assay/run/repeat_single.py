@@ -22,13 +22,25 @@ def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> d
     """Repeat `n`: its request, response, every attempt's outcome, its layers and verdict."""
     trace_headers, sent_trace_id = request_trace_headers(w.trace)
     wire, recorded = w.invoker.prepare(case, new_uuid4(), trace_headers)
+    sent = {"n": 0, "headers": trace_headers, "trace_id": sent_trace_id}
+    retrace = getattr(w.invoker, "retrace", None)
+
+    def send_attempt() -> Outcome:
+        # every attempt its own trace (a fresh traceparent): spans of an attempt that failed after
+        # the app did work (a handoff, a tool call) are never read as the answered attempt's
+        sent["n"] += 1
+        if sent["n"] > 1 and sent["trace_id"] and retrace is not None:
+            headers, trace_id = request_trace_headers(w.trace)
+            if retrace(wire, recorded, headers):
+                sent.update(headers=headers, trace_id=trace_id)
+        return w.send(wire)
 
     def on_retry(attempt: int, out: Outcome, wait: float) -> None:
         w.runlog.event("retry", **ref, repeat=n, attempt=attempt, outcome=scrub(out.describe()),
                        wait_s=round(wait, 3))
     budget = w.execution.get("rate_limit_wait_s") if w.execution.get("adaptive", True) else None
     expected = expected_status_of(case.get("expect"))
-    outcomes = attempt_with_retries(lambda: w.send(wire), max_attempts=int(w.execution["max_attempts"]),
+    outcomes = attempt_with_retries(send_attempt, max_attempts=int(w.execution["max_attempts"]),
                                     backoff_s=list(w.execution["backoff_s"]), on_retry=on_retry,
                                     rate_limit_wait_s=budget, expected_status=expected)
     final = outcomes[-1]
@@ -41,7 +53,7 @@ def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> d
                       f"execution.rate_limit_wait_s ({budget:g} s) was spent")
         result.update(infra_part(w.trace, final, reason))
     else:
-        result.update(score_answered(w, case, final, trace_headers, sent_trace_id))
+        result.update(score_answered(w, case, final, sent["headers"], sent["trace_id"]))
         if w.judge is not None and result["layers"]["judged"].get("reason") == JUDGE_PENDING:
             result["layers"]["judged"], result["judge_doc"] = judge_answer(
                 w, case, result["answer_text"], result["trajectory"], ref)

@@ -68,6 +68,12 @@ def _agent_names(traj: dict) -> set[str]:
 def no_route_reason(trajectory: dict | None) -> str:
     """Why `handling_agent` read no route from this trajectory (the routing layer's unscored reason)."""
     traj = trajectory or {}
+    log = traj.get("tool_log") or {}
+    if (not traj.get("agents") and not traj.get("llm_calls") and not traj.get("tool_calls")
+            and log.get("seen") is False and log.get("reason")):
+        # nothing in the trace was read as an agent, LLM or tool call: the cause the trace layers name
+        # (traces.convention not the spans' convention, no GenAI instrumentation), and its fix
+        return f"no span in the trace was read as an agent: {log['reason']}; or declare route_from_response"
     unread = traj.get("unread_handoffs") or []
     if unread:
         spans = ", ".join(repr(u.get("span")) for u in unread[:3])
