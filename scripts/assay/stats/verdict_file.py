@@ -41,3 +41,24 @@ def read_verdicts_jsonl(path: str) -> list[dict]:
                              file=str(path), line=number)
         rows.append(row)
     return rows
+
+
+def holdout_beside(path: str) -> list[str]:
+    """The holdout case ids of the run a verdicts_for_stats.jsonl file sits in, in plan order: from the
+    run's verdicts.jsonl (each row's `holdout`), else its manifest.yaml (`set: holdout`); [] when the
+    file is not in a run dir. A run dir whose files cannot say is an error: its ids may be sealed."""
+    run = os.path.dirname(os.path.abspath(path))
+    verdicts, manifest = os.path.join(run, "verdicts.jsonl"), os.path.join(run, "manifest.yaml")
+    if os.path.isfile(verdicts):
+        return [r["case_id"] for r in read_verdicts_jsonl(verdicts)
+                if r.get("holdout") is True and isinstance(r.get("case_id"), str)]
+    if not os.path.isfile(manifest):
+        return []
+    try:
+        with open(manifest, "rb") as fh:
+            doc = loads(fh.read().decode("utf-8"))
+        cases = doc.get("cases") or []
+        return [c["id"] for c in cases if isinstance(c, dict) and c.get("set") == "holdout" and isinstance(c.get("id"), str)]
+    except (OSError, ValueError, AttributeError, TypeError) as err:
+        raise AssayError(f"{manifest}: unreadable ({err}), so which of {path}'s cases are sealed holdout cases "
+                         "cannot be told; restore the run's manifest.yaml or verdicts.jsonl", 2, file=manifest) from None
