@@ -41,7 +41,7 @@ def build_parser():
 def run(args):
     from assay.core.errors import AssayError
     from assay.stats.paired import compare
-    from assay.stats.verdict_file import read_verdicts_jsonl
+    from assay.stats.verdict_file import holdout_beside, read_verdicts_jsonl
 
     if not 0 < args.alpha < 1:
         raise AssayError(f"--alpha {args.alpha:g} is out of range: use a value strictly between 0 and 1, e.g. 0.05", 2)
@@ -50,6 +50,12 @@ def run(args):
                          "between 0 and 1, e.g. 0.8", 2)
     baseline = read_verdicts_jsonl(args.baseline)
     candidate = read_verdicts_jsonl(args.candidate)
+    # a holdout run's ids are sealed here as in the runner's comparison.json (holdout cases are counted, never named)
+    sealed, base_holdout = holdout_beside(args.candidate), holdout_beside(args.baseline)
+    if sealed or base_holdout:
+        from assay.rundir.routing_files import seal_pairs, sealed_ids
+        baseline, candidate = seal_pairs(baseline, candidate, sealed_ids({"case_id": c, "holdout": True} for c in sealed),
+                                         base_holdout)
     try:
         doc = compare(baseline, candidate, alpha=args.alpha, bayes_threshold=args.bayes_threshold)
     except AssayError as err:

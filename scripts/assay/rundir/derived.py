@@ -23,7 +23,7 @@ from ..score.rollup import failed_layers
 from ..stats.counts import summarize
 from ..stats.tally import Tally
 from .routing_files import (ROUTING_KEYS, RoutingLines, RoutingPass, iter_routing_rows, report_doc, routing_report_doc,
-                            sealed_ids)
+                            seal_pairs, sealed_ids)
 from .spill import PlanLines
 
 REFRESH_MIN_CASES = 16
@@ -235,16 +235,9 @@ def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: 
         from ..core.errors import AssayError
         from ..stats.paired import compare
         # holdout ids are sealed in comparison.json as in every run-level report
-        sealed = sealed_ids(records)
-        for cid in baseline.get("holdout_ids") or []:
-            sealed.setdefault(cid, f"<baseline holdout #{len(sealed) + 1}>")
-
-        def seal(rows: list) -> list:
-            return [dict(row, case_id=sealed.get(row.get("case_id"), row.get("case_id")))
-                    if isinstance(row, dict) else row for row in rows]
         cand = [row for row in (stats_row(r) for r in records) if row]
         try:
-            doc = compare(seal(baseline["rows"]), seal(cand))
+            doc = compare(*seal_pairs(baseline["rows"], cand, sealed_ids(records), baseline.get("holdout_ids") or []))
         except AssayError as exc:
             doc = {"error": exc.message, "comparable": False}
         doc = dict(doc, baseline_run_id=baseline.get("run_id"))

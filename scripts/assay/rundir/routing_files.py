@@ -23,6 +23,21 @@ def sealed_ids(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
+def seal_pairs(base_rows: list, cand_rows: list, sealed: Mapping[str, str],
+               base_holdout: Iterable[str]) -> tuple[list, list]:
+    """The two runs' verdicts_for_stats rows with every holdout id sealed, as comparison.json pairs them:
+    `sealed` is the candidate's (`sealed_ids`: `<holdout #i>`), and a baseline holdout id the candidate
+    does not have is `<baseline holdout #n>`. The runner's comparison.json and stats.py both seal here."""
+    labels = dict(sealed)
+    for cid in base_holdout:
+        labels.setdefault(cid, f"<baseline holdout #{len(labels) + 1}>")
+
+    def seal(rows: list) -> list:
+        return [dict(row, case_id=labels.get(row.get("case_id"), row.get("case_id")))
+                if isinstance(row, dict) else row for row in rows]
+    return seal(base_rows), seal(cand_rows)
+
+
 def _seal(sealed: dict[str, str], record: Mapping[str, Any]) -> None:
     if record.get("holdout"):
         sealed[record["case_id"]] = f"<holdout #{len(sealed) + 1}>"

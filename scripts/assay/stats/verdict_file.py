@@ -41,3 +41,44 @@ def read_verdicts_jsonl(path: str) -> list[dict]:
                              file=str(path), line=number)
         rows.append(row)
     return rows
+
+
+def holdout_beside(path: str) -> list[str]:
+    """The holdout case ids of the run a verdicts_for_stats.jsonl file sits in, in plan order: from the
+    run's verdicts.jsonl (each row's `holdout`), else its manifest.yaml (`set: holdout`); [] when the
+    file is not in a run dir. A run dir whose files cannot say is an error: its ids may be sealed."""
+    run = os.path.dirname(os.path.abspath(path))
+    verdicts, manifest = os.path.join(run, "verdicts.jsonl"), os.path.join(run, "manifest.yaml")
+    if os.path.isfile(verdicts):   # streamed, each row dropped once read: 100,000 rows are never held
+        return [cid for cid in _holdout_rows(verdicts)]
+    if not os.path.isfile(manifest):
+        return []
+    try:
+        with open(manifest, "rb") as fh:
+            doc = loads(fh.read().decode("utf-8"))
+        cases = doc.get("cases") or []
+        return [c["id"] for c in cases if isinstance(c, dict) and c.get("set") == "holdout" and isinstance(c.get("id"), str)]
+    except (OSError, ValueError, AttributeError, TypeError) as err:
+        raise AssayError(f"{manifest}: unreadable ({err}), so which of {path}'s cases are sealed holdout cases "
+                         "cannot be told; restore the run's manifest.yaml or verdicts.jsonl", 2, file=manifest) from None
+
+
+def _holdout_rows(path: str):
+    """The case ids of a verdicts.jsonl's rows marked holdout, one line at a time; AssayError(2)
+    naming the file and line of a line that is not a JSON object."""
+    try:
+        fh = open(path, "rb")
+    except OSError as err:
+        raise AssayError(f"cannot read {path}: {err.strerror or err}", 2, file=str(path)) from None
+    with fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError) as err:
+                raise AssayError(f"{path}:{number}: not valid JSON ({err}), so which cases are sealed holdout "
+                                 "cases cannot be told; restore the run's verdicts.jsonl", 2, file=str(path),
+                                 line=number) from None
+            if isinstance(row, dict) and row.get("holdout") is True and isinstance(row.get("case_id"), str):
+                yield row["case_id"]
