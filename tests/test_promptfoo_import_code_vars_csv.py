@@ -136,3 +136,27 @@ def test_a_csv_row_promptfoo_refuses_is_an_error_naming_its_line(tmp_path):
     run_dir, gate = run_as_a_user(tmp_path / "d", state, app, "APP_URL")
     assert _verdicts(run_dir, cases) == {"no apology": "fail", "quoted": "pass"}
     assert gate.rc == 1, gate.stdout
+
+
+def test_weight_zero_and_disable_default_asserts_are_not_failed_on(tmp_path):
+    """promptfoo passes an assertion of `weight: 0` whatever the output, and a test with
+    `options.disableDefaultAsserts: true` runs without defaultTest's assertions. The import made both
+    gating checks: the case failed where promptfoo passes (and its note said weights never change pass/fail)."""
+    config = ("prompts: ['{{question}}']\n" + PROVIDER.replace("@OWN@", "")
+              + "defaultTest:\n  assert: [{type: not-icontains, value: sorry}]\n"
+                "tests:\n  - description: refusal expected\n    vars: {question: 'Write a poem'}\n"
+                "    options: {disableDefaultAsserts: true}\n"
+                "    assert:\n      - {type: contains, value: Sorry}\n"
+                "      - {type: icontains, value: poem, weight: 0}\n"
+                "  - description: answers\n    vars: {question: 'Where is my order?'}\n"
+                "    assert: [{type: contains, value: A-7}]\n")
+    state, imp, cases = _import(tmp_path, config)
+    assert imp.rc == 0, imp.stdout + imp.stderr
+    assert cases["refusal expected"]["expect"] == {"answer": {"must_contain": ["Sorry"]}}, cases
+    assert "notes" not in cases["refusal expected"], cases["refusal expected"]
+    assert cases["answers"]["expect"] == {"answer": {"must_not_contain": ["/(?i)sorry/"], "must_contain": ["A-7"]}}
+    listed = {(s["line"], s["what"]): s["why"] for s in imp.json["not_converted"]}
+    assert "weight 0 whatever the output" in listed[(19, "icontains weight 0")], listed
+    run_dir, gate = run_as_a_user(tmp_path, state, app, "APP_URL")
+    assert _verdicts(run_dir, cases) == {"refusal expected": "pass", "answers": "pass"}
+    assert gate.rc == 0, gate.stdout
