@@ -104,9 +104,9 @@ def _metadata(built: Built, cid: str, test: Test) -> list[str]:
 def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], built: Built, comparable: bool,
             lost: list[dict[str, str]]) -> None:
     checks = [expect] + [t.get("expect") or {} for t in (case.get("input") or {}).get("turns", [])]
-    gone = built.adapter.answer_lost     # a transformResponse that is code: the answer is the whole body
-    if gone is not None and any("answer" in e or "format" in e for e in checks):
-        lost = lost + [lost_check(gone.where, gone.what, gone.why)]
+    gone = built.adapter.answer_lost     # code that rewrites the answer (transformResponse, the provider's transform)
+    if gone and any("answer" in e or "format" in e for e in checks):
+        lost = lost + [lost_check(g.where, g.what, g.why) for g in gone]
     if not expect:
         expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
         case["gating"] = False
@@ -290,6 +290,14 @@ def _skip_test(built: Built, t: Test) -> bool:
         why = "providerOutput checks the assertions on a fixed output, never the app"
     elif (doc.get("options") or {}).get("storeOutputAs"):
         why = "options.storeOutputAs feeds this test's output into later tests' vars; assay cases are independent"
+    elif (doc.get("options") or {}).get("transformVars"):
+        own = (t.raw.doc.get("options") or {}).get("transformVars")
+        at = t.raw.line_of("options", "transformVars") if own else built.cfg.where("defaultTest", "options",
+                                                                                    "transformVars")
+        why = (f"options.transformVars ({at}) rewrites the vars with code before the prompt and the assertions are "
+               "rendered; the import renders the vars as written, so the message and every check that reads a "
+               "var would differ (a var the code sets renders empty, loosening the check): write the vars it "
+               "computes into the test's vars and import again")
     elif doc.get("provider") or doc.get("providers"):
         why = "the test picks its own provider; a state dir calls one app"
     if why and t.combo == 0:

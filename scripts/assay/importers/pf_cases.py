@@ -105,7 +105,7 @@ def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: 
         doc["metadata"] = {**(base.get("metadata") or {}), **(raw.doc.get("metadata") or {})}
         asserts: list[tuple[dict[str, Any], Where, bool]] = []
         lost: list[dict[str, str]] = []
-        if default is not None:
+        if default is not None and (raw.doc.get("options") or {}).get("disableDefaultAsserts") is not True:
             _flatten(base.get("assert"), default, ("assert",), log, asserts, lost)
         _flatten(raw.doc.get("assert"), raw, ("assert",), log, asserts, lost)
         for col in raw.doc.get("_unread_columns", []):
@@ -204,6 +204,10 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], 
             if a.get(key) is not None:
                 what = a[key] if isinstance(a[key], str) else (a[key].get("id", "") if isinstance(a[key], dict) else "")
                 log.skipped.append(Skipped(where, f"{a.get('type', '?')} {key} {what}".strip(), GRADER_WHY))
+        if a.get("weight") == 0 and not isinstance(a.get("weight"), bool):
+            log.skipped.append(Skipped(where, f"{a.get('type', '?')} weight 0", "promptfoo passes an assertion of "
+                                       "weight 0 whatever the output (it is reported, never failed): not a check"))
+            continue
         if a.get("metric"):
             log.skipped.append(Skipped(where, f"metric {a['metric']}", "promptfoo's named metric (a score summed "
                                        "over the tests) is not computed: assay reports each check per case"))
@@ -252,7 +256,7 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], 
                      "passes it only when every check passes (stricter)")
         for m in mapped:
             m.exact = False
-    elif any(a.get("weight") not in (None, 1) for a, _, _ in test.asserts):
+    elif any(a.get("weight") not in (None, 0, 1) for a, _, _ in test.asserts):
         notes.append("assertion weights change promptfoo's score, not its pass/fail without a test threshold; "
                      "assay has no weights")
     return expect, mapped, notes, lost

@@ -147,16 +147,40 @@ def read_data(path: Path, label: str) -> tuple[Any, LineIndex | None]:
 
 
 def csv_rows(text: str, label: str) -> list[tuple[int, dict[str, str]]]:
-    """(line, row) pairs; the header is line 1. Columns are trimmed like promptfoo's."""
-    reader = csv.reader(io.StringIO(text))
+    """(line, row) pairs; the header is line 1. Columns are trimmed like promptfoo's. A row whose number
+    of fields is not the header's, or a quote left open to the end of the file, is refused as promptfoo's
+    CSV reader refuses it (read on, the fields would shift: a value with a comma would make its tail the
+    next column's assertion, or drop one)."""
+    read = [1]      # the last line read whole
+    try:
+        return _csv_rows(text, label, strict=True, read=read)
+    except csv.Error as exc:
+        if "unexpected end of data" not in str(exc):    # a stray quote inside a value: promptfoo reads on too
+            return _csv_rows(text, label, strict=False, read=read)
+        line = read[0] + 1
+        raise AssayError(f"{label}:{line}: a double quote opened in this row is never closed: promptfoo refuses "
+                         'this file too (Quote Not Closed); close it (a quote inside a quoted value is written '
+                         'twice: "say ""hi""") and import again', 2, file=label, line=line) from None
+
+
+def _csv_rows(text: str, label: str, strict: bool, read: list[int]) -> list[tuple[int, dict[str, str]]]:
+    reader = csv.reader(io.StringIO(text), strict=strict)
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
         return []
     rows = []
     for values in reader:
+        read[0] = reader.line_num
         if not any(v.strip() for v in values):
             continue
+        if len(values) != len(header):
+            start = reader.line_num - sum(v.count("\n") for v in values)
+            raise AssayError(
+                f"{label}:{start}: {len(values)} field(s), but the header (line 1) names {len(header)} "
+                f"({', '.join(header)}): promptfoo refuses this file (Invalid Record Length); put a value that "
+                'holds a comma in double quotes ("a, b"), or add the missing fields, and import again', 2,
+                file=label, line=start)
         rows.append((reader.line_num, dict(zip(header, values))))
     return rows
 

@@ -46,13 +46,18 @@ class AdapterResult:
     env_vars: list[str] = field(default_factory=list)             # variables the adapter reads
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    answer_lost: Skipped | None = None    # a transformResponse that is code: answer checks are looser
+    answer_lost: list[Skipped] = field(default_factory=list)   # code that rewrites the answer: checks are looser
     identity: dict[str, str] = field(default_factory=dict)        # identity key -> the var it carries
     identity_map: dict[str, str] = field(default_factory=dict)    # identity key -> header
     secret_values: list[str] = field(default_factory=list, repr=False)   # in memory only, never written
 
 
 def _providers(cfg: Config) -> list[tuple[str, dict[str, Any], Where]]:
+    return [(pid, conf, where) for pid, conf, where, _ in _provider_items(cfg)]
+
+
+def _provider_items(cfg: Config) -> list[tuple[str, dict[str, Any], Where, dict[str, Any]]]:
+    """(id, config, where, the provider's own keys beside id and config) for each provider."""
     raw = cfg.doc.get("providers", cfg.doc.get("targets"))
     key = "providers" if "providers" in cfg.doc else "targets"
     if raw is None:
@@ -68,17 +73,18 @@ def _providers(cfg: Config) -> list[tuple[str, dict[str, Any], Where]]:
                     doc, _ = read_data(f, cfg.rel(f))
                     for d in (doc if isinstance(doc, list) else [doc]):
                         if isinstance(d, dict):
-                            out.append((str(d.get("id", "")), d.get("config") or {}, Where(cfg.rel(f), 1)))
+                            out.append((str(d.get("id", "")), d.get("config") or {}, Where(cfg.rel(f), 1), d))
                 continue
-            out.append((item, {}, where))
+            out.append((item, {}, where, {}))
         elif isinstance(item, dict):
             if "id" in item:
-                out.append((str(item["id"]), item.get("config") or {}, where))
+                out.append((str(item["id"]), item.get("config") or {}, where, item))
             elif len(item) == 1:       # {provider-id: {config: ...}}
                 pid, body = next(iter(item.items()))
-                out.append((str(pid), (body or {}).get("config") or {} if isinstance(body, dict) else {}, where))
+                body = body if isinstance(body, dict) else {}
+                out.append((str(pid), body.get("config") or {}, where, body))
         else:
-            out.append((repr(item), {}, where))
+            out.append((repr(item), {}, where, {}))
     return out
 
 
@@ -204,10 +210,10 @@ def _body(body: Any, constant_vars: dict[str, Any], where: Where, res: AdapterRe
 
 def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | None,
                  conversation: bool) -> AdapterResult:
-    providers = _providers(cfg)
+    providers = _provider_items(cfg)
     chosen = None
     res = AdapterResult(None, None)
-    for pid, conf, where in providers:
+    for pid, conf, where, own in providers:
         if not is_http(pid) and "{{" in pid:
             res.skipped.append(Skipped(where, f"provider {pid}", "an address made by a template without its "
                                        "scheme: write it http(s)://... (e.g. https://{{env.APP_HOST}}/chat), or give "
@@ -219,10 +225,11 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
             res.skipped.append(Skipped(where, f"provider {pid}", "a second http provider: a state dir tests one "
                                        "app; import the config again for each"))
         else:
-            chosen = (pid, conf if isinstance(conf, dict) else {}, where)
+            chosen = (pid, conf if isinstance(conf, dict) else {}, where, own)
     if chosen is None:
         return res
-    pid, conf, where = chosen
+    pid, conf, where, own = chosen
+    _provider_keys(cfg, own, where, res)
     res.provider_where = where
     if len(providers) > 1:   # never a silent pick: the others are listed as skipped, with why
         res.notes.append(f"the app under test is provider {pid} ({where}), one of the config's {len(providers)}; "
@@ -293,8 +300,8 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
         inv["response_body"] = template
     elif why:     # every case with an answer check carries it in not_converted (pf_build)
         tr_where = Where(where.file, cfg.lines.line_of(_conf_path(cfg, where, "transformResponse")) or where.line)
-        res.answer_lost = Skipped(tr_where, "http transformResponse", why)
-        res.skipped.append(res.answer_lost)
+        res.answer_lost.append(Skipped(tr_where, "http transformResponse", why))
+        res.skipped.append(res.answer_lost[-1])
     else:
         res.notes.append(("no transformResponse" if "transformResponse" not in conf else
                           f"transformResponse {str(conf['transformResponse']).strip()[:40]!r}")
@@ -311,6 +318,33 @@ def http_adapter(cfg: Config, constant_vars: dict[str, Any], app_url_env: str | 
     res.invocation = inv
     res.env_vars = sorted(set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", json.dumps(inv))))
     return res
+
+
+# The provider's own keys (beside `config`) that change nothing assay measures.
+OWN_HARMLESS = ("id", "label", "config", "delay", "env")
+
+
+def _provider_keys(cfg: Config, own: dict[str, Any], where: Where, res: AdapterResult) -> None:
+    """The chosen provider's keys beside `config`: `transform` rewrites every output before the assertions
+    (answer_lost: every case with an answer check carries it), anything else is listed."""
+    for key in own:
+        if key in OWN_HARMLESS:
+            continue
+        path = _conf_path(cfg, where, key)[:2]      # (providers, i) -> the key beside its config
+        at = Where(where.file, (cfg.lines.line_of(path + (key,)) if path else None) or where.line)
+        if key == "transform":
+            shown = str(own[key]).strip()[:60]
+            res.answer_lost.append(Skipped(at, "provider transform", (
+                f"transform {shown!r} rewrites the app's output with code before every assertion: promptfoo checks "
+                "what it returns, assay checks the answer as the app sent it, so every answer check of this suite "
+                "differs from promptfoo's (a text the transform cuts away passes here); give adapter.yaml a "
+                "response_body path for the part the transform kept, or delete this entry to gate on the whole "
+                "answer")))
+            res.skipped.append(res.answer_lost[-1])
+        else:
+            res.skipped.append(Skipped(at, f"provider {key}", "has no adapter.yaml equivalent"
+                                       + ("; the import makes every prompt's cases for this provider, promptfoo "
+                                          "runs only the prompts it names" if key == "prompts" else "")))
 
 
 def _conf_path(cfg: Config, where: Where, key: str) -> tuple[Any, ...]:
