@@ -6,12 +6,15 @@ from __future__ import annotations
 import datetime
 import json
 import subprocess
+import time
 from pathlib import Path
 
 from fixtures_authoring import run_inproc
 from helpers import run_script
 
 from assay.stats.paired import compare
+from fakeapp import FakeApp
+from test_candidate_evidence import champion, make_app, measure, router
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
@@ -72,26 +75,25 @@ def run_dir(state: Path, run_id: str, *, mode: str, fixed: int, broken: int, bas
 
 
 def test_new_edit_keep_pins_baseline_after_training_then_holdout(tmp_path):
-    app, state = app_repo(tmp_path)
-    (state / "reports" / "baseline.json").write_text(json.dumps({"run_id": "regression-20261129T000000Z-aaaa",
-                                                                 "dataset_version": 4, "harness_version": "0.1.0"}))
-    r = run_script("candidate", "new", state, "--id", "router-1", "--surface", "prompts.py",
-                   "--cluster", "refunds routed to tech_support", "--reflection", "router prompt lacks refunds")
-    assert r.rc == 0, r.stdout
-    blob = r.json["surfaces"][0]["blob"]
-    assert blob == git(app, "rev-parse", "HEAD:prompts.py").strip()
-    (app / "prompts.py").write_text("ROUTER = 'route billing and refund questions to billing'\n")
-
-    train = run_dir(state, "regression-20261130T010000Z-bbbb", mode="regression", fixed=8, broken=0,
-                    baseline="regression-20261129T000000Z-aaaa")
-    r = run_script("candidate", "keep", state, "--id", "router-1", "--training", train)
-    assert r.rc == 3 and r.json["decision"] == "needs_holdout" and r.json["training"]["keep"] is True
-    hold = run_dir(state, "holdout-20261130T020000Z-cccc", mode="holdout", fixed=5, broken=0,
-                   baseline="holdout-20261129T000000Z-dddd")
-    r = run_script("candidate", "keep", state, "--id", "router-1", "--training", train, "--holdout", hold)
+    """Real runs of a real app (keep verifies each run dir and recounts its comparison)."""
+    app, state = make_app(tmp_path)
+    with FakeApp(router(app)) as fake:
+        champion(state, fake.url)
+        time.sleep(1.1)
+        r = run_script("candidate", "new", state, "--id", "router-1", "--surface", "words.txt",
+                       "--cluster", "refunds routed to tech", "--reflection", "router words lack refunds")
+        assert r.rc == 0, r.stdout
+        assert r.json["surfaces"][0]["blob"] == git(app, "rev-parse", "HEAD:words.txt").strip()
+        time.sleep(1.1)
+        (app / "words.txt").write_text("billing: invoice refund money\n")
+        train = measure(state, fake.url, "regression-20261201T010000Z", "regression-20261201T000000Z")
+        r = run_script("candidate", "keep", state, "--id", "router-1", "--training", train)
+        assert r.rc == 3 and r.json["decision"] == "needs_holdout" and r.json["training"]["keep"] is True
+        hold = measure(state, fake.url, "holdout-20261201T010500Z", "holdout-20261201T000000Z")
+        r = run_script("candidate", "keep", state, "--id", "router-1", "--training", train, "--holdout", hold)
     assert r.rc == 0 and r.json["decision"] == "kept", r.stdout
     pin = json.loads((state / "reports" / "baseline.json").read_text())
-    assert pin == {"run_id": "regression-20261130T010000Z-bbbb", "dataset_version": 4, "harness_version": "0.1.0"}
+    assert pin == {"run_id": "regression-20261201T010000Z", "dataset_version": 1, "harness_version": "0.1.0"}
     log = [json.loads(x) for x in (state / "candidates" / "log.jsonl").read_text().splitlines()]
     assert [(x["action"], x.get("decision")) for x in log] == [("new", None), ("keep", "needs_holdout"),
                                                               ("keep", "kept")]
@@ -100,16 +102,20 @@ def test_new_edit_keep_pins_baseline_after_training_then_holdout(tmp_path):
 
 
 def test_training_loss_rejects_without_reading_holdout_and_revert_verifies(tmp_path):
-    app, state = app_repo(tmp_path)
-    assert run_script("candidate", "new", state, "--id", "c1", "--surface", "prompts.py").rc == 0
-    (app / "prompts.py").write_text("ROUTER = 'worse'\n")
-    train = run_dir(state, "regression-20261130T010000Z-bbbb", mode="regression", fixed=1, broken=3, baseline="b")
+    app, state = make_app(tmp_path)
+    with FakeApp(router(app)) as fake:
+        champion(state, fake.url)
+        time.sleep(1.1)
+        assert run_script("candidate", "new", state, "--id", "c1", "--surface", "words.txt").rc == 0
+        time.sleep(1.1)
+        (app / "words.txt").write_text("billing: invoice vpn crash\n")   # two tech cases now misrouted
+        train = measure(state, fake.url, "regression-20261201T010000Z", "regression-20261201T000000Z")
     r = run_script("candidate", "keep", state, "--id", "c1", "--training", train,
                    "--holdout", tmp_path / "never-read")        # a missing holdout dir: never opened on a loss
-    assert r.rc == 1 and r.json["decision"] == "rejected" and "holdout" not in r.json
+    assert r.rc == 1 and r.json["decision"] == "rejected" and "holdout" not in r.json, r.stdout
     r = run_script("candidate", "revert", state, "--id", "c1")
     assert r.rc == 0 and r.json["surfaces"][0]["verified"] is True
-    assert (app / "prompts.py").read_text() == "ROUTER = 'route billing questions to billing'\n"
+    assert (app / "words.txt").read_text() == "billing: invoice\n"
 
 
 def test_refusals(tmp_path):

@@ -207,10 +207,12 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     results, manifest, comparison = run
     started = results.get("started_at") or manifest.get("started_at")
     evidence.check_run(state, doc, role, run_dir, manifest.get("run_id"), started, comparison.get("baseline_run_id"))
+    evidence.check_edit_unchanged(doc, role, run_dir, started)
     base_dir = evidence.baseline_dir(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
     evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison,
                             read_json_file(base_dir / "manifest.yaml"))
     evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
+    evidence.check_recorded(role, run_dir, base_dir, comparison, doc["id"])
 
 
 def _summary(comparison: dict[str, Any]) -> dict[str, Any]:

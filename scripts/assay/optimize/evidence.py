@@ -239,3 +239,52 @@ def broken_gating(run_dir: str, base_dir: Path) -> list[str]:
     return [r["case_id"] for r in read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
             if isinstance(r, dict) and isinstance(r.get("case_id"), str) and r.get("gating", True) is not False
             and not r.get("canary") and r.get("verdict") == "fail" and base.get(r["case_id"]) == "pass"]
+
+
+RECOUNTED = ("keep", "n", "fixed_by_candidate", "broken_by_candidate", "delta", "p_candidate_better", "threshold",
+             "proven", "verdict_label")
+
+
+def check_recorded(role: str, run_dir: str, base_dir: Path, comparison: dict[str, Any], cid: str) -> None:
+    """The run and its baseline run pass the completeness check (`run_cases.py --verify`: a verdict file
+    edited by hand, e.g. the champion's verdicts_for_stats.jsonl, no longer says what its cases did), and
+    comparison.json is what the stats module gives for their verdicts now (an edited or stale
+    comparison.json decides nothing). Counts only: holdout ids are never named."""
+    from ..report.gate_reasons import run_verify
+    from ..report.run_files import read_jsonl_file
+    from ..stats.paired import compare
+    fix = "measure the edit with a new run" if role == "training" else _spent(role, cid)
+    for what, d in (("", Path(run_dir)), (f"its baseline run {base_dir.name} ", base_dir)):
+        clean, detail = run_verify(d)
+        if not clean:
+            raise AssayError(f"--{role} {run_dir}: {what}fails the completeness check ({detail}); its files are "
+                             "not the run's record, so no keep is read from them: restore the run dir from its "
+                             f"own files, or {fix}", 2)
+    try:
+        redo = compare(read_jsonl_file(base_dir / "verdicts_for_stats.jsonl"),
+                       read_jsonl_file(Path(run_dir) / "verdicts_for_stats.jsonl"))
+    except AssayError as exc:
+        redo = {"error": exc.message}
+    differ = [k for k in RECOUNTED if redo.get(k) != comparison.get(k)]
+    if differ:
+        said = ", ".join(f"{k} {json.dumps(comparison.get(k))} (the verdicts give {json.dumps(redo.get(k))})"
+                        for k in differ[:4])
+        raise AssayError(f"--{role} {run_dir}: comparison.json is not the comparison of this run's verdicts with "
+                         f"its baseline run {base_dir.name}'s ({said}): it was edited, or written against other "
+                         f"verdicts, so it decides nothing; {fix}", 2)
+
+
+def check_edit_unchanged(doc: dict[str, Any], role: str, run_dir: str, started: Any) -> None:
+    """No surface changed after the run started: a later edit is text the run never measured."""
+    start = parse_ts(started)
+    for s in doc["surfaces"]:
+        try:
+            mtime = (Path(doc["app"]) / s["path"]).lstat().st_mtime
+        except OSError:
+            continue   # deleted: the blob check of `keep` says what differs
+        changed = _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc)
+        if start is not None and changed > start:
+            fix = "measure the edit as it is now with a new run" if role == "training" else _spent(role, doc["id"])
+            raise AssayError(f"--{role} {run_dir}: surface {s['path']} was changed at "
+                             f"{changed.strftime('%Y-%m-%dT%H:%M:%SZ')}, after the run started ({started}), so the "
+                             f"run did not measure the text being kept: {fix}", 2, surface=s["path"])
