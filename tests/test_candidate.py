@@ -126,6 +126,7 @@ def test_refusals(tmp_path):
     (app / "untracked.py").write_text("y = 1\n")
     r = run_inproc("candidate", "new", state, "--id", "u", "--surface", "untracked.py")
     assert r.rc == 2 and "uncommitted changes (?? untracked.py)" in r.json["error"]
+    (app / "other.py").write_text("x = 1\n")   # undone: a keep refuses a tracked change outside the surfaces
     r = run_inproc("candidate", "new", state, "--id", "m", "--surface", "missing.py")
     assert r.rc == 2 and "no such file" in r.json["error"]
     assert run_inproc("candidate", "new", state, "--id", "ok", "--surface", "prompts.py").rc == 0

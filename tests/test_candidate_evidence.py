@@ -127,8 +127,7 @@ def test_runs_of_another_candidate_or_from_before_the_candidate_are_not_its_evid
     app, state = make_app(tmp_path)
     with FakeApp(router(app)) as fake:
         champion(state, fake.url)
-        new(state, "other-file")            # made first, edits another file; measured by nobody
-        (app / "other.txt").write_text("edited\n")
+        new(state, "other-file", "other.txt")   # made first; its edit (another file) comes later, measured by nobody
         new(state, "refund-words")
         (app / "words.txt").write_text("billing: invoice refund money\n")
         train = measure(state, fake.url, "regression-20261201T010000Z", "regression-20261201T000000Z")
@@ -146,6 +145,8 @@ def test_runs_of_another_candidate_or_from_before_the_candidate_are_not_its_evid
         assert ("--training " + str(train) + ": started ") in r.json["error"], r.json
         assert "before candidate no-fix was made" in r.json["error"] and "measure the edit with a new run" in r.json["error"]
         # a candidate made before the run (so the time does not tell): the log names whose run it is
+        assert candidate(state, "revert", "--id", "no-fix").rc == 0
+        (app / "other.txt").write_text("edited\n")
         r = candidate(state, "keep", "--id", "other-file", "--training", train)
         assert r.rc == 2 and ("run regression-20261201T010000Z is already the evidence of candidate refund-words "
                               "(needs_holdout)") in r.json["error"], r.stdout

@@ -67,3 +67,19 @@ def test_an_edit_changed_after_its_training_run_is_not_kept_on_it(tmp_path):
         train = measure(state, fake.url, "regression-20261201T020000Z", CHAMP_RUN)
         r = candidate(state, "keep", "--id", "refunds", "--training", train)
         assert r.rc == 1 and r.json["decision"] == "rejected", r.stdout
+
+
+def test_a_change_outside_the_surfaces_is_never_credited_to_the_candidate(tmp_path):
+    """Another tracked file changed beside the candidate's surface (a second candidate in flight, a
+    stray edit): the training run measured both, and keep credited the candidate with the other's."""
+    app, state = make_app(tmp_path)
+    with FakeApp(router(app)) as fake:
+        champion(state, fake.url)
+        new(state, "noop")
+        (app / "words.txt").write_text("billing: invoice\n# a comment only\n")
+        (app / "other.txt").write_text("something else\n")   # tracked, not this candidate's surface
+        train = measure(state, fake.url, "regression-20261201T010000Z", CHAMP_RUN)
+        r = candidate(state, "keep", "--id", "noop", "--training", train)
+    assert r.rc == 2 and "tracked file(s) outside its surfaces differ from HEAD (other.txt)" in r.json["error"], r.stdout
+    assert r.json["outside"] == ["other.txt"]
+    assert json.loads((state / "candidates" / "noop" / "candidate.json").read_text())["status"] == "open"

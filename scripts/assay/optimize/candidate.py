@@ -232,6 +232,13 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
     if all(e["before"] == e["after"] for e in edited):
         raise AssayError(f"candidate {cid}: no surface differs from its recorded blob; the edit is not in the "
                          "working tree, so these runs did not measure it", 2)
+    others = gitops.changed_outside(app_dir, [s["path"] for s in doc["surfaces"]], state)
+    if others:   # the runs measured these too: kept, they would be credited to this candidate
+        shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        raise AssayError(f"candidate {cid}: tracked file(s) outside its surfaces differ from HEAD ({shown}); the runs "
+                         "measured them too, so a keep would credit this candidate with them (another candidate's "
+                         "edit, a stray change): undo them (or make them a candidate of their own), then measure this "
+                         "candidate again", 2, outside=others)
     train_run = train_results, train_manifest, train_cmp = _run(training, "training")
     pin_path = state / "reports" / "baseline.json"
     pinned = read_json_file(pin_path) if pin_path.is_file() else None

@@ -121,3 +121,29 @@ def store_worktree(app: Path, path: str) -> str:
 def blob_bytes(app: Path, blob: str, path: str) -> bytes:
     """The recorded blob's bytes as a checkout would write them (the path's smudge filters applied)."""
     return git_bytes(app, "cat-file", "--filters", f"--path={path}", blob)
+
+
+def changed_outside(app: Path, surfaces: list[str], state: Path) -> list[str]:
+    """Tracked files whose working copy or index differs from HEAD, other than the `surfaces` (paths
+    relative to `app`) and what is under the state dir, as paths from the repository's root: what a
+    run measured besides the candidate's own edit (another candidate's, a stray change)."""
+    top = toplevel(app).resolve()
+    mine = {str((Path(app) / rel).resolve().relative_to(top)) for rel in surfaces}
+    try:
+        skip = str(Path(state).resolve().relative_to(top))
+    except ValueError:
+        skip = None
+    fields = git_bytes(app, "status", "--porcelain=v1", "-z", "--untracked-files=no").split(b"\0")
+    out, i = [], 0
+    while i < len(fields):
+        entry = fields[i].decode("utf-8", "surrogateescape")
+        i += 1
+        if len(entry) < 4:
+            continue
+        path = entry[3:]
+        if entry[0] in "RC":   # a rename or copy: the source path follows
+            i += 1
+        if path in mine or (skip and (path == skip or path.startswith(skip + "/"))):
+            continue
+        out.append(path)
+    return out
