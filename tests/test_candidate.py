@@ -9,12 +9,16 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from fixtures_authoring import run_inproc
 from helpers import run_script
 
 from assay.stats.paired import compare
 from fakeapp import FakeApp
 from test_candidate_evidence import champion, make_app, measure, router
+
+pytestmark = pytest.mark.slow   # over ~7 s: started first (conftest)
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}

@@ -17,6 +17,8 @@ from judgefake import (anthropic_handler, default_decide, judge_block, openai_ha
 from helpers import run_script
 from rundir_util import cases_view, drop_case, edit_case
 
+pytestmark = pytest.mark.slow   # over ~7 s: started first (conftest)
+
 KEY = "sk-judge-secret-4242"
 ANSWERS = {"full": "Refund of 20 USD issued; it arrives within 5 business days.",
            "no-eta": "Refund of 20 USD issued.",

@@ -17,6 +17,8 @@ from judgefake import anthropic_handler, openai_handler, write_calibration
 from test_judge_run import KEY, app_handler, go, judged_plan, rcase, read
 from helpers import run_script
 
+pytestmark = pytest.mark.slow   # over ~7 s: started first (conftest)
+
 
 def serving(inner, served: str):
     """The fake provider's replies, every one (the probe's too) naming `served` as the model that answered."""

@@ -17,23 +17,35 @@ pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 
 
-@pytest.fixture
-def page_url(tmp_path):
-    run = judged_run(tmp_path)
-    page = tmp_path / "label.html"
+@pytest.fixture(scope="module")
+def page_url(tmp_path_factory):
+    """One judged run and its page for the module: each test opens it in a context of its own (its own
+    localStorage, so no test sees another's labels)."""
+    tmp = tmp_path_factory.mktemp("label-page")
+    run = judged_run(tmp)
+    page = tmp / "label.html"
     r = run_script("label", run, "-o", page, "--reviewer", "Dana Whitfield", "--seed", "3")
     assert r.rc == 0 and r.json["to_label"] == 5, r.stdout
     return page.as_uri()
 
 
-@pytest.fixture
-def context(tmp_path):
+@pytest.fixture(scope="module")
+def browser():
     with playwright_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
-            yield b.new_context()
+            yield b
         finally:
             b.close()
+
+
+@pytest.fixture
+def context(browser):
+    ctx = browser.new_context()
+    try:
+        yield ctx
+    finally:
+        ctx.close()
 
 
 def _open(context, url):
@@ -114,31 +126,30 @@ def test_two_tabs_of_one_page_keep_both_tabs_labels_across_a_reload(page_url, co
     assert {(x["case_id"], x["node_id"]): x["label"] for x in _exported(one)} == want
 
 
-def test_the_export_shown_stays_the_labels_given_since(page_url, tmp_path):
+def test_the_export_shown_stays_the_labels_given_since(page_url, browser, tmp_path):
     """Exported after two labels, then three more and one skip: the download link and the box hold all
     the labels as they are now (they held the first two, and a person who clicked the link lost the
     rest)."""
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            page = _open(b.new_context(accept_downloads=True), page_url)
-            page.keyboard.press("p")
-            page.keyboard.press("f")
-            page.keyboard.press("e")
-            assert len(page.input_value("#export").splitlines()) == 2
-            for key in ("p", "f", "p"):
-                page.keyboard.press(key)
-            page.keyboard.press("s")          # item 5 (the last stays shown) labelled, then skipped: not exported
-            want = {_at(page, i): label for i, label in enumerate(("pass", "fail", "pass", "fail"))}
-            assert "(4 lines)" in page.text_content("#download")
-            with page.expect_download() as download:
-                page.click("#download")
-            saved = tmp_path / download.value.suggested_filename
-            download.value.save_as(saved)
-            for text in (saved.read_text(), page.input_value("#export")):
-                got = {(x["case_id"], x["node_id"]): x["label"] for x in map(json.loads, text.splitlines())}
-                assert got == want
-            page.fill("#reviewer", "")        # no reviewer: nothing to download rather than a stale file
-            assert page.input_value("#export") == "" and page.get_attribute("#download", "href") is None
-        finally:
-            b.close()
+    ctx = browser.new_context(accept_downloads=True)
+    try:
+        page = _open(ctx, page_url)
+        page.keyboard.press("p")
+        page.keyboard.press("f")
+        page.keyboard.press("e")
+        assert len(page.input_value("#export").splitlines()) == 2
+        for key in ("p", "f", "p"):
+            page.keyboard.press(key)
+        page.keyboard.press("s")          # item 5 (the last stays shown) labelled, then skipped: not exported
+        want = {_at(page, i): label for i, label in enumerate(("pass", "fail", "pass", "fail"))}
+        assert "(4 lines)" in page.text_content("#download")
+        with page.expect_download() as download:
+            page.click("#download")
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        for text in (saved.read_text(), page.input_value("#export")):
+            got = {(x["case_id"], x["node_id"]): x["label"] for x in map(json.loads, text.splitlines())}
+            assert got == want
+        page.fill("#reviewer", "")        # no reviewer: nothing to download rather than a stale file
+        assert page.input_value("#export") == "" and page.get_attribute("#download", "href") is None
+    finally:
+        ctx.close()

@@ -14,6 +14,8 @@ from rundir_util import realistic_run
 
 from assay.report.html import render, safe_url
 
+pytestmark = pytest.mark.slow   # over ~7 s: started first (conftest)
+
 HOSTILE_MD = """# Hostile <b>answers</b>
 
 The app said: <script>document.title='PWNED';document.body.setAttribute('data-pwned','1')</script>

@@ -17,6 +17,9 @@ from pathlib import Path
 from assay.traces.otlp_writer import new_span_id, parse_traceparent, span, traces_data
 from fakeapp import FakeApp, Reply
 from helpers import run_script, write_yaml, listen_port
+import pytest
+
+pytestmark = pytest.mark.slow   # over ~7 s: started first (conftest)
 
 RUN_ID = "smoke-20261205T000000Z"
 

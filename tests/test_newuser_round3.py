@@ -9,6 +9,9 @@ from __future__ import annotations
 from fakeapp import FakeApp
 from helpers import run_script
 from test_no_silent_green import case_yaml, travel_reply, write_state
+import pytest
+
+pytestmark = pytest.mark.slow   # over ~7 s: started first (conftest)
 
 
 def test_a_case_edited_after_convert_suite_is_never_planned_from_its_old_copy(tmp_path):
