@@ -101,6 +101,22 @@ CASES = [("c-hours001", "happy", "t1", "faq", "What are your hours?", "9am"),
          ("c-cancl001", "ambiguous", "t2", "account", "Please cancel my order", "cancelled")]
 
 
+
+def store_app(cancel: tuple[str, str]):
+    """The store's app as the recipe's suite meets it: a route and a reply by the question's word; the
+    cancel question answered as `cancel` (route, reply) says."""
+    from fakeapp import Reply
+    answers = {"hours": ("faq", "We open at 9am."), "refund": ("billing", "Refunds take 5 business days."),
+               "weather": ("other", "I only help with the store."), "cancel": cancel}
+
+    def handler(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        q = (req.json or {}).get("message", "").lower()
+        route, answer = next((v for k, v in answers.items() if k in q), ("other", "?"))
+        return Reply(200, {"reply": answer, "route": route})
+    return handler
+
 def write_repo(root: Path) -> Path:
     """The app's repo as a checkout gives it: the app, its start script, its .assay state dir."""
     (root / "app.py").write_text(APP, encoding="utf-8")
@@ -247,21 +263,13 @@ def test_the_readme_ci_block_runs_as_written(tmp_path):
     """README's "The CI gate" block had `--out .assay/reports/<run-id>` after a make_plan.py that chose
     its own run id: whatever a newcomer put there, the runner refused it (exit 2, --out must end in
     the plan's run id). The block now names the run id itself; only its `scripts/` is the plugin's."""
-    from fakeapp import FakeApp, Reply
+    from fakeapp import FakeApp
     readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## The CI gate", 1)[1].split("\n## ", 1)[0]
     block = re.findall(r"```\n(.*?)```", readme, re.S)[0]
     assert "<" not in block.replace("< /dev/null", ""), "no placeholder left to guess"
     lines = block.split("\n# or,")[0].replace("python3 scripts/", 'python3 "$ASSAY_ROOT/scripts/').replace(
         '.py ', '.py" ')
-    answers = {"hours": ("faq", "We open at 9am."), "refund": ("billing", "Refunds take 5 business days."),
-               "weather": ("other", "I only help with the store."), "cancel": ("billing", "I cannot do that.")}
-
-    def handler(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        q = (req.json or {}).get("message", "").lower()
-        route, answer = next((v for k, v in answers.items() if k in q), ("other", "?"))
-        return Reply(200, {"reply": answer, "route": route})
+    handler = store_app(cancel=("billing", "I cannot do that."))
 
     repo = tmp_path / "checkout"
     repo.mkdir()

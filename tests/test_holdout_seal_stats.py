@@ -11,11 +11,10 @@ seal is for. stats.py now seals them with the runner's own rule (assay.rundir.ro
 from __future__ import annotations
 
 import json
-import os
 
 from fakeapp import FakeApp, Reply
 from helpers import run_script
-from test_holdout_unmeasured import make_state
+from test_holdout_unmeasured import holdout_run, make_state
 
 SEALED = ("h-sealed-tokyo", "h-sealed-lima", "h-open-rome", "h-open-oslo")
 
@@ -30,19 +29,6 @@ def weather(lose_tokyo: bool):
             body["route"] = "chat"   # a misroute: the sealed Tokyo case fails in the first run only
         return Reply(200, body)
     return handler
-
-
-def holdout_run(state, run_id, url, *extra):
-    work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    env = dict(os.environ, TINY_URL=url)
-    p = run_script("make_plan", work / "converted.json", "--mode", "holdout", "--state-dir", state,
-                   "-o", work / "plan.json", "--run-id", run_id, env=env)
-    assert p.rc == 0, p.stdout + p.stderr
-    r = run_script("run_cases", "--plan", work / "plan.json", "--out", state / "reports" / run_id,
-                   "--progress", "never", *extra, env=env)
-    assert r.rc == 0, r.stdout + r.stderr
-    return state / "reports" / run_id
 
 
 def test_stats_on_two_holdout_runs_seals_the_ids_as_comparison_json_does(tmp_path):

@@ -45,7 +45,7 @@ def make_state(tmp_path):
     return state
 
 
-def holdout_run(state, run_id, url):
+def holdout_run(state, run_id, url, *extra):
     work = state / "work"
     assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
     env = dict(os.environ, TINY_URL=url)
@@ -53,7 +53,7 @@ def holdout_run(state, run_id, url):
                    "-o", work / "plan.json", "--run-id", run_id, env=env)
     assert p.rc == 0, p.stdout + p.stderr
     r = run_script("run_cases", "--plan", work / "plan.json", "--out", state / "reports" / run_id,
-                   "--progress", "never", env=env)
+                   "--progress", "never", *extra, env=env)
     assert r.rc == 0, r.stdout + r.stderr
     return state / "reports" / run_id
 

@@ -46,6 +46,13 @@ def calibrate(state, config: dict, env: dict) -> dict:
     write_rubric(state)
     (state / "judge").mkdir(exist_ok=True)
     (state / "judge" / "judge.yaml").write_text(json.dumps(config), encoding="utf-8")
+    agreed(state, env)
+    return json.loads((state / "judge" / "calibration.json").read_text())
+
+
+def agreed(state, env: dict) -> None:
+    """6 + 6 labelled pairs on which person and judge agree, --write at floors they meet, bound to the
+    judge the state dir configures with `env` the environment --write runs in."""
     ann = state / "annotations" / "dana.jsonl"
     ann.parent.mkdir(exist_ok=True)
     rows = [{"case_id": f"{label}-{i}", "rubric_id": "refund-eta-v1", "node_id": "states-arrival", "label": label,
@@ -55,7 +62,6 @@ def calibrate(state, config: dict, env: dict) -> dict:
     w = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json",
                    "--min-pairs", "12", "--min-per-class", "6", env=env)
     assert w.rc == 0 and w.json["status"] == "calibrated", w.stdout + w.stderr
-    return json.loads((state / "judge" / "calibration.json").read_text())
 
 
 def run(state, config: dict, app_url: str, env: dict, run_id: str):

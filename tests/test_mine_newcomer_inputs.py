@@ -13,18 +13,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 
-from helpers import ROOT, run_script
+from helpers import run_script
 from otlp_util import span, write_spans
-
-
-def _state(tmp_path):
-    state = tmp_path / "s"
-    state.mkdir()
-    for name in ("adapter.yaml", "profile.yaml"):
-        shutil.copy(ROOT / "examples/helpdesk/.assay" / name, state / name)
-    return state
+from test_mine_rerun import _state
 
 
 def test_a_directory_or_an_empty_file_is_a_named_error(tmp_path):

@@ -23,6 +23,7 @@ from helpers import run_script, write_yaml
 from judgefake import openai_handler
 from rundir_util import cases_view
 from test_judge_pipeline import make_state, pipeline
+from test_judge_env_binding import agreed
 from test_judge_run import app_handler
 
 pytestmark = pytest.mark.slow
@@ -32,19 +33,6 @@ def says_pass(node, answer):   # judge B: passes everything, quoting the answer
     return {"verdict": "pass", "evidence": [answer[:12]], "reason": "looks fine"}
 
 
-def calibrate(state, env) -> None:
-    """6 + 6 pairs on which person and judge agree, --write at floors they meet, bound to `env`'s judge."""
-    ann = state / "annotations" / "dana.jsonl"
-    ann.parent.mkdir(exist_ok=True)
-    rows = [{"case_id": f"{label}-{i}", "rubric_id": "refund-eta-v1", "node_id": "states-arrival", "label": label,
-             "judge_label": label, "reviewer": "dana", "ts": "2026-11-30T10:00:00Z"}
-            for label in ("fail", "pass") for i in range(6)]
-    ann.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    w = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json",
-                   "--min-pairs", "12", "--min-per-class", "6", env=env)
-    assert w.rc == 0 and w.json["status"] == "calibrated", w.stdout + w.stderr
-
-
 @pytest.mark.parametrize("change", ["var_value", "base_url"])
 def test_rescore_never_reuses_another_judges_verdicts_as_calibrated(tmp_path, change):
     with FakeApp(app_handler) as app, FakeApp(openai_handler()) as a, FakeApp(openai_handler(says_pass)) as b:
@@ -52,7 +40,7 @@ def test_rescore_never_reuses_another_judges_verdicts_as_calibrated(tmp_path, ch
         state = make_state(tmp_path, judge_yaml=f"provider: openai\nmodel: gpt-test\nbase_url: {url}\n")
         env_a = {"REFUNDS_URL": app.url, "JUDGE_URL": a.url + "/v1"}
         env_b = {"REFUNDS_URL": app.url, "JUDGE_URL": b.url + "/v1"}
-        calibrate(state, env_a)
+        agreed(state, env_a)
         if change == "base_url":   # judge.yaml pointed at judge B for a run, then back at A
             write_yaml(state / "judge" / "judge.yaml", f"provider: openai\nmodel: gpt-test\nbase_url: {b.url}/v1\n")
         _, p = pipeline(state, env_b, "--judge")

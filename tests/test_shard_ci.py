@@ -123,18 +123,10 @@ def test_the_latencies_the_merge_job_keeps_plan_the_next_run(tmp_path):
     step under GitHub's `bash -e` after the gate had opened, the cache kept a manifest with no verdict,
     and every later plan job's `make_plan.py --durations` refused it (exit 2). Run as GitHub runs them
     (`bash -e`, no `shell:` key): a real run, the keep step, then the next plan step on what it kept."""
-    from fakeapp import FakeApp, Reply
-    from test_ci_recipe_noclaude import NO_CLAUDE, Job, steps, write_repo
+    from fakeapp import FakeApp
+    from test_ci_recipe_noclaude import NO_CLAUDE, Job, steps, store_app, write_repo
 
-    answers = {"hours": ("faq", "We open at 9am."), "refund": ("billing", "Refunds take 5 business days."),
-               "weather": ("other", "I only help with the store."), "cancel": ("account", "Your order is cancelled.")}
-
-    def handler(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        q = (req.json or {}).get("message", "").lower()
-        route, answer = next((v for k, v in answers.items() if k in q), ("other", "?"))
-        return Reply(200, {"reply": answer, "route": route})
+    handler = store_app(cancel=("account", "Your order is cancelled."))
 
     repo = tmp_path / "checkout"
     repo.mkdir()

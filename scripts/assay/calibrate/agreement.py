@@ -16,6 +16,7 @@ Clopper-Pearson for TPR/TNR, large-sample for kappa) are reported, never gated o
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, asdict
 from typing import Any
@@ -108,33 +109,23 @@ def newest_exports(rows: list[Annotation]) -> tuple[list[Annotation], list[dict[
     for a in rows:
         if not a.batch:
             continue
-        f = a.source.rsplit(":", 1)[0]
-        if f not in files[a.batch]:
-            files[a.batch].append(f)
-        key = (a.batch, f)
+        if a.file not in files[a.batch]:
+            files[a.batch].append(a.file)
+        key = (a.batch, a.file)
         newest[key] = max(newest.get(key, ""), _ts_key(a.ts))
-    keep: dict[str, str] = {}
-    for batch, fs in files.items():
-        if len(fs) > 1:
-            keep[batch] = max(reversed(fs), key=lambda f: newest[(batch, f)])   # ties: the later file
-    kept = [a for a in rows if a.batch not in keep or a.source.rsplit(":", 1)[0] == keep[a.batch]]
-    superseded = [{"batch": b, "file": f, "lines": sum(1 for a in rows if a.batch == b and a.source.rsplit(":", 1)[0] == f),
+    keep = {batch: max(reversed(fs), key=lambda f, b=batch: newest[(b, f)])   # ties: the later file
+            for batch, fs in files.items() if len(fs) > 1}
+    kept = [a for a in rows if a.batch not in keep or a.file == keep[a.batch]]
+    superseded = [{"batch": b, "file": f, "lines": sum(1 for a in rows if a.batch == b and a.file == f),
                    "replaced_by": keep[b]} for b in keep for f in files[b] if f != keep[b]]
     return kept, superseded
 
 
 def _ts_key(ts: Any) -> str:
     """A line's ts as a sortable UTC text ("" when absent or unreadable)."""
-    import datetime as _dt
-    if not isinstance(ts, str) or not ts:
-        return ""
-    try:
-        when = _dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return ""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
-    return when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    from ..core.ids import parse_utc
+    when = parse_utc(ts)
+    return "" if when is None else when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
 def known_material_first(rows: list[Annotation]) -> tuple[list[Annotation], int]:

@@ -47,6 +47,11 @@ class Annotation:
     answer_sha256: str | None = None  # the answer the label was given on; None: unknown (older files)
 
     @property
+    def file(self) -> str:
+        """The file the line was read from (`source` without its line number)."""
+        return self.source.rsplit(":", 1)[0]
+
+    @property
     def item(self) -> tuple[str, str, str]:
         """The labelled item, whatever answer it was labelled on: (rubric, node, case)."""
         return (self.pin, self.node_id or "", self.case_id)

@@ -26,6 +26,9 @@ from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-e
 from ..report.rundir import try_json, try_json_head
 
 PIN_FILE = "baseline.json"
+# the flag a refusal names, as (flag, its argument): the gate's and compare's; run_cases.py's own
+GATE_FLAG = ("--baseline", "RUN_DIR")
+RUNNER_FLAG = ("--baseline-verdicts", "RUN_DIR/verdicts_for_stats.jsonl")
 MAX_REASONS = 5
 
 
@@ -54,7 +57,7 @@ def pinned(reports: Path) -> Path | None:
 
 
 def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str | None,
-                is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+                is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG) -> Path:
     """The newest run of series `key` (started before `before`, a run-id stamp) whose gate is open."""
     found = []
     if reports.is_dir():
@@ -66,11 +69,11 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
                 continue
             found.append((parsed[1], child.name, child))
     found.sort(reverse=True)
-    what = f"{reports}: --baseline auto found no baseline for the series ({series_words(key)})"
+    what = f"{reports}: {flag[0]} auto found no baseline for the series ({series_words(key)})"
     return _first_open(((name, lambda c=child: try_json_head(c / "results.json"), lambda c=child: c)
                         for _, name, child in found), key, is_open, what,
-                       f"run one (or pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE})",
-                       f"pass --baseline RUN_DIR, or pin one in reports/{PIN_FILE}")
+                       f"run one (or pass {' '.join(flag)}, or pin one in reports/{PIN_FILE})",
+                       f"pass {' '.join(flag)}, or pin one in reports/{PIN_FILE}")
 
 
 def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
@@ -136,12 +139,12 @@ def _first_open(candidates, key: tuple, is_open, what: str, hint: str,
 
 
 def _newest(reports: Path, key: tuple, *, before: str | None, exclude: str | None, store: str | None,
-            is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+            is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG) -> Path:
     from ..store.url import configured
     where = configured(store)
     if where is not None:
         return newest_open_in_store(where, reports, key, before=before, exclude=exclude, is_open=is_open)
-    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open)
+    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open, flag=flag)
 
 
 def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *,
@@ -209,16 +212,13 @@ def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, st
     plan = try_json(Path(plan_path))
     if not isinstance(plan, dict) or not isinstance(plan.get("paths"), dict):
         raise AssayError(f"--plan {plan_path}: not a readable plan.json (make_plan.py writes one)", 2, key="--plan")
-    try:
-        return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open) / "verdicts_for_stats.jsonl")
-    except AssayError as exc:   # its words, in this command's flag: run_cases.py's --baseline is a rubric's
-        words = exc.message.replace("--baseline auto", "--baseline-verdicts auto").replace(
-            "pass --baseline RUN_DIR", "pass --baseline-verdicts RUN_DIR/verdicts_for_stats.jsonl")
-        raise AssayError(words, exc.code, **exc.fields) from None
+    # named in run_cases.py's own flag (its --baseline is a pairwise rubric's)
+    return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open, flag=RUNNER_FLAG)
+               / "verdicts_for_stats.jsonl")
 
 
 def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: str | None = None,
-                      is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+                      is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG) -> Path:
     """`auto` for a plan (run_cases.py, rescore.py): reports/baseline.json's pin, else the newest complete
     run of the plan's series (mode, dataset version, harness version, k) whose gate was open, started
     before `before` (a run-id stamp) and not `exclude`."""
@@ -230,4 +230,4 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open)
+    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open, flag=flag)

@@ -53,6 +53,17 @@ def utc_now_iso() -> str:
             f".{t.microsecond:06d}Z")
 
 
+def parse_utc(value: object) -> datetime | None:
+    """An ISO UTC stamp ("2026-12-05T15:08:12Z", with or without fractions; no zone: UTC) or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
 def new_uuid4() -> str:
     """A random (version 4) UUID in its usual 36-character form, as `str(uuid.uuid4())` gives it:
     16 bytes of os.urandom with the version and variant bits set (the uuid module, which imports

@@ -36,17 +36,7 @@ from ..compare.sides import load_side
 from ..core.errors import AssayError
 from ..plan.modes import HOLDOUT_LEDGER
 from ..suite.holdout import read_ledger
-
-
-def parse_ts(value: Any) -> _dt.datetime | None:
-    """An ISO UTC stamp ("2026-12-05T15:08:12Z", with or without fractions) or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        ts = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)
+from ..core.ids import parse_utc as parse_ts  # noqa: F401 (the optimize modules read stamps by this name)
 
 
 def _second(ts: _dt.datetime) -> _dt.datetime:

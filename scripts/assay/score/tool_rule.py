@@ -19,6 +19,7 @@ for Claude Code); assert the outcome too (`expect.files`).
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from typing import Any, Mapping
@@ -125,7 +126,6 @@ def path_matches(pattern: str, path: str, cwd: str | None) -> bool:
     `./secret.txt`) names a file or dir at any depth; a matched dir covers what is in it; `*` stays
     within one path part, `**` crosses them. Claude Code's file tools pass absolute paths, so a rule
     compared with the path as written (`Edit(./README.md)`) never matched one: a forbidden edit passed."""
-    import posixpath
     if not isinstance(path, str) or not path.startswith("/") or not pattern or pattern.startswith("~"):
         return False
     full = posixpath.normpath(path)
