@@ -71,6 +71,24 @@ def test_indented_is_the_encoders_text_or_none():
     for odd in ({"a": float("nan")}, [float("inf")], OrderedDict(b=1), {1: "x"}, {"k": Level.ONE}, {"k": object()},
                 {"k": {"deeper": [1, {2: 3}]}}, {"s": type("S", (str,), {})("sub")}):
         assert indented(odd, 2) is None, odd
+    # with `shared` (compare.json's writer: one dict for the document): parts held by many values, at
+    # several depths, written once each, the same text; a full `shared` starts again
+    import assay.core.indent as indent_mod
+    pool = [value(rng, 2) for _ in range(40)] + [{"changed": False}, [], {"base": "pass", "candidate": "fail"}]
+    shared: dict = {}
+    keep = indent_mod.SHARED_KEEP
+    indent_mod.SHARED_KEEP = 16
+    try:
+        for _ in range(1500):
+            v = {"p": rng.choice(pool), "q": [rng.choice(pool), {"r": rng.choice(pool)}], "s": value(rng, 1),
+                 **{f"k{i}": rng.choice(pool) for i in range(rng.randint(0, 9))}}
+            assert indented(v, 2, shared) == json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False,
+                                                        allow_nan=False), repr(v)[:80]
+        assert 0 < len(shared) <= 16
+        for odd in ({"a": {"b": float("nan")}}, [[object()]], {"k": {1: 2}}):
+            assert indented(odd, 2, shared) is None, odd
+    finally:
+        indent_mod.SHARED_KEEP = keep
     # compare.json's writer: the same bytes as write_json, items through `indented`
     doc = {"buckets": {"a": [{"x": i, "y": [1.5, "é"]} for i in range(3)], "b": []}, "z": 1}
     from pathlib import Path

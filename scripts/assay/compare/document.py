@@ -62,7 +62,7 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     b, c = base.describe(), cand.describe()
     from ..report.gate_trust import shard_reason
     for side, d, info in (("base", base, b), ("candidate", cand, c)):
-        shard = shard_reason(d.run_dir)   # the gate's words: a shard's dir is a slice of the plan, never a run
+        shard = shard_reason(d.run_dir, d.manifest)   # the gate's words: a shard's dir is a slice of the plan, never a run
         if shard:
             notes.append(f"the {side} run {info['run_id']} ({d.run_dir.name}): {shard}; its cases outside the shard "
                          "read as added or removed")

@@ -7,15 +7,23 @@ from json.encoder import encode_basestring
 from typing import Any
 
 
-def indented(value: Any, indent: int) -> str | None:
+def indented(value: Any, indent: int, shared: dict | None = None) -> str | None:
     """`json.JSONEncoder(indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False).encode(value)`
     (writer's encoder), the same text ~2x sooner for a value of plain JSON types (dict with str keys,
     list, tuple, str, int, float, bool, None), or None for anything else (a subclass, another key type,
     NaN): the caller then asks the encoder, which says what it says of it. The standard library's
-    indented encoder is pure Python; this one writes every scalar with the same functions it uses."""
+    indented encoder is pure Python; this one writes every scalar with the same functions it uses.
+
+    `shared` (one dict for the values of one document, alive and unchanged while it is written): the
+    text of each small dict or list (at most SHARED_LEN entries) by its identity and depth, so a part
+    many values hold as one object (a comparison's 100,000 pairs share their `{"changed": false}`,
+    compare.pairs) is written once. Never more than SHARED_KEEP texts: full, it starts again."""
     out: list[str] = []
     try:
-        _emit(value, "\n", out, " " * indent)
+        if shared is None:
+            _emit(value, "\n", out, " " * indent)
+        else:
+            _emit_shared(value, "\n", out, " " * indent, shared)
     except (TypeError, ValueError, RecursionError):
         return None
     return "".join(out)
@@ -63,6 +71,55 @@ def _emit(value: Any, newline: str, out: list[str], step: str) -> None:
         out.append(float.__repr__(value))
     else:
         raise TypeError("not a plain JSON type")
+
+
+SHARED_LEN = 8
+SHARED_KEEP = 4096
+
+
+def _emit_shared(value: Any, newline: str, out: list[str], step: str, shared: dict) -> None:
+    """_emit, each small container's text taken from (or kept in) `shared` (see `indented`)."""
+    kind = type(value)
+    if kind is dict and value:
+        if len(value) <= SHARED_LEN:
+            out.append(_shared_text(value, newline, step, shared))
+            return
+        inner = newline + step
+        sep = "{" + inner
+        for key in sorted(value):
+            if type(key) is not str:
+                raise TypeError("a key the encoder converts")
+            out.append(sep + encode_basestring(key) + ": ")
+            _emit_shared(value[key], inner, out, step, shared)
+            sep = "," + inner
+        out.append(newline + "}")
+    elif (kind is list or kind is tuple) and value:
+        if len(value) <= SHARED_LEN:
+            out.append(_shared_text(value, newline, step, shared))
+            return
+        inner = newline + step
+        sep = "[" + inner
+        for item in value:
+            out.append(sep)
+            _emit_shared(item, inner, out, step, shared)
+            sep = "," + inner
+        out.append(newline + "]")
+    else:
+        _emit(value, newline, out, step)
+
+
+def _shared_text(value: Any, newline: str, step: str, shared: dict) -> str:
+    key = (id(value), newline)
+    held = shared.get(key)
+    if held is not None and held[0] is value:
+        return held[1]
+    part: list[str] = []
+    _emit(value, newline, part, step)
+    text = "".join(part)
+    if len(shared) >= SHARED_KEEP:
+        shared.clear()
+    shared[key] = (value, text)
+    return text
 
 
 _INF = float("inf")

@@ -29,6 +29,7 @@ def write_json_streamed(path: Any, value: dict, outer: str, *, indent: int = 2) 
             shell_inner[key] = items
     text = dumps(dict(value, **{outer: shell_inner}), indent=indent)
     by_token = {enc.encode(tok): key for key, tok in tokens.items()}
+    shared: dict = {}   # the text of each small part the items share (core.indent)
     pad = "\n" + " " * (indent * 3)    # a list's items sit three levels down: value -> outer -> key
 
     def chunks() -> Iterator[bytes]:
@@ -40,7 +41,7 @@ def write_json_streamed(path: Any, value: dict, outer: str, *, indent: int = 2) 
             items = value[outer][by_token.pop(found)]
             buf = [rest[:at], "["]
             for i, item in enumerate(items):
-                one = indented(item, indent)   # the encoder's text, sooner (core.indent)
+                one = indented(item, indent, shared)   # the encoder's text, sooner (core.indent)
                 buf.append(("," if i else "") + pad + (one if one is not None else enc.encode(item)).replace("\n", pad))
                 if len(buf) >= 512:
                     yield encode("".join(buf))

@@ -59,9 +59,11 @@ _FINDING = re.compile(r": ((?:\S+ )?\[\w+\])")
 
 
 # ---------------------------------------------------------------- shards
-def shard_reason(run_dir: Path) -> str | None:
-    """A shard's own run dir (run_cases.py --shard) is a slice of the plan, not a run: never open."""
-    shard = _manifest(run_dir).get("shard")
+def shard_reason(run_dir: Path, manifest: dict | None = None) -> str | None:
+    """A shard's own run dir (run_cases.py --shard) is a slice of the plan, not a run: never open.
+    `manifest`: the run's manifest.yaml top-level keys when the caller holds them already (a
+    comparison's sides: not walked again)."""
+    shard = (_manifest(run_dir) if manifest is None else manifest).get("shard")
     if not (isinstance(shard, dict) and _count(shard.get("index")) and _count(shard.get("count"))):
         return None
     return (f"this is shard {shard['index']}/{shard['count']}'s run dir, a slice of the plan, not a run: merge "
