@@ -46,7 +46,7 @@ def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path
     cfg = sim_config.effective(plan["simulator"]["config"])
     resolved = secrets.expand_deep(cfg, env)
     judge_config.check_resolved(resolved, SOURCE)
-    judge_config.check_command(resolved, state, source=SOURCE)
+    judge_config.check_command(resolved, state, source=SOURCE, who=judge_probe.SIMULATOR.name)
     child = (command_env(plan, simulator_env_names(plan), env, os.environ if environ is None else environ,
                          "simulator") if cfg["provider"] == "command" else None)
     runtime = SimulatorRuntime(config=resolved, recorded=sim_config.manifest_view(cfg),
