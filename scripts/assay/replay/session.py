@@ -67,7 +67,8 @@ class ReplaySession:
                 cacheable: Callable[[dict], bool] | None = None) -> tuple[dict, dict | None]:
         """(value, cache mark or None) for one model call. `request` is JSON data that fully
         determines the answer; identical requests are told apart by their order (ordinal 0, 1, …),
-        so N asks of one node stay N recorded answers. A hit's mark is {hit, key, recorded_at}."""
+        so N asks of one node stay N recorded answers. A hit's mark is {hit, key, recorded_at}.
+        `cacheable(value)`: whether a value is kept; a cached value it refuses is not reused (a miss)."""
         if self.calls is None:
             return produce(), None
         base = base_key(kind, request)
@@ -78,7 +79,7 @@ class ReplaySession:
         path = self.cache.call_path(kind, key)
         if self.calls == "cache":
             doc = self.cache.read(path)
-            if doc is not None and "value" in doc:
+            if doc is not None and "value" in doc and (cacheable is None or cacheable(doc["value"])):
                 self.count(f"{kind}_hits")
                 return doc["value"], {"hit": True, "key": key, "recorded_at": doc.get("recorded_at")}
             self.count(f"{kind}_misses")
