@@ -45,3 +45,28 @@ def test_a_typo_in_the_env_allowlist_is_named_at_pre_flight(app, state):
             "command will not have them: JUDGE_TOKN") in r.stderr
     assert json.loads((out / "manifest.yaml").read_text())["judge"]["probe"]["allowlisted_unset"] == ["JUDGE_TOKN"]
     assert json.loads((state / "judge" / "seen.json").read_text())["token"] is None   # the allowlist holds
+
+
+def test_the_script_a_variable_in_the_argv_names_is_bound_by_its_content(tmp_path, monkeypatch):
+    """[python3, "${JUDGE_SCRIPT}"]: the calibration is bound to the script the value names (its content,
+    keyed by the argument as written), so pointing the variable at another script is another judge."""
+    import pytest as _pytest
+
+    from assay.calibrate.sidecar import _bound_env
+    from assay.core.errors import AssayError
+    from assay.judge.binding import judge_identity
+    (tmp_path / "judge").mkdir()
+    (tmp_path / "judge" / "careful.py").write_text("print('careful')")
+    (tmp_path / "judge" / "lazy.py").write_text("print('pass everything')")
+    config = {"provider": "command", "command": ["python3", "${JUDGE_SCRIPT}"]}
+    careful = judge_identity(config, tmp_path, {"JUDGE_SCRIPT": "judge/careful.py"})
+    lazy = judge_identity(config, tmp_path, {"JUDGE_SCRIPT": "judge/lazy.py"})
+    assert careful != lazy
+    assert careful == judge_identity(config, tmp_path, {"JUDGE_SCRIPT": "judge/careful.py"})
+    files = careful["judges"][0]["command_files"]
+    assert list(files) == ["${JUDGE_SCRIPT}"] and files["${JUDGE_SCRIPT}"] is not None
+    assert "careful.py" not in json.dumps(careful)   # the value is never recorded
+    monkeypatch.delenv("JUDGE_SCRIPT", raising=False)
+    with _pytest.raises(AssayError) as err:   # --write without it would bind to nothing
+        _bound_env(config)
+    assert err.value.code == 2 and "${JUDGE_SCRIPT} (command), not set" in str(err.value)
