@@ -92,3 +92,39 @@ def test_a_typo_in_the_judge_model_is_named_as_the_model_not_base_url(app, state
     assert "HTTP 404" in err and "does not serve the model 'claude-judg-1'" in err and "judge.yaml model" in err, err
     assert "/v1" not in err.split("claude-judg-1", 2)[-1]   # no base_url advice after the body
     assert r.json["key"] == "judge.model" and KEY not in r.stdout + r.stderr
+
+
+def test_a_cut_off_reply_is_never_kept_in_the_verdict_cache(app, state):
+    """--judge-cache: a reply cut off at max_tokens is not cached, so the rerun the error asks for
+    (max_tokens raised) asks the judge again and gets its whole verdict, never the cut-off one."""
+    app.handler = app_handler
+    asked: list = []
+    with FakeApp() as judge:
+        def handler(stop):
+            inner = anthropic(stop)
+            return lambda req: (asked.append(stop) if not is_probe(req) else None) or inner(req)
+        judge.handler = handler("max_tokens")
+        config = {"provider": "anthropic", "model": "judge-1", "base_url": judge.url, "api_key": "${JUDGE_KEY}"}
+        plan = judged_plan(state, app, config, cases=[rcase("c-1", "full")])
+        plan["paths"]["judge_calibration"] = write_calibration(state, {"refund-eta-v1": True},
+                                                               config=plan["judge"]["config"])
+        r, out = go(state, plan, {"JUDGE_KEY": KEY}, "--judge-cache")
+        assert r.rc == 0, r.stdout + r.stderr
+        assert read(out, "c-1", "verdict.json")["layers"]["judged"]["verdict"] == "unscored"
+        cut = len(asked)
+        judge.handler = handler("tool_use")   # max_tokens raised: the reply now ends of itself
+        plan["run_id"] = "smoke-20261129T235959Z"
+        r, out = go(state, plan, {"JUDGE_KEY": KEY}, "--judge-cache")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert asked[cut:] and set(asked[cut:]) == {"tool_use"}   # asked again, not answered from the cache
+    calls = [c for n in read(out, "c-1", "judge.json")["rubrics"][0]["nodes"] for c in n["calls"]]
+    assert not any(c.get("cache") for c in calls)
+    assert read(out, "c-1", "verdict.json")["layers"]["judged"]["verdict"] == "pass"
+
+
+def test_stopped_error_knows_read_replys_words_for_a_reply_that_did_not_stop_of_itself():
+    from assay.judge.providers import read_reply, stopped_error
+    cut = read_reply("openai", {"choices": [{"message": {"content": "{}"}, "finish_reason": "length"}]})[3]
+    refused = read_reply("anthropic", {"content": [], "stop_reason": "refusal"})[3]
+    assert stopped_error(cut) and stopped_error(refused)
+    assert not stopped_error("the provider's reply is not JSON") and not stopped_error(None)

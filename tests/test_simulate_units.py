@@ -121,3 +121,16 @@ def test_the_turn_shape_on_both_wire_formats():
 def test_a_turn_survives_the_record_replay_round_trip():
     sim = Simulated(UserTurn("hi", False), None, None, [{"raw_reply": "x"}])
     assert Simulated.from_doc(json.loads(json.dumps(sim.doc()))) == sim
+
+
+def test_a_simulator_command_is_named_as_the_simulator_never_the_judge(tmp_path):
+    """Pre-flight (a missing script) and a run (a non-zero exit) name the simulator's command."""
+    from assay.core.errors import AssayError
+    from assay.judge.config import check_command
+    from assay.judge.transport import run_command
+    with pytest.raises(AssayError) as err:
+        check_command({"provider": "command", "command": ["python3", "sim.py"]}, tmp_path,
+                      source="simulator/simulator.yaml", who="simulator")
+    assert "the simulator command's working directory" in str(err.value) and "judge" not in str(err.value)
+    out = run_command(["python3", "-c", "raise SystemExit(3)"], "", 20, tmp_path, who="simulator")
+    assert out.error.startswith("simulator command exited 3")

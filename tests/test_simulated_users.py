@@ -203,6 +203,8 @@ def test_simulator_failures_are_named_infra_never_an_app_failure(tmp_path):
                    "c-0000sim3": ("infra_error", "simulator_broke_character"),
                    "c-0000sim4": ("infra_error", "max_turns_reached")}
     assert verdict(out, "c-0000sim1")["turns_sent"] == 0          # nothing reached the app
+    outage = verdict(out, "c-0000sim1")["infra_reason"]           # the simulator's command, named as such
+    assert "simulator command exited 3" in outage and "judge" not in outage, outage
     assert verdict(out, "c-0000sim4")["turns_sent"] == 2
     assert verdict(out, "c-0000sim3")["infra_reason"].startswith("simulator_broke_character: ")
     # the out-of-character message was never sent (it is quoted in the reason, for the reader)

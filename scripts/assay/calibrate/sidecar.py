@@ -96,11 +96,16 @@ def _bound_env(config: dict[str, Any]) -> dict[str, str]:
 
     from ..judge.bound_values import resolved_names
     from ..judge.config import JUDGE_CONFIG, members
-    names = sorted({n for m in members(config) if m.get("provider") != "command" for n in resolved_names(m)})
+    from ..core.secrets import env_refs
+    http = {n for m in members(config) if m.get("provider") != "command" for n in resolved_names(m)}
+    # a command judge's argv: the script a ${VAR} names is bound by its content (assay.judge.binding)
+    argv = {n for m in members(config) if m.get("provider") == "command" for n in env_refs(m.get("command"))}
+    names = sorted(http | argv)
     missing = [n for n in names if not os.environ.get(n)]
     if missing:
         shown = ", ".join("${" + n + "}" for n in missing)
-        raise AssayError(f"--write: {JUDGE_CONFIG} names {shown} (base_url/model/served_model), not set in this "
+        keys = "base_url/model/served_model" if set(missing) <= http else "command"
+        raise AssayError(f"--write: {JUDGE_CONFIG} names {shown} ({keys}), not set in this "
                          "environment: the calibration is bound to the judge the variable names (a digest of its "
                          f"value, never the value); export {', '.join(missing)} as it was for the run you labelled, "
                          "then --write", 2, file=JUDGE_CONFIG, missing_env=missing)

@@ -18,6 +18,10 @@ REDACTED = "<redacted>"
 # secrets; every other variable it is given is registered as one (redacted from every artifact).
 PLAIN_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
                        "TERM", "TZ", "TMPDIR", "PWD", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUNBUFFERED"})
+# Header names that carry a credential: a value written out under one of them is a secret on disk.
+# The same words in a variable's name (APP_TOKEN, API_KEY) say it holds a credential.
+CREDENTIAL_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie)$|api[-_]?key|token|secret|passw|credential",
+                               re.IGNORECASE)
 
 
 def env_refs(value: Any) -> set[str]:

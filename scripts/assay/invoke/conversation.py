@@ -17,8 +17,9 @@ from typing import Any, Callable, Mapping
 from ..core.casekind import DEFAULT_MAX_TURNS, every_expect_of, is_conversation  # noqa: F401 (re-exported)
 from ..core.errors import AssayError
 from ..core.ids import new_uuid4, utc_now_iso
-from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, TRACE_DEPENDENT_LAYERS,
+from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, PASS, TRACE_DEPENDENT_LAYERS,
                            UNSCORABLE)
+from ..score.answer import NO_ANSWER_REASON
 from . import templates
 from .outcome import (RATE_LIMIT_SPENT, RATE_LIMITED_PREFIX, Outcome, RetryBudget, attempts_reason, expected_status_of,
                       is_expected)
@@ -269,6 +270,10 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
             if scored["verdict"] in STOP_VERDICTS:
                 stop = (spec.n, stop_reason_of(spec.n, scored["layers"], scored["verdict"]))
                 break
+            silent = unanswered(scored) if isinstance(script, Scripted) and spec.n < script.total else None
+            if silent is not None:   # the next turn would follow up on an answer the app never gave
+                stop = (None, f"turn {spec.n}: {silent}; turn {spec.n + 1} not sent")
+                break
             if conv.style == "server-id" and spec.n == 1:
                 value, where = read_session(conv, out)
                 if value is None:
@@ -294,6 +299,21 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
             on_retry(attempt, n, retry_out, wait)
         if wait > 0:
             sleep(wait)
+
+
+def unanswered(scored: Mapping[str, Any]) -> str | None:
+    """Why a scripted turn that another turn follows got no answer to carry the conversation on
+    (its request succeeded, but the adapter's <answer> path held nothing, or only whitespace), else
+    None. The next turn would follow up on an answer the app never gave, so the conversation stops
+    there, unscored (never a pass). A turn whose expect names its status (an asked-for 204 or 4xx)
+    asks for no answer. Pure."""
+    http = (scored.get("layers") or {}).get("http")
+    if not isinstance(http, Mapping) or http.get("verdict") != PASS or http.get("expected_status") is not None:
+        return None
+    text = scored.get("answer_text")
+    if text is None:
+        return str(http.get("answer_absent") or NO_ANSWER_REASON)
+    return "an empty answer at the adapter's <answer> path" if not str(text).strip() else None
 
 
 def shared_trace_blocker(turns: list[Mapping[str, Any]]) -> str | None:

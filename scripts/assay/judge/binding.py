@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import read_json
+from ..core.secrets import ENV_REF
 from .floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors  # noqa: F401 (DEFAULT_FLOORS re-exported)
 from .bound_values import resolved_binding, resolved_words
 from .config import SCRIPT_SUFFIXES, aggregate_of, members
@@ -58,6 +59,15 @@ def _runs_a_file(arg: str, *, first: bool) -> bool:
     return first and "/" in arg and not os.path.isabs(arg)
 
 
+def _resolved_arg(arg: str, env: Mapping[str, str] | None) -> str:
+    """A command argument with its `${VAR}`s filled from `env` (to find the script it names), or as
+    written when one has no value."""
+    names = ENV_REF.findall(arg)
+    if not names or env is None or any(not env.get(n) for n in names):
+        return arg
+    return ENV_REF.sub(lambda m: str(env[m.group(1)]), arg)
+
+
 def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What makes one judge this judge: provider and model (and where it is served, by the values of
     the variables those name), or the command and the content of the scripts it runs from the state
@@ -67,9 +77,10 @@ def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, 
         argv = [str(a) for a in config.get("command") or []]
         files: dict[str, str | None] = {}
         for i, arg in enumerate(argv):
-            if state is not None and _runs_a_file(arg, first=i == 0):
-                path = Path(arg) if os.path.isabs(arg) else Path(state) / arg
-                files[arg] = _file_sha(path)
+            runs = _resolved_arg(arg, env)   # [python3, "${JUDGE_SCRIPT}"]: the script the value names
+            if state is not None and _runs_a_file(runs, first=i == 0):
+                path = Path(runs) if os.path.isabs(runs) else Path(state) / runs
+                files[arg] = _file_sha(path)   # keyed by the argument as written: never a value on disk
         return {"provider": provider, "command": argv, "command_files": files}
     one = {"provider": provider, "model": config.get("model"), "base_url": config.get("base_url"),
            "structured_output": bool(config.get("structured_output", True))}

@@ -145,15 +145,17 @@ def check_resolved(config: dict[str, Any], source: str = JUDGE_CONFIG) -> None:
 SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".ts", ".rb", ".pl")
 
 
-def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source: str = JUDGE_CONFIG) -> None:
+def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source: str = JUDGE_CONFIG,
+                  who: str = "judge") -> None:
     """A `command` judge can be started (pre-flight, exit 3): argv[0] is on PATH or an executable
     path, and a script handed to an interpreter (`[python3, judge.py]`) exists. Paths are relative to
-    `cwd`, the state dir the command runs in. Without this a typo shows up only as judge outages."""
+    `cwd`, the state dir the command runs in. Without this a typo shows up only as judge outages.
+    `who` names the command (the judge, the simulator)."""
     if config.get("provider") != "command":
         return
     argv = [str(a) for a in config.get("command") or []]
     exe = argv[0]
-    where = "a relative path is relative to the state dir, the judge command's working directory"
+    where = f"a relative path is relative to the state dir, the {who} command's working directory"
     if "/" in exe:
         path = Path(exe) if os.path.isabs(exe) else Path(cwd) / exe
         if not (path.is_file() and os.access(path, os.X_OK)):

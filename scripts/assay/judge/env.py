@@ -10,6 +10,7 @@ never written as `${VAR}`, is still a key.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Mapping
 
 from ..core import secrets
@@ -33,6 +34,20 @@ def allowlist(plan: Mapping[str, Any], block: str = "judge") -> list[str]:
         names = member.get("env_allowlist") if member.get("provider") == "command" else None
         out += [n for n in names or [] if isinstance(n, str) and n not in out]
     return out
+
+
+def allowlisted_unset(plan: Mapping[str, Any], environ: Mapping[str, str], block: str = "judge") -> list[str]:
+    """The `env_allowlist` names the runner's environment does not set: the command runs without them,
+    so a typo (`ANTHROPIC_API_KY`) shows up only as a failing command on every call. Pre-flight names
+    them (`say_allowlisted_unset`) and the manifest's probe block lists them (`allowlisted_unset`), as
+    a cli app's are (`health_check.allowlisted_unset`)."""
+    return sorted(n for n in allowlist(plan, block) if n not in environ)
+
+
+def say_allowlisted_unset(names: list[str], source: str, who: str) -> None:
+    if names:
+        sys.stderr.write(f"assay: {source} env_allowlist names variable(s) this environment does not set, so the "
+                         f"{who} command will not have them: {', '.join(names)}\n")
 
 
 def env_names(plan: Mapping[str, Any], block: str = "judge") -> set[str]:

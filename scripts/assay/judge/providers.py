@@ -141,6 +141,15 @@ def read_reply(provider: str, body: Any, tool: str = VERDICT_TOOL) -> tuple[str,
     raise ValueError(provider)
 
 
+def stopped_error(error: Any) -> bool:
+    """Whether `error` is read_reply's word for a reply that did not stop of itself (STOPPED: cut off at
+    the token limit, refused, filtered). Such a reply says what max_tokens and the moment gave, not a
+    verdict on the material, so the verdict cache never keeps it (nor answers with one it kept)."""
+    if not isinstance(error, str):
+        return False
+    return any(error.startswith(why.split("({field}")[0]) for _, whys in STOPPED.values() for why in whys.values())
+
+
 def _stopped(provider: str, value: Any) -> str | None:
     """Why a reply that stopped with `value` (stop_reason / finish_reason) is not read, or None."""
     field, why = STOPPED[provider]

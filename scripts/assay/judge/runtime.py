@@ -32,7 +32,7 @@ from . import transport
 from .binding import CALIBRATION_SCHEMA, calibration_of, judge_identity  # noqa: F401 (re-exported)
 from .binding import load_calibration as _load_sidecar
 from .binding import lowered_floors, rubric_sha256
-from .env import command_env
+from .env import allowlisted_unset, command_env, say_allowlisted_unset
 from .fold import fold_node, fold_pair_node, judged_layer, usage_of  # noqa: F401 (judged_layer re-exported)
 from .prompt import ANSWER_SCOPE, PROMPT_VERSION, Material, as_stdin, build_prompt
 from .providers import build_request, read_reply
@@ -339,6 +339,11 @@ def build_runtime(plan: RunPlan, env: Mapping[str, str], state: Path,
                            child_env=child, key_variable=keys[0], key_variables=keys)
     if probe:  # exit 3 on a judge that is configured wrong; an ensemble probes each of its judges
         probes = [judge_probe.probe(runtime, judge=i) for i in range(len(runtime.judges))]
+        unset = allowlisted_unset(plan, os.environ if environ is None else environ) if child is not None else []
+        say_allowlisted_unset(unset, judge_probe.JUDGE.file, judge_probe.JUDGE.name)
+        for member, got in zip(unresolved, probes):
+            if unset and member["provider"] == "command":
+                got["allowlisted_unset"] = unset
         runtime.probe = probes if many else probes[0]
     else:
         runtime.probe = {"ok": None, "reason": "replay: not probed (a cached verdict answers; a miss is judged live, "

@@ -59,22 +59,23 @@ def post(url: str, headers: dict[str, str], body: bytes, timeout_s: float, insec
 
 
 def run_command(argv: list[str], stdin_text: str, timeout_s: float, cwd: Path,
-                 env: Mapping[str, str] | None = None) -> Outcome:
+                 env: Mapping[str, str] | None = None, who: str = "judge") -> Outcome:
+    """One run of a command provider's argv; `who` names it in every error (the judge, the simulator)."""
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=str(cwd), start_new_session=True, env=dict(env) if env is not None else None)
     except OSError as exc:
-        return Outcome(EXCEPTION, error=f"cannot start judge command {argv[0]!r}: {exc.strerror or exc}",
+        return Outcome(EXCEPTION, error=f"cannot start {who} command {argv[0]!r}: {exc.strerror or exc}",
                        latency_ms=elapsed_ms(start))
     try:
         out, err = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout_s)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        return Outcome(TIMEOUT, error=f"judge command ran past {timeout_s} s", latency_ms=elapsed_ms(start))
+        return Outcome(TIMEOUT, error=f"{who} command ran past {timeout_s} s", latency_ms=elapsed_ms(start))
     if proc.returncode != 0:
         tail = writer.clip(err.decode("utf-8", "replace").strip(), 300, tail=True)
-        return Outcome(EXCEPTION, error=f"judge command exited {proc.returncode}: {tail or 'no stderr'}",
+        return Outcome(EXCEPTION, error=f"{who} command exited {proc.returncode}: {tail or 'no stderr'}",
                        latency_ms=elapsed_ms(start))
     text = (writer.clip_bytes(out, MAX_BODY_BYTES) if len(out) > MAX_BODY_BYTES else out).decode("utf-8", "replace")
     return Outcome(RESPONSE, status=200, body_text=text, latency_ms=elapsed_ms(start))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Mapping
 
+from .providers import stopped_error
+
 # `where` keys that name the case (in run.log), not what was asked: a verdict is the verdict of
 # the material, whichever case carried it.
 _CASE_KEYS = ("case_id", "case_index", "index", "holdout", "title")
@@ -27,7 +29,9 @@ def judge_request(runtime: Any, system: str, user: str, where: Mapping[str, Any]
 def judge_through(runtime: Any, system: str, user: str, where: dict,
                   live: Callable[[str, str, dict], tuple]) -> tuple[dict, dict | None, str | None, bool]:
     """`live(system, user, where)` or the cached result of the same call; an outage (infra) is
-    never cached, nor is a holdout case's call (sealed: its material never goes into the cache)."""
+    never cached, nor is a holdout case's call (sealed: its material never goes into the cache), nor a
+    reply that did not stop of itself (cut off at max_tokens, refused, filtered: raising max_tokens
+    must ask again), and a cached one of those (written before this rule) is not reused."""
     if where.get("holdout"):
         return live(system, user, where)
 
@@ -37,7 +41,7 @@ def judge_through(runtime: Any, system: str, user: str, where: dict,
 
     value, mark = runtime.cache.through("judge", judge_request(runtime, system, user, where), produce,
                                         case_id=where.get("case_id"), what=str(where.get("judge_node") or ""),
-                                        cacheable=lambda v: not v.get("infra"))
+                                        cacheable=lambda v: not v.get("infra") and not stopped_error(v.get("error")))
     call = dict(value["call"])
     if mark is not None:
         call["cache"] = mark

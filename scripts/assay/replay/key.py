@@ -1,11 +1,15 @@
 """What a request is keyed by: the recorded request (secrets already `${NAME}`/REDACTED) with
-what differs per request masked, hashed with where it sits in its case. Pure functions."""
+what differs per request masked, and a digest of the values of the `${NAME}`s that say what is
+asked (`Binding`), hashed with where it sits in its case. Pure functions."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any, Mapping
+
+from ..core.secrets import CREDENTIAL_HEADER, auth_env_names, env_refs
 
 KEY_VERSION = 1
 UUID_MASK = "<uuid>"
@@ -57,6 +61,45 @@ def normalize_request(recorded: Mapping[str, Any], *, uuid: str | None = None, s
             value = {str(k): (VALUE_MASK if str(k).lower() in MASKED_HEADERS else v) for k, v in value.items()}
         out[str(key)] = mask(value)
     return out
+
+
+# Keys of a recorded request whose `${NAME}`s say who asked, not what: a case identity's token
+# (`Bearer ${NAME}`) and a cli app's identity variables are keyed by name; every header that holds a
+# `${NAME}` is recorded REDACTED (its variables are bound from the adapter: `Binding.of`).
+WHO_KEYS = frozenset({"headers", "identity_env"})
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Which `${NAME}`s' values are part of a request's key, and their values (held in memory only).
+
+    A request that names `${MODEL}` in its body asks another thing when MODEL changes, though its
+    recorded text is the same: the key adds `values: {vars, sha256}` (the first 16 hex digits of a
+    sha256 over the names and values, never a value) for the variables its body, endpoint, argv or
+    stdin names, plus those of the adapter's non-credential headers (`X-Model: ${MODEL}`). Never
+    bound, so a rotated credential or another port still hits: the base URL's variables, an auth
+    block's, a credential-shaped header's (CREDENTIAL_HEADER), a case identity's token, and any
+    variable whose own name is credential-shaped (APP_TOKEN, OPENAI_API_KEY)."""
+    env: Mapping[str, str]
+    always: frozenset = frozenset()
+    never: frozenset = frozenset()
+
+    @classmethod
+    def of(cls, invocation: Mapping[str, Any], env: Mapping[str, str]) -> "Binding":
+        headers = invocation.get("headers") if isinstance(invocation.get("headers"), Mapping) else {}
+        plain = {n for name, v in headers.items() if not CREDENTIAL_HEADER.search(str(name)) for n in env_refs(v)}
+        secret = {n for name, v in headers.items() if CREDENTIAL_HEADER.search(str(name)) for n in env_refs(v)}
+        never = (env_refs(invocation.get("base_url")) | env_refs(invocation.get("auth"))
+                 | auth_env_names({"invocation": invocation}) | secret)
+        return cls(dict(env), frozenset(plain), frozenset(never))
+
+    def values(self, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+        named = env_refs({k: v for k, v in recorded.items() if k not in WHO_KEYS}) | self.always
+        names = sorted(n for n in named - self.never if n in self.env and not CREDENTIAL_HEADER.search(n))
+        if not names:
+            return None
+        text = canonical({"vars": names, "values": {n: self.env[n] for n in names}})
+        return {"vars": names, "sha256": sha256_text(text)[:16]}
 
 
 def exchange_key(case_id: str, position: int, normalized: Mapping[str, Any]) -> str:

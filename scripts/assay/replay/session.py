@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core.ids import utc_now_iso
-from .key import base_key, call_key
+from .key import Binding, base_key, call_key
 from .miss import REPLAY_MISS, ReplayMiss  # noqa: F401 (ReplayMiss: the name callers import)
 from .shim import ReplayInvoker
 from .store import Cache
@@ -47,11 +47,14 @@ class ReplaySession:
         """Whether this run sends anything to the app (a replay with live cases does)."""
         return self.app != "replay" or bool(self.live_cases)
 
-    def invoker(self, inner: Any) -> Any:
-        """The invoker the case worker uses: `inner` itself unless the app is recorded or replayed."""
+    def invoker(self, inner: Any, invocation: Mapping[str, Any] | None = None,
+                env: Mapping[str, str] | None = None) -> Any:
+        """The invoker the case worker uses: `inner` itself unless the app is recorded or replayed.
+        `invocation` and `env` (the run's resolved variables) bind the values of the `${NAME}`s a
+        request names into its key (assay.replay.key.Binding)."""
         if self.app is None:
             return inner
-        return ReplayInvoker(inner, self)
+        return ReplayInvoker(inner, self, Binding.of(invocation or {}, env) if env is not None else None)
 
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -67,7 +70,8 @@ class ReplaySession:
                 cacheable: Callable[[dict], bool] | None = None) -> tuple[dict, dict | None]:
         """(value, cache mark or None) for one model call. `request` is JSON data that fully
         determines the answer; identical requests are told apart by their order (ordinal 0, 1, …),
-        so N asks of one node stay N recorded answers. A hit's mark is {hit, key, recorded_at}."""
+        so N asks of one node stay N recorded answers. A hit's mark is {hit, key, recorded_at}.
+        `cacheable(value)`: whether a value is kept; a cached value it refuses is not reused (a miss)."""
         if self.calls is None:
             return produce(), None
         base = base_key(kind, request)
@@ -78,7 +82,7 @@ class ReplaySession:
         path = self.cache.call_path(kind, key)
         if self.calls == "cache":
             doc = self.cache.read(path)
-            if doc is not None and "value" in doc:
+            if doc is not None and "value" in doc and (cacheable is None or cacheable(doc["value"])):
                 self.count(f"{kind}_hits")
                 return doc["value"], {"hit": True, "key": key, "recorded_at": doc.get("recorded_at")}
             self.count(f"{kind}_misses")

@@ -17,7 +17,7 @@ from ..core.ids import utc_now_iso
 from ..invoke.templates import UNSET
 from ..traces.collect import NOT_COLLECTED, CaseTrace
 from .entries import outcome_doc, outcome_from, trace_doc, trace_from
-from .key import SESSION_MASK, exchange_key, first_difference, normalize_request
+from .key import SESSION_MASK, Binding, exchange_key, first_difference, normalize_request
 from .miss import REPLAY_MISS, ReplayMiss
 
 
@@ -40,9 +40,10 @@ class _CaseState:
 
 
 class ReplayInvoker:
-    def __init__(self, inner: Any, session: Any) -> None:
+    def __init__(self, inner: Any, session: Any, binding: Binding | None = None) -> None:
         self.inner = inner
         self.session = session
+        self.binding = binding
         self.cache = session.cache
         self._local = threading.local()
 
@@ -68,6 +69,9 @@ class ReplayInvoker:
             # record when it equals a secret's value, so the replayed turn would send `<redacted>`)
             request = normalize_request(self.inner.prepare(case, uuid, extra_headers, session=SESSION_MASK)[1],
                                         uuid=uuid)
+        values = self.binding.values(recorded) if self.binding is not None else None
+        if values is not None:   # what the request's ${NAME}s resolved to (a digest): another value, another request
+            request["values"] = values
         # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
         holdout = "holdout" in (case.get("split") or [])
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded

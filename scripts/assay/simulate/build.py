@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..core import secrets
 from ..core.errors import AssayError
 from ..judge import config as judge_config
-from ..judge.env import command_env, env_names, judge_allowlisted_secrets
+from ..judge.env import allowlisted_unset, command_env, env_names, judge_allowlisted_secrets, say_allowlisted_unset
 from . import config as sim_config
 from .scenario import any_simulated
 
@@ -46,7 +46,7 @@ def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path
     cfg = sim_config.effective(plan["simulator"]["config"])
     resolved = secrets.expand_deep(cfg, env)
     judge_config.check_resolved(resolved, SOURCE)
-    judge_config.check_command(resolved, state, source=SOURCE)
+    judge_config.check_command(resolved, state, source=SOURCE, who=judge_probe.SIMULATOR.name)
     child = (command_env(plan, simulator_env_names(plan), env, os.environ if environ is None else environ,
                          "simulator") if cfg["provider"] == "command" else None)
     runtime = SimulatorRuntime(config=resolved, recorded=sim_config.manifest_view(cfg),
@@ -55,6 +55,11 @@ def build_simulator(plan: Mapping[str, Any], env: Mapping[str, str], state: Path
     runtime.probe = (judge_probe.probe_config(resolved, runtime.key_variable, judge_probe.SIMULATOR) if probe
                      else {"ok": None, "reason": "replay: not probed (a recorded user turn answers; a miss is a "
                                                  "replay miss)"})
+    if probe and child is not None:
+        unset = allowlisted_unset(plan, os.environ if environ is None else environ, "simulator")
+        say_allowlisted_unset(unset, judge_probe.SIMULATOR.file, judge_probe.SIMULATOR.name)
+        if unset:
+            runtime.probe["allowlisted_unset"] = unset
     return runtime
 
 

@@ -123,7 +123,8 @@ class SimulatorRuntime:
     def _send(self, call: SimCall) -> Outcome:
         timeout = float(self.config["timeout_s"])
         if call.provider == "command":
-            return transport.run_command(list(call.argv), call.stdin(), timeout, self.state, self.child_env)
+            return transport.run_command(list(call.argv), call.stdin(), timeout, self.state, self.child_env,
+                                         who=judge_probe.SIMULATOR.name)
         return transport.post(call.url or "", dict(call.headers or {}), dumps(dict(call.body or {}), indent=None).encode("utf-8"),
                      timeout, bool(self.config.get("insecure_tls")))
 

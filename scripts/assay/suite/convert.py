@@ -18,15 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
+from ..core.secrets import CREDENTIAL_HEADER  # noqa: F401 (re-exported: the importers use it)
 from ..schemas.checked import validate_yaml
 from ..core.strict_yaml import LineIndex, load
 
 CASE_SUFFIXES = (".yaml", ".yml")
 MANIFEST_NAMES = ("dataset.yaml", "dataset.yml")
 SKIPPED_DIRS = ("templates",)
-# Header names that carry a credential: a value written out under one of them is a secret on disk.
-CREDENTIAL_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie)$|api[-_]?key|token|secret|passw|credential",
-                               re.IGNORECASE)
 
 
 def _rel(state: Path, path: Path) -> str:
