@@ -357,6 +357,8 @@ def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path)
     shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", state,
                     ignore=shutil.ignore_patterns("reports", "work", "annotations", "cache", "calibration.json"))
     run = judged_run(tmp_path)
+    for cid in ("c-1", "c-2", "c-3"):   # the labelled run's cases are the suite's (labels on others do not count)
+        (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\n", encoding="utf-8")
     criteria = {"states-amount": "The reply states the refunded amount, with its currency.",
                 "gives-eta": "The reply says when the refund will arrive (a date, or a number of business days)."}
     for cid in ("c-1", "c-2", "c-3"):   # judged on the helpdesk rubric's own words (its node ids)
