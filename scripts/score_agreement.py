@@ -56,7 +56,7 @@ def run(args):
     state = _state_dir(args)
     out = score(rows, floors, args.confidence, case_ids=_suite_case_ids(state), nodes_by_pin=_rubric_nodes(state))
     # --write refuses a batch whose runs another judge than the configured one judged (labelled_judge)
-    out["written"] = str(write_bound(out, args.write, args.state_dir, [r.batch for r in rows])) if args.write else None
+    out["written"] = str(write_bound(out, args.write, args.state_dir, [r.batch for r in rows], rows)) if args.write else None
     return 0, out
 
 
