@@ -28,8 +28,9 @@ def build_parser():
     p.add_argument("--write", metavar="SIDECAR",
                    help="write the calibration sidecar here (<state>/judge/calibration.json; must end in .json)")
     p.add_argument("--state-dir", metavar="STATE_DIR",
-                   help="the state dir whose judge/judge.yaml and rubrics/ the sidecar is bound to "
-                        "(default: the one --write's judge/calibration.json is in)")
+                   help="the state dir whose judge/judge.yaml and rubrics/ the sidecar is bound to, and whose "
+                        "datasets/ the labels' case ids must name (default: the one --write's "
+                        "judge/calibration.json is in)")
     below = " (lower: gate and report say the rubric was calibrated below the default floors)"
     p.add_argument("--min-pairs", type=int, default=int(F["min_pairs"]),
                    help=f"labelled pairs needed per rubric version (default {F['min_pairs']:g}){below}")
@@ -52,10 +53,39 @@ def run(args):
 
     floors = Floors(args.min_pairs, args.min_per_class, args.min_tpr, args.min_tnr, args.min_kappa)
     rows = read_annotations(args.annotations)
-    out = score(rows, floors, args.confidence)
+    state = _state_dir(args)
+    out = score(rows, floors, args.confidence, case_ids=_suite_case_ids(state), nodes_by_pin=_rubric_nodes(state))
     # --write refuses a batch whose runs another judge than the configured one judged (labelled_judge)
-    out["written"] = str(write_bound(out, args.write, args.state_dir, [r.batch for r in rows])) if args.write else None
+    out["written"] = str(write_bound(out, args.write, args.state_dir, [r.batch for r in rows], rows)) if args.write else None
     return 0, out
+
+
+def _state_dir(args):
+    """The state dir whose suite and rubrics the labels must be about: --state-dir, else the one --write's
+    <state>/judge/calibration.json is in; None without either (nothing checked: not_in_suite/not_in_rubric null)."""
+    from pathlib import Path
+    if args.state_dir:
+        return Path(args.state_dir)
+    if args.write and Path(args.write).parent.name == "judge":
+        return Path(args.write).parent.parent
+    return None
+
+
+def _suite_case_ids(state):
+    """The suite's case ids; None (not checked) without a case in its datasets/ (a state dir with no case
+    runs nothing that could gate)."""
+    from assay.suite.convert import suite_case_ids
+    if state is None or not (state / "datasets").is_dir():
+        return None
+    return suite_case_ids(state) or None
+
+
+def _rubric_nodes(state):
+    """Each rubric pin's node ids, from the state dir's rubrics/; None without a state dir."""
+    from assay.judge.rubrics import load_rubrics
+    if state is None:
+        return None
+    return {r["pin"]: {n.get("id") for n in r.get("nodes") or []} for r in load_rubrics(state).values()}
 
 
 if __name__ == "__main__":

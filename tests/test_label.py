@@ -357,6 +357,8 @@ def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path)
     shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", state,
                     ignore=shutil.ignore_patterns("reports", "work", "annotations", "cache", "calibration.json"))
     run = judged_run(tmp_path)
+    for cid in ("c-1", "c-2", "c-3"):   # the labelled run's cases are the suite's (labels on others do not count)
+        (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\n", encoding="utf-8")
     criteria = {"states-amount": "The reply states the refunded amount, with its currency.",
                 "gives-eta": "The reply says when the refund will arrive (a date, or a number of business days)."}
     for cid in ("c-1", "c-2", "c-3"):   # judged on the helpdesk rubric's own words (its node ids)
@@ -382,6 +384,23 @@ def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path)
             "--min-per-class", "0")
     same = run_script("score_agreement", *args)
     assert same.rc == 0 and same.json["labelled_judge_unchecked"] == [], same.stdout
+    # a line of the batch on a case its page never showed, or with another judge verdict than the page
+    # showed: before, --write counted it as that sitting's label (a pair on nothing, or on a verdict the
+    # judge never gave); now refused, naming file:line and the case
+    written = (state / "judge" / "calibration.json").read_text()
+    page_lines = (state / "annotations" / f"{batch}.jsonl").read_text()
+    for extra, words in (({"case_id": "c-9", "label": "fail", "judge_label": "fail"}, "its labelling page never showed"),
+                         ({"case_id": "c-2", "label": "fail", "judge_label": "pass"},
+                          "says the judge said 'pass' on case c-2 (refund-eta-v1 node states-amount), and its "
+                          "labelling page showed 'fail'")):
+        line = {"rubric_id": "refund-eta-v1", "node_id": "states-amount", "reviewer": "Dana", "ts": "t",
+                "batch": batch, **extra}
+        (state / "annotations" / f"{batch}.jsonl").write_text(page_lines + json.dumps(line) + "\n")
+        bad = run_script("score_agreement", *args)
+        assert bad.rc == 2 and words in bad.json["error"], bad.stdout
+        assert f"{batch}.jsonl:4" in bad.json["error"] and bad.json["case_id"] == extra["case_id"]
+        assert (state / "judge" / "calibration.json").read_text() == written   # nothing written
+    (state / "annotations" / f"{batch}.jsonl").write_text(page_lines)
     # the rubric's criterion reworded after the labels, its version kept: the labels are about the old text
     rubric = state / "rubrics" / "refund-eta.md"
     worded = rubric.read_text()

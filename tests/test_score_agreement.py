@@ -194,3 +194,62 @@ def test_an_older_export_of_a_batch_never_beats_the_newer_one(tmp_path):
     assert (rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (0, 0, 1, 0), rub   # c1: pass (judge fail); c2: none
     assert r.json["superseded_exports"] == [{"batch": "b-1", "file": str(folder / "b-1.jsonl"), "lines": 2,
                                              "replaced_by": str(folder / "b-1 (1).jsonl")}], r.json
+
+
+def test_labels_on_case_ids_the_suite_does_not_have_are_not_counted(tmp_path):
+    # 90 labels on the suite's cases and 30 on ids it has never had: counted together they met the
+    # 100-pair floor and --write made the judge gate on labels that match no case
+    rows = calibrated_rows()
+    state = judged_state(tmp_path)
+    (state / "datasets").mkdir()
+    real = {r["case_id"] for r in rows[:-33]}
+    for cid in sorted(real):
+        (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\n", encoding="utf-8")
+    ann = write_lines(tmp_path / "a.jsonl", rows)
+    sidecar = state / "judge" / "calibration.json"
+    r = run_script("score_agreement", ann, "--write", sidecar)
+    assert r.rc == 0, r.stdout
+    out = r.json
+    assert out["status"] == "not_calibrated", out
+    rub = out["rubrics"]["refund-eta-v1"]
+    assert rub["pairs"] == 90 and "90 labelled pairs < 100" in rub["blocking"]
+    ghosts = {g["case_id"]: g for g in out["not_in_suite"]}
+    assert len(ghosts) == 33 and "p96" in ghosts and "u3" in ghosts
+    assert ghosts["p96"]["line"] == f"{ann}:{[r['case_id'] for r in rows].index('p96') + 1}"
+    assert "no case 'p96' in datasets/" in ghosts["p96"]["fix"]
+    assert json.loads(sidecar.read_text())["rubrics"]["refund-eta-v1"]["calibrated"] is False
+    # every label on an unknown id: nothing to score, said with the count
+    only = write_lines(tmp_path / "b.jsonl", rows[-33:])
+    r = run_script("score_agreement", only, "--state-dir", state)
+    assert r.rc == 2 and "33 on case ids not in the suite" in r.json["error"], r.json
+    # without a state dir the suite is not known: not checked, and said (null)
+    r = run_script("score_agreement", ann)
+    assert r.rc == 0 and r.json["not_in_suite"] is None and r.json["status"] == "calibrated"
+
+
+def test_the_output_says_on_how_many_cases_and_reviewers_the_pairs_stand(tmp_path):
+    # one person labelled one case on 12 answers, then again on the same answers under another batch:
+    # 12 pairs, but on one case by one reviewer -- said, not hidden behind the pair count
+    rows = [dict(pair("c-1", "fail" if i < 6 else "pass", "fail" if i < 6 else "pass"),
+                 answer_sha256=f"{i:064x}") for i in range(12)]
+    ann = write_lines(tmp_path / "a.jsonl", rows + [dict(r, batch="again", reviewer=" dana ") for r in rows])
+    r = run_script("score_agreement", ann, ann, "--min-pairs", "12", "--min-per-class", "6")
+    assert r.rc == 0, r.stdout
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert (rub["pairs"], rub["cases"], rub["reviewers"]) == (12, 1, 1), rub
+    assert r.json["duplicates_replaced"] == 36
+
+
+def test_labels_on_a_node_the_rubric_does_not_have_are_not_counted(tmp_path):
+    # refund-eta-v1 has states-amount and states-arrival; 30 labels on "states-amout" (a typo) filled the
+    # pair floor: --write made the rubric gate on labels of a criterion the judge is never asked
+    rows = calibrated_rows()
+    rows = rows[:-33] + [dict(r, node_id="states-amout") for r in rows[-33:]]
+    state = judged_state(tmp_path)
+    ann = write_lines(tmp_path / "a.jsonl", rows)
+    r = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json")
+    assert r.rc == 0, r.stdout
+    assert r.json["status"] == "not_calibrated" and r.json["rubrics"]["refund-eta-v1"]["pairs"] == 90, r.json
+    stray = r.json["not_in_rubric"]
+    assert len(stray) == 33 and stray[0]["node_id"] == "states-amout" and stray[0]["line"] == f"{ann}:91"
+    assert "has no node 'states-amout' (its nodes: states-amount, states-arrival)" in stray[0]["fix"]

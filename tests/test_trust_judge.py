@@ -173,10 +173,14 @@ def tone_state(root):
                    claims_case(cid, msg, "  answer: {must_contain: [CL-7], rubric: [tone-v1]}\n").replace(
                        "unit: claims", "unit: tone"))
     (state / "reports").mkdir(parents=True, exist_ok=True)
-    # 120 labelled pairs on which the strict judge agreed with people: calibrated
-    rows = [{"case_id": f"f{i}", "rubric_id": "tone-v1", "node_id": "polite", "label": "fail", "judge_label": "fail",
-             "reviewer": "ana", "ts": "2026-12-01T00:00:00Z"} for i in range(20)]
-    rows += [dict(rows[0], case_id=f"p{i}", label="pass", judge_label="pass") for i in range(100)]
+    # 120 labelled pairs on which the strict judge agreed with people: calibrated (on the suite's two
+    # cases, each labelled on many answers: a label on a case id the suite lacks is not counted)
+    import hashlib
+    rows = [{"case_id": "c-rude0001", "rubric_id": "tone-v1", "node_id": "polite", "label": "fail",
+             "judge_label": "fail", "reviewer": "ana", "ts": "2026-12-01T00:00:00Z",
+             "answer_sha256": hashlib.sha256(f"f{i}".encode()).hexdigest()} for i in range(20)]
+    rows += [dict(rows[0], case_id="c-kind0001", label="pass", judge_label="pass",
+                  answer_sha256=hashlib.sha256(f"p{i}".encode()).hexdigest()) for i in range(100)]
     (state / "annotations").mkdir()
     (state / "annotations" / "batch1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     r = run_script("score_agreement", state / "annotations", "--write", state / "judge" / "calibration.json")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, asdict
-from typing import Any
+from typing import Any, Collection
 
 from ..core.errors import AssayError
 from ..judge.floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors
@@ -128,6 +128,36 @@ def _ts_key(ts: Any) -> str:
     return "" if when is None else when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
+def not_in_suite(rows: list[Annotation], case_ids: Collection[str] | None) -> tuple[list[Annotation], list[dict[str, Any]] | None]:
+    """Set aside the labels whose case_id names no case of the suite (a typo, another suite's export, a
+    case id made up): such a label matches no case the judge gates on, and counting it lets a judge reach
+    "calibrated" on labels that match nothing. Canary lines stay (a missed canary still voids its batch).
+    Returns (kept, the set-aside lines: case_id, rubric_id, line); None when the suite is not known."""
+    if case_ids is None:
+        return rows, None
+    known = set(case_ids)
+    dropped = [a for a in rows if not a.canary and a.case_id not in known]
+    return ([a for a in rows if a.canary or a.case_id in known],
+            [{"case_id": a.case_id, "rubric_id": a.pin, "line": a.source,
+              "fix": f"no case {a.case_id!r} in datasets/: correct the case id (a typo?) or delete the line; "
+                     "only labels on this suite's cases count"} for a in dropped])
+
+
+def not_in_rubric(rows: list[Annotation], nodes_by_pin: dict[str, Collection[str]] | None
+                  ) -> tuple[list[Annotation], list[dict[str, Any]] | None]:
+    """Set aside the labels on a node the pin's rubric file does not have (a typo, a node renamed or
+    removed): they label no criterion the judge is asked, yet counted toward the pin's pairs. A pin with no
+    rubric file at that version is not checked here (it stays provisional: sidecar.bind). None: not known."""
+    if nodes_by_pin is None:
+        return rows, None
+    def stray(a: Annotation) -> bool:
+        return not a.canary and a.node_id is not None and a.pin in nodes_by_pin and a.node_id not in nodes_by_pin[a.pin]
+    return ([a for a in rows if not stray(a)],
+            [{"case_id": a.case_id, "rubric_id": a.pin, "node_id": a.node_id, "line": a.source,
+              "fix": f"{a.pin} has no node {a.node_id!r} (its nodes: {', '.join(sorted(nodes_by_pin[a.pin]))}): "
+                     "correct the node_id or delete the line"} for a in rows if stray(a)])
+
+
 def known_material_first(rows: list[Annotation]) -> tuple[list[Annotation], int]:
     """Drop the lines on unknown material (no answer_sha256: older files) of an item that also has a
     label on a known answer: the unknown one may be on that same answer, and counting both would
@@ -222,6 +252,11 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
         "unpaired": len(rows) - labelled,
         "human_fail": human_fail,
         "human_pass": human_pass,
+        # what the pairs stand on: one case labelled on several answers (or nodes) is several pairs, and
+        # one person labelling twice is one reviewer (the floors count pairs; these say how many of what)
+        "cases": len({a.case_id for a in paired if a.judge_label in ("pass", "fail")}),
+        "reviewers": len({a.reviewer.strip() for a in paired
+                          if a.judge_label in ("pass", "fail") and a.reviewer and a.reviewer.strip()}),
         "tp": tp, "fn": fn, "fp": fp, "tn": tn,
         "tpr": _round(tpr), "tnr": _round(tnr), "kappa": _round(kappa),
         "tpr_ci": _round(clopper_pearson(tp, human_fail, confidence)),
@@ -237,14 +272,20 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
     }
 
 
-def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> dict[str, Any]:
-    """The whole score_agreement.py output (without `written`). Exit-2 cases raise AssayError."""
+def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
+          case_ids: Collection[str] | None = None,
+          nodes_by_pin: dict[str, Collection[str]] | None = None) -> dict[str, Any]:
+    """The whole score_agreement.py output (without `written`). Exit-2 cases raise AssayError.
+    `case_ids`: the suite's case ids; a label on another id is not counted (`not_in_suite`).
+    `nodes_by_pin`: each rubric pin's node ids; a label on another node is not counted (`not_in_rubric`)."""
     floors.check()
     if not 0.0 < confidence < 1.0:
         raise AssayError(f"--confidence {confidence:g} must be strictly between 0 and 1, e.g. 0.95", 2)
     if not rows:
         raise AssayError("no annotation lines in the given files: label cases first "
                          "(label.py RUN_DIR -o page.html, then save the page's export under <state>/annotations/)", 2)
+    rows, outside = not_in_suite(rows, case_ids)
+    rows, stray_nodes = not_in_rubric(rows, nodes_by_pin)
     current, superseded = newest_exports(rows)
     counted, voided, canaries = void_batches(current)
     counted, unknown_material = known_material_first(counted)
@@ -259,9 +300,12 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> d
         decided = sum(r["unknown"] for r in rubrics.values())
         raise AssayError(
             f"no labelled pair to score: {len(latest)} counted label(s), {unpaired} without a judge_label, "
-            f"{decided} where the judge said unknown, {sum(v['lines'] for v in voided)} in voided batches; "
+            f"{decided} where the judge said unknown, {sum(v['lines'] for v in voided)} in voided batches"
+            + (f", {len(outside)} on case ids not in the suite" if outside else "")
+            + (f", {len(stray_nodes)} on nodes their rubric does not have" if stray_nodes else "") + "; "
             "a pair needs a human label and the judge's pass/fail for the same case, rubric and node "
-            "(export them from label.py's page)", 2, voided_batches=voided)
+            "(export them from label.py's page)", 2, voided_batches=voided, not_in_suite=outside,
+            not_in_rubric=stray_nodes)
     calibrated = all(r["calibrated"] for r in rubrics.values())
     unlock = "; ".join(f"{pin}: {r['unlock']}" for pin, r in rubrics.items() if r["unlock"]) or None
     return {
@@ -273,6 +317,8 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95) -> d
         "duplicates_replaced": replaced,
         "superseded_exports": superseded,
         "unknown_material_dropped": unknown_material,
+        "not_in_suite": outside,
+        "not_in_rubric": stray_nodes,
         "distinct_answers": len({a.answer_sha256 for a in latest if a.answer_sha256}),
         "labelled_pairs": pairs,
         "unpaired_annotations": unpaired,

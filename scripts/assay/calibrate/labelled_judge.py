@@ -67,7 +67,12 @@ def record(state: Path, batch: str, run_dirs: Iterable[Path], items: Iterable[Ma
     for it in items:
         if isinstance(it.get("rubric_id"), str) and isinstance(it.get("node_id"), str) and it.get("criterion"):
             criteria.setdefault(it["rubric_id"], {})[it["node_id"]] = " ".join(str(it["criterion"]).split())
-    write_json(path, {"batch": batch, "runs": runs, "identities": identities, "criteria": criteria})
+    # the items the page asked, with the judge's verdict it showed: a line of this batch on anything else
+    # (a case, node or answer the page never showed, or another judge_label) is not that sitting's label
+    shown = sorted({(str(it.get("rubric_id")), str(it.get("node_id") or ""), str(it.get("case_id")),
+                     str(it.get("answer_sha256") or ""), str(it.get("judge_label"))) for it in items})
+    write_json(path, {"batch": batch, "runs": runs, "identities": identities, "criteria": criteria,
+                      "items": [list(i) for i in shown]})
     return path
 
 
@@ -78,11 +83,13 @@ def _words(v: Mapping[str, Any]) -> str:
 
 def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, Any],
           rubrics_by_pin: Mapping[str, Mapping[str, Any]] | None = None,
-          identity: Mapping[str, Any] | None = None) -> list[str]:
+          identity: Mapping[str, Any] | None = None, lines: Iterable[Any] = ()) -> list[str]:
     """AssayError(2) when a batch's labelled runs were judged by another judge than `config_view`
     (the judge configured now, as the manifest records it) or, when the run recorded its judge's
     identity (assay.judge.binding: a command's scripts by content, structured output), than `identity`;
-    or a labelled node's criterion is worded otherwise in `rubrics_by_pin` (the rubric files now); the
+    or a labelled node's criterion is worded otherwise in `rubrics_by_pin` (the rubric files now); or one of
+    the annotation `lines` of a batch is on an item its page never showed, or gives another judge_label than
+    the page showed (the record's `items`; a record written before them is not checked for this); the
     batches not checked otherwise."""
     from ..core.jsonio import read_json
     from ..judge.binding import bound_to_text, describe, identity_changes, identity_sha256
@@ -115,6 +122,7 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
                     "measured on one judge is not another's; run the suite with this judge and label that run "
                     "(label.py), or restore judge.yaml and the judge's scripts to the judge you labelled, then --write",
                     2, file="judge/judge.yaml", batch=batch)
+        _check_items(batch, doc, [a for a in lines if getattr(a, "batch", None) == batch])
         for pin, nodes in (doc.get("criteria") or {}).items() if isinstance(doc, dict) else ():
             rubric = (rubrics_by_pin or {}).get(pin)
             if rubric is None or not isinstance(nodes, dict):
@@ -129,3 +137,31 @@ def check(state: Path, batches: Iterable[str | None], config_view: Mapping[str, 
                         f"bump the rubric's version (a new pin) and label it, or restore the text, then --write",
                         2, file=f"rubrics/{pin.rsplit('-v', 1)[0]}.md", batch=batch)
     return unchecked
+
+
+def _check_items(batch: str, doc: Any, lines: list[Any]) -> None:
+    """AssayError(2) naming the first line of `batch` that is not on an item its page showed (case, rubric
+    pin, node, answer), or whose judge_label is not the verdict the page showed for it."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        return   # recorded before the page's items were kept
+    shown: dict[tuple, set] = {}
+    for i in doc["items"]:
+        if isinstance(i, list) and len(i) == 5:
+            shown.setdefault(tuple(i[:4]), set()).add(i[4])
+            shown.setdefault(tuple(i[:3]), set()).add(i[4])   # a line without answer_sha256: any answer of it
+    for a in lines:
+        key = (a.pin, a.node_id or "", a.case_id) + ((a.answer_sha256,) if a.answer_sha256 else ())
+        if key not in shown:
+            raise AssayError(
+                f"--write: {a.source}: batch {batch} has a label on case {a.case_id} ({a.pin}"
+                + (f" node {a.node_id}" if a.node_id else "") + ") that its labelling page never showed (no such "
+                "case, node or answer among the page's items): it is not that sitting's label; delete the line, "
+                "or label the item on a page made for it (label.py), then --write", 2, file=a.file,
+                line=a.source, case_id=a.case_id, batch=batch)
+        if a.judge_label not in shown[key]:
+            raise AssayError(
+                f"--write: {a.source}: batch {batch} says the judge said {a.judge_label!r} on case {a.case_id} "
+                f"({a.pin}" + (f" node {a.node_id}" if a.node_id else "") + f"), and its labelling page showed "
+                f"{' or '.join(map(repr, sorted(shown[key])))}: the pair would measure a verdict the judge never gave; re-export the batch from "
+                "its page, or delete the line, then --write", 2, file=a.file, line=a.source, case_id=a.case_id,
+                batch=batch)

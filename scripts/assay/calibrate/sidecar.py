@@ -66,7 +66,7 @@ def state_dir_for(write: str | Path, state_dir: str | Path | None) -> Path:
     return path.parent.parent
 
 
-def bind(sidecar: dict[str, Any], state: Path, batches: Any = ()) -> dict[str, Any]:
+def bind(sidecar: dict[str, Any], state: Path, batches: Any = (), lines: Any = ()) -> dict[str, Any]:
     """Add the judge identity and each rubric pin's content hash (in place); AssayError(2) without a judge,
     or when a labelled batch's runs were judged by another judge than the one configured now
     (`batches`: the annotations' batch ids; calibrate.labelled_judge). The batches that could not be
@@ -83,7 +83,7 @@ def bind(sidecar: dict[str, Any], state: Path, batches: Any = ()) -> dict[str, A
     by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
     identity = judge_identity(effective(config), state, _bound_env(effective(config)))
     sidecar["unchecked"] = check(state, batches, dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION),
-                                 by_pin, identity)
+                                 by_pin, identity, lines)
     sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, identity)
     return sidecar
 
@@ -112,11 +112,12 @@ def _bound_env(config: dict[str, Any]) -> dict[str, str]:
     return {n: os.environ[n] for n in names}
 
 
-def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path | None, batches: Any = ()) -> Path:
+def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path | None, batches: Any = (),
+                lines: Any = ()) -> Path:
     """score_agreement.py --write: build the sidecar, bind it to the state dir's judge and rubrics, write it."""
     if Path(write).suffix != ".json" or not Path(write).parent.parent.is_dir():
         checked_path(write)  # raises, naming the bad path, before anything else
     state = state_dir_for(write, state_dir)
-    sidecar = bind(build_sidecar(scored), state, batches)
+    sidecar = bind(build_sidecar(scored), state, batches, lines)
     scored["labelled_judge_unchecked"] = sidecar.pop("unchecked")   # batches labelled before label.py kept their judge
     return write_sidecar(write, sidecar)

@@ -85,6 +85,17 @@ def case_files(state: Path) -> list[Path]:
     return sorted(found, key=lambda p: _rel(state, p))
 
 
+def suite_case_ids(state: Path) -> set[str]:
+    """The case ids of the state dir's suite (datasets/), without validating the cases (the linter does):
+    what a label's case_id must name to count (assay.calibrate.agreement.not_in_suite)."""
+    ids: set[str] = set()
+    for path in case_files(state):
+        case, _ = load(path, _rel(state, path))
+        if isinstance(case, dict) and isinstance(case.get("id"), str):
+            ids.add(case["id"])
+    return ids
+
+
 def refuse_literal_secrets(adapter: Any, lines: LineIndex, label: str = "adapter.yaml") -> None:
     """Secrets are `${VAR}` references only (adapter contract): a credential header written out
     literally, in `invocation.headers` or an auth `headers` block, would be copied into the
