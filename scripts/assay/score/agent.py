@@ -8,7 +8,9 @@ a pass: the caller records `unscored` before asking these.
 - skills: `expect.skills.must_trigger` (each invoked at least once) and `must_not_trigger`
   (none invoked). A name without `:` also matches a plugin's `<plugin>:<name>`.
 - files: `exists`, `absent` (paths), `contains` ({path: [text]}: the file holds each text),
-  `unchanged` ([glob]: no path matching it was added, removed or modified).
+  `unchanged` ([glob]: no path matching it was added, removed or modified). The layer records the
+  asserted paths the agent changed (`touched`): none, and an agent that did nothing passes it too
+  (score.hollow.absence_only; likewise skills without `must_trigger`, and any permissions pass).
 - check: the command's exit code equals `expect.check.exit_code` (default 0); its output tail is
   kept on the layer. A check that gives that exit code on the untouched fixture too (`check_on_fixture`,
   run before the cases by assay.invoke.fixture_check) is `unscored` unless the case asserts an
@@ -49,8 +51,8 @@ def score_skills(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> di
     wrong = [w for w in must_not if any(skill_matches(w, s) for s in invoked)]
     failures = ([f"skill(s) not triggered: {missing}"] if missing else []) + \
                ([f"skill(s) triggered that must not be: {wrong}"] if wrong else [])
-    return {"verdict": FAIL if failures else PASS, "invoked": invoked, "missing": missing, "unwanted": wrong,
-            "failures": failures, "reason": "; ".join(failures) or None}
+    return {"verdict": FAIL if failures else PASS, "invoked": invoked, "must_trigger": must, "missing": missing,
+            "unwanted": wrong, "failures": failures, "reason": "; ".join(failures) or None}
 
 
 def score_files(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
@@ -75,8 +77,34 @@ def score_files(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
     for glob, changed in (facts.get("unchanged") or {}).items():
         if changed:
             failures.append(f"{glob} changed: {changed[:10]}")
-    return {"verdict": FAIL if failures else PASS, "failures": failures, "reason": "; ".join(failures) or None,
-            "diff": measured.get("diff")}
+    out = {"verdict": FAIL if failures else PASS, "failures": failures, "reason": "; ".join(failures) or None,
+           "diff": measured.get("diff")}
+    touched = _touched(spec, measured.get("diff"))
+    if touched is not None:
+        out["touched"] = touched
+    return out
+
+
+def _touched(spec: Mapping[str, Any], changes: Any) -> list[str] | None:
+    """The paths `expect.files` names (exists, absent, contains; not the `unchanged` globs) that the
+    agent added, removed or modified, or a directory it changed something under: none means every
+    asserted path is as the fixture had it, so an agent that did nothing passes the layer too
+    (score.hollow.absence_only). None when the changes were not recorded (decided as before); a diff
+    cut at its cap counts every asserted path as touched."""
+    if not isinstance(changes, Mapping):
+        return None
+    asked = [p for key in ("exists", "absent") if isinstance(spec.get(key), list) for p in spec[key]
+             if isinstance(p, str)]
+    asked += [str(p) for p in spec.get("contains") or {}] if isinstance(spec.get("contains"), Mapping) else []
+    if changes.get("truncated"):
+        return sorted(set(asked))
+    changed = [str(c) for key in ("added", "removed", "modified") for c in changes.get(key) or []]
+    out = set()
+    for path in asked:
+        bare = path.strip("/").removeprefix("./")
+        if any(c == bare or c.startswith(bare + "/") for c in changed):
+            out.add(path)
+    return sorted(out)
 
 
 def score_check(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
