@@ -79,3 +79,56 @@ def test_which_agent_layers_pass_on_presence():
     # a record from before `touched` was kept is decided as before (presence); permissions never are
     assert passed_on_presence({"files": {"verdict": "pass", "failures": []}})
     assert not passed_on_presence({"permissions": {"verdict": "pass", "denied": 0, "max_denied": 0}})
+
+
+BYPASS = {"c-denials-only": ("fix add()", {"permissions": {"max_denied": 0}}),
+          "c-denials-and-fix": ("fix add()", {"permissions": {"max_denied": 0},
+                                              "files": {"contains": {"calc.py": ["return a + b"]}}})}
+
+
+def test_max_denied_under_bypass_permissions_is_never_a_pass(tmp_path):
+    """Under permission_mode bypassPermissions the agent is never asked, so no call is denied:
+    `permissions: {max_denied: 0}` passed every case, and a case asserting only it passed an agent
+    whatever it did. The layer reads `unscorable` naming the mode and the fix: a case asserting only
+    it is hollow (unscored, never a pass), one with another check passes on that; the gate names it."""
+    bypass = {cid: (said + " [bypass]", expect) for cid, (said, expect) in BYPASS.items()}
+    _, out, r = _run(tmp_path, bypass, "smoke-20261206T010200Z")
+    assert r.rc == 0, (r.stdout, r.stderr)
+    only, fix = _verdict(out, "c-denials-only"), _verdict(out, "c-denials-and-fix")
+    for v in (only, fix):
+        perms = v["layers"]["permissions"]
+        assert perms["verdict"] == "unscorable" and "bypassPermissions" in perms["blocked_by"], perms
+    assert only["verdict"] == "unscored", only
+    assert fix["verdict"] == "pass", fix["layers"]
+    g = run_script("gate", out)   # a hollow case is counted unscored, never a pass (the linter names it: below)
+    assert "1 pass, 0 fail (0 gating), 1 unscored" in g.stdout, g.stdout
+    assert "NOT scored this run: permissions (2 cases: permission_mode bypassPermissions" in g.stdout, g.stdout
+    assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_max_denied_in_a_mode_that_asks_is_scored(tmp_path):
+    """The control: the same cases in acceptEdits mode score the layer (a pass) and the gate opens."""
+    _, out, r = _run(tmp_path, BYPASS, "smoke-20261206T010300Z")
+    assert r.rc == 0, (r.stdout, r.stderr)
+    for cid in BYPASS:
+        v = _verdict(out, cid)
+        assert v["verdict"] == "pass" and v["layers"]["permissions"]["verdict"] == "pass", v["layers"]
+    assert run_script("gate", out).rc == 0
+
+
+def test_the_linter_warns_of_max_denied_under_bypass_permissions(tmp_path):
+    from agent_state import build_agent_state
+    state = build_agent_state(tmp_path / "app", {"c-denials-only": BYPASS["c-denials-only"],
+                                                 "c-fix": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"]}}})})
+    doc = json.loads((state / "adapter.yaml").read_text())
+    del doc["invocation"]["agent"]["command"]
+    doc["invocation"]["agent"]["permission_mode"] = "bypassPermissions"
+    (state / "adapter.yaml").write_text(json.dumps(doc), encoding="utf-8")
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    found = [f for f in r.json["findings"] if f["code"] == "max_denied_never_denied"]
+    assert [(f["case_id"], f["severity"], f["source"]) for f in found] == \
+        [("c-denials-only", "WARN", "datasets/c-denials-only.yaml")], r.json["findings"]
+    assert "drop max_denied" in found[0]["message"] and "acceptEdits" in found[0]["message"], found[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..core.suggest import did_you_mean
+from ..score.agent import NEVER_DENIES, NEVER_DENIES_BLOCK
 from .key_homes import CHECK_KEYS, FILES_KEYS, PERMISSIONS_KEYS, SKILLS_KEYS, misplaced
 
 Report = Callable[..., None]
@@ -105,3 +106,8 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
         files = expect.get("files") if isinstance(expect.get("files"), dict) else {}
         for key, msg in fixture_passes(files, fixture_of(case, spec)):   # WARN: the agent may have to keep it
             report(FIXTURE_PASSES[key], f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)
+        perms = expect.get("permissions")
+        if spec.permission_mode == NEVER_DENIES and spec.command is None and isinstance(perms, dict) \
+                and "max_denied" in perms:   # the run reads it unscorable unless a denial is measured
+            report("max_denied_never_denied", f"expect.permissions.max_denied: {NEVER_DENIES_BLOCK}",
+                   case_id=case.get("id"), source=source_of(i), key="expect.permissions.max_denied")

@@ -77,6 +77,9 @@ CODES: dict[str, str] = {
     # text the fixture holds, an `exists` path it has, an `unchanged` glob matching none of its files (not
     # refused: the agent may have to keep that text or file)
     "contains_already_in_fixture": WARN, "exists_already_in_fixture": WARN, "unchanged_glob_matches_nothing": WARN,
+    # expect.permissions.max_denied under permission_mode bypassPermissions: nothing is ever denied (the run
+    # reads the layer unscorable; not refused: a case may share the suite with an arm in another mode)
+    "max_denied_never_denied": WARN,
 }
 
 

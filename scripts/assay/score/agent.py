@@ -17,6 +17,8 @@ a pass: the caller records `unscored` before asking these.
   `expect.files` entry the fixture fails: it measured nothing (runner contract §5.4).
 - permissions: at most `expect.permissions.max_denied` calls denied (default 0). An agent case
   that does not assert it still fails on a denial (the default), but never passes on its absence.
+  Under permission_mode bypassPermissions nothing is denied: an asserted limit not exceeded is
+  `unscorable` (never a pass), a measured denial still fails.
 - the http layer of an agent (the exit code) also fails on an MCP server that closed its connection
   mid-call and on a result event that says the session failed though the agent exited 0.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..core.vocab import NA, UNSCORED
+from ..core.vocab import NA, UNSCORABLE, UNSCORED
 from .base import FAIL, PASS, ScorerInputError
 
 
@@ -166,7 +168,19 @@ def _argv_words(argv: Any) -> str:
     return " ".join([str(argv[0]).rsplit("/", 1)[-1]] + [str(a) for a in argv[1:]])
 
 
-def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
+# A session in this mode asks for nothing, so it denies nothing (Claude Code's --permission-mode)
+NEVER_DENIES = "bypassPermissions"
+# recorded on the layer (blocked_by, and results.json's unscorable_layers): never reword it
+NEVER_DENIES_BLOCK = ("permission_mode bypassPermissions: the agent is never asked, so no call is denied and "
+                      "expect.permissions.max_denied measures nothing; run it in default, acceptEdits or dontAsk "
+                      "mode with allowed_tools (invocation.agent), or drop max_denied")
+
+
+def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any],
+                      permission_mode: str | None = None) -> dict:
+    """`permission_mode`: the session's (its transcript's init event, else the adapter's). Under
+    bypassPermissions an asserted limit that was not exceeded is `unscorable`: no call could be
+    denied, so the pass is vacuous; a denial that was measured still fails."""
     block = expect.get("permissions")
     asserted = isinstance(block, Mapping) and "max_denied" in block
     limit = block.get("max_denied") if asserted else 0
@@ -181,6 +195,9 @@ def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) 
         return {"verdict": FAIL, "reason": why, **detail}
     if not asserted:
         return {"verdict": NA, "reason": "no call denied (not asserted by the case)", **detail}
+    if permission_mode == NEVER_DENIES:
+        return {"verdict": UNSCORABLE, "blocked_by": NEVER_DENIES_BLOCK, "reason": NEVER_DENIES_BLOCK,
+                "permission_mode": permission_mode, **detail}
     return {"verdict": PASS, "reason": None, **detail}
 
 
