@@ -132,3 +132,27 @@ def test_the_linter_warns_of_max_denied_under_bypass_permissions(tmp_path):
     assert [(f["case_id"], f["severity"], f["source"]) for f in found] == \
         [("c-denials-only", "WARN", "datasets/c-denials-only.yaml")], r.json["findings"]
     assert "drop max_denied" in found[0]["message"] and "acceptEdits" in found[0]["message"], found[0]
+
+
+def test_an_expect_files_path_outside_the_workdir_is_refused(tmp_path):
+    """`absent: [/build]` (meaning the workdir's build dir) or `unchanged: [../calc.py]` names a path
+    no workdir holds: the workdir is measured, so the entry passed whatever the agent did (and an
+    `exists`/`contains` one failed whatever it did). The linter's ERROR names it; the run's pre-flight
+    exits 3 naming the case and key before the agent runs."""
+    cases = {"c-outside": ("fix add()", {"files": {"absent": ["/build"], "contains": {"calc.py": ["return a + b"]}}}),
+             "c-climbs": ("fix add()", {"files": {"unchanged": ["../calc.py"], "contains": {"calc.py": ["return a + b"]}}})}
+    from agent_state import build_agent_state
+    state = build_agent_state(tmp_path / "lint" / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    found = sorted((f["case_id"], f["severity"], f["key"]) for f in r.json["findings"] if f["code"] == "path_outside_workdir")
+    assert found == [("c-climbs", "ERROR", "expect.files.unchanged"), ("c-outside", "ERROR", "expect.files.absent")], \
+        r.json["findings"]
+    assert r.rc != 0
+    _, out, r = _run(tmp_path / "run", {"c-outside": cases["c-outside"]}, "smoke-20261206T010400Z")
+    assert r.rc == 3, (r.rc, r.stdout, r.stderr)
+    err = json.loads(r.stdout)
+    assert (err["case_id"], err["key"]) == ("c-outside", "expect.files.absent"), err
+    assert "'/build' names a path outside the agent's workdir" in err["error"] and "'build' if that is meant" in err["error"]

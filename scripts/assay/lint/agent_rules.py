@@ -85,7 +85,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     from pathlib import Path
     from ..core.errors import AssayError
     from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of, known_skills
-    from ..invoke.fixture_paths import fixture_passes
+    from ..invoke.fixture_paths import OUTSIDE_WORKDIR, fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))
     except AssayError as exc:
@@ -101,6 +101,8 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
             code = {"input.fixture": "missing_fixture", "expect.check.command": "check_not_found",
                     "expect.files.unchanged": "unchanged_not_in_fixture",
                     "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
+            if OUTSIDE_WORKDIR in msg:
+                code = "path_outside_workdir"
             report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)
         expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
         files = expect.get("files") if isinstance(expect.get("files"), dict) else {}

@@ -80,6 +80,9 @@ CODES: dict[str, str] = {
     # expect.permissions.max_denied under permission_mode bypassPermissions: nothing is ever denied (the run
     # reads the layer unscorable; not refused: a case may share the suite with an arm in another mode)
     "max_denied_never_denied": WARN,
+    # an expect.files path that is absolute or climbs out of the workdir: absent/unchanged pass whatever the
+    # agent does, exists/contains fail whatever it does (the pre-flight exits 3 on it too)
+    "path_outside_workdir": ERROR,
 }
 
 
