@@ -156,3 +156,24 @@ def test_an_expect_files_path_outside_the_workdir_is_refused(tmp_path):
     err = json.loads(r.stdout)
     assert (err["case_id"], err["key"]) == ("c-outside", "expect.files.absent"), err
     assert "'/build' names a path outside the agent's workdir" in err["error"] and "'build' if that is meant" in err["error"]
+
+
+def test_unchanged_sees_a_change_past_the_diff_listing_cap(tmp_path):
+    """An agent that ran `npm install` in its workdir (thousands of added files under node_modules/)
+    and also added tests/test_fake.py passed `unchanged: ["tests/*"]`: the glob was matched against
+    the changed paths as listed in workdir.json, cut at DIFF_CAP in path order. It is judged on every
+    change now; the listing stays capped (and says so)."""
+    from assay.invoke import workdir as wd
+    fixture, work = tmp_path / "fixture", tmp_path / "work"
+    (fixture / "tests").mkdir(parents=True)
+    (fixture / "tests" / "test_calc.py").write_text("assert True\n")
+    wd.copy_fixture(fixture, work)
+    (work / "node_modules").mkdir()
+    for i in range(wd.DIFF_CAP + 5):
+        (work / "node_modules" / f"m{i:05d}.js").write_text("")
+    (work / "tests" / "test_fake.py").write_text("assert True\n")
+    got = wd.measure(fixture, work, {"unchanged": ["tests/*"]}, None, {})
+    assert got["diff"]["truncated"] is True and "tests/test_fake.py" not in got["diff"]["added"]
+    assert got["files"]["unchanged"] == {"tests/*": ["tests/test_fake.py"]}, got["files"]
+    from assay.score.agent import score_files
+    assert score_files(got, {"files": {"unchanged": ["tests/*"]}})["verdict"] == "fail"
