@@ -3,6 +3,7 @@
 first word says and writes a Claude-Code-shaped stream-json transcript on stdout. Cheap (no Node,
 no model), so the green-path hunt and the viewer's tests exercise assay's own agent path.
 
+A prompt holding `[bypass]` makes its init event report permission mode bypassPermissions (else acceptEdits).
 SCRIPTED_AGENT_BROKEN=1 (passed through the adapter's env_allowlist) plants the regressions:
 `skill` no longer triggers the fix-tests skill, `fix` edits add() wrongly.
 
@@ -61,7 +62,8 @@ def edit(old: str, new: str) -> None:
 
 
 emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "scripted-agent-1",
-      "tools": ["Bash", "Read", "Edit", "Write", "Skill"], "mcp_servers": [], "permissionMode": "acceptEdits"})
+      "tools": ["Bash", "Read", "Edit", "Write", "Skill"], "mcp_servers": [],
+      "permissionMode": "bypassPermissions" if "[bypass]" in prompt else "acceptEdits"})
 if word == "skill":
     if not broken:
         tool("Skill", {"skill": "demo:fix-tests"}, "Launching skill: demo:fix-tests")

@@ -26,6 +26,28 @@ from typing import Any, Mapping
 from ..core.suggest import did_you_mean
 
 GLOB = "*?["
+# in the message of a path no workdir can hold (the linter's path_outside_workdir, an ERROR; the pre-flight's exit 3)
+OUTSIDE_WORKDIR = "names a path outside the agent's workdir"
+
+
+def outside_workdir(path: str) -> bool:
+    """An absolute path, or one that climbs out of the workdir (`../x`): the workdir is what is measured."""
+    return os.path.isabs(path) or os.path.normpath(path).split(os.sep)[0] == ".."
+
+
+def _outside_problems(files: Mapping[str, Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key in ("exists", "absent", "unchanged", "contains"):
+        value = files.get(key)
+        paths = list(value) if isinstance(value, (list, Mapping)) else []
+        for path in paths:
+            if isinstance(path, str) and path and outside_workdir(path):
+                holds = ("passes whatever the agent does" if key in ("absent", "unchanged")
+                         else "fails whatever the agent does")
+                out.append((f"expect.files.{key}", f"{path!r} {OUTSIDE_WORKDIR}: every path is relative to the "
+                            f"workdir (a fresh copy of the fixture) and measured there, so this entry {holds}; "
+                            f"write it relative to the fixture's root ({path.lstrip('/')!r} if that is meant)"))
+    return out
 
 
 def fixture_paths(fixture: Path, limit: int = 5000) -> list[str]:
@@ -56,12 +78,13 @@ def _edits(a: str, b: str, cap: int = 2) -> int:
 
 
 def files_problems(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, str]]:
-    """(key, message) for each `unchanged` or `absent` path that would pass whatever the agent does."""
-    out: list[tuple[str, str]] = []
+    """(key, message) for each `unchanged` or `absent` path that would pass whatever the agent does, and
+    each `expect.files` path outside the workdir (absolute, or climbing out with `..`: OUTSIDE_WORKDIR)."""
+    out: list[tuple[str, str]] = _outside_problems(files)
     if not fixture.is_dir():
         return out
     plain = {key: [p for p in (files.get(key) if isinstance(files.get(key), list) else [])
-                   if isinstance(p, str) and p and not any(c in p for c in GLOB)
+                   if isinstance(p, str) and p and not any(c in p for c in GLOB) and not outside_workdir(p)
                    and not os.path.lexists(fixture / p)] for key in ("unchanged", "absent")}
     known = fixture_paths(fixture) if plain["unchanged"] or plain["absent"] else []
     for path in plain["unchanged"]:

@@ -186,14 +186,22 @@ def diff(fixture: Path, work: Path, copied_ns: int | None = None,
     """{added, removed, modified}: paths relative to the workdir (`.git` left out), sorted, capped.
     `copied_ns`: what copy_fixture returned for this workdir (None: every common file is read);
     `fixture_tree`: the fixture's `tree`, when the caller has just listed it."""
+    return _capped(_changes(fixture, work, copied_ns, fixture_tree))
+
+
+def _changes(fixture: Path, work: Path, copied_ns: int | None,
+             fixture_tree: Mapping[str, os.stat_result] | None) -> dict[str, list[str]]:
+    """{added, removed, modified}, every path (not capped: what `expect.files.unchanged` is judged on)."""
     before, after = (fixture_tree if fixture_tree is not None else tree(fixture)), tree(work)
-    added = sorted(after.keys() - before.keys())
-    removed = sorted(before.keys() - after.keys())
     fx, wk = str(fixture), str(work)
-    modified = sorted(p for p in before.keys() & after.keys()
-                      if not _same(f"{fx}/{p}", f"{wk}/{p}", before[p], after[p], copied_ns))
-    out = {"added": added[:DIFF_CAP], "removed": removed[:DIFF_CAP], "modified": modified[:DIFF_CAP]}
-    if max(len(added), len(removed), len(modified)) > DIFF_CAP:
+    return {"added": sorted(after.keys() - before.keys()), "removed": sorted(before.keys() - after.keys()),
+            "modified": sorted(p for p in before.keys() & after.keys()
+                               if not _same(f"{fx}/{p}", f"{wk}/{p}", before[p], after[p], copied_ns))}
+
+
+def _capped(full: Mapping[str, list[str]]) -> dict[str, Any]:
+    out: dict[str, Any] = {key: list(full[key][:DIFF_CAP]) for key in ("added", "removed", "modified")}
+    if max(len(full[key]) for key in ("added", "removed", "modified")) > DIFF_CAP:
         out["truncated"] = True
     return out
 
@@ -203,10 +211,11 @@ def measure(fixture: Path, work: Path, files: Mapping[str, Any] | None, check: M
             fixture_tree: Mapping[str, os.stat_result] | None = None) -> dict:
     """Everything measured in a workdir after its agent (the facts of workdir.json): the changed
     paths, their unified diff, what `expect.files` asks, and `expect.check` run there."""
-    changes = diff(fixture, work, copied_ns, fixture_tree)
+    full = _changes(fixture, work, copied_ns, fixture_tree)
+    changes = _capped(full)
     out: dict[str, Any] = {"diff": changes, "patch": patch(fixture, work, changes)}
-    if files:
-        out["files"] = measure_files(files, fixture, work, changes)
+    if files:   # judged on every change: a protected file past the listing's cap is still a change
+        out["files"] = measure_files(files, fixture, work, full)
     if check:
         out["check"] = run_check(check, work, env, registry)
     return out
@@ -294,7 +303,7 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
     globs = spec.get("unchanged")
     if isinstance(globs, list):
         touched = list(changes.get("added", [])) + list(changes.get("removed", [])) + list(changes.get("modified", []))
-        out["unchanged"] = {g: sorted(p for p in touched if fnmatch.fnmatchcase(p, g)) for g in globs
+        out["unchanged"] = {g: sorted(p for p in touched if fnmatch.fnmatchcase(p, g))[:DIFF_CAP] for g in globs
                             if isinstance(g, str)}
     return out
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..core.suggest import did_you_mean
+from ..score.agent import NEVER_DENIES, NEVER_DENIES_BLOCK
 from .key_homes import CHECK_KEYS, FILES_KEYS, PERMISSIONS_KEYS, SKILLS_KEYS, misplaced
 
 Report = Callable[..., None]
@@ -84,7 +85,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     from pathlib import Path
     from ..core.errors import AssayError
     from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of, known_skills
-    from ..invoke.fixture_paths import fixture_passes
+    from ..invoke.fixture_paths import OUTSIDE_WORKDIR, fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))
     except AssayError as exc:
@@ -100,8 +101,15 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
             code = {"input.fixture": "missing_fixture", "expect.check.command": "check_not_found",
                     "expect.files.unchanged": "unchanged_not_in_fixture",
                     "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
+            if OUTSIDE_WORKDIR in msg:
+                code = "path_outside_workdir"
             report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)
         expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
         files = expect.get("files") if isinstance(expect.get("files"), dict) else {}
         for key, msg in fixture_passes(files, fixture_of(case, spec)):   # WARN: the agent may have to keep it
             report(FIXTURE_PASSES[key], f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)
+        perms = expect.get("permissions")
+        if spec.permission_mode == NEVER_DENIES and spec.command is None and isinstance(perms, dict) \
+                and "max_denied" in perms:   # the run reads it unscorable unless a denial is measured
+            report("max_denied_never_denied", f"expect.permissions.max_denied: {NEVER_DENIES_BLOCK}",
+                   case_id=case.get("id"), source=source_of(i), key="expect.permissions.max_denied")

@@ -77,6 +77,12 @@ CODES: dict[str, str] = {
     # text the fixture holds, an `exists` path it has, an `unchanged` glob matching none of its files (not
     # refused: the agent may have to keep that text or file)
     "contains_already_in_fixture": WARN, "exists_already_in_fixture": WARN, "unchanged_glob_matches_nothing": WARN,
+    # expect.permissions.max_denied under permission_mode bypassPermissions: nothing is ever denied (the run
+    # reads the layer unscorable; not refused: a case may share the suite with an arm in another mode)
+    "max_denied_never_denied": WARN,
+    # an expect.files path that is absolute or climbs out of the workdir: absent/unchanged pass whatever the
+    # agent does, exists/contains fail whatever it does (the pre-flight exits 3 on it too)
+    "path_outside_workdir": ERROR,
 }
 
 

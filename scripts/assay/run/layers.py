@@ -317,8 +317,13 @@ def _agent_layer(layer: str, expect: Mapping[str, Any], ctx: ScoreContext, ev: R
     missing = _trace_input(ctx, ev)
     if missing is not None:
         return missing
-    scorer = agent.score_skills if layer == "skills" else agent.score_permissions
-    return _guard(lambda: scorer(ev.trajectory, expect))
+    if layer == "skills":
+        return _guard(lambda: agent.score_skills(ev.trajectory, expect))
+    mode = ev.trajectory.get("permission_mode") if isinstance(ev.trajectory, Mapping) else None
+    spec = ctx.invocation.get("agent") if isinstance(ctx.invocation.get("agent"), Mapping) else {}
+    if mode is None and spec.get("command") is None:   # a transcript recorded before the mode was kept
+        mode = spec.get("permission_mode")
+    return _guard(lambda: agent.score_permissions(ev.trajectory, expect, mode))
 
 
 def _unmeasured(layer: str, expect: Mapping[str, Any], workdir: Mapping[str, Any]) -> str | None:

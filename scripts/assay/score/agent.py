@@ -8,13 +8,17 @@ a pass: the caller records `unscored` before asking these.
 - skills: `expect.skills.must_trigger` (each invoked at least once) and `must_not_trigger`
   (none invoked). A name without `:` also matches a plugin's `<plugin>:<name>`.
 - files: `exists`, `absent` (paths), `contains` ({path: [text]}: the file holds each text),
-  `unchanged` ([glob]: no path matching it was added, removed or modified).
+  `unchanged` ([glob]: no path matching it was added, removed or modified). The layer records the
+  asserted paths the agent changed (`touched`): none, and an agent that did nothing passes it too
+  (score.hollow.absence_only; likewise skills without `must_trigger`, and any permissions pass).
 - check: the command's exit code equals `expect.check.exit_code` (default 0); its output tail is
   kept on the layer. A check that gives that exit code on the untouched fixture too (`check_on_fixture`,
   run before the cases by assay.invoke.fixture_check) is `unscored` unless the case asserts an
   `expect.files` entry the fixture fails: it measured nothing (runner contract §5.4).
 - permissions: at most `expect.permissions.max_denied` calls denied (default 0). An agent case
   that does not assert it still fails on a denial (the default), but never passes on its absence.
+  Under permission_mode bypassPermissions nothing is denied: an asserted limit not exceeded is
+  `unscorable` (never a pass), a measured denial still fails.
 - the http layer of an agent (the exit code) also fails on an MCP server that closed its connection
   mid-call and on a result event that says the session failed though the agent exited 0.
 """
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..core.vocab import NA, UNSCORED
+from ..core.vocab import NA, UNSCORABLE, UNSCORED
 from .base import FAIL, PASS, ScorerInputError
 
 
@@ -49,8 +53,8 @@ def score_skills(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> di
     wrong = [w for w in must_not if any(skill_matches(w, s) for s in invoked)]
     failures = ([f"skill(s) not triggered: {missing}"] if missing else []) + \
                ([f"skill(s) triggered that must not be: {wrong}"] if wrong else [])
-    return {"verdict": FAIL if failures else PASS, "invoked": invoked, "missing": missing, "unwanted": wrong,
-            "failures": failures, "reason": "; ".join(failures) or None}
+    return {"verdict": FAIL if failures else PASS, "invoked": invoked, "must_trigger": must, "missing": missing,
+            "unwanted": wrong, "failures": failures, "reason": "; ".join(failures) or None}
 
 
 def score_files(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
@@ -75,8 +79,34 @@ def score_files(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
     for glob, changed in (facts.get("unchanged") or {}).items():
         if changed:
             failures.append(f"{glob} changed: {changed[:10]}")
-    return {"verdict": FAIL if failures else PASS, "failures": failures, "reason": "; ".join(failures) or None,
-            "diff": measured.get("diff")}
+    out = {"verdict": FAIL if failures else PASS, "failures": failures, "reason": "; ".join(failures) or None,
+           "diff": measured.get("diff")}
+    touched = _touched(spec, measured.get("diff"))
+    if touched is not None:
+        out["touched"] = touched
+    return out
+
+
+def _touched(spec: Mapping[str, Any], changes: Any) -> list[str] | None:
+    """The paths `expect.files` names (exists, absent, contains; not the `unchanged` globs) that the
+    agent added, removed or modified, or a directory it changed something under: none means every
+    asserted path is as the fixture had it, so an agent that did nothing passes the layer too
+    (score.hollow.absence_only). None when the changes were not recorded (decided as before); a diff
+    cut at its cap counts every asserted path as touched."""
+    if not isinstance(changes, Mapping):
+        return None
+    asked = [p for key in ("exists", "absent") if isinstance(spec.get(key), list) for p in spec[key]
+             if isinstance(p, str)]
+    asked += [str(p) for p in spec.get("contains") or {}] if isinstance(spec.get("contains"), Mapping) else []
+    if changes.get("truncated"):
+        return sorted(set(asked))
+    changed = [str(c) for key in ("added", "removed", "modified") for c in changes.get(key) or []]
+    out = set()
+    for path in asked:
+        bare = path.strip("/").removeprefix("./")
+        if any(c == bare or c.startswith(bare + "/") for c in changed):
+            out.add(path)
+    return sorted(out)
 
 
 def score_check(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
@@ -138,7 +168,19 @@ def _argv_words(argv: Any) -> str:
     return " ".join([str(argv[0]).rsplit("/", 1)[-1]] + [str(a) for a in argv[1:]])
 
 
-def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:
+# A session in this mode asks for nothing, so it denies nothing (Claude Code's --permission-mode)
+NEVER_DENIES = "bypassPermissions"
+# recorded on the layer (blocked_by, and results.json's unscorable_layers): never reword it
+NEVER_DENIES_BLOCK = ("permission_mode bypassPermissions: the agent is never asked, so no call is denied and "
+                      "expect.permissions.max_denied measures nothing; run it in default, acceptEdits or dontAsk "
+                      "mode with allowed_tools (invocation.agent), or drop max_denied")
+
+
+def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any],
+                      permission_mode: str | None = None) -> dict:
+    """`permission_mode`: the session's (its transcript's init event, else the adapter's). Under
+    bypassPermissions an asserted limit that was not exceeded is `unscorable`: no call could be
+    denied, so the pass is vacuous; a denial that was measured still fails."""
     block = expect.get("permissions")
     asserted = isinstance(block, Mapping) and "max_denied" in block
     limit = block.get("max_denied") if asserted else 0
@@ -153,6 +195,9 @@ def score_permissions(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) 
         return {"verdict": FAIL, "reason": why, **detail}
     if not asserted:
         return {"verdict": NA, "reason": "no call denied (not asserted by the case)", **detail}
+    if permission_mode == NEVER_DENIES:
+        return {"verdict": UNSCORABLE, "blocked_by": NEVER_DENIES_BLOCK, "reason": NEVER_DENIES_BLOCK,
+                "permission_mode": permission_mode, **detail}
     return {"verdict": PASS, "reason": None, **detail}
 
 

@@ -208,15 +208,25 @@ class HollowFold:
 # `must_not_contain`; a trajectory that lists only `forbidden` tools (its mode); authz's scope
 # checks in a case where no record id of the app's shape appeared (one that did showed the app
 # returning a record: `id_shape_seen`), and a refusal shown by no more than an empty tool log or
-# clean scope checks (an HTTP 4xx is a refusal the app made, so it is evidence).
+# clean scope checks (an HTTP 4xx is a refusal the app made, so it is evidence). An agent that does
+# nothing (answers one sentence, calls no tool, edits nothing) meets these agent checks too: skills
+# that list only `must_not_trigger` (the scorer records the `must_trigger` it asked: empty), files
+# whose every asserted path the agent left as the fixture had it (`absent` paths the fixture lacked,
+# `unchanged` globs, an `exists`/`contains` path it did not touch: the scorer records the asserted
+# paths it did change as `touched`), and any `permissions` pass (no call denied).
 ABSENCE_CHECKS: frozenset[str] = frozenset({"must_not_contain"})
 AUTHZ_ABSENCE_CHECKS: frozenset[str] = frozenset({"forbidden_tools", "forbidden_record_ids", "allowed_record_ids"})
-ABSENCE_LAYERS: tuple[str, ...] = ("answer", "trajectory", "authz")
+ABSENCE_LAYERS: tuple[str, ...] = ("answer", "trajectory", "authz", "skills", "files", "permissions")
+AGENT_ABSENCE_LAYERS: frozenset[str] = frozenset({"skills", "files", "permissions"})
 # How the gate names each layer's absences (absence_only_line).
 ABSENCE_WORDS: dict[str, str] = {"answer": "must_not_contain (text absent from the answer)",
                                  "trajectory": "expect.tools.forbidden (a tool not called)",
                                  "authz": "expect.authz (a tool not called, no record id returned, "
-                                          "a refusal seen only as no data)"}
+                                          "a refusal seen only as no data)",
+                                 "skills": "expect.skills.must_not_trigger (a skill not invoked)",
+                                 "files": "expect.files absent / unchanged (or an exists / contains path the "
+                                          "agent left as the fixture had it)",
+                                 "permissions": "expect.permissions.max_denied (no call denied)"}
 
 
 def passed_on_presence(layers: Mapping[str, Any]) -> bool:
@@ -243,10 +253,19 @@ def _absent(check: Any, layer: str) -> bool:
 
 def absence_only(entry: Mapping[str, Any], layer: str = "answer") -> bool:
     """A layer entry (of ABSENCE_LAYERS) whose every check asserts an absence: its `checks` (or a
-    trajectory's `mode`: only `forbidden` listed) in a verdict record, or the `absence_only` flag a
+    trajectory's `mode`: only `forbidden` listed; a skills layer's empty `must_trigger`; a files
+    layer's empty `touched`; any permissions layer) in a verdict record, or the `absence_only` flag a
     slim record keeps in their place (rundir.derived.slim)."""
     if layer not in ABSENCE_LAYERS:
         return False
+    if layer == "permissions":
+        return True
+    if layer == "skills" and isinstance(entry.get("must_trigger"), list):
+        return not entry["must_trigger"]
+    if layer == "files" and isinstance(entry.get("touched"), list):
+        return not entry["touched"]
+    if layer in AGENT_ABSENCE_LAYERS:   # a slim record's flag; a record from before these facts: presence
+        return entry.get("absence_only") is True
     if layer == "trajectory" and "mode" in entry:
         return entry.get("mode") == "forbidden"
     seen = entry.get("id_shape_seen")
@@ -301,6 +320,13 @@ def absence_only_line(block: Any) -> str | None:
     first = block.get("first_absence_only")
     eg = f", e.g. {first}" if first else ""
     layers = block.get("absence_layers")
+    if isinstance(layers, list) and any(name in AGENT_ABSENCE_LAYERS for name in layers):
+        words = "; ".join(ABSENCE_WORDS[name] for name in ABSENCE_LAYERS if name in layers)
+        return (f"all {n} passing case(s) passed only on checks that something is absent: {words}{eg}: "
+                "an agent that does nothing (answers one sentence, calls no tool, edits nothing) passes them "
+                "too, so nothing was shown to work; add a check the work must meet (expect.skills.must_trigger, "
+                "an expect.files contains text or exists path the fixture lacks, an expect.check that fails on "
+                "the untouched fixture, must_contain)")
     if isinstance(layers, list) and any(name in ABSENCE_WORDS for name in layers):
         words = "; ".join(ABSENCE_WORDS[name] for name in ABSENCE_LAYERS if name in layers)
         return (f"all {n} passing case(s) passed only on checks that something is absent: {words}{eg}: "

@@ -181,6 +181,8 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         "tool_log": {"seen": True, "source": "transcript", "reason": None},
         "skills": skills, "permission_denials": denials,
         "cwd": init.get("cwd") if isinstance(init.get("cwd"), str) else None,   # path rules read in it (score.tool_rule)
+        # the session's permission mode (bypassPermissions: nothing is asked, so nothing is denied; score.agent)
+        "permission_mode": init.get("permissionMode") if isinstance(init.get("permissionMode"), str) else None,
         "mcp_servers": [{"name": s.get("name"), "status": s.get("status")} for s in init.get("mcp_servers") or []
                         if isinstance(s, dict)],
         "available_tools": [t for t in init.get("tools") or [] if isinstance(t, str)],
