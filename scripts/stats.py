@@ -56,6 +56,11 @@ def run(args):
         from assay.rundir.routing_files import seal_pairs, sealed_ids
         baseline, candidate = seal_pairs(baseline, candidate, sealed_ids({"case_id": c, "holdout": True} for c in sealed),
                                          base_holdout)
+    # a canary of either run is no pair: the population of comparison.json and compare_runs.py
+    canaries = set(holdout_beside(args.candidate, "canary")) | set(holdout_beside(args.baseline, "canary"))
+    if canaries:
+        from assay.stats.paired import paired_population
+        baseline, candidate = paired_population(baseline, canaries), paired_population(candidate, canaries)
     try:
         doc = compare(baseline, candidate, alpha=args.alpha, bayes_threshold=args.bayes_threshold)
     except AssayError as err:

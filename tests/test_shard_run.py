@@ -336,17 +336,23 @@ def test_a_killed_shard_blocks_the_merge_until_resumed(tmp_path):
     assert run_runner("--verify", state / "reports" / run_id).rc == 0
 
 
-def test_holdout_ledger_gets_one_line_from_the_merge_only(tmp_path):
+def holdout_shards(state, url, run_id):
+    cases = [case(f"h-{i}", f"msg {i}", split=["holdout"]) for i in range(4)]
+    return write_plan(state, sharded_plan(state, url, count=2, run_id=run_id, mode="holdout", split="holdout",
+                                          k=1, cases=cases))
+
+
+def test_holdout_ledger_gets_one_line_before_a_shard_result_is_readable(tmp_path):
+    """A shard's run dir holds its holdout results whether or not it is ever merged: the first shard
+    writes the plan's one look (the run id the merge writes), before any case; no shard or merge a second."""
     with FakeApp(handler) as app:
         state = make_state(tmp_path)
         run_id = "holdout-20261129T131500Z"
-        cases = [case(f"h-{i}", f"msg {i}", split=["holdout"]) for i in range(4)]
-        plan_path = write_plan(state, sharded_plan(state, app.url, count=2, run_id=run_id, mode="holdout",
-                                                   split="holdout", k=1, cases=cases))
+        plan_path = holdout_shards(state, app.url, run_id)
         ledger = state / "datasets" / "holdout-looks.jsonl"
         for i in (1, 2):
             assert run_shard(state, plan_path, run_id, i).rc == 0
-        assert not ledger.exists()
+            assert [json.loads(x)["run_id"] for x in ledger.read_text().splitlines()] == [run_id]
         dirs = [state / "reports" / f"{run_id}.shard-{i}" for i in (1, 2)]
         for _ in range(2):
             r = merge(state, plan_path, run_id, dirs)
@@ -356,6 +362,25 @@ def test_holdout_ledger_gets_one_line_from_the_merge_only(tmp_path):
     results = (state / "reports" / run_id / "results.json").read_text()
     assert "h-0" not in results and "h-1" not in results
     assert "h-0" not in (state / "reports" / run_id / "run.log").read_text()
+
+
+def test_a_merge_that_cannot_record_its_look_makes_no_holdout_run_readable(tmp_path):
+    """The merge appended the ledger line after renaming the merged holdout run into place: a merge
+    stopped in between (here: the ledger cannot be written) left a readable holdout result whose look
+    no ledger counted. The line comes first now; without it nothing is renamed into place."""
+    with FakeApp(handler) as app:
+        state = make_state(tmp_path)
+        run_id = "holdout-20261129T141500Z"
+        plan_path = holdout_shards(state, app.url, run_id)
+        for i in (1, 2):
+            assert run_shard(state, plan_path, run_id, i).rc == 0
+    ledger = state / "datasets" / "holdout-looks.jsonl"
+    ledger.unlink(missing_ok=True)
+    ledger.mkdir()   # the merge cannot append its look, as a kill or a full disk would stop it
+    r = merge(state, plan_path, run_id, [state / "reports" / f"{run_id}.shard-{i}" for i in (1, 2)])
+    assert r.rc != 0 and "holdout-looks.jsonl" in r.json["error"], r.stdout
+    assert not (state / "reports" / run_id).exists()
+    assert not [p.name for p in (state / "reports").iterdir() if ".merge-" in p.name]
 
 
 def test_the_merge_writes_comparison_json_against_a_baseline(world, tmp_path):

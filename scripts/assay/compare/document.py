@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
-from ..stats.paired import compare_indexed, index_rows, sign_test_one_sided
+from ..stats.paired import compare_indexed, index_rows, paired_population, sign_test_one_sided
 from .buckets import BUCKETS, MEANING, SCORED, headline
 from .pair_all import LAST, all_pairs, load_sides, two_processes
 from .redaction import redact_pairs, should_redact
@@ -168,7 +168,7 @@ def words(stats: dict | None, stats_note: str | None, flipped: list[str]) -> dic
 def paired_statistics(pairs: list[dict[str, Any]]) -> tuple[dict | None, str | None]:
     """The paired statistics over the pairs whose verdicts moved with the app (STATS_BUCKETS), or why none.
     Each side's {case_id, verdict} rows are made one at a time as they are indexed (not 200,000 dicts)."""
-    tested = [p for p in pairs if p["bucket"] in STATS_BUCKETS and not p.get("canary")]
+    tested = paired_population([p for p in pairs if p["bucket"] in STATS_BUCKETS])
     if not tested:
         return None, "no case was scored pass/fail in both runs on an unchanged case: nothing to test"
     try:

@@ -242,7 +242,8 @@ def check_recorded(role: str, run_dir: str, base_dir: Path, comparison: dict[str
     comparison.json decides nothing). Counts only: holdout ids are never named."""
     from ..report.gate_reasons import run_verify
     from ..report.run_files import read_jsonl_file
-    from ..stats.paired import compare
+    from ..stats.paired import compare, paired_population
+    from ..stats.verdict_file import holdout_beside
     fix = "measure the edit with a new run" if role == "training" else _spent(role, cid)
     for what, d in (("", Path(run_dir)), (f"its baseline run {base_dir.name} ", base_dir)):
         clean, detail = run_verify(d)
@@ -250,9 +251,11 @@ def check_recorded(role: str, run_dir: str, base_dir: Path, comparison: dict[str
             raise AssayError(f"--{role} {run_dir}: {what}fails the completeness check ({detail}); its files are "
                              "not the run's record, so no keep is read from them: restore the run dir from its "
                              f"own files, or {fix}", 2)
-    try:
-        redo = compare(read_jsonl_file(base_dir / "verdicts_for_stats.jsonl"),
-                       read_jsonl_file(Path(run_dir) / "verdicts_for_stats.jsonl"))
+    base_file, run_file = base_dir / "verdicts_for_stats.jsonl", Path(run_dir) / "verdicts_for_stats.jsonl"
+    try:   # over the pairs the comparison's statistics are over: a canary of either run is none
+        canaries = set(holdout_beside(str(base_file), "canary")) | set(holdout_beside(str(run_file), "canary"))
+        redo = compare(paired_population(read_jsonl_file(base_file), canaries),
+                       paired_population(read_jsonl_file(run_file), canaries))
     except AssayError as exc:
         redo = {"error": exc.message}
     differ = [k for k in RECOUNTED if redo.get(k) != comparison.get(k)]

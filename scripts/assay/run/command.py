@@ -165,9 +165,10 @@ def run(args, environ=None) -> tuple[int, Any]:
             if setup.judge is not None:
                 setup.judge.baseline = answers
             if shard is not None:
-                # A shard run names the whole plan's hash (the merge checks it) and never writes the
-                # holdout ledger: the merge appends the one line for the merged run id.
-                setup.plan_sha256, setup.shard, setup.ledger = plan_sha256, shard, None
+                # A shard run names the whole plan's hash (the merge checks it). Its holdout results
+                # are readable in its own run dir, merged or not: it appends the plan's one ledger line
+                # (the run id the merge writes; never a second, whichever shard comes first).
+                setup.plan_sha256, setup.shard = plan_sha256, shard
             if setup.invoker.mode in ("cli", "agent"):
                 from ..invoke.cli import stop_on_signals
                 restore_signals = stop_on_signals(setup.invoker)

@@ -32,26 +32,48 @@ def ledger_path(plan: RunPlan) -> Path | None:
 
 
 def append_ledger(path: Path, plan: RunPlan, stderr=None) -> int:
-    """Append one look for this run id (never a second); return the running look count."""
+    """Append one look for this run id (never a second); return the running look count.
+
+    The line is on disk (fsync'd, and the directory entry of a new ledger too) when this returns:
+    the caller makes no holdout result readable before it. The read and the append are under an
+    exclusive lock on the ledger, so two shards of one plan starting together write one line."""
+    import fcntl
     stderr = stderr or sys.stderr
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
-    if path.exists() or path.is_symlink():
+    created = not (path.exists() or path.is_symlink())
+    fd = writer.open_append(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        rows = []
         for line in writer.read_bytes(path).decode("utf-8").splitlines():
             try:
                 rows.append(loads(line))
             except ValueError:
                 continue
-    if not any(isinstance(r, dict) and r.get("run_id") == plan.run_id for r in rows):
-        reason = plan.manifest_extra.get("holdout_reason") or "run_cases.py holdout run"
-        row = {"run_id": plan.run_id, "date": utc_now_iso(), "mode": plan.mode, "reason": reason}
-        fd = writer.open_append(path)
-        try:
-            os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"))
-        finally:
-            os.close(fd)
-        rows.append(row)
+        if not any(isinstance(r, dict) and r.get("run_id") == plan.run_id for r in rows):
+            reason = plan.manifest_extra.get("holdout_reason") or "run_cases.py holdout run"
+            row = {"run_id": plan.run_id, "date": utc_now_iso(), "mode": plan.mode, "reason": reason}
+            writer.write_all(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"), path)
+            os.fsync(fd)
+            rows.append(row)
+    finally:
+        os.close(fd)   # releases the lock
+    if created:
+        _fsync_dir(path.parent)
     looks = len(rows)
     stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan.run_id}); "
                  f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
     return looks
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -82,8 +82,17 @@ def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] 
         raise AssayError(f"--baseline-verdicts {path} is not comparable with this plan ({detail}); "
                          "re-run the baseline under the same dataset_version, harness_version and k, or "
                          "run without --baseline-verdicts", 2, key="--baseline-verdicts", mismatch=diff)
-    holdout_ids = [c.get("id") for c in manifest.get("cases") or [] if isinstance(c, dict) and c.get("set") == "holdout"]
-    return {"path": str(p), "rows": rows, "holdout_ids": holdout_ids, "run_id": manifest.get("run_id"), **theirs}
+    return {"path": str(p), "rows": rows, "holdout_ids": manifest_ids(manifest, "holdout"),
+            "canary_ids": manifest_ids(manifest, "canary"), "run_id": manifest.get("run_id"), **theirs}
+
+
+# the baseline's per-case keys: read by the comparison, never copied into a manifest
+BASELINE_CASE_KEYS = ("rows", "holdout_ids", "canary_ids")
+
+
+def manifest_ids(manifest: Mapping[str, Any], which: str) -> list[str]:
+    """The ids of a run manifest's cases in one set (`holdout`, `canary`: `case_set` below)."""
+    return [c.get("id") for c in manifest.get("cases") or [] if isinstance(c, dict) and c.get("set") == which]
 
 
 # ---------------------------------------------------------------- step 5: safety
@@ -173,7 +182,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     auth_headers = sorted(str(h) for h in (auth.get("headers") or {})) if auth.get("type") == "headers" else []
     baseline = None
     if setup.baseline:
-        baseline = {k: v for k, v in setup.baseline.items() if k not in ("rows", "holdout_ids")}
+        baseline = {k: v for k, v in setup.baseline.items() if k not in BASELINE_CASE_KEYS}
     from ..suite.version import CompactVersion, manifest_cases, manifest_rows, suite_version
     compact = CompactVersion.of(plan)   # a run's plan: its rows streamed to disk by write_manifest
     if compact is not None:

@@ -233,11 +233,14 @@ def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: 
         atomic_write_json(out / "reliability.json", reliability_doc(main, k))
     if baseline is not None:
         from ..core.errors import AssayError
-        from ..stats.paired import compare
-        # holdout ids are sealed in comparison.json as in every run-level report
-        cand = [row for row in (stats_row(r) for r in records) if row]
+        from ..stats.paired import compare, paired_population
+        # holdout ids are sealed in comparison.json as in every run-level report; a canary of
+        # either run is no pair (the population compare_runs.py's paired statistics are over)
+        canaries = {r["case_id"] for r in records if r.get("canary")} | set(baseline.get("canary_ids") or [])
+        cand = paired_population([row for row in (stats_row(r) for r in records) if row], canaries)
+        base = paired_population(baseline["rows"], canaries)
         try:
-            doc = compare(*seal_pairs(baseline["rows"], cand, sealed_ids(records), baseline.get("holdout_ids") or []))
+            doc = compare(*seal_pairs(base, cand, sealed_ids(records), baseline.get("holdout_ids") or []))
         except AssayError as exc:
             doc = {"error": exc.message, "comparable": False}
         doc = dict(doc, baseline_run_id=baseline.get("run_id"))

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..core.errors import AssayError
-from ..run.preflight import case_set
+from ..run.preflight import BASELINE_CASE_KEYS, case_set
 
 # Manifest keys that may differ between the shards of one plan (each machine's own clock,
 # health check and slice); every other key must agree or the shards are not one run.
@@ -91,6 +91,6 @@ def merged_manifest(plan: dict, shards: list, baseline: dict | None) -> dict:
     manifest["cases"] = manifest_cases(plan, case_set, version)
     manifest["suite_sha256"], manifest["suite_parts_sha256"] = version["suite_sha256"], version["suite_parts_sha256"]
     manifest["started_at"] = min(str(s.manifest.get("started_at")) for s in shards)
-    manifest["baseline_verdicts"] = ({k: v for k, v in baseline.items() if k not in ("rows", "holdout_ids")}
+    manifest["baseline_verdicts"] = ({k: v for k, v in baseline.items() if k not in BASELINE_CASE_KEYS}
                                      if baseline else None)
     return manifest

@@ -16,7 +16,9 @@
    `exit_code_for`). A merged dir that fails the completeness check is removed (exit 6).
 4. **Status**: a shard that aborted makes the merged status that abort (canary before
    infra). Canary case records come from the first shard whose canary failed, else shard 1.
-5. The holdout ledger gets the one line for the plan's run id (`append_ledger`).
+5. The holdout ledger gets the one line for the plan's run id (`append_ledger`, never a second: the
+   shard runs wrote it already), on disk before the build starts: a merge killed after it made the
+   merged holdout run readable has always counted its look.
 
 Everything written is a function of the inputs only (timestamps come from the shards),
 so re-running the merge gives the same bytes. A previous merge at `--out` is replaced;
@@ -298,9 +300,11 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
     lock = RunLock(out, {"pid": os.getpid(), "run_id": plan["run_id"], "out": str(out), "plan": str(plan_path),
                          "merging": [s.path.name for s in shards]})
     lock.acquire()
-    _remove_leftovers(out)
     tmp = out.parent / f".{out.name}.merge-{os.getpid()}.tmp"
     try:
+        if ledger is not None:   # the look is on the ledger before any byte of the merged run is readable
+            holdout_ledger.append_ledger(ledger, plan, stderr)
+        _remove_leftovers(out)
         code, result = _build(plan, shards, manifest, baseline, tmp, out)
         old = out.parent / f".{out.name}.merge-{os.getpid()}.old"
         if out.exists():
@@ -312,8 +316,6 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
         if tmp.exists():
             shutil.rmtree(tmp)
         lock.release()
-    if ledger is not None:
-        holdout_ledger.append_ledger(ledger, plan, stderr)
     if code:
         raise AssayError(EXIT_MESSAGES[code], code, **result)
     return code, result

@@ -155,6 +155,20 @@ def verdict_label(doc: dict) -> str:
     return f"{words}, not proven" if unproven else words
 
 
+def paired_population(rows: Any, canary_ids: Any = ()) -> Any:
+    """The rows a paired comparison is over: never a canary's. A canary (split `canary`) is planted to
+    catch a broken harness and never counts toward a verdict's statistics: it passes on both sides of
+    every run that finished, so counted it adds concordant pairs (a larger `n`, a smaller `delta` and
+    detectable effect than the cases the edit was measured on give). Left out: rows flagged `canary`
+    (verdicts.jsonl rows, compare's pairs) and rows whose case_id is in `canary_ids` (a side whose rows
+    carry no flag: verdicts_for_stats.jsonl, named by its run's manifest). Anything else (a malformed
+    row too) is kept, for `index_rows` to name."""
+    if not isinstance(rows, list):
+        return rows
+    skip = set(canary_ids)
+    return [r for r in rows if not (isinstance(r, dict) and (r.get("canary") or r.get("case_id") in skip))]
+
+
 def _index(rows: Any, side: str) -> dict[str, str]:
     if not isinstance(rows, list):
         raise AssayError(f"{side} verdicts must be a list of {{case_id, verdict}} rows", 2)

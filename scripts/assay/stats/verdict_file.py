@@ -43,42 +43,45 @@ def read_verdicts_jsonl(path: str) -> list[dict]:
     return rows
 
 
-def holdout_beside(path: str) -> list[str]:
+def holdout_beside(path: str, which: str = "holdout") -> list[str]:
     """The holdout case ids of the run a verdicts_for_stats.jsonl file sits in, in plan order: from the
     run's verdicts.jsonl (each row's `holdout`), else its manifest.yaml (`set: holdout`); [] when the
-    file is not in a run dir. A run dir whose files cannot say is an error: its ids may be sealed."""
+    file is not in a run dir. A run dir whose files cannot say is an error: its ids may be sealed.
+    `which="canary"`: its canary ids the same way (a canary is no pair of the paired statistics)."""
+    what = "sealed holdout cases" if which == "holdout" else f"{which} cases"
     run = os.path.dirname(os.path.abspath(path))
     verdicts, manifest = os.path.join(run, "verdicts.jsonl"), os.path.join(run, "manifest.yaml")
     if os.path.isfile(verdicts):   # streamed, each row dropped once read: 100,000 rows are never held
-        return [cid for cid in _holdout_rows(verdicts)]
+        return [cid for cid in _holdout_rows(verdicts, which, what)]
     if not os.path.isfile(manifest):
         return []
     try:
         with open(manifest, "rb") as fh:
             doc = loads(fh.read().decode("utf-8"))
         cases = doc.get("cases") or []
-        return [c["id"] for c in cases if isinstance(c, dict) and c.get("set") == "holdout" and isinstance(c.get("id"), str)]
+        return [c["id"] for c in cases if isinstance(c, dict) and c.get("set") == which and isinstance(c.get("id"), str)]
     except (OSError, ValueError, AttributeError, TypeError) as err:
-        raise AssayError(f"{manifest}: unreadable ({err}), so which of {path}'s cases are sealed holdout cases "
+        raise AssayError(f"{manifest}: unreadable ({err}), so which of {path}'s cases are {what} "
                          "cannot be told; restore the run's manifest.yaml or verdicts.jsonl", 2, file=manifest) from None
 
 
-def _holdout_rows(path: str):
-    """The case ids of a verdicts.jsonl's rows marked holdout, one line at a time; AssayError(2)
-    naming the file and line of a line that is not a JSON object."""
+def _holdout_rows(path: str, which: str = "holdout", what: str = "sealed holdout cases"):
+    """The case ids of a verdicts.jsonl's rows marked `which` (holdout, canary), one line at a time;
+    AssayError(2) naming the file and line of a line that is not a JSON object."""
+    key = f'"{which}"'.encode()
     try:
         fh = open(path, "rb")
     except OSError as err:
         raise AssayError(f"cannot read {path}: {err.strerror or err}", 2, file=str(path)) from None
     with fh:
         for number, raw in enumerate(fh, 1):
-            if not raw.strip() or (raw.count(b'"holdout"') == 1 and b'"holdout": false' in raw):
-                continue   # the runner's row of a case that is not holdout: its one holdout key says so
+            if not raw.strip() or (raw.count(key) == 1 and key + b': false' in raw):
+                continue   # the runner's row of a case that is not one: its one key says so
             try:
                 row = loads(raw.decode("utf-8"))
             except (ValueError, UnicodeDecodeError) as err:
-                raise AssayError(f"{path}:{number}: not valid JSON ({err}), so which cases are sealed holdout "
-                                 "cases cannot be told; restore the run's verdicts.jsonl", 2, file=str(path),
+                raise AssayError(f"{path}:{number}: not valid JSON ({err}), so which cases are {what} "
+                                 "cannot be told; restore the run's verdicts.jsonl", 2, file=str(path),
                                  line=number) from None
-            if isinstance(row, dict) and row.get("holdout") is True and isinstance(row.get("case_id"), str):
+            if isinstance(row, dict) and row.get(which) is True and isinstance(row.get("case_id"), str):
                 yield row["case_id"]
