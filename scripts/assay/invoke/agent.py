@@ -347,9 +347,14 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
         out.append(("input.fixture", f"the fixture {fixture} is not a directory (a path is relative to the app repo)"))
     expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
     skills = expect.get("skills") if isinstance(expect.get("skills"), Mapping) else {}
+    empty = plugin_dirs_without_skills(spec)
     for key in ("must_trigger", "must_not_trigger"):
         for name in skills.get(key) or []:
-            if isinstance(name, str) and known_skills and name not in known_skills:
+            if not isinstance(name, str) or name in known_skills:
+                continue
+            if empty:   # a plugin dir that defines no skill: no name could be checked (it reads vacuous)
+                out.append((f"expect.skills.{key}", f"skill {name!r}: {empty[0]}"))
+            elif known_skills:
                 out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
                             f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
     files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
@@ -360,6 +365,26 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
         if argv and wd.resolve_program(argv[0], fixture, path_env) is None:
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
+    return out
+
+
+# the start of the message for a listed plugin dir that defines no skill (the linter names it by this)
+NO_SKILL_IN_PLUGIN_DIR = "the plugin dir"
+
+
+def plugin_dirs_without_skills(spec: AgentSpec) -> list[str]:
+    """One message per `invocation.agent.plugin_dirs` entry that defines no skill (no
+    `skills/<name>/SKILL.md` under it), naming the dir and the fix: a case that names a skill could
+    not be checked against it, so `must_not_trigger: [a typo]` would pass whatever the agent did."""
+    out = []
+    for d in spec.plugin_dirs:
+        if any((d / "skills").glob("*/SKILL.md")):
+            continue
+        inner = sorted({str(p.parents[2]) for p in d.glob("*/skills/*/SKILL.md")})
+        fix = (f"list the plugin's own dir instead ({', '.join(inner[:3])} defines skills)" if inner
+               else "list the plugin's own dir (the one holding skills/<name>/SKILL.md)")
+        out.append(f"{NO_SKILL_IN_PLUGIN_DIR} {d} defines no skill (no skills/<name>/SKILL.md under it), so no "
+                   f"skill name can be checked against it; {fix} in invocation.agent.plugin_dirs")
     return out
 
 
