@@ -85,7 +85,7 @@ def _suite_case_ids(state):
 
 def _suite_holdout_ids(state):
     """The suite's holdout case ids (never counted: the holdout seal); None (not checked) as _suite_case_ids."""
-    from assay.suite.convert import suite_holdout_ids
+    from assay.suite.holdout import suite_holdout_ids
     if state is None or not (state / "datasets").is_dir():
         return None
     return suite_holdout_ids(state)

@@ -27,6 +27,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
 from .fixture_paths import files_problems
+from .agent_skills import plugin_dirs_without_skills
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -366,47 +367,6 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
     return out
-
-
-# the start of the message for a listed plugin dir that defines no skill (the linter names it by this)
-NO_SKILL_IN_PLUGIN_DIR = "the plugin dir"
-
-
-def plugin_dirs_without_skills(spec: AgentSpec) -> list[str]:
-    """One message per `invocation.agent.plugin_dirs` entry that defines no skill (no
-    `skills/<name>/SKILL.md` under it), naming the dir and the fix: a case that names a skill could
-    not be checked against it, so `must_not_trigger: [a typo]` would pass whatever the agent did."""
-    out = []
-    for d in spec.plugin_dirs:
-        if any((d / "skills").glob("*/SKILL.md")):
-            continue
-        inner = sorted({str(p.parents[2]) for p in d.glob("*/skills/*/SKILL.md")})
-        fix = (f"list the plugin's own dir instead ({', '.join(inner[:3])} defines skills)" if inner
-               else "list the plugin's own dir (the one holding skills/<name>/SKILL.md)")
-        out.append(f"{NO_SKILL_IN_PLUGIN_DIR} {d} defines no skill (no skills/<name>/SKILL.md under it), so no "
-                   f"skill name can be checked against it; {fix} in invocation.agent.plugin_dirs")
-    return out
-
-
-def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
-    """Every skill name a case may name: each plugin dir's skills (bare and `<plugin>:<skill>`) and
-    the workdir's own `.claude/skills`."""
-    import json
-    names: set[str] = set()
-    for d in spec.plugin_dirs:
-        plugin = d.name
-        manifest = d / ".claude-plugin" / "plugin.json"
-        try:
-            doc = json.loads(manifest.read_text(encoding="utf-8"))
-            plugin = doc.get("name") or plugin if isinstance(doc, dict) else plugin
-        except (OSError, ValueError):
-            pass
-        for skill in (d / "skills").glob("*/SKILL.md"):
-            names.update({skill.parent.name, f"{plugin}:{skill.parent.name}"})
-    for root in [spec.workdir, *fixture_dirs]:
-        for skill in (root / ".claude" / "skills").glob("*/SKILL.md"):
-            names.add(skill.parent.name)
-    return names
 
 
 def os_path(env: Mapping[str, str]) -> str | None:

@@ -84,7 +84,8 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
         return
     from pathlib import Path
     from ..core.errors import AssayError
-    from ..invoke.agent import NO_SKILL_IN_PLUGIN_DIR, AgentSpec, agent_case_problems, fixture_of, known_skills
+    from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of
+    from ..invoke.agent_skills import NO_SKILL_IN_PLUGIN_DIR, known_skills
     from ..invoke.fixture_paths import OUTSIDE_WORKDIR, fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))

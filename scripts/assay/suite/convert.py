@@ -88,17 +88,11 @@ def case_files(state: Path) -> list[Path]:
 def suite_case_ids(state: Path) -> set[str]:
     """The case ids of the state dir's suite (datasets/), without validating the cases (the linter does):
     what a label's case_id must name to count (assay.calibrate.agreement.not_in_suite)."""
-    return {c["id"] for c in _suite_cases(state)}
+    return {c["id"] for c in suite_cases(state)}
 
 
-def suite_holdout_ids(state: Path) -> set[str]:
-    """The suite's holdout case ids (suite.holdout.holdout_case_ids): a label on one never counts
-    toward calibration (the holdout seal; label.py never shows them)."""
-    from .holdout import holdout_case_ids
-    return set(holdout_case_ids(_suite_cases(state)))
-
-
-def _suite_cases(state: Path) -> list[dict[str, Any]]:
+def suite_cases(state: Path) -> list[dict[str, Any]]:
+    """The state dir's cases (datasets/) that have an id, unvalidated."""
     out = []
     for path in case_files(state):
         case, _ = load(path, _rel(state, path))

@@ -68,6 +68,13 @@ def holdout_case_ids(cases: list[dict[str, Any]]) -> list[str]:
     return sorted(c["id"] for c in cases if "holdout" in (c.get("split") or []) and isinstance(c.get("id"), str))
 
 
+def suite_holdout_ids(state: Path) -> set[str]:
+    """The holdout case ids of the state dir's suite (datasets/): a label on one never counts toward
+    calibration (the holdout seal; label.py never shows them)."""
+    from .convert import suite_cases
+    return set(holdout_case_ids(suite_cases(state)))
+
+
 def looks(state_dir: str | os.PathLike[str], budget: int = LOOK_BUDGET) -> dict[str, Any]:
     if budget < 1:
         raise AssayError("--budget must be at least 1 (the default is 5 looks)", 2)
