@@ -47,16 +47,19 @@ def build_parser():
 
 
 def run(args):
-    from assay.calibrate.agreement import Floors, score
+    from assay.calibrate.agreement import Floors, not_checked, score
     from assay.calibrate.annotations import read_annotations
     from assay.calibrate.sidecar import write_bound
 
     floors = Floors(args.min_pairs, args.min_per_class, args.min_tpr, args.min_tnr, args.min_kappa)
     rows = read_annotations(args.annotations)
     state = _state_dir(args)
-    out = score(rows, floors, args.confidence, case_ids=_suite_case_ids(state), nodes_by_pin=_rubric_nodes(state))
+    case_ids, holdout = _suite_case_ids(state), _suite_holdout_ids(state)
+    nodes = _rubric_nodes(state)
+    out = score(rows, floors, args.confidence, case_ids=case_ids, nodes_by_pin=nodes, holdout_ids=holdout)
     # --write refuses a batch whose runs another judge than the configured one judged (labelled_judge)
     out["written"] = str(write_bound(out, args.write, args.state_dir, [r.batch for r in rows], rows)) if args.write else None
+    out["not_checked"] = not_checked(case_ids, nodes, holdout, bool(args.write))
     return 0, out
 
 
@@ -78,6 +81,14 @@ def _suite_case_ids(state):
     if state is None or not (state / "datasets").is_dir():
         return None
     return suite_case_ids(state) or None
+
+
+def _suite_holdout_ids(state):
+    """The suite's holdout case ids (never counted: the holdout seal); None (not checked) as _suite_case_ids."""
+    from assay.suite.holdout import suite_holdout_ids
+    if state is None or not (state / "datasets").is_dir():
+        return None
+    return suite_holdout_ids(state)
 
 
 def _rubric_nodes(state):

@@ -103,6 +103,12 @@ def test_max_denied_under_bypass_permissions_is_never_a_pass(tmp_path):
     g = run_script("gate", out)   # a hollow case is counted unscored, never a pass (the linter names it: below)
     assert "1 pass, 0 fail (0 gating), 1 unscored" in g.stdout, g.stdout
     assert "NOT scored this run: permissions (2 cases: permission_mode bypassPermissions" in g.stdout, g.stdout
+    # the case asserting only max_denied measured nothing, yet no linter error refused it (a WARN): it
+    # closes the gate naming the mode and the fix, the other case passing did not open it green
+    assert g.rc == 1, g.stdout
+    (line,) = [x for x in g.stdout.splitlines() if x.startswith("  gate closed:") and "never ran" in x]
+    assert "1 gating case(s)" in line and "c-denials-only (permission_mode bypassPermissions" in line, line
+    assert "c-denials-and-fix" not in line and "drop max_denied" in line, line
     assert run_script("run_cases", "--verify", out).rc == 0
 
 

@@ -337,3 +337,23 @@ def test_the_run_dir_verifies_and_the_gate_names_the_failing_layers(main_run):
     text = g.stdout + g.stderr
     assert g.rc == 1 and "--verify" not in text, text
     assert "a-wrong (skills, files, check)" in text or "a-wrong" in text, text
+
+
+def test_a_plugin_dir_that_defines_no_skill_is_named_not_a_vacuous_skill_check(tmp_path):
+    """plugin_dirs one level too high (the app repo, not its plugin): no skill was known, so skill names
+    went unchecked and `must_not_trigger: [a typo]` passed whatever the agent did. The linter and the
+    pre-flight name the dir, the dir below it that defines skills, and the key to fix."""
+    state = setup_state(tmp_path)
+    ad = agent_adapter(state.parent, plugin_dirs=["."])
+    (state / "work" / "adapter.json").write_text(json.dumps(ad))
+    typo = case("p-1", "fix", expect={"skills": {"must_not_trigger": ["fix-testz"]},
+                                      "answer": {"must_contain": ["x"]}})
+    (state / "work" / "cases.json").write_text(json.dumps([typo]))
+    r = run_script("validate_cases", "--cases", state / "work" / "cases.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    assert r.rc == 1, r.stdout + r.stderr
+    (msg,) = [f["message"] for f in r.json["findings"] if f["code"] == "plugin_dir_defines_no_skill"]
+    assert "'fix-testz'" in msg and "defines no skill" in msg and "invocation.agent.plugin_dirs" in msg, msg
+    assert str(state.parent / "plugin") + " defines skills" in msg, msg
+    r, _ = run(state, [typo], tmp_path, run_id="smoke-20261204T232000Z", adapter=ad)
+    assert r.rc == 3 and "defines no skill" in r.stdout and "p-1" in r.stdout, r.stdout

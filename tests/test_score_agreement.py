@@ -50,6 +50,8 @@ def test_calibrated_rubric_writes_the_sidecar(tmp_path):
     assert out["status"] == "calibrated" and out["written"] == str(sidecar)
     # lines with no batch (not from label.py's page): which judge they label was never checked; said, not hidden
     assert out["labelled_judge_unchecked"] == ["(no batch: 123 line(s))"], out
+    # ... and how many of the counted pairs stand on them (every one here): the count, not only a listing
+    assert out["labelled_judge_unchecked_pairs"] == 120 and out["pairs_on_unbatched_lines"] == 120, out
     assert (rub["pairs"], rub["unknown"], rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (120, 3, 20, 1, 2, 97)
     doc = json.loads(sidecar.read_text())
     assert doc["schema"] == "assay.calibration/1" and doc["floors"]["min_pairs"] == 100
@@ -253,3 +255,43 @@ def test_labels_on_a_node_the_rubric_does_not_have_are_not_counted(tmp_path):
     stray = r.json["not_in_rubric"]
     assert len(stray) == 33 and stray[0]["node_id"] == "states-amout" and stray[0]["line"] == f"{ann}:91"
     assert "has no node 'states-amout' (its nodes: states-amount, states-arrival)" in stray[0]["fix"]
+
+
+def test_labels_on_holdout_cases_are_never_counted(tmp_path):
+    """The holdout seal: label.py never shows a holdout case, yet hand-written lines on holdout case ids
+    were counted, so 25 of them lifted a judge over the 100-pair floor. They are set aside, counted
+    (`holdout_excluded`), never named."""
+    rows = calibrated_rows()
+    state = judged_state(tmp_path)
+    (state / "datasets").mkdir()
+    sealed = {f"p{i}" for i in range(25)}
+    for cid in sorted({r["case_id"] for r in rows}):
+        split = "[holdout]" if cid in sealed else "[full]"
+        (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\nsplit: {split}\n", encoding="utf-8")
+    ann = write_lines(tmp_path / "a.jsonl", rows)
+    r = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json")
+    assert r.rc == 0, r.stdout
+    out = r.json
+    assert out["holdout_excluded"] == 25 and out["status"] == "not_calibrated", out
+    rub = out["rubrics"]["refund-eta-v1"]
+    assert rub["pairs"] == 95 and "95 labelled pairs < 100" in rub["blocking"], rub
+    assert not any(f'"{cid}"' in r.stdout for cid in sealed)    # counted, never printed
+    assert not any(x.startswith("holdout") for x in out["not_checked"]), out["not_checked"]
+
+
+def test_scoring_without_the_state_dir_says_what_it_did_not_check(tmp_path):
+    """score_agreement.py FILES alone checks neither case ids, holdout, nodes nor the judge labelled, yet
+    printed `status: calibrated` and nothing else: the output now names each thing not checked."""
+    ann = write_lines(tmp_path / "a.jsonl", calibrated_rows())
+    r = run_script("score_agreement", ann)
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
+    words = " | ".join(r.json["not_checked"])
+    for what in ("case ids", "holdout cases", "rubric nodes", "the judge labelled"):
+        assert what in words, words
+    assert r.json["holdout_excluded"] is None
+    state = judged_state(tmp_path)
+    (state / "datasets").mkdir()
+    for cid in sorted({x["case_id"] for x in calibrated_rows()}):
+        (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\nsplit: [full]\n", encoding="utf-8")
+    r = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json")
+    assert r.rc == 0 and r.json["not_checked"] == [], r.json["not_checked"]

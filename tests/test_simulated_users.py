@@ -450,3 +450,47 @@ def test_the_dry_run_lists_a_simulated_user_as_the_run_sends_it(tmp_path):
     unconfigured = {c["id"]: c for c in rows[bare]["cases"]}
     assert "no simulator configured" in unconfigured[REFUND]["skip_reason"]
     assert rows[bare]["cost_inputs"]["calls"] == 1
+
+
+def test_a_simulator_reply_cut_off_at_max_tokens_is_never_kept_in_the_replay_cache(tmp_path):
+    """--record / --judge-cache: a simulated user's reply cut off at max_tokens (its turn never read) was
+    kept in the record/replay cache, so the rerun the error asks for (max_tokens raised, --judge-cache)
+    was answered with the same cut-off reply and never asked the simulator again. The judge cache's rule (providers.stopped_error)
+    now holds for the simulator's too (simulate.runtime.cacheable)."""
+    pytest.importorskip("assay.replay.session")
+    state = copy_state(tmp_path)
+    seen: list = []
+    cut = {"on": True}
+    whole = anthropic_user(seen)
+
+    def handler(req):
+        reply = whole(req)
+        if cut["on"] and isinstance(reply.body, dict) and reply.body.get("stop_reason") == "tool_use":
+            reply.body["stop_reason"] = "max_tokens"
+        return reply
+    with FakeApp(handler) as model, helpdesk(state) as env:
+        simulator_yaml(state, f"provider: anthropic\nmodel: claude-test\nbase_url: {model.url}\napi_key: ${{SIM_KEY}}\n")
+        env["SIM_KEY"] = "sk-sim-secret-123"
+        work = state / "work"
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        assert run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state,
+                          "-o", work / "plan.json", "--case", REFUND, env=env).rc == 0
+        plan = json.loads((work / "plan.json").read_text())
+        first = state / "reports" / plan["run_id"]
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", first, "--record", "--progress", "never",
+                       env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+        v = verdict(first, REFUND)
+        assert v["simulator"]["outcome"] == "simulator_unparseable" and "cut off at the token limit" in \
+            v["infra_reason"], v
+        asked = len(seen)
+        cut["on"] = False        # max_tokens raised: the reply now ends of itself
+        again = dict(plan, run_id=plan["run_id"][:-3] + ("58Z" if plan["run_id"].endswith("59Z") else "59Z"))
+        (work / "again.json").write_text(json.dumps(again))
+        second = state / "reports" / again["run_id"]
+        r = run_script("run_cases", "--plan", work / "again.json", "--out", second, "--judge-cache", "--progress",
+                       "never", env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+    assert len(seen) > asked, "the simulator was not asked again: the cut-off reply was replayed from the cache"
+    v = verdict(second, REFUND)
+    assert (v["verdict"], v["simulator"]["outcome"]) == ("pass", "goal_reached"), v

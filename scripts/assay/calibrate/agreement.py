@@ -272,18 +272,56 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
     }
 
 
+NO_BATCH = "(no batch)"   # the lines written by hand or by another tool: no labelling page recorded them
+
+
+def pairs_by_batch(rows: list[Annotation]) -> dict[str, int]:
+    """How many counted pairs (human label, judge pass/fail) stand on each batch's lines (NO_BATCH: lines
+    without one): what --write's `labelled_judge_unchecked` batches weigh."""
+    out: dict[str, int] = defaultdict(int)
+    for a in rows:
+        if a.judge_label in ("pass", "fail"):
+            out[a.batch or NO_BATCH] += 1
+    return dict(sorted(out.items()))
+
+
+def not_checked(case_ids: Collection[str] | None, nodes_by_pin: Any, holdout_ids: Collection[str] | None,
+                written: bool) -> list[str]:
+    """What this scoring did not check, in words (empty when everything was): a calibration scored
+    without the state dir counts labels on any case id, node or holdout case."""
+    out = []
+    if case_ids is None:
+        out.append("case ids: labels on ids the suite does not have were counted (pass --state-dir, or "
+                   "--write <state>/judge/calibration.json, with the suite in its datasets/)")
+    if holdout_ids is None:
+        out.append("holdout cases: labels on the suite's holdout cases were counted (sealed cases never feed "
+                   "calibration; pass --state-dir)")
+    if nodes_by_pin is None:
+        out.append("rubric nodes: labels on nodes the rubric files do not have were counted (pass --state-dir)")
+    if not written:
+        out.append("the judge labelled: whether the labelled verdicts are the configured judge's is checked "
+                   "by --write only")
+    return out
+
+
 def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
           case_ids: Collection[str] | None = None,
-          nodes_by_pin: dict[str, Collection[str]] | None = None) -> dict[str, Any]:
+          nodes_by_pin: dict[str, Collection[str]] | None = None,
+          holdout_ids: Collection[str] | None = None) -> dict[str, Any]:
     """The whole score_agreement.py output (without `written`). Exit-2 cases raise AssayError.
     `case_ids`: the suite's case ids; a label on another id is not counted (`not_in_suite`).
-    `nodes_by_pin`: each rubric pin's node ids; a label on another node is not counted (`not_in_rubric`)."""
+    `nodes_by_pin`: each rubric pin's node ids; a label on another node is not counted (`not_in_rubric`).
+    `holdout_ids`: the suite's holdout case ids; a label on one is not counted (`holdout_excluded`, a count:
+    holdout ids are never printed)."""
     floors.check()
     if not 0.0 < confidence < 1.0:
         raise AssayError(f"--confidence {confidence:g} must be strictly between 0 and 1, e.g. 0.95", 2)
     if not rows:
         raise AssayError("no annotation lines in the given files: label cases first "
                          "(label.py RUN_DIR -o page.html, then save the page's export under <state>/annotations/)", 2)
+    sealed = set(holdout_ids or ())
+    held = sum(1 for a in rows if a.case_id in sealed)
+    rows = [a for a in rows if a.case_id not in sealed]
     rows, outside = not_in_suite(rows, case_ids)
     rows, stray_nodes = not_in_rubric(rows, nodes_by_pin)
     current, superseded = newest_exports(rows)
@@ -302,6 +340,7 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
             f"no labelled pair to score: {len(latest)} counted label(s), {unpaired} without a judge_label, "
             f"{decided} where the judge said unknown, {sum(v['lines'] for v in voided)} in voided batches"
             + (f", {len(outside)} on case ids not in the suite" if outside else "")
+            + (f", {held} on holdout cases (sealed: never counted)" if held else "")
             + (f", {len(stray_nodes)} on nodes their rubric does not have" if stray_nodes else "") + "; "
             "a pair needs a human label and the judge's pass/fail for the same case, rubric and node "
             "(export them from label.py's page)", 2, voided_batches=voided, not_in_suite=outside,
@@ -319,6 +358,9 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
         "unknown_material_dropped": unknown_material,
         "not_in_suite": outside,
         "not_in_rubric": stray_nodes,
+        "holdout_excluded": held if holdout_ids is not None else None,
+        "pairs_by_batch": pairs_by_batch(latest),
+        "pairs_on_unbatched_lines": pairs_by_batch(latest).get(NO_BATCH, 0),
         "distinct_answers": len({a.answer_sha256 for a in latest if a.answer_sha256}),
         "labelled_pairs": pairs,
         "unpaired_annotations": unpaired,

@@ -120,4 +120,9 @@ def write_bound(scored: dict[str, Any], write: str | Path, state_dir: str | Path
     state = state_dir_for(write, state_dir)
     sidecar = bind(build_sidecar(scored), state, batches, lines)
     scored["labelled_judge_unchecked"] = sidecar.pop("unchecked")   # batches labelled before label.py kept their judge
+    # how many of the counted pairs stand on those lines (the no-batch ones, and each unchecked batch's)
+    from .agreement import NO_BATCH
+    weigh = scored.get("pairs_by_batch") or {}
+    scored["labelled_judge_unchecked_pairs"] = weigh.get(NO_BATCH, 0) + sum(   # no-batch lines: never checked
+        weigh.get(u, 0) for u in scored["labelled_judge_unchecked"] if u != NO_BATCH)
     return write_sidecar(write, sidecar)

@@ -27,6 +27,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
 from .fixture_paths import files_problems
+from .agent_skills import plugin_dirs_without_skills
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -347,9 +348,14 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
         out.append(("input.fixture", f"the fixture {fixture} is not a directory (a path is relative to the app repo)"))
     expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
     skills = expect.get("skills") if isinstance(expect.get("skills"), Mapping) else {}
+    empty = plugin_dirs_without_skills(spec)
     for key in ("must_trigger", "must_not_trigger"):
         for name in skills.get(key) or []:
-            if isinstance(name, str) and known_skills and name not in known_skills:
+            if not isinstance(name, str) or name in known_skills:
+                continue
+            if empty:   # a plugin dir that defines no skill: no name could be checked (it reads vacuous)
+                out.append((f"expect.skills.{key}", f"skill {name!r}: {empty[0]}"))
+            elif known_skills:
                 out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
                             f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
     files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
@@ -361,27 +367,6 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "
                         "PATH nor in the fixture (a path with a slash is relative to the workdir)"))
     return out
-
-
-def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
-    """Every skill name a case may name: each plugin dir's skills (bare and `<plugin>:<skill>`) and
-    the workdir's own `.claude/skills`."""
-    import json
-    names: set[str] = set()
-    for d in spec.plugin_dirs:
-        plugin = d.name
-        manifest = d / ".claude-plugin" / "plugin.json"
-        try:
-            doc = json.loads(manifest.read_text(encoding="utf-8"))
-            plugin = doc.get("name") or plugin if isinstance(doc, dict) else plugin
-        except (OSError, ValueError):
-            pass
-        for skill in (d / "skills").glob("*/SKILL.md"):
-            names.update({skill.parent.name, f"{plugin}:{skill.parent.name}"})
-    for root in [spec.workdir, *fixture_dirs]:
-        for skill in (root / ".claude" / "skills").glob("*/SKILL.md"):
-            names.add(skill.parent.name)
-    return names
 
 
 def os_path(env: Mapping[str, str]) -> str | None:

@@ -69,7 +69,8 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
                    environ: Mapping[str, str]):
     """The agent invoker, and every case checked before the first runs: a fixture that is not there,
     a skill nothing defines, a check program that is not found are each exit 3 naming the case."""
-    from ..invoke.agent import AgentInvoker, agent_case_problems, fixture_of, known_skills
+    from ..invoke.agent import AgentInvoker, agent_case_problems, fixture_of
+    from ..invoke.agent_skills import known_skills
     from ..invoke.fixture_paths import OUTSIDE_WORKDIR
     from ..invoke.cli import scratch_area
     from ..invoke.function import app_root

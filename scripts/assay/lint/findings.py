@@ -70,6 +70,9 @@ CODES: dict[str, str] = {
     # --adapter with invocation.mode agent (the pre-flight's own checks): a check that cannot measure
     "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR,
     "bad_agent_case": ERROR,
+    # a case names a skill and a listed plugin dir defines none (plugin_dirs one level too high): no skill
+    # name is checked, so `must_not_trigger: [a typo]` passes whatever the agent does
+    "plugin_dir_defines_no_skill": ERROR,
     # an `absent` path one or two letters from a fixture path: a typo of a file to remove, or a file
     # the agent must not create that is named so close on purpose (not refused: nothing tells them apart)
     "absent_near_fixture_path": WARN,

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..core.vocab import SIM_MAX_TURNS_REACHED, is_judge_unstable
 from ..core.writer import clip
 from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED
-from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored
+from ..score.hollow import HOLLOW_CASE_REASON, adapter_gap_key, only_chosen_unscored, unmeasured_by_mode
 from .rundir import LazyHoldoutIds, case_verdict, read_jsonl_file
 
 FAIL, UNSCORED, JUDGE_UNSTABLE, SKIPPED, NOT_RUN, CANARY, GOAL_NOT_REACHED = (
@@ -52,10 +52,14 @@ def is_gating(row: object) -> bool:
 
 def unscored_closes(row: dict, doc: dict) -> bool:
     """An unscored gating case that closes the gate: a check it asserts never ran (not a hollow
-    case, not one whose only unscored layers are ones this run chose not to check)."""
+    case, not one whose only unscored layers are ones this run chose not to check). A case hollow
+    because the run's own mode could not measure what it asserts (score.hollow.unmeasured_by_mode)
+    closes: no linter error refuses it, so it is no case that asserts nothing."""
     if row.get("verdict") != "unscored" or not is_gating(row):
         return False
     layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    if doc.get("unscored_reason") == HOLLOW_CASE_REASON and unmeasured_by_mode(layers):
+        return True
     return not (doc.get("unscored_reason") == HOLLOW_CASE_REASON
                 or (layers and only_chosen_unscored(layers) and not doc.get("stop_reason")))
 
@@ -85,7 +89,9 @@ def case_gate(run_dir: Path, row: object, doc: dict | None = None) -> CaseGate:
         if is_judge_unstable(doc):
             return CaseGate(True, JUDGE_UNSTABLE, (((doc.get("layers") or {}).get("judged") or {}).get("reason")))
         if unscored_closes(row, doc):
-            return CaseGate(True, UNSCORED, doc.get("unscored_reason"))
+            layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+            hollow = doc.get("unscored_reason") == HOLLOW_CASE_REASON
+            return CaseGate(True, UNSCORED, (hollow and unmeasured_by_mode(layers)) or doc.get("unscored_reason"))
         return OPEN
     if verdict == "skipped":
         why = doc.get("skip_reason")

@@ -18,6 +18,7 @@ from ..invoke import conversation as convo
 from ..score.rollup import SIMULATED_TURN_LAYERS as TURN_LAYERS
 from ..score.rollup import merge_turn_layers, simulated_verdict, unscored_reason
 from ..simulate import outcomes as oc
+from ..simulate.runtime import cacheable
 from ..simulate.scenario import problems, scenario_of
 from ..simulate.script import SimulatedScript
 from ..traces.collect import COMPLETE, NOT_COLLECTED
@@ -117,14 +118,14 @@ def simulated_record(record: dict[str, Any], chosen: dict, folded: str) -> None:
 def _replay_hook(worker: Any, case: Mapping[str, Any]) -> Any:
     """The record/replay cache's hook for this case's simulated turns, or None without --record/--replay.
     Written against the replay session's documented API (`through(kind, request, produce, case_id, what,
-    cacheable)` -> (value, hit)); an outage is never recorded, so a replay asks again."""
+    cacheable)` -> (value, hit)); an outage or a cut-off reply is never recorded (simulate.runtime.cacheable)."""
     replay = getattr(worker, "replay", None)
     if replay is None:
         return None
 
     def through(request: dict, produce: Any) -> dict:
         value, _hit = replay.through("simulator", request, produce, case_id=case["id"], what=f"turn {request['turn']}",
-                                     cacheable=lambda v: v.get("outcome") != oc.SIMULATOR_OUTAGE)
+                                     cacheable=cacheable)
         return value
     return through
 

@@ -135,6 +135,19 @@ def only_chosen_unscored(layers: Mapping[str, Any]) -> bool:
                for name, v in layers.items() if name not in LIVENESS_LAYERS)
 
 
+def unmeasured_by_mode(layers: Mapping[str, Any]) -> str | None:
+    """The block of an asserted check the run's own invocation could never measure (an
+    `expect.permissions.max_denied` under bypassPermissions: no call is ever denied), or None.
+    Unlike a layer the profile switches off, nothing chose it: a case that is hollow because of it
+    asserted a check that never ran, so the gate closes on it (gate_case.unscored_closes)."""
+    from .agent import NEVER_DENIES_BLOCK
+    for entry in layers.values():
+        if isinstance(entry, Mapping) and verdict_of(entry) == UNSCORABLE \
+                and entry.get("blocked_by") == NEVER_DENIES_BLOCK:
+            return NEVER_DENIES_BLOCK
+    return None
+
+
 def asserted(layer: str, entry: Any) -> bool:
     """The case asserts this layer and it is switched on: neither n/a nor unscorable nor a chosen unscored."""
     return verdict_of(entry) not in (NA, UNSCORABLE) and not deliberately_unscored(layer, entry)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 from ..core import writer
 from ..core.jsonio import dumps
 from ..judge.prompt import as_stdin
-from ..judge.providers import ReplyShape, build_request, read_reply
+from ..judge.providers import ReplyShape, build_request, read_reply, stopped_error
 from ..invoke.outcome import Outcome, attempt_with_retries
 from ..judge import probe as judge_probe
 from ..judge import transport
@@ -78,6 +78,18 @@ class Simulated:
         turn = None if not isinstance(t, Mapping) else UserTurn(str(t["message"]), bool(t["stop"]),
                                                                 str(t.get("closing") or ""))
         return cls(turn, doc.get("outcome"), doc.get("reason"), list(doc.get("calls") or []))
+
+
+def cacheable(doc: Mapping[str, Any]) -> bool:
+    """Whether a simulated turn (`Simulated.doc()`) is kept in the record/replay cache, or a kept one
+    reused: never an outage (a replay asks again), nor an ending that stands on a reply that did not
+    stop of itself (cut off at max_tokens, refused, filtered: the judge cache's rule,
+    providers.stopped_error), so the rerun the error asks for (max_tokens raised) asks again."""
+    if doc.get("outcome") == oc.SIMULATOR_OUTAGE:
+        return False
+    calls = doc.get("calls") if isinstance(doc.get("calls"), list) else []
+    return doc.get("turn") is not None or not any(
+        isinstance(c, Mapping) and stopped_error(c.get("error")) for c in calls)
 
 
 @dataclass

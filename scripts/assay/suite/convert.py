@@ -88,12 +88,17 @@ def case_files(state: Path) -> list[Path]:
 def suite_case_ids(state: Path) -> set[str]:
     """The case ids of the state dir's suite (datasets/), without validating the cases (the linter does):
     what a label's case_id must name to count (assay.calibrate.agreement.not_in_suite)."""
-    ids: set[str] = set()
+    return {c["id"] for c in suite_cases(state)}
+
+
+def suite_cases(state: Path) -> list[dict[str, Any]]:
+    """The state dir's cases (datasets/) that have an id, unvalidated."""
+    out = []
     for path in case_files(state):
         case, _ = load(path, _rel(state, path))
         if isinstance(case, dict) and isinstance(case.get("id"), str):
-            ids.add(case["id"])
-    return ids
+            out.append(case)
+    return out
 
 
 def refuse_literal_secrets(adapter: Any, lines: LineIndex, label: str = "adapter.yaml") -> None:

@@ -63,8 +63,16 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _holdout_ids(cases: list[dict[str, Any]]) -> list[str]:
+def holdout_case_ids(cases: list[dict[str, Any]]) -> list[str]:
+    """The ids of the cases in the holdout split (sealed: never labelled, never fed to calibration)."""
     return sorted(c["id"] for c in cases if "holdout" in (c.get("split") or []) and isinstance(c.get("id"), str))
+
+
+def suite_holdout_ids(state: Path) -> set[str]:
+    """The holdout case ids of the state dir's suite (datasets/): a label on one never counts toward
+    calibration (the holdout seal; label.py never shows them)."""
+    from .convert import suite_cases
+    return set(holdout_case_ids(suite_cases(state)))
 
 
 def looks(state_dir: str | os.PathLike[str], budget: int = LOOK_BUDGET) -> dict[str, Any]:
@@ -95,7 +103,7 @@ def unseal(state_dir: str | os.PathLike[str], reason: str, case_ids: list[str] |
     if not reason or not reason.strip():
         raise AssayError("--reason is required: say why the holdout must be opened (it is logged in the ledger)", 2)
     conv = convert_state_dir(state)
-    holdout = _holdout_ids(conv["cases"])
+    holdout = holdout_case_ids(conv["cases"])
     if not holdout:
         raise AssayError(f"{state}: no case has split [holdout]; there is nothing to unseal", 2)
     wanted = sorted(set(case_ids)) if case_ids else holdout
@@ -177,7 +185,7 @@ def reseal(state_dir: str | os.PathLike[str], *, seed: int | None = None, count:
     if not rows:
         raise AssayError(f"{ledger}: no looks recorded, so no holdout case has been viewed; nothing to reseal", 2)
     cases = conv["cases"]
-    holdout = _holdout_ids(cases)
+    holdout = holdout_case_ids(cases)
     viewed, notes = viewed_holdout(state, rows, holdout)
     if not viewed:
         raise AssayError("no current holdout case was viewed by the ledger's looks; nothing to reseal", 2)
