@@ -302,6 +302,14 @@ def run_runner(*args: Any, env: dict[str, str] | None = None):
     return _run_runner_in_process(*args, env=env)
 
 
+def run_runner_mixed_split(monkeypatch, *args: Any, env: dict[str, str] | None = None):
+    """run_cases.py (in-process) on a plan holding a case split [smoke, holdout]: a plan refuses one
+    now (holdout_not_sealed: its run would read a holdout result with no look on the ledger), but
+    run dirs written before it did exist, and every reader and progress line must still seal it."""
+    monkeypatch.setattr("assay.plan.validate.holdout_unsealed", lambda split: False)
+    return _run_runner_in_process(*args, env=env)
+
+
 def _run_runner_in_process(*args: Any, env: dict[str, str] | None = None):
     import contextlib
     import io

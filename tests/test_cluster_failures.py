@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from fakeapp import FakeApp, Reply, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixture)
+from fakeapp import FakeApp, Reply, case, make_plan, run_runner, run_runner_mixed_split, state, write_plan  # noqa: F401 (fixture)
 from helpers import run_script
 
 from assay.report.clusters import failure_reason, normalize
@@ -41,7 +41,7 @@ def misrouting_app(req) -> Reply:
     return Reply(200, {"message": f"about {msg}: call 555-123-4567", "route": "tech" if "bill" in msg else "billing"})
 
 
-def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(state):
+def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(state, monkeypatch):
     cases = [case(f"c-bill{i}", f"bill question {i}", expect={"route": "billing"}, title=f"Billing #{i}")
              for i in range(1, 4)]
     cases += [case("c-words", "hello", expect={"route": "billing", "answer": {"must_contain": ["goodbye"]}}),
@@ -49,8 +49,9 @@ def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(stat
               case("c-sealed1", "bill sealed", split=("smoke", "holdout"), expect={"route": "billing"})]
     with FakeApp(misrouting_app) as app:
         plan = make_plan(state, cases, app_url=app.url)
-        plan["adapter"]["data"]["may_contain_pii"] = True
-        r = run_runner("--plan", write_plan(state, plan), "--out", state / "reports" / plan["run_id"])
+        plan["adapter"]["data"]["may_contain_pii"] = True   # c-sealed1's split: a run from before plans refused it
+        r = run_runner_mixed_split(monkeypatch, "--plan", write_plan(state, plan), "--out",
+                                   state / "reports" / plan["run_id"])
         assert r.rc == 0, r.stdout + r.stderr
     run_dir = state / "reports" / plan["run_id"]
     out = run_script("cluster_failures", run_dir)

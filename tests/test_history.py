@@ -252,9 +252,12 @@ def test_unknown_case_sets_withhold_every_id(state):
     assert "per-case data withheld" in doc["series"][0]["runs"][0]["per_case_withheld"]
 
 
-def test_holdout_case_of_a_smoke_run_never_reaches_history_json_or_html(app, tmp_path):
+def test_holdout_case_of_a_smoke_run_never_reaches_history_json_or_html(app, tmp_path, monkeypatch):
     """Real runs: a case split [smoke, holdout] flips like c-flip does; run_history (verified)
-    names c-flip as flaky and the sealed id nowhere, though verdicts_for_stats.jsonl holds it."""
+    names c-flip as flaky and the sealed id nowhere, though verdicts_for_stats.jsonl holds it.
+    A plan now refuses such a case (holdout_not_sealed); these runs are ones written before it
+    did, which every reader must still seal."""
+    from fakeapp import run_runner_mixed_split
     state = make_state(tmp_path)
     answers = {}
     app.handler = lambda req: Reply(200, {"ok": True}) if req.method == "GET" else \
@@ -265,7 +268,8 @@ def test_holdout_case_of_a_smoke_run_never_reaches_history_json_or_html(app, tmp
         plan = make_plan(state, cases, app_url=app.url, run_id=f"smoke-{stamp(i + 1)}")
         path = state / "work" / f"plan{i}.json"
         path.write_text(json.dumps(plan))
-        res = run_runner("--plan", path, "--out", state / "reports" / plan["run_id"], "--progress", "never")
+        res = run_runner_mixed_split(monkeypatch, "--plan", path, "--out", state / "reports" / plan["run_id"],
+                                     "--progress", "never")
         assert res.rc in (0, 1), res.stdout + res.stderr
         assert "sealed-hx7" in (state / "reports" / plan["run_id"] / "verdicts_for_stats.jsonl").read_text()
     r = run_script("run_history", state, "--html", tmp_path / "h.html")

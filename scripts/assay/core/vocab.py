@@ -88,6 +88,15 @@ RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary"
 
 # Case format enums (case-format facts §1).
 SPLITS: tuple[str, ...] = ("full", "smoke", "holdout", "canary")
+
+
+def holdout_unsealed(split) -> bool:
+    """A case whose split holds `holdout` and another split (lint `holdout_not_sealed`; a plan
+    holding one is refused): a case seen elsewhere is not held out, and a run of a plan of the
+    other split would read its holdout result with no look on the ledger."""
+    return isinstance(split, (list, tuple)) and "holdout" in split and len(set(split)) > 1
+
+
 CATEGORIES: tuple[str, ...] = ("happy", "multistep", "edge", "ambiguous", "oos", "adversarial-refusal", "noise")
 ADVERSARIAL_CATEGORIES: tuple[str, ...] = ("adversarial-refusal",)
 TEST_TYPES: tuple[str, ...] = ("MFT", "INV", "DIR")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
 from ..core.suggest import closest, did_you_mean
-from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES
+from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES, holdout_unsealed
 from .expect_rules import check_expect
 from .graded import SCORED_LAYERS, enabled_scored_layers, grading_expect, layers_in_expect, scored_layers
 from .key_homes import INPUT_KEYS, case_keys, misplaced
@@ -99,7 +99,7 @@ def _classification(case: dict[str, Any], ctx: CaseContext, report: Report) -> N
         hint = "".join(did_you_mean(str(s), list(SPLITS)) for s in unknown if isinstance(s, str))
         wrap = f"; write a list: [{split}]" if isinstance(split, str) and split in SPLITS else ""
         report("bad_split", f"split {split!r} must be a list of {', '.join(SPLITS)}{hint}{wrap}", key="split")
-    elif "holdout" in split and len(set(split)) > 1:
+    elif holdout_unsealed(split):
         report("holdout_not_sealed", f"split {split} puts a holdout case in another split too; a case seen "
                "elsewhere cannot be measured as held out: use `split: [holdout]` alone")
     if case.get("category") not in CATEGORIES:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from ..core.errors import AssayError
 from ..core.runplan import CaseTable, RunPlan
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
+from ..core.vocab import holdout_unsealed
 from ..schemas import validate
 from .shards import check_shards
 
@@ -143,6 +144,7 @@ def effective_scoring(plan: dict[str, Any]) -> dict[str, Any]:
 
 def _check_cases(plan: dict[str, Any], source: str) -> None:
     seen: set[str] = set()
+    unsealed: list[str] = []
     selecting = plan["selecting_split"]
     for i, case in enumerate(plan["cases"]):
         cid = case["id"]
@@ -160,6 +162,16 @@ def _check_cases(plan: dict[str, Any], source: str) -> None:
                 f"{source}: case {cid!r} (cases[{i}]) has split {case['split']} without the plan's "
                 f"selecting_split {selecting!r}; rebuild the plan with make_plan.py",
                 2, key=f"cases[{i}].split", case_id=cid)
+        if holdout_unsealed(case["split"]):
+            unsealed.append(cid)
+    if unsealed:
+        shown = ", ".join(unsealed[:10]) + (f" (and {len(unsealed) - 10} more)" if len(unsealed) > 10 else "")
+        raise AssayError(
+            f"{source}: {len(unsealed)} case(s) have split holding holdout and another split: {shown}; a "
+            "holdout case seen elsewhere is not held out, and a run of this plan would read its holdout "
+            "result with no look on the holdout ledger. Give each `split: [holdout]` alone (or drop "
+            "holdout from it) in its YAML (lint code holdout_not_sealed), then convert and make_plan.py again",
+            2, key="cases[].split", case_ids=unsealed)
 
 
 def _check_execution(plan: dict[str, Any], source: str) -> None:

@@ -160,6 +160,10 @@ def run(args, environ=None) -> tuple[int, Any]:
             if publish:   # this attempt's prefix unfinished until it publishes (store.publish.claim)
                 from ..store.publish import claim
                 claim(publish, plan["run_id"], shard)
+                ledger = holdout_ledger.ledger_path(plan)
+                if ledger is not None:   # the look in the store before any case: a pod's ledger is thrown away
+                    from ..store.url import parse
+                    holdout_ledger.fold_store_looks(ledger, plan, parse(publish, "--publish"), record=True)
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline, replay=replay)
             setup.stale_plan = stale   # recorded in the manifest: the gate says it, not only this stderr
             if setup.judge is not None:

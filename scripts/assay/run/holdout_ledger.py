@@ -31,17 +31,57 @@ def ledger_path(plan: RunPlan) -> Path | None:
     return real
 
 
+def look_row(plan: RunPlan) -> dict[str, Any]:
+    """The ledger line of this run's one look."""
+    reason = plan.manifest_extra.get("holdout_reason") or "run_cases.py holdout run"
+    return {"run_id": plan.run_id, "date": utc_now_iso(), "mode": plan.mode, "reason": reason}
+
+
 def append_ledger(path: Path, plan: RunPlan, stderr=None) -> int:
     """Append one look for this run id (never a second); return the running look count.
 
     The line is on disk (fsync'd, and the directory entry of a new ledger too) when this returns:
     the caller makes no holdout result readable before it. The read and the append are under an
     exclusive lock on the ledger, so two shards of one plan starting together write one line."""
-    import fcntl
     stderr = stderr or sys.stderr
+    rows, _ = _append_missing(path, [look_row(plan)])
+    looks = len(rows)
+    stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan.run_id}); "
+                 f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
+    return looks
+
+
+def fold_store_looks(path: Path, plan: RunPlan, base: Any, *, record: bool, stderr=None) -> int:
+    """A holdout plan meets a store (`base`, a StoreURL): its look is recorded there first when
+    `record` (a run that will publish, before its pre-flight), then every look the store holds of
+    the plan's dataset_version is appended to the ledger at `path` (one line per run id, as ever).
+    On a cluster the pods' ledgers are thrown away: the store's records are what counts a look
+    (section 19a); the merge from the store folds them before anything of the merged run exists.
+    Returns how many lines the fold added."""
+    from ..core.runplan import dataset_version_of
+    from ..store import looks
+    from ..store.client import Store
+    stderr = stderr or sys.stderr
+    store = Store(base)
+    version = dataset_version_of(plan.manifest_extra)
+    if record:
+        looks.record(base, dict(look_row(plan), dataset_version=version), store)
+    found = [r for r in looks.read(base, store) if r.get("dataset_version") in (None, version)]
+    rows, added = _append_missing(path, found)
+    if added:
+        stderr.write(f"assay: {added} holdout look(s) recorded in {base}{looks.LOOKS}/ added to {path.name}; "
+                     f"{len(rows)} look(s) so far\n")
+    return added
+
+
+def _append_missing(path: Path, new_rows: list[dict[str, Any]]) -> tuple[list, int]:
+    """Append each row whose run id the ledger lacks, under an exclusive lock, fsync'd; (every row
+    now in the ledger, how many were added)."""
+    import fcntl
     path.parent.mkdir(parents=True, exist_ok=True)
     created = not (path.exists() or path.is_symlink())
     fd = writer.open_append(path)
+    added = 0
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         rows = []
@@ -50,20 +90,19 @@ def append_ledger(path: Path, plan: RunPlan, stderr=None) -> int:
                 rows.append(loads(line))
             except ValueError:
                 continue
-        if not any(isinstance(r, dict) and r.get("run_id") == plan.run_id for r in rows):
-            reason = plan.manifest_extra.get("holdout_reason") or "run_cases.py holdout run"
-            row = {"run_id": plan.run_id, "date": utc_now_iso(), "mode": plan.mode, "reason": reason}
-            writer.write_all(fd, (json.dumps(row, sort_keys=True) + "\n").encode("utf-8"), path)
+        have = {r.get("run_id") for r in rows if isinstance(r, dict)}
+        fresh = [r for r in new_rows if r.get("run_id") not in have]
+        if fresh:
+            data = "".join(json.dumps(r, sort_keys=True) + "\n" for r in fresh).encode("utf-8")
+            writer.write_all(fd, data, path)
             os.fsync(fd)
-            rows.append(row)
+            rows.extend(fresh)
+            added = len(fresh)
     finally:
         os.close(fd)   # releases the lock
     if created:
         _fsync_dir(path.parent)
-    looks = len(rows)
-    stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan.run_id}); "
-                 f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
-    return looks
+    return rows, added
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -35,6 +35,7 @@ def merge(plan_path: str, out_arg: str, sources: list[str], baseline_arg: str | 
     tmp = Path(tempfile.mkdtemp(prefix="assay-merge-"))
     dirs: list[str] = []
     try:
+        _fold_looks(plan, remote[0])
         dirs = fetch_shards(remote[0], plan, tmp)
         code, result = merge_runs(plan_path, out_arg, dirs, baseline_arg)
         result = _in_store_words(result, dirs, remote[0], plan["shards"]["count"])
@@ -45,6 +46,22 @@ def merge(plan_path: str, out_arg: str, sources: list[str], baseline_arg: str | 
                          **_in_store_words(exc.fields, dirs, remote[0], plan["shards"]["count"])) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _fold_looks(plan, target: str) -> None:
+    """A holdout plan's looks recorded in the store (its shards', any other holdout run's published
+    beside them) on this machine's ledger before any shard is downloaded: the pods' ledgers were
+    thrown away, and the gate counts this one (runner-contract.md section 19a)."""
+    from ..plan.validate import run_plan
+    from ..run.holdout_ledger import fold_store_looks, ledger_path
+    from ..store.url import StoreURL, parse
+    rp = run_plan(plan)
+    ledger = ledger_path(rp)
+    if ledger is None:
+        return
+    loc = parse(target, "SHARD_DIR")
+    base = StoreURL(loc.bucket, loc.prefix.rpartition("/")[0])   # <prefix>/<run_id>/ -> <prefix>
+    fold_store_looks(ledger, rp, base, record=False)
 
 
 def _in_store_words(value: Any, dirs: list[str], url: str, count: int) -> Any:

@@ -92,6 +92,12 @@ class Store:
         except Exception as exc:
             raise self.fail(exc, key) from None
 
+    def put_bytes(self, data: bytes, key: str) -> None:
+        try:
+            self.client.put_object(Bucket=self.url.bucket, Key=key, Body=data)
+        except Exception as exc:
+            raise self.fail(exc, key) from None
+
     def get_file(self, key: str, path: Path) -> None:
         try:
             self.client.download_file(self.url.bucket, key, str(path))

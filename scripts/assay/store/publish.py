@@ -22,6 +22,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import read_json
 from . import url as store_url
 from .client import Store, files_of, parallel
+from .looks import record, row_of_manifest
 
 # The exit codes of a run that finished (complete, or stopped with every finished case intact):
 # such a run is published, so the merge names its abort instead of a missing shard.
@@ -69,6 +70,9 @@ def publish_run(run_dir: Path, target: str) -> dict:
     shard = manifest.get("shard") if isinstance(manifest.get("shard"), dict) else None
     loc = store_url.run_location(base, manifest["run_id"], shard)
     files = list(files_of(run_dir))
+    look = row_of_manifest(manifest)
+    if look is not None:   # a holdout run's look is in the store before any of its results (looks.py)
+        record(base, look, store)
     body = [(p, k) for p, k in files if k != store_url.MANIFEST]
     last = [(p, k) for p, k in files if k == store_url.MANIFEST]
     store.delete([loc.key(store_url.MANIFEST)])

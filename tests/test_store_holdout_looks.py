@@ -1,0 +1,87 @@
+"""A holdout look taken on a cluster is counted: the shards record it in the store before any case.
+
+Each pod's state dir is its own and thrown away (so is the merge Job's), so the ledger line a shard
+(or the merge) appends there reached no ledger that outlived the pod: a holdout Job whose shards sat
+in the bucket unmerged (holdout results, readable) counted no look anywhere, and the merge pod's gate
+counted only the looks its image's ledger held plus its own, so the look budget never ran out on a
+cluster. A holdout run with --publish now records its look at `<prefix>/holdout-looks/<run-id>.json`
+before its pre-flight, and merge_runs.py from the store, and every --publish holdout run, folds the
+store's looks (of the plan's dataset_version) into the ledger before anything else. A local
+S3-compatible server (moto), a real loopback app, run_cases.py / merge_runs.py / gate.py as
+subprocesses; each pod and the merge Job start from the image's state dir."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from fakeapp import Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from helpers import run_script
+from s3server import BUCKET, have_moto, served
+
+from assay.shard.assign import add_shards
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")]
+
+SHARDS = f"s3://{BUCKET}/assay/shards"
+EARLIER = [{"run_id": f"holdout-2026110{i}T120000Z", "date": f"2026-11-0{i}T12:00:00Z", "mode": "holdout",
+            "reason": "an earlier look, committed with the suite"} for i in range(1, 4)]
+
+
+def echo(req):
+    if req.method == "GET":
+        return Reply(200, {"ok": True})
+    return Reply(200, {"message": req.json["message"]})
+
+
+def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate_past_the_budget(tmp_path):
+    image = tmp_path / "image"   # the state dir as the image holds it: 3 looks committed
+    state = make_state(tmp_path / "app-root")
+    (state / "datasets" / "holdout-looks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in EARLIER))
+    shutil.copytree(state, image)
+    ledger = state / "datasets" / "holdout-looks.jsonl"
+
+    def fresh_pod():   # a pod's disk: the image's state dir, nothing another pod wrote
+        shutil.rmtree(state)
+        shutil.copytree(image, state)
+
+    cases = [case(f"h-{i}", f"msg {i}", split=["holdout"]) for i in range(2)]
+    with served(BUCKET, echo) as (server, app):
+        def holdout_job(run_id):
+            plan = add_shards(make_plan(state, cases, adapter_doc=adapter(app.url), run_id=run_id, mode="holdout",
+                                        selecting_split="holdout"), 2)
+            for index in (0, 1):
+                fresh_pod()
+                path = write_plan(state, plan)
+                r = run_runner("--plan", path, "--shard", "auto", "--publish", SHARDS, "--progress", "never",
+                               env=dict(server.env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX=""))
+                assert r.rc == 0, r.stdout + r.stderr
+            return plan
+
+        # Job 1: published, never merged (its holdout results readable in the bucket); Job 2 likewise
+        holdout_job("holdout-20261201T120000Z")
+        holdout_job("holdout-20261202T120000Z")
+        keys = {o["Key"] for o in server.client().list_objects_v2(Bucket=BUCKET)["Contents"]}
+        assert {"assay/shards/holdout-looks/holdout-20261201T120000Z.json",
+                "assay/shards/holdout-looks/holdout-20261202T120000Z.json"} <= keys
+        # Job 3, then the merge Job on its own fresh disk, and the gate: look 6 of a budget of 5
+        run_id = "holdout-20261203T120000Z"
+        plan = holdout_job(run_id)
+        fresh_pod()
+        path = write_plan(state, plan)
+        out = state / "reports" / run_id
+        merged = run_script("merge_runs", "--plan", path, "--out", out, f"{SHARDS}/{run_id}/", env=server.env)
+        assert merged.rc == 0, merged.stdout + merged.stderr
+        rows = [json.loads(x) for x in ledger.read_text().splitlines()]
+        assert [r["run_id"] for r in rows] == [r["run_id"] for r in EARLIER] + [
+            "holdout-20261201T120000Z", "holdout-20261202T120000Z", run_id]
+        gate = run_script("gate", out)
+        # the merged run published where later runs read (the recipe's publish_run.py): its look goes first
+        published = run_script("publish_run", out, f"s3://{BUCKET}/assay/runs", env=server.env)
+        assert published.rc == 0, published.stdout
+        look = server.client().get_object(Bucket=BUCKET, Key=f"assay/runs/holdout-looks/{run_id}.json")
+        assert json.loads(look["Body"].read())["run_id"] == run_id
+    assert gate.rc != 0 and "holdout look 6 of a budget of 5" in gate.stdout, gate.stdout
