@@ -404,3 +404,13 @@ def test_a_failed_canary_is_a_failure_in_junit_that_says_it_closes_the_gate(tmp_
     message = canaries.find("testcase/failure").get("message")
     assert "(canary: a failed canary stops the run and closes the gate)" in message, message
     assert "does not close the gate" not in message
+
+
+def test_a_row_without_a_gating_key_is_gating():
+    """`gating` defaults to true (runner contract): a results row that omits it (an older runner's,
+    a hand-merged file) is held to every rule, so its check that never ran closes the gate."""
+    from assay.report.gate_case import UNSCORED, case_gate, is_gating
+    row = {"case_id": "c-1", "verdict": "unscored"}
+    doc = {"unscored_reason": "answer: no answer at $.reply", "layers": {"answer": {"verdict": "unscored"}}}
+    assert is_gating(row) and not is_gating(dict(row, gating=False))
+    assert case_gate(None, row, doc).kind == UNSCORED
