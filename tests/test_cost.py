@@ -401,3 +401,28 @@ def test_the_analyze_skill_quotes_keys_score_cost_writes(runs, tmp_path):
         for part in path.split("."):
             assert isinstance(node, dict) and part in node, path
             node = node[part]
+
+
+def _cost_doc(**totals):
+    base = {"complete": True, "cost": {"mean": 0.001}, "latency_ms": {"p95": 2000.0}, "judge": {}}
+    base.update(totals)
+    return {"capability": {"enabled": True}, "prices": {"models": {}}, "currency": "USD", "totals": base,
+            "timeout_s": 30}
+
+
+def test_each_budget_closes_just_over_it_and_when_it_cannot_be_checked():
+    """The budget rule itself (stats.cost_budget), at its edges: a p95 just over its budget closes (a
+    0 s budget alone cannot tell `>` from a looser test), and a budget that cannot be checked (no
+    prices file, no latency recorded) closes, never holds."""
+    from assay.stats.cost_budget import budget_lines
+    close, _ = budget_lines(_cost_doc(), max_cost_per_case=None, max_p95_latency_s=1.9)
+    assert len(close) == 1 and close[0].startswith("p95 latency 2.000s is over the budget 1.9s"), close
+    close, lines = budget_lines(_cost_doc(), max_cost_per_case=None, max_p95_latency_s=2.1)
+    assert close == [] and "margin" in lines[0]
+    close, _ = budget_lines(_cost_doc(latency_ms={}), max_cost_per_case=None, max_p95_latency_s=5)
+    assert close == ["latency budget p95 5s cannot be checked: no case latency recorded"]
+    close, _ = budget_lines(_cost_doc(), max_cost_per_case=0.0009, max_p95_latency_s=None)
+    assert len(close) == 1 and "is over the budget 0.0009" in close[0]
+    unpriced = dict(_cost_doc(), prices=None, prices_note="no .assay/prices.yaml")
+    close, _ = budget_lines(unpriced, max_cost_per_case=1, max_p95_latency_s=None)
+    assert close == ["cost budget 1/case cannot be checked: no prices file (no .assay/prices.yaml)"]

@@ -271,3 +271,18 @@ def test_the_runners_routing_lines_write_the_bytes_the_records_give(tmp_path, wi
     for name in ("routing_results.jsonl", "routing_report.json"):
         assert (tmp_path / "fast" / name).read_bytes() == (tmp_path / "slow" / name).read_bytes(), name
     d.close()
+
+
+def test_a_calibrated_rubric_that_never_ran_beside_a_provisional_one_is_unscored():
+    """A judged layer is a chosen unscored only when every pin is provisional: a calibrated pin
+    that never ran (the judge timed out) beside a provisional one is a check that never ran, so
+    the case is unscored and closes the gate, never a pass on its other layers."""
+    from assay.report.gate_case import unscored_closes
+    judged = {"verdict": "unscored", "reason": "refund-v2@1: the judge timed out", "provisional": False,
+              "rubrics": [{"pin": "tone-v1@1", "provisional": True, "verdict": "pass"},
+                          {"pin": "refund-v2@1", "provisional": False, "verdict": "unscored"}]}
+    layers = {"http": {"verdict": "pass"}, "answer": {"verdict": "pass"}, "judged": judged}
+    assert case_verdict(layers, skipped=False) == "unscored"
+    assert unscored_closes({"case_id": "c", "verdict": "unscored"}, {"layers": layers})
+    only_provisional = dict(judged, rubrics=[judged["rubrics"][0]], provisional=True)
+    assert case_verdict(dict(layers, judged=only_provisional), skipped=False) == "pass"

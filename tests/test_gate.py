@@ -69,6 +69,7 @@ def test_open_gate_exit_0_and_lines(tmp_path):
     ({"infra_rate": 0.1}, {}, "infra rate 10.0% is above 5.0%"),
     ({"missing_artifacts": ["cases/c-pass-1/answer.txt"]}, {}, "missing artifacts: cases/c-pass-1/answer.txt"),
     ({"passes": 0, "failures": 0}, {}, "nothing was measured (0 passes + 0 failures), which is not a pass"),
+    ({"infra_incomplete": 1}, {}, "1 case(s) infra_incomplete (their trace never completed"),
 ])
 def test_each_close_condition(tmp_path, summary, results, expect):
     run_dir = make_run(tmp_path, passing_cases(), summary=summary, results=results)
@@ -388,3 +389,28 @@ def test_a_gate_that_cannot_decide_leaves_no_older_junit_behind(tmp_path):
     r = run_script("gate", run_dir, "--junit", junit, "--github-summary",
                    env={"GITHUB_STEP_SUMMARY": str(tmp_path / "no-such-dir" / "summary.md")})
     assert r.rc == 2 and b"<error" not in junit.read_bytes(), r.stdout
+
+
+def test_a_failed_canary_is_a_failure_in_junit_that_says_it_closes_the_gate(tmp_path):
+    """A failed canary is `gating: false` yet closes the gate (gate_case's CANARY): JUnit (and the
+    pytest item, which asks the same question) must not read it as a non-gating failure."""
+    run_dir = make_run(tmp_path / "reports", [{"id": "c-pass-1"}, {"id": "canary-bad", "canary": True, "verdict": "fail",
+                                                                    "gating": False}])
+    junit = tmp_path / "junit.xml"
+    r = gate(run_dir, "--junit", junit)
+    assert r.rc == 1, r.stdout
+    root = ET.fromstring(junit.read_bytes())
+    canaries = next(s for s in root.findall("testsuite") if s.get("name").endswith("canaries"))
+    message = canaries.find("testcase/failure").get("message")
+    assert "(canary: a failed canary stops the run and closes the gate)" in message, message
+    assert "does not close the gate" not in message
+
+
+def test_a_row_without_a_gating_key_is_gating():
+    """`gating` defaults to true (runner contract): a results row that omits it (an older runner's,
+    a hand-merged file) is held to every rule, so its check that never ran closes the gate."""
+    from assay.report.gate_case import UNSCORED, case_gate, is_gating
+    row = {"case_id": "c-1", "verdict": "unscored"}
+    doc = {"unscored_reason": "answer: no answer at $.reply", "layers": {"answer": {"verdict": "unscored"}}}
+    assert is_gating(row) and not is_gating(dict(row, gating=False))
+    assert case_gate(None, row, doc).kind == UNSCORED

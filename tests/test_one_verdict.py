@@ -159,3 +159,18 @@ def test_the_gate_screen_never_passes_a_terminal_escape_from_app_text(tmp_path):
     assert r.rc == 1
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\\x1b" in r.stdout
     assert not any(line.startswith("PASS") for line in r.stdout.splitlines())
+
+
+def test_a_decision_that_raises_reads_closed_never_open(tmp_path, monkeypatch):
+    """decision_dict (the viewer's and the history's decision): a bug in the decision is a closed
+    gate with the error named, never an open one and never a traceback."""
+    import importlib
+    decide_mod = importlib.import_module("assay.verdict.decide")   # the module (the package's `decide` is its function)
+
+    def boom(*_a, **_k):
+        raise RuntimeError("a bug in a close rule")
+    monkeypatch.setattr(decide_mod, "evaluate", boom)
+    run_dir = make_run(tmp_path, [{"id": "c-1"}])
+    doc = decide_mod.decision_dict(run_dir)
+    assert doc["gate"] == "closed"
+    assert doc["reasons"] == ["the gate could not be evaluated (RuntimeError: a bug in a close rule)"]
