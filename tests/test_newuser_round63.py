@@ -47,7 +47,8 @@ def test_convert_suite_never_writes_its_json_over_a_case_it_reads(recorded, tmp_
 
 def test_a_run_or_reports_dir_given_for_the_state_dir_names_the_state_dir(recorded, tmp_path):
     """make_plan.py --state-dir <run dir> printed a plan (exit 0, a warning) whose reports and holdout
-    ledger went under the run dir; convert_suite.py said only "adapter.yaml is missing"."""
+    ledger went under the run dir; convert_suite.py said only "adapter.yaml is missing", gate.py
+    --state-dir only "no profile.yaml there"."""
     state, run = recorded
     converted = state / "work" / "converted.json"
     for wrong, instead in ((run, f"pass its state dir, {state}"), (state / "reports", f"pass its parent, {state}")):
@@ -57,6 +58,8 @@ def test_a_run_or_reports_dir_given_for_the_state_dir_names_the_state_dir(record
         assert not (tmp_path / "plan.json").exists() and not (run / "reports").exists()
         r = run_script("convert_suite", wrong)
         assert r.rc == 2 and instead in r.json["error"], r.stdout
+        r = run_script("gate", run, "--state-dir", wrong, "--json")
+        assert r.rc == 2 and r.json["key"] == "--state-dir" and instead in r.json["error"], r.stdout
 
 
 def test_md_to_html_never_renders_over_its_own_input(recorded, tmp_path):
