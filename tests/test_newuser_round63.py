@@ -107,3 +107,13 @@ def test_view_bundle_never_crashes_on_a_file_nor_writes_over_a_users_directory(r
         r = run_script("view", state, "--bundle", tmp_path / "bundle")
         assert r.rc == 0 and r.json["runs"] == 1, r.stdout
     shutil.rmtree(tmp_path / "bundle")
+
+
+def test_import_promptfoo_given_the_config_directory_says_it_is_a_directory(tmp_path):
+    """`import_promptfoo.py my-evals/` (the directory, not promptfooconfig.yaml in it) was answered
+    "is not a regular file (a device, FIFO or socket)"."""
+    evals = tmp_path / "my evals"
+    evals.mkdir()
+    r = run_script("import_promptfoo", evals, "--state-dir", tmp_path / ".assay")
+    assert r.rc == 2, r.stdout
+    assert "is a directory, not a file" in r.json["error"] and "promptfooconfig.yaml" in r.json["error"], r.stdout
