@@ -27,9 +27,17 @@ def run(args):
 
     from assay.core import jsonio
     from assay.core.errors import AssayError
-    from assay.suite.convert import convert_state_dir, split_outputs
+    from assay.suite.convert import convert_state_dir, source_overwritten, split_outputs
 
     converted = convert_state_dir(args.state_dir)
+    outputs = [Path(args.output)] if args.output else []
+    outputs += [Path(args.split_dir) / name for name in split_outputs(converted)] if args.split_dir else []
+    hit = source_overwritten(Path(args.state_dir), outputs)
+    if hit is not None:
+        flag = "-o" if args.output and hit[0] == Path(args.output) else "--split-dir"
+        raise AssayError(f"{flag} {hit[0]}: that is {hit[1]}, a file the suite is read from; writing there would "
+                         f"replace it with the converted JSON: write to <state>/work/ instead "
+                         f"(-o <state>/work/converted.json --split-dir <state>/work)", 2, key=flag, file=hit[1])
     written = []
     try:
         if args.split_dir:

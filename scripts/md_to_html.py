@@ -3,6 +3,7 @@
 print; no JavaScript, no external assets; raw HTML shown as text; only http/https/mailto/relative links).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def run(args):
 
     src = Path(args.input)
     try:
-        text = src.read_bytes().decode("utf-8")
+        text = src.read_bytes().decode("utf-8-sig")   # a byte-order mark (Notepad's UTF-8) is no text
     except FileNotFoundError:
         raise AssayError(f"{src}: file not found", 2, path=str(src)) from None
     except UnicodeDecodeError as exc:
@@ -46,6 +47,12 @@ def run(args):
         sys.stdout.write(page)
         return 0, None
     out = Path(args.output)
+    if out.is_dir():
+        raise AssayError(f"{out}: a directory; pass the HTML file to write, e.g. {out / (src.stem + '.html')}", 2,
+                         path=str(out))
+    if out.exists() and os.path.samefile(out, src):
+        raise AssayError(f"{out}: that is the input Markdown; writing the page there would replace it: pass "
+                         f"the HTML file as the output, e.g. {src.with_suffix('.html')}", 2, path=str(out))
     if not out.parent.is_dir():
         raise AssayError(f"{out}: directory {out.parent} does not exist", 2, path=str(out))
     try:

@@ -33,7 +33,11 @@ def read_text(path: Path, label: str) -> str:
         raise AssayError(f"{label}: cannot read it ({exc.strerror or exc}); check the file:// path", 2,
                          file=label) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise AssayError(f"{label}: is a directory, not a file; pass the file (the config itself, e.g. "
+                             "<dir>/promptfooconfig.yaml, or the file a file:// reference names)", 2, file=label)
+        if not stat.S_ISREG(mode):
             raise AssayError(f"{label}: is not a regular file (a device, FIFO or socket); the import reads only "
                              "regular files", 2, file=label)
         chunks, size = [], 0

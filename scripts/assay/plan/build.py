@@ -281,6 +281,10 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         if (state / ".assay" / "adapter.yaml").is_file():
             raise AssayError(f"--state-dir {state} is not a state dir (no adapter.yaml); did you mean "
                              f"--state-dir {state / '.assay'}?", 2)
+        from ..core.statedir import run_or_reports_dir
+        instead = run_or_reports_dir(o.state_dir)
+        if instead is not None:   # the plan's reports, holdout ledger and judge sidecar would go under it
+            raise AssayError(f"--state-dir {instead}", 2, key="--state-dir")
         warnings.append(f"--state-dir {state} has no adapter.yaml: is it the state dir the suite was "
                         "converted from? Reports and the holdout ledger go under it")
     split = o.split or mode.split

@@ -154,6 +154,9 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
             inner = state / ".assay"   # the app's dir given for its state dir
             hint = (f"; {inner} holds one: pass that (convert_suite.py {inner} ...)"
                     if (inner / "adapter.yaml").is_file() else "")
+            from ..core.statedir import run_or_reports_dir
+            instead = run_or_reports_dir(state)
+            hint = hint or (f"; {instead}" if instead else "")
             raise AssayError(f"{state}: {required} is missing; every state dir needs adapter.yaml and "
                              "profile.yaml (see references/adapter-contract.md and profile-schema.md)" + hint, 2,
                              file=required)
@@ -240,6 +243,18 @@ def source_files(state: Path) -> list[tuple[str, Path]]:
                   if p.suffix == ".md" and not p.name.startswith(".") and p.is_file()]
     files += [(rel, state / rel) for rel in (JUDGE_CONFIG, SIMULATOR_CONFIG) if (state / rel).is_file()]
     return files
+
+
+def source_overwritten(state: Path, outputs: list[Path]) -> tuple[Path, str] | None:
+    """(output, label) of the first output path that is a file the conversion reads (`-o` typed as
+    datasets/<case>.yaml or adapter.yaml would replace the case or the adapter with the converted
+    JSON, the source then lost); None when no output is one."""
+    sources = {os.path.realpath(path): label for label, path in source_files(Path(state))}
+    for out in outputs:
+        label = sources.get(os.path.realpath(out))
+        if label is not None:
+            return out, label
+    return None
 
 
 def source_sha256(state: Path) -> str:

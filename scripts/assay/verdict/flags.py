@@ -43,7 +43,10 @@ def decision_options(args: argparse.Namespace, baseline: str | None = None) -> G
         if value is not None and not (value >= 0 and value < float("inf")):
             raise AssayError(f"{flag} {value:g} is out of range: use a number >= 0", 2, key=flag)
     if args.state_dir and not (Path(args.state_dir) / "profile.yaml").is_file():
-        raise AssayError(f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
+        from ..core.statedir import run_or_reports_dir
+        instead = Path(args.state_dir).is_dir() and run_or_reports_dir(Path(args.state_dir))
+        raise AssayError(f"--state-dir {instead}" if instead else
+                         f"--state-dir {args.state_dir}: no profile.yaml there; pass the app's state dir "
                          "(the directory holding adapter.yaml and profile.yaml, e.g. .assay)", 2, key="--state-dir")
     return GateOptions(
         max_infra_rate=args.max_infra_rate, require_canaries=args.require_canaries, verify=not args.no_verify,

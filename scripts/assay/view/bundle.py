@@ -55,6 +55,13 @@ def write_bundle(reports: Path, out: Path, run_ids: list[str] | None = None, chu
     if out.resolve() == reports.resolve() or reports.resolve() in out.resolve().parents:
         raise AssayError(f"{out}: the bundle must not be written inside the state's reports/ (the viewer never "
                          "writes there); pick another --bundle directory", 2)
+    if out.exists() and not out.is_dir():
+        raise AssayError(f"--bundle {out}: a file; the bundle is a directory of pages (index.html, data/): pass a "
+                         "new directory, e.g. --bundle assay-bundle", 2)
+    if out.is_dir() and not (out / "bundle.js").is_file() and any(out.iterdir()):
+        raise AssayError(f"--bundle {out}: a directory that holds other files and no earlier bundle; writing "
+                         "index.html, app.js, app.css and data/ there could replace files of yours: pass a new "
+                         "or empty directory, e.g. --bundle assay-bundle", 2)
     runs = list_runs(reports, wait=None)
     unreadable = [u for u in runs["unreadable"] if not run_ids or u["run_id"] in run_ids]
     if run_ids:
