@@ -120,3 +120,19 @@ def test_reseal_without_dataset_yaml(tmp_path):
     assert r.json["dataset_version"] == {"from": 1, "to": 2} and r.json["moved_to_full"] == [holdout[0]]
     text = (state / "datasets" / "dataset.yaml").read_text()
     assert text.startswith("# The dataset manifest") and yaml.safe_load(text) == {"dataset_version": 2}
+
+
+def test_the_run_order_and_changed_since_read_the_one_holdout_split_rule(monkeypatch):
+    """One definition of which case is sealed (assay.suite.holdout.is_holdout): --order history keeps
+    holdout cases unranked and --changed-since runs them live by asking it, never by a copy of it."""
+    from assay.run.order import history_order
+    from assay.suite import changed_since, holdout
+    cases = [{"id": "a", "split": ["smoke"]}, {"id": "b", "split": ["holdout"]}, {"id": "c", "split": ["full"]}]
+    assert holdout.holdout_case_ids(cases) == ["b"]
+    seqs = {"a": ["pass"], "b": ["fail"], "c": ["fail"]}
+    assert history_order(cases, [0, 1, 2], seqs)[0] == [2, 0, 1]   # b sealed: last, unranked
+    assert changed_since._holdout({"cases": cases}, "b") and not changed_since._holdout({"cases": cases}, "a")
+    monkeypatch.setattr(holdout, "is_holdout", lambda case: case["id"] == "a")   # another rule: both follow it
+    ordered, counts = history_order(cases, [0, 1, 2], seqs)
+    assert ordered == [1, 2, 0] and counts["holdout (plan order, not ranked)"] == 1
+    assert changed_since._holdout({"cases": cases}, "a") and not changed_since._holdout({"cases": cases}, "b")

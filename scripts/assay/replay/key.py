@@ -15,6 +15,9 @@ KEY_VERSION = 1
 UUID_MASK = "<uuid>"
 SESSION_MASK = "<session>"
 VALUE_MASK = "<masked>"
+# The key a request's `Binding.values` digest is kept under: in a replay key, and in a run's
+# request.json (what rescore compares with the values the current environment gives).
+VALUES_KEY = "values"
 
 # Request headers whose values differ per request (trace propagation) or carry the session
 # (cookies, which a replayed turn 1 re-sets anyway): their presence counts, their value does not.
@@ -93,13 +96,25 @@ class Binding:
                  | auth_env_names({"invocation": invocation}) | secret)
         return cls(dict(env), frozenset(plain), frozenset(never))
 
-    def values(self, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+    def wanted(self, recorded: Mapping[str, Any]) -> list[str]:
+        """The variables this request's key binds, set in `env` or not (sorted)."""
         named = env_refs({k: v for k, v in recorded.items() if k not in WHO_KEYS}) | self.always
-        names = sorted(n for n in named - self.never if n in self.env and not CREDENTIAL_HEADER.search(n))
+        return sorted(n for n in named - self.never if not CREDENTIAL_HEADER.search(n))
+
+    def values(self, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+        names = [n for n in self.wanted(recorded) if n in self.env]
         if not names:
             return None
         text = canonical({"vars": names, "values": {n: self.env[n] for n in names}})
         return {"vars": names, "sha256": sha256_text(text)[:16]}
+
+    def kept(self, recorded: Any) -> Any:
+        """The request as a run keeps it (request.json): the recorded request plus `values` (the
+        digest above) when it names a bound variable, so a rescore under other values is a miss."""
+        if not isinstance(recorded, Mapping):
+            return recorded
+        values = self.values(recorded)
+        return recorded if values is None else dict(recorded, **{VALUES_KEY: values})
 
 
 def exchange_key(case_id: str, position: int, normalized: Mapping[str, Any]) -> str:

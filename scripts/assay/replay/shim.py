@@ -17,7 +17,7 @@ from ..core.ids import utc_now_iso
 from ..invoke.templates import UNSET
 from ..traces.collect import NOT_COLLECTED, CaseTrace
 from .entries import outcome_doc, outcome_from, trace_doc, trace_from
-from .key import SESSION_MASK, Binding, exchange_key, first_difference, normalize_request
+from .key import SESSION_MASK, VALUES_KEY, Binding, exchange_key, first_difference, normalize_request
 from .miss import REPLAY_MISS, ReplayMiss
 
 
@@ -71,7 +71,7 @@ class ReplayInvoker:
                                         uuid=uuid)
         values = self.binding.values(recorded) if self.binding is not None else None
         if values is not None:   # what the request's ${NAME}s resolved to (a digest): another value, another request
-            request["values"] = values
+            request[VALUES_KEY] = values
         # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
         holdout = "holdout" in (case.get("split") or [])
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded

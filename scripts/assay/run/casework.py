@@ -20,6 +20,7 @@ from ..core import casestore, writer
 from ..core.casekind import DEFAULT_MAX_TURNS, is_conversation, is_simulated
 from ..core.jsonio import sha256_bytes
 from ..core.vocab import INFRA_ERROR, PASS, SKIPPED
+from ..replay.key import Binding
 from ..replay.miss import ReplayMiss
 from ..score.rollup import fold_repeats
 from .case_files import CaseFiles, case_json, judge_doc
@@ -70,6 +71,15 @@ class CaseWorker:
     simulator: Any = None
     # The run's case journal (core.casestore.Journal): each finished case is one appended line.
     journal: Any = None
+    # The run's resolved variables: each kept request (request.json) records the digest of the values of
+    # the `${NAME}`s it names (assay.replay.key.Binding), what a rescore compares with its environment's.
+    env: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        self.binding = Binding.of(self.adapter.get("invocation") or {}, self.env) if self.env is not None else None
+
+    def kept_request(self, recorded: Any) -> Any:
+        return self.binding.kept(recorded) if self.binding is not None else recorded
 
     def skip_reason(self, case: Mapping[str, Any]) -> str | None:
         return skip_reason(case, self.adapter, self.safety, getattr(self.invoker, "mode", ""),

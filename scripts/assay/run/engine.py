@@ -167,7 +167,7 @@ class Run:
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
             runlog=self.runlog, app_slots=self._app_slots(),
             conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay,
-            simulator=self.s.simulator, journal=self.journal)
+            simulator=self.s.simulator, journal=self.journal, env=self.s.env)
         if self.s.simulator is not None:
             self.s.simulator.scrub = writer.redact_text
             self.s.simulator.on_retry = lambda **kw: self.runlog.event("retry", simulator=True, **kw)

@@ -33,10 +33,6 @@ FAIL_FAST_MODES = ("smoke", "targeted")
 RANK_WORDS = ("failed last time", "flipped or failed recently", "new (no history)", "passed every time")
 
 
-def _is_holdout(case: Mapping[str, Any]) -> bool:
-    return "holdout" in (case.get("split") or [])
-
-
 def earlier_runs(reports: Path, run_id: str) -> list[Path]:
     """Run dirs under reports/ older than `run_id` (by the run id's UTC stamp), newest last."""
     if not reports.is_dir():
@@ -95,8 +91,9 @@ def choose(requested: str | None, plan: Mapping[str, Any], reports: Path) -> tup
 
 def history_order(cases: list[dict], indexes: list[int], seqs: Mapping[str, list[str]]) -> tuple[list[int], dict]:
     """`indexes` (plan indexes) sorted by rank, plan order within a rank; holdout cases last."""
-    ranked = [i for i in indexes if not _is_holdout(cases[i])]
-    sealed = [i for i in indexes if _is_holdout(cases[i])]
+    from ..suite import holdout
+    ranked = [i for i in indexes if not holdout.is_holdout(cases[i])]
+    sealed = [i for i in indexes if holdout.is_holdout(cases[i])]
     ranks = {i: rank(seqs.get(cases[i]["id"])) for i in ranked}
     ordered = sorted(ranked, key=lambda i: (ranks[i], i)) + sealed
     counts = {word: sum(1 for i in ranked if ranks[i] == r) for r, word in enumerate(RANK_WORDS)}

@@ -54,7 +54,7 @@ def drive(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict, script: A
     turns = []
     for t in res.turns:
         response = dict(response_record(earlier + [t.outcome]), turn=t.spec.n)
-        turns.append(dict(t.scored, n=t.spec.n, spec=t.spec, request=t.request, response=response))
+        turns.append(dict(t.scored, n=t.spec.n, spec=t.spec, request=w.kept_request(t.request), response=response))
     return res, turns
 
 

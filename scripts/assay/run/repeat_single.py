@@ -45,7 +45,7 @@ def one_repeat(w: "CaseWorker", case: Mapping[str, Any], n: int, ref: dict) -> d
                                     rate_limit_wait_s=budget, expected_status=expected)
     final = outcomes[-1]
     response = response_record(outcomes)
-    result: dict[str, Any] = {"n": n, "request": recorded, "response": response, "outcomes": outcomes}
+    result: dict[str, Any] = {"n": n, "request": w.kept_request(recorded), "response": response, "outcomes": outcomes}
     if final.retriable and not is_expected(final, expected):
         reason = attempts_reason(outcomes)
         if budget is not None and is_rate_limited(final):

@@ -24,6 +24,8 @@ A request is answered only if it is the one the source run sent: a case whose re
 differs now (its input, identity or the adapter's request shape edited since; http and function
 modes) is a replay miss naming where, and so is a case the source run's split gained since (a
 smoke, regression or holdout source); never the old answer scored as if it were the new one's.
+The same request text under other values of the `${NAME}`s it names (a model, a region) is a miss
+too: the digest its request.json kept (`assay.replay.key.Binding`) is compared with the real env's.
 
 Limits: a case the source run never sent has no stored response (its rescore is
 `infra_error`, "not sent in the source run"); conversations, scripted or with a simulated user,
@@ -47,6 +49,7 @@ from ..plan.validate import run_plan, validate_plan
 from . import holdout_ledger, preflight, preflight_env, run_paths
 from ..traces.collect import TraceConfig
 
+from ..replay.key import Binding
 from ..replay.miss import RESCORE_NOT_REPLAYED
 from .rescore_source import ReplayInvoker, ReplayTraceSource, load_source, parse_json
 
@@ -251,7 +254,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                             frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)),
                             invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None,
                             render=_render(plan, env, state), source_run=manifest.get("run_id"),
-                            added=_added_ids(plan, manifest))
+                            added=_added_ids(plan, manifest), binding=Binding.of(plan.invocation, env))
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
     block = plan.invocation.get("conversation")

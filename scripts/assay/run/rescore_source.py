@@ -142,8 +142,12 @@ class ReplayInvoker:
 
     def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource",
                  conversation_ids: frozenset[str] = frozenset(), invocation: Mapping[str, Any] | None = None, *,
-                 render: Any = None, added: Mapping[str, str] | None = None, source_run: Any = None) -> None:
+                 render: Any = None, added: Mapping[str, str] | None = None, source_run: Any = None,
+                 binding: Any = None) -> None:
         self.mode = mode
+        # assay.replay.key.Binding over the rescore's REAL environment (never render's filled-in one): the
+        # values of the `${NAME}`s a request names, compared with the digest the source's request.json kept
+        self.binding = binding
         self.render = render            # (case, uuid, extra_headers) -> the request as it would be recorded now
         self.added = dict(added or {})  # case id -> the split it was added to since the source run
         self.source_run = source_run
@@ -182,16 +186,54 @@ class ReplayInvoker:
         if cid in self.added:
             return (f"{REPLAY_MISS}: case {cid}: not in the source run {self.source_run} (added to the "
                     f"{self.added[cid]} split since): no stored answer; {RUN_IT_LIVE}")
-        if st is None or self.render is None or not isinstance(st.request, Mapping):
+        if st is None or not isinstance(st.request, Mapping):
             return None
         from ..core import writer
-        from ..replay.key import first_difference
-        now = writer.redact_value(self.render(case, uuid, extra_headers))
-        diff = first_difference(_comparable(st.request), _comparable(now))
-        if diff is None:
+        from ..replay.key import VALUES_KEY, first_difference
+        stored = {k: v for k, v in st.request.items() if k != VALUES_KEY}
+        now: Mapping[str, Any] = stored   # cli, agent: not rendered here; its variables are still compared
+        if self.render is not None:
+            now = writer.redact_value(self.render(case, uuid, extra_headers))
+            diff = first_difference(_comparable(stored), _comparable(now))
+            if diff is not None:
+                return (f"{REPLAY_MISS}: case {cid}: request {n} differs from the source run {self.source_run}'s at "
+                        f"{diff}; {RUN_IT_LIVE}")
+        return self._values_miss(cid, n, st.request.get(VALUES_KEY), now)
+
+    def _values_miss(self, cid: str, n: int, recorded: Any, now: Mapping[str, Any]) -> str | None:
+        """Why the same request text asks another thing now: a `${NAME}` it names (body, endpoint,
+        argv, stdin, a non-credential header) is unset, or has another value than in the source run
+        (compared by the digest its request.json kept, never a value), or the source kept none."""
+        if self.binding is None:
             return None
-        return (f"{REPLAY_MISS}: case {cid}: request {n} differs from the source run {self.source_run}'s at "
-                f"{diff}; {RUN_IT_LIVE}")
+        wanted = self.binding.wanted(now)
+        where = f"{REPLAY_MISS}: case {cid}: request {n}"
+        if not wanted:
+            if recorded is None:
+                return None
+            was = recorded.get("vars") if isinstance(recorded, Mapping) else None
+            return (f"{where}: the source run {self.source_run}'s request named {_names(was)}, "
+                    f"which the current adapter no longer puts in it; {RUN_IT_LIVE}")
+        unset = [v for v in wanted if v not in self.binding.env]
+        if unset:
+            return (f"{where} names {_names(unset)}, not set now: the source run {self.source_run} answered the "
+                    "value(s) it had then (its request.json keeps a digest, never a value); export the same "
+                    "value(s) and rescore again, or run the case live (run_cases.py)")
+        if not isinstance(recorded, Mapping):
+            return (f"{where} names {_names(wanted)}, but the source run {self.source_run} kept no record of "
+                    "their values (a run dir written before request.json kept their digest), so its answer may "
+                    f"be to other values; {RUN_IT_LIVE}")
+        now_values = self.binding.values(now)
+        if now_values == dict(recorded):
+            return None
+        was = [str(v) for v in recorded.get("vars") or []]
+        if was != wanted:
+            return (f"{where} names {_names(wanted)} now, the source run {self.source_run}'s named "
+                    f"{_names(was)}; {RUN_IT_LIVE}")
+        what = (f"the value of {_names(wanted)} differs" if len(wanted) == 1
+                else f"the values of {_names(wanted)} differ (at least one)")
+        return (f"{where}: {what} from the source run {self.source_run}'s (compared by digest): its stored "
+                f"answer is to another request; {RUN_IT_LIVE}")
 
     def send(self, wire: Mapping[str, Any]) -> Outcome:
         if wire.get("miss"):
@@ -211,6 +253,10 @@ class ReplayInvoker:
 
     def close(self) -> None:
         pass
+
+
+def _names(names: Any) -> str:
+    return ", ".join(f"${{{n}}}" for n in (names or [])) or "no variable"
 
 
 def _comparable(request: Mapping[str, Any]) -> Any:

@@ -41,5 +41,6 @@ def changed_since(plan: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def _holdout(plan: Mapping[str, Any], cid: str) -> bool:
-    return any(c["id"] == cid and "holdout" in (c.get("split") or []) for c in plan["cases"])
+    from . import holdout
+    return any(c["id"] == cid and holdout.is_holdout(c) for c in plan["cases"])
 

@@ -23,7 +23,7 @@ import os
 import random
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_text, loads
@@ -63,9 +63,14 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def is_holdout(case: Mapping[str, Any]) -> bool:
+    """The split rule: a case is in the sealed holdout when its split names `holdout`."""
+    return "holdout" in (case.get("split") or [])
+
+
 def holdout_case_ids(cases: list[dict[str, Any]]) -> list[str]:
     """The ids of the cases in the holdout split (sealed: never labelled, never fed to calibration)."""
-    return sorted(c["id"] for c in cases if "holdout" in (c.get("split") or []) and isinstance(c.get("id"), str))
+    return sorted(c["id"] for c in cases if is_holdout(c) and isinstance(c.get("id"), str))
 
 
 def suite_holdout_ids(state: Path) -> set[str]:
