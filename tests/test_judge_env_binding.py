@@ -53,10 +53,17 @@ def calibrate(state, config: dict, env: dict) -> dict:
 def agreed(state, env: dict) -> None:
     """6 + 6 labelled pairs on which person and judge agree, --write at floors they meet, bound to the
     judge the state dir configures with `env` the environment --write runs in."""
+    import hashlib
+    from assay.suite.convert import suite_case_ids
     ann = state / "annotations" / "dana.jsonl"
     ann.parent.mkdir(exist_ok=True)
-    rows = [{"case_id": f"{label}-{i}", "rubric_id": "refund-eta-v1", "node_id": "states-arrival", "label": label,
-             "judge_label": label, "reviewer": "dana", "ts": "2026-11-30T10:00:00Z"}
+    # on the suite's own cases when it has some (a label on an id the suite lacks is not counted), each
+    # pair on its own answer; a state dir with no datasets/ is not checked for ids
+    ids = sorted(suite_case_ids(state)) if (state / "datasets").is_dir() else []
+    rows = [{"case_id": ids[i % len(ids)] if ids else f"{label}-{i}", "rubric_id": "refund-eta-v1",
+             "node_id": "states-arrival", "label": label, "judge_label": label, "reviewer": "dana",
+             "ts": "2026-11-30T10:00:00Z",
+             **({"answer_sha256": hashlib.sha256(f"{label}-{i}".encode()).hexdigest()} if ids else {})}
             for label in ("fail", "pass") for i in range(6)]
     ann.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     w = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json",
