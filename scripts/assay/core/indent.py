@@ -20,16 +20,13 @@ def indented(value: Any, indent: int, shared: dict | None = None) -> str | None:
     compare.pairs) is written once. Never more than SHARED_KEEP texts: full, it starts again."""
     out: list[str] = []
     try:
-        if shared is None:
-            _emit(value, "\n", out, " " * indent)
-        else:
-            _emit_shared(value, "\n", out, " " * indent, shared)
+        _emit(value, "\n", out, " " * indent, shared)
     except (TypeError, ValueError, RecursionError):
         return None
     return "".join(out)
 
 
-def _emit(value: Any, newline: str, out: list[str], step: str) -> None:
+def _emit(value: Any, newline: str, out: list[str], step: str, shared: dict | None = None) -> None:
     kind = type(value)
     if kind is str:
         out.append(encode_basestring(value))
@@ -37,24 +34,30 @@ def _emit(value: Any, newline: str, out: list[str], step: str) -> None:
         if not value:
             out.append("{}")
             return
+        if shared is not None and len(value) <= SHARED_LEN:
+            out.append(_shared_text(value, newline, step, shared))
+            return
         inner = newline + step
         sep = "{" + inner
         for key in sorted(value):
             if type(key) is not str:
                 raise TypeError("a key the encoder converts")
             out.append(sep + encode_basestring(key) + ": ")
-            _emit(value[key], inner, out, step)
+            _emit(value[key], inner, out, step, shared)
             sep = "," + inner
         out.append(newline + "}")
     elif kind is list or kind is tuple:
         if not value:
             out.append("[]")
             return
+        if shared is not None and len(value) <= SHARED_LEN:
+            out.append(_shared_text(value, newline, step, shared))
+            return
         inner = newline + step
         sep = "[" + inner
         for item in value:
             out.append(sep)
-            _emit(item, inner, out, step)
+            _emit(item, inner, out, step, shared)
             sep = "," + inner
         out.append(newline + "]")
     elif value is None:
@@ -75,37 +78,6 @@ def _emit(value: Any, newline: str, out: list[str], step: str) -> None:
 
 SHARED_LEN = 8
 SHARED_KEEP = 4096
-
-
-def _emit_shared(value: Any, newline: str, out: list[str], step: str, shared: dict) -> None:
-    """_emit, each small container's text taken from (or kept in) `shared` (see `indented`)."""
-    kind = type(value)
-    if kind is dict and value:
-        if len(value) <= SHARED_LEN:
-            out.append(_shared_text(value, newline, step, shared))
-            return
-        inner = newline + step
-        sep = "{" + inner
-        for key in sorted(value):
-            if type(key) is not str:
-                raise TypeError("a key the encoder converts")
-            out.append(sep + encode_basestring(key) + ": ")
-            _emit_shared(value[key], inner, out, step, shared)
-            sep = "," + inner
-        out.append(newline + "}")
-    elif (kind is list or kind is tuple) and value:
-        if len(value) <= SHARED_LEN:
-            out.append(_shared_text(value, newline, step, shared))
-            return
-        inner = newline + step
-        sep = "[" + inner
-        for item in value:
-            out.append(sep)
-            _emit_shared(item, inner, out, step, shared)
-            sep = "," + inner
-        out.append(newline + "]")
-    else:
-        _emit(value, newline, out, step)
 
 
 def _shared_text(value: Any, newline: str, step: str, shared: dict) -> str:

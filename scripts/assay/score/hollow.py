@@ -333,20 +333,19 @@ def absence_only_line(block: Any) -> str | None:
     first = block.get("first_absence_only")
     eg = f", e.g. {first}" if first else ""
     layers = block.get("absence_layers")
-    if isinstance(layers, list) and any(name in AGENT_ABSENCE_LAYERS for name in layers):
-        words = "; ".join(ABSENCE_WORDS[name] for name in ABSENCE_LAYERS if name in layers)
-        return (f"all {n} passing case(s) passed only on checks that something is absent: {words}{eg}: "
-                "an agent that does nothing (answers one sentence, calls no tool, edits nothing) passes them "
-                "too, so nothing was shown to work; add a check the work must meet (expect.skills.must_trigger, "
-                "an expect.files contains text or exists path the fixture lacks, an expect.check that fails on "
-                "the untouched fixture, must_contain)")
     if isinstance(layers, list) and any(name in ABSENCE_WORDS for name in layers):
         words = "; ".join(ABSENCE_WORDS[name] for name in ABSENCE_LAYERS if name in layers)
+        if any(name in AGENT_ABSENCE_LAYERS for name in layers):
+            who, fix = ("an agent that does nothing (answers one sentence, calls no tool, edits nothing)",
+                        "add a check the work must meet (expect.skills.must_trigger, an expect.files contains text "
+                        "or exists path the fixture lacks, an expect.check that fails on the untouched fixture, "
+                        "must_contain)")
+        else:
+            who, fix = ("an app that answers the same sentence to everything and calls no tool",
+                        "add a check a right answer must meet (must_contain, route, expect.tools.subset, "
+                        "expect.args, format, a rubric) and check the adapter's response_body and traces")
         return (f"all {n} passing case(s) passed only on checks that something is absent: {words}{eg}: "
-                "an app that answers the same sentence to everything and calls no tool passes them too, so "
-                "nothing was shown to work; add a check a right answer must meet (must_contain, route, "
-                "expect.tools.subset, expect.args, format, a rubric) and check the adapter's response_body "
-                "and traces")
+                f"{who} passes them too, so nothing was shown to work; {fix}")
     return (f"all {n} passing case(s) passed only on must_not_contain (text absent from the answer"
             f"{eg}): an app that answers nothing, or an adapter whose "
             "response_body <answer> path reads the wrong field, passes them too, so nothing was shown to "
