@@ -128,3 +128,13 @@ def test_the_same_file_on_both_sides_is_exit_2_naming_it(tmp_path):
         err = json.loads(r.stdout or r.stderr)
         assert "the same file" in err["error"] and str(other) in err["error"], err
         assert "baseline run's verdicts_for_stats.jsonl first" in err["error"], err
+
+
+def test_a_verdicts_file_saved_with_a_utf8_bom_is_read(tmp_path):
+    """A BOM (a Windows editor's save) was `not valid JSON (... decode using utf-8-sig)`: Python's hint, no fix."""
+    base = tmp_path / "b.jsonl"
+    base.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in verdicts("c", ["fail", "pass"])).encode())
+    cand = write_jsonl(tmp_path / "c.jsonl", verdicts("c", ["pass", "pass"]))
+    r = run_script("stats", base, cand)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert r.json["n"] == 2 and r.json["fixed_by_candidate"] == 1, r.json
