@@ -28,7 +28,7 @@ def run(args):
     from pathlib import Path
 
     from assay.store.publish import publish_run
-    return 0, publish_run(Path(args.run_dir), args.store)
+    return 0, publish_run(Path(args.run_dir), args.store, "store")   # the positional, as the usage names it
 
 
 if __name__ == "__main__":

@@ -50,6 +50,13 @@ def run(args):
                          "between 0 and 1, e.g. 0.8", 2)
     baseline = read_verdicts_jsonl(args.baseline)
     candidate = read_verdicts_jsonl(args.candidate)
+    import os
+    if os.path.samefile(args.baseline, args.candidate):
+        # one file on both sides pairs every case with itself: "within noise" by construction, never a measurement
+        raise AssayError(f"baseline and candidate are the same file ({args.candidate}): every case would be paired "
+                         "with itself; pass the baseline run's verdicts_for_stats.jsonl first and the candidate "
+                         "run's second (or compare two run directories with compare_runs.py)", 2,
+                         file=str(args.candidate), key="candidate")
     # a holdout run's ids are sealed here as in the runner's comparison.json (holdout cases are counted, never named)
     sealed, base_holdout = holdout_beside(args.candidate), holdout_beside(args.baseline)
     if sealed or base_holdout:

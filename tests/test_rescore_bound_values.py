@@ -88,8 +88,8 @@ def test_a_source_run_that_kept_no_values_is_a_replay_miss(tmp_path, monkeypatch
 
 
 def test_a_cli_request_not_rendered_by_rescore_still_compares_its_variables():
-    """cli/agent requests are not rendered again by rescore; the `${NAME}`s of the stored argv are
-    still compared with the digest it kept."""
+    """Whatever else a cli request is compared by (test_rescore_cli_request), the `${NAME}`s of the
+    stored argv are compared with the digest it kept."""
     from assay.replay.key import Binding
     from assay.run.rescore_source import ReplayInvoker, ReplayTraceSource, Stored
     inv = {"mode": "cli", "command": ["./app", "--model", "${APP_MODEL}"]}

@@ -295,3 +295,17 @@ def test_scoring_without_the_state_dir_says_what_it_did_not_check(tmp_path):
         (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\nsplit: [full]\n", encoding="utf-8")
     r = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json")
     assert r.rc == 0 and r.json["not_checked"] == [], r.json["not_checked"]
+
+
+def test_a_run_dir_passed_as_annotations_says_where_labels_live(tmp_path):
+    """score_agreement.py <run dir> read its cases.jsonl as labels: "unknown key(s) 'verdict', 'files'"."""
+    run = tmp_path / "app" / ".assay" / "reports" / "smoke-20261205T000000Z"
+    run.mkdir(parents=True)
+    (run / "manifest.yaml").write_text('{"run_id": "smoke-20261205T000000Z", "cases": []}\n', encoding="utf-8")
+    write_lines(run / "cases.jsonl", [{"case_id": "c1", "verdict": {"verdict": "pass"}, "files": {}}])
+    for arg in (run, run / "cases.jsonl"):
+        r = run_script("score_agreement", arg)
+        assert r.rc == 2, r.stdout + r.stderr
+        err = r.json["error"]
+        assert "unknown key" not in err and "(the run's case records, not labels)" in err, err
+        assert f"annotations live in {tmp_path / 'app' / '.assay' / 'annotations'}/ (exported from label.py's page)" in err, err

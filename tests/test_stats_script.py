@@ -58,7 +58,9 @@ def test_flags_change_the_reported_numbers(tmp_path):
 def test_blank_lines_are_skipped(tmp_path):
     base = tmp_path / "b.jsonl"
     base.write_text('\n{"case_id": "a", "verdict": "pass"}\n\n', encoding="utf-8")
-    assert run_script("stats", base, base).rc == 0
+    cand = tmp_path / "c.jsonl"
+    cand.write_text('{"case_id": "a", "verdict": "pass"}\n\n', encoding="utf-8")
+    assert run_script("stats", base, cand).rc == 0
 
 
 def test_non_pass_fail_verdict_is_exit_2(tmp_path):
@@ -114,3 +116,25 @@ def test_help_and_version():
     assert r.rc == 0 and "example:" in r.stdout and "verdicts_for_stats.jsonl" in r.stdout
     r = run_script("stats", "--version")
     assert r.rc == 0 and r.stdout.startswith("assay ")
+
+
+def test_the_same_file_on_both_sides_is_exit_2_naming_it(tmp_path):
+    """`stats.py A A` paired every case with itself and said WITHIN NOISE (exit 0): no measurement."""
+    (tmp_path / "run").mkdir()
+    base = write_jsonl(tmp_path / "run" / "verdicts_for_stats.jsonl", verdicts("c", ["pass", "fail", "pass"]))
+    for other in (base, tmp_path / "run" / ".." / "run" / "verdicts_for_stats.jsonl"):
+        r = run_script("stats", base, other, "--text")
+        assert r.rc == 2, r.stdout + r.stderr
+        err = json.loads(r.stdout or r.stderr)
+        assert "the same file" in err["error"] and str(other) in err["error"], err
+        assert "baseline run's verdicts_for_stats.jsonl first" in err["error"], err
+
+
+def test_a_verdicts_file_saved_with_a_utf8_bom_is_read(tmp_path):
+    """A BOM (a Windows editor's save) was `not valid JSON (... decode using utf-8-sig)`: Python's hint, no fix."""
+    base = tmp_path / "b.jsonl"
+    base.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in verdicts("c", ["fail", "pass"])).encode())
+    cand = write_jsonl(tmp_path / "c.jsonl", verdicts("c", ["pass", "pass"]))
+    r = run_script("stats", base, cand)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert r.json["n"] == 2 and r.json["fixed_by_candidate"] == 1, r.json

@@ -65,6 +65,15 @@ def test_an_unexpanded_kubernetes_variable_is_named(tmp_path):
         url.parse("s3://$(BUCKET)/ci")   # a reference inside an s3:// URL is named as such, not as a bad bucket
 
 
+def test_publish_run_names_its_store_positional_not_run_cases_flag(tmp_path):
+    """publish_run.py RUN STORE with a bad STORE said "--publish ...", key --publish: a flag it has not."""
+    state = make_state(tmp_path)
+    r = run_script("publish_run", state / "reports", "http://minio.local/assay")
+    assert r.rc == 2 and r.json["key"] == "store", r.stdout + r.stderr
+    assert r.json["error"].startswith("store 'http://minio.local/assay': not an s3:// URL"), r.json
+    assert "--publish" not in r.stdout
+
+
 def test_layout():
     base = url.parse("s3://assay-runs/ci/")
     assert str(base) == "s3://assay-runs/ci/"

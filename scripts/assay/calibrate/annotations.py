@@ -153,6 +153,7 @@ def read_annotations(paths: list[str | Path]) -> list[Annotation]:
     rows: list[Annotation] = []
     for p in paths:
         p = Path(p)
+        _not_a_run_dir(p)
         if p.is_dir():
             files = sorted(p.glob("*.jsonl"))
             if not files:
@@ -163,3 +164,16 @@ def read_annotations(paths: list[str | Path]) -> list[Annotation]:
         else:
             rows.extend(read_annotation_file(p))
     return rows
+
+
+def _not_a_run_dir(p: Path) -> None:
+    """A run directory (or one of its files) holds the run's case records, not human labels: say so
+    and where labels live, never "unknown key(s) 'verdict', ..." as if it were a bad annotation file."""
+    run_dir = p if p.is_dir() else p.parent
+    if not (run_dir / "manifest.yaml").is_file():
+        return
+    state = run_dir.parent.parent if run_dir.parent.name == "reports" else None
+    where = f"{state / 'annotations'}/" if state is not None else "<state>/annotations/"
+    raise AssayError(f"{p}: {'a run directory' if p.is_dir() else f'a file of the run directory {run_dir}'} "
+                     f"(the run's case records, not labels); annotations live in {where} (exported from "
+                     f"label.py's page): pass that directory or its .jsonl files", 2, file=str(p))

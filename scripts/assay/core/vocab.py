@@ -90,6 +90,12 @@ RUN_STATUSES: tuple[str, ...] = ("running", "ok", "incomplete", "aborted_canary"
 SPLITS: tuple[str, ...] = ("full", "smoke", "holdout", "canary")
 
 
+def is_holdout(case) -> bool:
+    """The split rule: a case is in the sealed holdout when its split names `holdout` (here, in
+    core, so every layer asks the one rule; `suite.holdout` re-exports it)."""
+    return "holdout" in (case.get("split") or [])
+
+
 def holdout_unsealed(split) -> bool:
     """A case whose split holds `holdout` and another split (lint `holdout_not_sealed`; a plan
     holding one is refused): a case seen elsewhere is not held out, and a run of a plan of the

@@ -178,7 +178,8 @@ class AgentInvoker(CliInvoker):
     mode = "agent"
 
     def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], *, environ: Mapping[str, str],
-                 timeout_s: float, app_root: Path, area: Path, state_dir: Path, declared: list[str] = ()) -> None:
+                 timeout_s: float, app_root: Path, area: Path, state_dir: Path, declared: list[str] = (),
+                 resolve: bool = True) -> None:
         spec = AgentSpec(invocation.get("agent"), app_root)
         self.spec = spec
         self.program_key = "invocation.agent.command[0]" if spec.command is not None else (
@@ -189,14 +190,14 @@ class AgentInvoker(CliInvoker):
                    "env_allowlist": invocation.get("env_allowlist") or ["PATH"],
                    "identity_map": invocation.get("identity_map") or {}}
         super().__init__(cli_inv, env, environ=environ, timeout_s=spec.timeout_s or timeout_s,
-                         app_root=app_root, area=area, state_dir=state_dir)
+                         app_root=app_root, area=area, state_dir=state_dir, resolve=resolve)
         self.base_env.update({k: secrets.expand(v, env) for k, v in spec.env.items()})
         self._copied: dict[str, int] = {}   # an attempt's workdir -> when its copy was done (wd.copy_fixture)
         self._stamps: dict[str, dict] = {}  # a fixture -> its files before its first copy in this run (wd.stamp)
         self.plan_cases: list = []           # the run's cases (the pre-flight's): each check run on the fixture
         self._on_fixture: dict[str, dict] = {}   # a case id -> its check_on_fixture fact (invoke.fixture_check)
         self.bwrap = None
-        if spec.sandbox == "bwrap":
+        if spec.sandbox == "bwrap" and resolve:
             self.bwrap = shutil.which(BWRAP)
             if self.bwrap is None:
                 raise AssayError("pre-flight: invocation.agent.sandbox bwrap needs bubblewrap (`bwrap` on PATH; "

@@ -92,7 +92,9 @@ class CliInvoker:
     mode = "cli"
 
     def __init__(self, invocation: Mapping[str, Any], env: Mapping[str, str], *, environ: Mapping[str, str],
-                 timeout_s: float, app_root: Path, area: Path, state_dir: Path) -> None:
+                 timeout_s: float, app_root: Path, area: Path, state_dir: Path, resolve: bool = True) -> None:
+        # resolve=False: the request is only rendered as a run would record it (rescore), never sent,
+        # so the program is not looked up (the recorded argv names it as the adapter wrote it)
         if os.name != "posix":  # sessions and process-group kills are what make a timeout hold
             raise AssayError("pre-flight: invocation.mode cli needs a POSIX system (Linux, macOS): the runner "
                              "kills a command's whole process group, which Windows does not have", 3,
@@ -133,7 +135,7 @@ class CliInvoker:
         self.base_env = base
         self.env = env
         self.identity_map = invocation.get("identity_map") or {}
-        self.program = self._resolve_program()
+        self.program = self._resolve_program() if resolve else self.command_wire[0]
         self.registry = GroupRegistry(area / "pgroups")
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}

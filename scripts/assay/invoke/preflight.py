@@ -30,9 +30,11 @@ def check_adapter(adapter: Mapping[str, Any]) -> None:
 
 
 def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Path | None = None,
-                  environ: Mapping[str, str] | None = None, replaying: bool = False):
+                  environ: Mapping[str, str] | None = None, replaying: bool = False, render_only: bool = False):
     """The invoker for the (already checked, `check_adapter`) invocation; `state`: the plan's
-    checked state dir (run.run_paths.state_dir_of)."""
+    checked state dir (run.run_paths.state_dir_of). `render_only`: its `prepare` only renders each
+    request as a run would record it (rescore), nothing is sent: a cli/agent program is not looked
+    up, no agent fixture is checked."""
     inv = plan.invocation
     execution = plan.execution
     mode = inv.get("mode")
@@ -40,7 +42,7 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         from ..invoke.http import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
     elif mode == "agent":
-        inv_obj = _agent_invoker(plan, env, state, out, os.environ if environ is None else environ)
+        inv_obj = _agent_invoker(plan, env, state, out, os.environ if environ is None else environ, render_only)
     elif mode == "cli":
         from ..invoke.function import app_root
         from ..invoke.cli import CliInvoker, scratch_area
@@ -48,7 +50,8 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         run_dir = out if out is not None else state / "reports" / plan.run_id
         inv_obj = CliInvoker(inv, env, environ=environ, timeout_s=execution["timeout_s"],
                              app_root=app_root(plan.adapter, state), state_dir=state,
-                             area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ))
+                             area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ),
+                             resolve=not render_only)
     else:
         from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
         # replayed: the app's code is not even imported (every answer comes from the cache)
@@ -66,7 +69,7 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
 
 
 def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path | None,
-                   environ: Mapping[str, str]):
+                   environ: Mapping[str, str], render_only: bool = False):
     """The agent invoker, and every case checked before the first runs: a fixture that is not there,
     a skill nothing defines, a check program that is not found are each exit 3 naming the case."""
     from ..invoke.agent import AgentInvoker, agent_case_problems, fixture_of
@@ -79,7 +82,9 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
     inv = AgentInvoker(plan.invocation, env, environ=environ, timeout_s=plan.execution["timeout_s"],
                        app_root=app_root(plan.adapter, state), state_dir=state,
                        area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ),
-                       declared=declared_tools(plan.adapter))
+                       declared=declared_tools(plan.adapter), resolve=not render_only)
+    if render_only:   # only its requests are rendered (rescore): nothing runs, no fixture is checked
+        return inv
     cases = list(plan.cases)
     skills = known_skills(inv.spec, sorted({fixture_of(c, inv.spec) for c in cases}))
     for case in cases:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core.ids import utc_now_iso
+from ..core.vocab import is_holdout
 from ..invoke.templates import UNSET
 from ..traces.collect import NOT_COLLECTED, CaseTrace
 from .entries import outcome_doc, outcome_from, trace_doc, trace_from
@@ -73,7 +74,7 @@ class ReplayInvoker:
         if values is not None:   # what the request's ${NAME}s resolved to (a digest): another value, another request
             request[VALUES_KEY] = values
         # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
-        holdout = "holdout" in (case.get("split") or [])
+        holdout = is_holdout(case)
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded
 
     def retrace(self, wire: ReplayWire, recorded: dict, trace_headers: Mapping[str, str]) -> bool:

@@ -13,6 +13,7 @@ from .case_files import workdir_flag
 from .caseinfo import case_title, input_text
 from ..invoke.outcome import RESPONSE, is_rate_limited, same_body_key
 from ..traces.collect import NOT_COLLECTED
+from ..core.vocab import is_holdout
 
 
 def base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
@@ -20,7 +21,7 @@ def base_record(case: Mapping[str, Any], k: int) -> dict[str, Any]:
     split = case.get("split") or []
     canary = "canary" in split
     expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
-    return {"case_id": case["id"], "verdict": None, "canary": canary, "holdout": "holdout" in split,
+    return {"case_id": case["id"], "verdict": None, "canary": canary, "holdout": is_holdout(case),
             "gating": False if canary else case.get("gating", True) is not False,
             "unit": _str_or_none(case.get("unit")), "category": _str_or_none(case.get("category")), "k": k, "attempts": 0,
             "retry_count": 0, "crashed": False, "repeated_5xx": None, "skip_reason": None, "infra_reason": None,

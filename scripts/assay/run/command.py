@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.jsonio import read_json
+from ..core.vocab import is_holdout
 
 # Runs after make_plan.py's own --help example (with HELPDESK_BASE_URL / HELPDESK_OTLP_FILE
 # exported; without them it is the honest exit 3 naming them). A real run adds
@@ -297,7 +298,7 @@ def dry_run(plan: dict, environ) -> dict:
         sendable += 0 if reason else 1
         calls += 0 if reason else (turns or 1)
         conversations += 1 if turns else 0
-        if "holdout" in case.get("split", []):
+        if is_holdout(case):
             holdout_n += 1
             continue
         row = {"id": case["id"], "set": preflight.case_set(case), "skip_reason": reason}

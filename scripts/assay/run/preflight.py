@@ -20,6 +20,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, loads, read_json, read_jsonl
 from ..core.version import HARNESS_VERSION
 from ..core.runplan import RunPlan, dataset_version_of, read_plan_text
+from ..core.vocab import is_holdout
 from ..plan.validate import run_plan, validate_parts, validate_plan
 from .holdout_ledger import ledger_path
 from .judged_reason import judged_reason_fn
@@ -126,7 +127,7 @@ def write_gitignore(reports: Path, adapter: Mapping[str, Any]) -> bool:
 
 def case_set(case: Mapping[str, Any]) -> str:
     split = case.get("split") or []
-    return "canary" if "canary" in split else ("holdout" if "holdout" in split else "main")
+    return "canary" if "canary" in split else ("holdout" if is_holdout(case) else "main")
 
 
 @dataclass

@@ -13,6 +13,7 @@ from ..invoke.outcome import RESPONSE, Outcome
 from ..core.secrets import REDACTED
 from ..traces.collect import NOT_COLLECTED, TraceConfig, collect_case_trace, not_sent_block
 from ..core.vocab import INFRA_ERROR
+from ..core.vocab import is_holdout
 
 if TYPE_CHECKING:
     from .casework import CaseWorker
@@ -111,7 +112,7 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
                                             "sent_traceparent": trace_headers.get("traceparent"),
                                             "response_json": final.body_json, "function_trace_id": final.trace_id,
                                             "agent": final.agent,   # a holdout case is never named (its id is sealed)
-                                            "case_id": None if "holdout" in (case.get("split") or []) else case.get("id")})
+                                            "case_id": None if is_holdout(case) else case.get("id")})
     if getattr(final, "_replay", None) is None:   # no --record / --replay: the trace source's
         got = collect()
     else:   # --replay: the recorded trace (the shim was loaded with the run's replay session at pre-flight)

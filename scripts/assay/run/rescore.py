@@ -172,18 +172,17 @@ def _added_ids(plan: Any, manifest: Mapping[str, Any]) -> dict[str, str]:
     return {c["id"]: manifest["selecting_split"] for c in plan["cases"] if c["id"] not in held}
 
 
-def _render(plan: Any, env: Mapping[str, str], state: Path) -> Any:
-    """(case, uuid, extra_headers) -> the request a run of this plan would record now, for the invoker
-    modes that render one without running anything (http, function); None for the others."""
+def _render(plan: Any, env: Mapping[str, str], state: Path, environ: Mapping[str, str]) -> Any:
+    """(case, uuid, extra_headers) -> the request a run of this plan would record now (its invoker's own
+    `prepare`, nothing sent): http and function as the wire's record, cli and agent their argv, stdin
+    mode, cwd and the child's variable names, as the runner writes them to request.json."""
     from ..core import secrets
     from ..invoke.preflight import build_invoker
-    if plan.invocation.get("mode") not in ("http", "function"):
-        return None
     # no app is called: an app variable unset here only shapes the wire, never the recorded request
     filled = dict(env)
     for name in secrets.env_refs(plan.invocation) | secrets.auth_env_names(plan.adapter) | plan.cases.env_names:
         filled.setdefault(name, "http://rescore.invalid")
-    inner = build_invoker(plan, filled, state, replaying=True)
+    inner = build_invoker(plan, filled, state, environ=environ, replaying=True, render_only=True)
     return lambda case, uuid, headers: inner.prepare(case, uuid, headers)[1]
 
 
@@ -253,7 +252,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
     invoker = ReplayInvoker(mode, stored, trace_source,
                             frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)),
                             invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None,
-                            render=_render(plan, env, state), source_run=manifest.get("run_id"),
+                            render=_render(plan, env, state, environ), source_run=manifest.get("run_id"),
                             added=_added_ids(plan, manifest), binding=Binding.of(plan.invocation, env))
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.

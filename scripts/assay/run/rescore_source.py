@@ -191,8 +191,8 @@ class ReplayInvoker:
         from ..core import writer
         from ..replay.key import VALUES_KEY, first_difference
         stored = {k: v for k, v in st.request.items() if k != VALUES_KEY}
-        now: Mapping[str, Any] = stored   # cli, agent: not rendered here; its variables are still compared
-        if self.render is not None:
+        now: Mapping[str, Any] = stored
+        if self.render is not None:   # every mode (http, function, cli, agent): the current adapter's request
             now = writer.redact_value(self.render(case, uuid, extra_headers))
             diff = first_difference(_comparable(stored), _comparable(now))
             if diff is not None:
@@ -261,8 +261,14 @@ def _names(names: Any) -> str:
 
 def _comparable(request: Mapping[str, Any]) -> Any:
     """A recorded request as replay keys it (per-request headers masked, volatile keys dropped), with
-    every uuid masked: the source's per-request `<uuid>` is not known, only that one was sent."""
+    every uuid masked: the source's per-request `<uuid>` is not known, only that one was sent. A cli or
+    agent request is its argv, stdin mode, cwd and identity variables: its trace context (`TRACEPARENT`,
+    `TRACESTATE`: per-request) and `env` (which allowlisted variables the runner's environment set: the
+    app's environment, not what it was asked; the `${NAME}`s it names are compared by value) are dropped."""
+    from ..invoke.cli import TRACE_ENV
     from ..replay.key import UUID_MASK, normalize_request
+    if request.get("mode") in ("cli", "agent"):
+        request = {k: v for k, v in request.items() if k != "env" and k not in TRACE_ENV.values()}
 
     def mask(value: Any) -> Any:
         if isinstance(value, str):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import loads
+from ..core.vocab import is_holdout
 from ..core import writer
 from ..core.ids import utc_now_iso
 
@@ -25,7 +26,7 @@ EVENTS = ("preflight", "order", "case_start", "case_done", "retry", "concurrency
 
 def case_ref(case: Mapping[str, Any], index: int) -> dict[str, Any]:
     """How run.log and progress name a case: holdout cases by plan index only."""
-    if "holdout" in (case.get("split") or []):
+    if is_holdout(case):
         return {"holdout": True, "index": index}
     return {"case_id": case.get("id")}
 

@@ -40,6 +40,7 @@ from ..core import casestore, writer
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, atomic_write_text, read_json
 from ..core.vocab import FAIL
+from ..core.vocab import is_holdout
 from ..plan.shards import is_canary, shard_cases
 from ..rundir import derived
 from ..traces.collect import LATE_SPANS_FIX
@@ -120,7 +121,7 @@ def _is_previous_merge(out: Path, plan: dict) -> bool:
 def _namer(plan: dict):
     holdout: dict[str, int] = {}
     for c in plan["cases"]:
-        if "holdout" in (c.get("split") or []):
+        if is_holdout(c):
             holdout[c["id"]] = len(holdout) + 1
     return lambda cid: f"<holdout #{holdout[cid]}>" if cid in holdout else cid
 

@@ -24,7 +24,7 @@ def read_verdicts_jsonl(path: str) -> list[dict]:
             raise AssayError(f"{path} is a directory: {hint}", 2, file=str(path)) from None
         raise AssayError(f"cannot read {path}: {err.strerror or err}", 2, file=str(path)) from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")   # a file saved with a UTF-8 BOM (as some Windows editors do) is UTF-8
     except UnicodeDecodeError as err:
         raise AssayError(f"{path}: not UTF-8 (byte {err.start})", 2, file=str(path)) from None
     rows = []

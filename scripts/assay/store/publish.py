@@ -61,9 +61,10 @@ def claim(target: str, run_id: str, shard: dict | None) -> str:
     return str(loc)
 
 
-def publish_run(run_dir: Path, target: str) -> dict:
-    """Upload `run_dir` under `target` (s3://bucket/prefix); the result names where it went."""
-    base = store_url.parse(target, "--publish")
+def publish_run(run_dir: Path, target: str, arg: str = "--publish") -> dict:
+    """Upload `run_dir` under `target` (s3://bucket/prefix); the result names where it went. `arg`: what
+    the user gave `target` as (run_cases.py's --publish, publish_run.py's positional `store`)."""
+    base = store_url.parse(target, arg)
     store = Store(base)   # the extra and the client first: a big run is not verified for nothing
     run_dir = Path(run_dir)
     manifest, status = check_publishable(run_dir)

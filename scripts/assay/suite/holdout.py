@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_text, loads
+from ..core.vocab import is_holdout  # noqa: F401  (the one split rule; callers here and elsewhere ask it)
 from ..lint.suite_rules import split_counts
 from ..plan.modes import HOLDOUT_LEDGER
 from .convert import convert_state_dir
@@ -61,11 +62,6 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
             raise AssayError(f"{path}:{n}: ledger line is not a JSON object", 2, file=str(path), line=n)
         rows.append(row)
     return rows
-
-
-def is_holdout(case: Mapping[str, Any]) -> bool:
-    """The split rule: a case is in the sealed holdout when its split names `holdout`."""
-    return "holdout" in (case.get("split") or [])
 
 
 def holdout_case_ids(cases: list[dict[str, Any]]) -> list[str]:
