@@ -75,10 +75,11 @@ def test_a_kept_answer_is_never_taken_for_other_bytes_or_other_code(run, monkeyp
     assert run_script("gate", run).rc == 0
     kept = json.loads(checked.memo_path(run).read_text())
     assert kept["problems"] == [] and checked.known(run) == []
-    monkeypatch.setattr(checked, "_CODE", ["another version of the check"])
-    assert checked.known(run) is None      # a changed line of the check: checked in full
-    monkeypatch.undo()
-    for bad in ("{oops", "[]", json.dumps(dict(kept, version=99)), json.dumps(dict(kept, problems="none")),
+    with monkeypatch.context() as m:   # (not monkeypatch.undo(): that also undoes keep_small_runs)
+        m.setattr(checked, "_CODE", ["another version of the check"])
+        assert checked.known(run) is None      # a changed line of the check: checked in full
+    assert checked.known(run) == []
+    for bad in ("{oops", "[]", json.dumps(dict(kept, version=99)), json.dumps(dict(kept, problems="none")), json.dumps(dict(kept, problems=[None])),
                 json.dumps(dict(kept, digest="0" * 64))):
         checked.memo_path(run).write_text(bad)
         assert checked.known(run) is None, bad
@@ -174,3 +175,49 @@ def test_a_check_run_apart_is_the_check_and_is_kept(run):
     r = run_script("compare_runs", run, twin)
     assert r.rc == 2 and f"cases/{cid}/answer.txt (edited" in r.json["error"], r.stdout
     assert checked.known(run) == one
+
+
+def test_a_renamed_file_is_other_bytes(run):
+    """The digest covers each entry's name: a file renamed (same bytes, same size) is checked again and
+    the check names it (mutation hunt, round 2)."""
+    from assay.rundir import checked
+    assert run_script("gate", run).rc == 0 and checked.known(run) == []
+    (run / "verdicts_for_stats.jsonl").rename(run / "verdicts_for_stats.jsonm")
+    assert checked.known(run) is None
+    r = run_script("gate", run, "--json")
+    assert r.rc == 1 and any("verdicts_for_stats.jsonm" in x for x in r.json["reasons"]), r.stdout
+
+
+def test_a_run_dir_written_during_its_check_is_not_kept(run, monkeypatch):
+    """The answer is of the bytes the check read: when the run dir changed while it was checked (a run
+    still being written), nothing is kept; a kept [] for bytes edited after the read would open a gate
+    on a run the check never saw."""
+    from assay.rundir import checked, completeness
+    real = completeness.check_run_dir
+
+    def check_then_edit(*a, **k):
+        answer = real(*a, **k)
+        _edit_artifact(run)
+        return answer
+    with monkeypatch.context() as m:
+        m.setattr(completeness, "check_run_dir", check_then_edit)
+        assert checked.check(run) == []
+    assert not checked.memo_path(run).exists() and checked.known(run) is None
+    assert checked.check(run)   # checked again in full: the edit is named
+
+
+def test_a_piece_read_short_is_no_digest(run, monkeypatch):
+    """A file cut while it was read (a piece came back short): no digest, so nothing is kept or taken."""
+    from assay.rundir import checked
+    assert checked.digest(run) is not None
+    monkeypatch.setattr(checked, "_piece", lambda piece: None)
+    assert checked.digest(run) is None
+
+
+def test_verify_names_a_conditional_file_whose_condition_did_not_hold(run):
+    """A comparison.json in a run made without --baseline-verdicts is not this run's own: --verify
+    names it (a planted comparison would read as the run's keep decision)."""
+    (run / "comparison.json").write_text(json.dumps({"keep": True}))
+    r = run_script("run_cases.py", "--verify", str(run))
+    assert r.rc == 6 and "comparison.json (present although its condition did not hold)" in \
+        r.json["missing_artifacts"], r.stdout

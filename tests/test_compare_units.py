@@ -152,3 +152,72 @@ def test_a_sides_rows_alike_but_for_their_id_are_one_object():
     assert rows["a"] is rows["b"] and rows["a"] == {"verdict": "pass", "layers": layers, "gating": True}
     assert rows["c"] is not rows["a"] and rows["c"]["gating"] == 1
     assert rows["d"] is not rows["a"] and rows["d"] == rows["a"]
+
+
+# --- the judge_flip bucket: only the judge's noise on the same answer and material (mutation hunt, round 2)
+class _MemSide:
+    """A compare Side held in memory: rows, case hashes, and each case's verdict record, answer and
+    trajectory (the parts a pair reads)."""
+
+    def __new__(cls, cases: dict):
+        from pathlib import Path
+
+        from assay.compare.sides import Side
+
+        class MemSide(Side):
+            def verdict_doc(self, case_id):
+                return cases[case_id]["doc"]
+
+            def text(self, case_id, *rel):
+                return cases[case_id].get("/".join(rel))
+
+            def json(self, case_id, *rel):
+                import json as _json
+                text = self.text(case_id, *rel)
+                return _json.loads(text) if text is not None else None
+
+        rows = {cid: {"verdict": c["doc"]["verdict"], "layers": {k: v["verdict"] for k, v in c["doc"]["layers"].items()}}
+                for cid, c in cases.items()}
+        return MemSide(run_dir=Path("mem"), results={"k": 1}, manifest={}, rows=rows,
+                       case_hash={cid: "same" for cid in cases})
+
+
+def _case(verdicts: dict, answer: str | None = "hi", results: list | None = None, provisional: bool = False) -> dict:
+    import json as _json
+    layers = {name: {"verdict": v, **({"provisional": True} if provisional and name == "judged" else {})}
+              for name, v in verdicts.items()}
+    verdict = "fail" if "fail" in verdicts.values() else "pass"
+    out = {"doc": {"verdict": verdict, "layers": layers}}
+    if answer is not None:
+        out["answer.txt"] = answer
+    out["trajectory.json"] = _json.dumps({"tool_calls": [{"name": "lookup", "arguments": {"q": 1}, "result": r}
+                                                         for r in (results or ["r"])]})
+    return out
+
+
+def _bucket(base_case: dict, cand_case: dict) -> str:
+    from assay.compare.pairs import compare_pair
+    return compare_pair(_MemSide({"c": base_case}), _MemSide({"c": cand_case}), "c")["bucket"]
+
+
+def test_a_judged_flip_on_the_same_answer_and_material_is_the_judges_noise():
+    assert _bucket(_case({"judged": "pass"}), _case({"judged": "fail"})) == "judge_flip"
+
+
+@pytest.mark.parametrize("why, base, cand", [
+    # no answer on either side: the answer is unknown, never "unchanged"
+    ("answer unknown", _case({"judged": "pass"}, answer=None), _case({"judged": "fail"}, answer=None)),
+    # the tool returned something else: the judge read other material
+    ("tool results changed", _case({"judged": "pass"}, results=["r"]), _case({"judged": "fail"}, results=["other"])),
+    # a deterministic layer failed too: the app changed, not only the judge
+    ("another layer flipped", _case({"judged": "pass", "answer": "pass"}), _case({"judged": "fail", "answer": "fail"})),
+])
+def test_a_regression_beside_a_judge_flip_is_newly_failing(why, base, cand):
+    assert _bucket(base, cand) == "newly_failing", why
+
+
+def test_a_provisional_judge_flip_does_not_make_the_pair_a_judge_flip():
+    """A provisional (uncalibrated) judged layer never gates; its flip is named (judge_only) but does
+    not move the pair out of newly_failing / newly_passing."""
+    assert _bucket(_case({"judged": "pass"}, provisional=True), _case({"judged": "fail"}, provisional=True)) \
+        == "newly_failing"

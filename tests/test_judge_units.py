@@ -159,3 +159,23 @@ def test_one_json_fence_with_prose_around_it_parses():
     two = f"```json\n{body}\n```\nor maybe\n```json\n{json.dumps(dict(ok, verdict='pass'))}\n```"
     assert parse_reply(two) == (None, "the reply holds 2 fenced blocks; give exactly one JSON object")
     assert parse_reply(f"Sure! {body}")[0] is None
+
+
+# --- the calibration floors at their edges: a judge just short of one never gates (mutation hunt, round 2)
+def test_the_calibration_floors_hold_at_their_edges():
+    from assay.judge.floors import DEFAULT_FLOORS as F, unmet_floors
+    assert unmet_floors(50, 0, 0, 50, F) == []                       # 100 pairs, perfect: calibrated
+    assert unmet_floors(50, 0, 0, 49, F) == ["99 labelled pairs < 100"]
+    assert unmet_floors(91, 0, 0, 9, F) == ["9 human pass labels < 10"]
+    assert unmet_floors(9, 0, 0, 91, F) == ["9 human fail labels < 10"]
+    assert unmet_floors(179, 21, 0, 200, F) == ["TPR 0.895 < 0.90"]    # just under the TPR floor
+    assert unmet_floors(200, 0, 21, 179, F) == ["TNR 0.895 < 0.90"]
+    assert "kappa undefined (chance agreement is 1: one label only)" in unmet_floors(100, 0, 0, 0, F)
+
+
+def test_a_node_with_exactly_the_per_class_floor_of_labels_is_held_to_it():
+    from assay.judge.floors import DEFAULT_FLOORS as F, unmet_node_floors
+    nodes = {"a": {"tp": 50, "fn": 0, "fp": 0, "tn": 50}, "b": {"tp": 8, "fn": 2, "fp": 2, "tn": 8}}
+    assert unmet_node_floors(nodes, F) == [
+        "node b: TPR 0.800 < 0.90 (the judge caught 8 of its 10 human fail labels)",
+        "node b: TNR 0.800 < 0.90 (the judge passed 8 of its 10 human pass labels)"]

@@ -393,6 +393,15 @@ def test_holdout_seal_and_one_ledger_line(app, state):
     assert len(ledger) == 1 and ledger[0]["run_id"] == plan["run_id"]
     assert "holdout look 1" in r.stderr
     assert len(jsonl(out / "verdicts.jsonl")) == 2  # the durable record stats.py pairs
+    # an edited holdout record: --verify names it by its order among the holdout cases, never by id
+    lines = (out / "cases.jsonl").read_bytes().splitlines(keepends=True)
+    doc = json.loads(lines[-1])
+    doc["files"]["answer.txt"] = "something else entirely"
+    lines[-1] = (json.dumps(doc) + "\n").encode()
+    (out / "cases.jsonl").write_bytes(b"".join(lines))
+    v = verify(out)
+    assert v.rc == 6 and any(p.startswith("cases/<holdout #") for p in v.json["missing_artifacts"]), v.stdout
+    assert "hold-secret" not in v.stdout + v.stderr
 
 
 def test_smoke_run_adds_no_ledger_line(app, state):

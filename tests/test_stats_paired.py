@@ -376,3 +376,24 @@ def test_docstring_words_match_each_test():
 def test_binom_cdf_half_equals_the_sum_of_binomial_coefficients(k, n):
     from assay.stats.paired import binom_cdf_half
     assert binom_cdf_half(k, n) == Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2 ** n)
+
+
+# --- the decision words at their edges (mutation hunt, round 2)
+def test_keep_holds_at_exactly_the_threshold_and_never_below():
+    from assay.stats.paired import compare
+    base = [{"case_id": f"c{i}", "verdict": "fail" if i < 2 else "pass"} for i in range(10)]
+    cand = [{"case_id": f"c{i}", "verdict": "pass"} for i in range(10)]
+    # 2 fixed, 0 broken: P(better) = P(Beta(3, 1) > 1/2) = 7/8 exactly
+    at = compare(base, cand, bayes_threshold=0.875)
+    assert at["p_candidate_better"] == 0.875 and at["keep"] is True and at["verdict_label"] == "improved, not proven"
+    above = compare(base, cand, bayes_threshold=0.876)
+    assert above["keep"] is False and above["verdict_words"] == "within noise"
+
+
+def test_an_older_comparison_without_its_label_still_says_not_proven():
+    from assay.stats.paired import verdict_label
+    assert verdict_label({"verdict_words": "improved", "sign_test_p_one_sided": 0.25}) == "improved, not proven"
+    assert verdict_label({"verdict_words": "improved", "sign_test_p_one_sided": 0.01}) == "improved"
+    assert verdict_label({"verdict_words": "improved", "fixed_by_candidate": 2, "broken_by_candidate": 0}) \
+        == "improved, not proven"
+    assert verdict_label({"verdict_words": "worsened", "sign_test_p_one_sided_worse": 0.25}) == "worsened, not proven"
