@@ -57,6 +57,9 @@ def run(args):
         sys.stdout.write(result.markdown)
         return 0, None
     target = Path(args.output) if args.output else Path(args.run_dir) / "report.md"
+    if target.is_dir():   # --force cannot overwrite a directory with the report
+        raise AssayError(f"-o {target} is a directory; give a file path for the report, e.g. "
+                         f"-o {target / 'report.md'}", 2, path=str(target))
     if target.exists() and not args.force:
         raise AssayError(f"{target} exists; it may already hold the clusters you wrote. Pass --force to "
                          f"overwrite it, or -o another path", 2, path=str(target))

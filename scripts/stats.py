@@ -50,6 +50,12 @@ def run(args):
                          "between 0 and 1, e.g. 0.8", 2)
     baseline = read_verdicts_jsonl(args.baseline)
     candidate = read_verdicts_jsonl(args.candidate)
+    for side, path, rows in (("baseline", args.baseline, baseline), ("candidate", args.candidate, candidate)):
+        if not rows:   # no pair is possible: say so, not "no shared case ids ... check dataset_version"
+            raise AssayError(f"the {side} file {path} is empty (no verdict rows): its run scored no case pass or "
+                             "fail (every case infra_error, skipped or unscored, or the run did not finish). Run "
+                             f"gate.py on that run's directory to see why, fix it and run again, or pass another "
+                             f"run's verdicts_for_stats.jsonl as the {side}", 2, file=str(path), key=side)
     import os
     if os.path.samefile(args.baseline, args.candidate):
         # one file on both sides pairs every case with itself: "within noise" by construction, never a measurement

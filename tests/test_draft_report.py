@@ -215,6 +215,20 @@ def test_running_run_is_refused_and_existing_report_needs_force(tmp_path):
     assert run_script("draft_report", run_dir, "--force").rc == 0
 
 
+def test_output_onto_a_directory_asks_for_a_file_path_not_force(tmp_path):
+    """-o DIR said "DIR exists ... Pass --force to overwrite it", and --force cannot overwrite a
+    directory with the report: it names the directory and asks for a file path, with or without --force."""
+    run_dir = make_run(tmp_path / "b", basic_cases())
+    folder = tmp_path / "reports-out"
+    folder.mkdir()
+    for extra in ((), ("--force",)):
+        r = run_script("draft_report", run_dir, "-o", folder, *extra)
+        assert r.rc == 2 and "is a directory" in r.json["error"] and str(folder) in r.json["error"], r.stdout + r.stderr
+        assert "--force" not in r.json["error"] and str(folder / "report.md") in r.json["error"]
+        assert "Traceback" not in r.stderr
+    assert list(folder.iterdir()) == []
+
+
 def test_hostile_answer_stays_inside_a_code_block(tmp_path):
     text = draft(realistic_run(tmp_path))
     excerpt = section(text, "Failure excerpts")

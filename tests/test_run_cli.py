@@ -285,3 +285,23 @@ def test_a_variable_whose_value_is_a_word_of_the_run_files_is_refused_at_pre_fli
         assert r.json["colliding_env"] == ["CLI_SECRET_TOKEN"]
     r, out, _ = go(state, plan("smoke-20261209T000000Z"), cli_env(tmp_path, CLI_SECRET_TOKEN="production-eu"))
     assert r.rc == 0, r.stdout
+
+
+def test_a_cli_program_not_found_names_invocation_command_not_base_url(state, tmp_path):
+    """A cli app whose program is a relative path that is not in the scratch cwd (python3 bot.py):
+    every case is infra_error and the gate's hollow-http line said "check the adapter's
+    invocation.base_url / invocation.endpoint", keys a cli adapter does not have. It names
+    invocation.command and the cwd a relative path resolves against (said at read time: results.json
+    keeps the recorded text, so --verify still holds); an http app's line is unchanged."""
+    from assay.score.hollow import hollow_layer_line
+    st = state
+    ad = cli_adapter(command=[sys.executable, "bot.py", "<user turn>"])
+    plan = make_plan(st, [case("c1", "hi")], adapter_doc=ad, run_id="smoke-20261201T000000Z")
+    _, out, _ = go(st, plan, cli_env(tmp_path))
+    gate = run_script("gate", out)
+    line = next(x for x in gate.stdout.splitlines() if "layer http" in x)
+    assert gate.rc != 0 and "invocation.command" in line and "invocation.cwd" in line, gate.stdout
+    assert "base_url" not in line and "endpoint" not in line
+    assert run_runner("--verify", out).rc == 0
+    http = hollow_layer_line("http", {"cases": 1, "reason": "r", "adapter_key": "invocation.base_url / invocation.endpoint"})
+    assert http.endswith("check the adapter's invocation.base_url / invocation.endpoint")

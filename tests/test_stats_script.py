@@ -79,6 +79,19 @@ def test_no_shared_ids_is_exit_2(tmp_path):
     assert r.rc == 2 and "check dataset_version" in r.json["error"]
 
 
+def test_an_empty_file_is_named_as_empty_not_a_dataset_version_mismatch(tmp_path):
+    """An empty candidate (a run that scored no case) said "no shared case ids ... check dataset_version":
+    it names the empty file and the fix."""
+    base = write_jsonl(tmp_path / "b.jsonl", verdicts("c", ["pass", "fail"]))
+    cand = tmp_path / "c.jsonl"
+    cand.write_text("", encoding="utf-8")
+    for argv, side, path in (((base, cand), "candidate", cand), ((cand, base), "baseline", cand)):
+        r = run_script("stats", *argv)
+        assert r.rc == 2 and f"the {side} file {path} is empty" in r.json["error"], r.stdout
+        assert "dataset_version" not in r.json["error"] and "gate.py" in r.json["error"]
+        assert r.json["key"] == side
+
+
 def test_malformed_jsonl_names_file_and_line(tmp_path):
     base = tmp_path / "b.jsonl"
     base.write_text('{"case_id": "a", "verdict": "pass"}\n{"case_id": "b", "verdict":\n', encoding="utf-8")

@@ -143,7 +143,7 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
         reasons.append("missing artifacts: " + ", ".join(str(m) for m in (missing if isinstance(missing, list) else [missing])[:10]))
     if not bad and summary["passes"] + summary["failures"] == 0:
         reasons.append("nothing was measured (0 passes + 0 failures), which is not a pass")
-    reasons.extend(hollow_reasons(summary))
+    reasons.extend(hollow_reasons(summary, _invocation_mode(run_dir)))
     from .gate_trust import trust_checks
     res.trust_head, res.trust_info, trusted = trust_checks(run_dir, results)
     reasons.extend(trusted)
@@ -196,6 +196,16 @@ def _check_budgets(res: GateResult, run_dir: Path, budgets: dict) -> None:
             sources={k: b["source"] for k, b in res.budgets.items()},
             include_judge=budgets.get("include_judge", True) is not False)
         reasons.extend(close)
+
+
+def _invocation_mode(run_dir: Path) -> str | None:
+    """The run's invocation.mode as its manifest recorded it (None: an http app or unknown): a hint
+    names the keys that mode's adapter has."""
+    from .rundir import try_json_head
+    manifest = try_json_head(Path(run_dir) / "manifest.yaml")
+    invocation = manifest.get("invocation") if isinstance(manifest, dict) else None
+    mode = invocation.get("mode") if isinstance(invocation, dict) else None
+    return mode if isinstance(mode, str) else None
 
 
 def recorded_budgets(run_dir: Path, state: Path, chosen: dict) -> dict:

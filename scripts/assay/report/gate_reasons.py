@@ -126,11 +126,11 @@ def canary_failures(run_dir: Path, results: dict) -> list[str]:
     return out
 
 
-def hollow_reasons(summary: dict) -> list[str]:
+def hollow_reasons(summary: dict, invocation_mode: Any = None) -> list[str]:
     """One close reason per hollow layer (asserted by some case, scored in none: wave 2 §1), and one when
     every passing case passed on absences only (score.hollow.absence_only_line)."""
     block = summary.get("hollow_layers")
-    lines = [hollow_layer_line(layer, info if isinstance(info, dict) else {})
+    lines = [hollow_layer_line(layer, info if isinstance(info, dict) else {}, invocation_mode)
              for layer, info in (block.items() if isinstance(block, dict) else ())]
     absence = absence_only_line(summary.get("passes_on_presence"))
     return lines + ([absence] if absence else [])

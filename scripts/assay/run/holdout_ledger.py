@@ -51,6 +51,32 @@ def append_ledger(path: Path, plan: RunPlan, stderr=None) -> int:
     return looks
 
 
+def require_look_on_ledger(path: Path, plan: RunPlan, shard_dirs: list[str]) -> None:
+    """The merge of a holdout plan's shards (runner-contract.md section 19): their look must already be
+    on this state dir's ledger, put there by a shard that ran against it or folded in from the store
+    (a merge from the store, or shards run with --publish). Otherwise the shards ran on other machines
+    and appended the look to their own ledgers (a CI matrix passing run dirs as artifacts: those
+    checkouts are thrown away, and this merge job's with them), so the look would be counted nowhere
+    and the budget would never run out: exit 2 before anything is written."""
+    try:
+        rows = _rows(writer.read_bytes(path).decode("utf-8")) if path.exists() else []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AssayError(f"the holdout ledger {path} cannot be read ({exc}); the merge cannot show this holdout "
+                         "run's look is counted", 2, key="paths.holdout_ledger", file=str(path)) from None
+    if any(r.get("run_id") == plan.run_id for r in rows if isinstance(r, dict)):
+        return
+    raise AssayError(
+        f"holdout run {plan.run_id}: its look is not on the ledger {path} ({len(rows)} look(s) there): its shards "
+        f"ran on other machines and each recorded the look in its own state dir's ledger, which this merge "
+        f"cannot see (on a CI matrix those checkouts are thrown away), so the look would be counted nowhere and "
+        f"the budget of 5 looks would never run out. Run a sharded holdout plan's shards with --publish "
+        f"s3://BUCKET/PREFIX (the store records every look before the first case) and merge from the store "
+        f"(merge_runs.py --plan PLAN --out OUT s3://BUCKET/PREFIX/{plan.run_id}/), or run the shards on this "
+        f"machine against this state dir; these shards' look is spent: count it by adding their ledger line "
+        f"(in any shard machine's datasets/holdout-looks.jsonl) to {path} and committing it. Nothing was written",
+        2, key="SHARD_DIR", ledger=str(path), shard_dirs=[str(d) for d in shard_dirs])
+
+
 def fold_store_looks(path: Path, plan: RunPlan, base: Any, *, record: bool, stderr=None) -> int:
     """A holdout plan meets a store (`base`, a StoreURL): its look is recorded there first when
     `record` (a run that will publish, before its pre-flight), then every look the store holds of
@@ -84,12 +110,7 @@ def _append_missing(path: Path, new_rows: list[dict[str, Any]]) -> tuple[list, i
     added = 0
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        rows = []
-        for line in writer.read_bytes(path).decode("utf-8").splitlines():
-            try:
-                rows.append(loads(line))
-            except ValueError:
-                continue
+        rows = _rows(writer.read_bytes(path).decode("utf-8"))
         have = {r.get("run_id") for r in rows if isinstance(r, dict)}
         fresh = [r for r in new_rows if r.get("run_id") not in have]
         if fresh:
@@ -103,6 +124,17 @@ def _append_missing(path: Path, new_rows: list[dict[str, Any]]) -> tuple[list, i
     if created:
         _fsync_dir(path.parent)
     return rows, added
+
+
+def _rows(text: str) -> list[Any]:
+    """The ledger's JSON lines (a line that is not JSON is skipped, as the append does)."""
+    rows = []
+    for line in text.splitlines():
+        try:
+            rows.append(loads(line))
+        except ValueError:
+            continue
+    return rows
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -20,6 +20,15 @@ from typing import Any, Iterable, Mapping
 from ..core.vocab import FAIL, NA, PASS, UNSCORABLE, UNSCORED
 from ..core.writer import clip
 
+# The `http` layer of an app the runner starts as a command (invocation.mode cli or agent): it has
+# no base_url or endpoint, and a program it cannot find fails every case the same way. Said by the
+# gate at read time (never recorded: results.json keeps ADAPTER_KEY_OF_LAYER's text, which --verify
+# recounts); for an http app the recorded key stands.
+COMMAND_KEY_OF_HTTP_LAYER = ("invocation.command (its program and arguments: a relative path resolves against "
+                             "invocation.cwd, which is a fresh empty directory per attempt under cwd: scratch; "
+                             "give the program's absolute path, or set cwd to the directory that holds it)")
+COMMAND_MODES = ("cli", "agent")
+
 # Layers whose pass alone never makes a case pass (liveness / hygiene only).
 LIVENESS_LAYERS: tuple[str, ...] = ("http", "loops")
 HOLLOW_CASE_REASON = "nothing asserted beyond liveness"
@@ -379,10 +388,13 @@ def look_for_reason(reason: Any) -> str | None:
     return next((look for words, look in CAUSE_OF_REASON if words in text), None)
 
 
-def hollow_layer_line(layer: str, info: Mapping[str, Any]) -> str:
+def hollow_layer_line(layer: str, info: Mapping[str, Any], invocation_mode: Any = None) -> str:
     """The gate's one-line reason for a hollow layer: the hint follows the reason's cause when it
-    names one (look_for_reason), else the adapter key that feeds the layer."""
+    names one (look_for_reason), else the adapter key that feeds the layer (for the `http` layer of
+    an app started as a command, COMMAND_KEY_OF_HTTP_LAYER: it has no base_url or endpoint)."""
     n = info.get("cases")
-    look = look_for_reason(info.get("reason")) or where_to_look(layer, info.get("adapter_key"))
+    key = (COMMAND_KEY_OF_HTTP_LAYER if layer == "http" and invocation_mode in COMMAND_MODES
+           else info.get("adapter_key"))
+    look = look_for_reason(info.get("reason")) or where_to_look(layer, key)
     return (f"layer {layer} was asserted by {n} case(s) and scored in none (a check that never ran): "
             f"most common reason: {info.get('reason') or 'none recorded'}; check {look}")

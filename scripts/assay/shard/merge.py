@@ -16,9 +16,11 @@
    `exit_code_for`). A merged dir that fails the completeness check is removed (exit 6).
 4. **Status**: a shard that aborted makes the merged status that abort (canary before
    infra). Canary case records come from the first shard whose canary failed, else shard 1.
-5. The holdout ledger gets the one line for the plan's run id (`append_ledger`, never a second: the
-   shard runs wrote it already), on disk before the build starts: a merge killed after it made the
-   merged holdout run readable has always counted its look.
+5. The holdout ledger: the plan's look must already be on this state dir's ledger (a shard ran
+   against it, or the store's looks were folded in): shards run on other machines without
+   --publish recorded it only in their own ledgers, so the merge refuses (exit 2, nothing written;
+   `require_look_on_ledger`). The one line for the run id (`append_ledger`, never a second) is on
+   disk before the build starts.
 
 Everything written is a function of the inputs only (timestamps come from the shards),
 so re-running the merge gives the same bytes. A previous merge at `--out` is replaced;
@@ -286,6 +288,8 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
     plan_sha = plan.sha256
     out = _check_out(plan, out_arg)
     ledger = holdout_ledger.ledger_path(plan)
+    if ledger is not None:   # a holdout look taken on machines whose ledgers this one cannot see: refused
+        holdout_ledger.require_look_on_ledger(ledger, plan, shard_dirs)
     baseline = preflight.check_baseline(baseline_arg, plan)
     count = plan["shards"]["count"]
     shards = [_read_shard(Path(p), plan_sha, count) for p in shard_dirs]
