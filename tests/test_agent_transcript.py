@@ -142,3 +142,11 @@ def test_a_tool_check_naming_a_tool_the_session_did_not_have_is_never_a_pass():
     fine = {"tools": {"forbidden": ["Bash(rm -rf *)", "Skill", "add", "mcp__other__drop"]}}
     assert not_in_session(fine, traj) == {}
     assert not_in_session(typo, {"tool_calls": []}) == {}              # no session tools listed: not an agent transcript
+
+
+def test_files_contains_fails_on_missing_text_or_a_missing_file():
+    """Mutation round 3: a file that lacked the asserted text passed expect.files.contains."""
+    spec = {"files": {"contains": {"a": ["fixed"]}}}
+    assert score_files({"files": {"contains": {"a": {"file": True, "missing": ["fixed"]}}}}, spec)["verdict"] == "fail"
+    assert score_files({"files": {"contains": {"a": {"file": False}}}}, spec)["verdict"] == "fail"
+    assert score_files({"files": {"contains": {"a": {"file": True, "missing": []}}}}, spec)["verdict"] == "pass"

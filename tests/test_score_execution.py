@@ -218,3 +218,22 @@ def test_rows_with_columns_and_order():
 def test_malformed_expectation_is_scorer_input_error(bad):
     with pytest.raises(ScorerInputError):
         score_execution(bad, {"scalar": 1})
+
+
+def test_unordered_rows_fail_on_an_extra_actual_row():
+    """Mutation round 3: a multiset comparison that only looked for missing rows passed extra ones."""
+    equal, diff = compare_rows([{"a": 1}], [{"a": 1}, {"a": 2}])
+    assert not equal and diff["unexpected_rows"] == [{"a": 2}] and diff["missing_count"] == 0
+
+
+def test_columns_never_match_a_row_that_is_not_an_object():
+    """Mutation round 3: a non-object actual row projected as itself could equal an expected row."""
+    assert not compare_rows([{"a": 1}], [{"a": 1}, [1]], columns=["a"])[0]
+    assert not compare_rows([1], [1], columns=["a"])[0]
+
+
+def test_a_tolerance_equal_to_the_expected_value_is_refused():
+    """Mutation round 3: tolerance == |expected| lets 0 pass; it is refused, as one just above it is."""
+    with pytest.raises(ScorerInputError, match="float_tolerance"):
+        score_execution({"scalar": 2.0, "float_tolerance": 2.0}, {"scalar": 0})
+    assert score_execution({"scalar": 2.0, "float_tolerance": 1.99}, {"scalar": 0})["verdict"] == "fail"

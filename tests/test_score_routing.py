@@ -172,3 +172,11 @@ def test_routes_compare_after_nfc():
 
 def test_empty_oos_route_means_none():
     assert "oos" not in routing_report([row("a", "billing", "billing")], "")
+
+
+def test_a_route_is_compared_exactly_no_case_folding():
+    """Mutation round 3: routes are NFC text without case folding, as every text comparison in assay."""
+    out = score_case_routing({"route": "billing"}, "Billing", "response", None)
+    assert out["verdict"] == "fail"
+    assert score_case_routing({"route": "billing", "route_acceptable": ["Sales"]}, "sales", "response",
+                              None)["verdict"] == "fail"

@@ -117,3 +117,10 @@ def test_partially_unscored_pass_is_flagged():
 def test_malformed_blocks_raise(args):
     with pytest.raises(ScorerInputError):
         score(trajectory(tool_call("get", {"id": 1}, {})), args)
+
+
+def test_a_list_argument_must_have_every_element():
+    """Mutation round 3: without the length check a list literal matched any prefix of itself."""
+    assert not values_equal([1, 2], [1, 2, 3]) and not values_equal([1, 2, 3], [1, 2])
+    traj = trajectory(tool_call("tag", {"labels": ["a"]}))
+    assert score_tool_args(traj, {"args": {"tag": {"labels": ["a", "b"]}}})["verdict"] == "fail"

@@ -76,3 +76,10 @@ def test_precision_recall_are_multiset():
 def test_malformed_blocks_raise(tools):
     with pytest.raises(ScorerInputError):
         score(traj("a"), tools)
+
+
+def test_exact_order_is_the_call_list_in_its_order():
+    """Mutation round 3: `exact` read as the same multiset passed the right calls in the wrong order."""
+    traj = trajectory(tool_call("a"), tool_call("b"))
+    assert score_trajectory(traj, {"tools": {"order": ["a", "b"], "order_mode": "exact"}})["verdict"] == "pass"
+    assert score_trajectory(traj, {"tools": {"order": ["b", "a"], "order_mode": "exact"}})["verdict"] == "fail"

@@ -160,3 +160,12 @@ def test_traceloop_legacy_completion_attributes():
         {"name": "lookup_order", "arguments": {"order_id": "ORD-1"}, "call_id": "c1", "arguments_captured": True}])
     given = {"gen_ai.prompt.1.role": "tool", "gen_ai.prompt.1.tool_call_id": "c1", "gen_ai.prompt.1.content": '{"ok": 1}'}
     assert given_tool_results(OPENLLMETRY, given) == {"c1": {"ok": 1}}
+
+
+def test_a_json_schema_in_the_first_argument_source_is_skipped_for_the_next():
+    """Mutation round 3: with the JSON Schema check gone the schema itself read as the call's arguments."""
+    schema = {"type": "object", "title": "lookup_order", "properties": {"order_id": {}}, "required": ["order_id"]}
+    got = OPENINFERENCE.arguments({"input.value": json.dumps(schema),
+                                   "tool_call.function.arguments": json.dumps({"order_id": "ORD-12"})})
+    assert got[:2] == (True, {"order_id": "ORD-12"}) and "JSON Schema" in got[2]
+    assert OPENINFERENCE.arguments({"input.value": json.dumps(schema)})[:2] == (False, None)
