@@ -222,3 +222,13 @@ def test_a_case_edited_since_the_champion_run_is_not_the_candidates_fix(tmp_path
                               "(ids sealed))") in r.json["error"], r.stdout
         sealed_out(r)
         assert not (state / "reports" / "baseline.json").read_text().count("holdout-20261201T030000Z")
+
+
+def app_with_sealed_money(tmp_path):
+    """make_app's app and state dir, with two more sealed holdout billing cases (money words)."""
+    from helpers import write_yaml
+    from test_rescore_changed_requests import case_yaml
+    app, state = make_app(tmp_path)
+    for cid, text in (("h-sealed-money-3", "cash money"), ("h-sealed-money-4", "money owed")):
+        write_yaml(state / "datasets" / f"{cid}.yaml", case_yaml(cid, text, "billing", "sent to billing", "[holdout]"))
+    return app, state

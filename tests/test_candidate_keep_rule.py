@@ -11,20 +11,26 @@ import pytest
 
 from fakeapp import FakeApp
 from fixtures_authoring import run_inproc
-from helpers import write_yaml
 from test_candidate import app_repo, run_dir
-from test_candidate_evidence import candidate, champion, make_app, measure, new, router, sealed_out
-from test_rescore_changed_requests import case_yaml
+from test_candidate_evidence import app_with_sealed_money, candidate, champion, measure, new, router, sealed_out
 
 pytestmark = pytest.mark.slow   # several runs in sequence (conftest: slow files first)
 
 CHAMP, CHAMP_HOLD = "regression-20261201T000000Z", "holdout-20261201T000000Z"
 
 
+def won_training(app, state, url: str, cid: str, words: str, hour: str):
+    """Candidate `cid` (the router's words), measured on training (a win: keep exit 3), then on the
+    holdout: (training run, holdout run)."""
+    new(state, cid)
+    (app / "words.txt").write_text(words)
+    train = measure(state, url, f"regression-20261201T{hour}0000Z", CHAMP)
+    assert candidate(state, "keep", "--id", cid, "--training", train).rc == 3
+    return train, measure(state, url, f"holdout-20261201T{hour}0500Z", CHAMP_HOLD)
+
+
 def test_no_keep_on_a_training_or_holdout_run_that_does_not_pass_the_keep_rule(tmp_path):
-    app, state = make_app(tmp_path)
-    for cid, text in (("h-sealed-money-3", "cash money"), ("h-sealed-money-4", "money owed")):
-        write_yaml(state / "datasets" / f"{cid}.yaml", case_yaml(cid, text, "billing", "sent to billing", "[holdout]"))
+    app, state = app_with_sealed_money(tmp_path)
     with FakeApp(router(app)) as fake:
         champion(state, fake.url)
         # A fixes one refund case of five: within noise (P(better) 0.75 < 0.8): rejected, the holdout unread
@@ -37,22 +43,14 @@ def test_no_keep_on_a_training_or_holdout_run_that_does_not_pass_the_keep_rule(t
         assert "does not pass the keep rule" in r.json["reason"]
         assert candidate(state, "revert", "--id", "A").rc == 0
         # B wins on training; on the holdout it fixes nothing: rejected by the holdout
-        new(state, "B")
-        (app / "words.txt").write_text("billing: invoice refund\n")
-        train = measure(state, fake.url, "regression-20261201T020000Z", CHAMP)
-        assert candidate(state, "keep", "--id", "B", "--training", train).rc == 3
-        hold = measure(state, fake.url, "holdout-20261201T020500Z", CHAMP_HOLD)
+        train, hold = won_training(app, state, fake.url, "B", "billing: invoice refund\n", "02")
         r = candidate(state, "keep", "--id", "B", "--training", train, "--holdout", hold)
         assert r.rc == 1 and r.json["decision"] == "rejected", r.stdout
         assert r.json["reason"].startswith("won on training but the holdout does not pass the keep rule")
         sealed_out(r)
         assert candidate(state, "revert", "--id", "B").rc == 0
         # C wins on training and on the holdout (4 fixed, 1 broken: keep) but breaks a gating holdout case
-        new(state, "C")
-        (app / "words.txt").write_text("billing: invoice refund money black\n")
-        train = measure(state, fake.url, "regression-20261201T030000Z", CHAMP)
-        assert candidate(state, "keep", "--id", "C", "--training", train).rc == 3
-        hold = measure(state, fake.url, "holdout-20261201T030500Z", CHAMP_HOLD)
+        train, hold = won_training(app, state, fake.url, "C", "billing: invoice refund money black\n", "03")
         assert json.loads((hold / "comparison.json").read_text())["keep"] is True
         r = candidate(state, "keep", "--id", "C", "--training", train, "--holdout", hold)
         assert r.rc == 1 and r.json["decision"] == "rejected", r.stdout

@@ -21,9 +21,8 @@ import pytest
 
 from fakeapp import FakeApp, Reply
 from fixtures_authoring import run_inproc
-from helpers import run_script, write_yaml
-from test_candidate_evidence import candidate, champion, git, make_app, new, router, sealed_out
-from test_rescore_changed_requests import case_yaml
+from helpers import run_script
+from test_candidate_evidence import app_with_sealed_money, candidate, champion, git, make_app, new, router, sealed_out
 
 pytestmark = pytest.mark.slow   # several runs each, in sequence (conftest: slow files first)
 
@@ -110,9 +109,7 @@ def test_a_replayed_a_layer_only_or_a_partial_run_is_not_the_candidates_evidence
 
 
 def test_a_holdout_look_past_the_budget_or_against_an_older_champion_decides_no_keep(tmp_path):
-    app, state = make_app(tmp_path)
-    for cid, text in (("h-sealed-money-3", "cash money"), ("h-sealed-money-4", "money owed")):
-        write_yaml(state / "datasets" / f"{cid}.yaml", case_yaml(cid, text, "billing", "sent to billing", "[holdout]"))
+    app, state = app_with_sealed_money(tmp_path)
     with FakeApp(router(app)) as fake:
         champion(state, fake.url)
         # A: a real win (2 of 5 holdout billing cases), kept; its holdout run is the champion's from now on

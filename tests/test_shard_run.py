@@ -364,17 +364,22 @@ def test_holdout_ledger_gets_one_line_before_a_shard_result_is_readable(tmp_path
     assert "h-0" not in (state / "reports" / run_id / "run.log").read_text()
 
 
+def ran_holdout_shards(tmp_path, run_id: str):
+    """A holdout plan's two shards run against one state dir: (state, plan path, run id)."""
+    with FakeApp(handler) as app:
+        state = make_state(tmp_path)
+        plan_path = holdout_shards(state, app.url, run_id)
+        for i in (1, 2):
+            assert run_shard(state, plan_path, run_id, i).rc == 0
+    return state, plan_path, run_id
+
+
 def test_holdout_shards_from_other_machines_without_publish_are_refused_at_the_merge(tmp_path):
     """A CI matrix without --publish: each shard job appended the look to its own checkout's ledger
     (thrown away), the merge job's fresh checkout had none, and the merge appended it there (thrown
     away too): the gate opened on look 1 every time and the budget never ran out. The merge now
     refuses a holdout plan whose look is not already on its ledger, naming --publish; nothing written."""
-    with FakeApp(handler) as app:
-        state = make_state(tmp_path)
-        run_id = "holdout-20261129T151500Z"
-        plan_path = holdout_shards(state, app.url, run_id)
-        for i in (1, 2):
-            assert run_shard(state, plan_path, run_id, i).rc == 0
+    state, plan_path, run_id = ran_holdout_shards(tmp_path, "holdout-20261129T151500Z")
     ledger = state / "datasets" / "holdout-looks.jsonl"
     ledger.unlink()   # the merge job's checkout: the shard jobs' ledgers went with their machines
     r = merge(state, plan_path, run_id, [state / "reports" / f"{run_id}.shard-{i}" for i in (1, 2)])
@@ -388,12 +393,7 @@ def test_a_merge_that_cannot_record_its_look_makes_no_holdout_run_readable(tmp_p
     """The merge appended the ledger line after renaming the merged holdout run into place: a merge
     stopped in between (here: the ledger cannot be written) left a readable holdout result whose look
     no ledger counted. The line comes first now; without it nothing is renamed into place."""
-    with FakeApp(handler) as app:
-        state = make_state(tmp_path)
-        run_id = "holdout-20261129T141500Z"
-        plan_path = holdout_shards(state, app.url, run_id)
-        for i in (1, 2):
-            assert run_shard(state, plan_path, run_id, i).rc == 0
+    state, plan_path, run_id = ran_holdout_shards(tmp_path, "holdout-20261129T141500Z")
     ledger = state / "datasets" / "holdout-looks.jsonl"
     ledger.unlink(missing_ok=True)
     ledger.mkdir()   # the merge cannot append its look, as a kill or a full disk would stop it
