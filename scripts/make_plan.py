@@ -187,9 +187,21 @@ def _plan(args):
         summary["timeout_minutes"] = max(row["timeout_minutes"] for row in shard_rows)
         summary["run_shard"] = shard_command_line(out_path, out_dir)
         summary["merge"] = merge_command_line(out_path, out_dir)
+        if plan["selecting_split"] == "holdout":   # each look must reach a ledger that outlives the machine
+            note = HOLDOUT_SHARDS_NOTE
+            summary["notes"] = list(summary["notes"] or []) + [note]
+            print(f"note: {note}", file=sys.stderr)
     print(f"plan {plan['run_id']}: {counts}, k={plan['k']}, gate {plan['gate']}", file=sys.stderr)
     return 0, summary
 
+
+
+# Said with a sharded holdout plan (runner contract section 19): a shard records the look in its own
+# state dir's ledger, and a merge refuses shards whose look its ledger does not hold.
+HOLDOUT_SHARDS_NOTE = ("a holdout plan's shards on other machines (a CI matrix, a cluster) must run with --publish "
+                       "s3://BUCKET/PREFIX and be merged from the store: the store records each look, while a "
+                       "machine's own ledger goes with it (merge_runs.py refuses shards whose look its ledger "
+                       "does not hold); shards run here, against this state dir, count their look here")
 
 if __name__ == "__main__":
     sys.exit(run_command(build_parser, run, needs=("jsonschema",), script=__file__))

@@ -118,3 +118,14 @@ def test_shards_block_rules(suite, tmp_path):
     assert "hold no case" in broken(**{"c-00000002": 1, "c-00000004": 1})
     with pytest.raises(AssayError, match="numbered 1..2"):
         slice_plan(plan, 3)
+
+
+def test_a_sharded_holdout_plan_says_its_shards_elsewhere_need_the_store(suite, tmp_path):
+    """Shards of a holdout plan on other machines record the look in ledgers thrown away with them: the
+    plan's summary says to run them with --publish and merge from the store (a smoke plan does not)."""
+    state, conv = suite
+    _, r = make(state, conv, tmp_path, "--mode", "holdout", "--shards", "1")
+    assert any("--publish" in n and "merged from the store" in n for n in r.json["notes"]), r.json["notes"]
+    assert "note: a holdout plan's shards" in r.stderr
+    _, smoke = make(state, conv, tmp_path, "--mode", "smoke", "--shards", "2")
+    assert not any("--publish" in n for n in smoke.json["notes"] or [])
