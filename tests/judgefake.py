@@ -54,12 +54,17 @@ def is_probe(req) -> bool:
     return req.method == "POST" and PROBE_MARK in (req.body or b"").decode("utf-8", "replace")
 
 
+def probe_reply(model: str, *, input_tokens: int = 3, msg_id: str = "msg_0"):
+    """A Messages API reply to the pre-flight probe: one text block, `end_turn`."""
+    return Reply(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model,
+                       "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                       "stop_sequence": None, "usage": {"input_tokens": input_tokens, "output_tokens": 1}})
+
+
 def anthropic_handler(decide: Callable[[str, str], Any] = default_decide, seen: list | None = None):
     def handler(req):
         if is_probe(req) and req.path == "/v1/messages":
-            return Reply(200, {"id": "msg_00", "type": "message", "role": "assistant", "model": req.json["model"],
-                               "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                               "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1}})
+            return probe_reply(req.json["model"], input_tokens=12, msg_id="msg_00")
         if seen is not None:
             seen.append(req)
         if req.path != "/v1/messages" or req.method != "POST":

@@ -13,7 +13,7 @@ loopback ports."""
 from __future__ import annotations
 
 from fakeapp import FakeApp, Reply, case, make_plan, state  # noqa: F401 (fixtures)
-from judgefake import judge_block, is_probe, write_calibration, write_rubric
+from judgefake import judge_block, is_probe, write_calibration, write_rubric, probe_reply
 from helpers import run_script
 from trust_fixtures import go, read
 
@@ -23,9 +23,7 @@ ANSWER = "Refund of 20 USD issued."   # no arrival time: states-arrival fails it
 def two_verdicts(req):
     """The probe answered; every node call gets two record_verdict calls, pass then fail."""
     if is_probe(req):
-        return Reply(200, {"id": "msg_0", "type": "message", "role": "assistant", "model": req.json["model"],
-                           "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                           "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}})
+        return probe_reply(req.json["model"], input_tokens=5)
     name = req.json["tool_choice"]["name"]
     blocks = [{"type": "tool_use", "id": f"toolu_0{i}", "name": name,
                "input": {"verdict": v, "evidence": ["Refund of 20 USD"] if v == "pass" else [], "reason": v}}

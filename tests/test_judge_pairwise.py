@@ -9,7 +9,7 @@ import json
 import re
 
 from fakeapp import Reply, app, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
-from judgefake import is_probe, judge_block, write_calibration, write_rubric
+from judgefake import is_probe, judge_block, write_calibration, write_rubric, probe_reply
 from test_judge_run import judge_server as judge  # noqa: F401 (fixture)
 
 from assay.core.vocab import JUDGE_UNSTABLE
@@ -54,9 +54,7 @@ def judge_handler(prefer, seen: list):
     """Anthropic Messages: the forced tool's input is {preferred, reason}."""
     def handler(req):
         if is_probe(req):
-            return Reply(200, {"id": "msg_0", "type": "message", "role": "assistant", "model": "claude-x",
-                               "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                               "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}})
+            return probe_reply("claude-x", input_tokens=3)
         body = req.json
         seen.append(body)
         a, b = answers_in(body["messages"][0]["content"])
@@ -69,19 +67,24 @@ def judge_handler(prefer, seen: list):
     return handler
 
 
-def run(state, app, judge, run_id, *args, calibrated=False):
-    write_rubric(state, PAIRWISE, "eta-vs-baseline.md")
-    cfg = dict(CONFIG, base_url=judge.url)
-    plan = make_plan(state, [case("c-1", "ask", expect={"answer": {"rubric": ["eta-vs-baseline-v1"]}}),
-                             case("c-2", "other", expect={"answer": {"rubric": ["eta-vs-baseline-v1"]}})],
-                     app_url=app.url, run_id=run_id)
+def judged_run(state, app_url, cfg, cases, run_id, *args, calibrated=False):
+    """run_cases.py on a plan of `cases` judged by `cfg` (calibrated: a sidecar that says so): (result, run dir)."""
+    plan = make_plan(state, cases, app_url=app_url, run_id=run_id)
     if calibrated:
         plan["paths"]["judge_calibration"] = write_calibration(state, {"eta-vs-baseline-v1": True}, config=cfg)
     plan["judge"] = judge_block(state, cfg)
     path = state / "work" / f"{run_id}.json"
     path.write_text(json.dumps(plan), encoding="utf-8")
     out = state / "reports" / run_id
-    r = run_runner("--plan", path, "--out", out, "--progress", "never", *args)
+    return run_runner("--plan", path, "--out", out, "--progress", "never", *args), out
+
+
+def run(state, app, judge, run_id, *args, calibrated=False):
+    write_rubric(state, PAIRWISE, "eta-vs-baseline.md")
+    cfg = dict(CONFIG, base_url=judge.url)
+    r, out = judged_run(state, app.url, cfg, [case("c-1", "ask", expect={"answer": {"rubric": ["eta-vs-baseline-v1"]}}),
+                                              case("c-2", "other", expect={"answer": {"rubric": ["eta-vs-baseline-v1"]}})],
+                        run_id, *args, calibrated=calibrated)
     assert r.rc == 0, r.stdout + r.stderr
     return out
 

@@ -9,20 +9,18 @@ import json
 
 import pytest
 
-from fakeapp import FakeApp, Reply, case, make_plan, run_runner, state  # noqa: F401 (fixtures)
+from fakeapp import FakeApp, Reply, case, state  # noqa: F401 (fixtures)
 from helpers import run_script
-from judgefake import judge_block, write_calibration, write_rubric
+from judgefake import probe_reply, write_rubric
 from rundir_util import cases_view
-from test_judge_pairwise import PAIRWISE, answers_in, app_handler, fair, is_probe
+from test_judge_pairwise import PAIRWISE, answers_in, app_handler, fair, is_probe, judged_run
 
 
 def judge_handler(prefer, seen: list):
     def handler(req):
         body = req.json
         if is_probe(req):
-            return Reply(200, {"id": "msg_0", "type": "message", "role": "assistant", "model": body["model"],
-                               "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                               "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}})
+            return probe_reply(body["model"], input_tokens=3)
         seen.append(body)
         a, b = answers_in(body["messages"][0]["content"])
         return Reply(200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
@@ -46,16 +44,8 @@ def judges():
 
 
 def run(state, app, cfg, run_id, *args, calibrated=False):
-    plan = make_plan(state, [case("c-1", "ask", expect={"answer": {"rubric": ["eta-vs-baseline-v1"]}})],
-                     app_url=app.url, run_id=run_id)
-    if calibrated:
-        plan["paths"]["judge_calibration"] = write_calibration(state, {"eta-vs-baseline-v1": True}, config=cfg)
-    plan["judge"] = judge_block(state, cfg)
-    path = state / "work" / f"{run_id}.json"
-    path.write_text(json.dumps(plan), encoding="utf-8")
-    out = state / "reports" / run_id
-    r = run_runner("--plan", path, "--out", out, "--progress", "never", *args)
-    return r, out
+    return judged_run(state, app.url, cfg, [case("c-1", "ask", expect={"answer": {"rubric": ["eta-vs-baseline-v1"]}})],
+                      run_id, *args, calibrated=calibrated)
 
 
 def test_a_pairwise_loss_the_majority_of_the_ensemble_sees_closes_the_gate(state, judges):

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from fakeapp import FakeApp, Reply, app, state  # noqa: F401 (fixtures)
-from judgefake import is_probe, prompt_parts, write_calibration
+from judgefake import is_probe, prompt_parts, write_calibration, probe_reply
 from test_judge_run import KEY, app_handler, go, judged_plan, rcase, read
 from helpers import run_script
 
@@ -27,9 +27,7 @@ def anthropic(stop_reason):
     def handler(req):
         body = req.json
         if is_probe(req):
-            return Reply(200, {"id": "msg_0", "type": "message", "role": "assistant", "model": body["model"],
-                               "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                               "stop_sequence": None, "usage": {"input_tokens": 9, "output_tokens": 1}})
+            return probe_reply(body["model"], input_tokens=9)
         prompt_parts(body["messages"][0]["content"])
         return Reply(200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
                            "content": [{"type": "tool_use", "id": "toolu_1", "name": "record_verdict", "input": CUT}],
