@@ -66,6 +66,13 @@ def test_the_script_a_variable_in_the_argv_names_is_bound_by_its_content(tmp_pat
     files = careful["judges"][0]["command_files"]
     assert list(files) == ["${JUDGE_SCRIPT}"] and files["${JUDGE_SCRIPT}"] is not None
     assert "careful.py" not in json.dumps(careful)   # the value is never recorded
+    # a module the script imports from beside it is bound too, keyed beside the argument as written
+    (tmp_path / "judge" / "careful.py").write_text("from rules import strict\nprint(strict)")
+    (tmp_path / "judge" / "rules.py").write_text("strict = True")
+    bound = judge_identity(config, tmp_path, {"JUDGE_SCRIPT": "judge/careful.py"})["judges"][0]["command_files"]
+    assert sorted(bound) == ["${JUDGE_SCRIPT}", "rules.py"] and bound["rules.py"] is not None
+    (tmp_path / "judge" / "rules.py").write_text("strict = False")
+    assert judge_identity(config, tmp_path, {"JUDGE_SCRIPT": "judge/careful.py"})["judges"][0]["command_files"] != bound
     monkeypatch.delenv("JUDGE_SCRIPT", raising=False)
     with _pytest.raises(AssayError) as err:   # --write without it would bind to nothing
         _bound_env(config)

@@ -333,3 +333,63 @@ def test_write_refuses_labels_of_a_judge_script_edited_since_the_labelled_run(tm
         (state / "strict_judge.py").write_text(STRICT_JUDGE)               # the judge people labelled
         w = run_script("score_agreement", *args)
         assert w.rc == 0 and w.json["status"] == "calibrated" and w.json["labelled_judge_unchecked"] == ["(no batch: 120 line(s))"], w.stdout
+
+
+# the strict judge split in two: the script, and the rule it imports from a module beside it
+SPLIT_JUDGE = STRICT_JUDGE.replace("import json, re, sys\n", "import json, re, sys\nfrom helpers import is_bad\n").replace(
+    'bad = "idiot" in answer', "bad = is_bad(answer)")
+STRICT_HELPER = 'def is_bad(answer):\n    return "idiot" in answer\n'
+LAZY_HELPER = "def is_bad(answer):\n    return False\n"
+
+
+def split_judge_state(root):
+    """tone_state with the judge as judge/judge.py + judge/helpers.py, calibrated (score_agreement.py --write)."""
+    import sys
+    state = tone_state(root)
+    (state / "judge" / "judge.py").write_text(SPLIT_JUDGE)
+    (state / "judge" / "helpers.py").write_text(STRICT_HELPER)
+    (state / "judge" / "judge.yaml").write_text(f"provider: command\ncommand: [{json.dumps(sys.executable)}, judge/judge.py]\n")
+    r = run_script("score_agreement", state / "annotations", "--write", state / "judge" / "calibration.json")
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
+    return state
+
+
+def test_a_module_the_judge_script_imports_from_beside_it_is_bound_by_its_content(tmp_path):
+    """judge.py does `from helpers import is_bad`. Before: only judge.py was bound, so helpers.py made lazy
+    in place after calibration left tone-v1 "calibrated, gating" and a planted rude reply passed the gate."""
+    state = split_judge_state(tmp_path)
+    with FakeApp(tone_app) as app:
+        _, out = tone_run(state, app, "smoke-20261204T010000Z")
+        g = run_script("gate", out)
+        assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout   # the calibrated judge gates
+
+        (state / "judge" / "helpers.py").write_text(LAZY_HELPER)            # same judge.yaml, same judge.py
+        plan_r, out = tone_run(state, app, "smoke-20261204T020000Z")
+        judged = read(out, "c-rude0001")["layers"]["judged"]
+        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass", judged
+        why = judged["rubrics"][0]["why_provisional"]
+        assert "(the content of judge/helpers.py)" in why, why                # the file that changed, by name
+        assert "judge: tone-v1 provisional again" in plan_r.stderr and "judge/helpers.py" in plan_r.stderr
+        g = run_script("gate", out)
+        assert "judged (calibrated, gating)" not in g.stdout, g.stdout
+        assert "judged (provisional, never gating): 2 case(s): 2 pass -- tone-v1 provisional again" in g.stdout
+        assert "(the content of judge/helpers.py)" in g.stdout, g.stdout
+    side = json.loads((state / "judge" / "calibration.json").read_text())
+    assert sorted(side["judge"]["identity"]["judges"][0]["command_files"]) == ["judge/helpers.py", "judge/judge.py"]
+
+
+def test_a_file_beside_the_judge_script_that_it_does_not_import_is_not_bound(tmp_path):
+    """Only what the script imports is the judge: notes, another script or a module it never imports may
+    change beside it and the calibration still gates; a standard-library module it imports is not bound."""
+    state = split_judge_state(tmp_path)
+    side = json.loads((state / "judge" / "calibration.json").read_text())
+    assert not any("json" in f or "re.py" in f for f in side["judge"]["identity"]["judges"][0]["command_files"])
+    (state / "judge" / "README.md").write_text("how our judge works\n")
+    (state / "judge" / "scratch.py").write_text("print('an experiment')\n")       # not imported
+    (state / "judge" / "lazy_judge.py").write_text(LAZY_JUDGE)
+    with FakeApp(tone_app) as app:
+        plan_r, out = tone_run(state, app, "smoke-20261205T010000Z")
+        assert "provisional again" not in plan_r.stderr, plan_r.stderr
+        assert read(out, "c-rude0001")["layers"]["judged"]["provisional"] is False
+        g = run_script("gate", out)
+        assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout   # still calibrated, gating

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,6 +32,7 @@ from ..core.secrets import ENV_REF
 from .floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors  # noqa: F401 (DEFAULT_FLOORS re-exported)
 from .bound_values import resolved_binding, resolved_words
 from .config import SCRIPT_SUFFIXES, aggregate_of, members
+from .local_imports import local_modules
 from .prompt import PROMPT_VERSION
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
@@ -71,7 +73,8 @@ def _resolved_arg(arg: str, env: Mapping[str, str] | None) -> str:
 def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What makes one judge this judge: provider and model (and where it is served, by the values of
     the variables those name), or the command and the content of the scripts it runs from the state
-    dir. Keys, timeouts and concurrency do not."""
+    dir and of the Python modules those import from beside them (assay.judge.local_imports, each keyed
+    by its path beside the argument as written). Keys, timeouts and concurrency do not."""
     provider = config.get("provider")
     if provider == "command":
         argv = [str(a) for a in config.get("command") or []]
@@ -81,6 +84,9 @@ def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, 
             if state is not None and _runs_a_file(runs, first=i == 0):
                 path = Path(runs) if os.path.isabs(runs) else Path(state) / runs
                 files[arg] = _file_sha(path)   # keyed by the argument as written: never a value on disk
+                where = posixpath.dirname(arg)   # its modules: beside the argument as written, too
+                for rel, module in local_modules(path):
+                    files.setdefault(f"{where}/{rel}" if where else rel, _file_sha(module))
         return {"provider": provider, "command": argv, "command_files": files}
     one = {"provider": provider, "model": config.get("model"), "base_url": config.get("base_url"),
            "structured_output": bool(config.get("structured_output", True))}
