@@ -87,11 +87,19 @@ def fold_store_looks(path: Path, plan: RunPlan, base: Any, *, record: bool, stde
     from ..core.runplan import dataset_version_of
     from ..store import looks
     from ..store.client import Store
-    stderr = stderr or sys.stderr
     store = Store(base)
     version = dataset_version_of(plan.manifest_extra)
     if record:
         looks.record(base, dict(look_row(plan), dataset_version=version), store)
+    return fold_looks(path, base, version, store=store, stderr=stderr)
+
+
+def fold_looks(path: Path, base: Any, version: int, *, store: Any = None, stderr=None) -> int:
+    """Append to the ledger at `path` every look the store `base` holds of dataset_version `version`
+    (a record without one counts for any), one line per run id; how many lines it added. The one
+    fold: a holdout run that publishes, the merge from the store, and `holdout.py looks --store`."""
+    from ..store import looks
+    stderr = stderr or sys.stderr
     found = [r for r in looks.read(base, store) if r.get("dataset_version") in (None, version)]
     rows, added = _append_missing(path, found)
     if added:
