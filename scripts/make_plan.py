@@ -89,7 +89,21 @@ def _mark_not_started(args, mode: str, err) -> None:
         return   # no earlier run to mistake for this one, or no run id this run could have had
     run_id = args.run_id or new_run_id(mode)
     not_started.mark(reports / run_id, run_id=run_id, mode=mode, exit_code=err.code, error=err.message,
-                     at=utc_now_iso(), by="make_plan.py")
+                     at=utc_now_iso(), by="make_plan.py", command=_plan_again(args, mode))
+
+
+def _plan_again(args, mode: str) -> str:
+    """The make_plan.py command that plans this again once the refusal is fixed (the gate names it):
+    the user's converted suite when it is a file, else the state dir's `work/converted.json` (what
+    convert_suite.py -o writes in the documented layout), and the user's -o, else `work/plan.json`."""
+    from pathlib import Path
+
+    from assay.core.commands import SCRIPTS_DIR
+    state = Path(args.state_dir)
+    converted = Path(args.converted) if Path(args.converted).is_file() else state / "work" / "converted.json"
+    output = Path(args.output) if args.output else state / "work" / "plan.json"
+    return (f'python3 "{SCRIPTS_DIR / "make_plan.py"}" "{converted}" --mode {mode} --state-dir "{state}" '
+            f'-o "{output}"')
 
 
 def _plan(args):

@@ -117,6 +117,40 @@ def test_a_refused_plan_is_never_gated_by_latest_as_the_previous_green_run(tmp_p
     assert run_inproc("gate", state / "reports" / green).rc == 0
 
 
+def test_latest_after_a_refused_plan_says_the_plan_was_refused_and_names_the_command_to_plan_again(tmp_path):
+    """convert_suite.py, then make_plan.py given the state dir where the converted suite goes (a first
+    mistake), then `gate.py --latest`: the gate used to say "the newest run, <id>, never started", a
+    run the user never started, with no command. The refusal is still recorded (the CI step without
+    `set -e` must not gate an older run), and the gate now says the plan was refused, that it never
+    became a run, and the make_plan.py command that plans it again (which works as given)."""
+    import shlex
+    import subprocess
+    import sys
+
+    from helpers import run_script
+    state = write_state(tmp_path)
+    (state / "reports").mkdir()   # runs were made here before
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+    refused = run_script("make_plan", state, "--mode", "smoke", "--state-dir", state, "-o", work / "plan.json")
+    assert refused.rc == 2 and "run convert_suite.py first" in refused.json["error"], refused.stdout
+
+    gated = run_script("gate", state / "reports", "--latest", "--json")
+    assert gated.rc == 2, gated.stdout
+    doc = gated.json
+    assert doc["not_started"] is True and doc["refused_plan"] is True, doc
+    error = doc["error"]
+    assert f"the newest plan, {doc['run_id']}, was refused (make_plan.py exit 2: cannot read {state}" in error, error
+    assert "it never became a run" in error and "never started" not in error, error
+    command = error.split("plan again: ", 1)[1].split("; then run the plan it writes", 1)[0]
+    argv = shlex.split(command)
+    assert argv[0] == "python3" and argv[1].endswith("make_plan.py"), command
+    assert argv[2:] == [str(work / "converted.json"), "--mode", "smoke", "--state-dir", str(state),
+                        "-o", str(work / "plan.json")], command
+    again = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and (work / "plan.json").is_file(), again.stdout + again.stderr
+
+
 def test_pytest_session_no_case_ran_a_missing_baseline_and_skips_named_by_case(tmp_path):
     """`pytest --assay .assay -m unit` (or a -k that matches no case): every case deselected, no run,
     no gate. The terminal section used to read `assay gate: open` over a suite that never ran.

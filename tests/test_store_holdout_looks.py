@@ -83,3 +83,41 @@ def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate
         look = server.client().get_object(Bucket=BUCKET, Key=f"assay/runs/holdout-looks/{run_id}.json")
         assert json.loads(look["Body"].read())["run_id"] == run_id
     assert gate.rc != 0 and "holdout look 6 of a budget of 5" in gate.stdout, gate.stdout
+
+
+def test_holdout_looks_with_a_store_counts_the_looks_published_there(tmp_path):
+    """`holdout.py looks` read only this checkout's ledger: a team whose holdout runs publish (their
+    looks at `<prefix>/holdout-looks/`, the pods' ledgers thrown away) saw none of them counted. With
+    `--store` (or $ASSAY_STORE) it folds the store's looks of the suite's dataset_version into the
+    ledger first, the merge's fold, and counts them; a look of another dataset_version is not counted."""
+    from pathlib import Path
+    team = tmp_path / "team" / ".assay"   # the checkout that asks: one look committed
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "helpdesk" / ".assay", team,
+                    ignore=shutil.ignore_patterns("reports", "work"))
+    ledger = team / "datasets" / "holdout-looks.jsonl"
+    ledger.write_text(json.dumps(EARLIER[0]) + "\n", encoding="utf-8")
+    pod = make_state(tmp_path / "pod")   # a pod's own disk
+    store = f"s3://{BUCKET}/assay/team"
+    run_id = "holdout-20261203T120000Z"
+    with served(BUCKET, echo) as (server, app):
+        plan = make_plan(pod, [case("h-1", "msg 1", split=["holdout"])], adapter_doc=adapter(app.url),
+                         run_id=run_id, mode="holdout", selecting_split="holdout")
+        r = run_runner("--plan", write_plan(pod, plan), "--out", pod / "reports" / run_id, "--publish", store,
+                       "--progress", "never", env=server.env)
+        assert r.rc == 0, r.stdout + r.stderr
+        old = {"run_id": "holdout-20261001T120000Z", "mode": "holdout", "dataset_version": 0}
+        server.client().put_object(Bucket=BUCKET, Key="assay/team/holdout-looks/holdout-20261001T120000Z.json",
+                                   Body=json.dumps(old).encode())
+
+        alone = run_script("holdout", "looks", team, env=server.env)
+        assert alone.rc == 0 and alone.json["looks"] == 1, alone.stdout
+        looks = run_script("holdout", "looks", team, "--store", store, env=server.env)
+        assert looks.rc == 0, looks.stdout + looks.stderr
+        doc = looks.json
+        assert (doc["looks"], doc["folded"], doc["remaining"], doc["store"]) == (2, 1, 3, f"{store}/"), doc
+        assert doc["last"]["run_id"] == run_id, doc
+        assert [json.loads(x)["run_id"] for x in ledger.read_text().splitlines()] == [EARLIER[0]["run_id"], run_id]
+        again = run_script("holdout", "looks", team, env=dict(server.env, ASSAY_STORE=store))   # one line per run id
+        assert again.rc == 0 and (again.json["looks"], again.json["folded"]) == (2, 0), again.stdout
+        wrong = run_script("holdout", "unseal", team, "--store", store, "--reason", "x", env=server.env)
+        assert wrong.rc == 2 and "--store" in wrong.json["error"], wrong.stdout

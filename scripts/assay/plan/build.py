@@ -160,7 +160,9 @@ def id_pattern_of(converted: dict[str, Any]) -> str | None:
     return pattern
 
 
-def _dataset_version(converted: dict[str, Any]) -> int:
+def dataset_version(converted: dict[str, Any]) -> int:
+    """The suite's dataset_version (datasets/dataset.yaml; 1 when unset): what a plan records in
+    manifest_extra, and the version whose holdout looks count (`holdout.py looks --store`)."""
     manifest = converted.get("manifest") or {}
     for key in ("dataset_version", "version"):
         value = manifest.get(key)
@@ -288,14 +290,14 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         warnings.append(f"--state-dir {state} has no adapter.yaml: is it the state dir the suite was "
                         "converted from? Reports and the holdout ledger go under it")
     split = o.split or mode.split
-    dataset_version = _dataset_version(converted)
+    version = dataset_version(converted)
     validation = lint_converted(converted, state, allow_invalid=o.allow_invalid)
     warnings += validation.pop("warning_lines")
     if validation["errors"]:
         warnings.append(f"--allow-invalid: planning a suite with {validation['errors']} linter ERROR(s) "
                         f"({', '.join(validation['error_codes'])}); recorded in manifest_extra.validation")
     cases, select_notes = select_cases(converted["cases"], mode=mode.name, split=split, tag=o.tag,
-                                       failing_in=o.failing_in, dataset_version=dataset_version,
+                                       failing_in=o.failing_in, dataset_version=version,
                                        harness_version=HARNESS_VERSION, case_ids=o.cases)
     notes += select_notes
     k = o.k if o.k is not None else mode.k
@@ -335,7 +337,7 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         "capability_matrix": matrix,
         "cases": cases,
         "scoring": {"oos_route": oos_route_of(o, converted), "id_pattern": id_pattern_of(converted)},
-        "manifest_extra": dict(_manifest_extra(o, converted, dataset_version, warnings), validation=validation),
+        "manifest_extra": dict(_manifest_extra(o, converted, version, warnings), validation=validation),
     }
     if arm is not None:
         plan["manifest_extra"]["arm"] = arm

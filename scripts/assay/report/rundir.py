@@ -60,6 +60,9 @@ def _not_a_run_hint(path: Path) -> str:
         record = read_json_file(not_started.marker_path(path)) if not path.exists() else None
     except AssayError:
         record = None
+    if isinstance(record, dict) and not_started.refused_plan(record):
+        return (f"that plan was refused ({not_started.reason(record)}): it never became a run, no run directory "
+                f"was made. {not_started.fix(record)}")
     if isinstance(record, dict):
         return (f"that run never started ({not_started.reason(record)}): no run directory was made; fix "
                 "what pre-flight names and run the plan again")
@@ -226,12 +229,11 @@ def latest_started_run(reports_dir: Path, mode: str | None = None, skipped: list
     if never is None:
         return chosen  # type: ignore[return-value]
     _, run_id, record = never
-    why = not_started.reason(record)
-    verb = "has not started yet" if record.get("runner") == "alive" else "never started"
-    fix = "" if record.get("lock") else " Fix what it names, plan and run again, or"
-    raise AssayError(f"{reports_dir}: the newest run{of_mode}, {run_id}, {verb} ({why}); {older}.{fix or ' Or'} gate "
-                     "a run by its directory (gate.py <reports>/<run-id>)", 2, path=str(reports_dir),
-                     run_id=run_id, not_started=True)
+    fix = not_started.fix(record)
+    raise AssayError(f"{reports_dir}: {not_started.headline(record, run_id, mode)}; {older}. "
+                     f"{fix + ' Or' if fix else 'Or'} gate a run by its directory (gate.py <reports>/<run-id>)", 2,
+                     path=str(reports_dir), run_id=run_id, not_started=True,
+                     **({"refused_plan": True} if not_started.refused_plan(record) else {}))
 
 
 def _damaged_newer(reports_dir: Path, mode: str | None, chosen: Path | None) -> tuple[str, str, str] | None:

@@ -167,6 +167,8 @@ def run(args, environ=None) -> tuple[int, Any]:
                     holdout_ledger.fold_store_looks(ledger, plan, parse(publish, "--publish"), record=True)
             setup = preflight.prepare(plan, out, environ=environ, baseline=baseline, replay=replay)
             setup.stale_plan = stale   # recorded in the manifest: the gate says it, not only this stderr
+            if setup.ledger is not None and not publish and holdout_ledger.in_ci(environ):
+                setup.ledger_note = holdout_ledger.unpublished_note(setup.ledger, setup.state, plan["run_id"])
             if setup.judge is not None:
                 setup.judge.baseline = answers
             if shard is not None:

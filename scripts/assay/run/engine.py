@@ -107,7 +107,7 @@ class Run:
         # the run reads the manifest's blocks, never its per-case rows (those are on disk): not kept
         self.manifest = {key: value for key, value in self.manifest.items() if key != "cases"}
         if self.s.ledger is not None:
-            holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr)
+            holdout_ledger.append_ledger(self.s.ledger, self.plan, self.stderr, note=self.s.ledger_note)
 
     def _scrub_partial(self) -> set[int]:
         """--resume: keep the journal's committed lines of plan cases (the first one per case);
@@ -381,7 +381,7 @@ class Run:
         self.runlog.event("finalize", status=status, exit_code=code, missing_artifacts=len(problems))
         self.runlog.close()
         result = {"run_id": self.plan.run_id, "status": status, "exit_code": code, "out": str(out),
-                  "order": self.order_doc["used"]}
+                  "order": self.order_doc["used"], **({"notes": [self.s.ledger_note]} if self.s.ledger_note else {})}
         if getattr(self, "stopped", None):
             from ..stats.counts import stopped_line
             result["stopped_early"] = dict(self.stopped, message=stopped_line(self.stopped))

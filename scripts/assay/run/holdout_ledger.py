@@ -37,18 +37,41 @@ def look_row(plan: RunPlan) -> dict[str, Any]:
     return {"run_id": plan.run_id, "date": utc_now_iso(), "mode": plan.mode, "reason": reason}
 
 
-def append_ledger(path: Path, plan: RunPlan, stderr=None) -> int:
+def append_ledger(path: Path, plan: RunPlan, stderr=None, note: str | None = None) -> int:
     """Append one look for this run id (never a second); return the running look count.
 
     The line is on disk (fsync'd, and the directory entry of a new ledger too) when this returns:
     the caller makes no holdout result readable before it. The read and the append are under an
-    exclusive lock on the ledger, so two shards of one plan starting together write one line."""
+    exclusive lock on the ledger, so two shards of one plan starting together write one line. `note`
+    (`unpublished_note`) is said on stderr after the count."""
     stderr = stderr or sys.stderr
     rows, _ = _append_missing(path, [look_row(plan)])
     looks = len(rows)
     stderr.write(f"assay: holdout look {looks} recorded in {path.name} (run {plan.run_id}); "
                  f"{looks} look(s) so far{' - a reseal is due after 5' if looks >= 5 else ''}\n")
+    if note:
+        stderr.write(f"assay: note: {note}\n")
     return looks
+
+
+def in_ci(environ: Any) -> bool:
+    """The run is a CI job (`CI=true`, as GitHub Actions, GitLab CI and most CI services set it): its
+    checkout, and the ledger in it, are thrown away when the job ends."""
+    return str(environ.get("CI") or "").strip().lower() in ("true", "1", "yes")
+
+
+def unpublished_note(path: Path, state: Path, run_id: str) -> str:
+    """Said (stderr and the runner's summary `notes`) by a holdout run under CI without --publish
+    (runner-contract.md section 4, step 9): the look went only into this checkout's ledger, which the job
+    throws away unless the file is committed. Never an error: the look is recorded."""
+    try:
+        name = Path(path).relative_to(Path(os.path.realpath(state))).as_posix()
+    except ValueError:
+        name = str(path)
+    return (f"holdout run {run_id} (CI=true, no --publish): its look is recorded only in this checkout's ledger, "
+            f"{path}: commit {name} from this job (or run holdout runs with --publish s3://BUCKET/PREFIX, where "
+            f"the store records each look), or the look is counted nowhere once the job's checkout is thrown "
+            f"away and the budget of 5 looks never runs out")
 
 
 def require_look_on_ledger(path: Path, plan: RunPlan, shard_dirs: list[str]) -> None:
@@ -87,11 +110,19 @@ def fold_store_looks(path: Path, plan: RunPlan, base: Any, *, record: bool, stde
     from ..core.runplan import dataset_version_of
     from ..store import looks
     from ..store.client import Store
-    stderr = stderr or sys.stderr
     store = Store(base)
     version = dataset_version_of(plan.manifest_extra)
     if record:
         looks.record(base, dict(look_row(plan), dataset_version=version), store)
+    return fold_looks(path, base, version, store=store, stderr=stderr)
+
+
+def fold_looks(path: Path, base: Any, version: int, *, store: Any = None, stderr=None) -> int:
+    """Append to the ledger at `path` every look the store `base` holds of dataset_version `version`
+    (a record without one counts for any), one line per run id; how many lines it added. The one
+    fold: a holdout run that publishes, the merge from the store, and `holdout.py looks --store`."""
+    from ..store import looks
+    stderr = stderr or sys.stderr
     found = [r for r in looks.read(base, store) if r.get("dataset_version") in (None, version)]
     rows, added = _append_missing(path, found)
     if added:

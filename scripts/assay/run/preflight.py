@@ -155,6 +155,7 @@ class RunSetup:
     calls_app: bool = True
     replay: Any = None             # assay.replay.session.ReplaySession (--record/--replay/--judge-cache)
     stale_plan: str | None = None  # run_cases.py --stale-plan over a plan older than its suite: what changed
+    ledger_note: str | None = None  # a holdout run under CI without --publish: commit the ledger (holdout_ledger)
 
 
 def max_concurrency(plan: Mapping[str, Any]) -> int:

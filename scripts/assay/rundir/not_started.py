@@ -37,15 +37,18 @@ def marker_path(out: Path) -> Path:
     return out.parent / f".{out.name}{SUFFIX}"
 
 
-def mark(out: Path, *, run_id: str, mode: str, exit_code: int, error: str, at: str, by: str | None = None) -> None:
+def mark(out: Path, *, run_id: str, mode: str, exit_code: int, error: str, at: str, by: str | None = None,
+         command: str | None = None) -> None:
     """Record that the run `out` never started; never fails the command (its error is the news).
-    `by`: the command that refused it when it is not the runner (make_plan.py)."""
+    `by`: the command that refused it when it is not the runner (make_plan.py); `command`: the
+    command that plans it again once the refusal is fixed."""
     from ..core import writer
     try:
         if out.exists() or out.is_symlink():
             return   # a run dir exists (a --resume): --latest reads that one
         record = {"run_id": run_id, "mode": mode, "exit_code": exit_code, "error": error, "at": at}
-        writer.write_json(marker_path(out), record | ({"by": by} if by else {}))
+        extra = ({"by": by} if by else {}) | ({"command": command} if command else {})
+        writer.write_json(marker_path(out), record | extra)
     except Exception:   # a full disk or a link there: the refusal itself still reaches the user
         pass
 
@@ -120,6 +123,32 @@ def newer_than(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[
     if never is None or (stamp is not None and never[0] <= stamp):
         return None
     return never
+
+
+def refused_plan(record: dict[str, Any]) -> bool:
+    """The record is a plan make_plan.py refused: it never became a run (no runner was started)."""
+    return record.get("by") == "make_plan.py" and not record.get("lock")
+
+
+def headline(record: dict[str, Any], run_id: str, mode: str | None) -> str:
+    """`the newest <mode> run, <run_id>, never started (<reason>)`; a runner still in pre-flight `has
+    not started yet`; a plan make_plan.py refused is said to be one: `the newest <mode> plan, <run_id>,
+    was refused (make_plan.py exit 2: ...): it never became a run`."""
+    newest = f"the newest {mode} " if mode else "the newest "
+    if refused_plan(record):
+        return f"{newest}plan, {run_id}, was refused ({reason(record)}): it never became a run"
+    verb = "has not started yet" if record.get("runner") == "alive" else "never started"
+    return f"{newest}run, {run_id}, {verb} ({reason(record)})"
+
+
+def fix(record: dict[str, Any]) -> str:
+    """What to do about it (a sentence): for a refused plan, the command that plans it again."""
+    if record.get("lock"):
+        return ""
+    if refused_plan(record):
+        again = f": {record['command']}" if isinstance(record.get("command"), str) else ""
+        return f"Fix what the refusal names and plan again{again}; then run the plan it writes."
+    return "Fix what it names, plan and run again."
 
 
 def reason(record: dict[str, Any]) -> str:

@@ -163,6 +163,6 @@ def not_started_runs(reports: Path, rows: list[dict]) -> list[dict]:
             continue
         _, run_id, record = never
         out.append({"run_id": run_id, "mode": mode, "exit_code": record.get("exit_code"), "at": record.get("at"),
-                    "message": f"the newest {mode} run, {run_id}, never started ({not_started.reason(record)}): "
+                    "message": f"{not_started.headline(record, run_id, mode)}: "
                                "the runs listed are older, none of them is its result"})
     return out
