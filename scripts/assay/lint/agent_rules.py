@@ -86,7 +86,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     from ..core.errors import AssayError
     from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of
     from ..invoke.agent_skills import NO_SKILL_IN_PLUGIN_DIR, known_skills
-    from ..invoke.fixture_paths import OUTSIDE_WORKDIR, fixture_passes
+    from ..invoke.fixture_paths import GLOB_IN_PATH, OUTSIDE_WORKDIR, fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))
     except AssayError as exc:
@@ -104,6 +104,8 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
                     "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
             if OUTSIDE_WORKDIR in msg:
                 code = "path_outside_workdir"
+            elif GLOB_IN_PATH in msg:
+                code = "glob_in_files_path"
             elif key.startswith("expect.skills.") and msg.split(": ", 1)[-1].startswith(NO_SKILL_IN_PLUGIN_DIR):
                 code = "plugin_dir_defines_no_skill"
             report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)
