@@ -311,7 +311,10 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
 def covers(glob: str, path: str) -> bool:
     """Whether the `expect.files.unchanged` entry `glob` covers the workdir file `path`: the glob
     matches it, or it names a directory the file is under (`docs`, `docs/`, `src/*/`: every path below
-    it). A directory or a trailing slash matched no file, so the entry passed whatever the agent changed."""
+    it), written from the workdir's root or with `./` before it. A directory, a trailing slash or a
+    leading `./` matched no file, so the entry passed whatever the agent changed."""
+    while glob.startswith("./"):
+        glob = glob[2:]
     stem = glob.rstrip("/")
     return fnmatch.fnmatchcase(path, glob) or (bool(stem) and (fnmatch.fnmatchcase(path, stem) or
                                                                fnmatch.fnmatchcase(path, f"{stem}/*")))
