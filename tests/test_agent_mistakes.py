@@ -228,3 +228,19 @@ def test_a_glob_in_an_exists_absent_or_contains_path_is_refused(tmp_path):
     _, out, r = _run(tmp_path / "run", {"c-absent": ("fix add()", {"files": {
         "contains": {"calc.py": ["return a + b"]}, "absent": ["*.pyc"]}})}, "smoke-20261206T120100Z")
     assert r.rc == 3 and r.json["case_id"] == "c-absent" and "'*.pyc' is a glob" in r.json["error"], r.stdout
+
+
+def test_a_misspelt_check_or_permissions_key_is_named_at_its_line(tmp_path):
+    """`permissions: {max_denies: 0}` and `check: {cmd: ...}` were refused as "must be {max_denied: ...}"
+    at the file's first line, the misspelt key unnamed; each is now named, with the key it is close to
+    and the case's line."""
+    cases = {"c-keys": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"]}},
+                                      "permissions": {"max_denies": 0}, "check": {"cmd": "python3 check_calc.py"}})}
+    state = build_agent_state(tmp_path / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities")
+    named = {f.get("key"): f for f in r.json["findings"] if f["code"] == "bad_expect_shape" and f.get("key")}
+    assert "did you mean 'max_denied'" in named["expect.permissions.max_denies"]["message"], r.json["findings"]
+    assert "did you mean 'command'" in named["expect.check.cmd"]["message"], r.json["findings"]
+    assert all(f["line"] == 9 and f["case_id"] == "c-keys" for f in named.values()), named
