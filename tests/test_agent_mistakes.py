@@ -15,9 +15,13 @@ from helpers import run_script
 from rundir_util import cases_view
 
 
-def _run(root: Path, cases: dict, run_id: str, *, env_extra: dict | None = None, allow: tuple = ()) -> tuple:
+def _run(root: Path, cases: dict, run_id: str, *, env_extra: dict | None = None, allow: tuple = (),
+         fixture_files: dict | None = None) -> tuple:
     from assay.suite.convert import convert_state_dir
     state = build_agent_state(root / "app", cases)
+    for rel, text in (fixture_files or {}).items():    # beside the fixture's own files
+        (root / "app" / "fixtures" / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "app" / "fixtures" / "repo" / rel).write_text(text, encoding="utf-8")
     converted = convert_state_dir(state)
     adapter = converted["adapter"]
     adapter["invocation"]["max_concurrency"] = 1      # the plan's order: the later case copies what the first left
@@ -177,3 +181,66 @@ def test_a_forbidden_rule_sees_the_command_in_a_compound_bash_call(tmp_path):
     assert fixed["verdict"] == "pass", fixed["layers"]
     g = run_script("gate", out)
     assert g.rc == 1 and "c-sweep" in g.stdout, g.stdout + g.stderr
+
+
+def test_an_unchanged_entry_with_a_trailing_slash_or_a_directory_sees_the_change(tmp_path):
+    """`unchanged: ["README.md/"]` (or `./README.md`, or a directory, `notes` / `notes/`) matched no
+    workdir path, so an agent that deleted README.md passed it, the linter silent. An entry naming a
+    directory (a trailing slash, or a plain directory path) now covers every path under it, and a
+    leading `./` is the workdir's root."""
+    edit = {"calc.py": ["return a * b"]}
+    cases = {"c-slash": ("hostile: break add()", {"files": {"contains": edit, "unchanged": ["README.md/"]}}),
+             "c-dot": ("hostile: break add()", {"files": {"contains": edit, "unchanged": ["./README.md"]}}),
+             "c-dir": ("nuke the repo", {"files": {"unchanged": ["notes"]}}),
+             "c-dir-slash": ("nuke the repo", {"files": {"unchanged": ["notes/"]}})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261206T120000Z", fixture_files={"notes/todo.md": "- fix add\n"})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    for cid, path in (("c-slash", "README.md"), ("c-dot", "README.md"), ("c-dir", "notes/todo.md"),
+                      ("c-dir-slash", "notes/todo.md")):
+        files = _verdict(out, cid)["layers"]["files"]
+        assert files["verdict"] == "fail" and path in json.dumps(files), (cid, files)
+        assert _verdict(out, cid)["verdict"] == "fail", cid
+    g = run_script("gate", out)
+    assert g.rc == 1 and "c-slash" in g.stdout, g.stdout + g.stderr
+
+
+def test_a_glob_in_an_exists_absent_or_contains_path_is_refused(tmp_path):
+    """`absent: ["*.pyc"]` was looked for as a file named `*.pyc`, so it passed whatever the agent
+    left (and `exists: ["*.bak"]` failed whatever it wrote), with no word from the linter. The linter
+    now refuses each (glob_in_files_path, at the case's line, naming the fix), make_plan.py refuses
+    the suite, and the run's pre-flight exits 3 naming the case."""
+    cases = {"c-glob": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"], "*.md": ["calc"]},
+                                                "exists": ["*.bak"], "absent": ["build/*.pyc"]}})}
+    state = build_agent_state(tmp_path / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    found = [f for f in r.json["findings"] if f["code"] == "glob_in_files_path"]
+    assert sorted(f["key"] for f in found) == ["expect.files.absent", "expect.files.contains",
+                                                "expect.files.exists"], r.json["findings"]
+    assert all(f["severity"] == "ERROR" and f["case_id"] == "c-glob" and f["line"] for f in found), found
+    absent = next(f["message"] for f in found if f["key"] == "expect.files.absent")
+    assert "'build/*.pyc'" in absent and "expect.files.unchanged" in absent, absent
+    p = run_script("make_plan", state / "work" / "converted.json", "--state-dir", state, "--mode", "smoke",
+                   "-o", state / "work" / "plan.json")
+    assert p.rc == 2 and "glob_in_files_path" in p.stdout + p.stderr, p.stdout + p.stderr
+    _, out, r = _run(tmp_path / "run", {"c-absent": ("fix add()", {"files": {
+        "contains": {"calc.py": ["return a + b"]}, "absent": ["*.pyc"]}})}, "smoke-20261206T120100Z")
+    assert r.rc == 3 and r.json["case_id"] == "c-absent" and "'*.pyc' is a glob" in r.json["error"], r.stdout
+
+
+def test_a_misspelt_check_or_permissions_key_is_named_at_its_line(tmp_path):
+    """`permissions: {max_denies: 0}` and `check: {cmd: ...}` were refused as "must be {max_denied: ...}"
+    at the file's first line, the misspelt key unnamed; each is now named, with the key it is close to
+    and the case's line."""
+    cases = {"c-keys": ("fix add()", {"files": {"contains": {"calc.py": ["return a + b"]}},
+                                      "permissions": {"max_denies": 0}, "check": {"cmd": "python3 check_calc.py"}})}
+    state = build_agent_state(tmp_path / "app", cases)
+    r = run_script("convert_suite", state, "-o", state / "work" / "converted.json", "--split-dir", state / "work")
+    assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("validate_cases", "--cases", state / "work" / "suite.json", "--no-capabilities")
+    named = {f.get("key"): f for f in r.json["findings"] if f["code"] == "bad_expect_shape" and f.get("key")}
+    assert "did you mean 'max_denied'" in named["expect.permissions.max_denies"]["message"], r.json["findings"]
+    assert "did you mean 'command'" in named["expect.check.cmd"]["message"], r.json["findings"]
+    assert all(f["line"] == 9 and f["case_id"] == "c-keys" for f in named.values()), named

@@ -18,7 +18,6 @@ untouched fixture passes is scored only beside one of those (assay.score.agent.s
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -28,6 +27,9 @@ from ..core.suggest import did_you_mean
 GLOB = "*?["
 # in the message of a path no workdir can hold (the linter's path_outside_workdir, an ERROR; the pre-flight's exit 3)
 OUTSIDE_WORKDIR = "names a path outside the agent's workdir"
+# in the message of an `exists`/`absent`/`contains` path written as a glob (the linter's glob_in_files_path,
+# an ERROR; the pre-flight's exit 3): those keys take paths, each looked for as written
+GLOB_IN_PATH = "is a glob, but"
 
 
 def outside_workdir(path: str) -> bool:
@@ -47,6 +49,25 @@ def _outside_problems(files: Mapping[str, Any]) -> list[tuple[str, str]]:
                 out.append((f"expect.files.{key}", f"{path!r} {OUTSIDE_WORKDIR}: every path is relative to the "
                             f"workdir (a fresh copy of the fixture) and measured there, so this entry {holds}; "
                             f"write it relative to the fixture's root ({path.lstrip('/')!r} if that is meant)"))
+    return out
+
+
+def _glob_problems(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, str]]:
+    """An `exists`, `absent` or `contains` path with a glob character (`*.bak`) that the fixture does not
+    hold as written: it is looked for as a file of that very name, so `absent` passes whatever the agent
+    leaves and `exists`/`contains` fail whatever it writes."""
+    out: list[tuple[str, str]] = []
+    for key in ("exists", "absent", "contains"):
+        value = files.get(key)
+        for path in list(value) if isinstance(value, (list, Mapping)) else []:
+            if isinstance(path, str) and any(c in path for c in GLOB) and not outside_workdir(path) \
+                    and not os.path.lexists(fixture / path):
+                holds = "passes whatever the agent leaves" if key == "absent" else "fails whatever the agent writes"
+                use = ("; to assert that no file matching it was added, changed or removed, list it under "
+                       "expect.files.unchanged" if key == "absent" else "")
+                out.append((f"expect.files.{key}", f"{path!r} {GLOB_IN_PATH} expect.files.{key} takes paths, each "
+                            f"looked for as written (a file named {path!r}), so this entry {holds}; name the "
+                            f"path{use}"))
     return out
 
 
@@ -78,11 +99,13 @@ def _edits(a: str, b: str, cap: int = 2) -> int:
 
 
 def files_problems(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, str]]:
-    """(key, message) for each `unchanged` or `absent` path that would pass whatever the agent does, and
-    each `expect.files` path outside the workdir (absolute, or climbing out with `..`: OUTSIDE_WORKDIR)."""
+    """(key, message) for each `unchanged` or `absent` path that would pass whatever the agent does, each
+    `expect.files` path outside the workdir (absolute, or climbing out with `..`: OUTSIDE_WORKDIR) and
+    each `exists`/`absent`/`contains` path written as a glob (GLOB_IN_PATH)."""
     out: list[tuple[str, str]] = _outside_problems(files)
     if not fixture.is_dir():
         return out
+    out += _glob_problems(files, fixture)
     plain = {key: [p for p in (files.get(key) if isinstance(files.get(key), list) else [])
                    if isinstance(p, str) and p and not any(c in p for c in GLOB) and not outside_workdir(p)
                    and not os.path.lexists(fixture / p)] for key in ("unchanged", "absent")}
@@ -171,10 +194,10 @@ def fixture_passes(files: Mapping[str, Any], fixture: Path) -> list[tuple[str, s
     globs = [g for g in (files.get("unchanged") if isinstance(files.get("unchanged"), list) else [])
              if isinstance(g, str) and g and any(c in g for c in GLOB)]
     if globs:
-        from .workdir import tree
+        from .workdir import covers, tree
         have = sorted(tree(fixture))
         for g in globs:
-            if not any(fnmatch.fnmatchcase(p, g) for p in have):
+            if not any(covers(g, p) for p in have):
                 out.append(("expect.files.unchanged", f"the glob {g!r} matches no file in the fixture {fixture} "
                             f"(its files: {', '.join(have[:6])}{', ...' if len(have) > 6 else ''}), so a change "
                             "to the files it means (a test deleted or edited) passes; use a glob that matches "

@@ -303,9 +303,21 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
     globs = spec.get("unchanged")
     if isinstance(globs, list):
         touched = list(changes.get("added", [])) + list(changes.get("removed", [])) + list(changes.get("modified", []))
-        out["unchanged"] = {g: sorted(p for p in touched if fnmatch.fnmatchcase(p, g))[:DIFF_CAP] for g in globs
+        out["unchanged"] = {g: sorted(p for p in touched if covers(g, p))[:DIFF_CAP] for g in globs
                             if isinstance(g, str)}
     return out
+
+
+def covers(glob: str, path: str) -> bool:
+    """Whether the `expect.files.unchanged` entry `glob` covers the workdir file `path`: the glob
+    matches it, or it names a directory the file is under (`docs`, `docs/`, `src/*/`: every path below
+    it), written from the workdir's root or with `./` before it. A directory, a trailing slash or a
+    leading `./` matched no file, so the entry passed whatever the agent changed."""
+    while glob.startswith("./"):
+        glob = glob[2:]
+    stem = glob.rstrip("/")
+    return fnmatch.fnmatchcase(path, glob) or (bool(stem) and (fnmatch.fnmatchcase(path, stem) or
+                                                               fnmatch.fnmatchcase(path, f"{stem}/*")))
 
 
 def unmeasured(spec: Any, facts: Any) -> str | None:

@@ -57,22 +57,23 @@ def check_agent_expect(expect: dict, where: str, report: Report) -> None:
     check = expect.get("check")
     if "check" in expect:
         cmd = check.get("command") if isinstance(check, dict) else None
+        if isinstance(check, dict):   # a misspelt key by name first (`cmd:`), with its line
+            _keys(check, CHECK_KEYS, f"{where}.check", report)
         if not isinstance(check, dict) or not (
                 (isinstance(cmd, str) and cmd.strip()) or
                 (isinstance(cmd, list) and cmd and all(isinstance(a, str) and a for a in cmd))):
             report("bad_expect_shape", f"{where}.check must be {{command: \"pytest -q\" or [argv], exit_code?: 0}}")
         else:
-            _keys(check, CHECK_KEYS, f"{where}.check", report)
             code = check.get("exit_code", 0)
             if not isinstance(code, int) or isinstance(code, bool):
                 report("bad_expect_shape", f"{where}.check.exit_code must be an integer")
     perms = expect.get("permissions")
     if "permissions" in expect:
         limit = perms.get("max_denied") if isinstance(perms, dict) else None
+        if isinstance(perms, dict):   # a misspelt key by name first (`max_denies:`), with its line
+            _keys(perms, PERMISSIONS_KEYS, f"{where}.permissions", report)
         if not isinstance(perms, dict) or not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             report("bad_expect_shape", f"{where}.permissions must be {{max_denied: <integer >= 0>}}")
-        else:
-            _keys(perms, PERMISSIONS_KEYS, f"{where}.permissions", report)
 
 
 def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_root: Any,
@@ -86,7 +87,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     from ..core.errors import AssayError
     from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of
     from ..invoke.agent_skills import NO_SKILL_IN_PLUGIN_DIR, known_skills
-    from ..invoke.fixture_paths import OUTSIDE_WORKDIR, fixture_passes
+    from ..invoke.fixture_paths import GLOB_IN_PATH, OUTSIDE_WORKDIR, fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))
     except AssayError as exc:
@@ -104,6 +105,8 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
                     "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
             if OUTSIDE_WORKDIR in msg:
                 code = "path_outside_workdir"
+            elif GLOB_IN_PATH in msg:
+                code = "glob_in_files_path"
             elif key.startswith("expect.skills.") and msg.split(": ", 1)[-1].startswith(NO_SKILL_IN_PLUGIN_DIR):
                 code = "plugin_dir_defines_no_skill"
             report(code, f"{key}: {msg}", case_id=case.get("id"), source=source_of(i), key=key)

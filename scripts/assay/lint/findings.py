@@ -86,6 +86,9 @@ CODES: dict[str, str] = {
     # an expect.files path that is absolute or climbs out of the workdir: absent/unchanged pass whatever the
     # agent does, exists/contains fail whatever it does (the pre-flight exits 3 on it too)
     "path_outside_workdir": ERROR,
+    # an exists/absent/contains path written as a glob (`*.bak`): looked for as a file of that name, so
+    # absent passes whatever the agent leaves, exists/contains fail whatever it writes (pre-flight exit 3 too)
+    "glob_in_files_path": ERROR,
 }
 
 
