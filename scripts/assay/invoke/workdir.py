@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import re
 import os
 import shlex
 import shutil
@@ -311,10 +312,14 @@ def measure_files(spec: Mapping[str, Any], fixture: Path, work: Path, changes: M
 def covers(glob: str, path: str) -> bool:
     """Whether the `expect.files.unchanged` entry `glob` covers the workdir file `path`: the glob
     matches it, or it names a directory the file is under (`docs`, `docs/`, `src/*/`: every path below
-    it), written from the workdir's root or with `./` before it. A directory, a trailing slash or a
-    leading `./` matched no file, so the entry passed whatever the agent changed."""
+    it), written from the workdir's root or with `./` before it; `.` (or `./`) is the whole workdir. A
+    directory, a trailing slash, a leading `./` or `.` matched no file, so the entry passed whatever the
+    agent changed."""
+    glob = re.sub(r"/{2,}", "/", glob)   # docs//x: the path docs/x, as a shell reads it
     while glob.startswith("./"):
         glob = glob[2:]
+    if glob in ("", "."):
+        return True
     stem = glob.rstrip("/")
     return fnmatch.fnmatchcase(path, glob) or (bool(stem) and (fnmatch.fnmatchcase(path, stem) or
                                                                fnmatch.fnmatchcase(path, f"{stem}/*")))

@@ -310,7 +310,8 @@ def _gradedness(case: dict[str, Any], ctx: CaseContext, report: Report) -> bool:
     if not scored:
         what = "the case has no expect" if expect is None else "its expect grades no scored layer"
         report("no_graded_layer", f"{what} (http status, state, rules and rubric cannot fail a case); add "
-               "answer.must_contain, route, tools, args, result, authz or format", key="expect")
+               "answer.must_contain, route, tools, args, result, authz or format (an agent's case: files, skills "
+               "or check)", key="expect")
         return True
     if ctx.matrix is not None and not enabled_scored_layers(case, ctx.matrix):
         report("no_graded_layer", f"every layer this case grades ({', '.join(scored)}) is disabled in the "
