@@ -1,0 +1,64 @@
+"""A test key promptfoo does not know is dropped by promptfoo, so a near miss of `assert` (`asserts:`,
+`assertions:`) or of `vars` (`var:`) runs the test unchecked. The import took the same test as a
+non-gating placeholder and IMPORT.md said "Nothing: every assertion ... was converted": beside one
+real test the run passed, the gate read open and `pytest --assay` exited 0 on a check nobody made.
+The import now refuses such a key (exit 2) naming the file, line, key and the key it meant."""
+
+from __future__ import annotations
+
+from helpers import run_script
+
+HEAD = """prompts: ['{{question}}']
+providers:
+  - id: http
+    config:
+      url: http://127.0.0.1:9/chat
+      method: POST
+      headers: {Content-Type: application/json}
+      body: {message: '{{prompt}}'}
+      transformResponse: json.answer
+"""
+GOOD = """  - description: hours
+    vars: {question: What are your hours?}
+    assert: [{type: contains, value: 9 to 5}]
+"""
+
+
+def _import(tmp_path, text):
+    cfg = tmp_path / "promptfooconfig.yaml"
+    cfg.write_text(text)
+    state = tmp_path / "s"
+    return run_script("import_promptfoo", cfg, "--state-dir", state, "--app-url-env", "APP_URL"), state
+
+
+def test_asserts_for_assert_is_refused_with_its_line_and_the_fix(tmp_path):
+    imp, state = _import(tmp_path, HEAD + "tests:\n" + GOOD + """  - description: refund window
+    vars: {question: How do I get a refund?}
+    asserts:
+      - {type: contains, value: 30 days}
+""")
+    assert imp.rc == 2, imp.stdout + imp.stderr
+    assert imp.json["file"] == "promptfooconfig.yaml" and imp.json["line"] == 16, imp.json
+    assert imp.json["key"] == "asserts", imp.json
+    assert "did you mean 'assert'?" in imp.json["error"] and "rename it 'assert'" in imp.json["error"], imp.json
+    assert not (state / "datasets").exists()
+
+
+def test_a_misspelled_key_in_default_test_is_refused_too(tmp_path):
+    imp, _ = _import(tmp_path, HEAD + "defaultTest:\n  assertions:\n    - {type: not-contains, value: Sorry}\n"
+                     "tests:\n" + GOOD)
+    assert imp.rc == 2, imp.stdout + imp.stderr
+    assert imp.json["line"] == 11 and imp.json["key"] == "assertions", imp.json
+    assert "defaultTest has the key 'assertions'" in imp.json["error"], imp.json
+
+
+def test_promptfoo_test_keys_still_import(tmp_path):
+    imp, _ = _import(tmp_path, HEAD + "tests:\n" + GOOD + """  - description: refund
+    vars: {question: refund?}
+    threshold: 0.5
+    metadata: {area: billing}
+    options: {}
+    assert: [{type: contains, value: 5 days}]
+""")
+    assert imp.rc == 0, imp.stdout + imp.stderr
+    assert imp.json["cases"] == 2 and imp.json["not_converted"] == [], imp.json
