@@ -2,7 +2,8 @@
 `assertions:`) or of `vars` (`var:`) runs the test unchecked. The import took the same test as a
 non-gating placeholder and IMPORT.md said "Nothing: every assertion ... was converted": beside one
 real test the run passed, the gate read open and `pytest --assay` exited 0 on a check nobody made.
-The import now refuses such a key (exit 2) naming the file, line, key and the key it meant."""
+The import now refuses such a key (exit 2) naming the file, line, key and the key it meant; the same
+for a top-level near miss of `tests` or `defaultTest`."""
 
 from __future__ import annotations
 
@@ -62,3 +63,25 @@ def test_promptfoo_test_keys_still_import(tmp_path):
 """)
     assert imp.rc == 0, imp.stdout + imp.stderr
     assert imp.json["cases"] == 2 and imp.json["not_converted"] == [], imp.json
+
+
+def test_default_tests_for_default_test_is_refused(tmp_path):
+    """`defaultTests:` held a not-contains every test should meet; dropped, each test passed on its own checks."""
+    imp, state = _import(tmp_path, HEAD + "defaultTests:\n  assert:\n    - {type: not-contains, value: Sorry}\n"
+                         "tests:\n" + GOOD)
+    assert imp.rc == 2, imp.stdout + imp.stderr
+    assert (imp.json["line"], imp.json["key"]) == (10, "defaultTests"), imp.json
+    assert "did you mean 'defaultTest'?" in imp.json["error"], imp.json
+    assert not (state / "datasets").exists()
+
+
+def test_test_for_tests_names_the_key_not_an_unset_var(tmp_path):
+    imp, _ = _import(tmp_path, HEAD + "test:\n" + GOOD)
+    assert imp.rc == 2, imp.stdout + imp.stderr
+    assert (imp.json["line"], imp.json["key"]) == (10, "test"), imp.json
+    assert "did you mean 'tests'?" in imp.json["error"], imp.json
+
+
+def test_an_anchor_key_beside_tests_still_imports(tmp_path):
+    imp, _ = _import(tmp_path, HEAD + "x-tests: &hours\n  question: What are your hours?\ntests:\n" + GOOD)
+    assert imp.rc == 0, imp.stdout + imp.stderr

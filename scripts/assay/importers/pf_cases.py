@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import AssayError
 from .pf_asserts import Mapped, map_assertion
 from .pf_files import read_text
+from .pf_keys import TEST_CARRYING, TEST_KEYS, refuse_near_misses
 from .pf_load import Config, RawPrompt, RawTest, Skipped, Where
 from .pf_refs import unresolved
 from .pf_render import Unrenderable, chat_messages, messages_of, references, render
@@ -59,28 +59,6 @@ class Test:
 def short_hash(*parts: Any) -> str:
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
-
-
-# promptfoo's test keys (its TestCase schema); a near miss of the two that carry the checks and the
-# inputs (`asserts:`, `assertions:`, `var:`) is a typo promptfoo ignores, running the test unchecked
-TEST_KEYS = frozenset({"description", "vars", "provider", "providers", "prompts", "providerOutput", "assert",
-                       "assertScoringFunction", "options", "threshold", "metadata"})
-_CARRYING_KEYS = ("assert", "vars")
-
-
-def refuse_misspelled_keys(raw: RawTest, what: str) -> None:
-    """Exit 2 on a key of a test (or defaultTest) that is a near miss of `assert` or `vars`: promptfoo
-    drops the key, so the test's checks (or inputs) would silently vanish and the case read as a pass."""
-    from ..core.suggest import closest
-    for key in raw.doc:
-        if not isinstance(key, str) or key in TEST_KEYS or key.startswith("_"):
-            continue
-        hit = closest(key.lower(), _CARRYING_KEYS)
-        if hit is not None:
-            at = raw.line_of(key)
-            raise AssayError(f"{at}: {what} has the key {key!r}, which promptfoo does not know (did you mean "
-                             f"{hit!r}?): promptfoo ignores it and runs the test without what it holds; rename it "
-                             f"{hit!r} and import again", 2, file=at.file, line=at.line, key=key)
 
 
 _KIND = {str: "a text", dict: "a mapping", int: "a number", float: "a number", bool: "a boolean"}
@@ -122,9 +100,9 @@ def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: 
     base = default.doc if default else {}
     out: list[Test] = []
     if default is not None:
-        refuse_misspelled_keys(default, "defaultTest")
+        refuse_near_misses(default.doc, TEST_KEYS, TEST_CARRYING, default.line_of, "defaultTest")
     for raw in raws:
-        refuse_misspelled_keys(raw, "the test")
+        refuse_near_misses(raw.doc, TEST_KEYS, TEST_CARRYING, raw.line_of, "the test")
         doc = {**{k: v for k, v in base.items() if k not in ("vars", "assert", "options", "metadata")}, **raw.doc}
         doc["vars"] = {**(base.get("vars") or {}), **(raw.doc.get("vars") or {})}
         doc["options"] = {**(base.get("options") or {}), **(raw.doc.get("options") or {})}
