@@ -7,6 +7,12 @@ for a top-level near miss of `tests` or `defaultTest`."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import yaml
+
 from helpers import run_script
 
 HEAD = """prompts: ['{{question}}']
@@ -85,3 +91,29 @@ def test_test_for_tests_names_the_key_not_an_unset_var(tmp_path):
 def test_an_anchor_key_beside_tests_still_imports(tmp_path):
     imp, _ = _import(tmp_path, HEAD + "x-tests: &hours\n  question: What are your hours?\ntests:\n" + GOOD)
     assert imp.rc == 0, imp.stdout + imp.stderr
+
+
+def test_a_test_whose_only_type_is_misspelt_stays_gating_and_is_refused_before_the_run(tmp_path):
+    """`type: Contains` (promptfoo: "Unknown assertion type", the test fails) was imported as a non-gating
+    placeholder: beside one real test `pytest --assay` passed both items and the gate read open. The case now
+    keeps `gating: true` with the typo in not_converted, so the plan (here pytest's collection) is refused."""
+    imp, state = _import(tmp_path, HEAD + "tests:\n" + GOOD + """  - description: refund window
+    vars: {question: How do I get a refund?}
+    assert: [{type: Contains, value: 30 days}]
+""")
+    assert imp.rc == 0, imp.stdout + imp.stderr
+    cases = {c["title"]: c for c in (yaml.safe_load(f.read_text())
+                                     for f in (state / "datasets" / "promptfoo").glob("*.yaml"))}
+    typo = cases["refund window"]
+    assert typo["gating"] is True and imp.json["non_gating"] == [], (typo, imp.json)
+    (lost,) = typo["not_converted"]
+    assert lost["source"] == "promptfooconfig.yaml:16" and "did you mean 'contains'?" in lost["why"], lost
+    env = {**os.environ, "APP_URL": "http://127.0.0.1:9"}   # never called: the plan is refused first
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "-p", "no:cacheprovider",
+                           "--assay", str(state), "--assay-mode", "smoke"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=600)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{typo['id']} [check_not_converted]" in proc.stdout and "Contains at promptfooconfig.yaml:16" in \
+        proc.stdout, proc.stdout
+    assert "passed" not in proc.stdout.splitlines()[-1], proc.stdout
