@@ -117,3 +117,25 @@ def test_a_test_whose_only_type_is_misspelt_stays_gating_and_is_refused_before_t
     assert f"{typo['id']} [check_not_converted]" in proc.stdout and "Contains at promptfooconfig.yaml:16" in \
         proc.stdout, proc.stdout
     assert "passed" not in proc.stdout.splitlines()[-1], proc.stdout
+
+
+def test_an_assertion_with_no_type_keeps_its_test_gating(tmp_path):
+    """`{typ: contains, value: ...}`: no type, so promptfoo fails the test; it was a non-gating placeholder."""
+    imp, state = _import(tmp_path, HEAD + "tests:\n" + GOOD + """  - description: refund window
+    vars: {question: How do I get a refund?}
+    assert: [{typ: contains, value: 30 days}]
+""")
+    assert imp.rc == 0, imp.stdout + imp.stderr
+    assert imp.json["non_gating"] == [], imp.json
+    (listed,) = imp.json["not_converted"]
+    assert listed["line"] == 16 and "its keys: typ, value" in listed["why"], listed
+    for f in (state / "datasets" / "promptfoo").glob("*.yaml"):
+        assert yaml.safe_load(f.read_text())["gating"] is True, f.read_text()
+
+
+def test_a_latency_only_test_is_still_a_non_gating_placeholder(tmp_path):
+    imp, _ = _import(tmp_path, HEAD + "tests:\n" + GOOD + """  - description: fast
+    vars: {question: ping}
+    assert: [{type: latency, threshold: 500}]
+""")
+    assert imp.rc == 0 and len(imp.json["non_gating"]) == 1, imp.stdout + imp.stderr

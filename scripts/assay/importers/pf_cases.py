@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .pf_asserts import Mapped, map_assertion
+from .pf_asserts import FAILS_IN_PROMPTFOO, Mapped, map_assertion
 from .pf_files import read_text
 from .pf_keys import TEST_CARRYING, TEST_KEYS, refuse_near_misses
 from .pf_load import Config, RawPrompt, RawTest, Skipped, Where
@@ -85,8 +85,12 @@ def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
                               "imported; paste them inline")
         elif unresolved(a):
             skipped = Skipped(where, "an assertion", unresolved(a))
-        elif not isinstance(a, dict) or "type" not in a:
+        elif not isinstance(a, dict):
             skipped = Skipped(where, "an assertion", "has no type")
+        elif "type" not in a:
+            keys = ", ".join(map(str, a)) or "none"
+            skipped = Skipped(where, "an assertion", f"has no type (its keys: {keys}): {FAILS_IN_PROMPTFOO}; give "
+                              "it one, {type: contains, value: ...}, and import again")
         elif a["type"] == "assert-set":
             has_thr = a.get("threshold") is not None
             _flatten(a.get("assert"), raw, path + (i, "assert"), log, out, lost, in_threshold_set or has_thr)
