@@ -139,3 +139,16 @@ def test_a_latency_only_test_is_still_a_non_gating_placeholder(tmp_path):
     assert: [{type: latency, threshold: 500}]
 """)
     assert imp.rc == 0 and len(imp.json["non_gating"]) == 1, imp.stdout + imp.stderr
+
+
+def test_an_empty_tests_file_or_list_is_named_in_words(tmp_path):
+    """An empty test file read "a test: is a NoneType, not a mapping"; `tests: []` "no test could be imported; "
+    with nothing after it."""
+    (tmp_path / "tests.yaml").write_text("")
+    imp, _ = _import(tmp_path, HEAD + "tests: file://tests.yaml\n")
+    assert imp.rc == 2, imp.stdout + imp.stderr
+    assert "tests.yaml: tests file://tests.yaml: the file holds no test (it is empty)" in imp.json["error"], imp.json
+    assert "NoneType" not in imp.stdout, imp.stdout
+    imp, _ = _import(tmp_path, HEAD + "tests: []\n")
+    assert imp.rc == 2, imp.stdout + imp.stderr
+    assert "the config's tests are empty (tests: []); add the tests" in imp.json["error"], imp.json

@@ -225,6 +225,10 @@ def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
             for line, row in data:
                 out.append(RawTest(csv_test(row), Where(label, line)))
             continue
+        if data is None or data == []:
+            cfg.skipped.append(Skipped(Where(label), f"tests {ref}", "the file holds no test (it is empty); write "
+                                       "the tests in it, or remove the reference"))
+            continue
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
             key = (i,) if isinstance(data, list) else ()
