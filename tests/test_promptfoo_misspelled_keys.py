@@ -152,3 +152,19 @@ def test_an_empty_tests_file_or_list_is_named_in_words(tmp_path):
     imp, _ = _import(tmp_path, HEAD + "tests: []\n")
     assert imp.rc == 2, imp.stdout + imp.stderr
     assert "the config's tests are empty (tests: []); add the tests" in imp.json["error"], imp.json
+
+
+def test_an_assertion_value_reading_an_unset_var_is_listed_not_converted_to_its_rest(tmp_path):
+    """`not-contains: "I am {{ bda }}"` with the test setting `bad`: promptfoo renders the typo empty and checks
+    "I am "; the import wrote that as the case's must_not_contain, gating, nothing listed."""
+    imp, state = _import(tmp_path, HEAD + "tests:\n" + """  - description: no apology
+    vars: {question: refund?, bad: sorry}
+    assert: [{type: contains, value: days}, {type: not-contains, value: "I am {{bda}}"}]
+""")
+    assert imp.rc == 0, imp.stdout + imp.stderr
+    (listed,) = imp.json["not_converted"]
+    assert listed["line"] == 13 and "reads {{ bda }}, which this test does not set" in listed["why"], listed
+    assert "the test sets 'bad': a misspelt var?" in listed["why"], listed
+    (case,) = [yaml.safe_load(f.read_text()) for f in (state / "datasets" / "promptfoo").glob("*.yaml")]
+    assert case["gating"] is True and case["not_converted"][0]["check"] == "not-contains", case
+    assert case["expect"]["answer"] == {"must_contain": ["days"]}, case

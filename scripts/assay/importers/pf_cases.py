@@ -192,6 +192,23 @@ def lost_check(where: Where, what: str, why: str) -> dict[str, str]:
     return {"check": str(what), "source": str(where), "why": why}
 
 
+def _unset_in_value(value: Any, render_vars: dict[str, Any]) -> str:
+    """Why an assertion value reading a var the test does not set (`{{ expectd }}`) is not converted, or ''.
+    promptfoo renders it empty: `not-contains: "I am {{ bda }}"` checks "I am ", never what was meant."""
+    texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] \
+        if isinstance(value, list) else []
+    read = {v for t in texts if "{%" not in t for v in references(t)}
+    unset = sorted(read - set(render_vars) - {"env", "_conversation"})
+    if not unset:
+        return ""
+    from ..core.suggest import closest
+    typo = closest(unset[0], [str(k) for k in render_vars])
+    return (f"its value reads {', '.join('{{ ' + v + ' }}' for v in unset)}, which this test does not set "
+            f"(promptfoo renders it empty, so the check is not the one written)"
+            + (f"; the test sets {typo!r}: a misspelt var?" if typo else "")
+            + "; add the var to the test's vars (or defaultTest.vars) or fix its name, and import again")
+
+
 def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], conversation: str | None
                        ) -> tuple[dict[str, Any], list[Mapped], list[str], list[dict[str, str]]]:
     """The test's assertions as an `expect`, plus the ones not converted (`lost_check` entries: they go
@@ -220,6 +237,11 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], 
         if a.get("metric"):
             log.skipped.append(Skipped(where, f"metric {a['metric']}", "promptfoo's named metric (a score summed "
                                        "over the tests) is not computed: assay reports each check per case"))
+        unset = _unset_in_value(a.get("value"), render_vars)
+        if unset:
+            log.skipped.append(Skipped(where, str(a.get("type", "?")), unset))
+            lost.append(lost_check(where, a.get("type", "?"), unset))
+            continue
         m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
         if m.rubric and conversation == TRANSCRIPT:
             m.exact = False
