@@ -44,8 +44,9 @@ def run(args):
         raise AssayError(f"--repeat {args.repeat} must be 1 or more", 2)
     built = build_import(args.config, app_url_env=args.app_url_env, repeat=args.repeat)
     if not built.cases:
-        raise AssayError(f"{built.cfg.label}: no test could be imported; "
-                         + "; ".join(f"{s.where}: {s.what}: {s.why}" for s in built.skipped[:5]), 2,
+        why = ("; ".join(f"{s.where}: {s.what}: {s.why}" for s in built.skipped[:5])
+               or "the config's tests are empty (tests: []); add the tests and import again")
+        raise AssayError(f"{built.cfg.label}: no test could be imported; {why}", 2,
                          not_converted=[s.as_dict() for s in built.skipped])
     return 0, write_import(built, args.state_dir)
 

@@ -14,7 +14,7 @@ from .pf_cases import (
     GRADER_WHY, MAX_TURNS, PLACEHOLDER_CHECK, TRANSCRIPT, TURN, ImportLog, Test, convert_assertions, lost_check,
     merge_tests, short_hash, user_turns,
 )
-from .pf_asserts import js_string
+from .pf_asserts import FAILS_IN_PROMPTFOO, js_string
 from .pf_load import Config, RawPrompt, Skipped, load_config, load_default_test, load_prompts, load_tests
 from .pf_provider import AdapterResult, http_adapter
 from .pf_render import Unrenderable, uses_var
@@ -109,9 +109,15 @@ def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], buil
         lost = lost + [lost_check(g.where, g.what, g.why) for g in gone]
     if not expect:
         expect = {"answer": {"must_not_contain": [PLACEHOLDER_CHECK]}}
-        case["gating"] = False
-        notes.insert(0, "no assertion of this test converts to an assay check (see IMPORT.md): imported with "
-                        "gating: false and one placeholder check, a non-empty answer; write the real checks")
+        if any(FAILS_IN_PROMPTFOO in entry["why"] for entry in lost):
+            # promptfoo fails the test on a misspelt type: never a non-gating pass; make_plan refuses it
+            notes.insert(0, "no assertion of this test converts to an assay check and promptfoo fails it (an "
+                            "assertion type it does not know): kept gating, so make_plan refuses the case until "
+                            "the type is fixed in the config and imported again (see not_converted)")
+        else:
+            case["gating"] = False
+            notes.insert(0, "no assertion of this test converts to an assay check (see IMPORT.md): imported with "
+                            "gating: false and one placeholder check, a non-empty answer; write the real checks")
         comparable = False
     if built.repeat and built.repeat > 1:
         case["k"] = built.repeat

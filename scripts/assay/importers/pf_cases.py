@@ -9,7 +9,8 @@ assertions are its checkpoint, the last test's are the case's `expect`. Ids are
 `c-<8 hex>` of the config's name, the prompt and the test's identity, so a re-import of the
 same config gives the same ids. Every assertion is mapped (assay.importers.pf_asserts) or
 recorded, with its file and line, in `ImportLog.skipped`; a test with no mapped assertion
-is imported `gating: false` with the weakest check (a non-empty answer) and a note.
+is imported `gating: false` with the weakest check (a non-empty answer) and a note (gating
+when a type is one promptfoo does not know: promptfoo fails that test).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .pf_asserts import Mapped, map_assertion
+from .pf_asserts import FAILS_IN_PROMPTFOO, Mapped, map_assertion
 from .pf_files import read_text
+from .pf_keys import TEST_CARRYING, TEST_KEYS, refuse_near_misses
 from .pf_load import Config, RawPrompt, RawTest, Skipped, Where
 from .pf_refs import unresolved
 from .pf_render import Unrenderable, chat_messages, messages_of, references, render
@@ -83,8 +85,12 @@ def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
                               "imported; paste them inline")
         elif unresolved(a):
             skipped = Skipped(where, "an assertion", unresolved(a))
-        elif not isinstance(a, dict) or "type" not in a:
+        elif not isinstance(a, dict):
             skipped = Skipped(where, "an assertion", "has no type")
+        elif "type" not in a:
+            keys = ", ".join(map(str, a)) or "none"
+            skipped = Skipped(where, "an assertion", f"has no type (its keys: {keys}): {FAILS_IN_PROMPTFOO}; give "
+                              "it one, {type: contains, value: ...}, and import again")
         elif a["type"] == "assert-set":
             has_thr = a.get("threshold") is not None
             _flatten(a.get("assert"), raw, path + (i, "assert"), log, out, lost, in_threshold_set or has_thr)
@@ -98,7 +104,10 @@ def _flatten(items: Any, raw: RawTest, path: tuple[Any, ...], log: ImportLog,
 def merge_tests(raws: list[RawTest], default: RawTest | None, cfg: Config, log: ImportLog) -> list[Test]:
     base = default.doc if default else {}
     out: list[Test] = []
+    if default is not None:
+        refuse_near_misses(default.doc, TEST_KEYS, TEST_CARRYING, default.line_of, "defaultTest")
     for raw in raws:
+        refuse_near_misses(raw.doc, TEST_KEYS, TEST_CARRYING, raw.line_of, "the test")
         doc = {**{k: v for k, v in base.items() if k not in ("vars", "assert", "options", "metadata")}, **raw.doc}
         doc["vars"] = {**(base.get("vars") or {}), **(raw.doc.get("vars") or {})}
         doc["options"] = {**(base.get("options") or {}), **(raw.doc.get("options") or {})}
@@ -183,6 +192,23 @@ def lost_check(where: Where, what: str, why: str) -> dict[str, str]:
     return {"check": str(what), "source": str(where), "why": why}
 
 
+def _unset_in_value(value: Any, render_vars: dict[str, Any]) -> str:
+    """Why an assertion value reading a var the test does not set (`{{ expectd }}`) is not converted, or ''.
+    promptfoo renders it empty: `not-contains: "I am {{ bda }}"` checks "I am ", never what was meant."""
+    texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] \
+        if isinstance(value, list) else []
+    read = {v for t in texts if "{%" not in t for v in references(t)}
+    unset = sorted(read - set(render_vars) - {"env", "_conversation"})
+    if not unset:
+        return ""
+    from ..core.suggest import closest
+    typo = closest(unset[0], [str(k) for k in render_vars])
+    return (f"its value reads {', '.join('{{ ' + v + ' }}' for v in unset)}, which this test does not set "
+            f"(promptfoo renders it empty, so the check is not the one written)"
+            + (f"; the test sets {typo!r}: a misspelt var?" if typo else "")
+            + "; add the var to the test's vars (or defaultTest.vars) or fix its name, and import again")
+
+
 def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], conversation: str | None
                        ) -> tuple[dict[str, Any], list[Mapped], list[str], list[dict[str, str]]]:
     """The test's assertions as an `expect`, plus the ones not converted (`lost_check` entries: they go
@@ -211,6 +237,11 @@ def convert_assertions(test: Test, log: ImportLog, render_vars: dict[str, Any], 
         if a.get("metric"):
             log.skipped.append(Skipped(where, f"metric {a['metric']}", "promptfoo's named metric (a score summed "
                                        "over the tests) is not computed: assay reports each check per case"))
+        unset = _unset_in_value(a.get("value"), render_vars)
+        if unset:
+            log.skipped.append(Skipped(where, str(a.get("type", "?")), unset))
+            lost.append(lost_check(where, a.get("type", "?"), unset))
+            continue
         m = map_assertion(a, lambda v: render(v, render_vars) if isinstance(v, str) else v)
         if m.rubric and conversation == TRANSCRIPT:
             m.exact = False

@@ -23,6 +23,7 @@ from typing import Any
 from ..core.errors import AssayError
 from ..core.strict_yaml import MAX_DEPTH, LineIndex, check_flow_depth, loads
 from .pf_files import read_text
+from .pf_keys import TOP_CARRYING, TOP_KEYS, refuse_near_misses
 from .pf_refs import dereference
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
@@ -195,7 +196,9 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(doc, dict):
         raise AssayError(f"{p.name}: a promptfoo config is a mapping with prompts, providers and tests "
                          f"(got {type(doc).__name__})", 2, file=p.name)
-    return Config(p, doc, lines or LineIndex())
+    cfg = Config(p, doc, lines or LineIndex())
+    refuse_near_misses(doc, TOP_KEYS, TOP_CARRYING, cfg.where, "the config")
+    return cfg
 
 
 def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
@@ -221,6 +224,10 @@ def _tests_from_file(cfg: Config, ref: str, where: Where) -> list[RawTest]:
         if suffix == ".csv":
             for line, row in data:
                 out.append(RawTest(csv_test(row), Where(label, line)))
+            continue
+        if data is None or data == []:
+            cfg.skipped.append(Skipped(Where(label), f"tests {ref}", "the file holds no test (it is empty); write "
+                                       "the tests in it, or remove the reference"))
             continue
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
