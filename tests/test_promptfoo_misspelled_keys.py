@@ -133,6 +133,22 @@ def test_an_assertion_with_no_type_keeps_its_test_gating(tmp_path):
         assert yaml.safe_load(f.read_text())["gating"] is True, f.read_text()
 
 
+def test_a_regex_javascript_rejects_keeps_its_test_gating(tmp_path):
+    """`regex: "(?P<n>30) days"` (Python-only group syntax): promptfoo's JavaScript regex rejects it
+    ("Invalid group") and the test fails whatever the answer; it was a non-gating placeholder that passed."""
+    for pattern in ("(?P<n>30) days", "[30 days", "30++ days"):
+        (tmp_path / str(len(pattern))).mkdir()
+        imp, state = _import(tmp_path / str(len(pattern)), HEAD + "tests:\n" + GOOD + f"""  - description: refund window
+    vars: {{question: How do I get a refund?}}
+    assert: [{{type: regex, value: "{pattern}"}}]
+""")
+        assert imp.rc == 0 and imp.json["non_gating"] == [], (pattern, imp.stdout + imp.stderr)
+        (listed,) = imp.json["not_converted"]
+        assert listed["line"] == 16 and "JavaScript" in listed["why"], (pattern, listed)
+        for f in (state / "datasets" / "promptfoo").glob("*.yaml"):
+            assert yaml.safe_load(f.read_text())["gating"] is True, (pattern, f.read_text())
+
+
 def test_a_latency_only_test_is_still_a_non_gating_placeholder(tmp_path):
     imp, _ = _import(tmp_path, HEAD + "tests:\n" + GOOD + """  - description: fast
     vars: {question: ping}

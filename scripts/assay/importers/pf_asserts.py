@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .pf_regex import JS_SPACE, js_to_python_regex
+from .pf_regex import FAILS_IN_PROMPTFOO, JS_SPACE, js_to_python_regex  # noqa: F401 (re-exported)
 from .pf_render import Unrenderable, has_timestamp
 
 ANY_JSON = {"type": ["object", "array", "string", "number", "integer", "boolean", "null"]}
@@ -377,9 +377,6 @@ def assertion_from_string(expected: str) -> dict[str, Any]:
     return {"type": "equals", "value": expected}
 
 
-# the words of a type promptfoo does not know (or of none): a test carrying one fails in promptfoo,
-# so its placeholder case stays gating (assay.importers.pf_build) and make_plan refuses it until it is fixed
-FAILS_IN_PROMPTFOO = "promptfoo fails this test whatever the answer"
 # promptfoo's base assertion types (the ones its CSV prefix form recognises)
 KNOWN_TYPES = frozenset((
     "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",

@@ -112,8 +112,9 @@ def _finish(case: dict[str, Any], expect: dict[str, Any], notes: list[str], buil
         if any(FAILS_IN_PROMPTFOO in entry["why"] for entry in lost):
             # promptfoo fails the test on a misspelt type: never a non-gating pass; make_plan refuses it
             notes.insert(0, "no assertion of this test converts to an assay check and promptfoo fails it (an "
-                            "assertion type it does not know): kept gating, so make_plan refuses the case until "
-                            "the type is fixed in the config and imported again (see not_converted)")
+                            "assertion type it does not know, or a regex JavaScript rejects): kept gating, so "
+                            "make_plan refuses the case until the config is fixed and imported again (see "
+                            "not_converted)")
         else:
             case["gating"] = False
             notes.insert(0, "no assertion of this test converts to an assay check (see IMPORT.md): imported with "

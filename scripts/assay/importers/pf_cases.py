@@ -10,7 +10,7 @@ assertions are its checkpoint, the last test's are the case's `expect`. Ids are
 same config gives the same ids. Every assertion is mapped (assay.importers.pf_asserts) or
 recorded, with its file and line, in `ImportLog.skipped`; a test with no mapped assertion
 is imported `gating: false` with the weakest check (a non-empty answer) and a note (gating
-when a type is one promptfoo does not know: promptfoo fails that test).
+when a type is one promptfoo does not know, or a regex JavaScript rejects: promptfoo fails that test).
 """
 
 from __future__ import annotations
