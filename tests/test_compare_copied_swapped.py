@@ -87,3 +87,24 @@ def test_stats_says_when_the_baseline_is_the_newer_run(runs):
     assert text.rc == 0 and text.stdout.splitlines()[0].startswith(f"note: the baseline run {CAND} started after")
     right = run_script("stats", *reversed(backwards)).json   # the right order: no note
     assert "notes" not in right and right["broken_by_candidate"] == 3
+
+
+def test_gate_against_a_baseline_draws_no_comparison_from_hand_edited_verdicts(runs, tmp_path):
+    # Before: gate.py --baseline read each side's verdicts.jsonl as it was (compare_runs.py refuses it): a
+    # baseline edited to fail c-00000001 hid its regression ("still failing", no NEWLY FAILING), and a
+    # candidate edited to pass printed "compared with ...: no verdict changed" and newly_failing_gating [].
+    state = tmp_path / ".assay"
+    shutil.copytree(runs["base"].parent.parent, state, ignore=shutil.ignore_patterns("work"))
+    base, cand = state / "reports" / BASE, state / "reports" / CAND
+    edits = ((base, '"verdict": "pass"', '"verdict": "fail"', "base"),
+             (cand, '"verdict": "fail"', '"verdict": "pass"', "candidate"))
+    for run_dir, old, new, role in edits:
+        for name in ("verdicts.jsonl", "verdicts_for_stats.jsonl"):
+            path = run_dir / name
+            path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+        r = run_script("gate", cand, "--baseline", base, "--json")
+        assert r.rc == 2, (role, r.stdout, r.stderr)
+        assert r.json["error"].startswith(f"{role} {run_dir}: fails run_cases.py --verify ("), r.json["error"]
+        assert "c-00000001 disagrees with its verdict.json" in r.json["error"]
+        for name in ("verdicts.jsonl", "verdicts_for_stats.jsonl"):   # restored: one side edited at a time
+            shutil.copy2(runs["base" if role == "base" else "cand"] / name, run_dir / name)
