@@ -63,6 +63,12 @@ def run(args):
                          "with itself; pass the baseline run's verdicts_for_stats.jsonl first and the candidate "
                          "run's second (or compare two run directories with compare_runs.py)", 2,
                          file=str(args.candidate), key="candidate")
+    copied = _one_run_copied(args.baseline, args.candidate)
+    if copied:   # a run dir and its copy: every case paired with itself, "within noise" by construction
+        raise AssayError(f"baseline {args.baseline} and candidate {args.candidate} are the verdicts of the same run "
+                         f"({copied}): one run dir is a copy of the other, so every case would be paired with "
+                         "itself; pass the baseline run's verdicts_for_stats.jsonl first and a later run's second",
+                         2, file=str(args.candidate), key="candidate")
     # a holdout run's ids are sealed here as in the runner's comparison.json (holdout cases are counted, never named)
     sealed, base_holdout = holdout_beside(args.candidate), holdout_beside(args.baseline)
     if sealed or base_holdout:
@@ -79,11 +85,44 @@ def run(args):
     except AssayError as err:
         raise AssayError(f"{err.message} (baseline: {args.baseline}; candidate: {args.candidate})",
                          err.code, **err.fields) from None
+    swapped = _swapped_runs(args.baseline, args.candidate)
+    if swapped:   # a regression given backwards reads "improved", keep = True: said, never silent
+        doc["notes"] = [swapped]
     if args.text:
         from assay.stats.paired import text_summary
-        sys.stdout.write("\n".join(text_summary(doc)) + "\n")
+        sys.stdout.write("\n".join([f"note: {n}" for n in doc.get("notes", [])] + text_summary(doc)) + "\n")
         return 0, None
     return 0, doc
+
+
+def _runs_of(baseline, candidate):
+    """Each file's run ({run_id, started_at}, from the results.json beside it), or None outside a run dir."""
+    import os
+    from pathlib import Path
+    from assay.report.run_files import try_json_head
+    heads = [try_json_head(Path(os.path.dirname(os.path.abspath(f))) / "results.json") for f in (baseline, candidate)]
+    return [{"run_id": h.get("run_id"), "started_at": h.get("started_at")} if isinstance(h, dict) else None
+            for h in heads]
+
+
+def _one_run_copied(baseline, candidate):
+    """"<run id>, started <when>" when both files sit in run dirs whose results.json name the same run
+    (a copied run dir: the same run id and start time), else None."""
+    b, c = _runs_of(baseline, candidate)
+    if b is None or b != c or not all(isinstance(v, str) for v in b.values()):
+        return None
+    return f"{b['run_id']}, started {b['started_at']}"
+
+
+def _swapped_runs(baseline, candidate):
+    """The note when the baseline's run started after the candidate's (compare_runs.py's rule), else None."""
+    from assay.compare.document import base_started_after
+    b, c = _runs_of(baseline, candidate)
+    if b is None or c is None or not base_started_after(b, c):
+        return None
+    return (f"the baseline run {b['run_id']} started after the candidate {c['run_id']} ({b['started_at']} > "
+            f"{c['started_at']}): the baseline is normally the older run (stats.py BASELINE CANDIDATE); if the two "
+            "are swapped, fixed and broken, improved and worsened, and keep read the other way round")
 
 
 if __name__ == "__main__":

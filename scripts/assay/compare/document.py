@@ -73,7 +73,7 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     if base.rows and cand.rows and base.rows.keys().isdisjoint(cand.rows.keys()):
         notes.append("the runs share no case id: nothing is paired, every case reads as added or removed "
                      "(two different suites, or a state dir's runs against another's?)")
-    if _base_newer(b, c):
+    if base_started_after(b, c):
         notes.append(f"the base run {b['run_id']} started after the candidate {c['run_id']} ({b['started_at']} > "
                      f"{c['started_at']}): the baseline is normally the older run (compare_runs.py BASE CANDIDATE, "
                      "api.compare(baseline, candidate)); if the two are swapped, newly failing and newly passing "
@@ -117,14 +117,29 @@ def _swapped(base: Side, cand: Side) -> str:
     """Said in the headline itself when the base run started after the candidate: a script that reads
     only `headline` and `counts` (api.compare's documented use) saw "4 newly passing" for what, with the
     arguments swapped, is 4 newly failing; the note says it in full."""
-    if _base_newer(base.describe(), cand.describe()):
+    if base_started_after(base.describe(), cand.describe()):
         return " — the base run started after the candidate: are the arguments swapped? (notes)"
     return ""
 
 
-def _base_newer(b: dict, c: dict) -> bool:
+def base_started_after(b: dict, c: dict) -> bool:
     """The base run started after the candidate (Side.describe()'s started_at): swapped arguments?"""
     return isinstance(b["started_at"], str) and isinstance(c["started_at"], str) and b["started_at"] > c["started_at"]
+
+
+def _same_run_copied(base: Side, cand: Side) -> str | None:
+    """Two dirs holding one run (a copied run dir: the same run id and start time, neither a shard's
+    slice) pair every case with itself: "no verdict changed" by construction, never a comparison."""
+    from ..report.gate_trust import shard_reason
+    b, c = base.describe(), cand.describe()
+    if b["run_id"] != c["run_id"] or not isinstance(b["started_at"], str) or b["started_at"] != c["started_at"]:
+        return None
+    if shard_reason(base.run_dir, base.manifest) or shard_reason(cand.run_dir, cand.manifest):
+        return None
+    return (f"base {base.run_dir} and candidate {cand.run_dir} hold the same run ({b['run_id']}, started "
+            f"{b['started_at']}): one is a copy of the other, so every case would be paired with itself and "
+            "read \"no verdict changed\"; compare the baseline run with a later run (compare_runs.py BASE "
+            "CANDIDATE, or --baseline auto)")
 
 
 def _ordered_ids(base: Side, cand: Side) -> list[str]:
@@ -186,6 +201,9 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     base, cand = load_sides(Path(base_dir), Path(candidate_dir), fork)
     if base.run_dir.resolve() == cand.run_dir.resolve():
         raise AssayError(f"base and candidate are the same run ({base.run_dir}); compare two different runs", 2)
+    copied = _same_run_copied(base, cand)
+    if copied:
+        raise AssayError(copied, 2, path=str(base.run_dir))
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
     active, why = should_redact(base, cand)
     memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)

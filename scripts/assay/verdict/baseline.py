@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..compare.baseline import resolve_baseline
+from ..compare.baseline import refuse_unverified, resolve_baseline
 from ..compare.buckets import BUCKETS
 from ..compare.document import compare_runs
 from ..compare.gate_words import bucket_lines, is_gating_pair, named_pair, summary_markdown
@@ -36,6 +36,9 @@ def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tu
     """Gate `run_dir` with the comparison against `baseline` (a run dir, or `auto`: the newest run of
     the series `is_open` says was open)."""
     base_dir = resolve_baseline(baseline, run_dir, is_open=is_open)
+    if kwargs.get("verify", True) is not False:   # compare_runs.py's refusal: never a comparison of edited files
+        refuse_unverified(base_dir)
+        refuse_unverified(run_dir, "candidate")
     doc = compare_runs(base_dir, run_dir)
     notes = {p["case_id"]: NOTES[b] for b in NOTES for p in doc["buckets"][b]}
     res = evaluate(run_dir, notes=notes, **kwargs)
