@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,11 +60,9 @@ API_CHILD = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom assay impo
 
 
 def twin_of(run_dir: Path) -> Path:
-    """A byte copy of the run (compare wants two run dirs), made once beside it."""
-    twin = run_dir.parent.parent / "twin" / run_dir.name
-    if not twin.exists():
-        shutil.copytree(run_dir, twin)
-    return twin
+    """A later twin of the run (compare wants two runs: bench/twin.py), made once beside it."""
+    from twin import later_twin
+    return later_twin(run_dir, run_dir.parent.parent / "twin" / run_dir.name)
 
 
 def argv_of(name: str, scripts: Path, run: Path, twin: Path, tmp: Path) -> list[str]:

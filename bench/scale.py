@@ -121,9 +121,8 @@ def readers(bench: Bench, app: BenchApp, spec: dict, plan: Path, n: int) -> dict
     res["resume_nothing_left"] = timed([py, str(SCRIPTS / "run_cases.py"), "--plan", str(plan), "--out",
                                         str(run_dir), "--resume", "--progress", "never"], logs / "resume", env)
     res["gate"] = timed([py, str(SCRIPTS / "gate.py"), str(run_dir)], logs / "gate")
-    twin = run_dir.parent.parent / "twin" / run_dir.name   # a byte copy: compare wants two run dirs
-    if not twin.exists():
-        shutil.copytree(run_dir, twin)
+    from twin import later_twin   # a later copy of the run: compare wants two runs (bench/twin.py)
+    twin = later_twin(run_dir, run_dir.parent.parent / "twin" / run_dir.name)
     res["compare_runs"] = timed([py, str(SCRIPTS / "compare_runs.py"), str(run_dir), str(twin)], logs / "compare")
     res["viewer"] = viewer_times(run_dir)
     res["load_after"] = os.getloadavg()
