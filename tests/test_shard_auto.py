@@ -78,3 +78,27 @@ def test_shard_auto_runs_the_index_kubernetes_gives(tmp_path):
         manifest = json.loads((out / "manifest.yaml").read_text())
         assert manifest["shard"] == {"index": 2, "count": 3}
         assert sorted(c["id"] for c in manifest["cases"]) == ["c-1", "c-4"]
+
+
+def test_a_pod_without_shard_auto_is_refused_before_it_runs_the_whole_plan(tmp_path):
+    """An Indexed Job whose args lost `--shard auto` (or a slot given ASSAY_SHARD_INDEX and no --shard):
+    each pod ran the whole plan, exit 0, and published it to the one unsharded prefix (N pods racing
+    over it, the app called N times per case), where the merge then found no shard. Now refused,
+    naming the variable and the fix, before a case is sent or a file written."""
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        plan = add_shards(make_plan(state, [case(f"c-{i}", f"m{i}") for i in range(4)], app_url=app.url,
+                                    run_id=RUN_ID), 2)
+        path = write_plan(state, plan)
+        for env, out in (({**UNSET, "JOB_COMPLETION_INDEX": "1"}, ("--out", state / "reports" / RUN_ID)),
+                         ({**UNSET, "JOB_COMPLETION_INDEX": "0"}, ()),   # no --out either: the same words
+                         ({**UNSET, "ASSAY_SHARD_INDEX": "2"}, ("--out", state / "reports" / RUN_ID))):
+            r = run_runner("--plan", path, *out, "--progress", "never", env=env)
+            assert r.rc == 2, r.stdout + r.stderr
+            name = next(k for k, v in env.items() if v)
+            assert r.json["key"] == "--shard" and r.json["variable"] == name, r.json
+            assert "add --shard auto" in r.json["error"] and "the plan has 2 shards" in r.json["error"], r.json
+        assert not app.requests and not any((state / "reports").iterdir())
+        # the whole plan still runs where no slot is set
+        r = run_runner("--plan", path, "--out", state / "reports" / RUN_ID, "--progress", "never", env=UNSET)
+        assert r.rc == 0, r.stdout + r.stderr

@@ -147,3 +147,26 @@ def test_the_merge_jobs_script_never_gates_an_earlier_merge_of_the_plan(world):
     assert "merge refused" in job.stdout, job.stdout
     assert "PASS" not in job.stdout
     assert not (world["state"] / "reports" / RUN_ID / "results.json").exists()
+
+
+def test_missing_shards_say_what_the_job_did_wrong(world):
+    """The merge names two Job mistakes behind missing shards: pods without --shard auto (each published
+    the whole plan at the run's own prefix: before, "run shard 1, 2 again (its pod's log says why it
+    stopped)" although every pod had finished, exit 0), and completions fewer than the plan's shards
+    (the last indexes never had a pod whose log could say why)."""
+    plain = f"s3://{BUCKET}/assay/plain"
+    r = run_runner("--plan", world["plan"], "--out", world["state"] / "reports" / RUN_ID, "--publish", plain,
+                   "--progress", "never", env=dict(world["server"].env, JOB_COMPLETION_INDEX="", ASSAY_SHARD_INDEX=""))
+    assert r.rc == 0, r.stdout + r.stderr
+    out = world["state"] / "reports" / "merged" / RUN_ID
+    r = run_script("merge_runs", "--plan", world["plan"], "--out", out, f"{plain}/{RUN_ID}/", env=world["server"].env)
+    assert r.rc == 6 and r.json["missing_shards"] == [1, 2], r.stdout
+    assert (f"a whole, unsharded run of this plan is published at {plain}/{RUN_ID}/ itself" in r.json["error"]
+            and "add --shard auto" in r.json["error"]), r.json["error"]
+    short = f"s3://{BUCKET}/assay/short"   # completions: 1 for a plan of 2 shards: index 0 only
+    assert pod(world, 0, publish=short).rc == 0
+    r = run_script("merge_runs", "--plan", world["plan"], "--out", out, f"{short}/{RUN_ID}/", env=world["server"].env)
+    assert r.rc == 6 and r.json["missing_shards"] == [2], r.stdout
+    assert "the Job's completions (1?) is fewer than the plan's 2 shards: set completions to 2" in r.json["error"]
+    assert "unsharded" not in r.json["error"]
+    assert not out.exists()

@@ -82,6 +82,23 @@ def shard_from_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> int:
                      "Indexed Job sets the first), or pass --shard I", 2, key="--shard")
 
 
+def whole_plan_in_a_shard_slot(plan: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    """A sharded plan run without --shard where a shard index is set (a pod of an Indexed Job, a
+    scheduler's slot): every slot would run the whole plan, all of them publishing to the one
+    unsharded prefix where the merge finds no shard. AssayError(2) naming the variable and the fix."""
+    block = plan.get("shards")
+    if not block:
+        return
+    for name in (SHARD_ENV_K8S, SHARD_ENV):
+        raw = (environ.get(name) or "").strip()
+        if raw:
+            raise AssayError(f"{name}={raw[:20]!r} is set (one shard's slot: a Kubernetes Indexed Job's pod, or "
+                             f"a scheduler's) and the plan has {block['count']} shards, but --shard was not given: "
+                             "every slot would run the whole plan, each publishing it where the merge finds no "
+                             f"shard; add --shard auto (the Job's args), or unset {name} to run the whole plan "
+                             "here", 2, key="--shard", variable=name)
+
+
 def check_shards(plan: Mapping[str, Any], source: str) -> None:
     """Cross-field rules of the `shards` block (its shape is the plan schema's). AssayError(2)."""
     block = plan.get("shards")

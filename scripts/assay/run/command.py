@@ -72,7 +72,9 @@ def run(args, environ=None) -> tuple[int, Any]:
         if args.plan or args.out or args.resume or args.dry_run or shard_index is not None:
             raise AssayError("--verify takes only a run directory (no --plan/--out/--resume/--dry-run/--shard)", 2)
         return verify(Path(args.verify))
-    if not args.plan or (not args.out and not args.dry_run and shard_index is None):
+    from ..plan.shards import SHARD_ENV, SHARD_ENV_K8S
+    in_a_slot = any((environ.get(name) or "").strip() for name in (SHARD_ENV_K8S, SHARD_ENV))
+    if not args.plan or (not args.out and not args.dry_run and shard_index is None and not in_a_slot):
         raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
     from . import holdout_ledger, preflight, run_paths
     from ..invoke.preflight import health_check
@@ -88,6 +90,11 @@ def run(args, environ=None) -> tuple[int, Any]:
                              resume=bool(args.resume))
     if stale:
         print(f"run_cases: {stale}", file=sys.stderr)
+    if shard_index is None:   # a pod without --shard auto runs the whole plan: said before anything runs
+        from ..plan.shards import whole_plan_in_a_shard_slot
+        whole_plan_in_a_shard_slot(plan, environ)
+        if not args.out and not args.dry_run:
+            raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
     from_job = shard_index == "auto" and bool((environ.get("JOB_COMPLETION_INDEX") or "").strip())
     if shard_index == "auto":
         from ..plan.shards import shard_from_env

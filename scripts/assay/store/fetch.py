@@ -107,7 +107,8 @@ def fetch_shards(target: str, plan: Mapping[str, Any], dest: Path) -> list[str]:
                          + " again (its pod's log says why it stopped; by hand: run_cases.py --plan PLAN --shard I "
                          "--publish <prefix>), then merge again"
                          + ("; nothing at all is under that prefix: is it the one the shards published to "
-                            "(run_cases.py --publish, the Job's ASSAY_SHARDS)?" if not objects else ""))
+                            "(run_cases.py --publish, the Job's ASSAY_SHARDS)?" if not objects else "")
+                         + _missing_why(loc, objects, shards, missing, count))
         if unfinished:
             parts.append(f"unfinished shard(s) {', '.join(map(str, unfinished))} (no {MANIFEST}: the publish did "
                          "not finish; retry the index, or publish_run.py its run dir)")
@@ -118,3 +119,19 @@ def fetch_shards(target: str, plan: Mapping[str, Any], dest: Path) -> list[str]:
         part = loc.child(store_url.shard_part(i, count))
         out.append(str(fetch_run(store, part, dest / shard_dir_name(run_id, i), objects=shards[i])))
     return out
+
+
+def _missing_why(loc: StoreURL, objects: Mapping[str, int], shards: Mapping[int, Any], missing: list[int],
+                 count: int) -> str:
+    """What missing shards say about the Job: a whole (unsharded) run of the plan published at the
+    run's own prefix (its pods ran without --shard), or only the plan's last shards missing (a Job
+    whose completions is fewer than the plan's shards never starts those indexes)."""
+    if MANIFEST in own_files(loc, objects):
+        return (f"; a whole, unsharded run of this plan is published at {loc} itself (its {MANIFEST}, no "
+                "shard-<I>-of-<N>/): it ran without --shard, so it is no shard; add --shard auto to the Job's args")
+    ran = max(shards, default=0)
+    if ran and missing == list(range(ran + 1, count + 1)):
+        return (f"; only the plan's last shard(s) are missing: if no pod ran index(es) {ran}..{count - 1} at all, "
+                f"the Job's completions ({ran}?) is fewer than the plan's {count} shards: set completions to "
+                f"{count} (= make_plan.py --shards)")
+    return ""
