@@ -42,12 +42,14 @@ class CaseContext:
 
 
 def user_texts(case: dict[str, Any], upto: int | None = None) -> str:
-    """The user's words the app has seen: every message and turn, or for a turn checkpoint
-    only turns 0..upto (a later turn's text was not sent yet, so it cannot be echoed)."""
+    """The user's words the app has seen: every message and turn, a simulated user's facts (it tells
+    them when asked), or for a turn checkpoint only turns 0..upto (a later turn's text was not sent
+    yet, so it cannot be echoed)."""
     inp = case.get("input")
     if not isinstance(inp, dict):
         return ""
-    parts: list[str] = []
+    from ..simulate.scenario import told_facts
+    parts: list[str] = told_facts(case)
     messages = inp.get("messages") if isinstance(inp.get("messages"), list) else []
     turns = inp.get("turns") if isinstance(inp.get("turns"), list) else []
     for m in messages:
