@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.casekind import TURN_KEYS
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
 from ..core.suggest import closest, did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES, holdout_unsealed
@@ -20,7 +21,6 @@ from .key_homes import INPUT_KEYS, case_keys, misplaced
 
 Report = Callable[[str, str], None]
 
-TURN_KEYS = ("user", "expect")
 RESERVED_TURN_KEYS = ("assistant", "simulate")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
@@ -252,7 +252,7 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
             clash = sorted(set(every) & set(case["expect"]))
             if clash:
                 report("every_turn_collision", f"input.every_turn and expect both set {clash}; keep each check "
-                       "in one place")
+                       "in one place", key=f"expect.{clash[0]}")
     for i, turn in enumerate(turns):
         where = f"input.turns[{i}]"
         if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not turn["user"].strip():
