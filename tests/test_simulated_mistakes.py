@@ -77,3 +77,26 @@ def test_a_misspelt_simulated_user_key_is_named_with_the_key_it_meant(tmp_path):
     assert r.rc != 0
     assert "did you mean 'simulated_user'?" in found["bad_messages"]
     assert found["missing_input"] == "input has none of messages, turns or simulated_user"
+
+
+def test_an_expect_that_only_repeats_a_fact_the_simulated_user_tells_is_an_echo(tmp_path):
+    """facts: {invoice_id: INV-1002} and expect.answer.must_contain [INV-1002]: the user tells the app
+    the id, so an app that repeats it passes whatever else it does (one that forgot the conversation
+    too). The linter's echo check read scripted turns only and said nothing; it reads the facts now.
+    A must_contain the user never says is not an echo."""
+    state = copy_state(tmp_path)
+    for cid, entry in (("c-0000echo", "inv-1002"), ("c-0000real", "refund issued")):
+        sim_case(state, cid, "a refund")
+        case = state / "datasets" / f"{cid}.yaml"
+        case.write_text(case.read_text(encoding="utf-8").replace(
+            "    max_turns: 2\n", "    max_turns: 2\n    facts: {invoice_id: INV-1002, amount: 40}\n").replace(
+            "  tools:\n    forbidden: [issue_refund]\n", f"  answer: {{must_contain: [{entry}, '40']}}\n"), encoding="utf-8")
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json")
+    echoes = {(f["case_id"], f["key"]): f for f in json.loads(r.stdout)["findings"] if f["code"] == "echo_assertion"}
+    assert set(echoes) == {("c-0000echo", "expect.answer.must_contain.0"), ("c-0000echo", "expect.answer.must_contain.1"),
+                           ("c-0000real", "expect.answer.must_contain.1")}, echoes
+    first = echoes[("c-0000echo", "expect.answer.must_contain.0")]
+    assert (first["source"], first["line"]) == ("datasets/c-0000echo.yaml", 16), first
+    assert "'inv-1002' is already in the user's input" in first["message"]

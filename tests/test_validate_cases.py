@@ -515,6 +515,8 @@ def test_conversation_findings_name_the_line_of_the_turn_they_are_about(tmp_path
                   "expect:\n  route: invoices\n  answer:\n    must_contain:\n      - INV-0042\n",
         "c-nullexp": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n      expect:\n"
                      "    - user: refund it\nexpect: {route: invoices}\n",
+        "c-clash": CONV_HEAD + "  turns:\n    - user: which invoice is open?\n    - user: refund it\n"
+                   "  every_turn: {route: invoices}\nexpect:\n  route: invoices\n",
     }
     cases = {cid: text.replace("{cid}", cid).replace("{{", "{").replace("}}", "}") for cid, text in cases.items()}
     state = make_state(tmp_path, cases=cases, dataset=None)
@@ -528,6 +530,7 @@ def test_conversation_findings_name_the_line_of_the_turn_they_are_about(tmp_path
     assert got[("c-mixed", "turns_and_messages")] == 12, got      # `messages:`
     assert got[("c-echo", "echo_assertion")] == 16, got           # `- INV-0042` in the final expect
     assert got[("c-nullexp", "bad_expect_shape")] == 11, got      # turn 1's empty `expect:`
+    assert got[("c-clash", "every_turn_collision")] == 14, got    # the top-level `route:` (was line 1)
     # make_plan names the same lines when it refuses the suite
     plan = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
                       "-o", work / "plan.json")

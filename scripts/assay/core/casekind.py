@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 SIMULATED_KEY = "simulated_user"
+TURN_KEYS = ("user", "expect")   # a scripted turn's keys: the linter names any other, the runner skips the case
 DEFAULT_MAX_TURNS = 12   # a scripted conversation's turns at most, unless execution.max_turns says
 SIMULATED_DEFAULT_MAX_TURNS = 8   # a simulated user's turns at most, unless its simulated_user.max_turns says
 

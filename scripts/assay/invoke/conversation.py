@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..core.casekind import DEFAULT_MAX_TURNS, every_expect_of, is_conversation  # noqa: F401 (re-exported)
+from ..core.casekind import DEFAULT_MAX_TURNS, TURN_KEYS, every_expect_of, is_conversation  # noqa: F401 (re-exported)
 from ..core.errors import AssayError
 from ..core.ids import new_uuid4, utc_now_iso
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA, PASS, TRACE_DEPENDENT_LAYERS,
@@ -151,6 +151,33 @@ def skip_reason(case: Mapping[str, Any], conv: ConversationConfig | None, max_tu
             return f"unsupported input: input.turns[{i}].expect is not a mapping (validate_cases.py names the fix)"
     if inp.get("every_turn") is not None and not isinstance(inp.get("every_turn"), Mapping):
         return "unsupported input: input.every_turn is not a mapping (validate_cases.py names the fix)"
+    return unread_check(case)
+
+
+def unread_check(case: Mapping[str, Any]) -> str | None:
+    """Why a check the case writes would never run, or None: a turn key other than user and expect
+    (a misspelt checkpoint), an expect on the last turn (the final turn is scored by the top-level
+    expect), or a key both input.every_turn and an expect set (one would replace the other). The
+    linter's ERRORs (unknown_turn_key, turn_key_reserved, final_turn_expect, every_turn_collision);
+    a plan made with --allow-invalid still reaches the runner, which skips the case rather than let
+    it pass without that check. Pure."""
+    inp = case["input"]
+    turns = inp["turns"]
+    for i, turn in enumerate(turns):
+        extra = sorted(str(k) for k in turn if k not in TURN_KEYS)
+        if extra:
+            return (f"unsupported input: input.turns[{i}].{extra[0]} is not a turn key (user, expect), so it is "
+                    "never read (validate_cases.py names the fix)")
+    if turns[-1].get("expect") is not None:
+        return (f"unsupported input: input.turns[{len(turns) - 1}].expect is on the last turn, where it is never "
+                "read: the last turn is scored by the case's top-level expect (validate_cases.py names the fix)")
+    every = inp.get("every_turn") or {}
+    for where, own in [(f"input.turns[{i}].expect", t.get("expect")) for i, t in enumerate(turns)] + [
+            ("expect", case.get("expect"))]:
+        clash = sorted(set(every) & set(own)) if isinstance(own, Mapping) else []
+        if clash:
+            return (f"unsupported input: input.every_turn and {where} both set {clash}: one would replace the "
+                    "other (validate_cases.py names the fix)")
     return None
 
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.casekind import TURN_KEYS
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
 from ..core.suggest import closest, did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES, holdout_unsealed
@@ -20,7 +21,6 @@ from .key_homes import INPUT_KEYS, case_keys, misplaced
 
 Report = Callable[[str, str], None]
 
-TURN_KEYS = ("user", "expect")
 RESERVED_TURN_KEYS = ("assistant", "simulate")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
@@ -42,12 +42,14 @@ class CaseContext:
 
 
 def user_texts(case: dict[str, Any], upto: int | None = None) -> str:
-    """The user's words the app has seen: every message and turn, or for a turn checkpoint
-    only turns 0..upto (a later turn's text was not sent yet, so it cannot be echoed)."""
+    """The user's words the app has seen: every message and turn, a simulated user's facts (it tells
+    them when asked), or for a turn checkpoint only turns 0..upto (a later turn's text was not sent
+    yet, so it cannot be echoed)."""
     inp = case.get("input")
     if not isinstance(inp, dict):
         return ""
-    parts: list[str] = []
+    from ..simulate.scenario import told_facts
+    parts: list[str] = told_facts(case)
     messages = inp.get("messages") if isinstance(inp.get("messages"), list) else []
     turns = inp.get("turns") if isinstance(inp.get("turns"), list) else []
     for m in messages:
@@ -250,7 +252,7 @@ def _turns(case: dict[str, Any], inp: dict[str, Any], report: Report) -> None:
             clash = sorted(set(every) & set(case["expect"]))
             if clash:
                 report("every_turn_collision", f"input.every_turn and expect both set {clash}; keep each check "
-                       "in one place")
+                       "in one place", key=f"expect.{clash[0]}")
     for i, turn in enumerate(turns):
         where = f"input.turns[{i}]"
         if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not turn["user"].strip():

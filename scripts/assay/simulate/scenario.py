@@ -127,6 +127,15 @@ def scenario_of(case: Mapping[str, Any]) -> Scenario:
                     max_turns=int(block.get("max_turns", DEFAULT_MAX_TURNS)), seed=int(block.get("seed", 0)))
 
 
+def told_facts(case: Mapping[str, Any]) -> list[str]:
+    """What a simulated user tells the app when asked: its facts' values (a list's texts); [] for a
+    case that is not simulated or whose block has a problem. The linter's echo check reads them. Pure."""
+    inp = case.get("input")
+    if not isinstance(inp, Mapping) or SIMULATED_KEY not in inp or problems(case):
+        return []
+    return [value for _, value in scenario_of(case).facts]
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
