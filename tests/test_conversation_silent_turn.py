@@ -4,6 +4,8 @@ loopback port, plus the pure rule (`assay.invoke.conversation.unanswered`)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from assay.invoke.conversation import unanswered
@@ -53,3 +55,40 @@ def test_unanswered_asks_an_answer_only_of_a_turn_that_got_through():
     assert unanswered(scored(None, dict(ok, answer_absent="no answer here (x)"))) == "no answer here (x)"
     assert unanswered(scored(None, dict(ok, expected_status=204, status=204))) is None   # asked for no body
     assert unanswered(scored(None, dict(ok, verdict="fail"))) is None                   # its own stop rule
+
+
+# a simulated user that asks "second" once the app has answered "hello", then says its goal is reached
+SIM_SECOND_THEN_STOP = r'''
+import json, sys
+text = sys.stdin.read()
+print(json.dumps({"message": "###STOP###" if "second" in text else "second" if "hello" in text else "hello"}))
+'''
+
+
+def test_a_simulated_turn_without_an_answer_stops_the_conversation_unscored(state, tmp_path):
+    """A simulated user's turn that got through with no answer went on: the simulator was asked about an
+    answer the app never gave, said its goal was reached, and a green end state passed the case. It
+    stops there, unscored, as a scripted conversation's middle turn does."""
+    from fakeapp import adapter, make_plan
+    from test_run_conversation import run_plan
+    sim = tmp_path / "sim.py"
+    sim.write_text(SIM_SECOND_THEN_STOP, encoding="utf-8")
+    case = {"id": "c-sim", "split": ["smoke"], "category": "multistep", "test_type": "MFT", "template_id": None,
+            "input": {"simulated_user": {"persona": "A customer.", "goal": "get an answer twice",
+                                         "stop_when": "the assistant answered twice", "max_turns": 3}},
+            "expect": {"answer": {"must_not_contain": ["error"]}}}
+    with FakeApp(silent_on("second", Reply(200, {"message": ""}))) as app:
+        plan = make_plan(state, [case], app_url=app.url,
+                         adapter_doc=adapter(app.url, conversation={"style": "client-id"}),
+                         simulator={"enabled": True, "config": {"provider": "command",
+                                                                "command": [sys.executable, str(sim)],
+                                                                "timeout_s": 60}})
+        r, out = run_plan(state, plan)
+        sent = [p.json["message"] for p in app.posts()]
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(cases_view(out) / "c-sim" / "verdict.json")
+    why = "turn 2: an empty answer at the adapter's <answer> path; the simulated user was not asked to go on"
+    assert (v["verdict"], v["turns_sent"], v["stop_reason"]) == ("unscored", 2, why), v
+    assert sent == ["hello", "second"]
+    assert run_script("gate", out).rc == 1
+    assert run_script("run_cases", "--verify", out).rc == 0

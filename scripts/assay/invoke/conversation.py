@@ -297,9 +297,12 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
             if scored["verdict"] in STOP_VERDICTS:
                 stop = (spec.n, stop_reason_of(spec.n, scored["layers"], scored["verdict"]))
                 break
-            silent = unanswered(scored) if isinstance(script, Scripted) and spec.n < script.total else None
+            scripted = isinstance(script, Scripted)
+            # a simulated user is asked about every answer (its next message, or whether stop_when holds)
+            silent = unanswered(scored) if not scripted or spec.n < script.total else None
             if silent is not None:   # the next turn would follow up on an answer the app never gave
-                stop = (None, f"turn {spec.n}: {silent}; turn {spec.n + 1} not sent")
+                then = f"turn {spec.n + 1} not sent" if scripted else "the simulated user was not asked to go on"
+                stop = (None, f"turn {spec.n}: {silent}; {then}")
                 break
             if conv.style == "server-id" and spec.n == 1:
                 value, where = read_session(conv, out)
@@ -329,7 +332,8 @@ def run_conversation(case: Mapping[str, Any], conv: ConversationConfig, *, invok
 
 
 def unanswered(scored: Mapping[str, Any]) -> str | None:
-    """Why a scripted turn that another turn follows got no answer to carry the conversation on
+    """Why a scripted turn that another turn follows (or any simulated user's turn: the simulator reads
+    each answer) got no answer to carry the conversation on
     (its request succeeded, but the adapter's <answer> path held nothing, or only whitespace), else
     None. The next turn would follow up on an answer the app never gave, so the conversation stops
     there, unscored (never a pass). A turn whose expect names its status (an asked-for 204 or 4xx)
