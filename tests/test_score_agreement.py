@@ -309,3 +309,26 @@ def test_a_run_dir_passed_as_annotations_says_where_labels_live(tmp_path):
         err = r.json["error"]
         assert "unknown key" not in err and "(the run's case records, not labels)" in err, err
         assert f"annotations live in {tmp_path / 'app' / '.assay' / 'annotations'}/ (exported from label.py's page)" in err, err
+
+
+def test_labels_on_a_rubric_version_the_state_dir_has_no_file_for_never_read_calibrated(tmp_path):
+    # labels exported for refund-eta-v2 while rubrics/refund-eta.md is at version 1 (another rubric version,
+    # the file reverted, a pin typed by hand): before, the output read status "calibrated" and the sidecar
+    # wrote refund-eta-v2 calibrated: true (only a note said "stays provisional"); no case can pin that text
+    state = judged_state(tmp_path)
+    ann = write_lines(tmp_path / "a.jsonl", [dict(r, rubric_id="refund-eta-v2") for r in calibrated_rows()])
+    sidecar = state / "judge" / "calibration.json"
+    for args in (("--state-dir", state), ("--write", sidecar)):
+        r = run_script("score_agreement", ann, *args)
+        assert r.rc == 0, r.stdout + r.stderr
+        rub = r.json["rubrics"]["refund-eta-v2"]
+        assert r.json["status"] == "not_calibrated" and r.json["calibrated_rubrics"] == [], r.json
+        assert rub["calibrated"] is False and rub["pairs"] == 120
+        assert rub["blocking"][0].startswith("no rubric file at refund-eta-v2 in the state dir "
+                                             "(rubrics/refund-eta.md is refund-eta-v1)"), rub["blocking"]
+        assert "label the pin the rubric file has" in rub["unlock"]
+    assert json.loads(sidecar.read_text())["rubrics"]["refund-eta-v2"]["calibrated"] is False
+    # without a state dir the rubric files are not known: scored as before, and said in not_checked
+    r = run_script("score_agreement", ann)
+    assert r.json["rubrics"]["refund-eta-v2"]["calibrated"] is True
+    assert any(x.startswith("rubric nodes:") for x in r.json["not_checked"])

@@ -158,6 +158,21 @@ def not_in_rubric(rows: list[Annotation], nodes_by_pin: dict[str, Collection[str
                      "correct the node_id or delete the line"} for a in rows if stray(a)])
 
 
+def no_rubric_file(pin: str, nodes_by_pin: dict[str, Collection[str]] | None) -> str | None:
+    """Why a pin the labels name cannot be calibrated: the state dir has no rubric file at that version (a
+    label exported for another rubric version, a pin typed by hand, the file reverted). Its judge verdicts
+    gate nowhere (no case can pin it; --write binds no text to it), so its entry must not read calibrated.
+    None when it has one, or when the rubric files are not known (no state dir)."""
+    from ..judge.rubrics import parse_pin
+    if nodes_by_pin is None or pin in nodes_by_pin:
+        return None
+    rid = (parse_pin(pin) or (pin, None))[0]
+    have = sorted(p for p in nodes_by_pin if (parse_pin(p) or (None,))[0] == rid)
+    where = (f"rubrics/{rid}.md is {', '.join(have)}" if have else f"there is no rubrics/{rid}.md")
+    return (f"no rubric file at {pin} in the state dir ({where}): these labels are on a text no case can pin; "
+            f"label the pin the rubric file has, or correct rubric_id in the labels")
+
+
 def known_material_first(rows: list[Annotation]) -> tuple[list[Annotation], int]:
     """Drop the lines on unknown material (no answer_sha256: older files) of an item that also has a
     label on a known answer: the unknown one may be on that same answer, and counting both would
@@ -332,6 +347,11 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
     for a in latest:
         by_pin[a.pin].append(a)
     rubrics = {pin: score_rubric(by_pin[pin], floors, confidence) for pin in sorted(by_pin)}
+    for pin, entry in rubrics.items():
+        missing = no_rubric_file(pin, nodes_by_pin)
+        if missing:   # labels on a text the state dir does not have: it never gates, so never reads calibrated
+            entry.update(calibrated=False, blocking=[missing] + entry["blocking"], unlock=missing,
+                         more_labels_sentence=None)
     pairs = sum(r["pairs"] for r in rubrics.values())
     unpaired = sum(r["unpaired"] for r in rubrics.values())
     if pairs == 0:

@@ -247,9 +247,12 @@ class JudgeRuntime:
         for pin in pins:
             rubric, _, problem = resolve_pin(pin, self.rubrics)
             if rubric is None:
-                results.append({"pin": str(pin), "rubric_id": None, "version": None, "provisional": True,
-                                "why_provisional": problem, "verdict": "unscored", "infra": False,
-                                "reason": problem, "nodes": []})
+                # a pin naming no rubric file at that version (a typo, a version bumped without its cases;
+                # only through make_plan --allow-invalid) judged nothing: a check that never ran, never a
+                # provisional pin that leaves the case to pass on its other layers
+                results.append({"pin": str(pin), "rubric_id": None, "version": None, "provisional": False,
+                                "why_provisional": None, "verdict": "unscored", "infra": False,
+                                "reason": f"never judged: {problem}; fix the pin in the case", "nodes": []})
                 futures.append(None)
                 continue
             calibrated, why = self.calibration(rubric["pin"])
