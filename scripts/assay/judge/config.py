@@ -51,7 +51,32 @@ def load_model_config(state: Path, rel: str, schema: str, shape: Any = None) -> 
     if shape is not None:
         shape(doc, lambda p: lines.line_of(p) if p else lines.get(()))
     validate(doc, schema, source=rel, what=rel, line_of=lambda p: lines.line_of(p) if p else lines.get(()))
+    refuse_literal_keys(doc, lambda p: lines.line_of(p) if p else lines.get(()), rel)
     return doc
+
+
+def refuse_literal_keys(doc: dict[str, Any], line_of: Any, rel: str) -> None:
+    """Secrets are `${VAR}` references only, as in adapter.yaml: an `api_key`, or a credential-shaped
+    header (`x-api-key`, `Authorization`), written out in judge.yaml or simulator.yaml (or one of its
+    ensemble's judges) would be copied into the converted suite and the plan. Exit 2 naming the file,
+    line and key, never the value."""
+    from ..core.secrets import CREDENTIAL_HEADER
+    members = [((), doc)] + [(("judges", i), m) for i, m in enumerate(doc.get("judges") or [])
+                              if isinstance(m, dict)]
+    for at, member in members:
+        found = [(("api_key",), "api_key")] if isinstance(member.get("api_key"), str) else []
+        headers = member.get("headers") if isinstance(member.get("headers"), dict) else {}
+        found += [(("headers", name), f"headers.{name}") for name in headers if CREDENTIAL_HEADER.search(str(name))]
+        for path, key in found:
+            value = member.get("api_key") if path == ("api_key",) else headers[path[1]]
+            if not isinstance(value, str) or "${" in value or not value.strip():
+                continue
+            shown = ".".join([*map(str, at), key]) if at else key
+            line = line_of(list(at + path))
+            raise AssayError(f"{rel}{f':{line}' if line else ''}: {shown} holds a literal value; secrets are "
+                             "${VAR} references only (a literal would be copied into the converted suite and the "
+                             f"plan). Export it and write {key.split('.')[-1]}: \"${{MY_VAR}}\"", 2, file=rel,
+                             line=line, key=shown)
 
 
 def check_shape(doc: dict[str, Any], line_of: Any = lambda p: None, source: str = JUDGE_CONFIG) -> None:
