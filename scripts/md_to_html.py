@@ -25,7 +25,7 @@ def build_parser():
 
 def run(args):
     from assay.core.jsonio import atomic_write_text
-    from assay.report.draft import PLACEHOLDER_MARK
+    from assay.report.draft import PLACEHOLDER_MARK, refuse_run_target, report_run_id
     from assay.report.html import render
 
     src = Path(args.input)
@@ -53,6 +53,7 @@ def run(args):
     if out.exists() and os.path.samefile(out, src):
         raise AssayError(f"{out}: that is the input Markdown; writing the page there would replace it: pass "
                          f"the HTML file as the output, e.g. {src.with_suffix('.html')}", 2, path=str(out))
+    refuse_run_target(out, report_run_id(text), f"the HTML file as the output, e.g. {src.with_suffix('.html')}")
     if not out.parent.is_dir():
         raise AssayError(f"{out}: directory {out.parent} does not exist", 2, path=str(out))
     try:

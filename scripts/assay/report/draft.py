@@ -30,6 +30,32 @@ CLUSTERS_BEGIN = "<!-- assay:clusters -->"
 CLUSTERS_END = "<!-- /assay:clusters -->"
 # Text an agent was asked to replace; md_to_html.py refuses a report.md that still holds it.
 PLACEHOLDER_MARK = "TODO(agent)"
+TITLE = "# assay report: "   # the report's first line, then its run id
+
+
+def report_run_id(markdown: str) -> str | None:
+    """The run id a drafted report names in its title (its first line), or None (not a drafted report)."""
+    first = markdown.lstrip("\ufeff").split("\n", 1)[0].rstrip()
+    if not first.startswith(TITLE):
+        return None
+    return re.sub(r"\\(.)", r"\1", first[len(TITLE):].strip()) or None
+
+
+def refuse_run_target(target: Path, run_id: str | None, instead: str) -> None:
+    """A report (report.md, report.html) written into a run directory: never over a file the runner
+    wrote (the run would be gone), never into another run's directory (that run's report would read
+    this run's verdict). AssayError(2) naming the file and what to pass instead."""
+    from ..core.statedir import run_dir_id
+    from ..rundir.artifacts import RUNNER_FILES
+    holder = run_dir_id(target.parent)
+    if holder is None:
+        return
+    if target.name in RUNNER_FILES:
+        raise AssayError(f"{target}: a file the runner wrote for run {holder}; writing the report over it would "
+                         f"destroy the run: pass {instead}", 2, path=str(target))
+    if run_id is not None and holder != run_id:
+        raise AssayError(f"{target}: inside run {holder}'s directory, but the report is of run {run_id}: it would "
+                         f"read as {holder}'s report with {run_id}'s verdict; pass {instead}", 2, path=str(target))
 LAYER_COLUMNS = ("pass", "fail", "n/a", "unscorable", "unscored", "error", "infra_error", "infra_incomplete")
 
 
@@ -315,7 +341,7 @@ def _draft(run_dir: Path, decision: GateResult, comparison: list[str] | None = N
     s = facts.summary
     banner = _not_quotable(facts)
     gating, n = count(s.get("gating_failures")), count(s.get("n"))
-    lines = [f"# assay report: {esc(facts.run_id)}", ""] + verdict_banner(facts, decision, gate_flags) + [_facts_line(facts), ""]
+    lines = [f"{TITLE}{esc(facts.run_id)}", ""] + verdict_banner(facts, decision, gate_flags) + [_facts_line(facts), ""]
     if banner:
         lines += banner
     else:
