@@ -74,3 +74,24 @@ def test_own_run_and_outside_paths_still_write(runs, tmp_path):
     d = run_script("draft_report", runs / FAILING, "-o", tmp_path / "b.md")
     assert d.rc == 0, d.stdout
     assert run_script("md_to_html", tmp_path / "b.md", tmp_path / "b.html").rc == 0
+
+
+def test_a_pass_report_of_a_run_edited_after_drafting_is_not_rendered(runs, tmp_path):
+    """verdicts.jsonl hand-edited after the PASS report was drafted: the gate closes (--verify), so
+    md_to_html.py refuses to render the PASS page, naming the problem and the re-draft."""
+    import shutil
+    run = tmp_path / "reports" / PASSING
+    shutil.copytree(runs / PASSING, run)
+    (run / "report.html").unlink(missing_ok=True)
+    verdicts = run / "verdicts.jsonl"
+    verdicts.write_text(verdicts.read_text(encoding="utf-8").replace('"verdict": "pass"', '"verdict": "fail"'),
+                        encoding="utf-8")
+    assert run_script("gate", run).rc == 1
+    h = run_script("md_to_html", run / "report.md", run / "report.html")
+    assert h.rc == 2, h.stdout
+    assert not (run / "report.html").exists()
+    err = h.json["error"]
+    assert "reads PASS" in err and "verdicts.jsonl" in err and "draft_report.py" in err and "--force" in err
+    d = run_script("draft_report", run, "--force")   # the re-draft reads FAIL, and renders
+    assert d.rc == 0 and "**FAIL · gate closed**" in (run / "report.md").read_text(encoding="utf-8")
+    assert run_script("md_to_html", run / "report.md", run / "report.html").rc == 0
