@@ -36,7 +36,7 @@ def run(args):
     import dataclasses
 
     from assay.core.jsonio import atomic_write_text
-    from assay.report.draft import draft
+    from assay.report.draft import draft, refuse_run_target, report_run_id
     from assay.verdict import decide, gate_open
     from assay.verdict.flags import decision_flags_said, decision_options
 
@@ -57,6 +57,7 @@ def run(args):
         sys.stdout.write(result.markdown)
         return 0, None
     target = Path(args.output) if args.output else Path(args.run_dir) / "report.md"
+    refuse_run_target(target, report_run_id(result.markdown), f"-o {run_dir / 'report.md'}")
     if target.is_dir():   # --force cannot overwrite a directory with the report
         raise AssayError(f"-o {target} is a directory; give a file path for the report, e.g. "
                          f"-o {target / 'report.md'}", 2, path=str(target))

@@ -15,7 +15,8 @@ def build_parser():
     p = make_parser(
         "md_to_html.py",
         "Render a Markdown report as one self-contained HTML page. Without an output path the page goes "
-        "to stdout. Exit 0 written, 2 unreadable input or unwritable output.",
+        "to stdout. Exit 0 written, 2 unreadable input or unwritable output, an output over a run's own file "
+        "or in another run's dir, or a PASS report of a run whose files changed since (re-draft it).",
         "python3 scripts/md_to_html.py .assay/reports/smoke-20261129T101500Z/report.md .assay/reports/smoke-20261129T101500Z/report.html",
     )
     p.add_argument("input", help="the Markdown file (UTF-8)")
@@ -25,7 +26,7 @@ def build_parser():
 
 def run(args):
     from assay.core.jsonio import atomic_write_text
-    from assay.report.draft import PLACEHOLDER_MARK
+    from assay.report.draft import PLACEHOLDER_MARK, refuse_run_target, refuse_stale_pass, report_run_id
     from assay.report.html import render
 
     src = Path(args.input)
@@ -42,6 +43,9 @@ def run(args):
         raise AssayError(f"{src}:{line}: still holds a {PLACEHOLDER_MARK} placeholder, which must never reach "
                          "report.html; re-draft it (draft_report.py --force fills the clusters from "
                          "cluster_failures.py) or write that paragraph, then render again", 2, path=str(src), line=line)
+    refuse_stale_pass(text, src.resolve().parent, src)
+    if args.output:
+        refuse_stale_pass(text, Path(args.output).resolve().parent, src)
     page = render(text, fallback_title=src.stem)
     if not args.output:
         sys.stdout.write(page)
@@ -53,6 +57,7 @@ def run(args):
     if out.exists() and os.path.samefile(out, src):
         raise AssayError(f"{out}: that is the input Markdown; writing the page there would replace it: pass "
                          f"the HTML file as the output, e.g. {src.with_suffix('.html')}", 2, path=str(out))
+    refuse_run_target(out, report_run_id(text), f"the HTML file as the output, e.g. {src.with_suffix('.html')}")
     if not out.parent.is_dir():
         raise AssayError(f"{out}: directory {out.parent} does not exist", 2, path=str(out))
     try:

@@ -12,6 +12,14 @@ from .ids import parse_run_id
 RUN_FILES = ("results.json", "manifest.yaml", "run.log")
 
 
+def run_dir_id(path: Path) -> str | None:
+    """The run id of `path` when it is a run directory (a run id for its name, a run file in it), else None."""
+    path = Path(path)
+    if parse_run_id(path.name) and any((path / name).is_file() for name in RUN_FILES):
+        return path.name
+    return None
+
+
 def _runs_in(path: Path) -> int:
     try:
         return sum(1 for p in path.iterdir() if p.is_dir() and not p.is_symlink() and parse_run_id(p.name))
@@ -23,7 +31,7 @@ def run_or_reports_dir(path: Path) -> str | None:
     """Why `path`, a directory given for a state dir, is a run directory or a reports dir instead, and the
     state dir to pass; None when it is neither."""
     path = Path(path)
-    if parse_run_id(path.name) and any((path / name).is_file() for name in RUN_FILES):
+    if run_dir_id(path):
         state = path.parent.parent if path.parent.name == "reports" else None
         instead = f"pass its state dir, {state}" if state is not None else "pass the state dir whose reports/ holds it"
         return f"{path} is a run directory, not a state dir: {instead} (the one whose reports/ holds the runs)"

@@ -20,6 +20,18 @@ def _pct(x) -> str:
     return "—" if x is None else f"{x * 100:.1f} %"
 
 
+def _gate_cell(r: dict) -> str:
+    """The one decision's words for a run (run_history.py hands them in): a closed gate with its first
+    reason, so a row whose scored cases all passed never reads as a pass when the gate stayed shut."""
+    if not r.get("gate"):
+        return "—"
+    reasons = r.get("gate_reasons") or []
+    more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    if r["gate"] == "closed":
+        return f"<strong>closed</strong>: {_e(reasons[0]) if reasons else ''}{more}"
+    return _e(r["gate"])
+
+
 def trend_svg(runs: list[dict]) -> str:
     pts = [r for r in runs if r.get("pass_rate") is not None]
     if not pts:
@@ -50,8 +62,9 @@ def trend_svg(runs: list[dict]) -> str:
         closed = r.get("gate") == "closed" or (r.get("gate") is None and r.get("gating_failures"))
         color = "#a12020" if closed else "#17633a" if r.get("clean", True) else "#b26b00"
         note = "" if r.get("clean", True) else f" of scored (not clean: {r.get('not_clean')})"
+        gate = f"; gate {r['gate']}" if r.get("gate") else ""
         parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" fill="{color}">'
-                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}</title></circle>')
+                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}{_e(gate)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -87,12 +100,13 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
         body.append(f"<p>Drift: <strong>{'FLAGGED' if d.get('flagged') else 'not flagged'}</strong> — "
                     f"{_e(d.get('reason') or '')} ({_e(d.get('test'))}).</p>")
         body.append("<table><thead><tr><th>run</th><th>pass rate</th><th>95 % interval</th><th>scored</th>"
-                    "<th>gating failures</th><th>infra rate</th></tr></thead><tbody>")
+                    "<th>gating failures</th><th>infra rate</th><th>gate</th></tr></thead><tbody>")
         for r in s["runs"]:
             iv = r.get("interval")
             body.append(f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_pct(r.get('pass_rate'))}</td>"
                         f"<td>{'—' if not iv else _pct(iv[0]) + ' – ' + _pct(iv[1])}</td><td>{r['scored']}</td>"
-                        f"<td>{r['gating_failures']}</td><td>{_pct(r.get('infra_rate'))}</td></tr>")
+                        f"<td>{r['gating_failures']}</td><td>{_pct(r.get('infra_rate'))}</td>"
+                        f"<td>{_gate_cell(r)}</td></tr>")
         body.append("</tbody></table>")
         if s.get("holdout"):
             body.append(f"<p><em>{_e(s.get('note'))}</em></p>")

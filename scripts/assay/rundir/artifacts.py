@@ -71,6 +71,8 @@ TURN_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("judge.json", "judged", "only when a rubric judged this turn (case level, not under repeats/)"),
     Artifact("simulator.json", "simulated", "a simulated user's turn: the simulator's call(s) that wrote it"),
 )
+# The names above: a file of the run that nothing after the run may write over.
+RUNNER_FILES: frozenset[str] = frozenset(a.path for a in RUN_ARTIFACTS)
 # Written into the run dir by the skill AFTER the run (never by the runner): allowed, never required.
 AFTER_RUN_FILES: tuple[str, ...] = ("report.md", "report.html", "compare.json", "compare.html")
 GITIGNORE_NOTE = "only when data.may_contain_pii"
