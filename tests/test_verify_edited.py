@@ -236,6 +236,9 @@ def test_a_failed_case_edited_to_pass_is_named_by_its_rollup(tmp_path):
     bad = case("c-bad", "hello", split=["full"], expect={"answer": {"must_contain": ["not in the echo"]}})
     out, r = a_run(tmp_path, [bad, case("c-ok", "hello", split=["full"])])
     assert r.rc == 0, r.stdout
+    # verdicts_for_stats.jsonl: a row for every pass and every fail, in plan order
+    assert [json.loads(line) for line in (out / "verdicts_for_stats.jsonl").read_text().splitlines()] == [
+        {"case_id": "c-bad", "verdict": "fail"}, {"case_id": "c-ok", "verdict": "pass"}]
 
     def to_pass(doc):
         assert doc["verdict"]["verdict"] == "fail"
@@ -245,3 +248,34 @@ def test_a_failed_case_edited_to_pass_is_named_by_its_rollup(tmp_path):
     assert verified.rc == 6 and ("cases/c-bad/verdict.json (edited: verdict 'pass' is not the rollup 'fail' of "
                                  "its layers/repeats)") in verified.json["missing_artifacts"], verified.stdout
     assert gated.rc == 1 and gated.json["gate"] == "closed", gated.stdout
+
+
+@pytest.mark.parametrize("how", ["twice", "stranger"])
+def test_a_journal_line_added_after_the_run_is_named(green_run, how):
+    """A copy of a record appended to cases.jsonl, as it is or under an id the plan does not hold: named,
+    the gate closed (mutation hunt, round 3)."""
+    path = green_run / "cases.jsonl"
+    first = path.read_bytes().splitlines(keepends=True)[0]
+    doc = json.loads(first)
+    if how == "stranger":
+        doc["case_id"] = doc["verdict"]["case_id"] = "c-stranger"
+    with path.open("ab") as f:
+        f.write((json.dumps(doc) + "\n").encode())
+    assert_named(green_run, "cases/c-0 (recorded twice in cases.jsonl)" if how == "twice"
+                 else "cases/c-stranger (not a case of this run's plan)")
+
+
+def test_a_row_appended_to_verdicts_jsonl_without_its_newline_is_named(green_run):
+    """A last line with no newline is still a row: verdicts.jsonl with one appended that way is named
+    (mutation hunt, round 3)."""
+    with (green_run / "verdicts.jsonl").open("ab") as f:
+        f.write(b'{"canary": false, "case_id": "c-9", "gating": true, "holdout": false, "layers": {}, "verdict": "pass"}')
+    assert_named(green_run, "verdicts.jsonl (")
+
+
+def test_a_row_of_verdicts_jsonl_blanked_is_named(green_run):
+    """A row replaced by a blank line is a row missing, never a row matched (mutation hunt, round 3)."""
+    path = green_run / "verdicts.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]) + b"\n")
+    assert_named(green_run, "verdicts.jsonl (")
