@@ -221,3 +221,61 @@ def test_verify_names_a_conditional_file_whose_condition_did_not_hold(run):
     r = run_script("run_cases.py", "--verify", str(run))
     assert r.rc == 6 and "comparison.json (present although its condition did not hold)" in \
         r.json["missing_artifacts"], r.stdout
+
+
+def _same_size_edit(path, at):
+    """One byte of `path` changed at `at` in place (same inode, same size): only its bytes differ."""
+    with open(path, "r+b") as f:
+        f.seek(at)
+        old = f.read(1)
+        f.seek(at)
+        f.write(b"Y" if old != b"Y" else b"Z")
+
+
+def test_a_byte_past_the_first_piece_is_other_bytes(run, monkeypatch):
+    """The digest covers every piece of a file, not only its first (mutation hunt, round 3): a byte edited
+    16 MiB into a big cases.jsonl (here: past a 64-byte piece) with the size unchanged is checked again."""
+    from assay.rundir import checked
+    monkeypatch.setattr(checked, "PIECE", 64)
+    assert checked.check(run) == [] and checked.known(run) == []
+    journal = run / "cases.jsonl"
+    size = journal.stat().st_size
+    assert size > 3 * 64
+    _same_size_edit(journal, size - 10)
+    assert journal.stat().st_size == size
+    assert checked.known(run) is None
+    assert checked.check(run)   # checked again in full: the garbled record is named
+
+
+def test_an_edit_that_keeps_size_and_mtime_during_the_check_is_not_kept(run, monkeypatch):
+    """The change time is part of what says the run dir held still (mutation hunt, round 3): a file edited
+    in place while it was checked, its size the same and its mtime put back, still changes its ctime, so
+    the answer of the bytes before is not kept for the bytes after (that would be a kept [] for an
+    edited run, an open gate)."""
+    import time
+    from assay.rundir import checked, completeness
+    real = completeness.check_run_dir
+    journal = run / "cases.jsonl"
+
+    def check_then_edit(*a, **k):
+        answer = real(*a, **k)
+        st = journal.stat()
+        time.sleep(0.05)   # past the file system's clock tick
+        _same_size_edit(journal, st.st_size - 10)
+        os.utime(journal, ns=(st.st_atime_ns, st.st_mtime_ns))
+        return answer
+    with monkeypatch.context() as m:
+        m.setattr(completeness, "check_run_dir", check_then_edit)
+        assert checked.check(run) == []
+    assert not checked.memo_path(run).exists() and checked.known(run) is None
+    assert checked.check(run)
+
+
+def test_a_run_dir_of_exactly_the_keep_size_is_kept(run, monkeypatch):
+    """KEEP_ABOVE is the smallest run dir kept ("under KEEP_ABOVE bytes: neither kept nor taken")."""
+    from assay.rundir import checked
+    size = sum(p.stat().st_size for p in run.iterdir())
+    monkeypatch.setenv("ASSAY_CHECK_KEEP_ABOVE", str(size))
+    assert checked.check(run) == [] and checked.known(run) == []
+    monkeypatch.setenv("ASSAY_CHECK_KEEP_ABOVE", str(size + 1))
+    assert checked.known(run) is None

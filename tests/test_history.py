@@ -70,6 +70,18 @@ def test_flips_count_only_scored_changes():
     assert flips(["fail", "infra_error", "pass"]) == 1
 
 
+def test_one_repeat_per_run_is_no_evidence_the_flips_went_with_the_app():
+    """A case that flipped and flipped back is flaky unless each run's repeats (two or more) all agreed:
+    a run whose reliability.json counts one repeat for it (n = 1) says nothing, as k = 1 says nothing
+    (mutation hunt, round 3)."""
+    from assay.history.flaky import classify
+    seq = ["pass", "fail", "pass"]
+    runs = [{"run_id": f"r{i}", "repeats": {"c-1": {"n": n, "c": c}}} for i, (n, c) in enumerate([(1, 1), (1, 0), (1, 1)])]
+    assert classify("c-1", seq, runs)[0] == "flaky"
+    agreed = [{"run_id": f"r{i}", "repeats": {"c-1": {"n": 3, "c": c}}} for i, c in enumerate([3, 0, 3])]
+    assert classify("c-1", seq, agreed) == ("changed", {"flips": 2, "kind": "fix", "since_run": "r2"})
+
+
 # ---------------------------------------------------------------- synthetic runs
 
 def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok", dataset=1, harness="0.1.0",

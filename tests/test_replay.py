@@ -439,6 +439,21 @@ def test_a_key_masks_what_differs_per_request_and_keeps_what_shapes_the_answer()
     assert first_difference(norm, norm) is None
 
 
+def test_a_header_that_says_what_is_asked_keeps_its_value_in_the_key():
+    """Only the per-request headers (trace propagation, the cookie, a request id) are masked: a header
+    that picks the model, the tenant or the language asks another thing, and another value is another
+    key with its difference named (mutation hunt, round 3)."""
+    from assay.replay.key import MASKED_HEADERS, exchange_key, first_difference, normalize_request
+    headers = {"X-Model": "small-1", "X-Tenant": "acme", "Accept-Language": "de", "Content-Type": "application/json"}
+    rec = {"mode": "http", "method": "POST", "url": "${BASE}/chat", "headers": headers, "body": {"message": "hi"}}
+    assert normalize_request(rec)["headers"] == headers
+    for name in headers:
+        assert name.lower() not in MASKED_HEADERS
+        other = normalize_request(dict(rec, headers=dict(headers, **{name: "other"})))
+        assert exchange_key("c-1", 0, normalize_request(rec)) != exchange_key("c-1", 0, other), name
+        assert first_difference(normalize_request(rec), other) == f'headers.{name}: recorded "{headers[name]}", now "other"'
+
+
 def test_judge_through_caches_ordinals_and_never_an_outage(tmp_path):
     from assay.replay.session import ReplayMiss, ReplaySession
     from assay.replay.store import Cache

@@ -563,3 +563,36 @@ def test_two_turns_on_one_trace_make_the_trace_layers_unscorable(state, tmp_path
     assert v["turn_layers"]["t2.loops"]["verdict"] == "unscorable"
     assert v["turn_layers"]["t2.answer"]["verdict"] == "pass" and v["verdict"] == "pass"
     assert run_runner("--verify", out).rc == 0
+
+
+def test_verify_re_rolls_each_turn_verdict_from_its_layers(state):
+    """A passing conversation whose turn 2 verdict.json and the case's turns list are both edited to fail
+    (the sha256 put right): the two agree, but the turn's layers pass; --verify names the turn
+    (mutation hunt, round 3)."""
+    import hashlib
+    with FakeApp(MemoryApp("client-id")) as app:
+        r, out = run(state, app.url, [REFUND], conversation={"style": "client-id"})
+    assert r.rc == 0, r.stdout + r.stderr
+    v = rd(cases_view(out) / "c-refund" / "verdict.json")
+    turn = rd(cases_view(out) / "c-refund" / "turns" / "2" / "verdict.json")
+    assert turn["verdict"] == "pass" and [t["verdict"] for t in v["turns"]] == ["pass", "pass"]
+    data = json.dumps(dict(turn, verdict="fail")).encode()
+    edit_case(out, "c-refund", "turns/2/verdict.json", data)
+    v["turns"][1]["verdict"] = "fail"
+    v["artifact_sha256"]["turns/2/verdict.json"] = hashlib.sha256(data).hexdigest()
+    edit_case(out, "c-refund", "verdict.json", json.dumps(v).encode())
+    bad = run_runner("--verify", out)
+    assert bad.rc == 6 and bad.json["missing_artifacts"] == [
+        "cases/c-refund/turns/2/verdict.json (edited: its verdict is not the roll-up of its layers or disagrees "
+        "with the case's turns list)"], bad.stdout
+    # turn 2's layers edited with it (its verdict their roll-up, the list agreeing): the case's layers are
+    # no longer the merge of its turns' layers
+    layers = dict(turn["layers"])
+    layers["answer"] = dict(layers["answer"], verdict="fail")
+    data = json.dumps(dict(turn, verdict="fail", layers=layers)).encode()
+    edit_case(out, "c-refund", "turns/2/verdict.json", data)
+    v["artifact_sha256"]["turns/2/verdict.json"] = hashlib.sha256(data).hexdigest()
+    edit_case(out, "c-refund", "verdict.json", json.dumps(v).encode())
+    bad = run_runner("--verify", out)
+    assert bad.rc == 6 and bad.json["missing_artifacts"] == [
+        "cases/c-refund/verdict.json (edited: its layers are not the merge of its turns' layers)"], bad.stdout

@@ -91,6 +91,16 @@ def test_fail_fast_stops_marks_the_rest_not_run_and_the_gate_says_so(app, state)
     assert results["summary"]["status"] == "stopped_fail_fast" and results["summary"]["passes"] == len(got) - 1
     assert results["stopped_early"] == {"fail_fast": 1, "gating_failures": 1, "not_run": not_run}
     assert run_runner("--verify", out).rc == 0
+    # a not_run edited either way is named: the plan's cases never finished are recounted (mutation hunt, round 3)
+    original = (out / "results.json").read_text(encoding="utf-8")
+    for wrong in (not_run + 1, not_run - 1):
+        doc = json.loads(original)
+        doc["stopped_early"]["not_run"] = wrong
+        (out / "results.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        edited = run_runner("--verify", out)
+        assert edited.rc == 6 and edited.json["missing_artifacts"] == [
+            "results.json (stopped_early.not_run disagrees with the plan's cases never finished)"], edited.stdout
+    (out / "results.json").write_text(original, encoding="utf-8")
     gate = run_script("gate", out)
     assert gate.rc != 0
     lines = (gate.stdout + gate.stderr).splitlines()
