@@ -183,6 +183,8 @@ def results_mutations():
     yield "a row's case id escaped (equal rows, other text)", text.replace(
         f'"case_id": "{doc["cases"][2]["case_id"]}"', '"case_id": "\\u0063' + doc["cases"][2]["case_id"][1:] + '"')
     yield "a row's title edited", with_row(4, title="edited")
+    yield "a row appended after the last", _dump(dict(doc, cases=doc["cases"] + [doc["cases"][0]]))
+    yield "the last row dropped", _dump(dict(doc, cases=doc["cases"][:-1]))
     yield "not an object", json.dumps([doc])
 
 
