@@ -90,7 +90,7 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
         cfg.reason = None
         cfg.source_obj = OtlpFileSource(decision["location"], decision["convention"],
                                         decision["quiescence_ms"], decision["max_wait_s"],
-                                        written=tr.get("location"))
+                                        written=tr.get("location"), correlation=decision.get("correlation"))
     return cfg
 
 
