@@ -6,11 +6,15 @@
 - the app writes its spans to the file under trace ids of its own (it does not continue the runner's
   traceparent): before, exit 5 "re-run when the app is healthy" over a healthy app; the otlp-http
   source already said the fix, the file source now says the same.
+- the file holds binary protobuf (the Collector's file exporter with `format: proto`): before, every
+  case "no span ... arrived in the span file", then exit 5; now exit 3 naming the format and the fix.
 """
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from helpers import run_script
 from otlp_util import agent_spans, new_trace_id, traces_data
@@ -72,4 +76,35 @@ def test_spans_under_the_apps_own_trace_ids_stop_the_run_naming_the_traceparent_
     err = json.loads(res.stdout)["error"]
     assert "were written to the span file" in err and "none of them a case's" in err, err
     assert "does not continue the runner's traceparent header" in err and "healthy" not in err, err
+    assert app.requests < len(MANY)
+
+
+class ProtobufFileApp(AgentApp):
+    """Exports each request's spans as binary protobuf (length-prefixed, as the Collector's file exporter
+    writes with `format: proto`) to `binary`; `newlines`: the bytes happen to hold newline characters."""
+
+    def __init__(self, binary, *, newlines: bool):
+        super().__init__(binary.with_name("unused-json-spans.jsonl"))
+        self.binary, self.newlines = binary, newlines
+
+    def handle(self, message, traceparent):
+        out = super().handle(message, traceparent)
+        blob = bytes(range(11, 120)) + (b"\n\x12\x08\n" if self.newlines else b"")
+        with open(self.binary, "ab") as fh:
+            fh.write(len(blob).to_bytes(4, "big") + blob)
+        return out
+
+
+@pytest.mark.parametrize("newlines", [False, True])
+def test_a_binary_protobuf_span_file_stops_the_run_naming_the_format(tmp_path, newlines):
+    binary = tmp_path / "spans.pb"
+    app = ProtobufFileApp(binary, newlines=newlines)
+    try:
+        res = run(tmp_path, app, binary)
+    finally:
+        app.stop()
+    assert res.rc == 3, (res.stdout, res.stderr[-2000:])
+    err = json.loads(res.stdout)["error"]
+    assert f"the span file {binary} holds" in err and "not OTLP JSON" in err, err
+    assert "format: json" in err and "healthy" not in err, err
     assert app.requests < len(MANY)

@@ -117,6 +117,8 @@ class OtlpFileSource:
         run, exit 3, instead of letting every case wait). The span file not existing is one; a span
         file that has not changed since the run started (empty, or another run's spans) is another."""
         if self.path.exists():
+            if unreadable := self._unreadable_file():
+                return f"{unreadable}; no case can get its trace"
             if self._unjoined():
                 return (f"{len(self._new_since_asked)} new trace(s) were written to the span file {self.path} while "
                         f"cases waited, none of them a case's: {TRACEPARENT_FIX}; no case can get its trace")
@@ -137,10 +139,28 @@ class OtlpFileSource:
             return (self.correlation == "traceparent-echo" and len(self._new_since_asked) >= TRACE_SETUP_NEW_TRACES
                     and not any(tid in self._index for tid in self._asked))
 
+    def _unreadable_file(self) -> str | None:
+        """The file was written, but not one of its lines is OTLP JSON (a binary protobuf file)."""
+        with self._lock:
+            bad, read = self.malformed_lines, self.spans_in_file
+        if read:
+            return None
+        if not bad:   # no complete line yet: a binary file need not hold a newline at all
+            with contextlib.suppress(OSError), open(self.path, "rb") as fh:
+                head = fh.read(64).lstrip()
+                bad = int(bool(head) and head[:1] not in b"{[")
+            if not bad:
+                return None
+        return (f"the span file {self.path} holds {bad} line(s) that are not OTLP JSON and not one span could be "
+                "read from it: otlp-file reads OTLP JSON (one export per line, or one document), never binary "
+                "protobuf (the Collector's file exporter: set format: json), or use traces.source: otlp-http")
+
     def _missing_file_note(self) -> str:
-        """Why nothing arrived, when the reason is that the file was never written at all."""
+        """Why nothing arrived, when the reason is that the file was never written at all (or holds
+        nothing readable)."""
         if self.path.exists():
-            return ""
+            unreadable = self._unreadable_file()
+            return f"; {unreadable}" if unreadable else ""
         from ..core.secrets import ENV_REF
         names = ENV_REF.findall(self.written or "")
         fix = f"; check ${names[0]}" if names else ""
