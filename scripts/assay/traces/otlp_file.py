@@ -126,8 +126,9 @@ class OtlpFileSource:
                 return None
             held = f"it holds {self.spans_in_file} span(s) from before this run" if self._at_start[2] else "it is empty"
             return (f"the span file {self.path} has not changed since the run started ({held}): the app is not "
-                    "exporting to it; point the app's exporter at this file or traces.location at the file the app "
-                    "writes (a relative path resolves against the state dir), then re-run")
+                    f"exporting to it (or not within max_wait_s={self.max_wait_s:g}: keep its batch delay, "
+                    "OTEL_BSP_SCHEDULE_DELAY, below that); point the app's exporter at this file or traces.location "
+                    "at the file the app writes (a relative path resolves against the state dir), then re-run")
         return (self._missing_file_note().removeprefix("; ") + "; no case can get its trace: fix "
                 "traces.location or the app's exporter, then re-run")
 
