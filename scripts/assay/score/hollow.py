@@ -374,9 +374,9 @@ _INSTRUMENTATION = "the app's instrumentation"
 CAUSE_OF_REASON: tuple[tuple[str, str], ...] = (
     ("did not capture this call's arguments", f"{_INSTRUMENTATION}: its content capture (the setting the reason names)"),
     ("was captured (", f"{_INSTRUMENTATION}: its content capture (the setting the reason names)"),
-    ("without captured output messages", f"{_INSTRUMENTATION}: its message content capture, or trace tool "
-     "execution (tool spans)"),
+    ("without captured output messages", f"{_INSTRUMENTATION}: its message content capture, or trace tool execution (tool spans)"),
     ("spans carry another convention's markers", "the adapter's traces.convention"),
+    ("are tool calls convention", "the adapter's traces.convention, or the app's tool instrumentation"),
     ("no span maps to an LLM or tool call", f"{_INSTRUMENTATION} (are its LLM / agent / tool spans written?) "
      "and the adapter's traces.convention"),
 )

@@ -90,7 +90,7 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
         cfg.reason = None
         cfg.source_obj = OtlpFileSource(decision["location"], decision["convention"],
                                         decision["quiescence_ms"], decision["max_wait_s"],
-                                        written=tr.get("location"))
+                                        written=tr.get("location"), correlation=decision.get("correlation"))
     return cfg
 
 
@@ -164,9 +164,27 @@ def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> C
     parent = sent[1] if sent and sent[0] == trace_id else None
     outcome = config.source_obj.collect(trace_id, parent_span_id=parent)
     if outcome.status == "ok" and outcome.trajectory is not None:
-        config.scored.setdefault(trace_id, []).append(request_ctx.get("case_id"))
+        case_id = request_ctx.get("case_id")
+        readers = config.scored.setdefault(trace_id, [])
+        other = next((c for c in readers if c != case_id and (c or case_id)), MISSING_CASE)
+        readers.append(case_id)
+        if other is not MISSING_CASE:
+            return CaseTrace(INCOMPLETE, None, None, another_case_reason(trace_id, other, config), trace_id, corr)
         return CaseTrace(COMPLETE, outcome.trajectory, outcome.trace_doc, None, trace_id, corr)
     return CaseTrace(INCOMPLETE, None, None, outcome.reason or "trace incomplete", trace_id, corr)
+
+
+MISSING_CASE = object()
+
+
+def another_case_reason(trace_id: str, other: str | None, config: TraceConfig) -> str:
+    """Why a case is not scored on a trace another case of the run was already read with: its spans are
+    that request's (the app answered with another request's trace id), never this case's evidence."""
+    where = (f"the response field {config.response_field!r} holds another request's trace id (does the app "
+             "return the trace id of the request it answers, not a stored one?)") if config.response_field else (
+             "the app joined this request to another request's trace")
+    return (f"trace id {trace_id} was already read for {'case ' + other if other else 'another case'}: "
+            f"{where}; two cases never share a trace, so this case's trace layers are not scored on it")
 
 
 LATE_SPANS_FIX = ("raise traces.completeness.quiescence_ms above the app's export batch delay "

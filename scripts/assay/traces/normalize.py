@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from . import conventions, frameworks
 from .routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
-from .toollog import tool_log as read_tool_log
+from .toollog import tool_log as read_tool_log, unread_gen_ai_tools
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
@@ -349,7 +349,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     total = {k: sum(u[k] for u in usage.values()) for k in ("input_tokens", "output_tokens")}
     kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND) + handoff_tool_spans,
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
-    tool_log = read_tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans))
+    tool_log = read_tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans),
+                             unread_gen_ai_tools(conv, spans, kind, tool_calls, handoffs))
 
     checks: dict[str, Any] = {
         "spans_for_trace": len(spans),

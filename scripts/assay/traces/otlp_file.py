@@ -66,6 +66,14 @@ class _Entry:
         self.last_seen = 0.0
 
 
+# What the app must do when its spans arrive under trace ids of its own (traces.correlation traceparent-echo).
+TRACEPARENT_FIX = ("the app does not continue the runner's traceparent header (traces.correlation traceparent-echo): "
+                   "start each request's spans under it (your HTTP server's OpenTelemetry instrumentation or the "
+                   "framework's middleware does; by hand, opentelemetry.propagate.extract(request headers) as the "
+                   "context of the request's first span)")
+TRACE_SETUP_NEW_TRACES = 2   # new trace ids, none a case's, before the run stops on TRACEPARENT_FIX
+
+
 class OtlpFileSource:
     """The `otlp-file` trace store: one instance per run, shared by every concurrent case.
 
@@ -79,7 +87,8 @@ class OtlpFileSource:
 
     def __init__(self, path: str | os.PathLike[str], convention: str = "gen_ai",
                  quiescence_ms: float = 3000, max_wait_s: float = 30, *,
-                 poll_interval_s: float | None = None, written: str | None = None) -> None:
+                 poll_interval_s: float | None = None, written: str | None = None,
+                 correlation: str | None = None) -> None:
         if convention not in CONVENTION_NAMES:
             raise ValueError(f"convention {convention!r} has no mapping; use one of {list(CONVENTION_NAMES)}")
         self.convention = convention
@@ -91,20 +100,68 @@ class OtlpFileSource:
         self._lock = threading.Lock()
         self._scored: dict[str, int] = {}   # trace id -> its span count when it was read as complete
         self._last_scored = 0.0
+        self.correlation = correlation   # traces.correlation: what a trace that never came says to fix
+        self._asked: set[str] = set()    # trace ids a case waited for
+        self._new_since_asked: set[str] = set()   # trace ids first seen after the first case waited
         self._reset()
+        self._at_start = self._signature()   # the file before any case ran (None: no file yet)
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        with contextlib.suppress(OSError):
+            st = self.path.stat()
+            return st.st_dev, st.st_ino, st.st_size
+        return None
 
     def setup_problem(self) -> str | None:
         """After a trace never arrived: a setup that cannot deliver any span (the engine stops the
-        run, exit 3, instead of letting every case wait). The span file not existing is one."""
+        run, exit 3, instead of letting every case wait). The span file not existing is one; a span
+        file that has not changed since the run started (empty, or another run's spans) is another."""
         if self.path.exists():
-            return None
+            if unreadable := self._unreadable_file():
+                return f"{unreadable}; no case can get its trace"
+            if self._unjoined():
+                return (f"{len(self._new_since_asked)} new trace(s) were written to the span file {self.path} while "
+                        f"cases waited, none of them a case's: {TRACEPARENT_FIX}; no case can get its trace")
+            if self._at_start is None or self._signature() != self._at_start:
+                return None
+            held = f"it holds {self.spans_in_file} span(s) from before this run" if self._at_start[2] else "it is empty"
+            return (f"the span file {self.path} has not changed since the run started ({held}): the app is not "
+                    f"exporting to it (or not within max_wait_s={self.max_wait_s:g}: keep its batch delay, "
+                    "OTEL_BSP_SCHEDULE_DELAY, below that); point the app's exporter at this file or traces.location "
+                    "at the file the app writes (a relative path resolves against the state dir), then re-run")
         return (self._missing_file_note().removeprefix("; ") + "; no case can get its trace: fix "
                 "traces.location or the app's exporter, then re-run")
 
+    def _unjoined(self) -> bool:
+        """traceparent-echo, and the listener got the app's traces under ids of its own: at least
+        TRACE_SETUP_NEW_TRACES trace ids new since the first case waited, and no span, even a late
+        one, under any id a case waited for (a slow app's late spans would carry one)."""
+        with self._lock:
+            return (self.correlation == "traceparent-echo" and len(self._new_since_asked) >= TRACE_SETUP_NEW_TRACES
+                    and not any(tid in self._index for tid in self._asked))
+
+    def _unreadable_file(self) -> str | None:
+        """The file was written, but not one of its lines is OTLP JSON (a binary protobuf file)."""
+        with self._lock:
+            bad, read = self.malformed_lines, self.spans_in_file
+        if read:
+            return None
+        if not bad:   # no complete line yet: a binary file need not hold a newline at all
+            with contextlib.suppress(OSError), open(self.path, "rb") as fh:
+                head = fh.read(64).lstrip()
+                bad = int(bool(head) and head[:1] not in b"{[")
+            if not bad:
+                return None
+        return (f"the span file {self.path} holds {bad} line(s) that are not OTLP JSON and not one span could be "
+                "read from it: otlp-file reads OTLP JSON (one export per line, or one document), never binary "
+                "protobuf (the Collector's file exporter: set format: json), or use traces.source: otlp-http")
+
     def _missing_file_note(self) -> str:
-        """Why nothing arrived, when the reason is that the file was never written at all."""
+        """Why nothing arrived, when the reason is that the file was never written at all (or holds
+        nothing readable)."""
         if self.path.exists():
-            return ""
+            unreadable = self._unreadable_file()
+            return f"; {unreadable}" if unreadable else ""
         from ..core.secrets import ENV_REF
         names = ENV_REF.findall(self.written or "")
         fix = f"; check ${names[0]}" if names else ""
@@ -138,6 +195,8 @@ class OtlpFileSource:
         entry = self._index.get(entry_key)
         if entry is None:
             entry = self._index[entry_key] = _Entry()
+            if self._asked:
+                self._new_since_asked.add(entry_key)
         entry.count += 1
         entry.last_seen = now
         return entry
@@ -284,6 +343,9 @@ class OtlpFileSource:
         """
         wanted, _ = norm_id(trace_id, 16)
         wanted = wanted or str(trace_id).lower()
+        self.poll()   # spans already in the file when this case began waiting are not new since it asked
+        with self._lock:
+            self._asked.add(wanted)
         started = time.monotonic()
         deadline = started + self.max_wait_s
         normalized, triples = None, []

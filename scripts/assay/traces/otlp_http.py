@@ -28,18 +28,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .normalize import BAD_DOC, norm_id, iter_raw_spans
-from .otlp_file import INFRA_INCOMPLETE, OtlpFileSource, TraceOutcome
+from .otlp_file import (  # noqa: F401  (TRACEPARENT_FIX, TRACE_SETUP_NEW_TRACES: re-exported)
+    INFRA_INCOMPLETE, TRACE_SETUP_NEW_TRACES, TRACEPARENT_FIX, OtlpFileSource, TraceOutcome)
 from .plan import DEFAULT_ADDRESS, parse_address  # noqa: F401  (the listener's address rules)
 
 TRACES_PATH = "/v1/traces"
 MAX_BODY = 64 << 20
 PROTO_REQUIREMENT = "opentelemetry-proto>=1.20"  # pyproject's `otlp` extra
-# What the app must do when its spans arrive under trace ids of its own (traces.correlation traceparent-echo).
-TRACEPARENT_FIX = ("the app does not continue the runner's traceparent header (traces.correlation traceparent-echo): "
-                   "start each request's spans under it (your HTTP server's OpenTelemetry instrumentation or the "
-                   "framework's middleware does; by hand, opentelemetry.propagate.extract(request headers) as the "
-                   "context of the request's first span)")
-TRACE_SETUP_NEW_TRACES = 2   # new trace ids, none a case's, before the run stops on TRACEPARENT_FIX
 
 
 def proto_install() -> str:
@@ -174,10 +169,7 @@ class OtlpHttpSource(OtlpFileSource):
                  max_wait_s: float = 30, *, poll_interval_s: float | None = None,
                  correlation: str | None = None) -> None:
         super().__init__("/nonexistent/otlp-http", convention, quiescence_ms, max_wait_s,
-                         poll_interval_s=poll_interval_s)
-        self.correlation = correlation   # traces.correlation: what a trace that never came says to fix
-        self._asked: set[str] = set()    # trace ids a case waited for
-        self._new_since_asked: set[str] = set()   # trace ids first seen after the first case waited
+                         poll_interval_s=poll_interval_s, correlation=correlation)
         parsed = parse_address(address)
         if parsed is None:
             raise ValueError(f"traces.location {address!r} is not a host:port to listen on")
@@ -264,8 +256,6 @@ class OtlpHttpSource(OtlpFileSource):
                 entry = self._add(tid, now)
                 if entry is not None:
                     entry.docs.append(triple)
-                    if entry.count == 1 and self._asked:
-                        self._new_since_asked.add(tid)
             self.spans_in_file += len(triples)
             self.exports += 1
         return 200, None
@@ -313,18 +303,7 @@ class OtlpHttpSource(OtlpFileSource):
         return (f"; this listener received no export at all: is the app's OTEL_EXPORTER_OTLP_ENDPOINT "
                 f"http://{self.address} (traces.location)?")
 
-    def _unjoined(self) -> bool:
-        """traceparent-echo, and the listener got the app's traces under ids of its own: at least
-        TRACE_SETUP_NEW_TRACES trace ids new since the first case waited, and no span, even a late
-        one, under any id a case waited for (a slow app's late spans would carry one)."""
-        with self._lock:
-            return (self.correlation == "traceparent-echo" and len(self._new_since_asked) >= TRACE_SETUP_NEW_TRACES
-                    and not any(tid in self._index for tid in self._asked))
-
     def collect(self, trace_id: str, *, parent_span_id: str | None = None) -> TraceOutcome:
-        wanted = norm_id(trace_id, 16)[0] or str(trace_id).lower()
-        with self._lock:
-            self._asked.add(wanted)
         outcome = super().collect(trace_id, parent_span_id=parent_span_id)
         if outcome.status == INFRA_INCOMPLETE and outcome.reason:
             reason = outcome.reason.replace("in the span file", f"over OTLP/HTTP at {self.address}{TRACES_PATH}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import conventions
+from typing import Any
+
+from . import conventions, frameworks
 
 TOOL_KIND, LLM_KIND = conventions.TOOL, conventions.LLM
 
@@ -12,22 +14,22 @@ def _asks_for_tool(finish: list[str]) -> bool:
 
 
 def tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] | None]],
-              span_names: list[str], markers: dict[str, str] | None = None) -> dict:
+              span_names: list[str], markers: dict[str, str] | None = None,
+              unread_tools: list[str] | None = None) -> dict:
     """Could assay have seen every tool call of this trace? `{seen, source, reason}`.
 
     Seen: the trace has tool spans; or every LLM span's output messages were captured (tool
     calls derived from their parts); or, without content, every LLM span's finish reasons say
     no tool was asked for. Blind otherwise, and always when the spans carry another
-    convention's markers or no span maps to an LLM or tool call.
+    convention's markers, no span maps to an LLM or tool call, or `unread_tools` names gen_ai
+    tool spans the declared convention does not read (a tool call missing from the log).
     """
     used = conv_info["used"]
     if conv_info["foreign"]:
         names = ", ".join(f"{n} ({m})" for n, m in sorted(conv_info["foreign"].items()))
         return {"seen": False, "source": None, "reason": f"spans carry another convention's markers: {names}; "
                 f"traces.convention is {conv_info['declared']}: set it to that convention or auto"}
-    if kinds[TOOL_KIND]:
-        return {"seen": True, "source": "tool_spans", "reason": None}
-    if not kinds[LLM_KIND]:
+    if not kinds[TOOL_KIND] and not kinds[LLM_KIND]:
         shown = ", ".join(repr(n) for n in list(dict.fromkeys(span_names))[:5]) or "none"
         # another convention's marker that is never "foreign" (gen_ai's, written by every
         # instrumentation's LLM spans) still says which convention these spans speak
@@ -42,6 +44,13 @@ def tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] 
                     f"LLM / agent instrumentation installed and on? (span names: {shown})"}
         return {"seen": False, "source": None, "reason": f"no span maps to an LLM or tool call under convention "
                 f"{used}{hint} (span names: {shown})"}
+    if unread_tools:
+        shown = ", ".join(repr(n) for n in list(dict.fromkeys(unread_tools))[:5])
+        return {"seen": False, "source": None, "reason": f"{len(unread_tools)} gen_ai execute_tool span(s) "
+                f"({shown}) are tool calls convention {used} does not read: set traces.convention to gen_ai "
+                f"when the app's tool spans are gen_ai's, or trace its tools with {used}'s instrumentation"}
+    if kinds[TOOL_KIND]:
+        return {"seen": True, "source": "tool_spans", "reason": None}
     unseen = [finish for captured, finish in llm_seen if not captured]
     if all(finish is not None and not _asks_for_tool(finish) for finish in unseen):
         return {"seen": True, "source": "llm_messages" if len(unseen) < len(llm_seen) else "finish_reasons",
@@ -49,3 +58,29 @@ def tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] 
     return {"seen": False, "source": None, "reason": f"{len(unseen)} LLM span(s) without captured output "
             "messages (and no tool span) may have asked for tools: tool calls cannot be seen (turn on the "
             "instrumentation's message content capture, or trace tool execution)"}
+
+
+def unread_gen_ai_tools(conv: conventions.Convention, spans: list[dict], kind: dict, tool_calls: list[dict],
+                        handoffs: list[dict]) -> list[str]:
+    """Names of gen_ai `execute_tool` spans another convention left unread: a tool call in the trace
+    that is missing from the tool log read as declared (each read call of that name covers one span)."""
+    if conv is conventions.GEN_AI:
+        return []
+    read: dict[Any, int] = {}
+    for t in tool_calls:
+        read[t["name"]] = read.get(t["name"], 0) + 1
+    targets = {h["to"] for h in handoffs}
+    unread = []
+    for s in spans:
+        a = s["attributes"]
+        if a.get("gen_ai.operation.name") != "execute_tool" or kind[id(s)] == TOOL_KIND:
+            continue
+        name = a.get("gen_ai.tool.name")
+        if (str(name or "").lower().startswith(conventions.TRANSFER_PREFIXES) or name in targets
+                or name in frameworks.HANDOFF_REQUESTS):
+            continue  # a framework's handoff, not a tool call
+        if read.get(name):
+            read[name] -= 1
+        else:
+            unread.append(s["name"])
+    return unread

@@ -1,0 +1,104 @@
+"""A new user names the wrong `traces.convention`: the app writes gen_ai spans (opentelemetry-util-genai's
+`execute_tool`), the adapter says `openllmetry`. Its code calls `start_return`
+before the model answers, so the chat span's finish reasons say `stop`. Read as declared, the tool
+span was no span at all, the finish reasons showed an empty tool log, `expect.tools.forbidden:
+[start_return]` passed and the gate read PASS over a forbidden call. Now a gen_ai tool span the
+declared convention does not read makes the trace blind: the layer reads `unscored` naming the span
+and `traces.convention`, and the gate stays closed. The pipeline runs as the README says (subprocesses,
+a real HTTP app on its own port writing OTLP spans to a file).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from fakeapp import Reply, run_as_a_user
+from helpers import write_yaml
+from otlp_util import agent_spans, parse_traceparent, write_spans
+
+ADAPTER = """adapter_version: 1
+app: {name: orderbot}
+access_level: white
+invocation:
+  mode: http
+  base_url: ${ORDERBOT_URL}
+  endpoint: POST /v1/message
+  request_body: '{"text": "<user turn>"}'
+  response_body: '{"reply": "<answer>"}'
+  health_check: {method: GET, path: /health, expect_status: [200]}
+traces:
+  source: otlp-file
+  location: SPANS
+  convention: CONVENTION
+  correlation: traceparent-echo
+  completeness: {quiescence_ms: 200, max_wait_s: 20}
+tools:
+  - {name: get_order, side_effects: safe-live}
+  - {name: start_return, side_effects: needs-mock}
+"""
+PROFILE = """profile_version: 1
+stage: stable
+architecture: {kind: tool_agent}
+capability_matrix:
+  answer_quality: {enabled: true}
+"""
+CASE = """id: c-00000001
+split: [full, smoke]
+category: happy
+test_type: MFT
+template_id: null
+input:
+  messages:
+    - {role: user, content: 'where is my order'}
+expect:
+  tools: {forbidden: [start_return]}
+  answer: {must_contain: [shipped]}
+"""
+
+
+def bot(spans_path):
+    """Its code starts a return (a gen_ai execute_tool span), then the model answers (finish: stop)."""
+    lock = threading.Lock()
+
+    def handler(req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        trace_id, parent = parse_traceparent(req.headers.get("traceparent") or req.headers.get("Traceparent"))
+        spans = agent_spans(trace_id, "desk", [("start_return", {"order_id": "ORD-1001"}, {"ok": True})],
+                            parent_span_id=parent)
+        for s in spans:
+            for attr in s["attributes"]:
+                if attr["key"] == "gen_ai.response.finish_reasons":
+                    attr["value"] = {"arrayValue": {"values": [{"stringValue": "stop"}]}}
+        with lock:
+            write_spans(spans_path, spans)
+        return Reply(200, {"reply": "Your order has shipped."})
+    return handler
+
+
+def pipeline(tmp_path, convention: str):
+    state = tmp_path / "app" / ".assay"
+    spans = tmp_path / "spans.jsonl"
+    spans.write_text("", encoding="utf-8")
+    write_yaml(state / "adapter.yaml", ADAPTER.replace("SPANS", str(spans)).replace("CONVENTION", convention))
+    write_yaml(state / "profile.yaml", PROFILE)
+    write_yaml(state / "datasets" / "c-00000001.yaml", CASE)
+    run_dir, g = run_as_a_user(tmp_path, state, bot(spans), "ORDERBOT_URL")
+    (case,) = json.loads((run_dir / "results.json").read_text())["cases"]
+    return case["layers"]["trajectory"], g
+
+
+def test_a_forbidden_tool_in_a_gen_ai_span_read_as_openllmetry_is_not_a_pass(tmp_path):
+    trajectory, g = pipeline(tmp_path, "openllmetry")
+    assert trajectory == "unscored", g.stdout
+    assert g.rc == 1, g.stdout
+    assert "PASS" not in g.stdout.splitlines()[0], g.stdout
+    assert "'execute_tool start_return'" in g.stdout and "convention openllmetry does not read" in g.stdout, g.stdout
+    assert "set traces.convention to gen_ai" in g.stdout, g.stdout
+
+
+def test_the_right_convention_fails_the_forbidden_call(tmp_path):
+    trajectory, g = pipeline(tmp_path, "gen_ai")
+    assert trajectory == "fail", g.stdout
+    assert g.rc == 1 and "gating failure" in g.stdout, g.stdout
