@@ -403,3 +403,14 @@ def masked_snapshot(out: Path, masks) -> dict[str, str]:
             text = rx.sub(sub, text)
         files[rel] = comparable_runlog(text) if rel == "run.log" else text
     return files
+
+
+
+def later_copy(run_dir: Path, dest: Path) -> Path:
+    """A copy of a run dir that is a later run of it (compare_runs.py refuses a run dir and its byte copy:
+    the same run id and start time): bench/twin.py's, the benchmarks' own second run."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_twin", Path(__file__).resolve().parents[1] / "bench" / "twin.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.later_twin(run_dir, dest)

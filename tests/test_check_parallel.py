@@ -12,6 +12,7 @@ import json
 import shutil
 
 from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
+from rundir_util import later_copy
 from helpers import run_script
 
 FORKED = {"ASSAY_CHECK_FORK_ABOVE": "0"}
@@ -30,8 +31,7 @@ def _run(state, app):
 
 def test_each_reader_answers_the_same_on_two_processes(app, state, tmp_path):
     out = _run(state, app)
-    cand = tmp_path / "cand" / out.name
-    shutil.copytree(out, cand)
+    cand = later_copy(out, tmp_path / "cand" / out.name)   # a later run of the same answers
     for argv in (("run_cases", "--verify", out), ("gate", out, "--json")):
         one, two = run_script(*argv, env=ONE), run_script(*argv, env=FORKED)
         assert (two.rc, two.stdout) == (one.rc, one.stdout), argv

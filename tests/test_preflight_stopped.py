@@ -18,7 +18,7 @@ import threading
 
 import pytest
 
-from fakeapp import FakeApp, Reply, case, default_handler, make_plan, make_state, write_plan
+from fakeapp import FakeApp, Reply, adapter, case, default_handler, make_plan, make_state, write_plan
 from helpers import SCRIPTS, run_script
 
 GREEN, STOPPED = "smoke-20261201T000000Z", "smoke-20261202T000000Z"
@@ -40,7 +40,10 @@ def test_latest_refuses_a_newer_run_stopped_in_preflight(tmp_path, sig):
     with FakeApp(handler) as app:
         cases = [case("c-1", "hello"), case("c-2", "world")]
         for run_id in (GREEN, STOPPED):
-            write_plan(state, make_plan(state, cases, app_url=app.url, run_id=run_id), f"{run_id}.json")
+            # the held health check outlasts the test's own steps on a loaded machine (a gate, a signal):
+            # the runner's timeout (60 s by default) must not end pre-flight before the signal does
+            write_plan(state, make_plan(state, cases, app_url=app.url, run_id=run_id,
+                                        adapter_doc=adapter(app.url, timeout_s=4 * WAIT_S)), f"{run_id}.json")
         r = run_script("run_cases", "--plan", state / "work" / f"{GREEN}.json", "--out", reports / GREEN,
                        "--progress", "never")
         assert r.rc == 0, r.stdout

@@ -53,10 +53,11 @@ def test_judged_run_case_page_shows_every_call_and_a_hostile_reason_is_inert(app
     (state / "judge").mkdir(exist_ok=True)
     (state / "judge" / "fake_judge.py").write_text(JUDGE_CMD, encoding="utf-8")
     expect = {"answer": {"must_contain": ["Refund"], "rubric": ["refund-eta-v1", "tone-v1"]}}
-    # c-2: a conversation whose every turn is judged by tone-v1 (provisional: it never stops it)
-    conv = case("c-2", "refund?", expect={"answer": {"must_contain": ["business days"]}})
+    # c-2: a conversation whose every turn is judged by tone-v1 (provisional: it never stops it); its
+    # checks all in every_turn (an expect setting `answer` too would replace them: every_turn_collision)
+    conv = case("c-2", "refund?", expect={})
     conv["input"] = {"turns": [{"user": "refund?"}, {"user": "and later?"}],
-                     "every_turn": {"answer": {"rubric": ["tone-v1"]}}}
+                     "every_turn": {"answer": {"rubric": ["tone-v1"], "must_not_contain": ["internal error"]}}}
     plan = make_plan(state, [case("c-1", "refund?", expect=expect), conv], app_url=app.url,
                      adapter_doc=adapter(app.url, conversation={"style": "client-id", "memory": "session"}))
     plan["judge"] = judge_block(state, {"provider": "command", "command": [sys.executable, "judge/fake_judge.py"]})
