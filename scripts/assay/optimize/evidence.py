@@ -19,6 +19,8 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
   and judge: `suite_parts_sha256`): a layer scored on one side only moves verdicts by itself;
 - every case its baseline scored pass/fail scored pass/fail in it too: a case left out of a
   targeted selection, or an infra error the edit caused, would hide a regression from the pairing;
+- every case it ran was in its baseline run's selection: a smoke or targeted champion never ran the
+  rest of the split, so a case the edit broke there would not pair;
 - a holdout run is a look within the budget (the gate's rule, `holdout_budget_reason`) and is
   compared with the champion's own holdout run when the log shows it (the kept candidate's).
 Each refusal is exit 2 naming the run, the reason and the fix.
@@ -181,6 +183,19 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
                          + ("measure the edit with a new regression run in which every one of them scores"
                             if role == "training" else _spent(role, cid)), 2,
                          unpaired=missing)
+    ran = [c.get("id") for c in base_manifest.get("cases") or [] if isinstance(c, dict)]
+    unmeasured = [c.get("id") for c in manifest.get("cases") or []
+                  if isinstance(c, dict) and c.get("set") != "canary" and c.get("id") not in ran]
+    if unmeasured:   # a smoke or targeted champion: what the edit broke outside its selection never pairs
+        named = "" if role == "holdout" else ": " + ", ".join(map(str, unmeasured[:5])) + (
+            f" and {len(unmeasured) - 5} more" if len(unmeasured) > 5 else "")
+        raise AssayError(f"--{role} {run_dir}: {len(unmeasured)} case(s) of this run were not in its baseline run "
+                         f"{base_manifest.get('run_id')}'s selection (a {base_manifest.get('mode')} run){named}, so "
+                         "the champion never measured them and a case the edit broke there would not show in the "
+                         "comparison: "
+                         + ("run the champion on the full split (a regression run of the champion's text, pinned in "
+                            "reports/baseline.json), then measure the edit again against it" if role == "training"
+                            else _spent(role, cid)), 2, unmeasured=len(unmeasured))
     if role == "holdout":
         over = holdout_budget_reason(Path(run_dir), results)
         if over:
