@@ -209,8 +209,9 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     evidence.check_run(state, doc, role, run_dir, manifest.get("run_id"), started, comparison.get("baseline_run_id"))
     evidence.check_edit_unchanged(doc, role, run_dir, started)
     base_dir = evidence.baseline_dir(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
-    evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison,
-                            read_json_file(base_dir / "manifest.yaml"))
+    base_manifest = read_json_file(base_dir / "manifest.yaml")
+    evidence.check_baseline_not_a_trial(state, role, run_dir, doc["id"], base_manifest)
+    evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison, base_manifest)
     evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
     evidence.check_recorded(role, run_dir, base_dir, comparison, doc["id"])
 

@@ -13,7 +13,8 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
 - no case the comparison pairs was edited between the baseline run and this one (case_sha256,
   the rule compare_runs.py buckets as `expectation_changed`): an edited case's flip is the edit's,
   not the candidate's. Holdout cases are counted, never named.
-- the baseline is not a run that measured another candidate that was not kept.
+- the baseline is not a run that measured another candidate that was not kept (named by its keep
+  decision, or started while it was open: between its `new` and its revert).
 - the run called the app: a replayed or rescored run's answers are a recording's, not this edit's;
 - it was scored as its baseline was (the same capability matrix, response readers, scoring settings
   and judge: `suite_parts_sha256`): a layer scored on one side only moves verdicts by itself;
@@ -102,6 +103,30 @@ def check_run(state: Path, doc: dict[str, Any], role: str, run_dir: str, run_id:
         raise AssayError(f"--{role} {run_dir}: compared against {baseline_run_id}, the run of candidate "
                          f"{base['candidate']} ({base['decision']}), not the champion; re-run it with "
                          "--baseline-verdicts from the champion's run", 2)
+
+
+def check_baseline_not_a_trial(state: Path, role: str, run_dir: str, cid: str, base_manifest: dict[str, Any]) -> None:
+    """The baseline run did not start while another candidate, never kept, was open (between its `new`
+    and its revert): that run measured the trial edit, not the champion, even when no keep named it."""
+    start = parse_ts(base_manifest.get("started_at"))
+    if start is None:
+        return
+    rows = _log_rows(state)
+    kept = {r.get("id") for r in rows if r.get("action") == "keep" and r.get("decision") == "kept"}
+    for row in rows:
+        other = row.get("id")
+        made = parse_ts(row.get("ts")) if row.get("action") == "new" else None
+        if made is None or other == cid or other in kept or start < made + _dt.timedelta(seconds=1):
+            continue   # a run within the second `new` was stamped in counts as before it
+        ends = [parse_ts(r.get("ts")) for r in rows if r.get("id") == other and r.get("action") == "revert"]
+        ended = min((e for e in ends if e is not None and e >= made), default=None)
+        if ended is None or start < ended + _dt.timedelta(seconds=1):   # the revert's stamp has whole seconds
+            until = f"reverted {ended.strftime('%Y-%m-%dT%H:%M:%SZ')}" if ended else "never reverted"
+            raise AssayError(f"--{role} {run_dir}: its baseline run {base_manifest.get('run_id')} started "
+                             f"{base_manifest.get('started_at')}, while candidate {other} was open (made "
+                             f"{row.get('ts')}, {until}) and {other} was never kept: it measured that edit, not the "
+                             "champion; compare with the champion's own run (reports/baseline.json: pin a run made "
+                             "with no candidate open), then measure the edit again", 2)
 
 
 def check_holdout_order(state: Path, doc: dict[str, Any], train_results: dict[str, Any], hold_dir: str,
