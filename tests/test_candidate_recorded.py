@@ -80,6 +80,6 @@ def test_a_change_outside_the_surfaces_is_never_credited_to_the_candidate(tmp_pa
         (app / "other.txt").write_text("something else\n")   # tracked, not this candidate's surface
         train = measure(state, fake.url, "regression-20261201T010000Z", CHAMP_RUN)
         r = candidate(state, "keep", "--id", "noop", "--training", train)
-    assert r.rc == 2 and "tracked file(s) outside its surfaces differ from HEAD (other.txt)" in r.json["error"], r.stdout
+    assert r.rc == 2 and "file(s) outside its surfaces differ from HEAD (other.txt)" in r.json["error"], r.stdout
     assert r.json["outside"] == ["other.txt"]
     assert json.loads((state / "candidates" / "noop" / "candidate.json").read_text())["status"] == "open"

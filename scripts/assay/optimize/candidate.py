@@ -209,8 +209,9 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     evidence.check_run(state, doc, role, run_dir, manifest.get("run_id"), started, comparison.get("baseline_run_id"))
     evidence.check_edit_unchanged(doc, role, run_dir, started)
     base_dir = evidence.baseline_dir(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
-    evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison,
-                            read_json_file(base_dir / "manifest.yaml"))
+    base_manifest = read_json_file(base_dir / "manifest.yaml")
+    evidence.check_baseline_not_a_trial(state, role, run_dir, doc["id"], base_manifest)
+    evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison, base_manifest)
     evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
     evidence.check_recorded(role, run_dir, base_dir, comparison, doc["id"])
 
@@ -233,12 +234,20 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         raise AssayError(f"candidate {cid}: no surface differs from its recorded blob; the edit is not in the "
                          "working tree, so these runs did not measure it", 2)
     others = gitops.changed_outside(app_dir, [s["path"] for s in doc["surfaces"]], state)
+    made = evidence.parse_ts(doc.get("created_at"))
+    # an untracked file made or changed since `new` (a new prompt file the app reads): measured too, and
+    # neither recorded as a surface nor ever removed by a revert. created_at has whole seconds: a file
+    # written within the second `new` was stamped in counts as before it (as a holdout look does)
+    fresh = gitops.untracked_since(app_dir, state, made.timestamp() + 1) if made is not None else []
+    others += fresh
     if others:   # the runs measured these too: kept, they would be credited to this candidate
-        shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
-        raise AssayError(f"candidate {cid}: tracked file(s) outside its surfaces differ from HEAD ({shown}); the runs "
+        named = [f"{p} (untracked, new since `new`)" if p in fresh else p for p in others]
+        shown = ", ".join(named[:10]) + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+        raise AssayError(f"candidate {cid}: file(s) outside its surfaces differ from HEAD ({shown}); the runs "
                          "measured them too, so a keep would credit this candidate with them (another candidate's "
-                         "edit, a stray change): undo them (or make them a candidate of their own), then measure this "
-                         "candidate again", 2, outside=others)
+                         "edit, a stray change, a new file the app reads): undo them (delete a new file, or add it to "
+                         ".gitignore when it is the app's own output; or make them a candidate of their own), then "
+                         "measure this candidate again", 2, outside=others)
     train_run = train_results, train_manifest, train_cmp = _run(training, "training")
     pin_path = state / "reports" / "baseline.json"
     pinned = read_json_file(pin_path) if pin_path.is_file() else None

@@ -13,12 +13,15 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
 - no case the comparison pairs was edited between the baseline run and this one (case_sha256,
   the rule compare_runs.py buckets as `expectation_changed`): an edited case's flip is the edit's,
   not the candidate's. Holdout cases are counted, never named.
-- the baseline is not a run that measured another candidate that was not kept.
+- the baseline is not a run that measured another candidate that was not kept (named by its keep
+  decision, or started while it was open: between its `new` and its revert).
 - the run called the app: a replayed or rescored run's answers are a recording's, not this edit's;
 - it was scored as its baseline was (the same capability matrix, response readers, scoring settings
   and judge: `suite_parts_sha256`): a layer scored on one side only moves verdicts by itself;
 - every case its baseline scored pass/fail scored pass/fail in it too: a case left out of a
   targeted selection, or an infra error the edit caused, would hide a regression from the pairing;
+- every case it ran was in its baseline run's selection: a smoke or targeted champion never ran the
+  rest of the split, so a case the edit broke there would not pair;
 - a holdout run is a look within the budget (the gate's rule, `holdout_budget_reason`) and is
   compared with the champion's own holdout run when the log shows it (the kept candidate's).
 Each refusal is exit 2 naming the run, the reason and the fix.
@@ -102,6 +105,30 @@ def check_run(state: Path, doc: dict[str, Any], role: str, run_dir: str, run_id:
                          "--baseline-verdicts from the champion's run", 2)
 
 
+def check_baseline_not_a_trial(state: Path, role: str, run_dir: str, cid: str, base_manifest: dict[str, Any]) -> None:
+    """The baseline run did not start while another candidate, never kept, was open (between its `new`
+    and its revert): that run measured the trial edit, not the champion, even when no keep named it."""
+    start = parse_ts(base_manifest.get("started_at"))
+    if start is None:
+        return
+    rows = _log_rows(state)
+    kept = {r.get("id") for r in rows if r.get("action") == "keep" and r.get("decision") == "kept"}
+    for row in rows:
+        other = row.get("id")
+        made = parse_ts(row.get("ts")) if row.get("action") == "new" else None
+        if made is None or other == cid or other in kept or start < made + _dt.timedelta(seconds=1):
+            continue   # a run within the second `new` was stamped in counts as before it
+        ends = [parse_ts(r.get("ts")) for r in rows if r.get("id") == other and r.get("action") == "revert"]
+        ended = min((e for e in ends if e is not None and e >= made), default=None)
+        if ended is None or start < ended + _dt.timedelta(seconds=1):   # the revert's stamp has whole seconds
+            until = f"reverted {ended.strftime('%Y-%m-%dT%H:%M:%SZ')}" if ended else "never reverted"
+            raise AssayError(f"--{role} {run_dir}: its baseline run {base_manifest.get('run_id')} started "
+                             f"{base_manifest.get('started_at')}, while candidate {other} was open (made "
+                             f"{row.get('ts')}, {until}) and {other} was never kept: it measured that edit, not the "
+                             "champion; compare with the champion's own run (reports/baseline.json: pin a run made "
+                             "with no candidate open), then measure the edit again", 2)
+
+
 def check_holdout_order(state: Path, doc: dict[str, Any], train_results: dict[str, Any], hold_dir: str,
                         hold_run_id: Any, hold_started: Any) -> None:
     """The holdout run came after the training run finished, and is the one look since `new`."""
@@ -181,6 +208,19 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
                          + ("measure the edit with a new regression run in which every one of them scores"
                             if role == "training" else _spent(role, cid)), 2,
                          unpaired=missing)
+    ran = [c.get("id") for c in base_manifest.get("cases") or [] if isinstance(c, dict)]
+    unmeasured = [c.get("id") for c in manifest.get("cases") or []
+                  if isinstance(c, dict) and c.get("set") != "canary" and c.get("id") not in ran]
+    if unmeasured:   # a smoke or targeted champion: what the edit broke outside its selection never pairs
+        named = "" if role == "holdout" else ": " + ", ".join(map(str, unmeasured[:5])) + (
+            f" and {len(unmeasured) - 5} more" if len(unmeasured) > 5 else "")
+        raise AssayError(f"--{role} {run_dir}: {len(unmeasured)} case(s) of this run were not in its baseline run "
+                         f"{base_manifest.get('run_id')}'s selection (a {base_manifest.get('mode')} run){named}, so "
+                         "the champion never measured them and a case the edit broke there would not show in the "
+                         "comparison: "
+                         + ("run the champion on the full split (a regression run of the champion's text, pinned in "
+                            "reports/baseline.json), then measure the edit again against it" if role == "training"
+                            else _spent(role, cid)), 2, unmeasured=len(unmeasured))
     if role == "holdout":
         over = holdout_budget_reason(Path(run_dir), results)
         if over:

@@ -147,3 +147,26 @@ def changed_outside(app: Path, surfaces: list[str], state: Path) -> list[str]:
             continue
         out.append(path)
     return out
+
+
+def untracked_since(app: Path, state: Path, since: float) -> list[str]:
+    """Untracked files (not ignored: `git status --untracked-files=all`) outside the state dir, made or
+    changed at or after `since` (a POSIX time: the candidate's `new`), as paths from the repository's
+    root: a file the app reads that the runs measured, that no revert removes and no blob records."""
+    top = toplevel(app).resolve()
+    try:
+        skip = str(Path(state).resolve().relative_to(top))
+    except ValueError:
+        skip = None
+    out = []
+    for entry in git_bytes(app, "status", "--porcelain=v1", "-z", "--untracked-files=all").split(b"\0"):
+        path = entry.decode("utf-8", "surrogateescape")[3:]
+        if not entry.startswith(b"?? ") or (skip and (path == skip or path.startswith(skip + "/"))):
+            continue
+        try:
+            changed = (top / path).lstat().st_mtime
+        except OSError:
+            continue
+        if changed >= since:
+            out.append(path)
+    return out

@@ -59,7 +59,8 @@ def dataset_version(plan: Mapping[str, Any]) -> int:
 
 
 def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] | None:
-    """--baseline-verdicts: its run's manifest must match dataset_version, harness_version and k."""
+    """--baseline-verdicts: its run's manifest must match dataset_version, harness_version and k, and be
+    a holdout run exactly when this plan is one (the two splits share no case)."""
     if not path:
         return None
     p = Path(path)
@@ -78,6 +79,14 @@ def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] 
     mine = {"dataset_version": dataset_version(plan), "harness_version": HARNESS_VERSION, "k": plan["k"]}
     theirs = {key: manifest.get(key) for key in mine}
     diff = [key for key in mine if mine[key] != theirs[key]]
+    sealed = [d.get("mode") == "holdout" or d.get("selecting_split") == "holdout" for d in (plan, manifest)]
+    if not diff and sealed[0] != sealed[1]:   # disjoint splits: no case pairs, and a holdout look spent for nothing
+        want = "the champion's holdout run" if sealed[0] else "a run of the full split (the pinned champion's)"
+        raise AssayError(f"--baseline-verdicts {path} is the verdicts of a {manifest.get('mode')} run, and this plan is "
+                         f"a {plan.get('mode')} run: the holdout and the full split share no case, so nothing would "
+                         f"pair. Pass {want}: reports/<run-id>/verdicts_for_stats.jsonl (`auto` takes "
+                         "reports/baseline.json's pin, a training run)", 2, key="--baseline-verdicts",
+                         mismatch=["selecting_split"])
     if diff:
         detail = ", ".join(f"{key}: baseline {theirs[key]!r} vs this plan {mine[key]!r}" for key in diff)
         raise AssayError(f"--baseline-verdicts {path} is not comparable with this plan ({detail}); "
