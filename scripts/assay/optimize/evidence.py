@@ -208,7 +208,7 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
                          + ("measure the edit with a new regression run in which every one of them scores"
                             if role == "training" else _spent(role, cid)), 2,
                          unpaired=missing)
-    ran = [c.get("id") for c in base_manifest.get("cases") or [] if isinstance(c, dict)]
+    ran = {c.get("id") for c in base_manifest.get("cases") or [] if isinstance(c, dict)}   # a set: 100,000 cases
     unmeasured = [c.get("id") for c in manifest.get("cases") or []
                   if isinstance(c, dict) and c.get("set") != "canary" and c.get("id") not in ran]
     if unmeasured:   # a smoke or targeted champion: what the edit broke outside its selection never pairs
