@@ -13,7 +13,7 @@ import unicodedata
 from typing import Any, Callable
 
 from .regex_risk import matches_every_text, nested_quantifier
-from ..score.answer import trailing_flag_entry
+from ..score.answer import trailing_flag_entry, unslashed_regex_entry
 from ..score.result_spec import columns_problem, tolerance_problem
 from ..core.suggest import did_you_mean
 from .key_homes import ANSWER_KEYS, AUTHZ_KEYS, EXPECT_KEYS, RESULT_KEYS, TOOLS_KEYS, misplaced
@@ -88,6 +88,10 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
                        "scorer never reads: the check is unscorable on every answer, so it can never fail "
                        f"(and the case passes on its other checks); use inline flags: {_inline(flagged)!r}",
                        key=_entry_key(where, i))
+        elif meant := unslashed_regex_entry(entry):
+            report("regex_without_slashes", f"{where}[{i}] {entry!r} is a regex written without slashes: it is "
+                   "compared as text, which no answer holds, so the check is unscorable on every answer "
+                   f"(a must_not_contain entry could never fail); write it {meant!r}", key=_entry_key(where, i))
 
 
 def _inline(flagged: re.Match) -> str:
