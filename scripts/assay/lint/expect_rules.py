@@ -13,7 +13,7 @@ import unicodedata
 from typing import Any, Callable
 
 from .regex_risk import matches_every_text, nested_quantifier
-from ..score.answer import trailing_flag_entry
+from ..score.answer import trailing_flag_entry, unslashed_regex_entry
 from ..score.result_spec import columns_problem, tolerance_problem
 from ..core.suggest import did_you_mean
 from .key_homes import ANSWER_KEYS, AUTHZ_KEYS, EXPECT_KEYS, RESULT_KEYS, TOOLS_KEYS, misplaced
@@ -37,10 +37,10 @@ def _entry_key(where: str, i: int) -> str:
 def _str_list(value: Any, where: str, report: Report) -> list[str] | None:
     """A list of non-empty strings, or report why not (string_not_list / unquoted_bool_or_number)."""
     if isinstance(value, str):
-        report("string_not_list", f"{where} is a bare string; write a list: [{value!r}]")
+        report("string_not_list", f"{where} is a bare string; write a list: [{value!r}]", key=where)
         return None
     if not isinstance(value, list):
-        report("bad_expect_shape", f"{where} must be a list of strings (got {type(value).__name__})")
+        report("bad_expect_shape", f"{where} must be a list of strings (got {type(value).__name__})", key=where)
         return None
     ok = True
     for i, entry in enumerate(value):
@@ -88,6 +88,10 @@ def _check_entries_regex(entries: list[str], where: str, report: Report) -> None
                        "scorer never reads: the check is unscorable on every answer, so it can never fail "
                        f"(and the case passes on its other checks); use inline flags: {_inline(flagged)!r}",
                        key=_entry_key(where, i))
+        elif meant := unslashed_regex_entry(entry):
+            report("regex_without_slashes", f"{where}[{i}] {entry!r} is a regex written without slashes: it is "
+                   "compared as text, which no answer holds, so the check is unscorable on every answer "
+                   f"(a must_not_contain entry could never fail); write it {meant!r}", key=_entry_key(where, i))
 
 
 def _inline(flagged: re.Match) -> str:
@@ -108,7 +112,7 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
     if "http" in expect and not (isinstance(http, dict) and set(http) <= {"status"}
                                  and isinstance(http.get("status"), int) and not isinstance(http.get("status"), bool)
                                  and 100 <= http["status"] <= 599):
-        report("bad_expect_shape", f"{where}.http must be {{status: <100-599>}}")
+        report("bad_expect_shape", f"{where}.http must be {{status: <100-599>}}", key=f"{where}.http")
     if "route" in expect and not (isinstance(expect["route"], str) and expect["route"]):
         yaml_bool = (" (YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the route)"
                      if isinstance(expect["route"], bool) else "")
@@ -117,9 +121,9 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
     if "route_acceptable" in expect:
         _str_list(expect["route_acceptable"], f"{where}.route_acceptable", report)
     if "clarify_ok" in expect and not isinstance(expect["clarify_ok"], bool):
-        report("bad_expect_shape", f"{where}.clarify_ok must be true or false")
+        report("bad_expect_shape", f"{where}.clarify_ok must be true or false", key=f"{where}.clarify_ok")
     if "exit_code" in expect and (not isinstance(expect["exit_code"], int) or isinstance(expect["exit_code"], bool)):
-        report("bad_expect_shape", f"{where}.exit_code must be an integer")
+        report("bad_expect_shape", f"{where}.exit_code must be an integer", key=f"{where}.exit_code")
     if "tools" in expect:
         _check_tools(expect["tools"], f"{where}.tools", report)
     if "args" in expect:
@@ -140,32 +144,34 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
 
 def _check_tools(tools: Any, where: str, report: Report) -> None:
     if not isinstance(tools, dict):
-        report("bad_expect_shape", f"{where} must be a mapping with subset / order / order_mode / forbidden")
+        report("bad_expect_shape", f"{where} must be a mapping with subset / order / order_mode / forbidden", key=where)
         return
     _unknown_keys(tools, TOOLS_KEYS, where, report)
     for key in ("subset", "order", "forbidden"):
         if key in tools:
             _str_list(tools[key], f"{where}.{key}", report)
     if "order_mode" in tools and tools["order_mode"] not in ORDER_MODES:
-        report("bad_order_mode", f"{where}.order_mode {tools['order_mode']!r} is not one of {list(ORDER_MODES)}")
+        report("bad_order_mode", f"{where}.order_mode {tools['order_mode']!r} is not one of {list(ORDER_MODES)}",
+               key=f"{where}.order_mode")
     if "order_mode" in tools and "order" not in tools:
-        report("bad_expect_shape", f"{where}.order_mode is set but {where}.order is missing")
+        report("bad_expect_shape", f"{where}.order_mode is set but {where}.order is missing", key=f"{where}.order_mode")
 
 
 def _check_args(args: Any, where: str, report: Report) -> None:
     if not isinstance(args, dict) or not args:
-        report("bad_expect_shape", f"{where} must be a mapping of tool name -> {{param: value, calls?}}")
+        report("bad_expect_shape", f"{where} must be a mapping of tool name -> {{param: value, calls?}}", key=where)
         return
     for tool, entry in args.items():
         loc = f"{where}.{tool}"
         if not isinstance(entry, dict):
-            report("bad_expect_shape", f"{loc} must be a mapping of parameter -> expected value")
+            report("bad_expect_shape", f"{loc} must be a mapping of parameter -> expected value", key=loc)
             continue
         if "calls" in entry and entry["calls"] not in CALL_SCOPES:
-            report("bad_call_scope", f"{loc}.calls {entry['calls']!r} is not one of {list(CALL_SCOPES)}")
+            report("bad_call_scope", f"{loc}.calls {entry['calls']!r} is not one of {list(CALL_SCOPES)}",
+                   key=f"{loc}.calls")
         params = {k: v for k, v in entry.items() if k != "calls"}
         if not params:
-            report("vacuous_args_entry", f"{loc} asserts nothing besides `calls`; name at least one parameter")
+            report("vacuous_args_entry", f"{loc} asserts nothing besides `calls`; name at least one parameter", key=loc)
         for name, value in params.items():
             if isinstance(value, dict):
                 if set(value) == {"present"} and isinstance(value["present"], bool):
@@ -174,33 +180,35 @@ def _check_args(args: Any, where: str, report: Report) -> None:
                         and value["from_tool_result"]:
                     continue
                 report("bad_expect_shape", f"{loc}.{name} must be a literal, {{present: true}} or "
-                       "{from_tool_result: <tool>[.<field>]}")
+                       "{from_tool_result: <tool>[.<field>]}", key=f"{loc}.{name}")
 
 
 def _check_result(result: Any, where: str, report: Report) -> None:
     if not isinstance(result, dict):
-        report("bad_expect_shape", f"{where} must be a mapping with scalar or rows")
+        report("bad_expect_shape", f"{where} must be a mapping with scalar or rows", key=where)
         return
     _unknown_keys(result, RESULT_KEYS, where, report)
     if "scalar" in result and "rows" in result:
-        report("both_scalar_and_rows", f"{where} has both scalar and rows; keep the one the app returns")
+        report("both_scalar_and_rows", f"{where} has both scalar and rows; keep the one the app returns", key=where)
     elif "scalar" not in result and "rows" not in result:
-        report("neither_scalar_nor_rows", f"{where} has neither scalar nor rows; the execution check needs one")
+        report("neither_scalar_nor_rows", f"{where} has neither scalar nor rows; the execution check needs one",
+               key=where)
     if "rows" in result and not isinstance(result["rows"], list):
-        report("bad_expect_shape", f"{where}.rows must be a list of rows")
+        report("bad_expect_shape", f"{where}.rows must be a list of rows", key=f"{where}.rows")
     if "scalar" in result and isinstance(result["scalar"], (dict, list)):
-        report("bad_expect_shape", f"{where}.scalar must be a single value (use rows for tables)")
+        report("bad_expect_shape", f"{where}.scalar must be a single value (use rows for tables)",
+               key=f"{where}.scalar")
     if "columns" in result:
         cols = result["columns"]
         if isinstance(cols, list) and not cols:
             report("empty_columns", f"{where}.columns is empty, which would compare nothing; list the columns "
-                   "or drop the key")
+                   "or drop the key", key=f"{where}.columns")
         elif not isinstance(cols, list) or not all(isinstance(c, str) and c for c in cols):
-            report("bad_expect_shape", f"{where}.columns must be a list of column names")
+            report("bad_expect_shape", f"{where}.columns must be a list of column names", key=f"{where}.columns")
         elif problem := columns_problem(result.get("rows"), cols):
             report("columns_mismatch", f"{where}.{problem}", key=f"{where}.columns")
     if "ordered" in result and not isinstance(result["ordered"], bool):
-        report("bad_expect_shape", f"{where}.ordered must be true or false")
+        report("bad_expect_shape", f"{where}.ordered must be true or false", key=f"{where}.ordered")
     tol = result.get("float_tolerance")
     if "float_tolerance" in result and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
         as_text = (f" (YAML reads {tol} as text: write it with a dot, or as a decimal such as 0.01)"
@@ -212,12 +220,12 @@ def _check_result(result: Any, where: str, report: Report) -> None:
             "scalar" if "scalar" in result else "rows")):
         report("tolerance_swallows_value", f"{where}: {problem}", key=f"{where}.float_tolerance")
     if "reference_query" in result and not isinstance(result["reference_query"], str):
-        report("bad_expect_shape", f"{where}.reference_query must be a string")
+        report("bad_expect_shape", f"{where}.reference_query must be a string", key=f"{where}.reference_query")
 
 
 def _check_authz(authz: Any, where: str, report: Report, id_pattern: str | None, id_pattern_known: bool) -> None:
     if not isinstance(authz, dict):
-        report("bad_expect_shape", f"{where} must be a mapping")
+        report("bad_expect_shape", f"{where} must be a mapping", key=where)
         return
     _unknown_keys(authz, AUTHZ_KEYS, where, report)
     ids: list[str] = []
@@ -227,7 +235,7 @@ def _check_authz(authz: Any, where: str, report: Report, id_pattern: str | None,
             if entries and key != "forbidden_tools":
                 ids.extend(entries)
     if "expect_refusal" in authz and not isinstance(authz["expect_refusal"], bool):
-        report("bad_expect_shape", f"{where}.expect_refusal must be true or false")
+        report("bad_expect_shape", f"{where}.expect_refusal must be true or false", key=f"{where}.expect_refusal")
     if ids and id_pattern_known:
         if not id_pattern:
             report("unrecognizable_record_ids", f"{where} lists record ids but the profile has no "
@@ -246,16 +254,18 @@ def _check_authz(authz: Any, where: str, report: Report, id_pattern: str | None,
             if never:
                 report("unobservable_record_ids", f"{where}.forbidden_record_ids {never} do not match the profile's "
                        f"record_id_pattern {id_pattern!r}: the app never writes an id that way, so the check could "
-                       "only pass; write them as the app does (ids are compared exactly)")
+                       "only pass; write them as the app does (ids are compared exactly)",
+                       key=f"{where}.forbidden_record_ids")
             bad = [i for i in bad if i not in forbidden]
             if bad:
                 report("unrecognizable_record_ids", f"{where} ids {bad} do not match the profile's "
-                       f"record_id_pattern {id_pattern!r}; the authz scorer will not see them")
+                       f"record_id_pattern {id_pattern!r}; the authz scorer will not see them", key=where)
 
 
 def _check_answer(answer: Any, where: str, report: Report, user_text: str) -> None:
     if not isinstance(answer, dict):
-        report("bad_expect_shape", f"{where} must be a mapping with must_contain / must_not_contain / rules / rubric")
+        report("bad_expect_shape", f"{where} must be a mapping with must_contain / must_not_contain / rules / rubric",
+               key=where)
         return
     _unknown_keys(answer, ANSWER_KEYS, where, report)
     for key in ANSWER_KEYS:
@@ -276,14 +286,15 @@ def _check_answer(answer: Any, where: str, report: Report, user_text: str) -> No
 
 def _check_format(fmt: Any, where: str, report: Report) -> None:
     if not isinstance(fmt, dict) or set(fmt) != {"json_schema"} or not isinstance(fmt["json_schema"], dict):
-        report("bad_expect_shape", f"{where} must be {{json_schema: <a JSON Schema mapping>}}")
+        report("bad_expect_shape", f"{where} must be {{json_schema: <a JSON Schema mapping>}}", key=where)
         return
     from ..schemas.user import always_loops, dialect_problem, well_formed
     if well_formed(fmt["json_schema"]):
         return   # check_schema is sure to pass (and no $ref loops): jsonschema is not imported
     problem = dialect_problem(fmt["json_schema"])
     if problem:
-        report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: {problem}")
+        report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: {problem}",
+               key=f"{where}.json_schema")
         return
     try:
         import jsonschema
@@ -291,7 +302,7 @@ def _check_format(fmt: Any, where: str, report: Report) -> None:
         jsonschema.validators.validator_for(fmt["json_schema"]).check_schema(fmt["json_schema"])
     except Exception as exc:  # jsonschema.SchemaError and friends
         report("bad_expect_shape", f"{where}.json_schema is not a valid JSON Schema: "
-               f"{getattr(exc, 'message', exc)}")
+               f"{getattr(exc, 'message', exc)}", key=f"{where}.json_schema")
         return
     _check_schema_keywords(fmt["json_schema"], where, report)
     loop = always_loops(fmt["json_schema"])
@@ -312,11 +323,12 @@ def _check_schema_keywords(schema: dict, where: str, report: Report) -> None:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     for at, key in ignored_keywords(schema, cls.VALIDATORS):
         hit = closest(key, list(cls.VALIDATORS) + list(ANNOTATIONS))
+        line_key = ".".join([f"{where}.json_schema", *(p for p in at.split("/") if p and at != "(root)"), key])
         if hit in cls.VALIDATORS:
             report("unknown_schema_keyword", f"{where}.json_schema at {at} has {key!r}, which is no JSON Schema "
-                   f"keyword: it is ignored and checks nothing (did you mean {hit!r}?)")
+                   f"keyword: it is ignored and checks nothing (did you mean {hit!r}?)", key=line_key)
         else:
             hint = (' (OpenAPI\'s nullable is "type": [<type>, "null"] in JSON Schema)' if key == "nullable"
                     else f" (did you mean {hit!r}?)" if hit else "")
             report("ignored_schema_keyword", f"{where}.json_schema at {at} has {key!r}, which JSON Schema ignores: "
-                   f"it checks nothing{hint}; remove it, or say the check with a keyword")
+                   f"it checks nothing{hint}; remove it, or say the check with a keyword", key=line_key)

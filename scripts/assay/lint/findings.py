@@ -33,6 +33,8 @@ CODES: dict[str, str] = {
     # `/x/i`: the scorer never reads trailing flags, so the check is unscorable on every answer and the
     # case passes on its other checks
     "regex_trailing_flags": ERROR,
+    # `(?i)sorry`, `regex:sorry`: a regex written without slashes is read as text no answer holds (unscorable)
+    "regex_without_slashes": ERROR,
     # a forbidden id the app can never write: the authz check could only ever pass (wave 4 §1)
     "unobservable_record_ids": ERROR,
     # an imported case that lost a check of its source (import_promptfoo.py's not_converted): it would pass

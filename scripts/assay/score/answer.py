@@ -56,6 +56,23 @@ def trailing_flag_entry(entry: str) -> re.Match | None:
     if len(entry) >= 2 and entry.startswith("/") and entry.endswith("/"):
         return None
     return _TRAILING_FLAGS.match(entry)
+
+
+_UNSLASHED_REGEX = re.compile(r"^(?:\(\?[aiLmsux]+\)|(?i:regex):)(.*)$", re.DOTALL)
+
+
+def unslashed_regex_entry(entry: str) -> str | None:
+    """The `/.../` form an answer entry meant, when it is a regex written without slashes: a leading
+    inline flag group (`(?i)sorry`) or a `regex:` prefix (`regex:sorry|apolog`, another tool's
+    spelling). Read as text it is in no answer, so a `must_not_contain` entry could never fail;
+    the scorer leaves it unscorable. None for a `/re/` entry or plain text.
+    One definition: the linter refuses exactly the entries this scorer leaves unscorable."""
+    if len(entry) >= 2 and entry.startswith("/") and entry.endswith("/"):
+        return None
+    matched = _UNSLASHED_REGEX.match(entry)
+    if not matched:
+        return None
+    return f"/{entry}/" if entry.startswith("(?") else f"/{matched.group(1)}/"
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _MAX_SCHEMA_ERRORS = 5
 
@@ -135,6 +152,10 @@ def _text_check(check: str, entry: Any, text: str, timeout_s: float) -> dict[str
         if flagged:
             return _unscorable(out, f"trailing regex flag '/{flagged.group(2)}' is not supported; "
                                     f"use an inline flag, e.g. /(?i){flagged.group(1)}/")
+        meant = unslashed_regex_entry(entry_text)
+        if meant:
+            return _unscorable(out, f"a regex written without slashes is read as text, which no answer holds; "
+                                    f"write it {meant}")
         found = nfc(entry_text) in text
     wanted = check == "must_contain"
     out["status"] = PASS if found == wanted else FAIL
