@@ -58,6 +58,11 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         fn = (_not_called if replaying else
               import_entrypoint(inv.get("entrypoint"), app_root(plan.adapter, state)))
         inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
+    from ..invoke.templates import request_template_problem
+    unsent = None if render_only else request_template_problem(inv)
+    if unsent:   # convert_suite.py refuses it at adapter.yaml's line; a plan made otherwise is stopped here
+        raise AssayError(f"pre-flight: the plan's adapter (adapter.yaml): {unsent[1]}; then re-run convert_suite.py "
+                         "and make_plan.py", 3, key=unsent[0])
     rb = inv.get("response_body")
     if rb is not None:
         from ..invoke.templates import response_body_problem
