@@ -290,7 +290,7 @@ def test_a_cli_app_names_its_stderr_the_span_file_it_looked_for_and_a_command_no
         "c-canary01 (infra_error: exit: the command exited with code 4 (stderr: bad input) on all 1 attempt(s))")
 
     # PATH is allowlisted, the command is not on it: the fix is not "add PATH to env_allowlist"
-    write_yaml(state / "adapter.yaml", CLI_ADAPTER.replace("COMMAND", "[travel-cli-r2]"))
+    write_yaml(state / "adapter.yaml", CLI_ADAPTER.replace("COMMAND", '[travel-cli-r2, "<user turn>"]'))
     plan_file = plan(state, run_id="smoke-20261130T000002Z")
     r = run_runner("--plan", plan_file, "--out", state / "reports" / "smoke-20261130T000002Z", env=env)
     assert r.rc == 3, r.stdout

@@ -58,6 +58,11 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         fn = (_not_called if replaying else
               import_entrypoint(inv.get("entrypoint"), app_root(plan.adapter, state)))
         inv_obj = FunctionInvoker(inv, env, fn, timeout_s=execution["timeout_s"])
+    from ..invoke.templates import request_template_problem
+    unsent = None if render_only else request_template_problem(inv)
+    if unsent:   # convert_suite.py refuses it at adapter.yaml's line; a plan made otherwise is stopped here
+        raise AssayError(f"pre-flight: the plan's adapter (adapter.yaml): {unsent[1]}; then re-run convert_suite.py "
+                         "and make_plan.py", 3, key=unsent[0])
     rb = inv.get("response_body")
     if rb is not None:
         from ..invoke.templates import response_body_problem
@@ -122,7 +127,32 @@ def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = 
                          f"fix {fix} / invocation.health_check) and re-run.", 3, key="invocation.health_check",
                          health_error=out.error, url=resolved or shown)
     if expect and out.status not in (expect if isinstance(expect, list) else [expect]):
+        key, fix = _health_status_fix(invoker, hc, method, out.status)
         raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status}, not one of "
-                         f"{expect}; is the app healthy?", 3, key="invocation.health_check.expect_status",
-                         status=out.status)
+                         f"{expect}; {fix}", 3, key=key, status=out.status)
     return {"checked": True, "method": method, "status": out.status}
+
+
+def _health_status_fix(invoker: Any, hc: Mapping[str, Any], method: str, status: Any) -> tuple[str, str]:
+    """(the adapter key, the fix) for a health check answered with a status it does not expect. A 404 or
+    405 is an answer: the app is up and the request is wrong (a path it has no route for, one put after
+    a base_url that holds a path of its own, a method it does not take), not an unhealthy app."""
+    from urllib.parse import urlsplit
+    base_path = urlsplit(invoker.base_wire).path.rstrip("/")   # never shown: a secret base_url's fragment
+    under = (" (base_url holds a path of its own, put before this path and the endpoint's: is it part of the "
+             "endpoint? then base_url ends at the port)" if base_path else "")
+    if status == 404:
+        if hc.get("path"):
+            return ("invocation.health_check.path",
+                    f"the app answered, so it is up, but it has no route there{under}: set "
+                    "invocation.health_check.path in adapter.yaml to the app's health route (e.g. /healthz), or "
+                    "remove health_check to probe GET base_url, where any status means up")
+        return ("invocation.health_check.path",
+                f"the app answered, so it is up, but it has no route at base_url{under}: add "
+                "invocation.health_check.path in adapter.yaml (the app's health route, e.g. /healthz), or remove "
+                "expect_status")
+    if status == 405:
+        return ("invocation.health_check.method",
+                f"the app answered, so it is up, but that route does not take {method}: set "
+                "invocation.health_check.method in adapter.yaml (GET, HEAD or POST) to one it takes")
+    return "invocation.health_check.expect_status", "is the app healthy?"

@@ -81,6 +81,40 @@ def response_body_problem(raw: Any) -> str | None:
             f"read (its placeholders: {', '.join(RESPONSE_MARKS)}); {fixed}")
 
 
+def request_template_problem(invocation: Any) -> tuple[str, str] | None:
+    """(the key, why) when the adapter's request never carries the case's question: a request_body
+    (http, function) or a cli `command` (without `stdin: user_turn`) that mentions no "<user turn>"
+    (a typo such as "<user_turn>") sends every case the same request, and an app answering it the
+    same way passes every case that its one answer happens to meet. None: the question is sent. The
+    one rule: convert_suite.py refuses it at adapter.yaml's line, the run's pre-flight at the plan's key."""
+    if not isinstance(invocation, dict):
+        return None
+    mode = invocation.get("mode")
+    if mode in ("http", "function") and invocation.get("request_body") is not None:
+        key, raw = "invocation.request_body", invocation["request_body"]
+        try:
+            tmpl = loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            return None   # not JSON: pre-flight names that
+        example = "'{\"message\": \"<user turn>\"}'"
+    elif mode == "cli" and invocation.get("stdin") != "user_turn" and isinstance(invocation.get("command"), list):
+        key, raw = "invocation.command", None
+        tmpl = invocation["command"]
+        example = "[python3, agent.py, \"<user turn>\"] (or stdin: user_turn)"
+    else:
+        return None
+    mark = PLACEHOLDERS[0]
+    if mentions(tmpl, mark):
+        return None
+    from ..core.suggest import closest
+    found = [m for s in _leaves(tmpl) for m in _MARK_LIKE.findall(s) if m not in PLACEHOLDERS]
+    hit = next((m for m in found if closest(m, (mark,))), None)
+    said = f"; it has \"{hit}\" (did you mean \"{mark}\"?)" if hit else ""
+    fix = (f"write request_body: {raw.replace(hit, mark)!r}" if hit and isinstance(raw, str) else f"put \"{mark}\" where the app reads the question, e.g. {example}")
+    return key, (f"{key} never mentions \"{mark}\", so no case's question reaches the app: every case would "
+                 f"send the same request and be scored on the same answer{said}; {fix}")
+
+
 def _leaves(template: Any) -> list[str]:
     """Every string leaf of a parsed template, in order."""
     if isinstance(template, str):

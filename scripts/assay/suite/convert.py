@@ -129,12 +129,19 @@ def refuse_literal_secrets(adapter: Any, lines: LineIndex, label: str = "adapter
 
 
 def _refuse_unreadable_answer(adapter: dict[str, Any], lines: LineIndex) -> None:
-    """A response_body that marks no "<answer>" leaf (a typo'd `<anwser>`) reads no answer: refused
-    here, at its line, not first at the run's pre-flight (the same rule: templates.response_body_problem)."""
+    """A response_body that marks no "<answer>" leaf (a typo'd `<anwser>`) reads no answer, and a request
+    that carries no "<user turn>" (a typo'd `<user_turn>`) sends no question: refused here, at its line,
+    not first at the run's pre-flight (the same rules: templates.response_body_problem and
+    request_template_problem)."""
     invocation = adapter.get("invocation") if isinstance(adapter.get("invocation"), dict) else {}
+    from ..invoke.templates import request_template_problem, response_body_problem
+    unsent = request_template_problem(invocation)
+    if unsent:
+        key, problem = unsent
+        line = lines.line_of(tuple(key.split(".")))
+        raise AssayError(f"adapter.yaml:{line}: {problem}", 2, file="adapter.yaml", line=line, key=key)
     if invocation.get("response_body") is None:
         return
-    from ..invoke.templates import response_body_problem
     problem = response_body_problem(invocation["response_body"])
     if problem:
         line = lines.line_of(("invocation", "response_body"))
