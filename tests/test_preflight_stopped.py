@@ -25,6 +25,23 @@ GREEN, STOPPED = "smoke-20261201T000000Z", "smoke-20261202T000000Z"
 WAIT_S = 120   # a loaded machine: only a broken runner waits this long
 
 
+def _signals_as_a_shell_gives_them() -> None:
+    """The runner as a terminal starts it: SIGINT and SIGTERM neither blocked nor ignored (a mask or an
+    ignored disposition survives fork and exec, and a test worker's could make Ctrl-C do nothing: once
+    under make test the runner ran its plan to the end after the SIGINT)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _signal_masks(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+            return [line for line in fh.read().splitlines() if line.startswith(("SigBlk", "SigIgn", "SigPnd"))]
+    except OSError:
+        return []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
 def test_latest_refuses_a_newer_run_stopped_in_preflight(tmp_path, sig):
     state = make_state(tmp_path)
@@ -54,7 +71,8 @@ def test_latest_refuses_a_newer_run_stopped_in_preflight(tmp_path, sig):
         proc = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan",
                                  str(state / "work" / f"{STOPPED}.json"), "--out", str(reports / STOPPED),
                                  "--progress", "never"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                                text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                                preexec_fn=_signals_as_a_shell_gives_them)
         try:
             assert in_health.wait(WAIT_S), "the runner never reached its health check"
             # still in pre-flight: the newest run is not started yet, and no older run stands in for it
@@ -62,6 +80,7 @@ def test_latest_refuses_a_newer_run_stopped_in_preflight(tmp_path, sig):
             assert r.rc == 2, r.stdout
             assert r.json["run_id"] == STOPPED and r.json["not_started"] is True
             assert "has not started yet" in r.json["error"] and "still in pre-flight" in r.json["error"]
+            masks = _signal_masks(proc.pid)   # said if the signal does nothing (a mask the runner inherited)
             proc.send_signal(sig)
             out, _ = proc.communicate(timeout=WAIT_S)
         finally:
@@ -69,7 +88,7 @@ def test_latest_refuses_a_newer_run_stopped_in_preflight(tmp_path, sig):
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-        assert proc.returncode == (130 if sig == signal.SIGINT else -sig), (proc.returncode, out)
+        assert proc.returncode == (130 if sig == signal.SIGINT else -sig), (proc.returncode, out, masks)
         assert not (reports / STOPPED).exists()
         assert len(app.posts()) == sent   # no case was sent
 
