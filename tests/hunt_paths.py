@@ -133,6 +133,21 @@ def viewer(state: Path, run_ids: list[str], env: dict[str, str] | None = None) -
     return out
 
 
+def history_page(state: Path, tmp: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """{run id: the gate cell of its row} in run_history.py's history.html (`closed: <reason>`, `open`): the
+    page a person opens for the trend, which must name each run's one decision, never a green row alone."""
+    page = tmp / f"history-{len(list(tmp.glob('history-*.html')))}.html"
+    r = run_script("run_history", state, "-o", page.with_suffix(".json"), "--html", page, env=env)
+    assert r.rc == 0, r.stdout + r.stderr
+    cells = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", page.read_text(encoding="utf-8"), re.S):
+        tds = re.findall(r"<td>(.*?)</td>", row, re.S)
+        m = re.fullmatch(r"<code>(.+?)</code>", tds[0]) if len(tds) == 7 else None
+        if m:   # a row of a series' runs table (run, pass rate, interval, scored, failures, infra, gate)
+            cells[m.group(1)] = re.sub(r"<[^>]+>", "", tds[-1])
+    return cells
+
+
 def pytest_session(state: Path, cwd: Path, env: dict) -> dict:
     """`pytest --assay STATE -q -rA`, live, as a user runs it: closed when the session fails and says
     `assay gate: CLOSED` (or, refused at collection, names why); FAILED items with their message."""

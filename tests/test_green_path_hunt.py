@@ -63,8 +63,8 @@ from agent_state import CASES as AGENT_CASES, EDIT_CASE, MCP_CASE, MCP_LOOKUP, S
 from fakeapp import run_runner
 from helpdesk_util import copy_state, helpdesk
 from helpers import run_script
-from hunt_paths import (api_gate, error_layers, gate, gate_kept, merged_from_store, plan, pytest_session, report,
-                        store_server, viewer)
+from hunt_paths import (api_gate, error_layers, gate, gate_kept, history_page, merged_from_store, plan,
+                        pytest_session, report, store_server, viewer)
 
 pytestmark = pytest.mark.slow
 
@@ -220,6 +220,11 @@ def _walk(app: App, tmp: Path, server) -> dict:
     listed = {rid: d["history_gate"] for rid, d in seen.items() if d["history_gate"] is not None}
     assert listed, "the history page listed none of the hunt's runs: its gate went unchecked"
     assert all((g == "closed") == seen[rid]["closed"] for rid, g in listed.items()), (listed, seen)
+    # run_history.py's history.html names each run's gate in its row: the same decision again
+    rows = history_page(state, tmp)
+    shown = {rid: rows[rid] for rid in seen if rid in rows}
+    assert shown, ("history.html listed none of the hunt's runs: its gate column went unchecked", rows)
+    assert all(cell.startswith("closed") == seen[rid]["closed"] for rid, cell in shown.items()), (shown, seen)
     decided = {}
     for name, walk in walks.items():
         decided[name] = {"_dirs": {p: d for p, d in walk.items() if isinstance(d, Path)}}
