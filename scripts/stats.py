@@ -108,8 +108,9 @@ def _runs_of(baseline, candidate):
 def _one_run_copied(baseline, candidate):
     """"<run id>, started <when>" when both files sit in run dirs whose results.json name the same run
     (a copied run dir: the same run id and start time), else None."""
+    from assay.compare.document import one_run
     b, c = _runs_of(baseline, candidate)
-    if b is None or b != c or not all(isinstance(v, str) for v in b.values()):
+    if b is None or c is None or not one_run(b, c):
         return None
     return f"{b['run_id']}, started {b['started_at']}"
 

@@ -13,6 +13,7 @@ fake OpenAI judge on real loopback ports."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pytest
 
@@ -36,8 +37,10 @@ def says_pass(node, answer):   # a judge that passes everything, quoting the ans
     return {"verdict": "pass", "evidence": [answer[:12]], "reason": "looks fine"}
 
 
-@pytest.mark.parametrize("edit", ["flag", "floors"])
-def test_a_hand_edited_sidecar_does_not_make_a_judge_gate(state, edit):
+@contextmanager
+def labelled_judge(state):
+    """The app answering ANSWER and a judge that passes everything (its judge.yaml written), refund-eta-v1's
+    rubric, and 6 + 6 agreeing labels of it: (app, judge config, annotations file)."""
     write_rubric(state)
     with FakeApp(lambda req: Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": ANSWER})) \
             as app, FakeApp(openai_handler(says_pass)) as judge:
@@ -47,6 +50,12 @@ def test_a_hand_edited_sidecar_does_not_make_a_judge_gate(state, edit):
         ann = state / "annotations" / "dana.jsonl"
         ann.parent.mkdir()
         labels(ann, 6)
+        yield app, config, ann
+
+
+@pytest.mark.parametrize("edit", ["flag", "floors"])
+def test_a_hand_edited_sidecar_does_not_make_a_judge_gate(state, edit):
+    with labelled_judge(state) as (app, config, ann):
         sidecar = state / "judge" / "calibration.json"
         low = ("--min-pairs", "12", "--min-per-class", "6") if edit == "floors" else ()
         w = run_script("score_agreement", ann, "--write", sidecar, *low)

@@ -12,36 +12,19 @@ OpenAI judge on real loopback ports."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from fakeapp import FakeApp, Reply, case, make_plan, state  # noqa: F401 (fixtures)
-from judgefake import judge_block, openai_handler, write_rubric
+from fakeapp import case, make_plan, state  # noqa: F401 (fixtures)
+from judgefake import judge_block
 from helpers import run_script
 from trust_fixtures import go, read
+from test_calibration_hand_edit import labelled_judge   # the app, a judge that passes all, agreeing labels
 
-ANSWER = "Refund of 20 USD issued."   # no arrival time: refund-eta-v1's states-arrival fails it
-
-
-def says_pass(node, answer):
-    return {"verdict": "pass", "evidence": [answer[:12]], "reason": "looks fine"}
 
 
 @pytest.mark.parametrize("pin", ["refund-eat-v1", "refund-eta-v2"])
 def test_a_pin_with_no_rubric_file_never_lets_the_case_pass(state, pin):
-    write_rubric(state)
-    with FakeApp(lambda req: Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": ANSWER})) \
-            as app, FakeApp(openai_handler(says_pass)) as judge:
-        config = {"provider": "openai", "model": "gpt-test", "base_url": judge.url + "/v1"}
-        (state / "judge").mkdir(exist_ok=True)
-        (state / "judge" / "judge.yaml").write_text(json.dumps(config), encoding="utf-8")
-        ann = state / "annotations" / "dana.jsonl"
-        ann.parent.mkdir()
-        ann.write_text("".join(json.dumps({"case_id": f"{label}-{i}", "rubric_id": "refund-eta-v1",
-                                           "node_id": "states-arrival", "label": label, "judge_label": label,
-                                           "reviewer": "dana", "ts": "2026-11-30T10:00:00Z"}) + "\n"
-                               for label in ("fail", "pass") for i in range(6)), encoding="utf-8")
+    with labelled_judge(state) as (app, config, ann):
         w = run_script("score_agreement", ann, "--write", state / "judge" / "calibration.json",
                        "--min-pairs", "12", "--min-per-class", "6")
         assert w.rc == 0 and w.json["status"] == "calibrated", w.stdout + w.stderr

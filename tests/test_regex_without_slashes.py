@@ -11,22 +11,16 @@ from __future__ import annotations
 
 import json
 
-from fakeapp import FakeApp, Reply
+from fakeapp import FakeApp
 from helpers import run_script
 from rundir_util import cases_view
 from test_no_silent_green import case_yaml, plan, run, travel_reply, write_state
+from test_vacuous_answer_entries import wrong_reply   # the right route, an apology
 
 FLAG_GROUP = "  route: quotes\n  answer:\n    must_not_contain: [\"(?i)sorry\"]\n"
 PREFIX = "  route: quotes\n  answer:\n    must_not_contain: [\"regex:sorry|apolog\"]\n"
 NEAR_MISS = ("  route: quotes\n  answer:\n    must_contain: [\"EUR\"]\n"
              "    must_not_contain: [\"Re: your booking\", \"why (?i) here\", \"/(?i)sorry/\", \"regexes\"]\n")
-
-
-def sorry_reply(req) -> Reply:
-    """The right route, an apology: the answer check each case means to make must see it."""
-    if req.method == "GET":
-        return Reply(200, {"ok": True})
-    return Reply(200, {"answer": "Sorry, no flights today.", "route": "quotes", "quote": {"price": 0}})
 
 
 def test_a_regex_without_slashes_is_refused_naming_file_line_and_fix(tmp_path):
@@ -45,7 +39,7 @@ def test_a_regex_without_slashes_is_refused_naming_file_line_and_fix(tmp_path):
     # planned anyway, against an app that apologises on the right route: neither case reads pass
     rc, summary, plan_file = plan(state, "--allow-invalid")
     assert rc == 0, summary
-    with FakeApp(sorry_reply) as app:
+    with FakeApp(wrong_reply) as app:
         run_dir = run(state, plan_file, app)
     for cid in ("c-00000001", "c-00000002"):
         verdict = json.loads((cases_view(run_dir) / cid / "verdict.json").read_text())

@@ -127,12 +127,19 @@ def base_started_after(b: dict, c: dict) -> bool:
     return isinstance(b["started_at"], str) and isinstance(c["started_at"], str) and b["started_at"] > c["started_at"]
 
 
+def one_run(b: dict, c: dict) -> bool:
+    """Two runs' {run_id, started_at} name one run (a run dir and its copy: the same run id and start
+    time): compare_runs.py and stats.py refuse to pair such a run with itself."""
+    return (isinstance(b.get("run_id"), str) and b.get("run_id") == c.get("run_id")
+            and isinstance(b.get("started_at"), str) and b.get("started_at") == c.get("started_at"))
+
+
 def _same_run_copied(base: Side, cand: Side) -> str | None:
     """Two dirs holding one run (a copied run dir: the same run id and start time, neither a shard's
     slice) pair every case with itself: "no verdict changed" by construction, never a comparison."""
     from ..report.gate_trust import shard_reason
     b, c = base.describe(), cand.describe()
-    if b["run_id"] != c["run_id"] or not isinstance(b["started_at"], str) or b["started_at"] != c["started_at"]:
+    if not one_run(b, c):
         return None
     if shard_reason(base.run_dir, base.manifest) or shard_reason(cand.run_dir, cand.manifest):
         return None
