@@ -43,7 +43,8 @@ def test_score_agreement_reports_more_labels_by_class(tmp_path):
     import json
     path = tmp_path / "a.jsonl"
     rows = [{"case_id": f"c-{i}", "rubric_id": "r-v1", "node_id": "n", "label": "fail" if i < 4 else "pass",
-             "judge_label": "fail" if i < 4 else "pass", "answer_sha256": f"{i:064x}"} for i in range(30)]
+             "judge_label": "fail" if i < 4 else "pass", "reviewer": "dana", "answer_sha256": f"{i:064x}"}
+            for i in range(30)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     r = run_inproc("score_agreement", path)
     rub = r.json["rubrics"]["r-v1"]

@@ -92,3 +92,27 @@ def test_a_mid_run_refusal_names_url_status_and_key_variable(app, state, judge_s
     error = json.loads((cases_view(out) / "c-1" / "judge.json").read_text())["rubrics"][0]["nodes"][0]["calls"][0]["error"]
     assert f"POST {judge_server.url}/v1/chat/completions" in error, error
     assert "HTTP 401" in error and "$JUDGE_KEY" in error and KEY not in error
+
+
+@pytest.mark.parametrize("provider, base, reply, said", [
+    ("openai", "/v1", Reply(200, raw=b"<!doctype html><html><body>Welcome to nginx!</body></html>",
+                             headers={"Content-Type": "text/html"}), "a body that is not JSON"),
+    ("anthropic", "", Reply(200, raw=b""), "an empty body"),
+    ("openai", "/v1", Reply(200, {"status": "ok"}), "a JSON body, not an OpenAI Chat Completions reply"),
+])
+def test_a_2xx_that_is_not_the_wire_format_is_exit_3_at_pre_flight(app, state, judge_server, provider, base, reply,
+                                                                    said):
+    """A base_url naming a web server, a UI or a health endpoint answers 200 to any POST: the probe read
+    that as a healthy judge (manifest `probe.ok: true`), and every node was then an unreadable reply.
+    The probe asks for the configured provider's wire format, not just a 2xx."""
+    app.handler = app_handler
+    judge_server.handler = lambda req: reply
+    plan = judged_plan(state, app, {"provider": provider, "model": "m", "base_url": judge_server.url + base,
+                                    "api_key": "${JUDGE_KEY}"})
+    r, out = go(state, plan, {"JUDGE_KEY": KEY})
+    assert r.rc == 3, r.stdout + r.stderr
+    err = r.json["error"]
+    assert "HTTP 200" in err and said in err and "judge/judge.yaml base_url" in err, err
+    assert r.json.get("key") == "judge.base_url", r.json
+    assert judge_server.count() == 1 and app.count(method="POST") == 0   # no case was sent
+    assert KEY not in r.stdout + r.stderr

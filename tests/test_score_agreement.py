@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fixtures_authoring import run_inproc
 from helpers import run_script
 
@@ -87,6 +89,27 @@ def test_later_file_wins_over_earlier(tmp_path):
     assert r.rc == 0 and (rub["tp"], rub["fp"]) == (1, 0) and r.json["duplicates_replaced"] == 1
     r = run_script("score_agreement", tmp_path, "--min-pairs", "1", "--min-per-class", "0")   # the directory
     assert r.rc == 0 and r.json["rubrics"]["refund-eta-v1"]["tp"] == 1
+
+
+@pytest.mark.parametrize("reviewer", [None, "", "   "])
+def test_a_hand_typed_label_naming_no_reviewer_is_not_peoples_agreement(tmp_path, reviewer):
+    """120 pairs typed by hand (or copied from judge.json by a script), no reviewer on any line. Before:
+    `status: calibrated`, `reviewers: 0`, and --write made the rubric gate on nobody's word. A pair is a
+    person agreeing with the judge or not: a line that names no person is exit 2 naming file:line."""
+    rows = [{k: v for k, v in r.items() if k != "reviewer"} for r in calibrated_rows()]
+    if reviewer is not None:
+        rows = [dict(r, reviewer=reviewer) for r in rows]
+    path = write_lines(tmp_path / "typed.jsonl", rows)
+    r = run_script("score_agreement", path)
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert err.startswith(f"{path}:1: no reviewer on the label of case f0 (refund-eta-v1)"), err
+    assert 'add "reviewer"' in err and "label.py's page writes it" in err, err
+    human_only = write_lines(tmp_path / "h.jsonl", [{"case_id": "c1", "rubric_id": "r-v1", "label": "fail"}] +
+                             [pair("c2", "pass", "pass")])
+    assert run_script("score_agreement", human_only).rc == 0   # a human-only line pairs with nothing
+    r = run_script("score_agreement", write_lines(tmp_path / "named.jsonl", calibrated_rows()))
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
 
 
 def test_bad_input_names_file_line_and_fix(tmp_path):

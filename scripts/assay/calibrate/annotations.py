@@ -1,7 +1,8 @@
 """Reading annotation JSONL files: one human label per line, checked line by line.
 
 A line (wave2 §6): {case_id, rubric_id (the pin, e.g. "refund-eta-v1"), node_id?,
-label: pass|fail, judge_label: pass|fail|unknown, reviewer, ts, critique?}.
+label: pass|fail, judge_label: pass|fail|unknown, reviewer, ts, critique?}. A paired line (one with `judge_label`) names its `reviewer`:
+a label nobody gave is not people's agreement (exit 2 naming file:line).
 The labelling page adds `batch` (one id per export) and, on canary lines, `canary: true`
 with `expected_label` (an earlier label of the same item), and on every line
 `answer_sha256`: the sha256 of the answer the label was given on (the material), so a later
@@ -114,6 +115,12 @@ def parse_line(obj: Any, where: str) -> Annotation:
     if sha is not None and not (isinstance(sha, str) and SHA_RE.match(sha)):
         raise _bad(where, f"answer_sha256 {sha!r} (case {case_id}) is not a sha256 hex digest",
                    "leave it as the labelling page exported it, or leave it out")
+    if judge is not None and not (obj.get("reviewer") or "").strip():
+        # a pair is a person agreeing or not with the judge: a line naming no person is nobody's word
+        raise _bad(where, f"no reviewer on the label of case {case_id} ({pin}): a label counts as people's "
+                          "agreement with the judge only when it names the person who gave it",
+                   'add "reviewer": "<the labeller\'s name>" to each line a person labelled (label.py\'s page '
+                   "writes it on export), or delete the line")
     return Annotation(case_id=case_id, pin=pin, node_id=node, label=label, judge_label=judge,
                       reviewer=obj.get("reviewer"), ts=obj.get("ts"), batch=obj.get("batch"),
                       canary=canary, expected_label=expected if canary else None, source=where,

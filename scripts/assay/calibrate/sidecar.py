@@ -81,11 +81,29 @@ def bind(sidecar: dict[str, Any], state: Path, batches: Any = (), lines: Any = (
                          "calibrated (the one whose verdicts you labelled); add judge/judge.yaml, or pass "
                          "--state-dir for the state dir that has it", 2, file=JUDGE_CONFIG)
     by_pin = {r["pin"]: r for r in load_rubrics(state).values()}
-    identity = judge_identity(effective(config), state, _bound_env(effective(config)))
+    env = _bound_env(effective(config))
+    _bindable(effective(config), state, env)
+    identity = judge_identity(effective(config), state, env)
     sidecar["unchecked"] = check(state, batches, dict(manifest_view(effective(config)), prompt_version=PROMPT_VERSION),
                                  by_pin, identity, lines)
     sidecar["judge"] = binding_fields(sidecar["rubrics"], by_pin, identity)
     return sidecar
+
+
+def _bindable(config: dict[str, Any], state: Path, env: dict[str, str]) -> None:
+    """AssayError(2) when a command judge runs code its argv does not let assay find (a `bash -c` string
+    that changes directory or names a script that is not a file under the state dir,
+    assay.judge.command_files): bound to its argv alone, the calibration would outlive an edit to that code."""
+    from ..judge.command_files import command_files
+    from ..judge.config import JUDGE_CONFIG, members
+    problems = [why for m in members(config) if m.get("provider") == "command"
+                for why in command_files([str(a) for a in m.get("command") or []], state, env)[1]]
+    if problems:
+        raise AssayError(f"--write: {'; '.join(problems)}: the calibration is bound to the code the judge runs "
+                         "(editing it makes the rubrics provisional again), and assay cannot tell which files that "
+                         f"is; write {JUDGE_CONFIG} command as an argv naming the script by its path from the state "
+                         "dir (e.g. [python3, judge/judge.py], [python3, -m, judge], [node, judge/judge.cjs]), "
+                         "then --write", 2, file=JUDGE_CONFIG, key="command")
 
 
 def _bound_env(config: dict[str, Any]) -> dict[str, str]:

@@ -23,16 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import posixpath
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.jsonio import read_json
-from ..core.secrets import ENV_REF
 from .floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors  # noqa: F401 (DEFAULT_FLOORS re-exported)
 from .bound_values import resolved_binding, resolved_words
-from .config import SCRIPT_SUFFIXES, aggregate_of, members
-from .local_imports import local_modules
+from .config import aggregate_of, members
+from .command_files import command_files
 from .prompt import PROMPT_VERSION
 
 CALIBRATION_SCHEMA = "assay.calibration/1"
@@ -52,41 +50,17 @@ def _file_sha(path: Path) -> str | None:
         return None
 
 
-def _runs_a_file(arg: str, *, first: bool) -> bool:
-    """Whether a command argument is a script the judge runs, whose content is part of the judge: a
-    script handed to an interpreter (`[python3, judge.py]`), or the command itself when it is a script
-    or a relative path (`[judge/judge.py]`, `[./judge]`: editing it changes the judge as surely)."""
-    if arg.endswith(SCRIPT_SUFFIXES):
-        return True
-    return first and "/" in arg and not os.path.isabs(arg)
-
-
-def _resolved_arg(arg: str, env: Mapping[str, str] | None) -> str:
-    """A command argument with its `${VAR}`s filled from `env` (to find the script it names), or as
-    written when one has no value."""
-    names = ENV_REF.findall(arg)
-    if not names or env is None or any(not env.get(n) for n in names):
-        return arg
-    return ENV_REF.sub(lambda m: str(env[m.group(1)]), arg)
-
-
 def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What makes one judge this judge: provider and model (and where it is served, by the values of
-    the variables those name), or the command and the content of the scripts it runs from the state
-    dir and of the Python modules those import from beside them (assay.judge.local_imports, each keyed
-    by its path beside the argument as written). Keys, timeouts and concurrency do not."""
+    the variables those name), or the command and the content of the files it runs from the state dir
+    (assay.judge.command_files: scripts, `python -m` modules, the commands of a `bash -c` string, and
+    the Python modules those import, each keyed by the argument as written or its path under the state
+    dir). Keys, timeouts and concurrency do not."""
     provider = config.get("provider")
     if provider == "command":
         argv = [str(a) for a in config.get("command") or []]
-        files: dict[str, str | None] = {}
-        for i, arg in enumerate(argv):
-            runs = _resolved_arg(arg, env)   # [python3, "${JUDGE_SCRIPT}"]: the script the value names
-            if state is not None and _runs_a_file(runs, first=i == 0):
-                path = Path(runs) if os.path.isabs(runs) else Path(state) / runs
-                files[arg] = _file_sha(path)   # keyed by the argument as written: never a value on disk
-                where = posixpath.dirname(arg)   # its modules: beside the argument as written, too
-                for rel, module in local_modules(path):
-                    files.setdefault(f"{where}/{rel}" if where else rel, _file_sha(module))
+        found = command_files(argv, Path(state), env)[0] if state is not None else {}
+        files = {key: _file_sha(path) for key, path in found.items()}
         return {"provider": provider, "command": argv, "command_files": files}
     one = {"provider": provider, "model": config.get("model"), "base_url": config.get("base_url"),
            "structured_output": bool(config.get("structured_output", True))}

@@ -167,7 +167,7 @@ def check_resolved(config: dict[str, Any], source: str = JUDGE_CONFIG) -> None:
                          "api_key: ${ANTHROPIC_API_KEY} (or your variable) and export it", 3, key="api_key")
 
 
-SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".ts", ".rb", ".pl")
+SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".rb", ".pl")
 
 
 def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source: str = JUDGE_CONFIG,

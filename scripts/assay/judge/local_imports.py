@@ -71,13 +71,35 @@ def local_modules(script: Path) -> list[tuple[str, Path]]:
     script = Path(script)
     if not script.is_file() or not is_python(script):
         return []
-    root = script.parent
+    return follow(script.parent, [(script, ())])
+
+
+def module_files(root: Path, dotted: str) -> list[tuple[str, ...]]:
+    """The files `python -m dotted` runs from under `root` (the working directory, first on its import
+    path), as parts under root: each package's `__init__.py`, then the module's `.py`, or a package's
+    `__init__.py` and `__main__.py`; [] when it is not there (an installed module)."""
+    parts = tuple(dotted.split("."))
+    if not all(p.isidentifier() for p in parts):
+        return []
+    if root.joinpath(*parts, "__main__.py").is_file():      # a package: its __init__.py files, then __main__.py
+        return _module(root, parts) + [parts + ("__main__.py",)]
+    if root.joinpath(*parts[:-1], parts[-1] + ".py").is_file():
+        return _module(root, parts)
+    return []
+
+
+def follow(root: Path, start: list[tuple[Path, tuple[str, ...]]], source: str | None = None) -> list[tuple[str, Path]]:
+    """[(path relative to root, posix), file] of each module imported from under `root`, recursively,
+    by the files in `start` ((file, the package it is in), themselves not listed) and by `source` (the
+    code of `python -c`, run with root first on the import path)."""
+    root = Path(root)
+    skip = {Path(f) for f, _ in start}
     seen: dict[tuple[str, ...], Path] = {}
-    todo: list[tuple[Path, tuple[str, ...]]] = [(script, ())]   # (file, the package it is in)
+    todo: list[tuple[Path | None, tuple[str, ...]]] = ([(None, ())] if source is not None else []) + list(start)
     while todo and len(seen) < MAX_FILES:
         path, package = todo.pop(0)
         try:
-            data = path.read_bytes()
+            data = source.encode("utf-8") if path is None else path.read_bytes()
             tree = ast.parse(data) if len(data) <= MAX_PARSE_BYTES else None
         except (OSError, SyntaxError, ValueError):
             tree = None
@@ -85,7 +107,7 @@ def local_modules(script: Path) -> list[tuple[str, Path]]:
             continue
         for name in _imports(tree, package):
             for parts in _module(root, name):
-                if parts in seen or len(seen) >= MAX_FILES or root.joinpath(*parts) == script:
+                if parts in seen or len(seen) >= MAX_FILES or root.joinpath(*parts) in skip:
                     continue
                 seen[parts] = root.joinpath(*parts)
                 todo.append((seen[parts], parts[:-1]))

@@ -5,9 +5,11 @@ calls, with the variable the key comes from (never the key). `hint(config, statu
 the likely fix for a status (a 404 is almost always base_url's `/v1`; 401/403 the key).
 
 `probe(runtime)`: one cheap call before any case is sent (the real endpoint, model and headers,
-a one-line prompt, max_tokens 16, no structured output, one attempt). A 2xx passes. A refusal
-that is configuration (4xx other than 408/429) or nothing listening is pre-flight exit 3 naming
-the URL, the status and the key variable. A transient outcome (429, 5xx, timeout) does not stop
+a one-line prompt, max_tokens 16, no structured output, one attempt). A 2xx in the provider's wire
+format passes (`wire_problem`: a Messages reply's `content` list, a Chat Completions reply's
+`choices[0].message`). A refusal that is configuration (4xx other than 408/429), a 2xx that is not
+that format (an HTML page, an empty body: base_url points at something else) or nothing listening
+is pre-flight exit 3 naming the URL, the status and the key variable. A transient outcome (429, 5xx, timeout) does not stop
 the run — the judge's outage during a run is infra, never a fail — and the manifest records it.
 The command provider is not probed (pre-flight already resolved its argv).
 
@@ -89,6 +91,34 @@ def hint(config: Mapping[str, Any], status: int | None, var: str | None, who: Wh
     return ""
 
 
+WIRE = {"anthropic": ("an Anthropic Messages reply", "a JSON object with a `content` list"),
+        "openai": ("an OpenAI Chat Completions reply", "a JSON object with `choices[0].message`")}
+
+
+def wire_problem(provider: Any, body_json: Any, body_text: str | None) -> str | None:
+    """Why a 2xx body is not a reply in the provider's wire format, or None. Only the shape is
+    asked (a reply cut at max_tokens, or refused, is still the provider answering), so a judge the
+    runner can talk to passes and a web page or an empty 200 does not."""
+    if provider not in WIRE:
+        return None
+    if provider == "anthropic":
+        ok = isinstance(body_json, dict) and isinstance(body_json.get("content"), list)
+    else:
+        choices = body_json.get("choices") if isinstance(body_json, dict) else None
+        ok = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict) \
+            and isinstance(choices[0].get("message"), dict)
+    if ok:
+        return None
+    name, shape = WIRE[provider]
+    if not (body_text or "").strip():
+        got = "an empty body"
+    elif body_json is None:
+        got = "a body that is not JSON"
+    else:
+        got = "a JSON body"
+    return f"{got}, not {name} ({shape})"
+
+
 def _values(config: Mapping[str, Any]) -> list[Any]:
     """The config's credentials: its api_key and header values (not yet registered at pre-flight)."""
     return [config.get("api_key"), *(config.get("headers") or {}).values()]
@@ -96,6 +126,12 @@ def _values(config: Mapping[str, Any]) -> list[Any]:
 
 def _redact(text: str, config: Mapping[str, Any]) -> str:
     return clip(text, len(text), also=_values(config))
+
+
+def _api_hint(config: Mapping[str, Any]) -> str:
+    if config.get("provider") == "openai":
+        return " (the runner posts to <base_url>/chat/completions; e.g. http://localhost:8000/v1)"
+    return " (the runner posts to <base_url>/v1/messages; base_url is the host without /v1)"
 
 
 def probe(runtime: Any, judge: int = 0) -> dict[str, Any]:
@@ -112,6 +148,14 @@ def probe_config(cfg: Mapping[str, Any], var: str | None, who: Who = JUDGE) -> d
     out = transport.post(url, headers, dumps(body, indent=None).encode("utf-8"), float(cfg["timeout_s"]),
                          bool(cfg.get("insecure_tls")))
     where = target(cfg, var)
+    wrong = (wire_problem(cfg.get("provider"), out.body_json, out.body_text)
+             if out.kind == RESPONSE and out.status is not None and 200 <= out.status < 300 else None)
+    if wrong:   # a web page, a proxy's splash, an empty 200: every judge call would be unreadable
+        body = clip(out.body_text or "", 200, also=_values(cfg))
+        raise AssayError(_redact(f"pre-flight: {who.name} probe {where} got HTTP {out.status} with {wrong}"
+                                 f"{': ' + body if body.strip() else ''}; {who.file} base_url must name the "
+                                 f"{cfg.get('provider')} API itself{_api_hint(cfg)}; no case was sent", cfg),
+                         3, key=f"{who.key}.base_url", **{f"{who.key}_status": out.status})
     if out.kind == RESPONSE and out.status is not None and 200 <= out.status < 300:
         from .served import served_model_of
         model = served_model_of(out.body_json)   # the model that answered, beside the one configured

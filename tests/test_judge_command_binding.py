@@ -1,0 +1,90 @@
+"""A command judge's calibration is bound to the code it runs, however the command launches it
+(assay.judge.command_files): `bash -c "..."`, `python -m module`, a `.cjs` script. Before, these three
+bound nothing (the sidecar's command_files was `{"python3 judge.py": null}` or `{}`), so a judge made
+lazy in place after calibration kept "calibrated, gating". End to end: score_agreement.py, make_plan.py,
+run_cases.py and gate.py as subprocesses over tests/test_trust_judge.py's tone suite."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from fakeapp import FakeApp
+from helpers import run_script, write_yaml
+from test_trust_judge import STRICT_JUDGE, tone_app, tone_run, tone_state
+from trust_fixtures import claims_plan, read
+
+pytestmark = pytest.mark.slow
+
+
+def _write(state):
+    r = run_script("score_agreement", state / "annotations", "--write", state / "judge" / "calibration.json")
+    return r
+
+
+@pytest.mark.parametrize("form", ["bash -c", "python -m"])
+def test_a_judge_launched_by_a_shell_string_or_python_m_is_bound_to_the_code_it_runs(tmp_path, form):
+    state = tone_state(tmp_path)
+    if form == "bash -c":
+        command, edited = ["bash", "-c", f"exec {json.dumps(sys.executable)} strict_judge.py"], "strict_judge.py"
+    else:
+        (state / "grader").mkdir()
+        (state / "grader" / "__init__.py").write_text("")
+        (state / "grader" / "__main__.py").write_text("from grader.rules import judge\njudge()\n")
+        (state / "grader" / "rules.py").write_text("def judge():\n" + "".join(
+            f"    {line}\n" for line in STRICT_JUDGE.splitlines()))
+        command, edited = [sys.executable, "-m", "grader"], "grader/rules.py"
+    write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: {json.dumps(command)}\n")
+    r = _write(state)
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
+    bound = json.loads((state / "judge" / "calibration.json").read_text())["judge"]["identity"]["judges"][0]
+    assert edited in bound["command_files"] and bound["command_files"][edited], bound
+
+    with FakeApp(tone_app) as app:
+        _, out = tone_run(state, app, "smoke-20261204T010000Z")
+        g = run_script("gate", out)
+        assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout   # the calibrated judge gates
+
+        path = state / edited   # the judge's code made lazy in place: same judge.yaml, another judge
+        path.write_text(path.read_text().replace('bad = "idiot" in answer', "bad = False"))
+        plan_r, out = tone_run(state, app, "smoke-20261204T020000Z")
+        judged = read(out, "c-rude0001")["layers"]["judged"]
+        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass", judged
+        assert f"(the content of {edited})" in judged["rubrics"][0]["why_provisional"], judged
+        assert "judge: tone-v1 provisional again" in plan_r.stderr, plan_r.stderr
+        g = run_script("gate", out)
+        assert "judged (calibrated, gating)" not in g.stdout, g.stdout
+
+
+def test_a_cjs_judge_script_is_bound_to_its_content(tmp_path):
+    """`[node, judge.cjs]`: `.cjs` was not a script suffix, so nothing was bound (make_plan said nothing
+    after the script was edited)."""
+    state = tone_state(tmp_path)
+    (state / "judge.cjs").write_text("process.stdout.write(JSON.stringify({verdict: 'pass'}))\n")
+    write_yaml(state / "judge" / "judge.yaml", "provider: command\ncommand: [node, judge.cjs]\n")
+    r = _write(state)
+    assert r.rc == 0, r.stdout
+    bound = json.loads((state / "judge" / "calibration.json").read_text())["judge"]["identity"]["judges"][0]
+    assert list(bound["command_files"]) == ["judge.cjs"], bound
+    (state / "judge.cjs").write_text("process.stdout.write(JSON.stringify({verdict: 'fail'}))\n")
+    plan_r, _ = claims_plan(state, "--judge", run_id="smoke-20261204T030000Z")
+    assert plan_r.rc == 0, plan_r.stdout
+    assert "judge: tone-v1 provisional again" in plan_r.stderr and "(the content of judge.cjs)" in plan_r.stderr
+
+
+@pytest.mark.parametrize("string, said", [
+    ("cd judge && python3 strict_judge.py", "judge/judge.yaml command[2] changes directory (cd)"),
+    ("python3 $JUDGE_DIR/strict_judge.py", "judge/judge.yaml command[2] names '$JUDGE_DIR/strict_judge.py', "
+                                           "which is not a file under the state dir"),
+])
+def test_write_refuses_a_shell_string_whose_code_it_cannot_find(tmp_path, string, said):
+    state = tone_state(tmp_path)
+    before = (state / "judge" / "calibration.json").read_text()
+    write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: [bash, -c, {json.dumps(string)}]\n")
+    r = _write(state)
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert said in err and "write judge/judge.yaml command as an argv naming the script" in err, err
+    assert (state / "judge" / "calibration.json").read_text() == before   # nothing written
