@@ -24,8 +24,25 @@ def test_a_misspelt_forbidden_tool_is_an_error_make_plan_refuses(tmp_path):
     assert "expect.authz.forbidden_tools names 'aprove_payout'" in err and "did you mean 'approve_payout'?" in err
     line = next(x for x in err.splitlines() if "[unknown_tool]" in x)
     assert line.strip().startswith("datasets/c-status01.yaml:14:"), line  # the authz line
-    # with no tools list nothing can be checked: make_plan plans it and says so (a WARN, not silence)
-    state2 = claims_state(tmp_path / "no-tools", forbidden="aprove_payout", tools="tools: []")
+
+def test_a_forbidden_tool_with_no_tools_list_to_hold_it_to_is_an_error_too(tmp_path):
+    """Before: with no tools list, `validate_cases` warned once (tools_not_declared), make_plan planned, the
+    app called approve_payout (or a renamed approve_claim_payout), `forbidden_tools: [aprove_payout]` passed
+    and the gate said PASS. A forbidden name is the one a wrong spelling can never make fail: an ERROR."""
+    state = claims_state(tmp_path, forbidden="aprove_payout", tools="tools: []")
+    r, plan_file = claims_plan(state)
+    assert r.rc == 2 and not plan_file.exists(), r.stdout
+    err = r.json["error"]
+    line = next(x for x in err.splitlines() if "[forbidden_tool_undeclared]" in x)
+    assert line.strip().startswith("datasets/c-status01.yaml:14: c-status01 [forbidden_tool_undeclared] "
+                                   "expect.authz.forbidden_tools forbids 'aprove_payout', but the adapter declares "
+                                   "no tools list"), line
+    assert "adapter.yaml `tools`" in line
+    assert [e["code"] for e in r.json["errors"]] == ["forbidden_tool_undeclared"]  # c-lookup01's subset: not an error
+    # a required name alone still plans: misspelt, it fails loudly on its own (the suite's one WARN says so)
+    lookup_only = {"c-lookup01": claims_case("c-lookup01", "Look up claim CL-8",
+                                             "  route: claims\n  tools: {subset: [lookup_claim]}\n")}
+    state2 = claims_state(tmp_path / "required", tools="tools: []", cases=lookup_only)
     r, plan_file = claims_plan(state2)
     assert r.rc == 0, r.stdout
     assert "tools_not_declared" in r.stderr and "declares no tools list" in r.stderr, r.stderr

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from .regex_risk import matches_every_text, nested_quantifier
 from ..score.answer import trailing_flag_entry, unslashed_regex_entry
-from ..score.result_spec import columns_problem, tolerance_problem
+from ..score.result_spec import columns_problem, tolerance_problem, zero_tolerance_problem
 from ..core.suggest import did_you_mean
 from .key_homes import ANSWER_KEYS, AUTHZ_KEYS, EXPECT_KEYS, RESULT_KEYS, TOOLS_KEYS, misplaced
 
@@ -124,6 +124,7 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
         report("bad_expect_shape", f"{where}.clarify_ok must be true or false", key=f"{where}.clarify_ok")
     if "exit_code" in expect and (not isinstance(expect["exit_code"], int) or isinstance(expect["exit_code"], bool)):
         report("bad_expect_shape", f"{where}.exit_code must be an integer", key=f"{where}.exit_code")
+    _check_empty(expect, where, report)
     if "tools" in expect:
         _check_tools(expect["tools"], f"{where}.tools", report)
     if "args" in expect:
@@ -140,6 +141,31 @@ def check_expect(expect: Any, where: str, report: Report, *, user_text: str = ""
     check_agent_expect(expect, where, report)
     if "state" in expect:
         report("reserved_expectation", f"{where}.state is reserved: nothing scores it, so it cannot fail")
+
+
+# The check lists an empty value leaves asserting nothing (`allowed_record_ids: []` is left out: with a
+# record_id_pattern it says the caller may see no record at all), and the blocks that hold only such lists.
+EMPTY_CHECK_LISTS = {"": ("route_acceptable",), "answer": ("must_contain", "must_not_contain", "rules", "rubric"),
+                     "tools": ("subset", "order", "forbidden"), "authz": ("forbidden_record_ids", "forbidden_tools")}
+
+
+def _check_empty(expect: dict, where: str, report: Report) -> None:
+    """`must_not_contain: []`, `tools: {forbidden: []}`, `answer: {}`: a check written and given nothing to
+    check reads as checked (beside real checks the case passes on those alone), so it is an ERROR."""
+    for block, keys in EMPTY_CHECK_LISTS.items():
+        holder = expect.get(block) if block else expect
+        loc = f"{where}.{block}" if block else where
+        if block and isinstance(holder, dict) and not holder:
+            report("empty_check", f"{loc} is empty: it checks nothing, yet the case reads as if it did; write "
+                   f"its checks ({', '.join(keys)}) or drop the key", key=loc)
+            continue
+        if not isinstance(holder, dict):
+            continue
+        for key in keys:
+            if isinstance(holder.get(key), list) and not holder[key]:
+                report("empty_check", f"{loc}.{key} is an empty list: it checks nothing, yet the case reads as "
+                       "if it did (and passes on its other checks); list what it must check, or drop the key",
+                       key=f"{loc}.{key}")
 
 
 def _check_tools(tools: Any, where: str, report: Report) -> None:
@@ -219,6 +245,10 @@ def _check_result(result: Any, where: str, report: Report) -> None:
             result.get("scalar") if "scalar" in result else result.get("rows"), tol,
             "scalar" if "scalar" in result else "rows")):
         report("tolerance_swallows_value", f"{where}: {problem}", key=f"{where}.float_tolerance")
+    elif "float_tolerance" in result and (problem := zero_tolerance_problem(
+            result.get("scalar") if "scalar" in result else result.get("rows"), tol,
+            "scalar" if "scalar" in result else "rows")):
+        report("tolerance_swallows_zero", f"{where}: {problem}", key=f"{where}.float_tolerance")
     if "reference_query" in result and not isinstance(result["reference_query"], str):
         report("bad_expect_shape", f"{where}.reference_query must be a string", key=f"{where}.reference_query")
 
@@ -275,6 +305,8 @@ def _check_answer(answer: Any, where: str, report: Report, user_text: str) -> No
         if entries is None or key not in ("must_contain", "must_not_contain"):
             continue
         _check_entries_regex(entries, f"{where}.{key}", report)
+        if key == "must_not_contain":
+            _check_case_variants(entries, f"{where}.{key}", report)
         if key == "must_contain" and user_text:
             said = nfc(user_text).casefold()
             for i, entry in enumerate(entries):
@@ -282,6 +314,25 @@ def _check_answer(answer: Any, where: str, report: Report, user_text: str) -> No
                     report("echo_assertion", f"{where}.must_contain[{i}] {entry!r} is already in the user's "
                            "input: an app that echoes the question passes; assert something only a correct "
                            "answer contains", key=_entry_key(f"{where}.must_contain", i))
+
+
+# Plain words (letters, spaces, apostrophes, hyphens): the text an answer writes in whatever case its
+# sentence needs. Ids, numbers and code (`INV-1003`, `300.00`, `Traceback (most recent call last)`) keep theirs.
+_WORDS = re.compile(r"[^\W\d_]+(?:[\s'’-]+[^\W\d_]+)*")
+
+
+def _check_case_variants(entries: list[str], where: str, report: Report) -> None:
+    """A plain-text must_not_contain entry of words is compared case-sensitively (the scorer never folds
+    case): `Error` is not found in "an error occurred", so the check passes. A WARN names the entry and
+    both ways to say what was meant; a `/.../` entry has said it already."""
+    for i, entry in enumerate(entries):
+        if entry.startswith("/") or not _WORDS.fullmatch(entry):
+            continue
+        variants = [v for v in dict.fromkeys((entry.lower(), entry.capitalize(), entry.upper())) if v != entry]
+        report("case_sensitive_absence", f"{where}[{i}] {entry!r} is compared case-sensitively: an answer "
+               f"saying {' or '.join(repr(v) for v in variants[:2])} does not contain it, so the check passes; "
+               f"write {'/(?i)' + re.escape(entry) + '/'!r} to forbid it in any case, or {'/' + re.escape(entry) + '/'!r} "
+               "to forbid only this spelling", key=_entry_key(where, i))
 
 
 def _check_format(fmt: Any, where: str, report: Report) -> None:

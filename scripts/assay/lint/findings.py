@@ -43,6 +43,11 @@ CODES: dict[str, str] = {
     # an expect.result a wrong result passes: a row key `columns` leaves out is never compared; a tolerance
     # at least a non-zero expected value lets 0 pass (score/result_spec.py, which the scorer refuses too)
     "columns_mismatch": ERROR, "tolerance_swallows_value": ERROR,
+    # a tolerance of 1 or more around an expected 0: a range, not rounding (0 ± 1e9 passes anything); the
+    # linter's alone, so a recorded run rescores unchanged
+    "tolerance_swallows_zero": ERROR,
+    # `must_not_contain: []`, `tools: {forbidden: []}`, `answer: {}`: a check given nothing to check
+    "empty_check": ERROR,
     # suite files
     "manifest_mismatch": ERROR,
     # rubric pins (expect.answer.rubric against rubrics/<id>.md)
@@ -54,7 +59,10 @@ CODES: dict[str, str] = {
     "available_tools_not_scoped": WARN, "excluded_tools_not_scored": WARN, "seed_state_not_loaded": WARN,
     "multi_turn_in_messages": WARN, "not_one_user_message": WARN, "session_not_fresh": WARN,
     "long_conversation": WARN, "unrecognizable_record_ids": WARN, "reserved_expectation": WARN,
-    "echo_assertion": WARN, "ignored_schema_keyword": WARN, "catastrophic_regex": WARN,
+    "echo_assertion": WARN,
+    # a must_not_contain entry of plain words: compared case-sensitively, `Error` misses "error" (not
+    # refused: a case may mean that spelling; `/Error/` or `/(?i)Error/` says which)
+    "case_sensitive_absence": WARN, "ignored_schema_keyword": WARN, "catastrophic_regex": WARN,
     "no_metamorphic_coverage": WARN, "all_one_off": WARN, "category_skew": WARN, "nothing_gates": WARN,
     "gating_unreviewed": WARN, "canary_not_in_smoke": WARN, "not_a_matrix_key": WARN,
     "capabilities_unchecked": WARN,
@@ -65,6 +73,9 @@ CODES: dict[str, str] = {
     "turns_will_skip": WARN, "identity_will_skip": WARN, "tools_not_declared": WARN,
     # --adapter, and make_plan refuses it: a misspelt forbidden tool is a check that can never fail
     "unknown_tool": ERROR,
+    # a forbidden tool name and no adapter tools list to hold it to (not agent mode): the same check that
+    # can never fail when the name is misspelt or the app renamed the tool
+    "forbidden_tool_undeclared": ERROR,
     # a route profile.yaml (routing_contract / route_targets) does not declare: the check can only fail
     "unknown_route": ERROR,
     # route plus route_acceptable naming every declared route: whatever the router picks passes

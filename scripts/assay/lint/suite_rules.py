@@ -17,6 +17,8 @@ from ..core.vocab import (ADVERSARIAL_CATEGORIES, MATRIX_KEY_OF_LAYER, MATRIX_KE
 Report = Callable[..., None]
 
 MANIFEST_SOURCE = "datasets/dataset.yaml"
+# The expect keys whose tool names are deny-lists: a wrong name there can never fail.
+FORBIDDING_KEYS = (".tools.forbidden", ".authz.forbidden_tools")
 
 
 def _splits(case: dict[str, Any]) -> list[str]:
@@ -178,12 +180,26 @@ def check_tool_names(cases: list[dict[str, Any]], adapter: dict[str, Any], sourc
                      report: Report) -> None:
     """A tool name the adapter's `tools` list does not declare is an ERROR (make_plan refuses it):
     a typo in a `forbidden` list is a check that can never fail. With no `tools` list nothing can
-    be checked: one WARN says so (tools_not_declared), once for the suite."""
+    be checked: a forbidden name (tools.forbidden, authz.forbidden_tools) is an ERROR all the same
+    (forbidden_tool_undeclared: misspelt or renamed, it passes whatever the app calls), except in
+    agent mode (the run holds it to the session's own tools) and without traces (no tool call is
+    seen, the check is unscorable); a required name gets one WARN
+    for the suite (tools_not_declared: a misspelt required tool fails loudly on its own)."""
     declared = declared_tools(adapter)
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), dict) else {}
+    # agent mode holds each name to the session's own tools at run time; a trace-less run sees no call
+    deny_unheld = inv.get("mode") != "agent" and _trace_queryable(adapter)
     unchecked: list[tuple[Any, str, str]] = []
     for i, case in enumerate(cases):
         expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
         for where, name in asserted_tool_names(expect, case):
+            if not declared and deny_unheld and where.endswith(FORBIDDING_KEYS):
+                report("forbidden_tool_undeclared", f"{where} forbids {name!r}, but the adapter declares no "
+                       "tools list to hold the name to: misspelt, or renamed by the app, a forbidden tool is "
+                       "never called, so this check passes whatever the app does; list the app's tools in "
+                       "adapter.yaml `tools` (each name as its spans write it)",
+                       case_id=case.get("id"), source=source_of(i), key=where.replace("[", ".").replace("]", ""))
+                continue
             if not declared:
                 unchecked.append((case.get("id"), where, name))
                 continue

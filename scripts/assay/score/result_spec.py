@@ -82,6 +82,22 @@ def tolerance_problem(expected: Any, tolerance: Any, where: str = "scalar") -> s
     return None
 
 
+def zero_tolerance_problem(expected: Any, tolerance: Any, where: str = "scalar") -> str | None:
+    """Why `tolerance` turns an expected 0 into a range (every expected number is 0 and the tolerance is
+    1 or more), or None. float_tolerance absorbs float rounding; around 0 there is no value for
+    tolerance_problem to measure it against, and 0 ± 1e9 passes any result the app can give. The linter
+    refuses it; the scorer does not, so a recorded run rescores as it was scored."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not math.isfinite(tolerance):
+        return None
+    numbers = list(_numbers(expected, where))
+    if not numbers or any(n != 0 for _, n in numbers) or tolerance < 1:
+        return None
+    meant = f"; did you mean {1 / tolerance:g}?" if tolerance > 1 and math.log10(tolerance).is_integer() else ""
+    return (f"float_tolerance {tolerance:g} around the expected 0 ({numbers[0][0]}) passes any result from "
+            f"{-tolerance:g} to {tolerance:g}, so the check can hardly fail: a tolerance absorbs float rounding "
+            f"(0.01, 1e-9), it is not a range{meant}")
+
+
 def shown(value: Any, limit: int = 80) -> str:
     """A value as a diff shows it: JSON text (`null`, `true`, `"42"`), clipped and redacted."""
     try:
