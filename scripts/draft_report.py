@@ -36,7 +36,8 @@ def run(args):
     import dataclasses
 
     from assay.core.jsonio import atomic_write_text
-    from assay.report.draft import draft, refuse_run_target, report_run_id
+    from assay.report.draft import draft
+    from assay.report.target import refuse_run_target, report_run_id
     from assay.verdict import decide, gate_open
     from assay.verdict.flags import decision_flags_said, decision_options
 

@@ -26,10 +26,13 @@ def build_parser():
 
 def run(args):
     from assay.core.jsonio import atomic_write_text
-    from assay.report.draft import PLACEHOLDER_MARK, refuse_run_target, refuse_stale_pass, report_run_id
+    from assay.report.draft import PLACEHOLDER_MARK
+    from assay.report.target import not_a_report, refuse_run_target, refuse_stale_pass, report_run_id
     from assay.report.html import render
 
     src = Path(args.input)
+    if src.is_dir():
+        raise AssayError(not_a_report(src), 2, path=str(src))
     try:
         text = src.read_bytes().decode("utf-8-sig")   # a byte-order mark (Notepad's UTF-8) is no text
     except FileNotFoundError:

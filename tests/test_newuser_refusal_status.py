@@ -57,7 +57,7 @@ def test_a_refusal_by_status_without_expect_http_names_the_case_key_not_the_adap
     write_yaml(state / "datasets" / "c-00000002.yaml",
                case("c-00000002", "status of ORD-2001", "  answer: {must_contain: [delivered]}\n"))
     run_dir, g = run_as_a_user(tmp_path, state, orders, "ORDERBOT_URL")
-    assert g.rc == 1 and "c-00000001 (http)" in g.stdout, g.stdout   # red, as documented: http expects a 2xx
+    assert g.rc == 1 and "c-00000001 (http; HTTP 403)" in g.stdout, g.stdout   # red, as documented: http expects a 2xx
     r = run_script("draft_report", run_dir)
     assert r.rc == 0, r.stdout + r.stderr
     report = (run_dir / "report.md").read_text(encoding="utf-8")

@@ -15,19 +15,48 @@ def is_gating_pair(p: dict) -> bool:
     return p.get("gating", True) and not p.get("canary")
 
 
-def named_pair(p: dict) -> str:
+def named_pair(p: dict, status: str | None = None) -> str:
+    """`id (layers: first diff line)`; `status` (the app's answer to a failed http layer, "HTTP 404")
+    after the layers: `id (http; HTTP 404: - old answer)`."""
     layers = ", ".join(c["layer"] for c in p.get("layers_changed") or [] if c.get("candidate") == "fail")
     line = first_diff_line(p)
     if line and len(line) > MAX_LINE:
         line = line[:MAX_LINE - 1] + "…"
-    return f"{p['case_id']} ({layers or 'no layer named'}{': ' + line if line else ''})"
+    return f"{p['case_id']} ({layers or 'no layer named'}{'; ' + status if status else ''}{': ' + line if line else ''})"
 
 
-def bucket_lines(doc: dict) -> list[str]:
+def removed_gating(doc: dict) -> list[dict]:
+    """The gating, non-canary cases of the base run the candidate no longer has (`only_in_base`), the
+    ones that failed there first: a case deleted from the suite leaves the gate, and a deleted
+    failing case would turn it green with nothing but "1 removed" said."""
+    removed = [p for p in doc["buckets"]["only_in_base"] if is_gating_pair(p)]
+    return sorted(removed, key=lambda p: p["verdict"]["base"] != "fail")   # stable: plan order otherwise
+
+
+def removed_words(removed: list[dict]) -> str:
+    """`c-3 (fail there), c-4 (pass there) and N more`: the first MAX_NAMED named, the rest counted."""
+    named = ", ".join(f"{p['case_id']} ({p['verdict']['base']} there)" for p in removed[:MAX_NAMED])
+    return named + (f" and {len(removed) - MAX_NAMED} more" if len(removed) > MAX_NAMED else "")
+
+
+def red_baseline_note(base_id: str, why: str | None, pinned: bool) -> str:
+    """Said when the baseline's own gate is closed (`why`: its first reason, assay.verdict's words):
+    against a red baseline a case failing in both runs is `still_failing`, never newly failing."""
+    fix = ("re-pin reports/baseline.json to a run whose gate was open" if pinned else
+           "compare with a run whose gate was open (--baseline auto chooses one)")
+    return (f"the baseline {base_id} is red: its own gate is closed ({why or 'no reason given'}); a case failing "
+            f"there too is still_failing here, never newly failing (its failure here still closes this gate); {fix}")
+
+
+def bucket_lines(doc: dict, red_baseline: str | None = None) -> list[str]:
+    """The comparison's lines of the gate's screen; `red_baseline`: red_baseline_note's words, the
+    first note when the baseline's own gate is closed."""
     counts = doc["counts"]
     shown = ", ".join(f"{counts[b]} {b}" for b in BUCKETS if counts.get(b))
     lines = [f"  compared with {doc['base']['run_id']}: {doc['headline']}",
              f"  buckets: {shown or 'no case paired'}"]
+    if red_baseline:
+        lines.append(f"  note: {red_baseline}")
     lines += [f"  note: {n}" for n in doc.get("notes") or []]
     flips = [p for b in BUCKETS for p in doc["buckets"][b] if p.get("judge_flip")]
     if flips:
@@ -41,6 +70,10 @@ def bucket_lines(doc: dict) -> list[str]:
         lines.append(f"  cases edited since the baseline (expectation_changed: not the app's regression, but a gating case that fails closes the gate): {len(edited)}"
                      + (f", {len(failing)} failing now: " + ", ".join(p["case_id"] for p in failing[:MAX_NAMED])
                         if failing else ""))
+    removed = removed_gating(doc)
+    if removed:
+        lines.append(f"  gating cases removed since the baseline (only_in_base: no longer run, so no longer gated; "
+                     f"failing there first): {len(removed)}: " + removed_words(removed))
     held = doc.get("holdout") or {}
     if held.get("pairs"):
         lines.append("  holdout (counts only): " + ", ".join(f"{n} {b}" for b, n in held["counts"].items()))

@@ -25,53 +25,12 @@ from .mdtext import code, count, esc, pct, plural
 from .redact import pii_flag, redact
 from .throughput import throughput_line
 from .sections import comparison_section, failure_excerpts, reliability_section, routing_section
+from .target import OPEN_WORD, TITLE, report_subject
 
 CLUSTERS_BEGIN = "<!-- assay:clusters -->"
 CLUSTERS_END = "<!-- /assay:clusters -->"
 # Text an agent was asked to replace; md_to_html.py refuses a report.md that still holds it.
 PLACEHOLDER_MARK = "TODO(agent)"
-TITLE = "# assay report: "   # the report's first line, then its run id
-OPEN_WORD = "PASS · gate open"   # the banner of a report drafted when the gate opened
-
-
-def report_run_id(markdown: str) -> str | None:
-    """The run id a drafted report names in its title (its first line), or None (not a drafted report)."""
-    first = markdown.lstrip("\ufeff").split("\n", 1)[0].rstrip()
-    if not first.startswith(TITLE):
-        return None
-    return re.sub(r"\\(.)", r"\1", first[len(TITLE):].strip()) or None
-
-
-def refuse_stale_pass(markdown: str, run_dir: Path, path: Path) -> None:
-    """A report that reads PASS, of the run dir it names, whose files no longer pass the runner's
-    --verify (verdicts.jsonl or results.json edited after the report was drafted): that gate is
-    closed now, so the page must not read PASS. AssayError(2) naming the problem and the re-draft."""
-    from ..core.statedir import run_dir_id
-    from .gate_reasons import run_verify
-    if f"**{OPEN_WORD}**" not in markdown or run_dir_id(run_dir) != report_run_id(markdown):
-        return
-    clean, detail = run_verify(run_dir)
-    if not clean:
-        raise AssayError(f"{path}: reads PASS, but run {run_dir.name}'s files changed since it was drafted and its gate "
-                         f"is closed now ({detail}); restore the run's files or re-run, then re-draft "
-                         f"(draft_report.py {run_dir} --force)", 2, path=str(path))
-
-
-def refuse_run_target(target: Path, run_id: str | None, instead: str) -> None:
-    """A report (report.md, report.html) written into a run directory: never over a file the runner
-    wrote (the run would be gone), never into another run's directory (that run's report would read
-    this run's verdict). AssayError(2) naming the file and what to pass instead."""
-    from ..core.statedir import run_dir_id
-    from ..rundir.artifacts import RUNNER_FILES
-    holder = run_dir_id(target.parent)
-    if holder is None:
-        return
-    if target.name in RUNNER_FILES:
-        raise AssayError(f"{target}: a file the runner wrote for run {holder}; writing the report over it would "
-                         f"destroy the run: pass {instead}", 2, path=str(target))
-    if run_id is not None and holder != run_id:
-        raise AssayError(f"{target}: inside run {holder}'s directory, but the report is of run {run_id}: it would "
-                         f"read as {holder}'s report with {run_id}'s verdict; pass {instead}", 2, path=str(target))
 LAYER_COLUMNS = ("pass", "fail", "n/a", "unscorable", "unscored", "error", "infra_error", "infra_incomplete")
 
 
@@ -357,7 +316,7 @@ def _draft(run_dir: Path, decision: GateResult, comparison: list[str] | None = N
     s = facts.summary
     banner = _not_quotable(facts)
     gating, n = count(s.get("gating_failures")), count(s.get("n"))
-    lines = [f"{TITLE}{esc(facts.run_id)}", ""] + verdict_banner(facts, decision, gate_flags) + [_facts_line(facts), ""]
+    lines = [f"{TITLE}{esc(report_subject(facts))}", ""] + verdict_banner(facts, decision, gate_flags) + [_facts_line(facts), ""]
     if banner:
         lines += banner
     else:

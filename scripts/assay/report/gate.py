@@ -111,7 +111,7 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
     reasons.extend(canary_failures(run_dir, results))
     if results.get("exit_code") not in (0, None):
         reasons.append(f"runner exit code {results.get('exit_code')} (not 0)")
-    gating = gating_reason(results, summary, notes) if not bad and summary["gating_failures"] > 0 else None
+    gating = gating_reason(run_dir, results, summary, notes) if not bad and summary["gating_failures"] > 0 else None
     if gating:
         reasons.append(gating)
     not_run = replay_miss_reason(run_dir, results)

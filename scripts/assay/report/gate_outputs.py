@@ -245,8 +245,10 @@ def _comparison_markdown(comparison: dict) -> list[str]:
     summ = comparison.get("summary") if isinstance(comparison.get("summary"), dict) else None
     if not summ:
         return []
-    out = [f"**Compared with {code(summ.get('base'))}: {esc(summ.get('headline'))}**", "",
-           "| bucket | cases |", "|---|---:|"]
+    out = [f"**Compared with {code(summ.get('base'))}: {esc(summ.get('headline'))}**", ""]
+    if summ.get("red_baseline"):   # the baseline's own gate is closed (assay.verdict's words)
+        out += [f"Note: {esc(summ['red_baseline'])}", ""]
+    out += ["| bucket | cases |", "|---|---:|"]
     out += [f"| {esc(b)} | {esc(n)} |" for b, n in (summ.get("counts") or {}).items() if n]
     if summ.get("judge_flips"):
         out.append(f"| judge flips (apart) | {esc(summ['judge_flips'])} |")
@@ -258,6 +260,13 @@ def _comparison_markdown(comparison: dict) -> list[str]:
         out += [f"- {code(cid)}" + (f": {code(clip(first[cid], 200, ellipsis='…'))}" if first.get(cid) else "")
                 for cid in regress[:20]]
         out.append("")
+    removed = summ.get("removed_gating") or []
+    if removed:   # a gating case deleted from the suite: named, failing there first
+        named = ", ".join(f"{code(r.get('case_id'))} ({esc(r.get('base'))} there)"
+                          for r in comparison.get("removed") or [] if isinstance(r, dict))
+        more = len(removed) - len(comparison.get("removed") or [])
+        out += [f"Gating cases removed since the baseline (no longer gated): {len(removed)}: {named}"
+                + (f" and {more} more" if more > 0 else ""), ""]
     return out
 
 

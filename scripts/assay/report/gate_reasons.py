@@ -40,9 +40,27 @@ def failing_cases(results: dict) -> list[dict]:
             and r.get("gating", True) is not False and not r.get("canary")]
 
 
-def gating_reason(results: dict, summary: dict, notes: dict | None = None) -> str | None:
+def status_words(run_dir: Path, case_id: object) -> str | None:
+    """What the app answered when a case's `http` layer failed, from its verdict.json: "HTTP 404",
+    "HTTP 200, expected [404]" (a cli or agent app: "exit code 3, expected 0", when the exit code
+    failed it); None when that layer passed or recorded no status. A failing-case line says it: "(http)" alone hid a 500 or a 404."""
+    doc = case_verdict(run_dir, str(case_id))
+    http = (doc.get("layers") or {}).get("http") if isinstance(doc, dict) and isinstance(doc.get("layers"), dict) else None
+    if not isinstance(http, dict) or http.get("verdict") != "fail":
+        return None
+    if isinstance(http.get("status"), int):
+        expected = http.get("expected_status")
+        return f"HTTP {http['status']}" + (f", expected {expected}" if expected else "")
+    expected = http.get("expected_exit_code", 0)
+    if isinstance(http.get("exit_code"), int) and http["exit_code"] != expected:   # else its reason failed it
+        return f"exit code {http['exit_code']}, expected {expected}"
+    return None
+
+
+def gating_reason(run_dir: Path, results: dict, summary: dict, notes: dict | None = None) -> str | None:
     """Every gating failure closes the gate, whatever a comparison calls it. `notes` ({case_id:
-    words}, from --baseline) is said beside a case: "edited since the baseline", "judge flip"."""
+    words}, from --baseline) is said beside a case: "edited since the baseline", "judge flip". A
+    failed `http` layer says the status the app answered ("c-1 (http; HTTP 500)")."""
     notes = notes or {}
     total = summary["gating_failures"]
     if total <= 0:
@@ -53,7 +71,8 @@ def gating_reason(results: dict, summary: dict, notes: dict | None = None) -> st
         layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
         title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
         turn = f"turn {row['failed_turn']}: " if isinstance(row.get("failed_turn"), int) else ""
-        note = f"; {notes[row.get('case_id')]}" if row.get("case_id") in notes else ""
+        status = status_words(run_dir, row.get("case_id")) if "http" in layers else None
+        note = "".join(f"; {w}" for w in (status, notes.get(row.get("case_id"))) if w)
         named.append(f"{row.get('case_id')}{title} ({turn}{', '.join(layers) or 'no layer named'}{note})")
     more = len(failing) - len(named)
     text = f"{total} gating failure(s)"

@@ -12,20 +12,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..compare.baseline import refuse_unverified, resolve_baseline
+from ..compare.baseline import pinned, refuse_unverified, resolve_baseline
 from ..compare.buckets import BUCKETS
 from ..compare.document import compare_runs
-from ..compare.gate_words import bucket_lines, is_gating_pair, named_pair, summary_markdown
+from ..compare.gate_words import (bucket_lines, is_gating_pair, named_pair, red_baseline_note,
+                                  removed_gating, summary_markdown)
 from ..compare.pairs import first_diff_line
 from ..report.gate import GateResult, evaluate
 from ..report.gate_judge import MAX_NAMED
 from ..report.gate_lines import summary_lines
+from ..report.gate_reasons import status_words
 
 NOTES = {"expectation_changed": "edited since the baseline", "judge_flip": "judge flip: same answer, new verdict"}
 
 
-def regression_reason(regressions: list[dict], base_id: str) -> str:
-    named = "; ".join(named_pair(p) for p in regressions[:MAX_NAMED])
+def regression_reason(regressions: list[dict], base_id: str, status: dict[str, str] | None = None) -> str:
+    status = status or {}
+    named = "; ".join(named_pair(p, status.get(p["case_id"])) for p in regressions[:MAX_NAMED])
     more = len(regressions) - min(len(regressions), MAX_NAMED)
     return (f"{len(regressions)} gating case(s) newly failing against {base_id} (passed there): {named}"
             + (f" and {more} more" if more > 0 else ""))
@@ -40,19 +43,34 @@ def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tu
         refuse_unverified(base_dir)
         refuse_unverified(run_dir, "candidate")
     doc = compare_runs(base_dir, run_dir)
+    red_words = None   # `auto` without a pin chose an open run; a pinned or named baseline may be red: say so
+    pin = pinned(Path(run_dir).parent) if baseline == "auto" else None
+    if baseline != "auto" or pin is not None:
+        base_open, why = is_open(base_dir)
+        if not base_open:
+            red_words = red_baseline_note(doc["base"]["run_id"], why, pin is not None)
     notes = {p["case_id"]: NOTES[b] for b in NOTES for p in doc["buckets"][b]}
     res = evaluate(run_dir, notes=notes, **kwargs)
     regress = [p for p in doc["buckets"]["newly_failing"] if is_gating_pair(p)]
+    # the status of a failed http layer, said beside each case the reason names
+    status = {p["case_id"]: words for p in regress[:MAX_NAMED]
+              if "http" in ((p.get("failing_layers") or {}).get("candidate") or ())
+              and (words := status_words(run_dir, p["case_id"]))}
     if regress:
-        res.reasons.insert(0, regression_reason(regress, doc["base"]["run_id"]))
+        res.reasons.insert(0, regression_reason(regress, doc["base"]["run_id"], status))
+    removed = removed_gating(doc)
     res.comparison = {
-        "base_run_id": doc["base"]["run_id"], "lines": bucket_lines(doc),
+        "base_run_id": doc["base"]["run_id"], "lines": bucket_lines(doc, red_words),
         "buckets": {p["case_id"]: b for b in BUCKETS for p in doc["buckets"][b]},
         "first_lines": {p["case_id"]: first_diff_line(p) for p in doc["buckets"]["newly_failing"]},
         "markdown": summary_markdown(doc),
+        "removed": [{"case_id": p["case_id"], "base": p["verdict"]["base"]} for p in removed[:MAX_NAMED]],
         "summary": {"base": doc["base"]["run_id"], "headline": doc["headline"], "counts": doc["counts"],
-                    "judge_flips": doc["judge_flips"], "notes": doc["notes"],
+                    "judge_flips": doc["judge_flips"],
+                    "notes": ([red_words] if red_words else []) + doc["notes"],
                     "newly_failing_gating": [p["case_id"] for p in regress],
+                    "removed_gating": [p["case_id"] for p in removed],
+                    "red_baseline": red_words,
                     "holdout": doc["holdout"]},
     }
     res.lines = summary_lines(res)
