@@ -96,6 +96,12 @@ def test_a_model_call_that_reported_input_tokens_only_leaves_the_cost_budget_unc
     assert cost["totals"]["calls_partial_usage"] == 2 and all(c["cost"] is None for c in cost["cases"])
     block = json.loads((run_dir / "results.json").read_text())["cost_latency"]["cost"]
     assert block["total"] is None and "but not both" in block["reason"]
+    # the report's cost line gives the run's own reason; it said "0 case(s) use model(s) the prices file
+    # does not name (none named)", sending the user to a prices file that was fine
+    assert run_script("draft_report", run_dir, "--no-verify").rc == 0
+    line = next(x for x in (run_dir / "report.md").read_text().splitlines() if x.startswith("- Cost:"))
+    assert line.startswith("- Cost: incomplete (not priced at 0): 2 of 2 model call(s) reported input or output "
+                           "tokens but not both"), line
 
 
 def test_a_model_call_with_the_deprecated_usage_names_is_priced(tmp_path):
@@ -110,3 +116,70 @@ def test_a_model_call_with_the_deprecated_usage_names_is_priced(tmp_path):
     assert "no token usage" not in g.stdout, g.stdout
     closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: cost"))
     assert closed.startswith("  gate closed: cost 0.00056 USD/case is over the budget 0.0005"), closed
+
+
+def test_a_p95_budget_at_k3_reads_every_repeats_latency(tmp_path):
+    # The app answers each question fast the first time and in 1.3 s after (a cache that only its first
+    # call warms, or a slow tail): 8 of the run's 12 requests take 1.3 s. The p95 read only the deciding
+    # repeat's latency (the first, when all three passed), so the gate opened on "p95 latency 0.002s,
+    # budget 1s: margin 0.998s" while two thirds of the requests were over the 1 s budget.
+    import collections
+    import threading
+    from fakeapp import run_runner
+    from fixtures_authoring import run_inproc
+
+    state = write_state(tmp_path, {f"c-0000000{i}": case_yaml(f"c-0000000{i}", content=f"A flight to {city}?")
+                                   for i, city in enumerate(("Oslo", "Bergen", "Tromsø", "Bodø"), 1)})
+    (state / "profile.yaml").write_text((state / "profile.yaml").read_text() + "budgets: {max_p95_latency_s: 1}\n")
+    calls, lock = collections.Counter(), threading.Lock()
+
+    def reply(req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        with lock:
+            calls[(req.json or {}).get("message")] += 1
+            first = calls[(req.json or {}).get("message")] == 1
+        return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}},
+                     delay=0 if first else 1.3)
+
+    work, run_id = state / "work", "regression-20261130T000000Z"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    p = run_inproc("make_plan", work / "converted.json", "--mode", "regression", "--k", "3", "--state-dir", state,
+                   "-o", work / "plan.json", "--run-id", run_id)
+    assert p.rc == 0, p.stdout
+    out = state / "reports" / run_id
+    with FakeApp(reply) as app:
+        r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    g = run_script("gate", out)
+    assert g.rc == 1, g.stdout
+    closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: p95 latency"))
+    assert " (over 12 latencies: every repeat of 4 case(s) at k=3) is over the budget 1s" in closed, closed
+    assert json.loads((out / "results.json").read_text())["cost_latency"]["latency_ms"]["p95"] >= 1300
+    assert run_script("score_cost", out).json["totals"]["latency_ms"]["n"] == 12
+
+
+def test_a_cost_budget_read_over_part_of_the_run_says_so(tmp_path):
+    # The Bergen path is not instrumented: its request writes no span, so its case is infra_incomplete
+    # and the user, who tolerates a flaky exporter, gates with --max-infra-rate 0.5. The budget's mean
+    # is the Oslo case's alone (0.0004, under 0.0005): the line read "cost 0.0004 USD/case, budget
+    # 0.0005: margin 0.0001" and the report "0.000400 USD in all", as if every case had been priced.
+    state, traced_reply = traced_state(tmp_path, MODEL, tokens=(800, 50))
+
+    def reply(req) -> Reply:
+        if req.method == "POST" and "Bergen" in str((req.json or {}).get("message")):
+            return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
+        return traced_reply(req)
+
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(reply) as app:
+        run_dir = run(state, plan_file, app)
+    g = run_script("gate", run_dir, "--no-verify", "--max-infra-rate", "0.5")
+    line = next(x for x in g.stdout.splitlines() if x.startswith("  budget: cost"))
+    assert line.startswith("  budget: cost 0.0004 USD/case (the mean of 1 traced case(s) of 2: 1 have no trace, so "
+                           "their cost is unknown and left out), budget 0.0005: margin 0.0001"), line
+    assert run_script("draft_report", run_dir, "--no-verify", "--max-infra-rate", "0.5").rc == 0
+    cost = next(x for x in (run_dir / "report.md").read_text().splitlines() if x.startswith("- Cost:"))
+    assert cost.startswith("- Cost: 0.000400 USD in all of the 1 traced cases of 2 (1 have no trace: their cost is "
+                           "unknown and not in it)"), cost

@@ -300,6 +300,8 @@ def test_k3_reruns_the_whole_conversation_and_verify_catches_a_missing_turn_file
     assert r.rc == 0, r.stdout + r.stderr
     v = rd(cases_view(out) / "c-refund" / "verdict.json")
     assert v["verdict"] == "pass"
+    # each repeat carries its own latency (its two turns' sum): every one is a sample of the p95 budget
+    assert all(isinstance(r.pop("latency_ms"), float) for r in v["repeats"]), v["repeats"]
     assert v["repeats"] == [{"n": n, "verdict": "pass", "turns_sent": 2, "failed_turn": None} for n in (1, 2, 3)]
     cdir = cases_view(out) / "c-refund"
     assert (cdir / "repeats" / "3" / "turns" / "2" / "verdict.json").is_file()

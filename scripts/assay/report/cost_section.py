@@ -16,8 +16,9 @@ def cost_section(run_dir: Path) -> list[str]:
     out = ["## Cost and latency", ""]
     lat = t["latency_ms"]
     if lat["n"]:
-        out.append(f"- Latency per case (end to end): p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms "
-                   f"over {lat['n']} cases.")
+        over = (f"over {lat['n']} latencies (every repeat of {t['cases']} cases at k={t['k']})" if t.get("k", 1) > 1
+                else f"over {lat['n']} cases")
+        out.append(f"- Latency per case (end to end): p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms {over}.")
     judge = judge_cost_line(t.get("judge") or {}, cost.get("currency"), prices is not None)
     if not cap["enabled"]:
         out += [f"- Tokens and cost: not measured ({cap['blocked_by']}).", *judge, ""]
@@ -27,12 +28,13 @@ def cost_section(run_dir: Path) -> list[str]:
     if prices is None:
         out.append(f"- Cost: not priced ({cost['prices_note']}; see `score_cost.py --help`).")
     elif t["cost"]["total"] is None or not t["complete"]:
-        named = ", ".join(code(m) for m in cost["unpriced_models"]) or "none named"
-        out.append(f"- Cost: incomplete: {t['unpriced_cases']} case(s) use model(s) the prices file does not name "
-                   f"({named}); they are not priced at 0.")
+        # the run's own reason (usage missing on a call, no model call traced, unpriced models), never a guess
+        out.append(f"- Cost: incomplete (not priced at 0): {t.get('incomplete_reason') or 'some traced cases are unpriced'}.")
     else:
-        c = t["cost"]
-        out.append(f"- Cost: {c['total']:.6f} {cost['currency']} in all; per case mean {c['mean']:.6f}, "
+        c, untraced = t["cost"], t["cases"] - t["traced_cases"]
+        part = (f" of the {t['traced_cases']} traced cases of {t['cases']} ({untraced} have no trace: their cost is "
+                "unknown and not in it)") if untraced > 0 else ""
+        out.append(f"- Cost: {c['total']:.6f} {cost['currency']} in all{part}; per case mean {c['mean']:.6f}, "
                    f"p95 {c['p95']:.6f} (prices: {code(Path(cost['prices']).name)}).")
     out += judge
     out.append("")

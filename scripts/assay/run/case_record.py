@@ -73,12 +73,22 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
         latency_ms=chosen["response"].get("latency_ms"), layers=chosen["layers"],
         unscored_reason=unscored_reason(chosen["layers"], folded),
         repeats=[{"n": r["n"], "verdict": r["verdict"], "trace_collected": r.get("trajectory") is not None,
-                  **workdir_flag(r)} for r in repeats] if k > 1 else None,
+                  "latency_ms": repeat_latency_ms(r), **workdir_flag(r)} for r in repeats] if k > 1 else None,
         scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
         judge_unstable=folded == UNSCORED and any(is_judge_unstable({"layers": r["layers"]}) for r in repeats),
         judged=bool(judged), judge_usage=_judge_usage(judged),
         trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
         undeclared_tools=undeclared or None, **workdir_flag(chosen), **_reached(base, repeats))
+
+
+def repeat_latency_ms(repeat: Mapping[str, Any]) -> float | None:
+    """One repeat's end-to-end latency: its final attempt's, or for a conversation the sum over its sent
+    turns (as the case's `latency_ms` is the deciding repeat's). Each repeat is a sample of the p95
+    budget: the deciding repeat alone hides a slow tail in the others (stats.cost)."""
+    if "turns" in repeat:
+        return round(sum(t["response"].get("latency_ms") or 0 for t in repeat["turns"]), 3)
+    value = (repeat.get("response") or {}).get("latency_ms")
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def repeated_5xx(repeats: list[dict]) -> dict | None:

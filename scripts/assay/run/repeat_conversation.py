@@ -11,6 +11,7 @@ from ..judge.turns import conversation_doc
 from ..score.rollup import case_verdict, conversation_verdict, merge_turn_layers
 from ..invoke import conversation as convo
 from ..invoke.outcome import Outcome
+from .case_record import repeat_latency_ms
 from .repeat_scoring import infra_part, response_record, score_answered, scrub
 from ..core.secrets import REDACTED
 from ..traces.collect import request_trace_headers
@@ -92,12 +93,12 @@ def conversation_record(record: dict[str, Any], repeats: list[dict], chosen: dic
     """verdict.json's conversation keys, from the repeat whose verdict the case took (in place)."""
     record.update(conversation_fields(chosen, conv))
     record["has_result_expect"] = bool((chosen["expect"] or {}).get("result"))
-    record["latency_ms"] = round(sum(t["response"].get("latency_ms") or 0 for t in chosen["turns"]), 3)
+    record["latency_ms"] = repeat_latency_ms(chosen)
     if folded == UNSCORED and chosen["failed_turn"] is None and chosen["turns_sent"] < chosen["turns_total"]:
         record["unscored_reason"] = chosen["stop_reason"]   # stopped early: its later turns never ran
     if k > 1:
         record["repeats"] = [{"n": r["n"], "verdict": r["verdict"], "turns_sent": r["turns_sent"],
-                              "failed_turn": r["failed_turn"]} for r in repeats]
+                              "failed_turn": r["failed_turn"], "latency_ms": repeat_latency_ms(r)} for r in repeats]
 
 
 def conversation_fields(chosen: dict, conv: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from ..core import casestore
 from ..core.jsonio import loads
 from ..core.errors import AssayError
 from .judge_cost import judge_model_of, judge_row, judge_totals, token_count as _num
+from .latency import repeat_latencies, stats as _stats
 
 
 PRICES_FILE = "prices.yaml"
@@ -130,6 +131,7 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
         "case_id": verdict.get("case_id", case.case_id), "verdict": verdict.get("verdict"),
         "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
         "latency_ms": verdict.get("latency_ms") if isinstance(verdict.get("latency_ms"), (int, float)) else None,
+        "latencies_ms": repeat_latencies(verdict),
         "model_calls": len(calls),
         "input_tokens": sum(_num(c.get("input_tokens")) for c in calls),
         "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
@@ -152,21 +154,6 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
     # a model call without token usage, or with one side of it only, has an unknown cost: never 0
     row["cost"] = None if unpriced or row["calls_without_usage"] or row["calls_partial_usage"] else round(cost, 8)
     return row
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (q in 0..100); None for no values."""
-    vals = sorted(values)
-    if not vals:
-        return None
-    rank = max(1, math.ceil(q / 100 * len(vals)))
-    return vals[rank - 1]
-
-
-def _stats(values: list[float]) -> dict:
-    return {"n": len(values), "total": round(sum(values), 8) if values else None,
-            "mean": round(sum(values) / len(values), 8) if values else None,
-            "p50": percentile(values, 50), "p95": percentile(values, 95)}
 
 
 def _capability(manifest: dict) -> dict:
@@ -210,10 +197,10 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         if per_case or row["traced"] or row["judge"]["calls"]:
             rows.append(row)
         else:
-            light.append((str(row["case_id"]), row["latency_ms"], row["holdout"]))
+            light.append((str(row["case_id"]), row["latencies_ms"], row["holdout"]))
     rows.sort(key=lambda r: str(r["case_id"]))
-    latencies = sorted([(str(r["case_id"]), r["latency_ms"]) for r in rows] + [(c, ms) for c, ms, _h in light],
-                       key=lambda pair: pair[0]) if light else [(None, r["latency_ms"]) for r in rows]
+    latencies = sorted([(str(r["case_id"]), r["latencies_ms"]) for r in rows] + [(c, ms) for c, ms, _h in light],
+                       key=lambda pair: pair[0]) if light else [(None, r["latencies_ms"]) for r in rows]
     traced = [r for r in rows if r["traced"]]
     k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
     unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
@@ -237,7 +224,7 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         # why the total is not the run's cost, in words (None when it is): wave 4 §1
         "incomplete_reason": _incomplete_reason(traced, unpriced, no_usage, calls,
                                                 (prices or {}).get("per_token") or {}, partial),
-        "latency_ms": _stats([ms for _c, ms in latencies if ms is not None]),
+        "latency_ms": _stats([ms for _c, samples in latencies for ms in samples]),   # every repeat's
         "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
         "k": k,
         "k_note": (f"k={k}: only the deciding repeat's trace is stored per case, so these tokens and costs "

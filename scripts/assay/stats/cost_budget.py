@@ -34,6 +34,10 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
     if t.get("cases_without_model_call"):   # a trace with no model call is priced at 0: never silently
         split += (f" ({t['cases_without_model_call']} of {t['traced_cases']} traced case(s) made no model call and "
                   "count at 0: if the app called a model there, its instrumentation lost the span)")
+    untraced = (t.get("cases") or 0) - (t.get("traced_cases") or 0)
+    if untraced > 0:   # an infra error, a lost trace under --max-infra-rate: the mean is of the others only
+        split += (f" (the mean of {t['traced_cases']} traced case(s) of {t['cases']}: {untraced} have no trace, so "
+                  "their cost is unknown and left out)")
     if mean > budget:
         pct = f"{(mean / budget - 1) * 100:.1f} %" if budget else "any cost is over a 0 budget"
         return True, f"cost {mean:.6g} {cur}/case{split} is over the budget {budget:g} by {mean - budget:.6g} ({pct})"
@@ -51,9 +55,13 @@ def _latency_budget(cost: dict, budget: float) -> tuple[bool, str]:
         return True, (f"latency budget p95 {budget:g}s cannot be checked: it is above the cases' timeout "
                       f"({timeout:g}s), where a slower case stops, so p95 can never exceed it; budgets are in "
                       f"seconds: set one below {timeout:g}")
+    t = cost["totals"]
+    # at k > 1 every repeat is a sample (stats.cost.repeat_latencies): say so, the count is not the cases'
+    over = (f" (over {t['latency_ms']['n']} latencies: every repeat of {t['cases']} case(s) at k={t['k']})"
+            if isinstance(t.get("k"), int) and t["k"] > 1 and t["latency_ms"].get("n") else "")
     if p95 / 1000 > budget:
-        return True, f"p95 latency {p95 / 1000:.3f}s is over the budget {budget:g}s by {p95 / 1000 - budget:.3f}s"
-    return False, f"p95 latency {p95 / 1000:.3f}s, budget {budget:g}s: margin {budget - p95 / 1000:.3f}s"
+        return True, f"p95 latency {p95 / 1000:.3f}s{over} is over the budget {budget:g}s by {p95 / 1000 - budget:.3f}s"
+    return False, f"p95 latency {p95 / 1000:.3f}s{over}, budget {budget:g}s: margin {budget - p95 / 1000:.3f}s"
 
 
 def budget_lines(cost: dict, *, max_cost_per_case: float | None, max_p95_latency_s: float | None,
