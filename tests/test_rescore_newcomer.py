@@ -94,3 +94,26 @@ def test_an_interrupted_rescore_names_the_rescore_command_that_finishes_it(tmp_p
     assert run_script("run_cases", "--verify", new_out).rc == 0
     # the source run is untouched: nothing of it is lost
     assert run_script("gate", source).rc == 0
+
+
+def test_compare_with_a_rescore_says_its_answers_are_stored_ones(tmp_path):
+    state = make_state(tmp_path)
+    source = live_run(tmp_path, state, run_id="smoke-20261205T000000Z")
+    r, again = rescore(state, source, "smoke-20261205T020000Z")
+    assert r.rc == 0, r.stdout + r.stderr
+    c = run_script("compare_runs", source, again, "-o", tmp_path / "compare.json")
+    assert c.rc == 0, c.stdout + c.stderr
+    # "no verdict changed" between a run and its own rescore is true by construction, never the app holding up
+    assert c.json["headline"] == ("no verdict changed — the candidate is a rescore of the other run: the same "
+                                  "answers, the app was not called (notes)"), c.json
+    assert any(n.startswith("the candidate run is a rescore of the base run smoke-20261205T000000Z (rescore.py)")
+               for n in c.json["notes"]), c.json["notes"]
+    g = run_script("gate", again, "--baseline", source)
+    assert g.rc == 0 and "note: the candidate run is a rescore of the base run" in g.stdout, g.stdout
+
+    # a later live run compared with the rescore: the rescored side is named, never read as a live run
+    later = live_run(tmp_path, state, run_id="smoke-20261205T030000Z")
+    c = run_script("compare_runs", again, later, "-o", tmp_path / "compare2.json")
+    assert c.rc == 0, c.stdout + c.stderr
+    assert ("the base run was rescored from run smoke-20261205T000000Z (rescore.py): its answers are that run's "
+            "stored ones scored again, not the app's today") in c.json["notes"], c.json["notes"]
