@@ -117,3 +117,32 @@ def test_compare_with_a_rescore_says_its_answers_are_stored_ones(tmp_path):
     assert c.rc == 0, c.stdout + c.stderr
     assert ("the base run was rescored from run smoke-20261205T000000Z (rescore.py): its answers are that run's "
             "stored ones scored again, not the app's today") in c.json["notes"], c.json["notes"]
+
+
+def test_a_case_renamed_or_moved_out_of_the_split_is_refused_with_the_fix(tmp_path):
+    state = make_state(tmp_path)
+    source = live_run(tmp_path, state, run_id="smoke-20261205T000000Z")
+    ds = state / "datasets"
+    # moved out of the smoke split the source run selected: named with its file, split and the fix,
+    # never "rebuild the plan with make_plan.py" (a rescore user made no plan)
+    text = (ds / "w-rome.yaml").read_text()
+    (ds / "w-rome.yaml").write_text(text.replace("split: [smoke, full]", "split: [full]"))
+    r, again = rescore(state, source, "smoke-20261205T040000Z")
+    assert r.rc == 2, r.stdout
+    err = r.json
+    assert err["error"] == ("rescore: 1 case(s) of the source run smoke-20261205T000000Z left its 'smoke' split "
+                            "since: w-rome (datasets/w-rome.yaml: split ['full']); a rescore re-scores the cases the "
+                            "source run ran: put 'smoke' back in their split, or measure the current suite live "
+                            "(make_plan.py, then run_cases.py)"), err
+    assert err["cases"] == ["w-rome"] and not again.exists()
+    (ds / "w-rome.yaml").write_text(text)
+    # renamed: the old id is gone, the new one has no stored answer; both named, and the fix
+    (ds / "w-rome.yaml").unlink()
+    write_yaml(ds / "w-roma.yaml", text.replace("id: w-rome", "id: w-roma"))
+    r, again = rescore(state, source, "smoke-20261205T040000Z")
+    assert r.rc == 2, r.stdout
+    assert r.json["missing_cases"] == ["w-rome"], r.json
+    assert ("(w-rome); the suite has case(s) the source run does not (w-roma): a renamed case has no stored "
+            "answer under its new id; rescore needs every case it re-scores: restore them under "
+            "<state>/datasets/") in r.json["error"], r.json
+    assert "make_plan.py, then run_cases.py" in r.json["error"] and not again.exists()
