@@ -11,7 +11,9 @@ gone:
   with no word that the candidate's answers were the base's, scored again (a replayed side was
   named; a rescored one was not);
 - a case renamed, or moved out of the source run's split, since the run: the refusal named the
-  case but no fix, or told a rescore user to "rebuild the plan with make_plan.py".
+  case but no fix, or told a rescore user to "rebuild the plan with make_plan.py";
+- `cache.py stats --cache .assay` (the state dir, not its cache) said "0 entries" of a cache that
+  holds the recording; now exit 2 naming the cache it meant.
 """
 
 from __future__ import annotations
@@ -146,3 +148,27 @@ def test_a_case_renamed_or_moved_out_of_the_split_is_refused_with_the_fix(tmp_pa
             "answer under its new id; rescore needs every case it re-scores: restore them under "
             "<state>/datasets/") in r.json["error"], r.json
     assert "make_plan.py, then run_cases.py" in r.json["error"] and not again.exists()
+
+
+def test_cache_py_given_the_state_dir_as_cache_names_the_cache_never_reads_empty(tmp_path):
+    state = make_state(tmp_path)
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    from fakeapp import FakeApp
+    from test_rescore_changed_requests import router
+    with FakeApp(router) as app:
+        env = dict(os.environ, TINY_URL=app.url)
+        assert run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state, "-o",
+                          work / "plan.json", "--run-id", "smoke-20261205T000000Z", env=env).rc == 0
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", state / "reports" / "smoke-20261205T000000Z",
+                       "--record", "--progress", "never", env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+    assert run_script("cache", "stats", "--state-dir", state).json["entries"] > 0
+    for args in (("stats",), ("prune", "--older-than", "0s")):
+        bad = run_script("cache", *args, "--cache", state)
+        assert bad.rc == 2, bad.stdout
+        assert bad.json["error"] == (f"{state}: not a record/replay cache (no v1/ in it); the cache of that state dir "
+                                     f"is {state / 'cache'}: pass --state-dir {state} or --cache {state / 'cache'}; "
+                                     "nothing was read or deleted"), bad.json
+    assert run_script("cache", "stats", "--cache", state / "reports").rc == 2
+    assert run_script("cache", "stats", "--state-dir", state).json["entries"] > 0   # nothing was deleted
