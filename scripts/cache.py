@@ -28,11 +28,18 @@ def build_parser():
 
 def run(args):
     from assay.core.errors import AssayError
-    from assay.replay.store import Cache, cache_dir, parse_age
+    from assay.replay.store import LAYOUT, Cache, cache_dir, parse_age
     root = Path(args.cache) if args.cache else cache_dir(Path(args.state_dir))
     if not root.is_dir():
         raise AssayError(f"{root}: no cache there (run_cases.py --record writes <state>/cache); pass --state-dir "
                          "or --cache", 2, key="--cache" if args.cache else "--state-dir")
+    if not (root / LAYOUT).is_dir():   # a state dir or a run dir given as --cache read as an empty cache
+        inner = root / "cache" / LAYOUT
+        hint = (f"; the cache of that state dir is {root / 'cache'}: pass --state-dir {root} or --cache "
+                f"{root / 'cache'}" if inner.is_dir() else "; pass the directory run_cases.py --record wrote "
+                "(<state>/cache), or --state-dir <state>")
+        raise AssayError(f"{root}: not a record/replay cache (no {LAYOUT}/ in it){hint}; nothing was read or deleted",
+                         2, key="--cache" if args.cache else "--state-dir")
     cache = Cache(root)
     if args.action == "stats":
         if args.older_than or args.dry_run:

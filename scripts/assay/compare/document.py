@@ -110,7 +110,35 @@ def run_notes(base: Side, cand: Side) -> list[str]:
             notes.append(f"the {side} run was replayed from {where} (run_cases.py --replay): its answers are "
                          "recorded ones, not the app's today" + (f", except {src['live_cases']} case(s) sent live"
                                                                  if src.get("live_cases") else ""))
+        rescored = _rescored_from(d)
+        if rescored is not None:   # rescore.py: a stored run's answers scored again with a later suite
+            other, other_side = (cand, "candidate") if side == "base" else (base, "base")
+            if rescored.get("run_id") == other.run_id:
+                notes.append(f"the {side} run is a rescore of the {other_side} run {other.run_id} (rescore.py): "
+                             "the same stored answers scored again, the app was not called; a verdict that changed "
+                             "is the suite's change (expectations, rubrics, judge), never the app's")
+            else:
+                notes.append(f"the {side} run was rescored from run {rescored.get('run_id')} (rescore.py): its "
+                             "answers are that run's stored ones scored again, not the app's today")
     return notes
+
+
+def _rescored_from(side: Side) -> dict | None:
+    extra = side.manifest.get("manifest_extra") if isinstance(side.manifest, dict) else None
+    source = extra.get("rescored_from") if isinstance(extra, dict) else None
+    return source if isinstance(source, dict) else None
+
+
+def _same_answers(base: Side, cand: Side) -> str:
+    """Said in the headline itself when one side is the other's rescore: "no verdict changed" there is
+    true by construction (the same stored answers), never a sign that the app held up."""
+    for side, other in ((cand, base), (base, cand)):
+        rescored = _rescored_from(side)
+        if rescored is not None and rescored.get("run_id") == other.run_id:
+            which = "candidate" if side is cand else "base"
+            return (f" — the {which} is a rescore of the other run: the same answers, the app was not called "
+                    "(notes)")
+    return ""
 
 
 def _swapped(base: Side, cand: Side) -> str:
@@ -236,7 +264,7 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
         + ([f"quoted text is redacted (emails, phone and long numbers: "
             f"{redactions} redaction(s)) because {why}"] if active else []),
         "redaction": {"active": active, "redactions": redactions, "why": why or None},
-        "headline": headline(counts, flips) + _swapped(base, cand),
+        "headline": headline(counts, flips) + _swapped(base, cand) + _same_answers(base, cand),
         "counts": counts, "judge_flips": flips,
         "gating_newly_failing": sum(1 for p in buckets["newly_failing"] if p["gating"] and not p["canary"]),
         "meaning": dict(MEANING),

@@ -49,16 +49,17 @@ def _manifest(run_dir: Path) -> dict | None:
 def _refuse_running(run_dir: Path, results: dict) -> None:
     """A `running` run has nothing to report: wait for a live runner; a killed one (no runner holds the
     lock, as wait_run.py exit 4 says) will never finish by waiting, so name the --resume command."""
-    from ..rundir.runlock import lock_path, resume_command, runner_state
+    from ..rundir.runlock import how_to_finish, lock_path, resume_command, runner_state
     run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
     lock = lock_path(run_dir, run_id)
     if runner_state(lock) == "alive":
         raise AssayError(f"{run_dir}: the run is still running (summary.status is 'running'); wait with "
                          f"wait_run.py, then draft the report from the finished run", 2, path=str(run_dir))
     doc = try_json(lock)
-    command, _ = resume_command(run_dir, doc if isinstance(doc, dict) else None)
+    doc = doc if isinstance(doc, dict) else None
+    command, _ = resume_command(run_dir, doc)
     raise AssayError(f"{run_dir}: the run was interrupted (summary.status is still 'running' but no runner "
-                     f"holds its lock: killed?), so there is no report to draft; finish it with: {command} "
+                     f"holds its lock: killed?), so there is no report to draft; {how_to_finish(run_dir, doc)} "
                      "-- then draft the report from the finished run", 2, path=str(run_dir), resume=command)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from ..core import casestore
 from ..stats.counts import cases_phrase, summarize
 from .rundir import try_json
-from ..rundir.runlock import lock_path, resume_command, runner_state
+from ..rundir.runlock import how_to_finish, lock_path, runner_state
 
 
 def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | None]:
@@ -36,8 +36,7 @@ def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | N
     finished = cases_phrase(summary["n"], summary["canaries"]["n"])
     of = f" of {cases_phrase(n_planned - canaries, canaries)} planned" if n_planned is not None else ""
     lock_doc = try_json(lock)
-    command, _ = resume_command(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
+    how = how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
     reason = (f"run interrupted: status is still 'running' but no runner holds its lock (killed?); "
-              f"{finished} finished{of} ({summary['passes']} pass, {summary['failures']} fail); "
-              f"finish it with: {command}")
+              f"{finished} finished{of} ({summary['passes']} pass, {summary['failures']} fail); {how}")
     return summary, reason

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import AssayError
-from ..rundir.runlock import lock_path, resume_command, runner_state
+from ..rundir.runlock import lock_path, rescore_restart, resume_command, runner_state
 from .rundir import last_log_event, progress_phrase, try_json
 
 EXIT_FINAL, EXIT_RUNNING, EXIT_GONE = 0, 3, 4
@@ -74,7 +74,10 @@ def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5
                    "runner_process": "gone", "last_event": last_log_event(run_dir),
                    "waited_s": round(clock() - start, 3), "resume": command,
                    "message": "the run is still `running` but no runner holds its lock: it was killed. "
-                              "Resume it under the same run id with the `resume` command."}
+                              + ("It is a rescore, which has no --resume: the `resume` command rescores its "
+                                 "source again into a new run dir (resume_note)."
+                                 if rescore_restart(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
+                                 else "Resume it under the same run id with the `resume` command.")}
             if note:
                 out["resume_note"] = note
             return EXIT_GONE, out

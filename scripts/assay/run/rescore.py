@@ -112,6 +112,7 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
     from ..plan.build import PlanOptions, id_pattern_of, judge_block_of, oos_route_of
     from ..plan.lint_gate import lint_converted
     from ..plan.modes import JUDGE_CALIBRATION, HOLDOUT_LEDGER, resolve_mode
+    from ..plan.select import case_splits
     from ..suite.convert import convert_state_dir
 
     run_id = out.name
@@ -127,9 +128,28 @@ def build_rescore_plan(source: Path, out: Path, state: Path, manifest: dict, *, 
     ids = [c.get("id") for c in manifest["cases"] if isinstance(c, dict)]
     gone = [cid for cid in ids if cid not in by_id]
     if gone:
-        raise AssayError(f"rescore: {len(gone)} case(s) of the source run are no longer in the suite "
-                         f"({', '.join(map(str, gone[:5]))}); rescore needs every case it re-scores", 2,
+        held = set(ids)
+        split = manifest.get("selecting_split")
+        # the ones a run of the same split would select (a holdout case's id is never said here: sealed)
+        new = [str(c.get("id")) for c in converted["cases"] if c.get("id") not in held
+               and split in case_splits(c) and "holdout" not in case_splits(c)]
+        renamed = (f"; the suite has case(s) the source run does not ({', '.join(new[:5])}): a renamed case has "
+                   "no stored answer under its new id" if new else "")
+        raise AssayError(f"rescore: {len(gone)} case(s) of the source run {manifest.get('run_id')} are no longer "
+                         f"in the suite ({', '.join(map(str, gone[:5]))}){renamed}; rescore needs every case it "
+                         "re-scores: restore them under <state>/datasets/ (their ids as the source run ran them), "
+                         "or measure the current suite live (make_plan.py, then run_cases.py)", 2,
                          missing_cases=gone)
+    split = manifest.get("selecting_split")
+    left = [cid for cid in ids if split not in case_splits(by_id[cid])]
+    if left:
+        sources = converted.get("sources") if isinstance(converted.get("sources"), dict) else {}
+        named = ", ".join(f"{cid} ({sources.get(cid, 'datasets/')}: split {case_splits(by_id[cid])})"
+                          for cid in left[:5])
+        raise AssayError(f"rescore: {len(left)} case(s) of the source run {manifest.get('run_id')} left its "
+                         f"{split!r} split since: {named}; a rescore re-scores the cases the source run ran: put "
+                         f"{split!r} back in their split, or measure the current suite live (make_plan.py, then "
+                         "run_cases.py)", 2, key="split", cases=left)
     cases = [by_id[cid] for cid in ids]
     mode = resolve_mode(manifest["mode"])
     added = added_cases(converted["cases"], manifest, set(ids))

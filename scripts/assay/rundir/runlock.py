@@ -42,8 +42,13 @@ def runner_state(lock: Path) -> str:
 
 
 def resume_command(run_dir: Path, lock_doc: dict | None) -> tuple[str, str | None]:
-    """(the exact --resume command, a note when the plan path had to be guessed)."""
+    """(the exact --resume command, a note when the plan path had to be guessed). A rescore
+    (`manifest_extra.rescored_from`) has no --resume and no plan file: the rescore.py command that
+    scores its source again into a new run dir, and a note saying so."""
     run_dir = Path(run_dir).resolve()
+    restart = rescore_restart(run_dir, lock_doc)
+    if restart is not None:
+        return restart
     runner = SCRIPTS_DIR / "run_cases.py"
     plan = (lock_doc or {}).get("plan")
     out = (lock_doc or {}).get("out") or str(run_dir)
@@ -81,3 +86,41 @@ class _Dropped:
 
     def close(self) -> "_Dropped":
         return self
+
+
+def rescore_restart(run_dir: Path, lock_doc: dict | None = None) -> tuple[str, str] | None:
+    """(command, note) for an interrupted rescore.py run, else None. Its plan lives only in the
+    rescore's memory (the lock says `plan: rescore`), so `run_cases.py --plan ... --resume` cannot
+    finish it: rescore the source run again into a new run dir (rescore.py refuses a non-empty --out)."""
+    from ..core.ids import new_run_id, parse_run_id
+    from .streamed import CasesFile
+    try:
+        doc = CasesFile(Path(run_dir) / "manifest.yaml", None)
+        head = doc.whole if doc.whole is not None else doc.head
+    except (OSError, UnicodeDecodeError, ValueError):
+        head = None
+    extra = head.get("manifest_extra") if isinstance(head, dict) else None
+    source = extra.get("rescored_from") if isinstance(extra, dict) else None
+    if not isinstance(source, dict) and (lock_doc or {}).get("plan") != "rescore":
+        return None
+    source = source if isinstance(source, dict) else {}
+    state = Path(run_dir).parent.parent
+    rel = source.get("run_dir")
+    src = str(state / rel) if isinstance(rel, str) and rel else "<the source run dir>"
+    parsed = parse_run_id(Path(run_dir).name)
+    mode = parsed[0] if parsed else "<mode>"
+    out = Path(run_dir).parent / new_run_id(mode)
+    command = f'python3 "{SCRIPTS_DIR / "rescore.py"}" "{src}" --out "{out}"'
+    note = (f"{Path(run_dir).name} is a rescore of run {source.get('run_id') or '(unknown)'}: a rescore has no "
+            f"--resume (its plan is rebuilt each time, never written to a file), so rescore the source again into "
+            f"a new run dir (any new {mode}-YYYYMMDDTHHMMSSZ id), then delete this interrupted one ({run_dir})")
+    return command, note
+
+
+def how_to_finish(run_dir: Path, lock_doc: dict | None) -> str:
+    """The words after "killed?;" that every reader of an interrupted run says: `finish it with:
+    <run_cases.py --resume command>`, or for a rescore the rescore.py command and why."""
+    command, note = resume_command(run_dir, lock_doc)
+    if rescore_restart(run_dir, lock_doc) is not None:
+        return f"rescore it again: {command} ({note})"
+    return f"finish it with: {command}"
