@@ -31,7 +31,8 @@ def run(args):
     doc = cluster_failures(Path(args.run_dir))
     if args.top is not None:
         doc["clusters"] = doc["clusters"][: args.top]
-    print(f"{doc['failing_cases']} failing case(s) in {len(doc['clusters'])} cluster(s)", file=sys.stderr)
+    print(f"{doc['failing_cases']} failing case(s) in {len(doc['clusters'])} cluster(s)"
+          + (f"; not a whole run: {doc['incomplete']}" if doc.get("incomplete") else ""), file=sys.stderr)
     return 0, doc
 
 

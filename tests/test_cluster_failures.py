@@ -58,6 +58,7 @@ def test_clusters_group_by_layer_and_reason_with_exemplars_and_seal_holdout(stat
     assert out.rc == 0, out.stdout
     doc = out.json
     assert doc["failing_cases"] == 4 and doc["holdout_failures"] == 1 and doc["redacted"] is True
+    assert doc["status"] == "ok" and "incomplete" not in doc and "not a whole run" not in out.stderr
     (big, *rest) = doc["clusters"]
     assert (big["layer"], big["reason"], big["count"]) == ("routing", "expected billing, observed tech", 3)
     assert big["case_ids"] == ["c-bill1", "c-bill2", "c-bill3"] and len(big["exemplars"]) == 2
@@ -84,3 +85,27 @@ def test_an_auth_status_is_named_in_the_layer_description():
         "expected any 2xx, got 401 (an authentication problem: check invocation.auth and the env var it reads)"
     assert describe_layer("http", {"verdict": "fail", "status": 404, "expected_status": None}) == \
         "expected any 2xx, got 404"
+
+
+def test_a_run_that_did_not_finish_is_never_read_as_nothing_failing(state):
+    """A newcomer clusters a run that stopped (a failed canary here; an infra abort or --fail-fast
+    alike): it printed `0 failing case(s) in 0 cluster(s)`, exit 0, and said nothing of the cases that
+    never ran. Now the document carries the run's status and `incomplete` says how much of the plan
+    finished, and stderr says it is not a whole run."""
+    cases = [case("c-canary", "ping", split=("smoke", "canary"), expect={"answer": {"must_contain": ["pong"]}}),
+             case("c-bill", "bill question", expect={"route": "billing"}),
+             case("c-other", "bill again", expect={"route": "billing"})]
+    with FakeApp(misrouting_app) as app:
+        plan = make_plan(state, cases, app_url=app.url)
+        r = run_runner("--plan", write_plan(state, plan), "--out", state / "reports" / plan["run_id"])
+        assert r.rc == 4, r.stdout + r.stderr
+    run_dir = state / "reports" / plan["run_id"]
+    out = run_script("cluster_failures", run_dir)
+    assert out.rc == 0, out.stdout + out.stderr
+    doc = out.json
+    assert (doc["status"], doc["failing_cases"], doc["clusters"]) == ("aborted_canary", 0, [])
+    assert doc["incomplete"] == ("the run ended with status 'aborted_canary' (runner exit 4: a canary failed; run "
+                                 "stopped); 0 cases + 1 canary finished of 2 cases + 1 canary planned, so these "
+                                 "clusters cover only the cases that finished, not the suite: fix what stopped it "
+                                 "and cluster a run that ends 'ok'"), doc
+    assert "not a whole run: the run ended with status 'aborted_canary'" in out.stderr

@@ -62,3 +62,26 @@ def test_coverage_grid_empty_cells_and_split_targets(tmp_path):
     assert example["cases"] == 55 and example["splits"]["holdout"]["status"] == "ok"
     r = run_script("coverage", tmp_path / "nope")
     assert r.rc == 2 and "does not exist" in r.json["error"]
+
+
+def test_coverage_refuses_a_case_it_cannot_place_in_the_grid(tmp_path):
+    """A newcomer's typos in the keys coverage counts: `split: smoke` (a string, not a list) was
+    counted letter by letter (splits s, m, o, k, e; smoke one short), and `category: hapy` or
+    `test_type: mft` dropped the case from the grid, so a unit read as missing what it has, with
+    exit 0 and no word. Now: exit 2 naming each file, line, key, case id and the linter's fix."""
+    cases = dict(CASES)
+    cases["c-00000011"] = _case("c-00000011", split="smoke", content="Which invoices are overdue?")
+    cases["c-00000012"] = _case("c-00000012", split="[full]", category="hapy", test_type="mft",
+                                content="When was INV-0042 paid?")
+    state = make_state(tmp_path, cases=cases, dataset=None)
+    r = run_script("coverage", state)
+    assert r.rc == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert (r.json["file"], r.json["line"], r.json["key"], r.json["case_id"]) == \
+        ("datasets/c-00000011.yaml", 3, "split", "c-00000011")
+    assert [(f["file"], f["line"], f["key"], f["code"]) for f in r.json["findings"]] == [
+        ("datasets/c-00000011.yaml", 3, "split", "bad_split"),
+        ("datasets/c-00000012.yaml", 4, "category", "bad_category"),
+        ("datasets/c-00000012.yaml", 5, "test_type", "bad_test_type")]
+    assert "datasets/c-00000011.yaml:3 (c-00000011) split 'smoke' must be a list of full, smoke, holdout, " \
+           "canary; write a list: [smoke]" in r.json["error"]
+    assert "did you mean 'happy'?" in r.json["error"] and "Fix each in its case file" in r.json["error"]

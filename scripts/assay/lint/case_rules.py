@@ -112,7 +112,8 @@ def _classification(case: dict[str, Any], ctx: CaseContext, report: Report) -> N
     if "test_type" not in case or test_type is None:
         report("missing_test_type", f"test_type is missing; write one of {', '.join(TEST_TYPES)}")
     elif test_type not in TEST_TYPES:
-        report("bad_test_type", f"test_type {test_type!r} must be one of {', '.join(TEST_TYPES)} (case-sensitive)")
+        report("bad_test_type", f"test_type {test_type!r} must be one of {', '.join(TEST_TYPES)} (case-sensitive)",
+               key="test_type")
     parent = case.get("metamorphic_parent")
     if test_type in ("INV", "DIR"):
         if not parent:

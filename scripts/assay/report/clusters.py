@@ -134,9 +134,35 @@ def cluster_failures(run_dir: Path) -> dict[str, Any]:
     clusters = build_clusters(facts, scrub)
     failing = sorted({cid for c in clusters for cid in c["case_ids"]})
     holdout = facts.summary.get("holdout") if isinstance(facts.summary.get("holdout"), dict) else {}
-    return {"run_id": facts.run_id, "run_dir": str(facts.run_dir), "failing_cases": len(failing),
-            "holdout_failures": count(holdout.get("failures")), "redacted": flag is not False,
-            "clusters": clusters}
+    doc = {"run_id": facts.run_id, "run_dir": str(facts.run_dir), "status": facts.summary.get("status"),
+           "failing_cases": len(failing), "holdout_failures": count(holdout.get("failures")),
+           "redacted": flag is not False, "clusters": clusters}
+    unfinished = unfinished_run(facts)
+    if unfinished:
+        doc["incomplete"] = unfinished
+    return doc
+
+
+def unfinished_run(facts: RunFacts) -> str | None:
+    """Why the clusters do not cover the suite, for a run that ended other than `ok` (aborted by
+    infra or a canary, stopped by --fail-fast, incomplete artifacts): its failures are only those of
+    the cases that finished, so "0 failing cases" there is no news that nothing fails."""
+    from ..core.vocab import EXIT_MEANINGS
+    from ..stats.counts import cases_phrase
+
+    s, code_ = facts.summary, facts.results.get("exit_code")
+    if s.get("status") == "ok" and code_ in (0, 7, None):
+        return None
+    meaning = EXIT_MEANINGS.get(code_, "unknown exit code") if isinstance(code_, int) else "no exit code"
+    planned = (facts.manifest or {}).get("cases")
+    canaries = s.get("canaries") if isinstance(s.get("canaries"), dict) else {}
+    done = cases_phrase(count(s.get("n")), count(canaries.get("n"))) + " finished"
+    if isinstance(planned, list):
+        n_can = sum(1 for c in planned if isinstance(c, dict) and c.get("set") == "canary")
+        done += f" of {cases_phrase(len(planned) - n_can, n_can)} planned"
+    return (f"the run ended with status {s.get('status')!r} (runner exit {code_}: {meaning}); {done}, "
+            "so these clusters cover only the cases that finished, not the suite: fix what stopped it and "
+            "cluster a run that ends 'ok'")
 
 
 def clusters_markdown(doc: Mapping[str, Any], top: int = 3, run_dir: Path | None = None) -> list[str]:

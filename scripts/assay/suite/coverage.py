@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from ..core.vocab import CATEGORIES, TEST_TYPES
@@ -57,8 +58,38 @@ def split_targets(n: int, counts: dict[str, int], metamorphic: int) -> dict[str,
     return out
 
 
+# The case-format findings that leave a case out of the grid or the split counts (a typo'd category,
+# `split: smoke` as a string): coverage counts nothing it cannot place, so it refuses instead.
+UNCOUNTABLE = ("missing_split", "bad_split", "bad_category", "missing_test_type", "bad_test_type")
+
+
+def _refuse_uncountable(state_dir: str | os.PathLike[str], conv: dict[str, Any]) -> None:
+    """Exit 2 naming each case whose split, category or test_type the grid cannot count (file, line,
+    key, case id and the linter's fix), where the grid would have dropped it without a word."""
+    from ..core.errors import AssayError
+    from ..plan.lint_gate import line_of
+    from .lint_state import lint_state_dir
+
+    found = [f for f in lint_state_dir(state_dir, conv)["findings"] if f.get("code") in UNCOUNTABLE]
+    if not found:
+        return
+    rows = []
+    for f in found:
+        line = line_of(Path(state_dir), f.get("source"), f.get("key"))
+        rows.append({"file": f.get("source"), "line": line, "key": f.get("key"), "case_id": f.get("case_id"),
+                     "code": f.get("code"), "message": f.get("message")})
+    where = "; ".join(f"{r['file']}:{r['line']} ({r['case_id']}) {r['message']}" for r in rows[:5])
+    more = f"; and {len(rows) - 5} more (see findings)" if len(rows) > 5 else ""
+    first = rows[0]
+    raise AssayError(f"{len(rows)} case finding(s) leave cases out of the coverage grid or the split counts: "
+                     f"{where}{more}. Fix each in its case file, then run coverage.py again", 2,
+                     file=first["file"], line=first["line"], key=first["key"], case_id=first["case_id"],
+                     findings=rows)
+
+
 def coverage(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
     conv = convert_state_dir(state_dir)
+    _refuse_uncountable(state_dir, conv)
     cases = conv["cases"]
     n = len(cases)
     units = sorted({str(c.get("unit")) for c in cases})
