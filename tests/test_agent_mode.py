@@ -170,6 +170,11 @@ def test_an_mcp_server_that_did_not_connect_is_infra_never_a_pass(tmp_path):
     assert v["verdict"] == "infra_error", v
     assert "MCP server 'calc' (failed) did not connect" in v["infra_reason"], v["infra_reason"]
     assert "invocation.agent.mcp_config" in v["infra_reason"]
+    # the gate's hint names the agent's key, not a cli app's invocation.command / cwd (keys it has not)
+    g = run_script("gate", out)
+    text = g.stdout + g.stderr
+    assert g.rc == 1 and "check the adapter's invocation.agent.mcp_config (run each server's command" in text, text
+    assert "invocation.cwd" not in text and "invocation.command" not in text, text
 
 
 def test_secrets_never_reach_disk(main_run):
@@ -233,6 +238,8 @@ def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):
                  run_id="smoke-20261204T231000Z", adapter=ad)
     v = verdict(out, "h-1")
     assert v["verdict"] == "infra_error" and "process group was killed" in v["infra_reason"]
+    g = run_script("gate", out)
+    assert g.rc == 1 and "check the adapter's invocation.agent.timeout_s" in g.stdout + g.stderr, g.stdout + g.stderr
     deadline = time.time() + 30
     while time.time() < deadline and processes_in(str(tmp_path), b"fakeclaude-grandchild"):
         time.sleep(0.2)
