@@ -229,6 +229,18 @@ def test_newcomer_mistakes_are_named_before_any_case_runs(tmp_path):
                run_id="smoke-20261204T230004Z", adapter=agent_adapter(state.parent, program="claud"))
     assert r.rc == 3 and "invocation.agent.program 'claud' is not found" in r.stdout, r.stdout
     assert r.json["key"] == "invocation.agent.program"
+    # an MCP server whose program is not on the agent's PATH: the CLI goes on without it, so every case
+    # paid a model session to read infra_error; a config under VS Code's "servers" key: the CLI refuses it
+    for i, (doc, needle) in enumerate((
+            ({"mcpServers": {"calc": {"command": "calc-server", "args": ["--stdio"]}}},
+             "command 'calc-server' is not found on the agent's PATH"),
+            ({"servers": {"calc": {"command": sys.executable}}}, "found: servers"))):
+        (state.parent / f"mcp{i}.json").write_text(json.dumps(doc))
+        r, out = run(state, [case("n-5", "mcp 3", expect={"tools": {"subset": ["mcp__calc__add"]}})], tmp_path,
+                     run_id=f"smoke-20261204T23001{i}Z", adapter=agent_adapter(state.parent, mcp_config=f"mcp{i}.json"))
+        assert r.rc == 3 and r.json["key"] == "invocation.agent.mcp_config", r.stdout
+        assert needle in r.json["error"] and f"mcp{i}.json" in r.json["error"], r.json["error"]
+        assert not (out / "cases").exists() or not any((out / "cases").iterdir())
 
 
 def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):
