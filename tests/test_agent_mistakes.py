@@ -16,9 +16,11 @@ from rundir_util import cases_view
 
 
 def _run(root: Path, cases: dict, run_id: str, *, env_extra: dict | None = None, allow: tuple = (),
-         fixture_files: dict | None = None) -> tuple:
+         fixture_files: dict | None = None, edit_app=None) -> tuple:
     from assay.suite.convert import convert_state_dir
     state = build_agent_state(root / "app", cases)
+    if edit_app is not None:
+        edit_app(root / "app")
     for rel, text in (fixture_files or {}).items():    # beside the fixture's own files
         (root / "app" / "fixtures" / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "app" / "fixtures" / "repo" / rel).write_text(text, encoding="utf-8")
@@ -246,3 +248,28 @@ def test_a_misspelt_check_or_permissions_key_is_named_at_its_line(tmp_path):
     assert "did you mean 'max_denied'" in named["expect.permissions.max_denies"]["message"], r.json["findings"]
     assert "did you mean 'command'" in named["expect.check.cmd"]["message"], r.json["findings"]
     assert all(f["line"] == 9 and f["case_id"] == "c-keys" for f in named.values()), named
+
+
+def test_a_skill_whose_frontmatter_name_is_not_its_dirs_is_matched_by_either(tmp_path):
+    """skills/repair-tests/SKILL.md saying `name: fix-tests`: Claude Code lists the skill as
+    `demo:repair-tests (demo:fix-tests)` and launches it by either name. The agent invoked it as
+    `demo:fix-tests`; `must_not_trigger: [repair-tests]` passed (a green gate on the very skill it
+    forbids) and `must_trigger: [fix-tests]` was refused before the run as a skill no plugin defines."""
+    def rename(app: Path) -> None:
+        skills = app / "plugin" / "skills"
+        (skills / "fix-tests").rename(skills / "repair-tests")
+    said = "skill: the add test fails; fix calc.py"
+    fixed = {"contains": {"calc.py": ["return a + b"]}}
+    cases = {"c-by-dir": (said, {"skills": {"must_trigger": ["repair-tests"]}, "files": fixed}),
+             "c-by-name": (said, {"skills": {"must_trigger": ["fix-tests"]}, "files": fixed}),
+             "c-not-dir": (said, {"skills": {"must_not_trigger": ["repair-tests"]}, "files": fixed})}
+    _, out, r = _run(tmp_path, cases, "smoke-20261206T130000Z", edit_app=rename)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert _verdict(out, "c-by-dir")["verdict"] == "pass", _verdict(out, "c-by-dir")["layers"]["skills"]
+    assert _verdict(out, "c-by-name")["verdict"] == "pass", _verdict(out, "c-by-name")["layers"]["skills"]
+    v = _verdict(out, "c-not-dir")
+    assert v["verdict"] == "fail" and v["layers"]["skills"]["unwanted"] == ["repair-tests"], v["layers"]["skills"]
+    traj = json.loads((cases_view(out) / "c-not-dir" / "trajectory.json").read_text())
+    assert traj["skill_aliases"] == {"demo:fix-tests": ["demo:repair-tests", "fix-tests", "repair-tests"]}, traj
+    g = run_script("gate", out)
+    assert g.rc == 1 and "c-not-dir (skills)" in g.stdout + g.stderr, g.stdout + g.stderr

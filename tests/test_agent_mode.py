@@ -170,6 +170,11 @@ def test_an_mcp_server_that_did_not_connect_is_infra_never_a_pass(tmp_path):
     assert v["verdict"] == "infra_error", v
     assert "MCP server 'calc' (failed) did not connect" in v["infra_reason"], v["infra_reason"]
     assert "invocation.agent.mcp_config" in v["infra_reason"]
+    # the gate's hint names the agent's key, not a cli app's invocation.command / cwd (keys it has not)
+    g = run_script("gate", out)
+    text = g.stdout + g.stderr
+    assert g.rc == 1 and "check the adapter's invocation.agent.mcp_config (run each server's command" in text, text
+    assert "invocation.cwd" not in text and "invocation.command" not in text, text
 
 
 def test_secrets_never_reach_disk(main_run):
@@ -224,6 +229,18 @@ def test_newcomer_mistakes_are_named_before_any_case_runs(tmp_path):
                run_id="smoke-20261204T230004Z", adapter=agent_adapter(state.parent, program="claud"))
     assert r.rc == 3 and "invocation.agent.program 'claud' is not found" in r.stdout, r.stdout
     assert r.json["key"] == "invocation.agent.program"
+    # an MCP server whose program is not on the agent's PATH: the CLI goes on without it, so every case
+    # paid a model session to read infra_error; a config under VS Code's "servers" key: the CLI refuses it
+    for i, (doc, needle) in enumerate((
+            ({"mcpServers": {"calc": {"command": "calc-server", "args": ["--stdio"]}}},
+             "command 'calc-server' is not found on the agent's PATH"),
+            ({"servers": {"calc": {"command": sys.executable}}}, "found: servers"))):
+        (state.parent / f"mcp{i}.json").write_text(json.dumps(doc))
+        r, out = run(state, [case("n-5", "mcp 3", expect={"tools": {"subset": ["mcp__calc__add"]}})], tmp_path,
+                     run_id=f"smoke-20261204T23001{i}Z", adapter=agent_adapter(state.parent, mcp_config=f"mcp{i}.json"))
+        assert r.rc == 3 and r.json["key"] == "invocation.agent.mcp_config", r.stdout
+        assert needle in r.json["error"] and f"mcp{i}.json" in r.json["error"], r.json["error"]
+        assert not (out / "cases").exists() or not any((out / "cases").iterdir())
 
 
 def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):
@@ -233,6 +250,8 @@ def test_a_hang_is_a_timeout_and_its_process_group_is_killed(tmp_path):
                  run_id="smoke-20261204T231000Z", adapter=ad)
     v = verdict(out, "h-1")
     assert v["verdict"] == "infra_error" and "process group was killed" in v["infra_reason"]
+    g = run_script("gate", out)
+    assert g.rc == 1 and "check the adapter's invocation.agent.timeout_s" in g.stdout + g.stderr, g.stdout + g.stderr
     deadline = time.time() + 30
     while time.time() < deadline and processes_in(str(tmp_path), b"fakeclaude-grandchild"):
         time.sleep(0.2)

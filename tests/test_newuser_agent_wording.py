@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.score.hollow import hollow_layer_line
+from assay.score.hollow_hints import hollow_layer_line
 from assay.score.tool_args import score_tool_args
 from assay.traces.normalize import normalize_trace
 from fakeapp import adapter, case, make_plan, make_state, run_runner, write_plan

@@ -301,7 +301,7 @@ def test_a_cli_app_names_its_stderr_the_span_file_it_looked_for_and_a_command_no
 
 def test_the_conversation_line_points_at_the_key_its_reason_names():
     from assay.report.gate_reasons import conversations_reason
-    from assay.score.hollow import hollow_layer_line
+    from assay.score.hollow_hints import hollow_layer_line
 
     def conv(why, **extra):
         block = {"n": 2, "skipped": 0, "passes": 0, "failures": 0, "top_unscored_reason": why,

@@ -293,7 +293,7 @@ def test_a_cli_program_not_found_names_invocation_command_not_base_url(state, tm
     invocation.base_url / invocation.endpoint", keys a cli adapter does not have. It names
     invocation.command and the cwd a relative path resolves against (said at read time: results.json
     keeps the recorded text, so --verify still holds); an http app's line is unchanged."""
-    from assay.score.hollow import hollow_layer_line
+    from assay.score.hollow_hints import hollow_layer_line
     st = state
     ad = cli_adapter(command=[sys.executable, "bot.py", "<user turn>"])
     plan = make_plan(st, [case("c1", "hi")], adapter_doc=ad, run_id="smoke-20261201T000000Z")

@@ -27,7 +27,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
 from .fixture_paths import files_problems
-from .agent_skills import plugin_dirs_without_skills
+from .agent_skills import plugin_dirs_without_skills, skill_aliases, skill_groups
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -319,6 +319,9 @@ class AgentInvoker(CliInvoker):
         if wire.get("check") and wire["case_id"] in self._on_fixture:   # the same check on the untouched fixture
             measured["check_on_fixture"] = self._on_fixture[wire["case_id"]]
         traj = got["trajectory"]
+        aliases = skill_aliases(skill_groups(self.spec, [fixture]), traj.get("skills") or [])
+        if aliases:   # a skill whose frontmatter name is not its directory's: either name is the skill
+            traj["skill_aliases"] = aliases
         body = {"result": text, "session_id": traj.get("session_id"), "subtype": result_ev.get("subtype"),
                 "is_error": result_ev.get("is_error"), "num_turns": result_ev.get("num_turns")}
         withheld = None if text is not None else f"the agent stopped without an answer ({result_ev.get('subtype')})"

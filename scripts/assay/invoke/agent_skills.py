@@ -30,11 +30,31 @@ def plugin_dirs_without_skills(spec: AgentSpec) -> list[str]:
     return out
 
 
-def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
-    """Every skill name a case may name: each plugin dir's skills (bare and `<plugin>:<skill>`) and
-    the workdir's own `.claude/skills`."""
+def _frontmatter_name(skill_md: Path) -> str | None:
+    """The `name:` of a SKILL.md's frontmatter (between its first two `---` lines), else None."""
+    try:
+        lines = skill_md.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    if not lines or lines[0].strip() != "---":
+        return None
+    for line in lines[1:60]:
+        if line.strip() == "---":
+            return None
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "name":
+            value = value.split(" #", 1)[0].strip().strip("'\"").strip()
+            return value or None
+    return None
+
+
+def skill_groups(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> list[set[str]]:
+    """Each skill a case may name, as the set of its names: its directory's name and, when its
+    SKILL.md's frontmatter `name` differs, that name too (Claude Code lists the skill as
+    `demo:fix-tests (demo:repair-tests)` and launches it by either), each bare and, for a plugin's
+    skill, as `<plugin>:<name>`."""
     import json
-    names: set[str] = set()
+    groups: list[set[str]] = []
     for d in spec.plugin_dirs:
         plugin = d.name
         manifest = d / ".claude-plugin" / "plugin.json"
@@ -43,9 +63,28 @@ def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
             plugin = doc.get("name") or plugin if isinstance(doc, dict) else plugin
         except (OSError, ValueError):
             pass
-        for skill in (d / "skills").glob("*/SKILL.md"):
-            names.update({skill.parent.name, f"{plugin}:{skill.parent.name}"})
+        for skill in sorted((d / "skills").glob("*/SKILL.md")):
+            bare = {skill.parent.name, _frontmatter_name(skill) or skill.parent.name}
+            groups.append(bare | {f"{plugin}:{n}" for n in bare})
     for root in [spec.workdir, *fixture_dirs]:
-        for skill in (root / ".claude" / "skills").glob("*/SKILL.md"):
-            names.add(skill.parent.name)
-    return names
+        for skill in sorted((root / ".claude" / "skills").glob("*/SKILL.md")):
+            groups.append({skill.parent.name, _frontmatter_name(skill) or skill.parent.name})
+    return groups
+
+
+def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
+    """Every skill name a case may name: each plugin dir's skills (bare and `<plugin>:<skill>`) and
+    the workdir's own `.claude/skills`, by their directory's name and their frontmatter `name`."""
+    return set().union(*skill_groups(spec, fixture_dirs))
+
+
+def skill_aliases(groups: list[set[str]], invoked: list[str]) -> dict[str, list[str]]:
+    """For each invoked skill name that has other names (skill_groups), those names: the trajectory
+    records them so that `must_not_trigger: [fix-tests]` sees the skill invoked as `repair-tests`."""
+    out: dict[str, list[str]] = {}
+    for name in invoked:
+        renamed = [g for g in groups if name in g and len({n for n in g if ":" not in n}) > 1]
+        others = sorted(set().union(*renamed) - {name}) if renamed else []
+        if others:
+            out[name] = others
+    return out

@@ -91,7 +91,13 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
     if render_only:   # only its requests are rendered (rescore): nothing runs, no fixture is checked
         return inv
     cases = list(plan.cases)
-    skills = known_skills(inv.spec, sorted({fixture_of(c, inv.spec) for c in cases}))
+    fixtures = sorted({fixture_of(c, inv.spec) for c in cases})
+    if inv.spec.mcp_config is not None:
+        from ..invoke.agent_mcp import KEY, mcp_config_problems
+        for msg in mcp_config_problems(inv.spec.mcp_config, [f for f in fixtures if f.is_dir()] or [inv.spec.workdir],
+                                       inv.base_env.get("PATH")):
+            raise AssayError(f"pre-flight: {KEY}: {msg}", 3, key=KEY)
+    skills = known_skills(inv.spec, fixtures)
     for case in cases:
         for key, msg in agent_case_problems(case, inv.spec, skills, inv.base_env.get("PATH")):
             if key == "expect.files.absent" and OUTSIDE_WORKDIR not in msg and GLOB_IN_PATH not in msg:

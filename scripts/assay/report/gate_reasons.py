@@ -10,7 +10,8 @@ from ..core.writer import clip
 from ..core.case_read import read_case_json
 from ..core.explain import describe_response
 from ..core.ids import is_safe_case_id
-from ..score.hollow import ADAPTER_KEY_OF_LAYER, FIX_OF_GAP, absence_only_line, hollow_layer_line, where_to_look
+from ..score.hollow import ADAPTER_KEY_OF_LAYER, FIX_OF_GAP, absence_only_line
+from ..score.hollow_hints import hollow_layer_line, where_to_look
 from .gate_case import GOAL_NOT_REACHED, NOT_RUN, SKIPPED, UNSCORED, closing_cases
 from .gate_judge import MAX_NAMED  # one definition: cases named on a line
 from .rundir import LazyHoldoutIds, case_verdict, try_json_head

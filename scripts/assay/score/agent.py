@@ -6,7 +6,8 @@ after the agent (`assay.invoke.workdir`: `files`, `check`). A fact that was not 
 a pass: the caller records `unscored` before asking these.
 
 - skills: `expect.skills.must_trigger` (each invoked at least once) and `must_not_trigger`
-  (none invoked). A name without `:` also matches a plugin's `<plugin>:<name>`.
+  (none invoked). A name without `:` also matches a plugin's `<plugin>:<name>`; a skill whose
+  SKILL.md `name` differs from its directory's is matched by either (the trajectory's `skill_aliases`).
 - files: `exists`, `absent` (paths), `contains` ({path: [text]}: the file holds each text),
   `unchanged` ([glob]: no path matching it was added, removed or modified). The layer records the
   asserted paths the agent changed (`touched`): none, and an agent that did nothing passes it too
@@ -49,8 +50,14 @@ def score_skills(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> di
         raise ScorerInputError(f"expect.skills must be a mapping with must_trigger / must_not_trigger, got {block!r}")
     invoked = [s for s in trajectory.get("skills") or [] if isinstance(s, str)]
     must, must_not = _names(block, "must_trigger"), _names(block, "must_not_trigger")
-    missing = [w for w in must if not any(skill_matches(w, s) for s in invoked)]
-    wrong = [w for w in must_not if any(skill_matches(w, s) for s in invoked)]
+    aliases = trajectory.get("skill_aliases") if isinstance(trajectory.get("skill_aliases"), Mapping) else {}
+
+    def names_of(s: str) -> list[str]:   # the invoked skill's other names (its frontmatter name vs its dir's)
+        other = aliases.get(s)
+        return [s, *(n for n in other if isinstance(n, str))] if isinstance(other, list) else [s]
+
+    missing = [w for w in must if not any(skill_matches(w, n) for s in invoked for n in names_of(s))]
+    wrong = [w for w in must_not if any(skill_matches(w, n) for s in invoked for n in names_of(s))]
     failures = ([f"skill(s) not triggered: {missing}"] if missing else []) + \
                ([f"skill(s) triggered that must not be: {wrong}"] if wrong else [])
     return {"verdict": FAIL if failures else PASS, "invoked": invoked, "must_trigger": must, "missing": missing,
