@@ -57,6 +57,9 @@ def _run(args, wrote: list[str]):
 
     if args.mode and not args.latest:
         raise AssayError("--mode only applies with --latest (it filters the runs --latest chooses from)", 2)
+    if args.mode is not None:
+        from assay.plan.modes import check_gate_mode
+        check_gate_mode(args.mode)
     if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
         raise AssayError("--github-summary: $GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it in a "
                          "job step); drop the flag outside Actions", 2)
@@ -65,6 +68,11 @@ def _run(args, wrote: list[str]):
     run_dir = latest_started_run(Path(args.path), args.mode, skipped) if args.latest else Path(args.path)
     for name in skipped:
         sys.stderr.write(f"gate: --latest skipped {name}\n")
+    if args.latest and not args.mode:
+        from assay.report.rundir import other_modes_note
+        note = other_modes_note(Path(args.path), run_dir)
+        if note:
+            sys.stderr.write(f"gate: {note}\n")
     result = decide(run_dir, options)
     if args.junit:
         write_junit(result, args.junit)

@@ -300,6 +300,11 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
                                        failing_in=o.failing_in, dataset_version=version,
                                        harness_version=HARNESS_VERSION, case_ids=o.cases)
     notes += select_notes
+    from .select import no_gating_case_warning
+    nothing_gates = no_gating_case_warning(cases, split)
+    if nothing_gates:
+        notes.append(nothing_gates)
+        warnings.append(nothing_gates)
     k = o.k if o.k is not None else mode.k
     if mode.name == "regression" and k < 3:
         notes.append(f"regression at k={k} (< 3): pass^k is weaker; say so in the report")

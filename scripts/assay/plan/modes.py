@@ -47,5 +47,20 @@ def resolve_mode(name: str) -> Mode:
     if name in REFUSED_MODES:
         raise AssayError(REFUSED_MODES[name], 2, mode=name)
     if name not in MODES:
-        raise AssayError(f"unknown --mode {name!r}; modes: {', '.join(MODES)}", 2)
+        from ..core.suggest import did_you_mean
+        raise AssayError(f"unknown --mode {name!r}{did_you_mean(name, MODES)}; modes: {', '.join(MODES)}", 2)
     return MODES[name]
+
+
+def check_gate_mode(name: str) -> None:
+    """`gate.py --latest --mode M`: M must be a mode a run id can carry (it filters run dirs by their
+    name); a typo found no run, and `full` is two runs (regression, then holdout), gated one by one."""
+    if name in MODES:
+        return
+    if name in REFUSED_MODES:
+        raise AssayError("--mode full: a full run is two runs, a regression run and then a holdout run, each "
+                         "with its own run id; gate each: --latest --mode regression, then --latest --mode holdout",
+                         2, key="--mode")
+    from ..core.suggest import did_you_mean
+    raise AssayError(f"--mode {name!r} is no run mode{did_you_mean(name, MODES)}; run ids start with one of: "
+                     f"{', '.join(MODES)}", 2, key="--mode")

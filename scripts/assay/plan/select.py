@@ -115,4 +115,23 @@ def select_cases(cases: list[dict[str, Any]], *, mode: str, split: str, tag: str
         raise AssayError(f"no case selected by {asked}{tag_hint}; splits present in the suite: {_splits_present(cases)}. "
                          "Add the split to the cases' `split` field, or pick another mode/tag", 2,
                          mode=mode, split=split, tag=tag)
+    canaries = [str(c.get("id")) for c in chosen if "canary" in case_splits(c)]
+    if len(canaries) == len(chosen) and not case_ids:   # a run of canaries measures nothing (--case: asked for)
+        shown = ", ".join(canaries[:5]) + (f" and {len(canaries) - 5} more" if len(canaries) > 5 else "")
+        raise AssayError(f"{asked} selects only canaries ({shown}): a canary checks that the app is up and "
+                         "stops the run when it is not; it is no case, so the run would measure nothing (the "
+                         f"gate closes on it). Splits present in the suite: {_splits_present(cases)}. Add "
+                         f"{split!r} to the `split` field of the cases to run, or pick another mode/tag", 2,
+                         mode=mode, split=split, tag=tag, cases=canaries)
     return chosen, notes
+
+
+def no_gating_case_warning(chosen: list[dict[str, Any]], split: str) -> str | None:
+    """Said when every non-canary case a plan selects is `gating: false`: `gate.py` closes on such
+    a run (no failure could close it), so the plan says so before anything is spent."""
+    cases = [c for c in chosen if "canary" not in case_splits(c)]
+    if not cases or any(c.get("gating", True) is not False for c in cases):
+        return None
+    return (f"no case this plan selects gates: all {len(cases)} case(s) of split {split!r} are gating: false, so "
+            "gate.py closes on the run (no failure could close it); drop `gating: false` from the reviewed "
+            "cases' YAML, or plan a split that holds gating cases")

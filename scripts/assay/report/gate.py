@@ -17,7 +17,7 @@ from pathlib import Path
 from ..stats.counts import cases_phrase
 from .gate_lines import repeated_5xx_reason, summary_lines
 from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
-                           goal_not_reached_reason, hollow_reasons, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
+                           goal_not_reached_reason, hollow_reasons, no_gating_case_reason, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
                            kept_verify,
                            skipped_gating_reason, unscored_gating_reason)
 from .rundir import RunResultsView, load_results
@@ -143,6 +143,9 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
         reasons.append("missing artifacts: " + ", ".join(str(m) for m in (missing if isinstance(missing, list) else [missing])[:10]))
     if not bad and summary["passes"] + summary["failures"] == 0:
         reasons.append("nothing was measured (0 passes + 0 failures), which is not a pass")
+    nothing_gated = None if bad else no_gating_case_reason(run_dir, results, summary)
+    if nothing_gated:
+        reasons.append(nothing_gated)
     reasons.extend(hollow_reasons(summary, _invocation_mode(run_dir)))
     from .gate_trust import trust_checks
     res.trust_head, res.trust_info, trusted = trust_checks(run_dir, results)

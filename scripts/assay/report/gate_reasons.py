@@ -86,6 +86,25 @@ def gating_reason(run_dir: Path, results: dict, summary: dict, notes: dict | Non
     return text
 
 
+def no_gating_case_reason(run_dir: Path, results: dict, summary: dict) -> str | None:
+    """Close on a run whose every non-canary case is `gating: false`: such a case never closes the
+    gate, so the gate could close on no failure at all; open would say "nothing gated failed" of a
+    run that gated nothing (the plan's split held only cases marked `gating: false`). A run with no
+    non-canary case at all closes as "nothing measured" instead."""
+    from .gate_case import gate_rows, is_gating
+    n = summary.get("n")
+    if not is_count(n) or n == 0:
+        return None
+    rows = [r for r in gate_rows(run_dir, results) if isinstance(r, dict) and not r.get("canary")]
+    if not rows or any(is_gating(r) for r in rows):
+        return None
+    split = results.get("selecting_split")
+    where = f" (split {split!r})" if isinstance(split, str) else ""
+    return (f"no gating case in this run: all {len(rows)} case(s){where} are gating: false, so no failure could "
+            "close this gate (an open gate would say nothing of them); let the reviewed cases gate (drop "
+            "`gating: false` from their YAML) or plan a split that holds gating cases")
+
+
 def replay_miss_reason(run_dir: Path, results: dict) -> str | None:
     """Close on gating cases --replay (or rescore) could not answer: not measured, so never a pass,
     and never infrastructure noise hidden under --max-infra-rate. Holdout ids are counted only."""

@@ -52,7 +52,7 @@ def last_log_event(run_dir: Path) -> dict | None:
     return None
 
 
-def _not_a_run_hint(path: Path) -> str:
+def not_a_run_hint(path: Path) -> str:
     """What to pass instead: a reports dir (its runs hold results.json) names its newest run; a run
     that never started (its `.<run-id>.not-started.json` beside the path) says why."""
     from ..rundir import not_started
@@ -70,6 +70,10 @@ def _not_a_run_hint(path: Path) -> str:
     parsed = parse_run_id(path.name)
     if parsed and not path.exists() and (lock.exists() or lock.is_symlink()):
         return f"that run never started: {not_started.reason(not_started.lock_record(lock, path.name, parsed[0]))}"
+    if path.is_file():
+        return _file_hint(path)
+    if not path.exists():
+        return "no such directory; pass a run directory (reports/<run-id>, the `out` make_plan.py prints)"
     try:
         runs = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.is_symlink()
                       and (p / "results.json").is_file())
@@ -82,6 +86,21 @@ def _not_a_run_hint(path: Path) -> str:
     return "pass a run directory (reports/<run-id>); gate.py alone also takes a reports dir with --latest"
 
 
+def _file_hint(path: Path) -> str:
+    """A file where a run dir was expected: a run's own results.json names its dir; a plan names the
+    run dir it makes (reports/<its run_id>), which exists only once run_cases.py has run it."""
+    if path.name == "results.json" and parse_run_id(path.parent.name):
+        return f"that is a run's results.json: pass its directory, {path.parent}"
+    head = try_json_head(path)
+    if isinstance(head, dict) and "plan_version" in head and isinstance(head.get("run_id"), str):
+        paths = head.get("paths") if isinstance(head.get("paths"), dict) else {}
+        state = paths.get("state_dir") if isinstance(paths.get("state_dir"), str) else "<state>"
+        out = Path(state) / "reports" / head["run_id"]
+        made = "" if (out / "results.json").is_file() else " (run it first: run_cases.py --plan <that plan> --out that dir)"
+        return f"that is a plan (make_plan.py's output), not a run: its run directory is {out}{made}"
+    return "it is a file; pass a run directory (reports/<run-id>)"
+
+
 def load_results(run_dir: Path, *, rows: bool = True) -> dict:
     """results.json with an object `summary`, else AssayError(2). A symlink at the run dir, among
     its files or its case dirs is refused first (exit 2 naming it): nothing is read through one."""
@@ -89,7 +108,7 @@ def load_results(run_dir: Path, *, rows: bool = True) -> dict:
     if Path(run_dir).is_dir():
         refuse_symlinks_in(run_dir, max_depth=2, what="inside a run directory")
     if not path.is_file():
-        raise AssayError(f"{run_dir}: no results.json here; {_not_a_run_hint(Path(run_dir))}", 2, path=str(run_dir))
+        raise AssayError(f"{run_dir}: no results.json here; {not_a_run_hint(Path(run_dir))}", 2, path=str(run_dir))
     doc = read_results_file(path, rows=rows)
     if not isinstance(doc, dict) or not isinstance(doc.get("summary"), dict):
         raise AssayError(f"{path}: `summary` is missing or not an object; this is not a results.json "
@@ -173,6 +192,28 @@ def latest_run(reports_dir: Path, mode: str | None = None, skipped: list[str] | 
         raise AssayError(f"{reports_dir}: no run directory{what} (named <mode>-<YYYYMMDDTHHMMSSZ>, "
                          f"holding results.json) found{hint}", 2, path=str(reports_dir))
     return max(found)[2]
+
+
+def other_modes_note(reports_dir: Path, chosen: Path) -> str | None:
+    """`gate.py --latest` without `--mode` gates the newest run of any mode: when the reports dir also
+    holds runs of other modes, say which mode it chose and the newest run of each other mode, which
+    this gate did not read (a red regression run behind a newer green smoke run is no green regression)."""
+    picked = parse_run_id(chosen.name)
+    if not picked:
+        return None
+    newest: dict[str, str] = {}
+    for child in Path(reports_dir).iterdir():
+        parsed = parse_run_id(child.name)
+        if parsed and parsed[0] != picked[0] and (child / "results.json").is_file():
+            if parsed[0] not in newest or parse_run_id(newest[parsed[0]])[1] < parsed[1]:  # type: ignore[index]
+                newest[parsed[0]] = child.name
+    if not newest:
+        return None
+    others = "; ".join(f"{mode}: {run_id}" for mode, run_id in sorted(newest.items()))
+    modes = " or ".join(f"--mode {mode}" for mode in sorted(newest))
+    return (f"--latest without --mode gated {chosen.name}, the newest run of any mode ({picked[0]}); this reports "
+            f"dir also holds runs of other modes, not gated here (newest {others}): pass {modes} to gate "
+            "that series")
 
 
 def unmerged_shards(reports_dir: Path, mode: str | None, stamp: str | None) -> tuple[str, list[str]] | None:

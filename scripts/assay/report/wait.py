@@ -49,10 +49,22 @@ def wait_for_run(run_dir: Path, *, timeout_s: float = 540, interval_s: float = 5
     stream = stderr or sys.stderr
     last_notice: float | None = None
     run_dir = Path(run_dir)
-    if not run_dir.is_dir() or not ((run_dir / "results.json").exists() or (run_dir / "manifest.yaml").exists()):
-        raise AssayError(f"{run_dir}: not a run directory (no results.json or manifest.yaml); pass "
-                         f"reports/<run-id> as printed by make_plan.py", 2, path=str(run_dir))
     start = clock()
+    while not run_dir.exists() and runner_state(lock_path(run_dir, run_dir.name)) == "alive":
+        # its runner holds the lock and is still in pre-flight (the health check waits on a slow app): the
+        # run dir is made when pre-flight ends, so this is a run in progress, never a wrong path
+        waited = clock() - start
+        if waited >= timeout_s:
+            return EXIT_RUNNING, {"run_id": run_dir.name, "status": "running", "exit_code": None,
+                                  "runner_process": "alive", "last_event": None, "waited_s": round(waited, 3),
+                                  "finished": 0, "planned": None,
+                                  "message": "its runner is still in pre-flight (no run directory yet); call "
+                                             "wait_run.py again"}
+        sleep(min(interval_s, NOTICE_EVERY_S, max(0.0, timeout_s - waited)))
+    if not run_dir.is_dir() or not ((run_dir / "results.json").exists() or (run_dir / "manifest.yaml").exists()):
+        from .rundir import not_a_run_hint
+        raise AssayError(f"{run_dir}: not a run directory (no results.json or manifest.yaml); "
+                         f"{not_a_run_hint(run_dir)}", 2, path=str(run_dir))
     while True:
         results = try_json(run_dir / "results.json")
         status, exit_code = _status(results)
