@@ -73,7 +73,19 @@ def decision_dict(run_dir: str | Path, options: GateOptions = DEFAULT) -> dict:
                 "verified": False, "in_progress": None}
     return {"gate": "open" if res.open else "closed", "reasons": list(res.reasons), "verified": res.verified,
             "verify_clean": res.verify_clean, "verify_detail": res.verify_detail, "in_progress": res.in_progress, "budgets": list(res.budget_lines),
-            "headline": res.lines[0] if res.lines else None}
+            "headline": res.lines[0] if res.lines else None, "counts": _counts(res)}
+
+
+COUNT_KEYS = ("n", "passes", "failures", "gating_failures", "infra_rate", "unscored")
+
+
+def _counts(res: GateResult) -> dict | None:
+    """The counts the decision read (for an interrupted run, its recount of the finished cases, not
+    results.json's last batch); None while the runner still writes them (nothing final to show)."""
+    summary = res.results.get("summary") if isinstance(res.results, dict) else None
+    if res.in_progress is not None or not isinstance(summary, dict):
+        return None
+    return {k: summary.get(k) for k in COUNT_KEYS}
 
 
 def gate_open(run_dir: Path) -> tuple[bool, str | None]:

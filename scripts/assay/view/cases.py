@@ -17,7 +17,9 @@ from ..core import casestore
 from ..core.case_read import case_verdicts
 from ..report.sections import first_failure
 from . import gates
+from ..rundir.derived import verdict_row
 from .paths import read_jsonl, run_dir
+from .runs import run_extra
 from .quiet import wait_quiet, waiting
 from .source import datasets_ok, where
 
@@ -124,20 +126,36 @@ def facets_of(rows: list[dict]) -> dict:
             "layers": sorted(set().union(*(r["layers"] for r in rows)))}
 
 
+def _unfinished(d: Path, reports: Path) -> bool:
+    """results.json still says running (a live runner, or one killed): its verdicts.jsonl is the
+    runner's last batch (often absent), so the rows are the finished cases in its journal
+    (cases.jsonl: a regular file, never a symlink, `casestore.has_journal`)."""
+    extra = run_extra(reports, d.name)   # the row's summary, read once per results.json version
+    return bool(extra) and extra["summary"].get("status") == "running" and casestore.has_journal(d)
+
+
+def _finished_rows(d: Path) -> list[dict]:
+    """verdicts.jsonl's rows for every case that finished (the cases the gate recounts for an
+    interrupted run), in the order they finished."""
+    return [verdict_row(dict(rec, case_id=cid)) for cid, rec in casestore.open_store(d).verdicts()
+            if isinstance(rec, dict) and rec.get("case_id") == cid and "verdict" in rec]
+
+
 def index(reports: Path, run_id: str) -> dict:
     d = run_dir(reports, run_id)
     gates.ask(d)   # the run page's gate: its decision starts with the page's first request
-    path = d / "verdicts.jsonl"
+    unfinished = _unfinished(d, reports)
+    path = d / (casestore.JOURNAL if unfinished else "verdicts.jsonl")
     try:
         mtime = path.stat().st_mtime
     except OSError:
         mtime = 0.0
-    key = (str(d), mtime)
+    key = (str(d), mtime, unfinished)
     with _LOCK:
         if key in _INDEX:
             return _INDEX[key]
     rows, holdout = [], {"n": 0, "pass": 0, "fail": 0, "other": 0}
-    for r in read_jsonl(path, reports):
+    for r in (_finished_rows(d) if unfinished else read_jsonl(path, reports)):
         cid = r.get("case_id")
         if not isinstance(cid, str):
             continue

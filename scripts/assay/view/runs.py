@@ -58,8 +58,29 @@ def run_row(reports: Path, name: str, wait: float | None = 0.0) -> dict | None:
         mark = "running" if runner_alive(reports / name) else "interrupted"
         row = dict(row, marks=[mark if m == "running" else m for m in row["marks"]])
     decision = gate(reports / name, mtime, wait)
+    if row["status"] == "running":
+        row = dict(row, **unfinished_counts(decision.get("counts")))
     return dict(row, gate=decision["gate"], reasons=decision["reasons"], verified=bool(decision.get("verified")),
                 check=check_state(decision), green=decision["gate"] == "open" and not row["marks"])
+
+
+def unfinished_counts(counts: dict | None) -> dict:
+    """A run whose results.json still says running: its summary is the runner's last batch (a killed
+    runner's often 0 cases while cases failed). Its counts are the decision's recount of the finished
+    cases (`assay.verdict.decision_dict`, what gate.py quotes), or unknown (None, shown "–": the
+    runner still writes them, or the gate is not decided yet), never that batch's 0."""
+    counts = counts if isinstance(counts, dict) else {}
+    passes, failures = counts.get("passes"), counts.get("failures")
+    known = isinstance(passes, int) and isinstance(failures, int)
+    ci = wilson_interval(passes, passes + failures) if known else None
+    gating = counts.get("gating_failures")
+    return {"n": counts.get("n") if isinstance(counts.get("n"), int) else None,
+            "passes": passes if known else None, "failures": failures if known else None,
+            "pass_rate": round(passes / (passes + failures), 4) if known and passes + failures else None,
+            "interval": [round(ci[0], 4), round(ci[1], 4)] if ci else None,
+            "gating_failures": gating if isinstance(gating, int) else None,
+            "infra_rate": counts.get("infra_rate") if known else None,
+            "unscored": counts.get("unscored") if isinstance(counts.get("unscored"), int) else None}
 
 
 def _base_row(reports: Path, name: str) -> tuple[dict, float, dict] | None:

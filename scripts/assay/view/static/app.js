@@ -57,9 +57,19 @@
       for (const r of doc.runs) {
         const cell = table.querySelector('td.gate-cell[data-run="' + CSS.escape(r.run_id) + '"]');
         if (cell) cell.replaceChildren(gateChip(r), ...r.marks.map(m => chip(m, "mark")));
+        /* an unfinished run's counts are the decision's recount: they come with its gate */
+        for (const [k, v] of Object.entries(countCells(r))) {
+          const c = table.querySelector('td[data-count="' + k + '"][data-run="' + CSS.escape(r.run_id) + '"]');
+          if (c) c.replaceChildren(v);
+        }
       }
       if (doc.checking) refreshGates(table);
     }), 1000);
+  }
+  /* a run's counts as its row says them ("–" where unknown: an unfinished run not decided yet) */
+  function countCells(r) {
+    return {rate: pct(r.pass_rate) + (r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
+            gating: typeof r.gating_failures === "number" ? String(r.gating_failures) : "–", infra: pct(r.infra_rate)};
   }
   function runsPage() {
     return load("/api/runs").then(doc => {
@@ -81,13 +91,14 @@
           while (picked.length > 2) { const old = picked.shift(); document.querySelector('input[data-run="' + CSS.escape(old) + '"]').checked = false; }
           if (picked.length === 2) btn.removeAttribute("disabled"); else btn.setAttribute("disabled", "disabled");
         }}});
-        const gate = gateChip(r);
+        const gate = gateChip(r), counts = countCells(r);
         return el("tr", {class: "run-row"}, el("td", {}, box),
           el("td", {class: "nowrap"}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)), el("td", {}, r.mode),
           el("td", {class: "nowrap", title: r.started_at || ""}, String(r.started_at || "").replace("T", " ").replace(/\.\d+Z$/, "Z")),
-          el("td", {class: "nowrap"}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""),
-          el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))), el("td", {}, r.gating_failures),
-          el("td", {}, pct(r.infra_rate)), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series),
+          el("td", {class: "nowrap", "data-count": "rate", "data-run": r.run_id}, counts.rate),
+          el("td", {class: "gate-cell", "data-run": r.run_id}, gate, r.marks.map(m => chip(m, "mark"))),
+          el("td", {"data-count": "gating", "data-run": r.run_id}, counts.gating),
+          el("td", {"data-count": "infra", "data-run": r.run_id}, counts.infra), el("td", {}, (r.suite_sha256 || "").slice(0, 12)), el("td", {}, r.series),
           el("td", {class: "nowrap"}, prev(i) ? el("a", {href: "#/compare/" + E(prev(i).run_id) + "/" + E(r.run_id), class: "vs-prev"}, "vs previous") : ""));
       });
       const table = el("table", {id: "runs"}, el("tr", {}, ["", "run", "mode", "started", "pass rate [95 % Wilson]", "gate",
@@ -148,7 +159,9 @@
     sec.replaceChildren(el("h2", {}, "Gate: ", known ? chip(g.gate, g.gate) : chip("checking…", "checking"), marks.map(m => chip(m, "mark"))),
       !known ? el("p", {}, "The gate is being evaluated; the cases below are already complete.")
         : g.reasons.length ? el("ul", {class: "reasons"}, g.reasons.map(x => el("li", {}, x))) : el("p", {}, "No reason to close."),
-      el("p", {class: "note", id: "gate-verified"}, !known ? "" : g.verified
+      el("p", {class: "note", id: "gate-verified"}, !known ? "" : marks.includes("running") || marks.includes("interrupted")
+        ? "The gate's own evaluation (assay.report.gate), without the completeness check (run_cases.py --verify): the run did not finish, so there is nothing whole to check yet; the check runs once it is finished."
+        : g.verified
         ? "The gate's evaluation (assay.report.gate) with the completeness check (run_cases.py --verify): run here on a run this small, or the answer a gate kept for these exact files."
         : "The gate's own evaluation (assay.report.gate), without the completeness check (run_cases.py --verify), too long to run here on a run this size: gate.py runs it and keeps its answer for these exact files, which this page then shows."));
     if (known || BUNDLE) return;
@@ -224,7 +237,7 @@
           label, q.sort === key ? (q.desc === "1" ? " \u25be" : " \u25b4") : "") : label));
       const table = el("table", {id: "cases"}, el("tr", {}, head),
         page.cases.map(c => el("tr", {class: "case-row" + (c.verdict === "pass" ? "" : " bad")},
-          el("td", {class: "what"}, el("a", {href: "#/case/" + E(runId) + "/" + E(c.case_id)}, c.title || c.case_id),
+          el("td", {class: "what"}, el("a", {href: "#/case/" + E(runId) + "/" + E(c.case_id), class: "clamp", title: vis(c.title || c.case_id)}, c.title || c.case_id),
             c.title ? el("span", {class: "cid"}, " " + c.case_id) : null, c.multi_turn ? chip("conversation", "mark") : null,
             c.input ? el("div", {class: "input"}, c.input) : null),
           el("td", {}, chip(c.verdict)),
@@ -407,7 +420,7 @@
       const v = c.verdict || {};
       const src = c.source;
       const out = [el("p", {}, el("a", {href: "#/run/" + E(runId)}, "\u2190 run " + runId)), gateLine(runId),
-        el("h1", {}, chip(v.verdict || "?"), " ", v.title || caseId),
+        el("h1", {}, chip(v.verdict || "?"), " ", el("span", {class: "clamp", id: "case-title", title: vis(v.title || caseId)}, v.title || caseId)),
         el("p", {class: "note", id: "case-facts"}, "case " + caseId + " · unit " + (v.unit || "–") + " · category " + (v.category || "–") +
           " · latency " + ms(v.latency_ms) + " · attempts " + (v.attempts ?? "–"), src ? [" · ", el("span", {class: "src"}, src.path + (src.line ? ":" + src.line : ""))] : null)];
       if (v.input_text) out.push(el("div", {class: "input-block"}, el("span", {class: "label"}, "input "), v.input_text));
