@@ -262,13 +262,14 @@ def test_a_suite_that_does_not_convert_never_reads_a_cached_green_run(tmp_path):
 def test_the_readme_ci_block_runs_as_written(tmp_path):
     """README's "The CI gate" block had `--out .assay/reports/<run-id>` after a make_plan.py that chose
     its own run id: whatever a newcomer put there, the runner refused it (exit 2, --out must end in
-    the plan's run id). The block now names the run id itself; only its `scripts/` is the plugin's."""
+    the plan's run id). The block now names the run id itself, and its scripts are `$ASSAY_ROOT/scripts/`
+    (a bare `scripts/` was the app checkout's, where the block runs)."""
     from fakeapp import FakeApp
     readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## The CI gate", 1)[1].split("\n## ", 1)[0]
     block = re.findall(r"```\n(.*?)```", readme, re.S)[0]
     assert "<" not in block.replace("< /dev/null", ""), "no placeholder left to guess"
-    lines = block.split("\n# or,")[0].replace("python3 scripts/", 'python3 "$ASSAY_ROOT/scripts/').replace(
-        '.py ', '.py" ')
+    lines = block.split("\n# or,")[0]
+    assert "python3 scripts/" not in block, "the scripts are assay's, not the app checkout's"
     handler = store_app(cancel=("billing", "I cannot do that."))
 
     repo = tmp_path / "checkout"
@@ -279,6 +280,28 @@ def test_the_readme_ci_block_runs_as_written(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "gate closed: 1 gating failure(s): c-cancl001" in r.stdout, r.stdout
     assert junit(repo / "junit.xml")[0]["failures"] == "2"
+
+
+def test_the_readme_pipeline_block_runs_as_written(tmp_path):
+    """README's "Using it on your own app" step 2 said "any working directory" over `python3 scripts/...`
+    lines: run beside the app's `.assay/`, the first line was `can't open file .../scripts/convert_suite.py`,
+    and its `--out $S/reports/<run-id>` was a shell redirection from a file named `run-id`. The block now
+    names the checkout (`$ASSAY_ROOT`) and the run id; run as written it ends in the gate's exit code."""
+    from fakeapp import FakeApp
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("2. Run the pipeline", 1)[1]
+    block = re.findall(r"```\n(.*?)```", readme, re.S)[0]
+    assert "<" not in block, "no placeholder left to guess"
+    assert "python3 scripts/" not in block and "export ASSAY_ROOT=/path/to/assay " in block, block
+    script = "\n".join(line.strip() for line in block.splitlines()).replace("/path/to/assay", str(ROOT))
+    repo = tmp_path / "app"
+    repo.mkdir()
+    state = write_repo(repo)
+    with FakeApp(store_app(cancel=("billing", "I cannot do that."))) as app:
+        r = Job(repo, int(app.url.rsplit(":", 1)[1])).step(script)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "gate closed: 1 gating failure(s): c-cancl001" in r.stdout, r.stdout
+    (run,) = (state / "reports").glob("smoke-*")
+    assert (run / "report.html").is_file() and (run / "report.md").is_file()
 
 
 def _block_after(heading: str) -> str:

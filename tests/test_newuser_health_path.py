@@ -49,3 +49,15 @@ def test_a_method_the_route_does_not_take_names_the_method(tmp_path):
     doc = preflight(tmp_path, "", method="POST", path="/healthz", expect_status=[200])
     assert doc["key"] == "invocation.health_check.method" and doc["status"] == 405, doc
     assert "that route does not take POST: set invocation.health_check.method" in doc["error"], doc["error"]
+
+
+def test_a_declared_health_path_without_expect_status_is_still_checked(tmp_path):
+    """`health_check: {path: /health}` with no expect_status: the app answered 404 there and pre-flight
+    took any status as up, so a typo'd health route never said so. A declared path now must be a route
+    the app has (404 / 405 refused); an undeclared probe of base_url still takes any status."""
+    doc = preflight(tmp_path, "", method="GET", path="/health")
+    assert doc["key"] == "invocation.health_check.path" and doc["status"] == 404, doc
+    assert "returned 404 (no expect_status, but a declared path must be a route the app has)" in doc["error"]
+    assert "set invocation.health_check.path in adapter.yaml" in doc["error"], doc["error"]
+    doc = preflight(tmp_path / "m", "", method="POST", path="/healthz")
+    assert doc["key"] == "invocation.health_check.method" and doc["status"] == 405, doc

@@ -136,6 +136,13 @@ def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = 
         key, fix = _health_status_fix(invoker, hc, method, out.status)
         raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status}, not one of "
                          f"{expect}; {fix}", 3, key=key, status=out.status)
+    if not expect and hc.get("path") and out.status in (404, 405):
+        # A declared health path the app has no route for (a typo, /health for /healthz) probed nothing:
+        # without expect_status any status meant up, so the mistake passed pre-flight unnoticed.
+        key, fix = _health_status_fix(invoker, hc, method, out.status)
+        raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status} (no expect_status, "
+                         f"but a declared path must be a route the app has); {fix}", 3, key=key,
+                         status=out.status)
     return {"checked": True, "method": method, "status": out.status}
 
 
