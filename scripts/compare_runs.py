@@ -40,6 +40,7 @@ def run(args):
     from assay.compare.baseline import refuse_unverified, resolve_baseline
     from assay.compare.document import compare_runs
     from assay.verdict import gate_open
+    from assay.verdict.baseline import red_baseline_words
     from assay.core import jsonio
     from assay.core.writer_stream import write_json_streamed
     from assay.core.errors import AssayError
@@ -51,6 +52,10 @@ def run(args):
     refuse_unverified(base)
     refuse_unverified(candidate, "candidate")
     doc = compare_runs(base, candidate)
+    # a pinned baseline whose own gate is closed is said, first (assay.verdict's decision, gate.py's words)
+    red = red_baseline_words(args.base, candidate, base, doc["base"]["run_id"], is_open=gate_open, named=False)
+    if red:
+        doc["notes"].insert(0, red)
     try:
         if args.output:   # the same bytes as one write, the pairs encoded as they are written
             write_json_streamed(Path(args.output), doc, "buckets")

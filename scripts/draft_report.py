@@ -48,8 +48,12 @@ def run(args):
         from assay.compare.baseline import resolve_baseline
         from assay.compare.document import compare_runs
         from assay.compare.report_section import comparison_lines
+        from assay.verdict.baseline import red_baseline_words
         base = resolve_baseline(args.baseline, run_dir, is_open=gate_open)
-        lines = comparison_lines(compare_runs(base, run_dir))
+        doc = compare_runs(base, run_dir)
+        # a baseline whose own gate is closed is said first, as gate.py --baseline says it (assay.verdict's)
+        red = red_baseline_words(args.baseline, run_dir, base, doc["base"]["run_id"], is_open=gate_open)
+        lines = comparison_lines(dict(doc, notes=[red] + doc["notes"]) if red else doc)
         options = dataclasses.replace(options, baseline=str(base))   # the same baseline the section compares with
     # the banner is the one decision, as `gate.py RUN_DIR` decides it with these same flags, and says which
     said = decision_flags_said(dataclasses.replace(options, baseline=args.baseline))

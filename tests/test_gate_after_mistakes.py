@@ -179,3 +179,32 @@ def test_many_removed_cases_name_a_few_and_count_the_rest():
     removed = removed_gating({"buckets": {"only_in_base": pairs}})
     assert removed_words(removed) == ", ".join([f"{cid(n)} (fail there)"] + [f"{cid(i)} (pass there)"
                                                                            for i in range(1, MAX_NAMED)]) + " and 3 more"
+
+
+def test_compare_and_the_report_say_a_red_baseline_is_red(runs, tmp_path):
+    """compare_runs.py auto and draft_report.py --baseline (auto, or a path) say what gate.py says of a
+    baseline whose own gate was closed (assay.verdict's decision, its words), first among the notes."""
+    state = tmp_path / ".assay"
+    shutil.copytree(runs, state)   # the pin is this test's own
+    reports = state / "reports"
+    c = run_script("compare_runs", "auto", reports / CAND, "-o", tmp_path / "open.json")
+    assert c.rc == 0 and c.json["base"] == GREEN and not any("is red" in n for n in c.json["notes"]), c.stdout
+    (reports / "baseline.json").write_text(json.dumps({"run_id": RED}), encoding="utf-8")
+    why = f"1 gating failure(s): {cid(3)} (answer)"
+    pinned = (f"the baseline {RED} is red: its own gate is closed ({why}); a case failing there too is still_failing "
+              "here, never newly failing (its failure here still closes this gate); re-pin reports/baseline.json to "
+              "a run whose gate was open")
+    c = run_script("compare_runs", "auto", reports / CAND, "-o", tmp_path / "compare.json", "--html", tmp_path / "c.html")
+    assert c.rc == 0 and c.json["base"] == RED and c.json["notes"][0] == pinned, c.stdout
+    assert json.loads((tmp_path / "compare.json").read_text())["notes"][0] == pinned
+    assert f"the baseline {RED} is red: its own gate is closed" in (tmp_path / "c.html").read_text()
+    # given by path, compare_runs.py compares any two runs (a lift's base is often red): no gate words
+    c = run_script("compare_runs", reports / RED, reports / CAND)
+    assert c.rc == 0 and not any("is red" in n for n in c.json["notes"]), c.json["notes"]
+    r = run_script("draft_report", reports / CAND, "--baseline", "auto", "-o", "-")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert f"> {pinned}" in r.stdout.replace("\\", ""), r.stdout
+    r = run_script("draft_report", reports / CAND, "--baseline", reports / RED, "-o", "-")
+    assert r.rc == 0 and (f"> the baseline {RED} is red: its own gate is closed ({why}); "
+                          in r.stdout.replace("\\", "")), r.stdout
+    assert "compare with a run whose gate was open (--baseline auto chooses one)" in r.stdout

@@ -90,9 +90,10 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
                        + " (must be non-negative integers)")
     if summary.get("status") == "running":
         from .interrupted import interrupted_view
-        recount, why = interrupted_view(run_dir, results)
-        if recount is not None:  # the runner is gone: quote what finished, not a stale batch
+        recount, rows, why = interrupted_view(run_dir, results)
+        if recount is not None:  # the runner is gone: quote (and name) what finished, not a stale batch
             results["summary"] = summary = recount
+            results["cases"] = rows
         reasons.append(why)
         if recount is None:  # the runner is alive: nothing is final, so say only that (D5)
             from .rundir import progress_phrase

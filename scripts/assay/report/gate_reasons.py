@@ -58,6 +58,16 @@ def status_words(run_dir: Path, case_id: object) -> str | None:
     return None
 
 
+TITLE_CLIP = 80   # a title in a reason: one line's worth (the id beside it is always whole)
+
+
+def reason_title(title: str) -> str:
+    """A case title as a reason quotes it: on one line, at most TITLE_CLIP characters ("…" marks a cut;
+    redacted first, as every cut is). A 2,700-character title filled the gate's screen and the viewer's
+    gate box; the whole title stays in the case's verdict.json and on its page."""
+    return clip(" ".join(title.split()), TITLE_CLIP, ellipsis="…")
+
+
 def gating_reason(run_dir: Path, results: dict, summary: dict, notes: dict | None = None) -> str | None:
     """Every gating failure closes the gate, whatever a comparison calls it. `notes` ({case_id:
     words}, from --baseline) is said beside a case: "edited since the baseline", "judge flip". A
@@ -70,7 +80,7 @@ def gating_reason(run_dir: Path, results: dict, summary: dict, notes: dict | Non
     named = []
     for row in failing[:MAX_NAMED]:
         layers = row.get("failed_layers") or [k for k, v in (row.get("layers") or {}).items() if v == "fail"]
-        title = f' "{row["title"]}"' if isinstance(row.get("title"), str) and row["title"] else ""
+        title = f' "{reason_title(row["title"])}"' if isinstance(row.get("title"), str) and row["title"].strip() else ""
         turn = f"turn {row['failed_turn']}: " if isinstance(row.get("failed_turn"), int) else ""
         status = status_words(run_dir, row.get("case_id")) if "http" in layers else None
         note = "".join(f"; {w}" for w in (status, notes.get(row.get("case_id"))) if w)

@@ -3,7 +3,9 @@
 results.json is refreshed in batches while a run goes, so a runner killed by SIGTERM or
 SIGKILL can leave it saying `0 cases`. The gate does not quote that: it recounts the
 finished cases from their verdict.json files (the counts table, `assay.stats.counts`) and
-says the run was interrupted, how many of the planned cases finished and how to resume.
+says the run was interrupted, how many of the planned cases finished and how to resume; the
+finished cases' rows stand in for results.json's `cases` (its last batch), so the gate's reasons
+name the failing cases as they do for a finished run (holdout rows left out, as results.json does).
 """
 
 from __future__ import annotations
@@ -12,19 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from ..core import casestore
+from ..rundir.derived import results_rows
 from ..stats.counts import cases_phrase, summarize
 from .rundir import try_json
 from ..rundir.runlock import how_to_finish, lock_path, runner_state
 
 
-def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | None]:
-    """(recounted summary, close reason) for a `running` run; (None, reason) while the runner lives."""
+def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, list[dict] | None, str]:
+    """(recounted summary, the finished cases' results.json rows, close reason) for a `running` run
+    whose runner is gone; (None, None, reason) while the runner lives."""
     run_dir = Path(run_dir)
     run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
     lock = lock_path(run_dir, run_id)
     state = runner_state(lock)
     if state == "alive":
-        return None, ("the run is still running (its runner holds the lock): wait with "
+        return None, None, ("the run is still running (its runner holds the lock): wait with "
                       f"`wait_run.py {run_dir}`, then gate the finished run")
     records: list[dict[str, Any]] = [doc for cid, doc in casestore.open_store(run_dir).verdicts()
                                      if doc.get("case_id") == cid]
@@ -39,4 +43,4 @@ def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, str | N
     how = how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
     reason = (f"run interrupted: status is still 'running' but no runner holds its lock (killed?); "
               f"{finished} finished{of} ({summary['passes']} pass, {summary['failures']} fail); {how}")
-    return summary, reason
+    return summary, results_rows(records), reason

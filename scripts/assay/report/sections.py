@@ -95,9 +95,12 @@ def failure_sentence(name: str, layer: dict, judged: list[dict] | None = None) -
 
 def first_failure(doc: dict) -> dict | None:
     """The first failing layer of a case's verdict (the layers' decision order), its sentence and
-    its first failing check's names (`check`, `tool`, `arg`); for an unscored, infra or skipped
-    case, why it was not scored. None for a passing case."""
+    its first failing check's names (`check`, `tool`, `arg`) and, for a conversation, the turn it
+    failed at (`turn`, as the gate's reason says it: "turn 2: trajectory"); for an unscored, infra or
+    skipped case, why it was not scored. None for a passing case."""
     layers = doc.get("layers") if isinstance(doc.get("layers"), dict) else {}
+    turn = doc.get("failed_turn")   # the rule of results.json's rows (rundir.derived.results_row), the gate's
+    turn = turn if doc.get("multi_turn") and isinstance(turn, int) and not isinstance(turn, bool) and turn else None
     for name in list(LAYER_ORDER) + sorted(set(layers) - set(LAYER_ORDER)):
         entry = layers.get(name)
         if isinstance(entry, dict) and entry.get("verdict") in ("fail", "error"):
@@ -105,11 +108,12 @@ def first_failure(doc: dict) -> dict | None:
             bad = next((c for c in checks if isinstance(c, dict) and c.get("status") == "fail"), None)
             return {"layer": name, "verdict": entry["verdict"], "sentence": failure_sentence(name, entry)
                     if entry["verdict"] == "fail" else str(entry.get("reason") or "the scorer raised an error"),
-                    "check": {k: str(bad[k]) for k in ("check", "tool", "arg") if bad.get(k) is not None} if bad else None}
+                    "check": {k: str(bad[k]) for k in ("check", "tool", "arg") if bad.get(k) is not None} if bad else None,
+                    "turn": turn}
     why = doc.get("unscored_reason") or doc.get("infra_reason") or doc.get("skip_reason")
     if doc.get("verdict") in ("pass", None) or not why:
         return None
-    return {"layer": None, "verdict": doc.get("verdict"), "sentence": str(why), "check": None}
+    return {"layer": None, "verdict": doc.get("verdict"), "sentence": str(why), "check": None, "turn": turn}
 
 
 CASE_FILES = ("verdict.json", "expect.json", "request.json", "response.json", "answer.txt", "actual.json",

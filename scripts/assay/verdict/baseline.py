@@ -34,6 +34,21 @@ def regression_reason(regressions: list[dict], base_id: str, status: dict[str, s
             + (f" and {more} more" if more > 0 else ""))
 
 
+def red_baseline_words(spec: str, candidate_dir: Path, base_dir: Path, base_id: str, *,
+                       is_open: Callable[[Path], tuple[bool, str | None]], named: bool = True) -> str | None:
+    """red_baseline_note's words when the baseline `spec` resolved to (`base_dir`, run `base_id`) is a run
+    whose own gate is closed, as `is_open` (assay.verdict.gate_open) decides it; else None. `auto` without
+    a pin chose an open run: nothing to ask. A pinned one (reports/baseline.json) is asked, and so is a run
+    named by path when `named` (gate.py and draft_report.py; compare_runs.py compares any two runs, and a
+    lift's base without the plugin is often red). gate.py, compare_runs.py and draft_report.py say these
+    words, first among the comparison's notes."""
+    pin = pinned(Path(candidate_dir).parent) if spec == "auto" else None
+    if (pin is None) if spec == "auto" else not named:
+        return None
+    base_open, why = is_open(Path(base_dir))
+    return None if base_open else red_baseline_note(base_id, why, pin is not None)
+
+
 def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tuple[bool, str | None]],
                    **kwargs: Any) -> GateResult:
     """Gate `run_dir` with the comparison against `baseline` (a run dir, or `auto`: the newest run of
@@ -43,12 +58,7 @@ def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tu
         refuse_unverified(base_dir)
         refuse_unverified(run_dir, "candidate")
     doc = compare_runs(base_dir, run_dir)
-    red_words = None   # `auto` without a pin chose an open run; a pinned or named baseline may be red: say so
-    pin = pinned(Path(run_dir).parent) if baseline == "auto" else None
-    if baseline != "auto" or pin is not None:
-        base_open, why = is_open(base_dir)
-        if not base_open:
-            red_words = red_baseline_note(doc["base"]["run_id"], why, pin is not None)
+    red_words = red_baseline_words(baseline, run_dir, base_dir, doc["base"]["run_id"], is_open=is_open)
     notes = {p["case_id"]: NOTES[b] for b in NOTES for p in doc["buckets"][b]}
     res = evaluate(run_dir, notes=notes, **kwargs)
     regress = [p for p in doc["buckets"]["newly_failing"] if is_gating_pair(p)]

@@ -241,7 +241,7 @@
             c.title ? el("span", {class: "cid"}, " " + c.case_id) : null, c.multi_turn ? chip("conversation", "mark") : null,
             c.input ? el("div", {class: "input"}, c.input) : null),
           el("td", {}, chip(c.verdict)),
-          el("td", {class: "why"}, c.failure ? [c.failure.layer ? chip(c.failure.layer, "layer") : null, el("span", {class: "reason"}, c.failure.sentence)] : ""),
+          el("td", {class: "why"}, c.failure ? [c.failure.layer ? chip(c.failure.layer, "layer") : null, el("span", {class: "reason"}, (c.failure.turn ? "turn " + c.failure.turn + ": " : "") + c.failure.sentence)] : ""),
           el("td", {class: "src", "data-case": c.case_id}, ""),
           el("td", {}, c.unit || ""), el("td", {class: "nowrap"}, typeof c.latency_ms === "number" ? Math.round(c.latency_ms) + " ms" : ""))));
       /* the failing rows' case file:line, asked once the rows are painted (the rows' own request
