@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -166,6 +167,67 @@ def test_a_run_of_another_app_is_no_source(state, tmp_path):
     assert changed_since(plan, rec_out)["changed_since"] == rec_out.name
 
 
+def test_a_bare_cache_of_another_app_is_no_source_and_its_answers_never_score(state, tmp_path):
+    """A bare cache carried no app: `--replay <another app's state>/cache` answered a look-alike case
+    with that app's recorded answer and the gate read PASS [REPLAYED]. Every recording now names its
+    app (the cache's apps/ and each exchange's app_name): another app's cache is exit 2 naming both;
+    an answer recorded from another app, or by a recording that named no app, is a replay miss."""
+    plan = make_plan(state, CASES[:1], app_url="${HELPDESK_URL}")
+    plan["manifest_extra"]["app"] = {"name": "helpdesk"}
+    with FakeApp(handler) as app:
+        rec, _ = go(state, plan, "--record", env={"HELPDESK_URL": app.url})
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    cache = state / "cache"
+    other_state = make_state(tmp_path / "other")
+    other = make_plan(other_state, CASES[:1], app_url="${HELPDESK_URL}", run_id="smoke-20261129T101600Z")
+    other["manifest_extra"]["app"] = {"name": "otherchat"}
+    r, out = go(other_state, other, "--replay", str(cache), env={"HELPDESK_URL": "http://127.0.0.1:9"})
+    assert r.rc == 2 and not out.exists(), r.stdout
+    assert (f"the cache {cache} holds recordings of app 'helpdesk' (adapter.yaml app.name), and this plan is of "
+            "app 'otherchat'") in r.stdout and "run_cases.py --record" in r.stdout, r.stdout
+    # the answer itself names its app: with the cache's app list gone, it is still never otherchat's answer
+    shutil.rmtree(cache / "v1" / "apps")
+    r, out = go(other_state, other, "--replay", str(cache), env={"HELPDESK_URL": "http://127.0.0.1:9"},
+                run_id="smoke-20261129T101700Z")
+    verdict = json.loads((cases_view(out) / "c-1" / "verdict.json").read_text())
+    assert verdict["verdict"] == "infra_error", verdict
+    assert verdict["infra_reason"] == ("replay miss: case c-1: request 1: the cache's answer was recorded from app "
+                                       "'helpdesk', and this plan is of app 'otherchat' (adapter.yaml app.name): a "
+                                       "recording answers only for the app it recorded; replay this app's own "
+                                       "recording, or record it with --record"), verdict["infra_reason"]
+    assert run_script("gate", out).rc == 1
+    # an answer recorded before recordings named their app cannot be shown to be this app's: a miss
+    for path in (cache / "v1" / "exchanges").glob("*/*.json"):
+        doc = json.loads(path.read_text())
+        del doc["app_name"]
+        path.write_text(json.dumps(doc))
+    r, out = go(state, plan, "--replay", env={"HELPDESK_URL": "http://127.0.0.1:9"}, run_id="smoke-20261129T101800Z")
+    reason = json.loads((cases_view(out) / "c-1" / "verdict.json").read_text())["infra_reason"]
+    assert "the cache's answer names no app" in reason and "record again with --record" in reason, reason
+
+
+def test_a_replay_needs_no_app_address_or_credential_but_keeps_the_values_its_key_binds(state, tmp_path):
+    """run_cases.py --replay stopped at pre-flight (exit 3) on the app's unset URL variable though no
+    app is called (rescore.py allowed it): in CI with no app running, or on another machine. The base
+    URL's, the auth's and credential-shaped variables are never in the replay key, so a replay does
+    not need them; a variable whose value the key binds (X-Model: ${APP_MODEL}) is still required."""
+    doc = adapter("${HELPDESK_URL}", headers={"X-Model": "${APP_MODEL}"},
+                  auth={"type": "bearer", "token_env": "HELPDESK_TOKEN"})
+    plan = make_plan(state, CASES[:1], adapter_doc=doc)
+    live = {"APP_MODEL": "model-a-2026", "HELPDESK_TOKEN": "tok-0123456789abcdef"}
+    with FakeApp(handler) as app:
+        rec, _ = go(state, plan, "--record", env=dict(live, HELPDESK_URL=app.url))
+    assert rec.rc == 0, rec.stdout + rec.stderr
+    env, log = guarded(tmp_path)
+    rep, out = go(state, plan, "--replay", env=dict(env, APP_MODEL="model-a-2026"), run_id="smoke-20261129T101600Z")
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    assert log.read_text() == ""
+    gated = run_script("gate", out)
+    assert gated.rc == 0 and "PASS [REPLAYED from the cache" in gated.stdout.splitlines()[0], gated.stdout
+    r, out = go(state, plan, "--replay", env=env, run_id="smoke-20261129T101700Z")
+    assert r.rc == 3 and r.json["missing_env"] == ["APP_MODEL"], r.stdout
+
+
 class Memory:
     """client-id conversations: turn 2's answer depends on turn 1 (the session remembers INV-2)."""
 
@@ -284,6 +346,7 @@ def test_cache_stats_and_prune(state):
     assert stats.rc == 0, stats.stdout + stats.stderr
     doc = stats.json
     assert doc["sections"]["exchanges"]["entries"] == 3 and doc["sections"]["cases"]["entries"] == 3
+    assert doc["apps"] == ["fake"]   # the app it recorded (adapter.yaml app.name): what --replay checks
     keep = run_script("cache", "prune", "--state-dir", state, "--older-than", "1d")
     assert keep.rc == 0 and keep.json["removed"] == 0 and keep.json["kept"] == 6
     bad = run_script("cache", "prune", "--state-dir", state, "--older-than", "soon")

@@ -139,3 +139,58 @@ def test_manifest_only_counts_as_running(tmp_path):
     (run_dir / "results.json").unlink()
     r = run_script("wait_run", run_dir, "--timeout-s", "0")
     assert r.rc == 4 and r.json["status"] == "running" and r.json["runner_process"] == "gone"
+
+
+def test_a_hung_runner_says_how_long_since_a_case_finished_and_past_stall_s_exits_5(tmp_path):
+    """A runner that hangs (alive, holding its lock, no case finishing) kept wait_run.py at exit 3
+    ("call again") forever with nothing saying no case had finished for a long time. Now exit 3 and
+    its notice say how long since the last case finished (gate.py's IN PROGRESS line too), and past
+    --stall-s it is exit 5 naming the runner's pid, the time and the --resume command."""
+    import threading
+    import time
+
+    from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
+
+    release = threading.Event()
+
+    def hangs_on_c2(req):
+        if req.method == "POST" and req.json["message"] == "two":
+            release.wait(60)
+        return Reply(200, {"message": f"echo: {req.json['message']}"} if req.method == "POST" else {"ok": True})
+
+    state = make_state(tmp_path)
+    with FakeApp(hangs_on_c2) as app:
+        plan = make_plan(state, [case("c-1", "one"), case("c-2", "two")], app_url=app.url)
+        path, out = write_plan(state, plan), state / "reports" / plan["run_id"]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        runner = subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(path), "--out",
+                                   str(out), "--progress", "never", "--order", "plan"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (out / "cases.jsonl").is_file():
+                time.sleep(0.05)
+            time.sleep(1.2)   # c-1 finished over a second ago; c-2 hangs at the app
+            r = run_script("wait_run", out, "--timeout-s", "0")
+            assert r.rc == 3 and r.json["since_last_case_s"] >= 1 and r.json["case_finished_since_start"], r.stdout
+            assert "1 of 2 planned case(s) finished so far; the last one finished 1 s ago" in r.json["message"], r.stdout
+            gated = run_script("gate", out)
+            assert "IN PROGRESS" in gated.stdout and "the last one finished 1 s ago" in gated.stdout, gated.stdout
+            r = run_script("wait_run", out, "--timeout-s", "5", "--interval-s", "0.1", "--stall-s", "1")
+            assert r.rc == 5, r.stdout + r.stderr
+            doc = r.json
+            assert doc["stalled"] and doc["pid"] == runner.pid and doc["stall_s"] == 1 and doc["since_last_case_s"] >= 1
+            assert "no case has finished for" in doc["message"] and f"kill {runner.pid}" in doc["message"]
+            assert doc["resume"].endswith(f'--out "{out}" --resume'), doc["resume"]
+            # a resumed run whose journal is old is not stalled: its time counts from its runner's start
+            hours_ago = time.time() - 7200
+            os.utime(out / "cases.jsonl", (hours_ago, hours_ago))
+            r = run_script("wait_run", out, "--timeout-s", "0", "--stall-s", "60")
+            assert r.rc == 3 and not r.json["case_finished_since_start"], r.stdout
+            assert "finished so far; none since its runner started" in r.json["message"], r.stdout
+            assert run_script("wait_run", out, "--timeout-s", "0", "--stall-s", "soon").rc == 2
+        finally:
+            release.set()
+        r = run_script("wait_run", out, "--timeout-s", "60", "--interval-s", "0.1", "--stall-s", "1")
+        runner.communicate(timeout=60)
+    assert r.rc == 0 and r.json["status"] == "ok", r.stdout

@@ -22,20 +22,22 @@ def from_args(plan: Mapping[str, Any], state: Any, *, record: bool, replay: str 
     if replay is None and not record and not judge_cache:
         return None
     from .session import ReplaySession
+    from .source import app_name
     from .store import Cache, cache_dir
+    app = app_name(plan)
     if replay is not None:
-        from .source import app_name, resolve
+        from .source import resolve
         if replay == "cache" and live is not None:   # bare --replay on a --changed-since plan: its run
             replay = str(plan["replay"]["source"])
-        cache, source = resolve(replay, state, app_name(plan))
+        cache, source = resolve(replay, state, app)
         if live is not None:
             source = dict(source, live_cases=len(live))
         return ReplaySession(cache, app="replay", calls="cache", source=source, live_cases=frozenset(live or ()),
-                             run_id=plan.get("run_id"),
+                             run_id=plan.get("run_id"), app_name=app,
                              source_run=str(source["run_id"]) if source.get("source") == "run" else None)
     if record:
         return ReplaySession(Cache(cache_dir(state)), app="record", calls="cache" if judge_cache else "record",
-                             run_id=plan.get("run_id"))
+                             run_id=plan.get("run_id"), app_name=app)
     return ReplaySession(Cache(cache_dir(state)), app=None, calls="cache")
 
 

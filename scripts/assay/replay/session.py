@@ -38,6 +38,9 @@ class ReplaySession:
     # --replay RUN_DIR (or a --changed-since plan): only that run's own recordings answer; an entry
     # another run wrote over it since (the cache is keyed by request, shared by every run) is a miss
     source_run: str | None = None
+    # the plan's app (adapter.yaml app.name): every recorded exchange names it, and a replayed answer
+    # recorded from another app is a miss (the key holds no app: another app's alike request would hit)
+    app_name: str | None = None
     counts: Counter = field(default_factory=Counter)
     _ordinals: Counter = field(default_factory=Counter, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

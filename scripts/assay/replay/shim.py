@@ -97,7 +97,7 @@ class ReplayInvoker:
             if doc is None:
                 self.session.count("app_misses")
                 raise ReplayMiss(self._miss(st, position, wire))
-            overwritten = self._not_the_source_runs(doc, position, wire)
+            overwritten = self._not_the_source_runs(doc, position, wire) or self._not_this_app(doc, position, wire)
             if overwritten:
                 self.session.count("app_misses")
                 raise ReplayMiss(overwritten)
@@ -106,7 +106,8 @@ class ReplayInvoker:
             out._replay = {"replayed": True, "trace": doc.get("trace")}
             return out
         out = self.inner.send(wire.inner)
-        entry = {"key": key, "run_id": self.session.run_id, "case_id": wire.case_id, "position": position,
+        entry = {"key": key, "run_id": self.session.run_id, "app_name": self.session.app_name,
+                 "case_id": wire.case_id, "position": position,
                  "turn": wire.turn, "request": wire.request, "response": outcome_doc(out), "recorded_at": utc_now_iso()}
         st.pending.append(entry)
         out._replay = entry
@@ -116,6 +117,7 @@ class ReplayInvoker:
         st = getattr(self._local, "case", None)
         if st is not None and st.case_id == case_id:
             if st.pending:   # recorded (--record, or a live case of a --changed-since replay)
+                self.cache.mark_app(self.session.app_name)
                 for entry in st.pending:
                     self.cache.write(self.cache.exchange_path(entry["key"]), entry)
                 self.cache.write(self.cache.case_path(case_id), {
@@ -147,6 +149,27 @@ class ReplayInvoker:
         return (f"{where}: the cache's answer was recorded by run {by} (at {doc.get('recorded_at')}), not by run "
                 f"{source} (the cache keeps one answer per request: the last recording of it, by any run); replay "
                 f"run {by} or the cache (--replay {self.cache.root}), or record again with --record")
+
+    def _not_this_app(self, doc: Mapping[str, Any], position: int, wire: ReplayWire) -> str | None:
+        """Why this cache entry is not an answer of the plan's app (None when it is). The key holds no
+        app: another app's recording whose request looks alike (same case id, same body) would answer
+        for this one. An entry written before entries named their app is tied to it only through a
+        run dir SOURCE (its run id, whose manifest's app was checked at pre-flight)."""
+        where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
+        if wire.turn and wire.turn > 1:
+            where += f" (turn {wire.turn})"
+        mine = self.session.app_name
+        if "app_name" not in doc:
+            if self.session.source_run is not None:
+                return None
+            return (f"{where}: the cache's answer names no app (recorded at {doc.get('recorded_at')}, before "
+                    f"recordings named their app), so it cannot be shown to be an answer of app {mine!r}: replay the "
+                    "run that recorded it (--replay <its run dir>), or record again with --record")
+        if doc.get("app_name") == mine:
+            return None
+        return (f"{where}: the cache's answer was recorded from app {doc.get('app_name')!r}, and this plan is of app "
+                f"{mine!r} (adapter.yaml app.name): a recording answers only for the app it recorded; replay this "
+                "app's own recording, or record it with --record")
 
     def _miss(self, st: _CaseState, position: int, wire: ReplayWire) -> str:
         where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"

@@ -28,7 +28,8 @@ def resolve(source: str, state: Any, app: str | None = None) -> tuple[Cache, dic
     answer for this one wherever the requests look alike)."""
     if source in ("", "cache"):
         path = cache_dir(Path(state))
-        return _cache_at(path, source or "cache"), {"source": "cache", "cache": str(path)}
+        return _app_cache(_cache_at(path, source or "cache"), source or "cache", app), {"source": "cache",
+                                                                                     "cache": str(path)}
     path = Path(source)
     if (path / "manifest.yaml").is_file():
         try:
@@ -56,7 +57,23 @@ def resolve(source: str, state: Any, app: str | None = None) -> tuple[Cache, dic
         cache = _cache_at(Path(rec["cache"]), source)
         return cache, {"source": "run", "run_id": manifest.get("run_id"), "run_dir": str(path),
                        "cache": str(cache.root)}
-    return _cache_at(path, source), {"source": "cache", "cache": str(path)}
+    return _app_cache(_cache_at(path, source), source, app), {"source": "cache", "cache": str(path)}
+
+
+def _app_cache(cache: Cache, named: str, app: str | None) -> Cache:
+    """A bare cache SOURCE holds recordings of the apps its `apps/` names (every --record names its
+    app there): one that holds none of this plan's app is refused, naming both. A cache written before
+    recordings named their app passes here; each of its answers is then a replay miss (shim)."""
+    recorded = cache.apps()
+    if recorded is None or app in recorded:
+        return cache
+    shown = ", ".join(repr(a) if a is not None else "an app with no app.name" for a in recorded)
+    mine = repr(app) if app is not None else "an app with no app.name"
+    raise AssayError(f"--replay {named}: the cache {cache.root} holds recordings of app {shown} (adapter.yaml "
+                     f"app.name), and this plan is of {'app ' if app is not None else ''}{mine}: a recording answers "
+                     "only for the app it recorded (another app's answers would be scored wherever the requests look "
+                     "alike); replay this app's own cache (<its state dir>/cache, the default of --replay) after "
+                     "run_cases.py --record, or run live", 2, key="--replay")
 
 
 def _cache_at(path: Path, named: str) -> Cache:

@@ -3,6 +3,8 @@
     exchanges/<k[:2]>/<k>.json      one app exchange (request, response, trace)
     calls/<kind>/<k[:2]>/<k>.json   one model call (judge, simulator)
     cases/<h[:2]>/<h>.json          per case (h = sha256 of the case id): the requests in order
+    apps/<a>.json                   one per app recorded into it (a = sha256 of adapter.yaml app.name):
+                                    what ties a bare cache to its app (`--replay` of another app: exit 2)
 
 Every file is written through the one writer (`core.writer`: secrets redacted, never via a
 symlink, temp + rename), so a reader sees a whole entry or none, and two shards or two runs
@@ -52,6 +54,27 @@ class Cache:
         h = sha256_text(case_id)
         return self.base / "cases" / h[:2] / f"{h}.json"
 
+    def app_path(self, app_name: str | None) -> Path:
+        return self.base / "apps" / f"{sha256_text(app_name or '')[:16]}.json"
+
+    # ---- which apps it holds -------------------------------------------------
+    def mark_app(self, app_name: str | None) -> None:
+        """Record that this cache holds recordings of `app_name` (adapter.yaml app.name; None: unnamed)."""
+        path = self.app_path(app_name)
+        if not path.is_file():
+            self.write(path, {"app_name": app_name})
+
+    def apps(self) -> list[str | None] | None:
+        """The apps recorded into this cache (None for an adapter without app.name), or None when no
+        recording named its app (a cache written before recordings did, or an empty one)."""
+        top = self.base / "apps"
+        if not top.is_dir() or top.is_symlink():
+            return None
+        names = [self.read_entry(path, "app_name", (str, type(None)), "the app's name (adapter.yaml app.name) or null")
+                 for path in sorted(top.glob("*.json"))]
+        found = {doc.get("app_name") for doc in names if doc is not None}
+        return sorted(found, key=lambda n: (n is None, n or "")) if found else None
+
     # ---- read / write --------------------------------------------------------
     def read(self, path: Path) -> dict | None:
         try:
@@ -63,7 +86,7 @@ class Cache:
                              "record again", 2, key="cache") from None
         return doc if isinstance(doc, dict) else None
 
-    def read_entry(self, path: Path, key: str, shape: type, what: str) -> dict | None:
+    def read_entry(self, path: Path, key: str, shape: Any, what: str) -> dict | None:
         """An entry whose `key` must be a `shape` (a hand-edited file otherwise): None when absent,
         exit 2 naming the file and the fix when it has the wrong shape."""
         doc = self.read(path)
@@ -111,7 +134,7 @@ class Cache:
             row["bytes"] += st.st_size
             oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
             newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
-        return {"cache": str(self.root), "layout": LAYOUT, "sections": sections,
+        return {"cache": str(self.root), "layout": LAYOUT, "apps": self.apps(), "sections": sections,
                 "entries": sum(r["entries"] for r in sections.values()),
                 "bytes": sum(r["bytes"] for r in sections.values()),
                 "oldest": _iso(oldest), "newest": _iso(newest)}

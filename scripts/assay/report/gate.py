@@ -96,8 +96,10 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
             results["cases"] = rows
         reasons.append(why)
         if recount is None:  # the runner is alive: nothing is final, so say only that (D5)
-            from .rundir import progress_phrase
-            res.in_progress = progress_phrase(run_dir)[0]
+            from ..rundir.runlock import lock_path
+            from .rundir import progress_phrase, since_last_case, since_phrase
+            since = since_phrase(since_last_case(run_dir, lock_path(run_dir, res.run_id)))
+            res.in_progress = progress_phrase(run_dir)[0] + (f"; {since}" if since else "")
             res.lines = [f"{res.run_id}: IN PROGRESS (not gated: a run that is still running never opens the gate)"
                          + (f" [{res.replayed}]" if res.replayed else ""),
                          f"  {res.in_progress} (from the committed lines of cases.jsonl; results.json is refreshed in batches)",

@@ -6,6 +6,8 @@ Every after-the-run tool (wait_run, gate, draft_report) reads a run dir through 
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from ..core import casestore
@@ -310,6 +312,46 @@ def progress(run_dir: Path) -> tuple[int, int | None]:
     manifest = try_json(run_dir / "manifest.yaml")  # JSON text (valid YAML)
     planned = manifest.get("cases") if isinstance(manifest, dict) else None
     return finished, len(planned) if isinstance(planned, list) else None
+
+
+def since_last_case(run_dir: Path, lock: Path, now: float | None = None) -> tuple[float, bool] | None:
+    """(seconds since the last case finished, whether one finished under this runner) of a run in
+    progress: the case journal's last append (its mtime; a resume's cut of a torn line counts as one),
+    or, when no case has finished since this runner took its lock (a fresh run, or a resumed one whose
+    journal is older), the lock's write time (seconds since the runner started). None when neither
+    file can be read."""
+    def mtime(path: Path) -> float | None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return st.st_mtime if st.st_size else None   # the runner opens an empty journal before any case ends
+    started, last = mtime(lock), mtime(Path(run_dir) / casestore.JOURNAL)
+    now = time.time() if now is None else now
+    if last is not None and (started is None or last >= started):
+        return max(0.0, now - last), True
+    if started is None:
+        return None
+    return max(0.0, now - started), False
+
+
+def age_words(seconds: float) -> str:
+    """42 s, 12 min, 3 h 5 min."""
+    s = int(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def since_phrase(since: tuple[float, bool] | None) -> str:
+    """`the last one finished 12 min ago` / `none since its runner started 12 min ago` ('' if unknown)."""
+    if since is None:
+        return ""
+    age, finished = since
+    return (f"the last one finished {age_words(age)} ago" if finished
+            else f"none since its runner started {age_words(age)} ago")
 
 
 def progress_phrase(run_dir: Path) -> tuple[str, int, int | None]:

@@ -25,7 +25,7 @@ from ..plan.validate import run_plan, validate_parts, validate_plan
 from .holdout_ledger import ledger_path
 from .judged_reason import judged_reason_fn
 from ..invoke.preflight import build_invoker, check_adapter
-from .preflight_env import register_run_secrets, resolve_env
+from .preflight_env import placeholders, register_run_secrets, resolve_env
 from .run_paths import state_dir_of
 from ..traces.collect import TraceConfig, trace_branch
 
@@ -261,11 +261,13 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     state = state_dir_of(plan)
     ledger = ledger_path(plan)
     check_adapter(plan.adapter)
-    env = resolve_env(plan, environ)
+    replaying = replay is not None and not replay.calls_app   # every answer from the cache
+    # replayed: the app's address and credentials are never read (docs/runner-contract.md §22)
+    env = resolve_env(plan, environ, replaying=replaying)
     register_run_secrets(plan, env)
     mc = max_concurrency(plan)
-    replaying = replay is not None and not replay.calls_app   # every answer from the cache
-    invoker = build_invoker(plan, env, state, out=out, environ=environ, replaying=replaying)
+    invoker = build_invoker(plan, placeholders(plan, env) if replaying else env, state, out=out, environ=environ,
+                            replaying=replaying)
     conv = None
     if plan.invocation.get("mode") == "agent":   # a conversation continues the first turn's session
         from ..invoke.conversation import ConversationConfig

@@ -10,20 +10,26 @@ from ..core.errors import AssayError
 from ..core.runplan import RunPlan
 
 
-def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool = True) -> dict[str, str]:
+def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool = True,
+                replaying: bool = False) -> dict[str, str]:
     """Every variable the run resolves: the adapter's and the cases' (`app_required=False`, rescore:
-    those set are taken, a missing one is no error since no app is called), the judge's (always
-    required), and the allowlisted values a cli app or a command judge is given (secrets too)."""
+    those set are taken, a missing one is no error since no app is called; `replaying`, a run whose
+    every answer comes from the cache: only those the replay key binds by value are required,
+    `replay_unkeyed`), the judge's (always required), and the allowlisted values a cli app or a
+    command judge is given (secrets too)."""
     adapter = plan.adapter
     names = secrets.env_refs(adapter.get("invocation") or {}) | secrets.env_refs(adapter.get("traces") or {})
     names |= secrets.auth_env_names(adapter) | plan.cases.env_names
     from ..judge.env import judge_allowlisted_secrets
     judge_names = _model_env_names(plan)
-    if app_required:
-        env = secrets.resolve(names | judge_names, environ, env_sources(plan))
+    if not app_required:
+        optional = names - judge_names
     else:
-        env = secrets.resolve(judge_names, environ, env_sources(plan))
-        env.update({n: environ[n] for n in sorted(names - judge_names) if environ.get(n)})
+        # the trace source is still set up on a replay (it may share the base URL's variable)
+        optional = (replay_unkeyed(plan) - judge_names - secrets.env_refs(adapter.get("traces") or {})
+                    if replaying else set())
+    env = secrets.resolve((names | judge_names) - optional, environ, env_sources(plan))
+    env.update({n: environ[n] for n in sorted(optional) if environ.get(n)})
     inv = adapter.get("invocation") or {}
     if inv.get("mode") in ("cli", "agent"):  # allowlisted values are the child's secrets too: redacted like ${VAR}s
         from ..invoke.cli import allowlisted_secrets
@@ -33,6 +39,27 @@ def resolve_env(plan: RunPlan, environ: Mapping[str, str], *, app_required: bool
         from ..simulate.build import simulator_allowlisted_secrets
         env.update(simulator_allowlisted_secrets(plan, environ))
     return env
+
+
+def replay_unkeyed(plan: RunPlan) -> set[str]:
+    """The app variables a replay never reads: the base URL's, the auth block's, a credential-shaped
+    header's or name's, a case identity's token (the replay key names them, never binds their value:
+    assay.replay.key.Binding), so a replay with no app running needs none of them. Those the key binds
+    (a body's `${APP_MODEL}`) and the trace source's stay required: another value is another request."""
+    from ..replay.key import Binding
+    inv = plan.adapter.get("invocation") or {}
+    names = secrets.env_refs(inv) | secrets.auth_env_names(plan.adapter) | plan.cases.env_names
+    never = Binding.of(inv, {}).never
+    return {n for n in names if n in never or n in plan.cases.env_names or secrets.CREDENTIAL_HEADER.search(n)}
+
+
+def placeholders(plan: RunPlan, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with every unset variable a replay never reads filled with a placeholder: the invoker
+    renders the wire request (never sent) from it; the replay key holds these names, never values."""
+    filled = dict(env)
+    for name in replay_unkeyed(plan):
+        filled.setdefault(name, "http://replay.invalid")
+    return filled
 
 
 def _simulator_on(plan: RunPlan) -> bool:
