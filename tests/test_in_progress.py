@@ -51,7 +51,7 @@ def test_gate_and_wait_run_on_a_run_in_progress(tmp_path):
     assert "(from the committed lines of cases.jsonl;" in g.stdout and "cases/*/" not in g.stdout   # where it counts
     assert w.rc == 3, w.stdout
     assert w.json["planned"] == 6 and 0 <= w.json["finished"] < 6
-    assert re.search(r"still running \([0-5] of 6 planned case\(s\) finished so far\)", w.stderr), w.stderr
+    assert re.search(r"still running \([0-5] of 6 planned case\(s\) finished so far[;)]", w.stderr), w.stderr
     # once finished, the gate is the ordinary one
     done = run_script("gate", out)
     assert "IN PROGRESS" not in done.stdout and "6 cases" in done.stdout
