@@ -88,7 +88,9 @@ def state(tmp_path_factory):
         d = make_run(reports, _specs(run), run_id=run, results={"cost_latency": {
             "cost": {"currency": "USD", "mean_per_case": 0.001 * (n + 1)}, "latency_ms": {"p50": 10, "p95": 100 * (n + 1)}}})
         cases = d / "cases"
-        _edit_verdict(cases / "c-tool", title=TITLE, input_text="Please restart web-1\nit is down since noon")
+        # 16.02 ms then 15.99 ms: a change that rounds to nothing as shown (it read "16 ms → 16 ms (−0 ms)")
+        _edit_verdict(cases / "c-tool", title=TITLE, input_text="Please restart web-1\nit is down since noon",
+                      latency_ms={BASE: 16.02, CAND: 15.99}.get(run, 16.0))
         _edit_verdict(cases / "c-hostile", title=HOSTILE, input_text=HOSTILE)
         _edit_verdict(cases / "c-conv", multi_turn=True, failed_turn=2 if fail else None,
                       turns=[{"n": 1, "verdict": "pass", "user": "hi"}, {"n": 2, "verdict": "fail" if fail else "pass", "user": "refund"}])
@@ -203,21 +205,22 @@ def test_conversation_opens_the_failing_turn_beside_the_baseline(page, server, t
 def test_compare_page_says_what_got_worse_better_and_what_it_cost(page, server, tmp_path):
     _open(page, server, f"/compare/{BASE}/{CAND}", tmp_path, "compare")
     top = _first_screen(page, "#headline, #summary, details.fold .pair")
-    assert "got worse" in top and "got better" in top and "cost per case" in top
-    assert re.search(r"[+\u2212\u00b1][0-9][0-9.e-]* USD\s*cost per case", page.inner_text("#summary")), \
+    assert "got worse" in top and "got better" in top and "app cost per traced case" in top
+    assert re.search(r"[+\u2212\u00b1][0-9][0-9.e-]* USD\s*app cost per traced case", page.inner_text("#summary")), \
         page.inner_text("#summary")   # the delta signed, its currency after it (as the gate words a cost)
     summary = page.inner_text("#summary")
     assert summary.startswith("4") or "\n4\n" in "\n" + summary  # c-tool, c-hostile, c-conv, c-rubric
     tool = page.inner_text(".pair[data-case='c-tool']")
     assert "pass" in tool and "fail" in tool and "latency" in tool and "cost" in tool
     assert "+" in tool  # the case's cost delta, signed
+    assert "latency 16 ms \u2192 16 ms (\u00b10.0 ms)" in tool and "\u22120" not in tool, tool
     rubric = page.inner_text(".pair[data-case='c-rubric']")
     assert "only a rubric sees it" in rubric and "provisional rubric: not gating" in rubric
     _gate_line_is_the_runs(page)
     unchecked = page.inner_text("#compare-unchecked")   # neither side's check answered here: said, not hidden
     assert f"the base {BASE} has no check answer here" in unchecked and f"the candidate {CAND}" in unchecked
     cost = page.inner_text("#cost")
-    assert "cost per case" in cost and "USD" in cost and "latency p95" in cost
+    assert "app cost per traced case" in cost and "USD" in cost and "latency (end to end) p95" in cost
     stats = page.inner_text("#stats")
     assert "paired cases" in stats
     assert "<script>" not in page.content().split("<main")[1].split("</main>")[0].replace("&lt;script&gt;", "")

@@ -4,6 +4,12 @@ Both sides are `assay.stats.cost.run_cost` (the one reading of tokens, prices an
 priced with the candidate's state dir `prices.yaml` when it exists and reads (else cost is null,
 never 0). A case's delta is null when either side lacks the number. Holdout cases are in the
 totals only (run_cost never lists them).
+
+Like with like: each figure says what it covers (assay.stats.cost_words, the words every page
+uses). Per case figures are each run's mean over its own traced cases; the cost and token totals
+are over the cases traced in BOTH runs (`both_traced`), so two runs that traced different cases
+(a targeted rerun, an infra error) never show a drop that is only fewer cases. The judge's cost
+per case is beside the app's, and their sum is what gate.py's cost budget checks.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..stats.cost import compare_to_baseline, default_prices_path, load_prices, run_cost
+from ..stats.cost_words import judge_cost_part, with_judge, words
 
 
 def _prices(run_dir: Path) -> tuple[dict | None, str | None]:
@@ -31,13 +38,46 @@ def _delta(a: Any, b: Any, digits: int) -> float | None:
     return None
 
 
+def _per_case(total: Any, n: Any) -> float | None:
+    return round(total / n, 3) if isinstance(total, int) and isinstance(n, int) and n else None
+
+
 def _side(totals: dict) -> dict:
     cost = totals.get("cost") or {}
     lat = totals.get("latency_ms") or {}
+    judge = totals.get("judge") or {}
+    judge_mean, judge_note = judge_cost_part(judge)
+    n = totals.get("traced_cases")
     return {"cost_total": cost.get("total"), "cost_per_case": cost.get("mean"),
+            "judge_cost_per_case": judge_mean, "judge_calls": judge.get("calls") or 0, "judge_note": judge_note,
+            "cost_per_case_with_judge": with_judge(cost.get("mean"), judge_mean, judge.get("calls") or 0),
             "latency_p50_ms": lat.get("p50"), "latency_p95_ms": lat.get("p95"), "latency_mean_ms": lat.get("mean"),
             "input_tokens": totals.get("input_tokens"), "output_tokens": totals.get("output_tokens"),
-            "traced_cases": totals.get("traced_cases"), "complete": totals.get("complete")}
+            "input_tokens_per_case": _per_case(totals.get("input_tokens"), n),
+            "output_tokens_per_case": _per_case(totals.get("output_tokens"), n),
+            "traced_cases": n, "complete": totals.get("complete")}
+
+
+def _both_traced(base_rows: dict, cand_rows: list[dict]) -> dict:
+    """The app's cost and tokens summed over the cases traced in both runs (by id; holdout cases are
+    never listed, so never in it): totals of like with like. Cost null when a case is unpriced."""
+    pairs = [(base_rows[r["case_id"]], r) for r in cand_rows
+             if r["traced"] and r["case_id"] in base_rows and base_rows[r["case_id"]]["traced"]]
+    out: dict[str, Any] = {"cases": len(pairs)}
+    for side, i in (("base", 0), ("candidate", 1)):
+        costs = [p[i]["cost"] for p in pairs]
+        out[side] = {"cost_total": round(sum(costs), 8) if pairs and None not in costs else None,
+                     "input_tokens": sum(p[i]["input_tokens"] for p in pairs),
+                     "output_tokens": sum(p[i]["output_tokens"] for p in pairs)}
+    out["delta"] = {k: _delta(out["base"][k], out["candidate"][k], 8) for k in out["base"]}
+    return out
+
+
+def _traced_note(bs: dict, cs: dict, both: int) -> str | None:
+    if bs["traced_cases"] == cs["traced_cases"] == both:
+        return None
+    return (f"the base traced {bs['traced_cases']} case(s), the candidate {cs['traced_cases']}: the totals are over "
+            f"the {both} case(s) traced in both runs; each per case figure is its run's mean over its own traced cases")
 
 
 def cost_latency(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
@@ -57,6 +97,9 @@ def cost_latency(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
             continue
         cases[r["case_id"]] = {"cost": [o["cost"], r["cost"], _delta(o["cost"], r["cost"], 8)],
                                "latency_ms": [o["latency_ms"], r["latency_ms"], _delta(o["latency_ms"], r["latency_ms"], 3)]}
-    return {"currency": c["currency"], "note": note or (c["totals"].get("k_note")),
-            "base": bs, "candidate": cs, "delta": {k: _delta(bs[k], cs[k], 8) for k in bs if k != "complete"},
+    both = _both_traced(base_rows, c["cases"])
+    return {"currency": c["currency"], "note": note or (c["totals"].get("k_note")), "words": words(),
+            "traced_note": _traced_note(bs, cs, both["cases"]), "both_traced": both,
+            "base": bs, "candidate": cs,
+            "delta": {k: _delta(bs[k], cs[k], 8) for k in bs if k not in ("complete", "judge_note")},
             "by_verdict_change": compare_to_baseline(c, b)["by_verdict_change"], "cases": cases}

@@ -19,8 +19,10 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
   run's repeats agreed: then each flip went with the app); ranked by flips. A case that changed
   and stayed is a **regression** (pass → fail) or a **fix** (fail → pass), listed in `changed`
   with the run of its last change.
-- **Cost and latency**: each run's cost per case and p95 latency, from results.json's
-  `cost_latency` block (null when the run could not price or time its cases).
+- **Cost and latency**: each run's app cost per traced case, judge cost per case (or why it is
+  unknown) and their sum (what gate.py's cost budget checks), and p95 latency, from results.json's
+  `cost_latency` block (null when the run could not price or time its cases); `cost_words` says
+  what each covers (assay.stats.cost_words, the words every page uses).
 - **Drift**: the series' last run against its earlier runs pooled, Fisher's exact test
   (two-sided, alpha 0.05): flagged when the pass rate moved more than the sample sizes
   explain.
@@ -46,6 +48,7 @@ from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-e
 from ..core.statedir import not_a_state_dir
 from ..plan.shards import parse_shard_dir_name
 from ..replay.source import app_name
+from ..stats.cost_words import judge_cost_part, with_judge, words as cost_words
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 from .flaky import classify, flips, repeat_counts  # noqa: F401 (flips re-exported)
 
@@ -152,15 +155,22 @@ def load_run(run_dir: Path, *, verify: bool = True,
 
 
 def cost_latency_of(results: dict) -> dict:
-    """A run's cost per case and p95 latency from results.json's cost_latency block (stats.cost):
-    null, never 0, when the run could not price or time its cases."""
+    """A run's app cost per traced case, the judge's per case and their sum (gate.py's cost budget's
+    figure), and p95 latency, from results.json's cost_latency block (stats.cost): null, never 0,
+    when the run could not price or time them (`judge_cost_note` says why for the judge)."""
     block = results.get("cost_latency") if isinstance(results.get("cost_latency"), dict) else {}
     cost = block.get("cost") if isinstance(block.get("cost"), dict) else {}
     lat = block.get("latency_ms") if isinstance(block.get("latency_ms"), dict) else {}
     per_case = cost.get("mean_per_case")
     p95 = lat.get("p95")
-    return {"cost_per_case": per_case if isinstance(per_case, (int, float)) else None,
-            "currency": cost.get("currency") if isinstance(cost.get("currency"), str) else None,
+    per_case = per_case if isinstance(per_case, (int, float)) else None
+    judge = block.get("judge") if isinstance(block.get("judge"), dict) else {}
+    calls = judge.get("calls") if isinstance(judge.get("calls"), int) else 0
+    judge_mean, judge_note = judge_cost_part(judge)
+    currency = cost.get("currency") if isinstance(cost.get("currency"), str) else None
+    return {"cost_per_case": per_case, "judge_calls": calls, "judge_cost_per_case": judge_mean,
+            "judge_cost_note": judge_note, "cost_per_case_with_judge": with_judge(per_case, judge_mean, calls),
+            "currency": currency or (judge.get("currency") if isinstance(judge.get("currency"), str) else None),
             "p95_latency_ms": p95 if isinstance(p95, (int, float)) else None}
 
 
@@ -367,6 +377,7 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
         "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
                               key=lambda f: (-f["flips"], f["series"], f["case_id"])),
         "changed_cases": [{"series": s["name"], **c} for s in series for c in s.get("changed") or []],
+        "cost_words": cost_words(),
         "method": {"order": "run id UTC timestamp", "series_keys": list(SERIES_KEYS) + ["suite_sha256", "app"],
                    "pass_rate": "passes / (passes + failures), Wilson 95 % interval",
                    "flaky": "a run's repeats disagreed (reliability.json), or the scored verdicts flip between pass "

@@ -453,9 +453,12 @@
 
   /* ---------------------------------------------------------------- compare, history */
   function money(x, cur) { return typeof x === "number" ? (Math.abs(x) < 0.01 && x !== 0 ? x.toPrecision(3) : x.toFixed(4)) + (cur ? " " + cur : "") : "–"; }   /* 0.0005 USD, as the gate words it; signed: −0.0005 USD */
-  function ms(x) { return typeof x === "number" ? (Math.abs(x) >= 1000 ? (x / 1000).toFixed(2) + " s" : Math.round(x) + " ms") : "–"; }
-  function signed(x, f) { return typeof x === "number" ? (x > 0 ? "+" : x < 0 ? "\u2212" : "\u00b1") + f(Math.abs(x)) : "–"; }
-  function deltaCell(x, f) { return el("td", {class: "delta " + (typeof x !== "number" || x === 0 ? "" : x > 0 ? "up" : "down")}, signed(x, f)); }
+  /* under 10 ms a tenth is shown, so 6.4 -> 5.8 ms never reads "6 ms -> 6 ms (-1 ms)" */
+  function ms(x) { return typeof x === "number" ? (Math.abs(x) >= 1000 ? (x / 1000).toFixed(2) + " s" : Math.abs(x) < 10 ? x.toFixed(1) + " ms" : Math.round(x) + " ms") : "–"; }
+  /* a change that rounds to nothing as shown (0.4 ms: "0 ms") is ±, never "−0 ms" */
+  function shownZero(x, f) { return typeof x !== "number" || x === 0 || !/[1-9]/.test(f(Math.abs(x)).replace(/e[-+]?[0-9]+/i, "")); }
+  function signed(x, f) { return typeof x === "number" ? (shownZero(x, f) ? "\u00b1" : x > 0 ? "+" : "\u2212") + f(Math.abs(x)) : "–"; }
+  function deltaCell(x, f) { return el("td", {class: "delta " + (shownZero(x, f) ? "" : x > 0 ? "up" : "down")}, signed(x, f)); }
   /* the answer's diff (deleted words struck out on the base side, inserted ones marked on the
      candidate's) and the tool calls side by side, the first differing call marked */
   function answerDiff(a) {
@@ -493,16 +496,35 @@
       el("div", {}, chips), (p.layers_changed || []).length ? el("div", {class: "what"}, "layers: ", p.layers_changed.map(l => chip(l.layer + ": " + l.base + " \u2192 " + l.candidate, l.candidate === "fail" ? "fail" : l.candidate === "pass" ? "pass" : ""))) : null,
       exp ? el("div", {class: "what"}, "the case was edited: " + (exp.note || (exp.keys || []).map(k => k.key + " " + JSON.stringify(k.base) + " \u2192 " + JSON.stringify(k.candidate)).join("; "))) : null,
       answerDiff(p.answer), trajDiff(p.trajectory),
-      c ? el("div", {class: "what cost-line"}, "cost " + money(c.cost[0]) + " \u2192 " + money(c.cost[1]) + " (" + signed(c.cost[2], x => money(x)) + ") · latency " + ms(c.latency_ms[0]) + " \u2192 " + ms(c.latency_ms[1]) + " (" + signed(c.latency_ms[2], ms) + ")") : null);
+      c ? el("div", {class: "what cost-line"}, "app cost " + money(c.cost[0]) + " \u2192 " + money(c.cost[1]) + " (" + signed(c.cost[2], x => money(x)) + ") · latency " + ms(c.latency_ms[0]) + " \u2192 " + ms(c.latency_ms[1]) + " (" + signed(c.latency_ms[2], ms) + ")") : null);
+  }
+  /* what each figure covers, in assay.stats.cost_words' words (the API sends them: one definition) */
+  function costLabel(w, key) { return ((w || {})[key] || {}).label || key; }
+  function judgeNotes(cl) {
+    return [["base", cl.base], ["candidate", cl.candidate]].filter(([, s]) => s && s.judge_note)
+      .map(([role, s]) => "the " + role + ": " + s.judge_note + " — so its " + costLabel(cl.words, "cost_per_case_with_judge") + ", what gate.py's cost budget checks, is unknown too");
   }
   function costTable(cl) {
     if (!cl || cl.error) return el("p", {class: "note"}, "Cost and latency: " + ((cl || {}).error || "not known"));
-    const cur = cl.currency || "";
-    const rows = [["cost per case", "cost_per_case", x => money(x, cur)], ["cost in total", "cost_total", x => money(x, cur)],
-      ["latency p50", "latency_p50_ms", ms], ["latency p95", "latency_p95_ms", ms], ["input tokens", "input_tokens", x => String(x ?? "–")], ["output tokens", "output_tokens", x => String(x ?? "–")]];
+    const cur = cl.currency || "", both = cl.both_traced || {};
+    const judged = (cl.base.judge_calls || 0) + (cl.candidate.judge_calls || 0) > 0;
+    const judge = (s) => s.judge_calls ? (typeof s.judge_cost_per_case === "number" ? money(s.judge_cost_per_case, cur) : "unknown") : "no judge call";
+    const count = x => String(x ?? "–");
+    const rows = [[costLabel(cl.words, "cost_per_case"), s => money(s.cost_per_case, cur), cl.delta.cost_per_case, x => money(x, cur)],
+      judged ? [costLabel(cl.words, "judge_cost_per_case"), judge, cl.delta.judge_cost_per_case, x => money(x, cur)] : null,
+      judged ? [costLabel(cl.words, "cost_per_case_with_judge"), s => money(s.cost_per_case_with_judge, cur), cl.delta.cost_per_case_with_judge, x => money(x, cur)] : null,
+      ["app cost over the " + (both.cases ?? "–") + " case(s) traced in both runs", (s, role) => money(((both[role] || {}).cost_total), cur), (both.delta || {}).cost_total, x => money(x, cur)],
+      [costLabel(cl.words, "input_tokens_per_case"), s => count(s.input_tokens_per_case), cl.delta.input_tokens_per_case, count],
+      [costLabel(cl.words, "output_tokens_per_case"), s => count(s.output_tokens_per_case), cl.delta.output_tokens_per_case, count],
+      ["traced cases", s => count(s.traced_cases), cl.delta.traced_cases, count, "neutral"],
+      [costLabel(cl.words, "latency") + " p50", s => ms(s.latency_p50_ms), cl.delta.latency_p50_ms, ms],
+      [costLabel(cl.words, "latency") + " p95", s => ms(s.latency_p95_ms), cl.delta.latency_p95_ms, ms]].filter(Boolean);
+    const covers = Object.values(cl.words || {}).filter(w => judged || !/judge/.test(w.label)).map(w => el("li", {}, el("strong", {}, w.label), ": " + w.covers));
     return el("div", {}, el("table", {id: "cost", class: "narrow"}, el("tr", {}, ["", "base", "candidate", "change"].map(h => el("th", {}, h))),
-      rows.map(([label, k, f]) => el("tr", {}, el("td", {}, label), el("td", {}, f(cl.base[k])), el("td", {}, f(cl.candidate[k])), deltaCell(cl.delta[k], f)))),
-      cl.note ? el("p", {class: "note"}, cl.note) : null);
+      rows.map(([label, f, d, fd, neutral]) => el("tr", {}, el("td", {}, label), el("td", {}, f(cl.base, "base")), el("td", {}, f(cl.candidate, "candidate")),
+        neutral ? el("td", {class: "delta"}, signed(d, fd)) : deltaCell(d, fd)))),
+      el("ul", {class: "notes", id: "cost-notes"}, [cl.traced_note, ...judgeNotes(cl), cl.note].filter(Boolean).map(x => el("li", {}, x))),
+      folded("what each figure covers", el("ul", {class: "note", id: "cost-covers"}, covers)));
   }
   /* the paired statistics in the words the compare document carries (assay.stats.paired) */
   const STAT_WORDS = /(_note|_warning|advice|_explanation|sub_mde_keep)$/;
@@ -514,6 +536,20 @@
       folded("method", el("p", {class: "note"}, [s.method, s.mde_method, s.decision_rule].filter(Boolean).join(" · "))), d.stats_pairs ? el("p", {class: "note"}, "over " + d.stats_pairs) : null);
   }
   const WORSE = ["newly_failing", "changed_unscored"], BETTER = ["newly_passing"];
+  /* the change in the app's cost per traced case, labelled as such; beside it the judge's, or why it
+     is unknown (a drop in the app's cost is never shown alone when the gate's budget cannot be checked) */
+  function costBox(cl) {
+    const ok = cl && cl.delta, cur = ok ? cl.currency : "";
+    const judged = ok && (cl.base.judge_calls || 0) + (cl.candidate.judge_calls || 0) > 0;
+    const unknown = ok ? judgeNotes(cl) : [];
+    return el("div", {class: "box", id: "cost-box"}, el("div", {class: "big"}, ok ? signed(cl.delta.cost_per_case, x => money(x, cur)) : "–"),
+      ok ? costLabel(cl.words, "cost_per_case") : "cost per case",
+      judged ? el("div", {class: unknown.length ? "note warn" : "note"}, unknown.length
+        ? "judge's cost unknown in the " + [["base", cl.base], ["candidate", cl.candidate]].filter(([, s]) => s.judge_note).map(([r]) => r).join(" and ") + ": not in this figure, and gate.py's cost budget cannot be checked"
+        : "judge " + signed(cl.delta.judge_cost_per_case, x => money(x, cur)) + " per case, not in this figure") : null,
+      ok && cl.traced_note ? el("div", {class: "note warn"}, "traced cases differ: " + cl.base.traced_cases + " \u2192 " + cl.candidate.traced_cases) : null,
+      el("div", {class: "note"}, "p95 latency " + (ok ? signed(cl.delta.latency_p95_ms, ms) : "–")));
+  }
   function comparePage(base, cand) {
     return load("/api/compare/" + E(base) + "/" + E(cand)).then(d => {
       if (d.error) return [el("h1", {}, "Compare"), el("p", {class: "reasons", id: "compare-error"}, d.error)];
@@ -528,7 +564,7 @@
         el("div", {class: "box worse"}, el("div", {class: "big"}, String(n(WORSE))), "got worse", el("div", {class: "note"}, (counts.newly_failing || 0) + " newly failing")),
         el("div", {class: "box better"}, el("div", {class: "big"}, String(n(BETTER))), "got better", el("div", {class: "note"}, (counts.newly_passing || 0) + " newly passing")),
         el("div", {class: "box"}, el("div", {class: "big"}, String(d.judge_flips || 0)), "judge flips"),
-        el("div", {class: "box"}, el("div", {class: "big"}, cl && cl.delta ? signed(cl.delta.cost_per_case, x => money(x, cl.currency)) : "–"), "cost per case", el("div", {class: "note"}, "p95 latency " + (cl && cl.delta ? signed(cl.delta.latency_p95_ms, ms) : "–"))));
+        costBox(cl));
       const out = [el("h1", {}, "Compare " + base + " \u2192 " + cand), gateLine(cand), el("p", {id: "headline", class: "headline"}, d.headline,
           d.stats && d.stats.verdict_phrase ? el("span", {class: "phrase"}, " · " + d.stats.verdict_phrase) : null), summary,
         (d.unchecked || []).length ? el("ul", {class: "notes", id: "compare-unchecked"}, d.unchecked.map(x => el("li", {}, x))) : null,
@@ -556,13 +592,15 @@
     return n;
   }
   function chart(title, runs, value, band, fmt, cls) {
-    const W = 360, H = 150, L = 56, R = 10, T = 22, B = 22;
+    const W = 360, H = 150, R = 10, T = 22, B = 22;
     const pts = runs.map((r, i) => ({i: i, r: r, y: value(r), b: band ? band(r) : null})).filter(p => typeof p.y === "number");
     const box = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", class: "chart " + cls, "aria-label": title});
     box.append(svg("text", {x: 4, y: 14, class: "ct"}, title));
-    if (!pts.length) { box.append(svg("text", {x: L, y: H / 2, class: "empty"}, "not measured in these runs")); return box; }
+    if (!pts.length) { box.append(svg("text", {x: 56, y: H / 2, class: "empty"}, "not measured in these runs")); return box; }
     let lo = Math.min(...pts.map(p => p.b ? p.b[0] : p.y)), hi = Math.max(...pts.map(p => p.b ? p.b[1] : p.y));
     if (band) { lo = Math.min(lo, 0); hi = Math.max(hi, 1); } else { lo = Math.min(lo, 0); if (hi === lo) hi = lo + 1; }
+    /* the plot starts right of its widest axis label (0.0000974 needs more room than 26 ms) */
+    const L = Math.max(56, 10 + 6.5 * Math.max(fmt(lo).length, fmt(hi).length));
     const x = i => L + (runs.length > 1 ? i * (W - L - R) / (runs.length - 1) : (W - L - R) / 2);
     const y = v => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
     for (const v of [lo, hi]) box.append(svg("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid"}), svg("text", {x: L - 4, y: y(v) + 4, class: "axis", "text-anchor": "end"}, fmt(v)));
@@ -577,29 +615,47 @@
     return box;
   }
   const GLYPH = {pass: "\u2713", fail: "\u2717"};
+  /* under the charts: what the cost figure covers (assay.stats.cost_words), and the judge's part */
+  function costCovers(w, runs, judged) {
+    const unknown = runs.filter(r => r.judge_calls && typeof r.judge_cost_per_case !== "number");
+    return el("p", {class: "note cost-covers"}, costLabel(w, "cost_per_case") + ": " + (((w || {}).cost_per_case || {}).covers || "") + ". ",
+      judged ? costLabel(w, "cost_per_case_with_judge") + " (" + (((w || {}).cost_per_case_with_judge || {}).covers || "") + ") is in the runs table" +
+        (unknown.length ? "; the judge's cost is unknown in " + unknown.map(r => r.run_id).join(", ") + ", so gate.py's cost budget could not be checked there" : "") + ". " : "",
+      "p95 " + costLabel(w, "latency") + ": " + (((w || {}).latency || {}).covers || "") + ".");
+  }
   function historyPage() {
     return load("/api/history").then(h => {
       if (h.error) return [el("h1", {}, "History"), el("p", {}, h.error)];
       const series = (h.series || []).map(s => {
         const runs = s.runs || [];
         const curs = [...new Set(runs.map(r => r.currency).filter(Boolean))], cur = curs.length > 1 ? "mixed: " + curs.join(", ") : curs[0] || "";
+        const judged = runs.some(r => r.judge_calls);
+        const judgeCell = r => !r.judge_calls ? "no judge call" : typeof r.judge_cost_per_case === "number" ? money(r.judge_cost_per_case, r.currency) : "unknown: " + (r.judge_cost_note || "");
         const rows = runs.slice().reverse().map(r => el("tr", {}, el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)),
           el("td", {}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""), el("td", {}, r.gating_failures),
-          el("td", {}, money(r.cost_per_case, r.currency)), el("td", {}, ms(r.p95_latency_ms)), el("td", {class: "gate"}, r.gate === "closed" ? "gate closed: " + (r.gate_reasons || [])[0] : r.gate === "open" ? "gate open" : ""), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
+          el("td", {}, money(r.cost_per_case, r.currency)), judged ? el("td", {class: "judge-cost"}, judgeCell(r)) : null,
+          judged ? el("td", {}, money(r.cost_per_case_with_judge, r.currency)) : null, el("td", {}, ms(r.p95_latency_ms)), el("td", {class: "gate"}, r.gate === "closed" ? "gate closed: " + (r.gate_reasons || [])[0] : r.gate === "open" ? "gate open" : ""), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
         const changed = s.changed || [], flaky = s.flaky || [];
         return el("section", {class: "series"}, el("h2", {}, s.name), s.started_by ? el("p", {class: "note"}, "new series: " + s.started_by) : null,
           el("div", {class: "charts"}, chart("pass rate (95 % Wilson band)", runs, r => r.pass_rate, r => r.interval, pct, "rate"),
-            chart("cost per case" + (cur ? " (" + cur + ")" : ""), runs, r => r.cost_per_case, null, v => money(v), "cost"),
-            chart("p95 latency", runs, r => r.p95_latency_ms, null, ms, "latency")),
+            chart(costLabel(h.cost_words, "cost_per_case") + (cur ? " (" + cur + ")" : ""), runs, r => r.cost_per_case, null, v => money(v), "cost"),
+            chart("p95 " + costLabel(h.cost_words, "latency"), runs, r => r.p95_latency_ms, null, ms, "latency")),
+          costCovers(h.cost_words, runs, judged),
           s.drift ? el("p", {class: s.drift.flagged ? "reasons" : "note"}, "drift " + (s.drift.flagged ? "FLAGGED" : "not flagged") + ": " + (s.drift.reason || "")) : null,
           s.holdout ? el("p", {class: "note"}, s.note || "holdout: aggregate only") : [
             el("h3", {}, "Regressions and fixes (changed with the app and stayed): " + changed.length),
             changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
             el("h3", {}, "Flaky (repeats disagreed in a run, or flipped back and forth): " + flaky.length),
             flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
-          folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", "cost per case", "p95 latency", "gate", ""].map(t => el("th", {}, t))), rows)));
+          folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", costLabel(h.cost_words, "cost_per_case"),
+            judged ? costLabel(h.cost_words, "judge_cost_per_case") : null, judged ? costLabel(h.cost_words, "cost_per_case_with_judge") : null,
+            "p95 latency", "gate", ""].filter(Boolean).map(t => el("th", {}, t))), rows)));
       });
-      return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + (h.excluded_runs || []).length),
+      const excluded = h.excluded_runs || [];
+      return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + excluded.length + (excluded.length ? ", not in any trend:" : "")),
+        /* why each run does not count, on the first screen: nobody reads a trend over a run they think counts */
+        excluded.length ? el("ul", {class: "notes", id: "excluded-runs"}, excluded.slice(0, 5).map(r => el("li", {}, el("code", {}, r.run_id), ": " + r.reason)),
+          excluded.length > 5 ? el("li", {class: "note"}, "and " + (excluded.length - 5) + " more (run_history.py lists them all in history.json)") : null) : null,
         series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + f.flips + " flips)")))];
     });
   }

@@ -1,0 +1,172 @@
+"""Cost and latency where runs are compared and trended say what they cover, on real runs.
+
+`make demo COMPARE=1` in a copy of the helpdesk state dir (traces, prices.yaml, a judge): a clean
+run whose judge's calls are priced, then the broken app, two of whose judge calls report no usage,
+so its judge's cost is unknown and gate.py's cost budget cannot be checked. Then the "fix" rerun
+on the billing cases that failed (make_plan --mode targeted --failing-in, in 2 shards, merged):
+9 traced cases against the broken run's 20, and its shard dirs left in reports/ (excluded from
+history). The viewer serves them; one headless Chromium looks at Compare and History.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
+from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
+from helpdesk_util import HELPDESK, copy_state, helpdesk
+from helpers import ROOT, SCRIPTS, run_script
+from rundir_util import case_json
+
+from assay.stats.cost_words import WORDS
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    state = copy_state(tmp_path_factory.mktemp("costfig"))
+    demo = subprocess.run([sys.executable, str(HELPDESK / "demo.py"), "--compare", "--state-dir", str(state)],
+                          capture_output=True, text=True, timeout=300)
+    assert demo.returncode == 1, demo.stdout + demo.stderr   # the gate closes on the regressions
+    clean, broken = sorted(p for p in (state / "reports").iterdir() if p.is_dir())
+    assert "cost budget 0.0005 USD/case cannot be checked: 2 of 6 judge call(s) reported no token usage" in demo.stdout
+    plan_file = state / "work" / "targeted.json"
+    plan = run_script("make_plan", state / "work" / "converted.json", "--mode", "targeted", "--tag", "billing",
+                      "--split", "smoke", "--failing-in", broken, "--state-dir", state, "--shards", "2", "-o", plan_file)
+    assert plan.rc == 0, plan.stdout
+    fixed = state / "reports" / json.loads(plan_file.read_text())["run_id"]
+    shards = [fixed.parent / f"{fixed.name}.shard-{i}" for i in (1, 2)]
+    with helpdesk(state) as env:
+        for i, d in enumerate(shards, 1):
+            r = run_script("run_cases", "--plan", plan_file, "--shard", i, "--out", d, "--progress", "never", env=env)
+            assert r.rc == 0, r.stdout + r.stderr
+    r = run_script("merge_runs", "--plan", plan_file, "--out", fixed, *shards)   # the shard dirs stay in reports/
+    assert r.rc == 0, r.stdout + r.stderr
+    return {"state": state, "clean": clean.name, "broken": broken.name, "fixed": fixed.name}
+
+
+@pytest.fixture(scope="module")
+def server(runs):
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(runs["state"]), "--serve-seconds", "900"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = json.loads(proc.stdout.readline())["url"]
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent (Debian's chromium)")
+    api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    with api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        pg = b.new_page(viewport={"width": 1280, "height": 800})
+        yield pg
+        b.close()
+
+
+def _open(page, server, route: str, tmp_path: Path, shot: str) -> None:
+    page.goto(server + "#" + route)
+    page.wait_for_function("p => (document.body.getAttribute('data-ready') || '') === p", arg=route)
+    page.screenshot(path=str(tmp_path / f"{shot}.png"))
+    if os.environ.get("ASSAY_KEEP_SCREENSHOTS"):
+        shutil.copy(tmp_path / f"{shot}.png", Path(os.environ["ASSAY_KEEP_SCREENSHOTS"]) / f"{shot}.png")
+
+
+def _api(server: str, path: str) -> dict:
+    with urllib.request.urlopen(server + path + "?wait=60", timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+@NEEDS_CHROMIUM
+def test_compare_says_the_cost_is_the_apps_and_names_an_unknown_judge_cost(runs, server, page, tmp_path):
+    """The broken run's app cost per case fell while its judge's cost is unknown (the gate's budget
+    cannot be checked): the page said "cost per case −0.0000188 USD" and nothing else."""
+    _open(page, server, f"/compare/{runs['clean']}/{runs['broken']}", tmp_path, "compare-judge")
+    box = page.inner_text("#cost-box")
+    assert WORDS["cost_per_case"][0] in box and "\u2212" in box, box      # the drop, named as the app's
+    assert "judge's cost unknown in the candidate" in box and "cost budget cannot be checked" in box, box
+    table = page.inner_text("#cost")
+    assert re.search(WORDS["judge_cost_per_case"][0] + r"\s+0\.0000121 USD\s+unknown", table), table
+    assert re.search(re.escape(WORDS["cost_per_case_with_judge"][0]) + r"\s+0\.000110 USD\s+–", table), table
+    notes = page.inner_text("#cost-notes")
+    assert "the candidate: the judge's cost is unknown: 2 of 6 judge call(s) reported no token usage" in notes, notes
+    # the same words on History, from the same definition (run_history.py's history.json carries them)
+    hist = run_script("run_history", runs["state"], "-o", tmp_path / "history.json", "--no-verify")
+    assert hist.rc == 0, hist.stdout
+    doc = json.loads((tmp_path / "history.json").read_text())
+    assert doc["cost_words"]["cost_per_case"]["label"] == WORDS["cost_per_case"][0]
+    smoke = next(s for s in doc["series"] if s["name"].startswith("smoke"))["runs"]
+    assert [r["judge_cost_per_case"] is None for r in smoke] == [False, True]
+    assert "2 of 6 judge call(s) reported no token usage" in smoke[1]["judge_cost_note"]
+    assert smoke[0]["cost_per_case_with_judge"] == pytest.approx(smoke[0]["cost_per_case"] + smoke[0]["judge_cost_per_case"])
+    assert smoke[1]["cost_per_case_with_judge"] is None
+    _open(page, server, "/history", tmp_path, "history-judge")
+    assert page.locator(f"svg.chart.cost[aria-label^='{WORDS['cost_per_case'][0]}']").count() == 2
+    covers = page.inner_text("p.cost-covers >> nth=0")
+    assert WORDS["cost_per_case"][1] in covers and f"unknown in {runs['broken']}" in covers, covers
+    page.click("details.fold:has(table) > summary >> nth=0")
+    assert "unknown: the judge's cost is unknown" in page.inner_text("td.judge-cost >> nth=0")
+
+
+@NEEDS_CHROMIUM
+def test_compare_totals_are_over_the_cases_traced_in_both_runs(runs, server, page, tmp_path):
+    """The rerun traced 9 cases, the broken run 20: its input tokens "fell" by the 11 cases it did not
+    run (2461 → 1687, −774) though each case used more."""
+    cl = _api(server, f"/api/compare/{runs['broken']}/{runs['fixed']}")["cost_latency"]
+    assert (cl["base"]["traced_cases"], cl["candidate"]["traced_cases"], cl["both_traced"]["cases"]) == (20, 9, 9)
+    common = [cid for cid, c in cl["cases"].items() if c["cost"][0] is not None and c["cost"][1] is not None]
+    assert cl["both_traced"]["base"]["cost_total"] == pytest.approx(sum(cl["cases"][c]["cost"][0] for c in common))
+    assert cl["delta"]["input_tokens_per_case"] > 0   # per traced case, the rerun used more
+    _open(page, server, f"/compare/{runs['broken']}/{runs['fixed']}", tmp_path, "compare-traced")
+    table = page.inner_text("#cost")
+    assert "app cost over the 9 case(s) traced in both runs" in table and "input tokens per traced case" in table
+    assert not re.search(r"^input tokens\t", table, re.M), table   # no total of unlike sets
+    assert "the base traced 20 case(s), the candidate 9: the totals are over the 9 case(s) traced in both runs" \
+        in page.inner_text("#cost-notes")
+    assert "traced cases differ: 20 \u2192 9" in page.inner_text("#cost-box")
+
+
+@NEEDS_CHROMIUM
+def test_history_first_screen_says_why_runs_are_excluded_and_its_axis_labels_fit(runs, server, page, tmp_path):
+    _open(page, server, "/history", tmp_path, "history-first-screen")
+    excluded = page.inner_text("#excluded-runs")
+    assert f"{runs['fixed']}.shard-1: shard 1 of run {runs['fixed']}: a slice of a run, not a run" in excluded
+    assert page.evaluate("() => document.getElementById('excluded-runs').getBoundingClientRect().bottom") < 800
+    # every axis label inside its chart (the cost chart's "0.0000974" began left of it)
+    boxes = page.evaluate("""() => [...document.querySelectorAll('svg.chart text.axis')]
+                               .map(t => [t.textContent, t.getBBox().x])""")
+    assert boxes and all(x >= 0 for _t, x in boxes), boxes
+    assert any(t.startswith("0.0000") and len(t) > 7 for t, _x in boxes), boxes
+
+
+def test_latency_is_the_final_attempts_and_the_docs_say_so(tmp_path):
+    """A case answered on its second attempt after a slow 500: its latency (the p95's sample) is the
+    second attempt's, and every doc that defines latency says so."""
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        app.queue(Reply(500, {"error": "overloaded"}, delay=0.6), Reply(200, {"message": "echo: hello"}))
+        plan = make_plan(state, [case("c-retried", "hello")], adapter_doc=adapter(app.url, timeout_s=30),
+                         execution={"max_attempts": 2, "backoff_s": [0.3]})
+        out = state / "reports" / plan["run_id"]
+        res = run_runner("--plan", write_plan(state, plan), "--out", out)
+    assert res.rc == 0, res.stdout + res.stderr
+    response = case_json(out, "c-retried", "response.json")
+    slow, fast = (a["latency_ms"] for a in response["attempt_log"])
+    assert slow >= 600 and case_json(out, "c-retried")["latency_ms"] == fast < 600
+    words = WORDS["latency"][1]
+    assert "the attempt whose answer was scored" in words and "backoff" in words
+    assert "**A case's latency is its final attempt's**" in (ROOT / "references" / "history-and-cost.md").read_text()
+    assert "of the case's final attempt" in (ROOT / "docs" / "runner-contract.md").read_text()
