@@ -3,6 +3,8 @@ either holds (a line with its margin) or closes the gate (over it, or it cannot 
 
 from __future__ import annotations
 
+from .cost_words import with_judge
+
 
 def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple[bool, str]:
     """The mean cost per case against the budget: the app's (per traced case) plus, unless
@@ -28,7 +30,7 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
                           f"(judge model(s) {', '.join(judge.get('unpriced_models') or []) or 'unnamed'} not in the "
                           "prices file); price them, or leave the judge out with gate.py --no-judge-cost")
         split = f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g})"
-        mean = round(mean + judge["mean_per_case"], 10)
+        mean = with_judge(mean, judge["mean_per_case"], judge["calls"])   # the one rule the pages say too
     elif judge.get("calls"):
         split = f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"
     if t.get("cases_without_model_call"):   # a trace with no model call is priced at 0: never silently
