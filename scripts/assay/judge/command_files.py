@@ -41,6 +41,55 @@ PREFIXES = ("exec", "command", "env", "nohup", "time")
 MAX_DEPTH = 3   # a shell string running a shell string running ...: deeper is not followed
 
 
+PY_VALUE_OPTIONS = "WX"   # `-W ignore`, `-X dev`: the next word (or the rest of the cluster) is their value
+PY_LONG_VALUE_OPTIONS = ("--check-hash-based-pycs",)
+
+
+def python_target(argv: list[str]) -> tuple[str, int, str] | None:
+    """What a `python [options] ...` argv runs, read past the interpreter's options (clustered `-uB`,
+    `-W ignore`, `-X dev`, `--`): ("m", i, module) / ("c", i, code) with i the index of the word holding
+    it, ("script", i, path) for the script, or None (nothing named, `-` for stdin)."""
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return ("script", i + 1, argv[i + 1]) if i + 1 < len(argv) and argv[i + 1] != "-" else None
+        if arg.startswith("--"):
+            i += 2 if arg in PY_LONG_VALUE_OPTIONS else 1
+            continue
+        if not arg.startswith("-") or arg == "-":
+            return ("script", i, arg) if arg != "-" else None
+        for j, letter in enumerate(arg[1:], 1):
+            rest = arg[j + 1:]
+            if letter in "cm":
+                if rest:
+                    return letter, i, rest
+                return (letter, i + 1, argv[i + 1]) if i + 1 < len(argv) else None
+            if letter in PY_VALUE_OPTIONS:
+                i += 0 if rest else 1   # the value is the rest of the word, or the next word
+                break
+        i += 1
+    return None
+
+
+def script_index(argv: list[str]) -> int | None:
+    """The index of the word an interpreter's argv runs as its script, past the interpreter's options
+    (`[python3, -u, judge.py]`: 2; `[node, --no-warnings, judge.js]`: 2), or None (`python -m`/`-c`,
+    a shell's `-c` string, no such word): what pre-flight checks exists."""
+    if len(argv) < 2:
+        return None
+    exe = posixpath.basename(argv[0])
+    if PYTHON.match(exe):
+        target = python_target(argv)
+        return target[1] if target and target[0] == "script" and target[1] < len(argv) else None
+    for i, arg in enumerate(argv[1:], 1):
+        if not arg.startswith("-") or arg == "-":
+            return i if arg != "-" else None
+        if exe in SHELLS and not arg.startswith("--") and "c" in arg[1:]:
+            return None   # `bash -c STRING`: the string is read apart (Reader), never a path
+    return None
+
+
 def runs_a_file(arg: str, *, first: bool) -> bool:
     """Whether a command argument is a script the judge runs: a script handed to an interpreter, or the
     command itself when it is a script or a relative path (editing it changes the judge as surely)."""
@@ -90,35 +139,41 @@ class Reader:
             return
         if PYTHON.match(exe) and self._python(argv, depth):
             return
+        script = python_target(argv) if PYTHON.match(exe) else None
+        script_at = script[1] if script and script[0] == "script" else None
         for i, arg in enumerate(argv):
             runs = resolved_arg(arg, self.env)   # [python3, "${JUDGE_SCRIPT}"]: the script the value names
-            if runs_a_file(runs, first=i == 0):
+            if runs_a_file(runs, first=i == 0) or i == script_at:   # python's script, past its options
                 path = self._path(runs)
-                if shell and not path.is_file():
-                    self.problems.append(f"{shell} names {arg!r}, which is not a file under the state dir")
+                if not path.is_file():
+                    if i == script_at and not runs_a_file(runs, first=i == 0) and path.is_dir():
+                        continue   # `python3 pkgdir`: a directory's __main__.py (not a script it names)
+                    where = shell or f"{self.source} {names[i]}"
+                    self.problems.append(f"{where} names {arg!r}, which is not a file under the state dir" if shell
+                                         else f"{where} names {arg!r}, which is not a file (it resolves to {path}; "
+                                         "a relative path is from the state dir)")
                     continue
                 self._bind(arg, path)   # keyed by the argument as written: never a value on disk
 
     def _python(self, argv: list[str], depth: int) -> bool:
-        """`python -m mod` / `python -c CODE`: bind what they run (True); any other python argv: False."""
-        for i, arg in enumerate(argv[1:], 1):
-            if not arg.startswith("-") or arg == "-":
-                return False   # a script (the generic rule binds it)
-            if arg.startswith("-m") or arg.startswith("-c"):
-                value = arg[2:] or (argv[i + 1] if i + 1 < len(argv) else "")
-                value = resolved_arg(value, self.env)
-                if arg.startswith("-c"):
-                    for rel, module in follow(self.state, [], source=value):
-                        self.files.setdefault(rel, module)
-                    return True
-                parts = module_files(self.state, value)
-                starts = [(self.state.joinpath(*p), p[:-1]) for p in parts]
-                for p, (path, _) in zip(parts, starts):
-                    self.files.setdefault(posixpath.join(*p), path)
-                for rel, module in follow(self.state, starts):
-                    self.files.setdefault(rel, module)
-                return True
-        return False
+        """`python [options] -m mod` / `python [options] -c CODE`: bind what they run (True); any other
+        python argv (a script, past the interpreter's options): False (the generic rule binds it)."""
+        target = python_target(argv)
+        if target is None or target[0] == "script":
+            return False
+        kind, _, value = target
+        value = resolved_arg(value, self.env)
+        if kind == "c":
+            for rel, module in follow(self.state, [], source=value):
+                self.files.setdefault(rel, module)
+            return True
+        parts = module_files(self.state, value)
+        starts = [(self.state.joinpath(*p), p[:-1]) for p in parts]
+        for p, (path, _) in zip(parts, starts):
+            self.files.setdefault(posixpath.join(*p), path)
+        for rel, module in follow(self.state, starts):
+            self.files.setdefault(rel, module)
+        return True
 
     def _shell(self, argv: list[str], names: list[str], depth: int) -> bool:
         """`bash -c STRING`: each command of STRING read (True); `bash [options] judge`: the file it runs
