@@ -17,8 +17,9 @@ as surely as judge.yaml (assay.judge.binding hashes them into the judge's identi
 
 What it cannot bind, `problems` says (score_agreement.py --write refuses it: a calibration must not
 stand for a judge whose code it cannot see): a shell string that does not parse, one that changes
-directory (`cd`, `pushd`: the files it names are not where the state dir says), and a word of a shell
-string that names a script (SCRIPT_SUFFIXES) which is not a file under the state dir.
+directory (`cd`, `pushd`: the files it names are not where the state dir says), a word of a shell
+string that names a script (SCRIPT_SUFFIXES) which is not a file under the state dir, and a script
+the argv names (past the interpreter's options: `[python3, -u, judge.py]`) that is not a file.
 """
 
 from __future__ import annotations
