@@ -310,6 +310,11 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
         said = [line for line in lint_lines if is_code_line(line, "nothing_gates")]
         warnings[:] = [w for w in warnings if w not in said]
         warnings.append(nothing_gates)
+    if mode.name == "smoke" and not (o.cases or o.tag):
+        from .select import no_canary_note
+        no_canary = no_canary_note(converted["cases"])
+        if no_canary:
+            notes.append(no_canary)
     k = o.k if o.k is not None else mode.k
     if mode.name == "regression" and k < 3:
         notes.append(f"regression at k={k} (< 3): pass^k is weaker; say so in the report")
