@@ -192,7 +192,7 @@ def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source
         if shutil.which(exe, path=search) is None:
             raise AssayError(f"pre-flight: {source}: command[0] {exe!r} is not found on PATH ({search}); install it "
                              f"or give its path ({where})", 3, key="command")
-    from .command_files import script_index
+    from .argv import script_index
     at = script_index(argv)   # past the interpreter's options: [python3, -u, judge.py] runs judge.py
     script = argv[at] if at is not None else ""
     if script.endswith(SCRIPT_SUFFIXES) and not script.startswith("-"):
