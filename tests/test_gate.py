@@ -177,6 +177,22 @@ def test_infra_errors_under_the_bar_are_named_beside_an_open_gate(tmp_path):
     assert r.rc == 1 and r.stdout.count("c-exit (exit:") == 1
 
 
+def test_a_loose_infra_bar_is_said_on_the_screen(tmp_path):
+    """`--max-infra-rate 1` (a user who meant 1%) opened the gate over 12 of 22 cases never answered and
+    said nothing of the bar; it is said now, what it lets through and the fraction to pass instead."""
+    cases = [{"id": f"c-{i}"} for i in range(10)] + [{"id": f"c-down-{i}", "verdict": "infra_error"} for i in range(12)]
+    run_dir = make_run(tmp_path, cases)
+    r = run_script("gate", run_dir, "--no-verify", "--max-infra-rate", "1")
+    assert r.rc == 0, r.stdout   # a note, never a refusal: tests pass 1 on purpose
+    assert ("  note: --max-infra-rate 1 lets up to 100% of the cases end in infra errors (never answered, so never "
+            "measured) with this gate open; the flag takes a fraction: for 1% pass 0.01, for 5% 0.05 (the default)"
+            ) in r.stdout.splitlines(), r.stdout
+    assert "--max-infra-rate 0.5 lets up to 50% " in run_script("gate", run_dir, "--no-verify", "--max-infra-rate",
+                                                                 "0.5").stdout
+    strict = run_script("gate", run_dir, "--no-verify", "--max-infra-rate", "0.01")
+    assert strict.rc == 1 and "note: --max-infra-rate" not in strict.stdout, strict.stdout
+
+
 def test_not_scored_and_judged_lines(tmp_path):
     cases = [{"id": "c1", "layers": {"execution": {"verdict": "unscorable", "blocked_by": "no oracle"},
                                       "judged": {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}}}]

@@ -88,3 +88,27 @@ def test_write_refuses_a_shell_string_whose_code_it_cannot_find(tmp_path, string
     err = r.json["error"]
     assert said in err and "write judge/judge.yaml command as an argv naming the script" in err, err
     assert (state / "judge" / "calibration.json").read_text() == before   # nothing written
+
+
+def test_a_python_judge_is_read_past_the_interpreters_options(tmp_path):
+    """`[python, -u, judge.py]` with judge.py missing was bound as `{"judge.py": null}` and --write wrote the
+    calibration; `[python, -X, dev, -m, grader]` bound nothing (`dev` was read as the script). Now the
+    script after the options is found, and a named script that is not there refuses --write."""
+    state = tone_state(tmp_path)
+    before = (state / "judge" / "calibration.json").read_text()
+    write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: [{json.dumps(sys.executable)}, -u, judge.py]\n")
+    r = _write(state)
+    assert r.rc == 2, r.stdout
+    assert r.json["error"].startswith(f"--write: judge/judge.yaml command[2] names 'judge.py', which is not a file "
+                                      f"(it resolves to {state / 'judge.py'}; a relative path is from the state dir)"), r.json
+    assert (state / "judge" / "calibration.json").read_text() == before   # nothing written
+    (state / "grader").mkdir()
+    (state / "grader" / "__init__.py").write_text("")
+    (state / "grader" / "__main__.py").write_text("from grader.rules import judge\njudge()\n")
+    (state / "grader" / "rules.py").write_text("def judge():\n" + "".join(f"    {line}\n" for line in STRICT_JUDGE.splitlines()))
+    for argv in ([sys.executable, "-X", "dev", "-m", "grader"], [sys.executable, "-um", "grader"]):
+        write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: {json.dumps(argv)}\n")
+        r = _write(state)
+        assert r.rc == 0, r.stdout
+        bound = json.loads((state / "judge" / "calibration.json").read_text())["judge"]["identity"]["judges"][0]
+        assert bound["command_files"].get("grader/rules.py") and bound["command_files"].get("grader/__main__.py"), (argv, bound)

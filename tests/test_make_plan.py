@@ -122,6 +122,23 @@ def test_regression_with_small_k_is_noted(suite, tmp_path):
     assert any("k=1" in n for n in r.json["notes"])
 
 
+def test_a_smoke_plan_of_a_suite_without_canaries_notes_it(suite, tmp_path):
+    """The start skill generates 2 canaries; a suite with none planned its smoke run without a word (a
+    broken token then reads as every case failing, not a canary's stop that names it): a note now."""
+    from fixtures_authoring import CASES
+    cases = {cid: text.replace("split: [smoke, canary]", "split: [smoke, full]") for cid, text in CASES.items()}
+    state = make_state(tmp_path, cases=cases, dataset=None)
+    r = run_inproc("make_plan", convert(state) / "converted.json", "--state-dir", state, "--mode", "smoke",
+                   "-o", tmp_path / "p.json")
+    assert r.rc == 0, r.stdout + r.stderr
+    said = [n for n in r.json["notes"] if n.startswith("no canary in this suite")]
+    assert said == [r.json["notes"][-1]] and "split: [smoke, canary]" in said[0], r.json["notes"]
+    assert not [w for w in r.json["warnings"] if "canary" in w]   # a note, not a warning: nothing is mismeasured
+    state, conv = suite   # the shared suite has 2 canaries: no note
+    r = run_inproc("make_plan", conv, "--state-dir", state, "--mode", "smoke", "-o", tmp_path / "q.json")
+    assert r.rc == 0 and not [n for n in r.json["notes"] if "no canary" in n], r.json["notes"]
+
+
 # ---- targeted: --tag, --split, --failing-in ---------------------------------------------------
 
 def test_targeted_tag_matches_unit_or_route_never_id(suite):

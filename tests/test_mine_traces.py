@@ -128,6 +128,44 @@ def test_mining_a_state_dir_with_no_cases_yet(tmp_path, mined_spans):
     assert bad.rc == 2 and "not a state dir" in bad.json["error"]
 
 
+def _disable(state, *keys):
+    import re
+    text = (state / "profile.yaml").read_text()
+    for key in keys:
+        text = re.sub(rf"^  {key}: {{enabled: true", f"  {key}: {{enabled: false, blocked_by: no traces yet", text,
+                      flags=re.M)
+    (state / "profile.yaml").write_text(text)
+
+
+def test_expectations_on_layers_the_profile_disables_are_not_proposed(tmp_path, mined_spans):
+    """The profile's capability_matrix was ignored: expect.tools / args / answer were proposed on layers it
+    disables, and a request that showed nothing else became a case that grades nothing (the linter's
+    no_graded_layer ERROR, which stops make_plan.py for the whole suite)."""
+    fresh = tmp_path / "fresh"   # no case yet, so each request is mined
+    fresh.mkdir()
+    for name in ("adapter.yaml", "profile.yaml"):
+        shutil.copy(ROOT / "examples/helpdesk/.assay" / name, fresh / name)
+    _disable(fresh, "routing", "trajectory", "tool_selection", "answer_quality")
+    res = run_script("mine_traces", mined_spans, "--state-dir", fresh)
+    assert res.rc == 0, res.stdout
+    assert res.json["written"] == [] and res.json["grades_nothing"], res.json
+    invoice = next(g for g in res.json["grades_nothing"] if g["trace_id"] and "expect.args" in g["why"])
+    assert ("is on a layer profile.yaml disables (capability_matrix." in invoice["why"]
+            and "capability_matrix.tool_selection, blocked_by: no traces yet" in invoice["why"]
+            and "not written" in invoice["why"]), invoice
+    assert res.json["next"].startswith("nothing proposed: each of the"), res.json["next"]
+
+    state = _state(tmp_path)   # one layer off: the case is written, and says what was left out and why
+    _disable(state, "tool_selection")
+    res = run_script("mine_traces", mined_spans, "--state-dir", state)
+    assert res.rc == 0 and res.json["grades_nothing"] == [], res.json
+    cases = [yaml.safe_load((state / r).read_text()) for r in res.json["written"]]
+    invoice = next(c for c in cases if "INV-1001" in c["input"]["messages"][0]["content"])
+    assert "args" not in invoice["expect"] and invoice["expect"]["route"] == "billing", invoice["expect"]
+    assert ("Not proposed, on a layer profile.yaml disables (never scored): expect.args "
+            "(capability_matrix.tool_selection, blocked_by: no traces yet).") in invoice["notes"], invoice["notes"]
+
+
 def test_mining_what_the_otlp_http_listener_receives(tmp_path):
     import json
     import subprocess

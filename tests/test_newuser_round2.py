@@ -222,7 +222,11 @@ def test_preflight_names_where_a_missing_variable_is_used_and_a_judge_command_th
     for command, says in (("[no-such-judge-cmd-r2]", "command[0] 'no-such-judge-cmd-r2' is not found on PATH"),
                           (f"[{json.dumps(sys.executable)}, judges/judge.py]",
                            f"command[1] 'judges/judge.py' resolves to {state.resolve() / 'judges' / 'judge.py'}, "
-                           "which does not exist; a relative path is relative to the state dir")):
+                           "which does not exist; a relative path is relative to the state dir"),
+                          # past the interpreter's options (before: only command[1], here `-u`, was looked at)
+                          (f"[{json.dumps(sys.executable)}, -u, -W, ignore, judges/judge.py]",
+                           f"command[4] 'judges/judge.py' resolves to {state.resolve() / 'judges' / 'judge.py'}, "
+                           "which does not exist")):
         write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: {command}\n")
         plan_file = plan(state, "--judge")
         r = run_runner("--plan", plan_file, "--out", out, env={"R2_URL": "http://127.0.0.1:9", "R2_SPANS": "x"})

@@ -88,6 +88,23 @@ def test_a_plan_that_gates_no_case_is_said_and_its_gate_closes(runs):
     assert run_script("gate", state / "reports" / SMOKE).rc == 0
 
 
+def test_a_suite_that_gates_nothing_is_said_once(tmp_path):
+    """Every case gating: false: the linter's suite-wide nothing_gates and the plan's own warning said the
+    same thing twice on make_plan's stderr; the plan's words (split, count, what the gate does) stand alone."""
+    state = write_state(tmp_path, {"c-d1": drafts("c-d1"), "c-d2": drafts("c-d2")})
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = make(state, "--mode", "regression")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "[nothing_gates]" not in r.stderr and r.stderr.count("make_plan: no case this plan selects gates: all 2 "
+                                                                "case(s) of split 'full' are gating: false") == 1, r.stderr
+    assert [w for w in r.json["warnings"] if "gates" in w] == [r.json["warnings"][-1]], r.json["warnings"]
+    assert r.json["validation"]["warnings"] == 1   # the linter's count stands: its finding is said in the plan's words
+    val = run_script("validate_cases", "--cases", work / "suite.json", "--capabilities", work / "capabilities.json",
+                     "--adapter", work / "adapter.json")
+    assert "nothing_gates" in val.stdout   # validate_cases.py, which plans nothing, still says it
+
+
 def test_a_split_of_canaries_only_is_refused_naming_them(tmp_path):
     state = write_state(tmp_path, {
         "c-1": case_yaml("c-1").replace("split: [smoke, full]", "split: [full]"),

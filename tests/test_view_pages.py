@@ -217,6 +217,7 @@ def test_compare_page_says_what_got_worse_better_and_what_it_cost(page, server, 
     rubric = page.inner_text(".pair[data-case='c-rubric']")
     assert "only a rubric sees it" in rubric and "provisional rubric: not gating" in rubric
     _gate_line_is_the_runs(page)
+    assert " is red: " not in page.inner_text("main")   # the base's own gate was open: no red-baseline note
     unchecked = page.inner_text("#compare-unchecked")   # neither side's check answered here: said, not hidden
     assert f"the base {BASE} has no check answer here" in unchecked and f"the candidate {CAND}" in unchecked
     cost = page.inner_text("#cost")
@@ -245,3 +246,8 @@ def test_runs_page_compares_a_run_with_the_previous_in_one_click(page, server, t
     page.click("tr.run-row >> nth=0 >> a.vs-prev")
     page.wait_for_function("p => (document.body.getAttribute('data-ready') || '') === p", arg=f"/compare/{MID}/{CAND}")
     assert "got better" in page.inner_text("#summary") and "c-flaky" in page.inner_text("#bucket-newly_passing")
+    # the previous run's own gate was closed (c-flaky failed there): said first, in gate.py --baseline's words
+    notes = page.inner_text("#compare-notes")
+    assert notes.startswith(f"the baseline {MID} is red: its own gate is closed (1 gating failure(s): c-flaky (answer));"), notes
+    assert "a case failing there too is still_failing here, never newly failing" in notes
+    assert "compare with a run whose gate was open (--baseline auto chooses one)" in notes

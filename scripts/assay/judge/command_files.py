@@ -17,25 +17,24 @@ as surely as judge.yaml (assay.judge.binding hashes them into the judge's identi
 
 What it cannot bind, `problems` says (score_agreement.py --write refuses it: a calibration must not
 stand for a judge whose code it cannot see): a shell string that does not parse, one that changes
-directory (`cd`, `pushd`: the files it names are not where the state dir says), and a word of a shell
-string that names a script (SCRIPT_SUFFIXES) which is not a file under the state dir.
+directory (`cd`, `pushd`: the files it names are not where the state dir says), a word of a shell
+string that names a script (SCRIPT_SUFFIXES) which is not a file under the state dir, and a script
+the argv names (past the interpreter's options: `[python3, -u, judge.py]`) that is not a file.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import re
 import shlex
 from pathlib import Path
 from typing import Mapping
 
 from ..core.secrets import ENV_REF
+from .argv import PYTHON, SHELLS, python_target
 from .config import SCRIPT_SUFFIXES
 from .local_imports import follow, local_modules, module_files
 
-SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
-PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 CHDIR = ("cd", "pushd", "popd")
 PREFIXES = ("exec", "command", "env", "nohup", "time")
 MAX_DEPTH = 3   # a shell string running a shell string running ...: deeper is not followed
@@ -90,35 +89,41 @@ class Reader:
             return
         if PYTHON.match(exe) and self._python(argv, depth):
             return
+        script = python_target(argv) if PYTHON.match(exe) else None
+        script_at = script[1] if script and script[0] == "script" else None
         for i, arg in enumerate(argv):
             runs = resolved_arg(arg, self.env)   # [python3, "${JUDGE_SCRIPT}"]: the script the value names
-            if runs_a_file(runs, first=i == 0):
+            if runs_a_file(runs, first=i == 0) or i == script_at:   # python's script, past its options
                 path = self._path(runs)
-                if shell and not path.is_file():
-                    self.problems.append(f"{shell} names {arg!r}, which is not a file under the state dir")
+                if not path.is_file():
+                    if i == script_at and not runs_a_file(runs, first=i == 0) and path.is_dir():
+                        continue   # `python3 pkgdir`: a directory's __main__.py (not a script it names)
+                    where = shell or f"{self.source} {names[i]}"
+                    self.problems.append(f"{where} names {arg!r}, which is not a file under the state dir" if shell
+                                         else f"{where} names {arg!r}, which is not a file (it resolves to {path}; "
+                                         "a relative path is from the state dir)")
                     continue
                 self._bind(arg, path)   # keyed by the argument as written: never a value on disk
 
     def _python(self, argv: list[str], depth: int) -> bool:
-        """`python -m mod` / `python -c CODE`: bind what they run (True); any other python argv: False."""
-        for i, arg in enumerate(argv[1:], 1):
-            if not arg.startswith("-") or arg == "-":
-                return False   # a script (the generic rule binds it)
-            if arg.startswith("-m") or arg.startswith("-c"):
-                value = arg[2:] or (argv[i + 1] if i + 1 < len(argv) else "")
-                value = resolved_arg(value, self.env)
-                if arg.startswith("-c"):
-                    for rel, module in follow(self.state, [], source=value):
-                        self.files.setdefault(rel, module)
-                    return True
-                parts = module_files(self.state, value)
-                starts = [(self.state.joinpath(*p), p[:-1]) for p in parts]
-                for p, (path, _) in zip(parts, starts):
-                    self.files.setdefault(posixpath.join(*p), path)
-                for rel, module in follow(self.state, starts):
-                    self.files.setdefault(rel, module)
-                return True
-        return False
+        """`python [options] -m mod` / `python [options] -c CODE`: bind what they run (True); any other
+        python argv (a script, past the interpreter's options): False (the generic rule binds it)."""
+        target = python_target(argv)
+        if target is None or target[0] == "script":
+            return False
+        kind, _, value = target
+        value = resolved_arg(value, self.env)
+        if kind == "c":
+            for rel, module in follow(self.state, [], source=value):
+                self.files.setdefault(rel, module)
+            return True
+        parts = module_files(self.state, value)
+        starts = [(self.state.joinpath(*p), p[:-1]) for p in parts]
+        for p, (path, _) in zip(parts, starts):
+            self.files.setdefault(posixpath.join(*p), path)
+        for rel, module in follow(self.state, starts):
+            self.files.setdefault(rel, module)
+        return True
 
     def _shell(self, argv: list[str], names: list[str], depth: int) -> bool:
         """`bash -c STRING`: each command of STRING read (True); `bash [options] judge`: the file it runs

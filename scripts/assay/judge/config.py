@@ -192,12 +192,14 @@ def check_command(config: dict[str, Any], cwd: Path, environ: Any = None, source
         if shutil.which(exe, path=search) is None:
             raise AssayError(f"pre-flight: {source}: command[0] {exe!r} is not found on PATH ({search}); install it "
                              f"or give its path ({where})", 3, key="command")
-    script = argv[1] if len(argv) > 1 else ""
+    from .argv import script_index
+    at = script_index(argv)   # past the interpreter's options: [python3, -u, judge.py] runs judge.py
+    script = argv[at] if at is not None else ""
     if script.endswith(SCRIPT_SUFFIXES) and not script.startswith("-"):
         path = Path(script) if os.path.isabs(script) else Path(cwd) / script
         if not path.is_file():
-            raise AssayError(f"pre-flight: {source}: command[1] {script!r} resolves to {path}, which does not exist; "
-                             f"{where}", 3, key="command")
+            raise AssayError(f"pre-flight: {source}: command[{at}] {script!r} resolves to {path}, which does not "
+                             f"exist; {where}", 3, key="command")
 
 
 def manifest_view(config: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,9 @@ one what the app *did*, for a person to confirm: every case is `gating: false`,
 `review: pending`, `source: trace:<trace_id>`, `origin: real-trace:<trace_id>`, and holds
 the observed answer in `notes`. Distinct means not a near-duplicate (assay.suite.dedupe's
 ROUGE-L rule, 0.7) of an existing case or of a candidate already kept. Every string taken
-from a trace goes through assay.mine.redact first.
+from a trace goes through assay.mine.redact first. An expectation on a layer the profile's
+capability_matrix disables is not proposed (the case's notes name the profile key); a request
+that showed nothing else is not written at all (`grades_nothing`: the case could never fail).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import yaml
 from ..core import writer
 from ..core.errors import AssayError
 from ..suite.convert import case_files, convert_state_dir
+from ..core.vocab import MATRIX_KEY_OF_LAYER, matrix_enabled
+from ..lint.graded import layers_in_expect
 from ..suite.dedupe import NEAR_DUPLICATE, case_text, rouge_l, tokens
 from .redact import KINDS, redact, redact_arg
 from .spans import Observed, listen_requests, read_requests
@@ -46,7 +50,31 @@ def _args(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool) -> dict[str, Any]:
+def disabled_keys(expect: dict[str, Any], matrix: dict[str, Any]) -> dict[str, str]:
+    """{expect key: `capability_matrix.<key>` (and its blocked_by)} for each proposed expectation whose
+    layer the profile disables: the runner would never score it, so it is not proposed."""
+    out = {}
+    for key, value in expect.items():
+        for layer in layers_in_expect({key: value}):
+            enabled, blocked_by = matrix_enabled(matrix, layer)
+            if not enabled:
+                mkey = MATRIX_KEY_OF_LAYER.get(layer) or layer
+                why = f"capability_matrix.{mkey}"
+                if blocked_by and blocked_by != f"capability_matrix.{mkey}.enabled is false":
+                    why += f", blocked_by: {blocked_by}"
+                out[key] = why
+    return out
+
+
+def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool,
+            matrix: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The candidate case for one observed request (see the module's docstring)."""
+    return propose_case(obs, counts, split, route_known, matrix)[0]
+
+
+def propose_case(obs: Observed, counts: Counter, split: list[str], route_known: bool,
+                 matrix: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the case, {expect key: the profile key} of each expectation left out: its layer is disabled)."""
     text = redact(obs.user_text or "", counts)[0]
     answer = redact(obs.answer, counts)[0] if obs.answer else None
     expect: dict[str, Any] = {}
@@ -70,8 +98,14 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
     facts = [] if obs.failed else [f for f in dict.fromkeys(FACT.findall(answer or "")) if f not in text and "<" not in f]
     if facts:
         expect["answer"] = {"must_contain": facts[:4]}
+    off = disabled_keys(expect, matrix or {})
+    for key in off:
+        del expect[key]
     notes = [f"Proposed from trace {obs.trace_id}: every expectation is what the app did, not what it should do; "
              "check each before accepting the case."]
+    if off:
+        notes.append("Not proposed, on a layer profile.yaml disables (never scored): " + "; ".join(
+            f"expect.{k} ({why})" for k, why in off.items()) + ".")
     if answer:
         notes.append(f"Observed answer: {answer[:400]}")
     if withheld:
@@ -98,7 +132,7 @@ def propose(obs: Observed, counts: Counter, split: list[str], route_known: bool)
         "input": {"messages": [{"role": "user", "content": text}], "session": "fresh"},
         "expect": expect,
     }
-    return case
+    return case, off
 
 
 def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, seed: int = 0,
@@ -151,13 +185,22 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
                                                                        key=lambda o: (o.start_ns, o.trace_id))
     n_holdout = round(len(chosen) * holdout_share)
     holdout_ids = {o.trace_id for o in rng.sample(chosen, n_holdout)} if n_holdout else set()
-    route_known = bool(((profile.get("capability_matrix") or {}).get("routing") or {}).get("enabled", True))
-    written = []
+    matrix = profile.get("capability_matrix") if isinstance(profile.get("capability_matrix"), dict) else {}
+    written, grades_nothing = [], []
     for obs in chosen:
         split = ["holdout"] if obs.trace_id in holdout_ids else ["full"]
-        case = propose(obs, counts, split, route_known and (not routes or obs.route in routes))
+        case, off = propose_case(obs, counts, split, not routes or obs.route in routes, matrix)
         if not case["expect"]:
-            case["expect"] = {"answer": {"must_not_contain": [r"/\A\s*\Z/"]}}
+            fallback = {"answer": {"must_not_contain": [r"/\A\s*\Z/"]}}
+            off.update(disabled_keys(fallback, matrix))
+            if off:   # every expectation on a layer the profile disables: the case could never fail
+                grades_nothing.append({"trace_id": obs.trace_id, "case": case["id"], "why": (
+                    "every expectation observed (" + ", ".join(f"expect.{k}" for k in off) + ") is on a layer "
+                    "profile.yaml disables (" + "; ".join(dict.fromkeys(off.values())) + "), so the case would "
+                    "grade nothing (the linter's no_graded_layer, which stops make_plan.py); not written: enable "
+                    "the layer once what blocks it is resolved and mine again, or write the case by hand")})
+                continue
+            case["expect"] = fallback
             case["notes"] += " Nothing observable to propose (no route, tool or fact): a non-empty answer only."
         rel = f"{MINED_DIR}/{case['id']}.yaml"
         if (state / rel).exists():   # a person's file, whatever it now says: never overwritten
@@ -171,13 +214,18 @@ def mine(span_paths: list[str], state_dir: str, *, sample: int | None = None, se
     return {"spans_files": len(span_paths), "dataset_version": manifest,
             "exports_received": stats.get("exports_received"), "traces": stats["traces"],
             "without_user_text": stats["without_user_text"], "distinct": len(kept), "duplicates": dupes, "already_mined": already,
-            "sampled": len(chosen), "holdout": len(holdout_ids), "written": written,
+            "sampled": len(chosen), "holdout": len(holdout_ids), "written": written, "grades_nothing": grades_nothing,
             "redacted": {k: counts.get(k, 0) for k in KINDS},
-            "next": _next(stats, written)}
+            "next": _next(stats, written, grades_nothing)}
 
 
-def _next(stats: dict[str, Any], written: list[str]) -> str:
-    """What to do now; when no trace carried the user's message, why nothing was proposed."""
+def _next(stats: dict[str, Any], written: list[str], grades_nothing: list[dict[str, str]] = ()) -> str:
+    """What to do now; when no trace carried the user's message, or every request's expectations sit
+    on layers the profile disables, why nothing was proposed."""
+    if grades_nothing and not written:
+        return (f"nothing proposed: each of the {len(grades_nothing)} request(s) showed only what profile.yaml's "
+                "capability_matrix does not score (grades_nothing names the keys); enable those layers once what "
+                "blocks them is resolved, then mine again")
     if written or not stats["traces"] or stats["without_user_text"] < stats["traces"]:
         return "review each case under datasets/mined/ (accept with review.by, set gating), then validate_cases.py"
     return (f"nothing proposed: none of the {stats['traces']} trace(s) carried the user's message where mine_traces "

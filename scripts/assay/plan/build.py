@@ -20,7 +20,7 @@ from ..core.ids import RUN_ID_RE, new_run_id, parse_run_id
 from ..core.version import HARNESS_VERSION
 from .gitinfo import git_state
 from .layers import canary_notes, isolate_layer
-from .lint_gate import lint_converted
+from .lint_gate import is_code_line, lint_converted
 from .modes import HOLDOUT_LEDGER, JUDGE_CALIBRATION, TARGETED_SPLITS, resolve_mode
 from .select import select_cases
 from .validate import validate_plan
@@ -292,7 +292,8 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     split = o.split or mode.split
     version = dataset_version(converted)
     validation = lint_converted(converted, state, allow_invalid=o.allow_invalid)
-    warnings += validation.pop("warning_lines")
+    lint_lines = validation.pop("warning_lines")
+    warnings += lint_lines
     if validation["errors"]:
         warnings.append(f"--allow-invalid: planning a suite with {validation['errors']} linter ERROR(s) "
                         f"({', '.join(validation['error_codes'])}); recorded in manifest_extra.validation")
@@ -304,7 +305,16 @@ def build_plan(converted: dict[str, Any], o: PlanOptions) -> PlanResult:
     nothing_gates = no_gating_case_warning(cases, split)
     if nothing_gates:
         notes.append(nothing_gates)
+        # the linter's suite-wide nothing_gates says the same of the suite: the plan's words (the split,
+        # the count, what gate.py does, the fix) are said once, in its place
+        said = [line for line in lint_lines if is_code_line(line, "nothing_gates")]
+        warnings[:] = [w for w in warnings if w not in said]
         warnings.append(nothing_gates)
+    if mode.name == "smoke" and not (o.cases or o.tag):
+        from .select import no_canary_note
+        no_canary = no_canary_note(converted["cases"])
+        if no_canary:
+            notes.append(no_canary)
     k = o.k if o.k is not None else mode.k
     if mode.name == "regression" and k < 3:
         notes.append(f"regression at k={k} (< 3): pass^k is weaker; say so in the report")

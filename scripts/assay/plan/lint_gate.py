@@ -81,6 +81,11 @@ def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid:
 MAX_WARN_CODES = 5
 
 
+def is_code_line(line: str, code: str) -> bool:
+    """Whether a warning_lines line is the one of linter code `code`."""
+    return line.startswith("linter WARN x") and f" [{code}] " in line
+
+
 def warning_lines(warns: list[dict[str, Any]], state_dir: Path) -> list[str]:
     """One line per WARN code (the first finding, located, and how many), so make_plan's stderr
     shows what the linter warned about instead of a bare count."""

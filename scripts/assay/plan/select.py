@@ -135,3 +135,16 @@ def no_gating_case_warning(chosen: list[dict[str, Any]], split: str) -> str | No
     return (f"no case this plan selects gates: all {len(cases)} case(s) of split {split!r} are gating: false, so "
             "gate.py closes on the run (no failure could close it); drop `gating: false` from the reviewed "
             "cases' YAML, or plan a split that holds gating cases")
+
+
+def no_canary_note(cases: list[dict[str, Any]]) -> str | None:
+    """A smoke plan's note when the suite has no canary at all: nothing is wrong with what the run
+    measures (so a note, not a warning), but a broken harness (a wrong token, a moved endpoint) is then
+    found only after every case has run, as failures, not as a canary's stop that names it. A suite
+    whose canaries sit outside smoke gets the linter's canary_not_in_smoke instead."""
+    if any("canary" in case_splits(c) for c in cases):
+        return None
+    return ("no canary in this suite: a canary runs first and stops the run (exit 4, naming what it got) when "
+            "the app or the harness is broken, before the other cases are spent; without one a wrong token or a "
+            "moved endpoint reads as every case failing. Add 2 single-turn cases any working build passes, with "
+            "split: [smoke, canary] (coverage.py's splits.canary counts them)")

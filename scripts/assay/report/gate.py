@@ -43,6 +43,7 @@ class GateResult(RunResultsView):
     comparison: dict | None = None
     in_progress: str | None = None  # the runner still holds the lock: what it has finished so far
     replayed: str | None = None     # run_cases.py --replay: where the answers came from (first line)
+    max_infra_rate: float = 0.05    # the bar the infra rate was held to (--max-infra-rate)
 
     @property
     def open(self) -> bool:
@@ -82,7 +83,7 @@ def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, veri
         checked = kept_verify(run_dir) if results["summary"].get("status") != "running" else None
         verify = checked is not None
     summary = results["summary"]
-    res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir))
+    res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir), max_infra_rate=max_infra_rate)
     reasons = res.reasons
     bad = malformed_counts(summary)
     if bad:

@@ -108,6 +108,19 @@ def infra_under_bar_line(res: GateResult) -> str | None:
             f"measured, read each before trusting the result): " + "; ".join(named))
 
 
+LOOSE_INFRA_BAR = 0.5   # at or above it, infrastructure errors close the gate almost never
+
+
+def loose_infra_bar_line(bar: float) -> str | None:
+    """A note (never a refusal: a test may mean it) when --max-infra-rate is a bar so loose that infra
+    errors almost never close the gate: `--max-infra-rate 1` read as 1% is 100%."""
+    if bar < LOOSE_INFRA_BAR:
+        return None
+    return (f"note: --max-infra-rate {bar:g} lets up to {bar * 100:g}% of the cases end in infra errors (never "
+            "answered, so never measured) with this gate open; the flag takes a fraction: for 1% pass 0.01, "
+            "for 5% 0.05 (the default)")
+
+
 def summary_lines(res: GateResult) -> list[str]:
     s, results = res.summary, res.results
     nongating = 0
@@ -130,6 +143,9 @@ def summary_lines(res: GateResult) -> list[str]:
              f"scorer errors {_num(s.get('scorer_errors', 0))}"
              + (f", rate-limited retries {_num(s.get('rate_limited_retries'))} (throttled, not failures)"
                 if s.get("rate_limited_retries") else "")]
+    loose = loose_infra_bar_line(res.max_infra_rate)
+    if loose:
+        lines.append("  " + loose)
     throttled = throughput_line(res.run_dir)
     if throttled:
         lines.append("  " + throttled)

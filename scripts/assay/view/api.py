@@ -63,7 +63,8 @@ def compare_doc(reports: Path, base: str, cand: str, wait: float | None = gates.
     sides = [("base", base, run_dir(reports, base)), ("candidate", cand, run_dir(reports, cand))]
     for _, _, d in sides:
         gates.ask(d)   # both queued before either is waited for
-    checks = [(role, rid, d, gates.check_state(gates.current(d, wait))) for role, rid, d in sides]
+    decisions = [gates.current(d, wait) for _, _, d in sides]
+    checks = [(role, rid, d, gates.check_state(dec)) for (role, rid, d), dec in zip(sides, decisions)]
     for role, rid, d, check in checks:
         if check["state"] == "failed":
             shown = str(check["detail"]).removeprefix("run_cases.py --verify ")
@@ -78,6 +79,11 @@ def compare_doc(reports: Path, base: str, cand: str, wait: float | None = gates.
         doc = compare_runs(run_dir(reports, base), run_dir(reports, cand))
     except AssayError as exc:
         return {"error": str(exc)}
+    # a base whose own gate is closed is said first, in gate.py --baseline's words (assay.verdict's)
+    red = red_base_words(reports, sides[0][2], sides[1][2], doc["base"]["run_id"], decisions[0])
+    if red:
+        doc["notes"].insert(0, red)
+    doc["red_baseline"] = red
     doc["unchecked"] = [f"the {role} {rid} has no check answer here (run_cases.py --verify: the viewer runs it on a "
                         "small run only, else shows an answer gate.py or compare_runs.py kept for these files): its "
                         "rows are read as they are; compare_runs.py checks both sides before it compares" for role, rid, _, check in checks if check["state"] == "unchecked"]
@@ -87,6 +93,25 @@ def compare_doc(reports: Path, base: str, cand: str, wait: float | None = gates.
             changed = {c.get("layer") for c in p.get("layers_changed") or []}
             p["rubric_only"] = changed == {"judged"}
     return doc
+
+
+def red_base_words(reports: Path, base_dir: Path, cand_dir: Path, base_id: str, decision: dict | None) -> str | None:
+    """assay.verdict.baseline.red_baseline_words for the base run the page compares with, asked of the
+    decision the viewer shows for it (the runs page's, assay.verdict's): None while it is open or not
+    decided. The pinned run (reports/baseline.json) is told to re-pin; any other base to be compared with
+    a run whose gate was open."""
+    from ..compare.baseline import pinned
+    from ..verdict.baseline import red_baseline_words
+    if not isinstance(decision, dict) or decision.get("gate") not in ("open", "closed"):
+        return None
+    try:
+        pin = pinned(reports)
+    except AssayError:   # a bad pin is gate.py --baseline auto's to refuse; here the base is named
+        pin = None
+    spec = "auto" if pin is not None and pin.resolve() == Path(base_dir).resolve() else str(base_dir)
+    reasons = decision.get("reasons") or []
+    return red_baseline_words(spec, cand_dir, base_dir, base_id,
+                              is_open=lambda _: (decision["gate"] == "open", reasons[0] if reasons else None))
 
 
 def sealed_ids(reports: Path) -> set[str]:

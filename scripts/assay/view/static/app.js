@@ -568,7 +568,7 @@
       const out = [el("h1", {}, "Compare " + base + " \u2192 " + cand), gateLine(cand), el("p", {id: "headline", class: "headline"}, d.headline,
           d.stats && d.stats.verdict_phrase ? el("span", {class: "phrase"}, " · " + d.stats.verdict_phrase) : null), summary,
         (d.unchecked || []).length ? el("ul", {class: "notes", id: "compare-unchecked"}, d.unchecked.map(x => el("li", {}, x))) : null,
-        (d.notes || []).length ? el("ul", {class: "notes"}, d.notes.map(x => el("li", {}, x))) : null];
+        (d.notes || []).length ? el("ul", {class: "notes", id: "compare-notes"}, d.notes.map(x => el("li", {}, x))) : null];
       for (const [bucket, pairs] of Object.entries(d.buckets || {})) {
         if (!Array.isArray(pairs) || !pairs.length || bucket === "still_passing") continue;
         out.push(folded(el("span", {class: "bucket-title"}, bucket + " (" + pairs.length + ")"),
