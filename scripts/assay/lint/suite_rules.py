@@ -57,8 +57,8 @@ def check_suite(cases: list[dict[str, Any]], source_of: Callable[[int], str | No
                 report("category_skew", f"{count} of {n} cases ({count / n:.0%}) are {cat!r}, over 40%; "
                        "the pass rate mostly measures one kind of input")
     if cases and not any(_gates(c) for c in cases):
-        report("nothing_gates", "no case gates (every case is gating: false or a canary): the gate can never "
-               "close on a failure")
+        report("nothing_gates", "no case gates (every case is gating: false or a canary): no failure can close "
+               "the gate, so gate.py closes on such a run instead (no gating case); let the reviewed cases gate")
     for i, case in enumerate(cases):
         cid, src = case.get("id"), source_of(i)
         review = case.get("review") if isinstance(case.get("review"), dict) else {}
