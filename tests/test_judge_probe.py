@@ -63,6 +63,26 @@ def test_a_base_url_variable_is_an_address_the_probe_names_not_a_secret(app, sta
     assert KEY not in r.stdout + r.stderr
 
 
+def test_a_base_url_with_credentials_names_its_host_never_them(app, state, judge_server):
+    """judge.yaml `base_url: ${JUDGE_URL}` holding `user:password@` (a proxy with basic auth) or a
+    `?key=`: a secret, so its whole value was redacted and the probe's error read `POST
+    <redacted>/v1/messages`: where it posted, and the doubled /v1, were lost. Now the host, port and
+    path are said, the credentials never."""
+    app.handler = app_handler
+    judge_server.handler = anthropic_handler()
+    plan = judged_plan(state, app, {"provider": "anthropic", "model": "claude-x", "base_url": "${JUDGE_URL}",
+                                    "api_key": "${JUDGE_KEY}"})
+    host = judge_server.url.removeprefix("http://")
+    # the fake's 404 quotes the path it was asked for, so the query (posted as part of it) comes back
+    for url, shown in ((f"http://proxy:pw-TESTSECRET-4f9a1c@{host}/v1", f"POST {judge_server.url}/v1/v1/messages"),
+                       (f"http://{host}/v1?key=TESTSECRET-4f9a1c", f"POST {judge_server.url}/v1 (key $JUDGE_KEY)")):
+        r, out = go(state, plan, {"JUDGE_KEY": KEY, "JUDGE_URL": url})
+        assert r.rc == 3, r.stdout + r.stderr
+        err = r.json["error"]
+        assert "TESTSECRET" not in r.stdout + r.stderr and KEY not in r.stdout + r.stderr, err
+        assert shown in err and "HTTP 404" in err and "POST <redacted>" not in err, err
+
+
 def test_a_judge_that_answers_the_probe_passes_pre_flight(app, state, judge_server):
     app.handler = app_handler
     judge_server.handler = openai_handler()

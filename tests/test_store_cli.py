@@ -103,3 +103,24 @@ def test_an_endpoint_with_credentials_in_it_is_never_printed():
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     assert err.value.code == 5 and "hunter2" not in err.value.message and "AWS_ENDPOINT_URL" in err.value.message
+
+
+def test_a_token_in_the_endpoints_query_is_never_printed(tmp_path):
+    """AWS_ENDPOINT_URL with a credential in its query (a presigned-style `?X-Amz-Security-Token=`, a
+    gateway's `?key=`): botocore refuses it as no valid URI and quotes it whole. Only a `user:pw@` was
+    masked, so `view.py --store` printed the token, and said "retry" (exit 5, which a Kubernetes index
+    retries) for an endpoint no retry mends. Now the query is redacted, the error is exit 2 naming
+    AWS_ENDPOINT_URL and the shape it takes."""
+    from s3server import free_port, have_moto
+    if not have_moto():
+        pytest.skip("needs boto3 (pip install -e '.[test]')")
+    token = "sk-ant-TESTSECRET-endpoint-4f9a1c77e0b2"
+    env = {"AWS_ENDPOINT_URL": f"http://admin:hunter2-Zq8w@127.0.0.1:{free_port()}/?X-Amz-Security-Token={token}",
+           "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "1",
+           "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
+    r = run_script("view", "--store", "s3://assay-runs/ci", "--serve-seconds", "1", env=env)
+    out = r.stdout + r.stderr
+    assert "TESTSECRET" not in out and "hunter2" not in out, out
+    assert r.rc == 2, out
+    assert "AWS_ENDPOINT_URL" in r.json["error"] and "scheme://host[:port]" in r.json["error"], r.json
+    assert "<redacted>" in r.json["error"] and "127.0.0.1" in r.json["error"], r.json   # what was wrong stays said

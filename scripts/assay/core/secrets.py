@@ -110,6 +110,40 @@ def expand_deep(value: Any, env: Mapping[str, str]) -> Any:
     return value
 
 
+def url_credentials(url: Any) -> list[str]:
+    """The parts of a URL that may carry a credential, each as it travels on its own: the userinfo
+    (`user:password`) and its password, the query and the fragment (what makes a base URL's variable
+    a secret, `address_vars`). A server that quotes the path it was asked for (`Cannot POST
+    /v1?key=...`) echoes the query, never the whole URL the variable holds. [] for a value that is
+    not a URL (no `://`)."""
+    from urllib.parse import urlsplit
+    if not isinstance(url, str) or "://" not in url:
+        return []
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return [url]   # not even a URL: all of it
+    userinfo = parts.netloc.rpartition("@")[0]
+    found = [userinfo, userinfo.partition(":")[2], parts.query, parts.fragment]
+    return list(dict.fromkeys(p for p in found if p))
+
+
+def url_address(url: str) -> str:
+    """A URL's address: scheme, host, port (when given) and path, never its userinfo, query or fragment
+    (a credential, `url_credentials`): what an error or a judge's binding shows of a base_url."""
+    from urllib.parse import urlsplit, urlunsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url.split("?")[0].split("#")[0].rsplit("@", 1)[-1]
+    if not parts.netloc:
+        return url.split("?")[0].split("#")[0]
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit((parts.scheme, host + (f":{port}" if port else ""), parts.path, "", ""))
+
+
 def address_vars(adapter: Mapping[str, Any], env: Mapping[str, str]) -> set[str]:
     """Variables that hold only the app's address or its span file: named in `invocation.base_url`
     and/or `traces.location` and nowhere else in the adapter, with a value that carries no

@@ -15,25 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
-from ..core.secrets import ENV_REF, env_refs
+from ..core.secrets import ENV_REF, env_refs, url_address
 
 RESOLVED_KEYS = ("base_url", "model", "served_model")   # the keys whose ${VAR} values are bound (never a key)
 
 
 def _address(url: str) -> str:
     """A base_url as bound: scheme, host, port and path (a user, a query or a fragment may carry a credential)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return url.split("?")[0].split("#")[0].rsplit("@", 1)[-1]
-    if not parts.netloc:
-        return url.split("?")[0].split("#")[0]
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    return urlunsplit((parts.scheme, host + (f":{port}" if port else ""), parts.path, "", ""))
+    return url_address(url)
 
 
 def resolved_names(config: Mapping[str, Any]) -> list[str]:

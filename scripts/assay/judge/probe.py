@@ -1,7 +1,8 @@
 """The judge's pre-flight probe and the words every judge error carries.
 
 `target(config, var)`: "POST <resolved url> (key $VAR)" — where the runner sends judge
-calls, with the variable the key comes from (never the key). `hint(config, status, var)`:
+calls, with the variable the key comes from (never the key; a URL's user:password@, query and
+fragment are left out, so a base_url that carries a credential still says where it posted). `hint(config, status, var)`:
 the likely fix for a status (a 404 is almost always base_url's `/v1`; 401/403 the key).
 
 `probe(runtime)`: one cheap call before any case is sent (the real endpoint, model and headers,
@@ -29,7 +30,7 @@ from ..core.writer import clip
 from .providers import build_request
 from . import transport
 from ..invoke.outcome import CONNECTION, RESPONSE
-from ..core.secrets import env_refs
+from ..core.secrets import env_refs, url_address, url_credentials
 
 PROBE_SYSTEM = "assay pre-flight probe: reply with the single word ok."
 PROBE_USER = "ok?"
@@ -60,6 +61,8 @@ def target(config: Mapping[str, Any], var: str | None) -> str:
         argv = config.get("command") or ["?"]
         return f"command {argv[0]}"
     url = build_request(dict(config), "", "")[0]
+    if url_credentials(url):   # a base_url with user:password@ or a ?key=: its host and path, never those
+        url = url_address(url)
     return f"POST {url} ({'key ' + var if var else 'no api_key'})"
 
 

@@ -104,7 +104,11 @@ def register_run_secrets(plan: RunPlan, env: Mapping[str, str]) -> None:
             "A value this short and common is no secret: put it in the command itself (cli: command: [env, "
             "NAME=value, ./app]; http: the adapter's text) instead of passing the variable, or give it a "
             "longer, distinctive value", 3, key="env", colliding_env=sorted(clash))
-    writer.register_secrets(kept.values())
+    # a URL's credentials also as they travel apart from it (a query the app or judge quotes in a 404's path);
+    # a part that would rewrite the run's own files is left to the whole value
+    parts = {f"{n}#{i}": part for n, v in kept.items() for i, part in enumerate(secrets.url_credentials(v))}
+    clashing = secrets.colliding_values(parts, writer.MIN_SECRET_LEN)
+    writer.register_secrets([*kept.values(), *(v for k, v in parts.items() if k not in clashing)])
 
 
 def env_sources(plan: RunPlan) -> dict[str, str]:

@@ -54,7 +54,8 @@ class Store:
 
     def fail(self, exc: BaseException, what: str) -> AssayError:
         """The AssayError for a client exception: config (2) or transient (5); never a secret."""
-        from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
+        from botocore.exceptions import (ClientError, EndpointResolutionError, NoCredentialsError,
+                                         PartialCredentialsError)
         where = f"s3://{self.url.bucket}/{what}"
         if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
             return AssayError(f"{where}: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
@@ -67,7 +68,12 @@ class Store:
                                   "credentials' permissions (s3:ListBucket, s3:GetObject, s3:PutObject, "
                                   "s3:DeleteObject)", 2, store_error=code or status)
             return AssayError(f"{where}: the store answered {code or status}; retry", 5, store_error=code or status)
-        return AssayError(f"{where}: {type(exc).__name__} ({_first_line(exc)}); check AWS_ENDPOINT_URL and the "
+        line = _first_line(exc, getattr(self.client.meta, "endpoint_url", None))
+        if isinstance(exc, EndpointResolutionError):   # a malformed endpoint: no retry mends it
+            return AssayError(f"{where}: {type(exc).__name__} ({line}); the endpoint is not a URL S3 can be "
+                              "reached at: set AWS_ENDPOINT_URL (or the profile's endpoint_url) to "
+                              "scheme://host[:port], with no query or fragment", 2)
+        return AssayError(f"{where}: {type(exc).__name__} ({line}); check AWS_ENDPOINT_URL and the "
                           "network, then retry", 5)
 
     def listing(self, prefix: str, *, delimiter: str | None = None) -> tuple[dict[str, int], list[str]]:
@@ -150,7 +156,18 @@ def files_of(run_dir: Path) -> Iterator[tuple[Path, str]]:
             yield path, path.relative_to(run_dir).as_posix()
 
 
-def _first_line(exc: BaseException) -> str:
-    """The exception's first line, a URL's user:password@ masked (an endpoint may carry one)."""
+ENDPOINT_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+CREDENTIAL_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
+def _first_line(exc: BaseException, endpoint: str | None = None) -> str:
+    """The exception's first line at most 200 characters, with no credential: a URL's user:password@
+    masked, and redacted (`writer.clip`, redact then cut) the user:password@, query and fragment of the
+    endpoint (`endpoint`: the client's; AWS_ENDPOINT_URL[_S3]: botocore quotes a malformed one whole) and
+    the secret key and session token, which no run registered as secrets."""
     import re
-    return re.sub(r"//[^/@\s]+@", "//***@", (str(exc).splitlines() or [""])[0])[:200]
+    from ..core.secrets import url_credentials
+    from ..core.writer import clip
+    also = [*url_credentials(endpoint), *(c for n in ENDPOINT_ENV for c in url_credentials(os.environ.get(n))),
+            *(os.environ.get(n) for n in CREDENTIAL_ENV)]
+    return clip(re.sub(r"//[^/@\s]+@", "//***@", (str(exc).splitlines() or [""])[0]), 200, also=also)
