@@ -4,7 +4,7 @@ Such a leaf is the answer's JSON text (assay.invoke.templates.as_text), on purpo
 answer is checked with `format.json_schema`. A text check (`must_contain`, `must_not_contain`) on
 that JSON matches key names, the object's other fields and escaped quotes, not what the app said
 (`{"reply": "<answer>"}` where `reply` is `{"text": ...}`: must_contain "text" passed on a key), so
-the answer scorer leaves it unscorable with NOT_TEXT words, and the layer records the leaf
+the answer scorer leaves it unscorable (not_text_reason), and the layer records the leaf
 (`answer_not_text`). A number or a bool is its own text and is checked as such.
 
 Here: what the runner records of the leaf (leaf_of), the words of an unscorable check, the fold of
