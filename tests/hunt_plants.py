@@ -25,6 +25,7 @@ CANARY = "c-a2194744"        # canary-invoice-status: made to fail (a phrase the
 CALIBRATED = "c-e7a0c001"    # added: a refund judged by refund-arrival-v1, calibrated against a person
 CRASHED = "c-e7a0c002"       # added: an export request, which the broken app answers with the same 500 every time
 STRANGER = "c-e7a0c003"      # added after the baseline: a refusal case whose tenant is typo'd (the app: 403)
+OBJECT_REPLY = "c-e7a0c004"  # added: an invoice as JSON, the broken app's answer an object (its text check unscored)
 ARRIVAL = "refund-arrival-v1"
 NEVER_SAID = "zz-never-said-by-the-app"
 
@@ -53,6 +54,12 @@ CASE = _billing_case(CALIBRATED, "refund-arrival: only the calibrated rubric see
                      f"    rubric: [{ARRIVAL}]\n")
 CRASH_CASE = _billing_case(CRASHED, "export: the broken app crashes on it (the same HTTP 500 every attempt)",
                            "Please export my invoices", "  route: billing\n")
+# the due date (a right answer holds it) and the JSON's shape: the broken app sends the JSON as an object in the
+# answer field, so the text check is not scored (the schema holds): the case passes, the run's summary says why not
+OBJECT_CASE = _billing_case(OBJECT_REPLY, "invoice-json: the date a right answer holds, and the JSON's shape",
+                            "Give me invoice INV-1002 as JSON",
+                            "  route: billing\n  answer:\n    must_contain: ['2026-12-20']\n"
+                            "  format:\n    json_schema: {type: object, required: [invoice_id, due]}\n")
 # a denial the author wrote as an HTTP 403, for a tenant typo'd: the app's "unknown tenant" 403 passes it
 STRANGER_CASE = _billing_case(STRANGER, "another tenant's invoice, denied with a 403 (its tenant typo'd)",
                               "Show me invoice INV-2001",
@@ -62,10 +69,11 @@ STRANGER_CASE = _billing_case(STRANGER, "another tenant's invoice, denied with a
 
 def add_calibrated_case(state: Path) -> None:
     """The rubric refund-arrival (the judge stand-in's states-arrival node) and one refund case pinning
-    it, and an export request (the broken app crashes on it: the same 500 on every attempt), each
-    counted in the dataset manifest (the linter checks the counts)."""
+    it, an export request (the broken app crashes on it: the same 500 on every attempt) and an invoice
+    asked for as JSON (the broken app answers it with an object: a text check on it is never scored),
+    each counted in the dataset manifest (the linter checks the counts)."""
     (state / "rubrics" / "refund-arrival.md").write_text(RUBRIC, encoding="utf-8")
-    _add_cases(state, {CALIBRATED: CASE, CRASHED: CRASH_CASE})
+    _add_cases(state, {CALIBRATED: CASE, CRASHED: CRASH_CASE, OBJECT_REPLY: OBJECT_CASE})
 
 
 def _add_cases(state: Path, cases: dict[str, str]) -> None:

@@ -24,6 +24,9 @@ How each row is planted:
 - a case whose input changed after the recording (the replay cannot answer it: a replay miss);
 - a case the broken app crashes on (an export request the copy adds: the same HTTP 500 on every
   attempt, infra by its kind and under the infra bar, closing as the app's own error);
+- an answer that became an object (an invoice asked for as JSON, a case the copy adds: the broken app
+  sends the JSON as an object in the answer field): its schema holds and its must_contain is not
+  scored, so the case passes and the run closes on the text check that never ran (§5.1);
 - a refusal case added after the baseline whose tenant is typo'd: the app answers its "unknown
   tenant" 403, the case's declared status, so it passes on a refusal by status alone, for an identity
   no case of the run got a 2xx for;
@@ -104,6 +107,10 @@ PLANTED = [
     Row("a refusal by status for an identity the app does not know", None,
         f"refusal case(s) passed on an HTTP 4xx alone for 1 identity(ies) the app answered no 2xx to in this run "
         f"(first: {hp.STRANGER})"),
+    # passes as a case (its schema holds; its text check was not scored: the answer became an object)
+    Row("an answer that became an object", None, "1 gating case(s) asserted must_contain / must_not_contain on an "
+        "answer that is not text, so those checks were not scored: the adapter's response_body <answer> path (answer) "
+        f"read an object (keys: amount, due, invoice_id, status) (first: {hp.OBJECT_REPLY}; e.g. "),
     # named with its code on every path; it closes no path as a case (JUnit keeps it skipped, §16)
     Row("hollow case", None, f"{hp.HOLLOW} [no_graded_layer]", HOLLOW_PATHS),
     # its own walk (a failed canary stops the run; hunt_plants.canary_live says why not the shards)

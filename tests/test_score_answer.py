@@ -158,6 +158,20 @@ def test_non_text_answer_is_checked_as_json_text():
     assert r["verdict"] == "pass"
 
 
+def test_a_text_check_on_an_object_or_list_answer_is_unscorable_and_the_leaf_recorded():
+    """An object's JSON holds its key names and escapes its quotes: a text check there is never scored (the
+    schema is, on the JSON); the layer names the leaf and the text field the fix points at."""
+    r = score_answer({"text": 'said "no"', "lang": "en"}, {"answer": {"must_contain": ["text"],
+                                                                     "must_not_contain": ['"no"']},
+                                                          "format": {"json_schema": {"type": "object"}}})
+    assert [c["status"] for c in r["checks"]] == ["unscorable", "unscorable", "pass"] and r["verdict"] == "pass"
+    assert r["partially_unscored"] is True and r["answer_not_text"]["text_field"] == "text"
+    assert "is an object (keys: text, lang), not text" in r["checks"][0]["reason"]
+    r = score_answer(["a", "b"], {"answer": {"must_contain": ["a"]}})
+    assert r["verdict"] == "unscored" and r["answer_not_text"]["kind"] == "list"
+    assert "answer_not_text" not in score_answer(["a"], {"format": {"json_schema": {"type": "array"}}})
+
+
 def test_nothing_to_check_is_unscored():
     r = score_answer("x", {"answer": {"rules": ["be polite"]}})
     assert r["verdict"] == "unscored"

@@ -29,7 +29,8 @@ Switches: --break (or BREAK=1) plants five regressions: a billing question about
 charge misrouted to tech_support, a cross-tenant leak on the plain invoice lookup,
 a total of open invoices that drops one invoice, a knowledge-base search loop on
 VPN questions, and a memory bug: the desk forgets a conversation after its first turn; and
-a request to export crashes it (HTTP 500, the same each time; no shipped case asks for one). --flaky (or FLAKY=1) makes the printer answer alternate between
+a request to export crashes it (HTTP 500, the same each time; no shipped case asks for one); an
+invoice asked for as JSON comes back as an object in the answer field, not as text. --flaky (or FLAKY=1) makes the printer answer alternate between
 repeats of the same message, so pass@k and pass^k differ.
 
 On start it prints one JSON line {"url": ...} on stdout (and writes it to

@@ -19,8 +19,9 @@ opens a ticket about the last article, and "I'd like a refund of 25 dollars" -> 
 invoice ...?" -> "INV-1002" refunds 25 on INV-1002. `Desk(broken=True)` also plants a fifth
 regression: the desk forgets the session after its first turn, a sixth: a refund
 reply no longer says when the money arrives (only a rubric, `refund-eta-v1`, can see it),
-and a seventh: a refund asked for with an amount but no invoice id is issued on the first
-open invoice instead of asking which one (a simulated user's conversation catches it).
+a seventh: a refund asked for with an amount but no invoice id is issued on the first
+open invoice instead of asking which one (a simulated user's conversation catches it), and an
+eighth: an invoice asked for "as JSON" comes back as an object in the answer field, not as text.
 """
 
 from __future__ import annotations
@@ -89,6 +90,11 @@ MAX_SESSIONS = 10000
 
 def _tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
+
+
+def _said(answer: Any) -> str:
+    """The model's output text: the answer, or its JSON when a (broken) reply sends an object."""
+    return answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)
 
 
 class Desk:
@@ -209,10 +215,10 @@ class Desk:
                     "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
                         {"type": "text", "content": said}]}]),
                     "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
-                        {"type": "text", "content": body["answer"]}],
+                        {"type": "text", "content": _said(body["answer"])}],
                         "finish_reason": "tool_call" if asked else "stop"}]),
                     "gen_ai.usage.input_tokens": 120 + _tokens(message),
-                    "gen_ai.usage.output_tokens": _tokens(body["answer"]),
+                    "gen_ai.usage.output_tokens": _tokens(_said(body["answer"])),
                     "gen_ai.response.finish_reasons": ["tool_calls" if asked else "stop"],
                 })
         return 200, body
@@ -289,7 +295,10 @@ class Desk:
             if "json" in text:
                 doc = {"invoice_id": invoice_id, "amount": inv["amount"], "status": inv["status"],
                        "due": inv["due"]}
-                return self._reply(json.dumps(doc, sort_keys=True), "billing", data={"value": inv["amount"]})
+                # regression (--break): the JSON is sent as an object in the answer field, which always
+                # held text (a client printing the answer shows no words; json_schema still holds)
+                return self._reply(doc if self.broken else json.dumps(doc, sort_keys=True), "billing",
+                                   data={"value": inv["amount"]})
             if "due" in text:
                 return dict(self._reply(f"Invoice {invoice_id} is due on {inv['due']}.", "billing",
                                         data={"value": inv["due"]}), _invoice=invoice_id)

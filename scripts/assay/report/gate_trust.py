@@ -2,7 +2,8 @@
 `--allow-invalid`, a shard's slice gated as if it were the run, a merged run whose shard was run
 again after the merge, a holdout past its look budget, called tools the adapter does not declare, a
 declared route path or first result source no answer held, a record id shape no authz case showed,
-and cases scored on part of their trace (spans that arrived after it was read as complete).
+text checks not scored because the <answer> leaf was an object or a list (score.answer_leaf), and
+cases scored on part of their trace (spans that arrived after it was read as complete).
 
 Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
 returns what the gate prints; gate.py only strings them together. Pure reads, no recounting.
@@ -15,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..score.answer_leaf import not_text_close
 from .gate_judge import MAX_NAMED
 from .rundir import try_json_head
 
@@ -370,6 +372,7 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     close = [r for r in (reasons, shard_reason(run_dir), rerun_shard_reason(run_dir),
                          holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary), result_source_reason(summary), record_id_shape_reason(summary),
-                         unproven_refusals_reason(summary), late_spans_reason(results), other_reason)
+                         unproven_refusals_reason(summary), not_text_close(summary.get("answer_not_text")),
+                         late_spans_reason(results), other_reason)
              if r]
     return head, info, close

@@ -46,6 +46,7 @@ class RepeatEvidence:
     trajectory: dict | None
     trace_reason: str | None = None
     workdir: dict | None = None     # agent mode: the workdir's facts after the run (invoke.workdir)
+    answer_leaf: dict | None = None  # the <answer> leaf was an object or a list (score.answer_leaf.leaf_of)
 
 
 def applicable(expect: Mapping[str, Any], ctx: ScoreContext) -> dict[str, bool]:
@@ -248,7 +249,8 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
         if ev.answer is None:
             return {"verdict": UNSCORED, "reason": ev.answer_note or NO_ANSWER_REASON}
         from ..score.answer import score_answer
-        return _guard(lambda: score_answer(ev.answer, expect, regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0)))
+        return _guard(lambda: score_answer(ev.answer, expect, regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0),
+                                                leaf=ev.answer_leaf))
     if layer == "execution":
         from ..score.execution import extract_actual, score_execution
 

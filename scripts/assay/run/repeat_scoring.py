@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core import hostile, writer
+from ..score.answer_leaf import leaf_of
 from ..score.rollup import case_verdict
 from ..invoke import templates
 from .layers import RepeatEvidence, score_repeat, stopped_layers
@@ -40,26 +41,28 @@ def _answer_path(tmpl_raw: Any) -> list | tuple | None:
     return _ANSWER_PATHS[tmpl_raw]
 
 
-def answer_of(adapter: Mapping[str, Any], mode: str, out: Outcome) -> tuple[str | None, str | None]:
-    """(the answer at the adapter's <answer> path, None) or (None, why there is none)."""
+def answer_of(adapter: Mapping[str, Any], mode: str, out: Outcome) -> tuple[str | None, str | None, dict | None]:
+    """(the answer at the adapter's <answer> path, None, the leaf when it is an object or a list:
+    score.answer_leaf.leaf_of) or (None, why there is none, None)."""
     if out.answer_withheld:
-        return None, out.answer_withheld
+        return None, out.answer_withheld, None
     tmpl_raw = (adapter.get("invocation") or {}).get("response_body")
     if tmpl_raw is None:  # no template declared: the whole body is the answer
-        return out.body_text, None
+        return out.body_text, None, None
     path = _answer_path(tmpl_raw)
     if out.body_json is None:
         if mode == "function" and out.body_text is not None and not out.json_ok:
-            return out.body_text, None
+            return out.body_text, None, None
         why = "; ".join(out.notes) or "the response body is not JSON"
-        return None, f"no answer at the adapter's <answer> path: {why}"
+        return None, f"no answer at the adapter's <answer> path: {why}", None
     found, value = templates.lookup(out.body_json, path or [])
     if not found:
-        return None, "no answer at the adapter's <answer> path (path absent in the response)"
+        return None, "no answer at the adapter's <answer> path (path absent in the response)", None
     bad = hostile.holds(value)
     if bad is not None:
-        return None, hostile.reason("the answer at the adapter's <answer> path", bad)
-    return templates.as_text(value), None
+        return None, hostile.reason("the answer at the adapter's <answer> path", bad), None
+    text = templates.as_text(value)
+    return text, None, leaf_of(value, path, text) if text is not None else None
 
 
 def response_record(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -106,7 +109,7 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
                    sent_trace_id: str | None) -> dict[str, Any]:
     """Trace, answer and every layer of one answered request (a single-turn case or one turn).
     The judged layer is left as the plan set it (JUDGE_PENDING when a judge runs): each path judges."""
-    answer, note = answer_of(w.adapter, getattr(w.invoker, "mode", ""), final)
+    answer, note, leaf = answer_of(w.adapter, getattr(w.invoker, "mode", ""), final)
     def collect() -> Any:
         return collect_case_trace(w.trace, {"sent_trace_id": sent_trace_id,
                                             "sent_traceparent": trace_headers.get("traceparent"),
@@ -119,7 +122,7 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
         from ..replay.shim import trace_through
         got = trace_through(final, collect)
     trace_status, trajectory, raw, trace_reason = got
-    ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note,
+    ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note, answer_leaf=leaf,
                         trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason,
                         workdir=(final.agent or {}).get("workdir"))
     layers, actual = score_repeat(case, w.score_ctx, ev)

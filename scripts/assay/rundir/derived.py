@@ -166,7 +166,8 @@ _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_uns
                                                                                        "undeclared_tools", "response_path",
                                                                                        "id_shape_seen", "first_source",
                                                                                        "served_models", "other_model",
-                                                                                       "refused_status", "answer_absent")
+                                                                                       "refused_status", "answer_absent",
+                                                                                       "answer_not_text")
 _SLIM_LAYER_SET = frozenset(_SLIM_LAYER_KEYS)
 
 

@@ -2,8 +2,12 @@
 
 Contract of `score_answer(answer, expect)`:
 - `answer` is the text at the adapter's `<answer>` path; None means there was none:
-  the layer is `unscored` ("no answer at the adapter's <answer> path"). A leaf that is
-  not text (a number, bool, list, object) is checked as its JSON text.
+  the layer is `unscored` ("no answer at the adapter's <answer> path"). A number or bool leaf
+  is checked as its text. An object or list leaf (passed as such, or as its JSON text with
+  `leaf`: what the runner recorded of it, score.answer_leaf.leaf_of) is checked by
+  format.json_schema as its JSON; a must_contain / must_not_contain on it is `unscorable` (on
+  JSON it would match key names, other fields, escaped quotes), and the layer records the leaf
+  as `answer_not_text` (results.json summary.answer_not_text; the gate closes on it).
 - `expect["answer"]["must_contain"]` / `["must_not_contain"]`: lists. An entry is
   - a string: a plain substring check after NFC on both sides (no case folding);
   - `/re/` (starts and ends with `/`): `re.search` over the NFC'd answer, the pattern
@@ -39,6 +43,7 @@ import re
 from typing import Any
 
 from assay.core import regex_guard
+from assay.score.answer_leaf import leaf_of, not_text_reason
 from assay.score.base import (
     FAIL, PASS, UNSCORABLE, UNSCORED, ScorerInputError, fold_checks, is_number, nfc, short,
 )
@@ -77,7 +82,8 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _MAX_SCHEMA_ERRORS = 5
 
 
-def score_answer(answer: str | None, expect: dict, *, regex_timeout_s: float = 2.0) -> dict:
+def score_answer(answer: Any, expect: dict, *, regex_timeout_s: float = 2.0,
+                 leaf: dict | None = None) -> dict:
     """Score the answer layer (see the module docstring for the full contract)."""
     specs = _read_specs(expect)
     if answer is None:
@@ -85,15 +91,20 @@ def score_answer(answer: str | None, expect: dict, *, regex_timeout_s: float = 2
                 "unscorable": 0, "partially_unscored": False}
     if not isinstance(answer, str):
         # The <answer> leaf held a number, bool, list or object: app output, never an input error.
+        leaf = leaf or leaf_of(answer)
         answer = json.dumps(answer, ensure_ascii=False, sort_keys=True, default=str)
     text = nfc(answer)
     checks: list[dict[str, Any]] = []
     for check_name, entries in specs["lists"]:
         for entry in entries:
-            checks.append(_text_check(check_name, entry, text, regex_timeout_s))
+            checks.append(_unscorable({"check": check_name, "entry": entry}, not_text_reason(leaf)) if leaf
+                          else _text_check(check_name, entry, text, regex_timeout_s))
     if specs["schema"] is not None:
         checks.append(_schema_check(specs["schema"], answer))
-    return _fold(checks)
+    out = _fold(checks)
+    if leaf and any(entries for _, entries in specs["lists"]):
+        out["answer_not_text"] = leaf
+    return out
 
 
 def _read_specs(expect: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, JUDGE_UNSTABLE, LAYER_ORDER, PASS, SIM_HARNESS_OUTCOMES,
                           SKIPPED, UNSCORABLE, UNSCORED)
+from ..score.answer_leaf import NotTextFold
 from ..score.hollow import AbsenceFold, HollowFold
 from .pairwise import PairwiseFold
 
@@ -89,7 +90,7 @@ class Tally:
         self.unscorable: dict[str, list] = {}    # layer -> [cases, (index, blocked_by) or None]
         self.unjudged: dict[str, int] = {}
         self.hollow = HollowFold()
-        self.absence = AbsenceFold()
+        self.absence, self.not_text = AbsenceFold(), NotTextFold()
         self.single, self.conv, self.sims = _Basic(), _Basic(), _Basic()
         self.failed_turns: dict[str, int] = {}
         self.memory_user = 0
@@ -161,6 +162,7 @@ class Tally:
         self._answer_absent(index, r)
         self.hollow.add(index, r)
         self.absence.add(index, r)
+        self.not_text.add(index, r)
         self._kind(index, r)
         self._undeclared(r)
         self._route_path(index, r)
@@ -351,6 +353,7 @@ class Tally:
                                           "seen": self.id_seen}
         if self.absent_answers[0]:
             summary["answer_absent"] = {"cases": self.absent_answers[0], "first_case": self.absent_answers[1][1]}
+        summary.update(self.not_text.result())
         unproven = self._unproven_refusals()
         if unproven is not None:
             summary["unproven_refusals"] = unproven
