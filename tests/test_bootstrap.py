@@ -202,8 +202,9 @@ def test_readme_by_hand_path_works_as_written_with_a_bare_python3(bare_python, p
     import shutil
 
     commands = _readme_by_hand_commands()
-    assert [c.split()[1] for c in commands][:3] == ["scripts/convert_suite.py", "scripts/validate_cases.py",
-                                                  "scripts/make_plan.py"]
+    scripts = [c.split()[1].strip('"').replace("$ASSAY_ROOT/", "") for c in commands]
+    assert scripts[:3] == ["scripts/convert_suite.py", "scripts/validate_cases.py", "scripts/make_plan.py"]
+    run_id = "smoke-20261206T000000Z"   # the block's RUN_ID (it names the run for make_plan.py and the rest)
     spec = importlib.util.spec_from_file_location("helpdesk_demo", ROOT / "examples" / "helpdesk" / "demo.py")
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)
@@ -219,18 +220,14 @@ def test_readme_by_hand_path_works_as_written_with_a_bare_python3(bare_python, p
     try:
         env = _env(ASSAY_VENV=str(prepared), PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
                    HELPDESK_BASE_URL=url, HELPDESK_OTLP_FILE=str(app.otlp_file),
-                   S=str(state), W=str(state / "work"))
-        run_id = None
-        for command in commands:
-            if "<run-id>" in command:
-                assert run_id, "make_plan must come before the commands that name the run id"
-                command = command.replace("<run-id>", run_id)
-            r = subprocess.run(["sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-            gate = command.split()[1] == "scripts/gate.py"
+                   S=str(state), W=str(state / "work"), ASSAY_ROOT=str(ROOT), RUN_ID=run_id)
+        for command, script in zip(commands, scripts):
+            r = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+            gate = script == "scripts/gate.py"
             assert r.returncode == 0 or (gate and r.returncode == 1), (command, r.stdout[-1500:], r.stderr[-1500:])
             assert "Traceback" not in r.stderr, (command, r.stderr[-1500:])
-            if command.split()[1] == "scripts/make_plan.py":
-                run_id = json.loads((state / "work" / "plan.json").read_text())["run_id"]
+        assert json.loads((state / "work" / "plan.json").read_text())["run_id"] == run_id
         assert (state / "reports" / run_id / "report.html").is_file()
     finally:
         app.stop()

@@ -356,6 +356,9 @@ def test_write_refuses_labels_of_another_judge_than_the_one_configured(tmp_path)
     state = tmp_path / "state"
     shutil.copytree(ROOT / "examples" / "helpdesk" / ".assay", state,
                     ignore=shutil.ignore_patterns("reports", "work", "annotations", "cache", "calibration.json"))
+    # the stand-in judge the example's judge.yaml runs (../judge_standin.py from the state dir): --write binds
+    # its code and refuses a judge script that is not there
+    shutil.copy(ROOT / "examples" / "helpdesk" / "judge_standin.py", tmp_path / "judge_standin.py")
     run = judged_run(tmp_path)
     for cid in ("c-1", "c-2", "c-3"):   # the labelled run's cases are the suite's (labels on others do not count)
         (state / "datasets" / f"{cid}.yaml").write_text(f"id: {cid}\n", encoding="utf-8")
