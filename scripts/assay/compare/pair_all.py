@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.forked import Child, cpus, fork_safe
+from .cost_delta import CaseCosts
 from .pairs import compare_pair
 from .sides import Side, load_side
 
@@ -74,32 +75,53 @@ def _opened(side: Side) -> Side:
     return side
 
 
-def _make(base: Side, cand: Side, ids: list[str], memo: dict) -> list[dict[str, Any]]:
-    return [compare_pair(base, cand, cid, memo) for cid in ids]
+def _make(base: Side, cand: Side, ids: list[str], memo: dict, costs: CaseCosts | None) -> list[dict[str, Any]]:
+    out = []
+    for cid in ids:
+        out.append(compare_pair(base, cand, cid, memo))
+        if costs is not None:   # the records the pair just read (each side keeps its last): no second read
+            sealed = cid in base.holdout or cid in cand.holdout
+            for which, side in (("base", base), ("candidate", cand)):
+                record = side.record(cid) if cid in side.rows else None
+                if record is not None:
+                    costs.add(which, record, sealed)
+    return out
 
 
-def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool) -> list[dict[str, Any]]:
-    """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child."""
+def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool,
+              costs: CaseCosts | None = None) -> list[dict[str, Any]]:
+    """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child.
+    `costs`: each case's cost row is added to it from the same records (compare.cost_delta)."""
     if not fork or len(ids) < 2:
         LAST["processes"] = 1
-        return _make(base, cand, ids, memo)
+        return _make(base, cand, ids, memo, costs)
     half = len(ids) // 2
     base.open_store()
     cand.open_store()
     gc.freeze()
     try:
-        child = Child(lambda: _make(base, cand, ids[half:], {}))
+        child = Child(lambda: _made_apart(base, cand, ids[half:], costs))
         try:
-            mine = _make(base, cand, ids[:half], memo)
+            mine = _make(base, cand, ids[:half], memo, costs)
         except BaseException:
             child.cancel()
             raise
-        theirs = child.result()
+        answer = child.result()
     finally:
         gc.unfreeze()
     LAST["processes"] = 2
+    theirs, rows = answer if isinstance(answer, tuple) and len(answer) == 2 else (None, None)
     if not isinstance(theirs, list) or len(theirs) != len(ids) - half:
         LAST.setdefault("fallback", []).append("the child made no pairs")
-        theirs = _make(base, cand, ids[half:], memo)
+        theirs = _make(base, cand, ids[half:], memo, costs)
+    elif costs is not None:
+        for which, made in rows.items():
+            costs.rows[which].extend(made)
     mine.extend(theirs)
     return mine
+
+
+def _made_apart(base: Side, cand: Side, ids: list[str], costs: CaseCosts | None) -> tuple[list, dict | None]:
+    """A child's pairs and its cases' cost rows (its own CaseCosts, the parent's readers)."""
+    mine = costs.fresh() if costs is not None else None
+    return _make(base, cand, ids, {}, mine), (mine.rows if mine is not None else None)

@@ -167,31 +167,30 @@ def _capability(manifest: dict) -> dict:
     return {"enabled": True, "blocked_by": None}
 
 
+def case_reader(manifest: dict, prices: dict | None) -> Any:
+    """`row(record, verdict=None)`: a case's case_cost row as run_cost makes it for this run."""
+    read_traces, judge_model = (manifest.get("traces") or {}).get("collected") is not False, judge_model_of(manifest)
+    return lambda case, verdict=None: case_cost(case, prices, verdict, read_traces=read_traces, judge_model=judge_model)
+
+
 def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = None,
-             manifest: dict | None = None, records: Iterable[dict] | None = None, per_case: bool = True) -> dict:
+             manifest: dict | None = None, records: Iterable[dict] | None = None, per_case: bool = True,
+             rows: Iterable[dict] | None = None) -> dict:
     """The run's cost and latency from its case dirs. `manifest` and `records` (the finished
-    cases' verdict.json, any order) are passed by the runner, which holds them already; without
-    them both are read from the run dir. `per_case=False` (results.json's block, which reads only
-    the totals): no `cases` list, and an untraced case the judge never called is kept as its id
-    and latency only, so 100,000 cases do not hold 100,000 rows."""
+    cases' verdict.json, any order) are passed by the runner, which holds them already; `rows`
+    (case_reader's, every case's) by a reader that read the cases itself; else all are read here.
+    `per_case=False` (results.json's block): no `cases` list, and an untraced case the judge never
+    called is kept as its id and latency only, so 100,000 cases do not hold 100,000 rows."""
     run_dir = Path(run_dir)
-    store = casestore.open_store(run_dir)
-    if store.layout == "none":
-        raise AssayError(f"{run_dir}: not a run directory (no cases.jsonl, no cases/); pass "
-                         "<state>/reports/<run-id>", 2)
     manifest = manifest if manifest is not None else _object(run_dir / "manifest.yaml")
-    read_traces = (manifest.get("traces") or {}).get("collected") is not False
-    if records is None:
-        pairs = (((rec, None) for rec in store.records()) if read_traces else
-                 ((casestore.CaseRecord(cid, v, {}), None) for cid, v in store.verdicts()))
-    else:
-        pairs = ((store.load(r["case_id"]) if read_traces else None, r) for r in records)
-    rows, light = [], []   # light: (case id, latency, holdout) of a case no total but latency reads
-    judge_model = judge_model_of(manifest)
-    for case, verdict in pairs:
-        if case is None:
-            case = casestore.CaseRecord(verdict["case_id"], verdict, {})
-        row = case_cost(case, prices, verdict, read_traces=read_traces, judge_model=judge_model)
+    if rows is None:
+        store = casestore.open_store(run_dir)
+        if store.layout == "none":
+            raise AssayError(f"{run_dir}: not a run directory (no cases.jsonl, no cases/); pass "
+                             "<state>/reports/<run-id>", 2)
+        rows = _read_rows(store, manifest, prices, records)
+    made, rows, light = rows, [], []   # light: (case id, latency, holdout) of a case no total but latency reads
+    for row in made:
         if row["verdict"] == "skipped":
             continue
         if per_case or row["traced"] or row["judge"]["calls"]:
@@ -246,6 +245,21 @@ def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = No
         "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]) + sum(1 for _c, _ms, h in light if h),
         "timeout_s": (manifest.get("invocation") or {}).get("timeout_s"),   # a case's latency stops there
     }
+
+
+def _read_rows(store: casestore.CaseStore, manifest: dict, prices: dict | None,
+               records: Iterable[dict] | None) -> Iterable[dict]:
+    """Each case's row, read from the store (its verdict alone when the run collected no trace);
+    `records`: the runner's verdicts, which it holds already."""
+    read_traces = (manifest.get("traces") or {}).get("collected") is not False
+    if records is None:
+        pairs = (((rec, None) for rec in store.records()) if read_traces else
+                 ((casestore.CaseRecord(cid, v, {}), None) for cid, v in store.verdicts()))
+    else:
+        pairs = (((store.load(r["case_id"]) if read_traces else None) or casestore.CaseRecord(r["case_id"], r, {}), r)
+                 for r in records)
+    row = case_reader(manifest, prices)
+    return (row(case, verdict) for case, verdict in pairs)
 
 
 def _near_price(model: str, priced: Iterable[str]) -> str:

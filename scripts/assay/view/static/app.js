@@ -523,7 +523,7 @@
     return el("div", {}, el("table", {id: "cost", class: "narrow"}, el("tr", {}, ["", "base", "candidate", "change"].map(h => el("th", {}, h))),
       rows.map(([label, f, d, fd, neutral]) => el("tr", {}, el("td", {}, label), el("td", {}, f(cl.base, "base")), el("td", {}, f(cl.candidate, "candidate")),
         neutral ? el("td", {class: "delta"}, signed(d, fd)) : deltaCell(d, fd)))),
-      el("ul", {class: "notes", id: "cost-notes"}, [cl.traced_note, ...judgeNotes(cl), cl.note].filter(Boolean).map(x => el("li", {}, x))),
+      el("ul", {class: "notes", id: "cost-notes"}, [cl.traced_note, ...[["base", cl.base], ["candidate", cl.candidate]].filter(([, s]) => s.cost_note).map(([role, s]) => "the " + role + ": " + s.cost_note), ...judgeNotes(cl), cl.note].filter(Boolean).map(x => el("li", {}, x))),
       folded("what each figure covers", el("ul", {class: "note", id: "cost-covers"}, covers)));
   }
   /* the paired statistics in the words the compare document carries (assay.stats.paired) */
