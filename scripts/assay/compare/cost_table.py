@@ -133,10 +133,11 @@ def summary(cl: dict) -> str:
     return "; ".join(parts)
 
 
-def case_line(cl: dict, case_id: str) -> str | None:
-    """A pair's own figures: "app cost 0.0000121 → 0.0000140 (+0.0000019) · latency 12 ms → 15 ms (+3 ms)"."""
-    c = (cl.get("cases") or {}).get(case_id) if isinstance(cl, dict) and not cl.get("error") else None
-    if not c:
+def case_line(p: dict) -> str | None:
+    """A pair's own figures (its `cost_latency`, when it changed): "app cost 0.0000121 → 0.0000140
+    (+0.0000019) · latency 12 ms → 15 ms (+3 ms)"."""
+    c = p.get("cost_latency") if isinstance(p, dict) else None
+    if not isinstance(c, dict) or not isinstance(c.get("cost"), list) or not isinstance(c.get("latency_ms"), list):
         return None
     cost, lat = c["cost"], c["latency_ms"]
     return (f"app cost {money(cost[0])} \u2192 {money(cost[1])} ({signed(cost[2], money)}) · latency "

@@ -142,7 +142,7 @@ def _cost_block(cl: Any) -> str:
             + f'<details id="cost-covers"><summary>what each figure covers</summary><ul>{covers}</ul></details>')
 
 
-def _case(p: dict, cl: Any = None) -> str:
+def _case(p: dict) -> str:
     v = p.get("verdict") or {}
     title = f' <span class="sub">{_e(p["title"])}</span>' if p.get("title") else ""
     chips = [_verdict_chip(v.get("base")), "→", _verdict_chip(v.get("candidate"))]
@@ -185,7 +185,7 @@ def _case(p: dict, cl: Any = None) -> str:
     if reps:
         out.append(f'<p class="what">repeats: base {_e(" ".join(reps.get("base") or ["n/a"]))}; candidate '
                    f'{_e(" ".join(reps.get("candidate") or ["n/a"]))} (the folded verdicts are compared)</p>')
-    cost = cost_table.case_line(cl, p["case_id"]) if isinstance(cl, dict) else None
+    cost = cost_table.case_line(p)
     if cost:
         out.append(f'<p class="what cost-line">{_e(cost)}</p>')
     if not changed and not (p.get("answer") or {}).get("changed") and not (p.get("trajectory") or {}).get("changed") \
@@ -236,7 +236,7 @@ def render(doc: dict) -> str:
                 if len(pairs) > len(shown) else "")
         body.append(f'<details class="bucket" id="{b}"{" open" if b in OPEN_BUCKETS else ""}><summary>{b} '
                     f'({len(pairs)})<span class="meaning">{_e(doc["meaning"][b])}</span></summary>'
-                    + "".join(_case(p, doc.get("cost_latency")) for p in shown) + more + "</details>")
+                    + "".join(_case(p) for p in shown) + more + "</details>")
     body.append('<hr><p>Written by <code>compare_runs.py</code> from the two run directories; compare.json '
                 'holds every pair.</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -29,6 +29,10 @@ from .cost_delta import CaseCosts
 from .pairs import compare_pair
 from .sides import Side, load_side
 
+# buckets whose pairs carry no cost_latency of their own (the bulk of a big run; no page lists them
+# with figures): their cases are in the totals only
+UNLISTED = ("still_passing", "still_unscored")
+
 FORK_ABOVE = 8 << 20       # bytes of the candidate's verdicts.jsonl: ~20,000 rows of a plain run
 LAST: dict[str, Any] = {}   # {"processes": 1 or 2, "fallback": [what this process did again, the child failing]}
 
@@ -78,20 +82,21 @@ def _opened(side: Side) -> Side:
 def _make(base: Side, cand: Side, ids: list[str], memo: dict, costs: CaseCosts | None) -> list[dict[str, Any]]:
     out = []
     for cid in ids:
-        out.append(compare_pair(base, cand, cid, memo))
+        pair = compare_pair(base, cand, cid, memo)
+        out.append(pair)
         if costs is not None:   # the records the pair just read (each side keeps its last): no second read
-            sealed = cid in base.holdout or cid in cand.holdout
-            for which, side in (("base", base), ("candidate", cand)):
-                record = side.record(cid) if cid in side.rows else None
-                if record is not None:
-                    costs.add(which, record, sealed)
+            own = costs.add_pair(base.record(cid) if cid in base.rows else None,
+                                 cand.record(cid) if cid in cand.rows else None,
+                                 cid in base.holdout or cid in cand.holdout)
+            if own is not None and pair.get("bucket") not in UNLISTED:
+                pair["cost_latency"] = own   # a listed case's own figures (the quiet bulk: in the totals only)
     return out
 
 
 def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool,
               costs: CaseCosts | None = None) -> list[dict[str, Any]]:
     """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child.
-    `costs`: each case's cost row is added to it from the same records (compare.cost_delta)."""
+    `costs`: each case is folded into its totals from the same records (compare.cost_delta)."""
     if not fork or len(ids) < 2:
         LAST["processes"] = 1
         return _make(base, cand, ids, memo, costs)
@@ -110,18 +115,17 @@ def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool,
     finally:
         gc.unfreeze()
     LAST["processes"] = 2
-    theirs, rows = answer if isinstance(answer, tuple) and len(answer) == 2 else (None, None)
+    theirs, fold = answer if isinstance(answer, tuple) and len(answer) == 2 else (None, None)
     if not isinstance(theirs, list) or len(theirs) != len(ids) - half:
         LAST.setdefault("fallback", []).append("the child made no pairs")
         theirs = _make(base, cand, ids[half:], memo, costs)
     elif costs is not None:
-        for which, made in rows.items():
-            costs.rows[which].extend(made)
+        costs.fold.merge(fold)
     mine.extend(theirs)
     return mine
 
 
-def _made_apart(base: Side, cand: Side, ids: list[str], costs: CaseCosts | None) -> tuple[list, dict | None]:
-    """A child's pairs and its cases' cost rows (its own CaseCosts, the parent's readers)."""
+def _made_apart(base: Side, cand: Side, ids: list[str], costs: CaseCosts | None) -> tuple[list, Any]:
+    """A child's pairs and its cases' cost totals (its own CaseCosts' fold, the parent's readers)."""
     mine = costs.fresh() if costs is not None else None
-    return _make(base, cand, ids, {}, mine), (mine.rows if mine is not None else None)
+    return _make(base, cand, ids, {}, mine), (mine.fold if mine is not None else None)

@@ -28,7 +28,6 @@ def comparison_lines(doc: dict) -> list[str]:
     out += [f"| {b} | {doc['counts'][b]} | {esc(doc['meaning'][b])} |" for b in BUCKETS if doc["counts"].get(b)]
     out.append("")
     out += cost_lines(doc.get("cost_latency"))
-    cl = doc.get("cost_latency") if isinstance(doc.get("cost_latency"), dict) else None
     for b in BUCKETS:
         pairs = doc["buckets"].get(b) or []
         if not pairs or b in QUIET:
@@ -49,7 +48,7 @@ def comparison_lines(doc: dict) -> list[str]:
             n = (p.get("turns") or {}).get("first_differing_turn")
             if n is not None:
                 bits.append(f"first differing turn {n}")
-            cost = cost_table.case_line(cl, p["case_id"]) if cl else None
+            cost = cost_table.case_line(p)
             if cost:
                 bits.append(cost)
             out.append(f"- {code(p['case_id'])}" + (f": {esc('; '.join(bits))}" if bits else ""))
