@@ -10,6 +10,7 @@ history). The viewer serves them; one headless Chromium looks at Compare and His
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -121,14 +122,90 @@ def test_compare_says_the_cost_is_the_apps_and_names_an_unknown_judge_cost(runs,
     assert "unknown: the judge's cost is unknown" in page.inner_text("td.judge-cost >> nth=0")
 
 
+def _compare(runs: dict, base: str, cand: str, tmp_path: Path, env: dict | None = None) -> tuple[dict, str]:
+    reports = runs["state"] / "reports"
+    r = run_script("compare_runs", reports / base, reports / cand, "-o", tmp_path / "compare.json",
+                   "--html", tmp_path / "compare.html", env=env)
+    assert r.rc == 0, r.stdout + r.stderr
+    return json.loads((tmp_path / "compare.json").read_text()), (tmp_path / "compare.html").read_text()
+
+
+def test_compare_json_carries_the_cost_and_latency_the_viewer_shows(runs, tmp_path):
+    """compare.json (the CI artifact) had no cost at all: the viewer's Compare page computed it apart.
+    Now it is the viewer's block, made in compare_runs.py's one pass over both runs, equal to
+    cost_delta reading the two runs itself; the broken run's unknown judge cost is said, never 0."""
+    from assay.compare.cost_delta import cost_latency
+    from assay.stats.cost_words import words
+    doc, _ = _compare(runs, runs["clean"], runs["broken"], tmp_path)
+    cl = doc["cost_latency"]
+    reports = runs["state"] / "reports"
+    assert cl == cost_latency(reports / runs["clean"], reports / runs["broken"])   # one computation
+    assert cl["words"] == words() and cl["currency"] == "USD"
+    assert cl["base"]["judge_cost_per_case"] == pytest.approx(0.0000121, rel=0.01) and cl["base"]["judge_note"] is None
+    assert cl["candidate"]["judge_cost_per_case"] is None and cl["candidate"]["cost_per_case_with_judge"] is None
+    assert "2 of 6 judge call(s) reported no token usage" in cl["candidate"]["judge_note"]
+    assert cl["delta"]["cost_per_case"] < 0 and cl["delta"]["cost_per_case_with_judge"] is None
+    # no per case map (at 100,000 cases it held 100,000 rows: issue 51's bar): a listed case's own
+    # figures are on its pair, when they changed; a still passing case is in the totals only
+    assert "cases" not in cl
+    listed = [p for b, ps in doc["buckets"].items() if b not in ("still_passing", "still_unscored") for p in ps]
+    own = [p["cost_latency"] for p in listed if "cost_latency" in p]
+    assert own and all(isinstance(c["cost"][0], float) and isinstance(c["latency_ms"][2], float) for c in own)
+    assert not any("cost_latency" in p for p in doc["buckets"].get("still_passing") or [])
+    forked, _ = _compare(runs, runs["clean"], runs["broken"], tmp_path, env={"ASSAY_COMPARE_FORK_ABOVE": "0"})
+    assert forked["cost_latency"] == cl   # half the pairs (and their cases' cost rows) made in a child
+    # the targeted rerun traced 9 of the broken run's 20: totals over the cases traced in both, said
+    rerun, _ = _compare(runs, runs["broken"], runs["fixed"], tmp_path)
+    assert rerun["cost_latency"]["both_traced"]["cases"] == 9
+    assert rerun["cost_latency"]["traced_note"].startswith("the base traced 20 case(s), the candidate 9")
+
+
+def test_compare_html_shows_cost_and_latency_in_the_viewers_words(runs, tmp_path):
+    """compare.html showed buckets and diffs only: what the change cost was nowhere on the CI artifact."""
+    _, page = _compare(runs, runs["clean"], runs["broken"], tmp_path)
+    assert '<h2 id="cost-latency">Cost and latency</h2>' in page
+    assert f"<td>{WORDS['judge_cost_per_case'][0]}</td><td>0.0000121 USD</td><td>unknown</td>" in page
+    assert f"<td>{WORDS['cost_per_case_with_judge'][0]}</td><td>0.000110 USD</td><td>–</td><td class=\"delta\">–</td>" \
+        in page
+    assert re.search(f"<td>{WORDS['cost_per_case'][0]}</td><td>0\\.0000\\d+ USD</td><td>0\\.0000\\d+ USD</td>"
+                     "<td class=\"delta\">\u2212", page), page
+    assert "judge&#x27;s cost unknown in the candidate: not in this figure, and gate.py&#x27;s cost budget cannot be " \
+           "checked" in page
+    assert "the candidate: the judge&#x27;s cost is unknown: 2 of 6 judge call(s) reported no token usage" in page
+    for label, covers in WORDS.values():
+        assert f"<strong>{label}</strong>: {html.escape(covers)}" in page, label
+    assert re.search(r'<p class="what cost-line">app cost 0\.0000\d+ → 0\.0000\d+ \([+\u2212±]', page)
+
+
+def test_report_comparison_section_shows_cost_and_latency(runs, tmp_path):
+    """draft_report.py --baseline: the comparison section said nothing of cost or latency."""
+    reports = runs["state"] / "reports"
+    r = run_script("draft_report", reports / runs["broken"], "--baseline", reports / runs["clean"],
+                   "-o", tmp_path / "report.md")
+    assert r.rc == 0, r.stdout + r.stderr
+    section = (tmp_path / "report.md").read_text().split("## Compared with the baseline", 1)[1]
+    assert "**Cost and latency**" in section
+    assert f"| {WORDS['judge_cost_per_case'][0]} | 0.0000121 USD | unknown |" in section, section
+    assert re.search(re.escape(f"| {WORDS['cost_per_case_with_judge'][0]} | 0.000110 USD | – | – |"), section), section
+    assert "> the candidate: the judge's cost is unknown: 2 of 6 judge call(s) reported no token usage" in section
+    assert f"- **{WORDS['cost_per_case'][0]}**: " in section and "judge's cost unknown in the candidate" in section
+    assert "app cost 0.0000" in section   # each listed case's own cost and latency
+
+
 @NEEDS_CHROMIUM
 def test_compare_totals_are_over_the_cases_traced_in_both_runs(runs, server, page, tmp_path):
     """The rerun traced 9 cases, the broken run 20: its input tokens "fell" by the 11 cases it did not
     run (2461 → 1687, −774) though each case used more."""
     cl = _api(server, f"/api/compare/{runs['broken']}/{runs['fixed']}")["cost_latency"]
     assert (cl["base"]["traced_cases"], cl["candidate"]["traced_cases"], cl["both_traced"]["cases"]) == (20, 9, 9)
-    common = [cid for cid, c in cl["cases"].items() if c["cost"][0] is not None and c["cost"][1] is not None]
-    assert cl["both_traced"]["base"]["cost_total"] == pytest.approx(sum(cl["cases"][c]["cost"][0] for c in common))
+    from assay.compare.cost_delta import prices_of
+    from assay.stats.cost import run_cost
+    reports = runs["state"] / "reports"
+    prices = prices_of(reports / runs["fixed"])[0]
+    base, cand = (run_cost(reports / runs[r], prices)["cases"] for r in ("broken", "fixed"))
+    common = {r["case_id"] for r in cand if r["traced"]} & {r["case_id"] for r in base if r["traced"]}
+    assert len(common) == 9   # the base's cost over the candidate's 9, folded in the pairs' pass
+    assert cl["both_traced"]["base"]["cost_total"] == pytest.approx(sum(r["cost"] for r in base if r["case_id"] in common))
     assert cl["delta"]["input_tokens_per_case"] > 0   # per traced case, the rerun used more
     _open(page, server, f"/compare/{runs['broken']}/{runs['fixed']}", tmp_path, "compare-traced")
     table = page.inner_text("#cost")

@@ -76,9 +76,50 @@ def test_compare_cost_and_latency_per_case_and_in_total(tmp_path):
                 {"llm_calls": [{"model": "m", "input_tokens": 1000 * (n + 1) if cid == "c-1" else 1000, "output_tokens": 0}]}))
         runs.append(d)
     doc = cost_latency(*runs)
-    assert doc["cases"]["c-1"]["cost"] == [1.0, 2.0, 1.0] and doc["cases"]["c-2"]["cost"][2] == 0.0
-    assert "h-1" not in doc["cases"] and doc["currency"] == "USD"
+    assert "cases" not in doc and doc["currency"] == "USD"   # no per case map: the totals, folded
+    # the holdout case is in each side's totals, never among the cases compared one by one
+    assert doc["by_verdict_change"]["unchanged"] == {"cases": 2, "cost_delta": 1.0, "cost_unknown": 0,
+                                                     "latency_delta_ms": 0.0}
+    assert doc["both_traced"]["cases"] == 2 and doc["both_traced"]["delta"]["cost_total"] == 1.0
     assert doc["base"]["cost_total"] == 3.0 and doc["candidate"]["cost_total"] == 4.0 and doc["delta"]["cost_total"] == 1.0
+
+
+def test_a_traceless_comparison_folds_the_same_totals_as_each_runs_rows(tmp_path):
+    """A trace-less run's cases are folded from their verdict alone (stats.cost.case_light, no row):
+    the totals and verdict-change groups equal run_cost's and compare_to_baseline's over the rows,
+    a skipped or holdout case is in no pair's figures, and a listed case carries its own latency."""
+    from assay.compare.cost_delta import cost_latency
+    from assay.compare.document import compare_runs
+    from assay.stats.cost import compare_to_baseline, run_cost
+    specs = [[{"id": "c-1"}, {"id": "c-2"}, {"id": "c-3"}, {"id": "c-4"}, {"id": "h-1", "holdout": True}],
+             [{"id": "c-1", "verdict": "fail"}, {"id": "c-2"}, {"id": "c-3", "verdict": "skipped"}, {"id": "c-4"},
+              {"id": "h-1", "holdout": True}]]
+    latency = [{"c-1": 10.0, "c-2": 20.25, "c-3": 7.0, "c-4": 5.0, "h-1": 1.0},
+               {"c-1": 40.5, "c-2": 20.25, "c-3": 9.0, "c-4": 6.0, "h-1": 900.0}]
+    runs = []
+    for n, run_id in enumerate(("smoke-20261201T100000Z", "smoke-20261202T100000Z")):
+        d = make_run(tmp_path / "reports", specs[n], run_id=run_id, manifest={"traces": {"collected": False}})
+        for cid, ms in latency[n].items():
+            v = json.loads((d / "cases" / cid / "verdict.json").read_text())
+            v["latency_ms"] = ms
+            if cid == "c-4" and n == 0:   # a judged case: its full row (the judge's tokens), beside the light ones
+                v["judge_usage"] = {"calls": 1, "input_tokens": 10, "output_tokens": 2}
+            (d / "cases" / cid / "verdict.json").write_text(json.dumps(v))
+        runs.append(d)
+    doc = cost_latency(*runs)
+    base, cand = run_cost(runs[0], None), run_cost(runs[1], None)
+    assert doc["by_verdict_change"] == compare_to_baseline(cand, base)["by_verdict_change"]
+    assert doc["by_verdict_change"]["broken"] == {"cases": 1, "cost_delta": 0.0, "cost_unknown": 1,
+                                                  "latency_delta_ms": 30.5}
+    for side, run in (("base", base), ("candidate", cand)):
+        lat = run["totals"]["latency_ms"]
+        assert (doc[side]["latency_p50_ms"], doc[side]["latency_p95_ms"], doc[side]["latency_mean_ms"]) == \
+            (lat["p50"], lat["p95"], lat["mean"]), side
+        assert doc[side]["judge_calls"] == run["totals"]["judge"]["calls"] and doc[side]["traced_cases"] == 0
+    assert doc["base"]["judge_calls"] == 1 and doc["candidate"]["latency_p95_ms"] == 900.0   # holdout: in the totals
+    pairs = {p["case_id"]: p for ps in compare_runs(*runs)["buckets"].values() for p in ps}
+    assert pairs["c-1"]["cost_latency"] == {"cost": [None, None, None], "latency_ms": [10.0, 40.5, 30.5]}
+    assert "cost_latency" not in pairs["c-2"] and "cost_latency" not in pairs["c-3"] and "h-1" not in pairs
 
 
 def test_key_line_reads_keys_by_indentation():

@@ -10,19 +10,29 @@ uses). Per case figures are each run's mean over its own traced cases; the cost 
 are over the cases traced in BOTH runs (`both_traced`), so two runs that traced different cases
 (a targeted rerun, an infra error) never show a drop that is only fewer cases. The judge's cost
 per case is beside the app's, and their sum is what gate.py's cost budget checks.
+
+compare_runs.py (compare.json's `cost_latency`) folds each case into the totals in its one pass
+over both runs (`CaseCosts`, from the records its pairs read: stats.cost_fold's CostFold and ChangeFold,
+the rules run_cost uses), holding no row and no per case map: the same block as
+`cost_latency(base, candidate)` reading the runs itself. A case's own cost and latency are on its
+pair (`cost_latency`, compare_runs.py) when it is not still passing and either changed.
 """
 
 from __future__ import annotations
 
+import math
+from array import array
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..stats.cost import compare_to_baseline, default_prices_path, load_prices, run_cost
+from ..stats.cost import case_light, case_reader, default_prices_path, load_prices, reads_traces
+from ..stats.cost_fold import ChangeFold, CostFold
 from ..stats.cost_words import judge_cost_part, with_judge, words
 
 
-def _prices(run_dir: Path) -> tuple[dict | None, str | None]:
+def prices_of(run_dir: Path) -> tuple[dict | None, str | None]:
+    """(the prices a comparison uses: the candidate's state dir prices.yaml, or None; why none)."""
     path = default_prices_path(run_dir)
     if not path.is_file() or path.is_symlink():
         return None, f"no {path.name} in the state dir: tokens and latency only, no cost"
@@ -58,17 +68,26 @@ def _side(totals: dict) -> dict:
             "traced_cases": n, "complete": totals.get("complete")}
 
 
-def _both_traced(base_rows: dict, cand_rows: list[dict]) -> dict:
+def _cost_note(run: dict, priced: bool) -> str | None:
+    """Why a side's app cost is unknown ("–", never 0), in its run's own words; None when it is known
+    or when no prices file priced either side (the block's `note` says that once)."""
+    t = run["totals"]
+    if not priced or (t.get("cost") or {}).get("mean") is not None:
+        return None
+    if not run["capability"]["enabled"]:
+        return f"the app's cost is unknown: {run['capability']['blocked_by']}"
+    return "the app's cost is unknown: " + (t.get("incomplete_reason") or
+                                             f"{t.get('unpriced_cases')} traced case(s) were not priced")
+
+
+def _both_traced(fold: "CompareFold") -> dict:
     """The app's cost and tokens summed over the cases traced in both runs (by id; holdout cases are
-    never listed, so never in it): totals of like with like. Cost null when a case is unpriced."""
-    pairs = [(base_rows[r["case_id"]], r) for r in cand_rows
-             if r["traced"] and r["case_id"] in base_rows and base_rows[r["case_id"]]["traced"]]
-    out: dict[str, Any] = {"cases": len(pairs)}
-    for side, i in (("base", 0), ("candidate", 1)):
-        costs = [p[i]["cost"] for p in pairs]
-        out[side] = {"cost_total": round(sum(costs), 8) if pairs and None not in costs else None,
-                     "input_tokens": sum(p[i]["input_tokens"] for p in pairs),
-                     "output_tokens": sum(p[i]["output_tokens"] for p in pairs)}
+    never in it): totals of like with like. Cost null when a case is unpriced."""
+    out: dict[str, Any] = {"cases": fold.both}
+    for side in ("base", "candidate"):
+        costs = fold.both_cost[side]
+        out[side] = {"cost_total": round(math.fsum(costs), 8) if fold.both and len(costs) == fold.both else None,
+                     "input_tokens": fold.both_tokens[side][0], "output_tokens": fold.both_tokens[side][1]}
     out["delta"] = {k: _delta(out["base"][k], out["candidate"][k], 8) for k in out["base"]}
     return out
 
@@ -80,26 +99,121 @@ def _traced_note(bs: dict, cs: dict, both: int) -> str | None:
             f"the {both} case(s) traced in both runs; each per case figure is its run's mean over its own traced cases")
 
 
-def cost_latency(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
-    """{"currency", "note", "base", "candidate", "delta" (each total), "by_verdict_change", "cases":
-    {case_id: {"cost": [base, candidate, delta], "latency_ms": [base, candidate, delta]}}}."""
-    prices, note = _prices(Path(cand_dir))
+class CompareFold:
+    """What a comparison's pass keeps of its cases' cost and latency: each side's CostFold, the
+    cases traced in both runs (their count, each side's cost per case in an array, token sums),
+    and the verdict-change groups (ChangeFold). No row, no case id: a forked child's half is one
+    of these, merged into the parent's."""
+
+    def __init__(self) -> None:
+        self.sides = {"base": CostFold(), "candidate": CostFold()}
+        self.both = 0
+        self.both_cost = {"base": array("d"), "candidate": array("d")}
+        self.both_tokens = {"base": [0, 0], "candidate": [0, 0]}
+        self.change = ChangeFold()
+
+    def merge(self, other: "CompareFold") -> None:
+        for w in ("base", "candidate"):
+            self.sides[w].merge(other.sides[w])
+            self.both_cost[w].extend(other.both_cost[w])
+            self.both_tokens[w] = [a + b for a, b in zip(self.both_tokens[w], other.both_tokens[w])]
+        self.both += other.both
+        self.change.merge(other.change)
+
+
+class CaseCosts:
+    """One comparison's cost and latency, folded as its pairs are made (compare.pair_all):
+    `add_pair(base_record, candidate_record, sealed)` per case id (a record None when the side has
+    no such case); then cost_latency(..., costs=self). A holdout case (`sealed`) is in each side's
+    totals only. `manifests`: each side's manifest.yaml as the comparison read it."""
+
+    def __init__(self, base_manifest: dict, cand_manifest: dict, prices: tuple[dict | None, str | None]) -> None:
+        self.prices = prices
+        self.manifests = {"base": base_manifest, "candidate": cand_manifest}
+        self.readers = {w: case_reader(m, prices[0]) for w, m in self.manifests.items()}
+        self.traces = {w: reads_traces(m) for w, m in self.manifests.items()}
+        self.fold = CompareFold()
+
+    def fresh(self) -> "CaseCosts":
+        """An empty CaseCosts of the same comparison (a forked child's half of the cases)."""
+        other = CaseCosts.__new__(CaseCosts)
+        other.prices, other.manifests, other.readers, other.traces = self.prices, self.manifests, self.readers, self.traces
+        other.fold = CompareFold()
+        return other
+
+    def add_pair(self, base_record: Any, cand_record: Any, sealed: bool = False) -> dict | None:
+        """Fold the case in; its own figures `{"cost": [base, candidate, change], "latency_ms": [...]}`
+        when both runs have it (not skipped, not holdout) and its cost or latency changed, else None."""
+        fold = self.fold
+        if base_record is not None and cand_record is not None:
+            lb = case_light(base_record, self.traces["base"])
+            lc = case_light(cand_record, self.traces["candidate"]) if lb is not None else None
+            if lc is not None:   # no trace read, no judge call (a trace-less run's cases): their rows need no more
+                return self._light(lb, lc, sealed)
+        b = self.readers["base"](base_record) if base_record is not None else None
+        c = self.readers["candidate"](cand_record) if cand_record is not None else None
+        skipped = False
+        for which, row in (("base", b), ("candidate", c)):
+            if row is not None:
+                if sealed:
+                    row["holdout"] = True
+                skipped = not fold.sides[which].add(row) or skipped   # a skipped case: in no total
+        if skipped or b is None or c is None or b["holdout"] or c["holdout"]:
+            return None
+        fold.change.add(b, c)
+        if b["traced"] and c["traced"]:
+            fold.both += 1
+            for which, row in (("base", b), ("candidate", c)):
+                if row["cost"] is not None:
+                    fold.both_cost[which].append(row["cost"])
+                tokens = fold.both_tokens[which]
+                tokens[0] += row["input_tokens"]
+                tokens[1] += row["output_tokens"]
+        if b["cost"] == c["cost"] and b["latency_ms"] == c["latency_ms"]:
+            return None
+        return {"cost": [b["cost"], c["cost"], _delta(b["cost"], c["cost"], 8)],
+                "latency_ms": [b["latency_ms"], c["latency_ms"], _delta(b["latency_ms"], c["latency_ms"], 3)]}
+
+
+    def _light(self, b: tuple, c: tuple, sealed: bool) -> dict | None:
+        """add_pair of two cases case_light reads (their case_cost rows: verdict, holdout, latency)."""
+        folded = [self.fold.sides[w].add_light(v[0], v[1] or sealed, v[3]) for w, v in (("base", b), ("candidate", c))]
+        if not all(folded) or sealed or b[1] or c[1]:
+            return None
+        self.fold.change.add_values(b[0], c[0], None, None, b[2], c[2])
+        if b[2] == c[2]:
+            return None
+        return {"cost": [None, None, None], "latency_ms": [b[2], c[2], _delta(b[2], c[2], 3)]}
+
+
+def _read_both(base_dir: Path, cand_dir: Path) -> CaseCosts:
+    """CaseCosts of two runs read here (the pass compare_runs.py makes with its pairs, without them)."""
+    from .sides import load_side
+    base, cand = load_side(Path(base_dir), "base"), load_side(Path(cand_dir), "candidate")
+    costs = CaseCosts(base.manifest, cand.manifest, prices_of(cand.run_dir))
+    for cid in dict.fromkeys([*cand.rows, *base.rows]):
+        costs.add_pair(base.record(cid) if cid in base.rows else None, cand.record(cid) if cid in cand.rows else None,
+                       cid in base.holdout or cid in cand.holdout)
+    return costs
+
+
+def cost_latency(base_dir: Path, cand_dir: Path, costs: CaseCosts | None = None) -> dict[str, Any]:
+    """{"currency", "note", "words", "traced_note", "both_traced", "base", "candidate", "delta" (each
+    total), "by_verdict_change"}. `costs`: the totals a caller folded in its own pass over both runs
+    (no case is read again here); without it both runs are read here."""
     try:
-        b, c = run_cost(Path(base_dir), prices), run_cost(Path(cand_dir), prices)
+        costs = costs if costs is not None else _read_both(Path(base_dir), Path(cand_dir))
     except AssayError as exc:
         return {"error": exc.message}
+    prices, note = costs.prices
+    fold = costs.fold
+    b, c = (fold.sides[w].result(Path(d), costs.manifests[w], prices)
+            for w, d in (("base", base_dir), ("candidate", cand_dir)))
     bs, cs = _side(b["totals"]), _side(c["totals"])
-    base_rows = {r["case_id"]: r for r in b["cases"]}
-    cases = {}
-    for r in c["cases"]:
-        o = base_rows.get(r["case_id"])
-        if o is None:
-            continue
-        cases[r["case_id"]] = {"cost": [o["cost"], r["cost"], _delta(o["cost"], r["cost"], 8)],
-                               "latency_ms": [o["latency_ms"], r["latency_ms"], _delta(o["latency_ms"], r["latency_ms"], 3)]}
-    both = _both_traced(base_rows, c["cases"])
+    bs["cost_note"], cs["cost_note"] = _cost_note(b, prices is not None), _cost_note(c, prices is not None)
+    both = _both_traced(fold)
     return {"currency": c["currency"], "note": note or (c["totals"].get("k_note")), "words": words(),
             "traced_note": _traced_note(bs, cs, both["cases"]), "both_traced": both,
             "base": bs, "candidate": cs,
-            "delta": {k: _delta(bs[k], cs[k], 8) for k in bs if k not in ("complete", "judge_note")},
-            "by_verdict_change": compare_to_baseline(c, b)["by_verdict_change"], "cases": cases}
+            "delta": {k: _delta(bs[k], cs[k], 8) for k in bs if k not in ("complete", "judge_note", "cost_note")},
+            "by_verdict_change": fold.change.groups()}

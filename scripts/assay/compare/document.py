@@ -8,6 +8,8 @@ runs on an unchanged case whose verdict moved with the app (newly_failing, newly
 still_failing, still_passing; canaries and holdout cases left out). A judge flip (the judge
 changed its verdict on the same answer and material) is not the app's fix or break: it is left
 out of the paired test and counted apart (`stats_judge_flips`, and its own sentence in `words`).
+`cost_latency`: each side's cost and latency per case and in total with the deltas
+(compare.cost_delta, the viewer's block), its rows made in the same pass as the pairs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..core.errors import AssayError
 from ..core.version import HARNESS_VERSION
 from ..stats.paired import compare_indexed, index_rows, paired_population, sign_test_one_sided
 from .buckets import BUCKETS, MEANING, SCORED, headline
+from .cost_delta import CaseCosts, cost_latency, prices_of
 from .pair_all import LAST, all_pairs, load_sides, two_processes
 from .redaction import redact_pairs, should_redact
 from .sides import Side
@@ -242,7 +245,8 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     pairs, holdout_counts, holdout_pairs = [], dict.fromkeys(BUCKETS, 0), 0
     active, why = should_redact(base, cand)
     memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)
-    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo, fork):
+    costs = CaseCosts(base.manifest, cand.manifest, prices_of(cand.run_dir))   # filled in the pairs' pass
+    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo, fork, costs):
         cid = pair["case_id"]
         if cid in base.holdout or cid in cand.holdout:
             holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named
@@ -276,6 +280,7 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
                         + "); judge flips, canaries and holdout cases left out"),
         "stats_judge_flips": len(flipped),
         "words": words(stats, stats_note, flipped),
+        "cost_latency": cost_latency(base.run_dir, cand.run_dir, costs),
     }
     from .lift import lift_block
     lift = lift_block(base, cand, pairs, stats, stats_note)

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from ..report.html_style import CSS
+from . import cost_table
 from .buckets import BUCKETS
 from .pairs import first_diff_line
 
@@ -53,6 +54,7 @@ table.turns { font-size: 0.85em; margin: 6px 0; }
 table.turns tr.first td { background: var(--off-bg); }
 table.turns td { white-space: nowrap; }
 table.turns td:last-child { white-space: normal; }
+table.cost td.delta { text-align: right; white-space: nowrap; }
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -125,6 +127,21 @@ def _turns(turns: dict) -> str:
             f'<th>changed</th><th>first change</th></tr>{"".join(rows)}</table>')
 
 
+def _cost_block(cl: Any) -> str:
+    """compare.json's cost_latency (compare.cost_table's rows, notes and words, the viewer's)."""
+    if not isinstance(cl, dict) or cl.get("error"):
+        why = cl.get("error") if isinstance(cl, dict) else "not in this compare.json"
+        return f'<h2 id="cost-latency">Cost and latency</h2><p class="sub">Cost and latency: {_e(why)}</p>'
+    rows = "".join(f"<tr><td>{_e(label)}</td><td>{_e(b)}</td><td>{_e(c)}</td><td class=\"delta\">{_e(d)}</td></tr>"
+                   for label, b, c, d in cost_table.rows(cl))
+    notes = "".join(f"<li>{_e(n)}</li>" for n in cost_table.notes(cl))
+    covers = "".join(f"<li><strong>{_e(label)}</strong>: {_e(words)}</li>" for label, words in cost_table.covers(cl))
+    return (f'<h2 id="cost-latency">Cost and latency</h2><p id="cost-summary">{_e(cost_table.summary(cl))}</p>'
+            f'<table class="cost" id="cost"><tr><th></th><th>base</th><th>candidate</th><th>change</th></tr>{rows}</table>'
+            + (f'<ul class="notes" id="cost-notes">{notes}</ul>' if notes else "")
+            + f'<details id="cost-covers"><summary>what each figure covers</summary><ul>{covers}</ul></details>')
+
+
 def _case(p: dict) -> str:
     v = p.get("verdict") or {}
     title = f' <span class="sub">{_e(p["title"])}</span>' if p.get("title") else ""
@@ -168,6 +185,9 @@ def _case(p: dict) -> str:
     if reps:
         out.append(f'<p class="what">repeats: base {_e(" ".join(reps.get("base") or ["n/a"]))}; candidate '
                    f'{_e(" ".join(reps.get("candidate") or ["n/a"]))} (the folded verdicts are compared)</p>')
+    cost = cost_table.case_line(p)
+    if cost:
+        out.append(f'<p class="what cost-line">{_e(cost)}</p>')
     if not changed and not (p.get("answer") or {}).get("changed") and not (p.get("trajectory") or {}).get("changed") \
             and p.get("bucket") not in ("only_in_base", "only_in_candidate") and not exp:
         line = first_diff_line(p)
@@ -206,6 +226,7 @@ def render(doc: dict) -> str:
     if said.get("judge_flips"):
         body.append(f'<p class="sub">{_e(said["judge_flips"])}</p>')
     body.append(_counts_table(doc))
+    body.append(_cost_block(doc.get("cost_latency")))
     for b in BUCKETS:
         pairs = doc["buckets"].get(b) or []
         if not pairs:

@@ -25,8 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.forked import Child, cpus, fork_safe
+from .cost_delta import CaseCosts
 from .pairs import compare_pair
 from .sides import Side, load_side
+
+# buckets whose pairs carry no cost_latency of their own (the bulk of a big run; no page lists them
+# with figures): their cases are in the totals only
+UNLISTED = ("still_passing", "still_unscored")
 
 FORK_ABOVE = 8 << 20       # bytes of the candidate's verdicts.jsonl: ~20,000 rows of a plain run
 LAST: dict[str, Any] = {}   # {"processes": 1 or 2, "fallback": [what this process did again, the child failing]}
@@ -74,32 +79,53 @@ def _opened(side: Side) -> Side:
     return side
 
 
-def _make(base: Side, cand: Side, ids: list[str], memo: dict) -> list[dict[str, Any]]:
-    return [compare_pair(base, cand, cid, memo) for cid in ids]
+def _make(base: Side, cand: Side, ids: list[str], memo: dict, costs: CaseCosts | None) -> list[dict[str, Any]]:
+    out = []
+    for cid in ids:
+        pair = compare_pair(base, cand, cid, memo)
+        out.append(pair)
+        if costs is not None:   # the records the pair just read (each side keeps its last): no second read
+            own = costs.add_pair(base.record(cid) if cid in base.rows else None,
+                                 cand.record(cid) if cid in cand.rows else None,
+                                 cid in base.holdout or cid in cand.holdout)
+            if own is not None and pair.get("bucket") not in UNLISTED:
+                pair["cost_latency"] = own   # a listed case's own figures (the quiet bulk: in the totals only)
+    return out
 
 
-def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool) -> list[dict[str, Any]]:
-    """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child."""
+def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool,
+              costs: CaseCosts | None = None) -> list[dict[str, Any]]:
+    """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child.
+    `costs`: each case is folded into its totals from the same records (compare.cost_delta)."""
     if not fork or len(ids) < 2:
         LAST["processes"] = 1
-        return _make(base, cand, ids, memo)
+        return _make(base, cand, ids, memo, costs)
     half = len(ids) // 2
     base.open_store()
     cand.open_store()
     gc.freeze()
     try:
-        child = Child(lambda: _make(base, cand, ids[half:], {}))
+        child = Child(lambda: _made_apart(base, cand, ids[half:], costs))
         try:
-            mine = _make(base, cand, ids[:half], memo)
+            mine = _make(base, cand, ids[:half], memo, costs)
         except BaseException:
             child.cancel()
             raise
-        theirs = child.result()
+        answer = child.result()
     finally:
         gc.unfreeze()
     LAST["processes"] = 2
+    theirs, fold = answer if isinstance(answer, tuple) and len(answer) == 2 else (None, None)
     if not isinstance(theirs, list) or len(theirs) != len(ids) - half:
         LAST.setdefault("fallback", []).append("the child made no pairs")
-        theirs = _make(base, cand, ids[half:], memo)
+        theirs = _make(base, cand, ids[half:], memo, costs)
+    elif costs is not None:
+        costs.fold.merge(fold)
     mine.extend(theirs)
     return mine
+
+
+def _made_apart(base: Side, cand: Side, ids: list[str], costs: CaseCosts | None) -> tuple[list, Any]:
+    """A child's pairs and its cases' cost totals (its own CaseCosts' fold, the parent's readers)."""
+    mine = costs.fresh() if costs is not None else None
+    return _make(base, cand, ids, {}, mine), (mine.fold if mine is not None else None)

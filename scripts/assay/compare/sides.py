@@ -92,6 +92,10 @@ class Side:
             store = self._store = casestore.open_store(self.run_dir)
         return store
 
+    def record(self, case_id: str) -> casestore.CaseRecord | None:
+        """The case's record (the one a pair just read is kept: no second read)."""
+        return self._case(case_id)
+
     def verdict_doc(self, case_id: str) -> dict:
         """The case's verdict record ({} when absent)."""
         rec = self._case(case_id)

@@ -29,11 +29,10 @@ from typing import Any, Iterable
 from ..core import casestore
 from ..core.jsonio import loads
 from ..core.errors import AssayError
-from .judge_cost import judge_model_of, judge_row, judge_totals, token_count as _num
-from .latency import repeat_latencies, stats as _stats
+from .cost_fold import PRICES_FILE, ChangeFold, CostFold
+from .judge_cost import judge_model_of, judge_row, token_count as _num
+from .latency import repeat_latencies
 
-
-PRICES_FILE = "prices.yaml"
 
 PRICES_KEYS = ("currency", "per", "models")
 DEFAULT_PER = 1_000_000  # prices are per million tokens unless `per` says otherwise
@@ -119,27 +118,32 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
     is its verdict when the caller holds it already (the runner at finalize); `read_traces=False`
     skips looking for trajectories (a run that collected none). `judge` is the case's judge calls,
     priced apart from the app's (judge_row)."""
-    if isinstance(case, (str, os.PathLike)):
+    if not isinstance(case, casestore.CaseRecord) and isinstance(case, (str, os.PathLike)):
         cdir = Path(case)
         verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
         case = casestore.dir_record(cdir, verdict)
     verdict = verdict if verdict is not None else case.verdict
     trajs = _trajectories(case) if read_traces else []
     calls = [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
-             if isinstance(c, dict)]
+             if isinstance(c, dict)] if trajs else trajs
+    latency = verdict.get("latency_ms")
     row: dict[str, Any] = {
         "case_id": verdict.get("case_id", case.case_id), "verdict": verdict.get("verdict"),
         "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
-        "latency_ms": verdict.get("latency_ms") if isinstance(verdict.get("latency_ms"), (int, float)) else None,
+        "latency_ms": latency if isinstance(latency, (int, float)) else None,
         "latencies_ms": repeat_latencies(verdict),
-        "model_calls": len(calls),
-        "input_tokens": sum(_num(c.get("input_tokens")) for c in calls),
-        "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
-        "model_latency_ms": round(sum(c["duration_ms"] for c in calls if isinstance(c.get("duration_ms"), (int, float))), 3),
-        "calls_without_usage": sum(1 for c in calls if "input_tokens" not in c and "output_tokens" not in c),
-        "calls_partial_usage": sum(1 for c in calls if ("input_tokens" in c) != ("output_tokens" in c)),
+        "model_calls": len(calls), "input_tokens": 0, "output_tokens": 0, "model_latency_ms": 0,
+        "calls_without_usage": 0, "calls_partial_usage": 0,
         "unpriced_models": [], "cost": None, "judge": judge_row(verdict, prices, judge_model),
     }
+    if calls:   # (a case with no model call, most of a trace-less run's: the zeros above, at a comparison's pace)
+        row.update({
+            "input_tokens": sum(_num(c.get("input_tokens")) for c in calls),
+            "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
+            "model_latency_ms": round(sum(c["duration_ms"] for c in calls
+                                          if isinstance(c.get("duration_ms"), (int, float))), 3),
+            "calls_without_usage": sum(1 for c in calls if "input_tokens" not in c and "output_tokens" not in c),
+            "calls_partial_usage": sum(1 for c in calls if ("input_tokens" in c) != ("output_tokens" in c))})
     if not trajs or prices is None:
         return row
     cost, unpriced = 0.0, set()
@@ -156,156 +160,76 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
     return row
 
 
-def _capability(manifest: dict) -> dict:
-    matrix = (manifest.get("capability_matrix") or {}).get("cost_latency") or {}
-    traces = manifest.get("traces") or {}
-    if matrix.get("enabled") is False:
-        return {"enabled": False, "blocked_by": matrix.get("blocked_by") or "disabled in profile.yaml"}
-    if "cost_latency" in (traces.get("disabled_layers") or []) or traces.get("collected") is False:
-        return {"enabled": False, "blocked_by": "no traces collected (adapter traces.source); tokens and model "
-                                                 "latency come only from a trace"}
-    return {"enabled": True, "blocked_by": None}
+def case_light(case: casestore.CaseRecord, read_traces: bool) -> tuple | None:
+    """(verdict, holdout, latency_ms, latencies_ms) of a case whose case_cost row has nothing else:
+    its run read no trace and no judge call is recorded (its tokens, calls and cost: none); None
+    when the row is needed (CostFold.add folds it; add_light these four)."""
+    verdict = case.verdict
+    usage = verdict.get("judge_usage")
+    if read_traces or (usage and isinstance(usage, dict)):
+        return None
+    latency = verdict.get("latency_ms")
+    return (verdict.get("verdict"), bool(verdict.get("holdout")),
+            latency if isinstance(latency, (int, float)) else None, repeat_latencies(verdict))
+
+
+def reads_traces(manifest: dict) -> bool:
+    """Whether a run's cases are looked at for a trace (not when its manifest says none was collected)."""
+    return (manifest.get("traces") or {}).get("collected") is not False
+
+
+def case_reader(manifest: dict, prices: dict | None) -> Any:
+    """`row(record, verdict=None)`: a case's case_cost row as run_cost makes it for this run."""
+    read_traces, judge_model = reads_traces(manifest), judge_model_of(manifest)
+    return lambda case, verdict=None: case_cost(case, prices, verdict, read_traces=read_traces, judge_model=judge_model)
 
 
 def run_cost(run_dir: Path, prices: dict | None, *, prices_note: str | None = None,
              manifest: dict | None = None, records: Iterable[dict] | None = None, per_case: bool = True) -> dict:
-    """The run's cost and latency from its case dirs. `manifest` and `records` (the finished
-    cases' verdict.json, any order) are passed by the runner, which holds them already; without
-    them both are read from the run dir. `per_case=False` (results.json's block, which reads only
-    the totals): no `cases` list, and an untraced case the judge never called is kept as its id
-    and latency only, so 100,000 cases do not hold 100,000 rows."""
+    """The run's cost and latency from its case dirs (CostFold's totals). `manifest` and `records`
+    (the finished cases' verdict.json, any order) are passed by the runner, which holds them
+    already; without them both are read from the run dir. `per_case=False` (results.json's block,
+    which reads only the totals): no `cases` list, and no row is held."""
     run_dir = Path(run_dir)
     store = casestore.open_store(run_dir)
     if store.layout == "none":
         raise AssayError(f"{run_dir}: not a run directory (no cases.jsonl, no cases/); pass "
                          "<state>/reports/<run-id>", 2)
     manifest = manifest if manifest is not None else _object(run_dir / "manifest.yaml")
-    read_traces = (manifest.get("traces") or {}).get("collected") is not False
+    fold, listed = CostFold(), []
+    for row in _read_rows(store, manifest, prices, records):
+        if fold.add(row) and per_case and not row["holdout"]:
+            listed.append(row)
+    out = fold.result(run_dir, manifest, prices, prices_note)
+    listed.sort(key=lambda r: str(r["case_id"]))
+    out["cases"] = [{k: v for k, v in r.items() if k != "holdout"} for r in listed] if per_case else None
+    return out
+
+
+def _read_rows(store: casestore.CaseStore, manifest: dict, prices: dict | None,
+               records: Iterable[dict] | None) -> Iterable[dict]:
+    """Each case's row, read from the store (its verdict alone when the run collected no trace);
+    `records`: the runner's verdicts, which it holds already."""
+    read_traces = reads_traces(manifest)
     if records is None:
         pairs = (((rec, None) for rec in store.records()) if read_traces else
                  ((casestore.CaseRecord(cid, v, {}), None) for cid, v in store.verdicts()))
     else:
-        pairs = ((store.load(r["case_id"]) if read_traces else None, r) for r in records)
-    rows, light = [], []   # light: (case id, latency, holdout) of a case no total but latency reads
-    judge_model = judge_model_of(manifest)
-    for case, verdict in pairs:
-        if case is None:
-            case = casestore.CaseRecord(verdict["case_id"], verdict, {})
-        row = case_cost(case, prices, verdict, read_traces=read_traces, judge_model=judge_model)
-        if row["verdict"] == "skipped":
-            continue
-        if per_case or row["traced"] or row["judge"]["calls"]:
-            rows.append(row)
-        else:
-            light.append((str(row["case_id"]), row["latencies_ms"], row["holdout"]))
-    rows.sort(key=lambda r: str(r["case_id"]))
-    latencies = sorted([(str(r["case_id"]), r["latencies_ms"]) for r in rows] + [(c, ms) for c, ms, _h in light],
-                       key=lambda pair: pair[0]) if light else [(None, r["latencies_ms"]) for r in rows]
-    traced = [r for r in rows if r["traced"]]
-    k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
-    unpriced = sorted({m for r in rows for m in r["unpriced_models"]})
-    priced = [r["cost"] for r in traced if r["cost"] is not None]
-    no_usage, partial = (sum(r[k] for r in traced) for k in ("calls_without_usage", "calls_partial_usage"))
-    calls = sum(r["model_calls"] for r in traced)
-    no_call = sum(1 for r in traced if not r["model_calls"])   # priced at 0: said beside the budget
-    capability = _capability(manifest)
-    if capability["enabled"] and not traced:
-        capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
-    totals = {
-        "cases": len(rows) + len(light), "traced_cases": len(traced),
-        "input_tokens": sum(r["input_tokens"] for r in traced),
-        "output_tokens": sum(r["output_tokens"] for r in traced),
-        "model_calls": sum(r["model_calls"] for r in traced),
-        "cost": None,
-        "complete": bool(prices is not None and traced and len(priced) == len(traced) and calls and not no_usage
-                         and not partial),
-        "unpriced_cases": (len(traced) - len(priced)) if prices is not None else None,
-        "calls_without_usage": no_usage, "calls_partial_usage": partial, "cases_without_model_call": no_call,
-        # why the total is not the run's cost, in words (None when it is): wave 4 §1
-        "incomplete_reason": _incomplete_reason(traced, unpriced, no_usage, calls,
-                                                (prices or {}).get("per_token") or {}, partial),
-        "latency_ms": _stats([ms for _c, samples in latencies for ms in samples]),   # every repeat's
-        "model_latency_ms": _stats([r["model_latency_ms"] for r in traced]),
-        "k": k,
-        "k_note": (f"k={k}: only the deciding repeat's trace is stored per case, so these tokens and costs "
-                   f"are of one repeat; the run spent about {k} times as much") if k > 1 else None,
-    }
-    if prices is not None:
-        # an incomplete total would read as the run's cost: give only what was priced, apart
-        totals["cost"] = _stats(priced) if totals["complete"] else {
-            "n": len(priced), "total": None, "mean": None, "p50": None, "p95": None,
-            "priced_cases_total": round(sum(priced), 8) if priced else None}
-    totals["judge"] = judge_totals(rows, prices, n_cases=len(rows) + len(light))
-    return {
-        "run_id": run_dir.name, "capability": capability,
-        "currency": prices["currency"] if prices else None,
-        "prices": prices["file"] if prices else None, "prices_note": prices_note,
-        "unpriced_models": unpriced, "totals": totals,
-        "cases": [{k: v for k, v in r.items() if k != "holdout"} for r in rows if not r["holdout"]]
-        if per_case else None,
-        "holdout_cases_in_totals": sum(1 for r in rows if r["holdout"]) + sum(1 for _c, _ms, h in light if h),
-        "timeout_s": (manifest.get("invocation") or {}).get("timeout_s"),   # a case's latency stops there
-    }
-
-
-def _near_price(model: str, priced: Iterable[str]) -> str:
-    """` (prices.yaml names 'gpt-4.1-mini'; ...)` for an unpriced model one name in the file is close to: a
-    provider's dated id (`gen_ai.response.model` is read first), another case or spelling."""
-    from ..core.suggest import closest
-    priced = list(priced)
-    hit = next((p for p in priced if p.lower() == model.lower() or model.startswith(p + "-")), None) or closest(model, priced)
-    return (f" (prices.yaml names {hit!r}; a model is priced only under the exact name its spans report: "
-            f"add {model!r} to models)") if hit else ""
-
-
-def _incomplete_reason(traced: list[dict], unpriced: list[str], no_usage: int, calls: int,
-                       priced: dict | None = None, partial: int = 0) -> str | None:
-    if not traced:
-        return None
-    parts = []
-    if no_usage:
-        parts.append(f"{no_usage} of {calls} model call(s) reported no token usage (their cost is unknown, not 0)")
-    if partial:   # an output side dropped from the span is not 0 output tokens
-        parts.append(f"{partial} of {calls} model call(s) reported input or output tokens but not both (the missing "
-                     "side's cost is unknown, not 0)")
-    if unpriced:
-        parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0"
-                     + "".join(_near_price(m, priced or {}) for m in unpriced))
-    if not calls:
-        parts.append(f"no model call in any of the {len(traced)} trace(s): the instrumentation wrote no LLM span, "
-                     "so the app's cost is unknown, not 0")
-    return "; ".join(parts) or None
+        pairs = (((store.load(r["case_id"]) if read_traces else None) or casestore.CaseRecord(r["case_id"], r, {}), r)
+                 for r in records)
+    row = case_reader(manifest, prices)
+    return (row(case, verdict) for case, verdict in pairs)
 
 
 def compare_to_baseline(current: dict, baseline: dict) -> dict:
     """Cost and latency change split by verdict change (unchanged / fixed / broken / other)."""
     base = {r["case_id"]: r for r in baseline["cases"]}
-    groups: dict[str, dict] = {g: {"cases": 0, "cost_delta": 0.0, "cost_unknown": 0, "latency_delta_ms": 0.0}
-                               for g in ("unchanged", "fixed", "broken", "other")}
+    fold = ChangeFold()
     for r in current["cases"]:
         b = base.get(r["case_id"])
-        if b is None:
-            continue
-        if r["verdict"] == b["verdict"]:
-            g = "unchanged"
-        elif (b["verdict"], r["verdict"]) == ("fail", "pass"):
-            g = "fixed"
-        elif (b["verdict"], r["verdict"]) == ("pass", "fail"):
-            g = "broken"
-        else:
-            g = "other"
-        slot = groups[g]
-        slot["cases"] += 1
-        if r["cost"] is None or b["cost"] is None:
-            slot["cost_unknown"] += 1
-        else:
-            slot["cost_delta"] += r["cost"] - b["cost"]
-        if r["latency_ms"] is not None and b["latency_ms"] is not None:
-            slot["latency_delta_ms"] += r["latency_ms"] - b["latency_ms"]
-    for slot in groups.values():
-        slot["cost_delta"] = round(slot["cost_delta"], 8)
-        slot["latency_delta_ms"] = round(slot["latency_delta_ms"], 3)
-    return {"baseline_run_id": baseline["run_id"], "by_verdict_change": groups,
+        if b is not None:
+            fold.add(b, r)
+    return {"baseline_run_id": baseline["run_id"], "by_verdict_change": fold.groups(),
             "note": "read `unchanged` first: it is the cost of the change itself, not of a fix or a regression"}
 
 

@@ -6,6 +6,8 @@ cost view (score_cost.py, results.json cost_latency.judge, the report, the gate'
 
 from __future__ import annotations
 
+import math
+from array import array
 from typing import Any
 
 
@@ -29,7 +31,10 @@ def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> di
     price (`by_model`), else the run's judge model. A model the prices file does not name: unpriced,
     never 0. A judge call that reported no token usage (`calls_without_usage`) has an unknown cost, as
     an app's model call without usage has (wave 4 §1): the case's judge cost is unknown, never 0."""
-    usage = verdict.get("judge_usage") if isinstance(verdict.get("judge_usage"), dict) else {}
+    usage = verdict.get("judge_usage")
+    if not usage or not isinstance(usage, dict):   # no judge call (most cases): the empty row
+        return {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None, "unpriced_models": [],
+                "calls_without_usage": 0}
     calls = token_count(usage.get("calls"))
     row: dict[str, Any] = {"calls": calls, "input_tokens": token_count(usage.get("input_tokens")),
                            "output_tokens": token_count(usage.get("output_tokens")), "cost": None, "unpriced_models": [],
@@ -50,25 +55,60 @@ def judge_row(verdict: dict, prices: dict | None, judge_model: str | None) -> di
     return row
 
 
+class JudgeFold:
+    """judge_totals folded one case's judge row at a time (a comparison's one pass holds no row):
+    sums, the models prices.yaml lacks, and each priced case's cost (8 bytes each: summed once,
+    exactly, at the end, so any order and any split over processes gives the same total)."""
+
+    def __init__(self) -> None:
+        self.cases = self.calls = self.input_tokens = self.output_tokens = self.no_usage = self.unknown = 0
+        self.unpriced: set[str] = set()
+        self.costs = array("d")
+
+    def add(self, j: dict) -> None:
+        if not j["calls"]:
+            return
+        self.cases += 1
+        self.calls += j["calls"]
+        self.input_tokens += j["input_tokens"]
+        self.output_tokens += j["output_tokens"]
+        self.no_usage += j.get("calls_without_usage", 0)
+        self.unpriced.update(j["unpriced_models"])
+        if j["cost"] is None:
+            self.unknown += 1
+        else:
+            self.costs.append(j["cost"])
+
+    def merge(self, other: "JudgeFold") -> None:
+        for k in ("cases", "calls", "input_tokens", "output_tokens", "no_usage", "unknown"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.unpriced |= other.unpriced
+        self.costs.extend(other.costs)
+
+    def totals(self, prices: dict | None, n_cases: int) -> dict:
+        judged = self.cases
+        unpriced = sorted(self.unpriced)
+        complete = prices is not None and not self.unknown
+        total = round(math.fsum(self.costs), 8) if complete else None
+        return {"cases": judged, "calls": self.calls,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "complete": complete if judged else True, "unpriced_models": unpriced,
+                "calls_without_usage": self.no_usage,
+                "incomplete_reason": incomplete_reason(unpriced, self.no_usage, self.calls),
+                "cost": total if judged else (0.0 if prices is not None else None),
+                "mean_per_case": (round(total / n_cases, 8) if total is not None and n_cases else None)
+                if judged else (0.0 if prices is not None else None)}
+
+
 def judge_totals(rows: list[dict], prices: dict | None, n_cases: int | None = None) -> dict:
     """The judge's calls, tokens and cost over the run's cases, apart from the app's. `cost` is null
     unless every judged case was priced (`unpriced_models` names what the prices file lacks);
     `mean_per_case` is over every non-skipped case (what judging adds to a case on average):
-    `n_cases` of them when `rows` holds only the judged ones, else len(rows)."""
-    n_cases = len(rows) if n_cases is None else n_cases
-    judged = [r["judge"] for r in rows if r["judge"]["calls"]]
-    unpriced = sorted({m for j in judged for m in j["unpriced_models"]})
-    complete = prices is not None and all(j["cost"] is not None for j in judged)
-    total = round(sum(j["cost"] for j in judged), 8) if complete else None
-    calls, no_usage = sum(j["calls"] for j in judged), sum(j.get("calls_without_usage", 0) for j in judged)
-    return {"cases": len(judged), "calls": calls,
-            "input_tokens": sum(j["input_tokens"] for j in judged),
-            "output_tokens": sum(j["output_tokens"] for j in judged),
-            "complete": complete if judged else True, "unpriced_models": unpriced, "calls_without_usage": no_usage,
-            "incomplete_reason": incomplete_reason(unpriced, no_usage, calls),
-            "cost": total if judged else (0.0 if prices is not None else None),
-            "mean_per_case": (round(total / n_cases, 8) if total is not None and n_cases else None)
-            if judged else (0.0 if prices is not None else None)}
+    `n_cases` of them when `rows` holds only the judged ones, else len(rows). (JudgeFold's totals.)"""
+    fold = JudgeFold()
+    for r in rows:
+        fold.add(r["judge"])
+    return fold.totals(prices, len(rows) if n_cases is None else n_cases)
 
 
 def incomplete_reason(unpriced: list[str], no_usage: int, calls: int) -> str | None:

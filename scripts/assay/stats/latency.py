@@ -15,7 +15,10 @@ def repeat_latencies(verdict: dict) -> list[float]:
     repeat's in `repeats[].latency_ms`), else the case's own. The deciding repeat alone would hide a slow
     tail in the others: at k = 3 a p95 budget read a third of the requests (the first, when all passed).
     A run dir written before repeats carried their latency gives the case's one."""
-    reps = verdict.get("repeats") if isinstance(verdict.get("repeats"), list) else []
+    reps = verdict.get("repeats")
+    if not reps or not isinstance(reps, list):   # k = 1: the case's own
+        own = verdict.get("latency_ms")
+        return [own] if isinstance(own, (int, float)) and not isinstance(own, bool) else []
     found = [_ms(r.get("latency_ms")) for r in reps if isinstance(r, dict) and "latency_ms" in r]
     if found and len(found) == len(reps):
         return [v for v in found if v is not None]
@@ -23,7 +26,7 @@ def repeat_latencies(verdict: dict) -> list[float]:
     return [own] if own is not None else []
 
 
-def percentile(values: list[float], q: float) -> float | None:
+def percentile(values: Any, q: float) -> float | None:
     """Nearest-rank percentile (q in 0..100); None for no values."""
     vals = sorted(values)
     if not vals:
@@ -32,7 +35,10 @@ def percentile(values: list[float], q: float) -> float | None:
     return vals[rank - 1]
 
 
-def stats(values: list[float]) -> dict:
-    return {"n": len(values), "total": round(sum(values), 8) if values else None,
-            "mean": round(sum(values) / len(values), 8) if values else None,
+def stats(values: Any) -> dict:
+    """n, total, mean (summed exactly: math.fsum, so the order the values came in never moves a
+    digit) and the nearest-rank p50 / p95 of a list or array of numbers."""
+    total = math.fsum(values) if len(values) else None
+    return {"n": len(values), "total": round(total, 8) if total is not None else None,
+            "mean": round(total / len(values), 8) if total is not None else None,
             "p50": percentile(values, 50), "p95": percentile(values, 95)}

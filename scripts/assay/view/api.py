@@ -51,14 +51,13 @@ def _wait(query: dict[str, Any], default: float) -> float:
 
 
 def compare_doc(reports: Path, base: str, cand: str, wait: float | None = gates.WAIT_MAX_S) -> dict:
-    """assay.compare's document, plus each side's cost and latency per case and in total with the
-    deltas (compare.cost_delta), and each pair marked when only a rubric's verdict changed. First
+    """assay.compare's document (each side's cost and latency per case and in total with the deltas
+    are its own `cost_latency`: compare.cost_delta), each pair marked when only a rubric's verdict changed. First
     each side's completeness check as its gate decided it (waited for up to `wait` s): a side that
     fails it is refused in compare_runs.py's words (`error`, `refused`); a side still being decided
     is `checking` (no comparison drawn yet: the page asks again); a side not checked here (too big,
     no answer kept) is compared and named in `unchecked`."""
     from ..compare.baseline import unverified_words
-    from ..compare.cost_delta import cost_latency
     from ..compare.document import compare_runs
     sides = [("base", base, run_dir(reports, base)), ("candidate", cand, run_dir(reports, cand))]
     for _, _, d in sides:
@@ -87,7 +86,6 @@ def compare_doc(reports: Path, base: str, cand: str, wait: float | None = gates.
     doc["unchecked"] = [f"the {role} {rid} has no check answer here (run_cases.py --verify: the viewer runs it on a "
                         "small run only, else shows an answer gate.py or compare_runs.py kept for these files): its "
                         "rows are read as they are; compare_runs.py checks both sides before it compares" for role, rid, _, check in checks if check["state"] == "unchecked"]
-    doc["cost_latency"] = cost_latency(run_dir(reports, base), run_dir(reports, cand))
     for pairs in (doc.get("buckets") or {}).values():
         for p in pairs if isinstance(pairs, list) else []:
             changed = {c.get("layer") for c in p.get("layers_changed") or []}

@@ -481,7 +481,7 @@
     return [el("div", {class: "what"}, "trajectory changed: " + (t.first_line || "")),
       el("div", {class: "sides diff traj-diff"}, el("div", {}, el("div", {class: "label"}, "base"), calls(t.base)), el("div", {}, el("div", {class: "label"}, "candidate"), calls(t.candidate)))];
   }
-  function pairCard(p, base, cand, cl) {
+  function pairCard(p, base, cand) {
     const v = p.verdict || {};
     const chips = [chip(String(v.base)), " \u2192 ", chip(String(v.candidate))];
     if (p.rubric_only) chips.push(chip("only a rubric sees it", "mark"));
@@ -489,7 +489,7 @@
     if (p.case === "changed") chips.push(chip("case edited", "mark"));
     if (p.gating === false) chips.push(chip("gating: false"));
     if (p.canary) chips.push(chip("canary"));
-    const c = cl && cl.cases ? cl.cases[p.case_id] : null;
+    const c = p.cost_latency;   /* the pair's own cost and latency, when they changed (compare_runs.py) */
     const exp = p.expectation;
     return el("div", {class: "pair", "data-case": p.case_id},
       el("h3", {}, el("a", {href: "#/case/" + E(cand) + "/" + E(p.case_id) + "?baseline=" + E(base)}, p.title || p.case_id), p.title ? el("span", {class: "cid"}, " " + p.case_id) : null),
@@ -523,7 +523,7 @@
     return el("div", {}, el("table", {id: "cost", class: "narrow"}, el("tr", {}, ["", "base", "candidate", "change"].map(h => el("th", {}, h))),
       rows.map(([label, f, d, fd, neutral]) => el("tr", {}, el("td", {}, label), el("td", {}, f(cl.base, "base")), el("td", {}, f(cl.candidate, "candidate")),
         neutral ? el("td", {class: "delta"}, signed(d, fd)) : deltaCell(d, fd)))),
-      el("ul", {class: "notes", id: "cost-notes"}, [cl.traced_note, ...judgeNotes(cl), cl.note].filter(Boolean).map(x => el("li", {}, x))),
+      el("ul", {class: "notes", id: "cost-notes"}, [cl.traced_note, ...[["base", cl.base], ["candidate", cl.candidate]].filter(([, s]) => s.cost_note).map(([role, s]) => "the " + role + ": " + s.cost_note), ...judgeNotes(cl), cl.note].filter(Boolean).map(x => el("li", {}, x))),
       folded("what each figure covers", el("ul", {class: "note", id: "cost-covers"}, covers)));
   }
   /* the paired statistics in the words the compare document carries (assay.stats.paired) */
@@ -572,7 +572,7 @@
       for (const [bucket, pairs] of Object.entries(d.buckets || {})) {
         if (!Array.isArray(pairs) || !pairs.length || bucket === "still_passing") continue;
         out.push(folded(el("span", {class: "bucket-title"}, bucket + " (" + pairs.length + ")"),
-          [el("p", {class: "note"}, (d.meaning || {})[bucket] || ""), pairs.slice(0, 200).map(p => pairCard(p, base, cand, cl)),
+          [el("p", {class: "note"}, (d.meaning || {})[bucket] || ""), pairs.slice(0, 200).map(p => pairCard(p, base, cand)),
            pairs.length > 200 ? el("p", {class: "note"}, "and " + (pairs.length - 200) + " more (compare_runs.py writes them all)") : null],
           bucket !== "still_failing" && bucket !== "only_in_base" && bucket !== "only_in_candidate"));
         out[out.length - 1].setAttribute("id", "bucket-" + bucket);

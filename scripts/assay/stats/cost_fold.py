@@ -1,0 +1,203 @@
+"""A run's cost and latency totals folded one case row (stats.cost.case_cost's) at a time: the one
+computation of them, for run_cost (score_cost.py, results.json, the gate, the report) and for a
+comparison's one pass over both runs (compare.cost_delta), which holds no row. Each sample the
+percentiles and sums read is an 8-byte number in an array, summed with math.fsum: the order the
+cases come in, and a split over two processes, never move a digit.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from pathlib import Path
+from typing import Any, Iterable
+
+from .judge_cost import JudgeFold
+from .latency import stats as _stats
+
+PRICES_FILE = "prices.yaml"
+
+
+def _capability(manifest: dict) -> dict:
+    matrix = (manifest.get("capability_matrix") or {}).get("cost_latency") or {}
+    traces = manifest.get("traces") or {}
+    if matrix.get("enabled") is False:
+        return {"enabled": False, "blocked_by": matrix.get("blocked_by") or "disabled in profile.yaml"}
+    if "cost_latency" in (traces.get("disabled_layers") or []) or traces.get("collected") is False:
+        return {"enabled": False, "blocked_by": "no traces collected (adapter traces.source); tokens and model "
+                                                 "latency come only from a trace"}
+    return {"enabled": True, "blocked_by": None}
+
+
+class CostFold:
+    """run_cost's totals folded one case row (case_cost's) at a time: the one computation of a run's
+    cost and latency totals, for run_cost and for a comparison's one pass over both runs
+    (compare.cost_delta), which holds no row. Sums and counts, the models prices.yaml lacks, and
+    each sample the percentiles and exact sums read (8 bytes each in an array: summed with
+    math.fsum, so the order and the split over processes never move a digit)."""
+
+    def __init__(self) -> None:
+        self.cases = self.holdout = self.traced = self.input_tokens = self.output_tokens = 0
+        self.model_calls = self.no_usage = self.partial = self.no_call = 0
+        self.unpriced: set[str] = set()
+        self.latencies, self.model_latencies, self.priced = array("d"), array("d"), array("d")
+        self.judge = JudgeFold()
+
+    def add(self, row: dict) -> bool:
+        """Fold a case's row in; False (nothing folded) for a skipped case."""
+        if not self.add_light(row["verdict"], row["holdout"], row["latencies_ms"]):
+            return False
+        self.unpriced.update(row["unpriced_models"])
+        if row["judge"]["calls"]:
+            self.judge.add(row["judge"])
+        if row["traced"]:
+            self.traced += 1
+            self.input_tokens += row["input_tokens"]
+            self.output_tokens += row["output_tokens"]
+            self.model_calls += row["model_calls"]
+            self.no_usage += row["calls_without_usage"]
+            self.partial += row["calls_partial_usage"]
+            self.no_call += not row["model_calls"]
+            self.model_latencies.append(row["model_latency_ms"])
+            if row["cost"] is not None:
+                self.priced.append(row["cost"])
+        return True
+
+    def add_light(self, verdict: Any, holdout: bool, latencies: list) -> bool:
+        """A case's verdict, holdout and latency samples (all a case with no trace and no judge call
+        adds: stats.cost.case_light); False for a skipped case."""
+        if verdict == "skipped":
+            return False
+        self.cases += 1
+        self.holdout += bool(holdout)
+        self.latencies.extend(latencies)
+        return True
+
+    def merge(self, other: "CostFold") -> None:
+        """Fold in another fold's cases (a forked child's half)."""
+        for k in ("cases", "holdout", "traced", "input_tokens", "output_tokens", "model_calls", "no_usage",
+                  "partial", "no_call"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.unpriced |= other.unpriced
+        for k in ("latencies", "model_latencies", "priced"):
+            getattr(self, k).extend(getattr(other, k))
+        self.judge.merge(other.judge)
+
+    def result(self, run_dir: Path, manifest: dict, prices: dict | None, prices_note: str | None = None) -> dict:
+        """run_cost's document without `cases`."""
+        n_traced, unpriced, calls = self.traced, sorted(self.unpriced), self.model_calls
+        capability = _capability(manifest)
+        if capability["enabled"] and not n_traced:
+            capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
+        k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
+        totals = {
+            "cases": self.cases, "traced_cases": n_traced,
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "model_calls": calls,
+            "cost": None,
+            "complete": bool(prices is not None and n_traced and len(self.priced) == n_traced and calls
+                             and not self.no_usage and not self.partial),
+            "unpriced_cases": (n_traced - len(self.priced)) if prices is not None else None,
+            "calls_without_usage": self.no_usage, "calls_partial_usage": self.partial,
+            "cases_without_model_call": self.no_call,   # priced at 0: said beside the budget
+            # why the total is not the run's cost, in words (None when it is): wave 4 §1
+            "incomplete_reason": _incomplete_reason(n_traced, unpriced, self.no_usage, calls,
+                                                    (prices or {}).get("per_token") or {}, self.partial),
+            "latency_ms": _stats(self.latencies),   # every repeat's
+            "model_latency_ms": _stats(self.model_latencies),
+            "k": k,
+            "k_note": (f"k={k}: only the deciding repeat's trace is stored per case, so these tokens and costs "
+                       f"are of one repeat; the run spent about {k} times as much") if k > 1 else None,
+        }
+        if prices is not None:
+            # an incomplete total would read as the run's cost: give only what was priced, apart
+            totals["cost"] = _stats(self.priced) if totals["complete"] else {
+                "n": len(self.priced), "total": None, "mean": None, "p50": None, "p95": None,
+                "priced_cases_total": round(math.fsum(self.priced), 8) if self.priced else None}
+        totals["judge"] = self.judge.totals(prices, self.cases)
+        return {
+            "run_id": Path(run_dir).name, "capability": capability,
+            "currency": prices["currency"] if prices else None,
+            "prices": prices["file"] if prices else None, "prices_note": prices_note,
+            "unpriced_models": unpriced, "totals": totals,
+            "holdout_cases_in_totals": self.holdout,
+            "timeout_s": (manifest.get("invocation") or {}).get("timeout_s"),   # a case's latency stops there
+        }
+
+
+def _near_price(model: str, priced: Iterable[str]) -> str:
+    """` (prices.yaml names 'gpt-4.1-mini'; ...)` for an unpriced model one name in the file is close to: a
+    provider's dated id (`gen_ai.response.model` is read first), another case or spelling."""
+    from ..core.suggest import closest
+    priced = list(priced)
+    hit = next((p for p in priced if p.lower() == model.lower() or model.startswith(p + "-")), None) or closest(model, priced)
+    return (f" (prices.yaml names {hit!r}; a model is priced only under the exact name its spans report: "
+            f"add {model!r} to models)") if hit else ""
+
+
+def _incomplete_reason(traced: int, unpriced: list[str], no_usage: int, calls: int,
+                       priced: dict | None = None, partial: int = 0) -> str | None:
+    if not traced:
+        return None
+    parts = []
+    if no_usage:
+        parts.append(f"{no_usage} of {calls} model call(s) reported no token usage (their cost is unknown, not 0)")
+    if partial:   # an output side dropped from the span is not 0 output tokens
+        parts.append(f"{partial} of {calls} model call(s) reported input or output tokens but not both (the missing "
+                     "side's cost is unknown, not 0)")
+    if unpriced:
+        parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0"
+                     + "".join(_near_price(m, priced or {}) for m in unpriced))
+    if not calls:
+        parts.append(f"no model call in any of the {traced} trace(s): the instrumentation wrote no LLM span, "
+                     "so the app's cost is unknown, not 0")
+    return "; ".join(parts) or None
+
+
+CHANGE_GROUPS = ("unchanged", "fixed", "broken", "other")
+
+
+class ChangeFold:
+    """compare_to_baseline's groups folded one pair of rows (the same case in both runs) at a time:
+    each group's cases, cases of unknown cost, and its cost and latency changes (summed exactly at
+    the end, as CostFold's)."""
+
+    def __init__(self) -> None:
+        self.cases = dict.fromkeys(CHANGE_GROUPS, 0)
+        self.unknown = dict.fromkeys(CHANGE_GROUPS, 0)
+        self.cost = {g: array("d") for g in CHANGE_GROUPS}
+        self.latency = {g: array("d") for g in CHANGE_GROUPS}
+
+    def add(self, b: dict, r: dict) -> None:
+        """b: the baseline's row of a case, r: the current run's."""
+        self.add_values(b["verdict"], r["verdict"], b["cost"], r["cost"], b["latency_ms"], r["latency_ms"])
+
+    def add_values(self, bv: Any, rv: Any, bc: float | None, rc: float | None, bl: float | None,
+                   rl: float | None) -> None:
+        """A case's verdict, cost and latency in the baseline (b) and the current run (r)."""
+        if rv == bv:
+            g = "unchanged"
+        elif (bv, rv) == ("fail", "pass"):
+            g = "fixed"
+        elif (bv, rv) == ("pass", "fail"):
+            g = "broken"
+        else:
+            g = "other"
+        self.cases[g] += 1
+        if rc is None or bc is None:
+            self.unknown[g] += 1
+        else:
+            self.cost[g].append(rc - bc)
+        if rl is not None and bl is not None:
+            self.latency[g].append(rl - bl)
+
+    def merge(self, other: "ChangeFold") -> None:
+        for g in CHANGE_GROUPS:
+            self.cases[g] += other.cases[g]
+            self.unknown[g] += other.unknown[g]
+            self.cost[g].extend(other.cost[g])
+            self.latency[g].extend(other.latency[g])
+
+    def groups(self) -> dict[str, dict]:
+        return {g: {"cases": self.cases[g], "cost_delta": round(math.fsum(self.cost[g]), 8),
+                    "cost_unknown": self.unknown[g], "latency_delta_ms": round(math.fsum(self.latency[g]), 3)}
+                for g in CHANGE_GROUPS}
