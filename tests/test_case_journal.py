@@ -18,7 +18,7 @@ from assay.core import casestore
 def echo(req):
     if req.method == "GET":
         return Reply(200, {"ok": True})
-    return Reply(200, {"message": req.json["message"]})
+    return Reply(200, {"message": f"re: {req.json['message']}"})
 
 
 def cases(n):

@@ -43,7 +43,7 @@ def answering(wrong: int | None = None, status: int = 200):
         msg = req.json["message"]
         if wrong is not None and msg == f"hello {wrong}":
             return Reply(status, {"message": "not what was asked"})
-        return Reply(200, {"message": msg})
+        return Reply(200, {"message": f"re: {msg}"})
     return reply
 
 

@@ -40,7 +40,7 @@ def handler(hanging: threading.Event):
         msg = req.json["message"]
         if msg == HANG:
             hanging.set()
-            return Reply(200, {"message": msg}, delay=30)
+            return Reply(200, {"message": f"re: {msg}"}, delay=30)
         return Reply(200, {"message": f"ok: {msg}"})
     return reply
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def slow(req):
     if req.method == "GET":
         return Reply(200, {"ok": True})
-    return Reply(200, {"message": "hello"}, delay=2)
+    return Reply(200, {"message": "hello there"}, delay=2)
 
 
 def test_gate_and_wait_run_on_a_run_in_progress(tmp_path):

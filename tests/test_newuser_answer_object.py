@@ -58,13 +58,13 @@ def shop(req) -> Reply:
     return Reply(200, {"reply": {"text": words, "lang": "en"}})
 
 
-def pipeline(tmp_path, adapter: str = ADAPTER, cases: dict[str, str] = CASES):
+def pipeline(tmp_path, adapter: str = ADAPTER, cases: dict[str, str] = CASES, app=None, profile: str = PROFILE):
     state = tmp_path / "shop" / ".assay"
     write_yaml(state / "adapter.yaml", adapter)
-    write_yaml(state / "profile.yaml", PROFILE)
+    write_yaml(state / "profile.yaml", profile)
     for cid, text in cases.items():
         write_yaml(state / "datasets" / f"{cid}.yaml", text)
-    return run_as_a_user(tmp_path, state, shop, "SHOP_URL")
+    return run_as_a_user(tmp_path, state, app or shop, "SHOP_URL")
 
 
 def record(run_dir, cid: str) -> dict:

@@ -15,7 +15,7 @@ def health(req) -> Reply:
     if req.method == "GET" and req.path == "/healthz":
         return Reply(200, {"ok": True})
     if req.path == "/api/chat" and req.method == "POST":
-        return Reply(200, {"message": "hello", "route": None})
+        return Reply(200, {"message": "hello there", "route": None})
     return Reply(405 if req.path == "/healthz" else 404, {"detail": "no"})
 
 

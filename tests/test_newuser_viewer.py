@@ -78,7 +78,7 @@ def test_a_killed_run_reads_interrupted_in_the_viewer_never_still_running(tmp_pa
     state = make_state(tmp_path)
 
     def slow(req):
-        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": "hello"}, delay=1.5)
+        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": "hello there"}, delay=1.5)
 
     viewer = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

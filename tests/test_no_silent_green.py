@@ -362,7 +362,7 @@ def test_a_killed_runner_is_reported_as_interrupted_with_what_finished(tmp_path)
     cases = [case(f"c-{i:08d}", "hello", expect={"answer": {"must_contain": ["hello"]}}) for i in range(12)]
     with FakeApp() as app:
         app.handler = lambda req: Reply(200, {"ok": True}) if req.method == "GET" else \
-            Reply(200, {"message": "hello"}, delay=0.4)
+            Reply(200, {"message": "hello there"}, delay=0.4)
         doc = plan_doc(state, cases, app_url=app.url)
         doc["adapter"]["invocation"]["max_concurrency"] = 1
         out = state / "reports" / doc["run_id"]

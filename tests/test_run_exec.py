@@ -217,7 +217,7 @@ def test_differing_5xx_is_not_repeated_5xx(app, state):
 
 def test_429_with_retry_after_then_success(app, state):
     app.queue(Reply(429, "slow down", retry_after=0))
-    app.handler = lambda req: Reply(200, {"message": "hello"})
+    app.handler = lambda req: Reply(200, {"message": "hello there"})
     r, out = go(state, make_plan(state, [case("c-1", "hello")], app_url=app.url))
     v = verdict(out, "c-1")
     assert v["verdict"] == "pass" and v["attempts"] == 2 and v["retry_count"] == 1
@@ -257,7 +257,7 @@ def test_expected_4xx_passes_http(app, state):
 
 def test_dropped_connection_is_a_crash(app, state):
     app.queue(Reply(drop=True))
-    app.handler = lambda req: Reply(200, {"message": "hello"})
+    app.handler = lambda req: Reply(200, {"message": "hello there"})
     r, out = go(state, make_plan(state, [case("c-1", "hello"), case("c-2", "hello")], app_url=app.url))
     v = verdict(out, "c-1")
     assert v["crashed"] is True and v["verdict"] == "pass" and v["attempts"] == 2
@@ -372,7 +372,7 @@ def test_safety_skips_are_never_sent(app, state):
 
 # ---------------------------------------------------------------- holdout
 def test_holdout_seal_and_one_ledger_line(app, state):
-    app.handler = lambda req: Reply(200, {"message": "hello", "route": "billing"})
+    app.handler = lambda req: Reply(200, {"message": "hello there", "route": "billing"})
     cases = [case("hold-secret-1", "hello", split=["holdout"]),
              case("hold-secret-2", "nope", split=["holdout"], expect={"answer": {"must_contain": ["nope"]},
                                                                       "route_acceptable": ["billing"], "route": "x"})]
@@ -418,8 +418,8 @@ def test_k3_repeats_and_reliability(app, state):
             return Reply(200, {"ok": 1})
         if req.json["message"] == "flaky":
             calls["n"] += 1
-            return Reply(200, {"message": "flaky" if calls["n"] != 2 else "nope"})
-        return Reply(200, {"message": req.json["message"]})
+            return Reply(200, {"message": "re: flaky" if calls["n"] != 2 else "nope"})
+        return Reply(200, {"message": f"re: {req.json['message']}"})
     app.handler = flaky
     cases = [case("c-1", "steady", split=["full"]), case("c-2", "flaky", split=["full"])]
     plan = make_plan(state, cases, app_url=app.url, mode="regression", selecting_split="full", k=3,
@@ -610,7 +610,7 @@ def test_self_signed_tls_fails_preflight_unless_insecure(state, tmp_path):
         r, out = go(state, make_plan(state, [case("c-1")], app_url=tls_app.url))
         assert r.rc == 3 and "CERTIFICATE_VERIFY_FAILED" in r.json["error"]
         assert tls_app.posts() == [] and not out.exists()
-        tls_app.handler = lambda req: Reply(200, {"message": "hello"})
+        tls_app.handler = lambda req: Reply(200, {"message": "hello there"})
         plan = make_plan(state, [case("c-1", "hello")], app_url=tls_app.url,
                          execution={"insecure_tls": True, "max_attempts": 1, "backoff_s": []})
         r, out = go(state, plan)
@@ -636,7 +636,7 @@ def test_max_concurrency_is_honoured(app, state):
         finally:
             with lock:
                 seen["now"] -= 1
-        return Reply(200, {"message": req.json["message"]})
+        return Reply(200, {"message": f"re: {req.json['message']}"})
     app.handler = handler
     cases = [case(f"c-{i}", f"m{i}") for i in range(12)]
     r, out = go(state, make_plan(state, cases, adapter_doc=adapter(app.url, max_concurrency=4)))
@@ -681,7 +681,7 @@ def test_app_dying_mid_run_is_infra_then_abort(app, state):
             threading.Thread(target=app.close, daemon=True).start()
         if served["n"] > 3:
             return Reply(drop=True)
-        return Reply(200, {"message": req.json["message"]})
+        return Reply(200, {"message": f"re: {req.json['message']}"})
     app.handler = handler
     cases = [case(f"c-{i:02d}", f"m{i}") for i in range(14)]
     plan = make_plan(state, cases, app_url=app.url, execution={"max_attempts": 2, "backoff_s": [0], "timeout_s": 2})
@@ -701,7 +701,7 @@ def test_internal_error_is_exit_1_with_json(app, state):
                 target.unlink()
             target.mkdir(exist_ok=True)
             (target / "x").write_text("a directory in its place")
-        return Reply(200, {"message": "hello"})
+        return Reply(200, {"message": "hello there"})
     app.handler = handler
     r, out = go(state, make_plan(state, [case("c-1", "hello")], app_url=app.url), subprocess=True)
     assert r.rc == 1, r.stdout
@@ -711,7 +711,7 @@ def test_internal_error_is_exit_1_with_json(app, state):
 
 
 def test_holdout_baseline_comparison_is_sealed(app, state):
-    app.handler = lambda req: Reply(200, {"message": req.json["message"]} if req.method != "GET" else {})
+    app.handler = lambda req: Reply(200, {"message": f"re: {req.json['message']}"} if req.method != "GET" else {})
     cases = [case("hold-secret-a", "a", split=["holdout"]), case("hold-secret-b", "b", split=["holdout"])]
     base_plan = make_plan(state, cases, app_url=app.url, mode="holdout", selecting_split="holdout",
                           run_id="holdout-20261128T101500Z")

@@ -186,7 +186,7 @@ def test_health_check_failures_exit_3(app, state):
 
 def test_health_check_defaults_to_get_base_url_any_status(app, state):
     from fakeapp import Reply
-    app.handler = lambda req: Reply(404, "nope") if req.method == "GET" else Reply(200, {"message": "hello"})
+    app.handler = lambda req: Reply(404, "nope") if req.method == "GET" else Reply(200, {"message": "hello there"})
     ad = adapter(app.url)
     ad["invocation"].pop("health_check")
     r = run(state, make_plan(state, [case("c-1")], adapter_doc=ad))

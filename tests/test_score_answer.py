@@ -380,3 +380,20 @@ def test_a_typod_schema_keyword_checks_nothing_so_the_linter_names_it():
               "properties": {"a": {"type": "string", "required": True}}, "extends": {"type": "object"}}
     assert lint_schema(draft4) == [] and lint_schema(draft3) == []
     assert schema_check("0", draft4)["verdict"] == "fail"     # read as draft-04: the bound is exclusive
+
+
+def test_a_must_contain_found_in_an_echoed_turn_is_unscorable_and_the_echo_recorded():
+    """The answer is the user's turn word for word (whitespace aside): an entry found there was found in the
+    question; an entry it lacks still fails, must_not_contain is scored as usual."""
+    from assay.score.answer_leaf import echo_of
+    echo = echo_of("Where is  my order ORD-7?", "Where is my order\nORD-7?", "question")
+    assert echo == {"path": "question", "read": "Where is my order ORD-7?"}
+    r = score_answer("Where is  my order ORD-7?", {"answer": {"must_contain": ["ORD-7", "shipped"],
+                                                              "must_not_contain": ["refund"]}}, echo=echo)
+    assert [c["status"] for c in r["checks"]] == ["unscorable", "fail", "pass"] and r["verdict"] == "fail"
+    assert "(question) is the user's message word for word" in r["checks"][0]["reason"]
+    assert r["answer_echo"] == dict(echo, entries=["ORD-7"])
+    assert echo_of("It left the depot, ORD-7.", "Where is my order ORD-7?") is None
+    assert echo_of("", "  ") is None
+    assert "answer_echo" not in score_answer("ORD-7", {"answer": {"must_contain": ["x"]}},
+                                             echo=echo_of("ORD-7", "ORD-7"))

@@ -34,7 +34,7 @@ EARLIER = [{"run_id": f"holdout-2026110{i}T120000Z", "date": f"2026-11-0{i}T12:0
 def echo(req):
     if req.method == "GET":
         return Reply(200, {"ok": True})
-    return Reply(200, {"message": req.json["message"]})
+    return Reply(200, {"message": f"re: {req.json['message']}"})
 
 
 def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate_past_the_budget(tmp_path):

@@ -33,7 +33,7 @@ PR = "regression-20261204T110000Z"
 def handler(req):
     if req.method == "GET":
         return Reply(200, {"ok": True})
-    return Reply(200, {"message": req.json["message"]})
+    return Reply(200, {"message": f"re: {req.json['message']}"})
 
 
 def suite():

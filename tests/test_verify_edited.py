@@ -25,7 +25,7 @@ def a_run(tmp_path, cases, *, resume=False, k=1):
     def handler(req):
         if req.method == "GET":
             return Reply(200, {"ok": True})
-        return Reply(200, {"message": req.json["message"]})
+        return Reply(200, {"message": f"re: {req.json['message']}"})
     with FakeApp(handler) as app:
         plan = make_plan(state, cases, adapter_doc=adapter(app.url), run_id=RUN_ID, mode="regression",
                          selecting_split="full", k=k, execution={"max_attempts": 1, "backoff_s": []})

@@ -2,7 +2,8 @@
 `--allow-invalid`, a shard's slice gated as if it were the run, a merged run whose shard was run
 again after the merge, a holdout past its look budget, called tools the adapter does not declare, a
 declared route path or first result source no answer held, a record id shape no authz case showed,
-text checks not scored because the <answer> leaf was an object or a list (score.answer_leaf), and
+text checks not scored because the <answer> leaf was an object or a list or the user's turn read
+back word for word (score.answer_leaf), and
 cases scored on part of their trace (spans that arrived after it was read as complete).
 
 Each function reads the run dir (manifest, results summary, the state dir's holdout ledger) and
@@ -16,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..score.answer_leaf import not_text_close
+from ..score.answer_leaf import echo_close, not_text_close
 from .gate_judge import MAX_NAMED
 from .rundir import try_json_head
 
@@ -373,6 +374,7 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
                          holdout_budget_reason(run_dir, results), tools_reason,
                          route_source_reason(summary), result_source_reason(summary), record_id_shape_reason(summary),
                          unproven_refusals_reason(summary), not_text_close(summary.get("answer_not_text")),
+                         echo_close(summary.get("answer_echo")),
                          late_spans_reason(results), other_reason)
              if r]
     return head, info, close

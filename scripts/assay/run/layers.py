@@ -47,6 +47,7 @@ class RepeatEvidence:
     trace_reason: str | None = None
     workdir: dict | None = None     # agent mode: the workdir's facts after the run (invoke.workdir)
     answer_leaf: dict | None = None  # the <answer> leaf was an object or a list (score.answer_leaf.leaf_of)
+    answer_echo: dict | None = None  # the answer is the user's turn word for word (score.answer_leaf.echo_of)
 
 
 def applicable(expect: Mapping[str, Any], ctx: ScoreContext) -> dict[str, bool]:
@@ -250,7 +251,7 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
             return {"verdict": UNSCORED, "reason": ev.answer_note or NO_ANSWER_REASON}
         from ..score.answer import score_answer
         return _guard(lambda: score_answer(ev.answer, expect, regex_timeout_s=float(sc.get("scorer_timeout_s") or 2.0),
-                                                leaf=ev.answer_leaf))
+                                                leaf=ev.answer_leaf, echo=ev.answer_echo))
     if layer == "execution":
         from ..score.execution import extract_actual, score_execution
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core import hostile, writer
-from ..score.answer_leaf import leaf_of
+from ..score.answer_leaf import dotted, echo_of, leaf_of
 from ..score.rollup import case_verdict
 from ..invoke import templates
+from ..invoke.http import user_turn
 from .layers import RepeatEvidence, score_repeat, stopped_layers
 from ..invoke.outcome import RESPONSE, Outcome
 from ..core.secrets import REDACTED
@@ -48,7 +49,11 @@ def answer_of(adapter: Mapping[str, Any], mode: str, out: Outcome) -> tuple[str 
         return None, out.answer_withheld, None
     tmpl_raw = (adapter.get("invocation") or {}).get("response_body")
     if tmpl_raw is None:  # no template declared: the whole body is the answer
-        return out.body_text, None, None
+        # an http body or a cli's stdout that is a JSON object or list is not text (score.answer_leaf);
+        # agent and function modes' body_text is the reply's text already
+        whole = (leaf_of(out.body_json, None, out.body_text, whole_body=True)
+                 if mode in ("http", "cli") and out.json_ok and out.body_text is not None else None)
+        return out.body_text, None, whole
     path = _answer_path(tmpl_raw)
     if out.body_json is None:
         if mode == "function" and out.body_text is not None and not out.json_ok:
@@ -63,6 +68,16 @@ def answer_of(adapter: Mapping[str, Any], mode: str, out: Outcome) -> tuple[str 
         return None, hostile.reason("the answer at the adapter's <answer> path", bad), None
     text = templates.as_text(value)
     return text, None, leaf_of(value, path, text) if text is not None else None
+
+
+def _no_template(adapter: Mapping[str, Any]) -> bool:
+    return (adapter.get("invocation") or {}).get("response_body") is None
+
+
+def _echo_path(adapter: Mapping[str, Any]) -> str | None:
+    """The `<answer>` path as dotted text (named when the answer echoes the user's turn)."""
+    tmpl_raw = (adapter.get("invocation") or {}).get("response_body")
+    return None if tmpl_raw is None else dotted(_answer_path(tmpl_raw))
 
 
 def response_record(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -110,6 +125,7 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
     """Trace, answer and every layer of one answered request (a single-turn case or one turn).
     The judged layer is left as the plan set it (JUDGE_PENDING when a judge runs): each path judges."""
     answer, note, leaf = answer_of(w.adapter, getattr(w.invoker, "mode", ""), final)
+    echo = echo_of(answer, user_turn(case), _echo_path(w.adapter), whole_body=_no_template(w.adapter))
     def collect() -> Any:
         return collect_case_trace(w.trace, {"sent_trace_id": sent_trace_id,
                                             "sent_traceparent": trace_headers.get("traceparent"),
@@ -123,6 +139,7 @@ def score_answered(w: "CaseWorker", case, final: Outcome, trace_headers: Mapping
         got = trace_through(final, collect)
     trace_status, trajectory, raw, trace_reason = got
     ev = RepeatEvidence(status=final.status, response_json=final.body_json, answer=answer, answer_note=note, answer_leaf=leaf,
+                        answer_echo=echo,
                         trace_status=trace_status, trajectory=trajectory, trace_reason=trace_reason,
                         workdir=(final.agent or {}).get("workdir"))
     layers, actual = score_repeat(case, w.score_ctx, ev)

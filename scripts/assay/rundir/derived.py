@@ -167,7 +167,7 @@ _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_uns
                                                                                        "id_shape_seen", "first_source",
                                                                                        "served_models", "other_model",
                                                                                        "refused_status", "answer_absent",
-                                                                                       "answer_not_text")
+                                                                                       "answer_not_text", "answer_echo")
 _SLIM_LAYER_SET = frozenset(_SLIM_LAYER_KEYS)
 
 

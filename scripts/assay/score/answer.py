@@ -8,6 +8,10 @@ Contract of `score_answer(answer, expect)`:
   format.json_schema as its JSON; a must_contain / must_not_contain on it is `unscorable` (on
   JSON it would match key names, other fields, escaped quotes), and the layer records the leaf
   as `answer_not_text` (results.json summary.answer_not_text; the gate closes on it).
+- `echo` (score.answer_leaf.echo_of): the answer is the user's turn word for word. A `must_contain`
+  entry found in it is `unscorable` (it was found in the question; proves nothing), the others are
+  scored; the layer records `answer_echo` (the echo and those entries; summary.answer_echo, the gate
+  closes on it).
 - `expect["answer"]["must_contain"]` / `["must_not_contain"]`: lists. An entry is
   - a string: a plain substring check after NFC on both sides (no case folding);
   - `/re/` (starts and ends with `/`): `re.search` over the NFC'd answer, the pattern
@@ -43,7 +47,8 @@ import re
 from typing import Any
 
 from assay.core import regex_guard
-from assay.score.answer_leaf import leaf_of, not_text_reason
+from assay.core.writer import clip
+from assay.score.answer_leaf import echo_reason, leaf_of, not_text_reason
 from assay.score.base import (
     FAIL, PASS, UNSCORABLE, UNSCORED, ScorerInputError, fold_checks, is_number, nfc, short,
 )
@@ -83,7 +88,7 @@ _MAX_SCHEMA_ERRORS = 5
 
 
 def score_answer(answer: Any, expect: dict, *, regex_timeout_s: float = 2.0,
-                 leaf: dict | None = None) -> dict:
+                 leaf: dict | None = None, echo: dict | None = None) -> dict:
     """Score the answer layer (see the module docstring for the full contract)."""
     specs = _read_specs(expect)
     if answer is None:
@@ -95,15 +100,23 @@ def score_answer(answer: Any, expect: dict, *, regex_timeout_s: float = 2.0,
         answer = json.dumps(answer, ensure_ascii=False, sort_keys=True, default=str)
     text = nfc(answer)
     checks: list[dict[str, Any]] = []
+    echoed: list[Any] = []
     for check_name, entries in specs["lists"]:
         for entry in entries:
-            checks.append(_unscorable({"check": check_name, "entry": entry}, not_text_reason(leaf)) if leaf
-                          else _text_check(check_name, entry, text, regex_timeout_s))
+            check = (_unscorable({"check": check_name, "entry": entry}, not_text_reason(leaf)) if leaf
+                     else _text_check(check_name, entry, text, regex_timeout_s))
+            if echo and check_name == "must_contain" and check.get("status") == PASS:
+                # found in an answer that is the user's turn word for word: found in the question
+                check = _unscorable({"check": check_name, "entry": entry}, echo_reason(echo))
+                echoed.append(clip(str(entry), 80))
+            checks.append(check)
     if specs["schema"] is not None:
         checks.append(_schema_check(specs["schema"], answer))
     out = _fold(checks)
     if leaf and any(entries for _, entries in specs["lists"]):
         out["answer_not_text"] = leaf
+    if echoed:
+        out["answer_echo"] = dict(echo, entries=echoed)
     return out
 
 

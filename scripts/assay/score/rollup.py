@@ -100,13 +100,18 @@ def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict
     Each layer takes the verdict of the first turn holding the highest-ranked verdict
     (infra_error > infra_incomplete > error > fail > a non-deliberate unscored > pass > unscored >
     unscorable > n/a),
-    with that turn's detail and `turn` added, so a failing turn names itself.
+    with that turn's detail and `turn` added, so a failing turn names itself; the first turn's
+    `answer_not_text` / `answer_echo` record is kept beside it (_CARRIED).
     case_verdict over the result equals the roll-up over every sent turn's layers.
     """
     rank = {v: i for i, v in enumerate(_TURN_MERGE_ORDER)}
     best: dict[str, tuple[int, int, object]] = {}
+    carried: dict[str, dict[str, object]] = {}
     for n, layers in turns:
         for name, entry in layers.items():
+            for key in _CARRIED:
+                if isinstance(entry, Mapping) and isinstance(entry.get(key), Mapping):
+                    carried.setdefault(name, {}).setdefault(key, entry[key])
             r = rank.get(_verdict_of(entry), len(rank))
             if never_ran(name, entry):
                 r = rank[PASS] - 0.5  # a check that never ran outranks a pass in another turn
@@ -116,7 +121,15 @@ def merge_turn_layers(turns: Iterable[tuple[int, Mapping[str, object]]]) -> dict
     for name, (_, n, entry) in best.items():
         detail = dict(entry) if isinstance(entry, Mapping) else {"verdict": _verdict_of(entry)}
         out[name] = dict(detail, turn=n)
+        for key, value in carried.get(name, {}).items():
+            out[name].setdefault(key, value)
     return out
+
+
+# A turn's record of a text check not scored (score.answer_leaf: an answer that is not text, or the
+# user's turn read back) stays on the case-level layer when another turn's entry was chosen, so the
+# run counts the case (summary.answer_not_text / answer_echo) whichever turn decided it.
+_CARRIED = ("answer_not_text", "answer_echo")
 
 
 # A simulated conversation's layers that come from its turns (each turn's liveness); the others are

@@ -27,7 +27,7 @@ COUNT_KEYS = (
     "repeated_5xx", "scorer_errors", "canaries", "holdout", "layers",
     "unscorable_layers", "unjudged", "hollow_layers", "by_kind", "judged", "undeclared_tools",
     "route_from_response", "record_id_shape", "result_source", "unproven_refusals", "answer_absent",
-    "answer_not_text",
+    "answer_not_text", "answer_echo",
 )
 
 
@@ -58,6 +58,8 @@ def summarize(records: Iterable[dict], *, status: str, missing_artifacts: list) 
     case has them; `unproven_refusals` only when a gating refusal passed on an HTTP 4xx alone for an identity
     no case of the run got a 2xx for; `answer_absent` only when a gating case that asserts nothing about the
     answer got a 2xx with no answer at the adapter's <answer> path; `answer_not_text` only when a gating case's
-    text checks were not scored because its <answer> leaf was an object or a list (score.answer_leaf)."""
+    text checks were not scored because its <answer> leaf was an object or a list (score.answer_leaf);
+    `answer_echo` only when a gating case's must_contain entries were not scored because the answer was the
+    user's turn word for word."""
     from .tally import Tally
     return Tally().add_all(records).summary(status=status, missing_artifacts=missing_artifacts)
