@@ -276,7 +276,7 @@ def test_holdout_case_of_a_smoke_run_never_reaches_history_json_or_html(app, tmp
         Reply(200, {"message": answers[req.json["message"]]})
     cases = [case("c-flip", "one"), case("sealed-hx7", "two", split=("smoke", "holdout")), case("c-ok", "three")]
     for i, word in enumerate(("right", "wrong")):
-        answers.update({"one": "one" if i == 0 else word, "two": "two" if i == 0 else word, "three": "three"})
+        answers.update({"one": "re: one" if i == 0 else word, "two": "re: two" if i == 0 else word, "three": "re: three"})
         plan = make_plan(state, cases, app_url=app.url, run_id=f"smoke-{stamp(i + 1)}")
         path = state / "work" / f"plan{i}.json"
         path.write_text(json.dumps(plan))

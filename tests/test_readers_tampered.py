@@ -33,7 +33,7 @@ def runs(tmp_path):
         if req.method == "GET":
             return Reply(200, {"ok": True})
         msg = req.json["message"]
-        return Reply(200, {"message": "other" if broken["on"] and msg == "msg 2" else msg})
+        return Reply(200, {"message": "other" if broken["on"] and msg == "msg 2" else f"re: {msg}"})
     with FakeApp(handler) as app:
         for run_id in (GREEN_ID, RED_ID):
             broken["on"] = run_id == RED_ID

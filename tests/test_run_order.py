@@ -23,7 +23,7 @@ def handler(req):
     if req.method == "GET":
         return Reply(200, {"ok": True})
     msg = req.json["message"]
-    return Reply(200, {"message": "nope" if msg in FAILING else msg})
+    return Reply(200, {"message": "nope" if msg in FAILING else f"re: {msg}"})
 
 
 def cases(n=6, holdout=()):

@@ -27,7 +27,7 @@ def echo_app():
         if req.method == "GET":
             return Reply(200, {"ok": True})
         msg = req.json["message"]
-        return Reply(200, {"message": "other" if app.broken and msg == "msg 2" else msg})
+        return Reply(200, {"message": "other" if app.broken and msg == "msg 2" else f"re: {msg}"})
     app = FakeApp(handler)
     app.broken = False
     return app

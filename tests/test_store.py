@@ -33,7 +33,7 @@ def handler(req):
     if req.method == "GET":
         return Reply(200, {"ok": True})
     msg = req.json["message"]
-    return Reply(200, {"message": msg if not msg.endswith("7") else "other", "route": "r" + msg[-1]})
+    return Reply(200, {"message": f"re: {msg}" if not msg.endswith("7") else "other", "route": "r" + msg[-1]})
 
 
 def suite():

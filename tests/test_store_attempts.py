@@ -48,7 +48,7 @@ class Desk:
             return Reply(200, {"ok": True})
         time.sleep(self.delay_s)
         message = req.json["message"]
-        return Reply(200, {"message": "wrong" if message in self.broken else message, "route": "r"})
+        return Reply(200, {"message": "wrong" if message in self.broken else f"re: {message}", "route": "r"})
 
 
 CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(9)]

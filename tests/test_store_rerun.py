@@ -37,7 +37,7 @@ class Desk:
     def __call__(self, req):
         if req.method == "GET":
             return Reply(503 if self.broken else 200, {"ok": not self.broken})
-        return Reply(200, {"message": "wrong" if self.broken else req.json["message"], "route": "r"})
+        return Reply(200, {"message": "wrong" if self.broken else f"re: {req.json['message']}", "route": "r"})
 
 
 CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(4)]
