@@ -59,6 +59,13 @@ def write_yaml(path: Path, text: str) -> Path:
     return path
 
 
+def user_case(cid: str, content: str, expect: str, *, extra: str = "") -> str:
+    """A newcomer's one-turn case YAML (split full and smoke, happy, MFT) asking `content`, with `expect`'s
+    lines (indented two spaces) under `expect:`; `extra`: more top-level lines (e.g. "identity: {user: bob}\n")."""
+    return (f"id: {cid}\nsplit: [full, smoke]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n{extra}"
+            f"input:\n  messages:\n    - {{role: user, content: {content}}}\nexpect:\n{expect}")
+
+
 def listen_port() -> int:
     """A free loopback port for a listener a later process binds (the runner's OTLP/HTTP receiver that an
     app is told to export to before the run starts). Drawn below the kernel's ephemeral range, which

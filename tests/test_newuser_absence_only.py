@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from fakeapp import Reply, run_as_a_user
-from helpers import run_script, write_yaml
+from helpers import run_script, user_case, write_yaml
 
 ADAPTER = """adapter_version: 1
 app: {name: convo}
@@ -40,8 +40,7 @@ REPLY_TEXT = '{"data": {"reply": {"text": "<answer>"}}}'
 
 
 def case(cid: str, content: str, expect: str) -> str:
-    return (f"id: {cid}\nsplit: [full, smoke]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n"
-            f"input:\n  messages:\n    - {{role: user, content: {content}}}\nexpect:\n{expect}")
+    return user_case(cid, content, expect)
 
 
 ABSENT = "  answer: {must_not_contain: [cannot help, '/(?i)sorry/']}\n"

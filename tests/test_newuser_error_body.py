@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from fakeapp import Reply, run_as_a_user
-from helpers import write_yaml
+from helpers import user_case, write_yaml
 
 ADAPTER = """adapter_version: 1
 app: {name: shop}
@@ -39,8 +39,7 @@ capability_matrix:
 
 
 def case(cid: str, content: str, expect: str) -> str:
-    return (f"id: {cid}\nsplit: [full, smoke]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n"
-            f"input:\n  messages:\n    - {{role: user, content: {content}}}\nexpect:\n{expect}")
+    return user_case(cid, content, expect)
 
 
 CASES = {

@@ -9,7 +9,7 @@ in the case. The pipeline runs as the README says, against a real HTTP app on it
 from __future__ import annotations
 
 from fakeapp import Reply, run_as_a_user
-from helpers import run_script, write_yaml
+from helpers import run_script, user_case, write_yaml
 
 ADAPTER = """adapter_version: 1
 app: {name: orderbot}
@@ -34,9 +34,7 @@ capability_matrix:
 
 
 def case(cid: str, content: str, expect: str) -> str:
-    return (f"id: {cid}\nsplit: [full, smoke]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n"
-            f"identity: {{user: bob}}\ninput:\n  messages:\n    - {{role: user, content: '{content}'}}\n"
-            f"expect:\n{expect}")
+    return user_case(cid, f"'{content}'", expect, extra="identity: {user: bob}\n")
 
 
 def orders(req) -> Reply:
