@@ -282,6 +282,32 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
     assert "docs/*" not in found[("l-5", "unchanged_not_in_fixture")]
 
 
+def test_the_linter_names_an_mcp_config_the_agent_refuses(tmp_path):
+    """validate_cases.py --adapter said nothing of an mcp_config under VS Code's "servers" key or not JSON
+    at all: the run's pre-flight refused it (exit 3), the linter a user runs first was clean. It names the
+    key and the file now (the pre-flight's own check); a server's command on PATH is left to the run."""
+    state = setup_state(tmp_path)
+    cases = [case("m-1", "mcp 3", expect={"answer": {"must_contain": ["3"]}})]
+    (state / "work" / "cases.json").write_text(json.dumps(cases))
+    docs = {"servers.json": json.dumps({"servers": {"calc": {"command": sys.executable}}}),
+            "broken.json": '{"mcpServers": {',
+            "unfound.json": json.dumps({"mcpServers": {"calc": {"command": "calc-server-not-on-path"}}})}
+    for name, text in docs.items():
+        (state.parent / name).write_text(text)
+        (state / "work" / "adapter.json").write_text(json.dumps(agent_adapter(state.parent, mcp_config=name)))
+        r = run_script("validate_cases", "--cases", state / "work" / "cases.json", "--no-capabilities",
+                       "--adapter", state / "work" / "adapter.json")
+        found = [f for f in r.json["findings"] if f["code"] == "bad_mcp_config"]
+        if name == "unfound.json":
+            assert r.rc == 0 and not found, r.stdout
+            continue
+        assert r.rc == 1 and len(found) == 1, r.stdout + r.stderr
+        f = found[0]
+        assert f["severity"] == "ERROR" and f["key"] == "invocation.agent.mcp_config", f
+        assert f["message"].startswith("invocation.agent.mcp_config: ") and name in f["message"], f
+        assert ("found: servers" if name == "servers.json" else "is not JSON") in f["message"], f
+
+
 def test_two_arms_compare_as_lift(tmp_path):
     """make_plan.py --arm plans the same suite under two arms; compare_runs.py reads the pair as lift."""
     state = setup_state(tmp_path)

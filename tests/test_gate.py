@@ -193,6 +193,20 @@ def test_a_loose_infra_bar_is_said_on_the_screen(tmp_path):
     assert strict.rc == 1 and "note: --max-infra-rate" not in strict.stdout, strict.stdout
 
 
+def test_a_loose_infra_bar_note_is_in_the_json(tmp_path):
+    """`gate.py --json --max-infra-rate 1` said nothing of the bar: a CI step or a skill reading the JSON
+    never saw the screen's note. `infra_bar_note` carries its words, null under a strict bar."""
+    cases = [{"id": f"c-{i}"} for i in range(10)] + [{"id": f"c-down-{i}", "verdict": "infra_error"} for i in range(12)]
+    run_dir = make_run(tmp_path, cases)
+    screen = run_script("gate", run_dir, "--no-verify", "--max-infra-rate", "1").stdout.splitlines()
+    r = run_script("gate", run_dir, "--no-verify", "--max-infra-rate", "1", "--json")
+    assert r.rc == 0 and r.json["gate"] == "open", r.stdout
+    assert r.json["infra_bar_note"].startswith("note: --max-infra-rate 1 lets up to 100% "), r.json
+    assert "  " + r.json["infra_bar_note"] in screen      # the screen's words, one definition
+    strict = run_script("gate", run_dir, "--no-verify", "--max-infra-rate", "0.01", "--json")
+    assert strict.rc == 1 and strict.json["infra_bar_note"] is None, strict.stdout
+
+
 def test_not_scored_and_judged_lines(tmp_path):
     cases = [{"id": "c1", "layers": {"execution": {"verdict": "unscorable", "blocked_by": "no oracle"},
                                       "judged": {"verdict": "unscored", "reason": "unjudged (mode: smoke)"}}}]

@@ -12,20 +12,33 @@ from typing import Mapping
 KEY = "invocation.agent.mcp_config"
 
 
-def mcp_config_problems(config: Path, fixtures: list[Path], path_env: str | None) -> list[str]:
-    """What makes the agent's MCP config give it no server, one message each."""
-    from .workdir import resolve_program
+def mcp_config_shape_problems(config: Path) -> list[str]:
+    """What makes the CLI refuse the file itself (unreadable, not JSON, no `mcpServers` mapping), one
+    message each: the part of the check that needs no PATH, so the linter asks it too."""
+    return _servers(config)[1]
+
+
+def _servers(config: Path) -> tuple[Mapping | None, list[str]]:
     try:
         doc = json.loads(config.read_text(encoding="utf-8"))
     except OSError as exc:
-        return [f"{config} cannot be read ({exc.strerror})"]
+        return None, [f"{config} cannot be read ({exc.strerror})"]
     except ValueError as exc:
-        return [f"{config} is not JSON ({exc}): the agent refuses it and writes no transcript"]
+        return None, [f"{config} is not JSON ({exc}): the agent refuses it and writes no transcript"]
     servers = doc.get("mcpServers") if isinstance(doc, Mapping) else None
     if not isinstance(servers, Mapping):
         found = ", ".join(sorted(str(k) for k in doc)) if isinstance(doc, Mapping) else type(doc).__name__
-        return [f"{config} has no \"mcpServers\" mapping (found: {found or 'nothing'}): Claude Code reads its "
-                "servers only from {\"mcpServers\": {\"<name>\": {\"command\": ..., \"args\": [...]}}}"]
+        return None, [f"{config} has no \"mcpServers\" mapping (found: {found or 'nothing'}): Claude Code reads "
+                      "its servers only from {\"mcpServers\": {\"<name>\": {\"command\": ..., \"args\": [...]}}}"]
+    return servers, []
+
+
+def mcp_config_problems(config: Path, fixtures: list[Path], path_env: str | None) -> list[str]:
+    """What makes the agent's MCP config give it no server, one message each."""
+    from .workdir import resolve_program
+    servers, problems = _servers(config)
+    if servers is None:
+        return problems
     out = []
     for name, server in servers.items():
         cmd = server.get("command") if isinstance(server, Mapping) else None

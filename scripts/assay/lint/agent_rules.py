@@ -1,7 +1,8 @@
 """Shape rules for the agent expectations (`expect.skills`, `files`, `check`, `permissions`) and the
 agent case's checks against the adapter (a typo'd skill, a fixture that is not there, a check
 program not found): the latter ask `assay.invoke.agent.agent_case_problems`, the pre-flight's own
-function, so the linter and the run say the same thing."""
+function, so the linter and the run say the same thing; so does an `mcp_config` the agent refuses
+(`assay.invoke.agent_mcp`, the file's shape only: a server's command is on the agent's run-time PATH)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,10 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     except AssayError as exc:
         report("bad_agent_case", exc.message.replace("pre-flight: ", "adapter: "))
         return
+    if spec.mcp_config is not None:   # the file's shape only: a server's command is looked up on the
+        from ..invoke.agent_mcp import KEY, mcp_config_shape_problems   # agent's PATH at the run's pre-flight
+        for msg in mcp_config_shape_problems(spec.mcp_config):
+            report("bad_mcp_config", f"{KEY}: {msg}", key=KEY)
     import os
     fixtures = sorted({fixture_of(c, spec) for c in cases if isinstance(c, dict)})
     skills = known_skills(spec, [f for f in fixtures if f.is_dir()])

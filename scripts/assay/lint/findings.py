@@ -83,6 +83,10 @@ CODES: dict[str, str] = {
     # --adapter with invocation.mode agent (the pre-flight's own checks): a check that cannot measure
     "unknown_skill": ERROR, "missing_fixture": ERROR, "check_not_found": ERROR, "unchanged_not_in_fixture": ERROR,
     "bad_agent_case": ERROR,
+    # invocation.agent.mcp_config the CLI refuses (unreadable, not JSON, no `mcpServers` mapping): every attempt
+    # ends without a transcript. The file's shape only: whether a server's command is found depends on the
+    # agent's PATH at run time (env_allowlist, invocation.agent.env), which the run's pre-flight checks (exit 3)
+    "bad_mcp_config": ERROR,
     # a case names a skill and a listed plugin dir defines none (plugin_dirs one level too high): no skill
     # name is checked, so `must_not_trigger: [a typo]` passes whatever the agent does
     "plugin_dir_defines_no_skill": ERROR,

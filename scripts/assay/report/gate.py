@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..stats.counts import cases_phrase
-from .gate_lines import repeated_5xx_reason, summary_lines
+from .gate_lines import loose_infra_bar_line, repeated_5xx_reason, summary_lines
 from .gate_reasons import (gating_reason, is_count, rate_of, canary_failures, canary_reason, conversations_reason, replayed_phrase,
                            goal_not_reached_reason, hollow_reasons, no_gating_case_reason, incomplete_reason, infra_cases_named, malformed_counts, replay_miss_reason, run_verify,
                            kept_verify,
@@ -245,6 +245,8 @@ def to_json(res: GateResult) -> dict:
                 "verified": res.verified, "verify_clean": res.verify_clean,
                 "gate": "open" if res.open else "closed", "reasons": list(res.reasons),
                 "budgets": list(res.budget_lines), "budget_sources": dict(res.budgets),
+                # the screen's note on a bar so loose infra errors never close the gate, in its words; else null
+                "infra_bar_note": loose_infra_bar_line(res.max_infra_rate),
                 "gate_rule": res.results.get("gate"), "replayed": res.replayed,
                 "counts": cases_phrase(s.get("n"), (s.get("canaries") or {}).get("n")
                                        if isinstance(s.get("canaries"), dict) else None)})
