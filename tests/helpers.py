@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -64,6 +65,19 @@ def user_case(cid: str, content: str, expect: str, *, extra: str = "") -> str:
     lines (indented two spaces) under `expect:`; `extra`: more top-level lines (e.g. "identity: {user: bob}\n")."""
     return (f"id: {cid}\nsplit: [full, smoke]\ncategory: happy\ntest_type: MFT\ntemplate_id: null\n{extra}"
             f"input:\n  messages:\n    - {{role: user, content: {content}}}\nexpect:\n{expect}")
+
+
+@contextlib.contextmanager
+def view_server(state: Path | str, env: dict[str, str] | None = None):
+    """view.py serving `state` as a person starts it (its own process, a free port): yields its URL, and
+    ends it on exit (`--serve-seconds 900` only bounds an orphan: 120 s once ran out on a loaded worker)."""
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        yield json.loads(proc.stdout.readline())["url"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def listen_port() -> int:

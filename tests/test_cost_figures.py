@@ -25,7 +25,7 @@ import pytest
 from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from fakeapp import FakeApp, Reply, adapter, case, make_plan, make_state, run_runner, write_plan
 from helpdesk_util import HELPDESK, copy_state, helpdesk
-from helpers import ROOT, SCRIPTS, run_script
+from helpers import ROOT, run_script, view_server
 from rundir_util import case_json
 
 from assay.stats.cost_words import WORDS
@@ -58,12 +58,8 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(runs):
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(runs["state"]), "--serve-seconds", "900"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = json.loads(proc.stdout.readline())["url"]
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with view_server(runs["state"]) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

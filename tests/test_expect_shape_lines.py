@@ -9,8 +9,7 @@ written as a user writes it and planned with make_plan.py as a subprocess.
 
 from __future__ import annotations
 
-from helpers import run_script
-from test_no_silent_green import case_yaml, write_state
+from test_no_silent_green import case_yaml, refused_plan, write_state
 
 # expect text -> (the line the mistake is on, the code, the key the message names). Line 12 is `expect:`.
 MISTAKES = {
@@ -34,12 +33,7 @@ def test_each_shape_mistake_is_named_at_its_line(tmp_path):
     cases = {f"c-0000000{i}": case_yaml(f"c-0000000{i}", expect=text) for i, text in enumerate(MISTAKES, 1)}
     state = write_state(tmp_path, cases)
     (state / "profile.yaml").write_text((state / "profile.yaml").read_text() + "record_id_pattern: 'BK-[0-9]{4}'\n")
-    work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json")
-    assert r.rc == 2 and not (work / "plan.json").exists(), r.stdout
-    err = r.json["error"]
+    err = refused_plan(state)["error"]
     for i, (line, code, key) in enumerate(MISTAKES.values(), 1):
         want = f"datasets/c-0000000{i}.yaml:{line}: c-0000000{i} [{code}] {key}"
         assert want in err, (want, err)

@@ -13,7 +13,6 @@ real runs of a loopback app: run_cases.py, gate.py and view.py as subprocesses.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import pytest
 
 from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
-from helpers import SCRIPTS, run_script
+from helpers import SCRIPTS, run_script, view_server
 from rundir_util import cases_view
 from test_run_conversation import convo
 
@@ -120,28 +119,22 @@ def test_the_viewers_run_page_says_the_turn_and_the_clipped_title(runs, tmp_path
     """The run page's row of the conversation said "answer …" where the gate said "turn 2: answer", and
     its gate box quoted the 800-character title whole; the killed run's gate box named no case."""
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(runs), "--serve-seconds", "900"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-    try:
-        url = json.loads(proc.stdout.readline())["url"]
-        with playwright_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+    with view_server(runs) as url, playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
 
-            def run_page(run_id: str) -> str:
-                route = f"/run/{run_id}?verdict=fail"
-                page.goto(url + "#" + route)
-                page.wait_for_function("p => (document.body.getAttribute('data-ready') || '') === p", arg=route)
-                page.wait_for_selector("#gate:not([data-gate=checking])", timeout=60000)
-                page.screenshot(path=str(tmp_path / f"{run_id}.png"))
-                return page.inner_text("#gate")
+        def run_page(run_id: str) -> str:
+            route = f"/run/{run_id}?verdict=fail"
+            page.goto(url + "#" + route)
+            page.wait_for_function("p => (document.body.getAttribute('data-ready') || '') === p", arg=route)
+            page.wait_for_selector("#gate:not([data-gate=checking])", timeout=60000)
+            page.screenshot(path=str(tmp_path / f"{run_id}.png"))
+            return page.inner_text("#gate")
 
-            gate = run_page(FINISHED)
-            row = page.locator("tr.case-row:has(a[href='#/case/" + FINISHED + "/c-conv'])")
-            assert row.locator("td.why .reason").inner_text().startswith("turn 2: "), row.inner_text()
-            assert f'c-conv "{LONG[:79]}…" (turn 2: answer)' in gate and LONG[:100] not in gate, gate
-            assert "c-1 (answer), c-2 (answer)" in run_page(KILLED)
-            browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
+        gate = run_page(FINISHED)
+        row = page.locator("tr.case-row:has(a[href='#/case/" + FINISHED + "/c-conv'])")
+        assert row.locator("td.why .reason").inner_text().startswith("turn 2: "), row.inner_text()
+        assert f'c-conv "{LONG[:79]}…" (turn 2: answer)' in gate and LONG[:100] not in gate, gate
+        assert "c-1 (answer), c-2 (answer)" in run_page(KILLED)
+        browser.close()
+

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 from fakeapp import Reply, run_as_a_user
-from helpers import run_script, user_case, write_yaml
+from helpers import run_script, write_yaml
+from helpers import user_case as case
 
 ADAPTER = """adapter_version: 1
 app: {name: convo}
@@ -37,10 +38,6 @@ capability_matrix:
 """
 STATUS_FIELD = '{"status": "<answer>"}'
 REPLY_TEXT = '{"data": {"reply": {"text": "<answer>"}}}'
-
-
-def case(cid: str, content: str, expect: str) -> str:
-    return user_case(cid, content, expect)
 
 
 ABSENT = "  answer: {must_not_contain: [cannot help, '/(?i)sorry/']}\n"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 from fakeapp import Reply, run_as_a_user
-from helpers import user_case, write_yaml
+from helpers import write_yaml
+from helpers import user_case as case
 
 ADAPTER = """adapter_version: 1
 app: {name: shop}
@@ -36,10 +37,6 @@ capability_matrix:
   tool_selection: {enabled: false, blocked_by: no traces}
   trajectory: {enabled: false, blocked_by: no traces}
 """
-
-
-def case(cid: str, content: str, expect: str) -> str:
-    return user_case(cid, content, expect)
 
 
 CASES = {

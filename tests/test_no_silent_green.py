@@ -95,6 +95,18 @@ def plan(state: Path, *extra) -> tuple[int, dict, Path]:
     return r.rc, r.json, out
 
 
+def refused_plan(state: Path) -> dict:
+    """convert_suite.py then make_plan.py, as a user runs them (subprocesses): make_plan refuses the suite
+    (exit 2, no plan written); its refusal (`error` names each finding's file, line, case and code;
+    `errors` lists them)."""
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
+                   "-o", work / "plan.json")
+    assert r.rc == 2 and not (work / "plan.json").exists(), r.stdout
+    return r.json
+
+
 def run(state: Path, plan_file: Path, app: FakeApp) -> Path:
     out = state / "reports" / "smoke-20261130T000000Z"
     r = run_runner("--plan", plan_file, "--out", out, env={"TRAVEL_BASE_URL": app.url})

@@ -14,7 +14,7 @@ import json
 from fakeapp import FakeApp
 from helpers import run_script
 from rundir_util import cases_view
-from test_no_silent_green import case_yaml, plan, run, travel_reply, write_state
+from test_no_silent_green import case_yaml, plan, refused_plan, run, travel_reply, write_state
 from test_vacuous_answer_entries import wrong_reply   # the right route, an apology
 
 FLAG_GROUP = "  route: quotes\n  answer:\n    must_not_contain: [\"(?i)sorry\"]\n"
@@ -26,12 +26,7 @@ NEAR_MISS = ("  route: quotes\n  answer:\n    must_contain: [\"EUR\"]\n"
 def test_a_regex_without_slashes_is_refused_naming_file_line_and_fix(tmp_path):
     state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001", expect=FLAG_GROUP),
                                    "c-00000002": case_yaml("c-00000002", expect=PREFIX)})
-    work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json")
-    assert r.rc == 2 and not (work / "plan.json").exists(), r.stdout
-    err = r.json["error"]
+    err = refused_plan(state)["error"]
     assert ("datasets/c-00000001.yaml:15: c-00000001 [regex_without_slashes] expect.answer.must_not_contain[0] "
             "'(?i)sorry'") in err and "write it '/(?i)sorry/'" in err, err
     assert ("datasets/c-00000002.yaml:15: c-00000002 [regex_without_slashes] expect.answer.must_not_contain[0] "

@@ -18,7 +18,6 @@ gone:
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -14,7 +14,7 @@ import pytest
 
 from fakeapp import FakeApp, Reply
 from helpers import run_script
-from test_no_silent_green import case_yaml, plan, run, travel_reply, write_state
+from test_no_silent_green import case_yaml, plan, refused_plan, run, travel_reply, write_state
 
 FLAGGED = "  route: quotes\n  answer:\n    must_contain: [\"/999 usd/i\"]\n"
 FLAGGED_NOT = "  route: quotes\n  answer:\n    must_not_contain: [\"/sorry/i\"]\n    must_contain: [\"EUR\"]\n"
@@ -34,17 +34,13 @@ def test_entries_that_cannot_fail_are_refused_and_never_open_the_gate(tmp_path):
     state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001", expect=FLAGGED),
                                    "c-00000002": case_yaml("c-00000002", expect=FLAGGED_NOT),
                                    "c-00000003": case_yaml("c-00000003", expect=ANCHORED)})
-    work = state / "work"
-    assert run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    r = run_script("make_plan", work / "converted.json", "--mode", "smoke", "--state-dir", state,
-                   "-o", work / "plan.json")
-    assert r.rc == 2 and not (work / "plan.json").exists(), r.stdout
-    err = r.json["error"]
+    refusal = refused_plan(state)
+    err = refusal["error"]
     assert ("datasets/c-00000001.yaml:15: c-00000001 [regex_trailing_flags] expect.answer.must_contain[0] "
             "'/999 usd/i'") in err and "use inline flags: '/(?i)999 usd/'" in err
     assert "datasets/c-00000002.yaml:15: c-00000002 [regex_trailing_flags] expect.answer.must_not_contain[0]" in err
     assert "datasets/c-00000003.yaml:15: c-00000003 [vacuous_regex]" in err
-    assert {(e["case_id"], e["code"]) for e in r.json["errors"]} == {
+    assert {(e["case_id"], e["code"]) for e in refusal["errors"]} == {
         ("c-00000001", "regex_trailing_flags"), ("c-00000002", "regex_trailing_flags"),
         ("c-00000003", "vacuous_regex")}
     # planned anyway, against an app that answers wrongly on the right route: the gate stays closed, naming them

@@ -12,14 +12,12 @@ import re
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
-from helpers import SCRIPTS
+from helpers import view_server
 from rundir_util import make_run
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
@@ -112,13 +110,8 @@ def server(state):
     # the fixture ends the server; 900 s only bounds an orphan (120 s ran out on a loaded worker)
     # crafted runs, incomplete for --verify: the viewer takes only a kept answer (none), so Compare
     # draws them with its "no check answer here" note (a run that fails its check: test_view_tampered)
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(state), "--serve-seconds", "900"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, ASSAY_CHECK_KEEP_ABOVE="0"))
-    url = json.loads(proc.stdout.readline())["url"]
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with view_server(state, env=dict(os.environ, ASSAY_CHECK_KEEP_ABOVE="0")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ One set of runs and one browser for the module; screenshots go to the test's tmp
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -17,7 +16,7 @@ import pytest
 
 from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from helpdesk_util import HoldingProxy, copy_state, helpdesk
-from helpers import SCRIPTS, run_script
+from helpers import SCRIPTS, run_script, view_server
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
@@ -71,19 +70,12 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(runs):
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "view.py"), str(runs["state"]), "--serve-seconds", "900"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = json.loads(proc.stdout.readline())["url"]
-    try:
-        with playwright_api.sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-            pg = b.new_page(viewport={"width": 1280, "height": 800})
-            pg.url_base = url
-            yield pg
-            b.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with view_server(runs["state"]) as url, playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        pg = b.new_page(viewport={"width": 1280, "height": 800})
+        pg.url_base = url
+        yield pg
+        b.close()
 
 
 def _open(page, route: str, tmp_path, shot: str) -> None:
