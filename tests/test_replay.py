@@ -206,6 +206,72 @@ def test_a_bare_cache_of_another_app_is_no_source_and_its_answers_never_score(st
     assert "the cache's answer names no app" in reason and "record again with --record" in reason, reason
 
 
+def fares(price):
+    """A stand-in travel app that quotes its own price (never the user's words back)."""
+    def reply(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        return Reply(200, {"message": f"Flights there start at {price} EUR.", "route": "quotes"})
+    return reply
+
+
+def test_an_app_with_no_name_is_never_answered_with_another_addresss_recording(state, tmp_path):
+    """Two apps with no adapter.yaml app.name and the same adapter and suite keyed alike: the suite
+    recorded against app A and then replayed with the base URL pointed at app B (or from B's own
+    state dir, given A's cache or run) read PASS [REPLAYED] for B, which fails live. With no name an
+    app is known by its address: another address is a replay miss naming the variable and the fix;
+    the base URL unset (a CI replay, no app) or the recorded address still replays; an answer
+    recorded before answers named their address is a miss once the replay names one."""
+    quote = [case("c-oslo", "How much is a flight to Oslo?", expect={"answer": {"must_contain": ["120 EUR"]}})]
+    unnamed = adapter("${TRAVEL_BASE_URL}")
+    del unnamed["app"]
+    plan = make_plan(state, quote, adapter_doc=unnamed)
+    guard, log = guarded(tmp_path)
+
+    def verdict(out):
+        return json.loads((cases_view(out) / "c-oslo" / "verdict.json").read_text())
+
+    with FakeApp(fares(120)) as app_a, FakeApp(fares(999)) as app_b:
+        rec, rec_out = go(state, plan, "--record", env={"TRAVEL_BASE_URL": app_a.url})
+        live_b, live_out = go(state, plan, env={"TRAVEL_BASE_URL": app_b.url}, run_id="smoke-20261129T101550Z")
+        a_url, b_url = app_a.url, app_b.url
+    assert rec.rc == 0 and run_script("gate", rec_out).rc == 0, rec.stdout + rec.stderr
+    assert live_b.rc == 0 and verdict(live_out)["verdict"] == "fail"     # app B fails when it is asked
+    other_state = make_state(tmp_path / "b")
+    miss_reason = ("replay miss: case c-oslo: request 1: the cache's answer was recorded from an app with no "
+                   "app.name at another address than the one TRAVEL_BASE_URL (invocation.base_url) gives now: with no "
+                   "name an app is known only by its address, so this may be another app's answer; set "
+                   "TRAVEL_BASE_URL (invocation.base_url) to the address it was recorded at, or name the app "
+                   "(adapter.yaml app.name) and record it with --record (a named app's recording replays at any "
+                   "address), or record this app with --record, or run live")
+    for n, (st, source) in enumerate(((state, ()), (other_state, (str(state / "cache"),)),
+                                      (other_state, (str(rec_out),)))):
+        r, out = go(st, dict(plan, paths=dict(plan["paths"], state_dir=str(st))), "--replay", *source,
+                    env={**guard, "TRAVEL_BASE_URL": b_url}, run_id=f"smoke-20261129T1016{n}0Z")
+        assert r.rc == 0 and verdict(out)["verdict"] == "infra_error", (source, verdict(out))
+        assert verdict(out)["infra_reason"] == miss_reason, verdict(out)["infra_reason"]
+        gated = run_script("gate", out)
+        assert gated.rc == 1 and ": FAIL [REPLAYED from " in gated.stdout.splitlines()[0], gated.stdout
+    # the same app: its recorded address, or none told (the CI replay with no app and no URL exported)
+    for n, env in enumerate(({"TRAVEL_BASE_URL": a_url + "/"}, {})):
+        r, out = go(state, plan, "--replay", env={**guard, **env}, run_id=f"smoke-20261129T1017{n}0Z")
+        assert r.rc == 0 and verdict(out)["verdict"] == "pass", (env, verdict(out))
+        assert run_script("gate", out).rc == 0
+    assert log.read_text() == ""
+    # recorded before answers named their address: never an answer of the app the URL points at now
+    for path in (state / "cache" / "v1" / "exchanges").glob("*/*.json"):
+        doc = json.loads(path.read_text())
+        del doc["address"]
+        path.write_text(json.dumps(doc))
+    for n, source in enumerate(((), (str(rec_out),))):
+        r, out = go(state, plan, "--replay", *source, env={**guard, "TRAVEL_BASE_URL": a_url},
+                    run_id=f"smoke-20261129T1018{n}0Z")
+        reason = verdict(out)["infra_reason"]
+        assert verdict(out)["verdict"] == "infra_error" and run_script("gate", out).rc == 1, reason
+        assert reason.startswith("replay miss: case c-oslo: request 1: the cache's answer names no address (recorded "
+                                 "at ") and "record this app with --record" in reason, reason
+
+
 def test_a_replay_needs_no_app_address_or_credential_but_keeps_the_values_its_key_binds(state, tmp_path):
     """run_cases.py --replay stopped at pre-flight (exit 3) on the app's unset URL variable though no
     app is called (rescore.py allowed it): in CI with no app running, or on another machine. The base

@@ -117,6 +117,33 @@ class Binding:
         return recorded if values is None else dict(recorded, **{VALUES_KEY: values})
 
 
+def app_address(invocation: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """Where an http app is called, for an app with no `app.name` (nothing else tells two such apps
+    apart when their adapters and suites ask alike): the first 16 hex digits of a sha256 over the
+    base URL as resolved (scheme, host, port and path; never user info, query or fragment). None when
+    it cannot be told: not an http app, or a variable of the base URL unset (a replay with no app)."""
+    from urllib.parse import urlsplit
+    base = invocation.get("base_url") if invocation.get("mode", "http") == "http" else None
+    if not isinstance(base, str) or not base or any(not env.get(n) for n in env_refs(base)):
+        return None
+    from ..core.secrets import expand
+    parts = urlsplit(expand(base, env).strip())
+    if not parts.hostname:
+        return None
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return None
+    where = f"{parts.scheme.lower()}://{parts.hostname.lower()}:{port}{parts.path.rstrip('/')}"
+    return sha256_text(canonical({"v": KEY_VERSION, "address": where}))[:16]
+
+
+def address_named(invocation: Mapping[str, Any]) -> str:
+    """How a message names the app's address: the base URL's variables, else the key itself."""
+    names = sorted(env_refs(invocation.get("base_url")))
+    return f"{', '.join(names)} (invocation.base_url)" if names else "invocation.base_url"
+
+
 def exchange_key(case_id: str, position: int, normalized: Mapping[str, Any]) -> str:
     """The key of one app exchange: the case, the send's position in it, the normalized request."""
     return sha256_text(canonical({"v": KEY_VERSION, "case": case_id, "position": position, "request": normalized}))

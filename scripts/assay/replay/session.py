@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core.ids import utc_now_iso
-from .key import Binding, base_key, call_key
+from .key import Binding, address_named, app_address, base_key, call_key
 from .miss import REPLAY_MISS, ReplayMiss  # noqa: F401 (ReplayMiss: the name callers import)
 from .shim import ReplayInvoker
 from .store import Cache
@@ -57,7 +57,11 @@ class ReplaySession:
         request names into its key (assay.replay.key.Binding)."""
         if self.app is None:
             return inner
-        return ReplayInvoker(inner, self, Binding.of(invocation or {}, env) if env is not None else None)
+        inv = invocation or {}
+        # an app with no app.name is known by where it is called (None: not told, e.g. its URL unset)
+        address = app_address(inv, env) if self.app_name is None and env is not None else None
+        return ReplayInvoker(inner, self, Binding.of(inv, env) if env is not None else None,
+                             address=address, address_named=address_named(inv))
 
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:

@@ -41,10 +41,13 @@ class _CaseState:
 
 
 class ReplayInvoker:
-    def __init__(self, inner: Any, session: Any, binding: Binding | None = None) -> None:
+    def __init__(self, inner: Any, session: Any, binding: Binding | None = None, *, address: str | None = None,
+                 address_named: str = "invocation.base_url") -> None:
         self.inner = inner
         self.session = session
         self.binding = binding
+        self.address = address               # an app with no app.name: where it is called (key.app_address)
+        self.address_named = address_named   # how a miss names that address (its variable)
         self.cache = session.cache
         self._local = threading.local()
 
@@ -107,7 +110,7 @@ class ReplayInvoker:
             return out
         out = self.inner.send(wire.inner)
         entry = {"key": key, "run_id": self.session.run_id, "app_name": self.session.app_name,
-                 "case_id": wire.case_id, "position": position,
+                 "address": self.address, "case_id": wire.case_id, "position": position,
                  "turn": wire.turn, "request": wire.request, "response": outcome_doc(out), "recorded_at": utc_now_iso()}
         st.pending.append(entry)
         out._replay = entry
@@ -159,6 +162,8 @@ class ReplayInvoker:
         if wire.turn and wire.turn > 1:
             where += f" (turn {wire.turn})"
         mine = self.session.app_name
+        if mine is None and doc.get("app_name") is None and self.address is not None:
+            return self._not_this_address(doc, where)   # no name on either side: the address is the tie
         if "app_name" not in doc:
             if self.session.source_run is not None:
                 return None
@@ -167,9 +172,29 @@ class ReplayInvoker:
                     "run that recorded it (--replay <its run dir>), or record again with --record")
         if doc.get("app_name") == mine:
             return None
-        return (f"{where}: the cache's answer was recorded from app {doc.get('app_name')!r}, and this plan is of app "
-                f"{mine!r} (adapter.yaml app.name): a recording answers only for the app it recorded; replay this "
+        theirs, ours = (f"app {n!r}" if n is not None else "an app with no app.name" for n in (doc.get("app_name"), mine))
+        return (f"{where}: the cache's answer was recorded from {theirs}, and this plan is of {ours} "
+                f"(adapter.yaml app.name): a recording answers only for the app it recorded; replay this "
                 "app's own recording, or record it with --record")
+
+    def _not_this_address(self, doc: Mapping[str, Any], where: str) -> str | None:
+        """An app with no app.name: why this entry is not an answer of the app the plan points at now
+        (None when it is, or when this replay cannot tell where it points: its base URL unset). With
+        no name, two apps whose adapters and suites ask alike key alike; only the address differs."""
+        if self.address is None:
+            return None
+        fix = ("name the app (adapter.yaml app.name) and record it with --record (a named app's recording "
+               "replays at any address), or record this app with --record, or run live")
+        if "address" not in doc:
+            return (f"{where}: the cache's answer names no address (recorded at {doc.get('recorded_at')}, before "
+                    "recordings of an app with no app.name named where they called it), so it cannot be shown to be "
+                    f"an answer of the app {self.address_named} points at now: {fix}")
+        if doc.get("address") == self.address:
+            return None
+        return (f"{where}: the cache's answer was recorded from an app with no app.name at another address than "
+                f"the one {self.address_named} gives now: with no name an app is known only by its address, so "
+                f"this may be another app's answer; set {self.address_named} to the address it was recorded "
+                f"at, or {fix}")
 
     def _miss(self, st: _CaseState, position: int, wire: ReplayWire) -> str:
         where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
