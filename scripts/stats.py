@@ -48,6 +48,12 @@ def run(args):
     if not 0 < args.bayes_threshold < 1:
         raise AssayError(f"--bayes-threshold {args.bayes_threshold:g} is out of range: use a value strictly "
                          "between 0 and 1, e.g. 0.8", 2)
+    import os
+    from pathlib import Path
+    from assay.report.interrupted import refuse_unfinished
+    for side, path in (("baseline", args.baseline), ("candidate", args.candidate)):
+        if not os.path.isdir(path):   # a killed run's file is its last batch, never the run's result
+            refuse_unfinished(Path(os.path.abspath(path)).parent, f"the {side}", path, file=str(path), key=side)
     baseline = read_verdicts_jsonl(args.baseline)
     candidate = read_verdicts_jsonl(args.candidate)
     for side, path, rows in (("baseline", args.baseline, baseline), ("candidate", args.candidate, candidate)):
@@ -56,7 +62,6 @@ def run(args):
                              "fail (every case infra_error, skipped or unscored, or the run did not finish). Run "
                              f"gate.py on that run's directory to see why, fix it and run again, or pass another "
                              f"run's verdicts_for_stats.jsonl as the {side}", 2, file=str(path), key=side)
-    import os
     if os.path.samefile(args.baseline, args.candidate):
         # one file on both sides pairs every case with itself: "within noise" by construction, never a measurement
         raise AssayError(f"baseline and candidate are the same file ({args.candidate}): every case would be paired "

@@ -308,6 +308,36 @@ def test_the_linter_names_an_mcp_config_the_agent_refuses(tmp_path):
         assert ("found: servers" if name == "servers.json" else "is not JSON") in f["message"], f
 
 
+def test_the_linter_names_an_arms_mcp_config_the_agent_refuses(tmp_path):
+    """An arm's own mcp_config (`arms: {with-server: {mcp_config: servers.json}}`, what make_plan.py --arm
+    runs the agent with) was never looked at by validate_cases.py --adapter: clean, while the run under
+    that arm ended at the pre-flight (exit 3, under invocation.agent's name). The same check names the
+    arm's key and file now; an arm's key the agent block does not have is named under the arm too."""
+    state = setup_state(tmp_path)
+    cases = [case("m-1", "mcp 3", expect={"answer": {"must_contain": ["3"]}})]
+    (state / "work" / "cases.json").write_text(json.dumps(cases))
+    (state.parent / "servers.json").write_text(json.dumps({"servers": {"calc": {"command": sys.executable}}}))
+    (state.parent / "broken.json").write_text('{"mcpServers": {')
+    (state.parent / "good.json").write_text(json.dumps({"mcpServers": {"calc": {"command": sys.executable}}}))
+    ad = agent_adapter(state.parent)
+    ad["arms"] = {"with-server": {"mcp_config": "servers.json"}, "broken": {"mcp_config": "broken.json"},
+                  "good": {"mcp_config": "good.json"}, "without": {}, "typo": {"mcp_conifg": "good.json"}}
+    (state / "work" / "adapter.json").write_text(json.dumps(ad))
+    r = run_script("validate_cases", "--cases", state / "work" / "cases.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    assert r.rc == 1, r.stdout + r.stderr
+    found = {f["key"]: f for f in r.json["findings"] if f["code"] in ("bad_mcp_config", "bad_agent_case")}
+    assert set(found) == {"arms.with-server.mcp_config", "arms.broken.mcp_config", "arms.typo.mcp_conifg"}, found
+    served = found["arms.with-server.mcp_config"]
+    assert served["code"] == "bad_mcp_config" and served["severity"] == "ERROR", served
+    assert served["message"].startswith("arms.with-server.mcp_config: ") and "servers.json" in served["message"]
+    assert "found: servers" in served["message"], served
+    assert "broken.json" in found["arms.broken.mcp_config"]["message"] and "is not JSON" in found["arms.broken.mcp_config"]["message"]
+    typo = found["arms.typo.mcp_conifg"]
+    assert typo["code"] == "bad_agent_case" and "did you mean 'mcp_config'" in typo["message"], typo
+    assert typo["message"].startswith("arms.typo.mcp_conifg: "), typo
+
+
 def test_two_arms_compare_as_lift(tmp_path):
     """make_plan.py --arm plans the same suite under two arms; compare_runs.py reads the pair as lift."""
     state = setup_state(tmp_path)

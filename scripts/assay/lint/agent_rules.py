@@ -98,6 +98,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
         from ..invoke.agent_mcp import KEY, mcp_config_shape_problems   # agent's PATH at the run's pre-flight
         for msg in mcp_config_shape_problems(spec.mcp_config):
             report("bad_mcp_config", f"{KEY}: {msg}", key=KEY)
+    _check_arms(adapter, inv.get("agent"), Path(app_root), spec, report)
     import os
     fixtures = sorted({fixture_of(c, spec) for c in cases if isinstance(c, dict)})
     skills = known_skills(spec, [f for f in fixtures if f.is_dir()])
@@ -124,3 +125,32 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
                 and "max_denied" in perms:   # the run reads it unscorable unless a denial is measured
             report("max_denied_never_denied", f"expect.permissions.max_denied: {NEVER_DENIES_BLOCK}",
                    case_id=case.get("id"), source=source_of(i), key="expect.permissions.max_denied")
+
+
+def _check_arms(adapter: dict[str, Any], block: Any, app_root: Any, base: Any, report: Report) -> None:
+    """Each arm's own keys as the base block's are checked: `make_plan.py --arm NAME` runs the agent with
+    `invocation.agent` and the arm's keys over it (assay.plan.arms), so an arm's `mcp_config` the agent
+    refuses (or a path of the arm that is not there) was clean here and met only at the run's pre-flight,
+    under invocation.agent's name. Named `arms.<name>.<key>`, with the same codes and the same checks
+    (AgentSpec, agent_mcp's file shape)."""
+    arms = adapter.get("arms")
+    if not isinstance(arms, dict) or not isinstance(block, dict):
+        return
+    from ..core.errors import AssayError
+    from ..invoke.agent import AgentSpec
+    from ..invoke.agent_mcp import mcp_config_shape_problems
+    for name in sorted(arms, key=str):
+        overrides = arms[name]
+        if not isinstance(overrides, dict) or not overrides:
+            continue
+        where = f"arms.{name}"
+        try:
+            spec = AgentSpec({**block, **overrides}, app_root)
+        except AssayError as exc:   # the base block passed: the arm's key is the one refused
+            key = str(exc.fields.get("key") or "").replace("invocation.agent", where, 1)
+            report("bad_agent_case", exc.message.replace("pre-flight: invocation.agent", where, 1),
+                   key=key or where)
+            continue
+        if overrides.get("mcp_config") is not None and spec.mcp_config != base.mcp_config:
+            for msg in mcp_config_shape_problems(spec.mcp_config):
+                report("bad_mcp_config", f"{where}.mcp_config: {msg}", key=f"{where}.mcp_config")

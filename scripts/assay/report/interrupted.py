@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import casestore
+from ..core.errors import AssayError
 from ..rundir.derived import results_rows
 from ..stats.counts import cases_phrase, summarize
 from .rundir import try_json
@@ -44,3 +45,35 @@ def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, list[di
     reason = (f"run interrupted: status is still 'running' but no runner holds its lock (killed?); "
               f"{finished} finished{of} ({summary['passes']} pass, {summary['failures']} fail); {how}")
     return summary, results_rows(records), reason
+
+
+def refuse_unfinished(run_dir: Path, what: str, given: str, **fields: Any) -> None:
+    """AssayError(2) when `given` (a verdicts file, `what`: "the baseline", "--baseline-verdicts", ...)
+    sits in a run dir whose results.json still says `running`: its verdicts files hold the cases of the
+    runner's last batch (results.json's too), never the run's result, so no reader pairs or rates them.
+    The words say whether the runner lives (wait) or was killed (the --resume command). Nothing when
+    `run_dir` holds no results.json (a file kept outside a run dir) or the run finished."""
+    from .run_files import status_from_tail, try_json_head
+    run_dir = Path(run_dir)
+    path = run_dir / "results.json"
+    if not path.is_file():
+        return
+    status = status_from_tail(path)
+    head = try_json_head(path) if status is None else None
+    if status is None and isinstance(head, dict) and isinstance(head.get("summary"), dict):
+        status = head["summary"].get("status")
+    if status != "running":
+        return
+    head = head if isinstance(head, dict) else try_json_head(path)
+    run_id = head.get("run_id") if isinstance(head, dict) and isinstance(head.get("run_id"), str) else run_dir.name
+    lock = lock_path(run_dir, run_id)
+    if runner_state(lock) == "alive":
+        raise AssayError(f"{what} {given} is the verdicts of run {run_id}, which is still running (its runner holds "
+                         "the lock): the file holds only the cases finished so far; wait with "
+                         f"`wait_run.py {run_dir}`, then pass it", 2, path=str(run_dir), run_id=run_id, **fields)
+    lock_doc = try_json(lock)
+    raise AssayError(f"{what} {given} is the verdicts of run {run_id}, which never finished (status is still "
+                     "'running' but no runner holds its lock: killed?): the file holds only the cases of its last "
+                     f"batch, not the run's result; {how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)}"
+                     " -- then pass it again (or another run's verdicts_for_stats.jsonl)", 2, path=str(run_dir),
+                     run_id=run_id, **fields)

@@ -64,6 +64,8 @@ def check_baseline(path: str | None, plan: Mapping[str, Any]) -> dict[str, Any] 
     if not path:
         return None
     p = Path(path)
+    from ..report.interrupted import refuse_unfinished   # a killed run's file is its last batch, no baseline
+    refuse_unfinished(p.absolute().parent, "--baseline-verdicts", str(path), key="--baseline-verdicts")
     try:
         rows = read_jsonl(p)
     except (OSError, ValueError) as exc:
