@@ -124,3 +124,35 @@ def test_a_token_in_the_endpoints_query_is_never_printed(tmp_path):
     assert r.rc == 2, out
     assert "AWS_ENDPOINT_URL" in r.json["error"] and "scheme://host[:port]" in r.json["error"], r.json
     assert "<redacted>" in r.json["error"] and "127.0.0.1" in r.json["error"], r.json   # what was wrong stays said
+
+
+def test_a_credential_pasted_into_the_store_url_is_refused_and_never_printed(tmp_path):
+    """A newcomer gives the store as a presigned URL, an `https://user:secret@host/bucket` MinIO address,
+    or `s3://KEY:SECRET@bucket/prefix`. Each refusal quoted the URL whole (the signature, the session
+    token, the secret in the job's log), and `s3://bucket/prefix?X-Amz-Signature=...` was published,
+    exit 0, under a prefix holding the signature. Now each is exit 2 naming the AWS variables, the
+    credential redacted, nothing uploaded."""
+    from s3server import BUCKET, have_moto, served
+    if not have_moto():
+        pytest.skip("needs boto3 and moto (pip install -e '.[test,s3]')")
+    from fakeapp import Reply, adapter, run_runner
+    sig, token, secret = "SIGc0ffee9d2a7", "TOKq8Zr2Lw9", "KEYx7Pm3Vb1"
+    with served(BUCKET, lambda req: Reply(200, {"message": "re: hello", "route": "r"})) as (server, app):
+        state = make_state(tmp_path)
+        run_id = "regression-20261201T100000Z"
+        plan = write_plan(state, make_plan(state, [case("c-1", split=["full"])], adapter_doc=adapter(app.url),
+                                           run_id=run_id, mode="regression", selecting_split="full"))
+        run = state / "reports" / run_id
+        assert run_runner("--plan", plan, "--out", run, "--progress", "never", env=server.env).rc == 0
+        for store in (f"s3://{BUCKET}/runs?X-Amz-Signature={sig}&X-Amz-Security-Token={token}",
+                      f"https://{BUCKET}.s3.amazonaws.com/runs?X-Amz-Signature={sig}",
+                      f"http://admin:{secret}@127.0.0.1:9000/{BUCKET}/runs",
+                      f"s3://AKIAEXAMPLE:{secret}@{BUCKET}/runs"):
+            for r in (run_script("publish_run", run, store, env=server.env),
+                      run_script("compare_runs", "auto", run, env=dict(server.env, ASSAY_STORE=store)),
+                      run_runner("--plan", plan, "--out", tmp_path / "again", "--publish", store, env=server.env)):
+                out = r.stdout + r.stderr
+                assert r.rc == 2 and "AWS_ACCESS_KEY_ID" in r.json["error"], out
+                assert "<redacted>" in r.json["error"], out
+                assert sig not in out and token not in out and secret not in out, out
+        assert "Contents" not in server.client().list_objects_v2(Bucket=BUCKET)   # nothing was uploaded

@@ -100,3 +100,28 @@ def test_a_local_copy_that_is_not_the_stores_is_named_not_gated(world):
         r = run_script("gate", reports / PR, "--baseline", "auto", env=store_env)
         assert r.rc == 0 and f"compared with {EARLIER}" in r.stdout, r.stdout
     assert (reports / EARLIER / "cases.jsonl").read_bytes() == (state / base / "cases.jsonl").read_bytes()
+
+
+def test_a_run_dir_under_another_name_is_never_its_own_baseline(world, tmp_path):
+    """A candidate run dir not named by its run id (a CI artifact downloaded into ./run): `--baseline auto`
+    took the dir's name for the run's, so every run in the store counted as started before it: the
+    candidate's own published copy was chosen (refused as the same run, exit 2, an earlier open run
+    there), then a newer run: "no verdict changed", gate open, compared with a run after it.
+    Now the run's own id (results.json) decides which runs came before it and which one it is."""
+    state, env = world["state"], world["env"]
+    reports, store = state / "reports", f"s3://{BUCKET}/renamed"
+    assert run_script("publish_run", reports / EARLIER, store, env=env).rc == 0
+    cand, newer = "regression-20261204T120000Z", "regression-20261204T130000Z"
+    for run_id in (cand, newer):
+        r = run_runner("--plan", write_plan(state, world["plan"](run_id), f"{run_id}.json"), "--out",
+                       reports / run_id, "--progress", "never", "--publish", store, env=env)
+        assert r.rc == 0, r.stdout
+        if run_id == cand:   # the candidate, downloaded as an artifact under another name
+            shutil.copytree(reports / cand, tmp_path / "run")
+            r = run_script("compare_runs", "auto", tmp_path / "run", "--store", store, "-o", tmp_path / "c.json",
+                           env=env)
+            assert r.rc == 0 and r.json["base"] == EARLIER, r.stdout   # before: its own copy, refused as one run
+    r = run_script("compare_runs", "auto", tmp_path / "run", "--store", store, "-o", tmp_path / "c.json", env=env)
+    assert r.rc == 0 and r.json["base"] == EARLIER, r.stdout   # before: the newer run
+    r = run_script("gate", tmp_path / "run", "--baseline", "auto", env=dict(env, ASSAY_STORE=store))
+    assert r.rc == 0 and f"compared with {EARLIER}" in r.stdout, r.stdout

@@ -162,9 +162,12 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
     if not isinstance(results, dict):
         raise AssayError(f"{candidate_dir}: no readable results.json; --baseline auto needs the candidate run "
                          "dir (<state>/reports/<run-id>)", 2, path=str(candidate_dir))
-    parsed = parse_run_id(candidate_dir.name)
+    # the run's own id (results.json's), not its dir's name: a run dir copied or downloaded under another
+    # name (an artifact into ./run) would have every run as "before" it, itself and newer ones included
+    own = results.get("run_id") if parse_run_id(results.get("run_id")) else candidate_dir.name
+    parsed = parse_run_id(own)
     return _newest(reports, series_of(results), before=parsed[1] if parsed else None,
-                   exclude=candidate_dir.name, store=store, is_open=is_open)
+                   exclude=own, store=store, is_open=is_open)
 
 
 def refuse_unverified(base: Path, role: str = "base") -> None:

@@ -41,31 +41,56 @@ class StoreURL:
 KUBE_VAR_RE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
+def shown(text: object) -> str:
+    """The argument as a refusal quotes it (repr): a URL's userinfo, query and fragment redacted first
+    (`url_credentials`; a presigned URL's signature and session token, a `user:password@`)."""
+    from ..core.secrets import url_credentials
+    from ..core.writer import clip
+    return repr(clip(text, 300, ellipsis="...", also=url_credentials(text)))
+
+
 def parse(text: str, what: str = "store URL") -> StoreURL:
-    """`s3://bucket[/prefix[/]]` -> StoreURL; AssayError(2) naming the fix otherwise."""
+    """`s3://bucket[/prefix[/]]` -> StoreURL; AssayError(2) naming the fix otherwise. A refusal quotes
+    the argument with its credentials redacted (`shown`)."""
     unexpanded = KUBE_VAR_RE.search(text) if isinstance(text, str) else None
     if unexpanded:
-        raise AssayError(f"{what} {text!r}: {unexpanded.group(0)} was never expanded: Kubernetes leaves a "
+        raise AssayError(f"{what} {shown(text)}: {unexpanded.group(0)} was never expanded: Kubernetes leaves a "
                          f"`$(VAR)` in a container's command or args as it is when VAR is not defined in that "
                          f"container's env. Define {unexpanded.group(1)} in the Job's env (or fix the name to one "
                          "that is), so the argument becomes s3://<bucket>/<prefix>", 2, key=what)
     if not is_store_url(text):
-        raise AssayError(f"{what} {text!r}: not an s3:// URL; give s3://<bucket>/<prefix> (S3, MinIO, R2 or GCS "
-                         "interop: the endpoint comes from AWS_ENDPOINT_URL)", 2, key=what)
+        raise AssayError(f"{what} {shown(text)}: not an s3:// URL; give s3://<bucket>/<prefix> (S3, MinIO, R2 or GCS "
+                         "interop: the endpoint comes from AWS_ENDPOINT_URL)" + _credential_words(text), 2, key=what)
     bucket, _, prefix = text[len(SCHEME):].partition("/")
+    if "@" in bucket or "?" in text or "#" in text:   # a credential pasted into the URL: never used, never quoted
+        plain = bucket.rpartition("@")[2] + "/" + prefix.split("?")[0].split("#")[0].strip("/")
+        raise AssayError(f"{what} {shown(text)}: a store URL is s3://<bucket>/<prefix> only: no user:secret@, "
+                         f"no ?query or #fragment (a presigned URL's signature?)" + _credential_words(text, True)
+                         + f"; give s3://{plain.rstrip('/')}", 2, key=what)
     if not BUCKET_RE.fullmatch(bucket):
-        raise AssayError(f"{what} {text!r}: {bucket!r} is not a bucket name (3-63 characters of a-z, 0-9, '.', "
+        raise AssayError(f"{what} {shown(text)}: {bucket!r} is not a bucket name (3-63 characters of a-z, 0-9, '.', "
                          "'-'); give s3://<bucket>/<prefix>", 2, key=what)
     parts = [p for p in prefix.split("/") if p]
     spaced = next((p for p in parts if p != p.strip()), None)
     if spaced is not None:   # a copied line's stray space: "runs " is another prefix than "runs"
-        raise AssayError(f"{what} {text!r}: the prefix part {spaced!r} starts or ends with white space (a stray "
-                         f"space from a copied line?); give s3://{bucket}/{'/'.join(p.strip() for p in parts)}",
+        raise AssayError(f"{what} {shown(text)}: the prefix part {spaced!r} starts or ends with white space (a "
+                         f"stray space from a copied line?); give s3://{bucket}/{'/'.join(p.strip() for p in parts)}",
                          2, key=what)
     if any(p in (".", "..") for p in parts):
-        raise AssayError(f"{what} {text!r}: '.' and '..' are not prefix parts; give s3://<bucket>/<prefix>", 2,
+        raise AssayError(f"{what} {shown(text)}: '.' and '..' are not prefix parts; give s3://<bucket>/<prefix>", 2,
                          key=what)
     return StoreURL(bucket, "/".join(parts))
+
+
+def _credential_words(text: object, always: bool = False) -> str:
+    """What to do with the credential a URL carried: assay signs each request itself, with the
+    AWS variables' credentials (a presigned URL grants one object, never a prefix to list)."""
+    from ..core.secrets import url_credentials
+    if not (always or url_credentials(text)):
+        return ""
+    return ("; assay signs its own requests: give the credentials as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(AWS_SESSION_TOKEN), AWS_PROFILE or the pod's role, the endpoint as AWS_ENDPOINT_URL, and treat the "
+            "one pasted here as leaked (rotate it)")
 
 
 def configured(arg: str | None, environ: Mapping[str, str] | None = None) -> StoreURL | None:
