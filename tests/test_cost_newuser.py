@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakeapp import FakeApp, Reply
 from helpers import run_script, write_yaml
 from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
@@ -183,3 +185,88 @@ def test_a_cost_budget_read_over_part_of_the_run_says_so(tmp_path):
     cost = next(x for x in (run_dir / "report.md").read_text().splitlines() if x.startswith("- Cost:"))
     assert cost.startswith("- Cost: 0.000400 USD in all of the 1 traced cases of 2 (1 have no trace: their cost is "
                            "unknown and not in it)"), cost
+
+
+def test_a_cost_budget_at_k3_counts_the_repeat_that_ran_away(tmp_path):
+    # At k=3 the Oslo case's second repeat loops: ten model calls of 100k input tokens each (0.56 USD), while
+    # its first repeat, which decided the verdict, made one call of 500 + 50 tokens (0.00028 USD). The cost
+    # read only the deciding repeat's trace, so the gate opened on "cost 0.00028 USD/case, budget 0.001"
+    # and score_cost.py's totals were a third of the run's calls, though every repeat's trace was stored.
+    import collections
+    import threading
+    from fakeapp import run_runner
+    from fixtures_authoring import run_inproc
+    from otlp_util import span
+
+    state, traced_reply = traced_state(tmp_path, MODEL, tokens=(500, 50))
+    spans_file = tmp_path / "spans.jsonl"
+    calls, lock = collections.Counter(), threading.Lock()
+
+    def reply(req) -> Reply:
+        out = traced_reply(req)
+        if req.method == "POST" and "Oslo" in str((req.json or {}).get("message")):
+            with lock:
+                calls["Oslo"] += 1
+                runaway = calls["Oslo"] == 2   # a case's repeats run in order: repeat 2
+            if runaway:
+                from otlp_util import parse_traceparent, write_spans
+                trace_id, parent = parse_traceparent(req.headers.get("traceparent"))
+                t = 1_700_000_000_000_000_000
+                write_spans(spans_file, [span(trace_id=trace_id, parent_span_id=parent, operation="chat", model=MODEL,
+                                              input_tokens=100_000, output_tokens=10_000, start_ns=t + i * 1_000_000,
+                                              end_ns=t + i * 1_000_000 + 500_000) for i in range(10)])
+        return out
+
+    work, run_id = state / "work", "regression-20261130T000000Z"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    p = run_inproc("make_plan", work / "converted.json", "--mode", "regression", "--k", "3", "--state-dir", state,
+                   "-o", work / "plan.json", "--run-id", run_id)
+    assert p.rc == 0, p.stdout
+    out = state / "reports" / run_id
+    with FakeApp(reply) as app:
+        r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert calls["Oslo"] == 3
+
+    cost = run_script("score_cost", out).json
+    t = cost["totals"]
+    # every repeat's calls: Oslo 1 + 11 + 1, Bergen 1 + 1 + 1
+    assert (t["model_calls"], t["input_tokens"], t["output_tokens"]) == (16, 5 * 500 + 1_000_500, 5 * 50 + 100_050)
+    assert t["traced_answers"] == 6 and t["complete"] is True
+    cheap, runaway = 0.00028, 0.00028 + 10 * 0.056
+    assert t["cost"]["total"] == pytest.approx(6 * cheap + 10 * 0.056)   # the run's spend
+    assert t["cost"]["mean"] == pytest.approx(((3 * cheap + 10 * 0.056) / 3 + cheap) / 2)   # one answer's
+    assert {c["case_id"]: c["cost"] for c in cost["cases"]} == pytest.approx(
+        {"c-00000001": (2 * cheap + runaway) / 3, "c-00000002": cheap})
+    assert t["k_note"].startswith("k=3: every repeat's trace is read for 2 case(s)"), t["k_note"]
+    block = json.loads((out / "results.json").read_text())["cost_latency"]
+    assert block["cost"]["total"] == t["cost"]["total"] and block["model_calls"] == 16
+    assert block["k_note"] == t["k_note"]
+
+    g = run_script("gate", out, "--max-cost-per-case", "0.001")   # verifies the run dir first
+    assert g.rc == 1, g.stdout
+    closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: cost "))
+    assert closed.startswith(f"  gate closed: cost {t['cost']['mean']:.6g} USD/case (one answer's: the mean over "
+                             "every repeat of 2 case(s) at k=3, 6 answer(s)) is over the budget 0.001"), closed
+
+    rep = run_script("draft_report", out, "--max-cost-per-case", "0.001")
+    assert rep.rc == 0, rep.stdout
+    assert f"- {t['k_note']}." in (out / "report.md").read_text().splitlines()
+
+    # the same run as a run dir written before each repeat stored its trace (its repeats carry no
+    # trace_collected, only the case-level trajectory.json, the deciding repeat's): read as it was, and said
+    import shutil
+    from rundir_util import case_json, edit_case
+    old = shutil.copytree(out, tmp_path / "old" / run_id)
+    for cid in ("c-00000001", "c-00000002"):
+        v = case_json(old, cid)
+        for r2 in v["repeats"]:
+            del r2["trace_collected"]
+            for name in ("trajectory.json", "trace.json"):
+                edit_case(old, cid, f"repeats/{r2['n']}/{name}", None)
+        edit_case(old, cid, "verdict.json", json.dumps(v).encode())
+    t = run_script("score_cost", old, "--prices", state / "prices.yaml").json["totals"]
+    assert (t["model_calls"], t["traced_answers"], t["cost"]["mean"]) == (2, 2, pytest.approx(cheap))
+    assert t["k_note"] == ("k=3: 2 case(s) have only the deciding repeat's trace (a run dir written before each "
+                           "repeat's trace was stored), so their tokens and cost are of one repeat; the run spent "
+                           "about 3 times as much on them")

@@ -58,13 +58,14 @@ def _side(totals: dict) -> dict:
     judge = totals.get("judge") or {}
     judge_mean, judge_note = judge_cost_part(judge)
     n = totals.get("traced_cases")
+    answers = totals.get("traced_answers", n)   # per case figures are one answer's (k > 1: every repeat read)
     return {"cost_total": cost.get("total"), "cost_per_case": cost.get("mean"),
             "judge_cost_per_case": judge_mean, "judge_calls": judge.get("calls") or 0, "judge_note": judge_note,
             "cost_per_case_with_judge": with_judge(cost.get("mean"), judge_mean, judge.get("calls") or 0),
             "latency_p50_ms": lat.get("p50"), "latency_p95_ms": lat.get("p95"), "latency_mean_ms": lat.get("mean"),
             "input_tokens": totals.get("input_tokens"), "output_tokens": totals.get("output_tokens"),
-            "input_tokens_per_case": _per_case(totals.get("input_tokens"), n),
-            "output_tokens_per_case": _per_case(totals.get("output_tokens"), n),
+            "input_tokens_per_case": _per_case(totals.get("input_tokens"), answers),
+            "output_tokens_per_case": _per_case(totals.get("output_tokens"), answers),
             "traced_cases": n, "complete": totals.get("complete")}
 
 
@@ -164,8 +165,8 @@ class CaseCosts:
         if b["traced"] and c["traced"]:
             fold.both += 1
             for which, row in (("base", b), ("candidate", c)):
-                if row["cost"] is not None:
-                    fold.both_cost[which].append(row["cost"])
+                if row["spend"] is not None:   # every answer's, as the tokens beside it
+                    fold.both_cost[which].append(row["spend"])
                 tokens = fold.both_tokens[which]
                 tokens[0] += row["input_tokens"]
                 tokens[1] += row["output_tokens"]

@@ -36,6 +36,8 @@ def cost_section(run_dir: Path) -> list[str]:
                 "unknown and not in it)") if untraced > 0 else ""
         out.append(f"- Cost: {c['total']:.6f} {cost['currency']} in all{part}; per case mean {c['mean']:.6f}, "
                    f"p95 {c['p95']:.6f} (prices: {code(Path(cost['prices']).name)}).")
+    if t.get("k_note"):   # k > 1: every repeat's spend, one answer's mean, or the deciding repeat's only
+        out.append(f"- {t['k_note']}.")
     out += judge
     out.append("")
     return out

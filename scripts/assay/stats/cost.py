@@ -3,10 +3,13 @@ verdict.json's latency. Never from the app again, never guessed.
 
 Tokens: each model call's `input_tokens` / `output_tokens` (the GenAI usage attributes the
 runner normalized into trajectory.json; a conversation counts every sent turn's
-`turns/<n>/trajectory.json`). The runner keeps one trace per case, the deciding repeat's:
-with k > 1 the totals are of that repeat, and `totals.k_note` says the run's spend was
-about k times them. Price: the
-prices file (`<state>/prices.yaml`):
+`turns/<n>/trajectory.json`). With k > 1 a single-turn case's repeats each store their own
+trace (`repeats/<n>/trajectory.json`): its tokens, calls and cost are every repeat's (the
+totals are the run's whole spend), and its `cost` is the mean cost of one answer (the
+repeats' sum over its repeats with a trace), the figure the gate's budget compares. A
+conversation's repeats store no trace, nor did a run dir written before each repeat's was
+stored: such a case is read at its deciding repeat, and `totals.k_note` says which was read
+and why. Price: the prices file (`<state>/prices.yaml`):
 
     currency: USD
     per: 1000000            # the prices below are per this many tokens
@@ -105,6 +108,42 @@ def _trajectories(case: casestore.CaseRecord) -> list[dict]:
     return [d for d in docs if isinstance(d, dict)]
 
 
+# how a k > 1 case's repeats are read (row `trace_scope`; None at k = 1)
+EVERY_REPEAT, CONVERSATION, NOT_STORED = "every_repeat", "conversation", "not_stored"
+
+
+def _answer_traces(case: casestore.CaseRecord, verdict: dict) -> tuple[list[list[dict]], str | None, int]:
+    """(the trajectories of each answer the case's cost reads, how its repeats were read, how many of its
+    repeats stored no trace). A single-turn case at k > 1: each repeat's own `repeats/<n>/trajectory.json`
+    (a repeat with none, e.g. its trace never arrived, is no answer: its cost is unknown). A conversation's
+    repeats store no trace, nor did a run dir written before each repeat's was (its `repeats[]` carry no
+    `trace_collected`): the deciding repeat's, as at k = 1."""
+    reps = verdict.get("repeats")
+    reps = [r for r in reps if isinstance(r, dict)] if isinstance(reps, list) else []
+    scope = None
+    if len(reps) > 1:
+        if verdict.get("multi_turn"):
+            scope = CONVERSATION
+        elif all("trace_collected" in r for r in reps):
+            docs = [_bytes_json(case.read(f"repeats/{r.get('n')}/trajectory.json")) if r.get("trace_collected")
+                    else None for r in reps]
+            answers = [[d] for d in docs if isinstance(d, dict)]
+            return answers, EVERY_REPEAT, len(reps) - len(answers)
+        else:
+            scope = NOT_STORED
+    own = _trajectories(case)
+    return ([own] if own else []), scope, 0
+
+
+def _calls(trajs: list[dict]) -> list[dict]:
+    return [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
+            if isinstance(c, dict)]
+
+
+def _model_ms(calls: list[dict]) -> float:
+    return round(sum(c["duration_ms"] for c in calls if isinstance(c.get("duration_ms"), (int, float))), 3)
+
+
 def _bytes_json(data: bytes | None) -> Any:
     try:
         return loads(data.decode("utf-8")) if data is not None else None
@@ -123,28 +162,30 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
         verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
         case = casestore.dir_record(cdir, verdict)
     verdict = verdict if verdict is not None else case.verdict
-    trajs = _trajectories(case) if read_traces else []
-    calls = [c for t in trajs for c in (t.get("llm_calls") if isinstance(t.get("llm_calls"), list) else [])
-             if isinstance(c, dict)] if trajs else trajs
+    answers, scope, untraced = _answer_traces(case, verdict) if read_traces else ([], None, 0)
+    per_answer = [_calls(a) for a in answers]
+    calls = [c for a in per_answer for c in a]
     latency = verdict.get("latency_ms")
     row: dict[str, Any] = {
         "case_id": verdict.get("case_id", case.case_id), "verdict": verdict.get("verdict"),
-        "holdout": bool(verdict.get("holdout")), "traced": bool(trajs),
+        "holdout": bool(verdict.get("holdout")), "traced": bool(answers),
         "latency_ms": latency if isinstance(latency, (int, float)) else None,
         "latencies_ms": repeat_latencies(verdict),
+        # the answers (repeats) whose traces were read, those of its repeats that stored none, and how
+        "answers": len(answers), "answers_without_trace": untraced, "trace_scope": scope,
         "model_calls": len(calls), "input_tokens": 0, "output_tokens": 0, "model_latency_ms": 0,
+        "model_latencies_ms": [0] * len(answers),   # one per answer: each a sample of the run's p50/p95
         "calls_without_usage": 0, "calls_partial_usage": 0,
-        "unpriced_models": [], "cost": None, "judge": judge_row(verdict, prices, judge_model),
+        "unpriced_models": [], "cost": None, "spend": None, "judge": judge_row(verdict, prices, judge_model),
     }
     if calls:   # (a case with no model call, most of a trace-less run's: the zeros above, at a comparison's pace)
         row.update({
             "input_tokens": sum(_num(c.get("input_tokens")) for c in calls),
             "output_tokens": sum(_num(c.get("output_tokens")) for c in calls),
-            "model_latency_ms": round(sum(c["duration_ms"] for c in calls
-                                          if isinstance(c.get("duration_ms"), (int, float))), 3),
+            "model_latency_ms": _model_ms(calls), "model_latencies_ms": [_model_ms(a) for a in per_answer],
             "calls_without_usage": sum(1 for c in calls if "input_tokens" not in c and "output_tokens" not in c),
             "calls_partial_usage": sum(1 for c in calls if ("input_tokens" in c) != ("output_tokens" in c))})
-    if not trajs or prices is None:
+    if not answers or prices is None:
         return row
     cost, unpriced = 0.0, set()
     for c in calls:
@@ -155,8 +196,11 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
             continue
         cost += _num(c.get("input_tokens")) * p["input"] + _num(c.get("output_tokens")) * p["output"]
     row["unpriced_models"] = sorted(unpriced)
-    # a model call without token usage, or with one side of it only, has an unknown cost: never 0
-    row["cost"] = None if unpriced or row["calls_without_usage"] or row["calls_partial_usage"] else round(cost, 8)
+    # a model call without token usage, or with one side of it only, has an unknown cost: never 0 (in any
+    # repeat: the case's cost is then unknown). `spend`: every answer's; `cost`: one answer's, their mean
+    if not (unpriced or row["calls_without_usage"] or row["calls_partial_usage"]):
+        row["spend"] = round(cost, 8)
+        row["cost"] = round(cost / len(answers), 8)
     return row
 
 
@@ -291,7 +335,7 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
                           "unpriced_models": j["unpriced_models"], "reason": why}
     if not cap["enabled"]:
         return block
-    n = t["traced_cases"]
+    n = t["traced_answers"]   # per case figures are one answer's (at k = 1, or a case read at one repeat: the case's)
     block.update({
         "model_calls": t["model_calls"],
         "input_tokens": {"total": t["input_tokens"], "mean_per_case": _per_case(t["input_tokens"], n)},

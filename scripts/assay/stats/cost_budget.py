@@ -3,7 +3,7 @@ either holds (a line with its margin) or closes the gate (over it, or it cannot 
 
 from __future__ import annotations
 
-from .cost_words import with_judge
+from .cost_words import answers_part, with_judge
 
 
 def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple[bool, str]:
@@ -20,7 +20,7 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
         return True, (f"cost budget {budget:g} {cur}/case cannot be checked: "
                       + (t.get("incomplete_reason") or f"{t['unpriced_cases']} case(s) unpriced (unknown model(s): "
                          f"{', '.join(cost['unpriced_models']) or 'none named'})"))
-    judge, split = t.get("judge") or {}, ""
+    judge, split = t.get("judge") or {}, answers_part(t)   # k > 1: what one case's cost is of
     if judge.get("calls") and include_judge:
         if judge.get("mean_per_case") is None:
             if judge.get("calls_without_usage"):   # wave 4 §1: a judge call without usage costs unknown, not 0
@@ -29,10 +29,10 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
             return True, (f"cost budget {budget:g} {cur}/case cannot be checked: the judge's calls are unpriced "
                           f"(judge model(s) {', '.join(judge.get('unpriced_models') or []) or 'unnamed'} not in the "
                           "prices file); price them, or leave the judge out with gate.py --no-judge-cost")
-        split = f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g})"
+        split += f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g})"
         mean = with_judge(mean, judge["mean_per_case"], judge["calls"])   # the one rule the pages say too
     elif judge.get("calls"):
-        split = f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"
+        split += f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"
     if t.get("cases_without_model_call"):   # a trace with no model call is priced at 0: never silently
         split += (f" ({t['cases_without_model_call']} of {t['traced_cases']} traced case(s) made no model call and "
                   "count at 0: if the app called a model there, its instrumentation lost the span)")

@@ -39,8 +39,12 @@ class CostFold:
     def __init__(self) -> None:
         self.cases = self.holdout = self.traced = self.input_tokens = self.output_tokens = 0
         self.model_calls = self.no_usage = self.partial = self.no_call = 0
+        # k > 1: the answers (repeats) read, the repeats with no trace, the traced cases by how they were read
+        self.answers = self.answers_untraced = 0
+        self.scopes: dict[str, int] = {}
         self.unpriced: set[str] = set()
-        self.latencies, self.model_latencies, self.priced = array("d"), array("d"), array("d")
+        # priced: each priced case's cost of one answer (the mean, p50, p95); spent: its every answer's (the total)
+        self.latencies, self.model_latencies, self.priced, self.spent = array("d"), array("d"), array("d"), array("d")
         self.judge = JudgeFold()
 
     def add(self, row: dict) -> bool:
@@ -58,9 +62,14 @@ class CostFold:
             self.no_usage += row["calls_without_usage"]
             self.partial += row["calls_partial_usage"]
             self.no_call += not row["model_calls"]
-            self.model_latencies.append(row["model_latency_ms"])
+            self.answers += row["answers"]
+            self.answers_untraced += row["answers_without_trace"]
+            if row["trace_scope"]:
+                self.scopes[row["trace_scope"]] = self.scopes.get(row["trace_scope"], 0) + 1
+            self.model_latencies.extend(row["model_latencies_ms"])
             if row["cost"] is not None:
                 self.priced.append(row["cost"])
+                self.spent.append(row["spend"])
         return True
 
     def add_light(self, verdict: Any, holdout: bool, latencies: list) -> bool:
@@ -76,10 +85,12 @@ class CostFold:
     def merge(self, other: "CostFold") -> None:
         """Fold in another fold's cases (a forked child's half)."""
         for k in ("cases", "holdout", "traced", "input_tokens", "output_tokens", "model_calls", "no_usage",
-                  "partial", "no_call"):
+                  "partial", "no_call", "answers", "answers_untraced"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
+        for scope, n in other.scopes.items():
+            self.scopes[scope] = self.scopes.get(scope, 0) + n
         self.unpriced |= other.unpriced
-        for k in ("latencies", "model_latencies", "priced"):
+        for k in ("latencies", "model_latencies", "priced", "spent"):
             getattr(self, k).extend(getattr(other, k))
         self.judge.merge(other.judge)
 
@@ -92,6 +103,8 @@ class CostFold:
         k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
         totals = {
             "cases": self.cases, "traced_cases": n_traced,
+            # the answers whose traces were read (a case's every repeat at k > 1, when each stored its own)
+            "traced_answers": self.answers, "answers_without_trace": self.answers_untraced,
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "model_calls": calls,
             "cost": None,
             "complete": bool(prices is not None and n_traced and len(self.priced) == n_traced and calls
@@ -103,16 +116,20 @@ class CostFold:
             "incomplete_reason": _incomplete_reason(n_traced, unpriced, self.no_usage, calls,
                                                     (prices or {}).get("per_token") or {}, self.partial),
             "latency_ms": _stats(self.latencies),   # every repeat's
-            "model_latency_ms": _stats(self.model_latencies),
+            "model_latency_ms": _stats(self.model_latencies),   # one sample per answer read
             "k": k,
-            "k_note": (f"k={k}: only the deciding repeat's trace is stored per case, so these tokens and costs "
-                       f"are of one repeat; the run spent about {k} times as much") if k > 1 else None,
+            "k_note": k_note(k, self.scopes, self.answers_untraced) if k > 1 else None,
+            # the traced cases by how their repeats were read (k > 1): every_repeat, conversation, not_stored
+            "repeats_read": {s: self.scopes.get(s, 0) for s in ("every_repeat", "conversation", "not_stored")}
+                            if k > 1 else None,
         }
+        spent = round(math.fsum(self.spent), 8) if self.spent else None
         if prices is not None:
-            # an incomplete total would read as the run's cost: give only what was priced, apart
-            totals["cost"] = _stats(self.priced) if totals["complete"] else {
+            # an incomplete total would read as the run's cost: give only what was priced, apart. The mean,
+            # p50 and p95 are of one answer per case; the total is every answer's, the run's spend
+            totals["cost"] = {**_stats(self.priced), "total": spent} if totals["complete"] else {
                 "n": len(self.priced), "total": None, "mean": None, "p50": None, "p95": None,
-                "priced_cases_total": round(math.fsum(self.priced), 8) if self.priced else None}
+                "priced_cases_total": spent}
         totals["judge"] = self.judge.totals(prices, self.cases)
         return {
             "run_id": Path(run_dir).name, "capability": capability,
@@ -122,6 +139,28 @@ class CostFold:
             "holdout_cases_in_totals": self.holdout,
             "timeout_s": (manifest.get("invocation") or {}).get("timeout_s"),   # a case's latency stops there
         }
+
+
+def k_note(k: int, scopes: dict[str, int], untraced: int) -> str | None:
+    """What the tokens and cost of a k > 1 run are of, in words: each traced case's every repeat, or
+    its deciding repeat only and why (a conversation's repeats store no trace; a run dir written
+    before each repeat's trace was stored). None when no case was traced."""
+    every, conv, old = (scopes.get(s, 0) for s in ("every_repeat", "conversation", "not_stored"))
+    parts = []
+    if every:
+        parts.append(f"every repeat's trace is read for {every} case(s): their tokens, model calls and cost total "
+                     f"are the run's whole spend on them, and a case's cost is the mean of one answer (its repeats' "
+                     "cost over those with a trace)")
+    if untraced:
+        parts.append(f"{untraced} repeat(s) stored no trace: their cost is unknown and left out of their case's mean")
+    if conv:
+        parts.append(f"{conv} conversation case(s) store only the deciding repeat's traces, so their tokens and cost "
+                     f"are of one repeat; the run spent about {k} times as much on them")
+    if old:
+        parts.append(f"{old} case(s) have only the deciding repeat's trace (a run dir written before each repeat's "
+                     f"trace was stored), so their tokens and cost are of one repeat; the run spent about {k} times "
+                     "as much on them")
+    return f"k={k}: " + "; ".join(parts) if parts else None
 
 
 def _near_price(model: str, priced: Iterable[str]) -> str:

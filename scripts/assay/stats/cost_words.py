@@ -20,16 +20,19 @@ LATENCY = "latency (end to end)"
 
 WORDS: dict[str, tuple[str, str]] = {
     "cost_per_case": (APP_COST, "the app's own model calls in its traces, priced with prices.yaml, averaged over the "
-                                "cases that have a trace; the judge's calls are not in it"),
+                                "cases that have a trace (at k > 1 one answer's: a case's every repeat read, "
+                                "averaged over its repeats); the judge's calls are not in it"),
     "judge_cost_per_case": (JUDGE_COST, "the judge's calls, priced with prices.yaml, averaged over every case of the "
                                         "run (judged or not); none when the run called no judge"),
     "cost_per_case_with_judge": (BUDGET_COST, "the app's cost per traced case plus the judge's per case: what "
                                               "gate.py's cost budget checks (unless --no-judge-cost); unknown when "
                                               "either part is"),
     "input_tokens_per_case": ("input tokens per traced case", "the app's model calls, averaged over the cases that "
-                                                              "have a trace (each run over its own)"),
+                                                              "have a trace (each run over its own; at k > 1 over "
+                                                              "their repeats: one answer's)"),
     "output_tokens_per_case": ("output tokens per traced case", "the app's model calls, averaged over the cases that "
-                                                                "have a trace (each run over its own)"),
+                                                                "have a trace (each run over its own; at k > 1 over "
+                                                                "their repeats: one answer's)"),
     "latency": (LATENCY, "per case, timed by the runner on the attempt whose answer was scored: failed attempts "
                          "before it, their backoff and rate-limit waits are not in it (response.json attempt_log "
                          "times every attempt); at k > 1 every repeat is a sample"),
@@ -39,6 +42,23 @@ WORDS: dict[str, tuple[str, str]] = {
 def words() -> dict[str, dict[str, str]]:
     """WORDS as JSON for a page: {key: {"label", "covers"}}."""
     return {k: {"label": label, "covers": covers} for k, (label, covers) in WORDS.items()}
+
+
+def answers_part(totals: dict) -> str:
+    """What the app's cost per case the gate's budget checks is of at k > 1 (stats.cost_fold's totals,
+    `repeats_read`): one answer's, each case's every repeat averaged, or the deciding repeat's where no
+    other repeat's trace was stored. '' at k = 1."""
+    k, read = totals.get("k"), totals.get("repeats_read")
+    if not isinstance(k, int) or k < 2 or not isinstance(read, dict):
+        return ""
+    every, one = read.get("every_repeat") or 0, (read.get("conversation") or 0) + (read.get("not_stored") or 0)
+    parts = []
+    if every:
+        parts.append(f"one answer's: the mean over every repeat of {every} case(s) at k={k}, "
+                     f"{totals.get('traced_answers')} answer(s)")
+    if one:
+        parts.append(f"{one} case(s) read at their deciding repeat only (no other repeat's trace is stored: k_note)")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def judge_cost_part(judge: dict | None) -> tuple[float | None, str | None]:
