@@ -52,7 +52,6 @@ def _run(args, wrote: list[str]):
     from assay.report.gate import to_json
     from assay.verdict import decide
     from assay.verdict.flags import decision_options
-    from assay.report.gate_outputs import append_github_summary, write_junit
     from assay.report.rundir import latest_started_run
 
     if args.mode and not args.latest:
@@ -74,10 +73,13 @@ def _run(args, wrote: list[str]):
         if note:
             sys.stderr.write(f"gate: {note}\n")
     result = decide(run_dir, options)
+    # their writers (xml.etree, the report's sections) are imported only when asked for
     if args.junit:
+        from assay.report.gate_outputs import write_junit
         write_junit(result, args.junit)
         wrote.append(args.junit)
     if args.github_summary:
+        from assay.report.gate_outputs import append_github_summary
         append_github_summary(result)
     code = 0 if result.open else 1
     if args.json:

@@ -54,7 +54,7 @@ def run(args):
         validate(manifest, "dataset", source=args.manifest, what="dataset manifest")
     root = None
     if adapter is not None:   # <state>/work/adapter.json: the app repo is found from the state dir
-        from assay.invoke.function import app_root
+        from assay.invoke.approot import app_root
         here = Path(args.adapter).resolve().parent
         root = app_root(adapter, here.parent if here.name == "work" else here)
     out = lint_suite(suite, matrix=matrix, adapter=adapter, manifest=manifest, strict=args.strict, app_root=root)

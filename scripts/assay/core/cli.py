@@ -13,7 +13,6 @@ import json
 import os
 import re
 import sys
-import traceback
 from typing import Any, Callable, Iterable
 
 from . import writer
@@ -177,6 +176,7 @@ def _internal_error(exc: BaseException, script: str = "") -> int:
         err = resource_error(exc, what=name if name.endswith(".py") else f"{name}.py")
         emit(err.to_json())
         return err.code
+    import traceback   # only a bug pays for it
     sys.stderr.write(writer.redact_text(traceback.format_exc()))
     emit({"error": f"internal error: {type(exc).__name__}: {exc}", "internal": True})
     return 1

@@ -8,7 +8,6 @@ check (rundir.parallel) and a comparison's pairs (compare.pair_all).
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 from typing import Any, Callable
 
@@ -31,6 +30,7 @@ class Child:
     """A forked process computing `work()` (a picklable value); `result()` is it, or None on any failure."""
 
     def __init__(self, work: Callable[[], Any]) -> None:
+        import pickle   # in the parent, before the fork: only a check big enough to fork pays for it
         read_end, write_end = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:   # the child: compute, send, and leave without running this process's cleanup
@@ -66,6 +66,7 @@ class Child:
         self.pid = 0
         if status != 0 or not chunks:
             return None
+        import pickle
         try:
             return pickle.loads(b"".join(chunks))
         except Exception:   # noqa: BLE001 -- a short or garbled answer: None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -21,10 +20,12 @@ def canonical(value: Any) -> str:
 
 
 def sha256_json(value: Any) -> str:
+    import hashlib   # (OpenSSL) loaded by the first digest, not by every command that reads JSON
     return hashlib.sha256(canonical(value).encode("utf-8")).hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
+    import hashlib
     return hashlib.sha256(data).hexdigest()
 
 

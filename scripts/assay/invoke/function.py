@@ -29,15 +29,6 @@ from .http import placeholder_values
 from .outcome import EXCEPTION, RESPONSE, TIMEOUT, Outcome
 
 
-def app_root(adapter: Mapping[str, Any], state_dir: Path) -> Path:
-    """adapter.app.repo (relative to the state dir) when declared, else the state dir's parent."""
-    repo = ((adapter.get("app") or {}).get("repo"))
-    if isinstance(repo, str) and repo:
-        p = Path(repo)
-        return (p if p.is_absolute() else (state_dir / p)).resolve()
-    return state_dir.resolve().parent
-
-
 def import_entrypoint(entrypoint: Any, root: Path) -> Callable[..., Any]:
     if not isinstance(entrypoint, str) or entrypoint.count(":") != 1:
         raise AssayError(f"pre-flight: invocation.entrypoint must be 'module:callable' (got {entrypoint!r})",

@@ -6,12 +6,12 @@ Retried (contracts §5.6): connection errors, timeouts, dropped connections, 429
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core import hostile
+from ..core.patterns import lazy_pattern
 
 MAX_BODY_BYTES = 20 * 1024 * 1024   # bodies are read up to this bound, never beyond
 RETRY_AFTER_CAP_S = 60.0
@@ -124,7 +124,7 @@ def http_date(value: str) -> float | None:
     return None if dt is None else dt.timestamp()
 
 
-_FIXDATE = re.compile(r"[A-Z][a-z]{2}, (\d{2})([ -])([A-Z][a-z]{2})\2(\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT")
+_FIXDATE = lazy_pattern(r"[A-Z][a-z]{2}, (\d{2})([ -])([A-Z][a-z]{2})\2(\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -132,7 +132,7 @@ def _imf_fixdate(value: str) -> float | None:
     """Epoch seconds of an HTTP date in the preferred IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`,
     RFC 9110 5.6.7) or a cookie's `Sun, 06-Nov-1994 08:49:37 GMT`, else None: parsed here, so a case
     worker never imports the email package for the usual forms."""
-    m = _FIXDATE.fullmatch(value)
+    m = _FIXDATE().fullmatch(value)
     if m is None or m.group(3) not in _MONTHS:
         return None
     import datetime   # (already loaded: core.ids)
@@ -259,7 +259,7 @@ def attempt_with_retries(send: Callable[[], Outcome], *, max_attempts: int, back
 
 # "The same body" for repeated_5xx: the body text with what differs per request masked, so an
 # error page that carries a request id, a trace id or a timestamp is still the same error.
-_PER_REQUEST = re.compile(
+_PER_REQUEST = lazy_pattern(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"   # a UUID
     r"|\b[0-9a-fA-F]{16,}\b"                                                       # trace / span / request ids
     r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"   # an ISO-8601 time
@@ -271,4 +271,4 @@ def same_body_key(out: "Outcome") -> str | None:
     characters, ISO-8601 timestamps and runs of 10+ digits masked; the raw sha when there is no text."""
     if out.body_text is None:
         return out.body_sha
-    return _PER_REQUEST.sub("<id>", out.body_text)
+    return _PER_REQUEST().sub("<id>", out.body_text)

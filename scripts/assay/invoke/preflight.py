@@ -44,7 +44,7 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
     elif mode == "agent":
         inv_obj = _agent_invoker(plan, env, state, out, os.environ if environ is None else environ, render_only)
     elif mode == "cli":
-        from ..invoke.function import app_root
+        from ..invoke.approot import app_root
         from ..invoke.cli import CliInvoker, scratch_area
         environ = os.environ if environ is None else environ
         run_dir = out if out is not None else state / "reports" / plan.run_id
@@ -53,7 +53,8 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
                              area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ),
                              resolve=not render_only)
     else:
-        from ..invoke.function import FunctionInvoker, app_root, import_entrypoint
+        from ..invoke.approot import app_root
+        from ..invoke.function import FunctionInvoker, import_entrypoint
         # replayed: the app's code is not even imported (every answer comes from the cache)
         fn = (_not_called if replaying else
               import_entrypoint(inv.get("entrypoint"), app_root(plan.adapter, state)))
@@ -81,7 +82,7 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
     from ..invoke.agent_skills import known_skills
     from ..invoke.fixture_paths import GLOB_IN_PATH, OUTSIDE_WORKDIR
     from ..invoke.cli import scratch_area
-    from ..invoke.function import app_root
+    from ..invoke.approot import app_root
     from ..score.tool_names import declared_tools
     run_dir = out if out is not None else state / "reports" / plan.run_id
     inv = AgentInvoker(plan.invocation, env, environ=environ, timeout_s=plan.execution["timeout_s"],

@@ -11,13 +11,13 @@ serves a model under another name is declared in judge.yaml `served_model`.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from ..core.secrets import REDACTED
+from ..core.patterns import lazy_pattern
 
 # a dated snapshot's suffix: -2024-08-06 (OpenAI), -20241022 (Anthropic), -0613 / -2411 (older OpenAI, Mistral)
-DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
+DATE_SUFFIX = lazy_pattern(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
 ALIAS_SUFFIXES = ("-latest", "-0")   # a name that follows the newest snapshot (Anthropic's aliases)
 OTHER = "served_other_model"      # the call record's mark: served by a model that is not the judge's
 MAX_NAME = 200
@@ -37,7 +37,7 @@ def same_judge(expected: str, served: str) -> bool:
     if served == expected:
         return True
     bases = {expected} | {expected[:-len(s)] for s in ALIAS_SUFFIXES if expected.endswith(s)}
-    return any(served.startswith(base) and DATE_SUFFIX.fullmatch(served[len(base):]) is not None for base in bases)
+    return any(served.startswith(base) and DATE_SUFFIX().fullmatch(served[len(base):]) is not None for base in bases)
 
 
 def served_model_of(body: Any) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..core.casekind import TURN_KEYS
 from ..core.ids import CASE_ID_RULE, is_safe_case_id
+from ..core.patterns import lazy_pattern
 from ..core.suggest import closest, did_you_mean
 from ..core.vocab import CATEGORIES, SPLITS, TEST_TYPES, holdout_unsealed
 from .expect_rules import check_expect
@@ -24,10 +25,10 @@ Report = Callable[[str, str], None]
 RESERVED_TURN_KEYS = ("assistant", "simulate")
 LONG_CONVERSATION = 8
 # Who a review stamp must not come from: a generator, a model, a bot.
-MACHINE_REVIEWER = re.compile(
+MACHINE_REVIEWER = lazy_pattern(
     r"\b(claude|gpt\w*|llm|model|ai|bot|generator|generated|assay|auto|automatic|machine|script|agent|pipeline)\b",
     re.I)
-SOURCE_DERIVED = re.compile(
+SOURCE_DERIVED = lazy_pattern(
     r"(source code|from the (source|code|implementation)|read (it |this )?(from|in) the code|in the code"
     r"|per the implementation|the app's code|copied from|\bgrep|\.py\b|\.ts\b|\.js\b)", re.I)
 
@@ -159,14 +160,14 @@ def _review_and_reserved(case: dict[str, Any], report: Report) -> None:
     review = case.get("review")
     if isinstance(review, dict) and review.get("status") == "accepted":
         by = review.get("by")
-        if not isinstance(by, str) or not by.strip() or MACHINE_REVIEWER.search(by):
+        if not isinstance(by, str) or not by.strip() or MACHINE_REVIEWER().search(by):
             report("machine_accepted", f"review.status is accepted but review.by is {by!r}; only a named human "
                    "accepts a case (set status: pending until one does)")
     if case.get("no_op_expectation") == "pass" and not case.get("no_op_justification"):
         report("no_op_pass", "no_op_expectation: pass means an app that does nothing passes this case; add "
                "no_op_justification or tighten the expect")
     notes = case.get("notes")
-    if isinstance(notes, str) and SOURCE_DERIVED.search(notes):
+    if isinstance(notes, str) and SOURCE_DERIVED().search(notes):
         report("source_derived_expectation", "notes suggest the expectation was read from the app's source; "
                "an expectation copied from the code cannot catch the code's bug: derive it from the spec")
     if "filter" in case:

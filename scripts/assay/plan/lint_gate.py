@@ -55,7 +55,7 @@ def lint_converted(converted: dict[str, Any], state_dir: Path, *, allow_invalid:
     adapter = converted.get("adapter")
     root = None
     if isinstance(adapter, dict):
-        from ..invoke.function import app_root
+        from ..invoke.approot import app_root
         root = app_root(adapter, state_dir)
     out = lint_suite(suite, matrix=converted.get("capability_matrix"), adapter=adapter,
                      manifest=converted.get("manifest"), app_root=root)

@@ -14,7 +14,6 @@ reclaimed when they outweigh the live ones. Memory: a 4-byte length per plan ind
 from __future__ import annotations
 
 import os
-import tempfile
 from array import array
 from pathlib import Path
 from typing import Iterator
@@ -29,6 +28,7 @@ class PlanLines:
     def __init__(self, directory: Path, n: int) -> None:
         self.n = n
         self._dir = directory
+        import tempfile   # (random, shutil) paid only by the commands that spill rows
         self._fh = tempfile.TemporaryFile(dir=directory, prefix=".spill-")   # unlinked at creation
         self._fd = self._fh.fileno()
         self._lens = array("I", bytes(4 * n))
@@ -111,6 +111,7 @@ class PlanLines:
     def _compact(self) -> None:
         """Copy the live regions to a fresh temp file (the old one is dropped)."""
         old_fd, old_fh, regions = self._fd, self._fh, self._regions
+        import tempfile
         self._fh = tempfile.TemporaryFile(dir=self._dir, prefix=".spill-")
         self._fd = self._fh.fileno()
         self._regions, self._end, self._live = {}, 0, 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.writer import clip
+from ..core.patterns import lazy_pattern
 from .scenario import Scenario
 
 PROMPT_VERSION = 1
@@ -123,13 +124,13 @@ def parse_turn(value: Any) -> tuple[UserTurn | None, str | None]:
 
 
 # ---------------------------------------------------------------- the character check
-_AI_SELF = re.compile(
+_AI_SELF = lazy_pattern(
     r"\b(as an? (ai|a\.i\.|assistant|language model|llm)|i(?:'m| am) (?:an? |just an? )?(ai|a\.i\.|language model|"
     r"llm|assistant|bot|chatbot|simulat\w*)|large language model|simulated user|user simulator|"
     r"role-?play\w*|these instructions|my instructions|stop condition|the persona)\b", re.I)
-_AS_ASSISTANT = re.compile(r"^\W*(how (can|may) i (help|assist) you|is there anything else i can (help|do)|"
+_AS_ASSISTANT = lazy_pattern(r"^\W*(how (can|may) i (help|assist) you|is there anything else i can (help|do)|"
                            r"i(?:'m| am) here to help you)", re.I)
-_TOKENS = re.compile(r"###[A-Z_-]+###")
+_TOKENS = lazy_pattern(r"###[A-Z_-]+###")
 LEAK_MIN_CHARS = 20
 
 
@@ -141,13 +142,13 @@ def broke_character(message: str, scenario: Scenario) -> str | None:
     """Why this user message is out of character, or None. Checked on every message before it is
     sent: a user that says it is an AI, speaks as the assistant, quotes its hidden goal or stop
     condition, or writes a control token is not the user the case describes."""
-    m = _AI_SELF.search(message)
+    m = _AI_SELF().search(message)
     if m:
         return f"the user speaks as a model or about its instructions ({m.group(0)!r})"
-    m = _AS_ASSISTANT.search(message)
+    m = _AS_ASSISTANT().search(message)
     if m:
         return f"the user speaks as the assistant ({m.group(0)!r})"
-    m = _TOKENS.search(message)
+    m = _TOKENS().search(message)
     if m:
         return f"the user message holds a control token ({m.group(0)!r})"
     said = _norm(message)
