@@ -7,6 +7,7 @@ run_cases.py and gate.py as subprocesses over tests/test_trust_judge.py's tone s
 from __future__ import annotations
 
 import json
+import posixpath
 import sys
 
 import pytest
@@ -112,3 +113,92 @@ def test_a_python_judge_is_read_past_the_interpreters_options(tmp_path):
         assert r.rc == 0, r.stdout
         bound = json.loads((state / "judge" / "calibration.json").read_text())["judge"]["identity"]["judges"][0]
         assert bound["command_files"].get("grader/rules.py") and bound["command_files"].get("grader/__main__.py"), (argv, bound)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["bash", "judge/judge.sh"], 'exec {py} judge/grade.py "$@"'),
+    (["./judge/judge.sh"], 'if [ -n "$JUDGE_DEBUG" ]; then echo debug >&2; fi\n{py} "$(dirname "$0")/grade.py"'),
+])
+def test_a_shell_script_judge_is_bound_to_the_grader_it_runs(tmp_path, argv, line):
+    """`[bash, judge/judge.sh]` whose judge.sh runs `python3 judge/grade.py`: only judge.sh was bound, so
+    grade.py (the real judge) made lazy after calibration kept "judged (calibrated, gating)" and the gate
+    passed a rude reply. Now the script is read as a `bash -c` string is, and grade.py is part of the judge."""
+    state = tone_state(tmp_path)
+    (state / "judge" / "grade.py").write_text(STRICT_JUDGE)
+    script = state / "judge" / "judge.sh"
+    script.write_text("#!/bin/sh\n# the tone judge\nset -e\n" + line.format(py=json.dumps(sys.executable)) + "\n")
+    script.chmod(0o755)
+    write_yaml(state / "judge" / "judge.yaml", f"provider: command\ncommand: {json.dumps(argv)}\n")
+    r = _write(state)
+    assert r.rc == 0 and r.json["status"] == "calibrated", r.stdout
+    bound = json.loads((state / "judge" / "calibration.json").read_text())["judge"]["identity"]["judges"][0]
+    key = f"{posixpath.dirname(argv[-1])}/grade.py"
+    assert bound["command_files"].get(key), bound
+
+    with FakeApp(tone_app) as app:
+        _, out = tone_run(state, app, "smoke-20261205T010000Z")
+        g = run_script("gate", out)
+        assert g.rc == 1 and "c-rude0001 (judged)" in g.stdout, g.stdout   # the calibrated judge gates
+
+        grader = state / "judge" / "grade.py"   # the grader made lazy in place: judge.yaml and judge.sh as calibrated
+        grader.write_text(grader.read_text().replace('bad = "idiot" in answer', "bad = False"))
+        plan_r, out = tone_run(state, app, "smoke-20261205T020000Z")
+        judged = read(out, "c-rude0001")["layers"]["judged"]
+        assert judged["provisional"] is True and judged["provisional_verdict"] == "pass", judged
+        assert f"(the content of {key})" in judged["rubrics"][0]["why_provisional"], judged
+        assert "judge: tone-v1 provisional again" in plan_r.stderr, plan_r.stderr
+        g = run_script("gate", out)
+        assert "judged (calibrated, gating)" not in g.stdout and "judged (provisional, never gating)" in g.stdout, g.stdout
+
+
+def test_write_refuses_a_shell_script_judge_whose_code_it_cannot_find(tmp_path):
+    state = tone_state(tmp_path)
+    before = (state / "judge" / "calibration.json").read_text()
+    (state / "judge" / "judge.sh").write_text('#!/bin/sh\nDIR="$(cd "$(dirname "$0")" && pwd)"\n'
+                                              'exec python3 "$DIR/grade.py"\n')
+    write_yaml(state / "judge" / "judge.yaml", "provider: command\ncommand: [sh, judge/judge.sh]\n")
+    r = _write(state)
+    assert r.rc == 2, r.stdout
+    err = r.json["error"]
+    assert ("judge/judge.sh line 3 names '$DIR/grade.py', which is not a file under the state dir (in judge/judge.sh, "
+            'name each script it runs by its path from the state dir (the judge\'s working directory) or as '
+            '"$(dirname "$0")/NAME", with no cd)') in err, err
+    assert (state / "judge" / "calibration.json").read_text() == before   # nothing written
+
+
+def test_the_reader_reads_a_multi_line_shell_script_by_its_commands(tmp_path):
+    """A unit of assay.judge.command_files: keywords, comments, continuations, a here-document, the
+    `$(dirname "$0")` idioms, a sourced file; what it cannot bind is named by file and line."""
+    from assay.judge.command_files import command_files
+    (tmp_path / "judge" / "lib").mkdir(parents=True)
+    for name in ("grade.py", "rules.py", "lib/helper.py"):
+        (tmp_path / "judge" / name).write_text("")
+    (tmp_path / "judge" / "lib.sh").write_text('python3 "${0%/*}/grade.py"\n')
+    (tmp_path / "judge" / "judge.sh").write_text("""#!/usr/bin/env bash
+# runs missing.py, says a comment
+set -euo pipefail
+echo "grading with other.py"
+if [ -n "${X:-}" ]; then
+  exec python3 "$(dirname "$0")/grade.py" "$@"
+else
+  PYTHONPATH=. python3 -u \\
+     "${0%/*}/rules.py"
+fi
+for f in a b; do
+  python3 `dirname -- "$0"`/lib/helper.py
+done
+python3 - <<'PY'
+print("not.py")
+PY
+. judge/lib.sh
+cd judge
+python3 $HOME/x.py
+""")
+    files, problems = command_files(["bash", "judge/judge.sh"], tmp_path, {})
+    assert sorted(files) == ["judge/grade.py", "judge/judge.sh", "judge/lib.sh", "judge/lib/helper.py",
+                             "judge/rules.py"], files
+    assert [p.split(" (in judge/judge.sh")[0] for p in problems] == [
+        "judge/judge.sh line 18 changes directory (cd), so the files it runs are not where the state dir says",
+        "judge/judge.sh line 19 names '$HOME/x.py', which is not a file under the state dir"], problems
+    files, problems = command_files(["./judge/judge.sh"], tmp_path, {})   # the script run as the command
+    assert "./judge/lib/helper.py" in files and len(problems) == 2, (files, problems)

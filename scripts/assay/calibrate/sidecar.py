@@ -92,7 +92,7 @@ def bind(sidecar: dict[str, Any], state: Path, batches: Any = (), lines: Any = (
 
 def _bindable(config: dict[str, Any], state: Path, env: dict[str, str]) -> None:
     """AssayError(2) when a command judge runs code its argv does not let assay find (a `bash -c` string
-    that changes directory or names a script that is not a file under the state dir,
+    or a shell script's line that changes directory or names a script that is not a file under the state dir,
     assay.judge.command_files): bound to its argv alone, the calibration would outlive an edit to that code."""
     from ..judge.command_files import command_files
     from ..judge.config import JUDGE_CONFIG, members

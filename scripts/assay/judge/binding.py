@@ -53,8 +53,8 @@ def _file_sha(path: Path) -> str | None:
 def _one_judge(config: Mapping[str, Any], state: Path | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What makes one judge this judge: provider and model (and where it is served, by the values of
     the variables those name), or the command and the content of the files it runs from the state dir
-    (assay.judge.command_files: scripts, `python -m` modules, the commands of a `bash -c` string, and
-    the Python modules those import, each keyed by the argument as written or its path under the state
+    (assay.judge.command_files: scripts, `python -m` modules, the commands of a `bash -c` string or of a
+    shell script it runs, and the Python modules those import, each keyed by the argument as written or its path under the state
     dir). Keys, timeouts and concurrency do not."""
     provider = config.get("provider")
     if provider == "command":
