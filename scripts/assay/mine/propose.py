@@ -113,7 +113,8 @@ def propose_case(obs: Observed, counts: Counter, split: list[str], route_known: 
                      "expectation is proposed for them (the redacted text would never match what the app sends); "
                      "write the value the case should expect by hand if it matters.")
     if obs.failed:
-        notes.append(f"The request failed in production ({', '.join(dict.fromkeys(obs.failed))} reported an error): "
+        failed = redact(", ".join(dict.fromkeys(obs.failed)), counts)[0]   # a span name may hold the URL it asked
+        notes.append(f"The request failed in production ({failed} reported an error): "
                      "what a failing app did is proposed (no fact from its answer); write what a working app "
                      "should do, or drop the case.")
     if any(o != names for o in obs.other_orders):

@@ -21,14 +21,20 @@ corpus against detect-secrets itself when it is installed (the test extra):
 
 - PEM private-key blocks (`-----BEGIN ... PRIVATE KEY-----` to its END, or to the end of the
   text when cut), PuTTY key files;
-- credentials in a URL (`scheme://user:password@host`: `user:password`) and the value of an
-  `Authorization` / `Proxy-Authorization` header (`Basic ...`, `Bearer ...`, any scheme);
+- credentials in a URL (`scheme://user:password@host`: `user:password`), the value of an
+  `Authorization` / `Proxy-Authorization` header (`Basic ...`, `Bearer ...`, any scheme) and of a
+  `Cookie` / `Set-Cookie` header (to the end of the line), and a signed URL's query values
+  (`?sig=`, `&X-Amz-Signature=`, `&X-Amz-Credential=`, `&X-Amz-Security-Token=`, `?code=`, `?key=`);
 - known prefixes: Stripe `sk_live_`/`rk_live_`/`pk_live_` (and `_test_`), OpenAI/Anthropic `sk-`,
   `pk-`/`rk-` keys, GitHub `gh?_` and `github_pat_`, GitLab `glpat-`..., Slack `xox?-` and
   webhooks, AWS key ids (`AKIA`, `ASIA`, `ABIA`, `ACCA`, `A3T?`), Google `AIza`, SendGrid `SG.`,
   npm `npm_`, PyPI `pypi-`, Square `sq0csp-`, Azure `AccountKey=`, Telegram bot tokens, JWTs;
 - a keyword and its value: `password=x`, `secret: x`, `api_key=x`, `token=x`, and in prose
-  "password is: x", "my passphrase is x", "the PIN: x" (the keyword is kept, the value goes);
+  "password is: x", "my passphrase is x", "the PIN: x" (the keyword is kept, the value goes); the
+  keyword may end a longer name (`db_password`, `auth_token`, `x-api-key`, `accessToken`, or with
+  `_key`/`_id` after it: `secret_key`, `session_id`), the name and the value may be quoted
+  (`"password": "two words"`, the JSON a user pastes: the quoted value goes whole), and `cookie`,
+  `credential(s)`, `bearer`, `session id`/`session key` are keywords too;
 - an AWS secret access key (40 characters of `A-Za-z0-9/+` after an `aws ... key` keyword, or
   anywhere when its entropy is a random key's);
 - high-entropy runs: 20+ hex digits mixing letters and digits (a 31-hex token), 32+ letters,
@@ -48,7 +54,8 @@ import re
 from collections import Counter
 from typing import Any
 
-EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+# the lookbehind starts a match only where a run of address characters starts: linear in a long run
+EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 CARD = re.compile(r"(?<![\dA-Za-z])(?:\d[ -]?){12,18}\d(?![\dA-Za-z])")
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 PHONE = re.compile(r"(?<![\w+])(?:\+\d[\d .-]{7,17}\d|\(\d{2,4}\)[ .-]?\d{3,4}[ .-]?\d{3,4}"
@@ -61,8 +68,13 @@ FIRST = [
     re.compile(r"(?<=://)[^:/?#\[\]@!$&'()*+,;=\s]+:[^:/?#\[\]@!$&'()*+,;=\s]+(?=@)"),
 ]
 AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization\b[\"']?)(\s*[:=]\s*[\"']?)((?:[A-Za-z-]+\s+)?[^\s\"',;]+)")
+COOKIE_HEADER = re.compile(r"(?i)\b((?:set-)?cookie\b[\"']?)(\s*[:=]\s*[\"']?)([^\r\n\"']+)")
 _KEYWORD = (r"pass(?:word|wd|phrase|code)?|pwd|pin|secret|client[_ -]?secret|api[_ -]?key|access[_ -]?key|"
-            r"auth[_ -]?key|private[_ -]?key|token|contrase[nñ]a")
+            r"auth[_ -]?key|private[_ -]?key|token|contrase[nñ]a|cookie|credentials?|bearer|session[_ -]?(?:id|key)")
+# A name the keyword ends (`db_password`, `x-api-key`, `user.password`, `accessToken`), or that goes on with
+# `_key`/`_id` (`secret_key`); bounded, so a long run of `a-a-a-...` is read in linear time.
+_NAME = (r"(?:[A-Za-z0-9]{1,40}[_.-]){0,4}(?-i:[a-z0-9]{1,40}(?=[A-Z]))?"
+         rf"(?:{_KEYWORD})(?:[_.-]?(?:key|id))?")
 TOKENS = [
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"(?i)\bbasic\s+[A-Za-z0-9+/]{8,}={0,2}"),
@@ -77,8 +89,10 @@ TOKENS = [
                r"|\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b"),
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     re.compile(r"(?i)(\baws\b.{0,20}?(?:secret|key|token).{0,20}?[\s:=\"']+)([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
-    re.compile(rf"(?i)\b((?:{_KEYWORD}))\b(\s*(?:[:=]|=>|:=)\s*|\s+(?:is|was|would be)\s*:?\s*|:\s*)"
-               r"(?!<[a-z]+>)([^\s,;]+)"),
+    re.compile(r"(?i)([?&](?:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code|key)=)"
+               r"(?!<[a-z]+>)([^&#\s\"']+)"),
+    re.compile(rf"(?i)\b({_NAME})\b([\"']?(?:\s*(?:[:=]|=>|:=)\s*|\s+(?:is|was|would be)\s*:?\s*)[\"']?)"
+               r"(?!<[a-z]+>)(\"[^\"\n]*\"|'[^'\n]*'|(?<=\")[^\"\n]*(?=\")|(?<=')[^'\n]*(?=')|[^\s,;]+)"),
 ]
 HEX_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{20,}(?![A-Za-z0-9_-])")
 LONG_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,}")
@@ -129,6 +143,7 @@ def redact(text: str, counts: Counter | None = None) -> tuple[str, Counter]:
     for pattern in FIRST:
         text = sub("token", pattern, "<token>", text)
     text = sub("token", AUTH_HEADER, lambda m: f"{m.group(1)}{m.group(2)}<token>", text)
+    text = sub("token", COOKIE_HEADER, lambda m: f"{m.group(1)}{m.group(2)}<token>", text)
     text = sub("email", EMAIL, "<email>", text)
     text = sub("card", CARD, lambda m: "<card>" if _luhn(re.sub(r"\D", "", m.group(0))) else m.group(0), text)
     text = sub("iban", IBAN, "<iban>", text)

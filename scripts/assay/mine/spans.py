@@ -36,7 +36,8 @@ class Observed:
     other_orders: list[list[str]] = field(default_factory=list)   # tool orders of near-duplicate requests
 
 
-def _docs(path: Path) -> list[Any]:
+def _docs(path: Path) -> list[tuple[int | None, Any]]:
+    """(line number, document) for each JSON line; (None, document) for a file that is one document."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -50,7 +51,7 @@ def _docs(path: Path) -> list[Any]:
         raise AssayError(f"{path}: the file is empty (no spans): point the app's OTLP JSON file exporter at it and "
                          "send the app requests first, or give the file it writes", 2, file=str(path))
     try:   # jsonio.loads: too deep is a ValueError (never a RecursionError), refused past MAX_DEPTH
-        return [loads(text, max_depth=MAX_DEPTH)]
+        return [(None, loads(text, max_depth=MAX_DEPTH))]
     except ValueError as exc:
         whole = exc
     docs = []
@@ -60,7 +61,7 @@ def _docs(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            docs.append(loads(line, max_depth=MAX_DEPTH))
+            docs.append((n, loads(line, max_depth=MAX_DEPTH)))
         except ValueError as exc:
             if n == 1 and last > 1 and _cut_short(whole, text):
                 why = (f"one JSON document that ends before it closes (line {last} is its last); the file was cut "
@@ -87,12 +88,14 @@ def read_requests(paths: list[str]) -> tuple[list[Observed], dict[str, int]]:
     by_trace: dict[str, list[dict]] = {}
     for p in paths:
         path = Path(p)
-        for doc in _docs(path):
+        for n, doc in _docs(path):
             try:
                 _group(iter_raw_spans(doc), by_trace)
             except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-                raise AssayError(f"{path}: not an OTLP span document ({type(exc).__name__}: {exc})", 2,
-                                 file=str(path)) from None
+                where = {"file": str(path), **({"line": n} if n else {})}
+                raise AssayError(f"{path}{f':{n}' if n else ''}: not an OTLP span document ({type(exc).__name__}: "
+                                 f"{exc}); a span file holds a TracesData object (resourceSpans) or a span per line",
+                                 2, **where) from None
     return observe(by_trace)
 
 
