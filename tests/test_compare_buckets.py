@@ -268,3 +268,37 @@ def test_pii_runs_are_compared_with_the_quoted_text_redacted(tmp_path):
     for text in ((tmp_path / "c.json").read_text(), page.read_text()):
         assert "jane.doe@example.com" not in text and "555 0100" not in text
         assert "[email redacted]" in text
+
+
+def test_a_long_unbroken_answer_is_redacted_in_linear_time(tmp_path):
+    """An app that answers with a long run of address characters (a base64 blob, 1 MB) and an e-mail after
+    it: the redaction of the quoted text (report.redact, core.patterns.EMAIL) tried each position of the run
+    again, quadratic in its length (80 KB: ~9 s, 1 MB: ~20 min); the comparison now ends as any other
+    (the timeout is a hang's bound, never a speed bar) and the address is still redacted."""
+    state = make_state(tmp_path)
+    desk = Desk()
+    blob = "QUJD" * 250_000 + " then write to jane.doe@example.com"
+    cases = [case("p-1", "pii", expect=must("echo: pii"))]
+
+    def handler(req):
+        if req.method == "POST" and desk.phase == "candidate":
+            return Reply(200, {"message": blob})
+        return desk(req)
+    with FakeApp(handler) as app:
+        doc_adapter = adapter(app.url, result_from_response="data.value")
+        doc_adapter["data"]["may_contain_pii"] = True
+        outs = []
+        for phase, run_id in (("base", "smoke-20261129T101500Z"), ("candidate", "smoke-20261129T101600Z")):
+            desk.phase = phase
+            plan = make_plan(state, cases, app_url=app.url, run_id=run_id, adapter_doc=doc_adapter)
+            out = state / "reports" / run_id
+            assert run_runner("--plan", write_plan(state, plan, f"{run_id}.json"), "--out", out,
+                              "--progress", "never").rc == 0
+            outs.append(out)
+    r = run_script("compare_runs", *outs, "-o", tmp_path / "c.json", timeout=300)
+    assert r.rc == 0, r.stdout + r.stderr
+    text = (tmp_path / "c.json").read_text(encoding="utf-8")
+    assert "jane.doe@example.com" not in text and "[email redacted]" in text
+    from assay.mine import redact as mined
+    from assay.report import redact as reported
+    assert reported.EMAIL_RE is mined.EMAIL   # one definition

@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+# An e-mail address (the report's and the miner's redaction: one definition). The lookbehind starts a match
+# only where a run of address characters starts, so a long run with no `@` (a base64 blob in an answer)
+# is read in linear time: without it, each position of the run was tried again, quadratic in its length.
+EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+
 
 def lazy_pattern(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
     """A function returning `re.compile(pattern, flags)`, compiled on its first call."""

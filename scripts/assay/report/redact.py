@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 from ..core.jsonio import loads
+from ..core.patterns import EMAIL as EMAIL_RE   # one definition; linear on a long run (a base64 answer)
 from ..core.writer import read_bytes
 
-EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # A run of >= 7 digits, possibly split by spaces, dots, dashes or parentheses, optionally after '+'.
 DIGITS_RE = re.compile(r"(?<![\w])\+?\(?\d(?:[\d().\- ]{5,}\d)?(?![\w])")
 ISO_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
