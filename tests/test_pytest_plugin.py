@@ -90,6 +90,22 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     assert "IMPROVED: pass rate 0.0% -> 100.0%" in rerun.stdout and "n=11 paired cases" in rerun.stdout
 
 
+def test_w_error_finds_no_warning_the_runner_left(tmp_path):
+    """`pytest -W error` (or `filterwarnings = error` in the ini, common in CI) over a clean app: the runner
+    runs in the session's process and left its case workers' keep-alive sockets (one pool per worker
+    thread, close() reached only its own) and its spill files to the garbage collector. Each
+    ResourceWarning became an ERROR at setup of the first case item (a page of traceback) and the
+    session exited 1 over an open gate: the exit code no longer was the gate's."""
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=False) as env:
+        done = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-W", "error", "-rA")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "20 passed" in done.stdout and "error" not in done.stdout.splitlines()[-1], out
+    assert "ResourceWarning" not in out and "Traceback" not in out, out
+    assert "assay gate: open" in done.stdout
+
+
 def add_title(state: Path, case_id: str, title: str) -> None:
     case = state / "datasets" / f"{case_id}.yaml"
     case.write_text(case.read_text(encoding="utf-8").replace(f"id: {case_id}\n", f"id: {case_id}\ntitle: {title}\n"),

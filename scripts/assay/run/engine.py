@@ -197,7 +197,10 @@ class Run:
             self.progress.finish()
             if self.s.judge is not None:
                 self.s.judge.close()
-        return self._finalize()
+        try:
+            return self._finalize()
+        finally:   # the spill files: in-process (assay.api, the pytest session) the collector would close
+            self.derived.close()   # them, each with a ResourceWarning that `-W error` makes a test error
 
     def _app_slots(self) -> AppSlots:
         ex = self.s.execution
