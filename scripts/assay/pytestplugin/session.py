@@ -65,6 +65,7 @@ class AssaySession:
             raise pytest.UsageError("--assay-mode targeted needs --assay-tag T (a unit or an expect.route)")
         if self.tag and self.mode != "targeted":
             raise pytest.UsageError(f"--assay-tag only applies with --assay-mode targeted (got {self.mode})")
+        self._refuse_case_node_ids(config)
         self.work = self.state / "work" / "pytest"
         self.xdist_note = self._no_xdist(config)
         self._collected: dict | None = None
@@ -76,6 +77,19 @@ class AssaySession:
         self.gate_closed = False
         self.baseline_dir: Path | None = None
         self.comparison_lines: list[str] = []
+
+    def _refuse_case_node_ids(self, config: pytest.Config) -> None:
+        """A case's node id copied from a FAILED line as a path argument (`pytest --assay .assay
+        .assay::c-1234`): pytest refuses a directory with `::` parts in its own words, which name
+        no way to run the case. Said here with the selection that does."""
+        here = Path(config.invocation_params.dir)
+        for arg in config.args:
+            base, _, case_id = str(arg).partition("::")
+            if case_id and (here / base).resolve() == self.state:
+                raise pytest.UsageError(
+                    f"{arg}: a case of the assay suite is not a path pytest can collect; select it with "
+                    f"-k (pytest --assay {config.getoption('assay')} -k {case_id.split('::')[0]}: a targeted run of "
+                    "the cases it matches), or rerun the last session's failures with --lf")
 
     @staticmethod
     def _no_xdist(config: pytest.Config) -> str | None:
