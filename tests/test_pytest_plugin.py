@@ -132,7 +132,8 @@ def test_k_narrows_the_run_and_x_stops_at_the_first_failure(tmp_path):
 def test_a_case_node_id_as_an_argument_names_k(tmp_path):
     """A FAILED line's node id pasted back as an argument (`pytest --assay .assay .assay::c-0f1bfb2c`, how
     pytest users rerun one test) was refused in pytest's words, `directory argument cannot contain ::
-    selection parts`, naming no way to run the case. Now the refusal names -k (and --lf), and -k runs it."""
+    selection parts`, naming no way to run the case. Now the refusal names -k (and --lf), and -k runs it.
+    The failure names the case file (it named only the state dir: where to edit the expectation?)."""
     state = copy_state(tmp_path)
     with helpdesk(state, broken=True) as env:
         pasted = pytest_run(tmp_path, env, "--assay-mode", "smoke", ".assay::c-0f1bfb2c")
@@ -140,8 +141,11 @@ def test_a_case_node_id_as_an_argument_names_k(tmp_path):
         assert (".assay::c-0f1bfb2c: a case of the assay suite is not a path pytest can collect; select it with -k "
                 "(pytest --assay .assay -k c-0f1bfb2c: a targeted run") in pasted.stderr, pasted.stderr
         assert not (state / "reports").exists()   # refused before anything was planned or sent
-        by_k = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "-k", "c-0f1bfb2c")
+        by_k = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "-vv", "-k", "c-0f1bfb2c")
     assert by_k.returncode == 1 and outcomes(by_k.stdout) == {"c-0f1bfb2c": "FAILED"}, by_k.stdout
+    # the node id stays <state dir>::<case id>; the item's location, and its failure, name the case file
+    assert ".assay::c-0f1bfb2c <- .assay/datasets/c-0f1bfb2c.yaml FAILED" in by_k.stdout, by_k.stdout
+    assert "\ncase file: .assay/datasets/c-0f1bfb2c.yaml\n" in by_k.stdout, by_k.stdout
 
 
 def test_a_killed_session_resumes_its_run(tmp_path):

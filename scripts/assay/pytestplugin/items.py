@@ -10,6 +10,7 @@ early) -> skipped, saying so.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +35,10 @@ class AssaySuite(pytest.Collector):
         except Exception as exc:  # noqa: BLE001  (a refusal names the command and its fix)
             raise self.CollectError(show_controls(str(exc))) from None
         for case in cases:   # a terminal shows the name: an escape sequence in an id is written \x1b
-            item = AssayCase.from_parent(self, name=show_controls(case["id"]))
+            # the item's location is its case file (`-vv`: `<state>::<id> <- <state>/datasets/<id>.yaml`,
+            # an editor's jump target); its node id stays <state dir>::<case id>, whatever the file is called
+            item = AssayCase.from_parent(self, name=show_controls(case["id"]),
+                                         path=self.plugin.case_file(case["id"]) or self.path)
             item.case = case
             item.plugin = self.plugin
             words = [case.get("title"), case.get("unit"), (case.get("expect") or {}).get("route"),
@@ -61,7 +65,10 @@ class AssayCase(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
-            return show_controls(str(excinfo.value))
+            where = ""
+            if self.path != self.parent.path:   # the case file, where the expectation is edited
+                where = f"\ncase file: {os.path.relpath(self.path, self.config.invocation_params.dir)}"
+            return show_controls(str(excinfo.value) + where)
         return super().repr_failure(excinfo, style=style)
 
 

@@ -69,6 +69,7 @@ class AssaySession:
         self.work = self.state / "work" / "pytest"
         self.xdist_note = self._no_xdist(config)
         self._collected: dict | None = None
+        self._sources: dict | None = None
         self.run_dir: Path | None = None
         self.rows: dict[str, dict] = {}
         self.not_run_reason: str | None = None
@@ -134,6 +135,16 @@ class AssaySession:
             except api.CommandError as exc:
                 raise RuntimeError(f"assay: {exc}") from None
         return self._collected["cases"]
+
+    def case_file(self, case_id: str) -> Path | None:
+        """The file a case was read from (convert_suite's `sources`), or None when the converted suite
+        does not say (a hand-edited work dir)."""
+        if self._sources is None:
+            doc = _read(self.work / "converted.json")
+            sources = doc.get("sources") if isinstance(doc, dict) else None
+            self._sources = sources if isinstance(sources, dict) else {}
+        rel = self._sources.get(case_id)
+        return self.state / rel if isinstance(rel, str) and (self.state / rel).is_file() else None
 
     # ---------------------------------------------------------------- the run
     @pytest.hookimpl(tryfirst=True)
@@ -322,7 +333,7 @@ class AssaySession:
         rep = yield
         if (rep.skipped and isinstance(item, AssayCase) and not hasattr(rep, "wasxfail")
                 and isinstance(rep.longrepr, tuple) and len(rep.longrepr) == 3):
-            rep.longrepr = (f"{item.path}::{item.name}", None, rep.longrepr[2])
+            rep.longrepr = (f"{item.parent.path}::{item.name}", None, rep.longrepr[2])
         return rep
 
     @pytest.hookimpl(tryfirst=True)
