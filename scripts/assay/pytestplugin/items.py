@@ -40,6 +40,8 @@ class AssaySuite(pytest.Collector):
             item = AssayCase.from_parent(self, name=show_controls(case["id"]),
                                          path=self.plugin.case_file(case["id"]) or self.path)
             item.case = case
+            if item.path != self.path:
+                item.case_file = os.path.relpath(item.path, self.config.invocation_params.dir)
             item.plugin = self.plugin
             words = [case.get("title"), case.get("unit"), (case.get("expect") or {}).get("route"),
                      case.get("category"), "canary" if "canary" in (case.get("split") or []) else None]
@@ -49,6 +51,7 @@ class AssaySuite(pytest.Collector):
 
 class AssayCase(pytest.Item):
     case: dict = {}
+    case_file = ""   # the case's file, relative to where pytest was started
     plugin: Any = None
 
     def reportinfo(self):
@@ -65,10 +68,8 @@ class AssayCase(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
-            where = ""
-            if self.path != self.parent.path:   # the case file, where the expectation is edited
-                where = f"\ncase file: {os.path.relpath(self.path, self.config.invocation_params.dir)}"
-            return show_controls(str(excinfo.value) + where)
+            where = getattr(self, "case_file", "")   # where its expectation is edited
+            return show_controls(str(excinfo.value) + (f"\ncase file: {where}" if where else ""))
         return super().repr_failure(excinfo, style=style)
 
 
