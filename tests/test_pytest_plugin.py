@@ -90,6 +90,22 @@ def test_break_fails_the_regressions_then_lf_reruns_only_them(tmp_path):
     assert "IMPROVED: pass rate 0.0% -> 100.0%" in rerun.stdout and "n=11 paired cases" in rerun.stdout
 
 
+def test_w_error_finds_no_warning_the_runner_left(tmp_path):
+    """`pytest -W error` (or `filterwarnings = error` in the ini, common in CI) over a clean app: the runner
+    runs in the session's process and left its case workers' keep-alive sockets (one pool per worker
+    thread, close() reached only its own) and its spill files to the garbage collector. Each
+    ResourceWarning became an ERROR at setup of the first case item (a page of traceback) and the
+    session exited 1 over an open gate: the exit code no longer was the gate's."""
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=False) as env:
+        done = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-W", "error", "-rA")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "20 passed" in done.stdout and "error" not in done.stdout.splitlines()[-1], out
+    assert "ResourceWarning" not in out and "Traceback" not in out, out
+    assert "assay gate: open" in done.stdout
+
+
 def add_title(state: Path, case_id: str, title: str) -> None:
     case = state / "datasets" / f"{case_id}.yaml"
     case.write_text(case.read_text(encoding="utf-8").replace(f"id: {case_id}\n", f"id: {case_id}\ntitle: {title}\n"),
@@ -111,6 +127,25 @@ def test_k_narrows_the_run_and_x_stops_at_the_first_failure(tmp_path):
     assert "stopping after 1 failures" in done.stdout
     assert "_ c-0f1bfb2c: charged but locked out _" in done.stdout  # the id with its title
     assert "2 of 20 case(s) selected: a targeted run of exactly those" in done.stdout
+
+
+def test_a_case_node_id_as_an_argument_names_k(tmp_path):
+    """A FAILED line's node id pasted back as an argument (`pytest --assay .assay .assay::c-0f1bfb2c`, how
+    pytest users rerun one test) was refused in pytest's words, `directory argument cannot contain ::
+    selection parts`, naming no way to run the case. Now the refusal names -k (and --lf), and -k runs it.
+    The failure names the case file (it named only the state dir: where to edit the expectation?)."""
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=True) as env:
+        pasted = pytest_run(tmp_path, env, "--assay-mode", "smoke", ".assay::c-0f1bfb2c")
+        assert pasted.returncode == 4, pasted.stdout + pasted.stderr
+        assert (".assay::c-0f1bfb2c: a case of the assay suite is not a path pytest can collect; select it with -k "
+                "(pytest --assay .assay -k c-0f1bfb2c: a targeted run") in pasted.stderr, pasted.stderr
+        assert not (state / "reports").exists()   # refused before anything was planned or sent
+        by_k = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "-vv", "-k", "c-0f1bfb2c")
+    assert by_k.returncode == 1 and outcomes(by_k.stdout) == {"c-0f1bfb2c": "FAILED"}, by_k.stdout
+    # the node id stays <state dir>::<case id>; the item's location, and its failure, name the case file
+    assert ".assay::c-0f1bfb2c <- .assay/datasets/c-0f1bfb2c.yaml FAILED" in by_k.stdout, by_k.stdout
+    assert "\ncase file: .assay/datasets/c-0f1bfb2c.yaml\n" in by_k.stdout, by_k.stdout
 
 
 def test_a_killed_session_resumes_its_run(tmp_path):

@@ -118,6 +118,11 @@ class HttpInvoker:
         self.static_headers = self._static_headers()
         self.identity_map = invocation.get("identity_map") or {}
         self._local = threading.local()
+        # every thread's pool, so close() reaches the case workers' connections too: a pool left to a
+        # finished thread is closed by the garbage collector with a ResourceWarning per socket, which
+        # `pytest -W error` (filterwarnings = error) reports as an error of the next test item
+        self._pools: list[dict] = []
+        self._pools_lock = threading.Lock()
 
     @property
     def ctx(self) -> ssl.SSLContext:
@@ -218,6 +223,8 @@ class HttpInvoker:
         pool = getattr(self._local, "pool", None)
         if pool is None:
             pool = self._local.pool = {}
+            with self._pools_lock:
+                self._pools.append(pool)
         key = (scheme, host, port)
         conn = pool.get(key)
         if conn is not None and not fresh:
@@ -297,10 +304,13 @@ class HttpInvoker:
         return self.base_wire + (secrets.expand(path, self.env) if path else "")
 
     def close(self) -> None:
-        pool = getattr(self._local, "pool", {})
-        for conn in pool.values():
-            conn.close()
-        pool.clear()
+        """Close every thread's connections (called once the case workers are done)."""
+        with self._pools_lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            for conn in list(pool.values()):
+                conn.close()
+            pool.clear()
 
 
 def _stale(conn: http.client.HTTPConnection) -> bool:

@@ -10,6 +10,7 @@ early) -> skipped, saying so.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -34,8 +35,13 @@ class AssaySuite(pytest.Collector):
         except Exception as exc:  # noqa: BLE001  (a refusal names the command and its fix)
             raise self.CollectError(show_controls(str(exc))) from None
         for case in cases:   # a terminal shows the name: an escape sequence in an id is written \x1b
-            item = AssayCase.from_parent(self, name=show_controls(case["id"]))
+            # the item's location is its case file (`-vv`: `<state>::<id> <- <state>/datasets/<id>.yaml`,
+            # an editor's jump target); its node id stays <state dir>::<case id>, whatever the file is called
+            item = AssayCase.from_parent(self, name=show_controls(case["id"]),
+                                         path=self.plugin.case_file(case["id"]) or self.path)
             item.case = case
+            if item.path != self.path:
+                item.case_file = os.path.relpath(item.path, self.config.invocation_params.dir)
             item.plugin = self.plugin
             words = [case.get("title"), case.get("unit"), (case.get("expect") or {}).get("route"),
                      case.get("category"), "canary" if "canary" in (case.get("split") or []) else None]
@@ -45,6 +51,7 @@ class AssaySuite(pytest.Collector):
 
 class AssayCase(pytest.Item):
     case: dict = {}
+    case_file = ""   # the case's file, relative to where pytest was started
     plugin: Any = None
 
     def reportinfo(self):
@@ -61,7 +68,8 @@ class AssayCase(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
-            return show_controls(str(excinfo.value))
+            where = getattr(self, "case_file", "")   # where its expectation is edited
+            return show_controls(str(excinfo.value) + (f"\ncase file: {where}" if where else ""))
         return super().repr_failure(excinfo, style=style)
 
 

@@ -65,9 +65,11 @@ class AssaySession:
             raise pytest.UsageError("--assay-mode targeted needs --assay-tag T (a unit or an expect.route)")
         if self.tag and self.mode != "targeted":
             raise pytest.UsageError(f"--assay-tag only applies with --assay-mode targeted (got {self.mode})")
+        self._refuse_case_node_ids(config)
         self.work = self.state / "work" / "pytest"
         self.xdist_note = self._no_xdist(config)
         self._collected: dict | None = None
+        self._sources: dict | None = None
         self.run_dir: Path | None = None
         self.rows: dict[str, dict] = {}
         self.not_run_reason: str | None = None
@@ -76,6 +78,19 @@ class AssaySession:
         self.gate_closed = False
         self.baseline_dir: Path | None = None
         self.comparison_lines: list[str] = []
+
+    def _refuse_case_node_ids(self, config: pytest.Config) -> None:
+        """A case's node id copied from a FAILED line as a path argument (`pytest --assay .assay
+        .assay::c-1234`): pytest refuses a directory with `::` parts in its own words, which name
+        no way to run the case. Said here with the selection that does."""
+        here = Path(config.invocation_params.dir)
+        for arg in config.args:
+            base, _, case_id = str(arg).partition("::")
+            if case_id and (here / base).resolve() == self.state:
+                raise pytest.UsageError(
+                    f"{arg}: a case of the assay suite is not a path pytest can collect; select it with "
+                    f"-k (pytest --assay {config.getoption('assay')} -k {case_id.split('::')[0]}: a targeted run of "
+                    "the cases it matches), or rerun the last session's failures with --lf")
 
     @staticmethod
     def _no_xdist(config: pytest.Config) -> str | None:
@@ -120,6 +135,16 @@ class AssaySession:
             except api.CommandError as exc:
                 raise RuntimeError(f"assay: {exc}") from None
         return self._collected["cases"]
+
+    def case_file(self, case_id: str) -> Path | None:
+        """The file a case was read from (convert_suite's `sources`), or None when the converted suite
+        does not say (a hand-edited work dir)."""
+        if self._sources is None:
+            doc = _read(self.work / "converted.json")
+            sources = doc.get("sources") if isinstance(doc, dict) else None
+            self._sources = sources if isinstance(sources, dict) else {}
+        rel = self._sources.get(case_id)
+        return self.state / rel if isinstance(rel, str) and (self.state / rel).is_file() else None
 
     # ---------------------------------------------------------------- the run
     @pytest.hookimpl(tryfirst=True)
@@ -308,7 +333,7 @@ class AssaySession:
         rep = yield
         if (rep.skipped and isinstance(item, AssayCase) and not hasattr(rep, "wasxfail")
                 and isinstance(rep.longrepr, tuple) and len(rep.longrepr) == 3):
-            rep.longrepr = (f"{item.path}::{item.name}", None, rep.longrepr[2])
+            rep.longrepr = (f"{item.parent.path}::{item.name}", None, rep.longrepr[2])
         return rep
 
     @pytest.hookimpl(tryfirst=True)

@@ -165,9 +165,8 @@ class Run:
         self.worker = CaseWorker(
             out=self.s.out, k=self.plan.k, invoker=self.s.invoker, adapter=self.plan.adapter,
             execution=self.s.execution, score_ctx=self._score_ctx(), trace=self.s.trace, safety=self.s.safety,
-            runlog=self.runlog, app_slots=self._app_slots(),
-            conversation=self.s.conversation, judge=self.s.judge, replay=self.s.replay,
-            simulator=self.s.simulator, journal=self.journal, env=self.s.env)
+            runlog=self.runlog, app_slots=self._app_slots(), conversation=self.s.conversation, judge=self.s.judge,
+            replay=self.s.replay, simulator=self.s.simulator, journal=self.journal, env=self.s.env)
         if self.s.simulator is not None:
             self.s.simulator.scrub = writer.redact_text
             self.s.simulator.on_retry = lambda **kw: self.runlog.event("retry", simulator=True, **kw)
@@ -197,7 +196,10 @@ class Run:
             self.progress.finish()
             if self.s.judge is not None:
                 self.s.judge.close()
-        return self._finalize()
+        try:
+            return self._finalize()
+        finally:   # in-process (the pytest session) a spill file left to the collector warns: -W error, an error
+            self.derived.close()
 
     def _app_slots(self) -> AppSlots:
         ex = self.s.execution
@@ -209,8 +211,7 @@ class Run:
         return self.slots
 
     def _score_ctx(self) -> ScoreContext:
-        return ScoreContext(invocation=self.plan.invocation,
-                            matrix=self.plan.capability_matrix, scoring=self.s.scoring,
+        return ScoreContext(invocation=self.plan.invocation, matrix=self.plan.capability_matrix, scoring=self.s.scoring,
                             judged_reason=judged_reason.judged_reason_fn(self.plan, self.s.state),
                             traces_collected=self.s.trace.collected, traceless_reason=self.s.trace.reason,
                             declared_tools=frozenset(declared_tools(self.plan.adapter)))
@@ -391,8 +392,7 @@ class Run:
                 why = failed_canary_lines(out, self.derived.canaries, self.plan.invocation.get("auth"))
                 message = "; ".join(["a canary failed: the run stopped; quote no number from it"] + why) + \
                     " (fix that, then start a new run id)"
-            raise AssayError(message, code, **result, missing_artifacts=problems,
-                             scorer_errors=summary_errors)
+            raise AssayError(message, code, **result, missing_artifacts=problems, scorer_errors=summary_errors)
         return code, result
 
     def _write_reports(self, records) -> dict[str, str]:
