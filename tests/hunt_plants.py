@@ -17,6 +17,7 @@ from pathlib import Path
 from fakeapp import run_runner
 from helpers import run_script
 from hunt_paths import edit, plan, pytest_session
+from assay.calibrate.label_page import page_items
 
 EDITED = "c-34a94041"        # passes on the broken app; edited after the baseline so that it fails
 RESENT = "c-cd37392f"        # its input edited after the recording: the replay cannot answer it
@@ -108,13 +109,12 @@ def calibrate(state: Path, base: Path, env: dict) -> None:
     page = work / "label.html"
     r = run_script("label", base, labelled, "-o", page, "--reviewer", "Dana Whitfield")
     assert r.rc == 0, r.stdout
-    data = json.loads(re.search(r'<script type="application/json" id="assay-data">(.*?)</script>',
-                                page.read_text(encoding="utf-8"), re.S).group(1))
+    data, items = page_items(page.read_text(encoding="utf-8"))   # the judge's view, as the page's export unseals it
     lines = [{"case_id": it["case_id"], "rubric_id": it["rubric_id"], "node_id": it["node_id"],
               "label": "pass" if "will be back on your card" in data["materials"][it["material"]]["answer"] else "fail",
               "judge_label": it["judge_label"], "reviewer": "Dana Whitfield", "ts": "2026-12-04T00:00:55Z",
               "batch": data["batch"], "answer_sha256": it["answer_sha256"]}
-             for it in data["items"] if it["rubric_id"] == ARRIVAL]
+             for it in items if it["rubric_id"] == ARRIVAL]
     assert sorted(x["label"] for x in lines) == ["fail", "pass"], lines
     (state / "annotations").mkdir(exist_ok=True)
     (state / "annotations" / f"{data['batch']}.jsonl").write_text(

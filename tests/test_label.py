@@ -14,6 +14,7 @@ from helpers import ROOT, run_script
 from rundir_util import make_run
 from test_md_to_html import chromium_path
 
+from assay.calibrate.label_page import page_items
 from assay.calibrate.labelset import build_items, stratified
 from rundir_util import cases_view
 
@@ -62,6 +63,27 @@ def test_items_exclude_holdout_and_oversample_fails(tmp_path):
     items = [{"judge_label": v, "id": i} for i, v in enumerate(["pass"] * 8 + ["fail"] * 2 + ["unknown"])]
     order = [i["judge_label"] for i in stratified(items, 0)]
     assert order[:4] == ["fail", "pass", "fail", "unknown"] and order.count("fail") == 2
+
+
+def test_the_order_asked_does_not_tell_the_judges_verdict(tmp_path):
+    """The queue was dealt fail, pass, fail, unknown, pass: item 1 was always one of the judge's fails
+    and a person who saw the pattern knew the judge's verdict from an item's place. Now the judge's
+    verdicts flipped leave the order as it was (a --limit still keeps fails first: which, not where)."""
+    run = judged_run(tmp_path)
+
+    def order():
+        return [(i["case_id"], i["node_id"]) for i in build_items(run, annotation_files=[], seed=3)["items"]]
+    before = order()
+    flip = {"pass": "fail", "fail": "pass", "unknown": "unknown"}
+    for path in (run / "cases").glob("*/judge.json"):
+        doc = json.loads(path.read_text())
+        for rubric in doc["rubrics"]:
+            for node in rubric["nodes"]:
+                node["verdict"] = flip[node["verdict"]]
+        path.write_text(json.dumps(doc))
+    assert order() == before
+    kept = build_items(run, annotation_files=[], seed=3, limit=2)["stats"]["by_judge_verdict"]
+    assert kept == {"fail": 1, "pass": 1, "unknown": 0}
 
 
 def test_canaries_come_from_earlier_labels(tmp_path):
@@ -140,15 +162,14 @@ def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
         browser.wait_for("document.body && document.body.getAttribute('data-ready') === '1'")
         pressed = []
         for n in range(3):
-            judge = browser.eval("document.getElementById('judge').textContent")
             case = browser.eval("document.getElementById('case').textContent").split(" ")[0]
             if n == 0:
                 browser.key("c")
                 browser.type_text("evidence quote is not about the ETA")
                 browser.key("Escape")
-            key = "f" if judge == "unknown" else ("a" if n % 2 == 0 else "d")
+            key = "pf"[n % 2]          # labelled blind: the judge's verdict is not on the page yet
             browser.key(key)
-            pressed.append((case, judge, key))
+            pressed.append((case, key))
         browser.key("e")
         exported = browser.eval("document.getElementById('export').value")
         title = browser.eval("document.title")
@@ -168,11 +189,12 @@ def test_page_in_real_chromium_label_three_by_keys_export_and_score(tmp_path):
     assert set(shown) == {"c-1", "c-2", "c-3"}
     lines = [json.loads(x) for x in exported.splitlines()]
     assert len(lines) == 3
-    for line, (case, judge, key) in zip(lines, pressed):
-        assert line["case_id"] == case and line["judge_label"] == judge and line["reviewer"] == "Dana Whitfield"
+    judged = {(it["case_id"], it["node_id"]): it["judge_label"] for it in page_items(html)[1]}
+    for line, (case, key) in zip(lines, pressed):
+        assert line["case_id"] == case and line["reviewer"] == "Dana Whitfield"
+        assert line["judge_label"] == judged[(case, line["node_id"])]     # the export unseals the judge's verdict
         assert line["rubric_id"] == "refund-eta-v1" and line["batch"] == r.json["batch"]
-        want = {"a": judge, "d": {"pass": "fail", "fail": "pass"}.get(judge), "f": "fail"}[key]
-        assert line["label"] == want
+        assert line["label"] == {"p": "pass", "f": "fail"}[key]
     assert lines[0]["critique"] == "evidence quote is not about the ETA"
     ann = tmp_path / "state" / "annotations"
     ann.mkdir()
@@ -325,7 +347,7 @@ def test_page_shows_pairwise_and_turn_rubrics_as_text_in_real_chromium(tmp_path)
                           for k in ("answer", "baseline", "baseline-run", "earlier", "scope")}
             seen[case].update({f"{k}-hidden": browser.eval(f"document.getElementById('{k}-box').hidden")
                                for k in ("baseline", "earlier", "scope")})
-            browser.key("a")
+            browser.key("f" if case == "c-p" else "p")
         browser.key("e")
         exported = browser.eval("document.getElementById('export').value")
         title = browser.eval("document.title")

@@ -1,6 +1,8 @@
 """label.py's page driven in a real headless Chromium (Playwright) as a person would: a held key
 labels one item, never the items after it the person never saw; the same page open in two tabs
-keeps the labels given in both (neither tab saves over the other's)."""
+keeps the labels given in both (neither tab saves over the other's); the judge's view is nowhere on
+the page, nor in its DOM or source, until the person has labelled the item, and a label stands once
+the person has seen it."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import pytest
 from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from helpers import run_script
 from test_label import judged_run
+
+from assay.calibrate.label_page import page_items
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
@@ -27,6 +31,59 @@ def page_url(tmp_path_factory):
     r = run_script("label", run, "-o", page, "--reviewer", "Dana Whitfield", "--seed", "3")
     assert r.rc == 0 and r.json["to_label"] == 5, r.stdout
     return page.as_uri()
+
+
+# what the judge said of the fixture's items (test_label.judge_doc): its reasons and evidence quotes
+JUDGE_WORDS = ("reason for", "quote for")
+# the keys of the judge's view and the canary flags in the page's data (the script names them as code)
+SEALED_KEYS = ('"judge_label"', '"evidence"', '"reason"', '"canary"', '"expected"')
+
+
+def test_the_judges_view_is_hidden_until_the_person_has_labelled_the_item(page_url, context, tmp_path):
+    """A reviewer with 30 seconds an item agrees with what is in front of them: the page showed the
+    judge's verdict, evidence and reason beside the answer (and keys to 'agree'), its DOM and source
+    held them for every item, so the measured agreement was partly the judge's own. Now the first
+    screen, the DOM and the source hold none of it; the person labels, then may look (v), and the label
+    then stands."""
+    source = page_url.removeprefix("file://")
+    page = _open(context, page_url)
+    page.screenshot(path=str(tmp_path / "first-screen.png"))
+    first = _shown(page)
+    seen = page.inner_text("body")
+    dom = page.content()
+    with open(source, encoding="utf-8") as fh:
+        raw = fh.read()
+    for words in JUDGE_WORDS:
+        assert words not in seen and words not in dom and words not in raw, words
+    data = page.text_content("#assay-data")
+    for key in SEALED_KEYS:
+        assert key not in data, key
+    for verdict in ("pass", "fail", "unknown"):   # nothing in the item's data says the judge's verdict
+        assert f'"{verdict}"' not in data, verdict
+    assert page.is_hidden("#judge-box") and page.is_hidden("#btn-judge")
+    assert "Hidden until you have labelled this item" in page.text_content("#judge-hint")
+    assert "agree" not in page.text_content("header")
+    page.keyboard.press("a")                      # the old 'agree' key labels nothing
+    assert "p (pass) or f (fail)" in page.text_content("#msg") and "0 labelled" in page.text_content("#progress")
+    page.keyboard.press("v")                      # looking before labelling: refused
+    assert page.is_hidden("#judge-box") and "Label this item first" in page.text_content("#msg")
+    page.keyboard.press("f")
+    page.keyboard.press("k")                      # back on the item labelled: still hidden until asked
+    assert _shown(page) == first and page.is_hidden("#judge-box") and page.is_visible("#btn-judge")
+    page.keyboard.press("v")
+    page.screenshot(path=str(tmp_path / "revealed.png"), full_page=True)
+    judged = {(it["case_id"], it["node_id"]): it for it in page_items(raw)[1]}[first]
+    assert page.is_visible("#judge-box") and page.text_content("#judge") == judged["judge_label"]
+    assert page.text_content("#reason") == f"reason for {first[1]}"
+    for key in ("p", "s"):                        # the label given blind stands once the judge was seen
+        page.keyboard.press(key)
+        assert "your label stands" in page.text_content("#msg") and _shown(page) == first
+    page.reload()
+    page.wait_for_function("document.body.getAttribute('data-ready') === '1'")
+    assert page.is_visible("#judge-box")          # still seen, still locked after a reload
+    page.keyboard.press("p")
+    lines = _exported(page)
+    assert [(x["label"], x["judge_label"]) for x in lines] == [("fail", judged["judge_label"])]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +129,7 @@ def _shown(page) -> tuple[str, str]:
     return page.text_content("#case").split(" ")[0], page.text_content("#node")
 
 
-@pytest.mark.parametrize("key", ["a", "p", "f"])
+@pytest.mark.parametrize("key", ["p", "f"])
 def test_a_held_key_labels_the_item_shown_never_the_ones_after_it(page_url, context, key):
     page = _open(context, page_url)
     first = _shown(page)

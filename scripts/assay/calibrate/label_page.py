@@ -2,8 +2,15 @@
 external scripts or fonts; a Content-Security-Policy forbids any fetch). Every text from
 the app or the judge is inserted with textContent, so an answer holding HTML stays text.
 
-Keys: a agree with the judge, d disagree, p / f label pass / fail directly, s skip,
-c write a critique (Esc leaves the box), j / k or the arrows move, e export.
+The person labels blind: the judge's verdict, evidence and reason are not on the screen, nor in the
+page's text or DOM in plain form, until the person has labelled the item and asks for them (v); a
+label given then stands (p / f / s refuse on that item), so no label is given with the judge's answer
+in mind. Which items are canaries, and their expected labels, are sealed the same way. Sealed is
+encoded, not encrypted: the page must read it back after the label and for the export, so a person
+who decodes the page's source on purpose can read it.
+
+Keys: p / f label pass / fail, s skip, v show the judge's view of a labelled item, c write a critique
+(Esc leaves the box), j / k or the arrows move, e export.
 The export is the annotation JSONL (wave2 §6), shown in a box to copy and offered as a
 download; progress is kept in the browser's localStorage under the batch id (two tabs of one page
 share it through the storage event). A held label key labels the item shown once, never the unseen
@@ -12,8 +19,11 @@ items after it (its auto-repeats are ignored).
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+import re
+import secrets
 from typing import Any
 
 from ..core.visible import show_invisible_in
@@ -43,6 +53,13 @@ SCRIPT = r"""
   "use strict";
   var DATA = JSON.parse(document.getElementById("assay-data").textContent);
   var items = DATA.items, pos = 0, labels = {};
+  // the judge's view (and canary flags) of each item, sealed in the page: read back only after a label
+  var KEY = (DATA.key.match(/../g) || []).map(function (h) { return parseInt(h, 16); });
+  function unseal(i) {
+    var bin = atob(items[i].sealed), out = new Uint8Array(bin.length);
+    for (var n = 0; n < bin.length; n++) out[n] = bin.charCodeAt(n) ^ KEY[n % KEY.length];
+    return JSON.parse(new TextDecoder().decode(out));
+  }
   var storeKey = "assay-label-" + DATA.batch;
   function $(id) { return document.getElementById(id); }
   function text(id, value) { $(id).textContent = value == null ? "" : String(value); }
@@ -77,26 +94,40 @@ SCRIPT = r"""
       tools.appendChild(pre);
     });
     if (!(m.tools || []).length) { var p = document.createElement("p"); p.textContent = "(no tool calls recorded)"; tools.appendChild(p); }
-    verdictSpan("judge", it.judge_label);
-    var ev = $("evidence"); ev.textContent = "";
-    (it.evidence || []).forEach(function (q) { var li = document.createElement("li"); li.textContent = q; ev.appendChild(li); });
-    text("reason", it.reason || "(no reason given)");
-    var mine = labels[pos];
+    var mine = labels[pos], ev = $("evidence");
+    ev.textContent = ""; text("judge", ""); $("judge").className = ""; text("reason", "");
+    $("judge-box").hidden = !(mine && mine.seen);
+    if (mine && mine.seen) {          // only once labelled, and asked for: the label was given blind
+      var j = unseal(pos);
+      verdictSpan("judge", j.judge_label);
+      (j.evidence || []).forEach(function (q) { var li = document.createElement("li"); li.textContent = q; ev.appendChild(li); });
+      text("reason", j.reason || "(no reason given)");
+      text("judge-hint", "You saw the judge's view after labelling: your label stands.");
+    } else {
+      text("judge-hint", mine ? "Press v (or the button) to see the judge's verdict and reason; your label then stands as given."
+                              : "Hidden until you have labelled this item, so your label is your own.");
+    }
+    $("btn-judge").hidden = !(mine && !mine.seen);
     if (mine) { verdictSpan("mine", mine.label); } else { text("mine", "not labelled"); $("mine").className = ""; }
     $("critique").value = mine && mine.critique ? mine.critique : "";
     text("msg", "");
   }
+  function locked() {
+    if (!(labels[pos] && labels[pos].seen)) return false;
+    text("msg", "You have seen the judge's view of this item: your label stands as you gave it.");
+    return true;
+  }
+  function reveal() {
+    if (!labels[pos]) { text("msg", "Label this item first (p or f): the judge's view shows after your label."); return; }
+    labels[pos].seen = true; save(); render();
+  }
   function setLabel(label) {
+    if (locked()) return;
     var prev = labels[pos] || {};
     labels[pos] = { label: label, critique: $("critique").value || prev.critique || "", ts: new Date().toISOString() };
     save();
     if (pos < items.length - 1) { pos += 1; }
     render();
-  }
-  function agree(yes) {
-    var j = items[pos].judge_label;
-    if (j !== "pass" && j !== "fail") { text("msg", "The judge said unknown here: press p (pass) or f (fail)."); return; }
-    setLabel(yes ? j : (j === "pass" ? "fail" : "pass"));
   }
   function exportLines(quiet) {
     var reviewer = $("reviewer").value.trim(), a = $("download");
@@ -107,11 +138,12 @@ SCRIPT = r"""
     var lines = [];
     items.forEach(function (it, i) {
       var l = labels[i]; if (!l) return;
+      var j = unseal(i);
       var row = { case_id: it.case_id, rubric_id: it.rubric_id, node_id: it.node_id, label: l.label,
-                  judge_label: it.judge_label, reviewer: reviewer, ts: l.ts, batch: DATA.batch,
+                  judge_label: j.judge_label, reviewer: reviewer, ts: l.ts, batch: DATA.batch,
                   answer_sha256: it.answer_sha256 };
       if (l.critique) row.critique = l.critique;
-      if (it.canary) { row.canary = true; row.expected_label = it.expected; }
+      if (j.canary) { row.canary = true; row.expected_label = j.expected; }
       lines.push(JSON.stringify(row));
     });
     var out = lines.length ? lines.join("\n") + "\n" : "";
@@ -140,12 +172,12 @@ SCRIPT = r"""
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var k = ev.key;
     // a held key repeats: each repeat would label (or skip) the next item unseen; only moving repeats
-    if (ev.repeat && "adpfse".indexOf(k) >= 0) { ev.preventDefault(); return; }
-    if (k === "a") agree(true);
-    else if (k === "d") agree(false);
+    if (ev.repeat && "adpfsev".indexOf(k) >= 0) { ev.preventDefault(); return; }
+    if (k === "a" || k === "d") text("msg", "Label with p (pass) or f (fail): the judge's verdict is hidden until you have labelled the item.");
     else if (k === "p") setLabel("pass");
     else if (k === "f") setLabel("fail");
-    else if (k === "s") { delete labels[pos]; save(); if (pos < items.length - 1) pos += 1; render(); }
+    else if (k === "v") reveal();
+    else if (k === "s") { if (locked()) return; delete labels[pos]; save(); if (pos < items.length - 1) pos += 1; render(); }
     else if (k === "c") { ev.preventDefault(); $("critique").focus(); }
     else if (k === "j" || k === "ArrowRight") { if (pos < items.length - 1) pos += 1; render(); }
     else if (k === "k" || k === "ArrowLeft") { if (pos > 0) pos -= 1; render(); }
@@ -164,6 +196,7 @@ SCRIPT = r"""
   $("btn-export").addEventListener("click", function () { exportLines(false); });
   $("reviewer").addEventListener("input", refresh);
   $("btn-copy").addEventListener("click", copyExport);
+  $("btn-judge").addEventListener("click", reveal);
   $("reviewer").value = DATA.reviewer || "";
   render();
   document.body.setAttribute("data-ready", "1");
@@ -171,9 +204,9 @@ SCRIPT = r"""
 """
 
 BODY = """
-<header><h1>Label judge verdicts · run {run_id}</h1><span id="progress"></span>
+<header><h1>Label answers · run {run_id}</h1><span id="progress"></span>
 <label>reviewer <input id="reviewer" size="18" autocomplete="off"></label>
-<span class="keys"><kbd>a</kbd> agree <kbd>d</kbd> disagree <kbd>p</kbd>/<kbd>f</kbd> pass/fail <kbd>s</kbd> skip
+<span class="keys"><kbd>p</kbd>/<kbd>f</kbd> pass/fail <kbd>s</kbd> skip <kbd>v</kbd> judge's view (after your label)
 <kbd>c</kbd> critique <kbd>j</kbd>/<kbd>k</kbd> move <kbd>e</kbd> export</span></header>
 <main>
 <p id="msg" role="status"></p>
@@ -188,9 +221,11 @@ BODY = """
 both orders. Label <b>fail</b> when this run's answer is worse, <b>pass</b> when it is as good or better.</p>
 <pre id="baseline"></pre></div>
 <h2>Tool results</h2><div id="tools"></div>
-<h2>Judge</h2><p>verdict: <span id="judge"></span></p><p>evidence:</p><ul id="evidence"></ul><p>reason: <span id="reason"></span></p>
 <h2>Your label</h2><p id="mine"></p>
 <textarea id="critique" placeholder="critique (optional): what is wrong, in a sentence"></textarea>
+<h2>Judge</h2><p class="keys" id="judge-hint"></p><p><button id="btn-judge" type="button" hidden>show the judge's view</button></p>
+<div id="judge-box" hidden><p>verdict: <span id="judge"></span></p><p>evidence:</p><ul id="evidence"></ul>
+<p>reason: <span id="reason"></span></p></div>
 <h2>Export</h2>
 <p><button id="btn-export" type="button">export</button> <button id="btn-copy" type="button">copy</button>
 <a id="download"></a></p>
@@ -207,12 +242,48 @@ def _embed(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+SEALED = ("judge_label", "evidence", "reason", "canary", "expected")
+
+
+def _seal(view: dict[str, Any], key: bytes) -> str:
+    raw = json.dumps(view, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return base64.b64encode(bytes(b ^ key[i % len(key)] for i, b in enumerate(raw))).decode("ascii")
+
+
+def _sealed(item: dict[str, Any], key: bytes) -> dict[str, Any]:
+    """The item as the page holds it: what the person reads in the clear, the judge's view and the
+    canary flags sealed (`sealed`), never in the page's text."""
+    view = {k: item[k] for k in SEALED if k in item}
+    view["evidence"] = show_invisible_in(view.get("evidence") or [])
+    view["reason"] = show_invisible_in(view.get("reason") or "")
+    clear = {k: v for k, v in item.items() if k not in SEALED}
+    if "criterion" in clear:
+        clear["criterion"] = show_invisible_in(clear["criterion"])
+    return dict(clear, sealed=_seal(view, key))
+
+
+def page_items(page: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the page's data, its items with the judge's view unsealed): what the page's export reads back,
+    for a tool or a test that labels a page without a browser."""
+    m = re.search(r'<script type="application/json" id="assay-data">(.*?)</script>', page, re.S)
+    if m is None:
+        raise ValueError("not a labelling page: no assay-data element")
+    data = json.loads(m.group(1))
+    key = bytes.fromhex(data["key"])
+    items = []
+    for it in data["items"]:
+        raw = base64.b64decode(it["sealed"])
+        view = json.loads(bytes(b ^ key[i % len(key)] for i, b in enumerate(raw)).decode("utf-8"))
+        items.append({**{k: v for k, v in it.items() if k != "sealed"}, **view})
+    return data, items
+
+
 def render_page(labelset: dict[str, Any], *, batch: str, reviewer: str, save_to: str) -> str:
     # what a person reads shows bidi controls and zero-width characters as markers (core.visible);
     # the ids the export writes back stay exact
-    shown = [dict(it, **{k: show_invisible_in(it[k]) for k in ("criterion", "evidence", "reason") if k in it})
-             for it in labelset["items"]]
-    data = {"batch": batch, "reviewer": reviewer, "items": shown, "runs": len(labelset.get("run_ids") or [1]), "materials": show_invisible_in(labelset["materials"])}
+    key = secrets.token_bytes(16)
+    shown = [_sealed(it, key) for it in labelset["items"]]
+    data = {"batch": batch, "reviewer": reviewer, "items": shown, "key": key.hex(), "runs": len(labelset.get("run_ids") or [1]), "materials": show_invisible_in(labelset["materials"])}
     body = BODY.format(run_id=html.escape(labelset["run_id"]), save_to=html.escape(save_to))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"

@@ -1,5 +1,6 @@
 """What a labelling sitting shows: one item per (judged case, rubric pin, node, answer) of one
-or several runs, holdout cases never included, ordered to oversample the judge's fails, with canaries mixed in.
+or several runs, holdout cases never included, chosen to oversample the judge's fails (under a limit),
+in an order that does not tell the judge's verdict, with canaries mixed in.
 
 Items come from each judged case's `judge.json` (in its case record, core.casestore).
 Every item carries `answer_sha256`, the sha256 of the answer the page shows, and the export
@@ -18,10 +19,11 @@ judged with the earlier turns as context (scope turn) or the whole conversation 
 from the case record's `turns/<n>/` artifacts. An item whose material the run dirs no longer hold is not asked
 (`material_missing`).
 
-Order: the judge's verdict strata (fail, pass, unknown) are each shuffled with `seed`,
+Which items: the judge's verdict strata (fail, pass, unknown) are each shuffled with `seed`,
 then dealt in the repeating pattern fail, pass, fail, unknown, pass (a stratum that runs
-out is skipped), so fails come up about twice as often as their share until they run
-out; canaries are spread evenly through the queue.
+out is skipped), so a `limit` keeps fails about twice as often as their share until they run
+out. Order: the items kept are shuffled again, from an order of their ids, so an item's place
+never tells the person the judge's verdict; canaries are spread evenly through the queue.
 """
 
 from __future__ import annotations
@@ -224,6 +226,20 @@ def stratified(items: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
     return out
 
 
+def _ident_key(item: dict[str, Any]) -> tuple:
+    return (item["case_id"], item["rubric_id"], item["node_id"] or "", item["answer_sha256"])
+
+
+def unanchored(queue: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """The order the page asks in: the items chosen, shuffled by `seed` from an order of their ids, so
+    where an item stands says nothing of the judge's verdict (dealt fail, pass, fail, unknown, pass,
+    item 1, 3, ... were the judge's fails: a person who saw the pattern labelled with the judge's
+    answer in mind). The stratified deal only chooses which items a --limit keeps."""
+    out = sorted(queue, key=_ident_key)
+    random.Random(seed + 2).shuffle(out)
+    return out
+
+
 def spread(queue: list[dict[str, Any]], canaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Canaries at evenly spaced positions (never first, so a sitting starts on real work)."""
     out = list(queue)
@@ -335,6 +351,7 @@ def build_items(run_dirs: str | Path | list, *, annotation_files: list[Path] | N
     queue = stratified(fresh, seed)
     if limit is not None:
         queue = queue[:limit]
+    queue = unanchored(queue, seed)
     for c in chosen:
         c["canary"] = True
     ordered = spread(queue, chosen)
