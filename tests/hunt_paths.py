@@ -149,10 +149,14 @@ def history_page(state: Path, tmp: Path, env: dict[str, str] | None = None) -> d
 
 
 def pytest_session(state: Path, cwd: Path, env: dict) -> dict:
-    """`pytest --assay STATE -q -rA`, live, as a user runs it: closed when the session fails and says
-    `assay gate: CLOSED` (or, refused at collection, names why); FAILED items with their message."""
+    """`pytest --assay STATE -q -rA --junitxml ...`, live, as a user runs it: closed when the session fails,
+    says `assay gate: CLOSED`, and its JUnit report's gate testcase (assay.gate/gate) fails with the same
+    reasons (or, refused at collection, names why); FAILED items with their message."""
+    report = cwd / "pytest-session.xml"
+    report.unlink(missing_ok=True)
     session = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:langsmith_plugin", "--assay", str(state),
-                              "-q", "-rA"], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+                              "-q", "-rA", "--junitxml", str(report)], cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=600)
     failed = {m.group(1): m.group(2) or "" for m in re.finditer(r"^FAILED \S+::(\S+?)(?: - (.*))?$",
                                                                 session.stdout, re.M)}
     gate_lines = [line.strip()[len("gate closed: "):] for line in session.stdout.splitlines()
@@ -160,7 +164,13 @@ def pytest_session(state: Path, cwd: Path, env: dict) -> dict:
     # refused at collection (make_plan's linter): the error's lines are what the session says
     refused = re.search(r"ERROR collecting[^\n]*\n(.*?)\n=+ short test summary", session.stdout, re.S)
     collection = refused.group(1).splitlines() if refused else []
-    return {"closed": session.returncode != 0 and ("assay gate: CLOSED" in session.stdout or bool(collection)),
+    gate = [tc for tc in ET.parse(report).getroot().iter("testcase")
+            if (tc.get("classname"), tc.get("name")) == ("assay.gate", "gate")] if report.is_file() else []
+    failure = gate[0].find("failure") if len(gate) == 1 else None
+    # the JUnit report tells the terminal's story: its failure's text starts with every reason, one a line
+    junit_closed = failure is not None and (failure.text or "").split("\n\n")[0].splitlines() == gate_lines
+    return {"closed": session.returncode != 0 and (("assay gate: CLOSED" in session.stdout and junit_closed)
+                                                   or bool(collection)),
             "reasons": gate_lines + collection, "closing": failed, "stdout": session.stdout[-3000:]}
 
 

@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from helpdesk_util import HoldingProxy, copy_state, helpdesk
+from hunt_paths import edit
 from rundir_util import committed_lines
 
 pytestmark = pytest.mark.slow
@@ -248,3 +250,47 @@ def test_baseline_auto_for_the_whole_suite_never_pairs_with_a_closed_run(tmp_pat
     newest = max(run_dirs(state), key=lambda d: d.name)
     assert not (newest / "comparison.json").exists() and "IMPROVED" not in clean.stdout, clean.stdout
     assert "--assay-baseline auto: not gated on regressions" in clean.stdout, clean.stdout
+
+
+def junit_testcases(path: Path) -> dict[tuple[str, str], ET.Element]:
+    """(classname, name) -> <testcase> of a --junitxml report."""
+    return {(tc.get("classname"), tc.get("name")): tc for tc in ET.parse(path).getroot().iter("testcase")}
+
+
+def test_junitxml_carries_the_gate_when_every_case_passes(tmp_path):
+    """Every case passes on the clean app but the profile's p95 budget is one the app exceeds: the
+    session exited 1 while `--junitxml` held 20 passing testcases and no failure, so a CI dashboard
+    reading JUnit showed "all tests passed" beside a red job. The report now carries the gate as
+    gate.py --junit does (classname assay.gate, name gate): failed with the gate's reasons; passed
+    once the gate opens. The testcase is no item: the terminal still counts 20."""
+    state = copy_state(tmp_path)
+    budgets = state / "profile.yaml"
+    edit(budgets, "max_p95_latency_s: 8 ", "max_p95_latency_s: 0.000001 ")
+    with helpdesk(state, broken=False) as env:
+        closed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--junitxml", "closed.xml")
+        edit(budgets, "max_p95_latency_s: 0.000001 ", "max_p95_latency_s: 8 ")
+        opened = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-rA", "--junitxml", "open.xml")
+    out = closed.stdout
+    assert closed.returncode == 1 and "assay gate: CLOSED" in out, out + closed.stderr
+    assert set(outcomes(out).values()) == {"PASSED"} and len(outcomes(out)) == 20, out
+    assert "20 passed" in out.splitlines()[-1], out   # no item more: counts, -k and --lf as they were
+    cases = junit_testcases(tmp_path / "closed.xml")
+    gate = cases.pop(("assay.gate", "gate"))
+    assert len(cases) == 20 and not any(tc.find("failure") is not None for tc in cases.values())
+    failure = gate.find("failure")
+    assert failure is not None, ET.tostring(gate, encoding="unicode")
+    # the reason is the session's gate's own, as its terminal section says it
+    reasons = [line.strip()[len("gate closed: "):] for line in out.splitlines()
+               if line.strip().startswith("gate closed: ")]
+    assert len(reasons) == 1 and reasons[0].startswith("p95 latency "), out
+    assert failure.get("message") == f"gate closed: {reasons[0]}"
+    # its text: the reasons, then the gate's one-screen summary and the run dir (gate.py --junit's system-out)
+    run_dir = Path(re.search(r"^run dir: (.+)$", out, re.M).group(1))
+    assert failure.text.startswith(reasons[0] + "\n\n" + f"{run_dir.name}: FAIL -- closed: p95 latency"), failure.text
+    assert failure.text.endswith(f"\n  gate closed: {reasons[0]}\nrun dir: {run_dir}"), failure.text
+    suite = ET.parse(tmp_path / "closed.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("21", "1")
+
+    assert opened.returncode == 0 and "assay gate: open" in opened.stdout, opened.stdout + opened.stderr
+    gate = junit_testcases(tmp_path / "open.xml")[("assay.gate", "gate")]
+    assert gate.find("failure") is None and gate.find("error") is None, ET.tostring(gate, encoding="unicode")

@@ -112,16 +112,19 @@ class AssaySession:
     def pytest_make_collect_report(self, collector):
         rep = yield
         if isinstance(collector, pytest.Session) and rep.passed:
-            root = self.state
-            try:
-                nodeid = str(root.relative_to(collector.config.rootpath))
-            except ValueError:
-                nodeid = str(root)
-            nodeid = root.name if nodeid == "." else nodeid
+            root, nodeid = self.state, self.suite_nodeid()
             suite = AssaySuite.from_parent(collector, name=nodeid, path=root, nodeid=nodeid)
             suite.plugin = self
             rep.result.append(suite)
         return rep
+
+    def suite_nodeid(self) -> str:
+        """The state dir as the items' node ids name it: relative to pytest's rootdir."""
+        try:
+            nodeid = str(self.state.relative_to(self.config.rootpath))
+        except ValueError:
+            nodeid = str(self.state)
+        return self.state.name if nodeid == "." else nodeid
 
     def _plan(self, *, mode: str, output: Path, cases: list[str] | None = None, **kw: Any) -> dict:
         summary = api.plan(self.state, mode=mode, tag=self.tag, cases=cases, output=output,
@@ -340,6 +343,10 @@ class AssaySession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.gate_closed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.gate_lines:   # gated (no gate lines: nothing ran); --junitxml's report says it as gate.py --junit does
+            from .junit import add_gate_testcase
+            add_gate_testcase(self.config, closed=self.gate_closed, gate_lines=self.gate_lines,
+                              run_dir=self.run_dir, where=self.suite_nodeid())
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not (self.gate_lines or self.notes or self.comparison_lines):
