@@ -84,3 +84,38 @@ def test_a_session_id_equal_to_a_secret_replays(tmp_path):
     assert got["verdict"] == "pass", got
     for path in (state / "cache").rglob("*.json"):   # the secret never reached the cache
         assert SECRET not in path.read_text(encoding="utf-8"), path
+
+
+def test_a_cache_that_cannot_be_written_is_named_never_a_traceback(tmp_path):
+    """--record into a cache with a file where one of its directories should be (a stray `cache`
+    file, a `v1/exchanges/<xx>` made by hand): it was a traceback (NotADirectoryError, FileExistsError)
+    and an exit 1 after the app was called. Pre-flight says it before anything is sent (exit 3); one
+    found mid-run stops the run (exit 5) naming the file, and --resume --record finishes a whole recording."""
+    state = make_state(tmp_path / "s")
+    cases = [case(f"c-{n}", f"hello {n}", expect={"answer": {"must_contain": ["hello"]}}) for n in (1, 2)]
+    (state / "cache").write_text("not a directory", encoding="utf-8")
+    with FakeApp(echo) as app:
+        plan = make_plan(state, cases, app_url=app.url)
+        first, _ = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
+        assert first.rc == 3, first.stdout + first.stderr
+        assert app.count(path="/api/chat") == 0
+        err = json.loads(first.stdout.strip().splitlines()[-1])["error"]
+        assert f"the cache {state / 'cache'} cannot be written: {state / 'cache'} (Not a directory)" in err, err
+        assert "move it aside" in err and "nothing was sent to the app" in err, err
+        (state / "cache").unlink()
+        shards = state / "cache" / "v1" / "exchanges"
+        shards.mkdir(parents=True)
+        for i in range(256):   # every exchange's directory is a file: found only when a case is recorded
+            (shards / f"{i:02x}").write_text("x", encoding="utf-8")
+        mid, out = go(state, plan, "--record", run_id="smoke-20261129T101600Z")
+        assert mid.rc == 5 and "Traceback" not in mid.stderr, mid.stdout + mid.stderr
+        err = json.loads(mid.stdout.strip().splitlines()[-1])["error"]
+        assert f"cannot be written: {shards}/" in err and "(File exists)" in err and "--resume" in err, err
+        for i in range(256):
+            (shards / f"{i:02x}").unlink()
+        path = state / "work" / "plan-smoke-20261129T101600Z.json"
+        resumed = run_runner("--plan", path, "--out", out, "--resume", "--record", "--progress", "never")
+        assert resumed.rc == 0, resumed.stdout + resumed.stderr
+    rep, rep_out = go(state, plan, "--replay", str(out), run_id="smoke-20261129T101700Z")
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    assert {c: case_json(rep_out, c)["verdict"] for c in ("c-1", "c-2")} == {"c-1": "pass", "c-2": "pass"}
