@@ -84,3 +84,90 @@ def test_a_session_id_equal_to_a_secret_replays(tmp_path):
     assert got["verdict"] == "pass", got
     for path in (state / "cache").rglob("*.json"):   # the secret never reached the cache
         assert SECRET not in path.read_text(encoding="utf-8"), path
+
+
+def test_a_cache_that_cannot_be_written_is_named_never_a_traceback(tmp_path):
+    """--record into a cache with a file where one of its directories should be (a stray `cache`
+    file, a `v1/exchanges/<xx>` made by hand): it was a traceback (NotADirectoryError, FileExistsError)
+    and an exit 1 after the app was called. Pre-flight says it before anything is sent (exit 3); one
+    found mid-run stops the run (exit 5) naming the file, and --resume --record finishes a whole recording."""
+    state = make_state(tmp_path / "s")
+    cases = [case(f"c-{n}", f"hello {n}", expect={"answer": {"must_contain": ["hello"]}}) for n in (1, 2)]
+    (state / "cache").write_text("not a directory", encoding="utf-8")
+    with FakeApp(echo) as app:
+        plan = make_plan(state, cases, app_url=app.url)
+        first, _ = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
+        assert first.rc == 3, first.stdout + first.stderr
+        assert app.count(path="/api/chat") == 0
+        err = json.loads(first.stdout.strip().splitlines()[-1])["error"]
+        assert f"the cache {state / 'cache'} cannot be written: {state / 'cache'} (Not a directory)" in err, err
+        assert "move it aside" in err and "nothing was sent to the app" in err, err
+        (state / "cache").unlink()
+        shards = state / "cache" / "v1" / "exchanges"
+        shards.mkdir(parents=True)
+        for i in range(256):   # every exchange's directory is a file: found only when a case is recorded
+            (shards / f"{i:02x}").write_text("x", encoding="utf-8")
+        mid, out = go(state, plan, "--record", run_id="smoke-20261129T101600Z")
+        assert mid.rc == 5 and "Traceback" not in mid.stderr, mid.stdout + mid.stderr
+        err = json.loads(mid.stdout.strip().splitlines()[-1])["error"]
+        assert f"cannot be written: {shards}/" in err and "(File exists)" in err and "--resume" in err, err
+        for i in range(256):
+            (shards / f"{i:02x}").unlink()
+        path = state / "work" / "plan-smoke-20261129T101600Z.json"
+        resumed = run_runner("--plan", path, "--out", out, "--resume", "--record", "--progress", "never")
+        assert resumed.rc == 0, resumed.stdout + resumed.stderr
+    rep, rep_out = go(state, plan, "--replay", str(out), run_id="smoke-20261129T101700Z")
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    assert {c: case_json(rep_out, c)["verdict"] for c in ("c-1", "c-2")} == {"c-1": "pass", "c-2": "pass"}
+
+
+class Invoices:
+    """A client-id chat app: build 1 refunds the invoice it named open; build 2 refunds nothing."""
+
+    def __init__(self):
+        self.build, self.open = 1, {}
+
+    def __call__(self, req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        sid, msg = req.json["session_id"], req.json["message"]
+        if "open" in msg:
+            self.open[sid] = f"INV-{self.build}"
+            return Reply(200, {"message": f"INV-{self.build} is open"})
+        return Reply(200, {"message": f"refunded {self.open.get(sid) if self.build == 1 else 'nothing'}"})
+
+
+def test_a_case_whose_recording_stopped_halfway_is_never_replayed_from_two_recordings(tmp_path):
+    """Run A records a conversation whole; run B (the app broken since) stops while writing the same
+    case (killed, or its disk full): its turn 1 is in the cache, its turn 2 never was. `--replay` of the
+    cache answered turn 1 with B's recording and turn 2 with A's: a conversation that never happened,
+    scored PASS on the broken app. The case's index (written last) names the run whose recording is
+    whole; an answer of another run is a replay miss naming both."""
+    state = make_state(tmp_path / "s")
+    app_impl = Invoices()
+    conv = convo("c-a", "which invoice is open?", "refund that one", expect={"answer": {"must_contain": ["refunded INV-1"]}})
+    with FakeApp(app_impl) as app:
+        plan = make_plan(state, [conv], app_url=app.url,
+                         adapter_doc=adapter(app.url, conversation={"style": "client-id", "memory": "session"}))
+        rec, _ = go(state, plan, "--record", run_id="smoke-20261129T101500Z")
+        assert rec.rc == 0, rec.stdout + rec.stderr
+        turn2 = next(json.loads(p.read_text()) for p in (state / "cache" / "v1" / "exchanges").glob("*/*.json")
+                     if json.loads(p.read_text())["position"] == 1)["key"]
+        shard = state / "cache" / "v1" / "exchanges" / turn2[:2]
+        kept = (shard / f"{turn2}.json").read_bytes()
+        (shard / f"{turn2}.json").unlink()
+        shard.rmdir()
+        shard.write_text("x", encoding="utf-8")   # run B's turn 2 cannot be written: it stops after turn 1's
+        app_impl.build = 2
+        stopped, _ = go(state, plan, "--record", run_id="smoke-20261129T101600Z")
+        assert stopped.rc == 5, stopped.stdout + stopped.stderr
+    shard.unlink()
+    shard.mkdir()
+    (shard / f"{turn2}.json").write_bytes(kept)
+    rep, rep_out = go(state, plan, "--replay", run_id="smoke-20261129T101700Z")
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    got = case_json(rep_out, "c-a")
+    assert got["verdict"] == "infra_error", got
+    assert got["infra_reason"].startswith(
+        "replay miss: case c-a: request 1: the cache's answer was written by run smoke-20261129T101600Z"), got
+    assert "never finished" in got["infra_reason"] and "replay run smoke-20261129T101500Z" in got["infra_reason"]

@@ -38,6 +38,7 @@ class _CaseState:
     prepares: Counter = field(default_factory=Counter)
     pending: list = field(default_factory=list)
     index: list | None = None      # replay: the recorded requests, read on the first miss
+    whole: tuple | None = None      # replay of a bare cache: (the run its case index names, its keys)
 
 
 class ReplayInvoker:
@@ -100,7 +101,8 @@ class ReplayInvoker:
             if doc is None:
                 self.session.count("app_misses")
                 raise ReplayMiss(self._miss(st, position, wire))
-            overwritten = self._not_the_source_runs(doc, position, wire) or self._not_this_app(doc, position, wire)
+            overwritten = (self._not_the_source_runs(doc, position, wire) or self._not_this_app(doc, position, wire)
+                           or self._not_the_cases_recording(st, doc, position, wire))
             if overwritten:
                 self.session.count("app_misses")
                 raise ReplayMiss(overwritten)
@@ -123,8 +125,8 @@ class ReplayInvoker:
                 self.cache.mark_app(self.session.app_name)
                 for entry in st.pending:
                     self.cache.write(self.cache.exchange_path(entry["key"]), entry)
-                self.cache.write(self.cache.case_path(case_id), {
-                    "case_id": case_id, "recorded_at": utc_now_iso(),
+                self.cache.write(self.cache.case_path(case_id), {   # last: it says the case's recording is whole
+                    "case_id": case_id, "run_id": self.session.run_id, "recorded_at": utc_now_iso(),
                     "requests": [{"key": e["key"], "turn": e["turn"], "request": e["request"]} for e in st.pending]})
                 self.session.count("app_recorded", len(st.pending))
             self._local.case = None
@@ -152,6 +154,30 @@ class ReplayInvoker:
         return (f"{where}: the cache's answer was recorded by run {by} (at {doc.get('recorded_at')}), not by run "
                 f"{source} (the cache keeps one answer per request: the last recording of it, by any run); replay "
                 f"run {by} or the cache (--replay {self.cache.root}), or record again with --record")
+
+    def _not_the_cases_recording(self, st: _CaseState, doc: Mapping[str, Any], position: int,
+                                 wire: ReplayWire) -> str | None:
+        """A bare cache: why this entry is not of the case's last whole recording of this request (None
+        when it is). A case's exchanges are written, then its index: a run stopped between them (killed,
+        the disk full) leaves some requests answered by its recording and the rest by an older one, a
+        conversation that never happened. The index names the run whose recording of the case is whole:
+        an entry at a key the index holds at this position, written by another run, is such a leftover."""
+        if self.session.source_run is not None or not doc.get("run_id"):
+            return None    # a run dir SOURCE ties every answer to its run already; an entry naming no run
+        if st.whole is None:
+            index = self.cache.read_entry(self.cache.case_path(wire.case_id), "requests", list,
+                                          "a list of the recorded requests (objects)") or {}
+            st.whole = (str(index.get("run_id") or ""), [r.get("key") for r in index.get("requests") or []])
+        run, keys = st.whole
+        if not run or doc["run_id"] == run or position >= len(keys) or keys[position] != doc.get("key"):
+            return None
+        where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"
+        if wire.turn and wire.turn > 1:
+            where += f" (turn {wire.turn})"
+        return (f"{where}: the cache's answer was written by run {doc['run_id']} (at {doc.get('recorded_at')}), whose "
+                f"recording of this case never finished (the case's index in {self.cache.root} names run {run}: the "
+                f"run stopped while writing the case), so its answers would mix two recordings; replay run {run} "
+                "(--replay <its run dir>), or record the case again with --record")
 
     def _not_this_app(self, doc: Mapping[str, Any], position: int, wire: ReplayWire) -> str | None:
         """Why this cache entry is not an answer of the plan's app (None when it is). The key holds no

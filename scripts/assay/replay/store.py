@@ -12,6 +12,7 @@ writing the same key at once leave one whole entry (same key, same request)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -21,10 +22,12 @@ from typing import Any, Iterator
 from ..core import writer
 from ..core.errors import AssayError
 from ..core.jsonio import loads
+from ..core.resources import is_runner_resource
 from .key import sha256_text
 
 LAYOUT = "v1"
 KINDS = ("judge", "simulator")
+SECTIONS = ("exchanges", "cases", "apps") + tuple(f"calls/{k}" for k in KINDS)   # the directories under v1/
 _STRIPES = [threading.Lock() for _ in range(64)]   # one writer per path inside this process
 _IGNORE_LOCK = threading.Lock()
 
@@ -98,6 +101,40 @@ class Cache:
         return doc
 
     def write(self, path: Path, doc: dict) -> None:
+        try:
+            self._write(path, doc)
+        except OSError as exc:   # a full disk or no descriptor left: core.resources says it (exit 5)
+            if is_runner_resource(exc):
+                raise
+            raise self.unwritable(exc.filename or path, exc.errno, during_run=True) from None
+
+    def unwritable(self, where: Any, num: int | None, *, during_run: bool) -> AssayError:
+        """THE error of a cache that cannot be written: a file where one of its directories should be,
+        or a directory it may not write. Pre-flight (`--record`, before any case is sent) exit 3;
+        during the run (a judge or simulator call, a case's recording) exit 5, finished cases kept."""
+        why = os.strerror(num) if num else "cannot be written"
+        fix = ("a file stands where the cache keeps a directory: move it aside (the cache holds only recordings)"
+               if num in (errno.ENOTDIR, errno.EEXIST) else "make that directory writable")
+        then = ("the run stopped; every finished case is on disk: fix it and run again with --resume and the same "
+                "flags" if during_run else "nothing was sent to the app: fix it and run again")
+        return AssayError(f"the cache {self.root} cannot be written: {where} ({why}); {fix}, or record into "
+                          f"another state dir's cache; {then}", 5 if during_run else 3, key="cache", path=str(where))
+
+    def check_writable(self) -> None:
+        """--record, at pre-flight and without writing: every directory the recording writes into is a
+        directory (or can be made) that this process may write; else `unwritable` (exit 3)."""
+        for section in ("",) + SECTIONS:
+            path = self.base / section if section else self.root
+            probe = path
+            while not os.path.lexists(probe) and probe.parent != probe:
+                probe = probe.parent
+            if not probe.is_dir():
+                raise self.unwritable(probe, errno.ENOTDIR, during_run=False)
+            if not os.access(probe, os.W_OK | os.X_OK):
+                raise self.unwritable(probe, errno.EROFS if _read_only_fs(probe) else errno.EACCES,
+                                      during_run=False)
+
+    def _write(self, path: Path, doc: dict) -> None:
         if not self._ignored:   # the cache holds the app's answers: never committed by accident
             with _IGNORE_LOCK:    # the first writes of a run come from many case workers at once
                 ignore = self.root / ".gitignore"
@@ -157,6 +194,13 @@ class Cache:
                 os.unlink(tmp)
         return {"cache": str(self.root), "removed": removed, "kept": kept, "bytes_freed": freed,
                 "dry_run": dry_run, "older_than_s": older_than_s}
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _iso(ts: float | None) -> str | None:

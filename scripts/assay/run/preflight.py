@@ -263,6 +263,8 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
     state = state_dir_of(plan)
     ledger = ledger_path(plan)
     check_adapter(plan.adapter)
+    if replay is not None and (replay.app == "record" or replay.live_cases):   # what every case will write
+        replay.cache.check_writable()
     replaying = replay is not None and not replay.calls_app   # every answer from the cache
     # replayed: the app's address and credentials are never read (docs/runner-contract.md §22)
     env = resolve_env(plan, environ, replaying=replaying)
