@@ -19,7 +19,9 @@ def build_parser():
         "score_agreement.py",
         "Score human labels against the judge per rubric version (fail = positive class): TPR, TNR, "
         "Cohen's kappa with intervals, the calibration floors, blocking reasons and an unlock sentence. "
-        "Last line per (rubric, node, case) wins; judge `unknown` is counted apart. "
+        "A reviewer's last line per (rubric, node, case, answer) wins; an item reviewers label differently is "
+        "left out and named (people_disagree); a label given before the rest of a long answer was shown is not "
+        "counted (without_whole_answer); judge `unknown` is counted apart. "
         "Exit 0 calibrated or not; 2 on bad input.",
         "python3 scripts/score_agreement.py .assay/annotations/2026-11-30-dana.jsonl "
         "--write .assay/judge/calibration.json",

@@ -48,13 +48,14 @@ def test_the_simulators_unparsable_reply(secret):
 
 
 def test_report_excerpts_and_labels(secret, tmp_path):
-    from assay.calibrate.labelset import _clip
+    from assay.calibrate.labelset import _clip, _whole
     from assay.report.clusters import _clip as cluster_clip
     from assay.report.sections import describe_layer
     long = "z" * 390 + KEY
     assert leaked(cluster_clip("w" * 150 + KEY) or "") == []
     assert leaked(describe_layer("answer", {"verdict": "fail", "note": long})) == []
     assert leaked(_clip("q" * 19_990 + KEY)) == []
+    assert leaked(_whole("q" * 19_990 + KEY)) == []     # the answer: whole, the page cuts it (after redaction)
 
 
 def test_gate_junit_and_draft_report_answers(secret, tmp_path):

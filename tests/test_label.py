@@ -249,6 +249,31 @@ def test_a_canary_is_only_an_item_labelled_on_the_same_answer(tmp_path):
     assert not [i for i in out["items"] if i["case_id"] == "c-2" and i["node_id"] == "states-amount"]
 
 
+def test_an_item_labelled_before_the_rest_of_its_answer_was_shown_is_asked_again(tmp_path):
+    """The page exports saw_whole_answer false for a label given on the first screen of a long answer;
+    score_agreement does not count it, so the next page asks the item again (never as a canary), and the
+    page holds the whole answer (it was cut at 20,000 characters, '… (N more characters)')."""
+    run = judged_run(tmp_path)
+    long = "ok " * 10_000 + "FAILURE AT THE END"
+    (run / "cases" / "c-3" / "answer.txt").write_text(long, encoding="utf-8")
+    ann = tmp_path / "state" / "annotations"
+    ann.mkdir()
+    (ann / "old.jsonl").write_text(json.dumps(dict(json.loads(_line("c-3", "pass", _sha(long))),
+                                                   saw_whole_answer=False)) + "\n")
+    out = build_items(run, canaries=3)
+    c3 = [i for i in out["items"] if i["case_id"] == "c-3"]
+    assert len(c3) == 1 and not c3[0].get("canary") and out["stats"]["canaries"] == 0
+    assert out["stats"]["labelled_without_whole_answer"] == 1 and out["stats"]["already_labelled"] == 0
+    assert out["materials"][c3[0]["material"]]["answer"] == long
+    # two reviewers who disagree on c-1's answer: no one label to expect, so never a canary, nor asked again
+    c1 = _sha((run / "cases" / "c-1" / "answer.txt").read_text())
+    (ann / "two.jsonl").write_text(_line("c-1", "pass", c1) + json.dumps(dict(json.loads(_line("c-1", "fail", c1)),
+                                                                              reviewer="lee")) + "\n")
+    out = build_items(run, canaries=3)
+    assert not [i for i in out["items"] if (i["case_id"], i["node_id"]) == ("c-1", "states-amount")]
+    assert out["stats"]["people_disagree"] == 1 and out["stats"]["canaries"] == 0
+
+
 # ---------------------------------------------------------------- issue 30 item 6: several runs, one page
 def _second_run(tmp_path: Path, first: Path) -> Path:
     """The same cases again: c-1 answers differently, c-2 and c-3 say what they said."""

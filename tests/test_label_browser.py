@@ -210,3 +210,88 @@ def test_the_export_shown_stays_the_labels_given_since(page_url, browser, tmp_pa
         assert page.input_value("#export") == "" and page.get_attribute("#download", "href") is None
     finally:
         ctx.close()
+
+
+# a 1 MB answer whose failure is past the first screen (and past the old 20,000-character cut)
+LONG_HEAD = "Your refund RF-2 of 20.00 USD is being processed. "
+LONG_TAIL = "FAILURE: the refund went to account 0000-WRONG. " + "<img src=x onerror=\"document.title='PWNED'\">"
+
+
+def test_a_long_answer_shows_its_first_screen_and_the_rest_when_asked(browser, tmp_path):
+    """A 1 MB answer was shown cut at 20,000 characters with '… (N more characters)', and no way to read
+    the rest, while answer_sha256 (written with the label) covered the whole answer: a failure late in
+    the answer was never seen and the item labelled pass counted. Now the first screen holds the first
+    20,000 characters and a control (Tab-reachable button, or r) shows the rest in place, as text; a
+    label given without it is exported saw_whole_answer false (and score_agreement does not count it),
+    one given after it true."""
+    import hashlib
+    run = judged_run(tmp_path)
+    answer = LONG_HEAD + "lorem ipsum dolor sit amet " * 38_000 + LONG_TAIL
+    assert len(answer) > 1_000_000
+    (run / "cases" / "c-2" / "answer.txt").write_text(answer, encoding="utf-8")
+    page_file = tmp_path / "label.html"
+    r = run_script("label", run, "-o", page_file, "--reviewer", "Dana Whitfield", "--seed", "3")
+    assert r.rc == 0, r.stdout
+    ctx = browser.new_context()
+    try:
+        page = _open(ctx, page_file.as_uri())
+        if _shown(page)[0] != "c-2":
+            page.keyboard.press("p")                             # a short answer, labelled
+        while _shown(page)[0] != "c-2":
+            page.keyboard.press("j")
+        item = _shown(page)
+        shown = page.text_content("#answer")
+        assert shown == answer[:20_000] and "FAILURE" not in page.inner_text("body")
+        assert len(page.inner_text("main")) < 25_000            # the first screen stays light
+        # said on the first screen, above the answer, with its control; and again after the part shown
+        words = f"its first 20,000 of {len(answer):,} characters are below; {len(answer) - 20_000:,} more characters"
+        assert words in page.text_content("#answer-left"), page.text_content("#answer-more")
+        box = page.locator("#answer-rest").bounding_box()
+        assert page.is_visible("#answer-rest") and box["y"] + box["height"] <= page.viewport_size["height"], box
+        assert f"{len(answer) - 20_000:,} more characters not shown" in page.text_content("#answer-end")
+        page.screenshot(path=str(tmp_path / "long-first-screen.png"))
+        page.keyboard.press("p")                                 # labelled on the first screen only
+        assert "saw_whole_answer false" in page.text_content("#msg")
+        page.keyboard.press("k")
+        assert "given before the rest" in page.text_content("#mine-note")
+        lines = {(x["case_id"], x["node_id"]): x for x in _exported(page)}
+        assert lines[item]["saw_whole_answer"] is False
+        assert lines[item]["answer_sha256"] == hashlib.sha256(answer.encode()).hexdigest()
+        for _ in range(40):                                      # the control is reachable by Tab
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement && document.activeElement.id") == "answer-rest":
+                break
+        else:
+            pytest.fail("Tab never reached the 'show the rest' button")
+        page.keyboard.press("Enter")
+        assert page.text_content("#answer") == answer
+        assert page.is_hidden("#answer-more") and page.is_hidden("#answer-end")
+        assert "FAILURE: the refund went to account 0000-WRONG." in page.inner_text("#answer")
+        assert page.locator("#answer img").count() == 0 and "PWNED" not in page.title()   # inert text
+        assert "label it again" in page.text_content("#msg")
+        page.screenshot(path=str(tmp_path / "long-rest-shown.png"))
+        page.evaluate("window.scrollTo(0, document.getElementById('answer').getBoundingClientRect().bottom"
+                      " + window.scrollY - 400)")
+        page.screenshot(path=str(tmp_path / "long-rest-end.png"))
+        page.keyboard.press("f")                                 # relabelled on the whole answer
+        lines = {(x["case_id"], x["node_id"]): x for x in _exported(page)}
+        assert lines[item]["saw_whole_answer"] is True and lines[item]["label"] == "fail"
+        other = [x for x in lines.values() if x["case_id"] != "c-2"]
+        assert other and all("saw_whole_answer" not in x for x in other)   # short answers: the whole was shown
+        # the other node of c-2 shares the material: the rest stays shown for it
+        page.keyboard.press("k")
+        while _shown(page)[0] != "c-2" or _shown(page) == item:
+            page.keyboard.press("j")
+        assert page.text_content("#answer") == answer
+        # and r shows the rest on a fresh page too
+        fresh = browser.new_context()
+        try:
+            page2 = _open(fresh, page_file.as_uri())
+            while _shown(page2)[0] != "c-2":
+                page2.keyboard.press("j")
+            page2.keyboard.press("r")
+            assert page2.text_content("#answer") == answer
+        finally:
+            fresh.close()
+    finally:
+        ctx.close()

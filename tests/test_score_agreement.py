@@ -355,3 +355,69 @@ def test_labels_on_a_rubric_version_the_state_dir_has_no_file_for_never_read_cal
     r = run_script("score_agreement", ann)
     assert r.json["rubrics"]["refund-eta-v2"]["calibrated"] is True
     assert any(x.startswith("rubric nodes:") for x in r.json["not_checked"])
+
+
+def test_two_reviewers_who_disagree_on_an_item_leave_its_label_unknown_whatever_the_file_order(tmp_path):
+    """Dana fails c1, Lee passes it. Before, the file read last won (`duplicates_replaced`: 1) and
+    `reviewers` counted each name once: the disagreement between people vanished and --write took
+    whichever side sorted last. Now c1 is named in people_disagree (both labels, both lines) and out of
+    the 2x2, in either order; Lee relabelling c3 (a later line of his own) still replaces his label;
+    Dana and Lee agreeing on c2 is one pair, not two."""
+    def by(reviewer, case, label, judge):
+        return dict(pair(case, label, judge), reviewer=reviewer)
+    dana = write_lines(tmp_path / "dana.jsonl", [by("dana", "c1", "fail", "fail"), by("dana", "c2", "pass", "pass"),
+                                                 by("dana", "c3", "pass", "pass")])
+    lee = write_lines(tmp_path / "lee.jsonl", [by("lee", "c1", "pass", "fail"), by("lee", "c2", "pass", "pass"),
+                                               by("lee", "c3", "fail", "pass"), by("lee", "c3", "pass", "pass")])
+    dana_again = write_lines(tmp_path / "dana-2.jsonl", [by("dana", "c4", "pass", "fail"),
+                                                         by("dana", "c4", "fail", "fail")])
+    state = judged_state(tmp_path)
+    sidecar = state / "judge" / "calibration.json"
+    outs = []
+    for files in ((dana, lee, dana_again), (dana_again, lee, dana)):
+        r = run_script("score_agreement", *files, "--write", sidecar, "--min-pairs", "1", "--min-per-class", "0")
+        assert r.rc == 0, r.stdout
+        out = r.json
+        assert out["people_disagree_items"] == 1, out
+        (d,) = out["people_disagree"]
+        assert (d["case_id"], d["node_id"], d["labels"]) == ("c1", "states-amount", {"dana": "fail", "lee": "pass"})
+        assert sorted(d["lines"]) == [f"{dana}:1", f"{lee}:1"] and "relabels" in d["fix"]
+        assert out["duplicates_replaced"] == 2 and out["labelled_by_several_reviewers"] == 3   # c3, c4; c1-c3
+        rub = out["rubrics"]["refund-eta-v1"]
+        assert (rub["pairs"], rub["tp"], rub["fn"], rub["fp"], rub["tn"]) == (3, 1, 0, 0, 2), rub   # c4; c2, c3
+        assert rub["reviewers"] == 2 and rub["people_disagree"] == 1
+        assert any("people disagree with each other on 1 item" in n for n in rub["notes"]), rub["notes"]
+        doc = json.loads(sidecar.read_text())["rubrics"]["refund-eta-v1"]
+        assert (doc["tp"], doc["fn"], doc["fp"], doc["tn"]) == (1, 0, 0, 2) and doc["notes"] == rub["notes"]
+        outs.append({k: rub[k] for k in ("tp", "fn", "fp", "tn", "kappa")})
+    assert outs[0] == outs[1]          # no side taken by the order the files are read in
+    # the people's own disagreement alone is no pair: said in the error
+    alone = write_lines(tmp_path / "alone.jsonl", [by("dana", "c1", "fail", "fail"), by("lee", "c1", "pass", "fail")])
+    r = run_script("score_agreement", alone)
+    assert r.rc == 2 and "1 item(s) people disagree on" in r.json["error"], r.stdout
+
+
+def test_a_label_given_before_the_rest_of_a_long_answer_was_shown_is_not_counted(tmp_path):
+    """The page exports `saw_whole_answer: false` when the person labelled a long answer without ever
+    showing its rest: the label is on the first 20,000 characters, its answer_sha256 on the whole answer.
+    Before, the key was refused as unknown (so nothing recorded it); now the line is read, not counted,
+    and named; a label after the rest was shown counts."""
+    sha = "ab" * 32
+    rows = [dict(pair("c1", "pass", "fail"), answer_sha256=sha, saw_whole_answer=False),
+            dict(pair("c2", "fail", "fail"), answer_sha256=sha, saw_whole_answer=True),
+            pair("c3", "pass", "pass")]
+    r = run_script("score_agreement", write_lines(tmp_path / "a.jsonl", rows), "--min-pairs", "1",
+                   "--min-per-class", "0")
+    assert r.rc == 0, r.stdout
+    assert r.json["without_whole_answer_labels"] == 1
+    (partial,) = r.json["without_whole_answer"]
+    assert partial["case_id"] == "c1" and partial["line"].endswith("a.jsonl:1") and "show the rest" in partial["fix"]
+    rub = r.json["rubrics"]["refund-eta-v1"]
+    assert (rub["pairs"], rub["tp"], rub["fp"], rub["tn"]) == (2, 1, 0, 1), rub
+    # the same reviewer's later label, after the rest was shown, replaces the partial one
+    later = write_lines(tmp_path / "b.jsonl", [dict(pair("c1", "fail", "fail"), answer_sha256=sha, saw_whole_answer=True)])
+    r = run_script("score_agreement", tmp_path / "a.jsonl", later, "--min-pairs", "1", "--min-per-class", "0")
+    assert r.rc == 0 and r.json["without_whole_answer_labels"] == 0 and r.json["rubrics"]["refund-eta-v1"]["tp"] == 2
+    bad = write_lines(tmp_path / "bad.jsonl", [dict(pair("c1", "pass", "pass"), saw_whole_answer="no")])
+    r = run_script("score_agreement", bad)
+    assert r.rc == 2 and f"{bad}:1: saw_whole_answer 'no' (case c1) must be true or false" in r.json["error"], r.stdout

@@ -4,8 +4,9 @@
 pass, fp = the human says pass and the judge fail, tn = both say pass. TPR = tp/(tp+fn),
 TNR = tn/(tn+fp), Cohen's kappa over the 2x2. A judge `unknown` is out of the 2x2 and
 counted apart; a line without `judge_label` is unpaired. A pair is one (rubric, node,
-case, answer sha256): the same case labelled on another answer is another pair; last line
-per pair wins; lines on unknown material (no answer_sha256) yield to known ones
+case, answer sha256): the same case labelled on another answer is another pair; each
+reviewer's last line per pair stands, and an item reviewers label differently is left out
+(one_label_per_item); lines on unknown material (no answer_sha256) yield to known ones
 (`known_material_first`). A labelling batch whose canary line disagrees with the earlier label is
 void: none of its lines count.
 
@@ -17,13 +18,14 @@ Clopper-Pearson for TPR/TNR, large-sample for kappa) are reported, never gated o
 from __future__ import annotations
 
 import datetime as _dt
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, asdict
 from typing import Any, Collection
 
 from ..core.errors import AssayError
 from ..judge.floors import DEFAULT_FLOORS, unmet_floors, unmet_node_floors
 from .annotations import Annotation
+from .people import known_material_first, one_label_per_item
 from .intervals import clopper_pearson, cohen_kappa, kappa_interval  # noqa: F401 (cohen_kappa re-exported)
 from .unlock import labels_needed, more_labels_sentence
 
@@ -173,26 +175,6 @@ def no_rubric_file(pin: str, nodes_by_pin: dict[str, Collection[str]] | None) ->
             f"label the pin the rubric file has, or correct rubric_id in the labels")
 
 
-def known_material_first(rows: list[Annotation]) -> tuple[list[Annotation], int]:
-    """Drop the lines on unknown material (no answer_sha256: older files) of an item that also has a
-    label on a known answer: the unknown one may be on that same answer, and counting both would
-    count one material twice. Returns (kept, dropped)."""
-    known = {a.item for a in rows if a.answer_sha256}
-    kept = [a for a in rows if a.answer_sha256 or a.item not in known]
-    return kept, len(rows) - len(kept)
-
-
-def last_wins(rows: list[Annotation]) -> tuple[list[Annotation], int]:
-    latest: "OrderedDict[tuple[str, str, str], Annotation]" = OrderedDict()
-    replaced = 0
-    for a in rows:
-        if a.key in latest:
-            replaced += 1
-            del latest[a.key]
-        latest[a.key] = a
-    return list(latest.values()), replaced
-
-
 def _matrix(rows: list[Annotation]) -> dict[str, int]:
     m = {"tp": 0, "fn": 0, "fp": 0, "tn": 0}
     for a in rows:
@@ -221,8 +203,11 @@ def unlock_sentence(pairs: int, human_fail: int, human_pass: int, floors: Floors
     return f"label {more} more{tail}"
 
 
-def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> dict[str, Any]:
-    """The per-rubric entry of the output and of the sidecar."""
+def score_rubric(rows: list[Annotation], floors: Floors, confidence: float,
+                 reviewers_of: dict[tuple, list[str]] | None = None, people_disagree: int = 0) -> dict[str, Any]:
+    """The per-rubric entry of the output and of the sidecar. `reviewers_of`: each pair key's reviewers
+    (several when people agreed on it); `people_disagree`: the rubric's items left out because people
+    disagree on them (one_label_per_item)."""
     paired = [a for a in rows if a.judge_label is not None]
     unknown = sum(1 for a in paired if a.judge_label == "unknown")
     m = _matrix(paired)
@@ -258,6 +243,11 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
     if unknown_rate > UNKNOWN_NOTE_RATE:
         notes.append(f"the judge said unknown on {unknown} of {labelled} labelled items ({unknown_rate:.0%}); "
                      "those are outside the 2x2, so these numbers describe only the items it decided")
+    if people_disagree:
+        notes.append(f"people disagree with each other on {people_disagree} item(s) (people_disagree): their label "
+                     "is not known, so those items are outside the 2x2 and these numbers describe only the items "
+                     "people agree on; settle them and relabel to count them")
+    who = (lambda a: (reviewers_of or {}).get(a.key) or [(a.reviewer or "").strip()])
 
     return {
         "calibrated": calibrated,
@@ -270,8 +260,8 @@ def score_rubric(rows: list[Annotation], floors: Floors, confidence: float) -> d
         # what the pairs stand on: one case labelled on several answers (or nodes) is several pairs, and
         # one person labelling twice is one reviewer (the floors count pairs; these say how many of what)
         "cases": len({a.case_id for a in paired if a.judge_label in ("pass", "fail")}),
-        "reviewers": len({a.reviewer.strip() for a in paired
-                          if a.judge_label in ("pass", "fail") and a.reviewer and a.reviewer.strip()}),
+        "reviewers": len({r for a in paired if a.judge_label in ("pass", "fail") for r in who(a) if r}),
+        "people_disagree": people_disagree,
         "tp": tp, "fn": fn, "fp": fp, "tn": tn,
         "tpr": _round(tpr), "tnr": _round(tnr), "kappa": _round(kappa),
         "tpr_ci": _round(clopper_pearson(tp, human_fail, confidence)),
@@ -342,11 +332,13 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
     current, superseded = newest_exports(rows)
     counted, voided, canaries = void_batches(current)
     counted, unknown_material = known_material_first(counted)
-    latest, replaced = last_wins(counted)
+    latest, folded = one_label_per_item(counted)
+    disagree, partial = folded["people_disagree"], folded["without_whole_answer"]
     by_pin: dict[str, list[Annotation]] = defaultdict(list)
     for a in latest:
         by_pin[a.pin].append(a)
-    rubrics = {pin: score_rubric(by_pin[pin], floors, confidence) for pin in sorted(by_pin)}
+    rubrics = {pin: score_rubric(by_pin[pin], floors, confidence, folded["reviewers_of"],
+                                 sum(1 for d in disagree if d["rubric_id"] == pin)) for pin in sorted(by_pin)}
     for pin, entry in rubrics.items():
         missing = no_rubric_file(pin, nodes_by_pin)
         if missing:   # labels on a text the state dir does not have: it never gates, so never reads calibrated
@@ -361,10 +353,12 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
             f"{decided} where the judge said unknown, {sum(v['lines'] for v in voided)} in voided batches"
             + (f", {len(outside)} on case ids not in the suite" if outside else "")
             + (f", {held} on holdout cases (sealed: never counted)" if held else "")
-            + (f", {len(stray_nodes)} on nodes their rubric does not have" if stray_nodes else "") + "; "
+            + (f", {len(stray_nodes)} on nodes their rubric does not have" if stray_nodes else "")
+            + (f", {len(disagree)} item(s) people disagree on" if disagree else "")
+            + (f", {len(partial)} given before the rest of the answer was shown" if partial else "") + "; "
             "a pair needs a human label and the judge's pass/fail for the same case, rubric and node "
             "(export them from label.py's page)", 2, voided_batches=voided, not_in_suite=outside,
-            not_in_rubric=stray_nodes)
+            not_in_rubric=stray_nodes, people_disagree=disagree, without_whole_answer=partial)
     calibrated = all(r["calibrated"] for r in rubrics.values())
     unlock = "; ".join(f"{pin}: {r['unlock']}" for pin, r in rubrics.items() if r["unlock"]) or None
     return {
@@ -373,7 +367,12 @@ def score(rows: list[Annotation], floors: Floors, confidence: float = 0.95,
         "confidence": confidence,
         "floors": asdict(floors),
         "lines_read": len(rows),
-        "duplicates_replaced": replaced,
+        "duplicates_replaced": folded["duplicates_replaced"],
+        "labelled_by_several_reviewers": folded["labelled_by_several_reviewers"],
+        "people_disagree_items": len(disagree),
+        "people_disagree": disagree,
+        "without_whole_answer_labels": len(partial),
+        "without_whole_answer": partial,
         "superseded_exports": superseded,
         "unknown_material_dropped": unknown_material,
         "not_in_suite": outside,

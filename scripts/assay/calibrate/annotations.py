@@ -5,8 +5,10 @@ label: pass|fail, judge_label: pass|fail|unknown, reviewer, ts, critique?}. A pa
 a label nobody gave is not people's agreement (exit 2 naming file:line).
 The labelling page adds `batch` (one id per export) and, on canary lines, `canary: true`
 with `expected_label` (an earlier label of the same item), and on every line
-`answer_sha256`: the sha256 of the answer the label was given on (the material), so a later
-page re-asks the item when the answer changed and never uses it as a canary then. A line without
+`answer_sha256`: the sha256 of the whole answer the label was given on (the material), so a later
+page re-asks the item when the answer changed and never uses it as a canary then; and, on a line
+whose answer is longer than the page's first screen shows, `saw_whole_answer` (false: labelled
+before the rest was shown -- not counted, calibrate.people.one_label_per_item). A line without
 `judge_label` is a human-only label: read, counted as unpaired, never in the 2x2.
 
 A label pairs with the material it was given: the same case and node labelled on two different
@@ -14,7 +16,7 @@ answers (two runs, two repeats) are two pairs, and the same answer labelled twic
 wins). A line without `answer_sha256` (files written before the page recorded it) is on unknown
 material: it counts as it always did, one pair per (rubric, node, case), unless the same item also
 has a label on a known answer, which may be the same one -- then the unknown-material line is not
-counted (agreement.known_material_first; docs/runner-contract.md, "Annotations").
+counted (people.known_material_first; docs/runner-contract.md, "Annotations").
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Annotation:
     expected_label: str | None
     source: str        # "file:line", for messages
     answer_sha256: str | None = None  # the answer the label was given on; None: unknown (older files)
+    saw_whole_answer: bool | None = None  # False: labelled before the rest of a long answer was shown
 
     @property
     def file(self) -> str:
@@ -68,7 +71,7 @@ def _bad(where: str, message: str, fix: str) -> AssayError:
 
 
 KEYS = ("case_id", "rubric_id", "node_id", "label", "judge_label", "reviewer", "ts", "critique", "batch",
-        "canary", "expected_label", "answer_sha256")
+        "canary", "expected_label", "answer_sha256", "saw_whole_answer")
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -115,6 +118,10 @@ def parse_line(obj: Any, where: str) -> Annotation:
     if sha is not None and not (isinstance(sha, str) and SHA_RE.match(sha)):
         raise _bad(where, f"answer_sha256 {sha!r} (case {case_id}) is not a sha256 hex digest",
                    "leave it as the labelling page exported it, or leave it out")
+    whole = obj.get("saw_whole_answer")
+    if whole is not None and not isinstance(whole, bool):
+        raise _bad(where, f"saw_whole_answer {whole!r} (case {case_id}) must be true or false",
+                   "leave it as the labelling page exported it, or leave it out")
     if judge is not None and not (obj.get("reviewer") or "").strip():
         # a pair is a person agreeing or not with the judge: a line naming no person is nobody's word
         raise _bad(where, f"no reviewer on the label of case {case_id} ({pin}): a label counts as people's "
@@ -124,7 +131,7 @@ def parse_line(obj: Any, where: str) -> Annotation:
     return Annotation(case_id=case_id, pin=pin, node_id=node, label=label, judge_label=judge,
                       reviewer=obj.get("reviewer"), ts=obj.get("ts"), batch=obj.get("batch"),
                       canary=canary, expected_label=expected if canary else None, source=where,
-                      answer_sha256=sha)
+                      answer_sha256=sha, saw_whole_answer=whole)
 
 
 def read_annotation_file(path: str | Path) -> list[Annotation]:

@@ -9,7 +9,13 @@ in mind. Which items are canaries, and their expected labels, are sealed the sam
 encoded, not encrypted: the page must read it back after the label and for the export, so a person
 who decodes the page's source on purpose can read it.
 
-Keys: p / f label pass / fail, s skip, v show the judge's view of a labelled item, c write a critique
+A long answer (or baseline answer) shows its first FIRST_SCREEN characters, the count of the rest, and a
+control (r, or the button) that shows the rest in place, as text; a label given before the rest of its
+answer was shown is exported with `saw_whole_answer: false` (score_agreement does not count it), one
+given after with `saw_whole_answer: true`; an answer that fits on the first screen writes neither.
+
+Keys: p / f label pass / fail, s skip, v show the judge's view of a labelled item, r show the rest of a
+long answer, c write a critique
 (Esc leaves the box), j / k or the arrows move, e export.
 The export is the annotation JSONL (wave2 §6), shown in a box to copy and offered as a
 download; progress is kept in the browser's localStorage under the batch id (two tabs of one page
@@ -44,7 +50,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:rgba(127,127,127,.08);
 .keys{color:var(--mut);font-size:.85rem}kbd{border:1px solid var(--line);border-radius:4px;padding:0 .3rem;font:12px ui-monospace,monospace}
 textarea{width:100%;min-height:4rem;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.4rem}
 input{font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.2rem .4rem}
-#mine{font-size:1.05rem}#msg{color:var(--fail)}ul{margin:.2rem 0;padding-left:1.2rem}
+#mine{font-size:1.05rem}.more{margin:.3rem 0;color:var(--unk);font-weight:600}#msg{color:var(--fail)}ul{margin:.2rem 0;padding-left:1.2rem}
 button{font:inherit;padding:.25rem .7rem;border-radius:6px;border:1px solid var(--line);background:transparent;color:var(--fg);cursor:pointer}
 """
 
@@ -72,12 +78,37 @@ SCRIPT = r"""
   function refresh() { if (exportShown) exportLines(true); }
   function done() { return Object.keys(labels).length; }
   function verdictSpan(id, v) { var el = $(id); el.textContent = v; el.className = "v-" + v; }
+  // a long answer: its first FIRST characters on the first screen, the rest on demand (r, or the button),
+  // as text; once shown for a material it stays shown for every item of it. A label records whether the
+  // rest had been shown (saw_whole_answer): answer_sha256 covers the whole answer.
+  var FIRST = DATA.first_screen, whole = {};
+  function cutAt(v) { var n = FIRST; var c = v.charCodeAt(n - 1); return c >= 0xD800 && c <= 0xDBFF ? n - 1 : n; }
+  function isCut(v) { return typeof v === "string" && v.length > FIRST; }
+  function cutItem(i) { var m = DATA.materials[items[i].material] || {}; return isCut(m.answer) || isCut(m.baseline); }
+  function longText(id, value, empty) {
+    var v = value == null ? "" : String(value), el = $(id), open = whole[items[pos].material];
+    if (!isCut(v) || open) { el.textContent = v || empty || ""; $(id + "-more").hidden = $(id + "-end").hidden = true; return; }
+    var n = cutAt(v), left = (v.length - n).toLocaleString("en");
+    el.textContent = v.slice(0, n);
+    $(id + "-more").hidden = $(id + "-end").hidden = false;
+    text(id + "-left", "A long answer: its first " + n.toLocaleString("en") + " of " + v.length.toLocaleString("en")
+         + " characters are below; " + left + " more characters are not shown, and a failure may be in them.");
+    text(id + "-tail", "\u2026 " + left + " more characters not shown.");
+  }
+  function showRest() {
+    if (!cutItem(pos)) return;
+    whole[items[pos].material] = true; render();
+    var mine = labels[pos];
+    if (mine && mine.whole === false)
+      text("msg", mine.seen ? "The rest of the answer is shown; your label was given before it, and stands as given (not counted)."
+                            : "The rest of the answer is shown. You labelled this item before it: label it again (p / f) so the label is on the whole answer.");
+  }
   function render() {
     var it = items[pos], m = DATA.materials[it.material] || {};
     text("progress", "item " + (pos + 1) + " of " + items.length + " \u00b7 " + done() + " labelled");
     text("case", it.case_id + (m.title ? " \u00b7 " + m.title : "") + (DATA.runs > 1 ? " \u00b7 run " + it.run_id : "")); text("pin", it.rubric_id); text("node", it.node_id);
     text("criterion", it.criterion || "(no criterion text in judge.json)");
-    text("input", m.input || "(no input recorded)"); text("answer", m.answer || "(empty answer)");
+    text("input", m.input || "(no input recorded)"); longText("answer", m.answer, "(empty answer)");
     $("scope-box").hidden = !m.scope; text("scope", m.scope);
     var earlier = $("earlier"); earlier.textContent = "";
     (m.earlier || []).forEach(function (t) {
@@ -86,7 +117,7 @@ SCRIPT = r"""
       earlier.appendChild(pre);
     });
     $("earlier-box").hidden = !(m.earlier || []).length;
-    $("baseline-box").hidden = m.baseline == null; text("baseline", m.baseline); text("baseline-run", m.baseline_run_id);
+    $("baseline-box").hidden = m.baseline == null; longText("baseline", m.baseline); text("baseline-run", m.baseline_run_id);
     var tools = $("tools"); tools.textContent = "";
     (m.tools || []).forEach(function (t) {
       var pre = document.createElement("pre");
@@ -109,6 +140,7 @@ SCRIPT = r"""
     }
     $("btn-judge").hidden = !(mine && !mine.seen);
     if (mine) { verdictSpan("mine", mine.label); } else { text("mine", "not labelled"); $("mine").className = ""; }
+    text("mine-note", mine && mine.whole === false ? "given before the rest of the answer was shown: exported as saw_whole_answer false, not counted" : "");
     $("critique").value = mine && mine.critique ? mine.critique : "";
     text("msg", "");
   }
@@ -125,9 +157,12 @@ SCRIPT = r"""
     if (locked()) return;
     var prev = labels[pos] || {};
     labels[pos] = { label: label, critique: $("critique").value || prev.critique || "", ts: new Date().toISOString() };
+    var partial = cutItem(pos) && !whole[items[pos].material];
+    if (cutItem(pos)) labels[pos].whole = !partial;
     save();
     if (pos < items.length - 1) { pos += 1; }
     render();
+    if (partial) text("msg", "Labelled without the rest of its answer (never shown): exported as saw_whole_answer false and not counted. k goes back, r shows the rest.");
   }
   function exportLines(quiet) {
     var reviewer = $("reviewer").value.trim(), a = $("download");
@@ -143,6 +178,7 @@ SCRIPT = r"""
                   judge_label: j.judge_label, reviewer: reviewer, ts: l.ts, batch: DATA.batch,
                   answer_sha256: it.answer_sha256 };
       if (l.critique) row.critique = l.critique;
+      if (typeof l.whole === "boolean") row.saw_whole_answer = l.whole;
       if (j.canary) { row.canary = true; row.expected_label = j.expected; }
       lines.push(JSON.stringify(row));
     });
@@ -172,11 +208,12 @@ SCRIPT = r"""
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var k = ev.key;
     // a held key repeats: each repeat would label (or skip) the next item unseen; only moving repeats
-    if (ev.repeat && "adpfsev".indexOf(k) >= 0) { ev.preventDefault(); return; }
+    if (ev.repeat && "adpfsevr".indexOf(k) >= 0) { ev.preventDefault(); return; }
     if (k === "a" || k === "d") text("msg", "Label with p (pass) or f (fail): the judge's verdict is hidden until you have labelled the item.");
     else if (k === "p") setLabel("pass");
     else if (k === "f") setLabel("fail");
     else if (k === "v") reveal();
+    else if (k === "r") showRest();
     else if (k === "s") { if (locked()) return; delete labels[pos]; save(); if (pos < items.length - 1) pos += 1; render(); }
     else if (k === "c") { ev.preventDefault(); $("critique").focus(); }
     else if (k === "j" || k === "ArrowRight") { if (pos < items.length - 1) pos += 1; render(); }
@@ -197,6 +234,9 @@ SCRIPT = r"""
   $("reviewer").addEventListener("input", refresh);
   $("btn-copy").addEventListener("click", copyExport);
   $("btn-judge").addEventListener("click", reveal);
+  ["answer-rest", "answer-rest-end", "baseline-rest", "baseline-rest-end"].forEach(function (id) {
+    $(id).addEventListener("click", showRest);
+  });
   $("reviewer").value = DATA.reviewer || "";
   render();
   document.body.setAttribute("data-ready", "1");
@@ -207,7 +247,7 @@ BODY = """
 <header><h1>Label answers · run {run_id}</h1><span id="progress"></span>
 <label>reviewer <input id="reviewer" size="18" autocomplete="off"></label>
 <span class="keys"><kbd>p</kbd>/<kbd>f</kbd> pass/fail <kbd>s</kbd> skip <kbd>v</kbd> judge's view (after your label)
-<kbd>c</kbd> critique <kbd>j</kbd>/<kbd>k</kbd> move <kbd>e</kbd> export</span></header>
+<kbd>r</kbd> rest of a long answer <kbd>c</kbd> critique <kbd>j</kbd>/<kbd>k</kbd> move <kbd>e</kbd> export</span></header>
 <main>
 <p id="msg" role="status"></p>
 <h2>Criterion</h2><p class="crit" id="criterion"></p>
@@ -215,13 +255,20 @@ BODY = """
 <div id="scope-box" hidden><h2>What the judge judged</h2><p id="scope"></p></div>
 <div id="earlier-box" hidden><h2>Earlier turns (context, not the answer)</h2><div id="earlier"></div></div>
 <h2>Input</h2><pre id="input"></pre>
-<h2>Answer</h2><pre id="answer"></pre>
+<h2>Answer</h2>
+<p class="more" id="answer-more" hidden><span id="answer-left"></span>
+<button id="answer-rest" type="button">show the rest (<kbd>r</kbd>)</button></p><pre id="answer"></pre>
+<p class="more" id="answer-end" hidden><span id="answer-tail"></span>
+<button id="answer-rest-end" type="button">show the rest (<kbd>r</kbd>)</button></p>
 <div id="baseline-box" hidden><h2>Baseline answer · run <code id="baseline-run"></code></h2>
 <p class="keys">A pairwise rubric: the judge compared this run's answer (above) with the baseline run's answer, in
 both orders. Label <b>fail</b> when this run's answer is worse, <b>pass</b> when it is as good or better.</p>
-<pre id="baseline"></pre></div>
+<p class="more" id="baseline-more" hidden><span id="baseline-left"></span>
+<button id="baseline-rest" type="button">show the rest (<kbd>r</kbd>)</button></p><pre id="baseline"></pre>
+<p class="more" id="baseline-end" hidden><span id="baseline-tail"></span>
+<button id="baseline-rest-end" type="button">show the rest (<kbd>r</kbd>)</button></p></div>
 <h2>Tool results</h2><div id="tools"></div>
-<h2>Your label</h2><p id="mine"></p>
+<h2>Your label</h2><p><span id="mine"></span> <span class="keys" id="mine-note"></span></p>
 <textarea id="critique" placeholder="critique (optional): what is wrong, in a sentence"></textarea>
 <h2>Judge</h2><p class="keys" id="judge-hint"></p><p><button id="btn-judge" type="button" hidden>show the judge's view</button></p>
 <div id="judge-box" hidden><p>verdict: <span id="judge"></span></p><p>evidence:</p><ul id="evidence"></ul>
@@ -241,6 +288,8 @@ def _embed(data: Any) -> str:
     text = json.dumps(data, ensure_ascii=False, sort_keys=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
+
+FIRST_SCREEN = 20_000   # characters of an answer on the first screen; the rest when asked (r)
 
 SEALED = ("judge_label", "evidence", "reason", "canary", "expected")
 
@@ -283,7 +332,7 @@ def render_page(labelset: dict[str, Any], *, batch: str, reviewer: str, save_to:
     # the ids the export writes back stay exact
     key = secrets.token_bytes(16)
     shown = [_sealed(it, key) for it in labelset["items"]]
-    data = {"batch": batch, "reviewer": reviewer, "items": shown, "key": key.hex(), "runs": len(labelset.get("run_ids") or [1]), "materials": show_invisible_in(labelset["materials"])}
+    data = {"batch": batch, "reviewer": reviewer, "items": shown, "key": key.hex(), "first_screen": FIRST_SCREEN, "runs": len(labelset.get("run_ids") or [1]), "materials": show_invisible_in(labelset["materials"])}
     body = BODY.format(run_id=html.escape(labelset["run_id"]), save_to=html.escape(save_to))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"

@@ -3,15 +3,18 @@ or several runs, holdout cases never included, chosen to oversample the judge's 
 in an order that does not tell the judge's verdict, with canaries mixed in.
 
 Items come from each judged case's `judge.json` (in its case record, core.casestore).
-Every item carries `answer_sha256`, the sha256 of the answer the page shows, and the export
-writes it on each line: a label is tied to the material it was given on. An item already
+Every item carries `answer_sha256`, the sha256 of the whole answer (the page shows its first
+MAX_TEXT characters and the rest when the person asks), and the export writes it on each line: a label is tied to the material it was given on. An item already
 labelled on the same answer is not asked again; up to `canaries` of those are shown once
 more as canaries (the earlier label is the expected one, hidden from the page): a missed
 canary voids the whole exported batch in score_agreement.py. An item labelled on a
 different answer (the app's answer changed since) is asked again as a fresh item, never as
 a canary: its old label says nothing about this answer. A label without `answer_sha256`
 (written before the page recorded it) is on unknown material: not asked again, never a
-canary (`labelled_on_unknown_answer`).
+canary (`labelled_on_unknown_answer`). A label given before the rest of a long answer was shown
+(`saw_whole_answer: false`) is not a label on the whole answer: the item is asked again
+(`labelled_without_whole_answer` counts those lines). An item reviewers labelled differently is
+neither asked again nor a canary (`people_disagree`): there is no one earlier label to expect.
 
 A pairwise rubric's item shows both answers (the baseline run's is read from its run dir and must
 hash to the `baseline_answer_sha256` the judge recorded); a conversation's rubric shows the turn it
@@ -42,6 +45,7 @@ from ..core.writer import clip
 from ..core.ids import RUN_NAME_RULE, is_safe_case_id, is_safe_run_name
 from ..report.rundir import holdout_ids, load_results
 from .annotations import PIN_RE, read_annotations
+from .people import one_label_per_item
 
 PATTERN = ("fail", "pass", "fail", "unknown", "pass")
 MAX_TEXT = 20_000
@@ -50,6 +54,12 @@ MAX_TEXT = 20_000
 def _clip(text: str) -> str:
     text = clip(text, len(text) + 1)   # redact, then cut (the writer's redaction cannot see a cut secret)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT} more characters)"
+
+
+def _whole(text: str) -> str:
+    """The answer judged, whole (redacted, never cut): the page shows its first MAX_TEXT characters and the
+    rest when asked, so every character answer_sha256 covers is one the person can read."""
+    return clip(text, len(text) + 1)
 
 
 def _pretty(value: Any) -> str:
@@ -83,7 +93,7 @@ def case_material(case: casestore.CaseRecord, verdict: Any = None) -> dict[str, 
                               "result": _clip(_pretty(call.get("result"))),
                               "error": None if call.get("error") is None else str(call.get("error"))})
     title = verdict.get("title")
-    return {"input": _clip(_pretty(body)), "answer": _clip(answer), "answer_sha256": answer_sha, "tools": tools,
+    return {"input": _clip(_pretty(body)), "answer": _whole(answer), "answer_sha256": answer_sha, "tools": tools,
             "title": title if isinstance(title, str) else ""}
 
 
@@ -183,7 +193,7 @@ def view_material(run: Path, case: casestore.CaseRecord, verdict: Any, base: dic
             return None
         if _sha256(baseline) != want:
             return None      # the baseline run's answer is not the one the judge compared
-        return dict(base, baseline=_clip(baseline), baseline_run_id=rid,
+        return dict(base, baseline=_whole(baseline), baseline_run_id=rid,
                     answer_sha256=_sha256(base["answer_sha256"] + "\n" + want))
     turns = []
     users = _turn_users(verdict)
@@ -202,7 +212,8 @@ def view_material(run: Path, case: casestore.CaseRecord, verdict: Any, base: dic
     last = turns[-1]
     return dict(base, input=last["input"], answer=last["answer"], answer_sha256=last["answer_sha256"],
                 tools=last["tools"], scope=f"turn {view['turn']} of the conversation",
-                earlier=[{"turn": t, "user": m["input"], "answer": m["answer"]} for t, m in enumerate(turns[:-1], 1)])
+                earlier=[{"turn": t, "user": m["input"], "answer": _clip(m["answer"])}     # context, not judged
+                         for t, m in enumerate(turns[:-1], 1)])
 
 
 def default_annotation_files(run_dir: Path) -> list[Path]:
@@ -327,17 +338,29 @@ def build_items(run_dirs: str | Path | list, *, annotation_files: list[Path] | N
     earlier: dict[tuple, Any] = {}          # (rubric, node, case, answer) -> the last label on it
     labelled_items: set[tuple] = set()      # (rubric, node, case) labelled on some answer
     unknown_items: set[tuple] = set()       # ... on unknown material (older files)
-    for a in read_annotations(files) if files else []:
-        if not a.canary:
-            earlier[a.key] = a
-            labelled_items.add(a.item)
-            if a.answer_sha256 is None:
-                unknown_items.add(a.item)
-    fresh, seen, changed, unknown = [], [], 0, 0
+    # what people said of each item, as score_agreement counts it (calibrate.people): each reviewer's last
+    # line; a label given before the rest of a long answer was shown is asked again; an item reviewers
+    # disagree on is neither asked again nor a canary (no one label to expect)
+    kept, folded = one_label_per_item([a for a in (read_annotations(files) if files else []) if not a.canary])
+    partial = len(folded["without_whole_answer"])
+    disputed = {(d["rubric_id"], d["node_id"], d["case_id"], d["answer_sha256"] or "")
+                for d in folded["people_disagree"]}
+    for a in kept:
+        earlier[a.key] = a
+        labelled_items.add(a.item)
+        if a.answer_sha256 is None:
+            unknown_items.add(a.item)
+    for key in disputed:
+        labelled_items.add(key[:3])
+        if not key[3]:
+            unknown_items.add(key[:3])
+    fresh, seen, changed, unknown, people_disagree = [], [], 0, 0, 0
     for item in items:
         ident = (item["rubric_id"], item["node_id"], item["case_id"])
         old = earlier.get((*ident, item["answer_sha256"]))
-        if old is not None:
+        if (*ident, item["answer_sha256"]) in disputed:
+            people_disagree += 1              # labelled, by people who disagree: settled by them, not asked
+        elif old is not None:
             seen.append(dict(item, expected=old.label))
         elif ident in unknown_items:
             unknown += 1                      # labelled on material nobody recorded: neither asked nor a canary
@@ -366,6 +389,7 @@ def build_items(run_dirs: str | Path | list, *, annotation_files: list[Path] | N
                   "items": len(ordered), "to_label": len(queue), "already_labelled": len(seen),
                   "answer_changed": changed, "same_answer_in_another_run": same_answer,
                   "labelled_on_unknown_answer": unknown, "canaries": len(chosen),
+                  "labelled_without_whole_answer": partial, "people_disagree": people_disagree,
                   "material_missing": unshown,
                   "by_judge_verdict": by_judge, "annotation_files_read": [str(f) for f in files]},
     }
