@@ -92,9 +92,14 @@ def test_draft_report_on_a_killed_run_names_resume_not_waiting(tmp_path):
     with runner_on_a_slow_case(tmp_path) as (state, plan, out, proc, release):
         r = run_script("draft_report", out)
         assert r.rc == 2 and "the run is still running" in r.json["error"], r.stdout
+        c = run_script("compare_runs", out, out)   # compare's side: the live run is waited for
+        assert c.rc == 2 and "still running" in c.json["error"] and "wait_run.py" in c.json["error"], c.stdout
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=WAIT_S)
         release.set()   # the app answers the slow case again (the resume below sends it)
+        c = run_script("compare_runs", out, out)   # the killed one: never "wait for it", the --resume command
+        assert c.rc == 2 and "never finished" in c.json["error"] and "wait_run" not in c.json["error"], c.stdout
+        assert "--resume" in c.json["error"], c.stdout
         r = run_script("draft_report", out)
         assert r.rc == 2, r.stdout
         err = r.json["error"]

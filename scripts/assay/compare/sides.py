@@ -141,8 +141,7 @@ def load_side(run_dir: Path, what: str) -> Side:
     results = load_results(run_dir, rows=False)
     status = results["summary"].get("status")
     if status == "running":
-        raise AssayError(f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
-                         f"(wait_run.py {run_dir}) or resume it, then compare", 2, path=str(run_dir))
+        raise AssayError(_unfinished_words(run_dir, results, what), 2, path=str(run_dir))
     by_id = _RowsById()
     read_jsonl_file(run_dir / "verdicts.jsonl", share=True, take=by_id.add)
     rows = by_id.rows
@@ -156,6 +155,23 @@ def load_side(run_dir: Path, what: str) -> Side:
     holdout |= table.holdout
     return Side(run_dir=run_dir, results=results, manifest=manifest, rows=rows, case_hash=table.case_hash,
                 holdout=holdout)
+
+
+def _unfinished_words(run_dir: Path, results: dict, what: str) -> str:
+    """Why a side whose results.json still says `running` is not compared: its runner is alive (wait for
+    it), or no runner holds its lock (killed?: the --resume command that finishes it, as every reader of
+    an interrupted run says it)."""
+    from ..report.rundir import try_json
+    from ..rundir.runlock import how_to_finish, lock_path, runner_state
+    run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
+    lock = lock_path(run_dir, run_id)
+    if runner_state(lock) == "alive":
+        return (f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
+                f"(wait_run.py {run_dir}), then compare")
+    lock_doc = try_json(lock)
+    return (f"{what} {run_dir}: the run never finished (summary.status is still running but no runner holds its "
+            f"lock: killed?); {how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)}, then "
+            "compare")
 
 
 class _RowsById:
