@@ -115,6 +115,21 @@ def test_a_message_with_a_long_run_is_mined_in_linear_time(tmp_path):
     assert dump not in (state / r.json["written"][0]).read_text(encoding="utf-8")   # a 20+ hex run is a token
 
 
+def test_a_secret_named_before_a_long_run_of_whitespace_is_mined_in_linear_time(tmp_path):
+    """`password is` and then 1 MB of padding (a pasted fixed-width table): the rule for `name is value`
+    tried every split of the run between its two optional blanks, quadratic in the run (~3 s at 8 KB, hours
+    at 1 MB); now a second. The timeout is one only a hang reaches; the value after the run is still redacted."""
+    path = tmp_path / "spans.jsonl"
+    text = "my password is" + " " * 1_000_000 + ", and the vault password is Hx9-plaintext-pw"
+    write_spans(path, [span(trace_id="2" * 32, operation="chat", model="m", start_ns=T0, end_ns=T0 + 1, attributes={
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}])})])
+    state = _state(tmp_path)
+    r = run_script("mine_traces", path, "--state-dir", state, timeout=300)
+    assert r.rc == 0 and r.json["written"], r.stdout + r.stderr
+    assert "Hx9-plaintext-pw" not in (state / r.json["written"][0]).read_text(encoding="utf-8")
+
+
 def test_a_line_that_is_json_but_not_otlp_is_named_by_its_line(tmp_path):
     path = tmp_path / "spans.jsonl"
     write_spans(path, _trace("ab" * 16, "hello"))

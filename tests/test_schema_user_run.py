@@ -53,3 +53,24 @@ def test_a_failing_answer_reports_jsonschemas_message(tmp_path):
     for message in ("items/0: '' should be non-empty", "n: 0 is less than the minimum of 1",
                     "tag: 'c' is not one of ['a', 'b']"):
         assert message in text, message
+
+
+def test_a_long_unbroken_answer_after_a_fence_is_scored_in_linear_time(tmp_path):
+    """An answer that is ``` and then 1 MB of digits on one line (no newline, not JSON): the search for fenced
+    blocks re-read the line once per split of its language word (quadratic: ~22 s at 200 KB, ~10 min at 1 MB),
+    and once per later ``` on a last line; the run now ends as any other (the timeout is a hang's bound) and
+    the layer fails, the answer holding no JSON."""
+    state = make_state(tmp_path)
+    blob = "```" + "1234567890" * 100_000
+
+    def answer(req):
+        return Reply(200, {"ok": True}) if req.method == "GET" else Reply(200, {"message": blob})
+    cases = [case("c-long0001", "the digits", expect={"format": {"json_schema": SCHEMA}})]
+    with FakeApp(answer) as app:
+        plan = make_plan(state, cases, app_url=app.url)
+        out = state / "reports" / plan["run_id"]
+        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_cases.py"), "--plan",
+                               str(write_plan(state, plan)), "--out", str(out), "--progress", "never"],
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["summary"]["failures"] == 1

@@ -168,6 +168,8 @@ if "outage" in goal:
     sys.exit(3)
 if "babble" in goal:
     print("{not json"); sys.exit(0)
+if "runaway" in goal:   # a fenced reply padded with 1 MB of blanks, never closed
+    print("```json\n{" + " " * 1_000_000 + "x"); sys.exit(0)
 if "robot" in goal:
     print(json.dumps({"message": "As an AI language model, I want a refund."})); sys.exit(0)
 if "hold" in goal and "<untrusted-transcript" in text and os.path.exists(os.path.join(here, "hold")):
@@ -214,6 +216,28 @@ def test_simulator_failures_are_named_infra_never_an_app_failure(tmp_path):
     assert (sim["failures"], sim["harness"]) == (0, 4)
     assert "4 ended by the simulator, not the app" in gate["text"]
     assert run_script("run_cases", "--verify", out).rc == 0
+
+
+def test_a_reply_padded_with_a_long_run_of_blanks_is_read_in_linear_time(tmp_path):
+    """A simulator reply that opens a fence and then pads with 1 MB of blanks: taking the fence off tried
+    `\\s*```$` from each blank of the run (quadratic: ~100 s at 200 KB, hours at 1 MB); now the run ends
+    as any other (the timeout is a hang's bound) and the reply is named unparseable, an infra error."""
+    state = copy_state(tmp_path)
+    (tmp_path / "sim.py").write_text(SIM_COMMAND, encoding="utf-8")
+    simulator_yaml(state, "provider: command\ncommand: [python3, ../sim.py]\ntimeout_s: 60\n")
+    sim_case(state, "c-0000pad1", "runaway padding")
+    with helpdesk(state) as env:
+        work = state / "work"
+        assert run_script("convert_suite", state, "-o", work / "converted.json", env=env).rc == 0
+        r = run_script("make_plan", work / "converted.json", "--mode", "targeted", "--state-dir", state, "-o",
+                       work / "plan.json", "--case", "c-0000pad1", "--allow-invalid", env=env)
+        assert r.rc == 0, r.stdout + r.stderr
+        out = state / "reports" / json.loads((work / "plan.json").read_text())["run_id"]
+        r = run_script("run_cases", "--plan", work / "plan.json", "--out", out, "--progress", "never", env=env,
+                       timeout=300)
+    assert r.rc == 0, r.stdout + r.stderr
+    v = verdict(out, "c-0000pad1")
+    assert (v["verdict"], v["simulator"]["outcome"], v["turns_sent"]) == ("infra_error", "simulator_unparseable", 0)
 
 
 def test_a_session_the_app_never_carries_closes_the_gate(tmp_path):

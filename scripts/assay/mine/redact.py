@@ -91,7 +91,7 @@ TOKENS = [
     re.compile(r"(?i)(\baws\b.{0,20}?(?:secret|key|token).{0,20}?[\s:=\"']+)([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
     re.compile(r"(?i)([?&](?:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code|key)=)"
                r"(?!<[a-z]+>)([^&#\s\"']+)"),
-    re.compile(rf"(?i)\b({_NAME})\b([\"']?(?:\s*(?:[:=]|=>|:=)\s*|\s+(?:is|was|would be)\s*:?\s*)[\"']?)"
+    re.compile(rf"(?i)\b({_NAME})\b([\"']?(?:\s*(?:[:=]|=>|:=)\s*|\s+(?:is|was|would be)\s*+:?\s*+)[\"']?)"
                r"(?!<[a-z]+>)(\"[^\"\n]*\"|'[^'\n]*'|(?<=\")[^\"\n]*(?=\")|(?<=')[^'\n]*(?=')|[^\s,;]+)"),
 ]
 HEX_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{20,}(?![A-Za-z0-9_-])")

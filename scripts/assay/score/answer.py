@@ -83,7 +83,26 @@ def unslashed_regex_entry(entry: str) -> str | None:
     if not matched:
         return None
     return f"/{entry}/" if entry.startswith("(?") else f"/{matched.group(1)}/"
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# A fenced block: ``` and the rest of its line (the info string, its first word the language), then the body
+# up to the next ```. The blanks and the language are possessive: the rest of the line takes whatever they
+# would give back, so backtracking into them only re-reads a line with no newline after it (quadratic
+# on ``` and a long run of letters or digits, a one-line answer), never a different match.
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*+)[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """`_FENCE.findall(text)`, in linear time. findall tries every ``` in turn; one that opens no block (no
+    newline after it, or no ``` after that newline) means none after it opens one either, so the scan
+    stops there instead of reading to the end again from each later ``` (many ``` on one last line)."""
+    blocks: list[tuple[str, str]] = []
+    at = text.find("```")
+    while at >= 0:
+        m = _FENCE.match(text, at)
+        if m is None:
+            break
+        blocks.append(m.groups())
+        at = text.find("```", m.end())
+    return blocks
 _MAX_SCHEMA_ERRORS = 5
 
 
@@ -230,7 +249,7 @@ def _parse_answer_json(answer: str) -> tuple[bool, Any, str | None]:
         return True, json.loads(answer), None
     except ValueError:
         pass
-    blocks = _FENCE.findall(answer)
+    blocks = fenced_blocks(answer)
     ordered = [b for b in blocks if b[0].lower() == "json"] + [b for b in blocks if b[0].lower() != "json"]
     for lang, body in ordered:
         try:

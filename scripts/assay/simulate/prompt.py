@@ -91,13 +91,26 @@ class UserTurn:
     closing: str = ""     # text before a trailing stop token (recorded, never sent)
 
 
+_OPENING_FENCE = lazy_pattern(r"```(?:json)?\s*")
+
+
+def unfenced(text: str) -> str:
+    """A stripped reply that starts with ```: without its opening fence (```json or ```) and a closing ```
+    at its end, stripped. Cut by position, not by `re.sub(r"^```(?:json)?\\s*|\\s*```$", ...)` (same
+    result): that tried its second branch from each character of a long run of blanks inside the reply,
+    quadratic in the run (a model that pads its reply with 1 MB of blanks)."""
+    head = _OPENING_FENCE().match(text).end()
+    end = len(text) - 3 if text.endswith("```") and len(text) - 3 >= head else len(text)
+    return text[head:end].strip()
+
+
 def parse_turn(value: Any) -> tuple[UserTurn | None, str | None]:
     """(turn, None) or (None, why the reply is not a user turn). `value` is what the provider's reply
     holds: the tool input / parsed JSON object, or the reply text."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("```"):
-            text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text).strip()
+            text = unfenced(text)
         if text.startswith("{"):
             try:
                 value = json.loads(text)
