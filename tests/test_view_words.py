@@ -132,6 +132,20 @@ def test_key_line_reads_keys_by_indentation():
     assert key_line(text, ("expect",)) == 5 and key_line(text, ("nothing",)) is None
 
 
+def test_key_line_reads_a_padded_line_in_linear_time():
+    """A case file's line with a long run of blanks and no colon after it (a mined case's padded input):
+    the key pattern's lazy key ended at each blank of the run and scanned the rest again, quadratic (200 KB:
+    ~46 s, 1 MB: ~20 min per page of its source). In a child process, so a hang is bounded (never a speed bar)."""
+    import subprocess
+    import sys
+    code = ("import sys; from assay.view.source import key_line\n"
+            "text = ('id: c-1\\ninput:\\n  messages:\\n  - role: user\\n    content: |\\n      word' + ' ' * 1_000_000"
+            " + 'x\\nexpect:\\n  route: billing\\n')\n"
+            "print(key_line(text, ('expect', 'route')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "8", r.stdout + r.stderr
+
+
 def test_the_rows_request_reads_no_case_file_the_sources_request_does(tmp_path, monkeypatch):
     from assay.view import cases, source
     reports = tmp_path / "reports"
