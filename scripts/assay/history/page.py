@@ -89,6 +89,14 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
         body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td><code>{_e(r['rescored_from'])}</code></td>"
                  f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in rescored]
         body.append("</tbody></table>")
+    replayed = doc.get("replayed_runs") or []
+    if replayed:
+        body.append(f"<h2>Replayed runs ({len(replayed)}): the app was not called; not series points, not in drift</h2>"
+                    "<table><thead><tr><th>run</th><th>where its answers came from</th><th>pass rate</th><th>scored</th>"
+                    "</tr></thead><tbody>")
+        body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_e(r['replayed'])}</td>"
+                 f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in replayed]
+        body.append("</tbody></table>")
     if doc.get("drift_flagged"):
         body.append("<p><strong>Drift flagged:</strong> " + ", ".join(_e(s) for s in doc["drift_flagged"]) + "</p>")
     for s in doc.get("series") or []:

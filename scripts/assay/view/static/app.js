@@ -651,7 +651,11 @@
             judged ? costLabel(h.cost_words, "judge_cost_per_case") : null, judged ? costLabel(h.cost_words, "cost_per_case_with_judge") : null,
             "p95 latency", "gate", ""].filter(Boolean).map(t => el("th", {}, t))), rows)));
       });
-      const excluded = h.excluded_runs || [];
+      /* a replayed run (answers from a recording) and a rescored one (stored answers scored again) did not call
+         the app: listed with the runs that do not count, never a point of its trend */
+      const excluded = (h.replayed_runs || []).map(r => ({run_id: r.run_id, reason: r.replayed + " (not a point of the app's trend)"})).concat(
+        (h.rescored_runs || []).map(r => ({run_id: r.run_id, reason: "RESCORED from run " + r.rescored_from + ": the app was not called (not a point of the app's trend)"})),
+        h.excluded_runs || []);
       return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + excluded.length + (excluded.length ? ", not in any trend:" : "")),
         /* why each run does not count, on the first screen: nobody reads a trend over a run they think counts */
         excluded.length ? el("ul", {class: "notes", id: "excluded-runs"}, excluded.slice(0, 5).map(r => el("li", {}, el("code", {}, r.run_id), ": " + r.reason)),
