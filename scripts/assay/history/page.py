@@ -33,10 +33,12 @@ def _gate_cell(r: dict) -> str:
 
 
 def trend_svg(runs: list[dict]) -> str:
-    pts = [r for r in runs if r.get("pass_rate") is not None]
+    # each run keeps its place on the axis: a run with no scored case is a gap, never a point left out
+    # as if its neighbours were consecutive, and the line breaks there (nothing drawn through it)
+    pts = [(i, r) for i, r in enumerate(runs) if r.get("pass_rate") is not None]
     if not pts:
         return "<p><em>no scored cases in this series</em></p>"
-    n = len(pts)
+    n = len(runs)
     step = (W - 2 * PAD) / max(n - 1, 1)
 
     def x(i: int) -> float:
@@ -51,9 +53,17 @@ def trend_svg(runs: list[dict]) -> str:
         parts.append(f'<line x1="{PAD}" x2="{W - PAD}" y1="{y(level):.1f}" y2="{y(level):.1f}" stroke="#999" '
                      f'stroke-width="0.5" stroke-dasharray="3 3"/>'
                      f'<text x="4" y="{y(level) + 4:.1f}" font-size="10" fill="currentColor">{int(level * 100)}%</text>')
-    line = " ".join(f"{x(i):.1f},{y(r['pass_rate']):.1f}" for i, r in enumerate(pts))
-    parts.append(f'<polyline points="{line}" fill="none" stroke="#3451b2" stroke-width="1.5"/>')
-    for i, r in enumerate(pts):
+    segments: list[list[tuple[int, dict]]] = []
+    for i, r in pts:
+        if segments and segments[-1][-1][0] == i - 1:
+            segments[-1].append((i, r))
+        else:
+            segments.append([(i, r)])
+    for seg in segments:
+        if len(seg) > 1:
+            line = " ".join(f"{x(i):.1f},{y(r['pass_rate']):.1f}" for i, r in seg)
+            parts.append(f'<polyline points="{line}" fill="none" stroke="#3451b2" stroke-width="1.5"/>')
+    for i, r in pts:
         lo, hi = r.get("interval") or (r["pass_rate"], r["pass_rate"])
         parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" stroke="#3451b2" '
                      f'stroke-width="3" stroke-opacity="0.35"/>')
