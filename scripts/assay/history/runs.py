@@ -29,11 +29,8 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
 - **Excluded runs** (running, aborted, incomplete, failing --verify, unreadable) are
   listed with the reason, first, so nobody reads a trend over a run that does not count. A
   shard dir (`<run-id>.shard-<I>`) is named as one shard of that run, a slice, not a run.
-- **Rescored runs** (`manifest_extra.rescored_from`) re-score a stored run without calling
-  the app: they are listed apart (`rescored_runs`), never a series point, never in drift.
-- **Replayed runs** (`run_cases.py --replay`, the manifest's `replayed_from`) answer from a
-  recording without calling the app: listed apart (`replayed_runs`, with the gate's words for where
-  the answers came from), never a series point, never in drift.
+- **Rescored** (`manifest_extra.rescored_from`) and **replayed** runs (`run_cases.py --replay`) did not
+  call the app: listed apart (`rescored_runs`, `replayed_runs`), never a series point, never in drift.
 - **Clean**: a run whose gate could not have opened on its cases alone (infra errors,
   incomplete traces or unscored cases) is `clean: false` with `not_clean` saying why; its
   pass rate covers only the scored cases, and the page never draws it as a green point.
