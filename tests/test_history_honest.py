@@ -124,3 +124,15 @@ def test_the_history_charts_draw_nothing_through_a_run_without_a_figure(tmp_path
         assert cost.locator("circle").count() == 3 and cost.locator("polyline").count() == 1
         assert len(cost.locator("polyline").get_attribute("points").split()) == 2
         browser.close()
+
+
+def test_a_run_whose_results_json_is_not_json_is_excluded_naming_the_file_and_line(tmp_path):
+    reports = tmp_path / "reports"
+    make_run(reports, _cases(3), run_id=LIVE[0])
+    (make_run(reports, _cases(3), run_id=LIVE[1]) / "results.json").write_text("{not json")
+    (reports / "notes").mkdir()   # a folder of the user's own: named, not a run
+    res = run_script("run_history", tmp_path, "--no-verify")
+    assert res.rc == 0, res.stdout + res.stderr
+    excluded = {e["run_id"]: e["reason"] for e in json.loads((reports / "history.json").read_text())["excluded_runs"]}
+    assert excluded[LIVE[1]].startswith("results.json is unreadable (JSONDecodeError: ") and "line 1 column 2" in excluded[LIVE[1]]
+    assert excluded["notes"] == "directory name is not a run id (<mode>-<UTC stamp>)"

@@ -79,13 +79,15 @@ def load_run(run_dir: Path, *, verify: bool = True,
     `gate_reasons` are its words, never this module's."""
     if run_dir.is_symlink():
         return None, "a symlink, not a run directory"
-    try:
-        results = _read(run_dir / "results.json")
-        manifest = _read(run_dir / "manifest.yaml")
-    except FileNotFoundError as exc:
-        return None, f"no {Path(exc.filename).name}: not a finished run"
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable run files ({type(exc).__name__})"
+    docs = []
+    for name in ("results.json", "manifest.yaml"):
+        try:
+            docs.append(_read(run_dir / name))
+        except FileNotFoundError:
+            return None, f"no {name}: not a finished run"
+        except (OSError, ValueError) as exc:   # the file and where it broke (a JSON error's line and column)
+            return None, f"{name} is unreadable ({type(exc).__name__}: {exc})"
+    results, manifest = docs
     summary = results.get("summary") if isinstance(results, dict) else None
     if not isinstance(summary, dict) or not isinstance(manifest, dict):
         return None, "results.json or manifest.yaml is not the runner's shape"
