@@ -68,7 +68,8 @@ def run(args):
     except OSError as exc:
         raise AssayError(f"cannot write {exc.filename}: {exc.strerror}; check -o / --html", 2) from None
     return 0, {"history": str(out), "html": args.html, "runs_used": doc["runs_used"],
-               "excluded_runs": len(doc["excluded_runs"]), "series": [s["name"] for s in doc["series"]],
+               "excluded_runs": len(doc["excluded_runs"]), "replayed_runs": len(doc["replayed_runs"]),
+               "rescored_runs": len(doc["rescored_runs"]), "series": [s["name"] for s in doc["series"]],
                "drift_flagged": doc["drift_flagged"], "flaky_cases": len(doc["flaky_cases"])}
 
 

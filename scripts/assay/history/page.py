@@ -33,10 +33,12 @@ def _gate_cell(r: dict) -> str:
 
 
 def trend_svg(runs: list[dict]) -> str:
-    pts = [r for r in runs if r.get("pass_rate") is not None]
+    # each run keeps its place on the axis: a run with no scored case is a gap, never a point left out
+    # as if its neighbours were consecutive, and the line breaks there (nothing drawn through it)
+    pts = [(i, r) for i, r in enumerate(runs) if r.get("pass_rate") is not None]
     if not pts:
         return "<p><em>no scored cases in this series</em></p>"
-    n = len(pts)
+    n = len(runs)
     step = (W - 2 * PAD) / max(n - 1, 1)
 
     def x(i: int) -> float:
@@ -51,9 +53,17 @@ def trend_svg(runs: list[dict]) -> str:
         parts.append(f'<line x1="{PAD}" x2="{W - PAD}" y1="{y(level):.1f}" y2="{y(level):.1f}" stroke="#999" '
                      f'stroke-width="0.5" stroke-dasharray="3 3"/>'
                      f'<text x="4" y="{y(level) + 4:.1f}" font-size="10" fill="currentColor">{int(level * 100)}%</text>')
-    line = " ".join(f"{x(i):.1f},{y(r['pass_rate']):.1f}" for i, r in enumerate(pts))
-    parts.append(f'<polyline points="{line}" fill="none" stroke="#3451b2" stroke-width="1.5"/>')
-    for i, r in enumerate(pts):
+    segments: list[list[tuple[int, dict]]] = []
+    for i, r in pts:
+        if segments and segments[-1][-1][0] == i - 1:
+            segments[-1].append((i, r))
+        else:
+            segments.append([(i, r)])
+    for seg in segments:
+        if len(seg) > 1:
+            line = " ".join(f"{x(i):.1f},{y(r['pass_rate']):.1f}" for i, r in seg)
+            parts.append(f'<polyline points="{line}" fill="none" stroke="#3451b2" stroke-width="1.5"/>')
+    for i, r in pts:
         lo, hi = r.get("interval") or (r["pass_rate"], r["pass_rate"])
         parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" stroke="#3451b2" '
                      f'stroke-width="3" stroke-opacity="0.35"/>')
@@ -88,6 +98,14 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
                     "</tr></thead><tbody>")
         body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td><code>{_e(r['rescored_from'])}</code></td>"
                  f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in rescored]
+        body.append("</tbody></table>")
+    replayed = doc.get("replayed_runs") or []
+    if replayed:
+        body.append(f"<h2>Replayed runs ({len(replayed)}): the app was not called; not series points, not in drift</h2>"
+                    "<table><thead><tr><th>run</th><th>where its answers came from</th><th>pass rate</th><th>scored</th>"
+                    "</tr></thead><tbody>")
+        body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_e(r['replayed'])}</td>"
+                 f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in replayed]
         body.append("</tbody></table>")
     if doc.get("drift_flagged"):
         body.append("<p><strong>Drift flagged:</strong> " + ", ".join(_e(s) for s in doc["drift_flagged"]) + "</p>")

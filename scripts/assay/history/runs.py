@@ -29,8 +29,8 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
 - **Excluded runs** (running, aborted, incomplete, failing --verify, unreadable) are
   listed with the reason, first, so nobody reads a trend over a run that does not count. A
   shard dir (`<run-id>.shard-<I>`) is named as one shard of that run, a slice, not a run.
-- **Rescored runs** (`manifest_extra.rescored_from`) re-score a stored run without calling
-  the app: they are listed apart (`rescored_runs`), never a series point, never in drift.
+- **Rescored** (`manifest_extra.rescored_from`) and **replayed** runs (`run_cases.py --replay`) did not
+  call the app: listed apart (`rescored_runs`, `replayed_runs`), never a series point, never in drift.
 - **Clean**: a run whose gate could not have opened on its cases alone (infra errors,
   incomplete traces or unscored cases) is `clean: false` with `not_clean` saying why; its
   pass rate covers only the scored cases, and the page never draws it as a green point.
@@ -47,7 +47,7 @@ from ..core.errors import AssayError
 from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-exported)
 from ..core.statedir import not_a_state_dir
 from ..plan.shards import parse_shard_dir_name
-from ..replay.source import app_name
+from ..replay.source import app_name, replayed_words
 from ..stats.cost_words import judge_cost_part, with_judge, words as cost_words
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 from .flaky import classify, flips, repeat_counts  # noqa: F401 (flips re-exported)
@@ -79,13 +79,15 @@ def load_run(run_dir: Path, *, verify: bool = True,
     `gate_reasons` are its words, never this module's."""
     if run_dir.is_symlink():
         return None, "a symlink, not a run directory"
-    try:
-        results = _read(run_dir / "results.json")
-        manifest = _read(run_dir / "manifest.yaml")
-    except FileNotFoundError as exc:
-        return None, f"no {Path(exc.filename).name}: not a finished run"
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable run files ({type(exc).__name__})"
+    docs = []
+    for name in ("results.json", "manifest.yaml"):
+        try:
+            docs.append(_read(run_dir / name))
+        except FileNotFoundError:
+            return None, f"no {name}: not a finished run"
+        except (OSError, ValueError) as exc:   # the file and where it broke (a JSON error's line and column)
+            return None, f"{name} is unreadable ({type(exc).__name__}: {exc})"
+    results, manifest = docs
     summary = results.get("summary") if isinstance(results, dict) else None
     if not isinstance(summary, dict) or not isinstance(manifest, dict):
         return None, "results.json or manifest.yaml is not the runner's shape"
@@ -125,6 +127,7 @@ def load_run(run_dir: Path, *, verify: bool = True,
         "infra_rate": summary.get("infra_rate"),
         "holdout": mode in HOLDOUT_MODES,
         "rescored_from": _rescored_from(manifest),
+        "replayed": replayed_words(manifest),
     }
     record.update(cost_latency_of(results))
     blockers = [f"{_int(summary.get(k))} {word}" for k, word in
@@ -364,14 +367,19 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
     runs, excluded = scan(state_dir, verify=verify, decide=decide)
     seal_runs(runs)
     rescored = [r for r in runs if r.get("rescored_from")]
-    series = build_series([r for r in runs if not r.get("rescored_from")])
+    # a replay answered from a recording: the app was not called, so it measures the recorded run again
+    replayed = [r for r in runs if r.get("replayed") and not r.get("rescored_from")]
+    series = build_series([r for r in runs if not r.get("rescored_from") and not r.get("replayed")])
     return {
         "state_dir": str(state_dir),
         "excluded_runs": excluded,
-        "runs_used": len(runs) - len(rescored),
+        "runs_used": len(runs) - len(rescored) - len(replayed),
         "rescored_runs": [{"run_id": r["run_id"], "rescored_from": r["rescored_from"], "pass_rate": r["pass_rate"],
                            "scored": r["scored"], "series": series_name(tuple(r[k] for k in SERIES_KEYS))}
                           for r in rescored],
+        "replayed_runs": [{"run_id": r["run_id"], "replayed": r["replayed"], "pass_rate": r["pass_rate"],
+                           "scored": r["scored"], "series": series_name(tuple(r[k] for k in SERIES_KEYS))}
+                          for r in replayed],
         "series": series,
         "drift_flagged": [s["name"] for s in series if s["drift"].get("flagged")],
         "flaky_cases": sorted(({"series": s["name"], **f} for s in series for f in s["flaky"]),
@@ -386,5 +394,7 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
                    "changed": "a flip that stayed, with every run's repeats agreeing when it flipped more than once: a "
                               "regression (pass → fail) or a fix (fail → pass) by its last change",
                    "drift": DRIFT_TEST + f", alpha {DRIFT_ALPHA}", "verified": verify,
-                   "rescored": "listed apart: never a series point, never in drift"},
+                   "rescored": "listed apart: never a series point, never in drift",
+                   "replayed": "run_cases.py --replay runs (the app was not called) listed apart: never a series "
+                               "point, never in drift"},
     }

@@ -22,6 +22,20 @@ def app_name(doc: Any) -> str | None:
     return None
 
 
+def replayed_words(manifest: Any) -> str | None:
+    """`REPLAYED from ...: the app was not called` for a run_cases.py --replay run (its manifest's
+    `replayed_from`), with how many cases a --changed-since replay sent live; None for a live run. The one
+    definition: the gate's first line and the history (a replayed run is no point of the app's trend) say it."""
+    src = manifest.get("replayed_from") if isinstance(manifest, Mapping) else None
+    if not isinstance(src, Mapping):
+        return None
+    where = f"run {src.get('run_id')}" if src.get("source") == "run" else f"the cache {src.get('cache')}"
+    live = src.get("live_cases")
+    if isinstance(live, int) and not isinstance(live, bool) and live:
+        return f"REPLAYED from {where}, except {live} case(s) changed since it, sent live"
+    return f"REPLAYED from {where}: the app was not called"
+
+
 def resolve(source: str, state: Any, app: str | None = None) -> tuple[Cache, dict[str, Any]]:
     """(the cache to answer from, the manifest's `replayed_from`). SOURCE `cache` (or empty) is
     `<state>/cache`. `app` (this plan's app): a run of another app is refused (its recording would

@@ -151,11 +151,8 @@ def replayed_phrase(run_dir: Path) -> str | None:
         return f"RESCORED from run {rescored.get('run_id')}: its stored answers scored again, the app was not called"
     if not isinstance(src, dict):
         return None
-    where = f"run {src.get('run_id')}" if src.get("source") == "run" else f"the cache {src.get('cache')}"
-    live = src.get("live_cases")
-    if isinstance(live, int) and live:
-        return f"REPLAYED from {where}, except {live} case(s) changed since it, sent live"
-    return f"REPLAYED from {where}: the app was not called"
+    from ..replay.source import replayed_words
+    return replayed_words(manifest)
 
 
 def canary_failures(run_dir: Path, results: dict) -> list[str]:

@@ -604,11 +604,17 @@
     const x = i => L + (runs.length > 1 ? i * (W - L - R) / (runs.length - 1) : (W - L - R) / 2);
     const y = v => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
     for (const v of [lo, hi]) box.append(svg("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid"}), svg("text", {x: L - 4, y: y(v) + 4, class: "axis", "text-anchor": "end"}, fmt(v)));
-    if (band) {
-      const up = pts.map(p => x(p.i) + "," + y(p.b[1])), down = pts.slice().reverse().map(p => x(p.i) + "," + y(p.b[0]));
-      box.append(svg("polygon", {points: up.concat(down).join(" "), class: "band"}));
+    /* a run with no figure (no scored case, no price, no timing) breaks the line and the band: nothing is
+       drawn through it as if it had been measured between its neighbours */
+    const segs = [];
+    for (const p of pts) { const s = segs[segs.length - 1]; if (s && s[s.length - 1].i === p.i - 1) s.push(p); else segs.push([p]); }
+    for (const s of segs) {
+      if (band && s.length > 1) {
+        const up = s.map(p => x(p.i) + "," + y(p.b[1])), down = s.slice().reverse().map(p => x(p.i) + "," + y(p.b[0]));
+        box.append(svg("polygon", {points: up.concat(down).join(" "), class: "band"}));
+      } else if (band && s[0].b) box.append(svg("line", {x1: x(s[0].i), x2: x(s[0].i), y1: y(s[0].b[0]), y2: y(s[0].b[1]), class: "band-bar"}));
+      if (s.length > 1) box.append(svg("polyline", {points: s.map(p => x(p.i) + "," + y(p.y)).join(" "), class: "line"}));
     }
-    box.append(svg("polyline", {points: pts.map(p => x(p.i) + "," + y(p.y)).join(" "), class: "line"}));
     for (const p of pts) box.append(svg("circle", {cx: x(p.i), cy: y(p.y), r: 3.5, class: "pt" + ((p.r.gate ? p.r.gate === "closed" : p.r.gating_failures) ? " bad" : "")}, svg("title", {}, p.r.run_id + ": " + fmt(p.y) + (p.b ? " [" + fmt(p.b[0]) + ", " + fmt(p.b[1]) + "]" : ""))));
     const last = pts[pts.length - 1];
     box.append(svg("text", {x: W - R, y: 14, class: "last", "text-anchor": "end"}, "last " + fmt(last.y)));
@@ -651,7 +657,11 @@
             judged ? costLabel(h.cost_words, "judge_cost_per_case") : null, judged ? costLabel(h.cost_words, "cost_per_case_with_judge") : null,
             "p95 latency", "gate", ""].filter(Boolean).map(t => el("th", {}, t))), rows)));
       });
-      const excluded = h.excluded_runs || [];
+      /* a replayed run (answers from a recording) and a rescored one (stored answers scored again) did not call
+         the app: listed with the runs that do not count, never a point of its trend */
+      const excluded = (h.replayed_runs || []).map(r => ({run_id: r.run_id, reason: r.replayed + " (not a point of the app's trend)"})).concat(
+        (h.rescored_runs || []).map(r => ({run_id: r.run_id, reason: "RESCORED from run " + r.rescored_from + ": the app was not called (not a point of the app's trend)"})),
+        h.excluded_runs || []);
       return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + excluded.length + (excluded.length ? ", not in any trend:" : "")),
         /* why each run does not count, on the first screen: nobody reads a trend over a run they think counts */
         excluded.length ? el("ul", {class: "notes", id: "excluded-runs"}, excluded.slice(0, 5).map(r => el("li", {}, el("code", {}, r.run_id), ": " + r.reason)),
