@@ -221,3 +221,22 @@ def test_malformed_candidate_json_never_prints_a_traceback(tmp_path):
         path.write_bytes(data)
         r = run_script("candidate", "revert", state, "--id", "c1")
         assert r.rc == 2 and "Traceback" not in r.stderr and "candidate.json" in r.json["error"], r.stderr
+
+
+def test_a_surface_of_an_unreverted_candidate_is_no_second_candidates(tmp_path):
+    """Two candidates on one file: B's revert wrote its recorded text over A's kept edit (and a keep of
+    either credits it with the other's edit). `new` refuses the file while A is neither kept nor
+    reverted, naming A; a rejected A whose edit was undone by hand holds it too, until its revert."""
+    app, state = app_repo(tmp_path)
+    _new(state, "A")
+    r = run_script("candidate", "new", state, "--id", "B", "--surface", "other.py", "--surface", "prompts.py")
+    assert r.rc == 2, r.stdout
+    assert "surface prompts.py is already a surface of candidate A (open)" in r.json["error"], r.stdout
+    assert "candidate.py revert --id A" in r.json["error"] and r.json["candidates"] == ["A"]
+    assert not (state / "candidates" / "B").exists()
+    assert run_script("candidate", "new", state, "--id", "C", "--surface", "other.py").rc == 0   # another file: fine
+    _edit_candidate(state, "A", status="rejected")        # rejected; its edit undone by hand (the file is clean)
+    r = run_script("candidate", "new", state, "--id", "B", "--surface", "prompts.py")
+    assert r.rc == 2 and "candidate A (rejected)" in r.json["error"], r.stdout
+    assert run_script("candidate", "revert", state, "--id", "A").rc == 0
+    assert run_script("candidate", "new", state, "--id", "B", "--surface", "prompts.py").rc == 0

@@ -10,6 +10,7 @@ port routes by a file in a real git checkout; every step is the scripts as a use
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -38,3 +39,27 @@ def test_a_run_of_a_reverted_trial_is_no_champion(tmp_path):
     assert "its baseline run regression-20261201T010000Z started" in r.json["error"], r.stdout
     assert "while candidate A was open" in r.json["error"] and "A was never kept" in r.json["error"]
     assert json.loads((state / "candidates" / "B" / "candidate.json").read_text())["status"] == "open"
+
+
+def test_a_run_of_this_candidates_earlier_try_is_no_champion(tmp_path):
+    """The candidate's first try broke the tech cases; its run was pinned as the champion (or named as
+    the baseline), and the second try, the champion's own text again, read as a training win for
+    'fixing' them. A baseline run started after the candidate's `new` measured an earlier try of it."""
+    app, state = make_app(tmp_path)
+    with FakeApp(router(app)) as fake:
+        champion(state, fake.url)
+        new(state, "A")
+        (app / "words.txt").write_text("billing: invoice vpn crash\n")   # try 1: breaks both tech cases
+        first = measure(state, fake.url, "regression-20261201T010000Z", "regression-20261201T000000Z")
+        (state / "reports" / "baseline.json").write_text(json.dumps(
+            {"run_id": first.name, "dataset_version": 1, "harness_version": "0.1.0"}))
+        time.sleep(1.1)     # mtime vs the next run's start: the edit comes before it
+        (app / "words.txt").write_text("billing: invoice\n# try 2\n")    # the champion's text, and a comment
+        train = measure(state, fake.url, "regression-20261201T020000Z", first.name)
+        assert json.loads((train / "comparison.json").read_text())["keep"] is True   # "fixed" try 1's breaks
+        r = candidate(state, "keep", "--id", "A", "--training", train)
+    assert r.rc == 2, r.stdout
+    assert ("its baseline run regression-20261201T010000Z started" in r.json["error"]
+            and "after this candidate A was made" in r.json["error"]), r.stdout
+    assert "made before `new`" in r.json["error"]
+    assert json.loads((state / "candidates" / "A" / "candidate.json").read_text())["status"] == "open"

@@ -72,6 +72,14 @@ def new(state_dir: str | os.PathLike[str], *, surfaces: list[str], app: str | No
         if status:
             raise AssayError(f"surface {rel} has uncommitted changes ({status}); commit or stash them first: a "
                              "candidate starts from a clean file so that its revert is exact", 2, surface=rel)
+        held = record.holders(state, str(app_dir.resolve()), rel)
+        if held:
+            named = ", ".join(f"{h} ({st})" for h, st in held)
+            raise AssayError(f"surface {rel} is already a surface of candidate {named}, neither kept nor reverted: "
+                             "its revert would write its recorded text over this candidate's edit, and a keep "
+                             "of either would credit it with the other's. One candidate per surface: finish it "
+                             f"first (candidate.py revert --id {held[0][0]}, or keep it), then start this one",
+                             2, surface=rel, candidates=[h for h, _ in held])
         recorded.append({"path": rel, "blob": gitops.head_blob(app_dir, rel)})
     doc = {"id": cid, "created_at": _now(), "app": str(app_dir.resolve()), "surfaces": recorded,
            "cluster": cluster, "reflection": reflection, "status": "open"}

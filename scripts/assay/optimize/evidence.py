@@ -14,7 +14,8 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
   the rule compare_runs.py buckets as `expectation_changed`): an edited case's flip is the edit's,
   not the candidate's. Holdout cases are counted, never named.
 - the baseline is not a run that measured another candidate that was not kept (named by its keep
-  decision, or started while it was open: between its `new` and its revert).
+  decision, or started while it was open: between its `new` and its revert), nor one started after
+  this candidate's own `new` (an earlier try of this edit).
 - the run called the app: a replayed or rescored run's answers are a recording's, not this edit's;
 - it was scored as its baseline was (the same capability matrix, response readers, scoring settings
   and judge: `suite_parts_sha256`): a layer scored on one side only moves verdicts by itself;
@@ -107,7 +108,8 @@ def check_run(state: Path, doc: dict[str, Any], role: str, run_dir: str, run_id:
 
 def check_baseline_not_a_trial(state: Path, role: str, run_dir: str, cid: str, base_manifest: dict[str, Any]) -> None:
     """The baseline run did not start while another candidate, never kept, was open (between its `new`
-    and its revert): that run measured the trial edit, not the champion, even when no keep named it."""
+    and its revert), nor after this candidate's own `new`: that run measured a trial edit (the other's,
+    or an earlier try of this one), not the champion, even when no keep named it."""
     start = parse_ts(base_manifest.get("started_at"))
     if start is None:
         return
@@ -116,8 +118,15 @@ def check_baseline_not_a_trial(state: Path, role: str, run_dir: str, cid: str, b
     for row in rows:
         other = row.get("id")
         made = parse_ts(row.get("ts")) if row.get("action") == "new" else None
-        if made is None or other == cid or other in kept or start < made + _dt.timedelta(seconds=1):
+        if made is None or other in kept or start < made + _dt.timedelta(seconds=1):
             continue   # a run within the second `new` was stamped in counts as before it
+        if other == cid:   # this candidate is open: the run measured its text as it then was (an earlier try)
+            raise AssayError(f"--{role} {run_dir}: its baseline run {base_manifest.get('run_id')} started "
+                             f"{base_manifest.get('started_at')}, after this candidate {cid} was made "
+                             f"({row.get('ts')}): it measured the app with this candidate's edit as it then was "
+                             "(an earlier try), not the champion, so a win over it is no win over the champion; "
+                             "compare with the champion's own run, made before `new` (reports/baseline.json: pin "
+                             "a run made with no candidate open), then measure the edit again", 2)
         ends = [parse_ts(r.get("ts")) for r in rows if r.get("id") == other and r.get("action") == "revert"]
         ended = min((e for e in ends if e is not None and e >= made), default=None)
         if ended is None or start < ended + _dt.timedelta(seconds=1):   # the revert's stamp has whole seconds

@@ -107,3 +107,25 @@ def shape_problem(doc: Any, cid: str) -> tuple[str, str] | None:
     if "decisions" in doc and not isinstance(doc["decisions"], list):
         return "decisions", "must be a list"
     return None
+
+
+UNREVERTED = ("open", "rejected", "revert_failed")   # its recorded blob would still be written back by a revert
+
+
+def holders(state: Path, app: str, path: str) -> list[tuple[str, str]]:
+    """(id, status) of each candidate of this app that records `path` as a surface and was neither kept
+    nor reverted: its revert writes its recorded blob over the file, whoever edited it since."""
+    root = state / "candidates"
+    if not root.is_dir() or root.is_symlink():
+        return []
+    out = []
+    for cdir in sorted(root.iterdir()):
+        if cdir.is_symlink() or not cdir.is_dir() or not is_safe_case_id(cdir.name):
+            continue
+        try:
+            doc = load(state, cdir.name)
+        except AssayError:
+            continue   # unreadable: its own revert refuses it, naming the file and key
+        if doc["status"] in UNREVERTED and doc["app"] == app and any(s["path"] == path for s in doc["surfaces"]):
+            out.append((cdir.name, doc["status"]))
+    return out
