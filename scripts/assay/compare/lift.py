@@ -6,6 +6,13 @@ only when all its k repeats did), each side's pass rate and the difference, the 
 of the comparison (the exact test and the minimum detectable effect at this n, `stats`), and the
 trigger accuracy of the skill expectations on each side (the share of cases asserting
 `expect.skills` whose skills layer passed). Nothing is re-decided: the verdicts are the runs' own.
+
+The pass rates count the cases scored pass/fail in both runs on an unchanged case (a case edited
+between the runs is two cases, never a lift). `caveats` says, in the lift's own words, each way
+the two runs differ by more than the arm (`arm_caveats`): the same arm twice, two arms that ran the
+same agent, an agent key neither arm sets, another k, an edited case, a case scored
+in one run only, a replayed or rescored run, a skill the arm without its plugin still invoked. With any caveat the
+`sentence` starts by saying the difference is not the arm's alone.
 """
 
 from __future__ import annotations
@@ -14,11 +21,19 @@ from typing import Any
 
 from .sides import Side
 
+PAIRED_BUCKETS = ("newly_failing", "newly_passing", "still_failing", "still_passing", "judge_flip")
+
 
 def arm_of(side: Side) -> dict[str, Any] | None:
     extra = side.manifest.get("manifest_extra") if isinstance(side.manifest.get("manifest_extra"), dict) else {}
     arm = extra.get("arm")
     return arm if isinstance(arm, dict) else None
+
+
+def _agent(side: Side) -> dict[str, Any] | None:
+    inv = side.manifest.get("invocation") if isinstance(side.manifest.get("invocation"), dict) else {}
+    agent = inv.get("agent")
+    return agent if isinstance(agent, dict) else None
 
 
 def _rate(values: list[bool]) -> float | None:
@@ -32,31 +47,130 @@ def _trigger(side: Side, ids: list[str]) -> dict[str, Any]:
     return {"cases": len(asserted), "correct": sum(passed), "accuracy": _rate(passed)}
 
 
+def _named(ids: list[str], most: int = 5) -> str:
+    return ", ".join(ids[:most]) + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def _asserted_skills_invoked(side: Side, ids: list[str]) -> dict[str, list[str]]:
+    """Case id -> the skills its expect.skills names that the agent invoked (the skills layer's own
+    decision: a must_trigger not missing, a must_not_trigger unwanted)."""
+    out = {}
+    for cid in ids:
+        if str((side.rows.get(cid, {}).get("layers") or {}).get("skills")) not in ("pass", "fail"):
+            continue
+        layer = (side.verdict_doc(cid).get("layers") or {}).get("skills")
+        if not isinstance(layer, dict):
+            continue
+        missing = layer.get("missing") or []
+        hit = [s for s in layer.get("must_trigger") or [] if s not in missing] + list(layer.get("unwanted") or [])
+        if hit:
+            out[cid] = hit
+    return out
+
+
+def _isolation(base: Side, cand: Side, names: dict[int, str], ids: list[str]) -> list[str]:
+    """An arm whose plugin_dirs are a strict subset of the other's that still invoked a skill a case
+    asserts: the skill reached the agent another way, so the arms are not isolated."""
+    out = []
+    for mine, other in ((base, cand), (cand, base)):
+        a, b = _agent(mine), _agent(other)
+        if a is None or b is None:
+            continue
+        have, more = set(a.get("plugin_dirs") or []), set(b.get("plugin_dirs") or [])
+        if not have < more:
+            continue
+        hits = _asserted_skills_invoked(mine, ids)
+        if hits:
+            skills = sorted({s for v in hits.values() for s in v})
+            out.append(f"arm {names[id(mine)]} (run {mine.run_id}) invoked {', '.join(skills)} in {len(hits)} "
+                       f"case(s) ({_named(list(hits))}) without the plugin dir(s) arm {names[id(other)]} adds: the "
+                       "skill reached the agent another way (a .claude/ in the fixture repo, a plugin dir the base "
+                       "invocation.agent keeps, CLAUDE_CONFIG_DIR in env_allowlist), so the arms are not isolated "
+                       "and the lift measures less than the skill; remove that way and run the arm again")
+    return out
+
+
+def arm_caveats(base: Side, cand: Side, pairs: list[dict[str, Any]], bname: str, cname: str) -> list[str]:
+    """Each way the two runs differ by more than the arm, in words naming the runs and the fix."""
+    barm, carm = arm_of(base), arm_of(cand)
+    names = {id(base): bname, id(cand): cname}
+    out = []
+    if barm is not None and carm is not None and bname == cname:
+        out.append(f"both runs ({base.run_id}, {cand.run_id}) were planned under the same arm ({bname}): this is "
+                   "a re-run, not a lift; plan the other run with make_plan.py --arm <the other arm>")
+    ba, ca = _agent(base), _agent(cand)
+    if bname != cname and ba is not None and ca is not None:
+        if ba == ca:
+            out.append(f"arms {bname} and {cname} ran the same agent (invocation.agent is the same in the manifests "
+                       f"of {base.run_id} and {cand.run_id}: the arms' keys change nothing the base block does not "
+                       "already set): the lift measures nothing; leave the key out of invocation.agent, set it in "
+                       "the arm that has it (adapter.yaml arms), plan and run both arms again")
+        else:
+            armed = set((barm or {}).get("overrides") or {}) | set((carm or {}).get("overrides") or {})
+            if "command" in armed:
+                armed.add("command_override")
+            other = sorted(k for k in set(ba) | set(ca) if ba.get(k) != ca.get(k) and k not in armed)
+            if other:
+                out.append(f"the runs {base.run_id} and {cand.run_id} differ in invocation.agent "
+                           f"{', '.join(other)}, which neither arm sets: the adapter changed between the runs, and "
+                           "the lift mixes that change with the arm's; run both arms from one adapter.yaml")
+    if base.k != cand.k:
+        out.append(f"k differs (arm {bname} k={base.k}, arm {cname} k={cand.k}): pass^k at a higher k fails more "
+                   "often by itself; plan both arms with the same --k")
+    edited = [p["case_id"] for p in pairs if p["bucket"] == "expectation_changed"]
+    if edited:
+        out.append(f"{len(edited)} case(s) changed between the runs (case_sha256 differs: {_named(edited)}): left "
+                   "out of the pass rates; run both arms on one suite")
+    one_sided = [p["case_id"] for p in pairs if p["bucket"] in ("changed_unscored", "only_in_base",
+                                                                 "only_in_candidate")]
+    if one_sided:
+        out.append(f"{len(one_sided)} case(s) scored in one arm's run only ({_named(one_sided)}): left out of the "
+                   "pass rates")
+    for side in (base, cand):
+        extra = side.manifest.get("manifest_extra") if isinstance(side.manifest.get("manifest_extra"), dict) else {}
+        replayed = side.manifest.get("replayed_from")
+        source = (replayed if isinstance(replayed, dict) else None) or (
+            extra.get("rescored_from") if isinstance(extra.get("rescored_from"), dict) else None)
+        if source is not None:
+            how = "replayed" if isinstance(replayed, dict) else "rescored"
+            out.append(f"the run {side.run_id} of arm {names[id(side)]} was {how} from "
+                       f"{('run ' + str(source.get('run_id'))) if source.get('run_id') else 'a recording'}: its "
+                       "answers are a recording's, not the agent's under this arm; run the arm live")
+    return out + _isolation(base, cand, names, [p["case_id"] for p in pairs])
+
+
 def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict | None,
                stats_note: str | None) -> dict[str, Any] | None:
     barm, carm = arm_of(base), arm_of(cand)
     if barm is None and carm is None:
         return None
     bname, cname = (barm or {}).get("name") or "(no arm)", (carm or {}).get("name") or "(no arm)"
-    scored = [p for p in pairs if p["verdict"]["base"] in ("pass", "fail") and p["verdict"]["candidate"] in ("pass", "fail")]
+    same = bname == cname
+    bcol, ccol = (f"{bname} ({base.run_id})", f"{cname} ({cand.run_id})") if same else (bname, cname)
+    scored = [p for p in pairs if p["bucket"] in PAIRED_BUCKETS]
     brate = _rate([p["verdict"]["base"] == "pass" for p in scored])
     crate = _rate([p["verdict"]["candidate"] == "pass" for p in scored])
     ids = [p["case_id"] for p in pairs]
+    caveats = arm_caveats(base, cand, pairs, bname, cname)
     out = {
         "base_arm": barm, "candidate_arm": carm,
-        "reading": f"lift of arm {cname} over arm {bname}",
+        "reading": (f"a re-run of arm {bname}, not a lift" if same and barm is not None and carm is not None
+                    else f"lift of arm {cname} over arm {bname}"),
         "k": {"base": base.k, "candidate": cand.k},
-        "cases": [{"case_id": p["case_id"], bname: p["verdict"]["base"], cname: p["verdict"]["candidate"]}
+        "cases": [{"case_id": p["case_id"], bcol: p["verdict"]["base"], ccol: p["verdict"]["candidate"]}
                   for p in pairs],
         "pass_rate": {"base": brate, "candidate": crate,
                       "lift": None if brate is None or crate is None else round(crate - brate, 4),
                       "cases": len(scored)},
         "trigger_accuracy": {"base": _trigger(base, ids), "candidate": _trigger(cand, ids)},
         "stats": stats, "stats_note": stats_note,
+        "caveats": caveats,
     }
-    if barm is not None and carm is not None and bname == cname:
+    if barm is not None and carm is not None and same:
         out["note"] = f"both runs were planned under the same arm ({bname}): this is a re-run, not a lift"
     if stats and stats.get("mde_sentence"):
-        out["sentence"] = (f"Arm {cname} vs {bname}: pass^k {crate} vs {brate} over {len(scored)} case(s). "
+        lead = (f"Not the arm's lift alone ({len(caveats)} caveat(s): {caveats[0]}"
+                + (" ...; see lift.caveats" if len(caveats) > 1 else "") + "). ") if caveats else ""
+        out["sentence"] = (f"{lead}Arm {cname} vs {bname}: pass^k {crate} vs {brate} over {len(scored)} case(s). "
                            f"{stats['mde_sentence']}")
     return out

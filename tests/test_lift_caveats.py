@@ -1,0 +1,126 @@
+"""The lift block of compare_runs.py (assay.compare.lift) read by a skill author who made the usual
+mistakes: every way the two runs differ by more than the arm is said in the lift's own words
+(`lift.caveats`, and the `sentence` then starts "Not the arm's lift alone"), naming the runs and the
+fix. The agent is tests/fakeclaude.py (a session per case, a second each), set up as
+test_agent_mode.py's lift test does: "task ..." is fixed through the skill only with --plugin-dir,
+"fix ..." invokes the skill whatever the arm (a skill that reached the agent another way)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fakeapp import case
+from helpers import run_script
+from test_agent_mode import FIX_EXPECT, SECRET, agent_adapter, setup_state
+
+pytestmark = pytest.mark.slow   # several run_cases.py runs of agent subprocesses
+
+ARMS = {"with-skill": {"plugin_dirs": ["plugin"]}, "without": {"plugin_dirs": []}}
+
+
+class Lift:
+    """A state dir with the plugin, the fixture repo, cases and arms; `run(arm, ...)` plans and runs one arm."""
+
+    def __init__(self, tmp_path: Path, inputs: list[str], arms: dict = ARMS, **agent) -> None:
+        self.tmp, self.state, self.n = tmp_path, setup_state(tmp_path), 0
+        self.adapter(arms, **agent)
+        (self.state / "profile.yaml").write_text('{"capability_matrix": {}}')
+        for i, text in enumerate(inputs):
+            self.case(f"c-l{i}", text)
+
+    def adapter(self, arms: dict, **agent) -> None:
+        ad = agent_adapter(self.state.parent, **agent)
+        ad["arms"] = arms
+        (self.state / "adapter.yaml").write_text(json.dumps(ad))   # JSON is YAML
+
+    def case(self, cid: str, text: str) -> None:
+        doc = {**case(cid, text, expect=FIX_EXPECT, split=("smoke", "full")),
+               "review": {"status": "accepted", "by": "t", "at": "2026-12-04"}, "origin": "synthetic"}
+        (self.state / "datasets" / f"{cid}.yaml").write_text(json.dumps(doc))
+
+    def run(self, arm: str, k: int = 1, *, record: bool = False, replay: Path | None = None) -> Path:
+        r = run_script("convert_suite", self.state, "-o", self.state / "work" / "converted.json")
+        assert r.rc == 0, r.stdout + r.stderr
+        run_id = f"regression-20261204T2320{self.n:02d}Z"
+        self.n += 1
+        plan = self.state / "work" / f"{run_id}.json"
+        r = run_script("make_plan", self.state / "work" / "converted.json", "--mode", "regression", "--k", str(k),
+                       "--state-dir", self.state, "--arm", arm, "--run-id", run_id, "-o", plan, "--max-attempts", "1")
+        assert r.rc == 0, r.stdout + r.stderr
+        out = self.state / "reports" / run_id
+        how = ["--record"] if record else ["--replay", replay] if replay else []
+        r = run_script("run_cases", "--plan", plan, "--out", out, "--progress", "never", *how,
+                       env={"ASSAY_SCRATCH_DIR": str(self.tmp / "scratch"), "FAKE_SECRET": SECRET})
+        assert r.rc == 0, r.stdout + r.stderr
+        return out
+
+
+def lift(base: Path, cand: Path) -> dict:
+    r = run_script("compare_runs", base, cand)
+    assert r.rc == 0, r.stdout + r.stderr
+    return r.json["lift"]
+
+
+def test_one_arm_twice_keeps_both_runs_verdicts_and_reads_as_a_rerun(tmp_path):
+    """Both runs planned under `without`: each case row had one key for the two sides (the second run's
+    verdict over the first's) and the reading was "lift of arm without over arm without"."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
+    first, second = t.run("without"), t.run("without")
+    got = lift(first, second)
+    assert got["reading"] == "a re-run of arm without, not a lift", got["reading"]
+    assert got["cases"][0] == {"case_id": "c-l0", f"without ({first.name})": "fail", f"without ({second.name})": "fail"}
+    assert len(got["caveats"]) == 1 and first.name in got["caveats"][0] and "--arm <the other arm>" in got["caveats"][0]
+    assert got["sentence"].startswith("Not the arm's lift alone (1 caveat(s): both runs"), got["sentence"]
+
+
+def test_two_arms_that_ran_one_agent_are_said_to_measure_nothing(tmp_path):
+    """The base block keeps plugin_dirs and `without: {}` overrides nothing: make_plan.py warns, the
+    runs go ahead, and the lift read 0 ("no effect") with nothing said."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"], arms={"with-skill": {"plugin_dirs": ["plugin"]}, "without": {}})
+    got = lift(t.run("without"), t.run("with-skill"))
+    assert got["pass_rate"]["lift"] == 0.0
+    assert any("ran the same agent" in c and "the lift measures nothing" in c for c in got["caveats"]), got["caveats"]
+    assert got["sentence"].startswith("Not the arm's lift alone"), got["sentence"]
+
+
+def test_another_k_an_edited_case_and_a_changed_agent_key_are_caveats_and_the_edited_case_is_not_counted(tmp_path):
+    """Between the arms' runs the author edited a case, raised max_turns and planned another --k: the
+    pass rates counted the edited case (a different case under each arm) and the lift said none of it."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc", "task fix calc"])
+    without = t.run("without", k=1)
+    t.case("c-l2", "task fix calc please")
+    t.adapter(ARMS, max_turns=9)
+    got = lift(without, t.run("with-skill", k=2))
+    assert got["pass_rate"] == {"base": 0.0, "candidate": 1.0, "lift": 1.0, "cases": 2}, got["pass_rate"]
+    said = " | ".join(got["caveats"])
+    assert "k differs (arm without k=1, arm with-skill k=2)" in said, said
+    assert "1 case(s) changed between the runs (case_sha256 differs: c-l2)" in said, said
+    assert "differ in invocation.agent max_turns, which neither arm sets" in said, said
+
+
+def test_a_skill_the_arm_without_its_plugin_still_invoked_says_the_arms_are_not_isolated(tmp_path):
+    """`without: {plugin_dirs: []}` while the skill reaches the agent another way (here the stand-in CLI
+    invokes it on "fix ..." in every arm; a real one through the fixture's .claude/ or a user config):
+    both arms pass, the lift read 0 as if the skill added nothing."""
+    t = Lift(tmp_path, ["fix the add function", "task fix calc"])
+    without, with_skill = t.run("without"), t.run("with-skill")
+    got = lift(without, with_skill)
+    leaks = [c for c in got["caveats"] if "not isolated" in c]
+    assert len(leaks) == 1, got["caveats"]
+    assert leaks[0].startswith(f"arm without (run {without.name}) invoked fix-tests in 1 case(s) (c-l0)"), leaks[0]
+    assert got["trigger_accuracy"]["base"] == {"cases": 2, "correct": 1, "accuracy": 0.5}
+
+
+def test_an_arm_replayed_from_its_earlier_recording_is_a_caveat(tmp_path):
+    """The with-skill arm paid for once (--record) and then replayed beside a live without run: the
+    lift read 1.0 as if the agent had run under the arm today."""
+    t = Lift(tmp_path, ["task fix calc"])
+    without = t.run("without")
+    recorded = t.run("with-skill", record=True)
+    got = lift(without, t.run("with-skill", replay=recorded))
+    assert got["pass_rate"]["lift"] == 1.0
+    said = [c for c in got["caveats"] if "replayed from" in c]
+    assert len(said) == 1 and f"replayed from run {recorded.name}" in said[0] and "run the arm live" in said[0], said
