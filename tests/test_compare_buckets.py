@@ -240,15 +240,16 @@ def test_baseline_auto_refuses_naming_why_and_chooses_for_run_cases(tmp_path):
     assert json.loads((third / "comparison.json").read_text())["n"] == 1
 
 
-def test_pii_runs_are_compared_with_the_quoted_text_redacted(tmp_path):
+def pii_runs(tmp_path, message: str) -> list:
+    """A base run and a candidate run of one PII case (may_contain_pii: true), the candidate's app answering
+    `message`: the two run dirs."""
     state = make_state(tmp_path)
     desk = Desk()
-    secret = "write to jane.doe@example.com or call +1 415 555 0100"
     cases = [case("p-1", "pii", expect=must("echo: pii"))]
 
     def handler(req):
         if req.method == "POST" and desk.phase == "candidate":
-            return Reply(200, {"message": secret})
+            return Reply(200, {"message": message})
         return desk(req)
     with FakeApp(handler) as app:
         doc_adapter = adapter(app.url, result_from_response="data.value")
@@ -261,6 +262,11 @@ def test_pii_runs_are_compared_with_the_quoted_text_redacted(tmp_path):
             assert run_runner("--plan", write_plan(state, plan, f"{run_id}.json"), "--out", out,
                               "--progress", "never").rc == 0
             outs.append(out)
+    return outs
+
+
+def test_pii_runs_are_compared_with_the_quoted_text_redacted(tmp_path):
+    outs = pii_runs(tmp_path, "write to jane.doe@example.com or call +1 415 555 0100")
     page = tmp_path / "c.html"
     doc = compare(*outs, tmp_path / "c.json", "--html", page)
     pair = doc["buckets"]["newly_failing"][0]
@@ -275,26 +281,7 @@ def test_a_long_unbroken_answer_is_redacted_in_linear_time(tmp_path):
     it: the redaction of the quoted text (report.redact, core.patterns.EMAIL) tried each position of the run
     again, quadratic in its length (80 KB: ~9 s, 1 MB: ~20 min); the comparison now ends as any other
     (the timeout is a hang's bound, never a speed bar) and the address is still redacted."""
-    state = make_state(tmp_path)
-    desk = Desk()
-    blob = "QUJD" * 250_000 + " then write to jane.doe@example.com"
-    cases = [case("p-1", "pii", expect=must("echo: pii"))]
-
-    def handler(req):
-        if req.method == "POST" and desk.phase == "candidate":
-            return Reply(200, {"message": blob})
-        return desk(req)
-    with FakeApp(handler) as app:
-        doc_adapter = adapter(app.url, result_from_response="data.value")
-        doc_adapter["data"]["may_contain_pii"] = True
-        outs = []
-        for phase, run_id in (("base", "smoke-20261129T101500Z"), ("candidate", "smoke-20261129T101600Z")):
-            desk.phase = phase
-            plan = make_plan(state, cases, app_url=app.url, run_id=run_id, adapter_doc=doc_adapter)
-            out = state / "reports" / run_id
-            assert run_runner("--plan", write_plan(state, plan, f"{run_id}.json"), "--out", out,
-                              "--progress", "never").rc == 0
-            outs.append(out)
+    outs = pii_runs(tmp_path, "QUJD" * 250_000 + " then write to jane.doe@example.com")
     r = run_script("compare_runs", *outs, "-o", tmp_path / "c.json", timeout=300)
     assert r.rc == 0, r.stdout + r.stderr
     text = (tmp_path / "c.json").read_text(encoding="utf-8")

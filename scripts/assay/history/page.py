@@ -91,22 +91,18 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
         body.append("</tbody></table>")
     else:
         body.append("<p>none</p>")
-    rescored = doc.get("rescored_runs") or []
-    if rescored:
-        body.append(f"<h2>Rescored runs ({len(rescored)}): not series points, not in drift</h2>"
-                    "<table><thead><tr><th>run</th><th>rescored from</th><th>pass rate</th><th>scored</th>"
-                    "</tr></thead><tbody>")
-        body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td><code>{_e(r['rescored_from'])}</code></td>"
-                 f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in rescored]
-        body.append("</tbody></table>")
-    replayed = doc.get("replayed_runs") or []
-    if replayed:
-        body.append(f"<h2>Replayed runs ({len(replayed)}): the app was not called; not series points, not in drift</h2>"
-                    "<table><thead><tr><th>run</th><th>where its answers came from</th><th>pass rate</th><th>scored</th>"
-                    "</tr></thead><tbody>")
-        body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_e(r['replayed'])}</td>"
-                 f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in replayed]
-        body.append("</tbody></table>")
+    for key, title, source, cell in (
+            ("rescored_runs", "Rescored runs ({n}): not series points, not in drift", "rescored from",
+             lambda r: f"<code>{_e(r['rescored_from'])}</code>"),
+            ("replayed_runs", "Replayed runs ({n}): the app was not called; not series points, not in drift",
+             "where its answers came from", lambda r: _e(r["replayed"]))):
+        apart = doc.get(key) or []   # runs kept out of every trend, each with where its verdicts came from
+        if apart:
+            body.append(f"<h2>{title.format(n=len(apart))}</h2><table><thead><tr><th>run</th><th>{source}</th>"
+                        "<th>pass rate</th><th>scored</th></tr></thead><tbody>")
+            body += [f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{cell(r)}</td>"
+                     f"<td>{_pct(r.get('pass_rate'))}</td><td>{_e(r.get('scored'))}</td></tr>" for r in apart]
+            body.append("</tbody></table>")
     if doc.get("drift_flagged"):
         body.append("<p><strong>Drift flagged:</strong> " + ", ".join(_e(s) for s in doc["drift_flagged"]) + "</p>")
     for s in doc.get("series") or []:
