@@ -244,10 +244,10 @@ def traced_app(span_file):
     return handler
 
 
-def _priced_judged_run(state, servers, tmp_path, judge_handler, case_ids):
-    """A traced app and an anthropic judge, both priced (prices.yaml), over `case_ids`: (result, run dir)."""
+def _priced_judged_run(state, servers, tmp_path, judge_handler, case_ids, k=1, run_id=None):
+    """A traced app and an anthropic judge, both priced (prices.yaml), over `case_ids` at `k`: (result, run dir)."""
     app, anth, _ = servers
-    span_file = tmp_path / "spans.jsonl"
+    span_file = tmp_path / (f"spans-{run_id}.jsonl" if run_id else "spans.jsonl")
     app.handler = traced_app(span_file)
     anth.handler = judge_handler
     (state / "prices.yaml").write_text("currency: USD\nper: 1000000\nmodels:\n  app-model: {input: 1.0, output: 2.0}\n"
@@ -256,7 +256,8 @@ def _priced_judged_run(state, servers, tmp_path, judge_handler, case_ids):
     ad = adapter("${APP_URL}")
     ad["traces"] = {"source": "otlp-file", "location": "${SPANS}", "convention": "gen_ai",
                     "correlation": "traceparent-echo", "completeness": {"quiescence_ms": 30, "max_wait_s": 2}}
-    plan = make_plan(state, [rcase(cid, "full") for cid in case_ids], adapter_doc=ad)
+    plan = make_plan(state, [rcase(cid, "full") for cid in case_ids], adapter_doc=ad, k=k,
+                     **({"run_id": run_id} if run_id else {}))
     plan["judge"] = judge_block(state, {"provider": "anthropic", "model": "claude-test", "base_url": anth.url})
     return go(state, plan, env={"APP_URL": app.url, "SPANS": str(span_file)})
 
@@ -279,6 +280,60 @@ def test_judge_cost_in_results_and_it_closes_a_budget(state, servers, tmp_path):
     assert "cost 0.002 USD/case (the app's only: 4 judge call(s) left out by --no-judge-cost)" in apart.stdout
     sc = run_script("score_cost", out)
     assert sc.rc == 0 and json.loads(sc.stdout)["totals"]["judge"]["cost"] == pytest.approx(0.0108), sc.stdout
+
+
+def test_a_judged_cost_per_case_is_one_answers_at_k3_as_at_k1(state, servers, tmp_path):
+    """The same app and judge cost the same per case at k=1 and at k=3: one answer's app cost plus one
+    answer's judge cost (a case's judge calls over its judged repeats); the totals are each run's spend.
+    The judge's per case figure was every judged repeat's calls over the cases, so at k=3 the budget
+    checked 0.002 + 3 x 0.0054 = 0.0182 and closed a budget the k=1 run met; and a comparison of the
+    two runs said only the candidate's k note."""
+    one_run, one = _priced_judged_run(state, servers, tmp_path, anthropic_handler(), ["c-1", "c-2"],
+                                      run_id="smoke-20261129T101500Z")
+    assert one_run.rc == 0, one_run.stdout + one_run.stderr
+    three_run, three = _priced_judged_run(state, servers, tmp_path, anthropic_handler(), ["c-1", "c-2"], k=3,
+                                          run_id="smoke-20261129T111500Z")
+    assert three_run.rc == 0, three_run.stdout + three_run.stderr
+    cl1, cl3 = read(one / "results.json")["cost_latency"], read(three / "results.json")["cost_latency"]
+    assert cl3["judge"]["calls"] == 12 and cl3["judge"]["total"] == pytest.approx(3 * 0.0108)   # the run's spend
+    assert cl3["cost"]["total"] == pytest.approx(3 * 0.004)
+    for cl in (cl1, cl3):   # one unit: one answer's app cost + one answer's judge cost
+        assert cl["cost"]["mean_per_case"] == pytest.approx(0.002)
+        assert cl["judge"]["mean_per_case"] == pytest.approx(0.0054), cl["judge"]
+    assert cl3["judge"]["answers"] == 6 and "answers" not in cl1["judge"]
+    assert "the judge's cost per case is one answer's too: its 12 call(s) on 6 judged answer(s)" in cl3["k_note"]
+    sc = json.loads(run_script("score_cost", three).stdout)["totals"]["judge"]
+    assert (sc["cost"], sc["mean_per_case"], sc["answers"]) == (pytest.approx(0.0324), pytest.approx(0.0054), 6)
+
+    budget = ("--max-cost-per-case", "0.008")   # met at k=1, so met at k=3: the same app and judge
+    g1, g3 = run_script("gate", one, *budget), run_script("gate", three, *budget)
+    assert g1.rc == 0 and g3.rc == 0, g1.stdout + g3.stdout
+    assert "budget: cost 0.0074 USD/case (app 0.002 + judge 0.0054), budget 0.008" in g1.stdout
+    line = next(x for x in g3.stdout.splitlines() if x.startswith("  budget: cost "))
+    assert line.startswith("  budget: cost 0.0074 USD/case (one answer's: the mean over every repeat of 2 case(s) at "
+                           "k=3, 6 answer(s)) (app 0.002 + judge 0.0054, the judge's one answer's too: its 12 call(s) "
+                           "on 6 judged answer(s))"), line
+    assert ("judge cost: 0.0324 USD over 12 call(s) on 6 judged answer(s), 0.0054 per case (one answer's), apart "
+            "from the app's") in g3.stdout
+    assert "judge cost: 0.0108 USD over 4 call(s), 0.0054 per case, apart from the app's" in g1.stdout
+
+    cmp = run_script("compare_runs", one, three)
+    assert cmp.rc == 0, cmp.stdout + cmp.stderr
+    block = json.loads(cmp.stdout)["cost_latency"]
+    assert block["base"]["cost_per_case_with_judge"] == block["candidate"]["cost_per_case_with_judge"] == \
+        pytest.approx(0.0074)
+    assert block["note"].startswith("the two runs' costs were read differently: base k=1: each case is one answer; "
+                                    "candidate k=3: every repeat's trace is read"), block["note"]
+
+    # a k=3 run written before verdict.json counted the judged repeats: they are read from its judge.json
+    from rundir_util import case_json, edit_case
+    for cid in ("c-1", "c-2"):
+        v = case_json(three, cid)
+        assert v["judge_usage"]["judged_repeats"] == 3
+        del v["judge_usage"]["judged_repeats"]
+        edit_case(three, cid, "verdict.json", json.dumps(v, sort_keys=True).encode())
+    old = json.loads(run_script("score_cost", three).stdout)["totals"]["judge"]
+    assert (old["cost"], old["mean_per_case"], old["answers"]) == (pytest.approx(0.0324), pytest.approx(0.0054), 6)
 
 
 def test_judge_calls_without_usage_leave_the_cost_budget_uncheckable(state, servers, tmp_path):

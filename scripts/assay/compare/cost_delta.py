@@ -93,6 +93,25 @@ def _both_traced(fold: "CompareFold") -> dict:
     return out
 
 
+def _note(prices_note: str | None, base: dict, cand: dict) -> str | None:
+    """The block's note: why nothing is priced, else the candidate's k_note (what its figures are of at
+    k > 1); when the two runs' k notes differ (a k=1 base, a k=3 candidate), both sides', so a comparison
+    never reads one side's figures as the other's."""
+    bn, cn = base.get("k_note"), cand.get("k_note")
+    if bn == cn:
+        return prices_note or cn
+    sides = "; ".join(f"{role} {n or _one_read(t)}" for role, n, t in (("base", bn, base), ("candidate", cn, cand)))
+    both = (f"the two runs' costs were read differently: {sides}. Each per case figure is one answer's on both sides; "
+            "each total is its own run's spend (a run at a higher k sent each case more times)")
+    return f"{prices_note}; {both}" if prices_note else both
+
+
+def _one_read(totals: dict) -> str:
+    """A side with no k_note: k = 1 (each case one answer), or k > 1 with nothing traced or judged."""
+    k = totals.get("k") if isinstance(totals.get("k"), int) else 1
+    return "k=1: each case is one answer" if k == 1 else f"k={k}: no case traced or judged"
+
+
 def _traced_note(bs: dict, cs: dict, both: int) -> str | None:
     if bs["traced_cases"] == cs["traced_cases"] == both:
         return None
@@ -213,7 +232,7 @@ def cost_latency(base_dir: Path, cand_dir: Path, costs: CaseCosts | None = None)
     bs, cs = _side(b["totals"]), _side(c["totals"])
     bs["cost_note"], cs["cost_note"] = _cost_note(b, prices is not None), _cost_note(c, prices is not None)
     both = _both_traced(fold)
-    return {"currency": c["currency"], "note": note or (c["totals"].get("k_note")), "words": words(),
+    return {"currency": c["currency"], "note": _note(note, b["totals"], c["totals"]), "words": words(),
             "traced_note": _traced_note(bs, cs, both["cases"]), "both_traced": both,
             "base": bs, "candidate": cs,
             "delta": {k: _delta(bs[k], cs[k], 8) for k in bs if k not in ("complete", "judge_note", "cost_note")},

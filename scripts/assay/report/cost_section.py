@@ -56,5 +56,6 @@ def judge_cost_line(judge: dict, currency: str | None, priced: bool) -> list[str
     if judge.get("cost") is None:
         named = ", ".join(code(m) for m in judge.get("unpriced_models") or []) or "none named"
         return [line + f"; not priced: the prices file does not name the judge model(s) {named}."]
-    return [line + f"; {judge['cost']:.6f} {currency} in all, {judge['mean_per_case']:.6f} per case "
+    of = " (one answer's)" if isinstance(judge.get("answers"), int) else ""   # k > 1: k_note says it
+    return [line + f"; {judge['cost']:.6f} {currency} in all, {judge['mean_per_case']:.6f} per case{of} "
                    "(counted in gate.py's cost budget unless --no-judge-cost)."]

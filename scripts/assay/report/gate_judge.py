@@ -44,8 +44,11 @@ def judge_cost_gate_line(cost_latency: object) -> list[str]:
         return []
     if not isinstance(judge.get("total"), (int, float)):
         return [f"  judge cost: not priced ({judge.get('reason') or 'no prices'})"]
-    return [f"  judge cost: {judge['total']:.6g} {judge.get('currency') or ''} over {judge['calls']} call(s), "
-            f"{judge.get('mean_per_case') or 0:.6g} per case, apart from the app's"]
+    answers = judge.get("answers")   # k > 1: the per case figure is one answer's
+    on, of = ((f" on {answers} judged answer(s)", " (one answer's)") if isinstance(answers, int)
+              and not isinstance(answers, bool) else ("", ""))
+    return [f"  judge cost: {judge['total']:.6g} {judge.get('currency') or ''} over {judge['calls']} call(s){on}, "
+            f"{judge.get('mean_per_case') or 0:.6g} per case{of}, apart from the app's"]
 
 
 def provisional_fail_line(run_dir: Path, results: dict) -> list[str]:

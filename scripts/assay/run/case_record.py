@@ -76,7 +76,7 @@ def sent_record(base: dict[str, Any], repeats: list[dict], chosen: dict, folded:
                   "latency_ms": repeat_latency_ms(r), **workdir_flag(r)} for r in repeats] if k > 1 else None,
         scorer_errors=sum(1 for r in repeats for v in r["layers"].values() if v.get("verdict") == ERROR),
         judge_unstable=folded == UNSCORED and any(is_judge_unstable({"layers": r["layers"]}) for r in repeats),
-        judged=bool(judged), judge_usage=_judge_usage(judged),
+        judged=bool(judged), judge_usage=_judge_usage(judged, k),
         trace_collected=chosen["trajectory"] is not None, trace_status=chosen["trace_status"],
         undeclared_tools=undeclared or None, **workdir_flag(chosen), **_reached(base, repeats))
 
@@ -118,9 +118,14 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _judge_usage(judged: list[dict]) -> dict[str, Any] | None:
-    """The judge's tokens over a case's judged repeats (the judge's modules: only for a judged case)."""
+def _judge_usage(judged: list[dict], k: int = 1) -> dict[str, Any] | None:
+    """The judge's tokens over a case's judged repeats (the judge's modules: only for a judged case); at
+    k > 1 with `judged_repeats`, how many repeats they are: the judge's cost of one answer is the sum over
+    them (stats.judge_cost)."""
     if not judged:
         return None
     from ..judge.fold import sum_usage
-    return sum_usage([r["judge_doc"]["usage"] for r in judged])
+    usage = sum_usage([r["judge_doc"]["usage"] for r in judged])
+    if k > 1:
+        usage["judged_repeats"] = len(judged)
+    return usage

@@ -6,7 +6,9 @@ runner normalized into trajectory.json; a conversation counts every sent turn's
 `turns/<n>/trajectory.json`). With k > 1 a single-turn case's repeats each store their own
 trace (`repeats/<n>/trajectory.json`): its tokens, calls and cost are every repeat's (the
 totals are the run's whole spend), and its `cost` is the mean cost of one answer (the
-repeats' sum over its repeats with a trace), the figure the gate's budget compares. A
+repeats' sum over its repeats with a trace), the figure the gate's budget compares. The
+judge's cost of a case is one answer's too (its calls over the repeats it judged: judge_cost),
+so the budget's app + judge per case is one unit at any k. A
 conversation's repeats store no trace, nor did a run dir written before each repeat's was
 stored: such a case is read at its deciding repeat, and `totals.k_note` says which was read
 and why. Price: the prices file (`<state>/prices.yaml`):
@@ -33,7 +35,7 @@ from ..core import casestore
 from ..core.jsonio import loads
 from ..core.errors import AssayError
 from .cost_fold import PRICES_FILE, ChangeFold, CostFold
-from .judge_cost import judge_model_of, judge_row, token_count as _num
+from .judge_cost import judge_model_of, judge_row, judged_repeats, token_count as _num
 from .latency import repeat_latencies
 
 
@@ -156,7 +158,8 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
     """One case's row. `case`: a casestore.CaseRecord (or an older run's case dir path); `verdict`
     is its verdict when the caller holds it already (the runner at finalize); `read_traces=False`
     skips looking for trajectories (a run that collected none). `judge` is the case's judge calls,
-    priced apart from the app's (judge_row)."""
+    priced apart from the app's (judge_row): at k > 1 its `cost` one answer's too, `spend` every
+    judged repeat's."""
     if not isinstance(case, casestore.CaseRecord) and isinstance(case, (str, os.PathLike)):
         cdir = Path(case)
         verdict = verdict if verdict is not None else _object(cdir / "verdict.json")
@@ -176,7 +179,9 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
         "model_calls": len(calls), "input_tokens": 0, "output_tokens": 0, "model_latency_ms": 0,
         "model_latencies_ms": [0] * len(answers),   # one per answer: each a sample of the run's p50/p95
         "calls_without_usage": 0, "calls_partial_usage": 0,
-        "unpriced_models": [], "cost": None, "spend": None, "judge": judge_row(verdict, prices, judge_model),
+        "unpriced_models": [], "cost": None, "spend": None,
+        "judge": judge_row(verdict, prices, judge_model,
+                           judged_repeats(verdict, lambda: _bytes_json(case.read("judge.json")))),
     }
     if calls:   # (a case with no model call, most of a trace-less run's: the zeros above, at a comparison's pace)
         row.update({
@@ -333,6 +338,8 @@ def results_summary(run_dir: Path, manifest: dict, records: list[dict], state_di
                           "currency": cost["currency"], "complete": bool(j["complete"] and prices is not None),
                           "total": j["cost"], "mean_per_case": j["mean_per_case"],
                           "unpriced_models": j["unpriced_models"], "reason": why}
+        if "answers" in j:   # k > 1: mean_per_case is one answer's, over this many judged answers (repeats)
+            block["judge"]["answers"] = j["answers"]
     if not cap["enabled"]:
         return block
     n = t["traced_answers"]   # per case figures are one answer's (at k = 1, or a case read at one repeat: the case's)

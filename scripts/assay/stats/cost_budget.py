@@ -3,12 +3,13 @@ either holds (a line with its margin) or closes the gate (over it, or it cannot 
 
 from __future__ import annotations
 
-from .cost_words import answers_part, with_judge
+from .cost_words import answers_part, judge_answers_part, with_judge
 
 
 def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple[bool, str]:
     """The mean cost per case against the budget: the app's (per traced case) plus, unless
-    `include_judge` is false, the judge's (its total over every case). Unpriced judge calls make it
+    `include_judge` is false, the judge's (over every case). At k > 1 both are one answer's (a case's
+    repeats averaged), so a budget means the same at any k. Unpriced judge calls make it
     uncheckable, as unpriced app calls do."""
     t, cur = cost["totals"], cost.get("currency") or ""
     mean = (t.get("cost") or {}).get("mean")
@@ -29,7 +30,7 @@ def _cost_budget(cost: dict, budget: float, include_judge: bool = True) -> tuple
             return True, (f"cost budget {budget:g} {cur}/case cannot be checked: the judge's calls are unpriced "
                           f"(judge model(s) {', '.join(judge.get('unpriced_models') or []) or 'unnamed'} not in the "
                           "prices file); price them, or leave the judge out with gate.py --no-judge-cost")
-        split += f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g})"
+        split += f" (app {mean:.6g} + judge {judge['mean_per_case']:.6g}{judge_answers_part(judge)})"
         mean = with_judge(mean, judge["mean_per_case"], judge["calls"])   # the one rule the pages say too
     elif judge.get("calls"):
         split += f" (the app's only: {judge['calls']} judge call(s) left out by --no-judge-cost)"

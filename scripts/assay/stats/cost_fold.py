@@ -101,6 +101,7 @@ class CostFold:
         if capability["enabled"] and not n_traced:
             capability = {"enabled": False, "blocked_by": "traces were configured but no case has a trajectory.json"}
         k = manifest.get("k") if isinstance(manifest.get("k"), int) else 1
+        judge = self.judge.totals(prices, self.cases, k)
         totals = {
             "cases": self.cases, "traced_cases": n_traced,
             # the answers whose traces were read (a case's every repeat at k > 1, when each stored its own)
@@ -118,7 +119,7 @@ class CostFold:
             "latency_ms": _stats(self.latencies),   # every repeat's
             "model_latency_ms": _stats(self.model_latencies),   # one sample per answer read
             "k": k,
-            "k_note": k_note(k, self.scopes, self.answers_untraced) if k > 1 else None,
+            "k_note": k_note(k, self.scopes, self.answers_untraced, judge) if k > 1 else None,
             # the traced cases by how their repeats were read (k > 1): every_repeat, conversation, not_stored
             "repeats_read": {s: self.scopes.get(s, 0) for s in ("every_repeat", "conversation", "not_stored")}
                             if k > 1 else None,
@@ -130,7 +131,7 @@ class CostFold:
             totals["cost"] = {**_stats(self.priced), "total": spent} if totals["complete"] else {
                 "n": len(self.priced), "total": None, "mean": None, "p50": None, "p95": None,
                 "priced_cases_total": spent}
-        totals["judge"] = self.judge.totals(prices, self.cases)
+        totals["judge"] = judge
         return {
             "run_id": Path(run_dir).name, "capability": capability,
             "currency": prices["currency"] if prices else None,
@@ -141,10 +142,11 @@ class CostFold:
         }
 
 
-def k_note(k: int, scopes: dict[str, int], untraced: int) -> str | None:
+def k_note(k: int, scopes: dict[str, int], untraced: int, judge: dict | None = None) -> str | None:
     """What the tokens and cost of a k > 1 run are of, in words: each traced case's every repeat, or
     its deciding repeat only and why (a conversation's repeats store no trace; a run dir written
-    before each repeat's trace was stored). None when no case was traced."""
+    before each repeat's trace was stored); and the judge's, one answer's per case too (`judge`:
+    JudgeFold's totals). None when no case was traced and none judged."""
     every, conv, old = (scopes.get(s, 0) for s in ("every_repeat", "conversation", "not_stored"))
     parts = []
     if every:
@@ -160,7 +162,16 @@ def k_note(k: int, scopes: dict[str, int], untraced: int) -> str | None:
         parts.append(f"{old} case(s) have only the deciding repeat's trace (a run dir written before each repeat's "
                      f"trace was stored), so their tokens and cost are of one repeat; the run spent about {k} times "
                      "as much on them")
+    if judge and judge.get("calls"):
+        parts.append(judge_note(judge))
     return f"k={k}: " + "; ".join(parts) if parts else None
+
+
+def judge_note(judge: dict) -> str:
+    """The judge's part of a k > 1 run's k_note: its cost per case is one answer's, as the app's."""
+    return (f"the judge's cost per case is one answer's too: its {judge['calls']} call(s) on {judge.get('answers')} "
+            f"judged answer(s) of {judge['cases']} case(s), each case's over the repeats it judged (the judge's "
+            "total is the run's spend)")
 
 
 def _near_price(model: str, priced: Iterable[str]) -> str:

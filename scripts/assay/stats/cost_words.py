@@ -23,10 +23,11 @@ WORDS: dict[str, tuple[str, str]] = {
                                 "cases that have a trace (at k > 1 one answer's: a case's every repeat read, "
                                 "averaged over its repeats); the judge's calls are not in it"),
     "judge_cost_per_case": (JUDGE_COST, "the judge's calls, priced with prices.yaml, averaged over every case of the "
-                                        "run (judged or not); none when the run called no judge"),
-    "cost_per_case_with_judge": (BUDGET_COST, "the app's cost per traced case plus the judge's per case: what "
-                                              "gate.py's cost budget checks (unless --no-judge-cost); unknown when "
-                                              "either part is"),
+                                        "run (judged or not; at k > 1 one answer's: a judged case's calls over the "
+                                        "repeats it judged); none when the run called no judge"),
+    "cost_per_case_with_judge": (BUDGET_COST, "the app's cost per traced case plus the judge's per case (at k > 1 "
+                                              "each one answer's): what gate.py's cost budget checks (unless "
+                                              "--no-judge-cost); unknown when either part is"),
     "input_tokens_per_case": ("input tokens per traced case", "the app's model calls, averaged over the cases that "
                                                               "have a trace (each run over its own; at k > 1 over "
                                                               "their repeats: one answer's)"),
@@ -59,6 +60,14 @@ def answers_part(totals: dict) -> str:
     if one:
         parts.append(f"{one} case(s) read at their deciding repeat only (no other repeat's trace is stored: k_note)")
     return f" ({'; '.join(parts)})" if parts else ""
+
+
+def judge_answers_part(judge: dict) -> str:
+    """What the judge's cost per case the gate's budget adds is of at k > 1 (stats.judge_cost's totals,
+    `answers`): one answer's, as the app's. '' at k = 1."""
+    if not isinstance(judge.get("answers"), int):
+        return ""
+    return f", the judge's one answer's too: its {judge.get('calls')} call(s) on {judge['answers']} judged answer(s)"
 
 
 def judge_cost_part(judge: dict | None) -> tuple[float | None, str | None]:

@@ -19,7 +19,8 @@ def add_decision_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require-canaries", action="store_true", help="close unless every canary passed (and there is one)")
     p.add_argument("--no-verify", action="store_true", help="skip `run_cases.py --verify` (the completeness re-check)")
     p.add_argument("--max-cost-per-case", type=float, metavar="X",
-                   help="close when the mean cost per case (score_cost.py) is above X in the prices file's "
+                   help="close when the mean cost per case (score_cost.py; at k > 1 one answer's, the app's and "
+                        "the judge's alike, so X means the same at any k) is above X in the prices file's "
                         "currency, or cannot be computed (no traces, no prices file, an unpriced model); "
                         "overrides profile.yaml's budgets.max_cost_per_case")
     p.add_argument("--max-p95-latency-s", type=float, metavar="Y",
