@@ -127,8 +127,6 @@ def test_a_p95_budget_at_k3_reads_every_repeats_latency(tmp_path):
     # budget 1s: margin 0.998s" while two thirds of the requests were over the 1 s budget.
     import collections
     import threading
-    from fakeapp import run_runner
-    from fixtures_authoring import run_inproc
 
     state = write_state(tmp_path, {f"c-0000000{i}": case_yaml(f"c-0000000{i}", content=f"A flight to {city}?")
                                    for i, city in enumerate(("Oslo", "Bergen", "Tromsø", "Bodø"), 1)})
@@ -144,15 +142,7 @@ def test_a_p95_budget_at_k3_reads_every_repeats_latency(tmp_path):
         return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}},
                      delay=0 if first else 1.3)
 
-    work, run_id = state / "work", "regression-20261130T000000Z"
-    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    p = run_inproc("make_plan", work / "converted.json", "--mode", "regression", "--k", "3", "--state-dir", state,
-                   "-o", work / "plan.json", "--run-id", run_id)
-    assert p.rc == 0, p.stdout
-    out = state / "reports" / run_id
-    with FakeApp(reply) as app:
-        r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
-    assert r.rc == 0, (r.stdout, r.stderr)
+    out = regression_k3(state, reply)
     g = run_script("gate", out)
     assert g.rc == 1, g.stdout
     closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: p95 latency"))
@@ -194,8 +184,6 @@ def test_a_cost_budget_at_k3_counts_the_repeat_that_ran_away(tmp_path):
     # and score_cost.py's totals were a third of the run's calls, though every repeat's trace was stored.
     import collections
     import threading
-    from fakeapp import run_runner
-    from fixtures_authoring import run_inproc
     from otlp_util import span
 
     state, traced_reply = traced_state(tmp_path, MODEL, tokens=(500, 50))
@@ -217,15 +205,7 @@ def test_a_cost_budget_at_k3_counts_the_repeat_that_ran_away(tmp_path):
                                               end_ns=t + i * 1_000_000 + 500_000) for i in range(10)])
         return out
 
-    work, run_id = state / "work", "regression-20261130T000000Z"
-    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
-    p = run_inproc("make_plan", work / "converted.json", "--mode", "regression", "--k", "3", "--state-dir", state,
-                   "-o", work / "plan.json", "--run-id", run_id)
-    assert p.rc == 0, p.stdout
-    out = state / "reports" / run_id
-    with FakeApp(reply) as app:
-        r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
-    assert r.rc == 0, (r.stdout, r.stderr)
+    out = regression_k3(state, reply)
     assert calls["Oslo"] == 3
 
     cost = run_script("score_cost", out).json
@@ -257,7 +237,7 @@ def test_a_cost_budget_at_k3_counts_the_repeat_that_ran_away(tmp_path):
     # trace_collected, only the case-level trajectory.json, the deciding repeat's): read as it was, and said
     import shutil
     from rundir_util import case_json, edit_case
-    old = shutil.copytree(out, tmp_path / "old" / run_id)
+    old = shutil.copytree(out, tmp_path / "old" / out.name)
     for cid in ("c-00000001", "c-00000002"):
         v = case_json(old, cid)
         for r2 in v["repeats"]:
@@ -270,3 +250,19 @@ def test_a_cost_budget_at_k3_counts_the_repeat_that_ran_away(tmp_path):
     assert t["k_note"] == ("k=3: 2 case(s) have only the deciding repeat's trace (a run dir written before each "
                            "repeat's trace was stored), so their tokens and cost are of one repeat; the run spent "
                            "about 3 times as much on them")
+
+
+def regression_k3(state, reply):
+    """The state's suite planned as a k=3 regression run and run against a FakeApp answering `reply`: its run dir."""
+    from fakeapp import run_runner
+    from fixtures_authoring import run_inproc
+    work, run_id = state / "work", "regression-20261130T000000Z"
+    assert run_inproc("convert_suite", state, "-o", work / "converted.json", "--split-dir", work).rc == 0
+    p = run_inproc("make_plan", work / "converted.json", "--mode", "regression", "--k", "3", "--state-dir", state,
+                   "-o", work / "plan.json", "--run-id", run_id)
+    assert p.rc == 0, p.stdout
+    out = state / "reports" / run_id
+    with FakeApp(reply) as app:
+        r = run_runner("--plan", work / "plan.json", "--out", out, env={"TRAVEL_BASE_URL": app.url})
+    assert r.rc == 0, (r.stdout, r.stderr)
+    return out
