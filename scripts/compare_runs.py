@@ -46,12 +46,14 @@ def run(args):
     from assay.core.errors import AssayError
 
     candidate = Path(args.candidate)
-    base = resolve_baseline(args.base, candidate, args.store, is_open=gate_open)
+    said: list[str] = []   # runs of another app passed over; a base whose app could not be checked by name
+    base = resolve_baseline(args.base, candidate, args.store, is_open=gate_open, said=said)
     # the base must pass run_cases.py --verify first (at scale the check runs on two processes; not
     # beside the comparison: the two at once held ~350 MB at 100,000 cases, over the 250 MB bar)
     refuse_unverified(base)
     refuse_unverified(candidate, "candidate")
     doc = compare_runs(base, candidate)
+    doc["notes"][:0] = said
     # a pinned baseline whose own gate is closed is said, first (assay.verdict's decision, gate.py's words)
     red = red_baseline_words(args.base, candidate, base, doc["base"]["run_id"], is_open=gate_open, named=False)
     if red:

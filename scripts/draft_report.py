@@ -49,8 +49,10 @@ def run(args):
         from assay.compare.document import compare_runs
         from assay.compare.report_section import comparison_lines
         from assay.verdict.baseline import red_baseline_words
-        base = resolve_baseline(args.baseline, run_dir, is_open=gate_open)
+        said: list[str] = []   # runs of another app passed over; a base whose app could not be checked by name
+        base = resolve_baseline(args.baseline, run_dir, is_open=gate_open, said=said)
         doc = compare_runs(base, run_dir)
+        doc["notes"][:0] = said
         # a baseline whose own gate is closed is said first, as gate.py --baseline says it (assay.verdict's)
         red = red_baseline_words(args.baseline, run_dir, base, doc["base"]["run_id"], is_open=gate_open)
         lines = comparison_lines(dict(doc, notes=[red] + doc["notes"]) if red else doc)

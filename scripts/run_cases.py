@@ -21,16 +21,19 @@ def build_parser():
 
 def run(args):
     from assay.run.command import run as run_cases
+    said: list[str] = []   # runs of another app passed over; a base whose app could not be checked by name
     if args.baseline_verdicts == "auto":  # the run this plan's series compares with (assay.compare.baseline)
         from assay.compare.baseline import resolve_for_plan
         from assay.verdict import gate_open
-        args.baseline_verdicts = resolve_for_plan(args.plan, is_open=gate_open)
+        args.baseline_verdicts = resolve_for_plan(args.plan, is_open=gate_open, said=said)
     if getattr(args, "baseline", None) == "auto":  # pairwise rubrics: the same choice, its run dir
         from pathlib import Path
 
         from assay.compare.baseline import resolve_for_plan
         from assay.verdict import gate_open
-        args.baseline = str(Path(resolve_for_plan(args.plan, is_open=gate_open)).parent)
+        args.baseline = str(Path(resolve_for_plan(args.plan, is_open=gate_open, said=said)).parent)
+    for words in dict.fromkeys(said):   # prose on stderr (stdout is JSON only)
+        sys.stderr.write(f"assay: note: {words}\n")
     return run_cases(args)
 
 

@@ -8,6 +8,11 @@ run_cases --baseline-verdicts). Runner contract §20.4.
    status is `ok` and whose gate is open when gated now with gate.py's defaults (completeness
    re-check included; budgets from profile.yaml as gate.py applies them). The suite hash is not
    part of the key: an edited case is what the comparison's `expectation_changed` is for.
+   Nor is the app, but a run of another app is never the base (`Own.admits`): runs record their
+   app (results.json `app`: adapter.yaml app.name); one naming another app is passed over, and one
+   where either side names none (a run written before runs recorded it, or an unnamed app) only
+   when it shares no case id with the candidate. The runs passed over, and a base whose app could
+   not be checked by name, are said (`said`: the callers' notes; the refusal names them too).
 3. Else exit 2, saying why (no earlier run of the series; or each one's reason, newest first).
 
 With a store (`--store s3://bucket/prefix` where the command has it, else $ASSAY_STORE), step 2
@@ -56,8 +61,81 @@ def pinned(reports: Path) -> Path | None:
     return run_dir
 
 
+class Own:
+    """Which app the candidate is of: `app` (its name, or None) and its case ids (read only when a
+    run without a name on one side must be told apart by them). `said` collects the words."""
+
+    def __init__(self, app: str | None, ids: Callable[[], set[str]], said: list[str] | None = None) -> None:
+        self.app, self._ids, self._held = app, ids, None
+        self.others: list[str] = []      # runs passed over as another app's, with why
+        self.said = said if said is not None else []
+
+    def ids(self) -> set[str]:
+        if self._held is None:
+            self._held = self._ids()
+        return self._held
+
+    def admits(self, name: str, results: Mapping[str, Any], base_ids: Callable[[], set[str]]) -> str | None:
+        """None when the run `name` (its results.json head `results`) is another app's (noted in
+        `others`); else "" when its app is this one's by name, or the words saying it could not be checked."""
+        theirs = results.get("app") if isinstance(results.get("app"), str) and results.get("app") else None
+        if self.app is not None and theirs is not None:
+            if theirs == self.app:
+                return ""
+            self.others.append(f"{name} (app {theirs!r})")
+            return None
+        old = "app" not in results   # a run written before runs recorded their app
+        if theirs is None:
+            why = "records no app name (" + ("a run written before runs recorded adapter.yaml app.name" if old
+                                             else "its adapter.yaml has no app.name") + ")"
+            whose = "no app name recorded" + (", a run from before runs recorded one" if old else "")
+        else:
+            why, whose = f"is of app {theirs!r}, and this run records no app name", f"app {theirs!r}"
+        mine, base = self.ids(), base_ids()
+        if not mine or not base:   # a holdout run's results.json names no case: nothing to tell them apart by
+            return (f"the base {name} {why}, and no case id can be compared (sealed holdout cases): its app "
+                    "could not be checked; pass --baseline RUN_DIR (or pin reports/baseline.json) if it is not this app's")
+        shared = len(mine & base)
+        if not shared:
+            self.others.append(f"{name} ({whose}, and no case id in common with this run)")
+            return None
+        return (f"the base {name} {why}: its app could not be checked by name; it was taken as this app's run "
+                f"because it shares {shared} of this run's {len(mine)} case id(s) (set adapter.yaml app.name so "
+                "two apps' runs in one reports dir or store prefix are told apart)")
+
+    def passed_over(self) -> str:
+        if not self.others:
+            return ""
+        shown = "; ".join(self.others[:MAX_REASONS]) + (f"; and {len(self.others) - MAX_REASONS} more"
+                                                        if len(self.others) > MAX_REASONS else "")
+        mine = f"app {self.app!r}" if self.app is not None else "this run's app (it records no app name)"
+        return (f"--baseline auto passed over {len(self.others)} run(s) of the series as another app's (never "
+                f"a base of {mine}): {shown}")
+
+
+def case_ids_of(results_json: Path) -> set[str]:
+    """The case ids a run's results.json rows name (holdout cases are never there), walked one row at a time."""
+    ids: set[str] = set()
+
+    def take(row: Any) -> None:
+        if isinstance(row, dict) and isinstance(row.get("case_id"), str):
+            ids.add(row["case_id"])
+    try_json_head(results_json, take)
+    return ids
+
+
+def own_of_run(candidate_dir: Path, results: Mapping[str, Any], said: list[str] | None) -> Own:
+    """The candidate run's app: results.json `app`; for a run written before it was recorded, its
+    manifest's (make_plan.py's manifest_extra.app.name)."""
+    from ..replay.source import app_name
+    app = results.get("app") if "app" in results else app_name(try_json_head(candidate_dir / "manifest.yaml"))
+    return Own(app if isinstance(app, str) and app else None, lambda: case_ids_of(candidate_dir / "results.json"),
+               said)
+
+
 def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str | None,
-                is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG) -> Path:
+                is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG,
+                own: Own | None = None) -> Path:
     """The newest run of series `key` (started before `before`, a run-id stamp) whose gate is open."""
     found = []
     if reports.is_dir():
@@ -70,14 +148,15 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
             found.append((parsed[1], child.name, child))
     found.sort(reverse=True)
     what = f"{reports}: {flag[0]} auto found no baseline for the series ({series_words(key)})"
-    return _first_open(((name, lambda c=child: try_json_head(c / "results.json"), lambda c=child: c)
+    return _first_open(((name, lambda c=child: try_json_head(c / "results.json"), lambda c=child: c,
+                         lambda c=child: case_ids_of(c / "results.json"))
                         for _, name, child in found), key, is_open, what,
                        f"run one (or pass {' '.join(flag)}, or pin one in reports/{PIN_FILE})",
-                       f"pass {' '.join(flag)}, or pin one in reports/{PIN_FILE}")
+                       f"pass {' '.join(flag)}, or pin one in reports/{PIN_FILE}", own=own)
 
 
 def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str | None, exclude: str | None,
-                         is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+                         is_open: Callable[[Path], tuple[bool, str | None]], own: Own | None = None) -> Path:
     """`newest_open` over the runs of a store (a StoreURL): the same choice and reasons; only a
     candidate's results.json is read there until one is chosen, downloaded into reports/<run-id>."""
     from ..store.runs import NO_RUN, StoreRuns
@@ -108,20 +187,34 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
              and not (before is not None and parse_run_id(n) and parse_run_id(n)[1] >= before)]
     what = f"{store}: --baseline auto found no baseline for the series ({series_words(key)})"
     empty = "" if ids else "; " + NO_RUN
-    return _first_open(((n, lambda n=n: runs.results(n), lambda n=n: local(n)) for n in names), key, is_open, what,
-                       "publish one (publish_run.py), or pass --baseline RUN_DIR" + empty)
+    held: dict[str, Any] = {}   # each candidate's results.json, read once (its rows give its case ids)
+
+    def results(n: str) -> Any:
+        held.clear()
+        held[n] = runs.results(n)
+        return {k: v for k, v in held[n].items() if k != "cases"} if isinstance(held[n], dict) else held[n]
+
+    def ids(n: str) -> set[str]:
+        rows = (held.get(n) or {}).get("cases")
+        return {r["case_id"] for r in rows or () if isinstance(r, dict) and isinstance(r.get("case_id"), str)}
+    return _first_open(((n, lambda n=n: results(n), lambda n=n: local(n), lambda n=n: ids(n)) for n in names),
+                       key, is_open, what, "publish one (publish_run.py), or pass --baseline RUN_DIR" + empty, own=own)
 
 
 def _first_open(candidates, key: tuple, is_open, what: str, hint: str,
-                way_out: str = "pass --baseline RUN_DIR") -> Path:
-    """The first of (name, results(), run_dir()) candidates, newest first, of series `key` that is
-    complete with an open gate; else exit 2 with each one's reason."""
+                way_out: str = "pass --baseline RUN_DIR", own: Own | None = None) -> Path:
+    """The first of (name, results(), run_dir(), case_ids()) candidates, newest first, of series `key`
+    and of the candidate's own app (`own`) that is complete with an open gate; else exit 2 with each
+    one's reason, and the runs passed over as another app's."""
     reasons: list[str] = []
     same = 0
-    for name, results_of, dir_of in candidates:
+    for name, results_of, dir_of, ids_of in candidates:
         results = results_of()
         if not isinstance(results, dict) or series_of(results) != key:
             continue
+        unchecked = own.admits(name, results, ids_of) if own is not None else ""
+        if unchecked is None:
+            continue   # another app's run: never a base, named below
         same += 1
         status = (results.get("summary") or {}).get("status") if isinstance(results.get("summary"), dict) else None
         if status != "ok":
@@ -129,28 +222,36 @@ def _first_open(candidates, key: tuple, is_open, what: str, hint: str,
             continue
         ok, why = is_open(dir_of())
         if ok:
+            if own is not None:
+                own.said.extend(w for w in (own.passed_over(), unchecked) if w)
             return dir_of()
         reasons.append(f"{name}: gate closed ({why})")
+    others = own.passed_over() if own is not None else ""
+    others = f" ({others})" if others else ""
     if not same:
-        raise AssayError(f"{what}: no earlier run of this series; {hint}", 2, series=dict(zip(SERIES_KEYS, key)))
+        raise AssayError(f"{what}: no earlier run of this series{' of this app' if others else ''}{others}; {hint}",
+                         2, series=dict(zip(SERIES_KEYS, key)))
     shown = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
-    raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}; "
+    raise AssayError(f"{what}: none of its {same} earlier run(s) is complete with an open gate: {shown}{others}; "
                      f"fix what closed it and run again, or {way_out}", 2, series=dict(zip(SERIES_KEYS, key)))
 
 
 def _newest(reports: Path, key: tuple, *, before: str | None, exclude: str | None, store: str | None,
-            is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG) -> Path:
+            is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG,
+            own: Own | None = None) -> Path:
     from ..store.url import configured
     where = configured(store)
     if where is not None:
-        return newest_open_in_store(where, reports, key, before=before, exclude=exclude, is_open=is_open)
-    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open, flag=flag)
+        return newest_open_in_store(where, reports, key, before=before, exclude=exclude, is_open=is_open, own=own)
+    return newest_open(reports, key, before=before, exclude=exclude, is_open=is_open, flag=flag, own=own)
 
 
 def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *,
-                     is_open: Callable[[Path], tuple[bool, str | None]]) -> Path:
+                     is_open: Callable[[Path], tuple[bool, str | None]], said: list[str] | None = None) -> Path:
     """A run dir for `--baseline SPEC` next to the candidate run (SPEC: a run dir, or `auto`).
-    `is_open` is the one decision (`assay.verdict.gate_open`), handed in by the command."""
+    `is_open` is the one decision (`assay.verdict.gate_open`), handed in by the command. `said`, when
+    given, gets the words the comparison's notes say about the choice (runs of another app passed
+    over; a base whose app could not be checked by name)."""
     if spec != "auto":
         return Path(spec)
     candidate_dir = Path(candidate_dir)
@@ -167,7 +268,7 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
     own = results.get("run_id") if parse_run_id(results.get("run_id")) else candidate_dir.name
     parsed = parse_run_id(own)
     return _newest(reports, series_of(results), before=parsed[1] if parsed else None,
-                   exclude=own, store=store, is_open=is_open)
+                   exclude=own, store=store, is_open=is_open, own=own_of_run(candidate_dir, results, said))
 
 
 def refuse_unverified(base: Path, role: str = "base") -> None:
@@ -207,7 +308,8 @@ def unverified_words(run: Path | str, role: str, shown: str) -> str:
             "suite again), then compare")
 
 
-def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]]) -> str:
+def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, str | None]],
+                     said: list[str] | None = None) -> str:
     """run_cases.py --baseline-verdicts auto: the chosen run's verdicts_for_stats.jsonl for a plan."""
     if plan_path in (None, "-"):
         raise AssayError("--baseline-verdicts auto needs --plan as a file (it reads the plan's state dir and "
@@ -216,15 +318,16 @@ def resolve_for_plan(plan_path: str, *, is_open: Callable[[Path], tuple[bool, st
     if not isinstance(plan, dict) or not isinstance(plan.get("paths"), dict):
         raise AssayError(f"--plan {plan_path}: not a readable plan.json (make_plan.py writes one)", 2, key="--plan")
     # named in run_cases.py's own flag (its --baseline is a pairwise rubric's)
-    return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open, flag=RUNNER_FLAG)
+    return str(baseline_for_plan(plan, exclude=plan.get("run_id"), is_open=is_open, flag=RUNNER_FLAG, said=said)
                / "verdicts_for_stats.jsonl")
 
 
 def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: str | None = None,
-                      is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG) -> Path:
+                      is_open: Callable[[Path], tuple[bool, str | None]], flag: tuple[str, str] = GATE_FLAG,
+                      said: list[str] | None = None) -> Path:
     """`auto` for a plan (run_cases.py, rescore.py): reports/baseline.json's pin, else the newest complete
-    run of the plan's series (mode, dataset version, harness version, k) whose gate was open, started
-    before `before` (a run-id stamp) and not `exclude`."""
+    run of the plan's series (mode, dataset version, harness version, k) and of the plan's app whose gate
+    was open, started before `before` (a run-id stamp) and not `exclude`."""
     from ..core.version import HARNESS_VERSION
     reports = Path(str((plan.get("paths") or {}).get("state_dir") or ".")) / "reports"
     pin = pinned(reports)
@@ -233,4 +336,8 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open, flag=flag)
+    from ..replay.source import app_name
+    cases = plan.get("cases") if isinstance(plan.get("cases"), list) else []
+    ids = {c["id"] for c in cases if isinstance(c, dict) and isinstance(c.get("id"), str)}
+    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open, flag=flag,
+                   own=Own(app_name(plan), lambda: ids, said))

@@ -206,7 +206,7 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         rows = manifest_cases(plan, case_set, version)
     return {
         "run_id": plan.run_id, "mode": plan.mode, "gate": plan.gate,
-        "selecting_split": plan.selecting_split, "k": plan.k,
+        "selecting_split": plan.selecting_split, "k": plan.k, "app": plan_app(plan),
         "plan_sha256": setup.plan_sha256, "harness_version": HARNESS_VERSION,
         "dataset_version": plan.dataset_version, "started_at": started_at,
         "cases": rows,
@@ -225,6 +225,14 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
         **_simulator_manifest(setup),
         **({"stale_plan": setup.stale_plan} if setup.stale_plan else {}),
     }
+
+
+def plan_app(plan: RunPlan) -> str | None:
+    """The app the run is of, recorded as `app` in manifest.yaml and results.json (adapter.yaml
+    `app.name` as make_plan.py records it in manifest_extra, else the plan's adapter; null when
+    unnamed): `--baseline auto` never takes another app's run as the base (§20.4)."""
+    from ..replay.source import app_name
+    return app_name({"manifest_extra": plan.manifest_extra, "adapter": plan.adapter})
 
 
 def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
@@ -303,6 +311,6 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
 def write_running_results(out: Path, plan: RunPlan, started_at: str, summary: dict) -> None:
     atomic_write_json(out / "results.json", {
         "run_id": plan.run_id, "mode": plan.mode, "gate": plan.gate,
-        "selecting_split": plan.selecting_split, "k": plan.k, "harness_version": HARNESS_VERSION,
-        "dataset_version": plan.dataset_version, "exit_code": None, "started_at": started_at,
+        "selecting_split": plan.selecting_split, "k": plan.k, "app": plan_app(plan),
+        "harness_version": HARNESS_VERSION, "dataset_version": plan.dataset_version, "exit_code": None, "started_at": started_at,
         "finished_at": None, "summary": summary, "cases": []})

@@ -98,12 +98,16 @@ def results_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # results.json's run-level keys copied from manifest.yaml: the completeness check holds the two files to
 # them (the gate and the report read them from results.json, its trust checks from the manifest).
 FROM_MANIFEST = ("run_id", "mode", "gate", "selecting_split", "k", "harness_version", "dataset_version", "started_at")
+# copied when the manifest has it: `app` (adapter.yaml app.name, or null), which runs record since
+# `--baseline auto` tells two apps' runs apart by it (a run written before holds it in neither file)
+FROM_MANIFEST_IF_THERE = ("app",)
 
 
 def copies_differ(results_head: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
     """The completeness check's problem when results.json's copies of FROM_MANIFEST are not the manifest's
     (run_id has its own, older problem: "results.json (run_id differs from manifest.yaml)")."""
-    keys = [key for key in FROM_MANIFEST if key != "run_id" and results_head.get(key) != manifest.get(key)]
+    keys = [key for key in FROM_MANIFEST + FROM_MANIFEST_IF_THERE
+            if key != "run_id" and results_head.get(key) != manifest.get(key)]
     if not keys:
         return []
     return [f"results.json ({', '.join(keys)} {'differs' if len(keys) == 1 else 'differ'} from manifest.yaml, which "
@@ -131,6 +135,7 @@ def results_doc(manifest: Mapping[str, Any], records: list[dict], *, status: str
     summary = (dict(counted, status=status, missing_artifacts=list(missing)) if counted is not None
                else summarize(records, status=status, missing_artifacts=missing))
     doc = {key: manifest[key] for key in FROM_MANIFEST}
+    doc.update({key: manifest[key] for key in FROM_MANIFEST_IF_THERE if key in manifest})
     doc.update(exit_code=exit_code, finished_at=finished_at, summary=summary)
     if cost_latency is not None:
         doc["cost_latency"] = dict(cost_latency)

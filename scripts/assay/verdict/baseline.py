@@ -53,11 +53,13 @@ def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tu
                    **kwargs: Any) -> GateResult:
     """Gate `run_dir` with the comparison against `baseline` (a run dir, or `auto`: the newest run of
     the series `is_open` says was open)."""
-    base_dir = resolve_baseline(baseline, run_dir, is_open=is_open)
+    said: list[str] = []   # runs of another app passed over; a base whose app could not be checked by name
+    base_dir = resolve_baseline(baseline, run_dir, is_open=is_open, said=said)
     if kwargs.get("verify", True) is not False:   # compare_runs.py's refusal: never a comparison of edited files
         refuse_unverified(base_dir)
         refuse_unverified(run_dir, "candidate")
     doc = compare_runs(base_dir, run_dir)
+    doc["notes"][:0] = said
     red_words = red_baseline_words(baseline, run_dir, base_dir, doc["base"]["run_id"], is_open=is_open)
     notes = {p["case_id"]: NOTES[b] for b in NOTES for p in doc["buckets"][b]}
     res = evaluate(run_dir, notes=notes, **kwargs)
