@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from . import conventions, frameworks
 from .routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
-from .toollog import tool_log as read_tool_log, unread_gen_ai_tools
+from .toollog import tool_log as read_tool_log, unread_gen_ai_tools, untraced_requests
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
@@ -335,6 +335,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         targets = {h["to"] for h in handoffs}
         requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)
                      and r.get("name") not in targets and r.get("name") not in frameworks.HANDOFF_REQUESTS]
+    untraced = untraced_requests(tool_calls, requested, answers) if tool_calls else []  # asked for, no tool span
     if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
@@ -350,7 +351,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND) + handoff_tool_spans,
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
     tool_log = read_tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans),
-                             unread_gen_ai_tools(conv, spans, kind, tool_calls, handoffs))
+                             unread_gen_ai_tools(conv, spans, kind, tool_calls, handoffs), untraced)
 
     checks: dict[str, Any] = {
         "spans_for_trace": len(spans),
