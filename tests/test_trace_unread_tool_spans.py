@@ -101,16 +101,16 @@ def bot_tracing_one_tool_of_two(spans_path):
     return handler
 
 
-def pipeline(tmp_path, convention: str, app=bot):
+def pipeline(tmp_path, convention: str, app=bot, case: str = CASE, layer: str = "trajectory", adapter: str = ADAPTER):
     state = tmp_path / "app" / ".assay"
     spans = tmp_path / "spans.jsonl"
     spans.write_text("", encoding="utf-8")
-    write_yaml(state / "adapter.yaml", ADAPTER.replace("SPANS", str(spans)).replace("CONVENTION", convention))
+    write_yaml(state / "adapter.yaml", adapter.replace("SPANS", str(spans)).replace("CONVENTION", convention))
     write_yaml(state / "profile.yaml", PROFILE)
-    write_yaml(state / "datasets" / "c-00000001.yaml", CASE)
+    write_yaml(state / "datasets" / "c-00000001.yaml", case)
     run_dir, g = run_as_a_user(tmp_path, state, app(spans), "ORDERBOT_URL")
-    (case,) = json.loads((run_dir / "results.json").read_text())["cases"]
-    return case["layers"]["trajectory"], g
+    (row,) = json.loads((run_dir / "results.json").read_text())["cases"]
+    return row["layers"][layer], g
 
 
 def test_a_forbidden_tool_in_a_gen_ai_span_read_as_openllmetry_is_not_a_pass(tmp_path):

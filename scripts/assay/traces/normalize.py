@@ -307,7 +307,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
             agent = agent_of(s)
             op = a.get("gen_ai.operation.name") if a.get("gen_ai.operation.name") in LLM_OPS else "chat"
             model = conv.first(a, conv.model) or conv.first(filled.get(id(s)) or {}, conv.model)
-            llm_calls.append({"operation": op, "agent": agent, "model": model, **tokens, **common})
+            llm_calls.append({"operation": op, "agent": agent, "model": model, **tokens, **common, **(  # routing.py
+                {"agent_span": o["name"]} if agent is None and (o := owner[id(s)]) is not None else {})})
             bucket = usage.setdefault(agent or "(unattributed)", {"input_tokens": 0, "output_tokens": 0})
             for key, v in tokens.items():
                 bucket[key] += v
