@@ -77,16 +77,40 @@ def bot(spans_path):
     return handler
 
 
-def pipeline(tmp_path, convention: str):
+def bot_tracing_one_tool_of_two(spans_path):
+    """Its model asks for get_order and start_return in one turn (the chat span's output messages hold
+    both calls: content capture on); its code wraps get_order in an execute_tool span and forgets
+    start_return's, which runs untraced."""
+    lock = threading.Lock()
+
+    def handler(req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        trace_id, parent = parse_traceparent(req.headers.get("traceparent") or req.headers.get("Traceparent"))
+        spans = agent_spans(trace_id, "desk", [("get_order", {"order_id": "ORD-1001"}, {"status": "shipped"})],
+                            parent_span_id=parent)
+        _, chat, tool = spans
+        asked = [{"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "call_1", "name": "get_order", "arguments": {"order_id": "ORD-1001"}},
+            {"type": "tool_call", "id": "call_2", "name": "start_return", "arguments": {"order_id": "ORD-1001"}}]}]
+        chat["attributes"].append({"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(asked)}})
+        tool["attributes"].append({"key": "gen_ai.tool.call.id", "value": {"stringValue": "call_1"}})
+        with lock:
+            write_spans(spans_path, spans)
+        return Reply(200, {"reply": "Your order has shipped."})
+    return handler
+
+
+def pipeline(tmp_path, convention: str, app=bot, case: str = CASE, layer: str = "trajectory", adapter: str = ADAPTER):
     state = tmp_path / "app" / ".assay"
     spans = tmp_path / "spans.jsonl"
     spans.write_text("", encoding="utf-8")
-    write_yaml(state / "adapter.yaml", ADAPTER.replace("SPANS", str(spans)).replace("CONVENTION", convention))
+    write_yaml(state / "adapter.yaml", adapter.replace("SPANS", str(spans)).replace("CONVENTION", convention))
     write_yaml(state / "profile.yaml", PROFILE)
-    write_yaml(state / "datasets" / "c-00000001.yaml", CASE)
-    run_dir, g = run_as_a_user(tmp_path, state, bot(spans), "ORDERBOT_URL")
-    (case,) = json.loads((run_dir / "results.json").read_text())["cases"]
-    return case["layers"]["trajectory"], g
+    write_yaml(state / "datasets" / "c-00000001.yaml", case)
+    run_dir, g = run_as_a_user(tmp_path, state, app(spans), "ORDERBOT_URL")
+    (row,) = json.loads((run_dir / "results.json").read_text())["cases"]
+    return row["layers"][layer], g
 
 
 def test_a_forbidden_tool_in_a_gen_ai_span_read_as_openllmetry_is_not_a_pass(tmp_path):
@@ -102,3 +126,15 @@ def test_the_right_convention_fails_the_forbidden_call(tmp_path):
     trajectory, g = pipeline(tmp_path, "gen_ai")
     assert trajectory == "fail", g.stdout
     assert g.rc == 1 and "gating failure" in g.stdout, g.stdout
+
+
+def test_a_forbidden_tool_the_app_forgot_to_trace_is_not_a_pass(tmp_path):
+    """The app traces get_order's execution but not start_return's; the model's request for
+    start_return is in the chat span's output messages. The tool spans were taken as the whole tool
+    log: the forbidden call was missing and the gate read PASS. Now a request no tool span shows
+    makes the tool log blind: `unscored` naming the call, and the gate stays closed."""
+    trajectory, g = pipeline(tmp_path, "gen_ai", bot_tracing_one_tool_of_two)
+    assert trajectory == "unscored", g.stdout
+    assert g.rc == 1 and "PASS" not in g.stdout.splitlines()[0], g.stdout
+    assert "('start_return' (call call_2)) have no execute_tool span (gen_ai.tool.name)" in g.stdout, g.stdout
+    assert "c-00000001" in g.stdout, g.stdout

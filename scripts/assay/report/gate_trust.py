@@ -222,6 +222,16 @@ def route_source_line(summary: dict) -> str | None:
             "(verdict.json layers.routing.note)")
 
 
+def route_disagree_line(summary: dict) -> str | None:
+    """Answers whose route field and trace named different agents (the response's was scored): say how many."""
+    block = summary.get("route_from_response")
+    if not isinstance(block, dict) or not block.get("trace_disagrees"):
+        return None
+    return (f"  routing: the trace named another agent than route_from_response {block.get('path')!r} in "
+            f"{block['trace_disagrees']} of {block.get('read')} answer(s); the response's route was scored "
+            "(verdict.json layers.routing.trace_route)")
+
+
 # ---------------------------------------------------------------- a first result source absent in every answer
 def result_source_reason(summary: dict) -> str | None:
     """The first of several declared result sources (summary.result_source) that no answer held is a
@@ -365,8 +375,8 @@ def trust_checks(run_dir: Path, results: dict) -> tuple[list[str], list[str], li
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     head, reasons = allow_invalid(run_dir)
     info, tools_reason = undeclared_tools(summary)
-    info += [line for line in (stale_plan_line(run_dir), route_source_line(summary), result_source_line(summary),
-                               answer_absent_line(summary)) if line]
+    info += [line for line in (stale_plan_line(run_dir), route_source_line(summary), route_disagree_line(summary),
+                               result_source_line(summary), answer_absent_line(summary)) if line]
     info += lowered_floor_lines(run_dir)
     served, other_reason = other_model_check(run_dir, summary)
     info += served

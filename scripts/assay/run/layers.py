@@ -16,6 +16,7 @@ from ..core.vocab import (AGENT_LAYERS, ERROR, INFRA_INCOMPLETE, LAYER_ORDER, NA
                           matrix_enabled)
 from ..invoke import templates
 from ..traces.collect import COMPLETE, NOT_COLLECTED
+from .route_source import observed_route, with_response_path
 
 RULES_REASON = "business rules are evaluated by the skill"
 STATE_REASON = "reserved"
@@ -85,60 +86,6 @@ def _guard(fn: Callable[[], dict]) -> dict:
         return {"verdict": ERROR, "reason": str(exc)}
     except ImportError as exc:
         return {"verdict": UNSCORED, "reason": f"scorer not available in this build ({exc.name})"}
-
-
-def observed_route(inv: Mapping[str, Any], ev: RepeatEvidence) -> tuple[str | None, str | None, bool, str | None]:
-    """(observed, observed_from, any_source_declared, why the trace gave no route): declared sources
-    only, in priority order. A collected trace is a declared source even when it gives no route."""
-    declared, trace_note = False, None
-    path = inv.get("route_from_response")
-    if isinstance(path, str) and path:
-        declared = True
-        found, value = templates.lookup(ev.response_json, path)
-        if found and value not in (None, ""):
-            return str(value), "response", True, None
-    if ev.trace_status != NOT_COLLECTED:
-        declared = True
-        name, trace_note = _trace_route(ev)
-        if name:
-            return (name if isinstance(name, str) else str(name)), "trace", True, None   # keeps a HostileText
-    status_map = inv.get("route_from_status")
-    if isinstance(status_map, Mapping) and status_map:
-        declared = True
-        route = status_map.get(ev.status, status_map.get(str(ev.status)))
-        if route not in (None, ""):
-            return str(route), "status", True, trace_note
-    return None, None, declared, trace_note
-
-
-def _trace_route(ev: RepeatEvidence) -> tuple[str | None, str | None]:
-    """(the agent that handled the request, or None and why): never read from a trace that is not
-    complete or whose spans follow another convention than the declared one."""
-    if ev.trace_status != COMPLETE or ev.trajectory is None:
-        return None, f"the trace is {ev.trace_status}: {ev.trace_reason or 'no detail'}"
-    foreign = (ev.trajectory.get("convention") or {}).get("foreign") or {}
-    if foreign:
-        names = ", ".join(f"{n} ({m})" for n, m in sorted(foreign.items()))
-        return None, (f"the spans carry another convention's markers: {names}; set traces.convention "
-                      "to that convention or auto")
-    from ..traces.routing import handling_agent, no_route_reason
-    name, _ = handling_agent(ev.trajectory)
-    return (name, None) if name else (None, no_route_reason(ev.trajectory))
-
-
-def _with_response_path(layer: dict, inv: Mapping[str, Any], ev: RepeatEvidence, observed_from: str | None) -> dict:
-    """A declared route_from_response path: whether this answer held it (`response_path`), and,
-    when the route came from a later source instead, a note that says so (never a silent fallback;
-    the gate closes when no answer held the path: a hollow source)."""
-    path = inv.get("route_from_response")
-    if not isinstance(path, str) or not path:
-        return layer
-    found = observed_from == "response"
-    layer = dict(layer, response_path={"path": path, "found": found})
-    if not found and observed_from is not None:
-        layer["note"] = (f"route_from_response {path!r} is absent in this response; the route was read from the "
-                         f"{observed_from} instead")
-    return layer
 
 
 def clarified_flag(inv: Mapping[str, Any], ev: RepeatEvidence) -> bool | None:
@@ -230,7 +177,7 @@ def score_layer(layer: str, case: Mapping[str, Any], ctx: ScoreContext, ev: Repe
             if layer.get("verdict") == "fail" and layer.get("reason"):
                 how = layer["observed_via"] + (f" {', '.join(layer['handoffs'])}" if layer.get("handoffs") else "")
                 layer["reason"] += f" (the trace's {how})"
-        return _with_response_path(layer, ctx.invocation, ev, observed_from)
+        return with_response_path(layer, ctx.invocation, ev, observed_from)
     if layer in ("trajectory", "tool_selection", "loops"):
         http_failed = ctx.invocation.get("mode") not in ("cli", "agent") and not http_status_ok(expect, ev)[1]
         missing = _trace_input(ctx, ev, http_failed)

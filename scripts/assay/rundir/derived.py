@@ -168,7 +168,7 @@ _SLIM_KEYS = ("case_id", "verdict", "canary", "holdout", "gating", "k", "crashed
               "rate_limited_retries", "judged", "judge_usage", "judge_unstable", "latency_ms", "undeclared_tools",
               "simulated", "simulator", "identity")
 _SLIM_LAYER_KEYS = ("verdict", "blocked_by", "reason", "provisional", "judge_unstable") + ROUTING_KEYS + ("rubrics", "provisional_verdict",
-                                                                                       "undeclared_tools", "response_path",
+                                                                                       "undeclared_tools", "response_path", "trace_route",
                                                                                        "id_shape_seen", "first_source",
                                                                                        "served_models", "other_model",
                                                                                        "refused_status", "answer_absent",

@@ -109,7 +109,7 @@ class Tally:
         self.und_tools: dict[str, int] = {}
         self.und_cases = self.und_checked = 0
         self.route_path: dict = {}
-        self.route_read = self.route_found = self.route_fell = 0
+        self.route_read = self.route_found = self.route_fell = self.route_disagree = 0
         self.result_first: dict = {}
         self.result_read = self.result_found = self.result_fell = 0
         self.id_shape: dict = {}
@@ -246,6 +246,7 @@ class Tally:
         self.route_read += 1
         if rp.get("found"):
             self.route_found += 1
+            self.route_disagree += isinstance(entry.get("trace_route"), dict)
         elif entry.get("observed_from"):
             self.route_fell += 1
 
@@ -341,8 +342,8 @@ class Tally:
                                            "checked_cases": self.und_checked}
         if self.route_read:
             path = self.route_path.get("path")
-            summary["route_from_response"] = {"path": path[1] if path else None, "read": self.route_read,
-                                              "found": self.route_found, "fell_back": self.route_fell}
+            summary["route_from_response"] = {"path": path[1] if path else None, "read": self.route_read, "found": self.route_found,
+                                              "fell_back": self.route_fell, **({"trace_disagrees": n} if (n := self.route_disagree) else {})}
         if self.result_read:
             source, path = self.result_first["first"][1] if self.result_first.get("first") else (None, None)
             summary["result_source"] = {"source": source, "path": path, "read": self.result_read,

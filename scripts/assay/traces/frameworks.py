@@ -78,7 +78,7 @@ def is_answer_tool(name: Any, attrs: dict) -> bool:
 CREWAI_DELEGATION = ("Delegate work to coworker", "Ask question to coworker")  # CrewAI's AgentTools
 ADK_TRANSFER = "transfer_to_agent"
 # the LLM's requests for these tools are the handoffs they make (never requested tool calls)
-HANDOFF_REQUESTS = ("delegate_work_to_coworker", "ask_question_to_coworker", ADK_TRANSFER)
+HANDOFF_REQUESTS = ("delegate_work_to_coworker", "ask_question_to_coworker", ADK_TRANSFER, LLAMAINDEX_HANDOFF)
 
 
 def crewai_role_key(name: Any) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from . import conventions, frameworks
 from .routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
-from .toollog import tool_log as read_tool_log, unread_gen_ai_tools
+from .toollog import tool_log as read_tool_log, unread_gen_ai_tools, untraced_requests
 
 AGENT_OP, TOOL_OP = "invoke_agent", "execute_tool"
 AGENT_KIND, LLM_KIND, TOOL_KIND = conventions.AGENT, conventions.LLM, conventions.TOOL
@@ -307,7 +307,8 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
             agent = agent_of(s)
             op = a.get("gen_ai.operation.name") if a.get("gen_ai.operation.name") in LLM_OPS else "chat"
             model = conv.first(a, conv.model) or conv.first(filled.get(id(s)) or {}, conv.model)
-            llm_calls.append({"operation": op, "agent": agent, "model": model, **tokens, **common})
+            llm_calls.append({"operation": op, "agent": agent, "model": model, **tokens, **common, **(  # routing.py
+                {"agent_span": o["name"]} if agent is None and (o := owner[id(s)]) is not None else {})})
             bucket = usage.setdefault(agent or "(unattributed)", {"input_tokens": 0, "output_tokens": 0})
             for key, v in tokens.items():
                 bucket[key] += v
@@ -335,6 +336,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         targets = {h["to"] for h in handoffs}
         requested = [r for r in requested if not str(r.get("name") or "").startswith(conventions.TRANSFER_PREFIXES)
                      and r.get("name") not in targets and r.get("name") not in frameworks.HANDOFF_REQUESTS]
+    untraced = untraced_requests(tool_calls, requested, answers) if tool_calls else []  # asked for, no tool span
     if not tool_calls and requested and not handoff_tool_spans:
         # No tool spans: the calls the LLM asked for (its output messages) are the tool log,
         # with the results the next LLM call was given (its input messages), by call id.
@@ -350,7 +352,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
     kinds = {TOOL_KIND: sum(1 for s in spans if kind[id(s)] == TOOL_KIND) + handoff_tool_spans,
              LLM_KIND: sum(1 for s in spans if kind[id(s)] == LLM_KIND)}
     tool_log = read_tool_log(conv_info, kinds, llm_seen, [s["name"] for s in spans], conventions.markers_seen(spans),
-                             unread_gen_ai_tools(conv, spans, kind, tool_calls, handoffs))
+                             unread_gen_ai_tools(conv, spans, kind, tool_calls, handoffs), untraced)
 
     checks: dict[str, Any] = {
         "spans_for_trace": len(spans),

@@ -6,7 +6,8 @@
    to an agent that itself handed off earlier in the trace is a return, not a route
    (langgraph-supervisor's workers hand back to the supervisor, which repeats their answer);
 2. without a handoff: the agent whose LLM call ended last, the one that produced the answer
-   (pydantic-ai's output functions run the next agent inside the entry agent's run);
+   (pydantic-ai's output functions run the next agent inside the entry agent's run); when that
+   call ran in an agent span without a name, no route (never the named agent that spoke earlier);
 3. else the named agent span, when the trace has one agent (agent spans but no LLM span);
    never a guess among several agents, nor when a handoff span was not read as one
    (`trajectory.unread_handoffs`): `no_route_reason` then says why.
@@ -52,13 +53,21 @@ def handling_agent(trajectory: dict | None) -> tuple[str | None, str | None]:
             route = to
     if route:
         return route, HANDOFF
-    named = [c for c in traj.get("llm_calls") or [] if isinstance(c.get("agent"), str) and c["agent"]]
-    if named:
-        last = max(enumerate(named), key=lambda ic: (ic[1].get("end_ns") or ic[1].get("start_ns") or 0, ic[0]))[1]
-        return last["agent"], ANSWERING
+    last = _last_agent_call(traj)
+    if last is not None:  # its agent span without a name: who answered cannot be read (no_route_reason)
+        return (last["agent"], ANSWERING) if last.get("agent") else (None, None)
     first = first_agent_name(traj)
     # several agents and nothing saying which answered: never a guess
     return (first, FIRST) if first and len(_agent_names(traj)) == 1 else (None, None)
+
+
+def _last_agent_call(traj: dict) -> dict | None:
+    """The LLM call that ended last among those run in an agent span: a named agent's, or one whose agent
+    span has no name (`agent_span`: an agent the instrumentation left unnamed)."""
+    calls = [c for c in traj.get("llm_calls") or [] if isinstance(c.get("agent"), str) and c["agent"] or c.get("agent_span")]
+    if not calls:
+        return None
+    return max(enumerate(calls), key=lambda ic: (ic[1].get("end_ns") or ic[1].get("start_ns") or 0, ic[0]))[1]
 
 
 def _agent_names(traj: dict) -> set[str]:
@@ -79,6 +88,14 @@ def no_route_reason(trajectory: dict | None) -> str:
         spans = ", ".join(repr(u.get("span")) for u in unread[:3])
         return (f"handoff span(s) {spans} name no agent of this trace, so who handled the request cannot be "
                 "read; declare route_from_response")
+    last = _last_agent_call(traj)
+    if last is not None and not last.get("agent"):
+        used = (traj.get("convention") or {}).get("used") or "gen_ai"
+        attr = {"openinference": "agent.name", "openllmetry": "traceloop.entity.name"}.get(used, "gen_ai.agent.name")
+        return (f"the LLM call that ended last (the answer) ran in agent span {last['agent_span']!r}, which has no "
+                f"agent name ({attr}), so who handled the request cannot be read: name every agent "
+                "(gen_ai: opentelemetry-util-genai's invoke_local_agent(agent_name=...), the framework's agent "
+                "name), or declare route_from_response")
     names = _agent_names(traj)
     if len(names) > 1:
         return (f"{len(names)} agents ({', '.join(sorted(names))}) and no handoff or LLM call of theirs says "

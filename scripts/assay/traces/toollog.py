@@ -15,14 +15,16 @@ def _asks_for_tool(finish: list[str]) -> bool:
 
 def tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] | None]],
               span_names: list[str], markers: dict[str, str] | None = None,
-              unread_tools: list[str] | None = None) -> dict:
+              unread_tools: list[str] | None = None, untraced: list[dict] | None = None) -> dict:
     """Could assay have seen every tool call of this trace? `{seen, source, reason}`.
 
     Seen: the trace has tool spans; or every LLM span's output messages were captured (tool
     calls derived from their parts); or, without content, every LLM span's finish reasons say
     no tool was asked for. Blind otherwise, and always when the spans carry another
-    convention's markers, no span maps to an LLM or tool call, or `unread_tools` names gen_ai
-    tool spans the declared convention does not read (a tool call missing from the log).
+    convention's markers, no span maps to an LLM or tool call, `unread_tools` names gen_ai
+    tool spans the declared convention does not read, or `untraced` names tool calls an LLM span's
+    captured output asked for that no tool span shows (`untraced_requests`): a tool call missing
+    from the log either way.
     """
     used = conv_info["used"]
     if conv_info["foreign"]:
@@ -49,6 +51,15 @@ def tool_log(conv_info: dict, kinds: dict, llm_seen: list[tuple[bool, list[str] 
         return {"seen": False, "source": None, "reason": f"{len(unread_tools)} gen_ai execute_tool span(s) "
                 f"({shown}) are tool calls convention {used} does not read: set traces.convention to gen_ai "
                 f"when the app's tool spans are gen_ai's, or trace its tools with {used}'s instrumentation"}
+    if untraced:
+        shown = ", ".join(f"{r.get('name')!r}" + (f" (call {r['call_id']})" if r.get("call_id") is not None else "")
+                          for r in untraced[:5])
+        conv = conventions.CONVENTIONS.get(used, conventions.GEN_AI)
+        span_kind = {"gen_ai": "execute_tool span", "openinference": "TOOL span", "openllmetry": "@tool span"}.get(used, "tool span")
+        return {"seen": False, "source": None, "reason": f"{len(untraced)} tool call(s) an LLM span's output messages "
+                f"asked for ({shown}{', ...' if len(untraced) > 5 else ''}) have no {span_kind} ({conv.tool_name[0]}) "
+                "while other tool calls do: the app does not trace every tool, so calls that ran can be missing "
+                f"from the tool log; trace each tool's execution with an {span_kind} the way the traced ones are"}
     if kinds[TOOL_KIND]:
         return {"seen": True, "source": "tool_spans", "reason": None}
     unseen = [finish for captured, finish in llm_seen if not captured]
@@ -84,3 +95,23 @@ def unread_gen_ai_tools(conv: conventions.Convention, spans: list[dict], kind: d
         else:
             unread.append(s["name"])
     return unread
+
+
+def untraced_requests(executed: list[dict], requested: list[dict], answers: int = 0) -> list[dict]:
+    """The tool calls LLM spans' captured output messages asked for that no tool span shows: each
+    request is matched to one executed call by call id, else by tool name (handoff requests are
+    already left out; smolagents' `final_answer`, how an agent answers, is no tool call)."""
+    remaining = list(executed)
+    missing = []
+    for req in requested:
+        name, cid = req.get("name"), req.get("call_id")
+        if not name or (answers and name == frameworks.SMOLAGENTS_ANSWER):
+            continue
+        hit = next((t for t in remaining if cid is not None and t.get("call_id") is not None
+                    and str(t["call_id"]) == str(cid)), None)
+        hit = hit or next((t for t in remaining if t.get("name") == name), None)
+        if hit is None:
+            missing.append(req)
+        else:
+            remaining.remove(hit)
+    return missing
