@@ -2,7 +2,10 @@
 
 A run is read through the files of runner-contract §10 only (results.json, manifest.yaml,
 verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner's own
-`--verify` (`check_run_dir`). Order is the run id's UTC timestamp, never a file's mtime.
+`--verify` (`check_run_dir`). A run whose decision (`decide`) already holds the check's answer
+and it failed is excluded whatever `verify` says (`history.check`: the viewer's History, which
+takes only an answer kept for the run's bytes, excludes what run_history.py excludes). Order is
+the run id's UTC timestamp, never a file's mtime.
 
 - **Series**: runs of one mode with the same dataset version, harness version, k and suite
   (the manifest's `suite_sha256`, assay.suite.version) are comparable; any change starts a new
@@ -26,7 +29,7 @@ verdicts_for_stats.jsonl) and, unless told otherwise, re-checked with the runner
 - **Drift**: the series' last run against its earlier runs pooled, Fisher's exact test
   (two-sided, alpha 0.05): flagged when the pass rate moved more than the sample sizes
   explain.
-- **Excluded runs** (running, aborted, incomplete, failing --verify, unreadable) are
+- **Excluded runs** (running, aborted, incomplete, failing --verify in the gate's words, unreadable) are
   listed with the reason, first, so nobody reads a trend over a run that does not count. A
   shard dir (`<run-id>.shard-<I>`) is named as one shard of that run, a slice, not a run.
 - **Rescored** (`manifest_extra.rescored_from`) and **replayed** runs (`run_cases.py --replay`) did not
@@ -50,6 +53,7 @@ from ..plan.shards import parse_shard_dir_name
 from ..replay.source import app_name, replayed_words
 from ..stats.cost_words import judge_cost_part, with_judge, words as cost_words
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
+from .check import check_verdict
 from .flaky import classify, flips, repeat_counts  # noqa: F401 (flips re-exported)
 
 DRIFT_ALPHA = 0.05
@@ -94,17 +98,10 @@ def load_run(run_dir: Path, *, verify: bool = True,
     status = summary.get("status")
     if status != "ok":
         return None, f"status {status!r} (only finished, complete runs count)"
-    if verify:
-        from ..rundir.checked import check   # a run checked before and unchanged is not read again
-        from ..rundir.completeness import RunDirError
-        try:
-            problems = check(run_dir)
-        except RunDirError as exc:
-            return None, f"--verify: {exc}"
-        except (OSError, ValueError, RecursionError) as exc:
-            return None, f"--verify could not read it ({type(exc).__name__})"
-        if problems:
-            return None, f"--verify: {len(problems)} problem(s), first: {problems[0]}"
+    decision = decide(run_dir) if decide is not None else None
+    failed, checked = check_verdict(run_dir, decision, verify)
+    if failed:
+        return None, failed
     mode = results.get("mode") or manifest.get("mode")
     passes, failures = _int(summary.get("passes")), _int(summary.get("failures"))
     scored = passes + failures
@@ -135,8 +132,8 @@ def load_run(run_dir: Path, *, verify: bool = True,
                 if _int(summary.get(k))]
     record["clean"] = not blockers
     record["not_clean"] = ", ".join(blockers) or None
-    if decide is not None:
-        decision = decide(run_dir)
+    record["verified"] = checked
+    if decision is not None:
         record["gate"], record["gate_reasons"] = decision["gate"], decision["reasons"]
     sealed = _holdout_ids(run_dir, manifest)
     record["sealed"] = sealed if sealed is not None else set()
@@ -374,6 +371,8 @@ def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], di
         "state_dir": str(state_dir),
         "excluded_runs": excluded,
         "runs_used": len(runs) - len(rescored) - len(replayed),
+        # of those, the runs whose completeness check answered clean (the rest were not checked: "not verified")
+        "runs_verified": sum(1 for s in series for r in s["runs"] if r.get("verified")),
         "rescored_runs": [{"run_id": r["run_id"], "rescored_from": r["rescored_from"], "pass_rate": r["pass_rate"],
                            "scored": r["scored"], "series": series_name(tuple(r[k] for k in SERIES_KEYS))}
                           for r in rescored],

@@ -8,4 +8,4 @@ One case's part in it is `assay.report.gate_case.case_gate`; the run's close rul
 `assay.report.gate_reasons` in the order `assay.report.gate.evaluate` checks them.
 """
 
-from .decide import GateOptions, decide, decision_dict, gate_open, outside_inputs  # noqa: F401
+from .decide import GateOptions, check_failed, decide, decision_dict, gate_open, outside_inputs  # noqa: F401

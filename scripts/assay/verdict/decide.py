@@ -76,6 +76,16 @@ def decision_dict(run_dir: str | Path, options: GateOptions = DEFAULT) -> dict:
             "headline": res.lines[0] if res.lines else None, "counts": _counts(res)}
 
 
+def check_failed(decision: dict | None) -> str | None:
+    """The completeness check's words (`run_cases.py --verify exit 6: ...`, the reason the gate closed on)
+    when the decision ran the check, or took the answer a reader kept for the run's bytes, and it failed;
+    None when it passed or was not run (`verified: false`: unknown, never clean). The viewer's pages and
+    run_history.py ask this one question of a decision: a run it names is no point of any trend."""
+    if isinstance(decision, dict) and decision.get("verified") and decision.get("verify_clean") is False:
+        return decision.get("verify_detail") or "run_cases.py --verify failed"
+    return None
+
+
 COUNT_KEYS = ("n", "passes", "failures", "gating_failures", "infra_rate", "unscored")
 
 

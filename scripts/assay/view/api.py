@@ -3,7 +3,7 @@
 /api/runs, /api/run/<id> (counts + the gate's decision or "checking"), /api/run/<id>/gate?wait=S,
 /api/run/<id>/cases?… (a page), /api/run/<id>/sources?ids=… (the shown failing rows' case files),
 /api/case/<run>/<case>, /api/compare/<base>/<cand> (assay.compare's document),
-/api/history (run_history's series and flaky cases, unverified).
+/api/history (run_history's series and flaky cases; the check not run, a run its decision says failed it excluded).
 """
 
 from __future__ import annotations
@@ -135,8 +135,11 @@ def seal(value: Any, sealed: set[str]) -> Any:
 
 
 def history_doc(reports: Path) -> dict:
-    """run_history's document (unverified), holdout ids removed: history.runs seals them itself;
-    this second pass keeps the viewer's own rule (any id in any run's verdicts.jsonl)."""
+    """run_history's document without running the completeness check (for speed), holdout ids removed:
+    each run carries its decision (`gate_of`, the Runs page's), and one whose decision says its check failed
+    (a kept answer, or the viewer's check of a small run) is excluded as run_history.py excludes it
+    (`history.check.check_verdict`); history.runs seals holdout ids itself, and this second pass keeps the
+    viewer's own rule (any id in any run's verdicts.jsonl)."""
     from ..history.runs import history
     try:
         from .gates import gate_of

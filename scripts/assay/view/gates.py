@@ -30,7 +30,7 @@ from pathlib import Path
 from ..report.gate import KEPT
 from ..rundir.runlock import lock_path, runner_state
 from ..rundir.checked import entry_stats, memo_path
-from ..verdict import GateOptions, decision_dict, outside_inputs
+from ..verdict import GateOptions, check_failed, decision_dict, outside_inputs
 from . import gate_process
 from .quiet import wait_quiet, waiting
 
@@ -237,6 +237,7 @@ def check_state(decision: dict | None) -> dict:
         return {"state": "unchecked", "detail": None}
     if decision.get("gate") == CHECKING:
         return {"state": CHECKING, "detail": None}
-    if decision.get("verified") and decision.get("verify_clean") is False:
-        return {"state": "failed", "detail": decision.get("verify_detail") or "run_cases.py --verify failed"}
+    failed = check_failed(decision)
+    if failed:
+        return {"state": "failed", "detail": failed}
     return {"state": "clean" if decision.get("verified") else "unchecked", "detail": None}

@@ -662,7 +662,12 @@
       const excluded = (h.replayed_runs || []).map(r => ({run_id: r.run_id, reason: r.replayed + " (not a point of the app's trend)"})).concat(
         (h.rescored_runs || []).map(r => ({run_id: r.run_id, reason: "RESCORED from run " + r.rescored_from + ": the app was not called (not a point of the app's trend)"})),
         h.excluded_runs || []);
-      return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + " (not verified) · excluded: " + excluded.length + (excluded.length ? ", not in any trend:" : "")),
+      /* a run whose check answered clean (its gate ran it or kept its answer) is verified; one whose check failed is
+         excluded above (run_history.py's rule); the rest were never checked here, and the page says so */
+      const verified = h.runs_verified || 0, unverified = h.runs_used - verified;
+      const checkedWords = !verified ? " (not verified)" : !unverified ? " (each checked: run_cases.py --verify)"
+        : " (" + verified + " checked by run_cases.py --verify, " + unverified + " not verified)";
+      return [el("h1", {}, "History"), el("p", {class: "note"}, "runs used: " + h.runs_used + checkedWords + " · excluded: " + excluded.length + (excluded.length ? ", not in any trend:" : "")),
         /* why each run does not count, on the first screen: nobody reads a trend over a run they think counts */
         excluded.length ? el("ul", {class: "notes", id: "excluded-runs"}, excluded.slice(0, 5).map(r => el("li", {}, el("code", {}, r.run_id), ": " + r.reason)),
           excluded.length > 5 ? el("li", {class: "note"}, "and " + (excluded.length - 5) + " more (run_history.py lists them all in history.json)") : null) : null,
