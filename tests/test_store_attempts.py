@@ -137,3 +137,20 @@ def test_shards_without_an_attempt_merge_as_before(world):
     assert [pod(world, i, None).rc for i in (0, 1, 2)] == [0, 0, 0]
     merged, gate = merge_and_gate(world)
     assert merged.rc == 0 and gate.rc == 0, merged.stdout + gate.stdout
+
+
+def test_an_attempt_id_of_each_pod_is_named_not_taken_for_a_rerun(world):
+    """ASSAY_SHARD_ATTEMPT set from the pod's own uid (metadata.uid, the downward API's first example)
+    instead of the Job's: every shard its own attempt. The merge refused (right), but said to wait for
+    "the newer Job" to write the other shards, which no wait ever does; it now names the pod-level id
+    and the controller-uid label."""
+    assert [pod(world, i, f"pod-{i}-7c1e0a").rc for i in (0, 1, 2)] == [0, 0, 0]
+    merged, gate = merge_and_gate(world)
+    assert merged.rc == 6, merged.stdout
+    doc = json.loads(merged.stdout)
+    assert len(doc["mixed_attempts"]) == 3
+    for said in ("every shard records its own attempt", f"{ATTEMPT_ENV} differs from pod to pod",
+                 "batch.kubernetes.io/controller-uid", "metadata.uid"):
+        assert said in doc["error"], doc["error"]
+    assert "has not written" not in doc["error"], doc["error"]
+    assert gate.rc != 0 and "PASS" not in gate.stdout

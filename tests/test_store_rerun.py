@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -170,3 +171,42 @@ def test_missing_shards_say_what_the_job_did_wrong(world):
     assert "the Job's completions (1?) is fewer than the plan's 2 shards: set completions to 2" in r.json["error"]
     assert "unsharded" not in r.json["error"]
     assert not out.exists()
+
+
+def test_a_rerun_whose_pods_refuse_the_plan_never_merges_the_previous_attempt(tmp_path):
+    """The Job re-applied with the plan's ConfigMap kept after a case was tightened in the image: every
+    pod refused the stale plan (exit 2, FailIndex) before it made its shard unfinished, so the merge
+    took the earlier Job's shards as this one's (exit 0) and the gate said PASS on a suite that never
+    ran. A pod now claims its shard before any refusal of the run."""
+    from test_no_silent_green import case_yaml, travel_reply, write_state
+    state = write_state(tmp_path, {f"c-{i}": case_yaml(f"c-{i}") for i in range(4)})
+    work, run_id = state / "work", "regression-20261205T000000Z"
+    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+    plan = work / "plan.json"
+    r = run_script("make_plan", work / "converted.json", "--mode", "regression", "--state-dir", state, "-o", plan,
+                   "--run-id", run_id, "--shards", "2")
+    assert r.rc == 0, r.stdout
+    out = state / "reports" / run_id
+    with served(BUCKET, travel_reply) as (server, app):
+        def pods():
+            rs = [run_runner("--plan", plan, "--shard", "auto", "--publish", SHARDS, "--progress", "never",
+                             env=dict(server.env, TRAVEL_BASE_URL=app.url, JOB_COMPLETION_INDEX=str(i),
+                                      ASSAY_SHARD_INDEX="")) for i in (0, 1)]
+            for i in (1, 2):   # the pod's disk is gone after it
+                shutil.rmtree(state / "reports" / f"{run_id}.shard-{i}", ignore_errors=True)
+            return rs
+
+        def merged():
+            shutil.rmtree(out, ignore_errors=True)
+            return run_script("merge_runs", "--plan", plan, "--out", out, f"{SHARDS}/{run_id}/", env=server.env)
+
+        assert [r.rc for r in pods()] == [0, 0]
+        assert merged().rc == 0 and run_script("gate", out).rc == 0   # the app answers 120: open
+        for case in (state / "datasets").glob("c-*.yaml"):   # the expectation tightened; the plan kept
+            case.write_text(case.read_text(encoding="utf-8").replace("scalar: 120", "scalar: 99"), encoding="utf-8")
+        again = pods()
+        assert [r.rc for r in again] == [2, 2] and all("older than its state dir" in r.json["error"] for r in again)
+        r = merged()
+        assert r.rc == 6, r.stdout   # before: exit 0, the earlier Job's shards, and the gate PASS
+        assert r.json["unfinished_shards"] == [1, 2] and "retry the index" in r.json["error"], r.stdout
+        assert not (out / "results.json").exists()

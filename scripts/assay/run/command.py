@@ -85,11 +85,7 @@ def run(args, environ=None) -> tuple[int, Any]:
         from ..store.url import parse
         Store(parse(publish, "--publish"))
     plan = preflight.load_plan(args.plan)
-    from ..suite.freshness import check_plan_fresh
-    stale = check_plan_fresh(plan, args.plan, allow=getattr(args, "stale_plan", False),   # an edited case
-                             resume=bool(args.resume))
-    if stale:
-        print(f"run_cases: {stale}", file=sys.stderr)
+    whole = plan
     if shard_index is None:   # a pod without --shard auto runs the whole plan: said before anything runs
         from ..plan.shards import whole_plan_in_a_shard_slot
         whole_plan_in_a_shard_slot(plan, environ)
@@ -99,15 +95,33 @@ def run(args, environ=None) -> tuple[int, Any]:
     if shard_index == "auto":
         from ..plan.shards import shard_from_env
         shard_index = shard_from_env(plan, environ)
-    fail_fast = getattr(args, "fail_fast", None)
-    check_fail_fast(fail_fast, plan, shard_index)
     plan_sha256 = plan.sha256
     shard = None
+    from ..plan.shards import shard_dir_name
     if shard_index is not None:
-        from ..plan.shards import shard_dir_name, slice_plan
+        from ..plan.shards import slice_plan
         from ..plan.validate import run_plan
         plan = run_plan(slice_plan(plan, shard_index))
         shard = {"index": shard_index, "count": plan["shards"]["count"]}
+    name = shard_dir_name(plan["run_id"], shard_index) if shard else None
+    out = None
+    if not args.dry_run:
+        out_arg = args.out or str(Path(plan["paths"]["state_dir"]) / "reports" / str(name))   # --shard's default
+        out = run_paths.check_out(plan, out_arg, resume=args.resume, name=name)
+        if publish:
+            # This attempt's prefix made unfinished before anything else can refuse the run (store.publish.claim):
+            # a re-applied Job whose every pod stops below (a stale plan, an argument a shard refuses) left the
+            # earlier Job's shards finished, and the merge took them as this Job's (exit 0, the gate open).
+            from ..store.publish import claim
+            claim(publish, plan["run_id"], shard)
+    from ..suite.freshness import check_plan_fresh
+    stale = check_plan_fresh(whole, args.plan, allow=getattr(args, "stale_plan", False),   # an edited case
+                             resume=bool(args.resume))
+    if stale:
+        print(f"run_cases: {stale}", file=sys.stderr)
+    fail_fast = getattr(args, "fail_fast", None)
+    check_fail_fast(fail_fast, whole, shard_index)
+    if shard is not None:
         attempt = _shard_attempt(environ, from_job)
         if attempt is not None:   # which attempt (Job) wrote the shard: the merge refuses two attempts' shards
             shard["attempt"] = attempt
@@ -116,9 +130,6 @@ def run(args, environ=None) -> tuple[int, Any]:
                              "writes comparison.json for the whole run", 2, key="--baseline-verdicts")
     if args.dry_run:
         return 0, dry_run(plan, environ)
-    name = shard_dir_name(plan["run_id"], shard_index) if shard else None
-    out_arg = args.out or str(Path(plan["paths"]["state_dir"]) / "reports" / str(name))   # --shard's default
-    out = run_paths.check_out(plan, out_arg, resume=args.resume, name=name)
     holdout_ledger.ledger_path(plan)
     baseline = preflight.check_baseline(args.baseline_verdicts, plan)
     answers = pairwise_baseline(getattr(args, "baseline", None), out)
@@ -165,9 +176,7 @@ def run(args, environ=None) -> tuple[int, Any]:
         try:   # pre-flight: a full disk or no descriptor left here is exit 3, before any case is sent
             if start_over and (never_made or run_paths.clear_unstarted(out)):
                 resume = False
-            if publish:   # this attempt's prefix unfinished until it publishes (store.publish.claim)
-                from ..store.publish import claim
-                claim(publish, plan["run_id"], shard)
+            if publish:   # the prefix was claimed above, before any refusal
                 ledger = holdout_ledger.ledger_path(plan)
                 if ledger is not None:   # the look in the store before any case: a pod's ledger is thrown away
                     from ..store.url import parse

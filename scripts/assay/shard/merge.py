@@ -43,7 +43,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, atomic_write_text, read_json
 from ..core.vocab import FAIL
 from ..core.vocab import is_holdout
-from ..plan.shards import is_canary, shard_cases
+from ..plan.shards import ATTEMPT_ENV, is_canary, shard_cases
 from ..rundir import derived
 from ..traces.collect import LATE_SPANS_FIX
 from ..run import holdout_ledger
@@ -206,6 +206,13 @@ def _attempts_message(groups: list[dict]) -> str:
         return f"shard(s) {', '.join(map(str, g['shards']))}"
     named = "; ".join(f"{shards(g)} by attempt {g['attempt'] or '(none recorded)'} (started {g['started_at']})"
                       for g in groups)
+    if len(groups) > 1 and all(len(g["shards"]) == 1 and g["attempt"] for g in groups):
+        # each shard its own attempt: the Job's env gives every pod its own id, not the Job's
+        return (f"every shard records its own attempt ({named}): if the Job was not applied once per shard, "
+                f"{ATTEMPT_ENV} differs from pod to pod: set it from the Job's controller uid (valueFrom.fieldRef "
+                "metadata.labels['batch.kubernetes.io/controller-uid'], which every pod of one Job shares), not the "
+                "pod's own metadata.uid or metadata.name; then delete the Job and run the plan again (make_plan.py: "
+                "a new run id)")
     return (f"shards of different attempts of this plan ({named}): the newest attempt (started last) has not "
             f"written {', '.join(shards(g) for g in groups[1:])} yet, and an earlier attempt's shard is not this "
             "one's; wait until every index of the newer Job has finished (the recipe's wait loop: kubectl wait "
