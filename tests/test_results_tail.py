@@ -81,7 +81,13 @@ def test_the_head_past_the_case_rows_is_the_whole_documents_head(app, state, tmp
     assert head_past_cases(empty) is None   # not the runner's layout: walked
     # not the runner's layout, or not JSON after the rows: None, never a guess
     assert head_past_cases(json.dumps(doc, sort_keys=True).encode()) is None          # one line
-    assert head_past_cases(json.dumps({"a": 1, **doc}, indent=2, sort_keys=True).encode()) is None  # cases not first
+    # keys before `cases` (a run's `app`): read exactly, nested or not; a document whose keys are not in
+    # the runner's sorted order, or bytes before the rows that are not one object's keys: None
+    for before in ({"app": "fake"}, {"a": {"b": [1, {"c": 2}]}, "app": None}):
+        doc_before = json.dumps({**before, **doc}, indent=2, sort_keys=True).encode()
+        assert head_past_cases(doc_before) == {**before, "run_id": "r", "summary": {"status": "ok"}}
+    assert head_past_cases(json.dumps({"app": "x", **doc}, indent=2).encode().replace(b'"app"', b'"zz"')) is None
+    assert head_past_cases(b'{\n  "a": [\n  "cases": [\n' + text[len(b'{\n  "cases": [\n'):]) is None
     assert head_past_cases(text.replace(b'"run_id"', b'"zz"', 1).replace(b'"summary"', b'"aa"', 1)) is None  # unsorted
     assert head_past_cases(text[:-3]) is None
     assert head_past_cases(text.replace(b"\n  ]", b"\n  ] x", 1)) is None

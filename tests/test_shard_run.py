@@ -162,8 +162,20 @@ def test_shard_refusals_are_exit_2_naming_the_fix(world, tmp_path):
     unsharded = write_plan(state, {k: v for k, v in world["plan"].items() if k != "shards"}, "plain.json")
     r = run_shard(state, unsharded, run_id, 1)
     assert r.rc == 2 and "make_plan.py --shards" in r.json["error"]
-    r = run_shard(state, plan_path, run_id, 1, "--baseline-verdicts", world["whole_dir"] / "verdicts_for_stats.jsonl")
-    assert r.rc == 2 and "merge_runs.py" in r.json["error"]
+    baseline = ("--baseline-verdicts", world["whole_dir"] / "verdicts_for_stats.jsonl")
+    r = run_shard(state, plan_path, run_id, 1, *baseline)   # its --out holds the finished shard: said first
+    assert r.rc == 2 and "already holds" in r.json["error"], r.stdout
+    done = state / "reports" / f"{run_id}.shard-1"
+    aside = done.rename(tmp_path / "shard-1-aside")   # (this module's shards, put back below)
+    try:
+        r = run_shard(state, plan_path, run_id, 1, *baseline)
+        assert r.rc == 2 and "merge_runs.py" in r.json["error"], r.stdout
+        assert not done.exists() or not any(done.iterdir()), "a refused shard wrote its run dir"
+    finally:
+        if done.exists():
+            import shutil
+            shutil.rmtree(done)
+        aside.rename(done)
 
 
 # ---------------------------------------------------------------- the merge

@@ -174,20 +174,33 @@ def read_results_file(path: Path, *, rows: bool = True) -> Any:
 
 
 _CASES_OPEN = b'{\n  "cases": [\n'
+_CASES_KEY = b'\n  "cases": [\n'
 
 
 def head_past_cases(data: bytes) -> dict | None:
-    """The top-level keys but `cases` of a results.json as the runner writes it (sorted keys:
-    `cases` first, one case row a line at four spaces, the array closed at two), parsed from the
-    bytes after the array without reading a row; None when the bytes are not that shape (the caller
-    walks the file). A raw newline never occurs inside a JSON string, so that `]` is a token; in the
-    runner's layout (and any indent-2 one) it closes the array. In any other valid document where it
-    closes a deeper array, the bytes after it close more than the one `{` put before them, so they do
-    not parse and the answer is None: exact or nothing. The rows are not looked at: for a reader
-    that drops them (a comparison's side, after its run dir passed the completeness check)."""
-    if not data.startswith(_CASES_OPEN):
-        return None
-    close = data.find(b"\n  ]", len(_CASES_OPEN) - 1)
+    """The top-level keys but `cases` of a results.json as the runner writes it (sorted keys: the few
+    before `cases` (`app`) each on a line of its own, then `cases`, one case row a line at four spaces,
+    the array closed at two), parsed from the bytes before and after the array without reading a row;
+    None when the bytes are not that shape (the caller walks the file). A raw newline never occurs inside
+    a JSON string, so `\n  "cases": [` and `\n  ]` are tokens; in the runner's layout (and any indent-2
+    one) they open and close the top-level array. In any other valid document where they belong to a
+    deeper value, the bytes around them do not parse as the keys of one object, so the answer is None:
+    exact or nothing. The rows are not looked at: for a reader that drops them (a comparison's side,
+    after its run dir passed the completeness check)."""
+    if data.startswith(_CASES_OPEN):
+        before, opened = {}, len(_CASES_OPEN)
+    else:
+        at = data.find(_CASES_KEY) if data.startswith(b"{\n") else -1
+        if at < 0 or data[at - 1:at] != b",":
+            return None
+        try:   # the keys before `cases` (`app`: a line each), as one object
+            before = loads("{" + data[1:at - 1].decode("utf-8") + "}", max_depth=MAX_DEPTH)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        if not isinstance(before, dict) or not all(k < "cases" for k in before):
+            return None
+        opened = at + len(_CASES_KEY)
+    close = data.find(b"\n  ]", opened - 1)
     if close < 0:
         return None
     after = close + len(b"\n  ]")
@@ -201,9 +214,9 @@ def head_past_cases(data: bytes) -> dict | None:
         head = loads(rest.decode("utf-8"), max_depth=MAX_DEPTH)
     except (UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(head, dict) or "cases" in head or list(head) != sorted(head):
+    if not isinstance(head, dict) or "cases" in head or list(head) != sorted(head) or set(head) & set(before):
         return None
-    return head
+    return {**before, **head} if before else head
 
 
 class _DroppedRows:
