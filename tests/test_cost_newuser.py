@@ -16,11 +16,12 @@ from test_no_silent_green import ADAPTER, case_yaml, plan, run, write_state
 MODEL = "gpt-4.1-mini"
 
 
-def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens=(1000, 100), renamed=None):
+def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens=(1000, 100), renamed=None,
+                 edit=None):
     """A two-case state dir whose app writes an invoke_agent span per request and, when
     `llm_span_for(message)`, a chat span of `model` (`tokens`: 1000 in + 100 out; None leaves that
     side's usage attribute out of the span) under it; `renamed` maps an attribute key the instrumentation
-    writes under another name."""
+    writes under another name; `edit(message, spans)` rewrites a request's spans before they are written."""
     from otlp_util import agent_spans, parse_traceparent, write_spans
     spans_file = tmp_path / "spans.jsonl"
 
@@ -34,6 +35,8 @@ def traced_state(tmp_path, model: str, llm_span_for=lambda message: True, tokens
         for sp in spans:
             for attr in sp["attributes"]:
                 attr["key"] = (renamed or {}).get(attr["key"], attr["key"])
+        if edit is not None:
+            edit(message, spans)
         write_spans(spans_file, spans)
         return Reply(200, {"answer": "A flight costs 120 EUR.", "route": "quotes", "quote": {"price": 120}})
 
@@ -79,6 +82,48 @@ def test_a_case_whose_trace_lost_its_model_call_is_said_beside_the_cost_budget(t
     line = next(x for x in g.stdout.splitlines() if x.startswith("  budget: cost"))
     assert line.startswith("  budget: cost 0.00028 USD/case (1 of 2 traced case(s) made no model call and count at 0: "
                            "if the app called a model there, its instrumentation lost the span), budget 0.0005"), line
+
+
+def legacy_chat_span(sp: dict) -> None:
+    """Rewrite a chat span as an instrumentation from before GenAI semantic conventions 1.27 writes it:
+    no gen_ai.operation.name, the provider in gen_ai.system, the usage under its old names."""
+    old = {"gen_ai.usage.input_tokens": "gen_ai.usage.prompt_tokens",
+           "gen_ai.usage.output_tokens": "gen_ai.usage.completion_tokens"}
+    sp["name"] = "openai.chat"
+    sp["attributes"] = [{**a, "key": old.get(a["key"], a["key"])} for a in sp["attributes"]
+                        if a["key"] != "gen_ai.operation.name"] + [{"key": "gen_ai.system", "value": {"stringValue": "openai"}}]
+
+
+def is_chat(sp: dict) -> bool:
+    return any(a["key"] == "gen_ai.operation.name" and a["value"].get("stringValue") == "chat" for a in sp["attributes"])
+
+
+def test_a_model_span_the_reader_cannot_read_makes_the_cost_unknown_not_0(tmp_path):
+    # The Bergen path calls its model through an older instrumentation: its chat span carries gen_ai.system, the
+    # model and 1000 + 100 tokens, but no gen_ai.operation.name, so it is read as no model call. That case
+    # counted at 0 and the mean (0.00028) passed the 0.0005 budget, while each case really cost 0.00056.
+    def edit(message, spans):
+        if "Bergen" in message:
+            for sp in spans:
+                if is_chat(sp):
+                    legacy_chat_span(sp)
+
+    state, reply = traced_state(tmp_path, MODEL, edit=edit)
+    g = gate_run(tmp_path, state, reply)
+    assert g.rc == 1, g.stdout
+    assert not any(x.startswith("  budget: cost") for x in g.stdout.splitlines()), g.stdout
+    closed = next(x for x in g.stdout.splitlines() if x.startswith("  gate closed: cost budget"))
+    assert closed.startswith("  gate closed: cost budget 0.0005 USD/case cannot be checked: 1 span(s) in case(s) "
+                             "c-00000002 look like a model call but are not read as one"), closed
+    run_dir = state / "reports" / "smoke-20261130T000000Z"
+    cost = run_script("score_cost", run_dir).json
+    assert cost["totals"]["complete"] is False and cost["totals"]["unread_model_spans"] == 1
+    assert cost["totals"]["cases_without_model_call"] == 0
+    rows = {c["case_id"]: c for c in cost["cases"]}
+    assert rows["c-00000002"]["cost"] is None and rows["c-00000002"]["unread_model_spans"] == 1
+    assert rows["c-00000001"]["cost"] == pytest.approx(0.00056)
+    block = json.loads((run_dir / "results.json").read_text())["cost_latency"]["cost"]
+    assert block["total"] is None and "look like a model call" in block["reason"]
 
 
 def test_a_model_call_that_reported_input_tokens_only_leaves_the_cost_budget_uncheckable(tmp_path):

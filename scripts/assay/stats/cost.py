@@ -179,6 +179,10 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
         "model_calls": len(calls), "input_tokens": 0, "output_tokens": 0, "model_latency_ms": 0,
         "model_latencies_ms": [0] * len(answers),   # one per answer: each a sample of the run's p50/p95
         "calls_without_usage": 0, "calls_partial_usage": 0,
+        # spans the trajectory reader found model-like and could not read as a model call (its
+        # `unread_model_spans`, assay.traces.conventions.model_like): their calls' cost is unknown
+        "unread_model_spans": sum(len(u) for a in answers for t in a
+                                  if isinstance(u := t.get("unread_model_spans"), list)),
         "unpriced_models": [], "cost": None, "spend": None,
         "judge": judge_row(verdict, prices, judge_model,
                            judged_repeats(verdict, lambda: _bytes_json(case.read("judge.json")))),
@@ -201,9 +205,10 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
             continue
         cost += _num(c.get("input_tokens")) * p["input"] + _num(c.get("output_tokens")) * p["output"]
     row["unpriced_models"] = sorted(unpriced)
-    # a model call without token usage, or with one side of it only, has an unknown cost: never 0 (in any
-    # repeat: the case's cost is then unknown). `spend`: every answer's; `cost`: one answer's, their mean
-    if not (unpriced or row["calls_without_usage"] or row["calls_partial_usage"]):
+    # a model call without token usage, or with one side of it only, or one the trace holds and the reader
+    # could not read, has an unknown cost: never 0 (in any repeat: the case's cost is then unknown).
+    # `spend`: every answer's; `cost`: one answer's, their mean
+    if not (unpriced or row["calls_without_usage"] or row["calls_partial_usage"] or row["unread_model_spans"]):
         row["spend"] = round(cost, 8)
         row["cost"] = round(cost / len(answers), 8)
     return row

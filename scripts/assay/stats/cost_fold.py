@@ -39,6 +39,8 @@ class CostFold:
     def __init__(self) -> None:
         self.cases = self.holdout = self.traced = self.input_tokens = self.output_tokens = 0
         self.model_calls = self.no_usage = self.partial = self.no_call = 0
+        # model-like spans the reader could not read as a model call, and the cases (ids) that hold them
+        self.unread_spans, self.unread_cases = 0, []
         # k > 1: the answers (repeats) read, the repeats with no trace, the traced cases by how they were read
         self.answers = self.answers_untraced = 0
         self.scopes: dict[str, int] = {}
@@ -61,7 +63,11 @@ class CostFold:
             self.model_calls += row["model_calls"]
             self.no_usage += row["calls_without_usage"]
             self.partial += row["calls_partial_usage"]
-            self.no_call += not row["model_calls"]
+            unread = row.get("unread_model_spans") or 0
+            self.unread_spans += unread
+            if unread:
+                self.unread_cases.append(str(row["case_id"]))
+            self.no_call += not row["model_calls"] and not unread   # a case whose model span was not read made one
             self.answers += row["answers"]
             self.answers_untraced += row["answers_without_trace"]
             if row["trace_scope"]:
@@ -85,11 +91,12 @@ class CostFold:
     def merge(self, other: "CostFold") -> None:
         """Fold in another fold's cases (a forked child's half)."""
         for k in ("cases", "holdout", "traced", "input_tokens", "output_tokens", "model_calls", "no_usage",
-                  "partial", "no_call", "answers", "answers_untraced"):
+                  "partial", "no_call", "answers", "answers_untraced", "unread_spans"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         for scope, n in other.scopes.items():
             self.scopes[scope] = self.scopes.get(scope, 0) + n
         self.unpriced |= other.unpriced
+        self.unread_cases += other.unread_cases
         for k in ("latencies", "model_latencies", "priced", "spent"):
             getattr(self, k).extend(getattr(other, k))
         self.judge.merge(other.judge)
@@ -109,13 +116,16 @@ class CostFold:
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "model_calls": calls,
             "cost": None,
             "complete": bool(prices is not None and n_traced and len(self.priced) == n_traced and calls
-                             and not self.no_usage and not self.partial),
+                             and not self.no_usage and not self.partial and not self.unread_spans),
             "unpriced_cases": (n_traced - len(self.priced)) if prices is not None else None,
             "calls_without_usage": self.no_usage, "calls_partial_usage": self.partial,
             "cases_without_model_call": self.no_call,   # priced at 0: said beside the budget
+            "unread_model_spans": self.unread_spans,   # their cases' cost is unknown (unread_model_cases)
+            "unread_model_cases": sorted(self.unread_cases),
             # why the total is not the run's cost, in words (None when it is): wave 4 §1
             "incomplete_reason": _incomplete_reason(n_traced, unpriced, self.no_usage, calls,
-                                                    (prices or {}).get("per_token") or {}, self.partial),
+                                                    (prices or {}).get("per_token") or {}, self.partial,
+                                                    self.unread_spans, self.unread_cases),
             "latency_ms": _stats(self.latencies),   # every repeat's
             "model_latency_ms": _stats(self.model_latencies),   # one sample per answer read
             "k": k,
@@ -185,10 +195,20 @@ def _near_price(model: str, priced: Iterable[str]) -> str:
 
 
 def _incomplete_reason(traced: int, unpriced: list[str], no_usage: int, calls: int,
-                       priced: dict | None = None, partial: int = 0) -> str | None:
+                       priced: dict | None = None, partial: int = 0, unread: int = 0,
+                       unread_cases: list[str] | None = None) -> str | None:
     if not traced:
         return None
     parts = []
+    if unread:   # assay.traces.conventions.model_like: a model call the trajectory lacks is not a call at 0
+        ids = sorted(unread_cases or [])
+        parts.append(f"{unread} span(s) in case(s) {', '.join(ids[:5])}{f' (and {len(ids) - 5} more)' if len(ids) > 5 else ''} "
+                     "look like a model call but are not read as one (token usage, or gen_ai.system with a "
+                     "model, on a span with no gen_ai.operation.name chat / text_completion / generate_content: "
+                     "an instrumentation from before GenAI semantic conventions 1.27, or a framework's own span "
+                     "name), so their cost is unknown, not 0 (each case's trajectory.json names them in unread_model_spans); "
+                     "use an instrumentation that writes gen_ai.operation.name, or set adapter.yaml "
+                     "traces.convention to the one its spans use")
     if no_usage:
         parts.append(f"{no_usage} of {calls} model call(s) reported no token usage (their cost is unknown, not 0)")
     if partial:   # an output side dropped from the span is not 0 output tokens
@@ -197,7 +217,7 @@ def _incomplete_reason(traced: int, unpriced: list[str], no_usage: int, calls: i
     if unpriced:
         parts.append(f"model(s) {', '.join(unpriced)} not in {PRICES_FILE}: not priced at 0"
                      + "".join(_near_price(m, priced or {}) for m in unpriced))
-    if not calls:
+    if not calls and not unread:
         parts.append(f"no model call in any of the {traced} trace(s): the instrumentation wrote no LLM span, "
                      "so the app's cost is unknown, not 0")
     return "; ".join(parts) or None

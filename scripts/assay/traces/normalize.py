@@ -7,13 +7,12 @@ convention's table (`assay.traces.conventions`: gen_ai, openinference, openllmet
 Without tool spans, the tool calls an LLM span's output messages asked for are the tool log
 (`origin: requested`; tool spans give `origin: executed`). `trajectory.tool_log` says whether
 the tool log could be seen at all: trace-fed layers never pass or fail on a blind one.
-Handoff spans (the convention's `handoff`) go to `trajectory.handoffs`, never to the agents or
-the tool log; `assay.traces.routing` reads the route from them.
+Handoff spans go to `trajectory.handoffs` (`assay.traces.routing` reads the route from them); a span
+that looks like a model call and is read as none, to `trajectory.unread_model_spans` (model_spans).
 
-Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of
-them, or a raw span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted and
-noted in `checks.trace_id_note`. An all-zero parent id means no parent. No I/O here: the file
-source, correlation and quiescence live in `assay.traces.otlp_file`.
+Accepted span documents: one OTLP `TracesData` object (`{"resourceSpans": ...}`), a list of them, or a raw
+span list. Ids are lower-case hex; base64 ids (protobuf JSON) are converted, noted in `checks.trace_id_note`.
+An all-zero parent id means no parent. No I/O here: file source, correlation, quiescence: `traces.otlp_file`.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import base64
 import binascii
 from typing import Any, Iterator
 
-from . import conventions, frameworks
+from . import conventions, frameworks, model_spans
 from .routing import arguments_from_requests, first_agent_name  # noqa: F401  (traces re-exports it)
 from .toollog import tool_log as read_tool_log, unread_gen_ai_tools, untraced_requests
 
@@ -381,6 +380,7 @@ def normalize_flat(spans: list[dict], trace_id: str, *, spans_in_file: int | Non
         "handoffs": handoffs, **({"no_agent_note": note} if not agents and (note := frameworks.no_agent_note(
             [s["name"] for s in spans])) else {}), **({"unread_handoffs": [{"span": s["name"], "span_id": s["span_id"], "to": h["to"]}
                                                       for h in unread for s in [h["span"]]]} if unread else {}),
+        **({"unread_model_spans": u} if (u := model_spans.unread_model_spans(spans, conv, kind, handoff_of)) else {}),
         "usage": {"by_agent": usage, "total": total}, "convention": conv_info,
         "tool_log": tool_log}}
 
