@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 from ..core.errors import AssayError
 from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-exported)
+from ..core.runapp import app_name
 from ..report.rundir import try_json, try_json_head
 
 PIN_FILE = "baseline.json"
@@ -78,7 +79,7 @@ class Own:
     def admits(self, name: str, results: Mapping[str, Any], base_ids: Callable[[], set[str]]) -> str | None:
         """None when the run `name` (its results.json head `results`) is another app's (noted in
         `others`); else "" when its app is this one's by name, or the words saying it could not be checked."""
-        theirs = results.get("app") if isinstance(results.get("app"), str) and results.get("app") else None
+        theirs = app_name(results)   # a results.json head: its `app`; a run written before names none there
         if self.app is not None and theirs is not None:
             if theirs == self.app:
                 return ""
@@ -127,10 +128,8 @@ def case_ids_of(results_json: Path) -> set[str]:
 def own_of_run(candidate_dir: Path, results: Mapping[str, Any], said: list[str] | None) -> Own:
     """The candidate run's app: results.json `app`; for a run written before it was recorded, its
     manifest's (make_plan.py's manifest_extra.app.name)."""
-    from ..replay.source import app_name
-    app = results.get("app") if "app" in results else app_name(try_json_head(candidate_dir / "manifest.yaml"))
-    return Own(app if isinstance(app, str) and app else None, lambda: case_ids_of(candidate_dir / "results.json"),
-               said)
+    app = app_name(results if "app" in results else try_json_head(candidate_dir / "manifest.yaml"))
+    return Own(app, lambda: case_ids_of(candidate_dir / "results.json"), said)
 
 
 def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str | None,
@@ -336,7 +335,6 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    from ..replay.source import app_name
     cases = plan.get("cases") if isinstance(plan.get("cases"), list) else []
     ids = {c["id"] for c in cases if isinstance(c, dict) and isinstance(c.get("id"), str)}
     return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open, flag=flag,

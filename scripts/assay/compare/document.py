@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
+from ..core.runapp import app_name
 from ..core.version import HARNESS_VERSION
 from ..stats.paired import compare_indexed, index_rows, paired_population, sign_test_one_sided
 from .buckets import BUCKETS, MEANING, SCORED, headline
@@ -52,13 +53,6 @@ def judge_only_notes(pairs: list[dict]) -> list[str]:
     return out
 
 
-def _app_name(side: Side) -> str | None:
-    extra = side.manifest.get("manifest_extra") if isinstance(side.manifest, dict) else None
-    app = extra.get("app") if isinstance(extra, dict) else None
-    name = app.get("name") if isinstance(app, dict) else None
-    return name if isinstance(name, str) else None
-
-
 def run_notes(base: Side, cand: Side) -> list[str]:
     """What differs between the runs themselves, said before any case."""
     notes = []
@@ -69,7 +63,7 @@ def run_notes(base: Side, cand: Side) -> list[str]:
         if shard:
             notes.append(f"the {side} run {info['run_id']} ({d.run_dir.name}): {shard}; its cases outside the shard "
                          "read as added or removed")
-    apps = [_app_name(side) for side in (base, cand)]
+    apps = [app_name(side.manifest) for side in (base, cand)]
     if None not in apps and apps[0] != apps[1]:
         notes.append(f"different apps: base {apps[0]!r}, candidate {apps[1]!r} (adapter.yaml app.name): "
                      "were the right two runs given?")

@@ -50,7 +50,8 @@ from ..core.errors import AssayError
 from ..core.ids import SERIES_KEYS, parse_run_id  # noqa: F401 (SERIES_KEYS re-exported)
 from ..core.statedir import not_a_state_dir
 from ..plan.shards import parse_shard_dir_name
-from ..replay.source import app_name, replayed_words
+from ..core.runapp import app_name
+from ..replay.source import replayed_words
 from ..stats.cost_words import judge_cost_part, with_judge, words as cost_words
 from ..stats.proportions import fisher_exact_two_sided, wilson_interval
 from .check import check_verdict

@@ -22,7 +22,7 @@ def from_args(plan: Mapping[str, Any], state: Any, *, record: bool, replay: str 
     if replay is None and not record and not judge_cache:
         return None
     from .session import ReplaySession
-    from .source import app_name
+    from ..core.runapp import app_name
     from .store import Cache, cache_dir
     app = app_name(plan)
     if replay is not None:

@@ -8,18 +8,8 @@ from typing import Any, Mapping
 
 from ..core.errors import AssayError
 from ..core.jsonio import read_json
+from ..core.runapp import app_name
 from .store import LAYOUT, Cache, cache_dir
-
-
-def app_name(doc: Any) -> str | None:
-    """The app a plan or a run's manifest is of (adapter.yaml `app.name`, as make_plan.py records it)."""
-    if not isinstance(doc, Mapping):
-        return None
-    for block in (doc.get("manifest_extra"), doc.get("adapter")):
-        app = block.get("app") if isinstance(block, Mapping) else None
-        if isinstance(app, Mapping) and isinstance(app.get("name"), str) and app["name"]:
-            return app["name"]
-    return None
 
 
 def replayed_words(manifest: Any) -> str | None:

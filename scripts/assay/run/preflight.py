@@ -231,7 +231,7 @@ def plan_app(plan: RunPlan) -> str | None:
     """The app the run is of, recorded as `app` in manifest.yaml and results.json (adapter.yaml
     `app.name` as make_plan.py records it in manifest_extra, else the plan's adapter; null when
     unnamed): `--baseline auto` never takes another app's run as the base (§20.4)."""
-    from ..replay.source import app_name
+    from ..core.runapp import app_name
     return app_name({"manifest_extra": plan.manifest_extra, "adapter": plan.adapter})
 
 

@@ -25,7 +25,7 @@ def changed_since(plan: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     if not isinstance(rec, dict) or rec.get("app") != "record":
         raise AssayError(f"--changed-since {run_dir}: run {manifest.get('run_id')} was not recorded, so nothing of it "
                          "can be replayed; record one with run_cases.py --record", 2, key="--changed-since")
-    from ..replay.source import app_name
+    from ..core.runapp import app_name
     recorded, app = app_name(manifest), app_name(plan)
     if app and recorded and recorded != app:   # the runner refuses it too: say so at plan time
         raise AssayError(f"--changed-since {run_dir}: run {manifest.get('run_id')} recorded app {recorded!r}, and this "
