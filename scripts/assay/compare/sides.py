@@ -160,18 +160,14 @@ def load_side(run_dir: Path, what: str) -> Side:
 def _unfinished_words(run_dir: Path, results: dict, what: str) -> str:
     """Why a side whose results.json still says `running` is not compared: its runner is alive (wait for
     it), or no runner holds its lock (killed?: the --resume command that finishes it, as every reader of
-    an interrupted run says it)."""
-    from ..report.rundir import try_json
-    from ..rundir.runlock import how_to_finish, lock_path, runner_state
-    run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
-    lock = lock_path(run_dir, run_id)
-    if runner_state(lock) == "alive":
+    an interrupted run says it: report.interrupted.unfinished_runner)."""
+    from ..report.interrupted import unfinished_runner
+    _, how = unfinished_runner(run_dir, results)
+    if how is None:
         return (f"{what} {run_dir}: the run is still running (summary.status running); wait for it "
                 f"(wait_run.py {run_dir}), then compare")
-    lock_doc = try_json(lock)
     return (f"{what} {run_dir}: the run never finished (summary.status is still running but no runner holds its "
-            f"lock: killed?); {how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)}, then "
-            "compare")
+            f"lock: killed?); {how}, then compare")
 
 
 class _RowsById:

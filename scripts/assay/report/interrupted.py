@@ -21,14 +21,25 @@ from .rundir import try_json
 from ..rundir.runlock import how_to_finish, lock_path, runner_state
 
 
+def unfinished_runner(run_dir: Path, results: Any) -> tuple[str, str | None]:
+    """(the run id, None while a runner holds the run's lock, else the words that finish the run: `finish it
+    with: <the --resume command>`, how_to_finish's): what every reader of a `running` run says it from."""
+    run_dir = Path(run_dir)
+    run_id = results.get("run_id") if isinstance(results, dict) and isinstance(results.get("run_id"), str) \
+        else run_dir.name
+    lock = lock_path(run_dir, run_id)
+    if runner_state(lock) == "alive":
+        return run_id, None
+    lock_doc = try_json(lock)
+    return run_id, how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
+
+
 def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, list[dict] | None, str]:
     """(recounted summary, the finished cases' results.json rows, close reason) for a `running` run
     whose runner is gone; (None, None, reason) while the runner lives."""
     run_dir = Path(run_dir)
-    run_id = results.get("run_id") if isinstance(results.get("run_id"), str) else run_dir.name
-    lock = lock_path(run_dir, run_id)
-    state = runner_state(lock)
-    if state == "alive":
+    _, how = unfinished_runner(run_dir, results)
+    if how is None:
         return None, None, ("the run is still running (its runner holds the lock): wait with "
                       f"`wait_run.py {run_dir}`, then gate the finished run")
     records: list[dict[str, Any]] = [doc for cid, doc in casestore.open_store(run_dir).verdicts()
@@ -40,8 +51,6 @@ def interrupted_view(run_dir: Path, results: dict) -> tuple[dict | None, list[di
     canaries = sum(1 for c in planned or [] if isinstance(c, dict) and c.get("set") == "canary")
     finished = cases_phrase(summary["n"], summary["canaries"]["n"])
     of = f" of {cases_phrase(n_planned - canaries, canaries)} planned" if n_planned is not None else ""
-    lock_doc = try_json(lock)
-    how = how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)
     reason = (f"run interrupted: status is still 'running' but no runner holds its lock (killed?); "
               f"{finished} finished{of} ({summary['passes']} pass, {summary['failures']} fail); {how}")
     return summary, results_rows(records), reason
@@ -64,16 +73,13 @@ def refuse_unfinished(run_dir: Path, what: str, given: str, **fields: Any) -> No
         status = head["summary"].get("status")
     if status != "running":
         return
-    head = head if isinstance(head, dict) else try_json_head(path)
-    run_id = head.get("run_id") if isinstance(head, dict) and isinstance(head.get("run_id"), str) else run_dir.name
-    lock = lock_path(run_dir, run_id)
-    if runner_state(lock) == "alive":
+    run_id, how = unfinished_runner(run_dir, head if isinstance(head, dict) else try_json_head(path))
+    if how is None:
         raise AssayError(f"{what} {given} is the verdicts of run {run_id}, which is still running (its runner holds "
                          "the lock): the file holds only the cases finished so far; wait with "
                          f"`wait_run.py {run_dir}`, then pass it", 2, path=str(run_dir), run_id=run_id, **fields)
-    lock_doc = try_json(lock)
     raise AssayError(f"{what} {given} is the verdicts of run {run_id}, which never finished (status is still "
                      "'running' but no runner holds its lock: killed?): the file holds only the cases of its last "
-                     f"batch, not the run's result; {how_to_finish(run_dir, lock_doc if isinstance(lock_doc, dict) else None)}"
+                     f"batch, not the run's result; {how}"
                      " -- then pass it again (or another run's verdicts_for_stats.jsonl)", 2, path=str(run_dir),
                      run_id=run_id, **fields)
