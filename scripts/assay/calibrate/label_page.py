@@ -18,8 +18,10 @@ Keys: p / f label pass / fail, s skip, v show the judge's view of a labelled ite
 long answer, c write a critique
 (Esc leaves the box), j / k or the arrows move, e export.
 The export is the annotation JSONL (wave2 §6), shown in a box to copy and offered as a
-download; progress is kept in the browser's localStorage under the batch id (two tabs of one page
-share it through the storage event). A held label key labels the item shown once, never the unseen
+download; progress is kept in the browser's localStorage under the batch id. Two tabs of one page
+share it: a save merges with what is stored, and the storage event of the other tab's save merges
+again (per item the latest change; a label given after its judge's view was seen stands), so neither
+tab saves over labels the other gave a moment before. A held label key labels the item shown once, never the unseen
 items after it (its auto-repeats are ignored).
 """
 
@@ -69,9 +71,49 @@ SCRIPT = r"""
   var storeKey = "assay-label-" + DATA.batch;
   function $(id) { return document.getElementById(id); }
   function text(id, value) { $(id).textContent = value == null ? "" : String(value); }
-  function load() { try { var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); return saved && typeof saved === "object" ? saved : {}; } catch (e) { return {}; } }
-  labels = load();
-  function save() { try { window.localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) {} refresh(); }
+  // Two tabs of one page share the stored labels. Each tab saves by merging with what is stored, and
+  // merges again when the other tab saved (the storage event), writing back only what the other lacked:
+  // per item the latest change wins (its `at`; a skip leaves a dated mark in `gone`), a label whose
+  // judge's view was seen wins over any not seen (it stands), ties break the same way in every tab.
+  // A tab that saved a whole map of its own lost the labels another tab gave a moment before.
+  var gone = {}, lastAt = 0;
+  function stamp() { lastAt = Math.max(Date.now(), lastAt + 1); return lastAt; }
+  function read() {
+    var s = null;
+    try { s = JSON.parse(window.localStorage.getItem(storeKey) || "{}"); } catch (e) { s = null; }
+    if (!s || typeof s !== "object") s = {};
+    if (s.v !== 2) return { labels: s, gone: {} };      // a page saved before: its labels, undated
+    return { labels: s.labels && typeof s.labels === "object" ? s.labels : {}, gone: s.gone && typeof s.gone === "object" ? s.gone : {} };
+  }
+  function rank(l, g) {   // compared in order: seen, at, a label over a skip, the text
+    if (l) return [l.seen ? 1 : 0, +l.at || 0, 1, JSON.stringify(l)];
+    return [0, +g || 0, 0, ""];
+  }
+  function later(a, b) { for (var n = 0; n < a.length; n++) { if (a[n] !== b[n]) return a[n] > b[n]; } return false; }
+  function merge(a, b) {
+    var out = { labels: {}, gone: {} }, keys = {};
+    [a.labels, a.gone, b.labels, b.gone].forEach(function (m) { Object.keys(m).forEach(function (k) { keys[k] = 1; }); });
+    Object.keys(keys).forEach(function (k) {
+      var ra = rank(a.labels[k], a.gone[k]), rb = rank(b.labels[k], b.gone[k]);
+      var src = later(rb, ra) ? b : a;
+      if (src.labels[k]) out.labels[k] = src.labels[k]; else if (src.gone[k] != null) out.gone[k] = src.gone[k];
+    });
+    return out;
+  }
+  function canon(st) {
+    var keys = function (m) { return Object.keys(m).sort(); };
+    return JSON.stringify([keys(st.labels).map(function (k) { return [k, st.labels[k]]; }), keys(st.gone).map(function (k) { return [k, st.gone[k]]; })]);
+  }
+  function write(st) { try { window.localStorage.setItem(storeKey, JSON.stringify({ v: 2, labels: st.labels, gone: st.gone })); } catch (e) {} }
+  // this tab's labels merged with the stored ones; written back when the store lacked any of this tab's
+  function sync() {
+    var stored = read(), st = merge(stored, { labels: labels, gone: gone });
+    labels = st.labels; gone = st.gone;
+    if (canon(st) !== canon(stored)) write(st);
+  }
+  labels = read().labels; gone = read().gone;
+  function touch(i) { if (labels[i]) { labels[i].at = stamp(); delete gone[i]; } else { gone[i] = stamp(); } }
+  function save() { sync(); refresh(); }
   // once shown, the export box and the download link stay the labels as they are now: a stale link
   // downloaded the lines of the first export and the labels given since were lost
   var exportShown = false;
@@ -151,7 +193,7 @@ SCRIPT = r"""
   }
   function reveal() {
     if (!labels[pos]) { text("msg", "Label this item first (p or f): the judge's view shows after your label."); return; }
-    labels[pos].seen = true; save(); render();
+    labels[pos].seen = true; touch(pos); save(); render();
   }
   function setLabel(label) {
     if (locked()) return;
@@ -159,7 +201,7 @@ SCRIPT = r"""
     labels[pos] = { label: label, critique: $("critique").value || prev.critique || "", ts: new Date().toISOString() };
     var partial = cutItem(pos) && !whole[items[pos].material];
     if (cutItem(pos)) labels[pos].whole = !partial;
-    save();
+    touch(pos); save();
     if (pos < items.length - 1) { pos += 1; }
     render();
     if (partial) text("msg", "Labelled without the rest of its answer (never shown): exported as saw_whole_answer false and not counted. k goes back, r shows the rest.");
@@ -200,7 +242,7 @@ SCRIPT = r"""
     var tag = (ev.target && ev.target.tagName) || "";
     if (tag === "TEXTAREA" || tag === "INPUT") {
       if (ev.key === "Escape") {
-        if (ev.target.id === "critique" && labels[pos]) { labels[pos].critique = ev.target.value; save(); }
+        if (ev.target.id === "critique" && labels[pos]) { labels[pos].critique = ev.target.value; touch(pos); save(); }
         ev.target.blur();
       }
       return;
@@ -214,7 +256,7 @@ SCRIPT = r"""
     else if (k === "f") setLabel("fail");
     else if (k === "v") reveal();
     else if (k === "r") showRest();
-    else if (k === "s") { if (locked()) return; delete labels[pos]; save(); if (pos < items.length - 1) pos += 1; render(); }
+    else if (k === "s") { if (locked()) return; delete labels[pos]; touch(pos); save(); if (pos < items.length - 1) pos += 1; render(); }
     else if (k === "c") { ev.preventDefault(); $("critique").focus(); }
     else if (k === "j" || k === "ArrowRight") { if (pos < items.length - 1) pos += 1; render(); }
     else if (k === "k" || k === "ArrowLeft") { if (pos > 0) pos -= 1; render(); }
@@ -225,11 +267,11 @@ SCRIPT = r"""
   // the same page open in another tab saved: take its labels, so this tab never saves over them
   window.addEventListener("storage", function (ev) {
     if (ev.key !== storeKey) return;
-    labels = load();
+    sync();
     refresh();
     if (document.activeElement !== $("critique")) render();
   });
-  $("critique").addEventListener("input", function () { if (labels[pos]) { labels[pos].critique = $("critique").value; save(); } });
+  $("critique").addEventListener("input", function () { if (labels[pos]) { labels[pos].critique = $("critique").value; touch(pos); save(); } });
   $("btn-export").addEventListener("click", function () { exportLines(false); });
   $("reviewer").addEventListener("input", refresh);
   $("btn-copy").addEventListener("click", copyExport);
