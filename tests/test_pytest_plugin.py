@@ -294,3 +294,53 @@ def test_junitxml_carries_the_gate_when_every_case_passes(tmp_path):
     assert opened.returncode == 0 and "assay gate: open" in opened.stdout, opened.stdout + opened.stderr
     gate = junit_testcases(tmp_path / "open.xml")[("assay.gate", "gate")]
     assert gate.find("failure") is None and gate.find("error") is None, ET.tostring(gate, encoding="unicode")
+
+
+def test_a_selection_in_the_configuration_that_drops_cases_is_refused(tmp_path):
+    """`addopts = -m unit` (the project's unit tests by default) with `pytest --assay .assay` in CI: every case
+    was deselected, nothing sent to the app, `not gated (no case ran)` and exit 0 on the unit tests: a green
+    job over a suite that fails. A `-k "not billing"` in PYTEST_ADDOPTS dropped some cases and gated the rest
+    as if they were the suite. Now a usage error naming the option, where it was set, and the fix; a selection
+    typed on the command line still runs just what it selects."""
+    state = copy_state(tmp_path)
+    (tmp_path / "test_unit.py").write_text("import pytest\n\n\n@pytest.mark.unit\ndef test_u():\n    assert True\n",
+                                           encoding="utf-8")
+    ini = tmp_path / "pytest.ini"
+    ini.write_text("[pytest]\nmarkers =\n    unit: fast\naddopts = -m unit --strict-markers\n", encoding="utf-8")
+    with helpdesk(state, broken=True) as env:
+        by_ini = pytest_run(tmp_path, env, "--assay-mode", "smoke")
+        # the fix the refusal names: the cases carry the marker `assay` (-m typed here replaces addopts' -m)
+        kept = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-m", "unit or assay", "-rA")
+        typed = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-k", "test_u")
+        ini.write_text("[pytest]\nmarkers =\n    unit: fast\n", encoding="utf-8")
+        by_env = pytest_run(tmp_path, dict(env, PYTEST_ADDOPTS='-k "not billing"'), "--assay-mode", "smoke")
+    assert len(run_dirs(state)) == 1   # the refusals sent nothing: the one run is `kept`'s
+    assert by_ini.returncode == 4, by_ini.stdout + by_ini.stderr
+    assert (f"--assay .assay: 20 of 20 case(s) deselected by -m 'unit' (addopts in {ini}), not by a selection on "
+            "this command line: nothing was sent to the app and no gate decided") in by_ini.stderr, by_ini.stderr
+    assert '(-m "unit or assay", -k "not slow or assay")' in by_ini.stderr
+    assert by_env.returncode == 4, by_env.stdout + by_env.stderr
+    assert "case(s) deselected by -k 'not billing' (PYTEST_ADDOPTS)" in by_env.stderr, by_env.stderr
+    assert "the gate would decide on the other" in by_env.stderr
+    assert kept.returncode == 1 and "assay gate: CLOSED" in kept.stdout, kept.stdout + kept.stderr
+    assert len(outcomes(kept.stdout)) == 20 and "PASSED test_unit.py::test_u" in kept.stdout
+    assert typed.returncode == 0 and "assay gate: not gated (no case ran)" in typed.stdout, typed.stdout + typed.stderr
+    assert "every case was deselected (by -m 'unit' (addopts in" in typed.stdout and "-k 'test_u' (command line)" \
+        in typed.stdout
+
+
+def test_setup_only_and_setup_plan_send_nothing_to_the_app(tmp_path):
+    """`pytest --setup-only` / `--setup-plan` (show the fixtures; pytest runs no test) sent every case to the
+    app, made a run dir and exited 1 on its gate under `no tests ran`. Now nothing is sent, as under
+    --collect-only, and the session says so."""
+    state = copy_state(tmp_path)
+    with helpdesk(state, broken=True) as env:
+        done = {flag: pytest_run(tmp_path, env, "--assay-mode", "smoke", flag)
+                for flag in ("--setup-only", "--setup-plan", "--collect-only")}
+    for flag, session in done.items():
+        assert session.returncode == 0, flag + session.stdout + session.stderr
+        assert "assay gate: CLOSED" not in session.stdout and "assay: running" not in session.stdout, session.stdout
+    for flag in ("--setup-only", "--setup-plan"):
+        assert "assay gate: not gated (no case ran)" in done[flag].stdout
+        assert f"assay: {flag}: no test runs, so nothing was sent to the app and no gate decided" in done[flag].stdout
+    assert not (state / "reports").exists()

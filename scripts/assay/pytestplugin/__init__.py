@@ -59,5 +59,6 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if hasattr(config, "workerinput"):
         raise pytest.UsageError("--assay runs on the pytest-xdist controller only; run it with -n 0")
+    config.addinivalue_line("markers", "assay: a case of the assay suite (pytest --assay; -m \"unit or assay\")")
     from .session import AssaySession
     config.pluginmanager.register(AssaySession(config, state), "assay-session")

@@ -43,6 +43,7 @@ class AssaySuite(pytest.Collector):
             if item.path != self.path:
                 item.case_file = os.path.relpath(item.path, self.config.invocation_params.dir)
             item.plugin = self.plugin
+            item.add_marker("assay")   # -m "unit or assay" keeps the cases beside a marker selection
             words = [case.get("title"), case.get("unit"), (case.get("expect") or {}).get("route"),
                      case.get("category"), "canary" if "canary" in (case.get("split") or []) else None]
             item.extra_keyword_matches.update(w for w in words if isinstance(w, str) and w)

@@ -2,7 +2,8 @@
 
 Collection converts the suite and builds the plan (`assay.api.plan`, into
 <state>/work/pytest/) and yields one item per planned case. After pytest's own selection
-(-k, -m, --deselect, --lf) the run is planned again as `targeted --case ...` when only some
+(-k, -m, --deselect, --lf: typed on the command line; one from the configuration alone that drops a
+case is refused) the run is planned again as `targeted --case ...` when only some
 items are left, then run once by the runner (`assay.api.run`: the run dir under
 <state>/reports/, the runner's own resume), gated (gate.py itself), and each item reads its
 verdict. A session killed mid-run leaves <state>/work/pytest/session.json naming its plan
@@ -26,6 +27,7 @@ from ..core import jsonio
 from ..core.commands import call
 from ..core.visible import show_controls
 from .items import AssayCase, AssaySuite
+from .selection import config_selection_refused, described, selection
 
 RUNNER_STOPPED = (4, 5, 6, 7)  # the runner stopped or finished badly but left a run dir the gate reads
 SESSION_FILE = "session.json"
@@ -155,11 +157,20 @@ class AssaySession:
         if session.config.option.collectonly or (session.testsfailed and not
                                                  session.config.option.continue_on_collection_errors):
             return None
+        if session.config.option.setuponly:   # pytest skips every item's call: no case is sent to the app
+            flag = "--setup-plan" if session.config.option.setupplan else "--setup-only"
+            self.notes.append(f"{flag}: no test runs, so nothing was sent to the app and no gate decided")
+            return None
         mine = [item for item in session.items if isinstance(item, AssayCase)]
+        if self._collected is not None and len(mine) < len(self._collected["cases"]):
+            refused = config_selection_refused(self.config, len(self._collected["cases"]), len(mine))
+            if refused:
+                raise pytest.UsageError(refused)
         if mine:
             self._execute([item.case_id for item in mine])
         elif self._collected is not None:
-            self.notes.append("every case was deselected: nothing run, no gate")
+            by = ", ".join(described(self.config, *one) for one in selection(self.config, None))
+            self.notes.append("every case was deselected" + (f" (by {by})" if by else "") + ": nothing run, no gate")
         return None
 
     def _selected_plan(self, ids: list[str], fresh: bool = False) -> tuple[Path, dict]:
