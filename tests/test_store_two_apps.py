@@ -43,7 +43,7 @@ def suite(prefix):
                  expect={"answer": {"must_contain": [f"{prefix} msg {i}"]}}) for i in range(6)]
 
 
-def run(state, app_url, run_id, prefix, name, *, pr=False, env=None, publish=None):
+def run(state, app_url, run_id, prefix, name, *, pr=False, env=None, publish=None, by_make_plan=False):
     ad = adapter(app_url, max_concurrency=4)
     if name is None:
         ad["app"] = {}
@@ -51,6 +51,8 @@ def run(state, app_url, run_id, prefix, name, *, pr=False, env=None, publish=Non
         ad["app"] = {"name": name}
     plan = make_plan(state, suite(prefix), adapter_doc=ad, run_id=run_id, mode="regression",
                      selecting_split="full")
+    if by_make_plan:   # make_plan.py's record of the app, in the manifest of every run since the start
+        plan["manifest_extra"]["app"] = {"name": name}
     args = ["--plan", write_plan(state, plan, f"{run_id}.json"), "--out", state / "reports" / run_id,
             "--progress", "never"]
     PR["on"] = pr
@@ -119,6 +121,29 @@ def test_a_run_from_before_names_were_recorded_is_still_its_own_apps_base(world)
     assert g.rc == 1, g.stdout + g.stderr
     assert f"compared with {ORDERS_BASE}" in g.stdout and "ord-03" in g.stdout, g.stdout
     assert "could not be checked" in g.stdout and BILLING_RUN in g.stdout, g.stdout
+
+
+def test_an_old_run_of_another_app_sharing_case_ids_is_passed_over_by_its_manifest(world):
+    """Runs published before results.json recorded the app, from make_plan.py's plans: the manifest names
+    each one's app (manifest_extra.app.name). Two apps sharing one suite (the same case ids): the billing
+    run, newer, was chosen as the orders PR's base ("its app could not be checked by name"); now the
+    store's manifest is read for such a run, as for the candidate, and it is passed over, named."""
+    env, url, root = world["env"], world["app"].url, world["root"]
+    store = f"s3://{BUCKET}/old-shared-suite"
+    orders, billing = make_state(root / "orders-shared"), make_state(root / "billing-shared")
+    for state, run_id, name in ((orders, ORDERS_BASE, "orders"), (billing, BILLING_RUN, "billing")):
+        run_dir = run(state, url, run_id, "ord", name, by_make_plan=True)
+        as_before_the_change(run_dir)
+        assert run_script("run_cases", "--verify", run_dir).rc == 0
+        assert run_script("publish_run", run_dir, store, env=env).rc == 0
+    cand = run(orders, url, ORDERS_PR, "ord", "orders", pr=True, by_make_plan=True)
+    import shutil
+    shutil.rmtree(orders / "reports" / ORDERS_BASE)   # this machine holds the candidate only
+
+    g = run_script("gate", cand, "--baseline", "auto", env=dict(env, ASSAY_STORE=store))
+    assert g.rc == 1, g.stdout + g.stderr
+    assert f"compared with {ORDERS_BASE}" in g.stdout and "ord-03" in g.stdout, g.stdout
+    assert f"{BILLING_RUN} (app 'billing')" in g.stdout and "could not be checked" not in g.stdout, g.stdout
 
 
 def test_only_another_apps_runs_is_a_refusal_naming_them(world, tmp_path):

@@ -155,6 +155,24 @@ def test_baseline_auto_with_no_run_of_this_k_is_said_and_the_run_gated_alone(tmp
     assert "6 passed" in out, out
 
 
+def test_baseline_auto_with_a_pin_of_another_app_says_so_and_compares_with_nothing(tmp_path):
+    """reports/baseline.json pinning the other app's run (two apps, one suite, one state dir): the
+    session compared this app's run with that app's answers. Now the pin's refusal is said (the pin file,
+    both apps, the fix) and the run is gated alone, as with no baseline."""
+    state = write_state(tmp_path / "shop")
+    scripted_run(state, "smoke-20261201T090000Z", broken=False)
+    other = write_state(tmp_path / "othershop", app="othershop")
+    copied = scripted_run(other, "smoke-20261202T090000Z", broken=False)
+    shutil.copytree(copied, state / "reports" / copied.name)
+    (state / "reports" / "baseline.json").write_text(json.dumps({"run_id": copied.name}) + "\n", encoding="utf-8")
+    done = pytest_session(tmp_path / "shop", "--assay-mode", "smoke", "--assay-baseline", "auto", broken=True)
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert f"compared with {copied.name}" not in out, out
+    assert "no earlier smoke run of this series" not in out, out   # there is one: the pin is what was refused
+    assert "baseline.json pins" in out and "'othershop'" in out and "'shop'" in out and "Re-pin" in out, out
+
+
 def test_history_never_draws_one_trend_of_two_apps(tmp_path):
     state = write_state(tmp_path / "shop")
     scripted_run(state, "smoke-20261201T090000Z", broken=False)

@@ -2,15 +2,18 @@
 run_cases --baseline-verdicts). Runner contract §20.4.
 
 1. `<state>/reports/baseline.json` (`{"run_id": ...}`, written by the skill, never the runner)
-   pins one: it wins, and a pin naming a run that is not there is exit 2 naming the file.
+   pins one: it wins, and a pin naming a run that is not there is exit 2 naming the file. So is a
+   pin naming another app's run (`pinned_for`: the same `Own.admits` as step 2; a team sharing one
+   state dir for two apps, or a pin left from before the app was renamed): re-pin, or delete the pin.
 2. Else the newest run started before the candidate, of the same series (mode, dataset_version,
    harness_version, k: `SERIES_KEYS`, the keys the runner's --baseline-verdicts checks), whose
    status is `ok` and whose gate is open when gated now with gate.py's defaults (completeness
    re-check included; budgets from profile.yaml as gate.py applies them). The suite hash is not
    part of the key: an edited case is what the comparison's `expectation_changed` is for.
    Nor is the app, but a run of another app is never the base (`Own.admits`): runs record their
-   app (results.json `app`: adapter.yaml app.name); one naming another app is passed over, and one
-   where either side names none (a run written before runs recorded it, or an unnamed app) only
+   app (results.json `app`: adapter.yaml app.name; for a run written before, its manifest's
+   make_plan.py record, as `app_name` reads it); one naming another app is passed over, and one
+   where either side names none (an unnamed app, or an old run made without make_plan.py) only
    when it shares no case id with the candidate. The runs passed over, and a base whose app could
    not be checked by name, are said (`said`: the callers' notes; the refusal names them too).
 3. Else exit 2, saying why (no earlier run of the series; or each one's reason, newest first).
@@ -47,6 +50,8 @@ def series_words(key: tuple) -> str:
 
 
 def pinned(reports: Path) -> Path | None:
+    """The run dir reports/baseline.json pins (None without a pin), whoever it is of: for a choice of
+    a baseline ask `pinned_for`, which refuses a pin of another app."""
     pin = reports / PIN_FILE
     if not pin.is_file():
         return None
@@ -59,6 +64,30 @@ def pinned(reports: Path) -> Path | None:
     if not (run_dir / "results.json").is_file():
         raise AssayError(f"{pin} pins {run_id}, but {run_dir} holds no finished run; re-pin (or delete "
                          f"{PIN_FILE} to let --baseline auto choose)", 2, path=str(pin))
+    return run_dir
+
+
+def pinned_for(reports: Path, own: "Own", flag: tuple[str, str] = GATE_FLAG) -> Path | None:
+    """`pinned`, for a candidate of app `own`: a pin naming a run of another app (as `Own.admits` tells
+    it, the rule `--baseline auto` passes such runs over by) is exit 2 naming the pin file, both apps
+    and the fix; a pinned run whose app could not be checked by name is said in `own.said`."""
+    run_dir = pinned(reports)
+    if run_dir is None:
+        return None
+    results = try_json_head(run_dir / "results.json")
+    words = own.admits(run_dir.name, results if isinstance(results, dict) else {},
+                       lambda: case_ids_of(run_dir / "results.json"),
+                       lambda: try_json_head(run_dir / "manifest.yaml"))
+    if words is None:
+        pin = reports / PIN_FILE
+        mine = f"app {own.app!r}" if own.app is not None else "this run's app (it records no app name)"
+        raise AssayError(f"{pin} pins {own.others[-1]}, not a run of {mine}: compared with it, this app's "
+                         f"cases would be read against another app's answers. Re-pin {PIN_FILE} to a run of "
+                         f"{mine}, or delete it to let {flag[0]} auto choose this app's newest open run; where "
+                         f"two apps share this state dir and the pin is the other app's, pass {' '.join(flag)}",
+                         2, path=str(pin))
+    if words:
+        own.said.append(words)
     return run_dir
 
 
@@ -76,16 +105,19 @@ class Own:
             self._held = self._ids()
         return self._held
 
-    def admits(self, name: str, results: Mapping[str, Any], base_ids: Callable[[], set[str]]) -> str | None:
+    def admits(self, name: str, results: Mapping[str, Any], base_ids: Callable[[], set[str]],
+               manifest: Callable[[], Any]) -> str | None:
         """None when the run `name` (its results.json head `results`) is another app's (noted in
-        `others`); else "" when its app is this one's by name, or the words saying it could not be checked."""
-        theirs = app_name(results)   # a results.json head: its `app`; a run written before names none there
+        `others`); else "" when its app is this one's by name, or the words saying it could not be checked.
+        A run written before runs recorded their app names it in its manifest (`manifest()`: make_plan.py's
+        manifest_extra.app.name), read only then: `app_name`, as for the candidate (`own_of_run`)."""
+        old = "app" not in results   # a run written before runs recorded their app
+        theirs = app_name(manifest() if old else results)
         if self.app is not None and theirs is not None:
             if theirs == self.app:
                 return ""
             self.others.append(f"{name} (app {theirs!r})")
             return None
-        old = "app" not in results   # a run written before runs recorded their app
         if theirs is None:
             why = "records no app name (" + ("a run written before runs recorded adapter.yaml app.name" if old
                                              else "its adapter.yaml has no app.name") + ")"
@@ -148,7 +180,8 @@ def newest_open(reports: Path, key: tuple, *, before: str | None, exclude: str |
     found.sort(reverse=True)
     what = f"{reports}: {flag[0]} auto found no baseline for the series ({series_words(key)})"
     return _first_open(((name, lambda c=child: try_json_head(c / "results.json"), lambda c=child: c,
-                         lambda c=child: case_ids_of(c / "results.json"))
+                         lambda c=child: case_ids_of(c / "results.json"),
+                         lambda c=child: try_json_head(c / "manifest.yaml"))
                         for _, name, child in found), key, is_open, what,
                        f"run one (or pass {' '.join(flag)}, or pin one in reports/{PIN_FILE})",
                        f"pass {' '.join(flag)}, or pin one in reports/{PIN_FILE}", own=own)
@@ -196,22 +229,23 @@ def newest_open_in_store(store: Any, reports: Path, key: tuple, *, before: str |
     def ids(n: str) -> set[str]:
         rows = (held.get(n) or {}).get("cases")
         return {r["case_id"] for r in rows or () if isinstance(r, dict) and isinstance(r.get("case_id"), str)}
-    return _first_open(((n, lambda n=n: results(n), lambda n=n: local(n), lambda n=n: ids(n)) for n in names),
+    return _first_open(((n, lambda n=n: results(n), lambda n=n: local(n), lambda n=n: ids(n),
+                         lambda n=n: runs.manifest(n)) for n in names),
                        key, is_open, what, "publish one (publish_run.py), or pass --baseline RUN_DIR" + empty, own=own)
 
 
 def _first_open(candidates, key: tuple, is_open, what: str, hint: str,
                 way_out: str = "pass --baseline RUN_DIR", own: Own | None = None) -> Path:
-    """The first of (name, results(), run_dir(), case_ids()) candidates, newest first, of series `key`
+    """The first of (name, results(), run_dir(), case_ids(), manifest()) candidates, newest first, of series `key`
     and of the candidate's own app (`own`) that is complete with an open gate; else exit 2 with each
     one's reason, and the runs passed over as another app's."""
     reasons: list[str] = []
     same = 0
-    for name, results_of, dir_of, ids_of in candidates:
+    for name, results_of, dir_of, ids_of, manifest_of in candidates:
         results = results_of()
         if not isinstance(results, dict) or series_of(results) != key:
             continue
-        unchecked = own.admits(name, results, ids_of) if own is not None else ""
+        unchecked = own.admits(name, results, ids_of, manifest_of) if own is not None else ""
         if unchecked is None:
             continue   # another app's run: never a base, named below
         same += 1
@@ -255,19 +289,22 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
         return Path(spec)
     candidate_dir = Path(candidate_dir)
     reports = candidate_dir.parent
-    pin = pinned(reports)
-    if pin is not None:
-        return pin
     results = try_json_head(candidate_dir / "results.json")   # its top-level keys: the case rows are not read
     if not isinstance(results, dict):
+        if (pin := pinned(reports)) is not None:   # (the pin's app is not checked against a run that is unreadable)
+            return pin
         raise AssayError(f"{candidate_dir}: no readable results.json; --baseline auto needs the candidate run "
                          "dir (<state>/reports/<run-id>)", 2, path=str(candidate_dir))
+    mine = own_of_run(candidate_dir, results, said)
+    pin = pinned_for(reports, mine)
+    if pin is not None:
+        return pin
     # the run's own id (results.json's), not its dir's name: a run dir copied or downloaded under another
     # name (an artifact into ./run) would have every run as "before" it, itself and newer ones included
     own = results.get("run_id") if parse_run_id(results.get("run_id")) else candidate_dir.name
     parsed = parse_run_id(own)
     return _newest(reports, series_of(results), before=parsed[1] if parsed else None,
-                   exclude=own, store=store, is_open=is_open, own=own_of_run(candidate_dir, results, said))
+                   exclude=own, store=store, is_open=is_open, own=mine)
 
 
 def refuse_unverified(base: Path, role: str = "base") -> None:
@@ -329,13 +366,13 @@ def baseline_for_plan(plan: Mapping[str, Any], *, exclude: str | None, before: s
     was open, started before `before` (a run-id stamp) and not `exclude`."""
     from ..core.version import HARNESS_VERSION
     reports = Path(str((plan.get("paths") or {}).get("state_dir") or ".")) / "reports"
-    pin = pinned(reports)
+    cases = plan.get("cases") if isinstance(plan.get("cases"), list) else []
+    ids = {c["id"] for c in cases if isinstance(c, dict) and isinstance(c.get("id"), str)}
+    own = Own(app_name(plan), lambda: ids, said)
+    pin = pinned_for(reports, own, flag)
     if pin is not None:
         return pin
     extra = plan.get("manifest_extra") if isinstance(plan.get("manifest_extra"), dict) else {}
     version = extra.get("dataset_version", 1)
     key: tuple[Any, ...] = (plan.get("mode"), version, HARNESS_VERSION, plan.get("k"))
-    cases = plan.get("cases") if isinstance(plan.get("cases"), list) else []
-    ids = {c["id"] for c in cases if isinstance(c, dict) and isinstance(c.get("id"), str)}
-    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open, flag=flag,
-                   own=Own(app_name(plan), lambda: ids, said))
+    return _newest(reports, key, before=before, exclude=exclude, store=None, is_open=is_open, flag=flag, own=own)

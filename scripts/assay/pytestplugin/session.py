@@ -238,14 +238,21 @@ class AssaySession:
         tries = [(plan, gate_open)]
         if plan.get("mode") != self.mode:   # a selection: its targeted plan; never a closed run for the whole suite
             tries.append(({**plan, "mode": self.mode}, lambda _run: (True, None)))
+        from ..compare.baseline import PIN_FILE
+        pin_words = None   # reports/baseline.json's refusal (a pin of another app, or of no run): said as it is
         for series, is_open in tries:
             try:
                 found = baseline_for_plan(series, exclude=plan.get("run_id"), is_open=is_open)
-            except AssayError:
+            except AssayError as exc:
+                if str(exc.fields.get("path") or "").endswith(PIN_FILE):
+                    pin_words = exc.message
                 continue
             if (found / "verdicts_for_stats.jsonl").is_file():
                 self.baseline_dir = found
                 return found / "verdicts_for_stats.jsonl"
+        if pin_words is not None:
+            self.notes.append(f"--assay-baseline auto: {pin_words}: nothing compared with")
+            return None
         self.notes.append(f"--assay-baseline auto: no earlier {self.mode} run of this series (dataset version, "
                           f"harness, k={plan.get('k')}) under {self.state / 'reports'}: nothing to compare with")
         return None

@@ -55,6 +55,16 @@ class StoreRuns:
             return None
         return doc if isinstance(doc, dict) else None
 
+    def manifest(self, run_id: str) -> dict | None:
+        """The run's manifest.yaml (JSON), or None when it is not there or not readable: asked only of a
+        run written before runs recorded their app in results.json (its app is in the manifest)."""
+        data = self.store.get_bytes(self.base.key(run_id, MANIFEST))
+        try:
+            doc = json.loads(data.decode("utf-8")) if data is not None else None
+        except ValueError:
+            return None
+        return doc if isinstance(doc, dict) else None
+
     def differs(self, run_id: str, local: Path) -> list[str]:
         """How this machine's `local` copy of the run differs from the store's: each file the store
         holds that is missing there or of another size (the run's own files, not its shards')."""
