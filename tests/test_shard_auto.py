@@ -15,6 +15,7 @@ from assay.plan.shards import shard_from_env
 from assay.shard.assign import add_shards
 
 RUN_ID = "smoke-20261204T101500Z"
+JOB_UID = "5d2e7c1a-0b3f-4c55-9e21-7f4a1c0d9e01"   # the Job's controller uid (the recipe's ASSAY_SHARD_ATTEMPT)
 UNSET = {"JOB_COMPLETION_INDEX": "", "ASSAY_SHARD_INDEX": ""}
 PLAN3 = {"shards": {"count": 3}}
 
@@ -72,11 +73,11 @@ def test_shard_auto_runs_the_index_kubernetes_gives(tmp_path):
         assert not any((state / "reports").iterdir())   # nothing written
         # index 1 (0-based) is shard 2; --out defaults to the shard's own run dir
         r = run_runner("--plan", path, "--shard", "auto", "--progress", "never",
-                       env={**UNSET, "JOB_COMPLETION_INDEX": "1"})
+                       env={**UNSET, "JOB_COMPLETION_INDEX": "1", "ASSAY_SHARD_ATTEMPT": JOB_UID})
         assert r.rc == 0, (r.stdout, r.stderr)
         out = state / "reports" / f"{RUN_ID}.shard-2"
         manifest = json.loads((out / "manifest.yaml").read_text())
-        assert manifest["shard"] == {"index": 2, "count": 3}
+        assert manifest["shard"] == {"index": 2, "count": 3, "attempt": JOB_UID}
         assert sorted(c["id"] for c in manifest["cases"]) == ["c-1", "c-4"]
 
 

@@ -250,6 +250,10 @@ def test_a_shard_from_another_plan_is_exit_2(world, tmp_path):
     other = write_plan(state, dict(plan, k=3), "other.json")
     r = merge(state, other, RUN_ID, dirs)
     assert r.rc == 2 and "another plan" in r.json["error"] and r.json["key"] == "plan_sha256"
+    # both digests named: the one the shard ran from and --plan's (a plan made again since, same run id)
+    ran, given = sha256_json(plan), sha256_json(dict(plan, k=3))
+    assert r.json["shard_plan_sha256"] == ran and r.json["plan_sha256"] == given, r.json
+    assert f"plan_sha256 {ran[:16]}... differs from --plan's {given[:16]}..." in r.json["error"], r.json["error"]
     r = merge(state, plan_path, RUN_ID, [dirs[0], tmp_path / "nowhere", dirs[2]])
     assert r.rc == 2 and "nowhere" in r.json["error"]
     (state / "reports" / RUN_ID).mkdir()

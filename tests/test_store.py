@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.slow,
 RUN_ID = "regression-20261204T120000Z"
 WHOLE_ID = "regression-20261204T110000Z"
 COUNT = 3
+JOB_UID = "5d2e7c1a-0b3f-4c55-9e21-7f4a1c0d9e02"   # the Job's controller uid (the recipe's ASSAY_SHARD_ATTEMPT)
 
 
 def handler(req):
@@ -61,7 +62,8 @@ def world(tmp_path_factory):
         pods = [subprocess.Popen([sys.executable, str(SCRIPTS / "run_cases.py"), "--plan", str(plan_path),
                                   "--shard", "auto", "--publish", f"s3://{BUCKET}/runs", "--progress", "never"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env={**_env(env), "JOB_COMPLETION_INDEX": str(i)}) for i in range(COUNT)]
+                                 env={**_env(env), "JOB_COMPLETION_INDEX": str(i),
+                                      "ASSAY_SHARD_ATTEMPT": JOB_UID}) for i in range(COUNT)]
         outs = [(p.wait(timeout=300), *p.communicate()) for p in pods]
         whole = run_runner("--plan", whole_path, "--out", state / "reports" / WHOLE_ID, "--progress", "never")
         # keep one shard dir aside (the killed-publish test publishes it again), then the pods' disks are gone

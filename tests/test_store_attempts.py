@@ -63,17 +63,21 @@ def world(tmp_path):
                                     mode="regression", selecting_split="full"), 3)
         third = [c["input"]["messages"][0]["content"] for c in CASES if plan["shards"]["assignment"][c["id"]] == 3]
         assert third
-        yield {"server": server, "state": state, "desk": desk, "plan": write_plan(state, plan), "third": set(third)}
+        yield {"server": server, "state": state, "desk": desk, "app": app, "plan": write_plan(state, plan),
+               "third": set(third)}
 
 
-def env(world, index: int, job: str | None) -> dict[str, str]:
-    return dict(world["server"].env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX="", **{ATTEMPT_ENV: job or ""})
+def env(world, index: int, job: str | None, slot: str = "JOB_COMPLETION_INDEX") -> dict[str, str]:
+    """A pod's env: JOB_COMPLETION_INDEX (0-based, a Job's); ASSAY_SHARD_INDEX (1-based, any other scheduler)."""
+    index = index if slot == "JOB_COMPLETION_INDEX" else index + 1
+    return dict(world["server"].env, **{"JOB_COMPLETION_INDEX": "", "ASSAY_SHARD_INDEX": "", slot: str(index),
+                                        ATTEMPT_ENV: job or ""})
 
 
-def pod(world, index: int, job: str | None, *args: str, keep: bool = False):
+def pod(world, index: int, job: str | None, *args: str, keep: bool = False, slot: str = "JOB_COMPLETION_INDEX"):
     """One pod of the Indexed Job `job` (its controller uid, as the recipe's downward API sets it)."""
     r = run_runner("--plan", world["plan"], "--shard", "auto", "--publish", SHARDS, "--progress", "never", *args,
-                   env=env(world, index, job))
+                   env=env(world, index, job, slot))
     if not keep:   # the pod's disk is gone after it
         shutil.rmtree(world["state"] / "reports" / f"{RUN_ID}.shard-{index + 1}", ignore_errors=True)
     return r
@@ -133,8 +137,9 @@ def test_a_merge_before_every_index_of_a_rerun_started_never_takes_the_earlier_j
 
 
 def test_shards_without_an_attempt_merge_as_before(world):
-    """Outside Kubernetes (a CI matrix, a laptop) no attempt is recorded and the merge checks none."""
-    assert [pod(world, i, None).rc for i in (0, 1, 2)] == [0, 0, 0]
+    """Outside Kubernetes (a CI matrix, a scheduler's slot: ASSAY_SHARD_INDEX) no attempt is recorded and
+    the merge checks none."""
+    assert [pod(world, i, None, slot="ASSAY_SHARD_INDEX").rc for i in (0, 1, 2)] == [0, 0, 0]
     merged, gate = merge_and_gate(world)
     assert merged.rc == 0 and gate.rc == 0, merged.stdout + gate.stdout
 
@@ -154,3 +159,25 @@ def test_an_attempt_id_of_each_pod_is_named_not_taken_for_a_rerun(world):
         assert said in doc["error"], doc["error"]
     assert "has not written" not in doc["error"], doc["error"]
     assert gate.rc != 0 and "PASS" not in gate.stdout
+
+
+def test_a_jobs_pod_without_an_attempt_is_refused_before_its_first_case(world):
+    """An Indexed Job whose manifest leaves ASSAY_SHARD_ATTEMPT out (written before the variable, or its
+    label misspelt: the downward API then gives an empty value) recorded no attempt in any shard, the
+    same "none" for every Job: re-applied with the same plan after the app broke on shard 3's cases, a
+    merge before index 2 ran took the first Job's shard 3 (exit 0) and the gate PASSed a broken app.
+    A pod of a Job (--shard auto from JOB_COMPLETION_INDEX) now refuses without it (exit 2, FailIndex)
+    before its first case, after making its shard's prefix unfinished, and says where the value comes from."""
+    runs = [pod(world, i, None) for i in (0, 1, 2)]   # the first Job, the app healthy
+    assert [r.rc for r in runs] == [2, 2, 2], [r.stdout for r in runs]   # before: 0, 0, 0
+    for r in runs:
+        for said in (f"{ATTEMPT_ENV} is not set", "batch.kubernetes.io/controller-uid", "kubernetes.md"):
+            assert said in r.json["error"], r.json["error"]
+    assert not [q for q in world["app"].requests if q.method == "POST"], "a case was sent"
+    # the Job re-applied (the same plan) after the app broke on shard 3; indexes 0 and 1 ran
+    world["desk"].broken = world["third"]
+    assert [pod(world, i, None).rc for i in (0, 1)] == [2, 2]
+    merged, gate = merge_and_gate(world)
+    assert merged.rc == 6, merged.stdout   # before: exit 0, the first Job's shard 3, and the gate PASSed
+    assert json.loads(merged.stdout)["missing_shards"] == [1, 2, 3], merged.stdout
+    assert gate.rc != 0 and "PASS" not in gate.stdout, gate.stdout

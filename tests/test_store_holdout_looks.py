@@ -57,7 +57,8 @@ def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate
                 fresh_pod()
                 path = write_plan(state, plan)
                 r = run_runner("--plan", path, "--shard", "auto", "--publish", SHARDS, "--progress", "never",
-                               env=dict(server.env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX=""))
+                               env=dict(server.env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX="",
+                                        ASSAY_SHARD_ATTEMPT=f"job-{run_id}"))
                 assert r.rc == 0, r.stdout + r.stderr
             return plan
 

@@ -55,11 +55,13 @@ def world(tmp_path):
                "plan": write_plan(state, add_shards(plan, 2))}
 
 
-def pod(world, index: int, publish: str = SHARDS, plan=None, run_id: str = RUN_ID):
+def pod(world, index: int, publish: str = SHARDS, plan=None, run_id: str = RUN_ID, job: str = "job-uid-1",
+        args: tuple = ("--shard", "auto")):
     """One pod of the Indexed Job: --shard auto from JOB_COMPLETION_INDEX; its disk gone after."""
     import shutil
-    r = run_runner("--plan", plan or world["plan"], "--shard", "auto", "--publish", publish, "--progress", "never",
-                   env=dict(world["server"].env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX=""))
+    r = run_runner("--plan", plan or world["plan"], *args, "--publish", publish, "--progress", "never",
+                   env=dict(world["server"].env, JOB_COMPLETION_INDEX=str(index), ASSAY_SHARD_INDEX="",
+                            ASSAY_SHARD_ATTEMPT=job))
     shutil.rmtree(world["state"] / "reports" / f"{run_id}.shard-{index + 1}", ignore_errors=True)
     return r
 
@@ -91,6 +93,32 @@ def test_a_rerun_whose_pods_fail_before_publishing_never_merges_the_previous_att
     assert pod(world, 0).rc == 0
     r = merge(world)
     assert r.rc == 6 and json.loads(r.stdout)["unfinished_shards"] == [2], r.stdout
+
+
+
+@pytest.mark.parametrize("args, said", [
+    # the merged run's dir given as --out (a shard's is <run_id>.shard-<I>): refused before the claim
+    (("--shard", "auto", "--out", "{reports}/" + RUN_ID), f"must be '{RUN_ID}.shard-"),
+    # --shard auto lost from the Job's args: every pod would run the whole plan
+    ((), "JOB_COMPLETION_INDEX='0' is set"),
+])
+def test_a_rerun_whose_pods_refuse_their_arguments_never_merges_the_previous_attempt(world, args, said):
+    """The Job re-applied with the same plan and its args edited wrong: every pod stopped (exit 2, FailIndex)
+    at a refusal that came before it made its shard unfinished (an --out that is not the shard's run dir;
+    no --shard in a shard's slot), so the earlier Job's shards were still finished in the bucket, the merge
+    took them as this Job's (exit 0) and the gate PASSed an app that had broken since. A pod now claims
+    the shard of its slot before these refusals too."""
+    assert [pod(world, i).rc for i in (0, 1)] == [0, 0]
+    assert merge(world).rc == 0 and run_script("gate", world["state"] / "reports" / RUN_ID).rc == 0
+    world["desk"].broken = True
+    args = tuple(a.replace("{reports}", str(world["state"] / "reports")) for a in args)
+    again = [pod(world, i, job="job-uid-2", args=args) for i in (0, 1)]
+    assert [r.rc for r in again] == [2, 2], [r.stdout for r in again]
+    assert said in again[0].json["error"], again[0].json["error"]
+    r = merge(world)
+    assert r.rc == 6, r.stdout   # before: exit 0, the earlier Job's shards, and the gate PASS
+    assert r.json["unfinished_shards"] == [1, 2] and "retry the index" in r.json["error"], r.stdout
+    assert run_script("gate", world["state"] / "reports" / RUN_ID).rc != 0
 
 
 def test_a_wrong_bucket_or_missing_credentials_are_said_before_the_first_case(world):
@@ -191,6 +219,7 @@ def test_a_rerun_whose_pods_refuse_the_plan_never_merges_the_previous_attempt(tm
         def pods():
             rs = [run_runner("--plan", plan, "--shard", "auto", "--publish", SHARDS, "--progress", "never",
                              env=dict(server.env, TRAVEL_BASE_URL=app.url, JOB_COMPLETION_INDEX=str(i),
+                                      ASSAY_SHARD_ATTEMPT="job-uid-1",
                                       ASSAY_SHARD_INDEX="")) for i in (0, 1)]
             for i in (1, 2):   # the pod's disk is gone after it
                 shutil.rmtree(state / "reports" / f"{run_id}.shard-{i}", ignore_errors=True)

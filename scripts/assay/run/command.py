@@ -88,7 +88,12 @@ def run(args, environ=None) -> tuple[int, Any]:
     whole = plan
     if shard_index is None:   # a pod without --shard auto runs the whole plan: said before anything runs
         from ..plan.shards import whole_plan_in_a_shard_slot
-        whole_plan_in_a_shard_slot(plan, environ)
+        try:
+            whole_plan_in_a_shard_slot(plan, environ)
+        except AssayError:
+            if publish and not args.dry_run:   # the slot's shard is not this Job's either: never an earlier Job's
+                _claim_slot(publish, plan, environ)
+            raise
         if not args.out and not args.dry_run:
             raise AssayError("run_cases.py needs --plan and --out (or --verify RUN_DIR); see --help", 2)
     from_job = shard_index == "auto" and bool((environ.get("JOB_COMPLETION_INDEX") or "").strip())
@@ -106,14 +111,15 @@ def run(args, environ=None) -> tuple[int, Any]:
     name = shard_dir_name(plan["run_id"], shard_index) if shard else None
     out = None
     if not args.dry_run:
-        out_arg = args.out or str(Path(plan["paths"]["state_dir"]) / "reports" / str(name))   # --shard's default
-        out = run_paths.check_out(plan, out_arg, resume=args.resume, name=name)
         if publish:
             # This attempt's prefix made unfinished before anything else can refuse the run (store.publish.claim):
-            # a re-applied Job whose every pod stops below (a stale plan, an argument a shard refuses) left the
-            # earlier Job's shards finished, and the merge took them as this Job's (exit 0, the gate open).
+            # a re-applied Job whose every pod stops below (a stale plan, an --out that is not the shard's run
+            # dir, an argument a shard refuses) left the earlier Job's shards finished, and the merge took them
+            # as this Job's (exit 0, the gate open).
             from ..store.publish import claim
             claim(publish, plan["run_id"], shard)
+        out_arg = args.out or str(Path(plan["paths"]["state_dir"]) / "reports" / str(name))   # --shard's default
+        out = run_paths.check_out(plan, out_arg, resume=args.resume, name=name)
     from ..suite.freshness import check_plan_fresh
     stale = check_plan_fresh(whole, args.plan, allow=getattr(args, "stale_plan", False),   # an edited case
                              resume=bool(args.resume))
@@ -243,13 +249,31 @@ def published(execute, target: str, out: Path) -> tuple[int, Any]:
     return code, result
 
 
+def _claim_slot(publish: str, plan, environ) -> None:
+    """A sharded plan's pod that refuses to run (no --shard in a shard's slot): the slot's shard prefix
+    made unfinished all the same, so the merge names it instead of taking an earlier Job's shard there.
+    A slot that is no shard of the plan has nothing to claim (its own refusal says so)."""
+    from ..plan.shards import shard_from_env
+    from ..store.publish import claim
+    try:
+        index = shard_from_env(plan, environ)
+    except AssayError:
+        return
+    claim(publish, plan["run_id"], {"index": index, "count": plan["shards"]["count"]})
+
+
 def _shard_attempt(environ, from_job: bool) -> str | None:
     from ..plan.shards import ATTEMPT_ENV, shard_attempt
     attempt = shard_attempt(environ)
     if attempt is None and from_job:
-        print(f"run_cases: {ATTEMPT_ENV} is not set: this shard records no attempt, so the merge cannot tell it "
-              "from a shard an earlier Job of the same plan published; set it from the Job's controller uid "
-              "(skills/run/references/kubernetes.md)", file=sys.stderr)
+        # Every Job's shards would record the same "none": a Job re-applied with the same plan could not be
+        # told from the earlier one, and a merge took the earlier Job's shard as this one's (the gate open).
+        raise AssayError(f"{ATTEMPT_ENV} is not set (or empty) in this pod of an Indexed Job (JOB_COMPLETION_INDEX "
+                         "is set): its shard would record no attempt, and the merge could not tell it from a shard "
+                         "an earlier Job of the same plan published; set it in the Job's container env from the "
+                         "Job's controller uid (valueFrom.fieldRef metadata.labels"
+                         "['batch.kubernetes.io/controller-uid'], Kubernetes 1.27 or later; "
+                         "skills/run/references/kubernetes.md)", 2, key=ATTEMPT_ENV, variable=ATTEMPT_ENV)
     return attempt
 
 

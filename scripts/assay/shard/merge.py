@@ -80,9 +80,12 @@ def _read_shard(path: Path, plan_sha: str, count: int) -> ShardRun:
         raise AssayError(f"{path}: not a shard run directory (no readable manifest.yaml); pass the directories "
                          "run_cases.py --shard I wrote", 2, shard_dir=str(path)) from None
     if not isinstance(manifest, dict) or manifest.get("plan_sha256") != plan_sha:
-        raise AssayError(f"{path}: this shard was run from another plan (its manifest's plan_sha256 differs from "
-                         "--plan's); merge only the shards of one plan.json, or re-run the shard from it", 2,
-                         shard_dir=str(path), key="plan_sha256")
+        theirs = manifest.get("plan_sha256") if isinstance(manifest, dict) else None
+        raise AssayError(f"{path}: this shard was run from another plan (its manifest's plan_sha256 "
+                         f"{str(theirs)[:16] if theirs else '(none)'}... differs from --plan's {plan_sha[:16]}...: "
+                         "the plan was made again since, or the shard is another plan's); merge only the shards "
+                         "of one plan.json, or re-run the shard from it", 2,
+                         shard_dir=str(path), key="plan_sha256", shard_plan_sha256=theirs, plan_sha256=plan_sha)
     shard = manifest.get("shard")
     if not isinstance(shard, dict) or not isinstance(shard.get("index"), int) or shard.get("count") != count:
         raise AssayError(f"{path}: not a shard of this plan (its manifest has no shard {{index, count: {count}}}); "
