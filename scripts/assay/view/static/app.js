@@ -623,6 +623,13 @@
   }
   const GLYPH = {pass: "\u2713", fail: "\u2717"};
   const NOT_VERIFIED = "not verified (run_cases.py --verify not run on it)";
+  /* why a case is flaky, with its count (history.flaky): its repeats disagreed within runs (k > 1; its pass^k
+     verdict may have flipped once, or never), or its verdicts flipped between pass and fail and back */
+  function flakyWords(f) {
+    const n = (f.repeats_disagreed_in || []).length, flips = f.flips === 1 ? "1 flip" : f.flips + " flips";
+    return n ? "repeats disagreed in " + n + (n === 1 ? " run" : " runs") + (f.flips ? ", " + flips : "")
+      : "flipped back and forth: " + flips;
+  }
   /* under the charts: what the cost figure covers (assay.stats.cost_words), and the judge's part */
   function costCovers(w, runs, judged) {
     const unknown = runs.filter(r => r.judge_calls && typeof r.judge_cost_per_case !== "number");
@@ -655,7 +662,7 @@
             el("h3", {}, "Regressions and fixes (changed with the app and stayed): " + changed.length),
             changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
             el("h3", {}, "Flaky (repeats disagreed in a run, or flipped back and forth): " + flaky.length),
-            flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
+            flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(flakyWords(f), "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
           folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", costLabel(h.cost_words, "cost_per_case"),
             judged ? costLabel(h.cost_words, "judge_cost_per_case") : null, judged ? costLabel(h.cost_words, "cost_per_case_with_judge") : null,
             "p95 latency", "gate", "checked", ""].filter(Boolean).map(t => el("th", {}, t))), rows)));
@@ -674,7 +681,7 @@
         /* why each run does not count, on the first screen: nobody reads a trend over a run they think counts */
         excluded.length ? el("ul", {class: "notes", id: "excluded-runs"}, excluded.slice(0, 5).map(r => el("li", {}, el("code", {}, r.run_id), ": " + r.reason)),
           excluded.length > 5 ? el("li", {class: "note"}, "and " + (excluded.length - 5) + " more (run_history.py lists them all in history.json)") : null) : null,
-        series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + f.flips + " flips)")))];
+        series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + flakyWords(f) + ")")))];
     });
   }
 
