@@ -58,14 +58,11 @@ def run(args):
         # the store holds only runs that passed --verify when they were published
         doc = history_from_store(store, state, decide=lambda run_dir: decision_dict(run_dir, GateOptions(verify=False)))
     else:
-        from assay.history.check import with_kept_answer
-        options = GateOptions(verify=not args.no_verify)
-
-        def decide(run_dir):
-            # --no-verify skips the check, never its answer a reader kept for these bytes (a failed one excludes)
-            decision = decision_dict(run_dir, options)
-            return with_kept_answer(run_dir, decision) if args.no_verify else decision
-        doc = history(state, verify=not args.no_verify, decide=decide)
+        from assay.report.gate import KNOWN
+        # --no-verify skips the check, never its answer a reader kept for these bytes (assay.verdict decides with
+        # it, as for the viewer): a failed one excludes the run as on the default path
+        options = GateOptions(verify=KNOWN if args.no_verify else True)
+        doc = history(state, verify=not args.no_verify, decide=lambda run_dir: decision_dict(run_dir, options))
     out = Path(args.output) if args.output else state / "reports" / "history.json"
     try:
         if not args.output:   # a state dir whose runs are all in the store may have no reports/ yet

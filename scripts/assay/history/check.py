@@ -22,26 +22,3 @@ def check_verdict(run_dir: Path, decision: dict | None, verify: bool) -> tuple[s
         failed, checked = (None if clean else detail or "run_cases.py --verify failed"), True
     return failed, checked
 
-
-def with_kept_answer(run_dir: Path, decision: dict) -> dict:
-    """`decision` (run without the check: `run_history.py --no-verify`) with the completeness check's
-    answer a reader kept for these same bytes (`rundir.checked.known`: gate.py, compare, `--baseline auto`
-    keep it), when there is one and the decision has none. The check itself is never run here: skipping it
-    is what --no-verify asks. A kept answer that says the check failed so excludes the run on this path as
-    on the default one (an edited run gate.py found failing is never drawn as a point); one that says clean
-    makes the run a checked one."""
-    if not isinstance(decision, dict) or decision.get("verified"):
-        return decision
-    from ..report.gate_reasons import verify_answer
-    from ..rundir.checked import known
-    try:
-        problems = known(Path(run_dir))
-    except Exception:   # noqa: BLE001 -- no readable kept answer: the run stays unchecked, as it was
-        return decision
-    if problems is None:
-        return decision
-    clean, detail = verify_answer(problems)
-    out = dict(decision, verified=True, verify_clean=clean, verify_detail=detail)
-    if not clean:
-        out["gate"], out["reasons"] = "closed", [detail, *[r for r in decision.get("reasons") or [] if r != detail]]
-    return out
