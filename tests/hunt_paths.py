@@ -142,9 +142,9 @@ def history_page(state: Path, tmp: Path, env: dict[str, str] | None = None) -> d
     cells = {}
     for row in re.findall(r"<tr>(.*?)</tr>", page.read_text(encoding="utf-8"), re.S):
         tds = re.findall(r"<td>(.*?)</td>", row, re.S)
-        m = re.fullmatch(r"<code>(.+?)</code>", tds[0]) if len(tds) == 7 else None
-        if m:   # a row of a series' runs table (run, pass rate, interval, scored, failures, infra, gate)
-            cells[m.group(1)] = re.sub(r"<[^>]+>", "", tds[-1])
+        m = re.fullmatch(r"<code>(.+?)</code>", tds[0]) if len(tds) == 8 else None
+        if m:   # a row of a series' runs table (run, pass rate, interval, scored, failures, infra, gate, checked)
+            cells[m.group(1)] = re.sub(r"<[^>]+>", "", tds[6])
     return cells
 
 

@@ -139,4 +139,51 @@ def test_the_history_page_names_the_edited_run_on_its_first_screen_and_draws_no_
         assert page.locator("ul.flaky").count() == 0 and page.locator("#flaky li").count() == 0
         assert "Flaky (repeats disagreed in a run, or flipped back and forth): 0" in main
         assert EDITED not in page.inner_text("section.series")
+        # the run never checked is marked where a person looks: a hollow point saying so, and its row
+        unchecked = page.locator("svg.chart.rate circle.unverified")
+        assert unchecked.count() == 1 and unchecked.locator("title").text_content().startswith(UNCHECKED + ": ")
+        assert "not verified (run_cases.py --verify not run on it)" in unchecked.locator("title").text_content()
+        assert page.locator("svg.chart.rate circle:not(.unverified)").count() == 3
+        page.locator("section.series details summary").first.click()
+        rows = {r.locator("td").first.inner_text(): r.locator("td.checked").inner_text()
+                for r in page.locator("section.series table tr").all() if r.locator("td.checked").count()}
+        assert rows == {UNCHECKED: "not verified (run_cases.py --verify not run on it)", GOOD: "--verify clean",
+                        RED1: "--verify clean", RED2: "--verify clean"}, rows
+        page.screenshot(path=str(tmp_path / "history-unchecked.png"), full_page=True)
         browser.close()
+
+
+def test_run_history_no_verify_still_excludes_a_run_whose_kept_check_failed(state, tmp_path):
+    """`run_history.py --no-verify` skipped the check and the answer gate.py kept for these bytes with it: the
+    edited run was a series point (its edited passes a "fix" of six cases), and the page drew every run alike.
+    Now the kept answer excludes it in the gate's words, a kept clean answer makes a run checked, and the run
+    never checked is a hollow point and a row marked "not verified" in history.html."""
+    import html
+    import re
+    words = _gate_words(state)
+    out, page_path = tmp_path / "h.json", tmp_path / "h.html"
+    h = run_script("run_history", state, "--no-verify", "-o", out, "--html", page_path, env=KEPT_ONLY)
+    assert h.rc == 0, h.stdout + h.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert {e["run_id"]: e["reason"] for e in doc["excluded_runs"]} == {EDITED: words}
+    (series,) = doc["series"]
+    assert _trend_runs(doc) == [UNCHECKED, GOOD, RED1, RED2]
+    assert {c["case_id"]: (c["kind"], c["since_run"]) for c in series["changed"]} == \
+        {f"c-{j:02d}": ("regression", RED1) for j in range(6)}
+    assert [r["verified"] for r in series["runs"]] == [False, True, True, True] and doc["runs_verified"] == 3
+    page = page_path.read_text(encoding="utf-8")
+    assert EDITED in page[:page.index("<h2>smoke")]   # named among the excluded runs, never in the series
+    assert EDITED not in page[page.index("<h2>smoke"):]
+    assert "Runs used: 4 (3 checked by run_cases.py --verify, 1 not verified" in page
+    hollow = re.findall(r'<circle [^>]*fill="#fff"[^>]*><title>([^<]*)</title>', page)
+    assert len(hollow) == 1 and hollow[0].startswith(UNCHECKED + ": ") and "not verified" in hollow[0], hollow
+    for run_id, mark in ((UNCHECKED, "not verified (run_cases.py --verify not run on it)"), (GOOD, "--verify clean")):
+        row = re.search(r"<tr><td><code>" + re.escape(run_id) + r"</code></td>.*?</tr>", page, re.S).group(0)
+        assert html.unescape(row).endswith(f"<td>{mark}</td></tr>"), row
+    # without a kept answer to read (the default keep size: these runs are too small to keep one), nothing
+    # was checked, and every run says so
+    h = run_script("run_history", state, "--no-verify", "-o", out, "--html", page_path)
+    assert h.rc == 0, h.stdout + h.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["runs_verified"] == 0 and all(r["verified"] is False for s in doc["series"] for r in s["runs"])
+    assert page_path.read_text(encoding="utf-8").count('fill="#fff"') == doc["runs_used"]

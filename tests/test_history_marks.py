@@ -49,7 +49,7 @@ def test_a_run_closed_on_infra_or_unscored_is_not_drawn_green(tmp_path):
     assert runs["smoke-20261130T120000Z"]["clean"] is False and "2 unscored" in runs["smoke-20261130T120000Z"]["not_clean"]
     run_script("run_history", tmp_path, "--no-verify", "--html", tmp_path / "h.html")
     html = (tmp_path / "h.html").read_text()
-    green = html.count('fill="#17633a"')
+    green = html.count('fill="#17633a"') + html.count('stroke="#17633a"')   # --no-verify: hollow, not verified
     assert green == 1, html  # only the clean run is a green point
     assert "smoke-20261130T110000Z: 100.0 % of scored (not clean: 3 infra" in html
 

@@ -21,3 +21,4 @@ def check_verdict(run_dir: Path, decision: dict | None, verify: bool) -> tuple[s
         clean, detail = run_verify(run_dir)
         failed, checked = (None if clean else detail or "run_cases.py --verify failed"), True
     return failed, checked
+

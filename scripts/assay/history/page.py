@@ -10,6 +10,7 @@ import html
 
 W, H, PAD = 640, 200, 36
 GLYPH = {"pass": "✓", "fail": "✗", None: "·"}
+NOT_VERIFIED = "not verified (run_cases.py --verify not run on it)"
 
 
 def _e(value) -> str:
@@ -73,8 +74,12 @@ def trend_svg(runs: list[dict]) -> str:
         color = "#a12020" if closed else "#17633a" if r.get("clean", True) else "#b26b00"
         note = "" if r.get("clean", True) else f" of scored (not clean: {r.get('not_clean')})"
         gate = f"; gate {r['gate']}" if r.get("gate") else ""
-        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" fill="{color}">'
-                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}{_e(gate)}</title></circle>')
+        # a run whose completeness check never answered is a hollow point, and says so: not a checked one
+        fill = f'fill="{color}"' if r.get("verified", True) else f'fill="#fff" stroke="{color}" stroke-width="2"'
+        unchecked = "" if r.get("verified", True) else f"; {NOT_VERIFIED}"
+        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" {fill}>'
+                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}{_e(gate)}{_e(unchecked)}</title>'
+                     '</circle>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -84,6 +89,9 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
     does not import report (report's gate imports history.cost)."""
     body = [f"<h1>{_e(title)}</h1>"]
     ex = doc.get("excluded_runs") or []
+    used, checked = doc.get("runs_used") or 0, doc.get("runs_verified") or 0
+    body.append(f"<p>Runs used: {used} ({checked} checked by run_cases.py --verify, {used - checked} not verified: "
+                "hollow points, marked in the tables) · excluded: " + f"{len(ex)}.</p>")
     body.append(f"<h2>Excluded runs ({len(ex)})</h2>")
     if ex:
         body.append("<table><thead><tr><th>run</th><th>why it does not count</th></tr></thead><tbody>")
@@ -114,13 +122,14 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
         body.append(f"<p>Drift: <strong>{'FLAGGED' if d.get('flagged') else 'not flagged'}</strong> — "
                     f"{_e(d.get('reason') or '')} ({_e(d.get('test'))}).</p>")
         body.append("<table><thead><tr><th>run</th><th>pass rate</th><th>95 % interval</th><th>scored</th>"
-                    "<th>gating failures</th><th>infra rate</th><th>gate</th></tr></thead><tbody>")
+                    "<th>gating failures</th><th>infra rate</th><th>gate</th><th>checked</th></tr></thead><tbody>")
         for r in s["runs"]:
             iv = r.get("interval")
             body.append(f"<tr><td><code>{_e(r['run_id'])}</code></td><td>{_pct(r.get('pass_rate'))}</td>"
                         f"<td>{'—' if not iv else _pct(iv[0]) + ' – ' + _pct(iv[1])}</td><td>{r['scored']}</td>"
                         f"<td>{r['gating_failures']}</td><td>{_pct(r.get('infra_rate'))}</td>"
-                        f"<td>{_gate_cell(r)}</td></tr>")
+                        f"<td>{_gate_cell(r)}</td><td>{'--verify clean' if r.get('verified', True) else NOT_VERIFIED}"
+                        "</td></tr>")
         body.append("</tbody></table>")
         if s.get("holdout"):
             body.append(f"<p><em>{_e(s.get('note'))}</em></p>")

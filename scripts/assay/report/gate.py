@@ -24,6 +24,7 @@ from .rundir import RunResultsView, load_results
 from .run_files import status_from_tail
 
 KEPT = "kept"   # evaluate(verify=KEPT): the completeness check's answer only when a reader kept it (rundir.checked)
+KNOWN = "known"   # the same, never the check even of a small run (run_history.py --no-verify: skipping it is asked)
 
 
 @dataclass
@@ -73,14 +74,14 @@ def _status_on_disk(run_dir: Path) -> str | None:
 def _evaluate(run_dir: Path, max_infra_rate: float, require_canaries: bool, verify: bool | str, budgets: dict,
               notes: dict | None) -> GateResult:
     checked = None
-    if verify and verify != KEPT and _status_on_disk(run_dir) != "running":
+    if verify and verify not in (KEPT, KNOWN) and _status_on_disk(run_dir) != "running":
         # the completeness re-check first, while no case row is held (its reason keeps its place below):
         # at 100,000 cases the two never share the memory. (A tail that said running for a run the whole
         # file says finished is checked below, where `verify` is, as every unchecked run is.)
         checked = run_verify(run_dir)
     results = load_results(run_dir)
-    if verify == KEPT:   # the viewer: only an answer a reader kept for these bytes (rundir.checked), never the check
-        checked = kept_verify(run_dir) if results["summary"].get("status") != "running" else None
+    if verify in (KEPT, KNOWN):   # the viewer: only an answer a reader kept for these bytes (rundir.checked)
+        checked = kept_verify(run_dir, small=verify == KEPT) if results["summary"].get("status") != "running" else None
         verify = checked is not None
     summary = results["summary"]
     res = GateResult(run_dir=run_dir, results=results, replayed=replayed_phrase(run_dir), max_infra_rate=max_infra_rate)

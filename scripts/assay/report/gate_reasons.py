@@ -264,12 +264,12 @@ def run_verify(run_dir: Path) -> tuple[bool, str | None]:
     return answer if isinstance(answer, tuple) else verify_answer(answer)
 
 
-def kept_verify(run_dir: Path) -> tuple[bool, str | None] | None:
+def kept_verify(run_dir: Path, small: bool = True) -> tuple[bool, str | None] | None:
     """run_verify's answer when a reader kept the check's answer for these bytes (rundir.checked), or
-    the check itself on a run dir too small to keep one (it costs less than the digest), else None:
-    a big run's check is not run (the viewer's decision)."""
-    from ..rundir.checked import known_or_small
-    answer = _checked(known_or_small, run_dir)
+    (`small`) the check itself on a run dir too small to keep one (it costs less than the digest), else
+    None: a big run's check is not run (the viewer's decision), nor any run's without `small`."""
+    from ..rundir.checked import known, known_or_small
+    answer = _checked(known_or_small if small else known, run_dir)
     return answer if isinstance(answer, tuple) or answer is None else verify_answer(answer)
 
 

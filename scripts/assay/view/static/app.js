@@ -615,12 +615,21 @@
       } else if (band && s[0].b) box.append(svg("line", {x1: x(s[0].i), x2: x(s[0].i), y1: y(s[0].b[0]), y2: y(s[0].b[1]), class: "band-bar"}));
       if (s.length > 1) box.append(svg("polyline", {points: s.map(p => x(p.i) + "," + y(p.y)).join(" "), class: "line"}));
     }
-    for (const p of pts) box.append(svg("circle", {cx: x(p.i), cy: y(p.y), r: 3.5, class: "pt" + ((p.r.gate ? p.r.gate === "closed" : p.r.gating_failures) ? " bad" : "")}, svg("title", {}, p.r.run_id + ": " + fmt(p.y) + (p.b ? " [" + fmt(p.b[0]) + ", " + fmt(p.b[1]) + "]" : ""))));
+    /* a run whose completeness check never answered (no kept answer, too big to check here) is a hollow point that says so */
+    for (const p of pts) box.append(svg("circle", {cx: x(p.i), cy: y(p.y), r: 3.5, class: "pt" + ((p.r.gate ? p.r.gate === "closed" : p.r.gating_failures) ? " bad" : "") + (p.r.verified === false ? " unverified" : "")}, svg("title", {}, p.r.run_id + ": " + fmt(p.y) + (p.b ? " [" + fmt(p.b[0]) + ", " + fmt(p.b[1]) + "]" : "") + (p.r.verified === false ? "; " + NOT_VERIFIED : ""))));
     const last = pts[pts.length - 1];
     box.append(svg("text", {x: W - R, y: 14, class: "last", "text-anchor": "end"}, "last " + fmt(last.y)));
     return box;
   }
   const GLYPH = {pass: "\u2713", fail: "\u2717"};
+  const NOT_VERIFIED = "not verified (run_cases.py --verify not run on it)";
+  /* why a case is flaky, with its count (history.flaky): its repeats disagreed within runs (k > 1; its pass^k
+     verdict may have flipped once, or never), or its verdicts flipped between pass and fail and back */
+  function flakyWords(f) {
+    const n = (f.repeats_disagreed_in || []).length, flips = f.flips === 1 ? "1 flip" : f.flips + " flips";
+    return n ? "repeats disagreed in " + n + (n === 1 ? " run" : " runs") + (f.flips ? ", " + flips : "")
+      : "flipped back and forth: " + flips;
+  }
   /* under the charts: what the cost figure covers (assay.stats.cost_words), and the judge's part */
   function costCovers(w, runs, judged) {
     const unknown = runs.filter(r => r.judge_calls && typeof r.judge_cost_per_case !== "number");
@@ -640,7 +649,8 @@
         const rows = runs.slice().reverse().map(r => el("tr", {}, el("td", {}, el("a", {href: "#/run/" + E(r.run_id)}, r.run_id)),
           el("td", {}, pct(r.pass_rate), r.interval ? " [" + pct(r.interval[0]) + ", " + pct(r.interval[1]) + "]" : ""), el("td", {}, r.gating_failures),
           el("td", {}, money(r.cost_per_case, r.currency)), judged ? el("td", {class: "judge-cost"}, judgeCell(r)) : null,
-          judged ? el("td", {}, money(r.cost_per_case_with_judge, r.currency)) : null, el("td", {}, ms(r.p95_latency_ms)), el("td", {class: "gate"}, r.gate === "closed" ? "gate closed: " + (r.gate_reasons || [])[0] : r.gate === "open" ? "gate open" : ""), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
+          judged ? el("td", {}, money(r.cost_per_case_with_judge, r.currency)) : null, el("td", {}, ms(r.p95_latency_ms)), el("td", {class: "gate"}, r.gate === "closed" ? "gate closed: " + (r.gate_reasons || [])[0] : r.gate === "open" ? "gate open" : ""),
+          el("td", {class: "checked"}, r.verified === false ? NOT_VERIFIED : "--verify clean"), el("td", {}, r.clean === false ? "not clean: " + r.not_clean : "")));
         const changed = s.changed || [], flaky = s.flaky || [];
         return el("section", {class: "series"}, el("h2", {}, s.name), s.started_by ? el("p", {class: "note"}, "new series: " + s.started_by) : null,
           el("div", {class: "charts"}, chart("pass rate (95 % Wilson band)", runs, r => r.pass_rate, r => r.interval, pct, "rate"),
@@ -652,10 +662,10 @@
             el("h3", {}, "Regressions and fixes (changed with the app and stayed): " + changed.length),
             changed.length ? el("ul", {class: "changed"}, changed.slice(0, 100).map(c => el("li", {}, chip(c.kind, c.kind === "regression" ? "fail" : "pass"), " ", runs.length ? el("a", {href: "#/case/" + E(runs[runs.length - 1].run_id) + "/" + E(c.case_id)}, c.case_id) : c.case_id, el("span", {class: "note"}, " since " + c.since_run + "  " + c.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none"),
             el("h3", {}, "Flaky (repeats disagreed in a run, or flipped back and forth): " + flaky.length),
-            flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(f.flips + " flips", "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
+            flaky.length ? el("ul", {class: "flaky"}, flaky.slice(0, 100).map(f => el("li", {}, f.case_id + " ", chip(flakyWords(f), "mark"), el("span", {class: "note"}, "  " + f.sequence.map(v => GLYPH[v] || "\u00b7").join(" "))))) : el("p", {class: "note"}, "none")],
           folded("runs (" + runs.length + ")", el("table", {}, el("tr", {}, ["run", "pass rate [95 % Wilson]", "gating failures", costLabel(h.cost_words, "cost_per_case"),
             judged ? costLabel(h.cost_words, "judge_cost_per_case") : null, judged ? costLabel(h.cost_words, "cost_per_case_with_judge") : null,
-            "p95 latency", "gate", ""].filter(Boolean).map(t => el("th", {}, t))), rows)));
+            "p95 latency", "gate", "checked", ""].filter(Boolean).map(t => el("th", {}, t))), rows)));
       });
       /* a replayed run (answers from a recording) and a rescored one (stored answers scored again) did not call
          the app: listed with the runs that do not count, never a point of its trend */
@@ -671,7 +681,7 @@
         /* why each run does not count, on the first screen: nobody reads a trend over a run they think counts */
         excluded.length ? el("ul", {class: "notes", id: "excluded-runs"}, excluded.slice(0, 5).map(r => el("li", {}, el("code", {}, r.run_id), ": " + r.reason)),
           excluded.length > 5 ? el("li", {class: "note"}, "and " + (excluded.length - 5) + " more (run_history.py lists them all in history.json)") : null) : null,
-        series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + f.flips + " flips)")))];
+        series, el("h2", {}, "Flaky cases, every series"), el("ul", {id: "flaky"}, (h.flaky_cases || []).map(f => el("li", {}, f.series + ": " + f.case_id + " (" + flakyWords(f) + ")")))];
     });
   }
 
