@@ -236,6 +236,34 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
             raise AssayError(f"--holdout {run_dir}: {over}. It decides no keep, and {_spent(role, cid)}", 2)
 
 
+def check_served(role: str, run_dir: str, cid: str, manifest: dict[str, Any],
+                 base_manifest: dict[str, Any]) -> dict[str, Any]:
+    """What the app served (`invocation.health_check.revision_from`, recorded at pre-flight as the manifest's
+    `health_check.revision`). An http app is a server assay never starts: a long-running one keeps serving the
+    prompt it loaded at start, so a run made after the edit may have measured the champion's text. The same
+    revision in the run and its baseline run is exit 2 (it served what the champion's run measured); no
+    revision in either says that nothing shows the app served the edit."""
+    mine = (manifest.get("health_check") or {}).get("revision")
+    theirs = (base_manifest.get("health_check") or {}).get("revision")
+    if mine is not None and mine == theirs:
+        raise AssayError(f"--{role} {run_dir}: the app reported revision {mine!r} (invocation.health_check."
+                         f"revision_from) in this run and in its baseline run {base_manifest.get('run_id')}: it "
+                         f"served what the champion's run measured, not candidate {cid}'s edit (a long-running app "
+                         "reads its prompt at start: it was not restarted after the edit, or the edit is not in "
+                         "what it serves), so this run decides nothing: restart the app on the edited files, then "
+                         + ("measure the edit with a new run" if role == "training" else _spent(role, cid)), 2,
+                         revision=mine)
+    if mine is not None and theirs is not None:
+        return {"known": True, "revision": mine, "baseline_revision": theirs}
+    if (manifest.get("invocation") or {}).get("mode") != "http":
+        return {"known": True, "why": "the runner started the app for this run, after the edit"}
+    which = "this run" if mine is None else f"its baseline run {base_manifest.get('run_id')}"
+    return {"known": False, "why": (
+        f"nothing shows the app served the edit: {which} recorded no revision (invocation.health_check."
+        "revision_from) and an http app is a server assay does not start; a long-running app serves the prompt "
+        "it loaded at start, so restart it after each edit, and declare revision_from so that keep can tell")}
+
+
 def check_champion_holdout(state: Path, pinned_run_id: Any, hold_dir: str, cid: str, baseline_run_id: Any) -> None:
     """When the pinned champion is a kept candidate's training run, its holdout run is the holdout baseline."""
     kept = [row for row in _log_rows(state) if row.get("action") == "keep" and row.get("decision") == "kept"
