@@ -223,6 +223,7 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison, base_manifest)
     evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
     evidence.check_recorded(role, run_dir, base_dir, comparison, doc["id"])
+    evidence.check_baseline_scored_fails(role, run_dir, base_dir, doc["id"])
     return evidence.check_served(role, run_dir, doc["id"], manifest, base_manifest)
 
 
