@@ -6,6 +6,7 @@ It reads the run's plan as the frozen `core.runplan.RunPlan` (the engine's pre-f
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -144,7 +145,26 @@ def health_check(invoker: Any, invocation: Mapping[str, Any], *, resume: bool = 
         raise AssayError(f"pre-flight: health check {method} {shown} returned {out.status} (no expect_status, "
                          f"but a declared path must be a route the app has); {fix}", 3, key=key,
                          status=out.status)
-    return {"checked": True, "method": method, "status": out.status}
+    checked = {"checked": True, "method": method, "status": out.status}
+    if hc.get("revision_from"):
+        checked.update(served_revision(out, hc["revision_from"], f"{method} {shown}"))
+    return checked
+
+
+def served_revision(out: Any, path: str, shown: str) -> dict[str, Any]:
+    """`invocation.health_check.revision_from`: what the app says it serves (e.g. a hash of the prompts it
+    loaded at start), read from the health check's JSON answer. A long-running app keeps serving what it
+    loaded until it restarts, so an edited prompt file is no evidence of what a run measured; this is
+    (`candidate.py keep` compares it with the champion's run). An answer without it is exit 3."""
+    from .templates import lookup
+    found, value = lookup(out.body_json, path) if out.json_ok else (False, None)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value == "":
+        got = "no JSON" if not out.json_ok else (f"{json.dumps(value)[:80]}" if found else "nothing")
+        raise AssayError(f"pre-flight: health check {shown} answered {out.status} with {got} at "
+                         f"invocation.health_check.revision_from ({path!r}): the app must report what it serves "
+                         "there (a non-empty string or number, e.g. a hash of the prompts it loaded); fix the path "
+                         "in adapter.yaml or the app's health route", 3, key="invocation.health_check.revision_from")
+    return {"revision_from": path, "revision": str(value)}
 
 
 def _health_status_fix(invoker: Any, hc: Mapping[str, Any], method: str, status: Any) -> tuple[str, str]:

@@ -210,8 +210,9 @@ def _run(run_dir: str, role: str) -> tuple[dict[str, Any], dict[str, Any], dict[
 
 
 def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
-              run: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]) -> None:
-    """The run measured this candidate's edit, against an unchanged suite (optimize/evidence.py)."""
+              run: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+    """The run measured this candidate's edit, against an unchanged suite (optimize/evidence.py); what
+    shows the app served the edit (`served`)."""
     results, manifest, comparison = run
     started = results.get("started_at") or manifest.get("started_at")
     evidence.check_run(state, doc, role, run_dir, manifest.get("run_id"), started, comparison.get("baseline_run_id"))
@@ -222,6 +223,8 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     evidence.check_measured(role, run_dir, doc["id"], manifest, results, comparison, base_manifest)
     evidence.check_cases_unchanged(state, role, run_dir, manifest, comparison.get("baseline_run_id"))
     evidence.check_recorded(role, run_dir, base_dir, comparison, doc["id"])
+    evidence.check_baseline_scored_fails(role, run_dir, base_dir, doc["id"])
+    return evidence.check_served(role, run_dir, doc["id"], manifest, base_manifest)
 
 
 def _summary(comparison: dict[str, Any]) -> dict[str, Any]:
@@ -263,8 +266,9 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         raise AssayError(f"--training {training}: compared against {train_cmp.get('baseline_run_id')}, but the "
                          f"pinned baseline is {pinned.get('run_id')} (reports/baseline.json); re-run with "
                          "--baseline-verdicts reports/<pinned>/verdicts_for_stats.jsonl", 2)
-    _evidence(state, doc, training, "training", train_run)
-    out: dict[str, Any] = {"id": cid, "training": {"run_id": train_manifest.get("run_id"), **_summary(train_cmp)},
+    train_served = _evidence(state, doc, training, "training", train_run)
+    out: dict[str, Any] = {"id": cid, "training": {"run_id": train_manifest.get("run_id"), **_summary(train_cmp),
+                                                   "served": train_served},
                            "surfaces": edited}
     train_broke = evidence.broken_gating(training, evidence.baseline_dir(
         state, "training", training, train_manifest, train_cmp.get("baseline_run_id")))
@@ -286,12 +290,12 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
                        f"champion's holdout run), then candidate.py keep --id {cid} --training ... --holdout ...")
     else:
         hold_run = hold_results, hold_manifest, hold_cmp = _run(holdout, "holdout")
-        _evidence(state, doc, holdout, "holdout", hold_run)
+        hold_served = _evidence(state, doc, holdout, "holdout", hold_run)
         if pinned:
             evidence.check_champion_holdout(state, pinned.get("run_id"), holdout, cid, hold_cmp.get("baseline_run_id"))
         evidence.check_holdout_order(state, doc, train_results, holdout, hold_manifest.get("run_id"),
                                      hold_results.get("started_at") or hold_manifest.get("started_at"))
-        out["holdout"] = {"run_id": hold_manifest.get("run_id"), **_summary(hold_cmp)}
+        out["holdout"] = {"run_id": hold_manifest.get("run_id"), **_summary(hold_cmp), "served": hold_served}
         hold_broke = evidence.broken_gating(holdout, evidence.baseline_dir(
             state, "holdout", holdout, hold_manifest, hold_cmp.get("baseline_run_id")))
         if not hold_cmp["keep"]:
@@ -314,6 +318,9 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
                              f"({hold_cmp.get('verdict_label')}) passed the keep rule")
             out["next"] = "show the diff to the user; nothing is committed by assay"
             doc["status"] = KEPT
+    unknown = [b["served"]["why"] for b in (out["training"], out.get("holdout")) if b and not b["served"]["known"]]
+    if unknown:   # a decision on runs that may not have seen the edit (a win or a loss): said
+        out["served_note"] = unknown[0]
     if decision == REJECTED:
         doc["status"] = "rejected"
     doc.setdefault("decisions", []).append({"ts": _now(), "decision": decision})

@@ -21,6 +21,9 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
   and judge: `suite_parts_sha256`): a layer scored on one side only moves verdicts by itself;
 - every case its baseline scored pass/fail scored pass/fail in it too: a case left out of a
   targeted selection, or an infra error the edit caused, would hide a regression from the pairing;
+- every case it fails its baseline scored pass/fail: a case the champion lost to an infra error never
+  pairs, so a fail there would count as no regression;
+- the app served the edit: a run reporting the champion's revision (health_check.revision_from) did not;
 - every case it ran was in its baseline run's selection: a smoke or targeted champion never ran the
   rest of the split, so a case the edit broke there would not pair;
 - a holdout run is a look within the budget (the gate's rule, `holdout_budget_reason`) and is
@@ -236,6 +239,34 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
             raise AssayError(f"--holdout {run_dir}: {over}. It decides no keep, and {_spent(role, cid)}", 2)
 
 
+def check_served(role: str, run_dir: str, cid: str, manifest: dict[str, Any],
+                 base_manifest: dict[str, Any]) -> dict[str, Any]:
+    """What the app served (`invocation.health_check.revision_from`, recorded at pre-flight as the manifest's
+    `health_check.revision`). An http app is a server assay never starts: a long-running one keeps serving the
+    prompt it loaded at start, so a run made after the edit may have measured the champion's text. The same
+    revision in the run and its baseline run is exit 2 (it served what the champion's run measured); no
+    revision in either says that nothing shows the app served the edit."""
+    mine = (manifest.get("health_check") or {}).get("revision")
+    theirs = (base_manifest.get("health_check") or {}).get("revision")
+    if mine is not None and mine == theirs:
+        raise AssayError(f"--{role} {run_dir}: the app reported revision {mine!r} (invocation.health_check."
+                         f"revision_from) in this run and in its baseline run {base_manifest.get('run_id')}: it "
+                         f"served what the champion's run measured, not candidate {cid}'s edit (a long-running app "
+                         "reads its prompt at start: it was not restarted after the edit, or the edit is not in "
+                         "what it serves), so this run decides nothing: restart the app on the edited files, then "
+                         + ("measure the edit with a new run" if role == "training" else _spent(role, cid)), 2,
+                         revision=mine)
+    if mine is not None and theirs is not None:
+        return {"known": True, "revision": mine, "baseline_revision": theirs}
+    if (manifest.get("invocation") or {}).get("mode") != "http":
+        return {"known": True, "why": "the runner started the app for this run, after the edit"}
+    which = "this run" if mine is None else f"its baseline run {base_manifest.get('run_id')}"
+    return {"known": False, "why": (
+        f"nothing shows the app served the edit: {which} recorded no revision (invocation.health_check."
+        "revision_from) and an http app is a server assay does not start; a long-running app serves the prompt "
+        "it loaded at start, so restart it after each edit, and declare revision_from so that keep can tell")}
+
+
 def check_champion_holdout(state: Path, pinned_run_id: Any, hold_dir: str, cid: str, baseline_run_id: Any) -> None:
     """When the pinned champion is a kept candidate's training run, its holdout run is the holdout baseline."""
     kept = [row for row in _log_rows(state) if row.get("action") == "keep" and row.get("decision") == "kept"
@@ -278,6 +309,30 @@ def broken_gating(run_dir: str, base_dir: Path) -> list[str]:
     return [r["case_id"] for r in read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
             if isinstance(r, dict) and isinstance(r.get("case_id"), str) and r.get("gating", True) is not False
             and not r.get("canary") and r.get("verdict") == "fail" and base.get(r["case_id"]) == "pass"]
+
+
+def check_baseline_scored_fails(role: str, run_dir: str, base_dir: Path, cid: str) -> None:
+    """Every case this run fails, its baseline run scored pass or fail: a case the champion's run has no
+    pass/fail verdict for (an infra error, unscored, skipped) never pairs, so a fail there is counted as no
+    regression while it may be the edit's break (a gating one closes the kept run's gate). Exit 2, named
+    (a holdout run's counted)."""
+    from ..report.run_files import read_jsonl_file
+    base = {r.get("case_id"): r.get("verdict") for r in read_jsonl_file(Path(base_dir) / "verdicts.jsonl")
+            if isinstance(r, dict)}
+    unknown = [r["case_id"] for r in read_jsonl_file(Path(run_dir) / "verdicts.jsonl")
+               if isinstance(r, dict) and isinstance(r.get("case_id"), str) and not r.get("canary")
+               and r.get("verdict") == "fail" and r["case_id"] in base and base[r["case_id"]] not in ("pass", "fail")]
+    if not unknown:
+        return
+    named = "" if role == "holdout" else ": " + ", ".join(unknown[:5]) + (
+        f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    raise AssayError(f"--{role} {run_dir}: {len(unknown)} case(s) this run fails have no pass/fail verdict in its "
+                     f"baseline run {base_dir.name} (an infra error, unscored or skipped there){named}, so the "
+                     "comparison never pairs them: a fail there may be the edit's break, and an infra error is "
+                     "no evidence that it is not: "
+                     + ("re-run the champion so that every case scores (pin that run in reports/baseline.json), "
+                        "then measure the edit again" if role == "training" else _spent(role, cid)), 2,
+                     unpaired_fails=len(unknown))
 
 
 RECOUNTED = ("keep", "n", "fixed_by_candidate", "broken_by_candidate", "delta", "p_candidate_better", "threshold",

@@ -80,7 +80,7 @@ class Run:
         reports = out.parent
         reports.mkdir(parents=True, exist_ok=True)
         if self.resume:
-            self.manifest = read_json(out / "manifest.yaml")
+            self.manifest = preflight.same_revision(read_json(out / "manifest.yaml"), self.s.health)
             self.derived = derived.DerivedFiles(out, self.manifest, len(self.cases), self.s.state)
             self._scrub_partial()
             self.journal = casestore.Journal(out)

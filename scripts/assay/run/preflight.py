@@ -235,6 +235,20 @@ def plan_app(plan: RunPlan) -> str | None:
     return app_name({"manifest_extra": plan.manifest_extra, "adapter": plan.adapter})
 
 
+def same_revision(manifest: dict[str, Any], health: Mapping[str, Any] | None) -> dict[str, Any]:
+    """--resume: the app must serve what the run started against (invocation.health_check.revision_from,
+    the manifest's health_check.revision). An app restarted on an edited prompt since would make one run
+    of two apps' answers: exit 3, before anything is written. Returns the manifest."""
+    was = (manifest.get("health_check") or {}).get("revision")
+    now = (health or {}).get("revision")
+    if was is not None and now != was:
+        raise AssayError(f"--resume: the app now reports revision {now!r} (invocation.health_check.revision_from), "
+                         f"but run {manifest.get('run_id')} started against {was!r}: its finished cases measured "
+                         f"that app, the rest would measure this one. Serve revision {was!r} again to finish it, "
+                         "or start a new run", 3, key="invocation.health_check.revision_from")
+    return manifest
+
+
 def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
     """manifest.yaml (JSON text, valid YAML), its `cases` rows streamed (build_manifest may give
     them as an iterator): the same bytes as atomic_write_json of the whole document."""
