@@ -168,7 +168,7 @@ def test_pytest_session_no_case_ran_a_missing_baseline_and_skips_named_by_case(t
                           text=True, timeout=120)
     assert none.returncode == 0 and "1 passed, 1 deselected" in none.stdout, none.stdout + none.stderr
     assert "assay gate: not gated (no case ran)" in none.stdout and "assay gate: open" not in none.stdout
-    assert "every case was deselected: nothing run, no gate" in none.stdout
+    assert "every case was deselected (by -k 'test_unit' (command line)): nothing run, no gate" in none.stdout
     missing = subprocess.run([*pytest_cmd, "--assay-baseline", str(tmp_path / "nope")], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 4, missing.stdout + missing.stderr

@@ -212,7 +212,7 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
     missing = comparison.get("cases_only_in_baseline")
     if isinstance(missing, int) and missing > 0:
         ids = [i for i in comparison.get("cases_only_in_baseline_ids") or [] if isinstance(i, str)]
-        named = "" if role == "holdout" else ": " + ", ".join(ids[:5]) + (f" and {missing - 5} more" if missing > 5 else "")
+        named = _named(role, ids, missing)
         raise AssayError(f"--{role} {run_dir}: {missing} case(s) the baseline run {comparison.get('baseline_run_id')} "
                          f"scored have no pass/fail verdict in this run{named} (left out of its selection, an infra "
                          "error, unscored or skipped), so a case the edit broke there would not show in the "
@@ -224,8 +224,7 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
     unmeasured = [c.get("id") for c in manifest.get("cases") or []
                   if isinstance(c, dict) and c.get("set") != "canary" and c.get("id") not in ran]
     if unmeasured:   # a smoke or targeted champion: what the edit broke outside its selection never pairs
-        named = "" if role == "holdout" else ": " + ", ".join(map(str, unmeasured[:5])) + (
-            f" and {len(unmeasured) - 5} more" if len(unmeasured) > 5 else "")
+        named = _named(role, unmeasured)
         raise AssayError(f"--{role} {run_dir}: {len(unmeasured)} case(s) of this run were not in its baseline run "
                          f"{base_manifest.get('run_id')}'s selection (a {base_manifest.get('mode')} run){named}, so "
                          "the champion never measured them and a case the edit broke there would not show in the "
@@ -237,6 +236,15 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
         over = holdout_budget_reason(Path(run_dir), results)
         if over:
             raise AssayError(f"--holdout {run_dir}: {over}. It decides no keep, and {_spent(role, cid)}", 2)
+
+
+def _named(role: str, ids: list, total: int | None = None) -> str:
+    """": c-1, c-2 ... and N more" naming the cases on training (`total` of them, `ids` the first); nothing
+    on the holdout (its cases are only counted, never named)."""
+    total = len(ids) if total is None else total
+    if role == "holdout":
+        return ""
+    return ": " + ", ".join(map(str, ids[:5])) + (f" and {total - 5} more" if total > 5 else "")
 
 
 def check_served(role: str, run_dir: str, cid: str, manifest: dict[str, Any],
@@ -324,8 +332,7 @@ def check_baseline_scored_fails(role: str, run_dir: str, base_dir: Path, cid: st
                and r.get("verdict") == "fail" and r["case_id"] in base and base[r["case_id"]] not in ("pass", "fail")]
     if not unknown:
         return
-    named = "" if role == "holdout" else ": " + ", ".join(unknown[:5]) + (
-        f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    named = _named(role, unknown)
     raise AssayError(f"--{role} {run_dir}: {len(unknown)} case(s) this run fails have no pass/fail verdict in its "
                      f"baseline run {base_dir.name} (an infra error, unscored or skipped there){named}, so the "
                      "comparison never pairs them: a fail there may be the edit's break, and an infra error is "
