@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,38 @@ def test_an_expectation_edited_since_is_unscored_naming_what_was_not_measured(ru
     assert layers["check"][0] == "fail"     # the check did not change: decided from its recorded exit code
     assert verdict == "fail"
     assert edited[SKILL_CASE] == _decisions(runs[LIVE])[SKILL_CASE]
+
+
+def test_a_case_pointed_at_another_fixture_is_a_replay_miss_never_the_old_fixtures_answer(tmp_path_factory):
+    """The recorded request of an agent attempt is its argv: a case whose `input.fixture` was edited to
+    another repo (where the agent's fix does not apply) keyed alike and replayed the old fixture's
+    PASS; a live run fails it. The fixture, relative to the app repo, is now part of the key."""
+    import shutil
+    from assay.suite.convert import convert_state_dir
+    root = tmp_path_factory.mktemp("agent-fixture")
+    state = build_agent_state(root, {EDIT_CASE: ("fix add() so that check_calc.py passes", {
+        "files": {"contains": {"calc.py": ["return a + b"]}}, "check": {"command": [sys.executable, "check_calc.py"]}})})
+    shutil.copytree(root / "fixtures" / "repo", root / "fixtures" / "divide")
+    (root / "fixtures" / "divide" / "calc.py").write_text("def add(a, b):\n    return a / b\n", encoding="utf-8")
+    converted = convert_state_dir(state)
+    env = agent_env(dict(os.environ), broken=False)
+    env["ASSAY_SCRATCH_DIR"] = str(tmp_path_factory.mktemp("agent-fixture-scratch"))
+
+    def run(run_id, fixture, *flags):
+        cases = [dict(c, input=dict(c["input"], fixture=fixture)) if fixture else c for c in converted["cases"]]
+        plan = make_plan(state, cases, run_id=run_id, adapter_doc=converted["adapter"],
+                         execution={"max_attempts": 1, "backoff_s": []})
+        path = state / "work" / f"plan-{run_id}.json"
+        path.write_text(json.dumps(plan), encoding="utf-8")
+        r = run_script("run_cases", "--plan", path, "--out", state / "reports" / run_id, "--progress", "never",
+                       *flags, env=env)
+        assert r.rc == 0, (r.stdout, r.stderr)
+        return _records(state / "reports" / run_id)[EDIT_CASE]["verdict"]
+
+    assert run("smoke-20261206T100000Z", None, "--record")["verdict"] == "pass"
+    assert run("smoke-20261206T100100Z", "fixtures/divide")["verdict"] == "fail"
+    replayed = run("smoke-20261206T100200Z", "fixtures/divide", "--replay")
+    assert replayed["verdict"] == "infra_error", replayed
+    assert replayed["infra_reason"] == (f"replay miss: case {EDIT_CASE}: request 1 differs from the recording at "
+                                        'fixture: recorded "fixtures/repo", now "fixtures/divide"'), replayed
+    assert run("smoke-20261206T100300Z", "fixtures/repo", "--replay")["verdict"] == "pass"   # the same fixture

@@ -239,6 +239,14 @@ class AgentInvoker(CliInvoker):
         recorded["mode"] = "agent"
         return wire, recorded
 
+    def key_parts(self, wire: Mapping[str, Any]) -> dict[str, Any]:
+        """What a replay keys beside the recorded request (assay.replay.shim): the fixture the attempt
+        starts from (a case's `input.fixture`, else `agent.workdir`), relative to the app repo, so a
+        case pointed at another fixture is a replay miss, never the old fixture's answer; the app and
+        its fixtures moved together still replay."""
+        fixture = os.path.relpath(Path(wire["fixture"]).resolve(), self.spec.app_root.resolve())
+        return {"fixture": fixture.replace(os.sep, "/")}
+
     def _sandboxed(self, argv: list[str], scratch: Path, work: Path) -> list[str]:
         """bubblewrap: the whole filesystem read-only (the fixture, plugins and MCP servers stay
         readable where they are), the attempt's dir (workdir, HOME, TMPDIR) writable, the network as

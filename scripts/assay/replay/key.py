@@ -138,6 +138,21 @@ def app_address(invocation: Mapping[str, Any], env: Mapping[str, str]) -> str | 
     return sha256_text(canonical({"v": KEY_VERSION, "address": where}))[:16]
 
 
+def app_location(app_root: Any, cache_root: Any) -> str | None:
+    """Where a function, cli or agent app is, for an app with no `app.name` (its entrypoint or
+    command as written is in the key, but the same `bot:handle` or `python3 bot.py` in another app
+    repo is another app): the first 16 hex digits of a sha256 over the app repo (adapter.yaml
+    app.repo, else the state dir's parent) as a path relative to the cache, both resolved. So the
+    app and its cache moved together (another checkout, a CI job that restores `.assay/cache`)
+    still replay; another app repo, or this app replayed from another app's cache, does not."""
+    import os
+    from pathlib import Path
+    if app_root is None or cache_root is None:
+        return None
+    where = os.path.relpath(Path(app_root).resolve(), Path(cache_root).resolve()).replace(os.sep, "/")
+    return sha256_text(canonical({"v": KEY_VERSION, "app_root": where}))[:16]
+
+
 def address_named(invocation: Mapping[str, Any]) -> str:
     """How a message names the app's address: the base URL's variables, else the key itself."""
     names = sorted(env_refs(invocation.get("base_url")))

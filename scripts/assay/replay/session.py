@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core.ids import utc_now_iso
-from .key import Binding, address_named, app_address, base_key, call_key
+from .key import Binding, address_named, app_address, app_location, base_key, call_key
 from .miss import REPLAY_MISS, ReplayMiss  # noqa: F401 (ReplayMiss: the name callers import)
 from .shim import ReplayInvoker
 from .store import Cache
@@ -51,17 +51,23 @@ class ReplaySession:
         return self.app != "replay" or bool(self.live_cases)
 
     def invoker(self, inner: Any, invocation: Mapping[str, Any] | None = None,
-                env: Mapping[str, str] | None = None) -> Any:
+                env: Mapping[str, str] | None = None, app_root: Any = None) -> Any:
         """The invoker the case worker uses: `inner` itself unless the app is recorded or replayed.
         `invocation` and `env` (the run's resolved variables) bind the values of the `${NAME}`s a
-        request names into its key (assay.replay.key.Binding)."""
+        request names into its key (assay.replay.key.Binding). `app_root`: the app repo
+        (invoke.approot), where a function, cli or agent app with no name is."""
         if self.app is None:
             return inner
         inv = invocation or {}
-        # an app with no app.name is known by where it is called (None: not told, e.g. its URL unset)
-        address = app_address(inv, env) if self.app_name is None and env is not None else None
+        # an app with no app.name is known by where it is called: an http app by its base URL (None:
+        # not told, its URL unset), any other by its app repo as seen from the cache
+        address, repo = None, None
+        if self.app_name is None and inv.get("mode", "http") != "http" and app_root is not None:
+            address, repo = app_location(app_root, self.cache.root), str(app_root)
+        elif self.app_name is None and env is not None:
+            address = app_address(inv, env)
         return ReplayInvoker(inner, self, Binding.of(inv, env) if env is not None else None,
-                             address=address, address_named=address_named(inv))
+                             address=address, address_named=address_named(inv), app_repo=repo)
 
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:

@@ -43,12 +43,15 @@ class _CaseState:
 
 class ReplayInvoker:
     def __init__(self, inner: Any, session: Any, binding: Binding | None = None, *, address: str | None = None,
-                 address_named: str = "invocation.base_url") -> None:
+                 address_named: str = "invocation.base_url", app_repo: str | None = None) -> None:
         self.inner = inner
         self.session = session
         self.binding = binding
-        self.address = address               # an app with no app.name: where it is called (key.app_address)
-        self.address_named = address_named   # how a miss names that address (its variable)
+        # an app with no app.name: where it is called (an http app's key.app_address), or where its code
+        # is (a function, cli or agent app's key.app_location: `app_repo` names that directory)
+        self.address = address
+        self.address_named = address_named   # how a miss names an http app's address (its variable)
+        self.app_repo = app_repo
         self.cache = session.cache
         self._local = threading.local()
 
@@ -77,6 +80,9 @@ class ReplayInvoker:
         values = self.binding.values(recorded) if self.binding is not None else None
         if values is not None:   # what the request's ${NAME}s resolved to (a digest): another value, another request
             request[VALUES_KEY] = values
+        parts = getattr(self.inner, "key_parts", None)   # what the invoker asks with beside the request (agent: its fixture)
+        if parts is not None:
+            request.update(parts(wire))
         # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
         holdout = is_holdout(case)
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded
@@ -211,6 +217,8 @@ class ReplayInvoker:
             return None
         fix = ("name the app (adapter.yaml app.name) and record it with --record (a named app's recording "
                "replays at any address), or record this app with --record, or run live")
+        if self.app_repo is not None:
+            return self._not_this_repo(doc, where, fix)
         if "address" not in doc:
             return (f"{where}: the cache's answer names no address (recorded at {doc.get('recorded_at')}, before "
                     "recordings of an app with no app.name named where they called it), so it cannot be shown to be "
@@ -221,6 +229,22 @@ class ReplayInvoker:
                 f"the one {self.address_named} gives now: with no name an app is known only by its address, so "
                 f"this may be another app's answer; set {self.address_named} to the address it was recorded "
                 f"at, or {fix}")
+
+    def _not_this_repo(self, doc: Mapping[str, Any], where: str, fix: str) -> str | None:
+        """A function, cli or agent app with no app.name: its entrypoint or command as written is in the
+        key, so the same `bot:handle` in another app repo (adapter.yaml app.repo pointed elsewhere, or
+        this app replayed from another app's cache) keys alike; where its code is tells them apart."""
+        mode = self.inner.mode if isinstance(getattr(self.inner, "mode", None), str) else "this"
+        if doc.get("address") is None:
+            return (f"{where}: the cache's answer names no app repo (recorded at {doc.get('recorded_at')}, before "
+                    f"recordings of a {mode} app with no app.name named where its code is), so it cannot be shown "
+                    f"to be an answer of the app in {self.app_repo}: {fix}")
+        if doc.get("address") == self.address:
+            return None
+        return (f"{where}: the cache's answer was recorded from a {mode} app with no app.name in another app repo "
+                f"than this plan's, {self.app_repo} (adapter.yaml app.repo, else the state dir's parent; seen from "
+                f"the cache {self.cache.root}): with no name an app is known only by where its code is, so this may "
+                f"be another app's answer; point app.repo at the repo it was recorded from, or {fix}")
 
     def _miss(self, st: _CaseState, position: int, wire: ReplayWire) -> str:
         where = f"{REPLAY_MISS}: case {wire.case_id}: request {position + 1}"

@@ -312,7 +312,8 @@ def prepare(plan: Mapping[str, Any], out: Path, *, environ: Mapping[str, str], b
         from ..simulate.build import build_simulator
         simulator = build_simulator(plan, env, state, execution, environ, probe=not replaying)
     if replay is not None:   # the one hook of every app request (and of the judge's calls)
-        invoker = replay.invoker(invoker, plan.invocation, env)
+        from ..invoke.approot import app_root
+        invoker = replay.invoker(invoker, plan.invocation, env, app_root(plan.adapter, state))
         if judge is not None:
             judge.cache = replay
     return RunSetup(judge=judge, simulator=simulator, plan=plan, plan_sha256=plan.sha256, out=out,
