@@ -50,6 +50,7 @@ def finish(text: str, *, denials=(), usage: bool = True, subtype: str = "success
 
 mcp_up = word != "mcpdown"   # "mcpdown": the MCP server did not start, so the session lacks its tool
 emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "claude-scripted-1",
+      "claude_code_version": os.environ.get("FAKE_CLAUDE_VERSION", "2.0.0"),
       "tools": ["Bash", "Read", "Edit", "Skill", "Task"] + (["mcp__calc__add"] if mcp_up else []), "argv": argv,
       "mcp_servers": [{"name": "calc", "status": "connected" if mcp_up else "failed"}], "permissionMode": "default"})
 if word == "task":         # an arm with the plugin fixes it through the skill; without, it guesses wrong

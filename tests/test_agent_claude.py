@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_app import build_repo_and_plugin, processes_in
-from claude_cli import CLAUDE, unavailable
+from claude_cli import CLAUDE, PINNED, unavailable
 from fakeapp import case, make_plan
 from helpers import run_script
 from messages_server import MessagesServer, api_error, text, tool
@@ -192,6 +192,7 @@ def test_the_mcp_servers_tool_called_with_right_and_wrong_arguments(runs):
     call = [t for t in traj["tool_calls"] if t["name"] == "mcp__calc__add"][0]
     assert call["mcp"] == {"server": "calc", "tool": "add"} and "5" in json.dumps(call["result"])
     assert traj["mcp_servers"] == [{"name": "calc", "status": "connected"}]
+    assert traj["agent_cli"]["version"] == PINNED   # the real CLI's init event (a lift compares the arms' CLIs)
 
 
 def test_an_mcp_server_that_crashed_on_a_call_is_never_a_pass(runs):

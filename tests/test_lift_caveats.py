@@ -8,13 +8,15 @@ test_agent_mode.py's lift test does: "task ..." is fixed through the skill only 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from fakeapp import case
 from helpers import run_script
-from test_agent_mode import FIX_EXPECT, SECRET, agent_adapter, setup_state
+from rundir_util import cases_view
+from test_agent_mode import FAKE, FIX_EXPECT, SECRET, agent_adapter, setup_state
 
 pytestmark = pytest.mark.slow   # several run_cases.py runs of agent subprocesses
 
@@ -36,25 +38,32 @@ class Lift:
         ad["arms"] = arms
         (self.state / "adapter.yaml").write_text(json.dumps(ad))   # JSON is YAML
 
-    def case(self, cid: str, text: str) -> None:
-        doc = {**case(cid, text, expect=FIX_EXPECT, split=("smoke", "full")),
+    def case(self, cid: str, text: str, split: tuple = ("smoke", "full")) -> None:
+        doc = {**case(cid, text, expect=FIX_EXPECT, split=split),
                "review": {"status": "accepted", "by": "t", "at": "2026-12-04"}, "origin": "synthetic"}
         (self.state / "datasets" / f"{cid}.yaml").write_text(json.dumps(doc))
 
-    def run(self, arm: str, k: int = 1, *, record: bool = False, replay: Path | None = None) -> Path:
+    def cli_version(self, version: str) -> None:
+        """The stand-in CLI upgraded in place (the same `program`, as `npm i -g` does): its init event's
+        claude_code_version."""
+        prog = self.state.parent / "bin" / "claude"
+        prog.write_text(f'#!/bin/sh\nFAKE_CLAUDE_VERSION={version} exec "{sys.executable}" "{FAKE}" "$@"\n')
+
+    def run(self, arm: str, k: int = 1, *, record: bool = False, replay: Path | None = None, rc: int = 0,
+            mode: str = "regression", extra: tuple = ()) -> Path:
         r = run_script("convert_suite", self.state, "-o", self.state / "work" / "converted.json")
         assert r.rc == 0, r.stdout + r.stderr
-        run_id = f"regression-20261204T2320{self.n:02d}Z"
+        run_id = f"{mode}-20261204T2320{self.n:02d}Z"
         self.n += 1
         plan = self.state / "work" / f"{run_id}.json"
-        r = run_script("make_plan", self.state / "work" / "converted.json", "--mode", "regression", "--k", str(k),
-                       "--state-dir", self.state, "--arm", arm, "--run-id", run_id, "-o", plan, "--max-attempts", "1")
+        r = run_script("make_plan", self.state / "work" / "converted.json", "--mode", mode,
+                       *(("--k", str(k)) if mode != "smoke" else ()), "--state-dir", self.state, "--arm", arm, "--run-id", run_id, "-o", plan, "--max-attempts", "1")
         assert r.rc == 0, r.stdout + r.stderr
         out = self.state / "reports" / run_id
         how = ["--record"] if record else ["--replay", replay] if replay else []
-        r = run_script("run_cases", "--plan", plan, "--out", out, "--progress", "never", *how,
+        r = run_script("run_cases", "--plan", plan, "--out", out, "--progress", "never", *how, *extra,
                        env={"ASSAY_SCRATCH_DIR": str(self.tmp / "scratch"), "FAKE_SECRET": SECRET})
-        assert r.rc == 0, r.stdout + r.stderr
+        assert r.rc == rc, r.stdout + r.stderr
         return out
 
 
@@ -124,3 +133,78 @@ def test_an_arm_replayed_from_its_earlier_recording_is_a_caveat(tmp_path):
     assert got["pass_rate"]["lift"] == 1.0
     said = [c for c in got["caveats"] if "replayed from" in c]
     assert len(said) == 1 and f"replayed from run {recorded.name}" in said[0] and "run the arm live" in said[0], said
+
+
+def test_a_lift_over_a_run_a_canary_stopped_is_withheld_naming_the_run_and_the_fix(tmp_path):
+    """The without arm's canary ("task ...", fixed only through the skill) failed: the run stopped
+    (exit 4, status aborted_canary) with nothing but the canary scored. The lift read pass^k 0.0 vs 1.0,
+    lift 1.0 "over 1 case(s)" -- the canary, which no statistic counts -- and the status was a note."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
+    t.case("c-canary", "task fix calc", split=("smoke", "full", "canary"))
+    without = t.run("without", rc=4)
+    got = lift(without, t.run("with-skill"))
+    assert got["pass_rate"]["lift"] is None and got["pass_rate"]["cases"] == 0, got["pass_rate"]
+    assert got["withheld"].startswith(f"no lift: the run {without.name} of arm without ended with status "
+                                      "'aborted_canary'"), got["withheld"]
+    assert "run the arm again" in got["withheld"] and f"gate.py {without}" in got["withheld"], got["withheld"]
+    assert got["sentence"] == got["withheld"]
+
+
+def test_a_run_stopped_by_fail_fast_withholds_the_lift(tmp_path):
+    """The with-skill arm run with --fail-fast 1 stopped after its first failure: the lift was drawn over
+    the cases it reached, as if the arm had run the suite."""
+    t = Lift(tmp_path, ["task fix calc", "wrong edit", "task fix calc", "task fix calc"])
+    without = t.run("without", mode="smoke")
+    with_skill = t.run("with-skill", mode="smoke", extra=("--fail-fast", "1", "--order", "plan"))
+    got = lift(without, with_skill)
+    assert got["pass_rate"]["lift"] is None, got["pass_rate"]
+    assert f"the run {with_skill.name} of arm with-skill ended with status 'stopped_fail_fast'" in got["withheld"]
+    assert "without --fail-fast" in got["withheld"], got["withheld"]
+
+
+def test_arms_run_on_two_cli_versions_are_a_caveat_and_each_version_is_recorded(tmp_path):
+    """The CLI was upgraded between the arms' runs (the same `program`): the lift read as the skill's
+    effect what may be the CLI's; neither run said which CLI it ran."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
+    t.cli_version("2.0.1")
+    without = t.run("without")
+    t.cli_version("2.1.0")
+    with_skill = t.run("with-skill")
+    traj = json.loads((cases_view(with_skill) / "c-l0" / "trajectory.json").read_text())
+    assert traj["agent_cli"] == {"version": "2.1.0", "model": "claude-scripted-1"}, traj.get("agent_cli")
+    got = lift(without, with_skill)
+    assert got["agent_cli"] == {"base": {"versions": ["2.0.1"], "models": ["claude-scripted-1"]},
+                                "candidate": {"versions": ["2.1.0"], "models": ["claude-scripted-1"]}}
+    said = [c for c in got["caveats"] if "Claude Code CLI" in c]
+    assert len(said) == 1 and "arm without 2.0.1, arm with-skill 2.1.0" in said[0], got["caveats"]
+    assert got["sentence"].startswith("Not the arm's lift alone"), got["sentence"]
+    t.cli_version("2.1.0")
+    again = lift(t.run("without"), with_skill)   # one CLI on both sides: nothing said
+    assert not [c for c in again["caveats"] if "CLI" in c], again["caveats"]
+
+
+def test_the_with_arm_run_first_is_no_swap_warning_and_arms_given_backwards_are(tmp_path):
+    """The author ran the with-skill arm first and compared WITHOUT WITH as the docs say: the headline
+    asked "are the arguments swapped?" because the base run started later -- the arms, not the clock,
+    say which side is which. Given backwards (WITH WITHOUT), nothing asked."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
+    with_skill = t.run("with-skill")
+    without = t.run("without")
+    r = run_script("compare_runs", without, with_skill)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "swapped" not in r.json["headline"] and not [n for n in r.json["notes"] if "swapped" in n], r.json
+    back = run_script("compare_runs", with_skill, without)
+    assert back.rc == 0, back.stdout + back.stderr
+    assert "the base arm with-skill has plugin dir(s) the candidate arm without lacks" in back.json["headline"]
+    assert back.json["lift"]["pass_rate"]["lift"] == -1.0
+
+
+def test_a_canary_both_arms_pass_is_left_out_of_the_pass_rates(tmp_path):
+    """A canary (passing under every arm: "fix ..." invokes the skill whatever the arm) counted in the
+    lift's pass rates, as in no paired statistic: pass^k 1.0 vs 0.5 "over 2 case(s)", a lift of 0.5
+    for what is 1.0 on the one case the arm was measured on."""
+    t = Lift(tmp_path, ["task fix calc"])
+    t.case("c-canary", "fix the add function", split=("smoke", "full", "canary"))
+    got = lift(t.run("without"), t.run("with-skill"))
+    assert got["pass_rate"] == {"base": 0.0, "candidate": 1.0, "lift": 1.0, "cases": 1}, got["pass_rate"]
+    assert got["stats"]["n"] == 1

@@ -70,7 +70,12 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     if base.rows and cand.rows and base.rows.keys().isdisjoint(cand.rows.keys()):
         notes.append("the runs share no case id: nothing is paired, every case reads as added or removed "
                      "(two different suites, or a state dir's runs against another's?)")
-    if base_started_after(b, c):
+    from .lift import arm_swapped, two_arms
+    arms_swapped = arm_swapped(base, cand)
+    if arms_swapped:
+        notes.append(f"{arms_swapped}: the lift reads as the negative of the plugin's, newly failing and newly "
+                     "passing the other way round; are the arguments swapped? (compare_runs.py WITHOUT WITH)")
+    elif base_started_after(b, c) and not two_arms(base, cand):   # two arms: the arms say which is which
         notes.append(f"the base run {b['run_id']} started after the candidate {c['run_id']} ({b['started_at']} > "
                      f"{c['started_at']}): the baseline is normally the older run (compare_runs.py BASE CANDIDATE, "
                      "api.compare(baseline, candidate)); if the two are swapped, newly failing and newly passing "
@@ -141,8 +146,14 @@ def _same_answers(base: Side, cand: Side) -> str:
 def _swapped(base: Side, cand: Side) -> str:
     """Said in the headline itself when the base run started after the candidate: a script that reads
     only `headline` and `counts` (api.compare's documented use) saw "4 newly passing" for what, with the
-    arguments swapped, is 4 newly failing; the note says it in full."""
-    if base_started_after(base.describe(), cand.describe()):
+    arguments swapped, is 4 newly failing; the note says it in full. Two runs planned under two arms
+    are ordered by their arms (lift.arm_swapped), never by when they started: the arm without the
+    plugin is often run second."""
+    from .lift import arm_swapped, two_arms
+    arms = arm_swapped(base, cand)
+    if arms:
+        return f" — {arms}: are the arguments swapped? (notes)"
+    if base_started_after(base.describe(), cand.describe()) and not two_arms(base, cand):
         return " — the base run started after the candidate: are the arguments swapped? (notes)"
     return ""
 

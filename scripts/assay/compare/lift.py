@@ -12,13 +12,21 @@ between the runs is two cases, never a lift). `caveats` says, in the lift's own 
 the two runs differ by more than the arm (`arm_caveats`): the same arm twice, two arms that ran the
 same agent, an agent key neither arm sets, another k, an edited case, a case scored
 in one run only, a replayed or rescored run, a skill the arm without its plugin still invoked. With any caveat the
-`sentence` starts by saying the difference is not the arm's alone.
+`sentence` starts by saying the difference is not the arm's alone. `agent_cli`: the Claude Code
+CLI versions and models each side's transcripts report (their init events); two sides that differ
+is a caveat (the CLI's change or the model's, mixed with the arm's).
+
+A side whose run did not finish its plan (status other than `ok`: a canary stopped it, the infra bar,
+`--fail-fast`, missing artifacts) has no pass rate over the arm's suite: the lift is withheld
+(`pass_rate.lift` null, `withheld` and `sentence` naming the run, its status and the fix). Canaries are
+left out of the pass rates, as from every paired statistic (`assay.stats.paired.paired_population`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..stats.paired import paired_population
 from .sides import Side
 
 PAIRED_BUCKETS = ("newly_failing", "newly_passing", "still_failing", "still_passing", "judge_flip")
@@ -45,6 +53,93 @@ def _trigger(side: Side, ids: list[str]) -> dict[str, Any]:
                 and str((side.rows[c].get("layers") or {}).get("skills")) in ("pass", "fail")]
     passed = [str(r["layers"]["skills"]) == "pass" for r in asserted]
     return {"cases": len(asserted), "correct": sum(passed), "accuracy": _rate(passed)}
+
+
+STATUS_FIX = {
+    "aborted_canary": "a canary failed and stopped it before the other cases ran: see why with `gate.py {run}`, "
+                      "fix it, then run the arm again",
+    "aborted_infra": "too many infra errors stopped it: see why with `gate.py {run}`, fix the agent's setup, then "
+                     "run the arm again",
+    "stopped_fail_fast": "--fail-fast stopped it before every case ran: run the arm again without --fail-fast",
+    "incomplete": "its run dir lacks artifacts (`run_cases.py --verify {run}` names them): run the arm again",
+}
+
+
+def withheld(base: Side, cand: Side, names: dict[int, str]) -> str | None:
+    """Why no lift is drawn: a side whose run did not finish its plan (its status is not `ok`) scored
+    only part of the suite, so a pass rate over what it scored is not the arm's (a run a canary stopped
+    scored the canary alone). compare_runs.py itself refuses a `running` run (load_side)."""
+    said = []
+    for side in (base, cand):
+        status = side.describe()["status"]
+        if status != "ok":
+            fix = STATUS_FIX.get(status, "see why with `gate.py {run}`, then run the arm again").format(run=side.run_dir)
+            said.append(f"the run {side.run_id} of arm {names[id(side)]} ended with status {status!r}, not 'ok' "
+                        f"({fix})")
+    if not said:
+        return None
+    return ("no lift: " + "; ".join(said) + ": only part of the suite was scored, so no pass rate over it is the "
+            "arm's (the per-case verdicts are shown)")
+
+
+def agent_cli(side: Side, ids: list[str]) -> dict[str, list[str]]:
+    """The CLI versions and models the side's transcripts report (trajectory.json `agent_cli`, from the
+    init event) over the cases `ids`."""
+    versions, models = set(), set()
+    for cid in ids:
+        if cid not in side.rows:
+            continue
+        traj = side.json(cid, "trajectory.json")
+        got = traj.get("agent_cli") if isinstance(traj, dict) else None
+        if isinstance(got, dict):
+            if isinstance(got.get("version"), str):
+                versions.add(got["version"])
+            if isinstance(got.get("model"), str):
+                models.add(got["model"])
+    return {"versions": sorted(versions), "models": sorted(models)}
+
+
+def _cli_caveats(base: Side, cand: Side, clis: dict[str, dict], bname: str, cname: str) -> list[str]:
+    """The two sides' transcripts report different CLI versions or models while neither arm sets a key
+    that chooses them (`program`, `command`, `env`: an arm that does compares them on purpose)."""
+    armed = set((arm_of(base) or {}).get("overrides") or {}) | set((arm_of(cand) or {}).get("overrides") or {})
+    if armed & {"program", "command", "env"}:
+        return []
+    out = []
+    for key, what, fix in (("versions", "Claude Code CLI versions", "the CLI was upgraded between the runs; pin it "
+                            "(`make claude-cli`, or one `invocation.agent.program`) and run both arms on it"),
+                           ("models", "models", "run both arms with one model")):
+        b, c = clis["base"][key], clis["candidate"][key]
+        if b and c and b != c:
+            out.append(f"the arms' transcripts report different {what} (arm {bname} {', '.join(b)}, arm {cname} "
+                       f"{', '.join(c)}; runs {base.run_id}, {cand.run_id}): the lift mixes that change with the "
+                       f"arm's; {fix}")
+    return out
+
+
+def two_arms(base: Side, cand: Side) -> bool:
+    """Both runs were planned under an arm, two different ones: a lift, whose order is the arms'."""
+    barm, carm = arm_of(base), arm_of(cand)
+    return barm is not None and carm is not None and barm.get("name") != carm.get("name")
+
+
+def arm_swapped(base: Side, cand: Side) -> str | None:
+    """Two arms given in the order that reads the plugin's lift negatively (the clause saying so): the
+    base arm's agent has plugin dirs (or an MCP config) the candidate's lacks, and not the other way
+    round. The arms, not the runs' start times, say which side is which (the arm without the plugin
+    is often run second)."""
+    barm, carm = arm_of(base), arm_of(cand)
+    ba, ca = _agent(base), _agent(cand)
+    if barm is None or carm is None or ba is None or ca is None or barm.get("name") == carm.get("name"):
+        return None
+    bp, cp = set(ba.get("plugin_dirs") or []), set(ca.get("plugin_dirs") or [])
+    if cp < bp:
+        what = "plugin dir(s)"
+    elif cp == bp and ba.get("mcp_config") and not ca.get("mcp_config"):
+        what = "an mcp_config"
+    else:
+        return None
+    return f"the base arm {barm.get('name')} has {what} the candidate arm {carm.get('name')} lacks"
 
 
 def _named(ids: list[str], most: int = 5) -> str:
@@ -147,11 +242,14 @@ def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict 
     bname, cname = (barm or {}).get("name") or "(no arm)", (carm or {}).get("name") or "(no arm)"
     same = bname == cname
     bcol, ccol = (f"{bname} ({base.run_id})", f"{cname} ({cand.run_id})") if same else (bname, cname)
-    scored = [p for p in pairs if p["bucket"] in PAIRED_BUCKETS]
+    names = {id(base): bname, id(cand): cname}
+    stop = withheld(base, cand, names)
+    scored = [] if stop else paired_population([p for p in pairs if p["bucket"] in PAIRED_BUCKETS])
     brate = _rate([p["verdict"]["base"] == "pass" for p in scored])
     crate = _rate([p["verdict"]["candidate"] == "pass" for p in scored])
     ids = [p["case_id"] for p in pairs]
-    caveats = arm_caveats(base, cand, pairs, bname, cname)
+    clis = {"base": agent_cli(base, ids), "candidate": agent_cli(cand, ids)}
+    caveats = arm_caveats(base, cand, pairs, bname, cname) + _cli_caveats(base, cand, clis, bname, cname)
     out = {
         "base_arm": barm, "candidate_arm": carm,
         "reading": (f"a re-run of arm {bname}, not a lift" if same and barm is not None and carm is not None
@@ -163,12 +261,15 @@ def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict 
                       "lift": None if brate is None or crate is None else round(crate - brate, 4),
                       "cases": len(scored)},
         "trigger_accuracy": {"base": _trigger(base, ids), "candidate": _trigger(cand, ids)},
+        "agent_cli": clis,
         "stats": stats, "stats_note": stats_note,
         "caveats": caveats,
     }
     if barm is not None and carm is not None and same:
         out["note"] = f"both runs were planned under the same arm ({bname}): this is a re-run, not a lift"
-    if stats and stats.get("mde_sentence"):
+    if stop:
+        out["withheld"] = out["sentence"] = stop
+    elif stats and stats.get("mde_sentence"):
         lead = (f"Not the arm's lift alone ({len(caveats)} caveat(s): {caveats[0]}"
                 + (" ...; see lift.caveats" if len(caveats) > 1 else "") + "). ") if caveats else ""
         out["sentence"] = (f"{lead}Arm {cname} vs {bname}: pass^k {crate} vs {brate} over {len(scored)} case(s). "

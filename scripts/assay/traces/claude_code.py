@@ -186,6 +186,9 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         "mcp_servers": [{"name": s.get("name"), "status": s.get("status")} for s in init.get("mcp_servers") or []
                         if isinstance(s, dict)],
         "available_tools": [t for t in init.get("tools") or [] if isinstance(t, str)],
+        # which CLI and model ran the session (the init event's): a lift across two of them is not the arm's alone
+        "agent_cli": {"version": init.get("claude_code_version") if isinstance(init.get("claude_code_version"), str)
+                      else None, "model": model},
         "result": None if result is None else {
             k: result.get(k) for k in ("subtype", "is_error", "num_turns", "duration_ms", "duration_api_ms",
                                         "total_cost_usd")},
