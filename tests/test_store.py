@@ -73,8 +73,8 @@ def world(tmp_path_factory):
         shutil.copytree(state / "reports" / f"{RUN_ID}.shard-2", kept)
         for i in range(1, COUNT + 1):
             shutil.rmtree(state / "reports" / f"{RUN_ID}.shard-{i}")
-        merged = run_script("merge_runs", "--plan", plan_path, "--out", state / "reports" / RUN_ID,
-                            f"s3://{BUCKET}/runs/{RUN_ID}/", env=server.env)
+        merged = run_script("merge_runs", "--plan", plan_path, "--attempt", JOB_UID, "--out",
+                            state / "reports" / RUN_ID, f"s3://{BUCKET}/runs/{RUN_ID}/", env=server.env)
         yield {"server": server, "state": state, "plan_path": plan_path, "pods": outs, "whole": whole,
                "merged": merged, "kept": kept, "env": server.env, "app_url": app.url,
                "env_no_store": dict(server.env, ASSAY_STORE="")}
@@ -102,8 +102,8 @@ def copy_run(world, prefix, *, skip=()):
 
 
 def merge_from(world, url):
-    return run_script("merge_runs", "--plan", world["plan_path"], "--out", world["state"] / "reports" / RUN_ID,
-                      url, env=world["env"])
+    return run_script("merge_runs", "--plan", world["plan_path"], "--attempt", JOB_UID, "--out",
+                      world["state"] / "reports" / RUN_ID, url, env=world["env"])
 
 
 def test_pods_publish_their_shards_and_the_merge_from_the_store_equals_the_unsharded_run(world):

@@ -5,8 +5,11 @@ The hole: the Indexed Job re-applied with the same plan (same run id) after the 
 first attempt's shard 3 (a pod clears only its own shard when it starts). A merge run then took
 that shard as this attempt's: exit 0, and the gate PASSed a broken app. The recipe sets
 ASSAY_SHARD_ATTEMPT from the Job's controller uid; a retried pod of the same Job (same uid, after a
-kill, --resume) still merges. A local S3-compatible server (moto), a real loopback app,
-run_cases.py / merge_runs.py / gate.py as subprocesses."""
+kill, --resume) still merges. The merge is told the Job it is for (merge_runs.py --attempt, the
+shards Job's uid, as the recipe's merge Job is) and refuses every other Job's shard, so a re-applied
+Job whose pods all stopped before they knew their shard (nothing claimed) never merges as the earlier
+Job's run. A local S3-compatible server (moto), a real loopback app, run_cases.py / merge_runs.py /
+gate.py as subprocesses."""
 
 from __future__ import annotations
 
@@ -83,10 +86,12 @@ def pod(world, index: int, job: str | None, *args: str, keep: bool = False, slot
     return r
 
 
-def merge_and_gate(world):
+def merge_and_gate(world, attempt: str | None = None):
+    """merge_runs.py from the store (--attempt: the shards Job's uid, as the recipe passes it), then gate.py."""
     out = world["state"] / "reports" / RUN_ID
     shutil.rmtree(out, ignore_errors=True)
-    merged = run_script("merge_runs", "--plan", world["plan"], "--out", out, f"{SHARDS}/{RUN_ID}/",
+    told = ("--attempt", attempt) if attempt is not None else ()
+    merged = run_script("merge_runs", "--plan", world["plan"], *told, "--out", out, f"{SHARDS}/{RUN_ID}/",
                         env=world["server"].env)
     gate = run_script("gate", out)
     return merged, gate
@@ -94,10 +99,10 @@ def merge_and_gate(world):
 
 def test_a_merge_before_every_index_of_a_rerun_started_never_takes_the_earlier_jobs_shard(world):
     assert [pod(world, i, JOB_A).rc for i in (0, 1, 2)] == [0, 0, 0]
-    merged, gate = merge_and_gate(world)
+    merged, gate = merge_and_gate(world, JOB_A)
     assert merged.rc == 0 and gate.rc == 0, merged.stdout + gate.stdout   # the app was healthy: open
     # the app breaks on shard 3's cases; the Job is re-applied with the same plan (a new uid);
-    # pods 0 and 1 finish and publish; index 2 has not started; the merge runs now
+    # pods 0 and 1 finish and publish; index 2 has not started; the merge runs now (not told the Job)
     world["desk"].broken = world["third"]
     assert [pod(world, i, JOB_B).rc for i in (0, 1)] == [0, 0]
     merged, gate = merge_and_gate(world)
@@ -110,6 +115,13 @@ def test_a_merge_before_every_index_of_a_rerun_started_never_takes_the_earlier_j
         assert said in doc["error"], doc["error"]
     assert not (world["state"] / "reports" / RUN_ID / "results.json").exists()
     assert gate.rc != 0 and "PASS" not in gate.stdout, gate.stdout
+    # told the new Job (the recipe's merge): shard 3 is named with the uid it carries and the one expected
+    merged, _ = merge_and_gate(world, JOB_B)
+    assert merged.rc == 6 and merged.json["other_attempts"] == [
+        {"shard": 3, "attempt": JOB_A, "started_at": merged.json["other_attempts"][0]["started_at"]}], merged.stdout
+    for said in (f"shard(s) 3 by attempt {JOB_A}", f"not by --attempt {JOB_B}", "wrote shard(s) 1, 2 only",
+                 "wait until every index of that Job has finished"):
+        assert said in merged.json["error"], merged.json["error"]
     # a retried pod of the same Job (same uid) is that attempt's: still refused only for shard 3
     assert pod(world, 0, JOB_B).rc == 0
     merged, _ = merge_and_gate(world)
@@ -131,8 +143,8 @@ def test_a_merge_before_every_index_of_a_rerun_started_never_takes_the_earlier_j
     other = pod(world, 2, JOB_A, "--resume", keep=True)   # another Job's pod never resumes it as its own
     assert other.rc == 2 and ATTEMPT_ENV in other.json["error"] and JOB_B in other.json["error"], other.stdout
     assert pod(world, 2, JOB_B, "--resume").rc == 0
-    merged, gate = merge_and_gate(world)
-    assert merged.rc == 0, merged.stdout
+    merged, gate = merge_and_gate(world, JOB_B)
+    assert merged.rc == 0 and merged.json["attempt"] == JOB_B, merged.stdout
     assert gate.rc == 1 and "PASS" not in gate.stdout, gate.stdout   # the broken shard 3 closes the gate
 
 
@@ -142,6 +154,56 @@ def test_shards_without_an_attempt_merge_as_before(world):
     assert [pod(world, i, None, slot="ASSAY_SHARD_INDEX").rc for i in (0, 1, 2)] == [0, 0, 0]
     merged, gate = merge_and_gate(world)
     assert merged.rc == 0 and gate.rc == 0, merged.stdout + gate.stdout
+    # told an attempt (a Job's uid), shards that record none are not that Job's
+    merged, _ = merge_and_gate(world, JOB_A)
+    assert merged.rc == 6 and [r["attempt"] for r in merged.json["other_attempts"]] == [None, None, None]
+    assert "shard(s) 1, 2, 3 by attempt (none recorded)" in merged.json["error"], merged.json["error"]
+
+
+@pytest.mark.parametrize("stop", ["plan unreadable", "publish URL typo'd"])
+def test_a_rerun_whose_every_pod_stops_before_it_knows_its_shard_never_merges_the_earlier_job(world, stop):
+    """The Job re-applied with the same plan after the app broke on shard 3's cases, and every pod of it
+    stops before it knows its shard (the plan's path wrong, the --publish URL typo'd): none claims a
+    shard, so the store holds the first Job's three finished shards, and the merge took them as this
+    Job's run (exit 0) and the gate PASSed results the new Job never produced. Told the new Job's uid
+    (--attempt, as the recipe's merge Job is), the merge refuses each shard, naming the uid it carries,
+    the one expected and the fix; not told any, it refuses (exit 2) naming the uid the shards carry."""
+    assert [pod(world, i, JOB_A).rc for i in (0, 1, 2)] == [0, 0, 0]   # the app healthy: all pass
+    world["desk"].broken = world["third"]
+    wrong = (("--plan", str(world["plan"]) + ".missing") if stop == "plan unreadable"
+             else ("--publish", f"s3:/{BUCKET}/assay/shards"))
+    sent = len(world["app"].requests)
+    runs = [pod(world, i, JOB_B, *wrong) for i in (0, 1, 2)]
+    assert [r.rc for r in runs] == [2, 2, 2], [r.stdout for r in runs]
+    assert len(world["app"].requests) == sent   # the new Job measured nothing
+    merged, gate = merge_and_gate(world)   # a merge not told which Job: refused, not the earlier Job's run
+    assert merged.rc == 2 and merged.json["attempts_found"] == [JOB_A], merged.stdout   # before: exit 0, and
+    # the gate PASSed the first Job's shards, results the new Job never produced
+    for said in (f"written by attempt {JOB_A}", "not told which attempt", "--attempt <the shards Job's uid>",
+                 "kubectl get job assay-shards -o jsonpath='{.metadata.uid}'"):
+        assert said in merged.json["error"], merged.json["error"]
+    assert gate.rc != 0 and "PASS" not in gate.stdout, gate.stdout
+    merged, gate = merge_and_gate(world, JOB_B)   # the recipe's merge: told the shards Job's uid
+    assert merged.rc == 6, merged.stdout
+    assert [(r["shard"], r["attempt"]) for r in merged.json["other_attempts"]] == [(1, JOB_A), (2, JOB_A), (3, JOB_A)]
+    assert merged.json["attempt"] == JOB_B
+    for said in (f"shard(s) 1, 2, 3 by attempt {JOB_A}", f"not by --attempt {JOB_B}",
+                 f"no shard here was written by attempt {JOB_B}", "before it knew its shard",
+                 "a new run id", "kubectl get job assay-shards -o jsonpath='{.metadata.uid}'"):
+        assert said in merged.json["error"], merged.json["error"]
+    assert not (world["state"] / "reports" / RUN_ID / "results.json").exists()
+    assert gate.rc != 0 and "PASS" not in gate.stdout, gate.stdout
+    # the recipe's merge Job, its script as written, with the uid its wait step sets: refused
+    from test_store_rerun import merge_job
+    job = merge_job(world, world["plan"], RUN_ID, attempt=JOB_B)
+    assert job.returncode != 0 and "merge refused" in job.stdout and "PASS" not in job.stdout, job.stdout + job.stderr
+    assert f"not by --attempt {JOB_B}" in job.stdout
+    job = merge_job(world, world["plan"], RUN_ID, attempt="")   # applied without the wait step's uid
+    assert job.returncode != 0 and "--attempt is empty" in job.stdout and "PASS" not in job.stdout, job.stdout
+    for bad in ("", "not an id!"):   # said before anything is downloaded
+        r = run_script("merge_runs", "--plan", world["plan"], "--attempt", bad, "--out",
+                       world["state"] / "reports" / RUN_ID, f"{SHARDS}/{RUN_ID}/", env=world["server"].env)
+        assert r.rc == 2 and r.json["key"] == "--attempt", r.stdout
 
 
 def test_an_attempt_id_of_each_pod_is_named_not_taken_for_a_rerun(world):

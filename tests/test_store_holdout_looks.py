@@ -73,7 +73,8 @@ def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate
         fresh_pod()
         path = write_plan(state, plan)
         out = state / "reports" / run_id
-        merged = run_script("merge_runs", "--plan", path, "--out", out, f"{SHARDS}/{run_id}/", env=server.env)
+        merged = run_script("merge_runs", "--plan", path, "--attempt", f"job-{run_id}", "--out", out,
+                            f"{SHARDS}/{run_id}/", env=server.env)
         assert merged.rc == 0, merged.stdout + merged.stderr
         rows = [json.loads(x) for x in ledger.read_text().splitlines()]
         assert [r["run_id"] for r in rows] == [r["run_id"] for r in EARLIER] + ["holdout-20261201T120000Z", run_id]

@@ -66,11 +66,12 @@ def pod(world, index: int, publish: str = SHARDS, plan=None, run_id: str = RUN_I
     return r
 
 
-def merge(world):
+def merge(world, attempt: str = "job-uid-1"):
+    """merge_runs.py from the store, told the shards Job's uid (--attempt, as the recipe's merge Job is)."""
     import shutil
     shutil.rmtree(world["state"] / "reports" / RUN_ID, ignore_errors=True)
-    return run_script("merge_runs", "--plan", world["plan"], "--out", world["state"] / "reports" / RUN_ID,
-                      f"{SHARDS}/{RUN_ID}/", env=world["server"].env)
+    return run_script("merge_runs", "--plan", world["plan"], "--attempt", attempt, "--out",
+                      world["state"] / "reports" / RUN_ID, f"{SHARDS}/{RUN_ID}/", env=world["server"].env)
 
 
 def test_a_rerun_whose_pods_fail_before_publishing_never_merges_the_previous_attempt(world):
@@ -134,9 +135,10 @@ def test_a_wrong_bucket_or_missing_credentials_are_said_before_the_first_case(wo
         assert not (world["state"] / "reports" / f"{RUN_ID}.shard-1").exists()
 
 
-def merge_job(world, plan, run_id: str) -> subprocess.CompletedProcess:
+def merge_job(world, plan, run_id: str, attempt: str = "job-uid-1") -> subprocess.CompletedProcess:
     """The merge Job of skills/run/references/kubernetes.md, its script run as written (sh -c), the
-    image's paths put where this test keeps them: assay's scripts, the state dir, the plan."""
+    image's paths put where this test keeps them: assay's scripts, the state dir, the plan; `attempt`:
+    the shards Job's uid, which the recipe's wait step sets in it (SHARDS_JOB_UID)."""
     page = (ROOT / "skills" / "run" / "references" / "kubernetes.md").read_text(encoding="utf-8")
     docs = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", page, re.S)]
     job = next(d for d in docs if isinstance(d, dict) and d.get("metadata", {}).get("name") == "assay-merge")
@@ -144,7 +146,8 @@ def merge_job(world, plan, run_id: str) -> subprocess.CompletedProcess:
     script = (container["args"][0].replace("python3 /opt/assay/scripts/", f"{sys.executable} {SCRIPTS}/")
               .replace("/app/.assay", str(world["state"])).replace("/plan/plan.json", str(plan)))
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    env.update(world["server"].env, RUN_ID=run_id, ASSAY_SHARDS=SHARDS, ASSAY_STORE=f"s3://{BUCKET}/assay/runs")
+    env.update(world["server"].env, RUN_ID=run_id, ASSAY_SHARDS=SHARDS, ASSAY_STORE=f"s3://{BUCKET}/assay/runs",
+               SHARDS_JOB_UID=attempt)
     import os
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env}
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env, timeout=600)
@@ -160,8 +163,8 @@ def test_the_merge_jobs_script_never_gates_an_earlier_merge_of_the_plan(world):
         world["state"], CASES, adapter_doc=adapter(world["app"].url, max_concurrency=2), run_id=base_id,
         mode="regression", selecting_split="full"), 2), "base-plan.json")
     assert [pod(world, i, plan=base_plan, run_id=base_id).rc for i in (0, 1)] == [0, 0]
-    merged = run_script("merge_runs", "--plan", base_plan, "--out", world["state"] / "reports" / base_id,
-                        f"{SHARDS}/{base_id}/", env=world["server"].env)
+    merged = run_script("merge_runs", "--plan", base_plan, "--attempt", "job-uid-1", "--out",
+                        world["state"] / "reports" / base_id, f"{SHARDS}/{base_id}/", env=world["server"].env)
     assert merged.rc == 0, merged.stdout
     assert run_script("publish_run", world["state"] / "reports" / base_id, f"s3://{BUCKET}/assay/runs",
                       env=world["server"].env).rc == 0
@@ -227,7 +230,8 @@ def test_a_rerun_whose_pods_refuse_the_plan_never_merges_the_previous_attempt(tm
 
         def merged():
             shutil.rmtree(out, ignore_errors=True)
-            return run_script("merge_runs", "--plan", plan, "--out", out, f"{SHARDS}/{run_id}/", env=server.env)
+            return run_script("merge_runs", "--plan", plan, "--attempt", "job-uid-1", "--out", out,
+                              f"{SHARDS}/{run_id}/", env=server.env)
 
         assert [r.rc for r in pods()] == [0, 0]
         assert merged().rc == 0 and run_script("gate", out).rc == 0   # the app answers 120: open

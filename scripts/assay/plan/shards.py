@@ -57,6 +57,24 @@ def shard_attempt(environ: Mapping[str, str]) -> str | None:
     return raw
 
 
+def merge_attempt(value: str | None) -> str | None:
+    """merge_runs.py --attempt: the attempt (the shards Job's uid) whose shards the merge takes; None
+    when not given. AssayError(2) for an empty value (the recipe's `kubectl get job ... uid` found no
+    Job, or the merge Job was applied without the value) or one that is not an attempt id."""
+    if value is None:
+        return None
+    raw = value.strip()
+    if not raw:
+        raise AssayError("--attempt is empty: give the uid of the Job whose shards this merge is for "
+                         "(kubectl get job assay-shards -o jsonpath='{.metadata.uid}'; the recipe's wait step "
+                         "sets SHARDS_JOB_UID in the merge Job from it: skills/run/references/kubernetes.md); "
+                         "an empty value would merge whichever Job's shards the store holds", 2, key="--attempt")
+    if not _ATTEMPT.fullmatch(raw):
+        raise AssayError(f"--attempt {raw[:80]!r} is not an attempt id (1-128 letters, digits and ._:/-: the "
+                         f"shards Job's metadata.uid, the {ATTEMPT_ENV} its pods recorded)", 2, key="--attempt")
+    return raw
+
+
 def shard_from_env(plan: Mapping[str, Any], environ: Mapping[str, str]) -> int:
     """`--shard auto`: the shard (1-based) from JOB_COMPLETION_INDEX (0-based, as a Kubernetes
     Indexed Job sets it), else ASSAY_SHARD_INDEX (1-based, as --shard I). AssayError(2) naming

@@ -20,10 +20,13 @@ from ..store.url import is_store_url
 from .merge import merge_runs
 
 
-def merge(plan_path: str, out_arg: str, sources: list[str], baseline_arg: str | None = None) -> tuple[int, dict]:
+def merge(plan_path: str, out_arg: str, sources: list[str], baseline_arg: str | None = None,
+          attempt: str | None = None) -> tuple[int, dict]:
     remote = [s for s in sources if is_store_url(s)]
     if not remote:
-        return merge_runs(plan_path, out_arg, sources, baseline_arg)
+        return merge_runs(plan_path, out_arg, sources, baseline_arg, attempt=attempt)
+    from ..plan.shards import merge_attempt
+    attempt = merge_attempt(attempt)   # a bad --attempt is said before anything is downloaded
     if len(sources) != 1:
         raise AssayError("merge_runs.py takes either shard run dirs or one s3://bucket/prefix/<run-id>/ (the "
                          "shards published there), not both or two stores", 2, key="SHARD_DIR")
@@ -31,13 +34,13 @@ def merge(plan_path: str, out_arg: str, sources: list[str], baseline_arg: str | 
     from ..store.fetch import fetch_shards
     plan = load_plan(plan_path)
     if not plan.get("shards"):   # merge_runs says it in full; nothing to fetch
-        return merge_runs(plan_path, out_arg, sources, baseline_arg)
+        return merge_runs(plan_path, out_arg, sources, baseline_arg, attempt=attempt)
     tmp = Path(tempfile.mkdtemp(prefix="assay-merge-"))
     dirs: list[str] = []
     try:
         _fold_looks(plan, remote[0])
         dirs = fetch_shards(remote[0], plan, tmp)
-        code, result = merge_runs(plan_path, out_arg, dirs, baseline_arg)
+        code, result = merge_runs(plan_path, out_arg, dirs, baseline_arg, attempt=attempt)
         result = _in_store_words(result, dirs, remote[0], plan["shards"]["count"])
         result["from_store"] = remote[0]
         return code, result

@@ -20,21 +20,6 @@ PER_SHARD_KEYS = ("cases", "shard", "started_at", "health_check", "baseline_verd
 PER_SHARD_INVOCATION_KEYS = ("scratch_area",)
 
 
-def attempts_of(shards: list) -> list[dict]:
-    """The shards grouped by the attempt that wrote them (`shard.attempt`, ASSAY_SHARD_ATTEMPT: a
-    Kubernetes Job's controller uid), the newest (latest started) first; [] when they are one
-    attempt's, or none records one (shards run outside Kubernetes: no check)."""
-    groups: dict = {}
-    for s in shards:
-        block = s.manifest.get("shard") if isinstance(s.manifest.get("shard"), dict) else {}
-        groups.setdefault(block.get("attempt"), []).append(s)
-    if len(groups) < 2:
-        return []
-    rows = [{"attempt": attempt, "shards": sorted(x.index for x in runs),
-             "started_at": max(str(x.manifest.get("started_at")) for x in runs)} for attempt, runs in groups.items()]
-    return sorted(rows, key=lambda r: (r["started_at"], str(r["attempt"])), reverse=True)
-
-
 def _shared(manifest: dict) -> dict:
     """The manifest keys the shards of one run must agree on (a cli run's scratch area is each
     machine's own temp dir, named after its run dir)."""

@@ -8,7 +8,10 @@
    missing or given twice; each shard passes the `--verify` check (complete, or aborted
    with everything it finished intact); every non-canary case is in its own shard only;
    every planned case is there unless the shard that owned it aborted; the shards were
-   written by one attempt (`shard.attempt`, ASSAY_SHARD_ATTEMPT) when any records one.
+   written by one attempt (`shard.attempt`, ASSAY_SHARD_ATTEMPT) when any records one, and, given
+   `attempt` (--attempt: the shards Job's uid), every shard by that one (`other_attempts`).
+   Shards that record an attempt, merged without being told which, are exit 2 (a Job re-applied
+   with the same plan whose pods all stopped before they knew their shard left an earlier Job's).
 3. **Build beside, rename into place**: `.<run_id>.merge-<pid>.tmp` next to `--out` gets
    the case dirs (whole trees, copied byte for byte, whatever files they hold), the
    manifest (the shards' own, with the plan's case list), and every derived file written
@@ -43,7 +46,7 @@ from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json, atomic_write_text, read_json
 from ..core.vocab import FAIL
 from ..core.vocab import is_holdout
-from ..plan.shards import ATTEMPT_ENV, is_canary, shard_cases
+from ..plan.shards import is_canary, merge_attempt, shard_cases
 from ..rundir import derived
 from ..traces.collect import LATE_SPANS_FIX
 from ..run import holdout_ledger
@@ -52,7 +55,9 @@ from ..run import run_paths
 from ..rundir.completeness import ABORTED, check_run_dir
 from ..run.engine import EXIT_MESSAGES, exit_code_for
 from ..run.lock import RunLock
-from .manifest import attempts_of, merged_manifest
+from .attempts import (attempts_of, mixed_attempts_message, other_attempts, other_attempts_message,
+                       refuse_untold)
+from .manifest import merged_manifest
 
 PROBLEMS_SHOWN = 5
 
@@ -136,8 +141,9 @@ def _shown(items: list[str]) -> str:
                                                 if len(items) > PROBLEMS_SHOWN else "")
 
 
-def reconcile(plan: dict, shards: list[ShardRun]) -> dict[str, Any]:
-    """Every shard once, every case once, every shard complete: the problems by kind (empty = ok)."""
+def reconcile(plan: dict, shards: list[ShardRun], attempt: str | None = None) -> dict[str, Any]:
+    """Every shard once, every case once, every shard complete, every shard by one attempt (by
+    `attempt`, when the merge is told which): the problems by kind (empty = ok)."""
     count = plan["shards"]["count"]
     assignment = plan["shards"]["assignment"]
     name = _namer(plan)
@@ -176,11 +182,14 @@ def reconcile(plan: dict, shards: list[ShardRun]) -> dict[str, Any]:
                         f"<plan> --shard {s.index} --out {s.path.name} --resume)")
             incomplete[str(s.index)] = [f"{s.path.name}{hint}"] + s.problems[:PROBLEMS_SHOWN]
     out["incomplete_shards"] = incomplete
-    out["mixed_attempts"] = attempts_of(shards)
+    if attempt is None:
+        out["mixed_attempts"] = attempts_of(shards)
+    else:   # the Job this merge is for: a shard any other attempt wrote is not this run's
+        out["other_attempts"] = other_attempts(shards, attempt)
     return {k: v for k, v in out.items() if v}
 
 
-def _problem_message(problems: dict[str, Any]) -> str:
+def _problem_message(problems: dict[str, Any], attempt: str | None = None, given: list[int] = ()) -> str:
     parts = []
     if "missing_shards" in problems:
         missing = ', '.join(map(str, problems['missing_shards']))
@@ -198,28 +207,10 @@ def _problem_message(problems: dict[str, Any]) -> str:
     for index, lines in (problems.get("incomplete_shards") or {}).items():
         parts.append(f"shard {index} is not complete: {lines[0]}: {'; '.join(lines[1:])}")
     if "mixed_attempts" in problems:
-        parts.append(_attempts_message(problems["mixed_attempts"]))
+        parts.append(mixed_attempts_message(problems["mixed_attempts"]))
+    if "other_attempts" in problems:
+        parts.append(other_attempts_message(problems["other_attempts"], attempt, given))
     return "merge refused: " + "; ".join(parts)
-
-
-def _attempts_message(groups: list[dict]) -> str:
-    """The shards of two attempts of one plan (a Job re-applied with the same plan): which shards
-    each wrote, and the two ways to one attempt's run."""
-    def shards(g: dict) -> str:
-        return f"shard(s) {', '.join(map(str, g['shards']))}"
-    named = "; ".join(f"{shards(g)} by attempt {g['attempt'] or '(none recorded)'} (started {g['started_at']})"
-                      for g in groups)
-    if len(groups) > 1 and all(len(g["shards"]) == 1 and g["attempt"] for g in groups):
-        # each shard its own attempt: the Job's env gives every pod its own id, not the Job's
-        return (f"every shard records its own attempt ({named}): if the Job was not applied once per shard, "
-                f"{ATTEMPT_ENV} differs from pod to pod: set it from the Job's controller uid (valueFrom.fieldRef "
-                "metadata.labels['batch.kubernetes.io/controller-uid'], which every pod of one Job shares), not the "
-                "pod's own metadata.uid or metadata.name; then delete the Job and run the plan again (make_plan.py: "
-                "a new run id)")
-    return (f"shards of different attempts of this plan ({named}): the newest attempt (started last) has not "
-            f"written {', '.join(shards(g) for g in groups[1:])} yet, and an earlier attempt's shard is not this "
-            "one's; wait until every index of the newer Job has finished (the recipe's wait loop: kubectl wait "
-            "--for=condition=complete never returns for a Job with a failed index) and merge again, or, to run the plan again, make a new plan (make_plan.py: a new run id)")
 
 
 def _source_shard(plan: dict, shards: dict[int, ShardRun]) -> dict[str, ShardRun]:
@@ -287,8 +278,9 @@ def _runlog_text(plan: dict, shards: list[ShardRun], final: dict) -> str:
 
 
 def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg: str | None = None,
-               stderr=None) -> tuple[int, dict]:
+               stderr=None, attempt: str | None = None) -> tuple[int, dict]:
     stderr = stderr or sys.stderr
+    attempt = merge_attempt(attempt)
     plan = preflight.load_plan(plan_path)
     if not plan.get("shards"):
         raise AssayError(f"--plan {plan_path}: this plan has no shards block; merge_runs.py merges the shard "
@@ -306,9 +298,13 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
     for s in shards:
         s.problems, records, _ = check_run_dir(s.path, records=True)
         s.records = {r["case_id"]: r for r in records}
-    problems = reconcile(plan, shards)
+    problems = reconcile(plan, shards, attempt)
     if problems:
-        raise AssayError(_problem_message(problems), 6, run_id=plan["run_id"], **problems)
+        extra = {"attempt": attempt} if attempt is not None else {}
+        raise AssayError(_problem_message(problems, attempt, sorted({s.index for s in shards})), 6,
+                         run_id=plan["run_id"], **extra, **problems)
+    if attempt is None:
+        refuse_untold(plan, shards)
     shards.sort(key=lambda s: s.index)
     manifest = merged_manifest(plan, shards, baseline)
 
@@ -331,6 +327,8 @@ def merge_runs(plan_path: str, out_arg: str, shard_dirs: list[str], baseline_arg
         if tmp.exists():
             shutil.rmtree(tmp)
         lock.release()
+    if attempt is not None:
+        result["attempt"] = attempt
     if code:
         raise AssayError(EXIT_MESSAGES[code], code, **result)
     return code, result
