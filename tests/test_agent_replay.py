@@ -90,32 +90,43 @@ def test_an_expectation_edited_since_is_unscored_naming_what_was_not_measured(ru
     assert edited[SKILL_CASE] == _decisions(runs[LIVE])[SKILL_CASE]
 
 
-def test_a_case_pointed_at_another_fixture_is_a_replay_miss_never_the_old_fixtures_answer(tmp_path_factory):
-    """The recorded request of an agent attempt is its argv: a case whose `input.fixture` was edited to
-    another repo (where the agent's fix does not apply) keyed alike and replayed the old fixture's
-    PASS; a live run fails it. The fixture, relative to the app repo, is now part of the key."""
+def _edit_only_app(tmp_path_factory, name: str, agent_env_block: dict | None = None):
+    """One case (the edit the check verifies) of the scripted agent, a second fixture `fixtures/divide`
+    where that edit does not apply, and `run(run_id, fixture, *flags, env=...)`: a run of the case (its
+    `input.fixture` set when given) returning its verdict record."""
     import shutil
     from assay.suite.convert import convert_state_dir
-    root = tmp_path_factory.mktemp("agent-fixture")
+    root = tmp_path_factory.mktemp(name)
     state = build_agent_state(root, {EDIT_CASE: ("fix add() so that check_calc.py passes", {
         "files": {"contains": {"calc.py": ["return a + b"]}}, "check": {"command": [sys.executable, "check_calc.py"]}})})
+    if agent_env_block:
+        doc = json.loads((state / "adapter.yaml").read_text(encoding="utf-8"))
+        doc["invocation"]["agent"]["env"].update(agent_env_block)
+        (state / "adapter.yaml").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     shutil.copytree(root / "fixtures" / "repo", root / "fixtures" / "divide")
     (root / "fixtures" / "divide" / "calc.py").write_text("def add(a, b):\n    return a / b\n", encoding="utf-8")
-    converted = convert_state_dir(state)
-    env = agent_env(dict(os.environ), broken=False)
-    env["ASSAY_SCRATCH_DIR"] = str(tmp_path_factory.mktemp("agent-fixture-scratch"))
+    base_env = agent_env(dict(os.environ), broken=False)
+    base_env["ASSAY_SCRATCH_DIR"] = str(tmp_path_factory.mktemp(name + "-scratch"))
 
-    def run(run_id, fixture, *flags):
+    def run(run_id, fixture, *flags, env=None):
+        converted = convert_state_dir(state)
         cases = [dict(c, input=dict(c["input"], fixture=fixture)) if fixture else c for c in converted["cases"]]
         plan = make_plan(state, cases, run_id=run_id, adapter_doc=converted["adapter"],
                          execution={"max_attempts": 1, "backoff_s": []})
         path = state / "work" / f"plan-{run_id}.json"
         path.write_text(json.dumps(plan), encoding="utf-8")
         r = run_script("run_cases", "--plan", path, "--out", state / "reports" / run_id, "--progress", "never",
-                       *flags, env=env)
+                       *flags, env=dict(base_env, **(env or {})))
         assert r.rc == 0, (r.stdout, r.stderr)
         return _records(state / "reports" / run_id)[EDIT_CASE]["verdict"]
+    return state, base_env, run
 
+
+def test_a_case_pointed_at_another_fixture_is_a_replay_miss_never_the_old_fixtures_answer(tmp_path_factory):
+    """The recorded request of an agent attempt is its argv: a case whose `input.fixture` was edited to
+    another repo (where the agent's fix does not apply) keyed alike and replayed the old fixture's
+    PASS; a live run fails it. The fixture, relative to the app repo, is now part of the key."""
+    _, _, run = _edit_only_app(tmp_path_factory, "agent-fixture")
     assert run("smoke-20261206T100000Z", None, "--record")["verdict"] == "pass"
     assert run("smoke-20261206T100100Z", "fixtures/divide")["verdict"] == "fail"
     replayed = run("smoke-20261206T100200Z", "fixtures/divide", "--replay")
@@ -123,3 +134,79 @@ def test_a_case_pointed_at_another_fixture_is_a_replay_miss_never_the_old_fixtur
     assert replayed["infra_reason"] == (f"replay miss: case {EDIT_CASE}: request 1 differs from the recording at "
                                         'fixture: recorded "fixtures/repo", now "fixtures/divide"'), replayed
     assert run("smoke-20261206T100300Z", "fixtures/repo", "--replay")["verdict"] == "pass"   # the same fixture
+
+
+def test_a_rescore_of_a_case_pointed_at_another_fixture_since_is_a_miss(tmp_path_factory):
+    """rescore.py compares the request it would send now with the stored request.json, which named no
+    fixture: a case whose `input.fixture` was edited since (to a repo where the agent's fix does not
+    apply) had the old fixture's workdir.json re-scored as this fixture's, PASS. Now request.json names
+    the fixture (relative to the app repo) and the edited case is a replay miss naming it."""
+    state, env, run = _edit_only_app(tmp_path_factory, "agent-fixture-rescore")
+    reports = state / "reports"
+    assert run("smoke-20261206T110000Z", None)["verdict"] == "pass"
+    case_file = state / "datasets" / f"{EDIT_CASE}.yaml"
+    text = case_file.read_text(encoding="utf-8")
+    case_file.write_text(text.replace('"input": {"messages"', '"input": {"fixture": "fixtures/divide", "messages"')
+                         .replace('input: {"messages"', 'input: {"fixture": "fixtures/divide", "messages"'),
+                         encoding="utf-8")
+    assert "fixtures/divide" in case_file.read_text(encoding="utf-8")
+    r = run_script("rescore", reports / "smoke-20261206T110000Z", "--out", reports / "smoke-20261206T110100Z", env=env)
+    assert r.rc in (0, 1), (r.stdout, r.stderr)
+    got = _records(reports / "smoke-20261206T110100Z")[EDIT_CASE]["verdict"]
+    assert got["verdict"] == "infra_error", got
+    assert got["infra_reason"] == (f"replay miss: case {EDIT_CASE}: request 1 differs from the source run "
+                                   'smoke-20261206T110000Z\'s at fixture: recorded "fixtures/repo", now '
+                                   '"fixtures/divide"; rescore re-scores stored answers only: run the case live '
+                                   "(run_cases.py)"), got
+    case_file.write_text(text, encoding="utf-8")   # the fixture it ran in: the stored answer is re-scored
+    r = run_script("rescore", reports / "smoke-20261206T110000Z", "--out", reports / "smoke-20261206T110200Z", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    assert _records(reports / "smoke-20261206T110200Z")[EDIT_CASE]["verdict"]["verdict"] == "pass"
+    # a run dir written before request.json named the fixture: which fixture its workdir is of is unknown
+    journal = reports / "smoke-20261206T110000Z" / "cases.jsonl"
+    doc = json.loads(journal.read_text(encoding="utf-8"))
+    request = json.loads(doc["files"]["request.json"])
+    assert request["fixture"] == "fixtures/repo", request
+    doc["files"]["request.json"] = json.dumps({k: v for k, v in request.items() if k not in ("fixture", "agent_env")})
+    journal.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    r = run_script("rescore", reports / "smoke-20261206T110000Z", "--out", reports / "smoke-20261206T110300Z", env=env)
+    assert r.rc in (0, 1), (r.stdout, r.stderr)
+    got = _records(reports / "smoke-20261206T110300Z")[EDIT_CASE]["verdict"]
+    assert got["verdict"] == "infra_error" and "request.json names no fixture (a run dir written before" in \
+        got["infra_reason"] and "run the case live" in got["infra_reason"], got
+
+
+MODEL_A, MODEL_B = "agent-model-alpha-7731", "agent-model-beta-2208"
+
+
+def test_another_value_of_an_agent_env_variable_is_a_replay_miss_never_the_old_models_answer(tmp_path_factory):
+    """`invocation.agent.env: {ANTHROPIC_MODEL: ${AGENT_MODEL}}`: the recorded request held only the
+    child's variable names, so AGENT_MODEL=other with --replay served the old model's answers as this
+    run's (PASS [REPLAYED]), and a rescore re-scored them. Now the values of the `${NAME}`s the agent's
+    env names are bound by digest (never the value on disk), as a header's are; the env block's literal
+    values are in the recorded request as written; a credential-shaped entry is never bound."""
+    state, env, run = _edit_only_app(tmp_path_factory, "agent-env-values",
+                                     {"ANTHROPIC_MODEL": "${AGENT_MODEL}", "AGENT_EFFORT": "low"})
+    reports = state / "reports"
+    assert run("smoke-20261207T100000Z", None, "--record", env={"AGENT_MODEL": MODEL_A})["verdict"] == "pass"
+    replayed = run("smoke-20261207T100100Z", None, "--replay", env={"AGENT_MODEL": MODEL_B})
+    assert replayed["verdict"] == "infra_error", replayed
+    assert replayed["infra_reason"].startswith(f"replay miss: case {EDIT_CASE}: request 1 differs from the "
+                                               "recording at values.sha256: recorded "), replayed
+    # the same value replays, with no credential exported (SCRIPTED_AGENT_TOKEN is never bound)
+    assert run("smoke-20261207T100200Z", None, "--replay", env={"AGENT_MODEL": MODEL_A,
+                                                                 "SCRIPTED_AGENT_TOKEN": ""})["verdict"] == "pass"
+    r = run_script("rescore", reports / "smoke-20261207T100000Z", "--out", reports / "smoke-20261207T100300Z",
+                   env=dict(env, AGENT_MODEL=MODEL_B))
+    assert r.rc in (0, 1), (r.stdout, r.stderr)
+    got = _records(reports / "smoke-20261207T100300Z")[EDIT_CASE]["verdict"]
+    assert got["verdict"] == "infra_error" and "the value of ${AGENT_MODEL} differs from the source run" in \
+        got["infra_reason"], got
+    for path in (state / "cache").rglob("*.json"):   # a digest, never the value
+        assert MODEL_A not in path.read_text(encoding="utf-8"), path
+    # a literal value of the env block edited since is another request too
+    adapter = state / "adapter.yaml"
+    adapter.write_text(adapter.read_text(encoding="utf-8").replace('"low"', '"high"'), encoding="utf-8")
+    replayed = run("smoke-20261207T100400Z", None, "--replay", env={"AGENT_MODEL": MODEL_A})
+    assert replayed["infra_reason"] == (f"replay miss: case {EDIT_CASE}: request 1 differs from the recording at "
+                                        'agent_env.AGENT_EFFORT: recorded "low", now "high"'), replayed

@@ -69,3 +69,20 @@ def test_the_binding_leaves_out_the_base_url_credentials_and_who_asked():
     assert Binding.of(inv, dict(env, APP_TOKEN="t2", APP_BEARER="b2", KEY_A="k2", WHO="w2",
                                 APP_URL="http://127.0.0.1:2")).values(recorded) == got
     assert Binding.of({}, env).values({"url": "/chat", "body": {"q": "hi"}}) is None
+
+
+def test_an_agent_env_blocks_values_are_bound_but_never_a_secret_shaped_entrys():
+    """An agent's `env` block is recorded as written (`agent_env`): the `${NAME}`s it names are bound by
+    digest like a header's, except under an entry whose name says it holds a secret (ANTHROPIC_API_KEY:
+    ${ANTHRO}: a rotated key still hits, and a replay needs it unset or not), as replay_unkeyed reads."""
+    from assay.replay.key import Binding
+    inv = {"mode": "agent", "agent": {"env": {"ANTHROPIC_MODEL": "${AGENT_MODEL}", "ANTHROPIC_API_KEY": "${ANTHRO}",
+                                              "GH_AUTH_TOKEN": "${GH_VAL}"}}}
+    recorded = {"mode": "agent", "argv": ["claude", "-p", "hi"], "env": ["ANTHROPIC_MODEL", "PATH"],
+                "fixture": "fixtures/repo", "agent_env": inv["agent"]["env"]}
+    env = {"AGENT_MODEL": "m1", "ANTHRO": "sk-1", "GH_VAL": "g1"}
+    got = Binding.of(inv, env).values(recorded)
+    assert got["vars"] == ["AGENT_MODEL"], got
+    assert Binding.of(inv, dict(env, ANTHRO="sk-2", GH_VAL="g2")).values(recorded) == got
+    assert Binding.of(inv, dict(env, AGENT_MODEL="m2")).values(recorded) != got
+    assert {"ANTHRO", "GH_VAL"} <= Binding.of(inv, {}).never and "AGENT_MODEL" not in Binding.of(inv, {}).never

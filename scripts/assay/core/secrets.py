@@ -24,6 +24,12 @@ CREDENTIAL_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie)$|ap
                                re.IGNORECASE)
 
 
+def secret_shaped_name(name: str) -> bool:
+    """An agent's `env` entry whose name says it holds a secret (given by `${VAR}` only, never bound
+    into a replay key): KEY, TOKEN, SECRET, PASSWORD, or a credential-shaped header's words."""
+    return any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD")) or bool(CREDENTIAL_HEADER.search(name))
+
+
 def env_refs(value: Any) -> set[str]:
     """Every NAME referenced as `${NAME}` anywhere inside a JSON-like value."""
     found: set[str] = set()

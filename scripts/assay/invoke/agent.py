@@ -101,7 +101,7 @@ class AgentSpec:
         if not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise _bad("must map variable names to strings", "env")
         for name, value in env.items():
-            if not secrets.env_refs(value) and _looks_secret(name):
+            if not secrets.env_refs(value) and secrets.secret_shaped_name(name):
                 raise _bad(f"{name} holds a literal value; a secret is given by reference only: "
                            f"{name}: \"${{{name}}}\" (never written into adapter.yaml)", f"env.{name}")
         self.env = dict(env)
@@ -158,10 +158,6 @@ def fixture_changed(fixture: Path, paths: list[str]) -> str:
     return (f"the fixture {fixture} changed during the run ({shown}): something outside the workdir wrote into "
             "it (an unsandboxed agent can; invocation.agent.sandbox: bwrap makes all but its workdir read-only), "
             "so the workdir's diff against it is no evidence. Restore the fixture (e.g. git checkout) and run again")
-
-
-def _looks_secret(name: str) -> bool:
-    return any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
 
 
 def fixture_of(case: Mapping[str, Any], spec: AgentSpec) -> Path:
@@ -237,15 +233,16 @@ class AgentInvoker(CliInvoker):
         wire["files"] = expect.get("files") if isinstance(expect.get("files"), Mapping) else None
         wire["check"] = expect.get("check") if isinstance(expect.get("check"), Mapping) else None
         recorded["mode"] = "agent"
-        return wire, recorded
-
-    def key_parts(self, wire: Mapping[str, Any]) -> dict[str, Any]:
-        """What a replay keys beside the recorded request (assay.replay.shim): the fixture the attempt
-        starts from (a case's `input.fixture`, else `agent.workdir`), relative to the app repo, so a
-        case pointed at another fixture is a replay miss, never the old fixture's answer; the app and
-        its fixtures moved together still replay."""
+        # what the agent is asked with beside its argv, as replay keys and rescore compares it: the fixture
+        # the attempt starts from (a case's `input.fixture`, else `agent.workdir`), relative to the app repo
+        # (the app and its fixtures moved together still replay), and the `env` block as written, `${NAME}`
+        # unresolved: an edited value is another request, and the values of the `${NAME}`s it names are
+        # bound by digest (assay.replay.key.Binding), never a credential-shaped entry's
         fixture = os.path.relpath(Path(wire["fixture"]).resolve(), self.spec.app_root.resolve())
-        return {"fixture": fixture.replace(os.sep, "/")}
+        recorded["fixture"] = fixture.replace(os.sep, "/")
+        if self.spec.env:
+            recorded["agent_env"] = dict(sorted(self.spec.env.items()))
+        return wire, recorded
 
     def _sandboxed(self, argv: list[str], scratch: Path, work: Path) -> list[str]:
         """bubblewrap: the whole filesystem read-only (the fixture, plugins and MCP servers stay

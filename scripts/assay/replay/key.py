@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.secrets import CREDENTIAL_HEADER, auth_env_names, env_refs
+from ..core.secrets import CREDENTIAL_HEADER, auth_env_names, env_refs, secret_shaped_name
 
 KEY_VERSION = 1
 UUID_MASK = "<uuid>"
@@ -79,10 +79,11 @@ class Binding:
     A request that names `${MODEL}` in its body asks another thing when MODEL changes, though its
     recorded text is the same: the key adds `values: {vars, sha256}` (the first 16 hex digits of a
     sha256 over the names and values, never a value) for the variables its body, endpoint, argv or
-    stdin names, plus those of the adapter's non-credential headers (`X-Model: ${MODEL}`). Never
-    bound, so a rotated credential or another port still hits: the base URL's variables, an auth
-    block's, a credential-shaped header's (CREDENTIAL_HEADER), a case identity's token, and any
-    variable whose own name is credential-shaped (APP_TOKEN, OPENAI_API_KEY)."""
+    stdin or agent env block (`agent_env`: ANTHROPIC_MODEL: ${MODEL}) names, plus those of the adapter's
+    non-credential headers (`X-Model: ${MODEL}`). Never bound, so a rotated credential or another port
+    still hits: the base URL's variables, an auth block's, a credential-shaped header's
+    (CREDENTIAL_HEADER) or agent env entry's (core.secrets.secret_shaped_name), a case identity's token,
+    and any variable whose own name is credential-shaped (APP_TOKEN, OPENAI_API_KEY)."""
     env: Mapping[str, str]
     always: frozenset = frozenset()
     never: frozenset = frozenset()
@@ -92,6 +93,10 @@ class Binding:
         headers = invocation.get("headers") if isinstance(invocation.get("headers"), Mapping) else {}
         plain = {n for name, v in headers.items() if not CREDENTIAL_HEADER.search(str(name)) for n in env_refs(v)}
         secret = {n for name, v in headers.items() if CREDENTIAL_HEADER.search(str(name)) for n in env_refs(v)}
+        agent = invocation.get("agent") if invocation.get("mode") == "agent" else None
+        agent_env = agent.get("env") if isinstance(agent, Mapping) and isinstance(agent.get("env"), Mapping) else {}
+        # an agent's env entry whose name says it holds a secret (ANTHROPIC_API_KEY: ${KEY_VAR}): never bound
+        secret |= {n for name, v in agent_env.items() if secret_shaped_name(str(name)) for n in env_refs(v)}
         never = (env_refs(invocation.get("base_url")) | env_refs(invocation.get("auth"))
                  | auth_env_names({"invocation": invocation}) | secret)
         return cls(dict(env), frozenset(plain), frozenset(never))

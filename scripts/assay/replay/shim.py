@@ -80,9 +80,6 @@ class ReplayInvoker:
         values = self.binding.values(recorded) if self.binding is not None else None
         if values is not None:   # what the request's ${NAME}s resolved to (a digest): another value, another request
             request[VALUES_KEY] = values
-        parts = getattr(self.inner, "key_parts", None)   # what the invoker asks with beside the request (agent: its fixture)
-        if parts is not None:
-            request.update(parts(wire))
         # a conversation renders each turn with the same uuid: the n-th prepare of a uuid is turn n
         holdout = is_holdout(case)
         return ReplayWire(wire, cid, request, st.prepares[uuid], holdout), recorded

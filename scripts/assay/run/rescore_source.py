@@ -194,6 +194,11 @@ class ReplayInvoker:
         now: Mapping[str, Any] = stored
         if self.render is not None:   # every mode (http, function, cli, agent): the current adapter's request
             now = writer.redact_value(self.render(case, uuid, extra_headers))
+            if now.get("mode") == "agent" and "fixture" not in stored:   # its workdir.json: of which fixture?
+                return (f"{REPLAY_MISS}: case {cid}: request {n}: the source run {self.source_run}'s request.json "
+                        "names no fixture (a run dir written before an agent's request named its fixture and env), "
+                        "so its stored workdir may be of another fixture than the case's now, "
+                        f"{now.get('fixture')}; {RUN_IT_LIVE}")
             diff = first_difference(_comparable(stored), _comparable(now))
             if diff is not None:
                 return (f"{REPLAY_MISS}: case {cid}: request {n} differs from the source run {self.source_run}'s at "
