@@ -329,6 +329,57 @@ def test_a_selection_in_the_configuration_that_drops_cases_is_refused(tmp_path):
         in typed.stdout
 
 
+def test_a_typed_selection_does_not_excuse_cases_the_configuration_drops(tmp_path):
+    """`addopts = -m unit` in pytest.ini and CI typing `pytest --assay .assay -k "not flaky"`: the typed -k
+    switched the configuration check off, so -m unit dropped every case the -k kept, nothing was sent and the
+    session read `not gated (no case ran)`, exit 0. Now a case the typed selection alone keeps that the
+    configuration drops refuses the session (exit 4), with the count, both selections and the fix; one
+    assay cannot evaluate (--sw: pytest's cache decides) refuses only when no case is left. A configuration
+    filter that drops no case (`-m "not slow"`) beside a typed -k that selects only your own test runs it."""
+    state = copy_state(tmp_path)
+    (tmp_path / "test_unit.py").write_text("import pytest\n\n\n@pytest.mark.unit\ndef test_u():\n    assert True\n",
+                                           encoding="utf-8")
+    ini = tmp_path / "pytest.ini"
+    ini.write_text("[pytest]\nmarkers =\n    unit: fast\n    slow: slow\naddopts = -m unit --strict-markers\n",
+                   encoding="utf-8")
+    with helpdesk(state, broken=True) as env:
+        typed_k = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-k", "not flaky")
+        typed_sw = pytest_run(tmp_path, env, "--assay-mode", "smoke", "--sw")
+        lastfailed = tmp_path / ".pytest_cache" / "v" / "cache" / "lastfailed"   # pytest's own cache file
+        lastfailed.parent.mkdir(parents=True, exist_ok=True)
+        lastfailed.write_text('{"test_unit.py::test_u": true}', encoding="utf-8")
+        rerun_unit = pytest_run(tmp_path, env, "--assay-mode", "smoke", "--lf")   # --lf keeps only test_u
+        lastfailed.write_text('{".assay::c-0f1bfb2c": true, "test_unit.py::test_u": true}', encoding="utf-8")
+        typed_lf = pytest_run(tmp_path, env, "--assay-mode", "smoke", "--lf")
+        ini.write_text("[pytest]\nmarkers =\n    unit: fast\n    slow: slow\n", encoding="utf-8")
+        some = pytest_run(tmp_path, dict(env, PYTEST_ADDOPTS='-k "not billing"'), "--assay-mode", "smoke",
+                          "--deselect", ".assay::c-0f1bfb2c")
+        ini.write_text("[pytest]\nmarkers =\n    unit: fast\n    slow: slow\naddopts = -m \"not slow\"\n",
+                       encoding="utf-8")
+        control = pytest_run(tmp_path, env, "--assay-mode", "smoke", "-k", "test_u", "-rA")
+    assert typed_k.returncode == 4, typed_k.stdout + typed_k.stderr
+    assert ("--assay .assay: 20 of 20 case(s) that the selection typed on this command line (-k 'not flaky') "
+            f"keeps were deselected by -m 'unit' (addopts in {ini}): nothing was sent to the app and no gate "
+            "decided") in typed_k.stderr, typed_k.stderr
+    assert '(-m "unit or assay", -k "not slow or assay")' in typed_k.stderr
+    assert typed_sw.returncode == 4, typed_sw.stdout + typed_sw.stderr
+    assert ("all 20 case(s) were deselected, and assay cannot tell whether by the selection typed on this command "
+            "line (--sw; --sw keeps what pytest's cache says) or by -m 'unit' (addopts in") in typed_sw.stderr
+    assert rerun_unit.returncode == 0 and "assay gate: not gated (no case ran)" in rerun_unit.stdout, \
+        rerun_unit.stdout + rerun_unit.stderr
+    assert typed_lf.returncode == 4 and ("1 of 20 case(s) that the selection typed on this command line (--lf) "
+                                         "keeps were deselected by -m 'unit'") in typed_lf.stderr, typed_lf.stderr
+    # -k "not billing" (PYTEST_ADDOPTS) drops the 14 billing cases of 20; the typed --deselect drops one of them
+    assert some.returncode == 4, some.stdout + some.stderr
+    assert ("13 of 20 case(s) that the selection typed on this command line (--deselect '.assay::c-0f1bfb2c') keeps "
+            "were deselected by -k 'not billing' (PYTEST_ADDOPTS): the gate would decide on the other 6 alone"
+            ) in some.stderr, some.stderr
+    assert control.returncode == 0, control.stdout + control.stderr
+    assert "assay gate: not gated (no case ran)" in control.stdout and "PASSED test_unit.py::test_u" in control.stdout
+    assert "every case was deselected (by -m 'not slow' (addopts in" in control.stdout, control.stdout
+    assert not (state / "reports").exists()   # nothing was sent by any of them
+
+
 def test_setup_only_and_setup_plan_send_nothing_to_the_app(tmp_path):
     """`pytest --setup-only` / `--setup-plan` (show the fixtures; pytest runs no test) sent every case to the
     app, made a run dir and exited 1 on its gate under `no tests ran`. Now nothing is sent, as under

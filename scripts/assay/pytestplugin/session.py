@@ -2,8 +2,8 @@
 
 Collection converts the suite and builds the plan (`assay.api.plan`, into
 <state>/work/pytest/) and yields one item per planned case. After pytest's own selection
-(-k, -m, --deselect, --lf: typed on the command line; one from the configuration alone that drops a
-case is refused) the run is planned again as `targeted --case ...` when only some
+(-k, -m, --deselect, --lf: typed on the command line; a case it alone keeps that the configuration
+or a plugin's hook drops is refused) the run is planned again as `targeted --case ...` when only some
 items are left, then run once by the runner (`assay.api.run`: the run dir under
 <state>/reports/, the runner's own resume), gated (gate.py itself), and each item reads its
 verdict. A session killed mid-run leaves <state>/work/pytest/session.json naming its plan
@@ -71,6 +71,7 @@ class AssaySession:
         self.work = self.state / "work" / "pytest"
         self.xdist_note = self._no_xdist(config)
         self._collected: dict | None = None
+        self._offered: list[pytest.Item] = []   # the items before any selection
         self._sources: dict | None = None
         self.run_dir: Path | None = None
         self.rows: dict[str, dict] = {}
@@ -151,6 +152,11 @@ class AssaySession:
         rel = self._sources.get(case_id)
         return self.state / rel if isinstance(rel, str) and (self.state / rel).is_file() else None
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(self, items):
+        self._offered = list(items)
+        return (yield)
+
     # ---------------------------------------------------------------- the run
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -163,7 +169,12 @@ class AssaySession:
             return None
         mine = [item for item in session.items if isinstance(item, AssayCase)]
         if self._collected is not None and len(mine) < len(self._collected["cases"]):
-            refused = config_selection_refused(self.config, len(self._collected["cases"]), len(mine))
+            left = {id(item) for item in mine}
+            dropped: list[AssayCase | None] = [item for item in self._offered
+                                               if isinstance(item, AssayCase) and id(item) not in left]
+            dropped += [None] * (len(self._collected["cases"]) - len(mine) - len(dropped))   # never an item
+            refused = config_selection_refused(self.config, len(self._collected["cases"]), len(mine), dropped,
+                                              self._offered)
             if refused:
                 raise pytest.UsageError(refused)
         if mine:
