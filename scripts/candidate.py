@@ -4,7 +4,8 @@
 `new` records each surface's git blob before any edit (a dirty file is refused);
 `revert` verifies every surface against the recorded blob first (refusing, with nothing
 touched, otherwise), then writes that blob back; `keep` reads the training run's comparison.json (the stats keep rule), and only after a training win the holdout run's,
-and on two passes pins reports/baseline.json. Every decision is appended to
+and on two passes pins reports/baseline.json; a run whose own gate (gate.py's decision) closes for a
+reason its champion's run does not is rejected. Every decision is appended to
 <state>/candidates/log.jsonl.
 Exit: 0 done (keep: kept); 1 keep: rejected, or a revert refused or not verified;
 3 keep: training won, a holdout run is needed; 2 bad input.

@@ -10,7 +10,10 @@ on evidence (wave2 §6, the optimize loop).
   `git hash-object` must equal the recorded blob.
 - `keep`: the training run's comparison.json must pass the stats keep rule (`keep: true`:
   P(candidate better) >= threshold and delta > 0) against the pinned baseline; only then
-  is the holdout run's comparison read, and it must pass too. A kept candidate pins
+  is the holdout run's comparison read, and it must pass too. Each run's own gate (assay.verdict, the
+  decision gate.py prints) must close for no reason its champion's run does not close for too (a
+  budget, a canary, the infra bar: kept, the release gate would close on it), else rejected naming
+  gate.py's first such reason; a reason both close for is said (`gate_closed_note`). A kept candidate pins
   `<state>/reports/baseline.json` = {run_id, dataset_version, harness_version} of the
   training run. Without --holdout a training win is `needs_holdout`.
 Every decision is one line of `<state>/candidates/log.jsonl`.
@@ -28,7 +31,7 @@ from ..core import writer
 from ..core.errors import AssayError
 from ..core.jsonio import atomic_write_json
 from ..report.rundir import load_results, read_json_file
-from . import evidence, gitops, record
+from . import evidence, gitops, own_gate, record
 
 KEPT, REJECTED, NEEDS_HOLDOUT = "kept", "rejected", "needs_holdout"
 COMPARISON_KEYS = ("keep", "verdict_label", "proven", "verdict_phrase", "delta", "n", "p_candidate_better", "threshold",
@@ -227,6 +230,12 @@ def _evidence(state: Path, doc: dict[str, Any], run_dir: str, role: str,
     return evidence.check_served(role, run_dir, doc["id"], manifest, base_manifest)
 
 
+def _gate(block: dict[str, Any], run_dir: str, base_dir: Path) -> dict[str, Any]:
+    """The run's own gate beside its champion's run's (assay.verdict's decisions), kept in its output block."""
+    block["gate"] = own_gate.gate_check(run_dir, base_dir)
+    return block["gate"]
+
+
 def _summary(comparison: dict[str, Any]) -> dict[str, Any]:
     return {k: comparison[k] for k in COMPARISON_KEYS if k in comparison}
 
@@ -270,8 +279,8 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
     out: dict[str, Any] = {"id": cid, "training": {"run_id": train_manifest.get("run_id"), **_summary(train_cmp),
                                                    "served": train_served},
                            "surfaces": edited}
-    train_broke = evidence.broken_gating(training, evidence.baseline_dir(
-        state, "training", training, train_manifest, train_cmp.get("baseline_run_id")))
+    train_base = evidence.baseline_dir(state, "training", training, train_manifest, train_cmp.get("baseline_run_id"))
+    train_broke = evidence.broken_gating(training, train_base)
     if not train_cmp["keep"]:
         decision = REJECTED
         out["reason"] = f"training comparison does not pass the keep rule: {train_cmp.get('verdict_phrase')}"
@@ -283,6 +292,13 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
                          + f"): kept, the release gate would close on them ({train_cmp.get('verdict_label')} "
                            "over the suite as a whole)")
         out["next"] = f"candidate.py revert --id {cid} (the holdout was not looked at); fix what it broke in a new candidate"
+    elif _gate(out["training"], training, train_base)["new_reasons"]:
+        decision = REJECTED
+        out["reason"] = own_gate.closed_words("training", out["training"]["gate"])
+        out["next"] = (f"candidate.py revert --id {cid} (the holdout was not looked at); gate.py {training} names "
+                       "every reason and its fix: a new candidate without what closed it (when the reason is not the "
+                       "edit's, e.g. an outage during the run, fix that first, then measure the edit again as a new "
+                       "candidate)")
     elif holdout is None:
         decision = NEEDS_HOLDOUT
         out["reason"] = f"training passed the keep rule ({train_cmp.get('verdict_label')}); the holdout decides"
@@ -296,8 +312,8 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
         evidence.check_holdout_order(state, doc, train_results, holdout, hold_manifest.get("run_id"),
                                      hold_results.get("started_at") or hold_manifest.get("started_at"))
         out["holdout"] = {"run_id": hold_manifest.get("run_id"), **_summary(hold_cmp), "served": hold_served}
-        hold_broke = evidence.broken_gating(holdout, evidence.baseline_dir(
-            state, "holdout", holdout, hold_manifest, hold_cmp.get("baseline_run_id")))
+        hold_base = evidence.baseline_dir(state, "holdout", holdout, hold_manifest, hold_cmp.get("baseline_run_id"))
+        hold_broke = evidence.broken_gating(holdout, hold_base)
         if not hold_cmp["keep"]:
             decision = REJECTED
             out["reason"] = f"won on training but the holdout does not pass the keep rule: {hold_cmp.get('verdict_phrase')}"
@@ -306,6 +322,10 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
             decision = REJECTED
             out["reason"] = (f"won on training but breaks {len(hold_broke)} gating holdout case(s) the champion "
                              "passed: kept, the release gate would close on them")
+            out["next"] = f"candidate.py revert --id {cid}; keep its reflection for the pool"
+        elif _gate(out["holdout"], holdout, hold_base)["new_reasons"]:   # gate.py's words: holdout ids sealed
+            decision = REJECTED
+            out["reason"] = "won on training but " + own_gate.closed_words("holdout", out["holdout"]["gate"])
             out["next"] = f"candidate.py revert --id {cid}; keep its reflection for the pool"
         else:
             decision = KEPT
@@ -321,6 +341,10 @@ def keep(state_dir: str | os.PathLike[str], cid: str, *, training: str, holdout:
     unknown = [b["served"]["why"] for b in (out["training"], out.get("holdout")) if b and not b["served"]["known"]]
     if unknown:   # a decision on runs that may not have seen the edit (a win or a loss): said
         out["served_note"] = unknown[0]
+    shared = [(role, b["gate"]) for role in ("training", "holdout") if (b := out.get(role)) and "gate" in b
+              and b["gate"]["shared_reasons"] and not b["gate"]["new_reasons"]]
+    if shared:   # the champion's run closed on these too: the keep rule decided, the gate stays closed
+        out["gate_closed_note"] = own_gate.stays_closed_note(*shared[0])
     if decision == REJECTED:
         doc["status"] = "rejected"
     doc.setdefault("decisions", []).append({"ts": _now(), "decision": decision})

@@ -28,7 +28,8 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
   rest of the split, so a case the edit broke there would not pair;
 - a holdout run is a look within the budget (the gate's rule, `holdout_budget_reason`) and is
   compared with the champion's own holdout run when the log shows it (the kept candidate's).
-Each refusal is exit 2 naming the run, the reason and the fix.
+Each refusal is exit 2 naming the run, the reason and the fix. Then, a run that is evidence: its own
+gate beside its champion's run's (optimize/own_gate.py).
 """
 
 from __future__ import annotations
@@ -392,3 +393,4 @@ def check_edit_unchanged(doc: dict[str, Any], role: str, run_dir: str, started: 
             raise AssayError(f"--{role} {run_dir}: surface {s['path']} was changed at "
                              f"{changed.strftime('%Y-%m-%dT%H:%M:%SZ')}, after the run started ({started}), so the "
                              f"run did not measure the text being kept: {fix}", 2, surface=s["path"])
+
