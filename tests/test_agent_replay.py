@@ -210,3 +210,67 @@ def test_another_value_of_an_agent_env_variable_is_a_replay_miss_never_the_old_m
     replayed = run("smoke-20261207T100400Z", None, "--replay", env={"AGENT_MODEL": MODEL_A})
     assert replayed["infra_reason"] == (f"replay miss: case {EDIT_CASE}: request 1 differs from the recording at "
                                         'agent_env.AGENT_EFFORT: recorded "low", now "high"'), replayed
+
+
+def test_a_full_agent_replay_needs_no_claude_sandbox_check_or_mcp_program_but_a_live_case_does(tmp_path):
+    """The CI replay of an agent app stopped at pre-flight (exit 3) on a machine without the `claude`
+    CLI, bubblewrap, the check's program or the MCP server's program, though every case is answered
+    from the recording and none of them is run. A full replay now looks none of them up (the adapter's
+    paths, the MCP config's shape, the fixtures and skills are still checked, and the verdicts are the
+    recording's); a --changed-since plan whose changed case goes live still needs the CLI (exit 3).
+    The CI checkout is at another path: the recorded argv named the plugin dir and MCP config by their
+    absolute paths, so every case was a replay miss there; they are recorded as the adapter writes them."""
+    import shutil
+    from fakeapp import case
+    from test_agent_mode import FIX_EXPECT, agent_adapter, setup_state
+    state = setup_state(tmp_path / "dev")
+    root, bin_dir = state.parent, state.parent / "bin"   # bin/claude: the stand-in CLI (tests/fakeclaude.py)
+    for name, line in (("calc-check", f'exec "{sys.executable}" check_calc.py "$@"'), ("calc-mcp", "exit 0")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{line}\n")
+        (bin_dir / name).chmod(0o755)
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": {"command": "calc-mcp", "args": []}}}))
+    sandbox = {"sandbox": "bwrap"} if shutil.which("bwrap") else {}
+    doc = agent_adapter(root, mcp_config="mcp.json", **sandbox)
+    doc["app"]["repo"] = ".."                   # the app repo: the state dir's parent, wherever it is checked out
+    del doc["invocation"]["agent"]["program"]   # the default: `claude` on PATH
+    cases = [case("a-fix", "fix the add function", expect=dict(FIX_EXPECT, check={"command": ["calc-check"]})),
+             case("a-explain", "explain add", expect={"files": {"unchanged": ["*"]}})]
+    bare = tmp_path / "bare-bin"   # the CI machine's PATH: none of those programs on it
+    bare.mkdir()
+
+    def go(state, run_id, *flags, path, cases=cases, **extra):
+        plan = make_plan(state, cases, run_id=run_id, adapter_doc=doc, execution={"max_attempts": 1, "backoff_s": []},
+                         **extra)
+        (state / "work" / f"{run_id}.json").write_text(json.dumps(plan), encoding="utf-8")
+        env = {"FAKE_SECRET": "agent-secret-value-90210", "ASSAY_SCRATCH_DIR": str(tmp_path / "scratch"),
+               "PATH": path}
+        return run_script("run_cases", "--plan", state / "work" / f"{run_id}.json", "--out",
+                          state / "reports" / run_id, "--progress", "never", *flags, env=env)
+
+    def layers(run_dir):
+        return {cid: (doc["verdict"]["verdict"], {n: lay["verdict"] for n, lay in doc["verdict"]["layers"].items()})
+                for cid, doc in _records(run_dir).items()}
+
+    rec = go(state, "smoke-20261208T100000Z", "--record",
+             path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
+    assert rec.rc == 0, (rec.stdout, rec.stderr)
+    live = layers(state / "reports" / "smoke-20261208T100000Z")
+    assert live["a-fix"][0] == "pass" and [live["a-fix"][1][n] for n in ("skills", "files", "check")] == ["pass"] * 3
+    shutil.copytree(tmp_path / "dev", tmp_path / "ci", symlinks=True)   # the CI job's checkout and cache
+    shutil.rmtree(tmp_path / "ci" / "app" / "bin")
+    ci = tmp_path / "ci" / "app" / ".assay"
+    rep = go(ci, "smoke-20261208T100100Z", "--replay", path=str(bare))
+    assert rep.rc == 0, (rep.stdout, rep.stderr)
+    out = ci / "reports" / "smoke-20261208T100100Z"
+    assert layers(out) == live
+    manifest = json.loads((out / "manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["health_check"]["skipped"] is True and manifest["invocation"]["agent"]["sandbox"] == \
+        sandbox.get("sandbox")
+    assert "--plugin-dir" in manifest["invocation"]["command"] and "plugin" in manifest["invocation"]["command"]
+    # a --changed-since plan: a-explain changed, so it goes live and the CLI must be there
+    block = {"changed_since": "smoke-20261208T100000Z", "source": str(ci / "reports" / "smoke-20261208T100000Z"),
+             "live": ["a-explain"], "replayed": 1}
+    edited = [cases[0], case("a-explain", "explain add now", expect=cases[1]["expect"])]
+    r = go(ci, "smoke-20261208T100200Z", "--replay", path=str(bare), cases=edited, replay=block)
+    assert r.rc == 3 and r.json["key"] == "invocation.agent.program", r.stdout
+    assert "'claude' is not found on the child's PATH" in r.json["error"], r.stdout

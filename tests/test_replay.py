@@ -543,6 +543,45 @@ def test_function_and_cli_apps_are_neither_imported_nor_started_on_replay(state,
     assert calls.read_text() == "xx"
 
 
+def test_a_cli_replay_needs_no_program_on_path_but_a_live_case_still_does(state, tmp_path):
+    """A full --replay of a cli app whose program is not installed on the replaying machine (`mybot`
+    not on PATH in CI) stopped at pre-flight, exit 3 "not found on PATH", though every case is answered
+    from the recording and the program is never started. Replayed, it is not looked up; a replay that
+    sends a case live (a --changed-since plan's changed case) still needs it (exit 3, nothing sent)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.log"
+    bot = bin_dir / "mybot"
+    bot.write_text(f"#!{sys.executable}\nimport sys, json\nopen({str(calls)!r}, 'a').write('x')\n"
+                   "print(json.dumps({'answer': 'you said ' + sys.stdin.read()}))\n")
+    bot.chmod(0o755)
+    doc = adapter("http://unused", mode="cli", command=["mybot", "--quiet"], stdin="user_turn", cwd="scratch",
+                  env_allowlist=["PATH"], response_body='{"answer": "<answer>"}')
+    for key in ("base_url", "endpoint", "request_body", "health_check"):
+        doc["invocation"].pop(key)
+    import os
+    without = os.environ.get("PATH", os.defpath)
+    env = {"ASSAY_SCRATCH_DIR": str(tmp_path / "scratch"), "PATH": f"{bin_dir}{os.pathsep}{without}"}
+    cases = [case("c-1", "hello"), case("c-2", "bye")]
+    rec, rec_out = go(state, make_plan(state, cases, adapter_doc=doc), "--record", env=env)
+    assert rec.rc == 0 and calls.read_text() == "xx", rec.stdout + rec.stderr
+    env["PATH"] = without   # the replaying machine: no mybot
+    rep, out = go(state, make_plan(state, cases, adapter_doc=doc, run_id="smoke-20261129T101600Z"), "--replay",
+                  rec_out, env=env)
+    assert rep.rc == 0, rep.stdout + rep.stderr
+    verdicts = [json.loads((cases_view(out) / c / "verdict.json").read_text())["verdict"] for c in ("c-1", "c-2")]
+    assert verdicts == ["pass", "pass"]
+    manifest = json.loads((out / "manifest.yaml").read_text())
+    assert manifest["health_check"]["skipped"] is True and manifest["invocation"]["command"] == ["mybot", "--quiet"]
+    # a --changed-since plan with c-2 edited: c-2 goes live, so the program must be there
+    edited = [cases[0], case("c-2", "bye now")]
+    block = {"changed_since": rec_out.name, "source": str(rec_out), "live": ["c-2"], "replayed": 1}
+    live, _ = go(state, make_plan(state, edited, adapter_doc=doc, run_id="smoke-20261129T101700Z", replay=block),
+                 "--replay", env=env)
+    assert live.rc == 3 and "'mybot' is not found on the child's PATH" in live.stdout + live.stderr, live.stdout
+    assert calls.read_text() == "xx"
+
+
 # ---------------------------------------------------------------- pure functions, in-process
 def test_a_key_masks_what_differs_per_request_and_keeps_what_shapes_the_answer():
     from assay.replay.key import exchange_key, first_difference, normalize_request

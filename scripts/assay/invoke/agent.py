@@ -77,6 +77,8 @@ class AgentSpec:
         self.plugin_dirs = [_path(d, f"plugin_dirs[{i}]", app_root, is_dir=True) for i, d in enumerate(dirs)]
         self.mcp_config = (_path(block["mcp_config"], "mcp_config", app_root, is_dir=False)
                            if block.get("mcp_config") is not None else None)
+        # as written (a relative path is relative to the app repo): what the recorded argv names
+        self.written = {"plugin_dirs": list(dirs), "mcp_config": block.get("mcp_config")}
         self.permission_mode = block.get("permission_mode")
         if self.permission_mode is not None and self.permission_mode not in PERMISSION_MODES:
             from ..core.suggest import did_you_mean as dym
@@ -114,15 +116,17 @@ class AgentSpec:
                        "command")
         self.command = cmd
 
-    def template(self) -> list[str]:
-        """The command line with `<user turn>` where the case's input goes (the cli invoker fills it)."""
+    def template(self, *, written: bool = False) -> list[str]:
+        """The command line with `<user turn>` where the case's input goes (the cli invoker fills it).
+        `written`: the plugin dirs and MCP config as the adapter writes them (what a run records and a
+        replay keys: the app and its cache moved to another checkout still replay), else resolved."""
         if self.command is not None:
             return [a.replace("{input}", "<user turn>") for a in self.command]
         argv = [self.program, "-p", "<user turn>", "--output-format", "stream-json", "--verbose"]
-        for d in self.plugin_dirs:
+        for d in (self.written["plugin_dirs"] if written else self.plugin_dirs):
             argv += ["--plugin-dir", str(d)]
         if self.mcp_config is not None:
-            argv += ["--mcp-config", str(self.mcp_config)]
+            argv += ["--mcp-config", str(self.written["mcp_config"] if written else self.mcp_config)]
         if self.permission_mode:
             argv += ["--permission-mode", self.permission_mode]
         if self.max_turns is not None:
@@ -187,6 +191,7 @@ class AgentInvoker(CliInvoker):
                    "identity_map": invocation.get("identity_map") or {}}
         super().__init__(cli_inv, env, environ=environ, timeout_s=spec.timeout_s or timeout_s,
                          app_root=app_root, area=area, state_dir=state_dir, resolve=resolve)
+        self.command_recorded = spec.template(written=True)   # the paths as written; sent resolved
         self.base_env.update({k: secrets.expand(v, env) for k, v in spec.env.items()})
         self._copied: dict[str, int] = {}   # an attempt's workdir -> when its copy was done (wd.copy_fixture)
         self._stamps: dict[str, dict] = {}  # a fixture -> its files before its first copy in this run (wd.stamp)
@@ -345,10 +350,11 @@ class AgentInvoker(CliInvoker):
 
 
 def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: set[str],
-                        path_env: str | None) -> list[tuple[str, str]]:
+                        path_env: str | None, *, programs: bool = True) -> list[tuple[str, str]]:
     """(key, message) for what would make an agent case measure nothing: a fixture that is not a
     directory, a skill no plugin or workdir defines, a misspelt `unchanged` or `absent` path
-    (fixture_paths.files_problems), a check program that cannot be found. The
+    (fixture_paths.files_problems), a check program that cannot be found (`programs`: False for a
+    replay, where the check is never run: its recorded result is scored). The
     linter (`--adapter`) and the pre-flight ask this one function."""
     from ..core.suggest import did_you_mean
     out: list[tuple[str, str]] = []
@@ -370,7 +376,7 @@ def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: 
     files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
     out += files_problems(files, fixture)
     check = expect.get("check") if isinstance(expect.get("check"), Mapping) else None
-    if check is not None and fixture.is_dir():
+    if check is not None and fixture.is_dir() and programs:
         argv = wd.check_argv(check)
         if argv and wd.resolve_program(argv[0], fixture, path_env) is None:
             out.append(("expect.check.command", f"the check's program {argv[0]!r} is not found on the agent's "

@@ -35,7 +35,10 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
     """The invoker for the (already checked, `check_adapter`) invocation; `state`: the plan's
     checked state dir (run.run_paths.state_dir_of). `render_only`: its `prepare` only renders each
     request as a run would record it (rescore), nothing is sent: a cli/agent program is not looked
-    up, no agent fixture is checked."""
+    up, no agent fixture is checked. `replaying`: every case of the run is answered from the cache
+    (no live case), so nothing the app needs to run is required: a function app's module is not
+    imported, a cli/agent program (and bubblewrap, an agent check's or MCP server's program) is not
+    looked up (docs/runner-contract.md §22); what shapes the requests and their scoring is checked."""
     inv = plan.invocation
     execution = plan.execution
     mode = inv.get("mode")
@@ -43,7 +46,8 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         from ..invoke.http import HttpInvoker
         inv_obj = HttpInvoker(inv, env, timeout_s=execution["timeout_s"], insecure_tls=bool(execution["insecure_tls"]))
     elif mode == "agent":
-        inv_obj = _agent_invoker(plan, env, state, out, os.environ if environ is None else environ, render_only)
+        inv_obj = _agent_invoker(plan, env, state, out, os.environ if environ is None else environ, render_only,
+                                 replaying)
     elif mode == "cli":
         from ..invoke.approot import app_root
         from ..invoke.cli import CliInvoker, scratch_area
@@ -52,7 +56,7 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
         inv_obj = CliInvoker(inv, env, environ=environ, timeout_s=execution["timeout_s"],
                              app_root=app_root(plan.adapter, state), state_dir=state,
                              area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ),
-                             resolve=not render_only)
+                             resolve=not (render_only or replaying))   # replayed: never started
     else:
         from ..invoke.approot import app_root
         from ..invoke.function import FunctionInvoker, import_entrypoint
@@ -76,9 +80,12 @@ def build_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, *, out: Pa
 
 
 def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path | None,
-                   environ: Mapping[str, str], render_only: bool = False):
+                   environ: Mapping[str, str], render_only: bool = False, replaying: bool = False):
     """The agent invoker, and every case checked before the first runs: a fixture that is not there,
-    a skill nothing defines, a check program that is not found are each exit 3 naming the case."""
+    a skill nothing defines, a check program that is not found are each exit 3 naming the case.
+    `replaying` (no case runs live): the agent, its MCP servers and the cases' checks never run, so
+    their programs (and bubblewrap) are not looked up; the adapter's paths, the MCP config's shape,
+    the fixtures, skills and `expect.files` paths (what the recorded answers are scored against) are."""
     from ..invoke.agent import AgentInvoker, agent_case_problems, fixture_of
     from ..invoke.agent_skills import known_skills
     from ..invoke.fixture_paths import GLOB_IN_PATH, OUTSIDE_WORKDIR
@@ -89,19 +96,20 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
     inv = AgentInvoker(plan.invocation, env, environ=environ, timeout_s=plan.execution["timeout_s"],
                        app_root=app_root(plan.adapter, state), state_dir=state,
                        area=scratch_area(plan.run_id, Path(os.path.abspath(run_dir)), environ),
-                       declared=declared_tools(plan.adapter), resolve=not render_only)
+                       declared=declared_tools(plan.adapter), resolve=not (render_only or replaying))
     if render_only:   # only its requests are rendered (rescore): nothing runs, no fixture is checked
         return inv
     cases = list(plan.cases)
     fixtures = sorted({fixture_of(c, inv.spec) for c in cases})
     if inv.spec.mcp_config is not None:
-        from ..invoke.agent_mcp import KEY, mcp_config_problems
-        for msg in mcp_config_problems(inv.spec.mcp_config, [f for f in fixtures if f.is_dir()] or [inv.spec.workdir],
-                                       inv.base_env.get("PATH")):
+        from ..invoke.agent_mcp import KEY, mcp_config_problems, mcp_config_shape_problems
+        for msg in (mcp_config_shape_problems(inv.spec.mcp_config) if replaying else
+                    mcp_config_problems(inv.spec.mcp_config, [f for f in fixtures if f.is_dir()] or [inv.spec.workdir],
+                                        inv.base_env.get("PATH"))):
             raise AssayError(f"pre-flight: {KEY}: {msg}", 3, key=KEY)
     skills = known_skills(inv.spec, fixtures)
     for case in cases:
-        for key, msg in agent_case_problems(case, inv.spec, skills, inv.base_env.get("PATH")):
+        for key, msg in agent_case_problems(case, inv.spec, skills, inv.base_env.get("PATH"), programs=not replaying):
             if key == "expect.files.absent" and OUTSIDE_WORKDIR not in msg and GLOB_IN_PATH not in msg:
                 continue                   # maybe meant (the linter's WARN absent_near_fixture_path)
             raise AssayError(f"pre-flight: case {case.get('id')}: {key}: {msg}", 3, case_id=case.get("id"), key=key)
