@@ -72,7 +72,13 @@ def merged_manifest(plan: dict, shards: list, baseline: dict | None) -> dict:
     if simulator is not None:
         manifest["simulator"] = simulator
     from ..suite.version import manifest_cases, suite_version
-    version = suite_version(plan)
+    inv = (plan.get("adapter") or {}).get("invocation") or {}
+    # an agent case's hash reads its fixture's files: taken by the shard that ran it (the merging
+    # machine may hold another checkout, or none)
+    known = ({row["id"]: row["case_sha256"] for s in shards for row in s.manifest.get("cases") or []
+              if isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("case_sha256"), str)}
+             if inv.get("mode") == "agent" else None)
+    version = suite_version(plan, known)
     manifest["cases"] = manifest_cases(plan, case_set, version)
     manifest["suite_sha256"], manifest["suite_parts_sha256"] = version["suite_sha256"], version["suite_parts_sha256"]
     manifest["started_at"] = min(str(s.manifest.get("started_at")) for s in shards)

@@ -14,7 +14,14 @@ everything that decides that for one case, and nothing else:
   block, the entrypoint or command; not `base_url`, which says where the app runs, not what
   it is asked);
 - for a case with a rubric, the judge's identity (`assay.judge.identity`);
-- for a simulated-user case, the simulator's identity (`assay.simulate.config.identity`).
+- for a simulated-user case, the simulator's identity (`assay.simulate.config.identity`);
+- for an agent case (`invocation.mode: agent`), the fixture it starts from (AgentFixtures): its
+  path relative to the app repo (the case's `input.fixture`, else `invocation.agent.workdir`) and
+  the digest of its files (`assay.invoke.fixture_digest`): the repo the agent is asked to
+  work in, and the check programs it holds, are part of what the case asks. The rest of
+  `invocation.agent` (plugins, MCP config, env, permissions, the command) is the app under test,
+  the same for every case, and in neither hash: two runs that differ there (a lift's arms) are
+  two runs of one suite. A case of any other mode hashes as it did before.
 
 `suite_sha256` covers the whole run's suite: every selected case's `case_sha256` (by id) plus
 what scores all of them alike: the adapter's response readers (READING_KEYS), the capability
@@ -24,6 +31,7 @@ matrix, the scoring settings and the judge identity. Its parts are recorded too
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..core.jsonio import sha256_json
@@ -78,8 +86,47 @@ def simulator_identity_of(plan: Mapping[str, Any]) -> dict[str, Any] | None:
     return identity(dict(config))
 
 
+class AgentFixtures:
+    """The fixture each case of an agent plan starts from, as the case hash takes it: {path (relative
+    to the app repo, `/`-separated, as the agent's request.json names it), sha256 (its files'
+    digest, None when it is not there)}. Each distinct fixture is read once."""
+
+    def __init__(self, plan: Mapping[str, Any], adapter: Mapping[str, Any], inv: Mapping[str, Any]) -> None:
+        from ..invoke.approot import app_root
+        paths = plan.get("paths") if isinstance(plan.get("paths"), Mapping) else {}
+        state = paths.get("state_dir")
+        self.root = app_root(adapter, Path(state)) if isinstance(state, str) and state else None
+        agent = inv.get("agent") if isinstance(inv.get("agent"), Mapping) else {}
+        self.workdir = agent.get("workdir")
+        self._digests: dict[str, str | None] = {}
+        self._seen: dict[Any, dict[str, Any]] = {}   # a fixture as written -> what the hash takes
+
+    def __call__(self, case: Mapping[str, Any]) -> dict[str, Any]:
+        inp = case.get("input") if isinstance(case.get("input"), Mapping) else {}
+        own = inp.get("fixture")
+        given = own if isinstance(own, str) and own else self.workdir
+        key = given if isinstance(given, str) else None
+        if key not in self._seen:
+            self._seen[key] = self._resolve(key)
+        return dict(self._seen[key])
+
+    def _resolve(self, given: str | None) -> dict[str, Any]:
+        import os
+        if not given or self.root is None:
+            return {"path": given, "sha256": None}
+        p = Path(given)
+        where = (p if p.is_absolute() else self.root / p).resolve()
+        rel = os.path.relpath(where, self.root.resolve()).replace(os.sep, "/")
+        if rel not in self._digests:   # two spellings of one fixture are read once
+            from ..invoke.fixture_digest import fixture_sha256
+            self._digests[rel] = fixture_sha256(where)
+        return {"path": rel, "sha256": self._digests[rel]}
+
+
 def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request: Mapping[str, Any],
-                judge: Mapping[str, Any] | None, simulator: Mapping[str, Any] | None = None) -> str:
+                judge: Mapping[str, Any] | None, simulator: Mapping[str, Any] | None = None,
+                fixture: Any = None) -> str:
+    """`fixture`: an agent plan's AgentFixtures (None for any other mode: the hash is as before)."""
     from ..core.casekind import is_simulated
     pins = case_pins_of(case)
     doc = {"case": {k: v for k, v in case.items() if k not in CASE_BOOKKEEPING},
@@ -88,16 +135,21 @@ def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request:
            "judge": dict(judge) if pins and judge else None}
     if is_simulated(case):   # a simulated user is part of what the case asks
         doc["simulator"] = dict(simulator) if simulator else None
+    if fixture is not None:   # an agent case: the repo it is asked to work in is part of what it asks
+        doc["agent_fixture"] = fixture(case)
     return sha256_json(doc)
 
 
 def _context(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """What every case's case_sha256 takes beside the case: rubrics, request shape, judge, simulator."""
+    """What every case's case_sha256 takes beside the case: rubrics, request shape, judge, simulator,
+    and an agent plan's fixtures."""
     adapter = plan.get("adapter") if isinstance(plan.get("adapter"), Mapping) else {}
     block = plan.get("judge") if isinstance(plan.get("judge"), Mapping) else {}
     rubrics = block.get("rubrics") if isinstance(block.get("rubrics"), Mapping) else {}
+    inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
     return {"rubrics": rubrics, "request": request_shape(adapter), "judge": judge_identity_of(plan),
-            "simulator": simulator_identity_of(plan)}
+            "simulator": simulator_identity_of(plan),
+            "fixture": AgentFixtures(plan, adapter, inv) if inv.get("mode") == "agent" else None}
 
 
 def _parts(plan: Mapping[str, Any], judge: Any, cases_sha256: str) -> dict[str, Any]:
@@ -111,10 +163,13 @@ def _parts(plan: Mapping[str, Any], judge: Any, cases_sha256: str) -> dict[str, 
     return {"suite_sha256": sha256_json(parts), "suite_parts_sha256": parts}
 
 
-def suite_version(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """{"cases": {id: case_sha256}, "suite_sha256": ..., "suite_parts_sha256": {...}} for a plan."""
+def suite_version(plan: Mapping[str, Any], known: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """{"cases": {id: case_sha256}, "suite_sha256": ..., "suite_parts_sha256": {...}} for a plan.
+    `known`: case hashes already taken where the cases ran (merge_runs.py: an agent case's fixture
+    is hashed by the shard that ran it, not read again on the machine that merges)."""
     ctx = _context(plan)
-    cases = {c["id"]: case_sha256(c, **ctx) for c in plan["cases"]}
+    known = known or {}
+    cases = {c["id"]: known.get(c["id"]) or case_sha256(c, **ctx) for c in plan["cases"]}
     return {"cases": cases, **_parts(plan, ctx["judge"], sha256_json(cases))}
 
 
