@@ -85,6 +85,63 @@ def case_files(state: Path) -> list[Path]:
     return sorted(found, key=lambda p: _rel(state, p))
 
 
+# what the pipeline writes into a state dir (never a user's case): not searched for misplaced cases
+GENERATED_DIRS = ("reports", "work", "cache", "candidates", "annotations", "durations")
+
+
+def _case_shaped(doc: Any) -> bool:
+    """A mapping that reads as a case (an `expect` beside an `input` or an `id`), or a list of them."""
+    if isinstance(doc, list):
+        return any(_case_shaped(item) for item in doc if isinstance(item, dict))
+    return isinstance(doc, dict) and "expect" in doc and ("input" in doc or "id" in doc)
+
+
+def misplaced_case_files(state: Path) -> list[str]:
+    """The YAML files of the state dir outside datasets/ that hold a case (relative paths, sorted).
+
+    Only datasets/ is read for cases, so a case written to `<state>/cases/`, `<state>/dataset/` or
+    beside adapter.yaml was left out of every plan without a word: its failure never reached the
+    gate. Generated dirs (reports/, work/, ...) and hidden ones are not searched; a file that
+    does not parse is not a case here (nothing would read it anyway). A file that a symlink under
+    datasets/ points at is read through it, so it is not misplaced."""
+    try:
+        read = {os.path.realpath(p) for p in case_files(state)}
+    except AssayError:
+        read = set()
+    found = []
+    for root, dirs, files in os.walk(state, followlinks=False):
+        root_path = Path(root)
+        if root_path == state:
+            dirs[:] = [d for d in dirs if d not in GENERATED_DIRS + ("datasets",)]
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            full = root_path / name
+            if not name.endswith(CASE_SUFFIXES) or name.startswith(".") or full.is_symlink():
+                continue
+            label = _rel(state, full)
+            if os.path.realpath(full) in read:
+                continue
+            try:
+                doc, _ = load(full, label)
+            except AssayError:
+                continue
+            if _case_shaped(doc):
+                found.append(label)
+    return found
+
+
+def refuse_misplaced_cases(state: Path) -> None:
+    """AssayError(2) naming each case file outside datasets/ and where it belongs."""
+    stray = misplaced_case_files(state)
+    if not stray:
+        return
+    moves = "; ".join(f"{label} -> datasets/{Path(label).name}" for label in stray[:5])
+    more = f" and {len(stray) - 5} more" if len(stray) > 5 else ""
+    raise AssayError(f"{len(stray)} case file(s) outside datasets/, which no run would read: {moves}{more}. "
+                     "Cases are read only from datasets/ (sub-folders are fine): move each there, "
+                     "or delete it", 2, file=stray[0], files=stray[:20])
+
+
 def suite_case_ids(state: Path) -> set[str]:
     """The case ids of the state dir's suite (datasets/), without validating the cases (the linter does):
     what a label's case_id must name to count (assay.calibrate.agreement.not_in_suite)."""
@@ -182,6 +239,7 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
                                         f"datasets/{name}")
             break
 
+    refuse_misplaced_cases(state)
     cases: list[dict[str, Any]] = []
     sources: dict[str, str] = {}
     unnamed: list[str] = []
