@@ -96,50 +96,75 @@ def _case_shaped(doc: Any) -> bool:
     return isinstance(doc, dict) and "expect" in doc and ("input" in doc or "id" in doc)
 
 
-def misplaced_case_files(state: Path) -> list[str]:
-    """The YAML files of the state dir outside datasets/ that hold a case (relative paths, sorted).
+def _yaml_misnamed(name: str) -> str | None:
+    """The `.yaml` name a case file under datasets/ was meant to have when its own is a near miss that
+    case_files() skips (`c-1.YAML`, `c-1.yaml.txt`, `c-1.yaml ` or no suffix at all), else None. A
+    deliberate set-aside (`c-1.yaml~`, `.bak`, `.orig`, `.disabled`, ...) is not a near miss."""
+    low = name.strip().lower()
+    for suffix in (".yaml.txt", ".yml.txt") + CASE_SUFFIXES:
+        if low.endswith(suffix):
+            return name.strip()[:-len(suffix)] + ".yaml"
+    return name + ".yaml" if "." not in name else None
 
-    Only datasets/ is read for cases, so a case written to `<state>/cases/`, `<state>/dataset/` or
-    beside adapter.yaml was left out of every plan without a word: its failure never reached the
-    gate. Generated dirs (reports/, work/, ...) and hidden ones are not searched; a file that
-    does not parse is not a case here (nothing would read it anyway). A file that a symlink under
-    datasets/ points at is read through it, so it is not misplaced."""
+
+def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
+    """The files of the state dir that hold a case no run reads, each with where it goes
+    (`(relative path, relative target)`, sorted by path).
+
+    Only `datasets/**/*.yaml|yml` is read for cases, so a case written to `<state>/cases/`,
+    `<state>/dataset/` or beside adapter.yaml, or saved under datasets/ as `c-1.YAML`, `c-1.yaml.txt`
+    or `c-1`, was left out of every plan without a word: its failure never reached the gate.
+    Generated dirs (reports/, work/, ...), hidden ones and datasets' templates/ are not searched; a
+    file that does not parse is not a case here. A file that a symlink under datasets/ points at is
+    read through it, so it is not misplaced."""
     try:
         read = {os.path.realpath(p) for p in case_files(state)}
     except AssayError:
         read = set()
+    datasets = state / "datasets"
     found = []
     for root, dirs, files in os.walk(state, followlinks=False):
         root_path = Path(root)
+        under_datasets = root_path == datasets or datasets in root_path.parents
         if root_path == state:
-            dirs[:] = [d for d in dirs if d not in GENERATED_DIRS + ("datasets",)]
+            dirs[:] = [d for d in dirs if d not in GENERATED_DIRS]
+        elif under_datasets:
+            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             full = root_path / name
-            if not name.endswith(CASE_SUFFIXES) or name.startswith(".") or full.is_symlink():
+            if name.startswith(".") or full.is_symlink() or os.path.realpath(full) in read:
+                continue
+            if under_datasets:
+                if root_path == datasets and name in MANIFEST_NAMES:
+                    continue
+                target = _yaml_misnamed(name)
+                target = _rel(state, root_path / target) if target else None
+            else:
+                target = f"datasets/{name}" if name.endswith(CASE_SUFFIXES) else None
+            if target is None:
                 continue
             label = _rel(state, full)
-            if os.path.realpath(full) in read:
-                continue
             try:
                 doc, _ = load(full, label)
             except AssayError:
                 continue
             if _case_shaped(doc):
-                found.append(label)
+                found.append((label, target))
     return found
 
 
 def refuse_misplaced_cases(state: Path) -> None:
-    """AssayError(2) naming each case file outside datasets/ and where it belongs."""
+    """AssayError(2) naming each case file no run would read and where it belongs."""
     stray = misplaced_case_files(state)
     if not stray:
         return
-    moves = "; ".join(f"{label} -> datasets/{Path(label).name}" for label in stray[:5])
+    moves = "; ".join(f"{label} -> {target}" for label, target in stray[:5])
     more = f" and {len(stray) - 5} more" if len(stray) > 5 else ""
-    raise AssayError(f"{len(stray)} case file(s) outside datasets/, which no run would read: {moves}{more}. "
-                     "Cases are read only from datasets/ (sub-folders are fine): move each there, "
-                     "or delete it", 2, file=stray[0], files=stray[:20])
+    labels = [label for label, _ in stray]
+    raise AssayError(f"{len(stray)} case file(s) that no run would read: {moves}{more}. "
+                     "Cases are read only from datasets/ (sub-folders are fine), one case per .yaml or .yml "
+                     "file: move or rename each as shown, or delete it", 2, file=labels[0], files=labels[:20])
 
 
 def suite_case_ids(state: Path) -> set[str]:
