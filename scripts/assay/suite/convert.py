@@ -117,10 +117,7 @@ def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
     Generated dirs (reports/, work/, ...), hidden ones and datasets' templates/ are not searched; a
     file that does not parse is not a case here. A file that a symlink under datasets/ points at is
     read through it, so it is not misplaced."""
-    try:
-        read = {os.path.realpath(p) for p in case_files(state)}
-    except AssayError:
-        read = set()
+    read: set[str] | None = None   # the real paths case_files() reads: asked only of a case-shaped file outside datasets/
     datasets = state / "datasets"
     found = []
     for root, dirs, files in os.walk(state, followlinks=False):
@@ -132,25 +129,32 @@ def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
             dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            full = root_path / name
-            if name.startswith(".") or full.is_symlink() or os.path.realpath(full) in read:
-                continue
+            if name.startswith(".") or (under_datasets and name.endswith(CASE_SUFFIXES)):
+                continue   # hidden, or read by case_files() (datasets' manifest included): no second look
             if under_datasets:
-                if root_path == datasets and name in MANIFEST_NAMES:
-                    continue
                 target = _yaml_misnamed(name)
                 target = _rel(state, root_path / target) if target else None
             else:
                 target = f"datasets/{name}" if name.endswith(CASE_SUFFIXES) else None
-            if target is None:
+            full = root_path / name
+            if target is None or full.is_symlink():
                 continue
             label = _rel(state, full)
             try:
                 doc, _ = load(full, label)
             except AssayError:
                 continue
-            if _case_shaped(doc):
-                found.append((label, target))
+            if not _case_shaped(doc):
+                continue
+            if not under_datasets:   # a file a symlink under datasets/ points at is read through it
+                if read is None:
+                    try:
+                        read = {os.path.realpath(p) for p in case_files(state)}
+                    except AssayError:
+                        read = set()
+                if os.path.realpath(full) in read:
+                    continue
+            found.append((label, target))
     return found
 
 
