@@ -227,3 +227,47 @@ def test_yaml_that_reads_a_value_as_another_type_says_so_at_its_line(tmp_path):
     assert "YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the route" in err
     assert "datasets/c-00000002.yaml:14: c-00000002 [bad_expect_shape] expect.result.float_tolerance" in err
     assert "YAML reads 1e-2 as text" in err, err
+
+
+def test_a_case_file_outside_datasets_is_refused_naming_it_and_where_it_goes(tmp_path):
+    # The case the app gets wrong (Atlantis: no quote) written to .assay/cases/ and beside adapter.yaml
+    # instead of datasets/ (or saved there as .YAML / .yaml.txt): convert_suite read datasets/ only, the plan held the passing case, and the
+    # gate opened (exit 0) on a suite without the failure. Now convert_suite.py refuses, naming each file.
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    wrong = case_yaml("c-00000002", content="A flight to Atlantis?")
+    write_yaml(state / "cases" / "c-00000002.yaml", wrong)
+    write_yaml(state / "c-00000003.yml", wrong.replace("c-00000002", "c-00000003"))
+    # generated dirs and datasets/templates/ are not cases; a YAML that is not a case is left alone
+    write_yaml(state / "reports" / "old" / "c-00000004.yaml", wrong.replace("c-00000002", "c-00000004"))
+    write_yaml(state / "datasets" / "templates" / "t.yaml", wrong.replace("c-00000002", "c-00000005"))
+    write_yaml(state / "notes.yaml", "owner: travel team\nexpect: fares in EUR\n")
+    # under datasets/, a name case_files() skips: a near miss of .yaml is refused, a set-aside is not
+    write_yaml(state / "datasets" / "c-00000006.YAML", wrong.replace("c-00000002", "c-00000006"))
+    write_yaml(state / "datasets" / "c-00000007.yaml.txt", wrong.replace("c-00000002", "c-00000007"))
+    write_yaml(state / "datasets" / "c-00000008.yaml~", wrong.replace("c-00000002", "c-00000008"))
+    write_yaml(state / "datasets" / "NOTES", "cases for the travel desk\n")
+    work = state / "work"
+    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 2 and not (work / "converted.json").exists(), (r.stdout, r.stderr)
+    err = r.json["error"]
+    assert "4 case file(s) that no run would read" in err, err
+    assert "c-00000003.yml -> datasets/c-00000003.yml" in err and "cases/c-00000002.yaml -> datasets/c-00000002.yaml" in err
+    assert "datasets/c-00000006.YAML -> datasets/c-00000006.yaml" in err
+    assert "datasets/c-00000007.yaml.txt -> datasets/c-00000007.yaml" in err
+    assert "move or rename each as shown, or delete it" in err
+    assert r.json["files"] == ["c-00000003.yml", "cases/c-00000002.yaml", "datasets/c-00000006.YAML",
+                               "datasets/c-00000007.yaml.txt"]
+    for left_alone in ("reports/", "templates", "notes.yaml", "c-00000008", "NOTES"):
+        assert left_alone not in err, (left_alone, err)
+    for name in ("c-00000006.YAML", "c-00000007.yaml.txt", "c-00000008.yaml~", "NOTES"):
+        (state / "datasets" / name).unlink()
+
+    # moved where the error says, the case is planned, fails and closes the gate
+    (state / "c-00000003.yml").unlink()
+    (state / "cases" / "c-00000002.yaml").rename(state / "datasets" / "c-00000002.yaml")
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(fare_reply) as app:
+        run_dir = run(state, plan_file, app)
+    g = run_script("gate", run_dir)
+    assert g.rc == 1 and "c-00000002" in g.stdout, g.stdout

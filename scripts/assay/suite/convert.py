@@ -85,6 +85,92 @@ def case_files(state: Path) -> list[Path]:
     return sorted(found, key=lambda p: _rel(state, p))
 
 
+# what the pipeline writes into a state dir (never a user's case): not searched for misplaced cases
+GENERATED_DIRS = ("reports", "work", "cache", "candidates", "annotations", "durations")
+
+
+def _case_shaped(doc: Any) -> bool:
+    """A mapping that reads as a case (an `expect` beside an `input` or an `id`), or a list of them."""
+    if isinstance(doc, list):
+        return any(_case_shaped(item) for item in doc if isinstance(item, dict))
+    return isinstance(doc, dict) and "expect" in doc and ("input" in doc or "id" in doc)
+
+
+def _yaml_misnamed(name: str) -> str | None:
+    """The `.yaml` name a case file under datasets/ was meant to have when its own is a near miss that
+    case_files() skips (`c-1.YAML`, `c-1.yaml.txt`, `c-1.yaml ` or no suffix at all), else None. A
+    deliberate set-aside (`c-1.yaml~`, `.bak`, `.orig`, `.disabled`, ...) is not a near miss."""
+    low = name.strip().lower()
+    for suffix in (".yaml.txt", ".yml.txt") + CASE_SUFFIXES:
+        if low.endswith(suffix):
+            return name.strip()[:-len(suffix)] + ".yaml"
+    return name + ".yaml" if "." not in name else None
+
+
+def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
+    """The files of the state dir that hold a case no run reads, each with where it goes
+    (`(relative path, relative target)`, sorted by path).
+
+    Only `datasets/**/*.yaml|yml` is read for cases, so a case written to `<state>/cases/`,
+    `<state>/dataset/` or beside adapter.yaml, or saved under datasets/ as `c-1.YAML`, `c-1.yaml.txt`
+    or `c-1`, was left out of every plan without a word: its failure never reached the gate.
+    Generated dirs (reports/, work/, ...), hidden ones and datasets' templates/ are not searched; a
+    file that does not parse is not a case here. A file that a symlink under datasets/ points at is
+    read through it, so it is not misplaced."""
+    read: set[str] | None = None   # the real paths case_files() reads: asked only of a case-shaped file outside datasets/
+    datasets = state / "datasets"
+    found = []
+    for root, dirs, files in os.walk(state, followlinks=False):
+        root_path = Path(root)
+        under_datasets = root_path == datasets or datasets in root_path.parents
+        if root_path == state:
+            dirs[:] = [d for d in dirs if d not in GENERATED_DIRS]
+        elif under_datasets:
+            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith(".") or (under_datasets and name.endswith(CASE_SUFFIXES)):
+                continue   # hidden, or read by case_files() (datasets' manifest included): no second look
+            if under_datasets:
+                target = _yaml_misnamed(name)
+                target = _rel(state, root_path / target) if target else None
+            else:
+                target = f"datasets/{name}" if name.endswith(CASE_SUFFIXES) else None
+            full = root_path / name
+            if target is None or full.is_symlink():
+                continue
+            label = _rel(state, full)
+            try:
+                doc, _ = load(full, label)
+            except AssayError:
+                continue
+            if not _case_shaped(doc):
+                continue
+            if not under_datasets:   # a file a symlink under datasets/ points at is read through it
+                if read is None:
+                    try:
+                        read = {os.path.realpath(p) for p in case_files(state)}
+                    except AssayError:
+                        read = set()
+                if os.path.realpath(full) in read:
+                    continue
+            found.append((label, target))
+    return found
+
+
+def refuse_misplaced_cases(state: Path) -> None:
+    """AssayError(2) naming each case file no run would read and where it belongs."""
+    stray = misplaced_case_files(state)
+    if not stray:
+        return
+    moves = "; ".join(f"{label} -> {target}" for label, target in stray[:5])
+    more = f" and {len(stray) - 5} more" if len(stray) > 5 else ""
+    labels = [label for label, _ in stray]
+    raise AssayError(f"{len(stray)} case file(s) that no run would read: {moves}{more}. "
+                     "Cases are read only from datasets/ (sub-folders are fine), one case per .yaml or .yml "
+                     "file: move or rename each as shown, or delete it", 2, file=labels[0], files=labels[:20])
+
+
 def suite_case_ids(state: Path) -> set[str]:
     """The case ids of the state dir's suite (datasets/), without validating the cases (the linter does):
     what a label's case_id must name to count (assay.calibrate.agreement.not_in_suite)."""
@@ -182,6 +268,7 @@ def convert_state_dir(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
                                         f"datasets/{name}")
             break
 
+    refuse_misplaced_cases(state)
     cases: list[dict[str, Any]] = []
     sources: dict[str, str] = {}
     unnamed: list[str] = []
