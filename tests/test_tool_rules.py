@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -144,3 +145,30 @@ def test_a_tool_name_is_exact_and_sudo_is_set_aside():
     bash = {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]}
     assert score_trajectory(bash, {"tools": {"forbidden": ["Bash"]}})["verdict"] == "pass"
     assert command_matches("rm -rf *", "sudo rm -rf /") and command_matches("rm -rf *", "sudo -u root rm -rf x")
+
+
+def test_a_rule_with_many_stars_reads_a_long_call_in_linear_time():
+    """A forbidden rule with many `*` against a long call (an agent's 100 KB command or path): written as
+    `a.*a.*...b`, each `*` retried every split of the rest (`Bash(a*a*a*a*b)` on a 1 KB command of `a`s
+    took ~1 min; `//a*a*a*b` on a 2 KB path ~2 s, each more `*` a power more). In a child process, so a
+    hang is bounded (never a speed bar); the verdicts are the rule's."""
+    code = r"""
+import json
+from assay.score.trajectory import score_trajectory
+def verdict(name, args, rule):
+    t = {"tool_calls": [{"name": name, "arguments": args}], "tool_log": {"seen": True}, "cwd": "/w"}
+    return score_trajectory(t, {"tools": {"forbidden": [rule]}})["verdict"]
+long = "a" * 100_000
+print(json.dumps([
+    verdict("Bash", {"command": long}, "Bash(a*a*a*a*a*a*a*b)"),
+    verdict("Bash", {"command": long + "b"}, "Bash(a*a*a*a*a*a*a*b)"),
+    verdict("Bash", {"command": "echo " + long + " && rm -rf /tmp/x"}, "Bash(*a*a*a* rm -rf *)"),
+    verdict("Write", {"file_path": "/" + long, "content": "x"}, "Edit(//a*a*a*a*a*a*b)"),
+    verdict("Write", {"file_path": "/" + long + "b", "content": "x"}, "Edit(//a*a*a*a*a*a*b)"),
+    verdict("Write", {"file_path": "/w/x/" + long, "content": "x"}, "Edit(a*a*a*a*a*b)"),
+    verdict("Write", {"file_path": "/w/x/" + long + "b", "content": "x"}, "Edit(a*a*a*a*a*b)"),
+]))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout) == ["pass", "fail", "fail", "pass", "fail", "pass", "fail"], r.stdout

@@ -27,7 +27,7 @@ from .pf_files import read_text
 from .pf_keys import TEST_CARRYING, TEST_KEYS, refuse_near_misses
 from .pf_load import Config, RawPrompt, RawTest, Skipped, Where
 from .pf_refs import unresolved
-from .pf_render import Unrenderable, chat_messages, messages_of, references, render
+from .pf_render import Unrenderable, chat_messages, loops_end, messages_of, references, render
 
 PLACEHOLDER_CHECK = r"/\A\s*\Z/"
 _CONV_LOOP = re.compile(r"\{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%\}.*?\{%-?\s*endfor\s*-?%\}", re.DOTALL)
@@ -153,7 +153,9 @@ def user_turns(prompt: RawPrompt, test: Test) -> tuple[list[str], list[str]]:
     opts = test.doc.get("options") or {}
     # promptfoo fills _conversation with the live history (assay's turns carry it) unless the test
     # sets disableConversationVar: then the test's own vars._conversation data is rendered as given
-    template = prompt.raw if opts.get("disableConversationVar") else _CONV_LOOP.sub("", prompt.raw)
+    closed = loops_end(prompt.raw)
+    template = (prompt.raw if opts.get("disableConversationVar")
+                else _CONV_LOOP.sub("", prompt.raw[:closed]) + prompt.raw[closed:])
     text = render(template, test.vars)
     text = f"{opts.get('prefix') or ''}{text}{opts.get('suffix') or ''}"
     notes: list[str] = []

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from ..core.strict_yaml import YamlTimestamp
 
-_EXPR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.DOTALL)
-_BLOCK = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+# A template is scanned by position (str.find), not by `\{\{-?\s*(.*?)\s*-?\}\}` or `\{%.*?%\}|\{#.*?#\}`:
+# those tried every `{{` / `{%` again to the end of the text when nothing closed it (quadratic in the
+# openers), and the expression's blanks on both sides of a lazy group made a `{{` before a long run of
+# blanks cubic (a 10 KB prompt: ~30 min). The spans and texts found are the same.
+_BLOCK_CLOSE = {"{%": "%}", "{#": "#}"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*$")
 _FILTERS = ("dump", "trim", "upper", "lower")
 MISSING = object()
@@ -28,15 +31,50 @@ class Unrenderable(Exception):
     """A template construct the import does not evaluate (the message names it)."""
 
 
+def expressions(template: str) -> Iterator[tuple[int, int, str]]:
+    """Each `{{ ... }}` as (start, end, expression): from a `{{` to the first `}}` after it, the
+    expression without its whitespace control (`{{-`, `-}}`) and the blanks around it."""
+    pos = 0
+    while True:
+        start = template.find("{{", pos)
+        close = template.find("}}", start + 2) if start >= 0 else -1
+        if close < 0:
+            return
+        expr = template[start + 2:close]
+        expr = (expr[1:] if expr.startswith("-") else expr).lstrip()
+        expr = (expr[:-1] if expr.endswith("-") else expr).rstrip()
+        yield start, close + 2, expr
+        pos = close + 2
+
+
+def blocks(template: str) -> Iterator[tuple[int, int]]:
+    """Each `{% ... %}` and `{# ... #}` as (start, end): from the leftmost opener to the first closer
+    of its kind after it, then on after it."""
+    nxt = {opener: template.find(opener) for opener in _BLOCK_CLOSE}
+    while True:
+        live = [(at, opener) for opener, at in nxt.items() if at >= 0]
+        if not live:
+            return
+        start, opener = min(live)
+        close = template.find(_BLOCK_CLOSE[opener], start + 2)
+        if close < 0:           # no later opener of this kind can close either
+            nxt[opener] = -1
+            continue
+        yield start, close + 2
+        for other, at in nxt.items():
+            if 0 <= at < close + 2:
+                nxt[other] = template.find(other, close + 2)
+
+
 def references(template: str) -> set[str]:
     """The top-level variable names a template's `{{ ... }}` expressions read."""
     names: set[str] = set()
-    for m in _EXPR.finditer(template):
-        head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", m.group(1).strip())
+    for _, _, expr in expressions(template):
+        head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", expr)
         if head:
             names.add(head.group(0))
-    for m in _BLOCK.finditer(template):
-        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", m.group(0)))
+    for start, end in blocks(template):
+        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template[start:end]))
     return names
 
 
@@ -85,12 +123,23 @@ def has_timestamp(value: Any) -> bool:
 
 _FOR = re.compile(r"\{%(-?)\s*for\s+([A-Za-z_]\w*)\s+in\s+([A-Za-z_][\w.]*)\s*(-?)%\}(.*?)"
                   r"\{%(-?)\s*endfor\s*(-?)%\}", re.DOTALL)
+_ENDFOR = re.compile(r"\{%-?\s*endfor\s*-?%\}")
+
+
+def loops_end(template: str) -> int:
+    """Where the template's last `{% endfor %}` ends (0 without one): a loop is looked for before it only,
+    since a loop opened after it never closes (looked for to the end of the text, each unclosed opener
+    was read again to the end: quadratic in the openers)."""
+    end = 0
+    for m in _ENDFOR.finditer(template):
+        end = m.end()
+    return end
 
 
 def _for_loop(template: str, variables: dict[str, Any], env_as: str | None) -> str | None:
     """`{% for x in items %}...{% endfor %}` over a list (the body holds expressions only), with
     Nunjucks' `{%-` / `-%}` whitespace control; None when the template has no loop."""
-    m = _FOR.search(template)
+    m = _FOR.search(template, 0, loops_end(template))
     if m is None:
         return None
     before, body, after = template[:m.start()], m.group(5), template[m.end():]
@@ -121,19 +170,21 @@ def render(template: str, variables: dict[str, Any], *, env_as: str | None = Non
     if not isinstance(template, str):
         return template
     # Nunjucks whitespace control: `{{-` / `{%-` strip the whitespace before, `-}}` / `-%}` after
-    template = re.sub(r"\s*(\{\{-)", r"\1", re.sub(r"(-\}\})\s*", r"\1", template))
+    # (the blanks before `{{-` are matched from the start of their run only: tried from each of its
+    # blanks, a long run with no `{{-` after it was read again from each, quadratic)
+    template = re.sub(r"(?<!\s)\s*(\{\{-)", r"\1", re.sub(r"(-\}\})\s*", r"\1", template))
     looped = _for_loop(template, variables, env_as)
     if looped is not None:
         return looped
-    block = _BLOCK.search(template)
+    block = next(blocks(template), None)
     if block:
-        raise Unrenderable(f"the Nunjucks block {block.group(0)[:40]!r}")
+        raise Unrenderable(f"the Nunjucks block {template[block[0]:block[1]][:40]!r}")
 
-    def one(m: re.Match[str]) -> str:
-        parts = [p.strip() for p in m.group(1).split("|")]
+    def one(text: str) -> str:
+        parts = [p.strip() for p in text.split("|")]
         expr, filters = parts[0], parts[1:]
         if not _NAME.match(expr):
-            raise Unrenderable(f"the expression {{{{ {m.group(1).strip()[:40]} }}}}")
+            raise Unrenderable(f"the expression {{{{ {text.strip()[:40]} }}}}")
         if expr.startswith("env.") and env_as is not None:
             if filters:
                 raise Unrenderable(f"a filter on {expr}")
@@ -154,7 +205,11 @@ def render(template: str, variables: dict[str, Any], *, env_as: str | None = Non
                 value = text.strip() if f == "trim" else text.upper() if f == "upper" else text.lower()
         return _as_text(value)
 
-    return _EXPR.sub(one, template)
+    out, pos = [], 0
+    for start, end, expr in expressions(template):
+        out += [template[pos:start], one(expr)]
+        pos = end
+    return "".join(out) + template[pos:]
 
 
 def chat_messages(text: str) -> list[dict[str, str]] | None:
