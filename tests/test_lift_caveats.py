@@ -208,3 +208,21 @@ def test_a_canary_both_arms_pass_is_left_out_of_the_pass_rates(tmp_path):
     got = lift(t.run("without"), t.run("with-skill"))
     assert got["pass_rate"] == {"base": 0.0, "candidate": 1.0, "lift": 1.0, "cases": 1}, got["pass_rate"]
     assert got["stats"]["n"] == 1
+    # the trigger accuracy too: it counted the canary's skills layer, 0.5 vs 1.0 "over 2 cases"
+    assert got["trigger_accuracy"] == {"base": {"cases": 1, "correct": 0, "accuracy": 0.0},
+                                       "candidate": {"cases": 1, "correct": 1, "accuracy": 1.0}}, got["trigger_accuracy"]
+
+
+def test_two_finished_arms_with_no_case_scored_on_both_sides_say_why_there_is_no_lift(tmp_path):
+    """Every case was edited between the arms' runs (both finished, status ok): no case pairs, so the
+    lift had rates null and no `sentence` at all -- a reader of the lift saw nothing, not why."""
+    t = Lift(tmp_path, ["task fix calc"])
+    t.case("c-canary", "fix the add function", split=("smoke", "full", "canary"))
+    without = t.run("without")
+    t.case("c-l0", "task fix calc please")
+    got = lift(without, t.run("with-skill"))
+    assert got["pass_rate"]["lift"] is None and got["pass_rate"]["cases"] == 0, got["pass_rate"]
+    assert "withheld" not in got
+    assert got["sentence"].startswith("Not the arm's lift alone (2 caveat(s): 1 case(s) changed"), got.get("sentence")
+    assert ("No lift: no case was scored pass/fail under both arms on an unchanged case (1 case(s): 1 edited "
+            "between the runs), so there is no pass rate to compare; run both arms on one suite") in got["sentence"]
