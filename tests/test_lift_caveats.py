@@ -226,3 +226,32 @@ def test_two_finished_arms_with_no_case_scored_on_both_sides_say_why_there_is_no
     assert got["sentence"].startswith("Not the arm's lift alone (2 caveat(s): 1 case(s) changed"), got.get("sentence")
     assert ("No lift: no case was scored pass/fail under both arms on an unchanged case (1 case(s): 1 edited "
             "between the runs), so there is no pass rate to compare; run both arms on one suite") in got["sentence"]
+
+
+def test_gate_with_the_other_arm_as_baseline_says_an_unfinished_arm_run_and_a_swapped_order(tmp_path):
+    """evaluate-agents.md step 6 (`gate.py WITH --baseline WITHOUT`) with the without arm's run stopped by
+    its canary: the gate opened on the with-skill run's own decision, saying only that the baseline was red
+    and to "compare with a run whose gate was open (--baseline auto chooses one)" -- a run of another arm
+    or none -- never that the arm's run did not finish (compare_runs.py's lift.withheld). Given swapped,
+    the note's fix named compare_runs.py alone."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
+    t.case("c-canary", "task fix calc", split=("smoke", "full", "canary"))
+    without = t.run("without", rc=4)
+    with_skill = t.run("with-skill")
+    own = run_script("gate", with_skill, "--json")
+    r = run_script("gate", with_skill, "--baseline", without, "--json")
+    assert (r.rc, own.rc) == (0, 0), r.stdout + r.stderr
+    assert r.json["gate"] == own.json["gate"] == "open" and r.json["reasons"] == own.json["reasons"] == []
+    notes = r.json["comparison"]["notes"]
+    withheld = [n for n in notes if n.startswith(f"no lift: the run {without.name} of arm without ended with "
+                                                 "status 'aborted_canary'")]
+    assert len(withheld) == 1 and "run the arm again" in withheld[0], notes
+    assert "the decision is the run's own" in withheld[0], withheld
+    red = r.json["comparison"]["red_baseline"]
+    assert red and "expected of arm without's run" in red and "--baseline auto" not in red, red
+    text = run_script("gate", with_skill, "--baseline", without)
+    assert text.rc == 0 and "note: no lift: the run" in text.stdout, text.stdout
+    back = run_script("gate", without, "--baseline", with_skill)
+    assert back.rc == 1, back.stdout + back.stderr
+    assert "are the arguments swapped? (compare_runs.py WITHOUT WITH; gate.py WITH --baseline WITHOUT)" in back.stdout, \
+        back.stdout
