@@ -208,3 +208,50 @@ def test_a_canary_both_arms_pass_is_left_out_of_the_pass_rates(tmp_path):
     got = lift(t.run("without"), t.run("with-skill"))
     assert got["pass_rate"] == {"base": 0.0, "candidate": 1.0, "lift": 1.0, "cases": 1}, got["pass_rate"]
     assert got["stats"]["n"] == 1
+    # the trigger accuracy too: it counted the canary's skills layer, 0.5 vs 1.0 "over 2 cases"
+    assert got["trigger_accuracy"] == {"base": {"cases": 1, "correct": 0, "accuracy": 0.0},
+                                       "candidate": {"cases": 1, "correct": 1, "accuracy": 1.0}}, got["trigger_accuracy"]
+
+
+def test_two_finished_arms_with_no_case_scored_on_both_sides_say_why_there_is_no_lift(tmp_path):
+    """Every case was edited between the arms' runs (both finished, status ok): no case pairs, so the
+    lift had rates null and no `sentence` at all -- a reader of the lift saw nothing, not why."""
+    t = Lift(tmp_path, ["task fix calc"])
+    t.case("c-canary", "fix the add function", split=("smoke", "full", "canary"))
+    without = t.run("without")
+    t.case("c-l0", "task fix calc please")
+    got = lift(without, t.run("with-skill"))
+    assert got["pass_rate"]["lift"] is None and got["pass_rate"]["cases"] == 0, got["pass_rate"]
+    assert "withheld" not in got
+    assert got["sentence"].startswith("Not the arm's lift alone (2 caveat(s): 1 case(s) changed"), got.get("sentence")
+    assert ("No lift: no case was scored pass/fail under both arms on an unchanged case (1 case(s): 1 edited "
+            "between the runs), so there is no pass rate to compare; run both arms on one suite") in got["sentence"]
+
+
+def test_gate_with_the_other_arm_as_baseline_says_an_unfinished_arm_run_and_a_swapped_order(tmp_path):
+    """evaluate-agents.md step 6 (`gate.py WITH --baseline WITHOUT`) with the without arm's run stopped by
+    its canary: the gate opened on the with-skill run's own decision, saying only that the baseline was red
+    and to "compare with a run whose gate was open (--baseline auto chooses one)" -- a run of another arm
+    or none -- never that the arm's run did not finish (compare_runs.py's lift.withheld). Given swapped,
+    the note's fix named compare_runs.py alone."""
+    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
+    t.case("c-canary", "task fix calc", split=("smoke", "full", "canary"))
+    without = t.run("without", rc=4)
+    with_skill = t.run("with-skill")
+    own = run_script("gate", with_skill, "--json")
+    r = run_script("gate", with_skill, "--baseline", without, "--json")
+    assert (r.rc, own.rc) == (0, 0), r.stdout + r.stderr
+    assert r.json["gate"] == own.json["gate"] == "open" and r.json["reasons"] == own.json["reasons"] == []
+    notes = r.json["comparison"]["notes"]
+    withheld = [n for n in notes if n.startswith(f"no lift: the run {without.name} of arm without ended with "
+                                                 "status 'aborted_canary'")]
+    assert len(withheld) == 1 and "run the arm again" in withheld[0], notes
+    assert "the decision is the run's own" in withheld[0], withheld
+    red = r.json["comparison"]["red_baseline"]
+    assert red and "expected of arm without's run" in red and "--baseline auto" not in red, red
+    text = run_script("gate", with_skill, "--baseline", without)
+    assert text.rc == 0 and "note: no lift: the run" in text.stdout, text.stdout
+    back = run_script("gate", without, "--baseline", with_skill)
+    assert back.rc == 1, back.stdout + back.stderr
+    assert "are the arguments swapped? (compare_runs.py WITHOUT WITH; gate.py WITH --baseline WITHOUT)" in back.stdout, \
+        back.stdout

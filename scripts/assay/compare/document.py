@@ -74,7 +74,8 @@ def run_notes(base: Side, cand: Side) -> list[str]:
     arms_swapped = arm_swapped(base, cand)
     if arms_swapped:
         notes.append(f"{arms_swapped}: the lift reads as the negative of the plugin's, newly failing and newly "
-                     "passing the other way round; are the arguments swapped? (compare_runs.py WITHOUT WITH)")
+                     "passing the other way round; are the arguments swapped? (compare_runs.py WITHOUT WITH; "
+                     "gate.py WITH --baseline WITHOUT)")
     elif base_started_after(b, c) and not two_arms(base, cand):   # two arms: the arms say which is which
         notes.append(f"the base run {b['run_id']} started after the candidate {c['run_id']} ({b['started_at']} > "
                      f"{c['started_at']}): the baseline is normally the older run (compare_runs.py BASE CANDIDATE, "

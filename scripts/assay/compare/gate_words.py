@@ -39,11 +39,14 @@ def removed_words(removed: list[dict]) -> str:
     return named + (f" and {len(removed) - MAX_NAMED} more" if len(removed) > MAX_NAMED else "")
 
 
-def red_baseline_note(base_id: str, why: str | None, pinned: bool) -> str:
+def red_baseline_note(base_id: str, why: str | None, pinned: bool, arm: str | None = None) -> str:
     """Said when the baseline's own gate is closed (`why`: its first reason, assay.verdict's words):
-    against a red baseline a case failing in both runs is `still_failing`, never newly failing."""
+    against a red baseline a case failing in both runs is `still_failing`, never newly failing. `arm`:
+    the baseline is another arm's run of a lift (references/evaluate-agents.md step 6), red as the arm
+    without the plugin often is; `--baseline auto` would choose a run of another arm, or none."""
     fix = ("re-pin reports/baseline.json to a run whose gate was open" if pinned else
-           "compare with a run whose gate was open (--baseline auto chooses one)")
+           f"that is expected of arm {arm}'s run, whose failures are what the lift is measured against"
+           if arm else "compare with a run whose gate was open (--baseline auto chooses one)")
     return (f"the baseline {base_id} is red: its own gate is closed ({why or 'no reason given'}); a case failing "
             f"there too is still_failing here, never newly failing (its failure here still closes this gate); {fix}")
 

@@ -18,8 +18,11 @@ is a caveat (the CLI's change or the model's, mixed with the arm's).
 
 A side whose run did not finish its plan (status other than `ok`: a canary stopped it, the infra bar,
 `--fail-fast`, missing artifacts) has no pass rate over the arm's suite: the lift is withheld
-(`pass_rate.lift` null, `withheld` and `sentence` naming the run, its status and the fix). Canaries are
-left out of the pass rates, as from every paired statistic (`assay.stats.paired.paired_population`).
+(`pass_rate.lift` null, `withheld` and `sentence` naming the run, its status and the fix). Two finished
+runs with no case scored pass/fail under both arms on an unchanged case have no pass rate either: the
+`sentence` says "No lift: ..." with what became of the cases (edited, scored in one run only, ...). Canaries
+are left out of the pass rates and the trigger accuracy, as from every paired statistic
+(`assay.stats.paired.paired_population`).
 """
 
 from __future__ import annotations
@@ -248,6 +251,7 @@ def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict 
     brate = _rate([p["verdict"]["base"] == "pass" for p in scored])
     crate = _rate([p["verdict"]["candidate"] == "pass" for p in scored])
     ids = [p["case_id"] for p in pairs]
+    measured = [p["case_id"] for p in pairs if not p.get("canary")]   # as the pass rates: never a canary
     clis = {"base": agent_cli(base, ids), "candidate": agent_cli(cand, ids)}
     caveats = arm_caveats(base, cand, pairs, bname, cname) + _cli_caveats(base, cand, clis, bname, cname)
     out = {
@@ -260,18 +264,37 @@ def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict 
         "pass_rate": {"base": brate, "candidate": crate,
                       "lift": None if brate is None or crate is None else round(crate - brate, 4),
                       "cases": len(scored)},
-        "trigger_accuracy": {"base": _trigger(base, ids), "candidate": _trigger(cand, ids)},
+        "trigger_accuracy": {"base": _trigger(base, measured), "candidate": _trigger(cand, measured)},
         "agent_cli": clis,
         "stats": stats, "stats_note": stats_note,
         "caveats": caveats,
     }
     if barm is not None and carm is not None and same:
         out["note"] = f"both runs were planned under the same arm ({bname}): this is a re-run, not a lift"
+    lead = (f"Not the arm's lift alone ({len(caveats)} caveat(s): {caveats[0]}"
+            + (" ...; see lift.caveats" if len(caveats) > 1 else "") + "). ") if caveats else ""
     if stop:
         out["withheld"] = out["sentence"] = stop
-    elif stats and stats.get("mde_sentence"):
-        lead = (f"Not the arm's lift alone ({len(caveats)} caveat(s): {caveats[0]}"
-                + (" ...; see lift.caveats" if len(caveats) > 1 else "") + "). ") if caveats else ""
-        out["sentence"] = (f"{lead}Arm {cname} vs {bname}: pass^k {crate} vs {brate} over {len(scored)} case(s). "
-                           f"{stats['mde_sentence']}")
+    elif not scored:
+        out["sentence"] = lead + unpaired_words([p for p in pairs if not p.get("canary")], bname, cname)
+    else:
+        said = stats["mde_sentence"] if stats and stats.get("mde_sentence") else f"No paired statistics: {stats_note}."
+        out["sentence"] = f"{lead}Arm {cname} vs {bname}: pass^k {crate} vs {brate} over {len(scored)} case(s). {said}"
     return out
+
+
+UNPAIRED_WORDS = {"expectation_changed": "edited between the runs", "changed_unscored": "scored in one arm's run only",
+                  "only_in_base": "only in arm {b}'s run", "only_in_candidate": "only in arm {c}'s run",
+                  "still_unscored": "scored in neither run (unscored, infra error or skipped: gate.py names why)"}
+
+
+def unpaired_words(pairs: list[dict[str, Any]], bname: str, cname: str) -> str:
+    """Why no pass rate is drawn when both runs finished: no (non-canary) case was scored pass/fail
+    under both arms on an unchanged case; what became of the cases instead, counted by bucket."""
+    counts: dict[str, int] = {}
+    for p in pairs:
+        counts[p["bucket"]] = counts.get(p["bucket"], 0) + 1
+    said = "; ".join(f"{n} {UNPAIRED_WORDS.get(b, b).format(b=bname, c=cname)}" for b, n in counts.items())
+    return ("No lift: no case was scored pass/fail under both arms on an unchanged case"
+            + (f" ({len(pairs)} case(s): {said})" if pairs else " (the runs have no case but canaries)")
+            + ", so there is no pass rate to compare; run both arms on one suite, each case scoring in both runs")

@@ -26,7 +26,7 @@ measured, nor how often the holdout was looked at. So before the keep rule is re
 - the app served the edit: a run reporting the champion's revision (health_check.revision_from) did not;
 - every case it ran was in its baseline run's selection: a smoke or targeted champion never ran the
   rest of the split, so a case the edit broke there would not pair;
-- a holdout run is a look within the budget (the gate's rule, `holdout_budget_reason`) and is
+- a holdout run is a look within the budget (the gate's rule, asked of assay.verdict: `holdout_look_reason`) and is
   compared with the champion's own holdout run when the log shows it (the kept candidate's).
 Each refusal is exit 2 naming the run, the reason and the fix. Then, a run that is evidence: its own
 gate beside its champion's run's (optimize/own_gate.py).
@@ -193,7 +193,7 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
     """The run called the app, was scored as its baseline was, scored every case the baseline
     scored, and (a holdout run) is a look within the budget."""
     from ..report.gate_reasons import replayed_phrase
-    from ..report.gate_trust import holdout_budget_reason
+    from ..verdict import holdout_look_reason   # the gate's own rule, asked of the one decision's room
     replayed = replayed_phrase(Path(run_dir))
     if replayed:
         raise AssayError(f"--{role} {run_dir}: {replayed}, so its answers do not measure candidate {cid}'s "
@@ -234,7 +234,7 @@ def check_measured(role: str, run_dir: str, cid: str, manifest: dict[str, Any], 
                             "reports/baseline.json), then measure the edit again against it" if role == "training"
                             else _spent(role, cid)), 2, unmeasured=len(unmeasured))
     if role == "holdout":
-        over = holdout_budget_reason(Path(run_dir), results)
+        over = holdout_look_reason(run_dir, results)
         if over:
             raise AssayError(f"--holdout {run_dir}: {over}. It decides no keep, and {_spent(role, cid)}", 2)
 

@@ -5,6 +5,12 @@ A comparison never opens what the run's own decision closes: a gating case that 
 gate whatever bucket the comparison puts it in. An edited case (`expectation_changed`) is not the
 app's regression and a judge flip is not the app's change, so neither is named as newly failing;
 each is said beside its failure ("edited since the baseline", "judge flip").
+
+Two arms' runs of a lift (references/evaluate-agents.md step 6) are said as compare_runs.py says them:
+an arm's run that did not finish its plan leads the notes with the lift's `withheld` words (its status
+and the fix: run the arm again), arms given in the swapped order with the lift's `arm_swapped` note, and
+a red baseline that is the other arm's run is expected, never sent to `--baseline auto` (which would
+choose a run of another arm, or none). The decision stays the run's own, with its reasons.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ def regression_reason(regressions: list[dict], base_id: str, status: dict[str, s
 
 
 def red_baseline_words(spec: str, candidate_dir: Path, base_dir: Path, base_id: str, *,
-                       is_open: Callable[[Path], tuple[bool, str | None]], named: bool = True) -> str | None:
+                       is_open: Callable[[Path], tuple[bool, str | None]], named: bool = True,
+                       arm: str | None = None) -> str | None:
     """red_baseline_note's words when the baseline `spec` resolved to (`base_dir`, run `base_id`) is a run
     whose own gate is closed, as `is_open` (assay.verdict.gate_open) decides it; else None. `auto` without
     a pin chose an open run: nothing to ask. A pinned one (reports/baseline.json) is asked, and so is a run
@@ -46,7 +53,7 @@ def red_baseline_words(spec: str, candidate_dir: Path, base_dir: Path, base_id: 
     if (pin is None) if spec == "auto" else not named:
         return None
     base_open, why = is_open(Path(base_dir))
-    return None if base_open else red_baseline_note(base_id, why, pin is not None)
+    return None if base_open else red_baseline_note(base_id, why, pin is not None, arm)
 
 
 def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tuple[bool, str | None]],
@@ -59,8 +66,15 @@ def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tu
         refuse_unverified(base_dir)
         refuse_unverified(run_dir, "candidate")
     doc = compare_runs(base_dir, run_dir)
+    lift = doc.get("lift") or {}
+    arms = [(lift.get(k) or {}).get("name") for k in ("base_arm", "candidate_arm")]
+    base_arm = arms[0] if None not in arms and arms[0] != arms[1] else None   # two arms' runs: a lift's
+    if lift.get("withheld"):   # an arm's run that did not finish: compare_runs.py's words, first
+        said.insert(0, f"{lift['withheld']}; the cases it did not score pair with nothing, so none reads as "
+                       "newly failing: the decision is the run's own")
     doc["notes"][:0] = said
-    red_words = red_baseline_words(baseline, run_dir, base_dir, doc["base"]["run_id"], is_open=is_open)
+    red_words = red_baseline_words(baseline, run_dir, base_dir, doc["base"]["run_id"], is_open=is_open,
+                                   arm=base_arm)
     notes = {p["case_id"]: NOTES[b] for b in NOTES for p in doc["buckets"][b]}
     res = evaluate(run_dir, notes=notes, **kwargs)
     regress = [p for p in doc["buckets"]["newly_failing"] if is_gating_pair(p)]

@@ -98,6 +98,14 @@ def _counts(res: GateResult) -> dict | None:
     return {k: summary.get(k) for k in COUNT_KEYS}
 
 
+def holdout_look_reason(run_dir: str | Path, results: dict) -> str | None:
+    """Why a holdout run's look is not within the budget (LOOK_BUDGET looks per sealed holdout), in the
+    words the gate closes on, or None (within it, or not a holdout run). `candidate.py keep` refuses such
+    a run as its holdout evidence before any keep is read: the same rule as the gate's, asked here."""
+    from ..report.gate_trust import holdout_budget_reason
+    return holdout_budget_reason(Path(run_dir), results)
+
+
 def gate_open(run_dir: Path) -> tuple[bool, str | None]:
     """(open, the first reason it closed) for a past run: what `--baseline auto` asks of each candidate
     baseline (compare_runs.py, gate.py, draft_report.py, run_cases.py, rescore.py)."""
