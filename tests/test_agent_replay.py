@@ -331,3 +331,38 @@ def test_a_fixture_whose_files_were_edited_since_is_a_replay_and_rescore_miss(tm
     got = _records(reports / "smoke-20261209T130200Z")[EDIT_CASE]["verdict"]
     assert got["verdict"] == "infra_error" and "request.json names no digest of the fixture's files" in \
         got["infra_reason"] and "run the case live" in got["infra_reason"], got
+
+
+def test_an_edited_check_is_never_scored_from_the_old_checks_result(tmp_path_factory):
+    """`expect.check` runs after the agent and only its result is recorded: a case whose check was
+    edited since is not scored from the old check's result on replay or rescore. Another command (a
+    stricter flag) was already unscored naming both commands; a `timeout_s` cut below the time the
+    recorded check took (a live run stops it without an exit code: unscored) was scored from the old
+    exit code, PASS. Now the check keeps its timeout and the cut one is unscored; each closes the gate
+    as a check that never ran. (Its program inside the fixture edited: the fixture digest's miss.)"""
+    state, env, run = _edit_only_app(tmp_path_factory, "agent-check-edited")
+    reports = state / "reports"
+    rec = "smoke-20261210T100000Z"
+    assert run(rec, None, "--record")["verdict"] == "pass"
+    kept = json.loads(json.loads((reports / rec / "cases.jsonl").read_text(encoding="utf-8"))["files"]["workdir.json"])
+    assert kept["check"]["timeout_s"] == 300 and kept["check"]["duration_ms"] > 1, kept["check"]
+    case_file = state / "datasets" / f"{EDIT_CASE}.yaml"
+    original = case_file.read_text(encoding="utf-8")
+    edits = {"'-x'": original.replace('"check_calc.py"]', '"check_calc.py", "-x"]'),
+             "longer than its timeout_s now (0.001 s)": original.replace('"check_calc.py"]}', '"check_calc.py"], '
+                                                                         '"timeout_s": 0.001}')}
+    for n, (named, text) in enumerate(edits.items()):
+        assert text != original
+        case_file.write_text(text, encoding="utf-8")
+        replayed, rescored = f"smoke-20261210T1{n + 1}0100Z", f"smoke-20261210T1{n + 1}0200Z"
+        got_replayed = run(replayed, None, "--replay")
+        r = run_script("rescore", reports / rec, "--out", reports / rescored, env=env)
+        assert r.rc == 0, (r.stdout, r.stderr)
+        for got in (got_replayed, _records(reports / rescored)[EDIT_CASE]["verdict"]):
+            check = got["layers"]["check"]
+            assert got["verdict"] != "pass" and check["verdict"] == "unscored", got
+            assert named in check["reason"] and "run the case live" in check["reason"], check
+        _assert_closed(reports / replayed, "[REPLAYED")
+        _assert_closed(reports / rescored, "[RESCORED")
+    case_file.write_text(original.replace('"check_calc.py"]}', '"check_calc.py"], "timeout_s": 60}'), encoding="utf-8")
+    assert run("smoke-20261210T130000Z", None, "--replay")["verdict"] == "pass"   # a timeout it finished within
