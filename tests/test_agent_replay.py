@@ -274,3 +274,95 @@ def test_a_full_agent_replay_needs_no_claude_sandbox_check_or_mcp_program_but_a_
     r = go(ci, "smoke-20261208T100200Z", "--replay", path=str(bare), cases=edited, replay=block)
     assert r.rc == 3 and r.json["key"] == "invocation.agent.program", r.stdout
     assert "'claude' is not found on the child's PATH" in r.json["error"], r.stdout
+
+
+def _assert_closed(run_dir: Path, banner: str) -> None:
+    gate = run_script("gate", run_dir)
+    assert gate.rc == 1 and banner in gate.stdout.splitlines()[0] and "FAIL" in gate.stdout, gate.stdout
+
+
+def test_a_fixture_whose_files_were_edited_since_is_a_replay_and_rescore_miss(tmp_path_factory):
+    """The case hash takes the fixture's files (--changed-since sends such a case live), but a bare
+    `--replay` and `rescore.py` were keyed on the fixture's path alone: a bug planted in the fixture,
+    or its check program edited, since the recording replayed the old PASS ([REPLAYED], the gate
+    open) and rescore re-scored the old workdir, while a live run fails. An agent's request now
+    names its fixture's content digest beside its path (`fixture_sha256`): a named miss."""
+    state, env, run = _edit_only_app(tmp_path_factory, "agent-fixture-files")
+    reports, repo = state / "reports", state.parent / "fixtures" / "repo"
+    rec = "smoke-20261209T100000Z"
+    assert run(rec, None, "--record")["verdict"] == "pass"
+    recorded = json.loads(json.loads((reports / rec / "cases.jsonl").read_text(encoding="utf-8"))
+                          ["files"]["request.json"])
+    from assay.invoke.fixture_digest import fixture_sha256
+    assert recorded["fixture"] == "fixtures/repo" and recorded["fixture_sha256"] == fixture_sha256(repo), recorded
+    calc, check = repo / "calc.py", repo / "check_calc.py"
+    originals = {calc: calc.read_text(encoding="utf-8"), check: check.read_text(encoding="utf-8")}
+    edits = {calc: "def add(a, b):\n    return a / b\n",   # another bug, which the agent's fix does not mend
+             check: originals[check] + "assert hasattr(calc, 'sub'), 'no sub()'\n"}   # the check asks more
+    for n, (path, text) in enumerate(edits.items()):
+        path.write_text(text, encoding="utf-8")
+        stamp = f"smoke-20261209T1{n + 1}0%d00Z"
+        assert run(stamp % 0, None)["verdict"] == "fail"   # live: the green path was real
+        for n_run, flag in ((1, "--replay"), (2, f"--replay={reports / rec}")):
+            got = run(stamp % n_run, None, flag)
+            assert got["verdict"] == "infra_error", (path.name, flag, got)
+            assert got["infra_reason"].startswith(f"replay miss: case {EDIT_CASE}: request 1 differs from the "
+                                                  "recording at fixture_sha256: recorded "), got
+            _assert_closed(reports / (stamp % n_run), "[REPLAYED")
+        r = run_script("rescore", reports / rec, "--out", reports / (stamp % 3), env=env)
+        assert r.rc == 0, (r.stdout, r.stderr)
+        _assert_closed(reports / (stamp % 3), "[RESCORED")
+        got = _records(reports / (stamp % 3))[EDIT_CASE]["verdict"]
+        assert got["verdict"] == "infra_error", got
+        assert got["infra_reason"].startswith(f"replay miss: case {EDIT_CASE}: request 1 differs from the source "
+                                              f"run {rec}'s at fixture_sha256: recorded "), got
+        assert "run the case live" in got["infra_reason"], got
+        path.write_text(originals[path], encoding="utf-8")   # the same files again (other times): as recorded
+    assert run("smoke-20261209T130000Z", None, "--replay")["verdict"] == "pass"
+    r = run_script("rescore", reports / rec, "--out", reports / "smoke-20261209T130100Z", env=env)
+    assert r.rc == 0 and _records(reports / "smoke-20261209T130100Z")[EDIT_CASE]["verdict"]["verdict"] == "pass"
+    # a run dir written before request.json named the fixture's digest: its workdir may be of other files
+    journal = reports / rec / "cases.jsonl"
+    doc = json.loads(journal.read_text(encoding="utf-8"))
+    doc["files"]["request.json"] = json.dumps({k: v for k, v in recorded.items() if k != "fixture_sha256"})
+    journal.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    r = run_script("rescore", reports / rec, "--out", reports / "smoke-20261209T130200Z", env=env)
+    assert r.rc == 0, (r.stdout, r.stderr)
+    got = _records(reports / "smoke-20261209T130200Z")[EDIT_CASE]["verdict"]
+    assert got["verdict"] == "infra_error" and "request.json names no digest of the fixture's files" in \
+        got["infra_reason"] and "run the case live" in got["infra_reason"], got
+
+
+def test_an_edited_check_is_never_scored_from_the_old_checks_result(tmp_path_factory):
+    """`expect.check` runs after the agent and only its result is recorded: a case whose check was
+    edited since is not scored from the old check's result on replay or rescore. Another command (a
+    stricter flag) was already unscored naming both commands; a `timeout_s` cut below the time the
+    recorded check took (a live run stops it without an exit code: unscored) was scored from the old
+    exit code, PASS. Now the check keeps its timeout and the cut one is unscored; each closes the gate
+    as a check that never ran. (Its program inside the fixture edited: the fixture digest's miss.)"""
+    state, env, run = _edit_only_app(tmp_path_factory, "agent-check-edited")
+    reports = state / "reports"
+    rec = "smoke-20261210T100000Z"
+    assert run(rec, None, "--record")["verdict"] == "pass"
+    kept = json.loads(json.loads((reports / rec / "cases.jsonl").read_text(encoding="utf-8"))["files"]["workdir.json"])
+    assert kept["check"]["timeout_s"] == 300 and kept["check"]["duration_ms"] > 1, kept["check"]
+    case_file = state / "datasets" / f"{EDIT_CASE}.yaml"
+    original = case_file.read_text(encoding="utf-8")
+    edits = {"'-x'": original.replace('"check_calc.py"]', '"check_calc.py", "-x"]'),
+             "longer than its timeout_s now (0.001 s)": original.replace('"check_calc.py"]}', '"check_calc.py"], '
+                                                                         '"timeout_s": 0.001}')}
+    for n, (named, text) in enumerate(edits.items()):
+        assert text != original
+        case_file.write_text(text, encoding="utf-8")
+        replayed, rescored = f"smoke-20261210T1{n + 1}0100Z", f"smoke-20261210T1{n + 1}0200Z"
+        got_replayed = run(replayed, None, "--replay")
+        r = run_script("rescore", reports / rec, "--out", reports / rescored, env=env)
+        assert r.rc == 0, (r.stdout, r.stderr)
+        for got in (got_replayed, _records(reports / rescored)[EDIT_CASE]["verdict"]):
+            check = got["layers"]["check"]
+            assert got["verdict"] != "pass" and check["verdict"] == "unscored", got
+            assert named in check["reason"] and "run the case live" in check["reason"], check
+        _assert_closed(reports / replayed, "[REPLAYED")
+        _assert_closed(reports / rescored, "[RESCORED")
+    case_file.write_text(original.replace('"check_calc.py"]}', '"check_calc.py"], "timeout_s": 60}'), encoding="utf-8")
+    assert run("smoke-20261210T130000Z", None, "--replay")["verdict"] == "pass"   # a timeout it finished within

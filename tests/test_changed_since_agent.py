@@ -144,3 +144,26 @@ def test_a_merged_agent_run_keeps_the_case_hashes_its_shards_took(tmp_path):
         for i, (cid, sha) in enumerate((("c-1", "a" * 64), ("c-2", "b" * 64)))]
     merged = merged_manifest(doc, shards, None)
     assert {row["id"]: row["case_sha256"] for row in merged["cases"]} == {"c-1": "a" * 64, "c-2": "b" * 64}
+
+
+def test_a_runs_case_hashes_and_its_agent_requests_read_each_fixture_once(tmp_path, monkeypatch):
+    """An agent request names its fixture's digest (replay keys it, rescore compares it: §22) and the
+    manifest's case hashes take the same digest: one FixtureDigests is shared, each distinct fixture
+    (two spellings of one included) read once, however many cases start from it."""
+    from test_compare_units import plan
+    from assay.invoke import fixture_digest
+    from assay.suite.version import suite_version
+    app = tmp_path / "app"
+    (app / "fixtures" / "repo").mkdir(parents=True)
+    (app / "fixtures" / "repo" / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (app / ".assay").mkdir()
+    reads = []
+    real = fixture_digest.fixture_sha256
+    monkeypatch.setattr(fixture_digest, "fixture_sha256", lambda p: reads.append(p) or real(p))
+    doc = plan(**{"adapter.invocation": {"mode": "agent", "agent": {"kind": "claude-code", "workdir": "fixtures/repo"}}})
+    doc["paths"] = {"state_dir": str(app / ".assay")}
+    doc["cases"][1]["input"]["fixture"] = "./fixtures/../fixtures/repo"
+    memo = fixture_digest.FixtureDigests()
+    hashes = suite_version(doc, digests=memo)["cases"]
+    assert memo(app / "fixtures" / "repo") == real(app / "fixtures" / "repo")
+    assert len(reads) == 1 and hashes == suite_version(doc)["cases"], reads

@@ -26,6 +26,7 @@ from ..core import secrets
 from ..core.errors import AssayError
 from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
+from .fixture_digest import FIXTURE_DIGEST_KEY, FixtureDigests
 from .fixture_paths import files_problems
 from .agent_skills import plugin_dirs_without_skills, skill_aliases, skill_groups
 from .cli import CliInvoker, RunInterrupted, _signal_name
@@ -197,6 +198,7 @@ class AgentInvoker(CliInvoker):
         self._stamps: dict[str, dict] = {}  # a fixture -> its files before its first copy in this run (wd.stamp)
         self.plan_cases: list = []           # the run's cases (the pre-flight's): each check run on the fixture
         self._on_fixture: dict[str, dict] = {}   # a case id -> its check_on_fixture fact (invoke.fixture_check)
+        self.fixture_digests = FixtureDigests()   # each fixture's files read once a run (the manifest's case hashes too)
         self.bwrap = None
         if spec.sandbox == "bwrap" and resolve:
             self.bwrap = shutil.which(BWRAP)
@@ -240,11 +242,14 @@ class AgentInvoker(CliInvoker):
         recorded["mode"] = "agent"
         # what the agent is asked with beside its argv, as replay keys and rescore compares it: the fixture
         # the attempt starts from (a case's `input.fixture`, else `agent.workdir`), relative to the app repo
-        # (the app and its fixtures moved together still replay), and the `env` block as written, `${NAME}`
-        # unresolved: an edited value is another request, and the values of the `${NAME}`s it names are
-        # bound by digest (assay.replay.key.Binding), never a credential-shaped entry's
+        # (the app and its fixtures moved together still replay), and the digest of its files (a bug planted
+        # in it, its check program edited: another request, never the old fixture's workdir scored), and the
+        # `env` block as written, `${NAME}` unresolved: an edited value is another request, and the values
+        # of the `${NAME}`s it names are bound by digest (assay.replay.key.Binding), never a
+        # credential-shaped entry's
         fixture = os.path.relpath(Path(wire["fixture"]).resolve(), self.spec.app_root.resolve())
         recorded["fixture"] = fixture.replace(os.sep, "/")
+        recorded[FIXTURE_DIGEST_KEY] = self.fixture_digests(wire["fixture"])
         if self.spec.env:
             recorded["agent_env"] = dict(sorted(self.spec.env.items()))
         return wire, recorded

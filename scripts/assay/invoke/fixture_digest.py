@@ -1,14 +1,19 @@
-"""One digest of an agent fixture's files, for the suite version (`assay.suite.version`: an agent
-case's `case_sha256` takes the fixture it starts from, runner contract §20.2)."""
+"""One digest of an agent fixture's files: the suite version takes it (`assay.suite.version`: an agent
+case's `case_sha256` covers the fixture it starts from, runner contract §20.2), and so does an agent
+attempt's recorded request (`fixture_sha256`: what replay keys and rescore compares, §22)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
+import threading
 from pathlib import Path
 
 from .workdir import tree
+
+# Where an agent attempt's recorded request (request.json, the replay key) names its fixture's digest
+FIXTURE_DIGEST_KEY = "fixture_sha256"
 
 
 def fixture_sha256(fixture: Path) -> str | None:
@@ -35,3 +40,19 @@ def fixture_sha256(fixture: Path) -> str | None:
             return None
         whole.update(f"{rel}\0{what}\n".encode("utf-8", "surrogateescape"))
     return whole.hexdigest()
+
+
+class FixtureDigests:
+    """fixture_sha256 of each distinct fixture (by its resolved path), each read once: a run's case
+    hashes (its manifest) and its agent requests share one, so a run reads a fixture once."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, fixture: Path) -> str | None:
+        where = str(Path(fixture).resolve())
+        with self._lock:   # held while reading: two cases of one fixture never read it twice
+            if where not in self._done:
+                self._done[where] = fixture_sha256(Path(where))
+            return self._done[where]

@@ -361,6 +361,12 @@ def check_argv(spec: Mapping[str, Any]) -> list[str]:
     return [str(a) for a in cmd] if isinstance(cmd, list) else []
 
 
+def check_timeout(spec: Mapping[str, Any]) -> float:
+    """`expect.check.timeout_s` in seconds (CHECK_TIMEOUT_S when it gives none)."""
+    given = spec.get("timeout_s")
+    return float(given) if isinstance(given, (int, float)) and not isinstance(given, bool) else CHECK_TIMEOUT_S
+
+
 def resolve_program(prog: str, work: Path, path_env: str | None) -> str | None:
     """The check's program: a path with a slash is relative to the workdir; else looked up on PATH."""
     if "/" in prog:
@@ -373,7 +379,7 @@ def run_check(spec: Mapping[str, Any], work: Path, env: Mapping[str, str], regis
     """Run `expect.check` in the workdir (its own process group, a deadline): exit code and output tail."""
     from .procgroup import run_in_session
     argv = check_argv(spec)
-    timeout = spec.get("timeout_s") if isinstance(spec.get("timeout_s"), (int, float)) else CHECK_TIMEOUT_S
+    timeout = check_timeout(spec)
     if not work.is_dir():   # else the spawn's FileNotFoundError reads as the program missing
         return {"ran": False, "command": argv, "error": f"the workdir {work} is gone after the agent (it removed "
                 "it): the check had nowhere to run"}
@@ -385,7 +391,7 @@ def run_check(spec: Mapping[str, Any], work: Path, env: Mapping[str, str], regis
                        timeout_s=float(timeout), registry=registry)
     text = (r.stdout + (b"\n" if r.stdout and r.stderr else b"") + r.stderr).decode("utf-8", errors="replace")
     out = {"ran": r.spawn_error is None, "command": argv, "exit_code": r.returncode, "timed_out": r.timed_out,
-           "duration_ms": r.latency_ms, "output": writer.clip(text, CHECK_OUTPUT_CAP, tail=True)}
+           "duration_ms": r.latency_ms, "timeout_s": timeout, "output": writer.clip(text, CHECK_OUTPUT_CAP, tail=True)}
     if r.spawn_error:
         out["error"] = f"the check could not start: {r.spawn_error}"
     elif r.timed_out:

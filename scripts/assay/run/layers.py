@@ -289,6 +289,13 @@ def _unmeasured(layer: str, expect: Mapping[str, Any], workdir: Mapping[str, Any
     if got.get("command") is not None and list(got["command"]) != now:
         return (f"the check that ran was {got['command']}; the case now asks {now}: its exit code is not known "
                 "for that command: run the case live")
+    # a timeout_s cut since the check ran (its own timeout kept with it; a run dir from before that kept
+    # none): a run under the timeout asked now would have stopped it without an exit code
+    took, was, limit = got.get("duration_ms"), got.get("timeout_s"), wd.check_timeout(spec)
+    if (got.get("exit_code") is not None and isinstance(took, (int, float)) and not isinstance(took, bool)
+            and took > limit * 1000 and (not isinstance(was, (int, float)) or limit < was)):
+        return (f"the check that ran took {took / 1000:g} s, longer than its timeout_s now ({limit:g} s): under "
+                "this timeout it would have been stopped without an exit code: run the case live")
     return None
 
 

@@ -197,12 +197,14 @@ def build_manifest(setup: RunSetup, started_at: str) -> dict[str, Any]:
     if setup.baseline:
         baseline = {k: v for k, v in setup.baseline.items() if k not in BASELINE_CASE_KEYS}
     from ..suite.version import CompactVersion, manifest_cases, manifest_rows, suite_version
-    compact = CompactVersion.of(plan)   # a run's plan: its rows streamed to disk by write_manifest
+    # an agent run's invoker names each fixture's digest in its requests: the case hashes read it once with it
+    digests = getattr(setup.invoker, "fixture_digests", None)
+    compact = CompactVersion.of(plan, digests)   # a run's plan: its rows streamed to disk by write_manifest
     if compact is not None:
         version: dict[str, Any] = {"suite_sha256": compact.suite_sha256, "suite_parts_sha256": compact.suite_parts_sha256}
         rows: Any = manifest_rows(plan.cases, case_set, compact)
     else:
-        version = suite_version(plan)
+        version = suite_version(plan, digests=digests)
         rows = manifest_cases(plan, case_set, version)
     return {
         "run_id": plan.run_id, "mode": plan.mode, "gate": plan.gate,

@@ -192,10 +192,11 @@ def _added_ids(plan: Any, manifest: Mapping[str, Any]) -> dict[str, str]:
     return {c["id"]: manifest["selecting_split"] for c in plan["cases"] if c["id"] not in held}
 
 
-def _render(plan: Any, env: Mapping[str, str], state: Path, environ: Mapping[str, str]) -> Any:
-    """(case, uuid, extra_headers) -> the request a run of this plan would record now (its invoker's own
+def _render(plan: Any, env: Mapping[str, str], state: Path, environ: Mapping[str, str]) -> tuple[Any, Any]:
+    """((case, uuid, extra_headers) -> the request a run of this plan would record now (its invoker's own
     `prepare`, nothing sent): http and function as the wire's record, cli and agent their argv, stdin
-    mode, cwd and the child's variable names, as the runner writes them to request.json."""
+    mode, cwd and the child's variable names, as the runner writes them to request.json; an agent's
+    fixture digests (None for another mode), which the rescore's case hashes share)."""
     from ..core import secrets
     from ..invoke.preflight import build_invoker
     # no app is called: an app variable unset here only shapes the wire, never the recorded request
@@ -203,7 +204,9 @@ def _render(plan: Any, env: Mapping[str, str], state: Path, environ: Mapping[str
     for name in secrets.env_refs(plan.invocation) | secrets.auth_env_names(plan.adapter) | plan.cases.env_names:
         filled.setdefault(name, "http://rescore.invalid")
     inner = build_invoker(plan, filled, state, environ=environ, replaying=True, render_only=True)
-    return lambda case, uuid, headers: inner.prepare(case, uuid, headers)[1]
+    def render(case: Any, uuid: str, headers: Any) -> Any:
+        return inner.prepare(case, uuid, headers)[1]
+    return render, getattr(inner, "fixture_digests", None)
 
 
 def _pairwise_baseline(spec: str | None, plan: Mapping[str, Any], source: Path, out: Path) -> Any:
@@ -269,11 +272,13 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
                             source=src_traces.get("source"), correlation=src_traces.get("correlation"))
     mode = ((manifest.get("invocation") or {}).get("mode")) or "http"
     from ..invoke.conversation import ConversationConfig, is_conversation
+    render, digests = _render(plan, env, state, environ)
     invoker = ReplayInvoker(mode, stored, trace_source,
                             frozenset(str(c.get("id")) for c in plan["cases"] if is_conversation(c)),
                             invocation=manifest.get("invocation") if isinstance(manifest.get("invocation"), dict) else None,
-                            render=_render(plan, env, state, environ), source_run=manifest.get("run_id"),
-                            added=_added_ids(plan, manifest), binding=Binding.of(plan.invocation, env))
+                            render=render, source_run=manifest.get("run_id"),
+                            added=_added_ids(plan, manifest), binding=Binding.of(plan.invocation, env),
+                            fixture_digests=digests)
     # A conversation is sent (its first turn is refused by the replay: infra_error, NOT_REPLAYED), not
     # skipped as if the adapter declared no conversation: a rescore that left it out must not read green.
     block = plan.invocation.get("conversation")
@@ -289,7 +294,7 @@ def rescore(source: Path, out_arg: str, *, state_dir: str | None, judge: bool, e
         from ..suite.version import suite_version
         measured = (manifest.get("judge") or {}).get("identity") if isinstance(manifest.get("judge"), Mapping) else None
         same_judge = ((manifest.get("suite_parts_sha256") or {}).get("judge")
-                      == suite_version(plan)["suite_parts_sha256"]["judge"]
+                      == suite_version(plan, digests=digests)["suite_parts_sha256"]["judge"]
                       and isinstance(measured, Mapping) and identity_sha256(measured) == identity_sha256(judge_rt.identity))
         judge_rt.reuse = _reuse_map(source, verdicts) if same_judge else {}
         judge_rt.reused_from = manifest.get("run_id")

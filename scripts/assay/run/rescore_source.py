@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from ..core import casestore
 from ..core.errors import AssayError
 from ..core.jsonio import dumps, loads, read_json
+from ..invoke.fixture_digest import FIXTURE_DIGEST_KEY
 from ..invoke.outcome import CONNECTION, RESPONSE, Outcome
 from ..replay.miss import REPLAY_MISS, RESCORE_NOT_REPLAYED, ReplayMiss
 from ..schemas import validate
@@ -143,7 +144,7 @@ class ReplayInvoker:
     def __init__(self, mode: str, stored: dict[tuple[str, int], Stored], source: "ReplayTraceSource",
                  conversation_ids: frozenset[str] = frozenset(), invocation: Mapping[str, Any] | None = None, *,
                  render: Any = None, added: Mapping[str, str] | None = None, source_run: Any = None,
-                 binding: Any = None) -> None:
+                 binding: Any = None, fixture_digests: Any = None) -> None:
         self.mode = mode
         # assay.replay.key.Binding over the rescore's REAL environment (never render's filled-in one): the
         # values of the `${NAME}`s a request names, compared with the digest the source's request.json kept
@@ -155,6 +156,9 @@ class ReplayInvoker:
         self.source = source
         self.conversation_ids = conversation_ids  # each turn arrives as a one-message case: known by id
         self.invocation = dict(invocation or {})  # the source manifest's invocation block
+        # agent mode: the render's fixture digests (assay.invoke.fixture_digest), shared with the manifest's
+        # case hashes so a rescore reads each fixture once
+        self.fixture_digests = fixture_digests
         self._next: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -199,6 +203,11 @@ class ReplayInvoker:
                         "names no fixture (a run dir written before an agent's request named its fixture and env), "
                         "so its stored workdir may be of another fixture than the case's now, "
                         f"{now.get('fixture')}; {RUN_IT_LIVE}")
+            if now.get("mode") == "agent" and FIXTURE_DIGEST_KEY not in stored:   # of the fixture's files now?
+                return (f"{REPLAY_MISS}: case {cid}: request {n}: the source run {self.source_run}'s request.json "
+                        "names no digest of the fixture's files (a run dir written before an agent's request named "
+                        "it), so its stored workdir may be of other files than the fixture "
+                        f"{now.get('fixture')} holds now; {RUN_IT_LIVE}")
             diff = first_difference(_comparable(stored), _comparable(now))
             if diff is not None:
                 return (f"{REPLAY_MISS}: case {cid}: request {n} differs from the source run {self.source_run}'s at "

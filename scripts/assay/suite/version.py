@@ -91,14 +91,18 @@ class AgentFixtures:
     to the app repo, `/`-separated, as the agent's request.json names it), sha256 (its files'
     digest, None when it is not there)}. Each distinct fixture is read once."""
 
-    def __init__(self, plan: Mapping[str, Any], adapter: Mapping[str, Any], inv: Mapping[str, Any]) -> None:
+    def __init__(self, plan: Mapping[str, Any], adapter: Mapping[str, Any], inv: Mapping[str, Any],
+                 digests: Any = None) -> None:
+        """`digests`: an `assay.invoke.fixture_digest.FixtureDigests` to share (the run's agent invoker's,
+        whose requests name the same digests), else one of its own."""
         from ..invoke.approot import app_root
+        from ..invoke.fixture_digest import FixtureDigests
         paths = plan.get("paths") if isinstance(plan.get("paths"), Mapping) else {}
         state = paths.get("state_dir")
         self.root = app_root(adapter, Path(state)) if isinstance(state, str) and state else None
         agent = inv.get("agent") if isinstance(inv.get("agent"), Mapping) else {}
         self.workdir = agent.get("workdir")
-        self._digests: dict[str, str | None] = {}
+        self._digests = digests if digests is not None else FixtureDigests()
         self._seen: dict[Any, dict[str, Any]] = {}   # a fixture as written -> what the hash takes
 
     def __call__(self, case: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,10 +121,7 @@ class AgentFixtures:
         p = Path(given)
         where = (p if p.is_absolute() else self.root / p).resolve()
         rel = os.path.relpath(where, self.root.resolve()).replace(os.sep, "/")
-        if rel not in self._digests:   # two spellings of one fixture are read once
-            from ..invoke.fixture_digest import fixture_sha256
-            self._digests[rel] = fixture_sha256(where)
-        return {"path": rel, "sha256": self._digests[rel]}
+        return {"path": rel, "sha256": self._digests(where)}   # two spellings of one fixture are read once
 
 
 def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request: Mapping[str, Any],
@@ -140,16 +141,16 @@ def case_sha256(case: Mapping[str, Any], *, rubrics: Mapping[str, Any], request:
     return sha256_json(doc)
 
 
-def _context(plan: Mapping[str, Any]) -> dict[str, Any]:
+def _context(plan: Mapping[str, Any], digests: Any = None) -> dict[str, Any]:
     """What every case's case_sha256 takes beside the case: rubrics, request shape, judge, simulator,
-    and an agent plan's fixtures."""
+    and an agent plan's fixtures (`digests`: AgentFixtures')."""
     adapter = plan.get("adapter") if isinstance(plan.get("adapter"), Mapping) else {}
     block = plan.get("judge") if isinstance(plan.get("judge"), Mapping) else {}
     rubrics = block.get("rubrics") if isinstance(block.get("rubrics"), Mapping) else {}
     inv = adapter.get("invocation") if isinstance(adapter.get("invocation"), Mapping) else {}
     return {"rubrics": rubrics, "request": request_shape(adapter), "judge": judge_identity_of(plan),
             "simulator": simulator_identity_of(plan),
-            "fixture": AgentFixtures(plan, adapter, inv) if inv.get("mode") == "agent" else None}
+            "fixture": AgentFixtures(plan, adapter, inv, digests) if inv.get("mode") == "agent" else None}
 
 
 def _parts(plan: Mapping[str, Any], judge: Any, cases_sha256: str) -> dict[str, Any]:
@@ -163,11 +164,13 @@ def _parts(plan: Mapping[str, Any], judge: Any, cases_sha256: str) -> dict[str, 
     return {"suite_sha256": sha256_json(parts), "suite_parts_sha256": parts}
 
 
-def suite_version(plan: Mapping[str, Any], known: Mapping[str, str] | None = None) -> dict[str, Any]:
+def suite_version(plan: Mapping[str, Any], known: Mapping[str, str] | None = None, *,
+                  digests: Any = None) -> dict[str, Any]:
     """{"cases": {id: case_sha256}, "suite_sha256": ..., "suite_parts_sha256": {...}} for a plan.
     `known`: case hashes already taken where the cases ran (merge_runs.py: an agent case's fixture
-    is hashed by the shard that ran it, not read again on the machine that merges)."""
-    ctx = _context(plan)
+    is hashed by the shard that ran it, not read again on the machine that merges). `digests`: the
+    fixture digests to share (a run's agent invoker's: `assay.invoke.fixture_digest.FixtureDigests`)."""
+    ctx = _context(plan, digests)
     known = known or {}
     cases = {c["id"]: known.get(c["id"]) or case_sha256(c, **ctx) for c in plan["cases"]}
     return {"cases": cases, **_parts(plan, ctx["judge"], sha256_json(cases))}
@@ -178,10 +181,10 @@ class CompactVersion:
     map: 32 bytes per case, by plan index. suite_sha256 and its parts are suite_version's (the hash
     of the map is taken over its canonical JSON, streamed in sorted id order)."""
 
-    def __init__(self, plan: Mapping[str, Any], table: CaseTable) -> None:
+    def __init__(self, plan: Mapping[str, Any], table: CaseTable, digests: Any = None) -> None:
         import hashlib
         import json
-        ctx = _context(plan)
+        ctx = _context(plan, digests)
         self._digests = bytearray()
         for case in table:
             self._digests += bytes.fromhex(case_sha256(case, **ctx))
@@ -198,11 +201,11 @@ class CompactVersion:
         self.suite_sha256, self.suite_parts_sha256 = version["suite_sha256"], version["suite_parts_sha256"]
 
     @classmethod
-    def of(cls, plan: Mapping[str, Any]) -> "CompactVersion | None":
+    def of(cls, plan: Mapping[str, Any], digests: Any = None) -> "CompactVersion | None":
         table = plan.get("cases")
         if not isinstance(table, CaseTable) or not table.shaped or len(set(table.ids)) != len(table):
             return None
-        return cls(plan, table)
+        return cls(plan, table, digests)
 
     def case_sha256(self, i: int) -> str:
         return self._digests[32 * i:32 * i + 32].hex()
