@@ -200,8 +200,10 @@ def test_another_value_of_an_agent_env_variable_is_a_replay_miss_never_the_old_m
                    env=dict(env, AGENT_MODEL=MODEL_B))
     assert r.rc in (0, 1), (r.stdout, r.stderr)
     got = _records(reports / "smoke-20261207T100300Z")[EDIT_CASE]["verdict"]
-    assert got["verdict"] == "infra_error" and "the value of ${AGENT_MODEL} differs from the source run" in \
-        got["infra_reason"], got
+    # the agent's allowlisted SCRIPTED_AGENT_BROKEN (agent_state) is bound too: one digest over both
+    assert got["verdict"] == "infra_error" and ("the values of ${AGENT_MODEL}, SCRIPTED_AGENT_BROKEN "
+                                                "(invocation.env_allowlist) differ (at least one) from the source "
+                                                "run") in got["infra_reason"], got
     for path in (state / "cache").rglob("*.json"):   # a digest, never the value
         assert MODEL_A not in path.read_text(encoding="utf-8"), path
     # a literal value of the env block edited since is another request too

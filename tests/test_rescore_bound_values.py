@@ -104,3 +104,32 @@ def test_a_cli_request_not_rendered_by_rescore_still_compares_its_variables():
     assert miss({"APP_MODEL": GOOD}) is None
     assert "the value of ${APP_MODEL} differs" in miss({"APP_MODEL": "acme-model-bad-3"})
     assert "names ${APP_MODEL}, not set now" in miss({})
+
+
+def test_a_cli_apps_allowlisted_variable_is_compared_by_digest(tmp_path, monkeypatch):
+    """A cli app given its model through `env_allowlist: [PATH, APP_MODEL]` (not a `${NAME}` of its
+    argv): rescored under another APP_MODEL, or with it unset, the stored answers used to be scored as
+    the new model's, PASS. Now its request.json keeps the value's digest and each is a miss naming the
+    variable and where it comes from; the same value (PATH changed) still rescores to the live verdicts."""
+    from test_rescore_cli_request import cli_state
+    state = cli_state(tmp_path)
+    adapter = state / "adapter.yaml"
+    adapter.write_text(adapter.read_text().replace("env_allowlist: [PATH]", "env_allowlist: [PATH, HOME, APP_MODEL]"))
+    monkeypatch.setenv("APP_MODEL", GOOD)
+    source = live_run(tmp_path, state)
+    kept = case_json(source, "w-rome", "request.json")
+    assert kept["values"]["vars"] == ["APP_MODEL"], kept
+    assert not [p for p in source.rglob("*") if p.is_file() and GOOD.encode() in p.read_bytes()]
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin:" + os.environ["PATH"])   # another machine's PATH: no change
+    g, _ = rescore(state, source, "smoke-20261205T000100Z", monkeypatch, GOOD)
+    assert g.rc == 0 and "3 pass, 0 fail" in g.stdout, g.stdout
+
+    miss = ("w-rome (replay miss: case w-rome: request 1: the value of APP_MODEL (invocation.env_allowlist) differs "
+            f"from the source run {SOURCE}'s (compared by digest): its stored answer is to another request; rescore "
+            "re-scores stored answers only: run the case live (run_cases.py))")
+    for n, model in enumerate(("acme-model-bad-3", None)):
+        g, again = rescore(state, source, f"smoke-20261205T00020{n}Z", monkeypatch, model)
+        assert g.rc == 1, g.stdout
+        assert miss in g.stdout, g.stdout
+        assert run_script("run_cases", "--verify", again).rc == 0

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.secrets import CREDENTIAL_HEADER, auth_env_names, env_refs, secret_shaped_name
+from ..core.secrets import CREDENTIAL_HEADER, PLAIN_ENV, auth_env_names, env_refs, secret_shaped_name
 
 KEY_VERSION = 1
 UUID_MASK = "<uuid>"
@@ -66,6 +66,42 @@ def normalize_request(recorded: Mapping[str, Any], *, uuid: str | None = None, s
     return out
 
 
+# Variables a cli or agent app may be given through `invocation.env_allowlist` whose values say where
+# it runs, not what it is asked (a path, a locale, a proxy, a terminal): never bound, so a recording
+# replays on another machine (a CI job) whose values differ. Besides these names: any `LC_*` or `XDG_*`,
+# and any name ending in `_PATH`, `_HOME`, `_DIR`, `_DIRS` or `_ROOT` (a path's text says where, not what).
+MACHINE_ENV = PLAIN_ENV | frozenset({
+    "TMP", "TEMP", "HOSTNAME", "DISPLAY", "COLUMNS", "LINES", "SHLVL", "EDITOR", "PAGER", "CI",
+    "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "COLORTERM", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONHOME",
+    "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONHASHSEED", "GOPATH", "GOROOT", "NODE_OPTIONS",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "FTP_PROXY"})
+MACHINE_ENV_PREFIXES = ("LC_", "XDG_")
+MACHINE_ENV_SUFFIXES = ("_PATH", "_HOME", "_DIR", "_DIRS", "_ROOT")
+
+
+def machine_variable(name: str) -> bool:
+    """A variable whose value says which machine the app runs on (MACHINE_ENV), never bound."""
+    upper = name.upper()
+    return (upper in MACHINE_ENV or upper.startswith(MACHINE_ENV_PREFIXES)
+            or upper.endswith(MACHINE_ENV_SUFFIXES))
+
+
+def allowlist_bound(invocation: Mapping[str, Any]) -> frozenset:
+    """The `invocation.env_allowlist` names (cli, agent: the variables the app's process is given,
+    agent default [PATH]) whose values a request's key binds: every one but a machine variable
+    (machine_variable) and a credential-shaped name (core.secrets.secret_shaped_name: OPENAI_API_KEY, a
+    rotated key still hits). The app reads them, not the request's text, so they are bound set or unset."""
+    mode = invocation.get("mode")
+    if mode not in ("cli", "agent"):
+        return frozenset()
+    names = invocation.get("env_allowlist") or (["PATH"] if mode == "agent" else [])
+    if not isinstance(names, list):
+        return frozenset()
+    return frozenset(n for n in names if isinstance(n, str) and n
+                     and not machine_variable(n) and not secret_shaped_name(n))
+
+
 # Keys of a recorded request whose `${NAME}`s say who asked, not what: a case identity's token
 # (`Bearer ${NAME}`) and a cli app's identity variables are keyed by name; every header that holds a
 # `${NAME}` is recorded REDACTED (its variables are bound from the adapter: `Binding.of`).
@@ -80,13 +116,17 @@ class Binding:
     recorded text is the same: the key adds `values: {vars, sha256}` (the first 16 hex digits of a
     sha256 over the names and values, never a value) for the variables its body, endpoint, argv or
     stdin or agent env block (`agent_env`: ANTHROPIC_MODEL: ${MODEL}) names, plus those of the adapter's
-    non-credential headers (`X-Model: ${MODEL}`). Never bound, so a rotated credential or another port
+    non-credential headers (`X-Model: ${MODEL}`), plus a cli or agent app's `env_allowlist` names
+    (`given`: allowlist_bound; an unset one is bound as unset, since the app may read it or its
+    absence). Never bound, so a rotated credential or another port
     still hits: the base URL's variables, an auth block's, a credential-shaped header's
     (CREDENTIAL_HEADER) or agent env entry's (core.secrets.secret_shaped_name), a case identity's token,
-    and any variable whose own name is credential-shaped (APP_TOKEN, OPENAI_API_KEY)."""
+    and any variable whose own name is credential-shaped (APP_TOKEN, OPENAI_API_KEY), and an allowlisted
+    machine variable (PATH, HOME, LANG: machine_variable)."""
     env: Mapping[str, str]
     always: frozenset = frozenset()
     never: frozenset = frozenset()
+    given: frozenset = frozenset()
 
     @classmethod
     def of(cls, invocation: Mapping[str, Any], env: Mapping[str, str]) -> "Binding":
@@ -99,7 +139,8 @@ class Binding:
         secret |= {n for name, v in agent_env.items() if secret_shaped_name(str(name)) for n in env_refs(v)}
         never = (env_refs(invocation.get("base_url")) | env_refs(invocation.get("auth"))
                  | auth_env_names({"invocation": invocation}) | secret)
-        return cls(dict(env), frozenset(plain), frozenset(never))
+        given = allowlist_bound(invocation) - never
+        return cls(dict(env), frozenset(plain) | given, frozenset(never), given)
 
     def wanted(self, recorded: Mapping[str, Any]) -> list[str]:
         """The variables this request's key binds, set in `env` or not (sorted)."""
@@ -107,10 +148,10 @@ class Binding:
         return sorted(n for n in named - self.never if not CREDENTIAL_HEADER.search(n))
 
     def values(self, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
-        names = [n for n in self.wanted(recorded) if n in self.env]
+        names = [n for n in self.wanted(recorded) if n in self.env or n in self.given]
         if not names:
             return None
-        text = canonical({"vars": names, "values": {n: self.env[n] for n in names}})
+        text = canonical({"vars": names, "values": {n: self.env.get(n) for n in names}})
         return {"vars": names, "sha256": sha256_text(text)[:16]}
 
     def kept(self, recorded: Any) -> Any:

@@ -228,13 +228,14 @@ class ReplayInvoker:
             was = recorded.get("vars") if isinstance(recorded, Mapping) else None
             return (f"{where}: the source run {self.source_run}'s request named {_names(was)}, "
                     f"which the current adapter no longer puts in it; {RUN_IT_LIVE}")
-        unset = [v for v in wanted if v not in self.binding.env]
+        # an allowlisted variable (env_allowlist) is bound set or unset: another state is a value miss below
+        unset = [v for v in wanted if v not in self.binding.env and v not in self.binding.given]
         if unset:
             return (f"{where} names {_names(unset)}, not set now: the source run {self.source_run} answered the "
                     "value(s) it had then (its request.json keeps a digest, never a value); export the same "
                     "value(s) and rescore again, or run the case live (run_cases.py)")
         if not isinstance(recorded, Mapping):
-            return (f"{where} names {_names(wanted)}, but the source run {self.source_run} kept no record of "
+            return (f"{where} names {_names(wanted, self.binding.given)}, but the source run {self.source_run} kept no record of "
                     "their values (a run dir written before request.json kept their digest), so its answer may "
                     f"be to other values; {RUN_IT_LIVE}")
         now_values = self.binding.values(now)
@@ -242,10 +243,11 @@ class ReplayInvoker:
             return None
         was = [str(v) for v in recorded.get("vars") or []]
         if was != wanted:
-            return (f"{where} names {_names(wanted)} now, the source run {self.source_run}'s named "
-                    f"{_names(was)}; {RUN_IT_LIVE}")
-        what = (f"the value of {_names(wanted)} differs" if len(wanted) == 1
-                else f"the values of {_names(wanted)} differ (at least one)")
+            return (f"{where} names {_names(wanted, self.binding.given)} now, the source run {self.source_run}'s "
+                    f"named {_names(was, self.binding.given)}; {RUN_IT_LIVE}")
+        shown = _names(wanted, self.binding.given)
+        what = (f"the value of {shown} differs" if len(wanted) == 1
+                else f"the values of {shown} differ (at least one)")
         return (f"{where}: {what} from the source run {self.source_run}'s (compared by digest): its stored "
                 f"answer is to another request; {RUN_IT_LIVE}")
 
@@ -269,8 +271,10 @@ class ReplayInvoker:
         pass
 
 
-def _names(names: Any) -> str:
-    return ", ".join(f"${{{n}}}" for n in (names or [])) or "no variable"
+def _names(names: Any, given: Any = frozenset()) -> str:
+    """`${NAME}` for a variable the request names; `NAME (invocation.env_allowlist)` for one the app is given."""
+    return ", ".join(f"{n} (invocation.env_allowlist)" if n in given else f"${{{n}}}"
+                     for n in (names or [])) or "no variable"
 
 
 def _comparable(request: Mapping[str, Any]) -> Any:
@@ -278,7 +282,8 @@ def _comparable(request: Mapping[str, Any]) -> Any:
     every uuid masked: the source's per-request `<uuid>` is not known, only that one was sent. A cli or
     agent request is its argv, stdin mode, cwd and identity variables: its trace context (`TRACEPARENT`,
     `TRACESTATE`: per-request) and `env` (which allowlisted variables the runner's environment set: the
-    app's environment, not what it was asked; the `${NAME}`s it names are compared by value) are dropped."""
+    app's environment, not what it was asked; the `${NAME}`s it names and the allowlisted values the app is
+    given are compared by value, Binding) are dropped."""
     from ..invoke.cli import TRACE_ENV
     from ..replay.key import UUID_MASK, normalize_request
     if request.get("mode") in ("cli", "agent"):
