@@ -217,7 +217,9 @@ def _walk(app: App, tmp: Path, server) -> dict:
     assert r.rc == 0, (r.stdout, r.stderr)
     runs["replayed"] = Path(planned["out"])
     runs["rescored"] = reports / "smoke-20261204T000400Z"
-    r = run_script("rescore", broken, "--out", runs["rescored"], *extra)
+    # rescored under the environment the app ran under: a value it was given (the scripted agent's
+    # allowlisted SCRIPTED_AGENT_BROKEN) bound into its requests must be the same, or every case is a miss
+    r = run_script("rescore", broken, "--out", runs["rescored"], *extra, env=env)
     assert r.rc == 0, (r.stdout, error_layers(runs["rescored"]))
     for name, more in app.after_rescore(broken, env).items():
         walks[name].update(more)
