@@ -4,6 +4,8 @@ wire formats, the layer fold."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -159,6 +161,26 @@ def test_one_json_fence_with_prose_around_it_parses():
     two = f"```json\n{body}\n```\nor maybe\n```json\n{json.dumps(dict(ok, verdict='pass'))}\n```"
     assert parse_reply(two) == (None, "the reply holds 2 fenced blocks; give exactly one JSON object")
     assert parse_reply(f"Sure! {body}")[0] is None
+
+
+UNCLOSED_FENCES = r"""
+import json, sys
+from assay.judge.verdict import parse_reply
+ok = {"verdict": "fail", "evidence": [], "reason": "no date"}
+junk = "```json\n" * 32768  # 256 KB of fences that never close
+print(json.dumps([parse_reply(junk + json.dumps(ok)),
+                  parse_reply("Verdict:\n```json\n" + json.dumps(ok) + "\n```\n" + junk)]))
+"""
+
+
+def test_a_reply_of_many_unclosed_fences_is_read_in_linear_time():
+    # A judge reply (a model, a misbehaving proxy) of 256 KB of ```json lines: the fence regex read to the
+    # end again from each one (~1 min here); now one pass. Same outcomes: no verdict from the bare junk,
+    # and the one closed block before the junk is the verdict.
+    r = subprocess.run([sys.executable, "-c", UNCLOSED_FENCES], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    ok = {"verdict": "fail", "evidence": [], "reason": "no date"}
+    assert json.loads(r.stdout) == [[None, "the reply is not one JSON object"], [ok, None]]
 
 
 # --- the calibration floors at their edges: a judge just short of one never gates (mutation hunt, round 2)
