@@ -140,6 +140,9 @@ def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
     return found + _beside_case_files(state, read)
 
 
+BESIDE_MAX_BYTES = 256 << 10   # a file of the datasets/ beside the state dir read as a case at most this big
+
+
 def _beside_case_files(state: Path, read: set[str] | None) -> list[tuple[str, str]]:
     """The case files of a `datasets/` folder put beside the state dir instead of in it
     (`./datasets/c-1.yaml` next to `.assay/`), as `("../datasets/c-1.yaml", ".assay/datasets/c-1.yaml")`.
@@ -158,8 +161,8 @@ def _beside_case_files(state: Path, read: set[str] | None) -> list[tuple[str, st
         if name.startswith(".") or not name.endswith(CASE_SUFFIXES) or name in MANIFEST_NAMES:
             continue
         label = f"../datasets/{name}"
-        if full.is_symlink() or not full.is_file():
-            continue
+        if full.is_symlink() or not full.is_file() or full.stat().st_size > BESIDE_MAX_BYTES:
+            continue   # (a big YAML there is the app's data, not a case: never parsed on every convert)
         try:
             doc, _ = load(full, label)
         except AssayError:
