@@ -271,3 +271,49 @@ def test_a_case_file_outside_datasets_is_refused_naming_it_and_where_it_goes(tmp
         run_dir = run(state, plan_file, app)
     g = run_script("gate", run_dir)
     assert g.rc == 1 and "c-00000002" in g.stdout, g.stdout
+
+
+def test_a_case_file_in_a_datasets_folder_beside_the_state_dir_is_refused(tmp_path):
+    # The failing case (Atlantis: no quote) saved to ./datasets/ next to .assay/ instead of .assay/datasets/:
+    # convert_suite read .assay/datasets/ only, the plan held the passing case, and the gate opened on a
+    # suite without the failure. Now convert_suite.py refuses, naming the file and where it goes.
+    state = write_state(tmp_path, {"c-00000001": case_yaml("c-00000001")})
+    wrong = case_yaml("c-00000002", content="A flight to Atlantis?")
+    write_yaml(tmp_path / "datasets" / "c-00000002.yaml", wrong)
+    write_yaml(tmp_path / "datasets" / "train.yaml", "name: fares\nsplits: [train, test]\n")   # not a case
+    write_yaml(tmp_path / "cases" / "c-00000003.yaml", wrong.replace("c-00000002", "c-00000003"))   # not looked at
+    work = state / "work"
+    r = run_script("convert_suite", state, "-o", work / "converted.json", "--split-dir", work)
+    assert r.rc == 2 and not (work / "converted.json").exists(), (r.stdout, r.stderr)
+    err = r.json["error"]
+    assert "1 case file(s) that no run would read: ../datasets/c-00000002.yaml -> .assay/datasets/c-00000002.yaml" \
+        in err, err
+    assert "the datasets/ beside .assay/ is not read: .assay/datasets/ is" in err, err
+    assert r.json["files"] == ["../datasets/c-00000002.yaml"]
+    assert "train.yaml" not in err and "c-00000003" not in err, err
+
+    # moved where the error says, the case is planned, fails and closes the gate
+    (tmp_path / "datasets" / "c-00000002.yaml").rename(state / "datasets" / "c-00000002.yaml")
+    rc, summary, plan_file = plan(state)
+    assert rc == 0, summary
+    with FakeApp(fare_reply) as app:
+        run_dir = run(state, plan_file, app)
+    g = run_script("gate", run_dir)
+    assert g.rc == 1 and "c-00000002" in g.stdout, g.stdout
+
+
+def test_a_datasets_folder_beside_the_state_dir_without_cases_is_left_alone(tmp_path):
+    # control: an app's own datasets/ (data, not cases) beside .assay/, and a state dir that is a repo's
+    # root (its parent is outside the repo, so a datasets/ there is not the app's) convert as before
+    state = write_state(tmp_path / "app", {"c-00000001": case_yaml("c-00000001")})
+    write_yaml(tmp_path / "app" / "datasets" / "fares.yaml", "name: fares\nsplits: [train, test]\nexpect: 3 rows\n")
+    work = state / "work"
+    assert run_script("convert_suite", state, "-o", work / "converted.json").rc == 0
+    root = tmp_path / "repo"
+    write_yaml(root / "adapter.yaml", (state / "adapter.yaml").read_text())
+    write_yaml(root / "profile.yaml", (state / "profile.yaml").read_text())
+    write_yaml(root / "datasets" / "c-00000001.yaml", case_yaml("c-00000001"))
+    (root / ".git").mkdir()
+    write_yaml(tmp_path / "datasets" / "c-00000002.yaml", case_yaml("c-00000002"))
+    r = run_script("convert_suite", root, "-o", tmp_path / "converted.json")
+    assert r.rc == 0, (r.stdout, r.stderr)
