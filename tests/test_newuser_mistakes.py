@@ -262,9 +262,13 @@ def test_a_case_file_outside_datasets_is_refused_naming_it_and_where_it_goes(tmp
     for name in ("c-00000006.YAML", "c-00000007.yaml.txt", "c-00000008.yaml~", "NOTES"):
         (state / "datasets" / name).unlink()
 
-    # moved where the error says, the case is planned, fails and closes the gate
     (state / "c-00000003.yml").unlink()
-    (state / "cases" / "c-00000002.yaml").rename(state / "datasets" / "c-00000002.yaml")
+    _moved_where_said_closes_the_gate(state, state / "cases" / "c-00000002.yaml")
+
+
+def _moved_where_said_closes_the_gate(state, misplaced):
+    """The misplaced failing case moved where the error says: it is planned, fails and closes the gate."""
+    misplaced.rename(state / "datasets" / "c-00000002.yaml")
     rc, summary, plan_file = plan(state)
     assert rc == 0, summary
     with FakeApp(fare_reply) as app:
@@ -292,14 +296,7 @@ def test_a_case_file_in_a_datasets_folder_beside_the_state_dir_is_refused(tmp_pa
     assert r.json["files"] == ["../datasets/c-00000002.yaml"]
     assert "train.yaml" not in err and "c-00000003" not in err, err
 
-    # moved where the error says, the case is planned, fails and closes the gate
-    (tmp_path / "datasets" / "c-00000002.yaml").rename(state / "datasets" / "c-00000002.yaml")
-    rc, summary, plan_file = plan(state)
-    assert rc == 0, summary
-    with FakeApp(fare_reply) as app:
-        run_dir = run(state, plan_file, app)
-    g = run_script("gate", run_dir)
-    assert g.rc == 1 and "c-00000002" in g.stdout, g.stdout
+    _moved_where_said_closes_the_gate(state, tmp_path / "datasets" / "c-00000002.yaml")
 
 
 def test_a_datasets_folder_beside_the_state_dir_without_cases_is_left_alone(tmp_path):

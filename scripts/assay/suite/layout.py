@@ -88,6 +88,31 @@ def _yaml_misnamed(name: str) -> str | None:
     return name + ".yaml" if "." not in name else None
 
 
+class _ReadPaths:
+    """The real paths case_files() reads, listed on first use (asked only of a case-shaped file found
+    outside the state's datasets/): a file a symlink under datasets/ points at is read through it."""
+
+    def __init__(self, state: Path) -> None:
+        self.state, self._paths = state, None
+
+    def __contains__(self, path: Path) -> bool:
+        if self._paths is None:
+            try:
+                self._paths = {os.path.realpath(p) for p in case_files(self.state)}
+            except AssayError:
+                self._paths = set()
+        return os.path.realpath(path) in self._paths
+
+
+def _holds_case(full: Path, label: str) -> bool:
+    """The file parses and reads as a case (_case_shaped); one that does not parse is not a case here."""
+    try:
+        doc, _ = load(full, label)
+    except AssayError:
+        return False
+    return _case_shaped(doc)
+
+
 def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
     """The files of the state dir that hold a case no run reads, each with where it goes
     (`(relative path, relative target)`, sorted by path).
@@ -99,7 +124,7 @@ def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
     file that does not parse is not a case here. A file that a symlink under datasets/ points at is
     read through it, so it is not misplaced. A `datasets/` folder beside the state dir is looked at
     too (its own case files only: _beside_case_files)."""
-    read: set[str] | None = None   # the real paths case_files() reads: asked only of a case-shaped file outside datasets/
+    read = _ReadPaths(state)
     datasets = state / "datasets"
     found = []
     for root, dirs, files in os.walk(state, followlinks=False):
@@ -122,28 +147,15 @@ def misplaced_case_files(state: Path) -> list[tuple[str, str]]:
             if target is None or full.is_symlink():
                 continue
             label = _rel(state, full)
-            try:
-                doc, _ = load(full, label)
-            except AssayError:
-                continue
-            if not _case_shaped(doc):
-                continue
-            if not under_datasets:   # a file a symlink under datasets/ points at is read through it
-                if read is None:
-                    try:
-                        read = {os.path.realpath(p) for p in case_files(state)}
-                    except AssayError:
-                        read = set()
-                if os.path.realpath(full) in read:
-                    continue
-            found.append((label, target))
+            if _holds_case(full, label) and (under_datasets or full not in read):
+                found.append((label, target))
     return found + _beside_case_files(state, read)
 
 
 BESIDE_MAX_BYTES = 256 << 10   # a file of the datasets/ beside the state dir read as a case at most this big
 
 
-def _beside_case_files(state: Path, read: set[str] | None) -> list[tuple[str, str]]:
+def _beside_case_files(state: Path, read: _ReadPaths) -> list[tuple[str, str]]:
     """The case files of a `datasets/` folder put beside the state dir instead of in it
     (`./datasets/c-1.yaml` next to `.assay/`), as `("../datasets/c-1.yaml", ".assay/datasets/c-1.yaml")`.
     Only that one folder's own files are looked at, never the rest of the parent (a big repo). Skipped
@@ -163,18 +175,7 @@ def _beside_case_files(state: Path, read: set[str] | None) -> list[tuple[str, st
         label = f"../datasets/{name}"
         if full.is_symlink() or not full.is_file() or full.stat().st_size > BESIDE_MAX_BYTES:
             continue   # (a big YAML there is the app's data, not a case: never parsed on every convert)
-        try:
-            doc, _ = load(full, label)
-        except AssayError:
-            continue
-        if not _case_shaped(doc):
-            continue
-        if read is None:   # a file a symlink under the state's datasets/ points at is read through it
-            try:
-                read = {os.path.realpath(p) for p in case_files(state)}
-            except AssayError:
-                read = set()
-        if os.path.realpath(full) not in read:
+        if _holds_case(full, label) and full not in read:
             found.append((label, f"{state.name}/datasets/{name}"))
     return found
 
