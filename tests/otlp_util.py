@@ -55,3 +55,23 @@ def trajectory(*calls: dict, agents: Iterable[str] = ()) -> dict:
     """A normalized trajectory holding `calls` in order."""
     return {"trace_id": "0" * 31 + "1", "agents": [{"name": a} for a in agents], "llm_calls": [],
             "tool_calls": list(calls), "usage": {"by_agent": {}, "total": {"input_tokens": 0, "output_tokens": 0}}}
+
+
+def span_app(spans_path, spans_of, reply: dict):
+    """A fakeapp handler of a traced app: the health check answers ok; each message continues the
+    request's traceparent, writes the spans `spans_of(trace_id, parent_span_id)` gives (one write at a
+    time) and answers `reply`."""
+    import threading
+
+    from fakeapp import Reply
+    lock = threading.Lock()
+
+    def handler(req) -> "Reply":
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        trace_id, parent = parse_traceparent(req.headers.get("traceparent") or req.headers.get("Traceparent"))
+        spans = spans_of(trace_id, parent)
+        with lock:
+            write_spans(spans_path, spans)
+        return Reply(200, reply)
+    return handler

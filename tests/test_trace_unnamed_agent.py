@@ -16,21 +16,12 @@ said the trace disagreed. Now the routing layer keeps the trace's route (`trace_
 from __future__ import annotations
 
 import json
-import threading
 
-from fakeapp import Reply
 from rundir_util import cases_view
-from otlp_util import agent_spans, parse_traceparent, write_spans
-from test_trace_unread_tool_spans import ADAPTER, pipeline
+from otlp_util import agent_spans, span_app
+from test_trace_unread_tool_spans import ADAPTER, CASE_HEAD, pipeline
 
-CASE = """id: c-00000001
-split: [full, smoke]
-category: happy
-test_type: MFT
-template_id: null
-input:
-  messages:
-    - {role: user, content: 'hello there'}
+CASE = CASE_HEAD + """    - {role: user, content: 'hello there'}
 expect:
   route: desk
   answer: {must_contain: [hello]}
@@ -41,20 +32,13 @@ def two_agents(second: str | None, route: str | None = None):
     """The desk agent's turn (named), then the refunds agent's answers; `second` is the name its
     invoke_agent span carries (None: forgotten); `route`, a route field the answer carries."""
     def app(spans_path):
-        lock = threading.Lock()
-
-        def handler(req) -> Reply:
-            if req.method == "GET":
-                return Reply(200, {"ok": True})
-            trace_id, parent = parse_traceparent(req.headers.get("traceparent") or req.headers.get("Traceparent"))
+        def spans_of(trace_id, parent):
             t0 = 1_700_000_000_000_000_000
             desk = agent_spans(trace_id, "desk", parent_span_id=parent, t0=t0)
             refunds = agent_spans(trace_id, second, parent_span_id=parent, t0=t0 + 10_000_000)
             refunds[0]["name"] = "invoke_agent refunds"
-            with lock:
-                write_spans(spans_path, desk + refunds)
-            return Reply(200, {"reply": "hello, refunds here", **({"route": route} if route else {})})
-        return handler
+            return desk + refunds
+        return span_app(spans_path, spans_of, {"reply": "hello, refunds here", **({"route": route} if route else {})})
     return app
 
 

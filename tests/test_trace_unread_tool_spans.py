@@ -11,11 +11,10 @@ a real HTTP app on its own port writing OTLP spans to a file).
 from __future__ import annotations
 
 import json
-import threading
 
-from fakeapp import Reply, run_as_a_user
+from fakeapp import run_as_a_user
 from helpers import write_yaml
-from otlp_util import agent_spans, parse_traceparent, write_spans
+from otlp_util import agent_spans, span_app
 
 ADAPTER = """adapter_version: 1
 app: {name: orderbot}
@@ -43,14 +42,15 @@ architecture: {kind: tool_agent}
 capability_matrix:
   answer_quality: {enabled: true}
 """
-CASE = """id: c-00000001
+CASE_HEAD = """id: c-00000001
 split: [full, smoke]
 category: happy
 test_type: MFT
 template_id: null
 input:
   messages:
-    - {role: user, content: 'where is my order'}
+"""   # one case, its first message and expect below
+CASE = CASE_HEAD + """    - {role: user, content: 'where is my order'}
 expect:
   tools: {forbidden: [start_return]}
   answer: {must_contain: [shipped]}
@@ -59,34 +59,22 @@ expect:
 
 def bot(spans_path):
     """Its code starts a return (a gen_ai execute_tool span), then the model answers (finish: stop)."""
-    lock = threading.Lock()
-
-    def handler(req) -> Reply:
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        trace_id, parent = parse_traceparent(req.headers.get("traceparent") or req.headers.get("Traceparent"))
+    def spans_of(trace_id, parent):
         spans = agent_spans(trace_id, "desk", [("start_return", {"order_id": "ORD-1001"}, {"ok": True})],
                             parent_span_id=parent)
         for s in spans:
             for attr in s["attributes"]:
                 if attr["key"] == "gen_ai.response.finish_reasons":
                     attr["value"] = {"arrayValue": {"values": [{"stringValue": "stop"}]}}
-        with lock:
-            write_spans(spans_path, spans)
-        return Reply(200, {"reply": "Your order has shipped."})
-    return handler
+        return spans
+    return span_app(spans_path, spans_of, {"reply": "Your order has shipped."})
 
 
 def bot_tracing_one_tool_of_two(spans_path):
     """Its model asks for get_order and start_return in one turn (the chat span's output messages hold
     both calls: content capture on); its code wraps get_order in an execute_tool span and forgets
     start_return's, which runs untraced."""
-    lock = threading.Lock()
-
-    def handler(req) -> Reply:
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        trace_id, parent = parse_traceparent(req.headers.get("traceparent") or req.headers.get("Traceparent"))
+    def spans_of(trace_id, parent):
         spans = agent_spans(trace_id, "desk", [("get_order", {"order_id": "ORD-1001"}, {"status": "shipped"})],
                             parent_span_id=parent)
         _, chat, tool = spans
@@ -95,10 +83,8 @@ def bot_tracing_one_tool_of_two(spans_path):
             {"type": "tool_call", "id": "call_2", "name": "start_return", "arguments": {"order_id": "ORD-1001"}}]}]
         chat["attributes"].append({"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(asked)}})
         tool["attributes"].append({"key": "gen_ai.tool.call.id", "value": {"stringValue": "call_1"}})
-        with lock:
-            write_spans(spans_path, spans)
-        return Reply(200, {"reply": "Your order has shipped."})
-    return handler
+        return spans
+    return span_app(spans_path, spans_of, {"reply": "Your order has shipped."})
 
 
 def pipeline(tmp_path, convention: str, app=bot, case: str = CASE, layer: str = "trajectory", adapter: str = ADAPTER):
