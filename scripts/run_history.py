@@ -29,7 +29,8 @@ def build_parser():
     p.add_argument("--html", help="also write the history page here (self-contained, no JavaScript)")
     p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
                    help="read the runs published there instead of STATE_DIR/reports/ (default $ASSAY_STORE): only "
-                        "results.json, manifest.yaml and the verdict files of each (pip install 'assay[s3]')")
+                        "results.json, manifest.yaml, the verdict files and (k > 1) reliability.json of each "
+                        "(pip install 'assay[s3]')")
     p.add_argument("--no-verify", action="store_true",
                    help="skip re-checking each run with the runner's --verify (faster): a run whose check's answer a reader "
                         "kept (gate.py) is still taken, a failed one excluded; a run never checked then counts, "
@@ -54,7 +55,7 @@ def run(args):
     from assay.verdict import GateOptions, decision_dict
     store = configured(args.store)
     if store is not None:
-        from assay.history.runs import history_from_store
+        from assay.history.store import history_from_store
         # the store holds only runs that passed --verify when they were published
         doc = history_from_store(store, state, decide=lambda run_dir: decision_dict(run_dir, GateOptions(verify=False)))
     else:

@@ -19,6 +19,10 @@ from pathlib import Path
 
 from ..stats.reliability import repeats_disagree
 
+# the run file the repeats are read from (k > 1): every reader of a run for history must bring it
+# (run_history.py --store mirrors it, assay.history.store.STORE_FILES), or a case whose repeats disagreed
+# in every run is never flaky and a break fixed a run later reads as flaky
+REPEATS_FILE = "reliability.json"
 FLAKY_FLIPS = 2  # flipped and flipped back: one change that stayed is a regression or a fix
 
 
@@ -32,7 +36,7 @@ def repeat_counts(run_dir: Path) -> dict[str, dict]:
     """reliability.json's per-case repeat counts ({case_id: {"n", "c"}}); empty when the run has none
     (k = 1, or a run read from a store without it): no evidence, never evidence of agreement."""
     try:
-        doc = json.loads((run_dir / "reliability.json").read_bytes().decode("utf-8"))
+        doc = json.loads((run_dir / REPEATS_FILE).read_bytes().decode("utf-8"))
     except (OSError, ValueError):
         return {}
     rows = doc.get("per_case") if isinstance(doc, dict) else None

@@ -340,26 +340,6 @@ def seal_runs(runs: list[dict]) -> None:
             r["verdicts"] = {cid: v for cid, v in r["verdicts"].items() if cid not in sealed}
 
 
-def history_from_store(store: Any, state_dir: Path, *, decide: Callable[[Path], dict] | None = None) -> dict:
-    """`history` over the runs published to a store (a StoreURL): each run's results.json,
-    manifest.yaml and verdict files only, mirrored into a temporary reports/ and read without
-    --verify (the store holds only runs that passed it when they were published)."""
-    import shutil
-    import tempfile
-
-    from ..store.runs import StoreRuns
-    tmp = Path(tempfile.mkdtemp(prefix="assay-history-"))
-    try:
-        (tmp / "reports").mkdir()
-        StoreRuns(store).mirror(tmp / "reports")
-        doc = history(tmp, verify=False, decide=decide)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    doc["state_dir"], doc["store"] = str(state_dir), str(store)
-    doc["method"]["verified"] = "at publish (the store holds only runs that passed --verify)"
-    return doc
-
-
 def history(state_dir: Path, *, verify: bool = True, decide: Callable[[Path], dict] | None = None) -> dict:
     """The history document; with `decide`, every run carries the one decision (`gate`, `gate_reasons`)."""
     runs, excluded = scan(state_dir, verify=verify, decide=decide)

@@ -16,9 +16,6 @@ from .client import Store
 from .fetch import fetch_run, run_ids
 from .url import MANIFEST, StoreURL
 
-# what run_history reads of a run (assay.history.runs.load_run without --verify: the store
-# holds only runs that passed --verify when they were published)
-HISTORY_FILES = ("results.json", MANIFEST, "verdicts_for_stats.jsonl", "verdicts.jsonl")
 # a reader's words for a prefix that holds no run id at all (a typo'd bucket path, or the wrong variable)
 NO_RUN = "no run at all is published under that prefix: is it the one publish_run.py writes to?"
 
@@ -84,9 +81,10 @@ class StoreRuns:
         """The run (or the files in `only`) downloaded into dest (replaced)."""
         return fetch_run(self.store, self.base.child(run_id), dest, only=only)
 
-    def mirror(self, reports: Path, only=HISTORY_FILES) -> list[str]:
+    def mirror(self, reports: Path, only: tuple[str, ...]) -> list[str]:
         """Every run's `only` files into reports/<run_id>/ (a prefix without a manifest gets an
-        empty dir, which a reader names as not a finished run); the run ids mirrored."""
+        empty dir, which a reader names as not a finished run); the run ids mirrored. The reader
+        names the files it reads (run_history: assay.history.store.STORE_FILES)."""
         names = self.ids()
         if not names:
             raise nothing_published(self.base)

@@ -1,0 +1,93 @@
+"""Regressions, fixes and flaky cases at k = 2, over five real runs of a local app (run_cases.py against it
+on a free port): `c-breaks` passes both repeats in runs 1-2 and fails both in runs 3-5 (a regression since
+run 3, never flaky), `c-broke-fixed` fails both repeats in run 3 only (a break then its fix: a fix, its
+repeats agreed in every run), `c-wobbles` answers wrong on every second call (its repeats disagree in
+every run: flaky, though its pass^k verdict never flips). run_history.py, its page and the viewer's
+/api/history say so; so does `run_history.py --store` over the same runs published, which mirrored only
+the verdict files and not reliability.json: it listed no flaky case at all and called the break that was
+fixed "flaky"."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+
+import pytest
+
+from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
+from helpers import run_script, view_server
+from s3server import BUCKET, have_moto, served
+
+pytestmark = pytest.mark.slow
+
+RUNS = [f"smoke-2026120{i}T100000Z" for i in range(1, 6)]
+REGRESSION = ("c-breaks", "regression", RUNS[2], ["pass", "pass", "fail", "fail", "fail"])
+FIX = ("c-broke-fixed", "fix", RUNS[3], ["pass", "pass", "fail", "pass", "pass"])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("history-k2")
+    state = make_state(tmp)
+    now, calls, lock = [""], {}, threading.Lock()
+
+    def app(req):
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        msg = str((req.json or {}).get("message"))
+        with lock:
+            calls[(now[0], msg)] = n = calls.get((now[0], msg), 0) + 1
+        wrong = ((msg == "breaks" and now[0] in RUNS[2:]) or (msg == "broke fixed" and now[0] == RUNS[2])
+                 or (msg == "wobbles" and n % 2 == 0))
+        return Reply(200, {"message": "sorry, no" if wrong else f"echo: {msg}"})
+
+    cases = [case("c-breaks", "breaks"), case("c-broke-fixed", "broke fixed"), case("c-steady", "steady"),
+             case("c-wobbles", "wobbles")]
+    with FakeApp(app) as fake:
+        for run_id in RUNS:
+            now[0] = run_id
+            plan = write_plan(state, make_plan(state, cases, app_url=fake.url, run_id=run_id, k=2), f"{run_id}.json")
+            r = run_script("run_cases", "--plan", plan, "--out", state / "reports" / run_id, "--progress", "never")
+            assert r.rc == 0, r.stdout + r.stderr
+    return state
+
+
+def _words(doc: dict) -> tuple[list, list]:
+    (series,) = doc["series"]
+    return ([(f["case_id"], f["flips"], f["repeats_disagreed_in"]) for f in series["flaky"]],
+            [(c["case_id"], c["kind"], c["since_run"], c["sequence"]) for c in series["changed"]])
+
+
+FLAKY = [("c-wobbles", 0, RUNS)]
+CHANGED = [REGRESSION, FIX]
+
+
+def test_a_break_that_stayed_at_k2_is_a_regression_and_disagreeing_repeats_are_flaky(runs, tmp_path):
+    r = run_script("run_history", runs, "-o", tmp_path / "h.json", "--html", tmp_path / "h.html")
+    assert r.rc == 0 and r.json["flaky_cases"] == 1 and r.json["excluded_runs"] == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))
+    assert _words(doc) == (FLAKY, CHANGED)
+    assert [c["case_id"] for c in doc["changed_cases"]] == ["c-breaks", "c-broke-fixed"]
+    page = (tmp_path / "h.html").read_text(encoding="utf-8")
+    flaky_table, changed_table = page.split("<h3>Flaky cases (1)</h3>")[1].split("<h3>Regressions and fixes")
+    assert "c-wobbles" in flaky_table and "c-breaks" not in flaky_table and "c-broke-fixed" not in flaky_table
+    assert "<code>c-breaks</code></td><td>regression</td>" in changed_table
+    with view_server(runs) as url:
+        with urllib.request.urlopen(url + "/api/history", timeout=300) as resp:
+            api = json.loads(resp.read().decode("utf-8"))
+    assert _words(api) == (FLAKY, CHANGED)
+
+
+@pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")
+def test_history_from_the_store_reads_the_repeats_as_the_local_read_does(runs, tmp_path):
+    with served(BUCKET, lambda req: Reply(200, {"ok": True})) as (server, _):
+        store = f"s3://{BUCKET}/runs"
+        for run_id in RUNS:
+            r = run_script("publish_run", runs / "reports" / run_id, store, env=server.env)
+            assert r.rc == 0, r.stdout + r.stderr
+        r = run_script("run_history", tmp_path, "--store", store, "-o", tmp_path / "h.json", env=server.env)
+    assert r.rc == 0 and r.json["runs_used"] == len(RUNS), r.stdout + r.stderr
+    doc = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))
+    assert _words(doc) == (FLAKY, CHANGED), _words(doc)
+    assert r.json["flaky_cases"] == 1, r.stdout
