@@ -82,6 +82,31 @@ def test_one_repeat_per_run_is_no_evidence_the_flips_went_with_the_app():
     assert classify("c-1", seq, agreed) == ("changed", {"flips": 2, "kind": "fix", "since_run": "r2"})
 
 
+def test_a_change_whose_repeats_split_only_as_it_happened_is_a_regression_or_a_fix():
+    """3/3, 3/3, 1/3, 0/3, 0/3 broke once and stayed broken: a regression since the run where its repeats
+    split, not "flaky" (the history page called such regressions flaky); 0/3, 2/3, 3/3 mended once. A case
+    whose repeats split in its last run, in a run away from its change, or in two runs stays flaky; so does
+    one whose other runs had a single repeat (no evidence they agreed)."""
+    from assay.history.flaky import classify
+
+    def runs(counts, n=3):
+        return [{"run_id": f"r{i}", "repeats": {"c-1": {"n": n, "c": c}}} for i, c in enumerate(counts)]
+
+    def seq(counts, n=3):
+        return ["pass" if c == n else "fail" for c in counts]
+
+    broke = [3, 3, 1, 0, 0]
+    assert classify("c-1", seq(broke), runs(broke)) == (
+        "changed", {"flips": 1, "kind": "regression", "since_run": "r2", "repeats_disagreed_in": ["r2"]})
+    mended = [0, 2, 3]
+    assert classify("c-1", seq(mended), runs(mended)) == (
+        "changed", {"flips": 1, "kind": "fix", "since_run": "r2", "repeats_disagreed_in": ["r1"]})
+    for counts in ([3, 3, 1], [1, 0, 0], [3, 2, 3, 0, 0], [3, 3, 1, 0, 2, 0], [3, 1, 1, 0]):
+        assert classify("c-1", seq(counts), runs(counts))[0] == "flaky", counts
+    one = [{"run_id": "r0", "repeats": {"c-1": {"n": 1, "c": 1}}}] + runs([3, 1, 0])[1:]
+    assert classify("c-1", ["pass", "fail", "fail"], one)[0] == "flaky"
+
+
 # ---------------------------------------------------------------- synthetic runs
 
 def make_run(reports: Path, run_id: str, verdicts: dict[str, str], *, status="ok", dataset=1, harness="0.1.0",

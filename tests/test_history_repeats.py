@@ -2,7 +2,9 @@
 on a free port): `c-breaks` passes both repeats in runs 1-2 and fails both in runs 3-5 (a regression since
 run 3, never flaky), `c-broke-fixed` fails both repeats in run 3 only (a break then its fix: a fix, its
 repeats agreed in every run), `c-wobbles` answers wrong on every second call (its repeats disagree in
-every run: flaky, though its pass^k verdict never flips). run_history.py, its page and the viewer's
+every run: flaky, though its pass^k verdict never flips), `c-breaks-flaking` passes both repeats in runs 1-2,
+one of two in run 3 and neither after (it flaked as it broke, and stayed broken: a regression since run 3,
+which the history called "flaky"). run_history.py, its page and the viewer's
 /api/history say so; so does `run_history.py --store` over the same runs published, which mirrored only
 the verdict files and not reliability.json: it listed no flaky case at all and called the break that was
 fixed "flaky"."""
@@ -24,6 +26,8 @@ pytestmark = pytest.mark.slow
 RUNS = [f"smoke-2026120{i}T100000Z" for i in range(1, 6)]
 REGRESSION = ("c-breaks", "regression", RUNS[2], ["pass", "pass", "fail", "fail", "fail"])
 FIX = ("c-broke-fixed", "fix", RUNS[3], ["pass", "pass", "fail", "pass", "pass"])
+# passes both repeats in runs 1-2, one of two in run 3 (it flaked as it broke), neither in runs 4-5: a regression
+SPLIT_BREAK = ("c-breaks-flaking", "regression", RUNS[2], ["pass", "pass", "fail", "fail", "fail"])
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +43,12 @@ def runs(tmp_path_factory):
         with lock:
             calls[(now[0], msg)] = n = calls.get((now[0], msg), 0) + 1
         wrong = ((msg == "breaks" and now[0] in RUNS[2:]) or (msg == "broke fixed" and now[0] == RUNS[2])
+                 or (msg == "breaks flaking" and (now[0] in RUNS[3:] or (now[0] == RUNS[2] and n == 2)))
                  or (msg == "wobbles" and n % 2 == 0))
         return Reply(200, {"message": "sorry, no" if wrong else f"echo: {msg}"})
 
     cases = [case("c-breaks", "breaks"), case("c-broke-fixed", "broke fixed"), case("c-steady", "steady"),
-             case("c-wobbles", "wobbles")]
+             case("c-breaks-flaking", "breaks flaking"), case("c-wobbles", "wobbles")]
     with FakeApp(app) as fake:
         for run_id in RUNS:
             now[0] = run_id
@@ -60,7 +65,7 @@ def _words(doc: dict) -> tuple[list, list]:
 
 
 FLAKY = [("c-wobbles", 0, RUNS)]
-CHANGED = [REGRESSION, FIX]
+CHANGED = [REGRESSION, SPLIT_BREAK, FIX]
 
 
 def test_a_break_that_stayed_at_k2_is_a_regression_and_disagreeing_repeats_are_flaky(runs, tmp_path):
@@ -68,11 +73,13 @@ def test_a_break_that_stayed_at_k2_is_a_regression_and_disagreeing_repeats_are_f
     assert r.rc == 0 and r.json["flaky_cases"] == 1 and r.json["excluded_runs"] == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))
     assert _words(doc) == (FLAKY, CHANGED)
-    assert [c["case_id"] for c in doc["changed_cases"]] == ["c-breaks", "c-broke-fixed"]
+    assert [c["case_id"] for c in doc["changed_cases"]] == ["c-breaks", "c-breaks-flaking", "c-broke-fixed"]
     page = (tmp_path / "h.html").read_text(encoding="utf-8")
     flaky_table, changed_table = page.split("<h3>Flaky cases (1)</h3>")[1].split("<h3>Regressions and fixes")
     assert "c-wobbles" in flaky_table and "c-breaks" not in flaky_table and "c-broke-fixed" not in flaky_table
     assert "<code>c-breaks</code></td><td>regression</td>" in changed_table
+    assert f"<code>c-breaks-flaking</code></td><td>regression</td><td><code>{RUNS[2]}</code>" in changed_table
+    assert f"(its repeats split in <code>{RUNS[2]}</code> as it changed)" in changed_table
     with view_server(runs) as url:
         with urllib.request.urlopen(url + "/api/history", timeout=300) as resp:
             api = json.loads(resp.read().decode("utf-8"))

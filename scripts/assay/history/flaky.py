@@ -9,7 +9,9 @@
   or all failed): then each flip went with the app, and the case is a regression or a fix by its
   last change, never "flaky" (a break fixed a run later is not noise). At k = 1 nothing says so,
   and flipping back counts as flaky.
-- A case that changed once and stayed is a regression (pass → fail) or a fix (fail → pass).
+- A case that changed once and stayed is a regression (pass → fail) or a fix (fail → pass), also
+  when its repeats disagreed only in the run where it changed and agreed in every other run (it
+  flaked as it broke or mended: `repeats_disagreed_in` names that run).
 """
 
 from __future__ import annotations
@@ -53,10 +55,32 @@ def classify(case_id: str, sequence: list[str | None], runs: list[dict]) -> tupl
     split = [runs[i]["run_id"] for (i, _), row in zip(scored, rows) if row and repeats_disagree(row)]
     agreed = bool(rows) and all(row and isinstance(row.get("n"), int) and row["n"] > 1 and not repeats_disagree(row)
                                 for row in rows)
-    if split or (n_flips >= FLAKY_FLIPS and not agreed):
+    settled = _settled_change(scored, rows, n_flips)
+    if (split and not settled) or (n_flips >= FLAKY_FLIPS and not agreed):
         return "flaky", {"flips": n_flips, "repeats_disagreed_in": split}
     if n_flips == 0:
         return None, {"flips": 0}
     at = [i for (_, a), (i, b) in zip(scored, scored[1:]) if a != b][-1]
-    return "changed", {"flips": n_flips, "kind": "regression" if scored[-1][1] == "fail" else "fix",
-                       "since_run": runs[at]["run_id"]}
+    fields = {"flips": n_flips, "kind": "regression" if scored[-1][1] == "fail" else "fix", "since_run": runs[at]["run_id"]}
+    if split:
+        fields["repeats_disagreed_in"] = split
+    return "changed", fields
+
+
+def _settled_change(scored: list[tuple[int, str]], rows: list[dict | None], n_flips: int) -> bool:
+    """One change whose repeats disagreed only as it happened: one flip, one run whose repeats split,
+    that run beside the flip (the last of the old verdict or the first of the new, as 3/3 -> 1/3 -> 0/3
+    breaks or 0/3 -> 2/3 -> 3/3 mends), and repeats (two or more) that agreed in every other scored
+    run, at least one before that run and one after. A regression that flaked in the run it broke
+    is a regression; a case still splitting in its last run, or splitting anywhere else, is flaky."""
+    if n_flips != 1:
+        return False
+    split = [j for j, row in enumerate(rows) if row and repeats_disagree(row)]
+    if len(split) != 1:
+        return False
+    flip = next(j for j in range(1, len(scored)) if scored[j][1] != scored[j - 1][1])
+    j = split[0]
+    if j not in (flip - 1, flip) or j == 0 or j == len(scored) - 1:
+        return False
+    return all(row and isinstance(row.get("n"), int) and row["n"] > 1 and not repeats_disagree(row)
+               for k, row in enumerate(rows) if k != j)

@@ -151,7 +151,8 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
                         "<th>verdicts, oldest first</th></tr></thead><tbody>")
             body += [f"<tr><td><code>{_e(c['case_id'])}</code></td><td>{_e(c['kind'])}</td>"
                      f"<td><code>{_e(c['since_run'])}</code></td>"
-                     f"<td>{_e(' '.join(GLYPH.get(v, '·') for v in c['sequence']))}</td></tr>" for c in s["changed"][:50]]
+                     f"<td>{_e(' '.join(GLYPH.get(v, '·') for v in c['sequence']))}{_split_note(c)}</td></tr>"
+                     for c in s["changed"][:50]]
             body.append("</tbody></table>")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -159,3 +160,9 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
             f"<title>{_e(title)}</title>\n<style>\n{css}</style>\n</head>\n<body>\n<main>\n"
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
+
+
+def _split_note(change: dict) -> str:
+    """A change whose repeats split as it happened (assay.history.flaky._settled_change) says in which run."""
+    split = change.get("repeats_disagreed_in") or []
+    return f" (its repeats split in <code>{_e(split[0])}</code> as it changed)" if split else ""
