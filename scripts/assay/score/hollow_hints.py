@@ -42,6 +42,8 @@ CAUSE_OF_REASON: tuple[tuple[str, str], ...] = (
     # the agent invoker's reasons (invoke.agent): each names the agent key that caused it
     ("did not connect: the agent had none of its tools", "the adapter's invocation.agent.mcp_config (run each "
      "server's command by hand in a copy of the fixture, with the agent's PATH and env_allowlist)"),
+    ("plugin was not loaded: the agent had none of its skills", "the adapter's invocation.agent.plugin_dirs (the plugin "
+     "the reason names: `claude plugin validate <dir>` says what its manifest gets wrong)"),
     ("Invalid MCP configuration", "the adapter's invocation.agent.mcp_config (the file the agent refused: the "
      "reason quotes why; its servers go under \"mcpServers\")"),
     ("the agent did not finish within", "the adapter's invocation.agent.timeout_s (or max_turns): the agent ran "
