@@ -243,3 +243,22 @@ def test_a_hang_is_killed_with_its_process_group(runs):
     while time.time() < deadline and processes_in(str(tmp / "scratch")):
         time.sleep(0.5)
     assert not processes_in(str(tmp / "scratch"))
+
+
+def test_a_plugin_the_cli_refused_to_load_is_infra_never_a_pass(tmp_path):
+    """A plugin dir whose .claude-plugin/plugin.json is corrupt: the real CLI refuses the plugin, says so
+    in its init event's plugin_errors and runs on without it, so `must_not_trigger` passed and the gate
+    was PASS on a session that never had the plugin. Every attempt is infra_error naming the plugin, the
+    CLI's words and the fix; the gate closes pointing at invocation.agent.plugin_dirs."""
+    state = build_app(tmp_path / "app")
+    (state.parent / "plugin" / ".claude-plugin" / "plugin.json").write_text('{"name": "demo",')
+    cases = [c("b-1", "x", {"skills": {"must_not_trigger": ["fix-tests"]}, "answer": {"must_contain": ["Done"]}})]
+    with MessagesServer([text("Done.")]) as srv:
+        _, out = go(state, srv, cases, "smoke-20261204T220400Z", tmp_path)
+    v = verdict(out, "b-1")
+    assert v["verdict"] == "infra_error", v
+    reason = v["infra_reason"]
+    assert "a plugin was not loaded" in reason and "corrupt manifest" in reason, reason
+    assert str(state.parent / "plugin") in reason and "claude plugin validate" in reason, reason
+    g = run_script("gate", out)
+    assert g.rc == 1 and "check the adapter's invocation.agent.plugin_dirs" in g.stdout, g.stdout + g.stderr

@@ -152,6 +152,20 @@ def test_a_forbidden_tool_the_session_did_not_have_is_unscored_never_a_pass(main
     assert "did you mean 'mcp__calc__add'" in v["layers"]["trajectory"]["reason"]
 
 
+def test_a_tool_name_the_session_did_not_have_sends_the_user_to_the_case_not_to_traces(tmp_path):
+    """Every case names a tool the agent never had (a typo): the trajectory layer is hollow and the gate's
+    hint said "check the adapter's traces (source, location, correlation)", a block an agent adapter does
+    not read; the fix is the case's tool name, which the reason's did-you-mean gives."""
+    state = setup_state(tmp_path)
+    typo = case("a-typo", "mcp 3", expect={"tools": {"forbidden": ["mcp__calc__ad"]}, "answer": {"must_contain": ["5"]}})
+    _, out = run(state, [typo], tmp_path, run_id="smoke-20261204T234100Z")
+    g = run_script("gate", out)
+    text = g.stdout + g.stderr
+    assert g.rc == 1 and "layer trajectory was asserted by 1 case(s) and scored in none" in text, text
+    assert "check the case's expect.tools / expect.args tool name" in text, text
+    assert "check the adapter's traces" not in text, text
+
+
 def test_cut_off_and_malformed_transcripts_are_infra_never_a_pass(main_run):
     _, out, _, _ = main_run
     cut, bad = verdict(out, "a-cut"), verdict(out, "a-garbage")

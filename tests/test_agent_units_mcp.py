@@ -31,3 +31,7 @@ def test_the_gates_hint_for_an_agent_that_never_answered_names_the_agent_key():
     assert line.endswith("check the adapter's invocation.agent (program, or command: the agent CLI it starts; "
                          "mcp_config: each server's command, started by the agent in the fixture's copy; timeout_s)"), line
     assert "invocation.cwd" in hollow_layer_line("http", {"cases": 1, "reason": "exit: 127"}, "cli")
+    # the pinned CLI without a key in its env block (its HOME is fresh: no login is read)
+    unset = "exit: the agent's model call failed: Not logged in · Please run /login on all 1 attempt(s)"
+    assert "check the adapter's invocation.agent.env (the model's key" in hollow_layer_line(
+        "http", {"cases": 1, "reason": unset}, "agent")

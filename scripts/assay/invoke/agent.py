@@ -28,7 +28,7 @@ from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
 from .fixture_digest import FIXTURE_DIGEST_KEY, FixtureDigests
 from .fixture_paths import files_problems
-from .agent_skills import plugin_dirs_without_skills, skill_aliases, skill_groups
+from .agent_skills import plugin_dirs_without_skills, plugin_not_loaded, skill_aliases, skill_groups
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -320,7 +320,7 @@ class AgentInvoker(CliInvoker):
                                                   or result_ev.get("terminal_reason") == "api_error"):
             return Outcome(EXIT, status=r.returncode, error=f"the agent's model call failed: {(text or '')[:200]}",
                            **common)
-        down = mcp_not_connected(got["trajectory"])
+        down = plugin_not_loaded(got["trajectory"]) or mcp_not_connected(got["trajectory"])
         if down:
             return Outcome(EXIT, status=r.returncode, error=down, **common)
         with self._lock:

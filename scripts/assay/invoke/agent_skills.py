@@ -4,7 +4,7 @@ workdir's own, and the plugin dirs that define none (so no name could be checked
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from .agent import AgentSpec
@@ -28,6 +28,24 @@ def plugin_dirs_without_skills(spec: AgentSpec) -> list[str]:
         out.append(f"{NO_SKILL_IN_PLUGIN_DIR} {d} defines no skill (no skills/<name>/SKILL.md under it), so no "
                    f"skill name can be checked against it; {fix} in invocation.agent.plugin_dirs")
     return out
+
+
+# the words of an attempt's infra reason when the CLI refused a listed plugin (score.hollow_hints names the key)
+PLUGIN_NOT_LOADED = "was not loaded: the agent had none of its skills"
+
+
+def plugin_not_loaded(trajectory: Mapping[str, Any]) -> str | None:
+    """Why the attempt ran without part of the app: a plugin the transcript's init event reports in
+    `plugin_errors` (Claude Code refuses a plugin whose manifest is corrupt or invalid, says so there
+    and runs on without it). Its skills were never offered, so `must_not_trigger` would pass and
+    nothing asked of the plugin is measured. None when every plugin loaded."""
+    errors = [e for e in trajectory.get("plugin_errors") or [] if isinstance(e, Mapping)]
+    if not errors:
+        return None
+    said = "; ".join(f"{e.get('path') or 'a plugin'}: {str(e.get('message') or 'no reason given')[:300]}"
+                     for e in errors)
+    return (f"a plugin {PLUGIN_NOT_LOADED}, commands or hooks ({said}). Run `claude plugin validate <dir>` on "
+            "it and fix what it names (its .claude-plugin/plugin.json), or the path in invocation.agent.plugin_dirs")
 
 
 def _frontmatter_name(skill_md: Path) -> str | None:

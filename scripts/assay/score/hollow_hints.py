@@ -42,8 +42,15 @@ CAUSE_OF_REASON: tuple[tuple[str, str], ...] = (
     # the agent invoker's reasons (invoke.agent): each names the agent key that caused it
     ("did not connect: the agent had none of its tools", "the adapter's invocation.agent.mcp_config (run each "
      "server's command by hand in a copy of the fixture, with the agent's PATH and env_allowlist)"),
+    ("plugin was not loaded: the agent had none of its skills", "the adapter's invocation.agent.plugin_dirs (the plugin "
+     "the reason names: `claude plugin validate <dir>` says what its manifest gets wrong)"),
     ("Invalid MCP configuration", "the adapter's invocation.agent.mcp_config (the file the agent refused: the "
      "reason quotes why; its servers go under \"mcpServers\")"),
+    ("a tool the agent's session did not have", "the case's expect.tools / expect.args tool name (the reason "
+     "gives the closest tool the agent's session had; the transcript is the trace, traces is not read)"),
+    ("the agent's model call failed: Not logged in", "the adapter's invocation.agent.env (the model's key, e.g. "
+     "ANTHROPIC_API_KEY: \"${ANTHROPIC_API_KEY}\", exported before the run; the agent starts with a fresh HOME, "
+     "so no login of yours is read)"),
     ("the agent did not finish within", "the adapter's invocation.agent.timeout_s (or max_turns): the agent ran "
      "until it was killed"),
 )

@@ -186,6 +186,9 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         "mcp_servers": [{"name": s.get("name"), "status": s.get("status")} for s in init.get("mcp_servers") or []
                         if isinstance(s, dict)],
         "available_tools": [t for t in init.get("tools") or [] if isinstance(t, str)],
+        # a plugin the CLI refused to load (a corrupt or invalid manifest): the session had none of it
+        "plugin_errors": [{"path": e.get("path"), "message": e.get("message")} for e in init.get("plugin_errors") or []
+                          if isinstance(e, dict)],
         # which CLI and model ran the session (the init event's): a lift across two of them is not the arm's alone
         "agent_cli": {"version": init.get("claude_code_version") if isinstance(init.get("claude_code_version"), str)
                       else None, "model": model},
