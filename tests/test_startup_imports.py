@@ -1,6 +1,8 @@
 """The much-spawned commands import only what their common path uses (bench/startup.py measures the CPU):
 the linters never load the HTTP stack (http.client, email, ssl), the gate loads xml.etree only for --junit,
-wait_run never loads hashlib, and a rarely used pattern is compiled on its first use (core.patterns)."""
+wait_run never loads hashlib, a trace-less run loads no span reader, regex worker or paired tests,
+convert_suite never loads the simulator's prompt (dataclasses), and a rarely used pattern is compiled on
+its first use (core.patterns)."""
 
 from __future__ import annotations
 
@@ -78,3 +80,31 @@ def test_a_lazy_pattern_compiles_once_on_first_use():
             "print(before, len(calls), first is second, bool(first.fullmatch('ABBC')))" % str(SCRIPTS))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["0", "1", "True", "True"], r.stderr
+
+
+# A trace-less run whose cases hold no pattern and no pairwise rubric (most runs, and most of the
+# suite's): no span reader or span model, no secrets, no regex worker's subprocess, no exact paired tests.
+TRACELESS_RUN_SKIPS = {"assay.traces.otlp_file", "assay.traces.otlp_writer", "assay.traces.normalize",
+                       "assay.traces.conventions", "secrets", "subprocess", "assay.stats.paired"}
+
+
+def test_a_traceless_run_loads_no_span_reader_regex_worker_or_paired_tests(tmp_path):
+    from fakeapp import FakeApp, case, make_plan, make_state, write_plan
+    state = make_state(tmp_path)
+    with FakeApp() as app:
+        plan = make_plan(state, [case("c-1", "hello"), case("c-2", "bye"), case("c-3", "yo")], app_url=app.url)
+        out = state / "reports" / plan["run_id"]
+        proc, mods = imported(["run_cases.py", "--plan", str(write_plan(state, plan)), "--out", str(out),
+                               "--progress", "never"], None)
+    assert "assay.run.engine" in mods and "assay.traces.collect" in mods and "assay.stats.pairwise" in mods
+    assert not mods & TRACELESS_RUN_SKIPS, sorted(mods & TRACELESS_RUN_SKIPS)
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["summary"]["passes"] == 3, proc.stdout
+
+
+def test_convert_suite_does_not_load_the_simulator_prompt(example, tmp_path):
+    state, _, env = example
+    proc, mods = imported(["convert_suite.py", str(state), "-o", str(tmp_path / "converted.json")], env)
+    assert "assay.simulate.config" in mods   # the simulator's config is read (the example has one)
+    assert not mods & {"assay.simulate.prompt", "dataclasses"}, sorted(mods & {"assay.simulate.prompt", "dataclasses"})
+    converted = json.loads((tmp_path / "converted.json").read_text(encoding="utf-8"))
+    assert converted["simulator_config"] == json.loads((state / "work" / "converted.json").read_text(encoding="utf-8"))["simulator_config"]

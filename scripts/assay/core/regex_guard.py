@@ -38,7 +38,6 @@ import json
 import os
 import select
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -144,6 +143,7 @@ class _Bound:
 
 class _Worker:
     def __init__(self) -> None:
+        import subprocess   # here: a run whose cases hold no pattern never starts a worker (bench/startup.py)
         self.proc = subprocess.Popen(
             [sys.executable, "-S", "-I", "-c", _WORKER_CODE],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -203,6 +203,7 @@ class _Worker:
             pass
 
     def close(self) -> None:
+        import subprocess   # loaded by __init__ already
         try:
             self.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the worker exits (again: a no-op)
             self.proc.wait(timeout=0.5)
@@ -212,6 +213,7 @@ class _Worker:
         self._reap()
 
     def _reap(self) -> None:
+        import subprocess
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ..judge import config as judge_config
-from .prompt import PROMPT_VERSION
 
 SIMULATOR_CONFIG = "simulator/simulator.yaml"
 DEFAULTS: dict[str, Any] = dict(judge_config.DEFAULTS, max_tokens=512)
@@ -30,6 +29,7 @@ def effective(config: dict[str, Any]) -> dict[str, Any]:
 def identity(config: dict[str, Any]) -> dict[str, Any]:
     """What makes two simulated users the same user: provider, model or command, temperature and
     the simulator prompt's version (not where it is served, its timeouts or its budget)."""
+    from .prompt import PROMPT_VERSION   # the prompt's module (dataclasses): not for every suite's conversion
     out = {k: config[k] for k in IDENTITY_KEYS if config.get(k) is not None}
     out["prompt_version"] = PROMPT_VERSION
     return out
@@ -37,5 +37,6 @@ def identity(config: dict[str, Any]) -> dict[str, Any]:
 
 def manifest_view(config: dict[str, Any]) -> dict[str, Any]:
     """What the manifest records: no key, no header values, `${VAR}` unresolved."""
+    from .prompt import PROMPT_VERSION
     return dict(judge_config.manifest_view(config), temperature=config.get("temperature"),
                 budget=config.get("budget"), prompt_version=PROMPT_VERSION)

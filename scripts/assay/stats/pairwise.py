@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.vocab import JUDGE_UNSTABLE
-from .paired import mcnemar_exact_two_sided, posterior_better, sign_test_one_sided
 
 COUNTED = ("win", "tie", "loss", JUDGE_UNSTABLE, "unscored")
 
@@ -56,6 +55,9 @@ class PairwiseFold:
             block = dict(counts)
             block["baseline_run_ids"] = [base for _i, base in sorted(self.bases.get(pin) or [], key=lambda p: p[0])]
             w, lo = block["win"], block["loss"]
+            # the exact tests (and stats.power/binomial under them) only for a run with pairwise
+            # rubrics: every run folds its records here, most have none (bench/startup.py)
+            from .paired import mcnemar_exact_two_sided, posterior_better, sign_test_one_sided
             block["paired"] = {"n": w + block["tie"] + lo, "discordant": w + lo,
                                "posterior_better": round(posterior_better(w, lo), 6),
                                "sign_test_p": round(sign_test_one_sided(w, lo), 6),

@@ -20,8 +20,6 @@ from typing import Any, Mapping
 from ..core.errors import AssayError
 from ..core.vocab import TRACE_DEPENDENT_LAYERS
 from . import plan
-from .otlp_file import OtlpFileSource
-from .otlp_writer import parse_traceparent
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
@@ -87,6 +85,7 @@ def trace_branch(adapter: Mapping[str, Any], state_dir: Path, env: Mapping[str, 
             raise AssayError(f"pre-flight: {exc} (traces.location; another run or collector may hold the port)",
                              3, key="traces.location", trace_source=source)
     elif cfg.collected:
+        from .otlp_file import OtlpFileSource   # a trace-less run (the most common) never loads the span reader
         cfg.reason = None
         cfg.source_obj = OtlpFileSource(decision["location"], decision["convention"],
                                         decision["quiescence_ms"], decision["max_wait_s"],
@@ -160,6 +159,7 @@ def collect_case_trace(config: TraceConfig, request_ctx: Mapping[str, Any]) -> C
             return CaseTrace(MISSING, None, None, why, None, corr)
     if not trace_id:
         return CaseTrace(MISSING, None, None, "no trace id to correlate this request with", None, corr)
+    from .otlp_writer import parse_traceparent
     sent = parse_traceparent(request_ctx.get("sent_traceparent"))
     parent = sent[1] if sent and sent[0] == trace_id else None
     outcome = config.source_obj.collect(trace_id, parent_span_id=parent)

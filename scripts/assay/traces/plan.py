@@ -10,15 +10,12 @@ neither.
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 from ..core import writer
 from ..core.jsonio import MISSING, dig
 from ..core.vocab import QUERYABLE_TRACE_SOURCES, TRACE_DEPENDENT_LAYERS
-from .conventions import CONVENTION_NAMES
-from .normalize import norm_id
 
 QUERYABLE_SOURCES = QUERYABLE_TRACE_SOURCES
 RESERVED_STORES = ("jaeger", "tempo", "clickhouse")
@@ -30,6 +27,7 @@ DEFAULT_ADDRESS = "127.0.0.1:4318"
 
 def make_traceparent() -> tuple[str, str]:
     """A fresh W3C traceparent header value (sampled) and the trace id it carries."""
+    import secrets   # only a traced run's requests carry one; a run without traces never loads it
     trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
     return f"00-{trace_id}-{span_id}-01", trace_id
 
@@ -39,6 +37,7 @@ def trace_id_from_response(response_json: Any, field: str) -> tuple[str | None, 
     node = dig(response_json, field.split("."))
     if node is MISSING:
         return None, f"response has no field {field!r} (correlation response-field:{field})"
+    from .normalize import norm_id   # only a traced run's: a trace-less plan never loads the span model
     tid, _ = norm_id(node, 16)
     if not tid or len(tid) != 32:
         return None, f"response field {field!r} is not a 32-hex trace id: {writer.clip(node, 80)!r}"
@@ -109,6 +108,7 @@ def trace_plan(adapter: dict | None, *, state_dir: str | os.PathLike[str] | None
     if corr in (None, "none"):
         out["reason"] = "traces.correlation is missing or none: spans cannot be joined to cases"
         return out
+    from .conventions import CONVENTION_NAMES
     if out["convention"] not in CONVENTION_NAMES:
         hint = "; openllmetry-legacy is now openllmetry" if out["convention"] == "openllmetry-legacy" else ""
         return refuse(f"traces.convention {out['convention']!r} is unknown; use one of "
