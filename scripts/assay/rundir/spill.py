@@ -22,30 +22,14 @@ BUCKET = 512
 FLUSH_BYTES = 1 << 20
 
 
-def _unlinked_file(directory: Path | None):
-    """A file in `directory` (None: the system's temp dir, by tempfile) with no name (O_TMPFILE: never a file of the run dir), read-write, binary.
-    The kernel's O_TMPFILE as tempfile.TemporaryFile asks for it first, without importing tempfile
-    (and random under it) into every run and gate; where the kernel or the file system has none,
-    tempfile's own fallback (a named file unlinked at once)."""
-    flag = getattr(os, "O_TMPFILE", 0)
-    if flag and directory is not None:
-        try:
-            fd = os.open(directory, os.O_RDWR | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | flag, 0o600)
-        except (IsADirectoryError, OSError):
-            pass   # no O_TMPFILE here: tempfile's named-then-unlinked file (a bad directory raises there)
-        else:
-            return open(fd, "w+b")
-    import tempfile
-    return tempfile.TemporaryFile(dir=directory, prefix=".spill-")
-
-
 class PlanLines:
     """Lines (bytes, each ending in a newline, or empty for none) by plan index, in plan order on disk."""
 
     def __init__(self, directory: Path, n: int) -> None:
         self.n = n
         self._dir = directory
-        self._fh = _unlinked_file(directory)
+        import tempfile   # (random, shutil) paid only by the commands that spill rows
+        self._fh = tempfile.TemporaryFile(dir=directory, prefix=".spill-")   # unlinked at creation
         self._fd = self._fh.fileno()
         self._lens = array("I", bytes(4 * n))
         self._regions: dict[int, tuple[int, int]] = {}   # bucket -> (offset, length)
@@ -127,7 +111,8 @@ class PlanLines:
     def _compact(self) -> None:
         """Copy the live regions to a fresh temp file (the old one is dropped)."""
         old_fd, old_fh, regions = self._fd, self._fh, self._regions
-        self._fh = _unlinked_file(self._dir)
+        import tempfile
+        self._fh = tempfile.TemporaryFile(dir=self._dir, prefix=".spill-")
         self._fd = self._fh.fileno()
         self._regions, self._end, self._live = {}, 0, 0
         for bucket in sorted(regions):
