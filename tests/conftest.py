@@ -1,6 +1,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
@@ -26,6 +28,19 @@ _venv_bin = os.path.dirname(sys.executable)
 if os.path.isfile(os.path.join(_venv_bin, "python3")) and \
         os.environ.get("PATH", "").split(os.pathsep)[0] != _venv_bin:
     os.environ["PATH"] = _venv_bin + os.pathsep + os.environ.get("PATH", "")
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """One local S3 server (moto, tests/s3server.py) for a module's store tests: `served(bucket, handler,
+    s3_server)` resets it to empty for each test. A test that kills the server or counts its requests
+    starts its own (`served` without a server)."""
+    from s3server import S3Server
+    server = S3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def pytest_collection_modifyitems(session, config, items):

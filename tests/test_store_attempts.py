@@ -58,9 +58,9 @@ CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(9)]
 
 
 @pytest.fixture()
-def world(tmp_path):
+def world(tmp_path, s3_server):
     desk = Desk()
-    with served(BUCKET, desk) as (server, app):
+    with served(BUCKET, desk, s3_server) as (server, app):
         state = make_state(tmp_path)
         plan = add_shards(make_plan(state, CASES, adapter_doc=adapter(app.url, max_concurrency=1), run_id=RUN_ID,
                                     mode="regression", selecting_split="full"), 3)

@@ -1,7 +1,10 @@
 """The store's refusals that need no server: a missing s3 extra is one line naming the install
-command, a bad URL is exit 2 naming the fix, both before a run sends its first case."""
+command, a bad URL is exit 2 naming the fix, both before a run sends its first case; and a process
+sets up one S3 client, not one per store operation."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -156,3 +159,38 @@ def test_a_credential_pasted_into_the_store_url_is_refused_and_never_printed(tmp
                 assert "<redacted>" in r.json["error"], out
                 assert sig not in out and token not in out and secret not in out, out
         assert "Contents" not in server.client().list_objects_v2(Bucket=BUCKET)   # nothing was uploaded
+
+
+def test_one_s3_client_per_process_and_aws_environment(monkeypatch):
+    """A pod with --publish made a boto3 session and client for its pre-flight check, another for its
+    claim, another for its publish (a merge: its listing, fetch and look fold), each reloading botocore's
+    S3 model (~60-100 ms CPU). Every Store of a process now shares one client per AWS environment; a
+    changed endpoint, credential or region gets its own (never a client set up for other settings)."""
+    from s3server import free_port, have_moto
+    if not have_moto():
+        pytest.skip("needs boto3 (pip install -e '.[test]')")
+    import boto3
+    from assay.store.client import Store
+    made = []
+    real = boto3.session.Session
+
+    class Counting(real):
+        def client(self, *args, **kwargs):
+            made.append(kwargs.get("region_name"))
+            return super().client(*args, **kwargs)
+
+    monkeypatch.setattr(boto3.session, "Session", Counting)
+    endpoint = f"http://127.0.0.1:{free_port()}"   # nothing listens there: no request is sent
+    for k, v in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+                 "AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null",
+                 "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}.items():
+        monkeypatch.setenv(k, v)
+    first, second = Store(url.parse("s3://assay-runs/ci")), Store(url.parse("s3://other-bucket/x"))
+    assert first.client is second.client and len(made) == 1   # before: two sessions, two clients
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    third = Store(url.parse("s3://assay-runs/ci"))
+    assert third.client is not first.client and made == ["us-east-1", "eu-west-1"]
+    assert third.client.meta.region_name == "eu-west-1"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    assert Store(url.parse("s3://assay-runs/ci")).client.meta.endpoint_url == os.environ["AWS_ENDPOINT_URL"]
+    assert len(made) == 3

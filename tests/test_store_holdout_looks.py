@@ -37,7 +37,7 @@ def echo(req):
     return Reply(200, {"message": f"re: {req.json['message']}"})
 
 
-def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate_past_the_budget(tmp_path):
+def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate_past_the_budget(tmp_path, s3_server):
     image = tmp_path / "image"   # the state dir as the image holds it: 4 looks committed
     state = make_state(tmp_path / "app-root")
     (state / "datasets" / "holdout-looks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in EARLIER))
@@ -49,7 +49,7 @@ def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate
         shutil.copytree(image, state)
 
     cases = [case(f"h-{i}", f"msg {i}", split=["holdout"]) for i in range(2)]
-    with served(BUCKET, echo) as (server, app):
+    with served(BUCKET, echo, s3_server) as (server, app):
         def holdout_job(run_id):
             plan = add_shards(make_plan(state, cases, adapter_doc=adapter(app.url), run_id=run_id, mode="holdout",
                                         selecting_split="holdout"), 2)
@@ -87,7 +87,7 @@ def test_holdout_looks_of_pods_that_share_no_disk_are_counted_and_close_the_gate
     assert gate.rc != 0 and "holdout look 6 of a budget of 5" in gate.stdout, gate.stdout
 
 
-def test_holdout_looks_with_a_store_counts_the_looks_published_there(tmp_path):
+def test_holdout_looks_with_a_store_counts_the_looks_published_there(tmp_path, s3_server):
     """`holdout.py looks` read only this checkout's ledger: a team whose holdout runs publish (their
     looks at `<prefix>/holdout-looks/`, the pods' ledgers thrown away) saw none of them counted. With
     `--store` (or $ASSAY_STORE) it folds the store's looks of the suite's dataset_version into the
@@ -101,7 +101,7 @@ def test_holdout_looks_with_a_store_counts_the_looks_published_there(tmp_path):
     pod = make_state(tmp_path / "pod")   # a pod's own disk
     store = f"s3://{BUCKET}/assay/team"
     run_id = "holdout-20261203T120000Z"
-    with served(BUCKET, echo) as (server, app):
+    with served(BUCKET, echo, s3_server) as (server, app):
         plan = make_plan(pod, [case("h-1", "msg 1", split=["holdout"])], adapter_doc=adapter(app.url),
                          run_id=run_id, mode="holdout", selecting_split="holdout")
         r = run_runner("--plan", write_plan(pod, plan), "--out", pod / "reports" / run_id, "--publish", store,

@@ -45,9 +45,9 @@ CASES = [case(f"c-{i}", f"msg {i}", split=["full"]) for i in range(4)]
 
 
 @pytest.fixture()
-def world(tmp_path):
+def world(tmp_path, s3_server):
     desk = Desk()
-    with served(BUCKET, desk) as (server, app):
+    with served(BUCKET, desk, s3_server) as (server, app):
         state = make_state(tmp_path)
         plan = make_plan(state, CASES, adapter_doc=adapter(app.url, max_concurrency=2), run_id=RUN_ID,
                          mode="regression", selecting_split="full")
@@ -204,7 +204,7 @@ def test_missing_shards_say_what_the_job_did_wrong(world):
     assert not out.exists()
 
 
-def test_a_rerun_whose_pods_refuse_the_plan_never_merges_the_previous_attempt(tmp_path):
+def test_a_rerun_whose_pods_refuse_the_plan_never_merges_the_previous_attempt(tmp_path, s3_server):
     """The Job re-applied with the plan's ConfigMap kept after a case was tightened in the image: every
     pod refused the stale plan (exit 2, FailIndex) before it made its shard unfinished, so the merge
     took the earlier Job's shards as this one's (exit 0) and the gate said PASS on a suite that never
@@ -218,7 +218,7 @@ def test_a_rerun_whose_pods_refuse_the_plan_never_merges_the_previous_attempt(tm
                    "--run-id", run_id, "--shards", "2")
     assert r.rc == 0, r.stdout
     out = state / "reports" / run_id
-    with served(BUCKET, travel_reply) as (server, app):
+    with served(BUCKET, travel_reply, s3_server) as (server, app):
         def pods():
             rs = [run_runner("--plan", plan, "--shard", "auto", "--publish", SHARDS, "--progress", "never",
                              env=dict(server.env, TRAVEL_BASE_URL=app.url, JOB_COMPLETION_INDEX=str(i),

@@ -14,6 +14,7 @@ Kubernetes index retries those, and fails at once on 2 (`podFailurePolicy`).
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -37,20 +38,37 @@ def _boto3():
     return boto3, Config
 
 
+# one client per process and AWS environment: a pod's pre-flight check, its claim, its look and its
+# publish (and a merge's listing, fetch and fold) share it; each new boto3 session reloads botocore's
+# S3 model, ~60-100 ms CPU a time. Keyed on every AWS_* variable, so a changed endpoint, credential,
+# profile or region (a test's monkeypatched env) gets a client of its own.
+_CLIENTS: dict[tuple, object] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client(url: StoreURL):
+    boto3, Config = _boto3()
+    key = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+            try:
+                _CLIENTS[key] = boto3.session.Session().client(
+                    "s3", region_name=region,
+                    config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=WORKERS))
+            except Exception as exc:   # a malformed AWS_ENDPOINT_URL, an unknown profile
+                raise AssayError(f"{url}: cannot set up the S3 client ({type(exc).__name__}: {_first_line(exc)}); "
+                                 "check AWS_ENDPOINT_URL, AWS_PROFILE and AWS_REGION", 2) from None
+        return _CLIENTS[key]
+
+
 class Store:
-    """One bucket, one client (thread-safe: the upload and download pools share it)."""
+    """One bucket, one client (thread-safe: the upload and download pools share it, and so does every
+    Store of the process under the same AWS environment)."""
 
     def __init__(self, url: StoreURL) -> None:
-        boto3, Config = _boto3()
         self.url = url
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-        try:
-            self.client = boto3.session.Session().client(
-                "s3", region_name=region,
-                config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=WORKERS))
-        except Exception as exc:   # a malformed AWS_ENDPOINT_URL, an unknown profile
-            raise AssayError(f"{url}: cannot set up the S3 client ({type(exc).__name__}: {_first_line(exc)}); "
-                             "check AWS_ENDPOINT_URL, AWS_PROFILE and AWS_REGION", 2) from None
+        self.client = _client(url)
 
     def fail(self, exc: BaseException, what: str) -> AssayError:
         """The AssayError for a client exception: config (2) or transient (5); never a secret."""
