@@ -94,11 +94,11 @@ def adapter(root: Path, *, mcp: bool = False, **agent) -> dict:
 
 
 def go(state: Path, srv: MessagesServer, cases: list, run_id: str, tmp: Path, *, k: int = 1, ad: dict | None = None,
-       concurrency: int = 1):
+       concurrency: int = 1, **plan_extra):
     ad = ad or adapter(state.parent)
     ad["invocation"]["max_concurrency"] = concurrency
     plan = make_plan(state, cases, run_id=run_id, k=k, adapter_doc=ad,
-                     execution={"max_attempts": 1, "backoff_s": []})
+                     execution={"max_attempts": 1, "backoff_s": []}, **plan_extra)
     path = state / "work" / f"{run_id}.json"
     path.write_text(json.dumps(plan))
     out = state / "reports" / run_id
@@ -262,3 +262,62 @@ def test_a_plugin_the_cli_refused_to_load_is_infra_never_a_pass(tmp_path):
     assert str(state.parent / "plugin") in reason and "claude plugin validate" in reason, reason
     g = run_script("gate", out)
     assert g.rc == 1 and "check the adapter's invocation.agent.plugin_dirs" in g.stdout, g.stdout + g.stderr
+
+
+def test_a_skill_the_session_was_never_offered_is_unscored_never_a_pass(tmp_path):
+    """A plugin's SKILL.md without frontmatter: the real CLI loads it as a slash command only, lists it in
+    no init `skills` and never offers it to the model, so `must_not_trigger: [tidy]` passed and the gate
+    was PASS on a check that could not fail. Its skills layer is unscored naming the skill, the file and the
+    fix (the gate closes). A workdir's .claude/skills SKILL.md without frontmatter is offered to the model
+    (with its first line; the CLI's init omits it all the same): its case stays measured."""
+    state = build_app(tmp_path / "app")
+    tidy = state.parent / "plugin" / "skills" / "tidy"
+    tidy.mkdir()
+    (tidy / "SKILL.md").write_text("Tidy the repo: sort the imports.\n")
+    lint = state.parent / "fixtures" / "repo" / ".claude" / "skills" / "lint"
+    lint.mkdir(parents=True)
+    (lint / "SKILL.md").write_text("Lint the repo before a commit.\n")
+    cases = [c("o-bare", "x", {"skills": {"must_not_trigger": ["tidy"]}}),
+             c("o-local", "x", {"skills": {"must_not_trigger": ["lint"]}}),
+             c("o-ok", "x", {"skills": {"must_not_trigger": ["fix-tests"]}})]
+    with MessagesServer([text("Done.")] * 3) as srv:
+        r, out = go(state, srv, cases, "smoke-20261204T220500Z", tmp_path)
+        listing = json.dumps(srv.main_requests[0].body)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "- lint:" in listing and "tidy" not in listing, listing[:3000]   # what the model was offered
+    layer = verdict(out, "o-bare")["layers"]["skills"]
+    assert layer["verdict"] == "unscored", layer
+    for said in ("'tidy'", "plugin/skills/tidy/SKILL.md has no frontmatter description", "never offered it to the model",
+                 "add frontmatter at its top (---, name: tidy, description:"):
+        assert said in layer["reason"], layer["reason"]
+    for cid in ("o-local", "o-ok"):
+        assert verdict(out, cid)["layers"]["skills"]["verdict"] == "pass", verdict(out, cid)["layers"]["skills"]
+    g = run_script("gate", out)
+    assert g.rc == 1 and "o-bare" in g.stdout, g.stdout + g.stderr
+
+
+def test_a_skill_defined_nowhere_is_refused_before_the_run_but_not_in_the_arm_without_it(tmp_path):
+    """The fixture's skill in `.claude/skill/` (not skills/) and no plugin dir: no skill name was checked
+    at all, so `must_not_trigger: [helper]` passed whatever the agent did. The pre-flight refuses the run
+    (exit 3) naming the case, the skill, the stray SKILL.md and where it belongs. An arm declared without
+    the plugin (`without: {plugin_dirs: []}`) lacks its skill on purpose: there `must_not_trigger` holds as
+    the lift reads it (the skill was not there to trigger), so the case passes."""
+    state = build_app(tmp_path / "app")
+    stray = state.parent / "fixtures" / "repo" / ".claude" / "skill" / "helper"
+    stray.mkdir(parents=True)
+    (stray / "SKILL.md").write_text("---\nname: helper\ndescription: Help\n---\nHelp.\n")
+    with MessagesServer([text("Done.")]) as srv:
+        r, out = go(state, srv, [c("w-1", "x", {"skills": {"must_not_trigger": ["helper"]}})],
+                    "smoke-20261204T220600Z", tmp_path, ad=adapter(state.parent, plugin_dirs=[]))
+        assert r.rc == 3, r.stdout + r.stderr
+        said = r.stdout + r.stderr
+        for part in ("case w-1", "skill 'helper' is defined nowhere the agent reads skills",
+                     ".claude/skill/helper/SKILL.md", "put the skill at .claude/skills/helper/SKILL.md"):
+            assert part in said, said
+        ad = adapter(state.parent, plugin_dirs=[])
+        ad["arms"] = {"with-skill": {"plugin_dirs": ["plugin"]}, "without": {"plugin_dirs": []}}
+        r, out = go(state, srv, [c("w-2", "x", {"skills": {"must_not_trigger": ["fix-tests"]}})],
+                    "smoke-20261204T220700Z", tmp_path, ad=ad,
+                    manifest_extra={"dataset_version": 1, "arm": {"name": "without", "overrides": {"plugin_dirs": []}}})
+    assert r.rc == 0, r.stdout + r.stderr
+    assert verdict(out, "w-2")["layers"]["skills"]["verdict"] == "pass", verdict(out, "w-2")["layers"]["skills"]

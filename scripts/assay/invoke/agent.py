@@ -28,7 +28,7 @@ from ..core.jsonio import sha256_bytes
 from . import templates, workdir as wd
 from .fixture_digest import FIXTURE_DIGEST_KEY, FixtureDigests
 from .fixture_paths import files_problems
-from .agent_skills import plugin_dirs_without_skills, plugin_not_loaded, skill_aliases, skill_groups
+from .agent_skills import plugin_not_loaded, skill_aliases, skill_files, skill_groups, skill_name_problems
 from .cli import CliInvoker, RunInterrupted, _signal_name
 from .outcome import CONNECTION, DROPPED, EXIT, RESPONSE, TIMEOUT, Outcome
 from .procgroup import run_in_session
@@ -199,6 +199,9 @@ class AgentInvoker(CliInvoker):
         self.plan_cases: list = []           # the run's cases (the pre-flight's): each check run on the fixture
         self._on_fixture: dict[str, dict] = {}   # a case id -> its check_on_fixture fact (invoke.fixture_check)
         self.fixture_digests = FixtureDigests()   # each fixture's files read once a run (the manifest's case hashes too)
+        # {arm, skills}: the skills other arms' plugin dirs define that this run's arm lacks (set by the pre-flight)
+        self.arm_skills: dict[str, Any] | None = None
+        self._skill_files: dict[str, dict] = {}   # a fixture -> agent_skills.skill_files (read once a run)
         self.bwrap = None
         if spec.sandbox == "bwrap" and resolve:
             self.bwrap = shutil.which(BWRAP)
@@ -337,6 +340,12 @@ class AgentInvoker(CliInvoker):
         aliases = skill_aliases(skill_groups(self.spec, [fixture]), traj.get("skills") or [])
         if aliases:   # a skill whose frontmatter name is not its directory's: either name is the skill
             traj["skill_aliases"] = aliases
+        if traj.get("offered_skills") is not None:   # what the skills layer names for a skill never offered
+            if str(fixture) not in self._skill_files:
+                self._skill_files[str(fixture)] = skill_files(self.spec, [fixture])
+            traj["skill_files"] = self._skill_files[str(fixture)]
+            if self.arm_skills is not None:
+                traj["skills_left_out_by_arm"] = self.arm_skills
         body = {"result": text, "session_id": traj.get("session_id"), "subtype": result_ev.get("subtype"),
                 "is_error": result_ev.get("is_error"), "num_turns": result_ev.get("num_turns")}
         withheld = None if text is not None else f"the agent stopped without an answer ({result_ev.get('subtype')})"
@@ -355,29 +364,21 @@ class AgentInvoker(CliInvoker):
 
 
 def agent_case_problems(case: Mapping[str, Any], spec: AgentSpec, known_skills: set[str],
-                        path_env: str | None, *, programs: bool = True) -> list[tuple[str, str]]:
+                        path_env: str | None, *, programs: bool = True,
+                        arm_only: set[str] = frozenset()) -> list[tuple[str, str]]:
     """(key, message) for what would make an agent case measure nothing: a fixture that is not a
     directory, a skill no plugin or workdir defines, a misspelt `unchanged` or `absent` path
     (fixture_paths.files_problems), a check program that cannot be found (`programs`: False for a
-    replay, where the check is never run: its recorded result is scored). The
+    replay, where the check is never run: its recorded result is scored). A skill only another arm's
+    plugin dirs define (`arm_only`) is no problem: an arm runs without it on purpose. The
     linter (`--adapter`) and the pre-flight ask this one function."""
-    from ..core.suggest import did_you_mean
     out: list[tuple[str, str]] = []
     fixture = fixture_of(case, spec)
     if not fixture.is_dir():
         out.append(("input.fixture", f"the fixture {fixture} is not a directory (a path is relative to the app repo)"))
     expect = case.get("expect") if isinstance(case.get("expect"), Mapping) else {}
     skills = expect.get("skills") if isinstance(expect.get("skills"), Mapping) else {}
-    empty = plugin_dirs_without_skills(spec)
-    for key in ("must_trigger", "must_not_trigger"):
-        for name in skills.get(key) or []:
-            if not isinstance(name, str) or name in known_skills:
-                continue
-            if empty:   # a plugin dir that defines no skill: no name could be checked (it reads vacuous)
-                out.append((f"expect.skills.{key}", f"skill {name!r}: {empty[0]}"))
-            elif known_skills:
-                out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
-                            f"{did_you_mean(name, sorted(known_skills))} (known: {', '.join(sorted(known_skills))})"))
+    out += skill_name_problems(skills, spec, known_skills, arm_only, fixture)
     files = expect.get("files") if isinstance(expect.get("files"), Mapping) else {}
     out += files_problems(files, fixture)
     check = expect.get("check") if isinstance(expect.get("check"), Mapping) else None

@@ -48,22 +48,98 @@ def plugin_not_loaded(trajectory: Mapping[str, Any]) -> str | None:
             "it and fix what it names (its .claude-plugin/plugin.json), or the path in invocation.agent.plugin_dirs")
 
 
-def _frontmatter_name(skill_md: Path) -> str | None:
-    """The `name:` of a SKILL.md's frontmatter (between its first two `---` lines), else None."""
+def _frontmatter(skill_md: Path) -> dict[str, str] | None:
+    """The top-level `key: value` lines of a SKILL.md's frontmatter (between its first two `---`
+    lines; a block scalar's `>` or `|` is its value), else None (no frontmatter, or one not closed)."""
     try:
         lines = skill_md.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     if not lines or lines[0].strip() != "---":
         return None
-    for line in lines[1:60]:
+    out: dict[str, str] = {}
+    for line in lines[1:200]:
         if line.strip() == "---":
-            return None
+            return out
         key, sep, value = line.partition(":")
-        if sep and key.strip() == "name":
-            value = value.split(" #", 1)[0].strip().strip("'\"").strip()
-            return value or None
+        if sep and key == key.lstrip() and key.strip():
+            out.setdefault(key.strip(), value.split(" #", 1)[0].strip().strip("'\"").strip())
     return None
+
+
+def _frontmatter_name(skill_md: Path) -> str | None:
+    """The `name:` of a SKILL.md's frontmatter (between its first two `---` lines), else None."""
+    return (_frontmatter(skill_md) or {}).get("name") or None
+
+
+# the start of the fix for a SKILL.md the agent loads as a command only (the linter and the skills layer say it)
+ADD_FRONTMATTER = "add frontmatter at its top"
+
+
+def undescribed_fix(name: str) -> str:
+    return (f"{ADD_FRONTMATTER} (---, name: {name}, description: <when to use it>, ---): Claude Code lists a "
+            "skill to the model only with a frontmatter description")
+
+
+def skill_files(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> dict[str, Any]:
+    """What the skills layer names when a skill a case names was not offered to the session:
+    `undescribed` {name: SKILL.md path} for each SKILL.md without a frontmatter description (Claude
+    Code loads it as a slash command but lists it in no init `skills`; a plugin's is never offered to
+    the model), and `stray` SKILL.md paths where the agent reads none (`.claude/skill/x/SKILL.md`, a
+    plugin's `skill/`): at most 20, relative to the app repo when under it."""
+    def shown(p: Path) -> str:
+        try:
+            return str(p.relative_to(spec.app_root))
+        except ValueError:
+            return str(p)
+    undescribed: dict[str, str] = {}
+    read: set[Path] = set()
+    for d in spec.plugin_dirs:
+        for skill in sorted((d / "skills").glob("*/SKILL.md")):
+            read.add(skill)
+            if not (_frontmatter(skill) or {}).get("description"):
+                for n in (skill.parent.name, f"{_plugin_name(d)}:{skill.parent.name}"):
+                    undescribed.setdefault(n, shown(skill))
+    roots = [spec.workdir, *fixture_dirs]
+    for root in roots:
+        for skill in sorted((root / ".claude" / "skills").glob("*/SKILL.md")):
+            read.add(skill)
+            if not (_frontmatter(skill) or {}).get("description"):
+                undescribed.setdefault(skill.parent.name, shown(skill))
+    stray: list[str] = []
+    for top in [*spec.plugin_dirs, *roots]:
+        for depth in ("*/SKILL.md", "*/*/SKILL.md", "*/*/*/SKILL.md"):
+            for p in sorted(top.glob(depth)):
+                if p not in read and ".git" not in p.parts and "node_modules" not in p.parts \
+                        and shown(p) not in stray and len(stray) < 20:
+                    stray.append(shown(p))
+    return {"undescribed": undescribed, "stray": stray}
+
+
+def arm_only_skills(adapter: Mapping[str, Any], spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:
+    """The skill names that the plugin dirs of the adapter's `arms` define and this agent's do not: a run
+    planned under an arm without them legitimately lacks them (its `must_not_trigger` on them reads as
+    the arm's meaning: the skill was not there to trigger; evaluate-agents.md, "Two runs, one per arm")."""
+    from types import SimpleNamespace
+    arms = adapter.get("arms") if isinstance(adapter.get("arms"), Mapping) else {}
+    dirs = {(spec.app_root / d).resolve() for arm in arms.values() if isinstance(arm, Mapping)
+            and isinstance(arm.get("plugin_dirs"), list) for d in arm["plugin_dirs"] if isinstance(d, str) and d}
+    # an arm's path that is not there is named by the linter's arms check and by that arm's pre-flight
+    others = sorted(d for d in dirs if d.is_dir() and d not in spec.plugin_dirs)
+    if not others:
+        return set()
+    other_skills = set().union(*skill_groups(SimpleNamespace(plugin_dirs=others, workdir=spec.workdir)))
+    return other_skills - known_skills(spec, fixture_dirs)
+
+
+def _plugin_name(d: Path) -> str:
+    """The name Claude Code gives a plugin dir: its manifest's `name`, else the dir's own."""
+    import json
+    try:
+        doc = json.loads((d / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return d.name
+    return str(doc.get("name") or d.name) if isinstance(doc, dict) else d.name
 
 
 def skill_groups(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> list[set[str]]:
@@ -71,16 +147,9 @@ def skill_groups(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> list[set[str
     SKILL.md's frontmatter `name` differs, that name too (Claude Code lists the skill as
     `demo:fix-tests (demo:repair-tests)` and launches it by either), each bare and, for a plugin's
     skill, as `<plugin>:<name>`."""
-    import json
     groups: list[set[str]] = []
     for d in spec.plugin_dirs:
-        plugin = d.name
-        manifest = d / ".claude-plugin" / "plugin.json"
-        try:
-            doc = json.loads(manifest.read_text(encoding="utf-8"))
-            plugin = doc.get("name") or plugin if isinstance(doc, dict) else plugin
-        except (OSError, ValueError):
-            pass
+        plugin = _plugin_name(d)
         for skill in sorted((d / "skills").glob("*/SKILL.md")):
             bare = {skill.parent.name, _frontmatter_name(skill) or skill.parent.name}
             groups.append(bare | {f"{plugin}:{n}" for n in bare})
@@ -105,4 +174,33 @@ def skill_aliases(groups: list[set[str]], invoked: list[str]) -> dict[str, list[
         others = sorted(set().union(*renamed) - {name}) if renamed else []
         if others:
             out[name] = others
+    return out
+
+
+def skill_name_problems(skills: Mapping[str, Any], spec: AgentSpec, known: set[str], arm_only: set[str],
+                        fixture: Path) -> list[tuple[str, str]]:
+    """(key, message) for each skill an `expect.skills` block names that nothing the agent reads defines
+    (agent.agent_case_problems): a typo (with the closest name), a plugin dir that defines no skill, or
+    no skill defined at all. A skill only another arm's plugin dirs define (`arm_only`) is none."""
+    from ..core.suggest import did_you_mean
+    out: list[tuple[str, str]] = []
+    empty = plugin_dirs_without_skills(spec)
+    for key in ("must_trigger", "must_not_trigger"):
+        for name in skills.get(key) or []:
+            if not isinstance(name, str) or name in known or name in arm_only:
+                continue
+            if empty:   # a plugin dir that defines no skill: no name could be checked (it reads vacuous)
+                out.append((f"expect.skills.{key}", f"skill {name!r}: {empty[0]}"))
+            elif known or arm_only:
+                names = sorted(known | arm_only)
+                out.append((f"expect.skills.{key}", f"skill {name!r} is defined by no plugin dir or workdir skill"
+                            f"{did_you_mean(name, names)} (known: {', '.join(names)})"))
+            else:   # nothing defines a skill: must_not_trigger would pass whatever the agent did
+                stray = skill_files(spec, [fixture] if fixture.is_dir() else [])["stray"]
+                out.append((f"expect.skills.{key}", f"skill {name!r} is defined nowhere the agent reads skills: "
+                            "invocation.agent.plugin_dirs lists no plugin dir and the fixture "
+                            f"{fixture} has no .claude/skills/<name>/SKILL.md"
+                            + (f" (a SKILL.md where the agent reads none: {', '.join(stray[:3])})" if stray else "")
+                            + f"; put the skill at .claude/skills/{name.rsplit(':', 1)[-1]}/SKILL.md in the fixture or "
+                            "list its plugin's dir in invocation.agent.plugin_dirs"))
     return out

@@ -87,7 +87,7 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
     their programs (and bubblewrap) are not looked up; the adapter's paths, the MCP config's shape,
     the fixtures, skills and `expect.files` paths (what the recorded answers are scored against) are."""
     from ..invoke.agent import AgentInvoker, agent_case_problems, fixture_of
-    from ..invoke.agent_skills import known_skills
+    from ..invoke.agent_skills import arm_only_skills, known_skills
     from ..invoke.fixture_paths import GLOB_IN_PATH, OUTSIDE_WORKDIR
     from ..invoke.cli import scratch_area
     from ..invoke.approot import app_root
@@ -108,8 +108,13 @@ def _agent_invoker(plan: RunPlan, env: Mapping[str, str], state: Path, out: Path
                                         inv.base_env.get("PATH"))):
             raise AssayError(f"pre-flight: {KEY}: {msg}", 3, key=KEY)
     skills = known_skills(inv.spec, fixtures)
+    arm = (plan.manifest_extra or {}).get("arm")
+    arm_only = arm_only_skills(plan.adapter, inv.spec, fixtures) if isinstance(arm, Mapping) else set()
+    if isinstance(arm, Mapping):   # the skills layer reads a skill this arm runs without as the arm's meaning
+        inv.arm_skills = {"arm": arm.get("name"), "skills": sorted(arm_only)}
     for case in cases:
-        for key, msg in agent_case_problems(case, inv.spec, skills, inv.base_env.get("PATH"), programs=not replaying):
+        for key, msg in agent_case_problems(case, inv.spec, skills, inv.base_env.get("PATH"), programs=not replaying,
+                                            arm_only=arm_only):
             if key == "expect.files.absent" and OUTSIDE_WORKDIR not in msg and GLOB_IN_PATH not in msg:
                 continue                   # maybe meant (the linter's WARN absent_near_fixture_path)
             raise AssayError(f"pre-flight: case {case.get('id')}: {key}: {msg}", 3, case_id=case.get("id"), key=key)

@@ -87,7 +87,7 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     from pathlib import Path
     from ..core.errors import AssayError
     from ..invoke.agent import AgentSpec, agent_case_problems, fixture_of
-    from ..invoke.agent_skills import NO_SKILL_IN_PLUGIN_DIR, known_skills
+    from ..invoke.agent_skills import NO_SKILL_IN_PLUGIN_DIR, arm_only_skills, known_skills
     from ..invoke.fixture_paths import GLOB_IN_PATH, OUTSIDE_WORKDIR, fixture_passes
     try:
         spec = AgentSpec(inv.get("agent"), Path(app_root))
@@ -102,10 +102,12 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
     import os
     fixtures = sorted({fixture_of(c, spec) for c in cases if isinstance(c, dict)})
     skills = known_skills(spec, [f for f in fixtures if f.is_dir()])
+    arm_only = arm_only_skills(adapter, spec, [f for f in fixtures if f.is_dir()])
+    _undescribed_skills(spec, [f for f in fixtures if f.is_dir()], report)
     for i, case in enumerate(cases):
         if not isinstance(case, dict):
             continue
-        for key, msg in agent_case_problems(case, spec, skills, os.environ.get("PATH")):
+        for key, msg in agent_case_problems(case, spec, skills, os.environ.get("PATH"), arm_only=arm_only):
             code = {"input.fixture": "missing_fixture", "expect.check.command": "check_not_found",
                     "expect.files.unchanged": "unchanged_not_in_fixture",
                     "expect.files.absent": "absent_near_fixture_path"}.get(key, "unknown_skill")
@@ -125,6 +127,20 @@ def check_agent_cases(cases: list[dict[str, Any]], adapter: dict[str, Any], app_
                 and "max_denied" in perms:   # the run reads it unscorable unless a denial is measured
             report("max_denied_never_denied", f"expect.permissions.max_denied: {NEVER_DENIES_BLOCK}",
                    case_id=case.get("id"), source=source_of(i), key="expect.permissions.max_denied")
+
+
+def _undescribed_skills(spec: Any, fixtures: list, report: Report) -> None:
+    """WARN skill_without_description for each SKILL.md the agent reads that has no frontmatter
+    description: Claude Code loads it as a slash command but lists it in no init `skills` (a plugin's is
+    never offered to the model; the skills layer then reads `unscored` on a case naming it)."""
+    from ..invoke.agent_skills import skill_files, undescribed_fix
+    seen: set[str] = set()
+    for name, path in sorted(skill_files(spec, fixtures)["undescribed"].items()):
+        if path in seen:
+            continue
+        seen.add(path)
+        report("skill_without_description", f"{path}: a SKILL.md without frontmatter description; "
+               f"{undescribed_fix(name.rsplit(':', 1)[-1])}")
 
 
 def _check_arms(adapter: dict[str, Any], block: Any, app_root: Any, base: Any, report: Report) -> None:

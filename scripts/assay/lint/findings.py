@@ -90,6 +90,9 @@ CODES: dict[str, str] = {
     # a case names a skill and a listed plugin dir defines none (plugin_dirs one level too high): no skill
     # name is checked, so `must_not_trigger: [a typo]` passes whatever the agent does
     "plugin_dir_defines_no_skill": ERROR,
+    # a SKILL.md the agent reads with no frontmatter description: Claude Code loads it as a slash command
+    # only (a plugin's is never offered to the model; a case naming it reads `unscored` on its skills layer)
+    "skill_without_description": WARN,
     # an `absent` path one or two letters from a fixture path: a typo of a file to remove, or a file
     # the agent must not create that is named so close on purpose (not refused: nothing tells them apart)
     "absent_near_fixture_path": WARN,

@@ -310,6 +310,8 @@ def score_repeat(case: Mapping[str, Any], ctx: ScoreContext, ev: RepeatEvidence)
     if ev.trace_status == COMPLETE:
         from ..score.tool_names import hold_to_session, not_in_session
         layers = hold_to_session(layers, not_in_session(case.get("expect") or {}, ev.trajectory))
+        from ..score.agent import hold_skills_to_session, skills_not_offered
+        layers = hold_skills_to_session(layers, skills_not_offered(ev.trajectory, case.get("expect") or {}))
     return layers, actual_box.get("actual")
 
 

@@ -26,6 +26,7 @@ a pass: the caller records `unscored` before asking these.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Mapping
 
@@ -62,6 +63,78 @@ def score_skills(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> di
                ([f"skill(s) triggered that must not be: {wrong}"] if wrong else [])
     return {"verdict": FAIL if failures else PASS, "invoked": invoked, "must_trigger": must, "missing": missing,
             "unwanted": wrong, "failures": failures, "reason": "; ".join(failures) or None}
+
+
+def _offered_names(trajectory: Mapping[str, Any]) -> list[str] | None:
+    """The skill names the session was offered: its init event's `skills` (an entry `a (b)` is both
+    names) and its bare slash commands (a workdir's .claude/skills SKILL.md without a frontmatter
+    description is listed to the model with its first line, though not in `skills`; a plugin's is
+    not). None: the transcript lists no skills (another agent CLI, a recording from before)."""
+    listed = trajectory.get("offered_skills")
+    if not isinstance(listed, list):
+        return None
+    out: list[str] = []
+    for entry in listed:
+        if isinstance(entry, str):
+            out += [n.strip() for n in re.split(r"[()]", entry) if n.strip()]
+    out += [c for c in trajectory.get("slash_commands") or [] if isinstance(c, str) and ":" not in c]
+    return out
+
+
+def skills_not_offered(trajectory: Any, expect: Mapping[str, Any]) -> list[str]:
+    """One message per skill the case's `expect.skills` names that the agent's session was never
+    offered (the transcript's init event), naming the skill, its SKILL.md or where it is looked for,
+    and the fix. [] when the transcript lists no skills, and for a skill the run's arm runs without
+    (`skills_left_out_by_arm`: the arm's meaning, evaluate-agents.md)."""
+    block = expect.get("skills")
+    if not isinstance(trajectory, Mapping) or not isinstance(block, Mapping):
+        return []
+    offered = _offered_names(trajectory)
+    if offered is None:
+        return []
+    arm = trajectory.get("skills_left_out_by_arm") if isinstance(trajectory.get("skills_left_out_by_arm"), Mapping) else {}
+    exempt = {n for n in arm.get("skills") or [] if isinstance(n, str)}
+    aliases = trajectory.get("skill_aliases") if isinstance(trajectory.get("skill_aliases"), Mapping) else {}
+    also = [n for v in aliases.values() if isinstance(v, list) for n in v if isinstance(n, str)]
+    files = trajectory.get("skill_files") if isinstance(trajectory.get("skill_files"), Mapping) else {}
+    undescribed = files.get("undescribed") if isinstance(files.get("undescribed"), Mapping) else {}
+    stray = [p for p in files.get("stray") or [] if isinstance(p, str)]
+    out: list[str] = []
+    for key in ("must_trigger", "must_not_trigger"):
+        for name in block.get(key) or []:
+            if not isinstance(name, str) or name in exempt or any(skill_matches(name, n) for n in offered + also):
+                continue
+            path = undescribed.get(name)
+            if isinstance(path, str):
+                out.append(f"expect.skills.{key} names {name!r}, whose {path} has no frontmatter description: Claude "
+                           "Code loaded it as a slash command only and never offered it to the model (the "
+                           f"transcript's init event lists no such skill); add frontmatter at its top (---, name: "
+                           f"{name.rsplit(':', 1)[-1]}, description: <when to use it>, ---)")
+                continue
+            listed = [n for n in trajectory.get("offered_skills") or [] if isinstance(n, str)]
+            close = difflib.get_close_matches(name, listed, n=1, cutoff=0.6)
+            out.append(f"expect.skills.{key} names {name!r}, a skill the agent's session was never offered (the "
+                       f"transcript's init event lists {len(listed)} skill(s){', the closest ' + repr(close[0]) if close else ''}"
+                       f"): no SKILL.md defines it where the agent reads skills, .claude/skills/{name.rsplit(':', 1)[-1]}"
+                       "/SKILL.md in the case's fixture or skills/<name>/SKILL.md of a plugin dir in "
+                       "invocation.agent.plugin_dirs" + (f" (a SKILL.md where the agent reads none: "
+                                                         f"{', '.join(stray[:3])})" if stray else "")
+                       + "; fix the name, or put the skill there")
+    return out
+
+
+def hold_skills_to_session(layers: dict[str, Any], named: list[str]) -> dict[str, Any]:
+    """The layers with a passing skills layer that names a skill the session was never offered made
+    `unscored` (it measured nothing: a skill never offered is never triggered), and a failing one's
+    reason saying why (the agent could not have triggered it)."""
+    entry = layers.get("skills")
+    if not named or not isinstance(entry, dict) or entry.get("verdict") not in (PASS, FAIL):
+        return layers
+    said = "; ".join(named)
+    if entry.get("verdict") == PASS:
+        return dict(layers, skills=dict(entry, verdict=UNSCORED, not_offered=named, reason=(
+            f"{said}. So this check cannot fail: it measured nothing")))
+    return dict(layers, skills=dict(entry, not_offered=named, reason=f"{entry.get('reason')}; {said}"))
 
 
 def score_files(measured: Mapping[str, Any], expect: Mapping[str, Any]) -> dict:

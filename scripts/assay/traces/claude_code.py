@@ -186,6 +186,11 @@ def read_transcript(events: list[dict], *, declared: Iterable[str] = ()) -> dict
         "mcp_servers": [{"name": s.get("name"), "status": s.get("status")} for s in init.get("mcp_servers") or []
                         if isinstance(s, dict)],
         "available_tools": [t for t in init.get("tools") or [] if isinstance(t, str)],
+        # the skills the session listed (None: the init event lists none, e.g. another agent CLI) and its slash
+        # commands: a SKILL.md without a frontmatter description is a command only (score.agent.skills_not_offered)
+        "offered_skills": ([s for s in init["skills"] if isinstance(s, str)] if isinstance(init.get("skills"), list)
+                           else None),
+        "slash_commands": [c for c in init.get("slash_commands") or [] if isinstance(c, str)],
         # a plugin the CLI refused to load (a corrupt or invalid manifest): the session had none of it
         "plugin_errors": [{"path": e.get("path"), "message": e.get("message")} for e in init.get("plugin_errors") or []
                           if isinstance(e, dict)],
