@@ -296,6 +296,24 @@ def test_the_linter_names_the_same_mistakes_with_did_you_mean(tmp_path):
     assert "docs/*" not in found[("l-5", "unchanged_not_in_fixture")]
 
 
+def test_the_linter_warns_of_a_skill_without_a_frontmatter_description(tmp_path):
+    """Claude Code loads a plugin's SKILL.md without a frontmatter description as a slash command only and
+    never offers it to the model (a case naming it reads `unscored`): validate_cases.py --adapter warns,
+    naming the file and the frontmatter to add; a described skill draws no warning."""
+    state = setup_state(tmp_path)
+    (state / "work" / "adapter.json").write_text(json.dumps(agent_adapter(state.parent)))
+    bare = state.parent / "plugin" / "skills" / "tidy" / "SKILL.md"
+    bare.parent.mkdir(parents=True)
+    bare.write_text("Tidy the repo.\n")
+    cases = [case("w-1", "fix", expect={"skills": {"must_trigger": ["fix-tests"]}})]
+    (state / "work" / "cases.json").write_text(json.dumps(cases))
+    r = run_script("validate_cases", "--cases", state / "work" / "cases.json", "--no-capabilities",
+                   "--adapter", state / "work" / "adapter.json")
+    warned = [f for f in r.json["findings"] if f["code"] == "skill_without_description"]
+    assert [f["severity"] for f in warned] == ["WARN"], r.stdout
+    assert "plugin/skills/tidy/SKILL.md" in warned[0]["message"] and "description:" in warned[0]["message"]
+
+
 def test_the_linter_names_an_mcp_config_the_agent_refuses(tmp_path):
     """validate_cases.py --adapter said nothing of an mcp_config under VS Code's "servers" key or not JSON
     at all: the run's pre-flight refused it (exit 3), the linter a user runs first was clean. It names the
