@@ -6,13 +6,15 @@ a case edited between the champion's run and the candidate's (same dataset_versi
 fixed by the candidate; the holdout could be looked at before training or twice, and a holdout
 baseline could be a rejected candidate's run. Here a real app on its own port routes by a config
 file in a real git checkout (the candidate's surface), and every step is the scripts as a user runs
-them.
+them (run_cases.py in its own process; the setup steps and candidate.py's command, the same scripts with
+the same arguments, in this one).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -96,16 +98,42 @@ def champion(state, url):
         {"run_id": "regression-20261201T000000Z", "dataset_version": 1, "harness_version": "0.1.0"}))
 
 
+@pytest.fixture(scope="module")
+def championed(tmp_path_factory):
+    """make_app's app with champion()'s two runs (regression and holdout, against router()), made once for
+    the module; each test takes its own copy (copy_championed): the runs are the same in every test."""
+    root = tmp_path_factory.mktemp("champion")
+    app, state = make_app(root)
+    with FakeApp(router(app)) as fake:
+        champion(state, fake.url)
+    return app
+
+
+def copy_championed(championed, tmp_path):
+    """A copy of the module's championed app (its git checkout, state dir and runs) for one test to change."""
+    app = shutil.copytree(championed, tmp_path / "app", symlinks=True)
+    return app, app / ".assay"
+
+
 def candidate(state, *args):
-    r = run_script("candidate", args[0], state, *args[1:])
-    return r
+    """candidate.py ACTION STATE ARGS..., its parser and command run in this process (fixtures_authoring.
+    run_inproc: the same argv, JSON and exit code; ~70 calls across the candidate files, a fresh interpreter
+    each was ~0.16 CPU s); test_candidate.py drives new, keep and revert as subprocesses."""
+    return run_inproc("candidate", args[0], state, *args[1:])
+
+
+def next_second():
+    """Sleep into the next whole second (and 50 ms on): created_at has whole seconds, so what came before
+    is in an earlier second and what follows in a later one (as a flat 1.1 s sleep made sure, 0.55 s sooner
+    on average)."""
+    time.sleep(1.05 - time.time() % 1)
 
 
 def new(state, cid, surface="words.txt"):
-    time.sleep(1.1)     # created_at has whole seconds: what came before is before it
+    next_second()       # created_at has whole seconds: what came before is before it
     r = candidate(state, "new", "--id", cid, "--surface", surface)
     assert r.rc == 0, r.stdout
-    time.sleep(1.1)     # created_at has whole seconds: what follows is after it
+    next_second()       # created_at has whole seconds: what follows is after it
 
 
 def trained(state, app, url, cid, words, run_id):
@@ -123,10 +151,9 @@ def sealed_out(r):
         assert cid not in r.stdout + r.stderr and text not in r.stdout + r.stderr
 
 
-def test_runs_of_another_candidate_or_from_before_the_candidate_are_not_its_evidence(tmp_path):
-    app, state = make_app(tmp_path)
+def test_runs_of_another_candidate_or_from_before_the_candidate_are_not_its_evidence(championed, tmp_path):
+    app, state = copy_championed(championed, tmp_path)
     with FakeApp(router(app)) as fake:
-        champion(state, fake.url)
         new(state, "other-file", "other.txt")   # made first; its edit (another file) comes later, measured by nobody
         new(state, "refund-words")
         (app / "words.txt").write_text("billing: invoice refund money\n")
@@ -155,10 +182,9 @@ def test_runs_of_another_candidate_or_from_before_the_candidate_are_not_its_evid
         sealed_out(r)
 
 
-def test_the_holdout_is_looked_at_once_after_training_against_the_champion(tmp_path):
-    app, state = make_app(tmp_path)
+def test_the_holdout_is_looked_at_once_after_training_against_the_champion(championed, tmp_path):
+    app, state = copy_championed(championed, tmp_path)
     with FakeApp(router(app)) as fake:
-        champion(state, fake.url)
         new(state, "peek-first")
         (app / "words.txt").write_text("billing: invoice refund money\n")
         early = measure(state, fake.url, "holdout-20261201T010000Z", "holdout-20261201T000000Z")
@@ -190,10 +216,9 @@ def test_the_holdout_is_looked_at_once_after_training_against_the_champion(tmp_p
         sealed_out(r)
 
 
-def test_a_case_edited_since_the_champion_run_is_not_the_candidates_fix(tmp_path):
-    app, state = make_app(tmp_path)
+def test_a_case_edited_since_the_champion_run_is_not_the_candidates_fix(championed, tmp_path):
+    app, state = copy_championed(championed, tmp_path)
     with FakeApp(router(app)) as fake:
-        champion(state, fake.url)
         new(state, "one-word")
         (app / "words.txt").write_text("billing: invoice where\n")     # fixes r-refund-3 only
         originals = {}

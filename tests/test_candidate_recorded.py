@@ -16,17 +16,16 @@ import json
 import pytest
 
 from fakeapp import FakeApp
-from test_candidate_evidence import candidate, champion, make_app, measure, new, router
+from test_candidate_evidence import candidate, championed, copy_championed, measure, new, router  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow   # several runs each, in sequence (conftest: slow files first)
 
 CHAMP_RUN = "regression-20261201T000000Z"
 
 
-def test_an_edited_champion_or_comparison_decides_no_keep(tmp_path):
-    app, state = make_app(tmp_path)
+def test_an_edited_champion_or_comparison_decides_no_keep(championed, tmp_path):
+    app, state = copy_championed(championed, tmp_path)
     with FakeApp(router(app)) as fake:
-        champion(state, fake.url)
         stats = state / "reports" / CHAMP_RUN / "verdicts_for_stats.jsonl"
         original = stats.read_text()
         stats.write_text(original.replace('"pass"', '"fail"', 3))   # three champion passes now read as fails
@@ -52,10 +51,9 @@ def test_an_edited_champion_or_comparison_decides_no_keep(tmp_path):
         assert json.loads((state / "candidates" / "noop" / "candidate.json").read_text())["status"] == "open"
 
 
-def test_an_edit_changed_after_its_training_run_is_not_kept_on_it(tmp_path):
-    app, state = make_app(tmp_path)
+def test_an_edit_changed_after_its_training_run_is_not_kept_on_it(championed, tmp_path):
+    app, state = copy_championed(championed, tmp_path)
     with FakeApp(router(app)) as fake:
-        champion(state, fake.url)
         new(state, "refunds")
         (app / "words.txt").write_text("billing: invoice refund\n")
         train = measure(state, fake.url, "regression-20261201T010000Z", CHAMP_RUN)
@@ -69,12 +67,11 @@ def test_an_edit_changed_after_its_training_run_is_not_kept_on_it(tmp_path):
         assert r.rc == 1 and r.json["decision"] == "rejected", r.stdout
 
 
-def test_a_change_outside_the_surfaces_is_never_credited_to_the_candidate(tmp_path):
+def test_a_change_outside_the_surfaces_is_never_credited_to_the_candidate(championed, tmp_path):
     """Another tracked file changed beside the candidate's surface (a second candidate in flight, a
     stray edit): the training run measured both, and keep credited the candidate with the other's."""
-    app, state = make_app(tmp_path)
+    app, state = copy_championed(championed, tmp_path)
     with FakeApp(router(app)) as fake:
-        champion(state, fake.url)
         new(state, "noop")
         (app / "words.txt").write_text("billing: invoice\n# a comment only\n")
         (app / "other.txt").write_text("something else\n")   # tracked, not this candidate's surface

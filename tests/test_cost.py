@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_authoring import run_inproc
 from helpers import ROOT, run_script
 from rundir_util import cases_view, drop_case
 
@@ -123,7 +124,7 @@ def test_bad_prices_file_is_exit_2_naming_the_key(runs, tmp_path, text, complain
     _, dirs = runs
     prices = tmp_path / "p.yaml"
     prices.write_text(text)
-    r = run_script("score_cost", dirs[0], "--prices", prices)
+    r = run_inproc("score_cost", dirs[0], "--prices", prices)   # a refusal: the command in this process
     assert r.rc == 2 and complaint in r.json["error"] and "p.yaml" in r.json["error"]
 
 
@@ -151,7 +152,7 @@ def test_budgets_close_and_open_the_gate_with_the_margin(runs, tmp_path):
     prices.write_text("models:\n  nope: {input: 1, output: 1}\n")
     blind = run_script("gate", dirs[0], "--max-cost-per-case", "1", "--prices", prices)
     assert blind.rc == 1 and "cannot be checked" in blind.stdout and "helpdesk-rules-1" in blind.stdout
-    bad = run_script("gate", dirs[0], "--max-cost-per-case", "-1")
+    bad = run_inproc("gate", dirs[0], "--max-cost-per-case", "-1")   # a refusal: the command in this process
     assert bad.rc == 2
 
 
@@ -346,12 +347,12 @@ def test_misspelled_budget_key_is_exit_2_naming_file_line_and_key(runs, budget_s
     _, dirs = runs
     line = _set_budgets(budget_state, "  max_cost_per_cse: 1\n")
     # never ignored, even when the flags cover both budgets
-    r = run_script("gate", dirs[0], "--state-dir", budget_state, "--no-verify",
+    r = run_inproc("gate", dirs[0], "--state-dir", budget_state, "--no-verify",   # refusals: in this process
                    "--max-cost-per-case", "1", "--max-p95-latency-s", "30")
     assert r.rc == 2, r.stdout
     err = r.json["error"]
     assert f"profile.yaml:{line}" in err and "did you mean 'max_cost_per_case'" in err
-    missing = run_script("gate", dirs[0], "--state-dir", budget_state.parent, "--no-verify")
+    missing = run_inproc("gate", dirs[0], "--state-dir", budget_state.parent, "--no-verify")
     assert missing.rc == 2 and "no profile.yaml there" in missing.json["error"]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fakeapp import case
+from fixtures_authoring import run_inproc
 from helpers import run_script
 from rundir_util import cases_view
 from test_agent_mode import FAKE, FIX_EXPECT, SECRET, agent_adapter, setup_state
@@ -51,12 +52,13 @@ class Lift:
 
     def run(self, arm: str, k: int = 1, *, record: bool = False, replay: Path | None = None, rc: int = 0,
             mode: str = "regression", extra: tuple = ()) -> Path:
-        r = run_script("convert_suite", self.state, "-o", self.state / "work" / "converted.json")
+        # the setup steps in this process (the same parsers and commands); the run is a real run_cases.py
+        r = run_inproc("convert_suite", self.state, "-o", self.state / "work" / "converted.json")
         assert r.rc == 0, r.stdout + r.stderr
         run_id = f"{mode}-20261204T2320{self.n:02d}Z"
         self.n += 1
         plan = self.state / "work" / f"{run_id}.json"
-        r = run_script("make_plan", self.state / "work" / "converted.json", "--mode", mode,
+        r = run_inproc("make_plan", self.state / "work" / "converted.json", "--mode", mode,
                        *(("--k", str(k)) if mode != "smoke" else ()), "--state-dir", self.state, "--arm", arm, "--run-id", run_id, "-o", plan, "--max-attempts", "1")
         assert r.rc == 0, r.stdout + r.stderr
         out = self.state / "reports" / run_id
@@ -135,14 +137,22 @@ def test_an_arm_replayed_from_its_earlier_recording_is_a_caveat(tmp_path):
     assert len(said) == 1 and f"replayed from run {recorded.name}" in said[0] and "run the arm live" in said[0], said
 
 
-def test_a_lift_over_a_run_a_canary_stopped_is_withheld_naming_the_run_and_the_fix(tmp_path):
+@pytest.fixture(scope="module")
+def canary_stopped(tmp_path_factory) -> tuple[Path, Path]:
+    """Two cases and a canary, all "task ..." (fixed only through the skill): the without arm's run, stopped
+    by its failing canary (exit 4), and the with-skill arm's run after it. Made once; two tests read them."""
+    t = Lift(tmp_path_factory.mktemp("canary-stopped"), ["task fix calc", "task fix calc"])
+    t.case("c-canary", "task fix calc", split=("smoke", "full", "canary"))
+    without = t.run("without", rc=4)
+    return without, t.run("with-skill")
+
+
+def test_a_lift_over_a_run_a_canary_stopped_is_withheld_naming_the_run_and_the_fix(canary_stopped):
     """The without arm's canary ("task ...", fixed only through the skill) failed: the run stopped
     (exit 4, status aborted_canary) with nothing but the canary scored. The lift read pass^k 0.0 vs 1.0,
     lift 1.0 "over 1 case(s)" -- the canary, which no statistic counts -- and the status was a note."""
-    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
-    t.case("c-canary", "task fix calc", split=("smoke", "full", "canary"))
-    without = t.run("without", rc=4)
-    got = lift(without, t.run("with-skill"))
+    without, with_skill = canary_stopped
+    got = lift(without, with_skill)
     assert got["pass_rate"]["lift"] is None and got["pass_rate"]["cases"] == 0, got["pass_rate"]
     assert got["withheld"].startswith(f"no lift: the run {without.name} of arm without ended with status "
                                       "'aborted_canary'"), got["withheld"]
@@ -228,16 +238,13 @@ def test_two_finished_arms_with_no_case_scored_on_both_sides_say_why_there_is_no
             "between the runs), so there is no pass rate to compare; run both arms on one suite") in got["sentence"]
 
 
-def test_gate_with_the_other_arm_as_baseline_says_an_unfinished_arm_run_and_a_swapped_order(tmp_path):
+def test_gate_with_the_other_arm_as_baseline_says_an_unfinished_arm_run_and_a_swapped_order(canary_stopped):
     """evaluate-agents.md step 6 (`gate.py WITH --baseline WITHOUT`) with the without arm's run stopped by
     its canary: the gate opened on the with-skill run's own decision, saying only that the baseline was red
     and to "compare with a run whose gate was open (--baseline auto chooses one)" -- a run of another arm
     or none -- never that the arm's run did not finish (compare_runs.py's lift.withheld). Given swapped,
     the note's fix named compare_runs.py alone."""
-    t = Lift(tmp_path, ["task fix calc", "task fix calc"])
-    t.case("c-canary", "task fix calc", split=("smoke", "full", "canary"))
-    without = t.run("without", rc=4)
-    with_skill = t.run("with-skill")
+    without, with_skill = canary_stopped
     own = run_script("gate", with_skill, "--json")
     r = run_script("gate", with_skill, "--baseline", without, "--json")
     assert (r.rc, own.rc) == (0, 0), r.stdout + r.stderr
