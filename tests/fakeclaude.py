@@ -17,6 +17,8 @@ resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
 session = resume or f"sess-{os.getpid()}"
 word = prompt.split()[0] if prompt.split() else ""
 n = 0
+MODEL = os.environ.get("FAKE_CLAUDE_MODEL", "claude-scripted-1")   # the init event's model and its usage's
+VERSION = os.environ.get("FAKE_CLAUDE_VERSION", "2.0.0")   # "none": an init event that names no CLI version
 
 
 def emit(ev: dict) -> None:
@@ -30,7 +32,7 @@ def tool(name: str, inp: dict, result: str, *, is_error: bool = False, parent: s
     n += 1
     cid = f"toolu_{n:03d}"
     emit({"type": "assistant", "parent_tool_use_id": parent, "message": {
-        "id": f"msg_{n}", "model": "claude-scripted-1", "role": "assistant",
+        "id": f"msg_{n}", "model": MODEL, "role": "assistant",
         "content": [{"type": "tool_use", "id": cid, "name": name, "input": inp}]}})
     emit({"type": "user", "parent_tool_use_id": parent, "message": {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": cid, "content": result, "is_error": is_error}]}})
@@ -43,14 +45,14 @@ def finish(text: str, *, denials=(), usage: bool = True, subtype: str = "success
     if usage:
         ev["usage"] = {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 5,
                        "cache_creation_input_tokens": 0}
-        ev["modelUsage"] = {"claude-scripted-1": {"inputTokens": 100, "outputTokens": 20,
-                                                  "cacheReadInputTokens": 5, "cacheCreationInputTokens": 0}}
+        ev["modelUsage"] = {MODEL: {"inputTokens": 100, "outputTokens": 20,
+                            "cacheReadInputTokens": 5, "cacheCreationInputTokens": 0}}
     emit(ev)
 
 
 mcp_up = word != "mcpdown"   # "mcpdown": the MCP server did not start, so the session lacks its tool
-emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "claude-scripted-1",
-      "claude_code_version": os.environ.get("FAKE_CLAUDE_VERSION", "2.0.0"),
+emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": MODEL,
+      **({} if VERSION == "none" else {"claude_code_version": VERSION}),
       "tools": ["Bash", "Read", "Edit", "Skill", "Task"] + (["mcp__calc__add"] if mcp_up else []), "argv": argv,
       "mcp_servers": [{"name": "calc", "status": "connected" if mcp_up else "failed"}], "permissionMode": "default"})
 if word == "task":         # an arm with the plugin fixes it through the skill; without, it guesses wrong

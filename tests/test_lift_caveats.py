@@ -45,10 +45,7 @@ class Lift:
         (self.state / "datasets" / f"{cid}.yaml").write_text(json.dumps(doc))
 
     def cli_version(self, version: str) -> None:
-        """The stand-in CLI upgraded in place (the same `program`, as `npm i -g` does): its init event's
-        claude_code_version."""
-        prog = self.state.parent / "bin" / "claude"
-        prog.write_text(f'#!/bin/sh\nFAKE_CLAUDE_VERSION={version} exec "{sys.executable}" "{FAKE}" "$@"\n')
+        cli_version(self.state.parent, version)
 
     def run(self, arm: str, k: int = 1, *, record: bool = False, replay: Path | None = None, rc: int = 0,
             mode: str = "regression", extra: tuple = ()) -> Path:
@@ -67,6 +64,15 @@ class Lift:
                        env={"ASSAY_SCRATCH_DIR": str(self.tmp / "scratch"), "FAKE_SECRET": SECRET})
         assert r.rc == rc, r.stdout + r.stderr
         return out
+
+
+def cli_version(root: Path, version: str, model: str = "claude-scripted-1") -> None:
+    """The stand-in CLI under `root` (test_agent_mode.fixture_repo's bin/claude) upgraded in place (the
+    same `program`, as `npm i -g` does): its init event's claude_code_version ("none": it names none)
+    and model."""
+    prog = root / "bin" / "claude"
+    prog.write_text(f'#!/bin/sh\nFAKE_CLAUDE_VERSION={version} FAKE_CLAUDE_MODEL={model} '
+                    f'exec "{sys.executable}" "{FAKE}" "$@"\n')
 
 
 def lift(base: Path, cand: Path) -> dict:

@@ -9,7 +9,9 @@ still_failing, still_passing; canaries and holdout cases left out). A judge flip
 changed its verdict on the same answer and material) is not the app's fix or break: it is left
 out of the paired test and counted apart (`stats_judge_flips`, and its own sentence in `words`).
 `cost_latency`: each side's cost and latency per case and in total with the deltas
-(compare.cost_delta, the viewer's block), its rows made in the same pass as the pairs.
+(compare.cost_delta, the viewer's block), its rows made in the same pass as the pairs; so is each
+agent side's `agent_cli` (compare.agent_cli: the CLI versions and models its sessions reported,
+said in `notes` when the two sides' differ).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..core.errors import AssayError
 from ..core.runapp import app_name
 from ..core.version import HARNESS_VERSION
 from ..stats.paired import compare_indexed, index_rows, paired_population, sign_test_one_sided
+from .agent_cli import CliFold, cli_notes
 from .buckets import BUCKETS, MEANING, SCORED, headline
 from .cost_delta import CaseCosts, cost_latency, prices_of
 from .pair_all import LAST, all_pairs, load_sides, two_processes
@@ -53,8 +56,9 @@ def judge_only_notes(pairs: list[dict]) -> list[str]:
     return out
 
 
-def run_notes(base: Side, cand: Side) -> list[str]:
-    """What differs between the runs themselves, said before any case."""
+def run_notes(base: Side, cand: Side, clis: CliFold | None = None) -> list[str]:
+    """What differs between the runs themselves, said before any case. `clis`: the agent CLI versions
+    and models each side's sessions reported (compare.agent_cli), folded in the pairs' pass."""
     notes = []
     b, c = base.describe(), cand.describe()
     from ..report.gate_trust import shard_reason
@@ -92,6 +96,9 @@ def run_notes(base: Side, cand: Side) -> list[str]:
                      "and each pair lists both sides' repeats; a higher k fails more often by itself")
     if b["harness_version"] != c["harness_version"]:
         notes.append(f"harness_version differs: base {b['harness_version']}, candidate {c['harness_version']}")
+    if clis is not None:
+        from .lift import arms_choose_cli
+        notes += cli_notes(clis.of("base"), clis.of("candidate"), arms_choose_cli(base, cand))
     for side, d in (("base", b), ("candidate", c)):
         if d["status"] != "ok":
             notes.append(f"the {side} run's status is {d['status']!r}, not 'ok': only its finished cases are compared")
@@ -252,7 +259,8 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     active, why = should_redact(base, cand)
     memo: dict = {}   # equal small parts of the pairs, one object each (a read-only document)
     costs = CaseCosts(base.manifest, cand.manifest, prices_of(cand.run_dir))   # filled in the pairs' pass
-    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo, fork, costs):
+    clis = CliFold.of_sides(base, cand)   # an agent side's CLI versions and models, the same pass
+    for pair in all_pairs(base, cand, _ordered_ids(base, cand), memo, fork, costs, clis):
         cid = pair["case_id"]
         if cid in base.holdout or cid in cand.holdout:
             holdout_counts[pair["bucket"]] += 1  # sealed: counted, never named
@@ -267,10 +275,14 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
     flips = sum(1 for p in pairs if p.get("judge_flip"))
     stats, stats_note = paired_statistics(pairs)
     flipped = [p["case_id"] for p in buckets["judge_flip"] if not p.get("canary")]
+    sides = {"base": base.describe(), "candidate": cand.describe()}
+    for which, described in sides.items():
+        if clis.of(which) is not None:   # an agent run: the CLI versions and models its sessions reported
+            described["agent_cli"] = clis.of(which)
     doc = {
         "compare_version": COMPARE_VERSION, "harness_version": HARNESS_VERSION,
-        "base": base.describe(), "candidate": cand.describe(),
-        "notes": run_notes(base, cand) + judge_only_notes(pairs)
+        "base": sides["base"], "candidate": sides["candidate"],
+        "notes": run_notes(base, cand, clis) + judge_only_notes(pairs)
         + ([f"quoted text is redacted (emails, phone and long numbers: "
             f"{redactions} redaction(s)) because {why}"] if active else []),
         "redaction": {"active": active, "redactions": redactions, "why": why or None},
@@ -289,7 +301,7 @@ def compare_runs(base_dir: Path, candidate_dir: Path) -> dict[str, Any]:
         "cost_latency": cost_latency(base.run_dir, cand.run_dir, costs),
     }
     from .lift import lift_block
-    lift = lift_block(base, cand, pairs, stats, stats_note)
+    lift = lift_block(base, cand, pairs, stats, stats_note, {w: clis.of(w) for w in ("base", "candidate")})
     if lift is not None:
         doc["lift"] = lift
     sealed = base.holdout | cand.holdout

@@ -13,8 +13,9 @@ the two runs differ by more than the arm (`arm_caveats`): the same arm twice, tw
 same agent, an agent key neither arm sets, another k, an edited case, a case scored
 in one run only, a replayed or rescored run, a skill the arm without its plugin still invoked. With any caveat the
 `sentence` starts by saying the difference is not the arm's alone. `agent_cli`: the Claude Code
-CLI versions and models each side's transcripts report (their init events); two sides that differ
-is a caveat (the CLI's change or the model's, mixed with the arm's).
+CLI versions and models each side's transcripts report (their init events, as compare.agent_cli
+folds them for the comparison's notes); two sides that differ is a caveat (the CLI's change or the
+model's, mixed with the arm's).
 
 A side whose run did not finish its plan (status other than `ok`: a canary stopped it, the infra bar,
 `--fail-fast`, missing artifacts) has no pass rate over the arm's suite: the lift is withheld
@@ -85,28 +86,17 @@ def withheld(base: Side, cand: Side, names: dict[int, str]) -> str | None:
             "arm's (the per-case verdicts are shown)")
 
 
-def agent_cli(side: Side, ids: list[str]) -> dict[str, list[str]]:
-    """The CLI versions and models the side's transcripts report (trajectory.json `agent_cli`, from the
-    init event) over the cases `ids`."""
-    versions, models = set(), set()
-    for cid in ids:
-        if cid not in side.rows:
-            continue
-        traj = side.json(cid, "trajectory.json")
-        got = traj.get("agent_cli") if isinstance(traj, dict) else None
-        if isinstance(got, dict):
-            if isinstance(got.get("version"), str):
-                versions.add(got["version"])
-            if isinstance(got.get("model"), str):
-                models.add(got["model"])
-    return {"versions": sorted(versions), "models": sorted(models)}
+def arms_choose_cli(base: Side, cand: Side) -> bool:
+    """An arm sets a key that chooses the CLI or its model (`program`, `command`, `env`): two arms that
+    do compare them on purpose."""
+    armed = set((arm_of(base) or {}).get("overrides") or {}) | set((arm_of(cand) or {}).get("overrides") or {})
+    return bool(armed & {"program", "command", "env"})
 
 
 def _cli_caveats(base: Side, cand: Side, clis: dict[str, dict], bname: str, cname: str) -> list[str]:
     """The two sides' transcripts report different CLI versions or models while neither arm sets a key
-    that chooses them (`program`, `command`, `env`: an arm that does compares them on purpose)."""
-    armed = set((arm_of(base) or {}).get("overrides") or {}) | set((arm_of(cand) or {}).get("overrides") or {})
-    if armed & {"program", "command", "env"}:
+    that chooses them (arms_choose_cli)."""
+    if arms_choose_cli(base, cand):
         return []
     out = []
     for key, what, fix in (("versions", "Claude Code CLI versions", "the CLI was upgraded between the runs; pin it "
@@ -238,7 +228,9 @@ def arm_caveats(base: Side, cand: Side, pairs: list[dict[str, Any]], bname: str,
 
 
 def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict | None,
-               stats_note: str | None) -> dict[str, Any] | None:
+               stats_note: str | None, clis: dict[str, dict | None] | None = None) -> dict[str, Any] | None:
+    """`clis`: each side's {versions, models} as the comparison folded them (compare.agent_cli; None: a
+    side that is not an agent run, which reports none)."""
     barm, carm = arm_of(base), arm_of(cand)
     if barm is None and carm is None:
         return None
@@ -250,9 +242,9 @@ def lift_block(base: Side, cand: Side, pairs: list[dict[str, Any]], stats: dict 
     scored = [] if stop else paired_population([p for p in pairs if p["bucket"] in PAIRED_BUCKETS])
     brate = _rate([p["verdict"]["base"] == "pass" for p in scored])
     crate = _rate([p["verdict"]["candidate"] == "pass" for p in scored])
-    ids = [p["case_id"] for p in pairs]
     measured = [p["case_id"] for p in pairs if not p.get("canary")]   # as the pass rates: never a canary
-    clis = {"base": agent_cli(base, ids), "candidate": agent_cli(cand, ids)}
+    empty = {"versions": [], "models": []}
+    clis = {w: (clis or {}).get(w) or empty for w in ("base", "candidate")}
     caveats = arm_caveats(base, cand, pairs, bname, cname) + _cli_caveats(base, cand, clis, bname, cname)
     out = {
         "base_arm": barm, "candidate_arm": carm,

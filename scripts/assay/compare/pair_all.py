@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.forked import Child, cpus, fork_safe
+from .agent_cli import CliFold
 from .cost_delta import CaseCosts
 from .pairs import compare_pair
 from .sides import Side, load_side
@@ -79,11 +80,15 @@ def _opened(side: Side) -> Side:
     return side
 
 
-def _make(base: Side, cand: Side, ids: list[str], memo: dict, costs: CaseCosts | None) -> list[dict[str, Any]]:
+def _make(base: Side, cand: Side, ids: list[str], memo: dict, costs: CaseCosts | None,
+          clis: CliFold | None = None) -> list[dict[str, Any]]:
     out = []
     for cid in ids:
         pair = compare_pair(base, cand, cid, memo)
         out.append(pair)
+        if clis is not None:   # an agent side's CLI and model, from the record the pair just read
+            clis.add("base", base, cid)
+            clis.add("candidate", cand, cid)
         if costs is not None:   # the records the pair just read (each side keeps its last): no second read
             own = costs.add_pair(base.record(cid) if cid in base.rows else None,
                                  cand.record(cid) if cid in cand.rows else None,
@@ -94,20 +99,21 @@ def _make(base: Side, cand: Side, ids: list[str], memo: dict, costs: CaseCosts |
 
 
 def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool,
-              costs: CaseCosts | None = None) -> list[dict[str, Any]]:
+              costs: CaseCosts | None = None, clis: CliFold | None = None) -> list[dict[str, Any]]:
     """compare_pair(base, cand, cid, memo) for every id, in order; with `fork`, half in a child.
-    `costs`: each case is folded into its totals from the same records (compare.cost_delta)."""
+    `costs`: each case is folded into its totals from the same records (compare.cost_delta); `clis`:
+    each agent side's CLI versions and models (compare.agent_cli)."""
     if not fork or len(ids) < 2:
         LAST["processes"] = 1
-        return _make(base, cand, ids, memo, costs)
+        return _make(base, cand, ids, memo, costs, clis)
     half = len(ids) // 2
     base.open_store()
     cand.open_store()
     gc.freeze()
     try:
-        child = Child(lambda: _made_apart(base, cand, ids[half:], costs))
+        child = Child(lambda: _made_apart(base, cand, ids[half:], costs, clis))
         try:
-            mine = _make(base, cand, ids[:half], memo, costs)
+            mine = _make(base, cand, ids[:half], memo, costs, clis)
         except BaseException:
             child.cancel()
             raise
@@ -115,17 +121,23 @@ def all_pairs(base: Side, cand: Side, ids: list[str], memo: dict, fork: bool,
     finally:
         gc.unfreeze()
     LAST["processes"] = 2
-    theirs, fold = answer if isinstance(answer, tuple) and len(answer) == 2 else (None, None)
+    theirs, fold, their_clis = answer if isinstance(answer, tuple) and len(answer) == 3 else (None, None, None)
     if not isinstance(theirs, list) or len(theirs) != len(ids) - half:
         LAST.setdefault("fallback", []).append("the child made no pairs")
-        theirs = _make(base, cand, ids[half:], memo, costs)
-    elif costs is not None:
-        costs.fold.merge(fold)
+        theirs = _make(base, cand, ids[half:], memo, costs, clis)
+    else:
+        if costs is not None:
+            costs.fold.merge(fold)
+        if clis is not None:
+            clis.merge(their_clis)
     mine.extend(theirs)
     return mine
 
 
-def _made_apart(base: Side, cand: Side, ids: list[str], costs: CaseCosts | None) -> tuple[list, Any]:
-    """A child's pairs and its cases' cost totals (its own CaseCosts' fold, the parent's readers)."""
+def _made_apart(base: Side, cand: Side, ids: list[str], costs: CaseCosts | None,
+                clis: CliFold | None) -> tuple[list, Any, Any]:
+    """A child's pairs, its cases' cost totals (its own CaseCosts' fold, the parent's readers) and its
+    cases' agent CLIs (its own CliFold)."""
     mine = costs.fresh() if costs is not None else None
-    return _make(base, cand, ids, {}, mine), (mine.fold if mine is not None else None)
+    their_clis = clis.fresh() if clis is not None else None
+    return _make(base, cand, ids, {}, mine, their_clis), (mine.fold if mine is not None else None), their_clis
