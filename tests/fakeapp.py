@@ -352,3 +352,28 @@ def app():
 def state(tmp_path):
     """A fresh state dir (`<tmp>/app/.assay`) for one test."""
     return make_state(tmp_path)
+
+
+def run_series(state, run_ids: list[str], cases_of: Callable[[str], list[dict]],
+               wrong: Callable[[str, str, int], bool], k_of: Callable[[str], int] = lambda run_id: 1) -> None:
+    """A history's runs, in turn, against one FakeApp (run_cases.py as a subprocess each): the app
+    answers `wrong(run_id, message, n)` wrongly, n counting that message's calls in that run (1, 2, ...:
+    its repeats at k > 1); `cases_of(run_id)` and `k_of(run_id)` are the run's cases and k."""
+    from helpers import run_script
+    now, calls, lock = [""], {}, threading.Lock()
+
+    def app(req: Request) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"ok": True})
+        msg = str((req.json or {}).get("message"))
+        with lock:
+            calls[(now[0], msg)] = n = calls.get((now[0], msg), 0) + 1
+        return Reply(200, {"message": "sorry, no" if wrong(now[0], msg, n) else f"echo: {msg}"})
+
+    with FakeApp(app) as fake:
+        for run_id in run_ids:
+            now[0] = run_id
+            plan = write_plan(state, make_plan(state, cases_of(run_id), app_url=fake.url, run_id=run_id,
+                                               k=k_of(run_id)), f"{run_id}.json")
+            r = run_script("run_cases", "--plan", plan, "--out", state / "reports" / run_id, "--progress", "never")
+            assert r.rc == 0, r.stdout + r.stderr

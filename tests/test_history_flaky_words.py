@@ -8,12 +8,10 @@ broken is a regression since the run it broke in, never flaky."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
-from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
+from fakeapp import case, make_state, run_series
 from helpers import run_script, view_server
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
@@ -25,27 +23,15 @@ K3 = [f"smoke-2026120{i}T100000Z" for i in (4, 5, 6)]
 def test_flaky_words_say_flips_or_disagreeing_repeats_and_a_break_that_stayed_is_a_regression(tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     state = make_state(tmp_path)
-    now, calls, lock = [""], {}, threading.Lock()
     wrong = {K1[1]: {"broke fixed", "broke stays"}, K1[2]: {"broke stays"}}
 
-    def app(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        msg = str((req.json or {}).get("message"))
-        with lock:
-            calls[(now[0], msg)] = n = calls.get((now[0], msg), 0) + 1
-        flaky = now[0] in K3[1:] and msg == "printer" and n % 3 == 0   # one call of three answers wrong
-        return Reply(200, {"message": "sorry, no" if flaky or msg in wrong.get(now[0], ()) else f"echo: {msg}"})
+    def answers_wrong(run_id: str, msg: str, n: int) -> bool:
+        flaky = run_id in K3[1:] and msg == "printer" and n % 3 == 0   # one call of three answers wrong
+        return flaky or msg in wrong.get(run_id, ())
 
-    with FakeApp(app) as fake:
-        for run_id in K1 + K3:
-            now[0] = run_id
-            cases = ([case("c-printer", "printer")] if run_id in K3 else
-                     [case("c-broke-fixed", "broke fixed"), case("c-broke-stays", "broke stays")]) + [case("c-steady", "steady")]
-            plan = write_plan(state, make_plan(state, cases, app_url=fake.url, run_id=run_id,
-                                               k=3 if run_id in K3 else 1), f"{run_id}.json")
-            r = run_script("run_cases", "--plan", plan, "--out", state / "reports" / run_id, "--progress", "never")
-            assert r.rc == 0, r.stdout + r.stderr
+    run_series(state, K1 + K3, lambda run_id: ([case("c-printer", "printer")] if run_id in K3 else
+                                               [case("c-broke-fixed", "broke fixed"), case("c-broke-stays", "broke stays")])
+               + [case("c-steady", "steady")], answers_wrong, lambda run_id: 3 if run_id in K3 else 1)
     h = run_script("run_history", state, "-o", tmp_path / "h.json")
     assert h.rc == 0 and h.json["excluded_runs"] == 0, h.stdout + h.stderr
     import json

@@ -12,12 +12,11 @@ fixed "flaky"."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 
 import pytest
 
-from fakeapp import FakeApp, Reply, case, make_plan, make_state, write_plan
+from fakeapp import Reply, case, make_state, run_series
 from helpers import run_script, view_server
 from s3server import BUCKET, have_moto, served
 
@@ -34,27 +33,15 @@ SPLIT_BREAK = ("c-breaks-flaking", "regression", RUNS[2], ["pass", "pass", "fail
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("history-k2")
     state = make_state(tmp)
-    now, calls, lock = [""], {}, threading.Lock()
-
-    def app(req):
-        if req.method == "GET":
-            return Reply(200, {"ok": True})
-        msg = str((req.json or {}).get("message"))
-        with lock:
-            calls[(now[0], msg)] = n = calls.get((now[0], msg), 0) + 1
-        wrong = ((msg == "breaks" and now[0] in RUNS[2:]) or (msg == "broke fixed" and now[0] == RUNS[2])
-                 or (msg == "breaks flaking" and (now[0] in RUNS[3:] or (now[0] == RUNS[2] and n == 2)))
-                 or (msg == "wobbles" and n % 2 == 0))
-        return Reply(200, {"message": "sorry, no" if wrong else f"echo: {msg}"})
-
     cases = [case("c-breaks", "breaks"), case("c-broke-fixed", "broke fixed"), case("c-steady", "steady"),
              case("c-breaks-flaking", "breaks flaking"), case("c-wobbles", "wobbles")]
-    with FakeApp(app) as fake:
-        for run_id in RUNS:
-            now[0] = run_id
-            plan = write_plan(state, make_plan(state, cases, app_url=fake.url, run_id=run_id, k=2), f"{run_id}.json")
-            r = run_script("run_cases", "--plan", plan, "--out", state / "reports" / run_id, "--progress", "never")
-            assert r.rc == 0, r.stdout + r.stderr
+
+    def wrong(run_id: str, msg: str, n: int) -> bool:
+        return ((msg == "breaks" and run_id in RUNS[2:]) or (msg == "broke fixed" and run_id == RUNS[2])
+                or (msg == "breaks flaking" and (run_id in RUNS[3:] or (run_id == RUNS[2] and n == 2)))
+                or (msg == "wobbles" and n % 2 == 0))
+
+    run_series(state, RUNS, lambda run_id: cases, wrong, lambda run_id: 2)
     return state
 
 
