@@ -7,17 +7,22 @@ counts) in a copy of its state dir; everything below reads those run directories
 from __future__ import annotations
 
 import importlib.util
+import html
 import json
 import os
+import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from chromium import CHROMIUM, FLAGS, NEEDS_CHROMIUM
 from fixtures_authoring import run_inproc
 from helpers import ROOT, run_script
 from rundir_util import cases_view, drop_case
+
+from assay.compare.cost_table import money, ms
+from assay.stats.cost_words import WORDS
 
 pytestmark = pytest.mark.slow
 
@@ -164,23 +169,66 @@ def test_report_has_the_cost_section(runs):
     assert "## Cost and latency" in text and "USD in all" in text
 
 
-def test_history_of_real_runs_verifies_and_renders_in_chromium(runs, tmp_path):
-    state, dirs = runs
-    page = tmp_path / "history.html"
-    r = run_script("run_history", state, "--html", page)
+@pytest.fixture(scope="module")
+def history_page(runs, tmp_path_factory):
+    """run_history.py --html over the three real runs, as CI renders it: the page and its history.json."""
+    state, _ = runs
+    tmp = tmp_path_factory.mktemp("history-page")
+    r = run_script("run_history", state, "-o", tmp / "history.json", "--html", tmp / "history.html")
     assert r.rc == 0, r.stdout + r.stderr
     out = r.json
     assert out["runs_used"] == 3 and out["excluded_runs"] == 0 and len(out["series"]) == 1
-    html = page.read_text()
-    assert html.count("<circle") == 3 and "<script" not in html.lower()
-    from test_md_to_html import CHROMIUM_FLAGS, chromium_path
-    shot = tmp_path / "history.png"
-    proc = subprocess.run([chromium_path(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-                           f"--screenshot={shot}", "--window-size=900,900", page.as_uri()],
-                          capture_output=True, text=True, timeout=90)
-    assert shot.exists() and shot.stat().st_size > 5000, proc.stderr[-2000:]
-    if os.environ.get("ASSAY_KEEP_SCREENSHOTS"):
-        shutil.copy(shot, os.environ["ASSAY_KEEP_SCREENSHOTS"])
+    return tmp / "history.html", json.loads((tmp / "history.json").read_text())
+
+
+def _figures(html_text: str) -> list[str]:
+    return re.findall(r"<figure>.*?</figure>", html_text, re.S)
+
+
+def test_history_page_of_real_runs_draws_pass_rate_cost_and_latency(history_page):
+    """The static page drew only the pass rate: a person handed it in CI saw no cost or latency trend."""
+    page, doc = history_page
+    text = page.read_text()
+    assert "<script" not in text.lower() and "default-src 'none'" in text
+    runs = doc["series"][0]["runs"]
+    rate, cost, latency = _figures(text)
+    assert "pass rate, % (bar: 95 % Wilson interval)" in rate and rate.count("<circle") == 3
+    assert f"<strong>{WORDS['cost_per_case'][0]}, USD</strong>" in cost and cost.count("<circle") == 3
+    assert f"latest <strong>{money(runs[-1]['cost_per_case'], 'USD')}</strong>" in cost
+    assert cost.count("<polyline") == 1 and 'aria-label="app cost per traced case, USD per run"' in cost
+    assert f"<strong>p95 {WORDS['latency'][0]}, ms</strong>" in latency and latency.count("<circle") == 3
+    assert f"latest <strong>{ms(runs[-1]['p95_latency_ms'])}</strong>" in latency
+    # what the cost covers, under the charts: the app's own calls, never the judge's
+    assert html.escape(WORDS["cost_per_case"][1], quote=True) in text
+
+
+@NEEDS_CHROMIUM
+def test_history_page_shows_its_three_trend_charts_on_the_first_screen(history_page, tmp_path):
+    api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    page_file, doc = history_page
+    latest = doc["series"][0]["runs"][-1]
+    with api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(page_file.as_uri())
+        page.screenshot(path=str(tmp_path / "history-static.png"))
+        if os.environ.get("ASSAY_KEEP_SCREENSHOTS"):
+            shutil.copy(tmp_path / "history-static.png", Path(os.environ["ASSAY_KEEP_SCREENSHOTS"]) / "history-static.png")
+        figures = page.locator(".charts figure")
+        assert figures.count() == 3
+        for i, title in enumerate(("pass rate, %", f"{WORDS['cost_per_case'][0]}, USD", f"p95 {WORDS['latency'][0]}, ms")):
+            fig = figures.nth(i)
+            box = fig.locator("svg").bounding_box()
+            assert fig.is_visible() and box["y"] + box["height"] <= 800, (title, box)   # all of it on the first screen
+            caption = fig.locator("figcaption").inner_text()
+            assert caption.startswith(title) and "latest" in caption, caption
+        assert f"latest {money(latest['cost_per_case'], 'USD')}" in figures.nth(1).inner_text()
+        # side by side, never overlapping
+        boxes = [figures.nth(i).bounding_box() for i in range(3)]
+        assert boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"] and boxes[1]["x"] + boxes[1]["width"] <= boxes[2]["x"]
+        # every axis label inside its chart
+        assert all(x >= 0 for x in page.evaluate("() => [...document.querySelectorAll('.charts svg text')].map(t => t.getBBox().x)"))
+        browser.close()
 
 
 # ---------------------------------------------------------------- results.json's cost_latency block

@@ -28,6 +28,7 @@ from helpdesk_util import HELPDESK, copy_state, helpdesk
 from helpers import ROOT, run_script, view_server
 from rundir_util import case_json
 
+from assay.compare.cost_table import money
 from assay.stats.cost_words import WORDS
 
 pytestmark = [pytest.mark.slow]
@@ -117,6 +118,24 @@ def test_compare_says_the_cost_is_the_apps_and_names_an_unknown_judge_cost(runs,
     page.click("details.fold:has(table) > summary >> nth=0")
     assert "unknown: the judge's cost is unknown" in page.inner_text("td.judge-cost >> nth=0")
 
+
+def test_history_page_charts_the_apps_cost_and_keeps_the_judges_apart(runs, tmp_path):
+    """run_history.py --html: the cost chart is the app's cost per traced case, the judge's part and the sum
+    gate.py's budget checks are words under it, and the run whose judge's cost is unknown is named."""
+    r = run_script("run_history", runs["state"], "--no-verify", "-o", tmp_path / "h.json", "--html", tmp_path / "h.html")
+    assert r.rc == 0, r.stdout + r.stderr
+    page = (tmp_path / "h.html").read_text()
+    smoke = page.split("<h2>smoke")[1].split("<h2>")[0]
+    cost = re.findall(r"<figure>.*?</figure>", smoke, re.S)[1]
+    assert f"<strong>{WORDS['cost_per_case'][0]}, USD</strong>" in cost and cost.count("<circle") == 2
+    notes = html.unescape(smoke.split('<p class="chart-notes">')[1].split("</p>")[0])
+    clean = json.loads((tmp_path / "h.json").read_text())["series"][0]["runs"][0]
+    assert f"The judge's part, apart from the chart, in <code>{runs['clean']}</code>: " \
+           f"{WORDS['judge_cost_per_case'][0]} {money(clean['judge_cost_per_case'], 'USD')}, " \
+           f"{WORDS['cost_per_case_with_judge'][0]} (what gate.py's cost budget checks) " \
+           f"{money(clean['cost_per_case_with_judge'], 'USD')}." in notes, notes
+    assert f"The judge's cost is unknown in <code>{runs['broken']}</code>: 2 of 6 judge call(s) reported no token " \
+           "usage" in notes and "so gate.py's cost budget could not be checked there." in notes, notes
 
 def _compare(runs: dict, base: str, cand: str, tmp_path: Path, env: dict | None = None) -> tuple[dict, str]:
     reports = runs["state"] / "reports"

@@ -12,6 +12,7 @@ fixed "flaky"."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
@@ -71,6 +72,20 @@ def test_a_break_that_stayed_at_k2_is_a_regression_and_disagreeing_repeats_are_f
         with urllib.request.urlopen(url + "/api/history", timeout=300) as resp:
             api = json.loads(resp.read().decode("utf-8"))
     assert _words(api) == (FLAKY, CHANGED)
+
+
+def test_a_series_with_no_cost_says_so_in_words_and_draws_its_latency(runs, tmp_path):
+    """The fake app's runs have no trace to price: the page's cost chart is words, never an empty chart or a 0;
+    every run was timed, so the p95 latency is a line through the five runs with the latest in words."""
+    r = run_script("run_history", runs, "--no-verify", "-o", tmp_path / "h.json", "--html", tmp_path / "h.html")
+    assert r.rc == 0, r.stdout + r.stderr
+    (series,) = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))["series"]
+    assert [x["cost_per_case"] for x in series["runs"]] == [None] * 5
+    rate, cost, latency = re.findall(r"<figure>.*?</figure>", (tmp_path / "h.html").read_text(encoding="utf-8"), re.S)
+    assert "<svg" not in cost and "no cost in this series: no run priced its cases" in cost, cost
+    assert "currency unknown" in cost
+    assert latency.count("<circle") == 5 and latency.count("<polyline") == 1 and "latest <strong>" in latency
+    assert rate.count("<circle") == 5
 
 
 @pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")

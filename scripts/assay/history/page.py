@@ -1,24 +1,20 @@
 """history.html: the run history as one self-contained, inert page (no JavaScript, no network).
 
-The same stylesheet and Content-Security-Policy as report.html; the trend chart is inline
-SVG drawn here (a point per run at its pass rate, a bar for its 95 % interval).
+The same stylesheet and Content-Security-Policy as report.html; the trend charts (pass rate with its
+95 % interval, the app's cost per traced case, p95 latency) are inline SVG (history.page_charts).
 """
 
 from __future__ import annotations
 
 import html
 
-W, H, PAD = 640, 200, 36
+from .page_charts import CSS as CHARTS_CSS, NOT_VERIFIED, _pct, charts
+
 GLYPH = {"pass": "✓", "fail": "✗", None: "·"}
-NOT_VERIFIED = "not verified (run_cases.py --verify not run on it)"
 
 
 def _e(value) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _pct(x) -> str:
-    return "—" if x is None else f"{x * 100:.1f} %"
 
 
 def _gate_cell(r: dict) -> str:
@@ -31,57 +27,6 @@ def _gate_cell(r: dict) -> str:
     if r["gate"] == "closed":
         return f"<strong>closed</strong>: {_e(reasons[0]) if reasons else ''}{more}"
     return _e(r["gate"])
-
-
-def trend_svg(runs: list[dict]) -> str:
-    # each run keeps its place on the axis: a run with no scored case is a gap, never a point left out
-    # as if its neighbours were consecutive, and the line breaks there (nothing drawn through it)
-    pts = [(i, r) for i, r in enumerate(runs) if r.get("pass_rate") is not None]
-    if not pts:
-        return "<p><em>no scored cases in this series</em></p>"
-    n = len(runs)
-    step = (W - 2 * PAD) / max(n - 1, 1)
-
-    def x(i: int) -> float:
-        return PAD + (i * step if n > 1 else (W - 2 * PAD) / 2)
-
-    def y(rate: float) -> float:
-        return PAD / 2 + (1 - rate) * (H - PAD)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
-             f'role="img" aria-label="pass rate per run">']
-    for level in (0.0, 0.5, 1.0):
-        parts.append(f'<line x1="{PAD}" x2="{W - PAD}" y1="{y(level):.1f}" y2="{y(level):.1f}" stroke="#999" '
-                     f'stroke-width="0.5" stroke-dasharray="3 3"/>'
-                     f'<text x="4" y="{y(level) + 4:.1f}" font-size="10" fill="currentColor">{int(level * 100)}%</text>')
-    segments: list[list[tuple[int, dict]]] = []
-    for i, r in pts:
-        if segments and segments[-1][-1][0] == i - 1:
-            segments[-1].append((i, r))
-        else:
-            segments.append([(i, r)])
-    for seg in segments:
-        if len(seg) > 1:
-            line = " ".join(f"{x(i):.1f},{y(r['pass_rate']):.1f}" for i, r in seg)
-            parts.append(f'<polyline points="{line}" fill="none" stroke="#3451b2" stroke-width="1.5"/>')
-    for i, r in pts:
-        lo, hi = r.get("interval") or (r["pass_rate"], r["pass_rate"])
-        parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" stroke="#3451b2" '
-                     f'stroke-width="3" stroke-opacity="0.35"/>')
-        # green only when the one decision opened the gate (run_history.py hands it in) on a clean run:
-        # a closed gate is red; an unclean run's rate covers only the scored cases (amber)
-        closed = r.get("gate") == "closed" or (r.get("gate") is None and r.get("gating_failures"))
-        color = "#a12020" if closed else "#17633a" if r.get("clean", True) else "#b26b00"
-        note = "" if r.get("clean", True) else f" of scored (not clean: {r.get('not_clean')})"
-        gate = f"; gate {r['gate']}" if r.get("gate") else ""
-        # a run whose completeness check never answered is a hollow point, and says so: not a checked one
-        fill = f'fill="{color}"' if r.get("verified", True) else f'fill="#fff" stroke="{color}" stroke-width="2"'
-        unchecked = "" if r.get("verified", True) else f"; {NOT_VERIFIED}"
-        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(r["pass_rate"]):.1f}" r="4" {fill}>'
-                     f'<title>{_e(r["run_id"])}: {_pct(r["pass_rate"])}{_e(note)}{_e(gate)}{_e(unchecked)}</title>'
-                     '</circle>')
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
@@ -117,7 +62,7 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
         body.append(f"<h2>{_e(s['name'])}</h2>")
         if s.get("started_by"):
             body.append(f"<p>New series: {_e(s['started_by'])}.</p>")
-        body.append(trend_svg(s["runs"]))
+        body.append(charts(s["runs"], doc.get("cost_words")))
         d = s.get("drift") or {}
         body.append(f"<p>Drift: <strong>{'FLAGGED' if d.get('flagged') else 'not flagged'}</strong> — "
                     f"{_e(d.get('reason') or '')} ({_e(d.get('test'))}).</p>")
@@ -158,7 +103,7 @@ def render(doc: dict, *, css: str, title: str = "assay run history") -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             "<meta name=\"color-scheme\" content=\"light dark\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-            f"<title>{_e(title)}</title>\n<style>\n{css}</style>\n</head>\n<body>\n<main>\n"
+            f"<title>{_e(title)}</title>\n<style>\n{css}{CHARTS_CSS}</style>\n</head>\n<body>\n<main>\n"
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
 
 
