@@ -72,15 +72,6 @@ def _frontmatter_name(skill_md: Path) -> str | None:
     return (_frontmatter(skill_md) or {}).get("name") or None
 
 
-# the start of the fix for a SKILL.md the agent loads as a command only (the linter and the skills layer say it)
-ADD_FRONTMATTER = "add frontmatter at its top"
-
-
-def undescribed_fix(name: str) -> str:
-    return (f"{ADD_FRONTMATTER} (---, name: {name}, description: <when to use it>, ---): Claude Code lists a "
-            "skill to the model only with a frontmatter description")
-
-
 def skill_files(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> dict[str, Any]:
     """What the skills layer names when a skill a case names was not offered to the session:
     `undescribed` {name: SKILL.md path} for each SKILL.md without a frontmatter description (Claude
@@ -94,20 +85,13 @@ def skill_files(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> dict[str, Any
             return str(p)
     undescribed: dict[str, str] = {}
     read: set[Path] = set()
-    for d in spec.plugin_dirs:
-        for skill in sorted((d / "skills").glob("*/SKILL.md")):
-            read.add(skill)
-            if not (_frontmatter(skill) or {}).get("description"):
-                for n in (skill.parent.name, f"{_plugin_name(d)}:{skill.parent.name}"):
-                    undescribed.setdefault(n, shown(skill))
-    roots = [spec.workdir, *fixture_dirs]
-    for root in roots:
-        for skill in sorted((root / ".claude" / "skills").glob("*/SKILL.md")):
-            read.add(skill)
-            if not (_frontmatter(skill) or {}).get("description"):
-                undescribed.setdefault(skill.parent.name, shown(skill))
+    for skill, plugin in _skill_mds(spec, fixture_dirs):
+        read.add(skill)
+        if not (_frontmatter(skill) or {}).get("description"):
+            for n in (skill.parent.name, *([f"{plugin}:{skill.parent.name}"] if plugin else [])):
+                undescribed.setdefault(n, shown(skill))
     stray: list[str] = []
-    for top in [*spec.plugin_dirs, *roots]:
+    for top in [*spec.plugin_dirs, spec.workdir, *fixture_dirs]:
         for depth in ("*/SKILL.md", "*/*/SKILL.md", "*/*/*/SKILL.md"):
             for p in sorted(top.glob(depth)):
                 if p not in read and ".git" not in p.parts and "node_modules" not in p.parts \
@@ -148,15 +132,22 @@ def skill_groups(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> list[set[str
     `demo:fix-tests (demo:repair-tests)` and launches it by either), each bare and, for a plugin's
     skill, as `<plugin>:<name>`."""
     groups: list[set[str]] = []
+    for skill, plugin in _skill_mds(spec, fixture_dirs):
+        bare = {skill.parent.name, _frontmatter_name(skill) or skill.parent.name}
+        groups.append(bare | {f"{plugin}:{n}" for n in bare} if plugin else bare)
+    return groups
+
+
+def _skill_mds(spec: Any, fixture_dirs: list[Path] = ()) -> list[tuple[Path, str | None]]:
+    """Every SKILL.md the agent reads, with its plugin's name (None for a workdir or fixture skill): each
+    plugin dir's `skills/<name>/SKILL.md`, then the workdir's and each fixture's `.claude/skills/<name>/SKILL.md`."""
+    out: list[tuple[Path, str | None]] = []
     for d in spec.plugin_dirs:
         plugin = _plugin_name(d)
-        for skill in sorted((d / "skills").glob("*/SKILL.md")):
-            bare = {skill.parent.name, _frontmatter_name(skill) or skill.parent.name}
-            groups.append(bare | {f"{plugin}:{n}" for n in bare})
+        out += [(skill, plugin) for skill in sorted((d / "skills").glob("*/SKILL.md"))]
     for root in [spec.workdir, *fixture_dirs]:
-        for skill in sorted((root / ".claude" / "skills").glob("*/SKILL.md")):
-            groups.append({skill.parent.name, _frontmatter_name(skill) or skill.parent.name})
-    return groups
+        out += [(skill, None) for skill in sorted((root / ".claude" / "skills").glob("*/SKILL.md"))]
+    return out
 
 
 def known_skills(spec: AgentSpec, fixture_dirs: list[Path] = ()) -> set[str]:

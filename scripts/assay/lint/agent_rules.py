@@ -133,14 +133,15 @@ def _undescribed_skills(spec: Any, fixtures: list, report: Report) -> None:
     """WARN skill_without_description for each SKILL.md the agent reads that has no frontmatter
     description: Claude Code loads it as a slash command but lists it in no init `skills` (a plugin's is
     never offered to the model; the skills layer then reads `unscored` on a case naming it)."""
-    from ..invoke.agent_skills import skill_files, undescribed_fix
+    from ..invoke.agent_skills import skill_files
+    from ..score.agent import undescribed_fix
     seen: set[str] = set()
     for name, path in sorted(skill_files(spec, fixtures)["undescribed"].items()):
         if path in seen:
             continue
         seen.add(path)
         report("skill_without_description", f"{path}: a SKILL.md without frontmatter description; "
-               f"{undescribed_fix(name.rsplit(':', 1)[-1])}")
+               f"{undescribed_fix(name)}")
 
 
 def _check_arms(adapter: dict[str, Any], block: Any, app_root: Any, base: Any, report: Report) -> None:

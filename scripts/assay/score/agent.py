@@ -26,10 +26,10 @@ a pass: the caller records `unscored` before asking these.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any, Mapping
 
+from ..core.suggest import closest
 from ..core.vocab import NA, UNSCORABLE, UNSCORED
 from .base import FAIL, PASS, ScorerInputError
 
@@ -63,6 +63,13 @@ def score_skills(trajectory: Mapping[str, Any], expect: Mapping[str, Any]) -> di
                ([f"skill(s) triggered that must not be: {wrong}"] if wrong else [])
     return {"verdict": FAIL if failures else PASS, "invoked": invoked, "must_trigger": must, "missing": missing,
             "unwanted": wrong, "failures": failures, "reason": "; ".join(failures) or None}
+
+
+def undescribed_fix(name: str) -> str:
+    """The fix for a SKILL.md without a frontmatter description (`name` bare or `<plugin>:<name>`): the
+    skills layer's reason and the linter's skill_without_description say it."""
+    return (f"add frontmatter at its top (---, name: {name.rsplit(':', 1)[-1]}, description: <when to use it>, ---): "
+            "Claude Code lists a skill to the model only with a frontmatter description")
 
 
 def _offered_names(trajectory: Mapping[str, Any]) -> list[str] | None:
@@ -108,13 +115,12 @@ def skills_not_offered(trajectory: Any, expect: Mapping[str, Any]) -> list[str]:
             if isinstance(path, str):
                 out.append(f"expect.skills.{key} names {name!r}, whose {path} has no frontmatter description: Claude "
                            "Code loaded it as a slash command only and never offered it to the model (the "
-                           f"transcript's init event lists no such skill); add frontmatter at its top (---, name: "
-                           f"{name.rsplit(':', 1)[-1]}, description: <when to use it>, ---)")
+                           f"transcript's init event lists no such skill); {undescribed_fix(name)}")
                 continue
             listed = [n for n in trajectory.get("offered_skills") or [] if isinstance(n, str)]
-            close = difflib.get_close_matches(name, listed, n=1, cutoff=0.6)
+            close = closest(name, listed)
             out.append(f"expect.skills.{key} names {name!r}, a skill the agent's session was never offered (the "
-                       f"transcript's init event lists {len(listed)} skill(s){', the closest ' + repr(close[0]) if close else ''}"
+                       f"transcript's init event lists {len(listed)} skill(s){', the closest ' + repr(close) if close else ''}"
                        f"): no SKILL.md defines it where the agent reads skills, .claude/skills/{name.rsplit(':', 1)[-1]}"
                        "/SKILL.md in the case's fixture or skills/<name>/SKILL.md of a plugin dir in "
                        "invocation.agent.plugin_dirs" + (f" (a SKILL.md where the agent reads none: "
