@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import random
+from types import MappingProxyType
 
+import pytest
+
+from assay.rundir.derived import layer_strings
+from assay.score.hollow import (AbsenceFold, HollowFold, hollow_layers, layer_verdicts, passed_on_presence,
+                                verdict_of)
+from assay.score.rollup import failed_layers
 from assay.stats.counts import summarize
 from assay.stats.tally import Tally
 
@@ -76,3 +83,63 @@ def test_ties_go_to_the_first_record_in_plan_order():
     got = tally.summary(status="ok", missing_artifacts=[])["by_kind"]["conversation"]["top_unscored_reason"]
     assert got == "late" == summarize(records, status="ok", missing_artifacts=[])["by_kind"]["conversation"][
         "top_unscored_reason"]
+
+
+# entries a record's layer map may hold, the odd ones included (a tampered record, a Mapping that is no dict)
+ODD_ENTRIES = [{"verdict": "pass"}, {"verdict": "fail", "reason": "r"}, {"reason": "no verdict key"}, {},
+               {"verdict": None}, {"verdict": 3}, "pass", "n/a", "", None, 0, 7, [], ["pass"], True,
+               MappingProxyType({"verdict": "unscorable", "blocked_by": "b"}), MappingProxyType({"verdict": "pass"})]
+
+
+def test_layer_verdicts_is_verdict_of_for_every_entry_in_its_order():
+    layers = {f"layer{i}": entry for i, entry in enumerate(ODD_ENTRIES)}
+    got = layer_verdicts(layers)
+    assert list(got) == list(layers)
+    assert got == {name: verdict_of(entry) for name, entry in layers.items()}
+    assert all(type(v) is str for v in got.values())
+
+
+def test_the_folds_answer_the_same_with_the_verdicts_handed_over():
+    """Tally, the hollow and absence folds and layer_strings, each given a case's layer verdicts once
+    (the completeness check's fold), answer as when each reads the layers itself, odd entries included;
+    the layer table still counts a Mapping that is no dict as itself, as it always has."""
+    rnd = random.Random(7)
+    names = ["http", "answer", "trajectory", "authz", "skills", "files", "permissions", "judged", "extra"]
+    records = synthetic(80, 3)
+    for i in range(200):
+        layers = {name: rnd.choice(ODD_ENTRIES) for name in rnd.sample(names, rnd.randint(0, len(names)))}
+        records.append({"case_id": f"odd-{i}", "verdict": rnd.choice(VERDICTS), "layers": layers,
+                        "canary": rnd.random() < 0.1, "holdout": rnd.random() < 0.2})
+        if i % 20 == 0:   # a layer asserted and never scored: a hollow layer
+            layers["never"] = rnd.choice([{"verdict": "unscored", "reason": f"r{i % 3}"}, "unscored",
+                                          MappingProxyType({"verdict": "unscored", "reason": "r1"})])
+    given, read = Tally(), Tally()
+    hollow_given, hollow_read, absence_given, absence_read = HollowFold(), HollowFold(), AbsenceFold(), AbsenceFold()
+    for i, rec in enumerate(records):
+        verdicts = layer_verdicts(rec["layers"])
+        given.add(i, rec, verdicts)
+        read.add(i, rec)
+        hollow_given.add(i, rec, verdicts)
+        hollow_read.add(i, rec)
+        absence_given.add(i, rec, verdicts)
+        absence_read.add(i, rec)
+        assert passed_on_presence(rec["layers"], verdicts) == passed_on_presence(rec["layers"])
+        try:
+            strings = layer_strings(rec)
+        except AttributeError:   # a truthy entry that is no mapping: refused with or without the verdicts
+            with pytest.raises(AttributeError):
+                layer_strings(rec, verdicts)
+        else:
+            assert layer_strings(rec, verdicts) == strings
+            assert failed_layers(strings) == [name for name, v in strings.items() if v == "fail"]
+    summary = given.summary(status="ok", missing_artifacts=[])
+    assert summary == read.summary(status="ok", missing_artifacts=[])
+    assert summary == summarize(records, status="ok", missing_artifacts=[])
+    assert hollow_given.result() == hollow_read.result() == hollow_layers(records)
+    assert hollow_given.result() and absence_given.result()   # both folds had something to say
+    assert absence_given.result() == absence_read.result()
+    # the counts table's own rule for a Mapping that is no dict: str(entry), not its verdict
+    tally = Tally()
+    proxy = MappingProxyType({"verdict": "pass"})
+    tally.add(0, {"case_id": "p", "verdict": "pass", "layers": {"answer": proxy}}, layer_verdicts({"answer": proxy}))
+    assert tally.summary(status="ok", missing_artifacts=[])["layers"]["answer"] == {str(proxy): 1}

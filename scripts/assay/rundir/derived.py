@@ -35,9 +35,13 @@ def _line(row: Any) -> str:
     return json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def layer_strings(record: Mapping[str, Any]) -> dict[str, str]:
+def layer_strings(record: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{layer: its verdict string} in LAYER_ORDER (`verdicts`: hollow.layer_verdicts of them, if the caller has it)."""
     layers = record.get("layers") or {}
-    return {name: str((layers.get(name) or {}).get("verdict")) for name in LAYER_ORDER if name in layers}
+    if verdicts is None:
+        return {name: str((layers.get(name) or {}).get("verdict")) for name in LAYER_ORDER if name in layers}
+    return {name: verdicts[name] if type(layers[name]) is dict else str((layers[name] or {}).get("verdict"))
+            for name in LAYER_ORDER if name in layers}
 
 
 def verdict_row(record: Mapping[str, Any], layers: dict[str, str] | None = None) -> dict[str, Any]:

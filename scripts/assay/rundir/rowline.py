@@ -21,7 +21,7 @@ from ..core import writer
 
 _ENC = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 _SHAPES: dict[tuple, list[tuple[str, str]]] = {}   # a row's keys (insertion order) -> [(key, '"key": ')] sorted
-_MAPS: dict[tuple, str] = {}                       # a string map's items -> its encoded text
+_MAPS: dict[tuple, str] = {}                       # a string map's (keys, values) -> its encoded text
 _HELD = 4096                                       # at most this many of each (a cache, never a leak)
 
 
@@ -42,9 +42,18 @@ def _flat(row: dict) -> str | None:
             _SHAPES[shape] = keys
     parts = []
     for key, head in keys:
-        text = _value(row[key])
-        if text is None:
-            return None
+        v = row[key]
+        t = type(v)
+        if t is str:   # the commonest values inline (as _value writes them), the rest through _value
+            text = _string(v)
+        elif t is bool:
+            text = "true" if v else "false"
+        elif v is None:
+            text = "null"
+        else:
+            text = _value(v)
+            if text is None:
+                return None
         parts.append(head + text)
     return "{" + ", ".join(parts) + "}"
 
@@ -71,16 +80,16 @@ def _value(v: Any) -> str | None:
 
 def _string_map(v: dict) -> str | None:
     """A dict of strings to strings (a row's layers), encoded once per distinct map."""
-    items = tuple(v.items())
+    keys, values = tuple(v), tuple(v.values())   # equal pairs iff equal items; hashed faster (str hashes are kept)
     try:
-        text = _MAPS.get(items)
+        text = _MAPS.get((keys, values))
     except TypeError:   # an unhashable value: not a string map
         return None
     if text is None:
-        for key, value in items:
+        for key, value in zip(keys, values):
             if type(key) is not str or type(value) is not str:
                 return None
         text = _ENC.encode(v)
         if len(_MAPS) < _HELD:
-            _MAPS[items] = text
+            _MAPS[(keys, values)] = text
     return text

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from ..core import casestore, writer
 from ..core.jsonio import MAX_DEPTH, loads, shallow, too_deep
 from ..core.runplan import read_plan_text
+from ..score.hollow import layer_verdicts
 from ..stats.tally import Tally
 from .artifacts import routing_scorable
 from .routing_files import routing_row
@@ -59,6 +60,7 @@ class Finished:
         self._state = bytearray(self.n)   # 0 none, 1 folded, 2 marked
         self._dir = directory
         self._spills: dict[str, PlanLines] | None = None
+        self._rows: Any = None          # rundir.derived, once a record is folded (its row builders)
 
     def __len__(self) -> int:
         return self.count
@@ -83,21 +85,24 @@ class Finished:
             self._fold(index, record, True)
 
     def _fold(self, index: int, record: dict, mine: bool) -> None:
-        from .derived import layer_strings, repeat_rows, results_row, slim, stats_row, verdict_row
-        self.tally.add(index, record)
+        got = record.get("layers")
+        verdicts = layer_verdicts(got) if type(got) is dict else None   # read once, for every fold below
+        self.tally.add(index, record, verdicts)
         if self._spills is None:
+            from . import derived   # imported once a record is folded (not per record: ~0.7 us each)
+            self._rows = derived
             self._spills = {name: PlanLines(self._dir, self.n) for name in _FILES}
-        s = self._spills
-        layers = layer_strings(record)
-        s["verdicts"].add(index, line_of(verdict_row(record, layers)))
-        srow = stats_row(record)
+        s, d = self._spills, self._rows
+        layers = d.layer_strings(record, verdicts)
+        s["verdicts"].add(index, line_of(d.verdict_row(record, layers)))
+        srow = d.stats_row(record)
         if srow:
             s["stats"].add(index, line_of(srow))
         if record.get("holdout"):
             self._holdout[index] = 1
         else:
-            s["results"].add(index, line_of(results_row(record, layers)))
-        reps = repeat_rows(record)
+            s["results"].add(index, line_of(d.results_row(record, layers)))
+        reps = d.repeat_rows(record)
         if reps:
             s["repeats"].add(index, b"".join(line_of(r) for r in reps))
         if not record.get("canary") and routing_scorable(record):
@@ -106,7 +111,7 @@ class Finished:
                 self._routing_holdout = True
             s["routing"].add(index, line_of(routing_row(record, {})))
         if self.keep:
-            self.held[index] = record if mine else slim(record, share=False)
+            self.held[index] = record if mine else d.slim(record, share=False)
 
     # ------------------------------------------------------------------ reading back
     def records(self) -> list[dict]:

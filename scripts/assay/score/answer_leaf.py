@@ -196,11 +196,12 @@ class NotTextFold:
         if record.get("canary") or record.get("gating", True) is False or record.get("verdict") == "skipped":
             return
         entry = (record.get("layers") or {}).get("answer")
-        if not isinstance(entry, Mapping):
+        if not (isinstance(entry, dict) or isinstance(entry, Mapping)):   # a dict first: Mapping's check is slow
             return
         held = bool(record.get("holdout"))
         for key, fold in (("answer_not_text", self.not_text), ("answer_echo", self.echo)):
-            if isinstance(entry.get(key), Mapping):
+            got = entry.get(key)
+            if isinstance(got, dict) or (got is not None and isinstance(got, Mapping)):
                 fold.add(index, held, record.get("case_id"), entry[key])
 
     def result(self) -> dict[str, Any]:

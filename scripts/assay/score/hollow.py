@@ -95,6 +95,17 @@ def verdict_of(entry: Any) -> str:
     return str(entry)
 
 
+def layer_verdicts(layers: Mapping[str, Any]) -> dict[str, str]:
+    """{layer: verdict_of(entry)} over a case's layer map, in its order: each case's verdicts read once
+    and handed to every fold that needs them (stats.tally, HollowFold, AbsenceFold, passed_on_presence).
+    A plain dict or str entry is read inline; anything else goes through verdict_of."""
+    out = {}
+    for name, entry in layers.items():
+        t = type(entry)
+        out[name] = str(entry.get("verdict")) if t is dict else entry if t is str else verdict_of(entry)
+    return out
+
+
 def is_hollow_case(layers: Mapping[str, Any]) -> bool:
     """True when no layer beyond liveness is applicable and enabled (all `n/a` or `unscorable`)."""
     return all(verdict_of(v) in (NA, UNSCORABLE) for name, v in layers.items() if name not in LIVENESS_LAYERS)
@@ -104,10 +115,11 @@ def deliberately_unscored(layer: str, entry: Any) -> bool:
     """An `unscored` the run chose (a reserved layer, a run that does not judge), not a missing input."""
     if verdict_of(entry) != UNSCORED:
         return False
-    reason = str(entry.get("reason") or "") if isinstance(entry, Mapping) else ""
+    mapping = isinstance(entry, dict) or isinstance(entry, Mapping)
+    reason = str(entry.get("reason") or "") if mapping else ""
     if layer in _NEVER_SCORED and reason.startswith(_NEVER_SCORED[layer]):
         return True
-    if isinstance(entry, Mapping) and provisional_only(entry):
+    if mapping and provisional_only(entry):
         return True
     return layer == "judged" and reason.startswith("unjudged")
 
@@ -179,23 +191,27 @@ class HollowFold:
         self.scored: set[str] = set()
         self.reasons: dict[str, dict[str, list]] = {}  # layer -> reason -> [count, first index]
 
-    def add(self, index: int, record: Mapping[str, Any]) -> None:
+    def add(self, index: int, record: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> None:
+        """`verdicts`: layer_verdicts of the record's layers, when the caller has them already."""
         if record.get("verdict") == "skipped":
             return
-        for layer, entry in (record.get("layers") or {}).items():
-            v = verdict_of(entry)   # asserted(layer, entry), its verdict read once
-            if v in (NA, UNSCORABLE) or (v == UNSCORED and deliberately_unscored(layer, entry)):
+        layers = record.get("layers") or {}
+        for layer, v in (layer_verdicts(layers) if verdicts is None else verdicts).items():
+            # asserted(layer, entry), its verdict read once
+            if v == NA or v == UNSCORABLE or (v == UNSCORED and deliberately_unscored(layer, layers[layer])):
                 continue
             slot = self.asserting.get(layer)
             if slot is None:
                 self.asserting[layer] = [1, index]
             else:
                 slot[0] += 1
-                slot[1] = min(slot[1], index)
-            if v in (PASS, FAIL):
+                if index < slot[1]:
+                    slot[1] = index
+            if v == PASS or v == FAIL:
                 self.scored.add(layer)
                 continue
-            reason = entry.get("reason") if isinstance(entry, Mapping) else None
+            entry = layers[layer]
+            reason = entry.get("reason") if isinstance(entry, dict) or isinstance(entry, Mapping) else None
             key = _short(str(reason or v))
             got = self.reasons.setdefault(layer, {}).get(key)
             if got is None:
@@ -242,20 +258,21 @@ ABSENCE_WORDS: dict[str, str] = {"answer": "must_not_contain (text absent from t
                                  "permissions": "expect.permissions.max_denied (no call denied)"}
 
 
-def passed_on_presence(layers: Mapping[str, Any]) -> bool:
+def passed_on_presence(layers: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> bool:
     """True when some layer beyond liveness passed on more than absences: any passing layer that is
     not absence_only. A case that passed without one would pass an app that answers nothing and
-    calls no tool, or an adapter whose <answer> path reads a constant field."""
+    calls no tool, or an adapter whose <answer> path reads a constant field. `verdicts`:
+    layer_verdicts(layers), when the caller has them already."""
     for layer, entry in layers.items():
-        if layer in LIVENESS_LAYERS or verdict_of(entry) != PASS:
+        if (verdict_of(entry) if verdicts is None else verdicts[layer]) != PASS or layer in LIVENESS_LAYERS:
             continue
-        if not (isinstance(entry, Mapping) and absence_only(entry, layer)):
+        if not ((isinstance(entry, dict) or isinstance(entry, Mapping)) and absence_only(entry, layer)):
             return True
     return False
 
 
 def _absent(check: Any, layer: str) -> bool:
-    if not isinstance(check, Mapping):
+    if not (isinstance(check, dict) or isinstance(check, Mapping)):
         return False
     if layer == "answer":
         return check.get("check") in ABSENCE_CHECKS
@@ -282,7 +299,7 @@ def absence_only(entry: Mapping[str, Any], layer: str = "answer") -> bool:
     if layer == "trajectory" and "mode" in entry:
         return entry.get("mode") == "forbidden"
     seen = entry.get("id_shape_seen")
-    if layer == "authz" and isinstance(seen, Mapping) and seen.get("seen") is True:
+    if layer == "authz" and (isinstance(seen, dict) or isinstance(seen, Mapping)) and seen.get("seen") is True:
         return False
     checks = entry.get("checks")
     if not isinstance(checks, list):
@@ -300,16 +317,18 @@ class AbsenceFold:
         self.first: tuple[int, str] | None = None     # (index, case id) of the first absence-only pass
         self.layers: set[str] = set()
 
-    def add(self, index: int, record: Mapping[str, Any]) -> None:
+    def add(self, index: int, record: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> None:
+        """`verdicts`: layer_verdicts of the record's layers, when the caller has them already."""
         if record.get("verdict") != PASS or record.get("canary"):
             return
         self.passes += 1
         layers = record.get("layers") or {}
-        if passed_on_presence(layers):
+        if verdicts is None:
+            verdicts = layer_verdicts(layers)
+        if passed_on_presence(layers, verdicts):
             self.on_presence += 1
             return
-        self.layers.update(name for name, entry in layers.items()
-                           if name in ABSENCE_LAYERS and verdict_of(entry) == PASS)
+        self.layers.update(name for name, v in verdicts.items() if name in ABSENCE_LAYERS and v == PASS)
         if self.first is None or index < self.first[0]:
             self.first = (index, None if record.get("holdout") else str(record.get("case_id")))
 

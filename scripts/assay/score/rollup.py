@@ -84,8 +84,9 @@ def fold_repeats(verdicts: Iterable[str]) -> str:
 
 
 def failed_layers(layers: Mapping[str, object]) -> list[str]:
-    """Names of layers whose verdict is fail, in the order given (LAYER_ORDER on a record)."""
-    return [name for name, v in layers.items() if _verdict_of(v) == FAIL]
+    """Names of layers whose verdict is fail, in the order given (LAYER_ORDER on a record). A verdict
+    string (a derived row's layers) is its own verdict: read inline, not through verdict_of."""
+    return [name for name, v in layers.items() if (v if type(v) is str else _verdict_of(v)) == FAIL]
 
 
 # Per layer, which turn's verdict speaks for a conversation (first in this order wins). A check

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, JUDGE_UNSTABLE, LAYER_ORDER, PASS, SIM_HARNESS_OUTCOMES,
                           SKIPPED, UNSCORABLE, UNSCORED)
 from ..score.answer_leaf import NotTextFold
-from ..score.hollow import AbsenceFold, HollowFold
+from ..score.hollow import AbsenceFold, HollowFold, layer_verdicts
 from .pairwise import PairwiseFold
 
 _BASIC = ("n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped", "infra_errors",
@@ -89,15 +89,13 @@ class Tally:
         self.layers: dict[str, dict[str, int]] = {name: {} for name in LAYER_ORDER}
         self.unscorable: dict[str, list] = {}    # layer -> [cases, (index, blocked_by) or None]
         self.unjudged: dict[str, int] = {}
-        self.hollow = HollowFold()
-        self.absence, self.not_text = AbsenceFold(), NotTextFold()
+        self.hollow, self.absence, self.not_text = HollowFold(), AbsenceFold(), NotTextFold()
         self.single, self.conv, self.sims = _Basic(), _Basic(), _Basic()
         self.failed_turns: dict[str, int] = {}
         self.memory_user = 0
         self.conv_reasons: dict[str, list] = {}
         self.outcomes: dict[str, int] = {}
-        self.judged_cal = {v: 0 for v in JUDGED_VERDICTS}
-        self.judged_prov = {v: 0 for v in JUDGED_VERDICTS}
+        self.judged_cal, self.judged_prov = {v: 0 for v in JUDGED_VERDICTS}, {v: 0 for v in JUDGED_VERDICTS}
         self.judged_why: dict[str, int] = {}
         self.usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "calls_without_usage": 0}
         # the models the judge's replies named (assay.judge.served): every case, canaries and holdout in
@@ -115,15 +113,15 @@ class Tally:
         self.id_shape: dict = {}
         self.absent_answers: list = [0, None]   # [cases, (index, case id) of the first]
         self.identities: dict[str, list] = {}   # identity key -> [reached, refusals, (index, case id) of the first]
-        self.id_cases = self.id_seen = 0
-        self.count = 0
+        self.id_cases = self.id_seen = self.count = 0
 
     def add_all(self, records) -> "Tally":
         for i, r in enumerate(records):
             self.add(i, r)
         return self
 
-    def add(self, index: int, r: Mapping[str, Any]) -> None:
+    def add(self, index: int, r: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> None:
+        """`verdicts`: score.hollow.layer_verdicts(r["layers"]), when the caller has them (read once a case)."""
         self.count += 1
         v = r.get("verdict")
         if v != SKIPPED:
@@ -145,9 +143,11 @@ class Tally:
         self.main.add(r)
         if r.get("holdout"):
             self.holdout.add(r)
-        for name, entry in (r.get("layers") or {}).items():
-            lv = str(entry.get("verdict")) if isinstance(entry, dict) else str(entry)
-            bucket = self.layers.setdefault(name, {})
+        layers = r.get("layers") or {}
+        verdicts = layer_verdicts(layers) if verdicts is None else verdicts
+        for (name, entry), lv in zip(layers.items(), verdicts.values()):
+            lv = lv if type(entry) is dict or isinstance(entry, dict) else str(entry)   # a Mapping too: as itself
+            bucket = self.layers.get(name) or self.layers.setdefault(name, {})
             bucket[lv] = bucket.get(lv, 0) + 1
             if lv == UNSCORABLE:
                 slot = self.unscorable.setdefault(name, [0, None])
@@ -160,8 +160,8 @@ class Tally:
                 if reason.startswith("unjudged"):
                     self.unjudged[reason] = self.unjudged.get(reason, 0) + 1
         self._answer_absent(index, r)
-        self.hollow.add(index, r)
-        self.absence.add(index, r)
+        self.hollow.add(index, r, verdicts)
+        self.absence.add(index, r, verdicts)
         self.not_text.add(index, r)
         self._kind(index, r)
         self._undeclared(r)
