@@ -142,13 +142,22 @@ answers = []
 real_apart = checked._apart
 checked._apart = lambda r: answers.append(real_apart(r)) or answers[-1]
 out = {"apart": checked.check(run, apart=True), "kept": checked.known(run)}
-out["forked"] = answers == [out["apart"]]   # the child's answer, not this process's
+# the child's answer, not this process's; the digest taken here while the child checked
+out["forked"] = [a[0] for a in answers] == [out["apart"]] and answers[0][1] == checked.digest(run)
 checked.memo_path(run).unlink()
+real_child = forked.Child
 class Killed(forked.Child):
     def __init__(self, work):
         super().__init__(lambda: os._exit(9))
 forked.Child = Killed
 out["killed"] = checked.check(run, apart=True)
+checked.memo_path(run).unlink()
+class EditedMeanwhile(real_child):   # the run dir written while the child checks (and this process hashes)
+    def __init__(self, work):
+        super().__init__(lambda: (os.utime(os.path.join(run, "run.log")), work())[1])
+forked.Child = EditedMeanwhile
+out["edited"] = checked.check(run, apart=True)
+out["edited_kept"] = checked.memo_path(run).exists()
 print(json.dumps(out))
 """
 
@@ -168,10 +177,11 @@ def test_a_check_run_apart_is_the_check_and_is_kept(run):
     r = subprocess.run([sys.executable, "-c", APART, str(run)], capture_output=True, text=True, timeout=600,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert json.loads(r.stdout) == {"apart": one, "kept": one, "forked": True, "killed": one}
+    assert json.loads(r.stdout) == {"apart": one, "kept": one, "forked": True, "killed": one, "edited": one,
+                                    "edited_kept": False}
     twin = run.parent / "twin-run"
     shutil.copytree(run, twin)
-    checked.memo_path(run).unlink()
+    checked.memo_path(run).unlink(missing_ok=True)   # the last check above kept nothing
     r = run_script("compare_runs", run, twin)
     assert r.rc == 2 and f"cases/{cid}/answer.txt (edited" in r.json["error"], r.stdout
     assert checked.known(run) == one

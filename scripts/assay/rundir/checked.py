@@ -163,23 +163,30 @@ def check(run_dir: Path, *, apart: bool = False) -> list[str]:
     kept = known(run_dir)
     if kept is not None:
         return kept
-    problems = _apart(run_dir) if apart else None
+    problems, value = _apart(run_dir) if apart else (None, None)
     if problems is None:
         problems = list(check_run_dir(run_dir)[0])
-    value = digest(run_dir)
+        value = digest(run_dir)
     if value is not None and entry_stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
 
 
-def _apart(run_dir: Path) -> list[str] | None:
-    """check_run_dir's problems computed in a forked child, or None (no fork here, or the child failed)."""
+def _apart(run_dir: Path) -> tuple[list[str] | None, str | None]:
+    """(check_run_dir's problems computed in a forked child, or None: no fork here, or the child
+    failed; the run dir's digest, taken by this process while the child checks: the cores the check
+    leaves idle at its ends hash the bytes, and `check` keeps the answer only when no entry changed
+    from before the fork to after both)."""
     from ..core.forked import Child, fork_safe
     from .completeness import check_run_dir
     if not fork_safe():
-        return None
-    answer = Child(lambda: list(check_run_dir(run_dir)[0])).result()
-    return answer if isinstance(answer, list) and all(isinstance(p, str) for p in answer) else None
+        return None, None
+    child = Child(lambda: list(check_run_dir(run_dir)[0]))   # forked before this process starts a thread
+    value = digest(run_dir)
+    answer = child.result()
+    if isinstance(answer, list) and all(isinstance(p, str) for p in answer):
+        return answer, value
+    return None, None
 
 
 def entry_stats(run_dir: Path) -> list[tuple] | None:
