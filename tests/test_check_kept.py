@@ -140,7 +140,7 @@ from assay.rundir import checked
 run = sys.argv[1]
 answers = []
 real_apart = checked._apart
-checked._apart = lambda r: answers.append(real_apart(r)) or answers[-1]
+checked._apart = lambda r, *a: answers.append(real_apart(r, *a)) or answers[-1]
 out = {"apart": checked.check(run, apart=True), "kept": checked.known(run)}
 # the child's answer, not this process's; the digest taken here while the child checked
 out["forked"] = [a[0] for a in answers] == [out["apart"]] and answers[0][1] == checked.digest(run)
@@ -185,6 +185,39 @@ def test_a_check_run_apart_is_the_check_and_is_kept(run):
     r = run_script("compare_runs", run, twin)
     assert r.rc == 2 and f"cases/{cid}/answer.txt (edited" in r.json["error"], r.stdout
     assert checked.known(run) == one
+
+
+MEANWHILE = """
+import json, sys
+from pathlib import Path
+from assay.core import forked
+from assay.compare.baseline import refuse_either_unverified
+from assay.rundir import checked
+base, cand = Path(sys.argv[1]), Path(sys.argv[2])
+events = []
+real_digest, real_result = checked.digest, forked.Child.result
+checked.digest = lambda r: events.append(("digest", Path(r).parent.name)) or real_digest(r)
+forked.Child.result = lambda self: events.append(("the base's check answered",)) or real_result(self)
+refuse_either_unverified(base, cand)
+print(json.dumps({"events": events, "kept": [checked.known(base), checked.known(cand)]}))
+"""
+
+
+def test_the_candidates_digest_is_taken_while_the_base_is_checked(run, tmp_path):
+    """compare_runs.py checks its base, then looks up its candidate's kept answer: the candidate's digest
+    is taken while the base's check runs in its child (compare/baseline.refuse_either_unverified), and
+    taken once; each answer is the one kept for its own bytes."""
+    import subprocess
+    import sys
+    cand = tmp_path / "cand" / run.name
+    shutil.copytree(run, cand)
+    assert run_script("gate", cand).rc == 0   # the candidate checked before (kept), the base never
+    r = subprocess.run([sys.executable, "-c", MEANWHILE, str(run), str(cand)], capture_output=True, text=True,
+                       timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["events"] == [["digest", "reports"], ["digest", "cand"], ["the base's check answered"]], doc
+    assert doc["kept"] == [[], []]
 
 
 def test_a_renamed_file_is_other_bytes(run):

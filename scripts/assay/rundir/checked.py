@@ -132,7 +132,25 @@ def known(run_dir: Path) -> list[str] | None:
     if not (isinstance(doc, dict) and doc.get("version") == VERSION and isinstance(doc.get("digest"), str)
             and isinstance(doc.get("problems"), list) and all(isinstance(p, str) for p in doc["problems"])):
         return None
-    return list(doc["problems"]) if digest(run_dir) == doc["digest"] else None
+    return list(doc["problems"]) if held_digest(run_dir) == doc["digest"] else None
+
+
+_HELD: dict[tuple, tuple[list, str]] = {}   # (run dir, code) -> (its entry_stats, its digest), taken here
+
+
+def held_digest(run_dir: Path) -> str | None:
+    """digest(run_dir); from this process's own digest of it when no entry changed since (the same
+    entry_stats by which a kept answer is recorded: `check`), so a digest taken while other work ran
+    (`_apart`'s `also`) is not taken twice."""
+    before = entry_stats(run_dir)
+    key = (str(run_dir), code_digest())
+    held = _HELD.get(key)
+    if held is not None and before is not None and held[0] == before:
+        return held[1]
+    value = digest(run_dir)
+    if value is not None and before is not None and entry_stats(run_dir) == before:
+        _HELD[key] = (before, value)
+    return value
 
 
 def known_or_small(run_dir: Path) -> list[str] | None:
@@ -148,13 +166,14 @@ def known_or_small(run_dir: Path) -> list[str] | None:
     return known(run_dir)
 
 
-def check(run_dir: Path, *, apart: bool = False) -> list[str]:
+def check(run_dir: Path, *, apart: bool = False, also: tuple[Path, ...] = ()) -> list[str]:
     """`check_run_dir(run_dir)[0]`, taken from the kept answer when it holds, else computed and kept.
     Raises what check_run_dir raises (RunDirError for something that is not a run dir). `apart`
     (compare's check of its base): a full check of a kept-size run runs in a forked child when it
     can (core.forked), so what it allocated is not left in this process's heap for the work after
     it (at 100,000 cases the comparison then stays under the 250 MB bar); a child that fails is
-    made up here, the same answer."""
+    made up here, the same answer. `also`: run dirs whose digest this process takes meanwhile (compare's
+    candidate, whose kept answer is looked up next: `held_digest`)."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
     before = entry_stats(run_dir) if not run_dir.is_symlink() else None
@@ -163,16 +182,16 @@ def check(run_dir: Path, *, apart: bool = False) -> list[str]:
     kept = known(run_dir)
     if kept is not None:
         return kept
-    problems, value = _apart(run_dir) if apart else (None, None)
+    problems, value = _apart(run_dir, also) if apart else (None, None)
     if problems is None:
         problems = list(check_run_dir(run_dir)[0])
-        value = digest(run_dir)
+        value = held_digest(run_dir)
     if value is not None and entry_stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
 
 
-def _apart(run_dir: Path) -> tuple[list[str] | None, str | None]:
+def _apart(run_dir: Path, also: tuple[Path, ...] = ()) -> tuple[list[str] | None, str | None]:
     """(check_run_dir's problems computed in a forked child, or None: no fork here, or the child
     failed; the run dir's digest, taken by this process while the child checks: the cores the check
     leaves idle at its ends hash the bytes, and `check` keeps the answer only when no entry changed
@@ -182,7 +201,10 @@ def _apart(run_dir: Path) -> tuple[list[str] | None, str | None]:
     if not fork_safe():
         return None, None
     child = Child(lambda: list(check_run_dir(run_dir)[0]))   # forked before this process starts a thread
-    value = digest(run_dir)
+    value = held_digest(run_dir)
+    for other in also:
+        if _kept_size(entry_stats(other)):
+            held_digest(other)
     answer = child.result()
     if isinstance(answer, list) and all(isinstance(p, str) for p in answer):
         return answer, value
