@@ -18,6 +18,9 @@ was taken (a run still being written is never kept), in
 `<reports>/.<run-id>.checked.json` (hidden, like the run's lock; written by the one writer), and
 never when that cannot be written (a read-only reports dir: nothing is lost but time). An edited
 byte, a file added or removed, a changed line of the check: a different digest, a full check.
+Compare's check of its base (`check(apart=True)`) takes the digest of the base, and of the candidate
+looked up next, in this process while the check runs in its forked child (`held_digest` keeps a
+digest for a run dir whose entries have not changed since, under the same code).
 A run dir under KEEP_ABOVE bytes (~250 plain cases) is neither kept nor taken: its check costs less
 than the digest of assay's source; `ASSAY_CHECK_KEEP_ABOVE` (bytes) moves that (0: always; tests).
 """
