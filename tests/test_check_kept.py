@@ -199,7 +199,7 @@ real_digest, real_result = checked.digest, forked.Child.result
 checked.digest = lambda r: events.append(("digest", Path(r).parent.name)) or real_digest(r)
 forked.Child.result = lambda self: events.append(("the base's check answered",)) or real_result(self)
 refuse_either_unverified(base, cand)
-print(json.dumps({"events": events, "kept": [checked.known(base), checked.known(cand)]}))
+print(json.dumps({"events": list(events), "kept": [checked.known(base), checked.known(cand)]}))
 """
 
 

@@ -19,8 +19,8 @@ was taken (a run still being written is never kept), in
 never when that cannot be written (a read-only reports dir: nothing is lost but time). An edited
 byte, a file added or removed, a changed line of the check: a different digest, a full check.
 Compare's check of its base (`check(apart=True)`) takes the digest of the base, and of the candidate
-looked up next, in this process while the check runs in its forked child (`held_digest` keeps a
-digest for a run dir whose entries have not changed since, under the same code).
+looked up next, in this process while the check runs in its forked child (the candidate's held for
+its next lookup only, and only while its entries have not changed: `held_digest`).
 A run dir under KEEP_ABOVE bytes (~250 plain cases) is neither kept nor taken: its check costs less
 than the digest of assay's source; `ASSAY_CHECK_KEEP_ABOVE` (bytes) moves that (0: always; tests).
 """
@@ -138,22 +138,26 @@ def known(run_dir: Path) -> list[str] | None:
     return list(doc["problems"]) if held_digest(run_dir) == doc["digest"] else None
 
 
-_HELD: dict[tuple, tuple[list, str]] = {}   # (run dir, code) -> (its entry_stats, its digest), taken here
+_HELD: dict[tuple, tuple[list, str]] = {}   # (run dir, code) -> (its entry_stats, its digest): `hold`
+
+
+def hold_digest(run_dir: Path) -> None:
+    """Take the run dir's digest now, for its next lookup in this process (`held_digest`): compare's
+    candidate, hashed while the base is checked (`_apart`'s `also`)."""
+    before = entry_stats(run_dir)
+    value = digest(run_dir) if _kept_size(before) else None
+    if value is not None and entry_stats(run_dir) == before:
+        _HELD[(str(run_dir), code_digest())] = (before, value)
 
 
 def held_digest(run_dir: Path) -> str | None:
-    """digest(run_dir); from this process's own digest of it when no entry changed since (the same
-    entry_stats by which a kept answer is recorded: `check`), so a digest taken while other work ran
-    (`_apart`'s `also`) is not taken twice."""
-    before = entry_stats(run_dir)
-    key = (str(run_dir), code_digest())
-    held = _HELD.get(key)
-    if held is not None and before is not None and held[0] == before:
+    """digest(run_dir), or the one `hold_digest` took for it when no entry changed since (the same
+    entry_stats by which a kept answer is recorded: `check`); a held digest is used once, so it
+    stands for the bytes only across the work it was taken beside."""
+    held = _HELD.pop((str(run_dir), code_digest()), None)
+    if held is not None and held[0] == entry_stats(run_dir):
         return held[1]
-    value = digest(run_dir)
-    if value is not None and before is not None and entry_stats(run_dir) == before:
-        _HELD[key] = (before, value)
-    return value
+    return digest(run_dir)
 
 
 def known_or_small(run_dir: Path) -> list[str] | None:
@@ -176,7 +180,7 @@ def check(run_dir: Path, *, apart: bool = False, also: tuple[Path, ...] = ()) ->
     can (core.forked), so what it allocated is not left in this process's heap for the work after
     it (at 100,000 cases the comparison then stays under the 250 MB bar); a child that fails is
     made up here, the same answer. `also`: run dirs whose digest this process takes meanwhile (compare's
-    candidate, whose kept answer is looked up next: `held_digest`)."""
+    candidate, whose kept answer is looked up next: `hold_digest`)."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
     before = entry_stats(run_dir) if not run_dir.is_symlink() else None
@@ -188,7 +192,7 @@ def check(run_dir: Path, *, apart: bool = False, also: tuple[Path, ...] = ()) ->
     problems, value = _apart(run_dir, also) if apart else (None, None)
     if problems is None:
         problems = list(check_run_dir(run_dir)[0])
-        value = held_digest(run_dir)
+        value = digest(run_dir)
     if value is not None and entry_stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
@@ -204,10 +208,9 @@ def _apart(run_dir: Path, also: tuple[Path, ...] = ()) -> tuple[list[str] | None
     if not fork_safe():
         return None, None
     child = Child(lambda: list(check_run_dir(run_dir)[0]))   # forked before this process starts a thread
-    value = held_digest(run_dir)
+    value = digest(run_dir)
     for other in also:
-        if _kept_size(entry_stats(other)):
-            held_digest(other)
+        hold_digest(other)
     answer = child.result()
     if isinstance(answer, list) and all(isinstance(p, str) for p in answer):
         return answer, value
