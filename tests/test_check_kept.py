@@ -220,6 +220,24 @@ def test_the_candidates_digest_is_taken_while_the_base_is_checked(run, tmp_path)
     assert doc["kept"] == [[], []]
 
 
+def test_a_held_digest_stands_for_the_bytes_once_and_only_while_they_held_still(run, monkeypatch):
+    """checked.hold_digest (the candidate's digest taken while the base is checked): its next lookup
+    takes it; the one after hashes again (a long-lived reader never trusts an old digest); an edit
+    in between is hashed afresh, so a kept answer is never taken for other bytes."""
+    from assay.rundir import checked
+    calls = []
+    real = checked.digest
+    monkeypatch.setattr(checked, "digest", lambda r: calls.append(1) or real(r))
+    checked.hold_digest(run)
+    first = checked.held_digest(run)
+    assert len(calls) == 1 and first == real(run)
+    checked.held_digest(run)
+    assert len(calls) == 2   # used once
+    checked.hold_digest(run)
+    _edit_artifact(run)
+    assert checked.held_digest(run) == real(run) != first and len(calls) == 4
+
+
 def test_a_renamed_file_is_other_bytes(run):
     """The digest covers each entry's name: a file renamed (same bytes, same size) is checked again and
     the check names it (mutation hunt, round 2)."""
