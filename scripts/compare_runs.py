@@ -37,7 +37,7 @@ def build_parser():
 
 
 def run(args):
-    from assay.compare.baseline import refuse_unverified, resolve_baseline
+    from assay.compare.baseline import refuse_either_unverified, resolve_baseline
     from assay.compare.document import compare_runs
     from assay.verdict import gate_open
     from assay.verdict.baseline import red_baseline_words
@@ -50,8 +50,7 @@ def run(args):
     base = resolve_baseline(args.base, candidate, args.store, is_open=gate_open, said=said)
     # the base must pass run_cases.py --verify first (at scale the check runs on two processes; not
     # beside the comparison: the two at once held ~350 MB at 100,000 cases, over the 250 MB bar)
-    refuse_unverified(base)
-    refuse_unverified(candidate, "candidate")
+    refuse_either_unverified(base, candidate)
     doc = compare_runs(base, candidate)
     doc["notes"][:0] = said
     # a pinned baseline whose own gate is closed is said, first (assay.verdict's decision, gate.py's words)

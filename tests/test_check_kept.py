@@ -140,15 +140,24 @@ from assay.rundir import checked
 run = sys.argv[1]
 answers = []
 real_apart = checked._apart
-checked._apart = lambda r: answers.append(real_apart(r)) or answers[-1]
+checked._apart = lambda r, *a: answers.append(real_apart(r, *a)) or answers[-1]
 out = {"apart": checked.check(run, apart=True), "kept": checked.known(run)}
-out["forked"] = answers == [out["apart"]]   # the child's answer, not this process's
+# the child's answer, not this process's; the digest taken here while the child checked
+out["forked"] = [a[0] for a in answers] == [out["apart"]] and answers[0][1] == checked.digest(run)
 checked.memo_path(run).unlink()
+real_child = forked.Child
 class Killed(forked.Child):
     def __init__(self, work):
         super().__init__(lambda: os._exit(9))
 forked.Child = Killed
 out["killed"] = checked.check(run, apart=True)
+checked.memo_path(run).unlink()
+class EditedMeanwhile(real_child):   # the run dir written while the child checks (and this process hashes)
+    def __init__(self, work):
+        super().__init__(lambda: (os.utime(os.path.join(run, "run.log")), work())[1])
+forked.Child = EditedMeanwhile
+out["edited"] = checked.check(run, apart=True)
+out["edited_kept"] = checked.memo_path(run).exists()
 print(json.dumps(out))
 """
 
@@ -168,13 +177,65 @@ def test_a_check_run_apart_is_the_check_and_is_kept(run):
     r = subprocess.run([sys.executable, "-c", APART, str(run)], capture_output=True, text=True, timeout=600,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert json.loads(r.stdout) == {"apart": one, "kept": one, "forked": True, "killed": one}
+    assert json.loads(r.stdout) == {"apart": one, "kept": one, "forked": True, "killed": one, "edited": one,
+                                    "edited_kept": False}
     twin = run.parent / "twin-run"
     shutil.copytree(run, twin)
-    checked.memo_path(run).unlink()
+    checked.memo_path(run).unlink(missing_ok=True)   # the last check above kept nothing
     r = run_script("compare_runs", run, twin)
     assert r.rc == 2 and f"cases/{cid}/answer.txt (edited" in r.json["error"], r.stdout
     assert checked.known(run) == one
+
+
+MEANWHILE = """
+import json, sys
+from pathlib import Path
+from assay.core import forked
+from assay.compare.baseline import refuse_either_unverified
+from assay.rundir import checked
+base, cand = Path(sys.argv[1]), Path(sys.argv[2])
+events = []
+real_digest, real_result = checked.digest, forked.Child.result
+checked.digest = lambda r: events.append(("digest", Path(r).parent.name)) or real_digest(r)
+forked.Child.result = lambda self: events.append(("the base's check answered",)) or real_result(self)
+refuse_either_unverified(base, cand)
+print(json.dumps({"events": list(events), "kept": [checked.known(base), checked.known(cand)]}))
+"""
+
+
+def test_the_candidates_digest_is_taken_while_the_base_is_checked(run, tmp_path):
+    """compare_runs.py checks its base, then looks up its candidate's kept answer: the candidate's digest
+    is taken while the base's check runs in its child (compare/baseline.refuse_either_unverified), and
+    taken once; each answer is the one kept for its own bytes."""
+    import subprocess
+    import sys
+    cand = tmp_path / "cand" / run.name
+    shutil.copytree(run, cand)
+    assert run_script("gate", cand).rc == 0   # the candidate checked before (kept), the base never
+    r = subprocess.run([sys.executable, "-c", MEANWHILE, str(run), str(cand)], capture_output=True, text=True,
+                       timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["events"] == [["digest", "reports"], ["digest", "cand"], ["the base's check answered"]], doc
+    assert doc["kept"] == [[], []]
+
+
+def test_a_held_digest_stands_for_the_bytes_once_and_only_while_they_held_still(run, monkeypatch):
+    """checked.hold_digest (the candidate's digest taken while the base is checked): its next lookup
+    takes it; the one after hashes again (a long-lived reader never trusts an old digest); an edit
+    in between is hashed afresh, so a kept answer is never taken for other bytes."""
+    from assay.rundir import checked
+    calls = []
+    real = checked.digest
+    monkeypatch.setattr(checked, "digest", lambda r: calls.append(1) or real(r))
+    checked.hold_digest(run)
+    first = checked.held_digest(run)
+    assert len(calls) == 1 and first == real(run)
+    checked.held_digest(run)
+    assert len(calls) == 2   # used once
+    checked.hold_digest(run)
+    _edit_artifact(run)
+    assert checked.held_digest(run) == real(run) != first and len(calls) == 4
 
 
 def test_a_renamed_file_is_other_bytes(run):

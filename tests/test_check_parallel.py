@@ -1,7 +1,8 @@
 """The completeness check on two processes (assay.rundir.parallel), as a user meets it.
 
-At this size a check runs in one process; `ASSAY_CHECK_FORK_ABOVE=0` forces the forked path, so each
-command here runs both ways and must answer the same: `run_cases.py --verify`, `gate.py`, and
+At this size a check runs in one process; `ASSAY_CHECK_FORK_ABOVE=0` forces the forked path (and, in
+a third way, `ASSAY_FAST_JSON_ABOVE=0` the faster decoder of big reads, core.jsonio.bulk), so each
+command here runs each way and must answer the same: `run_cases.py --verify`, `gate.py`, and
 `compare_runs.py` (a base that fails --verify is refused in the same words, nothing compared).
 tests/test_readers_streamed.py holds the problem strings of a run broken 13 ways on both paths.
 """
@@ -17,6 +18,7 @@ from helpers import run_script
 
 FORKED = {"ASSAY_CHECK_FORK_ABOVE": "0"}
 ONE = {"ASSAY_CHECK_FORK_ABOVE": str(1 << 40)}
+FAST = {"ASSAY_CHECK_FORK_ABOVE": "0", "ASSAY_FAST_JSON_ABOVE": "0"}
 
 
 def _run(state, app):
@@ -33,15 +35,15 @@ def test_each_reader_answers_the_same_on_two_processes(app, state, tmp_path):
     out = _run(state, app)
     cand = later_copy(out, tmp_path / "cand" / out.name)   # a later run of the same answers
     for argv in (("run_cases", "--verify", out), ("gate", out, "--json")):
-        one, two = run_script(*argv, env=ONE), run_script(*argv, env=FORKED)
-        assert (two.rc, two.stdout) == (one.rc, one.stdout), argv
+        one, two, fast = (run_script(*argv, env=env) for env in (ONE, FORKED, FAST))
+        assert (two.rc, two.stdout) == (one.rc, one.stdout) == (fast.rc, fast.stdout), argv
     assert run_script("gate", out, "--json", env=FORKED).rc == 1   # the failing case still closes it
     docs = []
-    for env, name in ((ONE, "one.json"), (FORKED, "two.json")):
+    for env, name in ((ONE, "one.json"), (FORKED, "two.json"), (FAST, "fast.json")):
         r = run_script("compare_runs", out, cand, "-o", tmp_path / name, env=env)
         assert r.rc == 0, r.stderr
         docs.append((tmp_path / name).read_bytes())
-    assert docs[0] == docs[1] and json.loads(docs[0])["counts"]["still_failing"] == 1
+    assert docs[0] == docs[1] == docs[2] and json.loads(docs[0])["counts"]["still_failing"] == 1
 
 
 def test_a_base_that_fails_verify_is_refused_before_any_comparison(app, state, tmp_path):

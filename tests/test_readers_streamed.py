@@ -443,8 +443,9 @@ def test_a_broken_run_is_named_as_before(app, state):
     """One real 6-case run, broken one way at a time: `run_cases.py --verify`'s problems (the
     streamed check) are exactly the strings the whole-document check gave, in order; the count of
     finished cases and the exit code as before. The same check on two processes (rundir.parallel,
-    forced at this size) gives the same strings: from its own fold when no record is broken, from
-    the one-process check it falls back to when one is."""
+    forced at this size, with the faster decoder of big reads forced too: core.jsonio.bulk) gives the
+    same strings: from its own fold when no record is broken, from the one-process check it falls
+    back to when one is."""
     import shutil
 
     record_breaks = {"an artifact edited", "a layer off-schema"}
@@ -468,10 +469,11 @@ def test_a_broken_run_is_named_as_before(app, state):
     # the check on two processes, forced at this size, in one process with no other thread (as a CLI is)
     checked = subprocess.run([sys.executable, "-c", _CHECK_EACH, *(str(run) for run, _ in runs.values())],
                              capture_output=True, text=True, env=dict(os.environ, ASSAY_CHECK_FORK_ABOVE="0",
+                                                                      ASSAY_FAST_JSON_ABOVE="0",
                                                                       PYTHONPATH=str(SCRIPTS)), timeout=600)
     assert checked.returncode == 0, checked.stderr[-2000:]
-    for (name, (_run, want)), (problems, how) in zip(runs.items(), json.loads(checked.stdout)):
-        assert problems == want, name
+    for (name, (_run, want)), (problems, how, fast) in zip(runs.items(), json.loads(checked.stdout)):
+        assert problems == want and fast, name
         assert how == ({"processes": 1, "fallback": "the record checks found a problem"} if name in record_breaks
                        else {"processes": 2}), (name, how)
 
@@ -480,8 +482,9 @@ _CHECK_EACH = """
 import json, sys
 from pathlib import Path
 from assay.rundir import parallel
+from assay.core import jsonio
 from assay.rundir.completeness import check_run_dir
-print(json.dumps([[check_run_dir(Path(run))[0], dict(parallel.LAST)] for run in sys.argv[1:]]))
+print(json.dumps([[check_run_dir(Path(run))[0], dict(parallel.LAST), jsonio._fast is not None] for run in sys.argv[1:]]))
 """
 
 

@@ -307,12 +307,12 @@ def resolve_baseline(spec: str, candidate_dir: Path, store: str | None = None, *
                    exclude=own, store=store, is_open=is_open, own=mine)
 
 
-def refuse_unverified(base: Path, role: str = "base") -> None:
+def refuse_unverified(base: Path, role: str = "base", also: tuple[Path, ...] = ()) -> None:
     """A base run dir that fails `run_cases.py --verify` (e.g. verdicts.jsonl missing) is exit 2
     naming what is missing: read as it is, its cases would show up as added or removed. The same for
     the candidate (role "candidate"): an edited verdicts.jsonl read as it is said "no verdict changed"
     for a run whose gate closes. (A run checked before, unchanged since, is not read again:
-    rundir.checked.)"""
+    rundir.checked; `also`: the run dirs checked next, whose digest is taken while this one is checked.)"""
     from ..report.run_files import status_from_tail
     from ..rundir.checked import check
     from ..rundir.completeness import RunDirError
@@ -325,12 +325,19 @@ def refuse_unverified(base: Path, role: str = "base") -> None:
     if not base.is_dir() or status == "running":
         return   # not a dir, or still running: load_side's own error says so
     try:   # on its own process when it is big: the comparison's memory then starts from a small heap
-        problems = check(base, apart=True)
+        problems = check(base, apart=True, also=also)
     except RunDirError as exc:
         problems = [str(exc)]
     if problems:
         shown = "; ".join(str(m) for m in problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise AssayError(unverified_words(base, role, shown), 2, path=str(base))
+
+
+def refuse_either_unverified(base: Path, candidate: Path) -> None:
+    """`refuse_unverified` of the base, then of the candidate (compare_runs.py and `gate.py --baseline`),
+    the candidate's digest taken while the base is checked."""
+    refuse_unverified(base, also=(Path(candidate),))
+    refuse_unverified(candidate, "candidate")
 
 
 def unverified_words(run: Path | str, role: str, shown: str) -> str:

@@ -7,7 +7,6 @@ needs them. Nothing is written, nothing follows a symlink (report.rundir refuses
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id
 from ..report.rundir import load_results, read_jsonl_file, try_json_head
 from ..core import casestore
+from ..core.jsonio import plain_loads
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Side:
     def json(self, case_id: str, *rel: str) -> Any:
         text = self.text(case_id, *rel)
         try:
-            return json.loads(text) if text is not None else None
+            return plain_loads(text) if text is not None else None
         except (ValueError, RecursionError):
             return None
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from . import writer
+from . import jsonio, writer
 from .lines import iter_lines
 
 JOURNAL = "cases.jsonl"
@@ -99,7 +99,7 @@ class CaseRecord:
 def _line_doc(line: bytes) -> dict | None:
     """A committed journal line's document (case_id, verdict, files as text), or None."""
     try:
-        doc = json.loads(line)
+        doc = jsonio.plain_loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("case_id"), str) or not isinstance(doc.get("verdict"), dict) \
@@ -138,27 +138,40 @@ def head_of(line: bytes, *, verdict: bool = False) -> tuple[str | None, dict | N
         return None, None
     # the id alone: from the line's head (an id closed within it decodes exactly as in the whole
     # line: UTF-8 cut after the closing quote leaves every character before it whole)
-    cut = not verdict and len(line) > _HEAD_BYTES
+    cut = len(line) > _HEAD_BYTES
     text = (line[:_HEAD_BYTES] if cut else line).decode("utf-8", "replace")
     try:
         cid, end = _decoder.raw_decode(text, len(_HEAD))
     except (ValueError, RecursionError):
         if not cut:
             return None, None
-        text = line.decode("utf-8", "replace")   # an id longer than the head: the whole line
+        cut, text = False, line.decode("utf-8", "replace")   # an id longer than the head: the whole line
         try:
             cid, end = _decoder.raw_decode(text, len(_HEAD))
         except (ValueError, RecursionError):
             return None, None
-    if not isinstance(cid, str):
-        return None, None
-    if not verdict or not text.startswith(_VERDICT_KEY, end):
-        return cid, None
-    try:
-        rec, _ = _decoder.raw_decode(text, end + len(_VERDICT_KEY))
-    except (ValueError, RecursionError):
-        return cid, None
+    if not isinstance(cid, str) or not verdict:
+        return (cid, None) if isinstance(cid, str) else (None, None)
+    start = end + len(_VERDICT_KEY)
+    # the faster decoder (jsonio.bulk) on the verdict's bytes, `start` (ASCII before it: a byte offset) to the
+    # last `, "files": {`: when that is one whole object, raw_decode from `start` ends there: the same value
+    at = line.rfind(_FILES_AT)
+    rec = jsonio.fast_decode(line[start:at]) if (
+        start < at and text[:start].isascii() and line.startswith(b"{", start)
+        and line.startswith(_VERDICT_KEY_B, end)) else jsonio.MISSING
+    if rec is jsonio.MISSING:
+        if cut:
+            text = line.decode("utf-8", "replace")
+        if not text.startswith(_VERDICT_KEY, end):
+            return cid, None
+        try:
+            rec, _ = _decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            return cid, None
     return cid, rec if isinstance(rec, dict) else None
+
+
+_FILES_AT, _VERDICT_KEY_B = _FILES_KEY.encode() + b"{", _VERDICT_KEY.encode()
 
 
 @dataclass
@@ -329,6 +342,7 @@ def scan(run_dir: Path) -> CaseStore:
         else:
             store.index[cid] = offset << _LEN_BITS | len(line)
     store.size = end
+    jsonio.bulk(end)   # a big journal: its records decoded by the faster decoder when installed
     try:
         store.torn = max(0, os.stat(path).st_size - end)
     except OSError:

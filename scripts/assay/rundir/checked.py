@@ -18,6 +18,9 @@ was taken (a run still being written is never kept), in
 `<reports>/.<run-id>.checked.json` (hidden, like the run's lock; written by the one writer), and
 never when that cannot be written (a read-only reports dir: nothing is lost but time). An edited
 byte, a file added or removed, a changed line of the check: a different digest, a full check.
+Compare's check of its base (`check(apart=True)`) takes the digest of the base, and of the candidate
+looked up next, in this process while the check runs in its forked child (the candidate's held for
+its next lookup only, and only while its entries have not changed: `held_digest`).
 A run dir under KEEP_ABOVE bytes (~250 plain cases) is neither kept nor taken: its check costs less
 than the digest of assay's source; `ASSAY_CHECK_KEEP_ABOVE` (bytes) moves that (0: always; tests).
 """
@@ -132,7 +135,29 @@ def known(run_dir: Path) -> list[str] | None:
     if not (isinstance(doc, dict) and doc.get("version") == VERSION and isinstance(doc.get("digest"), str)
             and isinstance(doc.get("problems"), list) and all(isinstance(p, str) for p in doc["problems"])):
         return None
-    return list(doc["problems"]) if digest(run_dir) == doc["digest"] else None
+    return list(doc["problems"]) if held_digest(run_dir) == doc["digest"] else None
+
+
+_HELD: dict[tuple, tuple[list, str]] = {}   # (run dir, code) -> (its entry_stats, its digest): `hold`
+
+
+def hold_digest(run_dir: Path) -> None:
+    """Take the run dir's digest now, for its next lookup in this process (`held_digest`): compare's
+    candidate, hashed while the base is checked (`_apart`'s `also`)."""
+    before = entry_stats(run_dir)
+    value = digest(run_dir) if _kept_size(before) else None
+    if value is not None and entry_stats(run_dir) == before:
+        _HELD[(str(run_dir), code_digest())] = (before, value)
+
+
+def held_digest(run_dir: Path) -> str | None:
+    """digest(run_dir), or the one `hold_digest` took for it when no entry changed since (the same
+    entry_stats by which a kept answer is recorded: `check`); a held digest is used once, so it
+    stands for the bytes only across the work it was taken beside."""
+    held = _HELD.pop((str(run_dir), code_digest()), None)
+    if held is not None and held[0] == entry_stats(run_dir):
+        return held[1]
+    return digest(run_dir)
 
 
 def known_or_small(run_dir: Path) -> list[str] | None:
@@ -148,13 +173,14 @@ def known_or_small(run_dir: Path) -> list[str] | None:
     return known(run_dir)
 
 
-def check(run_dir: Path, *, apart: bool = False) -> list[str]:
+def check(run_dir: Path, *, apart: bool = False, also: tuple[Path, ...] = ()) -> list[str]:
     """`check_run_dir(run_dir)[0]`, taken from the kept answer when it holds, else computed and kept.
     Raises what check_run_dir raises (RunDirError for something that is not a run dir). `apart`
     (compare's check of its base): a full check of a kept-size run runs in a forked child when it
     can (core.forked), so what it allocated is not left in this process's heap for the work after
     it (at 100,000 cases the comparison then stays under the 250 MB bar); a child that fails is
-    made up here, the same answer."""
+    made up here, the same answer. `also`: run dirs whose digest this process takes meanwhile (compare's
+    candidate, whose kept answer is looked up next: `hold_digest`)."""
     from .completeness import check_run_dir
     run_dir = Path(run_dir)
     before = entry_stats(run_dir) if not run_dir.is_symlink() else None
@@ -163,23 +189,32 @@ def check(run_dir: Path, *, apart: bool = False) -> list[str]:
     kept = known(run_dir)
     if kept is not None:
         return kept
-    problems = _apart(run_dir) if apart else None
+    problems, value = _apart(run_dir, also) if apart else (None, None)
     if problems is None:
         problems = list(check_run_dir(run_dir)[0])
-    value = digest(run_dir)
+        value = digest(run_dir)
     if value is not None and entry_stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
 
 
-def _apart(run_dir: Path) -> list[str] | None:
-    """check_run_dir's problems computed in a forked child, or None (no fork here, or the child failed)."""
+def _apart(run_dir: Path, also: tuple[Path, ...] = ()) -> tuple[list[str] | None, str | None]:
+    """(check_run_dir's problems computed in a forked child, or None: no fork here, or the child
+    failed; the run dir's digest, taken by this process while the child checks: the cores the check
+    leaves idle at its ends hash the bytes, and `check` keeps the answer only when no entry changed
+    from before the fork to after both)."""
     from ..core.forked import Child, fork_safe
     from .completeness import check_run_dir
     if not fork_safe():
-        return None
-    answer = Child(lambda: list(check_run_dir(run_dir)[0])).result()
-    return answer if isinstance(answer, list) and all(isinstance(p, str) for p in answer) else None
+        return None, None
+    child = Child(lambda: list(check_run_dir(run_dir)[0]))   # forked before this process starts a thread
+    value = digest(run_dir)
+    for other in also:
+        hold_digest(other)
+    answer = child.result()
+    if isinstance(answer, list) and all(isinstance(p, str) for p in answer):
+        return answer, value
+    return None, None
 
 
 def entry_stats(run_dir: Path) -> list[tuple] | None:

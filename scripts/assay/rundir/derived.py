@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..core import writer
-from ..core.jsonio import atomic_write_json, dumps
+from ..core.jsonio import atomic_write_json, dumps, plain_loads
 from ..core.vocab import FAIL, LAYER_ORDER, PASS
 from ..score.hollow import ABSENCE_LAYERS, absence_only
 from ..score.rollup import failed_layers
@@ -230,7 +230,7 @@ def write_run_reports(out: Path, records: Iterable[dict], *, k: int, oos_route: 
     seen = None if routing is not None and routing.usable else RoutingPass(records)
     if seen is None and routing.rows:   # the lines as the cases finished: the records are not read
         hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl", routing.spill.chunks())
-        rows = (json.loads(line) for line in routing.spill.lines())
+        rows = (plain_loads(line) for line in routing.spill.lines())
         atomic_write_json(out / "routing_report.json", report_doc(rows, routing.left_out, oos_route))
     if seen is not None and seen.rows:
         hashes["routing_results.jsonl"] = writer.write_chunks(out / "routing_results.jsonl",
@@ -374,7 +374,7 @@ class Ordered:
 
     def __iter__(self) -> Iterator[dict]:
         for line in self._files._slim.lines():
-            yield json.loads(line)
+            yield plain_loads(line)
 
     def __len__(self) -> int:
         return self._files.count

@@ -15,13 +15,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..core import casestore, writer
-from ..core.jsonio import MAX_DEPTH, loads, shallow, too_deep
+from ..core.jsonio import MAX_DEPTH, loads, plain_loads, shallow, too_deep
 from ..core.runplan import read_plan_text
 from ..score.hollow import layer_verdicts
 from ..stats.tally import Tally
@@ -135,7 +134,7 @@ class Finished:
             return
         sealed = self._sealed() if name == "routing" and self._routing_holdout else None
         for raw in self._spills[name].lines():
-            row = json.loads(raw)
+            row = plain_loads(raw)
             if sealed is not None:
                 row["case_id"] = sealed.get(row["case_id"], row["case_id"])
             yield row
@@ -194,7 +193,7 @@ def same_lines(path: Path, expected: Iterable[bytes]) -> bool:
             row = loads(line)
         except ValueError:
             return False
-        if want is _END or row != json.loads(want):
+        if want is _END or row != plain_loads(want):
             return False
         want = next(want_iter, _END)
     try:
@@ -251,7 +250,7 @@ class _Rows:
             want = next(self.expected, _END)
             if type(want) is bytes:   # a canonical line: its own text, or parsed
                 own = text is not None and want[:-1] == text.encode("utf-8", "surrogatepass") and _plain(want)
-                want = row if own else json.loads(want)
+                want = row if own else plain_loads(want)
             if row != want:
                 self.same = False
         if self.take is not None:
@@ -336,6 +335,6 @@ class CasesFile:
         """`doc.get("cases") == list(expected())`, from the walk (the rows were compared as read)."""
         if self.whole is not None or self.rows is None:
             doc = self.whole if self.whole is not None else self.head
-            return isinstance(doc, dict) and doc.get("cases") == [json.loads(w) if type(w) is bytes else w
+            return isinstance(doc, dict) and doc.get("cases") == [plain_loads(w) if type(w) is bytes else w
                                                                   for w in self.expected()]
         return self.rows.same and next(self._rest, _END) is _END

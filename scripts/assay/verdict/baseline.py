@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..compare.baseline import pinned, refuse_unverified, resolve_baseline
+from ..compare.baseline import pinned, refuse_either_unverified, resolve_baseline
 from ..compare.buckets import BUCKETS
 from ..compare.document import compare_runs
 from ..compare.gate_words import (bucket_lines, is_gating_pair, named_pair, red_baseline_note,
@@ -63,8 +63,7 @@ def decide_against(run_dir: Path, baseline: str, *, is_open: Callable[[Path], tu
     said: list[str] = []   # runs of another app passed over; a base whose app could not be checked by name
     base_dir = resolve_baseline(baseline, run_dir, is_open=is_open, said=said)
     if kwargs.get("verify", True) is not False:   # compare_runs.py's refusal: never a comparison of edited files
-        refuse_unverified(base_dir)
-        refuse_unverified(run_dir, "candidate")
+        refuse_either_unverified(base_dir, run_dir)
     doc = compare_runs(base_dir, run_dir)
     lift = doc.get("lift") or {}
     arms = [(lift.get(k) or {}).get("name") for k in ("base_arm", "candidate_arm")]
