@@ -236,6 +236,11 @@ def test_a_held_digest_stands_for_the_bytes_once_and_only_while_they_held_still(
     checked.hold_digest(run)
     _edit_artifact(run)
     assert checked.held_digest(run) == real(run) != first and len(calls) == 4
+    # a run dir with no kept answer yet: its check takes the held digest, none is left for a later reader
+    checked.memo_path(run).unlink(missing_ok=True)
+    checked.hold_digest(run)
+    checked.check(run)
+    assert not checked._HELD and len(calls) == 5 and checked.known(run) is not None
 
 
 def test_a_renamed_file_is_other_bytes(run):

@@ -192,7 +192,7 @@ def check(run_dir: Path, *, apart: bool = False, also: tuple[Path, ...] = ()) ->
     problems, value = _apart(run_dir, also) if apart else (None, None)
     if problems is None:
         problems = list(check_run_dir(run_dir)[0])
-        value = digest(run_dir)
+        value = held_digest(run_dir)
     if value is not None and entry_stats(run_dir) == before:
         _record(run_dir, value, problems)
     return problems
@@ -208,7 +208,7 @@ def _apart(run_dir: Path, also: tuple[Path, ...] = ()) -> tuple[list[str] | None
     if not fork_safe():
         return None, None
     child = Child(lambda: list(check_run_dir(run_dir)[0]))   # forked before this process starts a thread
-    value = digest(run_dir)
+    value = held_digest(run_dir)   # (a digest held for this run dir is used, once, here or by its lookup)
     for other in also:
         hold_digest(other)
     answer = child.result()
