@@ -29,8 +29,9 @@ def build_parser():
     p.add_argument("--html", help="also write the history page here (self-contained, no JavaScript)")
     p.add_argument("--store", metavar="s3://BUCKET/PREFIX",
                    help="read the runs published there instead of STATE_DIR/reports/ (default $ASSAY_STORE): only "
-                        "results.json, manifest.yaml, the verdict files and (k > 1) reliability.json of each "
-                        "(pip install 'assay[s3]')")
+                        "results.json, manifest.yaml, the verdict files and (k > 1) reliability.json of each run "
+                        "publish_run.py published and checked; a run put there by hand (aws s3 sync) is downloaded "
+                        "whole and checked (pip install 'assay[s3]')")
     p.add_argument("--no-verify", action="store_true",
                    help="skip re-checking each run with the runner's --verify (faster): a run whose check's answer a reader "
                         "kept (gate.py) is still taken, a failed one excluded; a run never checked then counts, "
@@ -56,8 +57,10 @@ def run(args):
     store = configured(args.store)
     if store is not None:
         from assay.history.store import history_from_store
-        # the store holds only runs that passed --verify when they were published
-        doc = history_from_store(store, state, decide=lambda run_dir: decision_dict(run_dir, GateOptions(verify=False)))
+        # a run whose publish record matches it passed --verify when it was published; any other (put there
+        # by hand) is checked here in full
+        doc = history_from_store(store, state, decide=lambda run_dir, verify: decision_dict(
+            run_dir, GateOptions(verify=verify)))
     else:
         from assay.report.gate import KNOWN
         # --no-verify skips the check, never its answer a reader kept for these bytes (assay.verdict decides with

@@ -89,8 +89,8 @@ def test_a_series_with_no_cost_says_so_in_words_and_draws_its_latency(runs, tmp_
 
 
 @pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")
-def test_history_from_the_store_reads_the_repeats_as_the_local_read_does(runs, tmp_path):
-    with served(BUCKET, lambda req: Reply(200, {"ok": True})) as (server, _):
+def test_history_from_the_store_reads_the_repeats_as_the_local_read_does(runs, s3_server, tmp_path):
+    with served(BUCKET, lambda req: Reply(200, {"ok": True}), s3_server) as (server, _):
         store = f"s3://{BUCKET}/runs"
         for run_id in RUNS:
             r = run_script("publish_run", runs / "reports" / run_id, store, env=server.env)
@@ -100,3 +100,57 @@ def test_history_from_the_store_reads_the_repeats_as_the_local_read_does(runs, t
     doc = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))
     assert _words(doc) == (FLAKY, CHANGED), _words(doc)
     assert r.json["flaky_cases"] == 1, r.stdout
+    assert doc["checked_here"] == [] and doc["method"]["verified"].startswith("at publish"), doc["method"]
+
+
+def _passing(rel: str, data: bytes) -> bytes:
+    """A run's file as a user's edit leaves it: every fail a pass, results.json's counts to match."""
+    if rel in ("verdicts.jsonl", "verdicts_for_stats.jsonl"):
+        return data.replace(b'"fail"', b'"pass"')
+    if rel == "results.json":
+        doc = json.loads(data)
+        s = doc["summary"]
+        s["passes"], s["failures"], s["gating_failures"] = s["passes"] + s["failures"], 0, 0
+        for row in doc.get("cases") or []:
+            row["verdict"], row["failed_layers"] = "pass", []
+        return json.dumps(doc).encode("utf-8")
+    return data
+
+
+@pytest.mark.skipif(not have_moto(), reason="needs boto3 and moto (pip install -e '.[test,s3]')")
+def test_history_from_the_store_checks_runs_put_there_by_hand(runs, s3_server, tmp_path):
+    """`aws s3 sync reports/ s3://.../` instead of publish_run.py: the layout is a published run's, but nothing
+    checked it. run_history.py --store took such a run as "verified at publish" (its gate open, every case a pass,
+    for a run whose verdicts were edited); so it did a published run whose verdict files were synced over
+    by hand. Now a run without a matching publish record is downloaded whole and checked: an edited one is an
+    excluded run naming the fix, an unedited one counts (checked here), the published ones are read as before."""
+    with served(BUCKET, lambda req: Reply(200, {"ok": True}), s3_server) as (server, _):
+        store, client = f"s3://{BUCKET}/runs", server.client()
+        for run_id in (RUNS[0], RUNS[1], RUNS[4]):
+            assert run_script("publish_run", runs / "reports" / run_id, store, env=server.env).rc == 0
+
+        def by_hand(run_id: str, edit, only=None) -> None:   # `aws s3 cp --recursive` of the run dir, edited
+            for path in sorted((runs / "reports" / run_id).rglob("*")):
+                rel = path.relative_to(runs / "reports" / run_id).as_posix()
+                if path.is_file() and (only is None or rel in only):
+                    client.put_object(Bucket=BUCKET, Key=f"runs/{run_id}/{rel}", Body=edit(rel, path.read_bytes()))
+        by_hand(RUNS[2], _passing)                                     # never published, edited
+        by_hand(RUNS[3], lambda rel, data: data)                       # never published, as the runner wrote it
+        by_hand(RUNS[4], _passing, only=("verdicts.jsonl", "verdicts_for_stats.jsonl", "results.json"))
+        r = run_script("run_history", tmp_path, "--store", store, "-o", tmp_path / "h.json",
+                       "--html", tmp_path / "h.html", env=server.env)
+    assert r.rc == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))
+    used = {run["run_id"]: run for s in doc["series"] for run in s["runs"]}
+    assert sorted(used) == [RUNS[0], RUNS[1], RUNS[3]], (sorted(used), doc["excluded_runs"])
+    assert all(run["gate"] == "closed" for run in used.values())   # c-wobbles fails in every run
+    assert used[RUNS[3]]["verified"] is True
+    excluded = {x["run_id"]: x["reason"] for x in doc["excluded_runs"]}
+    assert sorted(excluded) == [RUNS[2], RUNS[4]], excluded
+    assert "run_cases.py --verify exit 6" in excluded[RUNS[2]] and "no .assay-published.json" in excluded[RUNS[2]]
+    assert "not the ones published and checked (results.json, verdicts.jsonl" in excluded[RUNS[4]], excluded[RUNS[4]]
+    assert all("publish_run.py RUN_DIR" in why and "not aws s3 sync" in why for why in excluded.values())
+    assert [x["run_id"] for x in doc["checked_here"]] == [RUNS[2], RUNS[3], RUNS[4]]
+    assert "checked here in full" in doc["method"]["verified"]
+    page = (tmp_path / "h.html").read_text(encoding="utf-8")
+    assert "not aws s3 sync" in page

@@ -192,7 +192,8 @@ def test_a_killed_publish_is_refused_then_retried(world):
         r = merge_from(world, url)
         assert r.rc == 6 and r.json["unfinished_shards"] == [2], r.stdout
     else:   # the kill came after the last key: then every other key is there too (the manifest is last)
-        assert landed == {q.relative_to(world["kept"]).as_posix() for q in world["kept"].rglob("*") if q.is_file()}
+        assert landed == {q.relative_to(world["kept"]).as_posix() for q in world["kept"].rglob("*") if q.is_file()} \
+            | {".assay-published.json"}   # and the record that the publish checked it (assay.store.published)
     again = run_script("publish_run", world["kept"], f"s3://{BUCKET}/killed", env=world["env"])
     assert again.rc == 0 and again.json["published"] == f"s3://{BUCKET}/{prefix}", again.stdout
     r = merge_from(world, url)

@@ -47,9 +47,11 @@ def fetch_run(store: Store, loc: StoreURL, dest: Path, only: Iterable[str] | Non
 
 
 def own_files(loc: StoreURL, objects: Mapping[str, int]) -> dict[str, int]:
-    """{path inside the run: size} of the keys under `loc` that are the run's own (not its shards')."""
+    """{path inside the run: size} of the keys under `loc` that are the run's own (not its shards', nor the
+    record its publish left beside it: `published.MARKER`, never a file of a run dir)."""
+    from .published import MARKER
     mine = {k[len(loc.prefix):].lstrip("/"): size for k, size in objects.items()}
-    return {rel: size for rel, size in mine.items() if not _in_shard(rel)}
+    return {rel: size for rel, size in mine.items() if not _in_shard(rel) and rel != MARKER}
 
 
 def _in_shard(rel: str) -> bool:

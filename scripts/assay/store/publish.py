@@ -4,7 +4,8 @@ Order, so a reader never sees half a run: the prefix's old `manifest.yaml` is de
 (a retried publish makes its shard unfinished before it changes a byte), every other file is
 uploaded, keys left from an earlier publish of the same prefix are deleted (never another
 shard's: a shard's prefix holds only itself, and an unsharded run's leaves `shard-*/` alone),
-and `manifest.yaml` goes last. A publish killed anywhere leaves a prefix without a manifest,
+the record that the run passed the check (`published.MARKER`: each file's size and SHA-256, read by
+`run_history.py --store`) is put, and `manifest.yaml` goes last. A publish killed anywhere leaves a prefix without a manifest,
 which every reader refuses as unfinished; publishing again completes it.
 
 `run_cases.py --publish` also deletes that manifest when the run starts (`claim`, before the
@@ -23,6 +24,7 @@ from ..core.jsonio import read_json
 from . import url as store_url
 from .client import Store, files_of, parallel
 from .looks import record, row_of_manifest
+from .published import MARKER, record as checked_record
 
 # The exit codes of a run that finished (complete, or stopped with every finished case intact):
 # such a run is published, so the merge names its abort instead of a missing shard.
@@ -71,6 +73,7 @@ def publish_run(run_dir: Path, target: str, arg: str = "--publish") -> dict:
     shard = manifest.get("shard") if isinstance(manifest.get("shard"), dict) else None
     loc = store_url.run_location(base, manifest["run_id"], shard)
     files = list(files_of(run_dir))
+    checked = checked_record(manifest["run_id"], files)   # the files the check just passed, hashed before any upload
     look = row_of_manifest(manifest)
     if look is not None:   # a holdout run's look is in the store before any of its results (looks.py)
         record(base, look, store)
@@ -78,7 +81,8 @@ def publish_run(run_dir: Path, target: str, arg: str = "--publish") -> dict:
     last = [(p, k) for p, k in files if k == store_url.MANIFEST]
     store.delete([loc.key(store_url.MANIFEST)])
     parallel(body, lambda job: store.put_file(job[0], loc.key(job[1])))
-    wanted = {loc.key(k) for _, k in files}
+    store.put_bytes(checked, loc.key(MARKER))
+    wanted = {loc.key(k) for _, k in files} | {loc.key(MARKER)}
     existing, _ = store.listing(loc.prefix)
     stale = [k for k in existing if k not in wanted and not _other_shard(k, loc.prefix)]
     if stale:
