@@ -133,11 +133,12 @@ def viewer(state: Path, run_ids: list[str], env: dict[str, str] | None = None) -
     return out
 
 
-def history_page(state: Path, tmp: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+def history_page(state: Path, tmp: Path, env: dict[str, str] | None = None, *extra: str) -> dict[str, str]:
     """{run id: the gate cell of its row} in run_history.py's history.html (`closed: <reason>`, `open`): the
-    page a person opens for the trend, which must name each run's one decision, never a green row alone."""
+    page a person opens for the trend, which must name each run's one decision, never a green row alone
+    (`extra`: `--store URL`, the runs published there)."""
     page = tmp / f"history-{len(list(tmp.glob('history-*.html')))}.html"
-    r = run_script("run_history", state, "-o", page.with_suffix(".json"), "--html", page, env=env)
+    r = run_script("run_history", state, "-o", page.with_suffix(".json"), "--html", page, *extra, env=env)
     assert r.rc == 0, r.stdout + r.stderr
     cells = {}
     for row in re.findall(r"<tr>(.*?)</tr>", page.read_text(encoding="utf-8"), re.S):

@@ -234,6 +234,12 @@ def _walk(app: App, tmp: Path, server) -> dict:
     shown = {rid: rows[rid] for rid in seen if rid in rows}
     assert shown, ("history.html listed none of the hunt's runs: its gate column went unchecked", rows)
     assert all(cell.startswith("closed") == seen[rid]["closed"] for rid, cell in shown.items()), (shown, seen)
+    if server is not None:   # the same page over the runs a team's CI published (run_history.py --store)
+        from s3server import BUCKET
+        store, store_env = f"s3://{BUCKET}/hunt-history-{app.name}", {**env, **server.env}
+        assert run_script("publish_run", broken, store, env=store_env).rc == 0
+        stored = history_page(state, tmp, store_env, "--store", store)
+        assert stored.get(broken.name, "").startswith("closed") == seen[broken.name]["closed"], (stored, broken.name)
     decided = {}
     for name, walk in walks.items():
         decided[name] = {"_dirs": {p: d for p, d in walk.items() if isinstance(d, Path)}}
