@@ -29,6 +29,22 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """sha256 (hex) of a file, read in chunks, never through a symlink."""
+    import hashlib
+    from .writer import open_file
+    digest = hashlib.sha256()
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        while True:
+            chunk = os.read(fd, 4 << 20)
+            if not chunk:
+                return digest.hexdigest()
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Atomic write through the one artifact writer (core.writer: secrets redacted, no symlink)."""
     from . import writer

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..core import casestore
-from ..core.jsonio import read_json, read_jsonl
+from ..core.jsonio import read_json, read_jsonl, sha256_file
 from ..core.runplan import read_plan_text
 from ..core.writer import SymlinkError, read_bytes
 from ..stats.counts import COUNT_KEYS
@@ -319,25 +319,9 @@ def _as_written(out: Path, rel: str, landed: Mapping[str, Any]) -> bool:
     try:
         if isinstance(want, bytes):
             return read_bytes(out / rel) == want
-        return _sha256_file(out / rel) == want
+        return sha256_file(out / rel) == want
     except (OSError, SymlinkError):
         return False
-
-
-def _sha256_file(path: Path) -> str:
-    """sha256 (hex) of a file, read in chunks, never through a symlink."""
-    import hashlib
-    from ..core.writer import open_file
-    digest = hashlib.sha256()
-    fd = open_file(path, os.O_RDONLY)
-    try:
-        while True:
-            chunk = os.read(fd, 4 << 20)
-            if not chunk:
-                return digest.hexdigest()
-            digest.update(chunk)
-    finally:
-        os.close(fd)
 
 
 def _check_jsonl(out: Path, rel: str, expected: Callable[[], Finished], key: str, problems: list[str], name) -> None:

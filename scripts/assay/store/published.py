@@ -17,10 +17,11 @@ upload. A name starting with '.' is never a run file (`client.files_of` skips su
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Iterable, Mapping
+
+from ..core.jsonio import sha256_file
 
 MARKER = ".assay-published.json"
 FORMAT = 1
@@ -28,20 +29,12 @@ FIX = ("publish the run dir with publish_run.py RUN_DIR s3://BUCKET/PREFIX (or r
        "not aws s3 sync / cp or an artifact upload: it checks the run and records that it did")
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for piece in iter(lambda: fh.read(1 << 20), b""):
-            h.update(piece)
-    return h.hexdigest()
-
-
 def record(run_id: str, files: Iterable[tuple[Path, str]]) -> bytes:
     """The record's bytes for the run's (path, key inside the run) files, checked just before."""
     from ..core.version import VERSION
     doc = {"format": FORMAT, "run_id": run_id, "check": "passed run_cases.py --verify's check at publish",
            "assay_version": VERSION,
-           "files": {rel: {"size": path.stat().st_size, "sha256": sha256_of(path)} for path, rel in files}}
+           "files": {rel: {"size": path.stat().st_size, "sha256": sha256_file(path)} for path, rel in files}}
     return (json.dumps(doc, sort_keys=True, indent=1) + "\n").encode("utf-8")
 
 
@@ -62,7 +55,7 @@ def mismatch(run_id: str, data: bytes | None, root: Mapping[str, int], local: Pa
     differ = sorted(n for n in set(recorded) | set(root) if recorded.get(n) != root.get(n))
     for path in sorted(p for p in local.rglob("*") if p.is_file()):
         rel = path.relative_to(local).as_posix()
-        if (files.get(rel) or {}).get("sha256") != sha256_of(path) and rel not in differ:
+        if (files.get(rel) or {}).get("sha256") != sha256_file(path) and rel not in differ:
             differ.append(rel)
     if differ:
         return (f"its files are not the ones published and checked ({', '.join(differ[:5])}"
