@@ -145,6 +145,9 @@ def test_history_from_the_store_checks_runs_put_there_by_hand(runs, s3_server, t
     assert sorted(used) == [RUNS[0], RUNS[1], RUNS[3]], (sorted(used), doc["excluded_runs"])
     assert all(run["gate"] == "closed" for run in used.values())   # c-wobbles fails in every run
     assert used[RUNS[3]]["verified"] is True
+    # the published runs were checked at publish on these bytes: verified, never "not verified" on the page
+    assert all(used[r]["verified"] is True and used[r]["verified_at"] == "publish" for r in (RUNS[0], RUNS[1]))
+    assert doc["runs_verified"] == doc["runs_used"] == 3
     excluded = {x["run_id"]: x["reason"] for x in doc["excluded_runs"]}
     assert sorted(excluded) == [RUNS[2], RUNS[4]], excluded
     assert "run_cases.py --verify exit 6" in excluded[RUNS[2]] and "no .assay-published.json" in excluded[RUNS[2]]
@@ -154,3 +157,4 @@ def test_history_from_the_store_checks_runs_put_there_by_hand(runs, s3_server, t
     assert "checked here in full" in doc["method"]["verified"]
     page = (tmp_path / "h.html").read_text(encoding="utf-8")
     assert "not aws s3 sync" in page
+    assert "not verified (run_cases.py --verify not run on it)" not in page and "0 not verified" in page

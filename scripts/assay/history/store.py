@@ -68,6 +68,13 @@ def history_from_store(store: Any, state_dir: Path, *, decide: Callable[[Path, b
             excluded["reason"] = (f"{excluded['reason']}; the store's copy is no run publish_run.py checked "
                                   f"({whole[excluded['run_id']]}); "
                                   f"{FIX}")
+    # a run whose record matched was checked by run_cases.py --verify at publish, on these very bytes:
+    # verified, not a hollow point marked "not verified" beside a method that says "at publish"
+    for series in doc["series"]:
+        for run in series["runs"]:
+            if run["run_id"] not in whole:
+                run["verified"], run["verified_at"] = True, "publish"
+    doc["runs_verified"] = sum(1 for s in doc["series"] for r in s["runs"] if r.get("verified"))
     doc["state_dir"], doc["store"] = str(state_dir), str(store)
     doc["checked_here"] = [{"run_id": r, "why": why} for r, why in sorted(whole.items())]
     doc["method"]["verified"] = ("at publish (publish_run.py's record beside each run, matched to the files read)"
