@@ -10,22 +10,23 @@
   at a time when it is big (WALK_ABOVE; core.runplan's reader): the top-level keys kept, each row validated against the
   schema's `cases.items` and handed on. Anything the walk does not take as plainly valid (a file
   it cannot walk, a row the yes/no check refuses) is parsed whole and checked exactly as before,
-  so every problem is worded as it always was.
+  so every problem is worded as it always was. The rows go to rundir.caserows.Rows (in bulk, or
+  results.json's by their text against the expected lines: the same answers, sooner).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..core import casestore, writer
-from ..core.jsonio import MAX_DEPTH, loads, plain_loads, shallow, too_deep
+from ..core.jsonio import MAX_DEPTH, loads, plain_loads, too_deep
 from ..core.runplan import read_plan_text
 from ..score.hollow import layer_verdicts
 from ..stats.tally import Tally
 from .artifacts import routing_scorable
 from .routing_files import routing_row
+from .caserows import END as _END, Rows, free_string, plain as _plain
 from .rowline import line_of  # one JSONL line as the runner writes it: sorted keys, UTF-8
 from .spill import PlanLines
 
@@ -154,19 +155,6 @@ class Finished:
 
 
 # --------------------------------------------------------------------- a JSONL file
-_END = object()
-_SPLIT = re.compile(rb"\xc2\x85|\xe2\x80\xa8|\xe2\x80\xa9")   # U+0085, U+2028, U+2029: str.splitlines splits there
-_REFUSED = re.compile(rb"\\ud|NaN|Infinity")                       # what jsonio.loads refuses (one pass)
-
-
-def _plain(raw: bytes) -> bool:
-    """True when a line that equals a canonical row's bytes needs no parse to be that row: nothing in it
-    that jsonio.loads refuses (a lone surrogate escape, NaN, Infinity) or that splits it in two."""
-    if _REFUSED.search(raw) is not None:
-        return False
-    return raw.isascii() or _SPLIT.search(raw) is None
-
-
 def same_lines(path: Path, expected: Iterable[bytes]) -> bool:
     """True when the file's rows are exactly the rows of `expected` (canonical lines), as
     completeness._same_rows answers: False on any doubt (a link, a line that is not one JSON line,
@@ -220,46 +208,6 @@ def _decomposable(schema: Mapping[str, Any]) -> dict | None:
     return cases["items"]
 
 
-class _Rows:
-    """The walk's receiver (core.runplan.read_plan_text's `table`): each case row checked against
-    the schema's `items` (yes/no) and against the next expected row, then handed to `take`; none is
-    kept but the first. An expected row given as its canonical line (bytes, as the check's spill
-    holds it) equals a row whose own text is those bytes without a parse (`_plain`, as same_lines);
-    any other row is compared with the line parsed."""
-
-    wants_text = True
-
-    def __init__(self, item_valid: Callable[[Any], bool] | None, take: Callable[[Any], None] | None,
-                 expected: Iterator[dict] | None) -> None:
-        self.item_valid, self.take, self.expected = item_valid, take, expected
-        self.first: Any = _END
-        self.count = 0
-        self.valid = True
-        self.same = expected is not None   # every row so far == the expected one
-
-    def append(self, row: Any, text: str | None = None) -> None:
-        self.count += 1
-        if self.first is _END:
-            self.first = row
-        elif self.item_valid is not None and self.valid:
-            try:
-                self.valid = bool(self.item_valid(row)) and too_deep(row, MAX_DEPTH - 2) is None
-            except RecursionError:
-                self.valid = False
-        if self.same:
-            want = next(self.expected, _END)
-            if type(want) is bytes:   # a canonical line: its own text, or parsed
-                own = text is not None and want[:-1] == text.encode("utf-8", "surrogatepass") and _plain(want)
-                want = row if own else plain_loads(want)
-            if row != want:
-                self.same = False
-        if self.take is not None:
-            self.take(row)
-
-    def close(self) -> "_Rows":
-        return self
-
-
 class CasesFile:
     """A JSON file whose `cases` array is walked, not held (see the module docstring).
 
@@ -274,20 +222,22 @@ class CasesFile:
         self.path, self.schema, self.take, self.expected = path, schema, take, expected
         text = writer.read_bytes(path).decode("utf-8")
         self._items = None
+        free = None
         if schema is not None:
             from ..schemas import fast_checker, load_schema
             items = _decomposable(load_schema(schema))
             if items is not None and fast_checker(schema) is not None:
+                free = free_string(items)
                 from ..schemas.fast import Compiler, Unsupported
                 try:
                     self._items = Compiler(load_schema).compile(schema, items)
                 except Unsupported:
                     self._items = None
         self.whole: Any = None
-        self.rows: _Rows | None = None
+        self.rows: Rows | None = None
         rows = iter(expected()) if expected is not None else None
         # a file under WALK_ABOVE is parsed whole, as it always was (C-fast, and small enough to hold)
-        walked = read_plan_text(text, lambda: _Rows(self._items, take, rows)) if len(text) > WALK_ABOVE else None
+        walked = read_plan_text(text, lambda: Rows(self._items, take, rows, free)) if len(text) > WALK_ABOVE else None
         self._rest = rows
         if walked is None:
             self.whole = loads(text)
