@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from types import MappingProxyType
 
@@ -143,3 +144,118 @@ def test_the_folds_answer_the_same_with_the_verdicts_handed_over():
     proxy = MappingProxyType({"verdict": "pass"})
     tally.add(0, {"case_id": "p", "verdict": "pass", "layers": {"answer": proxy}}, layer_verdicts({"answer": proxy}))
     assert tally.summary(status="ok", missing_artifacts=[])["layers"]["answer"] == {str(proxy): 1}
+
+
+# ----------------------------------------------------------------- per layer shape (score.layershape)
+def shaped_records(seed: int) -> list[dict]:
+    """Records in few shapes (each shape many times, so the later ones take the kept work), hostile
+    values among them: odd entries, verdicts and titles of every type, sentinel-like text, 1 vs True."""
+    rnd = random.Random(seed)
+    base = synthetic(60, seed)
+    odd_text = ["", "é", "a\"b", "\x00assay:case_id\x00", "\x00assay:title\x00", "\ud800", "\u2028", "NaN", "😀"]
+    verdicts = ["pass", "fail", "unscored", "skipped", "infra_error", 1, True, 1.0, None, "\x00assay:case_id\x00"]
+    shapes = [{"http": {"verdict": "pass"}, "answer": {"verdict": "pass", "checks": []}, "routing": {"verdict": "n/a"}},
+              {"http": {"verdict": "pass"}, "answer": {"verdict": "fail"}, "judged": {"verdict": "unscored",
+                                                                                    "reason": "unjudged (smoke)"}},
+              {"http": {"verdict": "pass"}, "execution": {"verdict": "unscorable", "blocked_by": "b"}},
+              {"http": {"verdict": "pass"}, "trajectory": {"verdict": "unscored", "reason": "no trace"}},
+              {"answer": {"verdict": "\x00assay:case_id\x00"}, "extra": {"verdict": "pass"}},
+              {"answer": {"verdict": "pass"}, "trajectory": []}, {"answer": {"verdict": "pass"}, "http": None},
+              {"answer": MappingProxyType({"verdict": "pass"}), "http": {"verdict": "pass"}},
+              {"answer": {"verdict": "pass"}, "http": {"verdict": "pass"}}, {}]   # the last two: a type apart
+    out = []
+    for i in range(600):
+        def odd(rate=0.15):   # each field hostile on its own, else as a common record has it
+            return rnd.random() < rate
+        rec = dict(rnd.choice(base)) if odd() else {
+            "verdict": rnd.choice(verdicts if odd() else verdicts[:2]),
+            "canary": rnd.choice([False, True, 0, "yes"] if odd() else [False, False, True]),
+            "holdout": rnd.choice([False, True, 1] if odd() else [False, False, True]),
+            "gating": rnd.choice([True, None, False, 0] if odd() else [True, True, False]),
+            "layers": {name: (dict(e) if type(e) is dict else e)
+                       for name, e in rnd.choice(shapes if odd(0.3) else shapes[:3]).items()}}
+        rec["case_id"] = rnd.choice([f"c-{i:04d}" + rnd.choice(odd_text), i, None]) if odd() else f"c-{i:04d}"
+        rec["title"] = rnd.choice([rnd.choice(odd_text), 5, ["x"], False]) if odd() else rnd.choice([None, f"t {i}"])
+        if odd():
+            rec.update(multi_turn=True, failed_turn=rnd.choice([None, 0, 2, 2]))
+        if odd(0.02):
+            del rec["case_id"]
+        out.append(rec)
+    return out
+
+
+def folded(records, order, *, every=0, shapes=True):
+    """Tally and HollowFold fed as the completeness check feeds them (verdicts and shape handed over;
+    `shapes=False`: no shape, each record read), the summary also taken midway (`every`): the counts
+    kept per shape are added each time."""
+    from assay.score.layershape import layer_shape
+    tally, hollow = Tally(), HollowFold()
+    for n, i in enumerate(order, 1):
+        rec = records[i]
+        verdicts = layer_verdicts(rec["layers"])
+        shape = layer_shape(rec["layers"], verdicts) if shapes else None
+        tally.add(i, rec, verdicts, shape)
+        hollow.add(i, rec, verdicts, shape)
+        if every and n % every == 0:
+            tally.summary(status="ok", missing_artifacts=[])
+            hollow.result()
+    return tally.summary(status="ok", missing_artifacts=[]), hollow.result()
+
+
+@pytest.mark.parametrize("held", [None, 0, 2])
+def test_the_folds_kept_per_shape_answer_as_each_record_read(monkeypatch, held):
+    """The layer table and the hollow fold counting a shape's later records by their shape alone give
+    the summary and the hollow layers each record read gives (the same key order: a verdict's first
+    sight in fold order), in any order, read midway or not; with no shape kept (the cache full) or a few."""
+    from assay.score import layershape
+    if held is not None:
+        monkeypatch.setattr(layershape, "_SHAPES", {})
+        monkeypatch.setattr(layershape, "_HELD", held)
+    for seed in range(6):
+        records = [r for r in shaped_records(seed) if "case_id" in r]
+        expected = summarize(records, status="ok", missing_artifacts=[])
+        order = list(range(len(records)))
+        random.Random(seed).shuffle(order)
+        read = folded(records, order, shapes=False)   # each record read: the reference, key order too
+        assert read[0] == expected and read[1] == hollow_layers(records)
+        for every in (0, 37):
+            summary, hollow = folded(records, order, every=every)
+            assert json.dumps(summary) == json.dumps(read[0]) and json.dumps(hollow) == json.dumps(read[1])
+
+
+def old_lines(record, verdicts):
+    """The derived lines as Finished._fold rendered them before per-shape templates (the reference)."""
+    from assay.rundir import derived
+    from assay.rundir.rowline import line_of
+    layers = derived.layer_strings(record, verdicts)
+    srow = derived.stats_row(record)
+    return (line_of(derived.verdict_row(record, layers)), line_of(srow) if srow else None,
+            None if record.get("holdout") else line_of(derived.results_row(record, layers)))
+
+
+def outcome(fn):
+    try:
+        return fn()
+    except Exception as exc:   # the same refusal either way (a record with no case_id, a list entry)
+        return type(exc)
+
+
+def test_a_records_lines_from_its_shapes_template_are_the_row_builders_lines():
+    """rundir.shaped: each line from a template equals the one the row builders render for the
+    record (hostile ids, titles and verdicts; the sentinel's own text as an id, a title or a verdict),
+    and a record the template cannot take is rendered by the builders (the same error too)."""
+    from assay.rundir.shaped import ShapedLines
+    from assay.score.layershape import layer_shape
+    shaped = ShapedLines()
+    layers = {"http": {"verdict": "pass"}, "answer": {"verdict": "pass"}}
+    equal_keys = [{"case_id": f"e-{i}", "verdict": v, "layers": layers} for i, v in enumerate([1, True, 1.0, "1"] * 2)]
+    for rec in shaped_records(11) * 2 + equal_keys:   # equal_keys: verdicts equal as keys, not as text
+        verdicts = layer_verdicts(rec["layers"])
+        shape = layer_shape(rec["layers"], verdicts)
+        want = outcome(lambda: old_lines(rec, verdicts))
+        assert outcome(lambda: shaped.lines(rec, verdicts, shape)) == want, rec
+        if type(want) is tuple:
+            assert want[0] == json.dumps(json.loads(want[0]), sort_keys=True, ensure_ascii=False).encode(
+                "utf-8", "backslashreplace") + b"\n" or "\\ud800" in str(rec)
+    kept = [v for v in shaped._shapes.values() if v is not None]
+    assert len(kept) >= 20 and None in shaped._shapes.values()   # templates, and a sentinel verdict refused

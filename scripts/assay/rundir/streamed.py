@@ -23,6 +23,7 @@ from ..core import casestore, writer
 from ..core.jsonio import MAX_DEPTH, loads, plain_loads, too_deep
 from ..core.runplan import read_plan_text
 from ..score.hollow import layer_verdicts
+from ..score.layershape import layer_shape
 from ..stats.tally import Tally
 from .artifacts import routing_scorable
 from .routing_files import routing_row
@@ -61,6 +62,7 @@ class Finished:
         self._dir = directory
         self._spills: dict[str, PlanLines] | None = None
         self._rows: Any = None          # rundir.derived, once a record is folded (its row builders)
+        self._shaped: Any = None        # rundir.shaped.ShapedLines: the three derived lines of a record
 
     def __len__(self) -> int:
         return self.count
@@ -86,22 +88,25 @@ class Finished:
 
     def _fold(self, index: int, record: dict, mine: bool) -> None:
         got = record.get("layers")
-        verdicts = layer_verdicts(got) if type(got) is dict else None   # read once, for every fold below
-        self.tally.add(index, record, verdicts)
+        verdicts = shape = None
+        if type(got) is dict:   # read once, for every fold below
+            verdicts = layer_verdicts(got)
+            shape = layer_shape(got, verdicts)
+        self.tally.add(index, record, verdicts, shape)
         if self._spills is None:
             from . import derived   # imported once a record is folded (not per record: ~0.7 us each)
-            self._rows = derived
+            from .shaped import ShapedLines
+            self._rows, self._shaped = derived, ShapedLines()
             self._spills = {name: PlanLines(self._dir, self.n) for name in _FILES}
         s, d = self._spills, self._rows
-        layers = d.layer_strings(record, verdicts)
-        s["verdicts"].add(index, line_of(d.verdict_row(record, layers)))
-        srow = d.stats_row(record)
-        if srow:
-            s["stats"].add(index, line_of(srow))
+        vline, sline, rline = self._shaped.lines(record, verdicts, shape)   # from its shape's template
+        s["verdicts"].add(index, vline)
+        if sline is not None:
+            s["stats"].add(index, sline)
         if record.get("holdout"):
             self._holdout[index] = 1
         else:
-            s["results"].add(index, line_of(d.results_row(record, layers)))
+            s["results"].add(index, rline)
         reps = d.repeat_rows(record)
         if reps:
             s["repeats"].add(index, b"".join(line_of(r) for r in reps))

@@ -182,6 +182,9 @@ def hollow_layers(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, A
     return fold.result()
 
 
+_READS_NO_ENTRY = frozenset({NA, UNSCORABLE, PASS, FAIL})   # HollowFold.add's verdicts that read no entry
+
+
 class HollowFold:
     """hollow_layers() one record at a time, in any order (`index`: the record's position, so a
     tie between reasons still goes to the first seen in that order)."""
@@ -190,11 +193,23 @@ class HollowFold:
         self.asserting: dict[str, list] = {}          # layer -> [cases, first index]
         self.scored: set[str] = set()
         self.reasons: dict[str, dict[str, list]] = {}  # layer -> reason -> [count, first index]
+        # layer shapes (score.layershape) with no verdict but n/a, unscorable, pass and fail: a record of one
+        # reads no entry here and asserts only layers it scores, so once its shape's first record is folded
+        # (the layers put in `scored`) the rest change nothing result() says: skipped (False: not such a shape)
+        self._done: dict[Any, bool] = {}
 
-    def add(self, index: int, record: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> None:
-        """`verdicts`: layer_verdicts of the record's layers, when the caller has them already."""
+    def add(self, index: int, record: Mapping[str, Any], verdicts: Mapping[str, str] | None = None,
+            shape: Any = None) -> None:
+        """`verdicts`: layer_verdicts of the record's layers, when the caller has them already; `shape`:
+        score.layershape.layer_shape of them, or None."""
         if record.get("verdict") == "skipped":
             return
+        if shape is not None:
+            done = self._done.get(shape)
+            if done:
+                return
+            if done is None:
+                self._done[shape] = all(v in _READS_NO_ENTRY for v in shape.verdicts)
         layers = record.get("layers") or {}
         for layer, v in (layer_verdicts(layers) if verdicts is None else verdicts).items():
             # asserted(layer, entry), its verdict read once

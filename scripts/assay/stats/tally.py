@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, JUDGE_UNSTABLE, LAYER_ORDER, PASS, SIM_HARNESS_OUTCOMES,
-                          SKIPPED, UNSCORABLE, UNSCORED)
+from ..core.vocab import (FAIL, INFRA_ERROR, INFRA_INCOMPLETE, JUDGE_UNSTABLE, PASS, SIM_HARNESS_OUTCOMES, SKIPPED,
+                          UNSCORED)
 from ..score.answer_leaf import NotTextFold
 from ..score.hollow import AbsenceFold, HollowFold, layer_verdicts
+from ..score.layershape import LayerShape
+from .layer_table import LayerTable
 from .pairwise import PairwiseFold
 
 _BASIC = ("n", "attempted", "passes", "failures", "gating_failures", "unscored", "skipped", "infra_errors",
@@ -86,9 +88,7 @@ class Tally:
         self.main, self.holdout = _Basic(), _Basic()
         self.attempted_all = self.crashes = self.repeated_5xx = self.rate_limited_retries = self.scorer_errors = 0
         self.canaries = {"n": 0, "passed": 0, "failed": 0, "not_verified": 0}
-        self.layers: dict[str, dict[str, int]] = {name: {} for name in LAYER_ORDER}
-        self.unscorable: dict[str, list] = {}    # layer -> [cases, (index, blocked_by) or None]
-        self.unjudged: dict[str, int] = {}
+        self.table = LayerTable()   # summary.layers, unscorable_layers, unjudged
         self.hollow, self.absence, self.not_text = HollowFold(), AbsenceFold(), NotTextFold()
         self.single, self.conv, self.sims = _Basic(), _Basic(), _Basic()
         self.failed_turns: dict[str, int] = {}
@@ -120,8 +120,10 @@ class Tally:
             self.add(i, r)
         return self
 
-    def add(self, index: int, r: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> None:
-        """`verdicts`: score.hollow.layer_verdicts(r["layers"]), when the caller has them (read once a case)."""
+    def add(self, index: int, r: Mapping[str, Any], verdicts: Mapping[str, str] | None = None,
+            shape: LayerShape | None = None) -> None:
+        """`verdicts`: score.hollow.layer_verdicts(r["layers"]), when the caller has them (read once a case);
+        `shape`: score.layershape.layer_shape of them (the same layers and verdicts), or None."""
         self.count += 1
         v = r.get("verdict")
         if v != SKIPPED:
@@ -145,22 +147,9 @@ class Tally:
             self.holdout.add(r)
         layers = r.get("layers") or {}
         verdicts = layer_verdicts(layers) if verdicts is None else verdicts
-        for (name, entry), lv in zip(layers.items(), verdicts.values()):
-            lv = lv if type(entry) is dict or isinstance(entry, dict) else str(entry)   # a Mapping too: as itself
-            bucket = self.layers.get(name) or self.layers.setdefault(name, {})
-            bucket[lv] = bucket.get(lv, 0) + 1
-            if lv == UNSCORABLE:
-                slot = self.unscorable.setdefault(name, [0, None])
-                slot[0] += 1
-                if isinstance(entry, dict) and entry.get("blocked_by") is not None:
-                    if slot[1] is None or index < slot[1][0]:
-                        slot[1] = (index, entry.get("blocked_by"))
-            if name == "judged" and lv == UNSCORED and isinstance(entry, dict):
-                reason = str(entry.get("reason") or "")
-                if reason.startswith("unjudged"):
-                    self.unjudged[reason] = self.unjudged.get(reason, 0) + 1
+        self.table.add(index, layers, verdicts, shape)
         self._answer_absent(index, r)
-        self.hollow.add(index, r, verdicts)
+        self.hollow.add(index, r, verdicts, shape)
         self.absence.add(index, r, verdicts)
         self.not_text.add(index, r)
         self._kind(index, r)
@@ -325,10 +314,10 @@ class Tally:
         summary["scorer_errors"] = self.scorer_errors
         summary["canaries"] = dict(self.canaries)
         summary["holdout"] = self.holdout.doc()
-        summary["layers"] = {name: dict(b) for name, b in self.layers.items()}
+        summary["layers"] = self.table.counted()
         summary["unscorable_layers"] = {name: {"cases": n, "blocked_by": first[1] if first else None}
-                                        for name, (n, first) in self.unscorable.items()}
-        summary["unjudged"] = dict(self.unjudged)
+                                        for name, (n, first) in self.table.unscorable.items()}
+        summary["unjudged"] = dict(self.table.unjudged)
         summary["hollow_layers"] = self.hollow.result()
         absence = self.absence.result()
         if absence is not None:
