@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from fakeapp import app, case, make_plan, run_runner, state, write_plan  # noqa: F401 (fixtures)
 from helpers import run_script
 
@@ -91,3 +93,28 @@ def test_the_head_past_the_case_rows_is_the_whole_documents_head(app, state, tmp
     assert head_past_cases(text.replace(b'"run_id"', b'"zz"', 1).replace(b'"summary"', b'"aa"', 1)) is None  # unsorted
     assert head_past_cases(text[:-3]) is None
     assert head_past_cases(text.replace(b"\n  ]", b"\n  ] x", 1)) is None
+
+
+def test_the_head_past_the_case_rows_is_none_where_the_document_is_not_json(tmp_path, monkeypatch):
+    """report.cases_cut.head_past_cases: bytes that only look like the runner's layout (a comma with no
+    key after or before it, a form feed where JSON allows no blank) are not a document: None, and
+    read_results_file reads them as read_json_file does (its error), never a head from them."""
+    from assay.core.errors import AssayError
+    from assay.report.cases_cut import head_past_cases
+    from assay.report.run_files import read_json_file, read_results_file
+    from assay.rundir import streamed
+    monkeypatch.setattr(streamed, "WALK_ABOVE", 0)   # as a 100,000-case results.json is read
+    path = tmp_path / "results.json"
+    doc = {"cases": [{"case_id": "a", "layers": {"x": ["p", "q"]}}]}
+    text = json.dumps(doc, indent=2, sort_keys=True).encode()
+    assert head_past_cases(text) == {}
+    assert head_past_cases(json.dumps({"app": "x", **doc}, indent=2).encode()) == {"app": "x"}
+    for bad in (text.replace(b"\n  ]\n}", b"\n  ],\n}"), text.replace(b"\n  ]\n}", b"\n  ]\x0c}"),
+                text.replace(b"\n  ]\n}", b"\n  ]\x0b}"), b"{\n ," + text[1:], b"{\n  1," + text[1:]):
+        with pytest.raises(ValueError):
+            json.loads(bad)
+        assert head_past_cases(bad) is None, bad[-12:]
+        path.write_bytes(bad)
+        for read in (read_json_file, lambda p: read_results_file(p, rows=False)):
+            with pytest.raises(AssayError, match="not readable UTF-8 JSON"):
+                read(path)

@@ -14,7 +14,9 @@ from typing import Any
 
 from ..core.errors import AssayError
 from ..core.ids import is_safe_case_id
-from ..report.rundir import load_results, read_jsonl_file, try_json_head
+from ..report.rundir import load_results, try_json_head
+from ..report.cases_cut import typed_cases_head
+from ..report.run_files import read_jsonl_by_id
 from ..core import casestore
 from ..core.jsonio import plain_loads
 
@@ -142,9 +144,7 @@ def load_side(run_dir: Path, what: str) -> Side:
     status = results["summary"].get("status")
     if status == "running":
         raise AssayError(_unfinished_words(run_dir, results, what), 2, path=str(run_dir))
-    by_id = _RowsById()
-    read_jsonl_file(run_dir / "verdicts.jsonl", share=True, take=by_id.add)
-    rows = by_id.rows
+    rows = read_jsonl_by_id(run_dir / "verdicts.jsonl", _RowsById().kept)
     table = _CaseHashes(rows)
     manifest = _manifest_rows(run_dir, table)
     if not isinstance(manifest, dict) or table.deep:
@@ -173,7 +173,8 @@ def _unfinished_words(run_dir: Path, results: dict, what: str) -> str:
 class _RowsById:
     """verdicts.jsonl's rows by case id as they are read, each held without its `case_id` (the key
     says it) and one object for every row alike but for its id (at 100,000 cases a handful of rows,
-    not 100,000 dicts: ~40 MB a side). Read-only, as every row of a comparison is."""
+    not 100,000 dicts: ~40 MB a side). Read-only, as every row of a comparison is. load_side asks
+    `kept` once per shape of verdicts.jsonl line (report.run_files.read_jsonl_by_id)."""
 
     def __init__(self) -> None:
         self.rows: dict[str, dict] = {}
@@ -181,15 +182,17 @@ class _RowsById:
 
     def add(self, row: Any) -> None:
         cid = row.get("case_id") if isinstance(row, dict) else None
-        if not isinstance(cid, str):
-            return
-        rest = {k: v for k, v in row.items() if k != "case_id"}
+        if isinstance(cid, str):
+            self.rows[cid] = self.kept({k: v for k, v in row.items() if k != "case_id"})
+
+    def kept(self, rest: dict) -> dict:
+        """The one object held for a row without its case id (`rest` itself, or an equal one held before)."""
         if self.alike is not None:   # containers by identity (rows of a shape share theirs), kept alive here
             key = tuple((k, (type(v), id(v)) if isinstance(v, (dict, list)) else (type(v), v)) for k, v in rest.items())
             rest = self.alike.setdefault(key, rest)
             if len(self.alike) > 10_000:   # rows that share nothing: stop sharing, never grow without bound
                 self.alike = None
-        self.rows[cid] = rest
+        return rest
 
 
 def _rows_by_id(lines: Any) -> dict[str, dict]:
@@ -202,14 +205,48 @@ def _rows_by_id(lines: Any) -> dict[str, dict]:
 
 def _manifest_rows(run_dir: Path, table: "_CaseHashes") -> Any:
     """manifest.yaml's top-level keys, each case row handed to `table` (walked one at a time, or
-    from the whole document when the walk cannot take the file); None when it cannot be read."""
-    manifest = try_json_head(Path(run_dir) / "manifest.yaml", table)
+    from the whole document when the walk cannot take the file); None when it cannot be read.
+    A big manifest whose rows are what the runner writes (see `_manifest_row_type`) is decoded by
+    msgspec into those four strings alone (~15x sooner than the walk): the same answer."""
+    path = Path(run_dir) / "manifest.yaml"
+    decode = _typed_rows(path)
+    got = typed_cases_head(path, decode) if decode is not None else None
+    if got is not None:
+        for c in got[1]:
+            table.put(c.id, c.case_sha256, c.set, c.sha256)
+        return got[0]
+    manifest = try_json_head(path, table)
     if isinstance(manifest, dict) and "cases" in manifest:   # parsed whole: its rows as before
         cases = manifest.get("cases")
         for c in cases if isinstance(cases, list) else []:
             table(c)
         manifest = {k: v for k, v in manifest.items() if k != "cases"}
     return manifest
+
+
+def _typed_rows(path: Path) -> Any:
+    """The typed decode of a manifest's `cases` array (jsonio.fast_typed), when the file is big enough
+    for the faster decoder; None otherwise."""
+    from ..core.jsonio import bulk, fast_typed
+    try:
+        bulk(os.stat(path).st_size)
+    except OSError:
+        return None
+    return fast_typed(_manifest_row_type)
+
+
+def _manifest_row_type(msgspec: Any) -> Any:
+    """A manifest's case rows as `_CaseHashes` reads them, typed so that msgspec refuses every array
+    on which its answer could differ from the walk's: each row an object with a string `id` and no
+    key but `id`, `case_sha256`, `set` and `sha256`, each a string or null or absent (then None, as
+    `.get` reads it; a repeated key: the last, as json's). Such a row nests two deep, never too deep.
+    A row of any other kind (a number, a nested value, an extra key): the walk reads the file."""
+    class Row(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+        id: str
+        case_sha256: str | None = None
+        set: str | None = None
+        sha256: str | None = None
+    return list[Row]
 
 
 class _CaseHashes:
@@ -229,16 +266,16 @@ class _CaseHashes:
         from ..core.jsonio import MAX_DEPTH, too_deep
         if not self.deep and too_deep(c, MAX_DEPTH - 2) is not None:
             self.deep = True
-        if not isinstance(c, dict) or not isinstance(c.get("id"), str):
-            return
-        cid = c["id"]
+        if isinstance(c, dict) and isinstance(c.get("id"), str):
+            self.put(c["id"], c.get("case_sha256"), c.get("set"), c.get("sha256"))
+
+    def put(self, cid: str, case_sha256: Any, set_: Any, sha256: Any) -> None:
+        """One case row with a string id: its case_sha256 (and holdout), or with `legacy` its sha256."""
         known = next(self.ids, None)
         cid = known if known == cid else cid
         if self.legacy is not None:
-            legacy = c.get("sha256")
-            self.legacy[cid] = legacy if isinstance(legacy, str) else None
+            self.legacy[cid] = sha256 if isinstance(sha256, str) else None
             return
-        h = c.get("case_sha256")
-        self.case_hash[cid] = h if isinstance(h, str) else None
-        if c.get("set") == "holdout":
+        self.case_hash[cid] = case_sha256 if isinstance(case_sha256, str) else None
+        if set_ == "holdout":
             self.holdout.add(cid)

@@ -196,6 +196,23 @@ def fast_decode(data: str | bytes) -> Any:
         return MISSING
 
 
+def fast_typed(kind: Any) -> Any:
+    """msgspec's JSON decode into the type `kind(msgspec)` builds (once per `kind`), or None when the
+    faster decoder is not engaged (`bulk`). A typed decode answers only for input of that type: the
+    caller proves that its answer is the standard library's on what it takes, and reads the rest
+    as before."""
+    if _fast is None:
+        return None
+    decode = _TYPED.get(kind)
+    if decode is None:
+        import msgspec
+        decode = _TYPED[kind] = msgspec.json.Decoder(kind(msgspec)).decode
+    return decode
+
+
+_TYPED: dict[Any, Any] = {}
+
+
 def plain_loads(data: str | bytes) -> Any:
     """json.loads(data): the same value or the same exception (sooner once `bulk` engaged msgspec)."""
     doc = fast_decode(data)
@@ -249,40 +266,59 @@ def line_parser(text: str, *, max_depth: int | None = None) -> Any:
 
 def id_line_parser(parse: Any, key: str = "case_id", limit: int = 4096) -> Any:
     """`parse` (a function of one JSONL line) for rows that differ mostly by one top-level string,
-    `key` (verdicts.jsonl: ten thousand lines, a handful of shapes): a line whose only `"key": "`
-    holds a plain string (no escape, nothing unprintable: its text is its value) is parsed once
-    per shape, the line with that string written as `\\u0000` (in a line holding no `\\u0000`, so
-    the parse's NUL at `key` can only be that string's), and the row is a copy of that parse with
-    the string put back. The answer is `parse(line)`'s (the same value; any line the shape parse
-    does not take, and any error, is `parse(line)` itself), but rows share their nested values:
-    read them, never change them. At most `limit` shapes are kept."""
-    marker = f'"{key}": "'
-    shapes: dict[str, Any] = {}
+    `key` (verdicts.jsonl: ten thousand lines, a handful of shapes): a line `IdShapes` takes is parsed
+    once per shape and the row is a copy of that parse with the string put back. The answer is
+    `parse(line)`'s (the same value; any line the shape parse does not take, and any error, is
+    `parse(line)` itself), but rows share their nested values: read them, never change them."""
+    shapes = IdShapes(parse, key, limit)
 
     def parse_row(line: str) -> Any:
+        got = shapes.shape(line)
+        if got is None:
+            return parse(line)
+        row = dict(got[1][0])
+        row[key] = got[0]
+        return row
+    return parse_row
+
+
+class IdShapes:
+    """JSONL lines alike but for one top-level string, `key`: a line whose only `"key": "` holds a
+    plain string (no escape, nothing unprintable: its text is its value) is parsed once per shape,
+    the line with that string written as `\\u0000` (in a line holding no `\\u0000`, so the parse's
+    NUL at `key` can only be that string's). At most `limit` shapes are kept."""
+
+    def __init__(self, parse: Any, key: str = "case_id", limit: int = 4096) -> None:
+        self.parse, self.key, self.limit = parse, key, limit
+        self.marker = f'"{key}": "'
+        self.shapes: dict[str, list] = {}
+
+    def shape(self, line: str) -> tuple[str, list] | None:
+        """(the line's `key` string, [its shape's parse, a slot for the caller: None until it sets it,
+        kept with the shape]) when parse(line) is that parse with the string at `key`; None when the
+        line is not read by its shape (parse(line) is the answer, or its error)."""
+        marker = self.marker
         at = line.find(marker)
         if at < 0 or line.find(marker, at + 1) >= 0 or _NUL_ESCAPE in line:
-            return parse(line)
+            return None
         start = at + len(marker)
         end = line.find('"', start)
         value = line[start:end]
         if end < 0 or "\\" in value or not value.isprintable():
-            return parse(line)
+            return None
         shape_text = line[:start] + _NUL_ESCAPE + line[end:]
-        shape = shapes.get(shape_text)
-        if shape is None:
+        entry = self.shapes.get(shape_text)
+        if entry is None:
             try:
-                shape = parse(shape_text)
+                shape = self.parse(shape_text)
             except ValueError:
-                return parse(line)
-            if not (isinstance(shape, dict) and shape.get(key) == "\x00"):
-                return parse(line)
-            if len(shapes) < limit:
-                shapes[shape_text] = shape
-        row = dict(shape)
-        row[key] = value
-        return row
-    return parse_row
+                return None
+            if not (isinstance(shape, dict) and shape.get(self.key) == "\x00"):
+                return None
+            entry = [shape, None]
+            if len(self.shapes) < self.limit:
+                self.shapes[shape_text] = entry
+        return value, entry
 
 
 _NUL_ESCAPE = "\\u0000"

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AssayError
-from ..core.jsonio import MAX_DEPTH, id_line_parser, line_parser, loads, too_deep
+from ..core.jsonio import MAX_DEPTH, IdShapes, id_line_parser, line_parser, loads, too_deep
 from ..core.writer import read_bytes
+from .cases_cut import head_past_cases
 
 
 def read_json_file(path: Path) -> Any:
@@ -173,52 +174,6 @@ def read_results_file(path: Path, *, rows: bool = True) -> Any:
     return {key: top[key] if key != "cases" else cases for key in sorted([*top, "cases"])}
 
 
-_CASES_OPEN = b'{\n  "cases": [\n'
-_CASES_KEY = b'\n  "cases": [\n'
-
-
-def head_past_cases(data: bytes) -> dict | None:
-    """The top-level keys but `cases` of a results.json as the runner writes it (sorted keys: the few
-    before `cases` (`app`) each on a line of its own, then `cases`, one case row a line at four spaces,
-    the array closed at two), parsed from the bytes before and after the array without reading a row;
-    None when the bytes are not that shape (the caller walks the file). A raw newline never occurs inside
-    a JSON string, so `\n  "cases": [` and `\n  ]` are tokens; in the runner's layout (and any indent-2
-    one) they open and close the top-level array. In any other valid document where they belong to a
-    deeper value, the bytes around them do not parse as the keys of one object, so the answer is None:
-    exact or nothing. The rows are not looked at: for a reader that drops them (a comparison's side,
-    after its run dir passed the completeness check)."""
-    if data.startswith(_CASES_OPEN):
-        before, opened = {}, len(_CASES_OPEN)
-    else:
-        at = data.find(_CASES_KEY) if data.startswith(b"{\n") else -1
-        if at < 0 or data[at - 1:at] != b",":
-            return None
-        try:   # the keys before `cases` (`app`: a line each), as one object
-            before = loads("{" + data[1:at - 1].decode("utf-8") + "}", max_depth=MAX_DEPTH)
-        except (UnicodeDecodeError, ValueError):
-            return None
-        if not isinstance(before, dict) or not all(k < "cases" for k in before):
-            return None
-        opened = at + len(_CASES_KEY)
-    close = data.find(b"\n  ]", opened - 1)
-    if close < 0:
-        return None
-    after = close + len(b"\n  ]")
-    if data[after:after + 1] == b",":
-        rest = b"{" + data[after + 1:]
-    elif data[after:].strip() == b"}":
-        rest = b"{}"
-    else:
-        return None
-    try:
-        head = loads(rest.decode("utf-8"), max_depth=MAX_DEPTH)
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(head, dict) or "cases" in head or list(head) != sorted(head) or set(head) & set(before):
-        return None
-    return {**before, **head} if before else head
-
-
 class _DroppedRows:
     """A walk's table that keeps no case row (only whether one nests too deep)."""
 
@@ -238,29 +193,72 @@ def read_jsonl_file(path: Path, *, share: bool = False, take: Any = None) -> lis
     e.g. verdicts.jsonl of a 100,000-case run for a comparison). `take` (with `share`): each row
     handed to it as it is read, none kept (the list returned is empty)."""
     path = Path(path)
-    if not path.exists() and not path.is_symlink():
-        return []
     rows = _SharedRows(check_depth=False) if share else []   # loads() checks each row's depth
-    try:
-        text = read_bytes(path).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AssayError(f"{path}: not readable UTF-8 ({exc})", 2, path=str(path)) from None
+    text = _jsonl_text(path)
+    if text is None:
+        return []
     parse = line_parser(text, max_depth=MAX_DEPTH)   # loads(line, max_depth=MAX_DEPTH), sooner
     if share:   # the rows are read-only: lines alike but for their case id are parsed once
         parse = id_line_parser(parse)
     for lineno, line in enumerate(split_lines(text), 1):
         if not line.strip():
             continue
-        try:
-            row = parse(line)
-        except ValueError as exc:
-            raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
+        row = _parsed(parse, line, path, lineno)
         if isinstance(row, dict):
             if take is not None and share:
                 take(rows.shared(row))
             else:
                 rows.append(row)
     return list(rows) if share else rows
+
+
+def read_jsonl_by_id(path: Path, keep: Any, key: str = "case_id") -> dict[str, Any]:
+    """`{row[key]: keep(row without key)}` over read_jsonl_file(path)'s rows whose `key` is a string,
+    in the order of each id's first row (a later row of an id replaces its value), with the same
+    errors. Each row is shared as `_SharedRows` says before `keep` sees it. `keep` must answer from
+    the row's value alone (read-only rows: verdicts.jsonl for a comparison): it is asked once per
+    shape of line (lines alike but for their id, jsonio.IdShapes), its answer kept for every line
+    of that shape; 100,000 lines of a handful of shapes are a find and a dict look-up each, not a
+    parse, a copy and two sharing passes."""
+    path = Path(path)
+    text = _jsonl_text(path)
+    if text is None:
+        return {}
+    parse = line_parser(text, max_depth=MAX_DEPTH)   # loads(line, max_depth=MAX_DEPTH), sooner
+    shapes = IdShapes(parse, key)
+    share = _SharedRows(check_depth=False).shared   # loads() checks each row's depth
+    out: dict[str, Any] = {}
+    for lineno, line in enumerate(split_lines(text), 1):
+        if not line.strip():
+            continue
+        got = shapes.shape(line)
+        if got is not None:   # its shape's parse, the id put back: read from the shape once
+            entry = got[1]
+            if entry[1] is None:
+                entry[1] = (keep(share({k: v for k, v in entry[0].items() if k != key})),)
+            out[got[0]] = entry[1][0]
+            continue
+        row = _parsed(parse, line, path, lineno)
+        if isinstance(row, dict) and isinstance(row.get(key), str):
+            out[row[key]] = keep(share({k: v for k, v in row.items() if k != key}))
+    return out
+
+
+def _jsonl_text(path: Path) -> str | None:
+    """A JSONL file's text (None: absent); AssayError(2) when it is not readable UTF-8."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AssayError(f"{path}: not readable UTF-8 ({exc})", 2, path=str(path)) from None
+
+
+def _parsed(parse: Any, line: str, path: Path, lineno: int) -> Any:
+    try:
+        return parse(line)
+    except ValueError as exc:
+        raise AssayError(f"{path}:{lineno}: not a JSON line ({exc})", 2, path=str(path), line=lineno) from None
 
 
 _BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
