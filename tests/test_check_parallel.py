@@ -70,3 +70,31 @@ def test_a_base_that_fails_verify_is_refused_before_any_comparison(app, state, t
     answers = [run_script("compare_runs", bad, out, env=env) for env in (ONE, FORKED)]
     assert [a.rc for a in answers] == [2, 2] and answers[0].stdout == answers[1].stdout
     assert "answer.txt (edited: its sha256 differs" in json.loads(answers[1].stdout)["error"]
+
+
+def test_the_record_checks_chunks_go_each_to_one_process(tmp_path, monkeypatch):
+    """rundir.parallel.Shares: the journal's committed lines (a case's first line; not a second line of
+    the same case, nor a line that is no record) handed out in chunks, each to exactly one of two
+    processes reading at once, as the bytes iter_lines reads at those offsets."""
+    from assay.core import casestore
+    from assay.rundir import parallel
+    lines = [casestore.record_line(f"c-{i:03d}", {"case_id": f"c-{i:03d}", "verdict": "pass"},
+                                   {"answer.txt": f"answer {i}".encode() * (i % 7)}) for i in range(40)]
+    lines[5:5] = [b"not a record\n", lines[3]]   # a garbled line; c-003 recorded twice (its first line counts)
+    (tmp_path / casestore.JOURNAL).write_bytes(b"".join(lines))
+    store = casestore.scan(tmp_path)
+    committed = {offset: line for offset, line in casestore.iter_lines(tmp_path / casestore.JOURNAL)
+                 if casestore.head_of(line)[0] is not None
+                 and store.offset_of(casestore.head_of(line)[0]) == offset}
+    assert len(committed) == 40
+    monkeypatch.setattr(parallel.Shares, "MIN_LINES", 3)   # 14 chunks
+    share = parallel.Shares(store)
+    assert share.usable and len(share.chunks) == 14
+    child = parallel.Child(lambda: [(offset, line) for offset, line in share.lines()])
+    mine = list(share.lines())
+    theirs = child.result()
+    share.close()
+    assert theirs is not None
+    got = sorted(mine + theirs)
+    assert [offset for offset, _ in got] == sorted(committed)   # every committed line once, by one process
+    assert dict(got) == committed

@@ -476,6 +476,42 @@ def test_a_broken_run_is_named_as_before(app, state):
         assert problems == want and fast, name
         assert how == ({"processes": 1, "fallback": "the record checks found a problem"} if name in record_breaks
                        else {"processes": 2}), (name, how)
+    # the same, with every record checked by the parent's share (rundir.parallel.Shares: the chunks the child
+    # has not taken when the parent's fold is done; here the child takes none): a broken record the parent
+    # checks fails the check as one the child checks does
+    checked = subprocess.run([sys.executable, "-c", _PARENT_CHECKS, *(str(run) for run, _ in runs.values())],
+                             capture_output=True, text=True, env=dict(os.environ, ASSAY_CHECK_FORK_ABOVE="0",
+                                                                      PYTHONPATH=str(SCRIPTS)), timeout=600)
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    for (name, (_run, want)), (problems, how, taken) in zip(runs.items(), json.loads(checked.stdout)):
+        assert problems == want, name
+        assert how == ({"processes": 1, "fallback": "the record checks found a problem"} if name in record_breaks
+                       else {"processes": 2}), (name, how)
+        assert taken == (name != "a manifest row off-schema"), name   # the parent checked records (a bad manifest: none read)
+
+
+_PARENT_CHECKS = """
+import json, sys
+from pathlib import Path
+from assay.rundir import parallel
+from assay.rundir.runlog_check import check_runlog
+taken = []
+own_checks = parallel.own_checks
+def runlog_only(out, store, index_of, name, verdict_schema, share=None):   # the child: no record taken
+    runlog = []
+    check_runlog(Path(out) / "run.log", runlog)
+    return [], runlog
+def counted(store, index_of, name, verdict_schema, share=None):
+    taken.append(1)
+    return own_checks(store, index_of, name, verdict_schema, share)
+parallel.record_checks, parallel.own_checks = runlog_only, counted
+from assay.rundir.completeness import check_run_dir
+out = []
+for run in sys.argv[1:]:
+    del taken[:]
+    out.append([check_run_dir(Path(run))[0], dict(parallel.LAST), bool(taken)])
+print(json.dumps(out))
+"""
 
 
 _CHECK_EACH = """

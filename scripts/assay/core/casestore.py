@@ -38,7 +38,7 @@ _HEAD = b'{"case_id": '
 _VERDICT_KEY = ', "verdict": '
 _FILES_KEY = ', "files": '
 _HEAD_BYTES = 512                 # head_of: the bytes decoded to read a line's case id
-_LEN_BITS = 40                    # an index entry: offset << 40 | line length (a line < 1 TiB)
+LEN_BITS = _LEN_BITS = 40         # an index entry: offset << 40 | line length (a line < 1 TiB; rundir.parallel)
 _LEN_MASK = (1 << _LEN_BITS) - 1
 _decoder = json.JSONDecoder()
 

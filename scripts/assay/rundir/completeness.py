@@ -111,14 +111,17 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
     verdict_schema = _VerdictSchema() if schemas else None
     parallel.LAST.clear()
     if known is None and schemas and parallel.usable(store):   # the record checks in a child (rundir.parallel)
-        child = parallel.Child(lambda: parallel.record_checks(out, store, index_of, name, verdict_schema))
+        share = parallel.Shares(store)   # the record checks' chunks, this process's once its own work is done
+        child = parallel.Child(lambda: parallel.record_checks(out, store, index_of, name, verdict_schema,
+                                                              share if share.usable else None))
         fin = Finished(ids, keep=records, directory=None)
         try:
             got = _check_cases(out, manifest, ids, index_of, name, fin, list(problems), schemas, known, written,
-                               status, records, store, verdict_schema, child)
+                               status, records, store, verdict_schema, child, share if share.usable else None)
         finally:
             fin.close()
             child.cancel()
+            share.close()
         if got is not None:
             parallel.LAST.update(processes=2)
             return got
@@ -132,10 +135,11 @@ def check_run_dir(out: Path, *, status: str | None = None, schemas: bool = True,
 
 
 def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, known, written, status, keep,
-                 store, verdict_schema, child=None):
+                 store, verdict_schema, child=None, share=None):
     """check_run_dir once the manifest is read: the case records into `fin`, then the run's files.
-    With `child` (rundir.parallel): this process folds while the child checks each record; None
-    when the child found a problem or failed (the caller checks again in one process)."""
+    With `child` (rundir.parallel): this process folds while the child checks each record (with `share`,
+    the chunks of records it has not taken by the time this process is done are checked here); None
+    when either found a problem or the child failed (the caller checks again in one process)."""
     if child is not None:
         present = parallel.fold_only(store, index_of, fin)
     elif store.layout != "dirs":
@@ -211,6 +215,13 @@ def _check_cases(out, manifest, ids, index_of, name, fin, problems, schemas, kno
     if child is None:
         check_runlog(out / "run.log", problems)
     else:
+        try:   # the chunks of record checks the child has not taken yet, checked here meanwhile
+            mine = parallel.own_checks(store, index_of, name, verdict_schema, share) if share is not None else []
+        except (OSError, ValueError):
+            mine = ["the record checks' chunks could not be read"]
+        if mine:
+            parallel.LAST["fallback"] = "the record checks found a problem"
+            return None
         answer = child.result()
         if not isinstance(answer, tuple) or answer[0]:
             parallel.LAST["fallback"] = "the record checks found a problem" if answer else "the child gave no answer"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ..core import casestore
 from ..core.jsonio import loads, read_json, sha256_bytes
@@ -33,12 +33,13 @@ SYMLINK_PROBLEM = "a symlink: a run directory holds none, and nothing is read th
 def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name: Callable[[str], str],
                   problems: list[str], deep: bool, known: Mapping[str, dict] | None,
                   verdict_schema: "_VerdictSchema | None", records: "Finished | None", *,
-                  part: str = "both") -> list[str]:
+                  part: str = "both", lines: Iterable[tuple[int, bytes]] | None = None) -> list[str]:
     """The journal's case records into `records` (rundir.streamed.Finished, by plan index); returns
     the finished ids.
     A `known` record (the runner's own, not --verify) is not re-parsed: its committed line is
     there, and the runner composed that line from exactly these artifacts in one append.
-    `part="checks"` (rundir.parallel's child): only each record's own checks, nothing folded."""
+    `part="checks"` (rundir.parallel's two processes): only each record's own checks, nothing folded;
+    `lines`: the (offset, line) pairs to check, when not the whole journal (rundir.parallel.Shares)."""
     journal = casestore.JOURNAL
     if store.layout == "none":
         return []
@@ -51,7 +52,7 @@ def journal_cases(store: casestore.CaseStore, index_of: Mapping[str, int], name:
     for cid in [] if checks_only else store.duplicates:
         problems.append(f"{name(cid) if cid in index_of else 'cases/' + cid} (recorded twice in {journal})")
     found: list[str] = []
-    for offset, line in casestore.iter_lines(store.run_dir / journal):
+    for offset, line in casestore.iter_lines(store.run_dir / journal) if lines is None else lines:
         cid, _ = casestore.head_of(line)
         if cid is None or store.offset_of(cid) != offset:
             continue
