@@ -280,6 +280,36 @@ def test_a_piece_read_short_is_no_digest(run, monkeypatch):
     assert checked.digest(run) is None
 
 
+def test_the_pieces_hash_is_the_machines_and_a_kept_answer_of_the_other_is_not_taken(run, monkeypatch, tmp_path):
+    """The pieces are hashed with SHA-256 where the CPU has SHA instructions, else BLAKE2b (checked.PIECE_HASH):
+    either way every byte is covered, and a kept answer recorded under one hash (a run dir on shared storage,
+    read on another kind of machine) is not taken under the other: it is checked again."""
+    from assay.rundir import checked
+    info = tmp_path / "cpuinfo"
+    for flags, want in (("fpu sse2 avx2 sha_ni", "sha256"), ("fp asimd aes sha1 sha2 crc32", "sha256"),
+                        ("fpu sse2 avx2 aes", "blake2b"), ("sha1 sha512", "blake2b")):
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert checked._piece_hash(str(info)) == want, flags
+    assert checked._piece_hash(str(tmp_path / "none")) == "blake2b"
+    digests = {}
+    for name in ("sha256", "blake2b"):
+        monkeypatch.setattr(checked, "PIECE_HASH", name)
+        digests[name] = checked.digest(run)
+        monkeypatch.setattr(checked, "PIECE", 64)   # every piece counts under either hash
+        journal = run / "cases.jsonl"
+        before = journal.read_bytes()
+        _same_size_edit(journal, len(before) - 10)
+        assert checked.digest(run) != digests[name]
+        journal.write_bytes(before)
+        monkeypatch.setattr(checked, "PIECE", 16 << 20)
+        assert checked.digest(run) == digests[name]
+    assert None not in digests.values() and digests["sha256"] != digests["blake2b"]
+    monkeypatch.setattr(checked, "PIECE_HASH", "sha256")
+    assert checked.check(run) == [] and checked.known(run) == []
+    monkeypatch.setattr(checked, "PIECE_HASH", "blake2b")
+    assert checked.known(run) is None   # recorded under the other hash: not taken
+
+
 def test_verify_names_a_conditional_file_whose_condition_did_not_hold(run):
     """A comparison.json in a run made without --baseline-verdicts is not this run's own: --verify
     names it (a planted comparison would read as the run's keep decision)."""
