@@ -291,6 +291,72 @@ def test_a_big_document_written_in_pieces_is_the_same_bytes(tmp_path):
         assert (tmp_path / "s.json").read_bytes() == (tmp_path / "w.json").read_bytes(), trial
 
 
+def test_a_big_documents_later_items_encoded_apart_are_the_same_bytes(tmp_path):
+    """write_json_streamed at APART_ABOVE items or more: the second half of the items encoded by a forked
+    child (writer_stream._Apart) gives write_json's bytes wherever the half falls (inside a list, at a
+    list's edge, in a list written before others by the text's order), with items the fast encoder leaves
+    to the encoder; a child that raises or dies leaves its items to the writer, the same bytes; an item the
+    encoder refuses (NaN) in the child's half raises as it does on one process. In a fresh process with
+    no other thread (a fork is only made there)."""
+    done = subprocess.run([sys.executable, "-c", _APART, str(tmp_path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(SCRIPTS)), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"apart": 21, "failed": 2 * 21, "nan": "ValueError"}
+
+
+_APART = r"""
+import json, os, random, sys
+from pathlib import Path
+from assay.core import writer, writer_stream
+tmp = Path(sys.argv[1])
+writer_stream.APART_ABOVE = 1
+made = {"apart": 0, "failed": 0}
+real_init, real_close = writer_stream._Apart.__init__, writer_stream._Apart.close
+def counted(self, lists, texts):
+    real_init(self, lists, texts)
+    made["apart"] += self.child is not None
+def closed(self):
+    made["used"] = made.get("used", 0) + bool(self.sizes)   # the child's bytes were copied in
+    real_close(self)
+writer_stream._Apart.__init__, writer_stream._Apart.close = counted, closed
+class Tup(tuple):
+    pass
+rng = random.Random(5)
+def doc_of(sizes):
+    return {"a": 1, "z": [1, {"q": "x\ny"}], "buckets": {b: [
+        {"case_id": f"c{i}", "answer": {"changed": rng.random() < 0.5, "diff": ["é", "\n"]},
+         "odd": Tup((1, 2)) if i % 3 == 0 else [[], {}, [1, [2]]]} for i in range(n)]
+        for b, n in zip(("newly_failing", "still_passing", "only_in_base", "changed_unscored"), sizes)}}
+shapes = [(1, 1, 0, 0), (2, 0, 3, 1), (0, 0, 0, 5), (4, 4, 0, 0), (1, 0, 0, 0), (3, 1, 4, 1), (0, 6, 0, 1)]
+def each(how):
+    for sizes in shapes:
+        for _ in range(3):
+            doc = doc_of(sizes)
+            writer_stream.write_json_streamed(tmp / "s.json", doc, "buckets")
+            writer.write_json(tmp / "w.json", doc)
+            assert (tmp / "s.json").read_bytes() == (tmp / "w.json").read_bytes(), (how, sizes)
+each("apart")
+apart = made["apart"]
+assert made.pop("used") == apart
+real_later = writer_stream._Apart._encode_later
+for broken in (lambda self: 1 / 0, lambda self: os._exit(3)):
+    writer_stream._Apart._encode_later = broken
+    each("the child failed")
+writer_stream._Apart._encode_later = real_later
+made["failed"] = made["apart"] - apart
+assert made.pop("used") == 0
+doc = doc_of((2, 2, 0, 0))
+doc["buckets"]["still_passing"][1]["x"] = float("nan")
+try:
+    writer_stream.write_json_streamed(tmp / "n.json", doc, "buckets")
+    nan = "written"
+except ValueError:
+    nan = "ValueError"
+assert not (tmp / "n.json").exists()
+print(json.dumps({"apart": apart, "failed": made["failed"], "nan": nan}))
+"""
+
+
 @pytest.mark.parametrize("walk_above", [0, None])
 def test_results_rows_shared_and_heads_read_as_the_whole_parse(tmp_path, monkeypatch, walk_above):
     """report.rundir: results.json read with its rows' equal parts shared, its head alone, a JSONL
