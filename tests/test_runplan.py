@@ -65,7 +65,7 @@ def test_the_plan_is_frozen(plan_dict):
 
 @pytest.mark.parametrize("text", [
     '[1, 2]', '{"a": 1, "a": 2}', '{"cases": [], "cases": []}', '{"a": 1} trailing', '{"a": "\\ud800"}',
-    '{"a": NaN}', '{"a": 1', '',
+    '{"a": NaN}', '{"a": 1', '', '{} trailing', '{ }{}', '{}\n,',
 ])
 def test_anything_unusual_goes_to_the_whole_parse(text):
     assert read_plan_text(text) is None
@@ -73,6 +73,7 @@ def test_anything_unusual_goes_to_the_whole_parse(text):
 
 @pytest.mark.parametrize("text, words", [
     ('{"run_id": 1} x', "not readable JSON"),
+    ('{} x', "not readable JSON"),
     ('{"a": 1, "cases": [{"id": "c", "split": ["smoke"]}, NaN]}', "not readable JSON"),
     ('{"cases": [{"id": 3, "split": ["smoke"]}]}', "does not match its schema"),
 ])

@@ -187,8 +187,8 @@ def _walk(text: str, make: Any = None) -> tuple[dict[str, Any], CaseTable | None
     top: dict[str, Any] = {}
     table: CaseTable | None = None
     i = _ws(text, i + 1)
-    if text[i] == "}":
-        return top, None
+    if text[i] == "}":   # an empty object: nothing may follow it (the whole-text parse names what does)
+        return (top, None) if _ws(text, i + 1) == len(text) else None
     while True:
         if text[i] != '"':
             return None
