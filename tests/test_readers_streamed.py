@@ -257,18 +257,18 @@ def test_a_layer_answer_is_memoized_only_by_what_the_layer_check_reads():
     """completeness_case._VerdictSchema: a layer's yes/no answer is kept by the values of the keys
     its schema's properties name (type-exact) and the presence of those its `required` lists; any
     other key, or a value that is not a plain scalar, is never part of a shared answer."""
-    from assay.rundir.verdict_schema import _VerdictSchema, _reads
+    from assay.rundir.verdict_schema import _VerdictSchema
+    from assay.schemas.shapes import reads as _reads
     v = _VerdictSchema()
-    assert v.ok and v.by_value == ("verdict",) and set(v.by_presence) == {"blocked_by", "reason"}
+    memo = v.by_values
+    assert v.ok and memo.by_value == ("verdict",) and set(memo.by_presence) == {"blocked_by", "reason"}
     layers = [{"verdict": "pass"}, {"verdict": "unscorable"}, {"verdict": "unscorable", "blocked_by": "x"},
               {"verdict": "unscored"}, {"verdict": "unscored", "reason": "r"}, {"verdict": True}, {"verdict": 1},
               {"verdict": ["pass"]}, {"verdict": "maybe"}, {}, "n/a", {"verdict": "pass", "extra": {"deep": [1]}}]
     for layer, again in itertools.product(layers, repeat=2):
         for x in (layer, again):
-            key = v._key(x)
-            got = v.memo.setdefault(key, bool(v.layer_valid(x))) if key is not None else v.layer_valid(x)
-            assert got == v.layer_valid(x), x
-    assert v._key({"verdict": True}) != v._key({"verdict": 1})
+            assert memo(x) == bool(v.layer_valid(x)), x
+    assert memo.key({"verdict": True}) != memo.key({"verdict": 1})
     assert _reads({"type": "object", "additionalProperties": False}) is None
     assert _reads({"properties": {"a": {"enum": ["x"]}}, "allOf": [{"if": {"required": ["b"]}, "then": {}}]}) == \
         ({"a"}, {"b"})

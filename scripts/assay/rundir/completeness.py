@@ -343,7 +343,7 @@ def _check_jsonl(out: Path, rel: str, expected: Callable[[], Finished], key: str
     if not path.is_file():
         return
     fin = expected()
-    if same_lines(path, fin.lines(key)):
+    if same_lines(path, fin.blocks(key)):
         return
     expect = list(fin.rows(key))
     rows = _jsonl(path)

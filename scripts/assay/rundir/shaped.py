@@ -1,4 +1,5 @@
-"""A record's verdicts.jsonl, verdicts_for_stats.jsonl and results.json lines from its shape's template.
+"""A record's verdicts.jsonl, verdicts_for_stats.jsonl and results.json lines from its shape's template
+(and its routing_results.jsonl line from its routing values' template: `ShapedLines.routing`).
 
 The completeness check renders these three lines for each of a run's records (300,000 at 100,000
 cases), and a run's records come in a handful of shapes: the lines of two records differ only by
@@ -22,11 +23,15 @@ from typing import Any, Mapping
 from ..core import writer
 from ..score.layershape import LayerShape
 from . import derived
+from .routing_files import ROUTING_KEYS, routing_row
 from .rowline import line_of
 
 _ID, _TITLE = "\x00assay:case_id\x00", "\x00assay:title\x00"
 _ID_B, _TITLE_B = writer.encode(_string(_ID)), writer.encode(_string(_TITLE))
 _HELD = 4096   # shapes kept at most (a cache, never a leak)
+_STR = frozenset({str})
+# the routing values a template takes (never a float: -0.0 == 0.0, and they are written apart)
+_ROUTED = frozenset({str, bool, int, type(None), list})
 
 
 def _cut(line: bytes, holes: tuple[bytes, ...]) -> tuple[bytes, ...] | None:
@@ -47,6 +52,42 @@ class ShapedLines:
 
     def __init__(self) -> None:
         self._shapes: dict[tuple, tuple | None] = {}
+        self._routes: dict[tuple, tuple | None] = {}        # routing values (with their types) -> pieces
+        self._lists: dict[tuple, tuple[int, ...] | None] = {}   # their types -> where the lists are (None: no template)
+
+    def routing(self, record: Mapping[str, Any]) -> bytes:
+        """A routing-scorable record's routing_results.jsonl line, its id not sealed
+        (`line_of(routing_row(record, {}))`), from a template per routing values: the row is its id and
+        those values, so two records with equal values (of equal types: 1 == True as dict keys; lists
+        of strings only) have lines that differ only by the id's JSON text. Anything else is built."""
+        cid, layer = record.get("case_id"), record["layers"]["routing"]
+        if type(cid) is not str or type(layer) is not dict:
+            return line_of(routing_row(record, {}))
+        values = tuple(map(layer.get, ROUTING_KEYS))
+        types = tuple(map(type, values))
+        lists = self._lists.get(types, False)
+        if lists is False:
+            lists = tuple(i for i, t in enumerate(types) if t is list) if _ROUTED.issuperset(types) else None
+            if len(self._lists) < _HELD:
+                self._lists[types] = lists
+        if lists is None:
+            return line_of(routing_row(record, {}))
+        if lists:
+            held = list(values)
+            for i in lists:
+                if not _STR.issuperset(map(type, held[i])):
+                    return line_of(routing_row(record, {}))
+                held[i] = tuple(held[i])
+            values = tuple(held)
+        key = (types, values)
+        pieces = self._routes.get(key)
+        if pieces is None:
+            if key in self._routes or len(self._routes) >= _HELD:
+                return line_of(routing_row(record, {}))
+            pieces = self._routes[key] = _cut(line_of(routing_row(dict(record, case_id=_ID), {})), (_ID_B,))
+            if pieces is None:
+                return line_of(routing_row(record, {}))
+        return pieces[0] + writer.encode(_string(cid)) + pieces[1]
 
     def lines(self, record: Mapping[str, Any], verdicts: dict[str, str] | None, shape: LayerShape | None
               ) -> tuple[bytes, bytes | None, bytes | None]:

@@ -46,8 +46,15 @@ class PlanLines:
 
     def flush(self) -> None:
         """Write the pending lines into their buckets' regions."""
+        lens = self._lens
         for bucket in sorted(self._pending):
             new = self._pending[bucket]
+            if bucket not in self._regions:   # its first write: nothing to merge (its lengths are all 0)
+                order = sorted(new)
+                for i in order:
+                    lens[i] = len(new[i])
+                self._write(bucket, b"".join([new[i] for i in order]))
+                continue
             old = self._region(bucket)
             parts, at = [], 0
             lo = bucket * BUCKET

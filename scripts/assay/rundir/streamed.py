@@ -3,7 +3,7 @@
 - `Finished`: the finished cases' records by plan index, each folded into the counts
   (stats.tally, as the runner folds them) and its derived rows' JSON lines kept on disk in plan
   order (rundir.spill), so a 100,000-case `--verify` holds a few bytes per case, not every record.
-- `same_lines`: a derived JSONL file against those lines, read as it streams: a line whose bytes
+- `same_lines`: a derived JSONL file against those lines (in blocks), read as it streams: a line whose bytes
   are the expected line's is equal without a parse; any other line is parsed and compared as
   `completeness._same_rows` always did (so the answer is the same, only faster).
 - `CasesFile`: manifest.yaml or results.json, whose one big key is `cases`, walked one case row
@@ -26,7 +26,6 @@ from ..score.hollow import layer_verdicts
 from ..score.layershape import layer_shape
 from ..stats.tally import Tally
 from .artifacts import routing_scorable
-from .routing_files import routing_row
 from .caserows import END as _END, Rows, free_string, plain as _plain
 from .rowline import line_of  # one JSONL line as the runner writes it: sorted keys, UTF-8
 from .spill import PlanLines
@@ -114,7 +113,7 @@ class Finished:
             self.routing = True
             if record.get("holdout"):
                 self._routing_holdout = True
-            s["routing"].add(index, line_of(routing_row(record, {})))
+            s["routing"].add(index, self._shaped.routing(record))   # line_of(routing_row(record, {})), templated
         if self.keep:
             self.held[index] = record if mine else d.slim(record, share=False)
 
@@ -133,6 +132,15 @@ class Finished:
             yield from (line_of(row) for row in self.rows("routing"))
             return
         yield from self._spills[name].lines()
+
+    def blocks(self, name: str) -> Iterator[bytes]:
+        """The same lines in blocks of whole lines (the spill's buckets; the sealed routing rows one by one)."""
+        if self._spills is None:
+            return
+        if name == "routing" and self._routing_holdout:
+            yield from self.lines(name)
+            return
+        yield from self._spills[name].chunks()
 
     def rows(self, name: str) -> Iterator[dict]:
         """The same, parsed (routing rows with holdout ids sealed as `<holdout #i>`, in plan order)."""
@@ -161,17 +169,19 @@ class Finished:
 
 # --------------------------------------------------------------------- a JSONL file
 def same_lines(path: Path, expected: Iterable[bytes]) -> bool:
-    """True when the file's rows are exactly the rows of `expected` (canonical lines), as
-    completeness._same_rows answers: False on any doubt (a link, a line that is not one JSON line,
-    a last line with no newline). A byte-equal line is equal; any other line is parsed."""
+    """True when the file's rows are exactly the rows of `expected` (canonical lines, given in blocks
+    of one or more whole lines: `Finished.blocks`), as completeness._same_rows answers: False on any
+    doubt (a link, a line that is not one JSON line, a last line with no newline). A byte-equal line
+    of a plain block is equal; any other line is parsed."""
     if path.is_symlink():
         return False
-    want_iter = iter(expected)
+    plain = [False]
+    want_iter = _lines(expected, plain)
     want = next(want_iter, _END)
     end = 0
     for offset, raw in casestore.iter_lines(path):
         end = offset + len(raw)
-        if want is not _END and raw == want and _plain(raw):
+        if want is not _END and raw == want and plain[0]:
             want = next(want_iter, _END)
             continue
         try:
@@ -193,6 +203,22 @@ def same_lines(path: Path, expected: Iterable[bytes]) -> bool:
         return want is _END and end == path.stat().st_size
     except OSError:
         return False
+
+
+def _lines(blocks: Iterable[bytes], plain: list[bool]) -> Iterator[bytes]:
+    """Each line of each block, `plain[0]` saying whether caserows.plain holds for the line's block
+    while it is yielded. That is one search per block, and it holds for each of the block's lines:
+    none of the patterns plain searches for (a surrogate escape, NaN, Infinity, U+0085, U+2028,
+    U+2029 in UTF-8) has a newline byte in it, so no match spans two lines, and a block with no
+    match and ASCII (or no separator) has none in any of its lines. A line of a block that is not
+    plain is parsed (the same answer, only slower)."""
+    for block in blocks:
+        plain[0] = _plain(block)
+        start, size = 0, len(block)
+        while start < size:
+            nl = block.index(b"\n", start)
+            yield block[start:nl + 1]
+            start = nl + 1
 
 
 # --------------------------------------------------------------------- manifest.yaml, results.json

@@ -8,7 +8,6 @@ in full by the caller, so every problem is worded by the full validation.
 from __future__ import annotations
 
 import json
-from itertools import repeat
 from typing import Any
 
 from ..schemas import iter_errors
@@ -26,9 +25,10 @@ def _schema_problem(doc: Any, name: str, enabled: bool = True) -> str | None:
 
 class _VerdictSchema:
     """--verify's JSON Schema pass over every verdict.json: the envelope (with `layers` taken as any
-    object) through the yes/no check, then each layer against `$defs/layer` (compiled, its answer
-    memoized by the values of the few keys it reads, `_reads`; with jsonschema instead, cached by
-    its canonical JSON: most layers of a run are the same few objects). Only a yes/no: any doc found invalid goes through the full validation, so
+    object) through the yes/no check (per shape of record: schemas.shapes.Shaped), then each layer
+    against `$defs/layer` (compiled, its answer memoized by the values of the few keys it reads,
+    schemas.shapes.ByValues; with jsonschema instead, cached by its canonical JSON: most layers of
+    a run are the same few objects). Only a yes/no: any doc found invalid goes through the full validation, so
     the problem reported is exactly the full one's. Falls back to the full validation for every
     doc when the schema's `layers` part is not the shape this relies on.
     """
@@ -61,15 +61,18 @@ class _VerdictSchema:
         self.cache: dict[str, bool] | None = {}
         self.alone: dict[str, bool] = {}   # `{"verdict": s}` -> its answer, by s
         from ..schemas.fast import Compiler, Unsupported
+        from ..schemas.shapes import ByValues, Shaped, reads
         try:  # the yes/no check without jsonschema (assay.schemas.fast), else jsonschema's
             compiler = Compiler(load_schema)
-            self.envelope_valid = compiler.compile("verdict", envelope)
+            try:   # the same answers, per shape of record (schemas.shapes)
+                self.envelope_valid = Shaped(compiler, "verdict", envelope)
+            except Unsupported:
+                self.envelope_valid = compiler.compile("verdict", envelope)
             self.layer_valid = compiler.compile("verdict", layer_schema)
             self.cache = None   # a compiled layer check needs no cache keyed by the whole layer
-            reads = _reads(layer_schema)
-            if reads is not None:   # its answer is a function of a few keys: memoized by their values
-                self.by_value, self.by_presence = tuple(sorted(reads[0])), tuple(sorted(reads[1] - reads[0]))
-                self.memo: dict[tuple, bool] = {}
+            read = reads(layer_schema)
+            if read is not None:   # its answer is a function of a few keys: memoized by their values
+                self.by_values = ByValues(self.layer_valid, read)
             return
         except Unsupported:
             pass
@@ -93,8 +96,7 @@ class _VerdictSchema:
                 or not self.envelope_valid(rec):
             return False
         if self.cache is None:
-            memo = getattr(self, "memo", None)
-            key_of, alone = self._key, self.alone
+            by_values, alone = getattr(self, "by_values", self.layer_valid), self.alone
             for layer in layers.values():
                 # most layers are `{"verdict": "<string>"}` alone: their answer kept by that string
                 if type(layer) is dict and len(layer) == 1 and type(layer.get("verdict")) is str:
@@ -105,18 +107,7 @@ class _VerdictSchema:
                         ok = alone[layer["verdict"]] = bool(self.layer_valid(layer))
                     if not ok:
                         return False
-                    continue
-                key = key_of(layer) if memo is not None else None
-                if key is None:
-                    if not self.layer_valid(layer):
-                        return False
-                    continue
-                ok = memo.get(key)
-                if ok is None:
-                    if len(memo) >= self.CACHE_MAX:
-                        memo.clear()
-                    ok = memo[key] = bool(self.layer_valid(layer))
-                if not ok:
+                elif not by_values(layer):
                     return False
             return True
         for layer in layers.values():
@@ -129,56 +120,3 @@ class _VerdictSchema:
             if not ok:
                 return False
         return True
-
-
-    def _key(self, layer: Any) -> tuple | None:
-        """What the layer check reads of `layer` (see `_reads`): the values of the keys its
-        `properties` name (each with its type: True == 1 in a dict key) and whether the keys its
-        `required` lists are present. None (check it directly) when a value is not a plain scalar."""
-        if type(layer) is not dict:   # (a dict subclass, never parsed JSON, is checked directly)
-            return None
-        if len(self.by_value) == 1:   # the shipped schema: one value (`verdict`), a few presences
-            value = layer.get(self.by_value[0], _ABSENT)
-            kind = type(value)
-            return ((value,), (kind,), tuple([name in layer for name in self.by_presence])) if kind in _SCALARS \
-                else None
-        values = tuple(map(layer.get, self.by_value, repeat(_ABSENT)))
-        types = tuple(map(type, values))
-        if not _SCALARS.issuperset(types):
-            return None
-        return values, types, tuple(map(layer.__contains__, self.by_presence))
-
-
-class _Absent:
-    """A key the layer does not have (its own type in the memo key)."""
-
-
-_ABSENT = _Absent()
-_SCALARS = frozenset({str, int, float, bool, type(None), _Absent})
-# keywords whose answer on an object depends only on the keys `properties` and `required` name
-_BY_KEYS = frozenset({"type", "required", "properties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-                      "description", "title", "$comment", "$schema"})
-
-
-def _reads(schema: Any) -> tuple[set[str], set[str]] | None:
-    """(names whose values an object's validity reads, names whose presence it reads) for a schema
-    built only of `_BY_KEYS` at the object level (a `properties` subschema may read its value in any
-    way: the value is the memo key); None for any other schema (it may read every key)."""
-    if isinstance(schema, bool):
-        return set(), set()
-    if not isinstance(schema, dict) or not set(schema) <= _BY_KEYS:
-        return None
-    props = schema.get("properties") or {}
-    required = schema.get("required") or []
-    if not isinstance(props, dict) or not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        return None
-    values, present = set(props), set(required)
-    subs = [*(schema.get("allOf") or []), *(schema.get("anyOf") or []), *(schema.get("oneOf") or []),
-            *(schema[k] for k in ("not", "if", "then", "else") if k in schema)]
-    for sub in subs:
-        got = _reads(sub)
-        if got is None:
-            return None
-        values |= got[0]
-        present |= got[1]
-    return values, present
