@@ -332,3 +332,27 @@ def test_pairs_made_on_two_processes_are_the_pairs_made_on_one(helpdesk, tmp_pat
     assert errors[0] == errors[1] and errors[0].rc == 2, errors
     # (the candidate is checked as the base is before anything is paired: refused naming the file either way)
     assert json.loads(errors[0].stdout)["error"].startswith(f"candidate {broken}: fails run_cases.py --verify (manifest.yaml")
+
+
+def test_the_light_read_of_case_lines_gives_the_same_comparison(helpdesk, monkeypatch):
+    """compare.light_record (each journal line read at the keys a pair reads, msgspec engaged as at
+    scale) gives the document the whole decode gives, on regressions, a conversation, an edited case
+    and a judge flip of traced runs (their cost rows read the whole verdict: the side then reads its
+    lines whole); and so with every line read light (each whole verdict decoded again when asked)."""
+    import msgspec
+
+    from assay.compare import sides
+    from assay.compare.document import compare_runs
+    from assay.core import jsonio
+    monkeypatch.setattr(jsonio, "_fast", msgspec.json.Decoder().decode)
+    monkeypatch.setattr(jsonio, "_fast_tried", True)
+    light, whole = sides.light_record, sides.Side._read_whole
+    for cand in (helpdesk["broken"], helpdesk["edited"]):
+        docs, read = [], []
+        for how in ("light", "every line light", "whole"):
+            monkeypatch.setattr(sides.Side, "_read_whole", (lambda self: None) if how == "every line light" else whole)
+            monkeypatch.setattr(sides, "light_record", (lambda line, on_whole=None: None) if how == "whole" else
+                                lambda line, on_whole=None: read.append(how) or light(line, on_whole))
+            docs.append(json.dumps(compare_runs(helpdesk["base"], cand)))
+        assert docs[0] == docs[1] == docs[2]
+        assert read.count("every line light") > read.count("light") > 0

@@ -29,6 +29,7 @@ from ..core.errors import AssayError
 from ..stats.cost import case_light, case_reader, default_prices_path, load_prices, reads_traces
 from ..stats.cost_fold import ChangeFold, CostFold
 from ..stats.cost_words import judge_cost_part, with_judge, words
+from .light_record import pair_verdict
 
 
 def prices_of(run_dir: Path) -> tuple[dict | None, str | None]:
@@ -166,8 +167,8 @@ class CaseCosts:
         when both runs have it (not skipped, not holdout) and its cost or latency changed, else None."""
         fold = self.fold
         if base_record is not None and cand_record is not None:
-            lb = case_light(base_record, self.traces["base"])
-            lc = case_light(cand_record, self.traces["candidate"]) if lb is not None else None
+            lb = case_light(pair_verdict(base_record), self.traces["base"])
+            lc = case_light(pair_verdict(cand_record), self.traces["candidate"]) if lb is not None else None
             if lc is not None:   # no trace read, no judge call (a trace-less run's cases): their rows need no more
                 return self._light(lb, lc, sealed)
         b = self.readers["base"](base_record) if base_record is not None else None

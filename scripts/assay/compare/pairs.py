@@ -212,8 +212,8 @@ def _compare_pair(base: Side, cand: Side, cid: str, memo: dict | None) -> dict[s
     row = crow or brow or {}
     pair: dict[str, Any] = {"case_id": cid, "verdict": {"base": bv, "candidate": cv},
                             "gating": row.get("gating", True) is not False, "canary": bool(row.get("canary"))}
-    bdoc = base.verdict_doc(cid) if brow else {}
-    cdoc = cand.verdict_doc(cid) if crow else {}
+    bdoc = base.pair_doc(cid) if brow else {}
+    cdoc = cand.pair_doc(cid) if crow else {}
     title = (cdoc if crow else bdoc).get("title")
     if isinstance(title, str) and title:
         pair["title"] = title

@@ -19,6 +19,7 @@ from ..report.cases_cut import typed_cases_head
 from ..report.run_files import read_jsonl_by_id
 from ..core import casestore
 from ..core.jsonio import plain_loads
+from .light_record import LightRecord, light_record
 
 
 @dataclass
@@ -79,12 +80,24 @@ class Side:
             if fd is None:
                 fd = self._fd = _Journal(self.run_dir)
             raw = store.line(case_id, fd.fd)
-            rec = casestore.parse_text_line(raw) if raw is not None else None
+            rec = self._read_line(raw) if raw is not None else None
             rec = rec if rec is not None and rec.case_id == case_id else None
         else:
             rec = store.load(case_id)
         self._last = (case_id, rec)
         return rec
+
+    def _read_line(self, raw: bytes) -> casestore.CaseRecord | None:
+        """A journal line's case: what a pair reads of it alone (compare.light_record) until a case
+        asks for its whole verdict (a traced or judged run's cost rows: then every line whole)."""
+        if not getattr(self, "_whole_lines", False):
+            rec = light_record(raw, self._read_whole)
+            if rec is not None:
+                return rec
+        return casestore.parse_text_line(raw)
+
+    def _read_whole(self) -> None:
+        self._whole_lines = True
 
     def open_store(self) -> casestore.CaseStore:
         """The run's case store, opened on first use (the run dir is finished: load_side refuses a
@@ -97,6 +110,12 @@ class Side:
     def record(self, case_id: str) -> casestore.CaseRecord | None:
         """The case's record (the one a pair just read is kept: no second read)."""
         return self._case(case_id)
+
+    def pair_doc(self, case_id: str) -> dict:
+        """The case's verdict record as a pair reads it ({} when absent): at least its keys
+        compare.light_record.PAIR_KEYS, each as in the whole record."""
+        rec = self._case(case_id)
+        return rec.pair_doc if isinstance(rec, LightRecord) else self.verdict_doc(case_id)
 
     def verdict_doc(self, case_id: str) -> dict:
         """The case's verdict record ({} when absent)."""

@@ -214,11 +214,11 @@ def case_cost(case: Any, prices: dict | None, verdict: dict | None = None, *, re
     return row
 
 
-def case_light(case: casestore.CaseRecord, read_traces: bool) -> tuple | None:
-    """(verdict, holdout, latency_ms, latencies_ms) of a case whose case_cost row has nothing else:
-    its run read no trace and no judge call is recorded (its tokens, calls and cost: none); None
-    when the row is needed (CostFold.add folds it; add_light these four)."""
-    verdict = case.verdict
+def case_light(verdict: dict, read_traces: bool) -> tuple | None:
+    """(verdict, holdout, latency_ms, latencies_ms) of a case, from its verdict record, whose case_cost
+    row has nothing else: its run read no trace and no judge call is recorded (its tokens, calls and
+    cost: none); None when the row is needed (CostFold.add folds it; add_light these four). It reads
+    the record's judge_usage, latency_ms, verdict, holdout and repeats (compare.light_record's keys)."""
     usage = verdict.get("judge_usage")
     if read_traces or (usage and isinstance(usage, dict)):
         return None
