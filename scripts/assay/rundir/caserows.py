@@ -4,11 +4,10 @@ without a parse (shared with streamed.same_lines)."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable, Iterator, Mapping
 
-from ..core.jsonio import MAX_DEPTH, fast_decode, plain_loads, too_deep
+from ..core.jsonio import MAX_DEPTH, MISSING, IdShapes, fast_decode, plain_loads, too_deep
 
 END = object()
 _NONE = object()
@@ -38,8 +37,16 @@ def free_string(items: Mapping[str, Any]) -> str | None:
     return None
 
 
-_NUL = "\\u0000"   # the text of the placeholder string a row's free string is replaced with
-_VERDICTS_HELD = 4096
+_VERDICTS_HELD = 4096   # row shapes whose verdict is kept
+
+
+def _decoded(text: str) -> Any:
+    """The faster decoder's parse of a row shape's text (jsonio.fast_decode), ValueError where it
+    refuses (the row is then decoded and appended as always)."""
+    doc = fast_decode(text)
+    if doc is MISSING:
+        raise ValueError("not taken by the faster decoder")
+    return doc
 
 
 class Rows:
@@ -73,9 +80,7 @@ class Rows:
             self.append_rows = self._append_rows
         elif take is None and free is not None:
             self.take_text = self._take_text
-            self._free = free
-            self._marker = f"{json.dumps(free, ensure_ascii=False)}: \""   # how a canonical line writes the key
-            self._verdicts: dict[str, bool] = {}
+            self._shapes = IdShapes(_decoded, free, _VERDICTS_HELD)
 
     def append(self, row: Any, text: str | None = None) -> None:
         self.count += 1
@@ -139,30 +144,21 @@ class Rows:
         return i + len(own)
 
     def _verdict(self, own: str) -> bool | None:
-        """The verdict of the row whose text is `own`, from its shape (None: no shape to take it by).
+        """The verdict of the row whose text is `own`, from its shape (None: no shape to take it by;
+        jsonio.IdShapes, parsed by the faster decoder: a text it refuses is decoded as always).
         True when there is no schema to check (the shape is still parsed: that proves `own` whole)."""
-        marker = self._marker
-        at = own.find(marker)
-        if at < 0 or own.find(marker, at + 1) >= 0 or _NUL in own:
+        got = self._shapes.shape(own)
+        if got is None:
             return None
-        start = at + len(marker)
-        end = own.find('"', start)
-        if end < 0 or "\\" in own[start:end] or not own[start:end].isprintable():
-            return None
-        shape = own[:start] + _NUL + own[end:]
-        verdict = self._verdicts.get(shape)
-        if verdict is None:
-            row = fast_decode(shape)   # the parse json gives, or MISSING (then the row is decoded as always)
-            if type(row) is not dict or row.get(self._free) != "\x00":
-                return None
+        entry = got[1]
+        if entry[1] is None:
+            row = entry[0]
             try:
-                verdict = self.item_valid is None or (bool(self.item_valid(row))
+                entry[1] = self.item_valid is None or (bool(self.item_valid(row))
                                                        and too_deep(row, MAX_DEPTH - 2) is None)
             except RecursionError:
-                verdict = False
-            if len(self._verdicts) < _VERDICTS_HELD:
-                self._verdicts[shape] = verdict
-        return verdict
+                entry[1] = False
+        return entry[1]
 
     def close(self) -> "Rows":
         return self
