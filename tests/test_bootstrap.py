@@ -30,6 +30,9 @@ def _pyproject_dependencies() -> list[str]:
 
 def test_one_list_of_requirements():
     assert tuple(_pyproject_dependencies()) == bootstrap.RUNTIME_REQUIREMENTS
+    text = (ROOT / "pyproject.toml").read_text()   # the optional ones: the `fast` extra
+    fast = text.split("\nfast = [", 1)[1].split("]", 1)[0]
+    assert tuple(x.strip().strip('"') for x in fast.split(",") if x.strip()) == bootstrap.OPTIONAL_REQUIREMENTS
 
 
 def test_venv_dir_resolution_order(tmp_path):
@@ -57,12 +60,36 @@ def test_the_build_uses_the_bundled_pip_wheel_and_falls_back_to_ensurepip(monkey
     py = str(bootstrap.venv_python(tmp_path / "v"))
     assert calls[0] == [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")]
     assert calls[1][:3] == [py, str(wheel / "pip"), "install"] and "--no-compile" in calls[1]
-    assert calls[1][-4:] == [str(wheel), *bootstrap.RUNTIME_REQUIREMENTS]
+    wanted = ["--only-binary=msgspec", *bootstrap.RUNTIME_REQUIREMENTS, *bootstrap.OPTIONAL_REQUIREMENTS]
+    assert calls[1][-6:] == [str(wheel), *wanted] and len(calls) == 2
     calls.clear()
     monkeypatch.setattr(bootstrap, "bundled_pip_wheel", lambda: None)
     bootstrap._build(tmp_path / "v")
     assert calls[0] == [sys.executable, "-m", "venv", str(tmp_path / "v")]
-    assert calls[1][:4] == [py, "-m", "pip", "install"] and calls[1][-3:] == list(bootstrap.RUNTIME_REQUIREMENTS)
+    assert calls[1][:4] == [py, "-m", "pip", "install"] and calls[1][-5:] == wanted and len(calls) == 2
+
+
+def test_an_optional_requirement_with_no_wheel_is_left_out_and_nothing_else_is(monkeypatch, tmp_path):
+    """msgspec (the `fast` extra) is installed with the requirements when a built wheel of it is there; when
+    pip names it (no wheel for this platform or Python), the environment is built without it, in one more
+    pip run; any other failure (no package index) is the error it always was, without a second run."""
+    calls = []
+
+    def pip(argv, what, fails=None):
+        calls.append(argv)
+        if "msgspec>=0.18" in argv and fails:
+            raise bootstrap.BootstrapError(fails, "fix")
+    monkeypatch.setattr(bootstrap, "bundled_pip_wheel", lambda: None)
+    monkeypatch.setattr(bootstrap, "_run", lambda argv, what: pip(argv, what, "installing failed (exit 1): ERROR: "
+                        "Could not find a version that satisfies the requirement msgspec>=0.18 (from versions: none)"))
+    bootstrap._build(tmp_path / "v")
+    assert len(calls) == 3 and calls[2][-3:] == list(bootstrap.RUNTIME_REQUIREMENTS) and "msgspec>=0.18" not in calls[2]
+    calls.clear()
+    monkeypatch.setattr(bootstrap, "_run", lambda argv, what: pip(argv, what, "installing failed (exit 1): ERROR: "
+                        "No matching distribution found for PyYAML>=6.0"))
+    with pytest.raises(bootstrap.BootstrapError, match="PyYAML"):
+        bootstrap._build(tmp_path / "v")
+    assert len(calls) == 2   # the venv, one pip run: no second try for a failure that is not msgspec's
 
 
 def test_this_python_has_a_bundled_pip_wheel_or_says_none():
@@ -111,6 +138,8 @@ def test_a_python_without_the_packages_runs_every_step_after_one_bootstrap(bare_
     assert json.loads(first.stdout)["html"].endswith("r.html")
     assert "<table>" in (tmp_path / "r.html").read_text()
     assert bootstrap.is_ready(venv)
+    fast = subprocess.run([str(bootstrap.venv_python(venv)), "-c", "import msgspec"], capture_output=True)
+    assert fast.returncode == 0, fast.stderr   # the `fast` extra came with it (its wheel is on the index)
     # a second script, a second call: the same environment, no second install
     second = subprocess.run([str(bare_python), str(SCRIPTS / "convert_suite.py"), str(ROOT / "examples" / "helpdesk" / ".assay"),
                              "-o", str(tmp_path / "c.json")], capture_output=True, text=True, env=env, timeout=120)

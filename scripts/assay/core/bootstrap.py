@@ -10,8 +10,8 @@ command layer calls `ensure_dependencies`, which
    `<key>` hashes the requirement list and the Python minor version, so a new
    list makes a new environment instead of patching an old one;
 2. creates it if it is not ready (`python -m venv`, then `pip install` of
-   RUNTIME_REQUIREMENTS, run from the interpreter's bundled pip wheel when it has
-   one), under a file lock, built beside and renamed into place,
+   RUNTIME_REQUIREMENTS (and OPTIONAL_REQUIREMENTS where a wheel of them is there), run from the
+   interpreter's bundled pip wheel when it has one), under a file lock, built beside and renamed into place,
    so two scripts racing, or a kill half-way, never leave a half-made one in use;
 3. re-executes the same script with the same arguments in that environment.
 
@@ -32,6 +32,11 @@ from typing import Mapping, Sequence
 
 # The one list of runtime requirements (pyproject.toml's `dependencies` is held to it by a test).
 RUNTIME_REQUIREMENTS = ("PyYAML>=6.0", "jsonschema>=4.17", "Markdown>=3.4")
+# Installed with them when a built wheel of it is there (pyproject.toml's `fast` extra, held to it by a
+# test): the faster decoder of big run files (core.jsonio.bulk). Never needed: without it every answer
+# is the same, a 100,000-case run's readers slower; a platform with no wheel builds the environment
+# without it (one more pip run), never fails for it.
+OPTIONAL_REQUIREMENTS = ("msgspec>=0.18",)
 MIN_PYTHON = (3, 11)
 READY_MARKER = ".assay-ready"
 PIP_TIMEOUT_S = 600
@@ -48,7 +53,7 @@ class BootstrapError(Exception):
 
 def requirements_key(version: Sequence[int] | None = None) -> str:
     major, minor = (version or sys.version_info)[:2]
-    text = "\n".join(RUNTIME_REQUIREMENTS) + f"\npython{major}.{minor}\n"
+    text = "\n".join(RUNTIME_REQUIREMENTS + OPTIONAL_REQUIREMENTS) + f"\npython{major}.{minor}\n"
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -161,11 +166,17 @@ def _build(staging: Path) -> None:
     wheel = bundled_pip_wheel()
     if wheel is not None:
         _run([sys.executable, "-m", "venv", "--without-pip", str(staging)], "creating the virtual environment")
-        _run([str(venv_python(staging)), str(wheel / "pip"), "install", *quiet, "--no-compile", str(wheel),
-              *RUNTIME_REQUIREMENTS], what)
-        return
-    _run([sys.executable, "-m", "venv", str(staging)], "creating the virtual environment")
-    _run([str(venv_python(staging)), "-m", "pip", "install", *quiet, *RUNTIME_REQUIREMENTS], what)
+        pip = [str(venv_python(staging)), str(wheel / "pip"), "install", *quiet, "--no-compile", str(wheel)]
+    else:
+        _run([sys.executable, "-m", "venv", str(staging)], "creating the virtual environment")
+        pip = [str(venv_python(staging)), "-m", "pip", "install", *quiet]
+    names = [r.split(">")[0] for r in OPTIONAL_REQUIREMENTS]
+    try:   # one pip run with the optional ones, a built wheel or nothing; without them when pip names one
+        _run([*pip, *(f"--only-binary={n}" for n in names), *RUNTIME_REQUIREMENTS, *OPTIONAL_REQUIREMENTS], what)
+    except BootstrapError as exc:
+        if not any(n.lower() in exc.reason.lower() for n in names):
+            raise   # no index, no venv module: the same error as without them, at once
+        _run([*pip, *RUNTIME_REQUIREMENTS], what)
 
 
 def _remove_tree(path: Path) -> None:
